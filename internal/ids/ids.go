@@ -1,0 +1,165 @@
+package ids
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+)
+
+// TaskIDLen and ObjectIDLen are the sizes of the binary forms.
+const (
+	TaskIDLen   = 16
+	ObjectIDLen = TaskIDLen + 4
+	ActorIDLen  = 16
+)
+
+// PutIndexBit marks an object index as created by Put rather than returned by a task.
+const PutIndexBit uint32 = 1 << 31
+
+// TaskID identifies one task (or a driver's root task).
+type TaskID [TaskIDLen]byte
+
+// ObjectID identifies one immutable object.
+type ObjectID [ObjectIDLen]byte
+
+// ActorID identifies one actor instance across its restarts.
+type ActorID [ActorIDLen]byte
+
+// NodeID names a node (one protoactor cluster member). It is a short hex string.
+type NodeID string
+
+// JobID names a job (one driver program run). It is a short hex string.
+type JobID string
+
+// NewRootTaskID returns a random task ID for a driver or another root of the task tree.
+func NewRootTaskID() TaskID {
+	var t TaskID
+	if _, err := rand.Read(t[:]); err != nil {
+		panic(fmt.Sprintf("ids: no randomness: %v", err))
+	}
+	return t
+}
+
+// NewNodeID returns a random node ID.
+func NewNodeID() NodeID { return NodeID(randomHex(8)) }
+
+// NewJobID returns a random job ID.
+func NewJobID() JobID { return JobID(randomHex(4)) }
+
+// NewActorID returns a random actor ID.
+func NewActorID() ActorID {
+	var a ActorID
+	if _, err := rand.Read(a[:]); err != nil {
+		panic(fmt.Sprintf("ids: no randomness: %v", err))
+	}
+	return a
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("ids: no randomness: %v", err))
+	}
+	return hex.EncodeToString(b)
+}
+
+// ChildTaskID derives the ID of the counter-th task submitted by parent (counter from 1).
+// The same parent and counter always give the same ID.
+func ChildTaskID(parent TaskID, counter uint64) TaskID {
+	var buf [TaskIDLen + 8]byte
+	copy(buf[:], parent[:])
+	binary.BigEndian.PutUint64(buf[TaskIDLen:], counter)
+	sum := sha256.Sum256(buf[:])
+	var t TaskID
+	copy(t[:], sum[:TaskIDLen])
+	return t
+}
+
+// ReturnID is the ID of the index-th return value (from 1) of task t.
+func ReturnID(t TaskID, index uint32) ObjectID {
+	var o ObjectID
+	copy(o[:], t[:])
+	binary.BigEndian.PutUint32(o[TaskIDLen:], index)
+	return o
+}
+
+// PutID is the ID of the counter-th object (from 1) put by task t.
+func PutID(t TaskID, counter uint32) ObjectID {
+	return ReturnID(t, PutIndexBit|counter)
+}
+
+// Task is the task that created o (by returning it or putting it).
+func (o ObjectID) Task() TaskID {
+	var t TaskID
+	copy(t[:], o[:TaskIDLen])
+	return t
+}
+
+// Index is o's index within its task (see PutIndexBit).
+func (o ObjectID) Index() uint32 { return binary.BigEndian.Uint32(o[TaskIDLen:]) }
+
+// IsPut reports whether o was created by Put.
+func (o ObjectID) IsPut() bool { return o.Index()&PutIndexBit != 0 }
+
+// IsZero reports whether o is the zero ID.
+func (o ObjectID) IsZero() bool { return o == ObjectID{} }
+
+// IsZero reports whether t is the zero ID.
+func (t TaskID) IsZero() bool { return t == TaskID{} }
+
+// IsZero reports whether a is the zero ID.
+func (a ActorID) IsZero() bool { return a == ActorID{} }
+
+func (t TaskID) String() string   { return hex.EncodeToString(t[:]) }
+func (o ObjectID) String() string { return hex.EncodeToString(o[:]) }
+func (a ActorID) String() string  { return hex.EncodeToString(a[:]) }
+
+// TaskIDFromBytes parses the binary form of a TaskID.
+func TaskIDFromBytes(b []byte) (TaskID, error) {
+	var t TaskID
+	if len(b) != TaskIDLen {
+		return t, fmt.Errorf("ids: task ID must be %d bytes, got %d", TaskIDLen, len(b))
+	}
+	copy(t[:], b)
+	return t, nil
+}
+
+// ObjectIDFromBytes parses the binary form of an ObjectID.
+func ObjectIDFromBytes(b []byte) (ObjectID, error) {
+	var o ObjectID
+	if len(b) != ObjectIDLen {
+		return o, fmt.Errorf("ids: object ID must be %d bytes, got %d", ObjectIDLen, len(b))
+	}
+	copy(o[:], b)
+	return o, nil
+}
+
+// ActorIDFromBytes parses the binary form of an ActorID.
+func ActorIDFromBytes(b []byte) (ActorID, error) {
+	var a ActorID
+	if len(b) != ActorIDLen {
+		return a, fmt.Errorf("ids: actor ID must be %d bytes, got %d", ActorIDLen, len(b))
+	}
+	copy(a[:], b)
+	return a, nil
+}
+
+// ParseObjectID parses the hex form printed by ObjectID.String.
+func ParseObjectID(s string) (ObjectID, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return ObjectID{}, fmt.Errorf("ids: object ID %q is not hex: %w", s, err)
+	}
+	return ObjectIDFromBytes(b)
+}
+
+// ParseTaskID parses the hex form printed by TaskID.String.
+func ParseTaskID(s string) (TaskID, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return TaskID{}, fmt.Errorf("ids: task ID %q is not hex: %w", s, err)
+	}
+	return TaskIDFromBytes(b)
+}

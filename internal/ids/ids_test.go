@@ -1,0 +1,52 @@
+package ids
+
+import "testing"
+
+func TestDerivation(t *testing.T) {
+	root := NewRootTaskID()
+	tests := []struct {
+		name string
+		a, b TaskID
+		same bool
+	}{
+		{"same parent and counter", ChildTaskID(root, 1), ChildTaskID(root, 1), true},
+		{"different counter", ChildTaskID(root, 1), ChildTaskID(root, 2), false},
+		{"different parent", ChildTaskID(root, 1), ChildTaskID(ChildTaskID(root, 1), 1), false},
+	}
+	for _, tc := range tests {
+		if (tc.a == tc.b) != tc.same {
+			t.Errorf("%s: equal=%v, want %v", tc.name, tc.a == tc.b, tc.same)
+		}
+	}
+}
+
+func TestObjectIDParts(t *testing.T) {
+	task := ChildTaskID(NewRootTaskID(), 7)
+	tests := []struct {
+		id    ObjectID
+		index uint32
+		put   bool
+	}{
+		{ReturnID(task, 1), 1, false},
+		{ReturnID(task, 3), 3, false},
+		{PutID(task, 1), PutIndexBit | 1, true},
+	}
+	for _, tc := range tests {
+		if tc.id.Task() != task {
+			t.Errorf("%v: task %v, want %v", tc.id, tc.id.Task(), task)
+		}
+		if tc.id.Index() != tc.index || tc.id.IsPut() != tc.put {
+			t.Errorf("%v: index %d put %v, want %d %v", tc.id, tc.id.Index(), tc.id.IsPut(), tc.index, tc.put)
+		}
+		back, err := ParseObjectID(tc.id.String())
+		if err != nil || back != tc.id {
+			t.Errorf("parse %s: %v %v", tc.id, back, err)
+		}
+	}
+	if _, err := ObjectIDFromBytes([]byte{1, 2}); err == nil {
+		t.Error("short object ID accepted")
+	}
+	if _, err := ParseTaskID("zz"); err == nil {
+		t.Error("non-hex task ID accepted")
+	}
+}

@@ -1,0 +1,25 @@
+package lineage
+
+import "github.com/ray-go/ray/internal/ids"
+
+// Packer is where records go: gcs.Packer in production, a map in tests. Append and Remove
+// must not block on I/O.
+type Packer interface {
+	Append(id string, rec []byte)
+	Remove(id string)
+}
+
+// Recorder records and drops lineage records.
+type Recorder struct{ p Packer }
+
+// NewRecorder returns a Recorder writing through p.
+func NewRecorder(p Packer) *Recorder { return &Recorder{p: p} }
+
+// Record stores the marshalled spec of task.
+func (r *Recorder) Record(task ids.TaskID, spec []byte) { r.p.Append(string(task[:]), spec) }
+
+// Drop deletes task's record.
+func (r *Recorder) Drop(task ids.TaskID) { r.p.Remove(string(task[:])) }
+
+// TaskIDOf parses a record ID back into a task ID.
+func TaskIDOf(recordID string) (ids.TaskID, error) { return ids.TaskIDFromBytes([]byte(recordID)) }

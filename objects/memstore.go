@@ -1,0 +1,154 @@
+package objects
+
+import (
+	"context"
+	"sync"
+
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+)
+
+// Value is the state of a ready object as its owner knows it: either the encoded bytes
+// inline, or where they live (InStore, Node), or the error that the producing task gave.
+type Value struct {
+	Data    []byte
+	InStore bool
+	Node    ids.NodeID
+	Size    int64
+	Err     *pb.ErrorInfo
+}
+
+type slot struct {
+	ready bool
+	v     Value
+	done  chan struct{} // closed when ready; created on first wait
+	subs  []func(Value)
+}
+
+// MemoryStore holds the futures of the objects this process owns. The zero value is not
+// usable; call NewMemoryStore.
+type MemoryStore struct {
+	mu sync.Mutex
+	m  map[ids.ObjectID]*slot
+}
+
+// NewMemoryStore returns an empty store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{m: make(map[ids.ObjectID]*slot, 1024)}
+}
+
+// Create registers a pending object. Creating an object that exists is a no-op.
+func (s *MemoryStore) Create(id ids.ObjectID) {
+	s.mu.Lock()
+	if _, ok := s.m[id]; !ok {
+		s.m[id] = &slot{}
+	}
+	s.mu.Unlock()
+}
+
+// Set makes an object ready (creating it if needed) and runs its subscribers. Setting an
+// object that is already ready keeps the first value: handlers are idempotent (a result
+// delivered twice, or a retry racing a late reply, changes nothing). It reports whether
+// this call made the object ready.
+func (s *MemoryStore) Set(id ids.ObjectID, v Value) bool {
+	s.mu.Lock()
+	sl, ok := s.m[id]
+	if !ok {
+		sl = &slot{}
+		s.m[id] = sl
+	}
+	if sl.ready {
+		s.mu.Unlock()
+		return false
+	}
+	sl.ready, sl.v = true, v
+	subs := sl.subs
+	sl.subs = nil
+	if sl.done != nil {
+		close(sl.done)
+	}
+	s.mu.Unlock()
+	for _, f := range subs {
+		f(v)
+	}
+	return true
+}
+
+// Get returns the object's value if it is ready. known is false for an object this store
+// has never seen (or has freed).
+func (s *MemoryStore) Get(id ids.ObjectID) (v Value, ready, known bool) {
+	s.mu.Lock()
+	sl, known := s.m[id]
+	if known && sl.ready {
+		v, ready = sl.v, true
+	}
+	s.mu.Unlock()
+	return v, ready, known
+}
+
+// Ready returns a channel closed when the object is ready, or nil if the object is unknown.
+func (s *MemoryStore) Ready(id ids.ObjectID) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl, ok := s.m[id]
+	if !ok {
+		return nil
+	}
+	if sl.done == nil {
+		sl.done = make(chan struct{})
+		if sl.ready {
+			close(sl.done)
+		}
+	}
+	return sl.done
+}
+
+// Wait blocks until the object is ready or ctx is done.
+func (s *MemoryStore) Wait(ctx context.Context, id ids.ObjectID) (Value, bool, error) {
+	ch := s.Ready(id)
+	if ch == nil {
+		return Value{}, false, nil
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return Value{}, true, ctx.Err()
+	}
+	v, _, known := s.Get(id)
+	return v, known, nil
+}
+
+// OnReady calls f with the value once the object is ready: at once (on the caller's
+// goroutine) if it already is, else on the goroutine that calls Set. f must not block.
+// It reports false, without calling f, for an unknown object.
+func (s *MemoryStore) OnReady(id ids.ObjectID, f func(Value)) bool {
+	s.mu.Lock()
+	sl, ok := s.m[id]
+	if !ok {
+		s.mu.Unlock()
+		return false
+	}
+	if !sl.ready {
+		sl.subs = append(sl.subs, f)
+		s.mu.Unlock()
+		return true
+	}
+	v := sl.v
+	s.mu.Unlock()
+	f(v)
+	return true
+}
+
+// Delete forgets an object. Waiters of a pending object stay blocked until their ctx ends.
+func (s *MemoryStore) Delete(id ids.ObjectID) {
+	s.mu.Lock()
+	delete(s.m, id)
+	s.mu.Unlock()
+}
+
+// Len is the number of objects held (pending or ready).
+func (s *MemoryStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}

@@ -1,0 +1,131 @@
+package objects
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/ray-go/ray/internal/ids"
+)
+
+// TestRefTableScenarios drives the table through scripts of events and checks what each
+// step releases.
+func TestRefTableScenarios(t *testing.T) {
+	root := ids.NewRootTaskID()
+	ta, tb, tc := ids.ChildTaskID(root, 1), ids.ChildTaskID(root, 2), ids.ChildTaskID(root, 3)
+	a, b, c := ids.ReturnID(ta, 1), ids.ReturnID(tb, 1), ids.ReturnID(tc, 1)
+	p := ids.PutID(root, 1)
+
+	type step struct {
+		do          func(rt *RefTable) Released
+		wantValues  []ids.ObjectID
+		wantLineage []ids.TaskID
+	}
+	addLocal := func(id ids.ObjectID) func(*RefTable) Released {
+		return func(rt *RefTable) Released { rt.AddLocal(id); return Released{} }
+	}
+	rm := func(id ids.ObjectID) func(*RefTable) Released {
+		return func(rt *RefTable) Released { return rt.RemoveLocal(id) }
+	}
+	task := func(tk ids.TaskID, ret ids.ObjectID, args ...ids.ObjectID) func(*RefTable) Released {
+		return func(rt *RefTable) Released { rt.AddTask(tk, []ids.ObjectID{ret}, args); return Released{} }
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"put then release frees the value, no lineage", []step{
+			{do: addLocal(p)},
+			{do: rm(p), wantValues: []ids.ObjectID{p}},
+		}},
+		{"task result released drops value and lineage", []step{
+			{do: task(ta, a)},
+			{do: addLocal(a)},
+			{do: rm(a), wantValues: []ids.ObjectID{a}, wantLineage: []ids.TaskID{ta}},
+		}},
+		{"two handles: only the last release frees", []step{
+			{do: task(ta, a)},
+			{do: addLocal(a)},
+			{do: addLocal(a)},
+			{do: rm(a)},
+			{do: rm(a), wantValues: []ids.ObjectID{a}, wantLineage: []ids.TaskID{ta}},
+		}},
+		{"argument lineage kept while a dependent's lineage lives", []step{
+			{do: task(ta, a)},
+			{do: addLocal(a)},
+			{do: task(tb, b, a)}, // b = f(a)
+			{do: addLocal(b)},
+			{do: rm(a), wantValues: []ids.ObjectID{a}}, // a's value freed, its lineage kept for b
+			{do: rm(b), wantValues: []ids.ObjectID{b}, wantLineage: []ids.TaskID{tb, ta}},
+		}},
+		{"chain of three collapses from the end", []step{
+			{do: task(ta, a)}, {do: addLocal(a)},
+			{do: task(tb, b, a)}, {do: addLocal(b)},
+			{do: task(tc, c, b)}, {do: addLocal(c)},
+			{do: rm(a), wantValues: []ids.ObjectID{a}},
+			{do: rm(b), wantValues: []ids.ObjectID{b}},
+			{do: rm(c), wantValues: []ids.ObjectID{c}, wantLineage: []ids.TaskID{tc, tb, ta}},
+		}},
+		{"releasing twice is harmless", []step{
+			{do: addLocal(p)},
+			{do: rm(p), wantValues: []ids.ObjectID{p}},
+			{do: rm(p)},
+		}},
+		{"put as argument: value kept while task pending", []step{
+			{do: addLocal(p)},
+			{do: task(ta, a, p)},
+			{do: addLocal(p)}, // submitted-task reference
+			{do: rm(p)},       // user drops the handle
+			{do: addLocal(a)},
+			{do: rm(p), wantValues: []ids.ObjectID{p}}, // task finished
+			{do: rm(a), wantValues: []ids.ObjectID{a}, wantLineage: []ids.TaskID{ta}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := NewRefTable()
+			for i, s := range tt.steps {
+				got := s.do(rt)
+				if !slices.Equal(got.Values, s.wantValues) || !slices.Equal(got.Lineage, s.wantLineage) {
+					t.Fatalf("step %d: released values %v lineage %v, want %v %v", i, got.Values, got.Lineage, s.wantValues, s.wantLineage)
+				}
+			}
+			if n, l := rt.Len(); n != 0 || l != 0 {
+				t.Errorf("table not empty at the end: %d objects, %d lineage records", n, l)
+			}
+		})
+	}
+}
+
+func TestMemoryStore(t *testing.T) {
+	s := NewMemoryStore()
+	id := ids.PutID(ids.NewRootTaskID(), 1)
+	if _, _, known := s.Get(id); known {
+		t.Fatal("unknown object reported known")
+	}
+	s.Create(id)
+	var got []Value
+	s.OnReady(id, func(v Value) { got = append(got, v) })
+	if _, ready, known := s.Get(id); ready || !known {
+		t.Fatalf("pending object: ready=%v known=%v", ready, known)
+	}
+	ch := s.Ready(id)
+	if !s.Set(id, Value{Data: []byte("x")}) {
+		t.Fatal("first Set did not make the object ready")
+	}
+	if s.Set(id, Value{Data: []byte("y")}) {
+		t.Fatal("second Set replaced the value")
+	}
+	<-ch
+	v, ready, _ := s.Get(id)
+	if !ready || string(v.Data) != "x" || len(got) != 1 || string(got[0].Data) != "x" {
+		t.Fatalf("value %q ready=%v subscribers saw %v", v.Data, ready, got)
+	}
+	s.OnReady(id, func(v Value) { got = append(got, v) })
+	if len(got) != 2 {
+		t.Fatal("OnReady on a ready object did not run at once")
+	}
+	s.Delete(id)
+	if s.Len() != 0 {
+		t.Fatal("Delete left the object")
+	}
+}

@@ -1,0 +1,72 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+)
+
+// Func runs a remote function on encoded arguments and returns the encoded result.
+// It must not panic on bad input: argument decode failures are returned as errors.
+type Func func(ctx context.Context, args [][]byte) ([]byte, error)
+
+// Function is one registered remote function.
+type Function struct {
+	Name     string
+	ArgTypes []reflect.Type
+	Return   reflect.Type
+	Call     Func
+}
+
+var registry = struct {
+	sync.RWMutex
+	m map[string]*Function
+}{m: map[string]*Function{}}
+
+// Register adds f to the process-wide registry. Registering a second function under a
+// name already taken is an error: names identify functions across processes.
+func Register(f *Function) error {
+	if f == nil || f.Name == "" {
+		return fmt.Errorf("tasks: a remote function needs a non-empty name")
+	}
+	if f.Call == nil {
+		return fmt.Errorf("tasks: remote function %q has no body", f.Name)
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.m[f.Name]; dup {
+		return fmt.Errorf("tasks: remote function %q is registered twice; names must be unique in a program", f.Name)
+	}
+	registry.m[f.Name] = f
+	return nil
+}
+
+// Lookup finds a registered function by name.
+func Lookup(name string) (*Function, bool) {
+	registry.RLock()
+	f, ok := registry.m[name]
+	registry.RUnlock()
+	return f, ok
+}
+
+// Names lists the registered functions in name order.
+func Names() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := make([]string, 0, len(registry.m))
+	for n := range registry.m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// UnknownFunctionError says that no function of that name is registered in this program.
+type UnknownFunctionError struct{ Name string }
+
+func (e *UnknownFunctionError) Error() string {
+	return fmt.Sprintf("tasks: no remote function named %q is registered in this program "+
+		"(register it at package level with ray.Task0..Task4 under that exact name)", e.Name)
+}
