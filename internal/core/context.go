@@ -1,0 +1,50 @@
+package core
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+)
+
+// TaskContext is carried in the context.Context of a driver and of every running task:
+// the runtime, the current task (parent of what it submits) and its counters.
+type TaskContext struct {
+	Core *Core
+	Task ids.TaskID
+	// Raylet is the scheduler running this task (nil in a driver): Get tells it when the
+	// task blocks so its CPU can be lent out.
+	Raylet *actor.PID
+	// Spec is the running task's spec (nil in a driver).
+	Spec *pb.TaskSpec
+
+	children atomic.Uint64
+	puts     atomic.Uint32
+}
+
+type ctxKey struct{}
+
+// WithTask returns ctx carrying tc.
+func WithTask(ctx context.Context, tc *TaskContext) context.Context {
+	return context.WithValue(ctx, ctxKey{}, tc)
+}
+
+// FromContext returns the TaskContext carried by ctx.
+func FromContext(ctx context.Context) (*TaskContext, bool) {
+	tc, ok := ctx.Value(ctxKey{}).(*TaskContext)
+	return tc, ok && tc != nil
+}
+
+// NewDriver returns the TaskContext of a driver: a root task with a random ID.
+func (c *Core) NewDriver() *TaskContext {
+	return &TaskContext{Core: c, Task: ids.NewRootTaskID()}
+}
+
+// TaskContextFor builds the context a worker runs spec with.
+func (c *Core) TaskContextFor(parent context.Context, spec *pb.TaskSpec, raylet *actor.PID) context.Context {
+	tid, _ := ids.TaskIDFromBytes(spec.TaskId)
+	return WithTask(parent, &TaskContext{Core: c, Task: tid, Raylet: raylet, Spec: spec})
+}

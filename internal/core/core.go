@@ -1,0 +1,180 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/objects"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// ErrShutdown is returned by calls on a runtime that has been shut down.
+var ErrShutdown = errors.New("ray: runtime is shut down")
+
+// ErrUnknownObject is returned for an object this process does not know: it was released,
+// or it is owned by another process.
+var ErrUnknownObject = errors.New("ray: object is unknown to this process")
+
+// ErrObjectLost is returned when an object's bytes cannot be found where they should be.
+var ErrObjectLost = errors.New("ray: object lost")
+
+// Lineage records task specs in the GCS. Record must not block on I/O.
+type Lineage interface {
+	Record(task ids.TaskID, spec []byte)
+	Drop(task ids.TaskID)
+}
+
+// Config wires a Core to its node.
+type Config struct {
+	Job    ids.JobID
+	Node   ids.NodeID
+	System *actor.ActorSystem
+	// Raylet and Store return the local node's scheduler and store shard grains.
+	Raylet func() *actor.PID
+	Store  func() *actor.PID
+	// Feasible reports whether some node can ever satisfy a request (nil error) or why not.
+	Feasible    func(req sched.Resources) error
+	Lineage     Lineage // nil: lineage recording off (a benchmark-only switch)
+	InlineLimit int
+	Logger      *slog.Logger
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	switch {
+	case c.System == nil:
+		return errors.New("core: Config.System is required")
+	case c.Raylet == nil || c.Store == nil:
+		return errors.New("core: Config.Raylet and Config.Store are required")
+	case c.Feasible == nil:
+		return errors.New("core: Config.Feasible is required")
+	}
+	return nil
+}
+
+// Core is one process's runtime.
+type Core struct {
+	cfg    Config
+	mem    *objects.MemoryStore
+	refs   *objects.RefTable
+	root   *actor.RootContext
+	owner  *actor.PID
+	ownerW *pb.PID
+	closed chan struct{}
+	once   sync.Once
+
+	mu    sync.Mutex
+	tasks map[ids.TaskID]*pending
+
+	stats Stats
+}
+
+// Stats counts what the runtime did.
+type Stats struct {
+	Submitted, Finished, Retried, Failed atomic.Int64
+}
+
+type pending struct {
+	spec       *pb.TaskSpec
+	argRefs    []ids.ObjectID
+	waiting    atomic.Int32
+	dispatched bool
+}
+
+// New starts a runtime: it spawns the owner actor in cfg.System.
+func New(cfg Config) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.InlineLimit <= 0 {
+		cfg.InlineLimit = 100 << 10
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	c := &Core{
+		cfg:    cfg,
+		mem:    objects.NewMemoryStore(),
+		refs:   objects.NewRefTable(),
+		root:   cfg.System.Root,
+		closed: make(chan struct{}),
+		tasks:  make(map[ids.TaskID]*pending, 1024),
+	}
+	pid, err := c.root.SpawnNamed(actor.PropsFromFunc(c.receive), "owner-"+string(cfg.Job)+"-"+ids.NewRootTaskID().String()[:8])
+	if err != nil {
+		return nil, fmt.Errorf("core: start owner actor: %w", err)
+	}
+	c.owner = pid
+	c.ownerW = &pb.PID{Address: pid.Address, Id: pid.Id}
+	return c, nil
+}
+
+// Close stops the runtime: pending Gets fail with ErrShutdown.
+func (c *Core) Close() {
+	c.once.Do(func() {
+		close(c.closed)
+		c.root.Stop(c.owner)
+	})
+}
+
+// Node is the local node's ID.
+func (c *Core) Node() ids.NodeID { return c.cfg.Node }
+
+// Stats returns the runtime's counters.
+func (c *Core) Stats() *Stats { return &c.stats }
+
+// Refs exposes the reference table (tests and memory reports).
+func (c *Core) Refs() *objects.RefTable { return c.refs }
+
+// Objects exposes the memory store (tests and memory reports).
+func (c *Core) Objects() *objects.MemoryStore { return c.mem }
+
+func (c *Core) receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *pb.TaskResult:
+		c.onResult(m)
+	case *pb.ResultBatch:
+		for _, r := range m.Results {
+			c.onResult(r)
+		}
+	}
+}
+
+// AddRef counts a new local reference (an ObjectRef handle) to id.
+func (c *Core) AddRef(id ids.ObjectID) { c.refs.AddLocal(id) }
+
+// ReleaseRef drops a local reference and frees what that releases.
+func (c *Core) ReleaseRef(id ids.ObjectID) { c.free(c.refs.RemoveLocal(id)) }
+
+func (c *Core) free(r objects.Released) {
+	if r.Empty() {
+		return
+	}
+	var inStore [][]byte
+	for _, id := range r.Values {
+		if v, ready, known := c.mem.Get(id); known {
+			c.mem.Delete(id)
+			if ready && v.InStore {
+				b := id
+				inStore = append(inStore, b[:])
+			}
+		}
+	}
+	if len(inStore) > 0 {
+		if s := c.cfg.Store(); s != nil {
+			c.root.Send(s, &pb.FreeObjects{ObjectIds: inStore})
+		}
+	}
+	if c.cfg.Lineage != nil {
+		for _, t := range r.Lineage {
+			c.cfg.Lineage.Drop(t)
+		}
+	}
+}

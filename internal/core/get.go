@@ -1,0 +1,210 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/objects"
+)
+
+// ObjectError is an object whose producing task failed (or never ran). The root package
+// turns Info into *ray.TaskError or a sentinel.
+type ObjectError struct {
+	Object ids.ObjectID
+	Info   *pb.ErrorInfo
+}
+
+func (e *ObjectError) Error() string {
+	return fmt.Sprintf("object %s: %s: %s", e.Object, e.Info.Function, e.Info.Message)
+}
+
+// ErrorInfo exposes the wire form (used by workers to keep a nested error's origin).
+func (e *ObjectError) ErrorInfo() *pb.ErrorInfo { return e.Info }
+
+// fetchTimeout bounds one read from a store shard when ctx has no deadline.
+const fetchTimeout = time.Minute
+
+// Get returns the encoded value of id, waiting until it is ready or ctx is done. In a task,
+// waiting lends the task's CPU back to its node.
+func (tc *TaskContext) Get(ctx context.Context, id ids.ObjectID) ([]byte, error) {
+	c := tc.Core
+	v, ready, known := c.mem.Get(id)
+	if !known {
+		return nil, fmt.Errorf("%w: %s (it was released, or is owned by another process)", ErrUnknownObject, id)
+	}
+	if !ready {
+		var err error
+		if v, err = tc.wait(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return c.bytesOf(ctx, id, v)
+}
+
+func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID) (objects.Value, error) {
+	c := tc.Core
+	ch := c.mem.Ready(id)
+	if ch == nil {
+		return objects.Value{}, fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
+	}
+	select {
+	case <-ch:
+	default:
+		tc.blocked(true)
+		defer tc.blocked(false)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return objects.Value{}, fmt.Errorf("ray: waiting for object %s: %w", id, ctx.Err())
+		case <-c.closed:
+			return objects.Value{}, ErrShutdown
+		}
+	}
+	v, ready, _ := c.mem.Get(id)
+	if !ready {
+		return objects.Value{}, fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
+	}
+	return v, nil
+}
+
+// blocked tells this task's raylet that it waits (true) or runs again (false).
+func (tc *TaskContext) blocked(on bool) {
+	if tc.Raylet == nil || tc.Spec == nil {
+		return
+	}
+	if on {
+		tc.Core.root.Send(tc.Raylet, &pb.TaskBlocked{TaskId: tc.Spec.TaskId})
+	} else {
+		tc.Core.root.Send(tc.Raylet, &pb.TaskUnblocked{TaskId: tc.Spec.TaskId})
+	}
+}
+
+func (c *Core) bytesOf(ctx context.Context, id ids.ObjectID, v objects.Value) ([]byte, error) {
+	if v.Err != nil {
+		return nil, &ObjectError{Object: id, Info: v.Err}
+	}
+	if !v.InStore {
+		return v.Data, nil
+	}
+	return c.fetch(ctx, id, v.Node)
+}
+
+// fetch reads an object's bytes from the store shard holding them.
+func (c *Core) fetch(ctx context.Context, id ids.ObjectID, node ids.NodeID) ([]byte, error) {
+	if node != "" && node != c.cfg.Node {
+		return nil, fmt.Errorf("ray: object %s lives on node %s; cross-node transfer needs cluster mode", id, node)
+	}
+	s := c.cfg.Store()
+	if s == nil {
+		return nil, fmt.Errorf("ray: no object store shard on node %s", c.cfg.Node)
+	}
+	timeout := fetchTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return nil, fmt.Errorf("ray: reading object %s: %w", id, context.DeadlineExceeded)
+		}
+	}
+	res, err := c.root.RequestFuture(s, &pb.GetObject{ObjectId: id[:]}, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("ray: reading object %s from node %s: %w", id, node, err)
+	}
+	reply, ok := res.(*pb.GetObjectReply)
+	if !ok || !reply.Found {
+		return nil, fmt.Errorf("%w: %s is not in the store of node %s", ErrObjectLost, id, node)
+	}
+	return reply.Data, nil
+}
+
+// FetchArg reads a task argument that lives in a store (the worker's Env.Fetch).
+func (c *Core) FetchArg(ctx context.Context, a *pb.Arg) ([]byte, error) {
+	id, err := ids.ObjectIDFromBytes(a.ObjectId)
+	if err != nil {
+		return nil, err
+	}
+	return c.fetch(ctx, id, ids.NodeID(a.NodeId))
+}
+
+// Put stores an encoded value as a new object owned by this process and returns its ID;
+// the caller holds one reference (see Submit).
+func (tc *TaskContext) Put(data []byte) (ids.ObjectID, error) {
+	c := tc.Core
+	id := ids.PutID(tc.Task, tc.puts.Add(1))
+	select {
+	case <-c.closed:
+		return id, ErrShutdown
+	default:
+	}
+	v := objects.Value{Data: data, Size: int64(len(data))}
+	if len(data) > c.cfg.InlineLimit {
+		s := c.cfg.Store()
+		if s == nil {
+			return id, fmt.Errorf("ray: no object store shard on node %s", c.cfg.Node)
+		}
+		c.root.Send(s, &pb.PutObject{ObjectId: id[:], Data: data, Owner: c.ownerW})
+		v = objects.Value{InStore: true, Node: c.cfg.Node, Size: int64(len(data))}
+	}
+	c.refs.AddLocal(id)
+	c.mem.Set(id, v)
+	return id, nil
+}
+
+// Ready reports whether id is ready (false for unknown objects).
+func (c *Core) Ready(id ids.ObjectID) bool {
+	_, ready, _ := c.mem.Get(id)
+	return ready
+}
+
+// Wait waits until at least k of list are ready, the timeout passes (timeout < 0: no
+// timeout) or ctx is done, and reports which are ready. Unknown objects count as ready
+// (their Get fails at once).
+func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, timeout time.Duration) ([]bool, error) {
+	c := tc.Core
+	ready := make([]bool, len(list))
+	n := 0
+	for i, id := range list {
+		if _, r, known := c.mem.Get(id); r || !known {
+			ready[i] = true
+			n++
+		}
+	}
+	if n >= k || timeout == 0 {
+		return ready, nil
+	}
+	notify := make(chan int, len(list))
+	for i, id := range list {
+		if !ready[i] {
+			i := i
+			if !c.mem.OnReady(id, func(objects.Value) { notify <- i }) {
+				notify <- i
+			}
+		}
+	}
+	var expire <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expire = t.C
+	}
+	tc.blocked(true)
+	defer tc.blocked(false)
+	for n < k {
+		select {
+		case i := <-notify:
+			if !ready[i] {
+				ready[i] = true
+				n++
+			}
+		case <-expire:
+			return ready, nil
+		case <-ctx.Done():
+			return ready, fmt.Errorf("ray: wait: %w", ctx.Err())
+		case <-c.closed:
+			return ready, ErrShutdown
+		}
+	}
+	return ready, nil
+}

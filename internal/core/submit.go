@@ -1,0 +1,260 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/objects"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Arg is one argument as the API hands it over: encoded bytes, or a reference.
+type Arg struct {
+	Data  []byte
+	Ref   ids.ObjectID
+	IsRef bool
+}
+
+// Call describes one task submission.
+type Call struct {
+	Function        string
+	Args            []Arg
+	Resources       sched.Resources
+	MaxRetries      int32
+	RetryExceptions bool
+	Strategy        string
+	AffinityNode    string
+	AffinitySoft    bool
+}
+
+// SubmitError is a submission that failed before the task could run: unknown function,
+// infeasible resources, or an argument the runtime cannot use. Its return object is made
+// ready with this error too, so dependents fail fast instead of hanging.
+type SubmitError struct {
+	Info *pb.ErrorInfo
+	Err  error
+}
+
+func (e *SubmitError) Error() string { return e.Err.Error() }
+func (e *SubmitError) Unwrap() error { return e.Err }
+
+// Submit submits a task on behalf of tc's task and returns the ID of its return object.
+// The object exists (pending, or failed with the returned error) when Submit returns, and
+// the caller holds one reference to it, which it must give back with ReleaseRef.
+func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
+	tid := ids.ChildTaskID(tc.Task, tc.children.Add(1))
+	ret := ids.ReturnID(tid, 1)
+	select {
+	case <-c.closed:
+		return ret, ErrShutdown
+	default:
+	}
+	c.mem.Create(ret)
+	c.refs.AddLocal(ret)
+	if _, ok := tasks.Lookup(call.Function); !ok {
+		err := &tasks.UnknownFunctionError{Name: call.Function}
+		return ret, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_UNKNOWN_FUNCTION, err)
+	}
+	if err := c.cfg.Feasible(call.Resources); err != nil {
+		return ret, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_INFEASIBLE, err)
+	}
+	spec := &pb.TaskSpec{
+		TaskId:          tid[:],
+		JobId:           string(c.cfg.Job),
+		Function:        call.Function,
+		Args:            make([]*pb.Arg, len(call.Args)),
+		Resources:       tasks.ResourcesToPB(call.Resources),
+		MaxRetries:      call.MaxRetries,
+		RetryExceptions: call.RetryExceptions,
+		ParentTaskId:    tc.Task[:],
+		Owner:           c.ownerW,
+		NumReturns:      1,
+		Strategy:        call.Strategy,
+		AffinityNode:    call.AffinityNode,
+		AffinitySoft:    call.AffinitySoft,
+	}
+	var argRefs []ids.ObjectID
+	for i, a := range call.Args {
+		if a.IsRef {
+			if _, _, known := c.mem.Get(a.Ref); !known {
+				err := fmt.Errorf("argument %d: %w: %s (it was released, or is owned by another process)", i+1, ErrUnknownObject, a.Ref)
+				return ret, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_OBJECT_LOST, err)
+			}
+			ref := a.Ref
+			spec.Args[i] = &pb.Arg{ObjectId: ref[:], IsRef: true}
+			argRefs = append(argRefs, ref)
+		} else {
+			spec.Args[i] = &pb.Arg{Data: a.Data}
+		}
+	}
+	c.refs.AddTask(tid, []ids.ObjectID{ret}, argRefs)
+	for _, r := range argRefs {
+		c.refs.AddLocal(r) // the submitted task's reference, dropped when it finishes
+	}
+	if c.cfg.Lineage != nil {
+		// Recorded before the task can run, with refs as IDs: what reconstruction reads.
+		if b, err := proto.Marshal(spec); err == nil {
+			c.cfg.Lineage.Record(tid, b)
+		}
+	}
+	p := &pending{spec: spec, argRefs: argRefs}
+	c.mu.Lock()
+	c.tasks[tid] = p
+	c.mu.Unlock()
+	c.stats.Submitted.Add(1)
+
+	p.waiting.Store(int32(len(argRefs)) + 1)
+	for _, r := range argRefs {
+		if !c.mem.OnReady(r, func(objects.Value) { c.depReady(tid, p) }) {
+			c.depReady(tid, p) // freed meanwhile: dispatch reports it lost
+		}
+	}
+	c.depReady(tid, p)
+	return ret, nil
+}
+
+func (c *Core) failSubmit(ret ids.ObjectID, tid ids.TaskID, fn string, kind pb.ErrorInfo_Kind, err error) error {
+	info := &pb.ErrorInfo{Kind: kind, Function: fn, TaskId: tid[:], Message: err.Error(), NodeId: string(c.cfg.Node)}
+	c.mem.Set(ret, objects.Value{Err: info})
+	return &SubmitError{Info: info, Err: err}
+}
+
+// depReady counts one ready dependency; the last one dispatches the task.
+func (c *Core) depReady(tid ids.TaskID, p *pending) {
+	if p.waiting.Add(-1) == 0 {
+		c.dispatch(tid, p)
+	}
+}
+
+// dispatch fills in argument values and locations and sends the task to the raylet,
+// or fails it with its first failed argument's error.
+func (c *Core) dispatch(tid ids.TaskID, p *pending) {
+	c.mu.Lock()
+	if c.tasks[tid] != p || p.dispatched {
+		c.mu.Unlock()
+		return // cancelled or already sent
+	}
+	p.dispatched = true
+	c.mu.Unlock()
+	for i, a := range p.spec.Args {
+		if !a.IsRef {
+			continue
+		}
+		id, _ := ids.ObjectIDFromBytes(a.ObjectId)
+		v, ready, known := c.mem.Get(id)
+		if !known || !ready {
+			c.complete(tid, p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
+				Kind: pb.ErrorInfo_OBJECT_LOST, Function: p.spec.Function, TaskId: tid[:], NodeId: string(c.cfg.Node),
+				Message: fmt.Sprintf("argument %d: object %s was freed before the task could run", i+1, id)}})
+			return
+		}
+		if v.Err != nil {
+			// Ray semantics: a task whose argument failed fails with that same error.
+			c.complete(tid, p, &pb.TaskResult{TaskId: tid[:], Error: v.Err})
+			return
+		}
+		if v.InStore {
+			a.NodeId = string(v.Node)
+		} else {
+			a.Data = v.Data
+		}
+	}
+	r := c.cfg.Raylet()
+	if r == nil {
+		c.complete(tid, p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
+			Kind: pb.ErrorInfo_SYSTEM, Function: p.spec.Function, TaskId: tid[:], Message: "no scheduler on this node"}})
+		return
+	}
+	c.root.Send(r, p.spec)
+}
+
+// onResult handles a task's outcome: retry, or complete.
+func (c *Core) onResult(r *pb.TaskResult) {
+	tid, err := ids.TaskIDFromBytes(r.TaskId)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	p, ok := c.tasks[tid]
+	if !ok || r.Attempt != p.spec.Attempt {
+		c.mu.Unlock()
+		return // a duplicate or a stale attempt: handlers are idempotent
+	}
+	if r.Error != nil && retriable(p.spec, r.Error) {
+		p.spec.Attempt++
+		c.mu.Unlock()
+		c.stats.Retried.Add(1)
+		if rl := c.cfg.Raylet(); rl != nil {
+			c.root.Send(rl, p.spec)
+		}
+		return
+	}
+	c.mu.Unlock()
+	c.complete(tid, p, r)
+}
+
+func retriable(spec *pb.TaskSpec, e *pb.ErrorInfo) bool {
+	if spec.Attempt >= spec.MaxRetries {
+		return false
+	}
+	switch e.Kind {
+	case pb.ErrorInfo_APPLICATION, pb.ErrorInfo_PANIC:
+		return spec.RetryExceptions
+	case pb.ErrorInfo_SYSTEM, pb.ErrorInfo_OBJECT_LOST:
+		return true
+	}
+	return false
+}
+
+// complete makes the task's return ready and releases its argument references.
+func (c *Core) complete(tid ids.TaskID, p *pending, r *pb.TaskResult) {
+	c.mu.Lock()
+	if c.tasks[tid] != p {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.tasks, tid)
+	c.mu.Unlock()
+	ret := ids.ReturnID(tid, 1)
+	v := objects.Value{Data: r.Data, InStore: r.InStore, Node: ids.NodeID(r.NodeId), Size: r.Size, Err: r.Error}
+	if v.Err != nil {
+		c.stats.Failed.Add(1)
+	}
+	c.stats.Finished.Add(1)
+	c.mem.Set(ret, v)
+	if local, _, _ := c.refs.Counts(ret); local == 0 {
+		// Every handle to the result was dropped while the task ran.
+		c.free(objects.Released{Values: []ids.ObjectID{ret}})
+	}
+	c.free(c.refs.RemoveLocalAll(p.argRefs))
+}
+
+// Cancel cancels the task that produces id: a queued or waiting task never runs; a
+// running one has its context cancelled. Its result becomes a cancellation error.
+func (c *Core) Cancel(id ids.ObjectID) error {
+	tid := id.Task()
+	c.mu.Lock()
+	p, ok := c.tasks[tid]
+	if !ok {
+		c.mu.Unlock()
+		return nil // finished already (or never existed): nothing to cancel
+	}
+	dispatched := p.dispatched
+	p.spec.MaxRetries = 0
+	c.mu.Unlock()
+	if !dispatched {
+		c.complete(tid, p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
+			Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: tid[:], Message: "task was cancelled before it ran"}})
+		return nil
+	}
+	if r := c.cfg.Raylet(); r != nil {
+		c.root.Send(r, &pb.CancelTask{TaskId: tid[:]})
+		return nil
+	}
+	return errors.New("core: no scheduler to cancel the task")
+}
