@@ -8,14 +8,20 @@ import (
 
 type mapPacker map[string][]byte
 
-func (m mapPacker) Append(id string, rec []byte) { m[id] = rec }
-func (m mapPacker) Remove(id string)             { delete(m, id) }
+func (m mapPacker) Append(id string, rec []byte) error { m[id] = rec; return nil }
+func (m mapPacker) Remove(id string) bool {
+	_, ok := m[id]
+	delete(m, id)
+	return ok
+}
 
 func TestRecorder(t *testing.T) {
 	m := mapPacker{}
 	r := NewRecorder(m)
 	task := ids.ChildTaskID(ids.NewRootTaskID(), 1)
-	r.Record(task, []byte("spec"))
+	if err := r.Record(task, []byte("spec")); err != nil {
+		t.Fatal(err)
+	}
 	for id := range m {
 		back, err := TaskIDOf(id)
 		if err != nil || back != task {

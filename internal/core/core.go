@@ -27,7 +27,7 @@ var ErrObjectLost = errors.New("ray: object lost")
 
 // Lineage records task specs in the GCS. Record must not block on I/O.
 type Lineage interface {
-	Record(task ids.TaskID, spec []byte)
+	Record(task ids.TaskID, spec []byte) error
 	Drop(task ids.TaskID)
 }
 

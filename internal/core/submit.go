@@ -98,8 +98,12 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 	}
 	if c.cfg.Lineage != nil {
 		// Recorded before the task can run, with refs as IDs: what reconstruction reads.
-		if b, err := proto.Marshal(spec); err == nil {
-			c.cfg.Lineage.Record(tid, b)
+		b, err := proto.Marshal(spec)
+		if err == nil {
+			err = c.cfg.Lineage.Record(tid, b)
+		}
+		if err != nil {
+			c.cfg.Logger.Warn("ray: task runs without a lineage record; it cannot be reconstructed", "task", tid, "err", err)
 		}
 	}
 	p := &pending{spec: spec, argRefs: argRefs}

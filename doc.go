@@ -1,0 +1,37 @@
+// Package ray is the whole user API of ray-go, Ray for Go: remote functions (tasks) that
+// return futures, Get/Put/Wait, nested tasks, and resource-aware scheduling, over
+// protoactor-go grains with etcd as the global control store.
+//
+// Register remote functions at package level under explicit names, start the runtime,
+// and call them:
+//
+//	var Square = ray.Task1("demo.square", func(ctx context.Context, x int) (int, error) {
+//		return x * x, nil
+//	})
+//
+//	ctx, err := ray.Init(context.Background()) // an embedded single-node cluster
+//	defer ray.Shutdown(ctx)
+//	r := Square.Remote(ctx, ray.V(4))          // ObjectRef[int], at once
+//	s := Square.Remote(ctx, r)                 // a ref is an argument: the task gets 16
+//	v, err := ray.Get(ctx, s)                  // 256
+//
+// How it maps to Ray: ray.TaskN is @ray.remote on a function, Remote is .remote(),
+// Options is .options(num_cpus=..., max_retries=..., retry_exceptions=...), ObjectRef is
+// ObjectRef, Get/Put/Wait/Cancel are ray.get/put/wait/cancel, Call is calling a function by
+// name. The runtime travels in the context.Context (there is no global runtime), so a task
+// receives a ctx with which it can submit nested tasks and Get their results; a task blocked
+// in Get lends its CPU back to the node, as in Ray.
+//
+// Errors: a task that returns an error or panics makes Get return *TaskError (also for
+// every task that depended on it); submission problems (unknown function, infeasible
+// resources, an argument that cannot be encoded) are reported by the returned ref at once:
+// branch with errors.Is on ErrUnknownFunction, ErrInfeasible, ErrEncode, ErrCancelled,
+// ErrObjectLost.
+//
+// Objects: values of at most 100 KiB travel inline with task replies and stay with their
+// owner (this process); larger ones live in the node's object store shard. An object lives
+// while any copy of its ObjectRef is reachable (runtime.AddCleanup tells when it is not);
+// ObjectRef.Release frees it earlier. Values are encoded with deterministic CBOR, with raw
+// fast paths for numeric slices and []byte, and Arrow IPC for arrow.Record (package
+// objects/codec).
+package ray

@@ -1,0 +1,110 @@
+package ray
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ray-go/ray/internal/core"
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Sentinel errors, to branch on with errors.Is.
+var (
+	// ErrNotInitialized: the context does not come from Init (or from a running task).
+	ErrNotInitialized = errors.New("ray: context carries no runtime; use the context returned by ray.Init, or the one a task receives")
+	// ErrShutdown: the runtime was shut down.
+	ErrShutdown = core.ErrShutdown
+	// ErrUnknownFunction: no remote function of that name is registered in this program.
+	ErrUnknownFunction = errors.New("ray: unknown remote function")
+	// ErrInfeasible: no node of the cluster can ever satisfy the task's resources.
+	ErrInfeasible = sched.ErrInfeasible
+	// ErrObjectLost: an object's value is gone (released, or its bytes cannot be found).
+	ErrObjectLost = core.ErrObjectLost
+	// ErrCancelled: the task was cancelled with Cancel.
+	ErrCancelled = errors.New("ray: task cancelled")
+	// ErrEncode: a value cannot be encoded to be sent to a task or stored.
+	ErrEncode = errors.New("ray: cannot encode value")
+)
+
+// TaskError is a task that failed: its function returned an error, panicked, or the
+// runtime could not run it. Get returns it for the task's result and for every task that
+// depended on that result.
+type TaskError struct {
+	Function string // the remote function's registered name
+	TaskID   string
+	Message  string // the remote error's text (or the panic value)
+	Stack    string // the remote stack for panics
+	Node     string // the node it ran on
+	Panic    bool
+	kind     pb.ErrorInfo_Kind
+}
+
+func (e *TaskError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ray: task %s (%s) failed", e.Function, shortID(e.TaskID))
+	if e.Panic {
+		b.WriteString(" with a panic")
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Message)
+	return b.String()
+}
+
+// Is lets errors.Is match ErrCancelled and ErrObjectLost.
+func (e *TaskError) Is(target error) bool {
+	switch target {
+	case ErrCancelled:
+		return e.kind == pb.ErrorInfo_CANCELLED
+	case ErrObjectLost:
+		return e.kind == pb.ErrorInfo_OBJECT_LOST
+	}
+	return false
+}
+
+// ErrorInfo returns the wire form, so a task that returns this error unchanged keeps its
+// origin.
+func (e *TaskError) ErrorInfo() *pb.ErrorInfo {
+	id, _ := ids.ParseTaskID(e.TaskID)
+	return &pb.ErrorInfo{Kind: e.kind, Function: e.Function, TaskId: id[:], Message: e.Message, Stack: e.Stack, NodeId: e.Node}
+}
+
+func shortID(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+// fromInfo turns the wire form of a failure into the error users see.
+func fromInfo(info *pb.ErrorInfo) error {
+	switch info.Kind {
+	case pb.ErrorInfo_INFEASIBLE:
+		return fmt.Errorf("%w: %s: %s", ErrInfeasible, info.Function, info.Message)
+	case pb.ErrorInfo_UNKNOWN_FUNCTION:
+		return fmt.Errorf("%w: %s", ErrUnknownFunction, info.Message)
+	}
+	tid, _ := ids.TaskIDFromBytes(info.TaskId)
+	return &TaskError{
+		Function: info.Function, TaskID: tid.String(), Message: info.Message, Stack: info.Stack,
+		Node: info.NodeId, Panic: info.Kind == pb.ErrorInfo_PANIC, kind: info.Kind,
+	}
+}
+
+// convert maps runtime errors to the public ones.
+func convert(err error) error {
+	if err == nil {
+		return nil
+	}
+	var oe *core.ObjectError
+	if errors.As(err, &oe) {
+		return fromInfo(oe.Info)
+	}
+	var se *core.SubmitError
+	if errors.As(err, &se) {
+		return fromInfo(se.Info)
+	}
+	return err
+}

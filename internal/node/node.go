@@ -1,0 +1,319 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/core"
+	"github.com/ray-go/ray/internal/gcs"
+	"github.com/ray-go/ray/internal/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/membership"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/lineage"
+	"github.com/ray-go/ray/objects/shard"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/raylet"
+	"github.com/ray-go/ray/tasks/sched"
+	"github.com/ray-go/ray/tasks/worker"
+)
+
+// Kind names of the node's grains.
+const (
+	KindRaylet = "raylet"
+	KindWorker = "worker"
+	KindStore  = "store"
+)
+
+// maxMessageBytes raises gRPC's 4 MiB receive limit (DESIGN §2 sharp edges); object bytes
+// cross processes in chunks well under it.
+const maxMessageBytes = 64 << 20
+
+// Config configures a node. Zero values take the defaults documented per field.
+type Config struct {
+	Job       ids.JobID       // default: a new random job ID
+	Resources sched.Resources // total resources; default: the machine's CPUs
+	// ObjectStoreBytes is the store budget (accounted; spilling is a later issue's work).
+	ObjectStoreBytes int64
+	// Dir holds the node's files. Default: a new temporary directory removed by Stop.
+	Dir string
+	// Lineage turns lineage recording on.
+	Lineage bool
+	// Workers is the number of worker grains (default: max(2, CPUs)).
+	Workers int
+	Logger  *slog.Logger
+}
+
+// Node is a running node with its process runtime.
+type Node struct {
+	ID   ids.NodeID
+	Core *core.Core
+
+	cfg      Config
+	dir      string
+	ownDir   bool
+	etcd     *etcdstore.Embedded
+	store    gcs.Store
+	writer   *gcs.Writer
+	packer   *gcs.Packer
+	system   *actor.ActorSystem
+	cluster  *cluster.Cluster
+	provider *membership.Provider
+	lookup   *membership.Lookup
+	probes   []net.Conn // see syncGRPCServer
+
+	mu      sync.Mutex
+	rayletP *actor.PID
+	storeP  *actor.PID
+	stopped bool
+}
+
+// Start starts a single node with an embedded GCS.
+func Start(ctx context.Context, cfg Config) (n *Node, err error) {
+	if cfg.Job == "" {
+		cfg.Job = ids.NewJobID()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if cfg.Resources.Get(sched.CPU) == 0 && cfg.Resources.IsZero() {
+		return nil, errors.New("node: Config.Resources is empty; give the node at least one resource")
+	}
+	n = &Node{ID: ids.NewNodeID(), cfg: cfg}
+	defer func() {
+		if err != nil {
+			n.Stop(context.Background())
+		}
+	}()
+	if cfg.Dir == "" {
+		if n.dir, err = os.MkdirTemp("", "ray-go-"); err != nil {
+			return nil, fmt.Errorf("node: create a session directory: %w (set a writable directory with ray.WithDir)", err)
+		}
+		n.ownDir = true
+	} else {
+		n.dir = cfg.Dir
+		if err = os.MkdirAll(n.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("node: session directory %s: %w", n.dir, err)
+		}
+	}
+	if n.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(n.dir, "gcs"), Name: "gcs-" + string(n.ID), Logger: cfg.Logger}); err != nil {
+		return nil, fmt.Errorf("node: start the embedded GCS: %w", err)
+	}
+	for _, ep := range n.etcd.Endpoints() {
+		conn, err := syncGRPCServer(ep)
+		if err != nil {
+			return nil, err
+		}
+		n.probes = append(n.probes, conn)
+	}
+	n.store = n.etcd.Client()
+	if n.writer, err = gcs.NewWriter(n.store, gcs.WriterConfig{Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	if n.packer, err = gcs.NewPacker(n.writer, gcs.PackerConfig{Prefix: gcs.LineagePrefix, Owner: string(n.ID), Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	if err = n.startMember(ctx); err != nil {
+		return nil, err
+	}
+	var lin core.Lineage
+	if cfg.Lineage {
+		lin = lineage.NewRecorder(n.packer)
+	}
+	total := cfg.Resources
+	if n.Core, err = core.New(core.Config{
+		Job: cfg.Job, Node: n.ID, System: n.system,
+		Raylet: n.raylet, Store: n.objectStore,
+		Feasible: func(req sched.Resources) error {
+			if total.Fits(req) {
+				return nil
+			}
+			return fmt.Errorf("%w: task requires %v but the cluster's only node has %v", sched.ErrInfeasible, req, total)
+		},
+		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, Logger: cfg.Logger,
+	}); err != nil {
+		return nil, err
+	}
+	if n.raylet() == nil || n.objectStore() == nil {
+		return nil, errors.New("node: the node's raylet or store grain could not be activated")
+	}
+	info, _ := proto.Marshal(&pb.NodeInfo{NodeId: string(n.ID), Address: n.system.Address(), Total: tasks.ResourcesToPB(total),
+		ObjectStoreBytes: cfg.ObjectStoreBytes, StartedUnixMs: time.Now().UnixMilli()})
+	n.writer.Put(gcs.NodeKey(string(n.ID)), info)
+	return n, nil
+}
+
+func (n *Node) startMember(ctx context.Context) error {
+	logger := n.cfg.Logger
+	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	var err error
+	if n.provider, err = membership.NewProvider(membership.Config{Store: n.store, NodeID: string(n.ID), Logger: logger}); err != nil {
+		return err
+	}
+	lookup, err := membership.NewLookup(membership.LookupConfig{Store: n.store, Resolver: n.provider, Logger: logger})
+	if err != nil {
+		return err
+	}
+	n.lookup = lookup
+	workers := n.cfg.Workers
+	if workers <= 0 {
+		workers = max(2, int(n.cfg.Resources.Get(sched.CPU).Float()+0.999))
+	}
+	rcfg := raylet.Config{Node: n.ID, Total: n.cfg.Resources, Workers: workers, Logger: logger,
+		Worker: func(i int) *actor.PID {
+			return n.cluster.Get(membership.NodeIdentity(string(n.ID), "worker/"+strconv.Itoa(i)), KindWorker)
+		}}
+	if err := rcfg.Validate(); err != nil {
+		return err
+	}
+	wenv := worker.Env{Node: n.ID, Store: n.objectStore, Logger: logger,
+		Context: func(parent context.Context, spec *pb.TaskSpec, r *actor.PID) context.Context {
+			return n.Core.TaskContextFor(parent, spec, r)
+		},
+		Fetch: func(ctx context.Context, a *pb.Arg) ([]byte, error) { return n.Core.FetchArg(ctx, a) },
+	}
+	if err := wenv.Validate(); err != nil {
+		return err
+	}
+	table := objectTable{w: n.writer}
+	kinds := []*cluster.Kind{
+		cluster.NewKind(KindRaylet, raylet.Props(rcfg)),
+		cluster.NewKind(KindWorker, worker.Props(wenv)),
+		cluster.NewKind(KindStore, shard.Props(shard.Config{Node: n.ID, Table: table, Logger: logger})),
+	}
+	rem := remote.Configure("127.0.0.1", 0,
+		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes)),
+		remote.WithEndpointWriterBatchSize(100))
+	ccfg := cluster.Configure("ray-"+string(n.ID), n.provider, lookup, rem, cluster.WithKinds(kinds...))
+	n.cluster = cluster.New(n.system, ccfg)
+	started := make(chan any, 1)
+	go func() {
+		defer func() { started <- recover() }()
+		n.cluster.StartMember()
+	}()
+	select {
+	case p := <-started:
+		if p != nil {
+			return fmt.Errorf("node: start the cluster member: %v", p)
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("node: start the cluster member: %w", ctx.Err())
+	}
+	return nil
+}
+
+func (n *Node) raylet() *actor.PID {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.rayletP == nil && !n.stopped {
+		n.rayletP = n.cluster.Get(membership.NodeIdentity(string(n.ID), "raylet"), KindRaylet)
+	}
+	return n.rayletP
+}
+
+func (n *Node) objectStore() *actor.PID {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.storeP == nil && !n.stopped {
+		n.storeP = n.cluster.Get(membership.NodeIdentity(string(n.ID), "store/0"), KindStore)
+	}
+	return n.storeP
+}
+
+// System is the node's actor system.
+func (n *Node) System() *actor.ActorSystem { return n.system }
+
+// GCS is the node's GCS client.
+func (n *Node) GCS() gcs.Store { return n.store }
+
+// Writer is the node's group-commit writer.
+func (n *Node) Writer() *gcs.Writer { return n.writer }
+
+// Raylet returns the node's scheduler grain.
+func (n *Node) Raylet() *actor.PID { return n.raylet() }
+
+// Store returns the node's object store shard grain.
+func (n *Node) Store() *actor.PID { return n.objectStore() }
+
+// Dir is the node's session directory.
+func (n *Node) Dir() string { return n.dir }
+
+// Stop stops everything Start started and removes what it created. It is safe to call
+// more than once.
+func (n *Node) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		return nil
+	}
+	n.stopped = true
+	n.mu.Unlock()
+	var errs []error
+	if n.Core != nil {
+		n.Core.Close()
+	}
+	if n.writer != nil {
+		n.writer.Delete(gcs.NodeKey(string(n.ID)))
+	}
+	if n.cluster != nil {
+		// Shutdown(true) sleeps 2 s for ownership hand-over we do not use; the provider
+		// is shut down (its lease revoked) explicitly instead.
+		n.cluster.Shutdown(false)
+		if n.lookup != nil {
+			n.lookup.Shutdown()
+		}
+		if n.provider != nil {
+			if err := n.provider.Shutdown(true); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if n.packer != nil {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := n.packer.Close(pctx); err != nil {
+			errs = append(errs, fmt.Errorf("node: flush lineage: %w", err))
+		}
+		cancel()
+	}
+	if n.writer != nil {
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := n.writer.Close(fctx); err != nil {
+			errs = append(errs, fmt.Errorf("node: flush GCS writes: %w", err))
+		}
+		cancel()
+	}
+	for _, c := range n.probes {
+		c.Close()
+	}
+	if n.etcd != nil {
+		n.etcd.Close()
+	}
+	if n.ownDir {
+		if err := os.RemoveAll(n.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// objectTable writes object table records through the writer.
+type objectTable struct{ w *gcs.Writer }
+
+func (t objectTable) Record(id ids.ObjectID, entry []byte) {
+	t.w.Put(gcs.ObjectKey(id.String()), entry)
+}
+func (t objectTable) Drop(id ids.ObjectID) { t.w.Delete(gcs.ObjectKey(id.String())) }

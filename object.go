@@ -1,0 +1,279 @@
+package ray
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/ray-go/ray/internal/core"
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/objects/codec"
+)
+
+// ObjectRef is a future: a reference to an immutable object that a task will return (or
+// that Put stored). Refs are values: copy them freely, pass them to tasks (the task gets
+// the value, not the ref). The object lives while any copy of the ref is reachable; when
+// the last one is garbage-collected (or Release is called) the value and its records are
+// freed. The zero ObjectRef refers to nothing.
+type ObjectRef[T any] struct {
+	h *handle
+}
+
+type handle struct {
+	id   ids.ObjectID
+	core *core.Core
+	err  error        // submission failed before an object existed
+	gone *atomic.Bool // released explicitly
+}
+
+type cleanupArg struct {
+	id   ids.ObjectID
+	core *core.Core
+	gone *atomic.Bool
+}
+
+func releaseOnce(a cleanupArg) {
+	if a.gone.CompareAndSwap(false, true) {
+		a.core.ReleaseRef(a.id)
+	}
+}
+
+// newRef wraps an ID the caller already holds one reference to (core.Submit, core.Put).
+func newRef[T any](c *core.Core, id ids.ObjectID) ObjectRef[T] {
+	h := &handle{id: id, core: c, gone: new(atomic.Bool)}
+	runtime.AddCleanup(h, releaseOnce, cleanupArg{id: id, core: c, gone: h.gone})
+	return ObjectRef[T]{h: h}
+}
+
+func failedRef[T any](err error) ObjectRef[T] { return ObjectRef[T]{h: &handle{err: err}} }
+
+// ID is the object's ID in hex ("" for the zero ref).
+func (r ObjectRef[T]) ID() string {
+	if r.h == nil || r.h.err != nil {
+		return ""
+	}
+	return r.h.id.String()
+}
+
+func (r ObjectRef[T]) String() string {
+	if r.h == nil {
+		return "ObjectRef(nil)"
+	}
+	if r.h.err != nil {
+		return fmt.Sprintf("ObjectRef(failed: %v)", r.h.err)
+	}
+	return "ObjectRef(" + r.h.id.String() + ")"
+}
+
+// Release drops this ref's hold on the object now instead of at garbage collection. Every
+// copy of the ref shares the hold, so do not use any copy afterwards.
+func (r ObjectRef[T]) Release() {
+	if r.h != nil && r.h.core != nil {
+		releaseOnce(cleanupArg{id: r.h.id, core: r.h.core, gone: r.h.gone})
+	}
+}
+
+func (r ObjectRef[T]) ref() *handle { return r.h }
+
+// Ref is any ObjectRef, whatever its type: for Cancel and WaitAny.
+type Ref interface {
+	ID() string
+	ref() *handle
+}
+
+// Arg is an argument of type T to a remote function: a value (V) or an ObjectRef[T].
+type Arg[T any] interface {
+	toArg(c *core.Core) (core.Arg, error)
+	argType() *T
+}
+
+type value[T any] struct{ v T }
+
+// V passes a plain value as a task argument; it is encoded at submission.
+func V[T any](v T) Arg[T] { return value[T]{v} }
+
+func (v value[T]) argType() *T { return nil }
+func (v value[T]) toArg(*core.Core) (core.Arg, error) {
+	b, err := codec.Marshal(v.v)
+	if err != nil {
+		return core.Arg{}, fmt.Errorf("%w: %v", ErrEncode, err)
+	}
+	return core.Arg{Data: b}, nil
+}
+
+func (r ObjectRef[T]) argType() *T { return nil }
+func (r ObjectRef[T]) toArg(c *core.Core) (core.Arg, error) {
+	h, err := r.check(c)
+	if err != nil {
+		return core.Arg{}, err
+	}
+	return core.Arg{Ref: h.id, IsRef: true}, nil
+}
+
+func (r ObjectRef[T]) check(c *core.Core) (*handle, error) {
+	switch {
+	case r.h == nil:
+		return nil, errors.New("ray: the zero ObjectRef refers to no object")
+	case r.h.err != nil:
+		return nil, r.h.err
+	case r.h.gone.Load():
+		return nil, fmt.Errorf("%w: ref %s was released", ErrObjectLost, r.h.id)
+	case r.h.core != c:
+		return nil, errors.New("ray: ObjectRef belongs to another ray runtime (another Init)")
+	}
+	return r.h, nil
+}
+
+func taskContext(ctx context.Context) (*core.TaskContext, error) {
+	tc, ok := core.FromContext(ctx)
+	if !ok {
+		return nil, ErrNotInitialized
+	}
+	return tc, nil
+}
+
+// Get waits for the object and returns its value. It honours ctx's deadline and
+// cancellation. A failed task gives *TaskError (also for tasks that depended on it).
+// Called inside a task, waiting lends the task's CPU to other tasks.
+func Get[T any](ctx context.Context, r ObjectRef[T]) (T, error) {
+	var zero T
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return zero, err
+	}
+	h, err := r.check(tc.Core)
+	if err != nil {
+		return zero, err
+	}
+	data, err := tc.Get(ctx, h.id)
+	runtime.KeepAlive(h)
+	if err != nil {
+		return zero, convert(err)
+	}
+	v, err := codec.Unmarshal[T](data)
+	if err != nil {
+		return zero, fmt.Errorf("ray: object %s: %w", h.id, err)
+	}
+	return v, nil
+}
+
+// GetAll gets every ref, in order; it returns the first error met.
+func GetAll[T any](ctx context.Context, refs []ObjectRef[T]) ([]T, error) {
+	out := make([]T, len(refs))
+	for i, r := range refs {
+		v, err := Get(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// Put stores v in the object store and returns a ref to it.
+func Put[T any](ctx context.Context, v T) (ObjectRef[T], error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return ObjectRef[T]{}, err
+	}
+	b, err := codec.Marshal(v)
+	if err != nil {
+		return ObjectRef[T]{}, fmt.Errorf("%w: %v", ErrEncode, err)
+	}
+	id, err := tc.Put(b)
+	if err != nil {
+		return ObjectRef[T]{}, err
+	}
+	return newRef[T](tc.Core, id), nil
+}
+
+// Wait returns when at least NumReady (default 1) of refs are ready, or the Timeout
+// passes, or ctx is done (then with its error). ready and notReady keep refs' order.
+func Wait[T any](ctx context.Context, refs []ObjectRef[T], opts ...WaitOption) (ready, notReady []ObjectRef[T], err error) {
+	mask, err := waitMask(ctx, len(refs), func(i int) Ref { return refs[i] }, opts)
+	if err != nil && mask == nil {
+		return nil, nil, err
+	}
+	for i, r := range refs {
+		if mask[i] {
+			ready = append(ready, r)
+		} else {
+			notReady = append(notReady, r)
+		}
+	}
+	return ready, notReady, err
+}
+
+// WaitAny is Wait for refs of mixed types.
+func WaitAny(ctx context.Context, refs []Ref, opts ...WaitOption) (ready, notReady []Ref, err error) {
+	mask, err := waitMask(ctx, len(refs), func(i int) Ref { return refs[i] }, opts)
+	if err != nil && mask == nil {
+		return nil, nil, err
+	}
+	for i, r := range refs {
+		if mask[i] {
+			ready = append(ready, r)
+		} else {
+			notReady = append(notReady, r)
+		}
+	}
+	return ready, notReady, err
+}
+
+func waitMask(ctx context.Context, n int, at func(int) Ref, opts []WaitOption) ([]bool, error) {
+	o := waitOpts{k: 1, timeout: -1}
+	for _, f := range opts {
+		f(&o)
+	}
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if o.k < 0 || o.k > n {
+		return nil, fmt.Errorf("ray: Wait: NumReady(%d) must be between 0 and the number of refs (%d)", o.k, n)
+	}
+	list := make([]ids.ObjectID, n)
+	failed := make([]bool, n)
+	hs := make([]*handle, n)
+	for i := 0; i < n; i++ {
+		h := at(i).ref()
+		hs[i] = h
+		if h == nil || h.err != nil || h.core != tc.Core {
+			failed[i] = true // a failed submission is "ready": its Get fails at once
+			continue
+		}
+		list[i] = h.id
+	}
+	mask, err := tc.Wait(ctx, list, o.k, o.timeout)
+	runtime.KeepAlive(hs)
+	for i := range failed {
+		if failed[i] {
+			mask[i] = true
+		}
+	}
+	return mask, err
+}
+
+// Cancel cancels the task that produces r: a task not yet running never runs; a running
+// task's ctx is cancelled (Go cannot stop a goroutine, so the function must watch its ctx).
+// Get of r then returns an error matching ErrCancelled.
+func Cancel(ctx context.Context, r Ref) error {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return err
+	}
+	h := r.ref()
+	if h == nil || h.err != nil {
+		return nil
+	}
+	if h.core != tc.Core {
+		return errors.New("ray: ObjectRef belongs to another ray runtime (another Init)")
+	}
+	return tc.Core.Cancel(h.id)
+}
+
+// waitPoll is how often a bounded helper re-checks a condition.
+const waitPoll = time.Millisecond

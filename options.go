@@ -1,0 +1,119 @@
+package ray
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// InitOption configures Init.
+type InitOption func(*initConfig)
+
+type initConfig struct {
+	cpus, gpus       float64
+	resources        map[string]float64
+	objectStoreBytes int64
+	dir              string
+	logger           *slog.Logger
+	address          string
+	noLineage        bool
+}
+
+// WithNumCPUs sets the node's CPUs (default: the machine's).
+func WithNumCPUs(n float64) InitOption { return func(c *initConfig) { c.cpus = n } }
+
+// WithNumGPUs sets the node's GPUs (default 0).
+func WithNumGPUs(n float64) InitOption { return func(c *initConfig) { c.gpus = n } }
+
+// WithResources adds custom resources to the node, e.g. {"accel": 2}.
+func WithResources(r map[string]float64) InitOption {
+	return func(c *initConfig) { c.resources = r }
+}
+
+// WithObjectStoreMemory sets the node's object store budget in bytes.
+func WithObjectStoreMemory(bytes int64) InitOption {
+	return func(c *initConfig) { c.objectStoreBytes = bytes }
+}
+
+// WithDir sets the directory for the node's files (etcd data, spill files). Default: a new
+// temporary directory, removed by Shutdown. A directory given here is kept.
+func WithDir(dir string) InitOption { return func(c *initConfig) { c.dir = dir } }
+
+// WithLogger sets the logger of the runtime (default: slog.Default at warning level).
+func WithLogger(l *slog.Logger) InitOption { return func(c *initConfig) { c.logger = l } }
+
+// WithAddress joins an existing cluster instead of starting one (also RAY_ADDRESS).
+func WithAddress(addr string) InitOption { return func(c *initConfig) { c.address = addr } }
+
+// WithoutLineage turns lineage recording off. It exists for benchmarks that measure what
+// recording costs; without lineage, lost objects cannot be reconstructed.
+func WithoutLineage() InitOption { return func(c *initConfig) { c.noLineage = true } }
+
+// TaskOption configures one submission (Ray's .options()).
+type TaskOption func(*callOpts)
+
+type callOpts struct {
+	cpus, gpus      float64
+	cpuSet          bool
+	resources       map[string]float64
+	maxRetries      int
+	retryExceptions bool
+}
+
+func defaultCallOpts() callOpts { return callOpts{cpus: 1, maxRetries: 3} }
+
+// NumCPUs sets the CPUs a task needs (default 1; 0 is allowed).
+func NumCPUs(n float64) TaskOption { return func(o *callOpts) { o.cpus, o.cpuSet = n, true } }
+
+// NumGPUs sets the GPUs a task needs (default 0).
+func NumGPUs(n float64) TaskOption { return func(o *callOpts) { o.gpus = n } }
+
+// Resources sets custom resources a task needs, e.g. {"accel": 1}.
+func Resources(r map[string]float64) TaskOption {
+	return func(o *callOpts) { o.resources = r }
+}
+
+// MaxRetries sets how often a task is retried after a system failure (default 3), and
+// after an application error when RetryExceptions is set.
+func MaxRetries(n int) TaskOption { return func(o *callOpts) { o.maxRetries = n } }
+
+// RetryExceptions makes application errors and panics retriable too (default false).
+func RetryExceptions(on bool) TaskOption { return func(o *callOpts) { o.retryExceptions = on } }
+
+func (o *callOpts) resourcesOf() (sched.Resources, error) {
+	m := map[string]float64{}
+	for k, v := range o.resources {
+		m[k] = v
+	}
+	if o.cpus != 0 {
+		m[sched.CPU] = o.cpus
+	}
+	if o.gpus != 0 {
+		m[sched.GPU] = o.gpus
+	}
+	r, err := sched.FromMap(m)
+	if err != nil {
+		return r, fmt.Errorf("ray: bad task resources: %w", err)
+	}
+	if o.maxRetries < 0 || o.maxRetries > math.MaxInt32 {
+		return r, fmt.Errorf("ray: MaxRetries must be between 0 and %d, got %d", math.MaxInt32, o.maxRetries)
+	}
+	return r, nil
+}
+
+// WaitOption configures Wait.
+type WaitOption func(*waitOpts)
+
+type waitOpts struct {
+	k       int
+	timeout time.Duration
+}
+
+// NumReady sets how many refs must be ready for Wait to return (default 1).
+func NumReady(k int) WaitOption { return func(o *waitOpts) { o.k = k } }
+
+// Timeout bounds how long Wait waits (default: no bound). Timeout(0) only checks.
+func Timeout(d time.Duration) WaitOption { return func(o *waitOpts) { o.timeout = d } }

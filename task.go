@@ -1,0 +1,276 @@
+package ray
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime"
+
+	"github.com/ray-go/ray/internal/core"
+	"github.com/ray-go/ray/objects/codec"
+	"github.com/ray-go/ray/tasks"
+)
+
+// remoteFunc is what every FuncN shares: the registered name and the call options.
+type remoteFunc struct {
+	name string
+	opts callOpts
+}
+
+// Name is the function's registered name.
+func (f *remoteFunc) Name() string { return f.name }
+
+func (f *remoteFunc) with(opts []TaskOption) remoteFunc {
+	g := *f
+	if f.opts.resources != nil {
+		g.opts.resources = make(map[string]float64, len(f.opts.resources))
+		for k, v := range f.opts.resources {
+			g.opts.resources[k] = v
+		}
+	}
+	for _, o := range opts {
+		o(&g.opts)
+	}
+	return g
+}
+
+type argLike interface {
+	toArg(c *core.Core) (core.Arg, error)
+}
+
+// submit is the one submission path of every typed and untyped remote function.
+func submit[R any](ctx context.Context, f *remoteFunc, args ...argLike) ObjectRef[R] {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return failedRef[R](err)
+	}
+	res, err := f.opts.resourcesOf()
+	if err != nil {
+		return failedRef[R](fmt.Errorf("ray: %s: %w", f.name, err))
+	}
+	call := core.Call{
+		Function: f.name, Args: make([]core.Arg, len(args)), Resources: res,
+		MaxRetries: int32(f.opts.maxRetries), RetryExceptions: f.opts.retryExceptions,
+	}
+	for i, a := range args {
+		if call.Args[i], err = a.toArg(tc.Core); err != nil {
+			return failedRef[R](fmt.Errorf("ray: %s: argument %d: %w", f.name, i+1, err))
+		}
+	}
+	id, err := tc.Core.Submit(tc, call)
+	runtime.KeepAlive(args) // argument refs stay counted until the task holds them
+	if err == core.ErrShutdown {
+		return failedRef[R](err)
+	}
+	// Any other submission error is also recorded on the object: Get returns it at once.
+	return newRef[R](tc.Core, id)
+}
+
+func typeOf[T any]() reflect.Type { return reflect.TypeOf((*T)(nil)).Elem() }
+
+// register adds a typed function to the registry; names are explicit so they survive
+// refactors and identify the function in every process. A duplicate name is a programming
+// error found at package initialisation, so it panics (like flag redefinition).
+func register(name string, argTypes []reflect.Type, ret reflect.Type, call tasks.Func) {
+	err := tasks.Register(&tasks.Function{Name: name, ArgTypes: argTypes, Return: ret, Call: func(ctx context.Context, args [][]byte) ([]byte, error) {
+		if len(args) != len(argTypes) {
+			return nil, fmt.Errorf("ray: %s takes %d arguments, got %d", name, len(argTypes), len(args))
+		}
+		return call(ctx, args)
+	}})
+	if err != nil {
+		panic(err)
+	}
+}
+
+func decodeArg[T any](name string, args [][]byte, i int) (T, error) {
+	v, err := codec.Unmarshal[T](args[i])
+	if err != nil {
+		return v, fmt.Errorf("ray: %s: argument %d: %w", name, i+1, err)
+	}
+	return v, nil
+}
+
+func encodeResult[R any](r R, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	b, err := codec.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: result: %v", ErrEncode, err)
+	}
+	return b, nil
+}
+
+// Func0 is a remote function of no arguments returning R.
+type Func0[R any] struct{ remoteFunc }
+
+// Func1 is a remote function of one argument returning R.
+type Func1[A, R any] struct{ remoteFunc }
+
+// Func2 is a remote function of two arguments returning R.
+type Func2[A, B, R any] struct{ remoteFunc }
+
+// Func3 is a remote function of three arguments returning R.
+type Func3[A, B, C, R any] struct{ remoteFunc }
+
+// Func4 is a remote function of four arguments returning R.
+type Func4[A, B, C, D, R any] struct{ remoteFunc }
+
+// Task0 registers fn as a remote function named name. Call it at package level.
+func Task0[R any](name string, fn func(context.Context) (R, error)) *Func0[R] {
+	register(name, nil, typeOf[R](), func(ctx context.Context, _ [][]byte) ([]byte, error) {
+		return encodeResult(fn(ctx))
+	})
+	return &Func0[R]{remoteFunc{name: name, opts: defaultCallOpts()}}
+}
+
+// Task1 registers fn as a remote function named name. Call it at package level.
+func Task1[A, R any](name string, fn func(context.Context, A) (R, error)) *Func1[A, R] {
+	register(name, []reflect.Type{typeOf[A]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
+		a, err := decodeArg[A](name, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		return encodeResult(fn(ctx, a))
+	})
+	return &Func1[A, R]{remoteFunc{name: name, opts: defaultCallOpts()}}
+}
+
+// Task2 registers fn as a remote function named name. Call it at package level.
+func Task2[A, B, R any](name string, fn func(context.Context, A, B) (R, error)) *Func2[A, B, R] {
+	register(name, []reflect.Type{typeOf[A](), typeOf[B]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
+		a, err := decodeArg[A](name, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := decodeArg[B](name, args, 1)
+		if err != nil {
+			return nil, err
+		}
+		return encodeResult(fn(ctx, a, b))
+	})
+	return &Func2[A, B, R]{remoteFunc{name: name, opts: defaultCallOpts()}}
+}
+
+// Task3 registers fn as a remote function named name. Call it at package level.
+func Task3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R, error)) *Func3[A, B, C, R] {
+	register(name, []reflect.Type{typeOf[A](), typeOf[B](), typeOf[C]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
+		a, err := decodeArg[A](name, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := decodeArg[B](name, args, 1)
+		if err != nil {
+			return nil, err
+		}
+		c, err := decodeArg[C](name, args, 2)
+		if err != nil {
+			return nil, err
+		}
+		return encodeResult(fn(ctx, a, b, c))
+	})
+	return &Func3[A, B, C, R]{remoteFunc{name: name, opts: defaultCallOpts()}}
+}
+
+// Task4 registers fn as a remote function named name. Call it at package level.
+func Task4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, D) (R, error)) *Func4[A, B, C, D, R] {
+	register(name, []reflect.Type{typeOf[A](), typeOf[B](), typeOf[C](), typeOf[D]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
+		a, err := decodeArg[A](name, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := decodeArg[B](name, args, 1)
+		if err != nil {
+			return nil, err
+		}
+		c, err := decodeArg[C](name, args, 2)
+		if err != nil {
+			return nil, err
+		}
+		d, err := decodeArg[D](name, args, 3)
+		if err != nil {
+			return nil, err
+		}
+		return encodeResult(fn(ctx, a, b, c, d))
+	})
+	return &Func4[A, B, C, D, R]{remoteFunc{name: name, opts: defaultCallOpts()}}
+}
+
+// Remote submits the task and returns a ref to its result at once.
+func (f *Func0[R]) Remote(ctx context.Context) ObjectRef[R] { return submit[R](ctx, &f.remoteFunc) }
+
+// Remote submits the task and returns a ref to its result at once.
+func (f *Func1[A, R]) Remote(ctx context.Context, a Arg[A]) ObjectRef[R] {
+	return submit[R](ctx, &f.remoteFunc, a)
+}
+
+// Remote submits the task and returns a ref to its result at once.
+func (f *Func2[A, B, R]) Remote(ctx context.Context, a Arg[A], b Arg[B]) ObjectRef[R] {
+	return submit[R](ctx, &f.remoteFunc, a, b)
+}
+
+// Remote submits the task and returns a ref to its result at once.
+func (f *Func3[A, B, C, R]) Remote(ctx context.Context, a Arg[A], b Arg[B], c Arg[C]) ObjectRef[R] {
+	return submit[R](ctx, &f.remoteFunc, a, b, c)
+}
+
+// Remote submits the task and returns a ref to its result at once.
+func (f *Func4[A, B, C, D, R]) Remote(ctx context.Context, a Arg[A], b Arg[B], c Arg[C], d Arg[D]) ObjectRef[R] {
+	return submit[R](ctx, &f.remoteFunc, a, b, c, d)
+}
+
+// Options returns a copy of f whose calls use opts (Ray's .options()).
+func (f *Func0[R]) Options(opts ...TaskOption) *Func0[R] { return &Func0[R]{f.with(opts)} }
+
+// Options returns a copy of f whose calls use opts (Ray's .options()).
+func (f *Func1[A, R]) Options(opts ...TaskOption) *Func1[A, R] { return &Func1[A, R]{f.with(opts)} }
+
+// Options returns a copy of f whose calls use opts (Ray's .options()).
+func (f *Func2[A, B, R]) Options(opts ...TaskOption) *Func2[A, B, R] {
+	return &Func2[A, B, R]{f.with(opts)}
+}
+
+// Options returns a copy of f whose calls use opts (Ray's .options()).
+func (f *Func3[A, B, C, R]) Options(opts ...TaskOption) *Func3[A, B, C, R] {
+	return &Func3[A, B, C, R]{f.with(opts)}
+}
+
+// Options returns a copy of f whose calls use opts (Ray's .options()).
+func (f *Func4[A, B, C, D, R]) Options(opts ...TaskOption) *Func4[A, B, C, D, R] {
+	return &Func4[A, B, C, D, R]{f.with(opts)}
+}
+
+// anyArg is an untyped argument for Call.
+type anyArg struct{ v any }
+
+func (a anyArg) toArg(c *core.Core) (core.Arg, error) {
+	if r, ok := a.v.(Ref); ok {
+		h := r.ref()
+		if h == nil || h.err != nil {
+			return core.Arg{}, fmt.Errorf("ray: argument is a failed or zero ref")
+		}
+		if h.core != c {
+			return core.Arg{}, fmt.Errorf("ray: ObjectRef belongs to another ray runtime (another Init)")
+		}
+		return core.Arg{Ref: h.id, IsRef: true}, nil
+	}
+	b, err := codec.MarshalValue(a.v)
+	if err != nil {
+		return core.Arg{}, fmt.Errorf("%w: %v", ErrEncode, err)
+	}
+	return core.Arg{Data: b}, nil
+}
+
+// Call submits the remote function registered under name, with untyped arguments (values
+// or refs), and returns a ref to its result decoded as R. An unknown name, or arguments
+// that do not match the function, fail the returned ref.
+func Call[R any](ctx context.Context, name string, args []any, opts ...TaskOption) ObjectRef[R] {
+	f := remoteFunc{name: name, opts: defaultCallOpts()}
+	f = f.with(opts)
+	list := make([]argLike, len(args))
+	for i, a := range args {
+		list[i] = anyArg{a}
+	}
+	return submit[R](ctx, &f, list...)
+}
