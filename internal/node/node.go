@@ -243,6 +243,17 @@ func (n *Node) GCS() gcs.Store { return n.store }
 // Writer is the node's group-commit writer.
 func (n *Node) Writer() *gcs.Writer { return n.writer }
 
+// Packer is the node's lineage packer.
+func (n *Node) Packer() *gcs.Packer { return n.packer }
+
+// Flush makes every GCS write issued so far durable (lineage pages, object table).
+func (n *Node) Flush(ctx context.Context) error {
+	if err := n.packer.Flush(ctx); err != nil {
+		return err
+	}
+	return n.writer.Flush(ctx)
+}
+
 // Raylet returns the node's scheduler grain.
 func (n *Node) Raylet() *actor.PID { return n.raylet() }
 

@@ -1,0 +1,207 @@
+package ray
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ray-go/ray/internal/gcs"
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/node"
+)
+
+// gcsState reads what etcd holds for lineage and the object table.
+func gcsState(t *testing.T, ctx context.Context, n *node.Node) (lineage map[string][]byte, objects map[string]bool) {
+	t.Helper()
+	if err := n.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lineage, _, err := gcs.ReadAll(ctx, n.GCS(), gcs.LineagePrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvs, _, err := n.GCS().List(ctx, gcs.ObjectsPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects = map[string]bool{}
+	for _, kv := range kvs {
+		objects[strings.TrimPrefix(kv.Key, gcs.ObjectsPrefix)] = true
+	}
+	return lineage, objects
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func taskOf(t *testing.T, r Ref) string {
+	t.Helper()
+	id, err := ids.ParseObjectID(r.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := id.Task()
+	return string(tid[:])
+}
+
+// TestRecordsAppearAndGoAway checks the GCS side of objects on real embedded etcd: every
+// task's spec is in the lineage table and every object kept outside its owner is in the
+// object table while referenced, and both are deleted when the refs go away.
+func TestRecordsAppearAndGoAway(t *testing.T) {
+	ctx, err := Init(context.Background(), WithNumCPUs(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Shutdown(ctx)
+	n := nodeOf(ctx)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+
+	xs := big.Remote(ctx, V(1<<18)) // 2 MiB: lives in the store shard
+	total := sumAll.Remote(ctx, xs)
+	if _, err := Get(ctx, total); err != nil {
+		t.Fatal(err)
+	}
+	lin, objs := gcsState(t, ctx, n)
+	for _, r := range []Ref{xs, total} {
+		if _, ok := lin[taskOf(t, r)]; !ok {
+			t.Errorf("no lineage record for %v", r)
+		}
+	}
+	if !objs[xs.ID()] {
+		t.Errorf("no object table record for the large object %s; have %v", xs.ID(), objs)
+	}
+	if objs[total.ID()] {
+		t.Errorf("the small result %s is in the object table; small values stay with their owner", total.ID())
+	}
+
+	// xs's value may go once only the dependent's lineage needs it; its lineage stays.
+	xs.Release()
+	eventually(t, "the large object to leave the object table", func() bool {
+		_, objs := gcsState(t, ctx, n)
+		return !objs[xs.ID()]
+	})
+	if lin, _ := gcsState(t, ctx, n); lin[taskOf(t, xs)] == nil {
+		t.Fatal("the producer's lineage was dropped while a dependent's lineage still needs it")
+	}
+	total.Release()
+	eventually(t, "both lineage records to be deleted", func() bool {
+		lin, _ := gcsState(t, ctx, n)
+		return len(lin) == 0
+	})
+
+	// The same through the garbage collector: refs dropped without Release.
+	func() {
+		for i := 0; i < 20; i++ {
+			r := square.Remote(ctx, V(i))
+			if _, err := Get(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			p, err := Put(ctx, make([]byte, 200<<10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Get(ctx, sumBytes.Remote(ctx, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}()
+	eventually(t, "dropped refs to be collected", func() bool {
+		lin, objs := gcsState(t, ctx, n)
+		o, l := n.Core.Refs().Len()
+		return len(lin) == 0 && len(objs) == 0 && o == 0 && l == 0 && n.Core.Objects().Len() == 0
+	})
+}
+
+var sumBytes = Task1("test.sumBytes", func(_ context.Context, b []byte) (int, error) {
+	s := 0
+	for _, x := range b {
+		s += int(x)
+	}
+	return s, nil
+})
+
+func TestInitAndShutdown(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []InitOption
+		env  string
+		want string
+	}{
+		{"RAY_ADDRESS", nil, "127.0.0.1:6379", "RAY_ADDRESS"},
+		{"WithAddress", []InitOption{WithAddress("10.1.2.3:1")}, "", "10.1.2.3:1"},
+		{"negative CPUs", []InitOption{WithNumCPUs(-1)}, "", "CPU"},
+		{"CPU as a custom resource", []InitOption{WithResources(map[string]float64{"CPU": 1})}, "", "WithNumCPUs"},
+		{"negative store", []InitOption{WithObjectStoreMemory(-5)}, "", "object store"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(AddressEnv, tc.env)
+			ctx, err := Init(context.Background(), tc.opts...)
+			if err == nil {
+				Shutdown(ctx)
+				t.Fatal("Init succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+
+	t.Run("Shutdown removes what Init created", func(t *testing.T) {
+		ctx, err := Init(context.Background(), WithNumCPUs(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := nodeOf(ctx).Dir()
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatalf("session directory: %v", err)
+		}
+		r := square.Remote(ctx, V(3))
+		if v, err := Get(ctx, r); err != nil || v != 9 {
+			t.Fatalf("Get: %v %v", v, err)
+		}
+		if err := Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("session directory left behind: %v", err)
+		}
+		if err := Shutdown(ctx); err != nil {
+			t.Fatalf("second Shutdown: %v", err)
+		}
+		if _, err := Get(ctx, square.Remote(ctx, V(2))); !errors.Is(err, ErrShutdown) {
+			t.Fatalf("Remote after Shutdown: %v", err)
+		}
+		if _, err := Put(ctx, 1); !errors.Is(err, ErrShutdown) {
+			t.Fatalf("Put after Shutdown: %v", err)
+		}
+	})
+
+	t.Run("a directory given is kept", func(t *testing.T) {
+		dir := t.TempDir()
+		ctx, err := Init(context.Background(), WithNumCPUs(1), WithDir(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatalf("given directory removed: %v", err)
+		}
+	})
+}
