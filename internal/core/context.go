@@ -15,9 +15,9 @@ import (
 type TaskContext struct {
 	Core *Core
 	Task ids.TaskID
-	// Raylet is the scheduler running this task (nil in a driver): Get tells it when the
-	// task blocks so its CPU can be lent out.
-	Raylet *actor.PID
+	// Worker is the worker grain running this task (nil in a driver): Get tells it when
+	// the task blocks so its CPU can be lent out.
+	Worker *actor.PID
 	// Spec is the running task's spec (nil in a driver).
 	Spec *pb.TaskSpec
 
@@ -44,7 +44,7 @@ func (c *Core) NewDriver() *TaskContext {
 }
 
 // TaskContextFor builds the context a worker runs spec with.
-func (c *Core) TaskContextFor(parent context.Context, spec *pb.TaskSpec, raylet *actor.PID) context.Context {
+func (c *Core) TaskContextFor(parent context.Context, spec *pb.TaskSpec, worker *actor.PID) context.Context {
 	tid, _ := ids.TaskIDFromBytes(spec.TaskId)
-	return WithTask(parent, &TaskContext{Core: c, Task: tid, Raylet: raylet, Spec: spec})
+	return WithTask(parent, &TaskContext{Core: c, Task: tid, Worker: worker, Spec: spec})
 }

@@ -70,15 +70,15 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID) (objects.Value
 	return v, nil
 }
 
-// blocked tells this task's raylet that it waits (true) or runs again (false).
+// blocked tells this task's worker that it waits (true) or runs again (false).
 func (tc *TaskContext) blocked(on bool) {
-	if tc.Raylet == nil || tc.Spec == nil {
+	if tc.Worker == nil || tc.Spec == nil {
 		return
 	}
 	if on {
-		tc.Core.root.Send(tc.Raylet, &pb.TaskBlocked{TaskId: tc.Spec.TaskId})
+		tc.Core.root.Send(tc.Worker, &pb.TaskBlocked{TaskId: tc.Spec.TaskId})
 	} else {
-		tc.Core.root.Send(tc.Raylet, &pb.TaskUnblocked{TaskId: tc.Spec.TaskId})
+		tc.Core.root.Send(tc.Worker, &pb.TaskUnblocked{TaskId: tc.Spec.TaskId})
 	}
 }
 

@@ -121,9 +121,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.probes = append(n.probes, conn)
 	}
 	n.store = n.etcd.Client()
-	if n.writer, err = gcs.NewWriter(n.store, gcs.WriterConfig{Logger: cfg.Logger}); err != nil {
-		return nil, err
-	}
+	n.writer = gcs.NewWriter(n.store, gcs.WriterConfig{Logger: cfg.Logger})
 	if n.packer, err = gcs.NewPacker(n.writer, gcs.PackerConfig{Prefix: gcs.LineagePrefix, Owner: string(n.ID), Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}

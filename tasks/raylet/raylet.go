@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -11,6 +12,14 @@ import (
 	"github.com/ray-go/ray/internal/pb"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Lease reuse policy (see the package doc).
+const (
+	// FastTask is the per-class mean run time under which queued tasks share leases.
+	FastTask = 500 * time.Microsecond
+	// MaxLeaseDepth bounds the tasks of one lease.
+	MaxLeaseDepth = 32
 )
 
 // Config is what a raylet needs from its node.
@@ -31,11 +40,19 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-type running struct {
+type leaseState struct {
 	res     sched.Resources
 	worker  *actor.PID
-	owner   *pb.PID
+	tasks   []ids.TaskID
+	class   string
 	blocked bool
+}
+
+// classStats is a scheduling class's run-time estimate (an exponential moving average of
+// the mean task time of its leases).
+type classStats struct {
+	mean  float64 // nanoseconds per task
+	known bool
 }
 
 type tick struct{}
@@ -45,9 +62,9 @@ type Stats struct{}
 
 // StatsReply is a raylet's view of its node.
 type StatsReply struct {
-	Total, Available sched.Resources
-	Queued, Running  int
-	Dispatched       int64
+	Total, Available       sched.Resources
+	Queued, Leases, Leased int
+	Dispatched, Granted    int64
 }
 
 // Raylet is the grain's actor; its state is owned by its mailbox.
@@ -56,13 +73,16 @@ type Raylet struct {
 	avail      sched.Resources
 	queue      sched.Queue[*pb.TaskSpec]
 	queued     map[ids.TaskID]int32 // attempt queued
-	running    map[ids.TaskID]*running
+	leases     map[ids.TaskID]*leaseState
+	leaseOf    map[ids.TaskID]ids.TaskID // leased task -> lease
+	classes    map[string]*classStats
 	workers    []*actor.PID
 	next       int
 	tickOn     bool
 	dispatched int64
-	buf        []*pb.TaskSpec
-	batches    map[*actor.PID]*pb.TaskBatch
+	granted    int64
+	buf, more  []*pb.TaskSpec
+	batches    map[*actor.PID]*pb.LeaseBatch
 }
 
 // Props returns the props of a raylet grain.
@@ -75,9 +95,11 @@ func Props(cfg Config) *actor.Props {
 			cfg:     cfg,
 			avail:   cfg.Total,
 			queued:  make(map[ids.TaskID]int32),
-			running: make(map[ids.TaskID]*running),
+			leases:  make(map[ids.TaskID]*leaseState),
+			leaseOf: make(map[ids.TaskID]ids.TaskID),
+			classes: make(map[string]*classStats),
 			workers: make([]*actor.PID, cfg.Workers),
-			batches: make(map[*actor.PID]*pb.TaskBatch),
+			batches: make(map[*actor.PID]*pb.LeaseBatch),
 		}
 	})
 }
@@ -94,33 +116,35 @@ func (r *Raylet) Receive(ctx actor.Context) {
 	case tick:
 		r.tickOn = false
 		r.dispatch(ctx)
-	case *pb.TaskDone:
-		for _, b := range m.TaskIds {
-			id, err := ids.TaskIDFromBytes(b)
+	case *pb.LeaseDone:
+		r.leaseDone(ctx, m)
+	case *pb.LeaseReturn:
+		for _, s := range m.Tasks {
+			id, err := ids.TaskIDFromBytes(s.TaskId)
 			if err != nil {
 				continue
 			}
-			if t, ok := r.running[id]; ok {
-				r.avail = r.avail.Add(r.held(t))
-				delete(r.running, id)
-			}
+			delete(r.leaseOf, id)
+			r.queued[id] = s.Attempt
+			r.queue.Push(s, tasks.ResourcesFromPB(s.Resources))
 		}
 		r.scheduleTick(ctx)
 	case *pb.TaskBlocked:
-		if t := r.task(m.TaskId); t != nil && !t.blocked {
-			t.blocked = true
-			r.avail = r.avail.Add(cpuOf(t.res))
+		if l := r.lease(m.LeaseId); l != nil && !l.blocked {
+			l.blocked = true
+			r.avail = r.avail.Add(cpuOf(l.res))
 			r.scheduleTick(ctx)
 		}
 	case *pb.TaskUnblocked:
-		if t := r.task(m.TaskId); t != nil && t.blocked {
-			t.blocked = false
-			r.avail = r.avail.Sub(cpuOf(t.res))
+		if l := r.lease(m.LeaseId); l != nil && l.blocked {
+			l.blocked = false
+			r.avail = r.avail.Sub(cpuOf(l.res))
 		}
 	case *pb.CancelTask:
 		r.cancel(ctx, m)
 	case Stats:
-		ctx.Respond(&StatsReply{Total: r.cfg.Total, Available: r.avail, Queued: r.queue.Len(), Running: len(r.running), Dispatched: r.dispatched})
+		ctx.Respond(&StatsReply{Total: r.cfg.Total, Available: r.avail, Queued: r.queue.Len(),
+			Leases: len(r.leases), Leased: len(r.leaseOf), Dispatched: r.dispatched, Granted: r.granted})
 	}
 }
 
@@ -128,20 +152,48 @@ func cpuOf(res sched.Resources) sched.Resources {
 	return sched.Resources{}.With(sched.CPU, res.Get(sched.CPU))
 }
 
-// held is what a running task holds now: all its resources, less its CPU while blocked.
-func (r *Raylet) held(t *running) sched.Resources {
-	if t.blocked {
-		return t.res.Sub(cpuOf(t.res))
-	}
-	return t.res
-}
-
-func (r *Raylet) task(b []byte) *running {
+func (r *Raylet) lease(b []byte) *leaseState {
 	id, err := ids.TaskIDFromBytes(b)
 	if err != nil {
 		return nil
 	}
-	return r.running[id]
+	return r.leases[id]
+}
+
+func (r *Raylet) leaseDone(ctx actor.Context, m *pb.LeaseDone) {
+	id, err := ids.TaskIDFromBytes(m.LeaseId)
+	if err != nil {
+		return
+	}
+	l, ok := r.leases[id]
+	if !ok {
+		return // a duplicate
+	}
+	held := l.res
+	if l.blocked {
+		held = held.Sub(cpuOf(l.res))
+	}
+	r.avail = r.avail.Add(held)
+	for _, t := range l.tasks {
+		if r.leaseOf[t] == id {
+			delete(r.leaseOf, t)
+		}
+	}
+	delete(r.leases, id)
+	if m.TasksRun > 0 {
+		c := r.classes[l.class]
+		if c == nil {
+			c = &classStats{}
+			r.classes[l.class] = c
+		}
+		mean := float64(m.RunNanos) / float64(m.TasksRun)
+		if c.known {
+			c.mean = 0.7*c.mean + 0.3*mean
+		} else {
+			c.mean, c.known = mean, true
+		}
+	}
+	r.scheduleTick(ctx)
 }
 
 func (r *Raylet) enqueue(ctx actor.Context, s *pb.TaskSpec) {
@@ -153,7 +205,7 @@ func (r *Raylet) enqueue(ctx actor.Context, s *pb.TaskSpec) {
 	if a, ok := r.queued[id]; ok && a == s.Attempt {
 		return
 	}
-	if _, ok := r.running[id]; ok && s.Attempt == 0 {
+	if _, ok := r.leaseOf[id]; ok && s.Attempt == 0 {
 		return
 	}
 	res := tasks.ResourcesFromPB(s.Resources)
@@ -188,30 +240,61 @@ func (r *Raylet) worker(i int) *actor.PID {
 	return r.workers[i]
 }
 
+// depth is how many tasks a new lease of class may carry, given how many leases this
+// dispatch grants and how many tasks wait.
+func (r *Raylet) depth(class string, grants, waiting int) int {
+	c := r.classes[class]
+	if c == nil || !c.known || c.mean >= float64(FastTask) || grants == 0 {
+		return 1
+	}
+	d := 1 + waiting/grants
+	return min(d, MaxLeaseDepth)
+}
+
 func (r *Raylet) dispatch(ctx actor.Context) {
 	if r.queue.Len() == 0 {
 		return
 	}
 	r.buf, r.avail = r.queue.Dispatch(r.avail, 0, r.buf[:0])
+	grants := len(r.buf)
 	for _, s := range r.buf {
 		id, _ := ids.TaskIDFromBytes(s.TaskId)
-		delete(r.queued, id)
+		res := tasks.ResourcesFromPB(s.Resources)
 		w := r.worker(r.next % len(r.workers))
 		r.next++
 		if w == nil {
-			r.avail = r.avail.Add(tasks.ResourcesFromPB(s.Resources))
+			r.avail = r.avail.Add(res)
+			delete(r.queued, id)
 			r.reply(ctx, s, &pb.ErrorInfo{Kind: pb.ErrorInfo_SYSTEM, Function: s.Function, TaskId: s.TaskId, NodeId: string(r.cfg.Node),
 				Message: "no worker available on node " + string(r.cfg.Node)})
 			continue
 		}
-		r.running[id] = &running{res: tasks.ResourcesFromPB(s.Resources), worker: w, owner: s.Owner}
+		class := res.String()
+		pl := &pb.Lease{LeaseId: s.TaskId, Tasks: []*pb.TaskSpec{s}}
+		st := &leaseState{res: res, worker: w, class: class, tasks: []ids.TaskID{id}}
+		if d := r.depth(class, grants, r.queue.Len()); d > 1 {
+			// More tasks that fit this grant run after s on the same worker.
+			r.more, _ = r.queue.Dispatch(res, d-1, r.more[:0])
+			for _, m := range r.more {
+				mid, _ := ids.TaskIDFromBytes(m.TaskId)
+				pl.Tasks = append(pl.Tasks, m)
+				st.tasks = append(st.tasks, mid)
+			}
+			clear(r.more)
+		}
+		for _, t := range st.tasks {
+			delete(r.queued, t)
+			r.leaseOf[t] = id
+		}
+		r.leases[id] = st
+		r.granted++
+		r.dispatched += int64(len(pl.Tasks))
 		b := r.batches[w]
 		if b == nil {
-			b = &pb.TaskBatch{}
+			b = &pb.LeaseBatch{}
 			r.batches[w] = b
 		}
-		b.Tasks = append(b.Tasks, s)
-		r.dispatched++
+		b.Leases = append(b.Leases, pl)
 	}
 	for w, b := range r.batches {
 		ctx.Request(w, b)
@@ -237,7 +320,9 @@ func (r *Raylet) cancel(ctx actor.Context, m *pb.CancelTask) {
 		})
 		return
 	}
-	if t, ok := r.running[id]; ok {
-		ctx.Send(t.worker, m)
+	if lid, ok := r.leaseOf[id]; ok {
+		if l := r.leases[lid]; l != nil {
+			ctx.Send(l.worker, m)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -17,6 +19,9 @@ import (
 // DefaultInlineLimit is the largest result returned inline to its owner (DESIGN §4).
 const DefaultInlineLimit = 100 << 10
 
+// maxResultBatch bounds how many results a lease holds back for one owner.
+const maxResultBatch = 64
+
 // Env is what a worker needs from its node and process.
 type Env struct {
 	Node        ids.NodeID
@@ -24,8 +29,9 @@ type Env struct {
 	// Store returns the node's store shard (resolved once by the caller).
 	Store func() *actor.PID
 	// Context builds the context a task runs with: it must carry the runtime so the task
-	// can submit nested tasks and Get, and tell raylet when it blocks.
-	Context func(parent context.Context, spec *pb.TaskSpec, raylet *actor.PID) context.Context
+	// can submit nested tasks and Get, and tell worker (TaskBlocked/TaskUnblocked) when it
+	// blocks.
+	Context func(parent context.Context, spec *pb.TaskSpec, worker *actor.PID) context.Context
 	// Fetch returns the bytes of an argument that lives in an object store.
 	Fetch  func(ctx context.Context, arg *pb.Arg) ([]byte, error)
 	Logger *slog.Logger
@@ -53,39 +59,57 @@ func Props(env Env) *actor.Props {
 		env.Logger = slog.Default()
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Worker{env: env, running: make(map[ids.TaskID]*run), results: make(map[string]*ownerBatch)}
+		return &Worker{env: env, leases: make(map[ids.TaskID]*lease)}
 	})
 }
 
-type run struct {
+// lease is shared by the grain and the lease's goroutine; its mutex guards every field.
+type lease struct {
+	id        ids.TaskID
+	mu        sync.Mutex
+	queue     []*pb.TaskSpec // not started yet
+	current   ids.TaskID
 	cancel    context.CancelFunc
-	cancelled bool
+	cancelled bool // the current task was cancelled
+	blocked   bool
 }
 
-// finished is a local completion message from a task goroutine to its grain.
-type finished struct {
-	id     ids.TaskID
-	owner  *pb.PID
-	result *pb.TaskResult
+// next pops the next task and makes it current; nil when the lease is drained.
+func (l *lease) next(base context.Context) (*pb.TaskSpec, context.Context) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		l.current, l.cancel = ids.TaskID{}, nil
+		return nil, nil
+	}
+	spec := l.queue[0]
+	l.queue[0] = nil
+	l.queue = l.queue[1:]
+	ctx, cancel := context.WithCancel(base)
+	l.current, _ = ids.TaskIDFromBytes(spec.TaskId)
+	l.cancel, l.cancelled, l.blocked = cancel, false, false
+	return spec, ctx
 }
 
-type flush struct{}
-
-type ownerBatch struct {
-	pid     *actor.PID
-	results []*pb.TaskResult
+func (l *lease) done() (cancelled, more bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cancel != nil {
+		l.cancel()
+	}
+	return l.cancelled, len(l.queue) > 0
 }
 
-// Worker is the grain's actor; its fields are owned by its mailbox.
+// leaseEnded tells the grain a lease's goroutine finished.
+type leaseEnded struct{ id ids.TaskID }
+
+// Worker is the grain's actor; its map is owned by its mailbox.
 type Worker struct {
-	env     Env
-	base    context.Context
-	stop    context.CancelFunc
-	raylet  *actor.PID
-	running map[ids.TaskID]*run
-	done    [][]byte
-	results map[string]*ownerBatch
-	flushOn bool
+	env    Env
+	base   context.Context
+	stop   context.CancelFunc
+	raylet *actor.PID
+	leases map[ids.TaskID]*lease
 }
 
 // Receive handles one message.
@@ -93,25 +117,27 @@ func (w *Worker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		w.base, w.stop = context.WithCancel(context.Background())
-	case *pb.TaskBatch:
+	case *pb.LeaseBatch:
 		if s := ctx.Sender(); s != nil {
 			w.raylet = s
 		}
-		for _, spec := range m.Tasks {
-			w.start(ctx, spec)
+		for _, pl := range m.Leases {
+			w.start(ctx, pl)
 		}
-	case *finished:
-		w.finish(ctx, m)
-	case flush:
-		w.flush(ctx)
+	case leaseEnded:
+		delete(w.leases, m.id)
 	case *pb.CancelTask:
-		id, err := ids.TaskIDFromBytes(m.TaskId)
-		if err != nil {
-			return
-		}
-		if r, ok := w.running[id]; ok {
-			r.cancelled = true
-			r.cancel()
+		w.cancelTask(ctx, m)
+	case *pb.TaskBlocked:
+		w.blocked(ctx, m)
+	case *pb.TaskUnblocked:
+		if l := w.leaseRunning(m.TaskId); l != nil {
+			l.mu.Lock()
+			l.blocked = false
+			l.mu.Unlock()
+			if w.raylet != nil {
+				ctx.Send(w.raylet, &pb.TaskUnblocked{TaskId: m.TaskId, LeaseId: l.id[:]})
+			}
 		}
 	case *actor.Stopping:
 		if w.stop != nil {
@@ -120,80 +146,159 @@ func (w *Worker) Receive(ctx actor.Context) {
 	}
 }
 
-func (w *Worker) start(ctx actor.Context, spec *pb.TaskSpec) {
-	id, err := ids.TaskIDFromBytes(spec.TaskId)
-	if err != nil {
-		w.env.Logger.Error("worker: dropping a task spec with a bad ID", "err", err)
+func (w *Worker) start(ctx actor.Context, pl *pb.Lease) {
+	id, err := ids.TaskIDFromBytes(pl.LeaseId)
+	if err != nil || len(pl.Tasks) == 0 {
+		w.env.Logger.Error("worker: dropping a malformed lease", "err", err, "tasks", len(pl.Tasks))
 		return
 	}
-	if _, dup := w.running[id]; dup {
-		return // idempotent: a resent batch does not run a task twice
+	if _, dup := w.leases[id]; dup {
+		return // idempotent: a resent batch does not run a lease twice
 	}
-	tctx, cancel := context.WithCancel(w.base)
-	w.running[id] = &run{cancel: cancel}
+	l := &lease{id: id, queue: pl.Tasks}
+	w.leases[id] = l
 	self, root, raylet := ctx.Self(), ctx.ActorSystem().Root, w.raylet
-	go func() {
-		res := w.execute(tctx, root, spec, raylet)
-		cancel()
-		root.Send(self, &finished{id: id, owner: spec.Owner, result: res})
-	}()
+	go w.run(l, self, root, raylet)
 }
 
-func (w *Worker) finish(ctx actor.Context, m *finished) {
-	r, ok := w.running[m.id]
-	if !ok {
+// leaseRunning finds the lease whose current task is the given one.
+func (w *Worker) leaseRunning(task []byte) *lease {
+	id, err := ids.TaskIDFromBytes(task)
+	if err != nil {
+		return nil
+	}
+	for _, l := range w.leases {
+		l.mu.Lock()
+		cur := l.current
+		l.mu.Unlock()
+		if cur == id {
+			return l
+		}
+	}
+	return nil
+}
+
+func (w *Worker) blocked(ctx actor.Context, m *pb.TaskBlocked) {
+	l := w.leaseRunning(m.TaskId)
+	if l == nil {
 		return
 	}
-	delete(w.running, m.id)
-	if r.cancelled {
-		m.result = &pb.TaskResult{TaskId: m.result.TaskId, Attempt: m.result.Attempt, Error: &pb.ErrorInfo{
-			Kind: pb.ErrorInfo_CANCELLED, TaskId: m.result.TaskId, Message: "task was cancelled", NodeId: string(w.env.Node),
-			Function: functionOf(m.result),
-		}}
+	l.mu.Lock()
+	l.blocked = true
+	rest := l.queue
+	l.queue = nil
+	l.mu.Unlock()
+	if w.raylet == nil {
+		return
 	}
-	w.done = append(w.done, m.id[:])
-	if m.owner != nil {
-		key := m.owner.Address + "/" + m.owner.Id
-		b := w.results[key]
-		if b == nil {
-			b = &ownerBatch{pid: actor.NewPID(m.owner.Address, m.owner.Id)}
-			w.results[key] = b
+	if len(rest) > 0 {
+		ctx.Send(w.raylet, &pb.LeaseReturn{LeaseId: l.id[:], Tasks: rest})
+	}
+	ctx.Send(w.raylet, &pb.TaskBlocked{TaskId: m.TaskId, LeaseId: l.id[:]})
+}
+
+func (w *Worker) cancelTask(ctx actor.Context, m *pb.CancelTask) {
+	id, err := ids.TaskIDFromBytes(m.TaskId)
+	if err != nil {
+		return
+	}
+	for _, l := range w.leases {
+		l.mu.Lock()
+		if l.current == id && l.cancel != nil {
+			l.cancelled = true
+			l.cancel()
+			l.mu.Unlock()
+			return
 		}
-		b.results = append(b.results, m.result)
-	}
-	if !w.flushOn {
-		w.flushOn = true
-		ctx.Send(ctx.Self(), flush{})
+		for i, s := range l.queue {
+			if string(s.TaskId) == string(m.TaskId) {
+				l.queue = append(l.queue[:i:i], l.queue[i+1:]...)
+				l.mu.Unlock()
+				if s.Owner != nil {
+					ctx.Send(actor.NewPID(s.Owner.Address, s.Owner.Id), w.cancelled(s.TaskId, s.Attempt, s.Function))
+				}
+				return
+			}
+		}
+		l.mu.Unlock()
 	}
 }
 
-func functionOf(r *pb.TaskResult) string {
-	if r.Error != nil {
-		return r.Error.Function
-	}
-	return ""
+func (w *Worker) cancelled(task []byte, attempt int32, fn string) *pb.TaskResult {
+	return &pb.TaskResult{TaskId: task, Attempt: attempt, Error: &pb.ErrorInfo{
+		Kind: pb.ErrorInfo_CANCELLED, TaskId: task, Function: fn, Message: "task was cancelled", NodeId: string(w.env.Node)}}
 }
 
-func (w *Worker) flush(ctx actor.Context) {
-	w.flushOn = false
-	// TaskDone goes first: an owner that retries a failed task must find its resources
-	// returned (the raylet's mailbox gets this before any resubmission can be sent).
-	if len(w.done) > 0 && w.raylet != nil {
-		ctx.Send(w.raylet, &pb.TaskDone{TaskIds: w.done})
-	}
-	w.done = nil
-	for key, b := range w.results {
-		if len(b.results) == 1 {
-			ctx.Send(b.pid, b.results[0])
-		} else {
-			ctx.Send(b.pid, &pb.ResultBatch{Results: b.results})
+type ownerBatch struct {
+	pid     *actor.PID
+	results []*pb.TaskResult
+}
+
+// run executes a lease's tasks one after another on this goroutine.
+func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext, raylet *actor.PID) {
+	var (
+		batches []ownerBatch // few owners per lease: a slice beats a map
+		held    int
+		n       int32
+		nanos   int64
+	)
+	flush := func() {
+		for i := range batches {
+			b := &batches[i]
+			switch len(b.results) {
+			case 0:
+			case 1:
+				root.Send(b.pid, b.results[0])
+			default:
+				root.Send(b.pid, &pb.ResultBatch{Results: b.results})
+			}
+			b.results = nil
 		}
-		delete(w.results, key)
+		held = 0
 	}
+	for {
+		spec, tctx := l.next(w.base)
+		if spec == nil {
+			break
+		}
+		start := time.Now()
+		res := w.execute(tctx, root, spec, self)
+		nanos += int64(time.Since(start))
+		n++
+		cancelled, more := l.done()
+		if cancelled {
+			res = w.cancelled(spec.TaskId, spec.Attempt, spec.Function)
+		}
+		if spec.Owner != nil {
+			i := 0
+			for i < len(batches) && (batches[i].pid.Address != spec.Owner.Address || batches[i].pid.Id != spec.Owner.Id) {
+				i++
+			}
+			if i == len(batches) {
+				batches = append(batches, ownerBatch{pid: actor.NewPID(spec.Owner.Address, spec.Owner.Id)})
+			}
+			batches[i].results = append(batches[i].results, res)
+			held++
+		}
+		if !more || held >= maxResultBatch {
+			if !more && raylet != nil {
+				// The lease's resources return before its last results reach their owners,
+				// so an owner's retry always finds them free.
+				root.Send(raylet, &pb.LeaseDone{LeaseId: l.id[:], TasksRun: n, RunNanos: nanos})
+				raylet = nil
+			}
+			flush()
+		}
+	}
+	if raylet != nil { // drained by LeaseReturn or cancellation after the last task
+		root.Send(raylet, &pb.LeaseDone{LeaseId: l.id[:], TasksRun: n, RunNanos: nanos})
+	}
+	flush()
+	root.Send(self, leaseEnded{id: l.id})
 }
 
 // execute runs one task and returns its result; it never panics.
-func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.TaskSpec, raylet *actor.PID) (res *pb.TaskResult) {
+func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.TaskSpec, self *actor.PID) (res *pb.TaskResult) {
 	res = &pb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt}
 	fail := func(kind pb.ErrorInfo_Kind, msg, stack string) *pb.TaskResult {
 		res.Data, res.InStore = nil, false
@@ -221,7 +326,7 @@ func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.
 		}
 		args[i] = b
 	}
-	out, err := fn.Call(w.env.Context(ctx, spec, raylet), args)
+	out, err := fn.Call(w.env.Context(ctx, spec, self), args)
 	if err != nil {
 		var te interface{ ErrorInfo() *pb.ErrorInfo }
 		if errors.As(err, &te) && te.ErrorInfo() != nil && ctx.Err() == nil {

@@ -1,0 +1,61 @@
+package ray
+
+import (
+	"context"
+	"testing"
+)
+
+var tiny = Task0("bench.tiny", func(context.Context) ([]byte, error) { return []byte("ok"), nil })
+
+func BenchmarkTasksSync(b *testing.B) {
+	ctx := shared
+	for i := 0; i < b.N; i++ {
+		r := tiny.Remote(ctx)
+		if _, err := Get(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		r.Release()
+	}
+}
+
+func BenchmarkTasksAsync(b *testing.B) {
+	ctx := shared
+	refs := make([]ObjectRef[[]byte], 0, 1000)
+	for i := 0; i < b.N; i++ {
+		refs = append(refs, tiny.Remote(ctx))
+		if len(refs) == cap(refs) || i == b.N-1 {
+			if _, err := GetAll(ctx, refs); err != nil {
+				b.Fatal(err)
+			}
+			for _, r := range refs {
+				r.Release()
+			}
+			refs = refs[:0]
+		}
+	}
+}
+
+func BenchmarkPut(b *testing.B) {
+	ctx := shared
+	for i := 0; i < b.N; i++ {
+		r, err := Put(ctx, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Release()
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	ctx := shared
+	r, err := Put(ctx, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Get(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
