@@ -100,6 +100,24 @@ type WatchResponse struct {
 //     returned channel is closed when the lease is lost (expired, revoked, or the
 //     store became unreachable for longer than the TTL).
 //   - Methods honour ctx cancellation and deadlines.
+//
+// Details both implementations share (the conformance suite in gcs/gcstest checks each):
+//   - The empty key is invalid (ErrEmptyKey), except as a prefix (List, Count, Watch,
+//     OpDeletePrefix). A Txn may not put a key twice, nor put a key one of its deletes covers
+//     (ErrDuplicateKey). CheckTxn implements these checks and the size limits.
+//   - A mutation that changes nothing (deleting an absent key, a Txn whose ops change
+//     nothing, a Txn whose Cmp fails) creates no revision and returns the current one.
+//   - Lease TTLs are whole seconds: Grant rounds up, with a minimum of 1 s (etcd may raise
+//     it further to its own minimum, 1.5 election timeouts). Putting a key with an unknown,
+//     expired or revoked lease gives ErrLeaseNotFound, as do KeepAlive and Revoke. The lost
+//     channel of KeepAlive is also closed once ctx is done (the keep-alive stopped).
+//   - Compact(rev) keeps revision rev and later: a Watch from fromRev < rev fails with
+//     ErrCompacted (as does a watcher that falls that far behind), Compact of a revision at
+//     or before the last compaction gives ErrCompacted, of a future revision ErrFutureRev.
+//   - Close ends every watch (their channels are closed, possibly after a response with
+//     ErrClosed) and closes every lost channel of KeepAlive; a Watch on a closed store yields
+//     one response with ErrClosed. Close itself returns ErrClosed when called again.
+//   - A watch consumer must keep reading its channel or cancel ctx: delivery blocks on it.
 type Store interface {
 	Get(ctx context.Context, key string) (kv KV, found bool, err error)
 	// List returns every key under prefix in key order, and the revision it read at.

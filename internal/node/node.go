@@ -43,6 +43,11 @@ const (
 // cross processes in chunks well under it.
 const maxMessageBytes = 64 << 20
 
+// memberLeaseTTL is the node's registration lease. etcd's client renews every TTL/3 from a
+// 500 ms loop, so leases of 1-2 s are lost under heavy load; node death is detected much
+// sooner through protoactor's remote Watch (internal/membership).
+const memberLeaseTTL = 6 * time.Second
+
 // Config configures a node. Zero values take the defaults documented per field.
 type Config struct {
 	Job       ids.JobID       // default: a new random job ID
@@ -159,7 +164,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	logger := n.cfg.Logger
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
 	var err error
-	if n.provider, err = membership.NewProvider(membership.Config{Store: n.store, NodeID: string(n.ID), Logger: logger}); err != nil {
+	if n.provider, err = membership.NewProvider(membership.Config{Store: n.store, NodeID: string(n.ID), LeaseTTL: memberLeaseTTL, Logger: logger}); err != nil {
 		return err
 	}
 	lookup, err := membership.NewLookup(membership.LookupConfig{Store: n.store, Resolver: n.provider, Logger: logger})

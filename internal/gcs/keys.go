@@ -1,0 +1,98 @@
+package gcs
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The key schema of the GCS, written once. Every table is a prefix; a record's key is the
+// prefix followed by its identifiers. Identifiers are the lowercase hex strings of
+// internal/ids (they never contain '/'); only the trailing component of a key (a function
+// name) may contain '/'. A cluster's whole key space lives under the namespace the Store was
+// opened with (etcdstore.Config.Namespace), which is not part of these keys.
+//
+//	nodes/<nodeID>                          node table: address, resources, liveness (leased)
+//	members/<memberID>                      actor-system cluster members (leased)
+//	jobs/<jobID>                            job table: driver, executable hash, state
+//	functions/<jobID>/<name>                function table of a job
+//	actors/<actorID>                        actor table: class, state, owner, restarts
+//	placement/<actorID>                     where an actor lives, with a fencing epoch
+//	lineage/<pageID>                        packed task specs (see Packer)
+//	objects/<objectID>                      object table, one entry per object
+//	objpages/<pageID>                       object table entries, packed (see Packer)
+//	actorlog/<actorID>/<callerID>/<seq>     actor method log; seq is 20 decimal digits so
+//	                                        that key order is sequence order
+const (
+	NodesPrefix       = "nodes/"
+	MembersPrefix     = "members/"
+	JobsPrefix        = "jobs/"
+	FunctionsPrefix   = "functions/"
+	ActorsPrefix      = "actors/"
+	PlacementPrefix   = "placement/"
+	LineagePrefix     = "lineage/"
+	ObjectsPrefix     = "objects/"
+	ObjectPagesPrefix = "objpages/"
+	ActorLogPrefix    = "actorlog/"
+)
+
+// NodeKey is the node table key of a node.
+func NodeKey(nodeID string) string { return NodesPrefix + nodeID }
+
+// MemberKey is the key of an actor-system cluster member.
+func MemberKey(memberID string) string { return MembersPrefix + memberID }
+
+// JobKey is the job table key of a job.
+func JobKey(jobID string) string { return JobsPrefix + jobID }
+
+// JobFunctionsPrefix is the prefix of every function registered by a job.
+func JobFunctionsPrefix(jobID string) string { return FunctionsPrefix + jobID + "/" }
+
+// FunctionKey is the function table key of a job's function name.
+func FunctionKey(jobID, name string) string { return FunctionsPrefix + jobID + "/" + name }
+
+// ActorKey is the actor table key of an actor.
+func ActorKey(actorID string) string { return ActorsPrefix + actorID }
+
+// PlacementKey is the placement key of an actor.
+func PlacementKey(actorID string) string { return PlacementPrefix + actorID }
+
+// LineagePageKey is the key of one packed page of task specs.
+func LineagePageKey(pageID string) string { return LineagePrefix + pageID }
+
+// ObjectKey is the object table key of one object (unpacked form).
+func ObjectKey(objectID string) string { return ObjectsPrefix + objectID }
+
+// ObjectPageKey is the key of one packed page of object table entries.
+func ObjectPageKey(pageID string) string { return ObjectPagesPrefix + pageID }
+
+// ActorLogActorPrefix is the prefix of an actor's whole method log.
+func ActorLogActorPrefix(actorID string) string { return ActorLogPrefix + actorID + "/" }
+
+// ActorLogCallerPrefix is the prefix of the calls one caller made on an actor.
+func ActorLogCallerPrefix(actorID, callerID string) string {
+	return ActorLogPrefix + actorID + "/" + callerID + "/"
+}
+
+// ActorLogKey is the method log key of call seq of callerID on actorID.
+func ActorLogKey(actorID, callerID string, seq uint64) string {
+	return fmt.Sprintf("%s%s/%s/%020d", ActorLogPrefix, actorID, callerID, seq)
+}
+
+// ParseActorLogKey splits a key made by ActorLogKey.
+func ParseActorLogKey(key string) (actorID, callerID string, seq uint64, err error) {
+	rest, ok := strings.CutPrefix(key, ActorLogPrefix)
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts) != 3 || parts[0] == "" || parts[1] == "" || len(parts[2]) != 20 {
+		return "", "", 0, fmt.Errorf("gcs: %q is not an actor log key", key)
+	}
+	seq, err = strconv.ParseUint(parts[2], 10, 64)
+	if err != nil {
+		return "", "", 0, fmt.Errorf("gcs: %q is not an actor log key: %w", key, err)
+	}
+	return parts[0], parts[1], seq, nil
+}
+
+// TrimKey returns the part of key after prefix (for example the node ID of a key under
+// NodesPrefix), and whether key had that prefix.
+func TrimKey(prefix, key string) (string, bool) { return strings.CutPrefix(key, prefix) }

@@ -1,0 +1,702 @@
+package gcs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/s2"
+)
+
+// MaxRecordBytes is the largest record (ID plus bytes) a Packer accepts. With PageBytes at
+// most this much too, every page fits one request even if it does not compress.
+const MaxRecordBytes = 1 << 20
+
+// pageVersion is the first byte of every page value; the rest is one s2 block holding the
+// framed records: uvarint(len(id)) id uvarint(len(rec)) rec, repeated.
+const pageVersion = 1
+
+// PackerConfig configures a Packer. The zero value (with Prefix set) gives the defaults.
+type PackerConfig struct {
+	// Prefix is the table the pages go to, e.g. LineagePrefix or ObjectPagesPrefix.
+	Prefix string
+	// Owner names this Packer's pages: page keys are Prefix + Owner + "/" + 16 hex digits
+	// of a sequence number. It must be unique per Packer incarnation in the cluster (pages
+	// are created with Writer.Create, which asserts the key is new) and must not contain
+	// '/'. Default: 16 random hex digits.
+	Owner string
+	// PageBytes seals a page once its framed records reach this size (default 128 KiB, at
+	// most MaxRecordBytes). PageRecords seals it at this many records (default 4096).
+	PageBytes   int
+	PageRecords int
+	// SealDelay seals a partially filled page this long after its first record, so records
+	// become durable promptly under light load (default 2 ms; the Writer adds its MaxDelay).
+	SealDelay time.Duration
+	// RewriteBelow: a written page whose live records fall below this fraction of its
+	// records is rewritten: its live records move to the open page and the old page is
+	// deleted once the page holding them has been written. Default 0.5, so the store holds
+	// at most about twice the live records' bytes (plus pages not sealed yet); a small
+	// value makes rewrites rare and lets more dead records linger.
+	RewriteBelow float64
+	// RewriteMinAge: a page is rewritten only once it was handed to the Writer at least
+	// this long ago (default 1 s; negative: no minimum). Records mostly die young and in
+	// order, so a young, half-dead page is usually about to die entirely; rewriting it
+	// would compress its survivors twice for nothing. Pages that cross RewriteBelow while
+	// young are rewritten when they come of age (a timer), if still below it then.
+	RewriteMinAge time.Duration
+	// Logger receives corruption reports (default: discard).
+	Logger *slog.Logger
+}
+
+// Validate reports a configuration that cannot work.
+func (c PackerConfig) Validate() error {
+	switch {
+	case c.Prefix == "":
+		return errors.New("gcs: packer config: empty Prefix")
+	case strings.Contains(c.Owner, "/"):
+		return fmt.Errorf("gcs: packer config: Owner %q contains '/'", c.Owner)
+	case c.PageBytes < 0 || c.PageBytes > MaxRecordBytes:
+		return fmt.Errorf("gcs: packer config: PageBytes %d not in [0, %d]", c.PageBytes, MaxRecordBytes)
+	case c.PageRecords < 0 || c.SealDelay < 0:
+		return errors.New("gcs: packer config: negative value")
+	case c.RewriteBelow < 0 || c.RewriteBelow >= 1:
+		return fmt.Errorf("gcs: packer config: RewriteBelow %v not in [0, 1)", c.RewriteBelow)
+	}
+	return nil
+}
+
+func (c PackerConfig) withDefaults() PackerConfig {
+	if c.Owner == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		c.Owner = hex.EncodeToString(b[:])
+	}
+	if c.PageBytes == 0 {
+		c.PageBytes = 128 << 10
+	}
+	if c.PageRecords == 0 {
+		c.PageRecords = 4096
+	}
+	if c.SealDelay == 0 {
+		c.SealDelay = 2 * time.Millisecond
+	}
+	if c.RewriteBelow == 0 {
+		c.RewriteBelow = 0.5
+	}
+	if c.RewriteMinAge == 0 {
+		c.RewriteMinAge = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// PackerStats counts what a Packer did.
+type PackerStats struct {
+	Appended     uint64 // Append calls accepted
+	Removed      uint64 // Remove calls that found their record
+	Live         int    // records appended and not removed
+	PagesWritten uint64 // pages handed to the Writer (rewrites included)
+	PagesDeleted uint64 // page deletes handed to the Writer
+	PagesDropped uint64 // sealed pages whose records were all removed before they were written
+	Rewrites     uint64 // pages rewritten because they were mostly dead
+	Moved        uint64 // records moved by rewrites
+	RawBytes     uint64 // framed record bytes of written pages
+	PackedBytes  uint64 // their compressed size
+}
+
+type pageState uint8
+
+const (
+	pageOpen    pageState = iota // receiving records
+	pageSealing                  // being compressed, outside the lock
+	pageWritten                  // handed to the Writer
+	pageDead                     // deleted, dropped or rewritten
+)
+
+type page struct {
+	seq       uint64
+	key       string
+	raw       []byte // framed records while open or sealing
+	value     []byte // the encoded page once written, kept for rewriting
+	n, live   int
+	state     pageState
+	openedAt  time.Time
+	writtenAt time.Time
+	candidate bool     // in Packer.candidates: below RewriteBelow but too young
+	retire    []string // rewritten pages to delete once this page has been handed to the Writer
+}
+
+type retireItem struct {
+	seq  uint64
+	keys []string
+}
+
+// Packer packs many small records (ID -> bytes) into pages, each page one key whose value
+// is an s2-compressed run of framed records, written through a Writer. It serves the
+// high-volume tables (lineage, object entries), where one key per record would cost etcd
+// too much.
+//
+// Append is an append to the open page's buffer and an index insert under a mutex; a page
+// is sealed (compressed outside the mutex and handed to Writer.Create) when it is full or
+// SealDelay after its first record. Remove drops a record from the index; a written page
+// whose records are all removed is deleted, one that is mostly dead is rewritten, and a
+// page whose records all go before it was written never reaches the store at all.
+//
+// What the store holds is what recovery reads (ReadAll), and it is a superset of the live
+// records: a removed record stays readable until its page is deleted or rewritten, and a
+// re-appended ID has its old copy in an older page until then (ReadAll keeps the newest).
+// Records appended within the last SealDelay + Writer MaxDelay may not be there yet; Flush
+// makes everything appended before it durable.
+type Packer struct {
+	w   *Writer
+	cfg PackerConfig
+	log *slog.Logger
+
+	mu       sync.Mutex
+	index    map[string]*page
+	open     *page
+	nextSeq  uint64
+	sealing  map[*page]struct{}
+	retire   []retireItem
+	progress chan struct{} // closed and replaced when a seal completes
+	timer    *time.Timer   // seals the open page
+	closed   bool
+	// candidates are written pages below RewriteBelow, younger than RewriteMinAge.
+	candidates   []*page
+	rewriteTimer *time.Timer
+	freeRaw      [][]byte
+	stats        PackerStats
+}
+
+// NewPacker returns a Packer writing through w. The Packer does not own w: close the
+// Packer first, then the Writer.
+func NewPacker(w *Writer, cfg PackerConfig) (*Packer, error) {
+	if w == nil {
+		return nil, errors.New("gcs: packer: nil writer")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	p := &Packer{
+		w:        w,
+		cfg:      cfg,
+		log:      cfg.Logger,
+		index:    make(map[string]*page),
+		sealing:  make(map[*page]struct{}),
+		progress: make(chan struct{}),
+	}
+	p.timer = time.AfterFunc(time.Hour, p.onTimer)
+	p.timer.Stop()
+	p.rewriteTimer = time.AfterFunc(time.Hour, p.onRewriteTimer)
+	p.rewriteTimer.Stop()
+	return p, nil
+}
+
+// PageKey returns the key of this Packer's page with sequence number seq.
+func (p *Packer) PageKey(seq uint64) string {
+	return p.cfg.Prefix + p.cfg.Owner + "/" + fmt.Sprintf("%016x", seq)
+}
+
+// Append records rec under id, replacing an earlier record of id. rec is copied.
+func (p *Packer) Append(id string, rec []byte) error {
+	if id == "" {
+		return fmt.Errorf("gcs: packer append: %w", ErrEmptyKey)
+	}
+	if n := len(id) + len(rec) + 2*binary.MaxVarintLen64; n > MaxRecordBytes {
+		return fmt.Errorf("gcs: packer append %q: record of %d bytes (max %d): %w", id, n, MaxRecordBytes, ErrTooLarge)
+	}
+	var sealQ []*page
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return fmt.Errorf("gcs: packer append: %w", ErrClosed)
+	}
+	if old, ok := p.index[id]; ok {
+		p.dropLocked(old, &sealQ)
+	}
+	p.appendLocked(id, rec, &sealQ)
+	p.stats.Appended++
+	p.mu.Unlock()
+	if sealQ != nil {
+		p.finishSeals(sealQ)
+	}
+	return nil
+}
+
+// Remove forgets id's record; it reports whether there was one.
+func (p *Packer) Remove(id string) bool {
+	var sealQ []*page
+	p.mu.Lock()
+	pg, ok := p.index[id]
+	if !ok || p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	delete(p.index, id)
+	p.stats.Removed++
+	p.dropLocked(pg, &sealQ)
+	p.mu.Unlock()
+	if sealQ != nil {
+		p.finishSeals(sealQ)
+	}
+	return true
+}
+
+// Stats returns the Packer's counters.
+func (p *Packer) Stats() PackerStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Live = len(p.index)
+	return s
+}
+
+// Flush seals the open page and returns once every record appended before the call is
+// durable (see Writer.Flush).
+func (p *Packer) Flush(ctx context.Context) error {
+	p.mu.Lock()
+	var sealQ []*page
+	if p.open != nil && p.open.n > 0 {
+		sealQ = append(sealQ, p.sealLocked())
+	}
+	target := p.nextSeq // every page holding a record appended so far has a smaller seq
+	p.mu.Unlock()
+	if sealQ != nil {
+		p.finishSeals(sealQ)
+	}
+	p.mu.Lock()
+	for p.sealingBeforeLocked(target) {
+		ch := p.progress
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("gcs: packer flush: %w", ctx.Err())
+		}
+		p.mu.Lock()
+	}
+	p.mu.Unlock()
+	if err := p.w.Flush(ctx); err != nil {
+		return fmt.Errorf("gcs: packer flush: %w", err)
+	}
+	return nil
+}
+
+// Close flushes and stops the Packer; later Appends fail with ErrClosed and Removes do
+// nothing. It does not close the Writer.
+func (p *Packer) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return fmt.Errorf("gcs: packer: %w", ErrClosed)
+	}
+	p.closed = true
+	p.timer.Stop()
+	p.rewriteTimer.Stop()
+	p.candidates = nil
+	p.mu.Unlock()
+	return p.Flush(ctx)
+}
+
+func (p *Packer) appendLocked(id string, rec []byte, sealQ *[]*page) *page {
+	frame := len(id) + len(rec) + 2*binary.MaxVarintLen64
+	pg := p.open
+	if pg != nil && pg.n > 0 && len(pg.raw)+frame > p.cfg.PageBytes {
+		*sealQ = append(*sealQ, p.sealLocked())
+		pg = nil
+	}
+	if pg == nil {
+		pg = p.openLocked()
+	}
+	pg.raw = binary.AppendUvarint(pg.raw, uint64(len(id)))
+	pg.raw = append(pg.raw, id...)
+	pg.raw = binary.AppendUvarint(pg.raw, uint64(len(rec)))
+	pg.raw = append(pg.raw, rec...)
+	pg.n++
+	pg.live++
+	p.index[id] = pg
+	if len(pg.raw) >= p.cfg.PageBytes || pg.n >= p.cfg.PageRecords {
+		*sealQ = append(*sealQ, p.sealLocked())
+	} else if pg.n == 1 && !p.closed {
+		pg.openedAt = time.Now()
+		p.timer.Reset(p.cfg.SealDelay)
+	}
+	return pg
+}
+
+func (p *Packer) openLocked() *page {
+	pg := &page{seq: p.nextSeq, state: pageOpen}
+	p.nextSeq++
+	pg.key = p.PageKey(pg.seq)
+	if n := len(p.freeRaw); n > 0 {
+		pg.raw = p.freeRaw[n-1][:0]
+		p.freeRaw = p.freeRaw[:n-1]
+	} else {
+		pg.raw = make([]byte, 0, p.cfg.PageBytes+64)
+	}
+	p.open = pg
+	return pg
+}
+
+func (p *Packer) sealLocked() *page {
+	pg := p.open
+	p.open = nil
+	pg.state = pageSealing
+	p.sealing[pg] = struct{}{}
+	return pg
+}
+
+func (p *Packer) sealingBeforeLocked(seq uint64) bool {
+	for pg := range p.sealing {
+		if pg.seq < seq {
+			return true
+		}
+	}
+	return false
+}
+
+// dropLocked accounts for one record of pg that went away (removed or superseded); the
+// caller has already updated the index.
+func (p *Packer) dropLocked(pg *page, sealQ *[]*page) {
+	pg.live--
+	switch pg.state {
+	case pageOpen:
+		if pg.live == 0 { // nothing of this page ever left memory: start it afresh
+			pg.raw, pg.n = pg.raw[:0], 0
+			if len(pg.retire) > 0 {
+				p.retire = append(p.retire, retireItem{seq: pg.seq, keys: pg.retire})
+				pg.retire = nil
+				p.issueRetiresLocked()
+			}
+		}
+	case pageWritten:
+		if pg.live == 0 {
+			pg.state, pg.value = pageDead, nil
+			p.w.Delete(pg.key)
+			p.stats.PagesDeleted++
+		} else {
+			p.maybeRewriteLocked(pg, sealQ)
+		}
+	}
+	// pageSealing: finishSeals looks at live when it is done.
+}
+
+// maybeRewriteLocked rewrites a written page that is below RewriteBelow, now if it is old
+// enough, else when it is.
+func (p *Packer) maybeRewriteLocked(pg *page, sealQ *[]*page) {
+	if float64(pg.live) >= p.cfg.RewriteBelow*float64(pg.n) {
+		return
+	}
+	age := time.Duration(0)
+	if p.cfg.RewriteMinAge > 0 {
+		age = time.Since(pg.writtenAt)
+	}
+	if age >= p.cfg.RewriteMinAge {
+		p.rewriteLocked(pg, sealQ)
+		return
+	}
+	if !pg.candidate && !p.closed {
+		pg.candidate = true
+		if len(p.candidates) == 0 {
+			p.rewriteTimer.Reset(p.cfg.RewriteMinAge - age)
+		}
+		p.candidates = append(p.candidates, pg)
+	}
+}
+
+// onRewriteTimer rewrites the candidates that came of age and re-arms for the others.
+func (p *Packer) onRewriteTimer() {
+	var sealQ []*page
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	next := time.Duration(-1)
+	kept := p.candidates[:0]
+	for _, pg := range p.candidates {
+		if pg.state != pageWritten {
+			pg.candidate = false
+			continue
+		}
+		if wait := p.cfg.RewriteMinAge - now.Sub(pg.writtenAt); wait > 0 {
+			kept = append(kept, pg)
+			if next < 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		pg.candidate = false
+		if float64(pg.live) < p.cfg.RewriteBelow*float64(pg.n) {
+			p.rewriteLocked(pg, &sealQ)
+		}
+	}
+	clear(p.candidates[len(kept):])
+	p.candidates = kept
+	if next >= 0 {
+		p.rewriteTimer.Reset(next)
+	}
+	p.mu.Unlock()
+	if sealQ != nil {
+		p.finishSeals(sealQ)
+	}
+}
+
+// rewriteLocked moves the live records of a written page to the open page; the old page
+// is deleted after the page holding the last moved record has been handed to the Writer.
+func (p *Packer) rewriteLocked(old *page, sealQ *[]*page) {
+	raw, err := decodeRaw(old.value)
+	if err != nil { // cannot happen for a page we encoded; keep it rather than lose records
+		p.log.Error("gcs: packer: cannot decode own page", "key", old.key, "err", err)
+		return
+	}
+	// An ID appended twice to one page has two frames; the last one is live.
+	type frame struct {
+		id  string
+		rec []byte
+	}
+	var live []frame
+	pos := make(map[string]int, old.live)
+	err = forEachFrame(raw, func(id, rec []byte) bool {
+		if p.index[string(id)] != old {
+			return true
+		}
+		if i, dup := pos[string(id)]; dup {
+			live[i].rec = rec
+			return true
+		}
+		pos[string(id)] = len(live)
+		live = append(live, frame{string(id), rec})
+		return true
+	})
+	var last *page
+	moved := 0
+	for _, f := range live {
+		last = p.appendLocked(f.id, f.rec, sealQ)
+		old.live--
+		moved++
+	}
+	if err != nil || old.live != 0 {
+		p.log.Error("gcs: packer: rewrite of own page failed", "key", old.key, "err", err, "left", old.live)
+	}
+	old.state, old.value = pageDead, nil
+	p.stats.Rewrites++
+	p.stats.Moved += uint64(moved)
+	if last == nil { // no live record after all
+		p.w.Delete(old.key)
+		p.stats.PagesDeleted++
+		return
+	}
+	last.retire = append(last.retire, old.key)
+}
+
+// onTimer seals the open page once it has waited SealDelay.
+func (p *Packer) onTimer() {
+	var sealQ []*page
+	p.mu.Lock()
+	if pg := p.open; pg != nil && pg.n > 0 && !p.closed {
+		if wait := p.cfg.SealDelay - time.Since(pg.openedAt); wait > 0 {
+			p.timer.Reset(wait)
+		} else {
+			sealQ = append(sealQ, p.sealLocked())
+		}
+	}
+	p.mu.Unlock()
+	if sealQ != nil {
+		p.finishSeals(sealQ)
+	}
+}
+
+// finishSeals compresses sealed pages and hands them to the Writer.
+func (p *Packer) finishSeals(q []*page) {
+	for len(q) > 0 {
+		pg := q[0]
+		q = q[1:]
+		value := encodePage(pg.raw)
+		p.mu.Lock()
+		delete(p.sealing, pg)
+		rawLen := len(pg.raw)
+		if len(p.freeRaw) < 4 {
+			p.freeRaw = append(p.freeRaw, pg.raw[:0])
+		}
+		pg.raw = nil
+		if pg.live == 0 {
+			pg.state = pageDead
+			p.stats.PagesDropped++
+		} else {
+			pg.state, pg.value, pg.writtenAt = pageWritten, value, time.Now()
+			p.w.Create(pg.key, value)
+			p.stats.PagesWritten++
+			p.stats.RawBytes += uint64(rawLen)
+			p.stats.PackedBytes += uint64(len(value))
+		}
+		if len(pg.retire) > 0 {
+			p.retire = append(p.retire, retireItem{seq: pg.seq, keys: pg.retire})
+			pg.retire = nil
+		}
+		p.issueRetiresLocked()
+		if pg.state == pageWritten {
+			p.maybeRewriteLocked(pg, &q) // records went while it was being compressed
+		}
+		close(p.progress)
+		p.progress = make(chan struct{})
+		p.mu.Unlock()
+	}
+}
+
+// issueRetiresLocked deletes rewritten pages whose records now live in pages that have
+// all been handed to the Writer, behind a Writer barrier so the new pages are durable
+// first.
+func (p *Packer) issueRetiresLocked() {
+	if len(p.retire) == 0 {
+		return
+	}
+	minSealing := uint64(math.MaxUint64)
+	for pg := range p.sealing {
+		minSealing = min(minSealing, pg.seq)
+	}
+	kept := p.retire[:0]
+	barrier := false
+	for _, it := range p.retire {
+		if it.seq >= minSealing {
+			kept = append(kept, it)
+			continue
+		}
+		if !barrier {
+			p.w.Barrier()
+			barrier = true
+		}
+		for _, k := range it.keys {
+			p.w.Delete(k)
+			p.stats.PagesDeleted++
+		}
+	}
+	clear(p.retire[len(kept):])
+	p.retire = kept
+}
+
+func encodePage(raw []byte) []byte {
+	buf := make([]byte, 1+s2.MaxEncodedLen(len(raw)))
+	buf[0] = pageVersion
+	enc := s2.Encode(buf[1:], raw)
+	if len(enc)+1 < len(buf)*3/4 { // do not pin a mostly empty buffer
+		v := make([]byte, 1+len(enc))
+		v[0] = pageVersion
+		copy(v[1:], enc)
+		return v
+	}
+	return buf[:1+len(enc)]
+}
+
+func decodeRaw(value []byte) ([]byte, error) {
+	if len(value) == 0 || value[0] != pageVersion {
+		return nil, errors.New("gcs: not a packed page (bad version byte)")
+	}
+	n, err := s2.DecodedLen(value[1:])
+	if err != nil {
+		return nil, fmt.Errorf("gcs: packed page: %w", err)
+	}
+	if n > 2*MaxRecordBytes {
+		return nil, fmt.Errorf("gcs: packed page: %d bytes decoded is too large", n)
+	}
+	raw, err := s2.Decode(nil, value[1:])
+	if err != nil {
+		return nil, fmt.Errorf("gcs: packed page: %w", err)
+	}
+	return raw, nil
+}
+
+func forEachFrame(raw []byte, fn func(id, rec []byte) bool) error {
+	for len(raw) > 0 {
+		idLen, n := binary.Uvarint(raw)
+		if n <= 0 || idLen > uint64(len(raw)-n) {
+			return errors.New("gcs: packed page: bad record frame")
+		}
+		id := raw[n : n+int(idLen)]
+		raw = raw[n+int(idLen):]
+		recLen, n := binary.Uvarint(raw)
+		if n <= 0 || recLen > uint64(len(raw)-n) {
+			return errors.New("gcs: packed page: bad record frame")
+		}
+		rec := raw[n : n+int(recLen) : n+int(recLen)]
+		raw = raw[n+int(recLen):]
+		if !fn(id, rec) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Record is one record of a packed page.
+type Record struct {
+	ID   string
+	Data []byte
+}
+
+// DecodePage returns the records of a page value, in the order they were appended; when an
+// ID occurs twice, the later record supersedes the earlier. The Data slices share one
+// buffer.
+func DecodePage(value []byte) ([]Record, error) {
+	raw, err := decodeRaw(value)
+	if err != nil {
+		return nil, err
+	}
+	var recs []Record
+	err = forEachFrame(raw, func(id, rec []byte) bool {
+		recs = append(recs, Record{ID: string(id), Data: rec})
+		return true
+	})
+	return recs, err
+}
+
+// ReadAll reads every page under prefix (a table prefix such as LineagePrefix, or one
+// Packer's Prefix+Owner+"/") and returns the records by ID, with the revision it read at.
+// Pages are applied in key order, so for one Packer a newer copy of an ID wins; the result
+// may hold records that were removed but whose page was not yet rewritten (see Packer).
+func ReadAll(ctx context.Context, store Store, prefix string) (map[string][]byte, int64, error) {
+	kvs, rev, err := store.List(ctx, prefix)
+	if err != nil {
+		return nil, 0, fmt.Errorf("gcs: read pages under %q: %w", prefix, err)
+	}
+	out := make(map[string][]byte)
+	for _, kv := range kvs {
+		raw, err := decodeRaw(kv.Value)
+		if err == nil {
+			err = forEachFrame(raw, func(id, rec []byte) bool {
+				out[string(id)] = rec
+				return true
+			})
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("gcs: page %q: %w", kv.Key, err)
+		}
+	}
+	return out, rev, nil
+}
+
+// ParsePageKey splits a page key into the Packer owner and the page sequence number.
+func ParsePageKey(prefix, key string) (owner string, seq uint64, err error) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	owner, hexSeq, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 || owner == "" || len(hexSeq) != 16 {
+		return "", 0, fmt.Errorf("gcs: %q is not a page key under %q", key, prefix)
+	}
+	seq, err = strconv.ParseUint(hexSeq, 16, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("gcs: %q is not a page key under %q: %w", key, prefix, err)
+	}
+	return owner, seq, nil
+}
