@@ -1,0 +1,341 @@
+package codec
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/apache/arrow/go/v15/arrow"
+)
+
+// Format is the first byte of every encoded value: it says how the rest is laid out. The
+// values are printable ASCII so that a hex dump of an object is easy to read.
+type Format byte
+
+// The formats. See the package documentation for the layout of each.
+const (
+	FormatCBOR        Format = 'C' // deterministic CBOR (the default)
+	FormatBytes       Format = 'B' // raw []byte
+	FormatString      Format = 'S' // raw string (UTF-8 or not)
+	FormatNumeric     Format = 'N' // raw little-endian numeric slice with an element kind
+	FormatArrowRecord Format = 'A' // Arrow IPC stream: schema and exactly one record batch
+	FormatArrowTable  Format = 'T' // Arrow IPC stream: schema and zero or more record batches
+	FormatUser        Format = 'U' // a registered Codec, named in the header
+)
+
+// String returns the format's name, or "format(0x..)" for an unknown byte.
+func (f Format) String() string {
+	switch f {
+	case FormatCBOR:
+		return "CBOR"
+	case FormatBytes:
+		return "raw bytes"
+	case FormatString:
+		return "raw string"
+	case FormatNumeric:
+		return "raw numeric slice"
+	case FormatArrowRecord:
+		return "Arrow IPC record"
+	case FormatArrowTable:
+		return "Arrow IPC table"
+	case FormatUser:
+		return "user codec"
+	}
+	return fmt.Sprintf("format(0x%02x)", byte(f))
+}
+
+// FormatOf returns the format of encoded data, or an error wrapping ErrCorrupt if data is
+// empty or starts with an unknown format byte. It does not validate the rest.
+func FormatOf(data []byte) (Format, error) {
+	if len(data) == 0 {
+		return 0, corruptf("", "empty input")
+	}
+	switch f := Format(data[0]); f {
+	case FormatCBOR, FormatBytes, FormatString, FormatNumeric, FormatArrowRecord, FormatArrowTable, FormatUser:
+		return f, nil
+	}
+	return 0, corruptf("", "unknown format byte 0x%02x", data[0])
+}
+
+// Marshal encodes v. Both ends of a task call know T statically; the encoding is chosen from
+// T (and, when T is an interface type, from v's dynamic type): a registered Codec first,
+// then the raw fast paths, Arrow, protobuf, and deterministic CBOR for everything else.
+// Types that cannot cross a process boundary (channels, functions, ...) give an error
+// wrapping ErrUnsupportedType. The result never aliases v's memory.
+func Marshal[T any](v T) ([]byte, error) {
+	// encodeFast does not let v escape, so this conversion stays on the stack; only the
+	// general path pays for boxing v.
+	if data, ok := encodeFast(any(v)); ok {
+		return data, nil
+	}
+	return encodeSlow(any(v))
+}
+
+// MarshalValue is the type-erased form of Marshal, for callers that only hold an any (a
+// function registry working with reflect.Values). The encoding is chosen from v's dynamic
+// type, exactly as Marshal[T] does when T is that type; a nil v encodes as CBOR null.
+func MarshalValue(v any) ([]byte, error) {
+	return encode(v)
+}
+
+// MarshalRefs is Marshal that also reports the object references (see Ref) nested in v:
+// the payload of every RefTag item in the encoding, in encoding order, duplicates kept. The
+// payloads alias data. Types that cannot hold references (no interface, no custom CBOR
+// marshaler anywhere inside) skip the scan, so this costs the same as Marshal for them.
+func MarshalRefs[T any](v T) (data []byte, refs [][]byte, err error) {
+	return encodeRefs(any(v))
+}
+
+// MarshalValueRefs is the type-erased form of MarshalRefs.
+func MarshalValueRefs(v any) (data []byte, refs [][]byte, err error) {
+	return encodeRefs(v)
+}
+
+// Unmarshal decodes data, as produced by Marshal[T] (or by Marshal of a compatible type),
+// into a new T. A mismatch between what data holds and T gives an error wrapping
+// ErrTypeMismatch that names both; malformed or truncated data gives an error wrapping
+// ErrCorrupt. Unmarshal never panics on bad input and the result never aliases data.
+// When T is arrow.Record or arrow.Table the caller owns the result and must Release it.
+func Unmarshal[T any](data []byte) (T, error) {
+	var out T
+	// decodeFast does not let &out escape, so out stays on the stack for the fast paths.
+	if ok, err := decodeFast(data, &out); ok {
+		return out, err
+	}
+	return unmarshalSlow[T](data)
+}
+
+func unmarshalSlow[T any](data []byte) (T, error) {
+	var out T
+	err := decodeInto(data, &out, reflect.TypeFor[T]())
+	return out, err
+}
+
+// UnmarshalInto is the type-erased form of Unmarshal: ptr must be a non-nil pointer, and
+// data is decoded into the value it points to (the registry's pattern is
+// p := reflect.New(t); UnmarshalInto(data, p.Interface()); arg := p.Elem()). The pointed-to
+// value is overwritten, not merged into, except for CBOR into a non-empty struct or map,
+// which follows CBOR's merge rules; pass a zero value to be safe.
+func UnmarshalInto(data []byte, ptr any) error {
+	rv := reflect.ValueOf(ptr)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("codec: UnmarshalInto needs a non-nil pointer, got %T", ptr)
+	}
+	if ok, err := decodeFast(data, ptr); ok {
+		return err
+	}
+	return decodeInto(data, ptr, rv.Type().Elem())
+}
+
+// encodeFast encodes the common types that need no reflection: the raw fast paths and
+// plain integers and booleans (written as CBOR by hand, byte for byte what the CBOR
+// encoder writes). ok is false for anything else, and for types with a registered codec.
+// It must not let v escape.
+func encodeFast(v any) (data []byte, ok bool) {
+	if registry.Load() != nil && lookupCodec(reflect.TypeOf(v)) != nil {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case int:
+		return cborInt(int64(x)), true
+	case int64:
+		return cborInt(x), true
+	case int32:
+		return cborInt(int64(x)), true
+	case int16:
+		return cborInt(int64(x)), true
+	case int8:
+		return cborInt(int64(x)), true
+	case uint:
+		return cborUint(uint64(x)), true
+	case uint64:
+		return cborUint(x), true
+	case uint32:
+		return cborUint(uint64(x)), true
+	case uint16:
+		return cborUint(uint64(x)), true
+	case uint8:
+		return cborUint(uint64(x)), true
+	case bool:
+		if x {
+			return []byte{byte(FormatCBOR), 0xf5}, true
+		}
+		return []byte{byte(FormatCBOR), 0xf4}, true
+	case []byte:
+		if x == nil {
+			return cborNull(), true
+		}
+		return encodeBytes(x), true
+	case string:
+		return encodeString(x), true
+	case []int64:
+		return encodeNumSlice(kInt64, x), true
+	case []float64:
+		return encodeNumSlice(kFloat64, x), true
+	case []int:
+		return encodeNumSlice(kInt, x), true
+	case []int32:
+		return encodeNumSlice(kInt32, x), true
+	case []float32:
+		return encodeNumSlice(kFloat32, x), true
+	case []uint64:
+		return encodeNumSlice(kUint64, x), true
+	case []uint32:
+		return encodeNumSlice(kUint32, x), true
+	case []int16:
+		return encodeNumSlice(kInt16, x), true
+	case []uint16:
+		return encodeNumSlice(kUint16, x), true
+	case []int8:
+		return encodeNumSlice(kInt8, x), true
+	case []uint:
+		return encodeNumSlice(kUint, x), true
+	case []bool:
+		return encodeNumSlice(kBool, x), true
+	}
+	return nil, false
+}
+
+// encode picks the format for v's dynamic type.
+func encode(v any) ([]byte, error) {
+	if data, ok := encodeFast(v); ok {
+		return data, nil
+	}
+	return encodeSlow(v)
+}
+
+// encodeSlow is encode for what encodeFast does not handle.
+func encodeSlow(v any) ([]byte, error) {
+	if v == nil {
+		return cborNull(), nil
+	}
+	if c := lookupCodec(reflect.TypeOf(v)); c != nil {
+		return encodeUser(c, v)
+	}
+	switch x := v.(type) {
+	case arrow.Record:
+		return encodeArrowRecord(x)
+	case arrow.Table:
+		return encodeArrowTable(x)
+	}
+	ti := info(reflect.TypeOf(v))
+	if ti.err != nil {
+		return nil, ti.err
+	}
+	if ti.proto {
+		return encodeUser(ProtoCodec{}, v)
+	}
+	if ti.raw != rawNone {
+		return encodeRawReflect(ti, reflect.ValueOf(v)), nil
+	}
+	if ti.walk {
+		if err := walkValue(ti, reflect.ValueOf(v)); err != nil {
+			return nil, err
+		}
+	}
+	return encodeCBOR(v)
+}
+
+func encodeRefs(v any) ([]byte, [][]byte, error) {
+	data, err := encode(v)
+	if err != nil || len(data) == 0 || Format(data[0]) != FormatCBOR || v == nil {
+		return data, nil, err
+	}
+	if !info(reflect.TypeOf(v)).refs {
+		return data, nil, nil
+	}
+	refs, err := ScanRefs(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("codec: scanning refs in %T: %w", v, err)
+	}
+	return data, refs, nil
+}
+
+// decodeFast decodes the common cases that need no reflection: raw numeric slices,
+// []byte and string, and CBOR integers and booleans into the matching Go types. ok is
+// false when the general path must run (which then also produces any error). It must not
+// let ptr escape.
+func decodeFast(data []byte, ptr any) (ok bool, err error) {
+	if len(data) < 2 || registry.Load() != nil && lookupCodec(reflect.TypeOf(ptr).Elem()) != nil {
+		return false, nil
+	}
+	switch Format(data[0]) {
+	case FormatNumeric:
+		k, payload, err := parseNumeric(data)
+		if err != nil {
+			return true, err
+		}
+		switch p := ptr.(type) {
+		case *[]int64:
+			return true, setNums(p, kInt64, k, payload)
+		case *[]float64:
+			return true, setNums(p, kFloat64, k, payload)
+		case *[]int:
+			return true, setNums(p, kInt, k, payload)
+		case *[]int32:
+			return true, setNums(p, kInt32, k, payload)
+		case *[]float32:
+			return true, setNums(p, kFloat32, k, payload)
+		case *[]uint64:
+			return true, setNums(p, kUint64, k, payload)
+		case *[]uint32:
+			return true, setNums(p, kUint32, k, payload)
+		case *[]int16:
+			return true, setNums(p, kInt16, k, payload)
+		case *[]uint16:
+			return true, setNums(p, kUint16, k, payload)
+		case *[]int8:
+			return true, setNums(p, kInt8, k, payload)
+		case *[]uint:
+			return true, setNums(p, kUint, k, payload)
+		case *[]bool:
+			return true, setNums(p, kBool, k, payload)
+		}
+	case FormatBytes, FormatString:
+		payload, err := splitLenPrefixed(data)
+		if err != nil {
+			return true, err
+		}
+		switch p := ptr.(type) {
+		case *[]byte:
+			*p = append([]byte{}, payload...)
+			return true, nil
+		case *string:
+			*p = string(payload)
+			return true, nil
+		}
+	case FormatCBOR:
+		return decodeCBORFast(data[1:], ptr)
+	}
+	return false, nil
+}
+
+// decodeInto decodes data into *ptr, whose type is t.
+func decodeInto(data []byte, ptr any, t reflect.Type) error {
+	if len(data) == 0 {
+		return corruptf("", "empty input (decoding into %v)", t)
+	}
+	if c := lookupCodec(t); c != nil {
+		return decodeUser(data, c, ptr, t)
+	}
+	switch Format(data[0]) {
+	case FormatCBOR:
+		return decodeCBOR(data[1:], ptr, t)
+	case FormatBytes, FormatString:
+		return decodeBytes(data, ptr, t)
+	case FormatNumeric:
+		return decodeNumeric(data, ptr, t)
+	case FormatArrowRecord, FormatArrowTable:
+		return decodeArrow(data, ptr, t)
+	case FormatUser:
+		if info(t).proto {
+			return decodeUser(data, ProtoCodec{}, ptr, t)
+		}
+		name, _, err := splitUser(data)
+		if err != nil {
+			return err
+		}
+		return &TypeMismatchError{Stored: fmt.Sprintf("data of codec %q", name), Want: t,
+			Err: fmt.Errorf("no codec is registered for %v", t)}
+	}
+	return corruptf("", "unknown format byte 0x%02x (decoding into %v)", data[0], t)
+}

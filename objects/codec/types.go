@@ -1,0 +1,430 @@
+package codec
+
+import (
+	"encoding"
+	"fmt"
+	"math/big"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/fxamacker/cbor/v2"
+	"google.golang.org/protobuf/proto"
+)
+
+// rawKind says which raw fast path a type takes.
+type rawKind uint8
+
+const (
+	rawNone rawKind = iota
+	rawBytes
+	rawString
+	rawNum
+)
+
+// typeInfo is what the codec knows about one Go type, computed once per type.
+type typeInfo struct {
+	t     reflect.Type
+	err   *UnsupportedTypeError // non-nil: no value of this type can be encoded
+	raw   rawKind               // a raw fast path for named slice and string types
+	num   numKind               // element kind when raw == rawNum
+	proto bool                  // a protobuf message pointer: ProtoCodec by default
+	walk  bool                  // values must be walked before encoding: interfaces or recursion inside
+	refs  bool                  // the encoding may hold refs: an interface or a custom CBOR marshaler inside
+
+	fieldsOnce sync.Once
+	fields     []int // struct types: indexes of encoded fields whose type needs a walk
+}
+
+var infoCache sync.Map // reflect.Type -> *typeInfo
+
+func info(t reflect.Type) *typeInfo {
+	if v, ok := infoCache.Load(t); ok {
+		return v.(*typeInfo)
+	}
+	v, _ := infoCache.LoadOrStore(t, analyze(t))
+	return v.(*typeInfo)
+}
+
+var (
+	typeCBORMarshaler   = reflect.TypeFor[cbor.Marshaler]()
+	typeBinaryMarshaler = reflect.TypeFor[encoding.BinaryMarshaler]()
+	typeProtoMessage    = reflect.TypeFor[proto.Message]()
+	typeArrowArray      = reflect.TypeFor[arrow.Array]()
+	typeRefPayloader    = reflect.TypeFor[interface{ RefPayload() []byte }]()
+	typeTime            = reflect.TypeFor[time.Time]()
+	typeBigInt          = reflect.TypeFor[big.Int]()
+)
+
+// implements reports whether t or *t implements iface (the encoder takes the address of
+// addressable values, as fxamacker/cbor does).
+func implements(t, iface reflect.Type) bool {
+	return t.Implements(iface) || t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && reflect.PointerTo(t).Implements(iface)
+}
+
+func analyze(t reflect.Type) *typeInfo {
+	ti := &typeInfo{t: t}
+	if t.Kind() == reflect.Pointer && t.Implements(typeProtoMessage) {
+		ti.proto = true
+		return ti
+	}
+	a := analyzer{top: t, state: make(map[reflect.Type]uint8)}
+	if err := a.visit(t, ""); err != nil {
+		ti.err = err
+		return ti
+	}
+	ti.walk = a.iface || a.cycle
+	ti.refs = a.iface || a.marshaler
+	if implements(t, typeCBORMarshaler) || implements(t, typeBinaryMarshaler) {
+		return ti
+	}
+	switch t.Kind() {
+	case reflect.String:
+		ti.raw = rawString
+	case reflect.Slice:
+		et := t.Elem()
+		if et.Kind() == reflect.Uint8 {
+			ti.raw = rawBytes // as fxamacker/cbor: any slice of uint8-kind is a byte string
+		} else if k, ok := kindOf(et.Kind()); ok && !implements(et, typeCBORMarshaler) && !implements(et, typeBinaryMarshaler) {
+			ti.raw, ti.num = rawNum, k
+		}
+	}
+	return ti
+}
+
+// analyzer walks the graph of types reachable from top, as the CBOR encoder would.
+type analyzer struct {
+	top       reflect.Type
+	state     map[reflect.Type]uint8 // 1 on the DFS stack, 2 done
+	iface     bool                   // an interface type is reachable
+	cycle     bool                   // a type is reachable from itself
+	marshaler bool                   // a type with its own MarshalCBOR is reachable
+}
+
+func (a *analyzer) fail(path string, leaf reflect.Type, reason string) *UnsupportedTypeError {
+	return &UnsupportedTypeError{Type: a.top, Path: path, Leaf: leaf, Reason: reason}
+}
+
+const arrowNested = "Arrow values can only be encoded as the top-level value (pass the arrow.Record or arrow.Table itself)"
+
+func (a *analyzer) visit(t reflect.Type, path string) *UnsupportedTypeError {
+	switch a.state[t] {
+	case 1:
+		a.cycle = true
+		return nil
+	case 2:
+		return nil
+	}
+	a.state[t] = 1
+	defer func() { a.state[t] = 2 }()
+
+	if t.Implements(typeArrowRecord) || t.Implements(typeArrowTable) || t.Implements(typeArrowArray) {
+		return a.fail(path, t, arrowNested)
+	}
+	if implements(t, typeProtoMessage) {
+		if path == "" && t.Kind() == reflect.Struct {
+			return a.fail(path, t, "protobuf messages are encoded by pointer; pass *"+t.String())
+		}
+		return a.fail(path, t, "protobuf messages can only be encoded as the top-level value "+
+			"(inside CBOR they would lose oneofs and unknown fields); register a Codec for the enclosing type")
+	}
+	if t == typeTime || t == typeBigInt {
+		return nil
+	}
+	if t.Kind() == reflect.Interface {
+		a.iface = true
+		return nil
+	}
+	if implements(t, typeCBORMarshaler) {
+		a.marshaler = true
+		return nil
+	}
+	if implements(t, typeRefPayloader) {
+		return a.fail(path, t, "it has a RefPayload method but no MarshalCBOR; a codec.Ref must implement both")
+	}
+	if implements(t, typeBinaryMarshaler) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Chan:
+		return a.fail(path, t, "channels cannot be sent to another process")
+	case reflect.Func:
+		return a.fail(path, t, "functions cannot be sent to another process (register a task or pass data)")
+	case reflect.UnsafePointer:
+		return a.fail(path, t, "unsafe.Pointer cannot be sent to another process")
+	case reflect.Uintptr:
+		return a.fail(path, t, "uintptr holds an address, meaningless in another process")
+	case reflect.Complex64, reflect.Complex128:
+		return a.fail(path, t, "CBOR has no complex numbers (use two floats)")
+	case reflect.Pointer:
+		return a.visit(t.Elem(), path)
+	case reflect.Slice, reflect.Array:
+		return a.visit(t.Elem(), path+"[]")
+	case reflect.Map:
+		if err := a.visit(t.Key(), path+"[key]"); err != nil {
+			return err
+		}
+		return a.visit(t.Elem(), path+"[]")
+	case reflect.Struct:
+		encoded, unexported, err := a.visitFields(t, path, map[reflect.Type]bool{t: true})
+		if err != nil {
+			return err
+		}
+		if encoded == 0 && unexported > 0 {
+			return a.fail(path, t, "it has no exported fields, and unexported fields are not encoded "+
+				"(export them, implement cbor.Marshaler, or register a Codec)")
+		}
+	}
+	return nil
+}
+
+// visitFields visits the fields the CBOR encoder would write, following embedded structs,
+// and counts them and the unexported fields it skips. embedding holds the embedded struct
+// types being expanded, to stop on a struct that embeds itself through a pointer.
+func (a *analyzer) visitFields(t reflect.Type, path string, embedding map[reflect.Type]bool) (encoded, unexported int, err *UnsupportedTypeError) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !fieldEncoded(f) {
+			if !f.IsExported() {
+				unexported++
+			}
+			continue
+		}
+		if promoted(f) {
+			et := f.Type
+			for et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			if et.Kind() == reflect.Struct && !leafStruct(et) {
+				if embedding[et] {
+					a.cycle = true
+					continue
+				}
+				embedding[et] = true
+				e, u, err := a.visitFields(et, path, embedding)
+				delete(embedding, et)
+				if err != nil {
+					return 0, 0, err
+				}
+				encoded += e
+				unexported += u
+				continue
+			}
+		}
+		encoded++
+		if err := a.visit(f.Type, path+"."+f.Name); err != nil {
+			return 0, 0, err
+		}
+	}
+	return encoded, unexported, nil
+}
+
+// leafStruct reports whether the encoder treats struct type t as a whole rather than by
+// its fields.
+func leafStruct(t reflect.Type) bool {
+	return t == typeTime || t == typeBigInt || implements(t, typeCBORMarshaler) || implements(t, typeBinaryMarshaler) ||
+		implements(t, typeProtoMessage) || t.Implements(typeArrowRecord) || t.Implements(typeArrowTable) || t.Implements(typeArrowArray)
+}
+
+// fieldEncoded reports whether fxamacker/cbor encodes field f: exported or an embedded
+// struct, and not tagged "-".
+func fieldEncoded(f reflect.StructField) bool {
+	ft := f.Type
+	for ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	if !f.IsExported() && !(f.Anonymous && ft.Kind() == reflect.Struct) {
+		return false
+	}
+	tag := f.Tag.Get("cbor")
+	if tag == "" {
+		tag = f.Tag.Get("json")
+	}
+	return tag != "-"
+}
+
+// promoted reports whether an encoded field is an embedded struct whose fields are
+// promoted (no name in its tag).
+func promoted(f reflect.StructField) bool {
+	if !f.Anonymous {
+		return false
+	}
+	tag := f.Tag.Get("cbor")
+	if tag == "" {
+		tag = f.Tag.Get("json")
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	return name == ""
+}
+
+// walkFields returns, for a struct type, the indexes of encoded fields worth walking.
+func (ti *typeInfo) walkFields() []int {
+	ti.fieldsOnce.Do(func() {
+		for i := 0; i < ti.t.NumField(); i++ {
+			f := ti.t.Field(i)
+			if fieldEncoded(f) && info(f.Type).walk {
+				ti.fields = append(ti.fields, i)
+			}
+		}
+	})
+	return ti.fields
+}
+
+// cycleCheckDepth is the nesting depth after which the walk tracks the pointers it is
+// inside of, to tell a cycle from merely deep data (encoding/json does the same).
+const cycleCheckDepth = 256
+
+// walker checks a value whose type holds interfaces or is recursive, before the CBOR
+// encoder sees it: the dynamic types inside interfaces must be encodable, and the value
+// must be acyclic and no deeper than the decoder accepts (the encoder itself would recurse
+// until the stack overflows, which no recover can catch).
+type walker struct {
+	top  reflect.Type
+	seen map[ptrKey]struct{}
+
+	lastT    reflect.Type // one-entry cache for dynamic types: []any tends to repeat them
+	lastInfo *typeInfo
+}
+
+func (w *walker) info(t reflect.Type) *typeInfo {
+	if t != w.lastT {
+		w.lastT, w.lastInfo = t, info(t)
+	}
+	return w.lastInfo
+}
+
+type ptrKey struct {
+	p uintptr
+	n int
+	t reflect.Type
+}
+
+func walkValue(ti *typeInfo, v reflect.Value) error {
+	w := walker{top: ti.t}
+	return w.walk(v, ti, 0)
+}
+
+func (w *walker) walk(v reflect.Value, ti *typeInfo, depth int) error {
+	if depth > maxNesting {
+		return &UnsupportedTypeError{Type: w.top, Leaf: ti.t,
+			Reason: fmt.Sprintf("the value is nested more than %d levels deep", maxNesting)}
+	}
+	switch v.Kind() {
+	case reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		e := v.Elem()
+		eti := w.info(e.Type())
+		if eti.err != nil {
+			return &UnsupportedTypeError{Type: w.top, Path: eti.err.Path, Leaf: eti.err.Leaf, Reason: eti.err.Reason}
+		}
+		if eti.proto {
+			return &UnsupportedTypeError{Type: w.top, Leaf: e.Type(),
+				Reason: "protobuf messages can only be encoded as the top-level value"}
+		}
+		if !eti.walk {
+			return nil
+		}
+		return w.walk(e, eti, depth+1)
+	case reflect.Pointer:
+		if v.IsNil() {
+			return nil
+		}
+		if depth > cycleCheckDepth {
+			k := ptrKey{v.Pointer(), 0, v.Type()}
+			if err := w.enter(k, v.Type()); err != nil {
+				return err
+			}
+			defer delete(w.seen, k)
+		}
+		eti := info(v.Type().Elem())
+		if !eti.walk {
+			return nil
+		}
+		return w.walk(v.Elem(), eti, depth+1)
+	case reflect.Struct:
+		for _, i := range ti.walkFields() {
+			f := v.Field(i)
+			if err := w.walk(f, info(f.Type()), depth+1); err != nil {
+				return w.prefix(err, "."+ti.t.Field(i).Name)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Kind() == reflect.Slice {
+			if v.IsNil() {
+				return nil
+			}
+			if depth > cycleCheckDepth {
+				k := ptrKey{v.Pointer(), v.Len(), v.Type()}
+				if err := w.enter(k, v.Type()); err != nil {
+					return err
+				}
+				defer delete(w.seen, k)
+			}
+		}
+		eti := info(v.Type().Elem())
+		if !eti.walk {
+			return nil
+		}
+		for i, n := 0, v.Len(); i < n; i++ {
+			if err := w.walk(v.Index(i), eti, depth+1); err != nil {
+				return w.prefix(err, "["+strconv.Itoa(i)+"]")
+			}
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return nil
+		}
+		if depth > cycleCheckDepth {
+			k := ptrKey{v.Pointer(), 0, v.Type()}
+			if err := w.enter(k, v.Type()); err != nil {
+				return err
+			}
+			defer delete(w.seen, k)
+		}
+		kti, eti := info(v.Type().Key()), info(v.Type().Elem())
+		if !kti.walk && !eti.walk {
+			return nil
+		}
+		it := v.MapRange()
+		for it.Next() {
+			if kti.walk {
+				if err := w.walk(it.Key(), kti, depth+1); err != nil {
+					return w.prefix(err, "[key]")
+				}
+			}
+			if eti.walk {
+				if err := w.walk(it.Value(), eti, depth+1); err != nil {
+					return w.prefix(err, fmt.Sprintf("[%v]", it.Key()))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (w *walker) enter(k ptrKey, t reflect.Type) error {
+	if w.seen == nil {
+		w.seen = make(map[ptrKey]struct{})
+	}
+	if _, ok := w.seen[k]; ok {
+		return &UnsupportedTypeError{Type: w.top, Leaf: t, Reason: "the value is cyclic (it contains itself)"}
+	}
+	w.seen[k] = struct{}{}
+	return nil
+}
+
+// prefix adds a path segment to errors found below; cycle and depth errors keep no path
+// (it would be thousands of segments long).
+func (w *walker) prefix(err error, seg string) error {
+	if e, ok := err.(*UnsupportedTypeError); ok && e.Leaf != nil && !strings.HasPrefix(e.Reason, "the value is") {
+		if strings.Count(e.Path, ".")+strings.Count(e.Path, "[") < 32 {
+			e.Path = seg + e.Path
+		}
+	}
+	return err
+}
