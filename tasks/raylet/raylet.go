@@ -273,9 +273,14 @@ func (r *Raylet) dispatch(ctx actor.Context) {
 		pl := &pb.Lease{LeaseId: s.TaskId, Tasks: []*pb.TaskSpec{s}}
 		st := &leaseState{res: res, worker: w, class: class, tasks: []ids.TaskID{id}}
 		if d := r.depth(class, grants, r.queue.Len()); d > 1 {
-			// More tasks that fit this grant run after s on the same worker.
-			r.more, _ = r.queue.Dispatch(res, d-1, r.more[:0])
-			for _, m := range r.more {
+			// More tasks that fit this grant run after s on the same worker. Each pop is
+			// against the whole grant: they run one after another, not side by side.
+			for len(pl.Tasks) < d {
+				r.more, _ = r.queue.Dispatch(res, 1, r.more[:0])
+				if len(r.more) == 0 {
+					break
+				}
+				m := r.more[0]
 				mid, _ := ids.TaskIDFromBytes(m.TaskId)
 				pl.Tasks = append(pl.Tasks, m)
 				st.tasks = append(st.tasks, mid)
