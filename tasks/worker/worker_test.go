@@ -1,0 +1,233 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/tasks"
+)
+
+var (
+	orderMu sync.Mutex
+	order   []string
+	gate    = make(chan struct{})
+)
+
+func init() {
+	reg := func(name string, f tasks.Func) {
+		if err := tasks.Register(&tasks.Function{Name: name, Call: f}); err != nil {
+			panic(err)
+		}
+	}
+	reg("wt.echo", func(_ context.Context, args [][]byte) ([]byte, error) {
+		orderMu.Lock()
+		order = append(order, string(args[0]))
+		orderMu.Unlock()
+		return args[0], nil
+	})
+	reg("wt.fail", func(context.Context, [][]byte) ([]byte, error) { return nil, errors.New("no good") })
+	reg("wt.panic", func(context.Context, [][]byte) ([]byte, error) { panic("oh no") })
+	reg("wt.big", func(context.Context, [][]byte) ([]byte, error) { return make([]byte, DefaultInlineLimit+1), nil })
+	reg("wt.wait", func(ctx context.Context, _ [][]byte) ([]byte, error) {
+		select {
+		case <-gate:
+			return []byte("opened"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+}
+
+type harness struct {
+	t       *testing.T
+	sys     *actor.ActorSystem
+	worker  *actor.PID
+	owner   *actor.PID
+	raylet  *actor.PID
+	results chan *pb.TaskResult
+	toRay   chan any
+	puts    chan *pb.PutObject
+	root    ids.TaskID
+	n       uint64
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := &harness{t: t, sys: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet })),
+		results: make(chan *pb.TaskResult, 64), toRay: make(chan any, 64), puts: make(chan *pb.PutObject, 8), root: ids.NewRootTaskID()}
+	t.Cleanup(h.sys.Shutdown)
+	h.owner = h.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *pb.TaskResult:
+			h.results <- m
+		case *pb.ResultBatch:
+			for _, r := range m.Results {
+				h.results <- r
+			}
+		}
+	}))
+	h.raylet = h.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *pb.LeaseDone, *pb.LeaseReturn, *pb.TaskBlocked, *pb.TaskUnblocked:
+			h.toRay <- m
+		}
+	}))
+	store := h.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*pb.PutObject); ok {
+			h.puts <- m
+		}
+	}))
+	env := Env{Node: "n1", Logger: quiet,
+		Store:   func() *actor.PID { return store },
+		Context: func(parent context.Context, _ *pb.TaskSpec, _ *actor.PID) context.Context { return parent },
+		Fetch: func(_ context.Context, a *pb.Arg) ([]byte, error) {
+			return nil, errors.New("object is gone")
+		},
+	}
+	if err := env.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h.worker = h.sys.Root.Spawn(Props(env))
+	return h
+}
+
+func (h *harness) spec(fn string, args ...*pb.Arg) *pb.TaskSpec {
+	h.n++
+	tid := ids.ChildTaskID(h.root, h.n)
+	return &pb.TaskSpec{TaskId: tid[:], Function: fn, Args: args, Owner: &pb.PID{Address: h.owner.Address, Id: h.owner.Id}}
+}
+
+func (h *harness) lease(specs ...*pb.TaskSpec) *pb.Lease {
+	l := &pb.Lease{LeaseId: specs[0].TaskId, Tasks: specs}
+	h.sys.Root.RequestWithCustomSender(h.worker, &pb.LeaseBatch{Leases: []*pb.Lease{l}}, h.raylet)
+	return l
+}
+
+func (h *harness) result() *pb.TaskResult {
+	h.t.Helper()
+	select {
+	case r := <-h.results:
+		return r
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("no result")
+		return nil
+	}
+}
+
+func (h *harness) fromWorker() any {
+	h.t.Helper()
+	select {
+	case m := <-h.toRay:
+		return m
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("nothing reached the raylet")
+		return nil
+	}
+}
+
+func data(s string) *pb.Arg { return &pb.Arg{Data: []byte(s)} }
+
+func TestLeaseRunsTasksInOrder(t *testing.T) {
+	h := newHarness(t)
+	orderMu.Lock()
+	order = nil
+	orderMu.Unlock()
+	l := h.lease(h.spec("wt.echo", data("a")), h.spec("wt.echo", data("b")), h.spec("wt.echo", data("c")))
+	done, ok := h.fromWorker().(*pb.LeaseDone)
+	if !ok || done.TasksRun != 3 || string(done.LeaseId) != string(l.LeaseId) {
+		t.Fatalf("lease done: %v", done)
+	}
+	var got []string
+	for i := 0; i < 3; i++ {
+		r := h.result()
+		if r.Error != nil {
+			t.Fatal(r.Error)
+		}
+		got = append(got, string(r.Data))
+	}
+	orderMu.Lock()
+	defer orderMu.Unlock()
+	if strings.Join(got, "") != "abc" || strings.Join(order, "") != "abc" {
+		t.Fatalf("results %v, execution order %v; want a b c", got, order)
+	}
+}
+
+func TestFailuresAreAnswered(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		spec *pb.TaskSpec
+		kind pb.ErrorInfo_Kind
+		text string
+	}{
+		{h.spec("wt.fail"), pb.ErrorInfo_APPLICATION, "no good"},
+		{h.spec("wt.panic"), pb.ErrorInfo_PANIC, "oh no"},
+		{h.spec("wt.missing"), pb.ErrorInfo_UNKNOWN_FUNCTION, "wt.missing"},
+		{h.spec("wt.echo", &pb.Arg{IsRef: true, ObjectId: make([]byte, ids.ObjectIDLen)}), pb.ErrorInfo_OBJECT_LOST, "object is gone"},
+	}
+	for _, tc := range tests {
+		h.lease(tc.spec)
+		r := h.result()
+		if r.Error == nil || r.Error.Kind != tc.kind || !strings.Contains(r.Error.Message, tc.text) || r.Error.Function != tc.spec.Function {
+			t.Errorf("%s: %v, want %v mentioning %q", tc.spec.Function, r.Error, tc.kind, tc.text)
+		}
+		if tc.kind == pb.ErrorInfo_PANIC && !strings.Contains(r.Error.Stack, "worker_test.go") {
+			t.Errorf("panic stack does not show the panicking function:\n%s", r.Error.Stack)
+		}
+		h.fromWorker() // LeaseDone
+	}
+}
+
+func TestLargeResultGoesToTheStore(t *testing.T) {
+	h := newHarness(t)
+	s := h.spec("wt.big")
+	h.lease(s)
+	r := h.result()
+	if !r.InStore || r.NodeId != "n1" || r.Data != nil || r.Size != DefaultInlineLimit+1 {
+		t.Fatalf("result %+v, want a store location", r)
+	}
+	put := <-h.puts
+	tid, _ := ids.TaskIDFromBytes(s.TaskId)
+	if oid := ids.ReturnID(tid, 1); string(put.ObjectId) != string(oid[:]) || len(put.Data) != DefaultInlineLimit+1 {
+		t.Fatalf("put %x (%d bytes)", put.ObjectId, len(put.Data))
+	}
+}
+
+func TestCancelAndBlock(t *testing.T) {
+	h := newHarness(t)
+	running, queued, last := h.spec("wt.wait"), h.spec("wt.echo", data("q")), h.spec("wt.echo", data("z"))
+	l := h.lease(running, queued, last)
+	time.Sleep(10 * time.Millisecond) // let the first task start
+	// Cancelling an unstarted task drops it at once.
+	h.sys.Root.Send(h.worker, &pb.CancelTask{TaskId: queued.TaskId})
+	if r := h.result(); string(r.TaskId) != string(queued.TaskId) || r.Error == nil || r.Error.Kind != pb.ErrorInfo_CANCELLED {
+		t.Fatalf("cancelled unstarted task: %v", r)
+	}
+	// The running task blocks: the rest of the lease goes back to the raylet.
+	h.sys.Root.Send(h.worker, &pb.TaskBlocked{TaskId: running.TaskId})
+	ret, ok := h.fromWorker().(*pb.LeaseReturn)
+	if !ok || len(ret.Tasks) != 1 || string(ret.Tasks[0].TaskId) != string(last.TaskId) {
+		t.Fatalf("lease return: %v", ret)
+	}
+	if b, ok := h.fromWorker().(*pb.TaskBlocked); !ok || string(b.LeaseId) != string(l.LeaseId) {
+		t.Fatalf("blocked notice: %v", b)
+	}
+	// Cancelling the running task cancels its context.
+	h.sys.Root.Send(h.worker, &pb.CancelTask{TaskId: running.TaskId})
+	if r := h.result(); string(r.TaskId) != string(running.TaskId) || r.Error == nil || r.Error.Kind != pb.ErrorInfo_CANCELLED {
+		t.Fatalf("cancelled running task: %v", r)
+	}
+	if d, ok := h.fromWorker().(*pb.LeaseDone); !ok || d.TasksRun != 1 {
+		t.Fatalf("lease done: %v", d)
+	}
+}
