@@ -25,6 +25,8 @@ var (
 	ErrObjectLost = core.ErrObjectLost
 	// ErrCancelled: the task was cancelled with Cancel.
 	ErrCancelled = errors.New("ray: task cancelled")
+	// ErrObjectTooLarge: a value is larger than the whole object store of its node.
+	ErrObjectTooLarge = core.ErrObjectTooLarge
 	// ErrEncode: a value cannot be encoded to be sent to a task or stored.
 	ErrEncode = errors.New("ray: cannot encode value")
 )

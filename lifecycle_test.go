@@ -191,6 +191,20 @@ func TestInitAndShutdown(t *testing.T) {
 		}
 	})
 
+	t.Run("a Put larger than the object store fails at once", func(t *testing.T) {
+		ctx, err := Init(context.Background(), WithNumCPUs(1), WithObjectStoreMemory(1<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer Shutdown(ctx)
+		if _, err := Put(ctx, make([]byte, 2<<20)); !errors.Is(err, ErrObjectTooLarge) || !strings.Contains(err.Error(), "WithObjectStoreMemory") {
+			t.Fatalf("oversized Put: %v", err)
+		}
+		if _, err := Put(ctx, make([]byte, 512<<10)); err != nil {
+			t.Fatalf("a Put within the budget: %v", err)
+		}
+	})
+
 	t.Run("a directory given is kept", func(t *testing.T) {
 		dir := t.TempDir()
 		ctx, err := Init(context.Background(), WithNumCPUs(1), WithDir(dir))

@@ -22,6 +22,9 @@ var ErrShutdown = errors.New("ray: runtime is shut down")
 // or it is owned by another process.
 var ErrUnknownObject = errors.New("ray: object is unknown to this process")
 
+// ErrObjectTooLarge is returned for an object larger than the whole object store.
+var ErrObjectTooLarge = errors.New("ray: object larger than the object store")
+
 // ErrObjectLost is returned when an object's bytes cannot be found where they should be.
 var ErrObjectLost = errors.New("ray: object lost")
 
@@ -43,7 +46,9 @@ type Config struct {
 	Feasible    func(req sched.Resources) error
 	Lineage     Lineage // nil: lineage recording off (a benchmark-only switch)
 	InlineLimit int
-	Logger      *slog.Logger
+	// StoreBytes is the node's object store budget: a larger object is refused.
+	StoreBytes int64
+	Logger     *slog.Logger
 }
 
 // Validate checks the configuration.

@@ -138,6 +138,10 @@ func (tc *TaskContext) Put(data []byte) (ids.ObjectID, error) {
 		return id, ErrShutdown
 	default:
 	}
+	if c.cfg.StoreBytes > 0 && int64(len(data)) > c.cfg.StoreBytes {
+		return id, fmt.Errorf("%w: %d bytes do not fit in the node's object store of %d bytes "+
+			"(raise it with ray.WithObjectStoreMemory)", ErrObjectTooLarge, len(data), c.cfg.StoreBytes)
+	}
 	v := objects.Value{Data: data, Size: int64(len(data))}
 	if len(data) > c.cfg.InlineLimit {
 		s := c.cfg.Store()

@@ -52,7 +52,8 @@ const memberLeaseTTL = 6 * time.Second
 type Config struct {
 	Job       ids.JobID       // default: a new random job ID
 	Resources sched.Resources // total resources; default: the machine's CPUs
-	// ObjectStoreBytes is the store budget (accounted; spilling is a later issue's work).
+	// ObjectStoreBytes is the store budget (default DefaultObjectStoreBytes). An object
+	// larger than the whole budget is refused; spilling is the object-store issue's work.
 	ObjectStoreBytes int64
 	// Dir holds the node's files. Default: a new temporary directory removed by Stop.
 	Dir string
@@ -97,6 +98,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	if cfg.Resources.Get(sched.CPU) == 0 && cfg.Resources.IsZero() {
 		return nil, errors.New("node: Config.Resources is empty; give the node at least one resource")
+	}
+	if cfg.ObjectStoreBytes == 0 {
+		cfg.ObjectStoreBytes = DefaultObjectStoreBytes()
 	}
 	n = &Node{ID: ids.NewNodeID(), cfg: cfg}
 	defer func() {
@@ -147,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			}
 			return fmt.Errorf("%w: task requires %v but the cluster's only node has %v", sched.ErrInfeasible, req, total)
 		},
-		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, Logger: cfg.Logger,
+		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 	}); err != nil {
 		return nil, err
 	}
