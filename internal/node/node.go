@@ -205,7 +205,9 @@ func (n *Node) startMember(ctx context.Context) error {
 	rem := remote.Configure("127.0.0.1", 0,
 		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes)),
 		remote.WithEndpointWriterBatchSize(100))
-	ccfg := cluster.Configure("ray-"+string(n.ID), n.provider, lookup, rem, cluster.WithKinds(kinds...))
+	// Gossip keys members by actor-system ID and blocks IDs on missed heartbeats, which
+	// fights our lease-based membership (internal/membership); it is turned off.
+	ccfg := cluster.Configure("ray-"+string(n.ID), n.provider, lookup, rem, cluster.WithKinds(kinds...), membership.WithoutGossip())
 	n.cluster = cluster.New(n.system, ccfg)
 	started := make(chan any, 1)
 	go func() {
