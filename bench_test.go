@@ -59,3 +59,20 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkPutGigabytes(b *testing.B) {
+	ctx := shared
+	xs := make([]int64, 100<<20) // 800 MiB
+	for i := range xs {
+		xs[i] = int64(i)
+	}
+	b.SetBytes(int64(len(xs)) * 8)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := Put(ctx, xs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Release()
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
-	"time"
 
 	"github.com/ray-go/ray/internal/core"
 	"github.com/ray-go/ray/internal/ids"
@@ -193,23 +192,16 @@ func Put[T any](ctx context.Context, v T) (ObjectRef[T], error) {
 // Wait returns when at least NumReady (default 1) of refs are ready, or the Timeout
 // passes, or ctx is done (then with its error). ready and notReady keep refs' order.
 func Wait[T any](ctx context.Context, refs []ObjectRef[T], opts ...WaitOption) (ready, notReady []ObjectRef[T], err error) {
-	mask, err := waitMask(ctx, len(refs), func(i int) Ref { return refs[i] }, opts)
-	if err != nil && mask == nil {
-		return nil, nil, err
-	}
-	for i, r := range refs {
-		if mask[i] {
-			ready = append(ready, r)
-		} else {
-			notReady = append(notReady, r)
-		}
-	}
-	return ready, notReady, err
+	return waitSplit(ctx, refs, func(r ObjectRef[T]) Ref { return r }, opts)
 }
 
 // WaitAny is Wait for refs of mixed types.
 func WaitAny(ctx context.Context, refs []Ref, opts ...WaitOption) (ready, notReady []Ref, err error) {
-	mask, err := waitMask(ctx, len(refs), func(i int) Ref { return refs[i] }, opts)
+	return waitSplit(ctx, refs, func(r Ref) Ref { return r }, opts)
+}
+
+func waitSplit[R any](ctx context.Context, refs []R, asRef func(R) Ref, opts []WaitOption) (ready, notReady []R, err error) {
+	mask, err := waitMask(ctx, len(refs), func(i int) Ref { return asRef(refs[i]) }, opts)
 	if err != nil && mask == nil {
 		return nil, nil, err
 	}
@@ -274,6 +266,3 @@ func Cancel(ctx context.Context, r Ref) error {
 	}
 	return tc.Core.Cancel(h.id)
 }
-
-// waitPoll is how often a bounded helper re-checks a condition.
-const waitPoll = time.Millisecond
