@@ -189,8 +189,9 @@ func Put[T any](ctx context.Context, v T) (ObjectRef[T], error) {
 	return newRef[T](tc.Core, id), nil
 }
 
-// Wait returns when at least NumReady (default 1) of refs are ready, or the Timeout
-// passes, or ctx is done (then with its error). ready and notReady keep refs' order.
+// Wait returns when NumReady (default 1) of refs are ready, or the Timeout passes, or ctx
+// is done (then with its error). As Ray's ray.wait, ready holds at most NumReady refs, the
+// first ready ones in refs' order; notReady holds the others (ready or not), in order.
 func Wait[T any](ctx context.Context, refs []ObjectRef[T], opts ...WaitOption) (ready, notReady []ObjectRef[T], err error) {
 	return waitSplit(ctx, refs, func(r ObjectRef[T]) Ref { return r }, opts)
 }

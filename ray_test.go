@@ -287,6 +287,11 @@ func TestWait(t *testing.T) {
 	if _, _, err := Wait(ctx, refs, NumReady(4)); err == nil {
 		t.Fatal("NumReady above the number of refs accepted")
 	}
+	// As Ray's ray.wait: at most NumReady refs come back ready, the first in order.
+	ready, notReady, err = Wait(ctx, refs, NumReady(1))
+	if err != nil || len(ready) != 1 || ready[0] != refs[0] || len(notReady) != 2 {
+		t.Fatalf("NumReady(1) of 3 ready: ready %v not ready %v, %v", ready, notReady, err)
+	}
 	// WaitAny over refs of mixed types.
 	mixed := []Ref{square.Remote(ctx, V(2)), concat.Remote(ctx, V("m"), V(1))}
 	if r, _, err := WaitAny(ctx, mixed, NumReady(2)); err != nil || len(r) != 2 {

@@ -162,14 +162,17 @@ func (c *Core) Ready(id ids.ObjectID) bool {
 	return ready
 }
 
-// Wait waits until at least k of list are ready, the timeout passes (timeout < 0: no
-// timeout) or ctx is done, and reports which are ready. Unknown objects count as ready
-// (their Get fails at once).
+// Wait waits until k of list are ready, the timeout passes (timeout < 0: no timeout) or
+// ctx is done, and reports which are ready: at most k, the first ready ones in list
+// order (Ray's ray.wait). Unknown objects count as ready (their Get fails at once).
 func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, timeout time.Duration) ([]bool, error) {
 	c := tc.Core
 	ready := make([]bool, len(list))
 	n := 0
 	for i, id := range list {
+		if n == k {
+			return ready, nil
+		}
 		if _, r, known := c.mem.Get(id); r || !known {
 			ready[i] = true
 			n++

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// timing is the method: a warm-up, then trials of at least trialDur each.
+type timing struct {
+	warmup   time.Duration
+	trialDur time.Duration
+	trials   int
+}
+
+// stat is one metric's outcome: the mean and population standard deviation of the
+// per-trial rates (numpy's np.std, as ray_perf.py reports), and what produced them.
+type stat struct {
+	Mean, SD float64
+	Trials   []float64 // ops/s of each trial
+	Bodies   int64     // bodies run in the trials (not the warm-up)
+	Step     int       // bodies between two clock reads
+}
+
+// timeit is ray_perf.py's timeit (python/ray/_private/ray_microbenchmark_helpers.py):
+//
+//	count bodies run in the warm-up; step = count//10 + 1
+//	4 times: start; count = 0
+//	         while now - start < 2 s: run step bodies; count += step
+//	         rate = multiplier * count / (now - start)
+//	report mean(rates), std(rates)
+//
+// The clock is only read between steps, so a trial runs at least trialDur and at most
+// trialDur plus one step. A body's error stops the metric.
+func timeit(t timing, multiplier float64, body func() error) (stat, error) {
+	start := time.Now()
+	count := 0
+	for time.Since(start) < t.warmup {
+		if err := body(); err != nil {
+			return stat{}, fmt.Errorf("warm-up: %w", err)
+		}
+		count++
+	}
+	step := count/10 + 1
+	st := stat{Step: step}
+	for trial := 0; trial < t.trials; trial++ {
+		start := time.Now()
+		n := 0
+		for time.Since(start) < t.trialDur {
+			for i := 0; i < step; i++ {
+				if err := body(); err != nil {
+					return stat{}, fmt.Errorf("trial %d: %w", trial+1, err)
+				}
+			}
+			n += step
+		}
+		elapsed := time.Since(start).Seconds()
+		st.Trials = append(st.Trials, multiplier*float64(n)/elapsed)
+		st.Bodies += int64(n)
+	}
+	st.Mean, st.SD = meanSD(st.Trials)
+	return st, nil
+}
+
+// meanSD returns the mean and the population standard deviation (ddof 0) of xs.
+func meanSD(xs []float64) (mean, sd float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	for _, x := range xs {
+		sd += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(xs)))
+}
