@@ -43,7 +43,9 @@ type Config struct {
 	Raylet func() *actor.PID
 	Store  func() *actor.PID
 	// Feasible reports whether some node can ever satisfy a request (nil error) or why not.
-	Feasible    func(req sched.Resources) error
+	Feasible func(req sched.Resources) error
+	// Dispatcher runs the owner actor's mailbox (nil: protoactor's default).
+	Dispatcher  actor.Dispatcher
 	Lineage     Lineage // nil: lineage recording off (a benchmark-only switch)
 	InlineLimit int
 	// StoreBytes is the node's object store budget: a larger object is refused.
@@ -112,7 +114,11 @@ func New(cfg Config) (*Core, error) {
 		closed: make(chan struct{}),
 		tasks:  make(map[ids.TaskID]*pending, 1024),
 	}
-	pid, err := c.root.SpawnNamed(actor.PropsFromFunc(c.receive), "owner-"+string(cfg.Job)+"-"+ids.NewRootTaskID().String()[:8])
+	props := actor.PropsFromFunc(c.receive)
+	if cfg.Dispatcher != nil {
+		props = props.Configure(actor.WithDispatcher(cfg.Dispatcher))
+	}
+	pid, err := c.root.SpawnNamed(props, "owner-"+string(cfg.Job)+"-"+ids.NewRootTaskID().String()[:8])
 	if err != nil {
 		return nil, fmt.Errorf("core: start owner actor: %w", err)
 	}

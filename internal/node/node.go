@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/core"
+	"github.com/ray-go/ray/internal/dispatch"
 	"github.com/ray-go/ray/internal/gcs"
 	"github.com/ray-go/ray/internal/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/ids"
@@ -42,6 +43,10 @@ const (
 // maxMessageBytes raises gRPC's 4 MiB receive limit (DESIGN §2 sharp edges); object bytes
 // cross processes in chunks well under it.
 const maxMessageBytes = 64 << 20
+
+// dispatchGoroutines is the size of the goroutine pool that runs the node's mailboxes
+// (package dispatch): enough for every grain of a node to run at once.
+const dispatchGoroutines = 16
 
 // memberLeaseTTL is the node's registration lease. etcd's client renews every TTL/3 from a
 // 500 ms loop, so leases of 1-2 s are lost under heavy load; node death is detected much
@@ -80,6 +85,7 @@ type Node struct {
 	cluster  *cluster.Cluster
 	provider *membership.Provider
 	lookup   *membership.Lookup
+	pool     *dispatch.Pool
 	probes   []net.Conn // see syncGRPCServer
 
 	mu      sync.Mutex
@@ -134,6 +140,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.packer, err = gcs.NewPacker(n.writer, gcs.PackerConfig{Prefix: gcs.LineagePrefix, Owner: string(n.ID), Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
+	n.pool = dispatch.New(dispatchGoroutines, dispatch.DefaultThroughput)
 	if err = n.startMember(ctx); err != nil {
 		return nil, err
 	}
@@ -144,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	total := cfg.Resources
 	if n.Core, err = core.New(core.Config{
 		Job: cfg.Job, Node: n.ID, System: n.system,
-		Raylet: n.raylet, Store: n.objectStore,
+		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool,
 		Feasible: func(req sched.Resources) error {
 			if total.Fits(req) {
 				return nil
@@ -197,10 +204,11 @@ func (n *Node) startMember(ctx context.Context) error {
 		return err
 	}
 	table := objectTable{w: n.writer}
+	pooled := actor.WithDispatcher(n.pool)
 	kinds := []*cluster.Kind{
-		cluster.NewKind(KindRaylet, raylet.Props(rcfg)),
-		cluster.NewKind(KindWorker, worker.Props(wenv)),
-		cluster.NewKind(KindStore, shard.Props(shard.Config{Node: n.ID, Table: table, Logger: logger})),
+		cluster.NewKind(KindRaylet, raylet.Props(rcfg).Configure(pooled)),
+		cluster.NewKind(KindWorker, worker.Props(wenv).Configure(pooled)),
+		cluster.NewKind(KindStore, shard.Props(shard.Config{Node: n.ID, Table: table, Logger: logger}).Configure(pooled)),
 	}
 	rem := remote.Configure("127.0.0.1", 0,
 		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes)),
@@ -316,11 +324,14 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 		cancel()
 	}
-	for _, c := range n.probes {
-		c.Close()
+	if n.pool != nil {
+		n.pool.Close()
 	}
 	if n.etcd != nil {
 		n.etcd.Close()
+	}
+	for _, c := range n.probes { // closed already when etcd said GOAWAY; see syncGRPCServer
+		c.Close()
 	}
 	if n.ownDir {
 		if err := os.RemoveAll(n.dir); err != nil {

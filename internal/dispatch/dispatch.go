@@ -1,0 +1,79 @@
+// Package dispatch is a protoactor Dispatcher that runs mailboxes on a pool of long-lived
+// goroutines.
+//
+// protoactor's default dispatcher starts a new goroutine each time an idle mailbox gets a
+// message. The new goroutine's stack starts small and grows again through the deep
+// receive chain (cluster middleware, then our grains), which was 45% of the CPU of a
+// request-reply task loop (benchmarks/microbench single_client_tasks_sync); a goroutine
+// kept from one mailbox run to the next keeps its grown stack. When every pool goroutine
+// is busy (or the pool is closed), Schedule falls back to a new goroutine, so a mailbox
+// that blocks can never starve the others.
+package dispatch
+
+import (
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// DefaultThroughput is how many messages a mailbox handles before yielding its goroutine
+// (protoactor's default).
+const DefaultThroughput = 300
+
+// Pool is a Dispatcher with a fixed set of goroutines.
+type Pool struct {
+	work       chan func()
+	quit       chan struct{}
+	once       sync.Once
+	wg         sync.WaitGroup
+	throughput int
+}
+
+var _ actor.Dispatcher = (*Pool)(nil)
+
+// New starts a pool of n goroutines (at least 1).
+func New(n, throughput int) *Pool {
+	if n < 1 {
+		n = 1
+	}
+	if throughput <= 0 {
+		throughput = DefaultThroughput
+	}
+	p := &Pool{work: make(chan func()), quit: make(chan struct{}), throughput: throughput}
+	p.wg.Add(n)
+	for i := 0; i < n; i++ {
+		go p.loop()
+	}
+	return p
+}
+
+func (p *Pool) loop() {
+	defer p.wg.Done()
+	for {
+		select {
+		case fn := <-p.work:
+			fn()
+		case <-p.quit:
+			return
+		}
+	}
+}
+
+// Schedule runs fn on an idle pool goroutine, or on a new goroutine if none is idle.
+func (p *Pool) Schedule(fn func()) {
+	select {
+	case p.work <- fn:
+	default:
+		go fn()
+	}
+}
+
+// Throughput is the number of messages a mailbox handles per run.
+func (p *Pool) Throughput() int { return p.throughput }
+
+// Close stops the pool's goroutines once they finish what they run; later Schedules start
+// new goroutines.
+func (p *Pool) Close() {
+	p.once.Do(func() { close(p.quit) })
+	p.wg.Wait()
+}
