@@ -9,12 +9,22 @@ import (
 	"github.com/ray-go/ray/internal/core"
 	"github.com/ray-go/ray/objects/codec"
 	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
 )
 
-// remoteFunc is what every FuncN shares: the registered name and the call options.
+// remoteFunc is what every FuncN shares: the registered name and the call options, with
+// the resources they ask for worked out once (not on every call).
 type remoteFunc struct {
-	name string
-	opts callOpts
+	name   string
+	opts   callOpts
+	res    sched.Resources
+	resErr error
+}
+
+func newRemoteFunc(name string) remoteFunc {
+	f := remoteFunc{name: name, opts: defaultCallOpts()}
+	f.res, f.resErr = f.opts.resourcesOf()
+	return f
 }
 
 // Name is the function's registered name.
@@ -31,6 +41,7 @@ func (f *remoteFunc) with(opts []TaskOption) remoteFunc {
 	for _, o := range opts {
 		o(&g.opts)
 	}
+	g.res, g.resErr = g.opts.resourcesOf()
 	return g
 }
 
@@ -44,12 +55,11 @@ func submit[R any](ctx context.Context, f *remoteFunc, args ...argLike) ObjectRe
 	if err != nil {
 		return failedRef[R](err)
 	}
-	res, err := f.opts.resourcesOf()
-	if err != nil {
-		return failedRef[R](fmt.Errorf("ray: %s: %w", f.name, err))
+	if f.resErr != nil {
+		return failedRef[R](fmt.Errorf("ray: %s: %w", f.name, f.resErr))
 	}
 	call := core.Call{
-		Function: f.name, Args: make([]core.Arg, len(args)), Resources: res,
+		Function: f.name, Args: make([]core.Arg, len(args)), Resources: f.res,
 		MaxRetries: int32(f.opts.maxRetries), RetryExceptions: f.opts.retryExceptions,
 	}
 	for i, a := range args {
@@ -122,7 +132,7 @@ func Task0[R any](name string, fn func(context.Context) (R, error)) *Func0[R] {
 	register(name, nil, typeOf[R](), func(ctx context.Context, _ [][]byte) ([]byte, error) {
 		return encodeResult(fn(ctx))
 	})
-	return &Func0[R]{remoteFunc{name: name, opts: defaultCallOpts()}}
+	return &Func0[R]{newRemoteFunc(name)}
 }
 
 // Task1 registers fn as a remote function named name. Call it at package level.
@@ -134,7 +144,7 @@ func Task1[A, R any](name string, fn func(context.Context, A) (R, error)) *Func1
 		}
 		return encodeResult(fn(ctx, a))
 	})
-	return &Func1[A, R]{remoteFunc{name: name, opts: defaultCallOpts()}}
+	return &Func1[A, R]{newRemoteFunc(name)}
 }
 
 // Task2 registers fn as a remote function named name. Call it at package level.
@@ -150,7 +160,7 @@ func Task2[A, B, R any](name string, fn func(context.Context, A, B) (R, error)) 
 		}
 		return encodeResult(fn(ctx, a, b))
 	})
-	return &Func2[A, B, R]{remoteFunc{name: name, opts: defaultCallOpts()}}
+	return &Func2[A, B, R]{newRemoteFunc(name)}
 }
 
 // Task3 registers fn as a remote function named name. Call it at package level.
@@ -170,7 +180,7 @@ func Task3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R, er
 		}
 		return encodeResult(fn(ctx, a, b, c))
 	})
-	return &Func3[A, B, C, R]{remoteFunc{name: name, opts: defaultCallOpts()}}
+	return &Func3[A, B, C, R]{newRemoteFunc(name)}
 }
 
 // Task4 registers fn as a remote function named name. Call it at package level.
@@ -194,7 +204,7 @@ func Task4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, D) 
 		}
 		return encodeResult(fn(ctx, a, b, c, d))
 	})
-	return &Func4[A, B, C, D, R]{remoteFunc{name: name, opts: defaultCallOpts()}}
+	return &Func4[A, B, C, D, R]{newRemoteFunc(name)}
 }
 
 // Remote submits the task and returns a ref to its result at once.
@@ -266,7 +276,7 @@ func (a anyArg) toArg(c *core.Core) (core.Arg, error) {
 // or refs), and returns a ref to its result decoded as R. An unknown name, or arguments
 // that do not match the function, fail the returned ref.
 func Call[R any](ctx context.Context, name string, args []any, opts ...TaskOption) ObjectRef[R] {
-	f := remoteFunc{name: name, opts: defaultCallOpts()}
+	f := newRemoteFunc(name)
 	f = f.with(opts)
 	list := make([]argLike, len(args))
 	for i, a := range args {

@@ -2,8 +2,10 @@ package lineage
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
 )
 
 // Packer is where records go: gcs.Packer in production, a map in tests. Append and Remove
@@ -19,10 +21,19 @@ type Recorder struct{ p Packer }
 // NewRecorder returns a Recorder writing through p.
 func NewRecorder(p Packer) *Recorder { return &Recorder{p: p} }
 
-// Record stores the marshalled spec of task.
-func (r *Recorder) Record(task ids.TaskID, spec []byte) error {
-	if err := r.p.Append(string(task[:]), spec); err != nil {
-		return fmt.Errorf("lineage: record task %s: %w", task, err)
+// scratch holds encoding buffers: the packer copies each record, so a buffer is reused.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// Record stores spec as its task's lineage record.
+func (r *Recorder) Record(spec *pb.TaskSpec) error {
+	bp := scratch.Get().(*[]byte)
+	*bp = AppendSpec((*bp)[:0], spec)
+	err := r.p.Append(string(spec.TaskId), *bp)
+	if cap(*bp) <= 64<<10 { // do not keep huge buffers (specs with large inline args)
+		scratch.Put(bp)
+	}
+	if err != nil {
+		return fmt.Errorf("lineage: record task %x: %w", spec.TaskId, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
 )
 
 type mapPacker map[string][]byte
@@ -19,7 +20,7 @@ func TestRecorder(t *testing.T) {
 	m := mapPacker{}
 	r := NewRecorder(m)
 	task := ids.ChildTaskID(ids.NewRootTaskID(), 1)
-	if err := r.Record(task, []byte("spec")); err != nil {
+	if err := r.Record(&pb.TaskSpec{TaskId: task[:], Function: "f"}); err != nil {
 		t.Fatal(err)
 	}
 	for id := range m {

@@ -30,7 +30,7 @@ var ErrObjectLost = errors.New("ray: object lost")
 
 // Lineage records task specs in the GCS. Record must not block on I/O.
 type Lineage interface {
-	Record(task ids.TaskID, spec []byte) error
+	Record(spec *pb.TaskSpec) error
 	Drop(task ids.TaskID)
 }
 

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/ray-go/ray/internal/ids"
 	"github.com/ray-go/ray/internal/pb"
 	"github.com/ray-go/ray/objects"
@@ -98,11 +96,7 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 	}
 	if c.cfg.Lineage != nil {
 		// Recorded before the task can run, with refs as IDs: what reconstruction reads.
-		b, err := proto.Marshal(spec)
-		if err == nil {
-			err = c.cfg.Lineage.Record(tid, b)
-		}
-		if err != nil {
+		if err := c.cfg.Lineage.Record(spec); err != nil {
 			c.cfg.Logger.Warn("ray: task runs without a lineage record; it cannot be reconstructed", "task", tid, "err", err)
 		}
 	}
