@@ -202,32 +202,52 @@ func WaitAny(ctx context.Context, refs []Ref, opts ...WaitOption) (ready, notRea
 }
 
 func waitSplit[R any](ctx context.Context, refs []R, asRef func(R) Ref, opts []WaitOption) (ready, notReady []R, err error) {
-	mask, err := waitMask(ctx, len(refs), func(i int) Ref { return asRef(refs[i]) }, opts)
-	if err != nil && mask == nil {
-		return nil, nil, err
-	}
-	for i, r := range refs {
-		if mask[i] {
-			ready = append(ready, r)
-		} else {
-			notReady = append(notReady, r)
-		}
-	}
-	return ready, notReady, err
-}
-
-func waitMask(ctx context.Context, n int, at func(int) Ref, opts []WaitOption) ([]bool, error) {
 	o := waitOpts{k: 1, timeout: -1}
 	for _, f := range opts {
 		f(&o)
 	}
 	tc, err := taskContext(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if o.k < 0 || o.k > n {
-		return nil, fmt.Errorf("ray: Wait: NumReady(%d) must be between 0 and the number of refs (%d)", o.k, n)
+	if o.k < 0 || o.k > len(refs) {
+		return nil, nil, fmt.Errorf("ray: Wait: NumReady(%d) must be between 0 and the number of refs (%d)", o.k, len(refs))
 	}
+	// Fast path: the first k ready refs are found by a scan that stops there (a loop of
+	// Wait(NumReady(1)) over a long list does O(1) work per call when the head is ready).
+	idx := make([]int, 0, o.k)
+	for i := 0; i < len(refs) && len(idx) < o.k; i++ {
+		if h := asRef(refs[i]).ref(); h == nil || h.err != nil || h.core != tc.Core || tc.Core.Ready(h.id) {
+			idx = append(idx, i) // a failed or foreign ref is "ready": its Get fails at once
+		}
+	}
+	var mask []bool
+	if len(idx) < o.k && o.timeout != 0 {
+		mask, err = waitMask(tc, ctx, len(refs), func(i int) Ref { return asRef(refs[i]) }, o)
+		if mask == nil {
+			return nil, nil, err
+		}
+		idx = idx[:0]
+		for i, m := range mask {
+			if m {
+				idx = append(idx, i)
+			}
+		}
+	}
+	ready = make([]R, 0, len(idx))
+	notReady = make([]R, 0, len(refs)-len(idx))
+	prev := 0
+	for _, i := range idx {
+		notReady = append(notReady, refs[prev:i]...)
+		ready = append(ready, refs[i])
+		prev = i + 1
+	}
+	notReady = append(notReady, refs[prev:]...)
+	return ready, notReady, err
+}
+
+// waitMask blocks in the runtime until o.k of the refs are ready (see core Wait).
+func waitMask(tc *core.TaskContext, ctx context.Context, n int, at func(int) Ref, o waitOpts) ([]bool, error) {
 	list := make([]ids.ObjectID, n)
 	failed := make([]bool, n)
 	hs := make([]*handle, n)
@@ -235,18 +255,13 @@ func waitMask(ctx context.Context, n int, at func(int) Ref, opts []WaitOption) (
 		h := at(i).ref()
 		hs[i] = h
 		if h == nil || h.err != nil || h.core != tc.Core {
-			failed[i] = true // a failed submission is "ready": its Get fails at once
+			failed[i] = true
 			continue
 		}
 		list[i] = h.id
 	}
-	mask, err := tc.Wait(ctx, list, o.k, o.timeout)
+	mask, err := tc.Wait(ctx, list, o.k, o.timeout, failed)
 	runtime.KeepAlive(hs)
-	for i := range failed {
-		if failed[i] {
-			mask[i] = true
-		}
-	}
 	return mask, err
 }
 

@@ -164,14 +164,20 @@ func (c *Core) Ready(id ids.ObjectID) bool {
 
 // Wait waits until k of list are ready, the timeout passes (timeout < 0: no timeout) or
 // ctx is done, and reports which are ready: at most k, the first ready ones in list
-// order (Ray's ray.wait). Unknown objects count as ready (their Get fails at once).
-func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, timeout time.Duration) ([]bool, error) {
+// order (Ray's ray.wait). Entries marked in failed, and unknown objects, count as ready
+// (their Get fails at once).
+func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, timeout time.Duration, failed []bool) ([]bool, error) {
 	c := tc.Core
 	ready := make([]bool, len(list))
 	n := 0
 	for i, id := range list {
 		if n == k {
 			return ready, nil
+		}
+		if failed != nil && failed[i] {
+			ready[i] = true
+			n++
+			continue
 		}
 		if _, r, known := c.mem.Get(id); r || !known {
 			ready[i] = true
@@ -183,7 +189,7 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 	}
 	notify := make(chan int, len(list))
 	for i, id := range list {
-		if !ready[i] {
+		if !ready[i] && (failed == nil || !failed[i]) {
 			i := i
 			if !c.mem.OnReady(id, func(objects.Value) { notify <- i }) {
 				notify <- i
