@@ -34,9 +34,10 @@ type cleanupArg struct {
 	gone *atomic.Bool
 }
 
+// releaseOnce is the garbage collector's cleanup of a handle.
 func releaseOnce(a cleanupArg) {
 	if a.gone.CompareAndSwap(false, true) {
-		a.core.ReleaseRef(a.id)
+		a.core.ReleaseRef(a.id, false)
 	}
 }
 
@@ -70,8 +71,8 @@ func (r ObjectRef[T]) String() string {
 // Release drops this ref's hold on the object now instead of at garbage collection. Every
 // copy of the ref shares the hold, so do not use any copy afterwards.
 func (r ObjectRef[T]) Release() {
-	if r.h != nil && r.h.core != nil {
-		releaseOnce(cleanupArg{id: r.h.id, core: r.h.core, gone: r.h.gone})
+	if r.h != nil && r.h.core != nil && r.h.gone.CompareAndSwap(false, true) {
+		r.h.core.ReleaseRef(r.h.id, true)
 	}
 }
 

@@ -68,6 +68,11 @@ func (s *Shard) Receive(ctx actor.Context) {
 		}
 		ctx.Respond(reply)
 	case *pb.FreeObjects:
+		defer func() {
+			if ctx.Sender() != nil { // the owner waits for large frees (see core)
+				ctx.Respond(&pb.PutObjectAck{})
+			}
+		}()
 		for _, b := range m.ObjectIds {
 			id, err := ids.ObjectIDFromBytes(b)
 			if err != nil {
