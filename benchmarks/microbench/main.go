@@ -125,7 +125,7 @@ func run() int {
 		for _, m := range all {
 			fmt.Printf("%-42s %-14s %s\n", m.name, m.unit, m.body)
 		}
-		fmt.Printf("%-42s %-14s %s\n", lineageRatio, "ratio", "single_client_tasks_async / single_client_tasks_async_no_lineage")
+		fmt.Printf("%-42s %-14s %s\n", lineageRatio, "ratio", "single_client_tasks_async_fresh / single_client_tasks_async_no_lineage")
 		return 0
 	}
 	var re *regexp.Regexp
@@ -252,12 +252,13 @@ func measure(e *env, t timing, m *metric) (stat, error) {
 	return st, nil
 }
 
-// addDerived appends lineage_overhead_ratio when both of its inputs were measured.
+// addDerived appends lineage_overhead_ratio when both of its inputs were measured: the
+// lineage-on and lineage-off runs on fresh runtimes, measured one after the other.
 func addDerived(rs []result) []result {
 	var on, off float64
 	for _, r := range rs {
 		switch r.name {
-		case "single_client_tasks_async":
+		case "single_client_tasks_async_fresh":
 			on = r.st.Mean
 		case "single_client_tasks_async_no_lineage":
 			off = r.st.Mean
