@@ -168,12 +168,12 @@ func coreMetrics() []*metric {
 		},
 		{
 			name: "single_client_tasks_async_fresh", unit: "tasks/s",
-			body: "single_client_tasks_async on a fresh runtime (lineage on): the fair baseline of the _no_lineage run after it",
+			body:  "single_client_tasks_async on a fresh runtime (lineage on): the fair baseline of the _no_lineage run after it",
 			setup: func(e *env) (*bench, error) { return freshTasksAsync(e) },
 		},
 		{
 			name: "single_client_tasks_async_no_lineage", unit: "tasks/s",
-			body: "single_client_tasks_async on a fresh runtime started WithoutLineage()",
+			body:  "single_client_tasks_async on a fresh runtime started WithoutLineage()",
 			setup: func(e *env) (*bench, error) { return freshTasksAsync(e, ray.WithoutLineage()) },
 		},
 		{
