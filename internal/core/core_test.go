@@ -1,0 +1,277 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/objects/shard"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+func init() {
+	if err := tasks.Register(&tasks.Function{Name: "core_test.f", Call: func(context.Context, [][]byte) ([]byte, error) { return nil, nil }}); err != nil {
+		panic(err)
+	}
+}
+
+type lineageMap struct {
+	mu      sync.Mutex
+	records map[ids.TaskID]bool
+	dropped []ids.TaskID
+}
+
+func (l *lineageMap) Record(s *pb.TaskSpec) error {
+	id, _ := ids.TaskIDFromBytes(s.TaskId)
+	l.mu.Lock()
+	l.records[id] = true
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *lineageMap) Drop(t ids.TaskID) {
+	l.mu.Lock()
+	delete(l.records, t)
+	l.dropped = append(l.dropped, t)
+	l.mu.Unlock()
+}
+
+func (l *lineageMap) has(t ids.TaskID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.records[t]
+}
+
+// harness: a Core with a probe actor as its raylet and a real store shard.
+type harness struct {
+	t     *testing.T
+	c     *Core
+	tc    *TaskContext
+	specs chan *pb.TaskSpec
+	lin   *lineageMap
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	t.Cleanup(sys.Shutdown)
+	h := &harness{t: t, specs: make(chan *pb.TaskSpec, 64), lin: &lineageMap{records: map[ids.TaskID]bool{}}}
+	raylet := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if s, ok := c.Message().(*pb.TaskSpec); ok {
+			h.specs <- s
+		}
+	}))
+	store := sys.Root.Spawn(shard.Props(shard.Config{Node: "n1", Logger: quiet}))
+	total, _ := sched.FromMap(map[string]float64{sched.CPU: 2})
+	c, err := New(Config{Job: "j", Node: "n1", System: sys,
+		Raylet: func() *actor.PID { return raylet }, Store: func() *actor.PID { return store },
+		Feasible: func(r sched.Resources) error {
+			if total.Fits(r) {
+				return nil
+			}
+			return sched.ErrInfeasible
+		},
+		Lineage: h.lin, StoreBytes: 8 << 20, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	h.c, h.tc = c, c.NewDriver()
+	return h
+}
+
+func (h *harness) submit(args ...Arg) ids.ObjectID {
+	h.t.Helper()
+	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
+	id, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Args: args, Resources: res, MaxRetries: 2, RetryExceptions: true})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return id
+}
+
+func (h *harness) spec() *pb.TaskSpec {
+	h.t.Helper()
+	select {
+	case s := <-h.specs:
+		return s
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("no task reached the raylet")
+		return nil
+	}
+}
+
+func (h *harness) noSpec() {
+	h.t.Helper()
+	select {
+	case s := <-h.specs:
+		h.t.Fatalf("unexpected dispatch of %x", s.TaskId)
+	case <-time.After(30 * time.Millisecond):
+	}
+}
+
+// reply delivers a result to the owner actor, as a worker would.
+func (h *harness) reply(r *pb.TaskResult) { h.c.root.Send(h.c.owner, r) }
+
+func (h *harness) get(id ids.ObjectID) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return h.tc.Get(ctx, id)
+}
+
+func TestDependenciesAreResolvedBeforeDispatch(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit(Arg{Data: []byte("x")})
+	sa := h.spec()
+	b := h.submit(Arg{Ref: a, IsRef: true})
+	h.noSpec() // b waits for a
+	h.reply(&pb.TaskResult{TaskId: sa.TaskId, Data: []byte("small")})
+	sb := h.spec()
+	if arg := sb.Args[0]; !arg.IsRef || string(arg.Data) != "small" {
+		t.Fatalf("b's argument: %+v, want a's value inlined", arg)
+	}
+	h.reply(&pb.TaskResult{TaskId: sb.TaskId, Data: []byte("done")})
+	if v, err := h.get(b); err != nil || string(v) != "done" {
+		t.Fatalf("Get(b) = %q, %v", v, err)
+	}
+}
+
+func TestFailedDependencyFailsWithoutDispatch(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit()
+	sa := h.spec()
+	b := h.submit(Arg{Ref: a, IsRef: true})
+	h.reply(&pb.TaskResult{TaskId: sa.TaskId, Attempt: 2, Error: &pb.ErrorInfo{Kind: pb.ErrorInfo_SYSTEM, Function: "core_test.f", Message: "stale"}}) // wrong attempt: ignored
+	h.reply(&pb.TaskResult{TaskId: sa.TaskId, Error: &pb.ErrorInfo{Kind: pb.ErrorInfo_UNKNOWN_FUNCTION, Function: "core_test.f", Message: "root"}})
+	h.noSpec()
+	_, err := h.get(b)
+	var oe *ObjectError
+	if !errors.As(err, &oe) || oe.Info.Message != "root" {
+		t.Fatalf("Get(b): %v, want a's error", err)
+	}
+}
+
+func TestRetriesAndIdempotentResults(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit()
+	s0 := h.spec()
+	h.reply(&pb.TaskResult{TaskId: s0.TaskId, Error: &pb.ErrorInfo{Kind: pb.ErrorInfo_APPLICATION, Message: "flaky"}})
+	s1 := h.spec()
+	if s1.Attempt != 1 {
+		t.Fatalf("retry attempt %d, want 1", s1.Attempt)
+	}
+	h.reply(&pb.TaskResult{TaskId: s0.TaskId, Attempt: 0, Data: []byte("late")}) // the old attempt: ignored
+	h.reply(&pb.TaskResult{TaskId: s1.TaskId, Attempt: 1, Data: []byte("ok")})
+	h.reply(&pb.TaskResult{TaskId: s1.TaskId, Attempt: 1, Data: []byte("again")}) // a duplicate: ignored
+	if v, err := h.get(a); err != nil || string(v) != "ok" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if n := h.c.Stats().Retried.Load(); n != 1 {
+		t.Fatalf("%d retries, want 1", n)
+	}
+}
+
+func TestSubmissionErrors(t *testing.T) {
+	h := newHarness(t)
+	unknown, err := h.c.Submit(h.tc, Call{Function: "core_test.nope"})
+	var se *SubmitError
+	if !errors.As(err, &se) || se.Info.Kind != pb.ErrorInfo_UNKNOWN_FUNCTION {
+		t.Fatalf("unknown function: %v", err)
+	}
+	big, _ := sched.FromMap(map[string]float64{sched.CPU: 3})
+	infeasible, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Resources: big})
+	if !errors.Is(err, sched.ErrInfeasible) {
+		t.Fatalf("infeasible: %v", err)
+	}
+	gone := ids.PutID(ids.NewRootTaskID(), 1)
+	lost, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Args: []Arg{{Ref: gone, IsRef: true}}})
+	if !errors.Is(err, ErrUnknownObject) {
+		t.Fatalf("unknown argument: %v", err)
+	}
+	h.noSpec()
+	for _, id := range []ids.ObjectID{unknown, infeasible, lost} {
+		if _, err := h.get(id); err == nil {
+			t.Errorf("Get of a failed submission %s succeeded", id)
+		}
+	}
+}
+
+func TestLifetimes(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit()
+	sa := h.spec()
+	ta, _ := ids.TaskIDFromBytes(sa.TaskId)
+	if !h.lin.has(ta) {
+		t.Fatal("no lineage record at submission")
+	}
+	// The caller drops its ref while the task runs: the late result is freed at once.
+	h.c.ReleaseRef(a, true)
+	h.reply(&pb.TaskResult{TaskId: sa.TaskId, Data: []byte("v")})
+	deadline := time.Now().Add(5 * time.Second)
+	for h.c.Objects().Len() != 0 || h.lin.has(ta) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after release: %d objects held, lineage kept %v", h.c.Objects().Len(), h.lin.has(ta))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// A large Put lives in the store, is read back, and is freed from it.
+	data := make([]byte, 1<<20)
+	data[12345] = 7
+	p, err := h.tc.Put(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := h.get(p); err != nil || len(v) != len(data) || v[12345] != 7 {
+		t.Fatalf("large Put read back: %d bytes, %v", len(v), err)
+	}
+	h.c.ReleaseRef(p, true)
+	if _, err := h.get(p); !errors.Is(err, ErrUnknownObject) {
+		t.Fatalf("Get after release: %v", err)
+	}
+	if _, err := h.tc.Put(make([]byte, 9<<20)); !errors.Is(err, ErrObjectTooLarge) {
+		t.Fatalf("Put over the store budget: %v", err)
+	}
+}
+
+func TestCancelWhileWaitingForArguments(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit()
+	sa := h.spec()
+	b := h.submit(Arg{Ref: a, IsRef: true})
+	if err := h.c.Cancel(b); err != nil {
+		t.Fatal(err)
+	}
+	h.reply(&pb.TaskResult{TaskId: sa.TaskId, Data: []byte("x")})
+	h.noSpec() // b never runs
+	_, err := h.get(b)
+	var oe *ObjectError
+	if !errors.As(err, &oe) || oe.Info.Kind != pb.ErrorInfo_CANCELLED {
+		t.Fatalf("Get of a cancelled task: %v", err)
+	}
+}
+
+func TestWaitCountsFailedEntriesAsReady(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit()
+	h.spec()
+	ctx := context.Background()
+	mask, err := h.tc.Wait(ctx, []ids.ObjectID{a, {}}, 1, 20*time.Millisecond, []bool{false, true})
+	if err != nil || mask[0] || !mask[1] {
+		t.Fatalf("mask %v, %v: want only the failed entry ready", mask, err)
+	}
+	start := time.Now()
+	mask, err = h.tc.Wait(ctx, []ids.ObjectID{a}, 1, 30*time.Millisecond, nil)
+	if err != nil || mask[0] || time.Since(start) < 30*time.Millisecond {
+		t.Fatalf("timeout: mask %v, %v after %v", mask, err, time.Since(start))
+	}
+}
