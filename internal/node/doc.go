@@ -11,5 +11,10 @@
 // Local mode and cluster mode differ only in what this package wires.
 //
 // Grain factories hold no per-node state beyond the closures built here; node services
-// are reached through those closures, never through package globals.
+// are reached through those closures, never through package globals. Every mailbox of the
+// node runs on one goroutine pool (package internal/dispatch). Gossip is off: membership is
+// the GCS's (package internal/membership).
+//
+// protoactor's remote.Start writes gRPC's global logger while the embedded etcd's gRPC
+// server reads it; grpcsync.go orders those accesses for the race detector (see there).
 package node

@@ -110,7 +110,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	if cfg.Resources.Get(sched.CPU) == 0 && cfg.Resources.IsZero() {
+	if cfg.Resources.IsZero() {
 		return nil, errors.New("node: Config.Resources is empty; give the node at least one resource")
 	}
 	if cfg.ObjectStoreBytes == 0 {
