@@ -219,3 +219,32 @@ func TestInitAndShutdown(t *testing.T) {
 		}
 	})
 }
+
+var depthTask *Func1[int, int]
+
+func init() {
+	depthTask = Task1("test.depth", func(ctx context.Context, n int) (int, error) {
+		if n == 0 {
+			return 0, nil
+		}
+		v, err := Get(ctx, depthTask.Remote(ctx, V(n-1)))
+		return v + 1, err
+	})
+}
+
+// TestNestedChainOnOneCPU: every level holds the node's only CPU while it waits for the
+// next; only CPU lending in Get lets the chain finish.
+func TestNestedChainOnOneCPU(t *testing.T) {
+	ctx, err := Init(context.Background(), WithNumCPUs(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Shutdown(ctx)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	refs := []ObjectRef[int]{depthTask.Remote(ctx, V(6)), depthTask.Remote(ctx, V(6))}
+	vals, err := GetAll(ctx, refs)
+	if err != nil || vals[0] != 6 || vals[1] != 6 {
+		t.Fatalf("nested chains on one CPU: %v, %v", vals, err)
+	}
+}
