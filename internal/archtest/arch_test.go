@@ -115,7 +115,7 @@ func TestDependencyRules(t *testing.T) {
 		}
 	}
 	// Pure packages: no protoactor, no goroutines.
-	for _, path := range []string{module + "/tasks/sched", module + "/lineage"} {
+	for _, path := range []string{module + "/tasks/sched", module + "/lineage", module + "/actors/lifecycle"} {
 		p, ok := pkgs[path]
 		if !ok {
 			t.Errorf("pure package %s not found", path)

@@ -1,0 +1,120 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Event is an input to Step: something that happened to the actor, reported by the I/O
+// layer. The set is closed: only the types of this package implement it.
+//
+// Events about one instance carry its Incarnation; Step ignores those of an older
+// incarnation (they describe an instance that was already replaced) and rejects those of
+// a newer one (no such instance was ever started).
+type Event interface {
+	isEvent()
+	fmt.Stringer
+}
+
+// Placed: the scheduler picked Node for the incarnation (in reply to PlaceActor) and
+// reserved the actor's resources there.
+type Placed struct {
+	Incarnation uint64
+	Node        string
+}
+
+// PlacementFailed: the scheduler gave up on the incarnation's PlaceActor request: no
+// node of the cluster can ever satisfy the actor's resources (sched.ErrInfeasible), or its
+// node-affinity node is gone. Message is the scheduler's error text.
+type PlacementFailed struct {
+	Incarnation uint64
+	Message     string
+}
+
+// ConstructorSucceeded: the incarnation is ready to serve. For a restart this is sent
+// after the checkpoint was restored and the method log replayed, not just after the
+// constructor returned.
+type ConstructorSucceeded struct {
+	Incarnation uint64
+}
+
+// ConstructorFailed: the incarnation's constructor returned an error or panicked (or, on
+// a restart, restoring its checkpoint or replaying its log failed). Message is the error
+// text.
+type ConstructorFailed struct {
+	Incarnation uint64
+	Message     string
+}
+
+// ProcessDied: the incarnation's grain or worker process died (crash, panic outside a
+// method, stopped grain) while its node lives on. Message says how, if known.
+type ProcessDied struct {
+	Incarnation uint64
+	Message     string
+}
+
+// HostDied: a node left the cluster. It concerns the actor only when Node is where its
+// current incarnation runs or is being started. Node IDs are never reused, so a node
+// dies at most once.
+type HostDied struct {
+	Node string
+}
+
+// Kill: ray.Kill(handle, noRestart). With NoRestart the actor dies whatever its restart
+// budget; without, the running (or starting) instance is stopped and the actor restarts
+// if its budget allows, as after a crash.
+type Kill struct {
+	NoRestart bool
+}
+
+// OwnerDied: the actor's owner (the driver or worker that created it) died. A
+// non-detached actor dies with it; a detached one only records it.
+type OwnerDied struct{}
+
+// CheckpointTaken: the alive incarnation stored a checkpoint durably as object Ref,
+// covering its method log through sequence number Seq.
+type CheckpointTaken struct {
+	Incarnation uint64
+	Seq         uint64
+	Ref         string
+}
+
+func (Placed) isEvent()               {}
+func (PlacementFailed) isEvent()      {}
+func (ConstructorSucceeded) isEvent() {}
+func (ConstructorFailed) isEvent()    {}
+func (ProcessDied) isEvent()          {}
+func (HostDied) isEvent()             {}
+func (Kill) isEvent()                 {}
+func (OwnerDied) isEvent()            {}
+func (CheckpointTaken) isEvent()      {}
+
+func (e Placed) String() string {
+	return fmt.Sprintf("Placed inc=%d node=%s", e.Incarnation, orDash(e.Node))
+}
+
+func (e PlacementFailed) String() string {
+	return fmt.Sprintf("PlacementFailed inc=%d msg=%s", e.Incarnation, strconv.Quote(e.Message))
+}
+
+func (e ConstructorSucceeded) String() string {
+	return fmt.Sprintf("ConstructorSucceeded inc=%d", e.Incarnation)
+}
+
+func (e ConstructorFailed) String() string {
+	return fmt.Sprintf("ConstructorFailed inc=%d msg=%s", e.Incarnation, strconv.Quote(e.Message))
+}
+
+func (e ProcessDied) String() string {
+	return fmt.Sprintf("ProcessDied inc=%d msg=%s", e.Incarnation, strconv.Quote(e.Message))
+}
+
+func (e HostDied) String() string { return "HostDied node=" + orDash(e.Node) }
+
+func (e Kill) String() string { return "Kill no-restart=" + strconv.FormatBool(e.NoRestart) }
+
+func (OwnerDied) String() string { return "OwnerDied" }
+
+func (e CheckpointTaken) String() string {
+	return fmt.Sprintf("CheckpointTaken inc=%d seq=%d ref=%s", e.Incarnation, e.Seq, orDash(e.Ref))
+}
