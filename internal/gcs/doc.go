@@ -33,11 +33,14 @@
 //
 // High-volume tables (lineage specs, object entries) pack many small records into pages,
 // one key per page, s2-compressed (ratio ~4.8 on spec-like records), written through a
-// Writer. Append and Remove are a buffer append and a map update under a mutex; pages are
-// sealed when full or SealDelay (2 ms) after their first record, deleted when all their
-// records are removed, and rewritten when mostly dead (and at least RewriteMinAge old), so
-// etcd holds at most about twice the live records. ReadAll and DecodePage are the
-// recovery side.
+// Writer. Append and Remove are a buffer append and a map update under a mutex. Pages are
+// sealed SealDelay (2 ms; lineage: 50 ms) after their first record, a full page waiting in
+// memory until then, and sealing writes only the records still live: records that die
+// within SealDelay (most tasks' lineage) cost neither compression nor etcd, and an open
+// page whose records mostly died drops them and keeps filling. Written pages are deleted
+// when all their records are removed, and rewritten when mostly dead (and at least
+// RewriteMinAge old), so etcd holds at most about twice the live records. ReadAll and
+// DecodePage are the recovery side.
 //
 // # What is measured
 //

@@ -34,12 +34,19 @@ type PackerConfig struct {
 	// are created with Writer.Create, which asserts the key is new) and must not contain
 	// '/'. Default: 16 random hex digits.
 	Owner string
-	// PageBytes seals a page once its framed records reach this size (default 128 KiB, at
-	// most MaxRecordBytes). PageRecords seals it at this many records (default 4096).
+	// PageBytes: a page is full once its live records' framed bytes reach this size
+	// (default 128 KiB, at most MaxRecordBytes). When the open page's buffer reaches it
+	// but most of its records were removed already, the page drops them and keeps
+	// receiving records instead. PageRecords: a page is full at this many live records
+	// (default 4096).
 	PageBytes   int
 	PageRecords int
-	// SealDelay seals a partially filled page this long after its first record, so records
-	// become durable promptly under light load (default 2 ms; the Writer adds its MaxDelay).
+	// SealDelay: a page is sealed this long after its first record (default 2 ms; the
+	// Writer adds its MaxDelay), full or not: a page that fills sooner waits in memory
+	// until then (up to 4 MiB of such pages; beyond that the oldest is sealed early), so
+	// records removed within SealDelay of their page's first record never cost a
+	// compression or a store write. Sealing writes only the page's live records; a page
+	// with none left is never written.
 	SealDelay time.Duration
 	// RewriteBelow: a written page whose live records fall below this fraction of its
 	// records is rewritten: its live records move to the open page and the old page is
@@ -108,9 +115,11 @@ type PackerStats struct {
 	Live         int    // records appended and not removed
 	PagesWritten uint64 // pages handed to the Writer (rewrites included)
 	PagesDeleted uint64 // page deletes handed to the Writer
-	PagesDropped uint64 // sealed pages whose records were all removed before they were written
+	PagesDropped uint64 // full or sealed pages whose records were all removed before they were written
 	Rewrites     uint64 // pages rewritten because they were mostly dead
 	Moved        uint64 // records moved by rewrites
+	Compacted    uint64 // removed or superseded records dropped from pages before they were written
+	Records      uint64 // records in written pages (rewrites included)
 	RawBytes     uint64 // framed record bytes of written pages
 	PackedBytes  uint64 // their compressed size
 }
@@ -118,23 +127,41 @@ type PackerStats struct {
 type pageState uint8
 
 const (
-	pageOpen    pageState = iota // receiving records
-	pageSealing                  // being compressed, outside the lock
+	pageOpen    pageState = iota // receiving records (Packer.open)
+	pageFull                     // full, waiting for SealDelay (Packer.full)
+	pageSealing                  // compacted, being compressed outside the lock
 	pageWritten                  // handed to the Writer
 	pageDead                     // deleted, dropped or rewritten
 )
 
+// slot is where one record appended to an open or full page is in its raw buffer; size 0
+// once the record was removed or superseded (a frame is at least 3 bytes).
+type slot struct{ off, size int32 }
+
+// loc is where the index finds a record: its page and, while that page is open or full,
+// its slot there. Slots are never reused within a page, so compacting the buffer (which
+// moves frames and updates their slots' offsets) leaves the index valid.
+type loc struct {
+	pg   *page
+	slot int32
+}
+
 type page struct {
-	seq       uint64
-	key       string
-	raw       []byte // framed records while open or sealing
-	value     []byte // the encoded page once written, kept for rewriting
-	n, live   int
-	state     pageState
-	openedAt  time.Time
-	writtenAt time.Time
-	candidate bool     // in Packer.candidates: below RewriteBelow but too young
-	retire    []string // rewritten pages to delete once this page has been handed to the Writer
+	seq   uint64
+	key   string
+	raw   []byte // framed records while open, full or sealing
+	slots []slot // one per record appended, while open or full
+	lo    int    // slots before lo are all dead
+	value []byte // the encoded page once written, kept for rewriting
+	// n is the number of frames in raw (dead ones included until compacted away), or in
+	// value once written; live is the number of index entries pointing to the page, and
+	// liveBytes their frames' size while open or full. live < n means dead frames.
+	n, live, liveBytes int
+	state              pageState
+	openedAt           time.Time // first record (since the page was last emptied)
+	writtenAt          time.Time
+	candidate          bool     // in Packer.candidates: below RewriteBelow but too young
+	retire             []string // rewritten pages to delete once this page has been handed to the Writer
 }
 
 type retireItem struct {
@@ -147,25 +174,32 @@ type retireItem struct {
 // high-volume tables (lineage, object entries), where one key per record would cost etcd
 // too much.
 //
-// Append is an append to the open page's buffer and an index insert under a mutex; a page
-// is sealed (compressed outside the mutex and handed to Writer.Create) when it is full or
-// SealDelay after its first record. Remove drops a record from the index; a written page
-// whose records are all removed is deleted, one that is mostly dead is rewritten, and a
-// page whose records all go before it was written never reaches the store at all.
+// Append is an append to the open page's buffer and an index insert under a mutex. A page
+// that is full waits in memory; SealDelay after its first record (or on Flush) it is
+// sealed: its dead records are dropped (compaction, under the mutex: a copy of the live
+// frames, no index lookups), and it is compressed outside the mutex and handed to
+// Writer.Create. Remove drops a record from the index and marks its frame dead in a page
+// not sealed yet; a page whose records all go before it is sealed never reaches the store
+// (nor the compressor), a written page whose records are all removed is deleted, and one
+// that is mostly dead is rewritten.
 //
 // What the store holds is what recovery reads (ReadAll), and it is a superset of the live
-// records: a removed record stays readable until its page is deleted or rewritten, and a
-// re-appended ID has its old copy in an older page until then (ReadAll keeps the newest).
-// Records appended within the last SealDelay + Writer MaxDelay may not be there yet; Flush
-// makes everything appended before it durable.
+// records: a record removed before its page was sealed is never written, but one removed
+// later stays readable until its page is deleted or rewritten, and a re-appended ID has
+// its old copy in an older page until then (ReadAll keeps the newest). Records appended
+// within the last SealDelay + Writer MaxDelay may not be there yet; Flush makes everything
+// appended before it durable.
 type Packer struct {
 	w   *Writer
 	cfg PackerConfig
 	log *slog.Logger
 
 	mu       sync.Mutex
-	index    map[string]*page
+	index    map[string]loc
 	open     *page
+	full     []*page // full pages waiting for SealDelay, oldest (lowest seq) first
+	maxFull  int
+	maxSlots int // a page with this many slots is full
 	nextSeq  uint64
 	sealing  map[*page]struct{}
 	retire   []retireItem
@@ -176,6 +210,7 @@ type Packer struct {
 	candidates   []*page
 	rewriteTimer *time.Timer
 	freeRaw      [][]byte
+	freeSlots    [][]slot
 	stats        PackerStats
 }
 
@@ -193,7 +228,9 @@ func NewPacker(w *Writer, cfg PackerConfig) (*Packer, error) {
 		w:        w,
 		cfg:      cfg,
 		log:      cfg.Logger,
-		index:    make(map[string]*page),
+		index:    make(map[string]loc),
+		maxFull:  max(2, maxFullBytes/cfg.PageBytes),
+		maxSlots: max(cfg.PageRecords, min(4*cfg.PageRecords, 1<<16)),
 		sealing:  make(map[*page]struct{}),
 		progress: make(chan struct{}),
 	}
@@ -203,6 +240,12 @@ func NewPacker(w *Writer, cfg PackerConfig) (*Packer, error) {
 	p.rewriteTimer.Stop()
 	return p, nil
 }
+
+// maxFullBytes bounds the full pages kept in memory waiting for SealDelay.
+const maxFullBytes = 4 << 20
+
+// freeBuffers is how many page buffers (raw and slots each) a Packer keeps for reuse.
+const freeBuffers = 16
 
 // PageKey returns the key of this Packer's page with sequence number seq.
 func (p *Packer) PageKey(seq uint64) string {
@@ -224,6 +267,9 @@ func (p *Packer) Append(id string, rec []byte) error {
 		return fmt.Errorf("gcs: packer append: %w", ErrClosed)
 	}
 	if old, ok := p.index[id]; ok {
+		// Out of the index first: dropping it may rewrite its page, which must not move
+		// the superseded record.
+		delete(p.index, id)
 		p.dropLocked(old, &sealQ)
 	}
 	p.appendLocked(id, rec, &sealQ)
@@ -239,14 +285,14 @@ func (p *Packer) Append(id string, rec []byte) error {
 func (p *Packer) Remove(id string) bool {
 	var sealQ []*page
 	p.mu.Lock()
-	pg, ok := p.index[id]
+	l, ok := p.index[id]
 	if !ok || p.closed {
 		p.mu.Unlock()
 		return false
 	}
 	delete(p.index, id)
 	p.stats.Removed++
-	p.dropLocked(pg, &sealQ)
+	p.dropLocked(l, &sealQ)
 	p.mu.Unlock()
 	if sealQ != nil {
 		p.finishSeals(sealQ)
@@ -268,8 +314,11 @@ func (p *Packer) Stats() PackerStats {
 func (p *Packer) Flush(ctx context.Context) error {
 	p.mu.Lock()
 	var sealQ []*page
+	for len(p.full) > 0 {
+		p.sealLocked(p.full[0], &sealQ)
+	}
 	if p.open != nil && p.open.n > 0 {
-		sealQ = append(sealQ, p.sealLocked())
+		p.sealLocked(p.open, &sealQ)
 	}
 	target := p.nextSeq // every page holding a record appended so far has a smaller seq
 	p.mu.Unlock()
@@ -310,28 +359,43 @@ func (p *Packer) Close(ctx context.Context) error {
 	return p.Flush(ctx)
 }
 
+// appendLocked appends a record to the open page (opening one if needed) and points the
+// index at it; pages that fill up go to p.full, or to sealQ if already due.
 func (p *Packer) appendLocked(id string, rec []byte, sealQ *[]*page) *page {
-	frame := len(id) + len(rec) + 2*binary.MaxVarintLen64
+	bound := len(id) + len(rec) + 2*binary.MaxVarintLen64
 	pg := p.open
-	if pg != nil && pg.n > 0 && len(pg.raw)+frame > p.cfg.PageBytes {
-		*sealQ = append(*sealQ, p.sealLocked())
-		pg = nil
+	if pg != nil && pg.n > 0 && len(pg.raw)+bound > p.cfg.PageBytes {
+		if pg.live < pg.n && pg.liveBytes+bound <= p.cfg.PageBytes/2 {
+			// Mostly dead: drop the dead frames and keep absorbing records. At most half a
+			// page is copied per half page appended.
+			p.compactLocked(pg)
+		} else {
+			p.fullLocked(pg, sealQ)
+			pg = nil
+		}
 	}
 	if pg == nil {
 		pg = p.openLocked()
 	}
+	off := len(pg.raw)
 	pg.raw = binary.AppendUvarint(pg.raw, uint64(len(id)))
 	pg.raw = append(pg.raw, id...)
 	pg.raw = binary.AppendUvarint(pg.raw, uint64(len(rec)))
 	pg.raw = append(pg.raw, rec...)
+	size := len(pg.raw) - off
+	p.index[id] = loc{pg: pg, slot: int32(len(pg.slots))}
+	pg.slots = append(pg.slots, slot{off: int32(off), size: int32(size)})
 	pg.n++
 	pg.live++
-	p.index[id] = pg
-	if len(pg.raw) >= p.cfg.PageBytes || pg.n >= p.cfg.PageRecords {
-		*sealQ = append(*sealQ, p.sealLocked())
-	} else if pg.n == 1 && !p.closed {
+	pg.liveBytes += size
+	if pg.n == 1 {
 		pg.openedAt = time.Now()
-		p.timer.Reset(p.cfg.SealDelay)
+		if len(p.full) == 0 && !p.closed { // else the timer is set for p.full[0], sooner
+			p.timer.Reset(p.cfg.SealDelay)
+		}
+	}
+	if pg.liveBytes >= p.cfg.PageBytes || pg.live >= p.cfg.PageRecords || len(pg.slots) >= p.maxSlots {
+		p.fullLocked(pg, sealQ)
 	}
 	return pg
 }
@@ -342,20 +406,69 @@ func (p *Packer) openLocked() *page {
 	pg.key = p.PageKey(pg.seq)
 	if n := len(p.freeRaw); n > 0 {
 		pg.raw = p.freeRaw[n-1][:0]
+		p.freeRaw[n-1] = nil
 		p.freeRaw = p.freeRaw[:n-1]
 	} else {
 		pg.raw = make([]byte, 0, p.cfg.PageBytes+64)
+	}
+	if n := len(p.freeSlots); n > 0 {
+		pg.slots = p.freeSlots[n-1][:0]
+		p.freeSlots[n-1] = nil
+		p.freeSlots = p.freeSlots[:n-1]
 	}
 	p.open = pg
 	return pg
 }
 
-func (p *Packer) sealLocked() *page {
-	pg := p.open
+// fullLocked retires the open page pg from receiving records: it waits in p.full until
+// SealDelay after its first record, unless that has passed or too many pages wait.
+func (p *Packer) fullLocked(pg *page, sealQ *[]*page) {
+	if p.closed || time.Since(pg.openedAt) >= p.cfg.SealDelay {
+		p.sealLocked(pg, sealQ)
+		return
+	}
 	p.open = nil
+	pg.state = pageFull
+	p.full = append(p.full, pg)
+	if len(p.full) > p.maxFull {
+		p.sealLocked(p.full[0], sealQ)
+	}
+}
+
+// removeFullLocked takes pg out of p.full, if it is there.
+func (p *Packer) removeFullLocked(pg *page) {
+	for i, f := range p.full {
+		if f == pg {
+			copy(p.full[i:], p.full[i+1:])
+			p.full[len(p.full)-1] = nil
+			p.full = p.full[:len(p.full)-1]
+			return
+		}
+	}
+}
+
+// sealLocked seals an open or full page: it drops the page's dead frames and queues it
+// for compression (finishSeals), or drops the page if it has no live record.
+func (p *Packer) sealLocked(pg *page, sealQ *[]*page) {
+	switch pg.state {
+	case pageOpen:
+		p.open = nil
+	case pageFull:
+		p.removeFullLocked(pg)
+	default:
+		panic("gcs: packer: sealing a page that is not open or full")
+	}
+	if pg.live == 0 { // cannot happen: such pages are dropped or emptied at once
+		p.dropUnwrittenLocked(pg)
+		return
+	}
+	if pg.live < pg.n {
+		p.compactLocked(pg)
+	}
+	p.recycleSlotsLocked(pg)
 	pg.state = pageSealing
 	p.sealing[pg] = struct{}{}
-	return pg
+	*sealQ = append(*sealQ, pg)
 }
 
 func (p *Packer) sealingBeforeLocked(seq uint64) bool {
@@ -367,19 +480,97 @@ func (p *Packer) sealingBeforeLocked(seq uint64) bool {
 	return false
 }
 
-// dropLocked accounts for one record of pg that went away (removed or superseded); the
-// caller has already updated the index.
-func (p *Packer) dropLocked(pg *page, sealQ *[]*page) {
+// compactLocked moves the live frames of an open or full page to the front of its buffer,
+// in order, and drops the dead ones.
+func (p *Packer) compactLocked(pg *page) {
+	dst := 0 // the frames of the slots before pg.lo were dropped by an earlier compaction
+	lo, seenLive := pg.lo, false
+	for i := pg.lo; i < len(pg.slots); i++ {
+		s := &pg.slots[i]
+		if s.size == 0 {
+			if !seenLive {
+				lo = i + 1
+			}
+			continue
+		}
+		seenLive = true
+		if int(s.off) != dst {
+			copy(pg.raw[dst:], pg.raw[s.off:s.off+s.size])
+			s.off = int32(dst)
+		}
+		dst += int(s.size)
+	}
+	if dst != pg.liveBytes { // cannot happen; the frames are intact, only the count was off
+		p.log.Error("gcs: packer: live bytes miscounted", "key", pg.key, "counted", pg.liveBytes, "found", dst)
+		pg.liveBytes = dst
+	}
+	p.stats.Compacted += uint64(pg.n - pg.live)
+	pg.lo = lo
+	pg.raw = pg.raw[:dst]
+	pg.n = pg.live
+}
+
+// recycleSlotsLocked keeps pg's slots for a later page; pg needs them no more.
+func (p *Packer) recycleSlotsLocked(pg *page) {
+	if len(p.freeSlots) < freeBuffers && pg.slots != nil {
+		p.freeSlots = append(p.freeSlots, pg.slots[:0])
+	}
+	pg.slots, pg.lo = nil, 0
+}
+
+// recycleRawLocked keeps pg's buffer for a later page; pg needs it no more.
+func (p *Packer) recycleRawLocked(pg *page) {
+	if len(p.freeRaw) < freeBuffers && pg.raw != nil {
+		p.freeRaw = append(p.freeRaw, pg.raw[:0])
+	}
+	pg.raw = nil
+}
+
+// dropUnwrittenLocked drops a page that was never handed to the Writer and holds no live
+// record, taken out of p.open or p.full already.
+func (p *Packer) dropUnwrittenLocked(pg *page) {
+	pg.state = pageDead
+	p.stats.PagesDropped++
+	p.stats.Compacted += uint64(pg.n)
+	pg.n = 0
+	p.recycleRawLocked(pg)
+	p.recycleSlotsLocked(pg)
+	p.retireLocked(pg)
+}
+
+// retireLocked queues the deletes of the pages whose records were moved to pg, now that pg
+// has been handed to the Writer or dropped, and issues those that may go.
+func (p *Packer) retireLocked(pg *page) {
+	if len(pg.retire) > 0 {
+		p.retire = append(p.retire, retireItem{seq: pg.seq, keys: pg.retire})
+		pg.retire = nil
+	}
+	p.issueRetiresLocked()
+}
+
+// dropLocked accounts for one record that went away (removed or superseded) from where l
+// says it was; the caller has already updated the index.
+func (p *Packer) dropLocked(l loc, sealQ *[]*page) {
+	pg := l.pg
 	pg.live--
 	switch pg.state {
-	case pageOpen:
-		if pg.live == 0 { // nothing of this page ever left memory: start it afresh
-			pg.raw, pg.n = pg.raw[:0], 0
-			if len(pg.retire) > 0 {
-				p.retire = append(p.retire, retireItem{seq: pg.seq, keys: pg.retire})
-				pg.retire = nil
-				p.issueRetiresLocked()
-			}
+	case pageOpen, pageFull:
+		s := &pg.slots[l.slot]
+		pg.liveBytes -= int(s.size)
+		s.size = 0
+		if pg.live > 0 {
+			break
+		}
+		if pg.state == pageFull {
+			p.removeFullLocked(pg)
+			p.dropUnwrittenLocked(pg)
+			break
+		}
+		// The open page: nothing of it ever left memory, start it afresh.
+		p.stats.Compacted += uint64(pg.n)
+		pg.raw, pg.slots, pg.n, pg.lo, pg.liveBytes = pg.raw[:0], pg.slots[:0], 0, 0, 0
+		if len(pg.retire) > 0 {
+			p.retireLocked(pg)
 		}
 	case pageWritten:
 		if pg.live == 0 {
@@ -463,7 +654,8 @@ func (p *Packer) rewriteLocked(old *page, sealQ *[]*page) {
 		p.log.Error("gcs: packer: cannot decode own page", "key", old.key, "err", err)
 		return
 	}
-	// An ID appended twice to one page has two frames; the last one is live.
+	// Sealing drops superseded frames, so an ID has one frame per page; were there two,
+	// the last would be the live one.
 	type frame struct {
 		id  string
 		rec []byte
@@ -471,7 +663,7 @@ func (p *Packer) rewriteLocked(old *page, sealQ *[]*page) {
 	var live []frame
 	pos := make(map[string]int, old.live)
 	err = forEachFrame(raw, func(id, rec []byte) bool {
-		if p.index[string(id)] != old {
+		if p.index[string(id)].pg != old {
 			return true
 		}
 		if i, dup := pos[string(id)]; dup {
@@ -503,15 +695,28 @@ func (p *Packer) rewriteLocked(old *page, sealQ *[]*page) {
 	last.retire = append(last.retire, old.key)
 }
 
-// onTimer seals the open page once it has waited SealDelay.
+// onTimer seals the full pages and the open page that have waited SealDelay since their
+// first record, and sets the timer for the next one.
 func (p *Packer) onTimer() {
 	var sealQ []*page
 	p.mu.Lock()
-	if pg := p.open; pg != nil && pg.n > 0 && !p.closed {
-		if wait := p.cfg.SealDelay - time.Since(pg.openedAt); wait > 0 {
-			p.timer.Reset(wait)
-		} else {
-			sealQ = append(sealQ, p.sealLocked())
+	if !p.closed {
+		now := time.Now()
+		for len(p.full) > 0 && now.Sub(p.full[0].openedAt) >= p.cfg.SealDelay {
+			p.sealLocked(p.full[0], &sealQ)
+		}
+		if pg := p.open; pg != nil && pg.n > 0 && now.Sub(pg.openedAt) >= p.cfg.SealDelay {
+			p.sealLocked(pg, &sealQ)
+		}
+		// Pages were opened in seq order, so the oldest waiting page is due first.
+		var first *page
+		if len(p.full) > 0 {
+			first = p.full[0]
+		} else if p.open != nil && p.open.n > 0 {
+			first = p.open
+		}
+		if first != nil {
+			p.timer.Reset(p.cfg.SealDelay - now.Sub(first.openedAt))
 		}
 	}
 	p.mu.Unlock()
@@ -529,25 +734,20 @@ func (p *Packer) finishSeals(q []*page) {
 		p.mu.Lock()
 		delete(p.sealing, pg)
 		rawLen := len(pg.raw)
-		if len(p.freeRaw) < 4 {
-			p.freeRaw = append(p.freeRaw, pg.raw[:0])
-		}
-		pg.raw = nil
-		if pg.live == 0 {
+		p.recycleRawLocked(pg)
+		if pg.live == 0 { // every record went while it was being compressed
 			pg.state = pageDead
 			p.stats.PagesDropped++
+			p.stats.Compacted += uint64(pg.n)
 		} else {
 			pg.state, pg.value, pg.writtenAt = pageWritten, value, time.Now()
 			p.w.Create(pg.key, value)
 			p.stats.PagesWritten++
+			p.stats.Records += uint64(pg.n)
 			p.stats.RawBytes += uint64(rawLen)
 			p.stats.PackedBytes += uint64(len(value))
 		}
-		if len(pg.retire) > 0 {
-			p.retire = append(p.retire, retireItem{seq: pg.seq, keys: pg.retire})
-			pg.retire = nil
-		}
-		p.issueRetiresLocked()
+		p.retireLocked(pg)
 		if pg.state == pageWritten {
 			p.maybeRewriteLocked(pg, &q) // records went while it was being compressed
 		}
@@ -564,14 +764,19 @@ func (p *Packer) issueRetiresLocked() {
 	if len(p.retire) == 0 {
 		return
 	}
-	minSealing := uint64(math.MaxUint64)
+	// The pages not handed to the Writer yet, but for the open one (the newest): the full
+	// ones (the oldest is first) and the sealing ones.
+	minUnwritten := uint64(math.MaxUint64)
+	if len(p.full) > 0 {
+		minUnwritten = p.full[0].seq
+	}
 	for pg := range p.sealing {
-		minSealing = min(minSealing, pg.seq)
+		minUnwritten = min(minUnwritten, pg.seq)
 	}
 	kept := p.retire[:0]
 	barrier := false
 	for _, it := range p.retire {
-		if it.seq >= minSealing {
+		if it.seq >= minUnwritten {
 			kept = append(kept, it)
 			continue
 		}
