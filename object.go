@@ -48,6 +48,11 @@ func newRef[T any](c *core.Core, id ids.ObjectID) ObjectRef[T] {
 	return ObjectRef[T]{h: h}
 }
 
+// unusableIn reports whether h cannot name an object of c: the zero ref, a failed
+// submission, or a ref of another runtime. Wait counts such refs as ready (their Get fails
+// at once).
+func (h *handle) unusableIn(c *core.Core) bool { return h == nil || h.err != nil || h.core != c }
+
 func failedRef[T any](err error) ObjectRef[T] { return ObjectRef[T]{h: &handle{err: err}} }
 
 // ID is the object's ID in hex ("" for the zero ref).
@@ -218,7 +223,7 @@ func waitSplit[R any](ctx context.Context, refs []R, asRef func(R) Ref, opts []W
 	// Wait(NumReady(1)) over a long list does O(1) work per call when the head is ready).
 	idx := make([]int, 0, o.k)
 	for i := 0; i < len(refs) && len(idx) < o.k; i++ {
-		if h := asRef(refs[i]).ref(); h == nil || h.err != nil || h.core != tc.Core || tc.Core.Ready(h.id) {
+		if h := asRef(refs[i]).ref(); h.unusableIn(tc.Core) || tc.Core.Ready(h.id) {
 			idx = append(idx, i) // a failed or foreign ref is "ready": its Get fails at once
 		}
 	}
@@ -255,7 +260,7 @@ func waitMask(tc *core.TaskContext, ctx context.Context, n int, at func(int) Ref
 	for i := 0; i < n; i++ {
 		h := at(i).ref()
 		hs[i] = h
-		if h == nil || h.err != nil || h.core != tc.Core {
+		if h.unusableIn(tc.Core) {
 			failed[i] = true
 			continue
 		}

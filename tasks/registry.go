@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sort"
 	"sync"
 )
 
@@ -49,18 +48,6 @@ func Lookup(name string) (*Function, bool) {
 	f, ok := registry.m[name]
 	registry.RUnlock()
 	return f, ok
-}
-
-// Names lists the registered functions in name order.
-func Names() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	out := make([]string, 0, len(registry.m))
-	for n := range registry.m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // UnknownFunctionError says that no function of that name is registered in this program.

@@ -88,7 +88,7 @@ type Core struct {
 
 // Stats counts what the runtime did.
 type Stats struct {
-	Submitted, Finished, Retried, Failed atomic.Int64
+	Retried atomic.Int64 // task attempts resubmitted after a failure
 }
 
 type pending struct {
@@ -137,9 +137,6 @@ func (c *Core) Close() {
 		c.root.Stop(c.owner)
 	})
 }
-
-// Node is the local node's ID.
-func (c *Core) Node() ids.NodeID { return c.cfg.Node }
 
 // Stats returns the runtime's counters.
 func (c *Core) Stats() *Stats { return &c.stats }

@@ -104,7 +104,6 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 	c.mu.Lock()
 	c.tasks[tid] = p
 	c.mu.Unlock()
-	c.stats.Submitted.Add(1)
 
 	p.waiting.Store(int32(len(argRefs)) + 1)
 	for _, r := range argRefs {
@@ -220,10 +219,6 @@ func (c *Core) complete(tid ids.TaskID, p *pending, r *pb.TaskResult) {
 	c.mu.Unlock()
 	ret := ids.ReturnID(tid, 1)
 	v := objects.Value{Data: r.Data, InStore: r.InStore, Node: ids.NodeID(r.NodeId), Size: r.Size, Err: r.Error}
-	if v.Err != nil {
-		c.stats.Failed.Add(1)
-	}
-	c.stats.Finished.Add(1)
 	c.mem.Set(ret, v)
 	if local, _, _ := c.refs.Counts(ret); local == 0 {
 		// Every handle to the result was dropped while the task ran.

@@ -265,12 +265,6 @@ func (n *Node) System() *actor.ActorSystem { return n.system }
 // GCS is the node's GCS client.
 func (n *Node) GCS() gcs.Store { return n.store }
 
-// Writer is the node's group-commit writer.
-func (n *Node) Writer() *gcs.Writer { return n.writer }
-
-// Packer is the node's lineage packer.
-func (n *Node) Packer() *gcs.Packer { return n.packer }
-
 // Flush makes every GCS write issued so far durable (lineage pages, object table).
 func (n *Node) Flush(ctx context.Context) error {
 	if err := n.packer.Flush(ctx); err != nil {
