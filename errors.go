@@ -55,13 +55,15 @@ func (e *TaskError) Error() string {
 	return b.String()
 }
 
-// Is lets errors.Is match ErrCancelled and ErrObjectLost.
+// Is lets errors.Is match ErrCancelled, ErrObjectLost and ErrActorDied.
 func (e *TaskError) Is(target error) bool {
 	switch target {
 	case ErrCancelled:
 		return e.kind == pb.ErrorInfo_CANCELLED
 	case ErrObjectLost:
 		return e.kind == pb.ErrorInfo_OBJECT_LOST
+	case ErrActorDied:
+		return e.kind == pb.ErrorInfo_ACTOR_DIED
 	}
 	return false
 }

@@ -61,7 +61,52 @@ type callOpts struct {
 	resources       map[string]float64
 	maxRetries      int
 	retryExceptions bool
+
+	// actors only
+	name, namespace string
+	detached        bool
+	maxRestarts     int
+	maxTaskRetries  int
+	maxConcurrency  int
+	atMostOnce      bool
+	checkpointEvery int
 }
+
+func defaultActorOpts() callOpts { return callOpts{maxRetries: 0} }
+
+// Name names an actor, so that GetActor finds it (actors only). Names are unique per
+// namespace among live actors.
+func Name(name string) TaskOption { return func(o *callOpts) { o.name = name } }
+
+// Namespace sets the namespace of a named actor (actors only; default "").
+func Namespace(ns string) TaskOption { return func(o *callOpts) { o.namespace = ns } }
+
+// Detached makes an actor outlive the runtime that created it (actors only; it needs a
+// Name). In local mode the whole cluster ends with Shutdown, detached actors too.
+func Detached() TaskOption { return func(o *callOpts) { o.detached = true } }
+
+// MaxRestarts sets how often an actor is restarted after its host or instance died, or
+// after Kill without noRestart (actors only; default 0, -1 for no limit).
+func MaxRestarts(n int) TaskOption { return func(o *callOpts) { o.maxRestarts = n } }
+
+// MaxTaskRetries sets how often an at-most-once actor's in-flight call is resent after a
+// restart (actors only; default 0: such calls fail with ErrActorDied). Logged actors
+// resend every unanswered call and run it exactly once.
+func MaxTaskRetries(n int) TaskOption { return func(o *callOpts) { o.maxTaskRetries = n } }
+
+// MaxConcurrency lets an actor run up to n calls at once (actors only; default 1: one at
+// a time, in each caller's order). With n > 1 calls may run out of order, and a logged
+// actor's replay runs them one at a time in log order.
+func MaxConcurrency(n int) TaskOption { return func(o *callOpts) { o.maxConcurrency = n } }
+
+// AtMostOnce opts an actor out of the method log (actors only): Ray's default. Calls are
+// faster (no GCS write before each batch), but a restart loses the state since the last
+// checkpoint and calls in flight fail (or are resent with MaxTaskRetries).
+func AtMostOnce() TaskOption { return func(o *callOpts) { o.atMostOnce = true } }
+
+// CheckpointEvery sets how many calls an actor whose type implements Checkpointer runs
+// between checkpoints (actors only; default 1000).
+func CheckpointEvery(n int) TaskOption { return func(o *callOpts) { o.checkpointEvery = n } }
 
 func defaultCallOpts() callOpts { return callOpts{cpus: 1, maxRetries: 3} }
 

@@ -52,7 +52,9 @@ type Config struct {
 	InlineLimit int
 	// StoreBytes is the node's object store budget: a larger object is refused.
 	StoreBytes int64
-	Logger     *slog.Logger
+	// Actors wires actor calls (nil: this runtime cannot create or call actors).
+	Actors *ActorConfig
+	Logger *slog.Logger
 }
 
 // Validate checks the configuration.
@@ -84,6 +86,13 @@ type Core struct {
 
 	stats Stats
 	freed atomic.Int64 // store bytes freed since the last collection (see collectAfter)
+
+	actorMu  sync.Mutex
+	callers  map[ids.ActorID]*actorCaller
+	flushMu  sync.Mutex
+	flushQ   []*actorCaller
+	flushSig chan struct{}
+	flushWG  sync.WaitGroup
 }
 
 // Stats counts what the runtime did.
@@ -96,6 +105,13 @@ type pending struct {
 	argRefs    []ids.ObjectID
 	waiting    atomic.Int32
 	dispatched bool
+
+	// actor calls
+	actor   *actorCaller
+	seq     uint64
+	sent    bool          // given to the flusher (guarded by actor.mu)
+	call    *pb.ActorCall // what was sent, for resending
+	retries int
 }
 
 // New starts a runtime: it spawns the owner actor in cfg.System.
@@ -116,6 +132,9 @@ func New(cfg Config) (*Core, error) {
 		root:   cfg.System.Root,
 		closed: make(chan struct{}),
 		tasks:  make(map[ids.TaskID]*pending, 1024),
+
+		callers:  map[ids.ActorID]*actorCaller{},
+		flushSig: make(chan struct{}, 1),
 	}
 	props := actor.PropsFromFunc(c.receive)
 	if cfg.Dispatcher != nil {
@@ -127,6 +146,8 @@ func New(cfg Config) (*Core, error) {
 	}
 	c.owner = pid
 	c.ownerW = &pb.PID{Address: pid.Address, Id: pid.Id}
+	c.flushWG.Add(1)
+	go c.flushLoop()
 	return c, nil
 }
 
@@ -134,9 +155,14 @@ func New(cfg Config) (*Core, error) {
 func (c *Core) Close() {
 	c.once.Do(func() {
 		close(c.closed)
+		c.flushWG.Wait()
 		c.root.Stop(c.owner)
 	})
 }
+
+// OwnerID is the ID of this runtime's owner actor: the caller ID of its actor calls and
+// the owner recorded on what it creates.
+func (c *Core) OwnerID() string { return c.ownerW.Id }
 
 // Stats returns the runtime's counters.
 func (c *Core) Stats() *Stats { return &c.stats }
@@ -155,6 +181,8 @@ func (c *Core) receive(ctx actor.Context) {
 		for _, r := range m.Results {
 			c.onResult(r)
 		}
+	case *pb.ActorCallBounce:
+		c.onBounce(m)
 	}
 }
 

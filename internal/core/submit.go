@@ -161,6 +161,10 @@ func (c *Core) dispatch(tid ids.TaskID, p *pending) {
 			a.Data = v.Data
 		}
 	}
+	if p.actor != nil {
+		c.sendActorCall(p)
+		return
+	}
 	r := c.cfg.Raylet()
 	if r == nil {
 		c.complete(tid, p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
@@ -217,6 +221,9 @@ func (c *Core) complete(tid ids.TaskID, p *pending, r *pb.TaskResult) {
 	}
 	delete(c.tasks, tid)
 	c.mu.Unlock()
+	if p.actor != nil {
+		c.actorFinished(p)
+	}
 	ret := ids.ReturnID(tid, 1)
 	v := objects.Value{Data: r.Data, InStore: r.InStore, Node: ids.NodeID(r.NodeId), Size: r.Size, Err: r.Error}
 	c.mem.Set(ret, v)

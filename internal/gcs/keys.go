@@ -21,8 +21,12 @@ import (
 //	lineage/<pageID>                        packed task specs (see Packer)
 //	objects/<objectID>                      object table, one entry per object
 //	objpages/<pageID>                       object table entries, packed (see Packer)
-//	actorlog/<actorID>/<callerID>/<seq>     actor method log; seq is 20 decimal digits so
-//	                                        that key order is sequence order
+//	actornames/<namespace>/<name>           named actors: the actor ID
+//	actorlog/<actorID>/<batch>              actor method log: one group commit per key, batch
+//	                                        numbered from 1 (20 decimal digits), so key order
+//	                                        is log order
+//	checkpoints/<actorID>/<index>/<part>    an actor's checkpoint after log index <index>, in
+//	                                        parts of at most CheckpointPartBytes
 const (
 	NodesPrefix       = "nodes/"
 	MembersPrefix     = "members/"
@@ -34,7 +38,12 @@ const (
 	ObjectsPrefix     = "objects/"
 	ObjectPagesPrefix = "objpages/"
 	ActorLogPrefix    = "actorlog/"
+	ActorNamesPrefix  = "actornames/"
+	CheckpointsPrefix = "checkpoints/"
 )
+
+// CheckpointPartBytes is the largest part of a checkpoint stored under one key.
+const CheckpointPartBytes = 1 << 20
 
 // NodeKey is the node table key of a node.
 func NodeKey(nodeID string) string { return NodesPrefix + nodeID }
@@ -69,28 +78,40 @@ func ObjectPageKey(pageID string) string { return ObjectPagesPrefix + pageID }
 // ActorLogActorPrefix is the prefix of an actor's whole method log.
 func ActorLogActorPrefix(actorID string) string { return ActorLogPrefix + actorID + "/" }
 
-// ActorLogCallerPrefix is the prefix of the calls one caller made on an actor.
-func ActorLogCallerPrefix(actorID, callerID string) string {
-	return ActorLogPrefix + actorID + "/" + callerID + "/"
-}
-
-// ActorLogKey is the method log key of call seq of callerID on actorID.
-func ActorLogKey(actorID, callerID string, seq uint64) string {
-	return fmt.Sprintf("%s%s/%s/%020d", ActorLogPrefix, actorID, callerID, seq)
+// ActorLogKey is the method log key of an actor's group commit number batch.
+func ActorLogKey(actorID string, batch uint64) string {
+	return fmt.Sprintf("%s%s/%020d", ActorLogPrefix, actorID, batch)
 }
 
 // ParseActorLogKey splits a key made by ActorLogKey.
-func ParseActorLogKey(key string) (actorID, callerID string, seq uint64, err error) {
+func ParseActorLogKey(key string) (actorID string, index uint64, err error) {
 	rest, ok := strings.CutPrefix(key, ActorLogPrefix)
 	parts := strings.Split(rest, "/")
-	if !ok || len(parts) != 3 || parts[0] == "" || parts[1] == "" || len(parts[2]) != 20 {
-		return "", "", 0, fmt.Errorf("gcs: %q is not an actor log key", key)
+	if !ok || len(parts) != 2 || parts[0] == "" || len(parts[1]) != 20 {
+		return "", 0, fmt.Errorf("gcs: %q is not an actor log key", key)
 	}
-	seq, err = strconv.ParseUint(parts[2], 10, 64)
+	index, err = strconv.ParseUint(parts[1], 10, 64)
 	if err != nil {
-		return "", "", 0, fmt.Errorf("gcs: %q is not an actor log key: %w", key, err)
+		return "", 0, fmt.Errorf("gcs: %q is not an actor log key: %w", key, err)
 	}
-	return parts[0], parts[1], seq, nil
+	return parts[0], index, nil
+}
+
+// ActorNameKey is the key of a named actor in a namespace.
+func ActorNameKey(namespace, name string) string { return ActorNamesPrefix + namespace + "/" + name }
+
+// CheckpointPrefix is the prefix of an actor's checkpoint parts.
+func CheckpointPrefix(actorID string) string { return CheckpointsPrefix + actorID + "/" }
+
+// CheckpointVersionPrefix is the prefix of the parts of the checkpoint taken after log
+// index index.
+func CheckpointVersionPrefix(actorID string, index uint64) string {
+	return fmt.Sprintf("%s%s/%020d/", CheckpointsPrefix, actorID, index)
+}
+
+// CheckpointKey is the key of one part of a checkpoint.
+func CheckpointKey(actorID string, index uint64, part int) string {
+	return fmt.Sprintf("%s%06d", CheckpointVersionPrefix(actorID, index), part)
 }
 
 // TrimKey returns the part of key after prefix (for example the node ID of a key under

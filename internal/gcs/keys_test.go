@@ -20,8 +20,10 @@ func TestKeys(t *testing.T) {
 		{gcs.LineagePageKey("o/0000000000000001"), "lineage/o/0000000000000001"},
 		{gcs.ObjectKey("ff"), "objects/ff"},
 		{gcs.ObjectPageKey("p"), "objpages/p"},
-		{gcs.ActorLogKey("a1", "c1", 42), "actorlog/a1/c1/00000000000000000042"},
-		{gcs.ActorLogCallerPrefix("a1", "c1"), "actorlog/a1/c1/"},
+		{gcs.ActorLogKey("a1", 42), "actorlog/a1/00000000000000000042"},
+		{gcs.ActorNameKey("ns", "ps"), "actornames/ns/ps"},
+		{gcs.CheckpointKey("a1", 7, 3), "checkpoints/a1/00000000000000000007/000003"},
+		{gcs.CheckpointPrefix("a1"), "checkpoints/a1/"},
 		{gcs.ActorLogActorPrefix("a1"), "actorlog/a1/"},
 	} {
 		if tc.got != tc.want {
@@ -29,15 +31,15 @@ func TestKeys(t *testing.T) {
 		}
 	}
 	// Key order is sequence order.
-	if !(gcs.ActorLogKey("a", "c", 9) < gcs.ActorLogKey("a", "c", 10)) {
-		t.Error("actor log keys do not sort by sequence")
+	if !(gcs.ActorLogKey("a", 9) < gcs.ActorLogKey("a", 10)) {
+		t.Error("actor log keys do not sort by log index")
 	}
-	a, c, seq, err := gcs.ParseActorLogKey(gcs.ActorLogKey("a1", "c1", 1<<63))
-	if err != nil || a != "a1" || c != "c1" || seq != 1<<63 {
-		t.Errorf("ParseActorLogKey = %q %q %d %v", a, c, seq, err)
+	a, index, err := gcs.ParseActorLogKey(gcs.ActorLogKey("a1", 1<<63))
+	if err != nil || a != "a1" || index != 1<<63 {
+		t.Errorf("ParseActorLogKey = %q %d %v", a, index, err)
 	}
-	for _, bad := range []string{"actorlog/a/c/12", "actors/a", "actorlog/a/c/0000000000000000000x", "actorlog//c/00000000000000000001"} {
-		if _, _, _, err := gcs.ParseActorLogKey(bad); err == nil {
+	for _, bad := range []string{"actorlog/a/12", "actors/a", "actorlog/a/0000000000000000000x", "actorlog//00000000000000000001", "actorlog/a/c/00000000000000000001"} {
+		if _, _, err := gcs.ParseActorLogKey(bad); err == nil {
 			t.Errorf("ParseActorLogKey(%q) succeeded", bad)
 		}
 	}
@@ -46,7 +48,7 @@ func TestKeys(t *testing.T) {
 	}
 	// No table prefix is a prefix of another: a List of one table never returns another's.
 	prefixes := []string{gcs.NodesPrefix, gcs.MembersPrefix, gcs.JobsPrefix, gcs.FunctionsPrefix, gcs.ActorsPrefix,
-		gcs.PlacementPrefix, gcs.LineagePrefix, gcs.ObjectsPrefix, gcs.ObjectPagesPrefix, gcs.ActorLogPrefix}
+		gcs.PlacementPrefix, gcs.LineagePrefix, gcs.ObjectsPrefix, gcs.ObjectPagesPrefix, gcs.ActorLogPrefix, gcs.ActorNamesPrefix, gcs.CheckpointsPrefix}
 	for i, p := range prefixes {
 		for j, q := range prefixes {
 			if i != j && strings.HasPrefix(q, p) {

@@ -163,3 +163,12 @@ func ParseTaskID(s string) (TaskID, error) {
 	}
 	return TaskIDFromBytes(b)
 }
+
+// ParseActorID parses the hex form printed by ActorID.String.
+func ParseActorID(s string) (ActorID, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return ActorID{}, fmt.Errorf("ids: actor ID %q is not hex: %w", s, err)
+	}
+	return ActorIDFromBytes(b)
+}

@@ -14,10 +14,13 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/actors"
+	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/core"
 	"github.com/ray-go/ray/internal/dispatch"
 	"github.com/ray-go/ray/internal/gcs"
@@ -38,6 +41,7 @@ const (
 	KindRaylet = "raylet"
 	KindWorker = "worker"
 	KindStore  = "store"
+	KindActor  = "actor"
 )
 
 // maxMessageBytes raises gRPC's 4 MiB receive limit (DESIGN §2 sharp edges); object bytes
@@ -74,7 +78,10 @@ type Config struct {
 	Lineage bool
 	// Workers is the number of worker grains (default: max(2, CPUs)).
 	Workers int
-	Logger  *slog.Logger
+	// GCS, when set, is the cluster's GCS this node joins (the caller owns it and closes
+	// it after Stop); nil starts an embedded single-member etcd in Dir.
+	GCS    gcs.Store
+	Logger *slog.Logger
 }
 
 // Node is a running node with its process runtime.
@@ -95,6 +102,12 @@ type Node struct {
 	lookup   *membership.Lookup
 	pool     *dispatch.Pool
 	probes   []net.Conn // see syncGRPCServer
+	actors   *actors.Manager
+	table    *actors.Table
+	nodes    *nodeView
+	sub      *eventstream.Subscription
+	// ActorStats counts what this node's actor grains did.
+	ActorStats *actors.Stats
 
 	mu      sync.Mutex
 	rayletP *actor.PID
@@ -116,7 +129,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.ObjectStoreBytes == 0 {
 		cfg.ObjectStoreBytes = DefaultObjectStoreBytes()
 	}
-	n = &Node{ID: ids.NewNodeID(), cfg: cfg}
+	n = &Node{ID: ids.NewNodeID(), cfg: cfg, ActorStats: &actors.Stats{}}
 	defer func() {
 		if err != nil {
 			n.Stop(context.Background())
@@ -133,17 +146,21 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, fmt.Errorf("node: session directory %s: %w", n.dir, err)
 		}
 	}
-	if n.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(n.dir, "gcs"), Name: "gcs-" + string(n.ID), Logger: cfg.Logger}); err != nil {
-		return nil, fmt.Errorf("node: start the embedded GCS: %w", err)
-	}
-	for _, ep := range n.etcd.Endpoints() {
-		conn, err := syncGRPCServer(ep)
-		if err != nil {
-			return nil, err
+	if cfg.GCS != nil {
+		n.store = cfg.GCS
+	} else {
+		if n.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(n.dir, "gcs"), Name: "gcs-" + string(n.ID), Logger: cfg.Logger}); err != nil {
+			return nil, fmt.Errorf("node: start the embedded GCS: %w", err)
 		}
-		n.probes = append(n.probes, conn)
+		for _, ep := range n.etcd.Endpoints() {
+			conn, err := syncGRPCServer(ep)
+			if err != nil {
+				return nil, err
+			}
+			n.probes = append(n.probes, conn)
+		}
+		n.store = n.etcd.Client()
 	}
-	n.store = n.etcd.Client()
 	n.writer = gcs.NewWriter(n.store, gcs.WriterConfig{Logger: cfg.Logger})
 	if n.packer, err = gcs.NewPacker(n.writer, gcs.PackerConfig{Prefix: gcs.LineagePrefix, Owner: string(n.ID), SealDelay: lineageSealDelay, Logger: cfg.Logger}); err != nil {
 		return nil, err
@@ -167,6 +184,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			return fmt.Errorf("%w: task requires %v but the cluster's only node has %v", sched.ErrInfeasible, req, total)
 		},
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
+		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
+			Info: func(id string) (*pb.ActorInfo, bool) { return n.actors.Get(id) }},
 	}); err != nil {
 		return nil, err
 	}
@@ -175,8 +194,75 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	info, _ := proto.Marshal(&pb.NodeInfo{NodeId: string(n.ID), Address: n.system.Address(), Total: tasks.ResourcesToPB(total),
 		ObjectStoreBytes: cfg.ObjectStoreBytes, StartedUnixMs: time.Now().UnixMilli()})
-	n.writer.Put(gcs.NodeKey(string(n.ID)), info)
+	if _, err := n.store.Put(ctx, gcs.NodeKey(string(n.ID)), info, 0); err != nil {
+		return nil, fmt.Errorf("node: register the node: %w", err)
+	}
+	n.nodes.set(string(n.ID), total)
+	if n.actors, err = actors.NewManager(actors.ManagerConfig{Node: string(n.ID), Table: n.table, Nodes: n.nodes,
+		Activate: func(id string) { n.actorPID(id) }, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	n.actors.Subscribe(n.Core.ActorChanged)
+	n.sub = membership.SubscribeMemberEvents(n.system, func(*membership.MemberEvent) { n.actors.NodesChanged() })
 	return n, nil
+}
+
+// actorPID resolves (activating if need be) the grain of an actor.
+func (n *Node) actorPID(actorID string) *actor.PID {
+	n.mu.Lock()
+	stopped := n.stopped
+	n.mu.Unlock()
+	if stopped {
+		return nil
+	}
+	return n.cluster.Get(membership.ActorIdentity(actorID), KindActor)
+}
+
+// Actors is the node's actor manager (the actor table as this node sees it).
+func (n *Node) Actors() *actors.Manager { return n.actors }
+
+// nodeView is the actors.NodeView of a node: alive members hosting actors, with the
+// resources their node records say they have.
+type nodeView struct {
+	provider *membership.Provider
+	store    gcs.Store
+	mu       sync.Mutex
+	totals   map[string]sched.Resources
+}
+
+func (v *nodeView) set(node string, r sched.Resources) {
+	v.mu.Lock()
+	v.totals[node] = r
+	v.mu.Unlock()
+}
+
+// Alive implements actors.NodeView. A node whose record is not known yet is read once.
+func (v *nodeView) Alive() map[string]sched.Resources {
+	out := map[string]sched.Resources{}
+	for id, m := range v.provider.Nodes() {
+		if !m.HasKind(KindActor) {
+			continue
+		}
+		v.mu.Lock()
+		r, ok := v.totals[id]
+		v.mu.Unlock()
+		if !ok {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			kv, found, err := v.store.Get(ctx, gcs.NodeKey(id))
+			cancel()
+			if err != nil || !found {
+				continue
+			}
+			var info pb.NodeInfo
+			if proto.Unmarshal(kv.Value, &info) != nil {
+				continue
+			}
+			r = tasks.ResourcesFromPB(info.Total)
+			v.set(id, r)
+		}
+		out[id] = r
+	}
+	return out
 }
 
 func (n *Node) startMember(ctx context.Context) error {
@@ -191,6 +277,7 @@ func (n *Node) startMember(ctx context.Context) error {
 		return err
 	}
 	n.lookup = lookup
+	n.nodes = &nodeView{provider: n.provider, store: n.store, totals: map[string]sched.Resources{}}
 	workers := n.cfg.Workers
 	if workers <= 0 {
 		workers = max(2, int(n.cfg.Resources.Get(sched.CPU).Float()+0.999))
@@ -211,12 +298,23 @@ func (n *Node) startMember(ctx context.Context) error {
 	if err := wenv.Validate(); err != nil {
 		return err
 	}
-	table := objectTable{w: n.writer}
+	objTable := objectTable{w: n.writer}
+	n.table = &actors.Table{Store: n.store}
+	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats,
+		Runner: worker.Runner{Node: n.ID, Store: n.objectStore, Fetch: wenv.Fetch},
+		Context: func(parent context.Context, spec *pb.TaskSpec) context.Context {
+			return n.Core.TaskContextFor(parent, spec, nil)
+		},
+	}
+	if err := aenv.Validate(); err != nil {
+		return err
+	}
 	pooled := actor.WithDispatcher(n.pool)
 	kinds := []*cluster.Kind{
 		cluster.NewKind(KindRaylet, raylet.Props(rcfg).Configure(pooled)),
 		cluster.NewKind(KindWorker, worker.Props(wenv).Configure(pooled)),
-		cluster.NewKind(KindStore, shard.Props(shard.Config{Node: n.ID, Table: table, Logger: logger}).Configure(pooled)),
+		cluster.NewKind(KindStore, shard.Props(shard.Config{Node: n.ID, Table: objTable, Logger: logger}).Configure(pooled)),
+		cluster.NewKind(KindActor, actors.Props(aenv).Configure(pooled)),
 	}
 	rem := remote.Configure("127.0.0.1", 0,
 		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes)),
@@ -293,11 +391,20 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopped = true
 	n.mu.Unlock()
 	var errs []error
+	if n.actors != nil {
+		n.releaseOwnedActors(ctx)
+		n.actors.Stop()
+	}
+	if n.sub != nil {
+		n.system.EventStream.Unsubscribe(n.sub)
+	}
 	if n.Core != nil {
 		n.Core.Close()
 	}
-	if n.writer != nil {
-		n.writer.Delete(gcs.NodeKey(string(n.ID)))
+	if n.writer != nil && n.store != nil {
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, _ = n.store.Delete(dctx, gcs.NodeKey(string(n.ID)))
+		cancel()
 	}
 	if n.cluster != nil {
 		// Shutdown(true) sleeps 2 s for ownership hand-over we do not use; the provider
@@ -350,3 +457,23 @@ func (t objectTable) Record(id ids.ObjectID, entry []byte) {
 	t.w.Put(gcs.ObjectKey(id.String()), entry)
 }
 func (t objectTable) Drop(id ids.ObjectID) { t.w.Delete(gcs.ObjectKey(id.String())) }
+
+// releaseOwnedActors ends the actors this node's runtime created that are not detached
+// (Ray: an actor dies with its owner). With an embedded GCS everything ends anyway.
+func (n *Node) releaseOwnedActors(ctx context.Context) {
+	if n.etcd != nil || n.Core == nil {
+		return
+	}
+	owner := n.Core.OwnerID()
+	for _, info := range n.actors.All() {
+		if info.Detached || info.Owner == nil || info.Owner.Id != owner || lifecycle.Phase(info.Phase) == lifecycle.Dead {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, _, _, err := n.actors.Table().Step(sctx, fmt.Sprintf("%x", info.ActorId), lifecycle.OwnerDied{})
+		cancel()
+		if err != nil {
+			n.cfg.Logger.Warn("node: cannot end an actor owned by this runtime", "err", err)
+		}
+	}
+}

@@ -298,35 +298,56 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext, raylet 
 }
 
 // execute runs one task and returns its result; it never panics.
-func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.TaskSpec, self *actor.PID) (res *pb.TaskResult) {
-	res = &pb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt}
+func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.TaskSpec, self *actor.PID) *pb.TaskResult {
+	fn, ok := tasks.Lookup(spec.Function)
+	if !ok {
+		return Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function}).Error(), "", w.env.Node)
+	}
+	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, Store: w.env.Store, Fetch: w.env.Fetch, Root: root}
+	return r.Run(ctx, w.env.Context(ctx, spec, self), spec, fn.Call)
+}
+
+// Runner runs one task body and turns its outcome into a TaskResult: arguments fetched
+// from the store, panics recovered, errors given their wire form, large results put in
+// the node's store shard. Worker grains and actor grains share it.
+type Runner struct {
+	Node        ids.NodeID
+	InlineLimit int
+	Store       func() *actor.PID
+	Fetch       func(ctx context.Context, arg *pb.Arg) ([]byte, error)
+	Root        *actor.RootContext
+}
+
+// Fail builds the failed result of spec.
+func Fail(spec *pb.TaskSpec, kind pb.ErrorInfo_Kind, msg, stack string, node ids.NodeID) *pb.TaskResult {
+	return &pb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: &pb.ErrorInfo{
+		Kind: kind, Function: spec.Function, TaskId: spec.TaskId, Message: msg, Stack: stack, NodeId: string(node)}}
+}
+
+// Run calls body with spec's arguments. ctx is the task's own context (its cancellation);
+// callCtx, derived from it, is what body receives. Run never panics.
+func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks.Func) (res *pb.TaskResult) {
 	fail := func(kind pb.ErrorInfo_Kind, msg, stack string) *pb.TaskResult {
-		res.Data, res.InStore = nil, false
-		res.Error = &pb.ErrorInfo{Kind: kind, Function: spec.Function, TaskId: spec.TaskId, Message: msg, Stack: stack, NodeId: string(w.env.Node)}
-		return res
+		return Fail(spec, kind, msg, stack, r.Node)
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			res = fail(pb.ErrorInfo_PANIC, fmt.Sprintf("panic: %v", p), string(debug.Stack()))
 		}
 	}()
-	fn, ok := tasks.Lookup(spec.Function)
-	if !ok {
-		return fail(pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function}).Error(), "")
-	}
 	args := make([][]byte, len(spec.Args))
 	for i, a := range spec.Args {
 		if !a.IsRef || a.Data != nil {
 			args[i] = a.Data
 			continue
 		}
-		b, err := w.env.Fetch(ctx, a)
+		b, err := r.Fetch(ctx, a)
 		if err != nil {
 			return fail(pb.ErrorInfo_OBJECT_LOST, fmt.Sprintf("argument %d: %v", i+1, err), "")
 		}
 		args[i] = b
 	}
-	out, err := fn.Call(w.env.Context(ctx, spec, self), args)
+	out, err := body(callCtx, args)
 	if err != nil {
 		var te interface{ ErrorInfo() *pb.ErrorInfo }
 		if errors.As(err, &te) && te.ErrorInfo() != nil && ctx.Err() == nil {
@@ -335,9 +356,13 @@ func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.
 		}
 		return fail(pb.ErrorInfo_APPLICATION, err.Error(), "")
 	}
-	res.Size = int64(len(out))
-	if len(out) > w.env.InlineLimit {
-		store := w.env.Store()
+	res = &pb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Size: int64(len(out))}
+	limit := r.InlineLimit
+	if limit <= 0 {
+		limit = DefaultInlineLimit
+	}
+	if len(out) > limit {
+		store := r.Store()
 		if store == nil {
 			return fail(pb.ErrorInfo_SYSTEM, "no object store shard on this node", "")
 		}
@@ -345,8 +370,8 @@ func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.
 		// object learns of it from this result, which is sent after the put is enqueued.
 		tid, _ := ids.TaskIDFromBytes(spec.TaskId)
 		oid := ids.ReturnID(tid, 1)
-		root.Send(store, &pb.PutObject{ObjectId: oid[:], Data: out, Owner: spec.Owner})
-		res.InStore, res.NodeId = true, string(w.env.Node)
+		r.Root.Send(store, &pb.PutObject{ObjectId: oid[:], Data: out, Owner: spec.Owner})
+		res.InStore, res.NodeId = true, string(r.Node)
 		return res
 	}
 	res.Data = out

@@ -1,0 +1,521 @@
+package ray
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/ray-go/ray/actors"
+	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/core"
+	"github.com/ray-go/ray/internal/ids"
+)
+
+// ErrActorDied: the actor is dead (killed, its constructor failed, its host died with no
+// restart left, its owner ended); calls to it fail with an error matching it.
+var ErrActorDied = lifecycle.ErrActorDied
+
+// ErrNoSuchActor: GetActor found no live actor of that name.
+var ErrNoSuchActor = actors.ErrNoSuchActor
+
+// ErrNameTaken: an actor was created under a name another live actor has.
+var ErrNameTaken = actors.ErrNameTaken
+
+// Checkpointer is implemented by actor types that can save and restore their state. For a
+// logged (exactly-once) actor, a checkpoint is taken every CheckpointEvery calls (default
+// 1000) or on Checkpoint, and the method log before it is dropped; a restarted instance
+// is constructed with its original arguments, restores the newest checkpoint and replays
+// the calls logged after it. An actor without a Checkpointer replays its whole log.
+type Checkpointer interface {
+	SaveCheckpoint(ctx context.Context) ([]byte, error)
+	RestoreCheckpoint(ctx context.Context, state []byte) error
+}
+
+// ActorHandle names an actor of type T. It is a plain value: copy it, pass it to tasks and
+// to other actors (as an argument or inside a value), and call methods through it there.
+// The zero handle names no actor.
+type ActorHandle[T any] struct {
+	id    ids.ActorID
+	class string
+	err   error // creation failed
+}
+
+// ID is the actor's ID in hex.
+func (h ActorHandle[T]) ID() string { return h.id.String() }
+
+// Class is the registered name of the actor's class.
+func (h ActorHandle[T]) Class() string { return h.class }
+
+// Err is the error the creation of the actor failed with (nil when it was created; the
+// constructor itself runs later, and its failure makes calls fail with ErrActorDied).
+func (h ActorHandle[T]) Err() error { return h.err }
+
+func (h ActorHandle[T]) String() string {
+	if h.err != nil {
+		return fmt.Sprintf("ActorHandle(failed: %v)", h.err)
+	}
+	return "ActorHandle(" + h.class + " " + h.id.String() + ")"
+}
+
+// MarshalBinary encodes the handle, so it can travel inside task arguments and objects.
+func (h ActorHandle[T]) MarshalBinary() ([]byte, error) {
+	if h.err != nil {
+		return nil, fmt.Errorf("ray: cannot send a failed actor handle: %w", h.err)
+	}
+	return append(h.id[:len(h.id):len(h.id)], h.class...), nil
+}
+
+// UnmarshalBinary decodes a handle encoded by MarshalBinary.
+func (h *ActorHandle[T]) UnmarshalBinary(b []byte) error {
+	if len(b) < ids.ActorIDLen {
+		return fmt.Errorf("ray: actor handle of %d bytes is too short", len(b))
+	}
+	copy(h.id[:], b[:ids.ActorIDLen])
+	h.class = string(b[ids.ActorIDLen:])
+	h.err = nil
+	return nil
+}
+
+func (h ActorHandle[T]) check() error {
+	if h.err != nil {
+		return h.err
+	}
+	if h.id.IsZero() {
+		return errors.New("ray: the zero ActorHandle names no actor")
+	}
+	return nil
+}
+
+// actorClass is what every ActorClassN shares.
+type actorClass[T any] struct {
+	name string
+	cls  *actors.Class
+	opts callOpts
+}
+
+func (c *actorClass[T]) base() *actorClass[T] { return c }
+
+// Class is any actor class of type T, whatever its constructor's arguments.
+type Class[T any] interface {
+	base() *actorClass[T]
+}
+
+// Name is the class's registered name.
+func (c *actorClass[T]) Name() string { return c.name }
+
+func registerClass[T any](name string, ctor func(ctx context.Context, args [][]byte) (any, error)) *actorClass[T] {
+	cls := &actors.Class{Name: name, New: ctor}
+	if _, ok := any((*T)(nil)).(Checkpointer); ok {
+		cls.Save = func(ctx context.Context, inst any) ([]byte, error) {
+			return inst.(Checkpointer).SaveCheckpoint(ctx)
+		}
+		cls.Restore = func(ctx context.Context, inst any, state []byte) error {
+			return inst.(Checkpointer).RestoreCheckpoint(ctx, state)
+		}
+	}
+	if err := actors.RegisterClass(cls); err != nil {
+		panic(err)
+	}
+	return &actorClass[T]{name: name, cls: cls, opts: callOpts{}}
+}
+
+// ActorClass0 is an actor class whose constructor takes no arguments.
+type ActorClass0[T any] struct{ *actorClass[T] }
+
+// ActorClass1 is an actor class whose constructor takes one argument.
+type ActorClass1[T, A any] struct{ *actorClass[T] }
+
+// ActorClass2 is an actor class whose constructor takes two arguments.
+type ActorClass2[T, A, B any] struct{ *actorClass[T] }
+
+// Actor registers an actor class named name whose instances fn makes. Call it at package
+// level; names identify classes in every process, so they must be unique.
+func Actor[T any](name string, fn func() *T) *ActorClass0[T] {
+	return &ActorClass0[T]{registerClass[T](name, func(context.Context, [][]byte) (any, error) {
+		t := fn()
+		if t == nil {
+			return nil, fmt.Errorf("ray: constructor of %s returned nil", name)
+		}
+		return t, nil
+	})}
+}
+
+// Actor0 registers an actor class whose constructor takes a context and may fail.
+func Actor0[T any](name string, fn func(context.Context) (*T, error)) *ActorClass0[T] {
+	return &ActorClass0[T]{registerClass[T](name, func(ctx context.Context, args [][]byte) (any, error) {
+		if len(args) != 0 {
+			return nil, fmt.Errorf("ray: constructor of %s takes no arguments, got %d", name, len(args))
+		}
+		return nonNil[T](name)(fn(ctx))
+	})}
+}
+
+// Actor1 registers an actor class whose constructor takes one argument.
+func Actor1[T, A any](name string, fn func(context.Context, A) (*T, error)) *ActorClass1[T, A] {
+	return &ActorClass1[T, A]{registerClass[T](name, func(ctx context.Context, args [][]byte) (any, error) {
+		if len(args) != 1 {
+			return nil, fmt.Errorf("ray: constructor of %s takes 1 argument, got %d", name, len(args))
+		}
+		a, err := decodeArg[A](name, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		return nonNil[T](name)(fn(ctx, a))
+	})}
+}
+
+// Actor2 registers an actor class whose constructor takes two arguments.
+func Actor2[T, A, B any](name string, fn func(context.Context, A, B) (*T, error)) *ActorClass2[T, A, B] {
+	return &ActorClass2[T, A, B]{registerClass[T](name, func(ctx context.Context, args [][]byte) (any, error) {
+		if len(args) != 2 {
+			return nil, fmt.Errorf("ray: constructor of %s takes 2 arguments, got %d", name, len(args))
+		}
+		a, err := decodeArg[A](name, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := decodeArg[B](name, args, 1)
+		if err != nil {
+			return nil, err
+		}
+		return nonNil[T](name)(fn(ctx, a, b))
+	})}
+}
+
+func nonNil[T any](name string) func(*T, error) (any, error) {
+	return func(t *T, err error) (any, error) {
+		if err != nil {
+			return nil, err
+		}
+		if t == nil {
+			return nil, fmt.Errorf("ray: constructor of %s returned nil", name)
+		}
+		return t, nil
+	}
+}
+
+// Remote creates an actor and returns its handle at once; the constructor runs on the
+// node the cluster picks. Options: resources (NumCPUs, NumGPUs, Resources: placement needs
+// them and the actor holds them while it lives; without them it holds none), Name and
+// Namespace, Detached, MaxRestarts, MaxTaskRetries, MaxConcurrency, AtMostOnce,
+// CheckpointEvery.
+func (c *ActorClass0[T]) Remote(ctx context.Context, opts ...TaskOption) ActorHandle[T] {
+	return create[T](ctx, c.actorClass, nil, opts)
+}
+
+// Remote creates an actor; see ActorClass0.Remote.
+func (c *ActorClass1[T, A]) Remote(ctx context.Context, a Arg[A], opts ...TaskOption) ActorHandle[T] {
+	return create[T](ctx, c.actorClass, []argLike{a}, opts)
+}
+
+// Remote creates an actor; see ActorClass0.Remote.
+func (c *ActorClass2[T, A, B]) Remote(ctx context.Context, a Arg[A], b Arg[B], opts ...TaskOption) ActorHandle[T] {
+	return create[T](ctx, c.actorClass, []argLike{a, b}, opts)
+}
+
+func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts []TaskOption) ActorHandle[T] {
+	fail := func(err error) ActorHandle[T] { return ActorHandle[T]{class: c.name, err: err} }
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	o := defaultActorOpts()
+	for _, f := range opts {
+		f(&o)
+	}
+	if !o.cpuSet {
+		o.cpus = 0 // Ray: an actor holds no CPU unless asked
+	}
+	res, err := o.resourcesOf()
+	if err != nil {
+		return fail(fmt.Errorf("ray: actor %s: %w", c.name, err))
+	}
+	spec := core.ActorSpec{
+		Class: c.name, Args: make([]core.Arg, len(args)), Resources: res,
+		Name: o.name, Namespace: o.namespace, Detached: o.detached, MaxRestarts: o.maxRestarts,
+		MaxTaskRetries: o.maxTaskRetries, MaxConcurrency: o.maxConcurrency, AtMostOnce: o.atMostOnce,
+		CheckpointEvery: o.checkpointEvery,
+	}
+	if o.detached && o.name == "" {
+		return fail(fmt.Errorf("ray: actor %s: a detached actor needs a Name (that is how it is found again)", c.name))
+	}
+	for i, a := range args {
+		if spec.Args[i], err = a.toArg(tc.Core); err != nil {
+			return fail(fmt.Errorf("ray: actor %s: constructor argument %d: %w", c.name, i+1, err))
+		}
+	}
+	id, err := tc.Core.CreateActor(tc, spec)
+	runtime.KeepAlive(args)
+	if err != nil {
+		if errors.Is(err, actors.ErrUnknownClass) {
+			err = fmt.Errorf("%w: %v", ErrUnknownFunction, err)
+		}
+		return fail(convert(err))
+	}
+	return ActorHandle[T]{id: id, class: c.name}
+}
+
+// GetActor returns the handle of the live actor named name (in namespace, "" for the
+// default one). T must be the actor's type: the class's name is checked.
+func GetActor[T any](ctx context.Context, class Class[T], name string, namespace ...string) (ActorHandle[T], error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return ActorHandle[T]{}, err
+	}
+	ns := ""
+	if len(namespace) > 0 {
+		ns = namespace[0]
+	}
+	id, cls, err := tc.Core.LookupActor(ctx, ns, name)
+	if err != nil {
+		return ActorHandle[T]{}, err
+	}
+	if want := class.base().name; cls != want {
+		return ActorHandle[T]{}, fmt.Errorf("ray: actor %q is a %s, not a %s", name, cls, want)
+	}
+	return ActorHandle[T]{id: id, class: cls}, nil
+}
+
+// Kill ends an actor (Ray's ray.kill). With noRestart it dies for good and every pending
+// and later call fails with ErrActorDied; otherwise it is restarted if it has restarts
+// left (a logged actor comes back with its state).
+func Kill[T any](ctx context.Context, h ActorHandle[T], noRestart bool) error {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return err
+	}
+	if err := h.check(); err != nil {
+		return err
+	}
+	return tc.Core.KillActor(ctx, h.id, noRestart)
+}
+
+// Checkpoint asks an actor whose type implements Checkpointer to take a checkpoint after
+// the calls it has received.
+func Checkpoint[T any](ctx context.Context, h ActorHandle[T]) error {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return err
+	}
+	if err := h.check(); err != nil {
+		return err
+	}
+	return tc.Core.CheckpointActor(h.id)
+}
+
+// ActorState is an actor's lifecycle state: "Pending", "Alive", "Restarting" or "Dead",
+// its restarts so far and, once dead, why.
+type ActorState struct {
+	Phase       string
+	Restarts    int
+	Incarnation uint64
+	Node        string
+	Detail      string
+}
+
+// GetActorState reads an actor's state from the GCS.
+func GetActorState[T any](ctx context.Context, h ActorHandle[T]) (ActorState, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return ActorState{}, err
+	}
+	if err := h.check(); err != nil {
+		return ActorState{}, err
+	}
+	s, err := tc.Core.ActorState(ctx, h.id)
+	if err != nil {
+		return ActorState{}, err
+	}
+	return ActorState{Phase: s.Phase.String(), Restarts: s.Restarts, Incarnation: s.Incarnation, Node: s.Node, Detail: s.Detail}, nil
+}
+
+// actorMethod is what every MethodN shares.
+type actorMethod struct {
+	name string // "<class>.<method>"
+}
+
+// Name is the method's full name ("<class>.<method>").
+func (m *actorMethod) Name() string { return m.name }
+
+func addMethod[T any](class Class[T], name string, call func(ctx context.Context, t *T, args [][]byte) ([]byte, error)) actorMethod {
+	c := class.base()
+	m, err := c.cls.AddMethod(name, func(ctx context.Context, inst any, args [][]byte) ([]byte, error) {
+		t, ok := inst.(*T)
+		if !ok {
+			return nil, fmt.Errorf("ray: %s.%s: instance is a %T", c.name, name, inst)
+		}
+		return call(ctx, t, args)
+	})
+	if err != nil {
+		panic(err)
+	}
+	return actorMethod{name: m.Name}
+}
+
+func argCount(name string, args [][]byte, n int) error {
+	if len(args) != n {
+		return fmt.Errorf("ray: %s takes %d arguments, got %d", name, n, len(args))
+	}
+	return nil
+}
+
+// ActorMethod0 is a method of no arguments returning R.
+type ActorMethod0[T, R any] struct{ actorMethod }
+
+// ActorMethod1 is a method of one argument returning R.
+type ActorMethod1[T, A, R any] struct{ actorMethod }
+
+// ActorMethod2 is a method of two arguments returning R.
+type ActorMethod2[T, A, B, R any] struct{ actorMethod }
+
+// ActorMethod3 is a method of three arguments returning R.
+type ActorMethod3[T, A, B, C, R any] struct{ actorMethod }
+
+// ActorMethod4 is a method of four arguments returning R.
+type ActorMethod4[T, A, B, C, D, R any] struct{ actorMethod }
+
+// Method0 registers fn (usually a method expression such as (*Counter).Get) as the
+// method name of class. Call it at package level.
+func Method0[T, R any](class Class[T], name string, fn func(*T, context.Context) (R, error)) *ActorMethod0[T, R] {
+	full := class.base().name + "." + name
+	return &ActorMethod0[T, R]{addMethod(class, name, func(ctx context.Context, t *T, args [][]byte) ([]byte, error) {
+		if err := argCount(full, args, 0); err != nil {
+			return nil, err
+		}
+		return encodeResult(fn(t, ctx))
+	})}
+}
+
+// Method1 registers a method of one argument; see Method0.
+func Method1[T, A, R any](class Class[T], name string, fn func(*T, context.Context, A) (R, error)) *ActorMethod1[T, A, R] {
+	full := class.base().name + "." + name
+	return &ActorMethod1[T, A, R]{addMethod(class, name, func(ctx context.Context, t *T, args [][]byte) ([]byte, error) {
+		if err := argCount(full, args, 1); err != nil {
+			return nil, err
+		}
+		a, err := decodeArg[A](full, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		return encodeResult(fn(t, ctx, a))
+	})}
+}
+
+// Method2 registers a method of two arguments; see Method0.
+func Method2[T, A, B, R any](class Class[T], name string, fn func(*T, context.Context, A, B) (R, error)) *ActorMethod2[T, A, B, R] {
+	full := class.base().name + "." + name
+	return &ActorMethod2[T, A, B, R]{addMethod(class, name, func(ctx context.Context, t *T, args [][]byte) ([]byte, error) {
+		if err := argCount(full, args, 2); err != nil {
+			return nil, err
+		}
+		a, err := decodeArg[A](full, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := decodeArg[B](full, args, 1)
+		if err != nil {
+			return nil, err
+		}
+		return encodeResult(fn(t, ctx, a, b))
+	})}
+}
+
+// Method3 registers a method of three arguments; see Method0.
+func Method3[T, A, B, C, R any](class Class[T], name string, fn func(*T, context.Context, A, B, C) (R, error)) *ActorMethod3[T, A, B, C, R] {
+	full := class.base().name + "." + name
+	return &ActorMethod3[T, A, B, C, R]{addMethod(class, name, func(ctx context.Context, t *T, args [][]byte) ([]byte, error) {
+		if err := argCount(full, args, 3); err != nil {
+			return nil, err
+		}
+		a, err := decodeArg[A](full, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := decodeArg[B](full, args, 1)
+		if err != nil {
+			return nil, err
+		}
+		c, err := decodeArg[C](full, args, 2)
+		if err != nil {
+			return nil, err
+		}
+		return encodeResult(fn(t, ctx, a, b, c))
+	})}
+}
+
+// Method4 registers a method of four arguments; see Method0.
+func Method4[T, A, B, C, D, R any](class Class[T], name string, fn func(*T, context.Context, A, B, C, D) (R, error)) *ActorMethod4[T, A, B, C, D, R] {
+	full := class.base().name + "." + name
+	return &ActorMethod4[T, A, B, C, D, R]{addMethod(class, name, func(ctx context.Context, t *T, args [][]byte) ([]byte, error) {
+		if err := argCount(full, args, 4); err != nil {
+			return nil, err
+		}
+		a, err := decodeArg[A](full, args, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := decodeArg[B](full, args, 1)
+		if err != nil {
+			return nil, err
+		}
+		c, err := decodeArg[C](full, args, 2)
+		if err != nil {
+			return nil, err
+		}
+		d, err := decodeArg[D](full, args, 3)
+		if err != nil {
+			return nil, err
+		}
+		return encodeResult(fn(t, ctx, a, b, c, d))
+	})}
+}
+
+// callActor is the one call path of every typed method.
+func callActor[R, T any](ctx context.Context, h ActorHandle[T], m *actorMethod, args ...argLike) ObjectRef[R] {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return failedRef[R](err)
+	}
+	if err := h.check(); err != nil {
+		return failedRef[R](fmt.Errorf("ray: %s: %w", m.name, err))
+	}
+	list := make([]core.Arg, len(args))
+	for i, a := range args {
+		if list[i], err = a.toArg(tc.Core); err != nil {
+			return failedRef[R](fmt.Errorf("ray: %s: argument %d: %w", m.name, i+1, err))
+		}
+	}
+	id, err := tc.Core.SubmitActorCall(tc, h.id, m.name, list)
+	runtime.KeepAlive(args)
+	if err == core.ErrShutdown {
+		return failedRef[R](err)
+	}
+	return newRef[R](tc.Core, id)
+}
+
+// Remote calls the method on the actor h names and returns a ref to its result at once.
+func (m *ActorMethod0[T, R]) Remote(ctx context.Context, h ActorHandle[T]) ObjectRef[R] {
+	return callActor[R](ctx, h, &m.actorMethod)
+}
+
+// Remote calls the method; see ActorMethod0.Remote.
+func (m *ActorMethod1[T, A, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A]) ObjectRef[R] {
+	return callActor[R](ctx, h, &m.actorMethod, a)
+}
+
+// Remote calls the method; see ActorMethod0.Remote.
+func (m *ActorMethod2[T, A, B, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A], b Arg[B]) ObjectRef[R] {
+	return callActor[R](ctx, h, &m.actorMethod, a, b)
+}
+
+// Remote calls the method; see ActorMethod0.Remote.
+func (m *ActorMethod3[T, A, B, C, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A], b Arg[B], c Arg[C]) ObjectRef[R] {
+	return callActor[R](ctx, h, &m.actorMethod, a, b, c)
+}
+
+// Remote calls the method; see ActorMethod0.Remote.
+func (m *ActorMethod4[T, A, B, C, D, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A], b Arg[B], c Arg[C], d Arg[D]) ObjectRef[R] {
+	return callActor[R](ctx, h, &m.actorMethod, a, b, c, d)
+}
+

@@ -1,0 +1,390 @@
+package ray
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// account is a test actor with state that every call changes, so that a call run twice
+// or out of order shows in the results.
+type account struct {
+	owner   string
+	balance int64
+	history []int64
+}
+
+func (a *account) Deposit(_ context.Context, n int64) (int64, error) {
+	a.balance += n
+	a.history = append(a.history, n)
+	return a.balance, nil
+}
+
+func (a *account) Withdraw(_ context.Context, n int64) (int64, error) {
+	if n > a.balance {
+		return a.balance, fmt.Errorf("insufficient funds: %d < %d", a.balance, n)
+	}
+	a.balance -= n
+	return a.balance, nil
+}
+
+func (a *account) Balance(context.Context) (int64, error) { return a.balance, nil }
+func (a *account) Owner(context.Context) (string, error)  { return a.owner, nil }
+func (a *account) Boom(context.Context) (int, error)      { panic("actor kaboom") }
+func (a *account) History(context.Context) ([]int64, error) {
+	return append([]int64(nil), a.history...), nil
+}
+
+// Transfer4 exercises a four-argument method.
+func (a *account) Transfer4(_ context.Context, x, y, z int64, memo string) (string, error) {
+	a.balance += x + y + z
+	return fmt.Sprintf("%s:%d", memo, a.balance), nil
+}
+
+// SaveCheckpoint / RestoreCheckpoint make account a Checkpointer.
+func (a *account) SaveCheckpoint(context.Context) ([]byte, error) {
+	b := binary.AppendVarint(nil, a.balance)
+	b = binary.AppendUvarint(b, uint64(len(a.history)))
+	for _, h := range a.history {
+		b = binary.AppendVarint(b, h)
+	}
+	return append(b, a.owner...), nil
+}
+
+func (a *account) RestoreCheckpoint(_ context.Context, b []byte) error {
+	v, n := binary.Varint(b)
+	a.balance, b = v, b[n:]
+	k, n := binary.Uvarint(b)
+	b = b[n:]
+	a.history = a.history[:0]
+	for range k {
+		h, n := binary.Varint(b)
+		a.history, b = append(a.history, h), b[n:]
+	}
+	a.owner = string(b)
+	return nil
+}
+
+var (
+	accountClass = Actor1("test.Account", func(_ context.Context, owner string) (*account, error) {
+		if owner == "" {
+			return nil, errors.New("an account needs an owner")
+		}
+		return &account{owner: owner}, nil
+	})
+	deposit   = Method1(accountClass, "Deposit", (*account).Deposit)
+	withdraw  = Method1(accountClass, "Withdraw", (*account).Withdraw)
+	balance   = Method0(accountClass, "Balance", (*account).Balance)
+	ownerOf   = Method0(accountClass, "Owner", (*account).Owner)
+	boomM     = Method0(accountClass, "Boom", (*account).Boom)
+	history   = Method0(accountClass, "History", (*account).History)
+	transfer4 = Method4(accountClass, "Transfer4", (*account).Transfer4)
+
+	// callDeposit is a task that calls an actor through a handle it was given.
+	callDeposit = Task2("test.callDeposit", func(ctx context.Context, h ActorHandle[account], n int64) (int64, error) {
+		return Get(ctx, deposit.Remote(ctx, h, V(n)))
+	})
+	// handleBox carries a handle inside a value.
+	depositViaBox = Task1("test.depositViaBox", func(ctx context.Context, b handleBox) (int64, error) {
+		return Get(ctx, deposit.Remote(ctx, b.H, V(b.N)))
+	})
+)
+
+type handleBox struct {
+	H ActorHandle[account]
+	N int64
+}
+
+func bothModes(t *testing.T, f func(t *testing.T, opts ...TaskOption)) {
+	t.Run("exactly-once", func(t *testing.T) { f(t) })
+	t.Run("at-most-once", func(t *testing.T) { f(t, AtMostOnce()) })
+}
+
+func TestActorBasics(t *testing.T) {
+	bothModes(t, func(t *testing.T, opts ...TaskOption) {
+		ctx := timeout(t)
+		h := accountClass.Remote(ctx, V("alice"), opts...)
+		if h.Err() != nil {
+			t.Fatal(h.Err())
+		}
+		if got := mustGet(t, ctx, ownerOf.Remote(ctx, h)); got != "alice" {
+			t.Fatalf("owner = %q", got)
+		}
+		// Pipelined calls run in order: each result is the running balance.
+		var refs []ObjectRef[int64]
+		for i := 1; i <= 200; i++ {
+			refs = append(refs, deposit.Remote(ctx, h, V(int64(i))))
+		}
+		vals, err := GetAll(ctx, refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want int64
+		for i, v := range vals {
+			want += int64(i + 1)
+			if v != want {
+				t.Fatalf("call %d returned %d, want %d (calls ran out of order or twice)", i+1, v, want)
+			}
+		}
+		if got := mustGet(t, ctx, transfer4.Remote(ctx, h, V[int64](1), V[int64](2), V[int64](3), V("memo"))); got != fmt.Sprintf("memo:%d", want+6) {
+			t.Fatalf("Transfer4 = %q", got)
+		}
+	})
+}
+
+func TestActorErrorsFailOneCall(t *testing.T) {
+	ctx := timeout(t)
+	h := accountClass.Remote(ctx, V("bob"))
+	mustGet(t, ctx, deposit.Remote(ctx, h, V[int64](10)))
+	_, err := Get(ctx, withdraw.Remote(ctx, h, V[int64](100)))
+	var te *TaskError
+	if !errors.As(err, &te) || !strings.Contains(te.Message, "insufficient funds") || te.Function != "test.Account.Withdraw" {
+		t.Fatalf("Withdraw error = %v", err)
+	}
+	_, err = Get(ctx, boomM.Remote(ctx, h))
+	if !errors.As(err, &te) || !te.Panic || !strings.Contains(te.Message, "actor kaboom") {
+		t.Fatalf("Boom error = %v", err)
+	}
+	// The actor lives on with its state.
+	if got := mustGet(t, ctx, balance.Remote(ctx, h)); got != 10 {
+		t.Fatalf("balance after failed calls = %d, want 10", got)
+	}
+}
+
+func TestActorArgumentRefsKeepOrder(t *testing.T) {
+	ctx := timeout(t)
+	h := accountClass.Remote(ctx, V("carol"))
+	// The first call waits on a slow ref; the second has a plain value. The second must
+	// not overtake the first.
+	first := deposit.Remote(ctx, h, sleepThen.Remote(ctx, V[int64](50), V[int64](100)))
+	second := deposit.Remote(ctx, h, V[int64](1))
+	if a, b := mustGet(t, ctx, first), mustGet(t, ctx, second); a != 100 || b != 101 {
+		t.Fatalf("results %d, %d: want 100, 101 (the call with a ref argument was overtaken)", a, b)
+	}
+}
+
+var sleepThen = Task2("test.sleepThen", func(_ context.Context, ms, v int64) (int64, error) {
+	time.Sleep(time.Duration(ms) * time.Millisecond)
+	return v, nil
+})
+
+func TestActorHandlePassing(t *testing.T) {
+	ctx := timeout(t)
+	h := accountClass.Remote(ctx, V("dave"))
+	if got := mustGet(t, ctx, callDeposit.Remote(ctx, V(h), V[int64](5))); got != 5 {
+		t.Fatalf("deposit through a task = %d", got)
+	}
+	if got := mustGet(t, ctx, depositViaBox.Remote(ctx, V(handleBox{H: h, N: 7}))); got != 12 {
+		t.Fatalf("deposit through a handle in a value = %d", got)
+	}
+	// A handle put in the object store and read back still works.
+	ref, err := Put(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2 := mustGet(t, ctx, ref)
+	if h2.ID() != h.ID() {
+		t.Fatalf("handle round trip: %s != %s", h2.ID(), h.ID())
+	}
+	if got := mustGet(t, ctx, balance.Remote(ctx, h2)); got != 12 {
+		t.Fatalf("balance = %d", got)
+	}
+}
+
+func TestNamedActors(t *testing.T) {
+	ctx := timeout(t)
+	h := accountClass.Remote(ctx, V("erin"), Name("erin"), Namespace("bank"))
+	if h.Err() != nil {
+		t.Fatal(h.Err())
+	}
+	mustGet(t, ctx, deposit.Remote(ctx, h, V[int64](3)))
+	got, err := GetActor(ctx, accountClass, "erin", "bank")
+	if err != nil || got.ID() != h.ID() {
+		t.Fatalf("GetActor = %v, %v", got, err)
+	}
+	if _, err := GetActor(ctx, accountClass, "erin"); !errors.Is(err, ErrNoSuchActor) {
+		t.Fatalf("GetActor in the default namespace: %v, want ErrNoSuchActor", err)
+	}
+	dup := accountClass.Remote(ctx, V("erin2"), Name("erin"), Namespace("bank"))
+	if !errors.Is(dup.Err(), ErrNameTaken) {
+		t.Fatalf("second actor under the same name: %v, want ErrNameTaken", dup.Err())
+	}
+	if err := Kill(ctx, h, true); err != nil {
+		t.Fatal(err)
+	}
+	// The name is free again once the actor is dead.
+	eventuallyT(t, 5*time.Second, "name freed", func() bool {
+		_, err := GetActor(ctx, accountClass, "erin", "bank")
+		return errors.Is(err, ErrNoSuchActor)
+	})
+}
+
+func TestActorKill(t *testing.T) {
+	bothModes(t, func(t *testing.T, opts ...TaskOption) {
+		ctx := timeout(t)
+		h := accountClass.Remote(ctx, V("frank"), opts...)
+		mustGet(t, ctx, deposit.Remote(ctx, h, V[int64](1)))
+		if err := Kill(ctx, h, true); err != nil {
+			t.Fatal(err)
+		}
+		eventuallyT(t, 5*time.Second, "calls fail with ErrActorDied", func() bool {
+			_, err := Get(ctx, balance.Remote(ctx, h))
+			return errors.Is(err, ErrActorDied)
+		})
+		st, err := GetActorState(ctx, h)
+		if err != nil || st.Phase != "Dead" {
+			t.Fatalf("state = %+v, %v", st, err)
+		}
+	})
+}
+
+func TestActorRestartKeepsStateWhenLogged(t *testing.T) {
+	ctx := timeout(t)
+	h := accountClass.Remote(ctx, V("gina"), MaxRestarts(2))
+	for i := 1; i <= 10; i++ {
+		deposit.Remote(ctx, h, V(int64(i)))
+	}
+	if got := mustGet(t, ctx, balance.Remote(ctx, h)); got != 55 {
+		t.Fatalf("balance = %d", got)
+	}
+	if err := Kill(ctx, h, false); err != nil {
+		t.Fatal(err)
+	}
+	// Calls made while it restarts wait for it; state comes back from the log.
+	if got := mustGet(t, ctx, deposit.Remote(ctx, h, V[int64](45))); got != 100 {
+		t.Fatalf("balance after restart = %d, want 100", got)
+	}
+	st, err := GetActorState(ctx, h)
+	if err != nil || st.Restarts != 1 || st.Phase != "Alive" {
+		t.Fatalf("state = %+v, %v", st, err)
+	}
+}
+
+func TestActorRestartAtMostOnceLosesState(t *testing.T) {
+	ctx := timeout(t)
+	h := accountClass.Remote(ctx, V("hank"), MaxRestarts(1), AtMostOnce())
+	mustGet(t, ctx, deposit.Remote(ctx, h, V[int64](7)))
+	if err := Kill(ctx, h, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, ctx, deposit.Remote(ctx, h, V[int64](1))); got != 1 {
+		t.Fatalf("balance after an at-most-once restart = %d, want 1 (fresh state)", got)
+	}
+	// No restart left: the next kill is final.
+	if err := Kill(ctx, h, false); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyT(t, 5*time.Second, "dead after its last restart", func() bool {
+		_, err := Get(ctx, balance.Remote(ctx, h))
+		return errors.Is(err, ErrActorDied)
+	})
+}
+
+func TestActorCheckpointAndRestore(t *testing.T) {
+	ctx := timeout(t)
+	h := accountClass.Remote(ctx, V("ivy"), MaxRestarts(3), CheckpointEvery(25))
+	var last ObjectRef[int64]
+	for i := 1; i <= 100; i++ {
+		last = deposit.Remote(ctx, h, V(int64(i)))
+	}
+	if got := mustGet(t, ctx, last); got != 5050 {
+		t.Fatalf("balance = %d", got)
+	}
+	if err := Checkpoint(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := Kill(ctx, h, false); err != nil {
+		t.Fatal(err)
+	}
+	hist := mustGet(t, ctx, history.Remote(ctx, h))
+	if len(hist) != 100 || hist[0] != 1 || hist[99] != 100 {
+		t.Fatalf("history after restore: %d entries", len(hist))
+	}
+	if got := mustGet(t, ctx, balance.Remote(ctx, h)); got != 5050 {
+		t.Fatalf("balance after restore = %d", got)
+	}
+}
+
+func TestActorConstructorFailure(t *testing.T) {
+	ctx := timeout(t)
+	h := accountClass.Remote(ctx, V(""))
+	_, err := Get(ctx, balance.Remote(ctx, h))
+	if !errors.Is(err, ErrActorDied) || !strings.Contains(err.Error(), "needs an owner") {
+		t.Fatalf("call on an actor whose constructor failed: %v", err)
+	}
+}
+
+func TestActorConcurrency(t *testing.T) {
+	ctx := timeout(t)
+	h := gateClass.Remote(ctx, MaxConcurrency(4))
+	// Four calls wait for each other: only possible if they run at once.
+	var refs []ObjectRef[int]
+	for range 4 {
+		refs = append(refs, rendezvous.Remote(ctx, h, V(4)))
+	}
+	if _, err := GetAll(ctx, refs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type gate struct {
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{}
+}
+
+var (
+	gateClass  = Actor("test.Gate", func() *gate { return &gate{all: make(chan struct{})} })
+	rendezvous = Method1(gateClass, "Rendezvous", func(g *gate, ctx context.Context, n int) (int, error) {
+		g.mu.Lock()
+		g.arrived++
+		if g.arrived == n {
+			close(g.all)
+		}
+		g.mu.Unlock()
+		select {
+		case <-g.all:
+			return n, nil
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(10 * time.Second):
+			return 0, errors.New("calls did not run concurrently")
+		}
+	})
+)
+
+func TestActorBadInput(t *testing.T) {
+	ctx := timeout(t)
+	var zero ActorHandle[account]
+	if _, err := Get(ctx, balance.Remote(ctx, zero)); err == nil {
+		t.Fatal("call through the zero handle succeeded")
+	}
+	if h := accountClass.Remote(ctx, V("x"), NumCPUs(1000)); !errors.Is(h.Err(), ErrInfeasible) {
+		t.Fatalf("actor needing 1000 CPUs: %v, want ErrInfeasible", h.Err())
+	}
+	if h := accountClass.Remote(ctx, V("x"), Detached()); h.Err() == nil {
+		t.Fatal("a detached actor without a name was accepted")
+	}
+	if _, err := GetActor(ctx, accountClass, "nobody"); !errors.Is(err, ErrNoSuchActor) {
+		t.Fatalf("GetActor(nobody) = %v", err)
+	}
+	if h := accountClass.Remote(context.Background(), V("x")); !errors.Is(h.Err(), ErrNotInitialized) {
+		t.Fatalf("Remote without Init: %v", h.Err())
+	}
+}
+
+func eventuallyT(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,225 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/tasks/worker"
+)
+
+// maxHeld bounds the results the executor holds back before sending them.
+const maxHeld = 64
+
+// execItem is a call (or skip) to run, or a checkpoint to take between calls.
+type execItem struct {
+	entry      *pb.ActorLogEntry
+	checkpoint bool
+}
+
+// executor runs an instance's calls on its own goroutine (DESIGN §2 rule 3: user code
+// never runs in Receive): one at a time in log order, or up to conc at once for an actor
+// with max concurrency > 1. Results go to their owners in batches; what ran is reported to
+// the grain, in order, as doneBatch messages.
+type executor struct {
+	g      *grain
+	runner worker.Runner
+	conc   int
+	last   uint64 // highest log index run (the checkpoint position)
+
+	mu     sync.Mutex
+	queue  []execItem
+	closed bool
+	signal chan struct{}
+
+	// conc > 1
+	sem chan struct{}
+	wg  sync.WaitGroup
+}
+
+func newExecutor(g *grain, runner worker.Runner, conc int, last uint64) *executor {
+	x := &executor{g: g, runner: runner, conc: conc, last: last, signal: make(chan struct{}, 1)}
+	if conc > 1 {
+		x.sem = make(chan struct{}, conc)
+	}
+	return x
+}
+
+func (x *executor) push(it execItem) {
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		return
+	}
+	x.queue = append(x.queue, it)
+	x.mu.Unlock()
+	select {
+	case x.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (x *executor) close() {
+	x.mu.Lock()
+	x.closed = true
+	x.queue = nil
+	x.mu.Unlock()
+	select {
+	case x.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (x *executor) take() ([]execItem, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	q := x.queue
+	x.queue = nil
+	return q, x.closed
+}
+
+// outbox batches results per owner and done reports for the grain.
+type outbox struct {
+	root    *actor.RootContext
+	self    *actor.PID
+	owners  []ownerResults
+	done    []done
+	pending int
+}
+
+type ownerResults struct {
+	owner   *pb.PID
+	pid     *actor.PID
+	results []*pb.TaskResult
+}
+
+func (o *outbox) add(e *pb.ActorLogEntry, res *pb.TaskResult) {
+	o.done = append(o.done, done{entry: e, result: res})
+	o.pending++
+	if res == nil || e.Spec == nil || e.Spec.Owner == nil {
+		return
+	}
+	ow := e.Spec.Owner
+	i := 0
+	for i < len(o.owners) && (o.owners[i].owner.Address != ow.Address || o.owners[i].owner.Id != ow.Id) {
+		i++
+	}
+	if i == len(o.owners) {
+		o.owners = append(o.owners, ownerResults{owner: ow, pid: actor.NewPID(ow.Address, ow.Id)})
+	}
+	o.owners[i].results = append(o.owners[i].results, res)
+}
+
+func (o *outbox) flush() {
+	for i := range o.owners {
+		b := &o.owners[i]
+		switch len(b.results) {
+		case 0:
+		case 1:
+			o.root.Send(b.pid, b.results[0])
+		default:
+			o.root.Send(b.pid, &pb.ResultBatch{Results: b.results})
+		}
+		b.results = nil
+	}
+	if len(o.done) > 0 {
+		o.root.Send(o.self, &doneBatch{done: o.done})
+		o.done = nil
+	}
+	o.pending = 0
+}
+
+func (x *executor) loop() {
+	g := x.g
+	ob := &outbox{root: g.root, self: g.self}
+	var mu sync.Mutex // guards ob for conc > 1
+	for {
+		select {
+		case <-x.signal:
+		case <-g.base.Done():
+			return
+		}
+		for {
+			items, closed := x.take()
+			if closed || g.base.Err() != nil {
+				return
+			}
+			if len(items) == 0 {
+				break
+			}
+			for _, it := range items {
+				if g.base.Err() != nil {
+					return
+				}
+				if it.checkpoint {
+					x.wg.Wait()
+					mu.Lock()
+					ob.flush()
+					mu.Unlock()
+					x.checkpoint()
+					continue
+				}
+				e := it.entry
+				x.last = max(x.last, e.Index)
+				if e.Skip {
+					mu.Lock()
+					ob.add(e, nil)
+					mu.Unlock()
+					continue
+				}
+				if x.conc == 1 {
+					res := runCall(g.base, &x.runner, g.env.Context, g.class, g.inst, e.Spec)
+					g.env.Stats.Calls.Add(1)
+					ob.add(e, res)
+					if ob.pending >= maxHeld {
+						ob.flush()
+					}
+					continue
+				}
+				x.sem <- struct{}{}
+				x.wg.Add(1)
+				go func() {
+					defer func() { <-x.sem; x.wg.Done() }()
+					res := runCall(g.base, &x.runner, g.env.Context, g.class, g.inst, e.Spec)
+					g.env.Stats.Calls.Add(1)
+					mu.Lock()
+					ob.add(e, res)
+					ob.flush()
+					mu.Unlock()
+				}()
+			}
+		}
+		mu.Lock()
+		ob.flush()
+		mu.Unlock()
+	}
+}
+
+// checkpoint saves the instance's state after every call so far (none is running).
+func (x *executor) checkpoint() {
+	g := x.g
+	state, err := func() (b []byte, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic in SaveCheckpoint: %v", p)
+			}
+		}()
+		return g.class.Save(g.base, g.inst)
+	}()
+	g.root.Send(g.self, &ckptSaved{index: x.last, state: state, err: err})
+}
+
+// runCall runs one method call on inst.
+func runCall(base context.Context, r *worker.Runner, mk func(context.Context, *pb.TaskSpec) context.Context, class *Class, inst any, spec *pb.TaskSpec) *pb.TaskResult {
+	m, ok := class.Method(spec.Function)
+	if !ok {
+		return worker.Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION,
+			fmt.Sprintf("actors: class %q has no method %q registered in this program (register it with ray.Method0..Method4)", class.Name, spec.Function), "", r.Node)
+	}
+	return r.Run(base, mk(base, spec), spec, func(ctx context.Context, args [][]byte) ([]byte, error) {
+		return m.Call(ctx, inst, args)
+	})
+}

@@ -1,0 +1,825 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/gcs"
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/tasks/worker"
+)
+
+// DefaultCheckpointEvery is how many calls a checkpointable, logged actor runs between
+// automatic checkpoints when its creator did not say.
+const DefaultCheckpointEvery = 1000
+
+// maxBatchBytes bounds one group commit of the method log (etcd takes 1.5 MiB a request).
+const maxBatchBytes = 1 << 20
+
+// maxDeletesPerTxn bounds the log keys one truncation transaction deletes.
+const maxDeletesPerTxn = 100
+
+// Env is what an actor grain needs from its node.
+type Env struct {
+	Node  ids.NodeID
+	Table *Table
+	// Runner runs method bodies (arguments, panics, large results); its Root is set by
+	// the grain.
+	Runner worker.Runner
+	// Context builds the context a method runs with (it carries the runtime so the method
+	// can submit tasks, call actors and Get).
+	Context func(parent context.Context, spec *pb.TaskSpec) context.Context
+	Logger  *slog.Logger
+	Stats   *Stats
+}
+
+// Validate checks that every required field is set.
+func (e *Env) Validate() error {
+	switch {
+	case e.Table == nil || e.Table.Store == nil:
+		return errors.New("actors: Env.Table is required")
+	case e.Runner.Store == nil || e.Runner.Fetch == nil:
+		return errors.New("actors: Env.Runner needs Store and Fetch")
+	case e.Context == nil:
+		return errors.New("actors: Env.Context is required")
+	}
+	return nil
+}
+
+// Stats counts what the actor grains of a node did.
+type Stats struct {
+	Calls       atomic.Int64 // method calls run (not counting replay)
+	Replayed    atomic.Int64 // logged calls run again to rebuild state after a restart
+	Duplicates  atomic.Int64 // calls received again and answered without running
+	Commits     atomic.Int64 // method log group commits
+	Logged      atomic.Int64 // calls written to the method log
+	Checkpoints atomic.Int64
+	Divergent   atomic.Int64 // replayed calls whose result differs from the recorded one
+	Restored    atomic.Int64 // instances brought back from a checkpoint and/or the log
+}
+
+// Props returns the props of the actor grain kind.
+func Props(env Env) *actor.Props {
+	if env.Logger == nil {
+		env.Logger = slog.Default()
+	}
+	if env.Stats == nil {
+		env.Stats = &Stats{}
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &grain{env: env} })
+}
+
+// callerState is what an instance knows of one caller.
+type callerState struct {
+	next     uint64 // next seq to accept
+	applied  uint64 // highest seq run (or skipped)
+	acked    uint64 // results up to here may be forgotten
+	buffered map[uint64]*pb.ActorCall
+	results  map[uint64]*pb.TaskResult // finished, not acked
+}
+
+func newCallerState(next uint64) *callerState {
+	if next == 0 {
+		next = 1
+	}
+	return &callerState{next: next, applied: next - 1, buffered: map[uint64]*pb.ActorCall{}, results: map[uint64]*pb.TaskResult{}}
+}
+
+func (st *callerState) ack(upto uint64) {
+	for s := st.acked + 1; s <= upto && s <= st.applied; s++ {
+		delete(st.results, s)
+	}
+	if upto > st.acked {
+		st.acked = min(upto, st.applied)
+	}
+}
+
+// logKey is one method log key the instance knows of, with the highest log index it holds.
+type logKey struct {
+	batch    uint64
+	maxIndex uint64
+}
+
+// Local messages of the grain (never cross a process).
+type (
+	recovered struct {
+		inst      any
+		class     *Class
+		info      *pb.ActorInfo
+		callers   map[string]*callerState
+		nextIndex uint64
+		nextBatch uint64
+		keys      []logKey
+		stop      string // non-empty: do not serve, stop (why)
+	}
+	committed struct {
+		batch  *pb.ActorLogBatch
+		fenced bool
+	}
+	done struct {
+		entry  *pb.ActorLogEntry
+		result *pb.TaskResult // nil for a skip
+	}
+	doneBatch struct{ done []done }
+	ckptSaved struct {
+		index uint64
+		state []byte
+		err   error
+	}
+	ckptWritten struct {
+		index   uint64
+		deleted []uint64
+		err     error
+	}
+)
+
+// grain is one actor instance. Its fields are owned by its mailbox; the recovery, commit
+// and checkpoint goroutines and the executor talk to it by messages.
+type grain struct {
+	env  Env
+	id   string
+	aid  []byte
+	self *actor.PID
+	root *actor.RootContext
+
+	base   context.Context
+	cancel context.CancelFunc
+
+	ready   bool
+	stopped bool
+	early   []any // calls that arrived before recovery finished
+	class   *Class
+	inst    any
+	info    *pb.ActorInfo
+	inc     uint64
+	rev     atomic.Int64 // the actor record revision log writes are fenced on
+	callers map[string]*callerState
+
+	nextIndex  uint64
+	nextBatch  uint64
+	logQueue   []*pb.ActorLogEntry
+	results    []*pb.ActorResultRecord // to record with the next commit
+	committing bool
+	keys       []logKey
+
+	exec        *executor
+	every       int
+	sinceCkpt   int
+	ckptRunning bool
+	ckptIndex   uint64
+}
+
+// Receive handles one message.
+func (g *grain) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		g.self, g.root = ctx.Self(), ctx.ActorSystem().Root
+		g.base, g.cancel = context.WithCancel(context.Background())
+	case *cluster.ClusterInit:
+		g.init(m)
+	case *pb.ActorCallBatch:
+		if !g.ready {
+			g.early = append(g.early, m)
+			return
+		}
+		g.admitAll(m.Calls)
+	case *pb.ActorCall:
+		if !g.ready {
+			g.early = append(g.early, m)
+			return
+		}
+		g.admitAll([]*pb.ActorCall{m})
+	case *recovered:
+		g.onRecovered(ctx, m)
+	case *committed:
+		g.onCommitted(ctx, m)
+	case *doneBatch:
+		g.onDone(m)
+	case *pb.ActorCheckpointNow:
+		if g.ready {
+			g.requestCheckpoint()
+		}
+	case *ckptSaved:
+		g.onCheckpointSaved(m)
+	case *ckptWritten:
+		g.onCheckpointWritten(m)
+	case *actor.Stopping:
+		g.stop()
+	}
+}
+
+func (g *grain) init(m *cluster.ClusterInit) {
+	if m.Identity == nil || len(m.Identity.Identity) < 3 || m.Identity.Identity[:2] != "a/" {
+		g.env.Logger.Error("actors: grain activated with a bad identity", "identity", m.Identity)
+		return
+	}
+	g.id = m.Identity.Identity[2:]
+	aid, err := ids.ParseActorID(g.id)
+	if err != nil {
+		g.env.Logger.Error("actors: grain activated with a bad actor ID", "identity", m.Identity.Identity, "err", err)
+		return
+	}
+	g.aid = aid[:]
+	self, root, base := g.self, g.root, g.base
+	go func() { root.Send(self, g.recover(base)) }()
+}
+
+func (g *grain) stop() {
+	if g.stopped {
+		return
+	}
+	g.stopped = true
+	if g.cancel != nil {
+		g.cancel()
+	}
+	if g.exec != nil {
+		g.exec.close()
+	}
+}
+
+// recover builds the instance: construct, restore the checkpoint, replay the log after it,
+// and report ConstructorSucceeded. It runs on its own goroutine and touches no grain field
+// but the read-only ones.
+func (g *grain) recover(ctx context.Context) *recovered {
+	var info *pb.ActorInfo
+	var rev int64
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		info, rev, err = g.env.Table.Get(rctx, g.id)
+		cancel()
+		if err == nil || errors.Is(err, ErrNoSuchActor) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
+	}
+	if err != nil {
+		return &recovered{stop: "cannot read the actor record: " + err.Error()}
+	}
+	g.rev.Store(rev)
+	st := StateOf(info)
+	if st.Phase == lifecycle.Dead || st.Node != string(g.env.Node) || (st.Phase != lifecycle.Alive && st.Node == "") {
+		return &recovered{stop: fmt.Sprintf("not placed here (%v on %q)", st.Phase, st.Node)}
+	}
+	inc := info.Incarnation
+	fail := func(why string) *recovered {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, _, _, err := g.env.Table.Step(sctx, g.id, lifecycle.ConstructorFailed{Incarnation: inc, Message: why}); err != nil {
+			g.env.Logger.Warn("actors: cannot record a failed start", "actor", g.id, "err", err)
+		}
+		return &recovered{stop: why}
+	}
+	class, ok := LookupClass(info.Class)
+	if !ok {
+		return fail(fmt.Sprintf("actor class %q is not registered in this program (register it at package level with ray.Actor under that exact name)", info.Class))
+	}
+	r := &recovered{class: class, callers: map[string]*callerState{}, nextIndex: 1, nextBatch: 1}
+	ctorSpec := &pb.TaskSpec{TaskId: func() []byte { t := ids.NewRootTaskID(); return t[:] }(), JobId: info.JobId, Function: info.Class + ".<constructor>"}
+	if r.inst, err = construct(g.env.Context(ctx, ctorSpec), class, info.CtorArgs); err != nil {
+		return fail(fmt.Sprintf("constructor of %s failed: %v", info.Class, err))
+	}
+	var ckIndex uint64
+	if info.CheckpointSeq > 0 {
+		ck, err := ReadCheckpoint(ctx, g.env.Table.Store, g.id, info.CheckpointSeq)
+		if err == nil && class.Restore != nil {
+			err = class.Restore(ctx, r.inst, ck.State)
+		}
+		if err != nil {
+			return fail(fmt.Sprintf("restore checkpoint %d: %v", info.CheckpointSeq, err))
+		}
+		ckIndex = ck.Index
+		for _, c := range ck.Callers {
+			cs := newCallerState(c.Next)
+			cs.acked = c.Acked
+			for _, u := range c.Unacked {
+				cs.results[u.Seq] = u.Result
+			}
+			r.callers[c.CallerId] = cs
+		}
+		r.nextIndex = ckIndex + 1
+	}
+	if !info.AtMostOnce {
+		if err := g.replay(ctx, r, class, info, ckIndex); err != nil {
+			return fail(err.Error())
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	after, _, _, err := g.env.Table.Step(sctx, g.id, lifecycle.ConstructorSucceeded{Incarnation: inc})
+	if err != nil {
+		return &recovered{stop: "cannot record the start: " + err.Error()}
+	}
+	if after.Incarnation != inc || after.Node != string(g.env.Node) || lifecycle.Phase(after.Phase) != lifecycle.Alive {
+		return &recovered{stop: "superseded while starting"}
+	}
+	if info.CheckpointSeq > 0 || len(r.keys) > 0 {
+		g.env.Stats.Restored.Add(1)
+	}
+	r.info = after
+	if _, rev, err := g.env.Table.Get(sctx, g.id); err == nil {
+		g.rev.Store(rev)
+	}
+	return r
+}
+
+// construct runs the class constructor, turning a panic into an error.
+func construct(ctx context.Context, class *Class, args [][]byte) (inst any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return class.New(ctx, args)
+}
+
+// replay reads the method log and runs every call after the checkpoint, in log order,
+// answering no one; recorded results are kept as the answers to retried calls.
+func (g *grain) replay(ctx context.Context, r *recovered, class *Class, info *pb.ActorInfo, after uint64) error {
+	kvs, _, err := g.env.Table.Store.List(ctx, gcs.ActorLogActorPrefix(g.id))
+	if err != nil {
+		return fmt.Errorf("read the method log: %w", err)
+	}
+	type key struct {
+		caller string
+		seq    uint64
+	}
+	recorded := map[key]*pb.TaskResult{}
+	var entries []*pb.ActorLogEntry
+	for _, kv := range kvs {
+		b := &pb.ActorLogBatch{}
+		if err := proto.Unmarshal(kv.Value, b); err != nil {
+			return fmt.Errorf("method log key %s is corrupt: %w", kv.Key, err)
+		}
+		k := logKey{batch: b.Batch}
+		for _, e := range b.Entries {
+			k.maxIndex = max(k.maxIndex, e.Index)
+			if e.Index > after {
+				entries = append(entries, e)
+			}
+		}
+		for _, res := range b.Results {
+			k.maxIndex = max(k.maxIndex, res.Index)
+			recorded[key{res.CallerId, res.Seq}] = res.Result
+		}
+		r.keys = append(r.keys, k)
+		r.nextBatch = max(r.nextBatch, b.Batch+1)
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Index < entries[j].Index })
+	inst := r.inst
+	runner := g.env.Runner
+	runner.Root = g.root
+	for _, e := range entries {
+		if e.Index < r.nextIndex {
+			continue // a duplicate of an entry already applied
+		}
+		cs := r.callers[e.CallerId]
+		if cs == nil {
+			cs = newCallerState(e.Seq)
+			r.callers[e.CallerId] = cs
+		}
+		r.nextIndex = e.Index + 1
+		if e.Seq < cs.next {
+			continue
+		}
+		cs.next, cs.applied = e.Seq+1, e.Seq
+		if e.Skip {
+			continue
+		}
+		res := runCall(ctx, &runner, g.env.Context, class, inst, e.Spec)
+		g.env.Stats.Replayed.Add(1)
+		if rec := recorded[key{e.CallerId, e.Seq}]; rec != nil {
+			if !sameResult(rec, res) {
+				g.env.Stats.Divergent.Add(1)
+				g.env.Logger.Warn("actors: a replayed call gave a different result than the first run; a method is not deterministic given the state and arguments (see package actors); the recorded result stands",
+					"actor", g.id, "method", e.Spec.Function, "caller", e.CallerId, "seq", e.Seq)
+			}
+			res = rec
+		}
+		if e.Seq > cs.acked {
+			cs.results[e.Seq] = res
+		}
+	}
+	return nil
+}
+
+func sameResult(a, b *pb.TaskResult) bool {
+	if (a.Error == nil) != (b.Error == nil) {
+		return false
+	}
+	if a.Error != nil {
+		return a.Error.Kind == b.Error.Kind && a.Error.Message == b.Error.Message
+	}
+	if a.InStore || b.InStore {
+		return a.Size == b.Size
+	}
+	return bytes.Equal(a.Data, b.Data)
+}
+
+func (g *grain) onRecovered(ctx actor.Context, r *recovered) {
+	if g.stopped {
+		return
+	}
+	if r.stop != "" {
+		g.env.Logger.Debug("actors: instance not started", "actor", g.id, "why", r.stop)
+		g.early = nil
+		ctx.Poison(ctx.Self())
+		return
+	}
+	g.class, g.inst, g.info, g.inc = r.class, r.inst, r.info, r.info.Incarnation
+	g.callers, g.nextIndex, g.nextBatch, g.keys = r.callers, r.nextIndex, r.nextBatch, r.keys
+	g.ckptIndex = r.info.CheckpointSeq
+	g.every = int(r.info.CheckpointEvery)
+	if g.every == 0 {
+		g.every = DefaultCheckpointEvery
+	}
+	conc := int(r.info.MaxConcurrency)
+	runner := g.env.Runner
+	runner.Root = g.root
+	g.exec = newExecutor(g, runner, max(conc, 1), g.nextIndex-1)
+	go g.exec.loop()
+	g.ready = true
+	early := g.early
+	g.early = nil
+	for _, m := range early {
+		switch m := m.(type) {
+		case *pb.ActorCallBatch:
+			g.admitAll(m.Calls)
+		case *pb.ActorCall:
+			g.admitAll([]*pb.ActorCall{m})
+		}
+	}
+	g.flushLog()
+}
+
+// admitAll admits calls, bouncing those meant for a newer incarnation than this one.
+func (g *grain) admitAll(calls []*pb.ActorCall) {
+	var bounce map[string]*pb.ActorCallBounce
+	var to map[string]*pb.PID
+	for _, c := range calls {
+		if c.Incarnation > g.inc && c.Caller != nil {
+			if bounce == nil {
+				bounce, to = map[string]*pb.ActorCallBounce{}, map[string]*pb.PID{}
+			}
+			k := c.Caller.Address + "/" + c.Caller.Id
+			b := bounce[k]
+			if b == nil {
+				b = &pb.ActorCallBounce{ActorId: g.aid, Incarnation: g.inc}
+				bounce[k], to[k] = b, c.Caller
+			}
+			if !c.Checkpoint {
+				b.Seqs = append(b.Seqs, c.Seq)
+			}
+			continue
+		}
+		g.admit(c)
+	}
+	for k, b := range bounce {
+		g.root.Send(actor.NewPID(to[k].Address, to[k].Id), b)
+	}
+	g.flushLog()
+}
+
+
+// admit takes one call (or skip) from a caller: run it in the caller's order, buffer it
+// until its predecessors came, or answer a duplicate from what is known.
+func (g *grain) admit(c *pb.ActorCall) {
+	if c.Checkpoint {
+		g.requestCheckpoint()
+		return
+	}
+	st := g.callers[c.CallerId]
+	if st == nil {
+		st = newCallerState(c.First)
+		g.callers[c.CallerId] = st
+	}
+	if c.Acked > st.acked {
+		st.ack(c.Acked)
+	}
+	if c.First > st.next {
+		// The caller finished (gave up on) everything before First: nothing before it
+		// will come.
+		for s := st.next; s < c.First; s++ {
+			delete(st.buffered, s)
+		}
+		st.next = c.First
+	}
+	switch {
+	case c.Seq < st.next:
+		g.env.Stats.Duplicates.Add(1)
+		if res := st.results[c.Seq]; res != nil && c.Spec != nil && c.Spec.Owner != nil {
+			g.root.Send(actor.NewPID(c.Spec.Owner.Address, c.Spec.Owner.Id), res)
+		}
+		return
+	case c.Seq > st.next:
+		st.buffered[c.Seq] = c
+		return
+	}
+	g.accept(c, st)
+	for {
+		b := st.buffered[st.next]
+		if b == nil {
+			return
+		}
+		delete(st.buffered, st.next)
+		g.accept(b, st)
+	}
+}
+
+func (g *grain) accept(c *pb.ActorCall, st *callerState) {
+	st.next = c.Seq + 1
+	e := &pb.ActorLogEntry{Index: g.nextIndex, CallerId: c.CallerId, Seq: c.Seq, Skip: c.Skip || c.Spec == nil, Spec: c.Spec}
+	g.nextIndex++
+	if g.info.AtMostOnce {
+		g.exec.push(execItem{entry: e})
+		return
+	}
+	g.logQueue = append(g.logQueue, e)
+}
+
+// flushLog starts a group commit of the queued calls unless one is in flight: calls that
+// arrive meanwhile share the next one.
+func (g *grain) flushLog() {
+	if g.committing || len(g.logQueue) == 0 || g.stopped {
+		return
+	}
+	batch := &pb.ActorLogBatch{Batch: g.nextBatch, Incarnation: g.inc}
+	size := 0
+	n := 0
+	for n < len(g.logQueue) && (n == 0 || size < maxBatchBytes) {
+		size += proto.Size(g.logQueue[n])
+		n++
+	}
+	batch.Entries = g.logQueue[:n:n]
+	g.logQueue = g.logQueue[n:]
+	if len(g.logQueue) == 0 {
+		g.logQueue = nil
+	}
+	m := 0
+	for m < len(g.results) && size < maxBatchBytes {
+		size += proto.Size(g.results[m])
+		m++
+	}
+	batch.Results = g.results[:m:m]
+	g.results = g.results[m:]
+	g.nextBatch++
+	g.committing = true
+	self, root, base := g.self, g.root, g.base
+	go func() {
+		fenced := g.commit(base, batch)
+		if base.Err() == nil {
+			root.Send(self, &committed{batch: batch, fenced: fenced})
+		}
+	}()
+}
+
+// commit writes one log batch, fenced on the actor record: if the record moved to another
+// incarnation or node (or the actor died), this instance is stale and must not write.
+func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced bool) {
+	val, err := proto.Marshal(batch)
+	if err != nil {
+		g.env.Logger.Error("actors: cannot encode a method log batch", "actor", g.id, "err", err)
+		return true
+	}
+	key := gcs.ActorLogKey(g.id, batch.Batch)
+	for attempt := 0; ; attempt++ {
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		ok, _, err := g.env.Table.Store.Txn(tctx, []gcs.Cmp{{Key: gcs.ActorKey(g.id), ModRev: g.rev.Load()}},
+			[]gcs.Op{{Kind: gcs.OpPut, Key: key, Value: val}})
+		if err == nil && !ok {
+			info, rev, gerr := g.env.Table.Get(tctx, g.id)
+			cancel()
+			if gerr == nil && (info.Incarnation != g.inc || info.Node != string(g.env.Node) || lifecycle.Phase(info.Phase) == lifecycle.Dead) {
+				return true
+			}
+			if gerr == nil {
+				g.rev.Store(rev)
+			}
+			continue
+		}
+		cancel()
+		if err == nil {
+			g.env.Stats.Commits.Add(1)
+			g.env.Stats.Logged.Add(int64(len(batch.Entries)))
+			return false
+		}
+		if ctx.Err() != nil {
+			return true
+		}
+		g.env.Logger.Warn("actors: method log write failed; retrying (calls wait until they are logged)", "actor", g.id, "attempt", attempt+1, "err", err)
+		select {
+		case <-ctx.Done():
+			return true
+		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
+func (g *grain) onCommitted(ctx actor.Context, m *committed) {
+	g.committing = false
+	if g.stopped {
+		return
+	}
+	if m.fenced {
+		g.env.Logger.Info("actors: instance superseded; stopping it", "actor", g.id, "incarnation", g.inc)
+		ctx.Poison(ctx.Self())
+		return
+	}
+	k := logKey{batch: m.batch.Batch}
+	for _, e := range m.batch.Entries {
+		k.maxIndex = max(k.maxIndex, e.Index)
+		g.exec.push(execItem{entry: e})
+	}
+	for _, r := range m.batch.Results {
+		k.maxIndex = max(k.maxIndex, r.Index)
+	}
+	g.keys = append(g.keys, k)
+	g.flushLog()
+}
+
+func (g *grain) onDone(m *doneBatch) {
+	for _, d := range m.done {
+		st := g.callers[d.entry.CallerId]
+		if st == nil {
+			continue
+		}
+		st.applied = max(st.applied, d.entry.Seq)
+		if d.result == nil {
+			continue
+		}
+		if d.entry.Seq > st.acked {
+			st.results[d.entry.Seq] = d.result
+		}
+		if !g.info.AtMostOnce {
+			g.results = append(g.results, &pb.ActorResultRecord{CallerId: d.entry.CallerId, Seq: d.entry.Seq, Index: d.entry.Index, Result: d.result})
+			g.sinceCkpt++
+		} else {
+			g.sinceCkpt++
+		}
+	}
+	if g.class.CanCheckpoint() && g.sinceCkpt >= g.every {
+		g.requestCheckpoint()
+	}
+}
+
+func (g *grain) requestCheckpoint() {
+	if !g.class.CanCheckpoint() {
+		g.env.Logger.Warn("actors: checkpoint requested, but the class cannot checkpoint (implement ray.Checkpointer)", "actor", g.id, "class", g.class.Name)
+		return
+	}
+	if g.ckptRunning || g.stopped {
+		return
+	}
+	g.ckptRunning = true
+	g.sinceCkpt = 0
+	g.exec.push(execItem{checkpoint: true})
+}
+
+func (g *grain) onCheckpointSaved(m *ckptSaved) {
+	if m.err != nil || m.index <= g.ckptIndex || g.stopped {
+		if m.err != nil {
+			g.env.Logger.Warn("actors: checkpoint failed; the log is kept", "actor", g.id, "err", m.err)
+		}
+		g.ckptRunning = false
+		return
+	}
+	ck := &pb.ActorCheckpoint{Index: m.index, State: m.state, Incarnation: g.inc}
+	for id, st := range g.callers {
+		cs := &pb.ActorCallerState{CallerId: id, Next: st.applied + 1, Acked: st.acked}
+		for s := st.acked + 1; s <= st.applied; s++ {
+			if r := st.results[s]; r != nil {
+				cs.Unacked = append(cs.Unacked, &pb.ActorResultRecord{CallerId: id, Seq: s, Result: r})
+			}
+		}
+		ck.Callers = append(ck.Callers, cs)
+	}
+	sort.Slice(ck.Callers, func(i, j int) bool { return ck.Callers[i].CallerId < ck.Callers[j].CallerId })
+	var covered []uint64
+	for _, k := range g.keys {
+		if k.maxIndex <= m.index {
+			covered = append(covered, k.batch)
+		}
+	}
+	prev, inc, self, root, base := g.ckptIndex, g.inc, g.self, g.root, g.base
+	go func() {
+		deleted, err := g.writeCheckpoint(base, ck, prev, inc, covered)
+		if base.Err() == nil {
+			root.Send(self, &ckptWritten{index: ck.Index, deleted: deleted, err: err})
+		}
+	}()
+}
+
+// writeCheckpoint stores ck, records it in the actor record (CheckpointTaken) and then
+// deletes the previous checkpoint and the log keys it covers.
+func (g *grain) writeCheckpoint(ctx context.Context, ck *pb.ActorCheckpoint, prev, inc uint64, covered []uint64) ([]uint64, error) {
+	data, err := proto.Marshal(ck)
+	if err != nil {
+		return nil, err
+	}
+	store := g.env.Table.Store
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for part := 0; part == 0 || part*gcs.CheckpointPartBytes < len(data); part++ {
+		chunk := data[part*gcs.CheckpointPartBytes : min(len(data), (part+1)*gcs.CheckpointPartBytes)]
+		if _, err := store.Put(tctx, gcs.CheckpointKey(g.id, ck.Index, part), chunk, 0); err != nil {
+			return nil, fmt.Errorf("write checkpoint: %w", err)
+		}
+	}
+	var extra []gcs.Op
+	if prev > 0 {
+		extra = append(extra, gcs.Op{Kind: gcs.OpDeletePrefix, Key: gcs.CheckpointVersionPrefix(g.id, prev)})
+	}
+	first := min(len(covered), maxDeletesPerTxn)
+	for _, b := range covered[:first] {
+		extra = append(extra, gcs.Op{Kind: gcs.OpDelete, Key: gcs.ActorLogKey(g.id, b)})
+	}
+	_, _, changed, err := g.env.Table.StepWith(tctx, g.id, lifecycle.CheckpointTaken{Incarnation: inc, Seq: ck.Index, Ref: fmt.Sprintf("gcs:%d", ck.Index)}, extra)
+	if err != nil || !changed {
+		// Not recorded: the parts just written are garbage.
+		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _, _ = store.Txn(dctx, nil, []gcs.Op{{Kind: gcs.OpDeletePrefix, Key: gcs.CheckpointVersionPrefix(g.id, ck.Index)}})
+		dcancel()
+		if err == nil {
+			err = errors.New("checkpoint not recorded (the actor record moved on)")
+		}
+		return nil, err
+	}
+	g.env.Stats.Checkpoints.Add(1)
+	deleted := covered[:first]
+	for rest := covered[first:]; len(rest) > 0; {
+		n := min(len(rest), maxDeletesPerTxn)
+		ops := make([]gcs.Op, n)
+		for i, b := range rest[:n] {
+			ops[i] = gcs.Op{Kind: gcs.OpDelete, Key: gcs.ActorLogKey(g.id, b)}
+		}
+		if _, _, err := store.Txn(tctx, nil, ops); err != nil {
+			break // kept keys are skipped by replay and deleted with the actor
+		}
+		deleted = append(deleted, rest[:n]...)
+		rest = rest[n:]
+	}
+	return deleted, nil
+}
+
+func (g *grain) onCheckpointWritten(m *ckptWritten) {
+	g.ckptRunning = false
+	if m.err != nil {
+		g.env.Logger.Warn("actors: checkpoint not recorded; the log is kept", "actor", g.id, "err", m.err)
+		return
+	}
+	g.ckptIndex = m.index
+	gone := make(map[uint64]bool, len(m.deleted))
+	for _, b := range m.deleted {
+		gone[b] = true
+	}
+	kept := g.keys[:0]
+	for _, k := range g.keys {
+		if !gone[k.batch] {
+			kept = append(kept, k)
+		}
+	}
+	g.keys = kept
+	// Results recorded before the checkpoint are in it; those still queued are not needed.
+	kr := g.results[:0]
+	for _, r := range g.results {
+		if r.Index > m.index {
+			kr = append(kr, r)
+		}
+	}
+	g.results = kr
+}
+
+// ReadCheckpoint reads the checkpoint of actorID taken after log index index.
+func ReadCheckpoint(ctx context.Context, store gcs.Store, actorID string, index uint64) (*pb.ActorCheckpoint, error) {
+	kvs, _, err := store.List(ctx, gcs.CheckpointVersionPrefix(actorID, index))
+	if err != nil {
+		return nil, err
+	}
+	if len(kvs) == 0 {
+		return nil, fmt.Errorf("checkpoint %d of actor %s is missing", index, actorID)
+	}
+	var data []byte
+	for _, kv := range kvs {
+		data = append(data, kv.Value...)
+	}
+	ck := &pb.ActorCheckpoint{}
+	if err := proto.Unmarshal(data, ck); err != nil {
+		return nil, fmt.Errorf("checkpoint %d of actor %s is corrupt: %w", index, actorID, err)
+	}
+	if ck.Index != index {
+		return nil, fmt.Errorf("checkpoint %d of actor %s says it is checkpoint %d", index, actorID, ck.Index)
+	}
+	return ck, nil
+}

@@ -1,0 +1,186 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/gcs"
+	"github.com/ray-go/ray/internal/pb"
+)
+
+// ErrNameTaken is returned when a named actor is created under a name in use.
+var ErrNameTaken = errors.New("actors: actor name already taken")
+
+// ErrUnknownClass is returned for an actor class name no RegisterClass registered.
+var ErrUnknownClass = errors.New("actors: unknown actor class")
+
+// ErrNoSuchActor is returned for an actor ID or name the actor table does not have.
+var ErrNoSuchActor = errors.New("actors: no such actor")
+
+// Table reads and steps the GCS actor table. Every change goes through Step: a read, the
+// pure lifecycle transition, and a write guarded by the record's revision (the fence of
+// DESIGN §5), retried when another runtime changed the record meanwhile.
+type Table struct {
+	Store gcs.Store
+}
+
+// StateOf returns the lifecycle state recorded in info.
+func StateOf(info *pb.ActorInfo) lifecycle.State {
+	return lifecycle.State{
+		Config: lifecycle.Config{ActorID: idString(info.ActorId), MaxRestarts: int(info.MaxRestarts),
+			Detached: info.Detached, AtMostOnce: info.AtMostOnce},
+		Phase:       lifecycle.Phase(info.Phase),
+		Incarnation: info.Incarnation,
+		Restarts:    int(info.Restarts),
+		Node:        info.Node,
+		OwnerDead:   info.OwnerDead,
+		Checkpoint:  lifecycle.Checkpoint{Seq: info.CheckpointSeq, Ref: info.CheckpointRef},
+		Cause:       lifecycle.Cause(info.Cause),
+		Detail:      info.Detail,
+	}
+}
+
+// setState writes s's lifecycle fields into info.
+func setState(info *pb.ActorInfo, s lifecycle.State) {
+	info.Phase = int32(s.Phase)
+	info.Incarnation = s.Incarnation
+	info.Restarts = int32(s.Restarts)
+	info.Node = s.Node
+	info.OwnerDead = s.OwnerDead
+	info.CheckpointSeq = s.Checkpoint.Seq
+	info.CheckpointRef = s.Checkpoint.Ref
+	info.Cause = int32(s.Cause)
+	info.Detail = s.Detail
+}
+
+// publishOps are the writes that make info the actor's record: the record itself, its
+// placement (set while an instance runs or starts somewhere, deleted otherwise) and, once
+// the actor is dead, the removal of its name, method log and checkpoint.
+func publishOps(info *pb.ActorInfo) ([]gcs.Op, error) {
+	b, err := proto.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	id := idString(info.ActorId)
+	ops := []gcs.Op{{Kind: gcs.OpPut, Key: gcs.ActorKey(id), Value: b}}
+	if info.Node != "" && lifecycle.Phase(info.Phase) != lifecycle.Dead {
+		ops = append(ops, gcs.Op{Kind: gcs.OpPut, Key: gcs.PlacementKey(id), Value: []byte(info.Node)})
+	} else {
+		ops = append(ops, gcs.Op{Kind: gcs.OpDelete, Key: gcs.PlacementKey(id)})
+	}
+	if lifecycle.Phase(info.Phase) == lifecycle.Dead {
+		if info.Name != "" {
+			ops = append(ops, gcs.Op{Kind: gcs.OpDelete, Key: gcs.ActorNameKey(info.Namespace, info.Name)})
+		}
+		ops = append(ops,
+			gcs.Op{Kind: gcs.OpDeletePrefix, Key: gcs.ActorLogActorPrefix(id)},
+			gcs.Op{Kind: gcs.OpDeletePrefix, Key: gcs.CheckpointPrefix(id)})
+	}
+	return ops, nil
+}
+
+// Create writes a new actor's record, New's state, and reserves its name.
+func (t *Table) Create(ctx context.Context, info *pb.ActorInfo) (*pb.ActorInfo, []lifecycle.Action, error) {
+	s, actions, err := lifecycle.New(StateOf(info).Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	setState(info, s)
+	ops, err := publishOps(info)
+	if err != nil {
+		return nil, nil, err
+	}
+	id := idString(info.ActorId)
+	cmps := []gcs.Cmp{{Key: gcs.ActorKey(id), ModRev: 0}}
+	if info.Name != "" {
+		cmps = append(cmps, gcs.Cmp{Key: gcs.ActorNameKey(info.Namespace, info.Name), ModRev: 0})
+		ops = append(ops, gcs.Op{Kind: gcs.OpPut, Key: gcs.ActorNameKey(info.Namespace, info.Name), Value: []byte(id)})
+	}
+	ok, _, err := t.Store.Txn(ctx, cmps, ops)
+	if err != nil {
+		return nil, nil, fmt.Errorf("actors: create actor %s: %w", id, err)
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %q in namespace %q (pick another name, or get it with ray.GetActor)", ErrNameTaken, info.Name, info.Namespace)
+	}
+	return info, actions, nil
+}
+
+// Get reads an actor's record and its revision.
+func (t *Table) Get(ctx context.Context, actorID string) (*pb.ActorInfo, int64, error) {
+	kv, found, err := t.Store.Get(ctx, gcs.ActorKey(actorID))
+	if err != nil {
+		return nil, 0, fmt.Errorf("actors: read actor %s: %w", actorID, err)
+	}
+	if !found {
+		return nil, 0, fmt.Errorf("%w: %s", ErrNoSuchActor, actorID)
+	}
+	info := &pb.ActorInfo{}
+	if err := proto.Unmarshal(kv.Value, info); err != nil {
+		return nil, 0, fmt.Errorf("actors: actor %s: corrupt record: %w", actorID, err)
+	}
+	return info, kv.ModRev, nil
+}
+
+// Lookup finds a named actor's ID.
+func (t *Table) Lookup(ctx context.Context, namespace, name string) (string, error) {
+	kv, found, err := t.Store.Get(ctx, gcs.ActorNameKey(namespace, name))
+	if err != nil {
+		return "", fmt.Errorf("actors: look up actor %q: %w", name, err)
+	}
+	if !found {
+		return "", fmt.Errorf("%w named %q in namespace %q", ErrNoSuchActor, name, namespace)
+	}
+	return string(kv.Value), nil
+}
+
+// Step applies ev to the actor's record. It returns the record after the step, the
+// actions the caller must carry out (PublishState is done), and whether the state
+// changed. A refused event returns the lifecycle's *TransitionError.
+func (t *Table) Step(ctx context.Context, actorID string, ev lifecycle.Event) (*pb.ActorInfo, []lifecycle.Action, bool, error) {
+	return t.StepWith(ctx, actorID, ev, nil)
+}
+
+// StepWith is Step with extra operations committed in the same transaction when the state
+// changes (a checkpoint's log truncation).
+func (t *Table) StepWith(ctx context.Context, actorID string, ev lifecycle.Event, extra []gcs.Op) (*pb.ActorInfo, []lifecycle.Action, bool, error) {
+	for attempt := 0; ; attempt++ {
+		info, rev, err := t.Get(ctx, actorID)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		before := StateOf(info)
+		next, actions, err := lifecycle.Step(before, ev)
+		if err != nil {
+			return info, nil, false, err
+		}
+		if next == before {
+			return info, actions, false, nil
+		}
+		setState(info, next)
+		ops, err := publishOps(info)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		ok, _, err := t.Store.Txn(ctx, []gcs.Cmp{{Key: gcs.ActorKey(actorID), ModRev: rev}}, append(ops, extra...))
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("actors: step actor %s (%v): %w", actorID, ev, err)
+		}
+		if ok {
+			return info, actions, true, nil
+		}
+		if attempt >= 50 {
+			return nil, nil, false, fmt.Errorf("actors: step actor %s (%v): the record keeps changing", actorID, ev)
+		}
+		select { // lost a race: read again
+		case <-ctx.Done():
+			return nil, nil, false, ctx.Err()
+		case <-time.After(time.Duration(attempt) * time.Millisecond):
+		}
+	}
+}
