@@ -518,4 +518,3 @@ func (m *ActorMethod3[T, A, B, C, R]) Remote(ctx context.Context, h ActorHandle[
 func (m *ActorMethod4[T, A, B, C, D, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A], b Arg[B], c Arg[C], d Arg[D]) ObjectRef[R] {
 	return callActor[R](ctx, h, &m.actorMethod, a, b, c, d)
 }
-

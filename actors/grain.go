@@ -492,7 +492,6 @@ func (g *grain) admitAll(calls []*pb.ActorCall) {
 	g.flushLog()
 }
 
-
 // admit takes one call (or skip) from a caller: run it in the caller's order, buffer it
 // until its predecessors came, or answer a duplicate from what is known.
 func (g *grain) admit(c *pb.ActorCall) {
