@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -14,10 +15,9 @@ import (
 // maxHeld bounds the results the executor holds back before sending them.
 const maxHeld = 64
 
-// execItem is a call (or skip) to run, or a checkpoint to take between calls.
+// execItem is a call (or skip) to run.
 type execItem struct {
-	entry      *pb.ActorLogEntry
-	checkpoint bool
+	entry *pb.ActorLogEntry
 }
 
 // executor runs an instance's calls on its own goroutine (DESIGN §2 rule 3: user code
@@ -34,6 +34,11 @@ type executor struct {
 	queue  []execItem
 	closed bool
 	signal chan struct{}
+
+	// ckpt asks for a checkpoint before the next call (not after the queue: calls are
+	// queued as fast as they are logged, and a checkpoint behind them would cover nothing
+	// the queue does not already make durable).
+	ckpt atomic.Bool
 
 	// conc > 1
 	sem chan struct{}
@@ -56,6 +61,15 @@ func (x *executor) push(it execItem) {
 	}
 	x.queue = append(x.queue, it)
 	x.mu.Unlock()
+	select {
+	case x.signal <- struct{}{}:
+	default:
+	}
+}
+
+// checkpointSoon asks for a checkpoint before the next call.
+func (x *executor) checkpointSoon() {
+	x.ckpt.Store(true)
 	select {
 	case x.signal <- struct{}{}:
 	default:
@@ -154,13 +168,8 @@ func (x *executor) loop() {
 				if g.base.Err() != nil {
 					return
 				}
-				if it.checkpoint {
-					x.wg.Wait()
-					mu.Lock()
-					ob.flush()
-					mu.Unlock()
-					x.checkpoint()
-					continue
+				if x.ckpt.CompareAndSwap(true, false) {
+					x.runCheckpoint(ob, &mu)
 				}
 				e := it.entry
 				x.last = max(x.last, e.Index)
@@ -195,7 +204,19 @@ func (x *executor) loop() {
 		mu.Lock()
 		ob.flush()
 		mu.Unlock()
+		if x.ckpt.CompareAndSwap(true, false) {
+			x.runCheckpoint(ob, &mu)
+		}
 	}
+}
+
+// runCheckpoint waits for running calls, reports what ran, and saves the state.
+func (x *executor) runCheckpoint(ob *outbox, mu *sync.Mutex) {
+	x.wg.Wait()
+	mu.Lock()
+	ob.flush()
+	mu.Unlock()
+	x.checkpoint()
 }
 
 // checkpoint saves the instance's state after every call so far (none is running).

@@ -683,7 +683,7 @@ func (g *grain) requestCheckpoint() {
 	}
 	g.ckptRunning = true
 	g.sinceCkpt = 0
-	g.exec.push(execItem{checkpoint: true})
+	g.exec.checkpointSoon()
 }
 
 func (g *grain) onCheckpointSaved(m *ckptSaved) {

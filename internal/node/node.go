@@ -80,8 +80,41 @@ type Config struct {
 	Workers int
 	// GCS, when set, is the cluster's GCS this node joins (the caller owns it and closes
 	// it after Stop); nil starts an embedded single-member etcd in Dir.
-	GCS    gcs.Store
-	Logger *slog.Logger
+	GCS gcs.Store
+	// SyncAddrs are gRPC servers already running in this process (another node's remote,
+	// an etcd the caller started) that the node syncs with before its remote starts (see
+	// syncGRPCServer): for several nodes in one process under the race detector.
+	SyncAddrs []string
+	// RemoteStarted, when set, is called with the node's address once its remote (gRPC
+	// server) listens; Gate, when set, holds the node's registration in the cluster until
+	// it is closed. Together they let a test start several nodes in one process so that no
+	// member dials another before the last remote has started (see syncGRPCServer).
+	RemoteStarted func(addr string)
+	Gate          <-chan struct{}
+	Logger        *slog.Logger
+}
+
+// gatedProvider holds the member's registration until the gate opens.
+type gatedProvider struct {
+	*membership.Provider
+	gate <-chan struct{}
+}
+
+func (g gatedProvider) StartMember(c *cluster.Cluster) error {
+	<-g.gate
+	return g.Provider.StartMember(c)
+}
+
+// signalLookup reports that cluster.StartMember reached the lookup's Setup, which it
+// calls after the remote started.
+type signalLookup struct {
+	*membership.Lookup
+	started func()
+}
+
+func (s signalLookup) Setup(c *cluster.Cluster, kinds []string, isClient bool) {
+	s.started()
+	s.Lookup.Setup(c, kinds, isClient)
 }
 
 // Node is a running node with its process runtime.
@@ -166,6 +199,13 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.pool = dispatch.New(dispatchGoroutines, dispatch.DefaultThroughput)
+	for _, addr := range cfg.SyncAddrs {
+		conn, err := syncGRPCServer(addr)
+		if err != nil {
+			return nil, err
+		}
+		n.probes = append(n.probes, conn)
+	}
 	if err = n.startMember(ctx); err != nil {
 		return nil, err
 	}
@@ -321,7 +361,15 @@ func (n *Node) startMember(ctx context.Context) error {
 		remote.WithEndpointWriterBatchSize(100))
 	// Gossip keys members by actor-system ID and blocks IDs on missed heartbeats, which
 	// fights our lease-based membership (internal/membership); it is turned off.
-	ccfg := cluster.Configure("ray-"+string(n.ID), n.provider, lookup, rem, cluster.WithKinds(kinds...), membership.WithoutGossip())
+	var prov cluster.ClusterProvider = n.provider
+	if n.cfg.Gate != nil {
+		prov = gatedProvider{n.provider, n.cfg.Gate}
+	}
+	var look cluster.IdentityLookup = lookup
+	if n.cfg.RemoteStarted != nil {
+		look = signalLookup{lookup, func() { n.cfg.RemoteStarted(n.system.Address()) }}
+	}
+	ccfg := cluster.Configure("ray-"+string(n.ID), prov, look, rem, cluster.WithKinds(kinds...), membership.WithoutGossip())
 	n.cluster = cluster.New(n.system, ccfg)
 	started := make(chan any, 1)
 	go func() {
@@ -472,7 +520,7 @@ func (n *Node) releaseOwnedActors(ctx context.Context) {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, _, _, err := n.actors.Table().Step(sctx, fmt.Sprintf("%x", info.ActorId), lifecycle.OwnerDied{})
 		cancel()
-		if err != nil {
+		if err != nil && !errors.Is(err, lifecycle.ErrInvalidTransition) {
 			n.cfg.Logger.Warn("node: cannot end an actor owned by this runtime", "err", err)
 		}
 	}

@@ -1,0 +1,181 @@
+// Package testcluster runs a cluster of several nodes inside one process, on 127.0.0.1,
+// sharing one embedded etcd (the GCS), for tests that need more than one node: actor
+// failover, placement across members. Each node is a real protoactor cluster member with
+// its own remote (gRPC server), raylet, workers, store shard, actor grains and runtime.
+//
+// Fault injection: StopNode takes a node out of the cluster (its grains stop, its
+// membership lease is revoked, its remote shuts down) while the others keep running.
+//
+// Several protoactor remotes in one process need care under the race detector (see
+// internal/node's syncGRPCServer): the nodes start one after another, each synced with
+// every gRPC server started before it. A process should start at most one Cluster under
+// -race: the remotes of a stopped cluster leave gRPC goroutines behind.
+package testcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/ray-go/ray/internal/core"
+	"github.com/ray-go/ray/internal/gcs"
+	"github.com/ray-go/ray/internal/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/node"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Config configures a Cluster.
+type Config struct {
+	Nodes  int     // default 2
+	CPUs   float64 // per node, default 2
+	Logger *slog.Logger
+}
+
+// Cluster is a running in-process cluster.
+type Cluster struct {
+	Nodes []*node.Node
+	GCS   gcs.Store
+
+	dir  string
+	etcd *etcdstore.Embedded
+
+	mu      sync.Mutex
+	stopped []bool
+}
+
+// Start starts the GCS and cfg.Nodes nodes.
+func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 2
+	}
+	if cfg.CPUs <= 0 {
+		cfg.CPUs = 2
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	c = &Cluster{}
+	defer func() {
+		if err != nil {
+			c.Stop(context.Background())
+		}
+	}()
+	if c.dir, err = os.MkdirTemp("", "ray-go-testcluster-"); err != nil {
+		return nil, err
+	}
+	if c.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(c.dir, "gcs"), Name: "gcs-test", Logger: cfg.Logger}); err != nil {
+		return nil, fmt.Errorf("testcluster: start etcd: %w", err)
+	}
+	c.GCS = c.etcd.Client()
+	sync := c.etcd.Endpoints()
+	res, err := sched.FromMap(map[string]float64{sched.CPU: cfg.CPUs})
+	if err != nil {
+		return nil, err
+	}
+	// The nodes' remotes start one after another, each synced with every gRPC server
+	// started before it, and none registers (so none dials another) until all have
+	// started: protoactor's remote.Start writes a gRPC global that running gRPC
+	// goroutines read (see internal/node's syncGRPCServer).
+	gate := make(chan struct{})
+	type result struct {
+		n   *node.Node
+		err error
+	}
+	results := make([]chan result, cfg.Nodes)
+	opened := false
+	defer func() {
+		if !opened {
+			close(gate)
+		}
+		for _, r := range results {
+			if r == nil {
+				continue
+			}
+			if res := <-r; res.n != nil {
+				c.Nodes = append(c.Nodes, res.n)
+				c.stopped = append(c.stopped, false)
+			} else if err == nil {
+				err = res.err
+			}
+		}
+	}()
+	for i := range cfg.Nodes {
+		started := make(chan string, 1)
+		results[i] = make(chan result, 1)
+		ncfg := node.Config{
+			Resources: res, GCS: c.GCS, Dir: filepath.Join(c.dir, fmt.Sprintf("node-%d", i)),
+			Lineage: true, SyncAddrs: append([]string(nil), sync...), Logger: cfg.Logger,
+			Gate: gate, RemoteStarted: func(addr string) { started <- addr },
+		}
+		go func(i int) {
+			n, err := node.Start(ctx, ncfg)
+			if err != nil {
+				err = fmt.Errorf("testcluster: start node %d: %w", i, err)
+				select {
+				case started <- "":
+				default:
+				}
+			}
+			results[i] <- result{n, err}
+		}(i)
+		addr := <-started
+		if addr == "" {
+			return nil, fmt.Errorf("testcluster: node %d did not start", i)
+		}
+		sync = append(sync, addr)
+	}
+	close(gate)
+	opened = true
+	return c, nil
+}
+
+// Context returns a driver context on node i: the root API (package ray) called with it
+// submits through that node's runtime.
+func (c *Cluster) Context(ctx context.Context, i int) context.Context {
+	return core.WithTask(ctx, c.Nodes[i].Core.NewDriver())
+}
+
+// Index returns the index of the node with the given ID, or -1.
+func (c *Cluster) Index(nodeID string) int {
+	for i, n := range c.Nodes {
+		if string(n.ID) == nodeID {
+			return i
+		}
+	}
+	return -1
+}
+
+// StopNode takes node i out of the cluster.
+func (c *Cluster) StopNode(ctx context.Context, i int) error {
+	c.mu.Lock()
+	if c.stopped[i] {
+		c.mu.Unlock()
+		return nil
+	}
+	c.stopped[i] = true
+	c.mu.Unlock()
+	return c.Nodes[i].Stop(ctx)
+}
+
+// Stop stops every node, then the GCS, and removes the cluster's files.
+func (c *Cluster) Stop(ctx context.Context) error {
+	var errs []error
+	for i := range c.Nodes {
+		if err := c.StopNode(ctx, i); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.etcd != nil {
+		if err := c.etcd.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.dir != "" {
+		errs = append(errs, os.RemoveAll(c.dir))
+	}
+	return errors.Join(errs...)
+}
