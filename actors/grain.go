@@ -28,6 +28,10 @@ const DefaultCheckpointEvery = 1000
 // maxBatchBytes bounds one group commit of the method log (etcd takes 1.5 MiB a request).
 const maxBatchBytes = 1 << 20
 
+// maxCommitsInFlight is how many method log group commits may be in flight at once: calls
+// that arrive during a commit need not wait for it to finish before theirs starts.
+const maxCommitsInFlight = 4
+
 // maxDeletesPerTxn bounds the log keys one truncation transaction deletes.
 const maxDeletesPerTxn = 100
 
@@ -171,7 +175,9 @@ type grain struct {
 	nextBatch  uint64
 	logQueue   []*pb.ActorLogEntry
 	results    []*pb.ActorResultRecord // to record with the next commit
-	committing bool
+	committing int                          // commits in flight
+	committed  map[uint64]*pb.ActorLogBatch // done, waiting for an earlier batch
+	nextExec   uint64                       // the batch whose entries run next
 	keys       []logKey
 
 	exec        *executor
@@ -440,6 +446,7 @@ func (g *grain) onRecovered(ctx actor.Context, r *recovered) {
 	}
 	g.class, g.inst, g.info, g.inc = r.class, r.inst, r.info, r.info.Incarnation
 	g.callers, g.nextIndex, g.nextBatch, g.keys = r.callers, r.nextIndex, r.nextBatch, r.keys
+	g.committed, g.nextExec = map[uint64]*pb.ActorLogBatch{}, r.nextBatch
 	g.ckptIndex = r.info.CheckpointSeq
 	g.every = int(r.info.CheckpointEvery)
 	if g.every == 0 {
@@ -551,7 +558,7 @@ func (g *grain) accept(c *pb.ActorCall, st *callerState) {
 // flushLog starts a group commit of the queued calls unless one is in flight: calls that
 // arrive meanwhile share the next one.
 func (g *grain) flushLog() {
-	if g.committing || len(g.logQueue) == 0 || g.stopped {
+	if g.committing >= maxCommitsInFlight || len(g.logQueue) == 0 || g.stopped {
 		return
 	}
 	batch := &pb.ActorLogBatch{Batch: g.nextBatch, Incarnation: g.inc}
@@ -574,7 +581,7 @@ func (g *grain) flushLog() {
 	batch.Results = g.results[:m:m]
 	g.results = g.results[m:]
 	g.nextBatch++
-	g.committing = true
+	g.committing++
 	self, root, base := g.self, g.root, g.base
 	go func() {
 		fenced := g.commit(base, batch)
@@ -627,24 +634,35 @@ func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced boo
 }
 
 func (g *grain) onCommitted(ctx actor.Context, m *committed) {
-	g.committing = false
+	g.committing--
 	if g.stopped {
 		return
 	}
 	if m.fenced {
 		g.env.Logger.Info("actors: instance superseded; stopping it", "actor", g.id, "incarnation", g.inc)
+		g.stopped = true
 		ctx.Poison(ctx.Self())
 		return
 	}
-	k := logKey{batch: m.batch.Batch}
-	for _, e := range m.batch.Entries {
-		k.maxIndex = max(k.maxIndex, e.Index)
-		g.exec.push(execItem{entry: e})
+	// Commits run concurrently and may finish out of order; entries run in log order.
+	g.committed[m.batch.Batch] = m.batch
+	for {
+		b := g.committed[g.nextExec]
+		if b == nil {
+			break
+		}
+		delete(g.committed, g.nextExec)
+		g.nextExec++
+		k := logKey{batch: b.Batch}
+		for _, e := range b.Entries {
+			k.maxIndex = max(k.maxIndex, e.Index)
+			g.exec.push(execItem{entry: e})
+		}
+		for _, r := range b.Results {
+			k.maxIndex = max(k.maxIndex, r.Index)
+		}
+		g.keys = append(g.keys, k)
 	}
-	for _, r := range m.batch.Results {
-		k.maxIndex = max(k.maxIndex, r.Index)
-	}
-	g.keys = append(g.keys, k)
 	g.flushLog()
 }
 

@@ -75,6 +75,10 @@ var rayValues = map[string]float64{
 
 const lineageRatio = "lineage_overhead_ratio"
 
+// exactlyOnceRatios are the derived ratios of an exactly-once actor metric to its
+// at-most-once twin measured in the same run.
+var exactlyOnceRatios = []string{"1_1_actor_calls_async", "1_1_actor_calls_concurrent", "1_n_actor_calls_async", "n_n_actor_calls_async"}
+
 // result is one reported entry.
 type result struct {
 	name    string
@@ -120,12 +124,15 @@ func run() int {
 		t.trials = *trials
 	}
 
-	all := append(coreMetrics(), substrateMetrics()...)
+	all := append(append(coreMetrics(), actorMetrics()...), substrateMetrics()...)
 	if *list {
 		for _, m := range all {
 			fmt.Printf("%-42s %-14s %s\n", m.name, m.unit, m.body)
 		}
 		fmt.Printf("%-42s %-14s %s\n", lineageRatio, "ratio", "single_client_tasks_async_fresh / single_client_tasks_async_no_lineage")
+		for _, m := range exactlyOnceRatios {
+			fmt.Printf("%-42s %-14s %s\n", m+"_exactly_once_ratio", "ratio", m+"_exactly_once / "+m)
+		}
 		return 0
 	}
 	var re *regexp.Regexp
@@ -266,6 +273,15 @@ func addDerived(rs []result) []result {
 	}
 	if on > 0 && off > 0 {
 		rs = append(rs, result{name: lineageRatio, unit: "ratio", derived: true, st: stat{Mean: on / off}})
+	}
+	means := map[string]float64{}
+	for _, r := range rs {
+		means[r.name] = r.st.Mean
+	}
+	for _, m := range exactlyOnceRatios {
+		if amo, eo := means[m], means[m+"_exactly_once"]; amo > 0 && eo > 0 {
+			rs = append(rs, result{name: m + "_exactly_once_ratio", unit: "ratio", derived: true, st: stat{Mean: eo / amo}})
+		}
 	}
 	return rs
 }

@@ -38,18 +38,6 @@ var (
 		}
 		return 0, nil
 	})
-
-	// smallValueBatch is Actor.small_value_batch: submit n small_value tasks with the
-	// task's own ctx and get them all. Ray runs it in 4 actors of 0 CPUs; until actors
-	// exist it runs in 0-CPU tasks (smallValueBatch0).
-	smallValueBatch = ray.Task1("microbench.small_value_batch", func(ctx context.Context, n int) (int, error) {
-		refs := make([]ray.ObjectRef[[]byte], n)
-		for i := range refs {
-			refs[i] = smallValue.Remote(ctx)
-		}
-		return 0, getAllRelease(ctx, refs)
-	})
-	smallValueBatch0 = smallValueBatch.Options(ray.NumCPUs(0))
 )
 
 // getAllRelease gets every ref, then releases them all (also on error).
@@ -175,20 +163,6 @@ func coreMetrics() []*metric {
 			name: "single_client_tasks_async_no_lineage", unit: "tasks/s",
 			body:  "single_client_tasks_async on a fresh runtime started WithoutLineage()",
 			setup: func(e *env) (*bench, error) { return freshTasksAsync(e, ray.WithoutLineage()) },
-		},
-		{
-			name: "multi_client_tasks_async", unit: "tasks/s",
-			body: "4 submitter TASKS of 0 CPUs (Ray: actors), each submits 10,000 (quick: 1,000) small_value and GetAlls them",
-			setup: func(e *env) (*bench, error) {
-				n := e.sizes.batchTasks
-				return &bench{multiplier: float64(4 * n), run: func() error {
-					refs := make([]ray.ObjectRef[int], 4)
-					for i := range refs {
-						refs[i] = smallValueBatch0.Remote(e.ctx, ray.V(n))
-					}
-					return getAllRelease(e.ctx, refs)
-				}}, nil
-			},
 		},
 		{
 			name: "single_client_wait_1k_refs", unit: "bodies/s",
