@@ -388,3 +388,29 @@ func eventuallyT(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+var accelTask = Task0("test.accelTask", func(context.Context) (int, error) { return 1, nil }).Options(NumCPUs(0), Resources(map[string]float64{"accel": 1}))
+
+func TestActorHoldsItsResources(t *testing.T) {
+	ctx := timeout(t)
+	// The node has one "accel"; an actor that asks for it keeps it while it lives.
+	h := accountClass.Remote(ctx, V("kim"), Resources(map[string]float64{"accel": 1}))
+	mustGet(t, ctx, deposit.Remote(ctx, h, V[int64](1)))
+	r := accelTask.Remote(ctx)
+	ready, _, err := Wait(ctx, []ObjectRef[int]{r}, Timeout(300*time.Millisecond))
+	if err != nil || len(ready) != 0 {
+		t.Fatalf("a task needing the actor's resource ran while the actor held it (ready %d, %v)", len(ready), err)
+	}
+	if err := Kill(ctx, h, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, ctx, r); got != 1 {
+		t.Fatalf("task result %d", got)
+	}
+	// An actor without resources holds none.
+	h2 := accountClass.Remote(ctx, V("lee"))
+	mustGet(t, ctx, deposit.Remote(ctx, h2, V[int64](1)))
+	if got := mustGet(t, ctx, accelTask.Remote(ctx)); got != 1 {
+		t.Fatalf("task result %d", got)
+	}
+}

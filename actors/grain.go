@@ -45,8 +45,11 @@ type Env struct {
 	// Context builds the context a method runs with (it carries the runtime so the method
 	// can submit tasks, call actors and Get).
 	Context func(parent context.Context, spec *pb.TaskSpec) context.Context
-	Logger  *slog.Logger
-	Stats   *Stats
+	// Raylet returns the node's scheduler, which holds the resources an actor asks for
+	// while its instance lives (nil: resources are not held).
+	Raylet func() *actor.PID
+	Logger *slog.Logger
+	Stats  *Stats
 }
 
 // Validate checks that every required field is set.
@@ -168,13 +171,14 @@ type grain struct {
 	inst    any
 	info    *pb.ActorInfo
 	inc     uint64
-	rev     atomic.Int64 // the actor record revision log writes are fenced on
+	rev     atomic.Int64           // the actor record revision log writes are fenced on
+	resKey  atomic.Pointer[string] // resources held (or asked for) at the raylet
 	callers map[string]*callerState
 
 	nextIndex  uint64
 	nextBatch  uint64
 	logQueue   []*pb.ActorLogEntry
-	results    []*pb.ActorResultRecord // to record with the next commit
+	results    []*pb.ActorResultRecord      // to record with the next commit
 	committing int                          // commits in flight
 	committed  map[uint64]*pb.ActorLogBatch // done, waiting for an earlier batch
 	nextExec   uint64                       // the batch whose entries run next
@@ -253,6 +257,33 @@ func (g *grain) stop() {
 	if g.exec != nil {
 		g.exec.close()
 	}
+	if k := g.resKey.Load(); k != nil && g.env.Raylet != nil {
+		if r := g.env.Raylet(); r != nil {
+			g.root.Send(r, &pb.ReserveResources{Key: *k, Release: true})
+		}
+	}
+}
+
+// holdResources waits until the node's raylet holds the actor's resources for this
+// instance (Ray: an actor that asks for resources keeps them while it lives).
+func (g *grain) holdResources(ctx context.Context, info *pb.ActorInfo) error {
+	if len(info.Resources) == 0 || g.env.Raylet == nil {
+		return nil
+	}
+	key := fmt.Sprintf("actor/%s/%d", g.id, info.Incarnation)
+	g.resKey.Store(&key)
+	msg := &pb.ReserveResources{Key: key, Resources: info.Resources}
+	for ctx.Err() == nil {
+		r := g.env.Raylet()
+		if r == nil {
+			return errors.New("no scheduler on this node")
+		}
+		res, err := g.root.RequestFuture(r, msg, 2*time.Second).Result()
+		if _, ok := res.(*pb.ReserveResourcesReply); ok && err == nil {
+			return nil
+		}
+	}
+	return ctx.Err()
 }
 
 // recover builds the instance: construct, restore the checkpoint, replay the log after it,
@@ -291,6 +322,9 @@ func (g *grain) recover(ctx context.Context) *recovered {
 	class, ok := LookupClass(info.Class)
 	if !ok {
 		return fail(fmt.Sprintf("actor class %q is not registered in this program (register it at package level with ray.Actor under that exact name)", info.Class))
+	}
+	if err := g.holdResources(ctx, info); err != nil {
+		return &recovered{stop: "waiting for resources: " + err.Error()}
 	}
 	r := &recovered{class: class, callers: map[string]*callerState{}, nextIndex: 1, nextBatch: 1}
 	ctorSpec := &pb.TaskSpec{TaskId: func() []byte { t := ids.NewRootTaskID(); return t[:] }(), JobId: info.JobId, Function: info.Class + ".<constructor>"}

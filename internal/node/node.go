@@ -340,7 +340,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	}
 	objTable := objectTable{w: n.writer}
 	n.table = &actors.Table{Store: n.store}
-	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats,
+	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet,
 		Runner: worker.Runner{Node: n.ID, Store: n.objectStore, Fetch: wenv.Fetch},
 		Context: func(parent context.Context, spec *pb.TaskSpec) context.Context {
 			return n.Core.TaskContextFor(parent, spec, nil)

@@ -2511,6 +2511,119 @@ func (*ActorCheckpointNow) Descriptor() ([]byte, []int) {
 	return file_ray_proto_rawDescGZIP(), []int{33}
 }
 
+// ReserveResources asks a raylet to hold resources for an actor instance while it lives
+// (key names the instance); granted when they are free, answered ReserveResourcesReply.
+// release gives them back (or withdraws a request not yet granted).
+type ReserveResources struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Key       string         `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Resources []*ResourceQty `protobuf:"bytes,2,rep,name=resources,proto3" json:"resources,omitempty"`
+	Release   bool           `protobuf:"varint,3,opt,name=release,proto3" json:"release,omitempty"`
+}
+
+func (x *ReserveResources) Reset() {
+	*x = ReserveResources{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_ray_proto_msgTypes[34]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *ReserveResources) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReserveResources) ProtoMessage() {}
+
+func (x *ReserveResources) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[34]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReserveResources.ProtoReflect.Descriptor instead.
+func (*ReserveResources) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ReserveResources) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ReserveResources) GetResources() []*ResourceQty {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *ReserveResources) GetRelease() bool {
+	if x != nil {
+		return x.Release
+	}
+	return false
+}
+
+type ReserveResourcesReply struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+}
+
+func (x *ReserveResourcesReply) Reset() {
+	*x = ReserveResourcesReply{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_ray_proto_msgTypes[35]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *ReserveResourcesReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReserveResourcesReply) ProtoMessage() {}
+
+func (x *ReserveResourcesReply) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[35]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReserveResourcesReply.ProtoReflect.Descriptor instead.
+func (*ReserveResourcesReply) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ReserveResourcesReply) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
 var File_ray_proto protoreflect.FileDescriptor
 
 var file_ray_proto_rawDesc = []byte{
@@ -2796,10 +2909,20 @@ var file_ray_proto_rawDesc = []byte{
 	0x6c, 0x65, 0x72, 0x73, 0x12, 0x20, 0x0a, 0x0b, 0x69, 0x6e, 0x63, 0x61, 0x72, 0x6e, 0x61, 0x74,
 	0x69, 0x6f, 0x6e, 0x18, 0x04, 0x20, 0x01, 0x28, 0x04, 0x52, 0x0b, 0x69, 0x6e, 0x63, 0x61, 0x72,
 	0x6e, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x22, 0x14, 0x0a, 0x12, 0x41, 0x63, 0x74, 0x6f, 0x72, 0x43,
-	0x68, 0x65, 0x63, 0x6b, 0x70, 0x6f, 0x69, 0x6e, 0x74, 0x4e, 0x6f, 0x77, 0x42, 0x23, 0x5a, 0x21,
-	0x67, 0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x72, 0x61, 0x79, 0x2d, 0x67,
-	0x6f, 0x2f, 0x72, 0x61, 0x79, 0x2f, 0x69, 0x6e, 0x74, 0x65, 0x72, 0x6e, 0x61, 0x6c, 0x2f, 0x70,
-	0x62, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
+	0x68, 0x65, 0x63, 0x6b, 0x70, 0x6f, 0x69, 0x6e, 0x74, 0x4e, 0x6f, 0x77, 0x22, 0x70, 0x0a, 0x10,
+	0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73,
+	0x12, 0x10, 0x0a, 0x03, 0x6b, 0x65, 0x79, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x03, 0x6b,
+	0x65, 0x79, 0x12, 0x30, 0x0a, 0x09, 0x72, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x73, 0x18,
+	0x02, 0x20, 0x03, 0x28, 0x0b, 0x32, 0x12, 0x2e, 0x72, 0x61, 0x79, 0x70, 0x62, 0x2e, 0x52, 0x65,
+	0x73, 0x6f, 0x75, 0x72, 0x63, 0x65, 0x51, 0x74, 0x79, 0x52, 0x09, 0x72, 0x65, 0x73, 0x6f, 0x75,
+	0x72, 0x63, 0x65, 0x73, 0x12, 0x18, 0x0a, 0x07, 0x72, 0x65, 0x6c, 0x65, 0x61, 0x73, 0x65, 0x18,
+	0x03, 0x20, 0x01, 0x28, 0x08, 0x52, 0x07, 0x72, 0x65, 0x6c, 0x65, 0x61, 0x73, 0x65, 0x22, 0x29,
+	0x0a, 0x15, 0x52, 0x65, 0x73, 0x65, 0x72, 0x76, 0x65, 0x52, 0x65, 0x73, 0x6f, 0x75, 0x72, 0x63,
+	0x65, 0x73, 0x52, 0x65, 0x70, 0x6c, 0x79, 0x12, 0x10, 0x0a, 0x03, 0x6b, 0x65, 0x79, 0x18, 0x01,
+	0x20, 0x01, 0x28, 0x09, 0x52, 0x03, 0x6b, 0x65, 0x79, 0x42, 0x23, 0x5a, 0x21, 0x67, 0x69, 0x74,
+	0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x72, 0x61, 0x79, 0x2d, 0x67, 0x6f, 0x2f, 0x72,
+	0x61, 0x79, 0x2f, 0x69, 0x6e, 0x74, 0x65, 0x72, 0x6e, 0x61, 0x6c, 0x2f, 0x70, 0x62, 0x62, 0x06,
+	0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
 }
 
 var (
@@ -2815,43 +2938,45 @@ func file_ray_proto_rawDescGZIP() []byte {
 }
 
 var file_ray_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_ray_proto_goTypes = []interface{}{
-	(ErrorInfo_Kind)(0),        // 0: raypb.ErrorInfo.Kind
-	(*ResourceQty)(nil),        // 1: raypb.ResourceQty
-	(*Arg)(nil),                // 2: raypb.Arg
-	(*PID)(nil),                // 3: raypb.PID
-	(*TaskSpec)(nil),           // 4: raypb.TaskSpec
-	(*TaskBatch)(nil),          // 5: raypb.TaskBatch
-	(*ErrorInfo)(nil),          // 6: raypb.ErrorInfo
-	(*TaskResult)(nil),         // 7: raypb.TaskResult
-	(*ResultBatch)(nil),        // 8: raypb.ResultBatch
-	(*Lease)(nil),              // 9: raypb.Lease
-	(*LeaseBatch)(nil),         // 10: raypb.LeaseBatch
-	(*LeaseDone)(nil),          // 11: raypb.LeaseDone
-	(*LeaseReturn)(nil),        // 12: raypb.LeaseReturn
-	(*TaskBlocked)(nil),        // 13: raypb.TaskBlocked
-	(*TaskUnblocked)(nil),      // 14: raypb.TaskUnblocked
-	(*CancelTask)(nil),         // 15: raypb.CancelTask
-	(*PutObject)(nil),          // 16: raypb.PutObject
-	(*PutObjectAck)(nil),       // 17: raypb.PutObjectAck
-	(*GetObject)(nil),          // 18: raypb.GetObject
-	(*GetObjectReply)(nil),     // 19: raypb.GetObjectReply
-	(*FreeObjects)(nil),        // 20: raypb.FreeObjects
-	(*StoreStats)(nil),         // 21: raypb.StoreStats
-	(*StoreStatsReply)(nil),    // 22: raypb.StoreStatsReply
-	(*NodeInfo)(nil),           // 23: raypb.NodeInfo
-	(*ObjectEntry)(nil),        // 24: raypb.ObjectEntry
-	(*ActorCall)(nil),          // 25: raypb.ActorCall
-	(*ActorCallBounce)(nil),    // 26: raypb.ActorCallBounce
-	(*ActorCallBatch)(nil),     // 27: raypb.ActorCallBatch
-	(*ActorInfo)(nil),          // 28: raypb.ActorInfo
-	(*ActorLogEntry)(nil),      // 29: raypb.ActorLogEntry
-	(*ActorResultRecord)(nil),  // 30: raypb.ActorResultRecord
-	(*ActorLogBatch)(nil),      // 31: raypb.ActorLogBatch
-	(*ActorCallerState)(nil),   // 32: raypb.ActorCallerState
-	(*ActorCheckpoint)(nil),    // 33: raypb.ActorCheckpoint
-	(*ActorCheckpointNow)(nil), // 34: raypb.ActorCheckpointNow
+	(ErrorInfo_Kind)(0),           // 0: raypb.ErrorInfo.Kind
+	(*ResourceQty)(nil),           // 1: raypb.ResourceQty
+	(*Arg)(nil),                   // 2: raypb.Arg
+	(*PID)(nil),                   // 3: raypb.PID
+	(*TaskSpec)(nil),              // 4: raypb.TaskSpec
+	(*TaskBatch)(nil),             // 5: raypb.TaskBatch
+	(*ErrorInfo)(nil),             // 6: raypb.ErrorInfo
+	(*TaskResult)(nil),            // 7: raypb.TaskResult
+	(*ResultBatch)(nil),           // 8: raypb.ResultBatch
+	(*Lease)(nil),                 // 9: raypb.Lease
+	(*LeaseBatch)(nil),            // 10: raypb.LeaseBatch
+	(*LeaseDone)(nil),             // 11: raypb.LeaseDone
+	(*LeaseReturn)(nil),           // 12: raypb.LeaseReturn
+	(*TaskBlocked)(nil),           // 13: raypb.TaskBlocked
+	(*TaskUnblocked)(nil),         // 14: raypb.TaskUnblocked
+	(*CancelTask)(nil),            // 15: raypb.CancelTask
+	(*PutObject)(nil),             // 16: raypb.PutObject
+	(*PutObjectAck)(nil),          // 17: raypb.PutObjectAck
+	(*GetObject)(nil),             // 18: raypb.GetObject
+	(*GetObjectReply)(nil),        // 19: raypb.GetObjectReply
+	(*FreeObjects)(nil),           // 20: raypb.FreeObjects
+	(*StoreStats)(nil),            // 21: raypb.StoreStats
+	(*StoreStatsReply)(nil),       // 22: raypb.StoreStatsReply
+	(*NodeInfo)(nil),              // 23: raypb.NodeInfo
+	(*ObjectEntry)(nil),           // 24: raypb.ObjectEntry
+	(*ActorCall)(nil),             // 25: raypb.ActorCall
+	(*ActorCallBounce)(nil),       // 26: raypb.ActorCallBounce
+	(*ActorCallBatch)(nil),        // 27: raypb.ActorCallBatch
+	(*ActorInfo)(nil),             // 28: raypb.ActorInfo
+	(*ActorLogEntry)(nil),         // 29: raypb.ActorLogEntry
+	(*ActorResultRecord)(nil),     // 30: raypb.ActorResultRecord
+	(*ActorLogBatch)(nil),         // 31: raypb.ActorLogBatch
+	(*ActorCallerState)(nil),      // 32: raypb.ActorCallerState
+	(*ActorCheckpoint)(nil),       // 33: raypb.ActorCheckpoint
+	(*ActorCheckpointNow)(nil),    // 34: raypb.ActorCheckpointNow
+	(*ReserveResources)(nil),      // 35: raypb.ReserveResources
+	(*ReserveResourcesReply)(nil), // 36: raypb.ReserveResourcesReply
 }
 var file_ray_proto_depIdxs = []int32{
 	2,  // 0: raypb.TaskSpec.args:type_name -> raypb.Arg
@@ -2878,11 +3003,12 @@ var file_ray_proto_depIdxs = []int32{
 	30, // 21: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
 	30, // 22: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
 	32, // 23: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	1,  // 24: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_ray_proto_init() }
@@ -3299,6 +3425,30 @@ func file_ray_proto_init() {
 				return nil
 			}
 		}
+		file_ray_proto_msgTypes[34].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*ReserveResources); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_ray_proto_msgTypes[35].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*ReserveResourcesReply); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3306,7 +3456,7 @@ func file_ray_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_ray_proto_rawDesc,
 			NumEnums:      1,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -3,6 +3,7 @@ package testcluster_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -55,7 +56,7 @@ var cluster *testcluster.Cluster
 
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 3})
+	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 4})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testcluster:", err)
@@ -68,6 +69,47 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// TestOwnerDeath: when the runtime that created an actor goes away (its node stops), a
+// normal actor dies with it and a detached one lives on.
+func TestOwnerDeath(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const owner = 3
+	octx := cluster.Context(base, owner)
+	ctx := cluster.Context(base, 0)
+	normal := ledgerClass.Remote(octx, ray.V(time.Duration(0)), ray.MaxRestarts(1))
+	detached := ledgerClass.Remote(octx, ray.V(time.Duration(0)), ray.MaxRestarts(1), ray.Detached(), ray.Name("keeper"))
+	for _, h := range []ray.ActorHandle[ledger]{normal, detached} {
+		if h.Err() != nil {
+			t.Fatal(h.Err())
+		}
+		if _, err := ray.Get(octx, ledgerAdd.Remote(octx, h, ray.V(int64(5)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cluster.StopNode(base, owner); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ray.GetActorState(ctx, normal)
+	if err != nil || st.Phase != "Dead" {
+		t.Fatalf("actor of a stopped owner: %+v, %v (want Dead)", st, err)
+	}
+	if _, err := ray.Get(ctx, ledgerState.Remote(ctx, normal)); !errors.Is(err, ray.ErrActorDied) {
+		t.Fatalf("call to an actor whose owner died: %v, want ErrActorDied", err)
+	}
+	h, err := ray.GetActor(ctx, ledgerClass, "keeper")
+	if err != nil || h.ID() != detached.ID() {
+		t.Fatalf("GetActor(keeper) = %v, %v", h, err)
+	}
+	got, err := ray.Get(ctx, ledgerState.Remote(ctx, h))
+	if err != nil || got != [2]int64{5, 1} {
+		t.Fatalf("detached actor after its owner left: %v, %v (want [5 1])", got, err)
+	}
+	if err := ray.Kill(ctx, h, true); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestActorFailover stops the member hosting an actor in the middle of a stream of

@@ -83,6 +83,15 @@ type Raylet struct {
 	granted    int64
 	buf, more  []*pb.TaskSpec
 	batches    map[*actor.PID]*pb.LeaseBatch
+	reserved   map[string]sched.Resources // actor instances holding resources
+	waitingRes []reservation              // not granted yet, in arrival order
+}
+
+// reservation is an actor instance waiting for resources.
+type reservation struct {
+	key    string
+	res    sched.Resources
+	sender *actor.PID
 }
 
 // Props returns the props of a raylet grain.
@@ -100,6 +109,8 @@ func Props(cfg Config) *actor.Props {
 			classes: make(map[string]*classStats),
 			workers: make([]*actor.PID, cfg.Workers),
 			batches: make(map[*actor.PID]*pb.LeaseBatch),
+
+			reserved: make(map[string]sched.Resources),
 		}
 	})
 }
@@ -142,6 +153,8 @@ func (r *Raylet) Receive(ctx actor.Context) {
 		}
 	case *pb.CancelTask:
 		r.cancel(ctx, m)
+	case *pb.ReserveResources:
+		r.reserve(ctx, m)
 	case Stats:
 		ctx.Respond(&StatsReply{Total: r.cfg.Total, Available: r.avail, Queued: r.queue.Len(),
 			Leases: len(r.leases), Leased: len(r.leaseOf), Dispatched: r.dispatched, Granted: r.granted})
@@ -251,7 +264,62 @@ func (r *Raylet) depth(class string, grants, waiting int) int {
 	return min(d, MaxLeaseDepth)
 }
 
+// reserve holds resources for an actor instance (granted ahead of queued tasks, as soon as
+// they are free), or gives them back. Requests are idempotent by key.
+func (r *Raylet) reserve(ctx actor.Context, m *pb.ReserveResources) {
+	if m.Release {
+		if res, ok := r.reserved[m.Key]; ok {
+			delete(r.reserved, m.Key)
+			r.avail = r.avail.Add(res)
+			r.scheduleTick(ctx)
+		}
+		for i, w := range r.waitingRes {
+			if w.key == m.Key {
+				r.waitingRes = append(r.waitingRes[:i:i], r.waitingRes[i+1:]...)
+				break
+			}
+		}
+		return
+	}
+	if _, ok := r.reserved[m.Key]; ok {
+		if s := ctx.Sender(); s != nil {
+			ctx.Send(s, &pb.ReserveResourcesReply{Key: m.Key})
+		}
+		return
+	}
+	res := tasks.ResourcesFromPB(m.Resources)
+	for i, w := range r.waitingRes {
+		if w.key == m.Key {
+			r.waitingRes[i].sender = ctx.Sender() // a retry: answer the newest asker
+			r.grantReservations(ctx)
+			return
+		}
+	}
+	r.waitingRes = append(r.waitingRes, reservation{key: m.Key, res: res, sender: ctx.Sender()})
+	r.grantReservations(ctx)
+}
+
+func (r *Raylet) grantReservations(ctx actor.Context) {
+	kept := r.waitingRes[:0]
+	for _, w := range r.waitingRes {
+		if !r.avail.Fits(w.res) {
+			kept = append(kept, w)
+			continue
+		}
+		r.avail = r.avail.Sub(w.res)
+		r.reserved[w.key] = w.res
+		if w.sender != nil {
+			ctx.Send(w.sender, &pb.ReserveResourcesReply{Key: w.key})
+		}
+	}
+	clear(r.waitingRes[len(kept):])
+	r.waitingRes = kept
+}
+
 func (r *Raylet) dispatch(ctx actor.Context) {
+	if len(r.waitingRes) > 0 {
+		r.grantReservations(ctx)
+	}
 	if r.queue.Len() == 0 {
 		return
 	}
