@@ -291,8 +291,10 @@ func Kill[T any](ctx context.Context, h ActorHandle[T], noRestart bool) error {
 	return tc.Core.KillActor(ctx, h.id, noRestart)
 }
 
-// Checkpoint asks an actor whose type implements Checkpointer to take a checkpoint after
-// the calls it has received.
+// Checkpoint asks an actor whose type implements Checkpointer to take a checkpoint before
+// its next call. It returns once the request is sent; the checkpoint is written in the
+// background (a restart that comes first replays from the previous one, which is just as
+// correct, only longer).
 func Checkpoint[T any](ctx context.Context, h ActorHandle[T]) error {
 	tc, err := taskContext(ctx)
 	if err != nil {
@@ -304,8 +306,17 @@ func Checkpoint[T any](ctx context.Context, h ActorHandle[T]) error {
 	return tc.Core.CheckpointActor(h.id)
 }
 
-// ActorState is an actor's lifecycle state: "Pending", "Alive", "Restarting" or "Dead",
-// its restarts so far and, once dead, why.
+// The phases of ActorState.Phase.
+const (
+	ActorPending    = "Pending"    // created, waiting for a node or for its constructor
+	ActorAlive      = "Alive"      // serving calls
+	ActorRestarting = "Restarting" // coming back after a failure or Kill(h, false)
+	ActorDead       = "Dead"       // for good; Detail says why
+)
+
+// ActorState is an actor's lifecycle state: its phase (ActorPending, ActorAlive,
+// ActorRestarting, ActorDead), its restarts so far (counted when a restart begins, as in
+// Ray), its incarnation (1 + restarts), the node hosting it, and once dead, why.
 type ActorState struct {
 	Phase       string
 	Restarts    int

@@ -237,7 +237,7 @@ func TestActorKill(t *testing.T) {
 			return errors.Is(err, ErrActorDied)
 		})
 		st, err := GetActorState(ctx, h)
-		if err != nil || st.Phase != "Dead" {
+		if err != nil || st.Phase != ActorDead {
 			t.Fatalf("state = %+v, %v", st, err)
 		}
 	})
@@ -260,7 +260,7 @@ func TestActorRestartKeepsStateWhenLogged(t *testing.T) {
 		t.Fatalf("balance after restart = %d, want 100", got)
 	}
 	st, err := GetActorState(ctx, h)
-	if err != nil || st.Restarts != 1 || st.Phase != "Alive" {
+	if err != nil || st.Restarts != 1 || st.Phase != ActorAlive {
 		t.Fatalf("state = %+v, %v", st, err)
 	}
 }

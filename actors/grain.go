@@ -129,6 +129,7 @@ type (
 		nextIndex uint64
 		nextBatch uint64
 		keys      []logKey
+		replayed  int    // calls replayed since the checkpoint
 		stop      string // non-empty: do not serve, stop (why)
 	}
 	committed struct {
@@ -440,6 +441,7 @@ func (g *grain) replay(ctx context.Context, r *recovered, class *Class, info *pb
 		}
 		res := runCall(ctx, &runner, g.env.Context, class, inst, e.Spec)
 		g.env.Stats.Replayed.Add(1)
+		r.replayed++
 		if rec := recorded[key{e.CallerId, e.Seq}]; rec != nil {
 			if !sameResult(rec, res) {
 				g.env.Stats.Divergent.Add(1)
@@ -486,6 +488,9 @@ func (g *grain) onRecovered(ctx actor.Context, r *recovered) {
 	if g.every == 0 {
 		g.every = DefaultCheckpointEvery
 	}
+	// The replayed calls count toward the next checkpoint, so that restarts in a row do
+	// not let the log grow past the interval.
+	g.sinceCkpt = r.replayed
 	conc := int(r.info.MaxConcurrency)
 	runner := g.env.Runner
 	runner.Root = g.root

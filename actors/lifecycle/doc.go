@@ -11,34 +11,31 @@
 //
 // # Role in the actors design
 //
-// Actors are not implemented yet (issue 3); this package is the core they will use, and
-// the runtime described here is the plan, not existing code. An actor is a grain whose
-// identity is its actor ID, placed by the scheduler and recorded in the GCS actor table
-// (DESIGN §2, §5). The State is what that table records for the actor: it lives in
+// Package actors is the runtime around this core. An actor is a grain whose identity is
+// its actor ID, placed by the leader node's actors.Manager and recorded in the GCS actor
+// table (DESIGN §2, §5). The State is what that table records for the actor: it lives in
 // etcd, so it survives the death of any process, and it is written with a revision
-// check, so two runtimes stepping the same actor at once cannot both win.
+// check (actors.Table.Step), so two runtimes stepping the same actor at once cannot both
+// win: the loser reads the table and steps again.
 //
-// Events will come from two sources:
+// Events come from:
 //
 //   - the actor's grain, about its own instance: ConstructorSucceeded (after restore and
 //     replay on a restart), ConstructorFailed, CheckpointTaken;
-//   - the GCS actor table watcher, about everything around it: Placed and
-//     PlacementFailed (the scheduler's answer to PlaceActor), ProcessDied (the grain's
-//     Terminated, which protoactor's Watch delivers within milliseconds), HostDied (a
-//     node leaving the membership), OwnerDied (the owner's job or worker leaving), and
-//     Kill (ray.Kill, recorded as a request in the actor table).
+//   - the leader's Manager: Placed and PlacementFailed (its answer to a placing state),
+//     HostDied (a node hosting an actor left the membership);
+//   - ray.Kill (Kill), and a runtime that stops (OwnerDied for the actors it created).
 //
-// The same runtime carries out the Actions: PublishState writes the actor table;
-// PlaceActor and CancelPlacement go to the scheduler; StartInstance and StopInstance
-// activate and stop the grain on a node; ReleaseResources returns resources to a node's
-// scheduler; FailPendingCalls answers the calls that waited for the actor; TruncateLog
-// deletes method log entries a checkpoint covers. Each action type documents its
-// contract.
+// ProcessDied is not emitted yet: a grain does not die without its node (user panics
+// are recovered and fail one call); it is for worker processes (cluster mode).
 //
-// Steps for one actor are serialised by their single owner (DESIGN §8 rule 5); the
-// revision check on PublishState is the fence when ownership moves. PublishState is the
-// first action of every transition and its commit point: if the write loses, the
-// executor drops the remaining actions, reads the table and steps again.
+// The actions are carried out as follows. PublishState is the step's own write.
+// PlaceActor and StartInstance: the leader's Manager sees the placing (or starting)
+// state in the table and places (or activates) the actor. StopInstance: the placement
+// key changes or goes, and the node's identity lookup stops the grain. ReleaseResources:
+// a stopping grain gives its resources back to its raylet (a dead node's go with it).
+// FailPendingCalls: callers see the Dead state through their watch and fail their
+// pending calls. TruncateLog: committed in the same transaction as CheckpointTaken.
 //
 // # States
 //

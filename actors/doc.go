@@ -1,0 +1,98 @@
+// Package actors is the runtime of ray-go's actors (Ray paper §3.1, §4.2; DESIGN §2, §5):
+// the class registry, the actor grain that hosts one instance, its method log in the GCS
+// and the replay that rebuilds it, and the Manager that places and restarts actors. The
+// lifecycle decisions themselves are the pure state machine of package actors/lifecycle;
+// the caller side (sequence numbers, resending, failing calls of dead actors) lives in
+// internal/core; the typed user API is the root package.
+//
+// # Pieces
+//
+//   - Table: the GCS actor table (actors/<id>), the name index (actornames/) and the
+//     placement key (placement/<id>) the identity lookup routes by. Every change is a
+//     lifecycle.Step written with a revision check (the fence).
+//   - Manager: one per node. It mirrors the actor table through a watch and tells the
+//     process runtime of every change. The alive node with the smallest ID is the
+//     leader: it places actors waiting for a node (the least loaded node whose total
+//     resources fit), starts their instances, and reports HostDied for actors whose node
+//     left the membership, which restarts them elsewhere or lets them die.
+//   - grain: the protoactor grain of identity "a/<actorID>", activated on the node the
+//     placement names. On activation it reads the actor record, holds the resources the
+//     actor asked for at the node's raylet, constructs the instance, restores the newest
+//     checkpoint, replays the method log after it, and only then records the instance as
+//     Alive and serves calls. User code runs on the grain's executor goroutine, never in
+//     Receive.
+//
+// # Calls, order and exactly-once
+//
+// Every call carries (caller ID, sequence number): the caller is the process runtime that
+// made it, and sequence numbers count its calls to one actor from 1 without gaps. The
+// grain runs a caller's calls in sequence order, buffering a call whose predecessors have
+// not arrived (arguments that are refs are resolved by the caller first, so calls can
+// arrive out of order; they never run out of order). A call whose arguments failed is
+// sent as a skip so the ones after it are not held up.
+//
+// A logged actor (the default) writes each call to the method log before running it.
+// Calls that arrive while a write is in flight share the next one: the log is
+// group-committed, one etcd transaction per batch (up to four in flight, run in log
+// order), and a batch also records the results of calls that finished since the last
+// one. The log key is actorlog/<actorID>/<batch>; each entry has an actor-wide log index,
+// which is the order of replay, across all callers.
+//
+// The caller keeps every call until its result arrives. When the actor gets a new
+// incarnation (a restart), the caller resends every unanswered call to it; the new
+// instance has rebuilt its callers' positions from the checkpoint and the log, so a call
+// it has seen (logged, replayed) is answered from the recorded or replayed result and
+// not run again, and a call it has not seen runs once. Calls also carry the highest
+// sequence number whose result the caller holds (acked), so the instance forgets those
+// results, and the incarnation the caller targets: an instance older than that refuses
+// the calls (ActorCallBounce) and the caller resends them once the new instance is
+// reachable. Log writes are fenced on the actor record's revision: an instance that was
+// superseded (a brief double activation while placement moves) cannot write the log,
+// and stops.
+//
+// At-most-once actors (ray.AtMostOnce, Ray's default) skip the log: calls run as soon as
+// they arrive in order. After a restart the instance restores the newest checkpoint (if
+// any) and does not replay; calls that were in flight fail with ErrActorDied, or are
+// resent up to MaxTaskRetries times (then they may run twice).
+//
+// # Checkpoints
+//
+// A class whose type implements ray.Checkpointer can snapshot its state. The grain takes
+// a checkpoint every CheckpointEvery calls (default 1000) and on ray.Checkpoint, between
+// two calls (with max concurrency > 1, once the running calls finish). The checkpoint
+// holds the user state, the log index it covers, and every caller's position and
+// unacknowledged results; it is stored in the GCS under checkpoints/<actorID>/<index>/
+// in parts of at most 1 MiB (so it survives the loss of any node), recorded in the actor
+// record (lifecycle.CheckpointTaken), and then the log batches it covers and the previous
+// checkpoint are deleted. A logged actor without a Checkpointer keeps its whole log
+// until it dies, and a restart replays all of it: give long-lived actors a Checkpointer.
+//
+// # The rule replay relies on
+//
+// Replay rebuilds the state by running the logged calls again, in log order, on the
+// restored (or freshly constructed) instance. That is correct only if every method is
+// deterministic given the actor's state and the call's arguments, and the constructor
+// given its arguments. A method that reads the clock, an unseeded random source, map
+// iteration order, or an outside service breaks the rule. Then replay builds a different
+// state from the one callers saw: answers already given stay as they were (a replayed
+// call whose result was recorded is answered with the recorded result, and the
+// difference is counted in Stats.Divergent and logged as a warning), but later calls run
+// against the diverged state. Effects outside the actor (writing a file, calling a
+// service) happen again on replay: exactly-once covers the actor's state and its
+// answers, not the outside world. To stay safe, pass time and randomness in as arguments
+// or keep a seeded source in the state, checkpoint often, or use AtMostOnce.
+//
+// Concurrency: with MaxConcurrency > 1 calls run at once and their effects interleave;
+// replay runs them one at a time in log order, which is one of the interleavings the
+// live run could have had, not necessarily the one it had. Such actors should keep
+// their methods commutative, or accept that.
+//
+// # What is not here yet
+//
+// Actor handles carry no reference count: an actor lives until ray.Kill, until its
+// creator's runtime stops (a detached actor outlives it), or until its host dies with no
+// restart left. Large arguments that live in an object store are logged by reference;
+// replay after the loss of the node holding them needs lineage reconstruction of
+// objects (the fault-tolerance work). Cross-process callers and worker processes come
+// with the cluster mode.
+package actors
