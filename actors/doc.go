@@ -34,9 +34,10 @@
 // A logged actor (the default) writes each call to the method log before running it.
 // Calls that arrive while a write is in flight share the next one: the log is
 // group-committed, one etcd transaction per batch (up to four in flight, run in log
-// order), and a batch also records the results of calls that finished since the last
-// one. The log key is actorlog/<actorID>/<batch>; each entry has an actor-wide log index,
-// which is the order of replay, across all callers.
+// order), and a batch also records a digest of the result of every call that finished
+// since the last one. A logged call keeps only what replay needs (its ID, method and
+// arguments). The log key is actorlog/<actorID>/<batch>; each entry has an actor-wide log
+// index, which is the order of replay, across all callers.
 //
 // The caller keeps every call until its result arrives. When the actor gets a new
 // incarnation (a restart), the caller resends every unanswered call to it; the new
@@ -74,10 +75,10 @@
 // deterministic given the actor's state and the call's arguments, and the constructor
 // given its arguments. A method that reads the clock, an unseeded random source, map
 // iteration order, or an outside service breaks the rule. Then replay builds a different
-// state from the one callers saw: answers already given stay as they were (a replayed
-// call whose result was recorded is answered with the recorded result, and the
-// difference is counted in Stats.Divergent and logged as a warning), but later calls run
-// against the diverged state. Effects outside the actor (writing a file, calling a
+// state from the one callers saw. Answers already given stay as they were (a caller
+// asks again only for calls it got no answer to, and gets the replayed one); a replayed
+// result that differs from the recorded digest is counted in Stats.Divergent and logged
+// as a warning; later calls run against the diverged state. Effects outside the actor (writing a file, calling a
 // service) happen again on replay: exactly-once covers the actor's state and its
 // answers, not the outside world. To stay safe, pass time and randomness in as arguments
 // or keep a seeded source in the state, checkpoint often, or use AtMostOnce.

@@ -345,10 +345,17 @@ func (c *Core) sendActorCall(p *pending) {
 	call := &pb.ActorCall{ActorId: ac.id[:], CallerId: c.ownerW.Id, Seq: p.seq, Spec: p.spec}
 	ac.mu.Lock()
 	p.sent = true
+	p.sentAt = time.Now()
 	p.call = call
 	ac.outbox = append(ac.outbox, call)
 	c.queueFlushLocked(ac)
 	ac.mu.Unlock()
+}
+
+// again is a fresh message for resending p: the one sent before may still be read by its
+// receiver (local sends pass the pointer), and flush stamps fields on what it sends.
+func (p *pending) again() *pb.ActorCall {
+	return &pb.ActorCall{ActorId: p.call.ActorId, CallerId: p.call.CallerId, Seq: p.seq, Spec: p.spec}
 }
 
 // queueFlushLocked puts ac on the flush queue (ac.mu held).
@@ -382,16 +389,53 @@ func (c *Core) actorFinished(p *pending) {
 	ac.mu.Unlock()
 }
 
+// resendAfter is how long a call may go unanswered before it is sent again. Resending is
+// always safe (the actor dedups by sequence number: a call it has seen is answered or left
+// to finish, never run twice); it repairs a call lost on the way, for example to an
+// instance that stopped while it was in flight.
+const resendAfter = 5 * time.Second
+
+// resendStale puts calls unanswered for resendAfter back in their outboxes.
+func (c *Core) resendStale(now time.Time) {
+	c.actorMu.Lock()
+	list := make([]*actorCaller, 0, len(c.callers))
+	for _, ac := range c.callers {
+		list = append(list, ac)
+	}
+	c.actorMu.Unlock()
+	for _, ac := range list {
+		ac.mu.Lock()
+		var again []*pb.ActorCall
+		for _, p := range ac.calls {
+			if p.sent && p.call != nil && now.Sub(p.sentAt) > resendAfter {
+				p.sentAt = now
+				again = append(again, p.again())
+			}
+		}
+		if len(again) > 0 && ac.dead == nil {
+			sort.Slice(again, func(i, j int) bool { return again[i].Seq < again[j].Seq })
+			ac.pid = nil // resolve again: the placement may have moved
+			ac.outbox = append(again, ac.outbox...)
+			c.queueFlushLocked(ac)
+		}
+		ac.mu.Unlock()
+	}
+}
+
 // flushLoop sends queued calls to their actors, in batches, off the submitters' path.
 func (c *Core) flushLoop() {
 	defer c.flushWG.Done()
 	retry := time.NewTicker(50 * time.Millisecond)
 	defer retry.Stop()
+	stale := time.NewTicker(time.Second)
+	defer stale.Stop()
 	var waiting []*actorCaller
 	for {
 		select {
 		case <-c.closed:
 			return
+		case now := <-stale.C:
+			c.resendStale(now)
 		case <-c.flushSig:
 		case <-retry.C:
 			for _, ac := range waiting {
@@ -527,7 +571,7 @@ func (c *Core) ActorChanged(info *pb.ActorInfo) {
 	sort.Slice(resend, func(i, j int) bool { return resend[i].seq < resend[j].seq })
 	calls := make([]*pb.ActorCall, len(resend))
 	for i, p := range resend {
-		calls[i] = p.call
+		calls[i] = p.again()
 	}
 	// Resent calls go before anything queued after them.
 	ac.outbox = append(calls, ac.outbox...)
@@ -599,7 +643,7 @@ func (c *Core) onBounce(m *pb.ActorCallBounce) {
 	again := make([]*pb.ActorCall, 0, len(m.Seqs))
 	for _, seq := range m.Seqs {
 		if p := ac.calls[seq]; p != nil && p.call != nil {
-			again = append(again, p.call)
+			again = append(again, p.again())
 		} else if p == nil {
 			again = append(again, &pb.ActorCall{ActorId: ac.id[:], CallerId: c.ownerW.Id, Seq: seq, Skip: true})
 		}
@@ -607,4 +651,28 @@ func (c *Core) onBounce(m *pb.ActorCallBounce) {
 	sort.Slice(again, func(i, j int) bool { return again[i].Seq < again[j].Seq })
 	ac.outbox = append(again, ac.outbox...)
 	c.queueFlushLocked(ac)
+}
+
+// ErrActorCallSent is returned by Cancel for an actor call its actor already has: actor
+// calls run in order and are logged, so they are not taken back.
+var ErrActorCallSent = errors.New("ray: the actor call was already sent to its actor; it cannot be cancelled")
+
+// cancelActorCall cancels an actor call that is still waiting for its arguments.
+func (c *Core) cancelActorCall(tid ids.TaskID, p *pending) error {
+	ac := p.actor
+	ac.mu.Lock()
+	sent := p.sent
+	ac.mu.Unlock()
+	c.mu.Lock()
+	dispatched := p.dispatched
+	if !dispatched {
+		p.dispatched = true // it must not be sent now
+	}
+	c.mu.Unlock()
+	if sent || dispatched {
+		return ErrActorCallSent
+	}
+	c.complete(tid, p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
+		Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: tid[:], Message: "actor call was cancelled before it was sent"}})
+	return nil
 }

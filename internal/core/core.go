@@ -111,6 +111,7 @@ type pending struct {
 	seq     uint64
 	sent    bool          // given to the flusher (guarded by actor.mu)
 	call    *pb.ActorCall // what was sent, for resending
+	sentAt  time.Time
 	retries int
 }
 

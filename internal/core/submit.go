@@ -245,6 +245,10 @@ func (c *Core) Cancel(id ids.ObjectID) error {
 		return nil // finished already (or never existed): nothing to cancel
 	}
 	dispatched := p.dispatched
+	if p.actor != nil {
+		c.mu.Unlock()
+		return c.cancelActorCall(tid, p)
+	}
 	p.spec.MaxRetries = 0
 	c.mu.Unlock()
 	if !dispatched {

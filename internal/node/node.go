@@ -122,23 +122,24 @@ type Node struct {
 	ID   ids.NodeID
 	Core *core.Core
 
-	cfg      Config
-	dir      string
-	ownDir   bool
-	etcd     *etcdstore.Embedded
-	store    gcs.Store
-	writer   *gcs.Writer
-	packer   *gcs.Packer
-	system   *actor.ActorSystem
-	cluster  *cluster.Cluster
-	provider *membership.Provider
-	lookup   *membership.Lookup
-	pool     *dispatch.Pool
-	probes   []net.Conn // see syncGRPCServer
-	actors   *actors.Manager
-	table    *actors.Table
-	nodes    *nodeView
-	sub      *eventstream.Subscription
+	cfg       Config
+	dir       string
+	ownDir    bool
+	etcd      *etcdstore.Embedded
+	store     gcs.Store
+	writer    *gcs.Writer
+	packer    *gcs.Packer
+	system    *actor.ActorSystem
+	cluster   *cluster.Cluster
+	provider  *membership.Provider
+	lookup    *membership.Lookup
+	pool      *dispatch.Pool
+	probes    []net.Conn // see syncGRPCServer
+	actors    *actors.Manager
+	table     *actors.Table
+	compactor *gcs.Compactor
+	nodes     *nodeView
+	sub       *eventstream.Subscription
 	// ActorStats counts what this node's actor grains did.
 	ActorStats *actors.Stats
 
@@ -193,6 +194,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			n.probes = append(n.probes, conn)
 		}
 		n.store = n.etcd.Client()
+		// This node owns the GCS: it keeps etcd's history short (see gcs.Compactor).
+		n.compactor = gcs.NewCompactor(n.store, gcs.CompactorConfig{Logger: cfg.Logger})
 	}
 	n.writer = gcs.NewWriter(n.store, gcs.WriterConfig{Logger: cfg.Logger})
 	if n.packer, err = gcs.NewPacker(n.writer, gcs.PackerConfig{Prefix: gcs.LineagePrefix, Owner: string(n.ID), SealDelay: lineageSealDelay, Logger: cfg.Logger}); err != nil {
@@ -483,6 +486,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	if n.pool != nil {
 		n.pool.Close()
+	}
+	if n.compactor != nil {
+		n.compactor.Stop()
 	}
 	if n.etcd != nil {
 		n.etcd.Close()

@@ -40,8 +40,9 @@ type Cluster struct {
 	Nodes []*node.Node
 	GCS   gcs.Store
 
-	dir  string
-	etcd *etcdstore.Embedded
+	dir       string
+	etcd      *etcdstore.Embedded
+	compactor *gcs.Compactor
 
 	mu      sync.Mutex
 	stopped []bool
@@ -71,6 +72,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return nil, fmt.Errorf("testcluster: start etcd: %w", err)
 	}
 	c.GCS = c.etcd.Client()
+	c.compactor = gcs.NewCompactor(c.GCS, gcs.CompactorConfig{Logger: cfg.Logger})
 	sync := c.etcd.Endpoints()
 	res, err := sched.FromMap(map[string]float64{sched.CPU: cfg.CPUs})
 	if err != nil {
@@ -168,6 +170,9 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		if err := c.StopNode(ctx, i); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.compactor != nil {
+		c.compactor.Stop()
 	}
 	if c.etcd != nil {
 		if err := c.etcd.Close(); err != nil {

@@ -1,0 +1,116 @@
+package gcs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// CompactorConfig configures a Compactor. Zero values take the defaults shown.
+type CompactorConfig struct {
+	// Interval is how often the revision is checked (default 1 s).
+	Interval time.Duration
+	// Keep is how many revisions of history stay after a compaction (default 20 000):
+	// a watcher further behind than that gets ErrCompacted and lists again.
+	Keep int64
+	// MinGap is how many new revisions trigger a compaction (default 10 000).
+	MinGap int64
+	Logger *slog.Logger
+}
+
+// Compactor keeps the GCS's history short. etcd keeps every revision of every key until
+// a compaction, so a steady workload that writes and deletes (method logs, lineage pages,
+// object records) grows the database without bound even though little is live, until
+// etcd's quota stops all writes. etcd's own auto-compaction runs every five minutes,
+// which at tens of MB/s of log writes is far too late. The compactor compacts to
+// (current revision - Keep) whenever MinGap revisions have passed, checked every
+// Interval; the space compaction frees is reused by etcd, so the database file stops
+// growing. (Shrinking the file is defragmentation, which blocks the member; it is not
+// done here.)
+type Compactor struct {
+	cfg    CompactorConfig
+	store  Store
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	compacted int64
+	runs      int
+}
+
+// NewCompactor starts a compactor on store.
+func NewCompactor(store Store, cfg CompactorConfig) *Compactor {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.Keep <= 0 {
+		cfg.Keep = 20_000
+	}
+	if cfg.MinGap <= 0 {
+		cfg.MinGap = 10_000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Compactor{cfg: cfg, store: store, cancel: cancel}
+	c.wg.Add(1)
+	go c.run(ctx)
+	return c
+}
+
+// Stop stops the compactor.
+func (c *Compactor) Stop() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// Compacted returns the last revision compacted to and how many compactions ran.
+func (c *Compactor) Compacted() (rev int64, runs int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.compacted, c.runs
+}
+
+func (c *Compactor) run(ctx context.Context) {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := c.once(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("gcs: compaction failed; will retry", "err", err)
+		}
+	}
+}
+
+// once compacts if enough revisions passed since the last compaction.
+func (c *Compactor) once(ctx context.Context) error {
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	rev, err := c.store.Revision(tctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	last := c.compacted
+	c.mu.Unlock()
+	target := rev - c.cfg.Keep
+	if target <= 0 || target-last < c.cfg.MinGap {
+		return nil
+	}
+	if err := c.store.Compact(tctx, target); err != nil && !errors.Is(err, ErrCompacted) {
+		return err
+	}
+	c.mu.Lock()
+	c.compacted = target
+	c.runs++
+	c.mu.Unlock()
+	return nil
+}
