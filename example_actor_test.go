@@ -14,7 +14,7 @@ import (
 type Counter struct{ N int }
 
 func (c *Counter) Add(_ context.Context, by int) (int, error) { c.N += by; return c.N, nil }
-func (c *Counter) Get(context.Context) (int, error)          { return c.N, nil }
+func (c *Counter) Get(context.Context) (int, error)           { return c.N, nil }
 
 // SaveCheckpoint and RestoreCheckpoint make Counter a ray.Checkpointer.
 func (c *Counter) SaveCheckpoint(context.Context) ([]byte, error) { return json.Marshal(c) }
