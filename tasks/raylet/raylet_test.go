@@ -282,3 +282,48 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("queued %d after cancel", st.Queued)
 	}
 }
+
+// TestReservations: an actor's resources are held from grant to release, granted ahead of
+// queued tasks as soon as they are free, and requests are idempotent by key.
+func TestReservations(t *testing.T) {
+	h := newHarness(t, map[string]float64{"CPU": 2}, 2)
+	cpu := func(n float64) []*pb.ResourceQty {
+		r, _ := sched.FromMap(map[string]float64{"CPU": n})
+		return tasks.ResourcesToPB(r)
+	}
+	ask := func(key string, n float64) (*pb.ReserveResourcesReply, error) {
+		res, err := h.sys.Root.RequestFuture(h.raylet, &pb.ReserveResources{Key: key, Resources: cpu(n)}, 200*time.Millisecond).Result()
+		if err != nil {
+			return nil, err
+		}
+		return res.(*pb.ReserveResourcesReply), nil
+	}
+	if r, err := ask("a/1", 1); err != nil || r.Key != "a/1" {
+		t.Fatalf("first reservation: %v, %v", r, err)
+	}
+	if _, err := ask("a/1", 1); err != nil { // a retry of a granted request
+		t.Fatalf("repeated reservation: %v", err)
+	}
+	if got := h.stats().Available.Get(sched.CPU).Float(); got != 1 {
+		t.Fatalf("available CPU after one reservation of 1 (asked twice): %v, want 1", got)
+	}
+	// A task needing 2 CPUs waits while the actor holds one.
+	h.send(h.spec(map[string]float64{"CPU": 2}))
+	h.noLease()
+	// A second actor wanting 2 CPUs waits too (no grant within the request's timeout).
+	if _, err := ask("a/2", 2); err == nil {
+		t.Fatal("a reservation larger than what is free was granted")
+	}
+	// Releasing the first frees the CPU: the waiting reservation (ahead of the task) is
+	// granted, the task still waits.
+	h.send(&pb.ReserveResources{Key: "a/1", Release: true})
+	time.Sleep(50 * time.Millisecond)
+	if got := h.stats().Available.Get(sched.CPU).Float(); got != 0 {
+		t.Fatalf("available CPU after the second reservation was granted: %v, want 0", got)
+	}
+	h.noLease()
+	h.send(&pb.ReserveResources{Key: "a/2", Release: true})
+	if l := h.nextLeases(1); len(l) != 1 {
+		t.Fatalf("task not leased after every reservation was released")
+	}
+}
