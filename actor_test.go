@@ -471,3 +471,61 @@ func TestCancelActorCall(t *testing.T) {
 		t.Fatalf("cancel of a finished call: %v", err)
 	}
 }
+
+type napper struct{ naps int }
+
+var (
+	napperClass = Actor("test.Napper", func() *napper { return &napper{} })
+	nap         = Method1(napperClass, "Nap", func(n *napper, ctx context.Context, d time.Duration) (int, error) {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		n.naps++
+		return n.naps, nil
+	})
+)
+
+// TestExactlyOnceInFlightCall: a call running when its actor restarts is not answered by
+// the stopped instance (its context was cancelled); the new instance replays it from the
+// log and answers.
+func TestExactlyOnceInFlightCall(t *testing.T) {
+	ctx := timeout(t)
+	h := napperClass.Remote(ctx, MaxRestarts(1))
+	inFlight := nap.Remote(ctx, h, V(200*time.Millisecond))
+	time.Sleep(50 * time.Millisecond) // logged and running
+	if err := Kill(ctx, h, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Get(ctx, inFlight); err != nil || got != 1 {
+		t.Fatalf("in-flight call of an exactly-once actor: %d, %v; want 1", got, err)
+	}
+	if got := mustGet(t, ctx, nap.Remote(ctx, h, V(time.Duration(0)))); got != 2 {
+		t.Fatalf("next call: %d, want 2 (the in-flight call took effect once)", got)
+	}
+}
+
+// TestAtMostOnceInFlightCalls: an at-most-once actor's calls in flight when it restarts
+// fail with ErrActorDied, or are resent with MaxTaskRetries (and run on the new instance).
+func TestAtMostOnceInFlightCalls(t *testing.T) {
+	for _, retries := range []int{0, 1} {
+		t.Run(fmt.Sprintf("MaxTaskRetries(%d)", retries), func(t *testing.T) {
+			ctx := timeout(t)
+			h := napperClass.Remote(ctx, AtMostOnce(), MaxRestarts(1), MaxTaskRetries(retries))
+			mustGet(t, ctx, nap.Remote(ctx, h, V(time.Duration(0))))
+			inFlight := nap.Remote(ctx, h, V(200*time.Millisecond))
+			time.Sleep(50 * time.Millisecond) // it is running
+			if err := Kill(ctx, h, false); err != nil {
+				t.Fatal(err)
+			}
+			got, err := Get(ctx, inFlight)
+			switch {
+			case retries == 0 && !errors.Is(err, ErrActorDied):
+				t.Fatalf("in-flight call without retries: %d, %v; want ErrActorDied", got, err)
+			case retries == 1 && (err != nil || got != 1):
+				t.Fatalf("in-flight call with a retry: %d, %v; want 1 (run once on the fresh instance)", got, err)
+			}
+		})
+	}
+}

@@ -182,6 +182,9 @@ func (x *executor) loop() {
 				if x.conc == 1 {
 					res := runCall(g.base, &x.runner, g.env.Context, g.class, g.inst, e.Spec)
 					g.env.Stats.Calls.Add(1)
+					if g.base.Err() != nil {
+						return // stopped while it ran: the next incarnation answers
+					}
 					ob.add(e, res)
 					if ob.pending >= maxHeld {
 						ob.flush()
@@ -194,6 +197,9 @@ func (x *executor) loop() {
 					defer func() { <-x.sem; x.wg.Done() }()
 					res := runCall(g.base, &x.runner, g.env.Context, g.class, g.inst, e.Spec)
 					g.env.Stats.Calls.Add(1)
+					if g.base.Err() != nil {
+						return // stopped while it ran: the next incarnation answers
+					}
 					mu.Lock()
 					ob.add(e, res)
 					ob.flush()
