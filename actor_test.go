@@ -529,3 +529,43 @@ func TestAtMostOnceInFlightCalls(t *testing.T) {
 		})
 	}
 }
+
+type holder struct{ data []int64 }
+
+var (
+	holderClass = Actor1("test.Holder", func(_ context.Context, data []int64) (*holder, error) { return &holder{data: data}, nil })
+	holderSum   = Method0(holderClass, "Sum", func(h *holder, _ context.Context) (int64, error) {
+		var s int64
+		for _, x := range h.data {
+			s += x
+		}
+		return s, nil
+	})
+)
+
+// TestActorLargeConstructorArgument: a constructor argument far larger than a GCS record
+// (8 MiB) reaches the actor, also after a restart.
+func TestActorLargeConstructorArgument(t *testing.T) {
+	ctx := timeout(t)
+	data := make([]int64, 1<<20)
+	var want int64
+	for i := range data {
+		data[i] = int64(i)
+		want += int64(i)
+	}
+	ref, err := Put(ctx, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := holderClass.Remote(ctx, ref, MaxRestarts(1))
+	if got := mustGet(t, ctx, holderSum.Remote(ctx, h)); got != want {
+		t.Fatalf("sum = %d, want %d", got, want)
+	}
+	ref.Release() // the runtime keeps it for the actor's restarts
+	if err := Kill(ctx, h, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, ctx, holderSum.Remote(ctx, h)); got != want {
+		t.Fatalf("sum after a restart = %d, want %d", got, want)
+	}
+}

@@ -329,7 +329,17 @@ func (g *grain) recover(ctx context.Context) *recovered {
 	}
 	r := &recovered{class: class, callers: map[string]*callerState{}, nextIndex: 1, nextBatch: 1}
 	ctorSpec := &pb.TaskSpec{TaskId: func() []byte { t := ids.NewRootTaskID(); return t[:] }(), JobId: info.JobId, Function: info.Class + ".<constructor>"}
-	if r.inst, err = construct(g.env.Context(ctx, ctorSpec), class, info.CtorArgs); err != nil {
+	args := make([][]byte, len(info.CtorArgs))
+	for i, a := range info.CtorArgs {
+		if !a.IsRef || a.Data != nil {
+			args[i] = a.Data
+			continue
+		}
+		if args[i], err = g.env.Runner.Fetch(ctx, a); err != nil {
+			return fail(fmt.Sprintf("constructor argument %d of %s: %v", i+1, info.Class, err))
+		}
+	}
+	if r.inst, err = construct(g.env.Context(ctx, ctorSpec), class, args); err != nil {
 		return fail(fmt.Sprintf("constructor of %s failed: %v", info.Class, err))
 	}
 	var ckIndex uint64

@@ -124,12 +124,12 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 		Name: spec.Name, Namespace: spec.Namespace, Detached: spec.Detached,
 		MaxRestarts: int32(spec.MaxRestarts), MaxTaskRetries: int32(spec.MaxTaskRetries), MaxConcurrency: int32(spec.MaxConcurrency),
 		AtMostOnce: spec.AtMostOnce, CheckpointEvery: int32(spec.CheckpointEvery), Owner: c.ownerW,
-		CtorArgs: make([][]byte, len(spec.Args)),
+		CtorArgs: make([]*pb.Arg, len(spec.Args)),
 	}
 	var refs []ids.ObjectID
 	for i, a := range spec.Args {
 		if !a.IsRef {
-			info.CtorArgs[i] = a.Data
+			info.CtorArgs[i] = &pb.Arg{Data: a.Data}
 			continue
 		}
 		if _, _, known := c.mem.Get(a.Ref); !known {
@@ -173,12 +173,12 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 			if !a.IsRef {
 				continue
 			}
-			var data []byte
-			if data, err = c.getBytes(ctx, a.Ref); err != nil {
+			var arg *pb.Arg
+			if arg, err = c.ctorArg(ctx, a.Ref); err != nil {
 				err = fmt.Errorf("constructor argument %d: %w", i+1, err)
 				break
 			}
-			info.CtorArgs[i] = data
+			info.CtorArgs[i] = arg
 		}
 		if err == nil {
 			err = create(ctx)
@@ -194,8 +194,11 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 	return id, nil
 }
 
-// getBytes waits for an object this process owns and returns its encoded value.
-func (c *Core) getBytes(ctx context.Context, id ids.ObjectID) ([]byte, error) {
+// ctorArg waits for an object this process owns and returns it as a constructor
+// argument: its bytes when small, else where it lives. A large object stays alive while
+// this runtime runs (the actor may restart and read it again; the actor record holds no
+// reference count).
+func (c *Core) ctorArg(ctx context.Context, id ids.ObjectID) (*pb.Arg, error) {
 	v, ok, err := c.mem.Wait(ctx, id)
 	if err != nil {
 		return nil, err
@@ -207,9 +210,10 @@ func (c *Core) getBytes(ctx context.Context, id ids.ObjectID) ([]byte, error) {
 		return nil, fmt.Errorf("%s", v.Err.Message)
 	}
 	if v.InStore {
-		return c.fetch(ctx, id, v.Node)
+		c.refs.AddLocal(id) // never released: see above
+		return &pb.Arg{ObjectId: id[:], IsRef: true, NodeId: string(v.Node)}, nil
 	}
-	return v.Data, nil
+	return &pb.Arg{Data: v.Data}, nil
 }
 
 // KillActor kills an actor (Ray's ray.kill): with noRestart it dies for good, otherwise it
