@@ -11,6 +11,7 @@ require (
 	go.etcd.io/etcd/client/v3 v3.5.35
 	go.etcd.io/etcd/server/v3 v3.5.35
 	go.uber.org/zap v1.21.0
+	gonum.org/v1/gonum v0.17.0
 	google.golang.org/grpc v1.83.2
 	google.golang.org/protobuf v1.36.12
 )

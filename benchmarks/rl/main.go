@@ -1,0 +1,451 @@
+// Command rl runs the RL suite as benchmarks (BENCHMARKS.md §3):
+//
+//	go run ./benchmarks/rl -algo es -env CartPole-v1 -seeds 5 -workers 2 [-json]
+//	go run ./benchmarks/rl -algo ppo -env CartPole-v1 -seeds 5 -workers 4 [-json]
+//	go run ./benchmarks/rl -mode throughput [-steps 10,100,1000] [-cost 0] [-json]
+//	go run ./benchmarks/rl -mode es-tree -workers 200 [-fanout 8] [-json]
+//
+// Training mode reports, per seed and as median and spread, the steps and wall-clock time
+// to the solve threshold, the final score, and how the time split into sampling,
+// learning and synchronisation. Throughput mode reproduces the Ray paper's Table 4 on
+// Pendulum-v1: steps/s of tasks of 10 to 1000 steps on 1, 2, 4 and 8 workers,
+// asynchronous (a worker gets its next task as soon as it returns one) versus BSP (rounds
+// with a barrier), against the same loop run inline on goroutines without the framework
+// in the same run. The es-tree mode times ES iterations with many workers, results
+// gathered flat by the driver versus through an aggregation tree of actors.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ray-go/ray"
+	"github.com/ray-go/ray/rl/envs"
+	"github.com/ray-go/ray/rl/es"
+	"github.com/ray-go/ray/rl/ppo"
+)
+
+func main() { os.Exit(run()) }
+
+func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "rl: "+format+"\n", args...) }
+
+func run() int {
+	mode := flag.String("mode", "train", "train | throughput | es-tree")
+	algo := flag.String("algo", "es", "es | ppo (train mode)")
+	env := flag.String("env", "CartPole-v1", "Gymnasium id (train mode)")
+	seeds := flag.Int("seeds", 5, "seeds to train (train mode): 0..seeds-1")
+	workers := flag.Int("workers", 0, "rollout actors (default: es 2, ppo 4; es-tree 200)")
+	asJSON := flag.Bool("json", false, "print the results as JSON on stdout")
+	quiet := flag.Bool("q", false, "no per-iteration progress on stderr")
+	stepsList := flag.String("steps", "10,100,1000", "throughput mode: task lengths in steps")
+	workersList := flag.String("workerlist", "1,2,4,8", "throughput mode: worker counts")
+	cost := flag.Duration("cost", 0, "throughput mode: synthetic CPU cost per step (busy loop)")
+	total := flag.Int("total", 200_000, "throughput mode: steps per measurement")
+	fanout := flag.Int("fanout", 8, "es-tree mode: aggregation tree fan-out")
+	iters := flag.Int("iters", 5, "es-tree mode: iterations timed per variant")
+	flag.Float64Var(&esSigma, "es-sigma", 0, "ES noise std (default: rl/es's)")
+	flag.IntVar(&esPairs, "es-pairs", 0, "ES antithetic pairs per iteration (default: rl/es's)")
+	flag.Float64Var(&esStep, "es-stepsize", 0, "ES Adam step size (default: rl/es's)")
+	flag.Parse()
+
+	ctx, err := ray.Init(context.Background())
+	if err != nil {
+		logf("init: %v", err)
+		return 1
+	}
+	defer ray.Shutdown(ctx)
+	logf("GOMAXPROCS %d, NumCPU %d, %s", runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version())
+	var out any
+	switch *mode {
+	case "train":
+		out, err = train(ctx, *algo, *env, *seeds, *workers, *quiet)
+	case "throughput":
+		out, err = throughput(ctx, ints(*stepsList), ints(*workersList), *cost, *total)
+	case "es-tree":
+		w := *workers
+		if w == 0 {
+			w = 200
+		}
+		out, err = esTree(ctx, w, *fanout, *iters)
+	default:
+		err = fmt.Errorf("unknown -mode %q (train, throughput, es-tree)", *mode)
+	}
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Println(string(b))
+	}
+	return 0
+}
+
+// ES hyperparameter overrides (train mode).
+var (
+	esSigma, esStep float64
+	esPairs         int
+)
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// SeedRun is one training run.
+type SeedRun struct {
+	Seed      int     `json:"seed"`
+	Solved    bool    `json:"solved"`
+	Steps     int64   `json:"steps"`
+	WallS     float64 `json:"wall_s"`
+	Score     float64 `json:"final_score"`
+	SamplingS float64 `json:"sampling_s"`
+	LearningS float64 `json:"learning_s"`
+	SyncS     float64 `json:"sync_s"`
+	Iters     int     `json:"iterations"`
+}
+
+// TrainReport is train mode's output.
+type TrainReport struct {
+	Algo        string    `json:"algo"`
+	Env         string    `json:"env"`
+	Workers     int       `json:"workers"`
+	Threshold   float64   `json:"threshold"`
+	Runs        []SeedRun `json:"runs"`
+	Solved      int       `json:"solved"`
+	MedianSteps float64   `json:"median_steps"`
+	MinSteps    float64   `json:"min_steps"`
+	MaxSteps    float64   `json:"max_steps"`
+	MedianWallS float64   `json:"median_wall_s"`
+	MinWallS    float64   `json:"min_wall_s"`
+	MaxWallS    float64   `json:"max_wall_s"`
+}
+
+func train(ctx context.Context, algo, env string, seeds, workers int, quiet bool) (*TrainReport, error) {
+	rep := &TrainReport{Algo: algo, Env: env, Workers: workers}
+	for s := 0; s < seeds; s++ {
+		var r SeedRun
+		r.Seed = s
+		switch algo {
+		case "es":
+			cfg := es.Config{Env: env, Workers: workers, Seed: uint64(s), NoiseStd: esSigma, Pairs: esPairs, StepSize: esStep}
+			if !quiet {
+				cfg.Progress = func(it es.Iter) {
+					logf("es seed %d iter %3d steps %8d score %7.1f batch %7.1f  %5.2fs", s, it.N, it.Steps, it.Score, it.BatchMean, it.Elapsed.Seconds())
+				}
+			}
+			res, err := es.Train(ctx, cfg)
+			if err != nil {
+				return nil, err
+			}
+			rep.Threshold, rep.Workers = res.Threshold, max(workers, 2)
+			r.Solved, r.Steps, r.WallS, r.Score, r.Iters = res.Solved, res.Steps, res.Wall.Seconds(), res.Score, res.Iters
+			r.SamplingS, r.LearningS, r.SyncS = res.Sampling.Seconds(), res.Learning.Seconds(), res.Sync.Seconds()
+		case "ppo":
+			cfg := ppo.Config{Env: env, Workers: workers, Seed: uint64(s)}
+			if !quiet {
+				cfg.Progress = func(u ppo.Update) {
+					logf("ppo seed %d update %4d steps %8d score %7.1f kl %.4f clip %.3f stale %.2f  %5.2fs", s, u.N, u.Steps, u.Score, u.ApproxKL, u.ClipFrac, u.Stale, u.Elapsed.Seconds())
+				}
+			}
+			res, err := ppo.Train(ctx, cfg)
+			if err != nil {
+				return nil, err
+			}
+			rep.Threshold, rep.Workers = res.Threshold, max(workers, 4)
+			r.Solved, r.Steps, r.WallS, r.Score, r.Iters = res.Solved, res.Steps, res.Wall.Seconds(), res.Score, res.Updates
+			r.SamplingS, r.LearningS, r.SyncS = res.Sampling.Seconds(), res.Learning.Seconds(), res.Sync.Seconds()
+		default:
+			return nil, fmt.Errorf("unknown -algo %q (es, ppo)", algo)
+		}
+		rep.Runs = append(rep.Runs, r)
+		logf("%s %s seed %d: solved %v in %d steps, %.2f s (sampling %.2f s, learning %.2f s, sync %.2f s), score %.1f",
+			algo, env, s, r.Solved, r.Steps, r.WallS, r.SamplingS, r.LearningS, r.SyncS, r.Score)
+	}
+	var steps, walls []float64
+	for _, r := range rep.Runs {
+		if r.Solved {
+			rep.Solved++
+		}
+		steps = append(steps, float64(r.Steps))
+		walls = append(walls, r.WallS)
+	}
+	rep.MedianSteps, rep.MinSteps, rep.MaxSteps = median(steps), minOf(steps), maxOf(steps)
+	rep.MedianWallS, rep.MinWallS, rep.MaxWallS = median(walls), minOf(walls), maxOf(walls)
+	fmt.Fprintf(os.Stderr, "%s %s: solved %d of %d; steps median %.0f [%.0f, %.0f]; wall median %.2f s [%.2f, %.2f]\n",
+		algo, env, rep.Solved, len(rep.Runs), rep.MedianSteps, rep.MinSteps, rep.MaxSteps, rep.MedianWallS, rep.MinWallS, rep.MaxWallS)
+	return rep, nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func minOf(xs []float64) float64 {
+	m := math.Inf(1)
+	for _, x := range xs {
+		m = math.Min(m, x)
+	}
+	return m
+}
+
+func maxOf(xs []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range xs {
+		m = math.Max(m, x)
+	}
+	return m
+}
+
+// ---- throughput (the Ray paper's Table 4) ----
+
+// simulate runs steps steps of Pendulum-v1 with a fixed linear policy, burning cost of CPU
+// per step; the episode continues across calls (obs holds where it is).
+func simulate(env envs.Env, obs *[]float32, steps int, cost time.Duration) int {
+	if *obs == nil {
+		*obs = env.Reset(0)
+	}
+	act := []float64{0}
+	o := *obs
+	for i := 0; i < steps; i++ {
+		// A fixed linear controller: torque against the angle's sine and the velocity.
+		act[0] = -0.5*float64(o[1]) - 0.1*float64(o[2])
+		var term, trunc bool
+		o, _, term, trunc = env.Step(act)
+		if term || trunc {
+			o = env.Reset(-1)
+		}
+		if cost > 0 {
+			busy(cost)
+		}
+	}
+	*obs = append((*obs)[:0], o...)
+	return steps
+}
+
+func busy(d time.Duration) {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+	}
+}
+
+type simulator struct {
+	env envs.Env
+	obs []float32
+}
+
+var (
+	simClass = ray.Actor("benchmarks.rl.Simulator", func() *simulator {
+		e, _ := envs.Make("Pendulum-v1")
+		return &simulator{env: e}
+	})
+	simRun = ray.Method2(simClass, "Run", func(s *simulator, _ context.Context, steps int, cost time.Duration) (int, error) {
+		return simulate(s.env, &s.obs, steps, cost), nil
+	})
+)
+
+// ThroughputRow is one measurement.
+type ThroughputRow struct {
+	TaskSteps   int     `json:"task_steps"`
+	Workers     int     `json:"workers"`
+	Inline      float64 `json:"inline_steps_per_s"`
+	Async       float64 `json:"async_steps_per_s"`
+	BSP         float64 `json:"bsp_steps_per_s"`
+	AsyncVsInl  float64 `json:"async_over_inline"`
+	BSPVsInline float64 `json:"bsp_over_inline"`
+}
+
+func throughput(ctx context.Context, stepsList, workersList []int, cost time.Duration, total int) ([]ThroughputRow, error) {
+	var rows []ThroughputRow
+	fmt.Fprintf(os.Stderr, "%10s %8s %14s %14s %14s %9s %9s\n", "task_steps", "workers", "inline/s", "async/s", "bsp/s", "async/inl", "bsp/inl")
+	for _, L := range stepsList {
+		for _, W := range workersList {
+			tasks := max(total/L, W)
+			inline := inlineRun(W, L, tasks, cost)
+			actors := make([]ray.ActorHandle[simulator], W)
+			for i := range actors {
+				actors[i] = simClass.Remote(ctx, ray.AtMostOnce())
+			}
+			asyncT, err := asyncRun(ctx, actors, L, tasks, cost)
+			if err != nil {
+				return nil, err
+			}
+			bspT, err := bspRun(ctx, actors, L, tasks, cost)
+			if err != nil {
+				return nil, err
+			}
+			for _, a := range actors {
+				_ = ray.Kill(ctx, a, true)
+			}
+			steps := float64(tasks * L)
+			r := ThroughputRow{TaskSteps: L, Workers: W, Inline: steps / inline.Seconds(), Async: steps / asyncT.Seconds(), BSP: steps / bspT.Seconds()}
+			r.AsyncVsInl, r.BSPVsInline = r.Async/r.Inline, r.BSP/r.Inline
+			rows = append(rows, r)
+			fmt.Fprintf(os.Stderr, "%10d %8d %14.0f %14.0f %14.0f %9.3f %9.3f\n", L, W, r.Inline, r.Async, r.BSP, r.AsyncVsInl, r.BSPVsInline)
+		}
+	}
+	return rows, nil
+}
+
+// inlineRun runs the same tasks on W goroutines, each with its own environment.
+func inlineRun(W, L, tasks int, cost time.Duration) time.Duration {
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	left := tasks
+	for range W {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, _ := envs.Make("Pendulum-v1")
+			var obs []float32
+			for {
+				mu.Lock()
+				if left == 0 {
+					mu.Unlock()
+					return
+				}
+				left--
+				mu.Unlock()
+				simulate(e, &obs, L, cost)
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// asyncRun keeps every worker busy: a worker gets its next task as soon as it returns one.
+func asyncRun(ctx context.Context, actors []ray.ActorHandle[simulator], L, tasks int, cost time.Duration) (time.Duration, error) {
+	start := time.Now()
+	pending := make([]ray.ObjectRef[int], len(actors))
+	submitted := 0
+	for i, a := range actors {
+		pending[i] = simRun.Remote(ctx, a, ray.V(L), ray.V(cost))
+		submitted++
+	}
+	done := 0
+	for done < tasks {
+		ready, _, err := ray.Wait(ctx, pending, ray.NumReady(1))
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range ready {
+			if _, err := ray.Get(ctx, r); err != nil {
+				return 0, err
+			}
+			done++
+			for i := range pending {
+				if pending[i].ID() == r.ID() {
+					if submitted < tasks {
+						pending[i] = simRun.Remote(ctx, actors[i], ray.V(L), ray.V(cost))
+						submitted++
+					} else {
+						pending = append(pending[:i], pending[i+1:]...)
+						actors = append(actors[:i:i], actors[i+1:]...)
+					}
+					break
+				}
+			}
+			r.Release()
+		}
+	}
+	return time.Since(start), nil
+}
+
+// bspRun runs rounds: one task per worker, then a barrier.
+func bspRun(ctx context.Context, actors []ray.ActorHandle[simulator], L, tasks int, cost time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for done := 0; done < tasks; {
+		n := min(len(actors), tasks-done)
+		refs := make([]ray.ObjectRef[int], n)
+		for i := range refs {
+			refs[i] = simRun.Remote(ctx, actors[i], ray.V(L), ray.V(cost))
+		}
+		if _, err := ray.GetAll(ctx, refs); err != nil {
+			return 0, err
+		}
+		for _, r := range refs {
+			r.Release()
+		}
+		done += n
+	}
+	return time.Since(start), nil
+}
+
+// ---- ES aggregation: flat versus tree ----
+
+// TreeRow is one ES aggregation variant.
+type TreeRow struct {
+	Variant    string  `json:"variant"`
+	Workers    int     `json:"workers"`
+	Fanout     int     `json:"fanout"`
+	IterMeanMs float64 `json:"iteration_mean_ms"`
+	Iters      int     `json:"iterations"`
+	SameResult bool    `json:"same_result_as_flat"`
+}
+
+func esTree(ctx context.Context, workers, fanout, iters int) ([]TreeRow, error) {
+	var rows []TreeRow
+	var flatParams []float64
+	for _, tree := range []int{0, fanout} {
+		cfg := es.Config{Env: "CartPole-v1", Workers: workers, Pairs: 2 * workers, Tree: tree, Seed: 1,
+			MaxIters: iters, Target: math.Inf(1), NoiseSize: 1 << 20}
+		res, err := es.Train(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		name := "flat"
+		if tree > 0 {
+			name = "tree"
+		}
+		r := TreeRow{Variant: name, Workers: workers, Fanout: tree, Iters: res.Iters,
+			IterMeanMs: float64((res.Sampling + res.Learning + res.Sync).Milliseconds()) / float64(res.Iters)}
+		if tree == 0 {
+			flatParams = res.Params
+			r.SameResult = true
+		} else {
+			r.SameResult = equal(flatParams, res.Params)
+		}
+		rows = append(rows, r)
+		fmt.Fprintf(os.Stderr, "es %s: %d workers, fan-out %d: %.1f ms per iteration (%d iterations), same weights as flat: %v\n",
+			name, workers, tree, r.IterMeanMs, r.Iters, r.SameResult)
+	}
+	return rows, nil
+}
+
+func equal(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

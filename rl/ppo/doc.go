@@ -1,0 +1,26 @@
+// Package ppo is Proximal Policy Optimization (Schulman et al. 2017) with rollouts on
+// ray-go actors, as the Ray paper runs it (§5.3.2): asynchronous scatter-gather.
+//
+// Rollout workers are actors, each stepping a few environment copies that persist across
+// calls (episodes run across fragments). The learner puts the weights in the object store
+// once per update and asks every worker for a fragment; as each fragment returns, that
+// worker is sent out again at once with the newest weights, and when enough transitions
+// have arrived the learner updates, while the workers keep sampling. There is no barrier
+// across workers: a slow worker never holds the others up. A fragment remembers the
+// weight version it was sampled with, and its log-probabilities are the behaviour
+// policy's, so the PPO ratio stays correct when a fragment is one version behind.
+//
+// Each worker computes its fragment's advantages with GAE (λ), bootstrapping from the
+// value of the observation after the fragment and, where an episode was truncated by the
+// time limit, from the value of its final observation (as Stable-Baselines3 does). The
+// learner runs minibatch epochs of the clipped surrogate objective, with a value loss, an
+// entropy bonus, per-minibatch advantage normalisation, Adam and global gradient-norm
+// clipping; the learning rate and clip range decay linearly.
+//
+// Discrete actions use a categorical head; continuous ones a diagonal Gaussian with a
+// state-independent log-std (the environment clips the sampled action). Policy and value
+// are separate tanh MLPs (package rl/nn). The defaults are the RL Baselines3 Zoo's tuned
+// CartPole-v1 settings (8 environment copies, 32 steps each, 20 epochs, γ 0.98, λ 0.8,
+// learning rate 1e-3 and clip 0.2 decaying linearly). The score is the mean return of the
+// last 100 training episodes; Train stops when it reaches the environment's threshold.
+package ppo

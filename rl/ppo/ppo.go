@@ -1,0 +1,478 @@
+package ppo
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/ray-go/ray"
+	"github.com/ray-go/ray/rl/envs"
+	"github.com/ray-go/ray/rl/nn"
+)
+
+// Config configures a training run. Zero values take the defaults shown (the RL Baselines3
+// Zoo's tuned PPO for CartPole-v1, split over rollout actors).
+type Config struct {
+	Env     string // default "CartPole-v1"
+	Hidden  []int  // hidden layers of the policy and of the value network (default [64, 64])
+	Workers int    // rollout actors (default 4)
+	// EnvsPerWorker is how many environment copies each worker steps (default 2).
+	EnvsPerWorker int
+	// Fragment is how many steps each copy runs per Sample call (default 32).
+	Fragment int
+	// Batch is how many transitions one update uses (default Workers*EnvsPerWorker*Fragment).
+	Batch     int
+	Minibatch int     // default 256 (capped at Batch)
+	Epochs    int     // default 20
+	LR        float64 // Adam learning rate, annealed linearly to 0 over Anneal steps (default 1e-3)
+	Clip      float64 // clip range, annealed the same way (default 0.2)
+	Anneal    int64   // steps over which LR and Clip decay (default 200,000)
+	Gamma     float64 // default 0.98
+	Lambda    float64 // GAE λ (default 0.8)
+	EntCoef   float64 // default 0
+	VfCoef    float64 // default 0.5
+	MaxGrad   float64 // global gradient norm clip (default 0.5)
+	Seed      uint64
+	Target    float64 // mean return of the last 100 episodes that counts as solved (default: the env's threshold)
+	MaxSteps  int64   // default 1,000,000
+	// Progress, if set, is called after every update.
+	Progress func(Update)
+}
+
+// Update is what one learner update saw.
+type Update struct {
+	N         int
+	Steps     int64
+	Episodes  int64
+	Score     float64 // mean return of the last 100 episodes
+	Elapsed   time.Duration
+	Stale     float64 // mean weight versions the batch's fragments lagged behind
+	Sampling  time.Duration
+	Learning  time.Duration
+	Sync      time.Duration
+	LossPi    float64
+	LossVf    float64
+	Entropy   float64
+	ClipFrac  float64
+	ApproxKL  float64
+	BatchSize int
+}
+
+// Result is the outcome of Train.
+type Result struct {
+	Solved    bool
+	Updates   int
+	Steps     int64
+	Episodes  int64
+	Score     float64
+	Wall      time.Duration
+	Sampling  time.Duration // waiting for fragments
+	Learning  time.Duration // the updates
+	Sync      time.Duration // putting weights, dispatching
+	Threshold float64
+}
+
+func (c *Config) defaults() error {
+	if c.Env == "" {
+		c.Env = "CartPole-v1"
+	}
+	if c.Hidden == nil {
+		c.Hidden = []int{64, 64}
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.EnvsPerWorker <= 0 {
+		c.EnvsPerWorker = 2
+	}
+	if c.Fragment <= 0 {
+		c.Fragment = 32
+	}
+	if c.Batch <= 0 {
+		c.Batch = c.Workers * c.EnvsPerWorker * c.Fragment
+	}
+	if c.Minibatch <= 0 {
+		c.Minibatch = 256
+	}
+	c.Minibatch = min(c.Minibatch, c.Batch)
+	if c.Epochs <= 0 {
+		c.Epochs = 20
+	}
+	if c.LR == 0 {
+		c.LR = 1e-3
+	}
+	if c.Clip == 0 {
+		c.Clip = 0.2
+	}
+	if c.Anneal <= 0 {
+		c.Anneal = 200_000
+	}
+	if c.Gamma == 0 {
+		c.Gamma = 0.98
+	}
+	if c.Lambda == 0 {
+		c.Lambda = 0.8
+	}
+	if c.VfCoef == 0 {
+		c.VfCoef = 0.5
+	}
+	if c.MaxGrad == 0 {
+		c.MaxGrad = 0.5
+	}
+	if c.MaxSteps <= 0 {
+		c.MaxSteps = 1_000_000
+	}
+	if c.Target == 0 {
+		t, ok := envs.SolveThreshold(c.Env)
+		if !ok {
+			return fmt.Errorf("ppo: environment %q has no solve threshold; set Config.Target", c.Env)
+		}
+		c.Target = t
+	}
+	return nil
+}
+
+// learner holds the networks being trained and the update's buffers.
+type learner struct {
+	cfg      Config
+	pi, vf   *nn.MLP
+	logStd   []float64
+	discrete bool
+	obsDim   int
+	actDim   int
+	params   []float64 // pi | vf | logStd, what Adam steps
+	grad     []float64
+	adam     *nn.Adam
+	rng      *rand.Rand
+}
+
+// Train runs PPO on the cluster ctx belongs to (see the package doc).
+func Train(ctx context.Context, cfg Config) (Result, error) {
+	if err := cfg.defaults(); err != nil {
+		return Result{}, err
+	}
+	probe, err := envs.Make(cfg.Env)
+	if err != nil {
+		return Result{}, fmt.Errorf("ppo: %w", err)
+	}
+	sp := probe.ActionSpace()
+	L := &learner{cfg: cfg, discrete: sp.Discrete > 0, obsDim: probe.ObservationSize(), actDim: sp.Dim(),
+		rng: rand.New(rand.NewPCG(cfg.Seed, 0xbeef))}
+	out := sp.Dim()
+	if L.discrete {
+		out = sp.Discrete
+	}
+	piSizes := append(append([]int{L.obsDim}, cfg.Hidden...), out)
+	vfSizes := append(append([]int{L.obsDim}, cfg.Hidden...), 1)
+	L.pi = nn.NewMLP(piSizes, 0.01, L.rng)
+	L.vf = nn.NewMLP(vfSizes, 1, L.rng)
+	if !L.discrete {
+		L.logStd = make([]float64, L.actDim)
+	}
+	L.params = make([]float64, L.pi.NumParams()+L.vf.NumParams()+len(L.logStd))
+	L.grad = make([]float64, len(L.params))
+	L.pack()
+	L.adam = nn.NewAdam(len(L.params), cfg.LR)
+	L.adam.Eps = 1e-5
+
+	start := time.Now()
+	var res Result
+	res.Threshold = cfg.Target
+	workers := make([]ray.ActorHandle[Worker], cfg.Workers)
+	for i := range workers {
+		wc := WorkerConfig{Env: cfg.Env, Envs: cfg.EnvsPerWorker, PiSizes: piSizes, VfSizes: vfSizes, Discrete: L.discrete,
+			Gamma: cfg.Gamma, Lambda: cfg.Lambda, Seed: int64(cfg.Seed)*1000 + int64(i*cfg.EnvsPerWorker), SampleRNG: cfg.Seed*7919 + uint64(i)}
+		workers[i] = WorkerClass.Remote(ctx, ray.V(wc), ray.AtMostOnce())
+		if err := workers[i].Err(); err != nil {
+			return res, fmt.Errorf("ppo: start worker %d: %w", i, err)
+		}
+	}
+	defer func() {
+		for _, w := range workers {
+			_ = ray.Kill(context.WithoutCancel(ctx), w, true)
+		}
+	}()
+
+	version := 0
+	t0 := time.Now()
+	wref, err := ray.Put(ctx, L.weights(version))
+	if err != nil {
+		return res, err
+	}
+	res.Sync += time.Since(t0)
+	// Scatter: every worker samples at once; gather: collect fragments as they come,
+	// redispatch each worker at once with the newest weights, update when the batch is
+	// full (Ray paper §5.3.2: asynchronous scatter-gather, no barrier across workers).
+	pending := make([]ray.ObjectRef[Fragment], len(workers))
+	for i, w := range workers {
+		pending[i] = sample.Remote(ctx, w, wref, ray.V(cfg.Fragment))
+	}
+	defer func() {
+		for _, r := range pending {
+			r.Release()
+		}
+		wref.Release()
+	}()
+	var batch []Fragment
+	batchN := 0
+	var recent []float64
+	var updates int
+	var staleSum, staleN float64
+	for res.Steps < cfg.MaxSteps {
+		t1 := time.Now()
+		ready, _, err := ray.Wait(ctx, pending, ray.NumReady(1))
+		if err != nil {
+			return res, fmt.Errorf("ppo: wait for fragments: %w", err)
+		}
+		res.Sampling += time.Since(t1)
+		for _, r := range ready {
+			i := indexOf(pending, r)
+			f, err := ray.Get(ctx, r)
+			r.Release()
+			if err != nil {
+				return res, fmt.Errorf("ppo: worker %d: %w", i, err)
+			}
+			t2 := time.Now()
+			pending[i] = sample.Remote(ctx, workers[i], wref, ray.V(cfg.Fragment))
+			res.Sync += time.Since(t2)
+			batch = append(batch, f)
+			batchN += f.Steps
+			res.Steps += int64(f.Steps)
+			res.Episodes += int64(len(f.EpReturns))
+			recent = append(recent, f.EpReturns...)
+			if len(recent) > 100 {
+				recent = recent[len(recent)-100:]
+			}
+			staleSum += float64(version - f.Version)
+			staleN++
+		}
+		if batchN < cfg.Batch {
+			continue
+		}
+		t3 := time.Now()
+		frac := max(0, 1-float64(res.Steps)/float64(cfg.Anneal))
+		u := L.update(batch, cfg.LR*frac, cfg.Clip*max(frac, 1e-3))
+		version++
+		updates++
+		res.Learning += time.Since(t3)
+		t4 := time.Now()
+		wref.Release()
+		if wref, err = ray.Put(ctx, L.weights(version)); err != nil {
+			return res, err
+		}
+		res.Sync += time.Since(t4)
+		batch, batchN = batch[:0], 0
+		res.Updates = updates
+		if len(recent) > 0 {
+			res.Score = mean(recent)
+		}
+		if cfg.Progress != nil {
+			u.N, u.Steps, u.Episodes, u.Score, u.Elapsed = updates, res.Steps, res.Episodes, res.Score, time.Since(start)
+			u.Stale = staleSum / max(staleN, 1)
+			u.Sampling, u.Learning, u.Sync = res.Sampling, res.Learning, res.Sync
+			cfg.Progress(u)
+		}
+		staleSum, staleN = 0, 0
+		if len(recent) >= 100 && res.Score >= cfg.Target {
+			res.Solved = true
+			break
+		}
+	}
+	res.Wall = time.Since(start)
+	return res, nil
+}
+
+func indexOf(refs []ray.ObjectRef[Fragment], r ray.ObjectRef[Fragment]) int {
+	for i, x := range refs {
+		if x.ID() == r.ID() {
+			return i
+		}
+	}
+	return -1
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// pack copies the networks' parameters into the flat vector Adam steps; unpack does the
+// reverse.
+func (L *learner) pack() {
+	n := copy(L.params, L.pi.Params())
+	n += copy(L.params[n:], L.vf.Params())
+	copy(L.params[n:], L.logStd)
+}
+
+func (L *learner) unpack() {
+	np, nv := L.pi.NumParams(), L.vf.NumParams()
+	L.pi.SetParams(L.params[:np])
+	L.vf.SetParams(L.params[np : np+nv])
+	copy(L.logStd, L.params[np+nv:])
+}
+
+func (L *learner) weights(version int) Weights {
+	return Weights{Pi: append([]float64(nil), L.pi.Params()...), Vf: append([]float64(nil), L.vf.Params()...),
+		LogStd: append([]float64(nil), L.logStd...), Version: version}
+}
+
+// update runs the PPO epochs over the batch.
+func (L *learner) update(batch []Fragment, lr, clip float64) Update {
+	cfg := L.cfg
+	var n int
+	for _, f := range batch {
+		n += f.Steps
+	}
+	obs := mat.NewDense(n, L.obsDim, nil)
+	acts := make([]float64, 0, n*L.actDim)
+	logp := make([]float64, 0, n)
+	adv := make([]float64, 0, n)
+	ret := make([]float64, 0, n)
+	row := 0
+	for _, f := range batch {
+		for i := 0; i < f.Steps; i++ {
+			for k := 0; k < L.obsDim; k++ {
+				obs.Set(row, k, float64(f.Obs[i*L.obsDim+k]))
+			}
+			row++
+		}
+		acts = append(acts, f.Actions...)
+		logp = append(logp, f.LogP...)
+		adv = append(adv, f.Adv...)
+		ret = append(ret, f.Ret...)
+	}
+	L.adam.LR = lr
+	mb := cfg.Minibatch
+	perm := make([]int, n)
+	for i := range perm {
+		perm[i] = i
+	}
+	mObs := mat.NewDense(mb, L.obsDim, nil)
+	var u Update
+	var count float64
+	np, nv := L.pi.NumParams(), L.vf.NumParams()
+	for epoch := 0; epoch < cfg.Epochs; epoch++ {
+		L.rng.Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		for lo := 0; lo+mb <= n; lo += mb {
+			idx := perm[lo : lo+mb]
+			for r, i := range idx {
+				mObs.SetRow(r, obs.RawRowView(i))
+			}
+			// Advantages normalised per minibatch.
+			a := make([]float64, mb)
+			var am, as float64
+			for r, i := range idx {
+				a[r] = adv[i]
+				am += adv[i]
+			}
+			am /= float64(mb)
+			for _, x := range a {
+				as += (x - am) * (x - am)
+			}
+			as = math.Sqrt(as/float64(mb-1)) + 1e-8
+			for r := range a {
+				a[r] = (a[r] - am) / as
+			}
+			clear(L.grad)
+			gPi, gVf, gStd := L.grad[:np], L.grad[np:np+nv], L.grad[np+nv:]
+			out := L.pi.Forward(mObs)
+			newLogp := make([]float64, mb)
+			ent := make([]float64, mb)
+			var mActs *mat.Dense
+			var dActs []int
+			if L.discrete {
+				dActs = make([]int, mb)
+				for r, i := range idx {
+					dActs[r] = int(acts[i])
+				}
+				nn.CategoricalLogProb(out, dActs, newLogp)
+				nn.CategoricalEntropy(out, ent)
+			} else {
+				mActs = mat.NewDense(mb, L.actDim, nil)
+				for r, i := range idx {
+					mActs.SetRow(r, acts[i*L.actDim:(i+1)*L.actDim])
+				}
+				nn.GaussianLogProb(out, L.logStd, mActs, newLogp)
+				h := nn.GaussianEntropy(L.logStd)
+				for r := range ent {
+					ent[r] = h
+				}
+			}
+			dLogp := make([]float64, mb)
+			dEnt := make([]float64, mb)
+			inv := 1 / float64(mb)
+			for r, i := range idx {
+				ratio := math.Exp(newLogp[r] - logp[i])
+				s1, s2 := ratio*a[r], math.Max(1-clip, math.Min(1+clip, ratio))*a[r]
+				if s1 <= s2 {
+					dLogp[r] = -a[r] * ratio * inv
+					u.LossPi -= s1 * inv
+				} else {
+					u.LossPi -= s2 * inv
+					u.ClipFrac += inv
+				}
+				dEnt[r] = -cfg.EntCoef * inv
+				u.Entropy += ent[r] * inv
+				lr := newLogp[r] - logp[i]
+				u.ApproxKL += ((ratio - 1) - lr) * inv
+			}
+			if L.discrete {
+				L.pi.Backward(nn.CategoricalBackward(out, dActs, dLogp, dEnt), gPi)
+			} else {
+				L.pi.Backward(nn.GaussianBackward(out, L.logStd, mActs, dLogp, dEnt, gStd), gPi)
+			}
+			v := L.vf.Forward(mObs)
+			dv := mat.NewDense(mb, 1, nil)
+			for r, i := range idx {
+				diff := v.At(r, 0) - ret[i]
+				dv.Set(r, 0, cfg.VfCoef*2*diff*inv)
+				u.LossVf += diff * diff * inv
+			}
+			L.vf.Backward(dv, gVf)
+			nn.ClipGradNorm(L.grad, cfg.MaxGrad)
+			L.pack()
+			L.adam.Step(L.params, L.grad)
+			L.unpack()
+			count++
+		}
+	}
+	if count > 0 {
+		u.LossPi /= count
+		u.LossVf /= count
+		u.Entropy /= count
+		u.ClipFrac /= count
+		u.ApproxKL /= count
+	}
+	u.BatchSize = n
+	return u
+}
+
+// logSoftmaxAt is log softmax(logits)[a].
+func logSoftmaxAt(logits []float64, a int) float64 {
+	m := logits[0]
+	for _, x := range logits {
+		m = math.Max(m, x)
+	}
+	var s float64
+	for _, x := range logits {
+		s += math.Exp(x - m)
+	}
+	return logits[a] - m - math.Log(s)
+}
+
+// gaussianLogP is the log density of act under a diagonal Gaussian.
+func gaussianLogP(mean, logStd, act []float64) float64 {
+	var lp float64
+	for k := range act {
+		z := (act[k] - mean[k]) / math.Exp(logStd[k])
+		lp += -0.5*z*z - logStd[k] - 0.5*math.Log(2*math.Pi)
+	}
+	return lp
+}
