@@ -40,15 +40,15 @@ type Config struct {
 
 // Iter is what one iteration did.
 type Iter struct {
-	N          int
-	Steps      int64   // environment steps so far
-	Episodes   int64   // episodes so far
-	Score      float64 // mean return of the last 100 episodes
-	BatchMean  float64 // mean return of this iteration's episodes
-	Elapsed    time.Duration
-	Sampling   time.Duration // waiting for rollouts (this iteration)
-	Learning   time.Duration // ranks, gradient, Adam
-	Sync       time.Duration // putting the weights
+	N         int
+	Steps     int64   // environment steps so far
+	Episodes  int64   // episodes so far
+	Score     float64 // mean return of the last 100 episodes
+	BatchMean float64 // mean return of this iteration's episodes
+	Elapsed   time.Duration
+	Sampling  time.Duration // waiting for rollouts (this iteration)
+	Learning  time.Duration // ranks, gradient, Adam
+	Sync      time.Duration // putting the weights
 }
 
 // Result is the outcome of Train.

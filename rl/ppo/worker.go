@@ -18,14 +18,14 @@ type Weights struct {
 
 // WorkerConfig is what a rollout worker is built with.
 type WorkerConfig struct {
-	Env      string
-	Envs     int // environment copies stepped together
-	PiSizes  []int
-	VfSizes  []int
-	Discrete bool
-	Gamma    float64
-	Lambda   float64
-	Seed     int64 // copy i of worker w is seeded Seed + i on its first reset
+	Env       string
+	Envs      int // environment copies stepped together
+	PiSizes   []int
+	VfSizes   []int
+	Discrete  bool
+	Gamma     float64
+	Lambda    float64
+	Seed      int64 // copy i of worker w is seeded Seed + i on its first reset
 	SampleRNG uint64
 }
 
