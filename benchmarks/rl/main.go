@@ -56,6 +56,8 @@ func run() int {
 	flag.Float64Var(&esSigma, "es-sigma", 0, "ES noise std (default: rl/es's)")
 	flag.IntVar(&esPairs, "es-pairs", 0, "ES antithetic pairs per iteration (default: rl/es's)")
 	flag.Float64Var(&esStep, "es-stepsize", 0, "ES Adam step size (default: rl/es's)")
+	flag.IntVar(&ppoEpochs, "ppo-epochs", 0, "PPO epochs per update (default: rl/ppo's)")
+	flag.IntVar(&ppoMinibatch, "ppo-minibatch", 0, "PPO minibatch size (default: rl/ppo's)")
 	flag.Parse()
 
 	ctx, err := ray.Init(context.Background())
@@ -95,6 +97,8 @@ func run() int {
 var (
 	esSigma, esStep float64
 	esPairs         int
+	ppoEpochs       int
+	ppoMinibatch    int
 )
 
 func ints(s string) []int {
@@ -158,7 +162,7 @@ func train(ctx context.Context, algo, env string, seeds, workers int, quiet bool
 			r.Solved, r.Steps, r.WallS, r.Score, r.Iters = res.Solved, res.Steps, res.Wall.Seconds(), res.Score, res.Iters
 			r.SamplingS, r.LearningS, r.SyncS = res.Sampling.Seconds(), res.Learning.Seconds(), res.Sync.Seconds()
 		case "ppo":
-			cfg := ppo.Config{Env: env, Workers: workers, Seed: uint64(s)}
+			cfg := ppo.Config{Env: env, Workers: workers, Seed: uint64(s), Epochs: ppoEpochs, Minibatch: ppoMinibatch}
 			if !quiet {
 				cfg.Progress = func(u ppo.Update) {
 					logf("ppo seed %d update %4d steps %8d score %7.1f kl %.4f clip %.3f stale %.2f  %5.2fs", s, u.N, u.Steps, u.Score, u.ApproxKL, u.ClipFrac, u.Stale, u.Elapsed.Seconds())

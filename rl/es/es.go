@@ -207,7 +207,7 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 		if len(recent) > 100 {
 			recent = recent[len(recent)-100:]
 		}
-		ranks := centeredRanks(returns)
+		ranks := CenteredRanks(returns)
 		clear(grad)
 		for j, r := range results {
 			w := ranks[2*j] - ranks[2*j+1]
@@ -304,9 +304,9 @@ func NoiseTable(n int, seed uint64) []float32 {
 	return out
 }
 
-// centeredRanks maps values to ranks scaled into [-0.5, 0.5] (Ray's
+// CenteredRanks maps values to ranks scaled into [-0.5, 0.5] (Ray's
 // compute_centered_ranks); ties get distinct ranks in input order.
-func centeredRanks(xs []float64) []float64 {
+func CenteredRanks(xs []float64) []float64 {
 	idx := make([]int, len(xs))
 	for i := range idx {
 		idx[i] = i

@@ -157,32 +157,37 @@ func (w *Worker) Sample(ctx context.Context, wt Weights, steps int) (Fragment, e
 		}
 		w.obs = obs
 	}
-	// GAE per environment copy, backwards, cut at episode ends.
-	g, l := w.cfg.Gamma, w.cfg.Lambda
+	last := make([]float64, n)
 	for i := 0; i < n; i++ {
-		next := w.value(w.obs[i])
+		last[i] = w.value(w.obs[i])
+	}
+	GAE(steps, n, rewards, values, term, trunc, finalV, last, w.cfg.Gamma, w.cfg.Lambda, f.Adv, f.Ret)
+	return f, nil
+}
+
+// GAE computes generalised advantage estimates and returns for steps×n time-major
+// transitions (row t*n+i is copy i at step t), walking each copy backwards and cutting at
+// episode ends: a terminated step bootstraps from 0, a truncated one from finalV (the
+// value of its final observation), and the last step from last[i] (the value of the
+// observation after it).
+func GAE(steps, n int, rewards, values []float64, term, trunc []bool, finalV, last []float64, gamma, lambda float64, adv, ret []float64) {
+	for i := 0; i < n; i++ {
+		next := last[i]
 		gae := 0.0
 		for t := steps - 1; t >= 0; t-- {
 			row := t*n + i
-			var nextV float64
-			cut := false
+			nextV := next
 			switch {
 			case term[row]:
-				nextV, cut = 0, true
+				nextV, gae = 0, 0
 			case trunc[row]:
-				nextV, cut = finalV[row], true
-			default:
-				nextV = next
+				nextV, gae = finalV[row], 0
 			}
-			if cut {
-				gae = 0
-			}
-			delta := rewards[row] + g*nextV - values[row]
-			gae = delta + g*l*gae
-			f.Adv[row] = gae
-			f.Ret[row] = gae + values[row]
+			delta := rewards[row] + gamma*nextV - values[row]
+			gae = delta + gamma*lambda*gae
+			adv[row] = gae
+			ret[row] = gae + values[row]
 			next = values[row]
 		}
 	}
-	return f, nil
 }
