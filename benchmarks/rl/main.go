@@ -50,7 +50,8 @@ func run() int {
 	stepsList := flag.String("steps", "10,100,1000", "throughput mode: task lengths in steps")
 	workersList := flag.String("workerlist", "1,2,4,8", "throughput mode: worker counts")
 	cost := flag.Duration("cost", 0, "throughput mode: synthetic CPU cost per step (busy loop)")
-	total := flag.Int("total", 200_000, "throughput mode: steps per measurement")
+	total := flag.Int("total", 3_000_000, "throughput mode: steps per measurement")
+	reps := flag.Int("reps", 5, "throughput mode: measurements per cell (the median is reported)")
 	fanout := flag.Int("fanout", 8, "es-tree mode: aggregation tree fan-out")
 	iters := flag.Int("iters", 5, "es-tree mode: iterations timed per variant")
 	flag.Float64Var(&esSigma, "es-sigma", 0, "ES noise std (default: rl/es's)")
@@ -72,7 +73,7 @@ func run() int {
 	case "train":
 		out, err = train(ctx, *algo, *env, *seeds, *workers, *quiet)
 	case "throughput":
-		out, err = throughput(ctx, ints(*stepsList), ints(*workersList), *cost, *total)
+		out, err = throughput(ctx, ints(*stepsList), ints(*workersList), *cost, *total, *reps)
 	case "es-tree":
 		w := *workers
 		if w == 0 {
@@ -283,30 +284,35 @@ type ThroughputRow struct {
 	BSPVsInline float64 `json:"bsp_over_inline"`
 }
 
-func throughput(ctx context.Context, stepsList, workersList []int, cost time.Duration, total int) ([]ThroughputRow, error) {
+func throughput(ctx context.Context, stepsList, workersList []int, cost time.Duration, total, reps int) ([]ThroughputRow, error) {
 	var rows []ThroughputRow
+	fmt.Fprintf(os.Stderr, "per-step cost %v, %d steps per measurement, median of %d\n", cost, total, reps)
 	fmt.Fprintf(os.Stderr, "%10s %8s %14s %14s %14s %9s %9s\n", "task_steps", "workers", "inline/s", "async/s", "bsp/s", "async/inl", "bsp/inl")
 	for _, L := range stepsList {
 		for _, W := range workersList {
 			tasks := max(total/L, W)
-			inline := inlineRun(W, L, tasks, cost)
+			steps := float64(tasks * L)
 			actors := make([]ray.ActorHandle[simulator], W)
 			for i := range actors {
 				actors[i] = simClass.Remote(ctx, ray.AtMostOnce())
 			}
-			asyncT, err := asyncRun(ctx, actors, L, tasks, cost)
-			if err != nil {
-				return nil, err
-			}
-			bspT, err := bspRun(ctx, actors, L, tasks, cost)
-			if err != nil {
-				return nil, err
+			var inl, asy, bsp []float64
+			for range reps {
+				inl = append(inl, steps/inlineRun(W, L, tasks, cost).Seconds())
+				d, err := asyncRun(ctx, actors, L, tasks, cost)
+				if err != nil {
+					return nil, err
+				}
+				asy = append(asy, steps/d.Seconds())
+				if d, err = bspRun(ctx, actors, L, tasks, cost); err != nil {
+					return nil, err
+				}
+				bsp = append(bsp, steps/d.Seconds())
 			}
 			for _, a := range actors {
 				_ = ray.Kill(ctx, a, true)
 			}
-			steps := float64(tasks * L)
-			r := ThroughputRow{TaskSteps: L, Workers: W, Inline: steps / inline.Seconds(), Async: steps / asyncT.Seconds(), BSP: steps / bspT.Seconds()}
+			r := ThroughputRow{TaskSteps: L, Workers: W, Inline: median(inl), Async: median(asy), BSP: median(bsp)}
 			r.AsyncVsInl, r.BSPVsInline = r.Async/r.Inline, r.BSP/r.Inline
 			rows = append(rows, r)
 			fmt.Fprintf(os.Stderr, "%10d %8d %14.0f %14.0f %14.0f %9.3f %9.3f\n", L, W, r.Inline, r.Async, r.BSP, r.AsyncVsInl, r.BSPVsInline)
@@ -343,18 +349,29 @@ func inlineRun(W, L, tasks int, cost time.Duration) time.Duration {
 	return time.Since(start)
 }
 
-// asyncRun keeps every worker busy: a worker gets its next task as soon as it returns one.
+// asyncRun keeps every worker busy: each has two tasks queued (so it never waits for the
+// driver between tasks), and gets a new one as soon as it returns one.
 func asyncRun(ctx context.Context, actors []ray.ActorHandle[simulator], L, tasks int, cost time.Duration) (time.Duration, error) {
+	const depth = 2
 	start := time.Now()
-	pending := make([]ray.ObjectRef[int], len(actors))
+	var pending []ray.ObjectRef[int]
+	var owner []int
 	submitted := 0
-	for i, a := range actors {
-		pending[i] = simRun.Remote(ctx, a, ray.V(L), ray.V(cost))
-		submitted++
+	for d := 0; d < depth; d++ {
+		for i, a := range actors {
+			if submitted < tasks {
+				pending = append(pending, simRun.Remote(ctx, a, ray.V(L), ray.V(cost)))
+				owner = append(owner, i)
+				submitted++
+			}
+		}
 	}
-	done := 0
-	for done < tasks {
+	for done := 0; done < tasks; {
+		// Block for one, then take every other result already there in the same call.
 		ready, _, err := ray.Wait(ctx, pending, ray.NumReady(1))
+		if err == nil {
+			ready, _, err = ray.Wait(ctx, pending, ray.NumReady(len(pending)), ray.Timeout(0))
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -363,17 +380,18 @@ func asyncRun(ctx context.Context, actors []ray.ActorHandle[simulator], L, tasks
 				return 0, err
 			}
 			done++
-			for i := range pending {
-				if pending[i].ID() == r.ID() {
-					if submitted < tasks {
-						pending[i] = simRun.Remote(ctx, actors[i], ray.V(L), ray.V(cost))
-						submitted++
-					} else {
-						pending = append(pending[:i], pending[i+1:]...)
-						actors = append(actors[:i:i], actors[i+1:]...)
-					}
-					break
+			for k := range pending {
+				if pending[k].ID() != r.ID() {
+					continue
 				}
+				if submitted < tasks {
+					pending[k] = simRun.Remote(ctx, actors[owner[k]], ray.V(L), ray.V(cost))
+					submitted++
+				} else {
+					pending = append(pending[:k], pending[k+1:]...)
+					owner = append(owner[:k], owner[k+1:]...)
+				}
+				break
 			}
 			r.Release()
 		}
