@@ -23,6 +23,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,8 +60,22 @@ func run() int {
 	flag.Float64Var(&esStep, "es-stepsize", 0, "ES Adam step size (default: rl/es's)")
 	flag.IntVar(&ppoEpochs, "ppo-epochs", 0, "PPO epochs per update (default: rl/ppo's)")
 	flag.IntVar(&ppoMinibatch, "ppo-minibatch", 0, "PPO minibatch size (default: rl/ppo's)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to `file`")
 	flag.Parse()
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			logf("-cpuprofile: %v", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			logf("-cpuprofile: %v", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, err := ray.Init(context.Background())
 	if err != nil {
 		logf("init: %v", err)
