@@ -474,9 +474,18 @@ func TestCancelActorCall(t *testing.T) {
 
 type napper struct{ naps int }
 
+// napping receives a value when a Nap call starts, so tests know a call is running.
+var napping = make(chan struct{}, 16)
+
 var (
 	napperClass = Actor("test.Napper", func() *napper { return &napper{} })
 	nap         = Method1(napperClass, "Nap", func(n *napper, ctx context.Context, d time.Duration) (int, error) {
+		if d > 0 {
+			select {
+			case napping <- struct{}{}:
+			default:
+			}
+		}
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
@@ -493,8 +502,9 @@ var (
 func TestExactlyOnceInFlightCall(t *testing.T) {
 	ctx := timeout(t)
 	h := napperClass.Remote(ctx, MaxRestarts(1))
+	drain(napping)
 	inFlight := nap.Remote(ctx, h, V(200*time.Millisecond))
-	time.Sleep(50 * time.Millisecond) // logged and running
+	waitFor(t, napping) // logged and running
 	if err := Kill(ctx, h, false); err != nil {
 		t.Fatal(err)
 	}
@@ -514,8 +524,9 @@ func TestAtMostOnceInFlightCalls(t *testing.T) {
 			ctx := timeout(t)
 			h := napperClass.Remote(ctx, AtMostOnce(), MaxRestarts(1), MaxTaskRetries(retries))
 			mustGet(t, ctx, nap.Remote(ctx, h, V(time.Duration(0))))
+			drain(napping)
 			inFlight := nap.Remote(ctx, h, V(200*time.Millisecond))
-			time.Sleep(50 * time.Millisecond) // it is running
+			waitFor(t, napping) // it is running
 			if err := Kill(ctx, h, false); err != nil {
 				t.Fatal(err)
 			}
@@ -567,5 +578,24 @@ func TestActorLargeConstructorArgument(t *testing.T) {
 	}
 	if got := mustGet(t, ctx, holderSum.Remote(ctx, h)); got != want {
 		t.Fatalf("sum after a restart = %d, want %d", got, want)
+	}
+}
+
+func drain(c chan struct{}) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+}
+
+func waitFor(t *testing.T, c chan struct{}) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for the call to start")
 	}
 }

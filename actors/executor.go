@@ -128,6 +128,12 @@ func (o *outbox) add(e *pb.ActorLogEntry, res *pb.TaskResult) {
 }
 
 func (o *outbox) flush() {
+	// The grain learns what ran before the callers do: a caller that gets its answer and
+	// calls again finds the result already known (and recorded with the next commit).
+	if len(o.done) > 0 {
+		o.root.Send(o.self, &doneBatch{done: o.done})
+		o.done = nil
+	}
 	for i := range o.owners {
 		b := &o.owners[i]
 		switch len(b.results) {
@@ -138,10 +144,6 @@ func (o *outbox) flush() {
 			o.root.Send(b.pid, &pb.ResultBatch{Results: b.results})
 		}
 		b.results = nil
-	}
-	if len(o.done) > 0 {
-		o.root.Send(o.self, &doneBatch{done: o.done})
-		o.done = nil
 	}
 	o.pending = 0
 }

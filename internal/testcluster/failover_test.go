@@ -209,7 +209,7 @@ func TestActorFailover(t *testing.T) {
 func actorOn(t *testing.T, ctx context.Context, target int, opts ...ray.TaskOption) ray.ActorHandle[ledger] {
 	t.Helper()
 	for range 6 {
-		h := ledgerClass.Remote(ctx, ray.V(200*time.Microsecond), opts...)
+		h := ledgerClass.Remote(ctx, ray.V(500*time.Microsecond), opts...)
 		if h.Err() != nil {
 			t.Fatal(h.Err())
 		}
