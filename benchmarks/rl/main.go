@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ray-go/ray"
@@ -297,6 +298,17 @@ type ThroughputRow struct {
 	BSP         float64 `json:"bsp_steps_per_s"`
 	AsyncVsInl  float64 `json:"async_over_inline"`
 	BSPVsInline float64 `json:"bsp_over_inline"`
+	CPUInline   float64 `json:"inline_cpu_ns_per_step"` // process CPU time (user+system) per step
+	CPUAsync    float64 `json:"async_cpu_ns_per_step"`
+}
+
+// cpuTime is the process's user plus system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func throughput(ctx context.Context, stepsList, workersList []int, cost time.Duration, total, reps int) ([]ThroughputRow, error) {
@@ -311,13 +323,17 @@ func throughput(ctx context.Context, stepsList, workersList []int, cost time.Dur
 			for i := range actors {
 				actors[i] = simClass.Remote(ctx, ray.AtMostOnce())
 			}
-			var inl, asy, bsp []float64
+			var inl, asy, bsp, cpuInl, cpuAsy []float64
 			for range reps {
+				c0 := cpuTime()
 				inl = append(inl, steps/inlineRun(W, L, tasks, cost).Seconds())
+				c1 := cpuTime()
 				d, err := asyncRun(ctx, actors, L, tasks, cost)
 				if err != nil {
 					return nil, err
 				}
+				c2 := cpuTime()
+				cpuInl, cpuAsy = append(cpuInl, (c1-c0).Seconds()/steps*1e9), append(cpuAsy, (c2-c1).Seconds()/steps*1e9)
 				asy = append(asy, steps/d.Seconds())
 				if d, err = bspRun(ctx, actors, L, tasks, cost); err != nil {
 					return nil, err
@@ -327,10 +343,11 @@ func throughput(ctx context.Context, stepsList, workersList []int, cost time.Dur
 			for _, a := range actors {
 				_ = ray.Kill(ctx, a, true)
 			}
-			r := ThroughputRow{TaskSteps: L, Workers: W, Inline: median(inl), Async: median(asy), BSP: median(bsp)}
+			r := ThroughputRow{TaskSteps: L, Workers: W, Inline: median(inl), Async: median(asy), BSP: median(bsp),
+				CPUInline: median(cpuInl), CPUAsync: median(cpuAsy)}
 			r.AsyncVsInl, r.BSPVsInline = r.Async/r.Inline, r.BSP/r.Inline
 			rows = append(rows, r)
-			fmt.Fprintf(os.Stderr, "%10d %8d %14.0f %14.0f %14.0f %9.3f %9.3f\n", L, W, r.Inline, r.Async, r.BSP, r.AsyncVsInl, r.BSPVsInline)
+			fmt.Fprintf(os.Stderr, "%10d %8d %14.0f %14.0f %14.0f %9.3f %9.3f   cpu ns/step inline %.0f async %.0f\n", L, W, r.Inline, r.Async, r.BSP, r.AsyncVsInl, r.BSPVsInline, r.CPUInline, r.CPUAsync)
 		}
 	}
 	return rows, nil
