@@ -113,6 +113,9 @@ func (c *Core) fetch(ctx context.Context, id ids.ObjectID, node ids.NodeID) ([]b
 		return nil, fmt.Errorf("ray: reading object %s from node %s: %w", id, node, err)
 	}
 	reply, ok := res.(*pb.GetObjectReply)
+	if ok && reply.Error != "" {
+		return nil, fmt.Errorf("%w: %s", ErrObjectLost, reply.Error)
+	}
 	if !ok || !reply.Found {
 		return nil, fmt.Errorf("%w: %s is not in the store of node %s", ErrObjectLost, id, node)
 	}

@@ -356,7 +356,8 @@ func (n *Node) startMember(ctx context.Context) error {
 	kinds := []*cluster.Kind{
 		cluster.NewKind(KindRaylet, raylet.Props(rcfg).Configure(pooled)),
 		cluster.NewKind(KindWorker, worker.Props(wenv).Configure(pooled)),
-		cluster.NewKind(KindStore, shard.Props(shard.Config{Node: n.ID, Table: objTable, Logger: logger}).Configure(pooled)),
+		cluster.NewKind(KindStore, shard.Props(shard.Config{Node: n.ID, Table: objTable, Logger: logger,
+			Budget: n.cfg.ObjectStoreBytes, SpillDir: filepath.Join(n.dir, "spill")}).Configure(pooled)),
 		cluster.NewKind(KindActor, actors.Props(aenv).Configure(pooled)),
 	}
 	rem := remote.Configure("127.0.0.1", 0,

@@ -1,7 +1,10 @@
 package shard
 
 import (
+	"fmt"
 	"log/slog"
+	"os"
+	"sort"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -19,22 +22,53 @@ type ObjectTable interface {
 
 // Config is what a shard needs from its node.
 type Config struct {
-	Node   ids.NodeID
-	Table  ObjectTable // may be nil (no object table records)
-	Logger *slog.Logger
+	Node  ids.NodeID
+	Table ObjectTable // may be nil (no object table records)
+	// Budget is how many bytes of objects the shard keeps in memory; beyond it the least
+	// recently used objects are spilled to SpillDir (0: no limit, nothing spilled).
+	Budget   int64
+	SpillDir string
+	Logger   *slog.Logger
 }
 
 type object struct {
-	data  []byte
-	owner *pb.PID
+	data     []byte // nil once spilled
+	owner    *pb.PID
+	size     int64
+	used     uint64 // LRU clock of the last put or read
+	spill    string // the spill file, once written
+	spilling bool
 }
 
-// Shard is the grain's actor. Its state is owned by its mailbox.
+// Shard is the grain's actor. Its state is owned by its mailbox; spill writes, restores
+// and file removals run on goroutines and report back by message.
 type Shard struct {
 	cfg   Config
-	objs  map[ids.ObjectID]object
-	bytes int64
+	objs  map[ids.ObjectID]*object
+	bytes int64 // all objects
+	mem   int64 // in memory
+	clock uint64
+
+	spilling    bool
+	spilled     int64 // objects on disk
+	spilledB    int64
+	spillErrors int64
 }
+
+// spillJob is one object to write; spillDone reports a round of them.
+type spillJob struct {
+	id   ids.ObjectID
+	data []byte
+	path string
+}
+
+type spillResult struct {
+	id   ids.ObjectID
+	path string
+	err  error
+}
+
+type spillDone struct{ results []spillResult }
 
 // Props returns the props of a shard grain of the node described by cfg.
 func Props(cfg Config) *actor.Props {
@@ -42,7 +76,7 @@ func Props(cfg Config) *actor.Props {
 		cfg.Logger = slog.Default()
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Shard{cfg: cfg, objs: make(map[ids.ObjectID]object)}
+		return &Shard{cfg: cfg, objs: make(map[ids.ObjectID]*object)}
 	})
 }
 
@@ -58,15 +92,11 @@ func (s *Shard) Receive(ctx actor.Context) {
 			}
 			ctx.Respond(ack)
 		}
+		s.maybeSpill(ctx)
 	case *pb.GetObject:
-		id, err := ids.ObjectIDFromBytes(m.ObjectId)
-		reply := &pb.GetObjectReply{ObjectId: m.ObjectId}
-		if err == nil {
-			if o, ok := s.objs[id]; ok {
-				reply.Data, reply.Found = o.data, true
-			}
-		}
-		ctx.Respond(reply)
+		s.get(ctx, m)
+	case *spillDone:
+		s.spillDone(ctx, m)
 	case *pb.FreeObjects:
 		defer func() {
 			if ctx.Sender() != nil { // the owner waits for large frees (see core)
@@ -79,15 +109,134 @@ func (s *Shard) Receive(ctx actor.Context) {
 				continue
 			}
 			if o, ok := s.objs[id]; ok {
-				s.bytes -= int64(len(o.data))
-				delete(s.objs, id)
-				if s.cfg.Table != nil {
-					s.cfg.Table.Drop(id)
-				}
+				s.drop(id, o)
 			}
 		}
 	case *pb.StoreStats:
-		ctx.Respond(&pb.StoreStatsReply{Objects: int64(len(s.objs)), Bytes: s.bytes})
+		ctx.Respond(&pb.StoreStatsReply{Objects: int64(len(s.objs)), Bytes: s.bytes, MemoryBytes: s.mem,
+			SpilledObjects: s.spilled, SpilledBytes: s.spilledB, SpillErrors: s.spillErrors})
+	}
+}
+
+// drop forgets an object (in memory, or its spill file).
+func (s *Shard) drop(id ids.ObjectID, o *object) {
+	s.bytes -= o.size
+	if o.data != nil {
+		s.mem -= o.size
+	}
+	if o.spill != "" {
+		s.spilled--
+		s.spilledB -= o.size
+		path := o.spill
+		go os.Remove(path)
+	}
+	delete(s.objs, id)
+	if s.cfg.Table != nil {
+		s.cfg.Table.Drop(id)
+	}
+}
+
+func (s *Shard) get(ctx actor.Context, m *pb.GetObject) {
+	id, err := ids.ObjectIDFromBytes(m.ObjectId)
+	reply := &pb.GetObjectReply{ObjectId: m.ObjectId}
+	o, ok := s.objs[id]
+	if err != nil || !ok {
+		ctx.Respond(reply)
+		return
+	}
+	s.clock++
+	o.used = s.clock
+	if o.data != nil {
+		reply.Data, reply.Found = o.data, true
+		ctx.Respond(reply)
+		return
+	}
+	// Spilled: read it back off the mailbox; the reader answers the asker directly.
+	sender, root, path := ctx.Sender(), ctx.ActorSystem().Root, o.spill
+	if sender == nil {
+		return
+	}
+	go func() {
+		data, err := readSpill(path)
+		if err != nil {
+			reply.Error = fmt.Sprintf("object %s: %v", id, err)
+		} else {
+			reply.Data, reply.Found = data, true
+		}
+		root.Send(sender, reply)
+	}()
+}
+
+// maybeSpill starts writing the least recently used objects to disk when memory is over
+// budget, until it would be back under 90% of it. One round runs at a time, off the
+// mailbox; objects stay readable from memory until their file is complete.
+func (s *Shard) maybeSpill(ctx actor.Context) {
+	if s.cfg.Budget <= 0 || s.cfg.SpillDir == "" || s.spilling || s.mem <= s.cfg.Budget {
+		return
+	}
+	type cand struct {
+		id ids.ObjectID
+		o  *object
+	}
+	var cands []cand
+	for id, o := range s.objs {
+		if o.data != nil && !o.spilling {
+			cands = append(cands, cand{id, o})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].o.used < cands[j].o.used })
+	target := s.mem - s.cfg.Budget*9/10
+	var jobs []spillJob
+	for _, c := range cands {
+		if target <= 0 {
+			break
+		}
+		c.o.spilling = true
+		jobs = append(jobs, spillJob{id: c.id, data: c.o.data, path: spillPath(s.cfg.SpillDir, c.id)})
+		target -= c.o.size
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	s.spilling = true
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		res := make([]spillResult, len(jobs))
+		for i, j := range jobs {
+			_, err := writeSpill(j.path, j.data)
+			res[i] = spillResult{id: j.id, path: j.path, err: err}
+		}
+		root.Send(self, &spillDone{results: res})
+	}()
+}
+
+func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
+	s.spilling = false
+	failed := 0
+	for _, r := range m.results {
+		o, ok := s.objs[r.id]
+		if !ok {
+			// Freed while it was written.
+			if r.err == nil {
+				go os.Remove(r.path)
+			}
+			continue
+		}
+		o.spilling = false
+		if r.err != nil {
+			failed++
+			s.spillErrors++
+			s.cfg.Logger.Error("shard: cannot spill an object to disk; it stays in memory (check the spill directory: free space, permissions)",
+				"object", r.id, "dir", s.cfg.SpillDir, "err", r.err)
+			continue
+		}
+		o.data, o.spill = nil, r.path
+		s.mem -= o.size
+		s.spilled++
+		s.spilledB += o.size
+	}
+	if failed == 0 { // after a failure, the next put tries again (not a hot loop on a full disk)
+		s.maybeSpill(ctx)
 	}
 }
 
@@ -99,8 +248,11 @@ func (s *Shard) put(m *pb.PutObject) error {
 	if _, dup := s.objs[id]; dup {
 		return nil
 	}
-	s.objs[id] = object{data: m.Data, owner: m.Owner}
-	s.bytes += int64(len(m.Data))
+	s.clock++
+	size := int64(len(m.Data))
+	s.objs[id] = &object{data: m.Data, owner: m.Owner, size: size, used: s.clock}
+	s.bytes += size
+	s.mem += size
 	if s.cfg.Table != nil {
 		entry, err := proto.Marshal(&pb.ObjectEntry{ObjectId: m.ObjectId, NodeId: string(s.cfg.Node), Size: int64(len(m.Data)), Owner: m.Owner})
 		if err == nil {

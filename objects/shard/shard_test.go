@@ -3,6 +3,9 @@ package shard
 import (
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,5 +65,136 @@ func TestShard(t *testing.T) {
 	}
 	if st := ask(&pb.StoreStats{}).(*pb.StoreStatsReply); st.Objects != 0 || st.Bytes != 0 || tab.len() != 0 {
 		t.Fatalf("after free: %+v, %d records", st, tab.len())
+	}
+}
+
+func TestSpillAndRestore(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	defer sys.Shutdown()
+	dir := t.TempDir()
+	const size = 256 << 10
+	pid := sys.Root.Spawn(Props(Config{Node: "n1", Budget: 1 << 20, SpillDir: dir, Logger: quiet}))
+	ask := func(m any) any {
+		t.Helper()
+		res, err := sys.Root.RequestFuture(pid, m, 10*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	root := ids.NewRootTaskID()
+	var objs []ids.ObjectID
+	value := func(i int) []byte {
+		b := make([]byte, size)
+		for k := range b {
+			b[k] = byte(i*31 + k%251)
+		}
+		return b
+	}
+	// 12 objects of 256 KiB into a 1 MiB budget: 8 or more must go to disk.
+	for i := range 12 {
+		id := ids.PutID(root, uint32(i+1))
+		objs = append(objs, id)
+		ask(&pb.PutObject{ObjectId: id[:], Data: value(i)})
+	}
+	var st *pb.StoreStatsReply
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st = ask(&pb.StoreStats{}).(*pb.StoreStatsReply)
+		if st.MemoryBytes <= 1<<20 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.MemoryBytes > 1<<20 || st.SpilledObjects < 8 || st.Objects != 12 || st.Bytes != 12*size {
+		t.Fatalf("after 3 MiB into a 1 MiB budget: %+v", st)
+	}
+	// Every object reads back exactly, from memory or from its file.
+	for i, id := range objs {
+		r := ask(&pb.GetObject{ObjectId: id[:]}).(*pb.GetObjectReply)
+		if !r.Found || string(r.Data) != string(value(i)) {
+			t.Fatalf("object %d: found %v, error %q, %d bytes", i, r.Found, r.Error, len(r.Data))
+		}
+	}
+	// A spill file altered on disk is detected, not returned.
+	files, _ := filepath.Glob(filepath.Join(dir, "*.zst"))
+	if len(files) < 8 {
+		t.Fatalf("%d spill files", len(files))
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-3] ^= 0xff
+	if err := os.WriteFile(files[0], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for _, id := range objs {
+		r := ask(&pb.GetObject{ObjectId: id[:]}).(*pb.GetObjectReply)
+		if !r.Found {
+			bad++
+			if !strings.Contains(r.Error, "corrupt") || len(r.Data) != 0 {
+				t.Fatalf("corrupt spill file: found %v, error %q", r.Found, r.Error)
+			}
+		}
+	}
+	if bad != 1 {
+		t.Fatalf("%d objects failed after altering one file", bad)
+	}
+	// Freeing removes the files.
+	var all [][]byte
+	for _, id := range objs {
+		all = append(all, id[:])
+	}
+	ask(&pb.FreeObjects{ObjectIds: all})
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		left, _ := filepath.Glob(filepath.Join(dir, "*"))
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spill files left after free: %v", left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := ask(&pb.StoreStats{}).(*pb.StoreStatsReply); st.Objects != 0 || st.Bytes != 0 || st.MemoryBytes != 0 || st.SpilledObjects != 0 {
+		t.Fatalf("after free: %+v", st)
+	}
+}
+
+// TestSpillDirUnwritable: when spilling fails, objects stay in memory (over budget) and
+// readable, and the failure is counted.
+func TestSpillDirUnwritable(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	defer sys.Shutdown()
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A directory under a regular file cannot be created, even by root.
+	pid := sys.Root.Spawn(Props(Config{Node: "n1", Budget: 100, SpillDir: filepath.Join(blocker, "spill"), Logger: quiet}))
+	ask := func(m any) any {
+		t.Helper()
+		res, err := sys.Root.RequestFuture(pid, m, 10*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	id := ids.PutID(ids.NewRootTaskID(), 1)
+	ask(&pb.PutObject{ObjectId: id[:], Data: make([]byte, 1000)})
+	deadline := time.Now().Add(5 * time.Second)
+	for ask(&pb.StoreStats{}).(*pb.StoreStatsReply).SpillErrors == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no spill error reported")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := ask(&pb.GetObject{ObjectId: id[:]}).(*pb.GetObjectReply); !r.Found || len(r.Data) != 1000 {
+		t.Fatalf("object after a failed spill: %+v", r)
 	}
 }
