@@ -33,7 +33,10 @@ func WithResources(r map[string]float64) InitOption {
 	return func(c *initConfig) { c.resources = r }
 }
 
-// WithObjectStoreMemory sets the node's object store budget in bytes.
+// WithObjectStoreMemory sets the node's object store budget in bytes (default 30% of the
+// machine's memory). A Put larger than the whole budget fails at once with
+// ErrObjectTooLarge; beyond the budget, least recently used objects spill to disk in the
+// node's directory (see WithDir) and are read back transparently.
 func WithObjectStoreMemory(bytes int64) InitOption {
 	return func(c *initConfig) { c.objectStoreBytes = bytes }
 }

@@ -70,7 +70,7 @@ type Config struct {
 	Job       ids.JobID       // default: a new random job ID
 	Resources sched.Resources // total resources; default: the machine's CPUs
 	// ObjectStoreBytes is the store budget (default DefaultObjectStoreBytes). An object
-	// larger than the whole budget is refused; spilling is the object-store issue's work.
+	// larger than the whole budget is refused; beyond it the store shard spills to Dir/spill.
 	ObjectStoreBytes int64
 	// Dir holds the node's files. Default: a new temporary directory removed by Stop.
 	Dir string
