@@ -234,3 +234,21 @@ func ExampleObjectRef_ID() {
 	fmt.Println(len(ids[0]), ids[0] == ids[1])
 	// Output: 40 true
 }
+
+func ExampleMemory() {
+	ctx, err := ray.Init(context.Background(), ray.WithObjectStoreMemory(64<<20))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+
+	big, _ := ray.Put(ctx, make([]int64, 1<<20)) // 8 MiB: kept in the node's object store
+	defer big.Release()
+	rep, err := ray.Memory(ctx, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	n := rep.Nodes[0]
+	fmt.Println(n.Objects, n.Budget>>20, n.Largest[0].ID == big.ID(), n.Largest[0].Spilled)
+	// Output: 1 64 true false
+}

@@ -303,11 +303,91 @@ func TestSpillBeyondStoreBudget(t *testing.T) {
 	if st := stats(); st.MemoryBytes > 8<<20 || len(files) < n/2 {
 		t.Fatalf("%d spill files for 34 MiB in an 8 MiB store (%v)", len(files), st)
 	}
+	// The memory report sees it too.
+	rep, err := Memory(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm := rep.Nodes[0]
+	if nm.Budget != 8<<20 || nm.Objects != n+1 || nm.MemoryBytes > 8<<20 || nm.SpilledObjects < n/2 || nm.Bytes != nm.MemoryBytes+nm.SpilledBytes ||
+		len(nm.Largest) != 3 || nm.Largest[0].Size < 2<<20 || nm.Largest[0].Owner == "" {
+		t.Fatalf("memory report: %+v", nm)
+	}
 	// Read back again, now that most values are on disk: restored, checked, exact.
 	for i, r := range refs[:n] {
 		v, err := Get(ctx, r)
 		if err != nil || len(v) != elems || v[7] != int64(i*elems+7) {
 			t.Fatalf("object %d after spilling: %v", i, err)
 		}
+	}
+}
+
+// TestPutReleaseLoopBaseline: 100,000 puts whose refs are dropped leave the owner's memory
+// store and reference table, the object store, the spill directory and etcd's object
+// table as they were.
+func TestPutReleaseLoopBaseline(t *testing.T) {
+	ctx, err := Init(context.Background(), WithNumCPUs(2), WithObjectStoreMemory(2<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Shutdown(ctx)
+	n := nodeOf(ctx)
+	c := n.Core
+	memBefore := c.Objects().Len()
+	objsBefore, _ := c.Refs().Len()
+	large := make([]byte, 300<<10) // over the inline limit: goes to the object store
+	var window []ObjectRef[[]byte] // the last 10 large objects stay alive: 3 MiB, so some spill
+	for i := range 100_000 {
+		var r ObjectRef[[]byte]
+		if i%500 == 0 {
+			large[0] = byte(i)
+			r, err = Put(ctx, large)
+		} else {
+			r, err = Put(ctx, []byte{byte(i)})
+		}
+		if err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+		if i%10_000 == 0 { // read some back, including large ones that may be spilled
+			if v, err := Get(ctx, r); err != nil || v[0] != byte(i) {
+				t.Fatalf("get %d: %v", i, err)
+			}
+		}
+		if i%500 == 0 {
+			window = append(window, r)
+			if len(window) > 10 {
+				window[0].Release()
+				window = window[1:]
+			}
+			continue
+		}
+		r.Release()
+	}
+	if st, err := Memory(ctx, 0); err != nil || st.Nodes[0].SpilledObjects+st.Nodes[0].MemoryBytes/int64(len(large)) < 10 {
+		t.Fatalf("memory report with 10 large objects alive: %+v, %v", st, err)
+	}
+	for _, r := range window {
+		r.Release()
+	}
+	if got := c.Objects().Len(); got != memBefore {
+		t.Errorf("memory store holds %d objects, %d before", got, memBefore)
+	}
+	if got, _ := c.Refs().Len(); got != objsBefore {
+		t.Errorf("reference table holds %d objects, %d before", got, objsBefore)
+	}
+	stats := func() *pb.StoreStatsReply {
+		res, err := n.System().Root.RequestFuture(n.Store(), &pb.StoreStats{}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*pb.StoreStatsReply)
+	}
+	eventually(t, "an empty object store and spill directory", func() bool {
+		files, _ := filepath.Glob(filepath.Join(n.Dir(), "spill", "*"))
+		st := stats()
+		return st.Objects == 0 && st.Bytes == 0 && len(files) == 0
+	})
+	if _, objects := gcsState(t, ctx, n); len(objects) != 0 {
+		t.Errorf("etcd object table holds %d records", len(objects))
 	}
 }

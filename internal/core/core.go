@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -245,3 +246,30 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 		}
 	}
 }
+
+// StoreStats asks this node's store shard for its usage and its top largest objects.
+func (c *Core) StoreStats(ctx context.Context, top int) (*pb.StoreStatsReply, error) {
+	s := c.cfg.Store()
+	if s == nil {
+		return nil, fmt.Errorf("ray: no object store shard on node %s", c.cfg.Node)
+	}
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	res, err := c.root.RequestFuture(s, &pb.StoreStats{Top: int32(top)}, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("ray: object store of node %s: %w", c.cfg.Node, err)
+	}
+	r, ok := res.(*pb.StoreStatsReply)
+	if !ok {
+		return nil, fmt.Errorf("ray: object store of node %s answered %T", c.cfg.Node, res)
+	}
+	return r, nil
+}
+
+// Node is this runtime's node ID; StoreBudget its object store budget.
+func (c *Core) Node() ids.NodeID { return c.cfg.Node }
+
+// StoreBudget is the node's object store budget in bytes.
+func (c *Core) StoreBudget() int64 { return c.cfg.StoreBytes }

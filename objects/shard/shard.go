@@ -113,8 +113,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 			}
 		}
 	case *pb.StoreStats:
-		ctx.Respond(&pb.StoreStatsReply{Objects: int64(len(s.objs)), Bytes: s.bytes, MemoryBytes: s.mem,
-			SpilledObjects: s.spilled, SpilledBytes: s.spilledB, SpillErrors: s.spillErrors})
+		ctx.Respond(s.stats(int(m.Top)))
 	}
 }
 
@@ -260,4 +259,32 @@ func (s *Shard) put(m *pb.PutObject) error {
 		}
 	}
 	return nil
+}
+
+// stats reports the shard's usage and, with top > 0, its largest objects.
+func (s *Shard) stats(top int) *pb.StoreStatsReply {
+	r := &pb.StoreStatsReply{Objects: int64(len(s.objs)), Bytes: s.bytes, MemoryBytes: s.mem,
+		SpilledObjects: s.spilled, SpilledBytes: s.spilledB, SpillErrors: s.spillErrors}
+	if top <= 0 {
+		return r
+	}
+	type entry struct {
+		id ids.ObjectID
+		o  *object
+	}
+	list := make([]entry, 0, len(s.objs))
+	for id, o := range s.objs {
+		list = append(list, entry{id, o})
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].o.size != list[j].o.size {
+			return list[i].o.size > list[j].o.size
+		}
+		return string(list[i].id[:]) < string(list[j].id[:])
+	})
+	for _, e := range list[:min(top, len(list))] {
+		id := e.id
+		r.Largest = append(r.Largest, &pb.StoredObject{ObjectId: id[:], Size: e.o.size, Owner: e.o.owner, Spilled: e.o.data == nil})
+	}
+	return r
 }

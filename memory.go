@@ -1,0 +1,58 @@
+package ray
+
+import (
+	"context"
+
+	"github.com/ray-go/ray/internal/ids"
+)
+
+// MemoryReport is what the cluster's object stores hold (the data of `rayctl memory`).
+type MemoryReport struct {
+	Nodes []NodeMemory
+}
+
+// NodeMemory is one node's object store.
+type NodeMemory struct {
+	Node           string
+	Budget         int64 // bytes the store keeps in memory before it spills
+	Objects        int64 // objects held, in memory or spilled
+	Bytes          int64 // their total size
+	MemoryBytes    int64 // held in memory
+	SpilledObjects int64
+	SpilledBytes   int64 // uncompressed size of what is on disk
+	SpillErrors    int64 // spills that failed (the objects stayed in memory)
+	Largest        []StoredObject
+}
+
+// StoredObject is one object in a store.
+type StoredObject struct {
+	ID      string
+	Size    int64
+	Owner   string // the owner's actor ID ("address/id")
+	Spilled bool
+}
+
+// Memory reports the object stores' usage and their top largest objects (Ray's
+// `ray memory`). Objects small enough to travel inline (up to 100 KiB) live with their
+// owner and are not counted here. In local mode there is one node.
+func Memory(ctx context.Context, top int) (MemoryReport, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return MemoryReport{}, err
+	}
+	st, err := tc.Core.StoreStats(ctx, top)
+	if err != nil {
+		return MemoryReport{}, err
+	}
+	n := NodeMemory{Node: string(tc.Core.Node()), Budget: tc.Core.StoreBudget(), Objects: st.Objects, Bytes: st.Bytes,
+		MemoryBytes: st.MemoryBytes, SpilledObjects: st.SpilledObjects, SpilledBytes: st.SpilledBytes, SpillErrors: st.SpillErrors}
+	for _, o := range st.Largest {
+		id, _ := ids.ObjectIDFromBytes(o.ObjectId)
+		so := StoredObject{ID: id.String(), Size: o.Size, Spilled: o.Spilled}
+		if o.Owner != nil {
+			so.Owner = o.Owner.Address + "/" + o.Owner.Id
+		}
+		n.Largest = append(n.Largest, so)
+	}
+	return MemoryReport{Nodes: []NodeMemory{n}}, nil
+}
