@@ -171,11 +171,7 @@ func Actor2[T, A, B any](name string, fn func(context.Context, A, B) (*T, error)
 		if len(args) != 2 {
 			return nil, fmt.Errorf("ray: constructor of %s takes 2 arguments, got %d", name, len(args))
 		}
-		a, err := decodeArg[A](name, args, 0)
-		if err != nil {
-			return nil, err
-		}
-		b, err := decodeArg[B](name, args, 1)
+		a, b, err := decode2[A, B](name, args)
 		if err != nil {
 			return nil, err
 		}
@@ -420,11 +416,7 @@ func Method2[T, A, B, R any](class Class[T], name string, fn func(*T, context.Co
 		if err := argCount(full, args, 2); err != nil {
 			return nil, err
 		}
-		a, err := decodeArg[A](full, args, 0)
-		if err != nil {
-			return nil, err
-		}
-		b, err := decodeArg[B](full, args, 1)
+		a, b, err := decode2[A, B](full, args)
 		if err != nil {
 			return nil, err
 		}
@@ -439,15 +431,7 @@ func Method3[T, A, B, C, R any](class Class[T], name string, fn func(*T, context
 		if err := argCount(full, args, 3); err != nil {
 			return nil, err
 		}
-		a, err := decodeArg[A](full, args, 0)
-		if err != nil {
-			return nil, err
-		}
-		b, err := decodeArg[B](full, args, 1)
-		if err != nil {
-			return nil, err
-		}
-		c, err := decodeArg[C](full, args, 2)
+		a, b, c, err := decode3[A, B, C](full, args)
 		if err != nil {
 			return nil, err
 		}
@@ -462,19 +446,7 @@ func Method4[T, A, B, C, D, R any](class Class[T], name string, fn func(*T, cont
 		if err := argCount(full, args, 4); err != nil {
 			return nil, err
 		}
-		a, err := decodeArg[A](full, args, 0)
-		if err != nil {
-			return nil, err
-		}
-		b, err := decodeArg[B](full, args, 1)
-		if err != nil {
-			return nil, err
-		}
-		c, err := decodeArg[C](full, args, 2)
-		if err != nil {
-			return nil, err
-		}
-		d, err := decodeArg[D](full, args, 3)
+		a, b, c, d, err := decode4[A, B, C, D](full, args)
 		if err != nil {
 			return nil, err
 		}

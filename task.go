@@ -101,6 +101,29 @@ func decodeArg[T any](name string, args [][]byte, i int) (T, error) {
 	return v, nil
 }
 
+// decode2..decode4 decode the arguments of a function of 2 to 4 parameters (shared by
+// remote functions, actor methods and constructors).
+func decode2[A, B any](name string, args [][]byte) (a A, b B, err error) {
+	if a, err = decodeArg[A](name, args, 0); err == nil {
+		b, err = decodeArg[B](name, args, 1)
+	}
+	return a, b, err
+}
+
+func decode3[A, B, C any](name string, args [][]byte) (a A, b B, c C, err error) {
+	if a, b, err = decode2[A, B](name, args); err == nil {
+		c, err = decodeArg[C](name, args, 2)
+	}
+	return a, b, c, err
+}
+
+func decode4[A, B, C, D any](name string, args [][]byte) (a A, b B, c C, d D, err error) {
+	if a, b, c, err = decode3[A, B, C](name, args); err == nil {
+		d, err = decodeArg[D](name, args, 3)
+	}
+	return a, b, c, d, err
+}
+
 func encodeResult[R any](r R, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
@@ -150,11 +173,7 @@ func Task1[A, R any](name string, fn func(context.Context, A) (R, error)) *Func1
 // Task2 registers fn as a remote function named name. Call it at package level.
 func Task2[A, B, R any](name string, fn func(context.Context, A, B) (R, error)) *Func2[A, B, R] {
 	register(name, []reflect.Type{typeOf[A](), typeOf[B]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
-		a, err := decodeArg[A](name, args, 0)
-		if err != nil {
-			return nil, err
-		}
-		b, err := decodeArg[B](name, args, 1)
+		a, b, err := decode2[A, B](name, args)
 		if err != nil {
 			return nil, err
 		}
@@ -166,15 +185,7 @@ func Task2[A, B, R any](name string, fn func(context.Context, A, B) (R, error)) 
 // Task3 registers fn as a remote function named name. Call it at package level.
 func Task3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R, error)) *Func3[A, B, C, R] {
 	register(name, []reflect.Type{typeOf[A](), typeOf[B](), typeOf[C]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
-		a, err := decodeArg[A](name, args, 0)
-		if err != nil {
-			return nil, err
-		}
-		b, err := decodeArg[B](name, args, 1)
-		if err != nil {
-			return nil, err
-		}
-		c, err := decodeArg[C](name, args, 2)
+		a, b, c, err := decode3[A, B, C](name, args)
 		if err != nil {
 			return nil, err
 		}
@@ -186,19 +197,7 @@ func Task3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R, er
 // Task4 registers fn as a remote function named name. Call it at package level.
 func Task4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, D) (R, error)) *Func4[A, B, C, D, R] {
 	register(name, []reflect.Type{typeOf[A](), typeOf[B](), typeOf[C](), typeOf[D]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
-		a, err := decodeArg[A](name, args, 0)
-		if err != nil {
-			return nil, err
-		}
-		b, err := decodeArg[B](name, args, 1)
-		if err != nil {
-			return nil, err
-		}
-		c, err := decodeArg[C](name, args, 2)
-		if err != nil {
-			return nil, err
-		}
-		d, err := decodeArg[D](name, args, 3)
+		a, b, c, d, err := decode4[A, B, C, D](name, args)
 		if err != nil {
 			return nil, err
 		}
