@@ -22,14 +22,20 @@ type slot struct {
 	ready bool
 	v     Value
 	done  chan struct{} // closed when ready; created on first wait
-	subs  []func(Value)
+	subs  []sub
+}
+
+type sub struct {
+	id uint64 // 0: not cancellable
+	f  func(Value)
 }
 
 // MemoryStore holds the futures of the objects this process owns. The zero value is not
 // usable; call NewMemoryStore.
 type MemoryStore struct {
-	mu sync.Mutex
-	m  map[ids.ObjectID]*slot
+	mu     sync.Mutex
+	m      map[ids.ObjectID]*slot
+	nextID uint64
 }
 
 // NewMemoryStore returns an empty store.
@@ -68,7 +74,8 @@ func (s *MemoryStore) Set(id ids.ObjectID, v Value) bool {
 		close(sl.done)
 	}
 	s.mu.Unlock()
-	for _, f := range subs {
+	for _, sb := range subs {
+		f := sb.f
 		f(v)
 	}
 	return true
@@ -129,7 +136,7 @@ func (s *MemoryStore) OnReady(id ids.ObjectID, f func(Value)) bool {
 		return false
 	}
 	if !sl.ready {
-		sl.subs = append(sl.subs, f)
+		sl.subs = append(sl.subs, sub{f: f})
 		s.mu.Unlock()
 		return true
 	}
@@ -137,6 +144,48 @@ func (s *MemoryStore) OnReady(id ids.ObjectID, f func(Value)) bool {
 	s.mu.Unlock()
 	f(v)
 	return true
+}
+
+// OnReadyCancel is OnReady with a way to take the subscription back before the object is
+// ready (a Wait that returns must not leave its callbacks behind: a caller polling Wait
+// with a timeout on a long task would pile them up). cancel is a no-op once f ran.
+func (s *MemoryStore) OnReadyCancel(id ids.ObjectID, f func(Value)) (cancel func(), ok bool) {
+	s.mu.Lock()
+	sl, ok := s.m[id]
+	if !ok {
+		s.mu.Unlock()
+		return func() {}, false
+	}
+	if sl.ready {
+		v := sl.v
+		s.mu.Unlock()
+		f(v)
+		return func() {}, true
+	}
+	s.nextID++
+	sid := s.nextID
+	sl.subs = append(sl.subs, sub{id: sid, f: f})
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i, sb := range sl.subs {
+			if sb.id == sid {
+				sl.subs = append(sl.subs[:i], sl.subs[i+1:]...)
+				return
+			}
+		}
+	}, true
+}
+
+// subscribers is how many callbacks wait on an object (tests).
+func (s *MemoryStore) subscribers(id ids.ObjectID) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sl, ok := s.m[id]; ok {
+		return len(sl.subs)
+	}
+	return 0
 }
 
 // Delete forgets an object. Waiters of a pending object stay blocked until their ctx ends.

@@ -191,12 +191,20 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 		return ready, nil
 	}
 	notify := make(chan int, len(list))
+	var cancels []func()
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}()
 	for i, id := range list {
 		if !ready[i] && (failed == nil || !failed[i]) {
 			i := i
-			if !c.mem.OnReady(id, func(objects.Value) { notify <- i }) {
+			cancel, ok := c.mem.OnReadyCancel(id, func(objects.Value) { notify <- i })
+			if !ok {
 				notify <- i
 			}
+			cancels = append(cancels, cancel)
 		}
 	}
 	var expire <-chan time.Time
