@@ -399,6 +399,9 @@ func (c *Core) actorFinished(p *pending) {
 // instance that stopped while it was in flight.
 const resendAfter = 5 * time.Second
 
+// maxResend bounds the calls of one actor resent per round.
+const maxResend = 1000
+
 // resendStale puts calls unanswered for resendAfter back in their outboxes.
 func (c *Core) resendStale(now time.Time) {
 	c.actorMu.Lock()
@@ -409,15 +412,22 @@ func (c *Core) resendStale(now time.Time) {
 	c.actorMu.Unlock()
 	for _, ac := range list {
 		ac.mu.Lock()
-		var again []*pb.ActorCall
+		var stale []*pending
 		for _, p := range ac.calls {
 			if p.sent && p.call != nil && now.Sub(p.sentAt) > resendAfter {
-				p.sentAt = now
-				again = append(again, p.again())
+				stale = append(stale, p)
 			}
 		}
+		// The oldest first, and a bounded number a round: a long backlog of slow calls is
+		// not sent again wholesale every few seconds.
+		sort.Slice(stale, func(i, j int) bool { return stale[i].seq < stale[j].seq })
+		stale = stale[:min(len(stale), maxResend)]
+		again := make([]*pb.ActorCall, len(stale))
+		for i, p := range stale {
+			p.sentAt = now
+			again[i] = p.again()
+		}
 		if len(again) > 0 && ac.dead == nil {
-			sort.Slice(again, func(i, j int) bool { return again[i].Seq < again[j].Seq })
 			ac.pid = nil // resolve again: the placement may have moved
 			ac.outbox = append(again, ac.outbox...)
 			c.queueFlushLocked(ac)
