@@ -182,10 +182,7 @@ func actorMetrics() []*metric {
 				name: "1_n_actor_calls_async" + mode.suffix, unit: "calls/s",
 				body: fmt.Sprintf("a client actor calls each of %d actors 5000 times, then GetAll; %s", nActors(), mode.what),
 				setup: func(e *env) (*bench, error) {
-					n := 5000
-					if e.sizes.batchTasks < 10_000 {
-						n = 1000
-					}
+					n := e.sizes.actorCalls
 					hs, err := newActors(e.ctx, nActors(), mode.opts)
 					if err != nil {
 						return nil, err
@@ -206,10 +203,7 @@ func actorMetrics() []*metric {
 				name: "n_n_actor_calls_async" + mode.suffix, unit: "calls/s",
 				body: fmt.Sprintf("%d actors; 4 tasks (0 CPU) each make 5000 calls round-robin and GetAll; %s", nActors(), mode.what),
 				setup: func(e *env) (*bench, error) {
-					n := 5000
-					if e.sizes.batchTasks < 10_000 {
-						n = 1000
-					}
+					n := e.sizes.actorCalls
 					hs, err := newActors(e.ctx, nActors(), mode.opts)
 					if err != nil {
 						return nil, err
