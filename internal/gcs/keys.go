@@ -27,6 +27,12 @@ import (
 //	                                        is log order
 //	checkpoints/<actorID>/<index>/<part>    an actor's checkpoint after log index <index>, in
 //	                                        parts of at most CheckpointPartBytes
+//	load/<nodeID>                           a node scheduler's free resources and queue (leased)
+//	agents/<agentID>                        node agents (rayctl start), one per machine
+//	agentalive/<agentID>                    present while the agent runs (leased)
+//	jobalive/<jobID>                        present while the job's driver lives (leased)
+//	jobworkers/<jobID>/<agentID>            the worker process an agent runs for a job
+//	submissions/<submissionID>              rayctl job submit requests and their outcome
 const (
 	NodesPrefix       = "nodes/"
 	MembersPrefix     = "members/"
@@ -40,7 +46,34 @@ const (
 	ActorLogPrefix    = "actorlog/"
 	ActorNamesPrefix  = "actornames/"
 	CheckpointsPrefix = "checkpoints/"
+	LoadPrefix        = "load/"
+	AgentsPrefix      = "agents/"
+	AgentAlivePrefix  = "agentalive/"
+	JobAlivePrefix    = "jobalive/"
+	JobWorkersPrefix  = "jobworkers/"
+	SubmissionsPrefix = "submissions/"
 )
+
+// LoadKey is the key of a node's load report.
+func LoadKey(nodeID string) string { return LoadPrefix + nodeID }
+
+// AgentKey is the key of a node agent.
+func AgentKey(agentID string) string { return AgentsPrefix + agentID }
+
+// AgentAliveKey is the key an agent keeps while it runs.
+func AgentAliveKey(agentID string) string { return AgentAlivePrefix + agentID }
+
+// JobAliveKey is the key a job's driver keeps while it lives.
+func JobAliveKey(jobID string) string { return JobAlivePrefix + jobID }
+
+// JobWorkerKey is the key of the worker process agentID runs for jobID.
+func JobWorkerKey(jobID, agentID string) string { return JobWorkersPrefix + jobID + "/" + agentID }
+
+// JobWorkersOf is the prefix of every worker process of a job.
+func JobWorkersOf(jobID string) string { return JobWorkersPrefix + jobID + "/" }
+
+// SubmissionKey is the key of a job submission.
+func SubmissionKey(id string) string { return SubmissionsPrefix + id }
 
 // CheckpointPartBytes is the largest part of a checkpoint stored under one key.
 const CheckpointPartBytes = 1 << 20
