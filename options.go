@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/ray-go/ray/internal/core"
 	"github.com/ray-go/ray/tasks/sched"
 )
 
@@ -64,6 +65,9 @@ type callOpts struct {
 	resources       map[string]float64
 	maxRetries      int
 	retryExceptions bool
+	strategy        string
+	affinityNode    string
+	affinitySoft    bool
 
 	// actors only
 	name, namespace string
@@ -127,6 +131,23 @@ func Resources(r map[string]float64) TaskOption {
 // MaxRetries sets how often a task is retried after a system failure (default 3), and
 // after an application error when RetryExceptions is set.
 func MaxRetries(n int) TaskOption { return func(o *callOpts) { o.maxRetries = n } }
+
+// Spread spreads tasks over the cluster's nodes (Ray's "SPREAD" scheduling strategy): each
+// task goes to the next node, in rotation, that can run it now. The default strategy
+// keeps work on the submitting node while it is lightly loaded and otherwise picks the
+// node with the most free resources, the shortest queue and the most argument bytes.
+func Spread() TaskOption {
+	return func(o *callOpts) { o.strategy, o.affinityNode, o.affinitySoft = core.StrategySpread, "", false }
+}
+
+// NodeAffinity runs the task on the node with the given ID (see Nodes and NodeID). With
+// soft false the task fails with an error when that node is dead or cannot run it; with
+// soft true it is placed like any other task then.
+func NodeAffinity(nodeID string, soft bool) TaskOption {
+	return func(o *callOpts) {
+		o.strategy, o.affinityNode, o.affinitySoft = core.StrategyNodeAffinity, nodeID, soft
+	}
+}
 
 // RetryExceptions makes application errors and panics retriable too (default false).
 func RetryExceptions(on bool) TaskOption { return func(o *callOpts) { o.retryExceptions = on } }

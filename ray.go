@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/signal"
 	"runtime"
 	"sync"
+	"syscall"
 
 	"github.com/ray-go/ray/internal/core"
+	"github.com/ray-go/ray/internal/ids"
 	"github.com/ray-go/ray/internal/node"
+	"github.com/ray-go/ray/internal/workerenv"
 	"github.com/ray-go/ray/tasks/sched"
 )
 
@@ -30,28 +35,41 @@ type session struct {
 // a complete single-node cluster inside this process: an embedded etcd as the GCS in a
 // temporary directory, one protoactor cluster member with the node's scheduler, worker and
 // object store grains. Shutdown stops all of it and removes what it created.
+//
+// With an address (the GCS's host:port, as `rayctl start` prints it) the program is a
+// driver of a cluster: Init registers a job with this program's executable, and the node
+// agents (`rayctl start`) start a worker process from the same executable on every
+// machine; tasks and actors run there, and objects move between nodes as needed. Init
+// returns once the workers serve (at most a minute; an agent that cannot run the binary
+// says why). Shutdown ends the job, and the agents stop its workers. The node options
+// (CPUs, resources) are ignored: a driver runs no tasks, the agents' flags set the nodes'.
+//
+// Worker mode: in a process an agent started, Init never returns. It joins the cluster as
+// the job's worker process, serves tasks and actors until the job ends, and exits. So
+// everything a program does before Init runs in its workers too (flag parsing is fine;
+// side effects such as writing files are not); remote functions and actor classes must be
+// registered at package level (var X = ray.Task1(...)), as they are.
 func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	cfg := initConfig{cpus: float64(runtime.NumCPU())}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if w, ok, err := workerenv.FromEnv(); ok {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ray: worker mode:", err)
+			os.Exit(2)
+		}
+		serveWorker(ctx, w, cfg) // never returns
+	}
 	if cfg.address == "" {
 		cfg.address = os.Getenv(AddressEnv)
 	}
 	if cfg.address != "" {
-		return nil, fmt.Errorf("ray: Init: joining the cluster at %q is not available in this version; "+
-			"unset %s (and drop WithAddress) to start a local cluster", cfg.address, AddressEnv)
+		return join(ctx, cfg)
 	}
-	m := map[string]float64{sched.CPU: cfg.cpus, sched.GPU: cfg.gpus}
-	for k, v := range cfg.resources {
-		if k == sched.CPU || k == sched.GPU {
-			return nil, fmt.Errorf("ray: Init: set %s with WithNumCPUs/WithNumGPUs, not WithResources", k)
-		}
-		m[k] = v
-	}
-	res, err := sched.FromMap(m)
+	res, err := cfg.nodeResources()
 	if err != nil {
-		return nil, fmt.Errorf("ray: Init: node resources: %w", err)
+		return nil, err
 	}
 	if cfg.objectStoreBytes < 0 {
 		return nil, fmt.Errorf("ray: Init: object store memory must be positive, got %d", cfg.objectStoreBytes)
@@ -66,6 +84,73 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	s := &session{node: n}
 	ctx = context.WithValue(ctx, runtimeKey{}, s)
 	return core.WithTask(ctx, n.Core.NewDriver()), nil
+}
+
+func (cfg *initConfig) nodeResources() (sched.Resources, error) {
+	m := map[string]float64{sched.CPU: cfg.cpus, sched.GPU: cfg.gpus}
+	for k, v := range cfg.resources {
+		if k == sched.CPU || k == sched.GPU {
+			return sched.Resources{}, fmt.Errorf("ray: Init: set %s with WithNumCPUs/WithNumGPUs, not WithResources", k)
+		}
+		m[k] = v
+	}
+	res, err := sched.FromMap(m)
+	if err != nil {
+		return res, fmt.Errorf("ray: Init: node resources: %w", err)
+	}
+	return res, nil
+}
+
+// join connects a driver to the cluster at cfg.address.
+func join(ctx context.Context, cfg initConfig) (context.Context, error) {
+	n, err := node.Join(ctx, node.JoinConfig{
+		Address: workerenv.SplitAddress(cfg.address), Namespace: os.Getenv(workerenv.Namespace),
+		SubmissionID: os.Getenv(workerenv.Submission),
+		Node:         node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger, ObjectStoreBytes: cfg.objectStoreBytes},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ray: Init: join the cluster at %s: %w", cfg.address, err)
+	}
+	s := &session{node: n}
+	ctx = context.WithValue(ctx, runtimeKey{}, s)
+	return core.WithTask(ctx, n.Core.NewDriver()), nil
+}
+
+// serveWorker runs this process as a worker process of a job (worker mode: a node agent
+// started it from the job's executable with workerenv's variables set). It joins the
+// cluster, serves the job's tasks and actors and exits when the job ends, its agent goes
+// away or it is signalled. It never returns.
+func serveWorker(ctx context.Context, w workerenv.Worker, cfg initConfig) {
+	logger := cfg.logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	fail := func(err error) {
+		logger.Error("ray: worker process cannot serve its job", "job", w.Job, "err", err)
+		os.Exit(1)
+	}
+	res, err := sched.FromMap(w.Resources)
+	if err != nil {
+		fail(fmt.Errorf("resources %v: %w", w.Resources, err))
+	}
+	if res.IsZero() {
+		if res, err = sched.FromMap(map[string]float64{sched.CPU: float64(runtime.NumCPU())}); err != nil {
+			fail(err)
+		}
+	}
+	sctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	n, err := node.Join(sctx, node.JoinConfig{
+		Address: w.Address, Namespace: w.Namespace,
+		Node: node.Config{Role: node.RoleWorker, Job: ids.JobID(w.Job), AgentID: w.Agent, Resources: res,
+			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger},
+	})
+	if err != nil {
+		fail(err)
+	}
+	reason := n.ServeWorker(sctx)
+	logger.Info("ray: worker process stopped", "job", w.Job, "reason", reason)
+	os.Exit(0)
 }
 
 // Shutdown stops what Init started. Calling it again returns the first result.

@@ -61,6 +61,7 @@ func submit[R any](ctx context.Context, f *remoteFunc, args ...argLike) ObjectRe
 	call := core.Call{
 		Function: f.name, Args: make([]core.Arg, len(args)), Resources: f.res,
 		MaxRetries: int32(f.opts.maxRetries), RetryExceptions: f.opts.retryExceptions,
+		Strategy: f.opts.strategy, AffinityNode: f.opts.affinityNode, AffinitySoft: f.opts.affinitySoft,
 	}
 	for i, a := range args {
 		if call.Args[i], err = a.toArg(tc.Core); err != nil {

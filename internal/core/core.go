@@ -55,6 +55,10 @@ type Config struct {
 	StoreBytes int64
 	// Actors wires actor calls (nil: this runtime cannot create or call actors).
 	Actors *ActorConfig
+	// Cluster places tasks on the nodes of a cluster (nil: everything runs on this node).
+	Cluster Cluster
+	// Nodes lists the nodes that run this job's tasks (nil: this node only).
+	Nodes  func() []*pb.NodeInfo
 	Logger *slog.Logger
 }
 
@@ -88,6 +92,10 @@ type Core struct {
 	stats Stats
 	freed atomic.Int64 // store bytes freed since the last collection (see collectAfter)
 
+	parkMu    sync.Mutex
+	parked    map[ids.TaskID]*pending // waiting for a node (see Cluster)
+	parkTimer bool
+
 	actorMu  sync.Mutex
 	callers  map[ids.ActorID]*actorCaller
 	flushMu  sync.Mutex
@@ -114,6 +122,9 @@ type pending struct {
 	call    *pb.ActorCall // what was sent, for resending
 	sentAt  time.Time
 	retries int
+
+	node   ids.NodeID      // where the task was sent (guarded by Core.mu after dispatch)
+	placed sched.Resources // what the cluster view counts against node
 }
 
 // New starts a runtime: it spawns the owner actor in cfg.System.
@@ -215,29 +226,35 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 	if r.Empty() {
 		return
 	}
-	var inStore [][]byte
+	inStore := map[ids.NodeID][][]byte{}
 	var bytes int64
 	for _, id := range r.Values {
 		if v, ready, known := c.mem.Get(id); known {
 			c.mem.Delete(id)
 			if ready && v.InStore {
 				b := id
-				inStore = append(inStore, b[:])
+				node := v.Node
+				if node == "" {
+					node = c.cfg.Node
+				}
+				inStore[node] = append(inStore[node], b[:])
 				bytes += v.Size
 			}
 		}
 	}
-	if len(inStore) > 0 {
-		if s := c.cfg.Store(); s != nil {
-			msg := &pb.FreeObjects{ObjectIds: inStore}
-			if c.freed.Add(bytes) >= collectAfter && collect {
-				c.freed.Store(0)
-				// Bounded wait: a shard that does not answer only costs the collection's benefit.
-				_, _ = c.root.RequestFuture(s, msg, 5*time.Second).Result()
-				runtime.GC()
-			} else {
-				c.root.Send(s, msg)
-			}
+	for node, list := range inStore {
+		s := c.storeOf(node)
+		if s == nil {
+			continue // the node is gone, and its objects with it
+		}
+		msg := &pb.FreeObjects{ObjectIds: list}
+		if node == c.cfg.Node && c.freed.Add(bytes) >= collectAfter && collect {
+			c.freed.Store(0)
+			// Bounded wait: a shard that does not answer only costs the collection's benefit.
+			_, _ = c.root.RequestFuture(s, msg, 5*time.Second).Result()
+			runtime.GC()
+		} else {
+			c.root.Send(s, msg)
 		}
 	}
 	if c.cfg.Lineage != nil {
@@ -266,6 +283,14 @@ func (c *Core) StoreStats(ctx context.Context, top int) (*pb.StoreStatsReply, er
 		return nil, fmt.Errorf("ray: object store of node %s answered %T", c.cfg.Node, res)
 	}
 	return r, nil
+}
+
+// NodeInfos lists the nodes that run this job's tasks (nil when the node did not say).
+func (c *Core) NodeInfos() []*pb.NodeInfo {
+	if c.cfg.Nodes == nil {
+		return nil
+	}
+	return c.cfg.Nodes()
 }
 
 // Node is this runtime's node ID; StoreBudget its object store budget.

@@ -92,14 +92,16 @@ func (c *Core) bytesOf(ctx context.Context, id ids.ObjectID, v objects.Value) ([
 	return c.fetch(ctx, id, v.Node)
 }
 
-// fetch reads an object's bytes from the store shard holding them.
+// fetch reads an object's bytes from the store shard holding them: this node's, or
+// another node's by pulling it in chunks (package objects/transfer).
 func (c *Core) fetch(ctx context.Context, id ids.ObjectID, node ids.NodeID) ([]byte, error) {
-	if node != "" && node != c.cfg.Node {
-		return nil, fmt.Errorf("ray: object %s lives on node %s; cross-node transfer needs cluster mode", id, node)
+	remote := node != "" && node != c.cfg.Node
+	if remote && c.cfg.Cluster == nil {
+		return nil, fmt.Errorf("ray: object %s lives on node %s, and this runtime is not in a cluster", id, node)
 	}
-	s := c.cfg.Store()
+	s := c.storeOf(node)
 	if s == nil {
-		return nil, fmt.Errorf("ray: no object store shard on node %s", c.cfg.Node)
+		return nil, fmt.Errorf("%w: %s: no object store on node %s (the node is gone)", ErrObjectLost, id, node)
 	}
 	timeout := fetchTimeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -107,6 +109,9 @@ func (c *Core) fetch(ctx context.Context, id ids.ObjectID, node ids.NodeID) ([]b
 		if timeout <= 0 {
 			return nil, fmt.Errorf("ray: reading object %s: %w", id, context.DeadlineExceeded)
 		}
+	}
+	if remote {
+		return c.pull(ctx, s, id, node)
 	}
 	res, err := c.root.RequestFuture(s, &pb.GetObject{ObjectId: id[:]}, timeout).Result()
 	if err != nil {

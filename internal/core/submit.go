@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/ray-go/ray/internal/ids"
 	"github.com/ray-go/ray/internal/pb"
 	"github.com/ray-go/ray/objects"
@@ -157,6 +159,7 @@ func (c *Core) dispatch(tid ids.TaskID, p *pending) {
 		}
 		if v.InStore {
 			a.NodeId = string(v.Node)
+			a.Size = v.Size
 		} else {
 			a.Data = v.Data
 		}
@@ -165,13 +168,7 @@ func (c *Core) dispatch(tid ids.TaskID, p *pending) {
 		c.sendActorCall(p)
 		return
 	}
-	r := c.cfg.Raylet()
-	if r == nil {
-		c.complete(tid, p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
-			Kind: pb.ErrorInfo_SYSTEM, Function: p.spec.Function, TaskId: tid[:], Message: "no scheduler on this node"}})
-		return
-	}
-	c.root.Send(r, p.spec)
+	c.send(tid, p)
 }
 
 // onResult handles a task's outcome: retry, or complete.
@@ -186,13 +183,12 @@ func (c *Core) onResult(r *pb.TaskResult) {
 		c.mu.Unlock()
 		return // a duplicate or a stale attempt: handlers are idempotent
 	}
+	c.placedDone(p)
 	if r.Error != nil && retriable(p.spec, r.Error) {
 		p.spec.Attempt++
 		c.mu.Unlock()
 		c.stats.Retried.Add(1)
-		if rl := c.cfg.Raylet(); rl != nil {
-			c.root.Send(rl, p.spec)
-		}
+		c.send(tid, p)
 		return
 	}
 	c.mu.Unlock()
@@ -256,7 +252,16 @@ func (c *Core) Cancel(id ids.ObjectID) error {
 			Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: tid[:], Message: "task was cancelled before it ran"}})
 		return nil
 	}
-	if r := c.cfg.Raylet(); r != nil {
+	c.mu.Lock()
+	node := p.node
+	c.mu.Unlock()
+	var r *actor.PID
+	if c.cfg.Cluster != nil && node != "" {
+		r = c.cfg.Cluster.Raylet(node)
+	} else {
+		r = c.cfg.Raylet()
+	}
+	if r != nil {
 		c.root.Send(r, &pb.CancelTask{TaskId: tid[:]})
 		return nil
 	}

@@ -91,7 +91,11 @@ type Config struct {
 	// member dials another before the last remote has started (see syncGRPCServer).
 	RemoteStarted func(addr string)
 	Gate          <-chan struct{}
-	Logger        *slog.Logger
+	// Role is RoleLocal (default), RoleDriver or RoleWorker (see the constants); AgentID
+	// names the node agent that started a worker.
+	Role    string
+	AgentID string
+	Logger  *slog.Logger
 }
 
 // gatedProvider holds the member's registration until the gate opens.
@@ -139,6 +143,11 @@ type Node struct {
 	table     *actors.Table
 	compactor *gcs.Compactor
 	nodes     *nodeView
+	view      *clusterView  // cluster mode only
+	lease     gcs.LeaseID   // cluster mode: the node record's and load report's lease
+	loads     *loadReporter // cluster mode, nodes that run tasks
+	ownGCS    gcs.Store     // a GCS client Join opened (closed by Stop)
+	job       *pb.JobInfo   // the job a driver registered (ended by Stop)
 	sub       *eventstream.Subscription
 	// ActorStats counts what this node's actor grains did.
 	ActorStats *actors.Stats
@@ -157,7 +166,20 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	if cfg.Resources.IsZero() {
+	switch cfg.Role {
+	case "":
+		cfg.Role = RoleLocal
+	case RoleLocal, RoleWorker, RoleDriver:
+	default:
+		return nil, fmt.Errorf("node: unknown role %q", cfg.Role)
+	}
+	if cfg.Role != RoleLocal && cfg.GCS == nil {
+		return nil, fmt.Errorf("node: a %s node needs Config.GCS (the cluster it joins)", cfg.Role)
+	}
+	if cfg.Role == RoleDriver {
+		cfg.Resources = sched.Resources{} // a driver runs no tasks
+		cfg.Workers = 1
+	} else if cfg.Resources.IsZero() {
 		return nil, errors.New("node: Config.Resources is empty; give the node at least one resource")
 	}
 	if cfg.ObjectStoreBytes == 0 {
@@ -217,15 +239,53 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		lin = lineage.NewRecorder(n.packer)
 	}
 	total := cfg.Resources
+	feasible := func(req sched.Resources) error {
+		if total.Fits(req) {
+			return nil
+		}
+		return fmt.Errorf("%w: task requires %v but the cluster's only node has %v", sched.ErrInfeasible, req, total)
+	}
+	var cluster core.Cluster
+	if cfg.GCS != nil {
+		// Cluster mode: the node's record and load report live on its own lease, so a node
+		// that dies leaves the tables within memberLeaseTTL.
+		if n.lease, err = n.store.Grant(ctx, memberLeaseTTL); err != nil {
+			return nil, fmt.Errorf("node: lease for the node record: %w", err)
+		}
+		if _, err = n.store.KeepAlive(context.Background(), n.lease); err != nil {
+			return nil, fmt.Errorf("node: keep the node lease alive: %w", err)
+		}
+		n.view = &clusterView{self: n.ID, job: cfg.Job, store: n.store, provider: n.provider, nodes: map[string]*viewNode{},
+			grains: func(node ids.NodeID, what, kind string) *actor.PID {
+				n.mu.Lock()
+				stopped := n.stopped
+				n.mu.Unlock()
+				if stopped {
+					return nil
+				}
+				return n.cluster.Get(membership.NodeIdentity(string(node), what), kind)
+			},
+			changed: func() {
+				if c := n.Core; c != nil {
+					c.ClusterChanged()
+				}
+			}}
+		if err = n.view.start(ctx); err != nil {
+			return nil, err
+		}
+		cluster, feasible = n.view, n.view.Feasible
+	}
+	var self *pb.NodeInfo
+	listNodes := func() []*pb.NodeInfo {
+		if n.view != nil {
+			return n.view.Nodes()
+		}
+		return []*pb.NodeInfo{self}
+	}
 	if n.Core, err = core.New(core.Config{
-		Job: cfg.Job, Node: n.ID, System: n.system,
+		Job: cfg.Job, Node: n.ID, System: n.system, Cluster: cluster,
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool,
-		Feasible: func(req sched.Resources) error {
-			if total.Fits(req) {
-				return nil
-			}
-			return fmt.Errorf("%w: task requires %v but the cluster's only node has %v", sched.ErrInfeasible, req, total)
-		},
+		Feasible: feasible, Nodes: listNodes,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
 			Info: func(id string) (*pb.ActorInfo, bool) { return n.actors.Get(id) }},
@@ -235,12 +295,21 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.raylet() == nil || n.objectStore() == nil {
 		return nil, errors.New("node: the node's raylet or store grain could not be activated")
 	}
-	info, _ := proto.Marshal(&pb.NodeInfo{NodeId: string(n.ID), Address: n.system.Address(), Total: tasks.ResourcesToPB(total),
-		ObjectStoreBytes: cfg.ObjectStoreBytes, StartedUnixMs: time.Now().UnixMilli()})
-	if _, err := n.store.Put(ctx, gcs.NodeKey(string(n.ID)), info, 0); err != nil {
+	host, _ := os.Hostname()
+	info := &pb.NodeInfo{NodeId: string(n.ID), Address: n.system.Address(), Total: tasks.ResourcesToPB(total),
+		ObjectStoreBytes: cfg.ObjectStoreBytes, StartedUnixMs: time.Now().UnixMilli(),
+		Role: cfg.Role, JobId: string(cfg.Job), AgentId: cfg.AgentID, Hostname: host, Pid: int32(os.Getpid())}
+	self = info
+	infoB, _ := proto.Marshal(info)
+	if _, err := n.store.Put(ctx, gcs.NodeKey(string(n.ID)), infoB, n.lease); err != nil {
 		return nil, fmt.Errorf("node: register the node: %w", err)
 	}
-	n.nodes.set(string(n.ID), total)
+	n.nodes.set(info)
+	if n.view != nil && cfg.Role != RoleDriver {
+		if n.loads, err = startLoadReporter(n); err != nil {
+			return nil, err
+		}
+	}
 	if n.actors, err = actors.NewManager(actors.ManagerConfig{Node: string(n.ID), Table: n.table, Nodes: n.nodes,
 		Activate: func(id string) { n.actorPID(id) }, Logger: cfg.Logger}); err != nil {
 		return nil, err
@@ -264,19 +333,25 @@ func (n *Node) actorPID(actorID string) *actor.PID {
 // Actors is the node's actor manager (the actor table as this node sees it).
 func (n *Node) Actors() *actors.Manager { return n.actors }
 
-// nodeView is the actors.NodeView of a node: alive members hosting actors, with the
-// resources their node records say they have.
+// nodeView is the actors.NodeView of a node: alive members of its job that host actors,
+// with the resources their node records say they have.
 type nodeView struct {
 	provider *membership.Provider
 	store    gcs.Store
+	job      ids.JobID
 	mu       sync.Mutex
 	totals   map[string]sched.Resources
+	skip     map[string]bool // drivers and other jobs' nodes
 }
 
-func (v *nodeView) set(node string, r sched.Resources) {
+func (v *nodeView) set(info *pb.NodeInfo) {
 	v.mu.Lock()
-	v.totals[node] = r
-	v.mu.Unlock()
+	defer v.mu.Unlock()
+	if !runsTasks(info, v.job) {
+		v.skip[info.NodeId] = true
+		return
+	}
+	v.totals[info.NodeId] = tasks.ResourcesFromPB(info.Total)
 }
 
 // Alive implements actors.NodeView. A node whose record is not known yet is read once.
@@ -288,7 +363,11 @@ func (v *nodeView) Alive() map[string]sched.Resources {
 		}
 		v.mu.Lock()
 		r, ok := v.totals[id]
+		skip := v.skip[id]
 		v.mu.Unlock()
+		if skip {
+			continue
+		}
 		if !ok {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			kv, found, err := v.store.Get(ctx, gcs.NodeKey(id))
@@ -300,8 +379,11 @@ func (v *nodeView) Alive() map[string]sched.Resources {
 			if proto.Unmarshal(kv.Value, &info) != nil {
 				continue
 			}
+			v.set(&info)
+			if !runsTasks(&info, v.job) {
+				continue
+			}
 			r = tasks.ResourcesFromPB(info.Total)
-			v.set(id, r)
 		}
 		out[id] = r
 	}
@@ -320,7 +402,7 @@ func (n *Node) startMember(ctx context.Context) error {
 		return err
 	}
 	n.lookup = lookup
-	n.nodes = &nodeView{provider: n.provider, store: n.store, totals: map[string]sched.Resources{}}
+	n.nodes = &nodeView{provider: n.provider, store: n.store, job: n.cfg.Job, totals: map[string]sched.Resources{}, skip: map[string]bool{}}
 	workers := n.cfg.Workers
 	if workers <= 0 {
 		workers = max(2, int(n.cfg.Resources.Get(sched.CPU).Float()+0.999))
@@ -443,6 +525,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopped = true
 	n.mu.Unlock()
 	var errs []error
+	n.endJob(ctx)
 	if n.actors != nil {
 		n.releaseOwnedActors(ctx)
 		n.actors.Stop()
@@ -450,12 +533,21 @@ func (n *Node) Stop(ctx context.Context) error {
 	if n.sub != nil {
 		n.system.EventStream.Unsubscribe(n.sub)
 	}
+	if n.loads != nil {
+		n.loads.stop()
+	}
+	if n.view != nil {
+		n.view.stop()
+	}
 	if n.Core != nil {
 		n.Core.Close()
 	}
 	if n.writer != nil && n.store != nil {
 		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, _ = n.store.Delete(dctx, gcs.NodeKey(string(n.ID)))
+		if n.lease != 0 {
+			_ = n.store.Revoke(dctx, n.lease)
+		}
 		cancel()
 	}
 	if n.cluster != nil {
@@ -493,6 +585,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	if n.etcd != nil {
 		n.etcd.Close()
+	}
+	if n.ownGCS != nil {
+		n.ownGCS.Close()
 	}
 	for _, c := range n.probes { // closed already when etcd said GOAWAY; see syncGRPCServer
 		c.Close()

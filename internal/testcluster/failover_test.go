@@ -57,6 +57,11 @@ var cluster *testcluster.Cluster
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 4})
+	if err == nil {
+		if err = c.AwaitViews(ctx); err != nil {
+			c.Stop(context.Background())
+		}
+	}
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testcluster:", err)

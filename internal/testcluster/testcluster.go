@@ -20,10 +20,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/ray-go/ray/internal/core"
 	"github.com/ray-go/ray/internal/gcs"
 	"github.com/ray-go/ray/internal/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/ids"
 	"github.com/ray-go/ray/internal/node"
 	"github.com/ray-go/ray/tasks/sched"
 )
@@ -83,6 +85,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	// started: protoactor's remote.Start writes a gRPC global that running gRPC
 	// goroutines read (see internal/node's syncGRPCServer).
 	gate := make(chan struct{})
+	job := ids.NewJobID() // one job: every node runs the others' tasks and actors
 	type result struct {
 		n   *node.Node
 		err error
@@ -109,7 +112,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		started := make(chan string, 1)
 		results[i] = make(chan result, 1)
 		ncfg := node.Config{
-			Resources: res, GCS: c.GCS, Dir: filepath.Join(c.dir, fmt.Sprintf("node-%d", i)),
+			Job: job, Resources: res, GCS: c.GCS, Dir: filepath.Join(c.dir, fmt.Sprintf("node-%d", i)),
 			Lineage: true, SyncAddrs: append([]string(nil), sync...), Logger: cfg.Logger,
 			Gate: gate, RemoteStarted: func(addr string) { started <- addr },
 		}
@@ -135,6 +138,33 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	return c, nil
 }
 
+// AwaitViews waits until every running node's cluster view lists every running node
+// (node records reach the others through an etcd watch, a few milliseconds after Start).
+func (c *Cluster) AwaitViews(ctx context.Context) error {
+	for {
+		running := 0
+		for i := range c.Nodes {
+			if !c.Stopped(i) {
+				running++
+			}
+		}
+		complete := true
+		for i, n := range c.Nodes {
+			if !c.Stopped(i) && len(n.Core.NodeInfos()) != running {
+				complete = false
+			}
+		}
+		if complete {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("testcluster: the nodes' views did not converge: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // Context returns a driver context on node i: the root API (package ray) called with it
 // submits through that node's runtime.
 func (c *Cluster) Context(ctx context.Context, i int) context.Context {
@@ -149,6 +179,13 @@ func (c *Cluster) Index(nodeID string) int {
 		}
 	}
 	return -1
+}
+
+// Stopped reports whether node i was stopped.
+func (c *Cluster) Stopped(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopped[i]
 }
 
 // StopNode takes node i out of the cluster.

@@ -1,0 +1,46 @@
+package ray
+
+import (
+	"context"
+
+	"github.com/ray-go/ray/tasks"
+)
+
+// Node describes one node that runs the job's tasks and actors.
+type Node struct {
+	ID       string
+	Address  string // the node's protoactor member address
+	Hostname string
+	PID      int    // operating system process ID of the node
+	Role     string // "local" (ray.Init with no address) or "worker" (a worker process of the job)
+	// Resources is what the node has in total, e.g. {"CPU": 2, "GPU": 0, "accel": 1}.
+	Resources        map[string]float64
+	ObjectStoreBytes int64
+}
+
+// Nodes lists the nodes that run this job's tasks and actors (Ray's ray.nodes()): in local
+// mode the one node, in a cluster the job's worker processes, one per machine. Drivers do
+// not run tasks and are not listed.
+func Nodes(ctx context.Context) ([]Node, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Node
+	for _, info := range tc.Core.NodeInfos() {
+		res := tasks.ResourcesFromPB(info.Total).Map()
+		out = append(out, Node{ID: info.NodeId, Address: info.Address, Hostname: info.Hostname, PID: int(info.Pid),
+			Role: info.Role, Resources: res, ObjectStoreBytes: info.ObjectStoreBytes})
+	}
+	return out, nil
+}
+
+// NodeID is the ID of the node the calling code runs on: a task's or actor's node, or the
+// driver's own node (Ray's get_runtime_context().get_node_id()). Pass it to NodeAffinity.
+func NodeID(ctx context.Context) (string, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	return string(tc.Core.Node()), nil
+}

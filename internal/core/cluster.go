@@ -1,0 +1,164 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Cluster is a runtime's view of the nodes its tasks may run on (cluster mode). Without
+// one (Config.Cluster nil) every task goes to the local raylet.
+//
+// Contract: Place chooses a node for a request by the sched policy and counts the request
+// against that node until Done (or the node's next load report); it returns
+// sched.ErrNoNodes while no node is known, which parks the task until Changed is called.
+// Raylet and Store resolve a node's grains (nil if the node is unknown or gone). Feasible
+// is nil while no node is known. Every method is safe for concurrent use and does not block
+// on I/O.
+type Cluster interface {
+	Place(req sched.Request) (ids.NodeID, error)
+	Done(node ids.NodeID, res sched.Resources)
+	Raylet(node ids.NodeID) *actor.PID
+	Store(node ids.NodeID) *actor.PID
+	Feasible(req sched.Resources) error
+}
+
+// strategyOf maps a spec's strategy name to the policy's.
+func strategyOf(spec *pb.TaskSpec) sched.Strategy {
+	switch spec.Strategy {
+	case StrategySpread:
+		return sched.Spread
+	case StrategyNodeAffinity:
+		return sched.NodeAffinity
+	}
+	return sched.Default
+}
+
+// Strategy names carried in TaskSpec.strategy.
+const (
+	StrategyDefault      = ""
+	StrategySpread       = "spread"
+	StrategyNodeAffinity = "node_affinity"
+)
+
+// raylet returns the scheduler a task goes to, placing it if the runtime has a cluster view.
+// ok false with a nil error parks the task (no node yet).
+func (c *Core) rayletFor(p *pending) (*actor.PID, error) {
+	cl := c.cfg.Cluster
+	if cl == nil {
+		r := c.cfg.Raylet()
+		if r == nil {
+			return nil, errors.New("no scheduler on this node")
+		}
+		c.mu.Lock()
+		p.node = c.cfg.Node
+		c.mu.Unlock()
+		return r, nil
+	}
+	req := sched.Request{Resources: tasks.ResourcesFromPB(p.spec.Resources), Strategy: strategyOf(p.spec),
+		AffinityNode: p.spec.AffinityNode, Soft: p.spec.AffinitySoft}
+	for _, a := range p.spec.Args {
+		if a.IsRef && a.NodeId != "" {
+			if req.ArgBytes == nil {
+				req.ArgBytes = map[string]int64{}
+			}
+			req.ArgBytes[a.NodeId] += a.Size
+		}
+	}
+	node, err := cl.Place(req)
+	if err != nil {
+		return nil, err
+	}
+	r := cl.Raylet(node)
+	if r == nil {
+		cl.Done(node, req.Resources)
+		return nil, fmt.Errorf("node %s has no scheduler", node)
+	}
+	c.mu.Lock()
+	p.node, p.placed = node, req.Resources
+	c.mu.Unlock()
+	return r, nil
+}
+
+// send places and sends a task (a first attempt or a retry), parking it while no node is
+// known and failing it when placement fails.
+func (c *Core) send(tid ids.TaskID, p *pending) {
+	r, err := c.rayletFor(p)
+	if errors.Is(err, sched.ErrNoNodes) {
+		c.park(tid, p)
+		return
+	}
+	if err != nil {
+		kind := pb.ErrorInfo_SYSTEM
+		if errors.Is(err, sched.ErrInfeasible) || errors.Is(err, sched.ErrAffinityUnavailable) {
+			kind = pb.ErrorInfo_INFEASIBLE
+		}
+		c.complete(tid, p, &pb.TaskResult{TaskId: tid[:], Attempt: p.spec.Attempt, Error: &pb.ErrorInfo{
+			Kind: kind, Function: p.spec.Function, TaskId: tid[:], NodeId: string(c.cfg.Node), Message: err.Error()}})
+		return
+	}
+	c.root.Send(r, p.spec)
+}
+
+// placedDone gives a finished task's placement back to the view.
+func (c *Core) placedDone(p *pending) {
+	if c.cfg.Cluster != nil && p.node != "" {
+		c.cfg.Cluster.Done(p.node, p.placed)
+		p.node, p.placed = "", sched.Resources{}
+	}
+}
+
+// parkRetry is how often parked tasks try to place again without a Changed call.
+const parkRetry = 500 * time.Millisecond
+
+func (c *Core) park(tid ids.TaskID, p *pending) {
+	c.parkMu.Lock()
+	if c.parked == nil {
+		c.parked = map[ids.TaskID]*pending{}
+	}
+	c.parked[tid] = p
+	first := !c.parkTimer
+	c.parkTimer = true
+	c.parkMu.Unlock()
+	if first {
+		time.AfterFunc(parkRetry, c.ClusterChanged)
+	}
+}
+
+// ClusterChanged retries the placement of parked tasks (the cluster view calls it when
+// nodes come or go).
+func (c *Core) ClusterChanged() {
+	c.parkMu.Lock()
+	parked := c.parked
+	c.parked = nil
+	c.parkTimer = false
+	c.parkMu.Unlock()
+	for tid, p := range parked {
+		select {
+		case <-c.closed:
+			return
+		default:
+		}
+		c.mu.Lock()
+		live := c.tasks[tid] == p
+		c.mu.Unlock()
+		if live {
+			c.send(tid, p)
+		}
+	}
+}
+
+// storeOf returns the store shard of node (the local one for "" or this node).
+func (c *Core) storeOf(node ids.NodeID) *actor.PID {
+	if node == "" || node == c.cfg.Node || c.cfg.Cluster == nil {
+		return c.cfg.Store()
+	}
+	return c.cfg.Cluster.Store(node)
+}

@@ -1,0 +1,166 @@
+// Tests here run before failover_test.go's (file order), which stop nodes.
+package testcluster_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	ray "github.com/ray-go/ray"
+)
+
+var (
+	whereAmI = ray.Task0("testcluster.WhereAmI", func(ctx context.Context) (string, error) {
+		return ray.NodeID(ctx)
+	})
+	busyWhere = ray.Task1("testcluster.BusyWhere", func(ctx context.Context, d time.Duration) (string, error) {
+		time.Sleep(d)
+		return ray.NodeID(ctx)
+	})
+	makeBlob = ray.Task1("testcluster.MakeBlob", func(ctx context.Context, n int) ([]byte, error) {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7 + i>>9)
+		}
+		return b, nil
+	})
+	blobWhere = ray.Task1("testcluster.BlobWhere", func(ctx context.Context, b []byte) (string, error) {
+		if len(b) == 0 {
+			return "", errors.New("empty blob")
+		}
+		return ray.NodeID(ctx)
+	})
+)
+
+// alive returns the indexes of the nodes not stopped by earlier tests.
+func alive(t *testing.T) []int {
+	var out []int
+	for i := range cluster.Nodes {
+		if !cluster.Stopped(i) {
+			out = append(out, i)
+		}
+	}
+	if len(out) < 2 {
+		t.Fatalf("need 2 running nodes, have %d", len(out))
+	}
+	return out
+}
+
+func nodesOf(t *testing.T, ctx context.Context, refs []ray.ObjectRef[string]) map[string]int {
+	t.Helper()
+	seen := map[string]int{}
+	for _, r := range refs {
+		id, err := ray.Get(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cluster.Index(id) < 0 {
+			t.Fatalf("task ran on unknown node %q", id)
+		}
+		seen[id]++
+	}
+	return seen
+}
+
+// TestSpreadStrategy: Spread puts successive tasks on different nodes.
+func TestSpreadStrategy(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	up := alive(t)
+	ctx := cluster.Context(base, up[0])
+	nodes, err := ray.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != len(up) {
+		t.Fatalf("ray.Nodes lists %d nodes, %d run", len(nodes), len(up))
+	}
+	var refs []ray.ObjectRef[string]
+	for range 4 * len(up) {
+		refs = append(refs, whereAmI.Options(ray.Spread()).Remote(ctx))
+	}
+	seen := nodesOf(t, ctx, refs)
+	if len(seen) != len(up) {
+		t.Fatalf("spread tasks ran on %d of %d nodes: %v", len(seen), len(up), seen)
+	}
+}
+
+// TestDefaultStrategySpillsOver: tasks stay on the submitting node while it has room and
+// go to other nodes when it is busy.
+func TestDefaultStrategySpillsOver(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	up := alive(t)
+	ctx := cluster.Context(base, up[0])
+	self, _ := ray.NodeID(ctx)
+	// One short task on an idle cluster runs locally.
+	if got, err := ray.Get(ctx, whereAmI.Remote(ctx)); err != nil || got != self {
+		t.Fatalf("a lone task ran on %q (err %v), want the submitting node %q", got, err, self)
+	}
+	// Twice the CPUs of one node, all at once: the rest of the cluster takes some.
+	var refs []ray.ObjectRef[string]
+	for range 2 * len(up) {
+		refs = append(refs, busyWhere.Remote(ctx, ray.V(300*time.Millisecond)))
+	}
+	seen := nodesOf(t, ctx, refs)
+	if len(seen) < 2 {
+		t.Fatalf("a burst of %d tasks stayed on %v", len(refs), seen)
+	}
+}
+
+// TestLocalityAndTransfer: a task whose large argument lives on another node runs there;
+// the driver reads a large result from another node by pulling it.
+func TestLocalityAndTransfer(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	up := alive(t)
+	ctx := cluster.Context(base, up[0])
+	target := string(cluster.Nodes[up[len(up)-1]].ID)
+	const size = 6<<20 + 12345
+	blob := makeBlob.Options(ray.NodeAffinity(target, false)).Remote(ctx, ray.V(size))
+	for range 3 {
+		where, err := ray.Get(ctx, blobWhere.Remote(ctx, blob))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if where != target {
+			t.Fatalf("the task using a %d-byte argument on %s ran on %s", size, target, where)
+		}
+	}
+	got, err := ray.Get(ctx, blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*7 + i>>9)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the object read from another node differs from what the task returned")
+	}
+}
+
+// TestNodeAffinity: hard affinity to an unknown node fails; soft affinity runs elsewhere.
+func TestNodeAffinity(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	up := alive(t)
+	ctx := cluster.Context(base, up[0])
+	for _, i := range up {
+		id := string(cluster.Nodes[i].ID)
+		got, err := ray.Get(ctx, whereAmI.Options(ray.NodeAffinity(id, false)).Remote(ctx))
+		if err != nil || got != id {
+			t.Fatalf("affinity to %s: ran on %q, err %v", id, got, err)
+		}
+	}
+	_, err := ray.Get(ctx, whereAmI.Options(ray.NodeAffinity("no-such-node", false)).Remote(ctx))
+	if !errors.Is(err, ray.ErrInfeasible) || !strings.Contains(err.Error(), "no-such-node") {
+		t.Fatalf("hard affinity to an unknown node: %v, want ErrInfeasible naming the node", err)
+	}
+	if got, err := ray.Get(ctx, whereAmI.Options(ray.NodeAffinity("no-such-node", true)).Remote(ctx)); err != nil || cluster.Index(got) < 0 {
+		t.Fatalf("soft affinity to an unknown node: ran on %q, err %v", got, err)
+	}
+}
