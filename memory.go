@@ -33,26 +33,41 @@ type StoredObject struct {
 }
 
 // Memory reports the object stores' usage and their top largest objects (Ray's
-// `ray memory`). Objects small enough to travel inline (up to 100 KiB) live with their
-// owner and are not counted here. In local mode there is one node.
+// `ray memory`): this process's node and every node that runs the job's tasks. Objects
+// small enough to travel inline (up to 100 KiB) live with their owner and are not counted
+// here. In local mode there is one node.
 func Memory(ctx context.Context, top int) (MemoryReport, error) {
 	tc, err := taskContext(ctx)
 	if err != nil {
 		return MemoryReport{}, err
 	}
-	st, err := tc.Core.StoreStats(ctx, top)
-	if err != nil {
-		return MemoryReport{}, err
-	}
-	n := NodeMemory{Node: string(tc.Core.Node()), Budget: tc.Core.StoreBudget(), Objects: st.Objects, Bytes: st.Bytes,
-		MemoryBytes: st.MemoryBytes, SpilledObjects: st.SpilledObjects, SpilledBytes: st.SpilledBytes, SpillErrors: st.SpillErrors}
-	for _, o := range st.Largest {
-		id, _ := ids.ObjectIDFromBytes(o.ObjectId)
-		so := StoredObject{ID: id.String(), Size: o.Size, Spilled: o.Spilled}
-		if o.Owner != nil {
-			so.Owner = o.Owner.Address + "/" + o.Owner.Id
+	self := tc.Core.Node()
+	nodes := []ids.NodeID{self}
+	budgets := map[ids.NodeID]int64{self: tc.Core.StoreBudget()}
+	for _, info := range tc.Core.NodeInfos() {
+		id := ids.NodeID(info.NodeId)
+		if _, dup := budgets[id]; !dup {
+			nodes = append(nodes, id)
 		}
-		n.Largest = append(n.Largest, so)
+		budgets[id] = info.ObjectStoreBytes
 	}
-	return MemoryReport{Nodes: []NodeMemory{n}}, nil
+	var rep MemoryReport
+	for _, node := range nodes {
+		st, err := tc.Core.StoreStatsOf(ctx, node, top)
+		if err != nil {
+			return rep, err
+		}
+		n := NodeMemory{Node: string(node), Budget: budgets[node], Objects: st.Objects, Bytes: st.Bytes,
+			MemoryBytes: st.MemoryBytes, SpilledObjects: st.SpilledObjects, SpilledBytes: st.SpilledBytes, SpillErrors: st.SpillErrors}
+		for _, o := range st.Largest {
+			id, _ := ids.ObjectIDFromBytes(o.ObjectId)
+			so := StoredObject{ID: id.String(), Size: o.Size, Spilled: o.Spilled}
+			if o.Owner != nil {
+				so.Owner = o.Owner.Address + "/" + o.Owner.Id
+			}
+			n.Largest = append(n.Largest, so)
+		}
+		rep.Nodes = append(rep.Nodes, n)
+	}
+	return rep, nil
 }

@@ -27,7 +27,11 @@ type NodeView interface {
 
 // ManagerConfig configures a Manager.
 type ManagerConfig struct {
-	Node  string // this node's ID
+	Node string // this node's ID
+	// Job, when set, limits the manager to that job's actors: in a cluster every job's
+	// worker processes elect their own leader among themselves (Nodes lists only them),
+	// and an actor runs only where its job's binary does.
+	Job   string
 	Table *Table
 	Nodes NodeView
 	// Activate starts the grain of an actor placed on a node (cluster.Get of its identity);
@@ -202,7 +206,7 @@ func (m *Manager) reconcile() {
 	m.mu.RLock()
 	var todo []*pb.ActorInfo
 	for _, info := range m.actors {
-		if lifecycle.Phase(info.Phase) != lifecycle.Dead {
+		if lifecycle.Phase(info.Phase) != lifecycle.Dead && (m.cfg.Job == "" || info.JobId == m.cfg.Job) {
 			todo = append(todo, info)
 		}
 	}

@@ -24,6 +24,7 @@ func AppendSpec(dst []byte, s *pb.TaskSpec) []byte {
 		dst = appendBytes(dst, 2, a.ObjectId)
 		dst = appendBool(dst, 3, a.IsRef)
 		dst = appendString(dst, 4, a.NodeId)
+		dst = appendInt(dst, 5, a.Size)
 	}
 	for _, r := range s.Resources {
 		dst = protowire.AppendTag(dst, 5, protowire.BytesType)
@@ -49,7 +50,7 @@ func AppendSpec(dst []byte, s *pb.TaskSpec) []byte {
 }
 
 func argSize(a *pb.Arg) int {
-	n := stringSize(1, string(a.Data)) + stringSize(2, string(a.ObjectId)) + stringSize(4, a.NodeId)
+	n := stringSize(1, string(a.Data)) + stringSize(2, string(a.ObjectId)) + stringSize(4, a.NodeId) + intSize(5, a.Size)
 	if a.IsRef {
 		n += protowire.SizeTag(3) + 1
 	}

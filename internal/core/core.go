@@ -266,9 +266,14 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 
 // StoreStats asks this node's store shard for its usage and its top largest objects.
 func (c *Core) StoreStats(ctx context.Context, top int) (*pb.StoreStatsReply, error) {
-	s := c.cfg.Store()
+	return c.StoreStatsOf(ctx, c.cfg.Node, top)
+}
+
+// StoreStatsOf asks the store shard of node for its usage and its top largest objects.
+func (c *Core) StoreStatsOf(ctx context.Context, node ids.NodeID, top int) (*pb.StoreStatsReply, error) {
+	s := c.storeOf(node)
 	if s == nil {
-		return nil, fmt.Errorf("ray: no object store shard on node %s", c.cfg.Node)
+		return nil, fmt.Errorf("ray: no object store shard on node %s", node)
 	}
 	timeout := 10 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
@@ -276,11 +281,11 @@ func (c *Core) StoreStats(ctx context.Context, top int) (*pb.StoreStatsReply, er
 	}
 	res, err := c.root.RequestFuture(s, &pb.StoreStats{Top: int32(top)}, timeout).Result()
 	if err != nil {
-		return nil, fmt.Errorf("ray: object store of node %s: %w", c.cfg.Node, err)
+		return nil, fmt.Errorf("ray: object store of node %s: %w", node, err)
 	}
 	r, ok := res.(*pb.StoreStatsReply)
 	if !ok {
-		return nil, fmt.Errorf("ray: object store of node %s answered %T", c.cfg.Node, res)
+		return nil, fmt.Errorf("ray: object store of node %s answered %T", node, res)
 	}
 	return r, nil
 }

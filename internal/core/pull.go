@@ -2,23 +2,28 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ray-go/ray/internal/ids"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/objects/transfer"
 )
 
-// pull reads an object from another node's store shard.
+// pullOptions: 1 MiB chunks, several in flight, no s2 (on loopback and fast links s2 costs
+// more than it saves: objects/transfer's benchmark).
+var pullOptions = transfer.Options{InFlight: 8}
+
+// pull reads an object from another node's store shard, in chunks (package
+// objects/transfer). A missing or unreadable object is ErrObjectLost.
 func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids.NodeID) ([]byte, error) {
-	res, err := c.root.RequestFuture(s, &pb.GetObject{ObjectId: id[:]}, fetchTimeout).Result()
-	if err != nil {
-		return nil, fmt.Errorf("ray: reading object %s from node %s: %w", id, node, err)
+	b, err := transfer.Pull(ctx, c.root, s, id, pullOptions)
+	switch {
+	case err == nil:
+		return b, nil
+	case errors.Is(err, transfer.ErrNotFound), errors.Is(err, transfer.ErrUnreadable), errors.Is(err, transfer.ErrCorrupt):
+		return nil, fmt.Errorf("%w: %s on node %s: %v", ErrObjectLost, id, node, err)
 	}
-	reply, ok := res.(*pb.GetObjectReply)
-	if !ok || !reply.Found {
-		return nil, fmt.Errorf("%w: %s is not in the store of node %s", ErrObjectLost, id, node)
-	}
-	return reply.Data, nil
+	return nil, fmt.Errorf("ray: reading object %s from node %s: %w", id, node, err)
 }

@@ -44,9 +44,16 @@ const (
 	KindActor  = "actor"
 )
 
-// maxMessageBytes raises gRPC's 4 MiB receive limit (DESIGN §2 sharp edges); object bytes
-// cross processes in chunks well under it.
-const maxMessageBytes = 64 << 20
+// maxMessageBytes raises gRPC's 4 MiB receive limit (DESIGN §2 sharp edges). protoactor's
+// endpoint writer sends up to endpointBatch messages as one gRPC message, and a message
+// over the limit is dropped with the whole batch, silently: object bytes cross processes
+// in chunks of at most 1 MiB (objects/transfer), so endpointBatch chunks must fit with
+// room to spare for other large messages (inline task arguments). With a batch of 100 and
+// a 64 MiB limit, 32 concurrent pulls of 8 chunks each lost 31 of 32 pulls (measured).
+const maxMessageBytes = 256 << 20
+
+// endpointBatch is the endpoint writer's batch size (see maxMessageBytes).
+const endpointBatch = 32
 
 // dispatchGoroutines is the size of the goroutine pool that runs the node's mailboxes
 // (package dispatch): enough for every grain of a node to run at once.
@@ -310,7 +317,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, err
 		}
 	}
-	if n.actors, err = actors.NewManager(actors.ManagerConfig{Node: string(n.ID), Table: n.table, Nodes: n.nodes,
+	if n.actors, err = actors.NewManager(actors.ManagerConfig{Node: string(n.ID), Job: string(cfg.Job), Table: n.table, Nodes: n.nodes,
 		Activate: func(id string) { n.actorPID(id) }, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
@@ -444,7 +451,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	}
 	rem := remote.Configure("127.0.0.1", 0,
 		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes)),
-		remote.WithEndpointWriterBatchSize(100))
+		remote.WithEndpointWriterBatchSize(endpointBatch))
 	// Gossip keys members by actor-system ID and blocks IDs on missed heartbeats, which
 	// fights our lease-based membership (internal/membership); it is turned off.
 	var prov cluster.ClusterProvider = n.provider

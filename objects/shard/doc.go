@@ -11,18 +11,33 @@
 //
 // In-process, messages carry the byte slices themselves: a Put or Get moves no bytes.
 //
-// Capacity: with a Budget, the bytes held in memory are bounded. When a put takes the
-// shard over it, the least recently used objects (by put or read) are written to
-// SpillDir, one round at a time on a goroutine (never in the mailbox), until memory is
-// back under 90% of the budget; an object stays readable from memory until its file is
-// complete. A spill file is a 16-byte header (magic, length, CRC-32C of the bytes) and a
-// zstd frame. A Get of a spilled object is answered by a goroutine that reads, checks
-// and decompresses the file (the object stays on disk: reads do not pull it back into
-// memory). A file that is missing, truncated or fails its checksum makes the Get fail
-// with an error naming the object, never return wrong bytes. When a spill cannot be
-// written (disk full, unwritable directory) the objects stay in memory, over budget, the
-// failure is logged and counted, and the next put tries again. Freeing an object
-// deletes its file.
+// Capacity: with a Budget, the bytes held in memory are bounded (but for copies pinned by
+// pulls, below). When a put takes the shard over it, the least recently used objects (by
+// put, read or pull) are written to SpillDir, one round at a time on a goroutine (never
+// in the mailbox), until memory is back under 90% of the budget; an object stays readable
+// from memory until its file is complete. A spill file is a 16-byte header (magic,
+// length, CRC-32C of the bytes) and a zstd frame. A Get of a spilled object is answered
+// by a goroutine that reads, checks and decompresses the file (the object stays on disk:
+// a Get does not bring it back into memory; a pull does, see below). A file that is
+// missing, truncated or fails its checksum makes the Get fail with an error naming the
+// object, never return wrong bytes. When a spill cannot be written (disk full, unwritable
+// directory) the objects stay in memory, over budget, the failure is logged and counted,
+// and the next put tries again. Freeing an object deletes its file.
+//
+// Pulls (pull.go; the puller is package objects/transfer): a PullObject asks for at most
+// MaxPullChunk (1 MiB) bytes of an object from an offset; the reply carries them with the
+// whole object's size and CRC-32C, computed once per object and kept (in the mailbox up
+// to 4 MiB, on a goroutine beyond; for a spilled object, the checked sum in its spill file
+// header). With allow_s2, chunks of 4 KiB or more are s2-compressed on a goroutine (at
+// most GOMAXPROCS at a time) and sent compressed when that saves an eighth. A pull is a
+// use for the LRU. A pull of a spilled object reads the file back on a goroutine, as a
+// Get does, but keeps the copy in memory (counted in memory, its file kept) so that the
+// object's other chunks do not each read the whole file again: pulls that arrive
+// meanwhile wait for that one read. The copy is pinned while its pull goes on (a lease
+// of 10 s renewed by every chunk, released when the last chunk is served), then evicted
+// like any object, without a write since its file is still there. A spill file that
+// fails its checks makes the pull fail with the error a Get reports; nothing is kept, and
+// the next pull reads the file again.
 //
 // Not yet: pinning objects that running tasks are reading (an object can be spilled
 // while a task reads it; the task keeps its copy), and counting in-flight transfers.

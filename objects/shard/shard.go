@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sort"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -36,8 +38,15 @@ type object struct {
 	owner    *pb.PID
 	size     int64
 	used     uint64 // LRU clock of the last put or read
-	spill    string // the spill file, once written
+	spill    string // the spill file, once written (kept while a pulled copy is in memory)
 	spilling bool
+
+	// Pulls (pull.go).
+	crc      uint32 // CRC-32C of data, once hasCRC
+	hasCRC   bool
+	loading  bool         // a restore or checksum for pulls is running
+	waiters  []pullWaiter // pulls waiting for it
+	pinUntil time.Time    // a restored copy being pulled is not evicted before this
 }
 
 // Shard is the grain's actor. Its state is owned by its mailbox; spill writes, restores
@@ -53,6 +62,8 @@ type Shard struct {
 	spilled     int64 // objects on disk
 	spilledB    int64
 	spillErrors int64
+
+	compress chan struct{} // bounds concurrent s2 compressions of pulled chunks
 }
 
 // spillJob is one object to write; spillDone reports a round of them.
@@ -76,7 +87,8 @@ func Props(cfg Config) *actor.Props {
 		cfg.Logger = slog.Default()
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Shard{cfg: cfg, objs: make(map[ids.ObjectID]*object)}
+		return &Shard{cfg: cfg, objs: make(map[ids.ObjectID]*object),
+			compress: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	})
 }
 
@@ -95,6 +107,10 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.maybeSpill(ctx)
 	case *pb.GetObject:
 		s.get(ctx, m)
+	case *pb.PullObject:
+		s.pull(ctx, m)
+	case *pullLoaded:
+		s.pullLoaded(ctx, m)
 	case *spillDone:
 		s.spillDone(ctx, m)
 	case *pb.FreeObjects:
@@ -122,10 +138,11 @@ func (s *Shard) drop(id ids.ObjectID, o *object) {
 	s.bytes -= o.size
 	if o.data != nil {
 		s.mem -= o.size
-	}
-	if o.spill != "" {
+	} else if o.spill != "" {
 		s.spilled--
 		s.spilledB -= o.size
+	}
+	if o.spill != "" {
 		path := o.spill
 		go os.Remove(path)
 	}
@@ -178,8 +195,9 @@ func (s *Shard) maybeSpill(ctx actor.Context) {
 		o  *object
 	}
 	var cands []cand
+	now := time.Now()
 	for id, o := range s.objs {
-		if o.data != nil && !o.spilling {
+		if o.data != nil && !o.spilling && !o.pinUntil.After(now) {
 			cands = append(cands, cand{id, o})
 		}
 	}
@@ -189,6 +207,15 @@ func (s *Shard) maybeSpill(ctx actor.Context) {
 	for _, c := range cands {
 		if target <= 0 {
 			break
+		}
+		if c.o.spill != "" {
+			// A copy restored for a pull: its file is still there, so evicting it is free.
+			c.o.data = nil
+			s.mem -= c.o.size
+			s.spilled++
+			s.spilledB += c.o.size
+			target -= c.o.size
+			continue
 		}
 		c.o.spilling = true
 		jobs = append(jobs, spillJob{id: c.id, data: c.o.data, path: spillPath(s.cfg.SpillDir, c.id)})
@@ -249,7 +276,11 @@ func (s *Shard) put(m *pb.PutObject) error {
 	}
 	s.clock++
 	size := int64(len(m.Data))
-	s.objs[id] = &object{data: m.Data, owner: m.Owner, size: size, used: s.clock}
+	data := m.Data
+	if data == nil {
+		data = []byte{} // nil data means spilled; an empty object is in memory
+	}
+	s.objs[id] = &object{data: data, owner: m.Owner, size: size, used: s.clock}
 	s.bytes += size
 	s.mem += size
 	if s.cfg.Table != nil {

@@ -79,28 +79,34 @@ func writeSpill(path string, data []byte) (int64, error) {
 
 // readSpill reads back what writeSpill wrote and checks it.
 func readSpill(path string) ([]byte, error) {
+	data, _, err := readSpillSum(path)
+	return data, err
+}
+
+// readSpillSum is readSpill that also returns the checked CRC-32C of the bytes.
+func readSpillSum(path string) ([]byte, uint32, error) {
 	_, dec, err := codecs()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptSpill, err)
+		return nil, 0, fmt.Errorf("%w: %v", ErrCorruptSpill, err)
 	}
 	if len(b) < spillHeader || string(b[:4]) != spillMagic {
-		return nil, fmt.Errorf("%w: %s has no valid header", ErrCorruptSpill, path)
+		return nil, 0, fmt.Errorf("%w: %s has no valid header", ErrCorruptSpill, path)
 	}
 	n := binary.LittleEndian.Uint64(b[4:])
 	sum := binary.LittleEndian.Uint32(b[12:])
 	if n > 1<<40 {
-		return nil, fmt.Errorf("%w: %s claims %d bytes", ErrCorruptSpill, path, n)
+		return nil, 0, fmt.Errorf("%w: %s claims %d bytes", ErrCorruptSpill, path, n)
 	}
 	data, err := dec.DecodeAll(b[spillHeader:], make([]byte, 0, n))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCorruptSpill, path, err)
+		return nil, 0, fmt.Errorf("%w: %s: %v", ErrCorruptSpill, path, err)
 	}
 	if uint64(len(data)) != n || crc32.Checksum(data, castagnoli) != sum {
-		return nil, fmt.Errorf("%w: %s fails its checksum", ErrCorruptSpill, path)
+		return nil, 0, fmt.Errorf("%w: %s fails its checksum", ErrCorruptSpill, path)
 	}
-	return data, nil
+	return data, sum, nil
 }
