@@ -108,6 +108,7 @@ func run() int {
 	warmup := flag.Duration("warmup", 0, "override the warm-up duration")
 	trialDur := flag.Duration("trial", 0, "override the minimum duration of a trial")
 	trials := flag.Int("trials", 0, "override the number of trials")
+	address := flag.String("address", "", "run against the cluster at this GCS address (as `rayctl start` prints it; also RAY_ADDRESS) instead of a local runtime; the cross_node_* metrics need it")
 	flag.Parse()
 
 	t, sz := timing{warmup: time.Second, trialDur: 2 * time.Second, trials: 4}, fullSizes
@@ -124,7 +125,7 @@ func run() int {
 		t.trials = *trials
 	}
 
-	all := append(append(coreMetrics(), actorMetrics()...), substrateMetrics()...)
+	all := append(append(append(coreMetrics(), actorMetrics()...), crossNodeMetrics()...), substrateMetrics()...)
 	if *list {
 		for _, m := range all {
 			fmt.Printf("%-42s %-14s %s\n", m.name, m.unit, m.body)
@@ -160,6 +161,22 @@ func run() int {
 	e := &env{sizes: sz}
 	if *cpus > 0 {
 		e.initOpts = append(e.initOpts, ray.WithNumCPUs(*cpus))
+	}
+	if *address == "" {
+		*address = os.Getenv(ray.AddressEnv)
+	}
+	if *address != "" {
+		e.initOpts = append(e.initOpts, ray.WithAddress(*address))
+	} else if re == nil {
+		// Without a cluster the cross-node metrics have no other node: leave them out
+		// unless asked for by name.
+		var kept []*metric
+		for _, m := range selected {
+			if !strings.HasPrefix(m.name, "cross_node_") {
+				kept = append(kept, m)
+			}
+		}
+		selected = kept
 	}
 	logf("GOMAXPROCS %d, NumCPU %d, %s; warm-up %v, %d trials of >= %v; load %s",
 		runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.Version(), t.warmup, t.trials, t.trialDur, loadAvg())

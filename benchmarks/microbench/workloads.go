@@ -55,11 +55,12 @@ type sizes struct {
 	multiPutElems int // multi_client_put_gigabytes: elements of each of the 100 puts
 	batchTasks    int // multi_client_tasks_async: tasks per submitter
 	actorCalls    int // 1_n and n_n actor calls: calls per client
+	transferBytes int // cross_node_object_transfer_gigabytes: the object's size
 }
 
 var (
-	fullSizes  = sizes{bigPutElems: 100 << 20, multiPutElems: 10 << 20, batchTasks: 10_000, actorCalls: 5_000}
-	quickSizes = sizes{bigPutElems: 10 << 20, multiPutElems: 1 << 20, batchTasks: 1_000, actorCalls: 1_000}
+	fullSizes  = sizes{bigPutElems: 100 << 20, multiPutElems: 10 << 20, batchTasks: 10_000, actorCalls: 5_000, transferBytes: 200 << 20}
+	quickSizes = sizes{bigPutElems: 10 << 20, multiPutElems: 1 << 20, batchTasks: 1_000, actorCalls: 1_000, transferBytes: 32 << 20}
 )
 
 // rayGB is the multiplier ray_perf.py uses for bytes: 8 * 0.1 "GB" for 100 * 1024 * 1024

@@ -19,7 +19,8 @@ import (
 // Contract: Place chooses a node for a request by the sched policy and counts the request
 // against that node until Done (or the node's next load report); it returns
 // sched.ErrNoNodes while no node is known, which parks the task until Changed is called.
-// Raylet and Store resolve a node's grains (nil if the node is unknown or gone). Feasible
+// Raylet and Store resolve a node's grains (nil if the node is unknown or gone);
+// DataAddress is the node's object data server ("" if it has none or is unknown). Feasible
 // is nil while no node is known. Every method is safe for concurrent use and does not block
 // on I/O.
 type Cluster interface {
@@ -27,6 +28,7 @@ type Cluster interface {
 	Done(node ids.NodeID, res sched.Resources)
 	Raylet(node ids.NodeID) *actor.PID
 	Store(node ids.NodeID) *actor.PID
+	DataAddress(node ids.NodeID) string
 	Feasible(req sched.Resources) error
 }
 

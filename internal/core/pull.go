@@ -15,15 +15,30 @@ import (
 // more than it saves: objects/transfer's benchmark).
 var pullOptions = transfer.Options{InFlight: 8}
 
-// pull reads an object from another node's store shard, in chunks (package
-// objects/transfer). A missing or unreadable object is ErrObjectLost.
+// pull reads an object from another node: over the node's data stream when it has one
+// (raw TCP, ~2 GB/s on loopback), else, or if the stream cannot be reached, in chunks
+// through its store shard grain (~0.6 GB/s). Both check a CRC-32C of the whole object. A
+// missing, unreadable or corrupt object is ErrObjectLost.
 func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids.NodeID) ([]byte, error) {
-	b, err := transfer.Pull(ctx, c.root, s, id, pullOptions)
+	var b []byte
+	err := errNoStream
+	if addr := c.cfg.Cluster.DataAddress(node); addr != "" {
+		b, err = transfer.Fetch(ctx, addr, id, transfer.FetchOptions{})
+	}
+	if err != nil && !lost(err) && ctx.Err() == nil {
+		b, err = transfer.Pull(ctx, c.root, s, id, pullOptions)
+	}
 	switch {
 	case err == nil:
 		return b, nil
-	case errors.Is(err, transfer.ErrNotFound), errors.Is(err, transfer.ErrUnreadable), errors.Is(err, transfer.ErrCorrupt):
+	case lost(err):
 		return nil, fmt.Errorf("%w: %s on node %s: %v", ErrObjectLost, id, node, err)
 	}
 	return nil, fmt.Errorf("ray: reading object %s from node %s: %w", id, node, err)
+}
+
+var errNoStream = errors.New("no data stream")
+
+func lost(err error) bool {
+	return errors.Is(err, transfer.ErrNotFound) || errors.Is(err, transfer.ErrUnreadable) || errors.Is(err, transfer.ErrCorrupt)
 }

@@ -52,6 +52,7 @@ type clusterView struct {
 
 	mu      sync.Mutex
 	nodes   map[string]*viewNode
+	data    map[string]string // every node's data server address (drivers too)
 	spread  uint64
 	started bool
 	cancel  context.CancelFunc
@@ -126,6 +127,7 @@ func (v *clusterView) watch(ctx context.Context, prefix string, rev int64) {
 				switch {
 				case e.Type == gcs.EventDelete && prefix == gcs.NodesPrefix:
 					delete(v.nodes, id)
+					delete(v.data, id)
 				case e.Type == gcs.EventDelete:
 					if n := v.nodes[id]; n != nil {
 						n.hasLoad = false
@@ -183,6 +185,9 @@ func (v *clusterView) putNodeLocked(b []byte) *pb.NodeInfo {
 	var info pb.NodeInfo
 	if proto.Unmarshal(b, &info) != nil || info.NodeId == "" {
 		return nil
+	}
+	if info.DataAddress != "" {
+		v.data[info.NodeId] = info.DataAddress
 	}
 	if !runsTasks(&info, v.job) {
 		return &info
@@ -335,6 +340,13 @@ func (v *clusterView) Store(node ids.NodeID) *actor.PID {
 		v.mu.Unlock()
 	}
 	return p
+}
+
+// DataAddress implements core.Cluster.
+func (v *clusterView) DataAddress(node ids.NodeID) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.data[string(node)]
 }
 
 // Nodes returns the nodes of the view (a copy) with their records.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -64,6 +65,9 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	}
 	ncfg := cfg.Node
 	ncfg.GCS = store
+	if ncfg.Host == "" {
+		ncfg.Host = HostFor(cfg.Address[0])
+	}
 	n, err := Start(ctx, ncfg)
 	if err != nil {
 		store.Close()
@@ -86,6 +90,25 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// HostFor returns the address this machine is reached at by the peers of a cluster whose
+// GCS is at gcsAddr (host:port): 127.0.0.1 for a GCS on this machine's loopback, else the
+// local address of the route to the GCS.
+func HostFor(gcsAddr string) string {
+	host, _, err := net.SplitHostPort(gcsAddr)
+	if err != nil {
+		host = gcsAddr
+	}
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return "127.0.0.1"
+	}
+	c, err := net.Dial("udp", gcsAddr) // no packet is sent: this only picks a route
+	if err != nil {
+		return "127.0.0.1"
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String()
 }
 
 // fileSHA256 hashes a file.

@@ -30,6 +30,7 @@ import (
 	"github.com/ray-go/ray/internal/pb"
 	"github.com/ray-go/ray/lineage"
 	"github.com/ray-go/ray/objects/shard"
+	"github.com/ray-go/ray/objects/transfer"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/raylet"
 	"github.com/ray-go/ray/tasks/sched"
@@ -102,7 +103,10 @@ type Config struct {
 	// names the node agent that started a worker.
 	Role    string
 	AgentID string
-	Logger  *slog.Logger
+	// Host is the address the node listens on and advertises (default 127.0.0.1; Join
+	// uses the local address that reaches the GCS, so that other machines reach it too).
+	Host   string
+	Logger *slog.Logger
 }
 
 // gatedProvider holds the member's registration until the gate opens.
@@ -150,11 +154,12 @@ type Node struct {
 	table     *actors.Table
 	compactor *gcs.Compactor
 	nodes     *nodeView
-	view      *clusterView  // cluster mode only
-	lease     gcs.LeaseID   // cluster mode: the node record's and load report's lease
-	loads     *loadReporter // cluster mode, nodes that run tasks
-	ownGCS    gcs.Store     // a GCS client Join opened (closed by Stop)
-	job       *pb.JobInfo   // the job a driver registered (ended by Stop)
+	view      *clusterView     // cluster mode only
+	lease     gcs.LeaseID      // cluster mode: the node record's and load report's lease
+	loads     *loadReporter    // cluster mode, nodes that run tasks
+	ownGCS    gcs.Store        // a GCS client Join opened (closed by Stop)
+	data      *transfer.Server // cluster mode: serves this node's objects to other nodes
+	job       *pb.JobInfo      // the job a driver registered (ended by Stop)
 	sub       *eventstream.Subscription
 	// ActorStats counts what this node's actor grains did.
 	ActorStats *actors.Stats
@@ -191,6 +196,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	if cfg.ObjectStoreBytes == 0 {
 		cfg.ObjectStoreBytes = DefaultObjectStoreBytes()
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
 	}
 	n = &Node{ID: ids.NewNodeID(), cfg: cfg, ActorStats: &actors.Stats{}}
 	defer func() {
@@ -262,7 +270,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if _, err = n.store.KeepAlive(context.Background(), n.lease); err != nil {
 			return nil, fmt.Errorf("node: keep the node lease alive: %w", err)
 		}
-		n.view = &clusterView{self: n.ID, job: cfg.Job, store: n.store, provider: n.provider, nodes: map[string]*viewNode{},
+		n.view = &clusterView{self: n.ID, job: cfg.Job, store: n.store, provider: n.provider, nodes: map[string]*viewNode{}, data: map[string]string{},
 			grains: func(node ids.NodeID, what, kind string) *actor.PID {
 				n.mu.Lock()
 				stopped := n.stopped
@@ -279,6 +287,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			}}
 		if err = n.view.start(ctx); err != nil {
 			return nil, err
+		}
+		if n.data, err = transfer.NewServer(transfer.ServerConfig{Addr: net.JoinHostPort(cfg.Host, "0"), Get: n.readObject, Logger: cfg.Logger}); err != nil {
+			return nil, fmt.Errorf("node: start the object data server: %w", err)
 		}
 		cluster, feasible = n.view, n.view.Feasible
 	}
@@ -306,6 +317,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	info := &pb.NodeInfo{NodeId: string(n.ID), Address: n.system.Address(), Total: tasks.ResourcesToPB(total),
 		ObjectStoreBytes: cfg.ObjectStoreBytes, StartedUnixMs: time.Now().UnixMilli(),
 		Role: cfg.Role, JobId: string(cfg.Job), AgentId: cfg.AgentID, Hostname: host, Pid: int32(os.Getpid())}
+	if n.data != nil {
+		info.DataAddress = n.data.Addr()
+	}
 	self = info
 	infoB, _ := proto.Marshal(info)
 	if _, err := n.store.Put(ctx, gcs.NodeKey(string(n.ID)), infoB, n.lease); err != nil {
@@ -335,6 +349,31 @@ func (n *Node) actorPID(actorID string) *actor.PID {
 		return nil
 	}
 	return n.cluster.Get(membership.ActorIdentity(actorID), KindActor)
+}
+
+// readObject reads an object from this node's store shard for the data server (in
+// process, the shard hands over its slice without a copy).
+func (n *Node) readObject(ctx context.Context, id ids.ObjectID) ([]byte, error) {
+	s := n.objectStore()
+	if s == nil {
+		return nil, errors.New("node: stopping")
+	}
+	timeout := time.Minute
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	res, err := n.system.Root.RequestFuture(s, &pb.GetObject{ObjectId: id[:]}, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("node: read object %s from the store: %w", id, err)
+	}
+	reply, ok := res.(*pb.GetObjectReply)
+	switch {
+	case ok && reply.Error != "":
+		return nil, fmt.Errorf("%w: %s", transfer.ErrUnreadable, reply.Error)
+	case !ok || !reply.Found:
+		return nil, fmt.Errorf("%w: %s is not in the store of node %s", transfer.ErrNotFound, id, n.ID)
+	}
+	return reply.Data, nil
 }
 
 // Actors is the node's actor manager (the actor table as this node sees it).
@@ -449,7 +488,7 @@ func (n *Node) startMember(ctx context.Context) error {
 			Budget: n.cfg.ObjectStoreBytes, SpillDir: filepath.Join(n.dir, "spill")}).Configure(pooled)),
 		cluster.NewKind(KindActor, actors.Props(aenv).Configure(pooled)),
 	}
-	rem := remote.Configure("127.0.0.1", 0,
+	rem := remote.Configure(n.cfg.Host, 0,
 		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes)),
 		remote.WithEndpointWriterBatchSize(endpointBatch))
 	// Gossip keys members by actor-system ID and blocks IDs on missed heartbeats, which
@@ -532,7 +571,6 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopped = true
 	n.mu.Unlock()
 	var errs []error
-	n.endJob(ctx)
 	if n.actors != nil {
 		n.releaseOwnedActors(ctx)
 		n.actors.Stop()
@@ -543,19 +581,31 @@ func (n *Node) Stop(ctx context.Context) error {
 	if n.loads != nil {
 		n.loads.stop()
 	}
+	if n.data != nil {
+		n.data.Close()
+	}
 	if n.view != nil {
 		n.view.stop()
 	}
 	if n.Core != nil {
 		n.Core.Close()
 	}
-	if n.writer != nil && n.store != nil {
+	// A node that runs tasks leaves the node table first, so that no more work is placed
+	// on it. A driver ends its job (and with it the job's worker processes) only after its
+	// own member has shut down, so that it does not watch them go.
+	leave := func() {
+		if n.writer == nil || n.store == nil {
+			return
+		}
 		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		_, _ = n.store.Delete(dctx, gcs.NodeKey(string(n.ID)))
 		if n.lease != 0 {
 			_ = n.store.Revoke(dctx, n.lease)
 		}
-		cancel()
+	}
+	if n.job == nil {
+		leave()
 	}
 	if n.cluster != nil {
 		// Shutdown(true) sleeps 2 s for ownership hand-over we do not use; the provider
@@ -569,6 +619,10 @@ func (n *Node) Stop(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if n.job != nil {
+		n.endJob(ctx)
+		leave()
 	}
 	if n.packer != nil {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -1,7 +1,11 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -56,4 +60,68 @@ func BenchmarkPull(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkStream fetches objects over the data-plane stream on loopback: 200 MiB (the
+// project's goal: 1 GB/s or more) with the server in this process and in another process
+// (the test binary, run as a server: see TestMain), 64 MiB to compare with BenchmarkPull,
+// and 1 MiB on kept connections and on a new connection per fetch.
+func BenchmarkStream(b *testing.B) {
+	const big = 200 << 20
+	data := randomBytes(big, 42) // as the server process's
+	id := ids.PutID(ids.NewRootTaskID(), 1)
+	run := func(b *testing.B, addr string, size int, newConn bool) {
+		b.SetBytes(int64(size))
+		pool := testPool(b)
+		for b.Loop() {
+			if newConn {
+				pool.closeAll()
+			}
+			got, err := fetch(context.Background(), pool, addr, id, FetchOptions{}, defaultTuning)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(got) != size {
+				b.Fatalf("fetched %d bytes, want %d", len(got), size)
+			}
+		}
+	}
+	for _, size := range []int{big, 64 << 20} {
+		srv := newStreamServer(b, ServerConfig{Get: func(context.Context, ids.ObjectID) ([]byte, error) { return data[:size], nil }})
+		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) { run(b, srv.Addr(), size, false) })
+	}
+	b.Run("200MiB/processes", func(b *testing.B) {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", streamServeEnv, big))
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			_ = stdin.Close()
+			if err := cmd.Wait(); err != nil {
+				b.Errorf("server process: %v", err)
+			}
+		}()
+		addr, err := readAddr(stdout)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got, err := Fetch(context.Background(), addr, id, FetchOptions{})
+		if err != nil || !bytes.Equal(got, data) {
+			b.Fatalf("from the server process: %v", err)
+		}
+		run(b, addr, big, false)
+	})
+	small := newStreamServer(b, ServerConfig{Get: func(context.Context, ids.ObjectID) ([]byte, error) { return data[:1<<20], nil }})
+	b.Run("1MiB/kept-conn", func(b *testing.B) { run(b, small.Addr(), 1<<20, false) })
+	b.Run("1MiB/new-conn", func(b *testing.B) { run(b, small.Addr(), 1<<20, true) })
 }

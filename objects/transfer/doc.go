@@ -37,7 +37,78 @@
 // columns at ~0.5 GB/s per core here); it pays on networks slower than that, not on
 // loopback.
 //
-// The receiving side is the store shard's PullObject handler (package objects/shard). This
-// package depends only on protoactor's actor package, internal/ids, internal/pb,
+// The receiving side is the store shard's PullObject handler (package objects/shard).
+//
+// # Stream: the data plane for large objects
+//
+// Pull copies every chunk several times (protobuf marshalling, gRPC framing, unmarshalling)
+// and peaks at a few hundred MB/s between processes. For large objects a node also runs a
+// Server, a plain TCP server that writes an object's bytes as they are, and Fetch reads
+// them straight into the buffer it returns: the kernel's two copies are the only ones.
+// Server.Get is the node's hook to its store shard (in-process, the shard hands over its
+// slice without copying it).
+//
+// Protocol (all integers big endian). The client sends a request of 21 bytes:
+//
+//	magic     1 byte   0xD1: magic and version in one; a server closes a connection that
+//	                   opens with anything else (a new version takes a new value)
+//	object ID 20 bytes
+//
+// The server answers with a header of 11 bytes:
+//
+//	status    1 byte   0 ok, 1 not found (ErrNotFound), 2 unreadable (ErrUnreadable),
+//	                   3 failed (Get returned another error, e.g. the store did not answer:
+//	                   the object may be there; no sentinel)
+//	size      8 bytes  the object's size (0 unless ok)
+//	text len  2 bytes  length of the error text that follows (0 if ok)
+//
+// then, if ok, the size bytes of the object and a trailer of 4 bytes, the CRC-32C
+// (Castagnoli) of those bytes; otherwise the error text. The connection then waits for the
+// next request: requests on one connection are answered one at a time, in order.
+//
+// The checksum comes after the bytes, not in the header, so the server never reads the
+// whole object before sending its first byte: it hashes each 1 MiB chunk right after
+// writing it, while the kernel's copy has left it in the cache. Measured here (2 vCPUs,
+// 200 MiB, client and server in two processes): CRC-32C runs at ~24 GB/s on data in the
+// cache and ~7 GB/s from memory; hashing the whole object first (as a header would need)
+// gave ~1.8 GB/s, hashing each chunk before writing it ~1.7 GB/s, after writing it
+// ~2.2 GB/s (noisy; ±20%). Hashing in a goroutine of its own was slower still: both CPUs
+// are already busy with the kernel's copies. The client hashes each chunk right after
+// reading it, for the same reason. The server hashes on every request: ServerConfig.Get
+// returns bytes only, not the checksum the shard keeps for Pull.
+//
+// The client checks the header (a known status, size at most MaxStreamSize, no error text
+// with ok), then reads exactly size bytes into a buffer of that size (io.ReadFull, in
+// 1 MiB steps, each under FetchOptions.Timeout) and compares the trailer with its own
+// checksum. A short body, a missing trailer or a checksum that differs is ErrCorrupt; a
+// connection cut before a response is a network error.
+//
+// Connections are reused: Fetch keeps up to 4 idle connections per address for 30 s
+// (servers close idle connections after 90 s, so a client rarely reuses one being closed;
+// when it does, i.e. a reused connection fails before any byte of a response, Fetch retries
+// once on a new connection: requests are idempotent). Measured here, a 1 MiB object takes
+// ~0.5 ms on a kept connection and ~1 ms on a new one (connect, then TCP's windows growing
+// from scratch); for 200 MiB objects it does not matter. Reuse also spares the TIME_WAIT
+// sockets a connection per fetch would leave behind. A Server accepts up to
+// ServerConfig.MaxConns connections; at that bound a new connection closes an idle one
+// (its client retries) or waits until one ends.
+//
+// Socket buffers are left to the kernel's autotuning: fixing SO_SNDBUF/SO_RCVBUF at 4 MiB
+// (the most net.core.[rw]mem_max allows here) and chunks of 256 KiB or 4 MiB instead of
+// 1 MiB made no difference above the noise. Where the CPU goes on a 200 MiB fetch (both
+// ends in one process): the kernel's two copies ~55%, the two checksums ~25%, zeroing the
+// new buffer ~10%. Loopback TCP alone, without checksums, moves ~2.5-3 GB/s here.
+//
+// Cancelling the context closes the connection at once (context.AfterFunc), which ends
+// the fetch; a server answers a closed connection by ending its goroutine. Server.Close
+// stops accepting, closes every connection, cancels the context passed to Get, and waits
+// for the accept loop and the connections' goroutines (Get must return when its context
+// ends). Every connection of a server is owned by one goroutine, ended by the connection's
+// end, its idle timeout (10 s for a first request, 90 s between requests), a write making
+// no progress for 30 s (a client that stopped reading), or Close. Fetch starts no
+// goroutine that outlives it; the pool has none (expired connections are closed when the
+// pool is next used, or by CloseIdleConnections).
+//
+// This package depends only on protoactor's actor package, internal/ids, internal/pb,
 // klauspost/compress and the standard library.
 package transfer

@@ -1,0 +1,597 @@
+package transfer
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ray-go/ray/internal/ids"
+)
+
+// The data-plane stream (see the package documentation for the protocol).
+const (
+	// streamMagic opens every request: the protocol's magic and version in one byte. A new
+	// version takes a new value; a server closes a connection that opens with another.
+	streamMagic byte = 0xD1
+
+	requestLen = 1 + ids.ObjectIDLen // magic, object ID
+	headerLen  = 1 + 8 + 2           // status, size, error text length
+	trailerLen = 4                   // CRC-32C of the body
+
+	// MaxStreamSize is the largest object a client accepts; a larger announced size is
+	// ErrCorrupt.
+	MaxStreamSize = 1 << 40
+	// DefaultMaxConns is the default of ServerConfig.MaxConns.
+	DefaultMaxConns = 64
+	// DefaultStreamAddr is the default of ServerConfig.Addr.
+	DefaultStreamAddr = "127.0.0.1:0"
+)
+
+// Status byte of a response header.
+const (
+	statusOK         byte = 0 // size bytes and the trailer follow
+	statusNotFound   byte = 1 // ErrNotFound
+	statusUnreadable byte = 2 // ErrUnreadable
+	statusFailed     byte = 3 // Get failed otherwise (e.g. the store did not answer)
+)
+
+// Timeouts and sizes of the stream, fixed.
+const (
+	// firstRequestTimeout bounds the wait for a new connection's first request, and
+	// serverIdleTimeout the wait for the next one: an idle connection is closed then.
+	// Clients keep idle connections for poolIdleTimeout, well below, so they rarely reuse
+	// one the server is closing (and retry once on a fresh connection when they do).
+	firstRequestTimeout = 10 * time.Second
+	serverIdleTimeout   = 90 * time.Second
+	poolIdleTimeout     = 30 * time.Second
+	// serverWriteTimeout bounds each chunk's write: a client that stops reading releases
+	// its connection then.
+	serverWriteTimeout = 30 * time.Second
+	// maxDialTimeout bounds connecting (FetchOptions.Timeout, if shorter, too): a peer that
+	// does not answer a SYN within it is down.
+	maxDialTimeout = 10 * time.Second
+	// poolMaxIdle idle connections are kept per address.
+	poolMaxIdle = 4
+	// maxErrorText bytes of an error's text are sent.
+	maxErrorText = math.MaxUint16
+)
+
+// tuning holds the sizes the benchmarks compare; the code uses defaultTuning.
+type tuning struct {
+	writeChunk int // server: bytes hashed then written per write call
+	readChunk  int // client: bytes read (one deadline) then hashed per step
+	sockBuf    int // SO_SNDBUF / SO_RCVBUF to set on both ends; 0 leaves the kernel's autotuning
+}
+
+var defaultTuning = tuning{writeChunk: 1 << 20, readChunk: 1 << 20}
+
+// ServerConfig configures a stream Server.
+type ServerConfig struct {
+	// Addr is the TCP address to listen on; "" means DefaultStreamAddr.
+	Addr string
+	// Get returns an object's bytes, or an error wrapping ErrNotFound or ErrUnreadable
+	// (any other error is sent as a failure without either). The server only reads the
+	// slice. Get must return soon after ctx is done: ctx ends when the server closes.
+	Get func(ctx context.Context, id ids.ObjectID) ([]byte, error)
+	// Logger receives the server's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// MaxConns bounds the open connections; 0 means DefaultMaxConns. At the bound, a new
+	// connection closes an idle one, or waits for one to end.
+	MaxConns int
+}
+
+// Server serves objects' bytes to Fetch over TCP. It owns its listener, its accept loop
+// and one goroutine per connection; Close ends them all.
+type Server struct {
+	cfg    ServerConfig
+	tune   tuning
+	ln     net.Listener
+	ctx    context.Context // ends at Close; Get receives it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the accept loop and the connection goroutines
+
+	mu     sync.Mutex
+	cond   *sync.Cond // signalled when a connection ends or the server closes
+	conns  map[*serverConn]struct{}
+	closed bool
+
+	accepted atomic.Int64 // connections accepted (tests)
+}
+
+type serverConn struct {
+	c       net.Conn
+	idle    bool // waiting for a request after serving one: may be closed to make room
+	evicted bool
+}
+
+// NewServer listens on cfg.Addr and serves until Close.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	return newServer(cfg, defaultTuning)
+}
+
+func newServer(cfg ServerConfig, tune tuning) (*Server, error) {
+	if cfg.Get == nil {
+		return nil, errors.New("transfer: stream server: ServerConfig.Get is nil")
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultStreamAddr
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("transfer: stream server: %w", err)
+	}
+	s := &Server{cfg: cfg, tune: tune, ln: ln, conns: make(map[*serverConn]struct{})}
+	s.cond = sync.NewCond(&s.mu)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.acceptLoop()
+	return s, nil
+}
+
+// Addr returns the address the server listens on (host:port, the port bound).
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops accepting, closes every connection (transfers in progress fail on the
+// client), cancels the context of Gets in progress and waits for the server's goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	for sc := range s.conns {
+		_ = sc.c.Close()
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	var err error
+	if !already {
+		s.cancel()
+		if err = s.ln.Close(); errors.Is(err, net.ErrClosed) {
+			err = nil
+		}
+	}
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	var backoff time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.isClosed() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors or the like: wait a little and try again.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.cfg.Logger.Error("transfer: stream server cannot accept connections", "addr", s.Addr(), "err", err, "retry_in", backoff)
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			continue
+		}
+		backoff = 0
+		s.accepted.Add(1)
+		sc := &serverConn{c: c}
+		if !s.admit(sc) {
+			_ = c.Close()
+			return // closed
+		}
+		setSockBuf(c, s.tune.sockBuf)
+		s.wg.Add(1)
+		go s.serveConn(sc)
+	}
+}
+
+// admit registers sc once there is room for it, closing an idle connection if that
+// makes room. It reports false if the server closed meanwhile.
+func (s *Server) admit(sc *serverConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.closed && len(s.conns) >= s.cfg.MaxConns {
+		evicting := false
+		for o := range s.conns {
+			if o.evicted {
+				evicting = true // its goroutine is on the way out
+				break
+			}
+		}
+		if !evicting {
+			for o := range s.conns {
+				if o.idle {
+					o.evicted = true
+					_ = o.c.Close()
+					break
+				}
+			}
+		}
+		s.cond.Wait()
+	}
+	if s.closed {
+		return false
+	}
+	s.conns[sc] = struct{}{}
+	return true
+}
+
+// setIdle marks sc idle or busy. It reports false if sc was closed to make room or the
+// server closed: the connection must end.
+func (s *Server) setIdle(sc *serverConn, idle bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sc.evicted || s.closed {
+		return false
+	}
+	sc.idle = idle
+	if idle {
+		s.cond.Broadcast() // admit may close it now
+	}
+	return true
+}
+
+func (s *Server) drop(sc *serverConn) {
+	_ = sc.c.Close()
+	s.mu.Lock()
+	delete(s.conns, sc)
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// serveConn answers the requests that arrive on one connection, one at a time.
+func (s *Server) serveConn(sc *serverConn) {
+	defer s.wg.Done()
+	defer s.drop(sc)
+	log := s.cfg.Logger.With("remote", sc.c.RemoteAddr().String())
+	var req [requestLen]byte
+	timeout := firstRequestTimeout
+	for {
+		_ = sc.c.SetReadDeadline(time.Now().Add(timeout))
+		if _, err := io.ReadFull(sc.c, req[:]); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				log.Debug("transfer: stream server: reading a request", "err", err)
+			}
+			return
+		}
+		if !s.setIdle(sc, false) {
+			return
+		}
+		if req[0] != streamMagic {
+			log.Warn("transfer: stream server: not a stream request (another protocol or version?); closing the connection", "first_byte", req[0])
+			return
+		}
+		id := ids.ObjectID(req[1:])
+		if err := s.answer(sc.c, id); err != nil {
+			if !s.isClosed() {
+				log.Debug("transfer: stream server: sending an object", "object", id, "err", err)
+			}
+			return
+		}
+		if !s.setIdle(sc, true) {
+			return
+		}
+		timeout = serverIdleTimeout
+	}
+}
+
+// answer sends the response to a request for id: the header, and for an object found its
+// bytes and their CRC-32C. Each chunk is hashed right after it is written, while the
+// kernel's copy has left it in the cache (the last one before: the trailer goes with it).
+func (s *Server) answer(c net.Conn, id ids.ObjectID) error {
+	data, err := s.cfg.Get(s.ctx, id)
+	var hdr [headerLen]byte
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrNotFound):
+			hdr[0] = statusNotFound
+		case errors.Is(err, ErrUnreadable):
+			hdr[0] = statusUnreadable
+		default:
+			hdr[0] = statusFailed
+		}
+		text := err.Error()
+		if len(text) > maxErrorText {
+			text = text[:maxErrorText]
+		}
+		binary.BigEndian.PutUint16(hdr[9:], uint16(len(text)))
+		_ = c.SetWriteDeadline(time.Now().Add(serverWriteTimeout))
+		bufs := net.Buffers{hdr[:], []byte(text)}
+		_, err := bufs.WriteTo(c)
+		return err
+	}
+	hdr[0] = statusOK
+	binary.BigEndian.PutUint64(hdr[1:], uint64(len(data)))
+	var trailer [trailerLen]byte
+	var sum uint32
+	for off := 0; ; {
+		end := min(off+s.tune.writeChunk, len(data))
+		last := end == len(data)
+		bufs := make(net.Buffers, 0, 3)
+		if off == 0 {
+			bufs = append(bufs, hdr[:])
+		}
+		bufs = append(bufs, data[off:end])
+		if last {
+			sum = crc32.Update(sum, castagnoli, data[off:end])
+			binary.BigEndian.PutUint32(trailer[:], sum)
+			bufs = append(bufs, trailer[:])
+		}
+		_ = c.SetWriteDeadline(time.Now().Add(serverWriteTimeout))
+		if _, err := bufs.WriteTo(c); err != nil || last {
+			return err
+		}
+		sum = crc32.Update(sum, castagnoli, data[off:end])
+		off = end
+	}
+}
+
+// FetchOptions tune one Fetch. The zero value is valid.
+type FetchOptions struct {
+	// Timeout bounds every wait for data: the request's write, the response header (the
+	// server's Get included) and each 1 MiB of the body; and connecting, with at most 10 s.
+	// 0 means DefaultTimeout. The context's deadline bounds the whole fetch.
+	Timeout time.Duration
+}
+
+// Fetch fetches object id from the stream Server at addr and returns its bytes, checked
+// against their size and CRC-32C. Errors wrap ErrNotFound, ErrUnreadable, ErrCorrupt, the
+// context's error, or the network's error (a refused dial, os.ErrDeadlineExceeded when
+// the server stays silent for opt.Timeout), with the object ID and the address.
+//
+// Connections are kept for reuse, a few per address (see CloseIdleConnections).
+// Cancelling ctx closes the connection at once.
+func Fetch(ctx context.Context, addr string, id ids.ObjectID, opt FetchOptions) ([]byte, error) {
+	return fetch(ctx, &clientPool, addr, id, opt, defaultTuning)
+}
+
+// CloseIdleConnections closes the connections Fetch keeps for reuse.
+func CloseIdleConnections() { clientPool.closeAll() }
+
+func fetchErrorf(addr string, id ids.ObjectID, format string, args ...any) error {
+	return fmt.Errorf("transfer: fetch object %s from %s: %w", id, addr, fmt.Errorf(format, args...))
+}
+
+func fetch(ctx context.Context, pool *connPool, addr string, id ids.ObjectID, opt FetchOptions, tune tuning) ([]byte, error) {
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultTimeout
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fetchErrorf(addr, id, "%w", err)
+	}
+	c, reused := pool.get(addr)
+	for {
+		if c == nil {
+			d := net.Dialer{Timeout: min(opt.Timeout, maxDialTimeout)}
+			var err error
+			if c, err = d.DialContext(ctx, "tcp", addr); err != nil {
+				if ctx.Err() != nil {
+					return nil, fetchErrorf(addr, id, "%w", ctx.Err())
+				}
+				return nil, fetchErrorf(addr, id, "connect: %w", err)
+			}
+			setSockBuf(c, tune.sockBuf)
+		}
+		data, keep, stale, err := fetchOn(ctx, c, addr, id, opt, tune)
+		if keep {
+			pool.put(addr, c)
+		} else {
+			_ = c.Close()
+		}
+		if stale && reused {
+			// The server closed the idle connection (or restarted): the others kept for
+			// addr are likely closed too. Try once more on a new connection.
+			pool.closeAddr(addr)
+			c, reused = nil, false
+			continue
+		}
+		return data, err
+	}
+}
+
+// fetchOn sends the request for id on c and reads the response. keep reports that c is
+// in a state to be reused; stale that c failed before any byte of a response arrived
+// (the server had closed it).
+func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt FetchOptions, tune tuning) (data []byte, keep, stale bool, err error) {
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer func() {
+		if !stop() { // ctx ended: c is closed or being closed
+			keep, stale = false, false
+			data, err = nil, fetchErrorf(addr, id, "%w", ctx.Err())
+		}
+	}()
+	fail := func(format string, args ...any) ([]byte, bool, bool, error) {
+		return nil, false, false, fetchErrorf(addr, id, format, args...)
+	}
+
+	var req [requestLen]byte
+	req[0] = streamMagic
+	copy(req[1:], id[:])
+	_ = c.SetWriteDeadline(time.Now().Add(opt.Timeout))
+	if _, err := c.Write(req[:]); err != nil {
+		return nil, false, isStale(err), fetchErrorf(addr, id, "send request: %w", err)
+	}
+
+	var hdr [headerLen]byte
+	_ = c.SetReadDeadline(time.Now().Add(opt.Timeout))
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		return nil, false, isStale(err), fetchErrorf(addr, id, "read response header: %w", err)
+	}
+	status, size, textLen := hdr[0], binary.BigEndian.Uint64(hdr[1:]), int(binary.BigEndian.Uint16(hdr[9:]))
+	if status != statusOK {
+		text := make([]byte, textLen)
+		if _, err := io.ReadFull(c, text); err != nil {
+			return fail("read error text: %w", err)
+		}
+		var sentinel error
+		switch status {
+		case statusNotFound:
+			sentinel = ErrNotFound
+		case statusUnreadable:
+			sentinel = ErrUnreadable
+		case statusFailed:
+			return nil, true, false, fetchErrorf(addr, id, "server failed: %s", text)
+		default:
+			return fail("%w: unknown status %d", ErrCorrupt, status)
+		}
+		return nil, true, false, fetchErrorf(addr, id, "%w: server says: %s", sentinel, text)
+	}
+	if textLen != 0 || size > MaxStreamSize || size > math.MaxInt {
+		return fail("%w: response header says size %d, error text %d bytes", ErrCorrupt, size, textLen)
+	}
+
+	buf := make([]byte, size)
+	var sum uint32
+	for off := 0; off < len(buf); {
+		end := min(off+tune.readChunk, len(buf))
+		_ = c.SetReadDeadline(time.Now().Add(opt.Timeout))
+		n, err := io.ReadFull(c, buf[off:end])
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return fail("%w: connection closed after %d of %d bytes", ErrCorrupt, off+n, size)
+			}
+			return fail("read body at %d of %d bytes: %w", off+n, size, err)
+		}
+		sum = crc32.Update(sum, castagnoli, buf[off:end])
+		off = end
+	}
+	var trailer [trailerLen]byte
+	_ = c.SetReadDeadline(time.Now().Add(opt.Timeout))
+	if _, err := io.ReadFull(c, trailer[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fail("%w: connection closed before the checksum", ErrCorrupt)
+		}
+		return fail("read checksum: %w", err)
+	}
+	if want := binary.BigEndian.Uint32(trailer[:]); sum != want {
+		return fail("%w: CRC-32C of %d bytes is %08x, the server says %08x", ErrCorrupt, size, sum, want)
+	}
+	return buf, true, false, nil
+}
+
+// isStale reports whether err, before any byte of a response, means the server had
+// closed the connection.
+func isStale(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+func setSockBuf(c net.Conn, n int) {
+	if tc, ok := c.(*net.TCPConn); ok && n > 0 {
+		_ = tc.SetReadBuffer(n)
+		_ = tc.SetWriteBuffer(n)
+	}
+}
+
+// connPool keeps idle connections per address, most recent last. It has no goroutine:
+// expired connections are closed when the pool is next used.
+type connPool struct {
+	mu   sync.Mutex
+	idle map[string][]idleConn
+}
+
+type idleConn struct {
+	c     net.Conn
+	since time.Time
+}
+
+var clientPool connPool
+
+// get returns the most recently used idle connection to addr, or nil.
+func (p *connPool) get(addr string) (net.Conn, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.expireLocked(time.Now())
+	list := p.idle[addr]
+	if len(list) == 0 {
+		return nil, false
+	}
+	ic := list[len(list)-1]
+	list[len(list)-1] = idleConn{}
+	if list = list[:len(list)-1]; len(list) == 0 {
+		delete(p.idle, addr)
+	} else {
+		p.idle[addr] = list
+	}
+	return ic.c, true
+}
+
+func (p *connPool) put(addr string, c net.Conn) {
+	_ = c.SetDeadline(time.Time{})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	p.expireLocked(now)
+	if len(p.idle[addr]) >= poolMaxIdle {
+		_ = c.Close()
+		return
+	}
+	if p.idle == nil {
+		p.idle = make(map[string][]idleConn)
+	}
+	p.idle[addr] = append(p.idle[addr], idleConn{c: c, since: now})
+}
+
+// expireLocked closes the connections idle for poolIdleTimeout.
+func (p *connPool) expireLocked(now time.Time) {
+	for addr, list := range p.idle {
+		keep := list[:0]
+		for _, ic := range list {
+			if now.Sub(ic.since) >= poolIdleTimeout {
+				_ = ic.c.Close()
+			} else {
+				keep = append(keep, ic)
+			}
+		}
+		clear(list[len(keep):])
+		if len(keep) == 0 {
+			delete(p.idle, addr)
+		} else {
+			p.idle[addr] = keep
+		}
+	}
+}
+
+func (p *connPool) closeAddr(addr string) {
+	p.mu.Lock()
+	list := p.idle[addr]
+	delete(p.idle, addr)
+	p.mu.Unlock()
+	for _, ic := range list {
+		_ = ic.c.Close()
+	}
+}
+
+func (p *connPool) closeAll() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, list := range idle {
+		for _, ic := range list {
+			_ = ic.c.Close()
+		}
+	}
+}
