@@ -36,7 +36,10 @@ type EmbedConfig struct {
 	Dir string
 	// Name is the member name (default "gcs").
 	Name string
-	// ClientPort and PeerPort are the ports on 127.0.0.1; 0 picks a free one.
+	// Host is the address the server listens on and advertises (default 127.0.0.1; a
+	// cluster spanning machines needs an address the others reach).
+	Host string
+	// ClientPort and PeerPort are the ports on Host; 0 picks a free one.
 	ClientPort, PeerPort int
 	// Namespace is the key prefix of the stores Client returns (see Config.Namespace).
 	Namespace string
@@ -97,6 +100,9 @@ func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	if cfg.Name == "" {
 		cfg.Name = "gcs"
 	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
 	if cfg.QuotaBytes == 0 {
 		cfg.QuotaBytes = DefaultQuotaBytes
 	}
@@ -134,8 +140,8 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 			return nil, err
 		}
 	}
-	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(clientPort))}
-	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(peerPort))}
+	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(clientPort))}
+	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(peerPort))}
 
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
@@ -159,8 +165,8 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		if isAddrInUse(err) {
-			return nil, fmt.Errorf("etcdstore: embed: client port %d or peer port %d on 127.0.0.1 is in use: %w (%w)",
-				clientPort, peerPort, errPortInUse, err)
+			return nil, fmt.Errorf("etcdstore: embed: client port %d or peer port %d on %s is in use: %w (%w)",
+				clientPort, peerPort, cfg.Host, errPortInUse, err)
 		}
 		return nil, fmt.Errorf("etcdstore: embed: start etcd in %s: %w", cfg.Dir, err)
 	}
