@@ -1,0 +1,257 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rayctl is the binary built for the tests that run real processes.
+var rayctl string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rayctl-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rayctl = filepath.Join(dir, "rayctl")
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if p, err := exec.LookPath("go"); err == nil {
+		goCmd = p
+	}
+	cmd := exec.Command(goCmd, "build", "-o", rayctl, "./rayctl")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build rayctl:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs rayctl with args (and extra environment), bounded by 90 s.
+func run(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, rayctl, args...)
+	cmd.Env = append(cleanEnv(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("rayctl %v: %v", args, err)
+	}
+	t.Logf("rayctl %s -> %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	return r
+}
+
+// cleanEnv is the test's environment without variables rayctl reads.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "RAY_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func status(t *testing.T, args ...string) (Status, result) {
+	t.Helper()
+	r := run(t, nil, append([]string{"status", "-o", "json"}, args...)...)
+	var st Status
+	if r.code == 0 {
+		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+			t.Fatalf("status output: %v\n%s", err, r.stdout)
+		}
+	}
+	return st, r
+}
+
+func TestCluster(t *testing.T) {
+	sess := t.TempDir()
+	// Whatever happens, no agent outlives the test (cleanups run before TempDir's).
+	t.Cleanup(func() { run(t, nil, "stop", "--force", "--session-dir", sess) })
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+
+	r := run(t, nil, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "2", "--resources", `{"accel":1}`)
+	if r.code != 0 || !strings.Contains(r.stdout, "export RAY_ADDRESS="+addr+"\n") {
+		t.Fatalf("start --head: %+v", r)
+	}
+	st, r := status(t, "--address", addr)
+	if r.code != 0 || len(st.Nodes) != 1 || !st.Nodes[0].Alive || !st.Nodes[0].Head ||
+		st.Nodes[0].Total["CPU"] != 2 || st.Nodes[0].Total["accel"] != 1 || st.Cluster.AliveNodes != 1 {
+		t.Fatalf("status after start: %+v", st)
+	}
+
+	// A second agent joins through RAY_ADDRESS; status finds the cluster through the
+	// session dir.
+	r = run(t, []string{"RAY_ADDRESS=" + addr, "RAY_GO_OBJECT_STORE_MEMORY=500MB"}, "start", "--session-dir", sess, "--num-cpus", "1")
+	if r.code != 0 {
+		t.Fatalf("start --address: %+v", r)
+	}
+	st, r = status(t, "--session-dir", sess)
+	if r.code != 0 || st.Cluster.AliveNodes != 2 || st.Cluster.Total["CPU"] != 3 || len(st.Nodes) != 2 ||
+		st.Nodes[1].ObjectStoreBudget != 500_000_000 {
+		t.Fatalf("status with two agents: %+v", st)
+	}
+	if r := run(t, nil, "status", "--address", addr); r.code != 0 || !strings.Contains(r.stdout, "2 node(s) alive") {
+		t.Errorf("text status: %+v", r)
+	}
+
+	// The port is taken.
+	r = run(t, nil, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess)
+	if r.code != ExitPortInUse || !strings.Contains(r.stderr, "port "+strconv.Itoa(port)) || !strings.Contains(r.stderr, "--port") {
+		t.Errorf("start on a taken port: %+v", r)
+	}
+
+	// Jobs.
+	r = run(t, nil, "job", "submit", "--address", addr, "--", "/bin/sh", "-c", "echo hi; echo to-stderr >&2; exit 0")
+	if r.code != 0 || !strings.Contains(r.stdout, "hi\n") || !strings.Contains(r.stdout, "to-stderr") || !strings.Contains(r.stderr, "SUCCEEDED") {
+		t.Errorf("job submit: %+v", r)
+	}
+	r = run(t, nil, "job", "submit", "--address", addr, "--env", "GREETING=a,b", "--", "sh", "-c", `echo "$GREETING $RAY_ADDRESS"; exit 3`)
+	if r.code != ExitJobFailed || !strings.Contains(r.stdout, "a,b "+addr) || !strings.Contains(r.stderr, "exit code 3") {
+		t.Errorf("failing job: %+v", r)
+	}
+	r = run(t, nil, "job", "submit", "--address", addr, "--", "./no-such-program")
+	if r.code != ExitError || !strings.Contains(r.stderr, "does not exist") {
+		t.Errorf("missing program: %+v", r)
+	}
+	r = run(t, nil, "job", "submit", "--no-wait", "--address", addr, "--", "/bin/sh", "-c", "echo started; exec sleep 60")
+	id := strings.TrimSpace(r.stdout)
+	if r.code != 0 || len(id) != 16 {
+		t.Fatalf("submit --no-wait: %+v", r)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r = run(t, nil, "job", "logs", "--address", addr, id)
+		if strings.Contains(r.stdout, "started") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no output from %s: %+v", id, r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r = run(t, nil, "job", "stop", id, "--address", addr)
+	if r.code != 0 || !strings.Contains(r.stdout, "STOPPED") {
+		t.Errorf("job stop: %+v", r)
+	}
+	r = run(t, nil, "job", "status", id, "--address", addr, "-o", "json")
+	var v submissionView
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.State != "STOPPED" || !v.StopRequest {
+		t.Errorf("job status: %+v (%v)", r, err)
+	}
+	r = run(t, nil, "job", "list", "--address", addr, "-o", "json")
+	var views []submissionView
+	if err := json.Unmarshal([]byte(r.stdout), &views); err != nil || len(views) != 3 {
+		t.Errorf("job list: %+v (%v)", r, err)
+	}
+
+	// A stale pid file that names a live process which is not an agent (this test) is
+	// removed, and the process is not signalled.
+	stale := filepath.Join(sess, "agent-0000000000000000")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, pidFileName), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r = run(t, nil, "stop", "--session-dir", sess)
+	if r.code != 0 || strings.Count(r.stdout, "Stopped") != 2 || !strings.Contains(r.stderr, "stale pid file") {
+		t.Errorf("stop: %+v", r)
+	}
+	t.Logf("stop took %v", time.Since(start))
+	if _, err := os.Stat(filepath.Join(stale, pidFileName)); !os.IsNotExist(err) {
+		t.Errorf("stale pid file not removed: %v", err)
+	}
+	if pids, _ := filepath.Glob(filepath.Join(sess, "*", pidFileName)); len(pids) != 0 {
+		t.Errorf("pid files left: %v", pids)
+	}
+	if _, r := status(t, "--address", addr); r.code != ExitGCSUnreachable || !strings.Contains(r.stderr, addr) {
+		t.Errorf("status after stop: %+v", r)
+	}
+	if r := run(t, nil, "stop", "--session-dir", sess); r.code != ExitNothingRunning {
+		t.Errorf("stop with nothing running: %+v", r)
+	}
+}
+
+// TestUsageErrors runs Main in this process: each fails before starting anything.
+func TestUsageErrors(t *testing.T) {
+	sess := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"start", "--session-dir", sess}, ExitError, "--head for a new cluster"},
+		{[]string{"start", "--head", "--address", "a:1", "--session-dir", sess}, ExitError, "exclude each other"},
+		{[]string{"start", "--head", "--resources", `{"CPU":2}`, "--session-dir", sess}, ExitError, "--num-cpus"},
+		{[]string{"start", "--head", "--resources", `{"GPU":2}`, "--session-dir", sess}, ExitError, "--num-gpus"},
+		{[]string{"start", "--head", "--resources", `[1]`, "--session-dir", sess}, ExitError, "JSON object"},
+		{[]string{"start", "--head", "--object-store-memory", "lots", "--session-dir", sess}, ExitError, "500MB"},
+		{[]string{"start", "--address", "a:1", "--gcs-endpoints", "b:2", "--session-dir", sess}, ExitError, "for the head"},
+		{[]string{"stop", "--session-dir", sess}, ExitNothingRunning, "no ray-go agent"},
+		{[]string{"status", "--session-dir", sess}, ExitNothingRunning, "RAY_ADDRESS"},
+		{[]string{"status", "-o", "yaml", "--address", "a:1"}, ExitError, "-o json"},
+		{[]string{"job", "submit", "--address", "a:1"}, ExitError, "no program"},
+		{[]string{"job", "submit", "--address", "a:1", "--env", "NOEQUALS", "--", "/bin/sh"}, ExitError, "KEY=VALUE"},
+		{[]string{"nosuch"}, ExitError, ""},
+	} {
+		t.Setenv("RAY_ADDRESS", "")
+		var out, errb bytes.Buffer
+		code := Main(append([]string{"rayctl"}, c.args...), &out, &errb)
+		if code != c.code || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errb.String(), c.code, c.want)
+		}
+	}
+}
+
+func TestInterspersed(t *testing.T) {
+	app := New(nil, nil)
+	for _, c := range []struct{ in, want string }{
+		{"rayctl job logs ID --follow", "rayctl job logs --follow ID"},
+		{"rayctl job status ID -o json --address a:1", "rayctl job status -o json --address a:1 ID"},
+		{"rayctl job status ID --output=json", "rayctl job status --output=json ID"},
+		{"rayctl job submit -- prog --follow", "rayctl job submit -- prog --follow"},
+		{"rayctl status -o json", "rayctl status -o json"},
+	} {
+		got := strings.Join(interspersed(app, strings.Fields(c.in)), " ")
+		if got != c.want {
+			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
+		}
+	}
+}

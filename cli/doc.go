@@ -1,0 +1,71 @@
+// Package cli is rayctl, the command line of ray-go, on github.com/urfave/cli/v2: one file
+// per command group (start.go, stop.go, status.go, job.go), app.go for the shared flags,
+// address resolution and exit codes, session.go for this machine's agent directories.
+// cli/rayctl is the main package. Nothing imports cli (a leaf; internal/archtest checks).
+//
+// # Commands
+//
+//	rayctl start --head [--port 6379] | --address HOST:PORT[,HOST:PORT]
+//	             [--num-cpus N] [--num-gpus N] [--resources '{"accel":2}']
+//	             [--object-store-memory 2GiB] [--session-dir /tmp/ray-go]
+//	             [--gcs-endpoints a:2379,b:2379] [--namespace NS] [--block]
+//	rayctl stop [--force] [--session-dir DIR]
+//	rayctl status [--address A] [-o text|json]
+//	rayctl job submit [--address A] [--no-wait] [--working-dir D] [--env K=V]... -- PROGRAM [ARGS...]
+//	rayctl job list [-o json]
+//	rayctl job status ID [-o json]
+//	rayctl job logs ID [--follow]
+//	rayctl job stop ID [--no-wait]
+//
+// Every flag also reads an environment variable: RAY_GO_HEAD, RAY_GO_PORT,
+// RAY_GO_ADDRESS (and RAY_ADDRESS), RAY_GO_NUM_CPUS, RAY_GO_NUM_GPUS,
+// RAY_GO_CUSTOM_RESOURCES, RAY_GO_OBJECT_STORE_MEMORY, RAY_GO_SESSION_DIR,
+// RAY_GO_GCS_ENDPOINTS, RAY_GO_GCS_NAMESPACE, RAY_GO_BLOCK, RAY_GO_FORCE, RAY_GO_OUTPUT,
+// RAY_GO_NO_WAIT, RAY_GO_WORKING_DIR, RAY_GO_JOB_ENV (one KEY=VALUE), RAY_GO_FOLLOW.
+// (--resources reads RAY_GO_CUSTOM_RESOURCES: RAY_GO_RESOURCES is the worker-process
+// variable of internal/workerenv.) Flags given after the ID of job status, logs and stop
+// are accepted too.
+//
+// # start
+//
+// `start` runs the node agent (internal/agent) of this machine. With --head it starts a new
+// cluster: an embedded etcd on --host:--port (default 127.0.0.1:6379) is the GCS, or, with --gcs-endpoints, an
+// external etcd cluster is. With --address it joins the cluster whose GCS is there. Without
+// --block, rayctl starts itself again with --block as a daemon (a new session, output to
+// the agent's logs/agent.log), waits up to 60 s for it to write agent.json (ready: ID,
+// pid, address) or agent.err (failed: message and exit code), prints the address and
+// `export RAY_ADDRESS=...`, and exits. Each agent has its own directory under the session
+// dir, agent-<agentID>/, holding agent.pid, agent.json, logs/, workers/ and (head) gcs/.
+//
+// `stop` finds this machine's agents by their pid files, checks that each pid is still a
+// rayctl agent of that directory (/proc/<pid>/cmdline), so a recycled pid is never
+// signalled, sends SIGTERM (joined agents before heads, which hold the GCS), waits up to
+// 10 s each, then SIGKILL. Stale pid files are removed.
+//
+// # Address
+//
+// status and job find the cluster through --address, else RAY_ADDRESS, else agent.json of
+// an agent running on this machine (a head's first).
+//
+// # Jobs
+//
+// `job submit` resolves the program to an absolute path (searching PATH for a bare name)
+// and checks it is an executable file, records a Submission (submissions/<id>, PENDING)
+// that the head agent runs, prints the submission ID and streams the driver's output from
+// the GCS (joblogs/<id>/..., see internal/agent) until it ends. The driver runs on the head
+// machine, at that path, in --working-dir (default: the current directory).
+//
+// # Exit codes
+//
+//	| code | meaning                                                            |
+//	|------|--------------------------------------------------------------------|
+//	| 0    | success (job submit: the job SUCCEEDED)                            |
+//	| 1    | bad usage, or any other error                                      |
+//	| 3    | start --head: the GCS port is already in use                       |
+//	| 4    | the GCS did not answer at the address (no cluster there)           |
+//	| 5    | nothing running: stop found no agent, no address could be found, or no head agent is alive to run a submission |
+//	| 6    | job submit: the job ended FAILED                                   |
+//	| 7    | job submit: the job ended STOPPED                                  |
+//
+// Messages go to stderr, prefixed "rayctl: ", and say what to do.
+package cli

@@ -1,0 +1,179 @@
+// Command driver is the test driver of the multi-process tests (package cli/e2e): a
+// ray-go program that joins the cluster at RAY_ADDRESS, runs one check and prints its
+// findings as one JSON object on stdout. Its worker processes are started by the node
+// agents from this same binary.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	ray "github.com/ray-go/ray"
+)
+
+var (
+	whereAmI = ray.Task0("e2e.WhereAmI", func(ctx context.Context) (string, error) {
+		return ray.NodeID(ctx)
+	})
+	busy = ray.Task1("e2e.Busy", func(ctx context.Context, d time.Duration) (string, error) {
+		time.Sleep(d)
+		return ray.NodeID(ctx)
+	})
+	makeBlob = ray.Task1("e2e.MakeBlob", func(ctx context.Context, n int) ([]byte, error) {
+		b := make([]byte, n)
+		x := uint64(0x9E3779B97F4A7C15)
+		for i := range b {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			b[i] = byte(x)
+		}
+		return b, nil
+	})
+	hashBlob = ray.Task1("e2e.HashBlob", func(ctx context.Context, b []byte) (hashed, error) {
+		node, err := ray.NodeID(ctx)
+		sum := sha256.Sum256(b)
+		return hashed{Node: node, Size: len(b), SHA256: hex.EncodeToString(sum[:])}, err
+	})
+	add = ray.Task2("e2e.Add", func(ctx context.Context, a, b int) (int, error) { return a + b, nil })
+
+	accelClass = ray.Actor("e2e.Accel", func() *accel { return &accel{} })
+	accelWhere = ray.Method0(accelClass, "Where", (*accel).Where)
+	accelAdd   = ray.Method1(accelClass, "Add", (*accel).Add)
+)
+
+type hashed struct {
+	Node   string
+	Size   int
+	SHA256 string
+}
+
+type accel struct{ n int }
+
+func (a *accel) Where(ctx context.Context) (string, error) { return ray.NodeID(ctx) }
+func (a *accel) Add(_ context.Context, by int) (int, error) {
+	a.n += by
+	return a.n, nil
+}
+
+func main() {
+	check := flag.String("check", "all", "spread|locality|bigobject|actor|sum|all, or hang (runs a long task until killed)")
+	bigMiB := flag.Int("big-mib", 200, "size of the bigobject check's object in MiB")
+	flag.Parse()
+	ctx, err := ray.Init(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "driver:", err)
+		os.Exit(1)
+	}
+	out := map[string]any{}
+	err = run(ctx, *check, *bigMiB, out)
+	if serr := ray.Shutdown(ctx); err == nil {
+		err = serr
+	}
+	if err != nil {
+		out["error"] = err.Error()
+	}
+	b, _ := json.Marshal(out)
+	fmt.Println(string(b))
+	if err != nil {
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, check string, bigMiB int, out map[string]any) error {
+	nodes, err := ray.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	out["nodes"] = nodes
+	if len(nodes) < 2 {
+		return fmt.Errorf("the job has %d nodes, the checks need 2", len(nodes))
+	}
+	if check == "hang" {
+		fmt.Println("hanging") // the test kills the driver now
+		_, err := ray.Get(ctx, busy.Remote(ctx, ray.V(10*time.Minute)))
+		return err
+	}
+	all := check == "all"
+	if all || check == "sum" {
+		refs := make([]ray.ObjectRef[int], 100)
+		for i := range refs {
+			refs[i] = add.Remote(ctx, ray.V(i), ray.V(1))
+		}
+		total := 0
+		for _, r := range refs {
+			v, err := ray.Get(ctx, r)
+			if err != nil {
+				return err
+			}
+			total += v
+		}
+		out["sum"] = total
+	}
+	if all || check == "spread" {
+		var refs []ray.ObjectRef[string]
+		for range 6 * len(nodes) {
+			refs = append(refs, busy.Options(ray.Spread()).Remote(ctx, ray.V(20*time.Millisecond)))
+		}
+		seen := map[string]int{}
+		for _, r := range refs {
+			id, err := ray.Get(ctx, r)
+			if err != nil {
+				return err
+			}
+			seen[id]++
+		}
+		out["spread"] = seen
+	}
+	if all || check == "locality" {
+		target := nodes[len(nodes)-1].ID
+		blob := makeBlob.Options(ray.NodeAffinity(target, false)).Remote(ctx, ray.V(8<<20))
+		var ran []string
+		for range 3 {
+			h, err := ray.Get(ctx, hashBlob.Remote(ctx, blob))
+			if err != nil {
+				return err
+			}
+			ran = append(ran, h.Node)
+		}
+		out["locality"] = map[string]any{"target": target, "ran": ran}
+	}
+	if all || check == "bigobject" {
+		a, b := nodes[0].ID, nodes[1].ID
+		blob := makeBlob.Options(ray.NodeAffinity(a, false)).Remote(ctx, ray.V(bigMiB<<20))
+		ha, err := ray.Get(ctx, hashBlob.Options(ray.NodeAffinity(a, false)).Remote(ctx, blob))
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		hb, err := ray.Get(ctx, hashBlob.Options(ray.NodeAffinity(b, false)).Remote(ctx, blob))
+		if err != nil {
+			return err
+		}
+		remote := time.Since(start)
+		out["bigobject"] = map[string]any{"on": ha, "read": hb, "remote_seconds": remote.Seconds()}
+	}
+	if all || check == "actor" {
+		h := accelClass.Remote(ctx, ray.Resources(map[string]float64{"accel": 1}))
+		where, err := ray.Get(ctx, accelWhere.Remote(ctx, h))
+		if err != nil {
+			return err
+		}
+		n := 0
+		for i := 1; i <= 50; i++ {
+			if n, err = ray.Get(ctx, accelAdd.Remote(ctx, h, ray.V(i))); err != nil {
+				return err
+			}
+		}
+		out["actor"] = map[string]any{"node": where, "sum": n}
+	}
+	return nil
+}

@@ -1,0 +1,338 @@
+// Package e2e holds the multi-process tests of cluster mode: they build rayctl and a test
+// driver (./driver), start a head and two more node agents on 127.0.0.1 with rayctl, run
+// drivers against the cluster, and stop everything, checking that no process is left.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	rayctl string // built binaries
+	driver string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ray-go-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rayctl, driver = filepath.Join(dir, "rayctl"), filepath.Join(dir, "driver")
+	for bin, pkg := range map[string]string{rayctl: "../rayctl", driver: "./driver"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// run runs a binary with a timeout and returns its stdout, stderr and exit code.
+func run(t *testing.T, timeout time.Duration, env []string, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s %s: did not finish within %v\nstdout: %s\nstderr: %s", filepath.Base(bin), strings.Join(args, " "), timeout, stdout.String(), tail(stderr.String()))
+		}
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "..." + s[len(s)-4000:]
+	}
+	return s
+}
+
+type status struct {
+	Nodes []struct {
+		AgentID string             `json:"agent_id"`
+		Alive   bool               `json:"alive"`
+		Head    bool               `json:"head"`
+		Total   map[string]float64 `json:"resources_total"`
+	} `json:"nodes"`
+	Jobs []struct {
+		JobID   string `json:"job_id"`
+		State   string `json:"state"`
+		Message string `json:"message"`
+	} `json:"jobs"`
+}
+
+type node struct {
+	ID        string
+	PID       int
+	Resources map[string]float64
+}
+
+type hashed struct {
+	Node   string
+	Size   int
+	SHA256 string
+}
+
+type report struct {
+	Nodes    []node
+	Sum      int
+	Spread   map[string]int
+	Locality struct {
+		Target string
+		Ran    []string
+	}
+	Bigobject struct {
+		On, Read      hashed
+		RemoteSeconds float64 `json:"remote_seconds"`
+	}
+	Actor struct {
+		Node string
+		Sum  int
+	}
+	Error string
+}
+
+// ourProcesses lists the live processes running one of the test's binaries.
+func ourProcesses() []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || (exe != rayctl && exe != driver) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err == nil {
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				continue // a zombie has exited; only its parent's wait is missing
+			}
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+	}
+	return out
+}
+
+// TestCluster runs the whole multi-process scenario on one cluster: a head and two more
+// agents (one with a custom resource), drivers run directly and through rayctl job
+// submit, a driver killed mid-run, and the clear errors of a wrong address.
+func TestCluster(t *testing.T) {
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	sess := t.TempDir()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
+		}
+		// Every process the test started is gone (agents, worker processes, drivers).
+		deadline := time.Now().Add(15 * time.Second)
+		for len(ourProcesses()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if left := ourProcesses(); len(left) > 0 {
+			t.Errorf("processes left behind: %v", left)
+			for _, p := range left {
+				if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	})
+
+	start := func(args ...string) {
+		t.Helper()
+		out, errOut, code := run(t, 90*time.Second, nil, rayctl, append([]string{"start", "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "1GiB"}, args...)...)
+		if code != 0 {
+			t.Fatalf("rayctl start %v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+		if !strings.Contains(out, "RAY_ADDRESS="+addr) {
+			t.Fatalf("rayctl start %v does not print the address to export:\n%s", args, out)
+		}
+	}
+	start("--head", "--port", strconv.Itoa(port))
+	start("--address", addr)
+	start("--address", addr, "--resources", `{"accel":1}`)
+
+	// A second head on the same port: a clear error and its exit code.
+	out, errOut, code := run(t, time.Minute, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", t.TempDir())
+	if code != 3 || !strings.Contains(out+errOut, strconv.Itoa(port)) {
+		t.Fatalf("a second head on port %d: exit %d (want 3)\n%s\n%s", port, code, out, errOut)
+	}
+
+	var st status
+	out, errOut, code = run(t, time.Minute, nil, rayctl, "status", "--address", addr, "-o", "json")
+	if code != 0 {
+		t.Fatalf("rayctl status: exit %d\n%s", code, errOut)
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("rayctl status -o json: %v\n%s", err, out)
+	}
+	alive := 0
+	for _, n := range st.Nodes {
+		if n.Alive {
+			alive++
+		}
+	}
+	if alive != 3 {
+		t.Fatalf("rayctl status reports %d alive nodes, want 3:\n%s", alive, out)
+	}
+
+	// The driver: tasks over the nodes, locality, a 200 MiB object across nodes, an actor
+	// that needs a custom resource.
+	env := []string{"RAY_ADDRESS=" + addr}
+	out, errOut, code = run(t, 3*time.Minute, env, driver, "-check", "all", "-big-mib", "200")
+	var rep report
+	if err := json.Unmarshal([]byte(lastLine(out)), &rep); err != nil || code != 0 {
+		t.Fatalf("driver: exit %d, %v\nstdout: %s\nstderr: %s", code, err, out, tail(errOut))
+	}
+	if len(rep.Nodes) != 3 {
+		t.Fatalf("the job has %d nodes, want one per agent (3): %+v", len(rep.Nodes), rep.Nodes)
+	}
+	if rep.Sum != 5050 {
+		t.Errorf("sum of 100 tasks = %d, want 5050", rep.Sum)
+	}
+	if len(rep.Spread) < 2 {
+		t.Errorf("spread tasks ran on %d node(s): %v", len(rep.Spread), rep.Spread)
+	}
+	for _, n := range rep.Locality.Ran {
+		if n != rep.Locality.Target {
+			t.Errorf("a task given an 8 MiB ref on %s ran on %s", rep.Locality.Target, n)
+		}
+	}
+	b := rep.Bigobject
+	if b.On.Node == b.Read.Node || b.On.Size != 200<<20 || b.Read.Size != 200<<20 || b.On.SHA256 != b.Read.SHA256 {
+		t.Errorf("200 MiB object: made %+v, read %+v", b.On, b.Read)
+	}
+	t.Logf("200 MiB object read on another node in %.2f s (task included)", b.RemoteSeconds)
+	accel := ""
+	for _, n := range rep.Nodes {
+		if n.Resources["accel"] > 0 {
+			accel = n.ID
+		}
+	}
+	if rep.Actor.Node != accel || rep.Actor.Sum != 1275 {
+		t.Errorf("actor needing accel ran on %s (accel node %s), sum %d (want 1275)", rep.Actor.Node, accel, rep.Actor.Sum)
+	}
+
+	// rayctl job submit runs a driver on the cluster and streams its output.
+	out, errOut, code = run(t, 2*time.Minute, nil, rayctl, "job", "submit", "--address", addr, "--", driver, "-check", "sum")
+	if code != 0 || !strings.Contains(out, `"sum":5050`) {
+		t.Fatalf("rayctl job submit: exit %d\nstdout: %s\nstderr: %s", code, out, tail(errOut))
+	}
+
+	// A driver killed mid-run: its job is marked failed and its worker processes stop.
+	cmd := exec.Command(driver, "-check", "hang")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 8)
+	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "hanging\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the hanging driver did not start: %q, %v", line, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _, _ = run(t, time.Minute, nil, rayctl, "status", "--address", addr, "-o", "json")
+		st = status{}
+		_ = json.Unmarshal([]byte(out), &st)
+		failed := 0
+		for _, j := range st.Jobs {
+			if j.State == "FAILED" {
+				failed++
+			}
+		}
+		workers := 0
+		for _, p := range ourProcesses() {
+			if strings.Contains(p, "-check hang") {
+				workers++
+			}
+		}
+		if failed == 1 && workers == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after killing a driver: %d failed jobs (want 1), %d of its worker processes left\n%s", failed, workers, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// A wrong address: a clear error within seconds.
+	wrong := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	t0 := time.Now()
+	_, errOut, code = run(t, time.Minute, []string{"RAY_ADDRESS=" + wrong}, driver, "-check", "sum")
+	if code == 0 || !strings.Contains(errOut, "unreachable") || !strings.Contains(errOut, wrong) || time.Since(t0) > 15*time.Second {
+		t.Errorf("driver at a wrong address: exit %d after %v\n%s", code, time.Since(t0), tail(errOut))
+	}
+
+	// rayctl stop stops everything; then the old address gives a clear error.
+	out, errOut, code = run(t, 2*time.Minute, nil, rayctl, "stop", "--session-dir", sess)
+	stopped = true
+	if code != 0 {
+		t.Fatalf("rayctl stop: exit %d\n%s\n%s", code, out, errOut)
+	}
+	t0 = time.Now()
+	_, errOut, code = run(t, time.Minute, env, driver, "-check", "sum")
+	if code == 0 || !strings.Contains(errOut, "unreachable") || time.Since(t0) > 15*time.Second {
+		t.Errorf("driver after rayctl stop: exit %d after %v\n%s", code, time.Since(t0), tail(errOut))
+	}
+	_, errOut, code = run(t, time.Minute, nil, rayctl, "status", "--address", addr)
+	if code != 4 {
+		t.Errorf("rayctl status after stop: exit %d (want 4, GCS unreachable)\n%s", code, errOut)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}

@@ -1,0 +1,287 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ray-go/ray/internal/agent"
+	"github.com/ray-go/ray/internal/workerenv"
+)
+
+// readyTimeout bounds how long `rayctl start` waits for its background agent.
+const readyTimeout = 60 * time.Second
+
+func startCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "start",
+		Usage: "start this machine's node agent: a new cluster's head (--head) or one that joins (--address)",
+		Description: "Without --block the agent runs in the background (its output in " +
+			"<session-dir>/agent-<id>/logs/agent.log); rayctl waits until it is ready, prints the " +
+			"cluster's address and exits.",
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "head", Usage: "start a new cluster: run the GCS (an embedded etcd, or --gcs-endpoints) and this machine's agent", EnvVars: []string{"RAY_GO_HEAD"}},
+			&ucli.IntFlag{Name: "port", Usage: "client port of the head's embedded GCS", Value: agent.DefaultGCSPort, EnvVars: []string{"RAY_GO_PORT"}},
+			&ucli.StringFlag{Name: "host", Usage: "head: the address its embedded GCS listens on and advertises; give this machine's address when other machines join", Value: "127.0.0.1", EnvVars: []string{"RAY_GO_HOST"}},
+			&ucli.StringFlag{Name: "address", Usage: "join the cluster whose GCS is at HOST:PORT[,HOST:PORT] (env RAY_GO_ADDRESS, or RAY_ADDRESS)", EnvVars: []string{"RAY_GO_ADDRESS"}},
+			&ucli.Float64Flag{Name: "num-cpus", Usage: "CPUs this machine offers", DefaultText: "all cores", EnvVars: []string{"RAY_GO_NUM_CPUS"}},
+			&ucli.Float64Flag{Name: "num-gpus", Usage: "GPUs this machine offers", EnvVars: []string{"RAY_GO_NUM_GPUS"}},
+			&ucli.StringFlag{Name: "resources", Usage: `custom resources as JSON, e.g. '{"accel":2}' (CPU and GPU have their own flags)`, EnvVars: []string{"RAY_GO_CUSTOM_RESOURCES"}},
+			&ucli.StringFlag{Name: "object-store-memory", Usage: "object store budget: bytes, or with a unit: 500MB, 2GiB", DefaultText: "30% of RAM", EnvVars: []string{"RAY_GO_OBJECT_STORE_MEMORY"}},
+			sessionDirFlag(),
+			&ucli.StringFlag{Name: "gcs-endpoints", Usage: "head: use this external etcd (HOST:PORT[,HOST:PORT]) as the GCS instead of an embedded one", EnvVars: []string{"RAY_GO_GCS_ENDPOINTS"}},
+			namespaceFlag(),
+			&ucli.BoolFlag{Name: "block", Usage: "run the agent in the foreground until SIGINT or SIGTERM", EnvVars: []string{"RAY_GO_BLOCK"}},
+			&ucli.StringFlag{Name: "agent-id", Usage: "the agent's ID (set by rayctl for its background agent)", Hidden: true},
+		},
+		Action: runStart,
+	}
+}
+
+// startConfig turns the flags into an agent configuration.
+func startConfig(c *ucli.Context) (agent.Config, error) {
+	cfg := agent.Config{
+		Head:      c.Bool("head"),
+		Namespace: c.String("namespace"),
+		ID:        c.String("agent-id"),
+	}
+	address := c.String("address")
+	if c.IsSet("address") && address != "" && cfg.Head {
+		return cfg, exitf(ExitError, "--head and --address exclude each other: --head starts a new cluster, --address joins one")
+	}
+	if !cfg.Head && address == "" {
+		address = os.Getenv(workerenv.Address)
+	}
+	switch {
+	case cfg.Head:
+		cfg.GCSPort = c.Int("port")
+		cfg.Host = c.String("host")
+		cfg.GCSEndpoints = workerenv.SplitAddress(c.String("gcs-endpoints"))
+		if cfg.GCSPort <= 0 || cfg.GCSPort > 65535 {
+			return cfg, exitf(ExitError, "--port %d: want a port between 1 and 65535", cfg.GCSPort)
+		}
+	case address == "":
+		return cfg, exitf(ExitError, "say what to start: --head for a new cluster, or --address HOST:PORT (or RAY_ADDRESS) to join one")
+	default:
+		if c.IsSet("gcs-endpoints") {
+			return cfg, exitf(ExitError, "--gcs-endpoints is for the head; an agent that joins takes the cluster's address with --address")
+		}
+		cfg.GCSEndpoints = workerenv.SplitAddress(address)
+	}
+	res := map[string]float64{}
+	if s := c.String("resources"); s != "" {
+		if err := json.Unmarshal([]byte(s), &res); err != nil {
+			return cfg, exitf(ExitError, `--resources %q: want a JSON object of numbers, e.g. '{"accel":2}': %v`, s, err)
+		}
+		for name := range res {
+			switch strings.ToUpper(name) {
+			case "CPU":
+				return cfg, exitf(ExitError, "--resources names %s: set CPUs with --num-cpus", name)
+			case "GPU":
+				return cfg, exitf(ExitError, "--resources names %s: set GPUs with --num-gpus", name)
+			}
+		}
+	}
+	if c.IsSet("num-cpus") {
+		res["CPU"] = c.Float64("num-cpus")
+	}
+	if c.IsSet("num-gpus") && c.Float64("num-gpus") != 0 {
+		res["GPU"] = c.Float64("num-gpus")
+	}
+	cfg.Resources = res
+	if s := c.String("object-store-memory"); s != "" {
+		n, err := humanize.ParseBytes(s)
+		if err != nil || n == 0 || n > 1<<62 {
+			return cfg, exitf(ExitError, "--object-store-memory %q: want a positive size in bytes, or with a unit such as 500MB or 2GiB", s)
+		}
+		cfg.ObjectStoreBytes = int64(n)
+	}
+	dir, err := filepath.Abs(c.String("session-dir"))
+	if err != nil {
+		return cfg, exitf(ExitError, "--session-dir: %v", err)
+	}
+	if cfg.ID == "" {
+		cfg.ID = agent.NewID()
+	}
+	cfg.SessionDir = agentDir(dir, cfg.ID)
+	if err := cfg.Validate(); err != nil {
+		return cfg, exitf(ExitError, "%v", err)
+	}
+	return cfg, nil
+}
+
+func runStart(c *ucli.Context) error {
+	if c.NArg() > 0 {
+		return exitf(ExitError, "start takes no arguments (got %q); see rayctl start --help", c.Args().Slice())
+	}
+	cfg, err := startConfig(c)
+	if err != nil {
+		return err
+	}
+	if c.Bool("block") {
+		return runAgent(c, cfg)
+	}
+	return startBackground(c, cfg)
+}
+
+// classify gives an agent start error its exit code and advice.
+func classify(cfg agent.Config, err error) *exitError {
+	switch {
+	case errors.Is(err, agent.ErrPortInUse):
+		return &exitError{code: ExitPortInUse, err: fmt.Errorf(
+			"cannot start the head: port %d on 127.0.0.1 is already in use (by another head agent, or another program). Pass --port to use another port, or stop the process that holds it (`rayctl stop` if it is a ray-go agent)",
+			cfg.GCSPort)}
+	case errors.Is(err, agent.ErrGCSUnreachable):
+		return &exitError{code: ExitGCSUnreachable, err: fmt.Errorf(
+			"cannot reach the cluster's GCS at %s: is the head agent running (`rayctl start --head` on the head machine) and the address right? (%v)",
+			strings.Join(cfg.GCSEndpoints, ","), err)}
+	}
+	return &exitError{code: ExitError, err: err}
+}
+
+// runAgent runs the agent in this process until SIGINT or SIGTERM (--block).
+func runAgent(c *ucli.Context, cfg agent.Config) error {
+	if err := os.MkdirAll(cfg.SessionDir, 0o755); err != nil {
+		return exitf(ExitError, "create the agent directory: %v", err)
+	}
+	pidFile := filepath.Join(cfg.SessionDir, pidFileName)
+	readyFile := filepath.Join(cfg.SessionDir, readyFileName)
+	errFile := filepath.Join(cfg.SessionDir, errorFileName)
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return exitf(ExitError, "write %s: %v", pidFile, err)
+	}
+	defer func() {
+		_ = os.Remove(pidFile)
+		_ = os.Remove(readyFile)
+	}()
+	cfg.Logger = slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
+
+	sigCtx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stopSignals()
+	startCtx, cancel := context.WithTimeout(sigCtx, readyTimeout)
+	a, err := agent.Start(startCtx, cfg)
+	cancel()
+	if err != nil {
+		ee := classify(cfg, err)
+		_ = writeJSON(errFile, agentError{Message: ee.Error(), Code: ee.code})
+		return ee
+	}
+	info := agentFile{
+		AgentID: a.ID(), Pid: os.Getpid(), Address: a.Address(), Head: cfg.Head,
+		Dir: cfg.SessionDir, StartedUnixMs: time.Now().UnixMilli(),
+	}
+	if err := writeJSON(readyFile, info); err != nil {
+		_ = a.Stop(context.Background())
+		return exitf(ExitError, "write %s: %v", readyFile, err)
+	}
+	printStarted(c, info)
+
+	select {
+	case <-sigCtx.Done():
+	case <-a.Done():
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Stop(stopCtx); err != nil {
+		return exitf(ExitError, "stop: %v", err)
+	}
+	return nil
+}
+
+func printStarted(c *ucli.Context, info agentFile) {
+	w := c.App.Writer
+	kind := "agent"
+	if info.Head {
+		kind = "head agent"
+	}
+	fmt.Fprintf(w, "ray-go %s %s started (pid %d); the cluster's GCS is at %s\n", kind, info.AgentID, info.Pid, info.Address)
+	fmt.Fprintf(w, "Its files and logs: %s\n\n", info.Dir)
+	fmt.Fprintf(w, "Join other machines:   rayctl start --address %s\n", info.Address)
+	fmt.Fprintf(w, "Point drivers at it:   export %s=%s\n", workerenv.Address, info.Address)
+	fmt.Fprintf(w, "Stop this machine's agents: rayctl stop\n")
+	fmt.Fprintf(w, "\nexport %s=%s\n", workerenv.Address, info.Address)
+}
+
+// startBackground starts `rayctl start ... --block` as a daemon (its own session, output
+// to its agent.log) and waits until it is ready or failed.
+func startBackground(c *ucli.Context, cfg agent.Config) error {
+	logDir := filepath.Join(cfg.SessionDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return exitf(ExitError, "create the agent directory: %v", err)
+	}
+	logPath := filepath.Join(logDir, "agent.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return exitf(ExitError, "open %s: %v", logPath, err)
+	}
+	defer logf.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return exitf(ExitError, "find rayctl's own executable: %v", err)
+	}
+	args, _ := c.App.Metadata["args"].([]string)
+	if len(args) < 2 {
+		args = os.Args
+	}
+	argv := append(append([]string(nil), args[1:]...), "--block", "--agent-id", cfg.ID)
+	cmd := exec.Command(exe, argv...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return exitf(ExitError, "start the background agent: %v", err)
+	}
+	exited := make(chan struct{})
+	var werr error
+	go func() { werr = cmd.Wait(); close(exited) }() // ends with the child, or with this process
+
+	readyFile := filepath.Join(cfg.SessionDir, readyFileName)
+	errFile := filepath.Join(cfg.SessionDir, errorFileName)
+	failed := func() error {
+		var ae agentError
+		if readJSON(errFile, &ae) == nil {
+			// The message says it all; a failed agent's directory is of no further use.
+			<-exited
+			_ = os.RemoveAll(cfg.SessionDir)
+			return &exitError{code: ae.Code, err: errors.New(ae.Message)}
+		}
+		return nil
+	}
+	deadline := time.NewTimer(readyTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var info agentFile
+		if readJSON(readyFile, &info) == nil {
+			printStarted(c, info)
+			return nil
+		}
+		if err := failed(); err != nil {
+			return err
+		}
+		select {
+		case <-exited:
+			if err := failed(); err != nil {
+				return err
+			}
+			return exitf(ExitError, "the agent exited before it was ready (%v); see %s", werr, logPath)
+		case <-deadline.C:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			return exitf(ExitError, "the agent was not ready within %v; stopped it. See %s", readyTimeout, logPath)
+		case <-tick.C:
+		}
+	}
+}
