@@ -84,6 +84,7 @@ func New(stdout, stderr io.Writer) *ucli.App {
 			startCommand(),
 			stopCommand(),
 			statusCommand(),
+			memoryCommand(),
 			jobCommand(),
 		},
 	}

@@ -279,9 +279,37 @@ func TestCluster(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("the hanging driver did not start: %q, %v", line, err)
 	}
+	// rayctl memory shows the 16 MiB object the driver holds, on a node of its job.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, errOut, code = run(t, time.Minute, nil, rayctl, "memory", "--address", addr, "-o", "json")
+		var mem struct {
+			Nodes []struct {
+				Objects int64 `json:"objects"`
+				Largest []struct {
+					Size  int64  `json:"size"`
+					Owner string `json:"owner"`
+				} `json:"largest"`
+			} `json:"nodes"`
+		}
+		_ = json.Unmarshal([]byte(out), &mem)
+		found := false
+		for _, n := range mem.Nodes {
+			for _, o := range n.Largest {
+				found = found || o.Size >= 16<<20 && o.Owner != "" && n.Objects > 0
+			}
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rayctl memory does not show the 16 MiB object: exit %d\n%s\n%s", code, out, errOut)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for {
 		out, _, _ = run(t, time.Minute, nil, rayctl, "status", "--address", addr, "-o", "json")
 		st = status{}

@@ -419,7 +419,7 @@ func (r *loadReporter) run(ctx context.Context) {
 		if time.Since(storeAt) >= time.Second {
 			storeAt = time.Now()
 			if sp := r.n.objectStore(); sp != nil {
-				if res, err := r.n.system.Root.RequestFuture(sp, &pb.StoreStats{}, time.Second).Result(); err == nil {
+				if res, err := r.n.system.Root.RequestFuture(sp, &pb.StoreStats{Top: 5}, time.Second).Result(); err == nil {
 					st, _ = res.(*pb.StoreStatsReply)
 				}
 			}
@@ -428,6 +428,7 @@ func (r *loadReporter) run(ctx context.Context) {
 			StoreBudget: r.n.cfg.ObjectStoreBytes}
 		if st != nil {
 			l.StoreInMemory, l.StoreSpilled, l.StoreObjects = st.MemoryBytes, st.SpilledBytes, st.Objects
+			l.StoreLargest, l.StoreSpillErrors = st.Largest, st.SpillErrors
 		}
 		b, _ := proto.Marshal(l)
 		if string(b) == string(last) && time.Since(lastAt) < loadReportRefresh {

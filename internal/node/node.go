@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -154,12 +155,13 @@ type Node struct {
 	table     *actors.Table
 	compactor *gcs.Compactor
 	nodes     *nodeView
-	view      *clusterView     // cluster mode only
-	lease     gcs.LeaseID      // cluster mode: the node record's and load report's lease
-	loads     *loadReporter    // cluster mode, nodes that run tasks
-	ownGCS    gcs.Store        // a GCS client Join opened (closed by Stop)
-	data      *transfer.Server // cluster mode: serves this node's objects to other nodes
-	job       *pb.JobInfo      // the job a driver registered (ended by Stop)
+	view      *clusterView              // cluster mode only
+	lease     gcs.LeaseID               // cluster mode: the node record's and load report's lease
+	loads     *loadReporter             // cluster mode, nodes that run tasks
+	ownGCS    gcs.Store                 // a GCS client Join opened (closed by Stop)
+	core      atomic.Pointer[core.Core] // Core, for goroutines started before it exists
+	data      *transfer.Server          // cluster mode: serves this node's objects to other nodes
+	job       *pb.JobInfo               // the job a driver registered (ended by Stop)
 	sub       *eventstream.Subscription
 	// ActorStats counts what this node's actor grains did.
 	ActorStats *actors.Stats
@@ -281,7 +283,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 				return n.cluster.Get(membership.NodeIdentity(string(node), what), kind)
 			},
 			changed: func() {
-				if c := n.Core; c != nil {
+				if c := n.core.Load(); c != nil {
 					c.ClusterChanged()
 				}
 			}}
@@ -310,6 +312,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	n.core.Store(n.Core)
 	if n.raylet() == nil || n.objectStore() == nil {
 		return nil, errors.New("node: the node's raylet or store grain could not be activated")
 	}

@@ -188,9 +188,13 @@ func TestShortTasksShareLeases(t *testing.T) {
 			first := h.nextLeases(1)[0]
 			h.send(done(first.lease, 1, tc.runTime))
 			h.stats()
+			// One batch, so that all 40 wait before the raylet dispatches (sent one by one,
+			// a slow machine lets it dispatch after each).
+			batch := &pb.TaskBatch{}
 			for i := 0; i < 40; i++ {
-				h.send(h.spec(cpu1))
+				batch.Tasks = append(batch.Tasks, h.spec(cpu1))
 			}
+			h.send(batch)
 			got := h.nextLeases(2)
 			n := len(got[0].lease.Tasks) + len(got[1].lease.Tasks)
 			if deep := n > 2; deep != tc.wantDeep {

@@ -98,6 +98,12 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 		return fmt.Errorf("the job has %d nodes, the checks need 2", len(nodes))
 	}
 	if check == "hang" {
+		// A 16 MiB object stays alive (rayctl memory shows it), then a long task runs.
+		blob := makeBlob.Remote(ctx, ray.V(16<<20))
+		if _, _, err := ray.Wait(ctx, []ray.ObjectRef[[]byte]{blob}); err != nil {
+			return err
+		}
+		defer blob.Release()
 		fmt.Println("hanging") // the test kills the driver now
 		_, err := ray.Get(ctx, busy.Remote(ctx, ray.V(10*time.Minute)))
 		return err

@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	ucli "github.com/urfave/cli/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/gcs"
+	"github.com/ray-go/ray/internal/pb"
+)
+
+func memoryCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "memory",
+		Usage: "show the object stores: per node, bytes in memory and spilled, objects, the largest objects and their owners",
+		Description: "The figures come from the load reports the nodes (worker processes and local nodes) refresh " +
+			"every second while they change; ray.Memory gives the same from a program. Objects small enough to " +
+			"travel inline (up to 100 KiB) live with their owners and are not counted.",
+		Flags: []ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(), outputFlag()},
+		Action: func(c *ucli.Context) error {
+			asJSON, err := outputFormat(c)
+			if err != nil {
+				return err
+			}
+			store, addr, err := connect(c)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			rep, err := readMemory(c, store)
+			if err != nil {
+				return exitf(ExitError, "read the object stores' reports from %s: %v", strings.Join(addr, ","), err)
+			}
+			if asJSON {
+				return printJSON(c, rep)
+			}
+			printMemory(c, rep)
+			return nil
+		},
+	}
+}
+
+// MemoryReport is what `rayctl memory -o json` prints.
+type MemoryReport struct {
+	Nodes []NodeMemory `json:"nodes"`
+	// Totals over the nodes.
+	Budget      int64 `json:"budget"`
+	MemoryBytes int64 `json:"memory_bytes"`
+	Spilled     int64 `json:"spilled_bytes"`
+	Objects     int64 `json:"objects"`
+}
+
+// NodeMemory is one node's object store.
+type NodeMemory struct {
+	Node        string         `json:"node"`
+	Agent       string         `json:"agent"`
+	Job         string         `json:"job"`
+	Budget      int64          `json:"budget"`
+	MemoryBytes int64          `json:"memory_bytes"`
+	Spilled     int64          `json:"spilled_bytes"`
+	Objects     int64          `json:"objects"`
+	SpillErrors int64          `json:"spill_errors"`
+	Largest     []StoredObject `json:"largest"`
+}
+
+// StoredObject is one of a store's largest objects.
+type StoredObject struct {
+	ID      string `json:"id"`
+	Size    int64  `json:"size"`
+	Owner   string `json:"owner"`
+	Spilled bool   `json:"spilled"`
+}
+
+func readMemory(c *ucli.Context, store gcs.Store) (*MemoryReport, error) {
+	nodes, _, err := store.List(c.Context, gcs.NodesPrefix)
+	if err != nil {
+		return nil, err
+	}
+	loads, _, err := store.List(c.Context, gcs.LoadPrefix)
+	if err != nil {
+		return nil, err
+	}
+	info := map[string]*pb.NodeInfo{}
+	for _, kv := range nodes {
+		var n pb.NodeInfo
+		if proto.Unmarshal(kv.Value, &n) == nil {
+			info[n.NodeId] = &n
+		}
+	}
+	rep := &MemoryReport{Nodes: []NodeMemory{}}
+	for _, kv := range loads {
+		var l pb.NodeLoad
+		if proto.Unmarshal(kv.Value, &l) != nil {
+			continue
+		}
+		n := NodeMemory{Node: l.NodeId, Budget: l.StoreBudget, MemoryBytes: l.StoreInMemory, Spilled: l.StoreSpilled,
+			Objects: l.StoreObjects, SpillErrors: l.StoreSpillErrors, Largest: []StoredObject{}}
+		if ni := info[l.NodeId]; ni != nil {
+			n.Agent, n.Job = ni.AgentId, ni.JobId
+		}
+		for _, o := range l.StoreLargest {
+			so := StoredObject{ID: hex.EncodeToString(o.ObjectId), Size: o.Size, Spilled: o.Spilled}
+			if o.Owner != nil {
+				so.Owner = o.Owner.Address + "/" + o.Owner.Id
+			}
+			n.Largest = append(n.Largest, so)
+		}
+		rep.Nodes = append(rep.Nodes, n)
+		rep.Budget += n.Budget
+		rep.MemoryBytes += n.MemoryBytes
+		rep.Spilled += n.Spilled
+		rep.Objects += n.Objects
+	}
+	sort.Slice(rep.Nodes, func(i, j int) bool {
+		a, b := rep.Nodes[i], rep.Nodes[j]
+		if a.Agent != b.Agent {
+			return a.Agent < b.Agent
+		}
+		return a.Node < b.Node
+	})
+	return rep, nil
+}
+
+func printMemory(c *ucli.Context, rep *MemoryReport) {
+	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "Object stores: %s in memory of %s budget, %s spilled, %d objects on %d node(s)\n\n",
+		fmtBytes(rep.MemoryBytes), fmtBytes(rep.Budget), fmtBytes(rep.Spilled), rep.Objects, len(rep.Nodes))
+	if len(rep.Nodes) == 0 {
+		fmt.Fprintln(w, "No node reports an object store (no job is running).")
+		w.Flush()
+		return
+	}
+	fmt.Fprintln(w, "NODE\tAGENT\tJOB\tIN MEMORY / BUDGET\tSPILLED\tOBJECTS\tSPILL ERRORS")
+	for _, n := range rep.Nodes {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s / %s\t%s\t%d\t%d\n", n.Node, orDash(n.Agent), orDash(n.Job),
+			fmtBytes(n.MemoryBytes), fmtBytes(n.Budget), fmtBytes(n.Spilled), n.Objects, n.SpillErrors)
+	}
+	fmt.Fprintln(w)
+	any := false
+	for _, n := range rep.Nodes {
+		for _, o := range n.Largest {
+			if !any {
+				fmt.Fprintln(w, "LARGEST OBJECTS\tNODE\tSIZE\tSPILLED\tOWNER")
+				any = true
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%s\n", o.ID, n.Node, fmtBytes(o.Size), o.Spilled, o.Owner)
+		}
+	}
+	w.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
