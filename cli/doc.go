@@ -1,23 +1,24 @@
 // Package cli is rayctl, the command line of ray-go, on github.com/urfave/cli/v2: one file
-// per command group (start.go, stop.go, status.go, job.go), app.go for the shared flags,
+// per command group (start.go, stop.go, status.go, memory.go, job.go), app.go for the shared flags,
 // address resolution and exit codes, session.go for this machine's agent directories.
 // cli/rayctl is the main package. Nothing imports cli (a leaf; internal/archtest checks).
 //
 // # Commands
 //
-//	rayctl start --head [--port 6379] | --address HOST:PORT[,HOST:PORT]
+//	rayctl start --head [--host 127.0.0.1] [--port 6379] | --address HOST:PORT[,HOST:PORT]
 //	             [--num-cpus N] [--num-gpus N] [--resources '{"accel":2}']
 //	             [--object-store-memory 2GiB] [--session-dir /tmp/ray-go]
 //	             [--gcs-endpoints a:2379,b:2379] [--namespace NS] [--block]
 //	rayctl stop [--force] [--session-dir DIR]
 //	rayctl status [--address A] [-o text|json]
+//	rayctl memory [--address A] [-o text|json]
 //	rayctl job submit [--address A] [--no-wait] [--working-dir D] [--env K=V]... -- PROGRAM [ARGS...]
 //	rayctl job list [-o json]
 //	rayctl job status ID [-o json]
 //	rayctl job logs ID [--follow]
 //	rayctl job stop ID [--no-wait]
 //
-// Every flag also reads an environment variable: RAY_GO_HEAD, RAY_GO_PORT,
+// Every flag also reads an environment variable: RAY_GO_HEAD, RAY_GO_HOST, RAY_GO_PORT,
 // RAY_GO_ADDRESS (and RAY_ADDRESS), RAY_GO_NUM_CPUS, RAY_GO_NUM_GPUS,
 // RAY_GO_CUSTOM_RESOURCES, RAY_GO_OBJECT_STORE_MEMORY, RAY_GO_SESSION_DIR,
 // RAY_GO_GCS_ENDPOINTS, RAY_GO_GCS_NAMESPACE, RAY_GO_BLOCK, RAY_GO_FORCE, RAY_GO_OUTPUT,
@@ -41,6 +42,10 @@
 // rayctl agent of that directory (/proc/<pid>/cmdline), so a recycled pid is never
 // signalled, sends SIGTERM (joined agents before heads, which hold the GCS), waits up to
 // 10 s each, then SIGKILL. Stale pid files are removed.
+//
+// `memory` prints every node's object store (in memory, spilled, objects, spill errors and
+// its largest objects with their owners) from the nodes' load reports (load/<node>), which
+// they refresh every second while it changes; ray.Memory gives the same from a program.
 //
 // # Address
 //
