@@ -257,6 +257,25 @@ func TestCluster(t *testing.T) {
 		t.Errorf("actor needing accel ran on %s (accel node %s), sum %d (want 1275)", rep.Actor.Node, accel, rep.Actor.Sum)
 	}
 
+	// A worker process killed while tasks run on it: they are retried on the other nodes,
+	// every result is right, and the node leaves the job's node list.
+	out, errOut, code = run(t, 2*time.Minute, env, driver, "-check", "nodedeath")
+	var death struct {
+		Nodedeath struct {
+			Victim            string
+			Tasks, Wrong      int
+			Seconds           float64
+			VictimListedAfter bool `json:"victim_listed_after"`
+		}
+	}
+	if err := json.Unmarshal([]byte(lastLine(out)), &death); err != nil || code != 0 {
+		t.Fatalf("driver -check nodedeath: exit %d, %v\nstdout: %s\nstderr: %s", code, err, out, tail(errOut))
+	}
+	if d := death.Nodedeath; d.Tasks == 0 || d.Wrong != 0 || d.VictimListedAfter {
+		t.Errorf("after killing node %s: %d of %d results wrong, still listed: %v", d.Victim, d.Wrong, d.Tasks, d.VictimListedAfter)
+	}
+	t.Logf("a worker process killed under %d one-second tasks: all done %.2f s after the kill", death.Nodedeath.Tasks, death.Nodedeath.Seconds)
+
 	// rayctl job submit runs a driver on the cluster and streams its output.
 	out, errOut, code = run(t, 2*time.Minute, nil, rayctl, "job", "submit", "--address", addr, "--", driver, "-check", "sum")
 	if code != 0 || !strings.Contains(out, `"sum":5050`) {

@@ -164,3 +164,34 @@ func (c *Core) storeOf(node ids.NodeID) *actor.PID {
 	}
 	return c.cfg.Cluster.Store(node)
 }
+
+// NodeGone fails the attempts of the tasks this runtime sent to node, which died or became
+// unreachable: each comes back as a system error, so it is retried elsewhere while it has
+// retries left (MaxRetries, default 3), as Ray does. An attempt that finishes on the node
+// after all (a connection that broke and healed) is ignored as stale. Actor calls are left
+// to the actor's own restart.
+func (c *Core) NodeGone(node ids.NodeID) {
+	type hit struct {
+		tid     ids.TaskID
+		attempt int32
+		fn      string
+	}
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	var hits []hit
+	c.mu.Lock()
+	for tid, p := range c.tasks {
+		if p.actor == nil && p.dispatched && p.node == node {
+			hits = append(hits, hit{tid, p.spec.Attempt, p.spec.Function})
+		}
+	}
+	c.mu.Unlock()
+	for _, h := range hits {
+		c.onResult(&pb.TaskResult{TaskId: h.tid[:], Attempt: h.attempt, Error: &pb.ErrorInfo{
+			Kind: pb.ErrorInfo_SYSTEM, Function: h.fn, TaskId: h.tid[:], NodeId: string(node),
+			Message: fmt.Sprintf("node %s died (or became unreachable) while the task ran there", node)}})
+	}
+}

@@ -349,13 +349,16 @@ func (v *clusterView) DataAddress(node ids.NodeID) string {
 	return v.data[string(node)]
 }
 
-// Nodes returns the nodes of the view (a copy) with their records.
+// Nodes returns the alive nodes of the view with their records.
 func (v *clusterView) Nodes() []*pb.NodeInfo {
+	alive := v.provider.Nodes()
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	out := make([]*pb.NodeInfo, 0, len(v.nodes))
-	for _, n := range v.nodes {
-		out = append(out, n.info)
+	for id, n := range v.nodes {
+		if _, up := alive[id]; up || id == string(v.self) {
+			out = append(out, n.info)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].NodeId < out[j].NodeId })
 	return out

@@ -339,7 +339,13 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.actors.Subscribe(n.Core.ActorChanged)
-	n.sub = membership.SubscribeMemberEvents(n.system, func(*membership.MemberEvent) { n.actors.NodesChanged() })
+	n.sub = membership.SubscribeMemberEvents(n.system, func(e *membership.MemberEvent) {
+		n.actors.NodesChanged()
+		if !e.Self && (e.Type == membership.MemberUnreachable || e.Type == membership.MemberLeft) {
+			// Off the publisher's goroutine: failing tasks sends messages and takes locks.
+			go n.Core.NodeGone(ids.NodeID(e.Member.NodeID))
+		}
+	})
 	return n, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"syscall"
 	"time"
 
 	ray "github.com/ray-go/ray"
@@ -43,6 +44,11 @@ var (
 		return hashed{Node: node, Size: len(b), SHA256: hex.EncodeToString(sum[:])}, err
 	})
 	add = ray.Task2("e2e.Add", func(ctx context.Context, a, b int) (int, error) { return a + b, nil })
+	// slowDouble sleeps, then doubles: tasks long enough to be running when a node dies.
+	slowDouble = ray.Task2("e2e.SlowDouble", func(ctx context.Context, x int, d time.Duration) (int, error) {
+		time.Sleep(d)
+		return 2 * x, nil
+	})
 
 	accelClass = ray.Actor("e2e.Accel", func() *accel { return &accel{} })
 	accelWhere = ray.Method0(accelClass, "Where", (*accel).Where)
@@ -64,7 +70,8 @@ func (a *accel) Add(_ context.Context, by int) (int, error) {
 }
 
 func main() {
-	check := flag.String("check", "all", "spread|locality|bigobject|actor|sum|all, or hang (runs a long task until killed)")
+	check := flag.String("check", "all", "spread|locality|bigobject|actor|sum|all, hang (runs a long task until killed), "+
+		"or nodedeath (kills one of the job's worker processes while tasks run on it)")
 	bigMiB := flag.Int("big-mib", 200, "size of the bigobject check's object in MiB")
 	flag.Parse()
 	ctx, err := ray.Init(context.Background())
@@ -107,6 +114,39 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 		fmt.Println("hanging") // the test kills the driver now
 		_, err := ray.Get(ctx, busy.Remote(ctx, ray.V(10*time.Minute)))
 		return err
+	}
+	if check == "nodedeath" {
+		victim := nodes[0]
+		refs := make([]ray.ObjectRef[int], 4*len(nodes))
+		for i := range refs {
+			refs[i] = slowDouble.Options(ray.Spread()).Remote(ctx, ray.V(i), ray.V(time.Second))
+		}
+		time.Sleep(400 * time.Millisecond) // the tasks run now
+		start := time.Now()
+		if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("kill worker process %d: %w", victim.PID, err)
+		}
+		wrong := 0
+		for i, r := range refs {
+			v, err := ray.Get(ctx, r)
+			if err != nil {
+				return fmt.Errorf("task %d after the death of node %s: %w", i, victim.ID, err)
+			}
+			if v != 2*i {
+				wrong++
+			}
+		}
+		after, err := ray.Nodes(ctx)
+		if err != nil {
+			return err
+		}
+		stillListed := false
+		for _, n := range after {
+			stillListed = stillListed || n.ID == victim.ID
+		}
+		out["nodedeath"] = map[string]any{"victim": victim.ID, "tasks": len(refs), "wrong": wrong,
+			"seconds": time.Since(start).Seconds(), "victim_listed_after": stillListed}
+		return nil
 	}
 	all := check == "all"
 	if all || check == "sum" {
