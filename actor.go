@@ -157,7 +157,7 @@ func Actor1[T, A any](name string, fn func(context.Context, A) (*T, error)) *Act
 		if len(args) != 1 {
 			return nil, fmt.Errorf("ray: constructor of %s takes 1 argument, got %d", name, len(args))
 		}
-		a, err := decodeArg[A](name, args, 0)
+		a, err := decodeArg[A](ctx, name, args, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +171,7 @@ func Actor2[T, A, B any](name string, fn func(context.Context, A, B) (*T, error)
 		if len(args) != 2 {
 			return nil, fmt.Errorf("ray: constructor of %s takes 2 arguments, got %d", name, len(args))
 		}
-		a, b, err := decode2[A, B](name, args)
+		a, b, err := decode2[A, B](ctx, name, args)
 		if err != nil {
 			return nil, err
 		}
@@ -390,7 +390,7 @@ func Method0[T, R any](class Class[T], name string, fn func(*T, context.Context)
 		if err := argCount(full, args, 0); err != nil {
 			return nil, err
 		}
-		return encodeResult(fn(t, ctx))
+		return resultEncoder[R](ctx)(fn(t, ctx))
 	})}
 }
 
@@ -401,11 +401,11 @@ func Method1[T, A, R any](class Class[T], name string, fn func(*T, context.Conte
 		if err := argCount(full, args, 1); err != nil {
 			return nil, err
 		}
-		a, err := decodeArg[A](full, args, 0)
+		a, err := decodeArg[A](ctx, full, args, 0)
 		if err != nil {
 			return nil, err
 		}
-		return encodeResult(fn(t, ctx, a))
+		return resultEncoder[R](ctx)(fn(t, ctx, a))
 	})}
 }
 
@@ -416,11 +416,11 @@ func Method2[T, A, B, R any](class Class[T], name string, fn func(*T, context.Co
 		if err := argCount(full, args, 2); err != nil {
 			return nil, err
 		}
-		a, b, err := decode2[A, B](full, args)
+		a, b, err := decode2[A, B](ctx, full, args)
 		if err != nil {
 			return nil, err
 		}
-		return encodeResult(fn(t, ctx, a, b))
+		return resultEncoder[R](ctx)(fn(t, ctx, a, b))
 	})}
 }
 
@@ -431,11 +431,11 @@ func Method3[T, A, B, C, R any](class Class[T], name string, fn func(*T, context
 		if err := argCount(full, args, 3); err != nil {
 			return nil, err
 		}
-		a, b, c, err := decode3[A, B, C](full, args)
+		a, b, c, err := decode3[A, B, C](ctx, full, args)
 		if err != nil {
 			return nil, err
 		}
-		return encodeResult(fn(t, ctx, a, b, c))
+		return resultEncoder[R](ctx)(fn(t, ctx, a, b, c))
 	})}
 }
 
@@ -446,11 +446,11 @@ func Method4[T, A, B, C, D, R any](class Class[T], name string, fn func(*T, cont
 		if err := argCount(full, args, 4); err != nil {
 			return nil, err
 		}
-		a, b, c, d, err := decode4[A, B, C, D](full, args)
+		a, b, c, d, err := decode4[A, B, C, D](ctx, full, args)
 		if err != nil {
 			return nil, err
 		}
-		return encodeResult(fn(t, ctx, a, b, c, d))
+		return resultEncoder[R](ctx)(fn(t, ctx, a, b, c, d))
 	})}
 }
 

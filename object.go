@@ -9,6 +9,7 @@ import (
 
 	"github.com/ray-go/ray/internal/core"
 	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
 	"github.com/ray-go/ray/objects/codec"
 )
 
@@ -22,10 +23,11 @@ type ObjectRef[T any] struct {
 }
 
 type handle struct {
-	id   ids.ObjectID
-	core *core.Core
-	err  error        // submission failed before an object existed
-	gone *atomic.Bool // released explicitly
+	id    ids.ObjectID
+	core  *core.Core   // nil for a ref decoded from a value and not bound yet (refs.go)
+	owner *pb.PID      // the owner, for a ref decoded from a value
+	err   error        // submission failed before an object existed
+	gone  *atomic.Bool // released explicitly
 }
 
 type cleanupArg struct {
@@ -102,11 +104,12 @@ func V[T any](v T) Arg[T] { return value[T]{v} }
 
 func (v value[T]) argType() *T { return nil }
 func (v value[T]) toArg(*core.Core) (core.Arg, error) {
-	b, err := codec.Marshal(v.v)
+	b, refs, err := codec.MarshalRefs(v.v)
 	if err != nil {
 		return core.Arg{}, fmt.Errorf("%w: %v", ErrEncode, err)
 	}
-	return core.Arg{Data: b}, nil
+	nested, err := nestedOf(refs)
+	return core.Arg{Data: b, Nested: nested}, err
 }
 
 func (r ObjectRef[T]) argType() *T { return nil }
@@ -126,6 +129,8 @@ func (r ObjectRef[T]) check(c *core.Core) (*handle, error) {
 		return nil, r.h.err
 	case r.h.gone.Load():
 		return nil, fmt.Errorf("%w: ref %s was released", ErrObjectLost, r.h.id)
+	case r.h.core == nil && r.h.owner != nil:
+		r.h.bind(c) // decoded outside Get and task arguments: bind at first use
 	case r.h.core != c:
 		return nil, errors.New("ray: ObjectRef belongs to another ray runtime (another Init)")
 	}
@@ -162,6 +167,7 @@ func Get[T any](ctx context.Context, r ObjectRef[T]) (T, error) {
 	if err != nil {
 		return zero, fmt.Errorf("ray: object %s: %w", h.id, err)
 	}
+	bindRefs(ctx, &v)
 	return v, nil
 }
 
@@ -184,11 +190,15 @@ func Put[T any](ctx context.Context, v T) (ObjectRef[T], error) {
 	if err != nil {
 		return ObjectRef[T]{}, err
 	}
-	b, err := codec.Marshal(v)
+	b, refs, err := codec.MarshalRefs(v)
 	if err != nil {
 		return ObjectRef[T]{}, fmt.Errorf("%w: %v", ErrEncode, err)
 	}
-	id, err := tc.Put(b)
+	nested, err := nestedOf(refs)
+	if err != nil {
+		return ObjectRef[T]{}, err
+	}
+	id, err := tc.PutNested(b, nested)
 	if err != nil {
 		return ObjectRef[T]{}, err
 	}

@@ -94,46 +94,56 @@ func register(name string, argTypes []reflect.Type, ret reflect.Type, call tasks
 	}
 }
 
-func decodeArg[T any](name string, args [][]byte, i int) (T, error) {
+func decodeArg[T any](ctx context.Context, name string, args [][]byte, i int) (T, error) {
 	v, err := codec.Unmarshal[T](args[i])
 	if err != nil {
 		return v, fmt.Errorf("ray: %s: argument %d: %w", name, i+1, err)
 	}
+	bindRefs(ctx, &v)
 	return v, nil
 }
 
 // decode2..decode4 decode the arguments of a function of 2 to 4 parameters (shared by
 // remote functions, actor methods and constructors).
-func decode2[A, B any](name string, args [][]byte) (a A, b B, err error) {
-	if a, err = decodeArg[A](name, args, 0); err == nil {
-		b, err = decodeArg[B](name, args, 1)
+func decode2[A, B any](ctx context.Context, name string, args [][]byte) (a A, b B, err error) {
+	if a, err = decodeArg[A](ctx, name, args, 0); err == nil {
+		b, err = decodeArg[B](ctx, name, args, 1)
 	}
 	return a, b, err
 }
 
-func decode3[A, B, C any](name string, args [][]byte) (a A, b B, c C, err error) {
-	if a, b, err = decode2[A, B](name, args); err == nil {
-		c, err = decodeArg[C](name, args, 2)
+func decode3[A, B, C any](ctx context.Context, name string, args [][]byte) (a A, b B, c C, err error) {
+	if a, b, err = decode2[A, B](ctx, name, args); err == nil {
+		c, err = decodeArg[C](ctx, name, args, 2)
 	}
 	return a, b, c, err
 }
 
-func decode4[A, B, C, D any](name string, args [][]byte) (a A, b B, c C, d D, err error) {
-	if a, b, c, err = decode3[A, B, C](name, args); err == nil {
-		d, err = decodeArg[D](name, args, 3)
+func decode4[A, B, C, D any](ctx context.Context, name string, args [][]byte) (a A, b B, c C, d D, err error) {
+	if a, b, c, err = decode3[A, B, C](ctx, name, args); err == nil {
+		d, err = decodeArg[D](ctx, name, args, 3)
 	}
 	return a, b, c, d, err
 }
 
-func encodeResult[R any](r R, err error) ([]byte, error) {
-	if err != nil {
-		return nil, err
+// resultEncoder returns the encoder of a task's or method's result: the value's bytes,
+// with the refs nested in it registered for the task's owner (see escapeRefs).
+func resultEncoder[R any](ctx context.Context) func(R, error) ([]byte, error) {
+	return func(r R, err error) ([]byte, error) {
+		if err != nil {
+			return nil, err
+		}
+		b, refs, err := codec.MarshalRefs(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: result: %v", ErrEncode, err)
+		}
+		if len(refs) > 0 {
+			if err := escapeRefs(ctx, refs); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
 	}
-	b, err := codec.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("%w: result: %v", ErrEncode, err)
-	}
-	return b, nil
 }
 
 // Func0 is a remote function of no arguments returning R.
@@ -154,7 +164,7 @@ type Func4[A, B, C, D, R any] struct{ remoteFunc }
 // Task0 registers fn as a remote function named name. Call it at package level.
 func Task0[R any](name string, fn func(context.Context) (R, error)) *Func0[R] {
 	register(name, nil, typeOf[R](), func(ctx context.Context, _ [][]byte) ([]byte, error) {
-		return encodeResult(fn(ctx))
+		return resultEncoder[R](ctx)(fn(ctx))
 	})
 	return &Func0[R]{newRemoteFunc(name)}
 }
@@ -162,11 +172,11 @@ func Task0[R any](name string, fn func(context.Context) (R, error)) *Func0[R] {
 // Task1 registers fn as a remote function named name. Call it at package level.
 func Task1[A, R any](name string, fn func(context.Context, A) (R, error)) *Func1[A, R] {
 	register(name, []reflect.Type{typeOf[A]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
-		a, err := decodeArg[A](name, args, 0)
+		a, err := decodeArg[A](ctx, name, args, 0)
 		if err != nil {
 			return nil, err
 		}
-		return encodeResult(fn(ctx, a))
+		return resultEncoder[R](ctx)(fn(ctx, a))
 	})
 	return &Func1[A, R]{newRemoteFunc(name)}
 }
@@ -174,11 +184,11 @@ func Task1[A, R any](name string, fn func(context.Context, A) (R, error)) *Func1
 // Task2 registers fn as a remote function named name. Call it at package level.
 func Task2[A, B, R any](name string, fn func(context.Context, A, B) (R, error)) *Func2[A, B, R] {
 	register(name, []reflect.Type{typeOf[A](), typeOf[B]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
-		a, b, err := decode2[A, B](name, args)
+		a, b, err := decode2[A, B](ctx, name, args)
 		if err != nil {
 			return nil, err
 		}
-		return encodeResult(fn(ctx, a, b))
+		return resultEncoder[R](ctx)(fn(ctx, a, b))
 	})
 	return &Func2[A, B, R]{newRemoteFunc(name)}
 }
@@ -186,11 +196,11 @@ func Task2[A, B, R any](name string, fn func(context.Context, A, B) (R, error)) 
 // Task3 registers fn as a remote function named name. Call it at package level.
 func Task3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R, error)) *Func3[A, B, C, R] {
 	register(name, []reflect.Type{typeOf[A](), typeOf[B](), typeOf[C]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
-		a, b, c, err := decode3[A, B, C](name, args)
+		a, b, c, err := decode3[A, B, C](ctx, name, args)
 		if err != nil {
 			return nil, err
 		}
-		return encodeResult(fn(ctx, a, b, c))
+		return resultEncoder[R](ctx)(fn(ctx, a, b, c))
 	})
 	return &Func3[A, B, C, R]{newRemoteFunc(name)}
 }
@@ -198,11 +208,11 @@ func Task3[A, B, C, R any](name string, fn func(context.Context, A, B, C) (R, er
 // Task4 registers fn as a remote function named name. Call it at package level.
 func Task4[A, B, C, D, R any](name string, fn func(context.Context, A, B, C, D) (R, error)) *Func4[A, B, C, D, R] {
 	register(name, []reflect.Type{typeOf[A](), typeOf[B](), typeOf[C](), typeOf[D]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
-		a, b, c, d, err := decode4[A, B, C, D](name, args)
+		a, b, c, d, err := decode4[A, B, C, D](ctx, name, args)
 		if err != nil {
 			return nil, err
 		}
-		return encodeResult(fn(ctx, a, b, c, d))
+		return resultEncoder[R](ctx)(fn(ctx, a, b, c, d))
 	})
 	return &Func4[A, B, C, D, R]{newRemoteFunc(name)}
 }

@@ -330,9 +330,8 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		c.complete(tid, p, &pb.TaskResult{TaskId: tid[:], Error: info})
 		return ret, &SubmitError{Info: info, Err: argErr}
 	}
-	for _, r := range argRefs {
-		c.refs.AddLocal(r)
-	}
+	c.holdArgs(argRefs)
+	c.pinArgs(ret, args)
 	p.waiting.Store(int32(len(argRefs)) + 1)
 	for _, r := range argRefs {
 		if !c.mem.OnReady(r, func(objects.Value) { c.depReady(tid, p) }) {

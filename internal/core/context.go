@@ -20,6 +20,9 @@ type TaskContext struct {
 	Worker *actor.PID
 	// Spec is the running task's spec (nil in a driver).
 	Spec *pb.TaskSpec
+	// Nested are the refs inside the task's return value, registered for its owner
+	// (RefPayloads, for TaskResult.nested; set by the task's goroutine before it returns).
+	Nested [][]byte
 
 	children atomic.Uint64
 	puts     atomic.Uint32
@@ -41,6 +44,14 @@ func FromContext(ctx context.Context) (*TaskContext, bool) {
 // NewDriver returns the TaskContext of a driver: a root task with a random ID.
 func (c *Core) NewDriver() *TaskContext {
 	return &TaskContext{Core: c, Task: ids.NewRootTaskID()}
+}
+
+// NestedOf returns the refs the task of ctx returned (see TaskContext.Nested).
+func NestedOf(ctx context.Context) [][]byte {
+	if tc, ok := FromContext(ctx); ok {
+		return tc.Nested
+	}
+	return nil
 }
 
 // TaskContextFor builds the context a worker runs spec with.

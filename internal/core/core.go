@@ -92,6 +92,8 @@ type Core struct {
 	stats Stats
 	freed atomic.Int64 // store bytes freed since the last collection (see collectAfter)
 
+	borrows borrowState // refs borrowed from and lent to other runtimes (borrow.go)
+
 	parkMu    sync.Mutex
 	parked    map[ids.TaskID]*pending // waiting for a node (see Cluster)
 	parkTimer bool
@@ -196,6 +198,8 @@ func (c *Core) receive(ctx actor.Context) {
 		}
 	case *pb.ActorCallBounce:
 		c.onBounce(m)
+	default:
+		c.onBorrowMessage(ctx)
 	}
 }
 
@@ -206,7 +210,33 @@ func (c *Core) AddRef(id ids.ObjectID) { c.refs.AddLocal(id) }
 // user's Release, false for a garbage-collection cleanup (which never forces a collection:
 // one just ran).
 func (c *Core) ReleaseRef(id ids.ObjectID, explicit bool) {
+	if c.unborrow(id) {
+		return
+	}
 	c.freeAs(c.refs.RemoveLocal(id), explicit)
+}
+
+// holdArgs counts the references a submitted task holds on its ref arguments (a borrow
+// for borrowed objects); it returns the owned ones, which the task's lineage depends on.
+func (c *Core) holdArgs(refs []ids.ObjectID) (owned []ids.ObjectID) {
+	for _, r := range refs {
+		if !c.moreBorrow(r) {
+			c.refs.AddLocal(r)
+			owned = append(owned, r)
+		}
+	}
+	return owned
+}
+
+// releaseArgs gives back what holdArgs took.
+func (c *Core) releaseArgs(refs []ids.ObjectID) {
+	var owned []ids.ObjectID
+	for _, r := range refs {
+		if !c.unborrow(r) {
+			owned = append(owned, r)
+		}
+	}
+	c.free(c.refs.RemoveLocalAll(owned))
 }
 
 // collectAfter is how many bytes of freed store objects make a free wait for the shard and
@@ -229,6 +259,7 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 	inStore := map[ids.NodeID][][]byte{}
 	var bytes int64
 	for _, id := range r.Values {
+		c.unpin(id) // refs nested in the freed object
 		if v, ready, known := c.mem.Get(id); known {
 			c.mem.Delete(id)
 			if ready && v.InStore {

@@ -138,7 +138,10 @@ func (c *Core) FetchArg(ctx context.Context, a *pb.Arg) ([]byte, error) {
 
 // Put stores an encoded value as a new object owned by this process and returns its ID;
 // the caller holds one reference (see Submit).
-func (tc *TaskContext) Put(data []byte) (ids.ObjectID, error) {
+func (tc *TaskContext) Put(data []byte) (ids.ObjectID, error) { return tc.PutNested(data, nil) }
+
+// PutNested is Put of a value holding the refs nested: they live while the new object does.
+func (tc *TaskContext) PutNested(data []byte, nested []Nested) (ids.ObjectID, error) {
 	c := tc.Core
 	id := ids.PutID(tc.Task, tc.puts.Add(1))
 	select {
@@ -160,6 +163,7 @@ func (tc *TaskContext) Put(data []byte) (ids.ObjectID, error) {
 		v = objects.Value{InStore: true, Node: c.cfg.Node, Size: int64(len(data))}
 	}
 	c.refs.AddLocal(id)
+	c.pin(id, nested)
 	c.mem.Set(id, v)
 	return id, nil
 }

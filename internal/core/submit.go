@@ -18,6 +18,8 @@ type Arg struct {
 	Data  []byte
 	Ref   ids.ObjectID
 	IsRef bool
+	// Nested are the refs inside Data (kept alive until the task finishes).
+	Nested []Nested
 }
 
 // Call describes one task submission.
@@ -92,10 +94,9 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 			spec.Args[i] = &pb.Arg{Data: a.Data}
 		}
 	}
-	c.refs.AddTask(tid, []ids.ObjectID{ret}, argRefs)
-	for _, r := range argRefs {
-		c.refs.AddLocal(r) // the submitted task's reference, dropped when it finishes
-	}
+	// The submitted task's references, dropped when it finishes.
+	c.refs.AddTask(tid, []ids.ObjectID{ret}, c.holdArgs(argRefs))
+	c.pinArgs(ret, call.Args)
 	if c.cfg.Lineage != nil {
 		// Recorded before the task can run, with refs as IDs: what reconstruction reads.
 		if err := c.cfg.Lineage.Record(spec); err != nil {
@@ -115,6 +116,19 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 	}
 	c.depReady(tid, p)
 	return ret, nil
+}
+
+// argsKey is the key under which the refs nested in a task's argument values are pinned:
+// the return ID with its index set to 0, which no object has.
+func argsKey(ret ids.ObjectID) ids.ObjectID { return ids.ReturnID(ret.Task(), 0) }
+
+// pinArgs keeps the refs nested in argument values alive until the task finishes.
+func (c *Core) pinArgs(ret ids.ObjectID, args []Arg) {
+	var nested []Nested
+	for _, a := range args {
+		nested = append(nested, a.Nested...)
+	}
+	c.pin(argsKey(ret), nested)
 }
 
 func (c *Core) failSubmit(ret ids.ObjectID, tid ids.TaskID, fn string, kind pb.ErrorInfo_Kind, err error) error {
@@ -222,12 +236,20 @@ func (c *Core) complete(tid ids.TaskID, p *pending, r *pb.TaskResult) {
 	}
 	ret := ids.ReturnID(tid, 1)
 	v := objects.Value{Data: r.Data, InStore: r.InStore, Node: ids.NodeID(r.NodeId), Size: r.Size, Err: r.Error}
+	if len(r.Nested) > 0 && r.Error == nil {
+		if nested, err := ParseNested(r.Nested); err == nil {
+			c.pinAdopted(ret, nested)
+		} else {
+			c.cfg.Logger.Warn("ray: a task's result holds corrupt refs", "task", tid, "err", err)
+		}
+	}
 	c.mem.Set(ret, v)
 	if local, _, _ := c.refs.Counts(ret); local == 0 {
 		// Every handle to the result was dropped while the task ran.
 		c.free(objects.Released{Values: []ids.ObjectID{ret}})
 	}
-	c.free(c.refs.RemoveLocalAll(p.argRefs))
+	c.releaseArgs(p.argRefs)
+	c.unpin(argsKey(ret))
 }
 
 // Cancel cancels the task that produces id: a queued or waiting task never runs; a

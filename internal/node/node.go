@@ -345,6 +345,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			// Off the publisher's goroutine: failing tasks sends messages and takes locks.
 			go n.Core.NodeGone(ids.NodeID(e.Member.NodeID))
 		}
+		if !e.Self && e.Type == membership.MemberLeft {
+			go n.Core.BorrowersGone(e.Member.Address) // its runtime's borrows end with it
+		}
 	})
 	return n, nil
 }
@@ -473,7 +476,8 @@ func (n *Node) startMember(ctx context.Context) error {
 		Context: func(parent context.Context, spec *pb.TaskSpec, r *actor.PID) context.Context {
 			return n.Core.TaskContextFor(parent, spec, r)
 		},
-		Fetch: func(ctx context.Context, a *pb.Arg) ([]byte, error) { return n.Core.FetchArg(ctx, a) },
+		Fetch:  func(ctx context.Context, a *pb.Arg) ([]byte, error) { return n.Core.FetchArg(ctx, a) },
+		Nested: core.NestedOf,
 	}
 	if err := wenv.Validate(); err != nil {
 		return err
@@ -481,7 +485,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	objTable := objectTable{w: n.writer}
 	n.table = &actors.Table{Store: n.store}
 	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet,
-		Runner: worker.Runner{Node: n.ID, Store: n.objectStore, Fetch: wenv.Fetch},
+		Runner: worker.Runner{Node: n.ID, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf},
 		Context: func(parent context.Context, spec *pb.TaskSpec) context.Context {
 			return n.Core.TaskContextFor(parent, spec, nil)
 		},

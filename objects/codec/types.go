@@ -428,3 +428,8 @@ func (w *walker) prefix(err error, seg string) error {
 	}
 	return err
 }
+
+// MayHoldRefs reports whether values of type t may hold object references (see Ref): t
+// has an interface or a type with its own CBOR marshaler somewhere inside. The runtime
+// looks for refs in a decoded value only then.
+func MayHoldRefs(t reflect.Type) bool { return t != nil && info(t).refs }

@@ -33,7 +33,9 @@ type Env struct {
 	// blocks.
 	Context func(parent context.Context, spec *pb.TaskSpec, worker *actor.PID) context.Context
 	// Fetch returns the bytes of an argument that lives in an object store.
-	Fetch  func(ctx context.Context, arg *pb.Arg) ([]byte, error)
+	Fetch func(ctx context.Context, arg *pb.Arg) ([]byte, error)
+	// Nested (optional) returns the refs inside a task's return value (see Runner.Nested).
+	Nested func(ctx context.Context) [][]byte
 	Logger *slog.Logger
 }
 
@@ -303,7 +305,7 @@ func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.
 	if !ok {
 		return Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function}).Error(), "", w.env.Node)
 	}
-	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, Store: w.env.Store, Fetch: w.env.Fetch, Root: root}
+	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, Store: w.env.Store, Fetch: w.env.Fetch, Root: root, Nested: w.env.Nested}
 	return r.Run(ctx, w.env.Context(ctx, spec, self), spec, fn.Call)
 }
 
@@ -316,6 +318,9 @@ type Runner struct {
 	Store       func() *actor.PID
 	Fetch       func(ctx context.Context, arg *pb.Arg) ([]byte, error)
 	Root        *actor.RootContext
+	// Nested returns the refs inside the return value of the task run with ctx, already
+	// registered for the task's owner (TaskResult.nested); nil: none.
+	Nested func(ctx context.Context) [][]byte
 }
 
 // Fail builds the failed result of spec.
@@ -357,6 +362,9 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 		return fail(pb.ErrorInfo_APPLICATION, err.Error(), "")
 	}
 	res = &pb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Size: int64(len(out))}
+	if r.Nested != nil {
+		res.Nested = r.Nested(callCtx)
+	}
 	limit := r.InlineLimit
 	if limit <= 0 {
 		limit = DefaultInlineLimit
