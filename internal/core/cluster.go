@@ -55,6 +55,10 @@ const (
 func (c *Core) rayletFor(p *pending) (*actor.PID, error) {
 	cl := c.cfg.Cluster
 	if cl == nil {
+		if p.spec.Strategy == StrategyNodeAffinity && !p.spec.AffinitySoft && p.spec.AffinityNode != string(c.cfg.Node) {
+			return nil, fmt.Errorf("%w: %q is not a node of this cluster (its only node is %s)",
+				sched.ErrAffinityUnavailable, p.spec.AffinityNode, c.cfg.Node)
+		}
 		r := c.cfg.Raylet()
 		if r == nil {
 			return nil, errors.New("no scheduler on this node")
