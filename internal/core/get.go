@@ -24,6 +24,9 @@ func (e *ObjectError) Error() string {
 // ErrorInfo exposes the wire form (used by workers to keep a nested error's origin).
 func (e *ObjectError) ErrorInfo() *pb.ErrorInfo { return e.Info }
 
+// admitTimeout bounds the wait for the store to admit a put while it spills.
+const admitTimeout = 5 * time.Minute
+
 // fetchTimeout bounds one read from a store shard when ctx has no deadline.
 const fetchTimeout = time.Minute
 
@@ -159,7 +162,14 @@ func (tc *TaskContext) PutNested(data []byte, nested []Nested) (ids.ObjectID, er
 		if s == nil {
 			return id, fmt.Errorf("ray: no object store shard on node %s", c.cfg.Node)
 		}
-		c.root.Send(s, &pb.PutObject{ObjectId: id[:], Data: data, Owner: c.ownerW})
+		// Wait for the store to admit it: over its budget, the store answers once spilling
+		// has caught up, so a producer cannot outrun the disk (backpressure).
+		res, err := c.root.RequestFuture(s, &pb.PutObject{ObjectId: id[:], Data: data, Owner: c.ownerW}, admitTimeout).Result()
+		if ack, ok := res.(*pb.PutObjectAck); err == nil && ok && ack.Error != "" {
+			return id, fmt.Errorf("ray: the object store refused object %s: %s", id, ack.Error)
+		} else if err != nil {
+			c.cfg.Logger.Warn("ray: the object store did not admit an object in time; going on (it holds it, over budget)", "object", id, "err", err)
+		}
 		v = objects.Value{InStore: true, Node: c.cfg.Node, Size: int64(len(data))}
 	}
 	c.refs.AddLocal(id)

@@ -33,6 +33,7 @@ var (
 	keeperKeep  = ray.Method1(keeperClass, "Keep", (*keeper).Keep)
 	keeperRead  = ray.Method0(keeperClass, "Read", (*keeper).Read)
 	keeperDrop  = ray.Method0(keeperClass, "Drop", (*keeper).Drop)
+	keeperWhere = ray.Method0(keeperClass, "Where", func(_ *keeper, ctx context.Context) (string, error) { return ray.NodeID(ctx) })
 )
 
 type keeper struct{ held []ray.ObjectRef[[]byte] }
@@ -94,7 +95,11 @@ func TestBorrowedRefs(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	up := alive(t)
-	ownerIdx, other := up[0], up[1]
+	// Node 1 has the "keeper" resource the actor case needs: the owner is another node.
+	ownerIdx, other := up[0], 1
+	if ownerIdx == other {
+		t.Fatal("node 1 must be running and not be the first running node")
+	}
 	ctx := cluster.Context(base, ownerIdx)
 	owner := cluster.Nodes[ownerIdx].Core
 	there := ray.NodeAffinity(string(cluster.Nodes[other].ID), false)
@@ -138,7 +143,7 @@ func TestBorrowedRefs(t *testing.T) {
 	})
 
 	t.Run("held by an actor on another node", func(t *testing.T) {
-		k := keeperClass.Remote(ctx, there)
+		k := keeperClass.Remote(ctx, ray.Resources(map[string]float64{"keeper": 1}))
 		r, err := ray.Put(ctx, make([]byte, size))
 		if err != nil {
 			t.Fatal(err)
@@ -150,8 +155,11 @@ func TestBorrowedRefs(t *testing.T) {
 		r.Release()
 		runtime.GC()
 		time.Sleep(100 * time.Millisecond)
+		if where, err := ray.Get(ctx, keeperWhere.Remote(ctx, k)); err != nil || where != string(cluster.Nodes[other].ID) {
+			t.Fatalf("the keeper runs on %q (err %v), want node 1, the only one with its resource", where, err)
+		}
 		if owner.Lenders(id) != 1 || !known(owner, id) {
-			t.Fatalf("after the driver dropped its ref: %d borrowers, known %v; want the actor's node borrowing", owner.Lenders(id), known(owner, id))
+			t.Fatalf("after the driver dropped its ref: %d borrowers (want the actor's runtime), known %v", owner.Lenders(id), known(owner, id))
 		}
 		if n, err := ray.Get(ctx, keeperRead.Remote(ctx, k)); err != nil || n != size {
 			t.Fatalf("the actor read %d bytes, err %v", n, err)

@@ -32,8 +32,10 @@ import (
 
 // Config configures a Cluster.
 type Config struct {
-	Nodes  int     // default 2
-	CPUs   float64 // per node, default 2
+	Nodes int     // default 2
+	CPUs  float64 // per node, default 2
+	// Custom gives node i custom resources besides its CPUs, e.g. {1: {"accel": 1}}.
+	Custom map[int]map[string]float64
 	Logger *slog.Logger
 }
 
@@ -76,7 +78,14 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	c.GCS = c.etcd.Client()
 	c.compactor = gcs.NewCompactor(c.GCS, gcs.CompactorConfig{Logger: cfg.Logger})
 	sync := c.etcd.Endpoints()
-	res, err := sched.FromMap(map[string]float64{sched.CPU: cfg.CPUs})
+	resOf := func(i int) (sched.Resources, error) {
+		m := map[string]float64{sched.CPU: cfg.CPUs}
+		for k, v := range cfg.Custom[i] {
+			m[k] = v
+		}
+		return sched.FromMap(m)
+	}
+	_, err = resOf(0)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +120,10 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	for i := range cfg.Nodes {
 		started := make(chan string, 1)
 		results[i] = make(chan result, 1)
+		res, err := resOf(i)
+		if err != nil {
+			return nil, err
+		}
 		ncfg := node.Config{
 			Job: job, Resources: res, GCS: c.GCS, Dir: filepath.Join(c.dir, fmt.Sprintf("node-%d", i)),
 			Lineage: true, SyncAddrs: append([]string(nil), sync...), Logger: cfg.Logger,

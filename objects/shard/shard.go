@@ -62,8 +62,30 @@ type Shard struct {
 	spilled     int64 // objects on disk
 	spilledB    int64
 	spillErrors int64
+	// admits are the producers waiting for their PutObjectAck: a put that leaves the store
+	// over its budget is answered once spilling brings it back under (backpressure).
+	admits []admit
 
 	compress chan struct{} // bounds concurrent s2 compressions of pulled chunks
+}
+
+// admit is a put's acknowledgement held back until the store is under budget.
+type admit struct {
+	to  *actor.PID
+	ack *pb.PutObjectAck
+}
+
+// releaseAdmits answers the held puts once the store is under budget, or when nothing
+// more will be spilled (no candidates, or spilling failed): a producer never waits for
+// ever on a store that cannot spill.
+func (s *Shard) releaseAdmits(ctx actor.Context) {
+	if len(s.admits) == 0 || s.mem > s.cfg.Budget && s.spilling {
+		return
+	}
+	for _, a := range s.admits {
+		ctx.Send(a.to, a.ack)
+	}
+	s.admits = nil
 }
 
 // spillJob is one object to write; spillDone reports a round of them.
@@ -97,14 +119,19 @@ func (s *Shard) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pb.PutObject:
 		err := s.put(m)
+		s.maybeSpill(ctx)
 		if ctx.Sender() != nil {
 			ack := &pb.PutObjectAck{ObjectId: m.ObjectId}
 			if err != nil {
 				ack.Error = err.Error()
 			}
-			ctx.Respond(ack)
+			if err == nil && s.cfg.Budget > 0 && s.mem > s.cfg.Budget && s.spilling {
+				// Over budget while spills are written: the producer waits (backpressure).
+				s.admits = append(s.admits, admit{to: ctx.Sender(), ack: ack})
+			} else {
+				ctx.Respond(ack)
+			}
 		}
-		s.maybeSpill(ctx)
 	case *pb.GetObject:
 		s.get(ctx, m)
 	case *pb.PullObject:
@@ -128,6 +155,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 				s.drop(id, o)
 			}
 		}
+		s.releaseAdmits(ctx)
 	case *pb.StoreStats:
 		ctx.Respond(s.stats(int(m.Top)))
 	}
@@ -264,6 +292,7 @@ func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 	if failed == 0 { // after a failure, the next put tries again (not a hot loop on a full disk)
 		s.maybeSpill(ctx)
 	}
+	s.releaseAdmits(ctx)
 }
 
 func (s *Shard) put(m *pb.PutObject) error {

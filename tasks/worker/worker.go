@@ -329,6 +329,10 @@ func Fail(spec *pb.TaskSpec, kind pb.ErrorInfo_Kind, msg, stack string, node ids
 		Kind: kind, Function: spec.Function, TaskId: spec.TaskId, Message: msg, Stack: stack, NodeId: string(node)}}
 }
 
+// admitTimeout bounds the wait for the store to admit a large result while it spills
+// (after it, the result is reported anyway: the store holds it, over budget).
+const admitTimeout = 5 * time.Minute
+
 // Run calls body with spec's arguments. ctx is the task's own context (its cancellation);
 // callCtx, derived from it, is what body receives. Run never panics.
 func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks.Func) (res *pb.TaskResult) {
@@ -374,11 +378,15 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 		if store == nil {
 			return fail(pb.ErrorInfo_SYSTEM, "no object store shard on this node", "")
 		}
-		// Fire-and-forget is safe: the shard's mailbox is FIFO, and anyone who reads the
-		// object learns of it from this result, which is sent after the put is enqueued.
+		// Wait for the store to admit it: over budget, it answers once spilling caught up,
+		// so tasks cannot outrun the disk (backpressure). Anyone who reads the object
+		// learns of it from this result, sent after the put.
 		tid, _ := ids.TaskIDFromBytes(spec.TaskId)
 		oid := ids.ReturnID(tid, 1)
-		r.Root.Send(store, &pb.PutObject{ObjectId: oid[:], Data: out, Owner: spec.Owner})
+		got, err := r.Root.RequestFuture(store, &pb.PutObject{ObjectId: oid[:], Data: out, Owner: spec.Owner}, admitTimeout).Result()
+		if ack, ok := got.(*pb.PutObjectAck); err == nil && ok && ack.Error != "" {
+			return fail(pb.ErrorInfo_SYSTEM, "the object store refused the result: "+ack.Error, "")
+		}
 		res.InStore, res.NodeId = true, string(r.Node)
 		return res
 	}

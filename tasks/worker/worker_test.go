@@ -86,6 +86,9 @@ func newHarness(t *testing.T) *harness {
 	store := h.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		if m, ok := c.Message().(*pb.PutObject); ok {
 			h.puts <- m
+			if c.Sender() != nil {
+				c.Respond(&pb.PutObjectAck{ObjectId: m.ObjectId}) // admitted
+			}
 		}
 	}))
 	env := Env{Node: "n1", Logger: quiet,

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ray
+
+const raceEnabled = false
