@@ -50,6 +50,7 @@ type env struct {
 	ctx      context.Context // the main runtime (lineage on)
 	initOpts []ray.InitOption
 	sizes    sizes
+	address  string // -address: running against a cluster
 }
 
 // rayValues are Ray 2.48.0's published figures (BENCHMARKS.md §1).
@@ -74,6 +75,10 @@ var rayValues = map[string]float64{
 }
 
 const lineageRatio = "lineage_overhead_ratio"
+
+// refcountRatio is the share of single_client_tasks_async's time per task that its
+// reference counting takes (reference_counting_ops measured in the same run).
+const refcountRatio = "refcount_overhead_ratio"
 
 // exactlyOnceRatios are the derived ratios of an exactly-once actor metric to its
 // at-most-once twin measured in the same run.
@@ -108,6 +113,7 @@ func run() int {
 	warmup := flag.Duration("warmup", 0, "override the warm-up duration")
 	trialDur := flag.Duration("trial", 0, "override the minimum duration of a trial")
 	trials := flag.Int("trials", 0, "override the number of trials")
+	storeBytes := flag.Int64("object-store-memory", 0, "object store budget in bytes (default 30% of RAM); a small one makes the big puts spill")
 	address := flag.String("address", "", "run against the cluster at this GCS address (as `rayctl start` prints it; also RAY_ADDRESS) instead of a local runtime; the cross_node_* metrics need it")
 	flag.Parse()
 
@@ -125,12 +131,13 @@ func run() int {
 		t.trials = *trials
 	}
 
-	all := append(append(append(coreMetrics(), actorMetrics()...), crossNodeMetrics()...), substrateMetrics()...)
+	all := append(append(append(append(coreMetrics(), refcountMetric(), spillingPutMetric()), actorMetrics()...), crossNodeMetrics()...), substrateMetrics()...)
 	if *list {
 		for _, m := range all {
 			fmt.Printf("%-42s %-14s %s\n", m.name, m.unit, m.body)
 		}
 		fmt.Printf("%-42s %-14s %s\n", lineageRatio, "ratio", "single_client_tasks_async_fresh / single_client_tasks_async_no_lineage")
+		fmt.Printf("%-42s %-14s %s\n", refcountRatio, "ratio", "single_client_tasks_async / reference_counting_ops: the share of a task's time spent counting references")
 		for _, m := range exactlyOnceRatios {
 			fmt.Printf("%-42s %-14s %s\n", m+"_exactly_once_ratio", "ratio", m+"_exactly_once / "+m)
 		}
@@ -162,9 +169,13 @@ func run() int {
 	if *cpus > 0 {
 		e.initOpts = append(e.initOpts, ray.WithNumCPUs(*cpus))
 	}
+	if *storeBytes > 0 {
+		e.initOpts = append(e.initOpts, ray.WithObjectStoreMemory(*storeBytes))
+	}
 	if *address == "" {
 		*address = os.Getenv(ray.AddressEnv)
 	}
+	e.address = *address
 	if *address != "" {
 		e.initOpts = append(e.initOpts, ray.WithAddress(*address))
 	} else if re == nil {
@@ -294,6 +305,10 @@ func addDerived(rs []result) []result {
 	means := map[string]float64{}
 	for _, r := range rs {
 		means[r.name] = r.st.Mean
+	}
+	if tasks, rc := means["single_client_tasks_async"], means["reference_counting_ops"]; tasks > 0 && rc > 0 {
+		// time per task spent on reference counting / time per task
+		rs = append(rs, result{name: refcountRatio, unit: "ratio", derived: true, st: stat{Mean: tasks / rc}})
 	}
 	for _, m := range exactlyOnceRatios {
 		if amo, eo := means[m], means[m+"_exactly_once"]; amo > 0 && eo > 0 {
