@@ -21,7 +21,10 @@ type NodeMemory struct {
 	SpilledObjects int64
 	SpilledBytes   int64 // uncompressed size of what is on disk
 	SpillErrors    int64 // spills that failed (the objects stayed in memory)
-	Largest        []StoredObject
+	// InFlightBytes are objects being pulled into this process from other nodes right now
+	// (reported for the caller's own node only).
+	InFlightBytes int64
+	Largest       []StoredObject
 }
 
 // StoredObject is one object in a store.
@@ -59,6 +62,9 @@ func Memory(ctx context.Context, top int) (MemoryReport, error) {
 		}
 		n := NodeMemory{Node: string(node), Budget: budgets[node], Objects: st.Objects, Bytes: st.Bytes,
 			MemoryBytes: st.MemoryBytes, SpilledObjects: st.SpilledObjects, SpilledBytes: st.SpilledBytes, SpillErrors: st.SpillErrors}
+		if node == self {
+			n.InFlightBytes = tc.Core.InFlightBytes()
+		}
 		for _, o := range st.Largest {
 			id, _ := ids.ObjectIDFromBytes(o.ObjectId)
 			so := StoredObject{ID: id.String(), Size: o.Size, Spilled: o.Spilled}

@@ -65,6 +65,7 @@ type NodeMemory struct {
 	Spilled     int64          `json:"spilled_bytes"`
 	Objects     int64          `json:"objects"`
 	SpillErrors int64          `json:"spill_errors"`
+	InFlight    int64          `json:"in_flight_bytes"` // objects being pulled into the node now
 	Largest     []StoredObject `json:"largest"`
 }
 
@@ -99,7 +100,7 @@ func readMemory(c *ucli.Context, store gcs.Store) (*MemoryReport, error) {
 			continue
 		}
 		n := NodeMemory{Node: l.NodeId, Budget: l.StoreBudget, MemoryBytes: l.StoreInMemory, Spilled: l.StoreSpilled,
-			Objects: l.StoreObjects, SpillErrors: l.StoreSpillErrors, Largest: []StoredObject{}}
+			Objects: l.StoreObjects, SpillErrors: l.StoreSpillErrors, InFlight: l.InFlightBytes, Largest: []StoredObject{}}
 		if ni := info[l.NodeId]; ni != nil {
 			n.Agent, n.Job = ni.AgentId, ni.JobId
 		}
@@ -135,10 +136,10 @@ func printMemory(c *ucli.Context, rep *MemoryReport) {
 		w.Flush()
 		return
 	}
-	fmt.Fprintln(w, "NODE\tAGENT\tJOB\tIN MEMORY / BUDGET\tSPILLED\tOBJECTS\tSPILL ERRORS")
+	fmt.Fprintln(w, "NODE\tAGENT\tJOB\tIN MEMORY / BUDGET\tSPILLED\tOBJECTS\tPULLING\tSPILL ERRORS")
 	for _, n := range rep.Nodes {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s / %s\t%s\t%d\t%d\n", n.Node, orDash(n.Agent), orDash(n.Job),
-			fmtBytes(n.MemoryBytes), fmtBytes(n.Budget), fmtBytes(n.Spilled), n.Objects, n.SpillErrors)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s / %s\t%s\t%d\t%s\t%d\n", n.Node, orDash(n.Agent), orDash(n.Job),
+			fmtBytes(n.MemoryBytes), fmtBytes(n.Budget), fmtBytes(n.Spilled), n.Objects, fmtBytes(n.InFlight), n.SpillErrors)
 	}
 	fmt.Fprintln(w)
 	any := false

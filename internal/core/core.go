@@ -89,8 +89,9 @@ type Core struct {
 	mu    sync.Mutex
 	tasks map[ids.TaskID]*pending
 
-	stats Stats
-	freed atomic.Int64 // store bytes freed since the last collection (see collectAfter)
+	stats    Stats
+	freed    atomic.Int64 // store bytes freed since the last collection (see collectAfter)
+	inflight atomic.Int64 // bytes of objects being pulled from other nodes right now
 
 	borrows borrowState // refs borrowed from and lent to other runtimes (borrow.go)
 
@@ -320,6 +321,9 @@ func (c *Core) StoreStatsOf(ctx context.Context, node ids.NodeID, top int) (*pb.
 	}
 	return r, nil
 }
+
+// InFlightBytes is the size of the objects this runtime is pulling from other nodes now.
+func (c *Core) InFlightBytes() int64 { return c.inflight.Load() }
 
 // NodeInfos lists the nodes that run this job's tasks (nil when the node did not say).
 func (c *Core) NodeInfos() []*pb.NodeInfo {

@@ -92,12 +92,12 @@ func (c *Core) bytesOf(ctx context.Context, id ids.ObjectID, v objects.Value) ([
 	if !v.InStore {
 		return v.Data, nil
 	}
-	return c.fetch(ctx, id, v.Node)
+	return c.fetch(ctx, id, v.Node, v.Size)
 }
 
 // fetch reads an object's bytes from the store shard holding them: this node's, or
 // another node's by pulling it in chunks (package objects/transfer).
-func (c *Core) fetch(ctx context.Context, id ids.ObjectID, node ids.NodeID) ([]byte, error) {
+func (c *Core) fetch(ctx context.Context, id ids.ObjectID, node ids.NodeID, size int64) ([]byte, error) {
 	remote := node != "" && node != c.cfg.Node
 	if remote && c.cfg.Cluster == nil {
 		return nil, fmt.Errorf("ray: object %s lives on node %s, and this runtime is not in a cluster", id, node)
@@ -114,6 +114,9 @@ func (c *Core) fetch(ctx context.Context, id ids.ObjectID, node ids.NodeID) ([]b
 		}
 	}
 	if remote {
+		// Bytes on their way in are accounted while they come (InFlightBytes).
+		c.inflight.Add(size)
+		defer c.inflight.Add(-size)
 		return c.pull(ctx, s, id, node)
 	}
 	res, err := c.root.RequestFuture(s, &pb.GetObject{ObjectId: id[:]}, timeout).Result()
@@ -136,7 +139,7 @@ func (c *Core) FetchArg(ctx context.Context, a *pb.Arg) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.fetch(ctx, id, ids.NodeID(a.NodeId))
+	return c.fetch(ctx, id, ids.NodeID(a.NodeId), a.Size)
 }
 
 // Put stores an encoded value as a new object owned by this process and returns its ID;
