@@ -5,7 +5,10 @@
 // object is created pending in the MemoryStore, its spec is recorded as lineage (through
 // the group-commit writer, before it can run), and it is held until every argument ref is
 // ready. Small ready arguments are inlined into the spec; large ones are passed by ID and
-// location. Then the spec goes to the node's scheduler grain (raylet) with a plain Send.
+// location. Then the spec goes to a scheduler grain (raylet) with a plain Send: the local
+// node's, or, in a cluster (Config.Cluster, cluster.go), the node the sched policy picks
+// over the job's nodes; tasks wait while the job has no node, and the attempts of tasks on
+// a node that died come back as system errors and are retried elsewhere (NodeGone).
 // A failed argument fails the dependent task with the same error, without running it.
 //
 // Results come back as messages to the owner actor (a plain actor of this process whose
@@ -18,5 +21,9 @@
 //
 // Lifetimes follow the RefTable (package objects): when the last reference to an object
 // goes, its value is freed from the MemoryStore and the store shard (which drops its
-// object-table record), and lineage records nobody needs are deleted from the GCS.
+// object-table record), and lineage records nobody needs are deleted from the GCS. Refs
+// nested in values are counted across runtimes by the borrowing protocol of borrow.go.
+//
+// Objects on other nodes are read with objects/transfer (pull.go): the node's data stream,
+// else chunked pulls through its store grain; the bytes on their way are InFlightBytes.
 package core

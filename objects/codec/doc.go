@@ -135,7 +135,9 @@
 // UnmarshalCBOR uses ParseRef. MarshalRefs encodes a value and returns the payloads of
 // all references inside it, wherever they sit; ScanRefs does the same for received data.
 // Only types that contain an interface or a custom CBOR marshaler are scanned, so plain
-// data pays nothing. Raw, Arrow and user-codec formats cannot hold references.
+// data pays nothing (MayHoldRefs tells a type apart the same way, for decoders that look
+// for references in decoded values). Raw, Arrow and user-codec formats cannot hold
+// references.
 //
 // The layout is a wire format between the processes of one cluster, which run the same
 // binary (see DESIGN.md), so it carries no version number; change it only together with
