@@ -392,3 +392,70 @@ func TestPutReleaseLoopBaseline(t *testing.T) {
 		t.Errorf("etcd object table holds %d records", len(objects))
 	}
 }
+
+// TestCorruptSpillFile: a spill file altered on disk is detected by its checksum. An object
+// a task made is then recreated from lineage (the task runs again, same ID, same value); an
+// object made by Put has no task to run again and reads as ErrObjectLost naming it.
+func TestCorruptSpillFile(t *testing.T) {
+	ctx, err := Init(context.Background(), WithNumCPUs(2), WithObjectStoreMemory(4<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Shutdown(ctx)
+	const elems = 256 << 10 // 2 MiB
+	made := big.Remote(ctx, V(elems))
+	if _, err := Get(ctx, made); err != nil {
+		t.Fatal(err)
+	}
+	put, err := Put(ctx, make([]int64, elems))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two more objects push both out to disk.
+	var more []ObjectRef[[]int64]
+	for range 2 {
+		r, err := Put(ctx, make([]int64, elems))
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = append(more, r)
+	}
+	spill := filepath.Join(nodeOf(ctx).Dir(), "spill")
+	corrupt := func(id string) {
+		t.Helper()
+		path := filepath.Join(spill, id+".zst")
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if _, err := os.Stat(path); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("object %s was not spilled", id)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/2] ^= 0xff
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	corrupt(made.ID())
+	corrupt(put.ID())
+	before := nodeOf(ctx).Core.Stats().Reconstructed.Load()
+	v, err := Get(ctx, made)
+	if err != nil || len(v) != elems || v[elems-1] != elems-1 {
+		t.Fatalf("a task's object with a corrupt spill file: %v (want it recreated)", err)
+	}
+	if n := nodeOf(ctx).Core.Stats().Reconstructed.Load() - before; n != 1 {
+		t.Errorf("%d objects recreated, want 1", n)
+	}
+	_, err = Get(ctx, put)
+	if !errors.Is(err, ErrObjectLost) || !strings.Contains(err.Error(), put.ID()) {
+		t.Fatalf("a Put object with a corrupt spill file: %v, want ErrObjectLost naming it", err)
+	}
+	runtime.KeepAlive(more)
+}

@@ -81,6 +81,19 @@ func (s *MemoryStore) Set(id ids.ObjectID, v Value) bool {
 	return true
 }
 
+// Reset makes a ready object pending again, for an object being recreated (lineage
+// reconstruction): later Gets wait for the new value. It reports whether id was ready.
+func (s *MemoryStore) Reset(id ids.ObjectID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl, ok := s.m[id]
+	if !ok || !sl.ready {
+		return false
+	}
+	s.m[id] = &slot{}
+	return true
+}
+
 // Get returns the object's value if it is ready. known is false for an object this store
 // has never seen (or has freed).
 func (s *MemoryStore) Get(id ids.ObjectID) (v Value, ready, known bool) {

@@ -258,14 +258,17 @@ func TestCluster(t *testing.T) {
 	}
 
 	// A worker process killed while tasks run on it: they are retried on the other nodes,
-	// every result is right, and the node leaves the job's node list.
+	// every result is right, the node leaves the job's node list, and an object that lived
+	// only there is recreated from lineage with the same bytes.
 	out, errOut, code = run(t, 2*time.Minute, env, driver, "-check", "nodedeath")
 	var death struct {
 		Nodedeath struct {
 			Victim            string
 			Tasks, Wrong      int
 			Seconds           float64
-			VictimListedAfter bool `json:"victim_listed_after"`
+			VictimListedAfter bool   `json:"victim_listed_after"`
+			RecreatedSame     bool   `json:"recreated_same"`
+			RecreatedOn       string `json:"recreated_on"`
 		}
 	}
 	if err := json.Unmarshal([]byte(lastLine(out)), &death); err != nil || code != 0 {
@@ -273,6 +276,9 @@ func TestCluster(t *testing.T) {
 	}
 	if d := death.Nodedeath; d.Tasks == 0 || d.Wrong != 0 || d.VictimListedAfter {
 		t.Errorf("after killing node %s: %d of %d results wrong, still listed: %v", d.Victim, d.Wrong, d.Tasks, d.VictimListedAfter)
+	}
+	if d := death.Nodedeath; !d.RecreatedSame || d.RecreatedOn == d.Victim {
+		t.Errorf("an 8 MiB object that lived only on the killed node: recreated identical %v, on %s", d.RecreatedSame, d.RecreatedOn)
 	}
 	t.Logf("a worker process killed under %d one-second tasks: all done %.2f s after the kill", death.Nodedeath.Tasks, death.Nodedeath.Seconds)
 

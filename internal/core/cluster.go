@@ -30,6 +30,8 @@ type Cluster interface {
 	Store(node ids.NodeID) *actor.PID
 	DataAddress(node ids.NodeID) string
 	Feasible(req sched.Resources) error
+	// Alive reports whether node is a member of the cluster now.
+	Alive(node ids.NodeID) bool
 }
 
 // strategyOf maps a spec's strategy name to the policy's.

@@ -95,6 +95,9 @@ type Core struct {
 
 	borrows borrowState // refs borrowed from and lent to other runtimes (borrow.go)
 
+	specMu sync.Mutex
+	specs  map[ids.TaskID]*pb.TaskSpec // specs of tasks whose lineage is held (reconstruct.go)
+
 	parkMu    sync.Mutex
 	parked    map[ids.TaskID]*pending // waiting for a node (see Cluster)
 	parkTimer bool
@@ -109,7 +112,8 @@ type Core struct {
 
 // Stats counts what the runtime did.
 type Stats struct {
-	Retried atomic.Int64 // task attempts resubmitted after a failure
+	Retried       atomic.Int64 // task attempts resubmitted after a failure
+	Reconstructed atomic.Int64 // lost objects recreated by running their task again
 }
 
 type pending struct {
@@ -289,6 +293,7 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 			c.root.Send(s, msg)
 		}
 	}
+	c.dropSpecs(r.Lineage)
 	if c.cfg.Lineage != nil {
 		for _, t := range r.Lineage {
 			c.cfg.Lineage.Drop(t)

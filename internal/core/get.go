@@ -44,7 +44,7 @@ func (tc *TaskContext) Get(ctx context.Context, id ids.ObjectID) ([]byte, error)
 			return nil, err
 		}
 	}
-	return c.bytesOf(ctx, id, v)
+	return tc.getRecovering(ctx, id, v)
 }
 
 func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID) (objects.Value, error) {

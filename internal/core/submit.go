@@ -104,6 +104,7 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 		}
 	}
 	p := &pending{spec: spec, argRefs: argRefs}
+	c.keepSpec(tid, spec)
 	c.mu.Lock()
 	c.tasks[tid] = p
 	c.mu.Unlock()
@@ -202,6 +203,9 @@ func (c *Core) onResult(r *pb.TaskResult) {
 		p.spec.Attempt++
 		c.mu.Unlock()
 		c.stats.Retried.Add(1)
+		if r.Error.Kind == pb.ErrorInfo_OBJECT_LOST && c.recoverArgs(tid, p) {
+			return // sent again once its lost arguments are recreated
+		}
 		c.send(tid, p)
 		return
 	}

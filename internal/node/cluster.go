@@ -342,6 +342,15 @@ func (v *clusterView) Store(node ids.NodeID) *actor.PID {
 	return p
 }
 
+// Alive implements core.Cluster.
+func (v *clusterView) Alive(node ids.NodeID) bool {
+	if node == v.self {
+		return true
+	}
+	_, ok := v.provider.Nodes()[string(node)]
+	return ok
+}
+
 // DataAddress implements core.Cluster.
 func (v *clusterView) DataAddress(node ids.NodeID) string {
 	v.mu.Lock()

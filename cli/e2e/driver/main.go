@@ -117,6 +117,13 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 	}
 	if check == "nodedeath" {
 		victim := nodes[0]
+		// An object that lives only on the victim: after the kill it is recreated from
+		// lineage (its task runs again elsewhere, soft affinity) with the same bytes.
+		lost := makeBlob.Options(ray.NodeAffinity(victim.ID, true)).Remote(ctx, ray.V(8<<20))
+		before, err := ray.Get(ctx, hashBlob.Options(ray.NodeAffinity(victim.ID, false)).Remote(ctx, lost))
+		if err != nil {
+			return err
+		}
 		refs := make([]ray.ObjectRef[int], 4*len(nodes))
 		for i := range refs {
 			refs[i] = slowDouble.Options(ray.Spread()).Remote(ctx, ray.V(i), ray.V(time.Second))
@@ -144,8 +151,14 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 		for _, n := range after {
 			stillListed = stillListed || n.ID == victim.ID
 		}
+		elapsed := time.Since(start).Seconds()
+		after2, err := ray.Get(ctx, hashBlob.Remote(ctx, lost))
+		if err != nil {
+			return fmt.Errorf("reading an object lost with node %s: %w", victim.ID, err)
+		}
 		out["nodedeath"] = map[string]any{"victim": victim.ID, "tasks": len(refs), "wrong": wrong,
-			"seconds": time.Since(start).Seconds(), "victim_listed_after": stillListed}
+			"seconds": elapsed, "victim_listed_after": stillListed,
+			"recreated_same": after2.SHA256 == before.SHA256 && after2.Size == before.Size, "recreated_on": after2.Node}
 		return nil
 	}
 	all := check == "all"

@@ -1,0 +1,158 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/objects"
+)
+
+// Lineage reconstruction, owner side: an object this runtime owns whose bytes are lost (its
+// node died, or its spill file is gone or corrupt) is recreated by running the task that
+// made it again, with the same task and object IDs, after recreating its lost arguments
+// first. The owner keeps the spec of every task whose lineage record the reference table
+// holds (specs); the GCS copy is what outlives the owner. Objects made by Put have no
+// task to run again: they stay lost.
+
+// maxReconstructions bounds how often one Get recreates its object.
+const maxReconstructions = 3
+
+// keepSpec remembers a submitted task's spec for reconstruction.
+func (c *Core) keepSpec(tid ids.TaskID, spec *pb.TaskSpec) {
+	c.specMu.Lock()
+	if c.specs == nil {
+		c.specs = map[ids.TaskID]*pb.TaskSpec{}
+	}
+	c.specs[tid] = spec
+	c.specMu.Unlock()
+}
+
+// dropSpecs forgets the specs of tasks whose lineage records were dropped.
+func (c *Core) dropSpecs(tasks []ids.TaskID) {
+	if len(tasks) == 0 {
+		return
+	}
+	c.specMu.Lock()
+	for _, t := range tasks {
+		delete(c.specs, t)
+	}
+	c.specMu.Unlock()
+}
+
+// lostHere reports whether a ready owned object's bytes are on a node that is gone.
+func (c *Core) lostHere(v objects.Value) bool {
+	return v.InStore && v.Node != "" && v.Node != c.cfg.Node && c.cfg.Cluster != nil && !c.cfg.Cluster.Alive(v.Node)
+}
+
+// reconstruct starts recreating id: it reports false when id cannot be recreated (not a
+// task's return, or its spec is no longer held).
+func (c *Core) reconstruct(id ids.ObjectID) bool {
+	tid := id.Task()
+	if id != ids.ReturnID(tid, 1) {
+		return false // a Put, or not a return of ours
+	}
+	c.specMu.Lock()
+	spec := c.specs[tid]
+	c.specMu.Unlock()
+	if spec == nil {
+		return false
+	}
+	c.mu.Lock()
+	if _, running := c.tasks[tid]; running {
+		c.mu.Unlock()
+		return true // already being recreated (or still running)
+	}
+	spec.Attempt++
+	spec.MaxRetries++ // the lost object's run is not one of the task's own retries
+	var argRefs []ids.ObjectID
+	for _, a := range spec.Args {
+		if a.IsRef {
+			if aid, err := ids.ObjectIDFromBytes(a.ObjectId); err == nil {
+				argRefs = append(argRefs, aid)
+			}
+		}
+	}
+	p := &pending{spec: spec, argRefs: argRefs}
+	c.tasks[tid] = p
+	c.mu.Unlock()
+	c.stats.Reconstructed.Add(1)
+	// The old copy (a corrupt spill file, say) goes first, so the new result is stored in
+	// its place rather than taken for a duplicate of it.
+	if old, ready, _ := c.mem.Get(id); ready && old.InStore && !c.lostHere(old) {
+		if s := c.storeOf(old.Node); s != nil {
+			_, _ = c.root.RequestFuture(s, &pb.FreeObjects{ObjectIds: [][]byte{id[:]}}, 5*time.Second).Result()
+		}
+	}
+	c.mem.Reset(id)
+	c.holdArgs(argRefs)
+	// Arguments whose bytes were on a dead node are recreated first (recursively).
+	for _, a := range argRefs {
+		if v, ready, known := c.mem.Get(a); known && ready && c.lostHere(v) {
+			c.reconstruct(a)
+		}
+	}
+	p.waiting.Store(int32(len(argRefs)) + 1)
+	for _, r := range argRefs {
+		if !c.mem.OnReady(r, func(objects.Value) { c.depReady(tid, p) }) {
+			c.depReady(tid, p)
+		}
+	}
+	c.depReady(tid, p)
+	return true
+}
+
+// recoverLost is called when reading id failed with ErrObjectLost: it recreates id if it
+// can and reports whether the caller should wait for it again.
+func (c *Core) recoverLost(err error, id ids.ObjectID) bool {
+	return errors.Is(err, ErrObjectLost) && c.reconstruct(id)
+}
+
+// getRecovering is bytesOf with reconstruction of lost owned objects.
+func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v objects.Value) ([]byte, error) {
+	c := tc.Core
+	for attempt := 0; ; attempt++ {
+		if c.lostHere(v) && attempt < maxReconstructions && c.reconstruct(id) {
+			var err error
+			if v, err = tc.wait(ctx, id); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		b, err := c.bytesOf(ctx, id, v)
+		if err == nil || attempt >= maxReconstructions || !c.recoverLost(err, id) {
+			return b, err
+		}
+		if v, err = tc.wait(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// recoverArgs recreates the arguments of a task that failed because their bytes were on a
+// node that is gone, and dispatches the task again once they are ready. It reports false
+// when no argument was lost that way (the caller retries as usual).
+func (c *Core) recoverArgs(tid ids.TaskID, p *pending) bool {
+	var lost []ids.ObjectID
+	for _, a := range p.argRefs {
+		if v, ready, known := c.mem.Get(a); known && ready && c.lostHere(v) && c.reconstruct(a) {
+			lost = append(lost, a)
+		}
+	}
+	if len(lost) == 0 {
+		return false
+	}
+	c.mu.Lock()
+	p.dispatched = false
+	c.mu.Unlock()
+	p.waiting.Store(int32(len(lost)) + 1)
+	for _, a := range lost {
+		if !c.mem.OnReady(a, func(objects.Value) { c.depReady(tid, p) }) {
+			c.depReady(tid, p)
+		}
+	}
+	c.depReady(tid, p)
+	return true
+}
