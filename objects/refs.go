@@ -24,8 +24,8 @@ import (
 // The table is a leaf structure: methods take a mutex, do no I/O and return what to free.
 type RefTable struct {
 	mu    sync.Mutex
-	objs  map[ids.ObjectID]*refCount
-	tasks map[ids.TaskID]*lineageRec
+	objs  map[ids.ObjectID]refCount // values, not pointers: no allocation per object
+	tasks map[ids.TaskID]lineageRec
 }
 
 type refCount struct {
@@ -33,9 +33,12 @@ type refCount struct {
 	freed          bool // value already reported free
 }
 
+// lineageRec is a task's lineage: its returns (ret when it has one, as most tasks do, so
+// that recording it allocates no slice) and its arguments.
 type lineageRec struct {
-	returns []ids.ObjectID
-	args    []ids.ObjectID
+	ret  ids.ObjectID
+	more []ids.ObjectID // all returns, when there are several (nil: ret alone)
+	args []ids.ObjectID
 }
 
 // Released says what became unneeded after a change.
@@ -52,24 +55,16 @@ func (r Released) Empty() bool { return len(r.Values) == 0 && len(r.Lineage) == 
 
 // NewRefTable returns an empty table.
 func NewRefTable() *RefTable {
-	return &RefTable{objs: make(map[ids.ObjectID]*refCount, 1024), tasks: make(map[ids.TaskID]*lineageRec, 1024)}
-}
-
-func (t *RefTable) obj(id ids.ObjectID) *refCount {
-	c, ok := t.objs[id]
-	if !ok {
-		c = &refCount{}
-		t.objs[id] = c
-	}
-	return c
+	return &RefTable{objs: make(map[ids.ObjectID]refCount, 1024), tasks: make(map[ids.TaskID]lineageRec, 1024)}
 }
 
 // AddLocal counts one more local reference to id.
 func (t *RefTable) AddLocal(id ids.ObjectID) {
 	t.mu.Lock()
-	c := t.obj(id)
+	c := t.objs[id]
 	c.local++
 	c.freed = false
+	t.objs[id] = c
 	t.mu.Unlock()
 }
 
@@ -105,13 +100,23 @@ func (t *RefTable) removeLocal(id ids.ObjectID, r *Released) {
 // AddTask records a task's lineage: its return objects and the objects it takes as
 // arguments (each counted once per occurrence).
 func (t *RefTable) AddTask(task ids.TaskID, returns, args []ids.ObjectID) {
+	rec := lineageRec{args: args}
+	if len(returns) == 1 {
+		rec.ret = returns[0]
+	} else {
+		rec.more = append([]ids.ObjectID{}, returns...)
+	}
 	t.mu.Lock()
-	t.tasks[task] = &lineageRec{returns: returns, args: args}
+	t.tasks[task] = rec
 	for _, a := range args {
-		t.obj(a).lineage++
+		c := t.objs[a]
+		c.lineage++
+		t.objs[a] = c
 	}
 	for _, o := range returns {
-		t.obj(o)
+		if _, ok := t.objs[o]; !ok {
+			t.objs[o] = refCount{}
+		}
 	}
 	t.mu.Unlock()
 }
@@ -142,9 +147,10 @@ func (t *RefTable) Len() (objects, lineage int) {
 	return len(t.objs), len(t.tasks)
 }
 
-// settle frees what c's counts allow; called with the lock held.
-func (t *RefTable) settle(id ids.ObjectID, c *refCount, r *Released) {
+// settle stores c as id's counts and frees what they allow; called with the lock held.
+func (t *RefTable) settle(id ids.ObjectID, c refCount, r *Released) {
 	if c.local > 0 {
+		t.objs[id] = c
 		return
 	}
 	if !c.freed {
@@ -152,10 +158,25 @@ func (t *RefTable) settle(id ids.ObjectID, c *refCount, r *Released) {
 		r.Values = append(r.Values, id)
 	}
 	if c.lineage > 0 {
+		t.objs[id] = c
 		return
 	}
 	delete(t.objs, id)
 	t.maybeDropTask(id.Task(), r)
+}
+
+// eachReturn calls f for each return of rec until f reports false; it reports whether every
+// call reported true.
+func (rec *lineageRec) eachReturn(f func(ids.ObjectID) bool) bool {
+	if rec.more == nil {
+		return f(rec.ret)
+	}
+	for _, o := range rec.more {
+		if !f(o) {
+			return false
+		}
+	}
+	return true
 }
 
 func (t *RefTable) maybeDropTask(task ids.TaskID, r *Released) {
@@ -163,16 +184,19 @@ func (t *RefTable) maybeDropTask(task ids.TaskID, r *Released) {
 	if !ok {
 		return
 	}
-	for _, o := range rec.returns {
-		if c, ok := t.objs[o]; ok && (c.local > 0 || c.lineage > 0) {
-			return
-		}
+	unused := rec.eachReturn(func(o ids.ObjectID) bool {
+		c, ok := t.objs[o]
+		return !ok || c.local == 0 && c.lineage == 0
+	})
+	if !unused {
+		return
 	}
 	delete(t.tasks, task)
 	r.Lineage = append(r.Lineage, task)
-	for _, o := range rec.returns {
+	rec.eachReturn(func(o ids.ObjectID) bool {
 		delete(t.objs, o)
-	}
+		return true
+	})
 	for _, a := range rec.args {
 		c, ok := t.objs[a]
 		if !ok {
@@ -181,6 +205,8 @@ func (t *RefTable) maybeDropTask(task ids.TaskID, r *Released) {
 		c.lineage--
 		if c.lineage == 0 && c.local == 0 {
 			t.settle(a, c, r)
+		} else {
+			t.objs[a] = c
 		}
 	}
 }
