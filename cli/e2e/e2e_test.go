@@ -21,8 +21,9 @@ import (
 )
 
 var (
-	rayctl string // built binaries
-	driver string
+	rayctl     string // built binaries
+	driver     string
+	etcdmember string
 )
 
 func TestMain(m *testing.M) {
@@ -31,8 +32,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	rayctl, driver = filepath.Join(dir, "rayctl"), filepath.Join(dir, "driver")
-	for bin, pkg := range map[string]string{rayctl: "../rayctl", driver: "./driver"} {
+	rayctl, driver, etcdmember = filepath.Join(dir, "rayctl"), filepath.Join(dir, "driver"), filepath.Join(dir, "etcdmember")
+	for bin, pkg := range map[string]string{rayctl: "../rayctl", driver: "./driver", etcdmember: "./etcdmember"} {
 		cmd := exec.Command("go", "build", "-o", bin, pkg)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, out)
@@ -140,7 +141,7 @@ func ourProcesses() []string {
 			continue
 		}
 		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err != nil || (exe != rayctl && exe != driver) {
+		if err != nil || (exe != rayctl && exe != driver && exe != etcdmember) {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))

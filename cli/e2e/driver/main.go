@@ -115,6 +115,46 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 		_, err := ray.Get(ctx, busy.Remote(ctx, ray.V(10*time.Minute)))
 		return err
 	}
+	if check == "gcsfailover" {
+		// Rounds of 20 tasks and one exactly-once actor call (a GCS write before it runs)
+		// until 4 s and 20 rounds after "ready", which tells the test to stop a GCS member.
+		h := accelClass.Remote(ctx)
+		var before, after []time.Duration
+		var readyAt time.Time
+		for i := 0; ; i++ {
+			start := time.Now()
+			refs := make([]ray.ObjectRef[int], 20)
+			for k := range refs {
+				refs[k] = add.Remote(ctx, ray.V(i), ray.V(k))
+			}
+			for k, r := range refs {
+				if v, err := ray.Get(ctx, r); err != nil || v != i+k {
+					return fmt.Errorf("round %d task %d: %d, %v", i, k, v, err)
+				}
+			}
+			if v, err := ray.Get(ctx, accelAdd.Remote(ctx, h, ray.V(1))); err != nil || v != i+1 {
+				return fmt.Errorf("round %d actor call: %d, %v (want %d)", i, v, err, i+1)
+			}
+			if readyAt.IsZero() {
+				before = append(before, time.Since(start))
+				if i == 50 {
+					fmt.Println("ready")
+					readyAt = time.Now()
+				}
+				continue
+			}
+			after = append(after, time.Since(start))
+			if time.Since(readyAt) > 4*time.Second && len(after) >= 20 {
+				break
+			}
+		}
+		stat := func(d []time.Duration) map[string]float64 {
+			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+			return map[string]float64{"median_ms": float64(d[len(d)/2].Microseconds()) / 1000, "max_ms": float64(d[len(d)-1].Microseconds()) / 1000}
+		}
+		out["gcsfailover"] = map[string]any{"rounds": len(before) + len(after), "before": stat(before), "after": stat(after)}
+		return nil
+	}
 	if check == "nodedeath" {
 		victim := nodes[0]
 		// An object that lives only on the victim: after the kill it is recreated from

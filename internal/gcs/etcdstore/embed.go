@@ -55,6 +55,10 @@ type EmbedConfig struct {
 	// 5 000; etcd's is 100 000). The raft log in memory is bounded by it, which matters
 	// because GCS transactions are large (up to 1.5 MiB each).
 	SnapshotCount uint64
+	// InitialCluster, for a member of a multi-member cluster, names every member's peer URL
+	// ("name=http://host:port,..."; this member's entry must use Name and PeerPort). Empty:
+	// a single-member cluster.
+	InitialCluster string
 	// UnsafeNoFsync skips fsync (faster, loses recent writes on a machine crash). For
 	// tests and benchmarks only.
 	UnsafeNoFsync bool
@@ -149,6 +153,9 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
 	ec.InitialCluster = cfg.Name + "=" + peerURL.String()
+	if cfg.InitialCluster != "" {
+		ec.InitialCluster = cfg.InitialCluster
+	}
 	ec.InitialClusterToken = "ray-gcs"
 	ec.TickMs, ec.ElectionMs = 10, 100
 	ec.AutoCompactionMode = embed.CompactorModeRevision
@@ -213,6 +220,9 @@ func freePort(not int) (int, error) {
 		}
 	}
 }
+
+// IsLeader reports whether this member is its cluster's raft leader now.
+func (e *Embedded) IsLeader() bool { return e.etcd.Server.Leader() == e.etcd.Server.ID() }
 
 // Endpoints returns the client URLs, for New and for other processes.
 func (e *Embedded) Endpoints() []string { return append([]string(nil), e.endpoints...) }

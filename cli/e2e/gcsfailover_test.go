@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGCSFailover: a cluster whose GCS is an external three-member etcd cluster
+// (`rayctl start --head --gcs-endpoints`; each member its own process, ./etcdmember), a
+// driver running rounds of tasks and exactly-once actor calls, and the raft leader killed
+// (SIGKILL) in the middle: nothing fails, every result is right, and the longest round
+// after the kill is logged (the stall callers see).
+func TestGCSFailover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var ports []int
+	for range 6 {
+		ports = append(ports, freePort(t))
+	}
+	var peers []string
+	for i := range 3 {
+		peers = append(peers, fmt.Sprintf("m%d=http://127.0.0.1:%d", i, ports[3+i]))
+	}
+	// Three etcd members, each its own process (so that one can be killed for real).
+	type member struct {
+		cmd *exec.Cmd
+		in  io.WriteCloser
+		out *bufio.Scanner
+	}
+	members := make([]*member, 3)
+	dir := t.TempDir()
+	for i := range 3 {
+		cmd := exec.Command(etcdmember, "-name", fmt.Sprintf("m%d", i), "-dir", filepath.Join(dir, fmt.Sprintf("m%d", i)),
+			"-client-port", fmt.Sprint(ports[i]), "-peer-port", fmt.Sprint(ports[3+i]), "-initial-cluster", strings.Join(peers, ","))
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		members[i] = &member{cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	}
+	defer func() {
+		for _, m := range members {
+			m.cmd.Process.Kill()
+			m.cmd.Wait()
+		}
+	}()
+	for i, m := range members {
+		if !m.out.Scan() || m.out.Text() != "ready" {
+			t.Fatalf("etcd member %d did not start", i)
+		}
+	}
+	isLeader := func(m *member) bool {
+		fmt.Fprintln(m.in)
+		return m.out.Scan() && m.out.Text() == "leader"
+	}
+	var eps []string
+	for i := range 3 {
+		eps = append(eps, fmt.Sprintf("127.0.0.1:%d", ports[i]))
+	}
+	addr := strings.Join(eps, ",")
+	sess := t.TempDir()
+	t.Cleanup(func() { run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess) })
+	for _, args := range [][]string{{"--head", "--gcs-endpoints", addr}, {"--address", addr}} {
+		out, errOut, code := run(t, 90*time.Second, nil, rayctl, append([]string{"start", "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "1GiB"}, args...)...)
+		if code != 0 {
+			t.Fatalf("rayctl start %v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+	}
+
+	cmd := exec.CommandContext(ctx, driver, "-check", "gcsfailover")
+	cmd.Env = append(os.Environ(), "RAY_ADDRESS="+addr)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var last string
+	killed := -1
+	for sc.Scan() {
+		last = sc.Text()
+		if last == "ready" {
+			leader := 0
+			for k, m := range members {
+				if isLeader(m) {
+					leader = k
+				}
+			}
+			members[leader].cmd.Process.Kill()
+			killed = leader
+			t.Logf("killed etcd member m%d (SIGKILL), the raft leader", leader)
+		}
+	}
+	err = cmd.Wait()
+	var rep struct {
+		Gcsfailover struct {
+			Rounds        int
+			Before, After struct {
+				MedianMS float64 `json:"median_ms"`
+				MaxMS    float64 `json:"max_ms"`
+			}
+		}
+		Error string
+	}
+	if jerr := json.Unmarshal([]byte(last), &rep); jerr != nil || err != nil || killed < 0 {
+		t.Fatalf("driver: %v, %v; last line %q\n%s", err, jerr, last, tail(stderr.String()))
+	}
+	if testing.Verbose() {
+		t.Logf("driver stderr: %s", tail(stderr.String()))
+	}
+	g := rep.Gcsfailover
+	t.Logf("%d rounds (20 tasks + 1 exactly-once actor call each): median %.1f ms before the stop, %.1f ms after; longest %.1f ms before, %.1f ms after",
+		g.Rounds, g.Before.MedianMS, g.After.MedianMS, g.Before.MaxMS, g.After.MaxMS)
+}
