@@ -138,7 +138,7 @@ func printMemory(c *ucli.Context, rep *MemoryReport) {
 	}
 	fmt.Fprintln(w, "NODE\tAGENT\tJOB\tIN MEMORY / BUDGET\tSPILLED\tOBJECTS\tPULLING\tSPILL ERRORS")
 	for _, n := range rep.Nodes {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s / %s\t%s\t%d\t%s\t%d\n", n.Node, orDash(n.Agent), orDash(n.Job),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s / %s\t%s\t%d\t%s\t%d\n", n.Node, dash(n.Agent), dash(n.Job),
 			fmtBytes(n.MemoryBytes), fmtBytes(n.Budget), fmtBytes(n.Spilled), n.Objects, fmtBytes(n.InFlight), n.SpillErrors)
 	}
 	fmt.Fprintln(w)
@@ -153,11 +153,4 @@ func printMemory(c *ucli.Context, rep *MemoryReport) {
 		}
 	}
 	w.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
