@@ -18,7 +18,7 @@ import (
 )
 
 // remoteSystems are two actor systems with the remote transport on loopback, configured
-// as a node configures it (internal/node: 64 MiB gRPC messages, writer batches of 100),
+// as a node configures it (internal/node: 256 MiB gRPC messages, writer batches of 32),
 // shared by the tests and benchmarks of this package and never stopped: protoactor's
 // remote.Start writes a gRPC global (grpclog.SetLoggerV2) that running gRPC servers read,
 // so the race detector objects to a remote starting or stopping while another runs. Both
@@ -31,8 +31,8 @@ var remoteSystems = sync.OnceValues(func() ([2]*actor.ActorSystem, error) {
 	for i := range out {
 		sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 		remote.NewRemote(sys, remote.Configure("127.0.0.1", 0,
-			remote.WithServerOptions(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20)),
-			remote.WithEndpointWriterBatchSize(100))).Start()
+			remote.WithServerOptions(grpc.MaxRecvMsgSize(256<<20), grpc.MaxSendMsgSize(256<<20)),
+			remote.WithEndpointWriterBatchSize(32))).Start()
 		out[i] = sys
 		if i == 0 {
 			conn, err := net.DialTimeout("tcp", sys.Address(), 2*time.Second)
@@ -64,9 +64,6 @@ func remotePair(t testing.TB) (a, b *actor.ActorSystem) {
 // TestPullRemote pulls across two actor systems over protoactor's gRPC transport: chunks
 // are protobuf on the wire and stay under the message size limit.
 func TestPullRemote(t *testing.T) {
-	if testing.Short() {
-		t.Skip("remote transport")
-	}
 	a, b := remotePair(t)
 	local := a.Root.Spawn(shard.Props(shard.Config{Node: "a", Logger: quiet}))
 	store := actor.NewPID(a.Address(), local.Id) // as b sees it
