@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -50,13 +51,12 @@ type clusterView struct {
 	grains   func(node ids.NodeID, what, kind string) *actor.PID
 	changed  func() // called after the view changed (parked tasks may now be placed)
 
-	mu      sync.Mutex
-	nodes   map[string]*viewNode
-	data    map[string]string // every node's data server address (drivers too)
-	spread  uint64
-	started bool
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	mu     sync.Mutex
+	nodes  map[string]*viewNode
+	data   map[string]string // every node's data server address (drivers too)
+	spread uint64
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 type viewNode struct {
@@ -94,7 +94,6 @@ func (v *clusterView) start(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
-	v.started = true
 	v.mu.Unlock()
 	v.wg.Add(2)
 	go v.watch(wctx, gcs.NodesPrefix, rev+1)
@@ -285,21 +284,12 @@ func (v *clusterView) Feasible(req sched.Resources) error {
 	v.mu.Lock()
 	nodes := v.snapshotLocked()
 	v.mu.Unlock()
-	if len(nodes) == 0 {
-		return nil
+	// The policy's own check: an *InfeasibleError names the resource and the most any
+	// alive node has. With no alive node, tasks wait for one.
+	if _, err := sched.Place(sched.Request{Resources: req}, nodes, "", sched.Options{}); err != nil && !errors.Is(err, sched.ErrNoNodes) {
+		return err
 	}
-	largest := sched.Resources{}
-	for _, n := range nodes {
-		if n.Alive && n.Total.Fits(req) {
-			return nil
-		}
-		largest = n.Total
-	}
-	_, err := sched.Place(sched.Request{Resources: req}, nodes, "", sched.Options{})
-	if err == nil {
-		err = fmt.Errorf("%w: task requires %v; largest node has %v", sched.ErrInfeasible, req, largest)
-	}
-	return err
+	return nil
 }
 
 // Raylet implements core.Cluster.
@@ -373,13 +363,6 @@ func (v *clusterView) Nodes() []*pb.NodeInfo {
 	return out
 }
 
-// Empty reports whether the view knows no node of its job.
-func (v *clusterView) Empty() bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return len(v.nodes) == 0
-}
-
 // loadReporter publishes the node's load report (load/<node>, leased) while the node runs.
 type loadReporter struct {
 	n      *Node
@@ -388,12 +371,12 @@ type loadReporter struct {
 	wg     sync.WaitGroup
 }
 
-func startLoadReporter(n *Node) (*loadReporter, error) {
+func startLoadReporter(n *Node) *loadReporter {
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &loadReporter{n: n, lease: n.lease, cancel: cancel}
 	r.wg.Add(1)
 	go r.run(rctx)
-	return r, nil
+	return r
 }
 
 // stop stops reporting (the report goes with the node's lease).

@@ -330,9 +330,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.nodes.set(info)
 	if n.view != nil && cfg.Role != RoleDriver {
-		if n.loads, err = startLoadReporter(n); err != nil {
-			return nil, err
-		}
+		n.loads = startLoadReporter(n)
 	}
 	if n.actors, err = actors.NewManager(actors.ManagerConfig{Node: string(n.ID), Job: string(cfg.Job), Table: n.table, Nodes: n.nodes,
 		Activate: func(id string) { n.actorPID(id) }, Logger: cfg.Logger}); err != nil {
