@@ -71,7 +71,7 @@ func (a *accel) Add(_ context.Context, by int) (int, error) {
 
 func main() {
 	check := flag.String("check", "all", "spread|locality|bigobject|actor|sum|all, hang (runs a long task until killed), "+
-		"or nodedeath (kills one of the job's worker processes while tasks run on it)")
+		"nodedeath (kills one of the job's worker processes while tasks run on it), or gcsfailover (rounds until 4 s after printing ready)")
 	bigMiB := flag.Int("big-mib", 200, "size of the bigobject check's object in MiB")
 	flag.Parse()
 	ctx, err := ray.Init(context.Background())
