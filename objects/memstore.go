@@ -16,6 +16,7 @@ type Value struct {
 	Node    ids.NodeID
 	Size    int64
 	Err     *pb.ErrorInfo
+	Meta    []byte // attached by the producing task (ray.SetResultMetadata)
 }
 
 type slot struct {

@@ -23,6 +23,8 @@ type TaskContext struct {
 	// Nested are the refs inside the task's return value, registered for its owner
 	// (RefPayloads, for TaskResult.nested; set by the task's goroutine before it returns).
 	Nested [][]byte
+	// Meta is what the task attached to its result (ray.SetResultMetadata).
+	Meta []byte
 
 	children atomic.Uint64
 	puts     atomic.Uint32
@@ -50,6 +52,14 @@ func (c *Core) NewDriver() *TaskContext {
 func NestedOf(ctx context.Context) [][]byte {
 	if tc, ok := FromContext(ctx); ok {
 		return tc.Nested
+	}
+	return nil
+}
+
+// MetaOf returns the metadata the task of ctx attached to its result (see TaskContext.Meta).
+func MetaOf(ctx context.Context) []byte {
+	if tc, ok := FromContext(ctx); ok {
+		return tc.Meta
 	}
 	return nil
 }

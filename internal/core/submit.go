@@ -239,7 +239,7 @@ func (c *Core) complete(tid ids.TaskID, p *pending, r *pb.TaskResult) {
 		c.actorFinished(p)
 	}
 	ret := ids.ReturnID(tid, 1)
-	v := objects.Value{Data: r.Data, InStore: r.InStore, Node: ids.NodeID(r.NodeId), Size: r.Size, Err: r.Error}
+	v := objects.Value{Data: r.Data, InStore: r.InStore, Node: ids.NodeID(r.NodeId), Size: r.Size, Err: r.Error, Meta: r.Meta}
 	if len(r.Nested) > 0 && r.Error == nil {
 		if nested, err := ParseNested(r.Nested); err == nil {
 			c.pinAdopted(ret, nested)

@@ -476,6 +476,7 @@ func (n *Node) startMember(ctx context.Context) error {
 		},
 		Fetch:  func(ctx context.Context, a *pb.Arg) ([]byte, error) { return n.Core.FetchArg(ctx, a) },
 		Nested: core.NestedOf,
+		Meta:   core.MetaOf,
 	}
 	if err := wenv.Validate(); err != nil {
 		return err
@@ -483,7 +484,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	objTable := objectTable{w: n.writer}
 	n.table = &actors.Table{Store: n.store}
 	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet,
-		Runner: worker.Runner{Node: n.ID, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf},
+		Runner: worker.Runner{Node: n.ID, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf},
 		Context: func(parent context.Context, spec *pb.TaskSpec) context.Context {
 			return n.Core.TaskContextFor(parent, spec, nil)
 		},

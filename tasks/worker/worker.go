@@ -36,6 +36,9 @@ type Env struct {
 	Fetch func(ctx context.Context, arg *pb.Arg) ([]byte, error)
 	// Nested (optional) returns the refs inside a task's return value (see Runner.Nested).
 	Nested func(ctx context.Context) [][]byte
+	// Meta returns the metadata the task run with ctx attached to its result
+	// (TaskResult.meta); nil: none.
+	Meta   func(ctx context.Context) []byte
 	Logger *slog.Logger
 }
 
@@ -305,7 +308,7 @@ func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.
 	if !ok {
 		return Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function}).Error(), "", w.env.Node)
 	}
-	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, Store: w.env.Store, Fetch: w.env.Fetch, Root: root, Nested: w.env.Nested}
+	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, Store: w.env.Store, Fetch: w.env.Fetch, Root: root, Nested: w.env.Nested, Meta: w.env.Meta}
 	return r.Run(ctx, w.env.Context(ctx, spec, self), spec, fn.Call)
 }
 
@@ -321,6 +324,9 @@ type Runner struct {
 	// Nested returns the refs inside the return value of the task run with ctx, already
 	// registered for the task's owner (TaskResult.nested); nil: none.
 	Nested func(ctx context.Context) [][]byte
+	// Meta returns the metadata the task run with ctx attached to its result
+	// (TaskResult.meta); nil: none.
+	Meta func(ctx context.Context) []byte
 }
 
 // Fail builds the failed result of spec.
@@ -368,6 +374,9 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 	res = &pb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Size: int64(len(out))}
 	if r.Nested != nil {
 		res.Nested = r.Nested(callCtx)
+	}
+	if r.Meta != nil {
+		res.Meta = r.Meta(callCtx)
 	}
 	limit := r.InlineLimit
 	if limit <= 0 {
