@@ -1,0 +1,560 @@
+package data
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/ray-go/ray"
+	"github.com/ray-go/ray/data/internal/formats"
+)
+
+// execute starts the streaming execution of d's plan.
+func (d *Dataset) execute(ctx context.Context, o options) (*executor, error) {
+	if err := d.planErr(); err != nil {
+		return nil, err
+	}
+	e, err := newExecutor(ctx, optimize(d.Plan), o)
+	if err != nil {
+		return nil, err
+	}
+	e.start()
+	return e, nil
+}
+
+// finish ends e (if it still runs) and keeps its statistics on d.
+func (d *Dataset) finish(e *executor) {
+	e.stop()
+	d.stats.Store(e.stats)
+}
+
+// IterBatches runs the dataset and yields its rows in batches of exactly BatchSize rows
+// (default 256; batches are cut across block boundaries, only the last one may be shorter),
+// in dataset order. Prefetch (default 2) bounds the blocks fetched ahead: refs are resolved
+// in batched ray.GetAll calls of at most that many blocks. A batch is released when the loop
+// body returns: Retain it to keep it. Stopping the loop early stops the execution. An error
+// ends the iteration with a nil batch and the error.
+func (d *Dataset) IterBatches(ctx context.Context, opts ...Option) iter.Seq2[arrow.Record, error] {
+	o := collect(opts)
+	return func(yield func(arrow.Record, error) bool) {
+		e, err := d.execute(ctx, o)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer d.finish(e)
+		size := o.batchSize
+		if size <= 0 {
+			size = 256
+		}
+		prefetch := max(o.prefetch, 1)
+		if o.prefetch == 0 {
+			prefetch = 2
+		}
+		var (
+			held []arrow.Record // fetched blocks not fully consumed (head at offset off)
+			off  int64
+			eof  bool
+		)
+		defer func() {
+			for _, r := range held {
+				r.Release()
+			}
+		}()
+		fetch := func() error {
+			// Take the next blocks the executor has (waiting for at least one), up to the
+			// prefetch bound, and resolve them in one GetAll.
+			var obs []outBlock
+			for len(held)+len(obs) < prefetch {
+				var ob outBlock
+				var ok bool
+				var err error
+				if len(obs) == 0 {
+					ob, ok, err = e.next(ctx)
+				} else {
+					select {
+					case b, more := <-e.out:
+						ob, ok = b, more
+						if !more {
+							err = e.err
+						}
+					default:
+						goto get
+					}
+				}
+				if err != nil {
+					return err
+				}
+				if !ok {
+					eof = true
+					break
+				}
+				obs = append(obs, ob)
+			}
+		get:
+			if len(obs) == 0 {
+				return nil
+			}
+			refs := make([]ray.ObjectRef[arrow.Record], len(obs))
+			for i, ob := range obs {
+				refs[i] = ob.ref
+			}
+			if o.getAllHook != nil {
+				o.getAllHook(len(refs))
+			}
+			recs, err := ray.GetAll(ctx, refs)
+			for _, ob := range obs {
+				e.release(ob, true)
+			}
+			if err != nil {
+				return fmt.Errorf("data: fetching blocks: %w", err)
+			}
+			held = append(held, recs...)
+			return nil
+		}
+		cutBatches(int64(size), &held, &off, func() (bool, error) {
+			if eof {
+				return false, nil
+			}
+			return true, fetch()
+		}, yield)
+	}
+}
+
+// cutBatches yields batches of exactly size rows (the last may be shorter) from the records
+// in held (the first one consumed up to *off); fetch appends more records to held and
+// returns false when there are no more. Consumed records are released.
+func cutBatches(size int64, held *[]arrow.Record, off *int64, fetch func() (bool, error), yield func(arrow.Record, error) bool) {
+	eof := false
+	for {
+		var parts []arrow.Record
+		var rows int64
+		for rows < size {
+			if len(*held) == 0 {
+				if eof {
+					break
+				}
+				more, err := fetch()
+				if err != nil {
+					for _, p := range parts {
+						p.Release()
+					}
+					yield(nil, err)
+					return
+				}
+				eof = !more
+				continue
+			}
+			h := (*held)[0]
+			take := min(size-rows, h.NumRows()-*off)
+			if take > 0 {
+				parts = append(parts, h.NewSlice(*off, *off+take))
+				rows += take
+			}
+			*off += take
+			if *off >= h.NumRows() {
+				h.Release()
+				*held, *off = (*held)[1:], 0
+			}
+		}
+		if len(parts) == 0 {
+			return
+		}
+		batch, err := concatRecords(parts)
+		for _, p := range parts {
+			p.Release()
+		}
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		more := yield(batch, nil)
+		batch.Release()
+		if !more {
+			return
+		}
+	}
+}
+
+// IterRows runs the dataset and yields its rows in order. Options: those of IterBatches.
+func (d *Dataset) IterRows(ctx context.Context, opts ...Option) iter.Seq2[Row, error] {
+	return func(yield func(Row, error) bool) {
+		for b, err := range d.IterBatches(ctx, opts...) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, r := range rowsOf(b) {
+				if !yield(r, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// TakeAll runs the dataset and returns all its rows.
+func (d *Dataset) TakeAll(ctx context.Context, opts ...Option) ([]Row, error) {
+	var out []Row
+	for r, err := range d.IterRows(ctx, opts...) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Take returns the first n rows (the dataset runs with Limit(n): upstream work stops once
+// n rows exist).
+func (d *Dataset) Take(ctx context.Context, n int, opts ...Option) ([]Row, error) {
+	l := d.Limit(n)
+	rows, err := l.TakeAll(ctx, opts...)
+	d.stats.Store(l.stats.Load())
+	return rows, err
+}
+
+// knownCount is the row count when the plan tells it without running.
+func knownCount(n *lnode) (int64, bool) {
+	switch n.Kind {
+	case kRead:
+		switch n.Source.Kind {
+		case "range":
+			return n.Source.N, true
+		case "ipc":
+			var t int64
+			for _, r := range n.Source.Rows {
+				t += r
+			}
+			return t, true
+		}
+		return 0, false
+	case kInput:
+		var t int64
+		for _, b := range n.Blocks {
+			t += b.Rows
+		}
+		return t, true
+	case kMap, kAddColumn, kSelect, kDrop:
+		return knownCount(n.Inputs[0])
+	case kLimit:
+		c, ok := knownCount(n.Inputs[0])
+		return min(c, n.N), ok
+	case kUnion:
+		var t int64
+		for _, in := range n.Inputs {
+			c, ok := knownCount(in)
+			if !ok {
+				return 0, false
+			}
+			t += c
+		}
+		return t, true
+	}
+	return 0, false
+}
+
+// Count returns the number of rows. It comes from the plan when the plan tells (sources of
+// known size and row-preserving transforms), else from the blocks' metadata: the dataset
+// runs but no block is fetched.
+func (d *Dataset) Count(ctx context.Context, opts ...Option) (int64, error) {
+	if err := d.planErr(); err != nil {
+		return 0, err
+	}
+	if c, ok := knownCount(d.Plan); ok {
+		return c, nil
+	}
+	e, err := d.execute(ctx, collect(opts))
+	if err != nil {
+		return 0, err
+	}
+	defer d.finish(e)
+	var n int64
+	for {
+		ob, ok, err := e.next(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return n, nil
+		}
+		n += ob.rows
+		e.release(ob, true)
+	}
+}
+
+// Schema runs the dataset until its first block and returns that block's schema.
+func (d *Dataset) Schema(ctx context.Context, opts ...Option) (*arrow.Schema, error) {
+	e, err := d.execute(ctx, collect(opts))
+	if err != nil {
+		return nil, err
+	}
+	defer d.finish(e)
+	ob, ok, err := e.next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("data: Schema: the dataset has no blocks")
+	}
+	defer e.release(ob, true)
+	rec, err := ray.Get(ctx, ob.ref)
+	if err != nil {
+		return nil, fmt.Errorf("data: fetching a block: %w", err)
+	}
+	defer rec.Release()
+	return rec.Schema(), nil
+}
+
+// Show prints the first n rows to stdout, one per line (Ray's show).
+func (d *Dataset) Show(ctx context.Context, n int) error { return d.Fprint(ctx, os.Stdout, n) }
+
+// Fprint writes the first n rows to w, one per line as {col: value, ...} in column order.
+func (d *Dataset) Fprint(ctx context.Context, w io.Writer, n int) error {
+	l := d.Limit(n)
+	for b, err := range l.IterBatches(ctx) {
+		if err != nil {
+			return err
+		}
+		names := columnNames(b.Schema())
+		for _, r := range rowsOf(b) {
+			parts := make([]string, len(names))
+			for i, c := range names {
+				parts[i] = fmt.Sprintf("%s: %v", c, fmtValue(r[c]))
+			}
+			if _, err := fmt.Fprintf(w, "{%s}\n", strings.Join(parts, ", ")); err != nil {
+				return err
+			}
+		}
+	}
+	d.stats.Store(l.stats.Load())
+	return nil
+}
+
+func fmtValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("%q", v)
+	case []byte:
+		if len(v) > 32 {
+			return fmt.Sprintf("b%q...", v[:32])
+		}
+		return fmt.Sprintf("b%q", v)
+	}
+	return fmt.Sprint(v)
+}
+
+// Materialize runs the dataset and returns a Dataset over its blocks (Ray's materialize):
+// consuming it again runs nothing upstream. The blocks live while the returned Dataset (or
+// a copy of it, also in other processes) is reachable.
+func (d *Dataset) Materialize(ctx context.Context, opts ...Option) (*Dataset, error) {
+	blocks, err := d.materialize(ctx, collect(opts))
+	if err != nil {
+		return nil, err
+	}
+	m := newDataset(&lnode{Kind: kInput, Blocks: blocks}, nil)
+	m.stats.Store(d.stats.Load())
+	return m, nil
+}
+
+func (d *Dataset) materialize(ctx context.Context, o options) ([]blockRef, error) {
+	if err := d.planErr(); err != nil {
+		return nil, err
+	}
+	if d.Plan.Kind == kInput {
+		return d.Plan.Blocks, nil
+	}
+	e, err := d.execute(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer d.finish(e)
+	var blocks []blockRef
+	for {
+		ob, ok, err := e.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return blocks, nil
+		}
+		blocks = append(blocks, blockRef{Ref: ob.ref, Rows: ob.rows, Bytes: ob.size})
+		e.release(ob, false)
+	}
+}
+
+// Split materializes the dataset and divides its blocks into n datasets, in order, that
+// together hold every block once (Ray's split). Parts hold whole blocks and about the same
+// number of rows; with Equal every part has exactly total/n rows (blocks are cut by tasks;
+// as in Ray, the total%n rows left over are dropped). The parts are materialized Datasets:
+// pass them to tasks or actors (one per consumer).
+func (d *Dataset) Split(ctx context.Context, n int, opts ...Option) ([]*Dataset, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("data: Split(%d): need at least one part", n)
+	}
+	o := collect(opts)
+	blocks, err := d.materialize(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, b := range blocks {
+		total += b.Rows
+	}
+	parts := make([][]blockRef, n)
+	if !o.equal {
+		// Whole blocks: a block goes to the part whose share of rows its first row is in.
+		var acc int64
+		for k, b := range blocks {
+			i := k * n / len(blocks)
+			if total > 0 {
+				i = int(acc * int64(n) / total)
+			}
+			parts[min(i, n-1)] = append(parts[min(i, n-1)], b)
+			acc += b.Rows
+		}
+	} else {
+		each := total / int64(n)
+		i, left := 0, each
+		for _, b := range blocks {
+			var off int64
+			for off < b.Rows && i < n {
+				take := min(b.Rows-off, left)
+				if take == b.Rows {
+					parts[i] = append(parts[i], b)
+				} else if take > 0 {
+					parts[i] = append(parts[i], sliceBlock(ctx, b, off, take))
+				}
+				off += take
+				left -= take
+				if left == 0 {
+					i++
+					left = each
+				}
+			}
+		}
+	}
+	out := make([]*Dataset, n)
+	for i := range out {
+		out[i] = newDataset(&lnode{Kind: kInput, Blocks: parts[i]}, nil)
+	}
+	return out, nil
+}
+
+// sliceBlock cuts rows [off, off+n) out of b with a task.
+func sliceBlock(ctx context.Context, b blockRef, off, n int64) blockRef {
+	spec := execSpec{Op: "Split", Stages: []stage{{Kind: "slice", Off: off, N: n}}}
+	ref := execTask.Remote(ctx, ray.V(spec), b.Ref)
+	return blockRef{Ref: ref, Rows: n, Bytes: max(1, b.Bytes*n/max(b.Rows, 1))}
+}
+
+// ---- writes ----
+
+var writeTask = ray.Task3("ray.data.write", func(ctx context.Context, path string, opt formats.WriteOptions, rec arrow.Record) (int64, error) {
+	defer rec.Release()
+	n, err := formats.WriteFile(path, rec.Schema(), []arrow.Record{rec}, opt)
+	if err != nil {
+		return 0, fmt.Errorf("data: writing %s: %w", path, err)
+	}
+	return n, nil
+})
+
+// WriteParquet writes one Parquet file per block into dir (created if needed), named
+// <prefix>_<index>.parquet with a prefix unique to this write. Each file is written by a
+// task on the node that holds the block. It returns the files written, in dataset order.
+// Options: Compression.
+func (d *Dataset) WriteParquet(ctx context.Context, dir string, opts ...Option) ([]string, error) {
+	return d.write(ctx, dir, formats.Parquet, opts)
+}
+
+// WriteCSV writes one CSV file (with a header line) per block into dir. Options:
+// Delimiter, NoHeader.
+func (d *Dataset) WriteCSV(ctx context.Context, dir string, opts ...Option) ([]string, error) {
+	return d.write(ctx, dir, formats.CSV, opts)
+}
+
+// WriteJSON writes one line-delimited JSON file per block into dir.
+func (d *Dataset) WriteJSON(ctx context.Context, dir string, opts ...Option) ([]string, error) {
+	return d.write(ctx, dir, formats.JSON, opts)
+}
+
+func (d *Dataset) write(ctx context.Context, dir string, f formats.Format, opts []Option) ([]string, error) {
+	o := collect(opts)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data: Write%s: %w", formatName(int(f)), err)
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	prefix := hex.EncodeToString(rnd[:])
+	wo := formats.WriteOptions{Format: f, Compression: o.compression, Delimiter: o.delimiter, NoHeader: o.noHeader}
+	e, err := d.execute(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer d.finish(e)
+	type pending struct {
+		ob   outBlock
+		ref  ray.ObjectRef[int64]
+		path string
+	}
+	var inflight []pending
+	var files []string
+	limit := max(e.maxTasks, 1)
+	wait := func(all bool) error {
+		for len(inflight) > 0 && (all || len(inflight) >= limit) {
+			p := inflight[0]
+			inflight = inflight[1:]
+			_, err := ray.Get(ctx, p.ref)
+			e.release(p.ob, true)
+			if err != nil {
+				for _, q := range inflight {
+					e.release(q.ob, true)
+				}
+				inflight = nil
+				return fmt.Errorf("data: Write%s: %w", formatName(int(f)), err)
+			}
+			files = append(files, p.path)
+		}
+		return nil
+	}
+	for i := 0; ; {
+		ob, ok, err := e.next(ctx)
+		if err != nil {
+			_ = wait(true)
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if ob.rows == 0 {
+			e.release(ob, true)
+			continue
+		}
+		path := dir + string(os.PathSeparator) + formats.FileName(prefix, i, f)
+		i++
+		wt := writeTask
+		if info, err := ray.RefInfo(ctx, ob.ref); err == nil && info.NodeID != "" {
+			wt = writeTask.Options(ray.NodeAffinity(info.NodeID, true))
+		}
+		inflight = append(inflight, pending{ob: ob, ref: wt.Remote(ctx, ray.V(path), ray.V(wo), ob.ref), path: path})
+		if err := wait(false); err != nil {
+			return nil, err
+		}
+	}
+	if err := wait(true); err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	return slices.Clip(files), nil
+}

@@ -1,0 +1,891 @@
+package data
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/ray-go/ray"
+	"github.com/ray-go/ray/data/internal/formats"
+)
+
+// outBlock is a block flowing between operators: a ref the driver owns and its metadata.
+type outBlock struct {
+	ref   ray.ObjectRef[arrow.Record]
+	rows  int64
+	size  int64  // bytes counted against the budget (the object's stored size)
+	fp    uint64 // schema fingerprint; 0 unknown
+	sch   string
+	owned bool // produced by this execution: counted in usage, released when consumed
+}
+
+// task is one running task (or actor call) of an operator.
+type task struct {
+	seq   int
+	ref   ray.ObjectRef[arrow.Record]
+	in    *outBlock
+	est   int64
+	actor *actorSlot
+	start time.Time
+}
+
+type workItem struct {
+	seq  int
+	spec execSpec // source operators
+	in   *outBlock
+	est  int64 // a guess of the output size before any output is seen
+}
+
+type actorSlot struct {
+	h    ray.ActorHandle[poolActor]
+	busy bool
+	used bool
+	idle time.Time // when it last became idle
+}
+
+// actorIdleTimeout is how long an actor beyond a pool's min may stay idle with no blocks
+// waiting before the pool shrinks.
+const actorIdleTimeout = 2 * time.Second
+
+// opState is the executor's state of one physical operator.
+type opState struct {
+	p          *pop
+	name       string
+	down       *opState
+	downIdx    int
+	ups        []*opState
+	pending    []workItem
+	inputsDone bool
+	nextSeq    int
+	inflight   map[int]*task
+	done       map[int]outBlock
+	dropped    map[int]bool // sequence numbers whose output was dropped
+	nextOut    int
+	finished   bool
+	stopped    bool
+	maxOut     int64 // largest output seen (the estimate of the next output)
+	seenOut    bool
+	stats      *opStats
+	actors     []*actorSlot
+	rowsSeen   int64 // limit
+	reached    bool  // limit
+	unionQ     [][]outBlock
+	unionDone  []bool
+	unionCur   int
+	unionFP    uint64
+	unionSch   string
+	unionFirst int
+}
+
+// executor runs a physical plan: operators run concurrently, blocks flow downstream as soon
+// as they exist, and the number of tasks and the bytes of blocks held are bounded.
+type executor struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	ops      []*opState // priority order: downstream first, earlier union inputs first
+	sink     *opState
+	budget   int64
+	maxTasks int
+	usage    int64 // bytes of owned blocks not yet consumed + estimates of running tasks
+	peak     int64
+	inflight int
+	sinkQ    []outBlock
+	sinkFP   uint64
+	sinkSch  string
+	out      chan outBlock
+	kick     chan struct{}
+	consumed atomic.Int64
+	seenCons int64
+	handed   int64 // bytes of owned blocks handed to the consumer
+	err      error
+	stats    *execStats
+	progress bool
+	lastDraw time.Time
+	drawn    int
+	wg       sync.WaitGroup
+}
+
+// clusterCPUs sums the CPUs of the cluster's nodes (at least 1).
+func clusterCPUs(ctx context.Context) int {
+	nodes, err := ray.Nodes(ctx)
+	if err != nil {
+		return 1
+	}
+	var n float64
+	for _, nd := range nodes {
+		n += nd.Resources["CPU"]
+	}
+	return max(1, int(n))
+}
+
+func clusterStoreBytes(ctx context.Context) int64 {
+	nodes, err := ray.Nodes(ctx)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, nd := range nodes {
+		n += nd.ObjectStoreBytes
+	}
+	return n
+}
+
+func newExecutor(ctx context.Context, plan *pop, o options) (*executor, error) {
+	e := &executor{out: make(chan outBlock), kick: make(chan struct{}, 1)}
+	e.ctx, e.cancel = context.WithCancel(ctx)
+	s := DefaultSettings()
+	e.budget = o.budget
+	if e.budget <= 0 {
+		e.budget = int64(float64(clusterStoreBytes(ctx)) * s.ObjectStoreFraction)
+		if e.budget <= 0 {
+			e.budget = 1 << 30
+		}
+	}
+	e.maxTasks = o.maxTasks
+	if e.maxTasks <= 0 {
+		e.maxTasks = clusterCPUs(ctx)
+	}
+	if o.progress != nil {
+		e.progress = *o.progress
+	} else if !s.NoProgress {
+		if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			e.progress = true
+		}
+	}
+	e.stats = &execStats{start: time.Now(), budget: e.budget}
+	// e.ops is filled in pre-order: downstream operators first, and the inputs of a Union
+	// in order (the first input's blocks are needed first); the statistics list operators
+	// in post-order (upstream first).
+	e.sink = e.build(plan, nil, 0)
+	for _, op := range e.ops {
+		if err := e.prepare(op); err != nil {
+			e.cancel()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *executor) build(p *pop, down *opState, idx int) *opState {
+	op := &opState{p: p, name: p.name(), down: down, downIdx: idx, inflight: map[int]*task{}, done: map[int]outBlock{}, dropped: map[int]bool{}}
+	op.stats = &opStats{name: op.name}
+	e.ops = append(e.ops, op)
+	for i, in := range p.inputs {
+		op.ups = append(op.ups, e.build(in, op, i))
+	}
+	e.stats.ops = append(e.stats.ops, op.stats)
+	if p.kind == pUnion {
+		op.unionQ = make([][]outBlock, len(p.inputs))
+		op.unionDone = make([]bool, len(p.inputs))
+		op.unionFirst = -1
+	}
+	return op
+}
+
+// prepare fills the work of source operators and emits the blocks of inputs.
+func (e *executor) prepare(op *opState) error {
+	switch op.p.kind {
+	case pSource:
+		items, err := planSource(e.ctx, op.p.source)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			it.spec.Op = op.name
+			it.spec.Stages = op.p.stages
+			it.seq = op.nextSeq
+			op.nextSeq++
+			op.pending = append(op.pending, it)
+		}
+		op.inputsDone = true
+	case pInput:
+		op.inputsDone = true
+	case pLimit:
+		if op.p.limit == 0 {
+			op.reached = true
+		}
+	}
+	return nil
+}
+
+// planSource splits a source into the inputs of its read tasks.
+func planSource(ctx context.Context, s *sourceSpec) ([]workItem, error) {
+	par := s.Parallelism
+	if par <= 0 {
+		par = clusterCPUs(ctx)
+	}
+	target := s.Read.TargetBytes
+	if target <= 0 {
+		target = DefaultSettings().TargetMaxBlockSize
+	}
+	if s.Kind == "range" {
+		if s.N == 0 {
+			return nil, nil
+		}
+		n := int64(par)
+		// Blocks of at most the target size (8 bytes per id).
+		if minTasks := (s.N*8 + target - 1) / target; minTasks > n {
+			n = minTasks
+		}
+		n = min(n, s.N)
+		items := make([]workItem, 0, n)
+		for i := int64(0); i < n; i++ {
+			start, end := s.N*i/n, s.N*(i+1)/n
+			items = append(items, workItem{spec: execSpec{Source: s, Start: start, End: end}, est: (end - start) * 8})
+		}
+		return items, nil
+	}
+	if s.Kind == "ipc" {
+		items := make([]workItem, len(s.Blocks))
+		for i := range s.Blocks {
+			one := *s
+			one.Blocks, one.Rows = [][]byte{s.Blocks[i]}, nil
+			items[i] = workItem{spec: execSpec{Source: &one}, est: int64(len(s.Blocks[i]))}
+		}
+		return items, nil
+	}
+	f := formats.Format(s.Format)
+	units, err := formats.Plan(f, s.Paths, par)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]workItem, len(units))
+	one := *s
+	one.Paths = nil
+	for i, u := range units {
+		est := u.Bytes
+		if est <= 0 {
+			est = 1 << 20
+		}
+		items[i] = workItem{spec: execSpec{Source: &one, Unit: u}, est: est}
+	}
+	return items, nil
+}
+
+func extsOf(f formats.Format) []string {
+	if f.Ext() == "" {
+		return nil
+	}
+	exts := []string{f.Ext()}
+	if f == formats.JSON {
+		exts = append(exts, ".jsonl", ".ndjson")
+	}
+	return exts
+}
+
+func (e *executor) start() {
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.err = e.loop()
+		e.cleanup()
+		e.stats.total = time.Since(e.stats.start)
+		e.stats.peakBytes = e.peak
+		if e.progress {
+			e.draw(true)
+		}
+		close(e.out)
+	}()
+}
+
+// next returns the next block of the dataset, in order; ok is false at the end (err says
+// whether the execution failed).
+func (e *executor) next(ctx context.Context) (outBlock, bool, error) {
+	select {
+	case ob, ok := <-e.out:
+		if !ok {
+			return outBlock{}, false, e.err
+		}
+		return ob, true, nil
+	case <-ctx.Done():
+		return outBlock{}, false, ctx.Err()
+	}
+}
+
+// release tells the executor the consumer is done with b; drop frees the block too.
+func (e *executor) release(b outBlock, drop bool) {
+	if drop && b.owned {
+		b.ref.Release()
+	}
+	if b.owned {
+		e.consumed.Add(b.size)
+	}
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the execution early (the consumer stopped) and waits for the loop to exit.
+func (e *executor) stop() {
+	e.cancel()
+	go func() {
+		for range e.out {
+		}
+	}()
+	e.wg.Wait()
+}
+
+func (e *executor) loop() error {
+	for _, op := range e.ops {
+		if op.p.kind == pInput {
+			for i, b := range op.p.blocks {
+				op.done[i] = outBlock{ref: b.Ref, rows: b.Rows, size: b.Bytes}
+			}
+			op.nextSeq = len(op.p.blocks)
+			if err := e.flush(op); err != nil {
+				return err
+			}
+		}
+	}
+	for {
+		if err := e.ctx.Err(); err != nil {
+			return err
+		}
+		if d := e.consumed.Load(); d != e.seenCons {
+			e.usage -= d - e.seenCons
+			e.seenCons = d
+		}
+		if err := e.checkFinished(); err != nil {
+			return err
+		}
+		if err := e.launch(); err != nil {
+			return err
+		}
+		if e.progress && time.Since(e.lastDraw) > 250*time.Millisecond {
+			e.draw(false)
+		}
+		// Hand the next block to the consumer, or wait for work to finish.
+		if len(e.sinkQ) > 0 {
+			select {
+			case e.out <- e.sinkQ[0]:
+				e.handOut()
+				continue
+			default:
+			}
+		} else if e.sink.finished {
+			return nil
+		}
+		if e.inflight == 0 {
+			if len(e.sinkQ) > 0 {
+				select {
+				case e.out <- e.sinkQ[0]:
+					e.handOut()
+				case <-e.kick:
+				case <-e.ctx.Done():
+					return e.ctx.Err()
+				}
+				continue
+			}
+			if e.handed > e.seenCons {
+				// The consumer holds blocks: wait for it to let go of some.
+				select {
+				case <-e.kick:
+				case <-time.After(50 * time.Millisecond):
+				case <-e.ctx.Done():
+					return e.ctx.Err()
+				}
+				continue
+			}
+			if stuck, err := e.stuck(); err != nil || stuck {
+				if err == nil {
+					err = errors.New("data: internal error: the executor has no work in flight and cannot launch any")
+				}
+				return err
+			}
+			continue
+		}
+		if err := e.poll(); err != nil {
+			return err
+		}
+	}
+}
+
+func (e *executor) handOut() {
+	if b := e.sinkQ[0]; b.owned {
+		e.handed += b.size
+	}
+	e.sinkQ = e.sinkQ[1:]
+}
+
+// stuck reports that nothing runs and nothing can be launched though work is left.
+func (e *executor) stuck() (bool, error) {
+	for _, op := range e.ops {
+		if !op.finished {
+			ok, err := e.forceLaunch()
+			return !ok, err
+		}
+	}
+	return false, nil
+}
+
+// poll waits briefly for running tasks and processes every finished one.
+func (e *executor) poll() error {
+	refs := make([]ray.Ref, 0, e.inflight)
+	type at struct {
+		op *opState
+		t  *task
+	}
+	var all []at
+	for _, op := range e.ops {
+		for _, t := range op.inflight {
+			refs = append(refs, t.ref)
+			all = append(all, at{op, t})
+		}
+	}
+	wait := 20 * time.Millisecond
+	if len(e.sinkQ) > 0 {
+		wait = 2 * time.Millisecond
+	}
+	if _, _, err := ray.WaitAny(e.ctx, refs, ray.NumReady(1), ray.Timeout(wait)); err != nil && e.ctx.Err() != nil {
+		return e.ctx.Err()
+	}
+	for _, a := range all {
+		info, err := ray.RefInfo(e.ctx, a.t.ref)
+		if err != nil {
+			return fmt.Errorf("data: operator %s: %w", a.op.name, err)
+		}
+		if !info.Ready {
+			continue
+		}
+		if err := e.complete(a.op, a.t, info); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *executor) complete(op *opState, t *task, info ray.ObjectInfo) error {
+	delete(op.inflight, t.seq)
+	e.inflight--
+	e.usage -= t.est
+	if t.actor != nil {
+		t.actor.busy, t.actor.idle = false, time.Now()
+	}
+	if t.in != nil && t.in.owned {
+		t.in.ref.Release()
+		e.usage -= t.in.size
+	}
+	if op.stopped {
+		t.ref.Release()
+		return nil
+	}
+	if info.Err != nil {
+		return fmt.Errorf("data: operator %s failed: %w", op.name, info.Err)
+	}
+	var m blockMeta
+	if err := json.Unmarshal(info.Metadata, &m); err != nil || len(info.Metadata) == 0 {
+		if _, gerr := ray.Get(e.ctx, t.ref); gerr != nil {
+			return fmt.Errorf("data: operator %s failed: %w", op.name, gerr)
+		}
+		return fmt.Errorf("data: operator %s: a block came without its metadata", op.name)
+	}
+	size := info.Size
+	if size <= 0 {
+		size = max(m.Bytes, 1)
+	}
+	ob := outBlock{ref: t.ref, rows: m.Rows, size: size, fp: m.Schema, sch: m.SchemaStr, owned: true}
+	e.usage += size
+	e.peak = max(e.peak, e.usage)
+	op.maxOut = max(op.maxOut, size)
+	op.seenOut = true
+	op.stats.add(m, time.Since(t.start))
+	op.done[t.seq] = ob
+	return e.flush(op)
+}
+
+func (e *executor) drop(b outBlock) {
+	if b.owned {
+		b.ref.Release()
+		e.usage -= b.size
+	}
+}
+
+// flush emits op's finished outputs in order.
+func (e *executor) flush(op *opState) error {
+	for {
+		if op.dropped[op.nextOut] {
+			delete(op.dropped, op.nextOut)
+			op.nextOut++
+			continue
+		}
+		b, ok := op.done[op.nextOut]
+		if !ok {
+			return nil
+		}
+		delete(op.done, op.nextOut)
+		op.nextOut++
+		if err := e.emit(op, b); err != nil {
+			return err
+		}
+	}
+}
+
+// emit passes b to op's downstream operator (or the consumer).
+func (e *executor) emit(op *opState, b outBlock) error {
+	d := op.down
+	if d == nil {
+		if b.fp != 0 && b.rows > 0 {
+			if e.sinkFP == 0 {
+				e.sinkFP, e.sinkSch = b.fp, b.sch
+			} else if b.fp != e.sinkFP {
+				return fmt.Errorf("data: schema mismatch: a block of %s has schema %s but earlier blocks have %s (all blocks of a dataset need the same columns and types)", op.name, b.sch, e.sinkSch)
+			}
+		}
+		e.sinkQ = append(e.sinkQ, b)
+		return nil
+	}
+	if d.stopped {
+		e.drop(b)
+		return nil
+	}
+	switch d.p.kind {
+	case pMap:
+		d.pending = append(d.pending, workItem{seq: d.nextSeq, in: &b})
+		d.nextSeq++
+	case pLimit:
+		return e.limitReceive(d, b)
+	case pUnion:
+		if b.fp != 0 && b.rows > 0 {
+			if d.unionFirst < 0 {
+				d.unionFP, d.unionSch, d.unionFirst = b.fp, b.sch, op.downIdx
+			} else if b.fp != d.unionFP {
+				return fmt.Errorf("data: Union: schema mismatch: input %d has schema %s but input %d has %s (Union needs inputs with the same columns and types; use SelectColumns or a map to align them)",
+					op.downIdx+1, b.sch, d.unionFirst+1, d.unionSch)
+			}
+		}
+		d.unionQ[op.downIdx] = append(d.unionQ[op.downIdx], b)
+		return e.unionFlush(d)
+	}
+	return nil
+}
+
+func (e *executor) unionFlush(d *opState) error {
+	for d.unionCur < len(d.unionQ) {
+		for len(d.unionQ[d.unionCur]) > 0 {
+			b := d.unionQ[d.unionCur][0]
+			d.unionQ[d.unionCur] = d.unionQ[d.unionCur][1:]
+			if err := e.emit(d, b); err != nil {
+				return err
+			}
+		}
+		if !d.unionDone[d.unionCur] {
+			return nil
+		}
+		d.unionCur++
+	}
+	return nil
+}
+
+func (e *executor) limitReceive(d *opState, b outBlock) error {
+	if d.reached {
+		e.drop(b)
+		return nil
+	}
+	left := d.p.limit - d.rowsSeen
+	if b.rows <= left {
+		d.rowsSeen += b.rows
+		if d.rowsSeen == d.p.limit {
+			e.limitReached(d)
+		}
+		return e.emit(d, b)
+	}
+	// Truncate the last block with a task (blocks are always task results).
+	d.rowsSeen = d.p.limit
+	d.pending = append(d.pending, workItem{seq: d.nextSeq, in: &b, spec: execSpec{Op: d.name, Stages: []stage{{Kind: "slice", N: left}}}})
+	d.nextSeq++
+	e.limitReached(d)
+	return nil
+}
+
+// limitReached stops everything upstream of a Limit: no new tasks, running ones cancelled,
+// their outputs dropped.
+func (e *executor) limitReached(d *opState) {
+	d.reached = true
+	var stop func(op *opState)
+	stop = func(op *opState) {
+		op.stopped = true
+		for _, it := range op.pending {
+			if it.in != nil {
+				e.drop(*it.in)
+			}
+		}
+		op.pending = nil
+		for _, t := range op.inflight {
+			_ = ray.Cancel(e.ctx, t.ref)
+		}
+		for seq, b := range op.done {
+			e.drop(b)
+			delete(op.done, seq)
+		}
+		for i := range op.unionQ {
+			for _, b := range op.unionQ[i] {
+				e.drop(b)
+			}
+			op.unionQ[i] = nil
+		}
+		for _, u := range op.ups {
+			stop(u)
+		}
+	}
+	for _, u := range d.ups {
+		stop(u)
+	}
+}
+
+// checkFinished marks operators whose work is over and tells their downstream.
+func (e *executor) checkFinished() error {
+	for changed := true; changed; {
+		changed = false
+		for _, op := range e.ops {
+			if op.finished {
+				continue
+			}
+			var fin bool
+			switch {
+			case op.stopped:
+				fin = len(op.inflight) == 0
+			case op.p.kind == pUnion:
+				fin = op.unionCur == len(op.unionQ)
+			case op.p.kind == pLimit:
+				fin = (op.inputsDone || op.reached) && len(op.pending) == 0 && len(op.inflight) == 0
+			default:
+				fin = op.inputsDone && len(op.pending) == 0 && len(op.inflight) == 0 && len(op.done) == 0
+			}
+			if !fin {
+				continue
+			}
+			op.finished, changed = true, true
+			op.stats.end = time.Now()
+			e.retireActors(op)
+			if d := op.down; d != nil {
+				switch d.p.kind {
+				case pUnion:
+					d.unionDone[op.downIdx] = true
+					if err := e.unionFlush(d); err != nil {
+						return err
+					}
+				default:
+					d.inputsDone = true
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (e *executor) retireActors(op *opState) {
+	for _, a := range op.actors {
+		_ = ray.Kill(e.ctx, a.h, true)
+	}
+	op.actors = nil
+}
+
+// estimate is the expected output size of op's next task.
+func (e *executor) estimate(op *opState, it workItem) int64 {
+	if op.seenOut {
+		return op.maxOut
+	}
+	if it.in != nil {
+		return it.in.size
+	}
+	return max(it.est, 1)
+}
+
+// reserve is what sources leave free for the operators downstream of them: one output of
+// each non-source operator, so that the pipeline can always drain.
+func (e *executor) reserve() int64 {
+	var r int64
+	for _, op := range e.ops {
+		if op.p.kind == pMap && !op.finished {
+			if op.seenOut {
+				r += op.maxOut
+			} else {
+				for _, u := range op.ups {
+					r += u.maxOut
+				}
+			}
+		}
+	}
+	return r
+}
+
+// launch starts every task the limits allow, downstream operators first.
+func (e *executor) launch() error {
+	reserve := e.reserve()
+	for _, op := range e.ops {
+		for len(op.pending) > 0 && !op.stopped && e.inflight < e.maxTasks && len(op.inflight) < e.maxTasks {
+			it := op.pending[0]
+			est := e.estimate(op, it)
+			if !op.seenOut && len(op.inflight) > 0 {
+				break // the first task of an operator tells the size of its outputs
+			}
+			limit := e.budget
+			if op.p.kind == pSource {
+				limit -= reserve
+			}
+			if e.usage+est > limit {
+				break
+			}
+			ok, err := e.start1(op, est)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break // every actor of the pool is busy
+			}
+		}
+		e.shrinkPool(op)
+	}
+	return nil
+}
+
+// shrinkPool kills actors beyond the pool's min that have been idle a while with no blocks
+// waiting.
+func (e *executor) shrinkPool(op *opState) {
+	if len(op.pending) > 0 || len(op.actors) <= op.p.compute.PoolMin {
+		return
+	}
+	keep := op.actors[:0]
+	n := len(op.actors)
+	for _, a := range op.actors {
+		if n > op.p.compute.PoolMin && !a.busy && !a.idle.IsZero() && time.Since(a.idle) > actorIdleTimeout {
+			_ = ray.Kill(e.ctx, a.h, true)
+			n--
+			continue
+		}
+		keep = append(keep, a)
+	}
+	op.actors = keep
+}
+
+// forceLaunch starts one task of the most downstream operator that has work when nothing
+// runs (the budget is smaller than the blocks): progress beats the bound.
+func (e *executor) forceLaunch() (bool, error) {
+	for _, op := range e.ops {
+		if len(op.pending) > 0 && !op.stopped {
+			return e.start1(op, e.estimate(op, op.pending[0]))
+		}
+	}
+	return false, nil
+}
+
+// start1 launches op's first pending item.
+func (e *executor) start1(op *opState, est int64) (bool, error) {
+	it := op.pending[0]
+	t := &task{seq: it.seq, in: it.in, est: est, start: time.Now()}
+	spec := it.spec
+	if spec.Op == "" {
+		spec = execSpec{Op: op.name, Stages: op.p.stages}
+	}
+	var in ray.Arg[arrow.Record] = ray.V[arrow.Record](nil)
+	if it.in != nil {
+		in = it.in.ref
+	}
+	if op.p.kind == pMap && op.p.compute.PoolMax > 0 {
+		a := e.idleActor(op)
+		if a == nil {
+			return false, nil
+		}
+		a.busy, a.used = true, true
+		t.actor = a
+		t.ref = poolRun.Remote(e.ctx, a.h, ray.V(spec), in)
+	} else {
+		f := execTask
+		if op.p.kind != pLimit {
+			f = execTask.Options(op.p.res.taskOptions()...)
+		}
+		t.ref = f.Remote(e.ctx, ray.V(spec), in)
+	}
+	op.pending = op.pending[1:]
+	op.inflight[t.seq] = t
+	e.inflight++
+	e.usage += est
+	e.peak = max(e.peak, e.usage)
+	op.stats.tasks++
+	if op.stats.start.IsZero() {
+		op.stats.start = time.Now()
+	}
+	return true, nil
+}
+
+// idleActor returns an idle actor of op's pool, starting one when all are busy and the pool
+// may grow.
+func (e *executor) idleActor(op *opState) *actorSlot {
+	for len(op.actors) < op.p.compute.PoolMin {
+		e.addActor(op)
+	}
+	for _, a := range op.actors {
+		if !a.busy {
+			return a
+		}
+	}
+	if len(op.actors) < op.p.compute.PoolMax && len(op.pending) > 0 {
+		return e.addActor(op)
+	}
+	return nil
+}
+
+func (e *executor) addActor(op *opState) *actorSlot {
+	r := op.p.res
+	opts := []ray.TaskOption{ray.NumCPUs(r.cpus()), ray.AtMostOnce()}
+	if r.GPUs > 0 {
+		opts = append(opts, ray.NumGPUs(r.GPUs))
+	}
+	if len(r.Custom) > 0 {
+		opts = append(opts, ray.Resources(r.Custom))
+	}
+	a := &actorSlot{h: poolClass.Remote(e.ctx, ray.V(op.p.stages), opts...)}
+	op.actors = append(op.actors, a)
+	op.stats.actors = max(op.stats.actors, len(op.actors))
+	return a
+}
+
+// cleanup cancels what still runs and frees every block the execution holds.
+func (e *executor) cleanup() {
+	ctx := context.WithoutCancel(e.ctx)
+	for _, op := range e.ops {
+		if op.stats.end.IsZero() && !op.stats.start.IsZero() {
+			op.stats.end = time.Now()
+		}
+		for _, t := range op.inflight {
+			_ = ray.Cancel(ctx, t.ref)
+			t.ref.Release()
+		}
+		for _, it := range op.pending {
+			if it.in != nil && it.in.owned {
+				it.in.ref.Release()
+			}
+		}
+		for _, b := range op.done {
+			if b.owned {
+				b.ref.Release()
+			}
+		}
+		for _, q := range op.unionQ {
+			for _, b := range q {
+				if b.owned {
+					b.ref.Release()
+				}
+			}
+		}
+		for _, a := range op.actors {
+			_ = ray.Kill(ctx, a.h, true)
+		}
+		op.actors = nil
+	}
+	if e.err != nil || e.ctx.Err() != nil {
+		for _, b := range e.sinkQ {
+			if b.owned {
+				b.ref.Release()
+			}
+		}
+		e.sinkQ = nil
+	}
+}

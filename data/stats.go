@@ -1,0 +1,98 @@
+package data
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// opStats are one operator's statistics of an execution.
+type opStats struct {
+	name       string
+	tasks      int
+	actors     int
+	start, end time.Time
+	wall, cpu  []int64 // ns per block (remote)
+	rows, size []int64
+}
+
+func (s *opStats) add(m blockMeta, _ time.Duration) {
+	s.wall = append(s.wall, m.WallNs)
+	s.cpu = append(s.cpu, m.CPUNs)
+	s.rows = append(s.rows, m.Rows)
+	s.size = append(s.size, m.Bytes)
+}
+
+// execStats are the statistics of one execution.
+type execStats struct {
+	ops       []*opStats // upstream first
+	start     time.Time
+	total     time.Duration
+	budget    int64
+	peakBytes int64
+}
+
+func summary(v []int64) (lo, hi, mean, total int64) {
+	if len(v) == 0 {
+		return
+	}
+	lo, hi = v[0], v[0]
+	for _, x := range v {
+		lo, hi, total = min(lo, x), max(hi, x), total+x
+	}
+	return lo, hi, total / int64(len(v)), total
+}
+
+func fmtDur(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.2fus", float64(d)/float64(time.Microsecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+func (s *execStats) String() string {
+	var b strings.Builder
+	n := 0
+	for _, op := range s.ops {
+		if op.tasks == 0 {
+			continue
+		}
+		n++
+		took := op.end.Sub(op.start)
+		if op.end.IsZero() {
+			took = 0
+		}
+		fmt.Fprintf(&b, "Operator %d %s: %d tasks executed, %d blocks produced in %s\n", n, op.name, op.tasks, len(op.rows), fmtDur(took.Nanoseconds()))
+		if op.actors > 0 {
+			fmt.Fprintf(&b, "* Actors used: %d\n", op.actors)
+		}
+		lo, hi, mean, tot := summary(op.wall)
+		fmt.Fprintf(&b, "* Remote wall time: %s min, %s max, %s mean, %s total\n", fmtDur(lo), fmtDur(hi), fmtDur(mean), fmtDur(tot))
+		lo, hi, mean, tot = summary(op.cpu)
+		fmt.Fprintf(&b, "* Remote cpu time: %s min, %s max, %s mean, %s total\n", fmtDur(lo), fmtDur(hi), fmtDur(mean), fmtDur(tot))
+		lo, hi, mean, tot = summary(op.rows)
+		fmt.Fprintf(&b, "* Output num rows per block: %d min, %d max, %d mean, %d total\n", lo, hi, mean, tot)
+		lo, hi, mean, tot = summary(op.size)
+		fmt.Fprintf(&b, "* Output size bytes per block: %d min, %d max, %d mean, %d total\n", lo, hi, mean, tot)
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "Dataset iterator time breakdown:\n* Total time overall: %s\n", fmtDur(s.total.Nanoseconds()))
+	fmt.Fprintf(&b, "* Peak object store bytes held: %d (budget %d)\n", s.peakBytes, s.budget)
+	return b.String()
+}
+
+// Stats describes the last execution of d (Ray's Dataset.stats()): per operator the tasks
+// run, blocks produced and the time it took, then remote wall and CPU time (the task
+// thread's CPU time, measured with RUSAGE_THREAD on a locked OS thread), rows and bytes per
+// block (min, max, mean, total), and the whole execution's wall time and peak of bytes
+// held. Before any execution it says so.
+func (d *Dataset) Stats() string {
+	if s := d.stats.Load(); s != nil {
+		return s.String()
+	}
+	return "(the dataset has not been executed yet; Stats describes the last consuming call)"
+}
