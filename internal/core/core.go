@@ -58,8 +58,11 @@ type Config struct {
 	// Cluster places tasks on the nodes of a cluster (nil: everything runs on this node).
 	Cluster Cluster
 	// Nodes lists the nodes that run this job's tasks (nil: this node only).
-	Nodes  func() []*pb.NodeInfo
-	Logger *slog.Logger
+	Nodes func() []*pb.NodeInfo
+	// OrphanLineage reads a dead owner's lineage from the GCS, to recreate the objects
+	// this runtime borrowed from it (nil: such objects are lost with their owner).
+	OrphanLineage OrphanLineage
+	Logger        *slog.Logger
 }
 
 // Validate checks the configuration.
@@ -95,8 +98,9 @@ type Core struct {
 
 	borrows borrowState // refs borrowed from and lent to other runtimes (borrow.go)
 
-	specMu sync.Mutex
-	specs  map[ids.TaskID]*pb.TaskSpec // specs of tasks whose lineage is held (reconstruct.go)
+	orphans orphanState // borrowed objects whose owner died (orphan.go)
+	specMu  sync.Mutex
+	specs   map[ids.TaskID]*pb.TaskSpec // specs of tasks whose lineage is held (reconstruct.go)
 
 	parkMu    sync.Mutex
 	parked    map[ids.TaskID]*pending // waiting for a node (see Cluster)
