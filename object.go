@@ -24,29 +24,32 @@ type ObjectRef[T any] struct {
 
 type handle struct {
 	id    ids.ObjectID
-	core  *core.Core   // nil for a ref decoded from a value and not bound yet (refs.go)
-	owner *pb.PID      // the owner, for a ref decoded from a value
-	err   error        // submission failed before an object existed
-	gone  *atomic.Bool // released explicitly
+	core  *core.Core // nil for a ref decoded from a value and not bound yet (refs.go)
+	owner *pb.PID    // the owner, for a ref decoded from a value
+	err   error      // submission failed before an object existed
+	// cleanup gives the reference back when the garbage collector finds the handle
+	// unreachable; Release stops it and gives it back at once.
+	cleanup runtime.Cleanup
+	gone    atomic.Bool // released explicitly
 }
 
+// cleanupArg is what a handle's cleanup needs; it must not point to the handle.
 type cleanupArg struct {
 	id   ids.ObjectID
 	core *core.Core
-	gone *atomic.Bool
 }
 
-// releaseOnce is the garbage collector's cleanup of a handle.
-func releaseOnce(a cleanupArg) {
-	if a.gone.CompareAndSwap(false, true) {
-		a.core.ReleaseRef(a.id, false)
-	}
-}
+// release is the garbage collector's cleanup of a handle bound to a runtime (refs.go).
+func release(a cleanupArg) { a.core.ReleaseRef(a.id, false) }
+
+// releaseOwned is the garbage collector's cleanup of a handle newRef made: the object is
+// this process's own, so there is no borrow to look up.
+func releaseOwned(a cleanupArg) { a.core.ReleaseOwned(a.id, false) }
 
 // newRef wraps an ID the caller already holds one reference to (core.Submit, core.Put).
 func newRef[T any](c *core.Core, id ids.ObjectID) ObjectRef[T] {
-	h := &handle{id: id, core: c, gone: new(atomic.Bool)}
-	runtime.AddCleanup(h, releaseOnce, cleanupArg{id: id, core: c, gone: h.gone})
+	h := &handle{id: id, core: c}
+	h.cleanup = runtime.AddCleanup(h, releaseOwned, cleanupArg{id: id, core: c})
 	return ObjectRef[T]{h: h}
 }
 
@@ -79,7 +82,12 @@ func (r ObjectRef[T]) String() string {
 // copy of the ref shares the hold, so do not use any copy afterwards.
 func (r ObjectRef[T]) Release() {
 	if r.h != nil && r.h.core != nil && r.h.gone.CompareAndSwap(false, true) {
-		r.h.core.ReleaseRef(r.h.id, true)
+		r.h.cleanup.Stop()
+		if r.h.owner == nil { // made by newRef: this process owns the object
+			r.h.core.ReleaseOwned(r.h.id, true)
+		} else {
+			r.h.core.ReleaseRef(r.h.id, true)
+		}
 	}
 }
 

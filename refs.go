@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
-	"sync/atomic"
 
 	"github.com/ray-go/ray/internal/core"
 	"github.com/ray-go/ray/internal/pb"
@@ -59,7 +58,7 @@ func (r *ObjectRef[T]) UnmarshalCBOR(b []byte) error {
 	if err != nil {
 		return err
 	}
-	r.h = &handle{id: nested[0].ID, owner: nested[0].Owner, gone: new(atomic.Bool)}
+	r.h = &handle{id: nested[0].ID, owner: nested[0].Owner}
 	return nil
 }
 
@@ -94,7 +93,7 @@ func (h *handle) bind(c *core.Core) {
 	}
 	h.core = c
 	c.Hold(h.id, h.owner)
-	runtime.AddCleanup(h, releaseOnce, cleanupArg{id: h.id, core: c, gone: h.gone})
+	h.cleanup = runtime.AddCleanup(h, release, cleanupArg{id: h.id, core: c})
 }
 
 // bindRefs binds every ObjectRef inside *v to the runtime of ctx. Only types that may hold

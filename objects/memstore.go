@@ -209,6 +209,20 @@ func (s *MemoryStore) Delete(id ids.ObjectID) {
 	s.mu.Unlock()
 }
 
+// Remove forgets an object and returns what Get would have (one lock for both).
+func (s *MemoryStore) Remove(id ids.ObjectID) (v Value, ready, known bool) {
+	s.mu.Lock()
+	sl, known := s.m[id]
+	if known {
+		if sl.ready {
+			v, ready = sl.v, true
+		}
+		delete(s.m, id)
+	}
+	s.mu.Unlock()
+	return v, ready, known
+}
+
 // Len is the number of objects held (pending or ready).
 func (s *MemoryStore) Len() int {
 	s.mu.Lock()

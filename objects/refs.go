@@ -21,24 +21,22 @@ import (
 // zero; dropping it decrements the lineage count of each of its arguments, which may drop
 // their producers' records in turn.
 //
+// A task's lineage record (its arguments) lives in the entry of its return object
+// ReturnID(task, 1), every task having one return: submitting a task and dropping its
+// result touch one map entry, not one per object plus one per task.
+//
 // The table is a leaf structure: methods take a mutex, do no I/O and return what to free.
 type RefTable struct {
-	mu    sync.Mutex
-	objs  map[ids.ObjectID]refCount // values, not pointers: no allocation per object
-	tasks map[ids.TaskID]lineageRec
+	mu     sync.Mutex
+	objs   map[ids.ObjectID]refCount // values, not pointers: no allocation per object
+	ntasks int                       // entries holding a lineage record
 }
 
 type refCount struct {
 	local, lineage int32
 	freed          bool // value already reported free
-}
-
-// lineageRec is a task's lineage: its returns (ret when it has one, as most tasks do, so
-// that recording it allocates no slice) and its arguments.
-type lineageRec struct {
-	ret  ids.ObjectID
-	more []ids.ObjectID // all returns, when there are several (nil: ret alone)
-	args []ids.ObjectID
+	task           bool // holds the lineage record of the task that returns this object
+	args           []ids.ObjectID
 }
 
 // Released says what became unneeded after a change.
@@ -55,7 +53,7 @@ func (r Released) Empty() bool { return len(r.Values) == 0 && len(r.Lineage) == 
 
 // NewRefTable returns an empty table.
 func NewRefTable() *RefTable {
-	return &RefTable{objs: make(map[ids.ObjectID]refCount, 1024), tasks: make(map[ids.TaskID]lineageRec, 1024)}
+	return &RefTable{objs: make(map[ids.ObjectID]refCount, 1024)}
 }
 
 // AddLocal counts one more local reference to id.
@@ -88,6 +86,19 @@ func (t *RefTable) RemoveLocalAll(list []ids.ObjectID) Released {
 	return r
 }
 
+// Completed is a task's finish: it drops the task's local reference to each of args and
+// reports whether ret, the task's return, has no local reference left (every handle to it
+// was dropped while the task ran).
+func (t *RefTable) Completed(ret ids.ObjectID, args []ids.ObjectID) (unreferenced bool, r Released) {
+	t.mu.Lock()
+	for _, id := range args {
+		t.removeLocal(id, &r)
+	}
+	unreferenced = t.objs[ret].local == 0
+	t.mu.Unlock()
+	return unreferenced, r
+}
+
 func (t *RefTable) removeLocal(id ids.ObjectID, r *Released) {
 	c, ok := t.objs[id]
 	if !ok || c.local == 0 {
@@ -97,26 +108,42 @@ func (t *RefTable) removeLocal(id ids.ObjectID, r *Released) {
 	t.settle(id, c, r)
 }
 
-// AddTask records a task's lineage: its return objects and the objects it takes as
-// arguments (each counted once per occurrence).
-func (t *RefTable) AddTask(task ids.TaskID, returns, args []ids.ObjectID) {
-	rec := lineageRec{args: args}
-	if len(returns) == 1 {
-		rec.ret = returns[0]
-	} else {
-		rec.more = append([]ids.ObjectID{}, returns...)
-	}
+// AddTask records the lineage of task, whose return is ReturnID(task, 1): the objects it
+// takes as arguments (each counted once per occurrence).
+func (t *RefTable) AddTask(task ids.TaskID, args []ids.ObjectID) {
+	ret := ids.ReturnID(task, 1)
 	t.mu.Lock()
-	t.tasks[task] = rec
+	c := t.objs[ret]
+	if !c.task {
+		t.ntasks++
+	}
+	c.task, c.args = true, args
+	t.objs[ret] = c
 	for _, a := range args {
 		c := t.objs[a]
 		c.lineage++
 		t.objs[a] = c
 	}
-	for _, o := range returns {
-		if _, ok := t.objs[o]; !ok {
-			t.objs[o] = refCount{}
-		}
+	t.mu.Unlock()
+}
+
+// Submitted is a task's submission: AddLocal of its return ReturnID(task, 1) (the
+// caller's reference) and AddTask, under one lock.
+func (t *RefTable) Submitted(task ids.TaskID, args []ids.ObjectID) {
+	ret := ids.ReturnID(task, 1)
+	t.mu.Lock()
+	c := t.objs[ret]
+	if !c.task {
+		t.ntasks++
+	}
+	c.local++
+	c.freed = false
+	c.task, c.args = true, args
+	t.objs[ret] = c
+	for _, a := range args {
+		c := t.objs[a]
+		c.lineage++
+		t.objs[a] = c
 	}
 	t.mu.Unlock()
 }
@@ -125,8 +152,7 @@ func (t *RefTable) AddTask(task ids.TaskID, returns, args []ids.ObjectID) {
 func (t *RefTable) HasLineage(task ids.TaskID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.tasks[task]
-	return ok
+	return t.objs[ids.ReturnID(task, 1)].task
 }
 
 // Counts returns id's local and lineage counts (for tests and memory reports).
@@ -144,10 +170,12 @@ func (t *RefTable) Counts(id ids.ObjectID) (local, lineage int32, known bool) {
 func (t *RefTable) Len() (objects, lineage int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.objs), len(t.tasks)
+	return len(t.objs), t.ntasks
 }
 
 // settle stores c as id's counts and frees what they allow; called with the lock held.
+// An object nothing references any more is forgotten, and with it the lineage record of
+// its task, which gives back that record's hold on the task's arguments.
 func (t *RefTable) settle(id ids.ObjectID, c refCount, r *Released) {
 	if c.local > 0 {
 		t.objs[id] = c
@@ -162,51 +190,21 @@ func (t *RefTable) settle(id ids.ObjectID, c refCount, r *Released) {
 		return
 	}
 	delete(t.objs, id)
-	t.maybeDropTask(id.Task(), r)
-}
-
-// eachReturn calls f for each return of rec until f reports false; it reports whether every
-// call reported true.
-func (rec *lineageRec) eachReturn(f func(ids.ObjectID) bool) bool {
-	if rec.more == nil {
-		return f(rec.ret)
-	}
-	for _, o := range rec.more {
-		if !f(o) {
-			return false
-		}
-	}
-	return true
-}
-
-func (t *RefTable) maybeDropTask(task ids.TaskID, r *Released) {
-	rec, ok := t.tasks[task]
-	if !ok {
+	if !c.task {
 		return
 	}
-	unused := rec.eachReturn(func(o ids.ObjectID) bool {
-		c, ok := t.objs[o]
-		return !ok || c.local == 0 && c.lineage == 0
-	})
-	if !unused {
-		return
-	}
-	delete(t.tasks, task)
-	r.Lineage = append(r.Lineage, task)
-	rec.eachReturn(func(o ids.ObjectID) bool {
-		delete(t.objs, o)
-		return true
-	})
-	for _, a := range rec.args {
-		c, ok := t.objs[a]
+	t.ntasks--
+	r.Lineage = append(r.Lineage, id.Task())
+	for _, a := range c.args {
+		ac, ok := t.objs[a]
 		if !ok {
 			continue
 		}
-		c.lineage--
-		if c.lineage == 0 && c.local == 0 {
-			t.settle(a, c, r)
+		ac.lineage--
+		if ac.lineage == 0 && ac.local == 0 {
+			t.settle(a, ac, r)
 		} else {
-			t.objs[a] = c
+			t.objs[a] = ac
 		}
 	}
 }

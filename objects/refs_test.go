@@ -27,7 +27,7 @@ func TestRefTableScenarios(t *testing.T) {
 		return func(rt *RefTable) Released { return rt.RemoveLocal(id) }
 	}
 	task := func(tk ids.TaskID, ret ids.ObjectID, args ...ids.ObjectID) func(*RefTable) Released {
-		return func(rt *RefTable) Released { rt.AddTask(tk, []ids.ObjectID{ret}, args); return Released{} }
+		return func(rt *RefTable) Released { rt.AddTask(tk, args); return Released{} }
 	}
 	tests := []struct {
 		name  string
@@ -64,6 +64,19 @@ func TestRefTableScenarios(t *testing.T) {
 			{do: rm(a), wantValues: []ids.ObjectID{a}},
 			{do: rm(b), wantValues: []ids.ObjectID{b}},
 			{do: rm(c), wantValues: []ids.ObjectID{c}, wantLineage: []ids.TaskID{tc, tb, ta}},
+		}},
+		{"submitted and completed: one entry per task", []step{
+			{do: func(rt *RefTable) Released { rt.AddLocal(p); return Released{} }},
+			{do: func(rt *RefTable) Released { rt.AddLocal(p); rt.Submitted(ta, []ids.ObjectID{p}); return Released{} }},
+			{do: rm(p)}, // the user drops the put; the pending task still holds it
+			{do: func(rt *RefTable) Released {
+				unref, r := rt.Completed(a, []ids.ObjectID{p})
+				if unref {
+					t.Error("Completed: the result's handle is still held")
+				}
+				return r
+			}, wantValues: []ids.ObjectID{p}}, // p's value goes, a's lineage still needs it
+			{do: rm(a), wantValues: []ids.ObjectID{a}, wantLineage: []ids.TaskID{ta}},
 		}},
 		{"releasing twice is harmless", []step{
 			{do: addLocal(p)},

@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"runtime"
-	"sync"
+	"sync/atomic"
 
 	"github.com/ray-go/ray/internal/ids"
 	"github.com/ray-go/ray/objects"
@@ -11,19 +11,36 @@ import (
 
 // refcountOps is the reference counting one no-argument task costs its owner, done 1000
 // times per body, outside the runtime: what core.Submit, core.complete, the ObjectRef
-// handle and its Release do to the reference table (objects.RefTable) and the borrow
-// table, plus the garbage collector cleanup every handle registers. Its rate against
+// handle and its Release do to the reference table (objects.RefTable), plus the garbage
+// collector cleanup every handle registers (on a struct of the handle's size and with the
+// cleanup argument of the root package's newRef: the cost of runtime.AddCleanup grows with
+// how many live cleanups share a span, so the size matters). Its rate against
 // single_client_tasks_async in the same run is refcount_overhead_ratio: the share of a
 // task's cost that is reference counting.
 type refcountOps struct {
-	refs   *objects.RefTable
-	mu     sync.Mutex
-	borrow map[ids.ObjectID]int // stands in for the borrow-table lookup of every release
-	root   ids.TaskID
-	n      uint64
+	refs *objects.RefTable
+	root ids.TaskID
+	n    uint64
 }
 
-type refHandle struct{ id ids.ObjectID }
+// refHandle has the layout of the root package's handle; refCleanup that of its cleanupArg.
+type refHandle struct {
+	id      ids.ObjectID
+	core    *int
+	owner   *int
+	err     error
+	cleanup runtime.Cleanup
+	gone    atomic.Bool
+}
+
+type refCleanup struct {
+	id   ids.ObjectID
+	core *int
+}
+
+var refsDropped atomic.Int64
+
+func releaseRefCleanup(refCleanup) { refsDropped.Add(1) }
 
 func (r *refcountOps) body() error {
 	for range 1000 {
@@ -31,17 +48,13 @@ func (r *refcountOps) body() error {
 		tid := r.root // IDs from a counter: hashing them (ids.ChildTaskID) is not reference counting
 		binary.LittleEndian.PutUint64(tid[:8], r.n)
 		ret := ids.ReturnID(tid, 1)
-		r.refs.AddLocal(ret)                          // Submit: the caller's reference
-		r.refs.AddTask(tid, []ids.ObjectID{ret}, nil) // Submit: lineage bookkeeping
+		r.refs.Submitted(tid, nil) // Submit: the caller's reference and the lineage record
 		h := &refHandle{id: ret}
-		runtime.AddCleanup(h, func(ids.ObjectID) {}, ret) // newRef
-		r.refs.Counts(ret)                                // complete
-		r.refs.RemoveLocalAll(nil)                        // complete: argument references
-		r.mu.Lock()                                       // Release: is it borrowed?
-		_ = r.borrow[ret]
-		r.mu.Unlock()
-		r.refs.RemoveLocal(ret) // Release
-		runtime.KeepAlive(h)
+		h.cleanup = runtime.AddCleanup(h, releaseRefCleanup, refCleanup{id: ret}) // newRef
+		r.refs.Completed(ret, nil)                                                // complete
+		if h.gone.CompareAndSwap(false, true) {
+			r.refs.RemoveLocal(ret) // Release (ReleaseOwned)
+		}
 	}
 	return nil
 }
@@ -51,7 +64,7 @@ func refcountMetric() *metric {
 		name: "reference_counting_ops", unit: "tasks/s",
 		body: "the reference counting of 1000 no-argument tasks (ref table, borrow lookup, GC cleanup), without the tasks",
 		setup: func(*env) (*bench, error) {
-			r := &refcountOps{refs: objects.NewRefTable(), borrow: map[ids.ObjectID]int{}, root: ids.NewRootTaskID()}
+			r := &refcountOps{refs: objects.NewRefTable(), root: ids.NewRootTaskID()}
 			return &bench{multiplier: 1000, run: r.body}, nil
 		},
 	}

@@ -283,6 +283,27 @@ func TestCluster(t *testing.T) {
 	}
 	t.Logf("a worker process killed under %d one-second tasks: all done %.2f s after the kill", death.Nodedeath.Tasks, death.Nodedeath.Seconds)
 
+	// The process that owns objects the driver borrows is killed: the driver adopts them
+	// and recreates the lost one from the lineage the dead owner left in the GCS (two
+	// tasks deep); the small one it had resolved stays readable.
+	out, errOut, code = run(t, 2*time.Minute, env, driver, "-check", "ownerdeath")
+	var od struct {
+		Ownerdeath struct {
+			Victim   string
+			Seconds  float64
+			Same     bool
+			Small    int
+			TaskSame bool `json:"task_same"`
+		}
+	}
+	if err := json.Unmarshal([]byte(lastLine(out)), &od); err != nil || code != 0 {
+		t.Fatalf("driver -check ownerdeath: exit %d, %v\nstdout: %s\nstderr: %s", code, err, out, tail(errOut))
+	}
+	if d := od.Ownerdeath; !d.Same || d.Small != 3 || !d.TaskSame {
+		t.Errorf("objects borrowed from a dead owner: big identical %v, small %d (want 3), identical in a task %v", d.Same, d.Small, d.TaskSame)
+	}
+	t.Logf("owner killed: its 8 MiB object (two tasks deep) read again %.2f s after the kill", od.Ownerdeath.Seconds)
+
 	// rayctl job submit runs a driver on the cluster and streams its output.
 	out, errOut, code = run(t, 2*time.Minute, nil, rayctl, "job", "submit", "--address", addr, "--", driver, "-check", "sum")
 	if code != 0 || !strings.Contains(out, `"sum":5050`) {

@@ -284,10 +284,10 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	default:
 	}
 	c.mem.Create(ret)
-	c.refs.AddLocal(ret)
 	if c.cfg.Actors == nil {
 		return ret, c.failSubmit(ret, tid, method, pb.ErrorInfo_SYSTEM, ErrNoActors)
 	}
+	c.refs.AddLocal(ret)
 	ac := c.caller(id)
 	spec := &pb.TaskSpec{
 		TaskId: tid[:], JobId: string(c.cfg.Job), Function: method, Args: make([]*pb.Arg, len(args)),

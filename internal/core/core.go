@@ -58,8 +58,11 @@ type Config struct {
 	// Cluster places tasks on the nodes of a cluster (nil: everything runs on this node).
 	Cluster Cluster
 	// Nodes lists the nodes that run this job's tasks (nil: this node only).
-	Nodes  func() []*pb.NodeInfo
-	Logger *slog.Logger
+	Nodes func() []*pb.NodeInfo
+	// OrphanLineage reads a dead owner's lineage from the GCS, to recreate the objects
+	// this runtime borrowed from it (nil: such objects are lost with their owner).
+	OrphanLineage OrphanLineage
+	Logger        *slog.Logger
 }
 
 // Validate checks the configuration.
@@ -95,8 +98,9 @@ type Core struct {
 
 	borrows borrowState // refs borrowed from and lent to other runtimes (borrow.go)
 
-	specMu sync.Mutex
-	specs  map[ids.TaskID]*pb.TaskSpec // specs of tasks whose lineage is held (reconstruct.go)
+	orphans orphanState // borrowed objects whose owner died (orphan.go)
+	specMu  sync.Mutex
+	specs   map[ids.TaskID]*pb.TaskSpec // specs of tasks whose lineage is held (reconstruct.go)
 
 	parkMu    sync.Mutex
 	parked    map[ids.TaskID]*pending // waiting for a node (see Cluster)
@@ -221,6 +225,12 @@ func (c *Core) ReleaseRef(id ids.ObjectID, explicit bool) {
 	c.freeAs(c.refs.RemoveLocal(id), explicit)
 }
 
+// ReleaseOwned is ReleaseRef for a reference the caller knows this process owns (it
+// submitted the task or made the Put): no borrow-table lookup.
+func (c *Core) ReleaseOwned(id ids.ObjectID, explicit bool) {
+	c.freeAs(c.refs.RemoveLocal(id), explicit)
+}
+
 // holdArgs counts the references a submitted task holds on its ref arguments (a borrow
 // for borrowed objects); it returns the owned ones, which the task's lineage depends on.
 func (c *Core) holdArgs(refs []ids.ObjectID) (owned []ids.ObjectID) {
@@ -235,13 +245,18 @@ func (c *Core) holdArgs(refs []ids.ObjectID) (owned []ids.ObjectID) {
 
 // releaseArgs gives back what holdArgs took.
 func (c *Core) releaseArgs(refs []ids.ObjectID) {
+	c.free(c.refs.RemoveLocalAll(c.unborrowArgs(refs)))
+}
+
+// unborrowArgs gives back the borrows among what holdArgs took and returns the owned rest.
+func (c *Core) unborrowArgs(refs []ids.ObjectID) []ids.ObjectID {
 	var owned []ids.ObjectID
 	for _, r := range refs {
 		if !c.unborrow(r) {
 			owned = append(owned, r)
 		}
 	}
-	c.free(c.refs.RemoveLocalAll(owned))
+	return owned
 }
 
 // collectAfter is how many bytes of freed store objects make a free wait for the shard and
@@ -261,21 +276,21 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 	if r.Empty() {
 		return
 	}
-	inStore := map[ids.NodeID][][]byte{}
+	var inStore map[ids.NodeID][][]byte
 	var bytes int64
 	for _, id := range r.Values {
 		c.unpin(id) // refs nested in the freed object
-		if v, ready, known := c.mem.Get(id); known {
-			c.mem.Delete(id)
-			if ready && v.InStore {
-				b := id
-				node := v.Node
-				if node == "" {
-					node = c.cfg.Node
-				}
-				inStore[node] = append(inStore[node], b[:])
-				bytes += v.Size
+		if v, ready, _ := c.mem.Remove(id); ready && v.InStore {
+			b := id
+			node := v.Node
+			if node == "" {
+				node = c.cfg.Node
 			}
+			if inStore == nil {
+				inStore = map[ids.NodeID][][]byte{}
+			}
+			inStore[node] = append(inStore[node], b[:])
+			bytes += v.Size
 		}
 	}
 	for node, list := range inStore {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -25,6 +26,11 @@ func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids
 	if addr := c.cfg.Cluster.DataAddress(node); addr != "" {
 		b, err = transfer.Fetch(ctx, addr, id, transfer.FetchOptions{})
 	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		// Nothing listens at the node's data address: its process is gone, and the bytes
+		// with it (the grain pull would only wait for its timeout).
+		return nil, fmt.Errorf("%w: %s: node %s does not answer (its process is gone): %v", ErrObjectLost, id, node, err)
+	}
 	if err != nil && !lost(err) && ctx.Err() == nil {
 		b, err = transfer.Pull(ctx, c.root, s, id, pullOptions)
 	}
@@ -33,6 +39,8 @@ func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids
 		return b, nil
 	case lost(err):
 		return nil, fmt.Errorf("%w: %s on node %s: %v", ErrObjectLost, id, node, err)
+	case ctx.Err() == nil && !c.cfg.Cluster.Alive(node):
+		return nil, fmt.Errorf("%w: %s: node %s is gone: %v", ErrObjectLost, id, node, err)
 	}
 	return nil, fmt.Errorf("ray: reading object %s from node %s: %w", id, node, err)
 }

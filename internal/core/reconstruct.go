@@ -122,7 +122,10 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 			continue
 		}
 		b, err := c.bytesOf(ctx, id, v)
-		if err == nil || attempt >= maxReconstructions || !c.recoverLost(err, id) {
+		if err == nil || attempt >= maxReconstructions {
+			return b, err
+		}
+		if !c.recoverLost(err, id) && !(lostError(err) && c.awaitOrphaned(ctx, id)) {
 			return b, err
 		}
 		if v, err = tc.wait(ctx, id); err != nil {

@@ -57,7 +57,6 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 	default:
 	}
 	c.mem.Create(ret)
-	c.refs.AddLocal(ret)
 	if _, ok := tasks.Lookup(call.Function); !ok {
 		err := &tasks.UnknownFunctionError{Name: call.Function}
 		return ret, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_UNKNOWN_FUNCTION, err)
@@ -94,8 +93,9 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 			spec.Args[i] = &pb.Arg{Data: a.Data}
 		}
 	}
-	// The submitted task's references, dropped when it finishes.
-	c.refs.AddTask(tid, []ids.ObjectID{ret}, c.holdArgs(argRefs))
+	// The caller's reference to the result, the lineage record, and the submitted task's
+	// references to its arguments (dropped when it finishes).
+	c.refs.Submitted(tid, c.holdArgs(argRefs))
 	c.pinArgs(ret, call.Args)
 	if c.cfg.Lineage != nil {
 		// Recorded before the task can run, with refs as IDs: what reconstruction reads.
@@ -134,6 +134,7 @@ func (c *Core) pinArgs(ret ids.ObjectID, args []Arg) {
 
 func (c *Core) failSubmit(ret ids.ObjectID, tid ids.TaskID, fn string, kind pb.ErrorInfo_Kind, err error) error {
 	info := &pb.ErrorInfo{Kind: kind, Function: fn, TaskId: tid[:], Message: err.Error(), NodeId: string(c.cfg.Node)}
+	c.refs.AddLocal(ret) // the caller's reference, as Submit's success path takes it
 	c.mem.Set(ret, objects.Value{Err: info})
 	return &SubmitError{Info: info, Err: err}
 }
@@ -248,11 +249,12 @@ func (c *Core) complete(tid ids.TaskID, p *pending, r *pb.TaskResult) {
 		}
 	}
 	c.mem.Set(ret, v)
-	if local, _, _ := c.refs.Counts(ret); local == 0 {
+	unreferenced, released := c.refs.Completed(ret, c.unborrowArgs(p.argRefs))
+	if unreferenced {
 		// Every handle to the result was dropped while the task ran.
-		c.free(objects.Released{Values: []ids.ObjectID{ret}})
+		released.Values = append(released.Values, ret)
 	}
-	c.releaseArgs(p.argRefs)
+	c.free(released)
 	c.unpin(argsKey(ret))
 }
 

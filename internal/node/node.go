@@ -305,7 +305,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.Core, err = core.New(core.Config{
 		Job: cfg.Job, Node: n.ID, System: n.system, Cluster: cluster,
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool,
-		Feasible: feasible, Nodes: listNodes,
+		Feasible: feasible, Nodes: listNodes, OrphanLineage: n.orphanLineage,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
 			Info: func(id string) (*pb.ActorInfo, bool) { return n.actors.Get(id) }},
@@ -342,12 +342,20 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if !e.Self && (e.Type == membership.MemberUnreachable || e.Type == membership.MemberLeft) {
 			// Off the publisher's goroutine: failing tasks sends messages and takes locks.
 			go n.Core.NodeGone(ids.NodeID(e.Member.NodeID))
+			// The objects this process borrows from the runtime there are adopted.
+			go n.Core.OwnerGone(e.Member.Address, ids.NodeID(e.Member.NodeID))
 		}
 		if !e.Self && e.Type == membership.MemberLeft {
 			go n.Core.BorrowersGone(e.Member.Address) // its runtime's borrows end with it
 		}
 	})
 	return n, nil
+}
+
+// orphanLineage reads the lineage pages the runtime of node wrote (its packer's pages).
+func (n *Node) orphanLineage(ctx context.Context, node ids.NodeID) (map[string][]byte, error) {
+	recs, _, err := gcs.ReadAll(ctx, n.store, gcs.LineagePrefix+string(node)+"/")
+	return recs, err
 }
 
 // actorPID resolves (activating if need be) the grain of an actor.

@@ -50,10 +50,45 @@ var (
 		return 2 * x, nil
 	})
 
+	// xorBlob flips every byte: a second step of lineage after makeBlob.
+	xorBlob = ray.Task1("e2e.XorBlob", func(ctx context.Context, b []byte) ([]byte, error) {
+		out := make([]byte, len(b))
+		for i, c := range b {
+			out[i] = c ^ 0x5a
+		}
+		return out, nil
+	})
+	// makeOwned runs on the node that is about to die and owns what it makes there: an
+	// 8 MiB object two tasks deep (makeBlob then xorBlob, both on this node) and a small
+	// one kept inline by its owner. The caller borrows them through the refs returned.
+	makeOwned = ray.Task0("e2e.MakeOwned", func(ctx context.Context) (owned, error) {
+		self, err := ray.NodeID(ctx)
+		if err != nil {
+			return owned{}, err
+		}
+		here := ray.NodeAffinity(self, true) // soft: a re-run may go elsewhere
+		blob := makeBlob.Options(here).Remote(ctx, ray.V(8<<20))
+		x := xorBlob.Options(here).Remote(ctx, blob)
+		small := add.Remote(ctx, ray.V(1), ray.V(2))
+		if _, _, err := ray.Wait(ctx, []ray.ObjectRef[[]byte]{x}); err != nil {
+			return owned{}, err
+		}
+		if _, err := ray.Get(ctx, small); err != nil {
+			return owned{}, err
+		}
+		return owned{Big: x, Small: small, Owner: self}, nil
+	})
+
 	accelClass = ray.Actor("e2e.Accel", func() *accel { return &accel{} })
 	accelWhere = ray.Method0(accelClass, "Where", (*accel).Where)
 	accelAdd   = ray.Method1(accelClass, "Add", (*accel).Add)
 )
+
+type owned struct {
+	Big   ray.ObjectRef[[]byte]
+	Small ray.ObjectRef[int]
+	Owner string
+}
 
 type hashed struct {
 	Node   string
@@ -71,7 +106,8 @@ func (a *accel) Add(_ context.Context, by int) (int, error) {
 
 func main() {
 	check := flag.String("check", "all", "spread|locality|bigobject|actor|sum|all, hang (runs a long task until killed), "+
-		"nodedeath (kills one of the job's worker processes while tasks run on it), or gcsfailover (rounds until 4 s after printing ready)")
+		"nodedeath (kills one of the job's worker processes while tasks run on it), ownerdeath (kills the process that owns "+
+		"objects the driver borrows), or gcsfailover (rounds until 4 s after printing ready)")
 	bigMiB := flag.Int("big-mib", 200, "size of the bigobject check's object in MiB")
 	flag.Parse()
 	ctx, err := ray.Init(context.Background())
@@ -153,6 +189,45 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 			return map[string]float64{"median_ms": float64(d[len(d)/2].Microseconds()) / 1000, "max_ms": float64(d[len(d)-1].Microseconds()) / 1000}
 		}
 		out["gcsfailover"] = map[string]any{"rounds": len(before) + len(after), "before": stat(before), "after": stat(after)}
+		return nil
+	}
+	if check == "ownerdeath" {
+		victim := nodes[0]
+		o, err := ray.Get(ctx, makeOwned.Options(ray.NodeAffinity(victim.ID, false)).Remote(ctx))
+		if err != nil {
+			return err
+		}
+		if o.Owner != victim.ID {
+			return fmt.Errorf("makeOwned ran on %s, not on %s", o.Owner, victim.ID)
+		}
+		big, err := ray.Get(ctx, o.Big)
+		if err != nil {
+			return err
+		}
+		before := sha256.Sum256(big)
+		big = nil
+		time.Sleep(300 * time.Millisecond) // the owner's lineage reaches the GCS (written in batches)
+		start := time.Now()
+		if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("kill worker process %d: %w", victim.PID, err)
+		}
+		big, err = ray.Get(ctx, o.Big)
+		if err != nil {
+			return fmt.Errorf("reading an 8 MiB object whose owner (node %s) died: %w", victim.ID, err)
+		}
+		seconds := time.Since(start).Seconds()
+		after := sha256.Sum256(big)
+		small, err := ray.Get(ctx, o.Small)
+		if err != nil {
+			return fmt.Errorf("reading a small object whose owner (node %s) died: %w", victim.ID, err)
+		}
+		// The adopted object is an ordinary owned one now: it is an argument like any other.
+		h, err := ray.Get(ctx, hashBlob.Remote(ctx, o.Big))
+		if err != nil {
+			return fmt.Errorf("passing the adopted object to a task: %w", err)
+		}
+		out["ownerdeath"] = map[string]any{"victim": victim.ID, "seconds": seconds, "same": before == after,
+			"small": small, "task_same": h.SHA256 == hex.EncodeToString(before[:]), "read_on": h.Node}
 		return nil
 	}
 	if check == "nodedeath" {
