@@ -44,3 +44,24 @@ func NodeID(ctx context.Context) (string, error) {
 	}
 	return string(tc.Core.Node()), nil
 }
+
+// RuntimeStats counts the recovery work this process's runtime did as the owner of its
+// tasks and objects.
+type RuntimeStats struct {
+	// TasksRetried counts task attempts submitted again after a failure (a dead node, a
+	// system error, or an application error with RetryExceptions).
+	TasksRetried int64
+	// ObjectsReconstructed counts lost objects recreated by running their task again
+	// (lineage reconstruction), including objects adopted from an owner that died.
+	ObjectsReconstructed int64
+}
+
+// Stats returns the recovery counters of the runtime in ctx.
+func Stats(ctx context.Context) (RuntimeStats, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return RuntimeStats{}, err
+	}
+	s := tc.Core.Stats()
+	return RuntimeStats{TasksRetried: s.Retried.Load(), ObjectsReconstructed: s.Reconstructed.Load()}, nil
+}

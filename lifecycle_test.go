@@ -445,12 +445,16 @@ func TestCorruptSpillFile(t *testing.T) {
 	}
 	corrupt(made.ID())
 	corrupt(put.ID())
-	before := nodeOf(ctx).Core.Stats().Reconstructed.Load()
+	before, err := Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	v, err := Get(ctx, made)
 	if err != nil || len(v) != elems || v[elems-1] != elems-1 {
 		t.Fatalf("a task's object with a corrupt spill file: %v (want it recreated)", err)
 	}
-	if n := nodeOf(ctx).Core.Stats().Reconstructed.Load() - before; n != 1 {
+	after, err := Stats(ctx)
+	if n := after.ObjectsReconstructed - before.ObjectsReconstructed; err != nil || n != 1 {
 		t.Errorf("%d objects recreated, want 1", n)
 	}
 	_, err = Get(ctx, put)
