@@ -14,10 +14,19 @@ import (
 // store (small, so that the backpressure test streams 10x the store through it).
 var shared context.Context
 
+// clusterDir is the local cluster's directory (its spill files are in clusterDir/spill).
+var clusterDir string
+
 const storeBytes = 32 << 20
 
 func TestMain(m *testing.M) {
-	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(4), ray.WithObjectStoreMemory(storeBytes))
+	dir, err := os.MkdirTemp("", "ray-go-data-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	clusterDir = dir
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(4), ray.WithObjectStoreMemory(storeBytes), ray.WithDir(dir))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Init:", err)
 		os.Exit(1)
@@ -28,6 +37,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "Shutdown:", err)
 		code = 1
 	}
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
 

@@ -171,20 +171,21 @@ func (a *adoption) recover(id ids.ObjectID) {
 		}
 		args = append(args, aid)
 	}
-	// The lineage record keeps the arguments known here while the object may need them.
-	c.keepSpec(tid, spec)
-	c.refs.AddTask(tid, args)
-	if c.cfg.Lineage != nil {
-		_ = c.cfg.Lineage.Record(spec) // so that this runtime's own borrowers can adopt it in turn
-	}
 	// Arguments unknown here are created pending first, so that the task waits for them
-	// and holds them (reconstruct takes its references) before they are recovered.
+	// and holds them (reconstruct takes its references) before they are recovered; only
+	// then is the spec kept, which lets a Get that found id lost start it too.
 	var missing []ids.ObjectID
 	for _, aid := range args {
 		if _, _, known := c.mem.Get(aid); !known {
 			c.mem.Create(aid)
 			missing = append(missing, aid)
 		}
+	}
+	// The lineage record keeps the arguments known here while the object may need them.
+	c.refs.AddTask(tid, args)
+	c.keepSpec(tid, spec)
+	if c.cfg.Lineage != nil {
+		_ = c.cfg.Lineage.Record(spec) // so that this runtime's own borrowers can adopt it in turn
 	}
 	if c.reconstruct(id) {
 		a.recreated++
@@ -211,12 +212,28 @@ func (c *Core) awaitOrphaned(ctx context.Context, id ids.ObjectID) bool {
 	c.borrows.mu.Lock()
 	e := c.borrows.entries[id]
 	c.borrows.mu.Unlock()
-	if e == nil {
-		return c.reconstruct(id)
-	}
 	o := &c.orphans
 	t := time.NewTimer(orphanWait)
 	defer t.Stop()
+	if e == nil {
+		// Owned here, perhaps adopted just now: let adoptions under way finish first.
+		o.mu.Lock()
+		var running []chan struct{}
+		for _, done := range o.dead {
+			running = append(running, done)
+		}
+		o.mu.Unlock()
+		for _, done := range running {
+			select {
+			case <-done:
+			case <-t.C:
+				return false
+			case <-ctx.Done():
+				return false
+			}
+		}
+		return c.reconstruct(id)
+	}
 	for {
 		o.mu.Lock()
 		done := o.dead[e.owner.Address]
