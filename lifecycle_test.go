@@ -462,4 +462,31 @@ func TestCorruptSpillFile(t *testing.T) {
 		t.Fatalf("a Put object with a corrupt spill file: %v, want ErrObjectLost naming it", err)
 	}
 	runtime.KeepAlive(more)
+
+	// A chain: b = plusOne(a), then a's handle is released (its value is freed, its lineage
+	// kept for b). b's spill file is corrupted: recreating b first recreates a.
+	a := big.Remote(ctx, V(elems))
+	b := plusOne.Remote(ctx, a)
+	if _, err := Get(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	a.Release()
+	for range 2 {
+		r, err := Put(ctx, make([]int64, elems))
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = append(more, r)
+	}
+	corrupt(b.ID())
+	before, _ = Stats(ctx)
+	v, err = Get(ctx, b)
+	if err != nil || len(v) != elems || v[0] != 1 || v[elems-1] != elems {
+		t.Fatalf("an object whose argument was freed and whose spill file is corrupt: %v (want it recreated)", err)
+	}
+	after, _ = Stats(ctx)
+	if n := after.ObjectsReconstructed - before.ObjectsReconstructed; n != 2 {
+		t.Errorf("%d objects recreated, want 2 (the freed argument, then the object)", n)
+	}
+	runtime.KeepAlive(more)
 }

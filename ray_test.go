@@ -28,6 +28,13 @@ var (
 		}
 		return out, nil
 	})
+	plusOne = Task1("test.plusOne", func(_ context.Context, xs []int64) ([]int64, error) {
+		out := make([]int64, len(xs))
+		for i, x := range xs {
+			out[i] = x + 1
+		}
+		return out, nil
+	})
 	sumAll = Task1("test.sumAll", func(_ context.Context, xs []int64) (int64, error) {
 		var s int64
 		for _, x := range xs {

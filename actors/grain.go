@@ -654,6 +654,14 @@ func logged(b *pb.ActorLogBatch) *pb.ActorLogBatch {
 	return out
 }
 
+// logAttemptTimeout bounds one attempt to write a method log batch. When the etcd leader
+// dies, a write it was proposing is only failed by the server after its request timeout
+// (5 s plus two election timeouts) although a new leader is elected within ~0.2 s: a short
+// attempt, retried, rides over the election instead. Retrying is safe: the batch goes to
+// its own key with the same bytes, fenced on the actor record, so a write that did commit
+// is just written again.
+const logAttemptTimeout = time.Second
+
 // commit writes one log batch, fenced on the actor record: if the record moved to another
 // incarnation or node (or the actor died), this instance is stale and must not write.
 func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced bool) {
@@ -664,7 +672,7 @@ func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced boo
 	}
 	key := gcs.ActorLogKey(g.id, batch.Batch)
 	for attempt := 0; ; attempt++ {
-		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		tctx, cancel := context.WithTimeout(ctx, logAttemptTimeout)
 		ok, _, err := g.env.Table.Store.Txn(tctx, []gcs.Cmp{{Key: gcs.ActorKey(g.id), ModRev: g.rev.Load()}},
 			[]gcs.Op{{Kind: gcs.OpPut, Key: key, Value: val}})
 		if err == nil && !ok {

@@ -232,6 +232,9 @@ func (c *Core) awaitOrphaned(ctx context.Context, id ids.ObjectID) bool {
 				return false
 			}
 		}
+		if v, ready, known := c.mem.Get(id); known && (!ready || !lostValue(c, v)) {
+			return true // being recreated, or recreated already: the caller reads it again
+		}
 		return c.reconstruct(id)
 	}
 	for {
@@ -254,6 +257,15 @@ func (c *Core) awaitOrphaned(ctx context.Context, id ids.ObjectID) bool {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// lostValue reports whether an object's value says its bytes are gone: an object-lost
+// error, or bytes on a node that is gone.
+func lostValue(c *Core, v objects.Value) bool {
+	if v.Err != nil {
+		return v.Err.Kind == pb.ErrorInfo_OBJECT_LOST
+	}
+	return c.lostHere(v)
 }
 
 // lostError reports whether err says an object's bytes or value are lost.

@@ -30,6 +30,13 @@ func (c *Core) keepSpec(tid ids.TaskID, spec *pb.TaskSpec) {
 	c.specMu.Unlock()
 }
 
+// hasSpec reports whether the spec of task tid is kept.
+func (c *Core) hasSpec(tid ids.TaskID) bool {
+	c.specMu.Lock()
+	defer c.specMu.Unlock()
+	return c.specs[tid] != nil
+}
+
 // dropSpecs forgets the specs of tasks whose lineage records were dropped.
 func (c *Core) dropSpecs(tasks []ids.TaskID) {
 	if len(tasks) == 0 {
@@ -88,9 +95,16 @@ func (c *Core) reconstruct(id ids.ObjectID) bool {
 	}
 	c.mem.Reset(id)
 	c.holdArgs(argRefs)
-	// Arguments whose bytes were on a dead node are recreated first (recursively).
+	// Arguments whose bytes were on a dead node are recreated first (recursively), and so
+	// are arguments whose values were freed while their lineage was kept (nothing else
+	// needed them until now).
 	for _, a := range argRefs {
-		if v, ready, known := c.mem.Get(a); known && ready && c.lostHere(v) {
+		v, ready, known := c.mem.Get(a)
+		switch {
+		case known && ready && c.lostHere(v):
+			c.reconstruct(a)
+		case !known && c.hasSpec(a.Task()) && a == ids.ReturnID(a.Task(), 1):
+			c.mem.Create(a)
 			c.reconstruct(a)
 		}
 	}
@@ -114,6 +128,9 @@ func (c *Core) recoverLost(err error, id ids.ObjectID) bool {
 func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v objects.Value) ([]byte, error) {
 	c := tc.Core
 	for attempt := 0; ; attempt++ {
+		if cur, ready, _ := c.mem.Get(id); ready {
+			v = cur // recreated meanwhile, perhaps
+		}
 		if c.lostHere(v) && attempt < maxReconstructions && c.reconstruct(id) {
 			var err error
 			if v, err = tc.wait(ctx, id); err != nil {

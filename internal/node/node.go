@@ -69,10 +69,28 @@ const dispatchGoroutines = 16
 // 0.82-0.95.
 const lineageSealDelay = 50 * time.Millisecond
 
-// memberLeaseTTL is the node's registration lease. etcd's client renews every TTL/3 from a
-// 500 ms loop, so leases of 1-2 s are lost under heavy load; node death is detected much
-// sooner through protoactor's remote Watch (internal/membership).
-const memberLeaseTTL = 6 * time.Second
+// DefaultNodeLeaseTTL is the node's registration lease. etcd's client renews every TTL/3
+// from a 500 ms loop, so leases of 1-2 s are lost under heavy load; a killed node is
+// detected much sooner through protoactor's remote Watch (internal/membership): the lease
+// is what catches a node that hangs or is cut off. RAY_NODE_LEASE_TTL (a Go duration, at
+// least 2s) overrides it for the processes that see it (set it for `rayctl start`: the
+// worker processes inherit the agent's environment).
+const DefaultNodeLeaseTTL = 6 * time.Second
+
+// memberLeaseTTL is the lease TTL in effect (see DefaultNodeLeaseTTL).
+var memberLeaseTTL = nodeLeaseTTL(os.Getenv("RAY_NODE_LEASE_TTL"))
+
+func nodeLeaseTTL(env string) time.Duration {
+	if env == "" {
+		return DefaultNodeLeaseTTL
+	}
+	d, err := time.ParseDuration(env)
+	if err != nil || d < 2*time.Second {
+		fmt.Fprintf(os.Stderr, "ray: ignoring RAY_NODE_LEASE_TTL=%q (want a duration of at least 2s); using %v\n", env, DefaultNodeLeaseTTL)
+		return DefaultNodeLeaseTTL
+	}
+	return d
+}
 
 // Config configures a node. Zero values take the defaults documented per field.
 type Config struct {
