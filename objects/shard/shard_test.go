@@ -198,3 +198,76 @@ func TestSpillDirUnwritable(t *testing.T) {
 		t.Fatalf("object after a failed spill: %+v", r)
 	}
 }
+
+// TestSpillDiskFull: a spill that hits a full disk (ENOSPC from the kernel: the spill file's
+// temporary name leads to /dev/full) keeps the object in memory, readable, counted as a
+// spill error and logged with the cause; once space is back the next put spills it.
+func TestSpillDiskFull(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Fatalf("this test needs /dev/full (Linux): %v", err)
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	defer sys.Shutdown()
+	dir := t.TempDir()
+	pid := sys.Root.Spawn(Props(Config{Node: "n1", Budget: 100, SpillDir: dir, Logger: logger}))
+	ask := func(m any) any {
+		t.Helper()
+		res, err := sys.Root.RequestFuture(pid, m, 10*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	id := ids.PutID(ids.NewRootTaskID(), 1)
+	tmp := spillPath(dir, id) + ".tmp"
+	if err := os.Symlink("/dev/full", tmp); err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 1000)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	ask(&pb.PutObject{ObjectId: id[:], Data: data})
+	deadline := time.Now().Add(5 * time.Second)
+	for ask(&pb.StoreStats{}).(*pb.StoreStatsReply).SpillErrors == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no spill error reported on a full disk")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := ask(&pb.GetObject{ObjectId: id[:]}).(*pb.GetObjectReply); !r.Found || string(r.Data) != string(data) {
+		t.Fatalf("object after a spill onto a full disk: found %v, %d bytes", r.Found, len(r.Data))
+	}
+	mu.Lock()
+	logged := logs.String()
+	mu.Unlock()
+	if !strings.Contains(logged, "no space left on device") || !strings.Contains(logged, "free space") {
+		t.Fatalf("the log does not say the disk is full: %s", logged)
+	}
+	// Space is back: the next put spills both.
+	os.Remove(tmp)
+	id2 := ids.PutID(ids.NewRootTaskID(), 2)
+	ask(&pb.PutObject{ObjectId: id2[:], Data: make([]byte, 1000)})
+	deadline = time.Now().Add(5 * time.Second)
+	for ask(&pb.StoreStats{}).(*pb.StoreStatsReply).SpilledObjects < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("objects not spilled once space was back: %+v", ask(&pb.StoreStats{}))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := ask(&pb.GetObject{ObjectId: id[:]}).(*pb.GetObjectReply); !r.Found || string(r.Data) != string(data) {
+		t.Fatalf("object read back from its spill file: found %v, %d bytes", r.Found, len(r.Data))
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
