@@ -39,17 +39,55 @@ type refCount struct {
 	args           []ids.ObjectID
 }
 
-// Released says what became unneeded after a change.
+// Released says what became unneeded after a change: values whose bytes (memory store
+// entry, store shard copy, object table record) may be freed, and lineage records that may
+// be deleted. The first two of each are held inline, so the common release (one object
+// and its task's record) allocates nothing.
 type Released struct {
-	// Values whose bytes (memory store entry, store shard copy, object table record)
-	// may be freed.
-	Values []ids.ObjectID
-	// Lineage records that may be deleted.
-	Lineage []ids.TaskID
+	nv, nl int
+	v      [2]ids.ObjectID
+	l      [2]ids.TaskID
+	moreV  []ids.ObjectID
+	moreL  []ids.TaskID
 }
 
 // Empty reports whether nothing was released.
-func (r Released) Empty() bool { return len(r.Values) == 0 && len(r.Lineage) == 0 }
+func (r *Released) Empty() bool { return r.nv == 0 && r.nl == 0 }
+
+// AddValue adds a value that may be freed.
+func (r *Released) AddValue(id ids.ObjectID) {
+	if r.nv < len(r.v) {
+		r.v[r.nv] = id
+	} else {
+		r.moreV = append(r.moreV, id)
+	}
+	r.nv++
+}
+
+func (r *Released) addLineage(t ids.TaskID) {
+	if r.nl < len(r.l) {
+		r.l[r.nl] = t
+	} else {
+		r.moreL = append(r.moreL, t)
+	}
+	r.nl++
+}
+
+// Values returns the values that may be freed, in the order they were released.
+func (r *Released) Values() []ids.ObjectID {
+	if r.moreV == nil {
+		return r.v[:min(r.nv, len(r.v))]
+	}
+	return append(append([]ids.ObjectID(nil), r.v[:]...), r.moreV...)
+}
+
+// Lineage returns the lineage records that may be deleted, in the order they were released.
+func (r *Released) Lineage() []ids.TaskID {
+	if r.moreL == nil {
+		return r.l[:min(r.nl, len(r.l))]
+	}
+	return append(append([]ids.TaskID(nil), r.l[:]...), r.moreL...)
+}
 
 // NewRefTable returns an empty table.
 func NewRefTable() *RefTable {
@@ -183,7 +221,7 @@ func (t *RefTable) settle(id ids.ObjectID, c refCount, r *Released) {
 	}
 	if !c.freed {
 		c.freed = true
-		r.Values = append(r.Values, id)
+		r.AddValue(id)
 	}
 	if c.lineage > 0 {
 		t.objs[id] = c
@@ -194,7 +232,7 @@ func (t *RefTable) settle(id ids.ObjectID, c refCount, r *Released) {
 		return
 	}
 	t.ntasks--
-	r.Lineage = append(r.Lineage, id.Task())
+	r.addLineage(id.Task())
 	for _, a := range c.args {
 		ac, ok := t.objs[a]
 		if !ok {

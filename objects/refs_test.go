@@ -98,8 +98,8 @@ func TestRefTableScenarios(t *testing.T) {
 			rt := NewRefTable()
 			for i, s := range tt.steps {
 				got := s.do(rt)
-				if !slices.Equal(got.Values, s.wantValues) || !slices.Equal(got.Lineage, s.wantLineage) {
-					t.Fatalf("step %d: released values %v lineage %v, want %v %v", i, got.Values, got.Lineage, s.wantValues, s.wantLineage)
+				if !slices.Equal(got.Values(), s.wantValues) || !slices.Equal(got.Lineage(), s.wantLineage) {
+					t.Fatalf("step %d: released values %v lineage %v, want %v %v", i, got.Values(), got.Lineage(), s.wantValues, s.wantLineage)
 				}
 			}
 			if n, l := rt.Len(); n != 0 || l != 0 {

@@ -278,7 +278,7 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 	}
 	var inStore map[ids.NodeID][][]byte
 	var bytes int64
-	for _, id := range r.Values {
+	for _, id := range r.Values() {
 		c.unpin(id) // refs nested in the freed object
 		if v, ready, _ := c.mem.Remove(id); ready && v.InStore {
 			b := id
@@ -308,9 +308,10 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 			c.root.Send(s, msg)
 		}
 	}
-	c.dropSpecs(r.Lineage)
+	lineage := r.Lineage()
+	c.dropSpecs(lineage)
 	if c.cfg.Lineage != nil {
-		for _, t := range r.Lineage {
+		for _, t := range lineage {
 			c.cfg.Lineage.Drop(t)
 		}
 	}

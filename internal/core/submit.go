@@ -252,7 +252,7 @@ func (c *Core) complete(tid ids.TaskID, p *pending, r *pb.TaskResult) {
 	unreferenced, released := c.refs.Completed(ret, c.unborrowArgs(p.argRefs))
 	if unreferenced {
 		// Every handle to the result was dropped while the task ran.
-		released.Values = append(released.Values, ret)
+		released.AddValue(ret)
 	}
 	c.free(released)
 	c.unpin(argsKey(ret))
