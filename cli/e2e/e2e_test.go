@@ -304,6 +304,27 @@ func TestCluster(t *testing.T) {
 	}
 	t.Logf("owner killed: its 8 MiB object (two tasks deep) read again %.2f s after the kill", od.Ownerdeath.Seconds)
 
+	// The process hosting an actor is killed under 30 pipelined calls: the actor restarts on
+	// another process from its checkpoint and method log, every call completes exactly once.
+	out, errOut, code = run(t, 2*time.Minute, env, driver, "-check", "actordeath")
+	var ad struct {
+		Actordeath struct {
+			Victim       string
+			Calls, Wrong int
+			Seconds      float64
+			RestartedOn  string `json:"restarted_on"`
+			Final        int
+		}
+	}
+	if err := json.Unmarshal([]byte(lastLine(out)), &ad); err != nil || code != 0 {
+		t.Fatalf("driver -check actordeath: exit %d, %v\nstdout: %s\nstderr: %s", code, err, out, tail(errOut))
+	}
+	if d := ad.Actordeath; d.Calls != 30 || d.Wrong != 0 || d.Final != 1275 || d.RestartedOn == d.Victim {
+		t.Errorf("actor whose host was killed: %d of %d calls wrong, final sum %d (want 1275), restarted on %s (victim %s)",
+			d.Wrong, d.Calls, d.Final, d.RestartedOn, d.Victim)
+	}
+	t.Logf("actor host killed under %d pipelined calls: all answered exactly once %.2f s after the kill", ad.Actordeath.Calls, ad.Actordeath.Seconds)
+
 	// rayctl job submit runs a driver on the cluster and streams its output.
 	out, errOut, code = run(t, 2*time.Minute, nil, rayctl, "job", "submit", "--address", addr, "--", driver, "-check", "sum")
 	if code != 0 || !strings.Contains(out, `"sum":5050`) {

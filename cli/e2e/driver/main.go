@@ -107,7 +107,7 @@ func (a *accel) Add(_ context.Context, by int) (int, error) {
 func main() {
 	check := flag.String("check", "all", "spread|locality|bigobject|actor|sum|all, hang (runs a long task until killed), "+
 		"nodedeath (kills one of the job's worker processes while tasks run on it), ownerdeath (kills the process that owns "+
-		"objects the driver borrows), or gcsfailover (rounds until 4 s after printing ready)")
+		"objects the driver borrows), actordeath (kills an actor's host under pipelined calls), or gcsfailover (rounds until 4 s after printing ready)")
 	bigMiB := flag.Int("big-mib", 200, "size of the bigobject check's object in MiB")
 	flag.Parse()
 	ctx, err := ray.Init(context.Background())
@@ -189,6 +189,61 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 			return map[string]float64{"median_ms": float64(d[len(d)/2].Microseconds()) / 1000, "max_ms": float64(d[len(d)-1].Microseconds()) / 1000}
 		}
 		out["gcsfailover"] = map[string]any{"rounds": len(before) + len(after), "before": stat(before), "after": stat(after)}
+		return nil
+	}
+	if check == "actordeath" {
+		// An actor's host process is killed while 30 calls are in flight: the actor restarts
+		// on another process from its method log, and every call completes exactly once (the
+		// i-th call returns the running sum 1+...+i).
+		h := accelClass.Remote(ctx, ray.MaxRestarts(3), ray.CheckpointEvery(8))
+		where, err := ray.Get(ctx, accelWhere.Remote(ctx, h))
+		if err != nil {
+			return err
+		}
+		var victim *ray.Node
+		for i := range nodes {
+			if nodes[i].ID == where {
+				victim = &nodes[i]
+			}
+		}
+		if victim == nil {
+			return fmt.Errorf("the actor runs on %s, not a node of the job", where)
+		}
+		for i := 1; i <= 20; i++ {
+			if _, err := ray.Get(ctx, accelAdd.Remote(ctx, h, ray.V(i))); err != nil {
+				return err
+			}
+		}
+		refs := make([]ray.ObjectRef[int], 0, 30)
+		for i := 21; i <= 50; i++ {
+			refs = append(refs, accelAdd.Remote(ctx, h, ray.V(i)))
+		}
+		start := time.Now()
+		if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("kill worker process %d: %w", victim.PID, err)
+		}
+		wrong := 0
+		for k, r := range refs {
+			i := 21 + k
+			v, err := ray.Get(ctx, r)
+			if err != nil {
+				return fmt.Errorf("call %d after the actor's host died: %w", i, err)
+			}
+			if v != i*(i+1)/2 {
+				wrong++
+			}
+		}
+		seconds := time.Since(start).Seconds()
+		after, err := ray.Get(ctx, accelWhere.Remote(ctx, h))
+		if err != nil {
+			return err
+		}
+		final, err := ray.Get(ctx, accelAdd.Remote(ctx, h, ray.V(0)))
+		if err != nil {
+			return err
+		}
+		out["actordeath"] = map[string]any{"victim": victim.ID, "calls": len(refs), "wrong": wrong, "seconds": seconds,
+			"restarted_on": after, "final": final}
 		return nil
 	}
 	if check == "ownerdeath" {
