@@ -45,6 +45,9 @@ func strategyOf(spec *pb.TaskSpec) sched.Strategy {
 	return sched.Default
 }
 
+// errNodeUnready: the node a task was placed on has no scheduler to send it to.
+var errNodeUnready = errors.New("node not ready")
+
 // Strategy names carried in TaskSpec.strategy.
 const (
 	StrategyDefault      = ""
@@ -87,7 +90,7 @@ func (c *Core) rayletFor(p *pending) (*actor.PID, error) {
 	r := cl.Raylet(node)
 	if r == nil {
 		cl.Done(node, req.Resources)
-		return nil, fmt.Errorf("node %s has no scheduler", node)
+		return nil, fmt.Errorf("%w: node %s has no scheduler (it is starting, or gone)", errNodeUnready, node)
 	}
 	c.mu.Lock()
 	p.node, p.placed = node, req.Resources
@@ -99,7 +102,10 @@ func (c *Core) rayletFor(p *pending) (*actor.PID, error) {
 // known and failing it when placement fails.
 func (c *Core) send(tid ids.TaskID, p *pending) {
 	r, err := c.rayletFor(p)
-	if errors.Is(err, sched.ErrNoNodes) {
+	if errors.Is(err, sched.ErrNoNodes) || errors.Is(err, errNodeUnready) {
+		// Placed again once the view changes (or after parkRetry): a node whose scheduler
+		// cannot be resolved is one that is starting or has just died, and the view catches
+		// up within the membership's report or the node's lease.
 		c.park(tid, p)
 		return
 	}

@@ -55,7 +55,15 @@ type clusterView struct {
 	nodes  map[string]*viewNode
 	data   map[string]string // every node's data server address (drivers too)
 	spread uint64
-	cancel context.CancelFunc
+	// gone are nodes the membership reported unreachable or left: not placed on (and not
+	// alive) from then on, although their records last until their leases lapse. A node
+	// that comes back after a crash has a new ID.
+	gone map[string]bool
+	// suspect are nodes whose scheduler could not be resolved (starting, or dead but not
+	// yet reported to this process: a process that joined after a node died sees no event
+	// for it, only its record until its lease lapses): not placed on until the time given.
+	suspect map[string]time.Time
+	cancel  context.CancelFunc
 	wg     sync.WaitGroup
 }
 
@@ -227,6 +235,7 @@ func (v *clusterView) snapshotLocked() []sched.Node {
 	out := make([]sched.Node, 0, len(v.nodes))
 	for id, n := range v.nodes {
 		_, up := alive[id]
+		up = up && !v.gone[id] && !time.Now().Before(v.suspect[id])
 		if id == string(v.self) {
 			up = true
 		}
@@ -307,10 +316,20 @@ func (v *clusterView) Raylet(node ids.NodeID) *actor.PID {
 		if n := v.nodes[string(node)]; n != nil {
 			n.raylet = p
 		}
+		if p == nil {
+			if v.suspect == nil {
+				v.suspect = map[string]time.Time{}
+			}
+			v.suspect[string(node)] = time.Now().Add(suspectFor)
+		}
 		v.mu.Unlock()
 	}
 	return p
 }
+
+// suspectFor is how long a node whose scheduler could not be resolved is left out of
+// placement.
+const suspectFor = 2 * time.Second
 
 // Store implements core.Cluster: the store shard of any node (objects live on drivers too).
 func (v *clusterView) Store(node ids.NodeID) *actor.PID {
@@ -337,8 +356,21 @@ func (v *clusterView) Alive(node ids.NodeID) bool {
 	if node == v.self {
 		return true
 	}
+	v.mu.Lock()
+	gone := v.gone[string(node)]
+	v.mu.Unlock()
 	_, ok := v.provider.Nodes()[string(node)]
-	return ok
+	return ok && !gone
+}
+
+// MarkGone records that the membership reported node unreachable or left.
+func (v *clusterView) MarkGone(node ids.NodeID) {
+	v.mu.Lock()
+	if v.gone == nil {
+		v.gone = map[string]bool{}
+	}
+	v.gone[string(node)] = true
+	v.mu.Unlock()
 }
 
 // DataAddress implements core.Cluster.
@@ -355,7 +387,7 @@ func (v *clusterView) Nodes() []*pb.NodeInfo {
 	defer v.mu.Unlock()
 	out := make([]*pb.NodeInfo, 0, len(v.nodes))
 	for id, n := range v.nodes {
-		if _, up := alive[id]; up || id == string(v.self) {
+		if _, up := alive[id]; up && !v.gone[id] || id == string(v.self) {
 			out = append(out, n.info)
 		}
 	}

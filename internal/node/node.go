@@ -358,6 +358,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.sub = membership.SubscribeMemberEvents(n.system, func(e *membership.MemberEvent) {
 		n.actors.NodesChanged()
 		if !e.Self && (e.Type == membership.MemberUnreachable || e.Type == membership.MemberLeft) {
+			if n.view != nil {
+				n.view.MarkGone(ids.NodeID(e.Member.NodeID)) // placement avoids it from now on
+			}
 			// Off the publisher's goroutine: failing tasks sends messages and takes locks.
 			go n.Core.NodeGone(ids.NodeID(e.Member.NodeID))
 			// The objects this process borrows from the runtime there are adopted.
