@@ -64,7 +64,7 @@ type clusterView struct {
 	// for it, only its record until its lease lapses): not placed on until the time given.
 	suspect map[string]time.Time
 	cancel  context.CancelFunc
-	wg     sync.WaitGroup
+	wg      sync.WaitGroup
 }
 
 type viewNode struct {
