@@ -48,15 +48,24 @@
 // cluster's CPUs), and the bytes of blocks produced but not yet consumed, plus the expected
 // output of running tasks, are bounded by a budget (ObjectStoreBudget, default 25% of the
 // cluster's object store memory): an operator starts a task only if its expected output
-// fits (sources leave room for one output of each downstream operator, and the first task
-// of an operator runs alone to learn its output size), so data far larger than memory
-// streams through without spilling. Consumed blocks are released at once. Limit stops
-// launching upstream work once it has its rows. Actor pools start min actors and grow to
-// max while blocks wait and every actor is busy; their actors are killed when the operator
-// finishes. Progress bars (one line per operator) are drawn on stderr when it is a terminal.
+// fits (sources leave room for one output of each downstream operator; until an operator's
+// first output size is known, its expected output comes from the read units (Parquet
+// footers) or input blocks, and further tasks start only while four times that, at least
+// 1 MiB each, fits: near the budget the first task runs alone to learn the size), so data
+// far larger than memory streams through without spilling. Consumed blocks are released at
+// once. Limit stops launching upstream work once it has its rows. Actor pools start their
+// min actors when the execution starts (their setups run in parallel) and grow to max while
+// blocks wait and every actor is busy; their actors are killed when the operator finishes.
+// Actors hold their CPUs while alive, so a pool reserves CPUs for an actor only while one
+// task's CPUs stay free for every unfinished task operator (reads and task maps upstream or
+// downstream); the other actors reserve no CPU and run on borrowed ones, the task limit
+// bounding what the execution runs at once (without this, ActorPool(2, 2) on 2 CPUs could
+// starve its own read tasks and hang). Progress bars (one line per operator) are drawn on
+// stderr when it is a terminal.
 //
 // Differences from Ray Data: one task makes exactly one block (a read unit's batches are
-// concatenated; plan finer units with Parallelism or TargetMaxBlockSize), MapBatches cuts
+// concatenated, except that a Parquet unit that fits a block is decoded as one batch; plan
+// finer units with Parallelism or TargetMaxBlockSize), MapBatches cuts
 // batches within a block (it does not bundle small blocks into one batch), and a map that
 // grows its data makes bigger blocks (they are not split).
 package data

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"context"
 	"reflect"
 	"sort"
 	"strings"
@@ -279,5 +280,44 @@ func TestStreamingSplit(t *testing.T) {
 		if !sort.SliceIsSorted(g, func(i, j int) bool { return g[i] < g[j] }) {
 			t.Fatalf("a consumer's rows are out of order: %v", g)
 		}
+	}
+}
+
+// TestActorPoolLeavesCPUsForUpstream: a pool whose min actors would take every CPU of the
+// cluster (4 actors of 1 CPU on the 4-CPU test cluster) while read tasks are still to run.
+// Actors hold their CPUs while alive, so without the executor's reservation the read tasks
+// may never get a CPU and the pipeline hangs (the second case hung in both runs tried
+// without it; the first did not hang in those runs); the pool reserves CPUs only while one
+// stays free for each
+// unfinished task operator (the other actors reserve none, their calls counted in the
+// executor's task limit).
+func TestActorPoolLeavesCPUsForUpstream(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		min, max int
+		ds       func(pool Option) *Dataset
+	}{
+		{"pool takes every CPU", 4, 4, func(pool Option) *Dataset {
+			return Range(200, Parallelism(40)).MapBatches(tagByActor, pool)
+		}},
+		{"two pools and a task map", 2, 3, func(pool Option) *Dataset {
+			return Range(120, Parallelism(24)).MapBatches(tagByActor, pool).MapBatches(double).MapBatches(tagByActor, ActorPool(2, 2), BatchSize(1000))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(shared, 20*time.Second)
+			defer cancel()
+			d := tc.ds(ActorPool(tc.min, tc.max))
+			n, err := d.Count(ctx)
+			if err != nil {
+				t.Fatalf("%v (a hang here means the pool's actors hold every CPU)", err)
+			}
+			if want := map[string]int64{"pool takes every CPU": 200, "two pools and a task map": 120}[tc.name]; n != want {
+				t.Fatalf("%d rows, want %d", n, want)
+			}
+			if st := d.Stats(); !strings.Contains(st, "* Actors used: ") {
+				t.Errorf("stats:\n%s", st)
+			}
+		})
 	}
 }

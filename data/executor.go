@@ -44,6 +44,7 @@ type workItem struct {
 
 type actorSlot struct {
 	h    ray.ActorHandle[poolActor]
+	cpus float64 // CPUs reserved in the cluster (0: the actor runs on borrowed CPUs)
 	busy bool
 	used bool
 	idle time.Time // when it last became idle
@@ -88,6 +89,7 @@ type opState struct {
 type executor struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
+	cpus     float64    // the cluster's CPUs
 	ops      []*opState // priority order: downstream first, earlier union inputs first
 	sink     *opState
 	budget   int64
@@ -112,7 +114,9 @@ type executor struct {
 }
 
 // clusterCPUs sums the CPUs of the cluster's nodes (at least 1).
-func clusterCPUs(ctx context.Context) int {
+func clusterCPUs(ctx context.Context) int { return max(1, int(clusterCPUsFloat(ctx))) }
+
+func clusterCPUsFloat(ctx context.Context) float64 {
 	nodes, err := ray.Nodes(ctx)
 	if err != nil {
 		return 1
@@ -121,7 +125,7 @@ func clusterCPUs(ctx context.Context) int {
 	for _, nd := range nodes {
 		n += nd.Resources["CPU"]
 	}
-	return max(1, int(n))
+	return n
 }
 
 func clusterStoreBytes(ctx context.Context) int64 {
@@ -147,9 +151,10 @@ func newExecutor(ctx context.Context, plan *pop, o options) (*executor, error) {
 			e.budget = 1 << 30
 		}
 	}
+	e.cpus = clusterCPUsFloat(ctx)
 	e.maxTasks = o.maxTasks
 	if e.maxTasks <= 0 {
-		e.maxTasks = clusterCPUs(ctx)
+		e.maxTasks = max(1, int(e.cpus))
 	}
 	if o.progress != nil {
 		e.progress = *o.progress
@@ -259,7 +264,10 @@ func planSource(ctx context.Context, s *sourceSpec) ([]workItem, error) {
 	one := *s
 	one.Paths = nil
 	for i, u := range units {
-		est := u.Bytes
+		est := u.ArrowBytes // from the Parquet metadata
+		if est <= 0 {
+			est = u.Bytes
+		}
 		if est <= 0 {
 			est = 1 << 20
 		}
@@ -716,19 +724,36 @@ func (e *executor) reserve() int64 {
 	return r
 }
 
+// First wave: before an operator's first output is known, its tasks after the first start
+// only while firstWaveMargin times their estimate (at least firstWaveMinEst: a map can turn a
+// small input into a large block) still fits the budget for each of them. With blocks far
+// below the budget (the usual case: Parquet footers and read units give the sizes) the first
+// tasks all start at once; near the budget, the first task runs alone and its output size is
+// the estimate of the rest.
+const (
+	firstWaveMargin = 4
+	firstWaveMinEst = 1 << 20
+)
+
 // launch starts every task the limits allow, downstream operators first.
 func (e *executor) launch() error {
 	reserve := e.reserve()
 	for _, op := range e.ops {
+		e.startPoolMin(op)
 		for len(op.pending) > 0 && !op.stopped && e.inflight < e.maxTasks && len(op.inflight) < e.maxTasks {
 			it := op.pending[0]
 			est := e.estimate(op, it)
-			if !op.seenOut && len(op.inflight) > 0 {
-				break // the first task of an operator tells the size of its outputs
-			}
 			limit := e.budget
 			if op.p.kind == pSource {
 				limit -= reserve
+			}
+			if !op.seenOut && len(op.inflight) > 0 {
+				// Unknown output size: start more only if even outputs several times the
+				// estimate would fit.
+				guess := firstWaveMargin * max(est, firstWaveMinEst)
+				if e.usage+guess*int64(len(op.inflight)+1) > limit {
+					break
+				}
 			}
 			if e.usage+est > limit {
 				break
@@ -832,16 +857,62 @@ func (e *executor) idleActor(op *opState) *actorSlot {
 	return nil
 }
 
+// startPoolMin starts the min actors of op's pool at once, when the operator starts, so
+// that their setups run in parallel with each other and with the operators upstream.
+func (e *executor) startPoolMin(op *opState) {
+	if op.p.kind != pMap || op.p.compute.PoolMax == 0 || op.finished || op.stopped {
+		return
+	}
+	for len(op.actors) < op.p.compute.PoolMin {
+		e.addActor(op)
+	}
+}
+
+// poolCPUsFree is how many CPUs a new pool actor may reserve: the cluster's CPUs less what
+// the live pool actors reserve and less one task's CPUs for every unfinished operator that
+// runs tasks. Actors hold their CPUs as long as they live, and a pool lives until its
+// inputs are done: if its actors held every CPU, the read (or other task) operators feeding
+// it, or consuming its output, could never run (Ray Data reserves resources for the same
+// reason). Other work in the cluster is not counted.
+func (e *executor) poolCPUsFree() float64 {
+	free := e.cpus
+	for _, o := range e.ops {
+		for _, a := range o.actors {
+			free -= a.cpus
+		}
+		if o.finished || o.stopped {
+			continue
+		}
+		switch {
+		case o.p.kind == pSource, o.p.kind == pMap && o.p.compute.PoolMax == 0:
+			free -= o.p.res.cpus()
+		case o.p.kind == pLimit: // truncates its last block with a task of 1 CPU
+			free--
+		}
+	}
+	return free
+}
+
+// addActor starts an actor of op's pool. It reserves the CPUs the transform asks for when
+// poolCPUsFree allows; otherwise it reserves none and runs on borrowed CPUs: the executor
+// still runs at most maxTasks (the cluster's CPUs) tasks and actor calls at a time, so the
+// execution as a whole does not use more CPUs than the cluster has. (GPUs and custom
+// resources are always reserved: task operators do not need them.)
 func (e *executor) addActor(op *opState) *actorSlot {
 	r := op.p.res
-	opts := []ray.TaskOption{ray.NumCPUs(r.cpus()), ray.AtMostOnce()}
+	cpus := r.cpus()
+	if cpus > 0 && e.poolCPUsFree() < cpus {
+		cpus = 0
+		op.stats.borrowed++
+	}
+	opts := []ray.TaskOption{ray.NumCPUs(cpus), ray.AtMostOnce()}
 	if r.GPUs > 0 {
 		opts = append(opts, ray.NumGPUs(r.GPUs))
 	}
 	if len(r.Custom) > 0 {
 		opts = append(opts, ray.Resources(r.Custom))
 	}
-	a := &actorSlot{h: poolClass.Remote(e.ctx, ray.V(op.p.stages), opts...)}
+	a := &actorSlot{h: poolClass.Remote(e.ctx, ray.V(op.p.stages), opts...), cpus: cpus}
 	op.actors = append(op.actors, a)
 	op.stats.actors = max(op.stats.actors, len(op.actors))
 	return a

@@ -54,7 +54,9 @@ func BatchSize(n int) Option { return func(o *options) { o.batchSize = n } }
 
 // ActorPool runs MapBatches on a pool of actors (Ray's compute=ActorPoolStrategy) that starts
 // with min actors and grows to max while blocks wait and every actor is busy. Each actor runs
-// a BatchClass's setup once. Default: stateless tasks.
+// a BatchClass's setup once. Default: stateless tasks. An actor reserves its CPUs only while
+// that leaves one task's CPUs to each unfinished task operator of the execution; otherwise it
+// reserves none (Stats says how many), so that a pool cannot starve the reads that feed it.
 func ActorPool(min, max int) Option { return func(o *options) { o.poolMin, o.poolMax = min, max } }
 
 // NumCPUs sets the CPUs each task (or actor) of a transform needs (default 1).

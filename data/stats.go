@@ -11,6 +11,7 @@ type opStats struct {
 	name       string
 	tasks      int
 	actors     int
+	borrowed   int // actors started without a CPU reservation (see executor.addActor)
 	start, end time.Time
 	wall, cpu  []int64 // ns per block (remote)
 	rows, size []int64
@@ -68,7 +69,11 @@ func (s *execStats) String() string {
 		}
 		fmt.Fprintf(&b, "Operator %d %s: %d tasks executed, %d blocks produced in %s\n", n, op.name, op.tasks, len(op.rows), fmtDur(took.Nanoseconds()))
 		if op.actors > 0 {
-			fmt.Fprintf(&b, "* Actors used: %d\n", op.actors)
+			fmt.Fprintf(&b, "* Actors used: %d", op.actors)
+			if op.borrowed > 0 {
+				fmt.Fprintf(&b, " (%d without a CPU reservation, leaving CPUs to task operators)", op.borrowed)
+			}
+			b.WriteString("\n")
 		}
 		lo, hi, mean, tot := summary(op.wall)
 		fmt.Fprintf(&b, "* Remote wall time: %s min, %s max, %s mean, %s total\n", fmtDur(lo), fmtDur(hi), fmtDur(mean), fmtDur(tot))

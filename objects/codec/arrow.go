@@ -1,11 +1,13 @@
 package codec
 
 import (
-	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -15,66 +17,68 @@ import (
 )
 
 func encodeArrowRecord(rec arrow.Record) ([]byte, error) {
-	var buf bytes.Buffer
-	size := 1024
-	for _, col := range rec.Columns() {
-		size += dataSize(col.Data())
-	}
-	buf.Grow(size)
-	buf.WriteByte(byte(FormatArrowRecord))
-	w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
-	if err := w.Write(rec); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("codec: encoding arrow.Record: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("codec: encoding arrow.Record: %w", err)
-	}
-	return buf.Bytes(), nil
+	return encodeIPC(FormatArrowRecord, rec.Schema(), func(w *ipc.Writer) error {
+		return w.Write(rec)
+	}, "arrow.Record")
 }
 
 func encodeArrowTable(tbl arrow.Table) ([]byte, error) {
-	var buf bytes.Buffer
-	size := 1024
-	for i := 0; i < int(tbl.NumCols()); i++ {
-		for _, chunk := range tbl.Column(i).Data().Chunks() {
-			size += dataSize(chunk.Data()) + 256
+	return encodeIPC(FormatArrowTable, tbl.Schema(), func(w *ipc.Writer) error {
+		tr := array.NewTableReader(tbl, -1) // one batch per run of aligned chunks
+		defer tr.Release()
+		for tr.Next() {
+			if err := w.Write(tr.Record()); err != nil {
+				return err
+			}
 		}
-	}
-	buf.Grow(size)
-	buf.WriteByte(byte(FormatArrowTable))
-	tr := array.NewTableReader(tbl, -1) // one batch per run of aligned chunks
-	defer tr.Release()
-	w := ipc.NewWriter(&buf, ipc.WithSchema(tbl.Schema()))
-	for tr.Next() {
-		if err := w.Write(tr.Record()); err != nil {
-			w.Close()
-			return nil, fmt.Errorf("codec: encoding arrow.Table: %w", err)
-		}
-	}
-	if err := tr.Err(); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("codec: encoding arrow.Table: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("codec: encoding arrow.Table: %w", err)
-	}
-	return buf.Bytes(), nil
+		return tr.Err()
+	}, "arrow.Table")
 }
 
-// dataSize estimates the encoded size of an array: the sum of its buffers (dictionaries
-// are left out; the buffer grows if needed).
-func dataSize(d arrow.ArrayData) int {
-	n := 0
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += b.Len() + 8
-		}
+// encodeIPC writes the format byte and an IPC stream (the schema, what write writes, the
+// end-of-stream marker) into one buffer of exactly the final size. A first pass through a
+// byte counter measures the stream (the IPC writer's work apart from copying the bodies is
+// a little flatbuffer building per message, so this is cheap), the second writes it into a
+// buffer allocated once: no growth, no over-allocation (estimating from the arrays'
+// buffers over-allocates for slices, whose buffers are larger than what is written), and
+// the largest encoded objects are written in one copy each.
+func encodeIPC(f Format, schema *arrow.Schema, write func(*ipc.Writer) error, what string) ([]byte, error) {
+	var n countWriter
+	if err := writeIPC(&n, schema, write); err != nil {
+		return nil, fmt.Errorf("codec: encoding %s: %w", what, err)
 	}
-	for _, c := range d.Children() {
-		n += dataSize(c)
+	out := fixedWriter{buf: make([]byte, 1, 1+int(n))}
+	out.buf[0] = byte(f)
+	if err := writeIPC(&out, schema, write); err != nil {
+		return nil, fmt.Errorf("codec: encoding %s: %w", what, err)
 	}
-	return n
+	return out.buf, nil
+}
+
+func writeIPC(dst io.Writer, schema *arrow.Schema, write func(*ipc.Writer) error) error {
+	w := ipc.NewWriter(dst, ipc.WithSchema(schema))
+	if err := write(w); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// countWriter counts the bytes written to it.
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
+}
+
+// fixedWriter appends to buf, whose capacity is the expected final size (appending past
+// it still works: it only costs a reallocation).
+type fixedWriter struct{ buf []byte }
+
+func (w *fixedWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	return len(p), nil
 }
 
 // UnmarshalRecord decodes FormatArrowRecord data into a record whose buffers come from mem
@@ -87,7 +91,7 @@ func UnmarshalRecord(data []byte, mem memory.Allocator) (arrow.Record, error) {
 	if Format(data[0]) != FormatArrowRecord {
 		return nil, &TypeMismatchError{Stored: storedName(data), Want: typeArrowRecord}
 	}
-	recs, _, err := readArrow(data[1:], mem, false)
+	recs, _, err := readArrow(data[1:], mem, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -104,24 +108,20 @@ func UnmarshalTable(data []byte, mem memory.Allocator) (arrow.Table, error) {
 	if f := Format(data[0]); f != FormatArrowTable && f != FormatArrowRecord {
 		return nil, &TypeMismatchError{Stored: storedName(data), Want: typeArrowTable}
 	}
-	recs, schema, err := readArrow(data[1:], mem, true)
+	// The table is built while readArrow still tracks the allocations: arrow panics on
+	// some records that decode but are inconsistent, after retaining part of them, and the
+	// allocator must then free what the half-built table holds.
+	var tbl arrow.Table
+	recs, _, err := readArrow(data[1:], mem, true, func(schema *arrow.Schema, recs []arrow.Record) {
+		tbl = array.NewTableFromRecords(schema, recs)
+	})
 	if err != nil {
 		return nil, err
 	}
-	tbl, err := newTable(schema, recs)
 	for _, r := range recs {
 		r.Release()
 	}
-	return tbl, err
-}
-
-func newTable(schema *arrow.Schema, recs []arrow.Record) (tbl arrow.Table, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			tbl, err = nil, corruptf("Arrow IPC", "building table: %v", r)
-		}
-	}()
-	return array.NewTableFromRecords(schema, recs), nil
+	return tbl, nil
 }
 
 // storedName names what data holds, for type mismatch errors.
@@ -265,8 +265,9 @@ func (a *decodeAllocator) finish(failed bool) {
 
 // readArrow reads an IPC stream: the schema and its record batches (exactly one unless
 // many is set). The records are retained for the caller. Panics from the IPC reader on
-// corrupt input become errors.
-func readArrow(payload []byte, mem memory.Allocator, many bool) (recs []arrow.Record, schema *arrow.Schema, err error) {
+// corrupt input become errors. build, if not nil, runs on the result before the decode is
+// over (a panic in it is a corrupt input too, and what it allocated or retained is freed).
+func readArrow(payload []byte, mem memory.Allocator, many bool, build func(*arrow.Schema, []arrow.Record)) (recs []arrow.Record, schema *arrow.Schema, err error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
@@ -274,16 +275,21 @@ func readArrow(payload []byte, mem memory.Allocator, many bool) (recs []arrow.Re
 		return nil, nil, err
 	}
 	alloc := &decodeAllocator{mem: mem, limit: len(payload) + 64, outstanding: make(map[*byte][]byte)}
+	building := false
 	defer func() {
 		if r := recover(); r != nil {
 			for _, rec := range recs {
 				rec.Release()
 			}
-			recs, schema, err = nil, nil, corruptf("Arrow IPC", "reader failed: %v", r)
+			what := "reader failed"
+			if building {
+				what = "building table"
+			}
+			recs, schema, err = nil, nil, corruptf("Arrow IPC", "%s: %v", what, r)
 		}
 		alloc.finish(err != nil)
 	}()
-	rd, err := ipc.NewReader(bytes.NewReader(payload), ipc.WithAllocator(alloc))
+	rd, err := ipc.NewReaderFromMessageReader(&sliceMessageReader{data: payload, refs: 1}, ipc.WithAllocator(alloc))
 	if err != nil {
 		return nil, nil, corruptWrap("Arrow IPC", err)
 	}
@@ -308,5 +314,82 @@ func readArrow(payload []byte, mem memory.Allocator, many bool) (recs []arrow.Re
 		}
 		return nil, nil, corruptf("Arrow IPC", "record data holds %d record batches, want exactly 1", len(recs))
 	}
+	if build != nil {
+		building = true
+		build(rd.Schema(), recs)
+		building = false
+	}
 	return recs, rd.Schema(), nil
+}
+
+// sliceMessageReader reads the messages of an IPC stream held in memory without copying
+// them: each message's metadata and body are memory.Buffers over the input (arrow/ipc's
+// own message reader reads every body into a newly allocated buffer first). This is safe
+// because arrow/ipc copies every array buffer out of the body when it builds a record or a
+// dictionary (ipcSource.buffer reads it into a buffer from the reader's allocator), and
+// the schema's names and metadata are converted to strings: nothing the decode returns
+// aliases the input, which the caller (the object store) may share or free afterwards.
+// checkIPCStream has validated the framing; the bounds are checked again here anyway, so
+// that a bad length gives an error, never a panic.
+type sliceMessageReader struct {
+	data []byte
+	pos  int
+	refs int64
+	msg  *ipc.Message
+}
+
+func (r *sliceMessageReader) Retain() { atomic.AddInt64(&r.refs, 1) }
+
+func (r *sliceMessageReader) Release() {
+	if atomic.AddInt64(&r.refs, -1) == 0 && r.msg != nil {
+		r.msg.Release()
+		r.msg = nil
+	}
+}
+
+func (r *sliceMessageReader) u32() (uint32, error) {
+	if len(r.data)-r.pos < 4 {
+		return 0, errors.New("arrow/ipc: truncated message length")
+	}
+	v := binary.LittleEndian.Uint32(r.data[r.pos:])
+	r.pos += 4
+	return v, nil
+}
+
+// Message returns the next message, valid until the next call (as arrow/ipc's reader);
+// io.EOF at the end-of-stream marker.
+func (r *sliceMessageReader) Message() (*ipc.Message, error) {
+	if r.msg != nil {
+		r.msg.Release()
+		r.msg = nil
+	}
+	l, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	if l == 0xFFFFFFFF { // continuation marker, then the length
+		if l, err = r.u32(); err != nil {
+			return nil, err
+		}
+	}
+	if l == 0 {
+		return nil, io.EOF
+	}
+	if uint64(l) > uint64(len(r.data)-r.pos) {
+		return nil, errors.New("arrow/ipc: message metadata overruns the input")
+	}
+	meta := r.data[r.pos : r.pos+int(l) : r.pos+int(l)]
+	r.pos += int(l)
+	body, ok := checkMessage(meta)
+	if !ok {
+		return nil, errors.New("arrow/ipc: malformed message metadata")
+	}
+	if body > uint64(len(r.data)-r.pos) {
+		return nil, errors.New("arrow/ipc: message body overruns the input")
+	}
+	b := r.data[r.pos : r.pos+int(body) : r.pos+int(body)]
+	r.pos += int(body)
+	// Buffers over plain bytes: no allocator, so releasing them frees nothing.
+	r.msg = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(b))
+	return r.msg, nil
 }

@@ -1,8 +1,10 @@
 package codec
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -208,4 +210,175 @@ func contains(err error, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestArrowEncodeExactSize: the encoding is allocated once at exactly its final size, also
+// for a small slice of a large record (whose buffers are much larger than what is written)
+// and for tables.
+func TestArrowEncodeExactSize(t *testing.T) {
+	big := testRecord(nil, 20000)
+	defer big.Release()
+	small := big.NewSlice(100, 110)
+	defer small.Release()
+	tbl := testTable(nil)
+	defer tbl.Release()
+	for name, v := range map[string]any{"record": big, "slice": small, "table": tbl} {
+		data := mustMarshal(t, v)
+		if len(data) != cap(data) {
+			t.Errorf("%s: %d bytes in a buffer of %d", name, len(data), cap(data))
+		}
+	}
+	data := mustMarshal(t, small)
+	if len(data) > 8<<10 {
+		t.Errorf("a 10-row slice encodes into %d bytes", len(data))
+	}
+	got, err := Unmarshal[arrow.Record](data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	if !array.RecordEqual(got, small) {
+		t.Fatalf("slice round trip: got %v, want %v", got, small)
+	}
+}
+
+// TestArrowDecodeDoesNotAliasInput: the decoder reads message bodies in place (no copy of
+// the input), but the record's buffers are its own: overwriting or dropping the input
+// afterwards leaves the record intact (the store hands the same bytes to every Get).
+func TestArrowDecodeDoesNotAliasInput(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	want := testRecord(nil, 500)
+	defer want.Release()
+	data := mustMarshal(t, want)
+	rec, err := UnmarshalRecord(data, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	tdata := mustMarshal(t, want)
+	tbl, err := UnmarshalTable(tdata, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tbl.Release()
+	for i := range data {
+		data[i] = 0xA5
+	}
+	for i := range tdata {
+		tdata[i] = 0x5A
+	}
+	if !array.RecordEqual(rec, want) {
+		t.Fatal("the decoded record changed with its input")
+	}
+	tr := array.NewTableReader(tbl, -1)
+	defer tr.Release()
+	for tr.Next() {
+		if !array.RecordEqual(tr.Record(), want) {
+			t.Fatal("the decoded table changed with its input")
+		}
+	}
+	// The record's buffers come from the allocator, none from the input.
+	if mem.CurrentAlloc() == 0 {
+		t.Fatal("the decoded record allocated nothing: it aliases its input")
+	}
+}
+
+// TestSliceMessageReaderBounds: the in-place message reader refuses lengths that overrun
+// its input with an error (checkIPCStream catches these first; this is the second line).
+func TestSliceMessageReaderBounds(t *testing.T) {
+	rec := testRecord(nil, 5)
+	defer rec.Release()
+	stream := mustMarshal(t, rec)[1:]
+	// a valid stream: schema, record batch, then io.EOF
+	r := &sliceMessageReader{data: stream, refs: 1}
+	var kinds []string
+	for {
+		m, err := r.Message()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, m.Type().String())
+	}
+	r.Release()
+	if strings.Join(kinds, ",") != "Schema,RecordBatch" {
+		t.Fatalf("messages %v", kinds)
+	}
+	le := func(vs ...uint32) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint32(b, v)
+		}
+		return b
+	}
+	metaLen := int(binary.LittleEndian.Uint32(stream[4:]))
+	bad := map[string][]byte{
+		"empty":              nil,
+		"short-length":       {0xff, 0xff},
+		"short-continuation": {0xff, 0xff, 0xff, 0xff, 1},
+		"meta-overrun":       le(0xFFFFFFFF, 1000),
+		"meta-garbage":       append(le(0xFFFFFFFF, 8), 1, 2, 3, 4, 5, 6, 7, 8),
+		"body-overrun":       stream[:8+metaLen], // the schema has no body; cut the next message
+	}
+	// a record batch message whose body is cut short
+	var first int
+	{
+		rr := &sliceMessageReader{data: stream, refs: 1}
+		if _, err := rr.Message(); err != nil {
+			t.Fatal(err)
+		}
+		first = rr.pos
+		rr.Release()
+	}
+	second := int(binary.LittleEndian.Uint32(stream[first+4:]))
+	bad["body-cut"] = stream[first : first+8+second+1]
+	for name, b := range bad {
+		t.Run(name, func(t *testing.T) {
+			r := &sliceMessageReader{data: b, refs: 1}
+			defer r.Release()
+			for i := 0; i < 3; i++ {
+				_, err := r.Message()
+				if err == io.EOF {
+					if name == "body-overrun" && i == 1 {
+						t.Fatal("a cut stream read as complete")
+					}
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+			t.Fatal("no error")
+		})
+	}
+}
+
+// TestArrowCorruptInPlaceDecode: bit flips and truncations anywhere in record and table
+// encodings give an error or a valid value, never a panic, and leak nothing.
+func TestArrowCorruptInPlaceDecode(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := testRecord(nil, 40)
+	defer rec.Release()
+	tbl := testTable(nil)
+	defer tbl.Release()
+	for _, data := range [][]byte{mustMarshal(t, rec), mustMarshal(t, tbl)} {
+		for i := 1; i < len(data); i++ {
+			for _, flip := range []byte{0x01, 0x80, 0xff} {
+				bad := append([]byte{}, data...)
+				bad[i] ^= flip
+				if tb, err := UnmarshalTable(bad, mem); err == nil {
+					tb.Release()
+				} else if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("byte %d ^ %#x: %v, want ErrCorrupt", i, flip, err)
+				}
+			}
+			if _, err := UnmarshalTable(data[:i], mem); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("prefix of %d bytes: %v", i, err)
+			}
+		}
+	}
 }

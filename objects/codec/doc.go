@@ -117,7 +117,10 @@
 // UnmarshalRecord and UnmarshalTable take the memory.Allocator to use. The IPC metadata is
 // bounds-checked before arrow/ipc reads it and panics from arrow/ipc on corrupt input are
 // recovered, so corrupt Arrow data is an error too. Arrow values are only supported as
-// the top-level value.
+// the top-level value. Encoding measures the stream first and writes it into one buffer of
+// exactly its size; decoding reads the messages in place (no copy of the input) and copies
+// each array buffer once, into memory from the allocator, so the result never aliases the
+// input.
 //
 // # User codecs
 //

@@ -60,6 +60,10 @@ type Unit struct {
 	Rows int64
 	// Bytes is the on-disk size of this unit (for row groups, their compressed size).
 	Bytes int64
+	// ArrowBytes estimates the unit's size in Arrow (all columns), 0 if unknown. Parquet:
+	// the column chunks' uncompressed sizes, at least the fixed-width columns' widths (an
+	// underestimate for dictionary-encoded columns).
+	ArrowBytes int64
 }
 
 // ReadOptions configures Read. The zero value of every field but Format is a usable default.
@@ -86,6 +90,10 @@ type ReadOptions struct {
 	// ones cut by rows; a single row larger than it makes a block of its own.
 	TargetBlockBytes int64
 	// BatchRows is the number of rows decoded at a time (default DefaultBatchRows, 64 Ki).
+	// Parquet with the default: the consecutive row groups of a unit are decoded together,
+	// in batches of about TargetBlockBytes as estimated from the file's metadata (the
+	// unit's rows when they fit; at most 1 Mi rows), so that a unit that fits one block is
+	// decoded as one batch and needs no concatenation.
 	BatchRows int
 }
 

@@ -12,11 +12,14 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/apache/arrow/go/v15/parquet"
 	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/apache/arrow/go/v15/parquet/metadata"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 )
 
-// readParquet reads the row groups of u one at a time, only the leaf columns of opt.Columns.
-func readParquet(ctx context.Context, u Unit, opt ReadOptions, mem memory.Allocator, sink func(arrow.Record) error) (err error) {
+// readParquet reads the row groups of u, only the leaf columns of opt.Columns.
+// With autoBatch (the caller left ReadOptions.BatchRows at its default), consecutive row
+// groups are decoded by one reader in batches of about a block (see unitBatchRows).
+func readParquet(ctx context.Context, u Unit, opt ReadOptions, autoBatch bool, mem memory.Allocator, sink func(arrow.Record) error) (err error) {
 	f, err := open(u.Path)
 	if err != nil {
 		return err
@@ -97,39 +100,140 @@ func readParquet(ctx context.Context, u Unit, opt ReadOptions, mem memory.Alloca
 		return nil
 	}
 	for _, g := range groups {
-		rg = g
 		if g < 0 || g >= rdr.NumRowGroups() {
 			return pqErr(u.Path, g, fmt.Errorf("no such row group: the file has %d", rdr.NumRowGroups()))
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := readRowGroup(ctx, fr, leaves, g, u.Path, sink); err != nil {
-			return err
-		}
 	}
-	return nil
+	if !autoBatch || !consecutive(groups) {
+		for _, g := range groups {
+			rg = g
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := readRowGroups(ctx, fr, leaves, []int{g}, u.Path, sink, &rg); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// One reader over all the unit's row groups, in batches as large as a block: a unit
+	// that fits one block is decoded as one batch, which the pipeline emits as is (no
+	// concatenation of 64 Ki-row batches).
+	fr.Props.BatchSize = unitBatchRows(rdr.MetaData(), groups, leaves, opt.TargetBlockBytes)
+	rg = groups[0]
+	return readRowGroups(ctx, fr, leaves, groups, u.Path, sink, &rg)
 }
 
-// readRowGroup reads row group g; the reader's buffers are freed even if the decoder panics.
-func readRowGroup(ctx context.Context, fr *pqarrow.FileReader, leaves []int, g int, path string, sink func(arrow.Record) error) error {
-	rr, err := fr.GetRecordReader(ctx, leaves, []int{g})
+// maxUnitBatchRows bounds the batches of unitBatchRows: the size estimate comes from the
+// Parquet metadata, which can underestimate the Arrow size (dictionary-encoded columns), and
+// a batch larger than the target costs memory before the pipeline cuts it.
+const maxUnitBatchRows = 1 << 20
+
+// unitBatchRows is the batch size that decodes the row groups of a unit in batches of about
+// target bytes in Arrow: the unit's rows when they fit, else the rows of target bytes as
+// estimated from the column chunks' uncompressed sizes (at least each fixed-width column's
+// width, at least DefaultBatchRows).
+func unitBatchRows(md *metadata.FileMetaData, groups, leaves []int, target int64) int64 {
+	var rows, bytes int64
+	for _, g := range groups {
+		rows += md.RowGroup(g).NumRows()
+		bytes += rowGroupArrowBytes(md, g, leaves)
+	}
+	if rows <= 0 {
+		return DefaultBatchRows
+	}
+	batch := rows
+	if bytes > target {
+		batch = max(DefaultBatchRows, int64(float64(rows)*float64(target)/float64(bytes)))
+	}
+	return min(batch, rows, maxUnitBatchRows)
+}
+
+// rowGroupArrowBytes estimates the Arrow size of the leaf columns (nil: all) of row group g:
+// each column chunk's uncompressed size, at least its fixed-width values' size.
+func rowGroupArrowBytes(md *metadata.FileMetaData, g int, leaves []int) int64 {
+	rgm := md.RowGroup(g)
+	n := rgm.NumRows()
+	var bytes int64
+	col := func(c int) {
+		cc, err := rgm.ColumnChunk(c)
+		if err != nil {
+			bytes += 8 * n
+			return
+		}
+		b := cc.TotalUncompressedSize()
+		if c < md.Schema.NumColumns() { // (a corrupt footer may disagree with itself)
+			if w := physicalWidth(md.Schema.Column(c).PhysicalType()); w*n > b {
+				b = w * n
+			}
+		}
+		bytes += b
+	}
+	if leaves == nil {
+		for c := 0; c < rgm.NumColumns(); c++ {
+			col(c)
+		}
+	} else {
+		for _, c := range leaves {
+			col(c)
+		}
+	}
+	return bytes
+}
+
+// physicalWidth is the Arrow width of a Parquet physical type's values (0 for byte arrays).
+func physicalWidth(t parquet.Type) int64 {
+	switch t {
+	case parquet.Types.Int32, parquet.Types.Float:
+		return 4
+	case parquet.Types.Int64, parquet.Types.Double:
+		return 8
+	case parquet.Types.Int96:
+		return 12
+	}
+	return 0
+}
+
+func consecutive(groups []int) bool {
+	for i := 1; i < len(groups); i++ {
+		if groups[i] != groups[i-1]+1 {
+			return false
+		}
+	}
+	return len(groups) > 0
+}
+
+// readRowGroups reads row groups (consecutive, when more than one); the reader's buffers are
+// freed even if the decoder panics. *rg is set to the row group where each batch starts (for
+// errors).
+func readRowGroups(ctx context.Context, fr *pqarrow.FileReader, leaves, groups []int, path string, sink func(arrow.Record) error, rg *int) error {
+	rr, err := fr.GetRecordReader(ctx, leaves, groups)
 	if err != nil {
-		return pqErr(path, g, err)
+		return pqErr(path, groups[0], err)
 	}
 	defer rr.Release()
+	md := fr.ParquetReader().MetaData()
+	var start, end int64 // rows read; the end of groups[gi]
+	gi := 0
+	end = md.RowGroup(groups[0]).NumRows()
 	for rr.Next() {
 		rec := rr.Record()
 		rec.Retain()
+		start += rec.NumRows()
+		for gi < len(groups)-1 && start >= end {
+			gi++
+			end += md.RowGroup(groups[gi]).NumRows()
+		}
 		if err := sink(rec); err != nil {
 			return err
 		}
+		*rg = groups[gi] // where the next batch starts
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 	}
 	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return pqErr(path, g, err)
+		return pqErr(path, *rg, err)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func Plan(f Format, files []string, parallelism int) ([]Unit, error) {
 	for i, m := range metas {
 		n := len(m.rgBytes)
 		if n == 0 || k[i] == 1 {
-			units = append(units, Unit{Path: files[i], Rows: sum(m.rgRows), Bytes: m.size})
+			units = append(units, Unit{Path: files[i], Rows: sum(m.rgRows), Bytes: m.size, ArrowBytes: sum(m.rgArrow)})
 			continue
 		}
 		start := 0
@@ -84,7 +84,7 @@ func Plan(f Format, files []string, parallelism int) ([]Unit, error) {
 			for r := start; r < end; r++ {
 				rgs = append(rgs, r)
 			}
-			units = append(units, Unit{Path: files[i], RowGroups: rgs, Rows: sum(m.rgRows[start:end]), Bytes: acc})
+			units = append(units, Unit{Path: files[i], RowGroups: rgs, Rows: sum(m.rgRows[start:end]), Bytes: acc, ArrowBytes: sum(m.rgArrow[start:end])})
 			remaining -= acc
 			start = end
 		}
@@ -97,6 +97,7 @@ type pqFile struct {
 	total   int64   // sum of rgBytes
 	rgRows  []int64 // per row group
 	rgBytes []int64 // per row group, compressed
+	rgArrow []int64 // per row group, the estimated Arrow size
 }
 
 func sum(s []int64) int64 {
@@ -136,6 +137,7 @@ func readFooter(path string) (pqFile, error) {
 		if b <= 0 {
 			b = rg.TotalByteSize()
 		}
+		out.rgArrow = append(out.rgArrow, rowGroupArrowBytes(md, r, nil))
 		out.rgRows = append(out.rgRows, rg.NumRows())
 		out.rgBytes = append(out.rgBytes, b)
 		out.total += b

@@ -26,6 +26,13 @@ func TestPlanParquetRowGroups(t *testing.T) {
 		if len(units) != tc.want {
 			t.Fatalf("parallelism %d: %d units, want %d: %+v", tc.parallelism, len(units), tc.want, units)
 		}
+		for _, u := range units {
+			// (i int64, f float64): 16 bytes a row in Arrow, which the estimate must not
+			// undercut (the uncompressed pages add a little).
+			if u.ArrowBytes < 16*u.Rows || u.ArrowBytes > 24*u.Rows {
+				t.Fatalf("parallelism %d: unit of %d rows estimated at %d Arrow bytes", tc.parallelism, u.Rows, u.ArrowBytes)
+			}
+		}
 		var rows int64
 		next := 0
 		for _, u := range units {

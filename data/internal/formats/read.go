@@ -43,7 +43,8 @@ func Read(ctx context.Context, u Unit, opt ReadOptions, mem memory.Allocator, em
 	if opt.TargetBlockBytes <= 0 {
 		opt.TargetBlockBytes = DefaultTargetBlockBytes
 	}
-	if opt.BatchRows <= 0 {
+	autoBatch := opt.BatchRows <= 0
+	if autoBatch {
 		opt.BatchRows = DefaultBatchRows
 	}
 	if opt.Delimiter == 0 {
@@ -56,7 +57,7 @@ func Read(ctx context.Context, u Unit, opt ReadOptions, mem memory.Allocator, em
 	defer p.release()
 	switch opt.Format {
 	case Parquet:
-		err = readParquet(ctx, u, opt, mem, p.add)
+		err = readParquet(ctx, u, opt, autoBatch, mem, p.add)
 	case CSV:
 		err = readCSV(ctx, u.Path, opt, mem, p.add)
 	case JSON:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/parquet/file"
 )
 
 func TestProjection(t *testing.T) {
@@ -482,5 +484,94 @@ func TestFormatNames(t *testing.T) {
 	}
 	if err := Read(context.Background(), Unit{Path: "x"}, ReadOptions{}, nil, func(arrow.Record) error { return nil }); err == nil || !strings.Contains(err.Error(), "unknown format") {
 		t.Errorf("zero format: %v", err)
+	}
+}
+
+// TestParquetUnitOneBatch: with the default batch size, a Parquet unit of several row groups
+// that fits one block is decoded as one batch (one block, emitted without concatenation),
+// and a larger unit in batches of about the target; explicit BatchRows and row groups that
+// are not consecutive keep the row-group-at-a-time path. Rows always arrive complete and in
+// order.
+func TestParquetUnitOneBatch(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "groups.parquet")
+	writeParquetGroups(t, p, 200_000, 10_000) // 20 row groups, 16 bytes per row
+	rdr, err := file.OpenParquetFile(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := make([]int, 20)
+	for i := range all {
+		all[i] = i
+	}
+	if got := unitBatchRows(rdr.MetaData(), all, nil, 128<<20); got != 200_000 {
+		t.Errorf("batch of a unit that fits a block: %d rows, want 200000", got)
+	}
+	if got := unitBatchRows(rdr.MetaData(), all, nil, 1<<20); got < DefaultBatchRows || got > 1<<20/16 {
+		t.Errorf("batch for 1 MiB blocks: %d rows, want about %d", got, 1<<20/16)
+	}
+	if got := unitBatchRows(rdr.MetaData(), all[:3], []int{0}, 128<<20); got != 30_000 {
+		t.Errorf("batch of 3 groups, one column: %d rows", got)
+	}
+	rdr.Close()
+
+	for _, tc := range []struct {
+		name   string
+		unit   Unit
+		opt    ReadOptions
+		blocks int
+	}{
+		{"whole file, default batches", Unit{Path: p, Rows: -1}, ReadOptions{}, 1},
+		{"some row groups", Unit{Path: p, RowGroups: []int{3, 4, 5}, Rows: 30_000}, ReadOptions{}, 1},
+		{"not consecutive", Unit{Path: p, RowGroups: []int{3, 5, 4}, Rows: 30_000}, ReadOptions{}, 1},
+		{"small blocks", Unit{Path: p, Rows: -1}, ReadOptions{TargetBlockBytes: 1 << 20}, -1},
+		{"explicit batches", Unit{Path: p, Rows: -1}, ReadOptions{BatchRows: 7000}, 1},
+		{"projection", Unit{Path: p, Rows: -1}, ReadOptions{Columns: []string{"f"}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := checkedMem(t)
+			tc.opt.Format = Parquet
+			want := []int64{}
+			groups := tc.unit.RowGroups
+			if groups == nil {
+				groups = all
+			}
+			for _, g := range groups {
+				for i := int64(g) * 10_000; i < int64(g+1)*10_000; i++ {
+					want = append(want, i)
+				}
+			}
+			var got []int64
+			blocks := 0
+			err := Read(context.Background(), tc.unit, tc.opt, mem, func(r arrow.Record) error {
+				defer r.Release()
+				if r.NumRows() == 0 {
+					return nil
+				}
+				blocks++
+				if tc.opt.TargetBlockBytes > 0 && RecordBytes(r) > tc.opt.TargetBlockBytes {
+					t.Errorf("block of %d bytes > target %d", RecordBytes(r), tc.opt.TargetBlockBytes)
+				}
+				if isSparse(r) {
+					t.Errorf("sparse block")
+				}
+				f := r.Column(r.Schema().FieldIndices("f")[0]).(*array.Float64)
+				for i := 0; i < f.Len(); i++ {
+					got = append(got, int64(f.Value(i)*2))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.blocks > 0 && blocks != tc.blocks {
+				t.Errorf("%d blocks, want %d", blocks, tc.blocks)
+			}
+			if tc.blocks < 0 && blocks < 2 {
+				t.Errorf("%d blocks, want several", blocks)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("rows: got %d (first %v), want %d", len(got), got[:min(3, len(got))], len(want))
+			}
+		})
 	}
 }
