@@ -119,6 +119,17 @@ func (c *Core) send(tid ids.TaskID, p *pending) {
 		return
 	}
 	c.root.Send(r, p.spec)
+	// A node that died between placement and now: NodeGone (run after the view learned
+	// of the death) fails the attempts it finds placed there; one placed after that scan
+	// is caught here, since the view already says the node is gone.
+	c.mu.Lock()
+	node, attempt, dispatched := p.node, p.spec.Attempt, p.dispatched && c.tasks[tid] == p
+	c.mu.Unlock()
+	if cl := c.cfg.Cluster; cl != nil && dispatched && node != "" && node != c.cfg.Node && !cl.Alive(node) {
+		c.onResult(&pb.TaskResult{TaskId: tid[:], Attempt: attempt, Error: &pb.ErrorInfo{
+			Kind: pb.ErrorInfo_SYSTEM, Function: p.spec.Function, TaskId: tid[:], NodeId: string(node),
+			Message: fmt.Sprintf("node %s died as the task was sent there", node)}})
+	}
 }
 
 // placedDone gives a finished task's placement back to the view.

@@ -54,6 +54,20 @@ func (c *Core) lostHere(v objects.Value) bool {
 	return v.InStore && v.Node != "" && v.Node != c.cfg.Node && c.cfg.Cluster != nil && !c.cfg.Cluster.Alive(v.Node)
 }
 
+// argGone reports whether a task argument's bytes are gone: its node is gone in this
+// runtime's view, or (the worker that failed to read it may have learned of the death
+// first) nothing listens at that node's data address any more.
+func (c *Core) argGone(v objects.Value) bool {
+	if c.lostHere(v) {
+		return true
+	}
+	if !v.InStore || v.Node == "" || v.Node == c.cfg.Node || c.cfg.Cluster == nil {
+		return false
+	}
+	addr := c.cfg.Cluster.DataAddress(v.Node)
+	return addr != "" && refused(addr)
+}
+
 // reconstruct starts recreating id: it reports false when id cannot be recreated (not a
 // task's return, or its spec is no longer held).
 func (c *Core) reconstruct(id ids.ObjectID) bool {
@@ -157,7 +171,7 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 func (c *Core) recoverArgs(tid ids.TaskID, p *pending) bool {
 	var lost []ids.ObjectID
 	for _, a := range p.argRefs {
-		if v, ready, known := c.mem.Get(a); known && ready && c.lostHere(v) && c.reconstruct(a) {
+		if v, ready, known := c.mem.Get(a); known && ready && c.argGone(v) && c.reconstruct(a) {
 			lost = append(lost, a)
 		}
 	}
