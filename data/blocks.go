@@ -421,6 +421,37 @@ func toFloat64(v any) (float64, bool) {
 	return 0, false
 }
 
+type integer interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
+}
+
+// appendInt appends v, an integer of any Go type, to b; false if v is not an integer.
+func appendInt[T integer](b interface{ Append(T) }, v any) bool {
+	i, ok := toInt64(v)
+	if ok {
+		b.Append(T(i))
+	}
+	return ok
+}
+
+// appendFloat appends v, a number of any Go type, to b; false if v is not a number.
+func appendFloat[T ~float32 | ~float64](b interface{ Append(T) }, v any) bool {
+	f, ok := toFloat64(v)
+	if ok {
+		b.Append(T(f))
+	}
+	return ok
+}
+
+// appendExact appends v to b if it is a T.
+func appendExact[T any](b interface{ Append(T) }, v any) bool {
+	x, ok := v.(T)
+	if ok {
+		b.Append(x)
+	}
+	return ok
+}
+
 func appendValue(b array.Builder, v any) error {
 	if v == nil {
 		b.AppendNull()
@@ -429,83 +460,57 @@ func appendValue(b array.Builder, v any) error {
 	bad := func() error { return fmt.Errorf("value %v of type %T does not fit column type %s", v, v, b.Type()) }
 	switch b := b.(type) {
 	case *array.Int64Builder:
-		i, ok := toInt64(v)
-		if !ok {
+		if !appendInt(b, v) {
 			return bad()
 		}
-		b.Append(i)
 	case *array.Int32Builder:
-		i, ok := toInt64(v)
-		if !ok {
+		if !appendInt(b, v) {
 			return bad()
 		}
-		b.Append(int32(i))
 	case *array.Int16Builder:
-		i, ok := toInt64(v)
-		if !ok {
+		if !appendInt(b, v) {
 			return bad()
 		}
-		b.Append(int16(i))
 	case *array.Int8Builder:
-		i, ok := toInt64(v)
-		if !ok {
+		if !appendInt(b, v) {
 			return bad()
 		}
-		b.Append(int8(i))
 	case *array.Uint64Builder:
-		i, ok := toInt64(v)
-		if !ok {
+		if !appendInt(b, v) {
 			return bad()
 		}
-		b.Append(uint64(i))
 	case *array.Uint32Builder:
-		i, ok := toInt64(v)
-		if !ok {
+		if !appendInt(b, v) {
 			return bad()
 		}
-		b.Append(uint32(i))
 	case *array.Uint16Builder:
-		i, ok := toInt64(v)
-		if !ok {
+		if !appendInt(b, v) {
 			return bad()
 		}
-		b.Append(uint16(i))
 	case *array.Uint8Builder:
-		i, ok := toInt64(v)
-		if !ok {
+		if !appendInt(b, v) {
 			return bad()
 		}
-		b.Append(uint8(i))
 	case *array.Float64Builder:
-		f, ok := toFloat64(v)
-		if !ok {
+		if !appendFloat(b, v) {
 			return bad()
 		}
-		b.Append(f)
 	case *array.Float32Builder:
-		f, ok := toFloat64(v)
-		if !ok {
+		if !appendFloat(b, v) {
 			return bad()
 		}
-		b.Append(float32(f))
 	case *array.BooleanBuilder:
-		x, ok := v.(bool)
-		if !ok {
+		if !appendExact[bool](b, v) {
 			return bad()
 		}
-		b.Append(x)
 	case *array.StringBuilder:
-		x, ok := v.(string)
-		if !ok {
+		if !appendExact[string](b, v) {
 			return bad()
 		}
-		b.Append(x)
 	case *array.LargeStringBuilder:
-		x, ok := v.(string)
-		if !ok {
+		if !appendExact[string](b, v) {
 			return bad()
 		}
-		b.Append(x)
 	case *array.BinaryBuilder:
 		switch x := v.(type) {
 		case []byte:
