@@ -449,6 +449,7 @@ func (c *Core) flushLoop() {
 			return
 		case now := <-stale.C:
 			c.resendStale(now)
+			c.sweepGoneNodes()
 		case <-c.flushSig:
 		case <-retry.C:
 			for _, ac := range waiting {

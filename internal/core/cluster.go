@@ -188,6 +188,36 @@ func (c *Core) storeOf(node ids.NodeID) *actor.PID {
 	return c.cfg.Cluster.Store(node)
 }
 
+// sweepGoneNodes is NodeGone's safety net, run every second: it fails the attempts of
+// tasks sent to nodes the view no longer counts alive, whether or not this process was
+// told of their death (a membership event can be missed, by a process that joined late
+// for instance; the node's lease lapsing removes it from the view all the same). A node
+// must be missing in two sweeps in a row, so that a moment's gap in the view fails nothing.
+func (c *Core) sweepGoneNodes() {
+	cl := c.cfg.Cluster
+	if cl == nil {
+		return
+	}
+	nodes := map[ids.NodeID]bool{}
+	c.mu.Lock()
+	for _, p := range c.tasks {
+		if p.actor == nil && p.dispatched && p.node != "" && p.node != c.cfg.Node {
+			nodes[p.node] = true
+		}
+	}
+	c.mu.Unlock()
+	missing := map[ids.NodeID]bool{}
+	for node := range nodes {
+		if !cl.Alive(node) {
+			missing[node] = true
+			if c.sweepMissing[node] {
+				c.NodeGone(node)
+			}
+		}
+	}
+	c.sweepMissing = missing // only this goroutine (flushLoop) touches it
+}
+
 // NodeGone fails the attempts of the tasks this runtime sent to node, which died or became
 // unreachable: each comes back as a system error, so it is retried elsewhere while it has
 // retries left (MaxRetries, default 3), as Ray does. An attempt that finishes on the node

@@ -99,8 +99,11 @@ type Core struct {
 	borrows borrowState // refs borrowed from and lent to other runtimes (borrow.go)
 
 	orphans orphanState // borrowed objects whose owner died (orphan.go)
-	specMu  sync.Mutex
-	specs   map[ids.TaskID]*pb.TaskSpec // specs of tasks whose lineage is held (reconstruct.go)
+	// sweepMissing: nodes with dispatched tasks that the last sweep found gone
+	// (sweepGoneNodes; flushLoop's goroutine only).
+	sweepMissing map[ids.NodeID]bool
+	specMu       sync.Mutex
+	specs        map[ids.TaskID]*pb.TaskSpec // specs of tasks whose lineage is held (reconstruct.go)
 
 	parkMu    sync.Mutex
 	parked    map[ids.TaskID]*pending // waiting for a node (see Cluster)

@@ -1,0 +1,88 @@
+package core
+
+import (
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// twoNodes is a Cluster of two remote nodes whose raylets are probes; n2 is chosen while
+// it is alive, n3 after. Alive is what a test sets: no NodeGone is ever called.
+type twoNodes struct {
+	mu      sync.Mutex
+	dead    map[ids.NodeID]bool
+	raylets map[ids.NodeID]*actor.PID
+}
+
+func (t *twoNodes) Place(sched.Request) (ids.NodeID, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.dead["n2"] {
+		return "n2", nil
+	}
+	return "n3", nil
+}
+func (t *twoNodes) Done(ids.NodeID, sched.Resources) {}
+func (t *twoNodes) Raylet(n ids.NodeID) *actor.PID   { return t.raylets[n] }
+func (t *twoNodes) Store(ids.NodeID) *actor.PID      { return nil }
+func (t *twoNodes) DataAddress(ids.NodeID) string    { return "" }
+func (t *twoNodes) Feasible(sched.Resources) error   { return nil }
+func (t *twoNodes) Alive(n ids.NodeID) bool          { t.mu.Lock(); defer t.mu.Unlock(); return !t.dead[n] }
+func (t *twoNodes) kill(n ids.NodeID)                { t.mu.Lock(); t.dead[n] = true; t.mu.Unlock() }
+
+// TestSweepFailsTasksOfNodesThatLeftTheView: a task sent to a node that then leaves the view
+// (no membership event reaches this process) is retried on another node by the sweep.
+func TestSweepFailsTasksOfNodesThatLeftTheView(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	t.Cleanup(sys.Shutdown)
+	specs := map[ids.NodeID]chan *pb.TaskSpec{"n2": make(chan *pb.TaskSpec, 4), "n3": make(chan *pb.TaskSpec, 4)}
+	cl := &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{}}
+	for n, ch := range specs {
+		cl.raylets[n] = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+			if s, ok := c.Message().(*pb.TaskSpec); ok {
+				ch <- s
+			}
+		}))
+	}
+	local := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	c, err := New(Config{Job: "j", Node: "n1", System: sys, Cluster: cl,
+		Raylet: func() *actor.PID { return local }, Store: func() *actor.PID { return local },
+		Feasible: func(sched.Resources) error { return nil }, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
+	if _, err := c.Submit(c.NewDriver(), Call{Function: "core_test.f", Resources: res, MaxRetries: 3}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-specs["n2"]:
+		if s.Attempt != 0 {
+			t.Fatalf("first attempt numbered %d", s.Attempt)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the task never reached n2")
+	}
+	cl.kill("n2")
+	select {
+	case s := <-specs["n3"]:
+		if s.Attempt != 1 {
+			t.Fatalf("retry numbered %d, want 1", s.Attempt)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the task sent to a node that left the view was never retried")
+	}
+	if got := c.Stats().Retried.Load(); got != 1 {
+		t.Fatalf("%d retries, want 1", got)
+	}
+}
