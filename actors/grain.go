@@ -129,8 +129,9 @@ type (
 		nextIndex uint64
 		nextBatch uint64
 		keys      []logKey
-		replayed  int    // calls replayed since the checkpoint
-		stop      string // non-empty: do not serve, stop (why)
+		orphans   []uint64 // log batches after a hole, deleted before serving
+		replayed  int      // calls replayed since the checkpoint
+		stop      string   // non-empty: do not serve, stop (why)
 	}
 	committed struct {
 		batch  *pb.ActorLogBatch
@@ -363,8 +364,11 @@ func (g *grain) recover(ctx context.Context) *recovered {
 		r.nextIndex = ckIndex + 1
 	}
 	if !info.AtMostOnce {
-		if err := g.replay(ctx, r, class, info, ckIndex); err != nil {
+		if err := g.replay(ctx, r, class, ckIndex); err != nil {
 			return fail(err.Error())
+		}
+		if err := g.deleteOrphans(ctx, inc, r.orphans); err != nil {
+			return &recovered{stop: err.Error()}
 		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -394,74 +398,6 @@ func construct(ctx context.Context, class *Class, args [][]byte) (inst any, err 
 		}
 	}()
 	return class.New(ctx, args)
-}
-
-// replay reads the method log and runs every call after the checkpoint, in log order,
-// answering no one; recorded results are kept as the answers to retried calls.
-func (g *grain) replay(ctx context.Context, r *recovered, class *Class, info *pb.ActorInfo, after uint64) error {
-	kvs, _, err := g.env.Table.Store.List(ctx, gcs.ActorLogActorPrefix(g.id))
-	if err != nil {
-		return fmt.Errorf("read the method log: %w", err)
-	}
-	type key struct {
-		caller string
-		seq    uint64
-	}
-	recorded := map[key]uint64{}
-	var entries []*pb.ActorLogEntry
-	for _, kv := range kvs {
-		b := &pb.ActorLogBatch{}
-		if err := proto.Unmarshal(kv.Value, b); err != nil {
-			return fmt.Errorf("method log key %s is corrupt: %w", kv.Key, err)
-		}
-		k := logKey{batch: b.Batch}
-		for _, e := range b.Entries {
-			k.maxIndex = max(k.maxIndex, e.Index)
-			if e.Index > after {
-				entries = append(entries, e)
-			}
-		}
-		for _, res := range b.Results {
-			k.maxIndex = max(k.maxIndex, res.Index)
-			recorded[key{res.CallerId, res.Seq}] = res.Digest
-		}
-		r.keys = append(r.keys, k)
-		r.nextBatch = max(r.nextBatch, b.Batch+1)
-	}
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Index < entries[j].Index })
-	inst := r.inst
-	runner := g.env.Runner
-	runner.Root = g.root
-	for _, e := range entries {
-		if e.Index < r.nextIndex {
-			continue // a duplicate of an entry already applied
-		}
-		cs := r.callers[e.CallerId]
-		if cs == nil {
-			cs = newCallerState(e.Seq)
-			r.callers[e.CallerId] = cs
-		}
-		r.nextIndex = e.Index + 1
-		if e.Seq < cs.next {
-			continue
-		}
-		cs.next, cs.applied = e.Seq+1, e.Seq
-		if e.Skip {
-			continue
-		}
-		res := runCall(ctx, &runner, g.env.Context, class, inst, e.Spec)
-		g.env.Stats.Replayed.Add(1)
-		r.replayed++
-		if rec, ok := recorded[key{e.CallerId, e.Seq}]; ok && rec != digest(res) {
-			g.env.Stats.Divergent.Add(1)
-			g.env.Logger.Warn("actors: a replayed call gave a different result than its first run; a method is not deterministic given the state and arguments (see package actors)",
-				"actor", g.id, "method", e.Spec.Function, "caller", e.CallerId, "seq", e.Seq)
-		}
-		if e.Seq > cs.acked {
-			cs.results[e.Seq] = res
-		}
-	}
-	return nil
 }
 
 // digest is what the method log records of a result: enough to tell whether replay gave
