@@ -37,7 +37,12 @@
 // order), and a batch also records a digest of the result of every call that finished
 // since the last one. A logged call keeps only what replay needs (its ID, method and
 // arguments). The log key is actorlog/<actorID>/<batch>; each entry has an actor-wide log
-// index, which is the order of replay, across all callers.
+// index, which is the order of replay, across all callers. A batch's calls run only once
+// it and every batch before it are committed. Commits in flight may land out of order, so
+// an instance that dies with several in flight can leave a hole (a later batch landed, an
+// earlier one did not): replay stops at the first missing index and the batches after it
+// are deleted, fenced on the actor record, before the new instance serves. Their calls
+// never ran and were never answered; their callers resend them.
 //
 // The caller keeps every call until its result arrives. When the actor gets a new
 // incarnation (a restart), the caller resends every unanswered call to it; the new
