@@ -58,15 +58,32 @@ func (s *MemoryStore) Create(id ids.ObjectID) {
 // delivered twice, or a retry racing a late reply, changes nothing). It reports whether
 // this call made the object ready.
 func (s *MemoryStore) Set(id ids.ObjectID, v Value) bool {
+	made, _ := s.set(id, v, true)
+	return made
+}
+
+// SetIfPresent is Set for an object that exists (pending or ready): it reports whether id
+// was known, and does nothing if not. An owner completing a task uses it: the pending
+// entry made at submission is gone only if every reference to the result was dropped.
+func (s *MemoryStore) SetIfPresent(id ids.ObjectID, v Value) (known bool) {
+	_, known = s.set(id, v, false)
+	return known
+}
+
+func (s *MemoryStore) set(id ids.ObjectID, v Value, create bool) (made, known bool) {
 	s.mu.Lock()
 	sl, ok := s.m[id]
 	if !ok {
+		if !create {
+			s.mu.Unlock()
+			return false, false
+		}
 		sl = &slot{}
 		s.m[id] = sl
 	}
 	if sl.ready {
 		s.mu.Unlock()
-		return false
+		return false, true
 	}
 	sl.ready, sl.v = true, v
 	subs := sl.subs
@@ -79,7 +96,7 @@ func (s *MemoryStore) Set(id ids.ObjectID, v Value) bool {
 		f := sb.f
 		f(v)
 	}
-	return true
+	return true, true
 }
 
 // Reset makes a ready object pending again, for an object being recreated (lineage

@@ -224,6 +224,20 @@ func TestLifetimes(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	// The usual order: the result arrives while its ref lives (a task without ref
+	// arguments takes the fast path, which skips the reference table), is read, and is
+	// freed with its lineage when the ref is dropped.
+	b := h.submit()
+	sb := h.spec()
+	tb, _ := ids.TaskIDFromBytes(sb.TaskId)
+	h.reply(&pb.TaskResult{TaskId: sb.TaskId, Data: []byte("w")})
+	if v, err := h.get(b); err != nil || string(v) != "w" {
+		t.Fatalf("Get of a finished task: %q, %v", v, err)
+	}
+	h.c.ReleaseRef(b, true)
+	if n := h.c.Objects().Len(); n != 0 || h.lin.has(tb) {
+		t.Fatalf("after release of a finished result: %d objects held, lineage kept %v", n, h.lin.has(tb))
+	}
 	// A large Put lives in the store, is read back, and is freed from it.
 	data := make([]byte, 1<<20)
 	data[12345] = 7

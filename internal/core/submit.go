@@ -248,8 +248,17 @@ func (c *Core) complete(tid ids.TaskID, p *pending, r *pb.TaskResult) {
 			c.cfg.Logger.Warn("ray: a task's result holds corrupt refs", "task", tid, "err", err)
 		}
 	}
+	owned := c.unborrowArgs(p.argRefs)
+	if len(owned) == 0 && c.mem.SetIfPresent(ret, v) {
+		// The fast path of a task without owned ref arguments: the reference table has
+		// nothing to drop, and the result's entry, made at submission, is still there, so
+		// a handle to it lived at least until now. A handle dropped since removes the
+		// entry, and with it the value, when its release frees it (after this Set).
+		c.unpin(argsKey(ret))
+		return
+	}
 	c.mem.Set(ret, v)
-	unreferenced, released := c.refs.Completed(ret, c.unborrowArgs(p.argRefs))
+	unreferenced, released := c.refs.Completed(ret, owned)
 	if unreferenced {
 		// Every handle to the result was dropped while the task ran.
 		released.AddValue(ret)
