@@ -52,7 +52,7 @@ func (r *refcountOps) body() error {
 		h := &refHandle{id: ret}
 		h.cleanup = runtime.AddCleanup(h, releaseRefCleanup, refCleanup{id: ret}) // newRef
 		r.refs.Completed(ret, nil)                                                // complete
-		if h.gone.CompareAndSwap(false, true) { // Release: stop the cleanup, then ReleaseOwned
+		if h.gone.CompareAndSwap(false, true) {                                   // Release: stop the cleanup, then ReleaseOwned
 			h.cleanup.Stop()
 			r.refs.RemoveLocal(ret)
 		}
