@@ -10,11 +10,12 @@ import (
 )
 
 // refcountOps is the reference counting one no-argument task costs its owner, done 1000
-// times per body, outside the runtime: what core.Submit, core.complete, the ObjectRef
-// handle and its Release do to the reference table (objects.RefTable), plus the garbage
-// collector cleanup every handle registers (on a struct of the handle's size and with the
-// cleanup argument of the root package's newRef: the cost of runtime.AddCleanup grows with
-// how many live cleanups share a span, so the size matters). Its rate against
+// times per body, outside the runtime: what core.Submit, the ObjectRef handle and its
+// Release do to the reference table (objects.RefTable; core.complete of a task without
+// ref arguments does not touch it), plus the garbage collector cleanup every handle
+// registers and its Release stops (on a struct of the handle's size and with the cleanup
+// argument of the root package's newRef: the cost of runtime.AddCleanup grows with how
+// many live cleanups share a span, so the size matters). Its rate against
 // single_client_tasks_async in the same run is refcount_overhead_ratio: the share of a
 // task's cost that is reference counting.
 type refcountOps struct {
@@ -51,8 +52,9 @@ func (r *refcountOps) body() error {
 		r.refs.Submitted(tid, nil) // Submit: the caller's reference and the lineage record
 		h := &refHandle{id: ret}
 		h.cleanup = runtime.AddCleanup(h, releaseRefCleanup, refCleanup{id: ret}) // newRef
-		r.refs.Completed(ret, nil)                                                // complete
-		if h.gone.CompareAndSwap(false, true) {                                   // Release: stop the cleanup, then ReleaseOwned
+		// complete: a task without ref arguments does not touch the table (core.complete).
+		// Release: stop the cleanup, then ReleaseOwned.
+		if h.gone.CompareAndSwap(false, true) {
 			h.cleanup.Stop()
 			r.refs.RemoveLocal(ret)
 		}
