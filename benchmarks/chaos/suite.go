@@ -96,6 +96,9 @@ type Round struct {
 	OutstandingActor     int      `json:"outstanding_actor,omitempty"`
 	OutstandingNested    int      `json:"outstanding_nested,omitempty"`
 	RecoveryMS           float64  `json:"recovery_ms,omitempty"`
+	RecoveryChainMS      float64  `json:"recovery_chain_ms,omitempty"`
+	RecoveryActorMS      float64  `json:"recovery_actor_ms,omitempty"`
+	RecoveryNestedMS     float64  `json:"recovery_nested_ms,omitempty"`
 	RejoinMS             float64  `json:"rejoin_ms,omitempty"`
 	TasksRetried         int64    `json:"tasks_retried"`
 	ObjectsReconstructed int64    `json:"objects_reconstructed"`
@@ -429,8 +432,9 @@ func roundLine(r Round) string {
 	}
 	switch {
 	case r.Killed:
-		fmt.Fprintf(&b, "  kill %.8s @%4.0f ms: %2d outstanding (chains %d, actor %d, nested %d), recovery %5.0f ms, rejoin %5.0f ms",
-			r.Victim, r.KillAtMS, r.OutstandingAtKill, r.OutstandingChains, r.OutstandingActor, r.OutstandingNested, r.RecoveryMS, r.RejoinMS)
+		fmt.Fprintf(&b, "  kill %.8s @%4.0f ms: %2d outstanding (chains %d, actor %d, nested %d), recovery %5.0f ms (chains %.0f, actor %.0f, nested %.0f), rejoin %5.0f ms",
+			r.Victim, r.KillAtMS, r.OutstandingAtKill, r.OutstandingChains, r.OutstandingActor, r.OutstandingNested, r.RecoveryMS,
+			r.RecoveryChainMS, r.RecoveryActorMS, r.RecoveryNestedMS, r.RejoinMS)
 	case r.KillSkipped != "":
 		b.WriteString("  no kill: " + r.KillSkipped)
 	}

@@ -74,6 +74,11 @@ type RoundReport struct {
 	// RecoveryMS is the time from the kill to the completion of the last result that was
 	// still outstanding at the kill (the stall callers saw); 0 when none was.
 	RecoveryMS float64 `json:"recovery_ms,omitempty"`
+	// The same per kind of result (0 when none of the kind was outstanding): which part
+	// of the workload the stall came from.
+	RecoveryChainMS  float64 `json:"recovery_chain_ms,omitempty"`
+	RecoveryActorMS  float64 `json:"recovery_actor_ms,omitempty"`
+	RecoveryNestedMS float64 `json:"recovery_nested_ms,omitempty"`
 	// RejoinMS is the time from the kill until the job had its original number of nodes
 	// again (the killed one gone, its replacement joined).
 	RejoinMS float64 `json:"rejoin_ms,omitempty"`
@@ -539,16 +544,21 @@ func (d *driver) round(round int, plan killPlan) RoundReport {
 		rep.OutstandingAtKill = len(t.outstanding)
 		var rec time.Duration
 		for _, i := range t.outstanding {
+			var kindRec *float64
 			switch t.kind[i] {
 			case kindChain:
 				rep.OutstandingChains++
+				kindRec = &rep.RecoveryChainMS
 			case kindActor:
 				rep.OutstandingActor++
+				kindRec = &rep.RecoveryActorMS
 			case kindNested:
 				rep.OutstandingNested++
+				kindRec = &rep.RecoveryNestedMS
 			}
-			if at := t.doneAt[i]; !at.IsZero() && at.Sub(t.killAt) > rec {
-				rec = at.Sub(t.killAt)
+			if at := t.doneAt[i]; !at.IsZero() {
+				rec = max(rec, at.Sub(t.killAt))
+				*kindRec = max(*kindRec, ms(at.Sub(t.killAt)))
 			}
 		}
 		rep.RecoveryMS = ms(rec)
