@@ -407,6 +407,48 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("a registered member that refuses connections is unreachable at once", func(t *testing.T) {
+		// A process killed before its lease lapsed, as a process that joined later sees it:
+		// its key is there, and nobody listens on its address. (The key has no lease here,
+		// so only the connection check can tell; protoactor's own endpoint would give up
+		// after 5 connection attempts 2 s apart.)
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().(*net.TCPAddr)
+		l.Close()
+		ghost := MemberInfo{ID: "ghost#1", NodeID: "G", Address: addr.String(), Host: "127.0.0.1", Port: addr.Port, Kinds: []string{testKind}}
+		if _, err := store.Put(ctx, gcs.MemberKey(ghost.ID), ghost.marshal(), 0); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if _, err := store.Delete(ctx, gcs.MemberKey(ghost.ID)); err != nil {
+				t.Error(err)
+			}
+			for _, n := range []*testNode{a, b} {
+				eventually(t, 5*time.Second, n.id+" sees the ghost leave", func() bool {
+					_, ok := n.rec.find(func(e MemberEvent) bool { return e.Type == MemberLeft && e.Member.ID == ghost.ID })
+					return ok
+				})
+			}
+		}()
+		start := time.Now()
+		for _, n := range []*testNode{a, b} {
+			eventually(t, 5*time.Second, n.id+" sees the ghost unreachable", func() bool {
+				_, ok := n.rec.find(func(e MemberEvent) bool { return e.Type == MemberUnreachable && e.Member.ID == ghost.ID })
+				return ok
+			})
+		}
+		t.Logf("a registered member nobody listens for: unreachable after %v", time.Since(start))
+		if _, ok := a.prov.Nodes()["G"]; ok {
+			t.Fatal("an unreachable member is still in the node index")
+		}
+		if pid := a.get(NodeIdentity("G", "pinned")); pid != nil {
+			t.Fatalf("Get on the ghost = %v", pid)
+		}
+	})
+
 	t.Run("node-pinned identity resolves to its node", func(t *testing.T) {
 		for _, from := range nodes {
 			for _, to := range nodes {

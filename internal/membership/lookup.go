@@ -214,6 +214,7 @@ func (l *Lookup) resolve(ci *cluster.ClusterIdentity) *actor.PID {
 		return nil
 	}
 	var activator *actor.PID
+	remoteAddr := ""
 	if !l.client && nodeID == l.resolver.LocalNodeID() {
 		activator = l.actorPID
 	} else {
@@ -229,13 +230,14 @@ func (l *Lookup) resolve(ci *cluster.ClusterIdentity) *actor.PID {
 			return nil
 		}
 		activator = actor.NewPID(m.Address, ActivatorName)
+		remoteAddr = m.Address
 	}
 	req := &cluster.ActivationRequest{
 		ClusterIdentity: &cluster.ClusterIdentity{Identity: ci.Identity, Kind: ci.Kind},
 		RequestId:       nodeID,      // the node the requester resolved
 		TopologyHash:    uint64(rev), // the placement revision it resolved at (0 for node-pinned)
 	}
-	res, err := l.system.Root.RequestFuture(activator, req, l.cfg.ActivationTimeout).Result()
+	res, err := l.activate(activator, req, remoteAddr)
 	resp, _ := res.(*cluster.ActivationResponse)
 	if err != nil || resp == nil || resp.Failed || resp.Pid == nil {
 		l.log.Debug("activation failed", slog.String("node", nodeID), slog.String("identity", ci.Identity),
@@ -253,6 +255,40 @@ func (l *Lookup) resolve(ci *cluster.ClusterIdentity) *actor.PID {
 	// gets Terminated at once).
 	l.system.Root.Send(l.actorPID, &watchMsg{ci: req.ClusterIdentity, pid: resp.Pid})
 	return resp.Pid
+}
+
+// activate sends an activation request and waits for the answer. For a remote member it
+// also dials the member's address: a refused connection (no process listens there: a
+// member killed and not yet reported, to this process, as gone) fails the request at once
+// instead of after ActivationTimeout, since protoactor drops messages to an address it
+// cannot connect to rather than failing them.
+func (l *Lookup) activate(activator *actor.PID, req *cluster.ActivationRequest, remoteAddr string) (any, error) {
+	f := l.system.Root.RequestFuture(activator, req, l.cfg.ActivationTimeout)
+	if remoteAddr == "" {
+		return f.Result()
+	}
+	type answer struct {
+		res any
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := f.Result()
+		done <- answer{res, err}
+	}()
+	probe := make(chan bool, 1)
+	go func() { probe <- refused(remoteAddr, l.cfg.ActivationTimeout) }()
+	for {
+		select {
+		case a := <-done:
+			return a.res, a.err
+		case r := <-probe:
+			if r {
+				return nil, fmt.Errorf("membership: %s refuses connections (the member is gone)", remoteAddr)
+			}
+			probe = nil // reachable: wait for the answer
+		}
+	}
 }
 
 // target returns the node an identity lives on and the placement revision it read.

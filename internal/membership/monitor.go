@@ -1,9 +1,12 @@
 package membership
 
 import (
+	"errors"
 	"log/slog"
 	"maps"
+	"net"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -20,6 +23,7 @@ type (
 	syncMsg     struct{}                     // answered once everything before it is applied
 	probeMsg    struct{ addr string }        // time to probe an unreachable peer
 	refreshMsg  struct{}                     // a departed peer's grace period is over
+	refusedMsg  struct{ addr string }        // a peer first seen refuses connections
 )
 
 // peer is another process, keyed by address: one process may hold several member
@@ -90,6 +94,8 @@ func (m *monitor) Receive(ctx actor.Context) {
 		m.onTerminated(ctx, msg)
 	case *probeMsg:
 		m.probe(ctx, msg.addr)
+	case *refusedMsg:
+		m.onRefused(ctx, msg.addr)
 	}
 }
 
@@ -154,9 +160,56 @@ func (m *monitor) put(ctx actor.Context, info MemberInfo) {
 		case !pr.watching:
 			ctx.Watch(membershipPID(pr.addr))
 			pr.watching = true
+			m.checkRefused(ctx, pr.addr)
 		}
 	}
 	m.publish(MemberJoined, info)
+}
+
+// checkRefused dials a peer seen for the first time, off the mailbox: a refused
+// connection means no process listens there any more (a member killed before its lease
+// lapsed, seen by a process that joined since). The remote Watch would report it only
+// once protoactor gave up connecting (MaxRetryCount attempts 2 s apart) or the lease
+// lapsed, and meanwhile placement would pick the dead node and every grain lookup on it
+// would wait for its activation timeout: the chaos suite measured ~1 s stalls from that.
+func (m *monitor) checkRefused(ctx actor.Context, addr string) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		if refused(addr, m.p.cfg.ProbeTimeout) {
+			root.Send(self, &refusedMsg{addr: addr})
+		}
+	}()
+}
+
+// refused reports whether a new TCP connection to addr is refused.
+func refused(addr string, timeout time.Duration) bool {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
+	if err == nil {
+		conn.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// onRefused: a peer first seen refuses connections; it is unreachable, as if its Watch
+// had ended (probes go on, and a live process answering one is reachable again).
+func (m *monitor) onRefused(ctx actor.Context, addr string) {
+	pr := m.peers[addr]
+	if pr == nil || pr.unreachable || len(pr.members) == 0 {
+		return
+	}
+	if pr.watching {
+		ctx.Unwatch(membershipPID(addr))
+		pr.watching = false
+	}
+	pr.unreachable = true
+	m.p.log.Info("member unreachable", slog.String("address", addr), slog.String("why", "connection refused"))
+	for _, id := range slices.Sorted(maps.Keys(pr.members)) {
+		m.publish(MemberUnreachable, m.members[id])
+	}
+	m.refresh(ctx)
+	pr.probeDelay = m.p.cfg.ProbeInterval
+	m.scheduleProbe(ctx, pr)
 }
 
 func (m *monitor) remove(ctx actor.Context, id string) {

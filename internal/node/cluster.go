@@ -373,6 +373,13 @@ func (v *clusterView) MarkGone(node ids.NodeID) {
 	v.mu.Unlock()
 }
 
+// MarkAlive undoes MarkGone: the membership reported node reachable (again) or joined.
+func (v *clusterView) MarkAlive(node ids.NodeID) {
+	v.mu.Lock()
+	delete(v.gone, string(node))
+	v.mu.Unlock()
+}
+
 // DataAddress implements core.Cluster.
 func (v *clusterView) DataAddress(node ids.NodeID) string {
 	v.mu.Lock()

@@ -366,6 +366,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			// The objects this process borrows from the runtime there are adopted.
 			go n.Core.OwnerGone(e.Member.Address, ids.NodeID(e.Member.NodeID))
 		}
+		if !e.Self && (e.Type == membership.MemberReachable || e.Type == membership.MemberJoined) && n.view != nil {
+			// A member reported unreachable can come back: a broken connection that healed,
+			// or a new process on the address of a dead one (protoactor's stale endpoint
+			// to that address fails the first Watch on it). It is placed on again.
+			n.view.MarkAlive(ids.NodeID(e.Member.NodeID))
+		}
 		if !e.Self && e.Type == membership.MemberLeft {
 			go n.Core.BorrowersGone(e.Member.Address) // its runtime's borrows end with it
 		}
