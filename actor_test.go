@@ -672,3 +672,46 @@ func TestActorLogHoleAfterCrash(t *testing.T) {
 		t.Fatalf("the batch after the hole is still in the log (found %v, %v)", found, err)
 	}
 }
+
+// spawner records the IDs of the tasks its calls submit.
+type spawner struct{ ids []string }
+
+var (
+	spawnerClass = Actor("test.Spawner", func() *spawner { return &spawner{} })
+	spawnChild   = Method0(spawnerClass, "Spawn", func(s *spawner, ctx context.Context) (string, error) {
+		ref := sleepThen.Remote(ctx, V[int64](0), V[int64](1))
+		if _, err := Get(ctx, ref); err != nil {
+			return "", err
+		}
+		s.ids = append(s.ids, ref.ID())
+		return ref.ID(), nil
+	})
+	spawnedIDs = Method0(spawnerClass, "IDs", func(s *spawner, _ context.Context) ([]string, error) {
+		return append([]string(nil), s.ids...), nil
+	})
+)
+
+// TestActorReplayCreatesNewIDs: a call replayed by a later incarnation submits its tasks
+// with IDs of its own. The first run's children may still be queued or running for the
+// dead instance's runtime; a scheduler takes a task with the same ID for a duplicate and
+// drops it, and the replay would wait for its result forever.
+func TestActorReplayCreatesNewIDs(t *testing.T) {
+	ctx := timeout(t)
+	h := spawnerClass.Remote(ctx, MaxRestarts(1))
+	first := mustGet(t, ctx, spawnChild.Remote(ctx, h))
+	if err := Kill(ctx, h, false); err != nil {
+		t.Fatal(err)
+	}
+	got := mustGet(t, ctx, spawnedIDs.Remote(ctx, h)) // after the restart and its replay
+	if len(got) != 1 {
+		t.Fatalf("replayed state holds %d child IDs, want 1", len(got))
+	}
+	if got[0] == first {
+		t.Fatalf("the replayed call submitted its child with the first run's ID %s", first)
+	}
+	// A call on the live instance (no replay) keeps the usual derivation: two calls, two IDs.
+	second := mustGet(t, ctx, spawnChild.Remote(ctx, h))
+	if second == first || second == got[0] {
+		t.Fatalf("a new call reused an ID: %s (first %s, replayed %s)", second, first, got[0])
+	}
+}

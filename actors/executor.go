@@ -182,7 +182,7 @@ func (x *executor) loop() {
 					continue
 				}
 				if x.conc == 1 {
-					res := runCall(g.base, &x.runner, g.env.Context, g.class, g.inst, e.Spec)
+					res := runCall(g.base, &x.runner, g.contextFor(g.inc), g.class, g.inst, e.Spec)
 					g.env.Stats.Calls.Add(1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers
@@ -197,7 +197,7 @@ func (x *executor) loop() {
 				x.wg.Add(1)
 				go func() {
 					defer func() { <-x.sem; x.wg.Done() }()
-					res := runCall(g.base, &x.runner, g.env.Context, g.class, g.inst, e.Spec)
+					res := runCall(g.base, &x.runner, g.contextFor(g.inc), g.class, g.inst, e.Spec)
 					g.env.Stats.Calls.Add(1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers

@@ -43,8 +43,9 @@ type Env struct {
 	// the grain.
 	Runner worker.Runner
 	// Context builds the context a method runs with (it carries the runtime so the method
-	// can submit tasks, call actors and Get).
-	Context func(parent context.Context, spec *pb.TaskSpec) context.Context
+	// can submit tasks, call actors and Get). incarnation is the instance's: a call run
+	// again by a later incarnation (replay) must create tasks and objects with new IDs.
+	Context func(parent context.Context, spec *pb.TaskSpec, incarnation uint64) context.Context
 	// Raylet returns the node's scheduler, which holds the resources an actor asks for
 	// while its instance lives (nil: resources are not held).
 	Raylet func() *actor.PID
@@ -340,7 +341,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 			return fail(fmt.Sprintf("constructor argument %d of %s: %v", i+1, info.Class, err))
 		}
 	}
-	if r.inst, err = construct(g.env.Context(ctx, ctorSpec), class, args); err != nil {
+	if r.inst, err = construct(g.env.Context(ctx, ctorSpec, inc), class, args); err != nil {
 		return fail(fmt.Sprintf("constructor of %s failed: %v", info.Class, err))
 	}
 	var ckIndex uint64
@@ -364,7 +365,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 		r.nextIndex = ckIndex + 1
 	}
 	if !info.AtMostOnce {
-		if err := g.replay(ctx, r, class, ckIndex); err != nil {
+		if err := g.replay(ctx, r, class, ckIndex, inc); err != nil {
 			return fail(err.Error())
 		}
 		if err := g.deleteOrphans(ctx, inc, r.orphans); err != nil {

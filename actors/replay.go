@@ -106,7 +106,7 @@ func planReplay(kvs []gcs.KV, after uint64) (*replayPlan, error) {
 
 // replay reads the method log and runs every call after the checkpoint, in log order,
 // answering no one; recorded results are kept as the answers to retried calls.
-func (g *grain) replay(ctx context.Context, r *recovered, class *Class, after uint64) error {
+func (g *grain) replay(ctx context.Context, r *recovered, class *Class, after, inc uint64) error {
 	kvs, _, err := g.env.Table.Store.List(ctx, gcs.ActorLogActorPrefix(g.id))
 	if err != nil {
 		return fmt.Errorf("read the method log: %w", err)
@@ -138,7 +138,7 @@ func (g *grain) replay(ctx context.Context, r *recovered, class *Class, after ui
 		if e.Skip {
 			continue
 		}
-		res := runCall(ctx, &runner, g.env.Context, class, inst, e.Spec)
+		res := runCall(ctx, &runner, g.contextFor(inc), class, inst, e.Spec)
 		g.env.Stats.Replayed.Add(1)
 		r.replayed++
 		if rec, ok := p.recorded[resultKey{e.CallerId, e.Seq}]; ok && rec != digest(res) {
@@ -151,6 +151,13 @@ func (g *grain) replay(ctx context.Context, r *recovered, class *Class, after ui
 		}
 	}
 	return nil
+}
+
+// contextFor is Env.Context for the calls an instance of incarnation inc runs.
+func (g *grain) contextFor(inc uint64) func(context.Context, *pb.TaskSpec) context.Context {
+	return func(parent context.Context, spec *pb.TaskSpec) context.Context {
+		return g.env.Context(parent, spec, inc)
+	}
 }
 
 // errSuperseded: the actor record moved to another incarnation or node, or the actor died.

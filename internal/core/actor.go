@@ -276,7 +276,7 @@ func (c *Core) ActorState(ctx context.Context, id ids.ActorID) (lifecycle.State,
 // SubmitActorCall submits a method call and returns the ID of its result. Calls from this
 // process to one actor run in the order they were submitted.
 func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg) (ids.ObjectID, error) {
-	tid := ids.ChildTaskID(tc.Task, tc.children.Add(1))
+	tid := ids.ChildTaskID(tc.idSeed(), tc.children.Add(1))
 	ret := ids.ReturnID(tid, 1)
 	select {
 	case <-c.closed:

@@ -15,6 +15,9 @@ import (
 type TaskContext struct {
 	Core *Core
 	Task ids.TaskID
+	// seed is what the IDs of the tasks and objects this task creates derive from: Task,
+	// or for a retry ids.AttemptTaskID(Task, attempt) (zero: Task).
+	seed ids.TaskID
 	// Worker is the worker grain running this task (nil in a driver): Get tells it when
 	// the task blocks so its CPU can be lent out.
 	Worker *actor.PID
@@ -67,5 +70,27 @@ func MetaOf(ctx context.Context) []byte {
 // TaskContextFor builds the context a worker runs spec with.
 func (c *Core) TaskContextFor(parent context.Context, spec *pb.TaskSpec, worker *actor.PID) context.Context {
 	tid, _ := ids.TaskIDFromBytes(spec.TaskId)
-	return WithTask(parent, &TaskContext{Core: c, Task: tid, Worker: worker, Spec: spec})
+	return WithTask(parent, &TaskContext{Core: c, Task: tid, seed: ids.AttemptTaskID(tid, spec.Attempt), Worker: worker, Spec: spec})
+}
+
+// ActorCallContext builds the context an actor method (or constructor) runs with on an
+// instance of the given incarnation. A later incarnation replaying a logged call creates
+// tasks and objects with IDs of its own: the first run's children may still be queued or
+// running for the dead instance's runtime, and a scheduler would drop the replay's as
+// their duplicates.
+func (c *Core) ActorCallContext(parent context.Context, spec *pb.TaskSpec, incarnation uint64) context.Context {
+	tid, _ := ids.TaskIDFromBytes(spec.TaskId)
+	seed := ids.AttemptTaskID(tid, spec.Attempt)
+	if incarnation > 1 {
+		seed = ids.AttemptTaskID(seed, int32(incarnation-1))
+	}
+	return WithTask(parent, &TaskContext{Core: c, Task: tid, seed: seed, Spec: spec})
+}
+
+// idSeed is what the IDs of the tasks and objects tc's task creates derive from.
+func (tc *TaskContext) idSeed() ids.TaskID {
+	if tc.seed == (ids.TaskID{}) {
+		return tc.Task
+	}
+	return tc.seed
 }

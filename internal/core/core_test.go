@@ -289,3 +289,41 @@ func TestWaitCountsFailedEntriesAsReady(t *testing.T) {
 		t.Fatalf("timeout: mask %v, %v after %v", mask, err, time.Since(start))
 	}
 }
+
+// TestRetryCreatesNewChildIDs: the tasks and objects an attempt of a task creates have IDs
+// of their own. A retried parent's children must not share IDs with the first attempt's,
+// which may still be queued or running for a dead owner: a scheduler would take the
+// retry's child for a duplicate and drop it, and its result would go to the dead owner
+// (a chaos-suite hang).
+func TestRetryCreatesNewChildIDs(t *testing.T) {
+	h := newHarness(t)
+	parent := ids.NewRootTaskID()
+	childOf := func(attempt int32) (ids.ObjectID, ids.ObjectID) {
+		ctx := h.c.TaskContextFor(context.Background(), &pb.TaskSpec{TaskId: parent[:], Attempt: attempt}, nil)
+		tc, _ := FromContext(ctx)
+		res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
+		id, err := h.c.Submit(tc, Call{Function: "core_test.f", Resources: res})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.spec()
+		put, err := tc.Put([]byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, put
+	}
+	c0, p0 := childOf(0)
+	c0again, p0again := childOf(0)
+	c1, p1 := childOf(1)
+	c2, p2 := childOf(2)
+	if c0 != c0again || p0 != p0again {
+		t.Fatalf("the same attempt gave different IDs: %s/%s, %s/%s", c0, c0again, p0, p0again)
+	}
+	if c0 == c1 || c1 == c2 || c0 == c2 || p0 == p1 || p1 == p2 {
+		t.Fatalf("attempts share IDs: children %s %s %s, puts %s %s %s", c0, c1, c2, p0, p1, p2)
+	}
+	if c0.Task() != ids.ChildTaskID(parent, 1) {
+		t.Fatalf("a first attempt's child is %s, want ChildTaskID(parent, 1)", c0.Task())
+	}
+}

@@ -149,7 +149,7 @@ func (tc *TaskContext) Put(data []byte) (ids.ObjectID, error) { return tc.PutNes
 // PutNested is Put of a value holding the refs nested: they live while the new object does.
 func (tc *TaskContext) PutNested(data []byte, nested []Nested) (ids.ObjectID, error) {
 	c := tc.Core
-	id := ids.PutID(tc.Task, tc.puts.Add(1))
+	id := ids.PutID(tc.idSeed(), tc.puts.Add(1))
 	select {
 	case <-c.closed:
 		return id, ErrShutdown

@@ -49,7 +49,7 @@ func (e *SubmitError) Unwrap() error { return e.Err }
 // The object exists (pending, or failed with the returned error) when Submit returns, and
 // the caller holds one reference to it, which it must give back with ReleaseRef.
 func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
-	tid := ids.ChildTaskID(tc.Task, tc.children.Add(1))
+	tid := ids.ChildTaskID(tc.idSeed(), tc.children.Add(1))
 	ret := ids.ReturnID(tid, 1)
 	select {
 	case <-c.closed:

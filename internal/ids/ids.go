@@ -77,6 +77,26 @@ func ChildTaskID(parent TaskID, counter uint64) TaskID {
 	return t
 }
 
+// AttemptTaskID is what the IDs of the tasks and objects an attempt of task t creates
+// derive from: t itself for the first attempt (attempt 0), else an ID drawn from t and the
+// attempt. A retried task thus creates new IDs: a child of the first attempt still queued
+// or running somewhere (its owner, the first attempt's process, may be dead) is not taken
+// for the same task as the retry's child, which schedulers would drop as a duplicate.
+func AttemptTaskID(t TaskID, attempt int32) TaskID {
+	if attempt <= 0 {
+		return t
+	}
+	var buf [TaskIDLen + 12]byte
+	copy(buf[:], t[:])
+	copy(buf[TaskIDLen:], "att:")
+	binary.BigEndian.PutUint32(buf[TaskIDLen+4:], uint32(attempt))
+	binary.BigEndian.PutUint32(buf[TaskIDLen+8:], 0xa77e4b7)
+	sum := sha256.Sum256(buf[:])
+	var a TaskID
+	copy(a[:], sum[:TaskIDLen])
+	return a
+}
+
 // ReturnID is the ID of the index-th return value (from 1) of task t.
 func ReturnID(t TaskID, index uint32) ObjectID {
 	var o ObjectID

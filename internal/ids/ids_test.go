@@ -50,3 +50,21 @@ func TestObjectIDParts(t *testing.T) {
 		t.Error("non-hex task ID accepted")
 	}
 }
+
+func TestAttemptTaskID(t *testing.T) {
+	task := NewRootTaskID()
+	if AttemptTaskID(task, 0) != task {
+		t.Fatal("the first attempt must derive from the task itself")
+	}
+	seen := map[TaskID]int32{task: 0}
+	for a := int32(1); a <= 5; a++ {
+		id := AttemptTaskID(task, a)
+		if id != AttemptTaskID(task, a) {
+			t.Fatalf("attempt %d: not deterministic", a)
+		}
+		if prev, dup := seen[id]; dup {
+			t.Fatalf("attempts %d and %d share %s", prev, a, id)
+		}
+		seen[id] = a
+	}
+}

@@ -520,8 +520,8 @@ func (n *Node) startMember(ctx context.Context) error {
 	n.table = &actors.Table{Store: n.store}
 	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet,
 		Runner: worker.Runner{Node: n.ID, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf},
-		Context: func(parent context.Context, spec *pb.TaskSpec) context.Context {
-			return n.Core.TaskContextFor(parent, spec, nil)
+		Context: func(parent context.Context, spec *pb.TaskSpec, incarnation uint64) context.Context {
+			return n.Core.ActorCallContext(parent, spec, incarnation)
 		},
 	}
 	if err := aenv.Validate(); err != nil {
