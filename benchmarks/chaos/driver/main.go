@@ -296,11 +296,12 @@ type killPlan struct {
 	nodes    int // the job's node count to restore after the kill
 }
 
-// plan picks the kill time (uniform over 0.2..0.8 of the warm-up round's duration) and a
+// plan picks the kill time (uniform over 0.1..0.6 of the warm-up round's duration: rounds
+// vary, and one that finishes before its kill time counts as a round without a kill) and a
 // victim: a random node whose agent has restart budget left, never the last node. When
 // no agent has budget, it waits (bounded) until one has.
 func (d *driver) plan(warm time.Duration, want int) (killPlan, error) {
-	at := time.Duration((0.2 + 0.6*d.rng.Float64()) * float64(warm))
+	at := time.Duration((0.1 + 0.5*d.rng.Float64()) * float64(warm))
 	deadline := time.Now().Add(restartWindow + 5*time.Second)
 	for {
 		nodes, err := ray.Nodes(d.ctx)
