@@ -49,8 +49,10 @@ func encodeIPC(f Format, schema *arrow.Schema, write func(*ipc.Writer) error, wh
 	}
 	// The format byte, padded to 8 bytes so that the stream's buffers are 8-byte aligned
 	// in memory (read in place: arrowshared.go).
-	out := fixedWriter{buf: make([]byte, 1+arrowPad, 1+arrowPad+int(n))}
+	// Large buffers are recycled once garbage (encbuf.go).
+	out := fixedWriter{buf: encodeBuf(1 + arrowPad + int(n))[:1+arrowPad]}
 	out.buf[0] = byte(f)
+	clear(out.buf[1:])
 	if err := writeIPC(&out, schema, write); err != nil {
 		return nil, fmt.Errorf("codec: encoding %s: %w", what, err)
 	}

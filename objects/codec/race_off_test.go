@@ -1,5 +1,0 @@
-//go:build !race
-
-package codec
-
-const raceEnabled = false
