@@ -36,7 +36,7 @@ func bufClass(n int) int {
 }
 
 const (
-	maxPooled  = 128 << 20
+	maxPooled  = 64 << 20
 	poolMaxAge = 10 * time.Second
 )
 
