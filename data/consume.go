@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/ray-go/ray"
@@ -66,11 +65,6 @@ func (d *Dataset) IterBatches(ctx context.Context, opts ...Option) iter.Seq2[arr
 			off  int64
 			eof  bool
 		)
-		// Blocks are released off the consumer's goroutine: releasing may wait for a
-		// garbage collection (the runtime collects after large frees), which need not
-		// stall the iteration. All are released before IterBatches returns.
-		var releasing sync.WaitGroup
-		defer releasing.Wait()
 		defer func() {
 			for _, r := range held {
 				r.Release()
@@ -128,13 +122,7 @@ func (d *Dataset) IterBatches(ctx context.Context, opts ...Option) iter.Seq2[arr
 			// released, and counted as consumed, only when the record is done with.
 			for i, r := range recs {
 				ob := obs[i]
-				held = append(held, &heldBlock{Record: r, release: func() {
-					releasing.Add(1)
-					go func() {
-						defer releasing.Done()
-						e.release(ob, true)
-					}()
-				}})
+				held = append(held, &heldBlock{Record: r, release: func() { e.release(ob, true) }})
 			}
 			return nil
 		}
