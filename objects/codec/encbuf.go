@@ -20,9 +20,9 @@ import (
 // it in a pool for the next encode of a similar size. No code frees a buffer explicitly, so
 // no ownership protocol can be got wrong; a buffer still in use is never recycled.
 //
-// The pool keeps at most maxPooled bytes, and drops what has not been reused for
-// poolMaxAge (checked at every garbage collection), so an idle process does not hold the
-// memory for long.
+// The pool keeps at most maxPerClass buffers of a size class and maxPooled bytes in all,
+// and drops what has not been reused for poolMaxAge (checked at every garbage
+// collection), so an idle process does not hold the memory for long.
 
 // recycleMin is the smallest buffer recycled (below it allocation is cheap, and values
 // this small usually travel inline with the task reply).
@@ -36,8 +36,11 @@ func bufClass(n int) int {
 }
 
 const (
-	maxPooled  = 64 << 20
-	poolMaxAge = 10 * time.Second
+	// A few buffers per class are enough for a stream of blocks (each GC frees about as
+	// many as were encoded since the last); more would only hold memory.
+	maxPerClass = 2
+	maxPooled   = 64 << 20
+	poolMaxAge  = 10 * time.Second
 )
 
 type pooledBuf struct {
@@ -73,7 +76,7 @@ func give(b []byte) {
 	pool.ticker.Do(func() { armTrim() })
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
-	if pool.bytes+len(b) > maxPooled {
+	if pool.bytes+len(b) > maxPooled || len(pool.free[len(b)]) >= maxPerClass {
 		return
 	}
 	if pool.free == nil {

@@ -135,8 +135,8 @@ func TestEncodeBufDecodedOutlive(t *testing.T) {
 	}
 }
 
-// TestEncodeBufPoolBounds: the pool keeps at most maxPooled bytes and drops buffers not
-// reused in time.
+// TestEncodeBufPoolBounds: the pool keeps at most maxPerClass buffers of a class and
+// maxPooled bytes, and drops buffers not reused in time.
 func TestEncodeBufPoolBounds(t *testing.T) {
 	trimPool(time.Now().Add(time.Hour)) // empty
 	defer trimPool(time.Now().Add(time.Hour))
@@ -148,7 +148,7 @@ func TestEncodeBufPoolBounds(t *testing.T) {
 	n, bytes := len(pool.free[class]), pool.bytes
 	pool.mu.Unlock()
 	// (finalizers of earlier tests' buffers may put some of their own meanwhile)
-	if bytes > maxPooled || n > maxPooled/class || n == 0 {
+	if bytes > maxPooled || n > min(maxPerClass, maxPooled/class) || n == 0 {
 		t.Fatalf("pool holds %d buffers, %d bytes (limit %d)", n, bytes, maxPooled)
 	}
 	if b := take(class); len(b) != class {
