@@ -112,13 +112,18 @@ func (d *Dataset) IterBatches(ctx context.Context, opts ...Option) iter.Seq2[arr
 				o.getAllHook(len(refs))
 			}
 			recs, err := ray.GetAll(ctx, refs)
-			for _, ob := range obs {
-				e.release(ob, true)
-			}
 			if err != nil {
+				for _, ob := range obs {
+					e.release(ob, true)
+				}
 				return fmt.Errorf("data: fetching blocks: %w", err)
 			}
-			held = append(held, recs...)
+			// A block's record is built over the stored bytes (no copy), so the block is
+			// released, and counted as consumed, only when the record is done with.
+			for i, r := range recs {
+				ob := obs[i]
+				held = append(held, &heldBlock{Record: r, release: func() { e.release(ob, true) }})
+			}
 			return nil
 		}
 		cutBatches(int64(size), &held, &off, func() (bool, error) {
@@ -127,6 +132,21 @@ func (d *Dataset) IterBatches(ctx context.Context, opts ...Option) iter.Seq2[arr
 			}
 			return true, fetch()
 		}, yield)
+	}
+}
+
+// heldBlock is a fetched block's record that releases the block when it is released
+// (once: cutBatches releases each held record exactly once).
+type heldBlock struct {
+	arrow.Record
+	release func()
+}
+
+func (h *heldBlock) Release() {
+	h.Record.Release()
+	if h.release != nil {
+		h.release()
+		h.release = nil
 	}
 }
 

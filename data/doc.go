@@ -53,7 +53,9 @@
 // footers) or input blocks, and further tasks start only while four times that, at least
 // 1 MiB each, fits: near the budget the first task runs alone to learn the size), so data
 // far larger than memory streams through without spilling. Consumed blocks are released at
-// once. Limit stops launching upstream work once it has its rows. Actor pools start their
+// once. Blocks are read without copying (the records' buffers are the stored bytes, kept
+// alive while referenced): batches must not be modified in place, as any Arrow value. Limit
+// stops launching upstream work once it has its rows. Actor pools start their
 // min actors when the execution starts (their setups run in parallel) and grow to max while
 // blocks wait and every actor is busy; their actors are killed when the operator finishes.
 // Actors hold their CPUs while alive, so a pool reserves CPUs for an actor only while one

@@ -26,6 +26,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"time"
@@ -88,6 +89,7 @@ func run() int {
 	asJSON := flag.Bool("json", false, "print the results as one JSON object on stdout (the table goes to stderr)")
 	address := flag.String("address", "", "run against the cluster at this GCS address (also RAY_ADDRESS) instead of a local runtime; (c) needs a local runtime and is skipped")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the measured parts to `file`")
+	traceFile := flag.String("trace", "", "write an execution trace (go tool trace) of the measured parts to `file`")
 	verbose := flag.Bool("v", false, "print ds.Stats() of the last ray-go run of each part")
 	flag.DurationVar(&cfg.timeout, "timeout", 3*time.Minute, "give up on a part that takes longer (a stuck pipeline fails instead of hanging)")
 	flag.Parse()
@@ -171,6 +173,23 @@ func run() int {
 			return func() {}
 		}
 		return func() { pprof.StopCPUProfile(); f.Close() }
+	}
+	if *traceFile != "" { // (the CPU profile's start/stop bracket the same parts)
+		inner := profile
+		profile = func() func() {
+			stopCPU := inner()
+			f, err := os.Create(*traceFile)
+			if err != nil {
+				logf("-trace: %v", err)
+				return stopCPU
+			}
+			if err := trace.Start(f); err != nil {
+				logf("-trace: %v", err)
+				f.Close()
+				return stopCPU
+			}
+			return func() { trace.Stop(); f.Close(); stopCPU() }
+		}
 	}
 
 	if want["a"] {

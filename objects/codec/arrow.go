@@ -47,8 +47,12 @@ func encodeIPC(f Format, schema *arrow.Schema, write func(*ipc.Writer) error, wh
 	if err := writeIPC(&n, schema, write); err != nil {
 		return nil, fmt.Errorf("codec: encoding %s: %w", what, err)
 	}
-	out := fixedWriter{buf: make([]byte, 1, 1+int(n))}
+	// The format byte, padded to 8 bytes so that the stream's buffers are 8-byte aligned
+	// in memory (read in place: arrowshared.go).
+	// Large buffers are recycled once garbage (encbuf.go).
+	out := fixedWriter{buf: encodeBuf(1 + arrowPad + int(n))[:1+arrowPad]}
 	out.buf[0] = byte(f)
+	clear(out.buf[1:])
 	if err := writeIPC(&out, schema, write); err != nil {
 		return nil, fmt.Errorf("codec: encoding %s: %w", what, err)
 	}
@@ -91,7 +95,7 @@ func UnmarshalRecord(data []byte, mem memory.Allocator) (arrow.Record, error) {
 	if Format(data[0]) != FormatArrowRecord {
 		return nil, &TypeMismatchError{Stored: storedName(data), Want: typeArrowRecord}
 	}
-	recs, _, err := readArrow(data[1:], mem, false, nil)
+	recs, _, err := readArrow(arrowPayload(data), mem, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +116,7 @@ func UnmarshalTable(data []byte, mem memory.Allocator) (arrow.Table, error) {
 	// some records that decode but are inconsistent, after retaining part of them, and the
 	// allocator must then free what the half-built table holds.
 	var tbl arrow.Table
-	recs, _, err := readArrow(data[1:], mem, true, func(schema *arrow.Schema, recs []arrow.Record) {
+	recs, _, err := readArrow(arrowPayload(data), mem, true, func(schema *arrow.Schema, recs []arrow.Record) {
 		tbl = array.NewTableFromRecords(schema, recs)
 	})
 	if err != nil {
@@ -145,18 +149,20 @@ func storedName(data []byte) string {
 	return Format(data[0]).String() + " data"
 }
 
+// decodeArrow is Unmarshal's Arrow path: records and tables built over data where they
+// can be (readArrowShared), no copy of the array buffers.
 func decodeArrow(data []byte, ptr any, t reflect.Type) error {
 	f := Format(data[0])
 	switch p := ptr.(type) {
 	case *arrow.Record:
-		rec, err := UnmarshalRecord(data, nil)
+		rec, err := unmarshalRecordShared(data)
 		if err != nil {
 			return err
 		}
 		*p = rec
 		return nil
 	case *arrow.Table:
-		tbl, err := UnmarshalTable(data, nil)
+		tbl, err := unmarshalTableShared(data)
 		if err != nil {
 			return err
 		}
@@ -164,14 +170,14 @@ func decodeArrow(data []byte, ptr any, t reflect.Type) error {
 		return nil
 	case *any:
 		if f == FormatArrowRecord {
-			rec, err := UnmarshalRecord(data, nil)
+			rec, err := unmarshalRecordShared(data)
 			if err != nil {
 				return err
 			}
 			*p = rec
 			return nil
 		}
-		tbl, err := UnmarshalTable(data, nil)
+		tbl, err := unmarshalTableShared(data)
 		if err != nil {
 			return err
 		}
@@ -179,6 +185,31 @@ func decodeArrow(data []byte, ptr any, t reflect.Type) error {
 		return nil
 	}
 	return &TypeMismatchError{Stored: storedName(data), Want: t}
+}
+
+func unmarshalRecordShared(data []byte) (arrow.Record, error) {
+	if Format(data[0]) != FormatArrowRecord {
+		return nil, &TypeMismatchError{Stored: storedName(data), Want: typeArrowRecord}
+	}
+	recs, err := readArrowShared(arrowPayload(data), false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return recs[0], nil
+}
+
+func unmarshalTableShared(data []byte) (arrow.Table, error) {
+	var tbl arrow.Table
+	recs, err := readArrowShared(arrowPayload(data), true, func(schema *arrow.Schema, recs []arrow.Record) {
+		tbl = array.NewTableFromRecords(schema, recs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		r.Release()
+	}
+	return tbl, nil
 }
 
 // errArrowAlloc is panicked by decodeAllocator and recovered in readArrow.
@@ -294,6 +325,9 @@ func readArrow(payload []byte, mem memory.Allocator, many bool, build func(*arro
 		return nil, nil, corruptWrap("Arrow IPC", err)
 	}
 	defer rd.Release()
+	if err := checkSchemaTypes(rd.Schema()); err != nil {
+		return nil, nil, err
+	}
 	for rd.Next() {
 		rec := rd.Record()
 		rec.Retain()
@@ -363,33 +397,43 @@ func (r *sliceMessageReader) Message() (*ipc.Message, error) {
 		r.msg.Release()
 		r.msg = nil
 	}
-	l, err := r.u32()
+	meta, b, err := r.next()
 	if err != nil {
 		return nil, err
 	}
-	if l == 0xFFFFFFFF { // continuation marker, then the length
-		if l, err = r.u32(); err != nil {
-			return nil, err
-		}
-	}
-	if l == 0 {
-		return nil, io.EOF
-	}
-	if uint64(l) > uint64(len(r.data)-r.pos) {
-		return nil, errors.New("arrow/ipc: message metadata overruns the input")
-	}
-	meta := r.data[r.pos : r.pos+int(l) : r.pos+int(l)]
-	r.pos += int(l)
-	body, ok := checkMessage(meta)
-	if !ok {
-		return nil, errors.New("arrow/ipc: malformed message metadata")
-	}
-	if body > uint64(len(r.data)-r.pos) {
-		return nil, errors.New("arrow/ipc: message body overruns the input")
-	}
-	b := r.data[r.pos : r.pos+int(body) : r.pos+int(body)]
-	r.pos += int(body)
 	// Buffers over plain bytes: no allocator, so releasing them frees nothing.
 	r.msg = ipc.NewMessage(memory.NewBufferBytes(meta), memory.NewBufferBytes(b))
 	return r.msg, nil
+}
+
+// next returns the metadata and body of the next message, subslices of the input; io.EOF
+// at the end-of-stream marker.
+func (r *sliceMessageReader) next() (meta, body []byte, err error) {
+	l, err := r.u32()
+	if err != nil {
+		return nil, nil, err
+	}
+	if l == 0xFFFFFFFF { // continuation marker, then the length
+		if l, err = r.u32(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if l == 0 {
+		return nil, nil, io.EOF
+	}
+	if uint64(l) > uint64(len(r.data)-r.pos) {
+		return nil, nil, errors.New("arrow/ipc: message metadata overruns the input")
+	}
+	meta = r.data[r.pos : r.pos+int(l) : r.pos+int(l)]
+	r.pos += int(l)
+	n, ok := checkMessage(meta)
+	if !ok {
+		return nil, nil, errors.New("arrow/ipc: malformed message metadata")
+	}
+	if n > uint64(len(r.data)-r.pos) {
+		return nil, nil, errors.New("arrow/ipc: message body overruns the input")
+	}
+	body = r.data[r.pos : r.pos+int(n) : r.pos+int(n)]
+	r.pos += int(n)
+	return meta, body, nil
 }

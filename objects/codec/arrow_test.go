@@ -289,7 +289,7 @@ func TestArrowDecodeDoesNotAliasInput(t *testing.T) {
 func TestSliceMessageReaderBounds(t *testing.T) {
 	rec := testRecord(nil, 5)
 	defer rec.Release()
-	stream := mustMarshal(t, rec)[1:]
+	stream := arrowPayload(mustMarshal(t, rec))
 	// a valid stream: schema, record batch, then io.EOF
 	r := &sliceMessageReader{data: stream, refs: 1}
 	var kinds []string

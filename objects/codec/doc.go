@@ -112,15 +112,23 @@
 // # Arrow
 //
 // An arrow.Record is written as an Arrow IPC stream (schema, one record batch, end of
-// stream) and an arrow.Table as a stream of its batches; both decode (Unmarshal,
-// UnmarshalRecord, UnmarshalTable) into new values the caller owns and must Release.
-// UnmarshalRecord and UnmarshalTable take the memory.Allocator to use. The IPC metadata is
-// bounds-checked before arrow/ipc reads it and panics from arrow/ipc on corrupt input are
-// recovered, so corrupt Arrow data is an error too. Arrow values are only supported as
-// the top-level value. Encoding measures the stream first and writes it into one buffer of
-// exactly its size; decoding reads the messages in place (no copy of the input) and copies
-// each array buffer once, into memory from the allocator, so the result never aliases the
-// input.
+// stream) and an arrow.Table as a stream of its batches, after the format byte and 7 zero
+// bytes (so that the stream's buffers are 8-byte aligned in memory); both decode
+// (Unmarshal, UnmarshalRecord, UnmarshalTable) into values the caller must Release. The
+// IPC metadata is bounds-checked before arrow/ipc reads it and panics from arrow/ipc on
+// corrupt input are recovered, so corrupt Arrow data is an error too. Arrow values are
+// only supported as the top-level value. Encoding measures the stream first and writes it
+// into one buffer of exactly its size.
+//
+// Unmarshal decodes without copying: for plain layouts (fixed-width, binary and string,
+// lists, fixed-size lists and structs of them) the arrays' buffers are the input's bytes
+// (an object store's zero-copy read), after every length, buffer bound and offset has
+// been checked against the input; other layouts go through arrow/ipc, which copies. So
+// the input must not be modified while the value lives, and the value's buffers must not
+// be modified (Arrow values are immutable; the runtime's stored objects are never
+// modified nor reused while referenced, the garbage collector keeps them alive for the
+// arrays). UnmarshalRecord and UnmarshalTable copy every buffer into memory from the
+// given memory.Allocator: their result never aliases the input.
 //
 // # User codecs
 //

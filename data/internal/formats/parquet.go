@@ -33,6 +33,11 @@ func readParquet(ctx context.Context, u Unit, opt ReadOptions, autoBatch bool, m
 		}
 	}()
 	props := parquet.NewReaderProperties(mem)
+	// Column chunks are read through a 1 MiB buffer (a page at a time), not whole into
+	// memory: without it arrow reads each chunk into a buffer of its size and copies it
+	// into a second one of the same size.
+	props.BufferedStreamEnabled = true
+	props.BufferSize = pqBufferSize
 	rdr, err := file.NewParquetReader(f, file.WithReadProps(props))
 	if err != nil {
 		return footerErr(u.Path, err)
@@ -123,6 +128,10 @@ func readParquet(ctx context.Context, u Unit, opt ReadOptions, autoBatch bool, m
 	rg = groups[0]
 	return readRowGroups(ctx, fr, leaves, groups, u.Path, sink, &rg)
 }
+
+// pqBufferSize is the read buffer of a column chunk's stream (Parquet writers make pages
+// of about 1 MiB; a larger page grows the buffer).
+const pqBufferSize = 1 << 20
 
 // maxUnitBatchRows bounds the batches of unitBatchRows: the size estimate comes from the
 // Parquet metadata, which can underestimate the Arrow size (dictionary-encoded columns), and
