@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/netx"
 	"github.com/ray-go/ray/objects/transfer"
 )
 
@@ -28,7 +28,7 @@ func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids
 	if addr := c.cfg.Cluster.DataAddress(node); addr != "" {
 		b, err = transfer.Fetch(ctx, addr, id, transfer.FetchOptions{})
 	}
-	if err != nil && !lost(err) && !errors.Is(err, syscall.ECONNREFUSED) && addrOf(c, node) != "" && refused(addrOf(c, node)) {
+	if err != nil && !lost(err) && !errors.Is(err, syscall.ECONNREFUSED) && addrOf(c, node) != "" && netx.Refused(addrOf(c, node), time.Second) {
 		// A pooled connection broke (reset, EOF) and nothing listens there any more.
 		err = fmt.Errorf("%w (and a new connection is refused)", err)
 		err = errors.Join(err, syscall.ECONNREFUSED)
@@ -55,17 +55,6 @@ func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids
 var errNoStream = errors.New("no data stream")
 
 func addrOf(c *Core, node ids.NodeID) string { return c.cfg.Cluster.DataAddress(node) }
-
-// refused reports whether a new TCP connection to addr is refused: no process listens
-// there (a killed node's port, on a machine that is up).
-func refused(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err == nil {
-		conn.Close()
-		return false
-	}
-	return errors.Is(err, syscall.ECONNREFUSED)
-}
 
 func lost(err error) bool {
 	return errors.Is(err, transfer.ErrNotFound) || errors.Is(err, transfer.ErrUnreadable) || errors.Is(err, transfer.ErrCorrupt)

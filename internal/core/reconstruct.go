@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/netx"
 	"github.com/ray-go/ray/internal/pb"
 	"github.com/ray-go/ray/objects"
 )
@@ -65,7 +66,7 @@ func (c *Core) argGone(v objects.Value) bool {
 		return false
 	}
 	addr := c.cfg.Cluster.DataAddress(v.Node)
-	return addr != "" && refused(addr)
+	return addr != "" && netx.Refused(addr, time.Second)
 }
 
 // reconstruct starts recreating id: it reports false when id cannot be recreated (not a

@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 
 	"github.com/ray-go/ray/internal/gcs"
+	"github.com/ray-go/ray/internal/netx"
 )
 
 // ActivatorName is the name of the lookup actor every cluster member (and client) runs:
@@ -277,7 +278,7 @@ func (l *Lookup) activate(activator *actor.PID, req *cluster.ActivationRequest, 
 		done <- answer{res, err}
 	}()
 	probe := make(chan bool, 1)
-	go func() { probe <- refused(remoteAddr, l.cfg.ActivationTimeout) }()
+	go func() { probe <- netx.Refused(remoteAddr, l.cfg.ActivationTimeout) }()
 	for {
 		select {
 		case a := <-done:

@@ -1,18 +1,16 @@
 package membership
 
 import (
-	"errors"
 	"log/slog"
 	"maps"
-	"net"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
 	"github.com/ray-go/ray/internal/gcs"
+	"github.com/ray-go/ray/internal/netx"
 )
 
 // Messages to the membership actor (local only, so not protobuf).
@@ -175,20 +173,10 @@ func (m *monitor) put(ctx actor.Context, info MemberInfo) {
 func (m *monitor) checkRefused(ctx actor.Context, addr string) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
-		if refused(addr, m.p.cfg.ProbeTimeout) {
+		if netx.Refused(addr, m.p.cfg.ProbeTimeout) {
 			root.Send(self, &refusedMsg{addr: addr})
 		}
 	}()
-}
-
-// refused reports whether a new TCP connection to addr is refused.
-func refused(addr string, timeout time.Duration) bool {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
-	if err == nil {
-		conn.Close()
-		return false
-	}
-	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // onRefused: a peer first seen refuses connections; it is unreachable, as if its Watch
