@@ -180,7 +180,7 @@ func (m *monitor) checkRefused(ctx actor.Context, addr string) {
 }
 
 // onRefused: a peer first seen refuses connections; it is unreachable, as if its Watch
-// had ended (probes go on, and a live process answering one is reachable again).
+// had ended.
 func (m *monitor) onRefused(ctx actor.Context, addr string) {
 	pr := m.peers[addr]
 	if pr == nil || pr.unreachable || len(pr.members) == 0 {
@@ -190,14 +190,7 @@ func (m *monitor) onRefused(ctx actor.Context, addr string) {
 		ctx.Unwatch(membershipPID(addr))
 		pr.watching = false
 	}
-	pr.unreachable = true
-	m.p.log.Info("member unreachable", slog.String("address", addr), slog.String("why", "connection refused"))
-	for _, id := range slices.Sorted(maps.Keys(pr.members)) {
-		m.publish(MemberUnreachable, m.members[id])
-	}
-	m.refresh(ctx)
-	pr.probeDelay = m.p.cfg.ProbeInterval
-	m.scheduleProbe(ctx, pr)
+	m.markUnreachable(ctx, pr, "connection refused")
 }
 
 func (m *monitor) remove(ctx actor.Context, id string) {
@@ -236,8 +229,14 @@ func (m *monitor) onTerminated(ctx actor.Context, t *actor.Terminated) {
 		m.refresh(ctx)
 		return
 	}
+	m.markUnreachable(ctx, pr, t.Why.String())
+}
+
+// markUnreachable reports a registered peer unreachable and starts probing it: a live
+// process answering a probe is reachable again.
+func (m *monitor) markUnreachable(ctx actor.Context, pr *peer, why string) {
 	pr.unreachable = true
-	m.p.log.Info("member unreachable", slog.String("address", pr.addr), slog.String("why", t.Why.String()))
+	m.p.log.Info("member unreachable", slog.String("address", pr.addr), slog.String("why", why))
 	for _, id := range slices.Sorted(maps.Keys(pr.members)) {
 		m.publish(MemberUnreachable, m.members[id])
 	}
