@@ -39,6 +39,12 @@ func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids
 		return nil, fmt.Errorf("%w: %s: node %s does not answer (its process is gone): %v", ErrObjectLost, id, node, err)
 	}
 	if err != nil && !lost(err) && ctx.Err() == nil {
+		// The grain pull waits up to a chunk timeout (30 s) for a shard that does not
+		// answer, and messages to a dead process are dropped, not failed: a node the view
+		// no longer counts, or whose shard's address refuses connections, is gone.
+		if !c.cfg.Cluster.Alive(node) || (s.Address != "" && netx.Refused(s.Address, time.Second)) {
+			return nil, fmt.Errorf("%w: %s: node %s is gone (%v)", ErrObjectLost, id, node, err)
+		}
 		b, err = transfer.Pull(ctx, c.root, s, id, pullOptions)
 	}
 	switch {

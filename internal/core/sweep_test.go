@@ -1,8 +1,11 @@
 package core
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -84,5 +87,49 @@ func TestSweepFailsTasksOfNodesThatLeftTheView(t *testing.T) {
 	}
 	if got := c.Stats().Retried.Load(); got != 1 {
 		t.Fatalf("%d retries, want 1", got)
+	}
+}
+
+// TestPullFromADeadNodeIsLostAtOnce: reading an object whose node died, with no data stream
+// known for it, fails as lost at once (so the owner recreates it) instead of waiting for the
+// grain pull's 30 s chunk timeout on a shard that will never answer.
+func TestPullFromADeadNodeIsLostAtOnce(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	t.Cleanup(sys.Shutdown)
+	cl := &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{}}
+	local := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	c, err := New(Config{Job: "j", Node: "n1", System: sys, Cluster: cl,
+		Raylet: func() *actor.PID { return local }, Store: func() *actor.PID { return local },
+		Feasible: func(sched.Resources) error { return nil }, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := l.Addr().String()
+	l.Close() // the shard's process is gone: nothing listens at its address
+	shard := actor.NewPID(deadAddr, "store")
+	id := ids.ReturnID(ids.NewRootTaskID(), 1)
+	for _, tc := range []struct {
+		name string
+		dead bool
+	}{{"the view still counts the node", false}, {"the view dropped the node", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.dead {
+				cl.kill("n2")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			_, err := c.pull(ctx, shard, id, "n2")
+			if !errors.Is(err, ErrObjectLost) {
+				t.Fatalf("pull from a dead node: %v, want ErrObjectLost", err)
+			}
+			t.Logf("lost after %v", time.Since(start))
+		})
 	}
 }
