@@ -102,8 +102,11 @@ func (c *Core) reconstruct(id ids.ObjectID) bool {
 	c.mu.Unlock()
 	c.stats.Reconstructed.Add(1)
 	// The old copy (a corrupt spill file, say) goes first, so the new result is stored in
-	// its place rather than taken for a duplicate of it.
-	if old, ready, _ := c.mem.Get(id); ready && old.InStore && !c.lostHere(old) {
+	// its place rather than taken for a duplicate of it. Not on a node that is gone, even if
+	// this runtime has not heard yet (argGone also finds a node whose process refuses
+	// connections): a free sent there is never answered, and waiting for it held up this
+	// runtime's results for 5 s (a chaos-suite round).
+	if old, ready, _ := c.mem.Get(id); ready && old.InStore && !c.argGone(old) {
 		if s := c.storeOf(old.Node); s != nil {
 			_, _ = c.root.RequestFuture(s, &pb.FreeObjects{ObjectIds: [][]byte{id[:]}}, 5*time.Second).Result()
 		}
