@@ -41,13 +41,13 @@ func (t *twoNodes) Feasible(sched.Resources) error   { return nil }
 func (t *twoNodes) Alive(n ids.NodeID) bool          { t.mu.Lock(); defer t.mu.Unlock(); return !t.dead[n] }
 func (t *twoNodes) kill(n ids.NodeID)                { t.mu.Lock(); t.dead[n] = true; t.mu.Unlock() }
 
-// TestSweepFailsTasksOfNodesThatLeftTheView: a task sent to a node that then leaves the view
-// (no membership event reaches this process) is retried on another node by the sweep.
-func TestSweepFailsTasksOfNodesThatLeftTheView(t *testing.T) {
+// newClusterCore returns a Core of node n1 in a twoNodes cluster whose raylets put the
+// specs they receive into specs (by node; nil: no raylets).
+func newClusterCore(t *testing.T, specs map[ids.NodeID]chan *pb.TaskSpec) (*Core, *twoNodes) {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	t.Cleanup(sys.Shutdown)
-	specs := map[ids.NodeID]chan *pb.TaskSpec{"n2": make(chan *pb.TaskSpec, 4), "n3": make(chan *pb.TaskSpec, 4)}
 	cl := &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{}}
 	for n, ch := range specs {
 		cl.raylets[n] = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
@@ -64,6 +64,14 @@ func TestSweepFailsTasksOfNodesThatLeftTheView(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
+	return c, cl
+}
+
+// TestSweepFailsTasksOfNodesThatLeftTheView: a task sent to a node that then leaves the view
+// (no membership event reaches this process) is retried on another node by the sweep.
+func TestSweepFailsTasksOfNodesThatLeftTheView(t *testing.T) {
+	specs := map[ids.NodeID]chan *pb.TaskSpec{"n2": make(chan *pb.TaskSpec, 4), "n3": make(chan *pb.TaskSpec, 4)}
+	c, cl := newClusterCore(t, specs)
 	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
 	if _, err := c.Submit(c.NewDriver(), Call{Function: "core_test.f", Resources: res, MaxRetries: 3}); err != nil {
 		t.Fatal(err)
@@ -94,18 +102,7 @@ func TestSweepFailsTasksOfNodesThatLeftTheView(t *testing.T) {
 // known for it, fails as lost at once (so the owner recreates it) instead of waiting for the
 // grain pull's 30 s chunk timeout on a shard that will never answer.
 func TestPullFromADeadNodeIsLostAtOnce(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	t.Cleanup(sys.Shutdown)
-	cl := &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{}}
-	local := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
-	c, err := New(Config{Job: "j", Node: "n1", System: sys, Cluster: cl,
-		Raylet: func() *actor.PID { return local }, Store: func() *actor.PID { return local },
-		Feasible: func(sched.Resources) error { return nil }, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c, cl := newClusterCore(t, nil)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
