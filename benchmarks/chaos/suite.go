@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ray-go/ray/benchmarks/chaos/report"
 )
 
 // Config is one run of the suite.
@@ -73,36 +75,8 @@ type Summary struct {
 	PerRound       []Round  `json:"per_round,omitempty"`
 }
 
-// Round is a driver's round line (the driver's RoundReport, the fields the suite uses).
-type Round struct {
-	Type                 string   `json:"type"`
-	Round                int      `json:"round"`
-	Warmup               bool     `json:"warmup,omitempty"`
-	Nodes                int      `json:"nodes"`
-	DurationMS           float64  `json:"duration_ms"`
-	Results              int      `json:"results"`
-	Completed            int      `json:"completed"`
-	Wrong                int      `json:"wrong"`
-	Errors               []string `json:"errors,omitempty"`
-	WrongResults         []string `json:"wrong_results,omitempty"`
-	Hang                 bool     `json:"hang,omitempty"`
-	Killed               bool     `json:"killed"`
-	KillSkipped          string   `json:"kill_skipped,omitempty"`
-	Victim               string   `json:"victim,omitempty"`
-	VictimPID            int      `json:"victim_pid,omitempty"`
-	KillAtMS             float64  `json:"kill_at_ms,omitempty"`
-	OutstandingAtKill    int      `json:"outstanding_at_kill,omitempty"`
-	OutstandingChains    int      `json:"outstanding_chains,omitempty"`
-	OutstandingActor     int      `json:"outstanding_actor,omitempty"`
-	OutstandingNested    int      `json:"outstanding_nested,omitempty"`
-	RecoveryMS           float64  `json:"recovery_ms,omitempty"`
-	RecoveryChainMS      float64  `json:"recovery_chain_ms,omitempty"`
-	RecoveryActorMS      float64  `json:"recovery_actor_ms,omitempty"`
-	RecoveryNestedMS     float64  `json:"recovery_nested_ms,omitempty"`
-	RejoinMS             float64  `json:"rejoin_ms,omitempty"`
-	TasksRetried         int64    `json:"tasks_retried"`
-	ObjectsReconstructed int64    `json:"objects_reconstructed"`
-}
+// Round is a driver's round line.
+type Round = report.Round
 
 // driverSummary is the driver's last line.
 type driverSummary struct {
