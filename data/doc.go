@@ -52,8 +52,11 @@
 // first output size is known, its expected output comes from the read units (Parquet
 // footers) or input blocks, and further tasks start only while four times that, at least
 // 1 MiB each, fits: near the budget the first task runs alone to learn the size), so data
-// far larger than memory streams through without spilling. Consumed blocks are released at
-// once. Blocks are read without copying (the records' buffers are the stored bytes, kept
+// far larger than memory streams through without spilling. The operator that feeds the
+// consumer also keeps at most one block more than its tasks in flight ahead of the consumer
+// (running, finished, queued or held by it: Ray's streaming output backpressure), so a
+// consumer slower than the tasks does not let blocks pile up to the budget. Consumed blocks
+// are released at once. Blocks are read without copying (the records' buffers are the stored bytes, kept
 // alive while referenced): batches must not be modified in place, as any Arrow value. Limit
 // stops launching upstream work once it has its rows. Actor pools start their
 // min actors when the execution starts (their setups run in parallel) and grow to max while

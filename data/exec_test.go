@@ -255,6 +255,35 @@ func TestBackpressure(t *testing.T) {
 	t.Logf("320 MiB in %v, peak held %.1f MiB of a %.0f MiB budget", time.Since(start), float64(st.peakBytes)/(1<<20), float64(budget)/(1<<20))
 }
 
+// TestSlowConsumerBoundsTheQueue: with a consumer slower than the tasks, the executor keeps
+// at most one block more than it runs tasks ahead of the consumer (streaming output
+// backpressure), far below what the byte budget alone would allow.
+func TestSlowConsumerBoundsTheQueue(t *testing.T) {
+	ctx := timeout(t)
+	const blocks, tasks = 24, 2
+	const budget = 24 << 20 // room for 12 blocks of 2 MiB
+	d := Range(blocks, Parallelism(blocks)).MapBatches(grow)
+	var rows int64
+	for b, err := range d.IterBatches(ctx, BatchSize(blockFloats), Prefetch(1), MaxTasksInFlight(tasks), ObjectStoreBudget(budget)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows += b.NumRows()
+		time.Sleep(15 * time.Millisecond)
+	}
+	if rows != blocks*blockFloats {
+		t.Fatalf("rows: %d", rows)
+	}
+	st := d.stats.Load()
+	// Held: the block being consumed, the next one, and the running tasks' estimates (each
+	// at most a block once the first output is known).
+	const block = blockFloats * 8
+	if st.peakBytes > (tasks+2)*block+block/2 {
+		t.Fatalf("peak bytes held %.1f MiB: more than %d blocks of 2 MiB ahead of a slow consumer", float64(st.peakBytes)/(1<<20), tasks+2)
+	}
+	t.Logf("peak held %.1f MiB (budget %d MiB)", float64(st.peakBytes)/(1<<20), budget>>20)
+}
+
 func TestStreamingSplit(t *testing.T) {
 	ctx := timeout(t)
 	its, err := Range(200, Parallelism(10)).Map(plus100).StreamingSplit(ctx, 2)

@@ -104,7 +104,9 @@ type executor struct {
 	kick     chan struct{}
 	consumed atomic.Int64
 	seenCons int64
-	handed   int64 // bytes of owned blocks handed to the consumer
+	handed   int64        // bytes of owned blocks handed to the consumer
+	handedN  int64        // blocks handed to the consumer
+	releaseN atomic.Int64 // blocks the consumer released
 	err      error
 	stats    *execStats
 	progress bool
@@ -324,6 +326,7 @@ func (e *executor) release(b outBlock, drop bool) {
 	if b.owned {
 		e.consumed.Add(b.size)
 	}
+	e.releaseN.Add(1)
 	select {
 	case e.kick <- struct{}{}:
 	default:
@@ -419,6 +422,7 @@ func (e *executor) handOut() {
 	if b := e.sinkQ[0]; b.owned {
 		e.handed += b.size
 	}
+	e.handedN++
 	e.sinkQ = e.sinkQ[1:]
 }
 
@@ -758,6 +762,9 @@ func (e *executor) launch() error {
 			if e.usage+est > limit {
 				break
 			}
+			if op.down == nil && e.outputQueue(op) >= e.maxTasks+1 {
+				break
+			}
 			ok, err := e.start1(op, est)
 			if err != nil {
 				return err
@@ -769,6 +776,19 @@ func (e *executor) launch() error {
 		e.shrinkPool(op)
 	}
 	return nil
+}
+
+// outputQueue is how many outputs of op, the operator that feeds the consumer, exist or
+// are being made and the consumer has not released yet: op's running tasks, its outputs
+// waiting for an earlier one, the blocks queued for the consumer, and the blocks it holds.
+// launch keeps it at most one more than the tasks that can run at once (Ray's streaming
+// output backpressure): the consumer has the next block ready when it needs it, and
+// blocks do not pile up in memory ahead of a consumer that is slower than the tasks. Each
+// held block is memory the process must have (a block and, while its task encodes it,
+// its copy): on a machine where the consumer shares the cores with the tasks, a queue of
+// blocks only costs memory (and the page faults of touching it), never throughput.
+func (e *executor) outputQueue(op *opState) int {
+	return len(op.inflight) + len(op.done) + len(e.sinkQ) + int(e.handedN-e.releaseN.Load())
 }
 
 // shrinkPool kills actors beyond the pool's min that have been idle a while with no blocks

@@ -93,7 +93,6 @@ type Core struct {
 	tasks map[ids.TaskID]*pending
 
 	stats    Stats
-	freed    atomic.Int64 // store bytes freed since the last collection (see collectAfter)
 	inflight atomic.Int64 // bytes of objects being pulled from other nodes right now
 
 	borrows borrowState // refs borrowed from and lent to other runtimes (borrow.go)
@@ -262,13 +261,19 @@ func (c *Core) unborrowArgs(refs []ids.ObjectID) []ids.ObjectID {
 	return owned
 }
 
-// collectAfter is how many bytes of freed store objects make a free wait for the shard and
-// then run a garbage collection. Go's GC paces itself by allocation and does not know that
-// hundreds of MiB just became garbage; until it runs, the next large object gets fresh
-// pages from the OS, and first-touch page faults cost 2-20 µs per 4 KiB on the VMs we
+// collectAfter is how many bytes of store objects one free must release to wait for the
+// shard and then run a garbage collection. Go's GC paces itself by allocation and does not
+// know that hundreds of MiB just became garbage; until it runs, the next large object gets
+// fresh pages from the OS, and first-touch page faults cost 2-20 µs per 4 KiB on the VMs we
 // measured (0.3-2 GB/s for an 800 MiB Put, against 6-7 GB/s into collected, reused memory).
 // Object bytes hold no pointers, so the collection costs what scanning the rest of the
-// heap costs. Freeing fewer bytes than this never waits.
+// heap costs.
+//
+// The bytes of one free count, not a running total of many: a stream of smaller objects
+// (Ray Data's blocks of a few to tens of MiB) is what the collector's own pacing handles,
+// and forcing a collection every 64 MiB of them cost a streaming pipeline 5-10% of its
+// throughput (`go run ./benchmarks/data -parts a`) for no gain in the large-Put benchmarks,
+// whose objects are each over the threshold.
 const collectAfter = 64 << 20
 
 func (c *Core) free(r objects.Released) { c.freeAs(r, false) }
@@ -302,8 +307,7 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 			continue // the node is gone, and its objects with it
 		}
 		msg := &pb.FreeObjects{ObjectIds: list}
-		if node == c.cfg.Node && c.freed.Add(bytes) >= collectAfter && collect {
-			c.freed.Store(0)
+		if node == c.cfg.Node && bytes >= collectAfter && collect {
 			// Bounded wait: a shard that does not answer only costs the collection's benefit.
 			_, _ = c.root.RequestFuture(s, msg, 5*time.Second).Result()
 			runtime.GC()
