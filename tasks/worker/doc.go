@@ -8,7 +8,8 @@
 // arguments (inline bytes, or the node's store shard for large ones), calls the registered
 // function with a context that carries the runtime (so it can submit and Get nested tasks),
 // and panics are recovered into error replies. Results go straight from the lease's
-// goroutine to their owners, batched per owner while more tasks of the lease are waiting;
+// goroutine to their owners, batched per owner while more tasks of the lease are waiting
+// (for at most 1 ms: a long task does not hold back the results of the tasks before it);
 // LeaseDone returns the lease's resources to the scheduler once, when the lease ends.
 //
 // A task blocked in Get tells this grain (the task's context names it), which lends the

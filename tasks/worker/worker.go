@@ -22,6 +22,12 @@ const DefaultInlineLimit = 100 << 10
 // maxResultBatch bounds how many results a lease holds back for one owner.
 const maxResultBatch = 64
 
+// maxResultHold bounds how long a lease holds back a result: a lease carries several tasks
+// only when their class is known to run short ones, but a longer task can still follow
+// (the class's estimate lags), and the results of the tasks before it must not wait for it.
+// Short tasks finish tens of results within this time, so batching still pays.
+const maxResultHold = time.Millisecond
+
 // Env is what a worker needs from its node and process.
 type Env struct {
 	Node        ids.NodeID
@@ -242,12 +248,13 @@ type ownerBatch struct {
 // run executes a lease's tasks one after another on this goroutine.
 func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext, raylet *actor.PID) {
 	var (
+		mu      sync.Mutex   // batches and held: the hold timer flushes too
 		batches []ownerBatch // few owners per lease: a slice beats a map
 		held    int
 		n       int32
 		nanos   int64
 	)
-	flush := func() {
+	flushLocked := func() {
 		for i := range batches {
 			b := &batches[i]
 			switch len(b.results) {
@@ -260,6 +267,18 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext, raylet 
 			b.results = nil
 		}
 		held = 0
+	}
+	hold := time.AfterFunc(time.Hour, func() {
+		mu.Lock()
+		flushLocked()
+		mu.Unlock()
+	})
+	hold.Stop()
+	flush := func() {
+		hold.Stop()
+		mu.Lock()
+		flushLocked()
+		mu.Unlock()
 	}
 	for {
 		spec, tctx := l.next(w.base)
@@ -274,7 +293,9 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext, raylet 
 		if cancelled {
 			res = w.cancelled(spec.TaskId, spec.Attempt, spec.Function)
 		}
+		full := false
 		if spec.Owner != nil {
+			mu.Lock()
 			i := 0
 			for i < len(batches) && (batches[i].pid.Address != spec.Owner.Address || batches[i].pid.Id != spec.Owner.Id) {
 				i++
@@ -284,8 +305,13 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext, raylet 
 			}
 			batches[i].results = append(batches[i].results, res)
 			held++
+			if held == 1 && more {
+				hold.Reset(maxResultHold) // the next task may be long: do not wait for it
+			}
+			full = held >= maxResultBatch
+			mu.Unlock()
 		}
-		if !more || held >= maxResultBatch {
+		if !more || full {
 			if !more && raylet != nil {
 				// The lease's resources return before its last results reach their owners,
 				// so an owner's retry always finds them free.

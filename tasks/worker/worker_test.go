@@ -234,3 +234,40 @@ func TestCancelAndBlock(t *testing.T) {
 		t.Fatalf("lease done: %v", d)
 	}
 }
+
+var slowGate = make(chan struct{})
+
+func init() {
+	if err := tasks.Register(&tasks.Function{Name: "wt.slow", Call: func(ctx context.Context, _ [][]byte) ([]byte, error) {
+		select {
+		case <-slowGate:
+			return []byte("slow"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}); err != nil {
+		panic(err)
+	}
+}
+
+// TestResultNotHeldBehindALongTask: a lease of short tasks holds their results back to send
+// them together, but not while a long task after them runs.
+func TestResultNotHeldBehindALongTask(t *testing.T) {
+	h := newHarness(t)
+	h.lease(h.spec("wt.echo", data("quick")), h.spec("wt.slow"))
+	select {
+	case r := <-h.results:
+		if r.Error != nil || string(r.Data) != "quick" {
+			t.Fatalf("first result: %v", r)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the first task's result was held back while the next task of its lease ran")
+	}
+	close(slowGate)
+	if r := h.result(); r.Error != nil || string(r.Data) != "slow" {
+		t.Fatalf("second result: %v", r)
+	}
+	if _, ok := h.fromWorker().(*pb.LeaseDone); !ok {
+		t.Fatal("no LeaseDone")
+	}
+}
