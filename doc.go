@@ -30,8 +30,8 @@
 //
 // Objects: values of at most 100 KiB travel inline with task replies and stay with their
 // owner (this process); larger ones live in the node's object store shard. An object lives
-// while any copy of its ObjectRef is reachable (runtime.AddCleanup tells when it is not);
-// ObjectRef.Release frees it earlier. Values are encoded with deterministic CBOR, with raw
-// fast paths for numeric slices and []byte, and Arrow IPC for arrow.Record (package
-// objects/codec).
+// while any copy of its ObjectRef is reachable (a finalizer on the handle the copies share
+// tells when none is); ObjectRef.Release frees it earlier. Values are encoded with
+// deterministic CBOR, with raw fast paths for numeric slices and []byte, and Arrow IPC for
+// arrow.Record (package objects/codec).
 package ray

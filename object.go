@@ -24,32 +24,35 @@ type ObjectRef[T any] struct {
 
 type handle struct {
 	id    ids.ObjectID
-	core  *core.Core // nil for a ref decoded from a value and not bound yet (refs.go)
-	owner *pb.PID    // the owner, for a ref decoded from a value
-	err   error      // submission failed before an object existed
-	// cleanup gives the reference back when the garbage collector finds the handle
-	// unreachable; Release stops it and gives it back at once.
-	cleanup runtime.Cleanup
-	gone    atomic.Bool // released explicitly
+	core  *core.Core  // nil for a ref decoded from a value and not bound yet (refs.go)
+	owner *pb.PID     // the owner, for a ref decoded from a value
+	err   error       // submission failed before an object existed
+	gone  atomic.Bool // the reference was given back (Release, or the finalizer)
 }
 
-// cleanupArg is what a handle's cleanup needs; it must not point to the handle.
-type cleanupArg struct {
-	id   ids.ObjectID
-	core *core.Core
+// A handle bound to a runtime carries a finalizer (collected) that gives its reference back
+// when the garbage collector finds it unreachable; Release clears it and gives the reference
+// back at once. A finalizer, not runtime.AddCleanup: the handle points to nothing that could
+// make a cycle back to it, so the finalizer's one drawback (an object in a cycle is never
+// finalized) cannot arise, and it costs less per handle, which every task and Put pays:
+// AddCleanup allocates a box for its argument and a closure besides the record both
+// share (AddCleanup and Stop 184-189 ns against 153-156 ns for SetFinalizer and its
+// clearing, with 1000 handles live; a task costs its owner about 3.3 µs).
+func collected(h *handle) {
+	if !h.gone.CompareAndSwap(false, true) {
+		return
+	}
+	if h.owner == nil { // made by newRef: this process owns the object
+		h.core.ReleaseOwned(h.id, false)
+	} else {
+		h.core.ReleaseRef(h.id, false)
+	}
 }
-
-// release is the garbage collector's cleanup of a handle bound to a runtime (refs.go).
-func release(a cleanupArg) { a.core.ReleaseRef(a.id, false) }
-
-// releaseOwned is the garbage collector's cleanup of a handle newRef made: the object is
-// this process's own, so there is no borrow to look up.
-func releaseOwned(a cleanupArg) { a.core.ReleaseOwned(a.id, false) }
 
 // newRef wraps an ID the caller already holds one reference to (core.Submit, core.Put).
 func newRef[T any](c *core.Core, id ids.ObjectID) ObjectRef[T] {
 	h := &handle{id: id, core: c}
-	h.cleanup = runtime.AddCleanup(h, releaseOwned, cleanupArg{id: id, core: c})
+	runtime.SetFinalizer(h, collected)
 	return ObjectRef[T]{h: h}
 }
 
@@ -82,7 +85,7 @@ func (r ObjectRef[T]) String() string {
 // copy of the ref shares the hold, so do not use any copy afterwards.
 func (r ObjectRef[T]) Release() {
 	if r.h != nil && r.h.core != nil && r.h.gone.CompareAndSwap(false, true) {
-		r.h.cleanup.Stop()
+		runtime.SetFinalizer(r.h, nil)
 		if r.h.owner == nil { // made by newRef: this process owns the object
 			r.h.core.ReleaseOwned(r.h.id, true)
 		} else {

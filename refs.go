@@ -93,7 +93,7 @@ func (h *handle) bind(c *core.Core) {
 	}
 	h.core = c
 	c.Hold(h.id, h.owner)
-	h.cleanup = runtime.AddCleanup(h, release, cleanupArg{id: h.id, core: c})
+	runtime.SetFinalizer(h, collected)
 }
 
 // bindRefs binds every ObjectRef inside *v to the runtime of ctx. Only types that may hold

@@ -12,10 +12,9 @@ import (
 // refcountOps is the reference counting one no-argument task costs its owner, done 1000
 // times per body, outside the runtime: what core.Submit, the ObjectRef handle and its
 // Release do to the reference table (objects.RefTable; core.complete of a task without
-// ref arguments does not touch it), plus the garbage collector cleanup every handle
-// registers and its Release stops (on a struct of the handle's size and with the cleanup
-// argument of the root package's newRef: the cost of runtime.AddCleanup grows with how
-// many live cleanups share a span, so the size matters). Its rate against
+// ref arguments does not touch it), plus the finalizer every handle gets and its Release
+// clears (on a struct of the handle's size: the cost of the runtime's finalizer records
+// grows with how many live ones share a span, so the size matters). Its rate against
 // single_client_tasks_async in the same run is refcount_overhead_ratio: the share of a
 // task's cost that is reference counting.
 type refcountOps struct {
@@ -24,24 +23,22 @@ type refcountOps struct {
 	n    uint64
 }
 
-// refHandle has the layout of the root package's handle; refCleanup that of its cleanupArg.
+// refHandle has the layout of the root package's handle.
 type refHandle struct {
-	id      ids.ObjectID
-	core    *int
-	owner   *int
-	err     error
-	cleanup runtime.Cleanup
-	gone    atomic.Bool
-}
-
-type refCleanup struct {
-	id   ids.ObjectID
-	core *int
+	id    ids.ObjectID
+	core  *int
+	owner *int
+	err   error
+	gone  atomic.Bool
 }
 
 var refsDropped atomic.Int64
 
-func releaseRefCleanup(refCleanup) { refsDropped.Add(1) }
+func collectedRef(h *refHandle) {
+	if h.gone.CompareAndSwap(false, true) {
+		refsDropped.Add(1)
+	}
+}
 
 func (r *refcountOps) body() error {
 	for range 1000 {
@@ -51,11 +48,11 @@ func (r *refcountOps) body() error {
 		ret := ids.ReturnID(tid, 1)
 		r.refs.Submitted(tid, nil) // Submit: the caller's reference and the lineage record
 		h := &refHandle{id: ret}
-		h.cleanup = runtime.AddCleanup(h, releaseRefCleanup, refCleanup{id: ret}) // newRef
+		runtime.SetFinalizer(h, collectedRef) // newRef
 		// complete: a task without ref arguments does not touch the table (core.complete).
-		// Release: stop the cleanup, then ReleaseOwned.
+		// Release: clear the finalizer, then ReleaseOwned.
 		if h.gone.CompareAndSwap(false, true) {
-			h.cleanup.Stop()
+			runtime.SetFinalizer(h, nil)
 			r.refs.RemoveLocal(ret)
 		}
 	}
@@ -65,7 +62,7 @@ func (r *refcountOps) body() error {
 func refcountMetric() *metric {
 	return &metric{
 		name: "reference_counting_ops", unit: "tasks/s",
-		body: "the reference counting of 1000 no-argument tasks (ref table, borrow lookup, GC cleanup), without the tasks",
+		body: "the reference counting of 1000 no-argument tasks (ref table, borrow lookup, GC finalizer), without the tasks",
 		setup: func(*env) (*bench, error) {
 			r := &refcountOps{refs: objects.NewRefTable(), root: ids.NewRootTaskID()}
 			return &bench{multiplier: 1000, run: r.body}, nil
