@@ -1,9 +1,14 @@
 // Package benchmarks holds ray-go's benchmark programs (BENCHMARKS.md); it has no code.
 //
 //   - microbench: Ray's microbenchmark (`ray microbenchmark`) re-implemented, with the
-//     substrate figures (protoactor-go, embedded etcd) measured in the same run.
+//     substrate figures (protoactor-go, embedded etcd) measured in the same run; its
+//     workloads live in benchmarks/internal/perf.
+//   - scale: the microbenchmark's workloads at 1, 2, 4, ... cores, each core count in a
+//     child process pinned to that many cores: throughput, speedup and mutex wait per op.
+//   - data, rl, chaos: Ray Data against pqarrow, the RL suite, a node killed per round.
 //
 // Benchmarks are programs, never timed assertions in the test suite:
 //
 //	go run ./benchmarks/microbench -quick
+//	go run ./benchmarks/scale -quick
 package benchmarks

@@ -1,4 +1,4 @@
-package main
+package perf
 
 import (
 	"encoding/binary"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package perf
 
 import (
 	"os"
@@ -18,9 +18,9 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// loadAvg returns the machine's load averages ("" where unknown): a busy neighbour on a
+// LoadAvg returns the machine's load averages ("" where unknown): a busy neighbour on a
 // 2-core machine explains a noisy figure.
-func loadAvg() string {
+func LoadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return ""

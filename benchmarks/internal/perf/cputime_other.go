@@ -1,9 +1,9 @@
 //go:build !unix
 
-package main
+package perf
 
 import "time"
 
 func processCPU() time.Duration { return 0 }
 
-func loadAvg() string { return "" }
+func LoadAvg() string { return "" }

@@ -1,8 +1,9 @@
-package main
+package perf
 
 import (
 	"fmt"
 	"math"
+	"runtime/metrics"
 	"time"
 )
 
@@ -20,6 +21,10 @@ type stat struct {
 	Trials   []float64 // ops/s of each trial
 	Bodies   int64     // bodies run in the trials (not the warm-up)
 	Step     int       // bodies between two clock reads
+	// MutexWaitPerOp is the time goroutines spent blocked on mutexes (runtime/metrics
+	// /sync/mutex/wait/total) during the warm-up and the trials, in nanoseconds per
+	// operation of the trials.
+	MutexWaitPerOp float64
 }
 
 // timeit is ray_perf.py's timeit (python/ray/_private/ray_microbenchmark_helpers.py):
@@ -75,4 +80,16 @@ func meanSD(xs []float64) (mean, sd float64) {
 		sd += (x - mean) * (x - mean)
 	}
 	return mean, math.Sqrt(sd / float64(len(xs)))
+}
+
+// mutexWait is the process's cumulative mutex wait so far (/sync/mutex/wait/total): time
+// goroutines spent blocked on sync.Mutex, sync.RWMutex and runtime-internal locks, which the
+// runtime samples whether or not a mutex profile is on.
+func mutexWait() time.Duration {
+	s := []metrics.Sample{{Name: "/sync/mutex/wait/total:seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * 1e9)
 }
