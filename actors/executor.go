@@ -113,10 +113,10 @@ type ownerResults struct {
 func (o *outbox) add(e *pb.ActorLogEntry, res *pb.TaskResult) {
 	o.done = append(o.done, done{entry: e, result: res})
 	o.pending++
-	if res == nil || e.Spec == nil || e.Spec.Owner == nil {
+	if res == nil || e.Spec == nil || e.Spec.ResultTo() == nil {
 		return
 	}
-	ow := e.Spec.Owner
+	ow := e.Spec.ResultTo()
 	i := 0
 	for i < len(o.owners) && (o.owners[i].owner.Address != ow.Address || o.owners[i].owner.Id != ow.Id) {
 		i++

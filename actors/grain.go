@@ -511,8 +511,9 @@ func (g *grain) admit(c *pb.ActorCall) {
 	switch {
 	case c.Seq < st.next:
 		g.env.Stats.Duplicates.Add(1)
-		if res := st.results[c.Seq]; res != nil && c.Spec != nil && c.Spec.Owner != nil {
-			g.root.Send(actor.NewPID(c.Spec.Owner.Address, c.Spec.Owner.Id), res)
+		if res := st.results[c.Seq]; res != nil && c.Spec != nil && c.Spec.ResultTo() != nil {
+			to := c.Spec.ResultTo()
+			g.root.Send(actor.NewPID(to.Address, to.Id), res)
 		}
 		return
 	case c.Seq > st.next:

@@ -35,18 +35,24 @@ func AppendSpec(dst []byte, s *pb.TaskSpec) []byte {
 	dst = appendInt(dst, 6, int64(s.MaxRetries))
 	dst = appendBool(dst, 7, s.RetryExceptions)
 	dst = appendBytes(dst, 8, s.ParentTaskId)
-	if s.Owner != nil {
-		dst = protowire.AppendTag(dst, 9, protowire.BytesType)
-		dst = protowire.AppendVarint(dst, uint64(stringSize(1, s.Owner.Address)+stringSize(2, s.Owner.Id)))
-		dst = appendString(dst, 1, s.Owner.Address)
-		dst = appendString(dst, 2, s.Owner.Id)
-	}
+	dst = appendPID(dst, 9, s.Owner)
 	dst = appendInt(dst, 10, int64(s.NumReturns))
 	dst = appendInt(dst, 11, int64(s.Attempt))
 	dst = appendString(dst, 12, s.Strategy)
 	dst = appendString(dst, 13, s.AffinityNode)
 	dst = appendBool(dst, 14, s.AffinitySoft)
+	dst = appendPID(dst, 15, s.ReplyTo)
 	return dst
+}
+
+func appendPID(dst []byte, num protowire.Number, p *pb.PID) []byte {
+	if p == nil {
+		return dst
+	}
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(stringSize(1, p.Address)+stringSize(2, p.Id)))
+	dst = appendString(dst, 1, p.Address)
+	return appendString(dst, 2, p.Id)
 }
 
 func argSize(a *pb.Arg) int {

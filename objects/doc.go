@@ -5,9 +5,11 @@
 //
 // Ownership (Ray's model): the process that submitted a task or called Put owns the
 // resulting objects. Their futures live in its MemoryStore; their lifetimes are counted in
-// its RefTable. Both are leaf data structures guarded by a mutex (DESIGN §8.5): they are
-// called from user goroutines (Get, Put, Remote), from the owner's actor and from GC
-// cleanups, and never call out while holding the lock.
+// its RefTable. Both are leaf data structures (DESIGN §8.5), partitioned by object ID into
+// shards (Shards: four per core), each behind its own mutex, so that goroutines working on
+// different objects do not meet on a lock (DESIGN §9): they are called from user
+// goroutines (Get, Put, Remote), from the owner's shards and from GC cleanups, lock one
+// shard at a time and never call out while holding it.
 //
 // Subpackages: codec (encoding Go values), shard (the node's object store grain).
 package objects

@@ -31,26 +31,43 @@ type sub struct {
 	f  func(Value)
 }
 
-// MemoryStore holds the futures of the objects this process owns. The zero value is not
-// usable; call NewMemoryStore.
+// MemoryStore holds the futures of the objects this process owns. It is partitioned by
+// object ID (ids.ObjectID.Hash) into shards, each a map behind its own mutex: every
+// operation touches one object and locks only that object's shard, so goroutines working
+// on different objects do not contend. The zero value is not usable; call NewMemoryStore.
 type MemoryStore struct {
+	shards []memShard
+	mask   uint32
+}
+
+type memShard struct {
 	mu     sync.Mutex
 	m      map[ids.ObjectID]*slot
 	nextID uint64
+	_      cacheLinePad
 }
 
-// NewMemoryStore returns an empty store.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{m: make(map[ids.ObjectID]*slot, 1024)}
+// NewMemoryStore returns an empty store with Shards(GOMAXPROCS) shards.
+func NewMemoryStore() *MemoryStore { return newMemoryStore(defaultShards()) }
+
+func newMemoryStore(n int) *MemoryStore {
+	s := &MemoryStore{shards: make([]memShard, n), mask: uint32(n - 1)}
+	for i := range s.shards {
+		s.shards[i].m = make(map[ids.ObjectID]*slot, 64)
+	}
+	return s
 }
+
+func (s *MemoryStore) shard(id ids.ObjectID) *memShard { return &s.shards[id.Hash()&s.mask] }
 
 // Create registers a pending object. Creating an object that exists is a no-op.
 func (s *MemoryStore) Create(id ids.ObjectID) {
-	s.mu.Lock()
-	if _, ok := s.m[id]; !ok {
-		s.m[id] = &slot{}
+	sh := s.shard(id)
+	sh.mu.Lock()
+	if _, ok := sh.m[id]; !ok {
+		sh.m[id] = &slot{}
 	}
-	s.mu.Unlock()
+	sh.mu.Unlock()
 }
 
 // Set makes an object ready (creating it if needed) and runs its subscribers. Setting an
@@ -71,18 +88,19 @@ func (s *MemoryStore) SetIfPresent(id ids.ObjectID, v Value) (known bool) {
 }
 
 func (s *MemoryStore) set(id ids.ObjectID, v Value, create bool) (made, known bool) {
-	s.mu.Lock()
-	sl, ok := s.m[id]
+	sh := s.shard(id)
+	sh.mu.Lock()
+	sl, ok := sh.m[id]
 	if !ok {
 		if !create {
-			s.mu.Unlock()
+			sh.mu.Unlock()
 			return false, false
 		}
 		sl = &slot{}
-		s.m[id] = sl
+		sh.m[id] = sl
 	}
 	if sl.ready {
-		s.mu.Unlock()
+		sh.mu.Unlock()
 		return false, true
 	}
 	sl.ready, sl.v = true, v
@@ -91,7 +109,7 @@ func (s *MemoryStore) set(id ids.ObjectID, v Value, create bool) (made, known bo
 	if sl.done != nil {
 		close(sl.done)
 	}
-	s.mu.Unlock()
+	sh.mu.Unlock()
 	for _, sb := range subs {
 		f := sb.f
 		f(v)
@@ -102,33 +120,36 @@ func (s *MemoryStore) set(id ids.ObjectID, v Value, create bool) (made, known bo
 // Reset makes a ready object pending again, for an object being recreated (lineage
 // reconstruction): later Gets wait for the new value. It reports whether id was ready.
 func (s *MemoryStore) Reset(id ids.ObjectID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sl, ok := s.m[id]
+	sh := s.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sl, ok := sh.m[id]
 	if !ok || !sl.ready {
 		return false
 	}
-	s.m[id] = &slot{}
+	sh.m[id] = &slot{}
 	return true
 }
 
 // Get returns the object's value if it is ready. known is false for an object this store
 // has never seen (or has freed).
 func (s *MemoryStore) Get(id ids.ObjectID) (v Value, ready, known bool) {
-	s.mu.Lock()
-	sl, known := s.m[id]
+	sh := s.shard(id)
+	sh.mu.Lock()
+	sl, known := sh.m[id]
 	if known && sl.ready {
 		v, ready = sl.v, true
 	}
-	s.mu.Unlock()
+	sh.mu.Unlock()
 	return v, ready, known
 }
 
 // Ready returns a channel closed when the object is ready, or nil if the object is unknown.
 func (s *MemoryStore) Ready(id ids.ObjectID) <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sl, ok := s.m[id]
+	sh := s.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sl, ok := sh.m[id]
 	if !ok {
 		return nil
 	}
@@ -160,19 +181,20 @@ func (s *MemoryStore) Wait(ctx context.Context, id ids.ObjectID) (Value, bool, e
 // goroutine) if it already is, else on the goroutine that calls Set. f must not block.
 // It reports false, without calling f, for an unknown object.
 func (s *MemoryStore) OnReady(id ids.ObjectID, f func(Value)) bool {
-	s.mu.Lock()
-	sl, ok := s.m[id]
+	sh := s.shard(id)
+	sh.mu.Lock()
+	sl, ok := sh.m[id]
 	if !ok {
-		s.mu.Unlock()
+		sh.mu.Unlock()
 		return false
 	}
 	if !sl.ready {
 		sl.subs = append(sl.subs, sub{f: f})
-		s.mu.Unlock()
+		sh.mu.Unlock()
 		return true
 	}
 	v := sl.v
-	s.mu.Unlock()
+	sh.mu.Unlock()
 	f(v)
 	return true
 }
@@ -181,25 +203,26 @@ func (s *MemoryStore) OnReady(id ids.ObjectID, f func(Value)) bool {
 // ready (a Wait that returns must not leave its callbacks behind: a caller polling Wait
 // with a timeout on a long task would pile them up). cancel is a no-op once f ran.
 func (s *MemoryStore) OnReadyCancel(id ids.ObjectID, f func(Value)) (cancel func(), ok bool) {
-	s.mu.Lock()
-	sl, ok := s.m[id]
+	sh := s.shard(id)
+	sh.mu.Lock()
+	sl, ok := sh.m[id]
 	if !ok {
-		s.mu.Unlock()
+		sh.mu.Unlock()
 		return func() {}, false
 	}
 	if sl.ready {
 		v := sl.v
-		s.mu.Unlock()
+		sh.mu.Unlock()
 		f(v)
 		return func() {}, true
 	}
-	s.nextID++
-	sid := s.nextID
+	sh.nextID++
+	sid := sh.nextID
 	sl.subs = append(sl.subs, sub{id: sid, f: f})
-	s.mu.Unlock()
+	sh.mu.Unlock()
 	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
 		for i, sb := range sl.subs {
 			if sb.id == sid {
 				sl.subs = append(sl.subs[:i], sl.subs[i+1:]...)
@@ -211,9 +234,10 @@ func (s *MemoryStore) OnReadyCancel(id ids.ObjectID, f func(Value)) (cancel func
 
 // subscribers is how many callbacks wait on an object (tests).
 func (s *MemoryStore) subscribers(id ids.ObjectID) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sl, ok := s.m[id]; ok {
+	sh := s.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sl, ok := sh.m[id]; ok {
 		return len(sl.subs)
 	}
 	return 0
@@ -221,28 +245,35 @@ func (s *MemoryStore) subscribers(id ids.ObjectID) int {
 
 // Delete forgets an object. Waiters of a pending object stay blocked until their ctx ends.
 func (s *MemoryStore) Delete(id ids.ObjectID) {
-	s.mu.Lock()
-	delete(s.m, id)
-	s.mu.Unlock()
+	sh := s.shard(id)
+	sh.mu.Lock()
+	delete(sh.m, id)
+	sh.mu.Unlock()
 }
 
 // Remove forgets an object and returns what Get would have (one lock for both).
 func (s *MemoryStore) Remove(id ids.ObjectID) (v Value, ready, known bool) {
-	s.mu.Lock()
-	sl, known := s.m[id]
+	sh := s.shard(id)
+	sh.mu.Lock()
+	sl, known := sh.m[id]
 	if known {
 		if sl.ready {
 			v, ready = sl.v, true
 		}
-		delete(s.m, id)
+		delete(sh.m, id)
 	}
-	s.mu.Unlock()
+	sh.mu.Unlock()
 	return v, ready, known
 }
 
 // Len is the number of objects held (pending or ready).
 func (s *MemoryStore) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.m)
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
 )
 
 // RefTable counts, for the objects a process owns, who still needs them, and says when
@@ -25,11 +26,25 @@ import (
 // ReturnID(task, 1), every task having one return: submitting a task and dropping its
 // result touch one map entry, not one per object plus one per task.
 //
-// The table is a leaf structure: methods take a mutex, do no I/O and return what to free.
+// The table is a leaf structure: methods take mutexes, do no I/O and return what to free.
+// It is partitioned by object ID into shards (ids.ObjectID.Hash), each a map behind its own
+// mutex; a method locks one shard at a time. Dropping a lineage record gives back its
+// holds on the task's arguments, which live in other shards: those decrements are done
+// after the record's shard is unlocked, one argument at a time, so no two shard locks are
+// ever held together. Counts only ever meet zero once per hold, so the goroutine whose
+// decrement takes an object's last count is the one that settles it, wherever that
+// decrement comes from. A record's holds on its arguments are taken before the record is
+// visible, so they are never given back before they were taken.
 type RefTable struct {
+	shards []refShard
+	mask   uint32
+}
+
+type refShard struct {
 	mu     sync.Mutex
 	objs   map[ids.ObjectID]refCount // values, not pointers: no allocation per object
 	ntasks int                       // entries holding a lineage record
+	_      cacheLinePad
 }
 
 type refCount struct {
@@ -37,6 +52,7 @@ type refCount struct {
 	freed          bool // value already reported free
 	task           bool // holds the lineage record of the task that returns this object
 	args           []ids.ObjectID
+	spec           *pb.TaskSpec // the record: the task's spec (reconstruction runs it again)
 }
 
 // Released says what became unneeded after a change: values whose bytes (memory store
@@ -89,38 +105,50 @@ func (r *Released) Lineage() []ids.TaskID {
 	return append(append([]ids.TaskID(nil), r.l[:]...), r.moreL...)
 }
 
-// NewRefTable returns an empty table.
-func NewRefTable() *RefTable {
-	return &RefTable{objs: make(map[ids.ObjectID]refCount, 1024)}
+// NewRefTable returns an empty table with Shards(GOMAXPROCS) shards.
+func NewRefTable() *RefTable { return newRefTable(defaultShards()) }
+
+func newRefTable(n int) *RefTable {
+	t := &RefTable{shards: make([]refShard, n), mask: uint32(n - 1)}
+	for i := range t.shards {
+		t.shards[i].objs = make(map[ids.ObjectID]refCount, 64)
+	}
+	return t
 }
+
+func (t *RefTable) shard(id ids.ObjectID) *refShard { return &t.shards[id.Hash()&t.mask] }
+
+// argHolds are the arguments whose lineage holds a dropped record gives back, in order.
+type argHolds []ids.ObjectID
 
 // AddLocal counts one more local reference to id.
 func (t *RefTable) AddLocal(id ids.ObjectID) {
-	t.mu.Lock()
-	c := t.objs[id]
+	sh := t.shard(id)
+	sh.mu.Lock()
+	c := sh.objs[id]
 	c.local++
 	c.freed = false
-	t.objs[id] = c
-	t.mu.Unlock()
+	sh.objs[id] = c
+	sh.mu.Unlock()
 }
 
 // RemoveLocal drops one local reference to id.
 func (t *RefTable) RemoveLocal(id ids.ObjectID) Released {
 	var r Released
-	t.mu.Lock()
-	t.removeLocal(id, &r)
-	t.mu.Unlock()
+	var work argHolds
+	t.removeLocal(id, &r, &work)
+	t.giveBack(work, &r)
 	return r
 }
 
 // RemoveLocalAll drops one local reference to each of ids.
 func (t *RefTable) RemoveLocalAll(list []ids.ObjectID) Released {
 	var r Released
-	t.mu.Lock()
+	var work argHolds
 	for _, id := range list {
-		t.removeLocal(id, &r)
+		t.removeLocal(id, &r, &work)
 	}
-	t.mu.Unlock()
+	t.giveBack(work, &r)
 	return r
 }
 
@@ -128,76 +156,110 @@ func (t *RefTable) RemoveLocalAll(list []ids.ObjectID) Released {
 // reports whether ret, the task's return, has no local reference left (every handle to it
 // was dropped while the task ran).
 func (t *RefTable) Completed(ret ids.ObjectID, args []ids.ObjectID) (unreferenced bool, r Released) {
-	t.mu.Lock()
+	var work argHolds
 	for _, id := range args {
-		t.removeLocal(id, &r)
+		t.removeLocal(id, &r, &work)
 	}
-	unreferenced = t.objs[ret].local == 0
-	t.mu.Unlock()
+	t.giveBack(work, &r)
+	sh := t.shard(ret)
+	sh.mu.Lock()
+	unreferenced = sh.objs[ret].local == 0
+	sh.mu.Unlock()
 	return unreferenced, r
 }
 
-func (t *RefTable) removeLocal(id ids.ObjectID, r *Released) {
-	c, ok := t.objs[id]
-	if !ok || c.local == 0 {
-		return // releasing twice is harmless (explicit Release then a GC cleanup)
+func (t *RefTable) removeLocal(id ids.ObjectID, r *Released, work *argHolds) {
+	sh := t.shard(id)
+	sh.mu.Lock()
+	c, ok := sh.objs[id]
+	if ok && c.local > 0 { // releasing twice is harmless (explicit Release then a GC cleanup)
+		c.local--
+		sh.settle(id, c, r, work)
 	}
-	c.local--
-	t.settle(id, c, r)
+	sh.mu.Unlock()
+}
+
+// giveBack drops the lineage holds of the records settle released, and of the records
+// that releases in turn, one argument (and shard lock) at a time.
+func (t *RefTable) giveBack(work argHolds, r *Released) {
+	for i := 0; i < len(work); i++ {
+		a := work[i]
+		sh := t.shard(a)
+		sh.mu.Lock()
+		if ac, ok := sh.objs[a]; ok {
+			ac.lineage--
+			if ac.lineage == 0 && ac.local == 0 {
+				sh.settle(a, ac, r, &work)
+			} else {
+				sh.objs[a] = ac
+			}
+		}
+		sh.mu.Unlock()
+	}
 }
 
 // AddTask records the lineage of task, whose return is ReturnID(task, 1): the objects it
-// takes as arguments (each counted once per occurrence).
-func (t *RefTable) AddTask(task ids.TaskID, args []ids.ObjectID) {
-	ret := ids.ReturnID(task, 1)
-	t.mu.Lock()
-	c := t.objs[ret]
-	if !c.task {
-		t.ntasks++
-	}
-	c.task, c.args = true, args
-	t.objs[ret] = c
-	for _, a := range args {
-		c := t.objs[a]
-		c.lineage++
-		t.objs[a] = c
-	}
-	t.mu.Unlock()
+// takes as arguments (each counted once per occurrence) and its spec, which Spec returns
+// while the record lives.
+func (t *RefTable) AddTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec) {
+	t.addTask(task, args, spec, false)
 }
 
 // Submitted is a task's submission: AddLocal of its return ReturnID(task, 1) (the
-// caller's reference) and AddTask, under one lock.
-func (t *RefTable) Submitted(task ids.TaskID, args []ids.ObjectID) {
-	ret := ids.ReturnID(task, 1)
-	t.mu.Lock()
-	c := t.objs[ret]
-	if !c.task {
-		t.ntasks++
-	}
-	c.local++
-	c.freed = false
-	c.task, c.args = true, args
-	t.objs[ret] = c
-	for _, a := range args {
-		c := t.objs[a]
+// caller's reference) and AddTask.
+func (t *RefTable) Submitted(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec) {
+	t.addTask(task, args, spec, true)
+}
+
+func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec, local bool) {
+	for _, a := range args { // before the record exists: see the type's doc
+		sh := t.shard(a)
+		sh.mu.Lock()
+		c := sh.objs[a]
 		c.lineage++
-		t.objs[a] = c
+		sh.objs[a] = c
+		sh.mu.Unlock()
 	}
-	t.mu.Unlock()
+	ret := ids.ReturnID(task, 1)
+	sh := t.shard(ret)
+	sh.mu.Lock()
+	c := sh.objs[ret]
+	if !c.task {
+		sh.ntasks++
+	}
+	if local {
+		c.local++
+		c.freed = false
+	}
+	c.task, c.args, c.spec = true, args, spec
+	sh.objs[ret] = c
+	sh.mu.Unlock()
+}
+
+// Spec returns the spec of task's lineage record (nil when the record is gone).
+func (t *RefTable) Spec(task ids.TaskID) *pb.TaskSpec {
+	ret := ids.ReturnID(task, 1)
+	sh := t.shard(ret)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.objs[ret].spec
 }
 
 // HasLineage reports whether task's lineage record is still held.
 func (t *RefTable) HasLineage(task ids.TaskID) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.objs[ids.ReturnID(task, 1)].task
+	ret := ids.ReturnID(task, 1)
+	sh := t.shard(ret)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.objs[ret].task
 }
 
 // Counts returns id's local and lineage counts (for tests and memory reports).
 func (t *RefTable) Counts(id ids.ObjectID) (local, lineage int32, known bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c, ok := t.objs[id]
+	sh := t.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	c, ok := sh.objs[id]
 	if !ok {
 		return 0, 0, false
 	}
@@ -206,17 +268,22 @@ func (t *RefTable) Counts(id ids.ObjectID) (local, lineage int32, known bool) {
 
 // Len returns how many objects and lineage records the table tracks.
 func (t *RefTable) Len() (objects, lineage int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.objs), t.ntasks
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		objects += len(sh.objs)
+		lineage += sh.ntasks
+		sh.mu.Unlock()
+	}
+	return objects, lineage
 }
 
-// settle stores c as id's counts and frees what they allow; called with the lock held.
-// An object nothing references any more is forgotten, and with it the lineage record of
-// its task, which gives back that record's hold on the task's arguments.
-func (t *RefTable) settle(id ids.ObjectID, c refCount, r *Released) {
+// settle stores c as id's counts and frees what they allow; called with the shard's lock
+// held. An object nothing references any more is forgotten, and with it the lineage record
+// of its task, whose holds on the task's arguments go to work (see giveBack).
+func (sh *refShard) settle(id ids.ObjectID, c refCount, r *Released, work *argHolds) {
 	if c.local > 0 {
-		t.objs[id] = c
+		sh.objs[id] = c
 		return
 	}
 	if !c.freed {
@@ -224,25 +291,14 @@ func (t *RefTable) settle(id ids.ObjectID, c refCount, r *Released) {
 		r.AddValue(id)
 	}
 	if c.lineage > 0 {
-		t.objs[id] = c
+		sh.objs[id] = c
 		return
 	}
-	delete(t.objs, id)
+	delete(sh.objs, id)
 	if !c.task {
 		return
 	}
-	t.ntasks--
+	sh.ntasks--
 	r.addLineage(id.Task())
-	for _, a := range c.args {
-		ac, ok := t.objs[a]
-		if !ok {
-			continue
-		}
-		ac.lineage--
-		if ac.lineage == 0 && ac.local == 0 {
-			t.settle(a, ac, r)
-		} else {
-			t.objs[a] = ac
-		}
-	}
+	*work = append(*work, c.args...)
 }

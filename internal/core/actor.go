@@ -63,23 +63,38 @@ type actorCaller struct {
 	created chan struct{} // closed once the record exists (or creation failed)
 	atMost  bool
 	retries int
+
+	resolving bool // a goroutine is finding the instance (the actor shard's loop only)
 }
 
+// caller returns this process's caller of actor id, making it on first use.
 func (c *Core) caller(id ids.ActorID) *actorCaller {
-	c.actorMu.Lock()
-	defer c.actorMu.Unlock()
-	ac := c.callers[id]
-	if ac == nil {
-		ac = &actorCaller{id: id, hex: id.String(), low: 1, calls: map[uint64]*pending{}}
-		c.callers[id] = ac
-		if c.cfg.Actors != nil {
-			if info, ok := c.cfg.Actors.Info(ac.hex); ok {
-				ac.apply(info)
-			}
+	if ac, ok := c.callers.Load(id); ok {
+		return ac.(*actorCaller)
+	}
+	ac := &actorCaller{id: id, hex: id.String(), low: 1, calls: map[uint64]*pending{}}
+	if c.cfg.Actors != nil {
+		if info, ok := c.cfg.Actors.Info(ac.hex); ok {
+			ac.apply(info)
 		}
 	}
+	if prev, loaded := c.callers.LoadOrStore(id, ac); loaded {
+		return prev.(*actorCaller)
+	}
+	c.actorShard(id).send(newCaller{ac: ac})
 	return ac
 }
+
+// lookupCaller returns the caller of actor id, if this process has one.
+func (c *Core) lookupCaller(id ids.ActorID) *actorCaller {
+	if ac, ok := c.callers.Load(id); ok {
+		return ac.(*actorCaller)
+	}
+	return nil
+}
+
+// actorShard is the shard that flushes the calls to actor id.
+func (c *Core) actorShard(id ids.ActorID) *shard { return c.shards[id[0]&c.mask] }
 
 // apply records what the actor record says; ac.mu held or ac not shared yet.
 func (ac *actorCaller) apply(info *pb.ActorInfo) {
@@ -289,9 +304,10 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	}
 	c.refs.AddLocal(ret)
 	ac := c.caller(id)
+	sh := c.shardOf(tid)
 	spec := &pb.TaskSpec{
 		TaskId: tid[:], JobId: string(c.cfg.Job), Function: method, Args: make([]*pb.Arg, len(args)),
-		ParentTaskId: tc.Task[:], Owner: c.ownerW, NumReturns: 1,
+		ParentTaskId: tc.Task[:], Owner: c.ownerW, ReplyTo: sh.pidW, NumReturns: 1,
 	}
 	var argRefs []ids.ObjectID
 	var argErr error
@@ -317,28 +333,28 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		return ret, &SubmitError{Info: e, Err: errors.New(info.Message)}
 	}
 	ac.seq++
-	p := &pending{spec: spec, argRefs: argRefs, actor: ac, seq: ac.seq}
+	p := &pending{tid: tid, spec: spec, actor: ac, seq: ac.seq}
 	ac.calls[p.seq] = p
 	ac.mu.Unlock()
-	c.mu.Lock()
-	c.tasks[tid] = p
-	c.mu.Unlock()
 	if argErr != nil {
 		// The call fails here; its seq is skipped so the calls after it are not held up.
-		p.argRefs = nil
 		info := &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST, Function: method, TaskId: tid[:], Message: argErr.Error(), NodeId: string(c.cfg.Node)}
-		c.complete(tid, p, &pb.TaskResult{TaskId: tid[:], Error: info})
+		c.actorFinished(p)
+		c.mem.Set(ret, objects.Value{Err: info})
 		return ret, &SubmitError{Info: info, Err: argErr}
 	}
 	c.holdArgs(argRefs)
-	c.pinArgs(ret, args)
-	p.waiting.Store(int32(len(argRefs)) + 1)
-	for _, r := range argRefs {
-		if !c.mem.OnReady(r, func(objects.Value) { c.depReady(tid, p) }) {
-			c.depReady(tid, p)
-		}
+	p.argRefs = argRefs
+	p.pinned = c.pinArgs(ret, args)
+	if len(argRefs) == 0 {
+		// Nothing to wait for: the call goes to the outbox now, in submission order. Its
+		// shard learns of it first, so its result cannot arrive before it is registered.
+		p.dispatched = true
+		c.root.Send(sh.pid, p)
+		c.sendActorCall(p)
+		return ret, nil
 	}
-	c.depReady(tid, p)
+	c.root.Send(sh.pid, p)
 	return ret, nil
 }
 
@@ -361,19 +377,14 @@ func (p *pending) again() *pb.ActorCall {
 	return &pb.ActorCall{ActorId: p.call.ActorId, CallerId: p.call.CallerId, Seq: p.seq, Spec: p.spec}
 }
 
-// queueFlushLocked puts ac on the flush queue (ac.mu held).
+// queueFlushLocked has the actor's shard flush ac's outbox at the end of its turn (ac.mu
+// held).
 func (c *Core) queueFlushLocked(ac *actorCaller) {
 	if ac.queued {
 		return
 	}
 	ac.queued = true
-	c.flushMu.Lock()
-	c.flushQ = append(c.flushQ, ac)
-	c.flushMu.Unlock()
-	select {
-	case c.flushSig <- struct{}{}:
-	default:
-	}
+	c.actorShard(ac.id).send(flushActor{ac: ac})
 }
 
 // actorFinished is complete's actor part: the call is finished for this process.
@@ -401,15 +412,10 @@ const resendAfter = 5 * time.Second
 // maxResend bounds the calls of one actor resent per round.
 const maxResend = 1000
 
-// resendStale puts calls unanswered for resendAfter back in their outboxes.
-func (c *Core) resendStale(now time.Time) {
-	c.actorMu.Lock()
-	list := make([]*actorCaller, 0, len(c.callers))
-	for _, ac := range c.callers {
-		list = append(list, ac)
-	}
-	c.actorMu.Unlock()
-	for _, ac := range list {
+// resendStale puts the calls of s's actors unanswered for resendAfter back in their
+// outboxes.
+func (c *Core) resendStale(s *shard, now time.Time) {
+	for _, ac := range s.callers {
 		ac.mu.Lock()
 		var stale []*pending
 		for _, p := range ac.calls {
@@ -435,44 +441,25 @@ func (c *Core) resendStale(now time.Time) {
 	}
 }
 
-// flushLoop sends queued calls to their actors, in batches, off the submitters' path.
-func (c *Core) flushLoop() {
-	defer c.flushWG.Done()
-	retry := time.NewTicker(50 * time.Millisecond)
-	defer retry.Stop()
-	stale := time.NewTicker(time.Second)
-	defer stale.Stop()
-	var waiting []*actorCaller
-	for {
-		select {
-		case <-c.closed:
-			return
-		case now := <-stale.C:
-			c.resendStale(now)
-			c.sweepGoneNodes()
-		case <-c.flushSig:
-		case <-retry.C:
-			for _, ac := range waiting {
-				ac.mu.Lock()
-				c.queueFlushLocked(ac)
-				ac.mu.Unlock()
-			}
-			waiting = waiting[:0]
-		}
-		c.flushMu.Lock()
-		q := c.flushQ
-		c.flushQ = nil
-		c.flushMu.Unlock()
-		for _, ac := range q {
-			if !c.flush(ac) {
-				waiting = append(waiting, ac)
-			}
-		}
-	}
+// queueActor puts ac on this turn's flush list.
+func (s *shard) queueActor(ac *actorCaller) {
+	s.actors = append(s.actors, ac)
+	s.endOfTurn()
 }
 
-// flush sends ac's outbox; false when the actor cannot be reached yet (kept for later).
-func (c *Core) flush(ac *actorCaller) bool {
+// actorRetry is how long a caller whose actor cannot be reached yet waits to try again.
+const actorRetry = 50 * time.Millisecond
+
+// later flushes ac again after actorRetry.
+func (s *shard) later(ac *actorCaller) {
+	time.AfterFunc(actorRetry, func() { s.send(flushActor{ac: ac}) })
+}
+
+// flushCaller sends ac's outbox, in one batch, once its actor can be reached: its record
+// exists and the instance of its newest incarnation is known. Finding the instance may
+// wait, so a goroutine does and answers with actorResolved.
+func (s *shard) flushCaller(ac *actorCaller) {
+	c := s.c
 	ac.mu.Lock()
 	ac.queued = false
 	n := len(ac.outbox)
@@ -480,43 +467,31 @@ func (c *Core) flush(ac *actorCaller) bool {
 	created := ac.created
 	ac.mu.Unlock()
 	if n == 0 {
-		return true
+		return
 	}
 	if created != nil {
 		select {
 		case <-created:
 		default:
-			return false
+			s.later(ac)
+			return
 		}
 	}
 	if pid == nil {
-		info, ok := c.cfg.Actors.Info(ac.hex)
-		if ok && lifecycle.Phase(info.Phase) == lifecycle.Dead {
-			c.ActorChanged(info)
-			return true
+		if !ac.resolving {
+			ac.resolving = true
+			go func() { s.send(actorResolved{ac: ac, pid: c.resolveActor(ac)}) }()
 		}
-		ac.mu.Lock()
-		inc := ac.inc
-		ac.mu.Unlock()
-		// Only an instance of the newest incarnation known here will take the calls.
-		if !ok || info.Node == "" || info.Incarnation < inc {
-			return false
-		}
-		if pid = c.cfg.Actors.PID(ac.hex); pid == nil {
-			return false
-		}
+		return
 	}
 	ac.mu.Lock()
-	if ac.pid == nil {
-		ac.pid = pid
-	}
 	inc := ac.inc
 	acked, first := ac.low-1, ac.low
 	out := ac.outbox
 	ac.outbox = nil
 	ac.mu.Unlock()
 	if len(out) == 0 {
-		return true
+		return
 	}
 	for _, call := range out {
 		call.Acked, call.First, call.Incarnation, call.Caller = acked, first, inc, c.ownerW
@@ -526,7 +501,43 @@ func (c *Core) flush(ac *actorCaller) bool {
 	} else {
 		c.root.Send(pid, &pb.ActorCallBatch{Calls: out})
 	}
-	return true
+}
+
+// resolveActor finds the instance of ac's newest incarnation (nil: not yet, or dead).
+func (c *Core) resolveActor(ac *actorCaller) *actor.PID {
+	info, ok := c.cfg.Actors.Info(ac.hex)
+	if ok && lifecycle.Phase(info.Phase) == lifecycle.Dead {
+		c.ActorChanged(info)
+		return nil
+	}
+	ac.mu.Lock()
+	inc := ac.inc
+	ac.mu.Unlock()
+	// Only an instance of the newest incarnation known here will take the calls.
+	if !ok || info.Node == "" || info.Incarnation < inc {
+		return nil
+	}
+	return c.cfg.Actors.PID(ac.hex)
+}
+
+// actorResolved: the goroutine of flushCaller found ac's instance, or not.
+func (s *shard) actorResolved(ac *actorCaller, pid *actor.PID) {
+	ac.resolving = false
+	if pid == nil {
+		ac.mu.Lock()
+		dead := ac.dead != nil
+		ac.mu.Unlock()
+		if !dead {
+			s.later(ac)
+		}
+		return
+	}
+	ac.mu.Lock()
+	if ac.pid == nil {
+		ac.pid = pid
+	}
+	ac.mu.Unlock()
+	s.flushCaller(ac)
 }
 
 // ActorChanged is told of every actor record change (the node's Manager): it fails the
@@ -536,9 +547,7 @@ func (c *Core) ActorChanged(info *pb.ActorInfo) {
 	if err != nil {
 		return
 	}
-	c.actorMu.Lock()
-	ac := c.callers[id]
-	c.actorMu.Unlock()
+	ac := c.lookupCaller(id)
 	if ac == nil {
 		return
 	}
@@ -594,8 +603,7 @@ func (c *Core) ActorChanged(info *pb.ActorInfo) {
 	}
 	ac.mu.Unlock()
 	for _, p := range lost {
-		tid, _ := ids.TaskIDFromBytes(p.spec.TaskId)
-		c.complete(tid, p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
+		c.completeAsync(p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
 			Kind: pb.ErrorInfo_ACTOR_DIED, Function: p.spec.Function, TaskId: p.spec.TaskId,
 			Message: fmt.Sprintf("actor %s restarted while the call was in flight; an at-most-once actor does not resend it (raise MaxTaskRetries to retry)", ac.hex)}})
 	}
@@ -612,8 +620,7 @@ func (c *Core) failActorCalls(ac *actorCaller) {
 	ac.outbox = nil
 	ac.mu.Unlock()
 	for _, p := range list {
-		tid, _ := ids.TaskIDFromBytes(p.spec.TaskId)
-		c.complete(tid, p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
+		c.completeAsync(p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
 			Kind: pb.ErrorInfo_ACTOR_DIED, Function: p.spec.Function, TaskId: p.spec.TaskId, Message: dead.Message}})
 	}
 }
@@ -642,9 +649,7 @@ func (c *Core) onBounce(m *pb.ActorCallBounce) {
 	if err != nil {
 		return
 	}
-	c.actorMu.Lock()
-	ac := c.callers[id]
-	c.actorMu.Unlock()
+	ac := c.lookupCaller(id)
 	if ac == nil {
 		return
 	}
@@ -671,22 +676,21 @@ func (c *Core) onBounce(m *pb.ActorCallBounce) {
 // calls run in order and are logged, so they are not taken back.
 var ErrActorCallSent = errors.New("ray: the actor call was already sent to its actor; it cannot be cancelled")
 
+// completeAsync finishes p with r on its shard (from any goroutine).
+func (c *Core) completeAsync(p *pending, r *pb.TaskResult) {
+	c.shardOf(p.tid).send(completeTask{p: p, r: r})
+}
+
 // cancelActorCall cancels an actor call that is still waiting for its arguments.
-func (c *Core) cancelActorCall(tid ids.TaskID, p *pending) error {
+func (s *shard) cancelActorCall(p *pending) error {
 	ac := p.actor
 	ac.mu.Lock()
 	sent := p.sent
 	ac.mu.Unlock()
-	c.mu.Lock()
-	dispatched := p.dispatched
-	if !dispatched {
-		p.dispatched = true // it must not be sent now
-	}
-	c.mu.Unlock()
-	if sent || dispatched {
+	if sent || p.dispatched {
 		return ErrActorCallSent
 	}
-	c.complete(tid, p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
-		Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: tid[:], Message: "actor call was cancelled before it was sent"}})
+	s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Error: &pb.ErrorInfo{
+		Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: p.tid[:], Message: "actor call was cancelled before it was sent"}})
 	return nil
 }

@@ -78,7 +78,21 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Core is one process's runtime.
+// Core is one process's runtime. Its state has owners (DESIGN §8.5):
+//   - the objects it owns: futures in the MemoryStore and counts in the RefTable, leaf
+//     structures partitioned by object ID, used from any goroutine;
+//   - the tasks it submitted and has not finished: its shards (shard.go), each a run loop
+//     (an actor) owning the tasks of one partition of task IDs (ids.TaskID.Family, which
+//     the children of one task share), their dispatch batches, placement and retries;
+//   - the callers of actors (actor.go), each behind its own mutex, flushed by the shard
+//     of its actor ID;
+//   - refs borrowed and lent (borrow.go) and adopted (orphan.go).
+//
+// User goroutines call Submit, Get, Put, Wait and Release; a submission is handed to its
+// shard as a message, so the submitter only pays for creating the future and counting
+// references. The process's owner actor (owner) is the runtime's identity: the owner that
+// refs and the object table name, the caller ID of actor calls, the address borrowers
+// talk to.
 type Core struct {
 	cfg    Config
 	mem    *objects.MemoryStore
@@ -86,11 +100,11 @@ type Core struct {
 	root   *actor.RootContext
 	owner  *actor.PID
 	ownerW *pb.PID
+	shards []*shard
+	mask   uint8
 	closed chan struct{}
 	once   sync.Once
-
-	mu    sync.Mutex
-	tasks map[ids.TaskID]*pending
+	wg     sync.WaitGroup // the ticker
 
 	stats    Stats
 	inflight atomic.Int64 // bytes of objects being pulled from other nodes right now
@@ -98,22 +112,8 @@ type Core struct {
 	borrows borrowState // refs borrowed from and lent to other runtimes (borrow.go)
 
 	orphans orphanState // borrowed objects whose owner died (orphan.go)
-	// sweepMissing: nodes with dispatched tasks that the last sweep found gone
-	// (sweepGoneNodes; flushLoop's goroutine only).
-	sweepMissing map[ids.NodeID]bool
-	specMu       sync.Mutex
-	specs        map[ids.TaskID]*pb.TaskSpec // specs of tasks whose lineage is held (reconstruct.go)
 
-	parkMu    sync.Mutex
-	parked    map[ids.TaskID]*pending // waiting for a node (see Cluster)
-	parkTimer bool
-
-	actorMu  sync.Mutex
-	callers  map[ids.ActorID]*actorCaller
-	flushMu  sync.Mutex
-	flushQ   []*actorCaller
-	flushSig chan struct{}
-	flushWG  sync.WaitGroup
+	callers sync.Map // ids.ActorID -> *actorCaller
 }
 
 // Stats counts what the runtime did.
@@ -122,9 +122,14 @@ type Stats struct {
 	Reconstructed atomic.Int64 // lost objects recreated by running their task again
 }
 
+// pending is a task (or actor call) submitted and not finished. Its shard's run loop owns
+// its fields but for waiting (counted down by whoever makes an argument ready) and the
+// actor-call fields (guarded by actor.mu).
 type pending struct {
+	tid        ids.TaskID
 	spec       *pb.TaskSpec
 	argRefs    []ids.ObjectID
+	pinned     bool // refs nested in its argument values are pinned (argsKey)
 	waiting    atomic.Int32
 	dispatched bool
 
@@ -136,11 +141,15 @@ type pending struct {
 	sentAt  time.Time
 	retries int
 
-	node   ids.NodeID      // where the task was sent (guarded by Core.mu after dispatch)
+	node   ids.NodeID      // where the task was sent
 	placed sched.Resources // what the cluster view counts against node
+
+	// reconstruction (reconstruct.go)
+	old     objects.Value // the lost value: its old copy in a store is freed first
+	freeing bool          // the old copy is being freed
 }
 
-// New starts a runtime: it spawns the owner actor in cfg.System.
+// New starts a runtime: it spawns the owner actor and the shards in cfg.System.
 func New(cfg Config) (*Core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -157,33 +166,84 @@ func New(cfg Config) (*Core, error) {
 		refs:   objects.NewRefTable(),
 		root:   cfg.System.Root,
 		closed: make(chan struct{}),
-		tasks:  make(map[ids.TaskID]*pending, 1024),
-
-		callers:  map[ids.ActorID]*actorCaller{},
-		flushSig: make(chan struct{}, 1),
 	}
-	props := actor.PropsFromFunc(c.receive)
-	if cfg.Dispatcher != nil {
-		props = props.Configure(actor.WithDispatcher(cfg.Dispatcher))
+	name := "owner-" + string(cfg.Job) + "-" + ids.NewRootTaskID().String()[:8]
+	props := func(f actor.ReceiveFunc) *actor.Props {
+		p := actor.PropsFromFunc(f)
+		if cfg.Dispatcher != nil {
+			p = p.Configure(actor.WithDispatcher(cfg.Dispatcher))
+		}
+		return p
 	}
-	pid, err := c.root.SpawnNamed(props, "owner-"+string(cfg.Job)+"-"+ids.NewRootTaskID().String()[:8])
+	pid, err := c.root.SpawnNamed(props(c.receive), name)
 	if err != nil {
 		return nil, fmt.Errorf("core: start owner actor: %w", err)
 	}
 	c.owner = pid
 	c.ownerW = &pb.PID{Address: pid.Address, Id: pid.Id}
-	c.flushWG.Add(1)
-	go c.flushLoop()
+	n := shardCount()
+	c.shards = make([]*shard, n)
+	c.mask = uint8(n - 1)
+	for i := range c.shards {
+		s := newShard(c, i)
+		if s.pid, err = c.root.SpawnNamed(props(s.receive), fmt.Sprintf("%s-s%d", name, i)); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("core: start owner shard %d: %w", i, err)
+		}
+		s.pidW = &pb.PID{Address: s.pid.Address, Id: s.pid.Id}
+		c.shards[i] = s
+	}
+	c.wg.Add(1)
+	go c.ticker()
 	return c, nil
 }
+
+// shardCount is how many shards a runtime runs: two per core (a power of two, 2 to 128),
+// so that the tasks of many submitters spread over as many run loops as there are cores.
+func shardCount() int {
+	n := 2
+	for n < 2*runtime.GOMAXPROCS(0) && n < 128 {
+		n *= 2
+	}
+	return n
+}
+
+// shardOf is the shard that owns task t.
+func (c *Core) shardOf(t ids.TaskID) *shard { return c.shards[t.Family()&c.mask] }
 
 // Close stops the runtime: pending Gets fail with ErrShutdown.
 func (c *Core) Close() {
 	c.once.Do(func() {
 		close(c.closed)
-		c.flushWG.Wait()
+		c.wg.Wait()
+		for _, s := range c.shards {
+			if s != nil && s.pid != nil {
+				c.root.Stop(s.pid)
+			}
+		}
 		c.root.Stop(c.owner)
 	})
+}
+
+// tickEvery is how often every shard looks for stale actor calls and tasks on nodes that
+// left the view.
+const tickEvery = time.Second
+
+// ticker sends every shard a tick each tickEvery.
+func (c *Core) ticker() {
+	defer c.wg.Done()
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case now := <-t.C:
+			for _, s := range c.shards {
+				c.root.Send(s.pid, tick{now: now})
+			}
+		}
+	}
 }
 
 // OwnerID is the ID of this runtime's owner actor: the caller ID of its actor calls and
@@ -199,18 +259,27 @@ func (c *Core) Refs() *objects.RefTable { return c.refs }
 // Objects exposes the memory store (tests and memory reports).
 func (c *Core) Objects() *objects.MemoryStore { return c.mem }
 
+// receive is the owner actor: the borrowing protocol, bounced actor calls, and results
+// sent to the runtime rather than to a shard (passed on to their shards).
 func (c *Core) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pb.TaskResult:
-		c.onResult(m)
+		c.toShard(m)
 	case *pb.ResultBatch:
 		for _, r := range m.Results {
-			c.onResult(r)
+			c.toShard(r)
 		}
 	case *pb.ActorCallBounce:
 		c.onBounce(m)
 	default:
 		c.onBorrowMessage(ctx)
+	}
+}
+
+// toShard passes a result on to the shard of its task.
+func (c *Core) toShard(r *pb.TaskResult) {
+	if tid, err := ids.TaskIDFromBytes(r.TaskId); err == nil {
+		c.root.Send(c.shardOf(tid).pid, r)
 	}
 }
 
@@ -315,10 +384,8 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 			c.root.Send(s, msg)
 		}
 	}
-	lineage := r.Lineage()
-	c.dropSpecs(lineage)
 	if c.cfg.Lineage != nil {
-		for _, t := range lineage {
+		for _, t := range r.Lineage() {
 			c.cfg.Lineage.Drop(t)
 		}
 	}

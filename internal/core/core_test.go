@@ -13,7 +13,7 @@ import (
 
 	"github.com/ray-go/ray/internal/ids"
 	"github.com/ray-go/ray/internal/pb"
-	"github.com/ray-go/ray/objects/shard"
+	storeshard "github.com/ray-go/ray/objects/shard"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/sched"
 )
@@ -67,11 +67,11 @@ func newHarness(t *testing.T) *harness {
 	t.Cleanup(sys.Shutdown)
 	h := &harness{t: t, specs: make(chan *pb.TaskSpec, 64), lin: &lineageMap{records: map[ids.TaskID]bool{}}}
 	raylet := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		if s, ok := c.Message().(*pb.TaskSpec); ok {
+		for _, s := range specsOf(c.Message()) {
 			h.specs <- s
 		}
 	}))
-	store := sys.Root.Spawn(shard.Props(shard.Config{Node: "n1", Logger: quiet}))
+	store := sys.Root.Spawn(storeshard.Props(storeshard.Config{Node: "n1", Logger: quiet}))
 	total, _ := sched.FromMap(map[string]float64{sched.CPU: 2})
 	c, err := New(Config{Job: "j", Node: "n1", System: sys,
 		Raylet: func() *actor.PID { return raylet }, Store: func() *actor.PID { return store },
@@ -88,6 +88,17 @@ func newHarness(t *testing.T) *harness {
 	t.Cleanup(c.Close)
 	h.c, h.tc = c, c.NewDriver()
 	return h
+}
+
+// specsOf returns the specs a scheduler got in m (a spec, or a batch of them).
+func specsOf(m any) []*pb.TaskSpec {
+	switch m := m.(type) {
+	case *pb.TaskSpec:
+		return []*pb.TaskSpec{m}
+	case *pb.TaskBatch:
+		return m.Tasks
+	}
+	return nil
 }
 
 func (h *harness) submit(args ...Arg) ids.ObjectID {

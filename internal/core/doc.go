@@ -1,28 +1,50 @@
 // Package core is the per-process runtime of ray-go (Ray's "core worker"): it owns the
 // objects this process creates, submits tasks, and answers Get, Put, Wait and Cancel.
 //
-// Submission: a task gets an ID derived from its parent task and a counter, its return
-// object is created pending in the MemoryStore, its spec is recorded as lineage (through
-// the group-commit writer, before it can run), and it is held until every argument ref is
-// ready. Small ready arguments are inlined into the spec; large ones are passed by ID and
-// location. Then the spec goes to a scheduler grain (raylet) with a plain Send: the local
-// node's, or, in a cluster (Config.Cluster, cluster.go), the node the sched policy picks
-// over the job's nodes; tasks wait while the job has no node, and the attempts of tasks on
-// a node that died come back as system errors and are retried elsewhere (NodeGone).
-// A failed argument fails the dependent task with the same error, without running it.
+// # Who owns what
 //
-// Results come back as messages to the owner actor (a plain actor of this process whose
-// PID is in every spec), which retries failed tasks as their options allow, makes return
-// objects ready and releases the arguments' submitted-task references.
+// Every piece of state has one owner (DESIGN §8.5), and nothing that every task touches
+// is shared by every core (DESIGN §9):
+//
+//   - Objects this process owns: their futures (objects.MemoryStore) and reference counts
+//     with the lineage records holding the task specs (objects.RefTable). Both are leaf
+//     structures partitioned by object ID, each partition behind its own mutex, used from
+//     any goroutine.
+//   - Tasks submitted and not finished: the shards (shard.go). A shard is a run loop (a
+//     protoactor actor) that owns the pending tasks of one partition of task IDs: the
+//     children of a task share their ID's Family byte, so one submitter's tasks stay in
+//     one shard and many submitters spread over all of them. It resolves dependencies,
+//     places and dispatches, takes results, retries, cancels, fails the tasks of dead
+//     nodes and reruns tasks whose objects were lost. Other goroutines give it work as
+//     messages; it never waits on I/O (what must wait runs on a goroutine that answers
+//     with a message).
+//   - Calls to actors (actor.go): each actor's caller (sequence numbers, unanswered calls)
+//     behind its own mutex; the shard its actor ID selects flushes its outbox.
+//   - Borrowed and lent refs (borrow.go) and adopted orphans (orphan.go).
+//
+// # The path of a task
+//
+// Submit (the caller's goroutine) derives the task ID from its parent and a counter,
+// creates the return object pending, counts the references (the caller's, the lineage
+// record's, the task's holds on its arguments), records the lineage (the group-commit
+// packer, before the caller has the ref) and hands the task to its shard. The shard waits
+// for ref arguments, inlines small ready ones, places the task (the local scheduler, or in
+// a cluster (Config.Cluster, cluster.go) the node the sched policy picks) and queues it in
+// this turn's batch for that scheduler: one TaskBatch per scheduler per mailbox turn,
+// sent when the shard's flush message comes around, so a burst of submissions travels
+// together and a lone one goes at once. Results come back to the shard in batches
+// (TaskSpec.reply_to); it retries failed attempts as their options allow, makes return
+// objects ready and releases argument references. A failed argument fails the dependent
+// task with the same error, without running it.
 //
 // A task blocked in Get lends its CPU back to the node (TaskBlocked/TaskUnblocked to the
 // raylet) so nested tasks cannot deadlock a node whose CPUs are all held by waiting
 // parents, as in Ray.
 //
-// Lifetimes follow the RefTable (package objects): when the last reference to an object
-// goes, its value is freed from the MemoryStore and the store shard (which drops its
-// object-table record), and lineage records nobody needs are deleted from the GCS. Refs
-// nested in values are counted across runtimes by the borrowing protocol of borrow.go.
+// Lifetimes follow the RefTable: when the last reference to an object goes, its value is
+// freed from the MemoryStore and the store shard (which drops its object-table record),
+// and lineage records nobody needs are deleted from the GCS. Refs nested in values are
+// counted across runtimes by the borrowing protocol of borrow.go.
 //
 // Objects on other nodes are read with objects/transfer (pull.go): the node's data stream,
 // else chunked pulls through its store grain; the bytes on their way are InFlightBytes.

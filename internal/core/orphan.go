@@ -66,6 +66,7 @@ func (c *Core) OwnerGone(address string, node ids.NodeID) {
 		if e.owner.Address == address {
 			counts[id] = e.count
 			delete(b.entries, id)
+			b.nEntries.Add(-1)
 		}
 	}
 	b.mu.Unlock()
@@ -130,8 +131,8 @@ func (a *adoption) recover(id ids.ObjectID) {
 		c.mem.Create(id)
 	}
 	tid := id.Task()
-	if _, running := c.taskPending(tid); running {
-		return
+	if c.refs.Spec(tid) != nil {
+		return // adopted already (an argument of two objects), and being recreated
 	}
 	fail := func(why string) {
 		a.lost++
@@ -182,8 +183,7 @@ func (a *adoption) recover(id ids.ObjectID) {
 		}
 	}
 	// The lineage record keeps the arguments known here while the object may need them.
-	c.refs.AddTask(tid, args)
-	c.keepSpec(tid, spec)
+	c.refs.AddTask(tid, args, spec)
 	if c.cfg.Lineage != nil {
 		_ = c.cfg.Lineage.Record(spec) // so that this runtime's own borrowers can adopt it in turn
 	}
@@ -195,14 +195,6 @@ func (a *adoption) recover(id ids.ObjectID) {
 	for _, aid := range missing {
 		a.recover(aid)
 	}
-}
-
-// taskPending reports whether this runtime runs task tid now.
-func (c *Core) taskPending(tid ids.TaskID) (*pending, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.tasks[tid]
-	return p, ok
 }
 
 // awaitOrphaned is called when a Get found id lost. If id is borrowed, it waits (at most

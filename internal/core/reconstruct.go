@@ -21,35 +21,6 @@ import (
 // maxReconstructions bounds how often one Get recreates its object.
 const maxReconstructions = 3
 
-// keepSpec remembers a submitted task's spec for reconstruction.
-func (c *Core) keepSpec(tid ids.TaskID, spec *pb.TaskSpec) {
-	c.specMu.Lock()
-	if c.specs == nil {
-		c.specs = map[ids.TaskID]*pb.TaskSpec{}
-	}
-	c.specs[tid] = spec
-	c.specMu.Unlock()
-}
-
-// hasSpec reports whether the spec of task tid is kept.
-func (c *Core) hasSpec(tid ids.TaskID) bool {
-	c.specMu.Lock()
-	defer c.specMu.Unlock()
-	return c.specs[tid] != nil
-}
-
-// dropSpecs forgets the specs of tasks whose lineage records were dropped.
-func (c *Core) dropSpecs(tasks []ids.TaskID) {
-	if len(tasks) == 0 {
-		return
-	}
-	c.specMu.Lock()
-	for _, t := range tasks {
-		delete(c.specs, t)
-	}
-	c.specMu.Unlock()
-}
-
 // lostHere reports whether a ready owned object's bytes are on a node that is gone.
 func (c *Core) lostHere(v objects.Value) bool {
 	return v.InStore && v.Node != "" && v.Node != c.cfg.Node && c.cfg.Cluster != nil && !c.cfg.Cluster.Alive(v.Node)
@@ -57,7 +28,8 @@ func (c *Core) lostHere(v objects.Value) bool {
 
 // argGone reports whether a task argument's bytes are gone: its node is gone in this
 // runtime's view, or (the worker that failed to read it may have learned of the death
-// first) nothing listens at that node's data address any more.
+// first) nothing listens at that node's data address any more. It may dial: never call it
+// on a shard's loop.
 func (c *Core) argGone(v objects.Value) bool {
 	if c.lostHere(v) {
 		return true
@@ -70,25 +42,71 @@ func (c *Core) argGone(v objects.Value) bool {
 }
 
 // reconstruct starts recreating id: it reports false when id cannot be recreated (not a
-// task's return, or its spec is no longer held).
+// task's return, or its lineage record is gone). Callable from any goroutine: the future
+// is made pending at once (a Get that follows waits for the new value), and the task's
+// shard runs it again, unless it is pending already (still running, or being recreated).
 func (c *Core) reconstruct(id ids.ObjectID) bool {
 	tid := id.Task()
 	if id != ids.ReturnID(tid, 1) {
 		return false // a Put, or not a return of ours
 	}
-	c.specMu.Lock()
-	spec := c.specs[tid]
-	c.specMu.Unlock()
+	spec := c.refs.Spec(tid)
 	if spec == nil {
 		return false
 	}
-	c.mu.Lock()
-	if _, running := c.tasks[tid]; running {
-		c.mu.Unlock()
-		return true // already being recreated (or still running)
+	old, ready, known := c.mem.Get(id)
+	if !known {
+		c.mem.Create(id)
 	}
+	if ready {
+		c.mem.Reset(id)
+	}
+	if !ready {
+		old = objects.Value{}
+	}
+	c.shardOf(tid).send(rerun{p: &pending{tid: tid, spec: spec, old: old}})
+	return true
+}
+
+// rerun runs a task again for reconstruction (its shard's part of reconstruct). The
+// first rerun of a task claims it (later ones, and reconstructions of the same object
+// meanwhile, find it pending and do nothing); if its old copy is in a store, that copy is
+// freed first, off the loop, and the same p comes back to start.
+func (s *shard) rerun(p *pending) {
+	c := s.c
+	switch q, ok := s.tasks[p.tid]; {
+	case ok && q != p:
+		return // already being recreated (or still running)
+	case !ok && p.freeing:
+		return // cancelled while its old copy was freed
+	case !ok:
+		s.tasks[p.tid] = p
+		if p.old.InStore {
+			// The old copy (a corrupt spill file, say) goes first, so the new result is
+			// stored in its place rather than taken for a duplicate of it; not on a node
+			// that is gone, even if this runtime has not heard yet (argGone also finds a
+			// node whose process refuses connections): a free sent there is never
+			// answered. Both may wait, hence the goroutine.
+			p.freeing = true
+			old, id := p.old, ids.ReturnID(p.tid, 1)
+			go func() {
+				if !c.argGone(old) {
+					if st := c.storeOf(old.Node); st != nil {
+						_, _ = c.root.RequestFuture(st, &pb.FreeObjects{ObjectIds: [][]byte{id[:]}}, 5*time.Second).Result()
+					}
+				}
+				s.send(rerun{p: p})
+			}()
+			return
+		}
+	case !p.freeing:
+		return // started already
+	}
+	p.freeing = false
+	spec := p.spec
 	spec.Attempt++
 	spec.MaxRetries++ // the lost object's run is not one of the task's own retries
+	spec.ReplyTo = s.pidW
 	var argRefs []ids.ObjectID
 	for _, a := range spec.Args {
 		if a.IsRef {
@@ -97,21 +115,9 @@ func (c *Core) reconstruct(id ids.ObjectID) bool {
 			}
 		}
 	}
-	p := &pending{spec: spec, argRefs: argRefs}
-	c.tasks[tid] = p
-	c.mu.Unlock()
+	p.argRefs = argRefs
 	c.stats.Reconstructed.Add(1)
-	// The old copy (a corrupt spill file, say) goes first, so the new result is stored in
-	// its place rather than taken for a duplicate of it. Not on a node that is gone, even if
-	// this runtime has not heard yet (argGone also finds a node whose process refuses
-	// connections): a free sent there is never answered, and waiting for it held up this
-	// runtime's results for 5 s (a chaos-suite round).
-	if old, ready, _ := c.mem.Get(id); ready && old.InStore && !c.argGone(old) {
-		if s := c.storeOf(old.Node); s != nil {
-			_, _ = c.root.RequestFuture(s, &pb.FreeObjects{ObjectIds: [][]byte{id[:]}}, 5*time.Second).Result()
-		}
-	}
-	c.mem.Reset(id)
+	c.mem.Reset(ids.ReturnID(p.tid, 1)) // a Get that read the old value meanwhile waits again
 	c.holdArgs(argRefs)
 	// Arguments whose bytes were on a dead node are recreated first (recursively), and so
 	// are arguments whose values were freed while their lineage was kept (nothing else
@@ -121,19 +127,11 @@ func (c *Core) reconstruct(id ids.ObjectID) bool {
 		switch {
 		case known && ready && c.lostHere(v):
 			c.reconstruct(a)
-		case !known && c.hasSpec(a.Task()) && a == ids.ReturnID(a.Task(), 1):
-			c.mem.Create(a)
+		case !known && c.refs.Spec(a.Task()) != nil && a == ids.ReturnID(a.Task(), 1):
 			c.reconstruct(a)
 		}
 	}
-	p.waiting.Store(int32(len(argRefs)) + 1)
-	for _, r := range argRefs {
-		if !c.mem.OnReady(r, func(objects.Value) { c.depReady(tid, p) }) {
-			c.depReady(tid, p)
-		}
-	}
-	c.depReady(tid, p)
-	return true
+	s.awaitArgs(p, argRefs)
 }
 
 // recoverLost is called when reading id failed with ErrObjectLost: it recreates id if it
@@ -170,27 +168,32 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 }
 
 // recoverArgs recreates the arguments of a task that failed because their bytes were on a
-// node that is gone, and dispatches the task again once they are ready. It reports false
-// when no argument was lost that way (the caller retries as usual).
-func (c *Core) recoverArgs(tid ids.TaskID, p *pending) bool {
-	var lost []ids.ObjectID
-	for _, a := range p.argRefs {
-		if v, ready, known := c.mem.Get(a); known && ready && c.argGone(v) && c.reconstruct(a) {
-			lost = append(lost, a)
+// node that is gone, and dispatches the task again once they are ready; when none was lost
+// that way it is sent again as usual. Finding out may dial the argument's node: a goroutine
+// does, and answers the shard with argsLost.
+func (s *shard) recoverArgs(p *pending) {
+	c := s.c
+	p.dispatched = false
+	args := p.argRefs
+	go func() {
+		var lost []ids.ObjectID
+		for _, a := range args {
+			if v, ready, known := c.mem.Get(a); known && ready && c.argGone(v) && c.reconstruct(a) {
+				lost = append(lost, a)
+			}
 		}
+		s.send(argsLost{p: p, lost: lost})
+	}()
+}
+
+func (s *shard) argsLost(p *pending, lost []ids.ObjectID) {
+	if s.tasks[p.tid] != p || p.dispatched {
+		return
 	}
 	if len(lost) == 0 {
-		return false
+		p.dispatched = true
+		s.place(p)
+		return
 	}
-	c.mu.Lock()
-	p.dispatched = false
-	c.mu.Unlock()
-	p.waiting.Store(int32(len(lost)) + 1)
-	for _, a := range lost {
-		if !c.mem.OnReady(a, func(objects.Value) { c.depReady(tid, p) }) {
-			c.depReady(tid, p)
-		}
-	}
-	c.depReady(tid, p)
-	return true
+	s.awaitArgs(p, lost)
 }

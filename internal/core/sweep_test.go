@@ -51,7 +51,7 @@ func newClusterCore(t *testing.T, specs map[ids.NodeID]chan *pb.TaskSpec) (*Core
 	cl := &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{}}
 	for n, ch := range specs {
 		cl.raylets[n] = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-			if s, ok := c.Message().(*pb.TaskSpec); ok {
+			for _, s := range specsOf(c.Message()) {
 				ch <- s
 			}
 		}))

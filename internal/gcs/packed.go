@@ -60,6 +60,10 @@ type PackerConfig struct {
 	// would compress its survivors twice for nothing. Pages that cross RewriteBelow while
 	// young are rewritten when they come of age (a timer), if still below it then.
 	RewriteMinAge time.Duration
+	// FirstSeq is the sequence number of the first page. Packers that share an Owner
+	// (the shards of a ShardedPacker) start at distinct multiples of 1<<48, so that their
+	// page keys never meet.
+	FirstSeq uint64
 	// Logger receives corruption reports (default: discard).
 	Logger *slog.Logger
 }
@@ -233,6 +237,7 @@ func NewPacker(w *Writer, cfg PackerConfig) (*Packer, error) {
 		maxSlots: max(cfg.PageRecords, min(4*cfg.PageRecords, 1<<16)),
 		sealing:  make(map[*page]struct{}),
 		progress: make(chan struct{}),
+		nextSeq:  cfg.FirstSeq,
 	}
 	p.timer = time.AfterFunc(time.Hour, p.onTimer)
 	p.timer.Stop()

@@ -883,3 +883,72 @@ func TestPackerAppendRemoveAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestShardedPacker: records appended from several goroutines land in the shards' pages
+// under one owner, in disjoint page ranges; ReadAll of the owner reads every one, and
+// removing them all deletes every page.
+func TestShardedPacker(t *testing.T) {
+	ctx := testCtx(t)
+	s := newMem(t)
+	w := newWriter(t, s, gcs.WriterConfig{MaxDelay: long})
+	sp, err := gcs.NewShardedPacker(w, gcs.PackerConfig{Prefix: gcs.LineagePrefix, Owner: "node1", SealDelay: long, PageRecords: 50, RewriteMinAge: -1}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sp.Close(context.Background()) })
+	const goroutines, each = 4, 250
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				id := fmt.Sprintf("%02x%06x", g, i)
+				if err := sp.Append(id, rec(id, 0)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := sp.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, _ := stored(t, s, gcs.LineagePrefix+"node1/")
+	if len(recs) != goroutines*each {
+		t.Fatalf("%d records read back, want %d", len(recs), goroutines*each)
+	}
+	kvs, _, err := s.List(ctx, gcs.LineagePrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranges := map[uint64]bool{}
+	for _, kv := range kvs {
+		owner, seq, err := gcs.ParsePageKey(gcs.LineagePrefix, kv.Key)
+		if err != nil || owner != "node1" {
+			t.Fatalf("page key %q: owner %q, %v", kv.Key, owner, err)
+		}
+		ranges[seq>>48] = true
+	}
+	if len(ranges) != 4 {
+		t.Errorf("pages in %d shard ranges, want 4 (records spread over every shard)", len(ranges))
+	}
+	if st := sp.Stats(); st.Live != goroutines*each || st.Appended != goroutines*each {
+		t.Fatalf("stats %+v", st)
+	}
+	for id := range recs {
+		if !sp.Remove(id) {
+			t.Fatalf("Remove(%s) found nothing", id)
+		}
+	}
+	if err := sp.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Count(ctx, ""); n != 0 {
+		t.Fatalf("%d keys left after removing every record", n)
+	}
+	if _, err := gcs.NewShardedPacker(w, gcs.PackerConfig{Prefix: gcs.LineagePrefix}, 3); err == nil {
+		t.Error("3 shards accepted; want a power of two")
+	}
+}

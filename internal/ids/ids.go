@@ -66,7 +66,10 @@ func randomHex(n int) string {
 }
 
 // ChildTaskID derives the ID of the counter-th task submitted by parent (counter from 1).
-// The same parent and counter always give the same ID.
+// The same parent and counter always give the same ID. Its first byte is the parent's
+// second (Family): the children of one task share it, so that an owner can keep them
+// together (one partition of its state per submitter); the other bytes are SHA-256 of
+// the parent and the counter.
 func ChildTaskID(parent TaskID, counter uint64) TaskID {
 	var buf [TaskIDLen + 8]byte
 	copy(buf[:], parent[:])
@@ -74,8 +77,13 @@ func ChildTaskID(parent TaskID, counter uint64) TaskID {
 	sum := sha256.Sum256(buf[:])
 	var t TaskID
 	copy(t[:], sum[:TaskIDLen])
+	t[0] = parent[1]
 	return t
 }
+
+// Family is what the children of one parent share (see ChildTaskID): an owner's
+// partition of the tasks it submits.
+func (t TaskID) Family() uint8 { return t[0] }
 
 // AttemptTaskID is what the IDs of the tasks and objects an attempt of task t creates
 // derive from: t itself for the first attempt (attempt 0), else an ID drawn from t and the
@@ -115,6 +123,16 @@ func (o ObjectID) Task() TaskID {
 	var t TaskID
 	copy(t[:], o[:TaskIDLen])
 	return t
+}
+
+// Hash spreads IDs over partitions (the shards of the owner's tables): bytes 4 to 8 of a
+// task ID are SHA-256 output or random, so they are uniform (byte 0 is the Family).
+func (t TaskID) Hash() uint32 { return binary.LittleEndian.Uint32(t[4:8]) }
+
+// Hash spreads object IDs over partitions: the task's hash mixed with the index, so that
+// the objects one task puts do not all fall in one partition.
+func (o ObjectID) Hash() uint32 {
+	return binary.LittleEndian.Uint32(o[4:8]) ^ binary.BigEndian.Uint32(o[TaskIDLen:])*0x9e3779b9
 }
 
 // Index is o's index within its task (see PutIndexBit).

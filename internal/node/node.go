@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -68,6 +69,16 @@ const dispatchGoroutines = 16
 // lineage_overhead_ratio, 2 to 5 runs each): 2 ms gave 0.60-0.83, 20 ms 0.57-0.82, 50 ms
 // 0.82-0.95.
 const lineageSealDelay = 50 * time.Millisecond
+
+// packerShards is how many lineage Packers a node runs: one per core (a power of two), so
+// that tasks submitted on different cores rarely append to the same one.
+func packerShards() int {
+	n := 1
+	for n < runtime.GOMAXPROCS(0) && n < 64 {
+		n *= 2
+	}
+	return n
+}
 
 // DefaultNodeLeaseTTL is the node's registration lease. etcd's client renews every TTL/3
 // from a 500 ms loop, so leases of 1-2 s are lost under heavy load; a killed node is
@@ -162,7 +173,7 @@ type Node struct {
 	etcd      *etcdstore.Embedded
 	store     gcs.Store
 	writer    *gcs.Writer
-	packer    *gcs.Packer
+	packer    *gcs.ShardedPacker
 	system    *actor.ActorSystem
 	cluster   *cluster.Cluster
 	provider  *membership.Provider
@@ -255,7 +266,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.compactor = gcs.NewCompactor(n.store, gcs.CompactorConfig{Logger: cfg.Logger})
 	}
 	n.writer = gcs.NewWriter(n.store, gcs.WriterConfig{Logger: cfg.Logger})
-	if n.packer, err = gcs.NewPacker(n.writer, gcs.PackerConfig{Prefix: gcs.LineagePrefix, Owner: string(n.ID), SealDelay: lineageSealDelay, Logger: cfg.Logger}); err != nil {
+	if n.packer, err = gcs.NewShardedPacker(n.writer, gcs.PackerConfig{Prefix: gcs.LineagePrefix, Owner: string(n.ID), SealDelay: lineageSealDelay, Logger: cfg.Logger}, packerShards()); err != nil {
 		return nil, err
 	}
 	n.pool = dispatch.New(dispatchGoroutines, dispatch.DefaultThroughput)

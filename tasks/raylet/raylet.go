@@ -233,10 +233,11 @@ func (r *Raylet) enqueue(ctx actor.Context, s *pb.TaskSpec) {
 }
 
 func (r *Raylet) reply(ctx actor.Context, s *pb.TaskSpec, e *pb.ErrorInfo) {
-	if s.Owner == nil {
+	to := s.ResultTo()
+	if to == nil {
 		return
 	}
-	ctx.Send(actor.NewPID(s.Owner.Address, s.Owner.Id), &pb.TaskResult{TaskId: s.TaskId, Attempt: s.Attempt, Error: e})
+	ctx.Send(actor.NewPID(to.Address, to.Id), &pb.TaskResult{TaskId: s.TaskId, Attempt: s.Attempt, Error: e})
 }
 
 func (r *Raylet) scheduleTick(ctx actor.Context) {

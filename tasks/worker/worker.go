@@ -225,8 +225,8 @@ func (w *Worker) cancelTask(ctx actor.Context, m *pb.CancelTask) {
 			if string(s.TaskId) == string(m.TaskId) {
 				l.queue = append(l.queue[:i:i], l.queue[i+1:]...)
 				l.mu.Unlock()
-				if s.Owner != nil {
-					ctx.Send(actor.NewPID(s.Owner.Address, s.Owner.Id), w.cancelled(s.TaskId, s.Attempt, s.Function))
+				if to := s.ResultTo(); to != nil {
+					ctx.Send(actor.NewPID(to.Address, to.Id), w.cancelled(s.TaskId, s.Attempt, s.Function))
 				}
 				return
 			}
@@ -294,14 +294,14 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext, raylet 
 			res = w.cancelled(spec.TaskId, spec.Attempt, spec.Function)
 		}
 		full := false
-		if spec.Owner != nil {
+		if to := spec.ResultTo(); to != nil {
 			mu.Lock()
 			i := 0
-			for i < len(batches) && (batches[i].pid.Address != spec.Owner.Address || batches[i].pid.Id != spec.Owner.Id) {
+			for i < len(batches) && (batches[i].pid.Address != to.Address || batches[i].pid.Id != to.Id) {
 				i++
 			}
 			if i == len(batches) {
-				batches = append(batches, ownerBatch{pid: actor.NewPID(spec.Owner.Address, spec.Owner.Id)})
+				batches = append(batches, ownerBatch{pid: actor.NewPID(to.Address, to.Id)})
 			}
 			batches[i].results = append(batches[i].results, res)
 			held++

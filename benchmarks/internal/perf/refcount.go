@@ -44,9 +44,9 @@ func (r *refcountOps) body() error {
 	for range 1000 {
 		r.n++
 		tid := r.root // IDs from a counter: hashing them (ids.ChildTaskID) is not reference counting
-		binary.LittleEndian.PutUint64(tid[:8], r.n)
+		binary.LittleEndian.PutUint64(tid[4:12], r.n)
 		ret := ids.ReturnID(tid, 1)
-		r.refs.Submitted(tid, nil) // Submit: the caller's reference and the lineage record
+		r.refs.Submitted(tid, nil, nil) // Submit: the caller's reference and the lineage record
 		h := &refHandle{id: ret}
 		runtime.SetFinalizer(h, collectedRef) // newRef
 		// complete: a task without ref arguments does not touch the table (core.complete).

@@ -1,0 +1,405 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/objects"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// A shard is the run loop (an actor) that owns the tasks of one partition of this
+// runtime's task IDs: those whose Family selects it, that is the children of some set of
+// parent tasks. Everything about a pending task but its future and reference counts (leaf
+// structures any goroutine may use) is the shard's: its registration, lineage record,
+// dependencies, placement, dispatch, results, retries and cancellation. Other goroutines
+// hand it work as messages; it never blocks on I/O (what must wait runs on a goroutine
+// that answers with a message).
+//
+// Dispatch is batched per mailbox turn: specs ready in one turn go to each scheduler as
+// one TaskBatch, sent when the shard's flush message (posted by the first spec of the
+// turn) comes around. Under load the mailbox holds many submissions ahead of it and the
+// batch is large; on an idle shard the flush follows the one spec at once. Results come
+// back in batches (the worker's ResultBatch). Actor calls of the actors whose ID hashes to
+// the shard are flushed the same way (actor.go).
+type shard struct {
+	c    *Core
+	i    int
+	pid  *actor.PID
+	pidW *pb.PID
+
+	tasks    map[ids.TaskID]*pending
+	out      map[*actor.PID]*pb.TaskBatch // specs to send at the end of this turn
+	outOrder []*actor.PID                 // out's keys, in the order first used
+	actors   []*actorCaller               // actor callers to flush at the end of this turn
+	flushing bool                         // a flushTurn is in the mailbox
+
+	callers   map[ids.ActorID]*actorCaller // callers of the actors this shard flushes
+	parked    map[ids.TaskID]*pending      // waiting for a node (cluster mode)
+	parkTimer bool
+	// sweepMissing: nodes with dispatched tasks that the last sweep found gone.
+	sweepMissing map[ids.NodeID]bool
+}
+
+func newShard(c *Core, i int) *shard {
+	return &shard{c: c, i: i, tasks: make(map[ids.TaskID]*pending, 256), out: map[*actor.PID]*pb.TaskBatch{},
+		callers: map[ids.ActorID]*actorCaller{}}
+}
+
+// The shard's local messages.
+type (
+	// flushTurn ends a turn: the batches collected go out.
+	flushTurn struct{}
+	// depsReady: the last argument of p became ready.
+	depsReady struct{ p *pending }
+	// completeTask finishes p with r (sent by goroutines that found it done: a dead
+	// actor, a cancellation).
+	completeTask struct {
+		p *pending
+		r *pb.TaskResult
+	}
+	// cancelTask cancels the task; the answer goes to reply.
+	cancelTask struct {
+		tid   ids.TaskID
+		reply chan error
+	}
+	nodeGone       struct{ node ids.NodeID }
+	clusterChanged struct{}
+	tick           struct{ now time.Time }
+	// rerun starts task p again (reconstruction or adoption; p.spec's attempt already
+	// raised), once its old copy is freed.
+	rerun struct{ p *pending }
+	// argsLost: the arguments of p in lost were recreated (being recreated), dispatch p
+	// once they are ready; empty: none was lost that way, retry p as usual.
+	argsLost struct {
+		p    *pending
+		lost []ids.ObjectID
+	}
+	// flushActor: ac has calls to send.
+	flushActor struct{ ac *actorCaller }
+	// actorResolved: ac's instance was found (pid nil: not yet, try later).
+	actorResolved struct {
+		ac  *actorCaller
+		pid *actor.PID
+	}
+	// newCaller: ac is a caller of an actor this shard flushes.
+	newCaller struct{ ac *actorCaller }
+)
+
+func (s *shard) receive(ctx actor.Context) {
+	if s.closed() {
+		return
+	}
+	switch m := ctx.Message().(type) {
+	case *pending:
+		s.submitted(m)
+	case depsReady:
+		if s.tasks[m.p.tid] == m.p && !m.p.dispatched {
+			s.dispatch(m.p)
+		}
+	case *pb.TaskResult:
+		s.onResult(m)
+	case *pb.ResultBatch:
+		for _, r := range m.Results {
+			s.onResult(r)
+		}
+	case flushTurn:
+		s.flush()
+	case completeTask:
+		s.complete(m.p, m.r)
+	case cancelTask:
+		m.reply <- s.cancel(m.tid)
+	case nodeGone:
+		s.nodeGone(m.node)
+	case clusterChanged:
+		s.clusterChanged()
+	case tick:
+		s.c.resendStale(s, m.now)
+		s.sweepGoneNodes()
+	case rerun:
+		s.rerun(m.p)
+	case argsLost:
+		s.argsLost(m.p, m.lost)
+	case flushActor:
+		s.queueActor(m.ac)
+	case actorResolved:
+		s.actorResolved(m.ac, m.pid)
+	case newCaller:
+		s.callers[m.ac.id] = m.ac
+	}
+}
+
+func (s *shard) closed() bool {
+	select {
+	case <-s.c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// send hands the shard a message from any goroutine.
+func (s *shard) send(m any) { s.c.root.Send(s.pid, m) }
+
+// endOfTurn makes sure the batches of this turn go out.
+func (s *shard) endOfTurn() {
+	if !s.flushing {
+		s.flushing = true
+		s.c.root.Send(s.pid, flushTurn{})
+	}
+}
+
+// submitted registers a new task and dispatches it once its arguments are ready (an
+// actor call without ref arguments was sent by its submitter already).
+func (s *shard) submitted(p *pending) {
+	s.tasks[p.tid] = p
+	if !p.dispatched {
+		s.awaitArgs(p, p.argRefs)
+	}
+}
+
+// awaitArgs dispatches p when every object of args is ready (or gone: dispatch then
+// reports it lost).
+func (s *shard) awaitArgs(p *pending, args []ids.ObjectID) {
+	c := s.c
+	var waiting []ids.ObjectID
+	for _, r := range args {
+		if _, ready, known := c.mem.Get(r); known && !ready {
+			waiting = append(waiting, r)
+		}
+	}
+	if len(waiting) == 0 {
+		s.dispatch(p)
+		return
+	}
+	p.waiting.Store(int32(len(waiting)))
+	ready := func(objects.Value) {
+		if p.waiting.Add(-1) == 0 {
+			s.send(depsReady{p})
+		}
+	}
+	for _, r := range waiting {
+		if !c.mem.OnReady(r, ready) {
+			ready(objects.Value{}) // freed meanwhile: dispatch reports it lost
+		}
+	}
+}
+
+// dispatch fills in argument values and locations and sends the task on (to a scheduler,
+// or to its actor), or fails it with its first failed argument's error.
+func (s *shard) dispatch(p *pending) {
+	c := s.c
+	p.dispatched = true
+	tid := p.tid
+	for i, a := range p.spec.Args {
+		if !a.IsRef {
+			continue
+		}
+		id, _ := ids.ObjectIDFromBytes(a.ObjectId)
+		v, ready, known := c.mem.Get(id)
+		if !known || !ready {
+			s.complete(p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
+				Kind: pb.ErrorInfo_OBJECT_LOST, Function: p.spec.Function, TaskId: tid[:], NodeId: string(c.cfg.Node),
+				Message: fmt.Sprintf("argument %d: object %s was freed before the task could run", i+1, id)}})
+			return
+		}
+		if v.Err != nil {
+			// Ray semantics: a task whose argument failed fails with that same error.
+			s.complete(p, &pb.TaskResult{TaskId: tid[:], Error: v.Err})
+			return
+		}
+		if v.InStore {
+			a.NodeId = string(v.Node)
+			a.Size = v.Size
+		} else {
+			a.Data = v.Data
+		}
+	}
+	if p.actor != nil {
+		c.sendActorCall(p)
+		return
+	}
+	s.place(p)
+}
+
+// place places and queues a task (a first attempt or a retry) for its scheduler, parking
+// it while no node is known and failing it when placement fails.
+func (s *shard) place(p *pending) {
+	c := s.c
+	r, err := s.rayletFor(p)
+	if errors.Is(err, sched.ErrNoNodes) || errors.Is(err, errNodeUnready) {
+		// Placed again once the view changes (or after parkRetry): a node whose scheduler
+		// cannot be resolved is one that is starting or has just died, and the view catches
+		// up within the membership's report or the node's lease.
+		s.park(p)
+		return
+	}
+	if err != nil {
+		kind := pb.ErrorInfo_SYSTEM
+		if errors.Is(err, sched.ErrInfeasible) || errors.Is(err, sched.ErrAffinityUnavailable) {
+			kind = pb.ErrorInfo_INFEASIBLE
+		}
+		s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Attempt: p.spec.Attempt, Error: &pb.ErrorInfo{
+			Kind: kind, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(c.cfg.Node), Message: err.Error()}})
+		return
+	}
+	b := s.out[r]
+	if b == nil {
+		b = &pb.TaskBatch{}
+		s.out[r] = b
+		s.outOrder = append(s.outOrder, r)
+	}
+	b.Tasks = append(b.Tasks, p.spec)
+	s.endOfTurn()
+	// A node that died between placement and now: NodeGone (run after the view learned
+	// of the death) fails the attempts it finds placed there; one placed after that scan
+	// is caught here, since the view already says the node is gone.
+	if cl := c.cfg.Cluster; cl != nil && p.node != "" && p.node != c.cfg.Node && !cl.Alive(p.node) {
+		s.onResult(&pb.TaskResult{TaskId: p.tid[:], Attempt: p.spec.Attempt, Error: &pb.ErrorInfo{
+			Kind: pb.ErrorInfo_SYSTEM, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(p.node),
+			Message: fmt.Sprintf("node %s died as the task was sent there", p.node)}})
+	}
+}
+
+// flush sends what this turn collected: a batch of specs per scheduler, the outboxes of
+// the actor callers.
+func (s *shard) flush() {
+	s.flushing = false
+	for _, r := range s.outOrder {
+		b := s.out[r]
+		delete(s.out, r)
+		if len(b.Tasks) == 1 {
+			s.c.root.Send(r, b.Tasks[0])
+		} else {
+			s.c.root.Send(r, b)
+		}
+	}
+	clear(s.outOrder)
+	s.outOrder = s.outOrder[:0]
+	if len(s.actors) > 0 {
+		q := s.actors
+		s.actors = nil
+		for _, ac := range q {
+			s.flushCaller(ac)
+		}
+	}
+}
+
+// onResult handles a task's outcome: retry, or complete.
+func (s *shard) onResult(r *pb.TaskResult) {
+	c := s.c
+	tid, err := ids.TaskIDFromBytes(r.TaskId)
+	if err != nil {
+		return
+	}
+	p, ok := s.tasks[tid]
+	if !ok || r.Attempt != p.spec.Attempt {
+		return // a duplicate or a stale attempt: handlers are idempotent
+	}
+	s.placedDone(p)
+	if r.Error != nil && retriable(p.spec, r.Error) {
+		p.spec.Attempt++
+		c.stats.Retried.Add(1)
+		if r.Error.Kind == pb.ErrorInfo_OBJECT_LOST && len(p.argRefs) > 0 {
+			s.recoverArgs(p) // sent again once its lost arguments are recreated
+			return
+		}
+		s.place(p)
+		return
+	}
+	s.complete(p, r)
+}
+
+func retriable(spec *pb.TaskSpec, e *pb.ErrorInfo) bool {
+	if spec.Attempt >= spec.MaxRetries {
+		return false
+	}
+	switch e.Kind {
+	case pb.ErrorInfo_APPLICATION, pb.ErrorInfo_PANIC:
+		return spec.RetryExceptions
+	case pb.ErrorInfo_SYSTEM, pb.ErrorInfo_OBJECT_LOST:
+		return true
+	}
+	return false
+}
+
+// complete makes the task's return ready and releases its argument references.
+func (s *shard) complete(p *pending, r *pb.TaskResult) {
+	c := s.c
+	tid := p.tid
+	if s.tasks[tid] != p {
+		return
+	}
+	delete(s.tasks, tid)
+	delete(s.parked, tid)
+	if p.actor != nil {
+		c.actorFinished(p)
+	}
+	ret := ids.ReturnID(tid, 1)
+	v := objects.Value{Data: r.Data, InStore: r.InStore, Node: ids.NodeID(r.NodeId), Size: r.Size, Err: r.Error, Meta: r.Meta}
+	if len(r.Nested) > 0 && r.Error == nil {
+		if nested, err := ParseNested(r.Nested); err == nil {
+			c.pinAdopted(ret, nested)
+		} else {
+			c.cfg.Logger.Warn("ray: a task's result holds corrupt refs", "task", tid, "err", err)
+		}
+	}
+	owned := c.unborrowArgs(p.argRefs)
+	if len(owned) == 0 && c.mem.SetIfPresent(ret, v) {
+		// The fast path of a task without owned ref arguments: the reference table has
+		// nothing to drop, and the result's entry, made at submission, is still there, so
+		// a handle to it lived at least until now. A handle dropped since removes the
+		// entry, and with it the value, when its release frees it (after this Set).
+		if p.pinned {
+			c.unpin(argsKey(ret))
+		}
+		return
+	}
+	c.mem.Set(ret, v)
+	unreferenced, released := c.refs.Completed(ret, owned)
+	if unreferenced {
+		// Every handle to the result was dropped while the task ran.
+		released.AddValue(ret)
+	}
+	c.free(released)
+	if p.pinned {
+		c.unpin(argsKey(ret))
+	}
+}
+
+// cancel cancels task tid: a queued or waiting task never runs; a running one has its
+// context cancelled. Its result becomes a cancellation error.
+func (s *shard) cancel(tid ids.TaskID) error {
+	c := s.c
+	p, ok := s.tasks[tid]
+	if !ok {
+		return nil // finished already (or never existed): nothing to cancel
+	}
+	if p.actor != nil {
+		return s.cancelActorCall(p)
+	}
+	p.spec.MaxRetries = 0
+	if !p.dispatched || s.parked[tid] == p {
+		s.complete(p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
+			Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: tid[:], Message: "task was cancelled before it ran"}})
+		return nil
+	}
+	var r *actor.PID
+	if c.cfg.Cluster != nil && p.node != "" {
+		r = c.cfg.Cluster.Raylet(p.node)
+	} else {
+		r = c.cfg.Raylet()
+	}
+	if r == nil {
+		return errors.New("core: no scheduler to cancel the task")
+	}
+	// After the batch holding the task, if it has not gone out yet.
+	s.flush()
+	c.root.Send(r, &pb.CancelTask{TaskId: tid[:]})
+	return nil
+}
