@@ -51,6 +51,7 @@ type refCount struct {
 	local, lineage int32
 	freed          bool // value already reported free
 	task           bool // holds the lineage record of the task that returns this object
+	recorded       bool // the record was written to the GCS (Record)
 	args           []ids.ObjectID
 	spec           *pb.TaskSpec // the record: the task's spec (reconstruction runs it again)
 }
@@ -65,6 +66,9 @@ type Released struct {
 	l      [2]ids.TaskID
 	moreV  []ids.ObjectID
 	moreL  []ids.TaskID
+	// recorded lists the records of l (and moreL) that were written to the GCS (Record):
+	// the ones to delete there.
+	recorded []ids.TaskID
 }
 
 // Empty reports whether nothing was released.
@@ -96,6 +100,10 @@ func (r *Released) Values() []ids.ObjectID {
 	}
 	return append(append([]ids.ObjectID(nil), r.v[:]...), r.moreV...)
 }
+
+// Recorded returns the lineage records released that Record had written to the GCS: the
+// ones to delete there (a record released before it was written never reaches it).
+func (r *Released) Recorded() []ids.TaskID { return r.recorded }
 
 // Lineage returns the lineage records that may be deleted, in the order they were released.
 func (r *Released) Lineage() []ids.TaskID {
@@ -236,6 +244,26 @@ func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSp
 	sh.mu.Unlock()
 }
 
+// Record writes task's lineage record with write (which gets the spec) if the record
+// still lives and was not written yet, and marks it written: a record released later is
+// reported in Released.Recorded, one released before never is. write runs under the
+// record's shard lock, which orders it against the release: it must not call the table.
+// It reports whether write ran.
+func (t *RefTable) Record(task ids.TaskID, write func(*pb.TaskSpec)) bool {
+	ret := ids.ReturnID(task, 1)
+	sh := t.shard(ret)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	c, ok := sh.objs[ret]
+	if !ok || !c.task || c.recorded || c.spec == nil {
+		return false
+	}
+	write(c.spec)
+	c.recorded = true
+	sh.objs[ret] = c
+	return true
+}
+
 // Spec returns the spec of task's lineage record (nil when the record is gone).
 func (t *RefTable) Spec(task ids.TaskID) *pb.TaskSpec {
 	ret := ids.ReturnID(task, 1)
@@ -300,5 +328,8 @@ func (sh *refShard) settle(id ids.ObjectID, c refCount, r *Released, work *argHo
 	}
 	sh.ntasks--
 	r.addLineage(id.Task())
+	if c.recorded {
+		r.recorded = append(r.recorded, id.Task())
+	}
 	*work = append(*work, c.args...)
 }

@@ -190,6 +190,9 @@ func (c *Core) NodeGone(node ids.NodeID) {
 }
 
 func (s *shard) nodeGone(node ids.NodeID) {
+	if nl := s.nodes[node]; nl != nil {
+		s.dropNode(nl) // tasks waiting for a lease there are placed again
+	}
 	var hits []*pending
 	for _, p := range s.tasks {
 		if p.actor == nil && p.dispatched && p.node == node && s.parked[p.tid] != p {

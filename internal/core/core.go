@@ -143,6 +143,10 @@ type pending struct {
 
 	node   ids.NodeID      // where the task was sent
 	placed sched.Resources // what the cluster view counts against node
+	res    sched.Resources // what it asks for (shape())
+	hasRes bool
+	lease  string     // the lease it was pushed to ("" while it waits for one)
+	worker *actor.PID // the lease's worker
 
 	// reconstruction (reconstruct.go)
 	old     objects.Value // the lost value: its old copy in a store is freed first
@@ -385,7 +389,7 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 		}
 	}
 	if c.cfg.Lineage != nil {
-		for _, t := range r.Lineage() {
+		for _, t := range r.Recorded() {
 			c.cfg.Lineage.Drop(t)
 		}
 	}

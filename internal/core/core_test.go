@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -51,13 +52,56 @@ func (l *lineageMap) has(t ids.TaskID) bool {
 	return l.records[t]
 }
 
-// harness: a Core with a probe actor as its raylet and a real store shard.
+// harness: a Core with a probe scheduler (it grants every lease request on a probe
+// worker, which hands the specs pushed to it to the test) and a real store shard.
 type harness struct {
 	t     *testing.T
 	c     *Core
 	tc    *TaskContext
 	specs chan *pb.TaskSpec
 	lin   *lineageMap
+	fake  *fakeNode
+}
+
+// fakeNode is a scheduler that grants every lease request at once, on a worker that
+// records what is pushed to it (specs) and under which lease (leaseOf, for replies).
+type fakeNode struct {
+	raylet, worker *actor.PID
+	mu             sync.Mutex
+	leaseOf        map[string][]byte
+	grants         int
+}
+
+func newFakeNode(sys *actor.ActorSystem, specs chan<- *pb.TaskSpec) *fakeNode {
+	f := &fakeNode{leaseOf: map[string][]byte{}}
+	f.worker = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*pb.LeasePush); ok {
+			for _, s := range m.Tasks {
+				f.mu.Lock()
+				f.leaseOf[string(s.TaskId)] = m.LeaseId
+				f.mu.Unlock()
+				specs <- s
+			}
+		}
+	}))
+	f.raylet = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*pb.LeaseRequest); ok {
+			f.mu.Lock()
+			f.grants++
+			id := []byte(fmt.Sprintf("lease-%04d", f.grants))
+			f.mu.Unlock()
+			c.Send(actor.NewPID(m.Owner.Address, m.Owner.Id), &pb.LeaseGrant{RequestId: m.RequestId, LeaseId: id,
+				Worker: &pb.PID{Address: f.worker.Address, Id: f.worker.Id}})
+		}
+	}))
+	return f
+}
+
+// lease is the lease the task ran under.
+func (f *fakeNode) lease(task []byte) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leaseOf[string(task)]
 }
 
 func newHarness(t *testing.T) *harness {
@@ -66,11 +110,8 @@ func newHarness(t *testing.T) *harness {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	t.Cleanup(sys.Shutdown)
 	h := &harness{t: t, specs: make(chan *pb.TaskSpec, 64), lin: &lineageMap{records: map[ids.TaskID]bool{}}}
-	raylet := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		for _, s := range specsOf(c.Message()) {
-			h.specs <- s
-		}
-	}))
+	h.fake = newFakeNode(sys, h.specs)
+	raylet := h.fake.raylet
 	store := sys.Root.Spawn(storeshard.Props(storeshard.Config{Node: "n1", Logger: quiet}))
 	total, _ := sched.FromMap(map[string]float64{sched.CPU: 2})
 	c, err := New(Config{Job: "j", Node: "n1", System: sys,
@@ -88,17 +129,6 @@ func newHarness(t *testing.T) *harness {
 	t.Cleanup(c.Close)
 	h.c, h.tc = c, c.NewDriver()
 	return h
-}
-
-// specsOf returns the specs a scheduler got in m (a spec, or a batch of them).
-func specsOf(m any) []*pb.TaskSpec {
-	switch m := m.(type) {
-	case *pb.TaskSpec:
-		return []*pb.TaskSpec{m}
-	case *pb.TaskBatch:
-		return m.Tasks
-	}
-	return nil
 }
 
 func (h *harness) submit(args ...Arg) ids.ObjectID {
@@ -131,8 +161,11 @@ func (h *harness) noSpec() {
 	}
 }
 
-// reply delivers a result to the owner actor, as a worker would.
-func (h *harness) reply(r *pb.TaskResult) { h.c.root.Send(h.c.owner, r) }
+// reply delivers a result to the owner actor, as a worker would (under the task's lease).
+func (h *harness) reply(r *pb.TaskResult) {
+	r.LeaseId = h.fake.lease(r.TaskId)
+	h.c.root.Send(h.c.owner, r)
+}
 
 func (h *harness) get(id ids.ObjectID) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -222,8 +255,11 @@ func TestLifetimes(t *testing.T) {
 	a := h.submit()
 	sa := h.spec()
 	ta, _ := ids.TaskIDFromBytes(sa.TaskId)
+	if err := h.c.FlushLineage(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if !h.lin.has(ta) {
-		t.Fatal("no lineage record at submission")
+		t.Fatal("no lineage record in the GCS for a task that lives")
 	}
 	// The caller drops its ref while the task runs: the late result is freed at once.
 	h.c.ReleaseRef(a, true)
@@ -265,6 +301,39 @@ func TestLifetimes(t *testing.T) {
 	}
 	if _, err := h.tc.Put(make([]byte, 9<<20)); !errors.Is(err, ErrObjectTooLarge) {
 		t.Fatalf("Put over the store budget: %v", err)
+	}
+}
+
+// TestShortLivedTaskLeavesNoLineage: a task whose record is gone before the shard writes
+// it (recordDelay) never reaches the GCS, and neither its write nor its delete is done; a
+// task whose record outlives the delay is written, and deleted when it goes.
+func TestShortLivedTaskLeavesNoLineage(t *testing.T) {
+	h := newHarness(t)
+	short := h.submit()
+	ss := h.spec()
+	h.reply(&pb.TaskResult{TaskId: ss.TaskId, Data: []byte("v")})
+	if _, err := h.get(short); err != nil {
+		t.Fatal(err)
+	}
+	h.c.ReleaseRef(short, true)
+	long := h.submit()
+	sl := h.spec()
+	time.Sleep(3 * recordDelay)
+	ts, _ := ids.TaskIDFromBytes(ss.TaskId)
+	tl, _ := ids.TaskIDFromBytes(sl.TaskId)
+	h.lin.mu.Lock()
+	shortRecorded, longRecorded, dropped := h.lin.records[ts], h.lin.records[tl], len(h.lin.dropped)
+	h.lin.mu.Unlock()
+	if shortRecorded || dropped != 0 || !longRecorded {
+		t.Fatalf("short-lived record written %v, long-lived written %v, %d deletes; want false, true, 0", shortRecorded, longRecorded, dropped)
+	}
+	h.reply(&pb.TaskResult{TaskId: sl.TaskId, Data: []byte("w")})
+	if _, err := h.get(long); err != nil {
+		t.Fatal(err)
+	}
+	h.c.ReleaseRef(long, true)
+	if h.lin.has(tl) {
+		t.Fatal("the long-lived record was not deleted with its object")
 	}
 }
 

@@ -26,16 +26,19 @@
 //
 // Submit (the caller's goroutine) derives the task ID from its parent and a counter,
 // creates the return object pending, counts the references (the caller's, the lineage
-// record's, the task's holds on its arguments), records the lineage (the group-commit
-// packer, before the caller has the ref) and hands the task to its shard. The shard waits
-// for ref arguments, inlines small ready ones, places the task (the local scheduler, or in
-// a cluster (Config.Cluster, cluster.go) the node the sched policy picks) and queues it in
-// this turn's batch for that scheduler: one TaskBatch per scheduler per mailbox turn,
-// sent when the shard's flush message comes around, so a burst of submissions travels
-// together and a lone one goes at once. Results come back to the shard in batches
-// (TaskSpec.reply_to); it retries failed attempts as their options allow, makes return
-// objects ready and releases argument references. A failed argument fails the dependent
-// task with the same error, without running it.
+// record's, the task's holds on its arguments; the record is the spec, which the shard
+// writes to the GCS if the task lives long enough, lineage.go) and hands the task to its
+// shard. The shard waits for ref arguments, inlines small ready ones, places the task (the
+// local node, or in a cluster (Config.Cluster, cluster.go) the node the sched policy
+// picks) and queues it for a worker lease of its scheduling class on that node (lease.go,
+// Ray's direct task submission): it asks the node's scheduler for leases while tasks
+// wait, pushes them straight to the leased workers, several at a time when the class is
+// known to be short, and gives leases back when it has no more. What a mailbox turn
+// decides goes out when the shard's flush message comes around, so a burst of
+// submissions travels together and a lone one goes at once. Results come back to the
+// shard in batches (TaskSpec.reply_to); it retries failed attempts as their options
+// allow, makes return objects ready and releases argument references. A failed argument
+// fails the dependent task with the same error, without running it.
 //
 // A task blocked in Get lends its CPU back to the node (TaskBlocked/TaskUnblocked to the
 // raylet) so nested tasks cannot deadlock a node whose CPUs are all held by waiting

@@ -185,7 +185,8 @@ func (a *adoption) recover(id ids.ObjectID) {
 	// The lineage record keeps the arguments known here while the object may need them.
 	c.refs.AddTask(tid, args, spec)
 	if c.cfg.Lineage != nil {
-		_ = c.cfg.Lineage.Record(spec) // so that this runtime's own borrowers can adopt it in turn
+		// Written at once, so that this runtime's own borrowers can adopt it in turn.
+		c.refs.Record(tid, func(spec *pb.TaskSpec) { _ = c.cfg.Lineage.Record(spec) })
 	}
 	if c.reconstruct(id) {
 		a.recreated++

@@ -21,12 +21,15 @@ import (
 // hand it work as messages; it never blocks on I/O (what must wait runs on a goroutine
 // that answers with a message).
 //
-// Dispatch is batched per mailbox turn: specs ready in one turn go to each scheduler as
-// one TaskBatch, sent when the shard's flush message (posted by the first spec of the
-// turn) comes around. Under load the mailbox holds many submissions ahead of it and the
-// batch is large; on an idle shard the flush follows the one spec at once. Results come
-// back in batches (the worker's ResultBatch). Actor calls of the actors whose ID hashes to
-// the shard are flushed the same way (actor.go).
+// Dispatch goes through worker leases (lease.go): per node and scheduling class, the
+// shard asks the node's scheduler for leases and pushes its ready tasks straight to the
+// leased workers, several at a time; the scheduler sees a request and a release per
+// lease, not every task. What a turn of the mailbox decides (pushes, lease requests,
+// releases, actor calls) goes out when the shard's flush message comes around, posted by
+// the first change of the turn: under load the mailbox holds many submissions and results
+// ahead of it and the batches are large; on an idle shard the flush follows at once.
+// Results come back in batches (the worker's ResultBatch). Actor calls of the actors whose
+// ID selects the shard are flushed the same way (actor.go).
 type shard struct {
 	c    *Core
 	i    int
@@ -34,10 +37,19 @@ type shard struct {
 	pidW *pb.PID
 
 	tasks    map[ids.TaskID]*pending
-	out      map[*actor.PID]*pb.TaskBatch // specs to send at the end of this turn
-	outOrder []*actor.PID                 // out's keys, in the order first used
-	actors   []*actorCaller               // actor callers to flush at the end of this turn
-	flushing bool                         // a flushTurn is in the mailbox
+	actors   []*actorCaller // actor callers to flush at the end of this turn
+	flushing bool           // a flushTurn is in the mailbox
+
+	// worker leases (lease.go)
+	nodes   map[ids.NodeID]*nodeLeases
+	dirty   []*nodeLeases // changed this turn: pumped at its end
+	asks    map[uint64]leaseAsk
+	nextAsk uint64
+	leaseOf map[string]*nodeLeases
+
+	// lineage (lineage.go): tasks whose records may need writing to the GCS
+	unrecorded  []ids.TaskID
+	recordTimer bool
 
 	callers   map[ids.ActorID]*actorCaller // callers of the actors this shard flushes
 	parked    map[ids.TaskID]*pending      // waiting for a node (cluster mode)
@@ -47,8 +59,8 @@ type shard struct {
 }
 
 func newShard(c *Core, i int) *shard {
-	return &shard{c: c, i: i, tasks: make(map[ids.TaskID]*pending, 256), out: map[*actor.PID]*pb.TaskBatch{},
-		callers: map[ids.ActorID]*actorCaller{}}
+	return &shard{c: c, i: i, tasks: make(map[ids.TaskID]*pending, 256), callers: map[ids.ActorID]*actorCaller{},
+		nodes: map[ids.NodeID]*nodeLeases{}, asks: map[uint64]leaseAsk{}, leaseOf: map[string]*nodeLeases{}}
 }
 
 // The shard's local messages.
@@ -108,6 +120,10 @@ func (s *shard) receive(ctx actor.Context) {
 		for _, r := range m.Results {
 			s.onResult(r)
 		}
+	case *pb.LeaseGrant:
+		s.granted(m)
+	case *pb.LeaseReturned:
+		s.returned(m)
 	case flushTurn:
 		s.flush()
 	case completeTask:
@@ -131,6 +147,11 @@ func (s *shard) receive(ctx actor.Context) {
 		s.actorResolved(m.ac, m.pid)
 	case newCaller:
 		s.callers[m.ac.id] = m.ac
+	case recordLineage:
+		s.recordLineage()
+		if m.done != nil {
+			close(m.done)
+		}
 	}
 }
 
@@ -158,6 +179,9 @@ func (s *shard) endOfTurn() {
 // actor call without ref arguments was sent by its submitter already).
 func (s *shard) submitted(p *pending) {
 	s.tasks[p.tid] = p
+	if p.actor == nil {
+		s.toRecord(p.tid)
+	}
 	if !p.dispatched {
 		s.awaitArgs(p, p.argRefs)
 	}
@@ -248,14 +272,7 @@ func (s *shard) place(p *pending) {
 			Kind: kind, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(c.cfg.Node), Message: err.Error()}})
 		return
 	}
-	b := s.out[r]
-	if b == nil {
-		b = &pb.TaskBatch{}
-		s.out[r] = b
-		s.outOrder = append(s.outOrder, r)
-	}
-	b.Tasks = append(b.Tasks, p.spec)
-	s.endOfTurn()
+	s.queueTask(p, p.node, r)
 	// A node that died between placement and now: NodeGone (run after the view learned
 	// of the death) fails the attempts it finds placed there; one placed after that scan
 	// is caught here, since the view already says the node is gone.
@@ -270,17 +287,7 @@ func (s *shard) place(p *pending) {
 // the actor callers.
 func (s *shard) flush() {
 	s.flushing = false
-	for _, r := range s.outOrder {
-		b := s.out[r]
-		delete(s.out, r)
-		if len(b.Tasks) == 1 {
-			s.c.root.Send(r, b.Tasks[0])
-		} else {
-			s.c.root.Send(r, b)
-		}
-	}
-	clear(s.outOrder)
-	s.outOrder = s.outOrder[:0]
+	s.pumpLeases()
 	if len(s.actors) > 0 {
 		q := s.actors
 		s.actors = nil
@@ -301,6 +308,7 @@ func (s *shard) onResult(r *pb.TaskResult) {
 	if !ok || r.Attempt != p.spec.Attempt {
 		return // a duplicate or a stale attempt: handlers are idempotent
 	}
+	s.leaseResult(p, r)
 	s.placedDone(p)
 	if r.Error != nil && retriable(p.spec, r.Error) {
 		p.spec.Attempt++
@@ -384,22 +392,17 @@ func (s *shard) cancel(tid ids.TaskID) error {
 		return s.cancelActorCall(p)
 	}
 	p.spec.MaxRetries = 0
-	if !p.dispatched || s.parked[tid] == p {
-		s.complete(p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
-			Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: tid[:], Message: "task was cancelled before it ran"}})
+	if p.worker != nil {
+		// Pushed to a lease: its worker cancels it (queued: never runs; running: its
+		// context is cancelled) and answers with a cancelled result.
+		c.root.Send(p.worker, &pb.CancelTask{TaskId: tid[:]})
 		return nil
 	}
-	var r *actor.PID
-	if c.cfg.Cluster != nil && p.node != "" {
-		r = c.cfg.Cluster.Raylet(p.node)
-	} else {
-		r = c.cfg.Raylet()
+	if s.parked[tid] == p {
+		delete(s.parked, tid)
 	}
-	if r == nil {
-		return errors.New("core: no scheduler to cancel the task")
-	}
-	// After the batch holding the task, if it has not gone out yet.
-	s.flush()
-	c.root.Send(r, &pb.CancelTask{TaskId: tid[:]})
+	s.unqueue(p)
+	s.complete(p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
+		Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: tid[:], Message: "task was cancelled before it ran"}})
 	return nil
 }

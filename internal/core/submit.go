@@ -94,18 +94,10 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 		}
 	}
 	// The caller's reference to the result, the lineage record (the spec, for
-	// reconstruction), and the submitted task's references to its arguments (dropped when
-	// it finishes).
+	// reconstruction; the shard writes it to the GCS if it lives long enough: lineage.go),
+	// and the submitted task's references to its arguments (dropped when it finishes).
 	c.refs.Submitted(tid, c.holdArgs(argRefs), spec)
-	if c.cfg.Lineage != nil {
-		// Recorded before the task can run, with refs as IDs: what reconstruction reads.
-		// Here rather than in the shard: before the caller has the ref, so that dropping
-		// the record (when the ref goes) always comes after it.
-		if err := c.cfg.Lineage.Record(spec); err != nil {
-			c.cfg.Logger.Warn("ray: task runs without a lineage record; it cannot be reconstructed", "task", tid, "err", err)
-		}
-	}
-	p := &pending{tid: tid, spec: spec, argRefs: argRefs, pinned: c.pinArgs(ret, call.Args)}
+	p := &pending{tid: tid, spec: spec, argRefs: argRefs, pinned: c.pinArgs(ret, call.Args), res: call.Resources, hasRes: true}
 	c.root.Send(sh.pid, p)
 	return ret, nil
 }

@@ -50,11 +50,7 @@ func newClusterCore(t *testing.T, specs map[ids.NodeID]chan *pb.TaskSpec) (*Core
 	t.Cleanup(sys.Shutdown)
 	cl := &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{}}
 	for n, ch := range specs {
-		cl.raylets[n] = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-			for _, s := range specsOf(c.Message()) {
-				ch <- s
-			}
-		}))
+		cl.raylets[n] = newFakeNode(sys, ch).raylet
 	}
 	local := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	c, err := New(Config{Job: "j", Node: "n1", System: sys, Cluster: cl,

@@ -63,12 +63,11 @@ const endpointBatch = 32
 const dispatchGoroutines = 16
 
 // lineageSealDelay is how long a partly filled lineage page waits for more records before
-// it is written: a page whose tasks all finish and are released within it never reaches
-// etcd. Lineage in etcd is what outlives the owner; in the owner itself the spec is kept
-// from submission on. Measured (go run ./benchmarks/microbench -quick -only tasks_async,
-// lineage_overhead_ratio, 2 to 5 runs each): 2 ms gave 0.60-0.83, 20 ms 0.57-0.82, 50 ms
-// 0.82-0.95.
-const lineageSealDelay = 50 * time.Millisecond
+// it is written. The owner's shards hand the packer only the records that outlived their
+// own delay (internal/core lineage.go): short-lived tasks never reach it, so what arrives
+// mostly lives, and the page need not wait long for deletes. Lineage in etcd is what
+// outlives the owner; in the owner itself the spec is kept from submission on.
+const lineageSealDelay = 10 * time.Millisecond
 
 // packerShards is how many lineage Packers a node runs: one per core (a power of two), so
 // that tasks submitted on different cores rarely append to the same one.
@@ -196,8 +195,8 @@ type Node struct {
 	ActorStats *actors.Stats
 
 	mu      sync.Mutex
-	rayletP *actor.PID
-	storeP  *actor.PID
+	rayletP atomic.Pointer[actor.PID] // resolved once: read on every task's placement
+	storeP  atomic.Pointer[actor.PID]
 	stopped bool
 }
 
@@ -516,7 +515,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	if err := rcfg.Validate(); err != nil {
 		return err
 	}
-	wenv := worker.Env{Node: n.ID, Store: n.objectStore, Logger: logger,
+	wenv := worker.Env{Node: n.ID, Store: n.objectStore, Raylet: n.raylet, Logger: logger,
 		Context: func(parent context.Context, spec *pb.TaskSpec, r *actor.PID) context.Context {
 			return n.Core.TaskContextFor(parent, spec, r)
 		},
@@ -577,22 +576,24 @@ func (n *Node) startMember(ctx context.Context) error {
 	return nil
 }
 
-func (n *Node) raylet() *actor.PID {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.rayletP == nil && !n.stopped {
-		n.rayletP = n.cluster.Get(membership.NodeIdentity(string(n.ID), "raylet"), KindRaylet)
-	}
-	return n.rayletP
-}
+func (n *Node) raylet() *actor.PID { return n.grain(&n.rayletP, "raylet", KindRaylet) }
 
-func (n *Node) objectStore() *actor.PID {
+func (n *Node) objectStore() *actor.PID { return n.grain(&n.storeP, "store/0", KindStore) }
+
+// grain returns the node's grain of kind named what, resolving it on first use (not once
+// the node stopped).
+func (n *Node) grain(cache *atomic.Pointer[actor.PID], what, kind string) *actor.PID {
+	if p := cache.Load(); p != nil {
+		return p
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.storeP == nil && !n.stopped {
-		n.storeP = n.cluster.Get(membership.NodeIdentity(string(n.ID), "store/0"), KindStore)
+	if p := cache.Load(); p != nil || n.stopped {
+		return p
 	}
-	return n.storeP
+	p := n.cluster.Get(membership.NodeIdentity(string(n.ID), what), kind)
+	cache.Store(p)
+	return p
 }
 
 // System is the node's actor system.
@@ -603,6 +604,11 @@ func (n *Node) GCS() gcs.Store { return n.store }
 
 // Flush makes every GCS write issued so far durable (lineage pages, object table).
 func (n *Node) Flush(ctx context.Context) error {
+	if n.Core != nil {
+		if err := n.Core.FlushLineage(ctx); err != nil {
+			return err
+		}
+	}
 	if err := n.packer.Flush(ctx); err != nil {
 		return err
 	}

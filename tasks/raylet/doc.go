@@ -1,30 +1,30 @@
 // Package raylet is a node's scheduler grain (identity "n/<node>/raylet"): it accounts the
-// node's resources, queues tasks that do not fit yet, and dispatches the ones that do to the
-// node's worker grains in batches (DESIGN §2, §5).
+// node's resources and grants worker leases (DESIGN §2, §5).
+//
+// Tasks do not pass through it. An owner asks it for a lease per scheduling class
+// (LeaseRequest: a resource shape), it grants one when the resources are free (LeaseGrant:
+// the resources held for that owner on one of its worker grains, chosen round robin), and
+// the owner pushes that class's tasks straight to the worker for as long as it has them
+// (package worker; the owner's policy is sched.Leases), then gives the lease back
+// (LeaseRelease). The scheduler handles two messages per lease, not one per task, so it
+// is not a point every task of the node must pass (Ray's direct task submission).
 //
 // The queue and fit decisions are the pure policy of package sched (per-scheduling-class
-// FIFO queues, fixed-point resources). This grain only owns state and moves messages:
+// FIFO queues of requests, fixed-point resources). This grain only owns state and moves
+// messages:
 //
-//   - TaskSpec / TaskBatch from owners: rejected at once with an INFEASIBLE error if the
-//     node can never fit them, else queued; a dispatch is scheduled by sending a tick to
-//     itself, so all specs already in the mailbox go out together (batching without
-//     added latency).
-//   - Dispatch grants leases: every queued task that fits gets a lease holding its
-//     resources, sent to a worker in one LeaseBatch per worker. When a scheduling class
-//     (resource shape) is known to run short tasks (per-class mean run time under
-//     FastTask), more queued tasks that fit the same grant are attached to the lease, up to
-//     MaxLeaseDepth, and the worker runs them back to back: Ray's worker lease reuse,
-//     which takes the scheduler round trip out of the path between short tasks. Long or
-//     unknown classes get one task per lease, so work spreads as resources free up.
-//   - LeaseDone from workers: the lease's resources come back, the class's run-time
-//     estimate is updated, more tasks are dispatched.
+//   - LeaseRequest: denied at once (INFEASIBLE) if the node can never hold the shape, else
+//     queued and granted, oldest first per class, as resources allow; a class whose head
+//     does not fit does not hold up smaller shapes.
+//   - LeaseRelease from owners: the lease's resources return and waiting requests are
+//     granted. The grain watches every owner it granted a lease to: when one stops or its
+//     process dies (Terminated), its leases return and its waiting requests are dropped.
 //   - TaskBlocked / TaskUnblocked (through the worker) from tasks waiting in Get: the
-//     lease's CPU is lent back to the pool while it waits and taken again when it resumes,
-//     even if that oversubscribes the node for a while (Ray does the same); the worker
-//     gives the lease's unstarted tasks back (LeaseReturn) and they are queued again. This
+//     lease's CPU is lent to waiting requests while it waits and taken again when it
+//     resumes, even if that oversubscribes the node for a while (Ray does the same). This
 //     keeps nested tasks from deadlocking a node whose CPUs are held by waiting parents.
-//   - CancelTask: a queued task is dropped and its owner told; a leased one is cancelled
-//     by its worker.
+//   - ReserveResources: an actor instance's resources, held from grant to release and
+//     granted ahead of waiting lease requests.
 //
-// Handlers are idempotent: a spec for a task already queued or running is ignored.
+// Handlers are idempotent: a release of a lease already released does nothing.
 package raylet

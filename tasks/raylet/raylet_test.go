@@ -8,72 +8,67 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/ray-go/ray/internal/ids"
 	"github.com/ray-go/ray/internal/pb"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/sched"
 )
 
 // harness runs a raylet in a plain actor system, with probe actors standing in for its
-// workers and for the tasks' owner.
+// workers and for the owners that ask it for leases.
 type harness struct {
 	t       *testing.T
 	sys     *actor.ActorSystem
 	raylet  *actor.PID
-	owner   *actor.PID
-	leases  chan leaseAt
-	results chan *pb.TaskResult
-	cancels chan *pb.CancelTask
-	root    ids.TaskID
+	workers []*actor.PID
+	owner   *owner
 	n       uint64
 }
 
-type leaseAt struct {
-	worker int
-	lease  *pb.Lease
+// owner is a probe owner: it collects the grants it gets.
+type owner struct {
+	pid    *actor.PID
+	grants chan *pb.LeaseGrant
 }
 
 func newHarness(t *testing.T, total map[string]float64, workers int) *harness {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := &harness{t: t, sys: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet })), leases: make(chan leaseAt, 1024),
-		results: make(chan *pb.TaskResult, 1024), cancels: make(chan *pb.CancelTask, 16), root: ids.NewRootTaskID()}
+	h := &harness{t: t, sys: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))}
 	t.Cleanup(h.sys.Shutdown)
-	pids := make([]*actor.PID, workers)
-	for i := range pids {
-		i := i
-		pids[i] = h.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-			switch m := c.Message().(type) {
-			case *pb.LeaseBatch:
-				for _, l := range m.Leases {
-					h.leases <- leaseAt{i, l}
-				}
-			case *pb.CancelTask:
-				h.cancels <- m
-			}
-		}))
+	h.workers = make([]*actor.PID, workers)
+	for i := range h.workers {
+		h.workers[i] = h.sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	}
-	h.owner = h.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		if r, ok := c.Message().(*pb.TaskResult); ok {
-			h.results <- r
-		}
-	}))
 	res, err := sched.FromMap(total)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.raylet = h.sys.Root.Spawn(Props(Config{Node: "n1", Total: res, Workers: workers, Worker: func(i int) *actor.PID { return pids[i] }}))
+	h.raylet = h.sys.Root.Spawn(Props(Config{Node: "n1", Total: res, Workers: workers, Worker: func(i int) *actor.PID { return h.workers[i] }}))
+	h.owner = h.newOwner()
 	return h
 }
 
-func (h *harness) spec(res map[string]float64) *pb.TaskSpec {
-	h.n++
-	tid := ids.ChildTaskID(h.root, h.n)
+func (h *harness) newOwner() *owner {
+	o := &owner{grants: make(chan *pb.LeaseGrant, 64)}
+	o.pid = h.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if g, ok := c.Message().(*pb.LeaseGrant); ok {
+			o.grants <- g
+		}
+	}))
+	return o
+}
+
+// ask sends a lease request of res from o and returns its request ID.
+func (h *harness) ask(o *owner, res map[string]float64) uint64 {
+	h.t.Helper()
 	r, err := sched.FromMap(res)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return &pb.TaskSpec{TaskId: tid[:], Function: "f", Resources: tasks.ResourcesToPB(r), Owner: &pb.PID{Address: h.owner.Address, Id: h.owner.Id}}
+	h.n++
+	h.sys.Root.Send(h.raylet, &pb.LeaseRequest{RequestId: h.n, Resources: tasks.ResourcesToPB(r), Backlog: 3,
+		Owner: &pb.PID{Address: o.pid.Address, Id: o.pid.Id}})
+	return h.n
 }
 
 func (h *harness) send(msgs ...any) {
@@ -82,29 +77,29 @@ func (h *harness) send(msgs ...any) {
 	}
 }
 
-// nextLeases collects exactly n leases, failing after a bounded wait.
-func (h *harness) nextLeases(n int) []leaseAt {
+// grants collects exactly n grants to o, failing after a bounded wait.
+func (h *harness) grants(o *owner, n int) []*pb.LeaseGrant {
 	h.t.Helper()
-	var out []leaseAt
+	var out []*pb.LeaseGrant
 	for len(out) < n {
 		select {
-		case l := <-h.leases:
-			out = append(out, l)
+		case g := <-o.grants:
+			out = append(out, g)
 		case <-time.After(5 * time.Second):
-			h.t.Fatalf("got %d leases, want %d", len(out), n)
+			h.t.Fatalf("got %d grants, want %d", len(out), n)
 		}
 	}
 	return out
 }
 
-// noLease checks that nothing more is dispatched (after a Stats round trip, so the raylet
+// noGrant checks that nothing more is granted to o (after a Stats round trip, so the raylet
 // has handled everything sent before).
-func (h *harness) noLease() {
+func (h *harness) noGrant(o *owner) {
 	h.t.Helper()
 	h.stats()
 	select {
-	case l := <-h.leases:
-		h.t.Fatalf("unexpected lease of %d tasks", len(l.lease.Tasks))
+	case g := <-o.grants:
+		h.t.Fatalf("unexpected grant %+v", g)
 	case <-time.After(20 * time.Millisecond):
 	}
 }
@@ -118,177 +113,134 @@ func (h *harness) stats() *StatsReply {
 	return res.(*StatsReply)
 }
 
-func (h *harness) result() *pb.TaskResult {
-	h.t.Helper()
-	select {
-	case r := <-h.results:
-		return r
-	case <-time.After(5 * time.Second):
-		h.t.Fatal("no result")
-		return nil
-	}
-}
-
-func done(l *pb.Lease, tasks int32, per time.Duration) *pb.LeaseDone {
-	return &pb.LeaseDone{LeaseId: l.LeaseId, TasksRun: tasks, RunNanos: int64(tasks) * int64(per)}
-}
+func release(g *pb.LeaseGrant) *pb.LeaseRelease { return &pb.LeaseRelease{LeaseId: g.LeaseId} }
 
 var cpu1 = map[string]float64{sched.CPU: 1}
 
-func TestQueueAndRelease(t *testing.T) {
+// TestGrantQueueRelease: leases are granted while resources last, spread over the workers,
+// the rest wait in arrival order; a release grants the next; a repeated release is
+// harmless.
+func TestGrantQueueRelease(t *testing.T) {
 	h := newHarness(t, map[string]float64{sched.CPU: 2}, 2)
-	a, b, c := h.spec(cpu1), h.spec(cpu1), h.spec(cpu1)
-	h.send(a, b, c, a) // a again: a duplicate is ignored
-	got := h.nextLeases(2)
-	h.noLease()
-	if st := h.stats(); st.Queued != 1 || st.Leases != 2 || st.Available.Get(sched.CPU) != 0 {
+	a, b, c := h.ask(h.owner, cpu1), h.ask(h.owner, cpu1), h.ask(h.owner, cpu1)
+	got := h.grants(h.owner, 2)
+	h.noGrant(h.owner)
+	if got[0].RequestId != a || got[1].RequestId != b {
+		t.Fatalf("granted requests %d and %d, want %d and %d", got[0].RequestId, got[1].RequestId, a, b)
+	}
+	if st := h.stats(); st.Requests != 1 || st.Queued != 3 || st.Leases != 2 || st.Available.Get(sched.CPU) != 0 {
 		t.Fatalf("stats %+v", st)
 	}
-	if got[0].worker == got[1].worker {
-		t.Errorf("both leases went to worker %d; want them spread", got[0].worker)
+	if got[0].Worker.Id == got[1].Worker.Id {
+		t.Errorf("both leases on worker %s; want them spread", got[0].Worker.Id)
 	}
-	h.send(done(got[0].lease, 1, time.Second))
-	third := h.nextLeases(1)[0]
-	if string(third.lease.LeaseId) != string(c.TaskId) {
-		t.Fatalf("dispatched %x, want the queued task", third.lease.LeaseId)
+	if string(got[0].LeaseId) == string(got[1].LeaseId) {
+		t.Fatal("two leases share an ID")
 	}
-	h.send(done(got[1].lease, 1, time.Second), done(third.lease, 1, time.Second))
-	if st := h.stats(); st.Available.Get(sched.CPU) != 2*sched.Unit || st.Leases != 0 {
-		t.Fatalf("after all leases: %+v", st)
+	h.send(release(got[0]), release(got[0]))
+	third := h.grants(h.owner, 1)[0]
+	if third.RequestId != c {
+		t.Fatalf("granted request %d, want the queued %d", third.RequestId, c)
+	}
+	h.send(release(got[1]), release(third))
+	if st := h.stats(); st.Available.Get(sched.CPU) != 2*sched.Unit || st.Leases != 0 || st.Granted != 3 || st.Released != 3 {
+		t.Fatalf("after every release: %+v", st)
 	}
 }
 
-func TestInfeasibleAnsweredAtOnce(t *testing.T) {
+// TestInfeasibleDeniedAtOnce: a request the node can never hold is denied at once.
+func TestInfeasibleDeniedAtOnce(t *testing.T) {
 	h := newHarness(t, map[string]float64{sched.CPU: 2, "accel": 1}, 1)
-	tests := []map[string]float64{{sched.GPU: 1}, {sched.CPU: 3}, {"accel": 2}, {"tpu": 1}}
-	for _, res := range tests {
-		h.send(h.spec(res))
-		r := h.result()
-		if r.Error == nil || r.Error.Kind != pb.ErrorInfo_INFEASIBLE {
-			t.Errorf("%v: result %v, want INFEASIBLE", res, r.Error)
+	for _, res := range []map[string]float64{{sched.GPU: 1}, {sched.CPU: 3}, {"accel": 2}, {"tpu": 1}} {
+		id := h.ask(h.owner, res)
+		g := h.grants(h.owner, 1)[0]
+		if g.RequestId != id || g.Denied == nil || g.Denied.Kind != pb.ErrorInfo_INFEASIBLE || len(g.LeaseId) != 0 {
+			t.Errorf("%v: grant %+v, want INFEASIBLE", res, g)
 		}
 	}
-	h.noLease()
-}
-
-func TestShortTasksShareLeases(t *testing.T) {
-	tests := []struct {
-		name     string
-		runTime  time.Duration
-		wantDeep bool
-	}{
-		{"fast class pipelines", 10 * time.Microsecond, true},
-		{"slow class gets a task per lease", 10 * time.Millisecond, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, map[string]float64{sched.CPU: 2}, 2)
-			// Teach the raylet this class's run time.
-			h.send(h.spec(cpu1))
-			first := h.nextLeases(1)[0]
-			h.send(done(first.lease, 1, tc.runTime))
-			h.stats()
-			// One batch, so that all 40 wait before the raylet dispatches (sent one by one,
-			// a slow machine lets it dispatch after each).
-			batch := &pb.TaskBatch{}
-			for i := 0; i < 40; i++ {
-				batch.Tasks = append(batch.Tasks, h.spec(cpu1))
-			}
-			h.send(batch)
-			got := h.nextLeases(2)
-			n := len(got[0].lease.Tasks) + len(got[1].lease.Tasks)
-			if deep := n > 2; deep != tc.wantDeep {
-				t.Fatalf("2 leases carry %d tasks; want pipelining=%v", n, tc.wantDeep)
-			}
-			if tc.wantDeep && (len(got[0].lease.Tasks) > MaxLeaseDepth || len(got[1].lease.Tasks) > MaxLeaseDepth) {
-				t.Fatalf("lease deeper than %d", MaxLeaseDepth)
-			}
-			if st := h.stats(); st.Queued != 40-n || st.Leased != n {
-				t.Fatalf("queued %d leased %d, want %d and %d", st.Queued, st.Leased, 40-n, n)
-			}
-		})
+	if st := h.stats(); st.Requests != 0 || st.Leases != 0 {
+		t.Fatalf("stats %+v", st)
 	}
 }
 
+// TestSmallShapeNotBlockedByLarge: a request that does not fit waits without holding up a
+// later request of a smaller shape (per-class queues).
+func TestSmallShapeNotBlockedByLarge(t *testing.T) {
+	h := newHarness(t, map[string]float64{sched.CPU: 2}, 2)
+	h.ask(h.owner, cpu1)
+	first := h.grants(h.owner, 1)[0]
+	big := h.ask(h.owner, map[string]float64{sched.CPU: 2})
+	small := h.ask(h.owner, cpu1)
+	if g := h.grants(h.owner, 1)[0]; g.RequestId != small {
+		t.Fatalf("granted request %d, want the small one %d (the large one waits)", g.RequestId, small)
+	}
+	h.noGrant(h.owner)
+	h.send(release(first))
+	h.noGrant(h.owner) // one CPU free: the large request still waits
+	if st := h.stats(); st.Requests != 1 {
+		t.Fatalf("%d requests waiting, want the large one", st.Requests)
+	}
+	_ = big
+}
+
+// TestBlockedLeaseLendsItsCPU: a lease whose task blocks lends its CPU out while it waits,
+// and takes it back when it resumes, even over the node's total.
 func TestBlockedLeaseLendsItsCPU(t *testing.T) {
 	h := newHarness(t, cpu1, 1)
-	parent, child := h.spec(cpu1), h.spec(cpu1)
-	h.send(parent, child)
-	pl := h.nextLeases(1)[0].lease
-	h.noLease() // child waits for the only CPU
-	h.send(&pb.TaskBlocked{TaskId: parent.TaskId, LeaseId: pl.LeaseId})
-	cl := h.nextLeases(1)[0].lease // the lent CPU runs the child
-	if string(cl.LeaseId) != string(child.TaskId) {
-		t.Fatal("the child did not get the lent CPU")
-	}
-	h.send(done(cl, 1, time.Millisecond))
-	h.send(&pb.TaskUnblocked{TaskId: parent.TaskId, LeaseId: pl.LeaseId})
+	h.ask(h.owner, cpu1)
+	parent := h.grants(h.owner, 1)[0]
+	h.ask(h.owner, cpu1)
+	h.noGrant(h.owner) // the child waits for the only CPU
+	h.send(&pb.TaskBlocked{LeaseId: parent.LeaseId})
+	child := h.grants(h.owner, 1)[0] // the lent CPU runs the child
+	h.send(release(child), &pb.TaskUnblocked{LeaseId: parent.LeaseId})
 	if st := h.stats(); st.Available.Get(sched.CPU) != 0 {
 		t.Fatalf("after unblock: available %v, want CPU=0", st.Available)
 	}
-	// Oversubscription: unblocking while the child still runs takes the CPU anyway.
-	other := h.spec(cpu1)
-	h.send(&pb.TaskBlocked{TaskId: parent.TaskId, LeaseId: pl.LeaseId}, other)
-	ol := h.nextLeases(1)[0].lease
-	h.send(&pb.TaskUnblocked{TaskId: parent.TaskId, LeaseId: pl.LeaseId})
+	// Oversubscription: unblocking while another lease holds the lent CPU takes it anyway.
+	h.send(&pb.TaskBlocked{LeaseId: parent.LeaseId})
+	h.ask(h.owner, cpu1)
+	other := h.grants(h.owner, 1)[0]
+	h.send(&pb.TaskUnblocked{LeaseId: parent.LeaseId})
 	if st := h.stats(); st.Available.Get(sched.CPU) != -sched.Unit {
 		t.Fatalf("oversubscribed: available %v, want CPU=-1", st.Available)
 	}
-	h.send(done(ol, 1, time.Millisecond), done(pl, 1, time.Millisecond))
+	h.send(release(other), release(parent))
 	if st := h.stats(); st.Available.Get(sched.CPU) != sched.Unit {
 		t.Fatalf("at rest: available %v, want CPU=1", st.Available)
 	}
-}
-
-func TestLeaseReturnRequeues(t *testing.T) {
-	h := newHarness(t, cpu1, 1)
-	h.send(h.spec(cpu1))
-	first := h.nextLeases(1)[0].lease
-	h.send(done(first, 1, time.Microsecond)) // a fast class
-	for i := 0; i < 5; i++ {
-		h.send(h.spec(cpu1))
-	}
-	l := h.nextLeases(1)[0].lease
-	if len(l.Tasks) < 2 {
-		t.Fatalf("lease of %d tasks, want pipelining", len(l.Tasks))
-	}
-	// Its first task blocks: the worker gives the rest back; they run on the lent CPU.
-	h.send(&pb.LeaseReturn{LeaseId: l.LeaseId, Tasks: l.Tasks[1:]}, &pb.TaskBlocked{TaskId: l.Tasks[0].TaskId, LeaseId: l.LeaseId})
-	again := h.nextLeases(1)[0].lease
-	seen := map[string]bool{string(l.Tasks[0].TaskId): true}
-	for _, s := range again.Tasks {
-		seen[string(s.TaskId)] = true
-	}
-	if len(seen) != 5 {
-		t.Fatalf("after the return, %d of 5 tasks were dispatched (the lent CPU's lease carries %d)", len(seen), len(again.Tasks))
+	// A lease released while blocked gives back only what it still held.
+	h.ask(h.owner, cpu1)
+	g := h.grants(h.owner, 1)[0]
+	h.send(&pb.TaskBlocked{LeaseId: g.LeaseId}, release(g))
+	if st := h.stats(); st.Available.Get(sched.CPU) != sched.Unit {
+		t.Fatalf("released while blocked: available %v, want CPU=1", st.Available)
 	}
 }
 
-func TestCancel(t *testing.T) {
+// TestOwnerDeathFreesItsLeases: the raylet watches the owners it granted leases to; when
+// one stops, its leases return and its waiting requests go, and another owner gets the
+// resources.
+func TestOwnerDeathFreesItsLeases(t *testing.T) {
 	h := newHarness(t, cpu1, 1)
-	running, queued := h.spec(cpu1), h.spec(cpu1)
-	h.send(running, queued)
-	h.nextLeases(1)
-	h.send(&pb.CancelTask{TaskId: queued.TaskId})
-	if r := h.result(); r.Error == nil || r.Error.Kind != pb.ErrorInfo_CANCELLED || string(r.TaskId) != string(queued.TaskId) {
-		t.Fatalf("cancelling a queued task: %v", r)
+	doomed := h.newOwner()
+	h.ask(doomed, cpu1)
+	h.grants(doomed, 1)
+	h.ask(doomed, cpu1) // waits
+	h.ask(h.owner, cpu1)
+	h.noGrant(h.owner)
+	h.sys.Root.Stop(doomed.pid)
+	g := h.grants(h.owner, 1)[0]
+	if len(g.LeaseId) == 0 {
+		t.Fatalf("grant %+v", g)
 	}
-	h.send(&pb.CancelTask{TaskId: running.TaskId})
-	select {
-	case c := <-h.cancels:
-		if string(c.TaskId) != string(running.TaskId) {
-			t.Fatal("the wrong task's cancellation reached the worker")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("cancelling a leased task did not reach its worker")
-	}
-	if st := h.stats(); st.Queued != 0 {
-		t.Fatalf("queued %d after cancel", st.Queued)
+	if st := h.stats(); st.Requests != 0 || st.Leases != 1 {
+		t.Fatalf("after the owner stopped: %+v", st)
 	}
 }
 
 // TestReservations: an actor's resources are held from grant to release, granted ahead of
-// queued tasks as soon as they are free, and requests are idempotent by key.
+// waiting lease requests as soon as they are free, and requests are idempotent by key.
 func TestReservations(t *testing.T) {
 	h := newHarness(t, map[string]float64{"CPU": 2}, 2)
 	cpu := func(n float64) []*pb.ResourceQty {
@@ -311,23 +263,23 @@ func TestReservations(t *testing.T) {
 	if got := h.stats().Available.Get(sched.CPU).Float(); got != 1 {
 		t.Fatalf("available CPU after one reservation of 1 (asked twice): %v, want 1", got)
 	}
-	// A task needing 2 CPUs waits while the actor holds one.
-	h.send(h.spec(map[string]float64{"CPU": 2}))
-	h.noLease()
+	// A lease needing 2 CPUs waits while the actor holds one.
+	h.ask(h.owner, map[string]float64{"CPU": 2})
+	h.noGrant(h.owner)
 	// A second actor wanting 2 CPUs waits too (no grant within the request's timeout).
 	if _, err := ask("a/2", 2); err == nil {
 		t.Fatal("a reservation larger than what is free was granted")
 	}
-	// Releasing the first frees the CPU: the waiting reservation (ahead of the task) is
-	// granted, the task still waits.
+	// Releasing the first frees the CPU: the waiting reservation (ahead of the lease
+	// request) is granted, the request still waits.
 	h.send(&pb.ReserveResources{Key: "a/1", Release: true})
 	time.Sleep(50 * time.Millisecond)
 	if got := h.stats().Available.Get(sched.CPU).Float(); got != 0 {
 		t.Fatalf("available CPU after the second reservation was granted: %v, want 0", got)
 	}
-	h.noLease()
+	h.noGrant(h.owner)
 	h.send(&pb.ReserveResources{Key: "a/2", Release: true})
-	if l := h.nextLeases(1); len(l) != 1 {
-		t.Fatalf("task not leased after every reservation was released")
+	if g := h.grants(h.owner, 1); len(g[0].LeaseId) == 0 {
+		t.Fatalf("request not granted after every reservation was released")
 	}
 }

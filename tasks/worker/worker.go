@@ -19,7 +19,7 @@ import (
 // DefaultInlineLimit is the largest result returned inline to its owner (DESIGN §4).
 const DefaultInlineLimit = 100 << 10
 
-// maxResultBatch bounds how many results a lease holds back for one owner.
+// maxResultBatch bounds how many results a lease holds back for its owner.
 const maxResultBatch = 64
 
 // maxResultHold bounds how long a lease holds back a result: a lease carries several tasks
@@ -34,6 +34,9 @@ type Env struct {
 	InlineLimit int
 	// Store returns the node's store shard (resolved once by the caller).
 	Store func() *actor.PID
+	// Raylet returns the node's scheduler, which lends a blocked task's CPU out (nil: the
+	// worker does not tell it).
+	Raylet func() *actor.PID
 	// Context builds the context a task runs with: it must carry the runtime so the task
 	// can submit nested tasks and Get, and tell worker (TaskBlocked/TaskUnblocked) when it
 	// blocks.
@@ -70,28 +73,33 @@ func Props(env Env) *actor.Props {
 		env.Logger = slog.Default()
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Worker{env: env, leases: make(map[ids.TaskID]*lease)}
+		return &Worker{env: env, leases: make(map[string]*lease)}
 	})
 }
 
-// lease is shared by the grain and the lease's goroutine; its mutex guards every field.
+// lease is a lease's tasks on this worker: the grain appends pushed tasks, the lease's
+// goroutine (one at a time, started by the push that finds none running) runs them in
+// order. Its mutex guards every field.
 type lease struct {
-	id        ids.TaskID
+	id        string
+	owner     *actor.PID // where results and handed-back tasks go
 	mu        sync.Mutex
 	queue     []*pb.TaskSpec // not started yet
+	running   bool           // a goroutine runs the queue
 	current   ids.TaskID
 	cancel    context.CancelFunc
 	cancelled bool // the current task was cancelled
-	blocked   bool
+	blocked   bool // the current task waits in Get: pushes are handed back
 }
 
-// next pops the next task and makes it current; nil when the lease is drained.
-func (l *lease) next(base context.Context) (*pb.TaskSpec, context.Context) {
+// next pops the next task and makes it current; nil when the queue is empty (the
+// goroutine then ends: running is false).
+func (l *lease) next(base context.Context) (*pb.TaskSpec, context.Context, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.queue) == 0 {
-		l.current, l.cancel = ids.TaskID{}, nil
-		return nil, nil
+		l.current, l.cancel, l.running = ids.TaskID{}, nil, false
+		return nil, nil, false
 	}
 	spec := l.queue[0]
 	l.queue[0] = nil
@@ -99,7 +107,7 @@ func (l *lease) next(base context.Context) (*pb.TaskSpec, context.Context) {
 	ctx, cancel := context.WithCancel(base)
 	l.current, _ = ids.TaskIDFromBytes(spec.TaskId)
 	l.cancel, l.cancelled, l.blocked = cancel, false, false
-	return spec, ctx
+	return spec, ctx, len(l.queue) > 0
 }
 
 func (l *lease) done() (cancelled, more bool) {
@@ -111,16 +119,15 @@ func (l *lease) done() (cancelled, more bool) {
 	return l.cancelled, len(l.queue) > 0
 }
 
-// leaseEnded tells the grain a lease's goroutine finished.
-type leaseEnded struct{ id ids.TaskID }
+// leaseIdle tells the grain a lease's goroutine ended with its queue empty.
+type leaseIdle struct{ l *lease }
 
 // Worker is the grain's actor; its map is owned by its mailbox.
 type Worker struct {
 	env    Env
 	base   context.Context
 	stop   context.CancelFunc
-	raylet *actor.PID
-	leases map[ids.TaskID]*lease
+	leases map[string]*lease
 }
 
 // Receive handles one message.
@@ -128,15 +135,17 @@ func (w *Worker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		w.base, w.stop = context.WithCancel(context.Background())
-	case *pb.LeaseBatch:
-		if s := ctx.Sender(); s != nil {
-			w.raylet = s
+	case *pb.LeasePush:
+		w.push(ctx, m)
+	case leaseIdle:
+		// Forget the lease unless a push restarted it meanwhile (its scheduler holds the
+		// resources until its owner releases it; a later push starts it again).
+		m.l.mu.Lock()
+		idle := !m.l.running && len(m.l.queue) == 0
+		m.l.mu.Unlock()
+		if idle && w.leases[m.l.id] == m.l {
+			delete(w.leases, m.l.id)
 		}
-		for _, pl := range m.Leases {
-			w.start(ctx, pl)
-		}
-	case leaseEnded:
-		delete(w.leases, m.id)
 	case *pb.CancelTask:
 		w.cancelTask(ctx, m)
 	case *pb.TaskBlocked:
@@ -146,8 +155,8 @@ func (w *Worker) Receive(ctx actor.Context) {
 			l.mu.Lock()
 			l.blocked = false
 			l.mu.Unlock()
-			if w.raylet != nil {
-				ctx.Send(w.raylet, &pb.TaskUnblocked{TaskId: m.TaskId, LeaseId: l.id[:]})
+			if r := w.raylet(); r != nil {
+				ctx.Send(r, &pb.TaskUnblocked{TaskId: m.TaskId, LeaseId: []byte(l.id)})
 			}
 		}
 	case *actor.Stopping:
@@ -157,19 +166,39 @@ func (w *Worker) Receive(ctx actor.Context) {
 	}
 }
 
-func (w *Worker) start(ctx actor.Context, pl *pb.Lease) {
-	id, err := ids.TaskIDFromBytes(pl.LeaseId)
-	if err != nil || len(pl.Tasks) == 0 {
-		w.env.Logger.Error("worker: dropping a malformed lease", "err", err, "tasks", len(pl.Tasks))
+func (w *Worker) raylet() *actor.PID {
+	if w.env.Raylet == nil {
+		return nil
+	}
+	return w.env.Raylet()
+}
+
+// push queues tasks on their lease and starts its goroutine if none runs. A lease whose
+// running task is blocked hands them straight back.
+func (w *Worker) push(ctx actor.Context, m *pb.LeasePush) {
+	if len(m.LeaseId) == 0 || m.ReplyTo == nil {
+		w.env.Logger.Error("worker: dropping a malformed lease push", "tasks", len(m.Tasks))
 		return
 	}
-	if _, dup := w.leases[id]; dup {
-		return // idempotent: a resent batch does not run a lease twice
+	id := string(m.LeaseId)
+	l := w.leases[id]
+	if l == nil {
+		l = &lease{id: id, owner: actor.NewPID(m.ReplyTo.Address, m.ReplyTo.Id)}
+		w.leases[id] = l
 	}
-	l := &lease{id: id, queue: pl.Tasks}
-	w.leases[id] = l
-	self, root, raylet := ctx.Self(), ctx.ActorSystem().Root, w.raylet
-	go w.run(l, self, root, raylet)
+	l.mu.Lock()
+	if l.blocked {
+		l.mu.Unlock()
+		ctx.Send(l.owner, &pb.LeaseReturned{LeaseId: m.LeaseId, Tasks: m.Tasks})
+		return
+	}
+	l.queue = append(l.queue, m.Tasks...)
+	start := !l.running
+	l.running = true
+	l.mu.Unlock()
+	if start {
+		go w.run(l, ctx.Self(), ctx.ActorSystem().Root)
+	}
 }
 
 // leaseRunning finds the lease whose current task is the given one.
@@ -189,6 +218,8 @@ func (w *Worker) leaseRunning(task []byte) *lease {
 	return nil
 }
 
+// blocked: a lease's running task waits in Get. Its unstarted tasks go back to their owner
+// (they must not wait for it) and the scheduler lends its CPU out.
 func (w *Worker) blocked(ctx actor.Context, m *pb.TaskBlocked) {
 	l := w.leaseRunning(m.TaskId)
 	if l == nil {
@@ -199,13 +230,12 @@ func (w *Worker) blocked(ctx actor.Context, m *pb.TaskBlocked) {
 	rest := l.queue
 	l.queue = nil
 	l.mu.Unlock()
-	if w.raylet == nil {
-		return
-	}
 	if len(rest) > 0 {
-		ctx.Send(w.raylet, &pb.LeaseReturn{LeaseId: l.id[:], Tasks: rest})
+		ctx.Send(l.owner, &pb.LeaseReturned{LeaseId: []byte(l.id), Tasks: rest})
 	}
-	ctx.Send(w.raylet, &pb.TaskBlocked{TaskId: m.TaskId, LeaseId: l.id[:]})
+	if r := w.raylet(); r != nil {
+		ctx.Send(r, &pb.TaskBlocked{TaskId: m.TaskId, LeaseId: []byte(l.id)})
+	}
 }
 
 func (w *Worker) cancelTask(ctx actor.Context, m *pb.CancelTask) {
@@ -225,9 +255,9 @@ func (w *Worker) cancelTask(ctx actor.Context, m *pb.CancelTask) {
 			if string(s.TaskId) == string(m.TaskId) {
 				l.queue = append(l.queue[:i:i], l.queue[i+1:]...)
 				l.mu.Unlock()
-				if to := s.ResultTo(); to != nil {
-					ctx.Send(actor.NewPID(to.Address, to.Id), w.cancelled(s.TaskId, s.Attempt, s.Function))
-				}
+				res := w.cancelled(s.TaskId, s.Attempt, s.Function)
+				res.LeaseId = []byte(l.id)
+				ctx.Send(l.owner, res)
 				return
 			}
 		}
@@ -240,33 +270,23 @@ func (w *Worker) cancelled(task []byte, attempt int32, fn string) *pb.TaskResult
 		Kind: pb.ErrorInfo_CANCELLED, TaskId: task, Function: fn, Message: "task was cancelled", NodeId: string(w.env.Node)}}
 }
 
-type ownerBatch struct {
-	pid     *actor.PID
-	results []*pb.TaskResult
-}
-
-// run executes a lease's tasks one after another on this goroutine.
-func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext, raylet *actor.PID) {
+// run executes a lease's queued tasks one after another on this goroutine, sending their
+// results to the lease's owner in batches: when the queue runs dry, every maxResultBatch
+// results, and at most maxResultHold after a result while more tasks follow.
+func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 	var (
-		mu      sync.Mutex   // batches and held: the hold timer flushes too
-		batches []ownerBatch // few owners per lease: a slice beats a map
-		held    int
-		n       int32
-		nanos   int64
+		mu      sync.Mutex // results: the hold timer flushes too
+		results []*pb.TaskResult
 	)
 	flushLocked := func() {
-		for i := range batches {
-			b := &batches[i]
-			switch len(b.results) {
-			case 0:
-			case 1:
-				root.Send(b.pid, b.results[0])
-			default:
-				root.Send(b.pid, &pb.ResultBatch{Results: b.results})
-			}
-			b.results = nil
+		switch len(results) {
+		case 0:
+		case 1:
+			root.Send(l.owner, results[0])
+		default:
+			root.Send(l.owner, &pb.ResultBatch{Results: results})
 		}
-		held = 0
+		results = nil
 	}
 	hold := time.AfterFunc(time.Hour, func() {
 		mu.Lock()
@@ -274,58 +294,42 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext, raylet 
 		mu.Unlock()
 	})
 	hold.Stop()
-	flush := func() {
-		hold.Stop()
-		mu.Lock()
-		flushLocked()
-		mu.Unlock()
-	}
+	lid := []byte(l.id)
+	// The lease's own context: each task's cancellable context derives from it, so that
+	// registering and dropping it touch this lease's context, not one every lease on the
+	// node shares.
+	base, stop := context.WithCancel(w.base)
+	defer stop()
 	for {
-		spec, tctx := l.next(w.base)
+		spec, tctx, _ := l.next(base)
 		if spec == nil {
 			break
 		}
 		start := time.Now()
 		res := w.execute(tctx, root, spec, self)
-		nanos += int64(time.Since(start))
-		n++
+		res.RunNanos = int64(time.Since(start))
+		res.LeaseId = lid
 		cancelled, more := l.done()
 		if cancelled {
 			res = w.cancelled(spec.TaskId, spec.Attempt, spec.Function)
+			res.LeaseId = lid
 		}
-		full := false
-		if to := spec.ResultTo(); to != nil {
-			mu.Lock()
-			i := 0
-			for i < len(batches) && (batches[i].pid.Address != to.Address || batches[i].pid.Id != to.Id) {
-				i++
-			}
-			if i == len(batches) {
-				batches = append(batches, ownerBatch{pid: actor.NewPID(to.Address, to.Id)})
-			}
-			batches[i].results = append(batches[i].results, res)
-			held++
-			if held == 1 && more {
-				hold.Reset(maxResultHold) // the next task may be long: do not wait for it
-			}
-			full = held >= maxResultBatch
-			mu.Unlock()
+		mu.Lock()
+		results = append(results, res)
+		if len(results) == 1 && more {
+			hold.Reset(maxResultHold) // the next task may be long: do not wait for it
 		}
-		if !more || full {
-			if !more && raylet != nil {
-				// The lease's resources return before its last results reach their owners,
-				// so an owner's retry always finds them free.
-				root.Send(raylet, &pb.LeaseDone{LeaseId: l.id[:], TasksRun: n, RunNanos: nanos})
-				raylet = nil
-			}
-			flush()
+		if !more || len(results) >= maxResultBatch {
+			hold.Stop()
+			flushLocked()
 		}
+		mu.Unlock()
 	}
-	if raylet != nil { // drained by LeaseReturn or cancellation after the last task
-		root.Send(raylet, &pb.LeaseDone{LeaseId: l.id[:], TasksRun: n, RunNanos: nanos})
-	}
-	flush()
-	root.Send(self, leaseEnded{id: l.id})
+	hold.Stop()
+	mu.Lock()
+	flushLocked()
+	mu.Unlock()
+	root.Send(self, leaseIdle{l: l})
 }
 
 // execute runs one task and returns its result; it never panics.

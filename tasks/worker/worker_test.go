@@ -75,11 +75,13 @@ func newHarness(t *testing.T) *harness {
 			for _, r := range m.Results {
 				h.results <- r
 			}
+		case *pb.LeaseReturned:
+			h.toRay <- m
 		}
 	}))
 	h.raylet = h.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		switch m := c.Message().(type) {
-		case *pb.LeaseDone, *pb.LeaseReturn, *pb.TaskBlocked, *pb.TaskUnblocked:
+		case *pb.TaskBlocked, *pb.TaskUnblocked:
 			h.toRay <- m
 		}
 	}))
@@ -93,6 +95,7 @@ func newHarness(t *testing.T) *harness {
 	}))
 	env := Env{Node: "n1", Logger: quiet,
 		Store:   func() *actor.PID { return store },
+		Raylet:  func() *actor.PID { return h.raylet },
 		Context: func(parent context.Context, _ *pb.TaskSpec, _ *actor.PID) context.Context { return parent },
 		Fetch: func(_ context.Context, a *pb.Arg) ([]byte, error) {
 			return nil, errors.New("object is gone")
@@ -111,9 +114,10 @@ func (h *harness) spec(fn string, args ...*pb.Arg) *pb.TaskSpec {
 	return &pb.TaskSpec{TaskId: tid[:], Function: fn, Args: args, Owner: &pb.PID{Address: h.owner.Address, Id: h.owner.Id}}
 }
 
-func (h *harness) lease(specs ...*pb.TaskSpec) *pb.Lease {
-	l := &pb.Lease{LeaseId: specs[0].TaskId, Tasks: specs}
-	h.sys.Root.RequestWithCustomSender(h.worker, &pb.LeaseBatch{Leases: []*pb.Lease{l}}, h.raylet)
+// lease pushes specs to the worker under a new lease and returns the push.
+func (h *harness) lease(specs ...*pb.TaskSpec) *pb.LeasePush {
+	l := &pb.LeasePush{LeaseId: append([]byte("lease-"), specs[0].TaskId...), Tasks: specs, ReplyTo: &pb.PID{Address: h.owner.Address, Id: h.owner.Id}}
+	h.sys.Root.Send(h.worker, l)
 	return l
 }
 
@@ -146,16 +150,16 @@ func TestLeaseRunsTasksInOrder(t *testing.T) {
 	orderMu.Lock()
 	order = nil
 	orderMu.Unlock()
-	l := h.lease(h.spec("wt.echo", data("a")), h.spec("wt.echo", data("b")), h.spec("wt.echo", data("c")))
-	done, ok := h.fromWorker().(*pb.LeaseDone)
-	if !ok || done.TasksRun != 3 || string(done.LeaseId) != string(l.LeaseId) {
-		t.Fatalf("lease done: %v", done)
-	}
+	l := h.lease(h.spec("wt.echo", data("a")), h.spec("wt.echo", data("b")))
+	h.sys.Root.Send(h.worker, &pb.LeasePush{LeaseId: l.LeaseId, Tasks: []*pb.TaskSpec{h.spec("wt.echo", data("c"))}, ReplyTo: l.ReplyTo})
 	var got []string
 	for i := 0; i < 3; i++ {
 		r := h.result()
 		if r.Error != nil {
 			t.Fatal(r.Error)
+		}
+		if string(r.LeaseId) != string(l.LeaseId) || r.RunNanos <= 0 {
+			t.Fatalf("result of lease %q run for %d ns; want the push's lease and a run time", r.LeaseId, r.RunNanos)
 		}
 		got = append(got, string(r.Data))
 	}
@@ -187,7 +191,6 @@ func TestFailuresAreAnswered(t *testing.T) {
 		if tc.kind == pb.ErrorInfo_PANIC && !strings.Contains(r.Error.Stack, "worker_test.go") {
 			t.Errorf("panic stack does not show the panicking function:\n%s", r.Error.Stack)
 		}
-		h.fromWorker() // LeaseDone
 	}
 }
 
@@ -216,22 +219,35 @@ func TestCancelAndBlock(t *testing.T) {
 	if r := h.result(); string(r.TaskId) != string(queued.TaskId) || r.Error == nil || r.Error.Kind != pb.ErrorInfo_CANCELLED {
 		t.Fatalf("cancelled unstarted task: %v", r)
 	}
-	// The running task blocks: the rest of the lease goes back to the raylet.
+	// The running task blocks: the rest of the lease goes back to its owner, and the
+	// raylet hears which lease lends its CPU.
 	h.sys.Root.Send(h.worker, &pb.TaskBlocked{TaskId: running.TaskId})
-	ret, ok := h.fromWorker().(*pb.LeaseReturn)
-	if !ok || len(ret.Tasks) != 1 || string(ret.Tasks[0].TaskId) != string(last.TaskId) {
+	var ret *pb.LeaseReturned
+	var blocked *pb.TaskBlocked
+	for ret == nil || blocked == nil {
+		switch m := h.fromWorker().(type) {
+		case *pb.LeaseReturned:
+			ret = m
+		case *pb.TaskBlocked:
+			blocked = m
+		}
+	}
+	if len(ret.Tasks) != 1 || string(ret.Tasks[0].TaskId) != string(last.TaskId) || string(ret.LeaseId) != string(l.LeaseId) {
 		t.Fatalf("lease return: %v", ret)
 	}
-	if b, ok := h.fromWorker().(*pb.TaskBlocked); !ok || string(b.LeaseId) != string(l.LeaseId) {
-		t.Fatalf("blocked notice: %v", b)
+	if string(blocked.LeaseId) != string(l.LeaseId) {
+		t.Fatalf("blocked notice: %v", blocked)
+	}
+	// A push to the blocked lease is handed straight back.
+	extra := h.spec("wt.echo", data("x"))
+	h.sys.Root.Send(h.worker, &pb.LeasePush{LeaseId: l.LeaseId, Tasks: []*pb.TaskSpec{extra}, ReplyTo: l.ReplyTo})
+	if r, ok := h.fromWorker().(*pb.LeaseReturned); !ok || len(r.Tasks) != 1 || string(r.Tasks[0].TaskId) != string(extra.TaskId) {
+		t.Fatalf("push to a blocked lease: %v", r)
 	}
 	// Cancelling the running task cancels its context.
 	h.sys.Root.Send(h.worker, &pb.CancelTask{TaskId: running.TaskId})
 	if r := h.result(); string(r.TaskId) != string(running.TaskId) || r.Error == nil || r.Error.Kind != pb.ErrorInfo_CANCELLED {
 		t.Fatalf("cancelled running task: %v", r)
-	}
-	if d, ok := h.fromWorker().(*pb.LeaseDone); !ok || d.TasksRun != 1 {
-		t.Fatalf("lease done: %v", d)
 	}
 }
 
@@ -266,8 +282,5 @@ func TestResultNotHeldBehindALongTask(t *testing.T) {
 	close(slowGate)
 	if r := h.result(); r.Error != nil || string(r.Data) != "slow" {
 		t.Fatalf("second result: %v", r)
-	}
-	if _, ok := h.fromWorker().(*pb.LeaseDone); !ok {
-		t.Fatal("no LeaseDone")
 	}
 }

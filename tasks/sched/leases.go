@@ -1,0 +1,305 @@
+package sched
+
+import "time"
+
+// Leases is an owner's side of Ray's worker leases with one scheduler (a node): the owner
+// asks the scheduler for a lease (resources held on a worker) per scheduling class, then
+// pushes that class's tasks straight to the worker, several at a time, for as long as it
+// has them; the scheduler sees a request and a release per lease, not every task. This
+// takes the node's scheduler out of the per-task path, so it does not serialize a node's
+// cores (Ray's direct task submission).
+//
+// Leases is the policy only: events in (tasks ready, leases granted or denied, results,
+// tasks handed back), actions out (Pump: pushes, requests, releases). It is a plain data
+// structure owned by one goroutine, with no I/O and no clock of its own. T is a task, W
+// whatever the owner needs to reach a lease's worker.
+//
+// The policy:
+//   - Depth: a lease of a class whose tasks are known to be short (Observe) gets up to
+//     LeaseWork/mean of them at once (at most MaxDepth), so the worker never waits for the
+//     owner between them and results come back in batches; a class not yet measured, or of
+//     long tasks, gets one at a time, so tasks spread as leases come.
+//   - Requests: while a class has tasks no lease can take, one more lease is asked for, up
+//     to MaxPending outstanding requests per class.
+//   - Release: a lease with nothing in flight and nothing waiting is released at once.
+//     A lease older than MaxAge takes no more tasks and is released once drained, and a
+//     new request is made if work remains: the scheduler's queue, oldest request first,
+//     then gives other owners their turn.
+//   - Blocked: a lease whose running task blocked (its queued tasks were handed back) takes
+//     no more tasks and is released once drained.
+type Leases[T, W any] struct {
+	classes []*leaseClass[T, W]
+	leases  map[string]*lease[T, W]
+}
+
+// Lease policy constants (see Leases).
+const (
+	// LeaseWork is how much measured work a lease is given at once.
+	LeaseWork = time.Millisecond
+	// MaxDepth bounds the tasks in flight on one lease.
+	MaxDepth = 128
+	// MaxPending bounds the outstanding lease requests of one class.
+	MaxPending = 8
+	// MaxAge is how long a lease takes new tasks.
+	MaxAge = 20 * time.Millisecond
+	// FastTask: a class whose mean run time is under it is given more than one task at a
+	// time.
+	FastTask = 500 * time.Microsecond
+)
+
+type leaseClass[T, W any] struct {
+	shape   Resources
+	waiting []T // ready, no lease has taken them yet (oldest first)
+	head    int
+	pending int // lease requests outstanding
+	leases  []*lease[T, W]
+	mean    float64 // nanoseconds per task; 0: unknown
+	dirty   bool
+}
+
+type lease[T, W any] struct {
+	id       string
+	worker   W
+	class    *leaseClass[T, W]
+	inflight int
+	since    time.Time
+	closed   bool // takes no more tasks (blocked, or older than MaxAge)
+	released bool
+}
+
+// Push is an action: send tasks to the worker of a lease.
+type Push[T, W any] struct {
+	Lease  string
+	Worker W
+	Tasks  []T
+}
+
+// LeaseAsk is an action: ask the scheduler for one lease of shape; Backlog is how many
+// tasks of the class wait (for the scheduler's load report).
+type LeaseAsk struct {
+	Shape   Resources
+	Backlog int
+}
+
+// Release is an action: give a lease back to the scheduler.
+type Release struct{ Lease string }
+
+// Actions is what Pump decided.
+type Actions[T, W any] struct {
+	Pushes   []Push[T, W]
+	Requests []LeaseAsk
+	Releases []Release
+}
+
+func (l *Leases[T, W]) class(shape Resources) *leaseClass[T, W] {
+	for _, c := range l.classes {
+		if c.shape.Equal(shape) {
+			return c
+		}
+	}
+	c := &leaseClass[T, W]{shape: shape}
+	l.classes = append(l.classes, c)
+	return c
+}
+
+// Add queues a ready task of shape.
+func (l *Leases[T, W]) Add(t T, shape Resources) {
+	c := l.class(shape)
+	c.waiting = append(c.waiting, t)
+	c.dirty = true
+}
+
+// Waiting returns how many tasks wait for a lease.
+func (l *Leases[T, W]) Waiting() int {
+	n := 0
+	for _, c := range l.classes {
+		n += len(c.waiting) - c.head
+	}
+	return n
+}
+
+// Granted records a lease the scheduler granted for a request of shape.
+func (l *Leases[T, W]) Granted(shape Resources, id string, worker W, now time.Time) {
+	c := l.class(shape)
+	if c.pending > 0 {
+		c.pending--
+	}
+	if l.leases == nil {
+		l.leases = map[string]*lease[T, W]{}
+	}
+	ls := &lease[T, W]{id: id, worker: worker, class: c, since: now}
+	l.leases[id] = ls
+	c.leases = append(c.leases, ls)
+	c.dirty = true
+}
+
+// Denied records a request of shape the scheduler can never grant (the node does not have
+// the resources): it returns the class's waiting tasks, which are the caller's to fail.
+func (l *Leases[T, W]) Denied(shape Resources) []T {
+	c := l.class(shape)
+	if c.pending > 0 {
+		c.pending--
+	}
+	out := append([]T(nil), c.waiting[c.head:]...)
+	clear(c.waiting)
+	c.waiting, c.head = c.waiting[:0], 0
+	return out
+}
+
+// Done records n tasks of lease id finished (their results came back); mean, when
+// positive, is their mean run time in nanoseconds.
+func (l *Leases[T, W]) Done(id string, n int, mean float64) {
+	ls := l.leases[id]
+	if ls == nil {
+		return
+	}
+	ls.inflight = max(0, ls.inflight-n)
+	if mean > 0 {
+		if c := ls.class; c.mean == 0 {
+			c.mean = mean
+		} else {
+			c.mean = 0.7*c.mean + 0.3*mean
+		}
+	}
+	ls.class.dirty = true
+}
+
+// Returned records tasks of lease id handed back unstarted (its running task blocked): they
+// wait again, ahead of the others, and the lease takes no more.
+func (l *Leases[T, W]) Returned(id string, tasks []T) {
+	ls := l.leases[id]
+	if ls == nil {
+		return
+	}
+	ls.inflight = max(0, ls.inflight-len(tasks))
+	ls.closed = true
+	c := ls.class
+	rest := c.waiting[c.head:]
+	c.waiting = append(append(make([]T, 0, len(tasks)+len(rest)), tasks...), rest...)
+	c.head = 0
+	c.dirty = true
+}
+
+// Lost forgets lease id (its worker is gone) and returns nothing: the tasks in flight on it
+// are the caller's to fail or retry.
+func (l *Leases[T, W]) Lost(id string) {
+	ls := l.leases[id]
+	if ls == nil {
+		return
+	}
+	l.drop(ls)
+	ls.class.dirty = true
+}
+
+// Remove takes a waiting task back (a cancellation); it reports whether it was waiting.
+func (l *Leases[T, W]) Remove(match func(T) bool) bool {
+	for _, c := range l.classes {
+		for i := c.head; i < len(c.waiting); i++ {
+			if match(c.waiting[i]) {
+				c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Drain takes every waiting task out (the node is gone) and forgets every lease and
+// request; it returns the waiting tasks.
+func (l *Leases[T, W]) Drain() []T {
+	var out []T
+	for _, c := range l.classes {
+		out = append(out, c.waiting[c.head:]...)
+	}
+	l.classes = nil
+	l.leases = nil
+	return out
+}
+
+// Leased reports whether lease id is held.
+func (l *Leases[T, W]) Leased(id string) bool { return l.leases[id] != nil }
+
+func (l *Leases[T, W]) drop(ls *lease[T, W]) {
+	delete(l.leases, ls.id)
+	c := ls.class
+	for i, x := range c.leases {
+		if x == ls {
+			c.leases = append(c.leases[:i], c.leases[i+1:]...)
+			break
+		}
+	}
+}
+
+// depth is how many tasks of c one lease may hold at once.
+func (c *leaseClass[T, W]) depth() int {
+	if c.mean <= 0 || c.mean >= float64(FastTask) {
+		return 1
+	}
+	return min(MaxDepth, max(1, int(float64(LeaseWork)/c.mean)))
+}
+
+// Pump decides what to do now: push waiting tasks to leases with room, request leases for
+// what remains, release leases that are done. Only classes that changed since the last
+// Pump are looked at.
+func (l *Leases[T, W]) Pump(now time.Time) Actions[T, W] {
+	var a Actions[T, W]
+	for _, c := range l.classes {
+		if !c.dirty {
+			continue
+		}
+		c.dirty = false
+		d := c.depth()
+		waiting := len(c.waiting) - c.head
+		open := 0
+		for _, ls := range c.leases {
+			if !ls.closed && now.Sub(ls.since) > MaxAge {
+				ls.closed = true
+			}
+			if !ls.closed && ls.inflight < d {
+				open++
+			}
+		}
+		// Spread what waits over the leases with room rather than filling the first.
+		share := waiting
+		if open > 1 {
+			share = (waiting + open - 1) / open
+		}
+		for _, ls := range c.leases {
+			if ls.closed || waiting == 0 || ls.inflight >= d {
+				continue
+			}
+			n := min(d-ls.inflight, waiting, share)
+			tasks := append([]T(nil), c.waiting[c.head:c.head+n]...)
+			clear(c.waiting[c.head : c.head+n])
+			c.head += n
+			waiting -= n
+			ls.inflight += n
+			a.Pushes = append(a.Pushes, Push[T, W]{Lease: ls.id, Worker: ls.worker, Tasks: tasks})
+		}
+		if c.head == len(c.waiting) {
+			c.waiting, c.head = c.waiting[:0], 0
+		}
+		// Requests: enough leases for what waits, at depth d each.
+		want := 0
+		if waiting > 0 {
+			want = min(MaxPending, (waiting+d-1)/d)
+		}
+		for c.pending < want {
+			c.pending++
+			a.Requests = append(a.Requests, LeaseAsk{Shape: c.shape, Backlog: waiting})
+		}
+		// Releases: leases that are done with.
+		for i := 0; i < len(c.leases); {
+			ls := c.leases[i]
+			if ls.inflight == 0 && (ls.closed || waiting == 0) {
+				ls.released = true
+				delete(l.leases, ls.id)
+				c.leases = append(c.leases[:i], c.leases[i+1:]...)
+				a.Releases = append(a.Releases, Release{Lease: ls.id})
+				continue
+			}
+			i++
+		}
+	}
+	return a
+}

@@ -1,0 +1,189 @@
+package sched
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// leaseScript drives a Leases[int, string] through steps and checks what each Pump decides.
+type leaseStep struct {
+	name string
+	do   func(l *Leases[int, string], now time.Time)
+	// want: pushes as "lease:t1,t2", requests as "req:n" (n requests), releases as
+	// "rel:lease"; in that order within a Pump.
+	want []string
+	at   time.Duration // the Pump's time, from the script's start
+}
+
+func describe(a Actions[int, string]) []string {
+	var out []string
+	for _, p := range a.Pushes {
+		s := p.Lease + ":"
+		for i, t := range p.Tasks {
+			if i > 0 {
+				s += ","
+			}
+			s += fmt.Sprint(t)
+		}
+		out = append(out, s)
+	}
+	if len(a.Requests) > 0 {
+		out = append(out, fmt.Sprintf("req:%d", len(a.Requests)))
+	}
+	for _, r := range a.Releases {
+		out = append(out, "rel:"+r.Lease)
+	}
+	return out
+}
+
+func runLeaseScript(t *testing.T, steps []leaseStep) {
+	t.Helper()
+	var l Leases[int, string]
+	start := time.Unix(1000, 0)
+	for i, s := range steps {
+		now := start.Add(s.at)
+		if s.do != nil {
+			s.do(&l, now)
+		}
+		got := describe(l.Pump(now))
+		if !slices.Equal(got, s.want) {
+			t.Fatalf("step %d (%s): Pump gave %v, want %v", i, s.name, got, s.want)
+		}
+	}
+}
+
+var cpuShape, _ = FromMap(map[string]float64{CPU: 1})
+
+func add(ts ...int) func(*Leases[int, string], time.Time) {
+	return func(l *Leases[int, string], _ time.Time) {
+		for _, t := range ts {
+			l.Add(t, cpuShape)
+		}
+	}
+}
+
+func grant(id string) func(*Leases[int, string], time.Time) {
+	return func(l *Leases[int, string], now time.Time) { l.Granted(cpuShape, id, "w-"+id, now) }
+}
+
+func done(id string, n int, mean time.Duration) func(*Leases[int, string], time.Time) {
+	return func(l *Leases[int, string], _ time.Time) { l.Done(id, n, float64(mean)) }
+}
+
+func TestLeasesUnknownClassOneAtATime(t *testing.T) {
+	runLeaseScript(t, []leaseStep{
+		{name: "a task asks for a lease", do: add(1), want: []string{"req:1"}},
+		{name: "the grant takes it", do: grant("A"), want: []string{"A:1"}},
+		{name: "two more: one per lease while the class is unmeasured", do: add(2, 3), want: []string{"req:2"}},
+		{name: "A's task is done (slow): A takes the next (the two requests are out still)", do: done("A", 1, 5*time.Millisecond), want: []string{"A:2"}},
+		{name: "A's second is done: the last", do: done("A", 1, 5*time.Millisecond), want: []string{"A:3"}},
+		{name: "A drains, nothing waits: A goes back", do: done("A", 1, 5*time.Millisecond), want: []string{"rel:A"}},
+	})
+}
+
+func TestLeasesShortTasksArePipelined(t *testing.T) {
+	many := make([]int, 300)
+	for i := range many {
+		many[i] = 10 + i
+	}
+	runLeaseScript(t, []leaseStep{
+		{name: "first task", do: add(1), want: []string{"req:1"}},
+		{name: "granted", do: grant("A"), want: []string{"A:1"}},
+		{name: "measured fast (10 µs): depth LeaseWork/10µs = 100", do: done("A", 1, 10*time.Microsecond), want: []string{"rel:A"}},
+		{name: "300 tasks: 3 leases' worth are asked for", do: add(many...), want: []string{"req:3"}},
+		{name: "one grant takes its depth (100)", do: grant("B"), want: []string{"B:" + seq(10, 100)}},
+		{name: "the second grant the next 100", do: grant("C"), want: []string{"C:" + seq(110, 100)}},
+	})
+}
+
+func seq(from, n int) string {
+	s := ""
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprint(from + i)
+	}
+	return s
+}
+
+func TestLeasesSpreadOverOpenLeases(t *testing.T) {
+	runLeaseScript(t, []leaseStep{
+		{name: "measure", do: func(l *Leases[int, string], now time.Time) { add(0)(l, now) }, want: []string{"req:1"}},
+		{name: "grant A", do: grant("A"), want: []string{"A:0"}},
+		{name: "fast", do: done("A", 1, 100*time.Microsecond), want: []string{"rel:A"}},
+		// depth 10; two leases granted before any task waits, then 6 tasks: 3 each.
+		{name: "two grants, no work", do: func(l *Leases[int, string], now time.Time) {
+			l.Granted(cpuShape, "B", "w-B", now)
+			l.Granted(cpuShape, "C", "w-C", now)
+		}, want: []string{"rel:B", "rel:C"}},
+	})
+	var l Leases[int, string]
+	now := time.Unix(0, 0)
+	l.Add(0, cpuShape)
+	l.Pump(now)
+	l.Granted(cpuShape, "A", "w", now)
+	l.Pump(now)
+	l.Done("A", 1, float64(100*time.Microsecond))
+	l.Add(1, cpuShape)
+	l.Add(2, cpuShape)
+	l.Add(3, cpuShape)
+	l.Add(4, cpuShape)
+	l.Add(5, cpuShape)
+	l.Add(6, cpuShape)
+	l.Granted(cpuShape, "B", "w", now)
+	a := l.Pump(now)
+	if len(a.Pushes) != 2 || len(a.Pushes[0].Tasks) != 3 || len(a.Pushes[1].Tasks) != 3 {
+		t.Fatalf("6 tasks over two open leases: %v, want 3 and 3", describe(a))
+	}
+}
+
+func TestLeasesBlockedAndOld(t *testing.T) {
+	runLeaseScript(t, []leaseStep{
+		{name: "a task", do: add(1), want: []string{"req:1"}},
+		{name: "granted", do: grant("A"), want: []string{"A:1"}},
+		{name: "fast class, two more", do: func(l *Leases[int, string], now time.Time) {
+			l.Done("A", 1, float64(10*time.Microsecond))
+			l.Add(2, cpuShape)
+			l.Add(3, cpuShape)
+		}, want: []string{"A:2,3"}},
+		// Task 2 blocks: 3 comes back, A takes no more; 3 asks for a lease of its own.
+		{name: "handed back", do: func(l *Leases[int, string], _ time.Time) { l.Returned("A", []int{3}) }, want: []string{"req:1"}},
+		{name: "a new lease takes 3", do: grant("B"), want: []string{"B:3"}},
+		{name: "2 finishes: A, closed and drained, goes", do: done("A", 1, 10*time.Microsecond), want: []string{"rel:A"}},
+		// B is older than MaxAge when more arrive: it takes none, a new lease is asked for,
+		// and B goes once drained.
+		{name: "B grows old", do: add(4), at: 2 * MaxAge, want: []string{"req:1"}},
+		{name: "B drains", do: done("B", 1, 10*time.Microsecond), at: 2 * MaxAge, want: []string{"rel:B"}},
+		{name: "C takes 4", do: grant("C"), at: 2 * MaxAge, want: []string{"C:4"}},
+	})
+}
+
+func TestLeasesDeniedRemoveDrain(t *testing.T) {
+	var l Leases[int, string]
+	now := time.Unix(0, 0)
+	for _, x := range []int{1, 2, 3} {
+		l.Add(x, cpuShape)
+	}
+	if a := l.Pump(now); len(a.Requests) != 3 {
+		t.Fatalf("requests %d, want 3", len(a.Requests))
+	}
+	if !l.Remove(func(x int) bool { return x == 2 }) || l.Remove(func(x int) bool { return x == 9 }) {
+		t.Fatal("Remove: want 2 found, 9 not")
+	}
+	if got := l.Denied(cpuShape); !slices.Equal(got, []int{1, 3}) {
+		t.Fatalf("Denied returned %v, want [1 3]", got)
+	}
+	if l.Waiting() != 0 {
+		t.Fatalf("%d still waiting after the denial", l.Waiting())
+	}
+	l.Add(4, cpuShape)
+	l.Granted(cpuShape, "A", "w", now)
+	l.Pump(now)
+	l.Add(5, cpuShape)
+	if got := l.Drain(); !slices.Equal(got, []int{5}) || l.Leased("A") {
+		t.Fatalf("Drain returned %v (A still leased %v), want [5]", got, l.Leased("A"))
+	}
+}
