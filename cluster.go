@@ -46,7 +46,7 @@ func NodeID(ctx context.Context) (string, error) {
 }
 
 // RuntimeStats counts the recovery work this process's runtime did as the owner of its
-// tasks and objects.
+// tasks and objects, and the messages its actors handled.
 type RuntimeStats struct {
 	// TasksRetried counts task attempts submitted again after a failure (a dead node, a
 	// system error, or an application error with RetryExceptions).
@@ -54,6 +54,10 @@ type RuntimeStats struct {
 	// ObjectsReconstructed counts lost objects recreated by running their task again
 	// (lineage reconstruction), including objects adopted from an owner that died.
 	ObjectsReconstructed int64
+	// MessagesHandled counts the messages this process's actors (its node's scheduler,
+	// workers, store and actor grains, and its runtime's owner shards) handled so far:
+	// over a run of tasks, divided by their number, the messages a task costs.
+	MessagesHandled int64
 }
 
 // Stats returns the recovery counters of the runtime in ctx.
@@ -63,5 +67,6 @@ func Stats(ctx context.Context) (RuntimeStats, error) {
 		return RuntimeStats{}, err
 	}
 	s := tc.Core.Stats()
-	return RuntimeStats{TasksRetried: s.Retried.Load(), ObjectsReconstructed: s.Reconstructed.Load()}, nil
+	return RuntimeStats{TasksRetried: s.Retried.Load(), ObjectsReconstructed: s.Reconstructed.Load(),
+		MessagesHandled: tc.Core.MessagesHandled()}, nil
 }

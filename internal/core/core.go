@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ray-go/ray/internal/dispatch"
 	"github.com/ray-go/ray/internal/ids"
 	"github.com/ray-go/ray/internal/pb"
 	"github.com/ray-go/ray/objects"
@@ -47,8 +48,10 @@ type Config struct {
 	Store  func() *actor.PID
 	// Feasible reports whether some node can ever satisfy a request (nil error) or why not.
 	Feasible func(req sched.Resources) error
-	// Dispatcher runs the owner actor's mailbox (nil: protoactor's default).
+	// Dispatcher runs the owner actor's and the shards' mailboxes (nil: protoactor's
+	// default); Messages, when set, makes them and counts what they handle.
 	Dispatcher  actor.Dispatcher
+	Messages    *dispatch.Counter
 	Lineage     Lineage // nil: lineage recording off (a benchmark-only switch)
 	InlineLimit int
 	// StoreBytes is the node's object store budget: a larger object is refused.
@@ -177,6 +180,9 @@ func New(cfg Config) (*Core, error) {
 		if cfg.Dispatcher != nil {
 			p = p.Configure(actor.WithDispatcher(cfg.Dispatcher))
 		}
+		if cfg.Messages != nil {
+			p = p.Configure(actor.WithMailbox(cfg.Messages.Mailbox()))
+		}
 		return p
 	}
 	pid, err := c.root.SpawnNamed(props(c.receive), name)
@@ -256,6 +262,15 @@ func (c *Core) OwnerID() string { return c.ownerW.Id }
 
 // Stats returns the runtime's counters.
 func (c *Core) Stats() *Stats { return &c.stats }
+
+// MessagesHandled is how many messages the actors of this runtime's process handled (0
+// when not counted: Config.Messages).
+func (c *Core) MessagesHandled() int64 {
+	if c.cfg.Messages == nil {
+		return 0
+	}
+	return c.cfg.Messages.Handled()
+}
 
 // Refs exposes the reference table (tests and memory reports).
 func (c *Core) Refs() *objects.RefTable { return c.refs }

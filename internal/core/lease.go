@@ -87,6 +87,28 @@ func (s *shard) pumpLeases() {
 	}
 	clear(s.dirty)
 	s.dirty = s.dirty[:0]
+	if !s.idleTimer {
+		for _, nl := range s.nodes {
+			if nl.leases.Idle() {
+				// Leases kept for more work go back IdleHold after they ran out of it.
+				s.idleTimer = true
+				time.AfterFunc(sched.IdleHold, func() { s.send(idleLeases{}) })
+				break
+			}
+		}
+	}
+}
+
+// idleLeases: time to give back the leases idle for sched.IdleHold.
+type idleLeases struct{}
+
+func (s *shard) releaseIdle() {
+	s.idleTimer = false
+	for _, nl := range s.nodes {
+		if nl.leases.Idle() {
+			s.markDirty(nl)
+		}
+	}
 }
 
 // granted handles a scheduler's answer to a lease request.

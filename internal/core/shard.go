@@ -46,6 +46,8 @@ type shard struct {
 	asks    map[uint64]leaseAsk
 	nextAsk uint64
 	leaseOf map[string]*nodeLeases
+	// idleTimer: an idleLeases message is due
+	idleTimer bool
 
 	// lineage (lineage.go): tasks whose records may need writing to the GCS
 	unrecorded  []ids.TaskID
@@ -124,6 +126,8 @@ func (s *shard) receive(ctx actor.Context) {
 		s.granted(m)
 	case *pb.LeaseReturned:
 		s.returned(m)
+	case idleLeases:
+		s.releaseIdle()
 	case flushTurn:
 		s.flush()
 	case completeTask:

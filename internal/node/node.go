@@ -178,7 +178,8 @@ type Node struct {
 	provider  *membership.Provider
 	lookup    *membership.Lookup
 	pool      *dispatch.Pool
-	probes    []net.Conn // see syncGRPCServer
+	msgs      dispatch.Counter // messages the node's actors handle
+	probes    []net.Conn       // see syncGRPCServer
 	actors    *actors.Manager
 	table     *actors.Table
 	compactor *gcs.Compactor
@@ -332,7 +333,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	if n.Core, err = core.New(core.Config{
 		Job: cfg.Job, Node: n.ID, System: n.system, Cluster: cluster,
-		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool,
+		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
 		Feasible: feasible, Nodes: listNodes, OrphanLineage: n.orphanLineage,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
@@ -537,13 +538,15 @@ func (n *Node) startMember(ctx context.Context) error {
 	if err := aenv.Validate(); err != nil {
 		return err
 	}
-	pooled := actor.WithDispatcher(n.pool)
+	pooled := func(p *actor.Props) *actor.Props {
+		return p.Configure(actor.WithDispatcher(n.pool), actor.WithMailbox(n.msgs.Mailbox()))
+	}
 	kinds := []*cluster.Kind{
-		cluster.NewKind(KindRaylet, raylet.Props(rcfg).Configure(pooled)),
-		cluster.NewKind(KindWorker, worker.Props(wenv).Configure(pooled)),
-		cluster.NewKind(KindStore, shard.Props(shard.Config{Node: n.ID, Table: objTable, Logger: logger,
-			Budget: n.cfg.ObjectStoreBytes, SpillDir: filepath.Join(n.dir, "spill")}).Configure(pooled)),
-		cluster.NewKind(KindActor, actors.Props(aenv).Configure(pooled)),
+		cluster.NewKind(KindRaylet, pooled(raylet.Props(rcfg))),
+		cluster.NewKind(KindWorker, pooled(worker.Props(wenv))),
+		cluster.NewKind(KindStore, pooled(shard.Props(shard.Config{Node: n.ID, Table: objTable, Logger: logger,
+			Budget: n.cfg.ObjectStoreBytes, SpillDir: filepath.Join(n.dir, "spill")}))),
+		cluster.NewKind(KindActor, pooled(actors.Props(aenv))),
 	}
 	rem := remote.Configure(n.cfg.Host, 0,
 		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes)),

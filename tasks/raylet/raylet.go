@@ -186,6 +186,7 @@ func (r *Raylet) release(ctx actor.Context, id string) {
 	}
 	r.avail = r.avail.Add(held)
 	delete(r.leases, id)
+	ctx.Send(l.worker, &pb.LeaseRelease{LeaseId: []byte(id)}) // the worker forgets it
 	if ls := r.owners[l.owner]; ls != nil {
 		delete(ls, id)
 	}

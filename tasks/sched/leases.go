@@ -21,10 +21,11 @@ import "time"
 //     long tasks, gets one at a time, so tasks spread as leases come.
 //   - Requests: while a class has tasks no lease can take, one more lease is asked for, up
 //     to MaxPending outstanding requests per class.
-//   - Release: a lease with nothing in flight and nothing waiting is released at once.
-//     A lease older than MaxAge takes no more tasks and is released once drained, and a
-//     new request is made if work remains: the scheduler's queue, oldest request first,
-//     then gives other owners their turn.
+//   - Release: a lease with nothing in flight and nothing waiting is kept IdleHold for the
+//     next task of its class (a submitter that waits for each result before the next pays
+//     no lease round trip per task), then released. A lease older than MaxAge takes no
+//     more tasks and is released once drained, and a new request is made if work remains:
+//     the scheduler's queue, oldest request first, then gives other owners their turn.
 //   - Blocked: a lease whose running task blocked (its queued tasks were handed back) takes
 //     no more tasks and is released once drained.
 type Leases[T, W any] struct {
@@ -45,6 +46,8 @@ const (
 	// FastTask: a class whose mean run time is under it is given more than one task at a
 	// time.
 	FastTask = 500 * time.Microsecond
+	// IdleHold is how long a lease with nothing to do is kept for more.
+	IdleHold = time.Millisecond
 )
 
 type leaseClass[T, W any] struct {
@@ -55,6 +58,7 @@ type leaseClass[T, W any] struct {
 	leases  []*lease[T, W]
 	mean    float64 // nanoseconds per task; 0: unknown
 	dirty   bool
+	idle    int // leases kept idle
 }
 
 type lease[T, W any] struct {
@@ -63,7 +67,8 @@ type lease[T, W any] struct {
 	class    *leaseClass[T, W]
 	inflight int
 	since    time.Time
-	closed   bool // takes no more tasks (blocked, or older than MaxAge)
+	idle     time.Time // when it ran out of work (zero: busy)
+	closed   bool      // takes no more tasks (blocked, or older than MaxAge)
 	released bool
 }
 
@@ -216,12 +221,26 @@ func (l *Leases[T, W]) Drain() []T {
 	return out
 }
 
+// Idle reports whether leases are kept idle: Pump releases them IdleHold after they ran
+// out of work, so the owner pumps again then.
+func (l *Leases[T, W]) Idle() bool {
+	for _, c := range l.classes {
+		if c.idle > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Leased reports whether lease id is held.
 func (l *Leases[T, W]) Leased(id string) bool { return l.leases[id] != nil }
 
 func (l *Leases[T, W]) drop(ls *lease[T, W]) {
 	delete(l.leases, ls.id)
 	c := ls.class
+	if !ls.idle.IsZero() {
+		c.idle--
+	}
 	for i, x := range c.leases {
 		if x == ls {
 			c.leases = append(c.leases[:i], c.leases[i+1:]...)
@@ -244,7 +263,7 @@ func (c *leaseClass[T, W]) depth() int {
 func (l *Leases[T, W]) Pump(now time.Time) Actions[T, W] {
 	var a Actions[T, W]
 	for _, c := range l.classes {
-		if !c.dirty {
+		if !c.dirty && c.idle == 0 {
 			continue
 		}
 		c.dirty = false
@@ -269,6 +288,10 @@ func (l *Leases[T, W]) Pump(now time.Time) Actions[T, W] {
 				continue
 			}
 			n := min(d-ls.inflight, waiting, share)
+			if !ls.idle.IsZero() {
+				ls.idle = time.Time{}
+				c.idle--
+			}
 			tasks := append([]T(nil), c.waiting[c.head:c.head+n]...)
 			clear(c.waiting[c.head : c.head+n])
 			c.head += n
@@ -288,10 +311,21 @@ func (l *Leases[T, W]) Pump(now time.Time) Actions[T, W] {
 			c.pending++
 			a.Requests = append(a.Requests, LeaseAsk{Shape: c.shape, Backlog: waiting})
 		}
-		// Releases: leases that are done with.
+		// Releases: leases that are done with, and idle ones kept long enough.
 		for i := 0; i < len(c.leases); {
 			ls := c.leases[i]
-			if ls.inflight == 0 && (ls.closed || waiting == 0) {
+			done := ls.inflight == 0 && (ls.closed || waiting == 0)
+			if done && !ls.closed {
+				if ls.idle.IsZero() {
+					ls.idle = now
+					c.idle++
+				}
+				done = now.Sub(ls.idle) >= IdleHold
+			}
+			if done {
+				if !ls.idle.IsZero() {
+					c.idle--
+				}
 				ls.released = true
 				delete(l.leases, ls.id)
 				c.leases = append(c.leases[:i], c.leases[i+1:]...)

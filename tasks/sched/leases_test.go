@@ -79,7 +79,10 @@ func TestLeasesUnknownClassOneAtATime(t *testing.T) {
 		{name: "two more: one per lease while the class is unmeasured", do: add(2, 3), want: []string{"req:2"}},
 		{name: "A's task is done (slow): A takes the next (the two requests are out still)", do: done("A", 1, 5*time.Millisecond), want: []string{"A:2"}},
 		{name: "A's second is done: the last", do: done("A", 1, 5*time.Millisecond), want: []string{"A:3"}},
-		{name: "A drains, nothing waits: A goes back", do: done("A", 1, 5*time.Millisecond), want: []string{"rel:A"}},
+		{name: "A drains, nothing waits: A is kept", do: done("A", 1, 5*time.Millisecond), want: nil},
+		{name: "the next task takes the idle lease, no request", do: add(4), at: IdleHold / 2, want: []string{"A:4"}},
+		{name: "drained again", do: done("A", 1, 5*time.Millisecond), at: IdleHold, want: nil},
+		{name: "idle for IdleHold: A goes back", at: 2 * IdleHold, want: []string{"rel:A"}},
 	})
 }
 
@@ -91,10 +94,10 @@ func TestLeasesShortTasksArePipelined(t *testing.T) {
 	runLeaseScript(t, []leaseStep{
 		{name: "first task", do: add(1), want: []string{"req:1"}},
 		{name: "granted", do: grant("A"), want: []string{"A:1"}},
-		{name: "measured fast (10 µs): depth LeaseWork/10µs = 100", do: done("A", 1, 10*time.Microsecond), want: []string{"rel:A"}},
-		{name: "300 tasks: 3 leases' worth are asked for", do: add(many...), want: []string{"req:3"}},
-		{name: "one grant takes its depth (100)", do: grant("B"), want: []string{"B:" + seq(10, 100)}},
-		{name: "the second grant the next 100", do: grant("C"), want: []string{"C:" + seq(110, 100)}},
+		{name: "measured fast (10 µs): depth LeaseWork/10µs = 100", do: done("A", 1, 10*time.Microsecond), want: nil},
+		{name: "300 tasks: A takes 100, two more leases' worth are asked for", do: add(many...), want: []string{"A:" + seq(10, 100), "req:2"}},
+		{name: "one grant takes its depth (100)", do: grant("B"), want: []string{"B:" + seq(110, 100)}},
+		{name: "the second grant the next 100", do: grant("C"), want: []string{"C:" + seq(210, 100)}},
 	})
 }
 
@@ -113,12 +116,12 @@ func TestLeasesSpreadOverOpenLeases(t *testing.T) {
 	runLeaseScript(t, []leaseStep{
 		{name: "measure", do: func(l *Leases[int, string], now time.Time) { add(0)(l, now) }, want: []string{"req:1"}},
 		{name: "grant A", do: grant("A"), want: []string{"A:0"}},
-		{name: "fast", do: done("A", 1, 100*time.Microsecond), want: []string{"rel:A"}},
-		// depth 10; two leases granted before any task waits, then 6 tasks: 3 each.
-		{name: "two grants, no work", do: func(l *Leases[int, string], now time.Time) {
+		{name: "fast", do: done("A", 1, 100*time.Microsecond), want: nil},
+		{name: "two grants, no work: kept idle", do: func(l *Leases[int, string], now time.Time) {
 			l.Granted(cpuShape, "B", "w-B", now)
 			l.Granted(cpuShape, "C", "w-C", now)
-		}, want: []string{"rel:B", "rel:C"}},
+		}, want: nil},
+		{name: "all three go after IdleHold", at: IdleHold, want: []string{"rel:A", "rel:B", "rel:C"}},
 	})
 	var l Leases[int, string]
 	now := time.Unix(0, 0)
@@ -152,7 +155,7 @@ func TestLeasesBlockedAndOld(t *testing.T) {
 		// Task 2 blocks: 3 comes back, A takes no more; 3 asks for a lease of its own.
 		{name: "handed back", do: func(l *Leases[int, string], _ time.Time) { l.Returned("A", []int{3}) }, want: []string{"req:1"}},
 		{name: "a new lease takes 3", do: grant("B"), want: []string{"B:3"}},
-		{name: "2 finishes: A, closed and drained, goes", do: done("A", 1, 10*time.Microsecond), want: []string{"rel:A"}},
+		{name: "2 finishes: A, closed and drained, goes at once", do: done("A", 1, 10*time.Microsecond), want: []string{"rel:A"}},
 		// B is older than MaxAge when more arrive: it takes none, a new lease is asked for,
 		// and B goes once drained.
 		{name: "B grows old", do: add(4), at: 2 * MaxAge, want: []string{"req:1"}},

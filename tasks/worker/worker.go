@@ -86,6 +86,8 @@ type lease struct {
 	mu        sync.Mutex
 	queue     []*pb.TaskSpec // not started yet
 	running   bool           // a goroutine runs the queue
+	released  bool           // its scheduler took it back: forget it when the goroutine ends
+	ended     bool           // the goroutine ended after the release (set by next)
 	current   ids.TaskID
 	cancel    context.CancelFunc
 	cancelled bool // the current task was cancelled
@@ -99,6 +101,7 @@ func (l *lease) next(base context.Context) (*pb.TaskSpec, context.Context, bool)
 	defer l.mu.Unlock()
 	if len(l.queue) == 0 {
 		l.current, l.cancel, l.running = ids.TaskID{}, nil, false
+		l.ended = l.released
 		return nil, nil, false
 	}
 	spec := l.queue[0]
@@ -119,7 +122,7 @@ func (l *lease) done() (cancelled, more bool) {
 	return l.cancelled, len(l.queue) > 0
 }
 
-// leaseIdle tells the grain a lease's goroutine ended with its queue empty.
+// leaseIdle tells the grain a released lease's goroutine ended.
 type leaseIdle struct{ l *lease }
 
 // Worker is the grain's actor; its map is owned by its mailbox.
@@ -137,13 +140,19 @@ func (w *Worker) Receive(ctx actor.Context) {
 		w.base, w.stop = context.WithCancel(context.Background())
 	case *pb.LeasePush:
 		w.push(ctx, m)
+	case *pb.LeaseRelease:
+		// The lease's owner gave it back (or died): forget it once its goroutine ends.
+		if l := w.leases[string(m.LeaseId)]; l != nil {
+			l.mu.Lock()
+			l.released = true
+			idle := !l.running
+			l.mu.Unlock()
+			if idle {
+				delete(w.leases, l.id)
+			}
+		}
 	case leaseIdle:
-		// Forget the lease unless a push restarted it meanwhile (its scheduler holds the
-		// resources until its owner releases it; a later push starts it again).
-		m.l.mu.Lock()
-		idle := !m.l.running && len(m.l.queue) == 0
-		m.l.mu.Unlock()
-		if idle && w.leases[m.l.id] == m.l {
+		if w.leases[m.l.id] == m.l {
 			delete(w.leases, m.l.id)
 		}
 	case *pb.CancelTask:
@@ -329,7 +338,12 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 	mu.Lock()
 	flushLocked()
 	mu.Unlock()
-	root.Send(self, leaseIdle{l: l})
+	l.mu.Lock()
+	ended := l.ended
+	l.mu.Unlock()
+	if ended {
+		root.Send(self, leaseIdle{l: l}) // released while it ran: the grain forgets it now
+	}
 }
 
 // execute runs one task and returns its result; it never panics.

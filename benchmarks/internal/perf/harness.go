@@ -25,6 +25,11 @@ type stat struct {
 	// /sync/mutex/wait/total) during the warm-up and the trials, in nanoseconds per
 	// operation of the trials.
 	MutexWaitPerOp float64
+	// AllocsPerOp and MessagesPerOp are the heap allocations (runtime/metrics
+	// /gc/heap/allocs:objects) and the messages the runtime's actors handled (ray.Stats),
+	// per operation, over the warm-up and the trials.
+	AllocsPerOp, MessagesPerOp float64
+	WarmupBodies               int64 // bodies run in the warm-up
 }
 
 // timeit is ray_perf.py's timeit (python/ray/_private/ray_microbenchmark_helpers.py):
@@ -47,7 +52,7 @@ func timeit(t timing, multiplier float64, body func() error) (stat, error) {
 		count++
 	}
 	step := count/10 + 1
-	st := stat{Step: step}
+	st := stat{Step: step, WarmupBodies: int64(count)}
 	for trial := 0; trial < t.trials; trial++ {
 		start := time.Now()
 		n := 0
@@ -92,4 +97,14 @@ func mutexWait() time.Duration {
 		return 0
 	}
 	return time.Duration(s[0].Value.Float64() * 1e9)
+}
+
+// heapAllocs is how many heap objects the process allocated so far.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }

@@ -270,15 +270,17 @@ func measure(e *env, t timing, m *metric) (stat, error) {
 	if b.cleanup != nil {
 		defer b.cleanup()
 	}
-	cpu0, wall0, wait0 := processCPU(), time.Now(), mutexWait()
+	cpu0, wall0, wait0, allocs0, msgs0 := processCPU(), time.Now(), mutexWait(), heapAllocs(), messages(e)
 	st, err := timeit(t, b.multiplier, b.run)
 	if err != nil {
 		return stat{}, err
 	}
-	if ops := float64(st.Bodies) * b.multiplier; ops > 0 {
-		// The warm-up's waits are counted too, and divided over the trials' operations:
-		// an upper bound, comparable between runs of one method.
+	if ops := float64(st.Bodies+st.WarmupBodies) * b.multiplier; ops > 0 {
+		// Counted over the warm-up and the trials, divided by their operations (the
+		// warm-up ran the same body).
 		st.MutexWaitPerOp = float64(mutexWait()-wait0) / ops
+		st.AllocsPerOp = float64(heapAllocs()-allocs0) / ops
+		st.MessagesPerOp = float64(messages(e)-msgs0) / ops
 	}
 	// How many of the machine's cores this process got while timing: well under
 	// GOMAXPROCS for a CPU-bound body means neighbours took the rest.
@@ -287,9 +289,9 @@ func measure(e *env, t timing, m *metric) (stat, error) {
 	for i, x := range st.Trials {
 		trials[i] = format(x)
 	}
-	logf("%-42s %12s ± %-10s %-14s trials [%s], %d bodies, step %d, %.1fs, %.2f cores used, load %s",
+	logf("%-42s %12s ± %-10s %-14s trials [%s], %d bodies, step %d, %.1fs, %.2f cores used, %.1f allocs/op, %.2f messages/op, load %s",
 		m.name, format(st.Mean), format(st.SD), m.unit, strings.Join(trials, " "), st.Bodies, st.Step,
-		time.Since(start).Seconds(), cores, LoadAvg())
+		time.Since(start).Seconds(), cores, st.AllocsPerOp, st.MessagesPerOp, LoadAvg())
 	return st, nil
 }
 
@@ -355,7 +357,9 @@ func writeJSON(w io.Writer, rs []result) error {
 			Mean           float64 `json:"mean"`
 			SD             float64 `json:"sd"`
 			MutexWaitPerOp float64 `json:"mutex_wait_ns_per_op,omitempty"`
-		}{finite(r.st.Mean), finite(r.st.SD), finite(r.st.MutexWaitPerOp)})
+			AllocsPerOp    float64 `json:"allocs_per_op,omitempty"`
+			MessagesPerOp  float64 `json:"messages_per_op,omitempty"`
+		}{finite(r.st.Mean), finite(r.st.SD), finite(r.st.MutexWaitPerOp), finite(r.st.AllocsPerOp), finite(r.st.MessagesPerOp)})
 		if err != nil {
 			return err
 		}
@@ -427,4 +431,16 @@ func format(x float64) string {
 	default:
 		return fmt.Sprintf("%.3f", x)
 	}
+}
+
+// messages is how many messages the runtime's actors handled so far (0 without one).
+func messages(e *env) int64 {
+	if e.ctx == nil {
+		return 0
+	}
+	st, err := ray.Stats(e.ctx)
+	if err != nil {
+		return 0
+	}
+	return st.MessagesHandled
 }
