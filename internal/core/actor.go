@@ -304,7 +304,9 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	}
 	c.refs.AddLocal(ret)
 	ac := c.caller(id)
-	sh := c.shardOf(tid)
+	// An actor's calls belong to the shard that flushes them: it registers them as it sends
+	// them and gets their results, so a call costs no message of its own.
+	sh := c.actorShard(id)
 	spec := &pb.TaskSpec{
 		TaskId: tid[:], JobId: string(c.cfg.Job), Function: method, Args: make([]*pb.Arg, len(args)),
 		ParentTaskId: tc.Task[:], Owner: c.ownerW, ReplyTo: sh.pidW, NumReturns: 1,
@@ -333,7 +335,7 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		return ret, &SubmitError{Info: e, Err: errors.New(info.Message)}
 	}
 	ac.seq++
-	p := &pending{tid: tid, spec: spec, actor: ac, seq: ac.seq}
+	p := &pending{tid: tid, spec: spec, actor: ac, seq: ac.seq, sh: sh}
 	ac.calls[p.seq] = p
 	ac.mu.Unlock()
 	if argErr != nil {
@@ -347,14 +349,13 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	p.argRefs = argRefs
 	p.pinned = c.pinArgs(ret, args)
 	if len(argRefs) == 0 {
-		// Nothing to wait for: the call goes to the outbox now, in submission order. Its
-		// shard learns of it first, so its result cannot arrive before it is registered.
+		// Nothing to wait for: the call goes to the outbox now, in submission order; the
+		// shard registers it when it flushes the outbox, before the actor can answer.
 		p.dispatched = true
-		c.root.Send(sh.pid, p)
 		c.sendActorCall(p)
 		return ret, nil
 	}
-	c.root.Send(sh.pid, p)
+	sh.submit(p) // its shard waits for its arguments, then sends it
 	return ret, nil
 }
 
@@ -489,6 +490,12 @@ func (s *shard) flushCaller(ac *actorCaller) {
 	acked, first := ac.low-1, ac.low
 	out := ac.outbox
 	ac.outbox = nil
+	for _, call := range out {
+		// Calls sent straight to the outbox are registered here, before they leave.
+		if p := ac.calls[call.Seq]; p != nil && !call.Skip && !p.finished && s.tasks[p.tid] == nil {
+			s.tasks[p.tid] = p
+		}
+	}
 	ac.mu.Unlock()
 	if len(out) == 0 {
 		return
@@ -676,9 +683,10 @@ func (c *Core) onBounce(m *pb.ActorCallBounce) {
 // calls run in order and are logged, so they are not taken back.
 var ErrActorCallSent = errors.New("ray: the actor call was already sent to its actor; it cannot be cancelled")
 
-// completeAsync finishes p with r on its shard (from any goroutine).
+// completeAsync finishes actor call p with r on its shard (from any goroutine), whether
+// or not it was registered there yet.
 func (c *Core) completeAsync(p *pending, r *pb.TaskResult) {
-	c.shardOf(p.tid).send(completeTask{p: p, r: r})
+	p.sh.send(completeTask{p: p, r: r})
 }
 
 // cancelActorCall cancels an actor call that is still waiting for its arguments.

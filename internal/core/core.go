@@ -135,8 +135,10 @@ type pending struct {
 	pinned     bool // refs nested in its argument values are pinned (argsKey)
 	waiting    atomic.Int32
 	dispatched bool
+	finished   bool // completed (its shard's loop only)
 
 	// actor calls
+	sh      *shard // the actor's shard, which owns the call
 	actor   *actorCaller
 	seq     uint64
 	sent    bool          // given to the flusher (guarded by actor.mu)

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -35,6 +36,16 @@ type shard struct {
 	i    int
 	pid  *actor.PID
 	pidW *pb.PID
+
+	// inbox: tasks submitted and not yet taken by the loop. Submitters append under its
+	// mutex and wake the loop (drainInbox) only when it was empty, so a burst of
+	// submissions costs one message, not one each.
+	inbox struct {
+		mu     sync.Mutex
+		q      []*pending
+		spare  []*pending
+		queued bool // a drainInbox is in the mailbox
+	}
 
 	tasks    map[ids.TaskID]*pending
 	actors   []*actorCaller // actor callers to flush at the end of this turn
@@ -110,6 +121,8 @@ func (s *shard) receive(ctx actor.Context) {
 		return
 	}
 	switch m := ctx.Message().(type) {
+	case drainInbox:
+		s.drainInbox()
 	case *pending:
 		s.submitted(m)
 	case depsReady:
@@ -131,8 +144,16 @@ func (s *shard) receive(ctx actor.Context) {
 	case flushTurn:
 		s.flush()
 	case completeTask:
+		if m.p.actor != nil && !m.p.finished && s.tasks[m.p.tid] == nil {
+			s.tasks[m.p.tid] = m.p // an actor call that never left its outbox
+		}
 		s.complete(m.p, m.r)
 	case cancelTask:
+		s.drainInbox() // a task submitted just before is registered first
+		if _, ok := s.tasks[m.tid]; !ok {
+			m.reply <- errNotHere
+			return
+		}
 		m.reply <- s.cancel(m.tid)
 	case nodeGone:
 		s.nodeGone(m.node)
@@ -166,6 +187,37 @@ func (s *shard) closed() bool {
 	default:
 		return false
 	}
+}
+
+// drainInbox: the inbox has tasks.
+type drainInbox struct{}
+
+// submit hands the shard a new task (from any goroutine).
+func (s *shard) submit(p *pending) {
+	s.inbox.mu.Lock()
+	s.inbox.q = append(s.inbox.q, p)
+	wake := !s.inbox.queued
+	s.inbox.queued = true
+	s.inbox.mu.Unlock()
+	if wake {
+		s.c.root.Send(s.pid, drainInbox{})
+	}
+}
+
+// drainInbox takes every task submitted so far.
+func (s *shard) drainInbox() {
+	s.inbox.mu.Lock()
+	q := s.inbox.q
+	s.inbox.q = s.inbox.spare[:0]
+	s.inbox.queued = false
+	s.inbox.mu.Unlock()
+	for _, p := range q {
+		s.submitted(p)
+	}
+	clear(q)
+	s.inbox.mu.Lock()
+	s.inbox.spare = q
+	s.inbox.mu.Unlock()
 }
 
 // send hands the shard a message from any goroutine.
@@ -347,6 +399,7 @@ func (s *shard) complete(p *pending, r *pb.TaskResult) {
 	if s.tasks[tid] != p {
 		return
 	}
+	p.finished = true
 	delete(s.tasks, tid)
 	delete(s.parked, tid)
 	if p.actor != nil {

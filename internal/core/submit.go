@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/ray-go/ray/internal/ids"
@@ -98,7 +99,7 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 	// and the submitted task's references to its arguments (dropped when it finishes).
 	c.refs.Submitted(tid, c.holdArgs(argRefs), spec)
 	p := &pending{tid: tid, spec: spec, argRefs: argRefs, pinned: c.pinArgs(ret, call.Args), res: call.Resources, hasRes: true}
-	c.root.Send(sh.pid, p)
+	sh.submit(p)
 	return ret, nil
 }
 
@@ -125,15 +126,30 @@ func (c *Core) failSubmit(ret ids.ObjectID, tid ids.TaskID, fn string, kind pb.E
 }
 
 // Cancel cancels the task that produces id: a queued or waiting task never runs; a
-// running one has its context cancelled. Its result becomes a cancellation error.
+// running one has its context cancelled. Its result becomes a cancellation error. A task
+// belongs to its family's shard, an actor call to its actor's: the family's is asked
+// first, then the others.
 func (c *Core) Cancel(id ids.ObjectID) error {
 	tid := id.Task()
-	reply := make(chan error, 1)
-	c.shardOf(tid).send(cancelTask{tid: tid, reply: reply})
-	select {
-	case err := <-reply:
-		return err
-	case <-c.closed:
-		return ErrShutdown
+	first := c.shardOf(tid)
+	order := append([]*shard{first}, c.shards...)
+	for i, s := range order {
+		if i > 0 && s == first {
+			continue
+		}
+		reply := make(chan error, 1)
+		s.send(cancelTask{tid: tid, reply: reply})
+		select {
+		case err := <-reply:
+			if err != errNotHere {
+				return err
+			}
+		case <-c.closed:
+			return ErrShutdown
+		}
 	}
+	return nil // finished already (or never existed): nothing to cancel
 }
+
+// errNotHere: the shard asked to cancel a task does not own it.
+var errNotHere = errors.New("core: the task is not this shard's")
