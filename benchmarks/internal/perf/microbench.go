@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -105,6 +106,7 @@ func Microbench(args []string) int {
 	storeBytes := flag.Int64("object-store-memory", 0, "object store budget in bytes (default 30% of RAM); a small one makes the big puts spill")
 	address := flag.String("address", "", "run against the cluster at this GCS address (as `rayctl start` prints it; also RAY_ADDRESS) instead of a local runtime; the cross_node_* metrics need it")
 	mutexProfile := flag.String("mutexprofile", "", "write a mutex profile of the timed part to `file` (runtime.SetMutexProfileFraction(1) from after ray.Init)")
+	traceFile := flag.String("trace", "", "write an execution trace (runtime/trace) of the timed part to `file`")
 	if err := flag.Parse(args); err != nil {
 		return 2
 	}
@@ -216,6 +218,18 @@ func Microbench(args []string) int {
 	if *mutexProfile != "" {
 		runtime.SetMutexProfileFraction(1)
 	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			logf("-trace: %v", err)
+			return 1
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			logf("-trace: %v", err)
+			return 1
+		}
+	}
 	var results []result
 	failed := 0
 	for _, m := range selected {
@@ -229,6 +243,9 @@ func Microbench(args []string) int {
 	}
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if *traceFile != "" {
+		trace.Stop()
 	}
 	if *mutexProfile != "" {
 		if err := writeProfile("mutex", *mutexProfile); err != nil {
