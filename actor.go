@@ -8,8 +8,8 @@ import (
 
 	"github.com/ray-go/ray/actors"
 	"github.com/ray-go/ray/actors/lifecycle"
-	"github.com/ray-go/ray/internal/core"
-	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 // ErrActorDied: the actor is dead (killed, its constructor failed, its host died with no

@@ -13,8 +13,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/ray-go/ray/internal/gcs"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // account is a test actor with state that every call changes, so that a call run twice

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ray-go/ray/internal/gcs"
-	"github.com/ray-go/ray/internal/ids"
-	"github.com/ray-go/ray/internal/node"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/assembly/node"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // gcsState reads what etcd holds for lineage and the object table.

@@ -3,7 +3,7 @@ package ray
 import (
 	"context"
 
-	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 // MemoryReport is what the cluster's object stores hold (the data of `rayctl memory`).

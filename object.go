@@ -7,9 +7,9 @@ import (
 	"runtime"
 	"sync/atomic"
 
-	"github.com/ray-go/ray/internal/core"
-	"github.com/ray-go/ray/internal/ids"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects/codec"
 )
 

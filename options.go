@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/ray-go/ray/internal/core"
+	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/tasks/sched"
 )
 
@@ -21,6 +21,7 @@ type initConfig struct {
 	logger           *slog.Logger
 	address          string
 	noLineage        bool
+	leaseTTL         time.Duration // node.LeaseTTLEnv, read by Init
 }
 
 // WithNumCPUs sets the node's CPUs (default: the machine's).

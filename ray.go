@@ -10,11 +10,12 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 
-	"github.com/ray-go/ray/internal/core"
-	"github.com/ray-go/ray/internal/ids"
-	"github.com/ray-go/ray/internal/node"
-	"github.com/ray-go/ray/internal/workerenv"
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/assembly/node"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/workerenv"
 	"github.com/ray-go/ray/tasks/sched"
 )
 
@@ -54,7 +55,8 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if w, ok, err := workerenv.FromEnv(); ok {
+	cfg.leaseTTL = leaseTTLFromEnv()
+	if w, ok, err := workerenv.FromEnv(os.Getenv); ok {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "ray: worker mode:", err)
 			os.Exit(2)
@@ -76,7 +78,7 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	}
 	n, err := node.Start(ctx, node.Config{
 		Resources: res, ObjectStoreBytes: cfg.objectStoreBytes, Dir: cfg.dir,
-		Lineage: !cfg.noLineage, Logger: cfg.logger,
+		Lineage: !cfg.noLineage, Logger: cfg.logger, LeaseTTL: cfg.leaseTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ray: Init: %w", err)
@@ -84,6 +86,16 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	s := &session{node: n}
 	ctx = context.WithValue(ctx, runtimeKey{}, s)
 	return core.WithTask(ctx, n.Core.NewDriver()), nil
+}
+
+// leaseTTLFromEnv reads the node lease TTL from node.LeaseTTLEnv (a bad value is reported
+// and the default used).
+func leaseTTLFromEnv() time.Duration {
+	d, err := node.ParseLeaseTTL(os.Getenv(node.LeaseTTLEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return d
 }
 
 func (cfg *initConfig) nodeResources() (sched.Resources, error) {
@@ -106,7 +118,8 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 	n, err := node.Join(ctx, node.JoinConfig{
 		Address: workerenv.SplitAddress(cfg.address), Namespace: os.Getenv(workerenv.Namespace),
 		SubmissionID: os.Getenv(workerenv.Submission),
-		Node:         node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger, ObjectStoreBytes: cfg.objectStoreBytes},
+		Node: node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger,
+			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ray: Init: join the cluster at %s: %w", cfg.address, err)
@@ -143,7 +156,7 @@ func serveWorker(ctx context.Context, w workerenv.Worker, cfg initConfig) {
 	n, err := node.Join(sctx, node.JoinConfig{
 		Address: w.Address, Namespace: w.Namespace,
 		Node: node.Config{Role: node.RoleWorker, Job: ids.JobID(w.Job), AgentID: w.Agent, Resources: res,
-			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger},
+			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger, LeaseTTL: cfg.leaseTTL},
 	})
 	if err != nil {
 		fail(err)

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"runtime"
 
-	"github.com/ray-go/ray/internal/core"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects/codec"
 )
 
@@ -18,7 +18,7 @@ import (
 // the object like the owner's own refs do: it registers with the owner as a borrower before
 // the decoding returns, and lets go when its last copy of the ref is garbage-collected or
 // released. The object lives while the owner or any borrower holds a ref (Ray's ownership
-// protocol). See internal/core/borrow.go for the protocol.
+// protocol). See internal/assembly/core/borrow.go for the protocol.
 
 // RefPayload implements codec.Ref: the ref's wire form (object ID and owner).
 func (r ObjectRef[T]) RefPayload() []byte {

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"runtime"
 
-	"github.com/ray-go/ray/internal/core"
+	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/objects/codec"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/sched"

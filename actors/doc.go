@@ -3,7 +3,7 @@
 // and the replay that rebuilds it, and the Manager that places and restarts actors. The
 // lifecycle decisions themselves are the pure state machine of package actors/lifecycle;
 // the caller side (sequence numbers, resending, failing calls of dead actors) lives in
-// internal/core; the typed user API is the root package.
+// internal/assembly/core; the typed user API is the root package.
 //
 // # Pieces
 //

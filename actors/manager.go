@@ -11,8 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/actors/lifecycle"
-	"github.com/ray-go/ray/internal/gcs"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/sched"
 )

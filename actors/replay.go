@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/actors/lifecycle"
-	"github.com/ray-go/ray/internal/gcs"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // The method log is contiguous in index: accept gives every call the next index and every

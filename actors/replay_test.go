@@ -7,8 +7,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/ray-go/ray/internal/gcs"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // logBatch encodes batch number b holding the entries with indexes first..last, each

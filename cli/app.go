@@ -11,10 +11,10 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/ray-go/ray/internal/agent"
-	"github.com/ray-go/ray/internal/gcs"
-	"github.com/ray-go/ray/internal/gcs/etcdstore"
-	"github.com/ray-go/ray/internal/workerenv"
+	"github.com/ray-go/ray/internal/assembly/agent"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/workerenv"
 )
 
 // Exit codes of rayctl (the table is in the package doc).

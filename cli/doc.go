@@ -24,12 +24,12 @@
 // RAY_GO_GCS_ENDPOINTS, RAY_GO_GCS_NAMESPACE, RAY_GO_BLOCK, RAY_GO_FORCE, RAY_GO_OUTPUT,
 // RAY_GO_NO_WAIT, RAY_GO_WORKING_DIR, RAY_GO_JOB_ENV (one KEY=VALUE), RAY_GO_FOLLOW.
 // (--resources reads RAY_GO_CUSTOM_RESOURCES: RAY_GO_RESOURCES is the worker-process
-// variable of internal/workerenv.) Flags given after the ID of job status, logs and stop
+// variable of internal/base/workerenv.) Flags given after the ID of job status, logs and stop
 // are accepted too.
 //
 // # start
 //
-// `start` runs the node agent (internal/agent) of this machine. With --head it starts a new
+// `start` runs the node agent (internal/assembly/agent) of this machine. With --head it starts a new
 // cluster: an embedded etcd on --host:--port (default 127.0.0.1:6379) is the GCS, or, with --gcs-endpoints, an
 // external etcd cluster is. With --address it joins the cluster whose GCS is there. Without
 // --block, rayctl starts itself again with --block as a daemon (a new session, output to
@@ -57,7 +57,7 @@
 // `job submit` resolves the program to an absolute path (searching PATH for a bare name)
 // and checks it is an executable file, records a Submission (submissions/<id>, PENDING)
 // that the head agent runs, prints the submission ID and streams the driver's output from
-// the GCS (joblogs/<id>/..., see internal/agent) until it ends. The driver runs on the head
+// the GCS (joblogs/<id>/..., see internal/assembly/agent) until it ends. The driver runs on the head
 // machine, at that path, in --working-dir (default: the current directory).
 //
 // # Exit codes

@@ -18,8 +18,8 @@ import (
 	"github.com/dustin/go-humanize"
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/ray-go/ray/internal/agent"
-	"github.com/ray-go/ray/internal/workerenv"
+	"github.com/ray-go/ray/internal/assembly/agent"
+	"github.com/ray-go/ray/internal/base/workerenv"
 )
 
 // readyTimeout bounds how long `rayctl start` waits for its background agent.
@@ -54,6 +54,7 @@ func startCommand() *ucli.Command {
 // startConfig turns the flags into an agent configuration.
 func startConfig(c *ucli.Context) (agent.Config, error) {
 	cfg := agent.Config{
+		Environ:   os.Environ(),
 		Head:      c.Bool("head"),
 		Namespace: c.String("namespace"),
 		ID:        c.String("agent-id"),

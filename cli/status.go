@@ -12,9 +12,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/ray-go/ray/internal/agent"
-	"github.com/ray-go/ray/internal/gcs"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/assembly/agent"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 func statusCommand() *ucli.Command {

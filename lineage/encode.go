@@ -3,7 +3,7 @@ package lineage
 import (
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // AppendSpec appends the protobuf encoding of s to dst: the same bytes as

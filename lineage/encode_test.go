@@ -7,7 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // fill sets every field of m (recursively) to a non-zero value derived from seed, so that

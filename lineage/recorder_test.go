@@ -3,8 +3,8 @@ package lineage
 import (
 	"testing"
 
-	"github.com/ray-go/ray/internal/ids"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 type mapPacker map[string][]byte

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 
-	"github.com/ray-go/ray/internal/ids"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // Value is the state of a ready object as its owner knows it: either the encoded bytes

@@ -3,7 +3,7 @@ package objects
 import (
 	"testing"
 
-	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 // TestOnReadyCancel: cancelled subscriptions leave nothing behind; live ones still run.

@@ -3,8 +3,8 @@ package objects
 import (
 	"sync"
 
-	"github.com/ray-go/ray/internal/ids"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // RefTable counts, for the objects a process owns, who still needs them, and says when

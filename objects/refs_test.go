@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 // TestRefTableScenarios drives the table through scripts of events and checks what each

@@ -1,7 +1,7 @@
 package tasks
 
 import (
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks/sched"
 )
 

@@ -1,3 +1,7 @@
-// Package archtest holds no code, only the test that enforces the dependency rules of
-// DESIGN §7: which packages may import which, and which packages must stay pure.
+// Package archtest holds no code, only the tests that enforce the layering of DESIGN §7:
+// a ranked table of the module's packages (base, domain, assembly, the user API, its users,
+// the programs), in which a package may import only lower ranks; the leaves; that only the
+// GCS's etcd implementation imports etcd; that only the CLI and the root package read the
+// environment; and that the pure packages (policies and state machines) import no
+// protoactor, start no goroutines and read no clock.
 package archtest

@@ -14,8 +14,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/klauspost/compress/s2"
 
-	"github.com/ray-go/ray/internal/ids"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // TestPullChunks speaks PullObject to a shard directly: validation, chunk bounds, the

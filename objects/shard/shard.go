@@ -11,8 +11,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/ray-go/ray/internal/ids"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // ObjectTable records where objects live in the GCS. Implementations must not block:

@@ -11,7 +11,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 // Spill files: a 16-byte header (magic, uncompressed length, CRC-32C of the uncompressed

@@ -2,7 +2,7 @@
 // that needs an object asks a store shard that holds it for the object in chunks, several
 // chunks in flight, and assembles them into one buffer.
 //
-// Protocol (messages in internal/pb):
+// Protocol (messages in internal/base/pb):
 //
 //   - The puller sends PullObject{object_id, offset, length, allow_s2} to the shard's PID
 //     and gets one PullObjectReply per request. length is at most 1 MiB (MaxChunk): every
@@ -109,6 +109,6 @@
 // goroutine that outlives it; the pool has none (expired connections are closed when the
 // pool is next used, or by CloseIdleConnections).
 //
-// This package depends only on protoactor's actor package, internal/ids, internal/pb,
+// This package depends only on protoactor's actor package, internal/base/ids, internal/base/pb,
 // klauspost/compress and the standard library.
 package transfer

@@ -13,18 +13,18 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 
-	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/objects/shard"
 )
 
 // remoteSystems are two actor systems with the remote transport on loopback, configured
-// as a node configures it (internal/node: 256 MiB gRPC messages, writer batches of 32),
+// as a node configures it (internal/assembly/node: 256 MiB gRPC messages, writer batches of 32),
 // shared by the tests and benchmarks of this package and never stopped: protoactor's
 // remote.Start writes a gRPC global (grpclog.SetLoggerV2) that running gRPC servers read,
 // so the race detector objects to a remote starting or stopping while another runs. Both
 // start once; before the second starts, reading the first server's HTTP/2 SETTINGS on a
 // connection orders the first server's reads of the global before that write (see
-// internal/membership's syncWithGRPCServer). The connection stays open: closing it would
+// internal/assembly/membership's syncWithGRPCServer). The connection stays open: closing it would
 // make the server log.
 var remoteSystems = sync.OnceValues(func() ([2]*actor.ActorSystem, error) {
 	var out [2]*actor.ActorSystem

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 // The data-plane stream (see the package documentation for the protocol).

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ray-go/ray/internal/ids"
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 // objectMap serves the objects of a map; IDs not in it are ErrNotFound.

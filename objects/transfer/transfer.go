@@ -11,8 +11,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/klauspost/compress/s2"
 
-	"github.com/ray-go/ray/internal/ids"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // MaxChunk is the largest chunk a puller asks for and a shard serves.

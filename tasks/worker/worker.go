@@ -11,8 +11,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/ray-go/ray/internal/ids"
-	"github.com/ray-go/ray/internal/pb"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
 )
 

@@ -35,7 +35,7 @@ const (
 	// rejoinTimeout bounds the wait for a killed node's replacement (the agent's restart
 	// backoff is at most 2 s, or up to a minute once its restart budget is spent).
 	rejoinTimeout = 90 * time.Second
-	// restartWindow and restartBudget mirror the agent's policy (internal/agent): at most
+	// restartWindow and restartBudget mirror the agent's policy (internal/assembly/agent): at most
 	// 3 worker restarts a minute. A node is a victim only if its agent has budget left.
 	restartWindow = time.Minute + 2*time.Second
 	restartBudget = 3

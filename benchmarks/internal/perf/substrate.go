@@ -12,8 +12,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/ray-go/ray/internal/gcs"
-	"github.com/ray-go/ray/internal/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 )
 
 // Substrate figures: what the layers under ray-go do on this machine, measured in the same
@@ -113,7 +113,7 @@ func substrateMetrics() []*metric {
 }
 
 // etcdBench starts an embedded etcd the way the node starts its GCS (through
-// internal/gcs/etcdstore, the one package allowed to use etcd) and writes transactions of
+// internal/base/gcs/etcdstore, the one package allowed to use etcd) and writes transactions of
 // etcdTxnOps puts, callers at a time.
 func etcdBench(e *env, callers int) (*bench, error) {
 	dir, err := os.MkdirTemp("", "microbench-etcd-")

@@ -1,5 +1,5 @@
 // Command etcdmember runs one member of a multi-member etcd cluster (the embedded server of
-// internal/gcs/etcdstore) until it is killed: the GCS failover test of cli/e2e starts three
+// internal/base/gcs/etcdstore) until it is killed: the GCS failover test of cli/e2e starts three
 // and kills the raft leader with SIGKILL, as a machine failure would. It prints "ready" once
 // the member serves, and "leader" or "follower" on each line read from stdin.
 package main
@@ -12,7 +12,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/ray-go/ray/internal/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 )
 
 func main() {

@@ -1,0 +1,339 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/pb"
+)
+
+// Errors to branch on (the CLI maps them to exit codes).
+var (
+	// ErrPortInUse: the embedded GCS's client port is taken by another process.
+	ErrPortInUse = errors.New("agent: GCS port in use")
+	// ErrGCSUnreachable: no GCS endpoint answered.
+	ErrGCSUnreachable = errors.New("agent: GCS unreachable")
+)
+
+// AliveTTL is the lease TTL of agentalive/<id>: an agent that dies without Stop is shown
+// dead this long after its last renewal.
+const AliveTTL = 6 * time.Second
+
+// opTimeout bounds every single GCS call the agent makes.
+const opTimeout = 5 * time.Second
+
+// Agent is a running node agent. Create it with Start; stop it with Stop.
+type Agent struct {
+	cfg      Config
+	id       string
+	hostname string
+	address  []string // host:port GCS endpoints
+	log      *slog.Logger
+
+	embedded  *etcdstore.Embedded
+	compactor *gcs.Compactor
+	store     gcs.Store
+
+	ctx    context.Context // canceled by Stop
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // run loops
+
+	leaseMu sync.Mutex
+	lease   gcs.LeaseID
+
+	stopOnce sync.Once
+	stopErr  error
+	done     chan struct{}
+}
+
+// Start starts an agent: the GCS (head without endpoints) or a connection to it, the
+// agent's records, the worker-process manager and (head) the submission runner. It returns
+// once the agent's records are in the GCS.
+func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ID == "" {
+		cfg.ID = NewID()
+	}
+	for _, d := range []string{cfg.SessionDir, filepath.Join(cfg.SessionDir, "logs"), filepath.Join(cfg.SessionDir, "workers")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("agent: session directory: %w", err)
+		}
+	}
+	host, _ := os.Hostname()
+	a := &Agent{
+		cfg:      cfg,
+		id:       cfg.ID,
+		hostname: host,
+		log:      cfg.Logger.With("agent", cfg.ID),
+		done:     make(chan struct{}),
+	}
+	defer func() {
+		if err != nil {
+			a.closeGCS()
+		}
+	}()
+	if err := a.openGCS(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.register(ctx); err != nil {
+		return nil, err
+	}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.wg.Add(1)
+	go a.keepAlive()
+	m := newWorkerManager(a)
+	a.wg.Add(1)
+	go m.run(a.ctx)
+	if cfg.Head {
+		s := newSubmissionRunner(a)
+		a.wg.Add(1)
+		go s.run(a.ctx)
+	}
+	a.log.Info("agent started", "head", cfg.Head, "address", a.Address(), "dir", cfg.SessionDir,
+		"resources", cfg.Resources, "object_store_bytes", cfg.ObjectStoreBytes)
+	return a, nil
+}
+
+// NewID returns a new random agent ID (16 lowercase hex digits).
+func NewID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (a *Agent) openGCS(ctx context.Context) error {
+	cfg := a.cfg
+	if cfg.Head && len(cfg.GCSEndpoints) == 0 {
+		if cfg.GCSPort != 0 {
+			if err := checkPortFree(cfg.host(), cfg.GCSPort); err != nil {
+				return err
+			}
+		}
+		e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{
+			Dir:        filepath.Join(cfg.SessionDir, "gcs"),
+			Host:       cfg.host(),
+			ClientPort: cfg.GCSPort,
+			Namespace:  cfg.Namespace,
+			Logger:     a.log,
+		})
+		if err != nil {
+			if cfg.GCSPort != 0 && isAddrInUse(err) {
+				return portInUse(cfg.host(), cfg.GCSPort, err)
+			}
+			return fmt.Errorf("agent: start the embedded GCS: %w", err)
+		}
+		a.embedded = e
+		for _, ep := range e.Endpoints() {
+			a.address = append(a.address, strings.TrimPrefix(ep, "http://"))
+		}
+		a.store = e.Client()
+		a.compactor = gcs.NewCompactor(a.store, gcs.CompactorConfig{Logger: a.log})
+		return nil
+	}
+	a.address = append([]string(nil), cfg.GCSEndpoints...)
+	s, err := etcdstore.New(ctx, etcdstore.Config{
+		Endpoints:   a.address,
+		DialTimeout: cfg.GCSDialTimeout,
+		Namespace:   cfg.Namespace,
+		Logger:      a.log,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("agent: connect to the GCS at %s: %w", strings.Join(a.address, ","), ctx.Err())
+		}
+		return fmt.Errorf("%w: nothing answered at %s (is the head agent running and reachable from this machine?): %w",
+			ErrGCSUnreachable, strings.Join(a.address, ","), err)
+	}
+	a.store = s
+	return nil
+}
+
+func (c *Config) host() string {
+	if c.Host == "" {
+		return "127.0.0.1"
+	}
+	return c.Host
+}
+
+// checkPortFree fails with ErrPortInUse when something listens on host:port (etcd's own
+// error for that is obscure).
+func checkPortFree(host string, port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		if isAddrInUse(err) {
+			return portInUse(host, port, err)
+		}
+		return fmt.Errorf("agent: cannot listen on %s:%d: %w", host, port, err)
+	}
+	_ = l.Close()
+	return nil
+}
+
+func portInUse(host string, port int, cause error) error {
+	return fmt.Errorf("%w: port %d on %s is already in use (another head agent, or another program, listens there; %v)",
+		ErrPortInUse, port, host, cause)
+}
+
+func isAddrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use") ||
+		strings.Contains(err.Error(), "is in use")
+}
+
+// register writes agents/<id> and agentalive/<id> (with a fresh lease).
+func (a *Agent) register(ctx context.Context) error {
+	info := &pb.AgentInfo{
+		AgentId:          a.id,
+		Hostname:         a.hostname,
+		Pid:              int32(os.Getpid()),
+		Total:            ResourcesToPB(a.cfg.Resources),
+		ObjectStoreBytes: a.cfg.ObjectStoreBytes,
+		SessionDir:       a.cfg.SessionDir,
+		Goos:             runtime.GOOS,
+		Goarch:           runtime.GOARCH,
+		Head:             a.cfg.Head,
+		GcsEndpoints:     a.address,
+		StartedUnixMs:    time.Now().UnixMilli(),
+	}
+	b, err := proto.Marshal(info)
+	if err != nil {
+		return fmt.Errorf("agent: encode AgentInfo: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if _, err := a.store.Put(cctx, gcs.AgentKey(a.id), b, 0); err != nil {
+		return fmt.Errorf("agent: register %s: %w", gcs.AgentKey(a.id), err)
+	}
+	return a.putAlive(cctx)
+}
+
+// putAlive grants a lease and puts agentalive/<id> with it.
+func (a *Agent) putAlive(ctx context.Context) error {
+	lease, err := a.store.Grant(ctx, AliveTTL)
+	if err != nil {
+		return fmt.Errorf("agent: grant the liveness lease: %w", err)
+	}
+	if _, err := a.store.Put(ctx, gcs.AgentAliveKey(a.id), []byte(a.hostname), lease); err != nil {
+		return fmt.Errorf("agent: put %s: %w", gcs.AgentAliveKey(a.id), err)
+	}
+	a.leaseMu.Lock()
+	a.lease = lease
+	a.leaseMu.Unlock()
+	return nil
+}
+
+// keepAlive keeps the liveness lease and registers again after it is lost (expired while
+// the GCS was unreachable, or the GCS restarted).
+func (a *Agent) keepAlive() {
+	defer a.wg.Done()
+	backoff := 200 * time.Millisecond
+	for a.ctx.Err() == nil {
+		a.leaseMu.Lock()
+		lease := a.lease
+		a.leaseMu.Unlock()
+		lost, err := a.store.KeepAlive(a.ctx, lease)
+		if err == nil {
+			backoff = 200 * time.Millisecond
+			select {
+			case <-a.ctx.Done():
+				return
+			case <-lost:
+			}
+			if a.ctx.Err() != nil {
+				return
+			}
+			a.log.Warn("agent: liveness lease lost; registering again")
+		}
+		for a.ctx.Err() == nil {
+			cctx, cancel := context.WithTimeout(a.ctx, opTimeout)
+			err := a.register(cctx)
+			cancel()
+			if err == nil {
+				break
+			}
+			a.log.Warn("agent: register again failed; retrying", "err", err, "in", backoff)
+			select {
+			case <-a.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+		}
+	}
+}
+
+// ID returns the agent ID.
+func (a *Agent) ID() string { return a.id }
+
+// Address returns the cluster's address: the GCS endpoints, host:port, comma-separated
+// (what RAY_ADDRESS and `rayctl start --address` take).
+func (a *Agent) Address() string { return strings.Join(a.address, ",") }
+
+// Store returns the agent's GCS client (valid until Stop).
+func (a *Agent) Store() gcs.Store { return a.store }
+
+// Done is closed once the agent has stopped.
+func (a *Agent) Done() <-chan struct{} { return a.done }
+
+// Stop stops the agent: it ends every process it started (SIGTERM to each process group,
+// SIGKILL after 5 s), revokes its liveness lease (so others see it dead at once), closes
+// its GCS connection and, on a head with an embedded GCS, stops the GCS. Calling it again
+// returns the first call's result. ctx bounds the waiting; processes are killed anyway.
+func (a *Agent) Stop(ctx context.Context) error {
+	a.stopOnce.Do(func() {
+		defer close(a.done)
+		a.cancel()
+		waited := make(chan struct{})
+		go func() { a.wg.Wait(); close(waited) }()
+		select {
+		case <-waited:
+		case <-ctx.Done():
+			a.stopErr = fmt.Errorf("agent: stop: %w", ctx.Err())
+		}
+		a.leaseMu.Lock()
+		lease := a.lease
+		a.leaseMu.Unlock()
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := a.store.Revoke(rctx, lease); err != nil && !errors.Is(err, gcs.ErrLeaseNotFound) {
+			a.log.Warn("agent: revoke the liveness lease", "err", err)
+		}
+		cancel()
+		a.closeGCS()
+		a.log.Info("agent stopped")
+	})
+	return a.stopErr
+}
+
+func (a *Agent) closeGCS() {
+	if a.compactor != nil {
+		a.compactor.Stop()
+	}
+	if a.store != nil {
+		_ = a.store.Close()
+	}
+	if a.embedded != nil {
+		_ = a.embedded.Close()
+	}
+}

@@ -1,0 +1,175 @@
+package agent
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// DefaultGCSPort is the client port of the embedded etcd that `rayctl start --head` uses
+// unless told otherwise (Ray's GCS port).
+const DefaultGCSPort = 6379
+
+// Config configures an Agent.
+type Config struct {
+	// Head makes this the cluster's head agent: it runs the GCS (an embedded etcd, unless
+	// GCSEndpoints names an external one), runs `rayctl job submit` drivers and marks jobs
+	// whose driver died FAILED.
+	Head bool
+	// GCSEndpoints are the host:port client endpoints of the GCS to join (comma-separated in
+	// RAY_ADDRESS). Required unless Head; on the head, empty means "start an embedded etcd".
+	GCSEndpoints []string
+	// Host is the address the head's embedded etcd listens on and advertises (default
+	// 127.0.0.1; give the machine's address for a cluster that spans machines).
+	Host string
+	// GCSPort is the client port of the embedded etcd on Host (head without
+	// GCSEndpoints). 0 picks a free port (tests); the CLI passes DefaultGCSPort. The peer port
+	// is always picked.
+	GCSPort int
+	// Resources this machine offers (default CPU = runtime.NumCPU(); CPU is added with that
+	// default when missing).
+	Resources map[string]float64
+	// ObjectStoreBytes is the object store budget of this machine (default 30% of RAM).
+	ObjectStoreBytes int64
+	// SessionDir is this agent's own directory: gcs/ (embedded etcd data), logs/ (worker and
+	// submission output), workers/<job> (the directory of each worker process). Required.
+	SessionDir string
+	// Namespace is the GCS key namespace (etcdstore.Config.Namespace); default none.
+	Namespace string
+	// ID is the agent ID (default: random). The CLI picks it so that the agent's directory
+	// and its process can be matched.
+	ID string
+	// GCSDialTimeout bounds the wait for an external GCS to answer at Start (default 5 s).
+	GCSDialTimeout time.Duration
+	// Environ is the environment the worker processes and submitted drivers start from
+	// (the CLI passes its own, os.Environ(); nil: none), without the variables of the worker
+	// contract, which the agent sets itself.
+	Environ []string
+	// Logger receives the agent's log (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	if !c.Head && len(c.GCSEndpoints) == 0 {
+		return errors.New("agent: a non-head agent needs GCSEndpoints (the head's address)")
+	}
+	for _, ep := range c.GCSEndpoints {
+		if strings.TrimSpace(ep) == "" || strings.Contains(ep, ",") {
+			return fmt.Errorf("agent: bad GCS endpoint %q", ep)
+		}
+	}
+	if c.GCSPort < 0 || c.GCSPort > 65535 {
+		return fmt.Errorf("agent: GCS port %d out of range 0-65535", c.GCSPort)
+	}
+	for name, v := range c.Resources {
+		if name == "" {
+			return errors.New("agent: resource with an empty name")
+		}
+		if _, err := sched.QuantityOf(v); err != nil {
+			return fmt.Errorf("agent: resource %s: %w", name, err)
+		}
+	}
+	if c.GCSDialTimeout < 0 {
+		return errors.New("agent: negative GCSDialTimeout")
+	}
+	if c.ObjectStoreBytes < 0 {
+		return fmt.Errorf("agent: negative ObjectStoreBytes %d", c.ObjectStoreBytes)
+	}
+	if c.SessionDir == "" {
+		return errors.New("agent: empty SessionDir")
+	}
+	if strings.ContainsAny(c.ID, "/ \t\n") {
+		return fmt.Errorf("agent: ID %q contains '/' or white space", c.ID)
+	}
+	return nil
+}
+
+// withDefaults fills the zero values.
+func (c Config) withDefaults() (Config, error) {
+	res := make(map[string]float64, len(c.Resources)+1)
+	for k, v := range c.Resources {
+		res[k] = v
+	}
+	if _, ok := res[sched.CPU]; !ok {
+		res[sched.CPU] = float64(runtime.NumCPU())
+	}
+	c.Resources = res
+	if c.ObjectStoreBytes == 0 {
+		total, err := MemTotal()
+		if err != nil {
+			return c, fmt.Errorf("agent: default object store size: %w", err)
+		}
+		c.ObjectStoreBytes = int64(float64(total) * 0.3)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	eps := make([]string, 0, len(c.GCSEndpoints))
+	for _, ep := range c.GCSEndpoints {
+		eps = append(eps, strings.TrimPrefix(strings.TrimSpace(ep), "http://"))
+	}
+	c.GCSEndpoints = eps
+	return c, nil
+}
+
+// MemTotal returns the machine's RAM in bytes (MemTotal of /proc/meminfo).
+func MemTotal() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/meminfo: %q: %w", sc.Text(), err)
+			}
+			return kb << 10, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("/proc/meminfo has no MemTotal")
+}
+
+// ResourcesToPB converts a resource map to its wire form, sorted by name.
+func ResourcesToPB(m map[string]float64) []*pb.ResourceQty {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make([]*pb.ResourceQty, 0, len(names))
+	for _, k := range names {
+		q, err := sched.QuantityOf(m[k])
+		if err != nil {
+			q = 0
+		}
+		out = append(out, &pb.ResourceQty{Name: k, Amount: int64(q)})
+	}
+	return out
+}
+
+// ResourcesFromPB converts the wire form to a map of whole units.
+func ResourcesFromPB(list []*pb.ResourceQty) map[string]float64 {
+	m := make(map[string]float64, len(list))
+	for _, q := range list {
+		m[q.GetName()] += sched.Quantity(q.GetAmount()).Float()
+	}
+	return m
+}

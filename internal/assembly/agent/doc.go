@@ -1,0 +1,67 @@
+// Package agent is the node agent: the process `rayctl start` runs, one per machine
+// (DESIGN §1). It holds no cluster state of its own; everything it knows and says goes
+// through the GCS (gcs.Store), so agents, drivers and worker processes on any machine
+// agree on it.
+//
+// # What an agent does
+//
+//   - The head agent (Config.Head) runs the GCS: an embedded single-member etcd on
+//     127.0.0.1:GCSPort with data in <SessionDir>/gcs, and a gcs.Compactor on it; or, with
+//     GCSEndpoints, it uses that external etcd. A taken port fails Start with ErrPortInUse
+//     (checked by binding the port first: etcd's own error does not say which port). Other
+//     agents join with GCSEndpoints; an endpoint that does not answer fails Start with
+//     ErrGCSUnreachable naming it. Address() is what RAY_ADDRESS takes.
+//   - Records: agents/<id> = pb.AgentInfo (kept after the agent stops, so dead nodes show)
+//     and agentalive/<id> on a lease of AliveTTL (6 s) kept alive, and put again under a
+//     new lease if the lease is lost (the GCS was unreachable longer than the TTL). A node
+//     is dead when it has an agents/ record and no agentalive/ key. Stop revokes the lease,
+//     so the key goes at once.
+//   - Worker processes (workers.go): for each job whose jobs/<job> record is RUNNING and
+//     whose jobalive/<job> key exists, one worker process of the job's binary on this
+//     machine. The binary must be for this GOOS/GOARCH and exist at JobInfo.executable with
+//     the same sha256 (hashes are cached per path, size and mtime); otherwise the agent
+//     records jobworkers/<job>/<agent> UNSUPPORTED with the reason, and starts nothing.
+//     The process gets the agent's environment (less the worker-contract variables) plus
+//     workerenv.Worker.Environ(): worker mode, job, agent, address, resources, object store
+//     budget and its directory <SessionDir>/workers/<job>; its output is appended to
+//     <SessionDir>/logs/worker-<job>.log; it runs in its own process group (a signal
+//     reaches what it starts) with Pdeathsig, so a crashed agent leaves no worker behind.
+//     The agent records it STARTING (a transaction on the key's previous revision, so the
+//     worker's own RUNNING record, written by ray.Init in worker mode, is never replaced by
+//     STARTING). A worker that exits while its job runs is recorded EXITED with its status
+//     and restarted after a backoff (0.5 s, 1 s, 2 s), at most 3 times a minute. When the
+//     job ends (a terminal state, the jobs/ key deleted, or the jobalive/ key gone) the
+//     group gets SIGTERM, SIGKILL after 5 s; the directory is removed and the record says
+//     EXITED.
+//   - The head also fails orphaned jobs: a RUNNING job whose jobalive/ key was seen
+//     deleted (or has been missing for 2×AliveTTL) becomes FAILED with
+//     DriverExitedMessage, by a transaction that holds only if the job record did not
+//     change and the jobalive key did not come back.
+//   - Submissions (head only, submissions.go): a PENDING submissions/<id> is claimed
+//     (RUNNING, by a transaction on its revision, so two heads never both run it) and its
+//     argv run in its working directory with the agent's environment, its env, RAY_ADDRESS
+//     and RAY_GO_SUBMISSION_ID; output to <SessionDir>/logs/job-<id>.log. The outcome:
+//     SUCCEEDED (exit 0), FAILED (exit code, message), STOPPED (stop_requested: SIGTERM to
+//     the group, SIGKILL after 5 s; or the head agent stopped). When the driver registers
+//     its job (JobInfo.submission_id), the submission's job_id is filled in.
+//
+// # Job logs in the GCS
+//
+// A submission's output is readable from any machine: a publisher tails the log file and
+// puts what is new every LogFlushInterval (200 ms) as chunks of at most LogChunkBytes
+// (64 KiB) under joblogs/<submissionID>/<seq> (20 digits, from 1), up to LogMaxBytes
+// (32 MiB; then a note says where the whole log is). joblogs/<id>/end (LogEnd, JSON) is
+// written in the same transaction as the final state, so a reader that sees it has all
+// chunks and the outcome. ReadLog prints and follows them. This key family belongs to
+// this package (internal/base/gcs/keys.go does not list it).
+//
+// # Ownership
+//
+// Start starts: keepAlive (the lease), the worker manager's run loop (owning all worker
+// state; two list-then-watch mirrors feed it jobs/ and jobalive/, re-listing after a
+// failed or compacted watch) and, on the head, the submission runner's loop (with one
+// goroutine per running submission and its log publisher). All stop when Stop cancels the
+// agent's context; Stop waits for them, and they end every child process first. Each
+// child has a reaper goroutine that ends with the child. Every GCS call is bounded
+// (5 s).
+package agent

@@ -1,0 +1,387 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/workerenv"
+)
+
+// errNoSubmission: the submission record does not exist.
+var errNoSubmission = errors.New("agent: no such submission")
+
+// ErrNoSubmission is returned (wrapped) for a submission ID that is not in the GCS.
+var ErrNoSubmission = errNoSubmission
+
+// IsTerminal reports whether a job or submission state is final.
+func IsTerminal(s pb.JobInfo_State) bool {
+	return s == pb.JobInfo_SUCCEEDED || s == pb.JobInfo_FAILED || s == pb.JobInfo_STOPPED
+}
+
+// GetSubmission reads a submission record.
+func GetSubmission(ctx context.Context, store gcs.Store, id string) (*pb.Submission, error) {
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	kv, found, err := store.Get(cctx, gcs.SubmissionKey(id))
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: %s", errNoSubmission, id)
+	}
+	sub := &pb.Submission{}
+	if err := proto.Unmarshal(kv.Value, sub); err != nil {
+		return nil, fmt.Errorf("agent: decode submission %s: %w", id, err)
+	}
+	return sub, nil
+}
+
+// updateSubmission applies f to the current record of a submission and writes it back if
+// f returns true, with a transaction on the record's revision (retried when another
+// writer got in between), together with the extra ops. It returns the record as written
+// (or as read, when f declined).
+func updateSubmission(ctx context.Context, store gcs.Store, id string, f func(*pb.Submission) bool, extra ...gcs.Op) (*pb.Submission, error) {
+	key := gcs.SubmissionKey(id)
+	for attempt := 0; ; attempt++ {
+		kv, found, err := store.Get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: %s", errNoSubmission, id)
+		}
+		sub := &pb.Submission{}
+		if err := proto.Unmarshal(kv.Value, sub); err != nil {
+			return nil, fmt.Errorf("agent: decode submission %s: %w", id, err)
+		}
+		if !f(sub) {
+			return sub, nil
+		}
+		b, err := proto.Marshal(sub)
+		if err != nil {
+			return nil, err
+		}
+		ops := append([]gcs.Op{{Kind: gcs.OpPut, Key: key, Value: b}}, extra...)
+		ok, _, err := store.Txn(ctx, []gcs.Cmp{{Key: key, ModRev: kv.ModRev}}, ops)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return sub, nil
+		}
+		if attempt == 10 {
+			return nil, fmt.Errorf("agent: update submission %s: too much contention", id)
+		}
+	}
+}
+
+// UpdateSubmission is updateSubmission for the CLI (rayctl job stop).
+func UpdateSubmission(ctx context.Context, store gcs.Store, id string, f func(*pb.Submission) bool) (*pb.Submission, error) {
+	return updateSubmission(ctx, store, id, f)
+}
+
+// submissionRunner runs `rayctl job submit` drivers (head agent only). Its run loop owns
+// the table view and the set of running submissions; each running submission has one
+// goroutine (execute) that owns its process, tracked by wg.
+type submissionRunner struct {
+	a        *Agent
+	updates  chan tableUpdate
+	finished chan string
+	running  map[string]*subRun
+	wg       sync.WaitGroup
+}
+
+type subRun struct {
+	id       string
+	stop     chan struct{} // closed to ask for SIGTERM
+	stopOnce sync.Once
+}
+
+func (r *subRun) requestStop() { r.stopOnce.Do(func() { close(r.stop) }) }
+
+func newSubmissionRunner(a *Agent) *submissionRunner {
+	return &submissionRunner{
+		a:        a,
+		updates:  make(chan tableUpdate, 16),
+		finished: make(chan string, 16),
+		running:  map[string]*subRun{},
+	}
+}
+
+func (s *submissionRunner) run(ctx context.Context) {
+	defer s.a.wg.Done()
+	mctx, cancel := context.WithCancel(ctx)
+	var mwg sync.WaitGroup
+	mwg.Add(1)
+	go func() {
+		defer mwg.Done()
+		mirror(mctx, s.a.store, gcs.SubmissionsPrefix, s.updates, s.a.log)
+	}()
+	defer func() {
+		cancel()
+		mwg.Wait()
+		// Each execute ends its process when ctx is done.
+		s.wg.Wait()
+	}()
+	listed := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-s.finished:
+			delete(s.running, id)
+		case u := <-s.updates:
+			if u.reset && !listed {
+				listed = true
+				s.failOrphans(ctx, u.kvs)
+			}
+			kvs := u.kvs
+			for _, ev := range u.events {
+				if ev.Type == gcs.EventPut {
+					kvs = append(kvs, ev.KV)
+				}
+			}
+			for _, kv := range kvs {
+				s.consider(ctx, kv)
+			}
+		}
+	}
+}
+
+// failOrphans fails the RUNNING submissions of a head agent that died (their drivers died
+// with it: Pdeathsig), when this is the only live head. It runs on the first list only.
+func (s *submissionRunner) failOrphans(ctx context.Context, kvs []gcs.KV) {
+	var orphans []string
+	for _, kv := range kvs {
+		sub := &pb.Submission{}
+		if proto.Unmarshal(kv.Value, sub) == nil && sub.GetState() == pb.JobInfo_RUNNING {
+			id, _ := gcs.TrimKey(gcs.SubmissionsPrefix, kv.Key)
+			orphans = append(orphans, id)
+		}
+	}
+	if len(orphans) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if other, err := s.otherHeadAlive(cctx); err != nil || other {
+		return
+	}
+	end, _ := json.Marshal(LogEnd{Host: s.a.hostname})
+	for _, id := range orphans {
+		_, err := updateSubmission(cctx, s.a.store, id, func(cur *pb.Submission) bool {
+			if cur.GetState() != pb.JobInfo_RUNNING {
+				return false
+			}
+			cur.State = pb.JobInfo_FAILED
+			cur.ExitCode = -1
+			cur.Message = "the head agent that ran the driver stopped or died"
+			cur.EndUnixMs = time.Now().UnixMilli()
+			return true
+		}, gcs.Op{Kind: gcs.OpPut, Key: LogEndKey(id), Value: end})
+		if err != nil {
+			s.a.log.Warn("agent: fail an orphaned submission", "submission", id, "err", err)
+		}
+	}
+}
+
+// otherHeadAlive reports whether a head agent other than this one is alive.
+func (s *submissionRunner) otherHeadAlive(ctx context.Context) (bool, error) {
+	agents, _, err := s.a.store.List(ctx, gcs.AgentsPrefix)
+	if err != nil {
+		return false, err
+	}
+	for _, kv := range agents {
+		info := &pb.AgentInfo{}
+		if proto.Unmarshal(kv.Value, info) != nil || !info.GetHead() || info.GetAgentId() == s.a.id {
+			continue
+		}
+		_, alive, err := s.a.store.Get(ctx, gcs.AgentAliveKey(info.GetAgentId()))
+		if err != nil || alive {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// consider starts a PENDING submission, or passes a stop request to a running one.
+func (s *submissionRunner) consider(ctx context.Context, kv gcs.KV) {
+	id, ok := gcs.TrimKey(gcs.SubmissionsPrefix, kv.Key)
+	if !ok {
+		return
+	}
+	sub := &pb.Submission{}
+	if err := proto.Unmarshal(kv.Value, sub); err != nil {
+		s.a.log.Warn("agent: undecodable submission", "key", kv.Key, "err", err)
+		return
+	}
+	r := s.running[id]
+	switch {
+	case r != nil:
+		if sub.GetStopRequested() {
+			r.requestStop()
+		}
+	case sub.GetState() == pb.JobInfo_PENDING && sub.GetStopRequested():
+		cctx, cancel := context.WithTimeout(ctx, opTimeout)
+		defer cancel()
+		end, _ := json.Marshal(LogEnd{Host: s.a.hostname})
+		_, err := updateSubmission(cctx, s.a.store, id, func(cur *pb.Submission) bool {
+			if cur.GetState() != pb.JobInfo_PENDING {
+				return false
+			}
+			cur.State = pb.JobInfo_STOPPED
+			cur.Message = "stopped before it started"
+			cur.EndUnixMs = time.Now().UnixMilli()
+			return true
+		}, gcs.Op{Kind: gcs.OpPut, Key: LogEndKey(id), Value: end})
+		if err != nil {
+			s.a.log.Warn("agent: mark the submission STOPPED", "submission", id, "err", err)
+		}
+	case sub.GetState() == pb.JobInfo_PENDING:
+		r := &subRun{id: id, stop: make(chan struct{})}
+		s.running[id] = r
+		s.wg.Add(1)
+		go s.execute(ctx, r, sub, kv.ModRev)
+	}
+}
+
+// execute runs one submission's driver to its end and records the outcome.
+func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submission, modRev int64) {
+	defer s.wg.Done()
+	defer func() {
+		select {
+		case s.finished <- r.id:
+		case <-ctx.Done():
+		}
+	}()
+	a := s.a
+	id := r.id
+	key := gcs.SubmissionKey(id)
+	logPath := filepath.Join(a.cfg.SessionDir, "logs", "job-"+id+".log")
+
+	// Claim it: PENDING -> RUNNING, only if nobody changed it since we saw it.
+	claimed := proto.Clone(sub).(*pb.Submission)
+	claimed.State = pb.JobInfo_RUNNING
+	claimed.LogPath = logPath
+	claimed.StartUnixMs = time.Now().UnixMilli()
+	b, _ := proto.Marshal(claimed)
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	ok, _, err := a.store.Txn(cctx, []gcs.Cmp{{Key: key, ModRev: modRev}}, []gcs.Op{{Kind: gcs.OpPut, Key: key, Value: b}})
+	cancel()
+	if err != nil || !ok {
+		if err != nil {
+			a.log.Warn("agent: claim the submission", "submission", id, "err", err)
+		}
+		return
+	}
+
+	env := append(baseEnv(a.cfg.Environ), sub.GetEnv()...)
+	env = append(env, workerenv.Address+"="+a.Address(), workerenv.Submission+"="+id)
+	if a.cfg.Namespace != "" {
+		env = append(env, workerenv.Namespace+"="+a.cfg.Namespace)
+	}
+	var p *proc
+	argv := sub.GetArgv()
+	switch {
+	case len(argv) == 0:
+		err = errors.New("empty command")
+	case !filepath.IsAbs(argv[0]):
+		err = fmt.Errorf("program %q is not an absolute path", argv[0])
+	default:
+		p, err = startProc(argv, env, sub.GetWorkingDir(), logPath)
+	}
+	if err != nil {
+		msg := "cannot start the driver: " + err.Error()
+		a.log.Warn("agent: "+msg, "submission", id)
+		s.finish(id, pb.JobInfo_FAILED, -1, msg, LogEnd{LogPath: logPath, Host: a.hostname})
+		return
+	}
+	a.log.Info("agent: started submission", "submission", id, "pid", p.pid, "argv", argv)
+	cctx, cancel = context.WithTimeout(ctx, opTimeout)
+	if _, err := updateSubmission(cctx, a.store, id, func(cur *pb.Submission) bool {
+		cur.Pid = int32(p.pid)
+		return true
+	}); err != nil {
+		a.log.Warn("agent: record the driver's pid", "submission", id, "err", err)
+	}
+	cancel()
+
+	pub := &logPublisher{store: a.store, id: id, path: logPath}
+	finish := make(chan struct{})
+	pubDone := make(chan struct{})
+	go func() {
+		defer close(pubDone)
+		pub.run(finish)
+	}()
+
+	var kill <-chan time.Time
+	stopReq, agentStop := r.stop, ctx.Done()
+	stoppedByAgent := false
+	for !p.exited() {
+		select {
+		case <-p.done:
+		case <-stopReq:
+			stopReq = nil
+			a.log.Info("agent: stopping submission", "submission", id, "pid", p.pid)
+			p.signal(syscall.SIGTERM)
+			if kill == nil {
+				kill = time.After(stopGrace)
+			}
+		case <-agentStop:
+			agentStop = nil
+			stoppedByAgent = true
+			p.signal(syscall.SIGTERM)
+			if kill == nil {
+				kill = time.After(stopGrace)
+			}
+		case <-kill:
+			a.log.Warn("agent: driver did not exit after SIGTERM; killing it", "submission", id, "pid", p.pid)
+			p.signal(syscall.SIGKILL)
+			kill = nil
+		}
+	}
+	close(finish)
+	<-pubDone
+
+	code := p.exitCode()
+	state, msg := pb.JobInfo_SUCCEEDED, ""
+	if code != 0 || p.err != nil {
+		state, msg = pb.JobInfo_FAILED, "driver "+p.describe()
+	}
+	if stoppedByAgent {
+		state, msg = pb.JobInfo_STOPPED, "stopped: the head agent was shut down (driver "+p.describe()+")"
+	}
+	if stopReq == nil {
+		state, msg = pb.JobInfo_STOPPED, "stopped by request (driver "+p.describe()+")"
+	}
+	a.log.Info("agent: submission ended", "submission", id, "state", state, "how", p.describe())
+	s.finish(id, state, int32(code), msg, LogEnd{Bytes: pub.published, Truncated: pub.truncated, LogPath: logPath, Host: a.hostname})
+}
+
+// finish records a submission's outcome and its log end marker in one transaction, so a
+// reader that sees the end marker also sees the final state.
+func (s *submissionRunner) finish(id string, state pb.JobInfo_State, code int32, msg string, end LogEnd) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	eb, _ := json.Marshal(end)
+	_, err := updateSubmission(ctx, s.a.store, id, func(cur *pb.Submission) bool {
+		cur.State = state
+		cur.ExitCode = code
+		cur.Message = msg
+		cur.EndUnixMs = time.Now().UnixMilli()
+		return true
+	}, gcs.Op{Kind: gcs.OpPut, Key: LogEndKey(id), Value: eb})
+	if err != nil {
+		s.a.log.Warn("agent: record the submission's outcome", "submission", id, "state", state, "err", err)
+	}
+}

@@ -1,0 +1,523 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/workerenv"
+)
+
+// Worker-process policy.
+const (
+	// stopGrace is how long a process gets between SIGTERM and SIGKILL.
+	stopGrace = 5 * time.Second
+	// restartWindow and maxRestarts: a crashing worker is restarted at most maxRestarts
+	// times per restartWindow, after restartBackoff << (restarts in the window).
+	restartWindow  = time.Minute
+	maxRestarts    = 3
+	restartBackoff = 500 * time.Millisecond
+	// orphanGrace is how long the head waits before failing a RUNNING job that has no
+	// jobalive key and never had one while this agent watched (the driver may write the
+	// two keys separately; a lost key seen being deleted fails the job at once).
+	orphanGrace = 2 * AliveTTL
+	// tick is how often the manager looks at its processes (exits, kill deadlines,
+	// restart backoffs).
+	tick = 200 * time.Millisecond
+)
+
+// DriverExitedMessage is the message of a job the head marks FAILED because its driver's
+// jobalive key vanished.
+const DriverExitedMessage = "driver process exited without calling ray.Shutdown"
+
+// workerManager runs one worker process per running job on this agent. One goroutine, run,
+// owns all of its state; two mirrors feed it the jobs/ and jobalive/ tables.
+type workerManager struct {
+	a       *Agent
+	updates chan tableUpdate
+
+	loaded    map[string]bool // prefix -> its first list arrived
+	jobs      map[string]jobRec
+	alive     map[string]bool
+	aliveGone map[string]bool      // jobalive key seen deleted (or gone at a re-list)
+	orphanAt  map[string]time.Time // head: RUNNING job without jobalive since
+	linked    map[string]bool      // head: submission job_id filled in
+	workers   map[string]*worker
+	hashes    hashCache
+}
+
+type jobRec struct {
+	info   *pb.JobInfo
+	modRev int64
+}
+
+// worker is this agent's worker process for one job.
+type worker struct {
+	job         string
+	p           *proc     // nil while none runs
+	stopping    bool      // the job ended: p got SIGTERM
+	killAt      time.Time // SIGKILL p if still running then
+	unsupported string    // the reason last recorded with UNSUPPORTED
+	started     bool      // started at least once
+	restarts    []time.Time
+	notBefore   time.Time // next (re)start not before
+}
+
+func newWorkerManager(a *Agent) *workerManager {
+	return &workerManager{
+		a:         a,
+		updates:   make(chan tableUpdate, 16),
+		loaded:    map[string]bool{},
+		jobs:      map[string]jobRec{},
+		alive:     map[string]bool{},
+		aliveGone: map[string]bool{},
+		orphanAt:  map[string]time.Time{},
+		linked:    map[string]bool{},
+		workers:   map[string]*worker{},
+		hashes:    hashCache{},
+	}
+}
+
+func (m *workerManager) run(ctx context.Context) {
+	defer m.a.wg.Done()
+	mctx, cancel := context.WithCancel(ctx)
+	var mwg sync.WaitGroup
+	for _, prefix := range []string{gcs.JobsPrefix, gcs.JobAlivePrefix} {
+		mwg.Add(1)
+		go func() {
+			defer mwg.Done()
+			mirror(mctx, m.a.store, prefix, m.updates, m.a.log)
+		}()
+	}
+	defer func() {
+		cancel()
+		mwg.Wait()
+	}()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.shutdown()
+			return
+		case u := <-m.updates:
+			m.apply(u)
+		case <-t.C:
+		}
+		if m.loaded[gcs.JobsPrefix] && m.loaded[gcs.JobAlivePrefix] {
+			m.reap(ctx)
+			m.reconcile(ctx, time.Now())
+		}
+	}
+}
+
+// apply folds a table update into the manager's view.
+func (m *workerManager) apply(u tableUpdate) {
+	switch u.prefix {
+	case gcs.JobsPrefix:
+		if u.reset {
+			m.jobs = map[string]jobRec{}
+			for _, kv := range u.kvs {
+				m.putJob(kv)
+			}
+		}
+		for _, ev := range u.events {
+			if ev.Type == gcs.EventPut {
+				m.putJob(ev.KV)
+			} else if id, ok := gcs.TrimKey(gcs.JobsPrefix, ev.KV.Key); ok {
+				delete(m.jobs, id)
+			}
+		}
+	case gcs.JobAlivePrefix:
+		if u.reset {
+			was := m.alive
+			m.alive = map[string]bool{}
+			for _, kv := range u.kvs {
+				if id, ok := gcs.TrimKey(gcs.JobAlivePrefix, kv.Key); ok {
+					m.alive[id] = true
+				}
+			}
+			for id := range was {
+				if !m.alive[id] {
+					m.aliveGone[id] = true
+				}
+			}
+		}
+		for _, ev := range u.events {
+			id, ok := gcs.TrimKey(gcs.JobAlivePrefix, ev.KV.Key)
+			if !ok {
+				continue
+			}
+			if ev.Type == gcs.EventPut {
+				m.alive[id] = true
+				delete(m.aliveGone, id)
+			} else {
+				delete(m.alive, id)
+				m.aliveGone[id] = true
+			}
+		}
+	}
+	m.loaded[u.prefix] = true
+}
+
+func (m *workerManager) putJob(kv gcs.KV) {
+	id, ok := gcs.TrimKey(gcs.JobsPrefix, kv.Key)
+	if !ok || strings.Contains(id, "/") {
+		return
+	}
+	info := &pb.JobInfo{}
+	if err := proto.Unmarshal(kv.Value, info); err != nil {
+		m.a.log.Warn("agent: undecodable job record", "key", kv.Key, "err", err)
+		return
+	}
+	m.jobs[id] = jobRec{info: info, modRev: kv.ModRev}
+}
+
+// wanted reports whether job should have a worker process here.
+func (m *workerManager) wanted(job string) bool {
+	rec, ok := m.jobs[job]
+	return ok && rec.info.GetState() == pb.JobInfo_RUNNING && m.alive[job]
+}
+
+// reconcile starts the processes running jobs need and stops those of ended jobs.
+func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
+	for job, rec := range m.jobs {
+		if m.wanted(job) {
+			m.ensure(ctx, job, rec.info, now)
+		}
+		if !m.a.cfg.Head {
+			continue
+		}
+		if rec.info.GetState() == pb.JobInfo_RUNNING && !m.alive[job] {
+			since, seen := m.orphanAt[job]
+			if !seen {
+				m.orphanAt[job] = now
+			}
+			if m.aliveGone[job] || (seen && now.Sub(since) >= orphanGrace) {
+				m.failOrphan(ctx, job)
+			}
+		} else {
+			delete(m.orphanAt, job)
+		}
+		if sub := rec.info.GetSubmissionId(); sub != "" && !m.linked[job] {
+			m.linkSubmission(ctx, sub, job)
+		}
+	}
+	for id := range m.aliveGone {
+		if _, ok := m.jobs[id]; !ok && !m.alive[id] {
+			delete(m.aliveGone, id)
+		}
+	}
+	for id := range m.orphanAt {
+		if _, ok := m.jobs[id]; !ok {
+			delete(m.orphanAt, id)
+		}
+	}
+	for id := range m.linked {
+		if _, ok := m.jobs[id]; !ok {
+			delete(m.linked, id)
+		}
+	}
+	for job, w := range m.workers {
+		if m.wanted(job) {
+			continue
+		}
+		switch {
+		case w.p == nil:
+			_ = os.RemoveAll(m.workerDir(job))
+			delete(m.workers, job)
+		case !w.stopping:
+			m.a.log.Info("agent: job ended; stopping its worker", "job", job, "pid", w.p.pid)
+			w.stopping = true
+			w.killAt = now.Add(stopGrace)
+			w.p.signal(syscall.SIGTERM)
+		case now.After(w.killAt):
+			m.a.log.Warn("agent: worker did not exit after SIGTERM; killing it", "job", job, "pid", w.p.pid)
+			w.p.signal(syscall.SIGKILL)
+			w.killAt = now.Add(stopGrace)
+		}
+	}
+}
+
+// reap handles worker processes that exited.
+func (m *workerManager) reap(ctx context.Context) {
+	now := time.Now()
+	for job, w := range m.workers {
+		if w.p == nil || !w.p.exited() {
+			continue
+		}
+		p := w.p
+		w.p = nil
+		if w.stopping || !m.wanted(job) {
+			m.a.log.Info("agent: worker stopped", "job", job, "pid", p.pid, "how", p.describe())
+			_ = os.RemoveAll(m.workerDir(job))
+			m.putWorker(ctx, job, pb.JobWorker_EXITED, p.pid, "job ended; worker "+p.describe())
+			delete(m.workers, job)
+			continue
+		}
+		delay, msg := w.scheduleRestart(now)
+		m.a.log.Warn("agent: worker exited while its job runs", "job", job, "pid", p.pid, "how", p.describe(), "restart_in", delay)
+		m.putWorker(ctx, job, pb.JobWorker_EXITED, p.pid, "worker "+p.describe()+"; "+msg)
+	}
+}
+
+// scheduleRestart sets when the worker may start again: restartBackoff doubled per
+// restart in the last restartWindow, and no more than maxRestarts per window.
+func (w *worker) scheduleRestart(now time.Time) (time.Duration, string) {
+	kept := w.restarts[:0]
+	for _, t := range w.restarts {
+		if now.Sub(t) < restartWindow {
+			kept = append(kept, t)
+		}
+	}
+	w.restarts = kept
+	delay := restartBackoff << len(w.restarts)
+	msg := fmt.Sprintf("restarting in %v", delay)
+	if len(w.restarts) >= maxRestarts {
+		if wait := w.restarts[0].Add(restartWindow).Sub(now); wait > delay {
+			delay = wait
+		}
+		msg = fmt.Sprintf("restarted %d times in the last %v (the limit); next restart in %v",
+			len(w.restarts), restartWindow, delay.Round(time.Second))
+	}
+	w.notBefore = now.Add(delay)
+	return delay, msg
+}
+
+// ensure starts job's worker process unless one runs, a restart backoff holds, or this
+// machine cannot run the job's binary (then it records UNSUPPORTED with the reason).
+func (m *workerManager) ensure(ctx context.Context, job string, info *pb.JobInfo, now time.Time) {
+	w := m.workers[job]
+	if w == nil {
+		w = &worker{job: job}
+		m.workers[job] = w
+	}
+	if w.p != nil || now.Before(w.notBefore) {
+		return
+	}
+	if why := m.hashes.canRun(info); why != "" {
+		// Recorded once per reason, and checked again at every tick: the binary may be
+		// installed later (the hash is cached by size and mtime, so a check is a stat).
+		if w.unsupported != why {
+			m.a.log.Warn("agent: cannot run the job's worker here", "job", job, "why", why)
+			if m.putWorker(ctx, job, pb.JobWorker_UNSUPPORTED, 0, why) {
+				w.unsupported = why
+			}
+		}
+		return
+	}
+	w.unsupported = ""
+	if w.started {
+		w.restarts = append(w.restarts, now)
+	}
+	w.started = true
+	if err := m.start(ctx, w, info); err != nil {
+		m.a.log.Warn("agent: cannot start the worker", "job", job, "err", err)
+		_, msg := w.scheduleRestart(now)
+		m.putWorker(ctx, job, pb.JobWorker_EXITED, 0, "cannot start the worker: "+err.Error()+"; "+msg)
+	}
+}
+
+func (m *workerManager) workerDir(job string) string {
+	return filepath.Join(m.a.cfg.SessionDir, "workers", job)
+}
+
+func (m *workerManager) logPath(job string) string {
+	return filepath.Join(m.a.cfg.SessionDir, "logs", "worker-"+job+".log")
+}
+
+// start starts the worker process of a job and records it STARTING (unless the process
+// already recorded itself RUNNING).
+func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo) error {
+	a := m.a
+	dir := m.workerDir(w.job)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	env := append(baseEnv(a.cfg.Environ), workerenv.Worker{
+		Address:          a.address,
+		Namespace:        a.cfg.Namespace,
+		Job:              w.job,
+		Agent:            a.id,
+		Resources:        a.cfg.Resources,
+		ObjectStoreBytes: a.cfg.ObjectStoreBytes,
+		Dir:              dir,
+	}.Environ()...)
+	key := gcs.JobWorkerKey(w.job, a.id)
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	prev, _, err := a.store.Get(cctx, key)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	argv := append([]string{info.GetExecutable()}, info.GetArgs()...)
+	p, err := startProc(argv, env, "", m.logPath(w.job))
+	if err != nil {
+		return err
+	}
+	w.p = p
+	w.stopping = false
+	a.log.Info("agent: started worker", "job", w.job, "pid", p.pid, "log", m.logPath(w.job))
+	rec := &pb.JobWorker{JobId: w.job, AgentId: a.id, State: pb.JobWorker_STARTING, Pid: int32(p.pid), LogPath: m.logPath(w.job)}
+	b, _ := proto.Marshal(rec)
+	// Compare on what was there before the start: if the new process already put RUNNING,
+	// the comparison fails and its record stays.
+	if _, _, err := a.store.Txn(cctx, []gcs.Cmp{{Key: key, ModRev: prev.ModRev}}, []gcs.Op{{Kind: gcs.OpPut, Key: key, Value: b}}); err != nil {
+		a.log.Warn("agent: record the worker STARTING", "job", w.job, "err", err)
+	}
+	return nil
+}
+
+// putWorker records the state of this agent's worker for job, keeping the node ID the
+// worker recorded. It reports whether the record was written.
+func (m *workerManager) putWorker(ctx context.Context, job string, state pb.JobWorker_State, pid int, msg string) bool {
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	key := gcs.JobWorkerKey(job, m.a.id)
+	rec := &pb.JobWorker{JobId: job, AgentId: m.a.id, State: state, Pid: int32(pid), Message: msg}
+	if state != pb.JobWorker_UNSUPPORTED {
+		rec.LogPath = m.logPath(job)
+	}
+	if kv, found, err := m.a.store.Get(cctx, key); err == nil && found {
+		old := &pb.JobWorker{}
+		if proto.Unmarshal(kv.Value, old) == nil && old.GetPid() == int32(pid) {
+			rec.NodeId = old.GetNodeId()
+		}
+	}
+	b, _ := proto.Marshal(rec)
+	if _, err := m.a.store.Put(cctx, key, b, 0); err != nil {
+		m.a.log.Warn("agent: record the worker", "key", key, "state", state, "err", err)
+		return false
+	}
+	return true
+}
+
+// failOrphan marks a RUNNING job whose driver is gone FAILED (head only), with a
+// transaction that holds only if neither the job record changed nor the jobalive key
+// came back since they were read.
+func (m *workerManager) failOrphan(ctx context.Context, job string) {
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	key := gcs.JobKey(job)
+	for attempt := 0; attempt < 3; attempt++ {
+		kv, found, err := m.a.store.Get(cctx, key)
+		if err != nil || !found {
+			return
+		}
+		info := &pb.JobInfo{}
+		if err := proto.Unmarshal(kv.Value, info); err != nil || info.GetState() != pb.JobInfo_RUNNING {
+			return
+		}
+		info.State = pb.JobInfo_FAILED
+		info.Message = DriverExitedMessage
+		info.EndUnixMs = time.Now().UnixMilli()
+		b, _ := proto.Marshal(info)
+		ok, _, err := m.a.store.Txn(cctx,
+			[]gcs.Cmp{{Key: key, ModRev: kv.ModRev}, {Key: gcs.JobAliveKey(job), ModRev: 0}},
+			[]gcs.Op{{Kind: gcs.OpPut, Key: key, Value: b}})
+		if err != nil {
+			m.a.log.Warn("agent: mark the job FAILED", "job", job, "err", err)
+			return
+		}
+		if ok {
+			m.a.log.Warn("agent: job's driver is gone; job FAILED", "job", job)
+			return
+		}
+	}
+}
+
+// linkSubmission fills in the job ID of the submission whose driver registered job.
+func (m *workerManager) linkSubmission(ctx context.Context, sub, job string) {
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	_, err := updateSubmission(cctx, m.a.store, sub, func(s *pb.Submission) bool {
+		if s.GetJobId() != "" {
+			return false
+		}
+		s.JobId = job
+		return true
+	})
+	if err == nil || err == errNoSubmission {
+		m.linked[job] = true
+	}
+}
+
+// shutdown ends every worker process: SIGTERM to each group, SIGKILL to what is left
+// after stopGrace; then records them EXITED and removes their directories.
+func (m *workerManager) shutdown() {
+	var procs []*proc
+	for _, w := range m.workers {
+		if w.p != nil {
+			w.p.signal(syscall.SIGTERM)
+			procs = append(procs, w.p)
+		}
+	}
+	waitProcs(procs, stopGrace, 2*time.Second)
+	// The records get one bounded attempt in all (the GCS may be gone already).
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	for job, w := range m.workers {
+		_ = os.RemoveAll(m.workerDir(job))
+		if w.p != nil && ctx.Err() == nil {
+			m.putWorker(ctx, job, pb.JobWorker_EXITED, w.p.pid, "agent stopped; worker "+w.p.describe())
+		}
+	}
+	m.workers = map[string]*worker{}
+}
+
+// waitProcs waits up to grace for procs to exit, then SIGKILLs the groups of the rest and
+// waits up to kill more.
+func waitProcs(procs []*proc, grace, kill time.Duration) {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	for i, p := range procs {
+		select {
+		case <-p.done:
+		case <-deadline.C:
+			for _, q := range procs[i:] {
+				q.signal(syscall.SIGKILL)
+			}
+			last := time.NewTimer(kill)
+			defer last.Stop()
+			for _, q := range procs[i:] {
+				select {
+				case <-q.done:
+				case <-last.C:
+					return
+				}
+			}
+			return
+		}
+	}
+}
+
+// baseEnv is the agent's environment (Config.Environ) without the variables of the worker
+// contract (an agent started from a shell that had RAY_ADDRESS or worker variables set
+// must not leak them into its children; the contract's values are appended after).
+func baseEnv(environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case workerenv.Address, workerenv.Mode, workerenv.Job, workerenv.Agent, workerenv.Resources,
+			workerenv.ObjectStoreBytes, workerenv.Dir, workerenv.Submission, workerenv.Namespace:
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}

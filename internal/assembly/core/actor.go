@@ -1,0 +1,704 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/actors"
+	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/objects"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// ErrNoActors is returned when the runtime was started without actor support.
+var ErrNoActors = errors.New("ray: this runtime has no actor support")
+
+// ActorConfig wires the caller side of actors (Config.Actors).
+type ActorConfig struct {
+	Table *actors.Table
+	// Info returns the newest actor record this process has seen (the node's Manager).
+	Info func(actorID string) (*pb.ActorInfo, bool)
+	// PID resolves an actor's grain (cluster.Get); it may block for a moment.
+	PID func(actorID string) *actor.PID
+}
+
+// ActorSpec describes an actor to create.
+type ActorSpec struct {
+	Class           string
+	Args            []Arg
+	Resources       sched.Resources
+	Name, Namespace string
+	Detached        bool
+	MaxRestarts     int
+	MaxTaskRetries  int
+	MaxConcurrency  int
+	AtMostOnce      bool
+	CheckpointEvery int
+}
+
+// actorCaller is this process's side of one actor: the sequence numbers of its calls,
+// the calls not finished yet (to resend after a restart), and the outbox the flusher sends.
+type actorCaller struct {
+	id  ids.ActorID
+	hex string
+
+	mu      sync.Mutex
+	seq     uint64 // last seq given out
+	low     uint64 // every seq below low is finished
+	calls   map[uint64]*pending
+	outbox  []*pb.ActorCall
+	queued  bool // on the flush queue
+	pid     *actor.PID
+	inc     uint64 // newest incarnation seen
+	dead    *pb.ErrorInfo
+	created chan struct{} // closed once the record exists (or creation failed)
+	atMost  bool
+	retries int
+
+	resolving bool // a goroutine is finding the instance (the actor shard's loop only)
+}
+
+// caller returns this process's caller of actor id, making it on first use.
+func (c *Core) caller(id ids.ActorID) *actorCaller {
+	if ac, ok := c.callers.Load(id); ok {
+		return ac.(*actorCaller)
+	}
+	ac := &actorCaller{id: id, hex: id.String(), low: 1, calls: map[uint64]*pending{}}
+	if c.cfg.Actors != nil {
+		if info, ok := c.cfg.Actors.Info(ac.hex); ok {
+			ac.apply(info)
+		}
+	}
+	if prev, loaded := c.callers.LoadOrStore(id, ac); loaded {
+		return prev.(*actorCaller)
+	}
+	c.actorShard(id).send(newCaller{ac: ac})
+	return ac
+}
+
+// lookupCaller returns the caller of actor id, if this process has one.
+func (c *Core) lookupCaller(id ids.ActorID) *actorCaller {
+	if ac, ok := c.callers.Load(id); ok {
+		return ac.(*actorCaller)
+	}
+	return nil
+}
+
+// actorShard is the shard that flushes the calls to actor id.
+func (c *Core) actorShard(id ids.ActorID) *shard { return c.shards[id[0]&c.mask] }
+
+// apply records what the actor record says; ac.mu held or ac not shared yet.
+func (ac *actorCaller) apply(info *pb.ActorInfo) {
+	ac.atMost, ac.retries = info.AtMostOnce, int(info.MaxTaskRetries)
+	if ac.inc == 0 {
+		ac.inc = info.Incarnation
+	}
+	if lifecycle.Phase(info.Phase) == lifecycle.Dead && ac.dead == nil {
+		ac.dead = diedInfo(info)
+	}
+}
+
+func diedInfo(info *pb.ActorInfo) *pb.ErrorInfo {
+	st := actors.StateOf(info)
+	return &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: info.Class, Message: st.Err().Error()}
+}
+
+// CreateActor creates an actor and returns its ID at once; the constructor runs on the
+// node the cluster picks. Arguments that are refs are resolved first (then the record is
+// written in the background; a failure kills the actor with the reason).
+func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error) {
+	id := ids.NewActorID()
+	if c.cfg.Actors == nil {
+		return id, ErrNoActors
+	}
+	select {
+	case <-c.closed:
+		return id, ErrShutdown
+	default:
+	}
+	if _, ok := actors.LookupClass(spec.Class); !ok {
+		return id, fmt.Errorf("%w: no actor class named %q is registered in this program (register it at package level with ray.Actor under that exact name)", actors.ErrUnknownClass, spec.Class)
+	}
+	if err := c.cfg.Feasible(spec.Resources); err != nil {
+		return id, err
+	}
+	if spec.MaxRestarts < lifecycle.Infinite {
+		return id, fmt.Errorf("ray: MaxRestarts %d: want >= 0, or -1 for no limit", spec.MaxRestarts)
+	}
+	info := &pb.ActorInfo{
+		ActorId: id[:], Class: spec.Class, JobId: string(c.cfg.Job), Resources: tasks.ResourcesToPB(spec.Resources),
+		Name: spec.Name, Namespace: spec.Namespace, Detached: spec.Detached,
+		MaxRestarts: int32(spec.MaxRestarts), MaxTaskRetries: int32(spec.MaxTaskRetries), MaxConcurrency: int32(spec.MaxConcurrency),
+		AtMostOnce: spec.AtMostOnce, CheckpointEvery: int32(spec.CheckpointEvery), Owner: c.ownerW,
+		CtorArgs: make([]*pb.Arg, len(spec.Args)),
+	}
+	var refs []ids.ObjectID
+	for i, a := range spec.Args {
+		if !a.IsRef {
+			info.CtorArgs[i] = &pb.Arg{Data: a.Data}
+			continue
+		}
+		if _, _, known := c.mem.Get(a.Ref); !known {
+			return id, fmt.Errorf("constructor argument %d: %w: %s", i+1, ErrUnknownObject, a.Ref)
+		}
+		refs = append(refs, a.Ref)
+	}
+	ac := c.caller(id)
+	ac.mu.Lock()
+	ac.atMost, ac.retries = spec.AtMostOnce, spec.MaxTaskRetries
+	ac.created = make(chan struct{})
+	ac.mu.Unlock()
+	create := func(ctx context.Context) error {
+		_, _, err := c.cfg.Actors.Table.Create(ctx, info)
+		return err
+	}
+	if len(refs) == 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err := create(ctx)
+		close(ac.created)
+		return id, err
+	}
+	for _, r := range refs {
+		c.refs.AddLocal(r)
+	}
+	go func() {
+		defer close(ac.created)
+		defer c.free(c.refs.RemoveLocalAll(refs))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-c.closed:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		var err error
+		for i, a := range spec.Args {
+			if !a.IsRef {
+				continue
+			}
+			var arg *pb.Arg
+			if arg, err = c.ctorArg(ctx, a.Ref); err != nil {
+				err = fmt.Errorf("constructor argument %d: %w", i+1, err)
+				break
+			}
+			info.CtorArgs[i] = arg
+		}
+		if err == nil {
+			err = create(ctx)
+		}
+		if err != nil {
+			ac.mu.Lock()
+			ac.dead = &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: spec.Class,
+				Message: fmt.Sprintf("actor %s died: it could not be created: %v", id, err)}
+			ac.mu.Unlock()
+			c.failActorCalls(ac)
+		}
+	}()
+	return id, nil
+}
+
+// ctorArg waits for an object this process owns and returns it as a constructor
+// argument: its bytes when small, else where it lives. A large object stays alive while
+// this runtime runs (the actor may restart and read it again; the actor record holds no
+// reference count).
+func (c *Core) ctorArg(ctx context.Context, id ids.ObjectID) (*pb.Arg, error) {
+	v, ok, err := c.mem.Wait(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownObject, id)
+	}
+	if v.Err != nil {
+		return nil, fmt.Errorf("%s", v.Err.Message)
+	}
+	if v.InStore {
+		c.refs.AddLocal(id) // never released: see above
+		return &pb.Arg{ObjectId: id[:], IsRef: true, NodeId: string(v.Node)}, nil
+	}
+	return &pb.Arg{Data: v.Data}, nil
+}
+
+// KillActor kills an actor (Ray's ray.kill): with noRestart it dies for good, otherwise it
+// restarts if it has restarts left.
+func (c *Core) KillActor(ctx context.Context, id ids.ActorID, noRestart bool) error {
+	if c.cfg.Actors == nil {
+		return ErrNoActors
+	}
+	ac := c.caller(id)
+	ac.mu.Lock()
+	created := ac.created
+	ac.mu.Unlock()
+	if created != nil {
+		select {
+		case <-created:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	after, _, _, err := c.cfg.Actors.Table.Step(ctx, id.String(), lifecycle.Kill{NoRestart: noRestart})
+	if errors.Is(err, lifecycle.ErrTerminal) {
+		return nil // dead already
+	}
+	if err == nil {
+		// Calls made after Kill returns go to the next incarnation (or fail at once).
+		c.ActorChanged(after)
+	}
+	return err
+}
+
+// LookupActor finds a named actor: its ID and class.
+func (c *Core) LookupActor(ctx context.Context, namespace, name string) (ids.ActorID, string, error) {
+	if c.cfg.Actors == nil {
+		return ids.ActorID{}, "", ErrNoActors
+	}
+	hex, err := c.cfg.Actors.Table.Lookup(ctx, namespace, name)
+	if err != nil {
+		return ids.ActorID{}, "", err
+	}
+	info, _, err := c.cfg.Actors.Table.Get(ctx, hex)
+	if err != nil {
+		return ids.ActorID{}, "", err
+	}
+	id, err := ids.ParseActorID(hex)
+	return id, info.Class, err
+}
+
+// ActorState reads an actor's lifecycle state from the GCS.
+func (c *Core) ActorState(ctx context.Context, id ids.ActorID) (lifecycle.State, error) {
+	if c.cfg.Actors == nil {
+		return lifecycle.State{}, ErrNoActors
+	}
+	info, _, err := c.cfg.Actors.Table.Get(ctx, id.String())
+	if err != nil {
+		return lifecycle.State{}, err
+	}
+	return actors.StateOf(info), nil
+}
+
+// SubmitActorCall submits a method call and returns the ID of its result. Calls from this
+// process to one actor run in the order they were submitted.
+func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg) (ids.ObjectID, error) {
+	tid := ids.ChildTaskID(tc.idSeed(), tc.children.Add(1))
+	ret := ids.ReturnID(tid, 1)
+	select {
+	case <-c.closed:
+		return ret, ErrShutdown
+	default:
+	}
+	c.mem.Create(ret)
+	if c.cfg.Actors == nil {
+		return ret, c.failSubmit(ret, tid, method, pb.ErrorInfo_SYSTEM, ErrNoActors)
+	}
+	c.refs.AddLocal(ret)
+	ac := c.caller(id)
+	// An actor's calls belong to the shard that flushes them: it registers them as it sends
+	// them and gets their results, so a call costs no message of its own.
+	sh := c.actorShard(id)
+	spec := &pb.TaskSpec{
+		TaskId: tid[:], JobId: string(c.cfg.Job), Function: method, Args: make([]*pb.Arg, len(args)),
+		ParentTaskId: tc.Task[:], Owner: c.ownerW, ReplyTo: sh.pidW, NumReturns: 1,
+	}
+	var argRefs []ids.ObjectID
+	var argErr error
+	for i, a := range args {
+		if !a.IsRef {
+			spec.Args[i] = &pb.Arg{Data: a.Data}
+			continue
+		}
+		if _, _, known := c.mem.Get(a.Ref); !known {
+			argErr = fmt.Errorf("argument %d: %w: %s (it was released, or is owned by another process)", i+1, ErrUnknownObject, a.Ref)
+			break
+		}
+		ref := a.Ref
+		spec.Args[i] = &pb.Arg{ObjectId: ref[:], IsRef: true}
+		argRefs = append(argRefs, ref)
+	}
+	ac.mu.Lock()
+	if ac.dead != nil {
+		info := ac.dead
+		ac.mu.Unlock()
+		e := &pb.ErrorInfo{Kind: info.Kind, Function: method, TaskId: tid[:], Message: info.Message}
+		c.mem.Set(ret, objects.Value{Err: e})
+		return ret, &SubmitError{Info: e, Err: errors.New(info.Message)}
+	}
+	ac.seq++
+	p := &pending{tid: tid, spec: spec, actor: ac, seq: ac.seq, sh: sh}
+	ac.calls[p.seq] = p
+	ac.mu.Unlock()
+	if argErr != nil {
+		// The call fails here; its seq is skipped so the calls after it are not held up.
+		info := &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST, Function: method, TaskId: tid[:], Message: argErr.Error(), NodeId: string(c.cfg.Node)}
+		c.actorFinished(p)
+		c.mem.Set(ret, objects.Value{Err: info})
+		return ret, &SubmitError{Info: info, Err: argErr}
+	}
+	c.holdArgs(argRefs)
+	p.argRefs = argRefs
+	p.pinned = c.pinArgs(ret, args)
+	if len(argRefs) == 0 {
+		// Nothing to wait for: the call goes to the outbox now, in submission order; the
+		// shard registers it when it flushes the outbox, before the actor can answer.
+		p.dispatched = true
+		c.sendActorCall(p)
+		return ret, nil
+	}
+	sh.submit(p) // its shard waits for its arguments, then sends it
+	return ret, nil
+}
+
+// sendActorCall queues a resolved call for its actor.
+func (c *Core) sendActorCall(p *pending) {
+	ac := p.actor
+	call := &pb.ActorCall{ActorId: ac.id[:], CallerId: c.ownerW.Id, Seq: p.seq, Spec: p.spec}
+	ac.mu.Lock()
+	p.sent = true
+	p.sentAt = time.Now()
+	p.call = call
+	ac.outbox = append(ac.outbox, call)
+	c.queueFlushLocked(ac)
+	ac.mu.Unlock()
+}
+
+// again is a fresh message for resending p: the one sent before may still be read by its
+// receiver (local sends pass the pointer), and flush stamps fields on what it sends.
+func (p *pending) again() *pb.ActorCall {
+	return &pb.ActorCall{ActorId: p.call.ActorId, CallerId: p.call.CallerId, Seq: p.seq, Spec: p.spec}
+}
+
+// queueFlushLocked has the actor's shard flush ac's outbox at the end of its turn (ac.mu
+// held).
+func (c *Core) queueFlushLocked(ac *actorCaller) {
+	if ac.queued {
+		return
+	}
+	ac.queued = true
+	c.actorShard(ac.id).send(flushActor{ac: ac})
+}
+
+// actorFinished is complete's actor part: the call is finished for this process.
+func (c *Core) actorFinished(p *pending) {
+	ac := p.actor
+	ac.mu.Lock()
+	delete(ac.calls, p.seq)
+	for ac.low <= ac.seq && ac.calls[ac.low] == nil {
+		ac.low++
+	}
+	if !p.sent && ac.dead == nil {
+		// The actor never saw this seq: tell it to go past it.
+		ac.outbox = append(ac.outbox, &pb.ActorCall{ActorId: ac.id[:], CallerId: c.ownerW.Id, Seq: p.seq, Skip: true})
+		c.queueFlushLocked(ac)
+	}
+	ac.mu.Unlock()
+}
+
+// resendAfter is how long a call may go unanswered before it is sent again. Resending is
+// always safe (the actor dedups by sequence number: a call it has seen is answered or left
+// to finish, never run twice); it repairs a call lost on the way, for example to an
+// instance that stopped while it was in flight.
+const resendAfter = 5 * time.Second
+
+// maxResend bounds the calls of one actor resent per round.
+const maxResend = 1000
+
+// resendStale puts the calls of s's actors unanswered for resendAfter back in their
+// outboxes.
+func (c *Core) resendStale(s *shard, now time.Time) {
+	for _, ac := range s.callers {
+		ac.mu.Lock()
+		var stale []*pending
+		for _, p := range ac.calls {
+			if p.sent && p.call != nil && now.Sub(p.sentAt) > resendAfter {
+				stale = append(stale, p)
+			}
+		}
+		// The oldest first, and a bounded number a round: a long backlog of slow calls is
+		// not sent again wholesale every few seconds.
+		sort.Slice(stale, func(i, j int) bool { return stale[i].seq < stale[j].seq })
+		stale = stale[:min(len(stale), maxResend)]
+		again := make([]*pb.ActorCall, len(stale))
+		for i, p := range stale {
+			p.sentAt = now
+			again[i] = p.again()
+		}
+		if len(again) > 0 && ac.dead == nil {
+			ac.pid = nil // resolve again: the placement may have moved
+			ac.outbox = append(again, ac.outbox...)
+			c.queueFlushLocked(ac)
+		}
+		ac.mu.Unlock()
+	}
+}
+
+// queueActor puts ac on this turn's flush list.
+func (s *shard) queueActor(ac *actorCaller) {
+	s.actors = append(s.actors, ac)
+	s.endOfTurn()
+}
+
+// actorRetry is how long a caller whose actor cannot be reached yet waits to try again.
+const actorRetry = 50 * time.Millisecond
+
+// later flushes ac again after actorRetry.
+func (s *shard) later(ac *actorCaller) {
+	time.AfterFunc(actorRetry, func() { s.send(flushActor{ac: ac}) })
+}
+
+// flushCaller sends ac's outbox, in one batch, once its actor can be reached: its record
+// exists and the instance of its newest incarnation is known. Finding the instance may
+// wait, so a goroutine does and answers with actorResolved.
+func (s *shard) flushCaller(ac *actorCaller) {
+	c := s.c
+	ac.mu.Lock()
+	ac.queued = false
+	n := len(ac.outbox)
+	pid := ac.pid
+	created := ac.created
+	ac.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	if created != nil {
+		select {
+		case <-created:
+		default:
+			s.later(ac)
+			return
+		}
+	}
+	if pid == nil {
+		if !ac.resolving {
+			ac.resolving = true
+			go func() { s.send(actorResolved{ac: ac, pid: c.resolveActor(ac)}) }()
+		}
+		return
+	}
+	ac.mu.Lock()
+	inc := ac.inc
+	acked, first := ac.low-1, ac.low
+	out := ac.outbox
+	ac.outbox = nil
+	for _, call := range out {
+		// Calls sent straight to the outbox are registered here, before they leave.
+		if p := ac.calls[call.Seq]; p != nil && !call.Skip && !p.finished && s.tasks[p.tid] == nil {
+			s.tasks[p.tid] = p
+		}
+	}
+	ac.mu.Unlock()
+	if len(out) == 0 {
+		return
+	}
+	for _, call := range out {
+		call.Acked, call.First, call.Incarnation, call.Caller = acked, first, inc, c.ownerW
+	}
+	if len(out) == 1 {
+		c.root.Send(pid, out[0])
+	} else {
+		c.root.Send(pid, &pb.ActorCallBatch{Calls: out})
+	}
+}
+
+// resolveActor finds the instance of ac's newest incarnation (nil: not yet, or dead).
+func (c *Core) resolveActor(ac *actorCaller) *actor.PID {
+	info, ok := c.cfg.Actors.Info(ac.hex)
+	if ok && lifecycle.Phase(info.Phase) == lifecycle.Dead {
+		c.ActorChanged(info)
+		return nil
+	}
+	ac.mu.Lock()
+	inc := ac.inc
+	ac.mu.Unlock()
+	// Only an instance of the newest incarnation known here will take the calls.
+	if !ok || info.Node == "" || info.Incarnation < inc {
+		return nil
+	}
+	return c.cfg.Actors.PID(ac.hex)
+}
+
+// actorResolved: the goroutine of flushCaller found ac's instance, or not.
+func (s *shard) actorResolved(ac *actorCaller, pid *actor.PID) {
+	ac.resolving = false
+	if pid == nil {
+		ac.mu.Lock()
+		dead := ac.dead != nil
+		ac.mu.Unlock()
+		if !dead {
+			s.later(ac)
+		}
+		return
+	}
+	ac.mu.Lock()
+	if ac.pid == nil {
+		ac.pid = pid
+	}
+	ac.mu.Unlock()
+	s.flushCaller(ac)
+}
+
+// ActorChanged is told of every actor record change (the node's Manager): it fails the
+// calls of a dead actor, and resends the unanswered calls to a new incarnation.
+func (c *Core) ActorChanged(info *pb.ActorInfo) {
+	id, err := ids.ActorIDFromBytes(info.ActorId)
+	if err != nil {
+		return
+	}
+	ac := c.lookupCaller(id)
+	if ac == nil {
+		return
+	}
+	ac.mu.Lock()
+	if lifecycle.Phase(info.Phase) == lifecycle.Dead {
+		if ac.dead == nil {
+			ac.dead = diedInfo(info)
+		}
+		ac.mu.Unlock()
+		c.failActorCalls(ac)
+		return
+	}
+	ac.atMost, ac.retries = info.AtMostOnce, int(info.MaxTaskRetries)
+	if ac.inc == 0 {
+		ac.inc = info.Incarnation // first news of the actor: nothing was lost
+	}
+	if info.Incarnation <= ac.inc {
+		if info.Node != "" && len(ac.outbox) > 0 {
+			c.queueFlushLocked(ac)
+		}
+		ac.mu.Unlock()
+		return
+	}
+	// A new incarnation: whatever the old one had not answered goes to it (exactly-once
+	// actors answer a call they logged from the log, never run it twice). The flusher
+	// waits until it is placed.
+	ac.inc = info.Incarnation
+	ac.pid = nil
+	var resend []*pending
+	var lost []*pending
+	for _, p := range ac.calls {
+		if !p.sent {
+			continue
+		}
+		if !ac.atMost {
+			resend = append(resend, p)
+		} else if p.retries < ac.retries {
+			p.retries++
+			resend = append(resend, p)
+		} else {
+			lost = append(lost, p)
+		}
+	}
+	sort.Slice(resend, func(i, j int) bool { return resend[i].seq < resend[j].seq })
+	calls := make([]*pb.ActorCall, len(resend))
+	for i, p := range resend {
+		calls[i] = p.again()
+	}
+	// Resent calls go before anything queued after them.
+	ac.outbox = append(calls, ac.outbox...)
+	if len(ac.outbox) > 0 {
+		c.queueFlushLocked(ac)
+	}
+	ac.mu.Unlock()
+	for _, p := range lost {
+		c.completeAsync(p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
+			Kind: pb.ErrorInfo_ACTOR_DIED, Function: p.spec.Function, TaskId: p.spec.TaskId,
+			Message: fmt.Sprintf("actor %s restarted while the call was in flight; an at-most-once actor does not resend it (raise MaxTaskRetries to retry)", ac.hex)}})
+	}
+}
+
+// failActorCalls fails every unfinished call of a dead actor.
+func (c *Core) failActorCalls(ac *actorCaller) {
+	ac.mu.Lock()
+	dead := ac.dead
+	list := make([]*pending, 0, len(ac.calls))
+	for _, p := range ac.calls {
+		list = append(list, p)
+	}
+	ac.outbox = nil
+	ac.mu.Unlock()
+	for _, p := range list {
+		c.completeAsync(p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
+			Kind: pb.ErrorInfo_ACTOR_DIED, Function: p.spec.Function, TaskId: p.spec.TaskId, Message: dead.Message}})
+	}
+}
+
+// CheckpointActor asks an actor to take a checkpoint after the calls it has received.
+func (c *Core) CheckpointActor(id ids.ActorID) error {
+	if c.cfg.Actors == nil {
+		return ErrNoActors
+	}
+	ac := c.caller(id)
+	ac.mu.Lock()
+	defer ac.mu.Unlock()
+	if ac.dead != nil {
+		return fmt.Errorf("%w: %s", lifecycle.ErrActorDied, ac.dead.Message)
+	}
+	// Sent after every call already queued, through the same outbox path.
+	ac.outbox = append(ac.outbox, &pb.ActorCall{ActorId: ac.id[:], CallerId: c.ownerW.Id, Checkpoint: true})
+	c.queueFlushLocked(ac)
+	return nil
+}
+
+// onBounce: an old instance refused calls meant for a newer incarnation. Resend them (and
+// skips for the ones finished meanwhile) once the new instance can be reached.
+func (c *Core) onBounce(m *pb.ActorCallBounce) {
+	id, err := ids.ActorIDFromBytes(m.ActorId)
+	if err != nil {
+		return
+	}
+	ac := c.lookupCaller(id)
+	if ac == nil {
+		return
+	}
+	ac.mu.Lock()
+	defer ac.mu.Unlock()
+	if ac.dead != nil {
+		return
+	}
+	ac.pid = nil
+	again := make([]*pb.ActorCall, 0, len(m.Seqs))
+	for _, seq := range m.Seqs {
+		if p := ac.calls[seq]; p != nil && p.call != nil {
+			again = append(again, p.again())
+		} else if p == nil {
+			again = append(again, &pb.ActorCall{ActorId: ac.id[:], CallerId: c.ownerW.Id, Seq: seq, Skip: true})
+		}
+	}
+	sort.Slice(again, func(i, j int) bool { return again[i].Seq < again[j].Seq })
+	ac.outbox = append(again, ac.outbox...)
+	c.queueFlushLocked(ac)
+}
+
+// ErrActorCallSent is returned by Cancel for an actor call its actor already has: actor
+// calls run in order and are logged, so they are not taken back.
+var ErrActorCallSent = errors.New("ray: the actor call was already sent to its actor; it cannot be cancelled")
+
+// completeAsync finishes actor call p with r on its shard (from any goroutine), whether
+// or not it was registered there yet.
+func (c *Core) completeAsync(p *pending, r *pb.TaskResult) {
+	p.sh.send(completeTask{p: p, r: r})
+}
+
+// cancelActorCall cancels an actor call that is still waiting for its arguments.
+func (s *shard) cancelActorCall(p *pending) error {
+	ac := p.actor
+	ac.mu.Lock()
+	sent := p.sent
+	ac.mu.Unlock()
+	if sent || p.dispatched {
+		return ErrActorCallSent
+	}
+	s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Error: &pb.ErrorInfo{
+		Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: p.tid[:], Message: "actor call was cancelled before it was sent"}})
+	return nil
+}

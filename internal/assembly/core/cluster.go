@@ -1,0 +1,207 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Cluster is a runtime's view of the nodes its tasks may run on (cluster mode). Without
+// one (Config.Cluster nil) every task goes to the local raylet.
+//
+// Contract: Place chooses a node for a request by the sched policy and counts the request
+// against that node until Done (or the node's next load report); it returns
+// sched.ErrNoNodes while no node is known, which parks the task until Changed is called.
+// Raylet and Store resolve a node's grains (nil if the node is unknown or gone);
+// DataAddress is the node's object data server ("" if it has none or is unknown). Feasible
+// is nil while no node is known. Every method is safe for concurrent use and does not block
+// on I/O.
+type Cluster interface {
+	Place(req sched.Request) (ids.NodeID, error)
+	Done(node ids.NodeID, res sched.Resources)
+	Raylet(node ids.NodeID) *actor.PID
+	Store(node ids.NodeID) *actor.PID
+	DataAddress(node ids.NodeID) string
+	Feasible(req sched.Resources) error
+	// Alive reports whether node is a member of the cluster now.
+	Alive(node ids.NodeID) bool
+}
+
+// strategyOf maps a spec's strategy name to the policy's.
+func strategyOf(spec *pb.TaskSpec) sched.Strategy {
+	switch spec.Strategy {
+	case StrategySpread:
+		return sched.Spread
+	case StrategyNodeAffinity:
+		return sched.NodeAffinity
+	}
+	return sched.Default
+}
+
+// errNodeUnready: the node a task was placed on has no scheduler to send it to.
+var errNodeUnready = errors.New("node not ready")
+
+// Strategy names carried in TaskSpec.strategy.
+const (
+	StrategyDefault      = ""
+	StrategySpread       = "spread"
+	StrategyNodeAffinity = "node_affinity"
+)
+
+// rayletFor returns the scheduler a task goes to, placing it if the runtime has a cluster
+// view; sched.ErrNoNodes or errNodeUnready park the task (no node yet).
+func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
+	c := s.c
+	cl := c.cfg.Cluster
+	if cl == nil {
+		if p.spec.Strategy == StrategyNodeAffinity && !p.spec.AffinitySoft && p.spec.AffinityNode != string(c.cfg.Node) {
+			return nil, fmt.Errorf("%w: %q is not a node of this cluster (its only node is %s)",
+				sched.ErrAffinityUnavailable, p.spec.AffinityNode, c.cfg.Node)
+		}
+		r := c.cfg.Raylet()
+		if r == nil {
+			return nil, errors.New("no scheduler on this node")
+		}
+		p.node = c.cfg.Node
+		return r, nil
+	}
+	req := sched.Request{Resources: tasks.ResourcesFromPB(p.spec.Resources), Strategy: strategyOf(p.spec),
+		AffinityNode: p.spec.AffinityNode, Soft: p.spec.AffinitySoft}
+	for _, a := range p.spec.Args {
+		if a.IsRef && a.NodeId != "" {
+			if req.ArgBytes == nil {
+				req.ArgBytes = map[string]int64{}
+			}
+			req.ArgBytes[a.NodeId] += a.Size
+		}
+	}
+	node, err := cl.Place(req)
+	if err != nil {
+		return nil, err
+	}
+	r := cl.Raylet(node)
+	if r == nil {
+		cl.Done(node, req.Resources)
+		return nil, fmt.Errorf("%w: node %s has no scheduler (it is starting, or gone)", errNodeUnready, node)
+	}
+	p.node, p.placed = node, req.Resources
+	return r, nil
+}
+
+// placedDone gives a finished task's placement back to the view.
+func (s *shard) placedDone(p *pending) {
+	if s.c.cfg.Cluster != nil && p.node != "" {
+		s.c.cfg.Cluster.Done(p.node, p.placed)
+		p.node, p.placed = "", sched.Resources{}
+	}
+}
+
+// parkRetry is how often parked tasks try to place again without a ClusterChanged call.
+const parkRetry = 500 * time.Millisecond
+
+func (s *shard) park(p *pending) {
+	if s.parked == nil {
+		s.parked = map[ids.TaskID]*pending{}
+	}
+	s.parked[p.tid] = p
+	if !s.parkTimer {
+		s.parkTimer = true
+		time.AfterFunc(parkRetry, func() { s.send(clusterChanged{}) })
+	}
+}
+
+// clusterChanged retries the placement of parked tasks.
+func (s *shard) clusterChanged() {
+	parked := s.parked
+	s.parked = nil
+	s.parkTimer = false
+	for tid, p := range parked {
+		if s.tasks[tid] == p {
+			s.place(p)
+		}
+	}
+}
+
+// ClusterChanged retries the placement of parked tasks (the cluster view calls it when
+// nodes come or go).
+func (c *Core) ClusterChanged() {
+	for _, s := range c.shards {
+		s.send(clusterChanged{})
+	}
+}
+
+// storeOf returns the store shard of node (the local one for "" or this node).
+func (c *Core) storeOf(node ids.NodeID) *actor.PID {
+	if node == "" || node == c.cfg.Node || c.cfg.Cluster == nil {
+		return c.cfg.Store()
+	}
+	return c.cfg.Cluster.Store(node)
+}
+
+// sweepGoneNodes is NodeGone's safety net, run every tick: it fails the attempts of tasks
+// sent to nodes the view no longer counts alive, whether or not this process was told of
+// their death (a membership event can be missed, by a process that joined late for
+// instance; the node's lease lapsing removes it from the view all the same). A node must
+// be missing in two sweeps in a row, so that a moment's gap in the view fails nothing.
+func (s *shard) sweepGoneNodes() {
+	cl := s.c.cfg.Cluster
+	if cl == nil {
+		return
+	}
+	nodes := map[ids.NodeID]bool{}
+	for _, p := range s.tasks {
+		if p.actor == nil && p.dispatched && p.node != "" && p.node != s.c.cfg.Node {
+			nodes[p.node] = true
+		}
+	}
+	missing := map[ids.NodeID]bool{}
+	for node := range nodes {
+		if !cl.Alive(node) {
+			missing[node] = true
+			if s.sweepMissing[node] {
+				s.nodeGone(node)
+			}
+		}
+	}
+	s.sweepMissing = missing
+}
+
+// NodeGone fails the attempts of the tasks this runtime sent to node, which died or became
+// unreachable: each comes back as a system error, so it is retried elsewhere while it has
+// retries left (MaxRetries, default 3), as Ray does. An attempt that finishes on the node
+// after all (a connection that broke and healed) is ignored as stale. Actor calls are left
+// to the actor's own restart.
+func (c *Core) NodeGone(node ids.NodeID) {
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	for _, s := range c.shards {
+		s.send(nodeGone{node: node})
+	}
+}
+
+func (s *shard) nodeGone(node ids.NodeID) {
+	if nl := s.nodes[node]; nl != nil {
+		s.dropNode(nl) // tasks waiting for a lease there are placed again
+	}
+	var hits []*pending
+	for _, p := range s.tasks {
+		if p.actor == nil && p.dispatched && p.node == node && s.parked[p.tid] != p {
+			hits = append(hits, p)
+		}
+	}
+	for _, p := range hits {
+		s.onResult(&pb.TaskResult{TaskId: p.tid[:], Attempt: p.spec.Attempt, Error: &pb.ErrorInfo{
+			Kind: pb.ErrorInfo_SYSTEM, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(node),
+			Message: fmt.Sprintf("node %s died (or became unreachable) while the task ran there", node)}})
+	}
+}

@@ -1,0 +1,96 @@
+package core
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+)
+
+// TaskContext is carried in the context.Context of a driver and of every running task:
+// the runtime, the current task (parent of what it submits) and its counters.
+type TaskContext struct {
+	Core *Core
+	Task ids.TaskID
+	// seed is what the IDs of the tasks and objects this task creates derive from: Task,
+	// or for a retry ids.AttemptTaskID(Task, attempt) (zero: Task).
+	seed ids.TaskID
+	// Worker is the worker grain running this task (nil in a driver): Get tells it when
+	// the task blocks so its CPU can be lent out.
+	Worker *actor.PID
+	// Spec is the running task's spec (nil in a driver).
+	Spec *pb.TaskSpec
+	// Nested are the refs inside the task's return value, registered for its owner
+	// (RefPayloads, for TaskResult.nested; set by the task's goroutine before it returns).
+	Nested [][]byte
+	// Meta is what the task attached to its result (ray.SetResultMetadata).
+	Meta []byte
+
+	children atomic.Uint64
+	puts     atomic.Uint32
+}
+
+type ctxKey struct{}
+
+// WithTask returns ctx carrying tc.
+func WithTask(ctx context.Context, tc *TaskContext) context.Context {
+	return context.WithValue(ctx, ctxKey{}, tc)
+}
+
+// FromContext returns the TaskContext carried by ctx.
+func FromContext(ctx context.Context) (*TaskContext, bool) {
+	tc, ok := ctx.Value(ctxKey{}).(*TaskContext)
+	return tc, ok && tc != nil
+}
+
+// NewDriver returns the TaskContext of a driver: a root task with a random ID.
+func (c *Core) NewDriver() *TaskContext {
+	return &TaskContext{Core: c, Task: ids.NewRootTaskID()}
+}
+
+// NestedOf returns the refs the task of ctx returned (see TaskContext.Nested).
+func NestedOf(ctx context.Context) [][]byte {
+	if tc, ok := FromContext(ctx); ok {
+		return tc.Nested
+	}
+	return nil
+}
+
+// MetaOf returns the metadata the task of ctx attached to its result (see TaskContext.Meta).
+func MetaOf(ctx context.Context) []byte {
+	if tc, ok := FromContext(ctx); ok {
+		return tc.Meta
+	}
+	return nil
+}
+
+// TaskContextFor builds the context a worker runs spec with.
+func (c *Core) TaskContextFor(parent context.Context, spec *pb.TaskSpec, worker *actor.PID) context.Context {
+	tid, _ := ids.TaskIDFromBytes(spec.TaskId)
+	return WithTask(parent, &TaskContext{Core: c, Task: tid, seed: ids.AttemptTaskID(tid, spec.Attempt), Worker: worker, Spec: spec})
+}
+
+// ActorCallContext builds the context an actor method (or constructor) runs with on an
+// instance of the given incarnation. A later incarnation replaying a logged call creates
+// tasks and objects with IDs of its own: the first run's children may still be queued or
+// running for the dead instance's runtime, and a scheduler would drop the replay's as
+// their duplicates.
+func (c *Core) ActorCallContext(parent context.Context, spec *pb.TaskSpec, incarnation uint64) context.Context {
+	tid, _ := ids.TaskIDFromBytes(spec.TaskId)
+	seed := ids.AttemptTaskID(tid, spec.Attempt)
+	if incarnation > 1 {
+		seed = ids.AttemptTaskID(seed, int32(incarnation-1))
+	}
+	return WithTask(parent, &TaskContext{Core: c, Task: tid, seed: seed, Spec: spec})
+}
+
+// idSeed is what the IDs of the tasks and objects tc's task creates derive from.
+func (tc *TaskContext) idSeed() ids.TaskID {
+	if tc.seed == (ids.TaskID{}) {
+		return tc.Task
+	}
+	return tc.seed
+}

@@ -1,0 +1,456 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/base/dispatch"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/objects"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// ErrShutdown is returned by calls on a runtime that has been shut down.
+var ErrShutdown = errors.New("ray: runtime is shut down")
+
+// ErrUnknownObject is returned for an object this process does not know: it was released,
+// or it is owned by another process.
+var ErrUnknownObject = errors.New("ray: object is unknown to this process")
+
+// ErrObjectTooLarge is returned for an object larger than the whole object store.
+var ErrObjectTooLarge = errors.New("ray: object larger than the object store")
+
+// ErrObjectLost is returned when an object's bytes cannot be found where they should be.
+var ErrObjectLost = errors.New("ray: object lost")
+
+// Lineage records task specs in the GCS. Record must not block on I/O.
+type Lineage interface {
+	Record(spec *pb.TaskSpec) error
+	Drop(task ids.TaskID)
+}
+
+// Config wires a Core to its node.
+type Config struct {
+	Job    ids.JobID
+	Node   ids.NodeID
+	System *actor.ActorSystem
+	// Raylet and Store return the local node's scheduler and store shard grains.
+	Raylet func() *actor.PID
+	Store  func() *actor.PID
+	// Feasible reports whether some node can ever satisfy a request (nil error) or why not.
+	Feasible func(req sched.Resources) error
+	// Dispatcher runs the owner actor's and the shards' mailboxes (nil: protoactor's
+	// default); Messages, when set, makes them and counts what they handle.
+	Dispatcher  actor.Dispatcher
+	Messages    *dispatch.Counter
+	Lineage     Lineage // nil: lineage recording off (a benchmark-only switch)
+	InlineLimit int
+	// StoreBytes is the node's object store budget: a larger object is refused.
+	StoreBytes int64
+	// Actors wires actor calls (nil: this runtime cannot create or call actors).
+	Actors *ActorConfig
+	// Cluster places tasks on the nodes of a cluster (nil: everything runs on this node).
+	Cluster Cluster
+	// Nodes lists the nodes that run this job's tasks (nil: this node only).
+	Nodes func() []*pb.NodeInfo
+	// OrphanLineage reads a dead owner's lineage from the GCS, to recreate the objects
+	// this runtime borrowed from it (nil: such objects are lost with their owner).
+	OrphanLineage OrphanLineage
+	Logger        *slog.Logger
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	switch {
+	case c.System == nil:
+		return errors.New("core: Config.System is required")
+	case c.Raylet == nil || c.Store == nil:
+		return errors.New("core: Config.Raylet and Config.Store are required")
+	case c.Feasible == nil:
+		return errors.New("core: Config.Feasible is required")
+	}
+	return nil
+}
+
+// Core is one process's runtime. Its state has owners (DESIGN §8.5):
+//   - the objects it owns: futures in the MemoryStore and counts in the RefTable, leaf
+//     structures partitioned by object ID, used from any goroutine;
+//   - the tasks it submitted and has not finished: its shards (shard.go), each a run loop
+//     (an actor) owning the tasks of one partition of task IDs (ids.TaskID.Family, which
+//     the children of one task share), their dispatch batches, placement and retries;
+//   - the callers of actors (actor.go), each behind its own mutex, flushed by the shard
+//     of its actor ID;
+//   - refs borrowed and lent (borrow.go) and adopted (orphan.go).
+//
+// User goroutines call Submit, Get, Put, Wait and Release; a submission is handed to its
+// shard as a message, so the submitter only pays for creating the future and counting
+// references. The process's owner actor (owner) is the runtime's identity: the owner that
+// refs and the object table name, the caller ID of actor calls, the address borrowers
+// talk to.
+type Core struct {
+	cfg    Config
+	mem    *objects.MemoryStore
+	refs   *objects.RefTable
+	root   *actor.RootContext
+	owner  *actor.PID
+	ownerW *pb.PID
+	shards []*shard
+	mask   uint8
+	closed chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup // the ticker
+
+	stats    Stats
+	inflight atomic.Int64 // bytes of objects being pulled from other nodes right now
+
+	borrows borrowState // refs borrowed from and lent to other runtimes (borrow.go)
+
+	orphans orphanState // borrowed objects whose owner died (orphan.go)
+
+	callers sync.Map // ids.ActorID -> *actorCaller
+}
+
+// Stats counts what the runtime did.
+type Stats struct {
+	Retried       atomic.Int64 // task attempts resubmitted after a failure
+	Reconstructed atomic.Int64 // lost objects recreated by running their task again
+}
+
+// pending is a task (or actor call) submitted and not finished. Its shard's run loop owns
+// its fields but for waiting (counted down by whoever makes an argument ready) and the
+// actor-call fields (guarded by actor.mu).
+type pending struct {
+	tid        ids.TaskID
+	spec       *pb.TaskSpec
+	argRefs    []ids.ObjectID
+	pinned     bool // refs nested in its argument values are pinned (argsKey)
+	waiting    atomic.Int32
+	dispatched bool
+	finished   bool // completed (its shard's loop only)
+
+	// actor calls
+	sh      *shard // the actor's shard, which owns the call
+	actor   *actorCaller
+	seq     uint64
+	sent    bool          // given to the flusher (guarded by actor.mu)
+	call    *pb.ActorCall // what was sent, for resending
+	sentAt  time.Time
+	retries int
+
+	node   ids.NodeID      // where the task was sent
+	placed sched.Resources // what the cluster view counts against node
+	res    sched.Resources // what it asks for (shape())
+	hasRes bool
+	lease  string     // the lease it was pushed to ("" while it waits for one)
+	worker *actor.PID // the lease's worker
+
+	// reconstruction (reconstruct.go)
+	old     objects.Value // the lost value: its old copy in a store is freed first
+	freeing bool          // the old copy is being freed
+}
+
+// New starts a runtime: it spawns the owner actor and the shards in cfg.System.
+func New(cfg Config) (*Core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.InlineLimit <= 0 {
+		cfg.InlineLimit = 100 << 10
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	c := &Core{
+		cfg:    cfg,
+		mem:    objects.NewMemoryStore(),
+		refs:   objects.NewRefTable(),
+		root:   cfg.System.Root,
+		closed: make(chan struct{}),
+	}
+	name := "owner-" + string(cfg.Job) + "-" + ids.NewRootTaskID().String()[:8]
+	props := func(f actor.ReceiveFunc) *actor.Props {
+		p := actor.PropsFromFunc(f)
+		if cfg.Dispatcher != nil {
+			p = p.Configure(actor.WithDispatcher(cfg.Dispatcher))
+		}
+		if cfg.Messages != nil {
+			p = p.Configure(actor.WithMailbox(cfg.Messages.Mailbox()))
+		}
+		return p
+	}
+	pid, err := c.root.SpawnNamed(props(c.receive), name)
+	if err != nil {
+		return nil, fmt.Errorf("core: start owner actor: %w", err)
+	}
+	c.owner = pid
+	c.ownerW = &pb.PID{Address: pid.Address, Id: pid.Id}
+	n := shardCount()
+	c.shards = make([]*shard, n)
+	c.mask = uint8(n - 1)
+	for i := range c.shards {
+		s := newShard(c, i)
+		if s.pid, err = c.root.SpawnNamed(props(s.receive), fmt.Sprintf("%s-s%d", name, i)); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("core: start owner shard %d: %w", i, err)
+		}
+		s.pidW = &pb.PID{Address: s.pid.Address, Id: s.pid.Id}
+		c.shards[i] = s
+	}
+	c.wg.Add(1)
+	go c.ticker()
+	return c, nil
+}
+
+// shardCount is how many shards a runtime runs: two per core (a power of two, 2 to 128),
+// so that the tasks of many submitters spread over as many run loops as there are cores.
+func shardCount() int {
+	n := 2
+	for n < 2*runtime.GOMAXPROCS(0) && n < 128 {
+		n *= 2
+	}
+	return n
+}
+
+// shardOf is the shard that owns task t.
+func (c *Core) shardOf(t ids.TaskID) *shard { return c.shards[t.Family()&c.mask] }
+
+// Close stops the runtime: pending Gets fail with ErrShutdown.
+func (c *Core) Close() {
+	c.once.Do(func() {
+		close(c.closed)
+		c.wg.Wait()
+		for _, s := range c.shards {
+			if s != nil && s.pid != nil {
+				c.root.Stop(s.pid)
+			}
+		}
+		c.root.Stop(c.owner)
+	})
+}
+
+// tickEvery is how often every shard looks for stale actor calls and tasks on nodes that
+// left the view.
+const tickEvery = time.Second
+
+// ticker sends every shard a tick each tickEvery.
+func (c *Core) ticker() {
+	defer c.wg.Done()
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case now := <-t.C:
+			for _, s := range c.shards {
+				c.root.Send(s.pid, tick{now: now})
+			}
+		}
+	}
+}
+
+// OwnerID is the ID of this runtime's owner actor: the caller ID of its actor calls and
+// the owner recorded on what it creates.
+func (c *Core) OwnerID() string { return c.ownerW.Id }
+
+// Stats returns the runtime's counters.
+func (c *Core) Stats() *Stats { return &c.stats }
+
+// MessagesHandled is how many messages the actors of this runtime's process handled (0
+// when not counted: Config.Messages).
+func (c *Core) MessagesHandled() int64 {
+	if c.cfg.Messages == nil {
+		return 0
+	}
+	return c.cfg.Messages.Handled()
+}
+
+// Refs exposes the reference table (tests and memory reports).
+func (c *Core) Refs() *objects.RefTable { return c.refs }
+
+// Objects exposes the memory store (tests and memory reports).
+func (c *Core) Objects() *objects.MemoryStore { return c.mem }
+
+// receive is the owner actor: the borrowing protocol, bounced actor calls, and results
+// sent to the runtime rather than to a shard (passed on to their shards).
+func (c *Core) receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *pb.TaskResult:
+		c.toShard(m)
+	case *pb.ResultBatch:
+		for _, r := range m.Results {
+			c.toShard(r)
+		}
+	case *pb.ActorCallBounce:
+		c.onBounce(m)
+	default:
+		c.onBorrowMessage(ctx)
+	}
+}
+
+// toShard passes a result on to the shard of its task.
+func (c *Core) toShard(r *pb.TaskResult) {
+	if tid, err := ids.TaskIDFromBytes(r.TaskId); err == nil {
+		c.root.Send(c.shardOf(tid).pid, r)
+	}
+}
+
+// AddRef counts a new local reference (an ObjectRef handle) to id.
+func (c *Core) AddRef(id ids.ObjectID) { c.refs.AddLocal(id) }
+
+// ReleaseRef drops a local reference and frees what that releases. explicit is true for a
+// user's Release, false for a garbage-collection cleanup (which never forces a collection:
+// one just ran).
+func (c *Core) ReleaseRef(id ids.ObjectID, explicit bool) {
+	if c.unborrow(id) {
+		return
+	}
+	c.freeAs(c.refs.RemoveLocal(id), explicit)
+}
+
+// ReleaseOwned is ReleaseRef for a reference the caller knows this process owns (it
+// submitted the task or made the Put): no borrow-table lookup.
+func (c *Core) ReleaseOwned(id ids.ObjectID, explicit bool) {
+	c.freeAs(c.refs.RemoveLocal(id), explicit)
+}
+
+// holdArgs counts the references a submitted task holds on its ref arguments (a borrow
+// for borrowed objects); it returns the owned ones, which the task's lineage depends on.
+func (c *Core) holdArgs(refs []ids.ObjectID) (owned []ids.ObjectID) {
+	for _, r := range refs {
+		if !c.moreBorrow(r) {
+			c.refs.AddLocal(r)
+			owned = append(owned, r)
+		}
+	}
+	return owned
+}
+
+// releaseArgs gives back what holdArgs took.
+func (c *Core) releaseArgs(refs []ids.ObjectID) {
+	c.free(c.refs.RemoveLocalAll(c.unborrowArgs(refs)))
+}
+
+// unborrowArgs gives back the borrows among what holdArgs took and returns the owned rest.
+func (c *Core) unborrowArgs(refs []ids.ObjectID) []ids.ObjectID {
+	var owned []ids.ObjectID
+	for _, r := range refs {
+		if !c.unborrow(r) {
+			owned = append(owned, r)
+		}
+	}
+	return owned
+}
+
+// collectAfter is how many bytes of store objects one free must release to wait for the
+// shard and then run a garbage collection. Go's GC paces itself by allocation and does not
+// know that hundreds of MiB just became garbage; until it runs, the next large object gets
+// fresh pages from the OS, and first-touch page faults cost 2-20 µs per 4 KiB on the VMs we
+// measured (0.3-2 GB/s for an 800 MiB Put, against 6-7 GB/s into collected, reused memory).
+// Object bytes hold no pointers, so the collection costs what scanning the rest of the
+// heap costs.
+//
+// The bytes of one free count, not a running total of many: a stream of smaller objects
+// (Ray Data's blocks of a few to tens of MiB) is what the collector's own pacing handles,
+// and forcing a collection every 64 MiB of them cost a streaming pipeline 5-10% of its
+// throughput (`go run ./benchmarks/data -parts a`) for no gain in the large-Put benchmarks,
+// whose objects are each over the threshold.
+const collectAfter = 64 << 20
+
+func (c *Core) free(r objects.Released) { c.freeAs(r, false) }
+
+// freeAs frees what r says; collect allows waiting for the shard and collecting garbage
+// after a large free (see collectAfter).
+func (c *Core) freeAs(r objects.Released, collect bool) {
+	if r.Empty() {
+		return
+	}
+	var inStore map[ids.NodeID][][]byte
+	var bytes int64
+	for _, id := range r.Values() {
+		c.unpin(id) // refs nested in the freed object
+		if v, ready, _ := c.mem.Remove(id); ready && v.InStore {
+			b := id
+			node := v.Node
+			if node == "" {
+				node = c.cfg.Node
+			}
+			if inStore == nil {
+				inStore = map[ids.NodeID][][]byte{}
+			}
+			inStore[node] = append(inStore[node], b[:])
+			bytes += v.Size
+		}
+	}
+	for node, list := range inStore {
+		s := c.storeOf(node)
+		if s == nil {
+			continue // the node is gone, and its objects with it
+		}
+		msg := &pb.FreeObjects{ObjectIds: list}
+		if node == c.cfg.Node && bytes >= collectAfter && collect {
+			// Bounded wait: a shard that does not answer only costs the collection's benefit.
+			_, _ = c.root.RequestFuture(s, msg, 5*time.Second).Result()
+			runtime.GC()
+		} else {
+			c.root.Send(s, msg)
+		}
+	}
+	if c.cfg.Lineage != nil {
+		for _, t := range r.Recorded() {
+			c.cfg.Lineage.Drop(t)
+		}
+	}
+}
+
+// StoreStats asks this node's store shard for its usage and its top largest objects.
+func (c *Core) StoreStats(ctx context.Context, top int) (*pb.StoreStatsReply, error) {
+	return c.StoreStatsOf(ctx, c.cfg.Node, top)
+}
+
+// StoreStatsOf asks the store shard of node for its usage and its top largest objects.
+func (c *Core) StoreStatsOf(ctx context.Context, node ids.NodeID, top int) (*pb.StoreStatsReply, error) {
+	s := c.storeOf(node)
+	if s == nil {
+		return nil, fmt.Errorf("ray: no object store shard on node %s", node)
+	}
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	res, err := c.root.RequestFuture(s, &pb.StoreStats{Top: int32(top)}, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("ray: object store of node %s: %w", node, err)
+	}
+	r, ok := res.(*pb.StoreStatsReply)
+	if !ok {
+		return nil, fmt.Errorf("ray: object store of node %s answered %T", node, res)
+	}
+	return r, nil
+}
+
+// InFlightBytes is the size of the objects this runtime is pulling from other nodes now.
+func (c *Core) InFlightBytes() int64 { return c.inflight.Load() }
+
+// NodeInfos lists the nodes that run this job's tasks (nil when the node did not say).
+func (c *Core) NodeInfos() []*pb.NodeInfo {
+	if c.cfg.Nodes == nil {
+		return nil
+	}
+	return c.cfg.Nodes()
+}
+
+// Node is this runtime's node ID; StoreBudget its object store budget.
+func (c *Core) Node() ids.NodeID { return c.cfg.Node }
+
+// StoreBudget is the node's object store budget in bytes.
+func (c *Core) StoreBudget() int64 { return c.cfg.StoreBytes }

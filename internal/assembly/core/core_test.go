@@ -1,0 +1,409 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	storeshard "github.com/ray-go/ray/objects/shard"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+func init() {
+	if err := tasks.Register(&tasks.Function{Name: "core_test.f", Call: func(context.Context, [][]byte) ([]byte, error) { return nil, nil }}); err != nil {
+		panic(err)
+	}
+}
+
+type lineageMap struct {
+	mu      sync.Mutex
+	records map[ids.TaskID]bool
+	dropped []ids.TaskID
+}
+
+func (l *lineageMap) Record(s *pb.TaskSpec) error {
+	id, _ := ids.TaskIDFromBytes(s.TaskId)
+	l.mu.Lock()
+	l.records[id] = true
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *lineageMap) Drop(t ids.TaskID) {
+	l.mu.Lock()
+	delete(l.records, t)
+	l.dropped = append(l.dropped, t)
+	l.mu.Unlock()
+}
+
+func (l *lineageMap) has(t ids.TaskID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.records[t]
+}
+
+// harness: a Core with a probe scheduler (it grants every lease request on a probe
+// worker, which hands the specs pushed to it to the test) and a real store shard.
+type harness struct {
+	t     *testing.T
+	c     *Core
+	tc    *TaskContext
+	specs chan *pb.TaskSpec
+	lin   *lineageMap
+	fake  *fakeNode
+}
+
+// fakeNode is a scheduler that grants every lease request at once, on a worker that
+// records what is pushed to it (specs) and under which lease (leaseOf, for replies).
+type fakeNode struct {
+	raylet, worker *actor.PID
+	mu             sync.Mutex
+	leaseOf        map[string][]byte
+	grants         int
+}
+
+func newFakeNode(sys *actor.ActorSystem, specs chan<- *pb.TaskSpec) *fakeNode {
+	f := &fakeNode{leaseOf: map[string][]byte{}}
+	f.worker = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*pb.LeasePush); ok {
+			for _, s := range m.Tasks {
+				f.mu.Lock()
+				f.leaseOf[string(s.TaskId)] = m.LeaseId
+				f.mu.Unlock()
+				specs <- s
+			}
+		}
+	}))
+	f.raylet = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*pb.LeaseRequest); ok {
+			f.mu.Lock()
+			f.grants++
+			id := []byte(fmt.Sprintf("lease-%04d", f.grants))
+			f.mu.Unlock()
+			c.Send(actor.NewPID(m.Owner.Address, m.Owner.Id), &pb.LeaseGrant{RequestId: m.RequestId, LeaseId: id,
+				Worker: &pb.PID{Address: f.worker.Address, Id: f.worker.Id}})
+		}
+	}))
+	return f
+}
+
+// lease is the lease the task ran under.
+func (f *fakeNode) lease(task []byte) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.leaseOf[string(task)]
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	t.Cleanup(sys.Shutdown)
+	h := &harness{t: t, specs: make(chan *pb.TaskSpec, 64), lin: &lineageMap{records: map[ids.TaskID]bool{}}}
+	h.fake = newFakeNode(sys, h.specs)
+	raylet := h.fake.raylet
+	store := sys.Root.Spawn(storeshard.Props(storeshard.Config{Node: "n1", Logger: quiet}))
+	total, _ := sched.FromMap(map[string]float64{sched.CPU: 2})
+	c, err := New(Config{Job: "j", Node: "n1", System: sys,
+		Raylet: func() *actor.PID { return raylet }, Store: func() *actor.PID { return store },
+		Feasible: func(r sched.Resources) error {
+			if total.Fits(r) {
+				return nil
+			}
+			return sched.ErrInfeasible
+		},
+		Lineage: h.lin, StoreBytes: 8 << 20, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	h.c, h.tc = c, c.NewDriver()
+	return h
+}
+
+func (h *harness) submit(args ...Arg) ids.ObjectID {
+	h.t.Helper()
+	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
+	id, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Args: args, Resources: res, MaxRetries: 2, RetryExceptions: true})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return id
+}
+
+func (h *harness) spec() *pb.TaskSpec {
+	h.t.Helper()
+	select {
+	case s := <-h.specs:
+		return s
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("no task reached the raylet")
+		return nil
+	}
+}
+
+func (h *harness) noSpec() {
+	h.t.Helper()
+	select {
+	case s := <-h.specs:
+		h.t.Fatalf("unexpected dispatch of %x", s.TaskId)
+	case <-time.After(30 * time.Millisecond):
+	}
+}
+
+// reply delivers a result to the owner actor, as a worker would (under the task's lease).
+func (h *harness) reply(r *pb.TaskResult) {
+	r.LeaseId = h.fake.lease(r.TaskId)
+	h.c.root.Send(h.c.owner, r)
+}
+
+func (h *harness) get(id ids.ObjectID) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return h.tc.Get(ctx, id)
+}
+
+func TestDependenciesAreResolvedBeforeDispatch(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit(Arg{Data: []byte("x")})
+	sa := h.spec()
+	b := h.submit(Arg{Ref: a, IsRef: true})
+	h.noSpec() // b waits for a
+	h.reply(&pb.TaskResult{TaskId: sa.TaskId, Data: []byte("small")})
+	sb := h.spec()
+	if arg := sb.Args[0]; !arg.IsRef || string(arg.Data) != "small" {
+		t.Fatalf("b's argument: %+v, want a's value inlined", arg)
+	}
+	h.reply(&pb.TaskResult{TaskId: sb.TaskId, Data: []byte("done")})
+	if v, err := h.get(b); err != nil || string(v) != "done" {
+		t.Fatalf("Get(b) = %q, %v", v, err)
+	}
+}
+
+func TestFailedDependencyFailsWithoutDispatch(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit()
+	sa := h.spec()
+	b := h.submit(Arg{Ref: a, IsRef: true})
+	h.reply(&pb.TaskResult{TaskId: sa.TaskId, Attempt: 2, Error: &pb.ErrorInfo{Kind: pb.ErrorInfo_SYSTEM, Function: "core_test.f", Message: "stale"}}) // wrong attempt: ignored
+	h.reply(&pb.TaskResult{TaskId: sa.TaskId, Error: &pb.ErrorInfo{Kind: pb.ErrorInfo_UNKNOWN_FUNCTION, Function: "core_test.f", Message: "root"}})
+	h.noSpec()
+	_, err := h.get(b)
+	var oe *ObjectError
+	if !errors.As(err, &oe) || oe.Info.Message != "root" {
+		t.Fatalf("Get(b): %v, want a's error", err)
+	}
+}
+
+func TestRetriesAndIdempotentResults(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit()
+	s0 := h.spec()
+	h.reply(&pb.TaskResult{TaskId: s0.TaskId, Error: &pb.ErrorInfo{Kind: pb.ErrorInfo_APPLICATION, Message: "flaky"}})
+	s1 := h.spec()
+	if s1.Attempt != 1 {
+		t.Fatalf("retry attempt %d, want 1", s1.Attempt)
+	}
+	h.reply(&pb.TaskResult{TaskId: s0.TaskId, Attempt: 0, Data: []byte("late")}) // the old attempt: ignored
+	h.reply(&pb.TaskResult{TaskId: s1.TaskId, Attempt: 1, Data: []byte("ok")})
+	h.reply(&pb.TaskResult{TaskId: s1.TaskId, Attempt: 1, Data: []byte("again")}) // a duplicate: ignored
+	if v, err := h.get(a); err != nil || string(v) != "ok" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if n := h.c.Stats().Retried.Load(); n != 1 {
+		t.Fatalf("%d retries, want 1", n)
+	}
+}
+
+func TestSubmissionErrors(t *testing.T) {
+	h := newHarness(t)
+	unknown, err := h.c.Submit(h.tc, Call{Function: "core_test.nope"})
+	var se *SubmitError
+	if !errors.As(err, &se) || se.Info.Kind != pb.ErrorInfo_UNKNOWN_FUNCTION {
+		t.Fatalf("unknown function: %v", err)
+	}
+	big, _ := sched.FromMap(map[string]float64{sched.CPU: 3})
+	infeasible, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Resources: big})
+	if !errors.Is(err, sched.ErrInfeasible) {
+		t.Fatalf("infeasible: %v", err)
+	}
+	gone := ids.PutID(ids.NewRootTaskID(), 1)
+	lost, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Args: []Arg{{Ref: gone, IsRef: true}}})
+	if !errors.Is(err, ErrUnknownObject) {
+		t.Fatalf("unknown argument: %v", err)
+	}
+	h.noSpec()
+	for _, id := range []ids.ObjectID{unknown, infeasible, lost} {
+		if _, err := h.get(id); err == nil {
+			t.Errorf("Get of a failed submission %s succeeded", id)
+		}
+	}
+}
+
+func TestLifetimes(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit()
+	sa := h.spec()
+	ta, _ := ids.TaskIDFromBytes(sa.TaskId)
+	if err := h.c.FlushLineage(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !h.lin.has(ta) {
+		t.Fatal("no lineage record in the GCS for a task that lives")
+	}
+	// The caller drops its ref while the task runs: the late result is freed at once.
+	h.c.ReleaseRef(a, true)
+	h.reply(&pb.TaskResult{TaskId: sa.TaskId, Data: []byte("v")})
+	deadline := time.Now().Add(5 * time.Second)
+	for h.c.Objects().Len() != 0 || h.lin.has(ta) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after release: %d objects held, lineage kept %v", h.c.Objects().Len(), h.lin.has(ta))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The usual order: the result arrives while its ref lives (a task without ref
+	// arguments takes the fast path, which skips the reference table), is read, and is
+	// freed with its lineage when the ref is dropped.
+	b := h.submit()
+	sb := h.spec()
+	tb, _ := ids.TaskIDFromBytes(sb.TaskId)
+	h.reply(&pb.TaskResult{TaskId: sb.TaskId, Data: []byte("w")})
+	if v, err := h.get(b); err != nil || string(v) != "w" {
+		t.Fatalf("Get of a finished task: %q, %v", v, err)
+	}
+	h.c.ReleaseRef(b, true)
+	if n := h.c.Objects().Len(); n != 0 || h.lin.has(tb) {
+		t.Fatalf("after release of a finished result: %d objects held, lineage kept %v", n, h.lin.has(tb))
+	}
+	// A large Put lives in the store, is read back, and is freed from it.
+	data := make([]byte, 1<<20)
+	data[12345] = 7
+	p, err := h.tc.Put(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := h.get(p); err != nil || len(v) != len(data) || v[12345] != 7 {
+		t.Fatalf("large Put read back: %d bytes, %v", len(v), err)
+	}
+	h.c.ReleaseRef(p, true)
+	if _, err := h.get(p); !errors.Is(err, ErrUnknownObject) {
+		t.Fatalf("Get after release: %v", err)
+	}
+	if _, err := h.tc.Put(make([]byte, 9<<20)); !errors.Is(err, ErrObjectTooLarge) {
+		t.Fatalf("Put over the store budget: %v", err)
+	}
+}
+
+// TestShortLivedTaskLeavesNoLineage: a task whose record is gone before the shard writes
+// it (recordDelay) never reaches the GCS, and neither its write nor its delete is done; a
+// task whose record outlives the delay is written, and deleted when it goes.
+func TestShortLivedTaskLeavesNoLineage(t *testing.T) {
+	h := newHarness(t)
+	short := h.submit()
+	ss := h.spec()
+	h.reply(&pb.TaskResult{TaskId: ss.TaskId, Data: []byte("v")})
+	if _, err := h.get(short); err != nil {
+		t.Fatal(err)
+	}
+	h.c.ReleaseRef(short, true)
+	long := h.submit()
+	sl := h.spec()
+	time.Sleep(3 * recordDelay)
+	ts, _ := ids.TaskIDFromBytes(ss.TaskId)
+	tl, _ := ids.TaskIDFromBytes(sl.TaskId)
+	h.lin.mu.Lock()
+	shortRecorded, longRecorded, dropped := h.lin.records[ts], h.lin.records[tl], len(h.lin.dropped)
+	h.lin.mu.Unlock()
+	if shortRecorded || dropped != 0 || !longRecorded {
+		t.Fatalf("short-lived record written %v, long-lived written %v, %d deletes; want false, true, 0", shortRecorded, longRecorded, dropped)
+	}
+	h.reply(&pb.TaskResult{TaskId: sl.TaskId, Data: []byte("w")})
+	if _, err := h.get(long); err != nil {
+		t.Fatal(err)
+	}
+	h.c.ReleaseRef(long, true)
+	if h.lin.has(tl) {
+		t.Fatal("the long-lived record was not deleted with its object")
+	}
+}
+
+func TestCancelWhileWaitingForArguments(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit()
+	sa := h.spec()
+	b := h.submit(Arg{Ref: a, IsRef: true})
+	if err := h.c.Cancel(b); err != nil {
+		t.Fatal(err)
+	}
+	h.reply(&pb.TaskResult{TaskId: sa.TaskId, Data: []byte("x")})
+	h.noSpec() // b never runs
+	_, err := h.get(b)
+	var oe *ObjectError
+	if !errors.As(err, &oe) || oe.Info.Kind != pb.ErrorInfo_CANCELLED {
+		t.Fatalf("Get of a cancelled task: %v", err)
+	}
+}
+
+func TestWaitCountsFailedEntriesAsReady(t *testing.T) {
+	h := newHarness(t)
+	a := h.submit()
+	h.spec()
+	ctx := context.Background()
+	mask, err := h.tc.Wait(ctx, []ids.ObjectID{a, {}}, 1, 20*time.Millisecond, []bool{false, true})
+	if err != nil || mask[0] || !mask[1] {
+		t.Fatalf("mask %v, %v: want only the failed entry ready", mask, err)
+	}
+	start := time.Now()
+	mask, err = h.tc.Wait(ctx, []ids.ObjectID{a}, 1, 30*time.Millisecond, nil)
+	if err != nil || mask[0] || time.Since(start) < 30*time.Millisecond {
+		t.Fatalf("timeout: mask %v, %v after %v", mask, err, time.Since(start))
+	}
+}
+
+// TestRetryCreatesNewChildIDs: the tasks and objects an attempt of a task creates have IDs
+// of their own. A retried parent's children must not share IDs with the first attempt's,
+// which may still be queued or running for a dead owner: a scheduler would take the
+// retry's child for a duplicate and drop it, and its result would go to the dead owner
+// (a chaos-suite hang).
+func TestRetryCreatesNewChildIDs(t *testing.T) {
+	h := newHarness(t)
+	parent := ids.NewRootTaskID()
+	childOf := func(attempt int32) (ids.ObjectID, ids.ObjectID) {
+		ctx := h.c.TaskContextFor(context.Background(), &pb.TaskSpec{TaskId: parent[:], Attempt: attempt}, nil)
+		tc, _ := FromContext(ctx)
+		res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
+		id, err := h.c.Submit(tc, Call{Function: "core_test.f", Resources: res})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.spec()
+		put, err := tc.Put([]byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, put
+	}
+	c0, p0 := childOf(0)
+	c0again, p0again := childOf(0)
+	c1, p1 := childOf(1)
+	c2, p2 := childOf(2)
+	if c0 != c0again || p0 != p0again {
+		t.Fatalf("the same attempt gave different IDs: %s/%s, %s/%s", c0, c0again, p0, p0again)
+	}
+	if c0 == c1 || c1 == c2 || c0 == c2 || p0 == p1 || p1 == p2 {
+		t.Fatalf("attempts share IDs: children %s %s %s, puts %s %s %s", c0, c1, c2, p0, p1, p2)
+	}
+	if c0.Task() != ids.ChildTaskID(parent, 1) {
+		t.Fatalf("a first attempt's child is %s, want ChildTaskID(parent, 1)", c0.Task())
+	}
+}

@@ -1,0 +1,256 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/objects"
+)
+
+// ObjectError is an object whose producing task failed (or never ran). The root package
+// turns Info into *ray.TaskError or a sentinel.
+type ObjectError struct {
+	Object ids.ObjectID
+	Info   *pb.ErrorInfo
+}
+
+func (e *ObjectError) Error() string {
+	return fmt.Sprintf("object %s: %s: %s", e.Object, e.Info.Function, e.Info.Message)
+}
+
+// ErrorInfo exposes the wire form (used by workers to keep a nested error's origin).
+func (e *ObjectError) ErrorInfo() *pb.ErrorInfo { return e.Info }
+
+// admitTimeout bounds the wait for the store to admit a put while it spills.
+const admitTimeout = 5 * time.Minute
+
+// fetchTimeout bounds one read from a store shard when ctx has no deadline.
+const fetchTimeout = time.Minute
+
+// Get returns the encoded value of id, waiting until it is ready or ctx is done. In a task,
+// waiting lends the task's CPU back to its node.
+func (tc *TaskContext) Get(ctx context.Context, id ids.ObjectID) ([]byte, error) {
+	c := tc.Core
+	v, ready, known := c.mem.Get(id)
+	if !known {
+		return nil, fmt.Errorf("%w: %s (it was released, or is owned by another process)", ErrUnknownObject, id)
+	}
+	if !ready {
+		var err error
+		if v, err = tc.wait(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return tc.getRecovering(ctx, id, v)
+}
+
+func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID) (objects.Value, error) {
+	c := tc.Core
+	ch := c.mem.Ready(id)
+	if ch == nil {
+		return objects.Value{}, fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
+	}
+	select {
+	case <-ch:
+	default:
+		tc.blocked(true)
+		defer tc.blocked(false)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return objects.Value{}, fmt.Errorf("ray: waiting for object %s: %w", id, ctx.Err())
+		case <-c.closed:
+			return objects.Value{}, ErrShutdown
+		}
+	}
+	v, ready, _ := c.mem.Get(id)
+	if !ready {
+		return objects.Value{}, fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
+	}
+	return v, nil
+}
+
+// blocked tells this task's worker that it waits (true) or runs again (false).
+func (tc *TaskContext) blocked(on bool) {
+	if tc.Worker == nil || tc.Spec == nil {
+		return
+	}
+	if on {
+		tc.Core.root.Send(tc.Worker, &pb.TaskBlocked{TaskId: tc.Spec.TaskId})
+	} else {
+		tc.Core.root.Send(tc.Worker, &pb.TaskUnblocked{TaskId: tc.Spec.TaskId})
+	}
+}
+
+func (c *Core) bytesOf(ctx context.Context, id ids.ObjectID, v objects.Value) ([]byte, error) {
+	if v.Err != nil {
+		return nil, &ObjectError{Object: id, Info: v.Err}
+	}
+	if !v.InStore {
+		return v.Data, nil
+	}
+	return c.fetch(ctx, id, v.Node, v.Size)
+}
+
+// fetch reads an object's bytes from the store shard holding them: this node's, or
+// another node's by pulling it in chunks (package objects/transfer).
+func (c *Core) fetch(ctx context.Context, id ids.ObjectID, node ids.NodeID, size int64) ([]byte, error) {
+	remote := node != "" && node != c.cfg.Node
+	if remote && c.cfg.Cluster == nil {
+		return nil, fmt.Errorf("ray: object %s lives on node %s, and this runtime is not in a cluster", id, node)
+	}
+	s := c.storeOf(node)
+	if s == nil {
+		return nil, fmt.Errorf("%w: %s: no object store on node %s (the node is gone)", ErrObjectLost, id, node)
+	}
+	timeout := fetchTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return nil, fmt.Errorf("ray: reading object %s: %w", id, context.DeadlineExceeded)
+		}
+	}
+	if remote {
+		// Bytes on their way in are accounted while they come (InFlightBytes).
+		c.inflight.Add(size)
+		defer c.inflight.Add(-size)
+		return c.pull(ctx, s, id, node)
+	}
+	res, err := c.root.RequestFuture(s, &pb.GetObject{ObjectId: id[:]}, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("ray: reading object %s from node %s: %w", id, node, err)
+	}
+	reply, ok := res.(*pb.GetObjectReply)
+	if ok && reply.Error != "" {
+		return nil, fmt.Errorf("%w: %s", ErrObjectLost, reply.Error)
+	}
+	if !ok || !reply.Found {
+		return nil, fmt.Errorf("%w: %s is not in the store of node %s", ErrObjectLost, id, node)
+	}
+	return reply.Data, nil
+}
+
+// FetchArg reads a task argument that lives in a store (the worker's Env.Fetch).
+func (c *Core) FetchArg(ctx context.Context, a *pb.Arg) ([]byte, error) {
+	id, err := ids.ObjectIDFromBytes(a.ObjectId)
+	if err != nil {
+		return nil, err
+	}
+	return c.fetch(ctx, id, ids.NodeID(a.NodeId), a.Size)
+}
+
+// Put stores an encoded value as a new object owned by this process and returns its ID;
+// the caller holds one reference (see Submit).
+func (tc *TaskContext) Put(data []byte) (ids.ObjectID, error) { return tc.PutNested(data, nil) }
+
+// PutNested is Put of a value holding the refs nested: they live while the new object does.
+func (tc *TaskContext) PutNested(data []byte, nested []Nested) (ids.ObjectID, error) {
+	c := tc.Core
+	id := ids.PutID(tc.idSeed(), tc.puts.Add(1))
+	select {
+	case <-c.closed:
+		return id, ErrShutdown
+	default:
+	}
+	if c.cfg.StoreBytes > 0 && int64(len(data)) > c.cfg.StoreBytes {
+		return id, fmt.Errorf("%w: %d bytes do not fit in the node's object store of %d bytes "+
+			"(raise it with ray.WithObjectStoreMemory)", ErrObjectTooLarge, len(data), c.cfg.StoreBytes)
+	}
+	v := objects.Value{Data: data, Size: int64(len(data))}
+	if len(data) > c.cfg.InlineLimit {
+		s := c.cfg.Store()
+		if s == nil {
+			return id, fmt.Errorf("ray: no object store shard on node %s", c.cfg.Node)
+		}
+		// Wait for the store to admit it: over its budget, the store answers once spilling
+		// has caught up, so a producer cannot outrun the disk (backpressure).
+		res, err := c.root.RequestFuture(s, &pb.PutObject{ObjectId: id[:], Data: data, Owner: c.ownerW}, admitTimeout).Result()
+		if ack, ok := res.(*pb.PutObjectAck); err == nil && ok && ack.Error != "" {
+			return id, fmt.Errorf("ray: the object store refused object %s: %s", id, ack.Error)
+		} else if err != nil {
+			c.cfg.Logger.Warn("ray: the object store did not admit an object in time; going on (it holds it, over budget)", "object", id, "err", err)
+		}
+		v = objects.Value{InStore: true, Node: c.cfg.Node, Size: int64(len(data))}
+	}
+	c.refs.AddLocal(id)
+	c.pin(id, nested)
+	c.mem.Set(id, v)
+	return id, nil
+}
+
+// Ready reports whether id is ready (false for unknown objects).
+func (c *Core) Ready(id ids.ObjectID) bool {
+	_, ready, _ := c.mem.Get(id)
+	return ready
+}
+
+// Wait waits until k of list are ready, the timeout passes (timeout < 0: no timeout) or
+// ctx is done, and reports which are ready: at most k, the first ready ones in list
+// order (Ray's ray.wait). Entries marked in failed, and unknown objects, count as ready
+// (their Get fails at once).
+func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, timeout time.Duration, failed []bool) ([]bool, error) {
+	c := tc.Core
+	ready := make([]bool, len(list))
+	n := 0
+	for i, id := range list {
+		if n == k {
+			return ready, nil
+		}
+		if failed != nil && failed[i] {
+			ready[i] = true
+			n++
+			continue
+		}
+		if _, r, known := c.mem.Get(id); r || !known {
+			ready[i] = true
+			n++
+		}
+	}
+	if n >= k || timeout == 0 {
+		return ready, nil
+	}
+	notify := make(chan int, len(list))
+	var cancels []func()
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}()
+	for i, id := range list {
+		if !ready[i] && (failed == nil || !failed[i]) {
+			i := i
+			cancel, ok := c.mem.OnReadyCancel(id, func(objects.Value) { notify <- i })
+			if !ok {
+				notify <- i
+			}
+			cancels = append(cancels, cancel)
+		}
+	}
+	var expire <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expire = t.C
+	}
+	tc.blocked(true)
+	defer tc.blocked(false)
+	for n < k {
+		select {
+		case i := <-notify:
+			if !ready[i] {
+				ready[i] = true
+				n++
+			}
+		case <-expire:
+			return ready, nil
+		case <-ctx.Done():
+			return ready, fmt.Errorf("ray: wait: %w", ctx.Err())
+		case <-c.closed:
+			return ready, ErrShutdown
+		}
+	}
+	return ready, nil
+}

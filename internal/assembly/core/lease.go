@@ -1,0 +1,223 @@
+package core
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// A shard's worker leases (Ray's direct task submission): for each node its tasks go to,
+// a sched.Leases decides when to ask the node's scheduler for a lease per scheduling class,
+// which tasks to push to which lease's worker, and when to give a lease back; this file
+// carries out what it decides. Tasks go to workers without passing through the scheduler,
+// which sees a request and a release per lease.
+
+// nodeLeases are a shard's leases with one node.
+type nodeLeases struct {
+	node   ids.NodeID
+	raylet *actor.PID
+	leases sched.Leases[*pending, *actor.PID]
+	dirty  bool
+}
+
+// leaseAsk is a lease request waiting for its grant.
+type leaseAsk struct {
+	nl    *nodeLeases
+	shape sched.Resources
+}
+
+// queueTask queues p (placed on node, whose scheduler is raylet) for a lease.
+func (s *shard) queueTask(p *pending, node ids.NodeID, raylet *actor.PID) {
+	nl := s.nodes[node]
+	if nl == nil || nl.raylet != raylet {
+		if nl != nil {
+			s.dropNode(nl) // the node's scheduler changed: a new incarnation
+		}
+		nl = &nodeLeases{node: node, raylet: raylet}
+		s.nodes[node] = nl
+	}
+	p.lease, p.worker = "", nil
+	nl.leases.Add(p, p.shape())
+	s.markDirty(nl)
+}
+
+func (s *shard) markDirty(nl *nodeLeases) {
+	if !nl.dirty {
+		nl.dirty = true
+		s.dirty = append(s.dirty, nl)
+	}
+	s.endOfTurn()
+}
+
+// pumpLeases carries out what the leases of every node that changed this turn decide.
+func (s *shard) pumpLeases() {
+	if len(s.dirty) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, nl := range s.dirty {
+		nl.dirty = false
+		if s.nodes[nl.node] != nl {
+			continue // dropped meanwhile
+		}
+		a := nl.leases.Pump(now)
+		for _, ps := range a.Pushes {
+			specs := make([]*pb.TaskSpec, len(ps.Tasks))
+			for i, p := range ps.Tasks {
+				specs[i] = p.spec
+				p.lease, p.worker = ps.Lease, ps.Worker
+			}
+			s.c.root.Send(ps.Worker, &pb.LeasePush{LeaseId: []byte(ps.Lease), Tasks: specs, ReplyTo: s.pidW})
+		}
+		for _, rq := range a.Requests {
+			s.nextAsk++
+			s.asks[s.nextAsk] = leaseAsk{nl: nl, shape: rq.Shape}
+			s.c.root.Send(nl.raylet, &pb.LeaseRequest{RequestId: s.nextAsk, Resources: tasks.ResourcesToPB(rq.Shape), Backlog: int32(rq.Backlog), Owner: s.pidW})
+		}
+		for _, rl := range a.Releases {
+			delete(s.leaseOf, rl.Lease)
+			s.c.root.Send(nl.raylet, &pb.LeaseRelease{LeaseId: []byte(rl.Lease)})
+		}
+	}
+	clear(s.dirty)
+	s.dirty = s.dirty[:0]
+	if !s.idleTimer {
+		for _, nl := range s.nodes {
+			if nl.leases.Idle() {
+				// Leases kept for more work go back IdleHold after they ran out of it.
+				s.idleTimer = true
+				time.AfterFunc(sched.IdleHold, func() { s.send(idleLeases{}) })
+				break
+			}
+		}
+	}
+}
+
+// idleLeases: time to give back the leases idle for sched.IdleHold.
+type idleLeases struct{}
+
+func (s *shard) releaseIdle() {
+	s.idleTimer = false
+	for _, nl := range s.nodes {
+		if nl.leases.Idle() {
+			s.markDirty(nl)
+		}
+	}
+}
+
+// granted handles a scheduler's answer to a lease request.
+func (s *shard) granted(m *pb.LeaseGrant) {
+	ask, ok := s.asks[m.RequestId]
+	if !ok {
+		return
+	}
+	delete(s.asks, m.RequestId)
+	nl := ask.nl
+	if s.nodes[nl.node] != nl {
+		if len(m.LeaseId) > 0 { // for a node queue dropped meanwhile: give it back
+			s.c.root.Send(nl.raylet, &pb.LeaseRelease{LeaseId: m.LeaseId})
+		}
+		return
+	}
+	if m.Denied != nil || m.Worker == nil {
+		// The node can never hold the class: its tasks fail (infeasible is final; a system
+		// error is retried like any other).
+		e := m.Denied
+		if e == nil {
+			e = &pb.ErrorInfo{Kind: pb.ErrorInfo_SYSTEM, NodeId: string(nl.node), Message: fmt.Sprintf("node %s granted a lease without a worker", nl.node)}
+		}
+		for _, p := range nl.leases.Denied(ask.shape) {
+			err := &pb.ErrorInfo{Kind: e.Kind, Function: p.spec.Function, TaskId: p.tid[:], NodeId: e.NodeId, Message: e.Message}
+			s.onResult(&pb.TaskResult{TaskId: p.tid[:], Attempt: p.spec.Attempt, Error: err})
+		}
+		s.markDirty(nl)
+		return
+	}
+	id := string(m.LeaseId)
+	nl.leases.Granted(ask.shape, id, actor.NewPID(m.Worker.Address, m.Worker.Id), time.Now())
+	s.leaseOf[id] = nl
+	s.markDirty(nl)
+}
+
+// leaseResult counts a result of a pushed task against its lease.
+func (s *shard) leaseResult(p *pending, r *pb.TaskResult) {
+	if p.lease == "" || string(r.LeaseId) != p.lease {
+		return
+	}
+	if nl := s.leaseOf[p.lease]; nl != nil {
+		nl.leases.Done(p.lease, 1, float64(r.RunNanos))
+		s.markDirty(nl)
+	}
+	p.lease, p.worker = "", nil
+}
+
+// returned: a lease's running task blocked, and its worker handed back the tasks behind it.
+func (s *shard) returned(m *pb.LeaseReturned) {
+	id := string(m.LeaseId)
+	nl := s.leaseOf[id]
+	var back []*pending
+	for _, spec := range m.Tasks {
+		tid, err := ids.TaskIDFromBytes(spec.TaskId)
+		if err != nil {
+			continue
+		}
+		if p := s.tasks[tid]; p != nil && p.lease == id && p.spec.Attempt == spec.Attempt {
+			p.lease, p.worker = "", nil
+			back = append(back, p)
+		}
+	}
+	if nl == nil {
+		for _, p := range back { // the lease is gone: place them again
+			s.place(p)
+		}
+		return
+	}
+	nl.leases.Returned(id, back)
+	s.markDirty(nl)
+}
+
+// dropNode forgets a node's leases (the node is gone, or its scheduler changed): waiting
+// tasks are placed again; tasks in flight there are failed by the caller (nodeGone).
+func (s *shard) dropNode(nl *nodeLeases) {
+	delete(s.nodes, nl.node)
+	for id, x := range s.leaseOf {
+		if x == nl {
+			delete(s.leaseOf, id)
+		}
+	}
+	for id, a := range s.asks {
+		if a.nl == nl {
+			delete(s.asks, id)
+		}
+	}
+	for _, p := range nl.leases.Drain() {
+		if s.tasks[p.tid] == p {
+			s.placedDone(p)
+			s.place(p)
+		}
+	}
+}
+
+// unqueue takes p out of its node's waiting tasks; it reports whether p was waiting.
+func (s *shard) unqueue(p *pending) bool {
+	for _, nl := range s.nodes {
+		if nl.leases.Remove(func(q *pending) bool { return q == p }) {
+			return true
+		}
+	}
+	return false
+}
+
+// shape is the resources p asks for.
+func (p *pending) shape() sched.Resources {
+	if !p.hasRes {
+		p.res, p.hasRes = tasks.ResourcesFromPB(p.spec.Resources), true
+	}
+	return p.res
+}

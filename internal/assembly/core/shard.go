@@ -1,0 +1,465 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/objects"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// A shard is the run loop (an actor) that owns the tasks of one partition of this
+// runtime's task IDs: those whose Family selects it, that is the children of some set of
+// parent tasks. Everything about a pending task but its future and reference counts (leaf
+// structures any goroutine may use) is the shard's: its registration, lineage record,
+// dependencies, placement, dispatch, results, retries and cancellation. Other goroutines
+// hand it work as messages; it never blocks on I/O (what must wait runs on a goroutine
+// that answers with a message).
+//
+// Dispatch goes through worker leases (lease.go): per node and scheduling class, the
+// shard asks the node's scheduler for leases and pushes its ready tasks straight to the
+// leased workers, several at a time; the scheduler sees a request and a release per
+// lease, not every task. What a turn of the mailbox decides (pushes, lease requests,
+// releases, actor calls) goes out when the shard's flush message comes around, posted by
+// the first change of the turn: under load the mailbox holds many submissions and results
+// ahead of it and the batches are large; on an idle shard the flush follows at once.
+// Results come back in batches (the worker's ResultBatch). Actor calls of the actors whose
+// ID selects the shard are flushed the same way (actor.go).
+type shard struct {
+	c    *Core
+	i    int
+	pid  *actor.PID
+	pidW *pb.PID
+
+	// inbox: tasks submitted and not yet taken by the loop. Submitters append under its
+	// mutex and wake the loop (drainInbox) only when it was empty, so a burst of
+	// submissions costs one message, not one each.
+	inbox struct {
+		mu     sync.Mutex
+		q      []*pending
+		spare  []*pending
+		queued bool // a drainInbox is in the mailbox
+	}
+
+	tasks    map[ids.TaskID]*pending
+	actors   []*actorCaller // actor callers to flush at the end of this turn
+	flushing bool           // a flushTurn is in the mailbox
+
+	// worker leases (lease.go)
+	nodes   map[ids.NodeID]*nodeLeases
+	dirty   []*nodeLeases // changed this turn: pumped at its end
+	asks    map[uint64]leaseAsk
+	nextAsk uint64
+	leaseOf map[string]*nodeLeases
+	// idleTimer: an idleLeases message is due
+	idleTimer bool
+
+	// lineage (lineage.go): tasks whose records may need writing to the GCS
+	unrecorded  []ids.TaskID
+	recordTimer bool
+
+	callers   map[ids.ActorID]*actorCaller // callers of the actors this shard flushes
+	parked    map[ids.TaskID]*pending      // waiting for a node (cluster mode)
+	parkTimer bool
+	// sweepMissing: nodes with dispatched tasks that the last sweep found gone.
+	sweepMissing map[ids.NodeID]bool
+}
+
+func newShard(c *Core, i int) *shard {
+	return &shard{c: c, i: i, tasks: make(map[ids.TaskID]*pending, 256), callers: map[ids.ActorID]*actorCaller{},
+		nodes: map[ids.NodeID]*nodeLeases{}, asks: map[uint64]leaseAsk{}, leaseOf: map[string]*nodeLeases{}}
+}
+
+// The shard's local messages.
+type (
+	// flushTurn ends a turn: the batches collected go out.
+	flushTurn struct{}
+	// depsReady: the last argument of p became ready.
+	depsReady struct{ p *pending }
+	// completeTask finishes p with r (sent by goroutines that found it done: a dead
+	// actor, a cancellation).
+	completeTask struct {
+		p *pending
+		r *pb.TaskResult
+	}
+	// cancelTask cancels the task; the answer goes to reply.
+	cancelTask struct {
+		tid   ids.TaskID
+		reply chan error
+	}
+	nodeGone       struct{ node ids.NodeID }
+	clusterChanged struct{}
+	tick           struct{ now time.Time }
+	// rerun starts task p again (reconstruction or adoption; p.spec's attempt already
+	// raised), once its old copy is freed.
+	rerun struct{ p *pending }
+	// argsLost: the arguments of p in lost were recreated (being recreated), dispatch p
+	// once they are ready; empty: none was lost that way, retry p as usual.
+	argsLost struct {
+		p    *pending
+		lost []ids.ObjectID
+	}
+	// flushActor: ac has calls to send.
+	flushActor struct{ ac *actorCaller }
+	// actorResolved: ac's instance was found (pid nil: not yet, try later).
+	actorResolved struct {
+		ac  *actorCaller
+		pid *actor.PID
+	}
+	// newCaller: ac is a caller of an actor this shard flushes.
+	newCaller struct{ ac *actorCaller }
+)
+
+func (s *shard) receive(ctx actor.Context) {
+	if s.closed() {
+		return
+	}
+	switch m := ctx.Message().(type) {
+	case drainInbox:
+		s.drainInbox()
+	case *pending:
+		s.submitted(m)
+	case depsReady:
+		if s.tasks[m.p.tid] == m.p && !m.p.dispatched {
+			s.dispatch(m.p)
+		}
+	case *pb.TaskResult:
+		s.onResult(m)
+	case *pb.ResultBatch:
+		for _, r := range m.Results {
+			s.onResult(r)
+		}
+	case *pb.LeaseGrant:
+		s.granted(m)
+	case *pb.LeaseReturned:
+		s.returned(m)
+	case idleLeases:
+		s.releaseIdle()
+	case flushTurn:
+		s.flush()
+	case completeTask:
+		if m.p.actor != nil && !m.p.finished && s.tasks[m.p.tid] == nil {
+			s.tasks[m.p.tid] = m.p // an actor call that never left its outbox
+		}
+		s.complete(m.p, m.r)
+	case cancelTask:
+		s.drainInbox() // a task submitted just before is registered first
+		if _, ok := s.tasks[m.tid]; !ok {
+			m.reply <- errNotHere
+			return
+		}
+		m.reply <- s.cancel(m.tid)
+	case nodeGone:
+		s.nodeGone(m.node)
+	case clusterChanged:
+		s.clusterChanged()
+	case tick:
+		s.c.resendStale(s, m.now)
+		s.sweepGoneNodes()
+	case rerun:
+		s.rerun(m.p)
+	case argsLost:
+		s.argsLost(m.p, m.lost)
+	case flushActor:
+		s.queueActor(m.ac)
+	case actorResolved:
+		s.actorResolved(m.ac, m.pid)
+	case newCaller:
+		s.callers[m.ac.id] = m.ac
+	case recordLineage:
+		s.recordLineage()
+		if m.done != nil {
+			close(m.done)
+		}
+	}
+}
+
+func (s *shard) closed() bool {
+	select {
+	case <-s.c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// drainInbox: the inbox has tasks.
+type drainInbox struct{}
+
+// submit hands the shard a new task (from any goroutine).
+func (s *shard) submit(p *pending) {
+	s.inbox.mu.Lock()
+	s.inbox.q = append(s.inbox.q, p)
+	wake := !s.inbox.queued
+	s.inbox.queued = true
+	s.inbox.mu.Unlock()
+	if wake {
+		s.c.root.Send(s.pid, drainInbox{})
+	}
+}
+
+// drainInbox takes every task submitted so far.
+func (s *shard) drainInbox() {
+	s.inbox.mu.Lock()
+	q := s.inbox.q
+	s.inbox.q = s.inbox.spare[:0]
+	s.inbox.queued = false
+	s.inbox.mu.Unlock()
+	for _, p := range q {
+		s.submitted(p)
+	}
+	clear(q)
+	s.inbox.mu.Lock()
+	s.inbox.spare = q
+	s.inbox.mu.Unlock()
+}
+
+// send hands the shard a message from any goroutine.
+func (s *shard) send(m any) { s.c.root.Send(s.pid, m) }
+
+// endOfTurn makes sure the batches of this turn go out.
+func (s *shard) endOfTurn() {
+	if !s.flushing {
+		s.flushing = true
+		s.c.root.Send(s.pid, flushTurn{})
+	}
+}
+
+// submitted registers a new task and dispatches it once its arguments are ready (an
+// actor call without ref arguments was sent by its submitter already).
+func (s *shard) submitted(p *pending) {
+	s.tasks[p.tid] = p
+	if p.actor == nil {
+		s.toRecord(p.tid)
+	}
+	if !p.dispatched {
+		s.awaitArgs(p, p.argRefs)
+	}
+}
+
+// awaitArgs dispatches p when every object of args is ready (or gone: dispatch then
+// reports it lost).
+func (s *shard) awaitArgs(p *pending, args []ids.ObjectID) {
+	c := s.c
+	var waiting []ids.ObjectID
+	for _, r := range args {
+		if _, ready, known := c.mem.Get(r); known && !ready {
+			waiting = append(waiting, r)
+		}
+	}
+	if len(waiting) == 0 {
+		s.dispatch(p)
+		return
+	}
+	p.waiting.Store(int32(len(waiting)))
+	ready := func(objects.Value) {
+		if p.waiting.Add(-1) == 0 {
+			s.send(depsReady{p})
+		}
+	}
+	for _, r := range waiting {
+		if !c.mem.OnReady(r, ready) {
+			ready(objects.Value{}) // freed meanwhile: dispatch reports it lost
+		}
+	}
+}
+
+// dispatch fills in argument values and locations and sends the task on (to a scheduler,
+// or to its actor), or fails it with its first failed argument's error.
+func (s *shard) dispatch(p *pending) {
+	c := s.c
+	p.dispatched = true
+	tid := p.tid
+	for i, a := range p.spec.Args {
+		if !a.IsRef {
+			continue
+		}
+		id, _ := ids.ObjectIDFromBytes(a.ObjectId)
+		v, ready, known := c.mem.Get(id)
+		if !known || !ready {
+			s.complete(p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
+				Kind: pb.ErrorInfo_OBJECT_LOST, Function: p.spec.Function, TaskId: tid[:], NodeId: string(c.cfg.Node),
+				Message: fmt.Sprintf("argument %d: object %s was freed before the task could run", i+1, id)}})
+			return
+		}
+		if v.Err != nil {
+			// Ray semantics: a task whose argument failed fails with that same error.
+			s.complete(p, &pb.TaskResult{TaskId: tid[:], Error: v.Err})
+			return
+		}
+		if v.InStore {
+			a.NodeId = string(v.Node)
+			a.Size = v.Size
+		} else {
+			a.Data = v.Data
+		}
+	}
+	if p.actor != nil {
+		c.sendActorCall(p)
+		return
+	}
+	s.place(p)
+}
+
+// place places and queues a task (a first attempt or a retry) for its scheduler, parking
+// it while no node is known and failing it when placement fails.
+func (s *shard) place(p *pending) {
+	c := s.c
+	r, err := s.rayletFor(p)
+	if errors.Is(err, sched.ErrNoNodes) || errors.Is(err, errNodeUnready) {
+		// Placed again once the view changes (or after parkRetry): a node whose scheduler
+		// cannot be resolved is one that is starting or has just died, and the view catches
+		// up within the membership's report or the node's lease.
+		s.park(p)
+		return
+	}
+	if err != nil {
+		kind := pb.ErrorInfo_SYSTEM
+		if errors.Is(err, sched.ErrInfeasible) || errors.Is(err, sched.ErrAffinityUnavailable) {
+			kind = pb.ErrorInfo_INFEASIBLE
+		}
+		s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Attempt: p.spec.Attempt, Error: &pb.ErrorInfo{
+			Kind: kind, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(c.cfg.Node), Message: err.Error()}})
+		return
+	}
+	s.queueTask(p, p.node, r)
+	// A node that died between placement and now: NodeGone (run after the view learned
+	// of the death) fails the attempts it finds placed there; one placed after that scan
+	// is caught here, since the view already says the node is gone.
+	if cl := c.cfg.Cluster; cl != nil && p.node != "" && p.node != c.cfg.Node && !cl.Alive(p.node) {
+		s.onResult(&pb.TaskResult{TaskId: p.tid[:], Attempt: p.spec.Attempt, Error: &pb.ErrorInfo{
+			Kind: pb.ErrorInfo_SYSTEM, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(p.node),
+			Message: fmt.Sprintf("node %s died as the task was sent there", p.node)}})
+	}
+}
+
+// flush sends what this turn collected: a batch of specs per scheduler, the outboxes of
+// the actor callers.
+func (s *shard) flush() {
+	s.flushing = false
+	s.pumpLeases()
+	if len(s.actors) > 0 {
+		q := s.actors
+		s.actors = nil
+		for _, ac := range q {
+			s.flushCaller(ac)
+		}
+	}
+}
+
+// onResult handles a task's outcome: retry, or complete.
+func (s *shard) onResult(r *pb.TaskResult) {
+	c := s.c
+	tid, err := ids.TaskIDFromBytes(r.TaskId)
+	if err != nil {
+		return
+	}
+	p, ok := s.tasks[tid]
+	if !ok || r.Attempt != p.spec.Attempt {
+		return // a duplicate or a stale attempt: handlers are idempotent
+	}
+	s.leaseResult(p, r)
+	s.placedDone(p)
+	if r.Error != nil && retriable(p.spec, r.Error) {
+		p.spec.Attempt++
+		c.stats.Retried.Add(1)
+		if r.Error.Kind == pb.ErrorInfo_OBJECT_LOST && len(p.argRefs) > 0 {
+			s.recoverArgs(p) // sent again once its lost arguments are recreated
+			return
+		}
+		s.place(p)
+		return
+	}
+	s.complete(p, r)
+}
+
+func retriable(spec *pb.TaskSpec, e *pb.ErrorInfo) bool {
+	if spec.Attempt >= spec.MaxRetries {
+		return false
+	}
+	switch e.Kind {
+	case pb.ErrorInfo_APPLICATION, pb.ErrorInfo_PANIC:
+		return spec.RetryExceptions
+	case pb.ErrorInfo_SYSTEM, pb.ErrorInfo_OBJECT_LOST:
+		return true
+	}
+	return false
+}
+
+// complete makes the task's return ready and releases its argument references.
+func (s *shard) complete(p *pending, r *pb.TaskResult) {
+	c := s.c
+	tid := p.tid
+	if s.tasks[tid] != p {
+		return
+	}
+	p.finished = true
+	delete(s.tasks, tid)
+	delete(s.parked, tid)
+	if p.actor != nil {
+		c.actorFinished(p)
+	}
+	ret := ids.ReturnID(tid, 1)
+	v := objects.Value{Data: r.Data, InStore: r.InStore, Node: ids.NodeID(r.NodeId), Size: r.Size, Err: r.Error, Meta: r.Meta}
+	if len(r.Nested) > 0 && r.Error == nil {
+		if nested, err := ParseNested(r.Nested); err == nil {
+			c.pinAdopted(ret, nested)
+		} else {
+			c.cfg.Logger.Warn("ray: a task's result holds corrupt refs", "task", tid, "err", err)
+		}
+	}
+	owned := c.unborrowArgs(p.argRefs)
+	if len(owned) == 0 && c.mem.SetIfPresent(ret, v) {
+		// The fast path of a task without owned ref arguments: the reference table has
+		// nothing to drop, and the result's entry, made at submission, is still there, so
+		// a handle to it lived at least until now. A handle dropped since removes the
+		// entry, and with it the value, when its release frees it (after this Set).
+		if p.pinned {
+			c.unpin(argsKey(ret))
+		}
+		return
+	}
+	c.mem.Set(ret, v)
+	unreferenced, released := c.refs.Completed(ret, owned)
+	if unreferenced {
+		// Every handle to the result was dropped while the task ran.
+		released.AddValue(ret)
+	}
+	c.free(released)
+	if p.pinned {
+		c.unpin(argsKey(ret))
+	}
+}
+
+// cancel cancels task tid: a queued or waiting task never runs; a running one has its
+// context cancelled. Its result becomes a cancellation error.
+func (s *shard) cancel(tid ids.TaskID) error {
+	c := s.c
+	p, ok := s.tasks[tid]
+	if !ok {
+		return nil // finished already (or never existed): nothing to cancel
+	}
+	if p.actor != nil {
+		return s.cancelActorCall(p)
+	}
+	p.spec.MaxRetries = 0
+	if p.worker != nil {
+		// Pushed to a lease: its worker cancels it (queued: never runs; running: its
+		// context is cancelled) and answers with a cancelled result.
+		c.root.Send(p.worker, &pb.CancelTask{TaskId: tid[:]})
+		return nil
+	}
+	if s.parked[tid] == p {
+		delete(s.parked, tid)
+	}
+	s.unqueue(p)
+	s.complete(p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
+		Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: tid[:], Message: "task was cancelled before it ran"}})
+	return nil
+}

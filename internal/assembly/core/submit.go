@@ -1,0 +1,155 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/objects"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Arg is one argument as the API hands it over: encoded bytes, or a reference.
+type Arg struct {
+	Data  []byte
+	Ref   ids.ObjectID
+	IsRef bool
+	// Nested are the refs inside Data (kept alive until the task finishes).
+	Nested []Nested
+}
+
+// Call describes one task submission.
+type Call struct {
+	Function        string
+	Args            []Arg
+	Resources       sched.Resources
+	MaxRetries      int32
+	RetryExceptions bool
+	Strategy        string
+	AffinityNode    string
+	AffinitySoft    bool
+}
+
+// SubmitError is a submission that failed before the task could run: unknown function,
+// infeasible resources, or an argument the runtime cannot use. Its return object is made
+// ready with this error too, so dependents fail fast instead of hanging.
+type SubmitError struct {
+	Info *pb.ErrorInfo
+	Err  error
+}
+
+func (e *SubmitError) Error() string { return e.Err.Error() }
+func (e *SubmitError) Unwrap() error { return e.Err }
+
+// Submit submits a task on behalf of tc's task and returns the ID of its return object.
+// The object exists (pending, or failed with the returned error) when Submit returns, and
+// the caller holds one reference to it, which it must give back with ReleaseRef. The rest
+// (lineage, dependencies, dispatch) is the task's shard's, which gets it as a message.
+func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
+	tid := ids.ChildTaskID(tc.idSeed(), tc.children.Add(1))
+	ret := ids.ReturnID(tid, 1)
+	select {
+	case <-c.closed:
+		return ret, ErrShutdown
+	default:
+	}
+	c.mem.Create(ret)
+	if _, ok := tasks.Lookup(call.Function); !ok {
+		err := &tasks.UnknownFunctionError{Name: call.Function}
+		return ret, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_UNKNOWN_FUNCTION, err)
+	}
+	if err := c.cfg.Feasible(call.Resources); err != nil {
+		return ret, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_INFEASIBLE, err)
+	}
+	sh := c.shardOf(tid)
+	spec := &pb.TaskSpec{
+		TaskId:          tid[:],
+		JobId:           string(c.cfg.Job),
+		Function:        call.Function,
+		Args:            make([]*pb.Arg, len(call.Args)),
+		Resources:       tasks.ResourcesToPB(call.Resources),
+		MaxRetries:      call.MaxRetries,
+		RetryExceptions: call.RetryExceptions,
+		ParentTaskId:    tc.Task[:],
+		Owner:           c.ownerW,
+		ReplyTo:         sh.pidW,
+		NumReturns:      1,
+		Strategy:        call.Strategy,
+		AffinityNode:    call.AffinityNode,
+		AffinitySoft:    call.AffinitySoft,
+	}
+	var argRefs []ids.ObjectID
+	for i, a := range call.Args {
+		if a.IsRef {
+			if _, _, known := c.mem.Get(a.Ref); !known {
+				err := fmt.Errorf("argument %d: %w: %s (it was released, or is owned by another process)", i+1, ErrUnknownObject, a.Ref)
+				return ret, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_OBJECT_LOST, err)
+			}
+			ref := a.Ref
+			spec.Args[i] = &pb.Arg{ObjectId: ref[:], IsRef: true}
+			argRefs = append(argRefs, ref)
+		} else {
+			spec.Args[i] = &pb.Arg{Data: a.Data}
+		}
+	}
+	// The caller's reference to the result, the lineage record (the spec, for
+	// reconstruction; the shard writes it to the GCS if it lives long enough: lineage.go),
+	// and the submitted task's references to its arguments (dropped when it finishes).
+	c.refs.Submitted(tid, c.holdArgs(argRefs), spec)
+	p := &pending{tid: tid, spec: spec, argRefs: argRefs, pinned: c.pinArgs(ret, call.Args), res: call.Resources, hasRes: true}
+	sh.submit(p)
+	return ret, nil
+}
+
+// argsKey is the key under which the refs nested in a task's argument values are pinned:
+// the return ID with its index set to 0, which no object has.
+func argsKey(ret ids.ObjectID) ids.ObjectID { return ids.ReturnID(ret.Task(), 0) }
+
+// pinArgs keeps the refs nested in argument values alive until the task finishes; it
+// reports whether there were any.
+func (c *Core) pinArgs(ret ids.ObjectID, args []Arg) bool {
+	var nested []Nested
+	for _, a := range args {
+		nested = append(nested, a.Nested...)
+	}
+	c.pin(argsKey(ret), nested)
+	return len(nested) > 0
+}
+
+func (c *Core) failSubmit(ret ids.ObjectID, tid ids.TaskID, fn string, kind pb.ErrorInfo_Kind, err error) error {
+	info := &pb.ErrorInfo{Kind: kind, Function: fn, TaskId: tid[:], Message: err.Error(), NodeId: string(c.cfg.Node)}
+	c.refs.AddLocal(ret) // the caller's reference, as Submit's success path takes it
+	c.mem.Set(ret, objects.Value{Err: info})
+	return &SubmitError{Info: info, Err: err}
+}
+
+// Cancel cancels the task that produces id: a queued or waiting task never runs; a
+// running one has its context cancelled. Its result becomes a cancellation error. A task
+// belongs to its family's shard, an actor call to its actor's: the family's is asked
+// first, then the others.
+func (c *Core) Cancel(id ids.ObjectID) error {
+	tid := id.Task()
+	first := c.shardOf(tid)
+	order := append([]*shard{first}, c.shards...)
+	for i, s := range order {
+		if i > 0 && s == first {
+			continue
+		}
+		reply := make(chan error, 1)
+		s.send(cancelTask{tid: tid, reply: reply})
+		select {
+		case err := <-reply:
+			if err != errNotHere {
+				return err
+			}
+		case <-c.closed:
+			return ErrShutdown
+		}
+	}
+	return nil // finished already (or never existed): nothing to cancel
+}
+
+// errNotHere: the shard asked to cancel a task does not own it.
+var errNotHere = errors.New("core: the task is not this shard's")

@@ -1,0 +1,311 @@
+package node
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/pb"
+)
+
+// DefaultJoinTimeout bounds how long a driver waits for the node agents to start its job's
+// worker processes.
+const DefaultJoinTimeout = 60 * time.Second
+
+// JoinConfig configures a driver or worker process joining a cluster.
+type JoinConfig struct {
+	// Address are the GCS's etcd client endpoints (host:port).
+	Address   []string
+	Namespace string
+	// Node configures the node; Role must be RoleDriver or RoleWorker, GCS is set by Join.
+	Node Config
+	// Timeout bounds a driver's wait for its job's worker processes (default
+	// DefaultJoinTimeout).
+	Timeout time.Duration
+	// SubmissionID is recorded in the job (a driver started by rayctl job submit).
+	SubmissionID string
+}
+
+// Join connects to the GCS at cfg.Address and starts a node that joins the cluster.
+//
+// A driver registers its job (jobs/<job>: its executable, content hash and arguments, so
+// node agents can start worker processes from the same binary), keeps jobalive/<job> on
+// its node's lease, and waits until every live node agent has started the job's worker
+// process (or said it cannot run the binary). Stopping the node ends the job.
+//
+// A worker records itself as running in jobworkers/<job>/<agent>.
+func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
+	if len(cfg.Address) == 0 {
+		return nil, errors.New("node: join: no GCS address")
+	}
+	if cfg.Node.Role != RoleDriver && cfg.Node.Role != RoleWorker {
+		return nil, fmt.Errorf("node: join: role %q cannot join a cluster", cfg.Node.Role)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultJoinTimeout
+	}
+	store, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: cfg.Address, Namespace: cfg.Namespace, Logger: cfg.Node.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("node: the cluster's GCS at %s is unreachable (is `rayctl start` running there?): %w",
+			strings.Join(cfg.Address, ","), err)
+	}
+	ncfg := cfg.Node
+	ncfg.GCS = store
+	if ncfg.Host == "" {
+		ncfg.Host = HostFor(cfg.Address[0])
+	}
+	n, err := Start(ctx, ncfg)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	n.ownGCS = store
+	if ncfg.Role == RoleWorker {
+		if err := n.recordWorker(ctx); err != nil {
+			n.Stop(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		return n, nil
+	}
+	if err := n.registerJob(ctx, cfg); err != nil {
+		n.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	if err := n.awaitWorkers(ctx, cfg.Timeout); err != nil {
+		n.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return n, nil
+}
+
+// HostFor returns the address this machine is reached at by the peers of a cluster whose
+// GCS is at gcsAddr (host:port): 127.0.0.1 for a GCS on this machine's loopback, else the
+// local address of the route to the GCS.
+func HostFor(gcsAddr string) string {
+	host, _, err := net.SplitHostPort(gcsAddr)
+	if err != nil {
+		host = gcsAddr
+	}
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return "127.0.0.1"
+	}
+	c, err := net.Dial("udp", gcsAddr) // no packet is sent: this only picks a route
+	if err != nil {
+		return "127.0.0.1"
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String()
+}
+
+// fileSHA256 hashes a file.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (n *Node) registerJob(ctx context.Context, cfg JoinConfig) error {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return fmt.Errorf("node: find this program's executable (worker processes run it): %w", err)
+	}
+	sum, err := fileSHA256(exe)
+	if err != nil {
+		return fmt.Errorf("node: hash this program's executable %s: %w", exe, err)
+	}
+	host, _ := os.Hostname()
+	n.job = &pb.JobInfo{JobId: string(n.cfg.Job), State: pb.JobInfo_RUNNING, Executable: exe, Sha256: sum,
+		Goos: runtime.GOOS, Goarch: runtime.GOARCH, DriverNode: string(n.ID), DriverHost: host, DriverPid: int32(os.Getpid()),
+		StartUnixMs: time.Now().UnixMilli(), SubmissionId: cfg.SubmissionID, Args: os.Args[1:], Namespace: cfg.Namespace}
+	b, _ := proto.Marshal(n.job)
+	if _, err := n.store.Put(ctx, gcs.JobKey(string(n.cfg.Job)), b, 0); err != nil {
+		return fmt.Errorf("node: register the job: %w", err)
+	}
+	if _, err := n.store.Put(ctx, gcs.JobAliveKey(string(n.cfg.Job)), []byte(n.ID), n.lease); err != nil {
+		return fmt.Errorf("node: register the job: %w", err)
+	}
+	return nil
+}
+
+// endJob records the job's end (Stop of a driver).
+func (n *Node) endJob(ctx context.Context) {
+	if n.job == nil {
+		return
+	}
+	n.job.State = pb.JobInfo_SUCCEEDED
+	n.job.EndUnixMs = time.Now().UnixMilli()
+	b, _ := proto.Marshal(n.job)
+	jctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := n.store.Put(jctx, gcs.JobKey(string(n.cfg.Job)), b, 0); err != nil {
+		n.cfg.Logger.Warn("node: cannot record the end of the job", "err", err)
+	}
+	_, _ = n.store.Delete(jctx, gcs.JobAliveKey(string(n.cfg.Job)))
+}
+
+// awaitWorkers waits until every live agent has a running worker process for the job (its
+// node is in the view) or said it cannot run it.
+func (n *Node) awaitWorkers(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	job := string(n.cfg.Job)
+	for {
+		agents, _, err := n.store.List(ctx, gcs.AgentAlivePrefix)
+		if err != nil {
+			return fmt.Errorf("node: list the node agents: %w", err)
+		}
+		if len(agents) == 0 {
+			return errors.New("node: no node agent is running in the cluster; start one with `rayctl start --head` " +
+				"(and `rayctl start --address ...` on other machines)")
+		}
+		workers, rev, err := n.store.List(ctx, gcs.JobWorkersOf(job))
+		if err != nil {
+			return fmt.Errorf("node: list the job's worker processes: %w", err)
+		}
+		state := map[string]*pb.JobWorker{}
+		for _, kv := range workers {
+			var w pb.JobWorker
+			if proto.Unmarshal(kv.Value, &w) == nil {
+				state[w.AgentId] = &w
+			}
+		}
+		known := map[string]bool{}
+		for _, ni := range n.view.Nodes() {
+			known[ni.NodeId] = true
+		}
+		var waiting, problems []string
+		running := 0
+		for _, kv := range agents {
+			agent, _ := gcs.TrimKey(gcs.AgentAlivePrefix, kv.Key)
+			w := state[agent]
+			switch {
+			case w == nil || w.State == pb.JobWorker_STARTING:
+				waiting = append(waiting, agent)
+			case w.State == pb.JobWorker_RUNNING && known[w.NodeId]:
+				running++
+			case w.State == pb.JobWorker_RUNNING:
+				waiting = append(waiting, agent)
+			case w.State == pb.JobWorker_UNSUPPORTED:
+				problems = append(problems, fmt.Sprintf("agent %s cannot run this program: %s", agent, w.Message))
+			default:
+				waiting = append(waiting, agent)
+				if w.Message != "" {
+					problems = append(problems, fmt.Sprintf("agent %s: worker process exited: %s (log: %s)", agent, w.Message, w.LogPath))
+				}
+			}
+		}
+		sort.Strings(problems)
+		for _, p := range problems {
+			n.cfg.Logger.Warn("ray: " + p)
+		}
+		if len(waiting) == 0 {
+			if running == 0 {
+				return fmt.Errorf("node: no node of the cluster can run this job: %s", strings.Join(problems, "; "))
+			}
+			return nil
+		}
+		// Wait for a change of the job's worker records (or a node joining the view).
+		wctx, wcancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		for resp := range n.store.Watch(wctx, gcs.JobWorkersOf(job), rev+1) {
+			if resp.Err != nil || len(resp.Events) > 0 {
+				break
+			}
+		}
+		wcancel()
+		if ctx.Err() != nil {
+			if running > 0 {
+				n.cfg.Logger.Warn("ray: starting the job without some nodes: their worker processes did not start in time",
+					"agents", strings.Join(waiting, ","), "timeout", timeout)
+				return nil
+			}
+			msg := fmt.Sprintf("node: no worker process of this job started within %v on agents %s", timeout, strings.Join(waiting, ","))
+			if len(problems) > 0 {
+				msg += ": " + strings.Join(problems, "; ")
+			}
+			return errors.New(msg + "; see the agents' logs under their session directories (rayctl status shows them)")
+		}
+	}
+}
+
+// recordWorker marks the worker process as running (the agent wrote STARTING).
+func (n *Node) recordWorker(ctx context.Context) error {
+	key := gcs.JobWorkerKey(string(n.cfg.Job), n.cfg.AgentID)
+	w := &pb.JobWorker{}
+	if kv, ok, err := n.store.Get(ctx, key); err == nil && ok {
+		_ = proto.Unmarshal(kv.Value, w)
+	}
+	w.JobId, w.AgentId, w.State, w.Pid, w.NodeId, w.Message = string(n.cfg.Job), n.cfg.AgentID, pb.JobWorker_RUNNING, int32(os.Getpid()), string(n.ID), ""
+	b, _ := proto.Marshal(w)
+	if _, err := n.store.Put(ctx, key, b, 0); err != nil {
+		return fmt.Errorf("node: record the worker process: %w", err)
+	}
+	return nil
+}
+
+// ServeWorker runs a worker process until ctx ends or its job or agent goes away, then
+// stops the node. It returns the reason it stopped.
+func (n *Node) ServeWorker(ctx context.Context) string {
+	job, agent := string(n.cfg.Job), n.cfg.AgentID
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	missing := 0
+	reason := ""
+	for reason == "" {
+		select {
+		case <-ctx.Done():
+			reason = "signalled"
+			continue
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, jobAlive, err1 := n.store.Get(cctx, gcs.JobAliveKey(job))
+		agentAlive := true
+		var err2 error
+		if agent != "" {
+			_, agentAlive, err2 = n.store.Get(cctx, gcs.AgentAliveKey(agent))
+		}
+		cancel()
+		switch {
+		case err1 != nil || err2 != nil:
+			missing++ // GCS unreachable: give it a while
+			if missing >= 30 {
+				reason = "the GCS is unreachable"
+			}
+		case !jobAlive:
+			reason = "the job ended"
+		case !agentAlive:
+			missing++
+			if missing >= 3 {
+				reason = "its node agent is gone"
+			}
+		default:
+			missing = 0
+		}
+	}
+	n.Stop(context.Background())
+	return reason
+}

@@ -1,0 +1,756 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/actors"
+	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/assembly/membership"
+	"github.com/ray-go/ray/internal/base/dispatch"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/lineage"
+	"github.com/ray-go/ray/objects/shard"
+	"github.com/ray-go/ray/objects/transfer"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/raylet"
+	"github.com/ray-go/ray/tasks/sched"
+	"github.com/ray-go/ray/tasks/worker"
+)
+
+// Kind names of the node's grains.
+const (
+	KindRaylet = "raylet"
+	KindWorker = "worker"
+	KindStore  = "store"
+	KindActor  = "actor"
+)
+
+// maxMessageBytes raises gRPC's 4 MiB receive limit (DESIGN §2 sharp edges). protoactor's
+// endpoint writer sends up to endpointBatch messages as one gRPC message, and a message
+// over the limit is dropped with the whole batch, silently: object bytes cross processes
+// in chunks of at most 1 MiB (objects/transfer), so endpointBatch chunks must fit with
+// room to spare for other large messages (inline task arguments). With a batch of 100 and
+// a 64 MiB limit, 32 concurrent pulls of 8 chunks each lost 31 of 32 pulls (measured).
+const maxMessageBytes = 256 << 20
+
+// endpointBatch is the endpoint writer's batch size (see maxMessageBytes).
+const endpointBatch = 32
+
+// dispatchGoroutines is the size of the goroutine pool that runs the node's mailboxes
+// (package dispatch): enough for every grain of a node to run at once.
+const dispatchGoroutines = 16
+
+// lineageSealDelay is how long a partly filled lineage page waits for more records before
+// it is written. The owner's shards hand the packer only the records that outlived their
+// own delay (internal/assembly/core lineage.go): short-lived tasks never reach it, so what arrives
+// mostly lives, and the page need not wait long for deletes. Lineage in etcd is what
+// outlives the owner; in the owner itself the spec is kept from submission on.
+const lineageSealDelay = 10 * time.Millisecond
+
+// packerShards is how many lineage Packers a node runs: one per core (a power of two), so
+// that tasks submitted on different cores rarely append to the same one.
+func packerShards() int {
+	n := 1
+	for n < runtime.GOMAXPROCS(0) && n < 64 {
+		n *= 2
+	}
+	return n
+}
+
+// DefaultNodeLeaseTTL is the node's registration lease. etcd's client renews every TTL/3
+// from a 500 ms loop, so leases of 1-2 s are lost under heavy load; a killed node is
+// detected much sooner through protoactor's remote Watch (internal/assembly/membership): the
+// lease is what catches a node that hangs or is cut off. Config.LeaseTTL overrides it (the
+// root package sets it from RAY_NODE_LEASE_TTL, LeaseTTLEnv).
+const DefaultNodeLeaseTTL = 6 * time.Second
+
+// LeaseTTLEnv is the environment variable the root package reads Config.LeaseTTL from (a
+// Go duration, at least MinNodeLeaseTTL; set it for `rayctl start`: the worker processes
+// inherit the agent's environment).
+const LeaseTTLEnv = "RAY_NODE_LEASE_TTL"
+
+// MinNodeLeaseTTL is the shortest lease TTL a node takes (see DefaultNodeLeaseTTL).
+const MinNodeLeaseTTL = 2 * time.Second
+
+// ParseLeaseTTL parses a LeaseTTLEnv value: "" is the default; anything that is not a
+// duration of at least MinNodeLeaseTTL is an error (and the default).
+func ParseLeaseTTL(s string) (time.Duration, error) {
+	if s == "" {
+		return DefaultNodeLeaseTTL, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < MinNodeLeaseTTL {
+		return DefaultNodeLeaseTTL, fmt.Errorf("ray: ignoring %s=%q (want a duration of at least %v); using %v", LeaseTTLEnv, s, MinNodeLeaseTTL, DefaultNodeLeaseTTL)
+	}
+	return d, nil
+}
+
+// Config configures a node. Zero values take the defaults documented per field.
+type Config struct {
+	Job       ids.JobID       // default: a new random job ID
+	Resources sched.Resources // total resources; default: the machine's CPUs
+	// ObjectStoreBytes is the store budget (default DefaultObjectStoreBytes). An object
+	// larger than the whole budget is refused; beyond it the store shard spills to Dir/spill.
+	ObjectStoreBytes int64
+	// Dir holds the node's files. Default: a new temporary directory removed by Stop.
+	Dir string
+	// Lineage turns lineage recording on.
+	Lineage bool
+	// Workers is the number of worker grains (default: max(2, CPUs)).
+	Workers int
+	// GCS, when set, is the cluster's GCS this node joins (the caller owns it and closes
+	// it after Stop); nil starts an embedded single-member etcd in Dir.
+	GCS gcs.Store
+	// SyncAddrs are gRPC servers already running in this process (another node's remote,
+	// an etcd the caller started) that the node syncs with before its remote starts (see
+	// syncGRPCServer): for several nodes in one process under the race detector.
+	SyncAddrs []string
+	// RemoteStarted, when set, is called with the node's address once its remote (gRPC
+	// server) listens; Gate, when set, holds the node's registration in the cluster until
+	// it is closed. Together they let a test start several nodes in one process so that no
+	// member dials another before the last remote has started (see syncGRPCServer).
+	RemoteStarted func(addr string)
+	Gate          <-chan struct{}
+	// Role is RoleLocal (default), RoleDriver or RoleWorker (see the constants); AgentID
+	// names the node agent that started a worker.
+	Role    string
+	AgentID string
+	// Host is the address the node listens on and advertises (default 127.0.0.1; Join
+	// uses the local address that reaches the GCS, so that other machines reach it too).
+	Host string
+	// LeaseTTL is the node's registration lease (default DefaultNodeLeaseTTL; at least
+	// MinNodeLeaseTTL).
+	LeaseTTL time.Duration
+	Logger   *slog.Logger
+}
+
+// gatedProvider holds the member's registration until the gate opens.
+type gatedProvider struct {
+	*membership.Provider
+	gate <-chan struct{}
+}
+
+func (g gatedProvider) StartMember(c *cluster.Cluster) error {
+	<-g.gate
+	return g.Provider.StartMember(c)
+}
+
+// signalLookup reports that cluster.StartMember reached the lookup's Setup, which it
+// calls after the remote started.
+type signalLookup struct {
+	*membership.Lookup
+	started func()
+}
+
+func (s signalLookup) Setup(c *cluster.Cluster, kinds []string, isClient bool) {
+	s.started()
+	s.Lookup.Setup(c, kinds, isClient)
+}
+
+// Node is a running node with its process runtime.
+type Node struct {
+	ID   ids.NodeID
+	Core *core.Core
+
+	cfg       Config
+	dir       string
+	ownDir    bool
+	etcd      *etcdstore.Embedded
+	store     gcs.Store
+	writer    *gcs.Writer
+	packer    *gcs.ShardedPacker
+	system    *actor.ActorSystem
+	cluster   *cluster.Cluster
+	provider  *membership.Provider
+	lookup    *membership.Lookup
+	pool      *dispatch.Pool
+	msgs      dispatch.Counter // messages the node's actors handle
+	probes    []net.Conn       // see syncGRPCServer
+	actors    *actors.Manager
+	table     *actors.Table
+	compactor *gcs.Compactor
+	nodes     *nodeView
+	view      *clusterView              // cluster mode only
+	lease     gcs.LeaseID               // cluster mode: the node record's and load report's lease
+	loads     *loadReporter             // cluster mode, nodes that run tasks
+	ownGCS    gcs.Store                 // a GCS client Join opened (closed by Stop)
+	core      atomic.Pointer[core.Core] // Core, for goroutines started before it exists
+	data      *transfer.Server          // cluster mode: serves this node's objects to other nodes
+	job       *pb.JobInfo               // the job a driver registered (ended by Stop)
+	sub       *eventstream.Subscription
+	// ActorStats counts what this node's actor grains did.
+	ActorStats *actors.Stats
+
+	mu      sync.Mutex
+	rayletP atomic.Pointer[actor.PID] // resolved once: read on every task's placement
+	storeP  atomic.Pointer[actor.PID]
+	stopped bool
+}
+
+// Start starts a single node with an embedded GCS.
+func Start(ctx context.Context, cfg Config) (n *Node, err error) {
+	if cfg.Job == "" {
+		cfg.Job = ids.NewJobID()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	switch cfg.Role {
+	case "":
+		cfg.Role = RoleLocal
+	case RoleLocal, RoleWorker, RoleDriver:
+	default:
+		return nil, fmt.Errorf("node: unknown role %q", cfg.Role)
+	}
+	if cfg.Role != RoleLocal && cfg.GCS == nil {
+		return nil, fmt.Errorf("node: a %s node needs Config.GCS (the cluster it joins)", cfg.Role)
+	}
+	if cfg.Role == RoleDriver {
+		cfg.Resources = sched.Resources{} // a driver runs no tasks
+		cfg.Workers = 1
+	} else if cfg.Resources.IsZero() {
+		return nil, errors.New("node: Config.Resources is empty; give the node at least one resource")
+	}
+	if cfg.ObjectStoreBytes == 0 {
+		cfg.ObjectStoreBytes = DefaultObjectStoreBytes()
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = DefaultNodeLeaseTTL
+	}
+	if cfg.LeaseTTL < MinNodeLeaseTTL {
+		return nil, fmt.Errorf("node: lease TTL %v is under the minimum %v", cfg.LeaseTTL, MinNodeLeaseTTL)
+	}
+	n = &Node{ID: ids.NewNodeID(), cfg: cfg, ActorStats: &actors.Stats{}}
+	defer func() {
+		if err != nil {
+			n.Stop(context.Background())
+		}
+	}()
+	if cfg.Dir == "" {
+		if n.dir, err = os.MkdirTemp("", "ray-go-"); err != nil {
+			return nil, fmt.Errorf("node: create a session directory: %w (set a writable directory with ray.WithDir)", err)
+		}
+		n.ownDir = true
+	} else {
+		n.dir = cfg.Dir
+		if err = os.MkdirAll(n.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("node: session directory %s: %w", n.dir, err)
+		}
+	}
+	if cfg.GCS != nil {
+		n.store = cfg.GCS
+	} else {
+		if n.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(n.dir, "gcs"), Name: "gcs-" + string(n.ID), Logger: cfg.Logger}); err != nil {
+			return nil, fmt.Errorf("node: start the embedded GCS: %w", err)
+		}
+		for _, ep := range n.etcd.Endpoints() {
+			conn, err := syncGRPCServer(ep)
+			if err != nil {
+				return nil, err
+			}
+			n.probes = append(n.probes, conn)
+		}
+		n.store = n.etcd.Client()
+		// This node owns the GCS: it keeps etcd's history short (see gcs.Compactor).
+		n.compactor = gcs.NewCompactor(n.store, gcs.CompactorConfig{Logger: cfg.Logger})
+	}
+	n.writer = gcs.NewWriter(n.store, gcs.WriterConfig{Logger: cfg.Logger})
+	if n.packer, err = gcs.NewShardedPacker(n.writer, gcs.PackerConfig{Prefix: gcs.LineagePrefix, Owner: string(n.ID), SealDelay: lineageSealDelay, Logger: cfg.Logger}, packerShards()); err != nil {
+		return nil, err
+	}
+	n.pool = dispatch.New(dispatchGoroutines, dispatch.DefaultThroughput)
+	for _, addr := range cfg.SyncAddrs {
+		conn, err := syncGRPCServer(addr)
+		if err != nil {
+			return nil, err
+		}
+		n.probes = append(n.probes, conn)
+	}
+	if err = n.startMember(ctx); err != nil {
+		return nil, err
+	}
+	var lin core.Lineage
+	if cfg.Lineage {
+		lin = lineage.NewRecorder(n.packer)
+	}
+	total := cfg.Resources
+	feasible := func(req sched.Resources) error {
+		if total.Fits(req) {
+			return nil
+		}
+		return fmt.Errorf("%w: task requires %v but the cluster's only node has %v", sched.ErrInfeasible, req, total)
+	}
+	var cluster core.Cluster
+	if cfg.GCS != nil {
+		// Cluster mode: the node's record and load report live on its own lease, so a node
+		// that dies leaves the tables within the lease TTL.
+		if n.lease, err = n.store.Grant(ctx, cfg.LeaseTTL); err != nil {
+			return nil, fmt.Errorf("node: lease for the node record: %w", err)
+		}
+		if _, err = n.store.KeepAlive(context.Background(), n.lease); err != nil {
+			return nil, fmt.Errorf("node: keep the node lease alive: %w", err)
+		}
+		if n.view, err = startClusterView(ctx, n); err != nil {
+			return nil, err
+		}
+		if n.data, err = transfer.NewServer(transfer.ServerConfig{Addr: net.JoinHostPort(cfg.Host, "0"), Get: n.readObject, Logger: cfg.Logger}); err != nil {
+			return nil, fmt.Errorf("node: start the object data server: %w", err)
+		}
+		cluster, feasible = n.view, n.view.Feasible
+	}
+	var self *pb.NodeInfo
+	listNodes := func() []*pb.NodeInfo {
+		if n.view != nil {
+			return n.view.Nodes()
+		}
+		return []*pb.NodeInfo{self}
+	}
+	if n.Core, err = core.New(core.Config{
+		Job: cfg.Job, Node: n.ID, System: n.system, Cluster: cluster,
+		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
+		Feasible: feasible, Nodes: listNodes, OrphanLineage: n.orphanLineage,
+		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
+		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
+			Info: func(id string) (*pb.ActorInfo, bool) { return n.actors.Get(id) }},
+	}); err != nil {
+		return nil, err
+	}
+	n.core.Store(n.Core)
+	if n.raylet() == nil || n.objectStore() == nil {
+		return nil, errors.New("node: the node's raylet or store grain could not be activated")
+	}
+	host, _ := os.Hostname()
+	info := &pb.NodeInfo{NodeId: string(n.ID), Address: n.system.Address(), Total: tasks.ResourcesToPB(total),
+		ObjectStoreBytes: cfg.ObjectStoreBytes, StartedUnixMs: time.Now().UnixMilli(),
+		Role: cfg.Role, JobId: string(cfg.Job), AgentId: cfg.AgentID, Hostname: host, Pid: int32(os.Getpid())}
+	if n.data != nil {
+		info.DataAddress = n.data.Addr()
+	}
+	self = info
+	infoB, _ := proto.Marshal(info)
+	if _, err := n.store.Put(ctx, gcs.NodeKey(string(n.ID)), infoB, n.lease); err != nil {
+		return nil, fmt.Errorf("node: register the node: %w", err)
+	}
+	n.nodes.set(info)
+	if n.view != nil && cfg.Role != RoleDriver {
+		n.loads = startLoadReporter(n)
+	}
+	if n.actors, err = actors.NewManager(actors.ManagerConfig{Node: string(n.ID), Job: string(cfg.Job), Table: n.table, Nodes: n.nodes,
+		Activate: func(id string) { n.actorPID(id) }, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	n.actors.Subscribe(n.Core.ActorChanged)
+	n.sub = membership.SubscribeMemberEvents(n.system, func(e *membership.MemberEvent) {
+		n.actors.NodesChanged()
+		if !e.Self && (e.Type == membership.MemberUnreachable || e.Type == membership.MemberLeft) {
+			if n.view != nil {
+				n.view.MarkGone(ids.NodeID(e.Member.NodeID)) // placement avoids it from now on
+			}
+			// Off the publisher's goroutine: failing tasks sends messages and takes locks.
+			go n.Core.NodeGone(ids.NodeID(e.Member.NodeID))
+			// The objects this process borrows from the runtime there are adopted.
+			go n.Core.OwnerGone(e.Member.Address, ids.NodeID(e.Member.NodeID))
+		}
+		if !e.Self && (e.Type == membership.MemberReachable || e.Type == membership.MemberJoined) && n.view != nil {
+			// A member reported unreachable can come back: a broken connection that healed,
+			// or a new process on the address of a dead one (protoactor's stale endpoint
+			// to that address fails the first Watch on it). It is placed on again.
+			n.view.MarkAlive(ids.NodeID(e.Member.NodeID))
+		}
+		if !e.Self && e.Type == membership.MemberLeft {
+			go n.Core.BorrowersGone(e.Member.Address) // its runtime's borrows end with it
+		}
+	})
+	return n, nil
+}
+
+// orphanLineage reads the lineage pages the runtime of node wrote (its packer's pages).
+func (n *Node) orphanLineage(ctx context.Context, node ids.NodeID) (map[string][]byte, error) {
+	recs, _, err := gcs.ReadAll(ctx, n.store, gcs.LineagePrefix+string(node)+"/")
+	return recs, err
+}
+
+// actorPID resolves (activating if need be) the grain of an actor.
+func (n *Node) actorPID(actorID string) *actor.PID {
+	n.mu.Lock()
+	stopped := n.stopped
+	n.mu.Unlock()
+	if stopped {
+		return nil
+	}
+	return n.cluster.Get(membership.ActorIdentity(actorID), KindActor)
+}
+
+// readObject reads an object from this node's store shard for the data server (in
+// process, the shard hands over its slice without a copy).
+func (n *Node) readObject(ctx context.Context, id ids.ObjectID) ([]byte, error) {
+	s := n.objectStore()
+	if s == nil {
+		return nil, errors.New("node: stopping")
+	}
+	timeout := time.Minute
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	res, err := n.system.Root.RequestFuture(s, &pb.GetObject{ObjectId: id[:]}, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("node: read object %s from the store: %w", id, err)
+	}
+	reply, ok := res.(*pb.GetObjectReply)
+	switch {
+	case ok && reply.Error != "":
+		return nil, fmt.Errorf("%w: %s", transfer.ErrUnreadable, reply.Error)
+	case !ok || !reply.Found:
+		return nil, fmt.Errorf("%w: %s is not in the store of node %s", transfer.ErrNotFound, id, n.ID)
+	}
+	return reply.Data, nil
+}
+
+// Actors is the node's actor manager (the actor table as this node sees it).
+func (n *Node) Actors() *actors.Manager { return n.actors }
+
+// nodeView is the actors.NodeView of a node: alive members of its job that host actors,
+// with the resources their node records say they have.
+type nodeView struct {
+	provider *membership.Provider
+	store    gcs.Store
+	job      ids.JobID
+	mu       sync.Mutex
+	totals   map[string]sched.Resources
+	skip     map[string]bool // drivers and other jobs' nodes
+}
+
+func (v *nodeView) set(info *pb.NodeInfo) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !runsTasks(info, v.job) {
+		v.skip[info.NodeId] = true
+		return
+	}
+	v.totals[info.NodeId] = tasks.ResourcesFromPB(info.Total)
+}
+
+// Alive implements actors.NodeView. A node whose record is not known yet is read once.
+func (v *nodeView) Alive() map[string]sched.Resources {
+	out := map[string]sched.Resources{}
+	for id, m := range v.provider.Nodes() {
+		if !m.HasKind(KindActor) {
+			continue
+		}
+		v.mu.Lock()
+		r, ok := v.totals[id]
+		skip := v.skip[id]
+		v.mu.Unlock()
+		if skip {
+			continue
+		}
+		if !ok {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			kv, found, err := v.store.Get(ctx, gcs.NodeKey(id))
+			cancel()
+			if err != nil || !found {
+				continue
+			}
+			var info pb.NodeInfo
+			if proto.Unmarshal(kv.Value, &info) != nil {
+				continue
+			}
+			v.set(&info)
+			if !runsTasks(&info, v.job) {
+				continue
+			}
+			r = tasks.ResourcesFromPB(info.Total)
+		}
+		out[id] = r
+	}
+	return out
+}
+
+func (n *Node) startMember(ctx context.Context) error {
+	logger := n.cfg.Logger
+	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	var err error
+	if n.provider, err = membership.NewProvider(membership.Config{Store: n.store, NodeID: string(n.ID), LeaseTTL: n.cfg.LeaseTTL, Logger: logger}); err != nil {
+		return err
+	}
+	lookup, err := membership.NewLookup(membership.LookupConfig{Store: n.store, Resolver: n.provider, Logger: logger})
+	if err != nil {
+		return err
+	}
+	n.lookup = lookup
+	n.nodes = &nodeView{provider: n.provider, store: n.store, job: n.cfg.Job, totals: map[string]sched.Resources{}, skip: map[string]bool{}}
+	workers := n.cfg.Workers
+	if workers <= 0 {
+		workers = max(2, int(n.cfg.Resources.Get(sched.CPU).Float()+0.999))
+	}
+	rcfg := raylet.Config{Node: n.ID, Total: n.cfg.Resources, Workers: workers, Logger: logger,
+		Worker: func(i int) *actor.PID {
+			return n.cluster.Get(membership.NodeIdentity(string(n.ID), "worker/"+strconv.Itoa(i)), KindWorker)
+		}}
+	if err := rcfg.Validate(); err != nil {
+		return err
+	}
+	wenv := worker.Env{Node: n.ID, Store: n.objectStore, Raylet: n.raylet, Logger: logger,
+		Context: func(parent context.Context, spec *pb.TaskSpec, r *actor.PID) context.Context {
+			return n.Core.TaskContextFor(parent, spec, r)
+		},
+		Fetch:  func(ctx context.Context, a *pb.Arg) ([]byte, error) { return n.Core.FetchArg(ctx, a) },
+		Nested: core.NestedOf,
+		Meta:   core.MetaOf,
+	}
+	if err := wenv.Validate(); err != nil {
+		return err
+	}
+	objTable := objectTable{w: n.writer}
+	n.table = &actors.Table{Store: n.store}
+	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet,
+		Runner: worker.Runner{Node: n.ID, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf},
+		Context: func(parent context.Context, spec *pb.TaskSpec, incarnation uint64) context.Context {
+			return n.Core.ActorCallContext(parent, spec, incarnation)
+		},
+	}
+	if err := aenv.Validate(); err != nil {
+		return err
+	}
+	pooled := func(p *actor.Props) *actor.Props {
+		return p.Configure(actor.WithDispatcher(n.pool), actor.WithMailbox(n.msgs.Mailbox()))
+	}
+	kinds := []*cluster.Kind{
+		cluster.NewKind(KindRaylet, pooled(raylet.Props(rcfg))),
+		cluster.NewKind(KindWorker, pooled(worker.Props(wenv))),
+		cluster.NewKind(KindStore, pooled(shard.Props(shard.Config{Node: n.ID, Table: objTable, Logger: logger,
+			Budget: n.cfg.ObjectStoreBytes, SpillDir: filepath.Join(n.dir, "spill")}))),
+		cluster.NewKind(KindActor, pooled(actors.Props(aenv))),
+	}
+	rem := remote.Configure(n.cfg.Host, 0,
+		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes)),
+		remote.WithEndpointWriterBatchSize(endpointBatch))
+	// Gossip keys members by actor-system ID and blocks IDs on missed heartbeats, which
+	// fights our lease-based membership (internal/assembly/membership); it is turned off.
+	var prov cluster.ClusterProvider = n.provider
+	if n.cfg.Gate != nil {
+		prov = gatedProvider{n.provider, n.cfg.Gate}
+	}
+	var look cluster.IdentityLookup = lookup
+	if n.cfg.RemoteStarted != nil {
+		look = signalLookup{lookup, func() { n.cfg.RemoteStarted(n.system.Address()) }}
+	}
+	ccfg := cluster.Configure("ray-"+string(n.ID), prov, look, rem, cluster.WithKinds(kinds...), membership.WithoutGossip())
+	n.cluster = cluster.New(n.system, ccfg)
+	started := make(chan any, 1)
+	go func() {
+		defer func() { started <- recover() }()
+		n.cluster.StartMember()
+	}()
+	select {
+	case p := <-started:
+		if p != nil {
+			return fmt.Errorf("node: start the cluster member: %v", p)
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("node: start the cluster member: %w", ctx.Err())
+	}
+	return nil
+}
+
+func (n *Node) raylet() *actor.PID { return n.grain(&n.rayletP, "raylet", KindRaylet) }
+
+func (n *Node) objectStore() *actor.PID { return n.grain(&n.storeP, "store/0", KindStore) }
+
+// grain returns the node's grain of kind named what, resolving it on first use (not once
+// the node stopped).
+func (n *Node) grain(cache *atomic.Pointer[actor.PID], what, kind string) *actor.PID {
+	if p := cache.Load(); p != nil {
+		return p
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p := cache.Load(); p != nil || n.stopped {
+		return p
+	}
+	p := n.cluster.Get(membership.NodeIdentity(string(n.ID), what), kind)
+	cache.Store(p)
+	return p
+}
+
+// System is the node's actor system.
+func (n *Node) System() *actor.ActorSystem { return n.system }
+
+// GCS is the node's GCS client.
+func (n *Node) GCS() gcs.Store { return n.store }
+
+// Flush makes every GCS write issued so far durable (lineage pages, object table).
+func (n *Node) Flush(ctx context.Context) error {
+	if n.Core != nil {
+		if err := n.Core.FlushLineage(ctx); err != nil {
+			return err
+		}
+	}
+	if err := n.packer.Flush(ctx); err != nil {
+		return err
+	}
+	return n.writer.Flush(ctx)
+}
+
+// Raylet returns the node's scheduler grain.
+func (n *Node) Raylet() *actor.PID { return n.raylet() }
+
+// Store returns the node's object store shard grain.
+func (n *Node) Store() *actor.PID { return n.objectStore() }
+
+// Dir is the node's session directory.
+func (n *Node) Dir() string { return n.dir }
+
+// Stop stops everything Start started and removes what it created. It is safe to call
+// more than once.
+func (n *Node) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		return nil
+	}
+	n.stopped = true
+	n.mu.Unlock()
+	var errs []error
+	if n.actors != nil {
+		n.releaseOwnedActors(ctx)
+		n.actors.Stop()
+	}
+	if n.sub != nil {
+		n.system.EventStream.Unsubscribe(n.sub)
+	}
+	if n.loads != nil {
+		n.loads.stop()
+	}
+	if n.data != nil {
+		n.data.Close()
+	}
+	if n.view != nil {
+		n.view.stop()
+	}
+	if n.Core != nil {
+		n.Core.Close()
+	}
+	// A node that runs tasks leaves the node table first, so that no more work is placed
+	// on it. A driver ends its job (and with it the job's worker processes) only after its
+	// own member has shut down, so that it does not watch them go.
+	leave := func() {
+		if n.writer == nil || n.store == nil {
+			return
+		}
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, _ = n.store.Delete(dctx, gcs.NodeKey(string(n.ID)))
+		if n.lease != 0 {
+			_ = n.store.Revoke(dctx, n.lease)
+		}
+	}
+	if n.job == nil {
+		leave()
+	}
+	if n.cluster != nil {
+		// Shutdown(true) sleeps 2 s for ownership hand-over we do not use; the provider
+		// is shut down (its lease revoked) explicitly instead.
+		n.cluster.Shutdown(false)
+		if n.lookup != nil {
+			n.lookup.Shutdown()
+		}
+		if n.provider != nil {
+			if err := n.provider.Shutdown(true); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if n.job != nil {
+		n.endJob(ctx)
+		leave()
+	}
+	if n.packer != nil {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := n.packer.Close(pctx); err != nil {
+			errs = append(errs, fmt.Errorf("node: flush lineage: %w", err))
+		}
+		cancel()
+	}
+	if n.writer != nil {
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := n.writer.Close(fctx); err != nil {
+			errs = append(errs, fmt.Errorf("node: flush GCS writes: %w", err))
+		}
+		cancel()
+	}
+	if n.pool != nil {
+		n.pool.Close()
+	}
+	if n.compactor != nil {
+		n.compactor.Stop()
+	}
+	if n.etcd != nil {
+		n.etcd.Close()
+	}
+	if n.ownGCS != nil {
+		n.ownGCS.Close()
+	}
+	for _, c := range n.probes { // closed already when etcd said GOAWAY; see syncGRPCServer
+		c.Close()
+	}
+	if n.ownDir {
+		if err := os.RemoveAll(n.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// objectTable writes object table records through the writer.
+type objectTable struct{ w *gcs.Writer }
+
+func (t objectTable) Record(id ids.ObjectID, entry []byte) {
+	t.w.Put(gcs.ObjectKey(id.String()), entry)
+}
+func (t objectTable) Drop(id ids.ObjectID) { t.w.Delete(gcs.ObjectKey(id.String())) }
+
+// releaseOwnedActors ends the actors this node's runtime created that are not detached
+// (Ray: an actor dies with its owner). With an embedded GCS everything ends anyway.
+func (n *Node) releaseOwnedActors(ctx context.Context) {
+	if n.etcd != nil || n.Core == nil {
+		return
+	}
+	owner := n.Core.OwnerID()
+	for _, info := range n.actors.All() {
+		if info.Detached || info.Owner == nil || info.Owner.Id != owner || lifecycle.Phase(info.Phase) == lifecycle.Dead {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, _, _, err := n.actors.Table().Step(sctx, fmt.Sprintf("%x", info.ActorId), lifecycle.OwnerDied{})
+		cancel()
+		if err != nil && !errors.Is(err, lifecycle.ErrInvalidTransition) {
+			n.cfg.Logger.Warn("node: cannot end an actor owned by this runtime", "err", err)
+		}
+	}
+}

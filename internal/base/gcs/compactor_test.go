@@ -1,0 +1,62 @@
+package gcs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/memstore"
+)
+
+func TestCompactorKeepsHistoryShort(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+	c := gcs.NewCompactor(store, gcs.CompactorConfig{Interval: 5 * time.Millisecond, Keep: 10, MinGap: 20})
+	defer c.Stop()
+	// Below MinGap + Keep revisions nothing is compacted.
+	for i := range 25 {
+		if _, err := store.Put(ctx, fmt.Sprintf("k%d", i%3), []byte("v"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	if rev, runs := c.Compacted(); runs != 0 {
+		t.Fatalf("compacted to %d after only 25 revisions", rev)
+	}
+	for i := range 100 {
+		if _, err := store.Put(ctx, fmt.Sprintf("k%d", i%3), []byte("v"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Once the writes stop, the compactor catches up: it never keeps less than Keep
+	// revisions, and leaves at most Keep+MinGap.
+	cur, err := store.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rev, runs := c.Compacted()
+		if rev > cur-10 {
+			t.Fatalf("compacted to %d with the store at %d: less than Keep=10 revisions kept", rev, cur)
+		}
+		if runs > 0 && rev >= cur-10-20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("compacted to %d after %d runs with the store at %d; want within [%d, %d]", rev, runs, cur, cur-30, cur-10)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// History before the compaction is gone: a watch from revision 1 fails.
+	for resp := range store.Watch(ctx, "k", 1) {
+		if !errors.Is(resp.Err, gcs.ErrCompacted) {
+			t.Fatalf("watch from revision 1: %v, want ErrCompacted", resp.Err)
+		}
+		break
+	}
+}

@@ -1,0 +1,304 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+)
+
+// Defaults of EmbedConfig.
+const (
+	DefaultQuotaBytes          = 2 << 30 // etcd's own default backend quota
+	DefaultCompactionRetention = 10_000  // revisions kept by auto-compaction
+	DefaultSnapshotCount       = 5_000   // raft entries between snapshots
+	DefaultStartTimeout        = 30 * time.Second
+)
+
+// EmbedConfig configures a single-member etcd server running inside this process (local
+// mode, `rayctl start --head`, tests).
+type EmbedConfig struct {
+	// Dir holds the member's data (WAL, snapshots, bbolt database). Required. Starting
+	// again on the same Dir recovers the data.
+	Dir string
+	// Name is the member name (default "gcs").
+	Name string
+	// Host is the address the server listens on and advertises (default 127.0.0.1; a
+	// cluster spanning machines needs an address the others reach).
+	Host string
+	// ClientPort and PeerPort are the ports on Host; 0 picks a free one.
+	ClientPort, PeerPort int
+	// Namespace is the key prefix of the stores Client returns (see Config.Namespace).
+	Namespace string
+	// QuotaBytes is the backend size at which etcd refuses writes (default 2 GiB).
+	QuotaBytes int64
+	// CompactionRetention is how many revisions auto-compaction keeps (etcd's "revision"
+	// mode; default 10 000). etcd runs it every 5 minutes, compacting to the current
+	// revision minus the retention: a watcher may fall that many revisions behind and still
+	// resume without a gap. Writers that produce many revisions per second should also
+	// compact themselves (Store.Compact) to keep the database small.
+	CompactionRetention int
+	// SnapshotCount is how many raft entries are applied between snapshots (default
+	// 5 000; etcd's is 100 000). The raft log in memory is bounded by it, which matters
+	// because GCS transactions are large (up to 1.5 MiB each).
+	SnapshotCount uint64
+	// InitialCluster, for a member of a multi-member cluster, names every member's peer URL
+	// ("name=http://host:port,..."; this member's entry must use Name and PeerPort). Empty:
+	// a single-member cluster.
+	InitialCluster string
+	// UnsafeNoFsync skips fsync (faster, loses recent writes on a machine crash). For
+	// tests and benchmarks only.
+	UnsafeNoFsync bool
+	// StartTimeout bounds the wait for the server to become ready (default 30 s).
+	StartTimeout time.Duration
+	// Logger receives etcd's error-level messages (default: discard).
+	Logger *slog.Logger
+}
+
+// Validate reports a configuration that cannot work.
+func (c EmbedConfig) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("etcdstore: embed: empty Dir")
+	case c.ClientPort < 0 || c.ClientPort > 65535 || c.PeerPort < 0 || c.PeerPort > 65535:
+		return errors.New("etcdstore: embed: port out of range")
+	case c.ClientPort != 0 && c.ClientPort == c.PeerPort:
+		return errors.New("etcdstore: embed: client and peer port are the same")
+	case c.QuotaBytes < 0 || c.CompactionRetention < 0 || c.StartTimeout < 0:
+		return errors.New("etcdstore: embed: negative value")
+	}
+	return nil
+}
+
+// Embedded is a running single-member etcd server.
+type Embedded struct {
+	etcd      *embed.Etcd
+	cfg       EmbedConfig
+	endpoints []string
+
+	mu      sync.Mutex
+	clients map[*Store]struct{}
+	closed  bool
+}
+
+// StartEmbedded starts an etcd server and waits until it serves. The server listens on
+// 127.0.0.1 only, elects itself within ~100 ms (TickMs 10, ElectionMs 100) and has
+// auto-compaction and a quota on (see EmbedConfig).
+func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = "gcs"
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.QuotaBytes == 0 {
+		cfg.QuotaBytes = DefaultQuotaBytes
+	}
+	if cfg.CompactionRetention == 0 {
+		cfg.CompactionRetention = DefaultCompactionRetention
+	}
+	if cfg.SnapshotCount == 0 {
+		cfg.SnapshotCount = DefaultSnapshotCount
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	// A port we picked may be taken by someone else before etcd binds it: pick again.
+	picked := cfg.ClientPort == 0 || cfg.PeerPort == 0
+	for attempt := 1; ; attempt++ {
+		e, err := start(ctx, cfg)
+		if err == nil || !picked || !errors.Is(err, errPortInUse) || attempt == 5 {
+			return e, err
+		}
+	}
+}
+
+var errPortInUse = errors.New("port in use")
+
+func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
+	clientPort, peerPort := cfg.ClientPort, cfg.PeerPort
+	var err error
+	if clientPort == 0 {
+		if clientPort, err = freePort(peerPort); err != nil {
+			return nil, err
+		}
+	}
+	if peerPort == 0 {
+		if peerPort, err = freePort(clientPort); err != nil {
+			return nil, err
+		}
+	}
+	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(clientPort))}
+	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(peerPort))}
+
+	ec := embed.NewConfig()
+	ec.Name = cfg.Name
+	ec.Dir = cfg.Dir
+	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
+	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
+	ec.InitialCluster = cfg.Name + "=" + peerURL.String()
+	if cfg.InitialCluster != "" {
+		ec.InitialCluster = cfg.InitialCluster
+	}
+	ec.InitialClusterToken = "ray-gcs"
+	ec.TickMs, ec.ElectionMs = 10, 100
+	ec.AutoCompactionMode = embed.CompactorModeRevision
+	ec.AutoCompactionRetention = strconv.Itoa(cfg.CompactionRetention)
+	ec.QuotaBackendBytes = cfg.QuotaBytes
+	ec.MaxTxnOps = gcs.MaxTxnOps
+	ec.MaxRequestBytes = 3 << 19 // 1.5 MiB, etcd's default, above gcs.MaxRequestBytes
+	ec.SnapshotCount = cfg.SnapshotCount
+	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	ec.EnableGRPCGateway = false
+	ec.Logger, ec.LogLevel = "zap", "error"
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapLogger(cfg.Logger, zapcore.ErrorLevel))
+
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		if isAddrInUse(err) {
+			return nil, fmt.Errorf("etcdstore: embed: client port %d or peer port %d on %s is in use: %w (%w)",
+				clientPort, peerPort, cfg.Host, errPortInUse, err)
+		}
+		return nil, fmt.Errorf("etcdstore: embed: start etcd in %s: %w", cfg.Dir, err)
+	}
+	timer := time.NewTimer(cfg.StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err = <-e.Err():
+		err = fmt.Errorf("etcdstore: embed: etcd failed while starting: %w", err)
+	case <-e.Server.StopNotify():
+		err = errors.New("etcdstore: embed: etcd stopped while starting")
+	case <-timer.C:
+		err = fmt.Errorf("etcdstore: embed: etcd not ready within %v", cfg.StartTimeout)
+	case <-ctx.Done():
+		err = fmt.Errorf("etcdstore: embed: %w", ctx.Err())
+	}
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return &Embedded{
+		etcd:      e,
+		cfg:       cfg,
+		endpoints: []string{clientURL.String()},
+		clients:   make(map[*Store]struct{}),
+	}, nil
+}
+
+func isAddrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+// freePort returns a port on 127.0.0.1 that nobody listens on right now, other than not.
+func freePort(not int) (int, error) {
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("etcdstore: embed: pick a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if port != not {
+			return port, nil
+		}
+	}
+}
+
+// IsLeader reports whether this member is its cluster's raft leader now.
+func (e *Embedded) IsLeader() bool { return e.etcd.Server.Leader() == e.etcd.Server.ID() }
+
+// Endpoints returns the client URLs, for New and for other processes.
+func (e *Embedded) Endpoints() []string { return append([]string(nil), e.endpoints...) }
+
+// Client returns a Store that talks to the server in-process (etcd's v3client: no gRPC,
+// no sockets), under EmbedConfig.Namespace. Each call returns a new Store; close each, or
+// let Close close them.
+func (e *Embedded) Client() gcs.Store {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return closedStore{}
+	}
+	s := newStore(v3client.New(e.etcd.Server), e.cfg.Namespace, e.forget)
+	e.clients[s] = struct{}{}
+	return s
+}
+
+func (e *Embedded) forget(s *Store) {
+	e.mu.Lock()
+	delete(e.clients, s)
+	e.mu.Unlock()
+}
+
+// Close closes the stores Client returned, stops the server and waits for it.
+func (e *Embedded) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return fmt.Errorf("etcdstore: embed: %w", gcs.ErrClosed)
+	}
+	e.closed = true
+	clients := make([]*Store, 0, len(e.clients))
+	for s := range e.clients {
+		clients = append(clients, s)
+	}
+	e.mu.Unlock()
+	for _, s := range clients {
+		_ = s.Close()
+	}
+	e.etcd.Close()
+	return nil
+}
+
+// closedStore is what Client returns after Close: every call fails with ErrClosed.
+type closedStore struct{}
+
+var errStoreClosed = fmt.Errorf("etcdstore: embedded server closed: %w", gcs.ErrClosed)
+
+func (closedStore) Get(context.Context, string) (gcs.KV, bool, error) {
+	return gcs.KV{}, false, errStoreClosed
+}
+func (closedStore) List(context.Context, string) ([]gcs.KV, int64, error) {
+	return nil, 0, errStoreClosed
+}
+func (closedStore) Count(context.Context, string) (int64, error) { return 0, errStoreClosed }
+func (closedStore) Put(context.Context, string, []byte, gcs.LeaseID) (int64, error) {
+	return 0, errStoreClosed
+}
+func (closedStore) Delete(context.Context, string) (int64, error) { return 0, errStoreClosed }
+func (closedStore) Txn(context.Context, []gcs.Cmp, []gcs.Op) (bool, int64, error) {
+	return false, 0, errStoreClosed
+}
+func (closedStore) Watch(context.Context, string, int64) <-chan gcs.WatchResponse {
+	ch := make(chan gcs.WatchResponse, 1)
+	ch <- gcs.WatchResponse{Err: errStoreClosed}
+	close(ch)
+	return ch
+}
+func (closedStore) Grant(context.Context, time.Duration) (gcs.LeaseID, error) {
+	return 0, errStoreClosed
+}
+func (closedStore) KeepAlive(context.Context, gcs.LeaseID) (<-chan struct{}, error) {
+	return nil, errStoreClosed
+}
+func (closedStore) Revoke(context.Context, gcs.LeaseID) error { return errStoreClosed }
+func (closedStore) Compact(context.Context, int64) error      { return errStoreClosed }
+func (closedStore) Revision(context.Context) (int64, error)   { return 0, errStoreClosed }
+func (closedStore) Close() error                              { return errStoreClosed }

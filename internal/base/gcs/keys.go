@@ -1,0 +1,152 @@
+package gcs
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The key schema of the GCS, written once. Every table is a prefix; a record's key is the
+// prefix followed by its identifiers. Identifiers are the lowercase hex strings of
+// internal/base/ids (they never contain '/'); only the trailing component of a key (a function
+// name) may contain '/'. A cluster's whole key space lives under the namespace the Store was
+// opened with (etcdstore.Config.Namespace), which is not part of these keys.
+//
+//	nodes/<nodeID>                          node table: address, resources, liveness (leased)
+//	members/<memberID>                      actor-system cluster members (leased)
+//	jobs/<jobID>                            job table: driver, executable hash, state
+//	functions/<jobID>/<name>                function table of a job
+//	actors/<actorID>                        actor table: class, state, owner, restarts
+//	placement/<actorID>                     where an actor lives, with a fencing epoch
+//	lineage/<pageID>                        packed task specs (see Packer)
+//	objects/<objectID>                      object table, one entry per object
+//	objpages/<pageID>                       object table entries, packed (see Packer)
+//	actornames/<namespace>/<name>           named actors: the actor ID
+//	actorlog/<actorID>/<batch>              actor method log: one group commit per key, batch
+//	                                        numbered from 1 (20 decimal digits), so key order
+//	                                        is log order
+//	checkpoints/<actorID>/<index>/<part>    an actor's checkpoint after log index <index>, in
+//	                                        parts of at most CheckpointPartBytes
+//	load/<nodeID>                           a node scheduler's free resources and queue (leased)
+//	agents/<agentID>                        node agents (rayctl start), one per machine
+//	agentalive/<agentID>                    present while the agent runs (leased)
+//	jobalive/<jobID>                        present while the job's driver lives (leased)
+//	jobworkers/<jobID>/<agentID>            the worker process an agent runs for a job
+//	submissions/<submissionID>              rayctl job submit requests and their outcome
+const (
+	NodesPrefix       = "nodes/"
+	MembersPrefix     = "members/"
+	JobsPrefix        = "jobs/"
+	FunctionsPrefix   = "functions/"
+	ActorsPrefix      = "actors/"
+	PlacementPrefix   = "placement/"
+	LineagePrefix     = "lineage/"
+	ObjectsPrefix     = "objects/"
+	ObjectPagesPrefix = "objpages/"
+	ActorLogPrefix    = "actorlog/"
+	ActorNamesPrefix  = "actornames/"
+	CheckpointsPrefix = "checkpoints/"
+	LoadPrefix        = "load/"
+	AgentsPrefix      = "agents/"
+	AgentAlivePrefix  = "agentalive/"
+	JobAlivePrefix    = "jobalive/"
+	JobWorkersPrefix  = "jobworkers/"
+	SubmissionsPrefix = "submissions/"
+)
+
+// LoadKey is the key of a node's load report.
+func LoadKey(nodeID string) string { return LoadPrefix + nodeID }
+
+// AgentKey is the key of a node agent.
+func AgentKey(agentID string) string { return AgentsPrefix + agentID }
+
+// AgentAliveKey is the key an agent keeps while it runs.
+func AgentAliveKey(agentID string) string { return AgentAlivePrefix + agentID }
+
+// JobAliveKey is the key a job's driver keeps while it lives.
+func JobAliveKey(jobID string) string { return JobAlivePrefix + jobID }
+
+// JobWorkerKey is the key of the worker process agentID runs for jobID.
+func JobWorkerKey(jobID, agentID string) string { return JobWorkersPrefix + jobID + "/" + agentID }
+
+// JobWorkersOf is the prefix of every worker process of a job.
+func JobWorkersOf(jobID string) string { return JobWorkersPrefix + jobID + "/" }
+
+// SubmissionKey is the key of a job submission.
+func SubmissionKey(id string) string { return SubmissionsPrefix + id }
+
+// CheckpointPartBytes is the largest part of a checkpoint stored under one key.
+const CheckpointPartBytes = 1 << 20
+
+// NodeKey is the node table key of a node.
+func NodeKey(nodeID string) string { return NodesPrefix + nodeID }
+
+// MemberKey is the key of an actor-system cluster member.
+func MemberKey(memberID string) string { return MembersPrefix + memberID }
+
+// JobKey is the job table key of a job.
+func JobKey(jobID string) string { return JobsPrefix + jobID }
+
+// JobFunctionsPrefix is the prefix of every function registered by a job.
+func JobFunctionsPrefix(jobID string) string { return FunctionsPrefix + jobID + "/" }
+
+// FunctionKey is the function table key of a job's function name.
+func FunctionKey(jobID, name string) string { return FunctionsPrefix + jobID + "/" + name }
+
+// ActorKey is the actor table key of an actor.
+func ActorKey(actorID string) string { return ActorsPrefix + actorID }
+
+// PlacementKey is the placement key of an actor.
+func PlacementKey(actorID string) string { return PlacementPrefix + actorID }
+
+// LineagePageKey is the key of one packed page of task specs.
+func LineagePageKey(pageID string) string { return LineagePrefix + pageID }
+
+// ObjectKey is the object table key of one object (unpacked form).
+func ObjectKey(objectID string) string { return ObjectsPrefix + objectID }
+
+// ObjectPageKey is the key of one packed page of object table entries.
+func ObjectPageKey(pageID string) string { return ObjectPagesPrefix + pageID }
+
+// ActorLogActorPrefix is the prefix of an actor's whole method log.
+func ActorLogActorPrefix(actorID string) string { return ActorLogPrefix + actorID + "/" }
+
+// ActorLogKey is the method log key of an actor's group commit number batch.
+func ActorLogKey(actorID string, batch uint64) string {
+	return fmt.Sprintf("%s%s/%020d", ActorLogPrefix, actorID, batch)
+}
+
+// ParseActorLogKey splits a key made by ActorLogKey.
+func ParseActorLogKey(key string) (actorID string, index uint64, err error) {
+	rest, ok := strings.CutPrefix(key, ActorLogPrefix)
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts) != 2 || parts[0] == "" || len(parts[1]) != 20 {
+		return "", 0, fmt.Errorf("gcs: %q is not an actor log key", key)
+	}
+	index, err = strconv.ParseUint(parts[1], 10, 64)
+	if err != nil {
+		return "", 0, fmt.Errorf("gcs: %q is not an actor log key: %w", key, err)
+	}
+	return parts[0], index, nil
+}
+
+// ActorNameKey is the key of a named actor in a namespace.
+func ActorNameKey(namespace, name string) string { return ActorNamesPrefix + namespace + "/" + name }
+
+// CheckpointPrefix is the prefix of an actor's checkpoint parts.
+func CheckpointPrefix(actorID string) string { return CheckpointsPrefix + actorID + "/" }
+
+// CheckpointVersionPrefix is the prefix of the parts of the checkpoint taken after log
+// index index.
+func CheckpointVersionPrefix(actorID string, index uint64) string {
+	return fmt.Sprintf("%s%s/%020d/", CheckpointsPrefix, actorID, index)
+}
+
+// CheckpointKey is the key of one part of a checkpoint.
+func CheckpointKey(actorID string, index uint64, part int) string {
+	return fmt.Sprintf("%s%06d", CheckpointVersionPrefix(actorID, index), part)
+}
+
+// TrimKey returns the part of key after prefix (for example the node ID of a key under
+// NodesPrefix), and whether key had that prefix.
+func TrimKey(prefix, key string) (string, bool) { return strings.CutPrefix(key, prefix) }

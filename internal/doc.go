@@ -1,0 +1,18 @@
+// Package internal holds no code; its subtrees are the two layers of the runtime that the
+// user must not import, one below the domain packages and one above them (DESIGN §7):
+//
+//   - internal/base: what every layer may use, importing no domain package: ids (task,
+//     object, actor and node IDs), pb (every wire message), gcs (the GCS Store interface,
+//     its etcd implementation, the in-memory fake and their conformance suite, the
+//     group-commit writer and record pages), dispatch (the mailbox goroutine pool and the
+//     message counter), netx, workerenv (the agent/worker-process contract).
+//   - the domain packages, outside internal/: objects, lineage, tasks, actors.
+//   - internal/assembly: what puts the domain together into a running system: membership
+//     (our protoactor ClusterProvider and IdentityLookup over the GCS), core (the
+//     per-process runtime: the owner's shards, submission, Get/Put/Wait, borrowing,
+//     reconstruction), node (the composition root: one node's grains, GCS client, cluster
+//     view), agent (what `rayctl start` runs), testcluster (several nodes in one process).
+//
+// internal/archtest enforces the order with a ranked table of every package: a package
+// imports only lower ranks.
+package internal
