@@ -299,7 +299,7 @@ func Checkpoint[T any](ctx context.Context, h ActorHandle[T]) error {
 	if err := h.check(); err != nil {
 		return err
 	}
-	return tc.Core.CheckpointActor(h.id)
+	return tc.Core.CheckpointActor(tc, h.id)
 }
 
 // The phases of ActorState.Phase.

@@ -24,8 +24,11 @@
 //
 // # Calls, order and exactly-once
 //
-// Every call carries (caller ID, sequence number): the caller is the process runtime that
-// made it, and sequence numbers count its calls to one actor from 1 without gaps. The
+// Every call carries (caller ID, sequence number): the caller is one shard of the process
+// runtime that made it (the shard of the submitting task's children, internal/assembly/core:
+// the calls made through one ctx share a caller, and submitters in different shards do
+// not contend on one), and sequence numbers count its calls to one actor from 1 without
+// gaps. The
 // grain runs a caller's calls in sequence order, buffering a call whose predecessors have
 // not arrived (arguments that are refs are resolved by the caller first, so calls can
 // arrive out of order; they never run out of order). A call whose arguments failed is

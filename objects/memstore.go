@@ -106,10 +106,11 @@ func (s *MemoryStore) set(id ids.ObjectID, v Value, create bool) (made, known bo
 	sl.ready, sl.v = true, v
 	subs := sl.subs
 	sl.subs = nil
-	if sl.done != nil {
-		close(sl.done)
-	}
+	done := sl.done
 	sh.mu.Unlock()
+	if done != nil {
+		close(done) // outside the lock: waking the waiters is the scheduler's work
+	}
 	for _, sb := range subs {
 		f := sb.f
 		f(v)

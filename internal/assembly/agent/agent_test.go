@@ -492,6 +492,13 @@ func TestSubmissionStop(t *testing.T) {
 		pid = sub.GetPid()
 		return sub.GetState() == pb.JobInfo_RUNNING && pid != 0
 	})
+	// Stopped once it printed (a stop before that, on a loaded machine, would leave
+	// nothing for the follower to see).
+	eventually(t, 10*time.Second, "the driver's output in its log", func() bool {
+		var sofar strings.Builder
+		_, err := ReadLog(context.Background(), s, "s3", &sofar, false)
+		return err == nil && strings.Contains(sofar.String(), "started")
+	})
 	ctx := context.Background()
 	if _, err := UpdateSubmission(ctx, s, "s3", func(sub *pb.Submission) bool { sub.StopRequested = true; return true }); err != nil {
 		t.Fatal(err)

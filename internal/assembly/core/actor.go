@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -45,11 +46,16 @@ type ActorSpec struct {
 	CheckpointEvery int
 }
 
-// actorCaller is this process's side of one actor: the sequence numbers of its calls,
-// the calls not finished yet (to resend after a restart), and the outbox the flusher sends.
+// actorCaller is one caller's side of one actor: a shard of this process calls each
+// actor as a caller of its own (Ray's per-worker caller: the calls of one submitter are in
+// order; submitters in different shards never share a caller, so they do not contend on
+// one). It holds the sequence numbers of its calls, the calls not finished yet (to resend
+// after a restart), and the outbox its shard flushes.
 type actorCaller struct {
-	id  ids.ActorID
-	hex string
+	id    ids.ActorID
+	hex   string
+	sh    *shard
+	state *actorState
 
 	mu      sync.Mutex
 	seq     uint64 // last seq given out
@@ -60,41 +66,77 @@ type actorCaller struct {
 	pid     *actor.PID
 	inc     uint64 // newest incarnation seen
 	dead    *pb.ErrorInfo
-	created chan struct{} // closed once the record exists (or creation failed)
 	atMost  bool
 	retries int
 
 	resolving bool // a goroutine is finding the instance (the actor shard's loop only)
 }
 
-// caller returns this process's caller of actor id, making it on first use.
-func (c *Core) caller(id ids.ActorID) *actorCaller {
-	if ac, ok := c.callers.Load(id); ok {
+// actorState is what this process knows of an actor whatever the caller: whether the
+// record it is creating exists yet.
+type actorState struct {
+	// Set by CreateActor before the actor's ID leaves it, read-only after:
+	created         chan struct{} // closed once the record exists (or creation failed); nil: not created here
+	atMost, options bool          // options: atMost and retries are the creator's
+	retries         int
+	// failed: creation failed (set before created is closed).
+	failed atomic.Pointer[pb.ErrorInfo]
+}
+
+// callerKey names a caller: a shard of this process and an actor.
+type callerKey struct {
+	shard int
+	actor ids.ActorID
+}
+
+// state returns this process's state of actor id, making it on first use.
+func (c *Core) state(id ids.ActorID) *actorState {
+	if st, ok := c.actorStates.Load(id); ok {
+		return st.(*actorState)
+	}
+	st, _ := c.actorStates.LoadOrStore(id, &actorState{})
+	return st.(*actorState)
+}
+
+// caller returns shard sh's caller of actor id, making it on first use.
+func (c *Core) caller(sh *shard, id ids.ActorID) *actorCaller {
+	key := callerKey{sh.i, id}
+	if ac, ok := c.callers.Load(key); ok {
 		return ac.(*actorCaller)
 	}
-	ac := &actorCaller{id: id, hex: id.String(), low: 1, calls: map[uint64]*pending{}}
+	st := c.state(id)
+	ac := &actorCaller{id: id, hex: id.String(), sh: sh, state: st, low: 1, calls: map[uint64]*pending{}}
+	if st.options {
+		ac.atMost, ac.retries = st.atMost, st.retries
+	}
 	if c.cfg.Actors != nil {
 		if info, ok := c.cfg.Actors.Info(ac.hex); ok {
 			ac.apply(info)
 		}
 	}
-	if prev, loaded := c.callers.LoadOrStore(id, ac); loaded {
+	if prev, loaded := c.callers.LoadOrStore(key, ac); loaded {
 		return prev.(*actorCaller)
 	}
-	c.actorShard(id).send(newCaller{ac: ac})
+	sh.send(newCaller{ac: ac})
 	return ac
 }
 
-// lookupCaller returns the caller of actor id, if this process has one.
-func (c *Core) lookupCaller(id ids.ActorID) *actorCaller {
-	if ac, ok := c.callers.Load(id); ok {
-		return ac.(*actorCaller)
+// callersOf returns this process's callers of actor id (one per shard that called it).
+func (c *Core) callersOf(id ids.ActorID) []*actorCaller {
+	var out []*actorCaller
+	for _, sh := range c.shards {
+		if ac, ok := c.callers.Load(callerKey{sh.i, id}); ok {
+			out = append(out, ac.(*actorCaller))
+		}
 	}
-	return nil
+	return out
 }
 
-// actorShard is the shard that flushes the calls to actor id.
-func (c *Core) actorShard(id ids.ActorID) *shard { return c.shards[id[0]&c.mask] }
+// callerID is the caller ID a shard's calls carry: its actor's ID, unique in the cluster.
+func (s *shard) callerID() string { return s.pidW.Id }
+
+// shardFor is the shard tc's submissions belong to: the family of its children.
+func (c *Core) shardFor(tc *TaskContext) *shard { return c.shards[tc.idSeed()[1]&c.mask] }
 
 // apply records what the actor record says; ac.mu held or ac not shared yet.
 func (ac *actorCaller) apply(info *pb.ActorInfo) {
@@ -152,11 +194,10 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 		}
 		refs = append(refs, a.Ref)
 	}
-	ac := c.caller(id)
-	ac.mu.Lock()
-	ac.atMost, ac.retries = spec.AtMostOnce, spec.MaxTaskRetries
-	ac.created = make(chan struct{})
-	ac.mu.Unlock()
+	st := c.state(id)
+	// Before the ID is returned, so every caller sees them.
+	st.created = make(chan struct{})
+	st.atMost, st.retries, st.options = spec.AtMostOnce, spec.MaxTaskRetries, true
 	create := func(ctx context.Context) error {
 		_, _, err := c.cfg.Actors.Table.Create(ctx, info)
 		return err
@@ -165,14 +206,14 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		err := create(ctx)
-		close(ac.created)
+		close(st.created)
 		return id, err
 	}
 	for _, r := range refs {
 		c.refs.AddLocal(r)
 	}
 	go func() {
-		defer close(ac.created)
+		defer close(st.created)
 		defer c.free(c.refs.RemoveLocalAll(refs))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -199,11 +240,17 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 			err = create(ctx)
 		}
 		if err != nil {
-			ac.mu.Lock()
-			ac.dead = &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: spec.Class,
+			dead := &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: spec.Class,
 				Message: fmt.Sprintf("actor %s died: it could not be created: %v", id, err)}
-			ac.mu.Unlock()
-			c.failActorCalls(ac)
+			st.failed.Store(dead)
+			for _, ac := range c.callersOf(id) {
+				ac.mu.Lock()
+				if ac.dead == nil {
+					ac.dead = dead
+				}
+				ac.mu.Unlock()
+				c.failActorCalls(ac)
+			}
 		}
 	}()
 	return id, nil
@@ -237,11 +284,7 @@ func (c *Core) KillActor(ctx context.Context, id ids.ActorID, noRestart bool) er
 	if c.cfg.Actors == nil {
 		return ErrNoActors
 	}
-	ac := c.caller(id)
-	ac.mu.Lock()
-	created := ac.created
-	ac.mu.Unlock()
-	if created != nil {
+	if created := c.state(id).created; created != nil {
 		select {
 		case <-created:
 		case <-ctx.Done():
@@ -303,10 +346,11 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		return ret, c.failSubmit(ret, tid, method, pb.ErrorInfo_SYSTEM, ErrNoActors)
 	}
 	c.refs.AddLocal(ret)
-	ac := c.caller(id)
-	// An actor's calls belong to the shard that flushes them: it registers them as it sends
-	// them and gets their results, so a call costs no message of its own.
-	sh := c.actorShard(id)
+	// The call belongs to its submitter's shard (the family of tid), whose caller of the
+	// actor orders it, flushes it (registering it as it goes, so a call costs no message
+	// of its own) and gets its result.
+	sh := c.shardOf(tid)
+	ac := c.caller(sh, id)
 	spec := &pb.TaskSpec{
 		TaskId: tid[:], JobId: string(c.cfg.Job), Function: method, Args: make([]*pb.Arg, len(args)),
 		ParentTaskId: tc.Task[:], Owner: c.ownerW, ReplyTo: sh.pidW, NumReturns: 1,
@@ -362,7 +406,7 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 // sendActorCall queues a resolved call for its actor.
 func (c *Core) sendActorCall(p *pending) {
 	ac := p.actor
-	call := &pb.ActorCall{ActorId: ac.id[:], CallerId: c.ownerW.Id, Seq: p.seq, Spec: p.spec}
+	call := &pb.ActorCall{ActorId: ac.id[:], CallerId: ac.sh.callerID(), Seq: p.seq, Spec: p.spec}
 	ac.mu.Lock()
 	p.sent = true
 	p.sentAt = time.Now()
@@ -385,7 +429,7 @@ func (c *Core) queueFlushLocked(ac *actorCaller) {
 		return
 	}
 	ac.queued = true
-	c.actorShard(ac.id).send(flushActor{ac: ac})
+	ac.sh.send(flushActor{ac: ac})
 }
 
 // actorFinished is complete's actor part: the call is finished for this process.
@@ -398,7 +442,7 @@ func (c *Core) actorFinished(p *pending) {
 	}
 	if !p.sent && ac.dead == nil {
 		// The actor never saw this seq: tell it to go past it.
-		ac.outbox = append(ac.outbox, &pb.ActorCall{ActorId: ac.id[:], CallerId: c.ownerW.Id, Seq: p.seq, Skip: true})
+		ac.outbox = append(ac.outbox, &pb.ActorCall{ActorId: ac.id[:], CallerId: ac.sh.callerID(), Seq: p.seq, Skip: true})
 		c.queueFlushLocked(ac)
 	}
 	ac.mu.Unlock()
@@ -465,7 +509,7 @@ func (s *shard) flushCaller(ac *actorCaller) {
 	ac.queued = false
 	n := len(ac.outbox)
 	pid := ac.pid
-	created := ac.created
+	created := ac.state.created
 	ac.mu.Unlock()
 	if n == 0 {
 		return
@@ -475,6 +519,15 @@ func (s *shard) flushCaller(ac *actorCaller) {
 		case <-created:
 		default:
 			s.later(ac)
+			return
+		}
+		if dead := ac.state.failed.Load(); dead != nil {
+			ac.mu.Lock()
+			if ac.dead == nil {
+				ac.dead = dead
+			}
+			ac.mu.Unlock()
+			c.failActorCalls(ac) // its creation failed
 			return
 		}
 	}
@@ -501,7 +554,7 @@ func (s *shard) flushCaller(ac *actorCaller) {
 		return
 	}
 	for _, call := range out {
-		call.Acked, call.First, call.Incarnation, call.Caller = acked, first, inc, c.ownerW
+		call.Acked, call.First, call.Incarnation, call.Caller = acked, first, inc, s.pidW
 	}
 	if len(out) == 1 {
 		c.root.Send(pid, out[0])
@@ -554,10 +607,13 @@ func (c *Core) ActorChanged(info *pb.ActorInfo) {
 	if err != nil {
 		return
 	}
-	ac := c.lookupCaller(id)
-	if ac == nil {
-		return
+	for _, ac := range c.callersOf(id) {
+		c.actorChanged(ac, info)
 	}
+}
+
+// actorChanged is ActorChanged for one caller.
+func (c *Core) actorChanged(ac *actorCaller, info *pb.ActorInfo) {
 	ac.mu.Lock()
 	if lifecycle.Phase(info.Phase) == lifecycle.Dead {
 		if ac.dead == nil {
@@ -632,34 +688,37 @@ func (c *Core) failActorCalls(ac *actorCaller) {
 	}
 }
 
-// CheckpointActor asks an actor to take a checkpoint after the calls it has received.
-func (c *Core) CheckpointActor(id ids.ActorID) error {
+// CheckpointActor asks an actor to take a checkpoint after the calls tc's caller of it made.
+func (c *Core) CheckpointActor(tc *TaskContext, id ids.ActorID) error {
 	if c.cfg.Actors == nil {
 		return ErrNoActors
 	}
-	ac := c.caller(id)
+	ac := c.caller(c.shardFor(tc), id)
 	ac.mu.Lock()
 	defer ac.mu.Unlock()
 	if ac.dead != nil {
 		return fmt.Errorf("%w: %s", lifecycle.ErrActorDied, ac.dead.Message)
 	}
 	// Sent after every call already queued, through the same outbox path.
-	ac.outbox = append(ac.outbox, &pb.ActorCall{ActorId: ac.id[:], CallerId: c.ownerW.Id, Checkpoint: true})
+	ac.outbox = append(ac.outbox, &pb.ActorCall{ActorId: ac.id[:], CallerId: ac.sh.callerID(), Checkpoint: true})
 	c.queueFlushLocked(ac)
 	return nil
 }
 
-// onBounce: an old instance refused calls meant for a newer incarnation. Resend them (and
-// skips for the ones finished meanwhile) once the new instance can be reached.
-func (c *Core) onBounce(m *pb.ActorCallBounce) {
+// onBounce: an old instance refused calls of s's caller meant for a newer incarnation.
+// Resend them (and skips for the ones finished meanwhile) once the new instance can be
+// reached.
+func (s *shard) onBounce(m *pb.ActorCallBounce) {
+	c := s.c
 	id, err := ids.ActorIDFromBytes(m.ActorId)
 	if err != nil {
 		return
 	}
-	ac := c.lookupCaller(id)
-	if ac == nil {
+	v, ok := c.callers.Load(callerKey{s.i, id})
+	if !ok {
 		return
 	}
+	ac := v.(*actorCaller)
 	ac.mu.Lock()
 	defer ac.mu.Unlock()
 	if ac.dead != nil {
@@ -671,7 +730,7 @@ func (c *Core) onBounce(m *pb.ActorCallBounce) {
 		if p := ac.calls[seq]; p != nil && p.call != nil {
 			again = append(again, p.again())
 		} else if p == nil {
-			again = append(again, &pb.ActorCall{ActorId: ac.id[:], CallerId: c.ownerW.Id, Seq: seq, Skip: true})
+			again = append(again, &pb.ActorCall{ActorId: ac.id[:], CallerId: ac.sh.callerID(), Seq: seq, Skip: true})
 		}
 	}
 	sort.Slice(again, func(i, j int) bool { return again[i].Seq < again[j].Seq })

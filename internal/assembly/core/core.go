@@ -116,7 +116,8 @@ type Core struct {
 
 	orphans orphanState // borrowed objects whose owner died (orphan.go)
 
-	callers sync.Map // ids.ActorID -> *actorCaller
+	callers     sync.Map // callerKey -> *actorCaller
+	actorStates sync.Map // ids.ActorID -> *actorState
 }
 
 // Stats counts what the runtime did.
@@ -210,11 +211,13 @@ func New(cfg Config) (*Core, error) {
 	return c, nil
 }
 
-// shardCount is how many shards a runtime runs: two per core (a power of two, 2 to 128),
-// so that the tasks of many submitters spread over as many run loops as there are cores.
+// shardCount is how many shards a runtime runs: eight per core (a power of two, 8 to 256),
+// so that the tasks of many submitters spread over run loops of their own: submitters
+// whose families share a shard also share its callers of actors. An idle shard costs a
+// mailbox and a tick a second.
 func shardCount() int {
-	n := 2
-	for n < 2*runtime.GOMAXPROCS(0) && n < 128 {
+	n := 8
+	for n < 8*runtime.GOMAXPROCS(0) && n < 256 {
 		n *= 2
 	}
 	return n
@@ -280,8 +283,8 @@ func (c *Core) Refs() *objects.RefTable { return c.refs }
 // Objects exposes the memory store (tests and memory reports).
 func (c *Core) Objects() *objects.MemoryStore { return c.mem }
 
-// receive is the owner actor: the borrowing protocol, bounced actor calls, and results
-// sent to the runtime rather than to a shard (passed on to their shards).
+// receive is the owner actor: the borrowing protocol, and results sent to the runtime
+// rather than to a shard (passed on to their shards).
 func (c *Core) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pb.TaskResult:
@@ -290,8 +293,6 @@ func (c *Core) receive(ctx actor.Context) {
 		for _, r := range m.Results {
 			c.toShard(r)
 		}
-	case *pb.ActorCallBounce:
-		c.onBounce(m)
 	default:
 		c.onBorrowMessage(ctx)
 	}

@@ -139,6 +139,8 @@ func (s *shard) receive(ctx actor.Context) {
 		s.granted(m)
 	case *pb.LeaseReturned:
 		s.returned(m)
+	case *pb.ActorCallBounce:
+		s.onBounce(m)
 	case idleLeases:
 		s.releaseIdle()
 	case flushTurn:
