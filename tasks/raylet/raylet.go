@@ -51,14 +51,17 @@ type request struct {
 	owner   *actor.PID
 	res     sched.Resources
 	backlog int32
+	granted bool
 }
 
 // leaseState is a lease granted and not released.
 type leaseState struct {
-	res     sched.Resources
-	owner   string // ownerKey
-	worker  *actor.PID
-	blocked bool
+	res      sched.Resources
+	owner    string // ownerKey
+	ownerPID *actor.PID
+	worker   *actor.PID
+	blocked  bool
+	revoked  bool // its owner was asked to give it back
 }
 
 // Raylet is the grain's actor; its state is owned by its mailbox.
@@ -172,6 +175,32 @@ func (r *Raylet) request(ctx actor.Context, m *pb.LeaseRequest) {
 	r.requests.Push(q, res)
 	r.queued += backlogOf(q)
 	r.dispatch(ctx)
+	if !q.granted {
+		r.revokeFor(ctx, q)
+	}
+}
+
+// revokeFor asks other owners to give back enough leases for q to fit once they are done:
+// an owner keeps an idle lease for more work (sched.IdleHold) and keeps pushing to a busy
+// one, and neither may hold up another owner's request.
+func (r *Raylet) revokeFor(ctx actor.Context, q *request) {
+	freed := r.avail
+	key := ownerKey(q.owner)
+	for id, l := range r.leases {
+		if freed.Fits(q.res) {
+			return
+		}
+		if l.revoked || l.owner == key {
+			continue
+		}
+		l.revoked = true
+		held := l.res
+		if l.blocked {
+			held = held.Sub(cpuOf(l.res))
+		}
+		freed = freed.Add(held)
+		ctx.Send(l.ownerPID, &pb.LeaseRevoke{LeaseId: []byte(id)})
+	}
 }
 
 // release gives a lease's resources back.
@@ -211,6 +240,7 @@ func (r *Raylet) dispatch(ctx actor.Context) {
 	}
 	r.buf, r.avail = r.requests.Dispatch(r.avail, 0, r.buf[:0])
 	for _, q := range r.buf {
+		q.granted = true
 		r.queued -= backlogOf(q)
 		w := r.worker(r.next % len(r.workers))
 		r.next++
@@ -233,7 +263,7 @@ func (r *Raylet) dispatch(ctx actor.Context) {
 			ctx.Watch(q.owner)
 		}
 		ls[id] = true
-		r.leases[id] = &leaseState{res: q.res, owner: key, worker: w}
+		r.leases[id] = &leaseState{res: q.res, owner: key, ownerPID: q.owner, worker: w}
 		r.granted++
 		ctx.Send(q.owner, &pb.LeaseGrant{RequestId: q.id, LeaseId: idb[:], Worker: &pb.PID{Address: w.Address, Id: w.Id}})
 	}

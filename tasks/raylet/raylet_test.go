@@ -26,8 +26,9 @@ type harness struct {
 
 // owner is a probe owner: it collects the grants it gets.
 type owner struct {
-	pid    *actor.PID
-	grants chan *pb.LeaseGrant
+	pid     *actor.PID
+	grants  chan *pb.LeaseGrant
+	revokes chan *pb.LeaseRevoke
 }
 
 func newHarness(t *testing.T, total map[string]float64, workers int) *harness {
@@ -49,10 +50,13 @@ func newHarness(t *testing.T, total map[string]float64, workers int) *harness {
 }
 
 func (h *harness) newOwner() *owner {
-	o := &owner{grants: make(chan *pb.LeaseGrant, 64)}
+	o := &owner{grants: make(chan *pb.LeaseGrant, 64), revokes: make(chan *pb.LeaseRevoke, 64)}
 	o.pid = h.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		if g, ok := c.Message().(*pb.LeaseGrant); ok {
-			o.grants <- g
+		switch m := c.Message().(type) {
+		case *pb.LeaseGrant:
+			o.grants <- m
+		case *pb.LeaseRevoke:
+			o.revokes <- m
 		}
 	}))
 	return o
@@ -281,5 +285,42 @@ func TestReservations(t *testing.T) {
 	h.send(&pb.ReserveResources{Key: "a/2", Release: true})
 	if g := h.grants(h.owner, 1); len(g[0].LeaseId) == 0 {
 		t.Fatalf("request not granted after every reservation was released")
+	}
+}
+
+// TestRevokeForAnotherOwner: a request that waits has other owners asked for leases back
+// (enough for it to fit), never its own owner; once given back, it is granted.
+func TestRevokeForAnotherOwner(t *testing.T) {
+	h := newHarness(t, map[string]float64{sched.CPU: 2}, 2)
+	h.ask(h.owner, cpu1)
+	h.ask(h.owner, cpu1)
+	held := h.grants(h.owner, 2)
+	h.ask(h.owner, cpu1) // the same owner waits: nothing is revoked from it
+	h.stats()
+	select {
+	case r := <-h.owner.revokes:
+		t.Fatalf("an owner was asked to give a lease back for its own request: %x", r.LeaseId)
+	case <-time.After(20 * time.Millisecond):
+	}
+	other := h.newOwner()
+	h.ask(other, cpu1)
+	var r *pb.LeaseRevoke
+	select {
+	case r = <-h.owner.revokes:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no lease was revoked for another owner's request")
+	}
+	select {
+	case r2 := <-h.owner.revokes:
+		t.Fatalf("a second lease was revoked (%x); one frees enough", r2.LeaseId)
+	case <-time.After(20 * time.Millisecond):
+	}
+	if string(r.LeaseId) != string(held[0].LeaseId) && string(r.LeaseId) != string(held[1].LeaseId) {
+		t.Fatalf("revoked %x, not a lease of the owner", r.LeaseId)
+	}
+	h.send(&pb.LeaseRelease{LeaseId: r.LeaseId})
+	// The oldest request waiting goes first: the owner's own third request, then the other.
+	if g := h.grants(h.owner, 1)[0]; len(g.LeaseId) == 0 {
+		t.Fatalf("grant %+v", g)
 	}
 }

@@ -23,11 +23,15 @@ import "time"
 //     to MaxPending outstanding requests per class.
 //   - Release: a lease with nothing in flight and nothing waiting is kept IdleHold for the
 //     next task of its class (a submitter that waits for each result before the next pays
-//     no lease round trip per task), then released. A lease older than MaxAge takes no
+//     no lease round trip per task), then released; one granted after its class ran dry,
+//     that never got a task, goes back at once. A lease older than MaxAge takes no
 //     more tasks and is released once drained, and a new request is made if work remains:
 //     the scheduler's queue, oldest request first, then gives other owners their turn.
 //   - Blocked: a lease whose running task blocked (its queued tasks were handed back) takes
 //     no more tasks and is released once drained.
+//   - Revoked: the scheduler asks for a lease back when another owner's request waits for
+//     its resources; it takes no more tasks and is released once drained (at once if idle),
+//     so a lease kept for more work never holds up other owners.
 type Leases[T, W any] struct {
 	classes []*leaseClass[T, W]
 	leases  map[string]*lease[T, W]
@@ -68,6 +72,7 @@ type lease[T, W any] struct {
 	inflight int
 	since    time.Time
 	idle     time.Time // when it ran out of work (zero: busy)
+	used     bool      // it was given tasks (only such a lease is kept idle)
 	closed   bool      // takes no more tasks (blocked, or older than MaxAge)
 	released bool
 }
@@ -232,6 +237,17 @@ func (l *Leases[T, W]) Idle() bool {
 	return false
 }
 
+// Revoke closes lease id at its scheduler's request (another owner waits): it takes no
+// more tasks and is released once its tasks are done, at the next Pump if it has none.
+func (l *Leases[T, W]) Revoke(id string) {
+	ls := l.leases[id]
+	if ls == nil {
+		return
+	}
+	ls.closed = true
+	ls.class.dirty = true
+}
+
 // Leased reports whether lease id is held.
 func (l *Leases[T, W]) Leased(id string) bool { return l.leases[id] != nil }
 
@@ -288,6 +304,7 @@ func (l *Leases[T, W]) Pump(now time.Time) Actions[T, W] {
 				continue
 			}
 			n := min(d-ls.inflight, waiting, share)
+			ls.used = true
 			if !ls.idle.IsZero() {
 				ls.idle = time.Time{}
 				c.idle--
@@ -315,7 +332,11 @@ func (l *Leases[T, W]) Pump(now time.Time) Actions[T, W] {
 		for i := 0; i < len(c.leases); {
 			ls := c.leases[i]
 			done := ls.inflight == 0 && (ls.closed || waiting == 0)
-			if done && !ls.closed {
+			if done && ls.closed && !ls.idle.IsZero() {
+				ls.idle = time.Time{} // revoked while kept idle
+				c.idle--
+			}
+			if done && !ls.closed && ls.used {
 				if ls.idle.IsZero() {
 					ls.idle = now
 					c.idle++

@@ -117,11 +117,11 @@ func TestLeasesSpreadOverOpenLeases(t *testing.T) {
 		{name: "measure", do: func(l *Leases[int, string], now time.Time) { add(0)(l, now) }, want: []string{"req:1"}},
 		{name: "grant A", do: grant("A"), want: []string{"A:0"}},
 		{name: "fast", do: done("A", 1, 100*time.Microsecond), want: nil},
-		{name: "two grants, no work: kept idle", do: func(l *Leases[int, string], now time.Time) {
+		{name: "two grants that come after the work: never used, they go at once", do: func(l *Leases[int, string], now time.Time) {
 			l.Granted(cpuShape, "B", "w-B", now)
 			l.Granted(cpuShape, "C", "w-C", now)
-		}, want: nil},
-		{name: "all three go after IdleHold", at: IdleHold, want: []string{"rel:A", "rel:B", "rel:C"}},
+		}, want: []string{"rel:B", "rel:C"}},
+		{name: "A, used, goes after IdleHold", at: IdleHold, want: []string{"rel:A"}},
 	})
 	var l Leases[int, string]
 	now := time.Unix(0, 0)
@@ -189,4 +189,20 @@ func TestLeasesDeniedRemoveDrain(t *testing.T) {
 	if got := l.Drain(); !slices.Equal(got, []int{5}) || l.Leased("A") {
 		t.Fatalf("Drain returned %v (A still leased %v), want [5]", got, l.Leased("A"))
 	}
+}
+
+func TestLeasesRevoked(t *testing.T) {
+	runLeaseScript(t, []leaseStep{
+		{name: "a task", do: add(1), want: []string{"req:1"}},
+		{name: "granted", do: grant("A"), want: []string{"A:1"}},
+		{name: "done: kept idle", do: done("A", 1, 5*time.Millisecond), want: nil},
+		{name: "revoked while idle: released at once", do: func(l *Leases[int, string], _ time.Time) { l.Revoke("A") }, want: []string{"rel:A"}},
+		{name: "another task", do: add(2), want: []string{"req:1"}},
+		{name: "granted", do: grant("B"), want: []string{"B:2"}},
+		{name: "revoked while busy, a task waits: B takes it not, a lease is asked for", do: func(l *Leases[int, string], now time.Time) {
+			l.Revoke("B")
+			add(3)(l, now)
+		}, want: []string{"req:1"}},
+		{name: "B's task done: B goes", do: done("B", 1, 5*time.Millisecond), want: []string{"rel:B"}},
+	})
 }

@@ -139,6 +139,11 @@ func (s *shard) receive(ctx actor.Context) {
 		s.granted(m)
 	case *pb.LeaseReturned:
 		s.returned(m)
+	case *pb.LeaseRevoke:
+		if nl := s.leaseOf[string(m.LeaseId)]; nl != nil {
+			nl.leases.Revoke(string(m.LeaseId))
+			s.markDirty(nl)
+		}
 	case *pb.ActorCallBounce:
 		s.onBounce(m)
 	case idleLeases:
