@@ -63,9 +63,10 @@ func (s *MemoryStore) shard(id ids.ObjectID) *memShard { return &s.shards[id.Has
 // Create registers a pending object. Creating an object that exists is a no-op.
 func (s *MemoryStore) Create(id ids.ObjectID) {
 	sh := s.shard(id)
+	sl := &slot{} // allocated outside the lock
 	sh.mu.Lock()
 	if _, ok := sh.m[id]; !ok {
-		sh.m[id] = &slot{}
+		sh.m[id] = sl
 	}
 	sh.mu.Unlock()
 }
