@@ -336,11 +336,6 @@ func (c *Core) holdArgs(refs []ids.ObjectID) (owned []ids.ObjectID) {
 	return owned
 }
 
-// releaseArgs gives back what holdArgs took.
-func (c *Core) releaseArgs(refs []ids.ObjectID) {
-	c.free(c.refs.RemoveLocalAll(c.unborrowArgs(refs)))
-}
-
 // unborrowArgs gives back the borrows among what holdArgs took and returns the owned rest.
 func (c *Core) unborrowArgs(refs []ids.ObjectID) []ids.ObjectID {
 	var owned []ids.ObjectID
