@@ -11,5 +11,9 @@
 // goroutines (Get, Put, Remote), from the owner's shards and from GC cleanups, lock one
 // shard at a time and never call out while holding it.
 //
+// Borrows are the tables of the borrowing protocol (refs nested in values): what this
+// runtime borrows, who borrows what it owns, and the refs pinned with an outer object; the
+// protocol's messages are the runtime's (internal/assembly/core).
+//
 // Subpackages: codec (encoding Go values), shard (the node's object store grain).
 package objects

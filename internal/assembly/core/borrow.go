@@ -2,8 +2,6 @@ package core
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -34,35 +32,14 @@ import (
 // borrowRegisterTimeout bounds the wait for an owner to acknowledge a new borrower.
 const borrowRegisterTimeout = 10 * time.Second
 
-type borrow struct {
-	owner      *actor.PID
-	count      int
-	registered chan struct{} // closed once the owner acknowledged (or failed)
-}
-
-type borrowState struct {
-	mu      sync.Mutex
-	entries map[ids.ObjectID]*borrow
-	// owner side: who borrows what (borrower key "address/id")
-	lenders map[ids.ObjectID]map[string]bool
-	// pins held for an outer object or a task: released when it is freed or finishes
-	contained map[ids.ObjectID][]Nested
-	// nEntries and nContained count entries and contained (changed under mu, read
-	// without it): a runtime that borrows nothing and pins nothing, the common case,
-	// skips the mutex on every task's completion and every release.
-	nEntries, nContained atomic.Int64
-}
-
-// Pins of refs nested in values (borrowState.contained): an owned ref holds a local
+// Pins of refs nested in values (objects.Borrows pins): an owned ref holds a local
 // reference, a borrowed one a borrow; both are given back by unpin. A ref owned by this
 // runtime that a worker returned to it was counted as a local reference when the worker
-// registered it (addLender to self), and is given back the same way.
+// registered it (addLender to self), and is given back the same way. The tables are
+// objects.Borrows (partitioned by object ID); this file is the protocol's messages.
 
 // Nested is an object ref found inside an encoded value: its ID and owner.
-type Nested struct {
-	ID    ids.ObjectID
-	Owner *pb.PID
-}
+type Nested = objects.Nested
 
 // ParseNested decodes RefPayloads.
 func ParseNested(payloads [][]byte) ([]Nested, error) {
@@ -105,25 +82,15 @@ func (c *Core) Hold(id ids.ObjectID, owner *pb.PID) {
 		c.refs.AddLocal(id)
 		return
 	}
-	b := &c.borrows
-	b.mu.Lock()
-	if b.entries == nil {
-		b.entries = map[ids.ObjectID]*borrow{}
-	}
-	e := b.entries[id]
-	if e != nil {
-		e.count++
-		b.mu.Unlock()
-		<-e.registered
+	e, first := c.borrows.Take(id, owner)
+	if !first {
+		<-e.Registered
 		return
 	}
-	e = &borrow{owner: actor.NewPID(owner.Address, owner.Id), count: 1, registered: make(chan struct{})}
-	b.entries[id] = e
-	b.nEntries.Add(1)
-	b.mu.Unlock()
 	c.mem.Create(id)
-	defer close(e.registered)
-	res, err := c.root.RequestFuture(e.owner, &pb.AddBorrower{ObjectId: id[:], Borrower: c.ownerW}, borrowRegisterTimeout).Result()
+	defer close(e.Registered)
+	ownerPID := actor.NewPID(owner.Address, owner.Id)
+	res, err := c.root.RequestFuture(ownerPID, &pb.AddBorrower{ObjectId: id[:], Borrower: c.ownerW}, borrowRegisterTimeout).Result()
 	ack, ok := res.(*pb.BorrowerAck)
 	switch {
 	case err != nil:
@@ -131,7 +98,7 @@ func (c *Core) Hold(id ids.ObjectID, owner *pb.PID) {
 	case !ok || !ack.Known:
 		c.lostBorrow(id, fmt.Sprintf("its owner %s has freed it", pidKey(owner)))
 	default:
-		c.root.Send(e.owner, &pb.ResolveObject{ObjectId: id[:], ReplyTo: c.ownerW})
+		c.root.Send(ownerPID, &pb.ResolveObject{ObjectId: id[:], ReplyTo: c.ownerW})
 	}
 }
 
@@ -141,23 +108,10 @@ func (c *Core) adopt(n Nested) {
 	if c.isSelf(n.Owner) {
 		return // the worker registered us as a borrower of our own object: the lender count holds it
 	}
-	b := &c.borrows
-	b.mu.Lock()
-	if b.entries == nil {
-		b.entries = map[ids.ObjectID]*borrow{}
+	if c.borrows.Adopt(n.ID, n.Owner) {
+		c.mem.Create(n.ID)
+		c.root.Send(actor.NewPID(n.Owner.Address, n.Owner.Id), &pb.ResolveObject{ObjectId: n.ID[:], ReplyTo: c.ownerW})
 	}
-	if e := b.entries[n.ID]; e != nil {
-		e.count++
-		b.mu.Unlock()
-		return
-	}
-	e := &borrow{owner: actor.NewPID(n.Owner.Address, n.Owner.Id), count: 1, registered: make(chan struct{})}
-	close(e.registered)
-	b.entries[n.ID] = e
-	b.nEntries.Add(1)
-	b.mu.Unlock()
-	c.mem.Create(n.ID)
-	c.root.Send(e.owner, &pb.ResolveObject{ObjectId: n.ID[:], ReplyTo: c.ownerW})
 }
 
 func (c *Core) lostBorrow(id ids.ObjectID, why string) {
@@ -167,49 +121,26 @@ func (c *Core) lostBorrow(id ids.ObjectID, why string) {
 
 // borrowed reports whether id is borrowed by this runtime.
 func (c *Core) borrowed(id ids.ObjectID) bool {
-	c.borrows.mu.Lock()
-	defer c.borrows.mu.Unlock()
-	_, ok := c.borrows.entries[id]
+	_, ok := c.borrows.Get(id)
 	return ok
 }
 
 // Borrowed returns how many objects this runtime borrows (tests and reports).
-func (c *Core) Borrowed() int {
-	c.borrows.mu.Lock()
-	defer c.borrows.mu.Unlock()
-	return len(c.borrows.entries)
-}
+func (c *Core) Borrowed() int { return c.borrows.Borrowed() }
 
 // Lenders returns how many borrowers hold id, as its owner knows (tests).
-func (c *Core) Lenders(id ids.ObjectID) int {
-	c.borrows.mu.Lock()
-	defer c.borrows.mu.Unlock()
-	return len(c.borrows.lenders[id])
-}
+func (c *Core) Lenders(id ids.ObjectID) int { return c.borrows.Lenders(id) }
 
 // unborrow drops one borrow of id; the last one tells the owner. It reports false when id
 // is not borrowed (so the caller treats it as an owned object).
 func (c *Core) unborrow(id ids.ObjectID) bool {
-	b := &c.borrows
-	if b.nEntries.Load() == 0 {
+	e, last, borrowed := c.borrows.Drop(id)
+	if !borrowed {
 		return false
 	}
-	b.mu.Lock()
-	e := b.entries[id]
-	if e == nil {
-		b.mu.Unlock()
-		return false
-	}
-	e.count--
-	last := e.count == 0
-	if last {
-		delete(b.entries, id)
-		b.nEntries.Add(-1)
-	}
-	b.mu.Unlock()
 	if last {
 		c.mem.Delete(id)
-		c.root.Send(e.owner, &pb.RemoveBorrower{ObjectId: id[:], Borrower: c.ownerW})
+		c.root.Send(actor.NewPID(e.Owner.Address, e.Owner.Id), &pb.RemoveBorrower{ObjectId: id[:], Borrower: c.ownerW})
 	}
 	return true
 }
@@ -223,19 +154,11 @@ func (c *Core) pin(outer ids.ObjectID, nested []Nested) {
 	for _, n := range nested {
 		if c.isSelf(n.Owner) {
 			c.refs.AddLocal(n.ID)
-		} else if !c.moreBorrow(n.ID) {
+		} else if !c.borrows.More(n.ID) {
 			c.Hold(n.ID, n.Owner)
 		}
 	}
-	c.borrows.mu.Lock()
-	if c.borrows.contained == nil {
-		c.borrows.contained = map[ids.ObjectID][]Nested{}
-	}
-	if c.borrows.contained[outer] == nil {
-		c.borrows.nContained.Add(1)
-	}
-	c.borrows.contained[outer] = append(c.borrows.contained[outer], nested...)
-	c.borrows.mu.Unlock()
+	c.borrows.Pin(outer, nested)
 }
 
 // pinAdopted keeps refs a worker registered for this runtime while outer lives.
@@ -245,44 +168,12 @@ func (c *Core) pinAdopted(outer ids.ObjectID, nested []Nested) {
 			c.adopt(n)
 		}
 	}
-	c.borrows.mu.Lock()
-	if c.borrows.contained == nil {
-		c.borrows.contained = map[ids.ObjectID][]Nested{}
-	}
-	if c.borrows.contained[outer] == nil {
-		c.borrows.nContained.Add(1)
-	}
-	c.borrows.contained[outer] = append(c.borrows.contained[outer], nested...)
-	c.borrows.mu.Unlock()
-}
-
-// moreBorrow adds one to an existing borrow.
-func (c *Core) moreBorrow(id ids.ObjectID) bool {
-	if c.borrows.nEntries.Load() == 0 {
-		return false
-	}
-	c.borrows.mu.Lock()
-	defer c.borrows.mu.Unlock()
-	if e := c.borrows.entries[id]; e != nil {
-		e.count++
-		return true
-	}
-	return false
+	c.borrows.Pin(outer, nested)
 }
 
 // unpin releases what pin (or pinAdopted) holds for outer.
 func (c *Core) unpin(outer ids.ObjectID) {
-	if c.borrows.nContained.Load() == 0 {
-		return
-	}
-	c.borrows.mu.Lock()
-	nested, ok := c.borrows.contained[outer]
-	if ok {
-		delete(c.borrows.contained, outer)
-		c.borrows.nContained.Add(-1)
-	}
-	c.borrows.mu.Unlock()
-	for _, n := range nested {
+	for _, n := range c.borrows.Unpin(outer) {
 		if c.isSelf(n.Owner) || !c.unborrow(n.ID) {
 			c.free(c.refs.RemoveLocal(n.ID))
 		}
@@ -291,15 +182,7 @@ func (c *Core) unpin(outer ids.ObjectID) {
 
 // dropLender removes borrower key from id's lenders and its reference.
 func (c *Core) dropLender(id ids.ObjectID, key string) {
-	c.borrows.mu.Lock()
-	l := c.borrows.lenders[id]
-	had := l[key]
-	delete(l, key)
-	if len(l) == 0 {
-		delete(c.borrows.lenders, id)
-	}
-	c.borrows.mu.Unlock()
-	if had {
+	if c.borrows.DropLender(id, key) {
 		c.free(c.refs.RemoveLocal(id))
 	}
 }
@@ -333,20 +216,7 @@ func (c *Core) addLender(id ids.ObjectID, borrower *pb.PID) bool {
 		c.refs.AddLocal(id)
 		return true
 	}
-	key := pidKey(borrower)
-	c.borrows.mu.Lock()
-	if c.borrows.lenders == nil {
-		c.borrows.lenders = map[ids.ObjectID]map[string]bool{}
-	}
-	l := c.borrows.lenders[id]
-	if l == nil {
-		l = map[string]bool{}
-		c.borrows.lenders[id] = l
-	}
-	first := !l[key]
-	l[key] = true
-	c.borrows.mu.Unlock()
-	if first {
+	if c.borrows.AddLender(id, pidKey(borrower)) {
 		c.refs.AddLocal(id)
 	}
 	return true
@@ -354,24 +224,8 @@ func (c *Core) addLender(id ids.ObjectID, borrower *pb.PID) bool {
 
 // BorrowersGone drops every borrow held by runtimes at address (their process died).
 func (c *Core) BorrowersGone(address string) {
-	var drop []struct {
-		id  ids.ObjectID
-		key string
-	}
-	c.borrows.mu.Lock()
-	for id, l := range c.borrows.lenders {
-		for key := range l {
-			if len(key) > len(address) && key[:len(address)+1] == address+"/" {
-				drop = append(drop, struct {
-					id  ids.ObjectID
-					key string
-				}{id, key})
-			}
-		}
-	}
-	c.borrows.mu.Unlock()
-	for _, d := range drop {
-		c.dropLender(d.id, d.key)
+	for _, l := range c.borrows.LendersAt(address) {
+		c.dropLender(l.ID, l.Key)
 	}
 }
 

@@ -112,7 +112,7 @@ type Core struct {
 	stats    Stats
 	inflight atomic.Int64 // bytes of objects being pulled from other nodes right now
 
-	borrows borrowState // refs borrowed from and lent to other runtimes (borrow.go)
+	borrows *objects.Borrows // refs borrowed, lent and pinned (the protocol: borrow.go)
 
 	orphans orphanState // borrowed objects whose owner died (orphan.go)
 
@@ -171,11 +171,12 @@ func New(cfg Config) (*Core, error) {
 		cfg.Logger = slog.Default()
 	}
 	c := &Core{
-		cfg:    cfg,
-		mem:    objects.NewMemoryStore(),
-		refs:   objects.NewRefTable(),
-		root:   cfg.System.Root,
-		closed: make(chan struct{}),
+		cfg:     cfg,
+		mem:     objects.NewMemoryStore(),
+		refs:    objects.NewRefTable(),
+		borrows: objects.NewBorrows(),
+		root:    cfg.System.Root,
+		closed:  make(chan struct{}),
 	}
 	name := "owner-" + string(cfg.Job) + "-" + ids.NewRootTaskID().String()[:8]
 	props := func(f actor.ReceiveFunc) *actor.Props {
@@ -328,7 +329,7 @@ func (c *Core) ReleaseOwned(id ids.ObjectID, explicit bool) {
 // for borrowed objects); it returns the owned ones, which the task's lineage depends on.
 func (c *Core) holdArgs(refs []ids.ObjectID) (owned []ids.ObjectID) {
 	for _, r := range refs {
-		if !c.moreBorrow(r) {
+		if !c.borrows.More(r) {
 			c.refs.AddLocal(r)
 			owned = append(owned, r)
 		}

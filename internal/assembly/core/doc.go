@@ -20,7 +20,9 @@
 //     with a message).
 //   - Calls to actors (actor.go): each actor's caller (sequence numbers, unanswered calls)
 //     behind its own mutex; the shard its actor ID selects flushes its outbox.
-//   - Borrowed and lent refs (borrow.go) and adopted orphans (orphan.go).
+//   - Borrowed, lent and pinned refs: objects.Borrows (partitioned like the other tables);
+//     the protocol's messages are borrow.go's, the adoption of a dead owner's objects
+//     orphan.go's.
 //
 // # The path of a task
 //

@@ -59,17 +59,7 @@ func (c *Core) OwnerGone(address string, node ids.NodeID) {
 		return
 	}
 	defer close(done)
-	b := &c.borrows
-	counts := map[ids.ObjectID]int{}
-	b.mu.Lock()
-	for id, e := range b.entries {
-		if e.owner.Address == address {
-			counts[id] = e.count
-			delete(b.entries, id)
-			b.nEntries.Add(-1)
-		}
-	}
-	b.mu.Unlock()
+	counts := c.borrows.EndBorrowsFrom(address)
 	if len(counts) == 0 {
 		return
 	}
@@ -202,9 +192,7 @@ func (a *adoption) recover(id ids.ObjectID) {
 // orphanWait) for the membership to report its owner dead, which adopts it, and reports
 // whether it was adopted and is being recreated; if id is owned here now, it recreates it.
 func (c *Core) awaitOrphaned(ctx context.Context, id ids.ObjectID) bool {
-	c.borrows.mu.Lock()
-	e := c.borrows.entries[id]
-	c.borrows.mu.Unlock()
+	e, _ := c.borrows.Get(id)
 	o := &c.orphans
 	t := time.NewTimer(orphanWait)
 	defer t.Stop()
@@ -232,7 +220,7 @@ func (c *Core) awaitOrphaned(ctx context.Context, id ids.ObjectID) bool {
 	}
 	for {
 		o.mu.Lock()
-		done := o.dead[e.owner.Address]
+		done := o.dead[e.Owner.GetAddress()]
 		o.mu.Unlock()
 		if done != nil {
 			select {
