@@ -87,7 +87,6 @@ type lease struct {
 	queue     []*pb.TaskSpec // not started yet
 	running   bool           // a goroutine runs the queue
 	released  bool           // its scheduler took it back: forget it when the goroutine ends
-	ended     bool           // the goroutine ended after the release (set by next)
 	current   ids.TaskID
 	cancel    context.CancelFunc
 	cancelled bool // the current task was cancelled
@@ -101,7 +100,6 @@ func (l *lease) next(base context.Context) (*pb.TaskSpec, context.Context, bool)
 	defer l.mu.Unlock()
 	if len(l.queue) == 0 {
 		l.current, l.cancel, l.running = ids.TaskID{}, nil, false
-		l.ended = l.released
 		return nil, nil, false
 	}
 	spec := l.queue[0]
@@ -152,7 +150,10 @@ func (w *Worker) Receive(ctx actor.Context) {
 			}
 		}
 	case leaseIdle:
-		if w.leases[m.l.id] == m.l {
+		m.l.mu.Lock()
+		idle := !m.l.running
+		m.l.mu.Unlock()
+		if idle && w.leases[m.l.id] == m.l {
 			delete(w.leases, m.l.id)
 		}
 	case *pb.CancelTask:
@@ -339,9 +340,9 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 	flushLocked()
 	mu.Unlock()
 	l.mu.Lock()
-	ended := l.ended
+	released := l.released
 	l.mu.Unlock()
-	if ended {
+	if released {
 		root.Send(self, leaseIdle{l: l}) // released while it ran: the grain forgets it now
 	}
 }

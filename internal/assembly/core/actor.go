@@ -69,7 +69,7 @@ type actorCaller struct {
 	atMost  bool
 	retries int
 
-	resolving bool // a goroutine is finding the instance (the actor shard's loop only)
+	resolving bool // a goroutine is finding the instance (its shard's loop only)
 }
 
 // actorState is what this process knows of an actor whatever the caller: whether the
@@ -422,7 +422,7 @@ func (p *pending) again() *pb.ActorCall {
 	return &pb.ActorCall{ActorId: p.call.ActorId, CallerId: p.call.CallerId, Seq: p.seq, Spec: p.spec}
 }
 
-// queueFlushLocked has the actor's shard flush ac's outbox at the end of its turn (ac.mu
+// queueFlushLocked has ac's shard flush ac's outbox at the end of its turn (ac.mu
 // held).
 func (c *Core) queueFlushLocked(ac *actorCaller) {
 	if ac.queued {

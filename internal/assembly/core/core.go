@@ -87,15 +87,16 @@ func (c *Config) Validate() error {
 //   - the tasks it submitted and has not finished: its shards (shard.go), each a run loop
 //     (an actor) owning the tasks of one partition of task IDs (ids.TaskID.Family, which
 //     the children of one task share), their dispatch batches, placement and retries;
-//   - the callers of actors (actor.go), each behind its own mutex, flushed by the shard
-//     of its actor ID;
-//   - refs borrowed and lent (borrow.go) and adopted (orphan.go).
+//   - the callers of actors (actor.go), one per shard and actor, each behind its own mutex,
+//     flushed by its shard;
+//   - refs borrowed, lent and pinned (objects.Borrows; the protocol is borrow.go's) and
+//     adopted (orphan.go).
 //
 // User goroutines call Submit, Get, Put, Wait and Release; a submission is handed to its
-// shard as a message, so the submitter only pays for creating the future and counting
-// references. The process's owner actor (owner) is the runtime's identity: the owner that
-// refs and the object table name, the caller ID of actor calls, the address borrowers
-// talk to.
+// shard through the shard's inbox, so the submitter only pays for creating the future and
+// counting references. The process's owner actor (owner) is the runtime's identity: the owner that
+// refs and the object table name, the address borrowers talk to (actor calls carry their
+// shard's caller ID).
 type Core struct {
 	cfg    Config
 	mem    *objects.MemoryStore
@@ -139,7 +140,7 @@ type pending struct {
 	finished   bool // completed (its shard's loop only)
 
 	// actor calls
-	sh      *shard // the actor's shard, which owns the call
+	sh      *shard // the calling shard, which owns the call
 	actor   *actorCaller
 	seq     uint64
 	sent    bool          // given to the flusher (guarded by actor.mu)
@@ -262,8 +263,8 @@ func (c *Core) ticker() {
 	}
 }
 
-// OwnerID is the ID of this runtime's owner actor: the caller ID of its actor calls and
-// the owner recorded on what it creates.
+// OwnerID is the ID of this runtime's owner actor: the owner recorded on what it creates
+// and on the actors it creates.
 func (c *Core) OwnerID() string { return c.ownerW.Id }
 
 // Stats returns the runtime's counters.

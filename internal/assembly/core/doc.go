@@ -19,7 +19,8 @@
 //     messages; it never waits on I/O (what must wait runs on a goroutine that answers
 //     with a message).
 //   - Calls to actors (actor.go): each actor's caller (sequence numbers, unanswered calls)
-//     behind its own mutex; the shard its actor ID selects flushes its outbox.
+//     behind its own mutex; a shard is a caller of its own (Ray's per-worker caller) and
+//     flushes its callers' outboxes.
 //   - Borrowed, lent and pinned refs: objects.Borrows (partitioned like the other tables);
 //     the protocol's messages are borrow.go's, the adoption of a dead owner's objects
 //     orphan.go's.

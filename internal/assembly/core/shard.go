@@ -29,8 +29,9 @@ import (
 // releases, actor calls) goes out when the shard's flush message comes around, posted by
 // the first change of the turn: under load the mailbox holds many submissions and results
 // ahead of it and the batches are large; on an idle shard the flush follows at once.
-// Results come back in batches (the worker's ResultBatch). Actor calls of the actors whose
-// ID selects the shard are flushed the same way (actor.go).
+// Results come back in batches (the worker's ResultBatch). The shard is a caller of its own
+// of the actors its tasks' submitters call, and flushes those callers' outboxes the same
+// way (actor.go).
 type shard struct {
 	c    *Core
 	i    int
@@ -64,7 +65,7 @@ type shard struct {
 	unrecorded  []ids.TaskID
 	recordTimer bool
 
-	callers   map[ids.ActorID]*actorCaller // callers of the actors this shard flushes
+	callers   map[ids.ActorID]*actorCaller // this shard's callers, by actor
 	parked    map[ids.TaskID]*pending      // waiting for a node (cluster mode)
 	parkTimer bool
 	// sweepMissing: nodes with dispatched tasks that the last sweep found gone.
@@ -96,8 +97,8 @@ type (
 	nodeGone       struct{ node ids.NodeID }
 	clusterChanged struct{}
 	tick           struct{ now time.Time }
-	// rerun starts task p again (reconstruction or adoption; p.spec's attempt already
-	// raised), once its old copy is freed.
+	// rerun starts task p again (reconstruction or adoption), once its old copy is
+	// freed.
 	rerun struct{ p *pending }
 	// argsLost: the arguments of p in lost were recreated (being recreated), dispatch p
 	// once they are ready; empty: none was lost that way, retry p as usual.
@@ -112,7 +113,7 @@ type (
 		ac  *actorCaller
 		pid *actor.PID
 	}
-	// newCaller: ac is a caller of an actor this shard flushes.
+	// newCaller: ac is one of this shard's callers.
 	newCaller struct{ ac *actorCaller }
 )
 
@@ -123,8 +124,6 @@ func (s *shard) receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case drainInbox:
 		s.drainInbox()
-	case *pending:
-		s.submitted(m)
 	case depsReady:
 		if s.tasks[m.p.tid] == m.p && !m.p.dispatched {
 			s.dispatch(m.p)
@@ -238,16 +237,15 @@ func (s *shard) endOfTurn() {
 	}
 }
 
-// submitted registers a new task and dispatches it once its arguments are ready (an
-// actor call without ref arguments was sent by its submitter already).
+// submitted registers a new task, or an actor call with ref arguments, and dispatches it
+// once its arguments are ready (an actor call without them goes straight to its caller's
+// outbox and is registered when the outbox is flushed).
 func (s *shard) submitted(p *pending) {
 	s.tasks[p.tid] = p
 	if p.actor == nil {
 		s.toRecord(p.tid)
 	}
-	if !p.dispatched {
-		s.awaitArgs(p, p.argRefs)
-	}
+	s.awaitArgs(p, p.argRefs)
 }
 
 // awaitArgs dispatches p when every object of args is ready (or gone: dispatch then
