@@ -10,8 +10,9 @@
 //   - internal/assembly: what puts the domain together into a running system: membership
 //     (our protoactor ClusterProvider and IdentityLookup over the GCS), core (the
 //     per-process runtime: the owner's shards, submission, Get/Put/Wait, borrowing,
-//     reconstruction), node (the composition root: one node's grains, GCS client, cluster
-//     view), agent (what `rayctl start` runs), testcluster (several nodes in one process).
+//     reconstruction), clusterview (the nodes a runtime places tasks on, read through
+//     immutable snapshots, with a placer per owner shard), node (the composition root: one
+//     node's grains, GCS client, load report), agent (what `rayctl start` runs), testcluster (several nodes in one process).
 //
 // internal/archtest enforces the order with a ranked table of every package: a package
 // imports only lower ranks.

@@ -132,7 +132,7 @@ var ranks = []struct {
 	{3, []string{"objects", "lineage", "tasks"}},
 	{4, []string{"tasks/raylet", "tasks/worker"}},
 	{5, []string{"actors"}},
-	{6, []string{"internal/assembly/membership", "internal/assembly/core"}},
+	{6, []string{"internal/assembly/membership", "internal/assembly/core", "internal/assembly/clusterview"}},
 	{7, []string{"internal/assembly/node", "internal/assembly/agent"}},
 	{8, []string{"internal/assembly/testcluster", ""}},
 	{9, []string{"data", "rl"}},

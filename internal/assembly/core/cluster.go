@@ -16,22 +16,28 @@ import (
 // Cluster is a runtime's view of the nodes its tasks may run on (cluster mode). Without
 // one (Config.Cluster nil) every task goes to the local raylet.
 //
-// Contract: Place chooses a node for a request by the sched policy and counts the request
-// against that node until Done (or the node's next load report); it returns
-// sched.ErrNoNodes while no node is known, which parks the task until Changed is called.
-// Raylet and Store resolve a node's grains (nil if the node is unknown or gone);
-// DataAddress is the node's object data server ("" if it has none or is unknown). Feasible
-// is nil while no node is known. Every method is safe for concurrent use and does not block
-// on I/O.
+// Contract: Placer returns a placer for one shard's use alone (each shard has its own, so
+// placing a task takes no lock shared across shards). Raylet and Store resolve a node's
+// grains (nil if the node is unknown or gone); DataAddress is the node's object data server
+// ("" if it has none or is unknown). Feasible is nil while no node is known. Every method
+// but the placer's is safe for concurrent use, and none blocks on I/O.
 type Cluster interface {
-	Place(req sched.Request) (ids.NodeID, error)
-	Done(node ids.NodeID, res sched.Resources)
+	Placer(seed uint64) Placer
 	Raylet(node ids.NodeID) *actor.PID
 	Store(node ids.NodeID) *actor.PID
 	DataAddress(node ids.NodeID) string
 	Feasible(req sched.Resources) error
 	// Alive reports whether node is a member of the cluster now.
 	Alive(node ids.NodeID) bool
+}
+
+// Placer places the tasks of one shard. Place chooses a node for a request by the sched
+// policy and counts the request against that node until Done (or the node's next load
+// report); it returns sched.ErrNoNodes while no node is known, which parks the task until
+// ClusterChanged is called.
+type Placer interface {
+	Place(req sched.Request) (ids.NodeID, error)
+	Done(node ids.NodeID, res sched.Resources)
 }
 
 // strategyOf maps a spec's strategy name to the policy's.
@@ -82,13 +88,13 @@ func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
 			req.ArgBytes[a.NodeId] += a.Size
 		}
 	}
-	node, err := cl.Place(req)
+	node, err := s.placer.Place(req)
 	if err != nil {
 		return nil, err
 	}
 	r := cl.Raylet(node)
 	if r == nil {
-		cl.Done(node, req.Resources)
+		s.placer.Done(node, req.Resources)
 		return nil, fmt.Errorf("%w: node %s has no scheduler (it is starting, or gone)", errNodeUnready, node)
 	}
 	p.node, p.placed = node, req.Resources
@@ -97,8 +103,8 @@ func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
 
 // placedDone gives a finished task's placement back to the view.
 func (s *shard) placedDone(p *pending) {
-	if s.c.cfg.Cluster != nil && p.node != "" {
-		s.c.cfg.Cluster.Done(p.node, p.placed)
+	if s.placer != nil && p.node != "" {
+		s.placer.Done(p.node, p.placed)
 		p.node, p.placed = "", sched.Resources{}
 	}
 }

@@ -67,14 +67,19 @@ type shard struct {
 
 	callers   map[ids.ActorID]*actorCaller // this shard's callers, by actor
 	parked    map[ids.TaskID]*pending      // waiting for a node (cluster mode)
+	placer    Placer                       // cluster mode: this shard's placements
 	parkTimer bool
 	// sweepMissing: nodes with dispatched tasks that the last sweep found gone.
 	sweepMissing map[ids.NodeID]bool
 }
 
 func newShard(c *Core, i int) *shard {
-	return &shard{c: c, i: i, tasks: make(map[ids.TaskID]*pending, 256), callers: map[ids.ActorID]*actorCaller{},
+	s := &shard{c: c, i: i, tasks: make(map[ids.TaskID]*pending, 256), callers: map[ids.ActorID]*actorCaller{},
 		nodes: map[ids.NodeID]*nodeLeases{}, asks: map[uint64]leaseAsk{}, leaseOf: map[string]*nodeLeases{}}
+	if c.cfg.Cluster != nil {
+		s.placer = c.cfg.Cluster.Placer(uint64(i))
+	}
+	return s
 }
 
 // The shard's local messages.

@@ -34,6 +34,7 @@ func (t *twoNodes) Place(sched.Request) (ids.NodeID, error) {
 	return "n3", nil
 }
 func (t *twoNodes) Done(ids.NodeID, sched.Resources) {}
+func (t *twoNodes) Placer(uint64) Placer             { return t }
 func (t *twoNodes) Raylet(n ids.NodeID) *actor.PID   { return t.raylets[n] }
 func (t *twoNodes) Store(ids.NodeID) *actor.PID      { return nil }
 func (t *twoNodes) DataAddress(ids.NodeID) string    { return "" }

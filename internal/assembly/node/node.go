@@ -23,6 +23,7 @@ import (
 
 	"github.com/ray-go/ray/actors"
 	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/assembly/clusterview"
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/assembly/membership"
 	"github.com/ray-go/ray/internal/base/dispatch"
@@ -192,7 +193,7 @@ type Node struct {
 	table     *actors.Table
 	compactor *gcs.Compactor
 	nodes     *nodeView
-	view      *clusterView              // cluster mode only
+	view      *clusterview.View         // cluster mode only
 	lease     gcs.LeaseID               // cluster mode: the node record's and load report's lease
 	loads     *loadReporter             // cluster mode, nodes that run tasks
 	ownGCS    gcs.Store                 // a GCS client Join opened (closed by Stop)
@@ -315,13 +316,13 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if _, err = n.store.KeepAlive(context.Background(), n.lease); err != nil {
 			return nil, fmt.Errorf("node: keep the node lease alive: %w", err)
 		}
-		if n.view, err = startClusterView(ctx, n); err != nil {
+		if n.view, err = n.startView(ctx); err != nil {
 			return nil, err
 		}
 		if n.data, err = transfer.NewServer(transfer.ServerConfig{Addr: net.JoinHostPort(cfg.Host, "0"), Get: n.readObject, Logger: cfg.Logger}); err != nil {
 			return nil, fmt.Errorf("node: start the object data server: %w", err)
 		}
-		cluster, feasible = n.view, n.view.Feasible
+		cluster, feasible = viewCluster{n.view}, n.view.Feasible
 	}
 	var self *pb.NodeInfo
 	listNodes := func() []*pb.NodeInfo {
@@ -388,6 +389,38 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	})
 	return n, nil
 }
+
+// startView starts the view of the cluster that n's runtime places tasks with (cluster
+// mode): it resolves nodes' grains through n's cluster member and tells n's runtime when
+// the nodes change.
+func (n *Node) startView(ctx context.Context) (*clusterview.View, error) {
+	grain := func(node ids.NodeID, what, kind string) *actor.PID {
+		n.mu.Lock()
+		stopped := n.stopped
+		n.mu.Unlock()
+		if stopped {
+			return nil
+		}
+		return n.cluster.Get(membership.NodeIdentity(string(node), what), kind)
+	}
+	return clusterview.Start(ctx, clusterview.Config{
+		Self: n.ID, Store: n.store,
+		RunsTasks:  func(info *pb.NodeInfo) bool { return runsTasks(info, n.cfg.Job) },
+		Member:     func(node string) bool { _, ok := n.provider.Nodes()[node]; return ok },
+		Raylet:     func(node ids.NodeID) *actor.PID { return grain(node, "raylet", KindRaylet) },
+		StoreGrain: func(node ids.NodeID) *actor.PID { return grain(node, "store/0", KindStore) },
+		Changed: func() {
+			if c := n.core.Load(); c != nil {
+				c.ClusterChanged()
+			}
+		},
+	})
+}
+
+// viewCluster is the view as the runtime's core.Cluster.
+type viewCluster struct{ *clusterview.View }
+
+func (v viewCluster) Placer(seed uint64) core.Placer { return v.View.Placer(seed) }
 
 // orphanLineage reads the lineage pages the runtime of node wrote (its packer's pages).
 func (n *Node) orphanLineage(ctx context.Context, node ids.NodeID) (map[string][]byte, error) {
@@ -651,7 +684,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		n.data.Close()
 	}
 	if n.view != nil {
-		n.view.stop()
+		n.view.Stop()
 	}
 	if n.Core != nil {
 		n.Core.Close()

@@ -1,0 +1,16 @@
+// Package clusterview is a node's view of the cluster it places tasks in: the nodes that
+// run its job's tasks with their resources (the GCS node table), their load (the load
+// reports each node refreshes every LoadReportInterval), their liveness (the membership),
+// and the addresses of their grains and data servers.
+//
+// A View follows the GCS with two watches and publishes each change as an immutable
+// snapshot; the paths a task takes (placing it, resolving its node's scheduler, checking
+// that the node is alive) read only the snapshot, with no lock. Placement accounting, what
+// an owner placed on a node since the node's last report, belongs to the owner: each shard
+// of a runtime has its own Placer, so that two shards placing tasks never meet on a lock,
+// counter or map (the placement policy itself is tasks/sched.Place, pure).
+//
+// The node package starts a View for a runtime in cluster mode and feeds it the
+// membership's reports (MarkGone, MarkAlive); the runtime (internal/assembly/core) sees it
+// through its Cluster interface.
+package clusterview

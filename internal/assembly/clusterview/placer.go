@@ -1,0 +1,119 @@
+package clusterview
+
+import (
+	"time"
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Placer places tasks on the view's nodes for one owner (a shard of a runtime) and
+// accounts for that owner's placements between two load reports of a node. It is not safe
+// for concurrent use: each owner has its own, so that placing a task takes no lock shared
+// with other owners.
+//
+// What an owner cannot see are the placements of the other owners of its process since
+// the node's last report (LoadReportInterval at most, and its leases' requests reach the
+// node's scheduler within one turn). A burst from many owners at once may then send a node
+// more than it can start; its scheduler queues the excess, as a Ray raylet queues the
+// leases other raylets' stale views sent it.
+type Placer struct {
+	v      *View
+	spread uint64
+	buf    []sched.Node
+	own    map[string]*placed
+}
+
+// placed is one owner's account of one node since the node's load report number report.
+type placed struct {
+	report uint64
+	avail  sched.Resources // the report's available minus this owner's placements, plus returns
+	placed sched.Resources // placed by this owner since the report, not done yet
+	queued int
+}
+
+// Placer returns a new placer. Owners that start their Spread rotation at different
+// counters (seed) spread the same way without coordinating.
+func (v *View) Placer(seed uint64) *Placer {
+	return &Placer{v: v, spread: seed, own: map[string]*placed{}}
+}
+
+// noReport marks an account not started yet (report numbers start at 1, and 0 is "no
+// report yet").
+const noReport = ^uint64(0)
+
+// account returns p's account of node i of s, starting it again if the node has reported
+// since.
+func (p *Placer) account(s *snapshot, i int) *placed {
+	id := s.nodes[i].ID
+	a := p.own[id]
+	if a == nil {
+		a = &placed{report: noReport}
+		p.own[id] = a
+	}
+	if a.report != s.reports[i] {
+		// The report includes what this owner placed before it was taken; what was placed
+		// since is not known to be in it. Counting it again only errs towards spreading.
+		a.report, a.placed, a.avail, a.queued = s.reports[i], sched.Resources{}, s.nodes[i].Available, 0
+		if s.reports[i] == 0 {
+			// No report yet: the total minus what this owner placed there.
+			a.avail = s.nodes[i].Total
+		}
+	}
+	return a
+}
+
+// Place chooses a node for req by the sched policy and counts req against it until Done
+// (or the node's next load report); sched.ErrNoNodes while no node is alive.
+func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
+	s := p.v.load()
+	p.buf = p.v.alive(s, p.buf, time.Now())
+	for i := range p.buf {
+		if a := p.own[p.buf[i].ID]; a != nil && a.report == s.reports[i] {
+			p.buf[i].Available, p.buf[i].Queued = a.avail, p.buf[i].Queued+a.queued
+		}
+	}
+	opt := sched.Options{}
+	if req.Strategy == sched.Spread {
+		opt.SpreadCounter = p.spread
+		p.spread++
+	}
+	d, err := sched.Place(req, p.buf, string(p.v.cfg.Self), opt)
+	if err != nil {
+		return "", err
+	}
+	if i, ok := s.index[d.Node]; ok {
+		a := p.account(s, i)
+		a.avail = a.avail.Sub(req.Resources)
+		a.placed = a.placed.Add(req.Resources)
+		if !d.RunNow {
+			a.queued++
+		}
+	}
+	return ids.NodeID(d.Node), nil
+}
+
+// Done: a task this placer placed on node finished (or was not sent after all).
+func (p *Placer) Done(node ids.NodeID, res sched.Resources) {
+	a := p.own[string(node)]
+	if a == nil {
+		return
+	}
+	s := p.v.load()
+	i, ok := s.index[string(node)]
+	if !ok {
+		delete(p.own, string(node))
+		return
+	}
+	// A report since this placement starts the account again from the report, with
+	// nothing placed since.
+	a = p.account(s, i)
+	if a.placed.Fits(res) {
+		a.placed = a.placed.Sub(res)
+	}
+	// A load report taken while the task ran counts it as busy: give its resources back
+	// (never beyond the total) rather than wait for the next report.
+	if after := a.avail.Add(res); s.nodes[i].Total.Fits(after) {
+		a.avail = after
+	}
+}

@@ -1,0 +1,385 @@
+package clusterview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Config is what a View needs from the node that runs it.
+type Config struct {
+	// Self is the node the view belongs to: always alive to itself, the local node of
+	// placement.
+	Self ids.NodeID
+	// Store is the GCS the node table and the load reports are read from.
+	Store gcs.Store
+	// RunsTasks reports whether a node record belongs in the view (nodes that run this
+	// job's tasks); the data addresses of every node are kept whatever it says.
+	RunsTasks func(info *pb.NodeInfo) bool
+	// Member reports whether a node is a member of the cluster now (the membership's
+	// index; called per node per placement, so it must be cheap and lock-free).
+	Member func(node string) bool
+	// Raylet and StoreGrain resolve a node's scheduler and object store grains (nil if
+	// they cannot be resolved now). They may block on the cluster's identity lookup.
+	Raylet, StoreGrain func(node ids.NodeID) *actor.PID
+	// Changed, if set, is called after the view changed (tasks parked for want of a node
+	// may now be placed).
+	Changed func()
+}
+
+// SuspectFor is how long a node whose scheduler could not be resolved is left out of
+// placement.
+const SuspectFor = 2 * time.Second
+
+// View is a node's view of the cluster's nodes. Its tables change only with the GCS's
+// node and load events and the membership's reports, under one mutex; each change
+// publishes an immutable snapshot, which is all that the per-task paths (Place, Alive,
+// Raylet, Store, DataAddress) read.
+type View struct {
+	cfg Config
+
+	mu    sync.Mutex
+	nodes map[string]*node
+	data  map[string]string // every node's data server address (drivers too)
+	// gone are nodes the membership reported unreachable or left: not placed on (and not
+	// alive) from then on, although their records last until their leases lapse. A node
+	// that comes back after a crash has a new ID.
+	gone map[string]bool
+	// suspect are nodes whose scheduler could not be resolved (starting, or dead but not
+	// yet reported to this process: a process that joined after a node died sees no event
+	// for it, only its record until its lease lapses): not placed on until the time given.
+	suspect map[string]time.Time
+	reports uint64 // load reports applied, numbering them
+
+	snap   atomic.Pointer[snapshot]
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// node is what the view knows of one node. Its fields are guarded by View.mu; the grain
+// caches are atomic since the per-task paths fill them.
+type node struct {
+	info    *pb.NodeInfo
+	total   sched.Resources
+	avail   sched.Resources // from the last load report (the total before the first)
+	queued  int
+	report  uint64 // the number of the load report avail comes from (0: none yet)
+	hasLoad bool
+	raylet  atomic.Pointer[actor.PID]
+	store   atomic.Pointer[actor.PID]
+}
+
+// snapshot is the view at one moment, never changed once published.
+type snapshot struct {
+	nodes   []sched.Node // in ID order (Spread's rotation needs a stable order)
+	entries []*node      // entries[i] is nodes[i]'s
+	reports []uint64     // reports[i] numbers the load report nodes[i].Available comes from
+	suspect []time.Time  // not placed on before
+	index   map[string]int
+	data    map[string]string
+	gone    map[string]bool
+}
+
+// Start lists the node table and the load reports and watches both until Stop.
+func Start(ctx context.Context, cfg Config) (*View, error) {
+	v := &View{cfg: cfg, nodes: map[string]*node{}, data: map[string]string{}}
+	nodes, rev, err := cfg.Store.List(ctx, gcs.NodesPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("clusterview: read the node table: %w", err)
+	}
+	loads, lrev, err := cfg.Store.List(ctx, gcs.LoadPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("clusterview: read the load reports: %w", err)
+	}
+	v.mu.Lock()
+	for _, kv := range nodes {
+		v.putNodeLocked(kv.Value)
+	}
+	for _, kv := range loads {
+		v.putLoadLocked(kv.Value)
+	}
+	v.publishLocked()
+	wctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	v.mu.Unlock()
+	v.wg.Add(2)
+	go v.watch(wctx, gcs.NodesPrefix, rev+1)
+	go v.watch(wctx, gcs.LoadPrefix, lrev+1)
+	return v, nil
+}
+
+// Stop stops watching; the view keeps what it last knew.
+func (v *View) Stop() {
+	v.mu.Lock()
+	cancel := v.cancel
+	v.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	v.wg.Wait()
+}
+
+// watch follows one prefix; after a compaction it lists again.
+func (v *View) watch(ctx context.Context, prefix string, rev int64) {
+	defer v.wg.Done()
+	for ctx.Err() == nil {
+		for resp := range v.cfg.Store.Watch(ctx, prefix, rev) {
+			if resp.Err != nil {
+				break
+			}
+			v.mu.Lock()
+			for _, e := range resp.Events {
+				rev = max(rev, e.KV.ModRev+1)
+				id, _ := gcs.TrimKey(prefix, e.KV.Key)
+				switch {
+				case e.Type == gcs.EventDelete && prefix == gcs.NodesPrefix:
+					delete(v.nodes, id)
+					delete(v.data, id)
+				case e.Type == gcs.EventDelete:
+					if n := v.nodes[id]; n != nil {
+						n.hasLoad, n.avail, n.report = false, n.total, 0
+					}
+				case prefix == gcs.NodesPrefix:
+					v.putNodeLocked(e.KV.Value)
+				default:
+					v.putLoadLocked(e.KV.Value)
+				}
+			}
+			v.publishLocked()
+			v.mu.Unlock()
+			if v.cfg.Changed != nil {
+				v.cfg.Changed()
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		// The watch ended (compaction, GCS unreachable): list again after a pause.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		kvs, lrev, err := v.cfg.Store.List(lctx, prefix)
+		cancel()
+		if err != nil {
+			continue
+		}
+		v.mu.Lock()
+		if prefix == gcs.NodesPrefix {
+			seen := map[string]bool{}
+			for _, kv := range kvs {
+				if info := v.putNodeLocked(kv.Value); info != nil {
+					seen[info.NodeId] = true
+				}
+			}
+			for id := range v.nodes {
+				if !seen[id] {
+					delete(v.nodes, id)
+				}
+			}
+		} else {
+			for _, kv := range kvs {
+				v.putLoadLocked(kv.Value)
+			}
+		}
+		v.publishLocked()
+		v.mu.Unlock()
+		rev = lrev + 1
+	}
+}
+
+func (v *View) putNodeLocked(b []byte) *pb.NodeInfo {
+	var info pb.NodeInfo
+	if proto.Unmarshal(b, &info) != nil || info.NodeId == "" {
+		return nil
+	}
+	if info.DataAddress != "" {
+		v.data[info.NodeId] = info.DataAddress
+	}
+	if v.cfg.RunsTasks != nil && !v.cfg.RunsTasks(&info) {
+		return &info
+	}
+	n := v.nodes[info.NodeId]
+	if n == nil {
+		n = &node{}
+		v.nodes[info.NodeId] = n
+	}
+	n.info = &info
+	n.total = tasks.ResourcesFromPB(info.Total)
+	if !n.hasLoad {
+		n.avail = n.total
+	}
+	return &info
+}
+
+func (v *View) putLoadLocked(b []byte) {
+	var l pb.NodeLoad
+	if proto.Unmarshal(b, &l) != nil {
+		return
+	}
+	n := v.nodes[l.NodeId]
+	if n == nil {
+		return
+	}
+	// A new report number: the placers' own placements since the last report are in it
+	// (or finished), so they start again from it.
+	v.reports++
+	n.report = v.reports
+	n.avail = tasks.ResourcesFromPB(l.Available)
+	n.queued = int(l.Queued)
+	n.hasLoad = true
+}
+
+// publishLocked publishes the tables as a new snapshot (v.mu held).
+func (v *View) publishLocked() {
+	s := &snapshot{index: make(map[string]int, len(v.nodes)), data: make(map[string]string, len(v.data)),
+		gone: make(map[string]bool, len(v.gone))}
+	ids := make([]string, 0, len(v.nodes))
+	for id := range v.nodes {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for i, id := range ids {
+		n := v.nodes[id]
+		s.index[id] = i
+		s.entries = append(s.entries, n)
+		s.nodes = append(s.nodes, sched.Node{ID: id, Total: n.total, Available: n.avail, Queued: n.queued, Alive: !v.gone[id]})
+		s.reports = append(s.reports, n.report)
+		s.suspect = append(s.suspect, v.suspect[id])
+	}
+	for id, a := range v.data {
+		s.data[id] = a
+	}
+	for id := range v.gone {
+		s.gone[id] = true
+	}
+	v.snap.Store(s)
+}
+
+func (v *View) load() *snapshot { return v.snap.Load() }
+
+// Raylet resolves a node's scheduler (cached once resolved). A node whose scheduler cannot
+// be resolved is left out of placement for SuspectFor.
+func (v *View) Raylet(id ids.NodeID) *actor.PID {
+	s := v.load()
+	var n *node
+	if i, ok := s.index[string(id)]; ok {
+		n = s.entries[i]
+		if p := n.raylet.Load(); p != nil {
+			return p
+		}
+	}
+	p := v.cfg.Raylet(id)
+	if p != nil {
+		if n != nil {
+			n.raylet.Store(p)
+		}
+		return p
+	}
+	v.mu.Lock()
+	if v.suspect == nil {
+		v.suspect = map[string]time.Time{}
+	}
+	v.suspect[string(id)] = time.Now().Add(SuspectFor)
+	v.publishLocked()
+	v.mu.Unlock()
+	return nil
+}
+
+// Store resolves the store shard of any node (objects live on drivers too).
+func (v *View) Store(id ids.NodeID) *actor.PID {
+	s := v.load()
+	var n *node
+	if i, ok := s.index[string(id)]; ok {
+		n = s.entries[i]
+		if p := n.store.Load(); p != nil {
+			return p
+		}
+	}
+	p := v.cfg.StoreGrain(id)
+	if p != nil && n != nil {
+		n.store.Store(p)
+	}
+	return p
+}
+
+// Alive reports whether a node is a member of the cluster now and was not reported gone.
+func (v *View) Alive(id ids.NodeID) bool {
+	if id == v.cfg.Self {
+		return true
+	}
+	return v.cfg.Member(string(id)) && !v.load().gone[string(id)]
+}
+
+// MarkGone records that the membership reported node unreachable or left.
+func (v *View) MarkGone(id ids.NodeID) {
+	v.mu.Lock()
+	if v.gone == nil {
+		v.gone = map[string]bool{}
+	}
+	v.gone[string(id)] = true
+	v.publishLocked()
+	v.mu.Unlock()
+}
+
+// MarkAlive undoes MarkGone: the membership reported node reachable (again) or joined.
+func (v *View) MarkAlive(id ids.NodeID) {
+	v.mu.Lock()
+	delete(v.gone, string(id))
+	v.publishLocked()
+	v.mu.Unlock()
+}
+
+// DataAddress is a node's object data server address ("" if unknown).
+func (v *View) DataAddress(id ids.NodeID) string { return v.load().data[string(id)] }
+
+// Nodes returns the alive nodes of the view with their records, in ID order.
+func (v *View) Nodes() []*pb.NodeInfo {
+	s := v.load()
+	out := make([]*pb.NodeInfo, 0, len(s.nodes))
+	for i, n := range s.nodes {
+		if n.ID == string(v.cfg.Self) || n.Alive && v.cfg.Member(n.ID) {
+			out = append(out, s.entries[i].info)
+		}
+	}
+	return out
+}
+
+// Feasible is nil while no node is known (tasks wait for one), else whether some alive
+// node could ever run req (an *sched.InfeasibleError names what is missing).
+func (v *View) Feasible(req sched.Resources) error {
+	nodes := v.alive(v.load(), nil, time.Now())
+	if _, err := sched.Place(sched.Request{Resources: req}, nodes, "", sched.Options{}); err != nil && !errors.Is(err, sched.ErrNoNodes) {
+		return err
+	}
+	return nil
+}
+
+// alive copies s's nodes into buf with their liveness now.
+func (v *View) alive(s *snapshot, buf []sched.Node, now time.Time) []sched.Node {
+	buf = append(buf[:0], s.nodes...)
+	for i := range buf {
+		n := &buf[i]
+		if n.ID == string(v.cfg.Self) {
+			n.Alive = true
+			continue
+		}
+		n.Alive = n.Alive && v.cfg.Member(n.ID) && !now.Before(s.suspect[i])
+	}
+	return buf
+}

@@ -1,0 +1,306 @@
+package clusterview
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/memstore"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// fixture is a view over an in-memory GCS, with a membership and grain resolution the
+// test controls.
+type fixture struct {
+	t       *testing.T
+	store   *memstore.Store
+	selfID  string
+	v       *View
+	members sync.Map // node ID -> bool
+	noRay   sync.Map // node IDs whose raylet does not resolve
+	changed atomic.Int64
+}
+
+func res(t *testing.T, cpu float64) sched.Resources {
+	t.Helper()
+	r, err := sched.FromMap(map[string]float64{"CPU": cpu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func newFixture(t *testing.T, self string) *fixture {
+	f := &fixture{t: t, store: memstore.New(memstore.Options{}), selfID: self}
+	f.members.Store(self, true)
+	return f
+}
+
+func (f *fixture) start() {
+	v, err := Start(context.Background(), Config{
+		Self: ids.NodeID(f.self()), Store: f.store,
+		RunsTasks: func(info *pb.NodeInfo) bool { return info.Role != "driver" },
+		Member:    func(node string) bool { _, ok := f.members.Load(node); return ok },
+		Raylet: func(node ids.NodeID) *actor.PID {
+			if _, no := f.noRay.Load(string(node)); no {
+				return nil
+			}
+			return actor.NewPID("addr-"+string(node), "raylet")
+		},
+		StoreGrain: func(node ids.NodeID) *actor.PID { return actor.NewPID("addr-"+string(node), "store") },
+		Changed:    func() { f.changed.Add(1) },
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.v = v
+	f.t.Cleanup(v.Stop)
+}
+
+func (f *fixture) self() string { return f.selfID }
+
+func (f *fixture) putNode(id, role string, cpu float64, data string) {
+	f.t.Helper()
+	b, _ := proto.Marshal(&pb.NodeInfo{NodeId: id, Role: role, DataAddress: data, Total: tasks.ResourcesToPB(res(f.t, cpu))})
+	if _, err := f.store.Put(context.Background(), gcs.NodeKey(id), b, 0); err != nil {
+		f.t.Fatal(err)
+	}
+	f.members.Store(id, true)
+}
+
+func (f *fixture) putLoad(id string, avail float64, queued int) {
+	f.t.Helper()
+	b, _ := proto.Marshal(&pb.NodeLoad{NodeId: id, Available: tasks.ResourcesToPB(res(f.t, avail)), Queued: int32(queued)})
+	if _, err := f.store.Put(context.Background(), gcs.LoadKey(id), b, 0); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// eventually waits (bounded) until cond holds: the view learns of GCS writes by a watch.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestPlaceCountsOwnPlacementsUntilTheNextReport(t *testing.T) {
+	f := newFixture(t, "a")
+	f.putNode("a", "local", 2, "")
+	f.start()
+	p := f.v.Placer(0)
+	req := sched.Request{Resources: res(t, 1)}
+	for i := 0; i < 2; i++ {
+		if n, err := p.Place(req); err != nil || n != "a" {
+			t.Fatalf("placement %d: %v %v", i, n, err)
+		}
+	}
+	if got := p.own["a"].avail; !got.IsZero() {
+		t.Fatalf("after two placements of 1 CPU on a 2-CPU node, the placer counts %v available", got)
+	}
+	// A second placer of the same view does not see the first's placements.
+	if got := f.v.Placer(1).account(f.v.load(), 0).avail; !got.Equal(res(t, 2)) {
+		t.Fatalf("another placer starts from %v, want the node's 2 CPUs", got)
+	}
+	p.Done("a", res(t, 1))
+	if got := p.own["a"].avail; !got.Equal(res(t, 1)) {
+		t.Fatalf("after Done the placer counts %v available, want 1 CPU", got)
+	}
+	// A load report starts the account again from the node's own figure.
+	f.putLoad("a", 0.5, 3)
+	eventually(t, "the load report", func() bool { return f.v.load().reports[0] != 0 })
+	if _, err := p.Place(req); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.own["a"].avail, res(t, 0.5).Sub(res(t, 1)); !got.Equal(want) {
+		t.Fatalf("after the report and one placement: %v available, want %v", got, want)
+	}
+	// Done of a placement made before a report that counted it as busy gives its
+	// resources back at once (never beyond the total).
+	f.putLoad("a", 1, 0)
+	eventually(t, "the second load report", func() bool { return f.v.load().nodes[0].Available.Equal(res(t, 1)) })
+	p.Done("a", res(t, 1))
+	if a := p.own["a"]; a.report != f.v.load().reports[0] || !a.avail.Equal(res(t, 2)) {
+		t.Fatalf("after Done of an older placement: account at report %d with %v, want the new report with 2 CPUs", a.report, a.avail)
+	}
+	p.Done("a", res(t, 1))
+	if a := p.own["a"]; !a.avail.Equal(res(t, 2)) {
+		t.Fatalf("Done gave back beyond the total: %v", a.avail)
+	}
+}
+
+func TestPlaceSpillsToAnotherNodeOnceTheLocalOneIsFull(t *testing.T) {
+	f := newFixture(t, "a")
+	f.putNode("a", "local", 1, "")
+	f.putNode("b", "worker", 4, "")
+	f.start()
+	p := f.v.Placer(0)
+	req := sched.Request{Resources: res(t, 1)}
+	seen := map[ids.NodeID]int{}
+	for i := 0; i < 5; i++ {
+		n, err := p.Place(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[n]++
+	}
+	if seen["a"] == 0 || seen["b"] == 0 {
+		t.Fatalf("5 one-CPU tasks on a 1-CPU local node and a 4-CPU node went to %v; want both used", seen)
+	}
+}
+
+func TestSpreadRotatesPerPlacer(t *testing.T) {
+	f := newFixture(t, "a")
+	for _, id := range []string{"a", "b", "c"} {
+		f.putNode(id, "worker", 8, "")
+	}
+	f.start()
+	p := f.v.Placer(0)
+	req := sched.Request{Resources: res(t, 1), Strategy: sched.Spread}
+	seen := map[ids.NodeID]bool{}
+	for i := 0; i < 3; i++ {
+		n, err := p.Place(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[n] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("3 spread placements used %d node(s): %v", len(seen), seen)
+	}
+}
+
+func TestGoneSuspectAndDrivers(t *testing.T) {
+	f := newFixture(t, "a")
+	f.putNode("a", "local", 1, "a:1")
+	f.putNode("b", "worker", 1, "b:1")
+	f.putNode("d", "driver", 0, "d:1")
+	f.start()
+	v := f.v
+	if got := len(v.Nodes()); got != 2 {
+		t.Fatalf("Nodes() = %d records, want 2 (the driver runs no tasks)", got)
+	}
+	if v.DataAddress("d") != "d:1" {
+		t.Fatalf("a driver's data address is kept: got %q", v.DataAddress("d"))
+	}
+	v.MarkGone("b")
+	if v.Alive("b") || len(v.Nodes()) != 1 {
+		t.Fatalf("after MarkGone: Alive(b)=%v, %d nodes", v.Alive("b"), len(v.Nodes()))
+	}
+	if !v.Alive("a") {
+		t.Fatal("a view's own node is always alive")
+	}
+	v.MarkAlive("b")
+	if !v.Alive("b") {
+		t.Fatal("MarkAlive did not undo MarkGone")
+	}
+	// A node whose scheduler does not resolve is left out of placement for a while.
+	f.noRay.Store("b", true)
+	if v.Raylet("b") != nil {
+		t.Fatal("Raylet(b) resolved a node told to fail")
+	}
+	p := v.Placer(0)
+	for i := 0; i < 4; i++ {
+		n, err := p.Place(sched.Request{Resources: res(t, 1), Strategy: sched.Spread})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == "b" {
+			t.Fatal("placed on a suspect node")
+		}
+	}
+	// A member that left is not alive, whatever its record says.
+	f.members.Delete("b")
+	if v.Alive("b") {
+		t.Fatal("a node that left the membership is alive")
+	}
+}
+
+func TestRayletIsCachedAndNodesLeave(t *testing.T) {
+	f := newFixture(t, "a")
+	f.putNode("a", "local", 1, "")
+	f.start()
+	calls := 0
+	f.v.cfg.Raylet = func(node ids.NodeID) *actor.PID { calls++; return actor.NewPID("x", "raylet") }
+	for i := 0; i < 3; i++ {
+		if f.v.Raylet("a") == nil {
+			t.Fatal("no raylet")
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("Raylet resolved %d times, want once (cached)", calls)
+	}
+	f.putNode("b", "worker", 2, "")
+	eventually(t, "node b", func() bool { return len(f.v.Nodes()) == 2 })
+	if f.changed.Load() == 0 {
+		t.Fatal("Changed was not called after a node joined")
+	}
+	if _, err := f.store.Delete(context.Background(), gcs.NodeKey("b")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node b's record to go", func() bool { return len(f.v.Nodes()) == 1 })
+}
+
+func TestFeasible(t *testing.T) {
+	f := newFixture(t, "a")
+	f.start()
+	if err := f.v.Feasible(res(t, 64)); err != nil {
+		t.Fatalf("with no node known, tasks wait: got %v", err)
+	}
+	f.putNode("a", "local", 2, "")
+	eventually(t, "node a", func() bool { return len(f.v.Nodes()) == 1 })
+	var inf *sched.InfeasibleError
+	if err := f.v.Feasible(res(t, 64)); !errors.As(err, &inf) {
+		t.Fatalf("64 CPUs on a 2-CPU cluster: got %v, want an *InfeasibleError", err)
+	}
+	if err := f.v.Feasible(res(t, 2)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlacersDoNotShareState: placers of one view used from many goroutines at once while
+// the view changes (run with -race: a shared map or counter would be reported).
+func TestPlacersDoNotShareState(t *testing.T) {
+	f := newFixture(t, "a")
+	f.putNode("a", "local", 4, "")
+	f.putNode("b", "worker", 4, "")
+	f.start()
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		p := f.v.Placer(uint64(g))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				n, err := p.Place(sched.Request{Resources: res(t, 1)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				p.Done(n, res(t, 1))
+				_ = f.v.Alive(n)
+				_ = f.v.Raylet(n)
+			}
+		}()
+	}
+	for i := 0; i < 20; i++ {
+		f.putLoad("b", float64(i%4), i)
+		f.v.MarkGone("b")
+		f.v.MarkAlive("b")
+	}
+	wg.Wait()
+}
