@@ -60,8 +60,9 @@ const maxMessageBytes = 256 << 20
 const endpointBatch = 32
 
 // dispatchGoroutines is the size of the goroutine pool that runs the node's mailboxes
-// (package dispatch): enough for every grain of a node to run at once.
-const dispatchGoroutines = 16
+// (package dispatch): enough for every grain of a node to run at once, and four per core
+// (the runtime's shards, eight per core, are mailboxes too).
+func dispatchGoroutines() int { return max(16, 4*runtime.GOMAXPROCS(0)) }
 
 // lineageSealDelay is how long a partly filled lineage page waits for more records before
 // it is written. The owner's shards hand the packer only the records that outlived their
@@ -284,7 +285,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.packer, err = gcs.NewShardedPacker(n.writer, gcs.PackerConfig{Prefix: gcs.LineagePrefix, Owner: string(n.ID), SealDelay: lineageSealDelay, Logger: cfg.Logger}, packerShards()); err != nil {
 		return nil, err
 	}
-	n.pool = dispatch.New(dispatchGoroutines, dispatch.DefaultThroughput)
+	n.pool = dispatch.New(dispatchGoroutines(), dispatch.DefaultThroughput)
 	for _, addr := range cfg.SyncAddrs {
 		conn, err := syncGRPCServer(addr)
 		if err != nil {

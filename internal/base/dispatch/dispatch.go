@@ -13,6 +13,8 @@
 package dispatch
 
 import (
+	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -24,8 +26,14 @@ import (
 const DefaultThroughput = 300
 
 // Pool is a Dispatcher with a fixed set of goroutines.
+//
+// The goroutines wait on lanes (one channel per core, GOMAXPROCS at New) rather than on
+// one channel: a channel is a lock, and a mailbox is scheduled each time it gets a message
+// while idle, from every core at once. Schedule offers its function to a lane picked at
+// random (math/rand/v2's runtime source: no shared state), then to a second, and starts a
+// goroutine only if no goroutine waits on either.
 type Pool struct {
-	work       chan func()
+	lanes      []chan func()
 	quit       chan struct{}
 	once       sync.Once
 	wg         sync.WaitGroup
@@ -34,27 +42,30 @@ type Pool struct {
 
 var _ actor.Dispatcher = (*Pool)(nil)
 
-// New starts a pool of n goroutines (at least 1).
+// New starts a pool of n goroutines (at least 1, and at least 2 per lane), spread over
+// one lane per core.
 func New(n, throughput int) *Pool {
-	if n < 1 {
-		n = 1
-	}
 	if throughput <= 0 {
 		throughput = DefaultThroughput
 	}
-	p := &Pool{work: make(chan func()), quit: make(chan struct{}), throughput: throughput}
+	lanes := max(1, min(runtime.GOMAXPROCS(0), n/2))
+	n = max(n, 2*lanes, 1)
+	p := &Pool{lanes: make([]chan func(), lanes), quit: make(chan struct{}), throughput: throughput}
+	for i := range p.lanes {
+		p.lanes[i] = make(chan func())
+	}
 	p.wg.Add(n)
 	for i := 0; i < n; i++ {
-		go p.loop()
+		go p.loop(p.lanes[i%lanes])
 	}
 	return p
 }
 
-func (p *Pool) loop() {
+func (p *Pool) loop(lane chan func()) {
 	defer p.wg.Done()
 	for {
 		select {
-		case fn := <-p.work:
+		case fn := <-lane:
 			fn()
 		case <-p.quit:
 			return
@@ -62,13 +73,27 @@ func (p *Pool) loop() {
 	}
 }
 
-// Schedule runs fn on an idle pool goroutine, or on a new goroutine if none is idle.
+// Schedule runs fn on an idle pool goroutine, or on a new goroutine if none is idle on
+// the two lanes it tries.
 func (p *Pool) Schedule(fn func()) {
-	select {
-	case p.work <- fn:
-	default:
-		go fn()
+	n := uint32(len(p.lanes))
+	i := uint32(0)
+	if n > 1 {
+		i = rand.Uint32N(n)
 	}
+	select {
+	case p.lanes[i] <- fn:
+		return
+	default:
+	}
+	if n > 1 {
+		select {
+		case p.lanes[(i+1)%n] <- fn:
+			return
+		default:
+		}
+	}
+	go fn()
 }
 
 // Throughput is the number of messages a mailbox handles per run.

@@ -48,3 +48,28 @@ func waitOrFail(t *testing.T, wg *sync.WaitGroup) {
 		t.Fatal("scheduled functions did not all run")
 	}
 }
+
+// TestPoolLanesRunEverything: with one lane per core, functions scheduled from many
+// goroutines at once all run, on the pool or on fallback goroutines (run with -race).
+func TestPoolLanesRunEverything(t *testing.T) {
+	p := New(8, 0)
+	if len(p.lanes) < 1 || len(p.lanes) > 4 {
+		t.Fatalf("%d lanes for 8 goroutines, want 1..4", len(p.lanes))
+	}
+	var ran atomic.Int64
+	var done sync.WaitGroup
+	const senders, each = 8, 500
+	done.Add(senders * each)
+	for s := 0; s < senders; s++ {
+		go func() {
+			for i := 0; i < each; i++ {
+				p.Schedule(func() { ran.Add(1); done.Done() })
+			}
+		}()
+	}
+	waitOrFail(t, &done)
+	p.Close()
+	if ran.Load() != senders*each {
+		t.Fatalf("ran %d functions, want %d", ran.Load(), senders*each)
+	}
+}
