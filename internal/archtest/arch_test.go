@@ -126,7 +126,7 @@ var ranks = []struct {
 	paths []string
 }{
 	{0, []string{"internal/base/ids", "internal/base/pb", "internal/base/netx", "internal/base/dispatch",
-		"internal/base/workerenv", "objects/codec", "tasks/sched", "actors/lifecycle", "internal/archtest", "internal"}},
+		"internal/base/workerenv", "objects/codec", "tasks/sched", "actors/lifecycle", "actors/caller", "internal/archtest", "internal"}},
 	{1, []string{"internal/base/gcs"}},
 	{2, []string{"internal/base/gcs/etcdstore", "internal/base/gcs/memstore", "internal/base/gcs/gcstest"}},
 	{3, []string{"objects", "lineage", "tasks"}},
@@ -164,7 +164,7 @@ const componentRank = 9
 
 // pure packages: policies and state machines, tested with tables and scripts. They import
 // no protoactor, start no goroutines and read no clock (time comes in as an argument).
-var pure = []string{"tasks/sched", "lineage", "actors/lifecycle"}
+var pure = []string{"tasks/sched", "lineage", "actors/lifecycle", "actors/caller"}
 
 // envOK: the only packages that read the process environment: the CLI and the root package
 // (the user API: RAY_ADDRESS, worker mode); programs (examples, benchmarks) are leaves.
