@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ray-go/ray/actors"
+	"github.com/ray-go/ray/actors/caller"
 	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -49,25 +49,20 @@ type ActorSpec struct {
 // actorCaller is one caller's side of one actor: a shard of this process calls each
 // actor as a caller of its own (Ray's per-worker caller: the calls of one submitter are in
 // order; submitters in different shards never share a caller, so they do not contend on
-// one). It holds the sequence numbers of its calls, the calls not finished yet (to resend
-// after a restart), and the outbox its shard flushes.
+// one). Its bookkeeping (sequence numbers, the calls not finished yet, what to resend,
+// skip or fail, the outbox's order) is the pure caller.Caller; around it, the actorCaller
+// does the I/O: it finds the actor's instance, sends what the outbox holds (its shard
+// flushes it) and completes the calls the Caller gives up.
 type actorCaller struct {
 	id    ids.ActorID
 	hex   string
 	sh    *shard
 	state *actorState
 
-	mu      sync.Mutex
-	seq     uint64 // last seq given out
-	low     uint64 // every seq below low is finished
-	calls   map[uint64]*pending
-	outbox  []*pb.ActorCall
-	queued  bool // on the flush queue
-	pid     *actor.PID
-	inc     uint64 // newest incarnation seen
-	dead    *pb.ErrorInfo
-	atMost  bool
-	retries int
+	mu     sync.Mutex
+	calls  *caller.Caller[*pending]
+	queued bool       // on the flush queue
+	pid    *actor.PID // the instance of the newest incarnation known (nil: find it)
 
 	resolving bool // a goroutine is finding the instance (its shard's loop only)
 }
@@ -105,13 +100,19 @@ func (c *Core) caller(sh *shard, id ids.ActorID) *actorCaller {
 		return ac.(*actorCaller)
 	}
 	st := c.state(id)
-	ac := &actorCaller{id: id, hex: id.String(), sh: sh, state: st, low: 1, calls: map[uint64]*pending{}}
+	cfg := caller.Config{ResendAfter: resendAfter, MaxResend: maxResend}
 	if st.options {
-		ac.atMost, ac.retries = st.atMost, st.retries
+		cfg.AtMostOnce, cfg.MaxTaskRetries = st.atMost, st.retries
 	}
+	ac := &actorCaller{id: id, hex: id.String(), sh: sh, state: st, calls: caller.New[*pending](cfg)}
 	if c.cfg.Actors != nil {
 		if info, ok := c.cfg.Actors.Info(ac.hex); ok {
-			ac.apply(info)
+			// No call yet: nothing to fail, resend or flush.
+			if lifecycle.Phase(info.Phase) == lifecycle.Dead {
+				ac.calls.Die(diedErr(info))
+			} else {
+				ac.calls.Changed(recordOf(info))
+			}
 		}
 	}
 	if prev, loaded := c.callers.LoadOrStore(key, ac); loaded {
@@ -138,21 +139,14 @@ func (s *shard) callerID() string { return s.pidW.Id }
 // shardFor is the shard tc's submissions belong to: the family of its children.
 func (c *Core) shardFor(tc *TaskContext) *shard { return c.shards[tc.idSeed()[1]&c.mask] }
 
-// apply records what the actor record says; ac.mu held or ac not shared yet.
-func (ac *actorCaller) apply(info *pb.ActorInfo) {
-	ac.atMost, ac.retries = info.AtMostOnce, int(info.MaxTaskRetries)
-	if ac.inc == 0 {
-		ac.inc = info.Incarnation
-	}
-	if lifecycle.Phase(info.Phase) == lifecycle.Dead && ac.dead == nil {
-		ac.dead = diedInfo(info)
-	}
+// recordOf is what a caller needs of an actor record that is not Dead.
+func recordOf(info *pb.ActorInfo) caller.Record {
+	return caller.Record{Incarnation: info.Incarnation, Placed: info.Node != "",
+		AtMostOnce: info.AtMostOnce, MaxTaskRetries: int(info.MaxTaskRetries)}
 }
 
-func diedInfo(info *pb.ActorInfo) *pb.ErrorInfo {
-	st := actors.StateOf(info)
-	return &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: info.Class, Message: st.Err().Error()}
-}
+// diedErr is why the actor of a Dead record died.
+func diedErr(info *pb.ActorInfo) error { return actors.StateOf(info).Err() }
 
 // CreateActor creates an actor and returns its ID at once; the constructor runs on the
 // node the cluster picks. Arguments that are refs are resolved first (then the record is
@@ -240,16 +234,10 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 			err = create(ctx)
 		}
 		if err != nil {
-			dead := &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: spec.Class,
-				Message: fmt.Sprintf("actor %s died: it could not be created: %v", id, err)}
-			st.failed.Store(dead)
+			err = fmt.Errorf("actor %s died: it could not be created: %v", id, err)
+			st.failed.Store(&pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: spec.Class, Message: err.Error()})
 			for _, ac := range c.callersOf(id) {
-				ac.mu.Lock()
-				if ac.dead == nil {
-					ac.dead = dead
-				}
-				ac.mu.Unlock()
-				c.failActorCalls(ac)
+				c.actorDied(ac, err)
 			}
 		}
 	}()
@@ -370,18 +358,17 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		spec.Args[i] = &pb.Arg{ObjectId: ref[:], IsRef: true}
 		argRefs = append(argRefs, ref)
 	}
+	p := &pending{tid: tid, spec: spec, actor: ac, sh: sh}
 	ac.mu.Lock()
-	if ac.dead != nil {
-		info := ac.dead
-		ac.mu.Unlock()
-		e := &pb.ErrorInfo{Kind: info.Kind, Function: method, TaskId: tid[:], Message: info.Message}
-		c.mem.Set(ret, objects.Value{Err: e})
-		return ret, &SubmitError{Info: e, Err: errors.New(info.Message)}
-	}
-	ac.seq++
-	p := &pending{tid: tid, spec: spec, actor: ac, seq: ac.seq, sh: sh}
-	ac.calls[p.seq] = p
+	seq, dead := ac.calls.Add(p)
+	p.seq = seq
 	ac.mu.Unlock()
+	if dead != nil {
+		msg := dead.Error()
+		e := &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: method, TaskId: tid[:], Message: msg}
+		c.mem.Set(ret, objects.Value{Err: e})
+		return ret, &SubmitError{Info: e, Err: errors.New(msg)}
+	}
 	if argErr != nil {
 		// The call fails here; its seq is skipped so the calls after it are not held up.
 		info := &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST, Function: method, TaskId: tid[:], Message: argErr.Error(), NodeId: string(c.cfg.Node)}
@@ -406,20 +393,12 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 // sendActorCall queues a resolved call for its actor.
 func (c *Core) sendActorCall(p *pending) {
 	ac := p.actor
-	call := &pb.ActorCall{ActorId: ac.id[:], CallerId: ac.sh.callerID(), Seq: p.seq, Spec: p.spec}
+	now := time.Now()
 	ac.mu.Lock()
-	p.sent = true
-	p.sentAt = time.Now()
-	p.call = call
-	ac.outbox = append(ac.outbox, call)
-	c.queueFlushLocked(ac)
+	if ac.calls.Send(p.seq, now) {
+		c.queueFlushLocked(ac)
+	}
 	ac.mu.Unlock()
-}
-
-// again is a fresh message for resending p: the one sent before may still be read by its
-// receiver (local sends pass the pointer), and flush stamps fields on what it sends.
-func (p *pending) again() *pb.ActorCall {
-	return &pb.ActorCall{ActorId: p.call.ActorId, CallerId: p.call.CallerId, Seq: p.seq, Spec: p.spec}
 }
 
 // queueFlushLocked has ac's shard flush ac's outbox at the end of its turn (ac.mu
@@ -432,17 +411,12 @@ func (c *Core) queueFlushLocked(ac *actorCaller) {
 	ac.sh.send(flushActor{ac: ac})
 }
 
-// actorFinished is complete's actor part: the call is finished for this process.
+// actorFinished is complete's actor part: the call is finished for this process (a call
+// the actor never saw is skipped).
 func (c *Core) actorFinished(p *pending) {
 	ac := p.actor
 	ac.mu.Lock()
-	delete(ac.calls, p.seq)
-	for ac.low <= ac.seq && ac.calls[ac.low] == nil {
-		ac.low++
-	}
-	if !p.sent && ac.dead == nil {
-		// The actor never saw this seq: tell it to go past it.
-		ac.outbox = append(ac.outbox, &pb.ActorCall{ActorId: ac.id[:], CallerId: ac.sh.callerID(), Seq: p.seq, Skip: true})
+	if ac.calls.Finish(p.seq) {
 		c.queueFlushLocked(ac)
 	}
 	ac.mu.Unlock()
@@ -454,7 +428,8 @@ func (c *Core) actorFinished(p *pending) {
 // instance that stopped while it was in flight.
 const resendAfter = 5 * time.Second
 
-// maxResend bounds the calls of one actor resent per round.
+// maxResend bounds the calls of one actor resent per round (the oldest first): a long
+// backlog of slow calls is not sent again wholesale every few seconds.
 const maxResend = 1000
 
 // resendStale puts the calls of s's actors unanswered for resendAfter back in their
@@ -462,24 +437,8 @@ const maxResend = 1000
 func (c *Core) resendStale(s *shard, now time.Time) {
 	for _, ac := range s.callers {
 		ac.mu.Lock()
-		var stale []*pending
-		for _, p := range ac.calls {
-			if p.sent && p.call != nil && now.Sub(p.sentAt) > resendAfter {
-				stale = append(stale, p)
-			}
-		}
-		// The oldest first, and a bounded number a round: a long backlog of slow calls is
-		// not sent again wholesale every few seconds.
-		sort.Slice(stale, func(i, j int) bool { return stale[i].seq < stale[j].seq })
-		stale = stale[:min(len(stale), maxResend)]
-		again := make([]*pb.ActorCall, len(stale))
-		for i, p := range stale {
-			p.sentAt = now
-			again[i] = p.again()
-		}
-		if len(again) > 0 && ac.dead == nil {
+		if ac.calls.ResendStale(now) > 0 {
 			ac.pid = nil // resolve again: the placement may have moved
-			ac.outbox = append(again, ac.outbox...)
 			c.queueFlushLocked(ac)
 		}
 		ac.mu.Unlock()
@@ -507,7 +466,7 @@ func (s *shard) flushCaller(ac *actorCaller) {
 	c := s.c
 	ac.mu.Lock()
 	ac.queued = false
-	n := len(ac.outbox)
+	n := ac.calls.Queued()
 	pid := ac.pid
 	created := ac.state.created
 	ac.mu.Unlock()
@@ -522,12 +481,7 @@ func (s *shard) flushCaller(ac *actorCaller) {
 			return
 		}
 		if dead := ac.state.failed.Load(); dead != nil {
-			ac.mu.Lock()
-			if ac.dead == nil {
-				ac.dead = dead
-			}
-			ac.mu.Unlock()
-			c.failActorCalls(ac) // its creation failed
+			c.actorDied(ac, errors.New(dead.Message)) // its creation failed
 			return
 		}
 	}
@@ -539,29 +493,52 @@ func (s *shard) flushCaller(ac *actorCaller) {
 		return
 	}
 	ac.mu.Lock()
-	inc := ac.inc
-	acked, first := ac.low-1, ac.low
-	out := ac.outbox
-	ac.outbox = nil
-	for _, call := range out {
-		// Calls sent straight to the outbox are registered here, before they leave.
-		if p := ac.calls[call.Seq]; p != nil && !call.Skip && !p.finished && s.tasks[p.tid] == nil {
-			s.tasks[p.tid] = p
-		}
-	}
+	inc := ac.calls.Incarnation()
+	acked, first := ac.calls.Low()-1, ac.calls.Low()
+	out := ac.calls.Take(s.outbox[:0])
 	ac.mu.Unlock()
+	defer func() {
+		clear(out) // hold no calls until the next flush
+		if cap(out) <= maxOutbox {
+			s.outbox = out[:0]
+		}
+	}()
 	if len(out) == 0 {
 		return
 	}
-	for _, call := range out {
-		call.Acked, call.First, call.Incarnation, call.Caller = acked, first, inc, s.pidW
+	// Fresh messages every time: one sent before may still be read by its receiver
+	// (local sends pass the pointer).
+	msg := func(o caller.Out[*pending]) *pb.ActorCall {
+		m := &pb.ActorCall{ActorId: ac.id[:], CallerId: s.callerID(), Seq: o.Seq,
+			Acked: acked, First: first, Incarnation: inc, Caller: s.pidW}
+		switch o.Kind {
+		case caller.Call, caller.Resend:
+			p := o.Call
+			m.Spec = p.spec
+			// Calls sent straight to the outbox are registered here, before they leave.
+			if !p.finished && s.tasks[p.tid] == nil {
+				s.tasks[p.tid] = p
+			}
+		case caller.Skip:
+			m.Skip = true
+		case caller.Checkpoint:
+			m.Checkpoint = true
+		}
+		return m
 	}
 	if len(out) == 1 {
-		c.root.Send(pid, out[0])
-	} else {
-		c.root.Send(pid, &pb.ActorCallBatch{Calls: out})
+		c.root.Send(pid, msg(out[0]))
+		return
 	}
+	calls := make([]*pb.ActorCall, len(out))
+	for i, o := range out {
+		calls[i] = msg(o)
+	}
+	c.root.Send(pid, &pb.ActorCallBatch{Calls: calls})
 }
+
+// maxOutbox is the largest flush buffer a shard keeps for the next flush.
+const maxOutbox = 1024
 
 // resolveActor finds the instance of ac's newest incarnation (nil: not yet, or dead).
 func (c *Core) resolveActor(ac *actorCaller) *actor.PID {
@@ -571,7 +548,7 @@ func (c *Core) resolveActor(ac *actorCaller) *actor.PID {
 		return nil
 	}
 	ac.mu.Lock()
-	inc := ac.inc
+	inc := ac.calls.Incarnation()
 	ac.mu.Unlock()
 	// Only an instance of the newest incarnation known here will take the calls.
 	if !ok || info.Node == "" || info.Incarnation < inc {
@@ -585,7 +562,7 @@ func (s *shard) actorResolved(ac *actorCaller, pid *actor.PID) {
 	ac.resolving = false
 	if pid == nil {
 		ac.mu.Lock()
-		dead := ac.dead != nil
+		dead := ac.calls.Err() != nil
 		ac.mu.Unlock()
 		if !dead {
 			s.later(ac)
@@ -614,77 +591,36 @@ func (c *Core) ActorChanged(info *pb.ActorInfo) {
 
 // actorChanged is ActorChanged for one caller.
 func (c *Core) actorChanged(ac *actorCaller, info *pb.ActorInfo) {
-	ac.mu.Lock()
 	if lifecycle.Phase(info.Phase) == lifecycle.Dead {
-		if ac.dead == nil {
-			ac.dead = diedInfo(info)
-		}
-		ac.mu.Unlock()
-		c.failActorCalls(ac)
+		c.actorDied(ac, diedErr(info))
 		return
 	}
-	ac.atMost, ac.retries = info.AtMostOnce, int(info.MaxTaskRetries)
-	if ac.inc == 0 {
-		ac.inc = info.Incarnation // first news of the actor: nothing was lost
+	ac.mu.Lock()
+	u := ac.calls.Changed(recordOf(info))
+	if u.NewIncarnation {
+		ac.pid = nil // the flusher finds the new instance once it is placed
 	}
-	if info.Incarnation <= ac.inc {
-		if info.Node != "" && len(ac.outbox) > 0 {
-			c.queueFlushLocked(ac)
-		}
-		ac.mu.Unlock()
-		return
-	}
-	// A new incarnation: whatever the old one had not answered goes to it (exactly-once
-	// actors answer a call they logged from the log, never run it twice). The flusher
-	// waits until it is placed.
-	ac.inc = info.Incarnation
-	ac.pid = nil
-	var resend []*pending
-	var lost []*pending
-	for _, p := range ac.calls {
-		if !p.sent {
-			continue
-		}
-		if !ac.atMost {
-			resend = append(resend, p)
-		} else if p.retries < ac.retries {
-			p.retries++
-			resend = append(resend, p)
-		} else {
-			lost = append(lost, p)
-		}
-	}
-	sort.Slice(resend, func(i, j int) bool { return resend[i].seq < resend[j].seq })
-	calls := make([]*pb.ActorCall, len(resend))
-	for i, p := range resend {
-		calls[i] = p.again()
-	}
-	// Resent calls go before anything queued after them.
-	ac.outbox = append(calls, ac.outbox...)
-	if len(ac.outbox) > 0 {
+	if u.Flush {
 		c.queueFlushLocked(ac)
 	}
 	ac.mu.Unlock()
-	for _, p := range lost {
+	for _, p := range u.Lost {
 		c.completeAsync(p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
 			Kind: pb.ErrorInfo_ACTOR_DIED, Function: p.spec.Function, TaskId: p.spec.TaskId,
 			Message: fmt.Sprintf("actor %s restarted while the call was in flight; an at-most-once actor does not resend it (raise MaxTaskRetries to retry)", ac.hex)}})
 	}
 }
 
-// failActorCalls fails every unfinished call of a dead actor.
-func (c *Core) failActorCalls(ac *actorCaller) {
+// actorDied fails every unfinished call of ac: its actor died of err (or, for this
+// caller, the first reason it learnt of).
+func (c *Core) actorDied(ac *actorCaller, err error) {
 	ac.mu.Lock()
-	dead := ac.dead
-	list := make([]*pending, 0, len(ac.calls))
-	for _, p := range ac.calls {
-		list = append(list, p)
-	}
-	ac.outbox = nil
+	fail := ac.calls.Die(err)
+	msg := ac.calls.Err().Error()
 	ac.mu.Unlock()
-	for _, p := range list {
+	for _, p := range fail {
 		c.completeAsync(p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
-			Kind: pb.ErrorInfo_ACTOR_DIED, Function: p.spec.Function, TaskId: p.spec.TaskId, Message: dead.Message}})
+			Kind: pb.ErrorInfo_ACTOR_DIED, Function: p.spec.Function, TaskId: p.spec.TaskId, Message: msg}})
 	}
 }
 
@@ -696,11 +632,10 @@ func (c *Core) CheckpointActor(tc *TaskContext, id ids.ActorID) error {
 	ac := c.caller(c.shardFor(tc), id)
 	ac.mu.Lock()
 	defer ac.mu.Unlock()
-	if ac.dead != nil {
-		return fmt.Errorf("%w: %s", lifecycle.ErrActorDied, ac.dead.Message)
-	}
 	// Sent after every call already queued, through the same outbox path.
-	ac.outbox = append(ac.outbox, &pb.ActorCall{ActorId: ac.id[:], CallerId: ac.sh.callerID(), Checkpoint: true})
+	if err := ac.calls.Checkpoint(); err != nil {
+		return fmt.Errorf("%w: %s", lifecycle.ErrActorDied, err.Error())
+	}
 	c.queueFlushLocked(ac)
 	return nil
 }
@@ -721,21 +656,10 @@ func (s *shard) onBounce(m *pb.ActorCallBounce) {
 	ac := v.(*actorCaller)
 	ac.mu.Lock()
 	defer ac.mu.Unlock()
-	if ac.dead != nil {
-		return
+	if ac.calls.Bounce(m.Seqs) {
+		ac.pid = nil
+		c.queueFlushLocked(ac)
 	}
-	ac.pid = nil
-	again := make([]*pb.ActorCall, 0, len(m.Seqs))
-	for _, seq := range m.Seqs {
-		if p := ac.calls[seq]; p != nil && p.call != nil {
-			again = append(again, p.again())
-		} else if p == nil {
-			again = append(again, &pb.ActorCall{ActorId: ac.id[:], CallerId: ac.sh.callerID(), Seq: seq, Skip: true})
-		}
-	}
-	sort.Slice(again, func(i, j int) bool { return again[i].Seq < again[j].Seq })
-	ac.outbox = append(again, ac.outbox...)
-	c.queueFlushLocked(ac)
 }
 
 // ErrActorCallSent is returned by Cancel for an actor call its actor already has: actor
@@ -752,7 +676,7 @@ func (c *Core) completeAsync(p *pending, r *pb.TaskResult) {
 func (s *shard) cancelActorCall(p *pending) error {
 	ac := p.actor
 	ac.mu.Lock()
-	sent := p.sent
+	sent := ac.calls.Sent(p.seq)
 	ac.mu.Unlock()
 	if sent || p.dispatched {
 		return ErrActorCallSent

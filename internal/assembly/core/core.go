@@ -140,13 +140,9 @@ type pending struct {
 	finished   bool // completed (its shard's loop only)
 
 	// actor calls
-	sh      *shard // the calling shard, which owns the call
-	actor   *actorCaller
-	seq     uint64
-	sent    bool          // given to the flusher (guarded by actor.mu)
-	call    *pb.ActorCall // what was sent, for resending
-	sentAt  time.Time
-	retries int
+	sh    *shard // the calling shard, which owns the call
+	actor *actorCaller
+	seq   uint64 // in actor.calls, which keeps the rest of its bookkeeping
 
 	node   ids.NodeID      // where the task was sent
 	placed sched.Resources // what the cluster view counts against node

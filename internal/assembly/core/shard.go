@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ray-go/ray/actors/caller"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects"
@@ -49,8 +50,9 @@ type shard struct {
 	}
 
 	tasks    map[ids.TaskID]*pending
-	actors   []*actorCaller // actor callers to flush at the end of this turn
-	flushing bool           // a flushTurn is in the mailbox
+	actors   []*actorCaller         // actor callers to flush at the end of this turn
+	outbox   []caller.Out[*pending] // flushCaller's buffer
+	flushing bool                   // a flushTurn is in the mailbox
 
 	// worker leases (lease.go)
 	nodes   map[ids.NodeID]*nodeLeases
