@@ -139,7 +139,12 @@ func TestActorFailover(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := actorOn(t, ctx, tc.victim, ray.MaxRestarts(2), ray.CheckpointEvery(tc.every))
-			replayedBefore := cluster.Nodes[0].ActorStats.Replayed.Load()
+			// Every node's count so far: an earlier case may have restarted its actor on
+			// the node this one restarts on.
+			replayedBefore := make([]int64, len(cluster.Nodes))
+			for i, n := range cluster.Nodes {
+				replayedBefore[i] = n.ActorStats.Replayed.Load()
+			}
 			victim := cluster.Nodes[tc.victim].ActorStats
 			refs := make([]ray.ObjectRef[int64], 0, calls)
 			stopped := make(chan error, 1)
@@ -183,10 +188,8 @@ func TestActorFailover(t *testing.T) {
 			if err != nil || as.Restarts != 1 || as.Phase != "Alive" || cluster.Index(as.Node) == tc.victim {
 				t.Fatalf("actor state after failover: %+v, %v (want Alive elsewhere after 1 restart)", as, err)
 			}
-			replayed := cluster.Nodes[cluster.Index(as.Node)].ActorStats.Replayed.Load()
-			if cluster.Index(as.Node) == 0 {
-				replayed -= replayedBefore
-			}
+			at := cluster.Index(as.Node)
+			replayed := cluster.Nodes[at].ActorStats.Replayed.Load() - replayedBefore[at]
 			ranBefore := victim.Calls.Load() - 1 // the first State call
 			t.Logf("%d calls ran on node %d before it stopped; restarted on node %d, which replayed %d logged calls",
 				ranBefore, tc.victim, cluster.Index(as.Node), replayed)
