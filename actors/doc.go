@@ -2,8 +2,10 @@
 // the class registry, the actor grain that hosts one instance, its method log in the GCS
 // and the replay that rebuilds it, and the Manager that places and restarts actors. The
 // lifecycle decisions themselves are the pure state machine of package actors/lifecycle;
-// the caller side (sequence numbers, resending, failing calls of dead actors) lives in
-// internal/assembly/core; the typed user API is the root package.
+// the caller's decisions (sequence numbers, the order of what is sent, resending, failing
+// the calls of dead actors) are the pure bookkeeping of package actors/caller, whose I/O
+// (finding the instance, sending, completing calls) internal/assembly/core does; the
+// typed user API is the root package.
 //
 // # Pieces
 //
@@ -28,11 +30,10 @@
 // runtime that made it (the shard of the submitting task's children, internal/assembly/core:
 // the calls made through one ctx share a caller, and submitters in different shards do
 // not contend on one), and sequence numbers count its calls to one actor from 1 without
-// gaps. The
-// grain runs a caller's calls in sequence order, buffering a call whose predecessors have
-// not arrived (arguments that are refs are resolved by the caller first, so calls can
-// arrive out of order; they never run out of order). A call whose arguments failed is
-// sent as a skip so the ones after it are not held up.
+// gaps. The grain runs a caller's calls in sequence order, buffering a call whose
+// predecessors have not arrived (arguments that are refs are resolved by the caller
+// first, so calls can arrive out of order; they never run out of order). A call whose
+// arguments failed is sent as a skip so the ones after it are not held up.
 //
 // A logged actor (the default) writes each call to the method log before running it.
 // Calls that arrive while a write is in flight share the next one: the log is
@@ -47,17 +48,20 @@
 // are deleted, fenced on the actor record, before the new instance serves. Their calls
 // never ran and were never answered; their callers resend them.
 //
-// The caller keeps every call until its result arrives. When the actor gets a new
-// incarnation (a restart), the caller resends every unanswered call to it; the new
+// The caller's side of all this is decided by the pure bookkeeping of package
+// actors/caller (its scenario scripts show each case) and carried out by the runtime's
+// callers. The caller keeps every call until its result arrives. When the actor gets a
+// new incarnation (a restart), the caller resends every unanswered call to it; the new
 // instance has rebuilt its callers' positions from the checkpoint and the log, so a call
 // it has seen (logged, replayed) is answered from the recorded or replayed result and
 // not run again, and a call it has not seen runs once. Calls also carry the highest
 // sequence number whose result the caller holds (acked), so the instance forgets those
 // results, and the incarnation the caller targets: an instance older than that refuses
 // the calls (ActorCallBounce) and the caller resends them once the new instance is
-// reachable. Log writes are fenced on the actor record's revision: an instance that was
-// superseded (a brief double activation while placement moves) cannot write the log,
-// and stops.
+// reachable. A call unanswered for a few seconds is resent too (the oldest first, a
+// bounded number at a time), which repairs a call lost on the way. Log writes are fenced
+// on the actor record's revision: an instance that was superseded (a brief double
+// activation while placement moves) cannot write the log, and stops.
 //
 // At-most-once actors (ray.AtMostOnce, Ray's default) skip the log: calls run as soon as
 // they arrive in order. After a restart the instance restores the newest checkpoint (if

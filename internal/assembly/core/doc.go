@@ -18,9 +18,13 @@
 //     nodes and reruns tasks whose objects were lost. Other goroutines give it work as
 //     messages; it never waits on I/O (what must wait runs on a goroutine that answers
 //     with a message).
-//   - Calls to actors (actor.go): each actor's caller (sequence numbers, unanswered calls)
-//     behind its own mutex; a shard is a caller of its own (Ray's per-worker caller) and
-//     flushes its callers' outboxes.
+//   - Calls to actors (actor.go): a shard is a caller of its own of each actor its
+//     submitters call (Ray's per-worker caller). A caller's bookkeeping (sequence numbers,
+//     the low-water mark, unanswered calls, the outbox's order, what to resend, skip or
+//     fail on a restart, a bounce or a death) is the pure actors/caller.Caller behind the
+//     caller's own mutex; actor.go keeps the I/O: it finds the actor's instance, renders
+//     the outbox into messages when the shard flushes it, and completes the calls the
+//     Caller gives up.
 //   - Borrowed, lent and pinned refs: objects.Borrows (partitioned like the other tables);
 //     the protocol's messages are borrow.go's, the adoption of a dead owner's objects
 //     orphan.go's.
