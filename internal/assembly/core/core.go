@@ -15,6 +15,7 @@ import (
 	"github.com/ray-go/ray/internal/base/dispatch"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/lineage"
 	"github.com/ray-go/ray/objects"
 	"github.com/ray-go/ray/tasks/sched"
 )
@@ -151,9 +152,9 @@ type pending struct {
 	lease  string     // the lease it was pushed to ("" while it waits for one)
 	worker *actor.PID // the lease's worker
 
-	// reconstruction (reconstruct.go)
-	old     objects.Value // the lost value: its old copy in a store is freed first
-	freeing bool          // the old copy is being freed
+	// reconstruction (reconstruct.go): the request that made this run, if it reruns a
+	// task whose object was lost
+	rerun *lineage.RerunRequest
 }
 
 // New starts a runtime: it spawns the owner actor and the shards in cfg.System.

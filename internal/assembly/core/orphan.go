@@ -3,14 +3,12 @@ package core
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/lineage"
 	"github.com/ray-go/ray/objects"
 )
 
@@ -22,6 +20,10 @@ import (
 // made with Put have no task to run again and read as lost, as do tasks whose lineage
 // record had not reached the GCS yet (records are written in batches a few milliseconds
 // after submission) and arguments owned by a third process.
+//
+// lineage.Adoption decides what becomes of each object; this file turns the borrows into
+// owned references, reads the facts and the dead owner's lineage it decides from, carries
+// out its actions, and lets Gets that found an object lost wait for the adoption.
 
 // OrphanLineage reads the lineage records (task ID bytes -> encoded pb.TaskSpec) that the
 // runtime of node wrote to the GCS.
@@ -68,136 +70,80 @@ func (c *Core) OwnerGone(address string, node ids.NodeID) {
 			c.refs.AddLocal(id) // the handles' borrows become owned references
 		}
 	}
-	a := &adoption{c: c, node: node}
+	a := &adoption{c: c, plan: lineage.NewAdoption(node)}
 	for id := range counts {
-		a.recover(id)
+		a.adopt(id)
 	}
 	c.cfg.Logger.Info("ray: adopted the objects of an owner that died", "owner", address, "node", node,
-		"objects", len(counts), "recreating", a.recreated, "lost", a.lost)
+		"objects", len(counts), "recreating", a.plan.Recreated, "lost", a.plan.Lost)
 }
 
-// adoption is one dead owner's objects being adopted.
+// adoption carries out one dead owner's lineage.Adoption.
 type adoption struct {
-	c         *Core
-	node      ids.NodeID
-	recs      map[string][]byte
-	readErr   error
-	read      bool
-	recreated int
-	lost      int
+	c    *Core
+	plan *lineage.Adoption
 }
 
-func (a *adoption) lineage() (map[string][]byte, error) {
-	if !a.read {
-		a.read = true
-		if a.c.cfg.OrphanLineage == nil {
-			a.readErr = errors.New("this runtime cannot read lineage from the GCS")
-		} else {
-			ctx, cancel := context.WithTimeout(context.Background(), orphanLineageTimeout)
-			a.recs, a.readErr = a.c.cfg.OrphanLineage(ctx, a.node)
-			cancel()
-		}
-	}
-	return a.recs, a.readErr
-}
+// adopt adopts id, now owned here, as the plan says from its facts now.
+func (a *adoption) adopt(id ids.ObjectID) { a.run(id, a.plan.Adopt(a.c.object(id))) }
 
-// needsRecovery reports whether an adopted object's value must be recreated.
-func (a *adoption) needsRecovery(v objects.Value) bool {
-	if v.Err != nil {
-		return v.Err.Kind == pb.ErrorInfo_OBJECT_LOST
-	}
-	return v.InStore && (v.Node == a.node || a.c.lostHere(v))
-}
-
-// recover makes id, now owned here, whole again: nothing to do if its value is known and
-// its bytes live; else its task runs again (its missing arguments recovered first).
-func (a *adoption) recover(id ids.ObjectID) {
+// run carries out the actions the plan gave for id.
+func (a *adoption) run(id ids.ObjectID, acts []lineage.Action) {
 	c := a.c
-	v, ready, known := c.mem.Get(id)
-	if known && ready && !a.needsRecovery(v) {
-		return
-	}
-	if !known {
-		c.mem.Create(id)
-	}
-	tid := id.Task()
-	if c.refs.Spec(tid) != nil {
-		return // adopted already (an argument of two objects), and being recreated
-	}
-	fail := func(why string) {
-		a.lost++
-		c.mem.Reset(id)
-		c.mem.Set(id, objects.Value{Err: &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST, TaskId: tid[:],
-			Message: fmt.Sprintf("object %s is lost: its owner died and %s", id, why)}})
-	}
-	if id != ids.ReturnID(tid, 1) {
-		fail("it was made by Put, so no task can make it again")
-		return
-	}
-	recs, err := a.lineage()
-	if err != nil {
-		fail(fmt.Sprintf("its lineage could not be read: %v", err))
-		return
-	}
-	rec := recs[string(tid[:])]
-	if rec == nil {
-		fail("left no lineage record of the task that made it (submitted just before the owner died, or lineage is off)")
-		return
-	}
-	spec := &pb.TaskSpec{}
-	if err := proto.Unmarshal(rec, spec); err != nil {
-		fail(fmt.Sprintf("its lineage record is corrupt: %v", err))
-		return
-	}
-	spec.Owner = c.ownerW
-	var args []ids.ObjectID
-	for _, arg := range spec.Args {
-		if !arg.IsRef {
-			continue
+	for _, act := range acts {
+		switch x := act.(type) {
+		case lineage.CreateFuture:
+			c.mem.Create(x.Object)
+		case lineage.FailObject:
+			c.mem.Reset(x.Object)
+			c.mem.Set(x.Object, objects.Value{Err: &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST, TaskId: x.Task[:], Message: x.Message}})
+		case lineage.ReadLineage:
+			a.plan.LineageRead(a.readLineage(x.Node))
+			a.adopt(id)
+		case lineage.Recreate:
+			args := make([]lineage.Object, len(x.Args))
+			for i, aid := range x.Args {
+				args[i] = c.object(aid)
+			}
+			a.run(id, a.plan.Recreate(x, args))
+		case lineage.AdoptTask:
+			x.Spec.Owner = c.ownerW
+			// The lineage record keeps the arguments known here while the object may need
+			// them.
+			c.refs.AddTask(x.Task, x.Args, x.Spec)
+			if c.cfg.Lineage != nil {
+				// Written at once, so that this runtime's own borrowers can adopt it in turn.
+				c.refs.Record(x.Task, func(spec *pb.TaskSpec) { _ = c.cfg.Lineage.Record(spec) })
+			}
+		case lineage.Reconstruct:
+			a.run(x.Object, a.plan.Reconstructed(x.Object, c.reconstruct(x.Object)))
+		case lineage.Adopt:
+			a.adopt(x.Object)
 		}
-		aid, err := ids.ObjectIDFromBytes(arg.ObjectId)
-		if err != nil {
-			fail(fmt.Sprintf("its lineage record names a bad argument: %v", err))
-			return
-		}
-		args = append(args, aid)
-	}
-	// Arguments unknown here are created pending first, so that the task waits for them
-	// and holds them (reconstruct takes its references) before they are recovered; only
-	// then is the spec kept, which lets a Get that found id lost start it too.
-	var missing []ids.ObjectID
-	for _, aid := range args {
-		if _, _, known := c.mem.Get(aid); !known {
-			c.mem.Create(aid)
-			missing = append(missing, aid)
-		}
-	}
-	// The lineage record keeps the arguments known here while the object may need them.
-	c.refs.AddTask(tid, args, spec)
-	if c.cfg.Lineage != nil {
-		// Written at once, so that this runtime's own borrowers can adopt it in turn.
-		c.refs.Record(tid, func(spec *pb.TaskSpec) { _ = c.cfg.Lineage.Record(spec) })
-	}
-	if c.reconstruct(id) {
-		a.recreated++
-	} else {
-		fail("its task could not be started again")
-	}
-	for _, aid := range missing {
-		a.recover(aid)
 	}
 }
 
-// awaitOrphaned is called when a Get found id lost. If id is borrowed, it waits (at most
-// orphanWait) for the membership to report its owner dead, which adopts it, and reports
-// whether it was adopted and is being recreated; if id is owned here now, it recreates it.
-func (c *Core) awaitOrphaned(ctx context.Context, id ids.ObjectID) bool {
+// readLineage reads the dead owner's lineage records from the GCS.
+func (a *adoption) readLineage(node ids.NodeID) (map[string][]byte, error) {
+	if a.c.cfg.OrphanLineage == nil {
+		return nil, errors.New("this runtime cannot read lineage from the GCS")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), orphanLineageTimeout)
+	defer cancel()
+	return a.c.cfg.OrphanLineage(ctx, node)
+}
+
+// awaitOrphaned is called when a Get found id lost (lineage.AwaitAdoption). If id is
+// borrowed, it waits (at most orphanWait) for the membership to report its owner dead,
+// which adopts it, and reports whether it was adopted (ok; the Get waits for it). If id is
+// owned here (perhaps adopted just now), it lets the adoptions under way finish and reports
+// owned: what the Get does then is lineage.Get.AdoptionsDone's to decide.
+func (c *Core) awaitOrphaned(ctx context.Context, id ids.ObjectID) (owned, ok bool) {
 	e, _ := c.borrows.Get(id)
 	o := &c.orphans
 	t := time.NewTimer(orphanWait)
 	defer t.Stop()
 	if e == nil {
-		// Owned here, perhaps adopted just now: let adoptions under way finish first.
 		o.mu.Lock()
 		var running []chan struct{}
 		for _, done := range o.dead {
@@ -208,15 +154,12 @@ func (c *Core) awaitOrphaned(ctx context.Context, id ids.ObjectID) bool {
 			select {
 			case <-done:
 			case <-t.C:
-				return false
+				return true, false
 			case <-ctx.Done():
-				return false
+				return true, false
 			}
 		}
-		if v, ready, known := c.mem.Get(id); known && (!ready || !lostValue(c, v)) {
-			return true // being recreated, or recreated already: the caller reads it again
-		}
-		return c.reconstruct(id)
+		return true, true
 	}
 	for {
 		o.mu.Lock()
@@ -225,28 +168,19 @@ func (c *Core) awaitOrphaned(ctx context.Context, id ids.ObjectID) bool {
 		if done != nil {
 			select {
 			case <-done:
-				return !c.borrowed(id)
+				return false, !c.borrowed(id)
 			case <-ctx.Done():
-				return false
+				return false, false
 			}
 		}
 		select {
 		case <-t.C:
-			return false
+			return false, false
 		case <-ctx.Done():
-			return false
+			return false, false
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// lostValue reports whether an object's value says its bytes are gone: an object-lost
-// error, or bytes on a node that is gone.
-func lostValue(c *Core, v objects.Value) bool {
-	if v.Err != nil {
-		return v.Err.Kind == pb.ErrorInfo_OBJECT_LOST
-	}
-	return c.lostHere(v)
 }
 
 // lostError reports whether err says an object's bytes or value are lost.

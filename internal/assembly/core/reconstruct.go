@@ -8,6 +8,7 @@ import (
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/netx"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/lineage"
 	"github.com/ray-go/ray/objects"
 )
 
@@ -17,9 +18,13 @@ import (
 // first. The owner keeps the spec of every task whose lineage record the reference table
 // holds (specs); the GCS copy is what outlives the owner. Objects made by Put have no
 // task to run again: they stay lost.
-
-// maxReconstructions bounds how often one Get recreates its object.
-const maxReconstructions = 3
+//
+// What to do is decided by package lineage's planner (whether an object can be recreated,
+// which tasks run again and in what order, how often a Get tries, what a dead owner's
+// objects become); this file reads the facts it decides from (the memory store, the
+// reference table, the cluster view, a dial) and carries out its actions (futures,
+// messages to the shards, frees, reads, waits). Facts are read where an action asks for
+// them, so a plan that recurses through lost arguments sees what the earlier actions did.
 
 // lostHere reports whether a ready owned object's bytes are on a node that is gone.
 func (c *Core) lostHere(v objects.Value) bool {
@@ -41,145 +46,223 @@ func (c *Core) argGone(v objects.Value) bool {
 	return addr != "" && netx.Refused(addr, time.Second)
 }
 
-// reconstruct starts recreating id: it reports false when id cannot be recreated (not a
-// task's return, or its lineage record is gone). Callable from any goroutine: the future
-// is made pending at once (a Get that follows waits for the new value), and the task's
-// shard runs it again, unless it is pending already (still running, or being recreated).
+// valueOf is the planner's view of a ready value; gone says whether its node is gone.
+func valueOf(v objects.Value, gone func(objects.Value) bool) lineage.Value {
+	lv := lineage.Value{InStore: v.InStore, Node: v.Node}
+	if v.Err != nil {
+		lv.Failed, lv.Err = true, v.Err.Kind
+	}
+	lv.Gone = v.InStore && gone(v)
+	return lv
+}
+
+// objectOf is the planner's view of id from its memory store entry and whether the
+// lineage record of its task is held.
+func objectOf(id ids.ObjectID, v objects.Value, ready, known, record bool, gone func(objects.Value) bool) lineage.Object {
+	o := lineage.Object{ID: id, Record: record}
+	switch {
+	case ready:
+		o.State, o.Value = lineage.Ready, valueOf(v, gone)
+	case known:
+		o.State = lineage.Pending
+	}
+	return o
+}
+
+// object reads what this runtime's tables say about id now, for the planner.
+func (c *Core) object(id ids.ObjectID) lineage.Object {
+	record := c.refs.Spec(id.Task()) != nil
+	v, ready, known := c.mem.Get(id)
+	return objectOf(id, v, ready, known, record, c.lostHere)
+}
+
+// reconstruct starts recreating id, as lineage.Lost plans it: it reports false when id
+// cannot be recreated (not a task's return, or its lineage record is gone). Callable from
+// any goroutine: the future is made pending at once (a Get that follows waits for the new
+// value), and the task's shard runs it again, unless it is pending already (still
+// running, or being recreated).
 func (c *Core) reconstruct(id ids.ObjectID) bool {
 	tid := id.Task()
-	if id != ids.ReturnID(tid, 1) {
-		return false // a Put, or not a return of ours
-	}
 	spec := c.refs.Spec(tid)
-	if spec == nil {
+	v, ready, known := c.mem.Get(id)
+	acts, err := lineage.Lost(objectOf(id, v, ready, known, spec != nil, c.lostHere))
+	if err != nil {
 		return false
 	}
-	old, ready, known := c.mem.Get(id)
-	if !known {
-		c.mem.Create(id)
+	for _, a := range acts {
+		switch a := a.(type) {
+		case lineage.CreateFuture:
+			c.mem.Create(a.Object)
+		case lineage.ResetFuture:
+			c.mem.Reset(a.Object)
+		case lineage.Rerun:
+			p := &pending{tid: tid, spec: spec, rerun: lineage.NewRerunRequest(a)}
+			c.shardOf(tid).send(rerun{p: p})
+		}
 	}
-	if ready {
-		c.mem.Reset(id)
-	}
-	if !ready {
-		old = objects.Value{}
-	}
-	c.shardOf(tid).send(rerun{p: &pending{tid: tid, spec: spec, old: old}})
 	return true
 }
 
-// rerun runs a task again for reconstruction (its shard's part of reconstruct). The
-// first rerun of a task claims it (later ones, and reconstructions of the same object
-// meanwhile, find it pending and do nothing); if its old copy is in a store, that copy is
-// freed first, off the loop, and the same p comes back to start.
-func (s *shard) rerun(p *pending) {
-	c := s.c
+// held is what the shard holds for p's task, for its rerun request.
+func (s *shard) held(p *pending) lineage.Held {
 	switch q, ok := s.tasks[p.tid]; {
-	case ok && q != p:
-		return // already being recreated (or still running)
-	case !ok && p.freeing:
-		return // cancelled while its old copy was freed
 	case !ok:
-		s.tasks[p.tid] = p
-		if p.old.InStore {
-			// The old copy (a corrupt spill file, say) goes first, so the new result is
-			// stored in its place rather than taken for a duplicate of it; not on a node
-			// that is gone, even if this runtime has not heard yet (argGone also finds a
-			// node whose process refuses connections): a free sent there is never
-			// answered. Both may wait, hence the goroutine.
-			p.freeing = true
-			old, id := p.old, ids.ReturnID(p.tid, 1)
-			go func() {
-				if !c.argGone(old) {
-					if st := c.storeOf(old.Node); st != nil {
-						_, _ = c.root.RequestFuture(st, &pb.FreeObjects{ObjectIds: [][]byte{id[:]}}, 5*time.Second).Result()
-					}
-				}
-				s.send(rerun{p: p})
-			}()
-			return
-		}
-	case !p.freeing:
-		return // started already
+		return lineage.HeldNone
+	case q == p:
+		return lineage.HeldThis
 	}
-	p.freeing = false
+	return lineage.HeldOther
+}
+
+// rerun steps p's rerun request (the shard's part of reconstruct): on its arrival, and
+// (freed) once its old copy was freed.
+func (s *shard) rerun(p *pending, freed bool) {
+	var acts []lineage.Action
+	if freed {
+		acts = p.rerun.OldFreed(s.held(p))
+	} else {
+		acts = p.rerun.Arrived(s.held(p))
+	}
+	for _, a := range acts {
+		switch a := a.(type) {
+		case lineage.Claim:
+			s.tasks[p.tid] = p
+		case lineage.FreeOld:
+			s.freeOld(p, a)
+		case lineage.Start:
+			s.restart(p)
+		}
+	}
+}
+
+// freeOld frees the old copy of a rerun's object, then steps the rerun again. Not on a
+// node that is gone, even if this runtime has not heard yet (argGone also finds a node
+// whose process refuses connections): a free sent there is never answered. Both may
+// wait, hence the goroutine.
+func (s *shard) freeOld(p *pending, a lineage.FreeOld) {
+	c := s.c
+	old := objects.Value{InStore: true, Node: a.Node}
+	go func() {
+		if !c.argGone(old) {
+			if st := c.storeOf(a.Node); st != nil {
+				_, _ = c.root.RequestFuture(st, &pb.FreeObjects{ObjectIds: [][]byte{a.Object[:]}}, 5*time.Second).Result()
+			}
+		}
+		s.send(oldFreed{p: p})
+	}()
+}
+
+// restart runs a claimed task again, as lineage.Restart plans it from its spec and its
+// arguments as they are now.
+func (s *shard) restart(p *pending) {
+	c := s.c
 	spec := p.spec
-	spec.Attempt++
-	spec.MaxRetries++ // the lost object's run is not one of the task's own retries
-	spec.ReplyTo = s.pidW
-	var argRefs []ids.ObjectID
+	var args []lineage.Object
 	for _, a := range spec.Args {
 		if a.IsRef {
 			if aid, err := ids.ObjectIDFromBytes(a.ObjectId); err == nil {
-				argRefs = append(argRefs, aid)
+				args = append(args, c.object(aid))
 			}
 		}
 	}
-	p.argRefs = argRefs
-	c.stats.Reconstructed.Add(1)
-	c.mem.Reset(ids.ReturnID(p.tid, 1)) // a Get that read the old value meanwhile waits again
-	c.holdArgs(argRefs)
-	// Arguments whose bytes were on a dead node are recreated first (recursively), and so
-	// are arguments whose values were freed while their lineage was kept (nothing else
-	// needed them until now).
-	for _, a := range argRefs {
-		v, ready, known := c.mem.Get(a)
-		switch {
-		case known && ready && c.lostHere(v):
-			c.reconstruct(a)
-		case !known && c.refs.Spec(a.Task()) != nil && a == ids.ReturnID(a.Task(), 1):
-			c.reconstruct(a)
+	acts := lineage.Restart(lineage.Task{ID: p.tid, Attempt: spec.Attempt, MaxRetries: spec.MaxRetries}, args)
+	for _, a := range acts {
+		switch a := a.(type) {
+		case lineage.NewAttempt:
+			spec.Attempt, spec.MaxRetries = a.Attempt, a.MaxRetries
+			spec.ReplyTo = s.pidW
+			c.stats.Reconstructed.Add(1)
+		case lineage.ResetFuture:
+			c.mem.Reset(a.Object)
+		case lineage.HoldArgs:
+			p.argRefs = a.Args
+			c.holdArgs(a.Args)
+		case lineage.Reconstruct:
+			c.reconstruct(a.Object)
+		case lineage.AwaitArgs:
+			s.awaitArgs(p, a.Args)
 		}
 	}
-	s.awaitArgs(p, argRefs)
 }
 
-// recoverLost is called when reading id failed with ErrObjectLost: it recreates id if it
-// can and reports whether the caller should wait for it again.
-func (c *Core) recoverLost(err error, id ids.ObjectID) bool {
-	return errors.Is(err, ErrObjectLost) && c.reconstruct(id)
+// readFailure classifies a failed read for the planner.
+func readFailure(err error) lineage.Failure {
+	switch {
+	case errors.Is(err, ErrObjectLost):
+		return lineage.FailBytesLost
+	case lostError(err):
+		return lineage.FailValueLost
+	}
+	return lineage.FailOther
 }
 
-// getRecovering is bytesOf with reconstruction of lost owned objects.
+// getRecovering is bytesOf with the recovery of lost objects: recreating them, or
+// waiting for their adoption, as the Get's lineage.Get decides. It returns the error of
+// the last read when the Get gives up.
 func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v objects.Value) ([]byte, error) {
 	c := tc.Core
-	for attempt := 0; ; attempt++ {
-		if cur, ready, _ := c.mem.Get(id); ready {
-			v = cur // recreated meanwhile, perhaps
-		}
-		if c.lostHere(v) && attempt < maxReconstructions && c.reconstruct(id) {
-			var err error
-			if v, err = tc.wait(ctx, id); err != nil {
-				return nil, err
+	g := lineage.Get{Object: id}
+	var (
+		b   []byte
+		err error
+	)
+	act := g.Seen(objectOf(id, v, true, true, false, c.lostHere))
+	for {
+		switch a := act.(type) {
+		case lineage.Read:
+			if b, err = c.bytesOf(ctx, id, v); err == nil {
+				return b, nil
 			}
+			act = g.ReadFailed(readFailure(err))
 			continue
-		}
-		b, err := c.bytesOf(ctx, id, v)
-		if err == nil || attempt >= maxReconstructions {
+		case lineage.Reconstruct:
+			if !c.reconstruct(a.Object) {
+				act = g.Refused()
+				continue
+			}
+		case lineage.AwaitAdoption:
+			owned, ok := c.awaitOrphaned(ctx, id)
+			switch {
+			case !ok:
+				act = g.Refused()
+				continue
+			case owned:
+				act = g.AdoptionsDone(c.object(id))
+				continue
+			}
+		case lineage.Wait:
+		case lineage.GiveUp:
 			return b, err
 		}
-		if !c.recoverLost(err, id) && !(lostError(err) && c.awaitOrphaned(ctx, id)) {
-			return b, err
-		}
+		// A recovery is under way (or done): wait for the value and look again.
 		if v, err = tc.wait(ctx, id); err != nil {
 			return nil, err
 		}
+		if cur, ready, _ := c.mem.Get(id); ready {
+			v = cur // recreated again meanwhile, perhaps
+		}
+		act = g.Seen(objectOf(id, v, true, true, false, c.lostHere))
 	}
 }
 
 // recoverArgs recreates the arguments of a task that failed because their bytes were on a
-// node that is gone, and dispatches the task again once they are ready; when none was lost
-// that way it is sent again as usual. Finding out may dial the argument's node: a goroutine
-// does, and answers the shard with argsLost.
+// node that is gone (lineage.ArgsLost), and dispatches the task again once they are ready;
+// when none was lost that way it is sent again as usual. Finding out may dial the
+// argument's node: a goroutine does, and answers the shard with argsLost.
 func (s *shard) recoverArgs(p *pending) {
 	c := s.c
 	p.dispatched = false
 	args := p.argRefs
 	go func() {
+		facts := make([]lineage.Object, len(args))
+		for i, a := range args {
+			v, ready, known := c.mem.Get(a)
+			facts[i] = objectOf(a, v, ready, known, false, c.argGone)
+		}
 		var lost []ids.ObjectID
-		for _, a := range args {
-			if v, ready, known := c.mem.Get(a); known && ready && c.argGone(v) && c.reconstruct(a) {
-				lost = append(lost, a)
+		for _, a := range lineage.ArgsLost(facts) {
+			if r, ok := a.(lineage.Reconstruct); ok && c.reconstruct(r.Object) {
+				lost = append(lost, r.Object)
 			}
 		}
 		s.send(argsLost{p: p, lost: lost})
@@ -190,10 +273,11 @@ func (s *shard) argsLost(p *pending, lost []ids.ObjectID) {
 	if s.tasks[p.tid] != p || p.dispatched {
 		return
 	}
-	if len(lost) == 0 {
+	switch a := lineage.ArgsRecreating(p.tid, lost).(type) {
+	case lineage.Place:
 		p.dispatched = true
 		s.place(p)
-		return
+	case lineage.AwaitArgs:
+		s.awaitArgs(p, a.Args)
 	}
-	s.awaitArgs(p, lost)
 }

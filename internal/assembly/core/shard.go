@@ -104,9 +104,10 @@ type (
 	nodeGone       struct{ node ids.NodeID }
 	clusterChanged struct{}
 	tick           struct{ now time.Time }
-	// rerun starts task p again (reconstruction or adoption), once its old copy is
-	// freed.
+	// rerun: p's rerun request (reconstruction or adoption) arrives.
 	rerun struct{ p *pending }
+	// oldFreed: the old copy of the object p's rerun request recreates was freed.
+	oldFreed struct{ p *pending }
 	// argsLost: the arguments of p in lost were recreated (being recreated), dispatch p
 	// once they are ready; empty: none was lost that way, retry p as usual.
 	argsLost struct {
@@ -176,7 +177,9 @@ func (s *shard) receive(ctx actor.Context) {
 		s.c.resendStale(s, m.now)
 		s.sweepGoneNodes()
 	case rerun:
-		s.rerun(m.p)
+		s.rerun(m.p, false)
+	case oldFreed:
+		s.rerun(m.p, true)
 	case argsLost:
 		s.argsLost(m.p, m.lost)
 	case flushActor:
