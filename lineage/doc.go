@@ -1,6 +1,9 @@
-// Package lineage records task specs in the GCS lineage table, so that an object whose
-// bytes are lost can be recreated by re-running the tasks that produced it (the Ray
-// paper's lineage-based fault tolerance, DESIGN §5).
+// Package lineage is lineage-based fault tolerance (the Ray paper's, DESIGN §5): it
+// records task specs in the GCS lineage table, and it plans how an object whose value is
+// lost is recreated by running again the tasks that made it, and what becomes of the
+// objects of an owner that died.
+//
+// # Recording
 //
 // Every submitted task's spec is recorded before the task can run, with its reference
 // arguments as object IDs; the owner's reference table (package objects) says when a
@@ -11,7 +14,91 @@
 //
 // Keys: gcs.LineagePrefix pages; each record's ID is the task ID's 16 bytes.
 //
-// Reconstruction planning (walking the lineage from a lost object, recreating missing
-// arguments first) arrives with the fault-tolerance work; the records written here are
-// what it reads, through gcs.ReadAll on the lineage prefix.
+// # Planning: who decides, who does
+//
+// The planner is a pure core (DESIGN §8.3), like actors/lifecycle: it imports no
+// protoactor, starts no goroutines, reads no clock and does no I/O (internal/archtest
+// checks). It decides; the owner's runtime (internal/assembly/core) reads the facts it
+// decides from and carries out what it decides. Facts come in as values (Object: what the
+// memory store, the reference table and the cluster view say about one object); decisions
+// go out as Actions, which the runtime carries out in order. An action that needs facts
+// read after the earlier actions ran (an argument's, once its dependent's future was
+// reset) asks the runtime to come back with them: Reconstruct (to Lost), Start (to
+// Restart), Recreate (to Adoption.Recreate), Adopt (to Adoption.Adopt), ReadLineage (to
+// Adoption.LineageRead). That is how a plan recurses through lost arguments, depth first,
+// without the planner reading a table.
+//
+// The decisions and where the runtime asks for them:
+//
+//	decision                                  planner                   runtime (internal/assembly/core)
+//	----------------------------------------  ------------------------  --------------------------------------------
+//	can a lost object be recreated? start it  Lost                      reconstruct: any goroutine
+//	does this request run the task (dedup)?   RerunRequest              the task's shard loop: rerun, oldFreed
+//	free the old copy first?                  RerunRequest (FreeOld)    a goroutine: may dial, waits for the store
+//	how the task runs again, args first       Restart                   the shard loop: restart
+//	a failed attempt's lost arguments         ArgsLost, ArgsRecreating  recoverArgs: a goroutine (dials), the shard
+//	what a Get tries, and how often           Get                       getRecovering: the Get's goroutine
+//	a dead owner's objects                    Adoption                  OwnerGone: the membership's goroutine
+//
+// The runtime keeps what must be waited for or sent: futures, messages to shards, frees,
+// reads, the bounded waits for an owner's death (timers) and the reads of the GCS.
+//
+// # Reconstruction
+//
+// An owner recreates an object of its own whose value is lost: its bytes are on a node
+// that died, its spill file is gone or corrupt, or (as an argument of a task run again)
+// its value was freed while its task's lineage record was kept. Lost refuses an object
+// made by Put (no task can make it again) and one whose task's record the owner no
+// longer holds; otherwise the object's future waits again (a Get that follows waits for
+// the new value) and its task is handed to the task's shard as a RerunRequest.
+//
+// Several goroutines may find the same object lost at once (two Gets, a dependent task,
+// an adoption): each hands a request to the shard, and the shard, which owns the task's
+// pending run, steps each request with what it holds for the task. The first request
+// that finds no pending run claims the task; any other finds a run (another request's,
+// or the task's first run, not finished) and does nothing: the task runs once. A claimed
+// request whose old copy is in a store frees it first (so the new result is stored in
+// its place, not taken for a duplicate of it), and a task cancelled meanwhile does not
+// start.
+//
+// The run (Restart) is a new attempt with one more retry than the task had (the lost
+// object's run is not one of the task's own retries). Its arguments whose bytes are on a
+// node that is gone, or whose values were freed with their lineage kept, are recreated
+// first, each through Lost and its own task's shard, recursively; the task waits for
+// them and runs after them. A task attempt that fails because an argument could not be
+// read (ArgsLost) recreates the arguments that are gone and waits for them, or is retried
+// as usual when none is.
+//
+// # Gets and their budget
+//
+// A Get (type Get) reads its object's value; when the value is on a node that is gone, or
+// the read finds the bytes lost, it recreates the object and waits for it; when that is
+// refused, or the value itself says it is lost, it waits (bounded, in the runtime) for
+// the adoption of the object in case its owner died. Each recovery waited for counts:
+// after MaxReconstructions the next failed read gives up, and the Get returns that read's
+// error. A Get's own actions carry no more than a byte, so the decision costs no
+// allocation on the path every Get of a ready value takes.
+//
+// # Owner death and adoption
+//
+// Lineage held in etcd outlives the task's owner, which Ray's ownership model cannot
+// offer (ray-project/ray#40731): a borrower adopts the objects it borrowed from an owner
+// that died. The runtime turns its borrows into owned references; Adoption then keeps
+// what is whole (a value resolved, bytes on a node that lives), reads the dead owner's
+// lineage from the GCS once, when the first object needs it, and runs the tasks of the
+// rest again from their records with the adopter as their owner: arguments it did not
+// know get futures first and are adopted after the task. An object that cannot be
+// recreated becomes an OBJECT_LOST error that says why: made by Put, no record in the
+// GCS (records are written a little after submission), lineage unreadable, a record
+// corrupt or naming a bad argument, or a task that could not be started again.
+//
+// # Tests
+//
+// The scenario scripts in testdata (TestScenarios) run the planner inside a simulated
+// owner that carries out its actions the way the runtime does, and print every plan:
+// reruns, chains of lost arguments, Puts, missing records, the Get budget, concurrent
+// losses, cancellation while freeing, failed attempts and adoptions. FuzzOwner drives the
+// same simulation with random setups and events, FuzzMachines each state machine with
+// arbitrary ones; both check the promises above (one run of a task at a time, no rerun
+// of a Put or without a record, bounded recoveries, one lineage read per adoption).
 package lineage

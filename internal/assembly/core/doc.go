@@ -15,7 +15,8 @@
 //     children of a task share their ID's Family byte, so one submitter's tasks stay in
 //     one shard and many submitters spread over all of them. It resolves dependencies,
 //     places and dispatches, takes results, retries, cancels, fails the tasks of dead
-//     nodes and reruns tasks whose objects were lost. Other goroutines give it work as
+//     nodes and reruns tasks whose objects were lost (each rerun request stepped as its
+//     lineage.RerunRequest decides). Other goroutines give it work as
 //     messages; it never waits on I/O (what must wait runs on a goroutine that answers
 //     with a message).
 //   - Calls to actors (actor.go): a shard is a caller of its own of each actor its
@@ -27,7 +28,7 @@
 //     Caller gives up.
 //   - Borrowed, lent and pinned refs: objects.Borrows (partitioned like the other tables);
 //     the protocol's messages are borrow.go's, the adoption of a dead owner's objects
-//     orphan.go's.
+//     orphan.go's (planned by lineage.Adoption).
 //
 // # The path of a task
 //
@@ -58,4 +59,20 @@
 //
 // Objects on other nodes are read with objects/transfer (pull.go): the node's data stream,
 // else chunked pulls through its store grain; the bytes on their way are InFlightBytes.
+//
+// # Lost objects: lineage decides, core does
+//
+// Recovering lost objects is planned by package lineage's pure planner and carried out
+// here. The planner decides whether an object can be recreated (not a Put, its task's
+// record held), which tasks run again and in what order (lost arguments first, each
+// recursively), whether a request runs its task at all (concurrent losses of one object
+// run it once), what a Get tries and how often (lineage.MaxReconstructions), and what
+// becomes of each object of an owner that died (kept, recreated from the lineage in the
+// GCS, or failed with an error saying why). This package reads the facts those decisions
+// need (the MemoryStore, the RefTable, the cluster view, a dial to a node that may be
+// gone), and carries out the actions: futures made pending, rerun requests and their old
+// copies' frees through the task's shard (reconstruct.go), reads and the bounded waits of
+// a Get, the reads of a dead owner's lineage and the adoption of its tasks (orphan.go).
+// The waiting, the timers, the goroutines and the messages stay here; no decision about
+// lineage is taken outside the planner.
 package core
