@@ -27,21 +27,21 @@ type CreateFuture struct{ Object ids.ObjectID }
 // Gets wait for the new one.
 type ResetFuture struct{ Object ids.ObjectID }
 
-// Rerun: hand Task to its shard, to be run again (a Rerun state machine, with Old as its
-// old value). The shard decides with it, from what it holds for the task, whether the
-// task runs again at all (a reconstruction under way, or a run not finished, makes the
-// request a no-op).
+// Rerun: hand Task to its shard, to be run again, as the request NewRerunRequest makes
+// (Old is its old value). The shard decides with it, from what it holds for the task,
+// whether the task runs again at all (a reconstruction under way, or a run not finished,
+// makes the request a no-op).
 type Rerun struct {
 	Task ids.TaskID
 	Old  Value // the lost value, if the object was ready: its copy in a store is freed first
 }
 
-// Claim: register the Rerun as the task's pending run in its shard (a second request
+// Claim: register the request as the task's pending run in its shard (a second request
 // for the task finds it there and does nothing).
 type Claim struct{ Task ids.TaskID }
 
 // FreeOld: free the old copy of Object in the store of Node, so that the new result is
-// stored in its place rather than taken for a duplicate of it, then step the Rerun with
+// stored in its place rather than taken for a duplicate of it, then step the request with
 // OldFreed. Not on a node that is gone (found by dialing if need be: a free sent there is
 // never answered), so this runs off the shard's loop.
 type FreeOld struct {

@@ -178,7 +178,7 @@ func (e *Error) Is(target error) bool { return target == ErrNotReconstructible }
 // are on a node that is gone, or unreadable) or needed again (an argument whose value was
 // freed while its lineage was kept). The actions make its future wait for the new value
 // (CreateFuture if unknown, ResetFuture if ready) and hand its task to its shard to run
-// again (Rerun; the shard decides with the Rerun's state machine whether it does).
+// again (Rerun; the shard decides with its RerunRequest whether it does).
 // Lost refuses, with an *Error, an object made by Put (ReasonPut) and one whose task's
 // lineage record the owner no longer holds (ReasonNoRecord); then there are no actions.
 //
