@@ -1,0 +1,42 @@
+// Package identity is a ray-go cluster's identity: its certificate authority, the
+// certificates it signs, the join token and the join protocol that turns a token into a
+// certificate (DESIGN §9). It imports only the standard library (crypto/x509, crypto/tls,
+// net/http); no maintained library does this small job without pulling in a PKI server.
+//
+// # Keys and certificates
+//
+// The head agent creates the CA (NewCA: a self-signed ECDSA P-256 certificate, valid 10
+// years) and keeps it in its session directory (SaveCA: ca.crt and ca.key, files 0600 in a
+// 0700 directory; LoadCA reads them back when the head restarts on the same directory).
+// Every certificate it signs (CA.Sign, CA.Issue) is ECDSA P-256, valid a year, usable as a
+// TLS server and client certificate, names its role in the subject's OU (head, node,
+// driver, client, local) and lists the hosts it serves at, always with 127.0.0.1 and
+// localhost. Credentials hold a certificate, its key and the CA certificate, give TLS
+// configurations (ServerTLS requires a client certificate of the CA; ClientTLS trusts only
+// the CA) and are saved as ca.crt, node.crt and node.key (Save, Load; Load refuses expired
+// or mismatched files with a message that says which).
+//
+// # The join token
+//
+// Token is "<secret>.<CA hash>": 256 random bits, hex, and the SHA-256 of the CA
+// certificate, hex (kubeadm's bootstrap token and discovery-token-ca-cert-hash in one
+// string). The secret authenticates the joiner to the head; the hash authenticates the
+// head to the joiner, so a token is all a new machine needs: no CA file to copy, and no
+// trust on first use.
+//
+// # Joining
+//
+// The head serves the join endpoint (ServeJoin; by default on the GCS port + 1, see
+// JoinAddress) over TLS 1.3 with its head certificate and the CA certificate in the chain.
+// Join generates a key, connects, checks before sending anything that the server's chain
+// contains the CA the token pins and that the server's certificate is a head certificate
+// of that CA, then sends the secret and a certificate request. The server compares the
+// secret in constant time, signs the requested role (never head or local) for the
+// request's key, and answers with the certificate and the CA certificate. The endpoint
+// reads the token on each request, so replacing the token file (`rayctl token rotate`)
+// takes effect at once; certificates already issued stay valid. Requests are bounded
+// (16 KiB bodies, 5 s to send headers, 10 s per request, 30 s idle).
+//
+// Errors to branch on: ErrBadToken (malformed text), ErrTokenRejected (wrong secret),
+// ErrCAMismatch (the server is not the token's cluster), ErrJoinUnreachable, ErrExpired.
+package identity

@@ -1,0 +1,299 @@
+package identity
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// joinPath is the join endpoint's one route.
+const joinPath = "/v1/join"
+
+// Limits of the join endpoint: a request is small, and a slow or idle client must not hold
+// a connection for long.
+const (
+	maxJoinBody       = 16 << 10
+	joinReadTimeout   = 10 * time.Second
+	joinHeaderTimeout = 5 * time.Second
+	joinIdleTimeout   = 30 * time.Second
+	// DefaultJoinTimeout bounds a whole Join call.
+	DefaultJoinTimeout = 10 * time.Second
+)
+
+// Errors of Join, to branch on.
+var (
+	// ErrTokenRejected: the head refused the token's secret (wrong, or rotated).
+	ErrTokenRejected = errors.New("identity: the head refused the join token (wrong, or rotated since: ask for the current one, `rayctl token show` on the head)")
+	// ErrCAMismatch: the server at the join address does not hold a certificate of the CA
+	// the token names: another cluster, or someone in between.
+	ErrCAMismatch = errors.New("identity: the join endpoint is not the cluster the token names (its certificate does not chain to the CA the token pins)")
+	// ErrJoinUnreachable: nothing answered at the join address.
+	ErrJoinUnreachable = errors.New("identity: the head's join endpoint did not answer")
+)
+
+// joinRequest and joinResponse are the JSON bodies of POST /v1/join.
+type joinRequest struct {
+	Secret string   `json:"secret"` // hex
+	Role   string   `json:"role"`
+	Name   string   `json:"name"`
+	Hosts  []string `json:"hosts,omitempty"`
+	CSR    []byte   `json:"csr"` // DER certificate request, proves the key
+}
+
+type joinResponse struct {
+	CA   string `json:"ca"`   // PEM
+	Cert string `json:"cert"` // PEM
+}
+
+// JoinServer is the head's join endpoint: HTTPS with the head's certificate; a client that
+// presents the join token's secret gets a certificate signed by the CA for the key of its
+// certificate request.
+type JoinServer struct {
+	l   net.Listener
+	srv *http.Server
+	ca  *CA
+	// secret returns the current token (read per request: `rayctl token rotate` replaces
+	// the token file while the head runs).
+	secret func() (Token, error)
+	log    *slog.Logger
+}
+
+// ServeJoin listens on addr (host:port; port 0 picks one) and serves the join endpoint
+// until Close. head must be a RoleHead certificate of ca.
+func ServeJoin(addr string, ca *CA, head *Credentials, token func() (Token, error), log *slog.Logger) (*JoinServer, error) {
+	if head.Role() != RoleHead {
+		return nil, fmt.Errorf("identity: the join endpoint needs a %s certificate, got %q", RoleHead, head.Role())
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("identity: join endpoint: listen on %s: %w", addr, err)
+	}
+	tcfg := head.ServerTLS()
+	tcfg.ClientAuth = tls.NoClientCert // joiners have no certificate yet: that is the point
+	s := &JoinServer{l: l, ca: ca, secret: token, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+joinPath, s.handle)
+	s.srv = &http.Server{
+		Handler:           mux,
+		TLSConfig:         tcfg,
+		ReadHeaderTimeout: joinHeaderTimeout,
+		ReadTimeout:       joinReadTimeout,
+		WriteTimeout:      joinReadTimeout,
+		IdleTimeout:       joinIdleTimeout,
+		MaxHeaderBytes:    8 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	go func() { _ = s.srv.ServeTLS(l, "", "") }() // ends with Close
+	return s, nil
+}
+
+// Addr is the address the endpoint listens on.
+func (s *JoinServer) Addr() string { return s.l.Addr().String() }
+
+// Close stops the endpoint.
+func (s *JoinServer) Close() error { return s.srv.Close() }
+
+func (s *JoinServer) handle(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxJoinBody+1))
+	if err != nil || len(body) > maxJoinBody {
+		http.Error(w, "request too large or unreadable", http.StatusBadRequest)
+		return
+	}
+	var req joinRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	tok, err := s.secret()
+	if err != nil {
+		s.log.Error("identity: join endpoint: read the token", "err", err)
+		http.Error(w, "the head cannot read its token", http.StatusInternalServerError)
+		return
+	}
+	var secret [32]byte
+	n, herr := hex.Decode(secret[:], []byte(req.Secret))
+	if herr != nil || n != len(secret) || len(req.Secret) != 2*len(secret) || !tok.SecretEquals(secret) {
+		s.log.Warn("identity: join refused: wrong token", "from", r.RemoteAddr, "name", req.Name)
+		http.Error(w, "join token refused", http.StatusForbidden)
+		return
+	}
+	if req.Role == RoleHead || req.Role == RoleLocal || !validRole(req.Role) {
+		http.Error(w, "bad request: role "+strconv.Quote(req.Role)+" cannot be requested", http.StatusBadRequest)
+		return
+	}
+	csr, err := x509.ParseCertificateRequest(req.CSR)
+	if err == nil {
+		err = csr.CheckSignature()
+	}
+	if err != nil {
+		http.Error(w, "bad request: certificate request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	pub, ok := csr.PublicKey.(*ecdsa.PublicKey)
+	if !ok || pub.Curve != elliptic.P256() {
+		http.Error(w, "bad request: want an ECDSA P-256 key", http.StatusBadRequest)
+		return
+	}
+	der, err := s.ca.Sign(pub, Request{Name: req.Name, Role: req.Role, Hosts: req.Hosts})
+	if err != nil {
+		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.log.Info("identity: issued a certificate", "from", r.RemoteAddr, "name", req.Name, "role", req.Role, "hosts", req.Hosts)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(joinResponse{
+		CA:   string(s.ca.CertPEM()),
+		Cert: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+	})
+}
+
+// JoinRequest says whom to ask for a certificate and what for.
+type JoinRequest struct {
+	// Address is the head's join endpoint, host:port.
+	Address string
+	Token   Token
+	// Role (RoleNode, RoleDriver or RoleClient), Name and Hosts of the certificate.
+	Role  string
+	Name  string
+	Hosts []string
+	// Timeout bounds the call (default DefaultJoinTimeout).
+	Timeout time.Duration
+}
+
+// Join presents the token to the head's join endpoint and returns credentials: a new key,
+// the certificate the head signed for it and the CA certificate. The server must prove it
+// holds a head certificate of the CA the token pins before the secret is sent.
+func Join(ctx context.Context, req JoinRequest) (*Credentials, error) {
+	if req.Timeout <= 0 {
+		req.Timeout = DefaultJoinTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, req.Timeout)
+	defer cancel()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+	if err != nil {
+		return nil, err
+	}
+	body, _ := json.Marshal(joinRequest{Secret: hex.EncodeToString(req.Token.Secret[:]), Role: req.Role,
+		Name: req.Name, Hosts: req.Hosts, CSR: csr})
+
+	var pinErr error
+	tcfg := &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		// The server is checked against the pinned CA below, not the system roots: the
+		// cluster CA is self-signed and the join address may be any IP.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			pinErr = verifyPinned(cs.PeerCertificates, req.Token.CAHash)
+			return pinErr
+		},
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tcfg, DisableKeepAlives: true,
+		TLSHandshakeTimeout: req.Timeout, ResponseHeaderTimeout: req.Timeout, ForceAttemptHTTP2: false}}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+req.Address+joinPath, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("identity: join address %q: %w", req.Address, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(hreq)
+	if err != nil {
+		if pinErr != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrCAMismatch, req.Address, pinErr)
+		}
+		return nil, fmt.Errorf("%w at %s (is the head agent running, and is this its join address?): %v", ErrJoinUnreachable, req.Address, err)
+	}
+	defer resp.Body.Close()
+	rb, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return nil, fmt.Errorf("identity: join %s: read the answer: %w", req.Address, err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusForbidden:
+		return nil, ErrTokenRejected
+	default:
+		return nil, fmt.Errorf("identity: join %s: the head answered %s: %s", req.Address, resp.Status, strings.TrimSpace(string(rb)))
+	}
+	var jr joinResponse
+	if err := json.Unmarshal(rb, &jr); err != nil {
+		return nil, fmt.Errorf("identity: join %s: undecodable answer: %w", req.Address, err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := NewCredentials([]byte(jr.CA), []byte(jr.Cert), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	if err != nil {
+		return nil, fmt.Errorf("identity: join %s: the head's answer: %w", req.Address, err)
+	}
+	if creds.CAFingerprint() != req.Token.CAHash {
+		return nil, fmt.Errorf("%w: the head returned another CA certificate", ErrCAMismatch)
+	}
+	if !samePublicKey(creds.Leaf(), &key.PublicKey) {
+		return nil, errors.New("identity: join: the head signed another key than ours")
+	}
+	return creds, nil
+}
+
+// verifyPinned checks a server's chain: one of its certificates is the CA whose SHA-256 is
+// pin, and the first (the server's own) is a head certificate that CA signed.
+func verifyPinned(chain []*x509.Certificate, pin [32]byte) error {
+	if len(chain) == 0 {
+		return errors.New("the server presented no certificate")
+	}
+	pool := x509.NewCertPool()
+	found := false
+	for _, c := range chain[1:] {
+		if sha256.Sum256(c.Raw) == pin {
+			pool.AddCert(c)
+			found = true
+		}
+	}
+	if !found {
+		return fmt.Errorf("none of its certificates is the CA %s…", hex.EncodeToString(pin[:])[:16])
+	}
+	if _, err := chain[0].Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		return fmt.Errorf("its certificate does not chain to the pinned CA: %w", err)
+	}
+	if roleOf(chain[0]) != RoleHead {
+		return fmt.Errorf("its certificate is a %q certificate, not the head's", roleOf(chain[0]))
+	}
+	return nil
+}
+
+// JoinAddress returns the default join endpoint of a cluster whose (embedded) GCS is at
+// gcsAddr: the same host, the GCS port + 1.
+func JoinAddress(gcsAddr string) (string, error) {
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(strings.TrimPrefix(gcsAddr, "https://"), "http://"))
+	if err != nil {
+		return "", fmt.Errorf("identity: GCS address %q: %w", gcsAddr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p >= 65535 {
+		return "", fmt.Errorf("identity: GCS address %q: bad port", gcsAddr)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+1)), nil
+}
