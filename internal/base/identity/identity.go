@@ -388,7 +388,7 @@ func WriteFile(path string, b []byte) error {
 		return fmt.Errorf("identity: write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename: nothing there
-	err = tmp.Chmod(FileMode) // CreateTemp makes 0600 already; say it anyway
+	err = tmp.Chmod(FileMode)   // CreateTemp makes 0600 already; say it anyway
 	if err == nil {
 		_, err = tmp.Write(b)
 	}
