@@ -10,6 +10,7 @@ require (
 	github.com/klauspost/compress v1.20.3
 	github.com/urfave/cli/v2 v2.27.7
 	go.etcd.io/etcd/api/v3 v3.5.35
+	go.etcd.io/etcd/client/pkg/v3 v3.5.35
 	go.etcd.io/etcd/client/v3 v3.5.35
 	go.etcd.io/etcd/server/v3 v3.5.35
 	go.uber.org/zap v1.21.0
@@ -76,7 +77,6 @@ require (
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
 	github.com/zeebo/xxh3 v1.0.2 // indirect
 	go.etcd.io/bbolt v1.3.12 // indirect
-	go.etcd.io/etcd/client/pkg/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/client/v2 v2.305.35 // indirect
 	go.etcd.io/etcd/pkg/v3 v3.5.35 // indirect
 	go.etcd.io/etcd/raft/v3 v3.5.35 // indirect

@@ -26,6 +26,17 @@
 // and for etcd's defaults. Expired leases are revoked by the leader's lessor, which
 // checks every 500 ms: a 1 s lease is gone ~1-1.5 s after its last renewal.
 //
+// # TLS
+//
+// Config.TLS (a client tls.Config with the cluster CA and a client certificate,
+// identity.Credentials.ClientTLS) makes New speak TLS; EmbedConfig.TLS (the files of the
+// member's credentials) makes the embedded server's client and peer URLs https, both
+// requiring a client certificate of the CA (etcd's ClientCertAuth). gRPC reports a refused
+// handshake only as a deadline, so when New's first read fails it runs one handshake of its
+// own and says why: ErrNeedsTLS (the server speaks TLS, the client has no credentials) or
+// ErrTLSRefused (certificates of different CAs, no client certificate, or a plain-text
+// server). The in-process client needs no credentials.
+//
 // # Embedded server
 //
 // StartEmbedded runs a single member on 127.0.0.1 (ports picked when 0, a clear error

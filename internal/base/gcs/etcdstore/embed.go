@@ -13,11 +13,13 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/identity"
 )
 
 // Defaults of EmbedConfig.
@@ -66,6 +68,11 @@ type EmbedConfig struct {
 	StartTimeout time.Duration
 	// Logger receives etcd's error-level messages (default: discard).
 	Logger *slog.Logger
+	// TLS, when set, names the member's credentials (identity.Files: the cluster CA, a
+	// certificate for 127.0.0.1 and Host, its key): client and peer URLs are https and
+	// both require a client certificate signed by that CA (etcd's ClientCertAuth). Zero:
+	// plain http, for --insecure only.
+	TLS identity.Files
 }
 
 // Validate reports a configuration that cannot work.
@@ -95,7 +102,8 @@ type Embedded struct {
 }
 
 // StartEmbedded starts an etcd server and waits until it serves. The server listens on
-// 127.0.0.1 only, elects itself within ~100 ms (TickMs 10, ElectionMs 100) and has
+// 127.0.0.1 only (or EmbedConfig.Host), with mutual TLS when EmbedConfig.TLS names
+// credentials, elects itself within ~100 ms (TickMs 10, ElectionMs 100) and has
 // auto-compaction and a quota on (see EmbedConfig).
 func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	if err := cfg.Validate(); err != nil {
@@ -144,8 +152,12 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 			return nil, err
 		}
 	}
-	clientURL := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(clientPort))}
-	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(peerPort))}
+	scheme := "http"
+	if !cfg.TLS.IsZero() {
+		scheme = "https"
+	}
+	clientURL := url.URL{Scheme: scheme, Host: net.JoinHostPort(cfg.Host, strconv.Itoa(clientPort))}
+	peerURL := url.URL{Scheme: scheme, Host: net.JoinHostPort(cfg.Host, strconv.Itoa(peerPort))}
 
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
@@ -168,6 +180,12 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	ec.EnableGRPCGateway = false
 	ec.Logger, ec.LogLevel = "zap", "error"
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapLogger(cfg.Logger, zapcore.ErrorLevel))
+	if !cfg.TLS.IsZero() {
+		// The same certificate serves clients and peers and is the member's client
+		// certificate towards its peers; every connection must present one of the CA.
+		info := transport.TLSInfo{CertFile: cfg.TLS.Cert, KeyFile: cfg.TLS.Key, TrustedCAFile: cfg.TLS.CA, ClientCertAuth: true}
+		ec.ClientTLSInfo, ec.PeerTLSInfo = info, info
+	}
 
 	e, err := embed.StartEtcd(ec)
 	if err != nil {

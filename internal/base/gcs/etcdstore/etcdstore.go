@@ -2,10 +2,13 @@ package etcdstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -36,7 +39,20 @@ type Config struct {
 	Namespace string
 	// Logger receives the etcd client's errors (default: discard).
 	Logger *slog.Logger
+	// TLS is the client's TLS configuration: the CA it trusts and the certificate it
+	// presents (identity.Credentials.ClientTLS). Nil: plain text, which a GCS with TLS
+	// refuses (ErrNeedsTLS).
+	TLS *tls.Config
 }
+
+// Errors of New about credentials, to branch on (the CLI gives them their own exit code).
+var (
+	// ErrNeedsTLS: the GCS speaks TLS and this client was given no credentials.
+	ErrNeedsTLS = errors.New("etcdstore: the GCS requires TLS with a client certificate, and this client has none")
+	// ErrTLSRefused: the TLS handshake failed: the GCS refused this client's certificate,
+	// or this client does not trust the GCS's.
+	ErrTLSRefused = errors.New("etcdstore: TLS handshake with the GCS failed")
+)
 
 // Validate reports a configuration that cannot work.
 func (c Config) Validate() error {
@@ -91,6 +107,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		PermitWithoutStream:  true,
 		MaxCallSendMsgSize:   2 << 20,
 		Logger:               zapLogger(cfg.Logger, zapcore.ErrorLevel),
+		TLS:                  cfg.TLS,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: connect to %s: %w", strings.Join(cfg.Endpoints, ","), err)
@@ -102,10 +119,63 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("etcdstore: connect to %s: %w", strings.Join(cfg.Endpoints, ","), ctx.Err())
 		}
+		if derr := diagnoseTLS(cfg.Endpoints[0], cfg.TLS); derr != nil {
+			return nil, fmt.Errorf("etcdstore: etcd at %s: %w", strings.Join(cfg.Endpoints, ","), derr)
+		}
 		return nil, fmt.Errorf("etcdstore: etcd at %s did not answer within %v: %w",
 			strings.Join(cfg.Endpoints, ","), timeout, err)
 	}
 	return newStore(cli, cfg.Namespace, nil), nil
+}
+
+// diagnoseTLS explains a GCS that did not answer, when TLS is why (gRPC only reports a
+// deadline): without credentials, it checks whether the server speaks TLS; with them, it
+// runs a handshake of its own to get the error. Nil means: not a TLS problem (or the
+// endpoint cannot be reached at all).
+func diagnoseTLS(endpoint string, cfg *tls.Config) error {
+	addr := strings.TrimPrefix(strings.TrimPrefix(endpoint, "https://"), "http://")
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	probe := &tls.Config{InsecureSkipVerify: true} // only: does it speak TLS?
+	if cfg != nil {
+		probe = cfg.Clone()
+		if probe.ServerName == "" {
+			probe.ServerName = host
+		}
+	}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, probe)
+	if err != nil {
+		var op *net.OpError
+		var rec tls.RecordHeaderError
+		switch {
+		case errors.As(err, &op) && op.Op == "dial":
+			return nil // nothing there: not a TLS problem
+		case errors.As(err, &rec):
+			if cfg == nil {
+				return nil // plain text on both sides
+			}
+			return fmt.Errorf("%w: the GCS speaks plain text (a cluster started with --insecure: pass --insecure here too)", ErrTLSRefused)
+		case cfg == nil:
+			return ErrNeedsTLS
+		}
+		return fmt.Errorf("%w: %v (the GCS and this client must hold certificates of the same cluster CA)", ErrTLSRefused, err)
+	}
+	defer conn.Close()
+	if cfg == nil {
+		return ErrNeedsTLS
+	}
+	// TLS 1.3 servers report a refused client certificate after the handshake: read.
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			return fmt.Errorf("%w: %v (the GCS and this client must hold certificates of the same cluster CA)", ErrTLSRefused, err)
+		}
+	}
+	return nil
 }
 
 func newStore(cli *clientv3.Client, ns string, onClose func(*Store)) *Store {
