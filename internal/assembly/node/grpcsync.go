@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -29,9 +30,26 @@ const http2Hello = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + "\x00\x00\x00\x04\x00\x0
 // inside the server's GracefulStop, which etcd's Close waits for. Closing it earlier would
 // make the server log from a goroutine nobody waits for, racing with the next node's
 // remote.Start in the same process (tests start many nodes one after another).
-func syncGRPCServer(endpoint string) (net.Conn, error) {
+//
+// An https endpoint is reached with tlsCfg (HTTP/2 by ALPN, as a gRPC client would).
+func syncGRPCServer(endpoint string, tlsCfg *tls.Config) (net.Conn, error) {
 	addr := strings.TrimPrefix(strings.TrimPrefix(endpoint, "http://"), "https://")
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	var conn net.Conn
+	var err error
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	if strings.HasPrefix(endpoint, "https://") {
+		if tlsCfg == nil {
+			return nil, fmt.Errorf("node: gRPC server %s speaks TLS and no credentials were given", addr)
+		}
+		cfg := tlsCfg.Clone()
+		cfg.NextProtos = []string{"h2"}
+		if cfg.ServerName == "" {
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		conn, err = tls.DialWithDialer(d, "tcp", addr, cfg)
+	} else {
+		conn, err = d.Dial("tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("node: reach gRPC server %s: %w", addr, err)
 	}

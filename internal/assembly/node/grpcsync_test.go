@@ -41,7 +41,7 @@ func TestProbeClosesOnGoAway(t *testing.T) {
 		_, err = c.Read(make([]byte, 1)) // the probe closes: EOF
 		served <- err
 	}()
-	conn, err := syncGRPCServer("http://" + ln.Addr().String())
+	conn, err := syncGRPCServer("http://"+ln.Addr().String(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

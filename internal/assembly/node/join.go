@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -26,6 +27,9 @@ import (
 // worker processes.
 const DefaultJoinTimeout = 60 * time.Second
 
+// ErrCredentials: the GCS refused the connection for want of the right credentials.
+var ErrCredentials = errors.New("node: no valid credentials for the cluster")
+
 // JoinConfig configures a driver or worker process joining a cluster.
 type JoinConfig struct {
 	// Address are the GCS's etcd client endpoints (host:port).
@@ -38,6 +42,9 @@ type JoinConfig struct {
 	Timeout time.Duration
 	// SubmissionID is recorded in the job (a driver started by rayctl job submit).
 	SubmissionID string
+	// TLS is the GCS client's TLS configuration (the cluster's CA and this process's
+	// certificate); nil talks plain text, to a cluster started with --insecure.
+	TLS *tls.Config
 }
 
 // Join connects to the GCS at cfg.Address and starts a node that joins the cluster.
@@ -58,7 +65,10 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultJoinTimeout
 	}
-	store, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: cfg.Address, Namespace: cfg.Namespace, Logger: cfg.Node.Logger})
+	store, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: cfg.Address, Namespace: cfg.Namespace, Logger: cfg.Node.Logger, TLS: cfg.TLS})
+	if errors.Is(err, etcdstore.ErrNeedsTLS) || errors.Is(err, etcdstore.ErrTLSRefused) {
+		return nil, fmt.Errorf("%w: the cluster's GCS at %s refused this process: %w", ErrCredentials, strings.Join(cfg.Address, ","), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("node: the cluster's GCS at %s is unreachable (is `rayctl start` running there?): %w",
 			strings.Join(cfg.Address, ","), err)

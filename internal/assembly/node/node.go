@@ -267,11 +267,19 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.GCS != nil {
 		n.store = cfg.GCS
 	} else {
-		if n.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(n.dir, "gcs"), Name: "gcs-" + string(n.ID), Logger: cfg.Logger}); err != nil {
+		// Local mode: the etcd listens on loopback with mutual TLS under a CA made now, in
+		// memory; only its member's credentials are written, private to this user, because
+		// etcd reads them from files. The node itself uses the in-process client.
+		creds, err := localCredentials(n.dir, string(n.ID))
+		if err != nil {
+			return nil, err
+		}
+		if n.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(n.dir, "gcs"), Name: "gcs-" + string(n.ID),
+			Logger: cfg.Logger, TLS: creds.files}); err != nil {
 			return nil, fmt.Errorf("node: start the embedded GCS: %w", err)
 		}
 		for _, ep := range n.etcd.Endpoints() {
-			conn, err := syncGRPCServer(ep)
+			conn, err := syncGRPCServer(ep, creds.ClientTLS())
 			if err != nil {
 				return nil, err
 			}
@@ -287,7 +295,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.pool = dispatch.New(dispatchGoroutines(), dispatch.DefaultThroughput)
 	for _, addr := range cfg.SyncAddrs {
-		conn, err := syncGRPCServer(addr)
+		conn, err := syncGRPCServer(addr, nil)
 		if err != nil {
 			return nil, err
 		}
