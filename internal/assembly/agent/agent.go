@@ -21,6 +21,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/pb"
 )
 
@@ -48,6 +49,8 @@ type Agent struct {
 	log      *slog.Logger
 
 	embedded  *etcdstore.Embedded
+	join      *identity.JoinServer // secure head with an embedded GCS
+	creds     identity.Files       // the agent's GCS credentials (zero: Insecure)
 	compactor *gcs.Compactor
 	store     gcs.Store
 
@@ -132,12 +135,24 @@ func (a *Agent) openGCS(ctx context.Context) error {
 				return err
 			}
 		}
+		var ca *identity.CA
+		var head *identity.Credentials
+		if !cfg.Insecure {
+			var err error
+			if ca, head, err = a.headIdentity(); err != nil {
+				return err
+			}
+			if a.creds, err = head.Save(TLSDir(cfg.SessionDir)); err != nil {
+				return fmt.Errorf("agent: save the head's credentials: %w", err)
+			}
+		}
 		e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{
 			Dir:        filepath.Join(cfg.SessionDir, "gcs"),
 			Host:       cfg.host(),
 			ClientPort: cfg.GCSPort,
 			Namespace:  cfg.Namespace,
 			Logger:     a.log,
+			TLS:        a.creds,
 		})
 		if err != nil {
 			if cfg.GCSPort != 0 && isAddrInUse(err) {
@@ -147,28 +162,53 @@ func (a *Agent) openGCS(ctx context.Context) error {
 		}
 		a.embedded = e
 		for _, ep := range e.Endpoints() {
-			a.address = append(a.address, strings.TrimPrefix(ep, "http://"))
+			a.address = append(a.address, trimScheme(ep))
 		}
 		a.store = e.Client()
 		a.compactor = gcs.NewCompactor(a.store, gcs.CompactorConfig{Logger: a.log})
+		if ca != nil {
+			return a.serveJoin(ca, head)
+		}
 		return nil
 	}
 	a.address = append([]string(nil), cfg.GCSEndpoints...)
+	var creds *identity.Credentials
+	if !cfg.Insecure {
+		var err error
+		if cfg.Head && cfg.GCSFiles.IsZero() {
+			return fmt.Errorf("%w: an external etcd as the GCS needs credentials: the CA that signed its certificates and a client certificate it accepts (--gcs-ca, --gcs-cert, --gcs-key), or --insecure for one without TLS", ErrNoCredentials)
+		}
+		if creds, err = a.joinCredentials(ctx); err != nil {
+			return err
+		}
+	}
 	s, err := etcdstore.New(ctx, etcdstore.Config{
 		Endpoints:   a.address,
 		DialTimeout: cfg.GCSDialTimeout,
 		Namespace:   cfg.Namespace,
 		Logger:      a.log,
+		TLS:         clientTLS(creds),
 	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("agent: connect to the GCS at %s: %w", strings.Join(a.address, ","), ctx.Err())
+		}
+		if errors.Is(err, etcdstore.ErrNeedsTLS) {
+			return fmt.Errorf("%w: the GCS at %s speaks TLS; this agent was started with --insecure: %w", ErrCredentials, strings.Join(a.address, ","), err)
+		}
+		if errors.Is(err, etcdstore.ErrTLSRefused) {
+			return fmt.Errorf("%w: %w", ErrCredentials, err)
 		}
 		return fmt.Errorf("%w: nothing answered at %s (is the head agent running and reachable from this machine?): %w",
 			ErrGCSUnreachable, strings.Join(a.address, ","), err)
 	}
 	a.store = s
 	return nil
+}
+
+// trimScheme turns a URL into host:port.
+func trimScheme(ep string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(ep, "https://"), "http://")
 }
 
 func (c *Config) host() string {
@@ -327,6 +367,9 @@ func (a *Agent) Stop(ctx context.Context) error {
 }
 
 func (a *Agent) closeGCS() {
+	if a.join != nil {
+		_ = a.join.Close()
+	}
 	if a.compactor != nil {
 		a.compactor.Stop()
 	}

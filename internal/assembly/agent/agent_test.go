@@ -203,7 +203,11 @@ func TestRecordsAndLiveness(t *testing.T) {
 	}
 
 	// A second agent joins; stopping it revokes its alive key at once, its record stays.
-	other := startAgent(t, Config{GCSEndpoints: strings.Split(head.Address(), ",")})
+	tok, err := head.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := startAgent(t, Config{GCSEndpoints: strings.Split(head.Address(), ","), Token: &tok, JoinAddress: head.JoinAddress()})
 	if other.Address() != head.Address() {
 		t.Errorf("joined address %q, head %q", other.Address(), head.Address())
 	}
@@ -246,7 +250,7 @@ func TestStartErrors(t *testing.T) {
 	addr := l2.Addr().String()
 	l2.Close()
 	start := time.Now()
-	_, err = Start(ctx, Config{GCSEndpoints: []string{addr}, GCSDialTimeout: time.Second, SessionDir: t.TempDir(), Logger: quiet()})
+	_, err = Start(ctx, Config{GCSEndpoints: []string{addr}, GCSDialTimeout: time.Second, SessionDir: t.TempDir(), Logger: quiet(), Insecure: true})
 	if !errors.Is(err, ErrGCSUnreachable) || !strings.Contains(err.Error(), addr) {
 		t.Errorf("unreachable: %v", err)
 	}
@@ -329,6 +333,9 @@ func TestWorkerProcess(t *testing.T) {
 		workerenv.ObjectStoreBytes: fmt.Sprint(1 << 30),
 		workerenv.Dir:              filepath.Join(head.cfg.SessionDir, "workers", "j1"),
 		workerenv.Namespace:        "ns1",
+		workerenv.GCSCA:            filepath.Join(head.cfg.SessionDir, "tls", "ca.crt"),
+		workerenv.GCSCert:          filepath.Join(head.cfg.SessionDir, "tls", "node.crt"),
+		workerenv.GCSKey:           filepath.Join(head.cfg.SessionDir, "tls", "node.key"),
 	}
 	for k, v := range wantEnv {
 		if r.Env[k] != v {
@@ -533,7 +540,7 @@ func TestOrphanedSubmissionFails(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // its runner's first list is over: s9 is not its orphan
 	put(t, s, gcs.SubmissionKey("s9"), &pb.Submission{SubmissionId: "s9", Argv: []string{helperPath}, State: pb.JobInfo_RUNNING, Pid: 1}, 0)
 	// While another head lives, a new head leaves its submissions alone.
-	second := startAgent(t, Config{Head: true, GCSEndpoints: strings.Split(gcsHead.Address(), ",")})
+	second := startAgent(t, Config{Head: true, GCSEndpoints: strings.Split(gcsHead.Address(), ","), GCSFiles: gcsHead.CredentialFiles()})
 	time.Sleep(300 * time.Millisecond)
 	if sub, _ := get(t, s, gcs.SubmissionKey("s9"), &pb.Submission{}); sub.GetState() != pb.JobInfo_RUNNING {
 		t.Fatalf("failed while its head may live: %v", sub)
@@ -545,7 +552,7 @@ func TestOrphanedSubmissionFails(t *testing.T) {
 	if _, err := s.Delete(context.Background(), gcs.AgentAliveKey(gcsHead.ID())); err != nil {
 		t.Fatal(err)
 	}
-	startAgent(t, Config{Head: true, GCSEndpoints: strings.Split(gcsHead.Address(), ",")})
+	startAgent(t, Config{Head: true, GCSEndpoints: strings.Split(gcsHead.Address(), ","), GCSFiles: gcsHead.CredentialFiles()})
 	eventually(t, 10*time.Second, "s9 FAILED", func() bool {
 		sub, _ := get(t, s, gcs.SubmissionKey("s9"), &pb.Submission{})
 		return sub.GetState() == pb.JobInfo_FAILED && strings.Contains(sub.GetMessage(), "head agent")

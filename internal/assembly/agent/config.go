@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"runtime"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks/sched"
 )
@@ -57,6 +59,23 @@ type Config struct {
 	Environ []string
 	// Logger receives the agent's log (default slog.Default()).
 	Logger *slog.Logger
+
+	// Insecure turns security off: a plain-text GCS without client certificates, no CA, no
+	// join endpoint, no credentials for the processes the agent starts. Only for
+	// benchmarks' baselines and throw-away clusters on one machine (--insecure).
+	Insecure bool
+	// Token is the cluster's join token (a joining agent, unless GCSFiles gives it
+	// credentials): presented once to the head's join endpoint for a certificate.
+	Token *identity.Token
+	// JoinAddress is the head's join endpoint (host:port). On the head: where it listens
+	// (default: Host, GCSPort+1; a picked port when GCSPort is 0). On a joining agent:
+	// where it asks (default: the first GCS endpoint's host, its port+1).
+	JoinAddress string
+	// GCSFiles are credentials for an external etcd (GCSEndpoints): the CA that signed its
+	// server certificates, and a client certificate and key it accepts. A head with
+	// GCSEndpoints needs them (unless Insecure); an agent joining such a cluster too (a
+	// token gets a certificate of the cluster CA, which the external etcd does not trust).
+	GCSFiles identity.Files
 }
 
 // Validate reports a configuration that cannot work.
@@ -89,6 +108,17 @@ func (c Config) Validate() error {
 	if c.SessionDir == "" {
 		return errors.New("agent: empty SessionDir")
 	}
+	if c.Insecure && (c.Token != nil || !c.GCSFiles.IsZero()) {
+		return errors.New("agent: Insecure excludes a token and GCS credentials: a cluster is secure or not")
+	}
+	if f := c.GCSFiles; !f.IsZero() && (f.CA == "" || f.Cert == "" || f.Key == "") {
+		return errors.New("agent: GCS credentials need all three files: the CA certificate, a client certificate and its key")
+	}
+	if c.JoinAddress != "" {
+		if _, _, err := net.SplitHostPort(c.JoinAddress); err != nil {
+			return fmt.Errorf("agent: join address %q: want host:port", c.JoinAddress)
+		}
+	}
 	if strings.ContainsAny(c.ID, "/ \t\n") {
 		return fmt.Errorf("agent: ID %q contains '/' or white space", c.ID)
 	}
@@ -117,7 +147,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	eps := make([]string, 0, len(c.GCSEndpoints))
 	for _, ep := range c.GCSEndpoints {
-		eps = append(eps, strings.TrimPrefix(strings.TrimSpace(ep), "http://"))
+		eps = append(eps, trimScheme(strings.TrimSpace(ep)))
 	}
 	c.GCSEndpoints = eps
 	return c, nil

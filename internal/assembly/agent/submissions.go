@@ -287,6 +287,7 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 
 	env := append(baseEnv(a.cfg.Environ), sub.GetEnv()...)
 	env = append(env, workerenv.Address+"="+a.Address(), workerenv.Submission+"="+id)
+	env = append(env, a.credentialEnv()...)
 	if a.cfg.Namespace != "" {
 		env = append(env, workerenv.Namespace+"="+a.cfg.Namespace)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -351,6 +352,10 @@ func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo) 
 		Resources:        a.cfg.Resources,
 		ObjectStoreBytes: a.cfg.ObjectStoreBytes,
 		Dir:              dir,
+		GCSCA:            a.creds.CA,
+		GCSCert:          a.creds.Cert,
+		GCSKey:           a.creds.Key,
+		Insecure:         a.cfg.Insecure,
 	}.Environ()...)
 	key := gcs.JobWorkerKey(w.job, a.id)
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
@@ -512,9 +517,7 @@ func baseEnv(environ []string) []string {
 	var env []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case workerenv.Address, workerenv.Mode, workerenv.Job, workerenv.Agent, workerenv.Resources,
-			workerenv.ObjectStoreBytes, workerenv.Dir, workerenv.Submission, workerenv.Namespace:
+		if slices.Contains(workerenv.Contract, name) {
 			continue
 		}
 		env = append(env, kv)

@@ -35,7 +35,37 @@ const (
 	Submission = "RAY_GO_SUBMISSION_ID"
 	// Namespace is the GCS key namespace of the cluster (default: none).
 	Namespace = "RAY_GO_GCS_NAMESPACE"
+
+	// Credentials (see internal/base/identity). GCSCA, GCSCert and GCSKey name the files
+	// of a GCS client's credentials: the CA certificate, a client certificate and its key.
+	// An agent sets them for the processes it starts (its own credentials, never the CA's
+	// key); a user sets them for an external etcd (rayctl's --gcs-ca, --gcs-cert, --gcs-key).
+	GCSCA   = "RAY_GO_GCS_CA"
+	GCSCert = "RAY_GO_GCS_CERT"
+	GCSKey  = "RAY_GO_GCS_KEY"
+	// Token is the cluster's join token ("<secret>.<CA hash>"); TokenFile names a file
+	// holding it. A driver or rayctl with one gets a certificate from the head.
+	Token     = "RAY_GO_TOKEN"
+	TokenFile = "RAY_GO_TOKEN_FILE"
+	// JoinAddress is the head's join endpoint, host:port (default: the GCS port + 1).
+	JoinAddress = "RAY_GO_JOIN_ADDRESS"
+	// Insecure "1" (or "true") talks plain text to a cluster started with --insecure.
+	Insecure = "RAY_GO_INSECURE"
 )
+
+// Contract lists every variable of this contract: an agent removes them from the
+// environment it passes on before it sets its own.
+var Contract = []string{Address, Mode, Job, Agent, Resources, ObjectStoreBytes, Dir, Submission, Namespace,
+	GCSCA, GCSCert, GCSKey, Token, TokenFile, JoinAddress, Insecure}
+
+// IsTrue reads a boolean variable's value ("1", "true", "yes", any case).
+func IsTrue(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes":
+		return true
+	}
+	return false
+}
 
 // ModeWorker is the value of Mode that selects worker mode.
 const ModeWorker = "worker"
@@ -49,6 +79,9 @@ type Worker struct {
 	Resources        map[string]float64
 	ObjectStoreBytes int64
 	Dir              string
+	// The GCS credentials' files (all empty with Insecure).
+	GCSCA, GCSCert, GCSKey string
+	Insecure               bool
 }
 
 // Environ returns the variables for a worker process (to append to os.Environ()).
@@ -66,6 +99,11 @@ func (w Worker) Environ() []string {
 	if w.Namespace != "" {
 		env = append(env, Namespace+"="+w.Namespace)
 	}
+	if w.Insecure {
+		env = append(env, Insecure+"=1")
+	} else {
+		env = append(env, GCSCA+"="+w.GCSCA, GCSCert+"="+w.GCSCert, GCSKey+"="+w.GCSKey)
+	}
 	return env
 }
 
@@ -81,9 +119,17 @@ func FromEnv(getenv func(string) string) (w Worker, ok bool, err error) {
 		Job:       getenv(Job),
 		Agent:     getenv(Agent),
 		Dir:       getenv(Dir),
+		GCSCA:     getenv(GCSCA),
+		GCSCert:   getenv(GCSCert),
+		GCSKey:    getenv(GCSKey),
+		Insecure:  IsTrue(getenv(Insecure)),
 	}
 	if len(w.Address) == 0 || w.Job == "" {
 		return w, true, fmt.Errorf("workerenv: worker mode needs %s and %s", Address, Job)
+	}
+	if !w.Insecure && (w.GCSCA == "" || w.GCSCert == "" || w.GCSKey == "") {
+		return w, true, fmt.Errorf("workerenv: worker mode needs the GCS credentials %s, %s and %s (or %s=1 in a cluster started with --insecure)",
+			GCSCA, GCSCert, GCSKey, Insecure)
 	}
 	if s := getenv(Resources); s != "" {
 		if err := json.Unmarshal([]byte(s), &w.Resources); err != nil {

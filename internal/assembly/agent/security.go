@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/identity"
+	"github.com/ray-go/ray/internal/base/workerenv"
+)
+
+// Errors about credentials (the CLI gives them their own exit code).
+var (
+	// ErrNoCredentials: a secure cluster was to be joined without a token or credentials.
+	ErrNoCredentials = errors.New("agent: no credentials to join the cluster")
+	// ErrCredentials: the credentials were refused (a wrong or rotated token, a join
+	// endpoint of another cluster, a GCS that does not accept the certificate).
+	ErrCredentials = errors.New("agent: credentials refused")
+)
+
+// Directories of the agent's identity under SessionDir.
+const (
+	caDirName  = "ca"  // head: ca.crt, ca.key, token
+	tlsDirName = "tls" // every agent: ca.crt, node.crt, node.key (what its processes get)
+)
+
+// CADir is where a head agent keeps its CA and the join token; TLSDir where an agent keeps
+// its own credentials (read by the processes it starts, and by rayctl on this machine).
+func CADir(sessionDir string) string  { return filepath.Join(sessionDir, caDirName) }
+func TLSDir(sessionDir string) string { return filepath.Join(sessionDir, tlsDirName) }
+
+// TokenPath is the head's token file.
+func TokenPath(sessionDir string) string {
+	return filepath.Join(CADir(sessionDir), identity.TokenFile)
+}
+
+// headIdentity loads the head's CA and token from its session directory, or creates them
+// the first time, and issues the head's certificate (for 127.0.0.1 and Host).
+func (a *Agent) headIdentity() (*identity.CA, *identity.Credentials, error) {
+	dir := CADir(a.cfg.SessionDir)
+	ca, err := identity.LoadCA(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if ca, err = identity.NewCA("ray-go cluster "+a.id, time.Now()); err == nil {
+			err = identity.SaveCA(dir, ca)
+		}
+		if err == nil {
+			var tok identity.Token
+			if tok, err = identity.NewToken(ca); err == nil {
+				err = identity.SaveToken(TokenPath(a.cfg.SessionDir), tok)
+			}
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: the cluster CA in %s: %w", dir, err)
+	}
+	if _, err := identity.ReadTokenFile(TokenPath(a.cfg.SessionDir)); err != nil {
+		return nil, nil, fmt.Errorf("agent: the join token: %w", err)
+	}
+	creds, err := ca.Issue(identity.Request{Name: "head-" + a.id, Role: identity.RoleHead, Hosts: []string{a.cfg.host()}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: the head's certificate: %w", err)
+	}
+	return ca, creds, nil
+}
+
+// serveJoin starts the head's join endpoint.
+func (a *Agent) serveJoin(ca *identity.CA, creds *identity.Credentials) error {
+	addr := a.cfg.JoinAddress
+	if addr == "" {
+		port := 0
+		if a.cfg.GCSPort != 0 {
+			port = a.cfg.GCSPort + 1
+		}
+		addr = net.JoinHostPort(a.cfg.host(), strconv.Itoa(port))
+	}
+	tokenPath := TokenPath(a.cfg.SessionDir)
+	s, err := identity.ServeJoin(addr, ca, creds, func() (identity.Token, error) { return identity.ReadTokenFile(tokenPath) }, a.log)
+	if err != nil {
+		if isAddrInUse(err) {
+			return fmt.Errorf("%w: the join endpoint's address %s is already in use (pass another with --join-port): %v", ErrPortInUse, addr, err)
+		}
+		return fmt.Errorf("agent: %w", err)
+	}
+	a.join = s
+	return nil
+}
+
+// joinCredentials gets a joining agent's credentials: the external GCS's files, or a
+// certificate from the head for the token. They are saved in TLSDir for the processes
+// the agent starts.
+func (a *Agent) joinCredentials(ctx context.Context) (*identity.Credentials, error) {
+	cfg := a.cfg
+	if !cfg.GCSFiles.IsZero() {
+		c, err := identity.Load(cfg.GCSFiles)
+		if err != nil {
+			return nil, fmt.Errorf("%w: GCS credentials: %w", ErrCredentials, err)
+		}
+		a.creds = cfg.GCSFiles
+		return c, nil
+	}
+	if cfg.Token == nil {
+		return nil, fmt.Errorf("%w: the cluster at %s is secure: pass its join token (--token, %s or --token-file; "+
+			"`rayctl start --head` printed it, `rayctl token show` on the head prints it again)", ErrNoCredentials, a.Address(), workerenv.Token)
+	}
+	addr := cfg.JoinAddress
+	if addr == "" {
+		var err error
+		if addr, err = identity.JoinAddress(cfg.GCSEndpoints[0]); err != nil {
+			return nil, err
+		}
+	}
+	var hosts []string
+	if cfg.Host != "" {
+		hosts = append(hosts, cfg.Host)
+	}
+	c, err := identity.Join(ctx, identity.JoinRequest{Address: addr, Token: *cfg.Token, Role: identity.RoleNode, Name: "agent-" + a.id, Hosts: hosts})
+	switch {
+	case errors.Is(err, identity.ErrJoinUnreachable):
+		return nil, fmt.Errorf("%w: %w (pass the head's join address with --join-address if it is not the GCS port + 1)", ErrGCSUnreachable, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrCredentials, err)
+	}
+	files, err := c.Save(TLSDir(cfg.SessionDir))
+	if err != nil {
+		return nil, fmt.Errorf("agent: save the credentials: %w", err)
+	}
+	a.creds = files
+	return c, nil
+}
+
+// clientTLS is the TLS configuration of credentials, nil for none.
+func clientTLS(c *identity.Credentials) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	return c.ClientTLS()
+}
+
+// CredentialFiles are the files of the agent's own GCS credentials (zero when Insecure):
+// what its worker processes and submitted drivers are given.
+func (a *Agent) CredentialFiles() identity.Files { return a.creds }
+
+// JoinAddress is the head's join endpoint (empty unless this is a secure head with an
+// embedded GCS).
+func (a *Agent) JoinAddress() string {
+	if a.join == nil {
+		return ""
+	}
+	return a.join.Addr()
+}
+
+// Token reads the head's current join token.
+func (a *Agent) Token() (identity.Token, error) {
+	return identity.ReadTokenFile(TokenPath(a.cfg.SessionDir))
+}
+
+// credentialEnv is what the agent adds to the environment of a process it starts so that
+// the process reaches the GCS as the agent does.
+func (a *Agent) credentialEnv() []string {
+	if a.cfg.Insecure {
+		return []string{workerenv.Insecure + "=1"}
+	}
+	return []string{workerenv.GCSCA + "=" + a.creds.CA, workerenv.GCSCert + "=" + a.creds.Cert, workerenv.GCSKey + "=" + a.creds.Key}
+}
