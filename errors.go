@@ -27,6 +27,9 @@ var (
 	ErrCancelled = errors.New("ray: task cancelled")
 	// ErrObjectTooLarge: a value is larger than the whole object store of its node.
 	ErrObjectTooLarge = core.ErrObjectTooLarge
+	// ErrNoCredentials: Init was to join a secure cluster without credentials (a join
+	// token, or GCS credential files), or the cluster refused them.
+	ErrNoCredentials = errors.New("ray: no valid credentials for the cluster")
 	// ErrEncode: a value cannot be encoded to be sent to a task or stored.
 	ErrEncode = errors.New("ray: cannot encode value")
 )

@@ -2,6 +2,7 @@ package ray_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 
@@ -98,4 +99,20 @@ func ExampleObjectRef_nested() {
 	total, err := ray.Get(ctx, SumBatch.Remote(ctx, ray.V(b)))
 	fmt.Println(total, err)
 	// Output: 33 <nil>
+}
+
+// A driver joins a secure cluster with its join token (what `rayctl start --head`
+// printed; RAY_GO_TOKEN works too). It trades the token for a certificate at the head and
+// then speaks mutual TLS with the cluster.
+func ExampleWithToken() {
+	ctx, err := ray.Init(context.Background(),
+		ray.WithAddress("10.0.0.1:6379"),
+		ray.WithToken("<secret>.<CA hash>"))
+	if errors.Is(err, ray.ErrNoCredentials) {
+		log.Fatal("the cluster refused the token: ", err)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
 }

@@ -21,6 +21,8 @@ type initConfig struct {
 	logger           *slog.Logger
 	address          string
 	noLineage        bool
+	token            string        // WithToken (else RAY_GO_TOKEN / RAY_GO_TOKEN_FILE)
+	insecure         bool          // WithInsecure (else RAY_GO_INSECURE)
 	leaseTTL         time.Duration // node.LeaseTTLEnv, read by Init
 }
 
@@ -52,6 +54,18 @@ func WithLogger(l *slog.Logger) InitOption { return func(c *initConfig) { c.logg
 
 // WithAddress joins an existing cluster instead of starting one (also RAY_ADDRESS).
 func WithAddress(addr string) InitOption { return func(c *initConfig) { c.address = addr } }
+
+// WithToken gives the cluster's join token (what `rayctl start --head` printed; also
+// RAY_GO_TOKEN, or RAY_GO_TOKEN_FILE naming a file that holds it). A driver joining a
+// cluster presents it once to the head (by default at the GCS port + 1; RAY_GO_JOIN_ADDRESS
+// says otherwise) for a certificate, and then speaks mutual TLS with the cluster. The token
+// pins the cluster's CA, so a server that is not the cluster never sees it.
+func WithToken(token string) InitOption { return func(c *initConfig) { c.token = token } }
+
+// WithInsecure joins a cluster started with `rayctl start --insecure` (plain text, no
+// certificates; also RAY_GO_INSECURE=1). It has no effect in local mode, which is always
+// private to its process.
+func WithInsecure() InitOption { return func(c *initConfig) { c.insecure = true } }
 
 // WithoutLineage turns lineage recording off. It exists for benchmarks that measure what
 // recording costs; without lineage, lost objects cannot be reconstructed.

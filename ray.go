@@ -2,6 +2,7 @@ package ray
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/assembly/node"
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/workerenv"
 	"github.com/ray-go/ray/tasks/sched"
@@ -44,6 +46,12 @@ type session struct {
 // returns once the workers serve (at most a minute; an agent that cannot run the binary
 // says why). Shutdown ends the job, and the agents stop its workers. The node options
 // (CPUs, resources) are ignored: a driver runs no tasks, the agents' flags set the nodes'.
+//
+// A cluster is secure unless started with --insecure: a driver needs its join token
+// (WithToken, RAY_GO_TOKEN or RAY_GO_TOKEN_FILE) or GCS credential files (RAY_GO_GCS_CA,
+// RAY_GO_GCS_CERT, RAY_GO_GCS_KEY: what `rayctl job submit` drivers get from their agent),
+// else Init fails with ErrNoCredentials saying what to set. Local mode needs nothing: its
+// GCS listens on loopback with mutual TLS under a CA that exists only in this process.
 //
 // Worker mode: in a process an agent started, Init never returns. It joins the cluster as
 // the job's worker process, serves tasks and actors until the job ends, and exits. So
@@ -115,12 +123,20 @@ func (cfg *initConfig) nodeResources() (sched.Resources, error) {
 
 // join connects a driver to the cluster at cfg.address.
 func join(ctx context.Context, cfg initConfig) (context.Context, error) {
+	addr := workerenv.SplitAddress(cfg.address)
+	tlsCfg, err := driverCredentials(ctx, cfg, addr)
+	if err != nil {
+		return nil, err
+	}
 	n, err := node.Join(ctx, node.JoinConfig{
-		Address: workerenv.SplitAddress(cfg.address), Namespace: os.Getenv(workerenv.Namespace),
+		Address: addr, Namespace: os.Getenv(workerenv.Namespace), TLS: tlsCfg,
 		SubmissionID: os.Getenv(workerenv.Submission),
 		Node: node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger,
 			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL},
 	})
+	if errors.Is(err, node.ErrCredentials) {
+		return nil, fmt.Errorf("ray: Init: join the cluster at %s: %w: %w", cfg.address, ErrNoCredentials, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ray: Init: join the cluster at %s: %w", cfg.address, err)
 	}
@@ -151,10 +167,18 @@ func serveWorker(ctx context.Context, w workerenv.Worker, cfg initConfig) {
 			fail(err)
 		}
 	}
+	var tlsCfg *tls.Config
+	if !w.Insecure {
+		creds, err := identity.Load(identity.Files{CA: w.GCSCA, Cert: w.GCSCert, Key: w.GCSKey})
+		if err != nil {
+			fail(err)
+		}
+		tlsCfg = creds.ClientTLS()
+	}
 	sctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	n, err := node.Join(sctx, node.JoinConfig{
-		Address: w.Address, Namespace: w.Namespace,
+		Address: w.Address, Namespace: w.Namespace, TLS: tlsCfg,
 		Node: node.Config{Role: node.RoleWorker, Job: ids.JobID(w.Job), AgentID: w.Agent, Resources: res,
 			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger, LeaseTTL: cfg.leaseTTL},
 	})

@@ -1,0 +1,65 @@
+package ray
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/ray-go/ray/internal/base/identity"
+	"github.com/ray-go/ray/internal/base/workerenv"
+)
+
+// driverCredentials finds a joining driver's GCS credentials, in this order: insecure
+// (WithInsecure, RAY_GO_INSECURE: nil), credential files (RAY_GO_GCS_CA, _CERT, _KEY: what
+// an agent gives the drivers `rayctl job submit` runs, or an external etcd's), a join token
+// (WithToken, RAY_GO_TOKEN, RAY_GO_TOKEN_FILE: a certificate from the head). Nothing: an
+// error that says what to set.
+func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (*tls.Config, error) {
+	if cfg.insecure || workerenv.IsTrue(os.Getenv(workerenv.Insecure)) {
+		return nil, nil
+	}
+	files := identity.Files{CA: os.Getenv(workerenv.GCSCA), Cert: os.Getenv(workerenv.GCSCert), Key: os.Getenv(workerenv.GCSKey)}
+	if !files.IsZero() {
+		c, err := identity.Load(files)
+		if err != nil {
+			return nil, fmt.Errorf("ray: Init: %w: %s, %s, %s: %w", ErrNoCredentials, workerenv.GCSCA, workerenv.GCSCert, workerenv.GCSKey, err)
+		}
+		return c.ClientTLS(), nil
+	}
+	var tok identity.Token
+	var err error
+	switch text, file := cfg.token, os.Getenv(workerenv.TokenFile); {
+	case text == "" && os.Getenv(workerenv.Token) != "":
+		tok, err = identity.ParseToken(os.Getenv(workerenv.Token))
+	case text != "":
+		tok, err = identity.ParseToken(text)
+	case file != "":
+		tok, err = identity.ReadTokenFile(file)
+	default:
+		return nil, fmt.Errorf("ray: Init: %w: joining the cluster at %s needs its join token: set %s to the token `rayctl start --head` printed "+
+			"(or %s to a file holding it, or pass ray.WithToken); `rayctl token show` on the head prints it. "+
+			"A cluster started with --insecure needs %s=1 instead", ErrNoCredentials, addr[0], workerenv.Token, workerenv.TokenFile, workerenv.Insecure)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ray: Init: %w: %w", ErrNoCredentials, err)
+	}
+	joinAddr := os.Getenv(workerenv.JoinAddress)
+	if joinAddr == "" {
+		if joinAddr, err = identity.JoinAddress(addr[0]); err != nil {
+			return nil, fmt.Errorf("ray: Init: %w", err)
+		}
+	}
+	host, _ := os.Hostname()
+	c, err := identity.Join(ctx, identity.JoinRequest{Address: joinAddr, Token: tok, Role: identity.RoleDriver,
+		Name: fmt.Sprintf("driver-%s-%d", host, os.Getpid())})
+	if err != nil {
+		if errors.Is(err, identity.ErrJoinUnreachable) {
+			return nil, fmt.Errorf("ray: Init: join the cluster at %s: the head's join endpoint is unreachable (%s says where it is if not at the GCS port + 1): %w",
+				addr[0], workerenv.JoinAddress, err)
+		}
+		return nil, fmt.Errorf("ray: Init: %w: %w", ErrNoCredentials, err)
+	}
+	return c.ClientTLS(), nil
+}
