@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/ray-go/ray/internal/assembly/agent"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/workerenv"
 )
 
@@ -26,6 +28,7 @@ const (
 	ExitNothingRunning = 5 // no agent runs (stop, or no address to find), or no head to run a job
 	ExitJobFailed      = 6 // the job ended FAILED
 	ExitJobStopped     = 7 // the job ended STOPPED
+	ExitCredentials    = 8 // no credentials for a secure cluster, or they were refused
 )
 
 // DefaultSessionDir is where agents keep their directories unless --session-dir says.
@@ -73,7 +76,7 @@ func New(stdout, stderr io.Writer) *ucli.App {
 		Description: "A cluster is one head agent (rayctl start --head: the GCS, an embedded etcd) and any " +
 			"number of agents that join it (rayctl start --address HOST:PORT), one per machine. " +
 			"Exit codes: 0 ok, 1 usage or other error, 3 GCS port in use, 4 GCS unreachable, " +
-			"5 nothing running, 6 job failed, 7 job stopped.",
+			"5 nothing running, 6 job failed, 7 job stopped, 8 no or refused credentials (pass --token).",
 		Writer:                    stdout,
 		ErrWriter:                 stderr,
 		HideHelpCommand:           true,
@@ -86,6 +89,7 @@ func New(stdout, stderr io.Writer) *ucli.App {
 			statusCommand(),
 			memoryCommand(),
 			jobCommand(),
+			tokenCommand(),
 		},
 	}
 }
@@ -206,9 +210,14 @@ func resolveAddress(c *ucli.Context) ([]string, error) {
 		c.String("session-dir"))
 }
 
-// connect opens the GCS of the cluster the flags name.
+// connect opens the GCS of the cluster the flags name, with the credentials
+// clientCredentials finds.
 func connect(c *ucli.Context) (gcs.Store, []string, error) {
 	addr, err := resolveAddress(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	tlsCfg, err := clientCredentials(c, addr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -217,13 +226,137 @@ func connect(c *ucli.Context) (gcs.Store, []string, error) {
 		DialTimeout: dialTimeout,
 		Namespace:   c.String("namespace"),
 		Logger:      discardLogger(),
+		TLS:         tlsCfg,
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, etcdstore.ErrNeedsTLS):
+		return nil, nil, exitf(ExitCredentials, "the cluster at %s is secure and --insecure gives no credentials: %s", strings.Join(addr, ","), howToAuthenticate)
+	case errors.Is(err, etcdstore.ErrTLSRefused):
+		return nil, nil, exitf(ExitCredentials, "the cluster at %s refused this client's credentials (%v): %s", strings.Join(addr, ","), err, howToAuthenticate)
+	case err != nil:
 		return nil, nil, exitf(ExitGCSUnreachable,
 			"cannot reach the cluster's GCS at %s within %v: is the head agent running (`rayctl start --head`), and is the address right (--address, RAY_ADDRESS)? (%v)",
 			strings.Join(addr, ","), dialTimeout, err)
 	}
 	return s, addr, nil
+}
+
+// howToAuthenticate says how a client gets credentials.
+const howToAuthenticate = "pass the cluster's join token with --token (or RAY_GO_TOKEN, or --token-file; `rayctl start --head` printed it, " +
+	"`rayctl token show` on the head prints it again), or run this command on a machine whose agent belongs to the cluster " +
+	"(it uses that agent's credentials); a cluster started with --insecure needs --insecure"
+
+// credentialFlags are the flags of every command that talks to a cluster.
+func credentialFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "token", Usage: "the cluster's join token (as `rayctl start --head` printed it)", EnvVars: []string{workerenv.Token}},
+		&ucli.StringFlag{Name: "token-file", Usage: "a file (mode 600) holding the join token", EnvVars: []string{workerenv.TokenFile}},
+		&ucli.StringFlag{Name: "join-address", Usage: "the head's join endpoint HOST:PORT", DefaultText: "the GCS address's port + 1", EnvVars: []string{workerenv.JoinAddress}},
+		&ucli.BoolFlag{Name: "insecure", Usage: "talk plain text to a cluster started with --insecure", EnvVars: []string{workerenv.Insecure}},
+		&ucli.StringFlag{Name: "gcs-ca", Usage: "external etcd: the CA certificate (PEM) that signed its server certificates", EnvVars: []string{workerenv.GCSCA}},
+		&ucli.StringFlag{Name: "gcs-cert", Usage: "external etcd: a client certificate (PEM) it accepts", EnvVars: []string{workerenv.GCSCert}},
+		&ucli.StringFlag{Name: "gcs-key", Usage: "external etcd: the key (PEM) of --gcs-cert", EnvVars: []string{workerenv.GCSKey}},
+	}
+}
+
+// tokenOf reads --token or --token-file; ok is false when neither is set.
+func tokenOf(c *ucli.Context) (tok identity.Token, ok bool, err error) {
+	switch {
+	case c.String("token") != "" && c.String("token-file") != "":
+		return tok, false, exitf(ExitError, "--token and --token-file exclude each other: pass one")
+	case c.String("token") != "":
+		tok, err = identity.ParseToken(c.String("token"))
+	case c.String("token-file") != "":
+		tok, err = identity.ReadTokenFile(c.String("token-file"))
+	default:
+		return tok, false, nil
+	}
+	if err != nil {
+		return tok, false, exitf(ExitCredentials, "%v", err)
+	}
+	return tok, true, nil
+}
+
+// gcsFiles reads --gcs-ca, --gcs-cert and --gcs-key (all or none).
+func gcsFiles(c *ucli.Context) (identity.Files, error) {
+	f := identity.Files{CA: c.String("gcs-ca"), Cert: c.String("gcs-cert"), Key: c.String("gcs-key")}
+	if !f.IsZero() && (f.CA == "" || f.Cert == "" || f.Key == "") {
+		return f, exitf(ExitError, "--gcs-ca, --gcs-cert and --gcs-key go together (the etcd's CA, a client certificate it accepts and its key)")
+	}
+	return f, nil
+}
+
+// clientCredentials finds a client command's credentials for the cluster at addr:
+// --insecure (none), --gcs-ca/--gcs-cert/--gcs-key, a join token (a client certificate
+// from the head), or the credentials of an agent of this machine that belongs to the
+// cluster (its address is addr). Nothing: exit code ExitCredentials, saying what to pass.
+func clientCredentials(c *ucli.Context, addr []string) (*tls.Config, error) {
+	files, err := gcsFiles(c)
+	if err != nil {
+		return nil, err
+	}
+	tok, haveToken, err := tokenOf(c)
+	if err != nil {
+		return nil, err
+	}
+	if c.Bool("insecure") {
+		if haveToken || !files.IsZero() {
+			return nil, exitf(ExitError, "--insecure excludes --token and --gcs-ca/--gcs-cert/--gcs-key")
+		}
+		return nil, nil
+	}
+	if !files.IsZero() {
+		creds, err := identity.Load(files)
+		if err != nil {
+			return nil, exitf(ExitCredentials, "%v", err)
+		}
+		return creds.ClientTLS(), nil
+	}
+	if haveToken {
+		joinAddr := c.String("join-address")
+		if joinAddr == "" {
+			if joinAddr, err = identity.JoinAddress(addr[0]); err != nil {
+				return nil, exitf(ExitError, "%v", err)
+			}
+		}
+		host, _ := os.Hostname()
+		creds, err := identity.Join(c.Context, identity.JoinRequest{Address: joinAddr, Token: tok, Role: identity.RoleClient,
+			Name: fmt.Sprintf("rayctl-%s-%d", host, os.Getpid()), Timeout: dialTimeout})
+		switch {
+		case errors.Is(err, identity.ErrJoinUnreachable):
+			return nil, exitf(ExitGCSUnreachable, "cannot reach the cluster at %s: is the head agent running? (%v; pass --join-address if the head's join endpoint is not at the GCS port + 1)",
+				strings.Join(addr, ","), err)
+		case err != nil:
+			return nil, exitf(ExitCredentials, "%v", err)
+		}
+		return creds.ClientTLS(), nil
+	}
+	if la := localAgentOf(c.String("session-dir"), addr); la != nil {
+		if la.info.Insecure {
+			return nil, nil
+		}
+		creds, err := identity.Load(identity.FilesIn(la.info.TLSDir))
+		if err != nil {
+			return nil, exitf(ExitCredentials, "the credentials of this machine's agent %s: %v", la.id, err)
+		}
+		return creds.ClientTLS(), nil
+	}
+	return nil, exitf(ExitCredentials, "no credentials for the cluster at %s: %s", strings.Join(addr, ","), howToAuthenticate)
+}
+
+// localAgentOf returns a live agent of this machine whose cluster address is addr (a
+// head's first), or nil.
+func localAgentOf(sessionDir string, addr []string) *localAgent {
+	agents, _ := localAgents(sessionDir)
+	want := strings.Join(addr, ",")
+	for _, head := range []bool{true, false} {
+		for i, la := range agents {
+			if la.live && la.info != nil && la.info.Head == head && la.info.Address == want && (la.info.Insecure || la.info.TLSDir != "") {
+				return &agents[i]
+			}
+		}
+	}
+	return nil
 }
 
 // opCtx bounds one GCS request of a command.

@@ -109,7 +109,36 @@ func TestCluster(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "export RAY_ADDRESS="+addr+"\n") {
 		t.Fatalf("start --head: %+v", r)
 	}
-	st, r := status(t, "--address", addr)
+	token := printedToken(t, r.stdout)
+	tok := []string{"RAY_GO_TOKEN=" + token}
+
+	// Security: without the token (and not on the head's session dir) status is refused
+	// with its own exit code and says what to pass; a wrong token is refused; the token,
+	// or the head's session dir, work.
+	if _, r := status(t, "--address", addr); r.code != ExitCredentials || !strings.Contains(r.stderr, "--token") {
+		t.Errorf("status without the token: %+v", r)
+	}
+	bad := []byte(token)
+	bad[0] ^= 1
+	if _, r := status(t, "--address", addr, "--token", string(bad)); r.code != ExitCredentials || !strings.Contains(r.stderr, "refused") {
+		t.Errorf("status with a wrong token: %+v", r)
+	}
+	if _, r := status(t, "--address", addr, "--insecure"); r.code != ExitCredentials || !strings.Contains(r.stderr, "secure") {
+		t.Errorf("status --insecure on a secure cluster: %+v", r)
+	}
+	if r := run(t, nil, "job", "submit", "--address", addr, "--", "/bin/sh", "-c", "id"); r.code != ExitCredentials || !strings.Contains(r.stderr, "--token") {
+		t.Errorf("job submit without the token: %+v", r)
+	}
+	if _, r := status(t, "--session-dir", sess); r.code != 0 {
+		t.Errorf("status with the head's session dir: %+v", r)
+	}
+	if r := run(t, nil, "start", "--address", addr, "--session-dir", t.TempDir()); r.code != ExitCredentials || !strings.Contains(r.stderr, "--token") {
+		t.Errorf("an agent without the token: %+v", r)
+	}
+	if r := run(t, nil, "token", "show", "--session-dir", sess); r.code != 0 || strings.TrimSpace(r.stdout) != token {
+		t.Errorf("token show: %+v", r)
+	}
+	st, r := status(t, "--address", addr, "--token", token)
 	if r.code != 0 || len(st.Nodes) != 1 || !st.Nodes[0].Alive || !st.Nodes[0].Head ||
 		st.Nodes[0].Total["CPU"] != 2 || st.Nodes[0].Total["accel"] != 1 || st.Cluster.AliveNodes != 1 {
 		t.Fatalf("status after start: %+v", st)
@@ -117,7 +146,7 @@ func TestCluster(t *testing.T) {
 
 	// A second agent joins through RAY_ADDRESS; status finds the cluster through the
 	// session dir.
-	r = run(t, []string{"RAY_ADDRESS=" + addr, "RAY_GO_OBJECT_STORE_MEMORY=500MB"}, "start", "--session-dir", sess, "--num-cpus", "1")
+	r = run(t, []string{"RAY_ADDRESS=" + addr, "RAY_GO_OBJECT_STORE_MEMORY=500MB", "RAY_GO_TOKEN=" + token}, "start", "--session-dir", sess, "--num-cpus", "1")
 	if r.code != 0 {
 		t.Fatalf("start --address: %+v", r)
 	}
@@ -126,7 +155,7 @@ func TestCluster(t *testing.T) {
 		st.Nodes[1].ObjectStoreBudget != 500_000_000 {
 		t.Fatalf("status with two agents: %+v", st)
 	}
-	if r := run(t, nil, "status", "--address", addr); r.code != 0 || !strings.Contains(r.stdout, "2 node(s) alive") {
+	if r := run(t, tok, "status", "--address", addr); r.code != 0 || !strings.Contains(r.stdout, "2 node(s) alive") {
 		t.Errorf("text status: %+v", r)
 	}
 
@@ -137,26 +166,26 @@ func TestCluster(t *testing.T) {
 	}
 
 	// Jobs.
-	r = run(t, nil, "job", "submit", "--address", addr, "--", "/bin/sh", "-c", "echo hi; echo to-stderr >&2; exit 0")
+	r = run(t, tok, "job", "submit", "--address", addr, "--", "/bin/sh", "-c", "echo hi; echo to-stderr >&2; exit 0")
 	if r.code != 0 || !strings.Contains(r.stdout, "hi\n") || !strings.Contains(r.stdout, "to-stderr") || !strings.Contains(r.stderr, "SUCCEEDED") {
 		t.Errorf("job submit: %+v", r)
 	}
-	r = run(t, nil, "job", "submit", "--address", addr, "--env", "GREETING=a,b", "--", "sh", "-c", `echo "$GREETING $RAY_ADDRESS"; exit 3`)
+	r = run(t, tok, "job", "submit", "--address", addr, "--env", "GREETING=a,b", "--", "sh", "-c", `echo "$GREETING $RAY_ADDRESS"; exit 3`)
 	if r.code != ExitJobFailed || !strings.Contains(r.stdout, "a,b "+addr) || !strings.Contains(r.stderr, "exit code 3") {
 		t.Errorf("failing job: %+v", r)
 	}
-	r = run(t, nil, "job", "submit", "--address", addr, "--", "./no-such-program")
+	r = run(t, tok, "job", "submit", "--address", addr, "--", "./no-such-program")
 	if r.code != ExitError || !strings.Contains(r.stderr, "does not exist") {
 		t.Errorf("missing program: %+v", r)
 	}
-	r = run(t, nil, "job", "submit", "--no-wait", "--address", addr, "--", "/bin/sh", "-c", "echo started; exec sleep 60")
+	r = run(t, tok, "job", "submit", "--no-wait", "--address", addr, "--", "/bin/sh", "-c", "echo started; exec sleep 60")
 	id := strings.TrimSpace(r.stdout)
 	if r.code != 0 || len(id) != 16 {
 		t.Fatalf("submit --no-wait: %+v", r)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		r = run(t, nil, "job", "logs", "--address", addr, id)
+		r = run(t, tok, "job", "logs", "--address", addr, id)
 		if strings.Contains(r.stdout, "started") {
 			break
 		}
@@ -165,19 +194,32 @@ func TestCluster(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	r = run(t, nil, "job", "stop", id, "--address", addr)
+	r = run(t, tok, "job", "stop", id, "--address", addr)
 	if r.code != 0 || !strings.Contains(r.stdout, "STOPPED") {
 		t.Errorf("job stop: %+v", r)
 	}
-	r = run(t, nil, "job", "status", id, "--address", addr, "-o", "json")
+	r = run(t, tok, "job", "status", id, "--address", addr, "-o", "json")
 	var v submissionView
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.State != "STOPPED" || !v.StopRequest {
 		t.Errorf("job status: %+v (%v)", r, err)
 	}
-	r = run(t, nil, "job", "list", "--address", addr, "-o", "json")
+	r = run(t, tok, "job", "list", "--address", addr, "-o", "json")
 	var views []submissionView
 	if err := json.Unmarshal([]byte(r.stdout), &views); err != nil || len(views) != 3 {
 		t.Errorf("job list: %+v (%v)", r, err)
+	}
+
+	// Rotation: the old token is refused from now on, the new one works.
+	r = run(t, nil, "token", "rotate", "--session-dir", sess)
+	rotated := strings.TrimSpace(r.stdout)
+	if r.code != 0 || rotated == token {
+		t.Fatalf("token rotate: %+v", r)
+	}
+	if _, r := status(t, "--address", addr, "--token", token); r.code != ExitCredentials {
+		t.Errorf("the old token after a rotation: %+v", r)
+	}
+	if _, r := status(t, "--address", addr, "--token", rotated); r.code != 0 {
+		t.Errorf("the new token: %+v", r)
 	}
 
 	// A stale pid file that names a live process which is not an agent (this test) is
@@ -201,12 +243,24 @@ func TestCluster(t *testing.T) {
 	if pids, _ := filepath.Glob(filepath.Join(sess, "*", pidFileName)); len(pids) != 0 {
 		t.Errorf("pid files left: %v", pids)
 	}
-	if _, r := status(t, "--address", addr); r.code != ExitGCSUnreachable || !strings.Contains(r.stderr, addr) {
+	if _, r := status(t, "--address", addr, "--token", rotated); r.code != ExitGCSUnreachable || !strings.Contains(r.stderr, addr) {
 		t.Errorf("status after stop: %+v", r)
 	}
 	if r := run(t, nil, "stop", "--session-dir", sess); r.code != ExitNothingRunning {
 		t.Errorf("stop with nothing running: %+v", r)
 	}
+}
+
+// printedToken finds the join token in the output of `rayctl start --head`.
+func printedToken(t *testing.T, out string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 1 && strings.HasPrefix(line, "    ") && len(f[0]) == 129 {
+			return f[0]
+		}
+	}
+	t.Fatalf("no join token in:\n%s", out)
+	return ""
 }
 
 // TestUsageErrors runs Main in this process: each fails before starting anything.
@@ -230,8 +284,18 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"job", "submit", "--address", "a:1"}, ExitError, "no program"},
 		{[]string{"job", "submit", "--address", "a:1", "--env", "NOEQUALS", "--", "/bin/sh"}, ExitError, "KEY=VALUE"},
 		{[]string{"nosuch"}, ExitError, ""},
+		{[]string{"start", "--head", "--token", "x", "--session-dir", sess}, ExitCredentials, "malformed"},
+		{[]string{"start", "--head", "--token", strings.Repeat("a", 64) + "." + strings.Repeat("b", 64), "--session-dir", sess}, ExitError, "for joining"},
+		{[]string{"start", "--address", "a:1", "--insecure", "--gcs-ca", "c", "--gcs-cert", "c", "--gcs-key", "k", "--session-dir", sess}, ExitError, "--insecure excludes"},
+		{[]string{"start", "--address", "a:1", "--gcs-ca", "c", "--session-dir", sess}, ExitError, "go together"},
+		{[]string{"status", "--address", "a:1"}, ExitCredentials, "--token"},
+		{[]string{"status", "--address", "a:1", "--token", "abc.def"}, ExitCredentials, "malformed"},
+		{[]string{"job", "list", "--address", "a:1"}, ExitCredentials, "--token"},
+		{[]string{"token", "show", "--session-dir", sess}, ExitNothingRunning, "no secure head"},
 	} {
-		t.Setenv("RAY_ADDRESS", "")
+		for _, v := range []string{"RAY_ADDRESS", "RAY_GO_TOKEN", "RAY_GO_TOKEN_FILE", "RAY_GO_INSECURE", "RAY_GO_GCS_CA", "RAY_GO_GCS_CERT", "RAY_GO_GCS_KEY"} {
+			t.Setenv(v, "")
+		}
 		var out, errb bytes.Buffer
 		code := Main(append([]string{"rayctl"}, c.args...), &out, &errb)
 		if code != c.code || !strings.Contains(errb.String(), c.want) {

@@ -5,8 +5,9 @@
 //
 // # Commands
 //
-//	rayctl start --head [--host 127.0.0.1] [--port 6379] | --address HOST:PORT[,HOST:PORT]
-//	             [--num-cpus N] [--num-gpus N] [--resources '{"accel":2}']
+//	rayctl start --head [--host 127.0.0.1] [--port 6379] [--join-port 6380]
+//	           | --address HOST:PORT[,HOST:PORT] [--token T | --token-file F] [--join-address H:P]
+//	             [--insecure] [--gcs-ca F --gcs-cert F --gcs-key F] [--num-cpus N] [--num-gpus N] [--resources '{"accel":2}']
 //	             [--object-store-memory 2GiB] [--session-dir /tmp/ray-go]
 //	             [--gcs-endpoints a:2379,b:2379] [--namespace NS] [--block]
 //	rayctl stop [--force] [--session-dir DIR]
@@ -17,12 +18,18 @@
 //	rayctl job status ID [-o json]
 //	rayctl job logs ID [--follow]
 //	rayctl job stop ID [--no-wait]
+//	rayctl token show|rotate [--session-dir DIR]
+//
+// status, memory and job take the credential flags too: --token, --token-file,
+// --join-address, --insecure, --gcs-ca, --gcs-cert, --gcs-key.
 //
 // Every flag also reads an environment variable: RAY_GO_HEAD, RAY_GO_HOST, RAY_GO_PORT,
 // RAY_GO_ADDRESS (and RAY_ADDRESS), RAY_GO_NUM_CPUS, RAY_GO_NUM_GPUS,
 // RAY_GO_CUSTOM_RESOURCES, RAY_GO_OBJECT_STORE_MEMORY, RAY_GO_SESSION_DIR,
 // RAY_GO_GCS_ENDPOINTS, RAY_GO_GCS_NAMESPACE, RAY_GO_BLOCK, RAY_GO_FORCE, RAY_GO_OUTPUT,
-// RAY_GO_NO_WAIT, RAY_GO_WORKING_DIR, RAY_GO_JOB_ENV (one KEY=VALUE), RAY_GO_FOLLOW.
+// RAY_GO_NO_WAIT, RAY_GO_WORKING_DIR, RAY_GO_JOB_ENV (one KEY=VALUE), RAY_GO_FOLLOW,
+// RAY_GO_TOKEN, RAY_GO_TOKEN_FILE, RAY_GO_JOIN_ADDRESS, RAY_GO_JOIN_PORT, RAY_GO_INSECURE,
+// RAY_GO_GCS_CA, RAY_GO_GCS_CERT, RAY_GO_GCS_KEY.
 // (--resources reads RAY_GO_CUSTOM_RESOURCES: RAY_GO_RESOURCES is the worker-process
 // variable of internal/base/workerenv.) Flags given after the ID of job status, logs and stop
 // are accepted too.
@@ -46,6 +53,24 @@
 // `memory` prints every node's object store (in memory, spilled, objects, spill errors and
 // its largest objects with their owners) from the nodes' load reports (load/<node>), which
 // they refresh every second while it changes; ray.Memory gives the same from a program.
+//
+// # Security
+//
+// A cluster is secure unless its head was started with --insecure (which prints a
+// warning; for benchmark baselines). `start --head` creates the cluster CA and the join
+// token in the agent's ca/ directory (0700, files 0600; see internal/base/identity), serves
+// the embedded etcd with mutual TLS, serves the join endpoint on --join-port (default
+// --port + 1) and prints the token with how to join. An agent that joins passes the token
+// (--token, RAY_GO_TOKEN or --token-file; the background agent gets it through its
+// environment, not its command line) and receives a certificate, kept in its tls/
+// directory; the processes it starts get those files. status, memory and job use, in this
+// order: --insecure, --gcs-ca/--gcs-cert/--gcs-key, a token (a short-lived client
+// certificate from the head), or the credentials of an agent of this machine whose address
+// is the cluster's (so on the head's machine no token is needed). Without any: exit 8 and
+// what to pass. `token show` prints the head's token; `token rotate` replaces it (the join
+// endpoint reads the file per request: the old token is refused at once, certificates
+// already issued stay valid). With --gcs-endpoints the external etcd's own credentials
+// (--gcs-ca, --gcs-cert, --gcs-key) are needed by every agent and client instead of the token.
 //
 // # Address
 //
@@ -71,6 +96,7 @@
 //	| 5    | nothing running: stop found no agent, no address could be found, or no head agent is alive to run a submission |
 //	| 6    | job submit: the job ended FAILED                                   |
 //	| 7    | job submit: the job ended STOPPED                                  |
+//	| 8    | no credentials for a secure cluster, or they were refused (a wrong or rotated token, another cluster's certificate, --insecure against a secure cluster) |
 //
 // Messages go to stderr, prefixed "rayctl: ", and say what to do.
 package cli

@@ -26,7 +26,7 @@ import (
 
 func jobCommand() *ucli.Command {
 	common := func(extra ...ucli.Flag) []ucli.Flag {
-		return append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag()}, extra...)
+		return append(append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag()}, credentialFlags()...), extra...)
 	}
 	return &ucli.Command{
 		Name:  "job",

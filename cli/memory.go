@@ -21,7 +21,7 @@ func memoryCommand() *ucli.Command {
 		Description: "The figures come from the load reports the nodes (worker processes and local nodes) refresh " +
 			"every second while they change; ray.Memory gives the same from a program. Objects small enough to " +
 			"travel inline (up to 100 KiB) live with their owners and are not counted.",
-		Flags: []ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(), outputFlag()},
+		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(), outputFlag()}, credentialFlags()...),
 		Action: func(c *ucli.Context) error {
 			asJSON, err := outputFormat(c)
 			if err != nil {

@@ -22,6 +22,8 @@ import (
 //	logs/        agent.log (a background agent's output), worker-<job>.log, job-<id>.log
 //	workers/     the directory of each worker process
 //	gcs/         the embedded etcd's data (head only)
+//	tls/         the agent's credentials: ca.crt, node.crt, node.key (0700, files 0600)
+//	ca/          head only: the cluster CA (ca.crt, ca.key) and the join token (token)
 const (
 	pidFileName   = "agent.pid"
 	readyFileName = "agent.json"
@@ -37,6 +39,13 @@ type agentFile struct {
 	Head          bool   `json:"head"`
 	Dir           string `json:"dir"`
 	StartedUnixMs int64  `json:"started_unix_ms"`
+	// Security: Insecure for a cluster started with --insecure; else TLSDir holds the
+	// agent's credentials (rayctl on this machine uses them), and a head's TokenFile its
+	// join token and JoinAddress its join endpoint. Paths only: no secret is in agent.json.
+	Insecure    bool   `json:"insecure,omitempty"`
+	TLSDir      string `json:"tls_dir,omitempty"`
+	TokenFile   string `json:"token_file,omitempty"`
+	JoinAddress string `json:"join_address,omitempty"`
 }
 
 // agentError is the content of agent.err.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,6 +20,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ray-go/ray/internal/assembly/agent"
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/workerenv"
 )
 
@@ -32,7 +34,7 @@ func startCommand() *ucli.Command {
 		Description: "Without --block the agent runs in the background (its output in " +
 			"<session-dir>/agent-<id>/logs/agent.log); rayctl waits until it is ready, prints the " +
 			"cluster's address and exits.",
-		Flags: []ucli.Flag{
+		Flags: append([]ucli.Flag{
 			&ucli.BoolFlag{Name: "head", Usage: "start a new cluster: run the GCS (an embedded etcd, or --gcs-endpoints) and this machine's agent", EnvVars: []string{"RAY_GO_HEAD"}},
 			&ucli.IntFlag{Name: "port", Usage: "client port of the head's embedded GCS", Value: agent.DefaultGCSPort, EnvVars: []string{"RAY_GO_PORT"}},
 			&ucli.StringFlag{Name: "host", Usage: "head: the address its embedded GCS listens on and advertises; give this machine's address when other machines join", Value: "127.0.0.1", EnvVars: []string{"RAY_GO_HOST"}},
@@ -46,7 +48,8 @@ func startCommand() *ucli.Command {
 			namespaceFlag(),
 			&ucli.BoolFlag{Name: "block", Usage: "run the agent in the foreground until SIGINT or SIGTERM", EnvVars: []string{"RAY_GO_BLOCK"}},
 			&ucli.StringFlag{Name: "agent-id", Usage: "the agent's ID (set by rayctl for its background agent)", Hidden: true},
-		},
+			&ucli.IntFlag{Name: "join-port", Usage: "head: the port of its join endpoint (on --host), where agents and drivers trade the token for a certificate", DefaultText: "--port + 1", EnvVars: []string{"RAY_GO_JOIN_PORT"}},
+		}, credentialFlags()...),
 		Action: runStart,
 	}
 }
@@ -81,6 +84,9 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 			return cfg, exitf(ExitError, "--gcs-endpoints is for the head; an agent that joins takes the cluster's address with --address")
 		}
 		cfg.GCSEndpoints = workerenv.SplitAddress(address)
+	}
+	if err := startCredentials(c, &cfg); err != nil {
+		return cfg, err
 	}
 	res := map[string]float64{}
 	if s := c.String("resources"); s != "" {
@@ -124,6 +130,54 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 	return cfg, nil
 }
 
+// startCredentials sets the agent's security from the flags: --insecure, or a secure
+// head (its join endpoint on --join-port), or a joining agent's token or external-etcd
+// credentials.
+func startCredentials(c *ucli.Context, cfg *agent.Config) error {
+	files, err := gcsFiles(c)
+	if err != nil {
+		return err
+	}
+	tok, haveToken, err := tokenOf(c)
+	if err != nil {
+		return err
+	}
+	cfg.Insecure = c.Bool("insecure")
+	cfg.GCSFiles = files
+	switch {
+	case cfg.Insecure && (haveToken || !files.IsZero()):
+		return exitf(ExitError, "--insecure excludes --token and --gcs-ca/--gcs-cert/--gcs-key: a cluster is secure or not")
+	case cfg.Head && haveToken:
+		return exitf(ExitError, "--token is for joining a cluster: the head makes the cluster's token (and prints it)")
+	case cfg.Head:
+		if c.IsSet("join-port") {
+			p := c.Int("join-port")
+			if p <= 0 || p > 65535 || p == cfg.GCSPort {
+				return exitf(ExitError, "--join-port %d: want a port between 1 and 65535 other than --port", p)
+			}
+			cfg.JoinAddress = net.JoinHostPort(cfg.Host, strconv.Itoa(p))
+		} else if cfg.GCSPort >= 65535 {
+			return exitf(ExitError, "--port %d leaves no room for the join endpoint at --port + 1: pass --join-port", cfg.GCSPort)
+		}
+	default:
+		if c.IsSet("join-port") {
+			return exitf(ExitError, "--join-port is for the head; an agent that joins takes the head's join endpoint with --join-address")
+		}
+		if haveToken {
+			cfg.Token = &tok
+		}
+		cfg.JoinAddress = c.String("join-address")
+	}
+	return nil
+}
+
+// warnInsecure says what --insecure gives up.
+func warnInsecure(c *ucli.Context) {
+	fmt.Fprintln(c.App.ErrWriter, "rayctl: WARNING: --insecure: the GCS speaks plain text and asks for no certificate: anyone who "+
+		"reaches its port can read every key and make this cluster's head agent run any command. Use it only for "+
+		"benchmark baselines or on a machine nobody else can reach.")
+}
+
 func runStart(c *ucli.Context) error {
 	if c.NArg() > 0 {
 		return exitf(ExitError, "start takes no arguments (got %q); see rayctl start --help", c.Args().Slice())
@@ -131,6 +185,9 @@ func runStart(c *ucli.Context) error {
 	cfg, err := startConfig(c)
 	if err != nil {
 		return err
+	}
+	if cfg.Insecure {
+		warnInsecure(c)
 	}
 	if c.Bool("block") {
 		return runAgent(c, cfg)
@@ -145,6 +202,8 @@ func classify(cfg agent.Config, err error) *exitError {
 		return &exitError{code: ExitPortInUse, err: fmt.Errorf(
 			"cannot start the head: port %d on 127.0.0.1 is already in use (by another head agent, or another program). Pass --port to use another port, or stop the process that holds it (`rayctl stop` if it is a ray-go agent)",
 			cfg.GCSPort)}
+	case errors.Is(err, agent.ErrNoCredentials) || errors.Is(err, agent.ErrCredentials):
+		return &exitError{code: ExitCredentials, err: err}
 	case errors.Is(err, agent.ErrGCSUnreachable):
 		return &exitError{code: ExitGCSUnreachable, err: fmt.Errorf(
 			"cannot reach the cluster's GCS at %s: is the head agent running (`rayctl start --head` on the head machine) and the address right? (%v)",
@@ -183,6 +242,13 @@ func runAgent(c *ucli.Context, cfg agent.Config) error {
 	info := agentFile{
 		AgentID: a.ID(), Pid: os.Getpid(), Address: a.Address(), Head: cfg.Head,
 		Dir: cfg.SessionDir, StartedUnixMs: time.Now().UnixMilli(),
+		Insecure: cfg.Insecure, JoinAddress: a.JoinAddress(),
+	}
+	if !cfg.Insecure {
+		info.TLSDir = agent.TLSDir(cfg.SessionDir)
+	}
+	if info.JoinAddress != "" {
+		info.TokenFile = agent.TokenPath(cfg.SessionDir)
 	}
 	if err := writeJSON(readyFile, info); err != nil {
 		_ = a.Stop(context.Background())
@@ -210,10 +276,55 @@ func printStarted(c *ucli.Context, info agentFile) {
 	}
 	fmt.Fprintf(w, "ray-go %s %s started (pid %d); the cluster's GCS is at %s\n", kind, info.AgentID, info.Pid, info.Address)
 	fmt.Fprintf(w, "Its files and logs: %s\n\n", info.Dir)
-	fmt.Fprintf(w, "Join other machines:   rayctl start --address %s\n", info.Address)
-	fmt.Fprintf(w, "Point drivers at it:   export %s=%s\n", workerenv.Address, info.Address)
+	if !info.Head {
+		fmt.Fprintf(w, "Stop this machine's agents: rayctl stop\n")
+		fmt.Fprintf(w, "\nexport %s=%s\n", workerenv.Address, info.Address)
+		return
+	}
+	switch {
+	case info.Insecure:
+		fmt.Fprintf(w, "INSECURE: no TLS, no token: anyone who reaches %s controls this cluster.\n", info.Address)
+		fmt.Fprintf(w, "Join other machines:   rayctl start --insecure --address %s\n", info.Address)
+		fmt.Fprintf(w, "Point drivers at it:   export %s=%s %s=1\n", workerenv.Address, info.Address, workerenv.Insecure)
+	case info.TokenFile != "":
+		tok, err := identity.ReadTokenFile(info.TokenFile)
+		if err != nil {
+			fmt.Fprintf(w, "cannot read the join token: %v\n", err)
+			break
+		}
+		fmt.Fprintf(w, "The cluster's join token (a password: whoever holds it can join and run jobs; kept in %s,\n", info.TokenFile)
+		fmt.Fprintf(w, "printed again by `rayctl token show`, replaced by `rayctl token rotate`):\n\n    %s\n\n", tok)
+		fmt.Fprintf(w, "Join other machines:   %s=<token> rayctl start --address %s", workerenv.Token, info.Address)
+		if def, _ := identity.JoinAddress(info.Address); def != info.JoinAddress {
+			fmt.Fprintf(w, " --join-address %s", info.JoinAddress)
+		}
+		fmt.Fprintf(w, "\n                       (or --token-file FILE; --token TOKEN works too, but shows in ps)\n")
+		fmt.Fprintf(w, "Point drivers at it:   export %s=%s %s=<token>\n", workerenv.Address, info.Address, workerenv.Token)
+		fmt.Fprintf(w, "On this machine, rayctl status and rayctl job need no token.\n")
+	default:
+		fmt.Fprintf(w, "The GCS is an external etcd: other machines and drivers need its credentials (--gcs-ca, --gcs-cert, --gcs-key; %s, %s, %s).\n",
+			workerenv.GCSCA, workerenv.GCSCert, workerenv.GCSKey)
+		fmt.Fprintf(w, "Join other machines:   rayctl start --address %s --gcs-ca ... --gcs-cert ... --gcs-key ...\n", info.Address)
+	}
 	fmt.Fprintf(w, "Stop this machine's agents: rayctl stop\n")
 	fmt.Fprintf(w, "\nexport %s=%s\n", workerenv.Address, info.Address)
+}
+
+// withoutToken removes --token from a command line (the background agent gets it through
+// its environment instead: a command line is readable by every user of the machine).
+func withoutToken(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--token" || a == "-token":
+			i++
+		case strings.HasPrefix(a, "--token=") || strings.HasPrefix(a, "-token="):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // startBackground starts `rayctl start ... --block` as a daemon (its own session, output
@@ -237,8 +348,11 @@ func startBackground(c *ucli.Context, cfg agent.Config) error {
 	if len(args) < 2 {
 		args = os.Args
 	}
-	argv := append(append([]string(nil), args[1:]...), "--block", "--agent-id", cfg.ID)
+	argv := append(withoutToken(args[1:]), "--block", "--agent-id", cfg.ID)
 	cmd := exec.Command(exe, argv...)
+	if cfg.Token != nil {
+		cmd.Env = append(os.Environ(), workerenv.Token+"="+cfg.Token.String())
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

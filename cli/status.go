@@ -21,7 +21,7 @@ func statusCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "status",
 		Usage: "show the cluster's nodes, jobs and resources",
-		Flags: []ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(), outputFlag()},
+		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(), outputFlag()}, credentialFlags()...),
 		Action: func(c *ucli.Context) error {
 			asJSON, err := outputFormat(c)
 			if err != nil {
