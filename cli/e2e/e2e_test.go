@@ -183,28 +183,54 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
-	start := func(args ...string) {
+	var tok []string // RAY_GO_TOKEN=..., as a user exports it
+	start := func(args ...string) string {
 		t.Helper()
-		out, errOut, code := run(t, 90*time.Second, nil, rayctl, append([]string{"start", "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "1GiB"}, args...)...)
+		out, errOut, code := run(t, 90*time.Second, tok, rayctl, append([]string{"start", "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "1GiB"}, args...)...)
 		if code != 0 {
 			t.Fatalf("rayctl start %v: exit %d\n%s\n%s", args, code, out, errOut)
 		}
 		if !strings.Contains(out, "RAY_ADDRESS="+addr) {
 			t.Fatalf("rayctl start %v does not print the address to export:\n%s", args, out)
 		}
+		return out
 	}
-	start("--head", "--port", strconv.Itoa(port))
+	tok = []string{"RAY_GO_TOKEN=" + printedToken(t, start("--head", "--port", strconv.Itoa(port)))}
+
+	// Secure by default: an agent without the token, or with a wrong one, is refused with
+	// its own exit code and a message that says what to pass.
+	out, errOut, code := run(t, time.Minute, nil, rayctl, "start", "--address", addr, "--session-dir", t.TempDir())
+	if code != 8 || !strings.Contains(errOut, "--token") {
+		t.Fatalf("an agent without the token: exit %d (want 8)\n%s\n%s", code, out, errOut)
+	}
+	wrong := []byte(strings.TrimPrefix(tok[0], "RAY_GO_TOKEN="))
+	wrong[5] ^= 1
+	out, errOut, code = run(t, time.Minute, []string{"RAY_GO_TOKEN=" + string(wrong)}, rayctl, "start", "--address", addr, "--session-dir", t.TempDir())
+	if code != 8 || !strings.Contains(errOut, "refused") {
+		t.Fatalf("an agent with a wrong token: exit %d (want 8)\n%s\n%s", code, out, errOut)
+	}
+	// A job submitted without the token: refused, nothing runs.
+	out, errOut, code = run(t, time.Minute, nil, rayctl, "job", "submit", "--address", addr, "--", "/bin/sh", "-c", "id")
+	if code != 8 || !strings.Contains(errOut, "--token") {
+		t.Fatalf("job submit without the token: exit %d (want 8)\n%s\n%s", code, out, errOut)
+	}
+	// A driver without the token: a clear error at once.
+	_, errOut, code = run(t, time.Minute, []string{"RAY_ADDRESS=" + addr}, driver, "-check", "sum")
+	if code == 0 || !strings.Contains(errOut, "RAY_GO_TOKEN") {
+		t.Fatalf("driver without the token: exit %d\n%s", code, tail(errOut))
+	}
+
 	start("--address", addr)
 	start("--address", addr, "--resources", `{"accel":1}`)
 
 	// A second head on the same port: a clear error and its exit code.
-	out, errOut, code := run(t, time.Minute, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", t.TempDir())
+	out, errOut, code = run(t, time.Minute, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", t.TempDir())
 	if code != 3 || !strings.Contains(out+errOut, strconv.Itoa(port)) {
 		t.Fatalf("a second head on port %d: exit %d (want 3)\n%s\n%s", port, code, out, errOut)
 	}
 
 	var st status
-	out, errOut, code = run(t, time.Minute, nil, rayctl, "status", "--address", addr, "-o", "json")
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "status", "--address", addr, "-o", "json")
 	if code != 0 {
 		t.Fatalf("rayctl status: exit %d\n%s", code, errOut)
 	}
@@ -223,7 +249,7 @@ func TestCluster(t *testing.T) {
 
 	// The driver: tasks over the nodes, locality, a 200 MiB object across nodes, an actor
 	// that needs a custom resource.
-	env := []string{"RAY_ADDRESS=" + addr}
+	env := append([]string{"RAY_ADDRESS=" + addr}, tok...)
 	out, errOut, code = run(t, 3*time.Minute, env, driver, "-check", "all", "-big-mib", "200")
 	var rep report
 	if err := json.Unmarshal([]byte(lastLine(out)), &rep); err != nil || code != 0 {
@@ -326,7 +352,7 @@ func TestCluster(t *testing.T) {
 	t.Logf("actor host killed under %d pipelined calls: all answered exactly once %.2f s after the kill", ad.Actordeath.Calls, ad.Actordeath.Seconds)
 
 	// rayctl job submit runs a driver on the cluster and streams its output.
-	out, errOut, code = run(t, 2*time.Minute, nil, rayctl, "job", "submit", "--address", addr, "--", driver, "-check", "sum")
+	out, errOut, code = run(t, 2*time.Minute, tok, rayctl, "job", "submit", "--address", addr, "--", driver, "-check", "sum")
 	if code != 0 || !strings.Contains(out, `"sum":5050`) {
 		t.Fatalf("rayctl job submit: exit %d\nstdout: %s\nstderr: %s", code, out, tail(errOut))
 	}
@@ -350,7 +376,7 @@ func TestCluster(t *testing.T) {
 	// rayctl memory shows the 16 MiB object the driver holds, on a node of its job.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		out, errOut, code = run(t, time.Minute, nil, rayctl, "memory", "--address", addr, "-o", "json")
+		out, errOut, code = run(t, time.Minute, tok, rayctl, "memory", "--address", addr, "-o", "json")
 		var mem struct {
 			Nodes []struct {
 				Objects int64 `json:"objects"`
@@ -379,7 +405,7 @@ func TestCluster(t *testing.T) {
 	cmd.Wait()
 	deadline = time.Now().Add(30 * time.Second)
 	for {
-		out, _, _ = run(t, time.Minute, nil, rayctl, "status", "--address", addr, "-o", "json")
+		out, _, _ = run(t, time.Minute, tok, rayctl, "status", "--address", addr, "-o", "json")
 		st = status{}
 		_ = json.Unmarshal([]byte(out), &st)
 		failed := 0
@@ -404,10 +430,10 @@ func TestCluster(t *testing.T) {
 	}
 
 	// A wrong address: a clear error within seconds.
-	wrong := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	wrongAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	t0 := time.Now()
-	_, errOut, code = run(t, time.Minute, []string{"RAY_ADDRESS=" + wrong}, driver, "-check", "sum")
-	if code == 0 || !strings.Contains(errOut, "unreachable") || !strings.Contains(errOut, wrong) || time.Since(t0) > 15*time.Second {
+	_, errOut, code = run(t, time.Minute, append([]string{"RAY_ADDRESS=" + wrongAddr}, tok...), driver, "-check", "sum")
+	if code == 0 || !strings.Contains(errOut, "unreachable") || !strings.Contains(errOut, wrongAddr) || time.Since(t0) > 15*time.Second {
 		t.Errorf("driver at a wrong address: exit %d after %v\n%s", code, time.Since(t0), tail(errOut))
 	}
 
@@ -422,10 +448,22 @@ func TestCluster(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "unreachable") || time.Since(t0) > 15*time.Second {
 		t.Errorf("driver after rayctl stop: exit %d after %v\n%s", code, time.Since(t0), tail(errOut))
 	}
-	_, errOut, code = run(t, time.Minute, nil, rayctl, "status", "--address", addr)
+	_, errOut, code = run(t, time.Minute, tok, rayctl, "status", "--address", addr)
 	if code != 4 {
 		t.Errorf("rayctl status after stop: exit %d (want 4, GCS unreachable)\n%s", code, errOut)
 	}
+}
+
+// printedToken finds the join token in the output of `rayctl start --head`.
+func printedToken(t *testing.T, out string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 1 && strings.HasPrefix(line, "    ") && len(f[0]) == 129 {
+			return f[0]
+		}
+	}
+	t.Fatalf("no join token in:\n%s", out)
+	return ""
 }
 
 func lastLine(s string) string {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ray-go/ray/internal/base/identity"
 )
 
 // TestGCSFailover: a cluster whose GCS is an external three-member etcd cluster
@@ -28,8 +30,27 @@ func TestGCSFailover(t *testing.T) {
 	}
 	var peers []string
 	for i := range 3 {
-		peers = append(peers, fmt.Sprintf("m%d=http://127.0.0.1:%d", i, ports[3+i]))
+		peers = append(peers, fmt.Sprintf("m%d=https://127.0.0.1:%d", i, ports[3+i]))
 	}
+	// The external etcd has its own PKI, as an operator's would: a CA, a certificate per
+	// member, and one client certificate for the ray-go cluster (agents, drivers, workers).
+	dir := t.TempDir()
+	ca, err := identity.NewCA("external etcd", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func(name, role string) identity.Files {
+		c, err := ca.Issue(identity.Request{Name: name, Role: role})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := c.Save(filepath.Join(dir, "pki", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	client := issue("ray", identity.RoleClient)
 	// Three etcd members, each its own process (so that one can be killed for real).
 	type member struct {
 		cmd *exec.Cmd
@@ -37,10 +58,11 @@ func TestGCSFailover(t *testing.T) {
 		out *bufio.Scanner
 	}
 	members := make([]*member, 3)
-	dir := t.TempDir()
 	for i := range 3 {
+		f := issue(fmt.Sprintf("m%d", i), identity.RoleNode)
 		cmd := exec.Command(etcdmember, "-name", fmt.Sprintf("m%d", i), "-dir", filepath.Join(dir, fmt.Sprintf("m%d", i)),
-			"-client-port", fmt.Sprint(ports[i]), "-peer-port", fmt.Sprint(ports[3+i]), "-initial-cluster", strings.Join(peers, ","))
+			"-client-port", fmt.Sprint(ports[i]), "-peer-port", fmt.Sprint(ports[3+i]), "-initial-cluster", strings.Join(peers, ","),
+			"-ca", f.CA, "-cert", f.Cert, "-key", f.Key)
 		in, _ := cmd.StdinPipe()
 		out, _ := cmd.StdoutPipe()
 		cmd.Stderr = os.Stderr
@@ -71,7 +93,12 @@ func TestGCSFailover(t *testing.T) {
 	addr := strings.Join(eps, ",")
 	sess := t.TempDir()
 	t.Cleanup(func() { run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess) })
-	for _, args := range [][]string{{"--head", "--gcs-endpoints", addr}, {"--address", addr}} {
+	creds := []string{"--gcs-ca", client.CA, "--gcs-cert", client.Cert, "--gcs-key", client.Key}
+	// Without the etcd's credentials the head refuses to start, saying what to pass.
+	if _, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--session-dir", t.TempDir(), "--head", "--gcs-endpoints", addr); code != 8 || !strings.Contains(errOut, "--gcs-ca") {
+		t.Fatalf("head on an external etcd without its credentials: exit %d (want 8)\n%s", code, errOut)
+	}
+	for _, args := range [][]string{append([]string{"--head", "--gcs-endpoints", addr}, creds...), append([]string{"--address", addr}, creds...)} {
 		out, errOut, code := run(t, 90*time.Second, nil, rayctl, append([]string{"start", "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "1GiB"}, args...)...)
 		if code != 0 {
 			t.Fatalf("rayctl start %v: exit %d\n%s\n%s", args, code, out, errOut)
@@ -79,7 +106,7 @@ func TestGCSFailover(t *testing.T) {
 	}
 
 	cmd := exec.CommandContext(ctx, driver, "-check", "gcsfailover")
-	cmd.Env = append(os.Environ(), "RAY_ADDRESS="+addr)
+	cmd.Env = append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_GCS_CA="+client.CA, "RAY_GO_GCS_CERT="+client.Cert, "RAY_GO_GCS_KEY="+client.Key)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
