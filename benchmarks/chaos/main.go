@@ -36,6 +36,7 @@ func main() {
 	flag.DurationVar(&cfg.RoundTimeout, "round-timeout", 60*time.Second, "a round that takes longer is a hang")
 	flag.DurationVar(&cfg.Settle, "settle", 0, "after each killed round, wait until this long after the kill (spaces the kills out)")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the session dir (logs) even when the run passes")
+	flag.BoolVar(&cfg.Insecure, "insecure", false, "start the cluster with --insecure (no TLS, no token): the baseline of what security costs")
 	jsonOut := flag.String("json", "", "also write the summary as JSON to this file (- for stdout)")
 	flag.Parse()
 	if cfg.RefRounds < 0 {

@@ -33,6 +33,10 @@ type Config struct {
 	RoundTimeout   time.Duration
 	Settle         time.Duration // the driver's -settle (see the README)
 	Keep           bool          // keep the session dir (it is kept anyway when the run fails)
+	// Insecure starts the cluster with --insecure (no TLS, no token): the baseline of
+	// what security costs. By default the agents join with the head's token (a token file,
+	// as a user would pass it) and the driver gets it through RAY_GO_TOKEN_FILE.
+	Insecure bool
 }
 
 // Summary is the suite's result (printed, and written as JSON with -json).
@@ -160,19 +164,46 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (sum *Summary, err erro
 		return sum, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
+	tokenFile := filepath.Join(sess, "join-token")
+	var driverEnv []string
+	if cfg.Insecure {
+		driverEnv = []string{"RAY_GO_INSECURE=1"}
+	} else {
+		driverEnv = []string{"RAY_GO_TOKEN_FILE=" + tokenFile}
+	}
 	for i := range cfg.Nodes {
 		args := []string{"start", "--session-dir", sess, "--num-cpus", strconv.Itoa(cfg.CPUs), "--object-store-memory", cfg.ObjectStore}
-		if i == 0 {
+		switch {
+		case i == 0:
 			args = append(args, "--head", "--port", strconv.Itoa(port))
-		} else {
+		case cfg.Insecure:
 			args = append(args, "--address", addr)
+		default:
+			args = append(args, "--address", addr, "--token-file", tokenFile)
+		}
+		if cfg.Insecure {
+			args = append(args, "--insecure")
 		}
 		if o, code, err := runCmd(ctx, 90*time.Second, cfg.Rayctl, args...); err != nil || code != 0 {
 			return sum, fmt.Errorf("rayctl %s: exit %d, %v\n%s", strings.Join(args, " "), code, err, o)
 		}
+		if i == 0 && !cfg.Insecure {
+			// The head's token, kept in a private file as an operator would.
+			o, code, err := runCmd(ctx, 30*time.Second, cfg.Rayctl, "token", "show", "--session-dir", sess)
+			if err != nil || code != 0 {
+				return sum, fmt.Errorf("rayctl token show: exit %d, %v\n%s", code, err, o)
+			}
+			if err := os.WriteFile(tokenFile, []byte(o), 0o600); err != nil {
+				return sum, err
+			}
+		}
 	}
-	fmt.Fprintf(out, "cluster: %d agents on %s (each --num-cpus %d --object-store-memory %s), session dir %s\n",
-		cfg.Nodes, addr, cfg.CPUs, cfg.ObjectStore, sess)
+	security := "mutual TLS, agents and driver joined with the token"
+	if cfg.Insecure {
+		security = "--insecure"
+	}
+	fmt.Fprintf(out, "cluster: %d agents on %s (each --num-cpus %d --object-store-memory %s; %s), session dir %s\n",
+		cfg.Nodes, addr, cfg.CPUs, cfg.ObjectStore, security, sess)
 
 	// The bound of a whole driver run: every round at its timeout, every rejoin at the
 	// restart window, plus start-up.
@@ -183,14 +214,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (sum *Summary, err erro
 	var ref *driverRun
 	if cfg.RefRounds > 0 {
 		fmt.Fprintf(out, "reference run (no kills): %d rounds\n", cfg.RefRounds)
-		ref, err = runDriver(ctx, bound(cfg.RefRounds), cfg.Driver, addr, filepath.Join(sess, "driver-reference.log"), out,
+		ref, err = runDriver(ctx, bound(cfg.RefRounds), cfg.Driver, addr, driverEnv, filepath.Join(sess, "driver-reference.log"), out,
 			append([]string{"-kill=false", "-rounds", strconv.Itoa(cfg.RefRounds)}, common...))
 		if err != nil {
 			return sum, err
 		}
 	}
 	fmt.Fprintf(out, "killed run: %d rounds, one worker process SIGKILLed per round\n", cfg.Rounds)
-	killed, err := runDriver(ctx, bound(cfg.Rounds), cfg.Driver, addr, filepath.Join(sess, "driver-killed.log"), out,
+	killed, err := runDriver(ctx, bound(cfg.Rounds), cfg.Driver, addr, driverEnv, filepath.Join(sess, "driver-killed.log"), out,
 		append([]string{"-kill=true", "-rounds", strconv.Itoa(cfg.Rounds), "-settle", cfg.Settle.String()}, common...))
 	if err != nil {
 		return sum, err
@@ -333,7 +364,7 @@ func runCmd(ctx context.Context, timeout time.Duration, bin string, args ...stri
 
 // runDriver runs the driver against addr, streaming its round lines to out, with its stderr
 // in logPath. A driver that outlives timeout is killed (its rounds so far are kept).
-func runDriver(ctx context.Context, timeout time.Duration, bin, addr, logPath string, out io.Writer, args []string) (*driverRun, error) {
+func runDriver(ctx context.Context, timeout time.Duration, bin, addr string, env []string, logPath string, out io.Writer, args []string) (*driverRun, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -342,14 +373,14 @@ func runDriver(ctx context.Context, timeout time.Duration, bin, addr, logPath st
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, bin, args...)
-	cmd.Env = append(os.Environ(), "RAY_ADDRESS="+addr)
+	cmd.Env = append(append(os.Environ(), "RAY_ADDRESS="+addr), env...)
 	cmd.Stderr = logf
 	cmd.WaitDelay = 10 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(logf, "$ RAY_ADDRESS=%s %s %s\n", addr, bin, strings.Join(args, " "))
+	fmt.Fprintf(logf, "$ RAY_ADDRESS=%s %s %s %s\n", addr, strings.Join(env, " "), bin, strings.Join(args, " "))
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
