@@ -45,6 +45,21 @@
 //     the group, SIGKILL after 5 s; or the head agent stopped). When the driver registers
 //     its job (JobInfo.submission_id), the submission's job_id is filled in.
 //
+// # Security (security.go)
+//
+// Unless Config.Insecure, a head with an embedded GCS loads its CA and join token from
+// <SessionDir>/ca (creating them the first time; 0700, files 0600), issues itself a head
+// certificate for 127.0.0.1 and Host, saves it in <SessionDir>/tls, serves the embedded etcd
+// with mutual TLS on those files and serves the join endpoint (identity.ServeJoin) on
+// JoinAddress, by default Host:GCSPort+1; the endpoint reads the token file per request, so
+// replacing it rotates the token. A joining agent presents Config.Token to the join endpoint
+// (JoinAddress, by default the first GCS endpoint's port + 1) and saves the certificate it
+// gets in <SessionDir>/tls; with GCSFiles (an external etcd's PKI) it uses those instead. A
+// head on an external etcd needs GCSFiles. Worker processes and submitted drivers get the
+// agent's credential files through workerenv (RAY_GO_GCS_CA, _CERT, _KEY), never the CA key.
+// Missing credentials fail Start with ErrNoCredentials, refused ones with ErrCredentials,
+// each saying what to pass.
+//
 // # Job logs in the GCS
 //
 // A submission's output is readable from any machine: a publisher tails the log file and
