@@ -319,3 +319,10 @@ func TestInterspersed(t *testing.T) {
 		}
 	}
 }
+
+func TestWithoutToken(t *testing.T) {
+	in := strings.Fields("start --address a:1 --token T1 --token=T2 -token T3 --token-file F1 --token-file=F2 --num-cpus 2")
+	if got := strings.Join(withoutToken(in), " "); got != "start --address a:1 --num-cpus 2" {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -310,18 +311,30 @@ func printStarted(c *ucli.Context, info agentFile) {
 	fmt.Fprintf(w, "\nexport %s=%s\n", workerenv.Address, info.Address)
 }
 
-// withoutToken removes --token from a command line (the background agent gets it through
-// its environment instead: a command line is readable by every user of the machine).
+// withoutToken removes --token and --token-file from a command line (the background agent
+// gets the token through its environment instead: a command line is readable by every user
+// of the machine).
 func withoutToken(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--token" || a == "-token":
-			i++
-		case strings.HasPrefix(a, "--token=") || strings.HasPrefix(a, "-token="):
-		default:
-			out = append(out, a)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if strings.HasPrefix(args[i], "-") && (name == "token" || name == "token-file") {
+			if !hasValue {
+				i++ // the value is the next argument
+			}
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+// withoutEnv returns environ without the named variables.
+func withoutEnv(environ []string, names ...string) []string {
+	var out []string
+	for _, kv := range environ {
+		if name, _, _ := strings.Cut(kv, "="); !slices.Contains(names, name) {
+			out = append(out, kv)
 		}
 	}
 	return out
@@ -351,7 +364,9 @@ func startBackground(c *ucli.Context, cfg agent.Config) error {
 	argv := append(withoutToken(args[1:]), "--block", "--agent-id", cfg.ID)
 	cmd := exec.Command(exe, argv...)
 	if cfg.Token != nil {
-		cmd.Env = append(os.Environ(), workerenv.Token+"="+cfg.Token.String())
+		// The token, however it was given (--token, --token-file, the environment), reaches
+		// the agent in its environment only.
+		cmd.Env = append(withoutEnv(os.Environ(), workerenv.Token, workerenv.TokenFile), workerenv.Token+"="+cfg.Token.String())
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
