@@ -143,8 +143,9 @@ func TestInitAndShutdown(t *testing.T) {
 		env  string
 		want string
 	}{
-		// Nothing listens on ports 1 and 2: joining fails, naming the address and what to do.
-		{"RAY_ADDRESS", nil, "127.0.0.1:2", "GCS at 127.0.0.1:2 is unreachable (is `rayctl start` running there?)"},
+		// Nothing listens on ports 1 and 2: joining fails, naming the address and what to do
+		// (WithInsecure: straight to the GCS; without credentials Init stops before, saying so).
+		{"RAY_ADDRESS", []InitOption{WithInsecure()}, "127.0.0.1:2", "GCS at 127.0.0.1:2 is unreachable (is `rayctl start` running there?)"},
 		{"WithAddress", []InitOption{WithAddress("127.0.0.1:1")}, "127.0.0.1:2", "127.0.0.1:1"},
 		{"negative CPUs", []InitOption{WithNumCPUs(-1)}, "", "CPU"},
 		{"CPU as a custom resource", []InitOption{WithResources(map[string]float64{"CPU": 1})}, "", "WithNumCPUs"},
