@@ -335,7 +335,7 @@ func clientCredentials(c *ucli.Context, addr []string) (*tls.Config, error) {
 		if la.info.Insecure {
 			return nil, nil
 		}
-		creds, err := identity.Load(identity.FilesIn(la.info.TLSDir))
+		creds, err := identity.Load(identity.Files{CA: la.info.GCSCA, Cert: la.info.GCSCert, Key: la.info.GCSKey})
 		if err != nil {
 			return nil, exitf(ExitCredentials, "the credentials of this machine's agent %s: %v", la.id, err)
 		}
@@ -351,7 +351,7 @@ func localAgentOf(sessionDir string, addr []string) *localAgent {
 	want := strings.Join(addr, ",")
 	for _, head := range []bool{true, false} {
 		for i, la := range agents {
-			if la.live && la.info != nil && la.info.Head == head && la.info.Address == want && (la.info.Insecure || la.info.TLSDir != "") {
+			if la.live && la.info != nil && la.info.Head == head && la.info.Address == want && (la.info.Insecure || la.info.GCSKey != "") {
 				return &agents[i]
 			}
 		}

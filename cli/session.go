@@ -39,11 +39,14 @@ type agentFile struct {
 	Head          bool   `json:"head"`
 	Dir           string `json:"dir"`
 	StartedUnixMs int64  `json:"started_unix_ms"`
-	// Security: Insecure for a cluster started with --insecure; else TLSDir holds the
-	// agent's credentials (rayctl on this machine uses them), and a head's TokenFile its
-	// join token and JoinAddress its join endpoint. Paths only: no secret is in agent.json.
+	// Security: Insecure for a cluster started with --insecure; else GCSCA, GCSCert and
+	// GCSKey name the agent's credential files (rayctl on this machine uses them: its tls/
+	// directory, or an external etcd's files), and a head's TokenFile its join token and
+	// JoinAddress its join endpoint. Paths only: no secret is in agent.json.
 	Insecure    bool   `json:"insecure,omitempty"`
-	TLSDir      string `json:"tls_dir,omitempty"`
+	GCSCA       string `json:"gcs_ca,omitempty"`
+	GCSCert     string `json:"gcs_cert,omitempty"`
+	GCSKey      string `json:"gcs_key,omitempty"`
 	TokenFile   string `json:"token_file,omitempty"`
 	JoinAddress string `json:"join_address,omitempty"`
 }

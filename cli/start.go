@@ -245,8 +245,8 @@ func runAgent(c *ucli.Context, cfg agent.Config) error {
 		Dir: cfg.SessionDir, StartedUnixMs: time.Now().UnixMilli(),
 		Insecure: cfg.Insecure, JoinAddress: a.JoinAddress(),
 	}
-	if !cfg.Insecure {
-		info.TLSDir = agent.TLSDir(cfg.SessionDir)
+	if f := a.CredentialFiles(); !cfg.Insecure {
+		info.GCSCA, info.GCSCert, info.GCSKey = f.CA, f.Cert, f.Key
 	}
 	if info.JoinAddress != "" {
 		info.TokenFile = agent.TokenPath(cfg.SessionDir)

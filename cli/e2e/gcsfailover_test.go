@@ -105,6 +105,11 @@ func TestGCSFailover(t *testing.T) {
 		}
 	}
 
+	// On this machine, rayctl uses the local agents' credentials (here: the external etcd's files).
+	if out, errOut, code := run(t, time.Minute, nil, rayctl, "status", "--session-dir", sess); code != 0 || !strings.Contains(out, "2 node(s) alive") {
+		t.Fatalf("rayctl status with the local agents' credentials: exit %d\n%s\n%s", code, out, errOut)
+	}
+
 	cmd := exec.CommandContext(ctx, driver, "-check", "gcsfailover")
 	cmd.Env = append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_GCS_CA="+client.CA, "RAY_GO_GCS_CERT="+client.Cert, "RAY_GO_GCS_KEY="+client.Key)
 	stdout, err := cmd.StdoutPipe()
