@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/workerenv"
@@ -37,6 +38,9 @@ func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (*tls
 		tok, err = identity.ParseToken(text)
 	case file != "":
 		tok, err = identity.ReadTokenFile(file)
+	case identity.PlainText(addr[0], time.Second):
+		return nil, fmt.Errorf("ray: Init: %w: the cluster at %s speaks plain text (its head was started with --insecure): set %s=1 or pass ray.WithInsecure()",
+			ErrNoCredentials, addr[0], workerenv.Insecure)
 	default:
 		return nil, fmt.Errorf("ray: Init: %w: joining the cluster at %s needs its join token: set %s to the token `rayctl start --head` printed "+
 			"(or %s to a file holding it, or pass ray.WithToken); `rayctl token show` on the head prints it. "+

@@ -341,6 +341,10 @@ func clientCredentials(c *ucli.Context, addr []string) (*tls.Config, error) {
 		}
 		return creds.ClientTLS(), nil
 	}
+	if identity.PlainText(addr[0], time.Second) {
+		return nil, exitf(ExitCredentials, "the cluster at %s speaks plain text (its head was started with --insecure): pass --insecure (or %s=1)",
+			strings.Join(addr, ","), workerenv.Insecure)
+	}
 	return nil, exitf(ExitCredentials, "no credentials for the cluster at %s: %s", strings.Join(addr, ","), howToAuthenticate)
 }
 

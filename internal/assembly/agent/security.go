@@ -105,6 +105,10 @@ func (a *Agent) joinCredentials(ctx context.Context) (*identity.Credentials, err
 		return c, nil
 	}
 	if cfg.Token == nil {
+		if identity.PlainText(cfg.GCSEndpoints[0], 2*time.Second) {
+			return nil, fmt.Errorf("%w: the cluster at %s speaks plain text (its head was started with --insecure): join it with --insecure",
+				ErrNoCredentials, a.Address())
+		}
 		return nil, fmt.Errorf("%w: the cluster at %s is secure: pass its join token (--token, %s or --token-file; "+
 			"`rayctl start --head` printed it, `rayctl token show` on the head prints it again)", ErrNoCredentials, a.Address(), workerenv.Token)
 	}

@@ -109,3 +109,22 @@ func headCA(t *testing.T, dir string) *identity.CA {
 	}
 	return ca
 }
+
+// An insecure head: joining without --insecure says to pass it; with it, the agent joins
+// and its processes are told to talk plain text.
+func TestInsecureCluster(t *testing.T) {
+	ctx := context.Background()
+	head := startAgent(t, Config{Head: true, Insecure: true})
+	if head.JoinAddress() != "" || !head.CredentialFiles().IsZero() {
+		t.Fatalf("an insecure head has a join endpoint %q or credentials %v", head.JoinAddress(), head.CredentialFiles())
+	}
+	eps := strings.Split(head.Address(), ",")
+	_, err := Start(ctx, Config{GCSEndpoints: eps, SessionDir: t.TempDir(), Logger: quiet(), ObjectStoreBytes: 1 << 30})
+	if !errors.Is(err, ErrNoCredentials) || !strings.Contains(err.Error(), "--insecure") {
+		t.Fatalf("joining an insecure cluster without --insecure: %v", err)
+	}
+	a := startAgent(t, Config{GCSEndpoints: eps, Insecure: true})
+	if env := a.credentialEnv(); len(env) != 1 || env[0] != "RAY_GO_INSECURE=1" {
+		t.Fatalf("credential env of an insecure agent: %v", env)
+	}
+}

@@ -342,3 +342,49 @@ func TestJoinAddress(t *testing.T) {
 		t.Fatal("bad address accepted")
 	}
 }
+
+func TestPlainText(t *testing.T) {
+	_, s, _ := joinCluster(t)
+	if PlainText(s.Addr(), time.Second) {
+		t.Fatal("a TLS server reads as plain text")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
+			c.Close()
+		}
+	}()
+	if !PlainText(l.Addr().String(), time.Second) {
+		t.Fatal("a plain-text server does not read as plain text")
+	}
+	// One that hangs up on a ClientHello (etcd's multiplexer) is plain text too; nothing
+	// listening is not.
+	l2, _ := net.Listen("tcp", "127.0.0.1:0")
+	go func() {
+		for {
+			c, err := l2.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 10))
+			c.Close()
+		}
+	}()
+	if !PlainText(l2.Addr().String(), time.Second) {
+		t.Fatal("a server that hangs up does not read as plain text")
+	}
+	addr := l2.Addr().String()
+	l2.Close()
+	if PlainText(addr, time.Second) {
+		t.Fatal("nothing listening reads as plain text")
+	}
+}

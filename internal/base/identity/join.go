@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -296,4 +297,24 @@ func JoinAddress(gcsAddr string) (string, error) {
 		return "", fmt.Errorf("identity: GCS address %q: bad port", gcsAddr)
 	}
 	return net.JoinHostPort(host, strconv.Itoa(p+1)), nil
+}
+
+// PlainText reports whether the server at addr (host:port) speaks plain text rather than
+// TLS: it opens a connection and starts a TLS handshake (nothing secret is sent). A server
+// that cannot be reached, or that speaks TLS, gives false. Clients without credentials use
+// it to tell a user who forgot --insecure from one who forgot the token.
+func PlainText(addr string, timeout time.Duration) bool {
+	d := &net.Dialer{Timeout: timeout}
+	conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) // a probe: nothing is trusted or sent
+	if err == nil {
+		conn.Close()
+		return false
+	}
+	// A plain-text server answers a ClientHello with something that is not a TLS record
+	// (an HTTP 400), or closes the connection without a TLS alert (etcd's connection
+	// multiplexer matches no protocol). A TLS server always answers with a record.
+	var rec tls.RecordHeaderError
+	var op *net.OpError
+	dialFailed := errors.As(err, &op) && op.Op == "dial"
+	return errors.As(err, &rec) || (!dialFailed && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)))
 }
