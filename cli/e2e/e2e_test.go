@@ -204,7 +204,13 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("an agent without the token: exit %d (want 8)\n%s\n%s", code, out, errOut)
 	}
 	wrong := []byte(strings.TrimPrefix(tok[0], "RAY_GO_TOKEN="))
-	wrong[5] ^= 1
+	// Another hex digit (flipping a bit could make a non-hex character, a malformed token
+	// rather than a wrong one).
+	if wrong[5] == '0' {
+		wrong[5] = '1'
+	} else {
+		wrong[5] = '0'
+	}
 	out, errOut, code = run(t, time.Minute, []string{"RAY_GO_TOKEN=" + string(wrong)}, rayctl, "start", "--address", addr, "--session-dir", t.TempDir())
 	if code != 8 || !strings.Contains(errOut, "refused") {
 		t.Fatalf("an agent with a wrong token: exit %d (want 8)\n%s\n%s", code, out, errOut)
