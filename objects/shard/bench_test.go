@@ -65,7 +65,7 @@ func BenchmarkSpillRead(b *testing.B) {
 			}
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				if _, err := readSpill(path); err != nil {
+				if _, err := readSpill(path, int64(len(data))); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -20,7 +20,11 @@
 // by a goroutine that reads, checks and decompresses the file (the object stays on disk:
 // a Get does not bring it back into memory; a pull does, see below). A file that is
 // missing, truncated or fails its checksum makes the Get fail with an error naming the
-// object, never return wrong bytes. When a spill cannot be written (disk full, unwritable
+// object and the file, never return wrong bytes. The reader trusts the size the shard
+// recorded, not the file: a header or zstd frame that claims another size, or a file
+// larger than a spill of that size can be, is refused before anything is allocated for
+// it, and the decompressor writes at most that size (one flipped bit in the length field
+// used to allocate 512 GiB). Spill files are 0600 in a 0700 directory. When a spill cannot be written (disk full, unwritable
 // directory) the objects stay in memory, over budget, the failure is logged and counted,
 // and the next put tries again. Freeing an object deletes its file.
 //

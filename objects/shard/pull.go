@@ -90,13 +90,13 @@ func (s *Shard) pull(ctx actor.Context, m *pb.PullObject) {
 	}
 	o.loading = true
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	data, path := o.data, o.spill
+	data, path, size := o.data, o.spill, o.size
 	go func() {
 		msg := &pullLoaded{id: id, o: o, data: data}
 		if data != nil {
 			msg.crc = crc32.Checksum(data, castagnoli)
 		} else {
-			msg.data, msg.crc, msg.err = readSpillSum(path)
+			msg.data, msg.crc, msg.err = readSpillSum(path, size)
 		}
 		root.Send(self, msg)
 	}()

@@ -196,12 +196,12 @@ func (s *Shard) get(ctx actor.Context, m *pb.GetObject) {
 		return
 	}
 	// Spilled: read it back off the mailbox; the reader answers the asker directly.
-	sender, root, path := ctx.Sender(), ctx.ActorSystem().Root, o.spill
+	sender, root, path, size := ctx.Sender(), ctx.ActorSystem().Root, o.spill, o.size
 	if sender == nil {
 		return
 	}
 	go func() {
-		data, err := readSpill(path)
+		data, err := readSpill(path, size)
 		if err != nil {
 			reply.Error = fmt.Sprintf("object %s: %v", id, err)
 		} else {

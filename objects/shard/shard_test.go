@@ -130,6 +130,15 @@ func TestSpillAndRestore(t *testing.T) {
 	if err := os.WriteFile(files[0], b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// And one bit of another file's length field (a claim of 512 GiB): refused before
+	// anything is allocated for it.
+	if b, err = os.ReadFile(files[1]); err != nil {
+		t.Fatal(err)
+	}
+	b[4+4] ^= 0x80
+	if err := os.WriteFile(files[1], b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	bad := 0
 	for _, id := range objs {
 		r := ask(&pb.GetObject{ObjectId: id[:]}).(*pb.GetObjectReply)
@@ -140,8 +149,8 @@ func TestSpillAndRestore(t *testing.T) {
 			}
 		}
 	}
-	if bad != 1 {
-		t.Fatalf("%d objects failed after altering one file", bad)
+	if bad != 2 {
+		t.Fatalf("%d objects failed after altering two files", bad)
 	}
 	// Freeing removes the files.
 	var all [][]byte

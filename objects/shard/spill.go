@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,7 +26,7 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // ErrCorruptSpill is returned for a spill file that is missing, truncated, or fails its
-// checksum.
+// checks.
 var ErrCorruptSpill = errors.New("shard: spill file is corrupt")
 
 var (
@@ -41,7 +42,10 @@ func codecs() (*zstd.Encoder, *zstd.Decoder, error) {
 		// of machine and still a good ratio on the zeros and numbers objects often hold.
 		encoder, codecErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 		if codecErr == nil {
-			decoder, codecErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(2))
+			// WithDecodeAllCapLimit: DecodeAll writes at most cap(dst) bytes, the object's
+			// known size, whatever the frame claims: a corrupt frame header (its content
+			// size) or a frame that expands past it cannot make the decoder allocate more.
+			decoder, codecErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(2), zstd.WithDecodeAllCapLimit(true))
 		}
 	})
 	return encoder, decoder, codecErr
@@ -51,22 +55,79 @@ func spillPath(dir string, id ids.ObjectID) string {
 	return filepath.Join(dir, id.String()+".zst")
 }
 
-// writeSpill writes data to path (through a temporary file, renamed when complete).
-func writeSpill(path string, data []byte) (int64, error) {
+// maxSpillFile is the largest spill file an object of size bytes can give: the header and
+// zstd's worst case (ZSTD_compressBound: incompressible blocks are stored raw, with a few
+// bytes of framing per 128 KiB block), with room to spare.
+func maxSpillFile(size int64) int64 {
+	return spillHeader + size + size>>8 + 1<<10
+}
+
+// encodeSpill returns the content of a spill file holding data.
+func encodeSpill(data []byte) ([]byte, error) {
 	enc, _, err := codecs()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	buf := make([]byte, spillHeader, spillHeader+len(data)/2+64)
 	copy(buf, spillMagic)
 	binary.LittleEndian.PutUint64(buf[4:], uint64(len(data)))
 	binary.LittleEndian.PutUint32(buf[12:], crc32.Checksum(data, castagnoli))
-	buf = enc.EncodeAll(data, buf)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	return enc.EncodeAll(data, buf), nil
+}
+
+// decodeSpill checks the content b of a spill file of an object of size bytes (the size
+// the shard recorded, not the file's claim) and returns the object's bytes and their
+// CRC-32C. Nothing it allocates depends on what the file says: the output buffer has the
+// known size, and the decoder writes no more than that. Its errors say what is wrong;
+// readSpillSum adds the file and ErrCorruptSpill.
+func decodeSpill(b []byte, size int64) ([]byte, uint32, error) {
+	_, dec, err := codecs()
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(b) < spillHeader || string(b[:4]) != spillMagic {
+		return nil, 0, fmt.Errorf("no valid header (%d bytes)", len(b))
+	}
+	n := binary.LittleEndian.Uint64(b[4:])
+	sum := binary.LittleEndian.Uint32(b[12:])
+	if size < 0 || n != uint64(size) {
+		return nil, 0, fmt.Errorf("the header says %d bytes, the object has %d", n, size)
+	}
+	// The frame's own content size, when it has one, must agree too. Checked here rather
+	// than left to DecodeAll, which refuses it as well but prints to standard error.
+	var h zstd.Header
+	if err := h.Decode(b[spillHeader:]); err != nil {
+		return nil, 0, fmt.Errorf("zstd frame header: %v", err)
+	}
+	if h.HasFCS && h.FrameContentSize != uint64(size) {
+		return nil, 0, fmt.Errorf("the zstd frame says %d bytes, the object has %d", h.FrameContentSize, size)
+	}
+	data, err := dec.DecodeAll(b[spillHeader:], make([]byte, 0, size))
+	if err != nil {
+		return nil, 0, fmt.Errorf("zstd: %v", err)
+	}
+	if int64(len(data)) != size {
+		return nil, 0, fmt.Errorf("%d bytes decompressed, the object has %d", len(data), size)
+	}
+	if crc32.Checksum(data, castagnoli) != sum {
+		return nil, 0, errors.New("the bytes fail their checksum")
+	}
+	return data, sum, nil
+}
+
+// writeSpill writes data to path (through a temporary file, renamed when complete). The
+// file is readable by its owner only (0600, in a 0700 directory): objects are the
+// cluster's data.
+func writeSpill(path string, data []byte) (int64, error) {
+	buf, err := encodeSpill(data)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return 0, err
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
+	if err := os.WriteFile(tmp, buf, 0o600); err != nil {
 		os.Remove(tmp)
 		return 0, err
 	}
@@ -77,36 +138,38 @@ func writeSpill(path string, data []byte) (int64, error) {
 	return int64(len(buf)), nil
 }
 
-// readSpill reads back what writeSpill wrote and checks it.
-func readSpill(path string) ([]byte, error) {
-	data, _, err := readSpillSum(path)
+// readSpill reads back what writeSpill wrote for an object of size bytes and checks it.
+func readSpill(path string, size int64) ([]byte, error) {
+	data, _, err := readSpillSum(path, size)
 	return data, err
 }
 
-// readSpillSum is readSpill that also returns the checked CRC-32C of the bytes.
-func readSpillSum(path string) ([]byte, uint32, error) {
-	_, dec, err := codecs()
-	if err != nil {
-		return nil, 0, err
+// readSpillSum is readSpill that also returns the checked CRC-32C of the bytes. A file
+// larger than a spill of size bytes can be is refused before it is read. Errors name the
+// file, say what is wrong and wrap ErrCorruptSpill.
+func readSpillSum(path string, size int64) ([]byte, uint32, error) {
+	corrupt := func(format string, args ...any) ([]byte, uint32, error) {
+		return nil, 0, fmt.Errorf("%w: %s: %s", ErrCorruptSpill, path, fmt.Sprintf(format, args...))
 	}
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %v", ErrCorruptSpill, err)
 	}
-	if len(b) < spillHeader || string(b[:4]) != spillMagic {
-		return nil, 0, fmt.Errorf("%w: %s has no valid header", ErrCorruptSpill, path)
-	}
-	n := binary.LittleEndian.Uint64(b[4:])
-	sum := binary.LittleEndian.Uint32(b[12:])
-	if n > 1<<40 {
-		return nil, 0, fmt.Errorf("%w: %s claims %d bytes", ErrCorruptSpill, path, n)
-	}
-	data, err := dec.DecodeAll(b[spillHeader:], make([]byte, 0, n))
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %s: %v", ErrCorruptSpill, path, err)
+		return corrupt("%v", err)
 	}
-	if uint64(len(data)) != n || crc32.Checksum(data, castagnoli) != sum {
-		return nil, 0, fmt.Errorf("%w: %s fails its checksum", ErrCorruptSpill, path)
+	if st.Size() > maxSpillFile(size) {
+		return corrupt("the file has %d bytes, more than a spill of a %d-byte object can take", st.Size(), size)
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return corrupt("read %d bytes: %v", st.Size(), err)
+	}
+	data, sum, err := decodeSpill(b, size)
+	if err != nil {
+		return corrupt("%v", err)
 	}
 	return data, sum, nil
 }
