@@ -19,7 +19,9 @@
 //     with an error too.
 //
 // The puller checks every chunk's length (after s2 decoding), that every reply names the
-// same size and checksum as the first (an object changed or mixed up is ErrCorrupt), and
+// same size and checksum as the first, and the size Options.Size when the caller knows it
+// (an object changed or mixed up is ErrCorrupt; without a known size the buffer grows
+// with the chunks asked for instead of being allocated at the announced size), and
 // the CRC-32C of the assembled bytes (ErrCorrupt). It never returns bytes that failed a
 // check.
 //
@@ -77,10 +79,12 @@
 // reading it, for the same reason. The server hashes on every request: ServerConfig.Get
 // returns bytes only, not the checksum the shard keeps for Pull.
 //
-// The client checks the header (a known status, size at most MaxStreamSize, no error text
-// with ok), then reads exactly size bytes into a buffer of that size (io.ReadFull, in
-// 1 MiB steps, each under FetchOptions.Timeout) and compares the trailer with its own
-// checksum. A short body, a missing trailer or a checksum that differs is ErrCorrupt; a
+// The client checks the header (a known status, size at most MaxStreamSize and equal to
+// FetchOptions.Size when the caller knows it, no error text with ok), then reads exactly
+// size bytes (io.ReadFull, in 1 MiB steps, each under FetchOptions.Timeout) and compares
+// the trailer with its own checksum. The buffer is allocated whole only for a size the
+// caller knows (the owner's record); otherwise it starts at 8 MiB at most and doubles as
+// bytes arrive, so a peer that announces 512 GiB and sends little costs little. A short body, a missing trailer or a checksum that differs is ErrCorrupt; a
 // connection cut before a response is a network error.
 //
 // Connections are reused: Fetch keeps up to 4 idle connections per address for 30 s
@@ -89,9 +93,18 @@
 // once on a new connection: requests are idempotent). Measured here, a 1 MiB object takes
 // ~0.5 ms on a kept connection and ~1 ms on a new one (connect, then TCP's windows growing
 // from scratch); for 200 MiB objects it does not matter. Reuse also spares the TIME_WAIT
-// sockets a connection per fetch would leave behind. A Server accepts up to
-// ServerConfig.MaxConns connections; at that bound a new connection closes an idle one
-// (its client retries) or waits until one ends.
+// sockets a connection per fetch would leave behind.
+//
+// Limits: connections that ask for nothing must not starve those that do (200 idle
+// connections used to fill the 64 slots for their 10 s first-request timeout, and an
+// 8 MiB Get behind them took 13.7 s). A Server accepts without waiting; a connection
+// takes one of ServerConfig.MaxConns serving slots only once a valid request has arrived,
+// and gives it back when the answer is written. The connections without a slot (new ones
+// waiting 2 s at most for their first request, idle ones between requests, requests
+// waiting for a slot) are bounded by ServerConfig.MaxWaiting: beyond it the oldest new
+// one is closed, else the oldest idle one (its client retries on a new connection); when
+// every one holds a request, the new connection is closed. A connection whose first byte
+// is not the magic is closed at once.
 //
 // Socket buffers are left to the kernel's autotuning: fixing SO_SNDBUF/SO_RCVBUF at 4 MiB
 // (the most net.core.[rw]mem_max allows here) and chunks of 256 KiB or 4 MiB instead of
@@ -104,10 +117,10 @@
 // stops accepting, closes every connection, cancels the context passed to Get, and waits
 // for the accept loop and the connections' goroutines (Get must return when its context
 // ends). Every connection of a server is owned by one goroutine, ended by the connection's
-// end, its idle timeout (10 s for a first request, 90 s between requests), a write making
-// no progress for 30 s (a client that stopped reading), or Close. Fetch starts no
-// goroutine that outlives it; the pool has none (expired connections are closed when the
-// pool is next used, or by CloseIdleConnections).
+// end, its idle timeout (2 s for a first request, 90 s between requests), its eviction
+// (MaxWaiting), a write making no progress for 30 s (a client that stopped reading), or
+// Close. Fetch starts no goroutine that outlives it; the pool has none (expired
+// connections are closed when the pool is next used, or by CloseIdleConnections).
 //
 // This package depends only on protoactor's actor package, internal/base/ids, internal/base/pb,
 // klauspost/compress and the standard library.

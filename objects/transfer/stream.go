@@ -34,6 +34,8 @@ const (
 	MaxStreamSize = 1 << 40
 	// DefaultMaxConns is the default of ServerConfig.MaxConns.
 	DefaultMaxConns = 64
+	// DefaultMaxWaiting is the default of ServerConfig.MaxWaiting.
+	DefaultMaxWaiting = 256
 	// DefaultStreamAddr is the default of ServerConfig.Addr.
 	DefaultStreamAddr = "127.0.0.1:0"
 )
@@ -48,11 +50,14 @@ const (
 
 // Timeouts and sizes of the stream, fixed.
 const (
-	// firstRequestTimeout bounds the wait for a new connection's first request, and
-	// serverIdleTimeout the wait for the next one: an idle connection is closed then.
-	// Clients keep idle connections for poolIdleTimeout, well below, so they rarely reuse
-	// one the server is closing (and retry once on a fresh connection when they do).
-	firstRequestTimeout = 10 * time.Second
+	// firstRequestTimeout bounds the wait for a new connection's first request (a client
+	// sends it right after connecting), and serverIdleTimeout the wait for the next one:
+	// the connection is closed then. The first is short so that connections that never
+	// ask for anything go soon; they also hold no serving slot meanwhile (see Server).
+	// Clients keep idle connections for poolIdleTimeout, well below the second, so they
+	// rarely reuse one the server is closing (and retry once on a fresh connection when
+	// they do).
+	firstRequestTimeout = 2 * time.Second
 	serverIdleTimeout   = 90 * time.Second
 	poolIdleTimeout     = 30 * time.Second
 	// serverWriteTimeout bounds each chunk's write: a client that stops reading releases
@@ -72,9 +77,12 @@ type tuning struct {
 	writeChunk int // server: bytes hashed then written per write call
 	readChunk  int // client: bytes read (one deadline) then hashed per step
 	sockBuf    int // SO_SNDBUF / SO_RCVBUF to set on both ends; 0 leaves the kernel's autotuning
+	// initialBody is the most a client allocates for a body before any of it arrived,
+	// when it does not know the object's size (FetchOptions.Size).
+	initialBody int
 }
 
-var defaultTuning = tuning{writeChunk: 1 << 20, readChunk: 1 << 20}
+var defaultTuning = tuning{writeChunk: 1 << 20, readChunk: 1 << 20, initialBody: 8 << 20}
 
 // ServerConfig configures a stream Server.
 type ServerConfig struct {
@@ -86,13 +94,26 @@ type ServerConfig struct {
 	Get func(ctx context.Context, id ids.ObjectID) ([]byte, error)
 	// Logger receives the server's logs; nil means slog.Default().
 	Logger *slog.Logger
-	// MaxConns bounds the open connections; 0 means DefaultMaxConns. At the bound, a new
-	// connection closes an idle one, or waits for one to end.
+	// MaxConns bounds the requests served at once (a request read, its answer not yet
+	// written); 0 means DefaultMaxConns. A request that arrives at the bound waits for a
+	// slot.
 	MaxConns int
+	// MaxWaiting bounds the connections without a request being served: new ones waiting
+	// for their first request, idle ones waiting for the next, and requests waiting for a
+	// slot; 0 means DefaultMaxWaiting. At the bound, a new connection closes the oldest
+	// one waiting for its first request, else the oldest idle one, else (every one holds
+	// a request) it is closed itself.
+	MaxWaiting int
 }
 
 // Server serves objects' bytes to Fetch over TCP. It owns its listener, its accept loop
 // and one goroutine per connection; Close ends them all.
+//
+// Connections that send nothing cannot starve those that ask for objects: accepting one
+// is cheap (a goroutine waiting for 21 bytes, at most firstRequestTimeout), a serving
+// slot is taken only once a valid request has arrived, and the connections without one
+// are bounded (MaxWaiting), the oldest closed first. A connection whose first byte is not
+// the protocol's magic is closed at once.
 type Server struct {
 	cfg    ServerConfig
 	tune   tuning
@@ -100,19 +121,33 @@ type Server struct {
 	ctx    context.Context // ends at Close; Get receives it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the accept loop and the connection goroutines
+	slots  chan struct{}  // one per request being served
 
-	mu     sync.Mutex
-	cond   *sync.Cond // signalled when a connection ends or the server closes
-	conns  map[*serverConn]struct{}
-	closed bool
+	mu      sync.Mutex
+	conns   map[*serverConn]struct{}
+	waiting int // connections in state fresh, idle or queued
+	closed  bool
 
 	accepted atomic.Int64 // connections accepted (tests)
+	evicted  atomic.Int64 // connections closed to make room (tests)
 }
+
+// connState is where a connection is in its life; all but serving count toward
+// MaxWaiting.
+type connState uint8
+
+const (
+	fresh   connState = iota // accepted, no request yet
+	idle                     // served a request, waiting for the next
+	queued                   // a request read, waiting for a serving slot
+	serving                  // holds a slot
+)
 
 type serverConn struct {
 	c       net.Conn
-	idle    bool // waiting for a request after serving one: may be closed to make room
-	evicted bool
+	state   connState
+	since   time.Time // when it entered fresh or idle (eviction order)
+	evicted bool      // closed to make room: its goroutine ends
 }
 
 // NewServer listens on cfg.Addr and serves until Close.
@@ -133,12 +168,15 @@ func newServer(cfg ServerConfig, tune tuning) (*Server, error) {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
 	}
+	if cfg.MaxWaiting <= 0 {
+		cfg.MaxWaiting = DefaultMaxWaiting
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("transfer: stream server: %w", err)
 	}
-	s := &Server{cfg: cfg, tune: tune, ln: ln, conns: make(map[*serverConn]struct{})}
-	s.cond = sync.NewCond(&s.mu)
+	s := &Server{cfg: cfg, tune: tune, ln: ln, conns: make(map[*serverConn]struct{}),
+		slots: make(chan struct{}, cfg.MaxConns)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.acceptLoop()
@@ -157,7 +195,6 @@ func (s *Server) Close() error {
 	for sc := range s.conns {
 		_ = sc.c.Close()
 	}
-	s.cond.Broadcast()
 	s.mu.Unlock()
 	var err error
 	if !already {
@@ -197,10 +234,13 @@ func (s *Server) acceptLoop() {
 		}
 		backoff = 0
 		s.accepted.Add(1)
-		sc := &serverConn{c: c}
+		sc := &serverConn{c: c, state: fresh, since: time.Now()}
 		if !s.admit(sc) {
 			_ = c.Close()
-			return // closed
+			if s.isClosed() {
+				return
+			}
+			continue
 		}
 		setSockBuf(c, s.tune.sockBuf)
 		s.wg.Add(1)
@@ -208,48 +248,68 @@ func (s *Server) acceptLoop() {
 	}
 }
 
-// admit registers sc once there is room for it, closing an idle connection if that
-// makes room. It reports false if the server closed meanwhile.
+// admit registers sc (fresh), making room among the waiting connections if needed. It
+// never blocks. It reports false if there is no room (every waiting connection holds a
+// request) or the server closed.
 func (s *Server) admit(sc *serverConn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !s.closed && len(s.conns) >= s.cfg.MaxConns {
-		evicting := false
-		for o := range s.conns {
-			if o.evicted {
-				evicting = true // its goroutine is on the way out
-				break
-			}
-		}
-		if !evicting {
-			for o := range s.conns {
-				if o.idle {
-					o.evicted = true
-					_ = o.c.Close()
-					break
-				}
-			}
-		}
-		s.cond.Wait()
-	}
-	if s.closed {
+	if s.closed || !s.makeRoomLocked() {
 		return false
 	}
 	s.conns[sc] = struct{}{}
+	s.waiting++
 	return true
 }
 
-// setIdle marks sc idle or busy. It reports false if sc was closed to make room or the
-// server closed: the connection must end.
-func (s *Server) setIdle(sc *serverConn, idle bool) bool {
+// makeRoomLocked brings the waiting connections under MaxWaiting by one, closing the
+// oldest fresh one, else the oldest idle one. It reports false if every waiting
+// connection holds a request (queued).
+func (s *Server) makeRoomLocked() bool {
+	if s.waiting < s.cfg.MaxWaiting {
+		return true
+	}
+	var victim *serverConn
+	for o := range s.conns {
+		if o.evicted || o.state != fresh && o.state != idle {
+			continue
+		}
+		if victim == nil || o.state < victim.state || o.state == victim.state && o.since.Before(victim.since) {
+			victim = o
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	victim.evicted = true
+	s.waiting-- // it leaves now; its goroutine only unregisters it
+	s.evicted.Add(1)
+	_ = victim.c.Close()
+	return true
+}
+
+// setState moves sc to state, counting it in or out of the waiting connections. It
+// reports false if sc was closed to make room or the server closed: the connection must
+// end. A connection that becomes idle when there is no room and nothing to close ends.
+func (s *Server) setState(sc *serverConn, state connState) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sc.evicted || s.closed {
 		return false
 	}
-	sc.idle = idle
-	if idle {
-		s.cond.Broadcast() // admit may close it now
+	wasWaiting, isWaiting := sc.state != serving, state != serving
+	switch {
+	case wasWaiting && !isWaiting:
+		s.waiting--
+	case !wasWaiting && isWaiting:
+		if !s.makeRoomLocked() {
+			return false
+		}
+		s.waiting++
+	}
+	sc.state = state
+	if state == idle {
+		sc.since = time.Now()
 	}
 	return true
 }
@@ -257,41 +317,77 @@ func (s *Server) setIdle(sc *serverConn, idle bool) bool {
 func (s *Server) drop(sc *serverConn) {
 	_ = sc.c.Close()
 	s.mu.Lock()
-	delete(s.conns, sc)
-	s.cond.Broadcast()
+	if _, ok := s.conns[sc]; ok {
+		delete(s.conns, sc)
+		if !sc.evicted && sc.state != serving {
+			s.waiting--
+		}
+	}
 	s.mu.Unlock()
 }
 
-// serveConn answers the requests that arrive on one connection, one at a time.
+// readRequest reads one request from c within timeout and returns its object ID. A first
+// byte that is not the magic fails at once, without waiting for the rest.
+func readRequest(c net.Conn, timeout time.Duration) (ids.ObjectID, error) {
+	var req [requestLen]byte
+	_ = c.SetReadDeadline(time.Now().Add(timeout))
+	for n := 0; n < requestLen; {
+		m, err := c.Read(req[n:])
+		n += m
+		if n > 0 && req[0] != streamMagic {
+			return ids.ObjectID{}, fmt.Errorf("%w: first byte 0x%02x", errNotStream, req[0])
+		}
+		if err != nil {
+			if n > 0 && errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return ids.ObjectID{}, err
+		}
+	}
+	return ids.ObjectID(req[1:]), nil
+}
+
+var errNotStream = errors.New("not a stream request (another protocol or version?)")
+
+// serveConn answers the requests that arrive on one connection, one at a time, each in a
+// serving slot.
 func (s *Server) serveConn(sc *serverConn) {
 	defer s.wg.Done()
 	defer s.drop(sc)
 	log := s.cfg.Logger.With("remote", sc.c.RemoteAddr().String())
-	var req [requestLen]byte
 	timeout := firstRequestTimeout
 	for {
-		_ = sc.c.SetReadDeadline(time.Now().Add(timeout))
-		if _, err := io.ReadFull(sc.c, req[:]); err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
+		id, err := readRequest(sc.c, timeout)
+		if err != nil {
+			switch {
+			case errors.Is(err, errNotStream):
+				log.Warn("transfer: stream server: closing a connection that does not speak the protocol", "err", err)
+			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded):
 				log.Debug("transfer: stream server: reading a request", "err", err)
 			}
 			return
 		}
-		if !s.setIdle(sc, false) {
+		if !s.setState(sc, queued) {
 			return
 		}
-		if req[0] != streamMagic {
-			log.Warn("transfer: stream server: not a stream request (another protocol or version?); closing the connection", "first_byte", req[0])
+		select {
+		case s.slots <- struct{}{}:
+		case <-s.ctx.Done():
 			return
 		}
-		id := ids.ObjectID(req[1:])
-		if err := s.answer(sc.c, id); err != nil {
+		if !s.setState(sc, serving) {
+			<-s.slots
+			return
+		}
+		err = s.answer(sc.c, id)
+		<-s.slots
+		if err != nil {
 			if !s.isClosed() {
 				log.Debug("transfer: stream server: sending an object", "object", id, "err", err)
 			}
 			return
 		}
-		if !s.setIdle(sc, true) {
+		if !s.setState(sc, idle) {
 			return
 		}
 		timeout = serverIdleTimeout
@@ -355,6 +451,11 @@ type FetchOptions struct {
 	// server's Get included) and each 1 MiB of the body; and connecting, with at most 10 s.
 	// 0 means DefaultTimeout. The context's deadline bounds the whole fetch.
 	Timeout time.Duration
+	// Size is the object's size as the caller knows it (its owner's record), 0 if
+	// unknown. A response that announces another size is ErrCorrupt before any of its
+	// body is read. Unknown, the buffer grows with the bytes as they arrive, so a peer
+	// cannot make Fetch allocate more than about twice what it sends.
+	Size int64
 }
 
 // Fetch fetches object id from the stream Server at addr and returns its bytes, checked
@@ -462,11 +563,23 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 	if textLen != 0 || size > MaxStreamSize || size > math.MaxInt {
 		return fail("%w: response header says size %d, error text %d bytes", ErrCorrupt, size, textLen)
 	}
+	if opt.Size > 0 && size != uint64(opt.Size) {
+		return fail("%w: response header says size %d, the object has %d", ErrCorrupt, size, opt.Size)
+	}
 
-	buf := make([]byte, size)
+	// With the size known, the buffer is allocated whole; else it grows as bytes arrive.
+	var buf []byte
+	if opt.Size > 0 {
+		buf = make([]byte, size)
+	} else {
+		buf = make([]byte, min(size, uint64(max(tune.initialBody, tune.readChunk))))
+	}
 	var sum uint32
-	for off := 0; off < len(buf); {
-		end := min(off+tune.readChunk, len(buf))
+	for off := 0; off < int(size); {
+		end := min(off+tune.readChunk, int(size))
+		if end > len(buf) {
+			buf = append(buf, make([]byte, min(int(size), 2*len(buf)+tune.readChunk)-len(buf))...)
+		}
 		_ = c.SetReadDeadline(time.Now().Add(opt.Timeout))
 		n, err := io.ReadFull(c, buf[off:end])
 		if err != nil {

@@ -433,14 +433,14 @@ func TestStreamClose(t *testing.T) {
 	}
 }
 
-// TestStreamMaxConns: at MaxConns, a new connection closes an idle one (whose client
-// retries on a new connection), or waits for a busy one to finish.
+// TestStreamMaxConns: at MaxWaiting, a new connection closes an idle one (whose client
+// retries on a new connection); at MaxConns, a request waits for a busy one to finish.
 func TestStreamMaxConns(t *testing.T) {
 	root := ids.NewRootTaskID()
 	fast, slow := ids.PutID(root, 1), ids.PutID(root, 2)
 	release := make(chan struct{})
 	slowStarted := make(chan struct{}, 1)
-	srv := newStreamServer(t, ServerConfig{MaxConns: 1, Get: func(ctx context.Context, id ids.ObjectID) ([]byte, error) {
+	srv := newStreamServer(t, ServerConfig{MaxConns: 1, MaxWaiting: 1, Get: func(ctx context.Context, id ids.ObjectID) ([]byte, error) {
 		if id == slow {
 			slowStarted <- struct{}{}
 			select {

@@ -40,6 +40,11 @@ type Options struct {
 	InFlight   int           // requests outstanding at once; 0: DefaultInFlight
 	S2         bool          // let the store s2-compress chunks (worth it between machines)
 	Timeout    time.Duration // per chunk; 0: DefaultTimeout; never past ctx's deadline
+	// Size is the object's size as the caller knows it (its owner's record), 0 if
+	// unknown. A store that names another size is ErrCorrupt. Unknown, the buffer grows
+	// with the chunks asked for, so a store cannot make Pull allocate more than about
+	// twice what it sends plus the chunks in flight.
+	Size int64
 }
 
 func (o Options) withDefaults() Options {
@@ -103,14 +108,27 @@ func pull(ctx context.Context, root *actor.RootContext, store *actor.PID, id ids
 	if first.Size < 0 || first.Size > math.MaxInt {
 		return nil, p.errorf("%w: size %d", ErrCorrupt, first.Size)
 	}
+	if opt.Size > 0 && first.Size != opt.Size {
+		return nil, p.errorf("%w: the store says size %d, the object has %d", ErrCorrupt, first.Size, opt.Size)
+	}
 	size, sum := first.Size, first.Crc32C
-	buf := make([]byte, size)
+	// With the size known, the buffer is allocated whole; else it covers the chunks asked
+	// for, growing (doubling) as more are.
+	var buf []byte
+	if opt.Size > 0 {
+		buf = make([]byte, size)
+	} else {
+		buf = make([]byte, min(size, int64(opt.ChunkBytes)*int64(opt.InFlight+1)))
+	}
 	if err := p.place(buf, first, size, sum); err != nil {
 		return nil, err
 	}
 	off := min(int64(opt.ChunkBytes), size)
 	for off < size || len(p.pending) > 0 {
 		for off < size && len(p.pending) < opt.InFlight {
+			if end := min(off+int64(opt.ChunkBytes), size); end > int64(len(buf)) {
+				buf = append(buf, make([]byte, min(size, max(2*int64(len(buf)), end))-int64(len(buf)))...)
+			}
 			if err := p.request(ctx, off); err != nil {
 				return nil, err
 			}

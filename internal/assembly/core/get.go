@@ -117,7 +117,7 @@ func (c *Core) fetch(ctx context.Context, id ids.ObjectID, node ids.NodeID, size
 		// Bytes on their way in are accounted while they come (InFlightBytes).
 		c.inflight.Add(size)
 		defer c.inflight.Add(-size)
-		return c.pull(ctx, s, id, node)
+		return c.pull(ctx, s, id, node, size)
 	}
 	res, err := c.root.RequestFuture(s, &pb.GetObject{ObjectId: id[:]}, timeout).Result()
 	if err != nil {

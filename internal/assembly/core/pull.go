@@ -21,12 +21,14 @@ var pullOptions = transfer.Options{InFlight: 8}
 // pull reads an object from another node: over the node's data stream when it has one
 // (raw TCP, ~2 GB/s on loopback), else, or if the stream cannot be reached, in chunks
 // through its store shard grain (~0.6 GB/s). Both check a CRC-32C of the whole object. A
-// missing, unreadable or corrupt object is ErrObjectLost.
-func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids.NodeID) ([]byte, error) {
+// missing, unreadable or corrupt object is ErrObjectLost. size is the object's size as its
+// owner recorded it (0: unknown): a node that announces another is corrupt, and nothing
+// is allocated on its word alone.
+func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids.NodeID, size int64) ([]byte, error) {
 	var b []byte
 	err := errNoStream
 	if addr := c.cfg.Cluster.DataAddress(node); addr != "" {
-		b, err = transfer.Fetch(ctx, addr, id, transfer.FetchOptions{})
+		b, err = transfer.Fetch(ctx, addr, id, transfer.FetchOptions{Size: size})
 	}
 	if err != nil && !lost(err) && !errors.Is(err, syscall.ECONNREFUSED) && addrOf(c, node) != "" && netx.Refused(addrOf(c, node), time.Second) {
 		// A pooled connection broke (reset, EOF) and nothing listens there any more.
@@ -45,7 +47,9 @@ func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids
 		if !c.cfg.Cluster.Alive(node) || (s.Address != "" && netx.Refused(s.Address, time.Second)) {
 			return nil, fmt.Errorf("%w: %s: node %s is gone (%v)", ErrObjectLost, id, node, err)
 		}
-		b, err = transfer.Pull(ctx, c.root, s, id, pullOptions)
+		opt := pullOptions
+		opt.Size = size
+		b, err = transfer.Pull(ctx, c.root, s, id, opt)
 	}
 	switch {
 	case err == nil:

@@ -119,7 +119,7 @@ func TestPullFromADeadNodeIsLostAtOnce(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			start := time.Now()
-			_, err := c.pull(ctx, shard, id, "n2")
+			_, err := c.pull(ctx, shard, id, "n2", 1<<20)
 			if !errors.Is(err, ErrObjectLost) {
 				t.Fatalf("pull from a dead node: %v, want ErrObjectLost", err)
 			}
