@@ -668,6 +668,15 @@ func (n *Node) Store() *actor.PID { return n.objectStore() }
 // Dir is the node's session directory.
 func (n *Node) Dir() string { return n.dir }
 
+// DataAddress is the address of the node's object data server (objects/transfer's
+// stream), "" for a node not in a cluster.
+func (n *Node) DataAddress() string {
+	if n.data == nil {
+		return ""
+	}
+	return n.data.Addr()
+}
+
 // Stop stops everything Start started and removes what it created. It is safe to call
 // more than once.
 func (n *Node) Stop(ctx context.Context) error {
