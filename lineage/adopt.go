@@ -3,8 +3,6 @@ package lineage
 import (
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -87,20 +85,11 @@ func (a *Adoption) Adopt(o Object) []Action {
 	if rec == nil {
 		return append(acts, a.fail(o.ID, ReasonNoRecord, ""))
 	}
-	spec := &pb.TaskSpec{}
-	if err := proto.Unmarshal(rec, spec); err != nil {
+	// DecodeSpec checks what recreating relies on: the record is the task's own and its
+	// reference arguments name valid objects.
+	spec, args, err := DecodeSpec(tid, rec)
+	if err != nil {
 		return append(acts, a.fail(o.ID, ReasonRecordCorrupt, err.Error()))
-	}
-	var args []ids.ObjectID
-	for _, arg := range spec.Args {
-		if !arg.IsRef {
-			continue
-		}
-		aid, err := ids.ObjectIDFromBytes(arg.ObjectId)
-		if err != nil {
-			return append(acts, a.fail(o.ID, ReasonBadArgument, err.Error()))
-		}
-		args = append(args, aid)
 	}
 	return append(acts, Recreate{Object: o.ID, Spec: spec, Args: args})
 }
@@ -148,9 +137,7 @@ func (a *Adoption) fail(id ids.ObjectID, r Reason, detail string) FailObject {
 	case ReasonNoRecord:
 		why = "left no lineage record of the task that made it (submitted just before the owner died, or lineage is off)"
 	case ReasonRecordCorrupt:
-		why = "its lineage record is corrupt: " + detail
-	case ReasonBadArgument:
-		why = "its lineage record names a bad argument: " + detail
+		why = "its lineage record cannot be used: " + detail
 	default: // ReasonNotStarted
 		why = "its task could not be started again"
 	}

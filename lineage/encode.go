@@ -1,8 +1,12 @@
 package lineage
 
 import (
-	"google.golang.org/protobuf/encoding/protowire"
+	"fmt"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 )
 
@@ -107,4 +111,31 @@ func appendBool(dst []byte, num protowire.Number, v bool) []byte {
 	}
 	dst = protowire.AppendTag(dst, num, protowire.VarintType)
 	return append(dst, 1)
+}
+
+// DecodeSpec decodes the lineage record of task id (read back from the GCS) and returns
+// the spec with the IDs of the objects its arguments refer to. Besides the protobuf
+// decoding, it checks what reconstruction relies on: the record is the task's own (a
+// record under another task's key would re-create the wrong objects) and every reference
+// argument names a valid object ID.
+func DecodeSpec(id ids.TaskID, rec []byte) (*pb.TaskSpec, []ids.ObjectID, error) {
+	spec := &pb.TaskSpec{}
+	if err := proto.Unmarshal(rec, spec); err != nil {
+		return nil, nil, fmt.Errorf("lineage: record of task %s is corrupt: %w", id, err)
+	}
+	if string(spec.TaskId) != string(id[:]) {
+		return nil, nil, fmt.Errorf("lineage: record of task %s is corrupt: it describes task %x", id, spec.TaskId)
+	}
+	var refs []ids.ObjectID
+	for i, a := range spec.Args {
+		if !a.IsRef {
+			continue
+		}
+		oid, err := ids.ObjectIDFromBytes(a.ObjectId)
+		if err != nil {
+			return nil, nil, fmt.Errorf("lineage: record of task %s is corrupt: argument %d: %w", id, i+1, err)
+		}
+		refs = append(refs, oid)
+	}
+	return spec, refs, nil
 }

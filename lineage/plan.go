@@ -115,10 +115,9 @@ const (
 	ReasonNoRecord
 	// ReasonLineageUnreadable: the dead owner's lineage could not be read from the GCS.
 	ReasonLineageUnreadable
-	// ReasonRecordCorrupt: the record does not decode.
+	// ReasonRecordCorrupt: the record cannot be used (DecodeSpec): it does not decode, is
+	// another task's, or names an argument that is not an object ID.
 	ReasonRecordCorrupt
-	// ReasonBadArgument: the record names an argument that is not an object ID.
-	ReasonBadArgument
 	// ReasonNotStarted: the adopted task could not be started again.
 	ReasonNotStarted
 	// ReasonBudget: a Get recreated the object MaxReconstructions times and it is still
@@ -142,8 +141,6 @@ func (r Reason) String() string {
 		return "lineage-unreadable"
 	case ReasonRecordCorrupt:
 		return "record-corrupt"
-	case ReasonBadArgument:
-		return "bad-argument"
 	case ReasonNotStarted:
 		return "not-started"
 	case ReasonBudget:
