@@ -87,8 +87,11 @@ func Corpus(t testing.TB, target string, seeds [][]any) {
 			continue
 		}
 		got, err := os.ReadFile(p)
-		if err != nil || !bytes.Equal(got, b) {
-			t.Errorf("seed %s of %s is missing or stale (%v); regenerate with %s=1 go test -run Corpus", p, target, err, UpdateEnv)
+		switch {
+		case err != nil:
+			t.Errorf("seed %s of %s is missing (%v); regenerate with %s=1 go test -run Corpus", p, target, err, UpdateEnv)
+		case !bytes.Equal(got, b):
+			t.Errorf("seed %s of %s is stale (its generator changed, or is not deterministic); regenerate with %s=1 go test -run Corpus", p, target, UpdateEnv)
 		}
 	}
 }
