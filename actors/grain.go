@@ -836,9 +836,18 @@ func ReadCheckpoint(ctx context.Context, store gcs.Store, actorID string, index 
 	if len(kvs) == 0 {
 		return nil, fmt.Errorf("checkpoint %d of actor %s is missing", index, actorID)
 	}
+	parts := make([][]byte, len(kvs))
+	for i, kv := range kvs {
+		parts[i] = kv.Value
+	}
+	return decodeCheckpoint(actorID, index, parts)
+}
+
+// decodeCheckpoint decodes the parts of checkpoint index of actorID, in key order.
+func decodeCheckpoint(actorID string, index uint64, parts [][]byte) (*pb.ActorCheckpoint, error) {
 	var data []byte
-	for _, kv := range kvs {
-		data = append(data, kv.Value...)
+	for _, p := range parts {
+		data = append(data, p...)
 	}
 	ck := &pb.ActorCheckpoint{}
 	if err := proto.Unmarshal(data, ck); err != nil {

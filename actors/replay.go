@@ -24,6 +24,9 @@ import (
 // calls of the lost batch, whose callers' sequence numbers they pass (a chaos-suite
 // defect: 13 calls never answered, every later sum short by exactly their addends).
 
+// maxLogNumber bounds the batch numbers and indexes a method log may hold.
+const maxLogNumber = 1 << 63
+
 // resultKey names a call: its caller and sequence number.
 type resultKey struct {
 	caller string
@@ -56,8 +59,22 @@ func planReplay(kvs []gcs.KV, after uint64) (*replayPlan, error) {
 		if err := proto.Unmarshal(kv.Value, b); err != nil {
 			return nil, fmt.Errorf("method log key %s is corrupt: %w", kv.Key, err)
 		}
+		// The batch number decides which key a hole's orphans delete, and replay runs each
+		// entry's call: a batch under another number's key, or an entry without a call,
+		// is refused rather than acted on.
+		// Numbers near 2^64 would wrap the next batch or index to reuse old ones; counted
+		// up from 1, they never come near 2^63.
+		if _, n, err := gcs.ParseActorLogKey(kv.Key); err != nil || n != b.Batch || b.Batch >= maxLogNumber {
+			return nil, fmt.Errorf("method log key %s is corrupt: it holds batch %d", kv.Key, b.Batch)
+		}
 		bt := batch{b: b}
 		for i, e := range b.Entries {
+			if e.Spec == nil && !e.Skip {
+				return nil, fmt.Errorf("method log key %s is corrupt: entry %d (index %d) has no call", kv.Key, i, e.Index)
+			}
+			if e.Index >= maxLogNumber {
+				return nil, fmt.Errorf("method log key %s is corrupt: entry %d has index %d", kv.Key, i, e.Index)
+			}
 			if i == 0 || e.Index < bt.minIndex {
 				bt.minIndex = e.Index
 			}
