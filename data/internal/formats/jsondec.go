@@ -80,14 +80,24 @@ func (s *scan) str(scratch *[]byte) ([]byte, error) {
 	s.i++
 	start := s.i
 	// Fast path: no escapes.
+	high := false
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		if c == '"' {
 			s.i++
-			return s.b[start : s.i-1], nil
+			str := s.b[start : s.i-1]
+			if high && !utf8.Valid(str) {
+				*scratch = appendValidUTF8((*scratch)[:0], str)
+				return *scratch, nil
+			}
+			return str, nil
 		}
+		high = high || c >= utf8.RuneSelf
 		if c == '\\' {
 			break
+		}
+		if c < 0x20 {
+			return nil, s.errf("control character 0x%02x in a string (JSON escapes them)", c)
 		}
 		s.i++
 	}
@@ -98,7 +108,12 @@ func (s *scan) str(scratch *[]byte) ([]byte, error) {
 		switch {
 		case c == '"':
 			s.i++
+			if !utf8.Valid(buf) {
+				buf = appendValidUTF8(nil, buf)
+			}
 			return buf, nil
+		case c < 0x20:
+			return nil, s.errf("control character 0x%02x in a string (JSON escapes them)", c)
 		case c != '\\':
 			buf = append(buf, c)
 			s.i++
@@ -129,14 +144,21 @@ func (s *scan) str(scratch *[]byte) ([]byte, error) {
 				return nil, s.errf("bad \\u escape")
 			}
 			if utf16.IsSurrogate(r) {
-				r2 := utf8.RuneError
+				// A pair takes the next escape only if it completes it; otherwise the lone
+				// half becomes U+FFFD and the next escape is read on its own (as
+				// encoding/json does).
+				pair := utf8.RuneError
 				if s.i+1 < len(s.b) && s.b[s.i] == '\\' && s.b[s.i+1] == 'u' {
+					save := s.i
 					s.i += 2
 					if lo, ok := s.hex4(); ok {
-						r2 = lo
+						pair = utf16.DecodeRune(r, lo)
+					}
+					if pair == utf8.RuneError {
+						s.i = save
 					}
 				}
-				r = utf16.DecodeRune(r, r2)
+				r = pair
 			}
 			buf = utf8.AppendRune(buf, r)
 		default:
@@ -144,6 +166,21 @@ func (s *scan) str(scratch *[]byte) ([]byte, error) {
 		}
 	}
 	return nil, s.errf("unterminated string")
+}
+
+// appendValidUTF8 appends b to dst with every byte that is not part of valid UTF-8
+// replaced by U+FFFD, as encoding/json decodes strings: Arrow strings are UTF-8.
+func appendValidUTF8(dst, b []byte) []byte {
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+		} else {
+			dst = append(dst, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return dst
 }
 
 func (s *scan) hex4() (rune, bool) {
@@ -158,23 +195,63 @@ func (s *scan) hex4() (rune, bool) {
 	return rune(v), true
 }
 
-// number returns the text of the number at the cursor.
+// number returns the number at the cursor, as JSON writes them (RFC 8259:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?), or nil with the cursor unmoved if there
+// is none. Only JSON's form is taken: strconv would also accept "+1", "01" or "1_0".
 func (s *scan) number() []byte {
 	s.ws()
-	start := s.i
-	for s.i < len(s.b) {
-		switch c := s.b[s.i]; {
-		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
-			s.i++
-			continue
-		}
-		break
+	b, start := s.b, s.i
+	i := start
+	if i < len(b) && b[i] == '-' {
+		i++
 	}
-	return s.b[start:s.i]
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if i = digitsEnd(b, i); i == -1 {
+		return nil
+	}
+	if i < len(b) && b[i] == '.' {
+		if i = digitsEnd(b, i+1); i == -1 {
+			return nil
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i = digitsEnd(b, i); i == -1 {
+			return nil
+		}
+	}
+	s.i = i
+	return b[start:i]
 }
 
+// digitsEnd returns the index after the digits that start at b[i], or -1 if there are
+// none.
+func digitsEnd(b []byte, i int) int {
+	j := i
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+// maxSkipDepth bounds the nesting of the values skip skips (encoding/json's limit): the
+// recursion must not grow the stack without bound on a line of a million '['.
+const maxSkipDepth = 10000
+
 // skip skips one value of any kind.
-func (s *scan) skip() error {
+func (s *scan) skip() error { return s.skipNested(0) }
+
+func (s *scan) skipNested(depth int) error {
+	if depth > maxSkipDepth {
+		return s.errf("nested more than %d levels", maxSkipDepth)
+	}
 	switch c := s.peek(); c {
 	case '"':
 		_, err := s.str(&s.tmp)
@@ -198,7 +275,7 @@ func (s *scan) skip() error {
 					return err
 				}
 			}
-			if err := s.skip(); err != nil {
+			if err := s.skipNested(depth + 1); err != nil {
 				return err
 			}
 			switch s.peek() {
@@ -475,7 +552,7 @@ func (d *lineDecoder) decode(line []byte) error {
 	if err := d.fast.object(s); err != nil {
 		return err
 	}
-	if s.peek() != 0 {
+	if s.ws(); s.i < len(s.b) { // not peek: it also says 0 for a NUL byte
 		return s.errf("unexpected text after the object")
 	}
 	return nil
