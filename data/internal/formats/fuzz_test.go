@@ -2,7 +2,10 @@ package formats
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -98,6 +101,66 @@ func FuzzJSONLine(f *testing.F) {
 		defer again.Release()
 		if !array.RecordEqual(rec, again) {
 			t.Fatalf("%q decodes, written as %q, to another row", line, out.Bytes())
+		}
+	})
+}
+
+func readFileSeeds() [][]any {
+	return [][]any{
+		{[]byte("a,b,c\n1,2.5,x\n3,,y\n"), true},
+		{[]byte("a,b\n1\n"), true},   // a short row
+		{[]byte("a,\"b\nc\n"), true}, // an open quote
+		{[]byte("\xff\xfe,\x00\n1,2\n"), true},
+		{[]byte(""), true},
+		{[]byte(`{"i": 1, "s": "x", "l": [1, 2], "st": {"a": 1}}` + "\n" + `{"i": 2}` + "\n"), false},
+		{[]byte(`{"i": 1}` + "\n" + `{"i": "x"}` + "\n"), false}, // mixed types
+		{[]byte(`[1]` + "\n"), false},
+		{[]byte("\n\n"), false},
+	}
+}
+
+func TestFuzzReadFileCorpus(t *testing.T) { fuzzing.Corpus(t, "FuzzReadFile", readFileSeeds()) }
+
+// FuzzReadFile reads arbitrary files as CSV or JSON lines, schema inferred, as Dataset
+// reads do. It must fail or emit blocks of one schema; never panic (Arrow's CSV reader
+// panics on some input; the reader turns that into an error); leak no Arrow memory; and
+// allocate in proportion to the file.
+func FuzzReadFile(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte, csv bool) {
+		path := filepath.Join(t.TempDir(), "f")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		format := JSON
+		if csv {
+			format = CSV
+		}
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		var blocks []arrow.Record
+		defer func() { releaseAll(blocks) }()
+		var err error
+		fuzzing.CheckAlloc(t, 256*uint64(len(data))+8<<20, "reading a file", func() {
+			var units []Unit
+			if units, err = Plan(format, []string{path}, 1); err != nil {
+				return
+			}
+			for _, u := range units {
+				if err = Read(context.Background(), u, ReadOptions{Format: format, BatchRows: 256}, mem, func(r arrow.Record) error {
+					blocks = append(blocks, r)
+					return nil
+				}); err != nil {
+					return
+				}
+			}
+		})
+		if err != nil || len(blocks) == 0 {
+			return
+		}
+		for _, b := range blocks[1:] {
+			if !b.Schema().Equal(blocks[0].Schema()) {
+				t.Fatalf("blocks of two schemas: %s and %s", blocks[0].Schema(), b.Schema())
+			}
 		}
 	})
 }
