@@ -55,6 +55,9 @@ func unmarshalMember(b []byte, createRev int64) (MemberInfo, error) {
 	if m.ID == "" || m.Address == "" {
 		return MemberInfo{}, fmt.Errorf("membership: member record without id or address")
 	}
+	if m.Port < 1 || m.Port > 65535 { // protoactor keeps it as an int32: it would wrap
+		return MemberInfo{}, fmt.Errorf("membership: member record %s has port %d", m.ID, m.Port)
+	}
 	m.Rev = createRev
 	return m, nil
 }
