@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -99,7 +100,7 @@ func status(t *testing.T, args ...string) (Status, result) {
 }
 
 func TestCluster(t *testing.T) {
-	sess := t.TempDir()
+	sess := filepath.Join(t.TempDir(), "session") // made by the agent
 	// Whatever happens, no agent outlives the test (cleanups run before TempDir's).
 	t.Cleanup(func() { run(t, nil, "stop", "--force", "--session-dir", sess) })
 	port := freePort(t)
@@ -221,6 +222,9 @@ func TestCluster(t *testing.T) {
 	if _, r := status(t, "--address", addr, "--token", rotated); r.code != 0 {
 		t.Errorf("the new token: %+v", r)
 	}
+	// What the agents wrote (their directories, pid files, agent.json, logs, worker
+	// directories, the GCS's data) is for this user only: directories 0700, files 0600.
+	checkPrivate(t, sess)
 
 	// A stale pid file that names a live process which is not an agent (this test) is
 	// removed, and the process is not signalled.
@@ -261,6 +265,41 @@ func printedToken(t *testing.T, out string) string {
 	}
 	t.Fatalf("no join token in:\n%s", out)
 	return ""
+}
+
+// checkPrivate fails t for anything under root (root included) that others may read:
+// directories must be 0700 and files 0600.
+func checkPrivate(t *testing.T, root string) {
+	t.Helper()
+	files := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) { // a temporary file renamed meanwhile
+				return nil
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		want := os.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		} else {
+			files++
+		}
+		if info.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, info.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 5 {
+		t.Errorf("only %d files under %s", files, root)
+	}
 }
 
 // TestUsageErrors runs Main in this process: each fails before starting anything.

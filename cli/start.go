@@ -215,13 +215,14 @@ func classify(cfg agent.Config, err error) *exitError {
 
 // runAgent runs the agent in this process until SIGINT or SIGTERM (--block).
 func runAgent(c *ucli.Context, cfg agent.Config) error {
-	if err := os.MkdirAll(cfg.SessionDir, 0o755); err != nil {
+	// 0700 and 0600, as the agent's own files (internal/assembly/agent).
+	if err := os.MkdirAll(cfg.SessionDir, 0o700); err != nil {
 		return exitf(ExitError, "create the agent directory: %v", err)
 	}
 	pidFile := filepath.Join(cfg.SessionDir, pidFileName)
 	readyFile := filepath.Join(cfg.SessionDir, readyFileName)
 	errFile := filepath.Join(cfg.SessionDir, errorFileName)
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		return exitf(ExitError, "write %s: %v", pidFile, err)
 	}
 	defer func() {
@@ -344,11 +345,11 @@ func withoutEnv(environ []string, names ...string) []string {
 // to its agent.log) and waits until it is ready or failed.
 func startBackground(c *ucli.Context, cfg agent.Config) error {
 	logDir := filepath.Join(cfg.SessionDir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return exitf(ExitError, "create the agent directory: %v", err)
 	}
 	logPath := filepath.Join(logDir, "agent.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return exitf(ExitError, "open %s: %v", logPath, err)
 	}

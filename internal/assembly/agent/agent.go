@@ -80,8 +80,10 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 	if cfg.ID == "" {
 		cfg.ID = NewID()
 	}
+	// The session holds what is for this user only (job output and environments in the
+	// logs, the GCS's data): directories 0700, files 0600 (DESIGN §9).
 	for _, d := range []string{cfg.SessionDir, filepath.Join(cfg.SessionDir, "logs"), filepath.Join(cfg.SessionDir, "workers")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("agent: session directory: %w", err)
 		}
 	}

@@ -29,7 +29,7 @@ func startProc(argv []string, env []string, dir, logPath string) (*proc, error) 
 	if len(argv) == 0 {
 		return nil, errors.New("empty command")
 	}
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}

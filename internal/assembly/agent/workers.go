@@ -341,7 +341,7 @@ func (m *workerManager) logPath(job string) string {
 func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo) error {
 	a := m.a
 	dir := m.workerDir(w.job)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	env := append(baseEnv(a.cfg.Environ), workerenv.Worker{

@@ -260,7 +260,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.ownDir = true
 	} else {
 		n.dir = cfg.Dir
-		if err = os.MkdirAll(n.dir, 0o755); err != nil {
+		if err = os.MkdirAll(n.dir, 0o700); err != nil {
 			return nil, fmt.Errorf("node: session directory %s: %w", n.dir, err)
 		}
 	}
