@@ -25,7 +25,9 @@ var (
 	ErrObjectLost = core.ErrObjectLost
 	// ErrCancelled: the task was cancelled with Cancel.
 	ErrCancelled = errors.New("ray: task cancelled")
-	// ErrObjectTooLarge: a value is larger than the whole object store of its node.
+	// ErrObjectTooLarge: a value is larger than the whole object store of its node, whether
+	// Put or a task returns it (a *TaskError matches it then). See the README's "Object
+	// sizes".
 	ErrObjectTooLarge = core.ErrObjectTooLarge
 	// ErrNoCredentials: Init was to join a secure cluster without credentials (a join
 	// token, or GCS credential files), or the cluster refused them.
@@ -58,9 +60,11 @@ func (e *TaskError) Error() string {
 	return b.String()
 }
 
-// Is lets errors.Is match ErrCancelled, ErrObjectLost and ErrActorDied.
+// Is lets errors.Is match ErrCancelled, ErrObjectLost, ErrActorDied and ErrObjectTooLarge.
 func (e *TaskError) Is(target error) bool {
 	switch target {
+	case ErrObjectTooLarge:
+		return e.kind == pb.ErrorInfo_OBJECT_TOO_LARGE
 	case ErrCancelled:
 		return e.kind == pb.ErrorInfo_CANCELLED
 	case ErrObjectLost:

@@ -195,17 +195,41 @@ func TestInitAndShutdown(t *testing.T) {
 		}
 	})
 
-	t.Run("a Put larger than the object store fails at once", func(t *testing.T) {
+	t.Run("an object larger than the object store is refused, from Put or a task", func(t *testing.T) {
 		ctx, err := Init(context.Background(), WithNumCPUs(1), WithObjectStoreMemory(1<<20))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer Shutdown(ctx)
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
 		if _, err := Put(ctx, make([]byte, 2<<20)); !errors.Is(err, ErrObjectTooLarge) || !strings.Contains(err.Error(), "WithObjectStoreMemory") {
 			t.Fatalf("oversized Put: %v", err)
 		}
 		if _, err := Put(ctx, make([]byte, 512<<10)); err != nil {
 			t.Fatalf("a Put within the budget: %v", err)
+		}
+		// The same rule for a task's result (it used to be accepted and held over the
+		// budget): the task fails, at its first attempt (retrying gives the same size).
+		retried := nodeOf(ctx).Core.Stats().Retried.Load()
+		_, err = Get(ctx, big.Options(MaxRetries(3)).Remote(ctx, V(256<<10))) // 2 MiB of int64
+		var te *TaskError
+		if !errors.Is(err, ErrObjectTooLarge) || !errors.As(err, &te) || !strings.Contains(err.Error(), "WithObjectStoreMemory") {
+			t.Fatalf("a task returning 2 MiB into a 1 MiB store: %v", err)
+		}
+		if n := nodeOf(ctx).Core.Stats().Retried.Load(); n != retried {
+			t.Errorf("the task was retried %d times", n-retried)
+		}
+		if v, err := Get(ctx, big.Remote(ctx, V(64<<10))); err != nil || len(v) != 64<<10 {
+			t.Fatalf("a result within the budget: %d values, %v", len(v), err)
+		}
+		// And for an actor method's.
+		h := blobberClass.Remote(ctx)
+		if _, err := Get(ctx, blobberMake.Remote(ctx, h, V(2<<20))); !errors.Is(err, ErrObjectTooLarge) {
+			t.Fatalf("an actor method returning 2 MiB into a 1 MiB store: %v", err)
+		}
+		if b, err := Get(ctx, blobberMake.Remote(ctx, h, V(300<<10))); err != nil || len(b) != 300<<10 {
+			t.Fatalf("an actor method's result within the budget: %d bytes, %v", len(b), err)
 		}
 	})
 
@@ -223,6 +247,13 @@ func TestInitAndShutdown(t *testing.T) {
 		}
 	})
 }
+
+type blobber struct{}
+
+var (
+	blobberClass = Actor("test.Blobber", func() *blobber { return &blobber{} })
+	blobberMake  = Method1(blobberClass, "Make", func(_ *blobber, _ context.Context, n int) ([]byte, error) { return make([]byte, n), nil })
+)
 
 var depthTask *Func1[int, int]
 

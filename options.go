@@ -38,9 +38,10 @@ func WithResources(r map[string]float64) InitOption {
 }
 
 // WithObjectStoreMemory sets the node's object store budget in bytes (default 30% of the
-// machine's memory). A Put larger than the whole budget fails at once with
-// ErrObjectTooLarge; beyond the budget, least recently used objects spill to disk in the
-// node's directory (see WithDir) and are read back transparently.
+// machine's memory). An object larger than the whole budget is refused with
+// ErrObjectTooLarge, whether Put or a task returns it (the task fails, not retried);
+// beyond the budget, least recently used objects spill to disk in the node's directory
+// (see WithDir) and are read back transparently.
 func WithObjectStoreMemory(bytes int64) InitOption {
 	return func(c *initConfig) { c.objectStoreBytes = bytes }
 }

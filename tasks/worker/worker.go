@@ -13,6 +13,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/objects"
 	"github.com/ray-go/ray/tasks"
 )
 
@@ -32,6 +33,9 @@ const maxResultHold = time.Millisecond
 type Env struct {
 	Node        ids.NodeID
 	InlineLimit int
+	// StoreBytes is the node's object store budget: a larger result fails the task with
+	// objects.ErrObjectTooLarge (objects.CheckFits; 0: no limit).
+	StoreBytes int64
 	// Store returns the node's store shard (resolved once by the caller).
 	Store func() *actor.PID
 	// Raylet returns the node's scheduler, which lends a blocked task's CPU out (nil: the
@@ -353,7 +357,7 @@ func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.
 	if !ok {
 		return Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function}).Error(), "", w.env.Node)
 	}
-	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, Store: w.env.Store, Fetch: w.env.Fetch, Root: root, Nested: w.env.Nested, Meta: w.env.Meta}
+	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, StoreBytes: w.env.StoreBytes, Store: w.env.Store, Fetch: w.env.Fetch, Root: root, Nested: w.env.Nested, Meta: w.env.Meta}
 	return r.Run(ctx, w.env.Context(ctx, spec, self), spec, fn.Call)
 }
 
@@ -363,6 +367,7 @@ func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.
 type Runner struct {
 	Node        ids.NodeID
 	InlineLimit int
+	StoreBytes  int64 // a larger result fails (objects.CheckFits); 0: no limit
 	Store       func() *actor.PID
 	Fetch       func(ctx context.Context, arg *pb.Arg) ([]byte, error)
 	Root        *actor.RootContext
@@ -428,6 +433,11 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 		limit = DefaultInlineLimit
 	}
 	if len(out) > limit {
+		if err := objects.CheckFits(int64(len(out)), r.StoreBytes); err != nil {
+			// Not retried: the same task gives the same size (as Ray fails a task whose
+			// return does not fit its store with ObjectStoreFullError).
+			return fail(pb.ErrorInfo_OBJECT_TOO_LARGE, "its result is refused: "+err.Error(), "")
+		}
 		store := r.Store()
 		if store == nil {
 			return fail(pb.ErrorInfo_SYSTEM, "no object store shard on this node", "")

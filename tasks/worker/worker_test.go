@@ -61,7 +61,7 @@ type harness struct {
 	n       uint64
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T, opts ...func(*Env)) *harness {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := &harness{t: t, sys: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet })),
@@ -100,6 +100,9 @@ func newHarness(t *testing.T) *harness {
 		Fetch: func(_ context.Context, a *pb.Arg) ([]byte, error) {
 			return nil, errors.New("object is gone")
 		},
+	}
+	for _, o := range opts {
+		o(&env)
 	}
 	if err := env.Validate(); err != nil {
 		t.Fatal(err)
@@ -206,6 +209,23 @@ func TestLargeResultGoesToTheStore(t *testing.T) {
 	tid, _ := ids.TaskIDFromBytes(s.TaskId)
 	if oid := ids.ReturnID(tid, 1); string(put.ObjectId) != string(oid[:]) || len(put.Data) != DefaultInlineLimit+1 {
 		t.Fatalf("put %x (%d bytes)", put.ObjectId, len(put.Data))
+	}
+}
+
+// TestResultLargerThanTheStore: a result larger than the node's whole object store fails
+// the task with OBJECT_TOO_LARGE (not retried by its owner) and is not sent to the store:
+// the same rule as a Put's (objects.CheckFits).
+func TestResultLargerThanTheStore(t *testing.T) {
+	h := newHarness(t, func(e *Env) { e.StoreBytes = DefaultInlineLimit })
+	h.lease(h.spec("wt.big"))
+	r := h.result()
+	if r.Error == nil || r.Error.Kind != pb.ErrorInfo_OBJECT_TOO_LARGE || !strings.Contains(r.Error.Message, "WithObjectStoreMemory") || r.InStore {
+		t.Fatalf("result %+v, want OBJECT_TOO_LARGE", r)
+	}
+	select {
+	case p := <-h.puts:
+		t.Fatalf("the result was sent to the store (%d bytes)", len(p.Data))
+	default:
 	}
 }
 

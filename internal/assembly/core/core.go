@@ -27,8 +27,9 @@ var ErrShutdown = errors.New("ray: runtime is shut down")
 // or it is owned by another process.
 var ErrUnknownObject = errors.New("ray: object is unknown to this process")
 
-// ErrObjectTooLarge is returned for an object larger than the whole object store.
-var ErrObjectTooLarge = errors.New("ray: object larger than the object store")
+// ErrObjectTooLarge is returned for an object larger than the whole object store
+// (objects.CheckFits).
+var ErrObjectTooLarge = objects.ErrObjectTooLarge
 
 // ErrObjectLost is returned when an object's bytes cannot be found where they should be.
 var ErrObjectLost = errors.New("ray: object lost")

@@ -155,9 +155,8 @@ func (tc *TaskContext) PutNested(data []byte, nested []Nested) (ids.ObjectID, er
 		return id, ErrShutdown
 	default:
 	}
-	if c.cfg.StoreBytes > 0 && int64(len(data)) > c.cfg.StoreBytes {
-		return id, fmt.Errorf("%w: %d bytes do not fit in the node's object store of %d bytes "+
-			"(raise it with ray.WithObjectStoreMemory)", ErrObjectTooLarge, len(data), c.cfg.StoreBytes)
+	if err := objects.CheckFits(int64(len(data)), c.cfg.StoreBytes); err != nil {
+		return id, err
 	}
 	v := objects.Value{Data: data, Size: int64(len(data))}
 	if len(data) > c.cfg.InlineLimit {
