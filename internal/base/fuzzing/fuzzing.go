@@ -13,15 +13,17 @@
 // Seeds: a target's seed corpus is testdata/fuzz/<target>/ in its package, which `go test`
 // runs as ordinary test cases and `go test -fuzz` starts from. The seeds are valid
 // encodings made by the package's own encoders plus edge cases, listed in code; Corpus
-// checks that the files match the list, and rewrites them when RAY_GO_UPDATE_CORPUS=1:
+// checks that the files match the list, and rewrites them with -update-corpus (a flag of
+// the test binaries of the packages that have fuzz targets):
 //
-//	RAY_GO_UPDATE_CORPUS=1 go test -run Corpus ./...
+//	go test -run Corpus ./objects/shard -update-corpus
 //
 // It imports only the standard library and is used only by tests.
 package fuzzing
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,18 +49,17 @@ func CheckAlloc(t testing.TB, limit uint64, what string, fn func()) {
 	}
 }
 
-// UpdateEnv set to 1 makes Corpus write the seed files instead of checking them.
-const UpdateEnv = "RAY_GO_UPDATE_CORPUS"
+// update makes Corpus write the seed files instead of checking them.
+var update = flag.Bool("update-corpus", false, "rewrite the fuzz targets' seed corpora (testdata/fuzz/<target>/seed-NN) from code")
 
 // Corpus checks that testdata/fuzz/<target>/seed-NN (in the test's working directory, its
 // package) hold exactly seeds, each the argument list of one call of the fuzz function
 // (values of the types it takes: []byte, string, bool, the integer types). With
-// RAY_GO_UPDATE_CORPUS=1 it writes them instead, removing stale seed files. Files that
+// -update-corpus it writes them instead, removing stale seed files. Files that
 // `go test -fuzz` added (named by hash, not seed-NN) are left alone.
 func Corpus(t testing.TB, target string, seeds [][]any) {
 	t.Helper()
 	dir := filepath.Join("testdata", "fuzz", target)
-	update := os.Getenv(UpdateEnv) == "1"
 	want := map[string][]byte{}
 	for i, s := range seeds {
 		want[fmt.Sprintf("seed-%02d", i)] = marshal(t, s)
@@ -66,21 +67,21 @@ func Corpus(t testing.TB, target string, seeds [][]any) {
 	old, _ := filepath.Glob(filepath.Join(dir, "seed-*"))
 	for _, p := range old {
 		if _, ok := want[filepath.Base(p)]; !ok {
-			if !update {
-				t.Errorf("%s is not a seed of %s any more; regenerate with %s=1 go test -run Corpus", p, target, UpdateEnv)
+			if !*update {
+				t.Errorf("%s is not a seed of %s any more; regenerate with go test -run Corpus -update-corpus", p, target)
 			} else if err := os.Remove(p); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if update {
+	if *update {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for name, b := range want {
 		p := filepath.Join(dir, name)
-		if update {
+		if *update {
 			if err := os.WriteFile(p, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -89,9 +90,9 @@ func Corpus(t testing.TB, target string, seeds [][]any) {
 		got, err := os.ReadFile(p)
 		switch {
 		case err != nil:
-			t.Errorf("seed %s of %s is missing (%v); regenerate with %s=1 go test -run Corpus", p, target, err, UpdateEnv)
+			t.Errorf("seed %s of %s is missing (%v); regenerate with go test -run Corpus -update-corpus", p, target, err)
 		case !bytes.Equal(got, b):
-			t.Errorf("seed %s of %s is stale (its generator changed, or is not deterministic); regenerate with %s=1 go test -run Corpus", p, target, UpdateEnv)
+			t.Errorf("seed %s of %s is stale (its generator changed, or is not deterministic); regenerate with go test -run Corpus -update-corpus", p, target)
 		}
 	}
 }
