@@ -5,7 +5,9 @@
 //     object, actor and node IDs), pb (every wire message), gcs (the GCS Store interface,
 //     its etcd implementation, the in-memory fake and their conformance suite, the
 //     group-commit writer and record pages), dispatch (the mailbox goroutine pool and the
-//     message counter), netx, workerenv (the agent/worker-process contract).
+//     message counter), netx, workerenv (the agent/worker-process contract), identity
+//     (the cluster CA, certificates and join token); and two packages of test support,
+//     fuzzing (allocation bounds, seed corpora) and scenario (the pure packages' scripts).
 //   - the domain packages, outside internal/: objects, lineage, tasks, actors.
 //   - internal/assembly: what puts the domain together into a running system: membership
 //     (our protoactor ClusterProvider and IdentityLookup over the GCS), core (the

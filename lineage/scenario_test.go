@@ -3,10 +3,7 @@ package lineage
 import (
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
-	"reflect"
-	"strconv"
+	"github.com/ray-go/ray/internal/base/scenario"
 	"strings"
 	"testing"
 
@@ -62,104 +59,30 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 // go test ./lineage -run TestScenarios -rewrite regenerates the expected output; review
 // the diff before committing it.
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no scenarios in testdata")
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
-	}
-}
-
-type block struct {
-	prefix   []string // comments and blank lines before the command
-	line     int      // of the command
-	cmd      string
-	expected []string
-}
-
-func parseScript(t *testing.T, path string) (blocks []block, trailer []string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	var prefix []string
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			prefix = append(prefix, l)
-			continue
+	scenario.Run(t, "testdata/*.txt", scenario.Options{Rewrite: *rewrite, Subject: true}, func(t *testing.T) scenario.Step {
+		w := newWorld()
+		return func(where, name string, args map[string]string) []string {
+			w.out = nil
+			if err := w.run(name, args); err != nil {
+				w.out = append(w.out, "error: "+err.Error())
+			}
+			if w.err != nil {
+				t.Errorf("%s: %s: broken promise: %v", where, name, w.err)
+				w.err = nil
+			}
+			if len(w.out) == 0 {
+				return []string{"no actions"}
+			}
+			return w.out
 		}
-		b := block{prefix: prefix, line: i + 1, cmd: strings.TrimSpace(l)}
-		prefix = nil
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: want ---- after the command", path, i+1)
-		}
-		for i += 2; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
-			b.expected = append(b.expected, lines[i])
-		}
-		if i < len(lines) {
-			i-- // leave the blank line to the next block's prefix
-		}
-		blocks = append(blocks, b)
-	}
-	return blocks, prefix
-}
-
-func runScript(t *testing.T, path string) {
-	blocks, trailer := parseScript(t, path)
-	w := newWorld()
-	var out strings.Builder
-	for _, b := range blocks {
-		for _, p := range b.prefix {
-			out.WriteString(p + "\n")
-		}
-		where := fmt.Sprintf("%s:%d", path, b.line)
-		name, args, err := parseCommand(b.cmd)
-		if err != nil {
-			t.Fatalf("%s: %v", where, err)
-		}
-		w.out = nil
-		if err := w.run(name, args); err != nil {
-			w.out = append(w.out, "error: "+err.Error())
-		}
-		if w.err != nil {
-			t.Errorf("%s: %s: broken promise: %v", where, b.cmd, w.err)
-			w.err = nil
-		}
-		got := w.out
-		if len(got) == 0 {
-			got = []string{"no actions"}
-		}
-		if !*rewrite && !reflect.DeepEqual(got, b.expected) {
-			t.Errorf("%s: %s\n got:\n\t%s\nwant:\n\t%s", where, b.cmd,
-				strings.Join(got, "\n\t"), strings.Join(b.expected, "\n\t"))
-		}
-		out.WriteString(b.cmd + "\n----\n")
-		for _, l := range got {
-			out.WriteString(l + "\n")
-		}
-	}
-	for _, p := range trailer {
-		out.WriteString(p + "\n")
-	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
 // run carries out one command; an error is the script's mistake or a refused event
 // (printed as "error: ...").
 func (w *world) run(name string, args map[string]string) error {
-	r := &argReader{args: args}
-	subject := r.str("_", false)
+	r := scenario.NewArgs(args)
+	subject := r.Str("_", false)
 	need := func() error {
 		if subject == "" {
 			return fmt.Errorf("%s needs a subject", name)
@@ -171,9 +94,9 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := need(); err != nil {
 			return err
 		}
-		t := &wtask{name: subject, args: r.list("args"), attempt: int32(r.int("attempt")), maxRetries: int32(r.int("max-retries"))}
-		running := r.bool("running")
-		if err := r.done(); err != nil {
+		t := &wtask{name: subject, args: r.List("args"), attempt: int32(r.Int("attempt")), maxRetries: int32(r.Int("max-retries"))}
+		running := r.Bool("running")
+		if err := r.Done(); err != nil {
 			return err
 		}
 		w.object(subject)
@@ -192,7 +115,7 @@ func (w *world) run(name string, args map[string]string) error {
 			return err
 		}
 		var o *wobject
-		if r.bool("put") {
+		if r.Bool("put") {
 			o = w.put(subject)
 		} else {
 			o = w.object(subject)
@@ -200,8 +123,8 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := w.setValue(o, r); err != nil {
 			return err
 		}
-		o.corrupt, o.borrowed = r.bool("corrupt"), r.bool("borrowed")
-		if err := r.done(); err != nil {
+		o.corrupt, o.borrowed = r.Bool("corrupt"), r.Bool("borrowed")
+		if err := r.Done(); err != nil {
 			return err
 		}
 		line := w.facts(subject).String()
@@ -216,8 +139,8 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := need(); err != nil {
 			return err
 		}
-		rec := &wrecord{args: r.list("args"), corrupt: r.bool("corrupt"), badArg: r.bool("bad-arg")}
-		if err := r.done(); err != nil {
+		rec := &wrecord{args: r.List("args"), corrupt: r.Bool("corrupt"), badArg: r.Bool("bad-arg")}
+		if err := r.Done(); err != nil {
 			return err
 		}
 		w.object(subject)
@@ -237,7 +160,7 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := need(); err != nil {
 			return err
 		}
-		if err := r.done(); err != nil {
+		if err := r.Done(); err != nil {
 			return err
 		}
 		w.dead[subject] = true
@@ -246,7 +169,7 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := need(); err != nil {
 			return err
 		}
-		if err := r.done(); err != nil {
+		if err := r.Done(); err != nil {
 			return err
 		}
 		o := w.objs[subject]
@@ -255,7 +178,7 @@ func (w *world) run(name string, args map[string]string) error {
 		}
 		w.reconstruct(o.id)
 	case "Deliver":
-		if err := r.done(); err != nil {
+		if err := r.Done(); err != nil {
 			return err
 		}
 		w.deliver()
@@ -263,7 +186,7 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := need(); err != nil {
 			return err
 		}
-		if err := r.done(); err != nil {
+		if err := r.Done(); err != nil {
 			return err
 		}
 		return w.freed(subject)
@@ -275,7 +198,7 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := w.setValue(o, r); err != nil {
 			return err
 		}
-		if err := r.done(); err != nil {
+		if err := r.Done(); err != nil {
 			return err
 		}
 		if o.state != Ready {
@@ -286,7 +209,7 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := need(); err != nil {
 			return err
 		}
-		if err := r.done(); err != nil {
+		if err := r.Done(); err != nil {
 			return err
 		}
 		return w.cancel(subject)
@@ -294,7 +217,7 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := need(); err != nil {
 			return err
 		}
-		if err := r.done(); err != nil {
+		if err := r.Done(); err != nil {
 			return err
 		}
 		return w.argsFailed(subject)
@@ -302,8 +225,8 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := need(); err != nil {
 			return err
 		}
-		obj := r.str("obj", true)
-		if err := r.done(); err != nil {
+		obj := r.Str("obj", true)
+		if err := r.Done(); err != nil {
 			return err
 		}
 		return w.startGet(subject, obj)
@@ -311,8 +234,8 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := need(); err != nil {
 			return err
 		}
-		unreadable := r.bool("unreadable")
-		if err := r.done(); err != nil {
+		unreadable := r.Bool("unreadable")
+		if err := r.Done(); err != nil {
 			return err
 		}
 		w.ownerDied(subject, unreadable)
@@ -323,17 +246,17 @@ func (w *world) run(name string, args map[string]string) error {
 }
 
 // setValue reads a value's keys: inline, store=NODE, err=KIND, pending, unknown.
-func (w *world) setValue(o *wobject, r *argReader) error {
+func (w *world) setValue(o *wobject, r *scenario.Args) error {
 	set := 0
-	if r.bool("inline") {
+	if r.Bool("inline") {
 		o.state, o.val = Ready, Value{}
 		set++
 	}
-	if n := r.str("store", false); n != "" {
+	if n := r.Str("store", false); n != "" {
 		o.state, o.val = Ready, Value{InStore: true, Node: ids.NodeID(n)}
 		set++
 	}
-	if k := r.str("err", false); k != "" {
+	if k := r.Str("err", false); k != "" {
 		kind, ok := pb.ErrorInfo_Kind_value[k]
 		if !ok {
 			return fmt.Errorf("unknown error kind %q", k)
@@ -341,11 +264,11 @@ func (w *world) setValue(o *wobject, r *argReader) error {
 		o.state, o.val = Ready, Value{Failed: true, Err: pb.ErrorInfo_Kind(kind)}
 		set++
 	}
-	if r.bool("pending") {
+	if r.Bool("pending") {
 		o.state, o.val = Pending, Value{}
 		set++
 	}
-	if r.bool("unknown") {
+	if r.Bool("unknown") {
 		o.state, o.val = Unknown, Value{}
 		set++
 	}
@@ -360,116 +283,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// parseCommand splits `Name subject k=v k="v w" flag` into the name and its arguments;
-// the subject is the argument "_".
-func parseCommand(line string) (string, map[string]string, error) {
-	var toks []string
-	for i := 0; i < len(line); {
-		if line[i] == ' ' || line[i] == '\t' {
-			i++
-			continue
-		}
-		j := i
-		for j < len(line) && line[j] != ' ' && line[j] != '\t' {
-			if line[j] == '"' { // a quoted value runs to its closing quote
-				k := j + 1
-				for k < len(line) && line[k] != '"' {
-					if line[k] == '\\' {
-						k++
-					}
-					k++
-				}
-				if k >= len(line) {
-					return "", nil, fmt.Errorf("unterminated quote in %q", line)
-				}
-				j = k
-			}
-			j++
-		}
-		toks = append(toks, line[i:j])
-		i = j
-	}
-	if len(toks) == 0 {
-		return "", nil, fmt.Errorf("empty command")
-	}
-	args := map[string]string{}
-	for i, tok := range toks[1:] {
-		k, v, ok := strings.Cut(tok, "=")
-		switch {
-		case !ok && i == 0:
-			k, v = "_", tok
-		case !ok:
-			v = "true"
-		case strings.HasPrefix(v, `"`):
-			uv, err := strconv.Unquote(v)
-			if err != nil {
-				return "", nil, fmt.Errorf("bad quoted value %s: %v", v, err)
-			}
-			v = uv
-		}
-		if _, dup := args[k]; dup {
-			return "", nil, fmt.Errorf("key %q given twice", k)
-		}
-		args[k] = v
-	}
-	return toks[0], args, nil
-}
-
-// argReader takes typed values out of a command's arguments and reports unknown keys.
-type argReader struct {
-	args map[string]string
-	err  error
-}
-
-func (r *argReader) str(k string, required bool) string {
-	v, ok := r.args[k]
-	if !ok && required && r.err == nil {
-		r.err = fmt.Errorf("missing %s=", k)
-	}
-	delete(r.args, k)
-	return v
-}
-
-func (r *argReader) int(k string) int {
-	v := r.str(k, false)
-	if v == "" {
-		return 0
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil && r.err == nil {
-		r.err = fmt.Errorf("%s=%q: %v", k, v, err)
-	}
-	return n
-}
-
-func (r *argReader) bool(k string) bool {
-	v := r.str(k, false)
-	if v == "" {
-		return false
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil && r.err == nil {
-		r.err = fmt.Errorf("%s=%q: %v", k, v, err)
-	}
-	return b
-}
-
-func (r *argReader) list(k string) []string {
-	v := r.str(k, false)
-	if v == "" {
-		return nil
-	}
-	return strings.Split(v, ",")
-}
-
-func (r *argReader) done() error {
-	if r.err != nil {
-		return r.err
-	}
-	for k := range r.args {
-		return fmt.Errorf("unknown key %q", k)
-	}
-	return nil
 }

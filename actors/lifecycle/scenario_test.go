@@ -4,11 +4,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
+	"github.com/ray-go/ray/internal/base/scenario"
 	"reflect"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -44,83 +42,28 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 // go test ./actors/lifecycle -run TestScenarios -rewrite regenerates the expected output;
 // review the diff before committing it.
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no scenarios in testdata")
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
-	}
-}
-
-type block struct {
-	prefix   []string // comments and blank lines before the command
-	line     int      // of the command
-	cmd      string
-	expected []string
-}
-
-func parseScript(t *testing.T, path string) (blocks []block, trailer []string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	var prefix []string
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			prefix = append(prefix, l)
-			continue
-		}
-		b := block{prefix: prefix, line: i + 1, cmd: strings.TrimSpace(l)}
-		prefix = nil
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("%s:%d: want ---- after the command", path, i+1)
-		}
-		for i += 2; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
-			b.expected = append(b.expected, lines[i])
-		}
-		if i < len(lines) {
-			i-- // leave the blank line to the next block's prefix
-		}
-		blocks = append(blocks, b)
-	}
-	return blocks, prefix
-}
-
-func runScript(t *testing.T, path string) {
-	blocks, trailer := parseScript(t, path)
-	var (
-		s       State
-		created bool
-		out     strings.Builder
-	)
-	for _, b := range blocks {
-		for _, p := range b.prefix {
-			out.WriteString(p + "\n")
-		}
-		where := fmt.Sprintf("%s:%d", path, b.line)
-		name, args, err := parseCommand(b.cmd)
-		if err != nil {
-			t.Fatalf("%s: %v", where, err)
-		}
+	scenario.Run(t, "testdata/*.txt", scenario.Options{Rewrite: *rewrite}, func(t *testing.T) scenario.Step {
 		var (
-			acts []Action
-			serr error
+			s       State
+			created bool
 		)
-		if name == "New" {
-			cfg, err := configFromArgs(args)
-			if err != nil {
-				t.Fatalf("%s: %v", where, err)
+		return func(where, name string, args map[string]string) []string {
+			var (
+				acts []Action
+				serr error
+			)
+			if name == "New" {
+				cfg, err := configFromArgs(args)
+				if err != nil {
+					t.Fatalf("%s: %v", where, err)
+				}
+				s, acts, serr = New(cfg)
+				created = serr == nil
+				if serr != nil {
+					return []string{"error: " + serr.Error()} // there is no state to show
+				}
+				return render(s, acts, serr)
 			}
-			s, acts, serr = New(cfg)
-			created = serr == nil
-		} else {
 			if !created {
 				t.Fatalf("%s: %s before New", where, name)
 			}
@@ -133,28 +76,9 @@ func runScript(t *testing.T, path string) {
 			if err := checkStep(prev, e, s, acts, serr); err != nil {
 				t.Errorf("%s: invariant: %v", where, err)
 			}
+			return render(s, acts, serr)
 		}
-		got := render(s, acts, serr)
-		if name == "New" && serr != nil {
-			got = []string{"error: " + serr.Error()} // there is no state to show
-		}
-		if !*rewrite && !reflect.DeepEqual(got, b.expected) {
-			t.Errorf("%s: %s\n got:\n\t%s\nwant:\n\t%s", where, b.cmd,
-				strings.Join(got, "\n\t"), strings.Join(b.expected, "\n\t"))
-		}
-		out.WriteString(b.cmd + "\n----\n")
-		for _, l := range got {
-			out.WriteString(l + "\n")
-		}
-	}
-	for _, p := range trailer {
-		out.WriteString(p + "\n")
-	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
 func render(s State, acts []Action, err error) []string {
@@ -172,145 +96,48 @@ func render(s State, acts []Action, err error) []string {
 	return lines
 }
 
-// parseCommand splits `Name k=v k="v w" flag` into the name and its arguments.
-func parseCommand(line string) (string, map[string]string, error) {
-	var toks []string
-	for i := 0; i < len(line); {
-		if line[i] == ' ' || line[i] == '\t' {
-			i++
-			continue
-		}
-		j := i
-		for j < len(line) && line[j] != ' ' && line[j] != '\t' {
-			if line[j] == '"' { // a quoted value runs to its closing quote
-				k := j + 1
-				for k < len(line) && line[k] != '"' {
-					if line[k] == '\\' {
-						k++
-					}
-					k++
-				}
-				if k >= len(line) {
-					return "", nil, fmt.Errorf("unterminated quote in %q", line)
-				}
-				j = k
-			}
-			j++
-		}
-		toks = append(toks, line[i:j])
-		i = j
-	}
-	if len(toks) == 0 {
-		return "", nil, fmt.Errorf("empty command")
-	}
-	args := map[string]string{}
-	for _, tok := range toks[1:] {
-		k, v, ok := strings.Cut(tok, "=")
-		if !ok {
-			v = "true"
-		} else if strings.HasPrefix(v, `"`) {
-			uv, err := strconv.Unquote(v)
-			if err != nil {
-				return "", nil, fmt.Errorf("bad quoted value %s: %v", v, err)
-			}
-			v = uv
-		}
-		if _, dup := args[k]; dup {
-			return "", nil, fmt.Errorf("key %q given twice", k)
-		}
-		args[k] = v
-	}
-	return toks[0], args, nil
-}
-
-// argReader takes typed values out of a command's arguments and reports unknown keys.
-type argReader struct {
-	args map[string]string
-	err  error
-}
-
-func (r *argReader) str(k string, required bool) string {
-	v, ok := r.args[k]
-	if !ok && required && r.err == nil {
-		r.err = fmt.Errorf("missing %s=", k)
-	}
-	delete(r.args, k)
-	return v
-}
-
-func (r *argReader) uint(k string) uint64 {
-	v := r.str(k, true)
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil && r.err == nil {
-		r.err = fmt.Errorf("%s=%q: %v", k, v, err)
-	}
-	return n
-}
-
-func (r *argReader) bool(k string) bool {
-	v := r.str(k, false)
-	if v == "" {
-		return false
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil && r.err == nil {
-		r.err = fmt.Errorf("%s=%q: %v", k, v, err)
-	}
-	return b
-}
-
-func (r *argReader) done() error {
-	if r.err != nil {
-		return r.err
-	}
-	for k := range r.args {
-		return fmt.Errorf("unknown key %q", k)
-	}
-	return nil
-}
-
 func configFromArgs(args map[string]string) (Config, error) {
-	r := &argReader{args: args}
-	cfg := Config{ActorID: r.str("id", true), Detached: r.bool("detached"), AtMostOnce: r.bool("at-most-once")}
-	switch v := r.str("max-restarts", true); v {
+	r := scenario.NewArgs(args)
+	cfg := Config{ActorID: r.Str("id", true), Detached: r.Bool("detached"), AtMostOnce: r.Bool("at-most-once")}
+	switch v := r.Str("max-restarts", true); v {
 	case "inf":
 		cfg.MaxRestarts = Infinite
 	default:
 		n, err := strconv.Atoi(v)
-		if err != nil && r.err == nil {
-			r.err = fmt.Errorf("max-restarts=%q: %v", v, err)
+		if err != nil {
+			r.Fail(fmt.Errorf("max-restarts=%q: %v", v, err))
 		}
 		cfg.MaxRestarts = n
 	}
-	return cfg, r.done()
+	return cfg, r.Done()
 }
 
 func eventFromArgs(name string, args map[string]string) (Event, error) {
-	r := &argReader{args: args}
+	r := scenario.NewArgs(args)
 	var e Event
 	switch name {
 	case "Placed":
-		e = Placed{Incarnation: r.uint("inc"), Node: r.str("node", true)}
+		e = Placed{Incarnation: r.Uint("inc", true), Node: r.Str("node", true)}
 	case "PlacementFailed":
-		e = PlacementFailed{Incarnation: r.uint("inc"), Message: r.str("msg", true)}
+		e = PlacementFailed{Incarnation: r.Uint("inc", true), Message: r.Str("msg", true)}
 	case "ConstructorSucceeded":
-		e = ConstructorSucceeded{Incarnation: r.uint("inc")}
+		e = ConstructorSucceeded{Incarnation: r.Uint("inc", true)}
 	case "ConstructorFailed":
-		e = ConstructorFailed{Incarnation: r.uint("inc"), Message: r.str("msg", true)}
+		e = ConstructorFailed{Incarnation: r.Uint("inc", true), Message: r.Str("msg", true)}
 	case "ProcessDied":
-		e = ProcessDied{Incarnation: r.uint("inc"), Message: r.str("msg", false)}
+		e = ProcessDied{Incarnation: r.Uint("inc", true), Message: r.Str("msg", false)}
 	case "HostDied":
-		e = HostDied{Node: r.str("node", true)}
+		e = HostDied{Node: r.Str("node", true)}
 	case "Kill":
-		e = Kill{NoRestart: r.bool("no-restart")}
+		e = Kill{NoRestart: r.Bool("no-restart")}
 	case "OwnerDied":
 		e = OwnerDied{}
 	case "CheckpointTaken":
-		e = CheckpointTaken{Incarnation: r.uint("inc"), Seq: r.uint("seq"), Ref: r.str("ref", false)}
+		e = CheckpointTaken{Incarnation: r.Uint("inc", true), Seq: r.Uint("seq", true), Ref: r.Str("ref", false)}
 	default:
 		return nil, fmt.Errorf("unknown command %q", name)
 	}
-	return e, r.done()
+	return e, r.Done()
 }
 
 // checkStep is the contract of Step, checked after every step of the scenarios, the
