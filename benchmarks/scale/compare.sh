@@ -5,7 +5,7 @@
 # count and metric. On a noisy machine only interleaved rounds compare two versions fairly.
 set -euo pipefail
 old=$1 new=$2 rounds=${3:-5}
-re='^(single_client_tasks_sync|single_client_tasks_async|multi_client_tasks_async|n_n_actor_calls_async|1_n_actor_calls_async)$'
+re=${RE:-'^(single_client_tasks_sync|single_client_tasks_async|multi_client_tasks_async|n_n_actor_calls_async|1_n_actor_calls_async)$'}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for r in $(seq 1 "$rounds"); do
