@@ -2,7 +2,6 @@ package ray
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -17,7 +16,7 @@ import (
 // an agent gives the drivers `rayctl job submit` runs, or an external etcd's), a join token
 // (WithToken, RAY_GO_TOKEN, RAY_GO_TOKEN_FILE: a certificate from the head). Nothing: an
 // error that says what to set.
-func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (*tls.Config, error) {
+func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (*identity.Credentials, error) {
 	if cfg.insecure || workerenv.IsTrue(os.Getenv(workerenv.Insecure)) {
 		return nil, nil
 	}
@@ -27,7 +26,7 @@ func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (*tls
 		if err != nil {
 			return nil, fmt.Errorf("ray: Init: %w: %s, %s, %s: %w", ErrNoCredentials, workerenv.GCSCA, workerenv.GCSCert, workerenv.GCSKey, err)
 		}
-		return c.ClientTLS(), nil
+		return c, nil
 	}
 	var tok identity.Token
 	var err error
@@ -65,5 +64,5 @@ func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (*tls
 		}
 		return nil, fmt.Errorf("ray: Init: %w: %w", ErrNoCredentials, err)
 	}
-	return c.ClientTLS(), nil
+	return c, nil
 }

@@ -2,7 +2,6 @@ package ray
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -124,12 +123,12 @@ func (cfg *initConfig) nodeResources() (sched.Resources, error) {
 // join connects a driver to the cluster at cfg.address.
 func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 	addr := workerenv.SplitAddress(cfg.address)
-	tlsCfg, err := driverCredentials(ctx, cfg, addr)
+	creds, err := driverCredentials(ctx, cfg, addr)
 	if err != nil {
 		return nil, err
 	}
 	n, err := node.Join(ctx, node.JoinConfig{
-		Address: addr, Namespace: os.Getenv(workerenv.Namespace), TLS: tlsCfg,
+		Address: addr, Namespace: os.Getenv(workerenv.Namespace), Credentials: creds,
 		SubmissionID: os.Getenv(workerenv.Submission),
 		Node: node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger,
 			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL},
@@ -167,18 +166,16 @@ func serveWorker(ctx context.Context, w workerenv.Worker, cfg initConfig) {
 			fail(err)
 		}
 	}
-	var tlsCfg *tls.Config
+	var creds *identity.Credentials
 	if !w.Insecure {
-		creds, err := identity.Load(identity.Files{CA: w.GCSCA, Cert: w.GCSCert, Key: w.GCSKey})
-		if err != nil {
+		if creds, err = identity.Load(identity.Files{CA: w.GCSCA, Cert: w.GCSCert, Key: w.GCSKey}); err != nil {
 			fail(err)
 		}
-		tlsCfg = creds.ClientTLS()
 	}
 	sctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	n, err := node.Join(sctx, node.JoinConfig{
-		Address: w.Address, Namespace: w.Namespace, TLS: tlsCfg,
+		Address: w.Address, Namespace: w.Namespace, Credentials: creds,
 		Node: node.Config{Role: node.RoleWorker, Job: ids.JobID(w.Job), AgentID: w.Agent, Resources: res,
 			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger, LeaseTTL: cfg.leaseTTL},
 	})

@@ -33,7 +33,8 @@ func TestGCSFailover(t *testing.T) {
 		peers = append(peers, fmt.Sprintf("m%d=https://127.0.0.1:%d", i, ports[3+i]))
 	}
 	// The external etcd has its own PKI, as an operator's would: a CA, a certificate per
-	// member, and one client certificate for the ray-go cluster (agents, drivers, workers).
+	// member, and one certificate for the ray-go cluster (agents, drivers, workers: their
+	// GCS client and their node-to-node TLS; not a client-role one, which nodes refuse).
 	dir := t.TempDir()
 	ca, err := identity.NewCA("external etcd", time.Now())
 	if err != nil {
@@ -50,7 +51,7 @@ func TestGCSFailover(t *testing.T) {
 		}
 		return f
 	}
-	client := issue("ray", identity.RoleClient)
+	client := issue("ray", identity.RoleNode)
 	// Three etcd members, each its own process (so that one can be killed for real).
 	type member struct {
 		cmd *exec.Cmd

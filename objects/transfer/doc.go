@@ -112,6 +112,17 @@
 // ends in one process): the kernel's two copies ~55%, the two checksums ~25%, zeroing the
 // new buffer ~10%. Loopback TCP alone, without checksums, moves ~2.5-3 GB/s here.
 //
+// TLS: a cluster that is not --insecure runs the stream over mutual TLS 1.3
+// (ServerConfig.TLS, FetchOptions.TLS: the cluster's certificates, identity.PeerServerTLS
+// and PeerClientTLS). The server completes the handshake before it reads a request, under
+// the first request's deadline and without a serving slot, so a connection that never
+// finishes its handshake is one more waiting connection (bounded, evicted first); a peer
+// that presents no certificate of the cluster's CA is refused and logged. Records are
+// full-size from the first byte (no dynamic record sizing), and a connection's Close
+// closes its socket at once (no close_notify that could wait behind a blocked write).
+// The CRC-32C stays: it checks the bytes from the store shard's buffer to the reader's,
+// TLS only the wire.
+//
 // Cancelling the context closes the connection at once (context.AfterFunc), which ends
 // the fetch; a server answers a closed connection by ending its goroutine. Server.Close
 // stops accepting, closes every connection, cancels the context passed to Get, and waits
@@ -123,5 +134,5 @@
 // connections are closed when the pool is next used, or by CloseIdleConnections).
 //
 // This package depends only on protoactor's actor package, internal/base/ids, internal/base/pb,
-// klauspost/compress and the standard library.
+// klauspost/compress and the standard library (crypto/tls for the stream).
 package transfer

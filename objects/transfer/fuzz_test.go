@@ -85,7 +85,7 @@ func FuzzStreamResponse(f *testing.F) {
 			err  error
 		)
 		limit := uint64(fuzzTuning.initialBody) + 3*uint64(len(resp)) + 2*uint64(fuzzTuning.readChunk) + uint64(opt.Size) + 1<<20
-		fuzzing.CheckAlloc(t, limit, "fetchOn", func() {
+		fuzzing.CheckAllocOnce(t, limit, "fetchOn", func() {
 			data, _, _, err = fetchOn(context.Background(), client, "pipe", id, opt, fuzzTuning)
 		})
 		if err != nil {

@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -104,6 +105,10 @@ type ServerConfig struct {
 	// one waiting for its first request, else the oldest idle one, else (every one holds
 	// a request) it is closed itself.
 	MaxWaiting int
+	// TLS, when set, is the TLS server configuration every connection must complete
+	// (within firstRequestTimeout, as the first request) before it is served: the
+	// cluster's mutual TLS (identity.PeerServerTLS). Nil serves plain TCP.
+	TLS *tls.Config
 }
 
 // Server serves objects' bytes to Fetch over TCP. It owns its listener, its accept loop
@@ -144,7 +149,7 @@ const (
 )
 
 type serverConn struct {
-	c       net.Conn
+	c       net.Conn // the TCP connection: closing it ends every read and write at once
 	state   connState
 	since   time.Time // when it entered fresh or idle (eviction order)
 	evicted bool      // closed to make room: its goroutine ends
@@ -170,6 +175,9 @@ func newServer(cfg ServerConfig, tune tuning) (*Server, error) {
 	}
 	if cfg.MaxWaiting <= 0 {
 		cfg.MaxWaiting = DefaultMaxWaiting
+	}
+	if cfg.TLS != nil {
+		cfg.TLS = streamTLS(cfg.TLS)
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -355,14 +363,28 @@ func (s *Server) serveConn(sc *serverConn) {
 	defer s.wg.Done()
 	defer s.drop(sc)
 	log := s.cfg.Logger.With("remote", sc.c.RemoteAddr().String())
+	conn := sc.c
+	if s.cfg.TLS != nil {
+		// The handshake counts as part of the first request: same deadline, no slot.
+		tc := tls.Server(sc.c, s.cfg.TLS)
+		_ = sc.c.SetDeadline(time.Now().Add(firstRequestTimeout))
+		if err := tc.Handshake(); err != nil {
+			if !quietEnd(err) {
+				log.Warn("transfer: stream server: refusing a connection that did not prove it belongs to the cluster", "err", err)
+			}
+			return
+		}
+		_ = sc.c.SetWriteDeadline(time.Time{})
+		conn = tc
+	}
 	timeout := firstRequestTimeout
 	for {
-		id, err := readRequest(sc.c, timeout)
+		id, err := readRequest(conn, timeout)
 		if err != nil {
 			switch {
 			case errors.Is(err, errNotStream):
 				log.Warn("transfer: stream server: closing a connection that does not speak the protocol", "err", err)
-			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded):
+			case !quietEnd(err):
 				log.Debug("transfer: stream server: reading a request", "err", err)
 			}
 			return
@@ -379,7 +401,7 @@ func (s *Server) serveConn(sc *serverConn) {
 			<-s.slots
 			return
 		}
-		err = s.answer(sc.c, id)
+		err = s.answer(conn, id)
 		<-s.slots
 		if err != nil {
 			if !s.isClosed() {
@@ -456,6 +478,9 @@ type FetchOptions struct {
 	// body is read. Unknown, the buffer grows with the bytes as they arrive, so a peer
 	// cannot make Fetch allocate more than about twice what it sends.
 	Size int64
+	// TLS, when set, is the TLS client configuration to connect with (the cluster's
+	// mutual TLS: identity.PeerClientTLS), for a Server with ServerConfig.TLS.
+	TLS *tls.Config
 }
 
 // Fetch fetches object id from the stream Server at addr and returns its bytes, checked
@@ -483,34 +508,85 @@ func fetch(ctx context.Context, pool *connPool, addr string, id ids.ObjectID, op
 	if err := ctx.Err(); err != nil {
 		return nil, fetchErrorf(addr, id, "%w", err)
 	}
-	c, reused := pool.get(addr)
+	key := addr
+	if opt.TLS != nil {
+		key = "tls " + addr
+	}
+	c, reused := pool.get(key)
 	for {
 		if c == nil {
-			d := net.Dialer{Timeout: min(opt.Timeout, maxDialTimeout)}
 			var err error
-			if c, err = d.DialContext(ctx, "tcp", addr); err != nil {
+			if c, err = dial(ctx, addr, opt, tune); err != nil {
 				if ctx.Err() != nil {
 					return nil, fetchErrorf(addr, id, "%w", ctx.Err())
 				}
 				return nil, fetchErrorf(addr, id, "connect: %w", err)
 			}
-			setSockBuf(c, tune.sockBuf)
 		}
 		data, keep, stale, err := fetchOn(ctx, c, addr, id, opt, tune)
 		if keep {
-			pool.put(addr, c)
+			pool.put(key, c)
 		} else {
 			_ = c.Close()
 		}
 		if stale && reused {
 			// The server closed the idle connection (or restarted): the others kept for
 			// addr are likely closed too. Try once more on a new connection.
-			pool.closeAddr(addr)
+			pool.closeAddr(key)
 			c, reused = nil, false
 			continue
 		}
 		return data, err
 	}
+}
+
+// dial connects to addr, and with opt.TLS completes the handshake (within the dial
+// timeout). The connection's Close closes the TCP connection at once.
+func dial(ctx context.Context, addr string, opt FetchOptions, tune tuning) (net.Conn, error) {
+	timeout := min(opt.Timeout, maxDialTimeout)
+	d := net.Dialer{Timeout: timeout}
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	setSockBuf(raw, tune.sockBuf)
+	if opt.TLS == nil {
+		return raw, nil
+	}
+	tc := tls.Client(raw, opt.TLS)
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		_ = raw.Close()
+		return nil, fmt.Errorf("TLS handshake: %w", err)
+	}
+	return tlsConn{tc, raw}, nil
+}
+
+// tlsConn is a TLS connection whose Close closes the TCP connection without a
+// close_notify: it never waits on a write in progress (tls.Conn.Close would, up to its
+// deadline), and both ends treat a closed connection as the end anyway.
+type tlsConn struct {
+	*tls.Conn
+	raw net.Conn
+}
+
+func (c tlsConn) Close() error { return c.raw.Close() }
+
+// streamTLS adapts a TLS server configuration to the stream: full-size records from the
+// first byte (a connection carries objects of megabytes; Go's dynamic record sizing
+// starts small for the latency of web pages).
+func streamTLS(cfg *tls.Config) *tls.Config {
+	cfg = cfg.Clone()
+	cfg.DynamicRecordSizingDisabled = true
+	return cfg
+}
+
+// quietEnd reports whether err is how a connection ends without anything to report: the
+// peer closed it, it was closed here, or it stayed silent past its deadline.
+func quietEnd(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, syscall.ECONNRESET)
 }
 
 // fetchOn sends the request for id on c and reads the response. keep reports that c is

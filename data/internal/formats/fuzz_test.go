@@ -140,7 +140,7 @@ func FuzzReadFile(f *testing.F) {
 		var blocks []arrow.Record
 		defer func() { releaseAll(blocks) }()
 		var err error
-		fuzzing.CheckAlloc(t, 256*uint64(len(data))+8<<20, "reading a file", func() {
+		fuzzing.CheckAllocOnce(t, 256*uint64(len(data))+8<<20, "reading a file", func() {
 			var units []Unit
 			if units, err = Plan(format, []string{path}, 1); err != nil {
 				return

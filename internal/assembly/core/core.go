@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,9 @@ type Config struct {
 	InlineLimit int
 	// StoreBytes is the node's object store budget: a larger object is refused.
 	StoreBytes int64
+	// DataTLS, when set, is the TLS client configuration for other nodes' object data
+	// streams (transfer.FetchOptions.TLS).
+	DataTLS *tls.Config
 	// Actors wires actor calls (nil: this runtime cannot create or call actors).
 	Actors *ActorConfig
 	// Cluster places tasks on the nodes of a cluster (nil: everything runs on this node).

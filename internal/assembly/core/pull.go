@@ -19,7 +19,7 @@ import (
 var pullOptions = transfer.Options{InFlight: 8}
 
 // pull reads an object from another node: over the node's data stream when it has one
-// (raw TCP, ~2 GB/s on loopback), else, or if the stream cannot be reached, in chunks
+// (TCP, mutual TLS unless the cluster is --insecure), else, or if the stream cannot be reached, in chunks
 // through its store shard grain (~0.6 GB/s). Both check a CRC-32C of the whole object. A
 // missing, unreadable or corrupt object is ErrObjectLost. size is the object's size as its
 // owner recorded it (0: unknown): a node that announces another is corrupt, and nothing
@@ -28,7 +28,7 @@ func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids
 	var b []byte
 	err := errNoStream
 	if addr := c.cfg.Cluster.DataAddress(node); addr != "" {
-		b, err = transfer.Fetch(ctx, addr, id, transfer.FetchOptions{Size: size})
+		b, err = transfer.Fetch(ctx, addr, id, transfer.FetchOptions{Size: size, TLS: c.cfg.DataTLS})
 	}
 	if err != nil && !lost(err) && !errors.Is(err, syscall.ECONNREFUSED) && addrOf(c, node) != "" && netx.Refused(addrOf(c, node), time.Second) {
 		// A pooled connection broke (reset, EOF) and nothing listens there any more.

@@ -18,9 +18,21 @@
 // Security: a local-mode node's embedded etcd listens on 127.0.0.1 with mutual TLS under a
 // CA made at start-up that exists only in memory (identity.go: the member's certificate and
 // key are written 0600 under Dir/tls, because etcd reads files); the node itself uses the
-// in-process client. Join takes the GCS client's tls.Config (JoinConfig.TLS) and reports a
-// GCS that refuses the connection for want of credentials as ErrCredentials. The
-// protoactor remote and the object transfer server do not speak TLS yet (issue 17, item 3).
+// in-process client. Join takes the process's credentials (JoinConfig.Credentials: its
+// certificate of the cluster's CA) for the GCS client and reports a GCS that refuses the
+// connection for want of credentials as ErrCredentials.
+//
+// Node to node, with credentials (Config.Credentials; local mode uses its in-memory CA's),
+// protoactor's gRPC remote and the object data stream speak mutual TLS 1.3 and accept only
+// peers of the same CA (identity.PeerServerTLS, PeerClientTLS: any certificate of the CA
+// but a rayctl client's; host names are not checked, members are known by their CA). The
+// gRPC server also bounds what reaches it before and after the handshake (peer.go): 5 s to
+// finish a handshake, at most 256 connections in their handshake at once (a new one closes
+// the oldest), 32 streams per connection, 64 KiB of headers, and every unary call refused
+// (protoactor's panic "implement me", which ended the process). Messages stay bounded by
+// maxMessageBytes: object bytes travel in 1 MiB chunks or over the data stream, but a
+// task's by-value arguments are still inline in its spec (issue 22 moves large ones into
+// the object store). Without credentials (--insecure, testcluster) both speak plain text.
 //
 // protoactor's remote.Start writes gRPC's global logger while the embedded etcd's gRPC
 // server reads it; grpcsync.go orders those accesses for the race detector (see there).

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/pb"
 )
 
@@ -42,9 +43,10 @@ type JoinConfig struct {
 	Timeout time.Duration
 	// SubmissionID is recorded in the job (a driver started by rayctl job submit).
 	SubmissionID string
-	// TLS is the GCS client's TLS configuration (the cluster's CA and this process's
-	// certificate); nil talks plain text, to a cluster started with --insecure.
-	TLS *tls.Config
+	// Credentials are this process's certificate of the cluster's CA: the GCS client and
+	// the node's peer connections (Config.Credentials) use them. Nil talks plain text, to
+	// a cluster started with --insecure.
+	Credentials *identity.Credentials
 }
 
 // Join connects to the GCS at cfg.Address and starts a node that joins the cluster.
@@ -65,7 +67,11 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultJoinTimeout
 	}
-	store, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: cfg.Address, Namespace: cfg.Namespace, Logger: cfg.Node.Logger, TLS: cfg.TLS})
+	var gcsTLS *tls.Config
+	if cfg.Credentials != nil {
+		gcsTLS = cfg.Credentials.ClientTLS()
+	}
+	store, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: cfg.Address, Namespace: cfg.Namespace, Logger: cfg.Node.Logger, TLS: gcsTLS})
 	if errors.Is(err, etcdstore.ErrNeedsTLS) || errors.Is(err, etcdstore.ErrTLSRefused) {
 		return nil, fmt.Errorf("%w: the cluster's GCS at %s refused this process: %w", ErrCredentials, strings.Join(cfg.Address, ","), err)
 	}
@@ -75,6 +81,7 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	}
 	ncfg := cfg.Node
 	ncfg.GCS = store
+	ncfg.Credentials = cfg.Credentials
 	if ncfg.Host == "" {
 		ncfg.Host = HostFor(cfg.Address[0])
 	}

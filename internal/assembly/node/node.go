@@ -18,7 +18,6 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/asynkron/protoactor-go/remote"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/actors"
@@ -29,6 +28,7 @@ import (
 	"github.com/ray-go/ray/internal/base/dispatch"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/lineage"
@@ -142,6 +142,11 @@ type Config struct {
 	// Host is the address the node listens on and advertises (default 127.0.0.1; Join
 	// uses the local address that reaches the GCS, so that other machines reach it too).
 	Host string
+	// Credentials are this process's certificate of the cluster's CA: the node's gRPC
+	// remote and object data stream speak mutual TLS with them, and accept only peers of
+	// the same CA (identity.PeerServerTLS). Nil: plain text (a cluster started with
+	// --insecure, a test cluster), except in local mode, which makes its own in memory.
+	Credentials *identity.Credentials
 	// LeaseTTL is the node's registration lease (default DefaultNodeLeaseTTL; at least
 	// MinNodeLeaseTTL).
 	LeaseTTL time.Duration
@@ -286,6 +291,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			n.probes = append(n.probes, conn)
 		}
 		n.store = n.etcd.Client()
+		if n.cfg.Credentials == nil {
+			n.cfg.Credentials = creds.Credentials
+		}
 		// This node owns the GCS: it keeps etcd's history short (see gcs.Compactor).
 		n.compactor = gcs.NewCompactor(n.store, gcs.CompactorConfig{Logger: cfg.Logger})
 	}
@@ -328,7 +336,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if n.view, err = n.startView(ctx); err != nil {
 			return nil, err
 		}
-		if n.data, err = transfer.NewServer(transfer.ServerConfig{Addr: net.JoinHostPort(cfg.Host, "0"), Get: n.readObject, Logger: cfg.Logger}); err != nil {
+		if n.data, err = transfer.NewServer(transfer.ServerConfig{Addr: net.JoinHostPort(cfg.Host, "0"), Get: n.readObject, Logger: cfg.Logger, TLS: peerServerTLS(cfg.Credentials)}); err != nil {
 			return nil, fmt.Errorf("node: start the object data server: %w", err)
 		}
 		cluster, feasible = viewCluster{n.view}, n.view.Feasible
@@ -344,7 +352,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Job: cfg.Job, Node: n.ID, System: n.system, Cluster: cluster,
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
 		Feasible: feasible, Nodes: listNodes, OrphanLineage: n.orphanLineage,
-		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
+		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
 			Info: func(id string) (*pb.ActorInfo, bool) { return n.actors.Get(id) }},
 	}); err != nil {
@@ -589,9 +597,7 @@ func (n *Node) startMember(ctx context.Context) error {
 			Budget: n.cfg.ObjectStoreBytes, SpillDir: filepath.Join(n.dir, "spill")}))),
 		cluster.NewKind(KindActor, pooled(actors.Props(aenv))),
 	}
-	rem := remote.Configure(n.cfg.Host, 0,
-		remote.WithServerOptions(grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes)),
-		remote.WithEndpointWriterBatchSize(endpointBatch))
+	rem := remote.Configure(n.cfg.Host, 0, remoteOptions(n.cfg.Credentials)...)
 	// Gossip keys members by actor-system ID and blocks IDs on missed heartbeats, which
 	// fights our lease-based membership (internal/assembly/membership); it is turned off.
 	var prov cluster.ClusterProvider = n.provider

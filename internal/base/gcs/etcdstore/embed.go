@@ -101,6 +101,9 @@ type Embedded struct {
 	closed  bool
 }
 
+// maxStreamsPerConn bounds the gRPC streams of one client connection to the GCS.
+const maxStreamsPerConn = 4096
+
 // StartEmbedded starts an etcd server and waits until it serves. The server listens on
 // 127.0.0.1 only (or EmbedConfig.Host), with mutual TLS when EmbedConfig.TLS names
 // credentials, elects itself within ~100 ms (TickMs 10, ElectionMs 100) and has
@@ -175,6 +178,9 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	ec.QuotaBackendBytes = cfg.QuotaBytes
 	ec.MaxTxnOps = gcs.MaxTxnOps
 	ec.MaxRequestBytes = 3 << 19 // 1.5 MiB, etcd's default, above gcs.MaxRequestBytes
+	// etcd's default is unlimited streams per connection; a client multiplexes its watches,
+	// lease keep-alives and requests in flight over one connection, far fewer than this.
+	ec.MaxConcurrentStreams = maxStreamsPerConn
 	ec.SnapshotCount = cfg.SnapshotCount
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	ec.EnableGRPCGateway = false

@@ -1,0 +1,135 @@
+package node
+
+import (
+	"container/list"
+	"context"
+	"crypto/tls"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/ray-go/ray/internal/base/identity"
+)
+
+// Limits of the node's gRPC server (protoactor's remote), for what reaches the port before
+// and after a peer proved who it is (DESIGN §9).
+const (
+	// handshakeTimeout bounds a new connection's TLS handshake (gRPC's default is 120 s).
+	handshakeTimeout = 5 * time.Second
+	// maxHandshakes is how many connections may be in their handshake at once; a new one
+	// beyond it closes the oldest (see handshakeSlots). A peer's handshake takes
+	// milliseconds, so connections that sit in it are what is closed.
+	maxHandshakes = 256
+	// maxStreams per connection: protoactor opens one Receive stream per peer connection
+	// and the odd unary call.
+	maxStreams = 32
+	// maxHeaderBytes bounds a stream's header list (protoactor sends a few bytes).
+	maxHeaderBytes = 64 << 10
+)
+
+// remoteOptions configures protoactor's gRPC remote: message limits and batching, the
+// limits above and, with creds, mutual TLS between members of the cluster (PeerServerTLS,
+// PeerClientTLS). Without creds (a cluster started with --insecure, a test cluster) the
+// remote speaks plain text, as before.
+func remoteOptions(creds *identity.Credentials) []remote.ConfigOption {
+	var server, client credentials.TransportCredentials
+	if creds != nil {
+		server = credentials.NewTLS(creds.PeerServerTLS())
+		client = credentials.NewTLS(creds.PeerClientTLS())
+	} else {
+		server, client = insecure.NewCredentials(), insecure.NewCredentials()
+	}
+	return []remote.ConfigOption{
+		remote.WithServerOptions(
+			grpc.Creds(&limitedCreds{TransportCredentials: server, slots: newHandshakeSlots(maxHandshakes)}),
+			grpc.ConnectionTimeout(handshakeTimeout),
+			grpc.MaxConcurrentStreams(maxStreams),
+			grpc.MaxHeaderListSize(maxHeaderBytes),
+			grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes),
+			grpc.UnaryInterceptor(refuseUnary)),
+		remote.WithDialOptions(grpc.WithTransportCredentials(client)),
+		remote.WithEndpointWriterBatchSize(endpointBatch),
+	}
+}
+
+// refuseUnary answers every unary call Unimplemented. protoactor's remote uses only its
+// Receive stream; its unary methods (ListProcesses, GetProcessDiagnostics) panic "implement
+// me", and a panic in a gRPC handler ends the process: one call from a peer killed a node.
+func refuseUnary(_ context.Context, _ any, info *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
+	return nil, status.Errorf(codes.Unimplemented, "ray-go: %s is not served", info.FullMethod)
+}
+
+// peerServerTLS and peerClientTLS are the object data stream's TLS configurations: the
+// cluster's mutual TLS with creds, nil (plain TCP) without.
+func peerServerTLS(creds *identity.Credentials) *tls.Config {
+	if creds == nil {
+		return nil
+	}
+	return creds.PeerServerTLS()
+}
+
+func peerClientTLS(creds *identity.Credentials) *tls.Config {
+	if creds == nil {
+		return nil
+	}
+	return creds.PeerClientTLS()
+}
+
+// limitedCreds runs the server's handshakes under handshakeSlots.
+type limitedCreds struct {
+	credentials.TransportCredentials
+	slots *handshakeSlots
+}
+
+func (l *limitedCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	done := l.slots.enter(c)
+	defer done()
+	return l.TransportCredentials.ServerHandshake(c)
+}
+
+func (l *limitedCreds) Clone() credentials.TransportCredentials {
+	return &limitedCreds{TransportCredentials: l.TransportCredentials.Clone(), slots: l.slots}
+}
+
+// handshakeSlots bounds the connections in their handshake. When all slots are taken, a
+// new connection closes the one that has waited longest (its handshake fails at once):
+// idle or slow connections cannot keep a peer out, and whoever opens them pays a
+// connection for each one they hold.
+type handshakeSlots struct {
+	mu    sync.Mutex
+	max   int
+	conns list.List // of net.Conn, oldest first
+}
+
+func newHandshakeSlots(max int) *handshakeSlots { return &handshakeSlots{max: max} }
+
+// enter takes a slot for c, closing the oldest holder if none is free, and returns the
+// function that gives the slot back.
+func (s *handshakeSlots) enter(c net.Conn) (done func()) {
+	s.mu.Lock()
+	for s.conns.Len() >= s.max {
+		oldest := s.conns.Remove(s.conns.Front()).(net.Conn)
+		oldest.Close()
+	}
+	e := s.conns.PushBack(c)
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.conns.Remove(e) // a no-op when c was evicted
+		s.mu.Unlock()
+	}
+}
+
+// waiting is how many connections hold a slot.
+func (s *handshakeSlots) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns.Len()
+}
