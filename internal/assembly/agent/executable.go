@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -52,6 +53,9 @@ func (c hashCache) canRun(job *pb.JobInfo) string {
 	path := job.GetExecutable()
 	if path == "" {
 		return "the job names no executable"
+	}
+	if !filepath.IsAbs(path) {
+		return fmt.Sprintf("the job's executable %q is not an absolute path", path)
 	}
 	fi, err := os.Stat(path)
 	switch {

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -196,8 +195,8 @@ func ReadLog(ctx context.Context, store gcs.Store, submissionID string, w io.Wri
 		case !ok:
 			return nil, false, nil
 		case end:
-			le := &LogEnd{}
-			if err := json.Unmarshal(kv.Value, le); err != nil {
+			le, err := decodeLogEnd(kv.Value)
+			if err != nil {
 				return nil, true, fmt.Errorf("agent: log end marker of %s: %w", submissionID, err)
 			}
 			return le, true, nil

@@ -39,11 +39,7 @@ func GetSubmission(ctx context.Context, store gcs.Store, id string) (*pb.Submiss
 	if !found {
 		return nil, fmt.Errorf("%w: %s", errNoSubmission, id)
 	}
-	sub := &pb.Submission{}
-	if err := proto.Unmarshal(kv.Value, sub); err != nil {
-		return nil, fmt.Errorf("agent: decode submission %s: %w", id, err)
-	}
-	return sub, nil
+	return DecodeSubmission(id, kv.Value)
 }
 
 // updateSubmission applies f to the current record of a submission and writes it back if
@@ -60,9 +56,9 @@ func updateSubmission(ctx context.Context, store gcs.Store, id string, f func(*p
 		if !found {
 			return nil, fmt.Errorf("%w: %s", errNoSubmission, id)
 		}
-		sub := &pb.Submission{}
-		if err := proto.Unmarshal(kv.Value, sub); err != nil {
-			return nil, fmt.Errorf("agent: decode submission %s: %w", id, err)
+		sub, err := DecodeSubmission(id, kv.Value)
+		if err != nil {
+			return nil, err
 		}
 		if !f(sub) {
 			return sub, nil
@@ -163,9 +159,8 @@ func (s *submissionRunner) run(ctx context.Context) {
 func (s *submissionRunner) failOrphans(ctx context.Context, kvs []gcs.KV) {
 	var orphans []string
 	for _, kv := range kvs {
-		sub := &pb.Submission{}
-		if proto.Unmarshal(kv.Value, sub) == nil && sub.GetState() == pb.JobInfo_RUNNING {
-			id, _ := gcs.TrimKey(gcs.SubmissionsPrefix, kv.Key)
+		id, _ := gcs.TrimKey(gcs.SubmissionsPrefix, kv.Key)
+		if sub, err := DecodeSubmission(id, kv.Value); err == nil && sub.GetState() == pb.JobInfo_RUNNING {
 			orphans = append(orphans, id)
 		}
 	}
@@ -202,8 +197,9 @@ func (s *submissionRunner) otherHeadAlive(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, kv := range agents {
-		info := &pb.AgentInfo{}
-		if proto.Unmarshal(kv.Value, info) != nil || !info.GetHead() || info.GetAgentId() == s.a.id {
+		id, _ := gcs.TrimKey(gcs.AgentsPrefix, kv.Key)
+		info, err := DecodeAgentInfo(id, kv.Value)
+		if err != nil || !info.GetHead() || info.GetAgentId() == s.a.id {
 			continue
 		}
 		_, alive, err := s.a.store.Get(ctx, gcs.AgentAliveKey(info.GetAgentId()))
@@ -220,9 +216,9 @@ func (s *submissionRunner) consider(ctx context.Context, kv gcs.KV) {
 	if !ok {
 		return
 	}
-	sub := &pb.Submission{}
-	if err := proto.Unmarshal(kv.Value, sub); err != nil {
-		s.a.log.Warn("agent: undecodable submission", "key", kv.Key, "err", err)
+	sub, err := DecodeSubmission(id, kv.Value)
+	if err != nil {
+		s.a.log.Warn("agent: refused a submission record", "key", kv.Key, "err", err)
 		return
 	}
 	r := s.running[id]
@@ -293,12 +289,7 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 	}
 	var p *proc
 	argv := sub.GetArgv()
-	switch {
-	case len(argv) == 0:
-		err = errors.New("empty command")
-	case !filepath.IsAbs(argv[0]):
-		err = fmt.Errorf("program %q is not an absolute path", argv[0])
-	default:
+	if err = checkCommand(sub); err == nil {
 		p, err = startProc(argv, env, sub.GetWorkingDir(), logPath)
 	}
 	if err != nil {

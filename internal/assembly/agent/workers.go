@@ -175,9 +175,9 @@ func (m *workerManager) putJob(kv gcs.KV) {
 	if !ok || strings.Contains(id, "/") {
 		return
 	}
-	info := &pb.JobInfo{}
-	if err := proto.Unmarshal(kv.Value, info); err != nil {
-		m.a.log.Warn("agent: undecodable job record", "key", kv.Key, "err", err)
+	info, err := DecodeJob(id, kv.Value)
+	if err != nil {
+		m.a.log.Warn("agent: refused a job record", "key", kv.Key, "err", err)
 		return
 	}
 	m.jobs[id] = jobRec{info: info, modRev: kv.ModRev}
@@ -398,8 +398,7 @@ func (m *workerManager) putWorker(ctx context.Context, job string, state pb.JobW
 		rec.LogPath = m.logPath(job)
 	}
 	if kv, found, err := m.a.store.Get(cctx, key); err == nil && found {
-		old := &pb.JobWorker{}
-		if proto.Unmarshal(kv.Value, old) == nil && old.GetPid() == int32(pid) {
+		if old, err := decodeJobWorker(job, m.a.id, kv.Value); err == nil && old.GetPid() == int32(pid) {
 			rec.NodeId = old.GetNodeId()
 		}
 	}
@@ -423,8 +422,8 @@ func (m *workerManager) failOrphan(ctx context.Context, job string) {
 		if err != nil || !found {
 			return
 		}
-		info := &pb.JobInfo{}
-		if err := proto.Unmarshal(kv.Value, info); err != nil || info.GetState() != pb.JobInfo_RUNNING {
+		info, err := DecodeJob(job, kv.Value)
+		if err != nil || info.GetState() != pb.JobInfo_RUNNING {
 			return
 		}
 		info.State = pb.JobInfo_FAILED
