@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
@@ -106,10 +105,10 @@ func Start(ctx context.Context, cfg Config) (*View, error) {
 	}
 	v.mu.Lock()
 	for _, kv := range nodes {
-		v.putNodeLocked(kv.Value)
+		v.putNodeLocked(kv)
 	}
 	for _, kv := range loads {
-		v.putLoadLocked(kv.Value)
+		v.putLoadLocked(kv)
 	}
 	v.publishLocked()
 	wctx, cancel := context.WithCancel(context.Background())
@@ -153,9 +152,9 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 						n.hasLoad, n.avail, n.report = false, n.total, 0
 					}
 				case prefix == gcs.NodesPrefix:
-					v.putNodeLocked(e.KV.Value)
+					v.putNodeLocked(e.KV)
 				default:
-					v.putLoadLocked(e.KV.Value)
+					v.putLoadLocked(e.KV)
 				}
 			}
 			v.publishLocked()
@@ -183,7 +182,7 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 		if prefix == gcs.NodesPrefix {
 			seen := map[string]bool{}
 			for _, kv := range kvs {
-				if info := v.putNodeLocked(kv.Value); info != nil {
+				if info := v.putNodeLocked(kv); info != nil {
 					seen[info.NodeId] = true
 				}
 			}
@@ -194,7 +193,7 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 			}
 		} else {
 			for _, kv := range kvs {
-				v.putLoadLocked(kv.Value)
+				v.putLoadLocked(kv)
 			}
 		}
 		v.publishLocked()
@@ -203,33 +202,38 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 	}
 }
 
-func (v *View) putNodeLocked(b []byte) *pb.NodeInfo {
-	var info pb.NodeInfo
-	if proto.Unmarshal(b, &info) != nil || info.NodeId == "" {
+// putNodeLocked applies a node record; a record DecodeNode refuses is left out (and
+// returned nil).
+func (v *View) putNodeLocked(kv gcs.KV) *pb.NodeInfo {
+	id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
+	info, err := DecodeNode(id, kv.Value)
+	if err != nil {
 		return nil
 	}
 	if info.DataAddress != "" {
 		v.data[info.NodeId] = info.DataAddress
 	}
-	if v.cfg.RunsTasks != nil && !v.cfg.RunsTasks(&info) {
-		return &info
+	if v.cfg.RunsTasks != nil && !v.cfg.RunsTasks(info) {
+		return info
 	}
 	n := v.nodes[info.NodeId]
 	if n == nil {
 		n = &node{}
 		v.nodes[info.NodeId] = n
 	}
-	n.info = &info
+	n.info = info
 	n.total = tasks.ResourcesFromPB(info.Total)
 	if !n.hasLoad {
 		n.avail = n.total
 	}
-	return &info
+	return info
 }
 
-func (v *View) putLoadLocked(b []byte) {
-	var l pb.NodeLoad
-	if proto.Unmarshal(b, &l) != nil {
+// putLoadLocked applies a load report that DecodeLoad accepts.
+func (v *View) putLoadLocked(kv gcs.KV) {
+	id, _ := gcs.TrimKey(gcs.LoadPrefix, kv.Key)
+	l, err := DecodeLoad(id, kv.Value)
+	if err != nil {
 		return
 	}
 	n := v.nodes[l.NodeId]
