@@ -130,3 +130,20 @@ func marshal(t testing.TB, vals []any) []byte {
 	}
 	return b.Bytes()
 }
+
+// OnlyFuzzing reports whether this test binary was started only to fuzz (a `go test -fuzz`
+// worker, or its coordinator with -run '^$' as .ci/run starts it), so that a TestMain can
+// skip set-up that only the package's other tests need (building a helper binary takes
+// longer than a short fuzz run). It parses the flags: call it from TestMain.
+func OnlyFuzzing() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	value := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	return value("test.fuzzworker") == "true" || (value("test.fuzz") != "" && value("test.run") == "^$")
+}
