@@ -125,8 +125,8 @@ func aliveHead(ctx context.Context, s gcs.Store) (*pb.AgentInfo, error) {
 		live[id] = true
 	}
 	for _, kv := range agents {
-		a := &pb.AgentInfo{}
-		if proto.Unmarshal(kv.Value, a) == nil && a.GetHead() && live[a.GetAgentId()] {
+		id, _ := gcs.TrimKey(gcs.AgentsPrefix, kv.Key)
+		if a, err := agent.DecodeAgentInfo(id, kv.Value); err == nil && a.GetHead() && live[a.GetAgentId()] {
 			return a, nil
 		}
 	}
@@ -286,8 +286,8 @@ func runJobList(c *ucli.Context) error {
 	}
 	views := []submissionView{}
 	for _, kv := range kvs {
-		s := &pb.Submission{}
-		if proto.Unmarshal(kv.Value, s) == nil {
+		id, _ := gcs.TrimKey(gcs.SubmissionsPrefix, kv.Key)
+		if s, err := agent.DecodeSubmission(id, kv.Value); err == nil {
 			views = append(views, view(s))
 		}
 	}

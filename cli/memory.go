@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 
 	ucli "github.com/urfave/cli/v2"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/internal/assembly/clusterview"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -88,15 +88,16 @@ func readMemory(c *ucli.Context, store gcs.Store) (*MemoryReport, error) {
 	}
 	info := map[string]*pb.NodeInfo{}
 	for _, kv := range nodes {
-		var n pb.NodeInfo
-		if proto.Unmarshal(kv.Value, &n) == nil {
-			info[n.NodeId] = &n
+		id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
+		if n, err := clusterview.DecodeNode(id, kv.Value); err == nil {
+			info[n.NodeId] = n
 		}
 	}
 	rep := &MemoryReport{Nodes: []NodeMemory{}}
 	for _, kv := range loads {
-		var l pb.NodeLoad
-		if proto.Unmarshal(kv.Value, &l) != nil {
+		id, _ := gcs.TrimKey(gcs.LoadPrefix, kv.Key)
+		l, err := clusterview.DecodeLoad(id, kv.Value)
+		if err != nil {
 			continue
 		}
 		n := NodeMemory{Node: l.NodeId, Budget: l.StoreBudget, MemoryBytes: l.StoreInMemory, Spilled: l.StoreSpilled,

@@ -1,16 +1,21 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/ray-go/ray/internal/base/workerenv"
 )
 
 // The session directory (--session-dir, default /tmp/ray-go) holds one directory per agent
@@ -74,12 +79,117 @@ func writeJSON(path string, v any) error {
 	return os.Rename(tmp, path)
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+// The files of an agent directory are the agent's (0600 in a 0700 directory), but the
+// session directory is shared (/tmp/ray-go by default) and rayctl acts on what they say:
+// it signals the pid, connects to the address with the credentials named, prints the token
+// file. So each is decoded and checked before it is used (fuzz targets in
+// session_fuzz_test.go).
+
+// maxPid is the largest pid Linux hands out (PID_MAX_LIMIT).
+const maxPid = 1 << 22
+
+// maxSessionFile bounds what rayctl reads of agent.json and agent.err (a few hundred
+// bytes when the agent writes them).
+const maxSessionFile = 64 << 10
+
+// readSessionFile reads a small file of an agent directory.
+func readSessionFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return json.Unmarshal(b, v)
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSessionFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSessionFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxSessionFile)
+	}
+	return b, nil
+}
+
+// decodeJSONObject decodes b, which must be one JSON object, into v.
+func decodeJSONObject(what string, b []byte, v any) error {
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("%s is not a JSON object", what)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// parsePidFile decodes agent.pid: a pid in decimal (1 to maxPid), white space around it.
+func parsePidFile(b []byte) (int, error) {
+	s := strings.TrimSpace(string(b))
+	pid, err := strconv.Atoi(s)
+	if err != nil || pid <= 0 || pid > maxPid {
+		return 0, fmt.Errorf("the pid file holds %.20q, not a pid between 1 and %d", s, maxPid)
+	}
+	return pid, nil
+}
+
+// decodeAgentFile decodes the agent.json of agent id. It must name that agent, a pid (as
+// parsePidFile), a cluster address, and for a secure cluster the three credential files as
+// absolute paths; a token file must be an absolute path, a join address host:port.
+func decodeAgentFile(id string, b []byte) (*agentFile, error) {
+	var f agentFile
+	if err := decodeJSONObject(readyFileName, b, &f); err != nil {
+		return nil, err
+	}
+	absOrEmpty := func(p string) bool { return p == "" || filepath.IsAbs(p) }
+	switch {
+	case f.AgentID != id:
+		return nil, fmt.Errorf("%s of agent %s names agent %q", readyFileName, id, f.AgentID)
+	case f.Pid <= 0 || f.Pid > maxPid:
+		return nil, fmt.Errorf("%s of agent %s has the pid %d", readyFileName, id, f.Pid)
+	case len(workerenv.SplitAddress(f.Address)) == 0:
+		return nil, fmt.Errorf("%s of agent %s has no cluster address", readyFileName, id)
+	case !absOrEmpty(f.GCSCA) || !absOrEmpty(f.GCSCert) || !absOrEmpty(f.GCSKey) || !absOrEmpty(f.TokenFile):
+		return nil, fmt.Errorf("%s of agent %s names a credential file by a relative path", readyFileName, id)
+	case (f.GCSCA == "") != (f.GCSKey == "") || (f.GCSCert == "") != (f.GCSKey == ""):
+		return nil, fmt.Errorf("%s of agent %s names some of the credential files (CA, certificate, key) but not all", readyFileName, id)
+	}
+	if f.JoinAddress != "" {
+		if _, _, err := net.SplitHostPort(f.JoinAddress); err != nil {
+			return nil, fmt.Errorf("%s of agent %s has the join address %q: %w", readyFileName, id, f.JoinAddress, err)
+		}
+	}
+	return &f, nil
+}
+
+// decodeAgentError decodes agent.err: a message and an exit code of rayctl's (1 to 125).
+func decodeAgentError(b []byte) (*agentError, error) {
+	var e agentError
+	if err := decodeJSONObject(errorFileName, b, &e); err != nil {
+		return nil, err
+	}
+	if e.Code < 1 || e.Code > 125 {
+		return nil, fmt.Errorf("%s has the exit code %d (want 1 to 125)", errorFileName, e.Code)
+	}
+	if strings.TrimSpace(e.Message) == "" {
+		return nil, fmt.Errorf("%s has no message", errorFileName)
+	}
+	return &e, nil
+}
+
+// readAgentFile reads and decodes the agent.json in dir of agent id.
+func readAgentFile(dir, id string) (*agentFile, error) {
+	b, err := readSessionFile(filepath.Join(dir, readyFileName))
+	if err != nil {
+		return nil, err
+	}
+	return decodeAgentFile(id, b)
+}
+
+// readAgentError reads and decodes the agent.err in dir.
+func readAgentError(dir string) (*agentError, error) {
+	b, err := readSessionFile(filepath.Join(dir, errorFileName))
+	if err != nil {
+		return nil, err
+	}
+	return decodeAgentError(b)
 }
 
 // localAgent is an agent directory of this machine's session dir.
@@ -103,14 +213,12 @@ func localAgents(sessionDir string) ([]localAgent, error) {
 	for _, f := range files {
 		dir := filepath.Dir(f)
 		la := localAgent{id: strings.TrimPrefix(filepath.Base(dir), agentDirPref), dir: dir, pidFile: f}
-		b, err := os.ReadFile(f)
-		if err == nil {
-			la.pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if b, err := readSessionFile(f); err == nil {
+			la.pid, _ = parsePidFile(b)
 		}
 		la.live = la.pid > 0 && isAgentProcess(la.pid, la.id)
-		var info agentFile
-		if readJSON(filepath.Join(dir, readyFileName), &info) == nil {
-			la.info = &info
+		if info, err := readAgentFile(dir, la.id); err == nil {
+			la.info = info
 		}
 		out = append(out, la)
 	}

@@ -378,11 +378,8 @@ func startBackground(c *ucli.Context, cfg agent.Config) error {
 	var werr error
 	go func() { werr = cmd.Wait(); close(exited) }() // ends with the child, or with this process
 
-	readyFile := filepath.Join(cfg.SessionDir, readyFileName)
-	errFile := filepath.Join(cfg.SessionDir, errorFileName)
 	failed := func() error {
-		var ae agentError
-		if readJSON(errFile, &ae) == nil {
+		if ae, err := readAgentError(cfg.SessionDir); err == nil {
 			// The message says it all; a failed agent's directory is of no further use.
 			<-exited
 			_ = os.RemoveAll(cfg.SessionDir)
@@ -395,9 +392,8 @@ func startBackground(c *ucli.Context, cfg agent.Config) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		var info agentFile
-		if readJSON(readyFile, &info) == nil {
-			printStarted(c, info)
+		if info, err := readAgentFile(cfg.SessionDir, cfg.ID); err == nil {
+			printStarted(c, *info)
 			return nil
 		}
 		if err := failed(); err != nil {

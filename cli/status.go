@@ -10,9 +10,9 @@ import (
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/assembly/agent"
+	"github.com/ray-go/ray/internal/assembly/clusterview"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -122,9 +122,8 @@ func readStatus(ctx context.Context, s gcs.Store) (*Status, error) {
 	}
 	loads := map[string]*pb.NodeLoad{}
 	for _, kv := range tables[gcs.LoadPrefix] {
-		l := &pb.NodeLoad{}
-		if proto.Unmarshal(kv.Value, l) == nil {
-			id, _ := gcs.TrimKey(gcs.LoadPrefix, kv.Key)
+		id, _ := gcs.TrimKey(gcs.LoadPrefix, kv.Key)
+		if l, err := clusterview.DecodeLoad(id, kv.Value); err == nil {
 			loads[id] = l
 		}
 	}
@@ -133,11 +132,11 @@ func readStatus(ctx context.Context, s gcs.Store) (*Status, error) {
 	storeUsed := map[string]int64{}
 	workers := map[string]int{}
 	for _, kv := range tables[gcs.NodesPrefix] {
-		n := &pb.NodeInfo{}
-		if proto.Unmarshal(kv.Value, n) != nil || n.GetAgentId() == "" {
+		id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
+		n, err := clusterview.DecodeNode(id, kv.Value)
+		if err != nil || n.GetAgentId() == "" {
 			continue
 		}
-		id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
 		workers[n.GetAgentId()]++
 		l := loads[id]
 		if l == nil {
@@ -159,11 +158,11 @@ func readStatus(ctx context.Context, s gcs.Store) (*Status, error) {
 	st := &Status{Nodes: []NodeStatus{}, Jobs: []JobStatus{}}
 	st.Cluster.Total, st.Cluster.InUse = map[string]float64{}, map[string]float64{}
 	for _, kv := range tables[gcs.AgentsPrefix] {
-		a := &pb.AgentInfo{}
-		if proto.Unmarshal(kv.Value, a) != nil {
+		id, _ := gcs.TrimKey(gcs.AgentsPrefix, kv.Key)
+		a, err := agent.DecodeAgentInfo(id, kv.Value)
+		if err != nil {
 			continue
 		}
-		id, _ := gcs.TrimKey(gcs.AgentsPrefix, kv.Key)
 		ns := NodeStatus{
 			AgentID: id, Host: a.GetHostname(), Alive: alive[id], Head: a.GetHead(), Pid: a.GetPid(),
 			Started: fmtTime(a.GetStartedUnixMs()), Total: agent.ResourcesFromPB(a.GetTotal()),
@@ -198,11 +197,11 @@ func readStatus(ctx context.Context, s gcs.Store) (*Status, error) {
 		return a.Started < b.Started
 	})
 	for _, kv := range tables[gcs.JobsPrefix] {
-		j := &pb.JobInfo{}
-		if proto.Unmarshal(kv.Value, j) != nil {
+		id, _ := gcs.TrimKey(gcs.JobsPrefix, kv.Key)
+		j, err := agent.DecodeJob(id, kv.Value)
+		if err != nil {
 			continue
 		}
-		id, _ := gcs.TrimKey(gcs.JobsPrefix, kv.Key)
 		js := JobStatus{
 			JobID: id, State: j.GetState().String(), SubmissionID: j.GetSubmissionId(),
 			Start: fmtTime(j.GetStartUnixMs()), End: fmtTime(j.GetEndUnixMs()),
