@@ -135,10 +135,15 @@ func FromEnv(getenv func(string) string) (w Worker, ok bool, err error) {
 		if err := json.Unmarshal([]byte(s), &w.Resources); err != nil {
 			return w, true, fmt.Errorf("workerenv: %s=%q: %w", Resources, s, err)
 		}
+		for name, v := range w.Resources {
+			if name == "" || v < 0 {
+				return w, true, fmt.Errorf("workerenv: %s=%q: resource %q has the amount %v (want a name and an amount of 0 or more)", Resources, s, name, v)
+			}
+		}
 	}
 	if s := getenv(ObjectStoreBytes); s != "" {
-		if w.ObjectStoreBytes, err = strconv.ParseInt(s, 10, 64); err != nil {
-			return w, true, fmt.Errorf("workerenv: %s=%q: %w", ObjectStoreBytes, s, err)
+		if w.ObjectStoreBytes, err = strconv.ParseInt(s, 10, 64); err != nil || w.ObjectStoreBytes < 0 {
+			return w, true, fmt.Errorf("workerenv: %s=%q: want a number of bytes, 0 or more", ObjectStoreBytes, s)
 		}
 	}
 	return w, true, nil
