@@ -526,12 +526,12 @@ func (v *nodeView) Alive() map[string]sched.Resources {
 			if err != nil || !found {
 				continue
 			}
-			var info pb.NodeInfo
-			if proto.Unmarshal(kv.Value, &info) != nil {
-				continue
+			info, err := clusterview.DecodeNode(id, kv.Value)
+			if err != nil {
+				continue // a corrupt record names no node this view can use
 			}
-			v.set(&info)
-			if !runsTasks(&info, v.job) {
+			v.set(info)
+			if !runsTasks(info, v.job) {
 				continue
 			}
 			r = tasks.ResourcesFromPB(info.Total)
