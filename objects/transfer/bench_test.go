@@ -3,6 +3,7 @@ package transfer
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/objects/shard"
 )
@@ -70,14 +72,14 @@ func BenchmarkStream(b *testing.B) {
 	const big = 200 << 20
 	data := randomBytes(big, 42) // as the server process's
 	id := ids.PutID(ids.NewRootTaskID(), 1)
-	run := func(b *testing.B, addr string, size int, newConn bool) {
+	run := func(b *testing.B, addr string, size int, newConn bool, tlsCfg *tls.Config) {
 		b.SetBytes(int64(size))
 		pool := testPool(b)
 		for b.Loop() {
 			if newConn {
 				pool.closeAll()
 			}
-			got, err := fetch(context.Background(), pool, addr, id, FetchOptions{}, defaultTuning)
+			got, err := fetch(context.Background(), pool, addr, id, FetchOptions{TLS: tlsCfg}, defaultTuning)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -88,40 +90,64 @@ func BenchmarkStream(b *testing.B) {
 	}
 	for _, size := range []int{big, 64 << 20} {
 		srv := newStreamServer(b, ServerConfig{Get: func(context.Context, ids.ObjectID) ([]byte, error) { return data[:size], nil }})
-		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) { run(b, srv.Addr(), size, false) })
+		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) { run(b, srv.Addr(), size, false, nil) })
 	}
-	b.Run("200MiB/processes", func(b *testing.B) {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", streamServeEnv, big))
-		cmd.Stderr = os.Stderr
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			b.Fatal(err)
+	// Across processes, plain TCP and mutual TLS (the cluster's default; the client's
+	// certificate is of the same CA as the server's).
+	tlsDir := b.TempDir()
+	ca, srvCreds := clusterCreds(b, identity.RoleNode)
+	if _, err := srvCreds.Save(tlsDir); err != nil {
+		b.Fatal(err)
+	}
+	clientTLS := issueFor(b, ca, "client", identity.RoleDriver).PeerClientTLS()
+	for _, secure := range []bool{false, true} {
+		name := "200MiB/processes"
+		if secure {
+			name += "/tls"
 		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		defer func() {
-			_ = stdin.Close()
-			if err := cmd.Wait(); err != nil {
-				b.Errorf("server process: %v", err)
-			}
-		}()
-		addr, err := readAddr(stdout)
-		if err != nil {
-			b.Fatal(err)
-		}
-		got, err := Fetch(context.Background(), addr, id, FetchOptions{})
-		if err != nil || !bytes.Equal(got, data) {
-			b.Fatalf("from the server process: %v", err)
-		}
-		run(b, addr, big, false)
-	})
+		b.Run(name, func(b *testing.B) { streamProcess(b, data, id, secure, tlsDir, clientTLS, run) })
+	}
 	small := newStreamServer(b, ServerConfig{Get: func(context.Context, ids.ObjectID) ([]byte, error) { return data[:1<<20], nil }})
-	b.Run("1MiB/kept-conn", func(b *testing.B) { run(b, small.Addr(), 1<<20, false) })
-	b.Run("1MiB/new-conn", func(b *testing.B) { run(b, small.Addr(), 1<<20, true) })
+	b.Run("1MiB/kept-conn", func(b *testing.B) { run(b, small.Addr(), 1<<20, false, nil) })
+	b.Run("1MiB/new-conn", func(b *testing.B) { run(b, small.Addr(), 1<<20, true, nil) })
+}
+
+// streamProcess runs run against a server in another process (the test binary, see
+// TestMain) serving data, over TLS with the credentials in tlsDir if secure.
+func streamProcess(b *testing.B, data []byte, id ids.ObjectID, secure bool, tlsDir string, clientTLS *tls.Config,
+	run func(b *testing.B, addr string, size int, newConn bool, tlsCfg *tls.Config)) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", streamServeEnv, len(data)))
+	var opt FetchOptions
+	if secure {
+		cmd.Env = append(cmd.Env, streamTLSEnv+"="+tlsDir)
+		opt.TLS = clientTLS
+	}
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		_ = stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("server process: %v", err)
+		}
+	}()
+	addr, err := readAddr(stdout)
+	if err != nil {
+		b.Fatal(err)
+	}
+	got, err := Fetch(context.Background(), addr, id, opt)
+	if err != nil || !bytes.Equal(got, data) {
+		b.Fatalf("from the server process: %v", err)
+	}
+	run(b, addr, len(data), false, opt.TLS)
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/ids"
 )
 
@@ -557,6 +558,10 @@ func TestStreamConcurrent(t *testing.T) {
 // its address and stops when its standard input closes.
 const streamServeEnv = "TRANSFER_STREAM_SERVE_BYTES"
 
+// streamTLSEnv, with streamServeEnv, names a directory of credentials (identity.FilesIn)
+// the server process serves mutual TLS with.
+const streamTLSEnv = "TRANSFER_STREAM_TLS_DIR"
+
 func TestMain(m *testing.M) {
 	if v := os.Getenv(streamServeEnv); v != "" {
 		os.Exit(serveStreamProcess(v))
@@ -571,7 +576,16 @@ func serveStreamProcess(size string) int {
 		return 2
 	}
 	data := randomBytes(n, 42)
-	srv, err := NewServer(ServerConfig{Logger: quiet, Get: func(context.Context, ids.ObjectID) ([]byte, error) { return data, nil }})
+	cfg := ServerConfig{Logger: quiet, Get: func(context.Context, ids.ObjectID) ([]byte, error) { return data, nil }}
+	if dir := os.Getenv(streamTLSEnv); dir != "" {
+		creds, err := identity.Load(identity.FilesIn(dir))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		cfg.TLS = creds.PeerServerTLS()
+	}
+	srv, err := NewServer(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
