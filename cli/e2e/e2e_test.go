@@ -156,6 +156,24 @@ func ourProcesses() []string {
 	return out
 }
 
+// checkNothingLeft fails t if any process the test started (agents, worker processes,
+// drivers) is still alive 15 s after the cluster was stopped, and kills those.
+func checkNothingLeft(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for len(ourProcesses()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := ourProcesses(); len(left) > 0 {
+		t.Errorf("processes left behind: %v", left)
+		for _, p := range left {
+			if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
 // TestCluster runs the whole multi-process scenario on one cluster: a head and two more
 // agents (one with a custom resource), drivers run directly and through rayctl job
 // submit, a driver killed mid-run, and the clear errors of a wrong address.
@@ -168,19 +186,7 @@ func TestCluster(t *testing.T) {
 		if !stopped {
 			run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
 		}
-		// Every process the test started is gone (agents, worker processes, drivers).
-		deadline := time.Now().Add(15 * time.Second)
-		for len(ourProcesses()) > 0 && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if left := ourProcesses(); len(left) > 0 {
-			t.Errorf("processes left behind: %v", left)
-			for _, p := range left {
-				if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
-					syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-		}
+		checkNothingLeft(t)
 	})
 
 	var tok []string // RAY_GO_TOKEN=..., as a user exports it

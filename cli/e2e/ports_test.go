@@ -103,18 +103,7 @@ func TestGarbageOnEveryPort(t *testing.T) {
 	sess := t.TempDir()
 	t.Cleanup(func() {
 		run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
-		deadline := time.Now().Add(15 * time.Second)
-		for len(ourProcesses()) > 0 && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if left := ourProcesses(); len(left) > 0 {
-			t.Errorf("processes left behind: %v", left)
-			for _, p := range left {
-				if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
-					syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-		}
+		checkNothingLeft(t)
 	})
 	startArgs := []string{"start", "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "512MiB"}
 	out, errOut, code := run(t, 90*time.Second, nil, rayctl, append(startArgs, "--head", "--port", strconv.Itoa(port))...)
