@@ -10,8 +10,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-5}
+umask 077 # the token file must be private (rayctl refuses it otherwise)
 bin=$(mktemp -d /tmp/tlscost.XXXXXX)
-trap 'rm -rf "$bin"' EXIT
+cleanup() {
+  for s in "$bin"/s-*/b "$bin"/s-*; do
+    [ -d "$s" ] && "$bin/rayctl" stop --force --session-dir "$s" >/dev/null 2>&1 || true
+  done
+  rm -rf "$bin"
+}
+trap cleanup EXIT
 go build -o "$bin/rayctl" ./cli/rayctl
 go build -o "$bin/microbench" ./benchmarks/microbench
 port=${PORT:-26431}

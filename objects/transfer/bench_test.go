@@ -79,7 +79,7 @@ func BenchmarkStream(b *testing.B) {
 			if newConn {
 				pool.closeAll()
 			}
-			got, err := fetch(context.Background(), pool, addr, id, FetchOptions{TLS: tlsCfg}, defaultTuning)
+			got, err := fetch(context.Background(), pool, addr, id, FetchOptions{Size: int64(size), TLS: tlsCfg}, defaultTuning)
 			if err != nil {
 				b.Fatal(err)
 			}

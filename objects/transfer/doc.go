@@ -118,7 +118,10 @@
 // the first request's deadline and without a serving slot, so a connection that never
 // finishes its handshake is one more waiting connection (bounded, evicted first); a peer
 // that presents no certificate of the cluster's CA is refused and logged. Records are
-// full-size from the first byte (no dynamic record sizing), and a connection's Close
+// full-size from the first byte (no dynamic record sizing) and gathered into writes of
+// up to 256 KiB while an answer is written (TLS writes each 16 KiB record with its own
+// system call, which woke the reader per record and cost 2-3x the plain stream's time on
+// 200 MiB; gathered, the two measure the same here), and a connection's Close
 // closes its socket at once (no close_notify that could wait behind a blocked write).
 // The CRC-32C stays: it checks the bytes from the store shard's buffer to the reader's,
 // TLS only the wire.

@@ -364,9 +364,11 @@ func (s *Server) serveConn(sc *serverConn) {
 	defer s.drop(sc)
 	log := s.cfg.Logger.With("remote", sc.c.RemoteAddr().String())
 	conn := sc.c
+	var out *coalescer
 	if s.cfg.TLS != nil {
 		// The handshake counts as part of the first request: same deadline, no slot.
-		tc := tls.Server(sc.c, s.cfg.TLS)
+		out = &coalescer{Conn: sc.c}
+		tc := tls.Server(out, s.cfg.TLS)
 		_ = sc.c.SetDeadline(time.Now().Add(firstRequestTimeout))
 		if err := tc.Handshake(); err != nil {
 			if !quietEnd(err) {
@@ -401,7 +403,7 @@ func (s *Server) serveConn(sc *serverConn) {
 			<-s.slots
 			return
 		}
-		err = s.answer(conn, id)
+		err = s.answer(conn, id, out)
 		<-s.slots
 		if err != nil {
 			if !s.isClosed() {
@@ -419,7 +421,18 @@ func (s *Server) serveConn(sc *serverConn) {
 // answer sends the response to a request for id: the header, and for an object found its
 // bytes and their CRC-32C. Each chunk is hashed right after it is written, while the
 // kernel's copy has left it in the cache (the last one before: the trailer goes with it).
-func (s *Server) answer(c net.Conn, id ids.ObjectID) error {
+//
+// With TLS, out gathers the connection's records (16 KiB each) into writes of up to
+// coalesceBytes, flushed when the answer is written.
+func (s *Server) answer(c net.Conn, id ids.ObjectID, out *coalescer) (err error) {
+	if out != nil {
+		out.begin()
+		defer func() {
+			if ferr := out.end(); err == nil {
+				err = ferr
+			}
+		}()
+	}
 	data, err := s.cfg.Get(s.ctx, id)
 	var hdr [headerLen]byte
 	if err != nil {
@@ -580,6 +593,57 @@ func streamTLS(cfg *tls.Config) *tls.Config {
 	cfg = cfg.Clone()
 	cfg.DynamicRecordSizingDisabled = true
 	return cfg
+}
+
+// coalesceBytes is the most a TLS connection's coalescer gathers before it writes.
+const coalesceBytes = 256 << 10
+
+var coalesceBufs = sync.Pool{New: func() any { b := make([]byte, 0, coalesceBytes); return &b }}
+
+// coalescer sits under a TLS connection and, between begin and end, gathers the records
+// TLS writes one by one (one write call, so one system call and one wake-up of the
+// reader, per 16 KiB) into writes of up to coalesceBytes. Outside an answer it writes
+// through (the handshake needs its flights sent as written). Only connections writing
+// an answer hold a buffer (from a pool): at most MaxConns of them.
+type coalescer struct {
+	net.Conn
+	buf *[]byte
+}
+
+func (c *coalescer) begin() { c.buf = coalesceBufs.Get().(*[]byte) }
+
+// end writes what is gathered and gives the buffer back.
+func (c *coalescer) end() error {
+	err := c.flush()
+	*c.buf = (*c.buf)[:0]
+	coalesceBufs.Put(c.buf)
+	c.buf = nil
+	return err
+}
+
+func (c *coalescer) flush() error {
+	if len(*c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(*c.buf)
+	*c.buf = (*c.buf)[:0]
+	return err
+}
+
+func (c *coalescer) Write(p []byte) (int, error) {
+	if c.buf == nil {
+		return c.Conn.Write(p)
+	}
+	if len(*c.buf)+len(p) > cap(*c.buf) {
+		if err := c.flush(); err != nil {
+			return 0, err
+		}
+		if len(p) >= cap(*c.buf) {
+			return c.Conn.Write(p)
+		}
+	}
+	*c.buf = append(*c.buf, p...)
+	return len(p), nil
 }
 
 // quietEnd reports whether err is how a connection ends without anything to report: the
