@@ -178,7 +178,7 @@ func Get[T any](ctx context.Context, r ObjectRef[T]) (T, error) {
 	if err != nil {
 		return zero, fmt.Errorf("ray: object %s: %w", h.id, err)
 	}
-	bindRefs(ctx, &v)
+	v = bindRefs(ctx, v)
 	return v, nil
 }
 

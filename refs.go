@@ -96,17 +96,23 @@ func (h *handle) bind(c *core.Core) {
 	runtime.SetFinalizer(h, collected)
 }
 
-// bindRefs binds every ObjectRef inside *v to the runtime of ctx. Only types that may hold
-// refs are walked.
-func bindRefs[T any](ctx context.Context, v *T) {
+// bindRefs binds every ObjectRef inside v to the runtime of ctx and returns v. Only types
+// that may hold refs are walked. It takes and returns a value, not a pointer, so that the
+// caller's variable stays on its stack for the types that cannot hold refs (every Get and
+// task argument would otherwise move its value to the heap); binding mutates the handles
+// the refs point to, which a copy shares.
+func bindRefs[T any](ctx context.Context, v T) T {
 	if !codec.MayHoldRefs(reflect.TypeFor[T]()) {
-		return
+		return v
 	}
 	tc, ok := core.FromContext(ctx)
 	if !ok {
-		return
+		return v
 	}
-	walkBind(reflect.ValueOf(v).Elem(), tc.Core, 0)
+	p := new(T)
+	*p = v
+	walkBind(reflect.ValueOf(p).Elem(), tc.Core, 0)
+	return *p
 }
 
 func walkBind(v reflect.Value, c *core.Core, depth int) {

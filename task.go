@@ -7,6 +7,7 @@ import (
 	"runtime"
 
 	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects/codec"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/sched"
@@ -18,13 +19,20 @@ type remoteFunc struct {
 	name   string
 	opts   callOpts
 	res    sched.Resources
+	resPB  []*pb.ResourceQty // res's wire form, shared by the specs of every call
 	resErr error
 }
 
 func newRemoteFunc(name string) remoteFunc {
 	f := remoteFunc{name: name, opts: defaultCallOpts()}
-	f.res, f.resErr = f.opts.resourcesOf()
+	f.setResources()
 	return f
+}
+
+// setResources works out the resources f's calls ask for, from its options.
+func (f *remoteFunc) setResources() {
+	f.res, f.resErr = f.opts.resourcesOf()
+	f.resPB = tasks.ResourcesToPB(f.res)
 }
 
 // Name is the function's registered name.
@@ -41,7 +49,7 @@ func (f *remoteFunc) with(opts []TaskOption) remoteFunc {
 	for _, o := range opts {
 		o(&g.opts)
 	}
-	g.res, g.resErr = g.opts.resourcesOf()
+	g.setResources()
 	return g
 }
 
@@ -59,7 +67,7 @@ func submit[R any](ctx context.Context, f *remoteFunc, args ...argLike) ObjectRe
 		return failedRef[R](fmt.Errorf("ray: %s: %w", f.name, f.resErr))
 	}
 	call := core.Call{
-		Function: f.name, Args: make([]core.Arg, len(args)), Resources: f.res,
+		Function: f.name, Args: make([]core.Arg, len(args)), Resources: f.res, ResourcesPB: f.resPB,
 		MaxRetries: int32(f.opts.maxRetries), RetryExceptions: f.opts.retryExceptions,
 		Strategy: f.opts.strategy, AffinityNode: f.opts.affinityNode, AffinitySoft: f.opts.affinitySoft,
 	}
@@ -99,7 +107,7 @@ func decodeArg[T any](ctx context.Context, name string, args [][]byte, i int) (T
 	if err != nil {
 		return v, fmt.Errorf("ray: %s: argument %d: %w", name, i+1, err)
 	}
-	bindRefs(ctx, &v)
+	v = bindRefs(ctx, v)
 	return v, nil
 }
 

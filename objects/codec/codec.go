@@ -82,6 +82,11 @@ func MarshalValue(v any) ([]byte, error) {
 // payloads alias data. Types that cannot hold references (no interface, no custom CBOR
 // marshaler anywhere inside) skip the scan, so this costs the same as Marshal for them.
 func MarshalRefs[T any](v T) (data []byte, refs [][]byte, err error) {
+	// As in Marshal: the fast paths box v on the stack, and none of their types can hold
+	// a reference.
+	if data, ok := encodeFast(any(v)); ok {
+		return data, nil, nil
+	}
 	return encodeRefs(any(v))
 }
 

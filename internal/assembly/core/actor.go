@@ -322,7 +322,8 @@ func (c *Core) ActorState(ctx context.Context, id ids.ActorID) (lifecycle.State,
 // SubmitActorCall submits a method call and returns the ID of its result. Calls from this
 // process to one actor run in the order they were submitted.
 func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg) (ids.ObjectID, error) {
-	tid := ids.ChildTaskID(tc.idSeed(), tc.children.Add(1))
+	p := newPending(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1))) // and its spec
+	tid := p.tid
 	ret := ids.ReturnID(tid, 1)
 	select {
 	case <-c.closed:
@@ -339,10 +340,9 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	// of its own) and gets its result.
 	sh := c.shardOf(tid)
 	ac := c.caller(sh, id)
-	spec := &pb.TaskSpec{
-		TaskId: tid[:], JobId: string(c.cfg.Job), Function: method, Args: make([]*pb.Arg, len(args)),
-		ParentTaskId: tc.Task[:], Owner: c.ownerW, ReplyTo: sh.pidW, NumReturns: 1,
-	}
+	spec := p.spec
+	spec.JobId, spec.Function, spec.Args = string(c.cfg.Job), method, make([]*pb.Arg, len(args))
+	spec.ParentTaskId, spec.Owner, spec.ReplyTo, spec.NumReturns = tc.Task[:], c.ownerW, sh.pidW, 1
 	var argRefs []ids.ObjectID
 	var argErr error
 	for i, a := range args {
@@ -358,20 +358,20 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		spec.Args[i] = &pb.Arg{ObjectId: ref[:], IsRef: true}
 		argRefs = append(argRefs, ref)
 	}
-	p := &pending{tid: tid, spec: spec, actor: ac, sh: sh}
+	p.actor, p.sh = ac, sh
 	ac.mu.Lock()
 	seq, dead := ac.calls.Add(p)
 	p.seq = seq
 	ac.mu.Unlock()
 	if dead != nil {
 		msg := dead.Error()
-		e := &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: method, TaskId: tid[:], Message: msg}
+		e := &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: method, TaskId: p.tid[:], Message: msg}
 		c.mem.Set(ret, objects.Value{Err: e})
 		return ret, &SubmitError{Info: e, Err: errors.New(msg)}
 	}
 	if argErr != nil {
 		// The call fails here; its seq is skipped so the calls after it are not held up.
-		info := &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST, Function: method, TaskId: tid[:], Message: argErr.Error(), NodeId: string(c.cfg.Node)}
+		info := &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST, Function: method, TaskId: p.tid[:], Message: argErr.Error(), NodeId: string(c.cfg.Node)}
 		c.actorFinished(p)
 		c.mem.Set(ret, objects.Value{Err: info})
 		return ret, &SubmitError{Info: info, Err: argErr}

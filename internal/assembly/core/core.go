@@ -160,6 +160,22 @@ type pending struct {
 	// reconstruction (reconstruct.go): the request that made this run, if it reruns a
 	// task whose object was lost
 	rerun *lineage.RerunRequest
+
+	// specBuf is spec for a task submitted here (newPending): one allocation for both. The
+	// spec lives as long as its lineage record, and the pending with it: what else it
+	// points to is the task's own (its argument IDs, which the record holds too) or
+	// long-lived (its shard, caller, worker PID).
+	specBuf pb.TaskSpec
+}
+
+// newPending returns the pending of a new task or actor call tid, with its spec in the
+// same allocation: spec.TaskId is filled in (it points at p.tid); the caller fills in the
+// rest.
+func newPending(tid ids.TaskID) *pending {
+	p := &pending{tid: tid}
+	p.spec = &p.specBuf
+	p.spec.TaskId = p.tid[:]
+	return p
 }
 
 // New starts a runtime: it spawns the owner actor and the shards in cfg.System.

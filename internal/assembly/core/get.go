@@ -166,7 +166,8 @@ func (tc *TaskContext) PutNested(data []byte, nested []Nested) (ids.ObjectID, er
 		}
 		// Wait for the store to admit it: over its budget, the store answers once spilling
 		// has caught up, so a producer cannot outrun the disk (backpressure).
-		res, err := c.root.RequestFuture(s, &pb.PutObject{ObjectId: id[:], Data: data, Owner: c.ownerW}, admitTimeout).Result()
+		oid := id // a copy for the message, so that a small Put's id stays on the stack
+		res, err := c.root.RequestFuture(s, &pb.PutObject{ObjectId: oid[:], Data: data, Owner: c.ownerW}, admitTimeout).Result()
 		if ack, ok := res.(*pb.PutObjectAck); err == nil && ok && ack.Error != "" {
 			return id, fmt.Errorf("ray: the object store refused object %s: %s", id, ack.Error)
 		} else if err != nil {

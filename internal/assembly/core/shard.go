@@ -290,7 +290,6 @@ func (s *shard) awaitArgs(p *pending, args []ids.ObjectID) {
 func (s *shard) dispatch(p *pending) {
 	c := s.c
 	p.dispatched = true
-	tid := p.tid
 	for i, a := range p.spec.Args {
 		if !a.IsRef {
 			continue
@@ -298,14 +297,14 @@ func (s *shard) dispatch(p *pending) {
 		id, _ := ids.ObjectIDFromBytes(a.ObjectId)
 		v, ready, known := c.mem.Get(id)
 		if !known || !ready {
-			s.complete(p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
-				Kind: pb.ErrorInfo_OBJECT_LOST, Function: p.spec.Function, TaskId: tid[:], NodeId: string(c.cfg.Node),
+			s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Error: &pb.ErrorInfo{
+				Kind: pb.ErrorInfo_OBJECT_LOST, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(c.cfg.Node),
 				Message: fmt.Sprintf("argument %d: object %s was freed before the task could run", i+1, id)}})
 			return
 		}
 		if v.Err != nil {
 			// Ray semantics: a task whose argument failed fails with that same error.
-			s.complete(p, &pb.TaskResult{TaskId: tid[:], Error: v.Err})
+			s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Error: v.Err})
 			return
 		}
 		if v.InStore {

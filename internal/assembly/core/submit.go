@@ -30,6 +30,10 @@ type Call struct {
 	Strategy        string
 	AffinityNode    string
 	AffinitySoft    bool
+	// ResourcesPB is the wire form of Resources (tasks.ResourcesToPB), made once by a
+	// caller that submits the same resources many times and shared by every spec it goes
+	// into, so never modified; nil: Submit converts Resources.
+	ResourcesPB []*pb.ResourceQty
 }
 
 // SubmitError is a submission that failed before the task could run: unknown function,
@@ -48,7 +52,10 @@ func (e *SubmitError) Unwrap() error { return e.Err }
 // the caller holds one reference to it, which it must give back with ReleaseRef. The rest
 // (lineage, dependencies, dispatch) is the task's shard's, which gets it as a message.
 func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
-	tid := ids.ChildTaskID(tc.idSeed(), tc.children.Add(1))
+	// The task's bookkeeping and its spec are one allocation, and the spec's ID points
+	// into it (newPending).
+	p := newPending(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1)))
+	tid := p.tid
 	ret := ids.ReturnID(tid, 1)
 	select {
 	case <-c.closed:
@@ -64,22 +71,24 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 		return ret, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_INFEASIBLE, err)
 	}
 	sh := c.shardOf(tid)
-	spec := &pb.TaskSpec{
-		TaskId:          tid[:],
-		JobId:           string(c.cfg.Job),
-		Function:        call.Function,
-		Args:            make([]*pb.Arg, len(call.Args)),
-		Resources:       tasks.ResourcesToPB(call.Resources),
-		MaxRetries:      call.MaxRetries,
-		RetryExceptions: call.RetryExceptions,
-		ParentTaskId:    tc.Task[:],
-		Owner:           c.ownerW,
-		ReplyTo:         sh.pidW,
-		NumReturns:      1,
-		Strategy:        call.Strategy,
-		AffinityNode:    call.AffinityNode,
-		AffinitySoft:    call.AffinitySoft,
+	res := call.ResourcesPB
+	if res == nil {
+		res = tasks.ResourcesToPB(call.Resources)
 	}
+	spec := p.spec
+	spec.JobId = string(c.cfg.Job)
+	spec.Function = call.Function
+	spec.Args = make([]*pb.Arg, len(call.Args))
+	spec.Resources = res
+	spec.MaxRetries = call.MaxRetries
+	spec.RetryExceptions = call.RetryExceptions
+	spec.ParentTaskId = tc.Task[:]
+	spec.Owner = c.ownerW
+	spec.ReplyTo = sh.pidW
+	spec.NumReturns = 1
+	spec.Strategy = call.Strategy
+	spec.AffinityNode = call.AffinityNode
+	spec.AffinitySoft = call.AffinitySoft
 	var argRefs []ids.ObjectID
 	for i, a := range call.Args {
 		if a.IsRef {
@@ -98,7 +107,8 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 	// reconstruction; the shard writes it to the GCS if it lives long enough: lineage.go),
 	// and the submitted task's references to its arguments (dropped when it finishes).
 	c.refs.Submitted(tid, c.holdArgs(argRefs), spec)
-	p := &pending{tid: tid, spec: spec, argRefs: argRefs, pinned: c.pinArgs(ret, call.Args), res: call.Resources, hasRes: true}
+	p.argRefs, p.pinned = argRefs, c.pinArgs(ret, call.Args)
+	p.res, p.hasRes = call.Resources, true
 	sh.submit(p)
 	return ret, nil
 }
