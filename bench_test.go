@@ -76,3 +76,37 @@ func BenchmarkPutGigabytes(b *testing.B) {
 		r.Release()
 	}
 }
+
+type benchActor struct{}
+
+func (*benchActor) Small(context.Context) ([]byte, error) { return []byte("ok"), nil }
+
+var (
+	benchActorClass = Actor("bench.Actor", func() *benchActor { return &benchActor{} })
+	benchSmall      = Method0(benchActorClass, "small", (*benchActor).Small)
+)
+
+// BenchmarkActorCallsAsync is microbench's 1_1_actor_calls_async: batches of 1000 calls
+// to one at-most-once actor, then GetAll.
+func BenchmarkActorCallsAsync(b *testing.B) {
+	ctx := shared
+	h := benchActorClass.Remote(ctx, AtMostOnce())
+	if _, err := Get(ctx, benchSmall.Remote(ctx, h)); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = Kill(ctx, h, true) }()
+	refs := make([]ObjectRef[[]byte], 0, 1000)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		refs = append(refs, benchSmall.Remote(ctx, h))
+		if len(refs) == cap(refs) || i == b.N-1 {
+			if _, err := GetAll(ctx, refs); err != nil {
+				b.Fatal(err)
+			}
+			for _, r := range refs {
+				r.Release()
+			}
+			refs = refs[:0]
+		}
+	}
+}

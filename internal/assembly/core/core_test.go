@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -405,5 +406,48 @@ func TestRetryCreatesNewChildIDs(t *testing.T) {
 	}
 	if c0.Task() != ids.ChildTaskID(parent, 1) {
 		t.Fatalf("a first attempt's child is %s, want ChildTaskID(parent, 1)", c0.Task())
+	}
+}
+
+// TestTaskContextForIsAContext: the context a task runs with carries its TaskContext
+// through contexts derived from it, passes the parent's values, deadline and
+// cancellation through, and the TaskContext found is the same one every time (it counts
+// the task's children).
+func TestTaskContextForIsAContext(t *testing.T) {
+	h := newHarness(t)
+	type key struct{}
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	tid := ids.NewRootTaskID()
+	spec := &pb.TaskSpec{TaskId: tid[:]}
+	for _, ctx := range []context.Context{
+		h.c.TaskContextFor(parent, spec, nil),
+		h.c.ActorCallContext(parent, spec, 1),
+	} {
+		derived, stop := context.WithTimeout(ctx, time.Hour)
+		tc, ok := FromContext(derived)
+		if !ok || tc.Task != tid || tc.Core != h.c || tc.Spec != spec {
+			t.Fatalf("FromContext of a derived context: %+v, %v", tc, ok)
+		}
+		if again, _ := FromContext(ctx); again != tc {
+			t.Fatal("two lookups found different TaskContexts")
+		}
+		if derived.Value(key{}) != "v" {
+			t.Fatal("the parent's value is not passed through")
+		}
+		if _, ok := ctx.Deadline(); ok {
+			t.Fatal("a deadline the parent does not have")
+		}
+		if s := fmt.Sprint(ctx); !strings.Contains(s, tid.String()) {
+			t.Fatalf("String() %q does not name the task", s)
+		}
+		stop()
+	}
+	ctx := h.c.TaskContextFor(parent, spec, nil)
+	derived, stop := context.WithCancel(ctx)
+	defer stop()
+	cancel()
+	<-derived.Done()
+	if ctx.Err() != context.Canceled {
+		t.Fatalf("parent cancelled: Err() = %v", ctx.Err())
 	}
 }
