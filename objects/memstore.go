@@ -19,17 +19,28 @@ type Value struct {
 	Meta    []byte // attached by the producing task (ray.SetResultMetadata)
 }
 
+// slot is an object's entry, held by value in its shard's map: creating an object costs
+// no allocation of its own. It must stay within the map's inline element size (128 bytes;
+// larger elements are allocated one by one). What only a waited-for object needs is in w.
 type slot struct {
 	ready bool
 	v     Value
-	done  chan struct{} // closed when ready; created on first wait
-	subs  []sub
+	w     *waiters // nil until someone waits for a pending object
+}
+
+// waiters are who waits for a pending object.
+type waiters struct {
+	done chan struct{} // closed when ready; created on first wait
+	subs []sub
 }
 
 type sub struct {
 	id uint64 // 0: not cancellable
 	f  func(Value)
 }
+
+// closedChan is what Ready returns for an object that is ready already.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // MemoryStore holds the futures of the objects this process owns. It is partitioned by
 // object ID (ids.ObjectID.Hash) into shards, each a map behind its own mutex: every
@@ -42,7 +53,8 @@ type MemoryStore struct {
 
 type memShard struct {
 	mu     sync.Mutex
-	m      map[ids.ObjectID]*slot
+	m      map[ids.ObjectID]slot
+	peak   int // the most entries m held since it was made: see forget
 	nextID uint64
 	_      cacheLinePad
 }
@@ -53,20 +65,43 @@ func NewMemoryStore() *MemoryStore { return newMemoryStore(defaultShards()) }
 func newMemoryStore(n int) *MemoryStore {
 	s := &MemoryStore{shards: make([]memShard, n), mask: uint32(n - 1)}
 	for i := range s.shards {
-		s.shards[i].m = make(map[ids.ObjectID]*slot, 64)
+		s.shards[i].m = make(map[ids.ObjectID]slot, 64)
 	}
 	return s
 }
 
 func (s *MemoryStore) shard(id ids.ObjectID) *memShard { return &s.shards[id.Hash()&s.mask] }
 
+// put stores sl as id's entry (the shard's lock held).
+func (sh *memShard) put(id ids.ObjectID, sl slot) {
+	sh.m[id] = sl
+	sh.peak = max(sh.peak, len(sh.m))
+}
+
+// shrinkBelow: a map that held more than this many entries and now holds under an eighth
+// of its peak is made anew. Go maps never give back their buckets, and a slot is a hundred
+// bytes: a burst of a million pending objects would otherwise keep its map's memory for
+// good. Copying the few live entries is paid for by the many deletions before it.
+const shrinkBelow = 8192
+
+// forget deletes id's entry (the shard's lock held).
+func (sh *memShard) forget(id ids.ObjectID) {
+	delete(sh.m, id)
+	if sh.peak > shrinkBelow && len(sh.m) < sh.peak/8 {
+		m := make(map[ids.ObjectID]slot, max(64, 2*len(sh.m)))
+		for k, v := range sh.m {
+			m[k] = v
+		}
+		sh.m, sh.peak = m, len(m)
+	}
+}
+
 // Create registers a pending object. Creating an object that exists is a no-op.
 func (s *MemoryStore) Create(id ids.ObjectID) {
 	sh := s.shard(id)
-	sl := &slot{} // allocated outside the lock
 	sh.mu.Lock()
 	if _, ok := sh.m[id]; !ok {
-		sh.m[id] = sl
+		sh.put(id, slot{})
 	}
 	sh.mu.Unlock()
 }
@@ -92,27 +127,24 @@ func (s *MemoryStore) set(id ids.ObjectID, v Value, create bool) (made, known bo
 	sh := s.shard(id)
 	sh.mu.Lock()
 	sl, ok := sh.m[id]
-	if !ok {
-		if !create {
-			sh.mu.Unlock()
-			return false, false
-		}
-		sl = &slot{}
-		sh.m[id] = sl
+	if !ok && !create {
+		sh.mu.Unlock()
+		return false, false
 	}
 	if sl.ready {
 		sh.mu.Unlock()
 		return false, true
 	}
-	sl.ready, sl.v = true, v
-	subs := sl.subs
-	sl.subs = nil
-	done := sl.done
+	w := sl.w
+	sh.put(id, slot{ready: true, v: v})
 	sh.mu.Unlock()
-	if done != nil {
-		close(done) // outside the lock: waking the waiters is the scheduler's work
+	if w == nil {
+		return true, true
 	}
-	for _, sb := range subs {
+	if w.done != nil {
+		close(w.done) // outside the lock: waking the waiters is the scheduler's work
+	}
+	for _, sb := range w.subs {
 		f := sb.f
 		f(v)
 	}
@@ -129,7 +161,7 @@ func (s *MemoryStore) Reset(id ids.ObjectID) bool {
 	if !ok || !sl.ready {
 		return false
 	}
-	sh.m[id] = &slot{}
+	sh.put(id, slot{})
 	return true
 }
 
@@ -139,11 +171,8 @@ func (s *MemoryStore) Get(id ids.ObjectID) (v Value, ready, known bool) {
 	sh := s.shard(id)
 	sh.mu.Lock()
 	sl, known := sh.m[id]
-	if known && sl.ready {
-		v, ready = sl.v, true
-	}
 	sh.mu.Unlock()
-	return v, ready, known
+	return sl.v, sl.ready, known
 }
 
 // Ready returns a channel closed when the object is ready, or nil if the object is unknown.
@@ -152,16 +181,19 @@ func (s *MemoryStore) Ready(id ids.ObjectID) <-chan struct{} {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sl, ok := sh.m[id]
-	if !ok {
+	switch {
+	case !ok:
 		return nil
+	case sl.ready:
+		return closedChan
+	case sl.w == nil:
+		sl.w = &waiters{}
+		sh.m[id] = sl
 	}
-	if sl.done == nil {
-		sl.done = make(chan struct{})
-		if sl.ready {
-			close(sl.done)
-		}
+	if sl.w.done == nil {
+		sl.w.done = make(chan struct{})
 	}
-	return sl.done
+	return sl.w.done
 }
 
 // Wait blocks until the object is ready or ctx is done.
@@ -179,6 +211,15 @@ func (s *MemoryStore) Wait(ctx context.Context, id ids.ObjectID) (Value, bool, e
 	return v, known, nil
 }
 
+// subscribe adds sb to the pending object sl of id (the shard's lock held).
+func (sh *memShard) subscribe(id ids.ObjectID, sl slot, sb sub) {
+	if sl.w == nil {
+		sl.w = &waiters{}
+		sh.m[id] = sl
+	}
+	sl.w.subs = append(sl.w.subs, sb)
+}
+
 // OnReady calls f with the value once the object is ready: at once (on the caller's
 // goroutine) if it already is, else on the goroutine that calls Set. f must not block.
 // It reports false, without calling f, for an unknown object.
@@ -191,13 +232,12 @@ func (s *MemoryStore) OnReady(id ids.ObjectID, f func(Value)) bool {
 		return false
 	}
 	if !sl.ready {
-		sl.subs = append(sl.subs, sub{f: f})
+		sh.subscribe(id, sl, sub{f: f})
 		sh.mu.Unlock()
 		return true
 	}
-	v := sl.v
 	sh.mu.Unlock()
-	f(v)
+	f(sl.v)
 	return true
 }
 
@@ -213,21 +253,26 @@ func (s *MemoryStore) OnReadyCancel(id ids.ObjectID, f func(Value)) (cancel func
 		return func() {}, false
 	}
 	if sl.ready {
-		v := sl.v
 		sh.mu.Unlock()
-		f(v)
+		f(sl.v)
 		return func() {}, true
 	}
 	sh.nextID++
 	sid := sh.nextID
-	sl.subs = append(sl.subs, sub{id: sid, f: f})
+	sh.subscribe(id, sl, sub{id: sid, f: f})
 	sh.mu.Unlock()
 	return func() {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
-		for i, sb := range sl.subs {
+		// The subscription IDs are the shard's: one is found only where it was added, and
+		// not once the object is ready (Set takes every subscription) or gone.
+		sl, ok := sh.m[id]
+		if !ok || sl.w == nil {
+			return
+		}
+		for i, sb := range sl.w.subs {
 			if sb.id == sid {
-				sl.subs = append(sl.subs[:i], sl.subs[i+1:]...)
+				sl.w.subs = append(sl.w.subs[:i], sl.w.subs[i+1:]...)
 				return
 			}
 		}
@@ -239,8 +284,8 @@ func (s *MemoryStore) subscribers(id ids.ObjectID) int {
 	sh := s.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sl, ok := sh.m[id]; ok {
-		return len(sl.subs)
+	if sl, ok := sh.m[id]; ok && sl.w != nil {
+		return len(sl.w.subs)
 	}
 	return 0
 }
@@ -249,7 +294,7 @@ func (s *MemoryStore) subscribers(id ids.ObjectID) int {
 func (s *MemoryStore) Delete(id ids.ObjectID) {
 	sh := s.shard(id)
 	sh.mu.Lock()
-	delete(sh.m, id)
+	sh.forget(id)
 	sh.mu.Unlock()
 }
 
@@ -259,13 +304,10 @@ func (s *MemoryStore) Remove(id ids.ObjectID) (v Value, ready, known bool) {
 	sh.mu.Lock()
 	sl, known := sh.m[id]
 	if known {
-		if sl.ready {
-			v, ready = sl.v, true
-		}
-		delete(sh.m, id)
+		sh.forget(id)
 	}
 	sh.mu.Unlock()
-	return v, ready, known
+	return sl.v, sl.ready, known
 }
 
 // Len is the number of objects held (pending or ready).
