@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/slab"
 	"github.com/ray-go/ray/tasks/worker"
 )
 
@@ -26,9 +27,14 @@ type execItem struct {
 // the grain, in order, as doneBatch messages.
 type executor struct {
 	g      *grain
-	runner worker.Runner
-	conc   int
-	last   uint64 // highest log index run (the checkpoint position)
+	runner worker.Runner // for calls run concurrently (conc > 1)
+	// single is runner for the calls run on the loop's goroutine, with results made
+	// several per allocation (results: they go out in batches, and wait for their callers'
+	// acknowledgements together).
+	single  worker.Runner
+	results slab.Slab[pb.TaskResult]
+	conc    int
+	last    uint64 // highest log index run (the checkpoint position)
 
 	mu     sync.Mutex
 	queue  []execItem
@@ -46,7 +52,8 @@ type executor struct {
 }
 
 func newExecutor(g *grain, runner worker.Runner, conc int, last uint64) *executor {
-	x := &executor{g: g, runner: runner, conc: conc, last: last, signal: make(chan struct{}, 1)}
+	x := &executor{g: g, runner: runner, single: runner, results: slab.Slab[pb.TaskResult]{N: maxHeld}, conc: conc, last: last, signal: make(chan struct{}, 1)}
+	x.single.Results = &x.results
 	if conc > 1 {
 		x.sem = make(chan struct{}, conc)
 	}
@@ -182,7 +189,7 @@ func (x *executor) loop() {
 					continue
 				}
 				if x.conc == 1 {
-					res := runCall(g.base, &x.runner, g.contextFor(g.inc), g.class, g.inst, e.Spec)
+					res := runCall(g.base, &x.single, g.contextFor(g.inc), g.class, g.inst, e.Spec)
 					g.env.Stats.Calls.Add(1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/slab"
 	"github.com/ray-go/ray/objects"
 	"github.com/ray-go/ray/tasks"
 )
@@ -83,7 +84,7 @@ func Props(env Env) *actor.Props {
 
 // lease is a lease's tasks on this worker: the grain appends pushed tasks, the lease's
 // goroutine (one at a time, started by the push that finds none running) runs them in
-// order. Its mutex guards every field.
+// order. Its mutex guards every field but results.
 type lease struct {
 	id        string
 	owner     *actor.PID // where results and handed-back tasks go
@@ -95,6 +96,10 @@ type lease struct {
 	cancel    context.CancelFunc
 	cancelled bool // the current task was cancelled
 	blocked   bool // the current task waits in Get: pushes are handed back
+
+	// results makes the lease's results; used by its goroutine only, outside mu. They go
+	// to the owner in batches of up to maxResultBatch and die together.
+	results slab.Slab[pb.TaskResult]
 }
 
 // next pops the next task and makes it current; nil when the queue is empty (the
@@ -197,7 +202,7 @@ func (w *Worker) push(ctx actor.Context, m *pb.LeasePush) {
 	id := string(m.LeaseId)
 	l := w.leases[id]
 	if l == nil {
-		l = &lease{id: id, owner: actor.NewPID(m.ReplyTo.Address, m.ReplyTo.Id)}
+		l = &lease{id: id, owner: actor.NewPID(m.ReplyTo.Address, m.ReplyTo.Id), results: slab.Slab[pb.TaskResult]{N: maxResultBatch}}
 		w.leases[id] = l
 	}
 	l.mu.Lock()
@@ -320,7 +325,7 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 			break
 		}
 		start := time.Now()
-		res := w.execute(tctx, root, spec, self)
+		res := w.execute(tctx, root, spec, self, &l.results)
 		res.RunNanos = int64(time.Since(start))
 		res.LeaseId = lid
 		cancelled, more := l.done()
@@ -352,12 +357,13 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 }
 
 // execute runs one task and returns its result; it never panics.
-func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.TaskSpec, self *actor.PID) *pb.TaskResult {
+func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.TaskSpec, self *actor.PID, results *slab.Slab[pb.TaskResult]) *pb.TaskResult {
 	fn, ok := tasks.Lookup(spec.Function)
 	if !ok {
 		return Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function}).Error(), "", w.env.Node)
 	}
-	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, StoreBytes: w.env.StoreBytes, Store: w.env.Store, Fetch: w.env.Fetch, Root: root, Nested: w.env.Nested, Meta: w.env.Meta}
+	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, StoreBytes: w.env.StoreBytes, Store: w.env.Store, Fetch: w.env.Fetch, Root: root, Nested: w.env.Nested, Meta: w.env.Meta,
+		Results: results}
 	return r.Run(ctx, w.env.Context(ctx, spec, self), spec, fn.Call)
 }
 
@@ -377,6 +383,10 @@ type Runner struct {
 	// Meta returns the metadata the task run with ctx attached to its result
 	// (TaskResult.meta); nil: none.
 	Meta func(ctx context.Context) []byte
+	// Results, if set, makes the results of tasks that succeed, several per allocation
+	// (they go to their owner in batches and die together). It belongs to the goroutine
+	// that calls Run.
+	Results *slab.Slab[pb.TaskResult]
 }
 
 // Fail builds the failed result of spec.
@@ -421,7 +431,12 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 		}
 		return fail(pb.ErrorInfo_APPLICATION, err.Error(), "")
 	}
-	res = &pb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Size: int64(len(out))}
+	if r.Results != nil {
+		res = r.Results.New()
+	} else {
+		res = &pb.TaskResult{}
+	}
+	res.TaskId, res.Attempt, res.Size = spec.TaskId, spec.Attempt, int64(len(out))
 	if r.Nested != nil {
 		res.Nested = r.Nested(callCtx)
 	}
