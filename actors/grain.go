@@ -18,6 +18,7 @@ import (
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/slab"
 	"github.com/ray-go/ray/tasks/worker"
 )
 
@@ -181,6 +182,7 @@ type grain struct {
 	nextIndex  uint64
 	nextBatch  uint64
 	logQueue   []*pb.ActorLogEntry
+	entries    slab.Slab[pb.ActorLogEntry]  // makes the entries of accepted calls
 	results    []*pb.ActorResultRecord      // to record with the next commit
 	committing int                          // commits in flight
 	committed  map[uint64]*pb.ActorLogBatch // done, waiting for an earlier batch
@@ -533,7 +535,8 @@ func (g *grain) admit(c *pb.ActorCall) {
 
 func (g *grain) accept(c *pb.ActorCall, st *callerState) {
 	st.next = c.Seq + 1
-	e := &pb.ActorLogEntry{Index: g.nextIndex, CallerId: c.CallerId, Seq: c.Seq, Skip: c.Skip || c.Spec == nil, Spec: c.Spec}
+	e := g.entries.New()
+	e.Index, e.CallerId, e.Seq, e.Skip, e.Spec = g.nextIndex, c.CallerId, c.Seq, c.Skip || c.Spec == nil, c.Spec
 	g.nextIndex++
 	if g.info.AtMostOnce {
 		g.exec.push(execItem{entry: e})

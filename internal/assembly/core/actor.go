@@ -507,10 +507,17 @@ func (s *shard) flushCaller(ac *actorCaller) {
 		return
 	}
 	// Fresh messages every time: one sent before may still be read by its receiver
-	// (local sends pass the pointer).
+	// (local sends pass the pointer). A batch's are one allocation.
+	var msgs []pb.ActorCall
 	msg := func(o caller.Out[*pending]) *pb.ActorCall {
-		m := &pb.ActorCall{ActorId: ac.id[:], CallerId: s.callerID(), Seq: o.Seq,
-			Acked: acked, First: first, Incarnation: inc, Caller: s.pidW}
+		var m *pb.ActorCall
+		if len(msgs) > 0 {
+			m, msgs = &msgs[0], msgs[1:]
+		} else {
+			m = &pb.ActorCall{}
+		}
+		m.ActorId, m.CallerId, m.Seq = ac.id[:], s.callerID(), o.Seq
+		m.Acked, m.First, m.Incarnation, m.Caller = acked, first, inc, s.pidW
 		switch o.Kind {
 		case caller.Call, caller.Resend:
 			p := o.Call
@@ -531,6 +538,7 @@ func (s *shard) flushCaller(ac *actorCaller) {
 		return
 	}
 	calls := make([]*pb.ActorCall, len(out))
+	msgs = make([]pb.ActorCall, len(out))
 	for i, o := range out {
 		calls[i] = msg(o)
 	}
