@@ -84,10 +84,31 @@ func Props(env Env) *actor.Props {
 
 // lease is a lease's tasks on this worker: the grain appends pushed tasks, the lease's
 // goroutine (one at a time, started by the push that finds none running) runs them in
-// order. Its mutex guards every field but results.
+// order. Its mutex guards the fields after it.
+//
+// What a run of the goroutine needs is made once per lease, not per run: a lease that
+// runs one task at a time (a caller that waits for each) starts a goroutine per task.
 type lease struct {
-	id        string
-	owner     *actor.PID // where results and handed-back tasks go
+	id    string
+	lid   []byte     // id, for the results
+	owner *actor.PID // where results and handed-back tasks go
+	root  *actor.RootContext
+	// base is the lease's own context: each task's cancellable context derives from it, so
+	// that registering and dropping it touch this lease's context, not one every lease on
+	// the node shares. stop cancels it when the grain forgets the lease.
+	base context.Context
+	stop context.CancelFunc
+
+	// results makes the lease's results; used by its goroutine only. They go to the owner
+	// in batches of up to maxResultBatch and die together.
+	results slab.Slab[pb.TaskResult]
+	// out are the results held back for the owner (see run); the hold timer flushes too.
+	out struct {
+		mu      sync.Mutex
+		results []*pb.TaskResult
+		hold    *time.Timer
+	}
+
 	mu        sync.Mutex
 	queue     []*pb.TaskSpec // not started yet
 	running   bool           // a goroutine runs the queue
@@ -96,10 +117,43 @@ type lease struct {
 	cancel    context.CancelFunc
 	cancelled bool // the current task was cancelled
 	blocked   bool // the current task waits in Get: pushes are handed back
+}
 
-	// results makes the lease's results; used by its goroutine only, outside mu. They go
-	// to the owner in batches of up to maxResultBatch and die together.
-	results slab.Slab[pb.TaskResult]
+func (w *Worker) newLease(id string, owner *actor.PID, root *actor.RootContext) *lease {
+	l := &lease{id: id, lid: []byte(id), owner: owner, root: root, results: slab.Slab[pb.TaskResult]{N: maxResultBatch}}
+	l.base, l.stop = context.WithCancel(w.base)
+	l.out.hold = time.AfterFunc(time.Hour, l.flushHeld)
+	l.out.hold.Stop()
+	return l
+}
+
+// forget drops a lease whose goroutine does not run.
+func (w *Worker) forget(l *lease) {
+	delete(w.leases, l.id)
+	l.stop()
+}
+
+// flushLocked sends the results held back (l.out.mu held).
+func (l *lease) flushLocked() {
+	o := &l.out
+	switch len(o.results) {
+	case 0:
+		return
+	case 1:
+		l.root.Send(l.owner, o.results[0])
+		o.results[0] = nil
+		o.results = o.results[:0] // the message does not hold the slice: reuse it
+	default:
+		l.root.Send(l.owner, &pb.ResultBatch{Results: o.results})
+		o.results = nil
+	}
+}
+
+// flushHeld is the hold timer's: the results held back go now.
+func (l *lease) flushHeld() {
+	l.out.mu.Lock()
+	l.flushLocked()
+	l.out.mu.Unlock()
 }
 
 // next pops the next task and makes it current; nil when the queue is empty (the
@@ -113,7 +167,11 @@ func (l *lease) next(base context.Context) (*pb.TaskSpec, context.Context, bool)
 	}
 	spec := l.queue[0]
 	l.queue[0] = nil
-	l.queue = l.queue[1:]
+	if len(l.queue) == 1 {
+		l.queue = l.queue[:0] // keeps what is left of the array for the next push
+	} else {
+		l.queue = l.queue[1:]
+	}
 	ctx, cancel := context.WithCancel(base)
 	l.current, _ = ids.TaskIDFromBytes(spec.TaskId)
 	l.cancel, l.cancelled, l.blocked = cancel, false, false
@@ -155,7 +213,7 @@ func (w *Worker) Receive(ctx actor.Context) {
 			idle := !l.running
 			l.mu.Unlock()
 			if idle {
-				delete(w.leases, l.id)
+				w.forget(l)
 			}
 		}
 	case leaseIdle:
@@ -163,7 +221,7 @@ func (w *Worker) Receive(ctx actor.Context) {
 		idle := !m.l.running
 		m.l.mu.Unlock()
 		if idle && w.leases[m.l.id] == m.l {
-			delete(w.leases, m.l.id)
+			w.forget(m.l)
 		}
 	case *pb.CancelTask:
 		w.cancelTask(ctx, m)
@@ -199,11 +257,10 @@ func (w *Worker) push(ctx actor.Context, m *pb.LeasePush) {
 		w.env.Logger.Error("worker: dropping a malformed lease push", "tasks", len(m.Tasks))
 		return
 	}
-	id := string(m.LeaseId)
-	l := w.leases[id]
+	l := w.leases[string(m.LeaseId)]
 	if l == nil {
-		l = &lease{id: id, owner: actor.NewPID(m.ReplyTo.Address, m.ReplyTo.Id), results: slab.Slab[pb.TaskResult]{N: maxResultBatch}}
-		w.leases[id] = l
+		l = w.newLease(string(m.LeaseId), actor.NewPID(m.ReplyTo.Address, m.ReplyTo.Id), ctx.ActorSystem().Root)
+		w.leases[l.id] = l
 	}
 	l.mu.Lock()
 	if l.blocked {
@@ -293,61 +350,36 @@ func (w *Worker) cancelled(task []byte, attempt int32, fn string) *pb.TaskResult
 // results to the lease's owner in batches: when the queue runs dry, every maxResultBatch
 // results, and at most maxResultHold after a result while more tasks follow.
 func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
-	var (
-		mu      sync.Mutex // results: the hold timer flushes too
-		results []*pb.TaskResult
-	)
-	flushLocked := func() {
-		switch len(results) {
-		case 0:
-		case 1:
-			root.Send(l.owner, results[0])
-		default:
-			root.Send(l.owner, &pb.ResultBatch{Results: results})
-		}
-		results = nil
-	}
-	hold := time.AfterFunc(time.Hour, func() {
-		mu.Lock()
-		flushLocked()
-		mu.Unlock()
-	})
-	hold.Stop()
-	lid := []byte(l.id)
-	// The lease's own context: each task's cancellable context derives from it, so that
-	// registering and dropping it touch this lease's context, not one every lease on the
-	// node shares.
-	base, stop := context.WithCancel(w.base)
-	defer stop()
+	o := &l.out
 	for {
-		spec, tctx, _ := l.next(base)
+		spec, tctx, _ := l.next(l.base)
 		if spec == nil {
 			break
 		}
 		start := time.Now()
 		res := w.execute(tctx, root, spec, self, &l.results)
 		res.RunNanos = int64(time.Since(start))
-		res.LeaseId = lid
+		res.LeaseId = l.lid
 		cancelled, more := l.done()
 		if cancelled {
 			res = w.cancelled(spec.TaskId, spec.Attempt, spec.Function)
-			res.LeaseId = lid
+			res.LeaseId = l.lid
 		}
-		mu.Lock()
-		results = append(results, res)
-		if len(results) == 1 && more {
-			hold.Reset(maxResultHold) // the next task may be long: do not wait for it
+		o.mu.Lock()
+		o.results = append(o.results, res)
+		if len(o.results) == 1 && more {
+			o.hold.Reset(maxResultHold) // the next task may be long: do not wait for it
 		}
-		if !more || len(results) >= maxResultBatch {
-			hold.Stop()
-			flushLocked()
+		if !more || len(o.results) >= maxResultBatch {
+			o.hold.Stop()
+			l.flushLocked()
 		}
-		mu.Unlock()
+		o.mu.Unlock()
 	}
-	hold.Stop()
-	mu.Lock()
-	flushLocked()
-	mu.Unlock()
+	o.mu.Lock()
+	o.hold.Stop()
+	l.flushLocked()
+	o.mu.Unlock()
 	l.mu.Lock()
 	released := l.released
 	l.mu.Unlock()
