@@ -21,16 +21,17 @@ type Value struct {
 
 // slot is an object's entry, held by value in its shard's map: creating an object costs
 // no allocation of its own. It must stay within the map's inline element size (128 bytes;
-// larger elements are allocated one by one). What only a waited-for object needs is in w.
+// larger elements are allocated one by one), so the subscribers, which few objects have,
+// are kept apart.
 type slot struct {
 	ready bool
 	v     Value
-	w     *waiters // nil until someone waits for a pending object
+	done  chan struct{} // closed when ready; created on first wait (Ready)
+	w     *waiters      // nil until someone subscribes to a pending object
 }
 
-// waiters are who waits for a pending object.
+// waiters are the callbacks waiting for a pending object.
 type waiters struct {
-	done chan struct{} // closed when ready; created on first wait
 	subs []sub
 }
 
@@ -135,14 +136,14 @@ func (s *MemoryStore) set(id ids.ObjectID, v Value, create bool) (made, known bo
 		sh.mu.Unlock()
 		return false, true
 	}
-	w := sl.w
+	w, done := sl.w, sl.done
 	sh.put(id, slot{ready: true, v: v})
 	sh.mu.Unlock()
+	if done != nil {
+		close(done) // outside the lock: waking the waiters is the scheduler's work
+	}
 	if w == nil {
 		return true, true
-	}
-	if w.done != nil {
-		close(w.done) // outside the lock: waking the waiters is the scheduler's work
 	}
 	for _, sb := range w.subs {
 		f := sb.f
@@ -186,14 +187,11 @@ func (s *MemoryStore) Ready(id ids.ObjectID) <-chan struct{} {
 		return nil
 	case sl.ready:
 		return closedChan
-	case sl.w == nil:
-		sl.w = &waiters{}
+	case sl.done == nil:
+		sl.done = make(chan struct{})
 		sh.m[id] = sl
 	}
-	if sl.w.done == nil {
-		sl.w.done = make(chan struct{})
-	}
-	return sl.w.done
+	return sl.done
 }
 
 // Wait blocks until the object is ready or ctx is done.
