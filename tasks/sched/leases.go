@@ -99,6 +99,7 @@ type Actions[T, W any] struct {
 	Pushes   []Push[T, W]
 	Requests []LeaseAsk
 	Releases []Release
+	tasks    []T // the Tasks of Pushes (PumpInto)
 }
 
 func (l *Leases[T, W]) class(shape Resources) *leaseClass[T, W] {
@@ -278,6 +279,18 @@ func (c *leaseClass[T, W]) depth() int {
 // Pump are looked at.
 func (l *Leases[T, W]) Pump(now time.Time) Actions[T, W] {
 	var a Actions[T, W]
+	l.PumpInto(now, &a)
+	return a
+}
+
+// PumpInto is Pump that writes the actions into a, reusing its slices (emptied first): a
+// caller that pumps on every turn keeps one Actions and allocates nothing per push. The
+// Tasks of a's pushes share one array, overwritten by the next PumpInto into a, and a's
+// slices are too: the caller copies what it keeps.
+func (l *Leases[T, W]) PumpInto(now time.Time, a *Actions[T, W]) {
+	clear(a.Pushes) // let go of the last pump's tasks and workers
+	clear(a.tasks)
+	a.Pushes, a.Requests, a.Releases, a.tasks = a.Pushes[:0], a.Requests[:0], a.Releases[:0], a.tasks[:0]
 	for _, c := range l.classes {
 		if !c.dirty && c.idle == 0 {
 			continue
@@ -309,7 +322,9 @@ func (l *Leases[T, W]) Pump(now time.Time) Actions[T, W] {
 				ls.idle = time.Time{}
 				c.idle--
 			}
-			tasks := append([]T(nil), c.waiting[c.head:c.head+n]...)
+			from := len(a.tasks)
+			a.tasks = append(a.tasks, c.waiting[c.head:c.head+n]...)
+			tasks := a.tasks[from:len(a.tasks):len(a.tasks)]
 			clear(c.waiting[c.head : c.head+n])
 			c.head += n
 			waiting -= n
@@ -356,5 +371,4 @@ func (l *Leases[T, W]) Pump(now time.Time) Actions[T, W] {
 			i++
 		}
 	}
-	return a
 }

@@ -38,19 +38,53 @@ func describe(a Actions[int, string]) []string {
 	return out
 }
 
+// runLeaseScript runs the script twice: with Pump, and with PumpInto reusing one Actions
+// (which must decide the same).
 func runLeaseScript(t *testing.T, steps []leaseStep) {
 	t.Helper()
+	for _, into := range []bool{false, true} {
+		var l Leases[int, string]
+		var a Actions[int, string]
+		start := time.Unix(1000, 0)
+		for i, s := range steps {
+			now := start.Add(s.at)
+			if s.do != nil {
+				s.do(&l, now)
+			}
+			if into {
+				l.PumpInto(now, &a)
+			} else {
+				a = l.Pump(now)
+			}
+			if got := describe(a); !slices.Equal(got, s.want) {
+				t.Fatalf("step %d (%s): Pump (into a reused Actions: %v) gave %v, want %v", i, s.name, into, got, s.want)
+			}
+		}
+	}
+}
+
+// TestLeasesPumpIntoReuses: pumping into one Actions allocates nothing once its slices
+// have grown.
+func TestLeasesPumpIntoReuses(t *testing.T) {
 	var l Leases[int, string]
-	start := time.Unix(1000, 0)
-	for i, s := range steps {
-		now := start.Add(s.at)
-		if s.do != nil {
-			s.do(&l, now)
+	var a Actions[int, string]
+	now := time.Unix(0, 0)
+	l.Add(0, cpuShape)
+	l.PumpInto(now, &a)
+	l.Granted(cpuShape, "A", "w", now)
+	l.PumpInto(now, &a)
+	task := 1
+	allocs := testing.AllocsPerRun(100, func() {
+		l.Done("A", 1, float64(time.Second)) // slow: one task at a time
+		l.Add(task, cpuShape)
+		l.PumpInto(now, &a)
+		if len(a.Pushes) != 1 || len(a.Pushes[0].Tasks) != 1 || a.Pushes[0].Tasks[0] != task {
+			t.Fatalf("task %d: %v", task, describe(a))
 		}
-		got := describe(l.Pump(now))
-		if !slices.Equal(got, s.want) {
-			t.Fatalf("step %d (%s): Pump gave %v, want %v", i, s.name, got, s.want)
-		}
+		task++
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per pump of one task, want 0", allocs)
 	}
 }
 

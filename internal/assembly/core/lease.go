@@ -26,6 +26,19 @@ type nodeLeases struct {
 	dirty  bool
 }
 
+// leaseEntry is a lease granted to a shard: its node, and its ID as the wire has it (for
+// the pushes to it, which would each convert it otherwise).
+type leaseEntry struct {
+	nl *nodeLeases
+	id []byte
+}
+
+// onePush is a LeasePush of one task with its task list.
+type onePush struct {
+	msg   pb.LeasePush
+	specs [1]*pb.TaskSpec
+}
+
 // leaseAsk is a lease request waiting for its grant.
 type leaseAsk struct {
 	nl    *nodeLeases
@@ -66,14 +79,29 @@ func (s *shard) pumpLeases() {
 		if s.nodes[nl.node] != nl {
 			continue // dropped meanwhile
 		}
-		a := nl.leases.Pump(now)
+		nl.leases.PumpInto(now, &s.acts)
+		a := &s.acts
 		for _, ps := range a.Pushes {
-			specs := make([]*pb.TaskSpec, len(ps.Tasks))
+			var msg *pb.LeasePush
+			var specs []*pb.TaskSpec
+			if len(ps.Tasks) == 1 {
+				// A lease at depth 1 (slow tasks, or a caller that waits for each) gets one
+				// task per push: the message and its list are one allocation.
+				one := new(onePush)
+				msg, specs = &one.msg, one.specs[:]
+			} else {
+				msg, specs = new(pb.LeasePush), make([]*pb.TaskSpec, len(ps.Tasks))
+			}
 			for i, p := range ps.Tasks {
 				specs[i] = p.spec
 				p.lease, p.worker = ps.Lease, ps.Worker
 			}
-			s.c.root.Send(ps.Worker, &pb.LeasePush{LeaseId: []byte(ps.Lease), Tasks: specs, ReplyTo: s.pidW})
+			lid := s.leaseOf[ps.Lease].id
+			if lid == nil {
+				lid = []byte(ps.Lease)
+			}
+			msg.LeaseId, msg.Tasks, msg.ReplyTo = lid, specs, s.pidW
+			s.c.root.Send(ps.Worker, msg)
 		}
 		for _, rq := range a.Requests {
 			s.nextAsk++
@@ -141,7 +169,7 @@ func (s *shard) granted(m *pb.LeaseGrant) {
 	}
 	id := string(m.LeaseId)
 	nl.leases.Granted(ask.shape, id, actor.NewPID(m.Worker.Address, m.Worker.Id), time.Now())
-	s.leaseOf[id] = nl
+	s.leaseOf[id] = leaseEntry{nl: nl, id: m.LeaseId}
 	s.markDirty(nl)
 }
 
@@ -150,7 +178,7 @@ func (s *shard) leaseResult(p *pending, r *pb.TaskResult) {
 	if p.lease == "" || string(r.LeaseId) != p.lease {
 		return
 	}
-	if nl := s.leaseOf[p.lease]; nl != nil {
+	if nl := s.leaseOf[p.lease].nl; nl != nil {
 		nl.leases.Done(p.lease, 1, float64(r.RunNanos))
 		s.markDirty(nl)
 	}
@@ -160,7 +188,7 @@ func (s *shard) leaseResult(p *pending, r *pb.TaskResult) {
 // returned: a lease's running task blocked, and its worker handed back the tasks behind it.
 func (s *shard) returned(m *pb.LeaseReturned) {
 	id := string(m.LeaseId)
-	nl := s.leaseOf[id]
+	nl := s.leaseOf[id].nl
 	var back []*pending
 	for _, spec := range m.Tasks {
 		tid, err := ids.TaskIDFromBytes(spec.TaskId)
@@ -187,7 +215,7 @@ func (s *shard) returned(m *pb.LeaseReturned) {
 func (s *shard) dropNode(nl *nodeLeases) {
 	delete(s.nodes, nl.node)
 	for id, x := range s.leaseOf {
-		if x == nl {
+		if x.nl == nl {
 			delete(s.leaseOf, id)
 		}
 	}

@@ -58,8 +58,9 @@ type shard struct {
 	nodes   map[ids.NodeID]*nodeLeases
 	dirty   []*nodeLeases // changed this turn: pumped at its end
 	asks    map[uint64]leaseAsk
+	acts    sched.Actions[*pending, *actor.PID] // pumpLeases's, reused
 	nextAsk uint64
-	leaseOf map[string]*nodeLeases
+	leaseOf map[string]leaseEntry
 	// idleTimer: an idleLeases message is due
 	idleTimer bool
 
@@ -77,7 +78,7 @@ type shard struct {
 
 func newShard(c *Core, i int) *shard {
 	s := &shard{c: c, i: i, tasks: make(map[ids.TaskID]*pending, 256), callers: map[ids.ActorID]*actorCaller{},
-		nodes: map[ids.NodeID]*nodeLeases{}, asks: map[uint64]leaseAsk{}, leaseOf: map[string]*nodeLeases{}}
+		nodes: map[ids.NodeID]*nodeLeases{}, asks: map[uint64]leaseAsk{}, leaseOf: map[string]leaseEntry{}}
 	if c.cfg.Cluster != nil {
 		s.placer = c.cfg.Cluster.Placer(uint64(i))
 	}
@@ -147,7 +148,7 @@ func (s *shard) receive(ctx actor.Context) {
 	case *pb.LeaseReturned:
 		s.returned(m)
 	case *pb.LeaseRevoke:
-		if nl := s.leaseOf[string(m.LeaseId)]; nl != nil {
+		if nl := s.leaseOf[string(m.LeaseId)].nl; nl != nil {
 			nl.leases.Revoke(string(m.LeaseId))
 			s.markDirty(nl)
 		}
