@@ -55,50 +55,60 @@ func emptyRecord() arrow.Record {
 	return array.NewRecord(arrow.NewSchema(nil, nil), nil, 0)
 }
 
-// concatRecords concatenates records of one schema into a new record (the inputs stay
-// owned by the caller).
+// concatRecords concatenates records into a new record (the inputs stay owned by the
+// caller). Their schemas must unify (see unifySchemas): null columns take the type the other
+// records give them.
 func concatRecords(recs []arrow.Record) (arrow.Record, error) {
-	if len(recs) == 1 {
-		recs[0].Retain()
-		return recs[0], nil
-	}
 	if len(recs) == 0 {
 		return emptyRecord(), nil
 	}
-	schema := recs[0].Schema()
-	fp := fingerprint(schema)
+	schema, err := unifyRecords(recs)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 1 {
+		return conform(recs[0], schema)
+	}
 	var rows int64
-	for i, r := range recs {
-		if fingerprint(r.Schema()) != fp {
-			return nil, schemaMismatch(schema, r.Schema(), i)
+	conv := make([]arrow.Record, 0, len(recs))
+	defer func() {
+		for _, r := range conv {
+			r.Release()
 		}
+	}()
+	for _, r := range recs {
+		c, err := conform(r, schema)
+		if err != nil {
+			return nil, err
+		}
+		conv = append(conv, c)
 		rows += r.NumRows()
 	}
 	cols := make([]arrow.Array, schema.NumFields())
 	for c := range cols {
-		parts := make([]arrow.Array, len(recs))
-		for i, r := range recs {
+		parts := make([]arrow.Array, len(conv))
+		for i, r := range conv {
 			parts[i] = r.Column(c)
 		}
 		a, err := array.Concatenate(parts, mem)
 		if err != nil {
-			for _, done := range cols[:c] {
-				done.Release()
-			}
+			releaseAll(cols[:c])
 			return nil, fmt.Errorf("data: concatenating column %q: %w", schema.Field(c).Name, err)
 		}
 		cols[c] = a
 	}
 	out := array.NewRecord(schema, cols, rows)
-	for _, a := range cols {
-		a.Release()
-	}
+	releaseAll(cols)
 	return out, nil
 }
 
 func schemaMismatch(want, got *arrow.Schema, i int) error {
-	return fmt.Errorf("data: schema mismatch: block %d has schema %s but earlier blocks have %s (all blocks of a dataset, and all inputs of a Union, need the same columns and types; use SelectColumns or a map to align them)",
-		i, schemaString(got), schemaString(want))
+	what := "a block"
+	if i >= 0 {
+		what = fmt.Sprintf("block %d", i)
+	}
+	return fmt.Errorf("data: schema mismatch: %s has schema %s but earlier blocks have %s (all blocks of a dataset, and all inputs of a Union, need the same columns and types; a column null in every row of a block takes the others' type, no other type is promoted; use SelectColumns or a map to align them)",
+		what, schemaString(got), schemaString(want))
 }
 
 // selectColumns projects rec to cols (in that order).
@@ -264,6 +274,8 @@ func rowsToRecord(rows []Row, hint *arrow.Schema) (arrow.Record, error) {
 	names = append(names, extra...)
 	fields := make([]arrow.Field, len(names))
 	for i, name := range names {
+		// The first non-nil value's type; while it holds null (an empty list, a nil
+		// struct field), later values may tell more.
 		var dt arrow.DataType
 		for _, r := range rows {
 			if v := r[name]; v != nil {
@@ -271,8 +283,14 @@ func rowsToRecord(rows []Row, hint *arrow.Schema) (arrow.Record, error) {
 				if err != nil {
 					return nil, fmt.Errorf("data: column %q: %w", name, err)
 				}
-				dt = t
-				break
+				if dt == nil {
+					dt = t
+				} else if u, ok := unifyTypes(dt, t); ok {
+					dt = u
+				}
+				if !hasNull(dt) {
+					break
+				}
 			}
 		}
 		if hint != nil {
@@ -283,7 +301,7 @@ func rowsToRecord(rows []Row, hint *arrow.Schema) (arrow.Record, error) {
 			}
 		}
 		if dt == nil {
-			dt = arrow.BinaryTypes.String // only nulls
+			dt = arrow.Null // only nulls, as pyarrow: unified with other blocks' type where they meet
 		}
 		fields[i] = arrow.Field{Name: name, Type: dt, Nullable: true}
 	}
@@ -349,7 +367,7 @@ func inferType(v any) (arrow.DataType, error) {
 		slices.Sort(keys)
 		fs := make([]arrow.Field, len(keys))
 		for i, k := range keys {
-			var t arrow.DataType = arrow.BinaryTypes.String
+			var t arrow.DataType = arrow.Null
 			if v[k] != nil {
 				var err error
 				if t, err = inferType(v[k]); err != nil {
@@ -377,7 +395,7 @@ func inferType(v any) (arrow.DataType, error) {
 				return arrow.ListOf(t), nil
 			}
 		}
-		return arrow.ListOf(arrow.BinaryTypes.String), nil
+		return arrow.ListOf(arrow.Null), nil
 	}
 	return nil, fmt.Errorf("unsupported value type %T (use numbers, strings, []byte, bool, time.Time, slices or map[string]any)", v)
 }

@@ -122,7 +122,19 @@ func (d *Dataset) IterBatches(ctx context.Context, opts ...Option) iter.Seq2[arr
 			// released, and counted as consumed, only when the record is done with.
 			for i, r := range recs {
 				ob := obs[i]
-				held = append(held, &heldBlock{Record: r, release: func() { e.release(ob, true) }})
+				// Null columns take the type the other blocks give them (see unify.go).
+				c, err := conform(r, ob.want)
+				r.Release()
+				if err != nil {
+					for _, ob := range obs[i:] {
+						e.release(ob, true)
+					}
+					for _, r := range recs[i+1:] {
+						r.Release()
+					}
+					return err
+				}
+				held = append(held, &heldBlock{Record: c, release: func() { e.release(ob, true) }})
 			}
 			return nil
 		}
@@ -312,7 +324,8 @@ func (d *Dataset) Count(ctx context.Context, opts ...Option) (int64, error) {
 	}
 }
 
-// Schema runs the dataset until its first block and returns that block's schema.
+// Schema runs the dataset until its first block and returns its schema. A column null in
+// every row of that block has the type the blocks known by then give it (null if none does).
 func (d *Dataset) Schema(ctx context.Context, opts ...Option) (*arrow.Schema, error) {
 	e, err := d.execute(ctx, collect(opts))
 	if err != nil {
@@ -332,6 +345,9 @@ func (d *Dataset) Schema(ctx context.Context, opts ...Option) (*arrow.Schema, er
 		return nil, fmt.Errorf("data: fetching a block: %w", err)
 	}
 	defer rec.Release()
+	if u, ok := unifySchemas(rec.Schema(), ob.want); ok {
+		return u, nil
+	}
 	return rec.Schema(), nil
 }
 
@@ -481,8 +497,22 @@ func sliceBlock(ctx context.Context, b blockRef, off, n int64) blockRef {
 
 // ---- writes ----
 
-var writeTask = ray.Task3("ray.data.write", func(ctx context.Context, path string, opt formats.WriteOptions, rec arrow.Record) (int64, error) {
+// writeTask writes one block to path; want (Arrow IPC, may be empty) is the dataset's schema
+// that the block's null columns are cast to.
+var writeTask = ray.Task4("ray.data.write", func(ctx context.Context, path string, opt formats.WriteOptions, want []byte, rec arrow.Record) (int64, error) {
 	defer rec.Release()
+	if len(want) > 0 {
+		ws, err := decodeSchema(want)
+		if err != nil {
+			return 0, err
+		}
+		c, err := conform(rec, ws)
+		if err != nil {
+			return 0, fmt.Errorf("data: writing %s: %w", path, err)
+		}
+		defer c.Release()
+		rec = c
+	}
 	n, err := formats.WriteFile(path, rec.Schema(), []arrow.Record{rec}, opt)
 	if err != nil {
 		return 0, fmt.Errorf("data: writing %s: %w", path, err)
@@ -567,7 +597,11 @@ func (d *Dataset) write(ctx context.Context, dir string, f formats.Format, opts 
 		if info, err := ray.RefInfo(ctx, ob.ref); err == nil && info.NodeID != "" {
 			wt = writeTask.Options(ray.NodeAffinity(info.NodeID, true))
 		}
-		inflight = append(inflight, pending{ob: ob, ref: wt.Remote(ctx, ray.V(path), ray.V(wo), ob.ref), path: path})
+		var want []byte
+		if ob.want != nil && ob.schema != nil && schemaHasNull(ob.schema) {
+			want = encodeSchema(ob.want)
+		}
+		inflight = append(inflight, pending{ob: ob, ref: wt.Remote(ctx, ray.V(path), ray.V(wo), ray.V(want), ob.ref), path: path})
 		if err := wait(false); err != nil {
 			return nil, err
 		}

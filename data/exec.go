@@ -34,6 +34,7 @@ type blockMeta struct {
 	Bytes     int64  `json:"bytes"`
 	Schema    uint64 `json:"schema"`
 	SchemaStr string `json:"schema_str,omitempty"`
+	SchemaIPC []byte `json:"schema_ipc,omitempty"` // the schema (Arrow IPC), unless very large
 	WallNs    int64  `json:"wall_ns"`
 	CPUNs     int64  `json:"cpu_ns"` // the task thread's CPU time (RUSAGE_THREAD, thread locked)
 }
@@ -119,6 +120,7 @@ func runSpec(ctx context.Context, spec execSpec, in arrow.Record, fns map[string
 		WallNs: time.Since(start).Nanoseconds(), CPUNs: threadCPU() - cpu0}
 	if s := schemaString(rec.Schema()); len(s) < 8<<10 {
 		m.SchemaStr = s
+		m.SchemaIPC = encodeSchema(rec.Schema())
 	}
 	b, _ := json.Marshal(m)
 	if err := ray.SetResultMetadata(ctx, b); err != nil {

@@ -23,6 +23,11 @@ type outBlock struct {
 	fp    uint64 // schema fingerprint; 0 unknown
 	sch   string
 	owned bool // produced by this execution: counted in usage, released when consumed
+	// schema is the block's schema from its metadata (nil: unknown). want is the schema of
+	// the dataset as known when the block is handed to the consumer: the block's null
+	// columns are cast to it (see unify.go).
+	schema *arrow.Schema
+	want   *arrow.Schema
 }
 
 // task is one running task (or actor call) of an operator.
@@ -56,63 +61,67 @@ const actorIdleTimeout = 2 * time.Second
 
 // opState is the executor's state of one physical operator.
 type opState struct {
-	p          *pop
-	name       string
-	down       *opState
-	downIdx    int
-	ups        []*opState
-	pending    []workItem
-	inputsDone bool
-	nextSeq    int
-	inflight   map[int]*task
-	done       map[int]outBlock
-	dropped    map[int]bool // sequence numbers whose output was dropped
-	nextOut    int
-	finished   bool
-	stopped    bool
-	maxOut     int64 // largest output seen (the estimate of the next output)
-	seenOut    bool
-	stats      *opStats
-	actors     []*actorSlot
-	rowsSeen   int64 // limit
-	reached    bool  // limit
-	unionQ     [][]outBlock
-	unionDone  []bool
-	unionCur   int
-	unionFP    uint64
-	unionSch   string
-	unionFirst int
+	p           *pop
+	name        string
+	down        *opState
+	downIdx     int
+	ups         []*opState
+	pending     []workItem
+	inputsDone  bool
+	nextSeq     int
+	inflight    map[int]*task
+	done        map[int]outBlock
+	dropped     map[int]bool // sequence numbers whose output was dropped
+	nextOut     int
+	finished    bool
+	stopped     bool
+	maxOut      int64 // largest output seen (the estimate of the next output)
+	seenOut     bool
+	stats       *opStats
+	actors      []*actorSlot
+	rowsSeen    int64 // limit
+	reached     bool  // limit
+	unionQ      [][]outBlock
+	unionDone   []bool
+	unionCur    int
+	unionFP     uint64
+	unionSch    string
+	unionFirst  int
+	unionSchema *arrow.Schema
 }
 
 // executor runs a physical plan: operators run concurrently, blocks flow downstream as soon
 // as they exist, and the number of tasks and the bytes of blocks held are bounded.
 type executor struct {
-	ctx      context.Context
-	cancel   context.CancelFunc
-	cpus     float64    // the cluster's CPUs
-	ops      []*opState // priority order: downstream first, earlier union inputs first
-	sink     *opState
-	budget   int64
-	maxTasks int
-	usage    int64 // bytes of owned blocks not yet consumed + estimates of running tasks
-	peak     int64
-	inflight int
-	sinkQ    []outBlock
-	sinkFP   uint64
-	sinkSch  string
-	out      chan outBlock
-	kick     chan struct{}
-	consumed atomic.Int64
-	seenCons int64
-	handed   int64        // bytes of owned blocks handed to the consumer
-	handedN  int64        // blocks handed to the consumer
-	releaseN atomic.Int64 // blocks the consumer released
-	err      error
-	stats    *execStats
-	progress bool
-	lastDraw time.Time
-	drawn    int
-	wg       sync.WaitGroup
+	ctx        context.Context
+	cancel     context.CancelFunc
+	cpus       float64    // the cluster's CPUs
+	ops        []*opState // priority order: downstream first, earlier union inputs first
+	sink       *opState
+	budget     int64
+	maxTasks   int
+	usage      int64 // bytes of owned blocks not yet consumed + estimates of running tasks
+	peak       int64
+	inflight   int
+	sinkQ      []outBlock
+	sinkFP     uint64
+	sinkSch    string
+	sinkSchema *arrow.Schema            // the unified schema of the blocks for the consumer so far
+	holdOff    bool                     // hand out the head block even if its null columns are unresolved
+	schemas    map[uint64]*arrow.Schema // decoded block schemas by fingerprint
+	out        chan outBlock
+	kick       chan struct{}
+	consumed   atomic.Int64
+	seenCons   int64
+	handed     int64        // bytes of owned blocks handed to the consumer
+	handedN    int64        // blocks handed to the consumer
+	releaseN   atomic.Int64 // blocks the consumer released
+	err        error
+	stats      *execStats
+	progress   bool
+	lastDraw   time.Time
+	drawn      int
+	wg         sync.WaitGroup
 }
 
 // clusterCPUs sums the CPUs of the cluster's nodes (at least 1).
@@ -347,7 +356,14 @@ func (e *executor) loop() error {
 	for _, op := range e.ops {
 		if op.p.kind == pInput {
 			for i, b := range op.p.blocks {
-				op.done[i] = outBlock{ref: b.Ref, rows: b.Rows, size: b.Bytes}
+				ob := outBlock{ref: b.Ref, rows: b.Rows, size: b.Bytes}
+				if info, err := ray.RefInfo(e.ctx, b.Ref); err == nil && info.Ready && info.Err == nil {
+					var m blockMeta
+					if json.Unmarshal(info.Metadata, &m) == nil {
+						ob.fp, ob.sch, ob.schema = m.Schema, m.SchemaStr, e.schemaOf(m)
+					}
+				}
+				op.done[i] = ob
 			}
 			op.nextSeq = len(op.p.blocks)
 			if err := e.flush(op); err != nil {
@@ -373,20 +389,32 @@ func (e *executor) loop() error {
 			e.draw(false)
 		}
 		// Hand the next block to the consumer, or wait for work to finish.
-		if len(e.sinkQ) > 0 {
+		if len(e.sinkQ) > 0 && e.headReady() {
 			select {
-			case e.out <- e.sinkQ[0]:
+			case e.out <- e.head():
 				e.handOut()
 				continue
 			default:
 			}
-		} else if e.sink.finished {
+		} else if len(e.sinkQ) == 0 && e.sink.finished {
 			return nil
 		}
 		if e.inflight == 0 {
+			if len(e.sinkQ) > 0 && !e.headReady() {
+				// The head block waits for a block that types its null columns, and
+				// nothing runs: run something, or give up waiting.
+				ok, err := e.forceLaunch()
+				if err != nil {
+					return err
+				}
+				if !ok {
+					e.holdOff = true
+				}
+				continue
+			}
 			if len(e.sinkQ) > 0 {
 				select {
-				case e.out <- e.sinkQ[0]:
+				case e.out <- e.head():
 					e.handOut()
 				case <-e.kick:
 				case <-e.ctx.Done():
@@ -424,6 +452,56 @@ func (e *executor) handOut() {
 	}
 	e.handedN++
 	e.sinkQ = e.sinkQ[1:]
+	e.holdOff = false
+}
+
+// head is the next block for the consumer, with the dataset's schema as known now.
+func (e *executor) head() outBlock {
+	b := e.sinkQ[0]
+	b.want = e.sinkSchema
+	return b
+}
+
+// headReady says whether the next block may go to the consumer. A block with null-typed
+// columns (see unify.go) waits until a block of the dataset gives those columns a type, so
+// that the consumer sees them typed: until then, up to one block more than the tasks that
+// run at once queue behind it (the output backpressure's bound), or the execution ends, or
+// nothing else can run. A column null in the whole dataset so costs a short delay, not a
+// barrier.
+func (e *executor) headReady() bool {
+	b := e.sinkQ[0]
+	if e.holdOff || e.sink.finished || b.schema == nil || b.rows == 0 || len(e.sinkQ) > e.maxTasks {
+		return true
+	}
+	u := e.sinkSchema
+	if u == nil || u.NumFields() != b.schema.NumFields() {
+		return true
+	}
+	for i, f := range b.schema.Fields() {
+		if hasNull(f.Type) && hasNull(u.Field(i).Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// schemaOf decodes the schema in a block's metadata (cached by fingerprint); nil if absent.
+func (e *executor) schemaOf(m blockMeta) *arrow.Schema {
+	if len(m.SchemaIPC) == 0 {
+		return nil
+	}
+	if s, ok := e.schemas[m.Schema]; ok {
+		return s
+	}
+	s, err := decodeSchema(m.SchemaIPC)
+	if err != nil {
+		return nil
+	}
+	if e.schemas == nil {
+		e.schemas = map[uint64]*arrow.Schema{}
+	}
+	e.schemas[m.Schema] = s
+	return s
 }
 
 // stuck reports that nothing runs and nothing can be launched though work is left.
@@ -502,7 +580,7 @@ func (e *executor) complete(op *opState, t *task, info ray.ObjectInfo) error {
 	if size <= 0 {
 		size = max(m.Bytes, 1)
 	}
-	ob := outBlock{ref: t.ref, rows: m.Rows, size: size, fp: m.Schema, sch: m.SchemaStr, owned: true}
+	ob := outBlock{ref: t.ref, rows: m.Rows, size: size, fp: m.Schema, sch: m.SchemaStr, schema: e.schemaOf(m), owned: true}
 	e.usage += size
 	e.peak = max(e.peak, e.usage)
 	op.maxOut = max(op.maxOut, size)
@@ -544,10 +622,15 @@ func (e *executor) emit(op *opState, b outBlock) error {
 	d := op.down
 	if d == nil {
 		if b.fp != 0 && b.rows > 0 {
-			if e.sinkFP == 0 {
-				e.sinkFP, e.sinkSch = b.fp, b.sch
-			} else if b.fp != e.sinkFP {
-				return fmt.Errorf("data: schema mismatch: a block of %s has schema %s but earlier blocks have %s (all blocks of a dataset need the same columns and types)", op.name, b.sch, e.sinkSch)
+			u, ok := unifyBlock(e.sinkSchema, e.sinkFP, b)
+			if !ok {
+				return fmt.Errorf("data: schema mismatch: a block of %s has schema %s but earlier blocks have %s (all blocks of a dataset need the same columns and types; a column null in every row of a block takes the others' type, no other type is promoted)", op.name, b.sch, e.sinkSch)
+			}
+			if e.sinkFP == 0 || u != e.sinkSchema {
+				e.sinkFP, e.sinkSch, e.sinkSchema = b.fp, b.sch, u
+				if u != nil {
+					e.sinkSch = schemaString(u)
+				}
 			}
 		}
 		e.sinkQ = append(e.sinkQ, b)
@@ -565,17 +648,34 @@ func (e *executor) emit(op *opState, b outBlock) error {
 		return e.limitReceive(d, b)
 	case pUnion:
 		if b.fp != 0 && b.rows > 0 {
+			u, ok := unifyBlock(d.unionSchema, d.unionFP, b)
+			if !ok {
+				return fmt.Errorf("data: Union: schema mismatch: input %d has schema %s but input %d has %s (Union needs inputs with the same columns and types, a column null in every row of a block taking the others' type; use SelectColumns or a map to align them)",
+					op.downIdx+1, b.sch, d.unionFirst+1, d.unionSch)
+			}
 			if d.unionFirst < 0 {
 				d.unionFP, d.unionSch, d.unionFirst = b.fp, b.sch, op.downIdx
-			} else if b.fp != d.unionFP {
-				return fmt.Errorf("data: Union: schema mismatch: input %d has schema %s but input %d has %s (Union needs inputs with the same columns and types; use SelectColumns or a map to align them)",
-					op.downIdx+1, b.sch, d.unionFirst+1, d.unionSch)
+			}
+			if u != nil && u != d.unionSchema {
+				d.unionSchema, d.unionSch = u, schemaString(u)
 			}
 		}
 		d.unionQ[op.downIdx] = append(d.unionQ[op.downIdx], b)
 		return e.unionFlush(d)
 	}
 	return nil
+}
+
+// unifyBlock unifies the schema known so far (u, of fingerprint fp; both zero at first)
+// with block b's: by schema when both are known, else by fingerprint.
+func unifyBlock(u *arrow.Schema, fp uint64, b outBlock) (*arrow.Schema, bool) {
+	if fp == 0 {
+		return b.schema, true
+	}
+	if u != nil && b.schema != nil {
+		return unifySchemas(u, b.schema)
+	}
+	return u, b.fp == fp
 }
 
 func (e *executor) unionFlush(d *opState) error {

@@ -27,6 +27,7 @@ type coordinator struct {
 type splitBlock struct {
 	Ref  ray.ObjectRef[arrow.Record]
 	Rows int64
+	Want []byte // the dataset's schema as known (Arrow IPC), for null columns; may be empty
 	Done bool
 	Err  string
 }
@@ -79,7 +80,11 @@ var coordNext = ray.Method1(coordClass, "Next", func(c *coordinator, ctx context
 	// The ref travels in the result (the consumer borrows it); the executor only accounts
 	// the block as consumed.
 	c.e.release(ob, false)
-	return splitBlock{Ref: ob.ref, Rows: ob.rows}, nil
+	sb := splitBlock{Ref: ob.ref, Rows: ob.rows}
+	if ob.want != nil && ob.schema != nil && schemaHasNull(ob.schema) {
+		sb.Want = encodeSchema(ob.want)
+	}
+	return sb, nil
 })
 
 // SplitIterator is one of the n consumers of a StreamingSplit. It is a plain value: pass it
@@ -146,6 +151,17 @@ func (s SplitIterator) IterBatches(ctx context.Context, opts ...Option) iter.Seq
 			b.Ref.Release()
 			if err != nil {
 				return false, fmt.Errorf("data: fetching a block: %w", err)
+			}
+			if len(b.Want) > 0 {
+				want, err := decodeSchema(b.Want)
+				if err == nil {
+					c, cerr := conform(rec, want)
+					rec.Release()
+					if cerr != nil {
+						return false, cerr
+					}
+					rec = c
+				}
 			}
 			held = append(held, rec)
 			return true, nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
 	arrowcsv "github.com/apache/arrow/go/v15/arrow/csv"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 )
@@ -40,7 +41,10 @@ func readCSV(ctx context.Context, path string, opt ReadOptions, mem memory.Alloc
 			err = csvErr(path, opt, schema, fmt.Errorf("%v", r))
 		}
 	}()
-	rdr := arrowcsv.NewReader(bufio.NewReaderSize(f, 1<<20), schema,
+	// The Arrow CSV reader accepts null columns in a schema but cannot convert to them: read
+	// them as strings, check that they hold only nulls, and replace them.
+	readSchema, nullCols := csvReadSchema(schema)
+	rdr := arrowcsv.NewReader(bufio.NewReaderSize(f, 1<<20), readSchema,
 		arrowcsv.WithComma(opt.Delimiter),
 		arrowcsv.WithHeader(!opt.NoHeader),
 		arrowcsv.WithChunk(opt.BatchRows),
@@ -57,6 +61,12 @@ func readCSV(ctx context.Context, path string, opt ReadOptions, mem memory.Alloc
 		}
 		rec := rdr.Record()
 		rec.Retain()
+		if len(nullCols) > 0 {
+			var err error
+			if rec, err = csvNullColumns(rec, schema, nullCols, path); err != nil {
+				return err
+			}
+		}
 		if err := sink(rec); err != nil {
 			return err
 		}
@@ -164,7 +174,8 @@ func checkCSVValue(v string, dt arrow.DataType) error {
 
 // inferCSV reads the header and the first csvInferRows rows: a column whose values (ignoring
 // nulls) all parse as integers is int64, else as numbers float64, else true/false bool, else
-// utf8. All fields are nullable. It returns nil for an empty file.
+// utf8; a column with only nulls (empty, "NULL", "null") is null. All fields are nullable.
+// It returns nil for an empty file.
 func inferCSV(path string, opt ReadOptions) (*arrow.Schema, error) {
 	f, err := open(path)
 	if err != nil {
@@ -213,6 +224,10 @@ func inferCSV(path string, opt ReadOptions) (*arrow.Schema, error) {
 	for i, n := range names {
 		var dt arrow.DataType = arrow.BinaryTypes.String
 		switch kinds[i] {
+		case 0:
+			// Empty (or null) in every row looked at: null, as pyarrow; Ray Data unifies
+			// it with the type other files or blocks give the column.
+			dt = arrow.Null
 		case 1:
 			dt = arrow.PrimitiveTypes.Int64
 		case 2:
@@ -243,4 +258,39 @@ func csvKind(v string, from int) int {
 		}
 	}
 	return 4
+}
+
+// csvReadSchema is schema with its null columns read as strings (nullCols says which).
+func csvReadSchema(schema *arrow.Schema) (*arrow.Schema, []int) {
+	var nullCols []int
+	fields := schema.Fields()
+	for i, f := range fields {
+		if f.Type.ID() == arrow.NULL {
+			nullCols = append(nullCols, i)
+			fields[i].Type = arrow.BinaryTypes.String
+		}
+	}
+	if nullCols == nil {
+		return schema, nil
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fields, &md), nullCols
+}
+
+// csvNullColumns replaces the string columns nullCols of rec (released) with null columns,
+// as schema says; a value that is not a null is an error.
+func csvNullColumns(rec arrow.Record, schema *arrow.Schema, nullCols []int, path string) (arrow.Record, error) {
+	defer rec.Release()
+	cols := append([]arrow.Array(nil), rec.Columns()...)
+	for _, c := range nullCols {
+		s := cols[c].(*array.String)
+		for i := 0; i < s.Len(); i++ {
+			if s.IsValid(i) && !isCSVNull(s.Value(i)) {
+				return nil, fmt.Errorf("data: reading %s: column %q: value %q in a column read as null (it is empty in the rows schema inference looked at; pass a schema with ReadOptions.Schema to choose the type)", path, schema.Field(c).Name, s.Value(i))
+			}
+		}
+		cols[c] = array.NewNull(s.Len())
+		defer cols[c].Release()
+	}
+	return array.NewRecord(schema, cols, rec.NumRows()), nil
 }

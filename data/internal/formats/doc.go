@@ -27,7 +27,8 @@
 //
 // JSON files hold one object per line. Without a schema it is inferred from the first 1000
 // non-empty lines: numbers that are all integral -> int64, else float64; strings -> utf8; bools
-// -> bool; null-only -> utf8; arrays of one kind -> list<that>; nested objects -> struct
+// -> bool; null-only -> null (Arrow's null type, as pyarrow; Ray Data gives it the type of other
+// files or blocks where they meet); arrays of one kind -> list<that>; nested objects -> struct
 // (recursively); fields in first-seen order. All inferred fields are nullable (as in pyarrow), so
 // that files whose first lines happen to have no nulls or missing keys get the same schema as
 // the others. A key with values of two kinds is an error that names the key (with its path,

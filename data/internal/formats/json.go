@@ -321,8 +321,12 @@ func arrowType(t *jtype) arrow.DataType {
 		return arrow.ListOf(arrowType(t.elem))
 	case jStruct:
 		return arrow.StructOf(structFields(t)...)
+	case jNull:
+		// Keys that were always null (and elements of lists always empty): null, as
+		// pyarrow; Ray Data unifies it with the type other files or blocks give them.
+		return arrow.Null
 	}
-	return arrow.BinaryTypes.String // strings, and keys that were always null
+	return arrow.BinaryTypes.String
 }
 
 func structFields(t *jtype) []arrow.Field {

@@ -389,6 +389,15 @@ func (d *fieldsDec) object(s *scan) error {
 
 func newValueDec(dt arrow.DataType, bld array.Builder) (valueDec, error) {
 	switch t := dt.(type) {
+	case *arrow.NullType:
+		b := bld.(*array.NullBuilder)
+		return func(s *scan) error {
+			if s.peek() == 'n' && s.literal("null") {
+				b.AppendNull()
+				return nil
+			}
+			return s.errf("expected null (the key was null in every line schema inference looked at)")
+		}, nil
 	case *arrow.BooleanType:
 		b := bld.(*array.BooleanBuilder)
 		return func(s *scan) error {

@@ -203,7 +203,7 @@ func TestCSVInference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer got.Release()
-	want := "i:int64 f:float64 b:bool s:utf8 n:utf8"
+	want := "i:int64 f:float64 b:bool s:utf8 n:null"
 	var have []string
 	for _, f := range got.Schema().Fields() {
 		have = append(have, f.Name+":"+f.Type.String())
@@ -226,10 +226,10 @@ func TestJSONInference(t *testing.T) {
 		{"scalars", `{"i":1,"f":1.5,"s":"x","b":true}`, "i:int64 f:float64 s:utf8 b:bool"},
 		{"int then float", "{\"x\":1}\n{\"x\":2.5}\n", "x:float64"},
 		{"exponent is float", `{"x":1e3}`, "x:float64"},
-		{"null only", "{\"x\":null}\n{\"x\":null}", "x:utf8"},
+		{"null only", "{\"x\":null}\n{\"x\":null}", "x:null"},
 		{"null then int", "{\"x\":null}\n{\"x\":3}", "x:int64"},
 		{"missing key", "{\"a\":1}\n{\"b\":\"s\"}\n\n{\"a\":2,\"c\":true}", "a:int64 b:utf8 c:bool"},
-		{"list", `{"l":[1,2,3],"e":[],"fl":[1,2.5]}`, "l:list<item: int64, nullable> e:list<item: utf8, nullable> fl:list<item: float64, nullable>"},
+		{"list", `{"l":[1,2,3],"e":[],"fl":[1,2.5]}`, "l:list<item: int64, nullable> e:list<item: null, nullable> fl:list<item: float64, nullable>"},
 		{"list merge", "{\"l\":[]}\n{\"l\":[\"a\"]}", "l:list<item: utf8, nullable>"},
 		{"struct", "{\"o\":{\"a\":1,\"b\":{\"c\":\"x\"}}}\n{\"o\":{\"d\":false}}", "o:struct<a: int64, b: struct<c: utf8>, d: bool>"},
 		{"list of structs", `{"l":[{"a":1},{"b":2.5}]}`, "l:list<item: struct<a: int64, b: float64>, nullable>"},
@@ -573,5 +573,41 @@ func TestParquetUnitOneBatch(t *testing.T) {
 				t.Errorf("rows: got %d (first %v), want %d", len(got), got[:min(3, len(got))], len(want))
 			}
 		})
+	}
+}
+
+// TestNullColumns: a CSV column empty in every row and a JSON key always null are of type
+// null; a value after the rows inference looked at is an error that asks for a schema.
+func TestNullColumns(t *testing.T) {
+	mem := checkedMem(t)
+	dir := t.TempDir()
+	p := writeString(t, dir, "n.csv", "id,opt\n1,\n2,NULL\n3,\n")
+	got, err := readOne(t, CSV, p, ReadOptions{}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.NumRows() != 3 || got.Column(1).DataType().ID() != arrow.NULL || got.Column(1).NullN() != 3 {
+		t.Fatalf("csv: %v", got)
+	}
+	got.Release()
+	j := writeString(t, dir, "n.json", "{\"id\":1,\"opt\":null,\"l\":[]}\n{\"id\":2}\n")
+	got, err = readOne(t, JSON, j, ReadOptions{}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got.Schema().String(); got.NumRows() != 2 || got.Column(1).DataType().ID() != arrow.NULL || got.Column(2).DataType().String() != "list<item: null, nullable>" {
+		t.Fatalf("json: %s %v", s, got)
+	}
+	got.Release()
+	var b strings.Builder
+	b.WriteString("id,opt\n")
+	for i := 0; i < csvInferRows+5; i++ {
+		fmt.Fprintf(&b, "%d,\n", i)
+	}
+	b.WriteString("9999,2.5\n")
+	late := writeString(t, dir, "late.csv", b.String())
+	_, err = readOne(t, CSV, late, ReadOptions{}, mem)
+	if err == nil || !strings.Contains(err.Error(), `column "opt": value "2.5" in a column read as null`) || !strings.Contains(err.Error(), "schema") {
+		t.Fatalf("a late value in a null CSV column: %v", err)
 	}
 }

@@ -299,7 +299,7 @@ func TestWriteZeroRecords(t *testing.T) {
 				t.Fatalf("parquet: %v", blocks)
 			}
 		case CSV:
-			// Header only: the column names survive (types default to string).
+			// Header only: the column names survive (no values: the types are null).
 			if len(blocks) != 1 || blocks[0].NumRows() != 0 || blocks[0].Schema().Field(1).Name != "f" {
 				t.Fatalf("csv: %v", blocks)
 			}
