@@ -21,6 +21,8 @@ func formatName(f int) string {
 		return "JSON"
 	case formats.Binary:
 		return "BinaryFiles"
+	case formats.Text:
+		return "Text"
 	}
 	return "Items"
 }
@@ -231,4 +233,12 @@ func ReadJSON(paths []string, opts ...Option) *Dataset {
 // "path". Options: IncludePath, Parallelism.
 func ReadBinaryFiles(paths []string, opts ...Option) *Dataset {
 	return readFiles(formats.Binary, paths, opts)
+}
+
+// ReadText reads text files, one row per line: column "text" (utf8) and, with IncludePath,
+// "path" (Ray's read_text). Line ends ("\n", "\r\n") are removed and empty (or blank) lines
+// dropped. Paths are files, directories or globs (any file name). One read task per file.
+// Options: IncludePath, Parallelism, TargetMaxBlockSize.
+func ReadText(paths []string, opts ...Option) *Dataset {
+	return readFiles(formats.Text, paths, opts)
 }

@@ -19,6 +19,9 @@ const (
 	JSON
 	// Binary reads each file as one row holding its bytes.
 	Binary
+	// Text reads each line of a file as one row (column "text", line ends removed, empty
+	// lines dropped, as Ray's read_text).
+	Text
 )
 
 // String returns the format's lower-case name: "parquet", "csv", "json", "binary".
@@ -32,12 +35,14 @@ func (f Format) String() string {
 		return "json"
 	case Binary:
 		return "binary"
+	case Text:
+		return "text"
 	}
 	return fmt.Sprintf("Format(%d)", int(f))
 }
 
 // Ext returns the file-name extension of the format: ".parquet", ".csv", ".json", and "" for
-// Binary (any file).
+// Binary and Text (any file).
 func (f Format) Ext() string {
 	switch f {
 	case Parquet:

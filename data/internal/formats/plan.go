@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/metadata"
 )
 
-// Plan splits files into read units: CSV/JSON/Binary one unit per file; Parquet one unit per group
+// Plan splits files into read units: CSV/JSON/Binary/Text one unit per file; Parquet one unit per group
 // of consecutive row groups, so that there are about `parallelism` units in total when the files
 // allow it (never split a row group; never fewer units than files). Reads only Parquet footers.
 // A file that is not valid Parquet gives an error naming the file. parallelism <= 0 means one
@@ -18,7 +18,7 @@ import (
 func Plan(f Format, files []string, parallelism int) ([]Unit, error) {
 	switch f {
 	case Parquet:
-	case CSV, JSON, Binary:
+	case CSV, JSON, Binary, Text:
 		units := make([]Unit, 0, len(files))
 		for _, p := range files {
 			fi, err := os.Stat(p)

@@ -64,6 +64,8 @@ func Read(ctx context.Context, u Unit, opt ReadOptions, mem memory.Allocator, em
 		err = readJSON(ctx, u.Path, opt, mem, p.add)
 	case Binary:
 		err = readBinary(u.Path, mem, p.add)
+	case Text:
+		err = readText(ctx, u.Path, opt, mem, p.add)
 	default:
 		return fmt.Errorf("data: unknown format %d: use formats.Parquet, CSV, JSON or Binary", int(opt.Format))
 	}
