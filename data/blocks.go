@@ -175,8 +175,14 @@ func rowsOf(rec arrow.Record) []Row {
 	return rows
 }
 
+// isNull reports whether a's value i is null (an array of type null has no validity
+// bitmap, and its IsNull says false).
+func isNull(a arrow.Array, i int) bool {
+	return a.DataType().ID() == arrow.NULL || a.IsNull(i)
+}
+
 func valueAt(a arrow.Array, i int) any {
-	if a.IsNull(i) {
+	if isNull(a, i) {
 		return nil
 	}
 	switch a := a.(type) {

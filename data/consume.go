@@ -39,7 +39,7 @@ func (d *Dataset) finish(e *executor) {
 
 // IterBatches runs the dataset and yields its rows in batches of exactly BatchSize rows
 // (default 256; batches are cut across block boundaries, only the last one may be shorter),
-// in dataset order. Prefetch (default 2) bounds the blocks fetched ahead: refs are resolved
+// in dataset order (or shuffled locally with LocalShuffleBuffer). Prefetch (default 2) bounds the blocks fetched ahead: refs are resolved
 // in batched ray.GetAll calls of at most that many blocks. A batch is released when the loop
 // body returns: Retain it to keep it. Stopping the loop early stops the execution. An error
 // ends the iteration with a nil batch and the error.
@@ -138,12 +138,17 @@ func (d *Dataset) IterBatches(ctx context.Context, opts ...Option) iter.Seq2[arr
 			}
 			return nil
 		}
-		cutBatches(int64(size), &held, &off, func() (bool, error) {
+		more := func() (bool, error) {
 			if eof {
 				return false, nil
 			}
 			return true, fetch()
-		}, yield)
+		}
+		if o.shuffleBuf > 0 {
+			shuffleBatches(int64(size), int64(o.shuffleBuf), newShuffleRand(o.shuffleSeed), &held, more, yield)
+			return
+		}
+		cutBatches(int64(size), &held, &off, more, yield)
 	}
 }
 
@@ -276,8 +281,12 @@ func knownCount(n *lnode) (int64, bool) {
 			t += b.Rows
 		}
 		return t, true
-	case kMap, kAddColumn, kSelect, kDrop:
+	case kMap, kAddColumn, kSelect, kDrop, kRename, kRandBlocks:
 		return knownCount(n.Inputs[0])
+	case kZip: // both known: equal (Zip checked)
+		a, okA := knownCount(n.Inputs[0])
+		_, okB := knownCount(n.Inputs[1])
+		return a, okA && okB
 	case kLimit:
 		c, ok := knownCount(n.Inputs[0])
 		return min(c, n.N), ok

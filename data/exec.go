@@ -26,6 +26,13 @@ type execSpec struct {
 	End    int64
 	Unit   formats.Unit
 	Stages []stage
+	Zip    []zipPiece // Zip: the rows of the right input that pair with the input block
+}
+
+// zipPiece is rows [Off, Off+N) of a block of Zip's right input.
+type zipPiece struct {
+	Ref    ray.ObjectRef[arrow.Record]
+	Off, N int64
 }
 
 // blockMeta is what every task attaches to its block (ray.SetResultMetadata).
@@ -103,6 +110,14 @@ func runSpec(ctx context.Context, spec execSpec, in arrow.Record, fns map[string
 			return nil, fmt.Errorf("data: operator %s: no input block", spec.Op)
 		}
 		rec = in
+	}
+	if len(spec.Zip) > 0 {
+		out, err := zipWith(ctx, rec, spec.Zip)
+		rec.Release()
+		if err != nil {
+			return nil, fmt.Errorf("data: operator %s: %w", spec.Op, err)
+		}
+		rec = out
 	}
 	for _, st := range spec.Stages {
 		out, err := runStage(ctx, st, rec, fns)
@@ -284,6 +299,10 @@ func runStage(ctx context.Context, st stage, rec arrow.Record, fns map[string]ba
 		return selectColumns(rec, st.Cols)
 	case kDrop:
 		return dropColumns(rec, st.Cols)
+	case kRename:
+		return renameColumns(rec, st.Cols)
+	case kAggregate:
+		return partialAggregate(rec, st.Fn, st.Col)
 	case "slice":
 		off := min(st.Off, rec.NumRows())
 		return rec.NewSlice(off, min(off+st.N, rec.NumRows())), nil

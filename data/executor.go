@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,7 @@ type task struct {
 	est   int64
 	actor *actorSlot
 	start time.Time
+	zip   []*zipRight // Zip: the right blocks the task reads
 }
 
 type workItem struct {
@@ -45,6 +47,15 @@ type workItem struct {
 	spec execSpec // source operators
 	in   *outBlock
 	est  int64 // a guess of the output size before any output is seen
+	zip  []*zipRight
+}
+
+// zipRight is a block of Zip's right input: released once every row is paired and the
+// tasks that read it are done.
+type zipRight struct {
+	b     outBlock
+	off   int64 // rows paired so far
+	users int   // tasks running that read it
 }
 
 type actorSlot struct {
@@ -88,6 +99,11 @@ type opState struct {
 	unionSch    string
 	unionFirst  int
 	unionSchema *arrow.Schema
+	barrier     []outBlock // RandomizeBlockOrder: the input blocks
+	zipLeft     []outBlock // Zip: left blocks waiting for right rows
+	zipRight    []*zipRight
+	zipRows     [2]int64 // Zip: rows received per input
+	zipDone     [2]bool
 }
 
 // executor runs a physical plan: operators run concurrently, blocks flow downstream as soon
@@ -562,6 +578,10 @@ func (e *executor) complete(op *opState, t *task, info ray.ObjectInfo) error {
 		t.in.ref.Release()
 		e.usage -= t.in.size
 	}
+	for _, r := range t.zip {
+		r.users--
+		e.zipRelease(r)
+	}
 	if op.stopped {
 		t.ref.Release()
 		return nil
@@ -646,6 +666,16 @@ func (e *executor) emit(op *opState, b outBlock) error {
 		d.nextSeq++
 	case pLimit:
 		return e.limitReceive(d, b)
+	case pRandBlocks:
+		d.barrier = append(d.barrier, b)
+	case pZip:
+		d.zipRows[op.downIdx] += b.rows
+		if op.downIdx == 0 {
+			d.zipLeft = append(d.zipLeft, b)
+		} else {
+			d.zipRight = append(d.zipRight, &zipRight{b: b})
+		}
+		e.zipPair(d)
 	case pUnion:
 		if b.fp != 0 && b.rows > 0 {
 			u, ok := unifyBlock(d.unionSchema, d.unionFP, b)
@@ -664,6 +694,75 @@ func (e *executor) emit(op *opState, b outBlock) error {
 		return e.unionFlush(d)
 	}
 	return nil
+}
+
+// randomizeBlocks emits the blocks op collected in a random order (RandomizeBlockOrder),
+// drawn from the operator's seed.
+func (e *executor) randomizeBlocks(op *opState) error {
+	bs := op.barrier
+	op.barrier = nil
+	rng := rand.New(rand.NewPCG(uint64(op.p.seed), 0x5eed))
+	rng.Shuffle(len(bs), func(i, j int) { bs[i], bs[j] = bs[j], bs[i] })
+	for _, b := range bs {
+		if err := e.emit(op, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// zipPair queues a Zip task for each left block whose rows the right blocks received so
+// far cover: the task gets the left block and the slices of right blocks that pair with it.
+func (e *executor) zipPair(d *opState) {
+	for len(d.zipLeft) > 0 {
+		l := d.zipLeft[0]
+		var avail int64
+		for _, r := range d.zipRight {
+			avail += r.b.rows - r.off
+		}
+		if avail < l.rows {
+			return
+		}
+		d.zipLeft = d.zipLeft[1:]
+		if l.rows == 0 {
+			e.drop(l)
+			continue
+		}
+		var pieces []zipPiece
+		var used []*zipRight
+		for need := l.rows; need > 0; {
+			r := d.zipRight[0]
+			take := min(need, r.b.rows-r.off)
+			if take > 0 {
+				pieces = append(pieces, zipPiece{Ref: r.b.ref, Off: r.off, N: take})
+				used = append(used, r)
+				r.users++
+				r.off += take
+				need -= take
+			}
+			if r.off == r.b.rows {
+				e.zipRelease(r) // an empty block; else its tasks release it
+				d.zipRight = d.zipRight[1:]
+			}
+		}
+		// Right blocks used up by earlier tasks and empty ones are let go of.
+		for len(d.zipRight) > 0 && d.zipRight[0].off == d.zipRight[0].b.rows {
+			e.zipRelease(d.zipRight[0])
+			d.zipRight = d.zipRight[1:]
+		}
+		lb := l
+		d.pending = append(d.pending, workItem{seq: d.nextSeq, in: &lb, zip: used,
+			spec: execSpec{Op: d.name, Stages: d.p.stages, Zip: pieces}})
+		d.nextSeq++
+	}
+}
+
+// zipRelease frees a right block of Zip once it is paired and no task reads it.
+func (e *executor) zipRelease(r *zipRight) {
+	if r.users == 0 && r.off == r.b.rows {
+		e.drop(r.b)
+		r.users = -1 // released
+	}
 }
 
 // unifyBlock unifies the schema known so far (u, of fingerprint fp; both zero at first)
@@ -742,6 +841,19 @@ func (e *executor) limitReached(d *opState) {
 			}
 			op.unionQ[i] = nil
 		}
+		for _, b := range op.barrier {
+			e.drop(b)
+		}
+		op.barrier = nil
+		for _, b := range op.zipLeft {
+			e.drop(b)
+		}
+		op.zipLeft = nil
+		for _, r := range op.zipRight {
+			r.off = r.b.rows
+			e.zipRelease(r)
+		}
+		op.zipRight = nil
 		for _, u := range op.ups {
 			stop(u)
 		}
@@ -767,6 +879,12 @@ func (e *executor) checkFinished() error {
 				fin = op.unionCur == len(op.unionQ)
 			case op.p.kind == pLimit:
 				fin = (op.inputsDone || op.reached) && len(op.pending) == 0 && len(op.inflight) == 0
+			case op.p.kind == pRandBlocks:
+				if fin = op.inputsDone; fin {
+					if err := e.randomizeBlocks(op); err != nil {
+						return err
+					}
+				}
 			default:
 				fin = op.inputsDone && len(op.pending) == 0 && len(op.inflight) == 0 && len(op.done) == 0
 			}
@@ -782,6 +900,14 @@ func (e *executor) checkFinished() error {
 					d.unionDone[op.downIdx] = true
 					if err := e.unionFlush(d); err != nil {
 						return err
+					}
+				case pZip:
+					d.zipDone[op.downIdx] = true
+					if d.zipDone[0] && d.zipDone[1] {
+						if d.zipRows[0] != d.zipRows[1] {
+							return zipCountErr(d.zipRows[0], d.zipRows[1])
+						}
+						d.inputsDone = true
 					}
 				default:
 					d.inputsDone = true
@@ -924,7 +1050,7 @@ func (e *executor) forceLaunch() (bool, error) {
 // start1 launches op's first pending item.
 func (e *executor) start1(op *opState, est int64) (bool, error) {
 	it := op.pending[0]
-	t := &task{seq: it.seq, in: it.in, est: est, start: time.Now()}
+	t := &task{seq: it.seq, in: it.in, est: est, start: time.Now(), zip: it.zip}
 	spec := it.spec
 	if spec.Op == "" {
 		spec = execSpec{Op: op.name, Stages: op.p.stages}
@@ -1048,6 +1174,12 @@ func (e *executor) cleanup() {
 		for _, t := range op.inflight {
 			_ = ray.Cancel(ctx, t.ref)
 			t.ref.Release()
+			for _, r := range t.zip {
+				if r.b.owned && r.users >= 0 {
+					r.b.ref.Release()
+					r.users = -1
+				}
+			}
 		}
 		for _, it := range op.pending {
 			if it.in != nil && it.in.owned {
@@ -1064,6 +1196,22 @@ func (e *executor) cleanup() {
 				if b.owned {
 					b.ref.Release()
 				}
+			}
+		}
+		for _, b := range op.barrier {
+			if b.owned {
+				b.ref.Release()
+			}
+		}
+		for _, b := range op.zipLeft {
+			if b.owned {
+				b.ref.Release()
+			}
+		}
+		for _, r := range op.zipRight {
+			if r.b.owned && r.users >= 0 {
+				r.b.ref.Release()
+				r.users = -1
 			}
 		}
 		for _, a := range op.actors {

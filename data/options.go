@@ -29,6 +29,8 @@ type options struct {
 	targetBytes int64
 	// consumption
 	prefetch    int
+	shuffleBuf  int
+	shuffleSeed *int64
 	budget      int64
 	maxTasks    int
 	progress    *bool
@@ -104,6 +106,19 @@ func TargetMaxBlockSize(bytes int64) Option { return func(o *options) { o.target
 // Prefetch sets how many blocks IterBatches fetches ahead of the batch being consumed
 // (default 2; at least 1).
 func Prefetch(n int) Option { return func(o *options) { o.prefetch = n } }
+
+// LocalShuffleBuffer makes IterBatches (and IterRows, SplitIterator.IterBatches) shuffle
+// rows locally, as Ray's local_shuffle_buffer_size: rows go into a buffer of at least n rows,
+// and each batch is drawn at random from it (the buffer is shuffled when rows have been
+// added and what is left of the last shuffle is down to n); at the end the buffer drains.
+// The rows come out in a random order within windows of about n rows plus a block; a bigger
+// buffer mixes more and holds more memory. Without LocalShuffleSeed the order differs from
+// run to run.
+func LocalShuffleBuffer(n int) Option { return func(o *options) { o.shuffleBuf = n } }
+
+// LocalShuffleSeed makes LocalShuffleBuffer's shuffle deterministic: the same seed and the
+// same dataset give the same batches.
+func LocalShuffleSeed(seed int64) Option { return func(o *options) { o.shuffleSeed = &seed } }
 
 // ObjectStoreBudget bounds the bytes of blocks that an execution holds (produced and not yet
 // consumed, plus the expected output of running tasks). Default: Settings.ObjectStoreFraction

@@ -23,6 +23,10 @@ const (
 	kDrop       = "DropColumns"
 	kLimit      = "Limit"
 	kUnion      = "Union"
+	kRename     = "RenameColumns"
+	kAggregate  = "Aggregate" // per-block partial aggregates (Sum, Min, ..., Unique)
+	kRandBlocks = "RandomizeBlockOrder"
+	kZip        = "Zip"
 )
 
 // blockRef is one materialized block: its ref (the result of a task, or a driver Put for
@@ -305,6 +309,8 @@ const (
 	pMap           // map tasks or actor pool over upstream blocks
 	pLimit
 	pUnion
+	pRandBlocks // a barrier: all input blocks, then emitted in a random order
+	pZip        // two inputs zipped row by row, by tasks aligned on the left's blocks
 )
 
 // stage is one fused transform, run in order inside a task.
@@ -328,12 +334,16 @@ type pop struct {
 	compute computeSpec
 	res     resSpec
 	limit   int64
+	seed    int64 // pRandBlocks
 	inputs  []*pop
 }
 
 func (p *pop) name() string {
-	if p.kind == pUnion {
+	switch p.kind {
+	case pUnion:
 		return "Union"
+	case pZip:
+		return "Zip"
 	}
 	return strings.Join(p.names, "->")
 }
@@ -354,13 +364,26 @@ func stageName(n *lnode) string {
 		return fmt.Sprintf("%s(%s)", n.Kind, strings.Join(n.Cols, ", "))
 	case kAddColumn:
 		return fmt.Sprintf("%s(%s=%s)", n.Kind, n.Col, n.Fn)
+	case kRename:
+		return fmt.Sprintf("%s(%s)", n.Kind, renames(n.Cols))
+	case kAggregate:
+		return fmt.Sprintf("%s(%s(%s))", n.Kind, n.Fn, n.Col)
 	}
 	return fmt.Sprintf("%s(%s)", n.Kind, n.Fn)
 }
 
+// renames shows RenameColumns' pairs (old, new, old, new...) as "old->new, ...".
+func renames(pairs []string) string {
+	parts := make([]string, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		parts = append(parts, pairs[i]+"->"+pairs[i+1])
+	}
+	return strings.Join(parts, ", ")
+}
+
 func isMapLike(k string) bool {
 	switch k {
-	case kMap, kMapBatches, kFlatMap, kFilter, kAddColumn, kSelect, kDrop:
+	case kMap, kMapBatches, kFlatMap, kFilter, kAddColumn, kSelect, kDrop, kRename, kAggregate:
 		return true
 	}
 	return false
@@ -378,12 +401,17 @@ func optimize(n *lnode) *pop {
 		return &pop{kind: pInput, names: []string{"Input"}, blocks: n.Blocks}
 	case kLimit:
 		return &pop{kind: pLimit, names: []string{fmt.Sprintf("Limit[%d]", n.N)}, limit: n.N, inputs: []*pop{optimize(n.Inputs[0])}}
-	case kUnion:
+	case kUnion, kZip:
 		p := &pop{kind: pUnion, names: []string{"Union"}}
+		if n.Kind == kZip {
+			p = &pop{kind: pZip, names: []string{"Zip"}}
+		}
 		for _, in := range n.Inputs {
 			p.inputs = append(p.inputs, optimize(in))
 		}
 		return p
+	case kRandBlocks:
+		return &pop{kind: pRandBlocks, names: []string{kRandBlocks}, seed: n.N, inputs: []*pop{optimize(n.Inputs[0])}}
 	}
 	in := optimize(n.Inputs[0])
 	st := stage{Kind: n.Kind, Fn: n.Fn, Col: n.Col, Cols: n.Cols, BatchSize: n.BatchSize}
@@ -421,17 +449,23 @@ func logicalName(n *lnode) string {
 		return fmt.Sprintf("%s[%s]", n.Kind, strings.Join(n.Cols, ", "))
 	case kAddColumn:
 		return fmt.Sprintf("%s[%s=%s]", n.Kind, n.Col, n.Fn)
+	case kRename:
+		return fmt.Sprintf("%s[%s]", n.Kind, renames(n.Cols))
+	case kAggregate:
+		return fmt.Sprintf("%s[%s(%s)]", n.Kind, n.Fn, n.Col)
+	case kRandBlocks:
+		return fmt.Sprintf("%s[seed=%d]", n.Kind, n.N)
 	}
 	return fmt.Sprintf("%s[%s]", n.Kind, n.Fn)
 }
 
 func renderLogical(n *lnode) string {
-	if n.Kind == kUnion {
+	if n.Kind == kUnion || n.Kind == kZip {
 		parts := make([]string, len(n.Inputs))
 		for i, in := range n.Inputs {
 			parts[i] = renderLogical(in)
 		}
-		return "Union[" + strings.Join(parts, ", ") + "]"
+		return n.Kind + "[" + strings.Join(parts, ", ") + "]"
 	}
 	if len(n.Inputs) == 0 {
 		return logicalName(n)
@@ -440,12 +474,12 @@ func renderLogical(n *lnode) string {
 }
 
 func renderPhysical(p *pop) string {
-	if p.kind == pUnion {
+	if p.kind == pUnion || p.kind == pZip {
 		parts := make([]string, len(p.inputs))
 		for i, in := range p.inputs {
 			parts[i] = renderPhysical(in)
 		}
-		return "Union(" + strings.Join(parts, ", ") + ")"
+		return p.name() + "(" + strings.Join(parts, ", ") + ")"
 	}
 	s := p.name()
 	if p.kind == pMap && p.compute.PoolMax > 0 {

@@ -121,7 +121,8 @@ func (d *Dataset) StreamingSplit(ctx context.Context, n int, opts ...Option) ([]
 }
 
 // IterBatches yields this consumer's share of the dataset in batches of BatchSize rows
-// (default 256; cut across the blocks it receives).
+// (default 256; cut across the blocks it receives). Options: BatchSize, LocalShuffleBuffer,
+// LocalShuffleSeed.
 func (s SplitIterator) IterBatches(ctx context.Context, opts ...Option) iter.Seq2[arrow.Record, error] {
 	o := collect(opts)
 	size := int64(o.batchSize)
@@ -136,7 +137,14 @@ func (s SplitIterator) IterBatches(ctx context.Context, opts ...Option) iter.Seq
 				r.Release()
 			}
 		}()
-		cutBatches(size, &held, &off, func() (bool, error) {
+		batcher := func(fetch func() (bool, error)) {
+			if o.shuffleBuf > 0 {
+				shuffleBatches(size, int64(o.shuffleBuf), newShuffleRand(o.shuffleSeed), &held, fetch, yield)
+				return
+			}
+			cutBatches(size, &held, &off, fetch, yield)
+		}
+		batcher(func() (bool, error) {
 			b, err := ray.Get(ctx, coordNext.Remote(ctx, s.Coordinator, ray.V(s.Index)))
 			if err != nil {
 				return false, fmt.Errorf("data: StreamingSplit: %w", err)
@@ -165,7 +173,7 @@ func (s SplitIterator) IterBatches(ctx context.Context, opts ...Option) iter.Seq
 			}
 			held = append(held, rec)
 			return true, nil
-		}, yield)
+		})
 	}
 }
 

@@ -164,7 +164,8 @@ func unifySchemas(a, b *arrow.Schema) (*arrow.Schema, bool) {
 // by position.
 func conform(rec arrow.Record, want *arrow.Schema) (arrow.Record, error) {
 	have := rec.Schema()
-	if want == nil || want == have || !schemaHasNull(have) {
+	if want == nil || want == have || !schemaHasNull(have) || rec.NumRows() == 0 {
+		// (Blocks of no rows may have any schema: they are skipped where blocks meet.)
 		rec.Retain()
 		return rec, nil
 	}

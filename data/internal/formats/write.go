@@ -257,7 +257,7 @@ func writeJSON(w io.Writer, schema *arrow.Schema, recs []arrow.Record) error {
 
 // appendValue appends the JSON form of a[i].
 func appendValue(buf []byte, a arrow.Array, i int) ([]byte, error) {
-	if a.IsNull(i) {
+	if a.DataType().ID() == arrow.NULL || a.IsNull(i) { // a null array has no validity bitmap
 		return append(buf, "null"...), nil
 	}
 	switch a := a.(type) {
