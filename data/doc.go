@@ -3,10 +3,12 @@
 //
 // A Dataset is an ordered list of blocks, each an Arrow record held as a ray object, and a
 // lazy plan that makes them. Sources (Range, FromItems, FromArrow, ReadParquet, ReadCSV,
-// ReadJSON, ReadBinaryFiles) and transforms (Map, MapBatches, FlatMap, Filter, AddColumn,
-// SelectColumns, DropColumns, Limit, Union) only build the plan; consuming calls
-// (IterBatches, IterRows, Take, TakeAll, Count, Schema, Show, Materialize, Split,
-// StreamingSplit, WriteParquet, WriteCSV, WriteJSON) run it.
+// ReadJSON, ReadText, ReadBinaryFiles) and transforms (Map, MapBatches, FlatMap, Filter,
+// AddColumn, SelectColumns, DropColumns, RenameColumns, Limit, Union, Zip,
+// RandomizeBlockOrder) only build the plan; consuming calls (IterBatches with an optional
+// LocalShuffleBuffer, IterRows, Take, TakeBatch, TakeAll, Count, Schema, Show, Materialize,
+// Split, SplitAtIndices, TrainTestSplit, StreamingSplit, the aggregates Sum, Min, Max, Mean,
+// Std and Unique, WriteParquet, WriteCSV, WriteJSON) run it.
 //
 //	var double = data.BatchFunc("demo.double", func(ctx context.Context, b arrow.Record) (arrow.Record, error) { ... })
 //	var even = data.Predicate("demo.even", func(ctx context.Context, r data.Row) (bool, error) { ... })
@@ -26,7 +28,7 @@
 //
 // A consuming call turns the logical plan into a physical one (Explain shows both).
 // Consecutive map-like operators (Map, MapBatches, FlatMap, Filter, AddColumn,
-// SelectColumns, DropColumns) fuse into one operator when they use the same compute
+// SelectColumns, DropColumns, RenameColumns) fuse into one operator when they use the same compute
 // strategy (tasks, or actor pools of the same size) and the same resources; a read fuses
 // with the maps after it. Limit, Union, actor-pool boundaries and differing resources break
 // fusion. A fused operator runs as one task per input ("ray.data.exec"): it reads a unit (a
@@ -67,6 +69,41 @@
 // bounding what the execution runs at once (without this, ActorPool(2, 2) on 2 CPUs could
 // starve its own read tasks and hang). Progress bars (one line per operator) are drawn on
 // stderr when it is a terminal.
+//
+// # Other operators
+//
+// RandomizeBlockOrder is a barrier, as in Ray: it holds every input block, then emits them
+// in an order drawn from its seed. Zip runs a task per block of its left input, which
+// fetches the rows of the right input that pair with it (slices of one or more right
+// blocks, passed as refs inside the task's argument), so both sides stream; a different row
+// count is an error, at once when both plans know their counts, else when the inputs end.
+// The aggregates (Sum, Min, Max, Mean, Std, Unique) add a map-like stage that fuses with
+// the maps before it and turns each block into a partial aggregate; the driver combines
+// them (Mean and Std with per-block count, mean and sum of squared deviations, combined by
+// Chan et al.'s formula). Nulls are ignored; where Ray returns None (no rows, or only
+// nulls) they return an error wrapping ErrEmpty, as does TakeBatch on an empty dataset.
+// LocalShuffleBuffer shuffles rows in the consumer as Ray's local_shuffle_buffer_size, a
+// random permutation (Arrow's compute.Take) of a buffer of at least n rows at a time.
+// The all-to-all operators (RandomShuffle, Sort, GroupBy, Repartition) are not there yet.
+//
+// # Null columns
+//
+// A column that is null in every row of a block (a Map returning nil for it, a CSV column
+// empty in a whole file, a JSON key always null) has the Arrow type null, as in pyarrow, and
+// so do the null parts of nested values (an empty list is list<null>, a nil struct field
+// null). Where blocks meet, their schemas are unified as pyarrow's unify_schemas does by
+// default: the same column names in the same order, and per column the same type or null
+// and a type (recursively in lists and structs), the null column then taking that type.
+// Nothing else is promoted: int64 in one block and float64 in another is a schema
+// mismatch. The executor reads every block's schema from its metadata and checks this as
+// blocks reach the consumer or a Union; a block whose null columns no block has typed yet
+// waits (up to one block more than the tasks that run at once queue behind it, or until the
+// execution ends or nothing else can run) so that a later block can give them their type.
+// The consumer then casts the null columns (IterBatches, IterRows, TakeBatch, Schema, the
+// aggregates, StreamingSplit's iterators), and writers write every file with the dataset's
+// type. A column null in every block stays null: batches hold a null column, Parquet
+// stores Arrow's null type (Parquet's null logical type) and CSV and JSON write empty
+// fields and nulls, which read back as null columns.
 //
 // Differences from Ray Data: one task makes exactly one block (a read unit's batches are
 // concatenated, except that a Parquet unit that fits a block is decoded as one batch; plan
