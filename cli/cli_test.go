@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/ray-go/ray/internal/base/fuzzing"
+
+	"github.com/ray-go/ray/internal/base/netx"
 )
 
 // rayctl is the binary built for the tests that run real processes.
@@ -83,13 +84,15 @@ func cleanEnv() []string {
 	return env
 }
 
+// freePort is a port for a head agent (its GCS port; the join endpoint takes the next
+// one), outside the ephemeral range other processes' connections draw from.
 func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Helper()
+	p, err := netx.FreePorts("127.0.0.1", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 func status(t *testing.T, args ...string) (Status, result) {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/ray-go/ray/benchmarks/chaos/report"
+
+	"github.com/ray-go/ray/internal/base/netx"
 )
 
 // Config is one run of the suite.
@@ -334,14 +335,9 @@ func build(ctx context.Context, bin, pkg string) error {
 	return nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a port for the head (its GCS port; the join endpoint takes the next one),
+// outside the ephemeral range (netx.FreePorts).
+func freePort() (int, error) { return netx.FreePorts("127.0.0.1", 2) }
 
 // runCmd runs a command with a timeout and returns its combined output and exit code.
 func runCmd(ctx context.Context, timeout time.Duration, bin string, args ...string) (string, int, error) {

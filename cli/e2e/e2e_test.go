@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ray-go/ray/internal/base/netx"
 )
 
 var (
@@ -46,14 +47,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// freePort is a port for a head agent (its GCS port; the join endpoint takes the next
+// one), outside the ephemeral range other processes' connections draw from.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := netx.FreePorts("127.0.0.1", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // run runs a binary with a timeout and returns its stdout, stderr and exit code.
