@@ -49,6 +49,26 @@ func (l *lineReader) next() ([]byte, error) {
 	}
 }
 
+// each calls fn with every line of the file at path that is not blank, in order, and
+// returns fn's first error, or a read error with the line it happened at.
+func (l *lineReader) each(path string, fn func(line []byte) error) error {
+	for {
+		line, err := l.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("data: reading %s: line %d: %w", path, l.line+1, err)
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if err := fn(line); err != nil {
+			return err
+		}
+	}
+}
+
 func readJSON(ctx context.Context, path string, opt ReadOptions, mem memory.Allocator, sink func(arrow.Record) error) error {
 	schema := opt.Schema
 	if schema == nil {
@@ -71,30 +91,21 @@ func readJSON(ctx context.Context, path string, opt ReadOptions, mem memory.Allo
 	if err := sink(b.NewRecord()); err != nil { // the schema, in case there are no rows
 		return err
 	}
-	for {
-		line, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("data: reading %s: line %d: %w", path, lr.line+1, err)
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	err = lr.each(path, func(line []byte) error {
 		if err := dec.decode(line); err != nil {
 			return fmt.Errorf("data: reading %s: line %d: %v (pass a schema with ReadOptions.Schema if the types differ from the first %d lines)", path, lr.line, err, jsonInferLines)
 		}
-		rows++
-		if rows == opt.BatchRows {
+		if rows++; rows == opt.BatchRows {
 			rows = 0
 			if err := sink(b.NewRecord()); err != nil {
 				return err
 			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+			return ctx.Err()
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if rows > 0 {
 		return sink(b.NewRecord())

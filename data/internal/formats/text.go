@@ -1,10 +1,7 @@
 package formats
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -35,27 +32,19 @@ func readText(ctx context.Context, path string, opt ReadOptions, mem memory.Allo
 	}
 	lr := newLineReader(f)
 	rows := 0
-	for {
-		line, err := lr.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("data: reading %s: line %d: %w", path, lr.line+1, err)
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	err = lr.each(path, func(line []byte) error {
 		b.BinaryBuilder.Append(line)
 		if rows++; rows == opt.BatchRows {
 			rows = 0
 			if err := flush(); err != nil {
 				return err
 			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+			return ctx.Err()
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if rows > 0 {
 		return flush()
