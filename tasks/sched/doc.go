@@ -41,6 +41,11 @@
 // argument bytes, followed by that node's hybrid policy). If the preferred node can run the
 // request now and its utilization u is below the threshold t (Options.Threshold, default 0.5),
 // it is chosen: lightly loaded nodes keep their work, which saves a hop and packs tasks.
+// A preferred node that holds at least Options.KeepBytes of the arguments (default 1 MiB)
+// and can run the request now keeps it at any utilization: moving megabytes costs more than
+// sharing a node that has the resources free (a departure from Ray, whose raylet passes
+// the task on above the threshold whatever the bytes; it made the locality of large
+// arguments depend on the last load report).
 //
 // Otherwise every feasible node n is scored, lower being better:
 //

@@ -116,6 +116,7 @@ func (r Request) String() string {
 const (
 	DefaultThreshold      = 0.5
 	DefaultLocalityWeight = 0.25
+	DefaultKeepBytes      = 1 << 20
 )
 
 // Options tune Place. The zero value is Ray's behaviour.
@@ -134,6 +135,22 @@ type Options struct {
 	// KeepGPUNodes turns off GPU-node avoidance: by default (as in Ray) a request that needs no
 	// GPU goes to a node without GPUs when one can run it now.
 	KeepGPUNodes bool
+	// KeepBytes is how many of the task's argument bytes a node must hold to keep a task it
+	// can run now whatever its utilization: moving a megabyte or more costs more than
+	// sharing a busy node that has the resources free (Ray's raylet would pass the task on
+	// above Threshold; small arguments still do here). Zero means DefaultKeepBytes;
+	// negative turns it off.
+	KeepBytes int64
+}
+
+func (o *Options) keepBytes() int64 {
+	switch {
+	case o.KeepBytes == 0:
+		return DefaultKeepBytes
+	case o.KeepBytes < 0:
+		return math.MaxInt64
+	}
+	return o.KeepBytes
 }
 
 func (o *Options) threshold() float64 {
@@ -331,9 +348,10 @@ func placeDefault(req *Request, nodes []Node, local string, opt *Options) (Decis
 	case best.i < 0:
 		return Decision{}, infeasible(req.Resources, nodes, false)
 	}
-	// The preferred node keeps the work while it is under the threshold, unless it is a GPU
-	// node to avoid and a non-GPU node can run the request now.
-	if pref.i >= 0 && pref.runNow && pref.util < threshold &&
+	// The preferred node keeps the work while it is under the threshold (or holds at least
+	// KeepBytes of the arguments), unless it is a GPU node to avoid and a non-GPU node can
+	// run the request now.
+	if pref.i >= 0 && pref.runNow && (pref.util < threshold || pref.argBytes >= opt.keepBytes()) &&
 		!(pref.avoided && best.runNow && !best.avoided) {
 		return decide(nodes, pref.i, true, ReasonPreferred), nil
 	}
