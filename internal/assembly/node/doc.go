@@ -34,6 +34,10 @@
 // task's by-value arguments are still inline in its spec (issue 22 moves large ones into
 // the object store). Without credentials (--insecure, testcluster) both speak plain text.
 //
+// protoactor's own logs go through peerLog (peerlog.go): the endpoint writer's ERROR lines
+// about a peer that went away (lost connection, five failed reconnects) become one WARN per
+// peer and minute that says what happened, the rest DEBUG.
+//
 // protoactor's remote.Start writes gRPC's global logger while the embedded etcd's gRPC
 // server reads it; grpcsync.go orders those accesses for the race detector (see there).
 package node

@@ -543,7 +543,8 @@ func (v *nodeView) Alive() map[string]sched.Resources {
 
 func (n *Node) startMember(ctx context.Context) error {
 	logger := n.cfg.Logger
-	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }))
+	sysLogger := peerLogger(logger) // protoactor's own logs, with a peer's departure quieted
+	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return sysLogger }))
 	var err error
 	if n.provider, err = membership.NewProvider(membership.Config{Store: n.store, NodeID: string(n.ID), LeaseTTL: n.cfg.LeaseTTL, Logger: logger}); err != nil {
 		return err

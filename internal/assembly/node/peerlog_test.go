@@ -1,0 +1,76 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPeerLogQuietsAPeersDeparture(t *testing.T) {
+	var buf bytes.Buffer
+	h := newPeerLog(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	now := time.Unix(1000, 0)
+	h.st.now = func() time.Time { return now }
+	log := slog.New(h).With("component", "remote")
+	lines := func() []string {
+		s := strings.TrimSpace(buf.String())
+		buf.Reset()
+		if s == "" {
+			return nil
+		}
+		return strings.Split(s, "\n")
+	}
+	refused := errors.New(`rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7001: connect: connection refused"`)
+
+	// What protoactor writes after a peer dies: lost, then five failed reconnects.
+	log.Error("EndpointWriter lost connection", slog.String("address", "127.0.0.1:7001"), slog.Any("error", errors.New("EOF")))
+	for i := range 5 {
+		log.Error("EndpointWriter failed to create receive stream", slog.String("address", "127.0.0.1:7001"), slog.Any("error", refused))
+		log.Error("EndpointWriter failed to connect", slog.String("address", "127.0.0.1:7001"), slog.Any("error", refused), slog.Int("retry", i))
+	}
+	got := lines()
+	if len(got) != 1 || !strings.Contains(got[0], "level=WARN") || !strings.Contains(got[0], "lost the connection to a peer") ||
+		!strings.Contains(got[0], "127.0.0.1:7001") || !strings.Contains(got[0], "component=remote") {
+		t.Fatalf("one peer's departure wrote %d lines, want one WARN with its address:\n%s", len(got), strings.Join(got, "\n"))
+	}
+	// Another peer gets its own line; the first stays quiet until a minute has passed.
+	log.Error("EndpointWriter failed to connect", slog.String("address", "127.0.0.1:7002"), slog.Any("error", refused))
+	log.Error("EndpointWriter failed to connect", slog.String("address", "127.0.0.1:7001"), slog.Any("error", refused))
+	if got := lines(); len(got) != 1 || !strings.Contains(got[0], "7002") {
+		t.Fatalf("a second peer: %q", got)
+	}
+	now = now.Add(peerLogWindow + time.Second)
+	log.Error("EndpointWriter failed to connect", slog.String("address", "127.0.0.1:7001"), slog.Any("error", refused))
+	if got := lines(); len(got) != 1 || !strings.Contains(got[0], "7001") {
+		t.Fatalf("the first peer a minute later: %q", got)
+	}
+	// A refused handshake says so.
+	log.Error("EndpointWriter failed to create receive stream", slog.String("address", "127.0.0.1:7003"),
+		slog.Any("error", errors.New(`connection error: desc = "transport: authentication handshake failed: identity: not a member of this cluster"`)))
+	if got := lines(); len(got) != 1 || !strings.Contains(got[0], "certificate") || !strings.Contains(got[0], "level=WARN") {
+		t.Fatalf("a refused handshake: %q", got)
+	}
+	// Everything else passes unchanged.
+	log.Error("EndpointWriter failed to serialize message", slog.String("address", "127.0.0.1:7001"))
+	log.Warn("membership: something")
+	log.Info("EndpointWriter connected", slog.String("address", "127.0.0.1:7001"))
+	got = lines()
+	if len(got) != 2 || !strings.Contains(got[0], "level=ERROR") || !strings.Contains(got[0], "failed to serialize") || !strings.Contains(got[1], "membership") {
+		t.Fatalf("other records: %q", got)
+	}
+}
+
+func TestPeerLogPassesDebugWhenEnabled(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(newPeerLog(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	for range 3 {
+		log.Error("EndpointWriter failed to connect", slog.String("address", "a:1"), slog.Any("error", errors.New("refused")))
+	}
+	out := buf.String()
+	if strings.Count(out, "level=WARN") != 1 || strings.Count(out, "level=DEBUG") != 2 || strings.Contains(out, "level=ERROR") {
+		t.Fatalf("with DEBUG on: %s", out)
+	}
+}
