@@ -263,23 +263,9 @@ func TestJoinRefusesANonHeadServer(t *testing.T) {
 	}
 	cfg := node.ServerTLS()
 	cfg.ClientAuth = tls.NoClientCert
-	l, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.(*tls.Conn).Handshake()
-			c.Close()
-		}
-	}()
+	addr, _ := tlsServer(t, cfg)
 	tok, _ := NewToken(ca)
-	_, err = Join(context.Background(), JoinRequest{Address: l.Addr().String(), Token: tok, Role: RoleNode, Name: "n"})
+	_, err := Join(context.Background(), JoinRequest{Address: addr, Token: tok, Role: RoleNode, Name: "n"})
 	if !errors.Is(err, ErrCAMismatch) || !strings.Contains(err.Error(), "not the head") {
 		t.Fatalf("node server: %v", err)
 	}
@@ -291,28 +277,10 @@ func TestMutualTLS(t *testing.T) {
 	srv, _ := ca.Issue(Request{Name: "srv", Role: RoleNode})
 	good, _ := ca.Issue(Request{Name: "good", Role: RoleClient})
 	foreign, _ := other.Issue(Request{Name: "foreign", Role: RoleClient})
-	l, err := tls.Listen("tcp", "127.0.0.1:0", srv.ServerTLS())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if c.(*tls.Conn).Handshake() == nil {
-					c.Write([]byte("ok"))
-				}
-			}()
-		}
-	}()
+	addr, _ := tlsServer(t, srv.ServerTLS())
 	dial := func(cfg *tls.Config) error {
 		cfg.ServerName = "127.0.0.1"
-		c, err := tls.Dial("tcp", l.Addr().String(), cfg)
+		c, err := tls.Dial("tcp", addr, cfg)
 		if err != nil {
 			return err
 		}

@@ -8,9 +8,15 @@ import (
 	"time"
 )
 
-// peerServer serves PeerServerTLS of creds on loopback; each connection that completes
-// the handshake gets "ok", and the handshake errors go to errs.
+// peerServer serves PeerServerTLS of creds on loopback (see tlsServer).
 func peerServer(t *testing.T, creds *Credentials) (string, <-chan error) {
+	t.Helper()
+	return tlsServer(t, creds.PeerServerTLS())
+}
+
+// tlsServer serves cfg on loopback until the test ends; each connection that completes
+// the handshake gets "ok", and the handshake errors go to errs (dropped when it is full).
+func tlsServer(t *testing.T, cfg *tls.Config) (string, <-chan error) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -18,7 +24,6 @@ func peerServer(t *testing.T, creds *Credentials) (string, <-chan error) {
 	}
 	t.Cleanup(func() { l.Close() })
 	errs := make(chan error, 16)
-	cfg := creds.PeerServerTLS()
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -30,7 +35,10 @@ func peerServer(t *testing.T, creds *Credentials) (string, <-chan error) {
 				tc := tls.Server(c, cfg)
 				_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
 				if err := tc.Handshake(); err != nil {
-					errs <- err
+					select {
+					case errs <- err:
+					default:
+					}
 					return
 				}
 				tc.Write([]byte("ok"))
