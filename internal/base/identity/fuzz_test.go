@@ -26,15 +26,37 @@ import (
 // request body (from anyone who reaches the head's join port). Their seeds need keys and
 // certificates, which are random when made, so a fixed set is kept in testdata/fixture
 // (test keys of a CA made for this; rewrite them with RAY_GO_WRITE_FIXTURES=1 go test
-// -run TestWriteFixtures, then regenerate the corpora with -update-corpus).
+// -run TestFixtures, then regenerate the corpora with -update-corpus).
 
 const fixtureDir = "testdata/fixture"
 
-// TestWriteFixtures writes testdata/fixture when RAY_GO_WRITE_FIXTURES=1.
-func TestWriteFixtures(t *testing.T) {
-	if os.Getenv("RAY_GO_WRITE_FIXTURES") != "1" {
-		t.Skip("set RAY_GO_WRITE_FIXTURES=1 to rewrite the fixtures")
+// TestFixtures checks that testdata/fixture holds credentials Load accepts today (so the
+// valid seeds of FuzzCredentialFiles and FuzzJoinRequest are still valid ones) and a
+// certificate request whose signature checks; with RAY_GO_WRITE_FIXTURES=1 it writes
+// new ones first.
+func TestFixtures(t *testing.T) {
+	if os.Getenv("RAY_GO_WRITE_FIXTURES") == "1" {
+		writeFixtures(t)
 	}
+	c, err := Load(FilesIn(fixtureDir))
+	if err != nil {
+		t.Fatalf("the fixtures are no longer valid credentials (%v): rewrite them with RAY_GO_WRITE_FIXTURES=1 go test -run TestFixtures, "+
+			"then go test -run Corpus -update-corpus", err)
+	}
+	if c.Role() != RoleNode {
+		t.Errorf("the fixture certificate has role %q, want %q", c.Role(), RoleNode)
+	}
+	der, err := os.ReadFile(filepath.Join(fixtureDir, "join.csr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr, err := x509.ParseCertificateRequest(der)
+	if err != nil || csr.CheckSignature() != nil {
+		t.Fatalf("the fixture certificate request: %v", err)
+	}
+}
+
+func writeFixtures(t *testing.T) {
 	ca, err := NewCA("fuzz fixture cluster", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +64,8 @@ func TestWriteFixtures(t *testing.T) {
 	if err := SaveCA(fixtureDir, ca); err != nil {
 		t.Fatal(err)
 	}
-	c, err := ca.Issue(Request{Name: "agent-fixture", Role: RoleNode, Hosts: []string{"10.0.0.5"}})
+	// Valid as long as the CA, so the fixtures outlast the tests that use them.
+	c, err := ca.Issue(Request{Name: "agent-fixture", Role: RoleNode, Hosts: []string{"10.0.0.5"}, Validity: CAValidity})
 	if err != nil {
 		t.Fatal(err)
 	}
