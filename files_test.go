@@ -2,11 +2,11 @@ package ray
 
 import (
 	"context"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ray-go/ray/internal/base/identity"
 )
 
 // TestFilesPrivate: what a local cluster writes (its session directory, the embedded
@@ -34,31 +34,12 @@ func TestFilesPrivate(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	files := 0
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if os.IsNotExist(err) { // a temporary file renamed meanwhile
-				return nil
-			}
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		want := os.FileMode(0o600)
-		if d.IsDir() {
-			want = 0o700
-		} else {
-			files++
-		}
-		if info.Mode().Perm() != want {
-			t.Errorf("%s: mode %v, want %v", p, info.Mode().Perm(), want)
-		}
-		return nil
-	})
+	bad, files, err := identity.NotPrivate(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Error(b)
 	}
 	if files < 3 {
 		t.Fatalf("only %d files under %s", files, dir)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/fuzzing"
 
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/netx"
 )
 
@@ -118,7 +118,10 @@ func TestCluster(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "export RAY_ADDRESS="+addr+"\n") {
 		t.Fatalf("start --head: %+v", r)
 	}
-	token := printedToken(t, r.stdout)
+	token := PrintedToken(r.stdout)
+	if token == "" {
+		t.Fatalf("no join token in:\n%s", r.stdout)
+	}
 	tok := []string{"RAY_GO_TOKEN=" + token}
 
 	// Security: without the token (and not on the head's session dir) status is refused
@@ -269,47 +272,16 @@ func TestCluster(t *testing.T) {
 	}
 }
 
-// printedToken finds the join token in the output of `rayctl start --head`.
-func printedToken(t *testing.T, out string) string {
-	t.Helper()
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) == 1 && strings.HasPrefix(line, "    ") && len(f[0]) == 129 {
-			return f[0]
-		}
-	}
-	t.Fatalf("no join token in:\n%s", out)
-	return ""
-}
-
 // checkPrivate fails t for anything under root (root included) that others may read:
 // directories must be 0700 and files 0600.
 func checkPrivate(t *testing.T, root string) {
 	t.Helper()
-	files := 0
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if os.IsNotExist(err) { // a temporary file renamed meanwhile
-				return nil
-			}
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		want := os.FileMode(0o600)
-		if d.IsDir() {
-			want = 0o700
-		} else {
-			files++
-		}
-		if info.Mode().Perm() != want {
-			t.Errorf("%s: mode %v, want %v", p, info.Mode().Perm(), want)
-		}
-		return nil
-	})
+	bad, files, err := identity.NotPrivate(root)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Error(b)
 	}
 	if files < 5 {
 		t.Errorf("only %d files under %s", files, root)
@@ -377,5 +349,18 @@ func TestWithoutToken(t *testing.T) {
 	in := strings.Fields("start --address a:1 --token T1 --token=T2 -token T3 --token-file F1 --token-file=F2 --num-cpus 2")
 	if got := strings.Join(withoutToken(in), " "); got != "start --address a:1 --num-cpus 2" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+func TestPrintedToken(t *testing.T) {
+	tok := strings.Repeat("ab", 32) + "." + strings.Repeat("cd", 32)
+	out := "ray-go head agent started\n\n" + tokenIndent + tok + "\n\n    RAY_ADDRESS=x\n"
+	if got := PrintedToken(out); got != tok {
+		t.Fatalf("PrintedToken = %q, want %q", got, tok)
+	}
+	for _, out := range []string{"", "no token here\n", tok + "\n", tokenIndent + "zz" + tok[2:] + "\n"} {
+		if got := PrintedToken(out); got != "" {
+			t.Errorf("PrintedToken(%q) = %q, want none", out, got)
+		}
 	}
 }

@@ -295,7 +295,7 @@ func printStarted(c *ucli.Context, info agentFile) {
 			break
 		}
 		fmt.Fprintf(w, "The cluster's join token (a password: whoever holds it can join and run jobs; kept in %s,\n", info.TokenFile)
-		fmt.Fprintf(w, "printed again by `rayctl token show`, replaced by `rayctl token rotate`):\n\n    %s\n\n", tok)
+		fmt.Fprintf(w, "printed again by `rayctl token show`, replaced by `rayctl token rotate`):\n\n%s%s\n\n", tokenIndent, tok)
 		fmt.Fprintf(w, "Join other machines:   %s=<token> rayctl start --address %s", workerenv.Token, info.Address)
 		if def, _ := identity.JoinAddress(info.Address); def != info.JoinAddress {
 			fmt.Fprintf(w, " --join-address %s", info.JoinAddress)
@@ -411,4 +411,21 @@ func startBackground(c *ucli.Context, cfg agent.Config) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// tokenIndent sets the join token apart in the output of `rayctl start --head`.
+const tokenIndent = "    "
+
+// PrintedToken returns the join token in the output of `rayctl start --head` (the
+// indented line that holds only the token), or "" if it has none: what a script or a test
+// that started the head reads it from.
+func PrintedToken(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, tokenIndent); ok {
+			if tok, err := identity.ParseToken(rest); err == nil {
+				return tok.String()
+			}
+		}
+	}
+	return ""
 }

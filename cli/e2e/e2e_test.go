@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ray-go/ray/cli"
 	"github.com/ray-go/ray/internal/base/netx"
 )
 
@@ -471,13 +472,11 @@ func TestCluster(t *testing.T) {
 // printedToken finds the join token in the output of `rayctl start --head`.
 func printedToken(t *testing.T, out string) string {
 	t.Helper()
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) == 1 && strings.HasPrefix(line, "    ") && len(f[0]) == 129 {
-			return f[0]
-		}
+	tok := cli.PrintedToken(out)
+	if tok == "" {
+		t.Fatalf("no join token in:\n%s", out)
 	}
-	t.Fatalf("no join token in:\n%s", out)
-	return ""
+	return tok
 }
 
 func lastLine(s string) string {

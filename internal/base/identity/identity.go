@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net"
 	"os"
@@ -459,4 +460,34 @@ func FingerprintHex(fp [32]byte) string { return hex.EncodeToString(fp[:]) }
 func samePublicKey(cert *x509.Certificate, key *ecdsa.PublicKey) bool {
 	pub, ok := cert.PublicKey.(*ecdsa.PublicKey)
 	return ok && pub.Equal(key)
+}
+
+// NotPrivate walks root (root included) and returns what does not have this package's
+// modes (directories DirMode, files FileMode: nothing for others to read), with the number
+// of files seen. Entries that vanish during the walk (a temporary file renamed) are
+// skipped. What a node writes to its session directory must pass it.
+func NotPrivate(root string) (bad []string, files int, err error) {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil // gone meanwhile
+		}
+		want := FileMode
+		if d.IsDir() {
+			want = DirMode
+		} else {
+			files++
+		}
+		if info.Mode().Perm() != want {
+			bad = append(bad, fmt.Sprintf("%s: mode %v, want %v", p, info.Mode().Perm(), want))
+		}
+		return nil
+	})
+	return bad, files, err
 }

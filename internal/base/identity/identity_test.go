@@ -356,3 +356,29 @@ func TestPlainText(t *testing.T) {
 		t.Fatal("nothing listening reads as plain text")
 	}
 }
+
+func TestNotPrivate(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "s")
+	if err := MkdirPrivate(filepath.Join(root, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(filepath.Join(root, "sub", "ok"), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if bad, files, err := NotPrivate(root); err != nil || len(bad) != 0 || files != 1 {
+		t.Fatalf("a private tree: %v, %d files, %v", bad, files, err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "open"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad, files, err := NotPrivate(root)
+	if err != nil || len(bad) != 2 || files != 2 || !strings.Contains(bad[0], "open: mode -rw-r--r--") || !strings.Contains(bad[1], "sub: mode -rwxr-xr-x") {
+		t.Fatalf("a readable file and directory: %q, %d files, %v", bad, files, err)
+	}
+	if _, _, err := NotPrivate(filepath.Join(root, "missing")); err != nil {
+		t.Fatalf("a missing root: %v", err)
+	}
+}
