@@ -37,6 +37,18 @@
 // takes effect at once; certificates already issued stay valid. Requests are bounded
 // (16 KiB bodies, 5 s to send headers, 10 s per request, 30 s idle).
 //
+// # Node to node
+//
+// PeerServerTLS and PeerClientTLS are the configurations of the nodes' own connections
+// (protoactor's gRPC remote, the object data stream): TLS 1.3 both ways, and the other end
+// must hold a certificate of the same CA that was not issued for RoleClient (VerifyPeer).
+// Host names are not checked (a node is known by its CA, not by an address), nor key usages
+// (an external etcd's PKI may issue client-only certificates, which then serve node to node
+// too). ErrNotAPeer says a connection was refused for that.
+//
+// NotPrivate lists what under a directory does not have DirMode or FileMode: the check of a
+// session directory.
+//
 // Errors to branch on: ErrBadToken (malformed text), ErrTokenRejected (wrong secret),
 // ErrCAMismatch (the server is not the token's cluster), ErrJoinUnreachable, ErrExpired.
 package identity
