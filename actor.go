@@ -469,12 +469,12 @@ func callActor[R, T any](ctx context.Context, h ActorHandle[T], m *actorMethod, 
 			return failedRef[R](fmt.Errorf("ray: %s: argument %d: %w", m.name, i+1, err))
 		}
 	}
-	id, err := tc.Core.SubmitActorCall(tc, h.id, m.name, list)
+	id, e, err := tc.Core.SubmitActorCall(tc, h.id, m.name, list)
 	runtime.KeepAlive(args)
 	if err == core.ErrShutdown {
 		return failedRef[R](err)
 	}
-	return newRef[R](tc.Core, id)
+	return newRef[R](tc.Core, id, e)
 }
 
 // Remote calls the method on the actor h names and returns a ref to its result at once.

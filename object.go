@@ -10,6 +10,7 @@ import (
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/objects"
 	"github.com/ray-go/ray/objects/codec"
 )
 
@@ -24,10 +25,11 @@ type ObjectRef[T any] struct {
 
 type handle struct {
 	id    ids.ObjectID
-	core  *core.Core  // nil for a ref decoded from a value and not bound yet (refs.go)
-	owner *pb.PID     // the owner, for a ref decoded from a value
-	err   error       // submission failed before an object existed
-	gone  atomic.Bool // the reference was given back (Release, or the finalizer)
+	e     *objects.Entry // the object's entry in its owner's table (newRef), or nil
+	core  *core.Core     // nil for a ref decoded from a value and not bound yet (refs.go)
+	owner *pb.PID        // the owner, for a ref decoded from a value
+	err   error          // submission failed before an object existed
+	gone  atomic.Bool    // the reference was given back (Release, or the finalizer)
 }
 
 // A handle bound to a runtime carries a finalizer (collected) that gives its reference back
@@ -47,15 +49,16 @@ func collected(h *handle) {
 // giveBack drops the handle's reference (once: the caller won h.gone).
 func (h *handle) giveBack(explicit bool) {
 	if h.owner == nil { // made by newRef: this process owns the object
-		h.core.ReleaseOwned(h.id, explicit)
+		h.core.ReleaseOwned(h.id, h.e, explicit)
 	} else {
 		h.core.ReleaseRef(h.id, explicit)
 	}
 }
 
-// newRef wraps an ID the caller already holds one reference to (core.Submit, core.Put).
-func newRef[T any](c *core.Core, id ids.ObjectID) ObjectRef[T] {
-	h := &handle{id: id, core: c}
+// newRef wraps an ID the caller already holds one reference to (core.Submit, core.Put),
+// with its entry in the owner's table if the caller has it.
+func newRef[T any](c *core.Core, id ids.ObjectID, e *objects.Entry) ObjectRef[T] {
+	h := &handle{id: id, e: e, core: c}
 	runtime.SetFinalizer(h, collected)
 	return ObjectRef[T]{h: h}
 }
@@ -169,7 +172,7 @@ func Get[T any](ctx context.Context, r ObjectRef[T]) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	data, err := tc.Get(ctx, h.id)
+	data, err := tc.GetIn(ctx, h.id, h.e)
 	runtime.KeepAlive(h)
 	if err != nil {
 		return zero, convert(err)
@@ -213,7 +216,7 @@ func Put[T any](ctx context.Context, v T) (ObjectRef[T], error) {
 	if err != nil {
 		return ObjectRef[T]{}, err
 	}
-	return newRef[T](tc.Core, id), nil
+	return newRef[T](tc.Core, id, nil), nil
 }
 
 // Wait returns when NumReady (default 1) of refs are ready, or the Timeout passes, or ctx

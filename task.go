@@ -76,13 +76,13 @@ func submit[R any](ctx context.Context, f *remoteFunc, args ...argLike) ObjectRe
 			return failedRef[R](fmt.Errorf("ray: %s: argument %d: %w", f.name, i+1, err))
 		}
 	}
-	id, err := tc.Core.Submit(tc, call)
+	id, e, err := tc.Core.Submit(tc, call)
 	runtime.KeepAlive(args) // argument refs stay counted until the task holds them
 	if err == core.ErrShutdown {
 		return failedRef[R](err)
 	}
 	// Any other submission error is also recorded on the object: Get returns it at once.
-	return newRef[R](tc.Core, id)
+	return newRef[R](tc.Core, id, e)
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeOf((*T)(nil)).Elem() }

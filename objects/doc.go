@@ -9,7 +9,13 @@
 // shards (Shards: four per core), each behind its own mutex, so that goroutines working on
 // different objects do not meet on a lock (DESIGN §9): they are called from user
 // goroutines (Get, Put, Remote), from the owner's shards and from GC cleanups, lock one
-// shard at a time and never call out while holding it.
+// shard at a time and never call out while holding it. An owner's store and table
+// (NewOwned) keep an object in one Entry, a pointer in one map: the steps of a task find
+// one entry, not one in each of two maps. A task's return object has its entry embedded in
+// the owner's bookkeeping of the task (MemoryStore.CreateIn), and the API's handle keeps a
+// pointer to it, so that completing, getting and releasing the object look nothing up
+// (the ...In methods); the map serves lookups by ID (borrowers, reconstruction, refs
+// decoded from values) and is touched twice per object, to insert and to delete.
 //
 // Borrows are the tables of the borrowing protocol (refs nested in values): what this
 // runtime borrows, who borrows what it owns, and the refs pinned with an outer object; the

@@ -2,7 +2,6 @@ package objects
 
 import (
 	"context"
-	"sync"
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -19,10 +18,8 @@ type Value struct {
 	Meta    []byte // attached by the producing task (ray.SetResultMetadata)
 }
 
-// slot is an object's entry, held by value in its shard's map: creating an object costs
-// no allocation of its own. It must stay within the map's inline element size (128 bytes;
-// larger elements are allocated one by one), so the subscribers, which few objects have,
-// are kept apart.
+// slot is the memory store's part of an object's Entry. The subscribers, which few
+// objects have, are kept apart, so that the entry stays small.
 type slot struct {
 	ready bool
 	v     Value
@@ -46,64 +43,57 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // MemoryStore holds the futures of the objects this process owns. It is partitioned by
 // object ID (ids.ObjectID.Hash) into shards, each a map behind its own mutex: every
 // operation touches one object and locks only that object's shard, so goroutines working
-// on different objects do not contend. The zero value is not usable; call NewMemoryStore.
+// on different objects do not contend. An owner's store shares its entries with its
+// reference table (NewOwned). The zero value is not usable; call NewMemoryStore or
+// NewOwned.
 type MemoryStore struct {
-	shards []memShard
-	mask   uint32
-}
-
-type memShard struct {
-	mu     sync.Mutex
-	m      map[ids.ObjectID]slot
-	peak   int // the most entries m held since it was made: see forget
-	nextID uint64
-	_      cacheLinePad
+	t *table
 }
 
 // NewMemoryStore returns an empty store with Shards(GOMAXPROCS) shards.
 func NewMemoryStore() *MemoryStore { return newMemoryStore(defaultShards()) }
 
-func newMemoryStore(n int) *MemoryStore {
-	s := &MemoryStore{shards: make([]memShard, n), mask: uint32(n - 1)}
-	for i := range s.shards {
-		s.shards[i].m = make(map[ids.ObjectID]slot, 64)
+func newMemoryStore(n int) *MemoryStore { return &MemoryStore{t: newTable(n)} }
+
+// held returns id's entry (see find for hint) if the store holds it (the shard's lock
+// held).
+func (sh *tshard) held(id ids.ObjectID, hint *Entry) *Entry {
+	if e := sh.find(id, hint); e != nil && e.mem {
+		return e
 	}
-	return s
+	return nil
 }
 
-func (s *MemoryStore) shard(id ids.ObjectID) *memShard { return &s.shards[id.Hash()&s.mask] }
-
-// put stores sl as id's entry (the shard's lock held).
-func (sh *memShard) put(id ids.ObjectID, sl slot) {
-	sh.m[id] = sl
-	sh.peak = max(sh.peak, len(sh.m))
+// hold makes the store hold id's entry, pending, if it does not yet (the shard's lock
+// held).
+func (sh *tshard) hold(id ids.ObjectID, fresh *Entry) *Entry {
+	e := sh.entry(id, fresh)
+	if !e.mem {
+		e.mem = true
+		e.sl = slot{}
+		sh.nmem++
+	}
+	return e
 }
 
-// shrinkBelow: a map that held more than this many entries and now holds under an eighth
-// of its peak is made anew. Go maps never give back their buckets, and a slot is a hundred
-// bytes: a burst of a million pending objects would otherwise keep its map's memory for
-// good. Copying the few live entries is paid for by the many deletions before it.
-const shrinkBelow = 8192
-
-// forget deletes id's entry (the shard's lock held).
-func (sh *memShard) forget(id ids.ObjectID) {
-	delete(sh.m, id)
-	if sh.peak > shrinkBelow && len(sh.m) < sh.peak/8 {
-		m := make(map[ids.ObjectID]slot, max(64, 2*len(sh.m)))
-		for k, v := range sh.m {
-			m[k] = v
-		}
-		sh.m, sh.peak = m, len(m)
-	}
+// forget drops the store's part of e, id's entry (the shard's lock held).
+func (sh *tshard) forget(id ids.ObjectID, e *Entry) {
+	e.mem = false
+	e.sl = slot{}
+	sh.nmem--
+	sh.drop(id, e)
 }
 
 // Create registers a pending object. Creating an object that exists is a no-op.
-func (s *MemoryStore) Create(id ids.ObjectID) {
-	sh := s.shard(id)
+func (s *MemoryStore) Create(id ids.ObjectID) { s.CreateIn(id, nil) }
+
+// CreateIn is Create that, when the object has no entry yet, makes fresh (a zero Entry
+// the caller embedded in something it allocated anyway) its entry. fresh must not be
+// passed again, here or to another store.
+func (s *MemoryStore) CreateIn(id ids.ObjectID, fresh *Entry) {
+	sh := s.t.shard(id)
 	sh.mu.Lock()
-	if _, ok := sh.m[id]; !ok {
-		sh.put(id, slot{})
-	}
+	sh.hold(id, fresh)
 	sh.mu.Unlock()
 }
 
@@ -112,7 +102,7 @@ func (s *MemoryStore) Create(id ids.ObjectID) {
 // delivered twice, or a retry racing a late reply, changes nothing). It reports whether
 // this call made the object ready.
 func (s *MemoryStore) Set(id ids.ObjectID, v Value) bool {
-	made, _ := s.set(id, v, true)
+	made, _ := s.set(id, nil, v, true)
 	return made
 }
 
@@ -120,24 +110,33 @@ func (s *MemoryStore) Set(id ids.ObjectID, v Value) bool {
 // was known, and does nothing if not. An owner completing a task uses it: the pending
 // entry made at submission is gone only if every reference to the result was dropped.
 func (s *MemoryStore) SetIfPresent(id ids.ObjectID, v Value) (known bool) {
-	_, known = s.set(id, v, false)
+	_, known = s.set(id, nil, v, false)
 	return known
 }
 
-func (s *MemoryStore) set(id ids.ObjectID, v Value, create bool) (made, known bool) {
-	sh := s.shard(id)
+// SetIfPresentIn is SetIfPresent for the caller that passed e to CreateIn for id.
+func (s *MemoryStore) SetIfPresentIn(id ids.ObjectID, e *Entry, v Value) (known bool) {
+	_, known = s.set(id, e, v, false)
+	return known
+}
+
+func (s *MemoryStore) set(id ids.ObjectID, hint *Entry, v Value, create bool) (made, known bool) {
+	sh := s.t.shard(id)
 	sh.mu.Lock()
-	sl, ok := sh.m[id]
-	if !ok && !create {
-		sh.mu.Unlock()
-		return false, false
+	e := sh.held(id, hint)
+	if e == nil {
+		if !create {
+			sh.mu.Unlock()
+			return false, false
+		}
+		e = sh.hold(id, nil)
 	}
-	if sl.ready {
+	if e.sl.ready {
 		sh.mu.Unlock()
 		return false, true
 	}
-	w, done := sl.w, sl.done
-	sh.put(id, slot{ready: true, v: v})
+	w, done := e.sl.w, e.sl.done
+	e.sl = slot{ready: true, v: v}
 	sh.mu.Unlock()
 	if done != nil {
 		close(done) // outside the lock: waking the waiters is the scheduler's work
@@ -155,43 +154,53 @@ func (s *MemoryStore) set(id ids.ObjectID, v Value, create bool) (made, known bo
 // Reset makes a ready object pending again, for an object being recreated (lineage
 // reconstruction): later Gets wait for the new value. It reports whether id was ready.
 func (s *MemoryStore) Reset(id ids.ObjectID) bool {
-	sh := s.shard(id)
+	sh := s.t.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sl, ok := sh.m[id]
-	if !ok || !sl.ready {
+	e := sh.held(id, nil)
+	if e == nil || !e.sl.ready {
 		return false
 	}
-	sh.put(id, slot{})
+	e.sl = slot{}
 	return true
 }
 
 // Get returns the object's value if it is ready. known is false for an object this store
 // has never seen (or has freed).
-func (s *MemoryStore) Get(id ids.ObjectID) (v Value, ready, known bool) {
-	sh := s.shard(id)
+func (s *MemoryStore) Get(id ids.ObjectID) (v Value, ready, known bool) { return s.GetIn(id, nil) }
+
+// GetIn is Get for a caller that holds a pointer to id's entry (see CreateIn); e nil: Get.
+func (s *MemoryStore) GetIn(id ids.ObjectID, e *Entry) (v Value, ready, known bool) {
+	sh := s.t.shard(id)
 	sh.mu.Lock()
-	sl, known := sh.m[id]
+	e = sh.held(id, e)
+	if e == nil {
+		sh.mu.Unlock()
+		return Value{}, false, false
+	}
+	v, ready = e.sl.v, e.sl.ready
 	sh.mu.Unlock()
-	return sl.v, sl.ready, known
+	return v, ready, true
 }
 
 // Ready returns a channel closed when the object is ready, or nil if the object is unknown.
-func (s *MemoryStore) Ready(id ids.ObjectID) <-chan struct{} {
-	sh := s.shard(id)
+func (s *MemoryStore) Ready(id ids.ObjectID) <-chan struct{} { return s.ReadyIn(id, nil) }
+
+// ReadyIn is Ready for a caller that holds a pointer to id's entry (see GetIn).
+func (s *MemoryStore) ReadyIn(id ids.ObjectID, e *Entry) <-chan struct{} {
+	sh := s.t.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sl, ok := sh.m[id]
+	e = sh.held(id, e)
 	switch {
-	case !ok:
+	case e == nil:
 		return nil
-	case sl.ready:
+	case e.sl.ready:
 		return closedChan
-	case sl.done == nil:
-		sl.done = make(chan struct{})
-		sh.m[id] = sl
+	case e.sl.done == nil:
+		e.sl.done = make(chan struct{})
 	}
-	return sl.done
+	return e.sl.done
 }
 
 // Wait blocks until the object is ready or ctx is done.
@@ -209,33 +218,33 @@ func (s *MemoryStore) Wait(ctx context.Context, id ids.ObjectID) (Value, bool, e
 	return v, known, nil
 }
 
-// subscribe adds sb to the pending object sl of id (the shard's lock held).
-func (sh *memShard) subscribe(id ids.ObjectID, sl slot, sb sub) {
-	if sl.w == nil {
-		sl.w = &waiters{}
-		sh.m[id] = sl
+// subscribe adds sb to e, a pending object (the shard's lock held).
+func (e *Entry) subscribe(sb sub) {
+	if e.sl.w == nil {
+		e.sl.w = &waiters{}
 	}
-	sl.w.subs = append(sl.w.subs, sb)
+	e.sl.w.subs = append(e.sl.w.subs, sb)
 }
 
 // OnReady calls f with the value once the object is ready: at once (on the caller's
 // goroutine) if it already is, else on the goroutine that calls Set. f must not block.
 // It reports false, without calling f, for an unknown object.
 func (s *MemoryStore) OnReady(id ids.ObjectID, f func(Value)) bool {
-	sh := s.shard(id)
+	sh := s.t.shard(id)
 	sh.mu.Lock()
-	sl, ok := sh.m[id]
-	if !ok {
+	e := sh.held(id, nil)
+	if e == nil {
 		sh.mu.Unlock()
 		return false
 	}
-	if !sl.ready {
-		sh.subscribe(id, sl, sub{f: f})
+	if !e.sl.ready {
+		e.subscribe(sub{f: f})
 		sh.mu.Unlock()
 		return true
 	}
+	v := e.sl.v
 	sh.mu.Unlock()
-	f(sl.v)
+	f(v)
 	return true
 }
 
@@ -243,34 +252,35 @@ func (s *MemoryStore) OnReady(id ids.ObjectID, f func(Value)) bool {
 // ready (a Wait that returns must not leave its callbacks behind: a caller polling Wait
 // with a timeout on a long task would pile them up). cancel is a no-op once f ran.
 func (s *MemoryStore) OnReadyCancel(id ids.ObjectID, f func(Value)) (cancel func(), ok bool) {
-	sh := s.shard(id)
+	sh := s.t.shard(id)
 	sh.mu.Lock()
-	sl, ok := sh.m[id]
-	if !ok {
+	e := sh.held(id, nil)
+	if e == nil {
 		sh.mu.Unlock()
 		return func() {}, false
 	}
-	if sl.ready {
+	if e.sl.ready {
+		v := e.sl.v
 		sh.mu.Unlock()
-		f(sl.v)
+		f(v)
 		return func() {}, true
 	}
 	sh.nextID++
 	sid := sh.nextID
-	sh.subscribe(id, sl, sub{id: sid, f: f})
+	e.subscribe(sub{id: sid, f: f})
 	sh.mu.Unlock()
 	return func() {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 		// The subscription IDs are the shard's: one is found only where it was added, and
 		// not once the object is ready (Set takes every subscription) or gone.
-		sl, ok := sh.m[id]
-		if !ok || sl.w == nil {
+		e := sh.held(id, nil)
+		if e == nil || e.sl.w == nil {
 			return
 		}
-		for i, sb := range sl.w.subs {
+		for i, sb := range e.sl.w.subs {
 			if sb.id == sid {
-				sl.w.subs = append(sl.w.subs[:i], sl.w.subs[i+1:]...)
+				e.sl.w.subs = append(e.sl.w.subs[:i], e.sl.w.subs[i+1:]...)
 				return
 			}
 		}
@@ -279,42 +289,45 @@ func (s *MemoryStore) OnReadyCancel(id ids.ObjectID, f func(Value)) (cancel func
 
 // subscribers is how many callbacks wait on an object (tests).
 func (s *MemoryStore) subscribers(id ids.ObjectID) int {
-	sh := s.shard(id)
+	sh := s.t.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sl, ok := sh.m[id]; ok && sl.w != nil {
-		return len(sl.w.subs)
+	if e := sh.held(id, nil); e != nil && e.sl.w != nil {
+		return len(e.sl.w.subs)
 	}
 	return 0
 }
 
 // Delete forgets an object. Waiters of a pending object stay blocked until their ctx ends.
-func (s *MemoryStore) Delete(id ids.ObjectID) {
-	sh := s.shard(id)
-	sh.mu.Lock()
-	sh.forget(id)
-	sh.mu.Unlock()
-}
+func (s *MemoryStore) Delete(id ids.ObjectID) { s.Remove(id) }
 
 // Remove forgets an object and returns what Get would have (one lock for both).
 func (s *MemoryStore) Remove(id ids.ObjectID) (v Value, ready, known bool) {
-	sh := s.shard(id)
+	return s.RemoveIn(id, nil)
+}
+
+// RemoveIn is Remove for a caller that holds a pointer to id's entry (see GetIn).
+func (s *MemoryStore) RemoveIn(id ids.ObjectID, e *Entry) (v Value, ready, known bool) {
+	sh := s.t.shard(id)
 	sh.mu.Lock()
-	sl, known := sh.m[id]
-	if known {
-		sh.forget(id)
+	e = sh.held(id, e)
+	if e == nil {
+		sh.mu.Unlock()
+		return Value{}, false, false
 	}
+	v, ready = e.sl.v, e.sl.ready
+	sh.forget(id, e)
 	sh.mu.Unlock()
-	return sl.v, sl.ready, known
+	return v, ready, true
 }
 
 // Len is the number of objects held (pending or ready).
 func (s *MemoryStore) Len() int {
 	n := 0
-	for i := range s.shards {
-		sh := &s.shards[i]
+	for i := range s.t.shards {
+		sh := &s.t.shards[i]
 		sh.mu.Lock()
-		n += len(sh.m)
+		n += sh.nmem
 		sh.mu.Unlock()
 	}
 	return n

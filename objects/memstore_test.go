@@ -2,17 +2,13 @@ package objects
 
 import (
 	"testing"
-	"unsafe"
 
 	"github.com/ray-go/ray/internal/base/ids"
 )
 
-// TestMemorySlotInline: a slot is stored in its map's groups, not allocated one by one,
-// only while it is at most 128 bytes (Go's inline map element limit).
-func TestMemorySlotInline(t *testing.T) {
-	if n := unsafe.Sizeof(slot{}); n > 128 {
-		t.Fatalf("slot is %d bytes: over 128, the map allocates every entry", n)
-	}
+// TestMemoryEntryEmbedded: an object whose entry the caller provides (CreateIn) costs the
+// store no allocation: create, set and remove of an object nobody waits for.
+func TestMemoryEntryEmbedded(t *testing.T) {
 	s := NewMemoryStore()
 	root := ids.NewRootTaskID()
 	for i := range 100 { // grow the maps first
@@ -20,13 +16,61 @@ func TestMemorySlotInline(t *testing.T) {
 	}
 	id := ids.PutID(root, 1000)
 	data := []byte("x")
+	fresh := make([]Entry, 200)
+	n := 0
 	allocs := testing.AllocsPerRun(100, func() {
-		s.Create(id)
+		s.CreateIn(id, &fresh[n])
+		n++
 		s.Set(id, Value{Data: data})
 		s.Remove(id)
 	})
 	if allocs != 0 {
-		t.Fatalf("Create, Set, Remove of an object nobody waits for: %.1f allocations, want 0", allocs)
+		t.Fatalf("CreateIn, Set, Remove of an object nobody waits for: %.1f allocations, want 0", allocs)
+	}
+}
+
+// TestOwnedSharesEntries: an owner's store and reference table keep an object in one
+// entry, which lives while either holds it; each part sees only its own state.
+func TestOwnedSharesEntries(t *testing.T) {
+	mem, refs := NewOwned()
+	root := ids.NewRootTaskID()
+	ret := ids.ReturnID(ids.ChildTaskID(root, 1), 1)
+	var e Entry
+	mem.CreateIn(ret, &e)
+	refs.Submitted(ret.Task(), nil, nil)
+	if sh := mem.t.shard(ret); sh.m[ret] != &e {
+		t.Fatal("the reference table did not use the entry the store made")
+	}
+	mem.Set(ret, Value{Data: []byte("v")})
+	// The store lets go first (the value was freed), the counts still hold the entry.
+	mem.Remove(ret)
+	if _, _, known := mem.Get(ret); known {
+		t.Fatal("the store still knows an object it removed")
+	}
+	if l, _, known := refs.Counts(ret); !known || l != 1 {
+		t.Fatalf("counts after the store let go: local=%d known=%v, want 1 true", l, known)
+	}
+	// A new store part starts pending, not with the old value.
+	mem.Create(ret)
+	if _, ready, known := mem.Get(ret); !known || ready {
+		t.Fatalf("recreated object: ready=%v known=%v, want pending", ready, known)
+	}
+	r := refs.RemoveLocal(ret)
+	if got := r.Values(); len(got) != 1 || got[0] != ret {
+		t.Fatalf("released values %v, want [%v]", got, ret)
+	}
+	if _, _, known := refs.Counts(ret); known {
+		t.Fatal("the table still counts an object with no references")
+	}
+	if _, _, known := mem.Get(ret); !known {
+		t.Fatal("the store's part went with the table's")
+	}
+	mem.Remove(ret)
+	if n, l := refs.Len(); n != 0 || l != 0 || mem.Len() != 0 {
+		t.Fatalf("left: %d counted, %d records, %d held", n, l, mem.Len())
+	}
+	if sh := mem.t.shard(ret); len(sh.m) != 0 {
+		t.Fatalf("%d entries left in the shard's map", len(sh.m))
 	}
 }
 
@@ -78,7 +122,7 @@ func TestMemoryStoreShrinks(t *testing.T) {
 			s.Delete(id)
 		}
 	}
-	sh := &s.shards[0]
+	sh := &s.t.shards[0]
 	if sh.peak >= n {
 		t.Fatalf("peak %d after deleting all but one of %d objects: the map was not made anew", sh.peak, n)
 	}

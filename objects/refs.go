@@ -1,8 +1,6 @@
 package objects
 
 import (
-	"sync"
-
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -35,18 +33,13 @@ import (
 // decrement takes an object's last count is the one that settles it, wherever that
 // decrement comes from. A record's holds on its arguments are taken before the record is
 // visible, so they are never given back before they were taken.
+//
+// An owner's table shares its entries with its memory store (NewOwned).
 type RefTable struct {
-	shards []refShard
-	mask   uint32
+	t *table
 }
 
-type refShard struct {
-	mu     sync.Mutex
-	objs   map[ids.ObjectID]refCount // values, not pointers: no allocation per object
-	ntasks int                       // entries holding a lineage record
-	_      cacheLinePad
-}
-
+// refCount is the reference table's part of an object's Entry.
 type refCount struct {
 	local, lineage int32
 	freed          bool // value already reported free
@@ -116,15 +109,29 @@ func (r *Released) Lineage() []ids.TaskID {
 // NewRefTable returns an empty table with Shards(GOMAXPROCS) shards.
 func NewRefTable() *RefTable { return newRefTable(defaultShards()) }
 
-func newRefTable(n int) *RefTable {
-	t := &RefTable{shards: make([]refShard, n), mask: uint32(n - 1)}
-	for i := range t.shards {
-		t.shards[i].objs = make(map[ids.ObjectID]refCount, 64)
+func newRefTable(n int) *RefTable { return &RefTable{t: newTable(n)} }
+
+func (t *RefTable) shard(id ids.ObjectID) *tshard { return t.t.shard(id) }
+
+// counted returns id's entry (see find for hint) if the table counts it (the shard's lock
+// held).
+func (sh *tshard) counted(id ids.ObjectID, hint *Entry) *Entry {
+	if e := sh.find(id, hint); e != nil && e.refs {
+		return e
 	}
-	return t
+	return nil
 }
 
-func (t *RefTable) shard(id ids.ObjectID) *refShard { return &t.shards[id.Hash()&t.mask] }
+// count returns id's entry, counted from now on if it was not (the shard's lock held).
+func (sh *tshard) count(id ids.ObjectID) *Entry {
+	e := sh.entry(id, nil)
+	if !e.refs {
+		e.refs = true
+		e.rc = refCount{}
+		sh.nrefs++
+	}
+	return e
+}
 
 // argHolds are the arguments whose lineage holds a dropped record gives back, in order.
 type argHolds []ids.ObjectID
@@ -133,18 +140,21 @@ type argHolds []ids.ObjectID
 func (t *RefTable) AddLocal(id ids.ObjectID) {
 	sh := t.shard(id)
 	sh.mu.Lock()
-	c := sh.objs[id]
+	c := &sh.count(id).rc
 	c.local++
 	c.freed = false
-	sh.objs[id] = c
 	sh.mu.Unlock()
 }
 
 // RemoveLocal drops one local reference to id.
-func (t *RefTable) RemoveLocal(id ids.ObjectID) Released {
+func (t *RefTable) RemoveLocal(id ids.ObjectID) Released { return t.RemoveLocalIn(id, nil) }
+
+// RemoveLocalIn is RemoveLocal for a caller that holds a pointer to id's entry (see
+// MemoryStore.GetIn).
+func (t *RefTable) RemoveLocalIn(id ids.ObjectID, e *Entry) Released {
 	var r Released
 	var work argHolds
-	t.removeLocal(id, &r, &work)
+	t.removeLocal(id, e, &r, &work)
 	t.giveBack(work, &r)
 	return r
 }
@@ -154,7 +164,7 @@ func (t *RefTable) RemoveLocalAll(list []ids.ObjectID) Released {
 	var r Released
 	var work argHolds
 	for _, id := range list {
-		t.removeLocal(id, &r, &work)
+		t.removeLocal(id, nil, &r, &work)
 	}
 	t.giveBack(work, &r)
 	return r
@@ -166,23 +176,23 @@ func (t *RefTable) RemoveLocalAll(list []ids.ObjectID) Released {
 func (t *RefTable) Completed(ret ids.ObjectID, args []ids.ObjectID) (unreferenced bool, r Released) {
 	var work argHolds
 	for _, id := range args {
-		t.removeLocal(id, &r, &work)
+		t.removeLocal(id, nil, &r, &work)
 	}
 	t.giveBack(work, &r)
 	sh := t.shard(ret)
 	sh.mu.Lock()
-	unreferenced = sh.objs[ret].local == 0
+	e := sh.counted(ret, nil)
+	unreferenced = e == nil || e.rc.local == 0
 	sh.mu.Unlock()
 	return unreferenced, r
 }
 
-func (t *RefTable) removeLocal(id ids.ObjectID, r *Released, work *argHolds) {
+func (t *RefTable) removeLocal(id ids.ObjectID, hint *Entry, r *Released, work *argHolds) {
 	sh := t.shard(id)
 	sh.mu.Lock()
-	c, ok := sh.objs[id]
-	if ok && c.local > 0 { // releasing twice is harmless (explicit Release then a GC cleanup)
-		c.local--
-		sh.settle(id, c, r, work)
+	if e := sh.counted(id, hint); e != nil && e.rc.local > 0 { // releasing twice is harmless (explicit Release then a GC cleanup)
+		e.rc.local--
+		sh.settle(id, e, r, work)
 	}
 	sh.mu.Unlock()
 }
@@ -194,12 +204,10 @@ func (t *RefTable) giveBack(work argHolds, r *Released) {
 		a := work[i]
 		sh := t.shard(a)
 		sh.mu.Lock()
-		if ac, ok := sh.objs[a]; ok {
-			ac.lineage--
-			if ac.lineage == 0 && ac.local == 0 {
-				sh.settle(a, ac, r, &work)
-			} else {
-				sh.objs[a] = ac
+		if e := sh.counted(a, nil); e != nil {
+			e.rc.lineage--
+			if e.rc.lineage == 0 && e.rc.local == 0 {
+				sh.settle(a, e, r, &work)
 			}
 		}
 		sh.mu.Unlock()
@@ -223,15 +231,13 @@ func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSp
 	for _, a := range args { // before the record exists: see the type's doc
 		sh := t.shard(a)
 		sh.mu.Lock()
-		c := sh.objs[a]
-		c.lineage++
-		sh.objs[a] = c
+		sh.count(a).rc.lineage++
 		sh.mu.Unlock()
 	}
 	ret := ids.ReturnID(task, 1)
 	sh := t.shard(ret)
 	sh.mu.Lock()
-	c := sh.objs[ret]
+	c := &sh.count(ret).rc
 	if !c.task {
 		sh.ntasks++
 	}
@@ -240,7 +246,6 @@ func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSp
 		c.freed = false
 	}
 	c.task, c.args, c.spec = true, args, spec
-	sh.objs[ret] = c
 	sh.mu.Unlock()
 }
 
@@ -250,17 +255,22 @@ func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSp
 // record's shard lock, which orders it against the release: it must not call the table.
 // It reports whether write ran.
 func (t *RefTable) Record(task ids.TaskID, write func(*pb.TaskSpec)) bool {
-	ret := ids.ReturnID(task, 1)
+	return t.RecordIn(ids.ReturnID(task, 1), nil, write)
+}
+
+// RecordIn is Record of the task that returns ret, for a caller that passed e to
+// MemoryStore.CreateIn for ret: while e is ret's entry the record is found without
+// looking it up.
+func (t *RefTable) RecordIn(ret ids.ObjectID, e *Entry, write func(*pb.TaskSpec)) bool {
 	sh := t.shard(ret)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	c, ok := sh.objs[ret]
-	if !ok || !c.task || c.recorded || c.spec == nil {
+	e = sh.counted(ret, e)
+	if e == nil || !e.rc.task || e.rc.recorded || e.rc.spec == nil {
 		return false
 	}
-	write(c.spec)
-	c.recorded = true
-	sh.objs[ret] = c
+	write(e.rc.spec)
+	e.rc.recorded = true
 	return true
 }
 
@@ -270,7 +280,10 @@ func (t *RefTable) Spec(task ids.TaskID) *pb.TaskSpec {
 	sh := t.shard(ret)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.objs[ret].spec
+	if e := sh.counted(ret, nil); e != nil {
+		return e.rc.spec
+	}
+	return nil
 }
 
 // HasLineage reports whether task's lineage record is still held.
@@ -279,7 +292,8 @@ func (t *RefTable) HasLineage(task ids.TaskID) bool {
 	sh := t.shard(ret)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	return sh.objs[ret].task
+	e := sh.counted(ret, nil)
+	return e != nil && e.rc.task
 }
 
 // Counts returns id's local and lineage counts (for tests and memory reports).
@@ -287,31 +301,31 @@ func (t *RefTable) Counts(id ids.ObjectID) (local, lineage int32, known bool) {
 	sh := t.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	c, ok := sh.objs[id]
-	if !ok {
+	e := sh.counted(id, nil)
+	if e == nil {
 		return 0, 0, false
 	}
-	return c.local, c.lineage, true
+	return e.rc.local, e.rc.lineage, true
 }
 
 // Len returns how many objects and lineage records the table tracks.
 func (t *RefTable) Len() (objects, lineage int) {
-	for i := range t.shards {
-		sh := &t.shards[i]
+	for i := range t.t.shards {
+		sh := &t.t.shards[i]
 		sh.mu.Lock()
-		objects += len(sh.objs)
+		objects += sh.nrefs
 		lineage += sh.ntasks
 		sh.mu.Unlock()
 	}
 	return objects, lineage
 }
 
-// settle stores c as id's counts and frees what they allow; called with the shard's lock
-// held. An object nothing references any more is forgotten, and with it the lineage record
-// of its task, whose holds on the task's arguments go to work (see giveBack).
-func (sh *refShard) settle(id ids.ObjectID, c refCount, r *Released, work *argHolds) {
+// settle frees what e's counts (id's entry) allow; called with the shard's lock held. An
+// object nothing references any more is forgotten, and with it the lineage record of its
+// task, whose holds on the task's arguments go to work (see giveBack).
+func (sh *tshard) settle(id ids.ObjectID, e *Entry, r *Released, work *argHolds) {
+	c := &e.rc
 	if c.local > 0 {
-		sh.objs[id] = c
 		return
 	}
 	if !c.freed {
@@ -319,17 +333,20 @@ func (sh *refShard) settle(id ids.ObjectID, c refCount, r *Released, work *argHo
 		r.AddValue(id)
 	}
 	if c.lineage > 0 {
-		sh.objs[id] = c
 		return
 	}
-	delete(sh.objs, id)
-	if !c.task {
+	task, recorded, args := c.task, c.recorded, c.args
+	e.refs = false
+	e.rc = refCount{}
+	sh.nrefs--
+	sh.drop(id, e)
+	if !task {
 		return
 	}
 	sh.ntasks--
 	r.addLineage(id.Task())
-	if c.recorded {
+	if recorded {
 		r.recorded = append(r.recorded, id.Task())
 	}
-	*work = append(*work, c.args...)
+	*work = append(*work, args...)
 }

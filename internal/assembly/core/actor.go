@@ -319,20 +319,26 @@ func (c *Core) ActorState(ctx context.Context, id ids.ActorID) (lifecycle.State,
 	return actors.StateOf(info), nil
 }
 
-// SubmitActorCall submits a method call and returns the ID of its result. Calls from this
-// process to one actor run in the order they were submitted.
-func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg) (ids.ObjectID, error) {
+// SubmitActorCall submits a method call and returns the ID of its result and the result's
+// entry (see Submit). Calls from this process to one actor run in the order they were
+// submitted.
+func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg) (ids.ObjectID, *objects.Entry, error) {
+	p, err := c.submitActorCall(tc, id, method, args)
+	return ids.ReturnID(p.tid, 1), &p.ret, err
+}
+
+func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg) (*pending, error) {
 	p := newPending(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1))) // and its spec
 	tid := p.tid
 	ret := ids.ReturnID(tid, 1)
 	select {
 	case <-c.closed:
-		return ret, ErrShutdown
+		return p, ErrShutdown
 	default:
 	}
-	c.mem.Create(ret)
+	c.mem.CreateIn(ret, &p.ret)
 	if c.cfg.Actors == nil {
-		return ret, c.failSubmit(ret, tid, method, pb.ErrorInfo_SYSTEM, ErrNoActors)
+		return p, c.failSubmit(ret, tid, method, pb.ErrorInfo_SYSTEM, ErrNoActors)
 	}
 	c.refs.AddLocal(ret)
 	// The call belongs to its submitter's shard (the family of tid), whose caller of the
@@ -367,14 +373,14 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		msg := dead.Error()
 		e := &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: method, TaskId: p.tid[:], Message: msg}
 		c.mem.Set(ret, objects.Value{Err: e})
-		return ret, &SubmitError{Info: e, Err: errors.New(msg)}
+		return p, &SubmitError{Info: e, Err: errors.New(msg)}
 	}
 	if argErr != nil {
 		// The call fails here; its seq is skipped so the calls after it are not held up.
 		info := &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST, Function: method, TaskId: p.tid[:], Message: argErr.Error(), NodeId: string(c.cfg.Node)}
 		c.actorFinished(p)
 		c.mem.Set(ret, objects.Value{Err: info})
-		return ret, &SubmitError{Info: info, Err: argErr}
+		return p, &SubmitError{Info: info, Err: argErr}
 	}
 	c.holdArgs(argRefs)
 	p.argRefs = argRefs
@@ -384,10 +390,10 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		// shard registers it when it flushes the outbox, before the actor can answer.
 		p.dispatched = true
 		c.sendActorCall(p)
-		return ret, nil
+		return p, nil
 	}
 	sh.submit(p) // its shard waits for its arguments, then sends it
-	return ret, nil
+	return p, nil
 }
 
 // sendActorCall queues a resolved call for its actor.

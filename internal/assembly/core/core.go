@@ -104,17 +104,20 @@ func (c *Config) Validate() error {
 // refs and the object table name, the address borrowers talk to (actor calls carry their
 // shard's caller ID).
 type Core struct {
-	cfg    Config
-	mem    *objects.MemoryStore
-	refs   *objects.RefTable
-	root   *actor.RootContext
-	owner  *actor.PID
-	ownerW *pb.PID
-	shards []*shard
-	mask   uint8
-	closed chan struct{}
-	once   sync.Once
-	wg     sync.WaitGroup // the ticker
+	cfg  Config
+	mem  *objects.MemoryStore
+	refs *objects.RefTable
+	// recordDelay is how long a lineage record lives before it is written (lineage.go);
+	// recordDelay but for tests
+	recordDelay time.Duration
+	root        *actor.RootContext
+	owner       *actor.PID
+	ownerW      *pb.PID
+	shards      []*shard
+	mask        uint8
+	closed      chan struct{}
+	once        sync.Once
+	wg          sync.WaitGroup // the ticker
 
 	stats    Stats
 	inflight atomic.Int64 // bytes of objects being pulled from other nodes right now
@@ -166,6 +169,9 @@ type pending struct {
 	// points to is the task's own (its argument IDs, which the record holds too) or
 	// long-lived (its shard, caller, worker PID).
 	specBuf pb.TaskSpec
+	// ret is the entry of the task's return object in the owner's table
+	// (objects.MemoryStore.CreateIn): the object costs no allocation of its own.
+	ret objects.Entry
 }
 
 // newPending returns the pending of a new task or actor call tid, with its spec in the
@@ -189,13 +195,15 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	mem, refs := objects.NewOwned()
 	c := &Core{
-		cfg:     cfg,
-		mem:     objects.NewMemoryStore(),
-		refs:    objects.NewRefTable(),
-		borrows: objects.NewBorrows(),
-		root:    cfg.System.Root,
-		closed:  make(chan struct{}),
+		recordDelay: recordDelay,
+		cfg:         cfg,
+		mem:         mem,
+		refs:        refs,
+		borrows:     objects.NewBorrows(),
+		root:        cfg.System.Root,
+		closed:      make(chan struct{}),
 	}
 	name := "owner-" + string(cfg.Job) + "-" + ids.NewRootTaskID().String()[:8]
 	props := func(f actor.ReceiveFunc) *actor.Props {
@@ -339,9 +347,11 @@ func (c *Core) ReleaseRef(id ids.ObjectID, explicit bool) {
 }
 
 // ReleaseOwned is ReleaseRef for a reference the caller knows this process owns (it
-// submitted the task or made the Put): no borrow-table lookup.
-func (c *Core) ReleaseOwned(id ids.ObjectID, explicit bool) {
-	c.freeAs(c.refs.RemoveLocal(id), explicit)
+// submitted the task or made the Put): no borrow-table lookup. e is the object's entry as
+// Submit returned it (nil: unknown), through which the release finds the object without
+// a lookup.
+func (c *Core) ReleaseOwned(id ids.ObjectID, e *objects.Entry, explicit bool) {
+	c.freeIn(c.refs.RemoveLocalIn(id, e), explicit, id, e)
 }
 
 // holdArgs counts the references a submitted task holds on its ref arguments (a borrow
@@ -386,7 +396,10 @@ func (c *Core) free(r objects.Released) { c.freeAs(r, false) }
 
 // freeAs frees what r says; collect allows waiting for the shard and collecting garbage
 // after a large free (see collectAfter).
-func (c *Core) freeAs(r objects.Released, collect bool) {
+func (c *Core) freeAs(r objects.Released, collect bool) { c.freeIn(r, collect, ids.ObjectID{}, nil) }
+
+// freeIn is freeAs with the entry e of one object, hint, that r may hold.
+func (c *Core) freeIn(r objects.Released, collect bool, hint ids.ObjectID, e *objects.Entry) {
 	if r.Empty() {
 		return
 	}
@@ -394,7 +407,11 @@ func (c *Core) freeAs(r objects.Released, collect bool) {
 	var bytes int64
 	for _, id := range r.Values() {
 		c.unpin(id) // refs nested in the freed object
-		if v, ready, _ := c.mem.Remove(id); ready && v.InStore {
+		var in *objects.Entry
+		if id == hint {
+			in = e
+		}
+		if v, ready, _ := c.mem.RemoveIn(id, in); ready && v.InStore {
 			b := id
 			node := v.Node
 			if node == "" {

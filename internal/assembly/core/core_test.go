@@ -135,7 +135,7 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) submit(args ...Arg) ids.ObjectID {
 	h.t.Helper()
 	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
-	id, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Args: args, Resources: res, MaxRetries: 2, RetryExceptions: true})
+	id, _, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Args: args, Resources: res, MaxRetries: 2, RetryExceptions: true})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -228,18 +228,18 @@ func TestRetriesAndIdempotentResults(t *testing.T) {
 
 func TestSubmissionErrors(t *testing.T) {
 	h := newHarness(t)
-	unknown, err := h.c.Submit(h.tc, Call{Function: "core_test.nope"})
+	unknown, _, err := h.c.Submit(h.tc, Call{Function: "core_test.nope"})
 	var se *SubmitError
 	if !errors.As(err, &se) || se.Info.Kind != pb.ErrorInfo_UNKNOWN_FUNCTION {
 		t.Fatalf("unknown function: %v", err)
 	}
 	big, _ := sched.FromMap(map[string]float64{sched.CPU: 3})
-	infeasible, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Resources: big})
+	infeasible, _, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Resources: big})
 	if !errors.Is(err, sched.ErrInfeasible) {
 		t.Fatalf("infeasible: %v", err)
 	}
 	gone := ids.PutID(ids.NewRootTaskID(), 1)
-	lost, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Args: []Arg{{Ref: gone, IsRef: true}}})
+	lost, _, err := h.c.Submit(h.tc, Call{Function: "core_test.f", Args: []Arg{{Ref: gone, IsRef: true}}})
 	if !errors.Is(err, ErrUnknownObject) {
 		t.Fatalf("unknown argument: %v", err)
 	}
@@ -319,12 +319,18 @@ func TestShortLivedTaskLeavesNoLineage(t *testing.T) {
 	h.c.ReleaseRef(short, true)
 	long := h.submit()
 	sl := h.spec()
-	time.Sleep(3 * recordDelay)
 	ts, _ := ids.TaskIDFromBytes(ss.TaskId)
 	tl, _ := ids.TaskIDFromBytes(sl.TaskId)
-	h.lin.mu.Lock()
-	shortRecorded, longRecorded, dropped := h.lin.records[ts], h.lin.records[tl], len(h.lin.dropped)
-	h.lin.mu.Unlock()
+	var shortRecorded, longRecorded bool
+	var dropped int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		h.lin.mu.Lock()
+		shortRecorded, longRecorded, dropped = h.lin.records[ts], h.lin.records[tl], len(h.lin.dropped)
+		h.lin.mu.Unlock()
+		if longRecorded {
+			break
+		}
+	}
 	if shortRecorded || dropped != 0 || !longRecorded {
 		t.Fatalf("short-lived record written %v, long-lived written %v, %d deletes; want false, true, 0", shortRecorded, longRecorded, dropped)
 	}
@@ -335,6 +341,57 @@ func TestShortLivedTaskLeavesNoLineage(t *testing.T) {
 	h.c.ReleaseRef(long, true)
 	if h.lin.has(tl) {
 		t.Fatal("the long-lived record was not deleted with its object")
+	}
+}
+
+// TestLineageWaitsAFullDelay: a record is written at the second tick of its shard's
+// timer after its task was noted, not the first (which may come at once), so a task that
+// lives less than a whole recordDelay never reaches the GCS; one that lives on is written.
+func TestLineageWaitsAFullDelay(t *testing.T) {
+	h := newHarness(t)
+	h.c.recordDelay = time.Hour // no tick but this test's
+	tick := func(id ids.ObjectID) {
+		done := make(chan struct{})
+		h.c.shardOf(id.Task()).send(recordLineage{done: done})
+		<-done
+	}
+	recorded := func(id ids.ObjectID) bool {
+		h.lin.mu.Lock()
+		defer h.lin.mu.Unlock()
+		return h.lin.records[id.Task()]
+	}
+	a := h.submit()
+	sa := h.spec()
+	tick(a)
+	if recorded(a) {
+		t.Fatal("a task noted just before a tick was written at that tick")
+	}
+	tick(a)
+	if !recorded(a) {
+		t.Fatal("a task alive through two ticks was not written")
+	}
+	b := h.submit()
+	sb := h.spec()
+	tick(b) // b just submitted: waits in the older generation
+	h.reply(&pb.TaskResult{TaskId: sb.TaskId, Data: []byte("v")})
+	if _, err := h.get(b); err != nil {
+		t.Fatal(err)
+	}
+	h.c.ReleaseRef(b, true)
+	tick(b)
+	if recorded(b) {
+		t.Fatal("a task released between its first and second tick was written")
+	}
+	h.reply(&pb.TaskResult{TaskId: sa.TaskId, Data: []byte("w")})
+	if _, err := h.get(a); err != nil {
+		t.Fatal(err)
+	}
+	h.c.ReleaseRef(a, true)
+	h.lin.mu.Lock()
+	dropped := len(h.lin.dropped)
+	h.lin.mu.Unlock()
+	if dropped != 1 || h.lin.has(a.Task()) {
+		t.Fatalf("%d deletes after releasing the one written record (still there: %v), want 1", dropped, h.lin.has(a.Task()))
 	}
 }
 
@@ -383,7 +440,7 @@ func TestRetryCreatesNewChildIDs(t *testing.T) {
 		ctx := h.c.TaskContextFor(context.Background(), &pb.TaskSpec{TaskId: parent[:], Attempt: attempt}, nil)
 		tc, _ := FromContext(ctx)
 		res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
-		id, err := h.c.Submit(tc, Call{Function: "core_test.f", Resources: res})
+		id, _, err := h.c.Submit(tc, Call{Function: "core_test.f", Resources: res})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,9 +7,11 @@
 // is shared by every core (DESIGN §9):
 //
 //   - Objects this process owns: their futures (objects.MemoryStore) and reference counts
-//     with the lineage records holding the task specs (objects.RefTable). Both are leaf
-//     structures partitioned by object ID, each partition behind its own mutex, used from
-//     any goroutine.
+//     with the lineage records holding the task specs (objects.RefTable), one entry per
+//     object shared by both (objects.NewOwned). They are leaf structures partitioned by
+//     object ID, each partition behind its own mutex, used from any goroutine. A task's
+//     return object's entry is part of the task's pending record; Submit hands it to the
+//     API's handle, and completion, Get and release reach the object through it.
 //   - Tasks submitted and not finished: the shards (shard.go). A shard is a run loop (a
 //     protoactor actor) that owns the pending tasks of one partition of task IDs: the
 //     children of a task share their ID's Family byte, so one submitter's tasks stay in

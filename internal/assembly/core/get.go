@@ -33,23 +33,29 @@ const fetchTimeout = time.Minute
 // Get returns the encoded value of id, waiting until it is ready or ctx is done. In a task,
 // waiting lends the task's CPU back to its node.
 func (tc *TaskContext) Get(ctx context.Context, id ids.ObjectID) ([]byte, error) {
+	return tc.GetIn(ctx, id, nil)
+}
+
+// GetIn is Get for a caller that holds the object's entry (as Submit returns it; nil:
+// unknown), through which it finds the object without a lookup.
+func (tc *TaskContext) GetIn(ctx context.Context, id ids.ObjectID, e *objects.Entry) ([]byte, error) {
 	c := tc.Core
-	v, ready, known := c.mem.Get(id)
+	v, ready, known := c.mem.GetIn(id, e)
 	if !known {
 		return nil, fmt.Errorf("%w: %s (it was released, or is owned by another process)", ErrUnknownObject, id)
 	}
 	if !ready {
 		var err error
-		if v, err = tc.wait(ctx, id); err != nil {
+		if v, err = tc.wait(ctx, id, e); err != nil {
 			return nil, err
 		}
 	}
 	return tc.getRecovering(ctx, id, v)
 }
 
-func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID) (objects.Value, error) {
+func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Entry) (objects.Value, error) {
 	c := tc.Core
-	ch := c.mem.Ready(id)
+	ch := c.mem.ReadyIn(id, e)
 	if ch == nil {
 		return objects.Value{}, fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
 	}
@@ -66,7 +72,7 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID) (objects.Value
 			return objects.Value{}, ErrShutdown
 		}
 	}
-	v, ready, _ := c.mem.Get(id)
+	v, ready, _ := c.mem.GetIn(id, e)
 	if !ready {
 		return objects.Value{}, fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
 	}

@@ -235,7 +235,7 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 			return b, err
 		}
 		// A recovery is under way (or done): wait for the value and look again.
-		if v, err = tc.wait(ctx, id); err != nil {
+		if v, err = tc.wait(ctx, id, nil); err != nil {
 			return nil, err
 		}
 		if cur, ready, _ := c.mem.Get(id); ready {

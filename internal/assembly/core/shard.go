@@ -65,7 +65,9 @@ type shard struct {
 	idleTimer bool
 
 	// lineage (lineage.go): tasks whose records may need writing to the GCS
-	unrecorded  []ids.TaskID
+	// tasks whose records may need writing to the GCS, in two generations: [1] noted since
+	// the timer's last tick, [0] before
+	unrecorded  [2][]*pending
 	recordTimer bool
 
 	callers   map[ids.ActorID]*actorCaller // this shard's callers, by actor
@@ -190,7 +192,7 @@ func (s *shard) receive(ctx actor.Context) {
 	case newCaller:
 		s.callers[m.ac.id] = m.ac
 	case recordLineage:
-		s.recordLineage()
+		s.recordLineage(m.all, m.done == nil)
 		if m.done != nil {
 			close(m.done)
 		}
@@ -254,7 +256,7 @@ func (s *shard) endOfTurn() {
 func (s *shard) submitted(p *pending) {
 	s.tasks[p.tid] = p
 	if p.actor == nil {
-		s.toRecord(p.tid)
+		s.toRecord(p)
 	}
 	s.awaitArgs(p, p.argRefs)
 }
@@ -430,7 +432,7 @@ func (s *shard) complete(p *pending, r *pb.TaskResult) {
 		}
 	}
 	owned := c.unborrowArgs(p.argRefs)
-	if len(owned) == 0 && c.mem.SetIfPresent(ret, v) {
+	if len(owned) == 0 && c.mem.SetIfPresentIn(ret, &p.ret, v) {
 		// The fast path of a task without owned ref arguments: the reference table has
 		// nothing to drop, and the result's entry, made at submission, is still there, so
 		// a handle to it lived at least until now. A handle dropped since removes the

@@ -47,11 +47,18 @@ type SubmitError struct {
 func (e *SubmitError) Error() string { return e.Err.Error() }
 func (e *SubmitError) Unwrap() error { return e.Err }
 
-// Submit submits a task on behalf of tc's task and returns the ID of its return object.
-// The object exists (pending, or failed with the returned error) when Submit returns, and
-// the caller holds one reference to it, which it must give back with ReleaseRef. The rest
-// (lineage, dependencies, dispatch) is the task's shard's, which gets it as a message.
-func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
+// Submit submits a task on behalf of tc's task and returns the ID of its return object,
+// and the object's entry in this owner's table, which GetIn and ReleaseOwned take to find
+// it without a lookup. The object exists (pending, or failed with the returned error) when
+// Submit returns, and the caller holds one reference to it, which it must give back with
+// ReleaseOwned. The rest (lineage, dependencies, dispatch) is the task's shard's, which
+// gets it as a message.
+func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, *objects.Entry, error) {
+	p, err := c.submit(tc, call)
+	return ids.ReturnID(p.tid, 1), &p.ret, err
+}
+
+func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
 	// The task's bookkeeping and its spec are one allocation, and the spec's ID points
 	// into it (newPending).
 	p := newPending(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1)))
@@ -59,16 +66,16 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 	ret := ids.ReturnID(tid, 1)
 	select {
 	case <-c.closed:
-		return ret, ErrShutdown
+		return p, ErrShutdown
 	default:
 	}
-	c.mem.Create(ret)
+	c.mem.CreateIn(ret, &p.ret)
 	if _, ok := tasks.Lookup(call.Function); !ok {
 		err := &tasks.UnknownFunctionError{Name: call.Function}
-		return ret, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_UNKNOWN_FUNCTION, err)
+		return p, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_UNKNOWN_FUNCTION, err)
 	}
 	if err := c.cfg.Feasible(call.Resources); err != nil {
-		return ret, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_INFEASIBLE, err)
+		return p, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_INFEASIBLE, err)
 	}
 	sh := c.shardOf(tid)
 	res := call.ResourcesPB
@@ -94,7 +101,7 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 		if a.IsRef {
 			if _, _, known := c.mem.Get(a.Ref); !known {
 				err := fmt.Errorf("argument %d: %w: %s (it was released, or is owned by another process)", i+1, ErrUnknownObject, a.Ref)
-				return ret, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_OBJECT_LOST, err)
+				return p, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_OBJECT_LOST, err)
 			}
 			ref := a.Ref
 			spec.Args[i] = &pb.Arg{ObjectId: ref[:], IsRef: true}
@@ -110,7 +117,7 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, error) {
 	p.argRefs, p.pinned = argRefs, c.pinArgs(ret, call.Args)
 	p.res, p.hasRes = call.Resources, true
 	sh.submit(p)
-	return ret, nil
+	return p, nil
 }
 
 // argsKey is the key under which the refs nested in a task's argument values are pinned:

@@ -70,7 +70,7 @@ func TestSweepFailsTasksOfNodesThatLeftTheView(t *testing.T) {
 	specs := map[ids.NodeID]chan *pb.TaskSpec{"n2": make(chan *pb.TaskSpec, 4), "n3": make(chan *pb.TaskSpec, 4)}
 	c, cl := newClusterCore(t, specs)
 	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
-	if _, err := c.Submit(c.NewDriver(), Call{Function: "core_test.f", Resources: res, MaxRetries: 3}); err != nil {
+	if _, _, err := c.Submit(c.NewDriver(), Call{Function: "core_test.f", Resources: res, MaxRetries: 3}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -1,0 +1,115 @@
+package objects
+
+import (
+	"sync"
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/slab"
+)
+
+// table is what a MemoryStore and a RefTable keep per object, in one entry per object:
+// a process that owns objects (NewOwned) keeps the future and the reference counts of
+// each in the same entry, behind the same lock, so that the steps of one task (submit,
+// complete, get, release) find one map entry, mostly in cache, instead of one in each of
+// two maps. A store or a reference table made on its own (NewMemoryStore, NewRefTable)
+// has a table of its own.
+//
+// The table is partitioned by object ID (ids.ObjectID.Hash) into shards, each a map of
+// pointers behind its own mutex; an entry lives while either part holds it.
+type table struct {
+	shards []tshard
+	mask   uint32
+}
+
+type tshard struct {
+	mu sync.Mutex
+	m  map[ids.ObjectID]*Entry
+	// peak is the most entries m held since it was made: see drop.
+	peak int
+	// nmem and nrefs count the entries held by each part; ntasks those holding a lineage
+	// record.
+	nmem, nrefs, ntasks int
+	nextID              uint64 // OnReadyCancel's subscription IDs
+	// entries are carved from here for objects whose creator has none to give (Puts,
+	// borrowed and recreated objects): one allocation per 16 (a long-lived object keeps
+	// 15 neighbours' 2.7 KiB with it).
+	entries slab.Slab[Entry]
+	_       cacheLinePad
+}
+
+// Entry is one object's state in its owner's table: its future (the memory store's part)
+// and its reference counts (the reference table's). A caller that allocates something per
+// object anyway (the owner's bookkeeping of the task that returns it) embeds a zero Entry
+// there and passes it to MemoryStore.CreateIn, so that the object costs no allocation of
+// its own; otherwise the table makes one.
+type Entry struct {
+	mem  bool // the memory store holds the object (Create or Set, until Remove or Delete)
+	refs bool // the reference table counts it (until its counts settle to nothing)
+	sl   slot
+	rc   refCount
+}
+
+func newTable(n int) *table {
+	t := &table{shards: make([]tshard, n), mask: uint32(n - 1)}
+	for i := range t.shards {
+		t.shards[i].m = make(map[ids.ObjectID]*Entry, 64)
+		t.shards[i].entries.N = 16
+	}
+	return t
+}
+
+// NewOwned returns a memory store and a reference table that keep their state for an
+// object in one entry (see table): what an owner of objects uses.
+func NewOwned() (*MemoryStore, *RefTable) {
+	t := newTable(defaultShards())
+	return &MemoryStore{t: t}, &RefTable{t: t}
+}
+
+func (t *table) shard(id ids.ObjectID) *tshard { return &t.shards[id.Hash()&t.mask] }
+
+// entry returns id's entry, making it (from fresh, if not nil) when there is none; the
+// shard's lock held.
+func (sh *tshard) entry(id ids.ObjectID, fresh *Entry) *Entry {
+	if e := sh.m[id]; e != nil {
+		return e
+	}
+	e := fresh
+	if e == nil {
+		e = sh.entries.New()
+	}
+	sh.m[id] = e
+	sh.peak = max(sh.peak, len(sh.m))
+	return e
+}
+
+// find returns id's entry: hint, a caller's pointer to it (MemoryStore.CreateIn), while
+// hint is in the table (an entry is in its shard's map exactly while a part holds it, and
+// then it is the only entry of its ID), else what the map has (nil: none). The shard's
+// lock held.
+func (sh *tshard) find(id ids.ObjectID, hint *Entry) *Entry {
+	if hint != nil && (hint.mem || hint.refs) {
+		return hint
+	}
+	return sh.m[id]
+}
+
+// shrinkBelow: a map that held more than this many entries and now holds under an eighth
+// of its peak is made anew. Go maps never give back their memory: a burst of a million
+// pending objects would otherwise keep its map's for good. Copying the few live entries
+// is paid for by the many deletions before it.
+const shrinkBelow = 8192
+
+// drop forgets e (id's entry) once neither part holds it; the shard's lock held.
+func (sh *tshard) drop(id ids.ObjectID, e *Entry) {
+	if e.mem || e.refs {
+		return
+	}
+	delete(sh.m, id)
+	if sh.peak > shrinkBelow && len(sh.m) < sh.peak/8 {
+		m := make(map[ids.ObjectID]*Entry, max(64, 2*len(sh.m)))
+		for k, v := range sh.m {
+			m[k] = v
+		}
+		sh.m, sh.peak = m, len(m)
+	}
+}
