@@ -29,7 +29,9 @@
 // ErrObjectLost.
 //
 // Objects: values of at most 100 KiB travel inline with task replies and stay with their
-// owner (this process); larger ones live in the node's object store shard. An object lives
+// owner (this process); larger ones live in the node's object store shard. A task's
+// by-value argument (V) over 100 KiB goes through the store too: the runtime puts it there
+// and passes it by reference, so that the task's lineage record stays small. An object lives
 // while any copy of its ObjectRef is reachable (a finalizer on the handle the copies share
 // tells when none is); ObjectRef.Release frees it earlier. Values are encoded with
 // deterministic CBOR, with raw fast paths for numeric slices and []byte, and Arrow IPC for

@@ -233,6 +233,11 @@ func TestLargeObjectsThroughTheStore(t *testing.T) {
 	if got2 := mustGet(t, ctx, sumAll.Remote(ctx, p)); got2 != got {
 		t.Fatalf("sum of put = %d, want %d", got2, got)
 	}
+	// A large value passed by value: the runtime puts it into the store (the task's spec,
+	// its lineage record, stays small) and the task reads it from there.
+	if got3 := mustGet(t, ctx, sumAll.Remote(ctx, V(vals))); got3 != got {
+		t.Fatalf("sum of a large by-value argument = %d, want %d", got3, got)
+	}
 }
 
 func TestPutGet(t *testing.T) {

@@ -45,6 +45,7 @@ type refCount struct {
 	freed          bool // value already reported free
 	task           bool // holds the lineage record of the task that returns this object
 	recorded       bool // the record was written to the GCS (Record)
+	keep           bool // the value is kept while lineage holds it, too (KeepForLineage)
 	args           []ids.ObjectID
 	spec           *pb.TaskSpec // the record: the task's spec (reconstruction runs it again)
 }
@@ -143,6 +144,19 @@ func (t *RefTable) AddLocal(id ids.ObjectID) {
 	c := &sh.count(id).rc
 	c.local++
 	c.freed = false
+	sh.mu.Unlock()
+}
+
+// KeepForLineage makes the table keep id's value while lineage records hold it, not only
+// while references do: for an object that cannot be recreated but that a task's lineage
+// needs (the runtime's stored copy of a task's by-value argument), whose value an ordinary
+// object would drop once the task has finished with it. id must be counted (AddLocal).
+func (t *RefTable) KeepForLineage(id ids.ObjectID) {
+	sh := t.shard(id)
+	sh.mu.Lock()
+	if e := sh.counted(id, nil); e != nil {
+		e.rc.keep = true
+	}
 	sh.mu.Unlock()
 }
 
@@ -325,7 +339,7 @@ func (t *RefTable) Len() (objects, lineage int) {
 // task, whose holds on the task's arguments go to work (see giveBack).
 func (sh *tshard) settle(id ids.ObjectID, e *Entry, r *Released, work *argHolds) {
 	c := &e.rc
-	if c.local > 0 {
+	if c.local > 0 || c.keep && c.lineage > 0 {
 		return
 	}
 	if !c.freed {

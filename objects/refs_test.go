@@ -219,3 +219,32 @@ func TestRefTableConcurrentChains(t *testing.T) {
 		t.Fatalf("table not empty: %d objects, %d lineage records", n, l)
 	}
 }
+
+// TestKeepForLineage: an object kept for lineage keeps its value while a task's lineage
+// record holds it, after its last reference went; an ordinary one is freed then.
+func TestKeepForLineage(t *testing.T) {
+	rt := NewRefTable()
+	root := ids.NewRootTaskID()
+	kept, plain := ids.PutID(root, 1), ids.PutID(root, 2)
+	task := ids.ChildTaskID(root, 1)
+	ret := ids.ReturnID(task, 1)
+	rt.AddLocal(kept)
+	rt.AddLocal(plain)
+	rt.KeepForLineage(kept)
+	rt.Submitted(task, []ids.ObjectID{kept, plain}, nil)
+	r := rt.RemoveLocalAll([]ids.ObjectID{kept, plain})
+	if got := r.Values(); len(got) != 1 || got[0] != plain {
+		t.Fatalf("freed %v after the last references, want only the ordinary object %v", got, plain)
+	}
+	r = rt.RemoveLocal(ret) // the task's record goes, and with it the lineage holds
+	var freedKept bool
+	for _, id := range r.Values() {
+		freedKept = freedKept || id == kept
+	}
+	if !freedKept {
+		t.Fatalf("freed %v when the record went, want the kept object among them", r.Values())
+	}
+	if n, l := rt.Len(); n != 0 || l != 0 {
+		t.Fatalf("%d objects and %d records left", n, l)
+	}
+}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -188,6 +190,48 @@ func TestDependenciesAreResolvedBeforeDispatch(t *testing.T) {
 	h.reply(&pb.TaskResult{TaskId: sb.TaskId, Data: []byte("done")})
 	if v, err := h.get(b); err != nil || string(v) != "done" {
 		t.Fatalf("Get(b) = %q, %v", v, err)
+	}
+}
+
+// TestLargeArgumentGoesThroughTheStore: a by-value argument over the inline limit is put
+// into the object store and passed by reference (as Ray does over 100 KiB), so the spec,
+// which is the task's lineage record, stays small; the object lives while the task or its
+// lineage needs it and is freed with them.
+func TestLargeArgumentGoesThroughTheStore(t *testing.T) {
+	h := newHarness(t)
+	big := bytes.Repeat([]byte("b"), 300<<10)
+	id := h.submit(Arg{Data: []byte("small")}, Arg{Data: big})
+	s := h.spec()
+	if a := s.Args[0]; a.IsRef || string(a.Data) != "small" {
+		t.Fatalf("small argument: %+v, want it inline", a)
+	}
+	a := s.Args[1]
+	if !a.IsRef || a.Size != int64(len(big)) || len(a.Data) != 0 {
+		t.Fatalf("large argument: ref %v, size %d, %d bytes inline; want a reference to a %d-byte object", a.IsRef, a.Size, len(a.Data), len(big))
+	}
+	if n := proto.Size(h.c.refs.Spec(id.Task())); n > 4<<10 {
+		t.Fatalf("lineage record of %d bytes, want it small", n)
+	}
+	arg, err := ids.ObjectIDFromBytes(a.ObjectId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := h.get(arg); err != nil || !bytes.Equal(b, big) {
+		t.Fatalf("the argument's object: %d bytes, %v", len(b), err)
+	}
+	h.reply(&pb.TaskResult{TaskId: s.TaskId, Data: []byte("ok")})
+	if v, err := h.get(id); err != nil || string(v) != "ok" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if _, _, known := h.c.mem.Get(arg); !known {
+		t.Fatal("the argument was freed while the task's lineage record still needs it")
+	}
+	h.c.ReleaseRef(id, true)
+	if _, _, known := h.c.mem.Get(arg); known {
+		t.Fatal("the argument outlived the task's lineage record")
+	}
+	if n, l := h.c.refs.Len(); n != 0 || l != 0 {
+		t.Fatalf("%d objects and %d lineage records left", n, l)
 	}
 }
 

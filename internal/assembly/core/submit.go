@@ -96,11 +96,21 @@ func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
 	spec.Strategy = call.Strategy
 	spec.AffinityNode = call.AffinityNode
 	spec.AffinitySoft = call.AffinitySoft
+	args, put, err := c.storeLargeArgs(tc, call.Args)
+	if err != nil {
+		c.releasePut(put)
+		kind := pb.ErrorInfo_SYSTEM
+		if errors.Is(err, objects.ErrObjectTooLarge) {
+			kind = pb.ErrorInfo_OBJECT_TOO_LARGE
+		}
+		return p, c.failSubmit(ret, tid, call.Function, kind, err)
+	}
 	var argRefs []ids.ObjectID
-	for i, a := range call.Args {
+	for i, a := range args {
 		if a.IsRef {
 			if _, _, known := c.mem.Get(a.Ref); !known {
 				err := fmt.Errorf("argument %d: %w: %s (it was released, or is owned by another process)", i+1, ErrUnknownObject, a.Ref)
+				c.releasePut(put)
 				return p, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_OBJECT_LOST, err)
 			}
 			ref := a.Ref
@@ -114,10 +124,57 @@ func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
 	// reconstruction; the shard writes it to the GCS if it lives long enough: lineage.go),
 	// and the submitted task's references to its arguments (dropped when it finishes).
 	c.refs.Submitted(tid, c.holdArgs(argRefs), spec)
-	p.argRefs, p.pinned = argRefs, c.pinArgs(ret, call.Args)
+	c.releasePut(put) // the task holds them now
+	p.argRefs, p.pinned = argRefs, c.pinArgs(ret, args)
 	p.res, p.hasRes = call.Resources, true
 	sh.submit(p)
 	return p, nil
+}
+
+// storeLargeArgs puts the by-value arguments larger than the inline limit (100 KiB, as
+// Ray's max_direct_call_object_size) into the object store as objects this process owns,
+// and passes them by reference instead: the spec, which is the task's lineage record and
+// its message, stays small, so the task keeps its lineage and its message carries no
+// large value. It returns args with those arguments replaced (args itself when none is)
+// and the objects it put, whose references the caller gives back (releasePut) once the
+// task holds its own.
+func (c *Core) storeLargeArgs(tc *TaskContext, args []Arg) ([]Arg, []ids.ObjectID, error) {
+	over := false
+	for _, a := range args {
+		over = over || (!a.IsRef && len(a.Data) > c.cfg.InlineLimit)
+	}
+	if !over {
+		return args, nil, nil
+	}
+	out := append([]Arg(nil), args...)
+	var put []ids.ObjectID
+	store := func(i int) error {
+		id, err := tc.PutNested(out[i].Data, out[i].Nested) // the object keeps the nested refs
+		if err != nil {
+			return fmt.Errorf("argument %d (%d bytes, passed through the object store): %w", i+1, len(out[i].Data), err)
+		}
+		// A stored argument cannot be recreated, and a rerun of the task needs it: it lives
+		// as long as the task's lineage record, as it did inline in the spec.
+		c.refs.KeepForLineage(id)
+		put = append(put, id)
+		out[i] = Arg{Ref: id, IsRef: true}
+		return nil
+	}
+	for i, a := range out {
+		if !a.IsRef && len(a.Data) > c.cfg.InlineLimit {
+			if err := store(i); err != nil {
+				return nil, put, err
+			}
+		}
+	}
+	return out, put, nil
+}
+
+// releasePut gives back the references storeLargeArgs took.
+func (c *Core) releasePut(put []ids.ObjectID) {
+	for _, id := range put {
+		c.ReleaseOwned(id, nil, false)
+	}
 }
 
 // argsKey is the key under which the refs nested in a task's argument values are pinned:
