@@ -114,9 +114,9 @@ type lease struct {
 	running   bool           // a goroutine runs the queue
 	released  bool           // its scheduler took it back: forget it when the goroutine ends
 	current   ids.TaskID
-	cancel    context.CancelFunc
-	cancelled bool // the current task was cancelled
-	blocked   bool // the current task waits in Get: pushes are handed back
+	cancel    *taskCtx // the current task's context
+	cancelled bool     // the current task was cancelled
+	blocked   bool     // the current task waits in Get: pushes are handed back
 }
 
 func (w *Worker) newLease(id string, owner *actor.PID, root *actor.RootContext) *lease {
@@ -172,9 +172,9 @@ func (l *lease) next(base context.Context) (*pb.TaskSpec, context.Context, bool)
 	} else {
 		l.queue = l.queue[1:]
 	}
-	ctx, cancel := context.WithCancel(base)
+	ctx := newTaskCtx(base)
 	l.current, _ = ids.TaskIDFromBytes(spec.TaskId)
-	l.cancel, l.cancelled, l.blocked = cancel, false, false
+	l.cancel, l.cancelled, l.blocked = ctx, false, false
 	return spec, ctx, len(l.queue) > 0
 }
 
@@ -182,7 +182,7 @@ func (l *lease) done() (cancelled, more bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cancel != nil {
-		l.cancel()
+		l.cancel.cancel(context.Canceled)
 	}
 	return l.cancelled, len(l.queue) > 0
 }
@@ -323,7 +323,7 @@ func (w *Worker) cancelTask(ctx actor.Context, m *pb.CancelTask) {
 		l.mu.Lock()
 		if l.current == id && l.cancel != nil {
 			l.cancelled = true
-			l.cancel()
+			l.cancel.cancel(context.Canceled)
 			l.mu.Unlock()
 			return
 		}
