@@ -77,6 +77,7 @@ func New(stdout, stderr io.Writer) *ucli.App {
 			"number of agents that join it (rayctl start --address HOST:PORT), one per machine. " +
 			"Exit codes: 0 ok, 1 usage or other error, 3 GCS port in use, 4 GCS unreachable, " +
 			"5 nothing running, 6 job failed, 7 job stopped, 8 no or refused credentials (pass --token).",
+		Version:                   version(),
 		Writer:                    stdout,
 		ErrWriter:                 stderr,
 		HideHelpCommand:           true,
@@ -90,27 +91,32 @@ func New(stdout, stderr io.Writer) *ucli.App {
 			memoryCommand(),
 			jobCommand(),
 			tokenCommand(),
+			listCommand(),
+			getCommand(),
 		},
 	}
 }
 
-// interspersed lets flags follow the ID of `job status|logs|stop ID` (urfave/cli v2 stops
-// parsing flags at the first argument, so `job logs ID --follow` would not follow): it
-// moves the flags of such a command line before its arguments. `job submit` is left
+// interspersed lets flags follow the arguments of `job status|logs|stop ID`, `list KIND`
+// and `get KIND ID` (urfave/cli v2 stops parsing flags at the first argument, so `job logs
+// ID --follow` would not follow): it moves the flags of such a command line before its
+// arguments. `job submit` is left
 // alone: what follows its program belongs to the program.
 func interspersed(app *ucli.App, args []string) []string {
-	if len(args) < 4 || args[1] != "job" {
-		return args
-	}
 	var cmd *ucli.Command
-	for _, top := range app.Commands {
-		if top.Name == "job" {
+	n := 0 // args[:n] are the program and the command's names
+	switch {
+	case len(args) >= 3 && (args[1] == "list" || args[1] == "get"):
+		cmd, n = app.Command(args[1]), 2
+	case len(args) >= 4 && args[1] == "job":
+		if top := app.Command("job"); top != nil {
 			for _, sub := range top.Subcommands {
 				if sub.HasName(args[2]) {
 					cmd = sub
 				}
 			}
 		}
+		n = 3
 	}
 	if cmd == nil || cmd.Name == "submit" {
 		return args
@@ -123,7 +129,7 @@ func interspersed(app *ucli.App, args []string) []string {
 		}
 	}
 	var flags, pos []string
-	rest := args[3:]
+	rest := args[n:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		if a == "--" {
@@ -140,7 +146,7 @@ func interspersed(app *ucli.App, args []string) []string {
 		}
 		pos = append(pos, a)
 	}
-	out := append(append([]string(nil), args[:3]...), flags...)
+	out := append(append([]string(nil), args[:n]...), flags...)
 	return append(out, pos...)
 }
 

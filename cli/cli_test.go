@@ -176,6 +176,27 @@ func TestCluster(t *testing.T) {
 	if r := run(t, tok, "status", "--address", addr); r.code != 0 || !strings.Contains(r.stdout, "2 node(s) alive") {
 		t.Errorf("text status: %+v", r)
 	}
+	// The state API: list and get nodes, filtered; no actors yet.
+	var nodes []map[string]any
+	if r := run(t, tok, "list", "nodes", "--address", addr, "-o", "json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &nodes) != nil || len(nodes) != 2 {
+		t.Errorf("list nodes: %+v", r)
+	}
+	var heads []map[string]any
+	if r := run(t, tok, "list", "nodes", "--address", addr, "-o", "json", "--filter", "head=true", "--filter", "state=ALIVE"); r.code != 0 ||
+		json.Unmarshal([]byte(r.stdout), &heads) != nil || len(heads) != 1 {
+		t.Errorf("list nodes --filter head=true: %+v", r)
+	} else if r := run(t, tok, "get", "node", heads[0]["node_id"].(string), "--address", addr); r.code != 0 || !strings.Contains(r.stdout, "head: true") {
+		t.Errorf("get node: %+v", r)
+	}
+	if r := run(t, tok, "list", "nodes", "--address", addr, "--filter", "colour=red"); r.code != ExitError || !strings.Contains(r.stderr, "no such field") {
+		t.Errorf("list with a filter on no field: %+v", r)
+	}
+	if r := run(t, tok, "list", "actors", "--address", addr, "-o", "json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("list actors of a cluster without any: %+v", r)
+	}
+	if r := run(t, tok, "list", "tasks", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "nodes, jobs, actors") {
+		t.Errorf("list of an unknown kind: %+v", r)
+	}
 
 	// The port is taken.
 	r = run(t, nil, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess)

@@ -1,5 +1,6 @@
 // Package cli is rayctl, the command line of ray-go, on github.com/urfave/cli/v2: one file
-// per command group (start.go, stop.go, status.go, memory.go, job.go), app.go for the shared flags,
+// per command group (start.go, stop.go, status.go, memory.go, job.go, list.go: the state API's
+// list and get), app.go for the shared flags,
 // address resolution and exit codes, session.go for this machine's agent directories.
 // cli/rayctl is the main package. Nothing imports cli (a leaf; internal/archtest checks).
 //
@@ -19,8 +20,11 @@
 //	rayctl job logs ID [--follow]
 //	rayctl job stop ID [--no-wait]
 //	rayctl token show|rotate [--session-dir DIR]
+//	rayctl list nodes|jobs|actors [--address A] [-o table|json|yaml] [--filter FIELD=VALUE|FIELD!=VALUE]... [--limit 100]
+//	rayctl get node|job|actor ID [--address A] [-o yaml|json]   (ID: the whole ID or at least 6 of its first characters)
+//	rayctl --version
 //
-// status, memory and job take the credential flags too: --token, --token-file,
+// status, memory, job, list and get take the credential flags too: --token, --token-file,
 // --join-address, --insecure, --gcs-ca, --gcs-cert, --gcs-key.
 //
 // Every flag also reads an environment variable: RAY_GO_HEAD, RAY_GO_HOST, RAY_GO_PORT,

@@ -1,0 +1,463 @@
+package cli
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	ucli "github.com/urfave/cli/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/assembly/agent"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/pb"
+)
+
+// The state API's command line (Ray's `ray list` and `ray get`): records of the cluster's
+// nodes, jobs and actors as the GCS holds them, as a table, JSON or YAML, filtered and
+// limited. Every record is a flat list of fields, so that one printer and one filter serve
+// every kind.
+
+// field is one column of a record; v is a string, a number, a bool or a map of resources.
+type field struct {
+	k string
+	v any
+}
+
+// record is one row: its fields in column order.
+type record []field
+
+func (r record) get(k string) (any, bool) {
+	for _, f := range r {
+		if f.k == k {
+			return f.v, true
+		}
+	}
+	return nil, false
+}
+
+// MarshalJSON keeps the column order.
+func (r record) MarshalJSON() ([]byte, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, f := range r {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.k)
+		v, err := json.Marshal(f.v)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return []byte(b.String()), nil
+}
+
+// kind is one kind of record that `list` and `get` know.
+type kind struct {
+	name    string // as typed: nodes, jobs, actors
+	one     string // as `get` takes it: node, job, actor
+	id      string // the field that identifies a record
+	read    func(ctx context.Context, s gcs.Store) ([]record, error)
+	columns []string // the table's columns (JSON and YAML print every field)
+}
+
+var kinds = []kind{
+	{name: "nodes", one: "node", id: "node_id", read: readNodes,
+		columns: []string{"node_id", "state", "head", "host", "pid", "resources_total", "object_store_used", "object_store_budget"}},
+	{name: "jobs", one: "job", id: "job_id", read: readJobs,
+		columns: []string{"job_id", "state", "submission_id", "start", "end", "driver", "entrypoint"}},
+	{name: "actors", one: "actor", id: "actor_id", read: readActors,
+		columns: []string{"actor_id", "class", "name", "state", "node", "job_id", "restarts", "detail"}},
+}
+
+func kindOf(name string) (kind, bool) {
+	for _, k := range kinds {
+		if k.name == name || k.one == name {
+			return k, true
+		}
+	}
+	return kind{}, false
+}
+
+func kindNames() string {
+	var n []string
+	for _, k := range kinds {
+		n = append(n, k.name)
+	}
+	return strings.Join(n, ", ")
+}
+
+func stateFlags() []ucli.Flag {
+	return append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(),
+		&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table, json or yaml", Value: "table", EnvVars: []string{"RAY_GO_OUTPUT"}},
+	}, credentialFlags()...)
+}
+
+func listCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "list",
+		Usage:     "list the cluster's nodes, jobs or actors (Ray's `ray list`)",
+		ArgsUsage: "nodes|jobs|actors",
+		Flags: append(stateFlags(),
+			&ucli.StringSliceFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records whose FIELD=VALUE (or FIELD!=VALUE); repeatable, all must hold"},
+			&ucli.IntFlag{Name: "limit", Usage: "print at most this many records (0: all)", Value: 100},
+		),
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return exitf(ExitError, "list takes what to list: one of %s", kindNames())
+			}
+			k, ok := kindOf(c.Args().First())
+			if !ok {
+				return exitf(ExitError, "cannot list %q: use one of %s", c.Args().First(), kindNames())
+			}
+			format, err := stateFormat(c)
+			if err != nil {
+				return err
+			}
+			filters, err := parseFilters(c.StringSlice("filter"))
+			if err != nil {
+				return err
+			}
+			recs, err := readKind(c, k)
+			if err != nil {
+				return err
+			}
+			if recs, err = filterRecords(recs, filters); err != nil {
+				return err
+			}
+			if limit := c.Int("limit"); limit > 0 && len(recs) > limit {
+				fmt.Fprintf(c.App.ErrWriter, "rayctl: %d of %d %s shown; raise --limit to see more\n", limit, len(recs), k.name)
+				recs = recs[:limit]
+			}
+			return printRecords(c.App.Writer, format, k.columns, recs)
+		},
+	}
+}
+
+func getCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "get",
+		Usage:     "show one node, job or actor with every field (Ray's `ray get`)",
+		ArgsUsage: "node|job|actor ID",
+		Flags:     stateFlags(),
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 2 {
+				return exitf(ExitError, "get takes a kind and an ID, e.g. `rayctl get actor 3f2a...`")
+			}
+			k, ok := kindOf(c.Args().Get(0))
+			if !ok {
+				return exitf(ExitError, "cannot get %q: use node, job or actor", c.Args().Get(0))
+			}
+			format, err := stateFormat(c)
+			if err != nil {
+				return err
+			}
+			if format == "table" {
+				format = "yaml" // one record reads best as YAML
+			}
+			recs, err := readKind(c, k)
+			if err != nil {
+				return err
+			}
+			id := c.Args().Get(1)
+			var found []record
+			for _, r := range recs {
+				if v, _ := r.get(k.id); v == id || (len(id) >= 6 && strings.HasPrefix(fmt.Sprint(v), id)) {
+					found = append(found, r)
+				}
+			}
+			switch len(found) {
+			case 0:
+				return exitf(ExitError, "no %s %q in the cluster (rayctl list %s shows them)", k.one, id, k.name)
+			case 1:
+			default:
+				return exitf(ExitError, "%q is the start of %d %s IDs: give more of it", id, len(found), k.one)
+			}
+			if format == "json" {
+				return printRecords(c.App.Writer, format, nil, found[:1])
+			}
+			return printYAML(c.App.Writer, found[0], "")
+		},
+	}
+}
+
+func stateFormat(c *ucli.Context) (string, error) {
+	switch o := c.String("output"); o {
+	case "table", "text", "":
+		return "table", nil
+	case "json", "yaml":
+		return o, nil
+	default:
+		return "", exitf(ExitError, "unknown output format %q: use -o table, -o json or -o yaml", o)
+	}
+}
+
+func readKind(c *ucli.Context, k kind) ([]record, error) {
+	store, addr, err := connect(c)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	recs, err := k.read(c.Context, store)
+	if err != nil {
+		return nil, exitf(ExitError, "read the %s from %s: %v", k.name, strings.Join(addr, ","), err)
+	}
+	return recs, nil
+}
+
+// filter is one --filter: the records whose field key prints as value (or not, neg).
+type filter struct {
+	key, value string
+	neg        bool
+}
+
+func parseFilters(list []string) ([]filter, error) {
+	var out []filter
+	for _, s := range list {
+		f := filter{}
+		if i := strings.Index(s, "!="); i > 0 {
+			f.key, f.value, f.neg = s[:i], s[i+2:], true
+		} else if i := strings.Index(s, "="); i > 0 {
+			f.key, f.value = s[:i], s[i+1:]
+		} else {
+			return nil, exitf(ExitError, "filter %q: write FIELD=VALUE or FIELD!=VALUE, e.g. --filter state=ALIVE", s)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func filterRecords(recs []record, filters []filter) ([]record, error) {
+	if len(filters) == 0 || len(recs) == 0 {
+		return recs, nil
+	}
+	for _, f := range filters {
+		if _, ok := recs[0].get(f.key); !ok {
+			var keys []string
+			for _, fl := range recs[0] {
+				keys = append(keys, fl.k)
+			}
+			return nil, exitf(ExitError, "filter on %q: these records have no such field; they have %s", f.key, strings.Join(keys, ", "))
+		}
+	}
+	var out []record
+	for _, r := range recs {
+		keep := true
+		for _, f := range filters {
+			v, _ := r.get(f.key)
+			if (scalar(v) == f.value) == f.neg {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// scalar prints a field's value as a table cell, a filter compares it and YAML writes it.
+func scalar(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case map[string]float64:
+		return fmtResources(x, nil)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+func printRecords(w io.Writer, format string, columns []string, recs []record) error {
+	switch format {
+	case "json":
+		if recs == nil {
+			recs = []record{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if len(columns) == 0 && len(recs) == 1 {
+			return enc.Encode(recs[0])
+		}
+		return enc.Encode(recs)
+	case "yaml":
+		if len(recs) == 0 {
+			_, err := fmt.Fprintln(w, "[]")
+			return err
+		}
+		for _, r := range recs {
+			if err := printYAML(w, r, "- "); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(columns, "\t")))
+	for _, r := range recs {
+		cells := make([]string, len(columns))
+		for i, col := range columns {
+			v, _ := r.get(col)
+			cells[i] = strings.ReplaceAll(scalar(v), "\t", " ")
+			if cells[i] == "" {
+				cells[i] = "-"
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// printYAML writes r as a YAML mapping; first prefixes its first line ("- " in a list).
+// Strings are quoted as JSON strings (valid YAML) so that any value reads back unchanged.
+func printYAML(w io.Writer, r record, first string) error {
+	indent := strings.Repeat(" ", len(first))
+	for i, f := range r {
+		p := indent
+		if i == 0 {
+			p = first
+		}
+		var val string
+		switch x := f.v.(type) {
+		case map[string]float64:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			parts := make([]string, len(keys))
+			for j, k := range keys {
+				q, _ := json.Marshal(k)
+				parts[j] = fmt.Sprintf("%s: %s", q, strconv.FormatFloat(x[k], 'f', -1, 64))
+			}
+			val = "{" + strings.Join(parts, ", ") + "}"
+		case string:
+			q, _ := json.Marshal(x)
+			val = string(q)
+		default:
+			val = scalar(x)
+		}
+		if _, err := fmt.Fprintf(w, "%s%s: %s\n", p, f.k, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func state(alive bool) string {
+	if alive {
+		return "ALIVE"
+	}
+	return "DEAD"
+}
+
+func readNodes(ctx context.Context, s gcs.Store) ([]record, error) {
+	st, err := readStatus(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []record
+	for _, n := range st.Nodes {
+		out = append(out, record{{"node_id", n.AgentID}, {"state", state(n.Alive)}, {"head", n.Head}, {"host", n.Host},
+			{"pid", n.Pid}, {"started", n.Started}, {"resources_total", n.Total}, {"resources_in_use", n.InUse},
+			{"object_store_budget", n.ObjectStoreBudget}, {"object_store_used", n.ObjectStoreUsed}, {"worker_processes", n.Workers}})
+	}
+	return out, nil
+}
+
+func readJobs(ctx context.Context, s gcs.Store) ([]record, error) {
+	st, err := readStatus(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []record
+	for _, j := range st.Jobs {
+		out = append(out, record{{"job_id", j.JobID}, {"state", j.State}, {"submission_id", j.SubmissionID},
+			{"start", j.Start}, {"end", j.End}, {"driver", j.Driver}, {"entrypoint", j.Entrypoint}, {"message", j.Message}})
+	}
+	return out, nil
+}
+
+// actorState is Ray's name for an actor's phase.
+func actorState(p lifecycle.Phase) string {
+	switch p {
+	case lifecycle.Pending:
+		return "PENDING_CREATION"
+	case lifecycle.Alive:
+		return "ALIVE"
+	case lifecycle.Restarting:
+		return "RESTARTING"
+	case lifecycle.Dead:
+		return "DEAD"
+	}
+	return p.String()
+}
+
+func readActors(ctx context.Context, s gcs.Store) ([]record, error) {
+	kvs, err := list(ctx, s, gcs.ActorsPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []record
+	for _, kv := range kvs {
+		info := &pb.ActorInfo{}
+		if err := proto.Unmarshal(kv.Value, info); err != nil {
+			continue // not an actor record (or a corrupt one): nothing to show
+		}
+		res := agent.ResourcesFromPB(info.GetResources())
+		out = append(out, record{{"actor_id", hex.EncodeToString(info.GetActorId())}, {"class", info.GetClass()},
+			{"name", info.GetName()}, {"namespace", info.GetNamespace()}, {"state", actorState(lifecycle.Phase(info.GetPhase()))},
+			{"node", info.GetNode()}, {"job_id", info.GetJobId()}, {"detached", info.GetDetached()},
+			{"restarts", info.GetRestarts()}, {"max_restarts", info.GetMaxRestarts()}, {"exactly_once", !info.GetAtMostOnce()},
+			{"resources", res}, {"detail", info.GetDetail()}})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, _ := out[i].get("actor_id")
+		b, _ := out[j].get("actor_id")
+		return a.(string) < b.(string)
+	})
+	return out, nil
+}
+
+// version is what `rayctl --version` prints: the module version and the commit it was
+// built from, as the Go toolchain recorded them.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		v += " (" + rev[:min(12, len(rev))] + dirty + ")"
+	}
+	return v + " " + bi.GoVersion
+}

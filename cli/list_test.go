@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/memstore"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// TestListActorsRecords: actor records read from the GCS become rows with Ray's state
+// names, filters keep what matches (= and !=), and each output format prints them.
+func TestListActorsRecords(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	put := func(id byte, class, name string, phase lifecycle.Phase, node string) {
+		info := &pb.ActorInfo{ActorId: []byte{id, 0xaa}, Class: class, Name: name, Phase: int32(phase), Node: node, JobId: "j1",
+			Resources: []*pb.ResourceQty{{Name: "CPU", Amount: int64(sched.Unit)}}}
+		b, err := proto.Marshal(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Put(ctx, gcs.ActorKey(string(rune('a'+id))), b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(1, "Counter", "c1", lifecycle.Alive, "n1")
+	put(2, "Counter", "", lifecycle.Dead, "")
+	put(3, "Logger", "log", lifecycle.Pending, "")
+	if _, err := s.Put(ctx, gcs.ActorKey("junk"), []byte{0xff, 0xff, 0xff}, 0); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := readActors(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3 (the corrupt one left out): %v", len(recs), recs)
+	}
+	states := map[string]string{}
+	for _, r := range recs {
+		id, _ := r.get("actor_id")
+		st, _ := r.get("state")
+		states[id.(string)] = st.(string)
+	}
+	if states["01aa"] != "ALIVE" || states["02aa"] != "DEAD" || states["03aa"] != "PENDING_CREATION" {
+		t.Fatalf("states %v", states)
+	}
+	fs, err := parseFilters([]string{"class=Counter", "state!=DEAD"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := filterRecords(recs, fs)
+	if err != nil || len(kept) != 1 {
+		t.Fatalf("filtered: %v, %v; want the one alive Counter", kept, err)
+	}
+	if _, err := filterRecords(recs, []filter{{key: "colour", value: "x"}}); err == nil || !strings.Contains(err.Error(), "class") {
+		t.Fatalf("filter on an unknown field: %v, want an error naming the fields there are", err)
+	}
+	if _, err := parseFilters([]string{"state"}); err == nil || !strings.Contains(err.Error(), "FIELD=VALUE") {
+		t.Fatalf("a filter without =: %v", err)
+	}
+
+	var out bytes.Buffer
+	if err := printRecords(&out, "json", kinds[2].columns, kept); err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 1 || rows[0]["name"] != "c1" {
+		t.Fatalf("json: %v %s", err, out.String())
+	}
+	if res, _ := rows[0]["resources"].(map[string]any); res["CPU"] != 1.0 {
+		t.Fatalf("json resources %v, want CPU 1", rows[0]["resources"])
+	}
+	out.Reset()
+	if err := printRecords(&out, "table", kinds[2].columns, recs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ACTOR_ID") || !strings.Contains(out.String(), "PENDING_CREATION") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	out.Reset()
+	if err := printRecords(&out, "yaml", nil, kept); err != nil {
+		t.Fatal(err)
+	}
+	if y := out.String(); !strings.HasPrefix(y, `- actor_id: "01aa"`) || !strings.Contains(y, `  resources: {"CPU": 1}`) {
+		t.Fatalf("yaml:\n%s", y)
+	}
+}
+
+// TestVersion: rayctl --version names the toolchain at least.
+func TestVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"rayctl", "--version"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("--version: code %d, %q %q", code, out.String(), errOut.String())
+	}
+}
