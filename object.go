@@ -30,11 +30,13 @@ type handle struct {
 	owner *pb.PID        // the owner, for a ref decoded from a value
 	err   error          // submission failed before an object existed
 	gone  atomic.Bool    // the reference was given back (Release, or the finalizer)
+	fin   atomic.Bool    // its finalizer is set (the nursery sets it: nursery.go)
 }
 
 // A handle bound to a runtime carries a finalizer (collected) that gives its reference back
-// when the garbage collector finds it unreachable; Release clears it and gives the reference
-// back at once. A finalizer, not runtime.AddCleanup: the handle points to nothing that could
+// when the garbage collector finds it unreachable, set by the nursery (nursery.go) unless the
+// handle is released within its first tick; Release clears it and gives the reference back
+// at once. A finalizer, not runtime.AddCleanup: the handle points to nothing that could
 // make a cycle back to it, so the finalizer's one drawback (an object in a cycle is never
 // finalized) cannot arise, and it costs less per handle, which every task and Put pays:
 // AddCleanup allocates a box for its argument and a closure besides the record both
@@ -59,7 +61,7 @@ func (h *handle) giveBack(explicit bool) {
 // with its entry in the owner's table if the caller has it.
 func newRef[T any](c *core.Core, id ids.ObjectID, e *objects.Entry) ObjectRef[T] {
 	h := &handle{id: id, e: e, core: c}
-	runtime.SetFinalizer(h, collected)
+	toNursery(h)
 	return ObjectRef[T]{h: h}
 }
 
@@ -92,7 +94,10 @@ func (r ObjectRef[T]) String() string {
 // copy of the ref shares the hold, so do not use any copy afterwards.
 func (r ObjectRef[T]) Release() {
 	if r.h != nil && r.h.core != nil && r.h.gone.CompareAndSwap(false, true) {
-		runtime.SetFinalizer(r.h, nil)
+		if r.h.fin.Load() {
+			// (A finalizer the nursery sets after this finds gone set, and does nothing.)
+			runtime.SetFinalizer(r.h, nil)
+		}
 		r.h.giveBack(true)
 	}
 }

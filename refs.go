@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"runtime"
 
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -93,7 +92,7 @@ func (h *handle) bind(c *core.Core) {
 	}
 	h.core = c
 	c.Hold(h.id, h.owner)
-	runtime.SetFinalizer(h, collected)
+	toNursery(h)
 }
 
 // bindRefs binds every ObjectRef inside v to the runtime of ctx and returns v. Only types
