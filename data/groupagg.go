@@ -1,0 +1,509 @@
+package data
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+)
+
+// Hash aggregation of grouped datasets. A map task groups its block by the keys and turns
+// each group into partial states (a row of the key columns and state columns: a count, a
+// sum and its count of values, the best value, or count, mean and sum of squared
+// deviations); merge and reduce tasks group the partials again and combine the states (Chan
+// et al.'s formula for Std); the reduce task then finalizes them into Ray's output columns
+// ("count()", "sum(x)", "min(x)", "max(x)", "mean(x)", "std(x)") and sorts its groups by
+// the keys.
+
+// AggregateFn is one aggregation of a grouped dataset (Ray's AggregateFn): make it with
+// Count, Sum, Min, Max, Mean or Std and pass it to GroupedData.Aggregate. Nulls are ignored;
+// a group with no value gets null (Std also gives NaN when the group has at most ddof
+// values).
+type AggregateFn struct {
+	Fn   string // count, sum, min, max, mean, std
+	Col  string
+	Ddof int
+}
+
+// Count counts the rows of each group: column "count()".
+func Count() AggregateFn { return AggregateFn{Fn: "count"} }
+
+// Sum sums column col in each group: column "sum(col)", int64 for integer columns, float64
+// for floating-point ones.
+func Sum(col string) AggregateFn { return AggregateFn{Fn: "sum", Col: col} }
+
+// Min is the smallest value of column col in each group: column "min(col)".
+func Min(col string) AggregateFn { return AggregateFn{Fn: "min", Col: col} }
+
+// Max is the largest value of column col in each group: column "max(col)".
+func Max(col string) AggregateFn { return AggregateFn{Fn: "max", Col: col} }
+
+// Mean is the mean of column col in each group: column "mean(col)", float64.
+func Mean(col string) AggregateFn { return AggregateFn{Fn: "mean", Col: col} }
+
+// Std is the standard deviation of column col in each group with ddof delta degrees of
+// freedom (1: the sample's, 0: the population's): column "std(col)", float64.
+func Std(col string, ddof int) AggregateFn { return AggregateFn{Fn: "std", Col: col, Ddof: ddof} }
+
+// Name is the output column's name, as Ray's: "count()", "sum(x)", ...
+func (a AggregateFn) Name() string {
+	if a.Fn == "count" {
+		return "count()"
+	}
+	return a.Fn + "(" + a.Col + ")"
+}
+
+func (a AggregateFn) validate() error {
+	switch a.Fn {
+	case "count":
+		return nil
+	case "sum", "min", "max", "mean", "std":
+		if a.Col == "" {
+			return fmt.Errorf("%s: empty column name", a.Fn)
+		}
+		if a.Fn == "std" && a.Ddof < 0 {
+			return fmt.Errorf("std(%s): negative ddof %d", a.Col, a.Ddof)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown aggregation %q", a.Fn)
+}
+
+func isNumeric(dt arrow.DataType) bool {
+	id := dt.ID()
+	return arrow.IsInteger(id) || arrow.IsFloating(id) || id == arrow.NULL
+}
+
+// groupAgg is rec grouped by keys.
+type groupAgg struct {
+	rec     arrow.Record
+	groupOf []int32
+	reps    []int32
+	hashes  []uint64 // per row
+}
+
+func newGroupAgg(rec arrow.Record, keys []string) (*groupAgg, error) {
+	cols, err := keyColumns(rec, keys, "GroupBy")
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := hashRows(cols, int(rec.NumRows()))
+	if err != nil {
+		return nil, fmt.Errorf("GroupBy: %w", err)
+	}
+	g, r, err := groupByHash(cols, hashes)
+	if err != nil {
+		return nil, fmt.Errorf("GroupBy: %w", err)
+	}
+	return &groupAgg{rec: rec, groupOf: g, reps: r, hashes: hashes}, nil
+}
+
+func (g *groupAgg) n() int { return len(g.reps) }
+
+func (g *groupAgg) column(name, what string) (arrow.Array, error) {
+	idx := g.rec.Schema().FieldIndices(name)
+	if len(idx) == 0 {
+		return nil, fmt.Errorf("%s: no column %q; the columns are: %s", what, name, strings.Join(columnNames(g.rec.Schema()), ", "))
+	}
+	return g.rec.Column(idx[0]), nil
+}
+
+func (g *groupAgg) count() []int64 {
+	out := make([]int64, g.n())
+	for _, x := range g.groupOf {
+		out[x]++
+	}
+	return out
+}
+
+// sumCol sums a numeric column per group: int64 sums for integers (isInt), float64 sums
+// otherwise, and the values counted.
+func (g *groupAgg) sumCol(a arrow.Array) (is []int64, fs []float64, n []int64, isInt bool) {
+	n = make([]int64, g.n())
+	id := a.DataType().ID()
+	if id == arrow.NULL {
+		return nil, nil, n, false
+	}
+	nulls := a.NullN() > 0
+	isInt = arrow.IsInteger(id)
+	if isInt {
+		is = make([]int64, g.n())
+		get := intGetter(a)
+		for i, x := range g.groupOf {
+			if nulls && a.IsNull(i) {
+				continue
+			}
+			is[x] += get(i)
+			n[x]++
+		}
+		return is, nil, n, true
+	}
+	fs = make([]float64, g.n())
+	if f, ok := a.(*array.Float64); ok && !nulls {
+		vals := f.Float64Values()
+		for i, x := range g.groupOf {
+			fs[x] += vals[i]
+			n[x]++
+		}
+		return nil, fs, n, false
+	}
+	get := floatGetter(a)
+	for i, x := range g.groupOf {
+		if nulls && a.IsNull(i) {
+			continue
+		}
+		fs[x] += get(i)
+		n[x]++
+	}
+	return nil, fs, n, false
+}
+
+// moments are count, mean and sum of squared deviations per group (Welford).
+func (g *groupAgg) moments(a arrow.Array) (n []int64, mean, m2 []float64) {
+	n, mean, m2 = make([]int64, g.n()), make([]float64, g.n()), make([]float64, g.n())
+	if a.DataType().ID() == arrow.NULL {
+		return
+	}
+	nulls := a.NullN() > 0
+	get := floatGetter(a)
+	for i, x := range g.groupOf {
+		if nulls && a.IsNull(i) {
+			continue
+		}
+		v := get(i)
+		n[x]++
+		d := v - mean[x]
+		mean[x] += d / float64(n[x])
+		m2[x] += d * (v - mean[x])
+	}
+	return
+}
+
+// combineMoments combines partial (n, mean, m2) columns per group (Chan et al.).
+func (g *groupAgg) combineMoments(na, meana, m2a arrow.Array) (n []int64, mean, m2 []float64) {
+	n, mean, m2 = make([]int64, g.n()), make([]float64, g.n()), make([]float64, g.n())
+	nv := intGetter(na)
+	mv, qv := floatGetter(meana), floatGetter(m2a)
+	for i, x := range g.groupOf {
+		nb := nv(i)
+		if nb == 0 {
+			continue
+		}
+		tot := n[x] + nb
+		d := mv(i) - mean[x]
+		mean[x] += d * float64(nb) / float64(tot)
+		m2[x] += qv(i) + d*d*float64(n[x])*float64(nb)/float64(tot)
+		n[x] = tot
+	}
+	return
+}
+
+// best takes the smallest (or largest) non-null, non-NaN value of a per group; null where
+// a group has none.
+func (g *groupAgg) best(a arrow.Array, isMin bool) (arrow.Array, error) {
+	if a.DataType().ID() == arrow.NULL {
+		return array.NewNull(g.n()), nil
+	}
+	c, err := newColCmp(a, a, false)
+	if err != nil {
+		return nil, err
+	}
+	bestAt := make([]int32, g.n())
+	for i := range bestAt {
+		bestAt[i] = -1
+	}
+	for i, x := range g.groupOf {
+		if isNull(a, i) || isNaN(a, i) {
+			continue
+		}
+		b := bestAt[x]
+		if b < 0 {
+			bestAt[x] = int32(i)
+			continue
+		}
+		r := c(i, int(b))
+		if isMin && r < 0 || !isMin && r > 0 {
+			bestAt[x] = int32(i)
+		}
+	}
+	ib := array.NewInt32Builder(mem)
+	defer ib.Release()
+	ib.Reserve(len(bestAt))
+	for _, b := range bestAt {
+		if b < 0 {
+			ib.AppendNull()
+		} else {
+			ib.UnsafeAppend(b)
+		}
+	}
+	idx := ib.NewInt32Array()
+	defer idx.Release()
+	return takeArray(a, idx)
+}
+
+func intGetter(a arrow.Array) func(int) int64 {
+	switch x := a.(type) {
+	case *array.Int64:
+		v := x.Int64Values()
+		return func(i int) int64 { return v[i] }
+	case *array.Int32:
+		return func(i int) int64 { return int64(x.Value(i)) }
+	case *array.Int16:
+		return func(i int) int64 { return int64(x.Value(i)) }
+	case *array.Int8:
+		return func(i int) int64 { return int64(x.Value(i)) }
+	case *array.Uint64:
+		return func(i int) int64 { return int64(x.Value(i)) }
+	case *array.Uint32:
+		return func(i int) int64 { return int64(x.Value(i)) }
+	case *array.Uint16:
+		return func(i int) int64 { return int64(x.Value(i)) }
+	case *array.Uint8:
+		return func(i int) int64 { return int64(x.Value(i)) }
+	}
+	return func(int) int64 { return 0 }
+}
+
+func floatGetter(a arrow.Array) func(int) float64 {
+	switch x := a.(type) {
+	case *array.Float64:
+		v := x.Float64Values()
+		return func(i int) float64 { return v[i] }
+	case *array.Float32:
+		return func(i int) float64 { return float64(x.Value(i)) }
+	}
+	if arrow.IsInteger(a.DataType().ID()) {
+		get := intGetter(a)
+		return func(i int) float64 { return float64(get(i)) }
+	}
+	return func(int) float64 { return 0 }
+}
+
+func newInt64s(v []int64, valid []bool) arrow.Array {
+	b := array.NewInt64Builder(mem)
+	defer b.Release()
+	b.AppendValues(v, valid)
+	return b.NewArray()
+}
+
+func newFloat64s(v []float64, valid []bool) arrow.Array {
+	b := array.NewFloat64Builder(mem)
+	defer b.Release()
+	b.AppendValues(v, valid)
+	return b.NewArray()
+}
+
+func positive(n []int64) []bool {
+	out := make([]bool, len(n))
+	for i, x := range n {
+		out[i] = x > 0
+	}
+	return out
+}
+
+// aggColumns holds the state (or output) columns being built.
+type aggColumns struct {
+	fields []arrow.Field
+	cols   []arrow.Array
+}
+
+func (c *aggColumns) add(name string, a arrow.Array) {
+	c.fields = append(c.fields, arrow.Field{Name: name, Type: a.DataType(), Nullable: true})
+	c.cols = append(c.cols, a)
+}
+
+func (c *aggColumns) release() { releaseAll(c.cols) }
+
+// record is the groups' keys (taken at reps) followed by the columns.
+func (g *groupAgg) record(keys []string, c *aggColumns) (arrow.Record, error) {
+	kcols, err := keyColumns(g.rec, keys, "GroupBy")
+	if err != nil {
+		return nil, err
+	}
+	var kf []arrow.Field
+	for _, k := range keys {
+		kf = append(kf, g.rec.Schema().Field(g.rec.Schema().FieldIndices(k)[0]))
+	}
+	krec := array.NewRecord(arrow.NewSchema(kf, nil), kcols, g.rec.NumRows())
+	defer krec.Release()
+	kt, err := takeRows(krec, g.reps)
+	if err != nil {
+		return nil, err
+	}
+	defer kt.Release()
+	fields := append(kf, c.fields...)
+	cols := append(append([]arrow.Array(nil), kt.Columns()...), c.cols...)
+	return array.NewRecord(arrow.NewSchema(fields, nil), cols, int64(g.n())), nil
+}
+
+// aggPartial groups rec by keys and computes the aggregations' partial states.
+func aggPartial(g *groupAgg, keys []string, aggs []AggregateFn) (arrow.Record, error) {
+	var c aggColumns
+	defer c.release()
+	for _, a := range aggs {
+		name := a.Name()
+		if a.Fn == "count" {
+			c.add(name, newInt64s(g.count(), nil))
+			continue
+		}
+		col, err := g.column(a.Col, name)
+		if err != nil {
+			return nil, err
+		}
+		switch a.Fn {
+		case "sum", "mean":
+			if !isNumeric(col.DataType()) {
+				return nil, fmt.Errorf("%s: column %q is of type %s, not a number", name, a.Col, col.DataType())
+			}
+			is, fs, n, isInt := g.sumCol(col)
+			switch {
+			case a.Fn == "mean" && is != nil:
+				fs = make([]float64, len(is))
+				for i, v := range is {
+					fs[i] = float64(v)
+				}
+				fallthrough
+			case a.Fn == "mean":
+				if fs == nil {
+					fs = make([]float64, len(n))
+				}
+				c.add(name+".sum", newFloat64s(fs, nil))
+			case isInt:
+				c.add(name, newInt64s(is, positive(n)))
+			case fs != nil:
+				c.add(name, newFloat64s(fs, positive(n)))
+			default:
+				c.add(name, array.NewNull(g.n()))
+			}
+			c.add(name+".n", newInt64s(n, nil))
+		case "min", "max":
+			b, err := g.best(col, a.Fn == "min")
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			c.add(name, b)
+		case "std":
+			if !isNumeric(col.DataType()) {
+				return nil, fmt.Errorf("%s: column %q is of type %s, not a number", name, a.Col, col.DataType())
+			}
+			n, mean, m2 := g.moments(col)
+			c.add(name+".n", newInt64s(n, nil))
+			c.add(name+".mean", newFloat64s(mean, nil))
+			c.add(name+".m2", newFloat64s(m2, nil))
+		}
+	}
+	return g.record(keys, &c)
+}
+
+// aggCombine groups partial states by keys and combines them; finalize turns them into the
+// output columns instead.
+func aggCombine(g *groupAgg, keys []string, aggs []AggregateFn, finalize bool) (arrow.Record, error) {
+	var c aggColumns
+	defer c.release()
+	col := func(name string) arrow.Array {
+		a, _ := g.column(name, "")
+		return a
+	}
+	for _, a := range aggs {
+		name := a.Name()
+		switch a.Fn {
+		case "count":
+			is, _, _, _ := g.sumCol(col(name))
+			c.add(name, newInt64s(is, nil))
+		case "sum":
+			n, _, _, _ := g.sumCol(col(name + ".n"))
+			vs, fs, _, isInt := g.sumCol(col(name))
+			switch {
+			case isInt:
+				c.add(name, newInt64s(vs, positive(n)))
+			case fs != nil:
+				c.add(name, newFloat64s(fs, positive(n)))
+			default:
+				c.add(name, array.NewNull(g.n()))
+			}
+			if !finalize {
+				c.add(name+".n", newInt64s(n, nil))
+			}
+		case "mean":
+			n, _, _, _ := g.sumCol(col(name + ".n"))
+			_, fs, _, _ := g.sumCol(col(name + ".sum"))
+			if fs == nil {
+				fs = make([]float64, len(n))
+			}
+			if finalize {
+				for i := range fs {
+					if n[i] > 0 {
+						fs[i] /= float64(n[i])
+					}
+				}
+				c.add(name, newFloat64s(fs, positive(n)))
+			} else {
+				c.add(name+".sum", newFloat64s(fs, nil))
+				c.add(name+".n", newInt64s(n, nil))
+			}
+		case "min", "max":
+			b, err := g.best(col(name), a.Fn == "min")
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			c.add(name, b)
+		case "std":
+			n, mean, m2 := g.combineMoments(col(name+".n"), col(name+".mean"), col(name+".m2"))
+			if finalize {
+				out := make([]float64, len(n))
+				for i := range out {
+					if n[i] <= int64(a.Ddof) {
+						out[i] = math.NaN()
+					} else {
+						out[i] = math.Sqrt(m2[i] / float64(n[i]-int64(a.Ddof)))
+					}
+				}
+				c.add(name, newFloat64s(out, positive(n)))
+			} else {
+				c.add(name+".n", newInt64s(n, nil))
+				c.add(name+".mean", newFloat64s(mean, nil))
+				c.add(name+".m2", newFloat64s(m2, nil))
+			}
+		}
+	}
+	return g.record(keys, &c)
+}
+
+// groupByHash is groupRows with the hashes given.
+func groupByHash(cols []arrow.Array, hashes []uint64) (groupOf []int32, reps []int32, err error) {
+	n := len(hashes)
+	c, err := newRowCmp(cols, cols, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	groupOf = make([]int32, n)
+	heads := make(map[uint64]int32, min(n, 1<<16))
+	var next []int32 // the next group of the same hash, -1 at the end
+	for i := 0; i < n; i++ {
+		h := hashes[i]
+		g, ok := heads[h]
+		if !ok {
+			g = int32(len(reps))
+			heads[h] = g
+			reps = append(reps, int32(i))
+			next = append(next, -1)
+			groupOf[i] = g
+			continue
+		}
+		for c.cmp(int(reps[g]), i) != 0 {
+			if next[g] < 0 {
+				ng := int32(len(reps))
+				next[g] = ng
+				reps = append(reps, int32(i))
+				next = append(next, -1)
+				g = ng
+				break
+			}
+			g = next[g]
+		}
+		groupOf[i] = g
+	}
+	return groupOf, reps, nil
+}
