@@ -283,6 +283,11 @@ func knownCount(n *lnode) (int64, bool) {
 		return t, true
 	case kMap, kAddColumn, kSelect, kDrop, kRename, kRandBlocks:
 		return knownCount(n.Inputs[0])
+	case kAllToAll:
+		if n.X.Kind == xShuffle || n.X.Kind == xSort || n.X.Kind == xRepartition {
+			return knownCount(n.Inputs[0])
+		}
+		return 0, false
 	case kZip: // both known: equal (Zip checked)
 		a, okA := knownCount(n.Inputs[0])
 		_, okB := knownCount(n.Inputs[1])

@@ -8,7 +8,9 @@
 // RandomizeBlockOrder) only build the plan; consuming calls (IterBatches with an optional
 // LocalShuffleBuffer, IterRows, Take, TakeBatch, TakeAll, Count, Schema, Show, Materialize,
 // Split, SplitAtIndices, TrainTestSplit, StreamingSplit, the aggregates Sum, Min, Max, Mean,
-// Std and Unique, WriteParquet, WriteCSV, WriteJSON) run it.
+// Std and Unique, WriteParquet, WriteCSV, WriteJSON) run it. The all-to-all operators
+// (RandomShuffle, Repartition, Sort, GroupBy with its aggregations and MapGroups) are
+// transforms too.
 //
 //	var double = data.BatchFunc("demo.double", func(ctx context.Context, b arrow.Record) (arrow.Record, error) { ... })
 //	var even = data.Predicate("demo.even", func(ctx context.Context, r data.Row) (bool, error) { ... })
@@ -84,7 +86,24 @@
 // nulls) they return an error wrapping ErrEmpty, as does TakeBatch on an empty dataset.
 // LocalShuffleBuffer shuffles rows in the consumer as Ray's local_shuffle_buffer_size, a
 // random permutation (Arrow's compute.Take) of a buffer of at least n rows at a time.
-// The all-to-all operators (RandomShuffle, Sort, GroupBy, Repartition) are not there yet.
+//
+// # All-to-all operators
+//
+// RandomShuffle, Repartition, Sort and GroupBy (Aggregate with Count, Sum, Min, Max,
+// Mean, Std, and MapGroups) are barriers run as a map-reduce over the object store (see
+// exchange.md): map tasks cut each block into N partitions (random, sample-based key
+// ranges, or a hash of the keys) and return them as one block whose per-partition row
+// counts travel in the task's result metadata; merge tasks combine groups of finished map
+// outputs while later maps still run (push-based shuffle); reduce tasks combine partition
+// i of every map or merge output into output block i. Every block, partitions included,
+// is a task's return value, so a lost one comes back through lineage. Blocks held by the
+// exchange are left to the object store (which spills them), the budget bounding the
+// tasks in flight. Explain shows each exchange's stages and Stats the tasks, rows and
+// bytes of each (bytes shuffled, bytes spilled). Arrow Go v15 has no sort_indices, merge
+// or hash aggregation kernels, so this package has its own over Arrow arrays (kernels.go,
+// groupagg.go): typed comparators (nulls last, then NaN, in either direction), a stable
+// index sort, a k-way merge of sorted runs, a value-only row hash and a grouping hash
+// table; rows move with compute.Take.
 //
 // # Null columns
 //

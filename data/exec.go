@@ -27,6 +27,7 @@ type execSpec struct {
 	Unit   formats.Unit
 	Stages []stage
 	Zip    []zipPiece // Zip: the rows of the right input that pair with the input block
+	X      *xTask     // a task of an all-to-all operator
 }
 
 // zipPiece is rows [Off, Off+N) of a block of Zip's right input.
@@ -37,13 +38,14 @@ type zipPiece struct {
 
 // blockMeta is what every task attaches to its block (ray.SetResultMetadata).
 type blockMeta struct {
-	Rows      int64  `json:"rows"`
-	Bytes     int64  `json:"bytes"`
-	Schema    uint64 `json:"schema"`
-	SchemaStr string `json:"schema_str,omitempty"`
-	SchemaIPC []byte `json:"schema_ipc,omitempty"` // the schema (Arrow IPC), unless very large
-	WallNs    int64  `json:"wall_ns"`
-	CPUNs     int64  `json:"cpu_ns"` // the task thread's CPU time (RUSAGE_THREAD, thread locked)
+	Rows      int64   `json:"rows"`
+	Bytes     int64   `json:"bytes"`
+	Schema    uint64  `json:"schema"`
+	SchemaStr string  `json:"schema_str,omitempty"`
+	SchemaIPC []byte  `json:"schema_ipc,omitempty"` // the schema (Arrow IPC), unless very large
+	WallNs    int64   `json:"wall_ns"`
+	CPUNs     int64   `json:"cpu_ns"`          // the task thread's CPU time (RUSAGE_THREAD, thread locked)
+	Parts     []int64 `json:"parts,omitempty"` // exchange map and merge outputs: rows per partition
 }
 
 // execTask is the one task of the package: it runs a fused operator on one input (a read
@@ -99,8 +101,14 @@ func runSpec(ctx context.Context, spec execSpec, in arrow.Record, fns map[string
 	defer runtime.UnlockOSThread()
 	start, cpu0 := time.Now(), threadCPU()
 	var rec arrow.Record
+	var parts []int64
 	var err error
-	if spec.Source != nil {
+	if spec.X != nil {
+		rec, parts, err = runExchange(ctx, spec.X, in)
+		if err != nil {
+			return nil, fmt.Errorf("data: operator %s (%s task): %w", spec.Op, spec.X.Phase, err)
+		}
+	} else if spec.Source != nil {
 		rec, err = readSource(ctx, spec)
 		if err != nil {
 			return nil, fmt.Errorf("data: operator %s: %w", spec.Op, err)
@@ -132,7 +140,7 @@ func runSpec(ctx context.Context, spec execSpec, in arrow.Record, fns map[string
 		rec = out
 	}
 	m := blockMeta{Rows: rec.NumRows(), Bytes: recBytes(rec), Schema: fingerprint(rec.Schema()),
-		WallNs: time.Since(start).Nanoseconds(), CPUNs: threadCPU() - cpu0}
+		WallNs: time.Since(start).Nanoseconds(), CPUNs: threadCPU() - cpu0, Parts: parts}
 	if s := schemaString(rec.Schema()); len(s) < 8<<10 {
 		m.SchemaStr = s
 		m.SchemaIPC = encodeSchema(rec.Schema())

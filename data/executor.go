@@ -40,6 +40,9 @@ type task struct {
 	actor *actorSlot
 	start time.Time
 	zip   []*zipRight // Zip: the right blocks the task reads
+	role  int         // exchange: roleSample, roleMap, ... (roleBlock otherwise)
+	idx   int         // exchange: the sample's input, the map's index, the merge's group
+	srcs  []*xSrc     // exchange: the held blocks the task reads
 }
 
 type workItem struct {
@@ -48,6 +51,10 @@ type workItem struct {
 	in   *outBlock
 	est  int64 // a guess of the output size before any output is seen
 	zip  []*zipRight
+	role int
+	idx  int
+	srcs []*xSrc
+	arg  *ray.ObjectRef[arrow.Record] // exchange: the input block argument (held by srcs)
 }
 
 // zipRight is a block of Zip's right input: released once every row is paired and the
@@ -104,6 +111,7 @@ type opState struct {
 	zipRight    []*zipRight
 	zipRows     [2]int64 // Zip: rows received per input
 	zipDone     [2]bool
+	x           *xState // an all-to-all operator
 }
 
 // executor runs a physical plan: operators run concurrently, blocks flow downstream as soon
@@ -137,6 +145,8 @@ type executor struct {
 	progress   bool
 	lastDraw   time.Time
 	drawn      int
+	hasX       bool      // the plan has an all-to-all operator
+	lastSpill  time.Time // the last sample of the stores' spilled bytes
 	wg         sync.WaitGroup
 }
 
@@ -199,6 +209,12 @@ func newExecutor(ctx context.Context, plan *pop, o options) (*executor, error) {
 		if err := e.prepare(op); err != nil {
 			e.cancel()
 			return nil, err
+		}
+	}
+	for _, op := range e.ops {
+		if op.p.kind == pAllToAll {
+			e.xInit(op)
+			e.hasX = true
 		}
 	}
 	return e, nil
@@ -319,6 +335,7 @@ func (e *executor) start() {
 	go func() {
 		defer e.wg.Done()
 		e.err = e.loop()
+		e.sampleSpill(true)
 		e.cleanup()
 		e.stats.total = time.Since(e.stats.start)
 		e.stats.peakBytes = e.peak
@@ -404,6 +421,7 @@ func (e *executor) loop() error {
 		if e.progress && time.Since(e.lastDraw) > 250*time.Millisecond {
 			e.draw(false)
 		}
+		e.sampleSpill(false)
 		// Hand the next block to the consumer, or wait for work to finish.
 		if len(e.sinkQ) > 0 && e.headReady() {
 			select {
@@ -568,6 +586,9 @@ func (e *executor) poll() error {
 }
 
 func (e *executor) complete(op *opState, t *task, info ray.ObjectInfo) error {
+	if t.role != roleBlock && t.role != roleReduce {
+		return e.xComplete(op, t, info)
+	}
 	delete(op.inflight, t.seq)
 	e.inflight--
 	e.usage -= t.est
@@ -581,6 +602,9 @@ func (e *executor) complete(op *opState, t *task, info ray.ObjectInfo) error {
 	for _, r := range t.zip {
 		r.users--
 		e.zipRelease(r)
+	}
+	for _, s := range t.srcs {
+		e.xUnuse(s)
 	}
 	if op.stopped {
 		t.ref.Release()
@@ -668,6 +692,8 @@ func (e *executor) emit(op *opState, b outBlock) error {
 		return e.limitReceive(d, b)
 	case pRandBlocks:
 		d.barrier = append(d.barrier, b)
+	case pAllToAll:
+		e.xReceive(d, b)
 	case pZip:
 		d.zipRows[op.downIdx] += b.rows
 		if op.downIdx == 0 {
@@ -821,6 +847,9 @@ func (e *executor) limitReached(d *opState) {
 	d.reached = true
 	var stop func(op *opState)
 	stop = func(op *opState) {
+		if op.x != nil {
+			e.xDrop(op)
+		}
 		op.stopped = true
 		for _, it := range op.pending {
 			if it.in != nil {
@@ -879,6 +908,11 @@ func (e *executor) checkFinished() error {
 				fin = op.unionCur == len(op.unionQ)
 			case op.p.kind == pLimit:
 				fin = (op.inputsDone || op.reached) && len(op.pending) == 0 && len(op.inflight) == 0
+			case op.p.kind == pAllToAll:
+				var err error
+				if fin, err = e.xAdvance(op); err != nil {
+					return err
+				}
 			case op.p.kind == pRandBlocks:
 				if fin = op.inputsDone; fin {
 					if err := e.randomizeBlocks(op); err != nil {
@@ -927,6 +961,9 @@ func (e *executor) retireActors(op *opState) {
 
 // estimate is the expected output size of op's next task.
 func (e *executor) estimate(op *opState, it workItem) int64 {
+	if op.p.kind == pAllToAll {
+		return max(it.est, 1)
+	}
 	if op.seenOut {
 		return op.maxOut
 	}
@@ -1050,7 +1087,7 @@ func (e *executor) forceLaunch() (bool, error) {
 // start1 launches op's first pending item.
 func (e *executor) start1(op *opState, est int64) (bool, error) {
 	it := op.pending[0]
-	t := &task{seq: it.seq, in: it.in, est: est, start: time.Now(), zip: it.zip}
+	t := &task{seq: it.seq, in: it.in, est: est, start: time.Now(), zip: it.zip, role: it.role, idx: it.idx, srcs: it.srcs}
 	spec := it.spec
 	if spec.Op == "" {
 		spec = execSpec{Op: op.name, Stages: op.p.stages}
@@ -1058,6 +1095,8 @@ func (e *executor) start1(op *opState, est int64) (bool, error) {
 	var in ray.Arg[arrow.Record] = ray.V[arrow.Record](nil)
 	if it.in != nil {
 		in = it.in.ref
+	} else if it.arg != nil {
+		in = *it.arg
 	}
 	if op.p.kind == pMap && op.p.compute.PoolMax > 0 {
 		a := e.idleActor(op)
@@ -1132,7 +1171,7 @@ func (e *executor) poolCPUsFree() float64 {
 		switch {
 		case o.p.kind == pSource, o.p.kind == pMap && o.p.compute.PoolMax == 0:
 			free -= o.p.res.cpus()
-		case o.p.kind == pLimit: // truncates its last block with a task of 1 CPU
+		case o.p.kind == pLimit, o.p.kind == pAllToAll: // tasks of 1 CPU
 			free--
 		}
 	}
@@ -1218,6 +1257,9 @@ func (e *executor) cleanup() {
 			_ = ray.Kill(ctx, a.h, true)
 		}
 		op.actors = nil
+		if op.x != nil {
+			e.xCleanup(op)
+		}
 	}
 	if e.err != nil || e.ctx.Err() != nil {
 		for _, b := range e.sinkQ {

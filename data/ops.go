@@ -214,15 +214,19 @@ func (d *Dataset) SplitAtIndices(ctx context.Context, indices []int, opts ...Opt
 }
 
 // TrainTestSplit materializes the dataset and splits it into a train and a test part (Ray's
-// train_test_split without shuffle): the test part is the last testFraction of the rows, the
-// train part the first int(count*(1-testFraction)) rows. testFraction must be in (0, 1).
-// (Ray's shuffle=True variant needs RandomShuffle, which this package does not have yet:
-// RandomizeBlockOrder before the split shuffles whole blocks.)
+// train_test_split): the test part is the last testFraction of the rows, the train part the
+// first int(count*(1-testFraction)) rows. testFraction must be in (0, 1). With Shuffle(seed)
+// the rows are shuffled first (RandomShuffle with Seed(seed)), so that both parts are
+// random samples.
 func (d *Dataset) TrainTestSplit(ctx context.Context, testFraction float64, opts ...Option) (train, test *Dataset, err error) {
 	if !(testFraction > 0 && testFraction < 1) {
 		return nil, nil, fmt.Errorf("data: TrainTestSplit(%v): the test fraction must be in (0, 1)", testFraction)
 	}
-	m, err := d.Materialize(ctx, opts...)
+	src := d
+	if o := collect(opts); o.shuffle != nil {
+		src = d.RandomShuffle(Seed(*o.shuffle))
+	}
+	m, err := src.Materialize(ctx, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

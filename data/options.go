@@ -37,6 +37,11 @@ type options struct {
 	equal       bool
 	compression string
 	getAllHook  func(n int)
+	// all-to-all
+	seed    *int64
+	shuffle *int64
+	desc    []bool
+	descSet bool
 }
 
 func collect(opts []Option) options {
@@ -139,6 +144,20 @@ func Equal() Option { return func(o *options) { o.equal = true } }
 // Compression sets the Parquet compression of WriteParquet: "snappy" (default), "zstd",
 // "gzip" or "none".
 func Compression(c string) Option { return func(o *options) { o.compression = c } }
+
+// Seed makes RandomShuffle (and Repartition with shuffle) deterministic: the same seed and
+// the same dataset (the same blocks in the same order) give the same order of rows.
+func Seed(seed int64) Option { return func(o *options) { o.seed = &seed } }
+
+// Shuffle makes TrainTestSplit shuffle the rows (RandomShuffle with Seed(seed)) before it
+// splits them (Ray's shuffle=True, seed=seed).
+func Shuffle(seed int64) Option { return func(o *options) { o.shuffle = &seed } }
+
+// Descending makes Sort descending: Descending() or Descending(true) for every key, or one
+// value per key (Ray's descending=[...]).
+func Descending(desc ...bool) Option {
+	return func(o *options) { o.desc, o.descSet = append([]bool(nil), desc...), true }
+}
 
 // Settings are the package-wide defaults (Ray's DataContext).
 type Settings struct {

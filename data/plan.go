@@ -116,6 +116,7 @@ type lnode struct {
 	BatchSize int
 	Compute   computeSpec
 	Res       resSpec
+	X         *exchange // all-to-all operators
 	Inputs    []*lnode
 }
 
@@ -311,6 +312,7 @@ const (
 	pUnion
 	pRandBlocks // a barrier: all input blocks, then emitted in a random order
 	pZip        // two inputs zipped row by row, by tasks aligned on the left's blocks
+	pAllToAll   // a barrier run as a map-reduce (RandomShuffle, Sort, GroupBy, Repartition)
 )
 
 // stage is one fused transform, run in order inside a task.
@@ -335,6 +337,7 @@ type pop struct {
 	res     resSpec
 	limit   int64
 	seed    int64 // pRandBlocks
+	x       *exchange
 	inputs  []*pop
 }
 
@@ -394,6 +397,9 @@ func isMapLike(k string) bool {
 // the same size) and the same resources; a read fuses with the maps that follow it (when
 // they run as tasks with default resources); Limit, Union and InputData are never fused.
 func optimize(n *lnode) *pop {
+	if n.X != nil {
+		return &pop{kind: pAllToAll, names: []string{n.X.name()}, x: n.X, inputs: []*pop{optimize(n.Inputs[0])}}
+	}
 	switch n.Kind {
 	case kRead:
 		return &pop{kind: pSource, names: []string{sourceName(n.Source)}, source: n.Source}
@@ -438,6 +444,9 @@ func fusable(up *pop, n *lnode) bool {
 }
 
 func logicalName(n *lnode) string {
+	if n.X != nil {
+		return n.X.name()
+	}
 	switch n.Kind {
 	case kRead:
 		return fmt.Sprintf("Read[%s]", sourceName(n.Source))
@@ -484,6 +493,9 @@ func renderPhysical(p *pop) string {
 	s := p.name()
 	if p.kind == pMap && p.compute.PoolMax > 0 {
 		s += "[" + p.compute.String() + "]"
+	}
+	if p.kind == pAllToAll {
+		s += "(" + p.x.stagesDesc() + ")"
 	}
 	if len(p.inputs) == 0 {
 		return s

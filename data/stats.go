@@ -15,6 +15,7 @@ type opStats struct {
 	start, end time.Time
 	wall, cpu  []int64 // ns per block (remote)
 	rows, size []int64
+	x          *xState // an all-to-all operator: its stages
 }
 
 func (s *opStats) add(m blockMeta, _ time.Duration) {
@@ -31,6 +32,8 @@ type execStats struct {
 	total     time.Duration
 	budget    int64
 	peakBytes int64
+	hasX      bool
+	spilled   int64 // the most bytes the object stores held spilled, sampled while an all-to-all ran
 }
 
 func summary(v []int64) (lo, hi, mean, total int64) {
@@ -83,10 +86,28 @@ func (s *execStats) String() string {
 		fmt.Fprintf(&b, "* Output num rows per block: %d min, %d max, %d mean, %d total\n", lo, hi, mean, tot)
 		lo, hi, mean, tot = summary(op.size)
 		fmt.Fprintf(&b, "* Output size bytes per block: %d min, %d max, %d mean, %d total\n", lo, hi, mean, tot)
+		if x := op.x; x != nil {
+			fmt.Fprintf(&b, "* All-to-all stages (%d partitions):\n", x.n)
+			for _, ph := range x.phases {
+				if ph == nil || ph.tasks == 0 {
+					continue
+				}
+				_, _, _, wall := summary(ph.wall)
+				_, _, _, cpu := summary(ph.cpu)
+				_, _, _, rows := summary(ph.rows)
+				_, _, _, size := summary(ph.size)
+				fmt.Fprintf(&b, "  - %s: %d tasks, %d rows and %d bytes out, remote wall %s, cpu %s in total\n", ph.name, ph.tasks, rows, size, fmtDur(wall), fmtDur(cpu))
+			}
+			fmt.Fprintf(&b, "  - reduce: %d tasks, the blocks above\n", len(op.rows))
+			fmt.Fprintf(&b, "* Bytes shuffled: %d (map outputs), %d (merge outputs)\n", x.shuffled, x.merged)
+		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "Dataset iterator time breakdown:\n* Total time overall: %s\n", fmtDur(s.total.Nanoseconds()))
 	fmt.Fprintf(&b, "* Peak object store bytes held: %d (budget %d)\n", s.peakBytes, s.budget)
+	if s.hasX {
+		fmt.Fprintf(&b, "* Object store bytes spilled (the most seen during the execution): %d\n", s.spilled)
+	}
 	return b.String()
 }
 

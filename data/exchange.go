@@ -1,0 +1,460 @@
+package data
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/ray-go/ray"
+)
+
+// All-to-all operators (RandomShuffle, Repartition, Sort, GroupBy's Aggregate and
+// MapGroups) run as a map-reduce over the object store; see exchange.md for the design.
+// This file has the plan's description of an exchange and what its tasks run; the
+// executor's side is in exchange_exec.go.
+
+// Exchange kinds.
+const (
+	xShuffle     = "RandomShuffle"
+	xRepartition = "Repartition"
+	xSort        = "Sort"
+	xAggregate   = "Aggregate"
+	xMapGroups   = "MapGroups"
+)
+
+// exchange describes an all-to-all operator. Its fields are exported so that a plan encodes.
+type exchange struct {
+	Kind    string
+	N       int // output partitions; 0: as many as the input has blocks
+	Seed    int64
+	Seeded  bool
+	Shuffle bool // Repartition
+	Keys    []string
+	Desc    []bool
+	Aggs    []AggregateFn
+	Fn      string // MapGroups: a BatchFn
+}
+
+// mergeFactor is how many consecutive map outputs a merge task combines (0: no merges).
+// Merges run while later maps still run (push-based shuffle): for GroupBy they combine
+// partial aggregates, which shrinks the data; for Sort and RandomShuffle they bound the
+// pieces each reduce task reads (a merge copies the data once more, so it pays only with
+// many small blocks); MapGroups has no merge.
+func (x *exchange) mergeFactor() int {
+	switch x.Kind {
+	case xAggregate:
+		return 4
+	case xSort, xShuffle:
+		return 16
+	case xRepartition:
+		if x.Shuffle {
+			return 16
+		}
+	}
+	return 0
+}
+
+// streams says whether maps may start before every input block exists (they need the
+// number of partitions; Sort needs the samples of every block first, Repartition without
+// shuffle the row count of every block).
+func (x *exchange) streams() bool {
+	return x.Kind != xSort && !(x.Kind == xRepartition && !x.Shuffle)
+}
+
+func descName(x *exchange, i int) string {
+	if i < len(x.Desc) && x.Desc[i] {
+		return x.Keys[i] + " desc"
+	}
+	return x.Keys[i]
+}
+
+// name is the operator's name in plans and statistics.
+func (x *exchange) name() string {
+	switch x.Kind {
+	case xShuffle:
+		if x.Seeded {
+			return fmt.Sprintf("RandomShuffle[seed=%d]", x.Seed)
+		}
+		return "RandomShuffle"
+	case xRepartition:
+		return fmt.Sprintf("Repartition[%d, shuffle=%v]", x.N, x.Shuffle)
+	case xSort:
+		keys := make([]string, len(x.Keys))
+		for i := range keys {
+			keys[i] = descName(x, i)
+		}
+		return "Sort[" + strings.Join(keys, ", ") + "]"
+	case xAggregate:
+		names := make([]string, len(x.Aggs))
+		for i, a := range x.Aggs {
+			names[i] = a.Name()
+		}
+		return fmt.Sprintf("Aggregate[keys=%s: %s]", strings.Join(x.Keys, ", "), strings.Join(names, ", "))
+	case xMapGroups:
+		return fmt.Sprintf("MapGroups[keys=%s: %s]", strings.Join(x.Keys, ", "), x.Fn)
+	}
+	return x.Kind
+}
+
+// stagesDesc says what the exchange's tasks do, for Explain.
+func (x *exchange) stagesDesc() string {
+	var s []string
+	switch x.Kind {
+	case xShuffle:
+		s = []string{"map(random partition)", "merge(concat)", "reduce(concat, permute)"}
+	case xRepartition:
+		if x.Shuffle {
+			s = []string{"map(random partition)", "merge(concat)", "reduce(concat, permute)"}
+		} else {
+			s = []string{"reduce(split/concat in order)"}
+		}
+	case xSort:
+		s = []string{"sample(keys)", "map(sort, range partition)", "merge(sorted runs)", "reduce(merge sorted runs)"}
+	case xAggregate:
+		s = []string{"map(partial aggregate, hash partition)", "merge(combine)", "reduce(combine, finalize, sort by keys)"}
+	case xMapGroups:
+		s = []string{"map(hash partition)", "reduce(sort by keys, fn per group)"}
+	}
+	return "all-to-all: " + strings.Join(s, " -> ")
+}
+
+// xTask is what one task of an exchange runs.
+type xTask struct {
+	Phase   string // "sample", "map", "merge", "reduce"
+	X       exchange
+	Index   int          // map: the input block's index (its random stream); reduce: the partition
+	N       int          // partitions of the exchange
+	Samples int          // sample: rows to take
+	Bounds  []byte       // sort map: the N-1 range boundaries (Arrow IPC)
+	Parts   [][]zipPiece // merge, reduce: the pieces of each partition handled, in order
+	First   int          // merge, reduce: the partition of Parts[0]
+}
+
+func shuffleRand(seed int64, stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), stream))
+}
+
+// runExchange runs one task of an exchange; parts are the rows of each partition of a map
+// or merge output (its rows grouped by partition, in order).
+func runExchange(ctx context.Context, t *xTask, in arrow.Record) (arrow.Record, []int64, error) {
+	x := &t.X
+	switch t.Phase {
+	case "sample":
+		defer in.Release()
+		return sampleKeys(in, x, t.Samples)
+	case "map":
+		defer in.Release()
+		return mapPartition(in, t)
+	case "merge", "reduce":
+		return mergeReduce(ctx, t)
+	}
+	return nil, nil, fmt.Errorf("unknown exchange phase %q", t.Phase)
+}
+
+// sampleKeys takes n evenly spaced rows of in's key columns.
+func sampleKeys(in arrow.Record, x *exchange, n int) (arrow.Record, []int64, error) {
+	cols, err := keyColumns(in, x.Keys, "Sort")
+	if err != nil {
+		return nil, nil, err
+	}
+	rows := int(in.NumRows())
+	n = min(max(n, 1), rows)
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32((2*i + 1) * rows / (2 * n))
+	}
+	var fields []arrow.Field
+	for _, k := range x.Keys {
+		fields = append(fields, in.Schema().Field(in.Schema().FieldIndices(k)[0]))
+	}
+	keys := array.NewRecord(arrow.NewSchema(fields, nil), cols, in.NumRows())
+	defer keys.Release()
+	out, err := takeRows(keys, idx)
+	return out, nil, err
+}
+
+func mapPartition(in arrow.Record, t *xTask) (arrow.Record, []int64, error) {
+	x := &t.X
+	n := max(t.N, 1)
+	rows := int(in.NumRows())
+	switch x.Kind {
+	case xShuffle, xRepartition:
+		rng := shuffleRand(x.Seed, uint64(t.Index)<<1)
+		part := make([]int32, rows)
+		for i := range part {
+			part[i] = int32(rng.IntN(n))
+		}
+		return partitionRows(in, part, n)
+	case xSort:
+		sorted, err := sortRecord(in, x.Keys, x.Desc)
+		if err != nil {
+			return nil, nil, err
+		}
+		counts := make([]int64, n)
+		if n == 1 || len(t.Bounds) == 0 {
+			counts[0] = sorted.NumRows()
+			return sorted, counts, nil
+		}
+		bounds, err := decodeRecord(t.Bounds)
+		if err != nil {
+			sorted.Release()
+			return nil, nil, err
+		}
+		defer bounds.Release()
+		offs, err := rangeOffsets(sorted, bounds, x)
+		if err != nil {
+			sorted.Release()
+			return nil, nil, err
+		}
+		for p := range counts {
+			counts[p] = offs[p+1] - offs[p]
+		}
+		return sorted, counts, nil
+	case xAggregate:
+		g, err := newGroupAgg(in, x.Keys)
+		if err != nil {
+			return nil, nil, err
+		}
+		partial, err := aggPartial(g, x.Keys, x.Aggs)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer partial.Release()
+		part := make([]int32, len(g.reps))
+		for i, r := range g.reps {
+			part[i] = int32(g.hashes[r] % uint64(n))
+		}
+		return partitionRows(partial, part, n)
+	case xMapGroups:
+		cols, err := keyColumns(in, x.Keys, "GroupBy")
+		if err != nil {
+			return nil, nil, err
+		}
+		h, err := hashRows(cols, rows)
+		if err != nil {
+			return nil, nil, fmt.Errorf("GroupBy: %w", err)
+		}
+		part := make([]int32, rows)
+		for i, v := range h {
+			part[i] = int32(v % uint64(n))
+		}
+		return partitionRows(in, part, n)
+	}
+	return nil, nil, fmt.Errorf("unknown exchange %q", x.Kind)
+}
+
+// rangeOffsets returns where each partition of sorted (by x's keys) starts: partition p
+// holds the rows r with bounds[p-1] <= r < bounds[p]; offs has N+1 entries.
+func rangeOffsets(sorted, bounds arrow.Record, x *exchange) ([]int64, error) {
+	sc, err := keyColumns(sorted, x.Keys, "Sort")
+	if err != nil {
+		return nil, err
+	}
+	bc, err := keyColumns(bounds, x.Keys, "Sort")
+	if err != nil {
+		return nil, err
+	}
+	c, err := newRowCmp(sc, bc, x.Desc)
+	if err != nil {
+		return nil, fmt.Errorf("Sort: %w", err)
+	}
+	nb := int(bounds.NumRows())
+	rows := int(sorted.NumRows())
+	offs := make([]int64, nb+2)
+	lo := 0
+	for b := 0; b < nb; b++ {
+		// The first row >= bounds[b], at or after the previous partition's start.
+		i, j := lo, rows
+		for i < j {
+			m := int(uint(i+j) >> 1)
+			if c.cmp(m, b) < 0 {
+				i = m + 1
+			} else {
+				j = m
+			}
+		}
+		offs[b+1] = int64(i)
+		lo = i
+	}
+	offs[nb+1] = int64(rows)
+	return offs, nil
+}
+
+// mergeReduce fetches the pieces of each partition the task handles and combines them: a
+// merge returns the partitions one after the other (parts gives their rows), a reduce
+// returns its one partition finished.
+func mergeReduce(ctx context.Context, t *xTask) (arrow.Record, []int64, error) {
+	x := &t.X
+	// Fetch every block once.
+	var refs []ray.ObjectRef[arrow.Record]
+	at := map[string]int{}
+	for _, ps := range t.Parts {
+		for _, p := range ps {
+			if _, ok := at[p.Ref.ID()]; !ok {
+				at[p.Ref.ID()] = len(refs)
+				refs = append(refs, p.Ref)
+			}
+		}
+	}
+	recs, err := ray.GetAll(ctx, refs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fetching the map outputs: %w", err)
+	}
+	defer func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}()
+	var outs []arrow.Record
+	defer func() {
+		for _, o := range outs {
+			o.Release()
+		}
+	}()
+	parts := make([]int64, len(t.Parts))
+	for i, ps := range t.Parts {
+		if len(ps) == 0 {
+			continue
+		}
+		slices := make([]arrow.Record, len(ps))
+		for k, p := range ps {
+			slices[k] = recs[at[p.Ref.ID()]].NewSlice(p.Off, p.Off+p.N)
+		}
+		out, err := combine(ctx, x, t.Phase == "reduce", t.First+i, slices)
+		for _, s := range slices {
+			s.Release()
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		parts[i] = out.NumRows()
+		outs = append(outs, out)
+	}
+	if t.Phase == "reduce" {
+		if len(outs) != 1 {
+			return nil, nil, fmt.Errorf("internal error: a reduce task with %d partitions", len(outs))
+		}
+		out := outs[0]
+		outs = nil
+		return out, nil, nil
+	}
+	// A merge's outputs: only the non-empty ones (an empty one may lack the schema).
+	var keep []arrow.Record
+	for _, o := range outs {
+		if o.NumRows() > 0 {
+			keep = append(keep, o)
+		}
+	}
+	out, err := concatRecords(keep)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, parts, nil
+}
+
+// combine is the merge (final: the reduce) of one partition's pieces, in map order.
+func combine(ctx context.Context, x *exchange, final bool, partition int, pieces []arrow.Record) (arrow.Record, error) {
+	switch x.Kind {
+	case xShuffle, xRepartition:
+		all, err := concatRecords(pieces)
+		if err != nil || !final || x.Kind == xRepartition && !x.Shuffle {
+			return all, err
+		}
+		defer all.Release()
+		return permuteRecord(all, shuffleRand(x.Seed, uint64(partition)<<1|1))
+	case xSort:
+		return mergeRuns(pieces, x.Keys, x.Desc)
+	case xAggregate:
+		all, err := concatRecords(pieces)
+		if err != nil {
+			return nil, err
+		}
+		defer all.Release()
+		g, err := newGroupAgg(all, x.Keys)
+		if err != nil {
+			return nil, err
+		}
+		out, err := aggCombine(g, x.Keys, x.Aggs, final)
+		if err != nil || !final {
+			return out, err
+		}
+		defer out.Release()
+		return sortRecord(out, x.Keys, nil)
+	case xMapGroups:
+		all, err := concatRecords(pieces)
+		if err != nil {
+			return nil, err
+		}
+		defer all.Release()
+		if !final {
+			all.Retain()
+			return all, nil
+		}
+		return mapGroups(ctx, all, x)
+	}
+	return nil, fmt.Errorf("unknown exchange %q", x.Kind)
+}
+
+// mapGroups sorts rec by the keys and calls x.Fn on each group's rows.
+func mapGroups(ctx context.Context, rec arrow.Record, x *exchange) (arrow.Record, error) {
+	f, err := lookup[*BatchFn](x.Fn)
+	if err != nil {
+		return nil, err
+	}
+	call := f.fn
+	if call == nil {
+		if call, err = f.setup(ctx); err != nil {
+			return nil, fmt.Errorf("MapGroups(%s): setup: %w", x.Fn, err)
+		}
+	}
+	sorted, err := sortRecord(rec, x.Keys, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer sorted.Release()
+	cols, err := keyColumns(sorted, x.Keys, "GroupBy")
+	if err != nil {
+		return nil, err
+	}
+	c, err := newRowCmp(cols, cols, nil)
+	if err != nil {
+		return nil, err
+	}
+	var outs []arrow.Record
+	defer func() {
+		for _, o := range outs {
+			o.Release()
+		}
+	}()
+	n := int(sorted.NumRows())
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && c.cmp(lo, hi) == 0 {
+			hi++
+		}
+		g := sorted.NewSlice(int64(lo), int64(hi))
+		out, err := call(ctx, g)
+		g.Release()
+		if err != nil {
+			return nil, fmt.Errorf("MapGroups(%s): %w", x.Fn, err)
+		}
+		if out == nil {
+			return nil, fmt.Errorf("MapGroups(%s): the function returned a nil record", x.Fn)
+		}
+		outs = append(outs, out)
+		lo = hi
+	}
+	var keep []arrow.Record
+	for _, o := range outs {
+		if o.NumRows() > 0 {
+			keep = append(keep, o)
+		}
+	}
+	if len(keep) == 0 && len(outs) > 0 {
+		keep = outs[:1]
+	}
+	return concatRecords(keep)
+}

@@ -1,0 +1,573 @@
+package data
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/ray-go/ray"
+)
+
+// The executor's side of an all-to-all operator (see exchange.md). The operator is a
+// barrier of the streaming executor: its input blocks, the outputs of its map tasks and
+// those of its merge tasks are parked (held in the object store, which spills them past its
+// memory, and not counted against the execution's budget, which bounds the tasks in flight
+// by their expected outputs); its reduce tasks start when every map and merge is done and
+// their outputs flow downstream like any operator's, in partition order.
+
+// Task roles inside an exchange.
+const (
+	roleBlock = iota // an ordinary operator's task
+	roleSample
+	roleMap
+	roleMerge
+	roleReduce
+)
+
+var roleNames = [...]string{"", "sample", "map", "merge", "reduce"}
+
+// Exchange phases.
+const (
+	phaseCollect = iota // waiting for every input block
+	phaseSample
+	phaseMap
+	phaseReduce
+)
+
+// xSeqBase numbers the tasks of an exchange that make no output block (samples, maps,
+// merges) apart from its reduces, whose sequence numbers are the output's order.
+const xSeqBase = 1 << 40
+
+// xSrc is a block an exchange holds: an input block, a map output or a merge output.
+type xSrc struct {
+	ob       outBlock
+	parts    []int64 // rows per partition (map and merge outputs)
+	offs     []int64 // where each partition starts
+	users    int     // queued or running tasks that read it
+	keep     bool    // later tasks may still read it
+	released bool
+}
+
+// xState is an exchange's state in the executor.
+type xState struct {
+	x         exchange
+	n         int // partitions (0 until known)
+	expect    int // input blocks expected, -1 unknown
+	phase     int
+	inputs    []*xSrc // input blocks waiting for the maps (or, without maps, for the reduces)
+	nIn       int     // non-empty input blocks received: one map each
+	maps      []*xSrc // map outputs by map index (nil until done)
+	mapsDone  int
+	groups    []*xSrc // merge outputs by group of mergeFactor maps
+	nextGroup int
+	merging   int
+	samples   []ray.ObjectRef[arrow.Record]
+	sampling  int
+	bounds    []byte
+	seq       int
+	all       []*xSrc
+	phases    [5]*opStats // per role: sample, map, merge
+	shuffled  int64       // bytes of map outputs
+	merged    int64       // bytes of merge outputs
+}
+
+func randomSeed() int64 {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	return int64(binary.LittleEndian.Uint64(b[:]) >> 1)
+}
+
+// expectBlocks is how many blocks op will emit, when the plan tells (-1 otherwise).
+func expectBlocks(op *opState) int {
+	switch op.p.kind {
+	case pSource:
+		return len(op.pending)
+	case pInput:
+		return len(op.p.blocks)
+	case pMap:
+		return expectBlocks(op.ups[0])
+	case pUnion:
+		n := 0
+		for _, u := range op.ups {
+			k := expectBlocks(u)
+			if k < 0 {
+				return -1
+			}
+			n += k
+		}
+		return n
+	}
+	return -1
+}
+
+// xInit sets an exchange up once every operator is prepared.
+func (e *executor) xInit(op *opState) {
+	st := &xState{x: *op.p.x, expect: expectBlocks(op.ups[0])}
+	op.x = st
+	if !st.x.Seeded {
+		st.x.Seed = randomSeed()
+	}
+	for _, r := range []int{roleSample, roleMap, roleMerge} {
+		st.phases[r] = &opStats{name: roleNames[r]}
+	}
+	op.stats.x = st
+	st.n = st.x.N
+	if st.x.streams() && (st.n > 0 || st.expect >= 0) {
+		if st.n == 0 {
+			st.n = max(st.expect, 1)
+		}
+		st.phase = phaseMap
+	}
+}
+
+func (st *xState) track(s *xSrc) *xSrc {
+	st.all = append(st.all, s)
+	return s
+}
+
+// xRelease frees a held block once no task reads it and none will.
+func (e *executor) xRelease(s *xSrc) {
+	if s.users > 0 || s.keep || s.released {
+		return
+	}
+	s.released = true
+	if s.ob.owned {
+		s.ob.ref.Release()
+	}
+}
+
+func (e *executor) xUnuse(s *xSrc) {
+	s.users--
+	e.xRelease(s)
+}
+
+// xReceive parks an input block of the exchange.
+func (e *executor) xReceive(op *opState, b outBlock) {
+	st := op.x
+	if b.owned {
+		e.usage -= b.size // parked: the store holds it (and spills it), the budget does not
+	}
+	s := st.track(&xSrc{ob: b, keep: true})
+	if b.rows == 0 {
+		s.keep = false
+		e.xRelease(s)
+		return
+	}
+	st.nIn++
+	if st.phase == phaseMap {
+		e.xQueueMap(op, s)
+		return
+	}
+	st.inputs = append(st.inputs, s)
+}
+
+func (e *executor) xItem(op *opState, role int, t *xTask, est int64, srcs []*xSrc, arg *xSrc) workItem {
+	st := op.x
+	it := workItem{role: role, est: max(est, 1), srcs: srcs, spec: execSpec{Op: op.name, X: t}}
+	if role == roleReduce {
+		it.seq = op.nextSeq
+		op.nextSeq++
+	} else {
+		it.seq = xSeqBase + st.seq
+		st.seq++
+	}
+	if arg != nil {
+		it.arg = &arg.ob.ref
+	}
+	for _, s := range srcs {
+		s.users++
+	}
+	return it
+}
+
+func (e *executor) xQueueMap(op *opState, s *xSrc) {
+	st := op.x
+	idx := len(st.maps)
+	st.maps = append(st.maps, nil)
+	s.keep = false
+	t := &xTask{Phase: "map", X: st.x, Index: idx, N: st.n, Bounds: st.bounds}
+	it := e.xItem(op, roleMap, t, s.ob.size, []*xSrc{s}, s)
+	it.idx = idx
+	op.pending = append(op.pending, it)
+}
+
+// xAdvance moves an exchange to its next phase when the current one is over, and reports
+// whether the operator is finished.
+func (e *executor) xAdvance(op *opState) (bool, error) {
+	st := op.x
+	if st.phase == phaseCollect {
+		if !op.inputsDone {
+			return false, nil
+		}
+		if st.n == 0 {
+			st.n = max(len(st.inputs), 1)
+		}
+		switch {
+		case st.x.Kind == xRepartition && !st.x.Shuffle:
+			e.xQueueSplits(op)
+			st.phase = phaseReduce
+		case st.x.Kind == xSort && st.n > 1 && len(st.inputs) > 0:
+			e.xQueueSamples(op)
+			st.phase = phaseSample
+		default:
+			e.xMapInputs(op)
+		}
+	}
+	if st.phase == phaseSample {
+		if st.sampling > 0 {
+			return false, nil
+		}
+		if err := e.xBounds(op); err != nil {
+			return false, err
+		}
+		e.xMapInputs(op)
+	}
+	if st.phase == phaseMap {
+		if !op.inputsDone || st.mapsDone < len(st.maps) || st.merging > 0 {
+			return false, nil
+		}
+		e.xQueueReduces(op)
+		st.phase = phaseReduce
+	}
+	return len(op.pending) == 0 && len(op.inflight) == 0 && len(op.done) == 0, nil
+}
+
+func (e *executor) xMapInputs(op *opState) {
+	st := op.x
+	for _, s := range st.inputs {
+		e.xQueueMap(op, s)
+	}
+	st.inputs = nil
+	st.phase = phaseMap
+}
+
+// xQueueSamples starts a sample task per input block: together about 20 rows per
+// partition (at least one per block).
+func (e *executor) xQueueSamples(op *opState) {
+	st := op.x
+	per := min(max((20*st.n+len(st.inputs)-1)/len(st.inputs), 1), 1000)
+	st.samples = make([]ray.ObjectRef[arrow.Record], len(st.inputs))
+	for i, s := range st.inputs {
+		t := &xTask{Phase: "sample", X: st.x, Index: i, Samples: per}
+		it := e.xItem(op, roleSample, t, 1<<10, []*xSrc{s}, s)
+		it.idx = i
+		op.pending = append(op.pending, it)
+		st.sampling++
+	}
+}
+
+// xBounds picks the N-1 range boundaries from the sorted samples.
+func (e *executor) xBounds(op *opState) error {
+	st := op.x
+	if len(st.samples) == 0 {
+		return nil
+	}
+	recs, err := ray.GetAll(e.ctx, st.samples)
+	for _, r := range st.samples {
+		r.Release()
+	}
+	st.samples = nil
+	if err != nil {
+		return fmt.Errorf("data: operator %s: fetching the samples: %w", op.name, err)
+	}
+	all, err := concatRecords(recs)
+	for _, r := range recs {
+		r.Release()
+	}
+	if err != nil {
+		return fmt.Errorf("data: operator %s: %w", op.name, err)
+	}
+	defer all.Release()
+	sorted, err := sortRecord(all, st.x.Keys, st.x.Desc)
+	if err != nil {
+		return fmt.Errorf("data: operator %s: %w", op.name, err)
+	}
+	defer sorted.Release()
+	s := int(sorted.NumRows())
+	idx := make([]int32, st.n-1)
+	for k := range idx {
+		idx[k] = int32(min((k+1)*s/st.n, s-1))
+	}
+	b, err := takeRows(sorted, idx)
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	st.bounds, err = encodeRecord(b)
+	return err
+}
+
+// xTryMerge starts a merge of each group of mergeFactor consecutive map outputs that are
+// all done, while later maps exist: the last group is left to the reduces.
+func (e *executor) xTryMerge(op *opState) {
+	st := op.x
+	g := st.x.mergeFactor()
+	if g == 0 || op.stopped {
+		return
+	}
+	for {
+		lo, hi := st.nextGroup*g, (st.nextGroup+1)*g
+		if len(st.maps) <= hi && st.expect <= hi {
+			return // no map after this group (yet)
+		}
+		if len(st.maps) < hi {
+			return
+		}
+		for _, m := range st.maps[lo:hi] {
+			if m == nil {
+				return
+			}
+		}
+		srcs := st.maps[lo:hi]
+		parts := make([][]zipPiece, st.n)
+		var est int64
+		for _, s := range srcs {
+			est += s.ob.size
+			for p := range parts {
+				if s.parts[p] > 0 {
+					parts[p] = append(parts[p], zipPiece{Ref: s.ob.ref, Off: s.offs[p], N: s.parts[p]})
+				}
+			}
+		}
+		t := &xTask{Phase: "merge", X: st.x, N: st.n, Parts: parts}
+		it := e.xItem(op, roleMerge, t, est, srcs, nil)
+		it.idx = st.nextGroup
+		for _, s := range srcs {
+			s.keep = false
+		}
+		op.pending = append(op.pending, it)
+		st.groups = append(st.groups, nil)
+		st.nextGroup++
+		st.merging++
+	}
+}
+
+// xSources are the blocks the reduces read, in map order: a group's merge output in place
+// of its maps.
+func (st *xState) sources() []*xSrc {
+	var out []*xSrc
+	g := st.x.mergeFactor()
+	for i := 0; i < len(st.maps); {
+		if g > 0 && i%g == 0 && i/g < len(st.groups) && st.groups[i/g] != nil {
+			out = append(out, st.groups[i/g])
+			i += g
+			continue
+		}
+		out = append(out, st.maps[i])
+		i++
+	}
+	return out
+}
+
+func pieceEst(s *xSrc, n int64) int64 {
+	if s.ob.rows == 0 {
+		return 0
+	}
+	return s.ob.size * n / s.ob.rows
+}
+
+// xQueueReduces queues a reduce task per partition that has rows (every partition for
+// Repartition, which promises n blocks).
+func (e *executor) xQueueReduces(op *opState) {
+	st := op.x
+	srcs := st.sources()
+	all := st.x.Kind == xRepartition
+	for p := 0; p < st.n && len(srcs) > 0; p++ {
+		var pieces []zipPiece
+		var used []*xSrc
+		var est int64
+		for _, s := range srcs {
+			if s.parts[p] > 0 {
+				pieces = append(pieces, zipPiece{Ref: s.ob.ref, Off: s.offs[p], N: s.parts[p]})
+				used = append(used, s)
+				est += pieceEst(s, s.parts[p])
+			}
+		}
+		if len(pieces) == 0 {
+			if !all {
+				continue
+			}
+			// An empty block with the schema.
+			pieces = []zipPiece{{Ref: srcs[0].ob.ref}}
+			used = srcs[:1]
+		}
+		t := &xTask{Phase: "reduce", X: st.x, Index: p, N: st.n, Parts: [][]zipPiece{pieces}, First: p}
+		op.pending = append(op.pending, e.xItem(op, roleReduce, t, est, used, nil))
+	}
+	for _, s := range srcs {
+		s.keep = false
+		e.xRelease(s)
+	}
+}
+
+// xQueueSplits queues Repartition without shuffle: output block k is rows
+// [k*T/n, (k+1)*T/n) of the input, in order, cut from and concatenated of input blocks.
+func (e *executor) xQueueSplits(op *opState) {
+	st := op.x
+	var total int64
+	for _, s := range st.inputs {
+		total += s.ob.rows
+	}
+	if len(st.inputs) > 0 {
+		n := int64(st.n)
+		i, off := 0, int64(0) // the input block and row where the next output starts
+		for k := int64(0); k < n; k++ {
+			want := (k+1)*total/n - k*total/n
+			var pieces []zipPiece
+			var used []*xSrc
+			var est int64
+			for want > 0 {
+				s := st.inputs[i]
+				take := min(want, s.ob.rows-off)
+				pieces = append(pieces, zipPiece{Ref: s.ob.ref, Off: off, N: take})
+				used = append(used, s)
+				est += pieceEst(s, take)
+				off += take
+				want -= take
+				if off == s.ob.rows {
+					i, off = i+1, 0
+				}
+			}
+			if len(pieces) == 0 {
+				pieces = []zipPiece{{Ref: st.inputs[0].ob.ref}}
+				used = st.inputs[:1]
+			}
+			t := &xTask{Phase: "reduce", X: st.x, Index: int(k), N: st.n, Parts: [][]zipPiece{pieces}, First: int(k)}
+			op.pending = append(op.pending, e.xItem(op, roleReduce, t, est, used, nil))
+		}
+	}
+	for _, s := range st.inputs {
+		s.keep = false
+		e.xRelease(s)
+	}
+	st.inputs = nil
+}
+
+// xComplete handles a finished sample, map or merge task.
+func (e *executor) xComplete(op *opState, t *task, info ray.ObjectInfo) error {
+	st := op.x
+	delete(op.inflight, t.seq)
+	e.inflight--
+	e.usage -= t.est
+	for _, s := range t.srcs {
+		e.xUnuse(s)
+	}
+	if op.stopped {
+		t.ref.Release()
+		return nil
+	}
+	if info.Err != nil {
+		t.ref.Release()
+		return fmt.Errorf("data: operator %s failed (%s task): %w", op.name, roleNames[t.role], info.Err)
+	}
+	var m blockMeta
+	if err := json.Unmarshal(info.Metadata, &m); err != nil || len(info.Metadata) == 0 {
+		_, gerr := ray.Get(e.ctx, t.ref)
+		t.ref.Release()
+		if gerr != nil {
+			return fmt.Errorf("data: operator %s failed (%s task): %w", op.name, roleNames[t.role], gerr)
+		}
+		return fmt.Errorf("data: operator %s: a %s task's output came without its metadata", op.name, roleNames[t.role])
+	}
+	size := info.Size
+	if size <= 0 {
+		size = max(m.Bytes, 1)
+	}
+	op.seenOut = true
+	st.phases[t.role].add(m, time.Since(t.start))
+	st.phases[t.role].tasks++
+	if t.role == roleSample {
+		st.samples[t.idx] = t.ref
+		st.sampling--
+		return nil
+	}
+	if len(m.Parts) != st.n {
+		t.ref.Release()
+		return fmt.Errorf("data: operator %s: internal error: a %s output of %d partitions, want %d", op.name, roleNames[t.role], len(m.Parts), st.n)
+	}
+	s := st.track(&xSrc{ob: outBlock{ref: t.ref, rows: m.Rows, size: size, fp: m.Schema, owned: true}, parts: m.Parts, keep: true})
+	s.offs = make([]int64, len(m.Parts))
+	var off int64
+	for p, n := range m.Parts {
+		s.offs[p] = off
+		off += n
+	}
+	switch t.role {
+	case roleMap:
+		st.maps[t.idx] = s
+		st.mapsDone++
+		st.shuffled += size
+	case roleMerge:
+		st.groups[t.idx] = s
+		st.merging--
+		st.merged += size
+	}
+	e.xTryMerge(op)
+	return nil
+}
+
+// xDrop lets go of what a stopped exchange holds (Limit reached downstream).
+func (e *executor) xDrop(op *opState) {
+	st := op.x
+	for _, it := range op.pending {
+		for _, s := range it.srcs {
+			e.xUnuse(s)
+		}
+	}
+	op.pending = nil
+	for _, s := range st.all {
+		s.keep = false
+		e.xRelease(s)
+	}
+	st.inputs = nil
+	for _, r := range st.samples {
+		if r.ID() != "" {
+			r.Release()
+		}
+	}
+	st.samples = nil
+}
+
+// xCleanup frees everything at the end of the execution (running tasks are cancelled).
+func (e *executor) xCleanup(op *opState) {
+	st := op.x
+	for _, s := range st.all {
+		if !s.released {
+			s.released = true
+			if s.ob.owned {
+				s.ob.ref.Release()
+			}
+		}
+	}
+	for _, r := range st.samples {
+		if r.ID() != "" {
+			r.Release()
+		}
+	}
+	st.samples = nil
+}
+
+// sampleSpill records the most bytes the object stores held spilled (for Stats), at most
+// every 250 ms while an exchange runs.
+func (e *executor) sampleSpill(force bool) {
+	if !e.hasX || !force && time.Since(e.lastSpill) < 250*time.Millisecond {
+		return
+	}
+	e.lastSpill = time.Now()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), time.Second)
+	defer cancel()
+	rep, err := ray.Memory(ctx, 0)
+	if err != nil {
+		return
+	}
+	var n int64
+	for _, nd := range rep.Nodes {
+		n += nd.SpilledBytes
+	}
+	e.stats.spilled = max(e.stats.spilled, n)
+	e.stats.hasX = true
+}
