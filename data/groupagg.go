@@ -228,19 +228,7 @@ func (g *groupAgg) best(a arrow.Array, isMin bool) (arrow.Array, error) {
 			bestAt[x] = int32(i)
 		}
 	}
-	ib := array.NewInt32Builder(mem)
-	defer ib.Release()
-	ib.Reserve(len(bestAt))
-	for _, b := range bestAt {
-		if b < 0 {
-			ib.AppendNull()
-		} else {
-			ib.UnsafeAppend(b)
-		}
-	}
-	idx := ib.NewInt32Array()
-	defer idx.Release()
-	return takeArray(a, idx)
+	return takeIdx(a, bestAt)
 }
 
 func intGetter(a arrow.Array) func(int) int64 {

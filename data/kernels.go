@@ -3,7 +3,6 @@ package data
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/compute"
-	"github.com/apache/arrow/go/v15/arrow/memory"
 )
 
 // Sort, merge, hash and group kernels over Arrow arrays. Arrow Go v15's compute package has
@@ -296,39 +293,22 @@ func isIdentity(idx []int32) bool {
 	return true
 }
 
-// takeRows returns rec's rows idx, in that order (compute.Take per column).
+// takeRows returns rec's rows idx, in that order (a negative index gives a null row).
 func takeRows(rec arrow.Record, idx []int32) (arrow.Record, error) {
 	if int64(len(idx)) == rec.NumRows() && isIdentity(idx) {
 		rec.Retain()
 		return rec, nil
 	}
-	buf := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(idx))
-	data := array.NewData(arrow.PrimitiveTypes.Int32, len(idx), []*memory.Buffer{nil, buf}, nil, 0, 0)
-	ia := array.NewInt32Data(data)
-	data.Release()
-	defer ia.Release()
 	cols := make([]arrow.Array, rec.NumCols())
 	for c := range cols {
 		var err error
-		if cols[c], err = takeArray(rec.Column(c), ia); err != nil {
+		if cols[c], err = takeIdx(rec.Column(c), idx); err != nil {
 			releaseAll(cols[:c])
 			return nil, err
 		}
 	}
 	out := array.NewRecord(rec.Schema(), cols, int64(len(idx)))
 	releaseAll(cols)
-	return out, nil
-}
-
-// takeArray is compute.TakeArray, which has no kernel for the null type.
-func takeArray(a arrow.Array, idx arrow.Array) (arrow.Array, error) {
-	if a.DataType().ID() == arrow.NULL {
-		return array.NewNull(idx.Len()), nil
-	}
-	out, err := compute.TakeArray(context.Background(), a, idx)
-	if err != nil {
-		return nil, fmt.Errorf("data: take: %w", err)
-	}
 	return out, nil
 }
 

@@ -106,3 +106,41 @@ func TestHashKernel(t *testing.T) {
 		t.Fatalf("groups %v (reps %v), want %v", groupOf, reps, want)
 	}
 }
+
+// TestTakeKernel: strings, nulls, negative indices (null rows) and a sliced input.
+func TestTakeKernel(t *testing.T) {
+	b := array.NewStringBuilder(mem)
+	b.AppendValues([]string{"x", "a", "", "bc", "d"}, []bool{true, true, false, true, true})
+	full := b.NewArray()
+	b.Release()
+	defer full.Release()
+	a := array.NewSlice(full, 1, 5) // a, null, bc, d
+	defer a.Release()
+	out, err := takeIdx(a, []int32{3, -1, 0, 1, 2, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	var got []any
+	for i := 0; i < out.Len(); i++ {
+		got = append(got, valueAt(out, i))
+	}
+	if want := []any{"d", nil, "a", nil, "bc", "bc"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("take: %v, want %v", got, want)
+	}
+	fb := array.NewFloat64Builder(mem)
+	fb.AppendValues([]float64{1, 2, 3}, nil)
+	f := fb.NewArray()
+	fb.Release()
+	defer f.Release()
+	fs := array.NewSlice(f, 1, 3)
+	defer fs.Release()
+	fo, err := takeIdx(fs, []int32{1, 0, -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fo.Release()
+	if fo.(*array.Float64).Value(0) != 3 || fo.(*array.Float64).Value(1) != 2 || !fo.IsNull(2) {
+		t.Fatalf("take floats: %v", fo)
+	}
+}

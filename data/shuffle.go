@@ -1,14 +1,11 @@
 package data
 
 import (
-	"context"
 	crand "crypto/rand"
 	"encoding/binary"
 	"math/rand/v2"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/compute"
 )
 
 // newShuffleRand is the random source of a local shuffle: seeded, or from crypto/rand.
@@ -118,29 +115,10 @@ func shuffleBatches(size, bufMin int64, rng *rand.Rand, held *[]arrow.Record, fe
 
 // permuteRecord returns rec's rows in a random order.
 func permuteRecord(rec arrow.Record, rng *rand.Rand) (arrow.Record, error) {
-	n := int(rec.NumRows())
-	b := array.NewInt64Builder(mem)
-	defer b.Release()
-	b.Reserve(n)
-	for _, i := range rng.Perm(n) {
-		b.UnsafeAppend(int64(i))
+	perm := rng.Perm(int(rec.NumRows()))
+	idx := make([]int32, len(perm))
+	for i, p := range perm {
+		idx[i] = int32(p)
 	}
-	idx := b.NewArray()
-	defer idx.Release()
-	cols := make([]arrow.Array, rec.NumCols())
-	for c := range cols {
-		var err error
-		if rec.Column(c).DataType().ID() == arrow.NULL {
-			cols[c] = array.NewNull(n)
-			continue
-		}
-		cols[c], err = compute.TakeArray(context.Background(), rec.Column(c), idx)
-		if err != nil {
-			releaseAll(cols[:c])
-			return nil, err
-		}
-	}
-	out := array.NewRecord(rec.Schema(), cols, rec.NumRows())
-	releaseAll(cols)
-	return out, nil
+	return takeRows(rec, idx)
 }
