@@ -333,6 +333,12 @@ func (e *executor) xTryMerge(op *opState) {
 				}
 			}
 		}
+		if est > e.mergeLimit() {
+			// Too big to make one block of: the reduces read these maps directly.
+			st.groups = append(st.groups, nil)
+			st.nextGroup++
+			continue
+		}
 		t := &xTask{Phase: "merge", X: st.x, N: st.n, Parts: parts}
 		it := e.xItem(op, roleMerge, t, est, srcs, nil)
 		it.idx = st.nextGroup
@@ -344,6 +350,12 @@ func (e *executor) xTryMerge(op *opState) {
 		st.nextGroup++
 		st.merging++
 	}
+}
+
+// mergeLimit is the most input bytes a merge takes (its output is one block): half the
+// execution's budget, and at most the target block size.
+func (e *executor) mergeLimit() int64 {
+	return min(e.budget/2, DefaultSettings().TargetMaxBlockSize)
 }
 
 // xSources are the blocks the reduces read, in map order: a group's merge output in place

@@ -258,22 +258,26 @@ func TestSort(t *testing.T) {
 			}
 			return 0
 		})
-		for _, par := range []int{1, 10, 60} {
-			name := fmt.Sprintf("%v desc=%v blocks=%d", tc.keys, tc.desc, par)
-			var opts []Option
-			if tc.desc != nil {
-				opts = append(opts, Descending(tc.desc...))
+		t.Run(fmt.Sprintf("%v desc=%v", tc.keys, tc.desc), func(t *testing.T) {
+			ctx := timeout(t)
+			for _, par := range []int{1, 10, 60} {
+				name := fmt.Sprintf("blocks=%d", par)
+				var opts []Option
+				if tc.desc != nil {
+					opts = append(opts, Descending(tc.desc...))
+				}
+				d := FromItems(items, Parallelism(par)).Sort(tc.keys, opts...)
+				rows, err := d.TakeAll(ctx)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if got := seqs(t, rows); !reflect.DeepEqual(got, seqs(t, want)) {
+					t.Fatalf("%s: order of seq\n got %v\nwant %v", name, got[:min(len(got), 30)], seqs(t, want)[:30])
+				}
 			}
-			d := FromItems(items, Parallelism(par)).Sort(tc.keys, opts...)
-			rows, err := d.TakeAll(ctx)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if got := seqs(t, rows); !reflect.DeepEqual(got, seqs(t, want)) {
-				t.Fatalf("%s: order of seq\n got %v\nwant %v", name, got[:min(len(got), 30)], seqs(t, want)[:30])
-			}
-		}
+		})
 	}
+	ctx = timeout(t)
 	// Descending() with no value sorts every key descending.
 	rows, err := Range(100, Parallelism(4)).Sort([]string{"id"}, Descending()).TakeAll(ctx)
 	if err != nil || ids(t, rows)[0] != 99 || !slices.IsSortedFunc(ids(t, rows), func(a, b int64) int { return cmp.Compare(b, a) }) {
@@ -420,47 +424,51 @@ func TestGroupByAggregate(t *testing.T) {
 	aggs := []AggregateFn{Count(), Sum("v"), Min("v"), Max("v"), Mean("v"), Std("v", 1), Sum("n"), Min("s"), Max("s")}
 	for _, keys := range [][]string{{"i"}, {"f"}, {"s"}, {"k"}, {"s", "i"}} {
 		want := refGroups(items, keys)
-		for _, par := range []int{1, 10, 80} {
-			name := fmt.Sprintf("%v blocks=%d", keys, par)
-			d := FromItems(items, Parallelism(par)).GroupBy(keys...).Aggregate(aggs...)
-			rows, err := d.TakeAll(ctx)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if len(rows) != len(want) {
-				t.Fatalf("%s: %d groups, want %d", name, len(rows), len(want))
-			}
-			for _, r := range rows {
-				w, ok := want[refKey(r, keys)]
-				if !ok {
-					t.Fatalf("%s: unexpected group %v", name, r)
+		t.Run(fmt.Sprint(keys), func(t *testing.T) {
+			ctx := timeout(t)
+			for _, par := range []int{1, 10, 80} {
+				name := fmt.Sprintf("%v blocks=%d", keys, par)
+				d := FromItems(items, Parallelism(par)).GroupBy(keys...).Aggregate(aggs...)
+				rows, err := d.TakeAll(ctx)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
 				}
-				for col, wv := range w {
-					if col == "std0" {
-						continue
-					}
-					if !sameValue(r[col], wv) {
-						t.Fatalf("%s: group %s: %s = %v, want %v (row %v)", name, refKey(r, keys), col, r[col], wv, r)
-					}
+				if len(rows) != len(want) {
+					t.Fatalf("%s: %d groups, want %d", name, len(rows), len(want))
 				}
-			}
-			// Within a block the groups are sorted by the keys; the columns are the keys,
-			// then the aggregations in order.
-			if names := slices.Collect(func(yield func(string) bool) {
-				s, _ := d.Schema(ctx)
-				for _, f := range s.Fields() {
-					if !yield(f.Name) {
-						return
+				for _, r := range rows {
+					w, ok := want[refKey(r, keys)]
+					if !ok {
+						t.Fatalf("%s: unexpected group %v", name, r)
+					}
+					for col, wv := range w {
+						if col == "std0" {
+							continue
+						}
+						if !sameValue(r[col], wv) {
+							t.Fatalf("%s: group %s: %s = %v, want %v (row %v)", name, refKey(r, keys), col, r[col], wv, r)
+						}
 					}
 				}
-			}); !reflect.DeepEqual(names, append(slices.Clone(keys), "count()", "sum(v)", "min(v)", "max(v)", "mean(v)", "std(v)", "sum(n)", "min(s)", "max(s)")) {
-				t.Fatalf("%s: columns %v", name, names)
+				// Within a block the groups are sorted by the keys; the columns are the keys,
+				// then the aggregations in order.
+				if names := slices.Collect(func(yield func(string) bool) {
+					s, _ := d.Schema(ctx)
+					for _, f := range s.Fields() {
+						if !yield(f.Name) {
+							return
+						}
+					}
+				}); !reflect.DeepEqual(names, append(slices.Clone(keys), "count()", "sum(v)", "min(v)", "max(v)", "mean(v)", "std(v)", "sum(n)", "min(s)", "max(s)")) {
+					t.Fatalf("%s: columns %v", name, names)
+				}
+				if par == 80 && !strings.Contains(d.Stats(), "- merge:") {
+					t.Errorf("%s: no merge:\n%s", name, d.Stats())
+				}
 			}
-			if par == 80 && !strings.Contains(d.Stats(), "- merge:") {
-				t.Errorf("%s: no merge:\n%s", name, d.Stats())
-			}
-		}
+		})
 	}
+	ctx = timeout(t)
 	// The shortcuts, and Std with ddof 0.
 	want := refGroups(items, []string{"k"})
 	for name, c := range map[string]struct {
