@@ -8,6 +8,12 @@
 //	             matmul per row) on ActorPool(1, N) -> IterBatches, against a plain Go loop;
 //	(c) bounded: a dataset several times the object store streamed through a fresh runtime
 //	             with a small store (ray.WithObjectStoreMemory): peak RSS, spilling.
+//	(d) sort:    ReadParquet -> Sort -> WriteParquet of gensort-like records, checked like
+//	             valsort, against plain Go sorting the same bytes in memory (goal >= 40%);
+//	(e) groupby: GroupBy(key).Aggregate(Sum, Mean) of 20 M rows with 1 M keys, against a Go
+//	             map (goal >= 50%);
+//	(f) shuffle: RandomShuffle of 5 M rows then IterBatches, against an in-memory
+//	             permutation (goal >= 50%). d, e, f run only when asked (-parts d,e,f).
 //
 //	go run ./benchmarks/data                       # all parts, defaults (well under 5 min on 2 cores)
 //	go run ./benchmarks/data -parts a -trials 5    # only the ETL comparison
@@ -54,6 +60,14 @@ type config struct {
 	timeout      time.Duration
 	boundedData  int64
 	boundedStore int64
+	// (d), (e), (f)
+	xTrials       int
+	sortBytes     int64
+	sortFiles     int
+	groupRows     int64
+	groupBlocks   int
+	shuffleRows   int64
+	shuffleBlocks int
 }
 
 func logf(format string, args ...any) {
@@ -85,7 +99,16 @@ func run() int {
 	setup := flag.Duration("setup", 200*time.Millisecond, "(b) sleep in each model setup, on top of building the matrix")
 	boundedMiB := flag.Int64("bounded-mib", 1024, "(c) MiB of data streamed")
 	storeMiB := flag.Int64("bounded-store-mib", 64, "(c) object store of the fresh runtime, MiB")
-	parts := flag.String("parts", "a,b,c", "parts to run: any of a (etl), b (infer), c (bounded)")
+	parts := flag.String("parts", "a,b,c", "parts to run: any of a (etl), b (infer), c (bounded), d (sort), e (groupby), f (shuffle)")
+	flag.IntVar(&cfg.xTrials, "x-trials", 3, "(d), (e), (f) trials per variant")
+	sortMiB := flag.Int64("sort-mib", 1024, "(d) MiB of 100-byte records to sort")
+	flag.IntVar(&cfg.sortFiles, "sort-files", 16, "(d) Parquet files of the input")
+	flag.Int64Var(&cfg.groupRows, "groupby-rows", 20_000_000, "(e) rows")
+	flag.Int64Var(&groupKeysFlag, "groupby-keys", 1_000_000, "(e) distinct keys")
+	flag.IntVar(&cfg.groupBlocks, "groupby-blocks", 32, "(e) blocks of the Range source (and partitions)")
+	flag.Int64Var(&cfg.shuffleRows, "shuffle-rows", 5_000_000, "(f) rows")
+	flag.IntVar(&cfg.shuffleBlocks, "shuffle-blocks", 16, "(f) blocks of the Range source (and partitions)")
+	quick := flag.Bool("quick", false, "(d), (e), (f) at small sizes: 128 MiB sort, 2 M rows of 100 k keys, 1 M rows shuffled")
 	asJSON := flag.Bool("json", false, "print the results as one JSON object on stdout (the table goes to stderr)")
 	address := flag.String("address", "", "run against the cluster at this GCS address (also RAY_ADDRESS) instead of a local runtime; (c) needs a local runtime and is skipped")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the measured parts to `file`")
@@ -96,6 +119,10 @@ func run() int {
 
 	if cfg.workers <= 0 {
 		cfg.workers = runtime.NumCPU()
+	}
+	cfg.sortBytes = *sortMiB << 20
+	if *quick {
+		cfg.sortBytes, cfg.groupRows, groupKeysFlag, cfg.shuffleRows = 128<<20, 2_000_000, 100_000, 1_000_000
 	}
 	if cfg.actors <= 0 {
 		cfg.actors = runtime.NumCPU()
@@ -118,11 +145,13 @@ func run() int {
 	want := map[string]bool{}
 	for _, p := range strings.Split(*parts, ",") {
 		switch p = strings.TrimSpace(p); p {
-		case "a", "b", "c":
+		case "a", "b", "c", "d", "e", "f":
 			want[p] = true
+		case "sort", "groupby", "shuffle":
+			want[map[string]string{"sort": "d", "groupby": "e", "shuffle": "f"}[p]] = true
 		case "":
 		default:
-			logf("-parts: unknown part %q (a, b or c)", p)
+			logf("-parts: unknown part %q (a, b, c, d, e or f)", p)
 			return 2
 		}
 	}
@@ -246,6 +275,45 @@ func run() int {
 			out.Bounded = c
 		}
 	}
+	xpart := func(name string, f func(context.Context) (*xResult, error)) (*xResult, bool) {
+		stop := profile()
+		defer stop()
+		pctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+		defer cancel()
+		r, err := f(pctx)
+		if err != nil {
+			logf("%s: %v", name, err)
+			return nil, false
+		}
+		return r, true
+	}
+	if want["d"] {
+		dir, err := os.MkdirTemp(cfg.dir, "databench-sort-")
+		if err != nil {
+			logf("%v", err)
+			return 1
+		}
+		r, ok := xpart("d", func(ctx context.Context) (*xResult, error) { return partD(ctx, cfg, dir) })
+		os.RemoveAll(dir)
+		if !ok {
+			return 1
+		}
+		out.Sort = r
+	}
+	if want["e"] {
+		r, ok := xpart("e", func(ctx context.Context) (*xResult, error) { return partE(ctx, cfg) })
+		if !ok {
+			return 1
+		}
+		out.GroupBy = r
+	}
+	if want["f"] {
+		r, ok := xpart("f", func(ctx context.Context) (*xResult, error) { return partF(ctx, cfg) })
+		if !ok {
+			return 1
+		}
+		out.Shuffle = r
+	}
 	out.WallS = time.Since(wallStart).Seconds()
 
 	table := io.Writer(os.Stdout)
@@ -272,6 +340,9 @@ type report struct {
 	ETL     *partAResult   `json:"etl,omitempty"`
 	Infer   *inferResult   `json:"infer,omitempty"`
 	Bounded *boundedResult `json:"bounded,omitempty"`
+	Sort    *xResult       `json:"sort,omitempty"`
+	GroupBy *xResult       `json:"groupby,omitempty"`
+	Shuffle *xResult       `json:"shuffle,omitempty"`
 }
 
 func printTable(w io.Writer, r report, cfg config, verbose bool) {
@@ -280,7 +351,7 @@ func printTable(w io.Writer, r report, cfg config, verbose bool) {
 	if r.Address != "" {
 		where = "cluster " + r.Address + ": peak RSS is the driver's only"
 	}
-	fmt.Fprintf(w, "mode: %s; %d trials per variant, medians; wall %.1f s\n", where, cfg.trials, r.WallS)
+	fmt.Fprintf(w, "mode: %s; %d trials per variant of (a) and (b), %d of (d), (e), (f), medians; wall %.1f s\n", where, cfg.trials, cfg.xTrials, r.WallS)
 	if a := r.ETL; a != nil {
 		fmt.Fprintf(w, "\n(a) ReadParquet -> MapBatches(x2 = x*2) -> IterBatches(BatchSize %d)\n", a.Batch)
 		fmt.Fprintf(w, "    input: %d rows (id int64, x float64, s string 16 B) in %d snappy files, row groups of %d rows; %s Parquet, %s Arrow (MB/s counts Arrow bytes)\n",
@@ -323,6 +394,19 @@ func printTable(w io.Writer, r report, cfg config, verbose bool) {
 		if verbose {
 			fmt.Fprintf(w, "\n%s\n", indent(c.Stats))
 		}
+	}
+	printXParts(w, r, verbose)
+}
+
+func printXParts(w io.Writer, r report, verbose bool) {
+	if x := r.Sort; x != nil {
+		printX(w, "d", fmt.Sprintf("ReadParquet -> Sort(key) -> WriteParquet of %d gensort records (10-byte key, 90-byte value), %s; checked like valsort; baseline: the same bytes sorted in memory by plain Go", x.Rows, mib(x.Bytes)), x, verbose)
+	}
+	if x := r.GroupBy; x != nil {
+		printX(w, "e", fmt.Sprintf("Range(%d) -> MapBatches(key = hash %% %d, x float64) -> GroupBy(key).Aggregate(Sum(x), Mean(x)) -> IterBatches; baseline: the same rows into a Go map", x.Rows, groupKeysFlag), x, verbose)
+	}
+	if x := r.Shuffle; x != nil {
+		printX(w, "f", fmt.Sprintf("Range(%d) -> RandomShuffle -> IterBatches; baseline: an in-memory permutation (rand.Shuffle) cut into the same batches", x.Rows), x, verbose)
 	}
 }
 
