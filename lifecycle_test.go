@@ -520,5 +520,56 @@ func TestCorruptSpillFile(t *testing.T) {
 	if n := after.ObjectsReconstructed - before.ObjectsReconstructed; n != 2 {
 		t.Errorf("%d objects recreated, want 2 (the freed argument, then the object)", n)
 	}
+
+	// The same with the argument's ref inside a value (Ray Data's reduce tasks read their
+	// inputs so): the task's lineage keeps the nested object's lineage too, and recreating
+	// d first recreates c.
+	c := big.Remote(ctx, V(elems))
+	d := plusOneBoxed.Remote(ctx, V(refBox{R: c}))
+	if _, err := Get(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	cid, err := ids.ParseObjectID(c.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Release()
+	// The task's own handle to c (decoded from its argument) goes with a collection.
+	eventually(t, "the nested argument's last reference to go", func() bool {
+		l, _, _ := nodeOf(ctx).Core.Refs().Counts(cid)
+		return l == 0
+	})
+	for range 2 {
+		r, err := Put(ctx, make([]int64, elems))
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = append(more, r)
+	}
+	corrupt(d.ID())
+	before, _ = Stats(ctx)
+	v, err = Get(ctx, d)
+	if err != nil || len(v) != elems || v[0] != 1 || v[elems-1] != elems {
+		t.Fatalf("an object whose nested argument was freed and whose spill file is corrupt: %v (want it recreated)", err)
+	}
+	after, _ = Stats(ctx)
+	if n := after.ObjectsReconstructed - before.ObjectsReconstructed; n != 2 {
+		t.Errorf("%d objects recreated, want 2 (the freed nested argument, then the object)", n)
+	}
 	runtime.KeepAlive(more)
 }
+
+// refBox carries a ref inside a value.
+type refBox struct{ R ObjectRef[[]int64] }
+
+var plusOneBoxed = Task1("test.plusOneBoxed", func(ctx context.Context, b refBox) ([]int64, error) {
+	xs, err := Get(ctx, b.R)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i] = x + 1
+	}
+	return out, nil
+})

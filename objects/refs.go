@@ -300,6 +300,19 @@ func (t *RefTable) Spec(task ids.TaskID) *pb.TaskSpec {
 	return nil
 }
 
+// Args returns the objects task's lineage record holds (AddTask's args; nil when the record
+// is gone). The slice is the record's: do not modify it.
+func (t *RefTable) Args(task ids.TaskID) []ids.ObjectID {
+	ret := ids.ReturnID(task, 1)
+	sh := t.shard(ret)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.counted(ret, nil); e != nil {
+		return e.rc.args
+	}
+	return nil
+}
+
 // HasLineage reports whether task's lineage record is still held.
 func (t *RefTable) HasLineage(task ids.TaskID) bool {
 	ret := ids.ReturnID(task, 1)

@@ -157,12 +157,22 @@ func (s *shard) freeOld(p *pending, a lineage.FreeOld) {
 func (s *shard) restart(p *pending) {
 	c := s.c
 	spec := p.spec
+	// Its ref arguments, and the objects its lineage record holds besides (the owned refs
+	// inside its by-value arguments: lineageArgs).
 	var args []lineage.Object
+	seen := map[ids.ObjectID]bool{}
 	for _, a := range spec.Args {
 		if a.IsRef {
-			if aid, err := ids.ObjectIDFromBytes(a.ObjectId); err == nil {
+			if aid, err := ids.ObjectIDFromBytes(a.ObjectId); err == nil && !seen[aid] {
+				seen[aid] = true
 				args = append(args, c.object(aid))
 			}
+		}
+	}
+	for _, aid := range c.refs.Args(p.tid) {
+		if !seen[aid] {
+			seen[aid] = true
+			args = append(args, c.object(aid))
 		}
 	}
 	acts := lineage.Restart(lineage.Task{ID: p.tid, Attempt: spec.Attempt, MaxRetries: spec.MaxRetries}, args)

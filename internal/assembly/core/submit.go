@@ -123,7 +123,7 @@ func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
 	// The caller's reference to the result, the lineage record (the spec, for
 	// reconstruction; the shard writes it to the GCS if it lives long enough: lineage.go),
 	// and the submitted task's references to its arguments (dropped when it finishes).
-	c.refs.Submitted(tid, c.holdArgs(argRefs), spec)
+	c.refs.Submitted(tid, c.lineageArgs(c.holdArgs(argRefs), args), spec)
 	c.releasePut(put) // the task holds them now
 	p.argRefs, p.pinned = argRefs, c.pinArgs(ret, args)
 	p.res, p.hasRes = call.Resources, true
@@ -175,6 +175,22 @@ func (c *Core) releasePut(put []ids.ObjectID) {
 	for _, id := range put {
 		c.ReleaseOwned(id, nil, false)
 	}
+}
+
+// lineageArgs returns the objects a task's lineage record holds: its owned ref arguments
+// (owned, as holdArgs returned them) and the objects this process owns whose refs are
+// inside its by-value arguments. A rerun of the task needs both: the record keeps their
+// own records (lineage), so that they can be recreated too if their values were freed
+// meanwhile (restart).
+func (c *Core) lineageArgs(owned []ids.ObjectID, args []Arg) []ids.ObjectID {
+	for _, a := range args {
+		for _, n := range a.Nested {
+			if c.isSelf(n.Owner) {
+				owned = append(owned, n.ID)
+			}
+		}
+	}
+	return owned
 }
 
 // argsKey is the key under which the refs nested in a task's argument values are pinned:
