@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
@@ -37,10 +36,14 @@ type ManagerConfig struct {
 	// Activate starts the grain of an actor placed on a node (cluster.Get of its identity);
 	// it may block for a moment and is called on its own goroutine.
 	Activate func(actorID string)
-	// Resync is how often the manager re-examines every actor even without news
-	// (default 1 s): the bound on how long a missed event can delay a restart.
+	// Resync is how often the manager looks at the alive nodes and at the actors whose
+	// start it asked for without news (default 1 s); every 30 Resyncs it re-examines
+	// every live actor, the bound on how long a missed event can delay a restart.
 	Resync time.Duration
-	Logger *slog.Logger
+	// DeadKept is how many dead actors Get still answers for from memory, the most
+	// recent deaths (default 65536). Older ones are read from the GCS on demand (Info).
+	DeadKept int
+	Logger   *slog.Logger
 }
 
 // Validate reports a configuration that cannot work.
@@ -48,18 +51,38 @@ func (c *ManagerConfig) Validate() error {
 	if c.Node == "" || c.Table == nil || c.Nodes == nil || c.Activate == nil {
 		return errors.New("actors: ManagerConfig needs Node, Table, Nodes and Activate")
 	}
+	if c.DeadKept < 0 {
+		return errors.New("actors: ManagerConfig.DeadKept must not be negative")
+	}
 	return nil
 }
+
+// activateRetry is how long a start the manager asked for may go without the actor
+// becoming alive before the manager asks again (the grain could not be reached).
+const activateRetry = 2 * time.Second
+
+// sweepEvery: every sweepEvery Resyncs the leader re-examines every live actor.
+const sweepEvery = 30
 
 // Manager is a node's view of the actor table and, on the leader node (the alive node
 // with the smallest ID), the GCS actor manager of Ray: it places actors that wait for a
 // node, starts their instances, and reports the death of nodes hosting actors
-// (lifecycle.HostDied), which restarts them elsewhere or lets them die. Every decision
-// is a lifecycle step written with a revision check, so a second manager acting at the
-// same time (a leader change) cannot do harm.
+// (lifecycle.HostDied), which restarts them elsewhere or lets them wait for a node. Every
+// decision is a lifecycle step written with a revision check, so a second manager acting
+// at the same time (a leader change) cannot do harm.
 //
-// It keeps a cache of every actor record, fed by a watch, and tells subscribers of every
-// change (the process runtime uses it to resend or fail calls).
+// It keeps a cache of the records of the actors that are not dead, fed by a watch, and
+// tells subscribers of every change (the process runtime uses it to resend or fail
+// calls). A dead actor leaves the cache: only a small tombstone of the most recent
+// deaths stays (ManagerConfig.DeadKept), and the GCS keeps the record itself for the
+// state API. The cached records carry no constructor arguments (the grain reads the
+// record from the GCS when it activates).
+//
+// The leader's work costs O(changes), not O(actors), per event: the run loop looks only
+// at the actors whose record changed since it last looked, at the actors waiting for a
+// node when the set of nodes changes, and at the actors placed on a node that left. It
+// keeps those indexes itself (they are the run loop's state, no lock): the actors of its
+// job waiting for a node, and the actors of its job by node.
 type Manager struct {
 	cfg    ManagerConfig
 	ctx    context.Context
@@ -67,11 +90,57 @@ type Manager struct {
 	wg     sync.WaitGroup
 	kick   chan struct{}
 
+	// Read by Get, All and Info on any goroutine; written by the run loop.
 	mu     sync.RWMutex
-	actors map[string]*pb.ActorInfo
+	actors map[string]*pb.ActorInfo // actors that are not dead
+	dead   map[string]tomb          // the most recent deaths, at most cfg.DeadKept
+	ring   []string                 // dead's keys in order of death (a ring)
+	next   int                      // ring's oldest entry once it is full
+	forgot bool                     // a tombstone was dropped: a miss may be a dead actor
 	subs   []func(*pb.ActorInfo)
-	// activated: actor -> incarnation this manager asked to start (avoids repeats)
-	activated map[string]uint64
+
+	// The run loop's own state.
+	dirty     map[string]struct{}            // this job's live actors to look at
+	waiting   map[string]struct{}            // this job's actors waiting for a node
+	byNode    map[string]map[string]struct{} // this job's live actors with a node
+	activated map[string]activation          // starts asked for and not yet alive
+	alive     map[string]sched.Resources     // the nodes alive when the leader last looked
+	leading   bool
+	ticks     int
+}
+
+// tomb is what the manager keeps of a dead actor: what its callers need to fail their
+// calls with the reason (lifecycle.State.Err) and to tell the actor's options.
+type tomb struct {
+	jobID          string
+	detail         string
+	incarnation    uint64
+	restarts       int32
+	maxRestarts    int32
+	maxTaskRetries int32
+	cause          int32
+	atMostOnce     bool
+	detached       bool
+	ownerDead      bool
+}
+
+func tombOf(info *pb.ActorInfo) tomb {
+	return tomb{jobID: info.JobId, detail: info.Detail, incarnation: info.Incarnation, restarts: info.Restarts,
+		maxRestarts: info.MaxRestarts, maxTaskRetries: info.MaxTaskRetries, cause: info.Cause,
+		atMostOnce: info.AtMostOnce, detached: info.Detached, ownerDead: info.OwnerDead}
+}
+
+func (t tomb) record(id string) *pb.ActorInfo {
+	aid, _ := idBytes(id)
+	return &pb.ActorInfo{ActorId: aid, JobId: t.jobID, Phase: int32(lifecycle.Dead), Detail: t.detail,
+		Incarnation: t.incarnation, Restarts: t.restarts, MaxRestarts: t.maxRestarts, MaxTaskRetries: t.maxTaskRetries,
+		Cause: t.cause, AtMostOnce: t.atMostOnce, Detached: t.detached, OwnerDead: t.ownerDead}
+}
+
+// activation is a start the manager asked for: of which incarnation, and when.
+type activation struct {
+	inc uint64
+	at  time.Time
 }
 
 // NewManager starts a manager.
@@ -82,10 +151,15 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.Resync <= 0 {
 		cfg.Resync = time.Second
 	}
+	if cfg.DeadKept == 0 {
+		cfg.DeadKept = 1 << 16
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Manager{cfg: cfg, kick: make(chan struct{}, 1), actors: map[string]*pb.ActorInfo{}, activated: map[string]uint64{}}
+	m := &Manager{cfg: cfg, kick: make(chan struct{}, 1), actors: map[string]*pb.ActorInfo{}, dead: map[string]tomb{},
+		dirty: map[string]struct{}{}, waiting: map[string]struct{}{}, byNode: map[string]map[string]struct{}{},
+		activated: map[string]activation{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.wg.Add(1)
 	go m.run()
@@ -93,22 +167,55 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 }
 
 // Subscribe calls fn for every actor record change seen (on the manager's goroutine; fn
-// must not block).
+// must not block). A record is told once per change; the death of an actor is told when
+// the manager sees it happen (not for actors already dead when the manager started).
 func (m *Manager) Subscribe(fn func(*pb.ActorInfo)) {
 	m.mu.Lock()
 	m.subs = append(m.subs, fn)
 	m.mu.Unlock()
 }
 
-// Get returns the cached record of an actor.
+// Get returns the cached record of an actor: the newest record seen of an actor that is
+// not dead (without its constructor arguments), or, for one of the most recent
+// ManagerConfig.DeadKept deaths, a dead record that says why it died (ID, job, options,
+// incarnation, restarts, cause and detail). A miss means the watch has not shown the
+// actor yet, or it died long ago (Info reads the GCS then), or it never existed.
+// The record returned must not be modified.
 func (m *Manager) Get(actorID string) (*pb.ActorInfo, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	info, ok := m.actors[actorID]
-	return info, ok
+	if info, ok := m.actors[actorID]; ok {
+		return info, true
+	}
+	if t, ok := m.dead[actorID]; ok {
+		return t.record(actorID), true
+	}
+	return nil, false
 }
 
-// All returns every cached actor record.
+// Info is Get, but when the manager has dropped the tombstones of older deaths and the
+// actor is not in memory, it reads the actor's record from the GCS (bounded by a few
+// seconds), so that the callers of an actor dead long ago still learn why.
+func (m *Manager) Info(actorID string) (*pb.ActorInfo, bool) {
+	if info, ok := m.Get(actorID); ok {
+		return info, true
+	}
+	m.mu.RLock()
+	forgot := m.forgot
+	m.mu.RUnlock()
+	if !forgot {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 3*time.Second)
+	defer cancel()
+	info, _, err := m.cfg.Table.Get(ctx, actorID)
+	if err != nil {
+		return nil, false
+	}
+	return info, true
+}
+
+// All returns the cached records of every actor that is not dead.
 func (m *Manager) All() []*pb.ActorInfo {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -149,9 +256,11 @@ func (m *Manager) run() {
 			continue
 		}
 		for _, kv := range kvs {
-			m.apply(kv.Value)
+			m.applyBytes(kv.Value, false)
 		}
-		m.reconcile()
+		kvs = nil
+		m.leading = false // look at everything again
+		m.reconcile(false)
 		watch := m.cfg.Table.Store.Watch(m.ctx, gcs.ActorsPrefix, rev+1)
 	loop:
 		for {
@@ -164,74 +273,212 @@ func (m *Manager) run() {
 				}
 				for _, ev := range resp.Events {
 					if ev.Type == gcs.EventPut {
-						m.apply(ev.KV.Value)
+						m.applyBytes(ev.KV.Value, true)
 					}
 				}
-				m.reconcile()
+				m.reconcile(false)
 			case <-m.kick:
-				m.reconcile()
+				m.reconcile(false)
 			case <-tick.C:
-				m.reconcile()
+				m.ticks++
+				m.retryActivations()
+				m.reconcile(m.ticks%sweepEvery == 0)
 			}
 		}
 	}
 }
 
-func (m *Manager) apply(value []byte) {
+func (m *Manager) applyBytes(value []byte, watched bool) {
 	info := &pb.ActorInfo{}
 	if err := proto.Unmarshal(value, info); err != nil {
 		m.cfg.Logger.Warn("actors: corrupt actor record", "err", err)
 		return
 	}
+	m.apply(info, watched)
+}
+
+// apply takes in a record read from the GCS (the list, the watch, or a step of this
+// manager). watched says the record is news (not from the initial list): the death of
+// an actor the manager never saw alive is told to subscribers only then.
+func (m *Manager) apply(info *pb.ActorInfo, watched bool) {
 	id := idString(info.ActorId)
+	info.CtorArgs = nil // the grain reads them from the GCS
+	dead := lifecycle.Phase(info.Phase) == lifecycle.Dead
 	m.mu.Lock()
-	if old, ok := m.actors[id]; ok && proto.Equal(old, info) {
+	old, live := m.actors[id]
+	_, tombed := m.dead[id]
+	switch {
+	case live && proto.Equal(old, info):
 		m.mu.Unlock()
 		return
+	case tombed:
+		m.mu.Unlock()
+		return // a late record of an actor that died: a dead actor stays dead
+	case dead && !live && !watched:
+		m.mu.Unlock()
+		return // dead before this manager started: the GCS keeps its record
+	case dead:
+		delete(m.actors, id)
+		m.bury(id, info)
+	default:
+		m.actors[id] = info
 	}
-	m.actors[id] = info
 	subs := m.subs
 	m.mu.Unlock()
+	m.index(id, old, info)
 	for _, fn := range subs {
 		fn(info)
 	}
 }
 
-// reconcile does the leader's work: place, start, and report dead hosts.
-func (m *Manager) reconcile() {
-	alive := m.cfg.Nodes.Alive()
-	if !m.leader(alive) {
+// bury keeps a tombstone of a dead actor, dropping the oldest beyond cfg.DeadKept.
+// Called with mu held.
+func (m *Manager) bury(id string, info *pb.ActorInfo) {
+	if len(m.ring) < m.cfg.DeadKept {
+		m.ring = append(m.ring, id)
+	} else {
+		delete(m.dead, m.ring[m.next])
+		m.ring[m.next] = id
+		m.next = (m.next + 1) % len(m.ring)
+		m.forgot = true
+	}
+	m.dead[id] = tombOf(info)
+}
+
+// mine reports whether the leader of this manager places the actor.
+func (m *Manager) mine(info *pb.ActorInfo) bool {
+	return info != nil && (m.cfg.Job == "" || info.JobId == m.cfg.Job)
+}
+
+// index updates the run loop's indexes for a record that changed from old (nil: not
+// known) to info, and marks the actor to be looked at.
+func (m *Manager) index(id string, old, info *pb.ActorInfo) {
+	if m.mine(old) && old.Node != "" {
+		if set := m.byNode[old.Node]; set != nil {
+			delete(set, id)
+			if len(set) == 0 {
+				delete(m.byNode, old.Node)
+			}
+		}
+	}
+	if !m.mine(info) {
 		return
 	}
-	m.mu.RLock()
-	var todo []*pb.ActorInfo
-	for _, info := range m.actors {
-		if lifecycle.Phase(info.Phase) != lifecycle.Dead && (m.cfg.Job == "" || info.JobId == m.cfg.Job) {
-			todo = append(todo, info)
+	if lifecycle.Phase(info.Phase) == lifecycle.Dead {
+		delete(m.waiting, id)
+		delete(m.dirty, id)
+		delete(m.activated, id)
+		return
+	}
+	if info.Node == "" {
+		m.waiting[id] = struct{}{}
+	} else {
+		delete(m.waiting, id)
+		set := m.byNode[info.Node]
+		if set == nil {
+			set = map[string]struct{}{}
+			m.byNode[info.Node] = set
+		}
+		set[id] = struct{}{}
+	}
+	if a, ok := m.activated[id]; ok && (info.Incarnation != a.inc || lifecycle.Phase(info.Phase) == lifecycle.Alive) {
+		delete(m.activated, id)
+	}
+	m.dirty[id] = struct{}{}
+}
+
+// retryActivations forgets the starts that went unanswered for activateRetry, so that
+// the next look at those actors asks again.
+func (m *Manager) retryActivations() {
+	now := time.Now()
+	for id, a := range m.activated {
+		if now.Sub(a.at) >= activateRetry {
+			delete(m.activated, id)
+			m.dirty[id] = struct{}{}
 		}
 	}
-	m.mu.RUnlock()
-	sort.Slice(todo, func(i, j int) bool { return string(todo[i].ActorId) < string(todo[j].ActorId) })
-	load := map[string]int{}
-	for _, info := range todo {
-		if info.Node != "" {
-			load[info.Node]++
+}
+
+// reconcile does the leader's work on what changed: place, start, and report dead
+// hosts. all looks at every live actor of the job (a new leader, a periodic sweep).
+func (m *Manager) reconcile(all bool) {
+	alive := m.cfg.Nodes.Alive()
+	if !m.leader(alive) {
+		m.leading = false
+		clear(m.dirty)
+		m.alive = alive
+		return
+	}
+	var work []string
+	add := func(id string) { work = append(work, id) }
+	if !m.leading || all {
+		m.leading = true
+		m.mu.RLock()
+		for id, info := range m.actors {
+			if m.mine(info) {
+				add(id)
+			}
+		}
+		m.mu.RUnlock()
+		clear(m.dirty)
+	} else {
+		for id := range m.dirty {
+			add(id)
+		}
+		clear(m.dirty)
+		gone, joined := nodesDiff(m.alive, alive)
+		for _, n := range gone {
+			for id := range m.byNode[n] {
+				add(id)
+			}
+		}
+		if joined {
+			for id := range m.waiting {
+				add(id)
+			}
 		}
 	}
-	for _, info := range todo {
+	m.alive = alive
+	for _, id := range work {
 		if m.ctx.Err() != nil {
 			return
 		}
-		id := idString(info.ActorId)
-		st := StateOf(info)
-		switch {
-		case st.Node == "":
-			m.place(id, info, alive, load)
-		case !isAlive(alive, st.Node):
-			m.step(id, lifecycle.HostDied{Node: st.Node})
-		case st.Phase != lifecycle.Alive:
-			m.activate(id, info.Incarnation)
+		m.examine(id, alive)
+	}
+}
+
+// nodesDiff returns the nodes of before that are not in after, and whether after has a
+// node that before had not.
+func nodesDiff(before, after map[string]sched.Resources) (gone []string, joined bool) {
+	for n := range before {
+		if _, ok := after[n]; !ok {
+			gone = append(gone, n)
 		}
+	}
+	for n := range after {
+		if _, ok := before[n]; !ok {
+			joined = true
+			break
+		}
+	}
+	return gone, joined
+}
+
+// examine takes the leader's step for one actor, if it needs one.
+func (m *Manager) examine(id string, alive map[string]sched.Resources) {
+	m.mu.RLock()
+	info := m.actors[id]
+	m.mu.RUnlock()
+	if !m.mine(info) {
+		return
+	}
+	switch {
+	case info.Node == "":
+		m.place(id, info, alive)
+	case !isAlive(alive, info.Node):
+		m.step(id, lifecycle.HostDied{Node: info.Node})
+	case lifecycle.Phase(info.Phase) != lifecycle.Alive:
+		m.activate(id, info.Incarnation)
 	}
 }
 
@@ -248,22 +495,32 @@ func (m *Manager) leader(alive map[string]sched.Resources) bool {
 	return true
 }
 
-// place picks the alive node with the fewest actors among those whose total resources fit
-// the actor's request; with none that could ever fit, the actor is unschedulable.
-func (m *Manager) place(id string, info *pb.ActorInfo, alive map[string]sched.Resources, load map[string]int) {
-	req := tasks.ResourcesFromPB(info.Resources)
-	best := ""
+// Pick is the placement policy: of the alive nodes whose total resources fit req, the
+// one with the fewest actors (load), the smallest ID among equals; "" if none fits.
+func Pick(alive map[string]sched.Resources, load func(node string) int, req sched.Resources) string {
+	best, bestLoad := "", 0
 	for n, total := range alive {
 		if !total.Fits(req) {
 			continue
 		}
-		if best == "" || load[n] < load[best] || load[n] == load[best] && n < best {
-			best = n
+		l := load(n)
+		if best == "" || l < bestLoad || l == bestLoad && n < best {
+			best, bestLoad = n, l
 		}
 	}
+	return best
+}
+
+// place places an actor waiting for a node (Pick). When no alive node fits it: an actor
+// being created (Pending) cannot be placed, ever, if there is a node at all (the cluster
+// that it was created in has none that fits; PlacementFailed); a restarting actor waits
+// until a node that fits it is back (the nodes that fitted may be cut off for a while).
+func (m *Manager) place(id string, info *pb.ActorInfo, alive map[string]sched.Resources) {
+	req := tasks.ResourcesFromPB(info.Resources)
+	best := Pick(alive, func(n string) int { return len(m.byNode[n]) }, req)
 	if best == "" {
-		if len(alive) == 0 {
-			return // no node at all: wait for one
+		if len(alive) == 0 || !StateOf(info).MayFailPlacement() {
+			return // wait for a node (it stays in m.waiting)
 		}
 		m.cfg.Logger.Warn("actors: no node can host the actor", "actor", id, "resources", req)
 		m.step(id, lifecycle.PlacementFailed{Incarnation: info.Incarnation, Message: "no node in the cluster has the resources " + req.String()})
@@ -271,34 +528,19 @@ func (m *Manager) place(id string, info *pb.ActorInfo, alive map[string]sched.Re
 	}
 	after, ok := m.step(id, lifecycle.Placed{Incarnation: info.Incarnation, Node: best})
 	if ok && after.Node == best {
-		load[best]++
 		m.activate(id, after.Incarnation)
 	}
 }
 
 func (m *Manager) activate(id string, inc uint64) {
-	m.mu.Lock()
-	if m.activated[id] == inc {
-		m.mu.Unlock()
+	if a, ok := m.activated[id]; ok && a.inc == inc {
 		return
 	}
-	m.activated[id] = inc
-	m.mu.Unlock()
+	m.activated[id] = activation{inc: inc, at: time.Now()}
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		m.cfg.Activate(id)
-		// If the start does not get through (the grain could not be reached), let the
-		// next reconcile try again.
-		time.AfterFunc(2*time.Second, func() {
-			m.mu.Lock()
-			if m.activated[id] == inc {
-				if info := m.actors[id]; info == nil || info.Incarnation != inc || lifecycle.Phase(info.Phase) != lifecycle.Alive {
-					delete(m.activated, id)
-				}
-			}
-			m.mu.Unlock()
-		})
 	}()
 }
 
@@ -313,8 +555,7 @@ func (m *Manager) step(id string, ev lifecycle.Event) (*pb.ActorInfo, bool) {
 		return after, false
 	}
 	if changed {
-		b, _ := proto.Marshal(after)
-		m.apply(b)
+		m.apply(after, true) // the callers read only its lifecycle fields
 	}
 	return after, true
 }

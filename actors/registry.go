@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"sync"
 )
@@ -92,4 +93,6 @@ func (c *Class) Method(name string) (*Method, bool) {
 // CanCheckpoint reports whether instances of c can save and restore their state.
 func (c *Class) CanCheckpoint() bool { return c.Save != nil }
 
-func idString(b []byte) string { return fmt.Sprintf("%x", b) }
+func idString(b []byte) string { return hex.EncodeToString(b) }
+
+func idBytes(s string) ([]byte, error) { return hex.DecodeString(s) }

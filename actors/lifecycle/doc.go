@@ -50,7 +50,7 @@
 //	-------------  --------------------------  ---------------  --------------------------  ---------------------------------------
 //	(none)         New(cfg)                    cfg valid        P placing, incarnation 1    Publish, PlaceActor{1}
 //	P|R placing    Placed{cur, N}              N != ""          same phase, starting on N   Publish, StartInstance{cur, N} (1)
-//	P|R placing    PlacementFailed{cur}                         Dead, Unschedulable         Publish, FailPendingCalls
+//	P placing      PlacementFailed{cur}                         Dead, Unschedulable         Publish, FailPendingCalls
 //	P|R starting   ConstructorSucceeded{cur}                    Alive                       Publish
 //	a failure (2)                              restart left     R placing, cur+1            Publish, teardown (2), PlaceActor{cur+1}
 //	a failure (2)                              no restart left  Dead, the failure's cause   Publish, teardown (2), FailPendingCalls
@@ -92,7 +92,7 @@
 // Refused (state unchanged, no actions, a *TransitionError matching
 // ErrInvalidTransition): every event once Dead (also matching ErrTerminal); an
 // incarnation of 0 or newer than cur (never issued); Placed on an empty node or on a
-// second node; PlacementFailed once placed; ConstructorSucceeded, ConstructorFailed or
+// second node; PlacementFailed once placed, or while Restarting; ConstructorSucceeded, ConstructorFailed or
 // ProcessDied while placing; ConstructorFailed when Alive; HostDied of an empty node;
 // CheckpointTaken when not Alive or at sequence 0; a nil event. A State that New and
 // Step cannot produce is refused with ErrInvalidState.
@@ -107,7 +107,10 @@
 // constructor can fail for passing reasons (a service not up yet), and MaxRestarts 0
 // gives the Ray behaviour. A failure when no restart is left kills the actor with that
 // failure as its Cause, and Detail says the budget was used up. A placement failure
-// never restarts: the same request would fail the same way.
+// never restarts: the same request would fail the same way. It is decided only when
+// the actor is created (Pending): a restarting actor whose fitting nodes are gone waits
+// for one to come back (Ray keeps such an actor pending too), because the node that
+// left may only be cut off for a while; PlacementFailed is refused while Restarting.
 //
 // The incarnation numbers instance attempts: 1 at creation, +1 on every restart, never
 // decreasing, so Incarnation == Restarts+1 always. It is the fencing token of the
@@ -150,8 +153,10 @@
 // *DiedError that says why, after PublishState has made the death visible, so calls
 // made later fail at once from the published state (State.Err). While the actor is
 // Pending or Restarting calls wait for it, and every such state has an exit that some
-// component is bound to report: the scheduler answers PlaceActor with Placed or
-// PlacementFailed (so an actor no node can host dies instead of waiting forever), and a
+// component is bound to report: the scheduler answers a new actor's PlaceActor with
+// Placed or PlacementFailed (so an actor no node can host dies instead of waiting
+// forever), and a restart's with Placed once a node that fits is alive (until then the
+// actor waits, like any call to it; Kill ends the wait), and a
 // started instance either reports its constructor's outcome or dies, which its grain's
 // watcher or the membership reports. Kill with NoRestart and, for a non-detached actor,
 // the owner's death end it from any state. A caller's context bounds the wait as well.

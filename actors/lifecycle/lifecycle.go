@@ -311,6 +311,11 @@ func (s State) fence(e Event, inc uint64) (stale bool, err error) {
 	return inc < s.Incarnation, nil
 }
 
+// MayFailPlacement reports whether a PlacementFailed would be taken: only an actor being
+// created (Pending, waiting for a node) can be found unplaceable. A restarting actor
+// whose fitting nodes are gone (cut off for a while, say) waits for one to come back.
+func (s State) MayFailPlacement() bool { return s.Phase == Pending && s.Node == "" }
+
 // starting reports whether the current incarnation is placed but not yet alive.
 func (s State) starting() bool {
 	return (s.Phase == Pending || s.Phase == Restarting) && s.Node != ""
@@ -350,6 +355,9 @@ func (s State) placementFailed(e PlacementFailed) (State, []Action, error) {
 	}
 	if s.Node != "" {
 		return s, nil, s.reject(e, fmt.Sprintf("incarnation %d is already placed on %s", s.Incarnation, s.Node))
+	}
+	if s.Phase != Pending {
+		return s, nil, s.reject(e, "a restarting actor waits for a node that fits it (only its creation decides that it cannot be placed)")
 	}
 	// No restart: the same request would fail the same way. The scheduler reserved
 	// nothing, so there is nothing to cancel or release.

@@ -354,7 +354,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Feasible: feasible, Nodes: listNodes, OrphanLineage: n.orphanLineage,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
-			Info: func(id string) (*pb.ActorInfo, bool) { return n.actors.Get(id) }},
+			Info: func(id string) (*pb.ActorInfo, bool) { return n.actors.Info(id) }},
 	}); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,218 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/base/gcs/memstore"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// fakeNodes is a NodeView whose alive set the test changes.
+type fakeNodes struct {
+	mu    sync.Mutex
+	alive map[string]sched.Resources
+}
+
+func (f *fakeNodes) Alive() map[string]sched.Resources {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]sched.Resources, len(f.alive))
+	for n, r := range f.alive {
+		out[n] = r
+	}
+	return out
+}
+
+func (f *fakeNodes) set(n string, r sched.Resources, up bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if up {
+		f.alive[n] = r
+	} else {
+		delete(f.alive, n)
+	}
+}
+
+// managerHarness runs a Manager over an in-memory GCS; an activation reports the
+// constructor's success at once, like a grain whose constructor returns.
+type managerHarness struct {
+	t     *testing.T
+	table *Table
+	nodes *fakeNodes
+	m     *Manager
+}
+
+func newManagerHarness(t *testing.T, nodes map[string]sched.Resources) *managerHarness {
+	t.Helper()
+	store := memstore.New(memstore.Options{})
+	t.Cleanup(func() { store.Close() })
+	h := &managerHarness{t: t, table: &Table{Store: store}, nodes: &fakeNodes{alive: nodes}}
+	m, err := NewManager(ManagerConfig{Node: "n1", Table: h.table, Nodes: h.nodes, Resync: 20 * time.Millisecond,
+		DeadKept: 4,
+		Activate: func(id string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			info, _, err := h.table.Get(ctx, id)
+			if err != nil || info.Node == "" {
+				return
+			}
+			h.table.Step(ctx, id, lifecycle.ConstructorSucceeded{Incarnation: info.Incarnation})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	h.m = m
+	return h
+}
+
+func (h *managerHarness) create(maxRestarts int, req sched.Resources) string {
+	h.t.Helper()
+	id := ids.NewActorID()
+	info := &pb.ActorInfo{ActorId: id[:], Class: "test.C", MaxRestarts: int32(maxRestarts),
+		CtorArgs: []*pb.Arg{{Data: []byte("args")}}}
+	info.Resources = tasks.ResourcesToPB(req)
+	if _, _, err := h.table.Create(context.Background(), info); err != nil {
+		h.t.Fatal(err)
+	}
+	return id.String()
+}
+
+// await waits (bounded) until the cached record of id satisfies ok.
+func (h *managerHarness) await(id, what string, ok func(info *pb.ActorInfo, found bool) bool) *pb.ActorInfo {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, found := h.m.Get(id)
+		if ok(info, found) {
+			return info
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("actor %s: never %s; last record %v (found %v)", id, what, info, found)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func phaseIs(p lifecycle.Phase) func(*pb.ActorInfo, bool) bool {
+	return func(info *pb.ActorInfo, found bool) bool { return found && lifecycle.Phase(info.Phase) == p }
+}
+
+func TestManagerPlacesAndForgetsTheDead(t *testing.T) {
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}, "n2": {}})
+	var idsMade []string
+	for range 20 {
+		idsMade = append(idsMade, h.create(0, sched.Resources{}))
+	}
+	load := map[string]int{}
+	for _, id := range idsMade {
+		info := h.await(id, "alive", phaseIs(lifecycle.Alive))
+		if info.CtorArgs != nil {
+			t.Fatalf("the cached record keeps the constructor arguments: %v", info.CtorArgs)
+		}
+		load[info.Node]++
+	}
+	if load["n1"] != 10 || load["n2"] != 10 {
+		t.Fatalf("placement is not balanced: %v", load)
+	}
+	if n := len(h.m.All()); n != 20 {
+		t.Fatalf("All: %d records, want 20", n)
+	}
+	// Kill them all: the dead leave the cache; the last DeadKept still answer Get.
+	for _, id := range idsMade {
+		if _, _, _, err := h.table.Step(context.Background(), id, lifecycle.Kill{NoRestart: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := idsMade[len(idsMade)-1]
+	info := h.await(last, "dead", phaseIs(lifecycle.Dead))
+	if err := StateOf(info).Err(); err == nil || lifecycle.Cause(info.Cause) != lifecycle.CauseKilled {
+		t.Fatalf("dead record of %s: cause %v, err %v", last, lifecycle.Cause(info.Cause), err)
+	}
+	h.await(idsMade[0], "forgotten", func(_ *pb.ActorInfo, found bool) bool { return !found })
+	if n := len(h.m.All()); n != 0 {
+		t.Fatalf("All after every death: %d records, want 0", n)
+	}
+	// An actor dead long ago is still known through Info (read from the GCS).
+	if info, ok := h.m.Info(idsMade[0]); !ok || lifecycle.Phase(info.Phase) != lifecycle.Dead {
+		t.Fatalf("Info of an actor dead long ago: %v, %v", info, ok)
+	}
+	// New actors are placed once the dead are gone: the leader's indexes hold nothing
+	// of them.
+	id := h.create(0, sched.Resources{})
+	h.await(id, "alive", phaseIs(lifecycle.Alive))
+}
+
+// The partition of issue 21: an actor that restarts forever and needs a resource only
+// one node has waits while that node is gone, and comes back with it; a new actor that
+// needs it while it is gone cannot be placed.
+func TestManagerRestartWaitsForAFittingNode(t *testing.T) {
+	part := sched.Resources{}.With("part", 1)
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}, "n2": part})
+	id := h.create(lifecycle.Infinite, part)
+	info := h.await(id, "alive", phaseIs(lifecycle.Alive))
+	if info.Node != "n2" {
+		t.Fatalf("placed on %s, want n2 (the only node with part)", info.Node)
+	}
+	h.nodes.set("n2", sched.Resources{}, false)
+	h.m.NodesChanged()
+	h.await(id, "restarting", phaseIs(lifecycle.Restarting))
+	// A new actor with the same needs, created while n2 is gone, cannot be placed.
+	other := h.create(lifecycle.Infinite, part)
+	dead := h.await(other, "dead", phaseIs(lifecycle.Dead))
+	if lifecycle.Cause(dead.Cause) != lifecycle.CauseUnschedulable {
+		t.Fatalf("the new actor died of %v, want Unschedulable", lifecycle.Cause(dead.Cause))
+	}
+	// The restarting one is still waiting after many resyncs of the leader.
+	for i := 0; i < 10; i++ {
+		h.m.NodesChanged()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if info, _ := h.m.Get(id); lifecycle.Phase(info.Phase) != lifecycle.Restarting || info.Node != "" {
+		t.Fatalf("while n2 is gone: %v, want Restarting and not placed", info)
+	}
+	h.nodes.set("n2", part, true)
+	h.m.NodesChanged()
+	info = h.await(id, "alive again", func(info *pb.ActorInfo, found bool) bool {
+		return found && lifecycle.Phase(info.Phase) == lifecycle.Alive && info.Incarnation == 2
+	})
+	if info.Node != "n2" {
+		t.Fatalf("restarted on %s, want n2", info.Node)
+	}
+}
+
+// Actors on a node that leaves are restarted elsewhere; those elsewhere are untouched.
+func TestManagerNodeLossRestartsOnlyItsActors(t *testing.T) {
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}, "n2": {}})
+	var made []string
+	for range 10 {
+		made = append(made, h.create(1, sched.Resources{}))
+	}
+	on := map[string]string{}
+	for _, id := range made {
+		on[id] = h.await(id, "alive", phaseIs(lifecycle.Alive)).Node
+	}
+	h.nodes.set("n2", sched.Resources{}, false)
+	h.m.NodesChanged()
+	for _, id := range made {
+		id := id
+		want := uint64(1)
+		if on[id] == "n2" {
+			want = 2
+		}
+		info := h.await(id, fmt.Sprintf("alive at incarnation %d", want), func(info *pb.ActorInfo, found bool) bool {
+			return found && lifecycle.Phase(info.Phase) == lifecycle.Alive && info.Incarnation == want
+		})
+		if info.Node != "n1" {
+			t.Fatalf("actor %s on %s after n2 left", id, info.Node)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+// Command actors is the many-actors benchmark of issue 21 (Ray's many_actors release test:
+// 10,000 actors at 389/s on Ray 1.12). In local mode it creates N actors (0 CPUs), calls
+// each once, and waits for the answers, 1,000 actors at a time; it prints the rate of
+// every thousand (creation plus the first call answered), the overall rate, and the
+// memory per actor once all are up and idle: the heap after a GC (and, apart, the
+// goroutine stacks) above what it was before the first actor, divided by N.
+//
+//	go run ./benchmarks/actors -n 40000
+//	go run ./benchmarks/actors -n 10000 -atmostonce -json
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"time"
+
+	"github.com/ray-go/ray"
+)
+
+type idle struct{}
+
+func (*idle) Ping(context.Context) (int, error) { return 1, nil }
+
+var (
+	idleClass = ray.Actor("benchactors.Idle", func() *idle { return &idle{} })
+	idlePing  = ray.Method0(idleClass, "ping", (*idle).Ping)
+)
+
+type result struct {
+	N             int       `json:"n"`
+	AtMostOnce    bool      `json:"at_most_once"`
+	PerThousand   []float64 `json:"per_thousand_per_s"`
+	Overall       float64   `json:"overall_per_s"`
+	Seconds       float64   `json:"seconds"`
+	HeapPerActor  float64   `json:"heap_bytes_per_actor"`
+	StackPerActor float64   `json:"stack_bytes_per_actor"`
+}
+
+func main() {
+	n := flag.Int("n", 10000, "actors to create")
+	atMost := flag.Bool("atmostonce", false, "at-most-once actors (Ray's default); ray-go's default is exactly-once")
+	asJSON := flag.Bool("json", false, "print one JSON object")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
+	dir := flag.String("dir", "", "session directory (default: a temporary one)")
+	flag.Parse()
+	if err := run(*n, *atMost, *asJSON, *cpuprofile, *dir); err != nil {
+		fmt.Fprintln(os.Stderr, "actors:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n int, atMost, asJSON bool, cpuprofile, dir string) error {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "benchactors")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, err := ray.Init(context.Background(), ray.WithDir(dir), ray.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer ray.Shutdown(ctx)
+	opts := []ray.TaskOption{ray.NumCPUs(0)}
+	if atMost {
+		opts = append(opts, ray.AtMostOnce())
+	}
+	heap0, stack0 := memory()
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	res := result{N: n, AtMostOnce: atMost}
+	var out io.Writer = os.Stdout
+	if asJSON {
+		out = io.Discard
+	}
+	handles := make([]ray.ActorHandle[idle], 0, n)
+	start := time.Now()
+	for done := 0; done < n; {
+		batch := min(1000, n-done)
+		t0 := time.Now()
+		refs := make([]ray.ObjectRef[int], batch)
+		for i := range refs {
+			h := idleClass.Remote(ctx, opts...)
+			handles = append(handles, h)
+			refs[i] = idlePing.Remote(ctx, h)
+		}
+		for _, r := range refs {
+			if _, err := ray.Get(ctx, r); err != nil {
+				return fmt.Errorf("actor %d: %w", done, err)
+			}
+			r.Release()
+		}
+		done += batch
+		rate := float64(batch) / time.Since(t0).Seconds()
+		res.PerThousand = append(res.PerThousand, rate)
+		fmt.Fprintf(out, "actors %6d: %7.0f /s  (total %.1f s)\n", done, rate, time.Since(start).Seconds())
+	}
+	res.Seconds = time.Since(start).Seconds()
+	res.Overall = float64(n) / res.Seconds
+	if cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
+	time.Sleep(2 * time.Second) // let the last records and log batches settle
+	heap1, stack1 := memory()
+	res.HeapPerActor = float64(heap1-heap0) / float64(n)
+	res.StackPerActor = float64(stack1-stack0) / float64(n)
+	runtime.KeepAlive(handles)
+	if asJSON {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	fmt.Printf("%d actors (at-most-once %v) in %.1f s: %.0f /s overall; heap %.0f B/actor, goroutine stacks %.0f B/actor (after GC)\n",
+		n, atMost, res.Seconds, res.Overall, res.HeapPerActor, res.StackPerActor)
+	return nil
+}
+
+// memory returns the bytes of live heap objects and of goroutine stacks after a GC.
+func memory() (heap, stack uint64) {
+	runtime.GC()
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
+}
