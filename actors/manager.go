@@ -104,6 +104,10 @@ type Manager struct {
 	waiting   map[string]struct{}            // this job's actors waiting for a node
 	byNode    map[string]map[string]struct{} // this job's live actors with a node
 	activated map[string]activation          // starts asked for and not yet alive
+	inflight  map[string]string              // actors with a step under way -> the node it places them on ("" for other steps)
+	placing   map[string]int                 // node -> placements under way to it (counted as load)
+	results   chan stepResult                // the steps' outcomes, back to the run loop
+	slots     chan struct{}                  // bounds the steps under way
 	alive     map[string]sched.Resources     // the nodes alive when the leader last looked
 	leading   bool
 	ticks     int
@@ -137,6 +141,20 @@ func (t tomb) record(id string) *pb.ActorInfo {
 		Cause: t.cause, AtMostOnce: t.atMostOnce, Detached: t.detached, OwnerDead: t.ownerDead}
 }
 
+// stepResult is the outcome of a lifecycle step the run loop handed to a goroutine.
+type stepResult struct {
+	id      string
+	node    string // Placed's node, else ""
+	after   *pb.ActorInfo
+	changed bool
+	err     error
+}
+
+// maxSteps bounds the lifecycle steps (GCS transactions) under way at once: concurrent
+// writes share etcd's commits, so placing a thousand actors costs a few fsyncs, not a
+// thousand in a row.
+const maxSteps = 64
+
 // activation is a start the manager asked for: of which incarnation, and when.
 type activation struct {
 	inc uint64
@@ -159,7 +177,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, kick: make(chan struct{}, 1), actors: map[string]*pb.ActorInfo{}, dead: map[string]tomb{},
 		dirty: map[string]struct{}{}, waiting: map[string]struct{}{}, byNode: map[string]map[string]struct{}{},
-		activated: map[string]activation{}}
+		activated: map[string]activation{}, inflight: map[string]string{}, placing: map[string]int{},
+		results: make(chan stepResult, maxSteps), slots: make(chan struct{}, maxSteps)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.wg.Add(1)
 	go m.run()
@@ -274,6 +293,17 @@ func (m *Manager) run() {
 				for _, ev := range resp.Events {
 					if ev.Type == gcs.EventPut {
 						m.applyBytes(ev.KV.Value, true)
+					}
+				}
+				m.reconcile(false)
+			case r := <-m.results:
+				m.stepped(r)
+				for drained := false; !drained; { // take every outcome that is in
+					select {
+					case r := <-m.results:
+						m.stepped(r)
+					default:
+						drained = true
 					}
 				}
 				m.reconcile(false)
@@ -472,11 +502,14 @@ func (m *Manager) examine(id string, alive map[string]sched.Resources) {
 	if !m.mine(info) {
 		return
 	}
+	if _, busy := m.inflight[id]; busy {
+		return // looked at again when the step is done
+	}
 	switch {
 	case info.Node == "":
 		m.place(id, info, alive)
 	case !isAlive(alive, info.Node):
-		m.step(id, lifecycle.HostDied{Node: info.Node})
+		m.step(id, "", lifecycle.HostDied{Node: info.Node})
 	case lifecycle.Phase(info.Phase) != lifecycle.Alive:
 		m.activate(id, info.Incarnation)
 	}
@@ -517,19 +550,17 @@ func Pick(alive map[string]sched.Resources, load func(node string) int, req sche
 // until a node that fits it is back (the nodes that fitted may be cut off for a while).
 func (m *Manager) place(id string, info *pb.ActorInfo, alive map[string]sched.Resources) {
 	req := tasks.ResourcesFromPB(info.Resources)
-	best := Pick(alive, func(n string) int { return len(m.byNode[n]) }, req)
+	best := Pick(alive, func(n string) int { return len(m.byNode[n]) + m.placing[n] }, req)
 	if best == "" {
 		if len(alive) == 0 || !StateOf(info).MayFailPlacement() {
 			return // wait for a node (it stays in m.waiting)
 		}
 		m.cfg.Logger.Warn("actors: no node can host the actor", "actor", id, "resources", req)
-		m.step(id, lifecycle.PlacementFailed{Incarnation: info.Incarnation, Message: "no node in the cluster has the resources " + req.String()})
+		m.step(id, "", lifecycle.PlacementFailed{Incarnation: info.Incarnation, Message: "no node in the cluster has the resources " + req.String()})
 		return
 	}
-	after, ok := m.step(id, lifecycle.Placed{Incarnation: info.Incarnation, Node: best})
-	if ok && after.Node == best {
-		m.activate(id, after.Incarnation)
-	}
+	m.placing[best]++
+	m.step(id, best, lifecycle.Placed{Incarnation: info.Incarnation, Node: best})
 }
 
 func (m *Manager) activate(id string, inc uint64) {
@@ -544,20 +575,55 @@ func (m *Manager) activate(id string, inc uint64) {
 	}()
 }
 
-func (m *Manager) step(id string, ev lifecycle.Event) (*pb.ActorInfo, bool) {
-	ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
-	defer cancel()
-	after, _, changed, err := m.cfg.Table.Step(ctx, id, ev)
-	if err != nil {
-		if !errors.Is(err, lifecycle.ErrInvalidTransition) && m.ctx.Err() == nil {
+// step writes a lifecycle step of the actor on a goroutine of its own (at most maxSteps
+// at once; it waits for a slot when all are taken); its outcome comes back to the run
+// loop (stepped). node is the node a Placed step places the actor on.
+func (m *Manager) step(id, node string, ev lifecycle.Event) {
+	select {
+	case m.slots <- struct{}{}:
+	case <-m.ctx.Done():
+		return
+	}
+	m.inflight[id] = node
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+		after, _, changed, err := m.cfg.Table.Step(ctx, id, ev)
+		cancel()
+		<-m.slots
+		if err != nil && !errors.Is(err, lifecycle.ErrInvalidTransition) && m.ctx.Err() == nil {
 			m.cfg.Logger.Warn("actors: lifecycle step failed", "actor", id, "event", ev, "err", err)
 		}
-		return after, false
+		select {
+		case m.results <- stepResult{id: id, node: node, after: after, changed: changed, err: err}:
+		case <-m.ctx.Done():
+		}
+	}()
+}
+
+// stepped takes in the outcome of a step: the record it wrote, and for a placement the
+// start of the instance.
+func (m *Manager) stepped(r stepResult) {
+	delete(m.inflight, r.id)
+	if r.node != "" {
+		if m.placing[r.node]--; m.placing[r.node] <= 0 {
+			delete(m.placing, r.node)
+		}
 	}
-	if changed {
-		m.apply(after, true) // the callers read only its lifecycle fields
+	if r.err != nil {
+		if !errors.Is(r.err, lifecycle.ErrInvalidTransition) {
+			// Looked at again on the next event or tick (not at once: the GCS may be down).
+			m.dirty[r.id] = struct{}{}
+		} // else the record moved on, and the watch brings it
+		return
 	}
-	return after, true
+	if r.changed {
+		m.apply(r.after, true) // the cache drops its arguments
+	}
+	if r.node != "" && r.after != nil && r.after.Node == r.node && lifecycle.Phase(r.after.Phase) != lifecycle.Dead {
+		m.activate(r.id, r.after.Incarnation)
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
