@@ -12,11 +12,16 @@
 //   - Table: the GCS actor table (actors/<id>), the name index (actornames/) and the
 //     placement key (placement/<id>) the identity lookup routes by. Every change is a
 //     lifecycle.Step written with a revision check (the fence).
-//   - Manager: one per node. It mirrors the actor table through a watch and tells the
-//     process runtime of every change. The alive node with the smallest ID is the
-//     leader: it places actors waiting for a node (the least loaded node whose total
-//     resources fit), starts their instances, and reports HostDied for actors whose node
-//     left the membership, which restarts them elsewhere or lets them die.
+//   - Manager: one per node. It mirrors the records of the live actors through a watch
+//     and tells the process runtime of every change; a dead actor leaves its memory (a
+//     small tombstone of the most recent deaths stays, the GCS keeps the record). The
+//     alive node with the smallest ID is the leader: it places actors waiting for a node
+//     (the least loaded node whose total resources fit), starts their instances, and
+//     reports HostDied for actors whose node left the membership, which restarts them
+//     elsewhere or lets them die. Its work per event is O(what changed): the actors whose
+//     record changed, the waiting ones when a node joins, a lost node's actors. An actor
+//     that no alive node fits dies (Unschedulable) only when it is being created; a
+//     restarting one waits until a node that fits is back.
 //   - grain: the protoactor grain of identity "a/<actorID>", activated on the node the
 //     placement names. On activation it reads the actor record, holds the resources the
 //     actor asked for at the node's raylet, constructs the instance, restores the newest

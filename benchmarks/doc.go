@@ -5,6 +5,8 @@
 //     workloads live in benchmarks/internal/perf.
 //   - scale: the microbenchmark's workloads at 1, 2, 4, ... cores, each core count in a
 //     child process pinned to that many cores: throughput, speedup and mutex wait per op.
+//   - actors: Ray's many_actors release test: N actors (0 CPUs, one call each), the rate
+//     per thousand and the memory per idle actor.
 //   - data, rl, chaos: Ray Data against pqarrow, the RL suite, a node killed per round.
 //
 // Benchmarks are programs, never timed assertions in the test suite:
