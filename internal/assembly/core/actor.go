@@ -196,12 +196,37 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 		_, _, err := c.cfg.Actors.Table.Create(ctx, info)
 		return err
 	}
-	if len(refs) == 0 {
+	failed := func(err error) {
+		err = fmt.Errorf("actor %s died: it could not be created: %v", id, err)
+		st.failed.Store(&pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: spec.Class, Message: err.Error()})
+		for _, ac := range c.callersOf(id) {
+			c.actorDied(ac, err)
+		}
+	}
+	if len(refs) == 0 && spec.Name != "" {
+		// A name must be free: Remote says at once when it is not.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		err := create(ctx)
 		close(st.created)
 		return id, err
+	}
+	if len(refs) == 0 {
+		// Written in the background, as Ray creates actors: calls, Kill and the state wait
+		// for the record (st.created), and a failure fails them. Records being written at
+		// once are bounded (maxCreating), and their writes share etcd's commits: one
+		// synchronous transaction per actor held a creating loop to the disk's flush rate.
+		c.creating <- struct{}{}
+		go func() {
+			defer func() { <-c.creating }()
+			defer close(st.created)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := create(ctx); err != nil {
+				failed(err)
+			}
+		}()
+		return id, nil
 	}
 	for _, r := range refs {
 		c.refs.AddLocal(r)
@@ -234,15 +259,15 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 			err = create(ctx)
 		}
 		if err != nil {
-			err = fmt.Errorf("actor %s died: it could not be created: %v", id, err)
-			st.failed.Store(&pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: spec.Class, Message: err.Error()})
-			for _, ac := range c.callersOf(id) {
-				c.actorDied(ac, err)
-			}
+			failed(err)
 		}
 	}()
 	return id, nil
 }
+
+// maxCreating is how many actor records a runtime writes at once in the background
+// (CreateActor); a creator that gets ahead of them waits.
+const maxCreating = 256
 
 // ctorArg waits for an object this process owns and returns it as a constructor
 // argument: its bytes when small, else where it lives. A large object stays alive while
@@ -311,6 +336,13 @@ func (c *Core) LookupActor(ctx context.Context, namespace, name string) (ids.Act
 func (c *Core) ActorState(ctx context.Context, id ids.ActorID) (lifecycle.State, error) {
 	if c.cfg.Actors == nil {
 		return lifecycle.State{}, ErrNoActors
+	}
+	if created := c.state(id).created; created != nil { // a record still being written
+		select {
+		case <-created:
+		case <-ctx.Done():
+			return lifecycle.State{}, ctx.Err()
+		}
 	}
 	info, _, err := c.cfg.Actors.Table.Get(ctx, id.String())
 	if err != nil {

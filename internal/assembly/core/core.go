@@ -110,14 +110,16 @@ type Core struct {
 	// recordDelay is how long a lineage record lives before it is written (lineage.go);
 	// recordDelay but for tests
 	recordDelay time.Duration
-	root        *actor.RootContext
-	owner       *actor.PID
-	ownerW      *pb.PID
-	shards      []*shard
-	mask        uint8
-	closed      chan struct{}
-	once        sync.Once
-	wg          sync.WaitGroup // the ticker
+	// creating bounds the actor records being written in the background (CreateActor)
+	creating chan struct{}
+	root     *actor.RootContext
+	owner    *actor.PID
+	ownerW   *pb.PID
+	shards   []*shard
+	mask     uint8
+	closed   chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup // the ticker
 
 	stats    Stats
 	inflight atomic.Int64 // bytes of objects being pulled from other nodes right now
@@ -198,6 +200,7 @@ func New(cfg Config) (*Core, error) {
 	mem, refs := objects.NewOwned()
 	c := &Core{
 		recordDelay: recordDelay,
+		creating:    make(chan struct{}, maxCreating),
 		cfg:         cfg,
 		mem:         mem,
 		refs:        refs,
