@@ -96,9 +96,9 @@
 // counts travel in the task's result metadata; merge tasks combine groups of finished map
 // outputs while later maps still run (push-based shuffle); reduce tasks combine partition
 // i of every map or merge output into output block i. Every block, partitions included,
-// is a task's return value, so a lost one comes back through lineage while the exchange
-// runs (an output block lost after it ends is not re-created yet: its reduce read map
-// outputs through refs nested in its argument, released by then; see exchange.md). Blocks held by the
+// is a task's return value, so a lost one comes back through lineage, also after the
+// exchange ended: a reduce reads its map outputs through refs nested in its argument, and
+// its lineage record keeps theirs (see exchange.md). Blocks held by the
 // exchange are left to the object store (which spills them), the budget bounding the
 // tasks in flight. Explain shows each exchange's stages and Stats the tasks, rows and
 // bytes of each (bytes shuffled, bytes spilled). Arrow Go v15 has no sort_indices, merge

@@ -1,11 +1,13 @@
 package data
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v15/arrow/array"
 
@@ -17,10 +19,23 @@ import (
 // blocks by running the tasks that made them (the core's lineage reconstruction), and every
 // row comes back right: nothing reruns the pipeline, and nothing reads wrong bytes.
 func TestLostBlocksRecreatedByLineage(t *testing.T) {
-	ctx := timeout(t)
+	lostBlocksRecreated(t, func(ds *Dataset) *Dataset { return ds })
+}
+
+// TestLostExchangeOutputsRecreated: the same after an all-to-all exchange, whose reduce
+// tasks read the map outputs through refs nested in their argument: the reduce's lineage
+// record keeps the map tasks' records, so a reduce output lost after the exchange ended
+// (its map outputs released by then) is recreated, maps first.
+func TestLostExchangeOutputsRecreated(t *testing.T) {
+	lostBlocksRecreated(t, func(ds *Dataset) *Dataset { return ds.RandomShuffle(Seed(7)) })
+}
+
+func lostBlocksRecreated(t *testing.T, op func(*Dataset) *Dataset) {
+	ctx, cancel := context.WithTimeout(shared, 3*time.Minute) // an exchange spills: slow under -race
+	defer cancel()
 	const blocks, rowsPerBlock = 24, 256 << 10 // 24 blocks of 2 MiB: 48 MiB through a 32 MiB store
 	const n = blocks * rowsPerBlock
-	ds, err := Range(n, Parallelism(blocks)).Materialize(ctx)
+	ds, err := op(Range(n, Parallelism(blocks))).Materialize(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
