@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -149,5 +152,32 @@ func streamProcess(b *testing.B, data []byte, id ids.ObjectID, secure bool, tlsD
 	if err != nil || !bytes.Equal(got, data) {
 		b.Fatalf("from the server process: %v", err)
 	}
+	// CPU time per fetch at each end (what a machine whose cores are all busy pays; the
+	// throughput alone hides it when each end has a core to itself).
+	srv0, cli0 := procCPU(cmd.Process.Pid), procCPU(os.Getpid())
 	run(b, addr, len(data), false, opt.TLS)
+	if srv1, cli1 := procCPU(cmd.Process.Pid), procCPU(os.Getpid()); srv0 >= 0 && cli0 >= 0 && b.N > 0 {
+		b.ReportMetric(float64(srv1-srv0)/float64(b.N)/1e6, "server-cpu-ms/op")
+		b.ReportMetric(float64(cli1-cli0)/float64(b.N)/1e6, "client-cpu-ms/op")
+	}
+}
+
+// procCPU returns the user and system CPU time of process pid in nanoseconds, read from
+// /proc (clock ticks of 10 ms), or -1 where there is no /proc.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	// Fields after the command's closing parenthesis: state is field 3, utime 14, stime 15.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return -1
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
