@@ -127,7 +127,8 @@ type Config struct {
 	GCS gcs.Store
 	// SyncAddrs are gRPC servers already running in this process (another node's remote,
 	// an etcd the caller started) that the node syncs with before its remote starts (see
-	// syncGRPCServer): for several nodes in one process under the race detector.
+	// syncGRPCServer): for several nodes in one process under the race detector. An
+	// "https://" address is reached over TLS with Credentials (as a peer).
 	SyncAddrs []string
 	// RemoteStarted, when set, is called with the node's address once its remote (gRPC
 	// server) listens; Gate, when set, holds the node's registration in the cluster until
@@ -303,7 +304,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.pool = dispatch.New(dispatchGoroutines(), dispatch.DefaultThroughput)
 	for _, addr := range cfg.SyncAddrs {
-		conn, err := syncGRPCServer(addr, nil)
+		conn, err := syncGRPCServer(addr, peerClientTLS(n.cfg.Credentials))
 		if err != nil {
 			return nil, err
 		}

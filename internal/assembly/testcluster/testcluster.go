@@ -3,6 +3,11 @@
 // failover, placement across members. Each node is a real protoactor cluster member with
 // its own remote (gRPC server), raylet, workers, store shard, actor grains and runtime.
 //
+// Security is on, as in local mode and a real cluster: a CA made in memory for the
+// cluster (its key never written), the embedded etcd listening with mutual TLS under it
+// (the nodes use its in-process client), and each node holding a certificate of the CA,
+// so their protoactor remotes and object data streams speak mutual TLS to each other.
+//
 // Fault injection: StopNode takes a node out of the cluster (its grains stop, its
 // membership lease is revoked, its remote shuts down) while the others keep running.
 //
@@ -26,6 +31,7 @@ import (
 	"github.com/ray-go/ray/internal/assembly/node"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/tasks/sched"
 )
@@ -43,6 +49,11 @@ type Config struct {
 type Cluster struct {
 	Nodes []*node.Node
 	GCS   gcs.Store
+	// CA is the cluster's certificate authority (in memory only): tests issue
+	// certificates of it, e.g. to reach the GCS or a node as a member would.
+	CA *identity.CA
+	// GCSEndpoints are the embedded etcd's client URLs (https, mutual TLS under CA).
+	GCSEndpoints []string
 
 	dir       string
 	etcd      *etcdstore.Embedded
@@ -72,11 +83,25 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if c.dir, err = os.MkdirTemp("", "ray-go-testcluster-"); err != nil {
 		return nil, err
 	}
-	if c.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(c.dir, "gcs"), Name: "gcs-test", Logger: cfg.Logger}); err != nil {
+	if c.CA, err = identity.NewCA("ray-go testcluster", time.Now()); err != nil {
+		return nil, fmt.Errorf("testcluster: %w", err)
+	}
+	gcsCreds, err := c.CA.Issue(identity.Request{Name: "gcs", Role: identity.RoleHead})
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: %w", err)
+	}
+	files, err := gcsCreds.Save(filepath.Join(c.dir, "tls"))
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: %w", err)
+	}
+	if c.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(c.dir, "gcs"), Name: "gcs-test", Logger: cfg.Logger, TLS: files}); err != nil {
 		return nil, fmt.Errorf("testcluster: start etcd: %w", err)
 	}
 	c.GCS = c.etcd.Client()
+	c.GCSEndpoints = c.etcd.Endpoints()
 	c.compactor = gcs.NewCompactor(c.GCS, gcs.CompactorConfig{Logger: cfg.Logger})
+	// Every gRPC server a node syncs with before its remote starts (see below) speaks
+	// TLS: the etcd's URLs are https already, the nodes' addresses are given the scheme.
 	sync := c.etcd.Endpoints()
 	resOf := func(i int) (sched.Resources, error) {
 		m := map[string]float64{sched.CPU: cfg.CPUs}
@@ -124,10 +149,14 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		if err != nil {
 			return nil, err
 		}
+		creds, err := c.CA.Issue(identity.Request{Name: fmt.Sprintf("testcluster-node-%d", i), Role: identity.RoleNode})
+		if err != nil {
+			return nil, fmt.Errorf("testcluster: %w", err)
+		}
 		ncfg := node.Config{
 			Job: job, Resources: res, GCS: c.GCS, Dir: filepath.Join(c.dir, fmt.Sprintf("node-%d", i)),
 			Lineage: true, SyncAddrs: append([]string(nil), sync...), Logger: cfg.Logger,
-			Gate: gate, RemoteStarted: func(addr string) { started <- addr },
+			Gate: gate, RemoteStarted: func(addr string) { started <- addr }, Credentials: creds,
 		}
 		go func(i int) {
 			n, err := node.Start(ctx, ncfg)
@@ -144,7 +173,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		if addr == "" {
 			return nil, fmt.Errorf("testcluster: node %d did not start", i)
 		}
-		sync = append(sync, addr)
+		sync = append(sync, "https://"+addr)
 	}
 	close(gate)
 	opened = true
