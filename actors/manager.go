@@ -319,9 +319,9 @@ func (m *Manager) run() {
 }
 
 func (m *Manager) applyBytes(value []byte, watched bool) {
-	info := &pb.ActorInfo{}
-	if err := proto.Unmarshal(value, info); err != nil {
-		m.cfg.Logger.Warn("actors: corrupt actor record", "err", err)
+	info, err := decodeInfo(value)
+	if err != nil {
+		m.cfg.Logger.Warn("actors: ignoring an actor record", "err", err)
 		return
 	}
 	m.apply(info, watched)

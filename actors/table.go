@@ -10,6 +10,7 @@ import (
 
 	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 )
 
@@ -120,11 +121,63 @@ func (t *Table) Get(ctx context.Context, actorID string) (*pb.ActorInfo, int64, 
 	if !found {
 		return nil, 0, fmt.Errorf("%w: %s", ErrNoSuchActor, actorID)
 	}
-	info := &pb.ActorInfo{}
-	if err := proto.Unmarshal(kv.Value, info); err != nil {
-		return nil, 0, fmt.Errorf("actors: actor %s: corrupt record: %w", actorID, err)
+	info, err := decodeInfo(kv.Value)
+	if err == nil && idString(info.ActorId) != actorID {
+		err = fmt.Errorf("%w: the record names actor %s", errCorruptRecord, idString(info.ActorId))
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("actors: actor %s: %w", actorID, err)
 	}
 	return info, kv.ModRev, nil
+}
+
+// Bounds of an actor record that decodes (decodeInfo).
+const (
+	maxRecordResources = 64 // distinct resources an actor asks for
+	maxRecordCtorArgs  = 1 << 10
+)
+
+var errCorruptRecord = errors.New("corrupt actor record")
+
+// decodeInfo decodes an actor record read from the GCS and checks what the table, the
+// manager and the lifecycle rely on: an actor ID of ids.ActorIDLen bytes, a known phase
+// and cause, restart counts in range, a bounded list of resources with amounts of at
+// least 0 (placement walks it for every node), and constructor arguments that name an
+// object ID of the right length when they are references. Anything else is
+// errCorruptRecord, with what is wrong.
+func decodeInfo(value []byte) (*pb.ActorInfo, error) {
+	info := &pb.ActorInfo{}
+	if err := proto.Unmarshal(value, info); err != nil {
+		return nil, fmt.Errorf("%w: %w", errCorruptRecord, err)
+	}
+	bad := func(format string, args ...any) (*pb.ActorInfo, error) {
+		return nil, fmt.Errorf("%w: %s", errCorruptRecord, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case len(info.ActorId) != ids.ActorIDLen:
+		return bad("actor ID of %d bytes, want %d", len(info.ActorId), ids.ActorIDLen)
+	case info.Phase < int32(lifecycle.Pending) || info.Phase > int32(lifecycle.Dead):
+		return bad("phase %d", info.Phase)
+	case info.Cause < int32(lifecycle.CauseNone) || info.Cause > int32(lifecycle.CauseUnschedulable):
+		return bad("cause %d", info.Cause)
+	case info.MaxRestarts < lifecycle.Infinite || info.Restarts < 0:
+		return bad("max restarts %d, restarts %d", info.MaxRestarts, info.Restarts)
+	case len(info.Resources) > maxRecordResources:
+		return bad("%d resources, at most %d", len(info.Resources), maxRecordResources)
+	case len(info.CtorArgs) > maxRecordCtorArgs:
+		return bad("%d constructor arguments, at most %d", len(info.CtorArgs), maxRecordCtorArgs)
+	}
+	for _, q := range info.Resources {
+		if q.Amount < 0 {
+			return bad("resource %q: amount %d", q.Name, q.Amount)
+		}
+	}
+	for i, a := range info.CtorArgs {
+		if a.IsRef && a.Data == nil && len(a.ObjectId) != ids.ObjectIDLen {
+			return bad("constructor argument %d: object ID of %d bytes, want %d", i+1, len(a.ObjectId), ids.ObjectIDLen)
+		}
+	}
+	return info, nil
 }
 
 // Lookup finds a named actor's ID.
