@@ -125,7 +125,7 @@
 // per 2^16 frames, frames numbered per direction from 0 with the number as the nonce, so
 // that a frame dropped, repeated, reordered, cut or changed fails to open and no nonce is
 // used twice under a key. The request and the header (with the error text) are one
-// length-prefixed frame each; a body of n bytes is ceil(n/256 KiB) frames of 256 KiB but
+// length-prefixed frame each; a body of n bytes is ceil(n/64 KiB) frames of 64 KiB but
 // the last, each followed by its 16-byte tag, with no length prefix (the authenticated
 // header gave the size) and no trailer (the tags authenticate every byte, from the
 // shard's slice to the client's buffer, so the CRC-32C is not computed). Why not TLS
@@ -135,7 +135,7 @@
 // 200 MiB transfer cost the client ~120 ms of CPU over TLS records against ~40 ms plain,
 // of which the AEAD was ~30 ms; the rest was those copies into freshly allocated memory
 // and the system calls. Sealed frames are sealed from the shard's slice straight into a
-// 1 MiB send buffer (one write per 4 frames) and read straight into the buffer Fetch
+// 256 KiB send buffer (one write per 4 frames) and read straight into the buffer Fetch
 // returns, where they are opened in place: each end does the plain stream's work plus
 // the AEAD. Nothing follows the handshake on the connection but frames (the server sends
 // no session tickets; during the handshake crypto/tls reads only whole TLS records, so

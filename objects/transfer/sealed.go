@@ -26,15 +26,18 @@ import (
 // the direction's key of epoch i/epochFrames with the nonce i (96 bits, big endian), so
 // no nonce is ever used twice under one key, frames cannot be dropped, repeated or
 // reordered without failing to open, and no key seals more than epochFrames*sealFrame
-// bytes (16 GiB, well inside AES-GCM's limits). Keys are exported with the label
+// bytes (4 GiB, well inside AES-GCM's limits). Keys are exported with the label
 // exporterLabel and the context (direction, epoch): both ends derive the same ones, and
 // nobody without the TLS session's secrets can.
 const (
 	exporterLabel = "EXPORTER-ray-go object stream v1"
 	// sealFrame is the most plaintext bytes in one frame; a body of n bytes is sent as
 	// ceil(n/sealFrame) frames of sealFrame bytes but the last, each followed by its tag
-	// (both ends know the frames' sizes from the header's size: no length prefix).
-	sealFrame = 256 << 10
+	// (both ends know the frames' sizes from the header's size: no length prefix). The
+	// AES-GCM call on a frame cannot be preempted; at 64 KiB it lasts ~10 µs here, so a
+	// GC that must stop the goroutine never waits long (a 200 MiB copy in one call made
+	// it spin for seconds: see benchmarks/RESULTS.md).
+	sealFrame = 64 << 10
 	// epochFrames frames are sealed under one key.
 	epochFrames = 1 << 16
 	// maxSmallFrame bounds a length-prefixed frame (request, header with error text).

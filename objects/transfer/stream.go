@@ -473,7 +473,7 @@ func (s *Server) answer(c net.Conn, id ids.ObjectID) (err error) {
 		if err := sc.writeSmall(hdr[:]); err != nil {
 			return err
 		}
-		return sc.writeBody(data, s.tune.writeChunk)
+		return sc.writeBody(data, 4*sealFrame)
 	}
 	var trailer [trailerLen]byte
 	var sum uint32
