@@ -117,34 +117,16 @@
 // and PeerClientTLS). The server completes the handshake before it reads a request, under
 // the first request's deadline and without a serving slot, so a connection that never
 // finishes its handshake is one more waiting connection (bounded, evicted first); a peer
-// that presents no certificate of the cluster's CA is refused and logged.
-//
-// crypto/tls does the handshake only. After it, requests, headers and bodies travel in
-// frames sealed with AES-256-GCM under keys exported from the TLS 1.3 session (RFC 8446
-// §7.5, label "EXPORTER-ray-go object stream v1"; see sealed.go): a key per direction and
-// per 2^16 frames, frames numbered per direction from 0 with the number as the nonce, so
-// that a frame dropped, repeated, reordered, cut or changed fails to open and no nonce is
-// used twice under a key. The request and the header (with the error text) are one
-// length-prefixed frame each; a body of n bytes is ceil(n/64 KiB) frames of 64 KiB but
-// the last, each followed by its 16-byte tag, with no length prefix (the authenticated
-// header gave the size) and no trailer (the tags authenticate every byte, from the
-// shard's slice to the client's buffer, so the CRC-32C is not computed). Why not TLS
-// records: crypto/tls copies each 16 KiB record into its buffer before sealing it and
-// out of its buffer after opening it, and writes and reads each with its own system call.
-// Profiled in a two-agent cluster on this 2-vCPU machine (benchmarks/RESULTS.md), a
-// 200 MiB transfer cost the client ~120 ms of CPU over TLS records against ~40 ms plain,
-// of which the AEAD was ~30 ms; the rest was those copies into freshly allocated memory
-// and the system calls. Sealed frames are sealed from the shard's slice straight into a
-// 256 KiB send buffer (one write per 4 frames) and read straight into the buffer Fetch
-// returns, where they are opened in place: each end does the plain stream's work plus
-// the AEAD. Nothing follows the handshake on the connection but frames (the server sends
-// no session tickets; during the handshake crypto/tls reads only whole TLS records, so
-// the first frame is never swallowed). A client whose certificate the server refuses
-// finishes its side of the TLS 1.3 handshake first; the server's alert then arrives where
-// the first frame should, and is reported as the TLS error it carries. A frame that fails
-// to open, or a length out of bounds, is a connection error, not ErrCorrupt: the object
-// may be fine, the connection is not; a body cut short is ErrCorrupt, as in plain text. A
-// connection's Close closes its socket at once.
+// that presents no certificate of the cluster's CA is refused and logged. Records are
+// full-size from the first byte (no dynamic record sizing) and gathered into writes of
+// up to 256 KiB while an answer is written (TLS writes each 16 KiB record with its own
+// system call, which woke the reader per record and cost 2-3x the plain stream's time on
+// 200 MiB; gathered, the two measure the same here), and a connection's Close
+// closes its socket at once (no close_notify that could wait behind a blocked write).
+// Over TLS the checksum is not computed (the trailer is sent as zeros and not checked):
+// the AEAD of every record already authenticates the same bytes over the same span, from
+// the server's write of the shard's buffer to the client's read into its own, and the two
+// CRC passes were ~13% of each end's CPU.
 //
 // Cancelling the context closes the connection at once (context.AfterFunc), which ends
 // the fetch; a server answers a closed connection by ending its goroutine. Server.Close
@@ -157,5 +139,5 @@
 // connections are closed when the pool is next used, or by CloseIdleConnections).
 //
 // This package depends only on protoactor's actor package, internal/base/ids, internal/base/pb,
-// klauspost/compress and the standard library (crypto/tls and crypto/cipher for the stream).
+// klauspost/compress and the standard library (crypto/tls for the stream).
 package transfer

@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -339,18 +340,6 @@ func (s *Server) drop(sc *serverConn) {
 func readRequest(c net.Conn, timeout time.Duration) (ids.ObjectID, error) {
 	var req [requestLen]byte
 	_ = c.SetReadDeadline(time.Now().Add(timeout))
-	if sc, ok := c.(*sealedConn); ok {
-		p, err := sc.readSmall(requestLen, requestLen)
-		switch {
-		case errors.Is(err, errBadFrame) || errors.Is(err, errSealBroken):
-			return ids.ObjectID{}, fmt.Errorf("%w: %w", errNotStream, err)
-		case err != nil:
-			return ids.ObjectID{}, err
-		case p[0] != streamMagic:
-			return ids.ObjectID{}, fmt.Errorf("%w: first byte 0x%02x", errNotStream, p[0])
-		}
-		return ids.ObjectID(p[1:]), nil
-	}
 	for n := 0; n < requestLen; {
 		m, err := c.Read(req[n:])
 		n += m
@@ -376,24 +365,20 @@ func (s *Server) serveConn(sc *serverConn) {
 	defer s.drop(sc)
 	log := s.cfg.Logger.With("remote", sc.c.RemoteAddr().String())
 	conn := sc.c
+	var out *coalescer
 	if s.cfg.TLS != nil {
 		// The handshake counts as part of the first request: same deadline, no slot.
-		hc := newHandshakeConn(sc.c)
-		tc := tls.Server(hc, s.cfg.TLS)
+		out = &coalescer{Conn: sc.c}
+		tc := tls.Server(out, s.cfg.TLS)
 		_ = sc.c.SetDeadline(time.Now().Add(firstRequestTimeout))
-		err := tc.Handshake()
-		var sconn *sealedConn
-		if err == nil {
-			sconn, err = sealed(sc.c, hc, tc, true)
-		}
-		if err != nil {
+		if err := tc.Handshake(); err != nil {
 			if !quietEnd(err) {
 				log.Warn("transfer: stream server: refusing a connection that did not prove it belongs to the cluster", "err", err)
 			}
 			return
 		}
 		_ = sc.c.SetWriteDeadline(time.Time{})
-		conn = sconn
+		conn = tc
 	}
 	timeout := firstRequestTimeout
 	for {
@@ -419,7 +404,7 @@ func (s *Server) serveConn(sc *serverConn) {
 			<-s.slots
 			return
 		}
-		err = s.answer(conn, id)
+		err = s.answer(conn, id, out)
 		<-s.slots
 		if err != nil {
 			if !s.isClosed() {
@@ -438,10 +423,17 @@ func (s *Server) serveConn(sc *serverConn) {
 // bytes and their CRC-32C. Each chunk is hashed right after it is written, while the
 // kernel's copy has left it in the cache (the last one before: the trailer goes with it).
 //
-// Over TLS (a sealedConn) the header is one sealed frame and the bytes follow in sealed
-// frames, with no trailer: the frames' tags authenticate every byte.
-func (s *Server) answer(c net.Conn, id ids.ObjectID) (err error) {
-	sc, _ := c.(*sealedConn)
+// With TLS, out gathers the connection's records (16 KiB each) into writes of up to
+// coalesceBytes, flushed when the answer is written.
+func (s *Server) answer(c net.Conn, id ids.ObjectID, out *coalescer) (err error) {
+	if out != nil {
+		out.begin()
+		defer func() {
+			if ferr := out.end(); err == nil {
+				err = ferr
+			}
+		}()
+	}
 	data, err := s.cfg.Get(s.ctx, id)
 	var hdr [headerLen]byte
 	if err != nil {
@@ -459,22 +451,12 @@ func (s *Server) answer(c net.Conn, id ids.ObjectID) (err error) {
 		}
 		binary.BigEndian.PutUint16(hdr[9:], uint16(len(text)))
 		_ = c.SetWriteDeadline(time.Now().Add(serverWriteTimeout))
-		if sc != nil {
-			return sc.writeSmall(append(hdr[:], text...))
-		}
 		bufs := net.Buffers{hdr[:], []byte(text)}
 		_, err := bufs.WriteTo(c)
 		return err
 	}
 	hdr[0] = statusOK
 	binary.BigEndian.PutUint64(hdr[1:], uint64(len(data)))
-	if sc != nil {
-		_ = c.SetWriteDeadline(time.Now().Add(serverWriteTimeout))
-		if err := sc.writeSmall(hdr[:]); err != nil {
-			return err
-		}
-		return sc.writeBody(data, 4*sealFrame)
-	}
 	var trailer [trailerLen]byte
 	var sum uint32
 	for off := 0; ; {
@@ -486,7 +468,9 @@ func (s *Server) answer(c net.Conn, id ids.ObjectID) (err error) {
 		}
 		bufs = append(bufs, data[off:end])
 		if last {
-			sum = crc32.Update(sum, castagnoli, data[off:end])
+			if out == nil {
+				sum = crc32.Update(sum, castagnoli, data[off:end])
+			}
 			binary.BigEndian.PutUint32(trailer[:], sum)
 			bufs = append(bufs, trailer[:])
 		}
@@ -494,7 +478,9 @@ func (s *Server) answer(c net.Conn, id ids.ObjectID) (err error) {
 		if _, err := bufs.WriteTo(c); err != nil || last {
 			return err
 		}
-		sum = crc32.Update(sum, castagnoli, data[off:end])
+		if out == nil {
+			sum = crc32.Update(sum, castagnoli, data[off:end])
+		}
 		off = end
 	}
 }
@@ -585,32 +571,93 @@ func dial(ctx context.Context, addr string, opt FetchOptions, tune tuning) (net.
 	if opt.TLS == nil {
 		return raw, nil
 	}
-	cfg := opt.TLS.Clone()
-	cfg.MinVersion = tls.VersionTLS13 // the sealed frames' keys are exported from a TLS 1.3 session
-	hc := newHandshakeConn(raw)
-	tc := tls.Client(hc, cfg)
+	tc := tls.Client(&readAhead{Conn: raw, r: bufio.NewReaderSize(raw, coalesceBytes)}, opt.TLS)
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err = tc.HandshakeContext(hctx)
-	var sc *sealedConn
-	if err == nil {
-		sc, err = sealed(raw, hc, tc, false)
-	}
-	if err != nil {
+	if err := tc.HandshakeContext(hctx); err != nil {
 		_ = raw.Close()
 		return nil, fmt.Errorf("TLS handshake: %w", err)
 	}
-	return sc, nil
+	return tlsConn{tc, raw}, nil
 }
 
-// streamTLS adapts a TLS server configuration to the stream: TLS 1.3 only (the sealed
-// frames' keys are exported from the session), and no session tickets (nothing may
-// follow the handshake on the connection but the sealed frames).
+// tlsConn is a TLS connection whose Close closes the TCP connection without a
+// close_notify: it never waits on a write in progress (tls.Conn.Close would, up to its
+// deadline), and both ends treat a closed connection as the end anyway.
+type tlsConn struct {
+	*tls.Conn
+	raw net.Conn
+}
+
+func (c tlsConn) Close() error { return c.raw.Close() }
+
+// readAhead reads a TLS client's connection in large reads: crypto/tls asks for one
+// record (16 KiB) at a time, one system call each, where the plain stream reads 1 MiB.
+type readAhead struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *readAhead) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// streamTLS adapts a TLS server configuration to the stream: full-size records from the
+// first byte (a connection carries objects of megabytes; Go's dynamic record sizing
+// starts small for the latency of web pages).
 func streamTLS(cfg *tls.Config) *tls.Config {
 	cfg = cfg.Clone()
-	cfg.MinVersion = tls.VersionTLS13
-	cfg.SessionTicketsDisabled = true
+	cfg.DynamicRecordSizingDisabled = true
 	return cfg
+}
+
+// coalesceBytes is the most a TLS connection's coalescer gathers before it writes.
+const coalesceBytes = 256 << 10
+
+var coalesceBufs = sync.Pool{New: func() any { b := make([]byte, 0, coalesceBytes); return &b }}
+
+// coalescer sits under a TLS connection and, between begin and end, gathers the records
+// TLS writes one by one (one write call, so one system call and one wake-up of the
+// reader, per 16 KiB) into writes of up to coalesceBytes. Outside an answer it writes
+// through (the handshake needs its flights sent as written). Only connections writing
+// an answer hold a buffer (from a pool): at most MaxConns of them.
+type coalescer struct {
+	net.Conn
+	buf *[]byte
+}
+
+func (c *coalescer) begin() { c.buf = coalesceBufs.Get().(*[]byte) }
+
+// end writes what is gathered and gives the buffer back.
+func (c *coalescer) end() error {
+	err := c.flush()
+	*c.buf = (*c.buf)[:0]
+	coalesceBufs.Put(c.buf)
+	c.buf = nil
+	return err
+}
+
+func (c *coalescer) flush() error {
+	if len(*c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(*c.buf)
+	*c.buf = (*c.buf)[:0]
+	return err
+}
+
+func (c *coalescer) Write(p []byte) (int, error) {
+	if c.buf == nil {
+		return c.Conn.Write(p)
+	}
+	if len(*c.buf)+len(p) > cap(*c.buf) {
+		if err := c.flush(); err != nil {
+			return 0, err
+		}
+		if len(p) >= cap(*c.buf) {
+			return c.Conn.Write(p)
+		}
+	}
+	*c.buf = append(*c.buf, p...)
+	return len(p), nil
 }
 
 // quietEnd reports whether err is how a connection ends without anything to report: the
@@ -634,49 +681,25 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 	fail := func(format string, args ...any) ([]byte, bool, bool, error) {
 		return nil, false, false, fetchErrorf(addr, id, format, args...)
 	}
-	sc, _ := c.(*sealedConn)
 
 	var req [requestLen]byte
 	req[0] = streamMagic
 	copy(req[1:], id[:])
 	_ = c.SetWriteDeadline(time.Now().Add(opt.Timeout))
-	if sc != nil {
-		err = sc.writeSmall(req[:])
-	} else {
-		_, err = c.Write(req[:])
-	}
-	if err != nil {
+	if _, err := c.Write(req[:]); err != nil {
 		return nil, false, isStale(err), fetchErrorf(addr, id, "send request: %w", err)
 	}
 
 	var hdr [headerLen]byte
-	var text []byte // the error text, over TLS (in the header's frame)
 	_ = c.SetReadDeadline(time.Now().Add(opt.Timeout))
-	if sc != nil {
-		var p []byte
-		if p, err = sc.readSmall(headerLen, headerLen+maxErrorText); err == nil {
-			copy(hdr[:], p)
-			text = p[headerLen:]
-		}
-	} else {
-		_, err = io.ReadFull(c, hdr[:])
-	}
-	if err != nil {
-		if errors.Is(err, errBadFrame) || errors.Is(err, errSealBroken) {
-			return fail("read response header: %w", err)
-		}
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
 		return nil, false, isStale(err), fetchErrorf(addr, id, "read response header: %w", err)
 	}
 	status, size, textLen := hdr[0], binary.BigEndian.Uint64(hdr[1:]), int(binary.BigEndian.Uint16(hdr[9:]))
-	if sc != nil && len(text) != textLen {
-		return fail("%w: response header says %d bytes of error text, its frame has %d", ErrCorrupt, textLen, len(text))
-	}
 	if status != statusOK {
-		if sc == nil {
-			text = make([]byte, textLen)
-			if _, err := io.ReadFull(c, text); err != nil {
-				return fail("read error text: %w", err)
-			}
+		text := make([]byte, textLen)
+		if _, err := io.ReadFull(c, text); err != nil {
+			return fail("read error text: %w", err)
 		}
 		var sentinel error
 		switch status {
@@ -696,17 +719,6 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 	}
 	if opt.Size > 0 && size != uint64(opt.Size) {
 		return fail("%w: response header says size %d, the object has %d", ErrCorrupt, size, opt.Size)
-	}
-
-	if sc != nil {
-		buf, err := sc.readBody(int(size), opt, tune)
-		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return fail("%w: %w", ErrCorrupt, err)
-			}
-			return fail("%w", err)
-		}
-		return buf, true, false, nil
 	}
 
 	// With the size known, the buffer is allocated whole; else it grows as bytes arrive.
@@ -730,7 +742,9 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 			}
 			return fail("read body at %d of %d bytes: %w", off+n, size, err)
 		}
-		sum = crc32.Update(sum, castagnoli, buf[off:end])
+		if opt.TLS == nil {
+			sum = crc32.Update(sum, castagnoli, buf[off:end])
+		}
 		off = end
 	}
 	var trailer [trailerLen]byte
@@ -741,7 +755,7 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 		}
 		return fail("read checksum: %w", err)
 	}
-	if want := binary.BigEndian.Uint32(trailer[:]); sum != want {
+	if want := binary.BigEndian.Uint32(trailer[:]); opt.TLS == nil && sum != want {
 		return fail("%w: CRC-32C of %d bytes is %08x, the server says %08x", ErrCorrupt, size, sum, want)
 	}
 	return buf, true, false, nil

@@ -139,7 +139,7 @@ func TestStreamTLSConfigUntouched(t *testing.T) {
 	_, c := clusterCreds(t, identity.RoleNode)
 	cfg := c.PeerServerTLS()
 	newStreamServer(t, ServerConfig{Get: (&objectMap{}).get, TLS: cfg})
-	if cfg.SessionTicketsDisabled {
+	if cfg.DynamicRecordSizingDisabled {
 		t.Fatal("NewServer changed the caller's tls.Config")
 	}
 }
