@@ -25,8 +25,12 @@
 // larger than a spill of that size can be, is refused before anything is allocated for
 // it, and the decompressor writes at most that size (one flipped bit in the length field
 // used to allocate 512 GiB). Spill files are 0600 in a 0700 directory. When a spill cannot be written (disk full, unwritable
-// directory) the objects stay in memory, over budget, the failure is logged and counted,
-// and the next put tries again. Freeing an object deletes its file.
+// directory) the objects stay in memory, over budget; the round stops at its first
+// failure (no compression of objects that would fail too), the failure is counted, logged
+// once with the directory and its free space (and once more when spilling works again),
+// and the next round waits for a back-off (1 s, doubling up to 30 s). While spilling fails,
+// a put that would take the store's memory over twice its budget is refused with an error
+// that says what to do. Freeing an object deletes its file.
 //
 // Pulls (pull.go; the puller is package objects/transfer): a PullObject asks for at most
 // MaxPullChunk (1 MiB) bytes of an object from an offset; the reply carries them with the

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -62,6 +63,15 @@ type Shard struct {
 	spilled     int64 // objects on disk
 	spilledB    int64
 	spillErrors int64
+	// failing: spilling failed in the last round (a full disk, a missing directory). The
+	// next round waits until retryAt (a back-off that doubles up to maxSpillBackoff, so a
+	// full disk costs one attempt and one compression per back-off, not one per put and
+	// object); the failure is logged once, when it starts, and once when it ends.
+	failing struct {
+		err     error
+		retryAt time.Time
+		wait    time.Duration
+	}
 	// admits are the producers waiting for their PutObjectAck: a put that leaves the store
 	// over its budget is answered once spilling brings it back under (backpressure).
 	admits []admit
@@ -103,6 +113,18 @@ type spillResult struct {
 
 type spillDone struct{ results []spillResult }
 
+// spillRetry: a back-off after a failed round is over.
+type spillRetry struct{}
+
+// errNotTried marks the jobs of a round after one failed: they are not attempted (a full
+// disk would fail them all, each after its compression).
+var errNotTried = errors.New("not tried: an earlier spill of the round failed")
+
+const (
+	minSpillBackoff = time.Second
+	maxSpillBackoff = 30 * time.Second
+)
+
 // Props returns the props of a shard grain of the node described by cfg.
 func Props(cfg Config) *actor.Props {
 	if cfg.Logger == nil {
@@ -118,7 +140,10 @@ func Props(cfg Config) *actor.Props {
 func (s *Shard) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pb.PutObject:
-		err := s.put(m)
+		err := s.refuse(len(m.Data))
+		if err == nil {
+			err = s.put(m)
+		}
 		s.maybeSpill(ctx)
 		if ctx.Sender() != nil {
 			ack := &pb.PutObjectAck{ObjectId: m.ObjectId}
@@ -140,6 +165,9 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.pullLoaded(ctx, m)
 	case *spillDone:
 		s.spillDone(ctx, m)
+	case spillRetry:
+		s.maybeSpill(ctx)
+		s.releaseAdmits(ctx)
 	case *pb.FreeObjects:
 		defer func() {
 			if ctx.Sender() != nil { // the owner waits for large frees (see core)
@@ -218,6 +246,9 @@ func (s *Shard) maybeSpill(ctx actor.Context) {
 	if s.cfg.Budget <= 0 || s.cfg.SpillDir == "" || s.spilling || s.mem <= s.cfg.Budget {
 		return
 	}
+	if s.failing.err != nil && time.Now().Before(s.failing.retryAt) {
+		return // backing off: spillRetry comes when it is over
+	}
 	type cand struct {
 		id ids.ObjectID
 		o  *object
@@ -256,8 +287,15 @@ func (s *Shard) maybeSpill(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	go func() {
 		res := make([]spillResult, len(jobs))
+		var failed error
 		for i, j := range jobs {
-			_, err := writeSpill(j.path, j.data)
+			err := failed
+			if err == nil {
+				_, err = writeSpill(j.path, j.data)
+				failed = err
+			} else {
+				err = errNotTried
+			}
 			res[i] = spillResult{id: j.id, path: j.path, err: err}
 		}
 		root.Send(self, &spillDone{results: res})
@@ -266,7 +304,7 @@ func (s *Shard) maybeSpill(ctx actor.Context) {
 
 func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 	s.spilling = false
-	failed := 0
+	var failed error
 	for _, r := range m.results {
 		o, ok := s.objs[r.id]
 		if !ok {
@@ -278,10 +316,10 @@ func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 		}
 		o.spilling = false
 		if r.err != nil {
-			failed++
-			s.spillErrors++
-			s.cfg.Logger.Error("shard: cannot spill an object to disk; it stays in memory (check the spill directory: free space, permissions)",
-				"object", r.id, "dir", s.cfg.SpillDir, "err", r.err)
+			if r.err != errNotTried {
+				failed = r.err
+				s.spillErrors++
+			}
 			continue
 		}
 		o.data, o.spill = nil, r.path
@@ -289,10 +327,45 @@ func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 		s.spilled++
 		s.spilledB += o.size
 	}
-	if failed == 0 { // after a failure, the next put tries again (not a hot loop on a full disk)
+	if failed != nil {
+		s.spillFailed(ctx, failed)
+	} else {
+		if s.failing.err != nil {
+			s.cfg.Logger.Info("shard: spilling to disk works again", "dir", s.cfg.SpillDir, "spill_errors", s.spillErrors)
+			s.failing.err, s.failing.wait = nil, 0
+		}
 		s.maybeSpill(ctx)
 	}
 	s.releaseAdmits(ctx)
+}
+
+// spillFailed starts or extends the back-off after a failed round, and logs the condition
+// when it starts: the directory, the error and the free space there.
+func (s *Shard) spillFailed(ctx actor.Context, err error) {
+	if s.failing.err == nil {
+		s.cfg.Logger.Warn("shard: cannot spill objects to disk; they stay in memory, over the store's budget, and spilling is retried with a back-off (make room in the spill directory, or check its permissions)",
+			"dir", s.cfg.SpillDir, "err", err, "free_space", freeSpace(s.cfg.SpillDir),
+			"memory", s.mem, "budget", s.cfg.Budget)
+	}
+	s.failing.err = err
+	s.failing.wait = min(max(2*s.failing.wait, minSpillBackoff), maxSpillBackoff)
+	s.failing.retryAt = time.Now().Add(s.failing.wait)
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(s.failing.wait, func() { root.Send(self, spillRetry{}) })
+}
+
+// hardLimitFactor: while spilling fails, a put that would take the store's memory over
+// this many times its budget is refused (with what to do) instead of growing the process
+// without bound.
+const hardLimitFactor = 2
+
+// refuse says why a put of size bytes cannot be taken now, or nil.
+func (s *Shard) refuse(size int) error {
+	if s.failing.err == nil || s.cfg.Budget <= 0 || s.mem+int64(size) <= hardLimitFactor*s.cfg.Budget {
+		return nil
+	}
+	return fmt.Errorf("the object store of node %s holds %d bytes in memory, over %dx its budget of %d, and cannot spill to %s (%v; free space there: %s): release objects you no longer need, or make room in the spill directory",
+		s.cfg.Node, s.mem, hardLimitFactor, s.cfg.Budget, s.cfg.SpillDir, s.failing.err, freeSpace(s.cfg.SpillDir))
 }
 
 func (s *Shard) put(m *pb.PutObject) error {

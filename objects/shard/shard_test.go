@@ -210,7 +210,8 @@ func TestSpillDirUnwritable(t *testing.T) {
 
 // TestSpillDiskFull: a spill that hits a full disk (ENOSPC from the kernel: the spill file's
 // temporary name leads to /dev/full) keeps the object in memory, readable, counted as a
-// spill error and logged with the cause; once space is back the next put spills it.
+// spill error and logged with the cause; once space is back the retry after the back-off
+// spills it.
 func TestSpillDiskFull(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Fatalf("this test needs /dev/full (Linux): %v", err)
@@ -258,11 +259,19 @@ func TestSpillDiskFull(t *testing.T) {
 	mu.Lock()
 	logged := logs.String()
 	mu.Unlock()
-	if !strings.Contains(logged, "no space left on device") || !strings.Contains(logged, "free space") {
+	if !strings.Contains(logged, "no space left on device") || !strings.Contains(logged, "free_space=") {
 		t.Fatalf("the log does not say the disk is full: %s", logged)
 	}
-	// Space is back: the next put spills both.
+	// Space is back: the retry after the back-off spills the object, and then puts are
+	// taken and spilled again.
 	os.Remove(tmp)
+	deadline = time.Now().Add(5 * time.Second)
+	for ask(&pb.StoreStats{}).(*pb.StoreStatsReply).SpilledObjects < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the object was not spilled after the back-off once space was back: %+v", ask(&pb.StoreStats{}))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	id2 := ids.PutID(ids.NewRootTaskID(), 2)
 	ask(&pb.PutObject{ObjectId: id2[:], Data: make([]byte, 1000)})
 	deadline = time.Now().Add(5 * time.Second)
@@ -274,6 +283,73 @@ func TestSpillDiskFull(t *testing.T) {
 	}
 	if r := ask(&pb.GetObject{ObjectId: id[:]}).(*pb.GetObjectReply); !r.Found || string(r.Data) != string(data) {
 		t.Fatalf("object read back from its spill file: found %v, %d bytes", r.Found, len(r.Data))
+	}
+}
+
+// TestSpillFailureBacksOff: with a spill directory that cannot be written, 200 puts cost a
+// round of spilling per back-off, not one per put and object: one WARN with the directory
+// and the free space, a spill error per round, not per object; objects stay readable; and a
+// put that would take memory over twice the budget is refused with what to do.
+func TestSpillFailureBacksOff(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	defer sys.Shutdown()
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spillDir := filepath.Join(blocker, "spill")
+	const budget = 100 << 10
+	pid := sys.Root.Spawn(Props(Config{Node: "n1", Budget: budget, SpillDir: spillDir, Logger: logger}))
+	ask := func(m any) any {
+		t.Helper()
+		res, err := sys.Root.RequestFuture(pid, m, 10*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	root := ids.NewRootTaskID()
+	var kept []ids.ObjectID
+	var refused *pb.PutObjectAck
+	for i := range 200 {
+		id := ids.PutID(root, uint32(i+1))
+		ack := ask(&pb.PutObject{ObjectId: id[:], Data: make([]byte, 4<<10)}).(*pb.PutObjectAck)
+		if ack.Error != "" {
+			if refused == nil {
+				refused = ack
+			}
+			continue
+		}
+		kept = append(kept, id)
+	}
+	st := ask(&pb.StoreStats{}).(*pb.StoreStatsReply)
+	if st.SpillErrors == 0 || st.SpillErrors > 5 {
+		t.Errorf("%d spill errors for 200 puts in about a second: want a few (one per round), not one per put or object", st.SpillErrors)
+	}
+	if refused == nil || !strings.Contains(refused.Error, spillDir) || !strings.Contains(refused.Error, "release objects") {
+		t.Errorf("a put over twice the budget while spilling fails: %+v, want a refusal naming the spill directory and what to do", refused)
+	}
+	if st.MemoryBytes > 2*budget {
+		t.Errorf("%d bytes in memory, over twice the budget of %d", st.MemoryBytes, budget)
+	}
+	for _, id := range kept {
+		if r := ask(&pb.GetObject{ObjectId: id[:]}).(*pb.GetObjectReply); !r.Found || len(r.Data) != 4<<10 {
+			t.Fatalf("an object kept in memory is not readable: %+v", r)
+		}
+	}
+	mu.Lock()
+	logged := logs.String()
+	mu.Unlock()
+	if n := strings.Count(logged, "level=WARN"); n != 1 || strings.Count(logged, "level=ERROR") != 0 || !strings.Contains(logged, "free_space=") {
+		t.Fatalf("%d WARN lines (want 1, with the free space, and no ERROR):\n%s", n, logged)
 	}
 }
 
