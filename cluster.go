@@ -2,6 +2,7 @@ package ray
 
 import (
 	"context"
+	"encoding/hex"
 
 	"github.com/ray-go/ray/tasks"
 )
@@ -69,4 +70,71 @@ func Stats(ctx context.Context) (RuntimeStats, error) {
 	s := tc.Core.Stats()
 	return RuntimeStats{TasksRetried: s.Retried.Load(), ObjectsReconstructed: s.Reconstructed.Load(),
 		MessagesHandled: tc.Core.MessagesHandled()}, nil
+}
+
+// ClusterResources returns the resources of every node of the job together, e.g.
+// {"CPU": 4, "GPU": 0, "accel": 1} (Ray's ray.cluster_resources()).
+func ClusterResources(ctx context.Context) (map[string]float64, error) {
+	nodes, err := Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, n := range nodes {
+		for k, v := range n.Resources {
+			out[k] += v
+		}
+	}
+	return out, nil
+}
+
+// AvailableResources returns the resources of the job's nodes not in use now (Ray's
+// ray.available_resources()): the node's scheduler's count in local mode; in a cluster
+// the nodes' load reports, which trail the truth by about 100 ms. A resource no node has
+// free is 0.
+func AvailableResources(ctx context.Context) (map[string]float64, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	total, err := ClusterResources(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]float64, len(total))
+	for k := range total {
+		out[k] = 0
+	}
+	for _, avail := range tc.Core.AvailableResources() {
+		for k, v := range avail.Map() {
+			out[k] += v
+		}
+	}
+	return out, nil
+}
+
+// RuntimeContext says where the calling code runs (Ray's ray.get_runtime_context()).
+type RuntimeContext struct {
+	JobID  string
+	NodeID string
+	// TaskID is the running task's or actor call's ID, "" in a driver.
+	TaskID string
+	// Resources is what the running task asked for and holds while it runs (nil in a
+	// driver), e.g. {"CPU": 1}.
+	Resources map[string]float64
+}
+
+// GetRuntimeContext returns the runtime context of ctx: a driver's, or the running task's
+// when ctx is the context the task was given.
+func GetRuntimeContext(ctx context.Context) (RuntimeContext, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return RuntimeContext{}, err
+	}
+	rc := RuntimeContext{JobID: string(tc.Core.Job()), NodeID: string(tc.Core.Node())}
+	if tc.Spec != nil {
+		rc.TaskID = hex.EncodeToString(tc.Spec.TaskId)
+		rc.Resources = tasks.ResourcesFromPB(tc.Spec.Resources).Map()
+	}
+	return rc, nil
 }

@@ -364,6 +364,19 @@ func (v *View) Nodes() []*pb.NodeInfo {
 	return out
 }
 
+// Available returns, for each node Nodes lists, its resources not in use as its last load
+// report said.
+func (v *View) Available() map[string]sched.Resources {
+	s := v.load()
+	out := make(map[string]sched.Resources, len(s.nodes))
+	for _, n := range s.nodes {
+		if n.ID == string(v.cfg.Self) || n.Alive && v.cfg.Member(n.ID) {
+			out[n.ID] = n.Available
+		}
+	}
+	return out
+}
+
 // Feasible is nil while no node is known (tasks wait for one), else whether some alive
 // node could ever run req (an *sched.InfeasibleError names what is missing).
 func (v *View) Feasible(req sched.Resources) error {

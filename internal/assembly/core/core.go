@@ -68,6 +68,8 @@ type Config struct {
 	Cluster Cluster
 	// Nodes lists the nodes that run this job's tasks (nil: this node only).
 	Nodes func() []*pb.NodeInfo
+	// Available returns what each node Nodes lists has not in use (nil: unknown).
+	Available func() map[string]sched.Resources
 	// OrphanLineage reads a dead owner's lineage from the GCS, to recreate the objects
 	// this runtime borrowed from it (nil: such objects are lost with their owner).
 	OrphanLineage OrphanLineage
@@ -484,6 +486,19 @@ func (c *Core) NodeInfos() []*pb.NodeInfo {
 	}
 	return c.cfg.Nodes()
 }
+
+// AvailableResources returns what each node of the job has not in use (nil when the node
+// did not say): the local scheduler's count in local mode, the nodes' last load reports
+// (every 100 ms or so) in a cluster.
+func (c *Core) AvailableResources() map[string]sched.Resources {
+	if c.cfg.Available == nil {
+		return nil
+	}
+	return c.cfg.Available()
+}
+
+// Job is this runtime's job ID.
+func (c *Core) Job() ids.JobID { return c.cfg.Job }
 
 // Node is this runtime's node ID; StoreBudget its object store budget.
 func (c *Core) Node() ids.NodeID { return c.cfg.Node }

@@ -352,7 +352,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.Core, err = core.New(core.Config{
 		Job: cfg.Job, Node: n.ID, System: n.system, Cluster: cluster,
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
-		Feasible: feasible, Nodes: listNodes, OrphanLineage: n.orphanLineage,
+		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
 			Info: func(id string) (*pb.ActorInfo, bool) { return n.actors.Info(id) }},
@@ -629,6 +629,23 @@ func (n *Node) startMember(ctx context.Context) error {
 }
 
 func (n *Node) raylet() *actor.PID { return n.grain(&n.rayletP, "raylet", KindRaylet) }
+
+// available is what the job's nodes have not in use: in a cluster as their load reports
+// said, alone as this node's scheduler counts it now.
+func (n *Node) available() map[string]sched.Resources {
+	if n.view != nil {
+		return n.view.Available()
+	}
+	rl := n.raylet()
+	if rl == nil {
+		return nil
+	}
+	res, err := n.system.Root.RequestFuture(rl, raylet.Stats{}, 5*time.Second).Result()
+	if s, ok := res.(*raylet.StatsReply); err == nil && ok {
+		return map[string]sched.Resources{string(n.ID): s.Available}
+	}
+	return nil
+}
 
 func (n *Node) objectStore() *actor.PID { return n.grain(&n.storeP, "store/0", KindStore) }
 

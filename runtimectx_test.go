@@ -1,0 +1,49 @@
+package ray
+
+import (
+	"context"
+	"testing"
+)
+
+type insideView struct {
+	Ctx   RuntimeContext
+	Avail map[string]float64
+}
+
+var lookAround = Task0("test.lookAround", func(ctx context.Context) (insideView, error) {
+	rc, err := GetRuntimeContext(ctx)
+	if err != nil {
+		return insideView{}, err
+	}
+	avail, err := AvailableResources(ctx)
+	return insideView{Ctx: rc, Avail: avail}, err
+})
+
+// TestClusterAndRuntimeContext: the cluster's resources are its node's (4 CPUs and one
+// accel in this package's runtime); what is available drops by what a running task holds;
+// a task's runtime context names its job, node, task and resources, a driver's no task.
+func TestClusterAndRuntimeContext(t *testing.T) {
+	ctx := timeout(t)
+	total, err := ClusterResources(ctx)
+	if err != nil || total["CPU"] != 4 || total["accel"] != 1 {
+		t.Fatalf("ClusterResources = %v, %v; want CPU 4, accel 1", total, err)
+	}
+	eventuallyT(t, 10e9, "every CPU free between tests", func() bool {
+		avail, err := AvailableResources(ctx)
+		return err == nil && avail["CPU"] == 4 && avail["accel"] == 1
+	})
+	driver, err := GetRuntimeContext(ctx)
+	if err != nil || driver.TaskID != "" || driver.Resources != nil || driver.JobID == "" || driver.NodeID == "" {
+		t.Fatalf("driver's runtime context %+v, %v", driver, err)
+	}
+	in := mustGet(t, ctx, lookAround.Options(NumCPUs(2)).Remote(ctx))
+	if in.Ctx.TaskID == "" || in.Ctx.JobID != driver.JobID || in.Ctx.NodeID != driver.NodeID || in.Ctx.Resources["CPU"] != 2 {
+		t.Fatalf("a task's runtime context %+v, want its ID, the driver's job and node, CPU 2", in.Ctx)
+	}
+	if in.Avail["CPU"] > 2 {
+		t.Fatalf("inside a task holding 2 of 4 CPUs, %v CPUs available", in.Avail["CPU"])
+	}
+	if _, err := ClusterResources(context.Background()); err != ErrNotInitialized {
+		t.Fatalf("ClusterResources without ray.Init: %v", err)
+	}
+}
