@@ -93,6 +93,7 @@ func New(stdout, stderr io.Writer) *ucli.App {
 			tokenCommand(),
 			listCommand(),
 			getCommand(),
+			summaryCommand(),
 		},
 	}
 }
@@ -106,7 +107,7 @@ func interspersed(app *ucli.App, args []string) []string {
 	var cmd *ucli.Command
 	n := 0 // args[:n] are the program and the command's names
 	switch {
-	case len(args) >= 3 && (args[1] == "list" || args[1] == "get"):
+	case len(args) >= 3 && (args[1] == "list" || args[1] == "get" || args[1] == "summary"):
 		cmd, n = app.Command(args[1]), 2
 	case len(args) >= 4 && args[1] == "job":
 		if top := app.Command("job"); top != nil {

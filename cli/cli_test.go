@@ -194,6 +194,9 @@ func TestCluster(t *testing.T) {
 	if r := run(t, tok, "list", "actors", "--address", addr, "-o", "json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
 		t.Errorf("list actors of a cluster without any: %+v", r)
 	}
+	if r := run(t, tok, "summary", "nodes", "--address", addr, "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"ALIVE": 2`) {
+		t.Errorf("summary nodes: %+v", r)
+	}
 	if r := run(t, tok, "list", "tasks", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "nodes, jobs, actors") {
 		t.Errorf("list of an unknown kind: %+v", r)
 	}

@@ -22,9 +22,10 @@
 //	rayctl token show|rotate [--session-dir DIR]
 //	rayctl list nodes|jobs|actors [--address A] [-o table|json|yaml] [--filter FIELD=VALUE|FIELD!=VALUE]... [--limit 100]
 //	rayctl get node|job|actor ID [--address A] [-o yaml|json]   (ID: the whole ID or at least 6 of its first characters)
+//	rayctl summary actors|nodes|jobs [--address A] [-o table|json|yaml]   (actors by class and state; nodes, jobs by state)
 //	rayctl --version
 //
-// status, memory, job, list and get take the credential flags too: --token, --token-file,
+// status, memory, job, list, get and summary take the credential flags too: --token, --token-file,
 // --join-address, --insecure, --gcs-ca, --gcs-cert, --gcs-key.
 //
 // Every flag also reads an environment variable: RAY_GO_HEAD, RAY_GO_HOST, RAY_GO_PORT,

@@ -187,11 +187,87 @@ func getCommand() *ucli.Command {
 				return exitf(ExitError, "%q is the start of %d %s IDs: give more of it", id, len(found), k.one)
 			}
 			if format == "json" {
-				return printRecords(c.App.Writer, format, nil, found[:1])
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(found[0])
 			}
 			return printYAML(c.App.Writer, found[0], "")
 		},
 	}
+}
+
+func summaryCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:      "summary",
+		Usage:     "count the cluster's actors by class and state, or its nodes or jobs by state (Ray's `ray summary`)",
+		ArgsUsage: "actors|nodes|jobs",
+		Flags:     stateFlags(),
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 1 {
+				return exitf(ExitError, "summary takes what to count: one of %s", kindNames())
+			}
+			k, ok := kindOf(c.Args().First())
+			if !ok {
+				return exitf(ExitError, "cannot summarize %q: use one of %s", c.Args().First(), kindNames())
+			}
+			format, err := stateFormat(c)
+			if err != nil {
+				return err
+			}
+			recs, err := readKind(c, k)
+			if err != nil {
+				return err
+			}
+			group := "state"
+			if k.name == "actors" {
+				group = "class"
+			}
+			return printRecords(c.App.Writer, format, nil, summarize(recs, group))
+		},
+	}
+}
+
+// summarize counts records by the field group (if not "state") and by state: one row per
+// group, with a column per state seen and the total.
+func summarize(recs []record, group string) []record {
+	states := map[string]bool{}
+	counts := map[string]map[string]int{}
+	for _, r := range recs {
+		g := ""
+		if group != "state" {
+			v, _ := r.get(group)
+			g = scalar(v)
+		}
+		st, _ := r.get("state")
+		if counts[g] == nil {
+			counts[g] = map[string]int{}
+		}
+		counts[g][scalar(st)]++
+		states[scalar(st)] = true
+	}
+	var names, groups []string
+	for st := range states {
+		names = append(names, st)
+	}
+	for g := range counts {
+		groups = append(groups, g)
+	}
+	sort.Strings(names)
+	sort.Strings(groups)
+	out := []record{}
+	for _, g := range groups {
+		var r record
+		if group != "state" {
+			r = append(r, field{group, g})
+		}
+		total := 0
+		for _, st := range names {
+			r = append(r, field{st, counts[g][st]})
+			total += counts[g][st]
+		}
+		out = append(out, append(r, field{"total", total}))
+	}
+	return out
 }
 
 func stateFormat(c *ucli.Context) (string, error) {
@@ -294,9 +370,6 @@ func printRecords(w io.Writer, format string, columns []string, recs []record) e
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if len(columns) == 0 && len(recs) == 1 {
-			return enc.Encode(recs[0])
-		}
 		return enc.Encode(recs)
 	case "yaml":
 		if len(recs) == 0 {
@@ -309,6 +382,11 @@ func printRecords(w io.Writer, format string, columns []string, recs []record) e
 			}
 		}
 		return nil
+	}
+	if columns == nil && len(recs) > 0 {
+		for _, f := range recs[0] {
+			columns = append(columns, f.k)
+		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.ToUpper(strings.Join(columns, "\t")))

@@ -98,6 +98,36 @@ func TestListActorsRecords(t *testing.T) {
 	}
 }
 
+// TestSummarize: actors counted by class and state, a column per state seen, and a total.
+func TestSummarize(t *testing.T) {
+	recs := []record{
+		{{"actor_id", "1"}, {"class", "B"}, {"state", "ALIVE"}},
+		{{"actor_id", "2"}, {"class", "A"}, {"state", "DEAD"}},
+		{{"actor_id", "3"}, {"class", "A"}, {"state", "ALIVE"}},
+		{{"actor_id", "4"}, {"class", "A"}, {"state", "ALIVE"}},
+	}
+	var out bytes.Buffer
+	if err := printRecords(&out, "json", nil, summarize(recs, "class")); err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0]["class"] != "A" || rows[0]["ALIVE"] != 2.0 || rows[0]["DEAD"] != 1.0 || rows[0]["total"] != 3.0 ||
+		rows[1]["class"] != "B" || rows[1]["ALIVE"] != 1.0 || rows[1]["DEAD"] != 0.0 {
+		t.Fatalf("summary: %s", out.String())
+	}
+	byState := summarize(recs, "state")
+	if len(byState) != 1 || scalar(byState[0][0].v) != "3" {
+		t.Fatalf("by state: %v", byState)
+	}
+	out.Reset()
+	if err := printRecords(&out, "table", nil, summarize(recs, "class")); err != nil || !strings.HasPrefix(out.String(), "CLASS") {
+		t.Fatalf("table: %v\n%s", err, out.String())
+	}
+}
+
 // TestVersion: rayctl --version names the toolchain at least.
 func TestVersion(t *testing.T) {
 	var out, errOut bytes.Buffer
