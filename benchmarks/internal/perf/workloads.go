@@ -167,6 +167,24 @@ func coreMetrics() []*metric {
 			setup: func(e *env) (*bench, error) { return freshTasksAsync(e, ray.WithoutLineage()) },
 		},
 		{
+			name: "single_client_get_object_containing_10k_refs", unit: "gets/s",
+			body: "a task Puts 10,000 small objects and returns the list of their refs; the driver Gets the list (binding 10,000 borrowed refs) and releases it",
+			setup: func(e *env) (*bench, error) {
+				return &bench{multiplier: 1, run: func() error {
+					ref := containing10k.Remote(e.ctx)
+					refs, err := ray.Get(e.ctx, ref)
+					ref.Release()
+					if err == nil && len(refs) != 10000 {
+						err = fmt.Errorf("got %d refs, want 10000", len(refs))
+					}
+					for _, r := range refs {
+						r.Release()
+					}
+					return err
+				}}, nil
+			},
+		},
+		{
 			name: "single_client_wait_1k_refs", unit: "bodies/s",
 			body: "submit 1000 small_value, then 1000 rounds of Wait(notReady, NumReady(1)) taking one ready ref per round",
 			setup: func(e *env) (*bench, error) {
@@ -175,6 +193,20 @@ func coreMetrics() []*metric {
 		},
 	}
 }
+
+// containing10k is ray_perf.py's create_object_containing_ref: 10,000 ray.put(1), their
+// refs returned in a list.
+var containing10k = ray.Task0("microbench.containing_10k_refs", func(ctx context.Context) ([]ray.ObjectRef[int], error) {
+	refs := make([]ray.ObjectRef[int], 10000)
+	for i := range refs {
+		r, err := ray.Put(ctx, 1)
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = r
+	}
+	return refs, nil
+})
 
 func tasksAsync(ctx context.Context) error {
 	refs := make([]ray.ObjectRef[[]byte], 1000)
