@@ -111,7 +111,7 @@ func TestMemoryStoreWaitersAfterReset(t *testing.T) {
 func TestMemoryStoreShrinks(t *testing.T) {
 	s := newMemoryStore(1)
 	root := ids.NewRootTaskID()
-	const n = 4 * shrinkBelow
+	const n = 40000
 	for i := range n {
 		s.Create(ids.PutID(root, uint32(i+1)))
 	}
@@ -123,8 +123,8 @@ func TestMemoryStoreShrinks(t *testing.T) {
 		}
 	}
 	sh := &s.t.shards[0]
-	if sh.peak >= n {
-		t.Fatalf("peak %d after deleting all but one of %d objects: the map was not made anew", sh.peak, n)
+	if sh.peak.N() >= n {
+		t.Fatalf("peak %d after deleting all but one of %d objects: the map was not made anew", sh.peak.N(), n)
 	}
 	if v, ready, known := s.Get(keep); !known || !ready || string(v.Data) != "kept" {
 		t.Fatalf("the object left was lost: %q ready=%v known=%v", v.Data, ready, known)

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/mapx"
 	"github.com/ray-go/ray/internal/base/slab"
 )
 
@@ -22,10 +23,9 @@ type table struct {
 }
 
 type tshard struct {
-	mu sync.Mutex
-	m  map[ids.ObjectID]*Entry
-	// peak is the most entries m held since it was made: see drop.
-	peak int
+	mu   sync.Mutex
+	m    map[ids.ObjectID]*Entry
+	peak mapx.Peak // of m: see drop
 	// nmem and nrefs count the entries held by each part; ntasks those holding a lineage
 	// record.
 	nmem, nrefs, ntasks int
@@ -78,7 +78,7 @@ func (sh *tshard) entry(id ids.ObjectID, fresh *Entry) *Entry {
 		e = sh.entries.New()
 	}
 	sh.m[id] = e
-	sh.peak = max(sh.peak, len(sh.m))
+	sh.peak.Grew(len(sh.m))
 	return e
 }
 
@@ -93,23 +93,11 @@ func (sh *tshard) find(id ids.ObjectID, hint *Entry) *Entry {
 	return sh.m[id]
 }
 
-// shrinkBelow: a map that held more than this many entries and now holds under an eighth
-// of its peak is made anew. Go maps never give back their memory: a burst of a million
-// pending objects would otherwise keep its map's for good. Copying the few live entries
-// is paid for by the many deletions before it.
-const shrinkBelow = 8192
-
 // drop forgets e (id's entry) once neither part holds it; the shard's lock held.
 func (sh *tshard) drop(id ids.ObjectID, e *Entry) {
 	if e.mem || e.refs {
 		return
 	}
 	delete(sh.m, id)
-	if sh.peak > shrinkBelow && len(sh.m) < sh.peak/8 {
-		m := make(map[ids.ObjectID]*Entry, max(64, 2*len(sh.m)))
-		for k, v := range sh.m {
-			m[k] = v
-		}
-		sh.m, sh.peak = m, len(m)
-	}
+	sh.m = mapx.Shrink(&sh.peak, sh.m) // Go maps never give their memory back
 }

@@ -125,7 +125,7 @@ var ranks = []struct {
 	rank  int
 	paths []string
 }{
-	{0, []string{"internal/base/ids", "internal/base/pb", "internal/base/netx", "internal/base/dispatch", "internal/base/slab",
+	{0, []string{"internal/base/ids", "internal/base/pb", "internal/base/netx", "internal/base/dispatch", "internal/base/slab", "internal/base/mapx",
 		"internal/base/workerenv", "internal/base/identity", "internal/base/fuzzing", "internal/base/scenario", "objects/codec", "tasks/sched", "actors/lifecycle", "actors/caller", "internal/archtest", "internal"}},
 	{1, []string{"internal/base/gcs"}},
 	{2, []string{"internal/base/gcs/etcdstore", "internal/base/gcs/memstore", "internal/base/gcs/gcstest"}},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ray-go/ray/actors/caller"
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/mapx"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects"
 	"github.com/ray-go/ray/tasks/sched"
@@ -50,6 +51,7 @@ type shard struct {
 	}
 
 	tasks    map[ids.TaskID]*pending
+	tasksMax mapx.Peak              // of tasks (a burst must not keep the map's memory)
 	actors   []*actorCaller         // actor callers to flush at the end of this turn
 	outbox   []caller.Out[*pending] // flushCaller's buffer
 	flushing bool                   // a flushTurn is in the mailbox
@@ -255,6 +257,7 @@ func (s *shard) endOfTurn() {
 // outbox and is registered when the outbox is flushed).
 func (s *shard) submitted(p *pending) {
 	s.tasks[p.tid] = p
+	s.tasksMax.Grew(len(s.tasks))
 	if p.actor == nil {
 		s.toRecord(p)
 	}
@@ -418,6 +421,7 @@ func (s *shard) complete(p *pending, r *pb.TaskResult) {
 	}
 	p.finished = true
 	delete(s.tasks, tid)
+	s.tasks = mapx.Shrink(&s.tasksMax, s.tasks)
 	delete(s.parked, tid)
 	if p.actor != nil {
 		c.actorFinished(p)

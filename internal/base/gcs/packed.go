@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/s2"
+
+	"github.com/ray-go/ray/internal/base/mapx"
 )
 
 // MaxRecordBytes is the largest record (ID plus bytes) a Packer accepts. With PageBytes at
@@ -200,6 +202,7 @@ type Packer struct {
 
 	mu       sync.Mutex
 	index    map[string]loc
+	peak     mapx.Peak // of index (a burst of records must not keep its memory)
 	open     *page
 	full     []*page // full pages waiting for SealDelay, oldest (lowest seq) first
 	maxFull  int
@@ -296,6 +299,7 @@ func (p *Packer) Remove(id string) bool {
 		return false
 	}
 	delete(p.index, id)
+	p.index = mapx.Shrink(&p.peak, p.index)
 	p.stats.Removed++
 	p.dropLocked(l, &sealQ)
 	p.mu.Unlock()
@@ -389,6 +393,7 @@ func (p *Packer) appendLocked(id string, rec []byte, sealQ *[]*page) *page {
 	pg.raw = append(pg.raw, rec...)
 	size := len(pg.raw) - off
 	p.index[id] = loc{pg: pg, slot: int32(len(pg.slots))}
+	p.peak.Grew(len(p.index))
 	pg.slots = append(pg.slots, slot{off: int32(off), size: int32(size)})
 	pg.n++
 	pg.live++

@@ -1,0 +1,45 @@
+package mapx
+
+import "testing"
+
+// TestShrink: a map that held many entries and now holds few is made anew with them; one
+// that stays near its peak, or never grew large, is kept.
+func TestShrink(t *testing.T) {
+	var p Peak
+	m := map[int]int{}
+	for i := range 4 * rebuildAbove {
+		m[i] = i
+		p.Grew(len(m))
+	}
+	for i := 0; i < 4*rebuildAbove-100; i++ {
+		delete(m, i)
+		before := m
+		m = Shrink(&p, m)
+		if len(m) >= 4*rebuildAbove/8 && !same(before, m) {
+			t.Fatalf("made anew at %d entries, above an eighth of the peak", len(m))
+		}
+	}
+	if p.n != len(m) && p.n >= 4*rebuildAbove {
+		t.Fatalf("the peak is still %d with %d entries left: the map was never made anew", p.n, len(m))
+	}
+	for i := 4*rebuildAbove - 100; i < 4*rebuildAbove; i++ {
+		if m[i] != i {
+			t.Fatalf("entry %d lost", i)
+		}
+	}
+	var q Peak
+	small := map[int]int{1: 1}
+	q.Grew(1)
+	delete(small, 1)
+	if s := Shrink(&q, small); !same(s, small) {
+		t.Fatal("a small map was made anew")
+	}
+}
+
+// same reports whether a and b are the same map (not equal contents: identity).
+func same(a, b map[int]int) bool {
+	a[-1] = 1
+	_, ok := b[-1]
+	delete(a, -1)
+	return ok
+}
