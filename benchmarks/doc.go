@@ -7,6 +7,7 @@
 //     child process pinned to that many cores: throughput, speedup and mutex wait per op.
 //   - actors: Ray's many_actors release test: N actors (0 CPUs, one call each), the rate
 //     per thousand and the memory per idle actor.
+//   - heapburst: N small tasks submitted at once, then released: the heap kept afterwards.
 //   - data, rl, chaos: Ray Data against pqarrow, the RL suite, a node killed per round.
 //
 // Benchmarks are programs, never timed assertions in the test suite:
