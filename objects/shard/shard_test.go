@@ -177,23 +177,12 @@ func TestSpillAndRestore(t *testing.T) {
 // TestSpillDirUnwritable: when spilling fails, objects stay in memory (over budget) and
 // readable, and the failure is counted.
 func TestSpillDirUnwritable(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	defer sys.Shutdown()
 	blocker := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// A directory under a regular file cannot be created, even by root.
-	pid := sys.Root.Spawn(Props(Config{Node: "n1", Budget: 100, SpillDir: filepath.Join(blocker, "spill"), Logger: quiet}))
-	ask := func(m any) any {
-		t.Helper()
-		res, err := sys.Root.RequestFuture(pid, m, 10*time.Second).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	ask := startShard(t, Config{Node: "n1", Budget: 100, SpillDir: filepath.Join(blocker, "spill")})
 	id := ids.PutID(ids.NewRootTaskID(), 1)
 	ask(&pb.PutObject{ObjectId: id[:], Data: make([]byte, 1000)})
 	deadline := time.Now().Add(5 * time.Second)
@@ -216,26 +205,9 @@ func TestSpillDiskFull(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Fatalf("this test needs /dev/full (Linux): %v", err)
 	}
-	var logs strings.Builder
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return logs.Write(p)
-	}), nil))
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	defer sys.Shutdown()
+	logger, logs := capturedLogs()
 	dir := t.TempDir()
-	pid := sys.Root.Spawn(Props(Config{Node: "n1", Budget: 100, SpillDir: dir, Logger: logger}))
-	ask := func(m any) any {
-		t.Helper()
-		res, err := sys.Root.RequestFuture(pid, m, 10*time.Second).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	ask := startShard(t, Config{Node: "n1", Budget: 100, SpillDir: dir, Logger: logger})
 	id := ids.PutID(ids.NewRootTaskID(), 1)
 	tmp := spillPath(dir, id) + ".tmp"
 	if err := os.Symlink("/dev/full", tmp); err != nil {
@@ -256,9 +228,7 @@ func TestSpillDiskFull(t *testing.T) {
 	if r := ask(&pb.GetObject{ObjectId: id[:]}).(*pb.GetObjectReply); !r.Found || string(r.Data) != string(data) {
 		t.Fatalf("object after a spill onto a full disk: found %v, %d bytes", r.Found, len(r.Data))
 	}
-	mu.Lock()
-	logged := logs.String()
-	mu.Unlock()
+	logged := logs()
 	if !strings.Contains(logged, "no space left on device") || !strings.Contains(logged, "free_space=") {
 		t.Fatalf("the log does not say the disk is full: %s", logged)
 	}
@@ -291,31 +261,14 @@ func TestSpillDiskFull(t *testing.T) {
 // and the free space, a spill error per round, not per object; objects stay readable; and a
 // put that would take memory over twice the budget is refused with what to do.
 func TestSpillFailureBacksOff(t *testing.T) {
-	var logs strings.Builder
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return logs.Write(p)
-	}), nil))
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	defer sys.Shutdown()
+	logger, logs := capturedLogs()
 	blocker := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	spillDir := filepath.Join(blocker, "spill")
 	const budget = 100 << 10
-	pid := sys.Root.Spawn(Props(Config{Node: "n1", Budget: budget, SpillDir: spillDir, Logger: logger}))
-	ask := func(m any) any {
-		t.Helper()
-		res, err := sys.Root.RequestFuture(pid, m, 10*time.Second).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	ask := startShard(t, Config{Node: "n1", Budget: budget, SpillDir: spillDir, Logger: logger})
 	root := ids.NewRootTaskID()
 	var kept []ids.ObjectID
 	var refused *pb.PutObjectAck
@@ -345,11 +298,46 @@ func TestSpillFailureBacksOff(t *testing.T) {
 			t.Fatalf("an object kept in memory is not readable: %+v", r)
 		}
 	}
-	mu.Lock()
-	logged := logs.String()
-	mu.Unlock()
+	logged := logs()
 	if n := strings.Count(logged, "level=WARN"); n != 1 || strings.Count(logged, "level=ERROR") != 0 || !strings.Contains(logged, "free_space=") {
 		t.Fatalf("%d WARN lines (want 1, with the free space, and no ERROR):\n%s", n, logged)
+	}
+}
+
+// startShard spawns a shard grain of cfg in an actor system of its own (stopped with the
+// test) and returns a function that asks it and waits for the answer.
+func startShard(t *testing.T, cfg Config) (ask func(m any) any) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	t.Cleanup(sys.Shutdown)
+	pid := sys.Root.Spawn(Props(cfg))
+	return func(m any) any {
+		t.Helper()
+		res, err := sys.Root.RequestFuture(pid, m, 10*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+}
+
+// capturedLogs returns a logger that keeps what it writes, and a function that reads it.
+func capturedLogs() (*slog.Logger, func() string) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	return logger, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.String()
 	}
 }
 
