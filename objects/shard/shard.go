@@ -77,6 +77,7 @@ type Shard struct {
 	admits []admit
 
 	compress chan struct{} // bounds concurrent s2 compressions of pulled chunks
+	stopped  bool          // the grain is stopping: no more spill rounds
 }
 
 // admit is a put's acknowledgement held back until the store is under budget.
@@ -168,6 +169,8 @@ func (s *Shard) Receive(ctx actor.Context) {
 	case spillRetry:
 		s.maybeSpill(ctx)
 		s.releaseAdmits(ctx)
+	case *actor.Stopping:
+		s.stopped = true // a retry due later must not write into a node directory being removed
 	case *pb.FreeObjects:
 		defer func() {
 			if ctx.Sender() != nil { // the owner waits for large frees (see core)
@@ -243,7 +246,7 @@ func (s *Shard) get(ctx actor.Context, m *pb.GetObject) {
 // budget, until it would be back under 90% of it. One round runs at a time, off the
 // mailbox; objects stay readable from memory until their file is complete.
 func (s *Shard) maybeSpill(ctx actor.Context) {
-	if s.cfg.Budget <= 0 || s.cfg.SpillDir == "" || s.spilling || s.mem <= s.cfg.Budget {
+	if s.cfg.Budget <= 0 || s.cfg.SpillDir == "" || s.spilling || s.stopped || s.mem <= s.cfg.Budget {
 		return
 	}
 	if s.failing.err != nil && time.Now().Before(s.failing.retryAt) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -123,7 +124,9 @@ func writeSpill(path string, data []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	// The spill directory only, not its parents: a write that comes late, after the node's
+	// directory was removed, must not make it again.
+	if err := os.Mkdir(filepath.Dir(path), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return 0, err
 	}
 	tmp := path + ".tmp"
