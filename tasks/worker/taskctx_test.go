@@ -50,12 +50,14 @@ func TestTaskCtxCancel(t *testing.T) {
 	}
 }
 
+type testKey struct{}
+
 // TestTaskCtxParent: the parent's end reaches the task's context, whether Done was asked
 // for before (the link) or not (Err looks), and Err and Done agree.
 func TestTaskCtxParent(t *testing.T) {
-	parent, stop := context.WithCancel(context.WithValue(context.Background(), struct{}{}, "v"))
+	parent, stop := context.WithCancel(context.WithValue(context.Background(), testKey{}, "v"))
 	linked, unasked := newTaskCtx(parent), newTaskCtx(parent)
-	if linked.Value(struct{}{}) != "v" {
+	if linked.Value(testKey{}) != "v" {
 		t.Fatal("values of the parent are not seen")
 	}
 	d := linked.Done()
