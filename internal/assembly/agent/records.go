@@ -146,23 +146,9 @@ func DecodeAgentInfo(id string, b []byte) (*pb.AgentInfo, error) {
 	return info, nil
 }
 
-// decodeJobWorker decodes the record of jobworkers/<job>/<agent>: the record of that job's
-// worker on that agent, in a known state, with a non-negative pid.
+// decodeJobWorker is pb.DecodeJobWorker (the node's join reads the same records).
 func decodeJobWorker(job, agentID string, b []byte) (*pb.JobWorker, error) {
-	w := &pb.JobWorker{}
-	if err := proto.Unmarshal(b, w); err != nil {
-		return nil, fmt.Errorf("agent: decode the worker of job %s on agent %s: %w", job, agentID, err)
-	}
-	switch {
-	case w.GetJobId() != job || w.GetAgentId() != agentID:
-		return nil, fmt.Errorf("agent: the record of the worker of job %s on agent %s names job %q on agent %q", job, agentID, w.GetJobId(), w.GetAgentId())
-	case w.GetPid() < 0:
-		return nil, fmt.Errorf("agent: the worker of job %s on agent %s has the negative pid %d", job, agentID, w.GetPid())
-	}
-	if _, ok := pb.JobWorker_State_name[int32(w.GetState())]; !ok {
-		return nil, fmt.Errorf("agent: the worker of job %s on agent %s has the unknown state %d", job, agentID, int32(w.GetState()))
-	}
-	return w, nil
+	return pb.DecodeJobWorker(job, agentID, b)
 }
 
 // decodeLogEnd decodes the end marker of a submission's output (JSON): a JSON object with

@@ -205,10 +205,16 @@ func (n *Node) awaitWorkers(ctx context.Context, timeout time.Duration) error {
 		}
 		state := map[string]*pb.JobWorker{}
 		for _, kv := range workers {
-			var w pb.JobWorker
-			if proto.Unmarshal(kv.Value, &w) == nil {
-				state[w.AgentId] = &w
+			agent, ok := gcs.TrimKey(gcs.JobWorkersOf(job), kv.Key)
+			if !ok {
+				continue
 			}
+			w, err := pb.DecodeJobWorker(job, agent, kv.Value)
+			if err != nil {
+				n.cfg.Logger.Warn("ray: ignoring a corrupt worker record of this job", "key", kv.Key, "err", err)
+				continue
+			}
+			state[agent] = w
 		}
 		known := map[string]bool{}
 		for _, ni := range n.view.Nodes() {
