@@ -109,8 +109,13 @@
 //
 // Actor handles carry no reference count: an actor lives until ray.Kill, until its
 // creator's runtime stops (a detached actor outlives it), or until its host dies with no
-// restart left. Large arguments that live in an object store are logged by reference;
-// replay after the loss of the node holding them needs lineage reconstruction of
-// objects (the fault-tolerance work). Cross-process callers and worker processes come
+// restart left. A call's arguments that live in an object store (refs, and by-value
+// arguments over 100 KiB, or over 512 KiB together, which the caller puts there) are
+// logged by value when they total at most 256 KiB (logRefBytes: the grain reads them
+// before the log write), so replay needs nothing but the log; larger ones are logged by
+// reference, and replaying such a call needs its objects to still exist: the caller
+// releases them once the call is answered, so a restart after that replays the call with
+// a lost argument (its result differs, and replay reports the divergence). Give an actor
+// that takes large arguments a Checkpointer, or make it AtMostOnce. Cross-process callers and worker processes come
 // with the cluster mode.
 package actors

@@ -148,7 +148,10 @@ func (o *outbox) flush() {
 		case 1:
 			o.root.Send(b.pid, b.results[0])
 		default:
-			o.root.Send(b.pid, &pb.ResultBatch{Results: b.results})
+			// One message each pb.BatchBytes of results, at most.
+			pb.Split(b.results, pb.ResultBytes, pb.BatchBytes, func(run []*pb.TaskResult) {
+				o.root.Send(b.pid, &pb.ResultBatch{Results: run})
+			})
 		}
 		b.results = nil
 	}

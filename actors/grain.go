@@ -554,8 +554,13 @@ func (g *grain) flushLog() {
 	batch := &pb.ActorLogBatch{Batch: g.nextBatch, Incarnation: g.inc}
 	size := 0
 	n := 0
-	for n < len(g.logQueue) && (n == 0 || size < maxBatchBytes) {
-		size += proto.Size(g.logQueue[n])
+	for n < len(g.logQueue) {
+		// An entry is logged with the values of its small stored arguments (logRefBytes).
+		next := proto.Size(g.logQueue[n]) + refsToLog(g.logQueue[n].Spec)
+		if n > 0 && size+next > maxBatchBytes {
+			break
+		}
+		size += next
 		n++
 	}
 	batch.Entries = g.logQueue[:n:n]
@@ -564,8 +569,12 @@ func (g *grain) flushLog() {
 		g.logQueue = nil
 	}
 	m := 0
-	for m < len(g.results) && size < maxBatchBytes {
-		size += proto.Size(g.results[m])
+	for m < len(g.results) {
+		next := proto.Size(g.results[m])
+		if size+next > maxBatchBytes {
+			break
+		}
+		size += next
 		m++
 	}
 	batch.Results = g.results[:m:m]
@@ -603,10 +612,62 @@ func logged(b *pb.ActorLogBatch) *pb.ActorLogBatch {
 // is just written again.
 const logAttemptTimeout = time.Second
 
+// logRefBytes is how many bytes of a call's arguments that live in an object store (refs,
+// among them by-value arguments over the inline limit, which the caller put there) the
+// method log records by value: replay then needs nothing but the log. Beyond it they are
+// logged by reference, and a replay needs the objects to still exist (package doc).
+// Together with pb.InlineArgsTotal, one entry stays below maxBatchBytes.
+const logRefBytes = 256 << 10
+
+// refsToLog is how many bytes of spec's stored arguments the log records by value: all of
+// them (their sizes, known from the spec) when they total at most logRefBytes, else none.
+func refsToLog(spec *pb.TaskSpec) int {
+	if spec == nil {
+		return 0
+	}
+	n := 0
+	for _, a := range spec.Args {
+		if a.IsRef && a.Data == nil {
+			n += int(a.Size)
+		}
+	}
+	if n > logRefBytes || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// withStoredArgs returns b with the stored arguments of its entries that refsToLog takes
+// read from the store and recorded by value (new Arg messages: the specs themselves are
+// shared with the executor and, in one process, with the caller). An argument that cannot
+// be read stays a reference (the call holds it until answered, so this is a store failure).
+func (g *grain) withStoredArgs(ctx context.Context, b *pb.ActorLogBatch) *pb.ActorLogBatch {
+	for _, e := range b.Entries {
+		if e.Spec == nil || refsToLog(e.Spec) == 0 {
+			continue
+		}
+		args := make([]*pb.Arg, len(e.Spec.Args))
+		for i, a := range e.Spec.Args {
+			args[i] = a
+			if !a.IsRef || a.Data != nil {
+				continue
+			}
+			data, err := g.env.Runner.Fetch(ctx, a)
+			if err != nil {
+				g.env.Logger.Warn("actors: a call's argument is logged by reference: it could not be read from the object store", "actor", g.id, "method", e.Spec.Function, "argument", i+1, "err", err)
+				continue
+			}
+			args[i] = &pb.Arg{Data: data, ObjectId: a.ObjectId, IsRef: true, Size: a.Size}
+		}
+		e.Spec = &pb.TaskSpec{TaskId: e.Spec.TaskId, Function: e.Spec.Function, Args: args}
+	}
+	return b
+}
+
 // commit writes one log batch, fenced on the actor record: if the record moved to another
 // incarnation or node (or the actor died), this instance is stale and must not write.
 func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced bool) {
-	val, err := proto.Marshal(logged(batch))
+	val, err := proto.Marshal(g.withStoredArgs(ctx, logged(batch)))
 	if err != nil {
 		g.env.Logger.Error("actors: cannot encode a method log batch", "actor", g.id, "err", err)
 		return true

@@ -18,7 +18,7 @@ import (
 )
 
 // remoteSystems are two actor systems with the remote transport on loopback, configured
-// as a node configures it (internal/assembly/node: 256 MiB gRPC messages, writer batches of 32),
+// as a node configures it (internal/assembly/node: 64 MiB gRPC messages, writer batches of 32),
 // shared by the tests and benchmarks of this package and never stopped: protoactor's
 // remote.Start writes a gRPC global (grpclog.SetLoggerV2) that running gRPC servers read,
 // so the race detector objects to a remote starting or stopping while another runs. Both
@@ -31,7 +31,7 @@ var remoteSystems = sync.OnceValues(func() ([2]*actor.ActorSystem, error) {
 	for i := range out {
 		sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 		remote.NewRemote(sys, remote.Configure("127.0.0.1", 0,
-			remote.WithServerOptions(grpc.MaxRecvMsgSize(256<<20), grpc.MaxSendMsgSize(256<<20)),
+			remote.WithServerOptions(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20)),
 			remote.WithEndpointWriterBatchSize(32))).Start()
 		out[i] = sys
 		if i == 0 {

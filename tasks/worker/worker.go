@@ -106,6 +106,7 @@ type lease struct {
 	out struct {
 		mu      sync.Mutex
 		results []*pb.TaskResult
+		bytes   int // of results, estimated (pb.ResultBytes)
 		hold    *time.Timer
 	}
 
@@ -136,6 +137,7 @@ func (w *Worker) forget(l *lease) {
 // flushLocked sends the results held back (l.out.mu held).
 func (l *lease) flushLocked() {
 	o := &l.out
+	o.bytes = 0
 	switch len(o.results) {
 	case 0:
 		return
@@ -265,7 +267,7 @@ func (w *Worker) push(ctx actor.Context, m *pb.LeasePush) {
 	l.mu.Lock()
 	if l.blocked {
 		l.mu.Unlock()
-		ctx.Send(l.owner, &pb.LeaseReturned{LeaseId: m.LeaseId, Tasks: m.Tasks})
+		returnTasks(ctx, l.owner, m.LeaseId, m.Tasks)
 		return
 	}
 	l.queue = append(l.queue, m.Tasks...)
@@ -275,6 +277,14 @@ func (w *Worker) push(ctx actor.Context, m *pb.LeasePush) {
 	if start {
 		go w.run(l, ctx.Self(), ctx.ActorSystem().Root)
 	}
+}
+
+// returnTasks hands unstarted tasks back to their owner, in messages of at most
+// pb.BatchBytes.
+func returnTasks(ctx actor.Context, owner *actor.PID, lease []byte, specs []*pb.TaskSpec) {
+	pb.Split(specs, pb.SpecBytes, pb.BatchBytes, func(run []*pb.TaskSpec) {
+		ctx.Send(owner, &pb.LeaseReturned{LeaseId: lease, Tasks: run})
+	})
 }
 
 // leaseRunning finds the lease whose current task is the given one.
@@ -307,7 +317,7 @@ func (w *Worker) blocked(ctx actor.Context, m *pb.TaskBlocked) {
 	l.queue = nil
 	l.mu.Unlock()
 	if len(rest) > 0 {
-		ctx.Send(l.owner, &pb.LeaseReturned{LeaseId: []byte(l.id), Tasks: rest})
+		returnTasks(ctx, l.owner, []byte(l.id), rest)
 	}
 	if r := w.raylet(); r != nil {
 		ctx.Send(r, &pb.TaskBlocked{TaskId: m.TaskId, LeaseId: []byte(l.id)})
@@ -367,10 +377,12 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 		}
 		o.mu.Lock()
 		o.results = append(o.results, res)
+		o.bytes += pb.ResultBytes(res)
 		if len(o.results) == 1 && more {
 			o.hold.Reset(maxResultHold) // the next task may be long: do not wait for it
 		}
-		if !more || len(o.results) >= maxResultBatch {
+		// A batch is one message: bounded in count and in bytes (pb.BatchBytes).
+		if !more || len(o.results) >= maxResultBatch || o.bytes >= pb.BatchBytes {
 			o.hold.Stop()
 			l.flushLocked()
 		}

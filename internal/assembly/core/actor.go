@@ -170,6 +170,15 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 	if spec.MaxRestarts < lifecycle.Infinite {
 		return id, fmt.Errorf("ray: MaxRestarts %d: want >= 0, or -1 for no limit", spec.MaxRestarts)
 	}
+	// Large by-value arguments go through the object store, as a task's do, and the
+	// record holds them by reference (ctorArg keeps them for the actor's restarts): the
+	// record stays within what one GCS write takes.
+	args, put, err := c.storeLargeArgs(tc, spec.Args, false)
+	defer c.releasePut(put) // ctorArg holds its own references by then
+	if err != nil {
+		return id, fmt.Errorf("ray: creating actor %s: %w", spec.Class, err)
+	}
+	spec.Args = args
 	info := &pb.ActorInfo{
 		ActorId: id[:], Class: spec.Class, JobId: string(c.cfg.Job), Resources: tasks.ResourcesToPB(spec.Resources),
 		Name: spec.Name, Namespace: spec.Namespace, Detached: spec.Detached,
@@ -233,7 +242,9 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 	}
 	go func() {
 		defer close(st.created)
-		defer c.free(c.refs.RemoveLocalAll(refs))
+		// (In a closure: a deferred call's arguments are evaluated at once, and this one
+		// released the arguments before the constructor could read them.)
+		defer func() { c.free(c.refs.RemoveLocalAll(refs)) }()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
@@ -372,6 +383,19 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	if c.cfg.Actors == nil {
 		return p, c.failSubmit(ret, tid, method, pb.ErrorInfo_SYSTEM, ErrNoActors)
 	}
+	// Large by-value arguments go through the object store, as a task's do: the call's
+	// message and the actor's method log entry stay small (the log records them by
+	// reference, or, up to its limit, by value: package actors).
+	args, put, err := c.storeLargeArgs(tc, args, false)
+	if err != nil {
+		c.releasePut(put)
+		kind := pb.ErrorInfo_SYSTEM
+		if errors.Is(err, objects.ErrObjectTooLarge) {
+			kind = pb.ErrorInfo_OBJECT_TOO_LARGE
+		}
+		return p, c.failSubmit(ret, tid, method, kind, err)
+	}
+	defer c.releasePut(put) // the call holds its own references by then (holdArgs)
 	c.refs.AddLocal(ret)
 	// The call belongs to its submitter's shard (the family of tid), whose caller of the
 	// actor orders it, flushes it (registering it as it goes, so a call costs no message
@@ -577,10 +601,20 @@ func (s *shard) flushCaller(ac *actorCaller) {
 	}
 	calls := make([]*pb.ActorCall, len(out))
 	msgs = make([]pb.ActorCall, len(out))
+	bytes := 0
 	for i, o := range out {
 		calls[i] = msg(o)
+		bytes += pb.SpecBytes(calls[i].Spec)
 	}
-	c.root.Send(pid, &pb.ActorCallBatch{Calls: calls})
+	if bytes <= pb.BatchBytes {
+		c.root.Send(pid, &pb.ActorCallBatch{Calls: calls})
+		return
+	}
+	// Calls with large inline arguments: several batches, each message bounded
+	// (pb.BatchBytes), in order (the actor orders calls by sequence number anyway).
+	pb.Split(calls, func(m *pb.ActorCall) int { return pb.SpecBytes(m.Spec) }, pb.BatchBytes, func(run []*pb.ActorCall) {
+		c.root.Send(pid, &pb.ActorCallBatch{Calls: run})
+	})
 }
 
 // maxOutbox is the largest flush buffer a shard keeps for the next flush.

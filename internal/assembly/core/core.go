@@ -434,13 +434,14 @@ func (c *Core) freeIn(r objects.Released, collect bool, hint ids.ObjectID, e *ob
 		if s == nil {
 			continue // the node is gone, and its objects with it
 		}
-		msg := &pb.FreeObjects{ObjectIds: list}
 		if node == c.cfg.Node && bytes >= collectAfter && collect {
 			// Bounded wait: a shard that does not answer only costs the collection's benefit.
-			_, _ = c.root.RequestFuture(s, msg, 5*time.Second).Result()
+			pb.SplitCount(list, pb.MaxIDsPerMessage, func(run [][]byte) {
+				_, _ = c.root.RequestFuture(s, &pb.FreeObjects{ObjectIds: run}, 5*time.Second).Result()
+			})
 			runtime.GC()
 		} else {
-			c.root.Send(s, msg)
+			pb.SplitCount(list, pb.MaxIDsPerMessage, func(run [][]byte) { c.root.Send(s, &pb.FreeObjects{ObjectIds: run}) })
 		}
 	}
 	if c.cfg.Lineage != nil {

@@ -73,12 +73,21 @@ type fakeNode struct {
 	mu             sync.Mutex
 	leaseOf        map[string][]byte
 	grants         int
+	// pushes: how many LeasePush messages came; bigPush: the largest estimated size
+	// (pb.SpecBytes) of one with more than one task.
+	pushes, bigPush int
 }
 
 func newFakeNode(sys *actor.ActorSystem, specs chan<- *pb.TaskSpec) *fakeNode {
 	f := &fakeNode{leaseOf: map[string][]byte{}}
 	f.worker = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		if m, ok := c.Message().(*pb.LeasePush); ok {
+			f.mu.Lock()
+			f.pushes++
+			if n := specsBytes(m.Tasks); len(m.Tasks) > 1 && n > f.bigPush {
+				f.bigPush = n
+			}
+			f.mu.Unlock()
 			for _, s := range m.Tasks {
 				f.mu.Lock()
 				f.leaseOf[string(s.TaskId)] = m.LeaseId
@@ -248,6 +257,68 @@ func within(d time.Duration, cond func() bool) bool {
 		if time.Now().After(end) {
 			return false
 		}
+	}
+}
+
+// TestPushesAreBoundedInBytes: tasks whose specs carry ~400 KiB of inline arguments each
+// reach their worker in pushes of at most pb.BatchBytes (or of one task), however many
+// the lease takes at once: a gRPC message over the limit would be dropped with its whole
+// batch. Arguments together over pb.InlineArgsTotal go through the store.
+func TestPushesAreBoundedInBytes(t *testing.T) {
+	h := newHarness(t)
+	const n = 40
+	arg := func(i int) Arg { return Arg{Data: bytes.Repeat([]byte{byte(i)}, 99<<10)} }
+	// Short tasks of this class make its leases take many at once (sched.Leases' depth).
+	for range 4 {
+		id := h.submit()
+		s := h.spec()
+		h.reply(&pb.TaskResult{TaskId: s.TaskId, Data: []byte("v"), RunNanos: 1000})
+		if _, err := h.get(id); err != nil { // the shard counted the result before it set it
+			t.Fatal(err)
+		}
+	}
+	h.fake.mu.Lock()
+	h.fake.pushes = 0
+	h.fake.mu.Unlock()
+	for range n {
+		h.submit(arg(1), arg(2), arg(3), arg(4))
+	}
+	inline := 0
+	for range n {
+		s := h.spec()
+		for _, a := range s.Args {
+			if a.IsRef {
+				t.Fatalf("an argument under the limits went through the store")
+			}
+			inline += len(a.Data)
+		}
+	}
+	if inline != n*4*(99<<10) {
+		t.Fatalf("%d bytes inline, want %d", inline, n*4*(99<<10))
+	}
+	h.fake.mu.Lock()
+	pushes, big := h.fake.pushes, h.fake.bigPush
+	h.fake.mu.Unlock()
+	if big > pb.BatchBytes {
+		t.Fatalf("a push of %d bytes (max %d)", big, pb.BatchBytes)
+	}
+	if pushes < n*400/1024 {
+		t.Fatalf("%d pushes for %d tasks of ~400 KiB: want at most 2 tasks a push", pushes, n)
+	}
+	t.Logf("%d pushes for %d tasks", pushes, n)
+	// Over the per-call total: the largest arguments move to the store until it fits.
+	h.submit(arg(1), Arg{Data: bytes.Repeat([]byte{5}, 90<<10)}, arg(3), arg(4), arg(5), arg(6))
+	s := h.spec()
+	total, refs := 0, 0
+	for _, a := range s.Args {
+		if a.IsRef {
+			refs++
+		} else {
+			total += len(a.Data)
+		}
+	}
+	if total > pb.InlineArgsTotal || refs != 1 || s.Args[1].IsRef {
+		t.Fatalf("%d bytes inline and %d refs (argument 2 by ref: %v); want <= %d inline, one 99 KiB argument stored", total, refs, s.Args[1].IsRef, pb.InlineArgsTotal)
 	}
 }
 

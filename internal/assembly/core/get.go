@@ -154,6 +154,12 @@ func (tc *TaskContext) Put(data []byte) (ids.ObjectID, error) { return tc.PutNes
 
 // PutNested is Put of a value holding the refs nested: they live while the new object does.
 func (tc *TaskContext) PutNested(data []byte, nested []Nested) (ids.ObjectID, error) {
+	return tc.putNested(data, nested, false)
+}
+
+// putNested is PutNested that, with toStore, puts even a small value into the object
+// store (a task argument moved out of its spec must not be inlined back into it).
+func (tc *TaskContext) putNested(data []byte, nested []Nested, toStore bool) (ids.ObjectID, error) {
 	c := tc.Core
 	id := ids.PutID(tc.idSeed(), tc.puts.Add(1))
 	select {
@@ -165,7 +171,7 @@ func (tc *TaskContext) PutNested(data []byte, nested []Nested) (ids.ObjectID, er
 		return id, err
 	}
 	v := objects.Value{Data: data, Size: int64(len(data))}
-	if len(data) > c.cfg.InlineLimit {
+	if len(data) > c.cfg.InlineLimit || toStore {
 		s := c.cfg.Store()
 		if s == nil {
 			return id, fmt.Errorf("ray: no object store shard on node %s", c.cfg.Node)

@@ -100,8 +100,17 @@ func (s *shard) pumpLeases() {
 			if lid == nil {
 				lid = []byte(ps.Lease)
 			}
-			msg.LeaseId, msg.Tasks, msg.ReplyTo = lid, specs, s.pidW
-			s.c.root.Send(ps.Worker, msg)
+			msg.LeaseId, msg.ReplyTo = lid, s.pidW
+			if len(specs) == 1 || specsBytes(specs) <= pb.BatchBytes {
+				msg.Tasks = specs
+				s.c.root.Send(ps.Worker, msg)
+				continue
+			}
+			// Tasks with large inline arguments: several pushes, each message bounded
+			// (pb.BatchBytes), in order; the worker runs them one after another anyway.
+			pb.Split(specs, pb.SpecBytes, pb.BatchBytes, func(run []*pb.TaskSpec) {
+				s.c.root.Send(ps.Worker, &pb.LeasePush{LeaseId: lid, Tasks: run, ReplyTo: s.pidW})
+			})
 		}
 		for _, rq := range a.Requests {
 			s.nextAsk++
@@ -248,4 +257,13 @@ func (p *pending) shape() sched.Resources {
 		p.res, p.hasRes = tasks.ResourcesFromPB(p.spec.Resources), true
 	}
 	return p.res
+}
+
+// specsBytes is the estimated wire size of specs together (pb.SpecBytes).
+func specsBytes(specs []*pb.TaskSpec) int {
+	n := 0
+	for _, s := range specs {
+		n += pb.SpecBytes(s)
+	}
+	return n
 }

@@ -96,7 +96,7 @@ func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
 	spec.Strategy = call.Strategy
 	spec.AffinityNode = call.AffinityNode
 	spec.AffinitySoft = call.AffinitySoft
-	args, put, err := c.storeLargeArgs(tc, call.Args)
+	args, put, err := c.storeLargeArgs(tc, call.Args, true)
 	if err != nil {
 		c.releasePut(put)
 		kind := pb.ErrorInfo_SYSTEM
@@ -133,30 +133,38 @@ func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
 
 // storeLargeArgs puts the by-value arguments larger than the inline limit (100 KiB, as
 // Ray's max_direct_call_object_size) into the object store as objects this process owns,
-// and passes them by reference instead: the spec, which is the task's lineage record and
-// its message, stays small, so the task keeps its lineage and its message carries no
-// large value. It returns args with those arguments replaced (args itself when none is)
-// and the objects it put, whose references the caller gives back (releasePut) once the
-// task holds its own.
-func (c *Core) storeLargeArgs(tc *TaskContext, args []Arg) ([]Arg, []ids.ObjectID, error) {
-	over := false
+// and passes them by reference instead; so do the largest of the rest while together they
+// exceed pb.InlineArgsTotal. The spec, which is the task's lineage record and its message,
+// stays small, so the task keeps its lineage and its message (and the batches it travels
+// in) stays far below the gRPC limit. It returns args with those arguments replaced (args
+// itself when none is) and the objects it put, whose references the caller gives back
+// (releasePut) once the task holds its own.
+func (c *Core) storeLargeArgs(tc *TaskContext, args []Arg, lineage bool) ([]Arg, []ids.ObjectID, error) {
+	over, total := false, 0
 	for _, a := range args {
-		over = over || (!a.IsRef && len(a.Data) > c.cfg.InlineLimit)
+		if !a.IsRef {
+			over = over || len(a.Data) > c.cfg.InlineLimit
+			total += len(a.Data)
+		}
 	}
-	if !over {
+	if !over && total <= pb.InlineArgsTotal {
 		return args, nil, nil
 	}
 	out := append([]Arg(nil), args...)
 	var put []ids.ObjectID
 	store := func(i int) error {
-		id, err := tc.PutNested(out[i].Data, out[i].Nested) // the object keeps the nested refs
+		id, err := tc.putNested(out[i].Data, out[i].Nested, true) // the object keeps the nested refs
 		if err != nil {
 			return fmt.Errorf("argument %d (%d bytes, passed through the object store): %w", i+1, len(out[i].Data), err)
 		}
 		// A stored argument cannot be recreated, and a rerun of the task needs it: it lives
-		// as long as the task's lineage record, as it did inline in the spec.
-		c.refs.KeepForLineage(id)
+		// as long as the task's lineage record, as it did inline in the spec (an actor
+		// call has none: the call holds it until it is answered).
+		if lineage {
+			c.refs.KeepForLineage(id)
+		}
 		put = append(put, id)
+		total -= len(out[i].Data)
 		out[i] = Arg{Ref: id, IsRef: true}
 		return nil
 	}
@@ -165,6 +173,17 @@ func (c *Core) storeLargeArgs(tc *TaskContext, args []Arg) ([]Arg, []ids.ObjectI
 			if err := store(i); err != nil {
 				return nil, put, err
 			}
+		}
+	}
+	for total > pb.InlineArgsTotal {
+		big := -1
+		for i, a := range out {
+			if !a.IsRef && (big < 0 || len(a.Data) > len(out[big].Data)) {
+				big = i
+			}
+		}
+		if err := store(big); err != nil {
+			return nil, put, err
 		}
 	}
 	return out, put, nil

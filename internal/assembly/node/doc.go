@@ -30,9 +30,10 @@
 // finish a handshake, at most 256 connections in their handshake at once (a new one closes
 // the oldest), 32 streams per connection, 64 KiB of headers, and every unary call refused
 // (protoactor's panic "implement me", which ended the process). Messages stay bounded by
-// maxMessageBytes: object bytes travel in 1 MiB chunks or over the data stream, but a
-// task's by-value arguments are still inline in its spec (issue 22 moves large ones into
-// the object store). Without credentials (--insecure, testcluster) both speak plain text.
+// maxMessageBytes (64 MiB): object bytes travel in 1 MiB chunks or over the data stream,
+// by-value arguments over 100 KiB (or over 512 KiB together) through the object store, and
+// lists of specs, calls, results and IDs in messages of about 1 MiB (internal/base/pb
+// bounds.go). Without credentials (--insecure, testcluster) both speak plain text.
 //
 // protoactor's own logs go through peerLog (peerlog.go): the endpoint writer's ERROR lines
 // about a peer that went away (lost connection, five failed reconnects) become one WARN per

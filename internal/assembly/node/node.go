@@ -48,13 +48,18 @@ const (
 	KindActor  = "actor"
 )
 
-// maxMessageBytes raises gRPC's 4 MiB receive limit (DESIGN §2 sharp edges). protoactor's
-// endpoint writer sends up to endpointBatch messages as one gRPC message, and a message
-// over the limit is dropped with the whole batch, silently: object bytes cross processes
-// in chunks of at most 1 MiB (objects/transfer), so endpointBatch chunks must fit with
-// room to spare for other large messages (inline task arguments). With a batch of 100 and
-// a 64 MiB limit, 32 concurrent pulls of 8 chunks each lost 31 of 32 pulls (measured).
-const maxMessageBytes = 256 << 20
+// maxMessageBytes raises gRPC's 4 MiB receive limit (DESIGN §2 sharp edges) to what the
+// runtime sends, and no further: a peer's message is buffered whole before it is decoded,
+// so this bounds what one stream can make a process allocate. protoactor's endpoint writer
+// sends up to endpointBatch messages as one gRPC message, and a message over the limit is
+// dropped with the whole batch, silently; so every message the runtime makes is bounded
+// where it is made (internal/base/pb bounds.go): object bytes cross in chunks of at most
+// 1 MiB (objects/transfer), specs, calls and results in messages of about pb.BatchBytes
+// (1 MiB) or one item of at most ~1 MiB, ID lists in messages of pb.MaxIDsPerMessage.
+// endpointBatch of those is ~40 MiB at worst: 64 MiB leaves room. (With a batch of 100
+// and a 64 MiB limit, 32 concurrent pulls of 8 chunks each lost 31 of 32 pulls: measured
+// before the batch was made 32.)
+const maxMessageBytes = 64 << 20
 
 // endpointBatch is the endpoint writer's batch size (see maxMessageBytes).
 const endpointBatch = 32

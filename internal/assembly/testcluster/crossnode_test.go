@@ -251,3 +251,58 @@ func TestNodeAffinity(t *testing.T) {
 		t.Fatalf("soft affinity to an unknown node: ran on %q, err %v", got, err)
 	}
 }
+
+var (
+	// echoSum returns a 99 KiB value derived from its four arguments: every spec carries
+	// about 400 KiB inline and every result about 100 KiB inline.
+	echoSum = ray.Task4("testcluster.EchoSum", func(_ context.Context, a, b, c, d []byte) ([]byte, error) {
+		return echoSumOf(a, b, c, d), nil
+	})
+	inlineArg = func(seed, n int) []byte {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(seed + i*13)
+		}
+		return p
+	}
+)
+
+// TestManyLargeInlineMessages: 300 tasks on another node, each with 396 KiB of inline
+// arguments and a 99 KiB inline result, submitted at once: about 120 MiB of specs and 30
+// MiB of results in flight between two members whose gRPC messages are limited to 64 MiB
+// (maxMessageBytes) and sent up to 32 at a time. Every result arrives and is right. (That
+// no push exceeds its bound is checked where pushes are made: internal/assembly/core's
+// TestPushesAreBoundedInBytes.)
+func TestManyLargeInlineMessages(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	up := alive(t)
+	ctx := cluster.Context(base, up[0])
+	target := string(cluster.Nodes[up[1]].ID)
+	const n, size = 300, 99 << 10
+	refs := make([]ray.ObjectRef[[]byte], n)
+	for i := range refs {
+		refs[i] = echoSum.Options(ray.NodeAffinity(target, false)).Remote(ctx,
+			ray.V(inlineArg(i, size)), ray.V(inlineArg(i+1, size)), ray.V(inlineArg(i+2, size)), ray.V(inlineArg(i+3, size)))
+	}
+	for i, r := range refs {
+		got, err := ray.Get(ctx, r)
+		if err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+		if !bytes.Equal(got, echoSumOf(inlineArg(i, size), inlineArg(i+1, size), inlineArg(i+2, size), inlineArg(i+3, size))) {
+			t.Fatalf("task %d: wrong result", i)
+		}
+		r.Release()
+	}
+}
+
+func echoSumOf(ps ...[]byte) []byte {
+	out := make([]byte, 99<<10)
+	for _, p := range ps {
+		for i, x := range p {
+			out[i%len(out)] += x
+		}
+	}
+	return out
+}
