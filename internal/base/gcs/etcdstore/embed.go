@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -66,6 +67,11 @@ type EmbedConfig struct {
 	UnsafeNoFsync bool
 	// StartTimeout bounds the wait for the server to become ready (default 30 s).
 	StartTimeout time.Duration
+	// DefragEvery is how often the server checks whether its database file is sparse
+	// enough to rewrite (defrag.go; default DefaultDefragEvery, negative: never), and
+	// DefragMinBytes the smallest file worth it (default DefaultDefragMinBytes).
+	DefragEvery    time.Duration
+	DefragMinBytes int64
 	// Logger receives etcd's error-level messages (default: discard).
 	Logger *slog.Logger
 	// TLS, when set, names the member's credentials (identity.Files: the cluster CA, a
@@ -84,7 +90,7 @@ func (c EmbedConfig) Validate() error {
 		return errors.New("etcdstore: embed: port out of range")
 	case c.ClientPort != 0 && c.ClientPort == c.PeerPort:
 		return errors.New("etcdstore: embed: client and peer port are the same")
-	case c.QuotaBytes < 0 || c.CompactionRetention < 0 || c.StartTimeout < 0:
+	case c.QuotaBytes < 0 || c.CompactionRetention < 0 || c.StartTimeout < 0 || c.DefragMinBytes < 0:
 		return errors.New("etcdstore: embed: negative value")
 	}
 	return nil
@@ -96,9 +102,13 @@ type Embedded struct {
 	cfg       EmbedConfig
 	endpoints []string
 
-	mu      sync.Mutex
-	clients map[*Store]struct{}
-	closed  bool
+	mu       sync.Mutex
+	clients  map[*Store]struct{}
+	closed   bool
+	stop     chan struct{} // closed by Close: ends defragLoop
+	loopDone chan struct{} // closed when defragLoop has ended (Close waits for it)
+	// lastAlarmDefrag: when Defrag last rewrote the file under a NOSPACE alarm.
+	lastAlarmDefrag time.Time
 }
 
 // maxStreamsPerConn bounds the gRPC streams of one client connection to the GCS.
@@ -126,6 +136,12 @@ func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	}
 	if cfg.SnapshotCount == 0 {
 		cfg.SnapshotCount = DefaultSnapshotCount
+	}
+	if cfg.DefragEvery == 0 {
+		cfg.DefragEvery = DefaultDefragEvery
+	}
+	if cfg.DefragMinBytes == 0 {
+		cfg.DefragMinBytes = DefaultDefragMinBytes
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = DefaultStartTimeout
@@ -218,12 +234,26 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 		e.Close()
 		return nil, err
 	}
-	return &Embedded{
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	em := &Embedded{
 		etcd:      e,
 		cfg:       cfg,
 		endpoints: []string{clientURL.String()},
 		clients:   make(map[*Store]struct{}),
-	}, nil
+		stop:      make(chan struct{}),
+		loopDone:  make(chan struct{}),
+	}
+	if cfg.DefragEvery > 0 {
+		go func() {
+			defer close(em.loopDone)
+			em.defragLoop(em.stop)
+		}()
+	} else {
+		close(em.loopDone)
+	}
+	return em, nil
 }
 
 func isAddrInUse(err error) bool {
@@ -279,6 +309,7 @@ func (e *Embedded) Close() error {
 		return fmt.Errorf("etcdstore: embed: %w", gcs.ErrClosed)
 	}
 	e.closed = true
+	close(e.stop)
 	clients := make([]*Store, 0, len(e.clients))
 	for s := range e.clients {
 		clients = append(clients, s)
@@ -287,6 +318,7 @@ func (e *Embedded) Close() error {
 	for _, s := range clients {
 		_ = s.Close()
 	}
+	<-e.loopDone // a defragmentation in progress ends before the server does
 	e.etcd.Close()
 	return nil
 }
