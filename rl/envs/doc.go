@@ -4,6 +4,7 @@
 //	CartPole-v1               Discrete(2), obs 4, TimeLimit 500, solved at 475
 //	Acrobot-v1                Discrete(3), obs 6, TimeLimit 500, solved at -100
 //	Pendulum-v1               Box[-2, 2],  obs 3, TimeLimit 200, solved at -200 (a convention)
+//	MountainCar-v0            Discrete(3), obs 2, TimeLimit 200, solved at -110
 //	MountainCarContinuous-v0  Box[-1, 1],  obs 2, TimeLimit 999, solved at 90
 //
 // Make(id) returns what gymnasium.make(id) returns: the environment with its
@@ -19,8 +20,16 @@
 // rk4 over one dt=0.2 interval with the "book" dynamics, wrap and bound, its
 // float32 reset state, Pendulum's angle_normalize and the max_speed and
 // max_torque clipping, MountainCarContinuous's power, clipping and goal
-// reward of 100 - 0.1*action^2 (the unclipped action) and its float32 state:
-// all follow gymnasium/envs/classic_control/*.py of Gymnasium 1.4.
+// reward of 100 - 0.1*action^2 (the unclipped action), MountainCar's force,
+// gravity and clipping: all follow gymnasium/envs/classic_control/*.py of
+// Gymnasium 1.4. So do the dtypes of the state, which matter because the
+// next step computes from it: CartPole and Pendulum keep a float64 state;
+// Acrobot's reset state is float32 (and its first observation takes float32
+// cos/sin), after a step float64; MountainCarContinuous's reset state is the
+// float64 draw (np.array([uniform, 0])), and each step stores the new state
+// as float32 (np.array([position, velocity], dtype=np.float32)), so the first
+// step computes from the unrounded draw; MountainCar-v0's state is float64
+// throughout. Only the returned observations are float32.
 //
 // Every value in testdata/gymnasium_classic_control.json (produced by
 // Gymnasium 1.4.0 and numpy 1.24.2) is a test, compared exactly: the numpy
@@ -28,6 +37,16 @@
 // CartPole and Acrobot and Pendulum steps under u = 3 sin(0.1 t) (states,
 // observations, rewards, flags); and whole episodes under simple policies
 // (returns, lengths, flags and final states, after up to 500 steps).
+//
+// Every step of every environment is also compared, bit for bit (observation,
+// reward, flags and the whole internal state), with a second implementation
+// in reference_test.go: an independent line-by-line transcription of the
+// Python that carries numpy 1.24's float32/float64 dtypes explicitly, run for
+// several seeds and episodes with random actions (and controllers, so that
+// episodes both terminate and reach the TimeLimit, and CartPole is stepped
+// past termination). It shares with the package only the library functions
+// (numpy's sin/cos, C's pow and cos, numpy's generator), which the golden
+// values check.
 //
 // Exactness after hundreds of steps needs more than the right formulas: every
 // floating-point operation has to round as it did in the reference.
@@ -47,9 +66,15 @@
 //     with its final state 1e-13 off.
 //   - numpy's float32 sin/cos (Acrobot's first observation, from the float32
 //     reset state) are numpy's own FMA polynomial kernels, transcribed too.
-//   - Python's math.cos (MountainCar) is computed with Go's math.Cos, which can
-//     differ from glibc's in the last bit; the state is float32, and such a
-//     difference reaches it with probability below 1e-6 per step (trig.go).
+//   - Python's math.cos (both MountainCars) is computed with Go's math.Cos,
+//     which can differ from glibc's in the last bit. MountainCarContinuous
+//     stores its state as float32, where such a difference shows with
+//     probability below 1e-6 per step (trig.go). MountainCar-v0 keeps a
+//     float64 state, so there a last-bit difference in cos can move the
+//     float64 velocity by one ulp (~1e-18); the float32 observations and the
+//     goal test see it only when a value lies that close to a float32
+//     rounding boundary or to the goal (chance ~1e-9 per step), but the
+//     internal float64 state may differ from Gymnasium's in its last bits.
 //
 // The results do not depend on the machine running Go (math.FMA is exact on
 // every platform). They are those of Gymnasium on an x86-64 CPU with AVX-512
@@ -70,8 +95,8 @@
 // NewGenerator(seed) = Generator(PCG64(SeedSequence(seed))), and the reset
 // draws from it exactly as Gymnasium does (CartPole: uniform(-0.05, 0.05)
 // four times; Acrobot: uniform(-0.1, 0.1) four times, stored as float32;
-// Pendulum: uniform(-pi, pi) then uniform(-1, 1); MountainCarContinuous:
-// uniform(-0.6, -0.4), stored as float32). Reset(-1) is reset() without a seed:
+// Pendulum: uniform(-pi, pi) then uniform(-1, 1); both MountainCars:
+// uniform(-0.6, -0.4), kept as float64). Reset(-1) is reset() without a seed:
 // the generator continues, so Reset(s) followed by Reset(-1) starts the same
 // two episodes as in Gymnasium. An environment never seeded is seeded from
 // 128 bits of OS entropy on its first Reset, like numpy's default_rng(None).

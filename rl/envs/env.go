@@ -75,6 +75,7 @@ var registry = map[string]registration{
 	"Pendulum-v1":              {-200, func() Env { return newPendulum() }},
 	"Acrobot-v1":               {-100, func() Env { return newAcrobot() }},
 	"MountainCarContinuous-v0": {90, func() Env { return newMountainCarContinuous() }},
+	"MountainCar-v0":           {-110, func() Env { return newMountainCar() }},
 }
 
 // Make returns a new environment by Gymnasium id; an unknown id is an error
@@ -98,9 +99,9 @@ func Names() []string {
 }
 
 // SolveThreshold is the score (mean episode return) at which the env counts
-// as solved: CartPole-v1 475 and Acrobot-v1 -100 (Gymnasium's
-// reward_threshold), MountainCarContinuous-v0 90, Pendulum-v1 -200 (a
-// convention: Gymnasium registers none).
+// as solved: Gymnasium's reward_threshold for CartPole-v1 (475), Acrobot-v1
+// (-100), MountainCar-v0 (-110) and MountainCarContinuous-v0 (90);
+// Pendulum-v1 -200 (a convention: Gymnasium registers none).
 func SolveThreshold(id string) (float64, bool) {
 	r, ok := registry[id]
 	if !ok {

@@ -18,6 +18,7 @@ func TestMakeSpaces(t *testing.T) {
 	}{
 		{"Acrobot-v1", 6, Space{Discrete: 3}, 1, -100},
 		{"CartPole-v1", 4, Space{Discrete: 2}, 1, 475},
+		{"MountainCar-v0", 2, Space{Discrete: 3}, 1, -110},
 		{"MountainCarContinuous-v0", 2, Space{Low: []float64{-1}, High: []float64{1}}, 1, 90},
 		{"Pendulum-v1", 3, Space{Low: []float64{-2}, High: []float64{2}}, 1, -200},
 	}
@@ -95,6 +96,8 @@ func TestStepBadInput(t *testing.T) {
 		{"Pendulum-v1", []float64{1, 1}, "want 1 values"},
 		{"Pendulum-v1", nil, "want 1 values"},
 		{"MountainCarContinuous-v0", []float64{}, "want 1 values"},
+		{"MountainCar-v0", []float64{3}, "not in Discrete(3)"},
+		{"MountainCar-v0", []float64{1.5}, "not in Discrete(3)"},
 	}
 	for _, tc := range tests {
 		e := mustMake(t, tc.id)
@@ -152,6 +155,7 @@ func TestTimeLimit(t *testing.T) {
 		{"Pendulum-v1", 0, 200},
 		{"Acrobot-v1", 1, 500},               // no torque from a near-rest start
 		{"MountainCarContinuous-v0", 0, 999}, // never reaches the goal
+		{"MountainCar-v0", 1, 200},           // no push: never reaches the goal
 		{"CartPole-v1", 1, 500},              // terminates after ~10 steps, keeps stepping
 	}
 	for _, tc := range tests {

@@ -372,9 +372,10 @@ func TestGoldenMountainCarContinuous(t *testing.T) {
 			e := newMountainCarContinuous()
 			obs := e.Reset(w.Seed)
 			// The golden reset_state is the float64 uniform(-0.6, -0.4) draw;
-			// Gymnasium stores it as float32.
+			// Gymnasium keeps it as float64 until the first step.
 			draw := NewGenerator(uint64(w.Seed)).Uniform(-0.6, -0.4)
 			checkExact64(t, "reset draw", []float64{draw, 0}, w.ResetState)
+			checkExact64(t, "reset state", e.state[:], w.ResetState)
 			checkObs(t, "reset obs", obs, []float64{float64(float32(w.ResetState[0])), w.ResetState[1]})
 			ret, n, te, tr := 0.0, 0, false, false
 			for !te && !tr {
@@ -389,7 +390,7 @@ func TestGoldenMountainCarContinuous(t *testing.T) {
 			}
 			checkEpisode(t, ret, n, te, tr, goldenEpisode{Return: w.Return, Length: w.Length, Terminated: w.Terminated, Truncated: w.Truncated})
 			checkObs(t, "final state", obs, w.FinalState)
-			checkObs(t, "final state", []float32{e.state[0], e.state[1]}, w.FinalState)
+			checkExact64(t, "final state", e.state[:], w.FinalState)
 		})
 	}
 }

@@ -22,14 +22,17 @@ import "math"
 //
 // Python's math.cos is the C library's cos. pyCos uses Go's math.Cos
 // instead, which differs from glibc's cos in the last bit for about a quarter
-// of the arguments MountainCarContinuous uses (3*position in [-3.6, 1.8];
+// of the arguments the MountainCars use (3*position in [-3.6, 1.8];
 // glibc's cos is itself not correctly rounded in ~0.1% of them). This is not
 // transcribed because it cannot show: the term is 0.0025*cos(3*position), so
 // a last-bit difference moves the float64 velocity by < 3e-19, and the state
 // is stored as float32: the stored value changes only when the float64 one
 // lies within 3e-19 of a float32 rounding boundary, a chance of about
 // 3e-19/ulp32 per step (< 1e-9 at |velocity| > 0.01, < 1e-6 even at 1e-5).
-// The golden episodes match exactly.
+// The golden episodes match exactly. MountainCar-v0 keeps its state in
+// float64, where the difference can survive in the last bits of the state;
+// its float32 observations are affected only with a similarly tiny chance
+// (see doc.go).
 
 // SVML double-precision constants (bit patterns from __svml_dsin_data_internal
 // and __svml_dcos_data_internal).
