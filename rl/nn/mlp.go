@@ -112,7 +112,7 @@ func newMLP(sizes []int) *MLP {
 		in, out := sizes[l], sizes[l+1]
 		m.w[l] = mat.NewDense(out, in, m.params[m.wOff[l]:m.wOff[l]+out*in:m.wOff[l]+out*in])
 		m.b[l] = mat.NewVecDense(out, m.params[m.bOff[l]:m.bOff[l]+out:m.bOff[l]+out])
-		if m.transposed(l) {
+		if m.transposed(l) || (haveFMA && out > thinMax) {
 			m.wt[l] = make([]float64, in*out)
 			m.gtmp[l] = make([]float64, in*out)
 		}
@@ -198,14 +198,30 @@ func (m *MLP) Forward(x *mat.Dense) *mat.Dense {
 	for l, w := range m.w {
 		z := m.act[l].RawMatrix()
 		bias := m.b[l].RawVector().Data
-		for i := range n {
-			copy(z.Data[i*z.Stride:i*z.Stride+z.Cols], bias)
-		}
-		// z = in · Wᵀ + z
-		if m.transposed(l) {
+		// z = in · Wᵀ + bias
+		ni, no := m.sizes[l], m.sizes[l+1]
+		switch {
+		case no <= thinMax:
+			fwdThinOut(n, ni, no, in.Data, in.Stride, w.RawMatrix().Data, bias, z.Data, z.Stride)
+		case haveFMA:
+			for i := range n {
+				copy(z.Data[i*z.Stride:i*z.Stride+z.Cols], bias)
+			}
+			wt := m.refreshWT(l)
+			gemmAcc(n, no, ni, in.Data, in.Stride, 1, wt.Data, no, z.Data, z.Stride)
+		case ni <= thinMax:
+			wt := m.refreshWT(l)
+			fwdThinIn(n, ni, no, in.Data, in.Stride, wt.Data, bias, z.Data, z.Stride)
+		case m.transposed(l):
+			for i := range n {
+				copy(z.Data[i*z.Stride:i*z.Stride+z.Cols], bias)
+			}
 			wt := m.refreshWT(l)
 			blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, in, wt, 1, z)
-		} else {
+		default:
+			for i := range n {
+				copy(z.Data[i*z.Stride:i*z.Stride+z.Cols], bias)
+			}
 			blas64.Gemm(blas.NoTrans, blas.Trans, 1, in, w.RawMatrix(), 1, z)
 		}
 		if l != last {
@@ -255,7 +271,14 @@ func (m *MLP) Backward(dOut *mat.Dense, grad []float64) *mat.Dense {
 		}
 		gw := grad[m.wOff[l] : m.wOff[l]+out*in]
 		da := m.dA[l].RawMatrix()
-		if m.transposed(l) {
+		switch {
+		case out <= thinMax:
+			bwdThinOut(n, in, out, a.Data, a.Stride, dz.Data, dz.Stride, m.w[l].RawMatrix().Data, gw, da.Data, da.Stride)
+		case haveFMA:
+			bwdFMA(n, in, out, a, dz, m.wt[l], m.w[l].RawMatrix().Data, gw, m.gtmp[l], da)
+		case in <= thinMax:
+			bwdThinIn(n, in, out, a.Data, a.Stride, dz.Data, dz.Stride, m.wt[l], gw, m.gtmp[l], da.Data, da.Stride)
+		case m.transposed(l):
 			// dWᵀ = aᵀ · dz, added transposed to the gradient.
 			gt := blas64.General{Rows: in, Cols: out, Stride: out, Data: m.gtmp[l]}
 			blas64.Gemm(blas.Trans, blas.NoTrans, 1, a, dz, 0, gt)
@@ -268,7 +291,7 @@ func (m *MLP) Backward(dOut *mat.Dense, grad []float64) *mat.Dense {
 			// dA = dz · W = dz · (Wᵀ)ᵀ, with Wᵀ as of Forward.
 			wt := blas64.General{Rows: in, Cols: out, Stride: out, Data: m.wt[l]}
 			blas64.Gemm(blas.NoTrans, blas.Trans, 1, dz, wt, 0, da)
-		} else {
+		default:
 			// dW += dzᵀ · a
 			g := blas64.General{Rows: out, Cols: in, Stride: in, Data: gw}
 			blas64.Gemm(blas.Trans, blas.NoTrans, 1, dz, a, 1, g)
@@ -359,11 +382,7 @@ func (m *MLP) act1(x, out, s0, s1 []float64) {
 	}
 }
 
-func tanhInPlace(xs []float64) {
-	for i, v := range xs {
-		xs[i] = math.Tanh(v)
-	}
-}
+func tanhInPlace(xs []float64) { tanhSlice(xs) }
 
 func addTo(dst, src []float64) {
 	src = src[:len(dst)]

@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package nn
+
+const haveFMA = false
+
+func gemm4x8(k int, a *float64, ars, aps int, b *float64, ldb int, c *float64, ldc int) {
+	panic("nn: gemm4x8 without AVX2")
+}
+
+func tanh4(x *float64, n int) { panic("nn: tanh4 without AVX2") }
