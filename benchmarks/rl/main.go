@@ -61,6 +61,8 @@ func run() int {
 	flag.Float64Var(&esStep, "es-stepsize", 0, "ES Adam step size (default: rl/es's)")
 	flag.IntVar(&ppoEpochs, "ppo-epochs", 0, "PPO epochs per update (default: rl/ppo's)")
 	flag.IntVar(&ppoMinibatch, "ppo-minibatch", 0, "PPO minibatch size (default: rl/ppo's)")
+	flag.StringVar(&ppoHidden, "ppo-hidden", "", "PPO hidden layer sizes, comma-separated (default: rl/ppo's)")
+	flag.Int64Var(&ppoMaxSteps, "ppo-maxsteps", 0, "PPO step budget per seed (default: rl/ppo's)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to `file`")
 	flag.Parse()
 
@@ -116,6 +118,8 @@ var (
 	esPairs         int
 	ppoEpochs       int
 	ppoMinibatch    int
+	ppoHidden       string
+	ppoMaxSteps     int64
 )
 
 func ints(s string) []int {
@@ -139,7 +143,10 @@ type SeedRun struct {
 	SamplingS float64 `json:"sampling_s"`
 	LearningS float64 `json:"learning_s"`
 	SyncS     float64 `json:"sync_s"`
-	Iters     int     `json:"iterations"`
+	// CPUS is the process's CPU time (user+system) during the run: on a
+	// shared machine it separates what the run costs from waiting for a core.
+	CPUS  float64 `json:"cpu_s"`
+	Iters int     `json:"iterations"`
 }
 
 // TrainReport is train mode's output.
@@ -156,6 +163,11 @@ type TrainReport struct {
 	MedianWallS float64   `json:"median_wall_s"`
 	MinWallS    float64   `json:"min_wall_s"`
 	MaxWallS    float64   `json:"max_wall_s"`
+	// Medians over the seeds of the time split and of the CPU time.
+	MedianSamplingS float64 `json:"median_sampling_s"`
+	MedianLearningS float64 `json:"median_learning_s"`
+	MedianSyncS     float64 `json:"median_sync_s"`
+	MedianCPUS      float64 `json:"median_cpu_s"`
 }
 
 func train(ctx context.Context, algo, env string, seeds, workers int, quiet bool) (*TrainReport, error) {
@@ -163,6 +175,7 @@ func train(ctx context.Context, algo, env string, seeds, workers int, quiet bool
 	for s := 0; s < seeds; s++ {
 		var r SeedRun
 		r.Seed = s
+		cpu0 := cpuTime()
 		switch algo {
 		case "es":
 			cfg := es.Config{Env: env, Workers: workers, Seed: uint64(s), NoiseStd: esSigma, Pairs: esPairs, StepSize: esStep}
@@ -179,7 +192,8 @@ func train(ctx context.Context, algo, env string, seeds, workers int, quiet bool
 			r.Solved, r.Steps, r.WallS, r.Score, r.Iters = res.Solved, res.Steps, res.Wall.Seconds(), res.Score, res.Iters
 			r.SamplingS, r.LearningS, r.SyncS = res.Sampling.Seconds(), res.Learning.Seconds(), res.Sync.Seconds()
 		case "ppo":
-			cfg := ppo.Config{Env: env, Workers: workers, Seed: uint64(s), Epochs: ppoEpochs, Minibatch: ppoMinibatch}
+			cfg := ppo.Config{Env: env, Workers: workers, Seed: uint64(s), Epochs: ppoEpochs, Minibatch: ppoMinibatch,
+				Hidden: ints(ppoHidden), MaxSteps: ppoMaxSteps}
 			if !quiet {
 				cfg.Progress = func(u ppo.Update) {
 					logf("ppo seed %d update %4d steps %8d score %7.1f kl %.4f clip %.3f stale %.2f  %5.2fs", s, u.N, u.Steps, u.Score, u.ApproxKL, u.ClipFrac, u.Stale, u.Elapsed.Seconds())
@@ -195,22 +209,26 @@ func train(ctx context.Context, algo, env string, seeds, workers int, quiet bool
 		default:
 			return nil, fmt.Errorf("unknown -algo %q (es, ppo)", algo)
 		}
+		r.CPUS = (cpuTime() - cpu0).Seconds()
 		rep.Runs = append(rep.Runs, r)
-		logf("%s %s seed %d: solved %v in %d steps, %.2f s (sampling %.2f s, learning %.2f s, sync %.2f s), score %.1f",
-			algo, env, s, r.Solved, r.Steps, r.WallS, r.SamplingS, r.LearningS, r.SyncS, r.Score)
+		logf("%s %s seed %d: solved %v in %d steps, %.2f s (sampling %.2f s, learning %.2f s, sync %.2f s; cpu %.2f s), score %.1f",
+			algo, env, s, r.Solved, r.Steps, r.WallS, r.SamplingS, r.LearningS, r.SyncS, r.CPUS, r.Score)
 	}
-	var steps, walls []float64
+	var steps, walls, samp, learn, syn, cpu []float64
 	for _, r := range rep.Runs {
 		if r.Solved {
 			rep.Solved++
 		}
 		steps = append(steps, float64(r.Steps))
 		walls = append(walls, r.WallS)
+		samp, learn, syn, cpu = append(samp, r.SamplingS), append(learn, r.LearningS), append(syn, r.SyncS), append(cpu, r.CPUS)
 	}
+	rep.MedianSamplingS, rep.MedianLearningS, rep.MedianSyncS, rep.MedianCPUS = median(samp), median(learn), median(syn), median(cpu)
 	rep.MedianSteps, rep.MinSteps, rep.MaxSteps = median(steps), minOf(steps), maxOf(steps)
 	rep.MedianWallS, rep.MinWallS, rep.MaxWallS = median(walls), minOf(walls), maxOf(walls)
-	fmt.Fprintf(os.Stderr, "%s %s: solved %d of %d; steps median %.0f [%.0f, %.0f]; wall median %.2f s [%.2f, %.2f]\n",
-		algo, env, rep.Solved, len(rep.Runs), rep.MedianSteps, rep.MinSteps, rep.MaxSteps, rep.MedianWallS, rep.MinWallS, rep.MaxWallS)
+	fmt.Fprintf(os.Stderr, "%s %s: solved %d of %d; steps median %.0f [%.0f, %.0f]; wall median %.2f s [%.2f, %.2f]; medians: sampling %.2f s, learning %.2f s, sync %.2f s, cpu %.2f s\n",
+		algo, env, rep.Solved, len(rep.Runs), rep.MedianSteps, rep.MinSteps, rep.MaxSteps, rep.MedianWallS, rep.MinWallS, rep.MaxWallS,
+		rep.MedianSamplingS, rep.MedianLearningS, rep.MedianSyncS, rep.MedianCPUS)
 	return rep, nil
 }
 
