@@ -63,6 +63,7 @@ func run() int {
 	flag.IntVar(&ppoMinibatch, "ppo-minibatch", 0, "PPO minibatch size (default: rl/ppo's)")
 	flag.StringVar(&ppoHidden, "ppo-hidden", "", "PPO hidden layer sizes, comma-separated (default: rl/ppo's)")
 	flag.Int64Var(&ppoMaxSteps, "ppo-maxsteps", 0, "PPO step budget per seed (default: rl/ppo's)")
+	flag.Int64Var(&ppoAnneal, "ppo-anneal", 0, "PPO steps over which the learning rate and clip decay (default: rl/ppo's; < 0 none)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to `file`")
 	flag.Parse()
 
@@ -120,6 +121,7 @@ var (
 	ppoMinibatch    int
 	ppoHidden       string
 	ppoMaxSteps     int64
+	ppoAnneal       int64
 )
 
 func ints(s string) []int {
@@ -193,7 +195,7 @@ func train(ctx context.Context, algo, env string, seeds, workers int, quiet bool
 			r.SamplingS, r.LearningS, r.SyncS = res.Sampling.Seconds(), res.Learning.Seconds(), res.Sync.Seconds()
 		case "ppo":
 			cfg := ppo.Config{Env: env, Workers: workers, Seed: uint64(s), Epochs: ppoEpochs, Minibatch: ppoMinibatch,
-				Hidden: ints(ppoHidden), MaxSteps: ppoMaxSteps}
+				Hidden: ints(ppoHidden), MaxSteps: ppoMaxSteps, Anneal: ppoAnneal}
 			if !quiet {
 				cfg.Progress = func(u ppo.Update) {
 					logf("ppo seed %d update %4d steps %8d score %7.1f kl %.4f clip %.3f stale %.2f  %5.2fs", s, u.N, u.Steps, u.Score, u.ApproxKL, u.ClipFrac, u.Stale, u.Elapsed.Seconds())

@@ -18,7 +18,8 @@
 //     the identity on the output, initialised as CleanRL and Stable-Baselines3
 //     do ([NewMLP]: orthogonal weights, gain sqrt(2) on hidden layers and a
 //     chosen gain on the output layer, zero biases). [MLP.Forward] and
-//     [MLP.Backward] work on batches; [MLP.Act] evaluates one observation
+//     [MLP.Backward] work on batches ([MLP.BackwardParams] when the input
+//     gradient is not needed); [MLP.Act] evaluates one observation
 //     without allocating, for rollouts.
 //   - A categorical head over logits: [CategoricalLogProb],
 //     [CategoricalEntropy], [CategoricalBackward], [SampleCategorical],

@@ -56,7 +56,8 @@ func gemmLoops(r0, r1, j0, j1, k int, a []float64, ars, aps int, b []float64, ld
 
 // bwdFMA is Backward for one layer through gemmAcc: gw (W's gradient,
 // out×in) += dzᵀ·a, accumulated as dWᵀ in the scratch gt (in×out) so that
-// the kernel's columns run along out; and da = dz·W, through gemmAcc when
+// the kernel's columns run along out; and, unless da.Data is nil,
+// da = dz·W, through gemmAcc when
 // the input side is wide, by dot products with the rows of wt (Wᵀ as of
 // Forward) when it is thin.
 func bwdFMA(n, in, out int, a, dz blas64.General, wt, w, gw, gt []float64, da blas64.General) {
@@ -67,6 +68,9 @@ func bwdFMA(n, in, out int, a, dz blas64.General, wt, w, gw, gt []float64, da bl
 		for j, v := range row {
 			gw[j*in+k] += v
 		}
+	}
+	if da.Data == nil {
+		return
 	}
 	if in <= thinMax {
 		for i := range n {

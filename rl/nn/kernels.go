@@ -120,8 +120,8 @@ func bwdThinIn(n, in, out int, a []float64, sa int, dz []float64, sdz int, wt, g
 	}
 }
 
-// bwdThinOut, for a layer with out <= thinMax: gw (out×in) += dzᵀ·a and
-// da = dz·W (n×in), with w = W (out×in).
+// bwdThinOut, for a layer with out <= thinMax: gw (out×in) += dzᵀ·a and,
+// if da is not nil, da = dz·W (n×in), with w = W (out×in).
 func bwdThinOut(n, in, out int, a []float64, sa int, dz []float64, sdz int, w, gw []float64, da []float64, sda int) {
 	for i := range n {
 		ai := a[i*sa : i*sa+in]
@@ -134,6 +134,9 @@ func bwdThinOut(n, in, out int, a []float64, sa int, dz []float64, sdz int, w, g
 			for k, x := range ai {
 				g[k] += d * x
 			}
+		}
+		if da == nil {
+			continue
 		}
 		dai := da[i*sda : i*sda+in]
 		clear(dai)

@@ -131,6 +131,14 @@ func layerKernelsMatch(t *testing.T) {
 			closeAll(t, sizes, "out", denseData(out), denseData(wantOut))
 			closeAll(t, sizes, "grad", grad, wantGrad)
 			closeAll(t, sizes, "dx", denseData(dx), denseData(wantDx))
+			// BackwardParams: the same parameter gradient, bit for bit.
+			grad2 := make([]float64, m.NumParams())
+			m.BackwardParams(dOut, grad2)
+			for i := range grad {
+				if grad2[i] != grad[i] {
+					t.Fatalf("%v: BackwardParams grad[%d] = %v, Backward %v", sizes, i, grad2[i], grad[i])
+				}
+			}
 		}
 	}
 }

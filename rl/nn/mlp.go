@@ -244,6 +244,18 @@ func (m *MLP) Forward(x *mat.Dense) *mat.Dense {
 // and Backward. It panics if Forward has not been called, or if dOut or
 // grad have the wrong shape.
 func (m *MLP) Backward(dOut *mat.Dense, grad []float64) *mat.Dense {
+	m.backward(dOut, grad, true)
+	return m.dA[0]
+}
+
+// BackwardParams is Backward without dLoss/dInput: it only ADDS
+// dLoss/dParams to grad, and saves the first layer's input-gradient product
+// (what a learner that does not need the input gradient would throw away).
+func (m *MLP) BackwardParams(dOut *mat.Dense, grad []float64) {
+	m.backward(dOut, grad, false)
+}
+
+func (m *MLP) backward(dOut *mat.Dense, grad []float64, input bool) {
 	if m.n == 0 {
 		panic("nn: Backward before Forward")
 	}
@@ -271,6 +283,9 @@ func (m *MLP) Backward(dOut *mat.Dense, grad []float64) *mat.Dense {
 		}
 		gw := grad[m.wOff[l] : m.wOff[l]+out*in]
 		da := m.dA[l].RawMatrix()
+		if l == 0 && !input {
+			da.Data = nil // no dLoss/dInput
+		}
 		switch {
 		case out <= thinMax:
 			bwdThinOut(n, in, out, a.Data, a.Stride, dz.Data, dz.Stride, m.w[l].RawMatrix().Data, gw, da.Data, da.Stride)
@@ -289,14 +304,18 @@ func (m *MLP) Backward(dOut *mat.Dense, grad []float64) *mat.Dense {
 				}
 			}
 			// dA = dz · W = dz · (Wᵀ)ᵀ, with Wᵀ as of Forward.
-			wt := blas64.General{Rows: in, Cols: out, Stride: out, Data: m.wt[l]}
-			blas64.Gemm(blas.NoTrans, blas.Trans, 1, dz, wt, 0, da)
+			if da.Data != nil {
+				wt := blas64.General{Rows: in, Cols: out, Stride: out, Data: m.wt[l]}
+				blas64.Gemm(blas.NoTrans, blas.Trans, 1, dz, wt, 0, da)
+			}
 		default:
 			// dW += dzᵀ · a
 			g := blas64.General{Rows: out, Cols: in, Stride: in, Data: gw}
 			blas64.Gemm(blas.Trans, blas.NoTrans, 1, dz, a, 1, g)
 			// dA = dz · W
-			blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, dz, m.w[l].RawMatrix(), 0, da)
+			if da.Data != nil {
+				blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, dz, m.w[l].RawMatrix(), 0, da)
+			}
 		}
 		// db += column sums of dz
 		gb := grad[m.bOff[l] : m.bOff[l]+out]
@@ -315,7 +334,6 @@ func (m *MLP) Backward(dOut *mat.Dense, grad []float64) *mat.Dense {
 		}
 		dz = da
 	}
-	return m.dA[0]
 }
 
 // refreshWT copies layer l's current W into its transposed cache.

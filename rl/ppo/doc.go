@@ -29,7 +29,7 @@
 //
 // Defaults are per environment. CartPole-v1: the RL Baselines3 Zoo's tuned settings (8
 // environment copies, 32 steps each, γ 0.98, λ 0.8, learning rate 1e-3 and clip 0.2
-// decaying linearly), with the Zoo's 20 epochs over one 256-sample minibatch replaced by
+// decaying linearly to 0 over 100,000 steps), with the Zoo's 20 epochs over one 256-sample minibatch replaced by
 // 10 epochs over two of 128: as many gradient steps, half the arithmetic, and as few
 // environment steps to the threshold in our measurements. Pendulum-v1: the Zoo's tuned
 // settings without gSDE (4 copies × 1024 steps, minibatches of 64, 10 epochs, γ 0.9,

@@ -35,7 +35,7 @@ type Config struct {
 	Epochs    int     // default 10
 	LR        float64 // Adam learning rate, annealed linearly to 0 over Anneal steps (default 1e-3)
 	Clip      float64 // clip range, annealed the same way (default 0.2)
-	Anneal    int64   // steps over which LR and Clip decay (default 200,000; < 0: no decay)
+	Anneal    int64   // steps over which LR and Clip decay (default 100,000; < 0: no decay)
 	Gamma     float64 // default 0.98
 	Lambda    float64 // GAE λ (default 0.8)
 	EntCoef   float64 // default 0
@@ -50,7 +50,7 @@ type Config struct {
 
 // tuned holds the defaults per environment. CartPole-v1: the RL Baselines3
 // Zoo's tuned PPO (8 copies × 32 steps, γ 0.98, λ 0.8, learning rate 1e-3
-// and clip 0.2 decaying linearly), except that its 20 epochs over one
+// and clip 0.2 decaying linearly to 0 over its 100,000 steps), except that its 20 epochs over one
 // minibatch of 256 are 10 epochs over two of 128: the same number of
 // gradient steps at half the arithmetic, and as few environment steps to the
 // threshold (benchmarks/RESULTS.md, issue 23). Pendulum-v1: the Zoo's tuned
@@ -58,7 +58,7 @@ type Config struct {
 // γ 0.9, λ 0.95, learning rate 1e-3 and clip 0.2, not decayed).
 var tuned = map[string]Config{
 	"CartPole-v1": {Hidden: []int{64, 64}, Workers: 4, EnvsPerWorker: 2, Fragment: 32, Minibatch: 128, Epochs: 10,
-		LR: 1e-3, Clip: 0.2, Anneal: 200_000, Gamma: 0.98, Lambda: 0.8, VfCoef: 0.5, MaxGrad: 0.5, MaxSteps: 1_000_000},
+		LR: 1e-3, Clip: 0.2, Anneal: 100_000, Gamma: 0.98, Lambda: 0.8, VfCoef: 0.5, MaxGrad: 0.5, MaxSteps: 1_000_000},
 	"Pendulum-v1": {Hidden: []int{64, 64}, Workers: 4, EnvsPerWorker: 1, Fragment: 1024, Minibatch: 64, Epochs: 10,
 		LR: 1e-3, Clip: 0.2, Anneal: -1, Gamma: 0.9, Lambda: 0.95, VfCoef: 0.5, MaxGrad: 0.5, MaxSteps: 1_000_000},
 }
@@ -426,7 +426,7 @@ func (L *learner) update(batch []Fragment, lr, clip float64) Update {
 					d[r] = cfg.VfCoef * 2 * diff * inv
 					lossVf += diff * diff * inv
 				}
-				L.vf.Backward(dv, gVf)
+				L.vf.BackwardParams(dv, gVf)
 			}
 			var wg sync.WaitGroup
 			if parallel {
@@ -484,9 +484,9 @@ func (L *learner) update(batch []Fragment, lr, clip float64) Update {
 				u.ApproxKL += ((ratio - 1) - lr) * inv
 			}
 			if L.discrete {
-				L.pi.Backward(nn.CategoricalBackward(out, dActs, dLogp, dEnt), gPi)
+				L.pi.BackwardParams(nn.CategoricalBackward(out, dActs, dLogp, dEnt), gPi)
 			} else {
-				L.pi.Backward(nn.GaussianBackward(out, L.logStd, mActs, dLogp, dEnt, gStd), gPi)
+				L.pi.BackwardParams(nn.GaussianBackward(out, L.logStd, mActs, dLogp, dEnt, gStd), gPi)
 			}
 			wg.Wait()
 			u.LossVf += lossVf
