@@ -17,3 +17,21 @@ func gemm4x8(k int, a *float64, ars, aps int, b *float64, ldb int, c *float64, l
 //
 //go:noescape
 func tanh4(x *float64, n int)
+
+// adam4 is Adam.Step's loop for n values, n a multiple of 4, with the same
+// results bit for bit (gemm_amd64.s). c: b1, 1-b1, b2, 1-b2, step,
+// sqrt(bias correction 2), eps.
+//
+//go:noescape
+func adam4(n int, p, gr, m, v *float64, c *[8]float64)
+
+// dtanh4 sets d[i] *= 1 - h[i]*h[i] for i < n, n a multiple of 4
+// (gemm_amd64.s; the scalar loop's bits).
+//
+//go:noescape
+func dtanh4(n int, d, h *float64)
+
+// add4 sets dst[i] += src[i] for i < n, n a multiple of 4 (gemm_amd64.s).
+//
+//go:noescape
+func add4(n int, dst, src *float64)

@@ -245,3 +245,106 @@ tloop:
 
 tdone:
 	RET
+
+// func adam4(n int, p, gr, m, v *float64, c *[8]float64)
+//
+// The Adam update of adam.go for n values (n a multiple of 4), four at a
+// time, with the same operations in the same order and no fused
+// multiply-adds, so the results are those of the scalar loop bit for bit.
+// c holds b1, 1-b1, b2, 1-b2, step, sqrt(bias correction 2), eps.
+TEXT ·adam4(SB), NOSPLIT, $0-48
+	MOVQ n+0(FP), CX
+	MOVQ p+8(FP), DI
+	MOVQ gr+16(FP), SI
+	MOVQ m+24(FP), R8
+	MOVQ v+32(FP), R9
+	MOVQ c+40(FP), AX
+	SHRQ $2, CX
+	JEQ  adone
+	VBROADCASTSD 0(AX), Y8
+	VBROADCASTSD 8(AX), Y9
+	VBROADCASTSD 16(AX), Y10
+	VBROADCASTSD 24(AX), Y11
+	VBROADCASTSD 32(AX), Y12
+	VBROADCASTSD 40(AX), Y13
+	VBROADCASTSD 48(AX), Y14
+
+aloop:
+	VMOVUPD (SI), Y0
+	VMULPD  (R8), Y8, Y1
+	VMULPD  Y0, Y9, Y2
+	VADDPD  Y2, Y1, Y1
+	VMOVUPD Y1, (R8)
+	VMULPD  (R9), Y10, Y3
+	VMULPD  Y0, Y11, Y4
+	VMULPD  Y0, Y4, Y4
+	VADDPD  Y4, Y3, Y3
+	VMOVUPD Y3, (R9)
+	VSQRTPD Y3, Y3
+	VDIVPD  Y13, Y3, Y3
+	VADDPD  Y14, Y3, Y3
+	VMULPD  Y1, Y12, Y1
+	VDIVPD  Y3, Y1, Y1
+	VMOVUPD (DI), Y5
+	VSUBPD  Y1, Y5, Y5
+	VMOVUPD Y5, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	ADDQ    $32, R8
+	ADDQ    $32, R9
+	DECQ    CX
+	JNZ     aloop
+	VZEROUPPER
+
+adone:
+	RET
+
+// func dtanh4(n int, d, h *float64)
+//
+// d[i] *= 1 - h[i]*h[i] for i < n, n a multiple of 4 (tanh's derivative
+// from its output), with the scalar loop's operations: the same bits.
+TEXT ·dtanh4(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ d+8(FP), DI
+	MOVQ h+16(FP), SI
+	SHRQ $2, CX
+	JEQ  ddone
+	VMOVUPD tanhOne<>(SB), Y9
+
+dloop:
+	VMOVUPD (SI), Y0
+	VMULPD  Y0, Y0, Y0
+	VSUBPD  Y0, Y9, Y0
+	VMULPD  (DI), Y0, Y0
+	VMOVUPD Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     dloop
+	VZEROUPPER
+
+ddone:
+	RET
+
+// func add4(n int, dst, src *float64)
+//
+// dst[i] += src[i] for i < n, n a multiple of 4.
+TEXT ·add4(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ dst+8(FP), DI
+	MOVQ src+16(FP), SI
+	SHRQ $2, CX
+	JEQ  sdone
+
+sloop:
+	VMOVUPD (DI), Y0
+	VADDPD  (SI), Y0, Y0
+	VMOVUPD Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     sloop
+	VZEROUPPER
+
+sdone:
+	RET

@@ -191,3 +191,31 @@ func TestGemmAcc(t *testing.T) {
 		}
 	}
 }
+
+// TestAdamVectorSameBits: Adam's four-at-a-time loop gives the scalar
+// loop's results bit for bit (sizes with and without a remainder).
+func TestAdamVectorSameBits(t *testing.T) {
+	avx := haveFMA
+	defer func() { haveFMA = avx }()
+	rng := newRNG(12)
+	for _, n := range []int{1, 4, 11, 64} {
+		p0 := randVec(rng, n, 1)
+		grads := [][]float64{randVec(rng, n, 1), randVec(rng, n, 1e-3), randVec(rng, n, 10)}
+		var results [2][]float64
+		for k, fma := range []bool{false, avx} {
+			haveFMA = fma
+			a := NewAdam(n, 1e-3)
+			a.Eps = 1e-5
+			p := append([]float64(nil), p0...)
+			for _, g := range grads {
+				a.Step(p, g)
+			}
+			results[k] = p
+		}
+		for i := range p0 {
+			if math.Float64bits(results[0][i]) != math.Float64bits(results[1][i]) {
+				t.Fatalf("n %d: param %d: scalar %v, vector %v", n, i, results[0][i], results[1][i])
+			}
+		}
+	}
+}

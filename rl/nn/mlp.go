@@ -325,11 +325,7 @@ func (m *MLP) backward(dOut *mat.Dense, grad []float64, input bool) {
 		if l > 0 {
 			// Through tanh: dz = dA ⊙ (1 - h²), h = tanh output of layer l-1.
 			for i := range n {
-				d := da.Data[i*da.Stride : i*da.Stride+in]
-				h := a.Data[i*a.Stride : i*a.Stride+in]
-				for j, hj := range h {
-					d[j] *= 1 - hj*hj
-				}
+				dtanhRow(da.Data[i*da.Stride:i*da.Stride+in], a.Data[i*a.Stride:i*a.Stride+in])
 			}
 		}
 		dz = da
@@ -404,7 +400,29 @@ func tanhInPlace(xs []float64) { tanhSlice(xs) }
 
 func addTo(dst, src []float64) {
 	src = src[:len(dst)]
-	for i, v := range src {
-		dst[i] += v
+	n4 := 0
+	if haveFMA {
+		n4 = len(dst) &^ 3
+		if n4 > 0 {
+			add4(n4, &dst[0], &src[0])
+		}
+	}
+	for i := n4; i < len(dst); i++ {
+		dst[i] += src[i]
+	}
+}
+
+// dtanhRow sets d[j] *= 1 - h[j]² (back through tanh, from its output h).
+func dtanhRow(d, h []float64) {
+	h = h[:len(d)]
+	n4 := 0
+	if haveFMA {
+		n4 = len(d) &^ 3
+		if n4 > 0 {
+			dtanh4(n4, &d[0], &h[0])
+		}
+	}
+	for j := n4; j < len(d); j++ {
+		d[j] *= 1 - h[j]*h[j]
 	}
 }
