@@ -2,12 +2,15 @@
 //
 //	go run ./benchmarks/rl -algo es -env CartPole-v1 -seeds 5 -workers 2 [-json]
 //	go run ./benchmarks/rl -algo ppo -env CartPole-v1 -seeds 5 -workers 4 [-json]
+//	go run ./benchmarks/rl -algo ppo -env Pendulum-v1 -seeds 5 -ppo-maxsteps 500000 [-json]
 //	go run ./benchmarks/rl -mode throughput [-steps 10,100,1000] [-cost 0] [-json]
 //	go run ./benchmarks/rl -mode es-tree -workers 200 [-fanout 8] [-json]
 //
 // Training mode reports, per seed and as median and spread, the steps and wall-clock time
-// to the solve threshold, the final score, and how the time split into sampling,
-// learning and synchronisation. Throughput mode reproduces the Ray paper's Table 4 on
+// to the solve threshold, the final score, how the time split into sampling, learning
+// and synchronisation (with the medians of each), and the process's CPU time per run
+// (which, on a shared machine, separates what a run costs from waiting for a core).
+// The -ppo-* flags override rl/ppo's per-environment defaults. Throughput mode reproduces the Ray paper's Table 4 on
 // Pendulum-v1: steps/s of tasks of 10 to 1000 steps on 1, 2, 4 and 8 workers,
 // asynchronous (a worker gets its next task as soon as it returns one) versus BSP (rounds
 // with a barrier), against the same loop run inline on goroutines without the framework

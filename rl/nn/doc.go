@@ -36,14 +36,16 @@
 // with at most 8 units on one side (a network's input and output layers)
 // use hand-written loops (kernels.go), where gonum's general Gemm spends its
 // time on set-up. Wider layers, on amd64 CPUs with AVX2 and FMA, use a
-// 4×8 register-blocked micro-kernel in assembly (gemm_amd64.s; 2-4 times
-// gonum's Gemm on a 256×64×64 product, BenchmarkGemm256x64x64) and the tanh
-// activation is evaluated four values at a time (tanh4); on
-// other CPUs they go through gonum. Both were written by hand because no
-// maintained Go library offers SIMD matrix products for float64 (gonum's
-// assembly covers level-1 vector operations only). The tanh is this
-// package's own (within 4 ulp of math.Tanh, tested), the same bits in the
-// scalar and vector versions, so Act and Forward agree.
+// 4×8 register-blocked micro-kernel in assembly (gemm_amd64.s; about 5
+// times gonum's Gemm on a 256×64×64 product, BenchmarkGemm256x64x64); the
+// tanh activation, Adam's update, tanh's derivative and the bias sums also
+// run four values at a time there (the last three with the scalar loops'
+// bits). On other CPUs the wide layers go through gonum and the rest through
+// plain loops. The assembly was written by hand because no maintained Go
+// library offers SIMD matrix products for float64 (gonum's assembly covers
+// level-1 vector operations only). The tanh is this package's own (within 4
+// ulp of math.Tanh, tested), with the same bits in the scalar and vector
+// versions, so Act and Forward agree.
 //
 // # Conventions
 //
