@@ -8,6 +8,8 @@
 //   - actors: Ray's many_actors release test: N actors (0 CPUs, one call each), the rate
 //     per thousand and the memory per idle actor.
 //   - heapburst: N small tasks submitted at once, then released: the heap kept afterwards.
+//   - soak: a mixed workload (tasks, exactly-once actor calls, 1 MiB Puts) for minutes or
+//     hours: throughput, RSS, heap and the GCS's size per interval, and whether they level off.
 //   - data, rl, chaos: Ray Data against pqarrow, the RL suite, a node killed per round.
 //
 // Benchmarks are programs, never timed assertions in the test suite:
