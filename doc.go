@@ -20,7 +20,8 @@
 // ObjectRef, Get/Put/Wait/Cancel are ray.get/put/wait/cancel, Call is calling a function by
 // name. The runtime travels in the context.Context (there is no global runtime), so a task
 // receives a ctx with which it can submit nested tasks and Get their results; a task blocked
-// in Get lends its CPU back to the node, as in Ray.
+// in Get lends its CPU back to the node, as in Ray. That takes the task's own ctx: waiting
+// inside a task through the driver's ctx (saved from Init) fails with ErrDriverContext.
 //
 // Errors: a task that returns an error or panics makes Get return *TaskError (also for
 // every task that depended on it); submission problems (unknown function, infeasible

@@ -32,6 +32,12 @@ var (
 	// ErrNoCredentials: Init was to join a secure cluster without credentials (a join
 	// token, or GCS credential files), or the cluster refused them.
 	ErrNoCredentials = errors.New("ray: no valid credentials for the cluster")
+	// ErrDriverContext: a task called Get or Wait, and had to wait, through a driver's
+	// context (the one Init returned, saved somewhere the task reaches) instead of the ctx
+	// the task function received. Only a task's own ctx lends its CPU back while it waits;
+	// without that, tasks waiting on every CPU of a node would deadlock it. Pass the task's
+	// ctx (or one derived from it) to Get and Wait inside tasks.
+	ErrDriverContext = core.ErrDriverContext
 	// ErrEncode: a value cannot be encoded to be sent to a task or stored.
 	ErrEncode = errors.New("ray: cannot encode value")
 )

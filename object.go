@@ -166,7 +166,9 @@ func taskContext(ctx context.Context) (*core.TaskContext, error) {
 
 // Get waits for the object and returns its value. It honours ctx's deadline and
 // cancellation. A failed task gives *TaskError (also for tasks that depended on it).
-// Called inside a task, waiting lends the task's CPU to other tasks.
+// Called inside a task with the task's own ctx, waiting lends the task's CPU to other
+// tasks; with a driver's ctx (the one Init returned) it would not, and a Get that has to
+// wait fails at once with ErrDriverContext instead of risking a deadlock.
 func Get[T any](ctx context.Context, r ObjectRef[T]) (T, error) {
 	var zero T
 	tc, err := taskContext(ctx)
@@ -227,6 +229,8 @@ func Put[T any](ctx context.Context, v T) (ObjectRef[T], error) {
 // Wait returns when NumReady (default 1) of refs are ready, or the Timeout passes, or ctx
 // is done (then with its error). As Ray's ray.wait, ready holds at most NumReady refs, the
 // first ready ones in refs' order; notReady holds the others (ready or not), in order.
+// Inside a task, as Get, it lends the task's CPU back while it waits, through the task's own
+// ctx only (a driver's ctx gives ErrDriverContext).
 func Wait[T any](ctx context.Context, refs []ObjectRef[T], opts ...WaitOption) (ready, notReady []ObjectRef[T], err error) {
 	return waitSplit(ctx, refs, func(r ObjectRef[T]) Ref { return r }, opts)
 }

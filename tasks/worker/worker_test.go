@@ -38,6 +38,23 @@ func init() {
 	reg("wt.fail", func(context.Context, [][]byte) ([]byte, error) { return nil, errors.New("no good") })
 	reg("wt.panic", func(context.Context, [][]byte) ([]byte, error) { panic("oh no") })
 	reg("wt.big", func(context.Context, [][]byte) ([]byte, error) { return make([]byte, DefaultInlineLimit+1), nil })
+	// wt.where says whether OnTaskGoroutine is true in the task's function ("t"), and in a
+	// goroutine the task started ("g").
+	reg("wt.where", func(context.Context, [][]byte) ([]byte, error) {
+		out := []byte{'-', '-'}
+		if OnTaskGoroutine() {
+			out[0] = 't'
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if OnTaskGoroutine() {
+				out[1] = 'g'
+			}
+		}()
+		<-done
+		return out, nil
+	})
 	reg("wt.wait", func(ctx context.Context, _ [][]byte) ([]byte, error) {
 		select {
 		case <-gate:
@@ -302,5 +319,18 @@ func TestResultNotHeldBehindALongTask(t *testing.T) {
 	close(slowGate)
 	if r := h.result(); r.Error != nil || string(r.Data) != "slow" {
 		t.Fatalf("second result: %v", r)
+	}
+}
+
+// TestOnTaskGoroutine: true in a task's function, false in a goroutine it starts and
+// outside tasks.
+func TestOnTaskGoroutine(t *testing.T) {
+	if OnTaskGoroutine() {
+		t.Fatal("OnTaskGoroutine in a test's goroutine")
+	}
+	h := newHarness(t)
+	h.lease(h.spec("wt.where"))
+	if r := h.result(); r.Error != nil || string(r.Data) != "t-" {
+		t.Fatalf("result %q, %v; want \"t-\" (the task's goroutine, not one it started)", r.Data, r.Error)
 	}
 }

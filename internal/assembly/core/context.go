@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -35,6 +36,14 @@ type TaskContext struct {
 }
 
 type ctxKey struct{}
+
+// ErrDriverContext: a task waited (Get, Wait) through a driver's context instead of its own.
+// Only the task's own context lends the task's CPU back while it waits; a task that holds
+// its CPU while it waits can deadlock the node (every CPU held by waiting tasks, none left
+// for what they wait for).
+var ErrDriverContext = errors.New("ray: a task waited through the driver's context (the one ray.Init returned), " +
+	"which cannot lend the task's CPU back while it waits and can deadlock the node: " +
+	"use the ctx the task function received (or one derived from it)")
 
 // WithTask returns ctx carrying tc.
 func WithTask(ctx context.Context, tc *TaskContext) context.Context {

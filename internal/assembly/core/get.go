@@ -8,6 +8,7 @@ import (
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects"
+	"github.com/ray-go/ray/tasks/worker"
 )
 
 // ObjectError is an object whose producing task failed (or never ran). The root package
@@ -62,6 +63,9 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 	select {
 	case <-ch:
 	default:
+		if err := tc.mayWait(); err != nil {
+			return objects.Value{}, err
+		}
 		tc.blocked(true)
 		defer tc.blocked(false)
 		select {
@@ -77,6 +81,16 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 		return objects.Value{}, fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
 	}
 	return v, nil
+}
+
+// mayWait says whether tc may wait: not when tc is a driver's and the caller is a task's
+// function, which would wait holding its CPU (ErrDriverContext). Asked only before a wait,
+// where a walk of the caller's stack costs nothing that matters.
+func (tc *TaskContext) mayWait() error {
+	if tc.Spec == nil && worker.OnTaskGoroutine() {
+		return ErrDriverContext
+	}
+	return nil
 }
 
 // blocked tells this task's worker that it waits (true) or runs again (false).
@@ -246,6 +260,9 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		expire = t.C
+	}
+	if err := tc.mayWait(); err != nil {
+		return ready, err
 	}
 	tc.blocked(true)
 	defer tc.blocked(false)
