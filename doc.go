@@ -15,6 +15,26 @@
 //	s := Square.Remote(ctx, r)                 // a ref is an argument: the task gets 16
 //	v, err := ray.Get(ctx, s)                  // 256
 //
+// A remote function that calls itself (or two that call each other) cannot be written as
+// `var F = ray.Task1(..., func(...) { ... F.Remote(...) ... })`: Go rejects a package-level
+// variable whose initializer refers to it ("initialization cycle"). Declare the variable
+// and register the function in an init function, which may refer to it:
+//
+//	var Fib *ray.Func1[int, int]
+//
+//	func init() {
+//		Fib = ray.Task1("demo.fib", func(ctx context.Context, n int) (int, error) {
+//			if n < 2 {
+//				return n, nil
+//			}
+//			a, b := Fib.Remote(ctx, ray.V(n-1)), Fib.Remote(ctx, ray.V(n-2))
+//			x, err := ray.Get(ctx, a) // ... and b: see Example (Task1, recursive)
+//		})
+//	}
+//
+// (Or call it by name, untyped: ray.Call[int](ctx, "demo.fib", []any{n - 1}).) It is still
+// registered during package initialisation, so every process of the job knows it.
+//
 // How it maps to Ray: ray.TaskN is @ray.remote on a function, Remote is .remote(),
 // Options is .options(num_cpus=..., max_retries=..., retry_exceptions=...), ObjectRef is
 // ObjectRef, Get/Put/Wait/Cancel are ray.get/put/wait/cancel, Call is calling a function by

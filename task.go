@@ -177,7 +177,8 @@ func Task0[R any](name string, fn func(context.Context) (R, error)) *Func0[R] {
 	return &Func0[R]{newRemoteFunc(name)}
 }
 
-// Task1 registers fn as a remote function named name. Call it at package level.
+// Task1 registers fn as a remote function named name. Call it at package level (in a
+// var declaration, or in init for a function that calls itself: see the recursive example).
 func Task1[A, R any](name string, fn func(context.Context, A) (R, error)) *Func1[A, R] {
 	register(name, []reflect.Type{typeOf[A]()}, typeOf[R](), func(ctx context.Context, args [][]byte) ([]byte, error) {
 		a, err := decodeArg[A](ctx, name, args, 0)
