@@ -68,7 +68,7 @@ func jobCommand() *ucli.Command {
 			},
 			{
 				Name:      "stop",
-				Usage:     "stop a submission (SIGTERM to the driver's process group, SIGKILL after 5 s)",
+				Usage:     "stop a submission (SIGTERM to the driver's process group, SIGKILL after 5 s); the submission and its job end STOPPED",
 				ArgsUsage: "SUBMISSION_ID",
 				Flags:     common(&ucli.BoolFlag{Name: "no-wait", Usage: "return once the request is recorded", EnvVars: []string{"RAY_GO_NO_WAIT"}}),
 				Action:    runJobStop,

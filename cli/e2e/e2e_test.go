@@ -372,6 +372,62 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("rayctl job submit: exit %d\nstdout: %s\nstderr: %s", code, out, tail(errOut))
 	}
 
+	// rayctl job stop: the driver gets SIGTERM and dies without calling ray.Shutdown. The
+	// submission and the job table say STOPPED alike, with one message, as soon as the stop
+	// returns; the job stays STOPPED once its lease lapses (checked again below, after
+	// the killed driver's job failed, which happens later than that lapse).
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "job", "submit", "--no-wait", "--address", addr, "--", driver, "-check", "hang")
+	subID := strings.TrimSpace(out)
+	if code != 0 || subID == "" {
+		t.Fatalf("rayctl job submit --no-wait: exit %d\nstdout: %s\nstderr: %s", code, out, tail(errOut))
+	}
+	var subView struct {
+		State   string `json:"state"`
+		JobID   string `json:"job_id"`
+		Message string `json:"message"`
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		logs, _, _ := run(t, time.Minute, tok, rayctl, "job", "logs", "--address", addr, subID)
+		out, _, _ = run(t, time.Minute, tok, rayctl, "job", "status", "--address", addr, "-o", "json", subID)
+		subView.JobID = ""
+		_ = json.Unmarshal([]byte(out), &subView)
+		if strings.Contains(logs, "hanging") && subView.JobID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the submitted hanging driver did not start, or its job is not linked:\n%s\n%s", out, logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	stoppedJob := subView.JobID
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "job", "stop", "--address", addr, subID)
+	if code != 0 || !strings.Contains(out, subID+" STOPPED") {
+		t.Fatalf("rayctl job stop: exit %d\nstdout: %s\nstderr: %s", code, out, tail(errOut))
+	}
+	out, _, _ = run(t, time.Minute, tok, rayctl, "job", "status", "--address", addr, "-o", "json", subID)
+	if err := json.Unmarshal([]byte(out), &subView); err != nil || subView.State != "STOPPED" {
+		t.Fatalf("rayctl job status after stop: %v\n%s", err, out)
+	}
+	jobState := func() (string, string) {
+		t.Helper()
+		out, errOut, code := run(t, time.Minute, tok, rayctl, "status", "--address", addr, "-o", "json")
+		var st status
+		if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 {
+			t.Fatalf("rayctl status: exit %d, %v\n%s", code, err, tail(errOut))
+		}
+		for _, j := range st.Jobs {
+			if j.JobID == stoppedJob {
+				return j.State, j.Message
+			}
+		}
+		t.Fatalf("job %s is not in rayctl status:\n%s", stoppedJob, out)
+		return "", ""
+	}
+	if state, msg := jobState(); state != "STOPPED" || msg != subView.Message {
+		t.Fatalf("submission %s STOPPED (%q), its job %s %s (%q): want one truth", subID, subView.Message, stoppedJob, state, msg)
+	}
+
 	// A driver killed mid-run: its job is marked failed and its worker processes stop.
 	cmd := exec.Command(driver, "-check", "hang")
 	cmd.Env = append(os.Environ(), env...)
@@ -389,7 +445,7 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("the hanging driver did not start: %q, %v", line, err)
 	}
 	// rayctl memory shows the 16 MiB object the driver holds, on a node of its job.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for {
 		out, errOut, code = run(t, time.Minute, tok, rayctl, "memory", "--address", addr, "-o", "json")
 		var mem struct {
@@ -442,6 +498,9 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("after killing a driver: %d failed jobs (want 1), %d of its worker processes left\n%s", failed, workers, out)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if state, msg := jobState(); state != "STOPPED" || msg != subView.Message {
+		t.Fatalf("the stopped submission's job %s became %s (%q) once its lease lapsed", stoppedJob, state, msg)
 	}
 
 	// A wrong address: a clear error within seconds.

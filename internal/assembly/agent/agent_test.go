@@ -510,14 +510,23 @@ func TestSubmissionStop(t *testing.T) {
 		_, err := ReadLog(context.Background(), s, "s3", &sofar, false)
 		return err == nil && strings.Contains(sofar.String(), "started")
 	})
+	// The job the driver registered (as ray.Init does, with the submission's ID).
+	endJob := job(t, s, "j3", func(j *pb.JobInfo) { j.SubmissionId = "s3" })
+	defer endJob()
 	ctx := context.Background()
 	if _, err := UpdateSubmission(ctx, s, "s3", func(sub *pb.Submission) bool { sub.StopRequested = true; return true }); err != nil {
 		t.Fatal(err)
 	}
+	var stopped *pb.Submission
 	eventually(t, 10*time.Second, "STOPPED", func() bool {
-		sub, _ := get(t, s, gcs.SubmissionKey("s3"), &pb.Submission{})
-		return sub.GetState() == pb.JobInfo_STOPPED
+		stopped, _ = get(t, s, gcs.SubmissionKey("s3"), &pb.Submission{})
+		return stopped.GetState() == pb.JobInfo_STOPPED
 	})
+	// One truth: once the submission says STOPPED, its job says so too, with its message.
+	if j, _ := get(t, s, gcs.JobKey("j3"), &pb.JobInfo{}); j.GetState() != pb.JobInfo_STOPPED ||
+		j.GetMessage() != stopped.GetMessage() || !strings.Contains(j.GetMessage(), "stopped by request") || j.GetEndUnixMs() == 0 {
+		t.Errorf("the submission is STOPPED (%q) and its job %v", stopped.GetMessage(), j)
+	}
 	if !processGone(int(pid)) {
 		t.Error("driver still runs")
 	}
@@ -536,6 +545,29 @@ func TestSubmissionStop(t *testing.T) {
 		sub, _ := get(t, s, gcs.SubmissionKey("s4"), &pb.Submission{})
 		return sub.GetState() == pb.JobInfo_STOPPED && sub.GetPid() == 0
 	})
+}
+
+// TestOrphanedJobOfASubmission: a job whose driver is gone takes the outcome of the
+// submission that ran it when that has one, not FAILED "driver process exited without
+// calling ray.Shutdown".
+func TestOrphanedJobOfASubmission(t *testing.T) {
+	head := startAgent(t, Config{Head: true})
+	s := head.Store()
+	const msg = "stopped by request (driver killed by signal terminated)"
+	put(t, s, gcs.SubmissionKey("s5"), &pb.Submission{SubmissionId: "s5", Argv: []string{helperPath}, State: pb.JobInfo_STOPPED, Message: msg}, 0)
+	endJob := job(t, s, "j5", func(j *pb.JobInfo) { j.SubmissionId = "s5" })
+	eventually(t, 10*time.Second, "the submission linked to its job", func() bool {
+		sub, _ := get(t, s, gcs.SubmissionKey("s5"), &pb.Submission{})
+		return sub.GetJobId() == "j5"
+	})
+	endJob() // the driver's jobalive key goes, as when its lease lapses
+	eventually(t, 10*time.Second, "the job ended", func() bool {
+		j, _ := get(t, s, gcs.JobKey("j5"), &pb.JobInfo{})
+		return IsTerminal(j.GetState())
+	})
+	if j, _ := get(t, s, gcs.JobKey("j5"), &pb.JobInfo{}); j.GetState() != pb.JobInfo_STOPPED || j.GetMessage() != msg {
+		t.Errorf("job of a STOPPED submission: %v", j)
+	}
 }
 
 func TestOrphanedSubmissionFails(t *testing.T) {

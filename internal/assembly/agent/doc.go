@@ -36,14 +36,19 @@
 //   - The head also fails orphaned jobs: a RUNNING job whose jobalive/ key was seen
 //     deleted (or has been missing for 2×AliveTTL) becomes FAILED with
 //     DriverExitedMessage, by a transaction that holds only if the job record did not
-//     change and the jobalive key did not come back.
+//     change and the jobalive key did not come back. A job run by a submission takes the
+//     submission's outcome instead when it has one (STOPPED when a stop was requested).
 //   - Submissions (head only, submissions.go): a PENDING submissions/<id> is claimed
 //     (RUNNING, by a transaction on its revision, so two heads never both run it) and its
 //     argv run in its working directory with the agent's environment, its env, RAY_ADDRESS
 //     and RAY_GO_SUBMISSION_ID; output to <SessionDir>/logs/job-<id>.log. The outcome:
 //     SUCCEEDED (exit 0), FAILED (exit code, message), STOPPED (stop_requested: SIGTERM to
 //     the group, SIGKILL after 5 s; or the head agent stopped). When the driver registers
-//     its job (JobInfo.submission_id), the submission's job_id is filled in.
+//     its job (JobInfo.submission_id), the submission's job_id is filled in. One truth:
+//     when the driver's process has exited, its job record is given the submission's
+//     state and message (settleJob) before the submission's are written, so a stopped
+//     driver is STOPPED in both tables, never FAILED "driver process exited without
+//     calling ray.Shutdown" in the job table.
 //
 // # Security (security.go)
 //

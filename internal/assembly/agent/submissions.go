@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -361,10 +362,15 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 }
 
 // finish records a submission's outcome and its log end marker in one transaction, so a
-// reader that sees the end marker also sees the final state.
+// reader that sees the end marker also sees the final state. The job the driver
+// registered, if any, is given the same outcome first (settleJob), so that whoever sees
+// the submission ended sees the job table agree.
 func (s *submissionRunner) finish(id string, state pb.JobInfo_State, code int32, msg string, end LogEnd) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	if err := settleJob(ctx, s.a.store, id, state, msg); err != nil {
+		s.a.log.Warn("agent: give the submission's job its outcome", "submission", id, "state", state, "err", err)
+	}
 	eb, _ := json.Marshal(end)
 	_, err := updateSubmission(ctx, s.a.store, id, func(cur *pb.Submission) bool {
 		cur.State = state
@@ -376,4 +382,72 @@ func (s *submissionRunner) finish(id string, state pb.JobInfo_State, code int32,
 	if err != nil {
 		s.a.log.Warn("agent: record the submission's outcome", "submission", id, "state", state, "err", err)
 	}
+}
+
+// settleJob gives the job that submission id's driver registered (if it registered one)
+// the submission's outcome: for a job run by `rayctl job submit` the submission says how
+// it ended, and the job table says the same (one truth). Without it, a stopped driver
+// (SIGTERM, no ray.Shutdown) left a STOPPED submission and a job the head later marked
+// FAILED "driver process exited without calling ray.Shutdown", and a driver that called
+// ray.Shutdown and then exited with an error a SUCCEEDED job. It is called once the
+// driver's process has exited; failOrphan defers to a submission that ended.
+func settleJob(ctx context.Context, store gcs.Store, id string, state pb.JobInfo_State, msg string) error {
+	job, err := submissionJob(ctx, store, id)
+	if err != nil || job == "" {
+		return err
+	}
+	key := gcs.JobKey(job)
+	for attempt := 0; attempt < 10; attempt++ {
+		kv, found, err := store.Get(ctx, key)
+		if err != nil || !found {
+			return err
+		}
+		info, err := DecodeJob(job, kv.Value)
+		if err != nil {
+			return err
+		}
+		if info.GetState() == state && info.GetMessage() == msg {
+			return nil
+		}
+		info.State, info.Message = state, msg
+		if info.GetEndUnixMs() == 0 {
+			info.EndUnixMs = time.Now().UnixMilli()
+		}
+		b, err := proto.Marshal(info)
+		if err != nil {
+			return err
+		}
+		ok, _, err := store.Txn(ctx, []gcs.Cmp{{Key: key, ModRev: kv.ModRev}}, []gcs.Op{{Kind: gcs.OpPut, Key: key, Value: b}})
+		if err != nil || ok {
+			return err
+		}
+	}
+	return fmt.Errorf("agent: settle job %s of submission %s: too much contention", job, id)
+}
+
+// submissionJob returns the ID of the job submission id's driver registered: the one the
+// submission record names, else (not linked yet) the one whose record names the
+// submission; "" when there is none.
+func submissionJob(ctx context.Context, store gcs.Store, id string) (string, error) {
+	sub, err := GetSubmission(ctx, store, id)
+	if err != nil {
+		return "", err
+	}
+	if job := sub.GetJobId(); job != "" {
+		return job, nil
+	}
+	kvs, _, err := store.List(ctx, gcs.JobsPrefix)
+	if err != nil {
+		return "", err
+	}
+	for _, kv := range kvs {
+		job, ok := gcs.TrimKey(gcs.JobsPrefix, kv.Key)
+		if !ok || strings.Contains(job, "/") {
+			continue // a job's worker records live under its key
+		}
+		if info, err := DecodeJob(job, kv.Value); err == nil && info.GetSubmissionId() == id {
+			return job, nil
+		}
+	}
+	return "", nil
 }

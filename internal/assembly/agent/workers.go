@@ -412,7 +412,10 @@ func (m *workerManager) putWorker(ctx context.Context, job string, state pb.JobW
 
 // failOrphan marks a RUNNING job whose driver is gone FAILED (head only), with a
 // transaction that holds only if neither the job record changed nor the jobalive key
-// came back since they were read.
+// came back since they were read. A job run by `rayctl job submit` takes its submission's
+// outcome instead when the submission has one (see settleJob; the submission runner
+// settles the job itself when its driver exits later), and is STOPPED when a stop was
+// requested.
 func (m *workerManager) failOrphan(ctx context.Context, job string) {
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -428,6 +431,16 @@ func (m *workerManager) failOrphan(ctx context.Context, job string) {
 		}
 		info.State = pb.JobInfo_FAILED
 		info.Message = DriverExitedMessage
+		if id := info.GetSubmissionId(); id != "" {
+			if sub, err := GetSubmission(cctx, m.a.store, id); err == nil {
+				switch {
+				case IsTerminal(sub.GetState()):
+					info.State, info.Message = sub.GetState(), sub.GetMessage()
+				case sub.GetStopRequested():
+					info.State, info.Message = pb.JobInfo_STOPPED, "stopped by request"
+				}
+			}
+		}
 		info.EndUnixMs = time.Now().UnixMilli()
 		b, _ := proto.Marshal(info)
 		ok, _, err := m.a.store.Txn(cctx,
@@ -438,7 +451,7 @@ func (m *workerManager) failOrphan(ctx context.Context, job string) {
 			return
 		}
 		if ok {
-			m.a.log.Warn("agent: job's driver is gone; job FAILED", "job", job)
+			m.a.log.Warn("agent: job's driver is gone", "job", job, "state", info.GetState(), "message", info.GetMessage())
 			return
 		}
 	}
