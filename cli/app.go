@@ -382,8 +382,3 @@ var isTerminal = agent.IsTerminal
 func writeErr(c *ucli.Context, format string, args ...any) {
 	fmt.Fprintf(c.App.ErrWriter, format+"\n", args...)
 }
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,11 +32,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	rayctl = filepath.Join(dir, "rayctl")
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if p, err := exec.LookPath("go"); err == nil {
-		goCmd = p
-	}
-	cmd := exec.Command(goCmd, "build", "-o", rayctl, "./rayctl")
+	// go test puts its Go's bin directory first in PATH (Go 1.19 and later).
+	cmd := exec.Command("go", "build", "-o", rayctl, "./rayctl")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build rayctl:", err)

@@ -233,7 +233,6 @@ func TestRepartition(t *testing.T) {
 }
 
 func TestSort(t *testing.T) {
-	ctx := timeout(t)
 	const n = 600
 	items := xRows(n)
 	for _, tc := range []struct {
@@ -277,7 +276,7 @@ func TestSort(t *testing.T) {
 			}
 		})
 	}
-	ctx = timeout(t)
+	ctx := timeout(t)
 	// Descending() with no value sorts every key descending.
 	rows, err := Range(100, Parallelism(4)).Sort([]string{"id"}, Descending()).TakeAll(ctx)
 	if err != nil || ids(t, rows)[0] != 99 || !slices.IsSortedFunc(ids(t, rows), func(a, b int64) int { return cmp.Compare(b, a) }) {
@@ -418,7 +417,6 @@ func sameValue(a, b any) bool {
 }
 
 func TestGroupByAggregate(t *testing.T) {
-	ctx := timeout(t)
 	const n = 1000
 	items := xRows(n)
 	aggs := []AggregateFn{Count(), Sum("v"), Min("v"), Max("v"), Mean("v"), Std("v", 1), Sum("n"), Min("s"), Max("s")}
@@ -468,7 +466,7 @@ func TestGroupByAggregate(t *testing.T) {
 			}
 		})
 	}
-	ctx = timeout(t)
+	ctx := timeout(t)
 	// The shortcuts, and Std with ddof 0.
 	want := refGroups(items, []string{"k"})
 	for name, c := range map[string]struct {

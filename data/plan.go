@@ -384,14 +384,6 @@ func renames(pairs []string) string {
 	return strings.Join(parts, ", ")
 }
 
-func isMapLike(k string) bool {
-	switch k {
-	case kMap, kMapBatches, kFlatMap, kFilter, kAddColumn, kSelect, kDrop, kRename, kAggregate:
-		return true
-	}
-	return false
-}
-
 // optimize turns a logical plan into a physical one, fusing by Ray's rules: consecutive
 // map-like operators fuse when they have the same compute strategy (tasks, or actor pools of
 // the same size) and the same resources; a read fuses with the maps that follow it (when

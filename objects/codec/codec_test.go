@@ -262,28 +262,30 @@ type Inner struct {
 
 type Base struct {
 	BaseID string
-	mu     [0]func() // unexported, ignored
+	//lint:ignore U1000 test data: the codec ignores unexported fields
+	mu [0]func()
 }
 
 type Outer struct {
 	Base
-	Name       string `cbor:"name"`
-	Count      int64
-	Ratio      float64
-	Small      float32
-	Flags      []bool
-	Inner      Inner
-	PInner     *Inner
-	NilInner   *Inner
-	Map        map[string]int
-	IntKeys    map[int]string
-	Bytes      []byte
-	When       time.Time
-	Dur        time.Duration
-	Big        *big.Int
-	Any        any
-	Skipped    chan int `cbor:"-"`
-	JSONSkip   func()   `json:"-"`
+	Name     string `cbor:"name"`
+	Count    int64
+	Ratio    float64
+	Small    float32
+	Flags    []bool
+	Inner    Inner
+	PInner   *Inner
+	NilInner *Inner
+	Map      map[string]int
+	IntKeys  map[int]string
+	Bytes    []byte
+	When     time.Time
+	Dur      time.Duration
+	Big      *big.Int
+	Any      any
+	Skipped  chan int `cbor:"-"`
+	JSONSkip func()   `json:"-"`
+	//lint:ignore U1000 test data: the codec ignores unexported fields
 	unexported chan int
 	Nested     [][]int32
 	Arr        [3]uint8
@@ -576,6 +578,7 @@ func TestTypeMismatch(t *testing.T) {
 	}
 }
 
+//lint:ignore U1000 test data: a struct with no exported fields
 type counter struct{ n int }
 
 type withChan struct {
@@ -583,13 +586,15 @@ type withChan struct {
 	Done chan struct{}
 }
 
+//lint:ignore U1000 test data: an embedded type with no exported fields
 type lonelyMutex struct {
 	mu struct{ locked bool }
 }
 
 type embedsUnexported struct {
-	lonelyMutex // embedded, no exported fields: adds nothing, no error
-	N           int
+	//lint:ignore U1000 test data: embedded, no exported fields: adds nothing, no error
+	lonelyMutex
+	N int
 }
 
 type badRef struct{}

@@ -23,13 +23,17 @@ type refcountOps struct {
 	n    uint64
 }
 
-// refHandle has the layout of the root package's handle.
+// refHandle has the layout of the root package's handle (its size is what is measured:
+// the fields it does not use are there for that).
 type refHandle struct {
-	id    ids.ObjectID
-	core  *int
+	id ids.ObjectID
+	//lint:ignore U1000 the root package's handle has it
+	core *int
+	//lint:ignore U1000 the root package's handle has it
 	owner *int
-	err   error
-	gone  atomic.Bool
+	//lint:ignore U1000 the root package's handle has it
+	err  error
+	gone atomic.Bool
 }
 
 var refsDropped atomic.Int64

@@ -20,9 +20,6 @@ import (
 )
 
 var (
-	whereAmI = ray.Task0("e2e.WhereAmI", func(ctx context.Context) (string, error) {
-		return ray.NodeID(ctx)
-	})
 	busy = ray.Task1("e2e.Busy", func(ctx context.Context, d time.Duration) (string, error) {
 		time.Sleep(d)
 		return ray.NodeID(ctx)

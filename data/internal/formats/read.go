@@ -78,9 +78,6 @@ func Read(ctx context.Context, u Unit, opt ReadOptions, mem memory.Allocator, em
 	return p.finish()
 }
 
-// errStop is returned by the pipeline to stop a reader after emit failed.
-var errStop = errors.New("data: emit failed")
-
 // pipeline takes the batches of a reader (owning them), projects them, adds the path column and
 // cuts blocks of at most target bytes.
 type pipeline struct {

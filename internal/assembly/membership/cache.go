@@ -126,25 +126,6 @@ func (c *placementCache) get(actorID string) (placement, bool) {
 	return p, ok
 }
 
-// reset replaces everything with a fresh listing (tombstones are kept: they are newer
-// than nothing the listing holds only if the listing lacks the key).
-func (c *placementCache) reset(entries map[string]placement) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, p := range c.m {
-		if _, ok := entries[id]; !ok && p.deleted {
-			entries[id] = p
-		}
-	}
-	c.m = entries
-	c.tombstones = 0
-	for _, p := range entries {
-		if p.deleted {
-			c.tombstones++
-		}
-	}
-}
-
 // set records a change and returns the previous entry.
 func (c *placementCache) set(actorID string, p placement) (placement, bool) {
 	c.mu.Lock()

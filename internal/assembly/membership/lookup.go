@@ -421,7 +421,6 @@ func (l *Lookup) placementLoop(rev int64) {
 				} else {
 					l.applyPlacement(actorID, placement{node: l.parsePlacement(ev.KV), rev: ev.KV.ModRev})
 				}
-				rev = ev.KV.ModRev
 			}
 		}
 		if !sleepCtx(l.ctx, 100*time.Millisecond) {

@@ -428,7 +428,7 @@ func (p *Provider) watchLoop(rev int64) {
 			if len(resp.Events) == 0 {
 				continue
 			}
-			from = resp.Events[len(resp.Events)-1].KV.ModRev + 1
+			// A watch that ends is followed by a fresh listing, which sets from again.
 			p.system.Root.Send(p.monitor, &eventsMsg{events: resp.Events})
 		}
 		if !sleepCtx(p.ctx, p.cfg.RetryInterval) {

@@ -28,9 +28,9 @@ func cpuTime() time.Duration {
 }
 
 type meter struct {
-	b          *testing.B
-	start, cpu time.Time
-	cpu0       time.Duration
+	b     *testing.B
+	start time.Time
+	cpu0  time.Duration
 }
 
 func startMeter(b *testing.B) *meter {
