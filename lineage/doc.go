@@ -5,12 +5,20 @@
 //
 // # Recording
 //
-// Every submitted task's spec is recorded before the task can run, with its reference
-// arguments as object IDs; the owner's reference table (package objects) says when a
-// record is no longer needed, and the Recorder deletes it. Records go out through the GCS
-// group-commit writer packed many to an etcd key (gcs.Packer), so recording costs an
-// append to a buffer on the submission path, not an etcd round trip; a record created and
-// dropped within one flush window never reaches etcd at all.
+// A task's spec is its lineage record, with its reference arguments as object IDs; a
+// by-value argument over the inline limit (100 KiB) was put into the object store at
+// submission and is named by reference too, so a record stays small. The owner holds
+// every record in its reference table (package objects) from submission on: that is what
+// it reconstructs its own objects from. The GCS copy, written through this package's
+// Recorder, is for the owner's death (see Owner death and adoption), and it is written
+// late: the owner's runtime hands a task's record to the Recorder only if the task still
+// lives 40 to 80 ms after its submission (internal/assembly/core/lineage.go), and drops
+// from the GCS only records it wrote, so the many tasks that finish and are released
+// sooner cost the GCS nothing. The price: a task submitted within that window (and a
+// packer's flush) before its owner died has no record in the GCS, and cannot be
+// recreated by an adopter. Records go out through the GCS group-commit writer packed many
+// to an etcd key (gcs.Packer, s2-compressed), so recording costs an append to a buffer on
+// the owner's shard, not an etcd round trip.
 //
 // Keys: gcs.LineagePrefix pages; each record's ID is the task ID's 16 bytes.
 //
