@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -224,7 +225,7 @@ func TestNamedActors(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The name is free again once the actor is dead.
-	eventuallyT(t, 5*time.Second, "name freed", func() bool {
+	eventually.True(t, 5*time.Second, "name freed", func() bool {
 		_, err := GetActor(ctx, accountClass, "erin", "bank")
 		return errors.Is(err, ErrNoSuchActor)
 	})
@@ -238,7 +239,7 @@ func TestActorKill(t *testing.T) {
 		if err := Kill(ctx, h, true); err != nil {
 			t.Fatal(err)
 		}
-		eventuallyT(t, 5*time.Second, "calls fail with ErrActorDied", func() bool {
+		eventually.True(t, 5*time.Second, "calls fail with ErrActorDied", func() bool {
 			_, err := Get(ctx, balance.Remote(ctx, h))
 			return errors.Is(err, ErrActorDied)
 		})
@@ -285,7 +286,7 @@ func TestActorRestartAtMostOnceLosesState(t *testing.T) {
 	if err := Kill(ctx, h, false); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyT(t, 5*time.Second, "dead after its last restart", func() bool {
+	eventually.True(t, 5*time.Second, "dead after its last restart", func() bool {
 		_, err := Get(ctx, balance.Remote(ctx, h))
 		return errors.Is(err, ErrActorDied)
 	})
@@ -381,17 +382,6 @@ func TestActorBadInput(t *testing.T) {
 	}
 	if h := accountClass.Remote(context.Background(), V("x")); !errors.Is(h.Err(), ErrNotInitialized) {
 		t.Fatalf("Remote without Init: %v", h.Err())
-	}
-}
-
-func eventuallyT(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

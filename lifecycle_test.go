@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ray-go/ray/internal/assembly/node"
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -35,18 +36,6 @@ func gcsState(t *testing.T, ctx context.Context, n *node.Node) (lineage map[stri
 		objects[strings.TrimPrefix(kv.Key, gcs.ObjectsPrefix)] = true
 	}
 	return lineage, objects
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func taskOf(t *testing.T, r Ref) string {
@@ -92,7 +81,7 @@ func TestRecordsAppearAndGoAway(t *testing.T) {
 
 	// xs's value may go once only the dependent's lineage needs it; its lineage stays.
 	xs.Release()
-	eventually(t, "the large object to leave the object table", func() bool {
+	eventually.AfterGC(t, 10*time.Second, "the large object to leave the object table", func() bool {
 		_, objs := gcsState(t, ctx, n)
 		return !objs[xs.ID()]
 	})
@@ -100,7 +89,7 @@ func TestRecordsAppearAndGoAway(t *testing.T) {
 		t.Fatal("the producer's lineage was dropped while a dependent's lineage still needs it")
 	}
 	total.Release()
-	eventually(t, "both lineage records to be deleted", func() bool {
+	eventually.AfterGC(t, 10*time.Second, "both lineage records to be deleted", func() bool {
 		lin, _ := gcsState(t, ctx, n)
 		return len(lin) == 0
 	})
@@ -121,7 +110,7 @@ func TestRecordsAppearAndGoAway(t *testing.T) {
 			}
 		}
 	}()
-	eventually(t, "dropped refs to be collected", func() bool {
+	eventually.AfterGC(t, 10*time.Second, "dropped refs to be collected", func() bool {
 		lin, objs := gcsState(t, ctx, n)
 		o, l := n.Core.Refs().Len()
 		return len(lin) == 0 && len(objs) == 0 && o == 0 && l == 0 && n.Core.Objects().Len() == 0
@@ -415,7 +404,7 @@ func TestPutReleaseLoopBaseline(t *testing.T) {
 		}
 		return res.(*pb.StoreStatsReply)
 	}
-	eventually(t, "an empty object store and spill directory", func() bool {
+	eventually.AfterGC(t, 10*time.Second, "an empty object store and spill directory", func() bool {
 		files, _ := filepath.Glob(filepath.Join(n.Dir(), "spill", "*"))
 		st := stats()
 		return st.Objects == 0 && st.Bytes == 0 && len(files) == 0
@@ -535,7 +524,7 @@ func TestCorruptSpillFile(t *testing.T) {
 	}
 	c.Release()
 	// The task's own handle to c (decoded from its argument) goes with a collection.
-	eventually(t, "the nested argument's last reference to go", func() bool {
+	eventually.AfterGC(t, 10*time.Second, "the nested argument's last reference to go", func() bool {
 		l, _, _ := nodeOf(ctx).Core.Refs().Counts(cid)
 		return l == 0
 	})

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/ray-go/ray/internal/base/eventually"
 )
 
 // TestNursery: a handle released within its first tick never gets a finalizer (the
@@ -24,7 +26,7 @@ func TestNursery(t *testing.T) {
 	rh := released.h
 	released.Release()
 	time.Sleep(3 * nurseryTick)
-	eventually(t, "the nursery to set the finalizer of a handle in use", func() bool { return kept.h.fin.Load() })
+	eventually.AfterGC(t, 10*time.Second, "the nursery to set the finalizer of a handle in use", func() bool { return kept.h.fin.Load() })
 	if rh.fin.Load() {
 		t.Fatal("a handle released in its first tick got a finalizer")
 	}
@@ -46,7 +48,7 @@ func TestNursery(t *testing.T) {
 		}
 		return r.h.id
 	}()
-	eventually(t, "a dropped handle's reference to be given back", func() bool {
+	eventually.AfterGC(t, 10*time.Second, "a dropped handle's reference to be given back", func() bool {
 		_, _, known := c.Refs().Counts(id)
 		return !known
 	})

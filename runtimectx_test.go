@@ -3,6 +3,8 @@ package ray
 import (
 	"context"
 	"testing"
+
+	"github.com/ray-go/ray/internal/base/eventually"
 )
 
 type insideView struct {
@@ -28,7 +30,7 @@ func TestClusterAndRuntimeContext(t *testing.T) {
 	if err != nil || total["CPU"] != 4 || total["accel"] != 1 {
 		t.Fatalf("ClusterResources = %v, %v; want CPU 4, accel 1", total, err)
 	}
-	eventuallyT(t, 10e9, "every CPU free between tests", func() bool {
+	eventually.True(t, 10e9, "every CPU free between tests", func() bool {
 		avail, err := AvailableResources(ctx)
 		return err == nil && avail["CPU"] == 4 && avail["accel"] == 1
 	})

@@ -277,7 +277,11 @@ func TestReservations(t *testing.T) {
 	// Releasing the first frees the CPU: the waiting reservation (ahead of the lease
 	// request) is granted, the request still waits.
 	h.send(&pb.ReserveResources{Key: "a/1", Release: true})
-	time.Sleep(50 * time.Millisecond)
+	// Asking again for a/2 (idempotent by key) is answered once it is granted: the release
+	// is handled first (one sender's messages keep their order).
+	if r, err := h.sys.Root.RequestFuture(h.raylet, &pb.ReserveResources{Key: "a/2", Resources: cpu(2)}, 5*time.Second).Result(); err != nil || r.(*pb.ReserveResourcesReply).Key != "a/2" {
+		t.Fatalf("the waiting reservation after the release: %v, %v", r, err)
+	}
 	if got := h.stats().Available.Get(sched.CPU).Float(); got != 0 {
 		t.Fatalf("available CPU after the second reservation was granted: %v, want 0", got)
 	}

@@ -21,6 +21,8 @@ var (
 	orderMu sync.Mutex
 	order   []string
 	gate    = make(chan struct{})
+	// waitStarted hears of each wt.wait task that starts.
+	waitStarted = make(chan struct{}, 1)
 )
 
 func init() {
@@ -56,6 +58,10 @@ func init() {
 		return out, nil
 	})
 	reg("wt.wait", func(ctx context.Context, _ [][]byte) ([]byte, error) {
+		select {
+		case waitStarted <- struct{}{}:
+		default:
+		}
 		select {
 		case <-gate:
 			return []byte("opened"), nil
@@ -250,7 +256,11 @@ func TestCancelAndBlock(t *testing.T) {
 	h := newHarness(t)
 	running, queued, last := h.spec("wt.wait"), h.spec("wt.echo", data("q")), h.spec("wt.echo", data("z"))
 	l := h.lease(running, queued, last)
-	time.Sleep(10 * time.Millisecond) // let the first task start
+	select { // the first task runs
+	case <-waitStarted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first task did not start")
+	}
 	// Cancelling an unstarted task drops it at once.
 	h.sys.Root.Send(h.worker, &pb.CancelTask{TaskId: queued.TaskId})
 	if r := h.result(); string(r.TaskId) != string(queued.TaskId) || r.Error == nil || r.Error.Kind != pb.ErrorInfo_CANCELLED {

@@ -21,6 +21,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/fuzzing"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -40,11 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	helperPath = filepath.Join(dir, "helper")
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if p, err := exec.LookPath("go"); err == nil {
-		goCmd = p
-	}
-	cmd := exec.Command(goCmd, "build", "-o", helperPath, "./testdata/helper")
+	// go test puts its Go's bin directory first in PATH (Go 1.19 and later).
+	cmd := exec.Command("go", "build", "-o", helperPath, "./testdata/helper")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build the helper:", err)
@@ -101,18 +99,6 @@ func startAgent(t *testing.T, cfg Config) *Agent {
 		}
 	})
 	return a
-}
-
-// eventually polls cond every 20 ms until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func get[T proto.Message](t *testing.T, s gcs.Store, key string, msg T) (T, bool) {
@@ -321,7 +307,7 @@ func TestWorkerProcess(t *testing.T) {
 	kill := job(t, s, "j1", nil, "-record", rec, "-child")
 
 	var r record
-	eventually(t, 10*time.Second, "the worker process", func() bool {
+	eventually.True(t, 10*time.Second, "the worker process", func() bool {
 		rs := records(t, rec)
 		if len(rs) > 0 {
 			r = rs[0]
@@ -370,18 +356,18 @@ func TestWorkerProcess(t *testing.T) {
 	// The driver dies: the worker gets SIGTERM (its group, so the child that ignores
 	// SIGTERM goes too), its record says EXITED, its directory goes, the head fails the job.
 	kill()
-	eventually(t, 10*time.Second, "the job FAILED", func() bool {
+	eventually.True(t, 10*time.Second, "the job FAILED", func() bool {
 		j, _ := get(t, s, gcs.JobKey("j1"), &pb.JobInfo{})
 		return j.GetState() == pb.JobInfo_FAILED && j.GetMessage() == DriverExitedMessage && j.GetEndUnixMs() > 0
 	})
-	eventually(t, 10*time.Second, "the worker EXITED", func() bool {
+	eventually.True(t, 10*time.Second, "the worker EXITED", func() bool {
 		w, _ := get(t, s, gcs.JobWorkerKey("j1", head.ID()), &pb.JobWorker{})
 		return w.GetState() == pb.JobWorker_EXITED
 	})
 	if _, err := os.Stat(filepath.Join(rec, fmt.Sprintf("%d.term", r.Pid))); err != nil {
 		t.Errorf("worker got no SIGTERM: %v", err)
 	}
-	eventually(t, 5*time.Second, "worker and child gone", func() bool { return processGone(r.Pid) && processGone(r.Child) })
+	eventually.True(t, 5*time.Second, "worker and child gone", func() bool { return processGone(r.Pid) && processGone(r.Child) })
 	if _, err := os.Stat(filepath.Join(head.cfg.SessionDir, "workers", "j1")); !os.IsNotExist(err) {
 		t.Errorf("worker dir still there: %v", err)
 	}
@@ -394,7 +380,7 @@ func TestWorkerUnsupported(t *testing.T) {
 	job(t, s, "j3", func(j *pb.JobInfo) { j.Goarch = "riscv64x" })
 	job(t, s, "j4", func(j *pb.JobInfo) { j.Executable = "/nonexistent/prog" })
 	for job, want := range map[string]string{"j2": "sha256", "j3": "riscv64x", "j4": "/nonexistent/prog"} {
-		eventually(t, 10*time.Second, job+" UNSUPPORTED", func() bool {
+		eventually.True(t, 10*time.Second, job+" UNSUPPORTED", func() bool {
 			w, _ := get(t, s, gcs.JobWorkerKey(job, head.ID()), &pb.JobWorker{})
 			return w.GetState() == pb.JobWorker_UNSUPPORTED && strings.Contains(w.GetMessage(), want)
 		})
@@ -408,7 +394,7 @@ func TestWorkerUnsupported(t *testing.T) {
 	later := filepath.Join(t.TempDir(), "later")
 	rec := t.TempDir()
 	job(t, s, "j7", func(j *pb.JobInfo) { j.Executable = later }, "-record", rec)
-	eventually(t, 10*time.Second, "j7 UNSUPPORTED", func() bool {
+	eventually.True(t, 10*time.Second, "j7 UNSUPPORTED", func() bool {
 		w, _ := get(t, s, gcs.JobWorkerKey("j7", head.ID()), &pb.JobWorker{})
 		return w.GetState() == pb.JobWorker_UNSUPPORTED
 	})
@@ -419,7 +405,7 @@ func TestWorkerUnsupported(t *testing.T) {
 	if err := os.WriteFile(later, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "j7's worker", func() bool { return len(records(t, rec)) == 1 })
+	eventually.True(t, 10*time.Second, "j7's worker", func() bool { return len(records(t, rec)) == 1 })
 }
 
 func TestWorkerRestart(t *testing.T) {
@@ -427,12 +413,12 @@ func TestWorkerRestart(t *testing.T) {
 	s := head.Store()
 	rec := t.TempDir()
 	job(t, s, "j5", nil, "-record", rec, "-exit-after", "50ms", "-code", "7")
-	eventually(t, 10*time.Second, "an EXITED record", func() bool {
+	eventually.True(t, 10*time.Second, "an EXITED record", func() bool {
 		w, _ := get(t, s, gcs.JobWorkerKey("j5", head.ID()), &pb.JobWorker{})
 		return w.GetState() == pb.JobWorker_EXITED && strings.Contains(w.GetMessage(), "exit status 7") &&
 			strings.Contains(w.GetMessage(), "restarting")
 	})
-	eventually(t, 10*time.Second, "a restart", func() bool { return len(records(t, rec)) >= 2 })
+	eventually.True(t, 10*time.Second, "a restart", func() bool { return len(records(t, rec)) >= 2 })
 }
 
 func TestStopEndsChildren(t *testing.T) {
@@ -442,7 +428,7 @@ func TestStopEndsChildren(t *testing.T) {
 	job(t, s, "j6", nil, "-record", rec, "-child")
 	sub := "s1"
 	put(t, s, gcs.SubmissionKey(sub), &pb.Submission{SubmissionId: sub, Argv: []string{helperPath, "-record", rec}}, 0)
-	eventually(t, 10*time.Second, "worker and driver", func() bool { return len(records(t, rec)) == 2 })
+	eventually.True(t, 10*time.Second, "worker and driver", func() bool { return len(records(t, rec)) == 2 })
 	rs := records(t, rec)
 	if err := head.Stop(context.Background()); err != nil {
 		t.Fatal(err)
@@ -463,7 +449,7 @@ func TestSubmissionFailed(t *testing.T) {
 		WorkingDir: wd, Env: []string{"HELPER_X=y"},
 	}, 0)
 	var sub *pb.Submission
-	eventually(t, 10*time.Second, "FAILED", func() bool {
+	eventually.True(t, 10*time.Second, "FAILED", func() bool {
 		sub, _ = get(t, s, gcs.SubmissionKey("s2"), &pb.Submission{})
 		return sub.GetState() == pb.JobInfo_FAILED
 	})
@@ -498,14 +484,14 @@ func TestSubmissionStop(t *testing.T) {
 		followed <- err
 	}()
 	var pid int32
-	eventually(t, 10*time.Second, "RUNNING with a pid", func() bool {
+	eventually.True(t, 10*time.Second, "RUNNING with a pid", func() bool {
 		sub, _ := get(t, s, gcs.SubmissionKey("s3"), &pb.Submission{})
 		pid = sub.GetPid()
 		return sub.GetState() == pb.JobInfo_RUNNING && pid != 0
 	})
 	// Stopped once it printed (a stop before that, on a loaded machine, would leave
 	// nothing for the follower to see).
-	eventually(t, 10*time.Second, "the driver's output in its log", func() bool {
+	eventually.True(t, 10*time.Second, "the driver's output in its log", func() bool {
 		var sofar strings.Builder
 		_, err := ReadLog(context.Background(), s, "s3", &sofar, false)
 		return err == nil && strings.Contains(sofar.String(), "started")
@@ -518,7 +504,7 @@ func TestSubmissionStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stopped *pb.Submission
-	eventually(t, 10*time.Second, "STOPPED", func() bool {
+	eventually.True(t, 10*time.Second, "STOPPED", func() bool {
 		stopped, _ = get(t, s, gcs.SubmissionKey("s3"), &pb.Submission{})
 		return stopped.GetState() == pb.JobInfo_STOPPED
 	})
@@ -541,7 +527,7 @@ func TestSubmissionStop(t *testing.T) {
 
 	// A submission stopped before it starts never runs.
 	put(t, s, gcs.SubmissionKey("s4"), &pb.Submission{SubmissionId: "s4", Argv: []string{helperPath}, StopRequested: true}, 0)
-	eventually(t, 10*time.Second, "s4 STOPPED", func() bool {
+	eventually.True(t, 10*time.Second, "s4 STOPPED", func() bool {
 		sub, _ := get(t, s, gcs.SubmissionKey("s4"), &pb.Submission{})
 		return sub.GetState() == pb.JobInfo_STOPPED && sub.GetPid() == 0
 	})
@@ -556,12 +542,12 @@ func TestOrphanedJobOfASubmission(t *testing.T) {
 	const msg = "stopped by request (driver killed by signal terminated)"
 	put(t, s, gcs.SubmissionKey("s5"), &pb.Submission{SubmissionId: "s5", Argv: []string{helperPath}, State: pb.JobInfo_STOPPED, Message: msg}, 0)
 	endJob := job(t, s, "j5", func(j *pb.JobInfo) { j.SubmissionId = "s5" })
-	eventually(t, 10*time.Second, "the submission linked to its job", func() bool {
+	eventually.True(t, 10*time.Second, "the submission linked to its job", func() bool {
 		sub, _ := get(t, s, gcs.SubmissionKey("s5"), &pb.Submission{})
 		return sub.GetJobId() == "j5"
 	})
 	endJob() // the driver's jobalive key goes, as when its lease lapses
-	eventually(t, 10*time.Second, "the job ended", func() bool {
+	eventually.True(t, 10*time.Second, "the job ended", func() bool {
 		j, _ := get(t, s, gcs.JobKey("j5"), &pb.JobInfo{})
 		return IsTerminal(j.GetState())
 	})
@@ -573,7 +559,13 @@ func TestOrphanedJobOfASubmission(t *testing.T) {
 func TestOrphanedSubmissionFails(t *testing.T) {
 	gcsHead := startAgent(t, Config{Head: true})
 	s := gcsHead.Store()
-	time.Sleep(300 * time.Millisecond) // its runner's first list is over: s9 is not its orphan
+	// Its runner's first list is over once it started a submission put after it: s9, put
+	// later, is not its orphan.
+	put(t, s, gcs.SubmissionKey("s8"), &pb.Submission{SubmissionId: "s8", Argv: []string{helperPath}}, 0)
+	eventually.True(t, 10*time.Second, "the runner to start s8", func() bool {
+		sub, _ := get(t, s, gcs.SubmissionKey("s8"), &pb.Submission{})
+		return sub.GetState() != pb.JobInfo_PENDING
+	})
 	put(t, s, gcs.SubmissionKey("s9"), &pb.Submission{SubmissionId: "s9", Argv: []string{helperPath}, State: pb.JobInfo_RUNNING, Pid: 1}, 0)
 	// While another head lives, a new head leaves its submissions alone.
 	second := startAgent(t, Config{Head: true, GCSEndpoints: strings.Split(gcsHead.Address(), ","), GCSFiles: gcsHead.CredentialFiles()})
@@ -589,7 +581,7 @@ func TestOrphanedSubmissionFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	startAgent(t, Config{Head: true, GCSEndpoints: strings.Split(gcsHead.Address(), ","), GCSFiles: gcsHead.CredentialFiles()})
-	eventually(t, 10*time.Second, "s9 FAILED", func() bool {
+	eventually.True(t, 10*time.Second, "s9 FAILED", func() bool {
 		sub, _ := get(t, s, gcs.SubmissionKey("s9"), &pb.Submission{})
 		return sub.GetState() == pb.JobInfo_FAILED && strings.Contains(sub.GetMessage(), "head agent")
 	})

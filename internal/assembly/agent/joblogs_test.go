@@ -7,11 +7,37 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
 )
+
+// lockedBuffer is a bytes.Buffer another goroutine writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
+}
 
 func TestLogPublisherChunksAndCap(t *testing.T) {
 	s := memstore.New(memstore.Options{})
@@ -65,12 +91,13 @@ func TestLogPublisherChunksAndCap(t *testing.T) {
 		t.Fatalf("ReadLog: %d bytes, %v", out.Len(), err)
 	}
 	done := make(chan error, 1)
-	var followed bytes.Buffer
+	followed := &lockedBuffer{}
 	go func() {
-		_, err := ReadLog(ctx, s, "x", &followed, true)
+		_, err := ReadLog(ctx, s, "x", followed, true)
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	// The follower printed what there is, so it follows now: then the end marker comes.
+	eventually.True(t, 10*time.Second, "the follower to print the log so far", func() bool { return followed.Len() == len(got) })
 	end, _ := json.Marshal(LogEnd{Bytes: p.published, Truncated: true})
 	if _, err := s.Put(ctx, LogEndKey("x"), end, 0); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
 	"github.com/ray-go/ray/internal/base/ids"
@@ -86,18 +87,6 @@ func (f *fixture) putLoad(id string, avail float64, queued int) {
 	}
 }
 
-// eventually waits (bounded) until cond holds: the view learns of GCS writes by a watch.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestPlaceCountsOwnPlacementsUntilTheNextReport(t *testing.T) {
 	f := newFixture(t, "a")
 	f.putNode("a", "local", 2, "")
@@ -122,7 +111,7 @@ func TestPlaceCountsOwnPlacementsUntilTheNextReport(t *testing.T) {
 	}
 	// A load report starts the account again from the node's own figure.
 	f.putLoad("a", 0.5, 3)
-	eventually(t, "the load report", func() bool { return f.v.load().reports[0] != 0 })
+	eventually.True(t, 5*time.Second, "the load report", func() bool { return f.v.load().reports[0] != 0 })
 	if _, err := p.Place(req); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +121,7 @@ func TestPlaceCountsOwnPlacementsUntilTheNextReport(t *testing.T) {
 	// Done of a placement made before a report that counted it as busy gives its
 	// resources back at once (never beyond the total).
 	f.putLoad("a", 1, 0)
-	eventually(t, "the second load report", func() bool { return f.v.load().nodes[0].Available.Equal(res(t, 1)) })
+	eventually.True(t, 5*time.Second, "the second load report", func() bool { return f.v.load().nodes[0].Available.Equal(res(t, 1)) })
 	p.Done("a", res(t, 1))
 	if a := p.own["a"]; a.report != f.v.load().reports[0] || !a.avail.Equal(res(t, 2)) {
 		t.Fatalf("after Done of an older placement: account at report %d with %v, want the new report with 2 CPUs", a.report, a.avail)
@@ -245,14 +234,14 @@ func TestRayletIsCachedAndNodesLeave(t *testing.T) {
 		t.Fatalf("Raylet resolved %d times, want once (cached)", calls)
 	}
 	f.putNode("b", "worker", 2, "")
-	eventually(t, "node b", func() bool { return len(f.v.Nodes()) == 2 })
+	eventually.True(t, 5*time.Second, "node b", func() bool { return len(f.v.Nodes()) == 2 })
 	if f.changed.Load() == 0 {
 		t.Fatal("Changed was not called after a node joined")
 	}
 	if _, err := f.store.Delete(context.Background(), gcs.NodeKey("b")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "node b's record to go", func() bool { return len(f.v.Nodes()) == 1 })
+	eventually.True(t, 5*time.Second, "node b's record to go", func() bool { return len(f.v.Nodes()) == 1 })
 }
 
 func TestFeasible(t *testing.T) {
@@ -262,7 +251,7 @@ func TestFeasible(t *testing.T) {
 		t.Fatalf("with no node known, tasks wait: got %v", err)
 	}
 	f.putNode("a", "local", 2, "")
-	eventually(t, "node a", func() bool { return len(f.v.Nodes()) == 1 })
+	eventually.True(t, 5*time.Second, "node a", func() bool { return len(f.v.Nodes()) == 1 })
 	var inf *sched.InfeasibleError
 	if err := f.v.Feasible(res(t, 64)); !errors.As(err, &inf) {
 		t.Fatalf("64 CPUs on a 2-CPU cluster: got %v, want an *InfeasibleError", err)

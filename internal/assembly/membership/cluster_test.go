@@ -18,6 +18,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
@@ -234,7 +235,7 @@ func (n *testNode) leave(t *testing.T, observers ...*testNode) {
 	}
 	for _, o := range observers {
 		if n.id != "" && !o.stopped {
-			eventually(t, 5*time.Second, o.id+" sees "+n.id+" leave", func() bool { return !o.hasAddr(n.addr()) })
+			eventually.True(t, 5*time.Second, o.id+" sees "+n.id+" leave", func() bool { return !o.hasAddr(n.addr()) })
 		}
 	}
 	if n.id == "" {
@@ -314,25 +315,13 @@ func closeGRPCSyncConns() {
 // for the count, then make sure no other activation follows.
 func activatedOnce(t *testing.T, node, identity string, want int32) {
 	t.Helper()
-	eventually(t, time.Second, fmt.Sprintf("%s activated %d times on %s", identity, want, node), func() bool {
+	eventually.True(t, time.Second, fmt.Sprintf("%s activated %d times on %s", identity, want, node), func() bool {
 		return counter(&activations, node, identity).Load() >= want
 	})
 	time.Sleep(20 * time.Millisecond)
 	if n := counter(&activations, node, identity).Load(); n != want {
 		t.Fatalf("%s activated %d times on %s, want %d", identity, n, node, want)
 	}
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > timeout {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Since(start)
 }
 
 func TestCluster(t *testing.T) {
@@ -381,7 +370,7 @@ func TestCluster(t *testing.T) {
 
 	t.Run("membership appears everywhere", func(t *testing.T) {
 		for _, n := range nodes {
-			eventually(t, 10*time.Second, n.id+" sees 3 members", func() bool {
+			eventually.True(t, 10*time.Second, n.id+" sees 3 members", func() bool {
 				if n.topologySize() != 3 {
 					return false
 				}
@@ -427,7 +416,7 @@ func TestCluster(t *testing.T) {
 				t.Error(err)
 			}
 			for _, n := range []*testNode{a, b} {
-				eventually(t, 5*time.Second, n.id+" sees the ghost leave", func() bool {
+				eventually.True(t, 5*time.Second, n.id+" sees the ghost leave", func() bool {
 					_, ok := n.rec.find(func(e MemberEvent) bool { return e.Type == MemberLeft && e.Member.ID == ghost.ID })
 					return ok
 				})
@@ -435,7 +424,7 @@ func TestCluster(t *testing.T) {
 		}()
 		start := time.Now()
 		for _, n := range []*testNode{a, b} {
-			eventually(t, 5*time.Second, n.id+" sees the ghost unreachable", func() bool {
+			eventually.True(t, 5*time.Second, n.id+" sees the ghost unreachable", func() bool {
 				_, ok := n.rec.find(func(e MemberEvent) bool { return e.Type == MemberUnreachable && e.Member.ID == ghost.ID })
 				return ok
 			})
@@ -483,7 +472,7 @@ func TestCluster(t *testing.T) {
 		if _, ok := client.prov.Self(); ok {
 			t.Fatal("the client registered")
 		}
-		eventually(t, 5*time.Second, "the client sees the 3 members", func() bool {
+		eventually.True(t, 5*time.Second, "the client sees the 3 members", func() bool {
 			return client.topologySize() == 3 && len(client.prov.Nodes()) == 3
 		})
 		pid := client.get(NodeIdentity("B", "pinned"))
@@ -506,7 +495,7 @@ func TestCluster(t *testing.T) {
 		pid := a.get(NodeIdentity("B", "pinned"))
 		bSelf, _ := b.prov.Self()
 		a.system.EventStream.Publish(&remote.EndpointTerminatedEvent{Address: b.system.Address()})
-		eventually(t, 5*time.Second, "A sees B unreachable, then reachable", func() bool {
+		eventually.True(t, 5*time.Second, "A sees B unreachable, then reachable", func() bool {
 			_, down := a.rec.find(func(e MemberEvent) bool { return e.Type == MemberUnreachable && e.Member.ID == bSelf.ID })
 			_, up := a.rec.find(func(e MemberEvent) bool { return e.Type == MemberReachable && e.Member.ID == bSelf.ID })
 			return down && up
@@ -514,7 +503,7 @@ func TestCluster(t *testing.T) {
 		if !a.hasAddr(b.addr()) {
 			t.Fatal("B left A's topology")
 		}
-		eventually(t, 5*time.Second, "A resolves B's grain again", func() bool {
+		eventually.True(t, 5*time.Second, "A resolves B's grain again", func() bool {
 			p := a.get(NodeIdentity("B", "pinned"))
 			return p != nil && p.Equal(pid)
 		})
@@ -556,7 +545,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("PIDs %v, %v", pidA, pidB)
 		}
 		b.ask(t, pidB, "stop")
-		eventually(t, 5*time.Second, "cache entries dropped", func() bool {
+		eventually.True(t, 5*time.Second, "cache entries dropped", func() bool {
 			return a.look.pids.get(identity, testKind) == nil && b.look.pids.get(identity, testKind) == nil
 		})
 		again := b.get(identity)
@@ -588,11 +577,11 @@ func TestCluster(t *testing.T) {
 		if _, err := store.Put(ctx, gcs.PlacementKey(actorID), []byte("B"), 0); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 5*time.Second, "Get follows the move to B", func() bool {
+		eventually.True(t, 5*time.Second, "Get follows the move to B", func() bool {
 			p := c.get(identity)
 			return p != nil && p.Address == b.system.Address()
 		})
-		eventually(t, 5*time.Second, "the activation on A stops", func() bool {
+		eventually.True(t, 5*time.Second, "the activation on A stops", func() bool {
 			return counter(&liveGrains, "A", identity).Load() == 0
 		})
 		if got := c.ask(t, c.get(identity), "hi"); got != identity+"@B" {
@@ -601,7 +590,7 @@ func TestCluster(t *testing.T) {
 		if _, err := store.Delete(ctx, gcs.PlacementKey(actorID)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 5*time.Second, "Get returns nil once the placement is gone", func() bool {
+		eventually.True(t, 5*time.Second, "Get returns nil once the placement is gone", func() bool {
 			return c.get(identity) == nil && counter(&liveGrains, "B", identity).Load() == 0
 		})
 	})
@@ -669,7 +658,7 @@ func TestCluster(t *testing.T) {
 		if err := store.Revoke(ctx, kv.Lease); err != nil {
 			t.Fatal(err)
 		}
-		took := eventually(t, 5*time.Second, "B registers a new incarnation", func() bool {
+		took := eventually.True(t, 5*time.Second, "B registers a new incarnation", func() bool {
 			cur, _ := b.prov.Self()
 			if cur.ID == old.ID {
 				return false
@@ -680,7 +669,7 @@ func TestCluster(t *testing.T) {
 		cur, _ := b.prov.Self()
 		t.Logf("re-registered as %s in %v", cur.ID, took)
 		for _, n := range nodes {
-			eventually(t, 5*time.Second, n.id+" resolves B to its new incarnation", func() bool {
+			eventually.True(t, 5*time.Second, n.id+" resolves B to its new incarnation", func() bool {
 				m, ok := n.prov.MemberForNode("B")
 				return ok && m.ID == cur.ID
 			})
@@ -702,7 +691,7 @@ func TestCluster(t *testing.T) {
 			t.Error("C saw a member unreachable: the re-registration tore down a connection")
 		}
 		// B's grains survive its re-registration and are found again.
-		eventually(t, 5*time.Second, "pinned grain on B resolves", func() bool {
+		eventually.True(t, 5*time.Second, "pinned grain on B resolves", func() bool {
 			p := a.get(NodeIdentity("B", "pinned"))
 			return p != nil && p.Equal(pinned)
 		})
@@ -723,7 +712,7 @@ func TestCluster(t *testing.T) {
 		c.cl.Shutdown(false)
 		c.stopped = true
 		for _, n := range []*testNode{a, b} {
-			eventually(t, 5*time.Second, n.id+" sees C unreachable", func() bool {
+			eventually.True(t, 5*time.Second, n.id+" sees C unreachable", func() bool {
 				_, ok := n.rec.find(func(e MemberEvent) bool { return e.Type == MemberUnreachable && e.Member.ID == self.ID })
 				return ok
 			})
@@ -736,7 +725,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("Get on dead C = %v", pid)
 		}
 		for _, n := range []*testNode{a, b, client} {
-			eventually(t, testTTL+5*time.Second, n.id+" drops C from the topology", func() bool {
+			eventually.True(t, testTTL+5*time.Second, n.id+" drops C from the topology", func() bool {
 				return !n.hasAddr(c.addr()) && n.topologySize() == 2 &&
 					(n == client || len(n.prov.Nodes()) == 2)
 			})
@@ -752,7 +741,7 @@ func TestCluster(t *testing.T) {
 		self, _ := a.prov.Self()
 		start := time.Now()
 		a.leave(t, b, client)
-		eventually(t, 5*time.Second, "B drops A", func() bool { return !b.hasAddr(a.addr()) && b.topologySize() == 1 })
+		eventually.True(t, 5*time.Second, "B drops A", func() bool { return !b.hasAddr(a.addr()) && b.topologySize() == 1 })
 		t.Logf("graceful leave seen by B after %v", time.Since(start))
 		if _, ok, _ := store.Get(ctx, gcs.MemberKey(self.ID)); ok {
 			t.Error("A's key still there")

@@ -10,6 +10,7 @@ import (
 
 	ray "github.com/ray-go/ray"
 	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/ids"
 )
 
@@ -70,19 +71,6 @@ func objectID(t *testing.T, id string) ids.ObjectID {
 	return o
 }
 
-// eventually polls cond (collecting garbage, so dropped refs are seen) for up to 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 10 s", what)
-		}
-		runtime.GC()
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func known(c *core.Core, id ids.ObjectID) bool {
 	_, _, ok := c.Refs().Counts(id)
 	return ok
@@ -116,7 +104,7 @@ func TestBorrowedRefs(t *testing.T) {
 			t.Fatalf("the task read %d bytes, err %v", n, err)
 		}
 		r.Release()
-		eventually(t, "freed after the task and the owner's ref are gone", func() bool { return !known(owner, id) })
+		eventually.AfterGC(t, 10*time.Second, "freed after the task and the owner's ref are gone", func() bool { return !known(owner, id) })
 	})
 
 	t.Run("nested in a Put value", func(t *testing.T) {
@@ -139,7 +127,7 @@ func TestBorrowedRefs(t *testing.T) {
 			t.Fatalf("a task on another node read %d bytes through the outer object, err %v", n, err)
 		}
 		outer.Release()
-		eventually(t, "inner freed with the outer object", func() bool { return !known(owner, id) })
+		eventually.AfterGC(t, 10*time.Second, "inner freed with the outer object", func() bool { return !known(owner, id) })
 	})
 
 	t.Run("held by an actor on another node", func(t *testing.T) {
@@ -167,7 +155,7 @@ func TestBorrowedRefs(t *testing.T) {
 		if _, err := ray.Get(ctx, keeperDrop.Remote(ctx, k)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "freed once the actor dropped it", func() bool { return !known(owner, id) && owner.Lenders(id) == 0 })
+		eventually.AfterGC(t, 10*time.Second, "freed once the actor dropped it", func() bool { return !known(owner, id) && owner.Lenders(id) == 0 })
 		if err := ray.Kill(ctx, k, true); err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +177,7 @@ func TestBorrowedRefs(t *testing.T) {
 		}
 		b = box{}
 		v = nil
-		eventually(t, "the maker frees it once the driver dropped the value", func() bool { return !known(maker, id) })
+		eventually.AfterGC(t, 10*time.Second, "the maker frees it once the driver dropped the value", func() bool { return !known(maker, id) })
 		if n := owner.Borrowed(); n != 0 {
 			t.Errorf("the driver's runtime still borrows %d objects", n)
 		}

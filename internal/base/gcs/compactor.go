@@ -38,6 +38,7 @@ type Compactor struct {
 	mu        sync.Mutex
 	compacted int64
 	runs      int
+	checks    int // passes that read the revision, compacting or not
 }
 
 // NewCompactor starts a compactor on store.
@@ -74,6 +75,14 @@ func (c *Compactor) Compacted() (rev int64, runs int) {
 	return c.compacted, c.runs
 }
 
+// Checks returns how many times the compactor read the store's revision to decide (a test
+// waits for a pass that saw its writes).
+func (c *Compactor) Checks() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checks
+}
+
 func (c *Compactor) run(ctx context.Context) {
 	defer c.wg.Done()
 	t := time.NewTicker(c.cfg.Interval)
@@ -100,6 +109,7 @@ func (c *Compactor) once(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	last := c.compacted
+	c.checks++
 	c.mu.Unlock()
 	target := rev - c.cfg.Keep
 	if target <= 0 || target-last < c.cfg.MinGap {

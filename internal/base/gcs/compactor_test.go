@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
 )
@@ -23,7 +24,9 @@ func TestCompactorKeepsHistoryShort(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Two passes more: the second read the revision after the writes.
+	passes := c.Checks() + 2
+	eventually.True(t, 10*time.Second, "two compactor passes", func() bool { return c.Checks() >= passes })
 	if rev, runs := c.Compacted(); runs != 0 {
 		t.Fatalf("compacted to %d after only 25 revisions", rev)
 	}
@@ -38,25 +41,15 @@ func TestCompactorKeepsHistoryShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually.True(t, 10*time.Second, fmt.Sprintf("a compaction to within [%d, %d]", cur-30, cur-10), func() bool {
 		rev, runs := c.Compacted()
 		if rev > cur-10 {
 			t.Fatalf("compacted to %d with the store at %d: less than Keep=10 revisions kept", rev, cur)
 		}
-		if runs > 0 && rev >= cur-10-20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("compacted to %d after %d runs with the store at %d; want within [%d, %d]", rev, runs, cur, cur-30, cur-10)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return runs > 0 && rev >= cur-10-20
+	})
 	// History before the compaction is gone: a watch from revision 1 fails.
-	for resp := range store.Watch(ctx, "k", 1) {
-		if !errors.Is(resp.Err, gcs.ErrCompacted) {
-			t.Fatalf("watch from revision 1: %v, want ErrCompacted", resp.Err)
-		}
-		break
+	if resp, ok := <-store.Watch(ctx, "k", 1); !ok || !errors.Is(resp.Err, gcs.ErrCompacted) {
+		t.Fatalf("watch from revision 1: %v (open %v), want ErrCompacted", resp.Err, ok)
 	}
 }
