@@ -259,9 +259,10 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: lease TTL %v is under the minimum %v", cfg.LeaseTTL, MinNodeLeaseTTL)
 	}
 	n = &Node{ID: ids.NewNodeID(), cfg: cfg, ActorStats: &actors.Stats{}}
+	started := n // the failure paths below return nil for n
 	defer func() {
 		if err != nil {
-			n.Stop(context.Background())
+			started.Stop(context.Background())
 		}
 	}()
 	if cfg.Dir == "" {
