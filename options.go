@@ -24,6 +24,7 @@ type initConfig struct {
 	token            string        // WithToken (else RAY_GO_TOKEN / RAY_GO_TOKEN_FILE)
 	insecure         bool          // WithInsecure (else RAY_GO_INSECURE)
 	leaseTTL         time.Duration // node.LeaseTTLEnv, read by Init
+	taskEvents       int           // WithTaskEvents
 }
 
 // WithNumCPUs sets the node's CPUs (default: the machine's).
@@ -45,6 +46,13 @@ func WithResources(r map[string]float64) InitOption {
 func WithObjectStoreMemory(bytes int64) InitOption {
 	return func(c *initConfig) { c.objectStoreBytes = bytes }
 }
+
+// WithTaskEvents sets how many task records (one per ended attempt of a task or actor
+// call this process submitted) the process keeps for ListTasks, the timeline and `rayctl
+// list tasks`; past it the oldest are dropped. Default 1,048,576 (about 72 MiB when full,
+// allocated as they come); 0 keeps the default, a negative number turns recording off.
+// A job's worker processes take the default.
+func WithTaskEvents(n int) InitOption { return func(c *initConfig) { c.taskEvents = n } }
 
 // WithDir sets the directory for the node's files (etcd data, spill files). Default: a new
 // temporary directory, removed by Shutdown. A directory given here is kept.

@@ -85,7 +85,7 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	}
 	n, err := node.Start(ctx, node.Config{
 		Resources: res, ObjectStoreBytes: cfg.objectStoreBytes, Dir: cfg.dir,
-		Lineage: !cfg.noLineage, Logger: cfg.logger, LeaseTTL: cfg.leaseTTL,
+		Lineage: !cfg.noLineage, Logger: cfg.logger, LeaseTTL: cfg.leaseTTL, TaskEvents: cfg.taskEvents,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ray: Init: %w", err)
@@ -130,7 +130,7 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 	n, err := node.Join(ctx, node.JoinConfig{
 		Address: addr, Namespace: os.Getenv(workerenv.Namespace), Credentials: creds,
 		SubmissionID: os.Getenv(workerenv.Submission),
-		Node: node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger,
+		Node: node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger, TaskEvents: cfg.taskEvents,
 			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL},
 	})
 	if errors.Is(err, node.ErrCredentials) {

@@ -133,10 +133,11 @@ var ranks = []struct {
 	{4, []string{"tasks/raylet", "tasks/worker"}},
 	{5, []string{"actors"}},
 	{6, []string{"internal/assembly/membership", "internal/assembly/core", "internal/assembly/clusterview"}},
-	{7, []string{"internal/assembly/node", "internal/assembly/agent"}},
-	{8, []string{"internal/assembly/testcluster", ""}},
-	{9, []string{"data", "rl"}},
-	{10, []string{"cli", "examples", "benchmarks"}},
+	{7, []string{"internal/assembly/taskstate"}},
+	{8, []string{"internal/assembly/node", "internal/assembly/agent"}},
+	{9, []string{"internal/assembly/testcluster", ""}},
+	{10, []string{"data", "rl"}},
+	{11, []string{"cli", "examples", "benchmarks"}},
 }
 
 // rankOf returns the rank of a package path under the module (rel) and the listed prefix

@@ -73,7 +73,11 @@ type Config struct {
 	// OrphanLineage reads a dead owner's lineage from the GCS, to recreate the objects
 	// this runtime borrowed from it (nil: such objects are lost with their owner).
 	OrphanLineage OrphanLineage
-	Logger        *slog.Logger
+	// TaskEvents is how many task records (one per ended attempt) the runtime keeps for
+	// the state API (events.go): 0 means DefaultTaskEvents, a negative number turns
+	// recording off.
+	TaskEvents int
+	Logger     *slog.Logger
 }
 
 // Validate checks the configuration.
@@ -132,6 +136,11 @@ type Core struct {
 
 	callers     sync.Map // callerKey -> *actorCaller
 	actorStates sync.Map // ids.ActorID -> *actorState
+
+	// task events (events.go): the wall clock the records use, and how many more records
+	// the shards may allocate (nil: recording off)
+	clock    clock
+	evBudget *atomic.Int64
 }
 
 // Stats counts what the runtime did.
@@ -176,6 +185,8 @@ type pending struct {
 	// ret is the entry of the task's return object in the owner's table
 	// (objects.MemoryStore.CreateIn): the object costs no allocation of its own.
 	ret objects.Entry
+	// ev are the times of its current attempt, for its task record (events.go).
+	ev evTimes
 }
 
 // newPending returns the pending of a new task or actor call tid, with its spec in the
@@ -209,6 +220,15 @@ func New(cfg Config) (*Core, error) {
 		borrows:     objects.NewBorrows(),
 		root:        cfg.System.Root,
 		closed:      make(chan struct{}),
+		clock:       newClock(),
+	}
+	switch {
+	case cfg.TaskEvents == 0:
+		c.evBudget = new(atomic.Int64)
+		c.evBudget.Store(DefaultTaskEvents)
+	case cfg.TaskEvents > 0:
+		c.evBudget = new(atomic.Int64)
+		c.evBudget.Store(int64(cfg.TaskEvents))
 	}
 	name := "owner-" + string(cfg.Job) + "-" + ids.NewRootTaskID().String()[:8]
 	props := func(f actor.ReceiveFunc) *actor.Props {

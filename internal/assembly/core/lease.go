@@ -74,6 +74,7 @@ func (s *shard) pumpLeases() {
 		return
 	}
 	now := time.Now()
+	evNow := now.UnixNano()
 	for _, nl := range s.dirty {
 		nl.dirty = false
 		if s.nodes[nl.node] != nl {
@@ -95,6 +96,7 @@ func (s *shard) pumpLeases() {
 			for i, p := range ps.Tasks {
 				specs[i] = p.spec
 				p.lease, p.worker = ps.Lease, ps.Worker
+				p.ev.dispatch = evNow
 			}
 			lid := s.leaseOf[ps.Lease].id
 			if lid == nil {

@@ -78,6 +78,8 @@ type shard struct {
 	parkTimer bool
 	// sweepMissing: nodes with dispatched tasks that the last sweep found gone.
 	sweepMissing map[ids.NodeID]bool
+
+	ev shardEvents // the history of its tasks (events.go)
 }
 
 func newShard(c *Core, i int) *shard {
@@ -86,6 +88,7 @@ func newShard(c *Core, i int) *shard {
 	if c.cfg.Cluster != nil {
 		s.placer = c.cfg.Cluster.Placer(uint64(i))
 	}
+	s.ev.init(c.evBudget)
 	return s
 }
 
@@ -134,11 +137,15 @@ func (s *shard) receive(ctx actor.Context) {
 	if s.closed() {
 		return
 	}
+	s.ev.now = 0 // events.go: one clock read per message, if any
 	switch m := ctx.Message().(type) {
 	case drainInbox:
 		s.drainInbox()
 	case depsReady:
 		if s.tasks[m.p.tid] == m.p && !m.p.dispatched {
+			if s.ev.on {
+				m.p.ev.ready = s.evNow()
+			}
 			s.dispatch(m.p)
 		}
 	case *pb.TaskResult:
@@ -193,6 +200,8 @@ func (s *shard) receive(ctx actor.Context) {
 		s.actorResolved(m.ac, m.pid)
 	case newCaller:
 		s.callers[m.ac.id] = m.ac
+	case taskQuery:
+		m.reply <- s.answer(m.q)
 	case recordLineage:
 		s.recordLineage(m.all, m.done == nil)
 		if m.done != nil {
@@ -232,6 +241,12 @@ func (s *shard) drainInbox() {
 	s.inbox.q = s.inbox.spare[:0]
 	s.inbox.queued = false
 	s.inbox.mu.Unlock()
+	if s.ev.on && len(q) > 0 {
+		now := s.evNow()
+		for _, p := range q {
+			p.ev.submit = now
+		}
+	}
 	for _, p := range q {
 		s.submitted(p)
 	}
@@ -384,9 +399,15 @@ func (s *shard) onResult(r *pb.TaskResult) {
 	if !ok || r.Attempt != p.spec.Attempt {
 		return // a duplicate or a stale attempt: handlers are idempotent
 	}
+	if s.ev.on {
+		s.evResult(p, r)
+	}
 	s.leaseResult(p, r)
 	s.placedDone(p)
 	if r.Error != nil && retriable(p.spec, r.Error) {
+		if s.ev.on {
+			s.evRecord(p, r, stateCodeRetried)
+		}
 		p.spec.Attempt++
 		c.stats.Retried.Add(1)
 		if r.Error.Kind == pb.ErrorInfo_OBJECT_LOST && len(p.argRefs) > 0 {
@@ -418,6 +439,9 @@ func (s *shard) complete(p *pending, r *pb.TaskResult) {
 	tid := p.tid
 	if s.tasks[tid] != p {
 		return
+	}
+	if s.ev.on {
+		s.evEnded(p, r)
 	}
 	p.finished = true
 	delete(s.tasks, tid)

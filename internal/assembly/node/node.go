@@ -156,7 +156,10 @@ type Config struct {
 	// LeaseTTL is the node's registration lease (default DefaultNodeLeaseTTL; at least
 	// MinNodeLeaseTTL).
 	LeaseTTL time.Duration
-	Logger   *slog.Logger
+	// TaskEvents is how many task records the runtime keeps (core.Config.TaskEvents: 0 the
+	// default, negative off).
+	TaskEvents int
+	Logger     *slog.Logger
 }
 
 // gatedProvider holds the member's registration until the gate opens.
@@ -213,6 +216,9 @@ type Node struct {
 	data      *transfer.Server          // cluster mode: serves this node's objects to other nodes
 	job       *pb.JobInfo               // the job a driver registered (ended by Stop)
 	sub       *eventstream.Subscription
+	// the state API's server (taskstate.Server): stopped by Stop
+	stateStop context.CancelFunc
+	stateDone chan struct{}
 	// ActorStats counts what this node's actor grains did.
 	ActorStats *actors.Stats
 
@@ -360,6 +366,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
 		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
+		TaskEvents: cfg.TaskEvents,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
 			Info: func(id string) (*pb.ActorInfo, bool) { return n.actors.Info(id) }},
 	}); err != nil {
@@ -382,6 +389,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: register the node: %w", err)
 	}
 	n.nodes.set(info)
+	n.serveState()
 	if n.view != nil && cfg.Role != RoleDriver {
 		n.loads = startLoadReporter(n)
 	}
@@ -725,6 +733,10 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	if n.sub != nil {
 		n.system.EventStream.Unsubscribe(n.sub)
+	}
+	if n.stateStop != nil {
+		n.stateStop()
+		<-n.stateDone
 	}
 	if n.loads != nil {
 		n.loads.stop()

@@ -33,25 +33,29 @@ import (
 //	jobalive/<jobID>                        present while the job's driver lives (leased)
 //	jobworkers/<jobID>/<agentID>            the worker process an agent runs for a job
 //	submissions/<submissionID>              rayctl job submit requests and their outcome
+//	statereq/<requestID>                    a state API query to a job's processes (leased)
+//	statereply/<requestID>/<nodeID>/<part>  a process's answer, in parts, then "end" (leased)
 const (
-	NodesPrefix       = "nodes/"
-	MembersPrefix     = "members/"
-	JobsPrefix        = "jobs/"
-	FunctionsPrefix   = "functions/"
-	ActorsPrefix      = "actors/"
-	PlacementPrefix   = "placement/"
-	LineagePrefix     = "lineage/"
-	ObjectsPrefix     = "objects/"
-	ObjectPagesPrefix = "objpages/"
-	ActorLogPrefix    = "actorlog/"
-	ActorNamesPrefix  = "actornames/"
-	CheckpointsPrefix = "checkpoints/"
-	LoadPrefix        = "load/"
-	AgentsPrefix      = "agents/"
-	AgentAlivePrefix  = "agentalive/"
-	JobAlivePrefix    = "jobalive/"
-	JobWorkersPrefix  = "jobworkers/"
-	SubmissionsPrefix = "submissions/"
+	NodesPrefix         = "nodes/"
+	MembersPrefix       = "members/"
+	JobsPrefix          = "jobs/"
+	FunctionsPrefix     = "functions/"
+	ActorsPrefix        = "actors/"
+	PlacementPrefix     = "placement/"
+	LineagePrefix       = "lineage/"
+	ObjectsPrefix       = "objects/"
+	ObjectPagesPrefix   = "objpages/"
+	ActorLogPrefix      = "actorlog/"
+	ActorNamesPrefix    = "actornames/"
+	CheckpointsPrefix   = "checkpoints/"
+	LoadPrefix          = "load/"
+	AgentsPrefix        = "agents/"
+	AgentAlivePrefix    = "agentalive/"
+	JobAlivePrefix      = "jobalive/"
+	JobWorkersPrefix    = "jobworkers/"
+	SubmissionsPrefix   = "submissions/"
+	StateRequestsPrefix = "statereq/"
+	StateRepliesPrefix  = "statereply/"
 )
 
 // LoadKey is the key of a node's load report.
@@ -74,6 +78,12 @@ func JobWorkersOf(jobID string) string { return JobWorkersPrefix + jobID + "/" }
 
 // SubmissionKey is the key of a job submission.
 func SubmissionKey(id string) string { return SubmissionsPrefix + id }
+
+// StateRequestKey is the key of a state API query.
+func StateRequestKey(id string) string { return StateRequestsPrefix + id }
+
+// StateRepliesOf is the prefix of every answer to query id.
+func StateRepliesOf(id string) string { return StateRepliesPrefix + id + "/" }
 
 // CheckpointPartBytes is the largest part of a checkpoint stored under one key.
 const CheckpointPartBytes = 1 << 20

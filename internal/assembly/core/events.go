@@ -1,0 +1,560 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+	_ "unsafe" // runtime.nanotime
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+)
+
+// Task events: what the state API (`rayctl list tasks`, `rayctl timeline`, ray.ListTasks)
+// shows of the tasks and actor calls this process owns.
+//
+// Every shard keeps the history of its own tasks, so recording touches nothing another
+// core touches (DESIGN §9):
+//   - a live task's times sit in its pending (submitted, arguments ready, pushed to a
+//     worker), stamped with one clock read per batch the shard handles (an inbox drain, a
+//     turn's lease pushes, a batch of results), not per task;
+//   - each attempt that ends (finished, failed, retried, cancelled) becomes one fixed-size
+//     record without pointers, written into the shard's ring (eventRing) at its end: chunks
+//     of eventChunk records, grown while the process's budget (Config.TaskEvents) lasts, then
+//     overwritten oldest first. Function names and (node, worker) pairs are interned per shard;
+//     error messages and the producer → consumer edges (a task that used another's result)
+//     have rings of their own;
+//   - a query (Core.Tasks) is a message to every shard, which scans its live tasks and its
+//     ring newest first and answers with what matched, at most the query's limit.
+//
+// Nothing is written to the GCS: a process serves its records on demand (package
+// internal/assembly/taskstate gathers them from a job's processes).
+
+// DefaultTaskEvents is how many task records a process keeps by default: a job of a
+// million tasks submitted by one driver keeps them all (about 72 MiB of records).
+const DefaultTaskEvents = 1 << 20
+
+// eventChunk is how many records a ring allocates at a time.
+const eventChunk = 4096
+
+// maxEventErrors bounds the error messages a shard keeps (failures are rare; a message can
+// be long).
+const maxEventErrors = 4096
+
+// The states of a task (Ray's names, util/state/common.py TaskStatus).
+const (
+	StatePendingArgs  = "PENDING_ARGS_AVAIL"      // waiting for its arguments
+	StatePendingNode  = "PENDING_NODE_ASSIGNMENT" // waiting for a node and a worker lease
+	StateRunning      = "RUNNING"                 // pushed to a worker (running, or queued behind the lease's running task)
+	StateFinished     = "FINISHED"
+	StateFailed       = "FAILED"
+	StateCancelled    = "CANCELLED"
+	StateRetried      = "FAILED_RETRIED" // an attempt that failed and was retried (one record per attempt)
+	stateCodeNone     = 0
+	stateCodeFinished = 1
+	stateCodeFailed   = 2
+	stateCodeCancel   = 3
+	stateCodeRetried  = 4
+)
+
+var stateNames = [...]string{"", StateFinished, StateFailed, StateCancelled, StateRetried}
+
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// clock is a wall clock read cheaply: the monotonic clock plus the offset to wall time
+// taken at start (records are compared across processes by wall time).
+type clock struct{ base int64 }
+
+func newClock() clock { return clock{base: time.Now().UnixNano() - nanotime()} }
+
+func (c clock) now() int64 { return c.base + nanotime() }
+
+// eventRec is one ended attempt of a task or actor call. No pointers: a ring of a million
+// costs the collector nothing to scan.
+type eventRec struct {
+	tid                                 ids.TaskID
+	submit, ready, dispatch, start, end int64  // unix nanoseconds; 0: not known
+	fn                                  uint32 // shard.ev.fns
+	where                               uint32 // shard.ev.wheres (0: none)
+	attempt                             uint16
+	state                               uint8
+	errKind                             uint8
+	actor                               bool
+}
+
+// evTimes are a live task's times (in its pending), and where its attempt ran once its
+// result is in.
+type evTimes struct {
+	submit, ready, dispatch, start int64
+	where                          uint32
+}
+
+// ring is a shard's chunked ring of T: it grows a chunk at a time while budget allows, then
+// overwrites its oldest entries.
+type ring[T any] struct {
+	chunks [][]T
+	n      uint64 // entries ever written
+	fixed  bool   // no more growth: wrap
+	budget *atomic.Int64
+}
+
+func (r *ring[T]) capacity() uint64 { return uint64(len(r.chunks)) * eventChunk }
+
+// next returns the slot of a new entry (nil: recording is off).
+func (r *ring[T]) next() *T {
+	c := r.capacity()
+	if r.n == c && !r.fixed {
+		if r.budget != nil && r.budget.Add(-eventChunk) >= 0 {
+			r.chunks = append(r.chunks, make([]T, eventChunk))
+			c += eventChunk
+		} else {
+			if r.budget != nil {
+				r.budget.Add(eventChunk)
+			}
+			r.fixed = true
+		}
+	}
+	if c == 0 {
+		return nil
+	}
+	i := r.n % c
+	r.n++
+	return &r.chunks[i/eventChunk][i%eventChunk]
+}
+
+// oldest is the index of the oldest entry kept.
+func (r *ring[T]) oldest() uint64 {
+	if c := r.capacity(); r.n > c {
+		return r.n - c
+	}
+	return 0
+}
+
+// at returns entry i (oldest() <= i < n).
+func (r *ring[T]) at(i uint64) *T {
+	c := r.capacity()
+	j := i % c
+	return &r.chunks[j/eventChunk][j%eventChunk]
+}
+
+// edge: consumer used producer's result (a ref argument).
+type edge struct{ consumer, producer ids.TaskID }
+
+type evError struct {
+	rec uint64 // the record's index
+	msg string
+}
+
+type where struct{ node, worker string }
+
+// shardEvents is a shard's task history (its loop's only).
+type shardEvents struct {
+	on      bool
+	now     int64 // the clock read for the message being handled (0: none yet)
+	recs    ring[eventRec]
+	edges   ring[edge]
+	errs    []evError // the newest maxEventErrors, in record order
+	fns     []string
+	fnIdx   map[string]uint32
+	lastFn  string
+	lastFnI uint32
+	wheres  []where
+	whereOf map[string]uint32 // by worker (a worker PID's ID or an actor's ID)
+}
+
+func (e *shardEvents) init(budget *atomic.Int64) {
+	e.on = budget != nil
+	e.recs.budget, e.edges.budget = budget, budget
+	e.fns, e.fnIdx = []string{""}, map[string]uint32{"": 0}
+	e.wheres, e.whereOf = []where{{}}, map[string]uint32{"": 0}
+}
+
+func (e *shardEvents) fn(name string) uint32 {
+	if name == e.lastFn {
+		return e.lastFnI
+	}
+	i, ok := e.fnIdx[name]
+	if !ok {
+		i = uint32(len(e.fns))
+		e.fns = append(e.fns, name)
+		e.fnIdx[name] = i
+	}
+	e.lastFn, e.lastFnI = name, i
+	return i
+}
+
+func (e *shardEvents) where(node, worker string) uint32 {
+	if worker == "" && node == "" {
+		return 0
+	}
+	i, ok := e.whereOf[worker]
+	if !ok || e.wheres[i].node != node {
+		i = uint32(len(e.wheres))
+		e.wheres = append(e.wheres, where{node: node, worker: worker})
+		e.whereOf[worker] = i
+	}
+	return i
+}
+
+// evNow is the time of the message being handled (one clock read per message).
+func (s *shard) evNow() int64 {
+	if s.ev.now == 0 {
+		s.ev.now = s.c.clock.now()
+	}
+	return s.ev.now
+}
+
+// evResult notes where p's attempt ran and when it started, from its result r (before
+// the lease forgets the worker).
+func (s *shard) evResult(p *pending, r *pb.TaskResult) {
+	e := &s.ev
+	if r.RunNanos > 0 {
+		p.ev.start = s.evNow() - r.RunNanos
+	}
+	if p.worker != nil {
+		node := p.node
+		if node == "" {
+			node = s.c.cfg.Node
+		}
+		p.ev.where = e.where(string(node), p.worker.Id)
+	}
+}
+
+// evEnded writes the record of p's last attempt, which ended with r.
+func (s *shard) evEnded(p *pending, r *pb.TaskResult) {
+	state := uint8(stateCodeFinished)
+	if r.Error != nil {
+		state = stateCodeFailed
+		if r.Error.Kind == pb.ErrorInfo_CANCELLED {
+			state = stateCodeCancel
+		}
+	}
+	s.evRecord(p, r, state)
+}
+
+// evRecord writes the record of p's attempt that ended with r (state: a stateCode) and
+// resets p's times for a next attempt.
+func (s *shard) evRecord(p *pending, r *pb.TaskResult, state uint8) {
+	e := &s.ev
+	rec := e.recs.next()
+	if rec == nil {
+		return
+	}
+	idx := e.recs.n - 1
+	*rec = eventRec{tid: p.tid, submit: p.ev.submit, ready: p.ev.ready, dispatch: p.ev.dispatch, start: p.ev.start, end: s.evNow(),
+		fn: e.fn(p.spec.Function), where: p.ev.where, attempt: uint16(p.spec.Attempt), state: state, actor: p.actor != nil}
+	if p.actor != nil {
+		rec.where = e.where("", p.actor.hex)
+	}
+	p.ev.dispatch, p.ev.start, p.ev.where = 0, 0, 0
+	if r.Error != nil {
+		rec.errKind = uint8(r.Error.Kind)
+		if len(e.errs) >= maxEventErrors {
+			copy(e.errs, e.errs[1:])
+			e.errs = e.errs[:len(e.errs)-1]
+		}
+		e.errs = append(e.errs, evError{rec: idx, msg: r.Error.Message})
+	}
+	if state != stateCodeRetried {
+		for _, a := range p.argRefs {
+			if ed := e.edges.next(); ed != nil {
+				*ed = edge{consumer: p.tid, producer: a.Task()}
+			}
+		}
+	}
+}
+
+// errorOf returns the error message of record idx ("" if not kept).
+func (e *shardEvents) errorOf(idx uint64) string {
+	i := sort.Search(len(e.errs), func(i int) bool { return e.errs[i].rec >= idx })
+	if i < len(e.errs) && e.errs[i].rec == idx {
+		return e.errs[i].msg
+	}
+	return ""
+}
+
+// TaskQuery selects task records. Empty fields match everything.
+type TaskQuery struct {
+	State    string `json:"state,omitempty"`    // one of the State constants
+	Function string `json:"function,omitempty"` // the function's registered name (or Class.Method)
+	Node     string `json:"node,omitempty"`     // node ID (a prefix of at least 6 characters will do)
+	TaskID   string `json:"task_id,omitempty"`  // hex task ID, or a prefix of it
+	// Limit is how many tasks to return, newest first (0: all).
+	Limit int `json:"limit,omitempty"`
+	// Edges asks for the producer → consumer edges among the tasks returned.
+	Edges bool `json:"edges,omitempty"`
+	// Summary asks for counts by function and state (of every match, whatever Limit).
+	Summary bool `json:"summary,omitempty"`
+}
+
+// TaskEvent is one task attempt as the state API shows it. Times are unix nanoseconds
+// (0: not known). Started is the owner's estimate: the time the result arrived minus how
+// long the worker ran the body.
+type TaskEvent struct {
+	TaskID     string `json:"task_id"`
+	Attempt    int    `json:"attempt"`
+	Function   string `json:"name"`
+	State      string `json:"state"`
+	Job        string `json:"job_id"`
+	Actor      bool   `json:"actor_call,omitempty"`
+	Node       string `json:"node,omitempty"`
+	Worker     string `json:"worker,omitempty"` // the worker grain, or the actor's ID for a call
+	Owner      string `json:"owner_node,omitempty"`
+	Submitted  int64  `json:"submitted,omitempty"`
+	Ready      int64  `json:"args_ready,omitempty"`
+	Dispatched int64  `json:"dispatched,omitempty"`
+	Started    int64  `json:"started,omitempty"`
+	Ended      int64  `json:"ended,omitempty"`
+	ErrorKind  string `json:"error_type,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Latest is the last time known of the event (for newest-first order).
+func (t *TaskEvent) Latest() int64 {
+	return max(t.Ended, t.Started, t.Dispatched, t.Ready, t.Submitted)
+}
+
+// TaskEdge says Consumer used Producer's result.
+type TaskEdge struct {
+	Producer string `json:"producer"`
+	Consumer string `json:"consumer"`
+}
+
+// TaskCount is how many matching tasks have one function and state.
+type TaskCount struct {
+	Function string `json:"name"`
+	State    string `json:"state"`
+	Count    int    `json:"count"`
+}
+
+// TaskReport is a query's answer.
+type TaskReport struct {
+	Tasks   []TaskEvent `json:"tasks"`
+	Total   int         `json:"total"` // matches, whatever Limit
+	Edges   []TaskEdge  `json:"edges,omitempty"`
+	Summary []TaskCount `json:"summary,omitempty"`
+	// Dropped is how many records this process no longer keeps (its retention was reached).
+	Dropped int64 `json:"dropped,omitempty"`
+}
+
+// taskQuery is a shard's query message.
+type taskQuery struct {
+	q     *TaskQuery
+	reply chan<- TaskReport
+}
+
+// Tasks answers q from every shard of this runtime: the newest q.Limit matches, newest
+// first, and the number of matches.
+func (c *Core) Tasks(ctx context.Context, q TaskQuery) (TaskReport, error) {
+	reply := make(chan TaskReport, len(c.shards))
+	for _, s := range c.shards {
+		s.send(taskQuery{q: &q, reply: reply})
+	}
+	var out TaskReport
+	counts := map[[2]string]int{}
+	for range c.shards {
+		select {
+		case r := <-reply:
+			out.Tasks = append(out.Tasks, r.Tasks...)
+			out.Total += r.Total
+			out.Edges = append(out.Edges, r.Edges...)
+			out.Dropped += r.Dropped
+			for _, tc := range r.Summary {
+				counts[[2]string{tc.Function, tc.State}] += tc.Count
+			}
+		case <-ctx.Done():
+			return TaskReport{}, ctx.Err()
+		case <-c.closed:
+			return TaskReport{}, ErrShutdown
+		}
+	}
+	SortNewest(out.Tasks)
+	if q.Limit > 0 && len(out.Tasks) > q.Limit {
+		out.Tasks = out.Tasks[:q.Limit]
+	}
+	if q.Summary {
+		out.Summary = SummaryOf(counts)
+	}
+	return out, nil
+}
+
+// SortNewest sorts events newest first (ties by task ID, then attempt).
+func SortNewest(ev []TaskEvent) {
+	sort.Slice(ev, func(i, j int) bool {
+		a, b := ev[i].Latest(), ev[j].Latest()
+		if a != b {
+			return a > b
+		}
+		if ev[i].TaskID != ev[j].TaskID {
+			return ev[i].TaskID < ev[j].TaskID
+		}
+		return ev[i].Attempt > ev[j].Attempt
+	})
+}
+
+// SummaryOf turns counts by (function, state) into a sorted list.
+func SummaryOf(counts map[[2]string]int) []TaskCount {
+	out := make([]TaskCount, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, TaskCount{Function: k[0], State: k[1], Count: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Function != out[j].Function {
+			return out[i].Function < out[j].Function
+		}
+		return out[i].State < out[j].State
+	})
+	return out
+}
+
+// matcher is a query compiled against one shard's interned names.
+type matcher struct {
+	q      *TaskQuery
+	fnOK   []bool // by fn index (nil: any)
+	whOK   []bool // by where index (nil: any)
+	tidHex string
+}
+
+func (s *shard) compile(q *TaskQuery) matcher {
+	e := &s.ev
+	m := matcher{q: q, tidHex: strings.ToLower(q.TaskID)}
+	if q.Function != "" {
+		m.fnOK = make([]bool, len(e.fns))
+		for i, f := range e.fns {
+			m.fnOK[i] = f == q.Function
+		}
+	}
+	if q.Node != "" {
+		m.whOK = make([]bool, len(e.wheres))
+		for i, w := range e.wheres {
+			m.whOK[i] = nodeMatches(w.node, q.Node)
+		}
+	}
+	return m
+}
+
+func nodeMatches(node, want string) bool {
+	return node == want || (len(want) >= 6 && strings.HasPrefix(node, want))
+}
+
+func (m *matcher) tid(t ids.TaskID) bool {
+	if m.tidHex == "" {
+		return true
+	}
+	h := t.String()
+	return h == m.tidHex || strings.HasPrefix(h, m.tidHex)
+}
+
+// answer handles a query: live tasks first, then the ring newest first.
+func (s *shard) answer(q *TaskQuery) TaskReport {
+	e := &s.ev
+	m := s.compile(q)
+	var out TaskReport
+	var counts map[[2]string]int
+	if q.Summary {
+		counts = map[[2]string]int{}
+	}
+	limit := q.Limit
+	keep := func() bool { return limit <= 0 || len(out.Tasks) < limit }
+	for _, p := range s.tasks {
+		if p.finished {
+			continue
+		}
+		st := s.liveState(p)
+		if (q.State != "" && q.State != st) || (q.Function != "" && p.spec.Function != q.Function) || !m.tid(p.tid) {
+			continue
+		}
+		node := p.node
+		if node == "" && p.worker != nil {
+			node = s.c.cfg.Node
+		}
+		if q.Node != "" && !nodeMatches(string(node), q.Node) {
+			continue
+		}
+		out.Total++
+		if counts != nil {
+			counts[[2]string{p.spec.Function, st}]++
+		}
+		if keep() {
+			ev := TaskEvent{TaskID: p.tid.String(), Attempt: int(p.spec.Attempt), Function: p.spec.Function, State: st,
+				Job: string(s.c.cfg.Job), Actor: p.actor != nil, Node: string(node), Owner: string(s.c.cfg.Node),
+				Submitted: p.ev.submit, Ready: p.ev.ready, Dispatched: p.ev.dispatch}
+			if p.worker != nil {
+				ev.Worker = p.worker.Id
+			} else if p.actor != nil {
+				ev.Worker = p.actor.hex
+			}
+			out.Tasks = append(out.Tasks, ev)
+		}
+	}
+	// The live tasks are newer than any record: keep the newest of them.
+	SortNewest(out.Tasks)
+	var want map[ids.TaskID]bool
+	if q.Edges {
+		want = map[ids.TaskID]bool{}
+	}
+	r := &e.recs
+	out.Dropped = int64(r.oldest())
+	for i := r.n; i > r.oldest(); i-- {
+		rec := r.at(i - 1)
+		st := stateNames[rec.state]
+		if (q.State != "" && q.State != st) || (m.fnOK != nil && !m.fnOK[rec.fn]) || (m.whOK != nil && !m.whOK[rec.where]) || !m.tid(rec.tid) {
+			continue
+		}
+		out.Total++
+		if counts != nil {
+			counts[[2]string{e.fns[rec.fn], st}]++
+		}
+		if !keep() {
+			continue
+		}
+		w := e.wheres[rec.where]
+		ev := TaskEvent{TaskID: rec.tid.String(), Attempt: int(rec.attempt), Function: e.fns[rec.fn], State: st,
+			Job: string(s.c.cfg.Job), Actor: rec.actor, Node: w.node, Worker: w.worker, Owner: string(s.c.cfg.Node),
+			Submitted: rec.submit, Ready: rec.ready, Dispatched: rec.dispatch, Started: rec.start, Ended: rec.end}
+		if rec.errKind != 0 || rec.state == stateCodeFailed || rec.state == stateCodeRetried || rec.state == stateCodeCancel {
+			ev.ErrorKind = pb.ErrorInfo_Kind(rec.errKind).String()
+			ev.Error = e.errorOf(i - 1)
+		}
+		out.Tasks = append(out.Tasks, ev)
+		if want != nil {
+			want[rec.tid] = true
+		}
+	}
+	if want != nil {
+		for i := e.edges.n; i > e.edges.oldest(); i-- {
+			ed := e.edges.at(i - 1)
+			if want[ed.consumer] {
+				out.Edges = append(out.Edges, TaskEdge{Producer: ed.producer.String(), Consumer: ed.consumer.String()})
+			}
+		}
+	}
+	if counts != nil {
+		out.Summary = SummaryOf(counts)
+	}
+	return out
+}
+
+// liveState is the state of a task that has not ended.
+func (s *shard) liveState(p *pending) string {
+	switch {
+	case p.worker != nil || (p.actor != nil && p.dispatched):
+		return StateRunning
+	case !p.dispatched && p.waiting.Load() > 0:
+		return StatePendingArgs
+	default:
+		return StatePendingNode
+	}
+}
+
+// String names a state code (tests).
+func stateName(code uint8) string {
+	if int(code) < len(stateNames) {
+		return stateNames[code]
+	}
+	return fmt.Sprintf("state(%d)", code)
+}

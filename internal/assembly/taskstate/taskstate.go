@@ -1,0 +1,297 @@
+package taskstate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/s2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+)
+
+// Request is a query as it travels through the GCS (the value of statereq/<id>).
+type Request struct {
+	ID    string         `json:"id"`
+	Job   string         `json:"job,omitempty"` // "": every job
+	Lease int64          `json:"lease"`         // the lease the answers go on
+	Query core.TaskQuery `json:"query"`
+}
+
+// partBytes is the most bytes of an answer under one key (etcd takes 1.5 MiB a request).
+const partBytes = 1 << 20
+
+// maxAnswerBytes bounds a decoded answer (a reader of the GCS trusts its members, but not
+// without limit).
+const maxAnswerBytes = 1 << 30
+
+func partsPrefix(id string) string { return gcs.StateRepliesOf(id) + "part/" }
+func endsPrefix(id string) string  { return gcs.StateRepliesOf(id) + "end/" }
+
+// Server answers the state queries of one process's runtime.
+type Server struct {
+	Store  gcs.Store
+	Node   ids.NodeID
+	Job    ids.JobID
+	Core   *core.Core
+	Logger *slog.Logger
+}
+
+// Run answers queries until ctx is done.
+func (s *Server) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		ch := s.Store.Watch(ctx, gcs.StateRequestsPrefix, 0)
+		for resp := range ch {
+			if resp.Err != nil {
+				break
+			}
+			for _, ev := range resp.Events {
+				if ev.Type != gcs.EventPut {
+					continue
+				}
+				var req Request
+				if err := json.Unmarshal(ev.KV.Value, &req); err != nil || req.ID == "" {
+					continue
+				}
+				if req.Job != "" && req.Job != string(s.Job) {
+					continue
+				}
+				if err := s.answer(ctx, &req); err != nil && ctx.Err() == nil {
+					s.Logger.Debug("taskstate: answering a query failed", "id", req.ID, "err", err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second): // the watch broke (compaction, a lost connection): watch again
+		}
+	}
+}
+
+func (s *Server) answer(ctx context.Context, req *Request) error {
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rep, err := s.Core.Tasks(qctx, req.Query)
+	if err != nil {
+		return err
+	}
+	b, err := EncodeReport(&rep)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for off := 0; off < len(b) || n == 0; off += partBytes {
+		part := b[off:min(off+partBytes, len(b))]
+		if _, err := s.Store.Put(qctx, partsPrefix(req.ID)+string(s.Node)+"/"+fmt.Sprintf("%06d", n), part, gcs.LeaseID(req.Lease)); err != nil {
+			return err
+		}
+		n++
+	}
+	_, err = s.Store.Put(qctx, endsPrefix(req.ID)+string(s.Node), []byte(strconv.Itoa(n)), gcs.LeaseID(req.Lease))
+	return err
+}
+
+// EncodeReport is a report's wire form: JSON, s2-compressed.
+func EncodeReport(r *core.TaskReport) ([]byte, error) {
+	j, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return s2.Encode(nil, j), nil
+}
+
+// DecodeReport reads what EncodeReport wrote.
+func DecodeReport(b []byte) (*core.TaskReport, error) {
+	n, err := s2.DecodedLen(b)
+	if err != nil {
+		return nil, fmt.Errorf("taskstate: corrupt answer: %w", err)
+	}
+	if n > maxAnswerBytes {
+		return nil, fmt.Errorf("taskstate: an answer of %d bytes is over the limit", n)
+	}
+	j, err := s2.Decode(nil, b)
+	if err != nil {
+		return nil, fmt.Errorf("taskstate: corrupt answer: %w", err)
+	}
+	r := &core.TaskReport{}
+	if err := json.Unmarshal(j, r); err != nil {
+		return nil, fmt.Errorf("taskstate: corrupt answer: %w", err)
+	}
+	return r, nil
+}
+
+// Result is what Gather found.
+type Result struct {
+	core.TaskReport
+	// Processes is how many processes answered; Missing names those that did not in time.
+	Processes int
+	Missing   []string
+}
+
+// Options tunes Gather.
+type Options struct {
+	// Local, when set, is this process's runtime (node LocalNode): it is asked directly.
+	Local     *core.Core
+	LocalNode ids.NodeID
+	// Wait bounds the wait for answers (default 10 s, or ctx's deadline).
+	Wait time.Duration
+}
+
+// Gather asks every process of job (every process of the cluster when job is "") for
+// the tasks it owns that match q, and merges their answers: the newest q.Limit, newest
+// first, the total of matches, the summary and the edges.
+func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, o Options) (*Result, error) {
+	kvs, _, err := store.List(ctx, gcs.NodesPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("taskstate: list the nodes: %w", err)
+	}
+	expect := map[string]bool{}
+	for _, kv := range kvs {
+		info := &pb.NodeInfo{}
+		if proto.Unmarshal(kv.Value, info) != nil || info.NodeId == "" {
+			continue
+		}
+		if job == "" || info.JobId == job {
+			expect[info.NodeId] = true
+		}
+	}
+	var reports []*core.TaskReport
+	res := &Result{}
+	if o.Local != nil && (job == "" || job == string(o.Local.Job())) {
+		delete(expect, string(o.LocalNode))
+		r, err := o.Local.Tasks(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, &r)
+		res.Processes++
+	}
+	if len(expect) > 0 {
+		got, missing, err := ask(ctx, store, job, q, expect, o.Wait)
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, got...)
+		res.Processes += len(got)
+		res.Missing = missing
+	}
+	res.TaskReport = Merge(reports, q)
+	return res, nil
+}
+
+// ask sends q through the GCS and collects the answers of the processes in expect.
+func ask(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, expect map[string]bool, wait time.Duration) ([]*core.TaskReport, []string, error) {
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		wait = time.Until(dl)
+	}
+	lease, err := store.Grant(ctx, wait+5*time.Second)
+	if err != nil {
+		return nil, nil, fmt.Errorf("taskstate: lease for a query: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = store.Revoke(rctx, lease) // the query and its answers go with it
+	}()
+	req := Request{ID: ids.NewRootTaskID().String(), Job: job, Lease: int64(lease), Query: q}
+	b, _ := json.Marshal(req)
+	if _, err := store.Put(ctx, gcs.StateRequestKey(req.ID), b, lease); err != nil {
+		return nil, nil, fmt.Errorf("taskstate: send the query: %w", err)
+	}
+	deadline := time.Now().Add(wait)
+	ends := map[string]int{}
+	for {
+		kvs, _, err := store.List(ctx, endsPrefix(req.ID))
+		if err != nil {
+			return nil, nil, fmt.Errorf("taskstate: read the answers: %w", err)
+		}
+		for _, kv := range kvs {
+			node := strings.TrimPrefix(kv.Key, endsPrefix(req.ID))
+			n, err := strconv.Atoi(string(kv.Value))
+			if err == nil && n > 0 && n < maxAnswerBytes/partBytes {
+				ends[node] = n
+			}
+		}
+		done := true
+		for node := range expect {
+			if _, ok := ends[node]; !ok {
+				done = false
+			}
+		}
+		if done || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	var missing []string
+	for node := range expect {
+		if _, ok := ends[node]; !ok {
+			missing = append(missing, node)
+		}
+	}
+	parts, _, err := store.List(ctx, partsPrefix(req.ID))
+	if err != nil {
+		return nil, nil, fmt.Errorf("taskstate: read the answers: %w", err)
+	}
+	byNode := map[string][][]byte{}
+	for _, kv := range parts {
+		rest := strings.TrimPrefix(kv.Key, partsPrefix(req.ID))
+		node, _, ok := strings.Cut(rest, "/")
+		if ok {
+			byNode[node] = append(byNode[node], kv.Value) // List is in key order: parts in order
+		}
+	}
+	var out []*core.TaskReport
+	for node, n := range ends {
+		ps := byNode[node]
+		if len(ps) != n {
+			missing = append(missing, node)
+			continue
+		}
+		r, err := DecodeReport(bytes.Join(ps, nil))
+		if err != nil {
+			return nil, nil, fmt.Errorf("taskstate: the answer of node %s: %w", node, err)
+		}
+		out = append(out, r)
+	}
+	return out, missing, nil
+}
+
+// Merge merges the reports of several processes for q.
+func Merge(reports []*core.TaskReport, q core.TaskQuery) core.TaskReport {
+	var out core.TaskReport
+	counts := map[[2]string]int{}
+	for _, r := range reports {
+		out.Tasks = append(out.Tasks, r.Tasks...)
+		out.Total += r.Total
+		out.Edges = append(out.Edges, r.Edges...)
+		out.Dropped += r.Dropped
+		for _, c := range r.Summary {
+			counts[[2]string{c.Function, c.State}] += c.Count
+		}
+	}
+	core.SortNewest(out.Tasks)
+	if q.Limit > 0 && len(out.Tasks) > q.Limit {
+		out.Tasks = out.Tasks[:q.Limit]
+	}
+	if q.Summary {
+		out.Summary = core.SummaryOf(counts)
+	}
+	return out
+}

@@ -1,0 +1,167 @@
+package taskstate
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"sort"
+	"strconv"
+
+	"github.com/ray-go/ray/internal/assembly/core"
+)
+
+// WriteTimeline writes the tasks of r as Chrome trace event JSON (the format chrome://tracing
+// and Perfetto open, "JSON Object Format"): a process per node, a thread (track) per
+// worker, a complete event ("X") per task attempt that ran, and a flow (an "s" event at
+// the end of a producer, an "f" event at the start of its consumer) for each edge whose
+// two ends ran. Times are microseconds since the earliest task's start. Attempts whose
+// start is not known (still running, never run, actor calls) are left out.
+func WriteTimeline(w io.Writer, r *core.TaskReport) error {
+	type span struct {
+		ev       *core.TaskEvent
+		pid, tid int
+	}
+	var spans []span
+	var t0 int64
+	pids := map[string]int{}
+	tids := map[[2]string]int{}
+	for i := range r.Tasks {
+		ev := &r.Tasks[i]
+		if ev.Started == 0 || ev.Ended == 0 || ev.Ended < ev.Started {
+			continue
+		}
+		node := ev.Node
+		if node == "" {
+			node = ev.Owner
+		}
+		pid, ok := pids[node]
+		if !ok {
+			pid = len(pids) + 1
+			pids[node] = pid
+		}
+		wk := [2]string{node, ev.Worker}
+		tid, ok := tids[wk]
+		if !ok {
+			tid = len(tids) + 1
+			tids[wk] = tid
+		}
+		spans = append(spans, span{ev: ev, pid: pid, tid: tid})
+		if t0 == 0 || ev.Started < t0 {
+			t0 = ev.Started
+		}
+	}
+	// Oldest first reads best in a file and in viewers that stream it.
+	sort.Slice(spans, func(i, j int) bool { return spans[i].ev.Started < spans[j].ev.Started })
+	bw := bufio.NewWriterSize(w, 1<<20)
+	buf := make([]byte, 0, 512)
+	first := true
+	emit := func(b []byte) {
+		if !first {
+			bw.WriteString(",\n")
+		}
+		first = false
+		bw.Write(b)
+	}
+	us := func(b []byte, ns int64) []byte {
+		return strconv.AppendFloat(b, float64(ns-t0)/1e3, 'f', 3, 64)
+	}
+	quoted := map[string][]byte{} // function names repeat: quote each once
+	str := func(b []byte, s string) []byte {
+		q, ok := quoted[s]
+		if !ok {
+			q, _ = json.Marshal(s)
+			if len(quoted) < 1<<16 {
+				quoted[s] = q
+			}
+		}
+		return append(b, q...)
+	}
+	bw.WriteString(`{"displayTimeUnit":"ms","traceEvents":[` + "\n")
+	for node, pid := range pids {
+		buf = append(buf[:0], `{"name":"process_name","ph":"M","pid":`...)
+		buf = strconv.AppendInt(buf, int64(pid), 10)
+		buf = append(buf, `,"tid":0,"args":{"name":`...)
+		buf = str(buf, "node "+node)
+		buf = append(buf, "}}"...)
+		emit(buf)
+	}
+	for wk, tid := range tids {
+		buf = append(buf[:0], `{"name":"thread_name","ph":"M","pid":`...)
+		buf = strconv.AppendInt(buf, int64(pids[wk[0]]), 10)
+		buf = append(buf, `,"tid":`...)
+		buf = strconv.AppendInt(buf, int64(tid), 10)
+		buf = append(buf, `,"args":{"name":`...)
+		name := wk[1]
+		if name == "" {
+			name = "worker"
+		}
+		buf = str(buf, name)
+		buf = append(buf, "}}"...)
+		emit(buf)
+	}
+	// A task's finished span, by ID, for the flows.
+	byID := make(map[string]*span, len(spans))
+	for i := range spans {
+		sp := &spans[i]
+		ev := sp.ev
+		buf = append(buf[:0], `{"name":`...)
+		buf = str(buf, ev.Function)
+		buf = append(buf, `,"cat":"task","ph":"X","ts":`...)
+		buf = us(buf, ev.Started)
+		buf = append(buf, `,"dur":`...)
+		buf = strconv.AppendFloat(buf, float64(ev.Ended-ev.Started)/1e3, 'f', 3, 64)
+		buf = append(buf, `,"pid":`...)
+		buf = strconv.AppendInt(buf, int64(sp.pid), 10)
+		buf = append(buf, `,"tid":`...)
+		buf = strconv.AppendInt(buf, int64(sp.tid), 10)
+		buf = append(buf, `,"args":{"task_id":"`...)
+		buf = append(buf, ev.TaskID...)
+		buf = append(buf, `","state":"`...)
+		buf = append(buf, ev.State...)
+		buf = append(buf, `","attempt":`...)
+		buf = strconv.AppendInt(buf, int64(ev.Attempt), 10)
+		if ev.Error != "" {
+			buf = append(buf, `,"error":`...)
+			buf = str(buf, ev.Error)
+		}
+		buf = append(buf, "}}"...)
+		emit(buf)
+		if ev.State == core.StateFinished {
+			byID[ev.TaskID] = sp
+		}
+	}
+	flow := 0
+	for _, e := range r.Edges {
+		p, c := byID[e.Producer], byID[e.Consumer]
+		if p == nil || c == nil {
+			continue
+		}
+		flow++
+		// The start binds to the producer's span (a moment before its end), the end to the
+		// consumer's span at its start ("bp":"e": the enclosing slice).
+		at := max(p.ev.Started, p.ev.Ended-1000)
+		for _, f := range []struct {
+			ph       string
+			ts       int64
+			pid, tid int
+		}{{"s", at, p.pid, p.tid}, {"f", c.ev.Started, c.pid, c.tid}} {
+			buf = append(buf[:0], `{"name":"result","cat":"dependency","ph":"`...)
+			buf = append(buf, f.ph...)
+			buf = append(buf, `","id":`...)
+			buf = strconv.AppendInt(buf, int64(flow), 10)
+			buf = append(buf, `,"ts":`...)
+			buf = us(buf, f.ts)
+			buf = append(buf, `,"pid":`...)
+			buf = strconv.AppendInt(buf, int64(f.pid), 10)
+			buf = append(buf, `,"tid":`...)
+			buf = strconv.AppendInt(buf, int64(f.tid), 10)
+			if f.ph == "f" {
+				buf = append(buf, `,"bp":"e"`...)
+			}
+			buf = append(buf, '}')
+			emit(buf)
+		}
+	}
+	bw.WriteString("\n]}\n")
+	return bw.Flush()
+}
