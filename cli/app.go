@@ -94,6 +94,7 @@ func New(stdout, stderr io.Writer) *ucli.App {
 			listCommand(),
 			getCommand(),
 			summaryCommand(),
+			timelineCommand(),
 		},
 	}
 }

@@ -193,8 +193,24 @@ func TestCluster(t *testing.T) {
 	if r := run(t, tok, "summary", "nodes", "--address", addr, "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"ALIVE": 2`) {
 		t.Errorf("summary nodes: %+v", r)
 	}
-	if r := run(t, tok, "list", "tasks", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "nodes, jobs, actors") {
+	if r := run(t, tok, "list", "objects", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "nodes, jobs, actors, tasks") {
 		t.Errorf("list of an unknown kind: %+v", r)
+	}
+	// Tasks, of a cluster that has run none (cli/e2e runs a job and checks them).
+	if r := run(t, tok, "list", "tasks", "--address", addr, "-o", "json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("list tasks of a cluster without any: %+v", r)
+	}
+	if r := run(t, tok, "list", "tasks", "--address", addr, "--filter", "colour=red"); r.code != ExitError || !strings.Contains(r.stderr, "no such field") {
+		t.Errorf("list tasks with a filter on no field: %+v", r)
+	}
+	if r := run(t, tok, "get", "task", "0123456789abcdef", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "no task") {
+		t.Errorf("get task of an unknown ID: %+v", r)
+	}
+	tl := filepath.Join(t.TempDir(), "timeline.json")
+	if r := run(t, tok, "timeline", "--address", addr, "--output", tl); r.code != 0 {
+		t.Errorf("timeline: %+v", r)
+	} else if b, err := os.ReadFile(tl); err != nil || !json.Valid(b) {
+		t.Errorf("timeline of no tasks: %v\n%s", err, b)
 	}
 
 	// The port is taken.

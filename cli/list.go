@@ -81,6 +81,8 @@ var kinds = []kind{
 		columns: []string{"job_id", "state", "submission_id", "start", "end", "driver", "entrypoint"}},
 	{name: "actors", one: "actor", id: "actor_id", read: readActors,
 		columns: []string{"actor_id", "class", "name", "state", "node", "job_id", "restarts", "detail"}},
+	// tasks are not in the GCS: their owners are asked (tasks.go)
+	{name: "tasks", one: "task", id: "task_id", columns: taskColumns},
 }
 
 func kindOf(name string) (kind, bool) {
@@ -109,8 +111,8 @@ func stateFlags() []ucli.Flag {
 func listCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "list",
-		Usage:     "list the cluster's nodes, jobs or actors (Ray's `ray list`)",
-		ArgsUsage: "nodes|jobs|actors",
+		Usage:     "list the cluster's nodes, jobs, actors or tasks (Ray's `ray list`)",
+		ArgsUsage: "nodes|jobs|actors|tasks",
 		Flags: append(stateFlags(),
 			&ucli.StringSliceFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records whose FIELD=VALUE (or FIELD!=VALUE); repeatable, all must hold"},
 			&ucli.IntFlag{Name: "limit", Usage: "print at most this many records (0: all)", Value: 100},
@@ -131,6 +133,9 @@ func listCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
+			if k.name == "tasks" {
+				return listTasks(c, format, filters, c.Int("limit"))
+			}
 			recs, err := readKind(c, k)
 			if err != nil {
 				return err
@@ -150,8 +155,8 @@ func listCommand() *ucli.Command {
 func getCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "get",
-		Usage:     "show one node, job or actor with every field (Ray's `ray get`)",
-		ArgsUsage: "node|job|actor ID",
+		Usage:     "show one node, job, actor or task with every field (Ray's `ray get`)",
+		ArgsUsage: "node|job|actor|task ID",
 		Flags:     stateFlags(),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 2 {
@@ -159,7 +164,7 @@ func getCommand() *ucli.Command {
 			}
 			k, ok := kindOf(c.Args().Get(0))
 			if !ok {
-				return exitf(ExitError, "cannot get %q: use node, job or actor", c.Args().Get(0))
+				return exitf(ExitError, "cannot get %q: use node, job, actor or task", c.Args().Get(0))
 			}
 			format, err := stateFormat(c)
 			if err != nil {
@@ -167,6 +172,9 @@ func getCommand() *ucli.Command {
 			}
 			if format == "table" {
 				format = "yaml" // one record reads best as YAML
+			}
+			if k.name == "tasks" {
+				return getTask(c, format, c.Args().Get(1))
 			}
 			recs, err := readKind(c, k)
 			if err != nil {
@@ -199,8 +207,8 @@ func getCommand() *ucli.Command {
 func summaryCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "summary",
-		Usage:     "count the cluster's actors by class and state, or its nodes or jobs by state (Ray's `ray summary`)",
-		ArgsUsage: "actors|nodes|jobs",
+		Usage:     "count the cluster's tasks by function and state, actors by class and state, or its nodes or jobs by state (Ray's `ray summary`)",
+		ArgsUsage: "tasks|actors|nodes|jobs",
 		Flags:     stateFlags(),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
@@ -213,6 +221,9 @@ func summaryCommand() *ucli.Command {
 			format, err := stateFormat(c)
 			if err != nil {
 				return err
+			}
+			if k.name == "tasks" {
+				return summarizeTasks(c, format)
 			}
 			recs, err := readKind(c, k)
 			if err != nil {

@@ -472,6 +472,7 @@ func TestCluster(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	checkTaskState(t, tok, addr)
 	cmd.Process.Kill()
 	cmd.Wait()
 	deadline = time.Now().Add(30 * time.Second)
@@ -541,4 +542,90 @@ func printedToken(t *testing.T, out string) string {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// checkTaskState checks the state API's tasks against the hanging driver's job: the tasks
+// its driver and a worker process submitted, a failed task with its error, one task by ID,
+// the summary, and a timeline file that parses as a Chrome trace with spans and arrows.
+func checkTaskState(t *testing.T, tok []string, addr string) {
+	t.Helper()
+	type task struct {
+		TaskID, Name, State, Error, Node, JobID, OwnerNode string
+	}
+	list := func(args ...string) []task {
+		t.Helper()
+		out, errOut, code := run(t, time.Minute, tok, rayctl, append([]string{"list", "tasks", "--address", addr, "-o", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("rayctl list tasks %v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+		var raw []map[string]any
+		if err := json.Unmarshal([]byte(out), &raw); err != nil {
+			t.Fatalf("rayctl list tasks %v -o json: %v\n%s", args, err, out)
+		}
+		var ts []task
+		for _, r := range raw {
+			s := func(k string) string { v, _ := r[k].(string); return v }
+			ts = append(ts, task{TaskID: s("task_id"), Name: s("name"), State: s("state"), Error: s("error"), Node: s("node"), JobID: s("job_id"), OwnerNode: s("owner_node")})
+		}
+		return ts
+	}
+	failed := list("--filter", "state=FAILED")
+	if len(failed) != 1 || failed[0].Name != "e2e.Fail" || !strings.Contains(failed[0].Error, "this task fails on purpose") || failed[0].Node == "" {
+		t.Fatalf("rayctl list tasks --filter state=FAILED: %+v", failed)
+	}
+	adds := list("--filter", "name=e2e.Add", "--filter", "state=FINISHED", "--limit", "5")
+	if len(adds) != 5 {
+		t.Fatalf("rayctl list tasks --filter name=e2e.Add --limit 5: %d tasks: %+v", len(adds), adds)
+	}
+	owners := map[string]bool{}
+	for _, tk := range list("--filter", "job_id="+failed[0].JobID, "--limit", "0") {
+		owners[tk.OwnerNode] = true
+	}
+	if len(owners) < 2 { // the driver's tasks and makeOwned's, submitted by a worker process
+		t.Errorf("tasks owned by %d process(es), want the driver and a worker process: %v", len(owners), owners)
+	}
+	out, errOut, code := run(t, time.Minute, tok, rayctl, "get", "task", failed[0].TaskID[:12], "--address", addr, "-o", "json")
+	if code != 0 || !strings.Contains(out, failed[0].TaskID) || !strings.Contains(out, "APPLICATION") {
+		t.Errorf("rayctl get task: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "summary", "tasks", "--address", addr)
+	if code != 0 || !strings.Contains(out, "e2e.Add") || !strings.Contains(out, "FAILED") {
+		t.Errorf("rayctl summary tasks: exit %d\n%s\n%s", code, out, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "timeline.json")
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "timeline", "--job", failed[0].JobID, "--output", file, "--address", addr)
+	if code != 0 {
+		t.Fatalf("rayctl timeline: exit %d\n%s\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trace struct {
+		TraceEvents []struct {
+			Name, Ph string
+			ID       int
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &trace); err != nil {
+		t.Fatalf("the timeline does not parse: %v\n%.300s", err, b)
+	}
+	spans, flows := map[string]int{}, map[int]string{}
+	for _, e := range trace.TraceEvents {
+		switch e.Ph {
+		case "X":
+			spans[e.Name]++
+		case "s", "f":
+			flows[e.ID] += e.Ph
+		}
+	}
+	pairs := 0
+	for _, f := range flows {
+		if f == "sf" {
+			pairs++
+		}
+	}
+	if spans["e2e.Add"] < 10 || spans["e2e.Fail"] != 1 || spans["e2e.MakeBlob"] < 1 || pairs < 9 {
+		t.Errorf("timeline: spans %v, %d flows (want the chain's 9 at least)", spans, pairs)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -75,6 +76,9 @@ var (
 		}
 		return owned{Big: x, Small: small, Owner: self}, nil
 	})
+
+	// fail fails with its message (the state API test looks for it).
+	fail = ray.Task1("e2e.Fail", func(ctx context.Context, msg string) (int, error) { return 0, errors.New(msg) })
 
 	accelClass = ray.Actor("e2e.Accel", func() *accel { return &accel{} })
 	accelWhere = ray.Method0(accelClass, "Where", (*accel).Where)
@@ -144,6 +148,21 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 			return err
 		}
 		defer blob.Release()
+		// For the state API: a chain of 10 tasks (each takes the last one's result), one
+		// that fails, and tasks that a worker process submits (makeOwned's).
+		r := add.Remote(ctx, ray.V(0), ray.V(1))
+		for i := range 9 {
+			r = add.Remote(ctx, r, ray.V(i))
+		}
+		if _, err := ray.Get(ctx, r); err != nil {
+			return err
+		}
+		if _, err := ray.Get(ctx, fail.Remote(ctx, ray.V("e2e: this task fails on purpose"))); err == nil {
+			return errors.New("e2e.Fail did not fail")
+		}
+		if _, err := ray.Get(ctx, makeOwned.Remote(ctx)); err != nil {
+			return err
+		}
 		fmt.Println("hanging") // the test kills the driver now
 		_, err := ray.Get(ctx, busy.Remote(ctx, ray.V(10*time.Minute)))
 		return err

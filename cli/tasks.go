@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/assembly/taskstate"
+)
+
+// Tasks in the state API: `rayctl list tasks`, `get task`, `summary tasks` and `timeline`.
+// Tasks are not in the GCS: each process of a job keeps the records of the tasks it
+// submitted (internal/assembly/core, events.go) and answers a query put in the GCS
+// (internal/assembly/taskstate); rayctl asks and merges. Filters on the fields below are
+// applied by the processes, so that `--limit 100` of a million tasks moves 100 records.
+
+var taskColumns = []string{"task_id", "attempt", "name", "state", "job_id", "node", "started", "duration", "error"}
+
+// pushed are the --filter fields the processes apply (with "="); the query field each sets.
+var pushed = map[string]func(q *core.TaskQuery, job *string, v string){
+	"state":   func(q *core.TaskQuery, _ *string, v string) { q.State = v },
+	"name":    func(q *core.TaskQuery, _ *string, v string) { q.Function = v },
+	"node":    func(q *core.TaskQuery, _ *string, v string) { q.Node = v },
+	"task_id": func(q *core.TaskQuery, _ *string, v string) { q.TaskID = v },
+	"job_id":  func(_ *core.TaskQuery, job *string, v string) { *job = v },
+}
+
+// gatherTasks asks the cluster's processes (those of job; every job's when "").
+func gatherTasks(c *ucli.Context, job string, q core.TaskQuery) (*taskstate.Result, error) {
+	store, addr, err := connect(c)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+	defer cancel()
+	res, err := taskstate.Gather(ctx, store, job, q, taskstate.Options{})
+	if err != nil {
+		return nil, exitf(ExitError, "read the tasks from %s: %v", strings.Join(addr, ","), err)
+	}
+	if len(res.Missing) > 0 {
+		sort.Strings(res.Missing)
+		fmt.Fprintf(c.App.ErrWriter, "rayctl: the processes of %d node(s) did not answer in time, their tasks are missing: %s\n",
+			len(res.Missing), strings.Join(res.Missing, ", "))
+	}
+	if res.Dropped > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "rayctl: %d older task records were dropped by their processes (ray.WithTaskEvents raises the retention)\n", res.Dropped)
+	}
+	return res, nil
+}
+
+func listTasks(c *ucli.Context, format string, filters []filter, limit int) error {
+	var q core.TaskQuery
+	job := ""
+	var rest []filter
+	for _, f := range filters {
+		if set, ok := pushed[f.key]; ok && !f.neg {
+			set(&q, &job, f.value)
+			continue
+		}
+		if !hasTaskField(f.key) {
+			return exitf(ExitError, "filter on %q: tasks have no such field; they have %s", f.key, strings.Join(taskFields(), ", "))
+		}
+		rest = append(rest, f)
+	}
+	if len(rest) == 0 {
+		q.Limit = limit
+	}
+	res, err := gatherTasks(c, job, q)
+	if err != nil {
+		return err
+	}
+	recs := make([]record, len(res.Tasks))
+	for i := range res.Tasks {
+		recs[i] = taskRecord(&res.Tasks[i])
+	}
+	total := res.Total
+	if len(rest) > 0 {
+		if recs, err = filterRecords(recs, rest); err != nil {
+			return err
+		}
+		total = len(recs)
+	}
+	if limit > 0 && len(recs) > limit {
+		recs = recs[:limit]
+	}
+	if total > len(recs) {
+		fmt.Fprintf(c.App.ErrWriter, "rayctl: %d of %d tasks shown; raise --limit to see more\n", len(recs), total)
+	}
+	return printRecords(c.App.Writer, format, taskColumns, recs)
+}
+
+func getTask(c *ucli.Context, format, id string) error {
+	if len(id) < 6 {
+		return exitf(ExitError, "give at least 6 characters of the task ID, got %q", id)
+	}
+	res, err := gatherTasks(c, "", core.TaskQuery{TaskID: strings.ToLower(id)})
+	if err != nil {
+		return err
+	}
+	ids := map[string]bool{}
+	for _, t := range res.Tasks {
+		ids[t.TaskID] = true
+	}
+	switch len(ids) {
+	case 0:
+		return exitf(ExitError, "no task %q in the cluster (rayctl list tasks shows them)", id)
+	case 1:
+	default:
+		return exitf(ExitError, "%q is the start of %d task IDs: give more of it", id, len(ids))
+	}
+	// Every attempt, the newest first.
+	recs := make([]record, len(res.Tasks))
+	for i := range res.Tasks {
+		recs[i] = taskRecord(&res.Tasks[i])
+	}
+	if format == "json" {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		if len(recs) == 1 {
+			return enc.Encode(recs[0])
+		}
+		return enc.Encode(recs)
+	}
+	if len(recs) == 1 {
+		return printYAML(c.App.Writer, recs[0], "")
+	}
+	return printRecords(c.App.Writer, "yaml", nil, recs)
+}
+
+func summarizeTasks(c *ucli.Context, format string) error {
+	res, err := gatherTasks(c, "", core.TaskQuery{Summary: true, Limit: 1})
+	if err != nil {
+		return err
+	}
+	states := map[string]bool{}
+	byFn := map[string]map[string]int{}
+	for _, tc := range res.Summary {
+		if byFn[tc.Function] == nil {
+			byFn[tc.Function] = map[string]int{}
+		}
+		byFn[tc.Function][tc.State] += tc.Count
+		states[tc.State] = true
+	}
+	var names, fns []string
+	for s := range states {
+		names = append(names, s)
+	}
+	for f := range byFn {
+		fns = append(fns, f)
+	}
+	sort.Strings(names)
+	sort.Strings(fns)
+	out := []record{}
+	for _, f := range fns {
+		r := record{{"name", f}}
+		total := 0
+		for _, s := range names {
+			r = append(r, field{s, byFn[f][s]})
+			total += byFn[f][s]
+		}
+		out = append(out, append(r, field{"total", total}))
+	}
+	return printRecords(c.App.Writer, format, nil, out)
+}
+
+func timelineCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "timeline",
+		Usage: "write the tasks of a job (or of every job) as a Chrome trace for Perfetto or chrome://tracing (Ray's `ray timeline`)",
+		Description: "A track per worker, a span per task attempt that ran, an arrow from a task to each task that took its " +
+			"result as an argument. Open the file at https://ui.perfetto.dev or chrome://tracing.",
+		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(),
+			&ucli.StringFlag{Name: "job", Usage: "the job whose tasks to write (default: every job's)"},
+			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the `FILE` to write (default: ray-timeline-<time>.json here)"},
+			&ucli.IntFlag{Name: "limit", Usage: "write at most this many task attempts, the newest (0: all)"},
+		}, credentialFlags()...),
+		Action: func(c *ucli.Context) error {
+			if c.NArg() != 0 {
+				return exitf(ExitError, "timeline takes no arguments: use --job ID and --output FILE")
+			}
+			path := c.String("output")
+			if path == "" {
+				path = "ray-timeline-" + time.Now().UTC().Format("2006-01-02_15-04-05") + ".json"
+			}
+			res, err := gatherTasks(c, c.String("job"), core.TaskQuery{Edges: true, Limit: c.Int("limit")})
+			if err != nil {
+				return err
+			}
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+			if err != nil {
+				return exitf(ExitError, "timeline: %v", err)
+			}
+			if err := taskstate.WriteTimeline(f, &res.TaskReport); err != nil {
+				f.Close()
+				return exitf(ExitError, "timeline: write %s: %v", path, err)
+			}
+			if err := f.Close(); err != nil {
+				return exitf(ExitError, "timeline: write %s: %v", path, err)
+			}
+			fmt.Fprintf(c.App.Writer, "wrote %d task attempts from %d processes to %s; open it at https://ui.perfetto.dev or chrome://tracing\n",
+				len(res.Tasks), res.Processes, path)
+			return nil
+		},
+	}
+}
+
+func taskFields() []string {
+	var out []string
+	for _, f := range taskRecord(&core.TaskEvent{}) {
+		out = append(out, f.k)
+	}
+	return out
+}
+
+func hasTaskField(k string) bool {
+	for _, f := range taskFields() {
+		if f == k {
+			return true
+		}
+	}
+	return false
+}
+
+func stamp(ns int64) string {
+	if ns == 0 {
+		return ""
+	}
+	return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+// taskRecord is a task attempt as a record (Ray's field names where Ray has one).
+func taskRecord(t *core.TaskEvent) record {
+	typ := "NORMAL_TASK"
+	if t.Actor {
+		typ = "ACTOR_TASK"
+	}
+	dur := ""
+	if t.Started != 0 && t.Ended >= t.Started {
+		dur = time.Duration(t.Ended - t.Started).String()
+	}
+	return record{{"task_id", t.TaskID}, {"attempt", t.Attempt}, {"name", t.Function}, {"state", t.State},
+		{"job_id", t.Job}, {"type", typ}, {"node", t.Node}, {"worker", t.Worker}, {"owner_node", t.Owner},
+		{"submitted", stamp(t.Submitted)}, {"args_ready", stamp(t.Ready)}, {"dispatched", stamp(t.Dispatched)},
+		{"started", stamp(t.Started)}, {"ended", stamp(t.Ended)}, {"duration", dur},
+		{"error_type", t.ErrorKind}, {"error", t.Error}}
+}
