@@ -9,6 +9,8 @@ import (
 	"time"
 	_ "unsafe" // runtime.nanotime
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -164,6 +166,9 @@ type shardEvents struct {
 	lastFnI uint32
 	wheres  []where
 	whereOf map[string]uint32 // by worker (a worker PID's ID or an actor's ID)
+	// the worker PID last looked up, and its index: a lease's results come together
+	lastPID   *actor.PID
+	lastWhere uint32
 }
 
 func (e *shardEvents) init(budget *atomic.Int64) {
@@ -216,11 +221,16 @@ func (s *shard) evResult(p *pending, r *pb.TaskResult) {
 		p.ev.start = s.evNow() - r.RunNanos
 	}
 	if p.worker != nil {
+		if p.worker == e.lastPID {
+			p.ev.where = e.lastWhere
+			return
+		}
 		node := p.node
 		if node == "" {
 			node = s.c.cfg.Node
 		}
 		p.ev.where = e.where(string(node), p.worker.Id)
+		e.lastPID, e.lastWhere = p.worker, p.ev.where
 	}
 }
 

@@ -1,0 +1,165 @@
+package core
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+)
+
+// eventShard is a shard with only what recording needs, keeping at most budget records.
+func eventShard(budget int64) *shard {
+	c := &Core{clock: newClock(), cfg: Config{Node: "node-a", Job: "job-1"}}
+	c.evBudget = new(atomic.Int64)
+	c.evBudget.Store(budget)
+	s := &shard{c: c, tasks: map[ids.TaskID]*pending{}}
+	s.ev.init(c.evBudget)
+	return s
+}
+
+// runOne records one finished (or failed, with msg) attempt of a task of fn on worker w.
+func runOne(s *shard, fn string, w *actor.PID, msg string) *pending {
+	p := newPending(ids.NewRootTaskID())
+	p.spec.Function = fn
+	p.worker = w
+	p.ev.submit = s.c.clock.now()
+	s.ev.now = 0
+	r := &pb.TaskResult{RunNanos: 1000}
+	if msg != "" {
+		r.Error = &pb.ErrorInfo{Kind: pb.ErrorInfo_APPLICATION, Message: msg}
+	}
+	s.evResult(p, r)
+	s.evEnded(p, r)
+	return p
+}
+
+func TestEventRingKeepsTheNewest(t *testing.T) {
+	s := eventShard(2 * eventChunk)
+	w := actor.NewPID("addr", "worker/1")
+	var last []*pending
+	n := 5*eventChunk + 7
+	for i := range n {
+		p := runOne(s, "f", w, "")
+		if i >= n-3 {
+			last = append(last, p)
+		}
+	}
+	if got := s.ev.recs.capacity(); got != 2*eventChunk {
+		t.Fatalf("capacity %d, want the budget %d", got, 2*eventChunk)
+	}
+	rep := s.answer(&TaskQuery{Limit: 3})
+	if rep.Total != 2*eventChunk || rep.Dropped != int64(n-2*eventChunk) || len(rep.Tasks) != 3 {
+		t.Fatalf("total %d dropped %d shown %d", rep.Total, rep.Dropped, len(rep.Tasks))
+	}
+	for i, ev := range rep.Tasks { // newest first
+		if want := last[2-i].tid.String(); ev.TaskID != want || ev.State != StateFinished || ev.Worker != "worker/1" || ev.Node != "node-a" {
+			t.Errorf("task %d: %+v, want ID %s", i, ev, want)
+		}
+	}
+}
+
+func TestEventQueries(t *testing.T) {
+	s := eventShard(DefaultTaskEvents)
+	w1, w2 := actor.NewPID("a", "worker/1"), actor.NewPID("a", "worker/2")
+	for range 10 {
+		runOne(s, "ok", w1, "")
+	}
+	bad := runOne(s, "bad", w2, "it broke")
+	// A live task waiting for a worker.
+	live := newPending(ids.NewRootTaskID())
+	live.spec.Function = "ok"
+	s.tasks[live.tid] = live
+
+	rep := s.answer(&TaskQuery{State: StateFailed})
+	if len(rep.Tasks) != 1 || rep.Tasks[0].TaskID != bad.tid.String() || rep.Tasks[0].Error != "it broke" || rep.Tasks[0].ErrorKind != "APPLICATION" {
+		t.Errorf("failed: %+v", rep.Tasks)
+	}
+	if rep := s.answer(&TaskQuery{State: StatePendingNode}); len(rep.Tasks) != 1 || rep.Tasks[0].TaskID != live.tid.String() {
+		t.Errorf("pending: %+v", rep.Tasks)
+	}
+	if rep := s.answer(&TaskQuery{Function: "ok", Limit: 4}); rep.Total != 11 || len(rep.Tasks) != 4 || rep.Tasks[0].TaskID != live.tid.String() {
+		t.Errorf("by function: total %d, %d shown, first %+v", rep.Total, len(rep.Tasks), rep.Tasks)
+	}
+	if rep := s.answer(&TaskQuery{TaskID: bad.tid.String()[:8]}); len(rep.Tasks) != 1 {
+		t.Errorf("by ID prefix: %+v", rep.Tasks)
+	}
+	if rep := s.answer(&TaskQuery{Node: "node-b"}); rep.Total != 0 {
+		t.Errorf("another node's: %+v", rep.Tasks)
+	}
+	rep = s.answer(&TaskQuery{Summary: true, Limit: 1})
+	want := map[string]int{"ok/" + StateFinished: 10, "ok/" + StatePendingNode: 1, "bad/" + StateFailed: 1}
+	for _, c := range rep.Summary {
+		if want[c.Function+"/"+c.State] != c.Count {
+			t.Errorf("summary %+v", c)
+		}
+		delete(want, c.Function+"/"+c.State)
+	}
+	if len(want) != 0 {
+		t.Errorf("summary lacks %v", want)
+	}
+}
+
+// Recording allocates nothing once the ring has its chunks.
+func TestEventRecordingAllocatesNothing(t *testing.T) {
+	s := eventShard(eventChunk)
+	w := actor.NewPID("addr", "worker/1")
+	p := newPending(ids.NewRootTaskID())
+	p.spec.Function = "f"
+	p.worker = w
+	r := &pb.TaskResult{RunNanos: 1000}
+	for range eventChunk + 1 {
+		s.evResult(p, r)
+		s.evEnded(p, r)
+	}
+	if a := testing.AllocsPerRun(1000, func() {
+		s.ev.now = 0
+		s.evResult(p, r)
+		s.evEnded(p, r)
+	}); a != 0 {
+		t.Fatalf("%v allocations per record", a)
+	}
+	if !strings.HasPrefix(stateName(stateCodeFinished), "FINISHED") {
+		t.Fatal(stateName(stateCodeFinished))
+	}
+}
+
+// BenchmarkEventRecord is what recording costs a task on its shard: the result's clock
+// read and worker lookup, and the record.
+func BenchmarkEventRecord(b *testing.B) {
+	s := eventShard(DefaultTaskEvents)
+	w := actor.NewPID("addr", "worker/1")
+	p := newPending(ids.NewRootTaskID())
+	p.spec.Function = "f"
+	p.worker = w
+	r := &pb.TaskResult{RunNanos: 1000}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.ev.now = 0
+		s.evResult(p, r)
+		s.evEnded(p, r)
+	}
+}
+
+// BenchmarkEventRecordWrapped is BenchmarkEventRecord once the ring is full (no new
+// memory: what a process past its retention pays).
+func BenchmarkEventRecordWrapped(b *testing.B) {
+	s := eventShard(4 * eventChunk)
+	w := actor.NewPID("addr", "worker/1")
+	p := newPending(ids.NewRootTaskID())
+	p.spec.Function = "f"
+	p.worker = w
+	r := &pb.TaskResult{RunNanos: 1000}
+	for range 4*eventChunk + 1 {
+		s.evEnded(p, r)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.ev.now = 0
+		s.evResult(p, r)
+		s.evEnded(p, r)
+	}
+}
