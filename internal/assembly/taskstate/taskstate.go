@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/s2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/assembly/core"
@@ -98,35 +97,6 @@ func (s *Server) answer(ctx context.Context, req *Request) error {
 	}
 	_, err = s.Store.Put(qctx, endsPrefix(req.ID)+string(s.Node), []byte(strconv.Itoa(n)), gcs.LeaseID(req.Lease))
 	return err
-}
-
-// EncodeReport is a report's wire form: JSON, s2-compressed.
-func EncodeReport(r *core.TaskReport) ([]byte, error) {
-	j, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	return s2.Encode(nil, j), nil
-}
-
-// DecodeReport reads what EncodeReport wrote.
-func DecodeReport(b []byte) (*core.TaskReport, error) {
-	n, err := s2.DecodedLen(b)
-	if err != nil {
-		return nil, fmt.Errorf("taskstate: corrupt answer: %w", err)
-	}
-	if n > maxAnswerBytes {
-		return nil, fmt.Errorf("taskstate: an answer of %d bytes is over the limit", n)
-	}
-	j, err := s2.Decode(nil, b)
-	if err != nil {
-		return nil, fmt.Errorf("taskstate: corrupt answer: %w", err)
-	}
-	r := &core.TaskReport{}
-	if err := json.Unmarshal(j, r); err != nil {
-		return nil, fmt.Errorf("taskstate: corrupt answer: %w", err)
-	}
-	return r, nil
 }
 
 // Result is what Gather found.
