@@ -62,6 +62,16 @@
 // Objects on other nodes are read with objects/transfer (pull.go): the node's data stream,
 // else chunked pulls through its store grain; the bytes on their way are InFlightBytes.
 //
+// # Task events
+//
+// Each shard keeps the history of its tasks for the state API (events.go): a live task's
+// times in its pending, stamped with one clock read per batch the shard handles, and one
+// fixed-size, pointer-free record per attempt that ends, in the shard's own chunked ring
+// (Config.TaskEvents records per process, 1M by default; oldest overwritten after). Nothing
+// is shared between shards but the budget, taken a chunk of 4,096 records at a time; the
+// recording allocates nothing per task. Core.Tasks asks every shard; package
+// internal/assembly/taskstate serves that to the cluster.
+//
 // # Lost objects: lineage decides, core does
 //
 // Recovering lost objects is planned by package lineage's pure planner and carried out

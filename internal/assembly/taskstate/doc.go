@@ -1,0 +1,30 @@
+// Package taskstate serves and gathers the state API's task records across a cluster's
+// processes (`rayctl list tasks|get task|summary tasks|timeline`, ray.ListTasks and the
+// other root functions).
+//
+// Every process with a runtime (a local-mode process, a driver, a job's worker process)
+// keeps the records of the tasks and actor calls it submitted, in memory, per owner shard
+// (internal/assembly/core, events.go); nothing per task goes to the GCS. A query travels
+// through the GCS instead, only when someone asks:
+//
+//   - the asker (Gather) lists the node table for the processes of the job (every process
+//     when no job is given), grants a lease, and puts the query at statereq/<id> on it;
+//   - every process watches statereq/ (Server, started by internal/assembly/node) and
+//     answers a query for its job with Core.Tasks, which filters and limits in the owner
+//     shards: its answer goes under statereply/<id>/part/<node>/<n> in parts of at most
+//     1 MiB, then statereply/<id>/end/<node> says how many parts there are;
+//   - the asker polls for the ends (20 ms), reads the parts, merges (newest first, the
+//     limit again, totals and summaries added) and revokes the lease, which deletes the
+//     query and every answer. A process that does not answer within the wait (10 s) is
+//     reported missing, not waited for.
+//
+// A local runtime's own records are read directly (Options.Local), so the Go API in local
+// mode never touches the GCS. The answers' wire form is a compact binary layout (wire.go,
+// written by hand: a string table and varints; JSON took seconds for 100,000 tasks), with
+// a fuzz target. WriteTimeline turns a report into a Chrome trace (timeline.go).
+//
+// The GCS carries a query and its answers for the length of one request (the answers of
+// `rayctl list tasks --limit 100` are 100 records per process; a 100,000-task timeline is
+// a few MiB), and the rayctl holding cluster credentials is the only asker: the GCS's
+// mutual TLS is the access control.
+package taskstate
