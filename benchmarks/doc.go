@@ -10,6 +10,8 @@
 //   - heapburst: N small tasks submitted at once, then released: the heap kept afterwards.
 //   - soak: a mixed workload (tasks, exactly-once actor calls, 1 MiB Puts) for minutes or
 //     hours: throughput, RSS, heap and the GCS's size per interval, and whether they level off.
+//   - statebench: the state API for tasks: listing the newest 100 of a million recorded
+//     tasks, the summary, a 100,000-task timeline; -hold keeps a job up for timing rayctl.
 //   - data, rl, chaos: Ray Data against pqarrow, the RL suite, a node killed per round.
 //
 // Benchmarks are programs, never timed assertions in the test suite:
