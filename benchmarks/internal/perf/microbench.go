@@ -104,6 +104,7 @@ func Microbench(args []string) int {
 	trialDur := flag.Duration("trial", 0, "override the minimum duration of a trial")
 	trials := flag.Int("trials", 0, "override the number of trials")
 	taskEvents := flag.Bool("task-events", true, "record task events for the state API (false: ray.WithTaskEvents(-1), the switch that measures what recording costs)")
+	taskEventsKept := flag.Int("task-events-kept", 0, "with -task-events, how many task records to keep (ray.WithTaskEvents; 0: the default, 1M)")
 	storeBytes := flag.Int64("object-store-memory", 0, "object store budget in bytes (default 30% of RAM); a small one makes the big puts spill")
 	address := flag.String("address", "", "run against the cluster at this GCS address (as `rayctl start` prints it; also RAY_ADDRESS) instead of a local runtime; the cross_node_* metrics need it")
 	mutexProfile := flag.String("mutexprofile", "", "write a mutex profile of the timed part to `file` (runtime.SetMutexProfileFraction(1) from after ray.Init)")
@@ -169,6 +170,8 @@ func Microbench(args []string) int {
 	}
 	if !*taskEvents {
 		e.initOpts = append(e.initOpts, ray.WithTaskEvents(-1))
+	} else if *taskEventsKept > 0 {
+		e.initOpts = append(e.initOpts, ray.WithTaskEvents(*taskEventsKept))
 	}
 	if *address == "" {
 		*address = os.Getenv(ray.AddressEnv)
