@@ -36,7 +36,7 @@ import (
 // internal/assembly/taskstate gathers them from a job's processes).
 
 // DefaultTaskEvents is how many task records a process keeps by default: a job of a
-// million tasks submitted by one driver keeps them all (about 72 MiB of records).
+// million tasks submitted by one driver keeps them all (72 bytes a record: about 75 MB).
 const DefaultTaskEvents = 1 << 20
 
 // eventChunk is how many records a ring allocates at a time.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -100,6 +101,13 @@ func TestEventQueries(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("summary lacks %v", want)
+	}
+}
+
+// A record is 72 bytes: what DefaultTaskEvents's memory figure (options.go, README) says.
+func TestEventRecordSize(t *testing.T) {
+	if n := unsafe.Sizeof(eventRec{}); n != 72 {
+		t.Fatalf("eventRec is %d bytes; update the memory figures of DefaultTaskEvents and WithTaskEvents", n)
 	}
 }
 
