@@ -470,6 +470,7 @@ func (s *shard) answer(q *TaskQuery) TaskReport {
 	}
 	limit := q.Limit
 	keep := func() bool { return limit <= 0 || len(out.Tasks) < limit }
+	var live []*pending
 	for _, p := range s.tasks {
 		if p.finished {
 			continue
@@ -478,30 +479,33 @@ func (s *shard) answer(q *TaskQuery) TaskReport {
 		if (q.State != "" && q.State != st) || (q.Function != "" && p.spec.Function != q.Function) || !m.tid(p.tid) {
 			continue
 		}
-		node := p.node
-		if node == "" && p.worker != nil {
-			node = s.c.cfg.Node
-		}
-		if q.Node != "" && !nodeMatches(string(node), q.Node) {
+		if q.Node != "" && !nodeMatches(string(s.liveNode(p)), q.Node) {
 			continue
 		}
 		out.Total++
 		if counts != nil {
 			counts[[2]string{p.spec.Function, st}]++
 		}
-		if keep() {
-			ev := TaskEvent{TaskID: p.tid.String(), Attempt: int(p.spec.Attempt), Function: p.spec.Function, State: st,
-				Job: string(s.c.cfg.Job), Actor: p.actor != nil, Node: string(node), Owner: string(s.c.cfg.Node),
-				Submitted: p.ev.submit, Ready: p.ev.ready, Dispatched: p.ev.dispatch}
-			if p.worker != nil {
-				ev.Worker = p.worker.Id
-			} else if p.actor != nil {
-				ev.Worker = p.actor.hex
-			}
-			out.Tasks = append(out.Tasks, ev)
-		}
+		live = append(live, p)
 	}
-	// The live tasks are newer than any record: keep the newest of them.
+	// The newest live tasks (by their last time), then the records newest first: a live
+	// task's last change is mostly newer than any ended attempt's.
+	if limit > 0 && len(live) > limit {
+		last := func(p *pending) int64 { return max(p.ev.dispatch, p.ev.ready, p.ev.submit) }
+		sort.Slice(live, func(i, j int) bool { return last(live[i]) > last(live[j]) })
+		live = live[:limit]
+	}
+	for _, p := range live {
+		ev := TaskEvent{TaskID: p.tid.String(), Attempt: int(p.spec.Attempt), Function: p.spec.Function, State: s.liveState(p),
+			Job: string(s.c.cfg.Job), Actor: p.actor != nil, Node: string(s.liveNode(p)), Owner: string(s.c.cfg.Node),
+			Submitted: p.ev.submit, Ready: p.ev.ready, Dispatched: p.ev.dispatch}
+		if p.worker != nil {
+			ev.Worker = p.worker.Id
+		} else if p.actor != nil {
+			ev.Worker = p.actor.hex
+		}
+		out.Tasks = append(out.Tasks, ev)
+	}
 	SortNewest(out.Tasks)
 	var want map[ids.TaskID]bool
 	if q.Edges {
@@ -547,6 +551,14 @@ func (s *shard) answer(q *TaskQuery) TaskReport {
 		out.Summary = SummaryOf(counts)
 	}
 	return out
+}
+
+// liveNode is where a task that has not ended was sent ("" while it waits).
+func (s *shard) liveNode(p *pending) ids.NodeID {
+	if p.node == "" && p.worker != nil {
+		return s.c.cfg.Node
+	}
+	return p.node
 }
 
 // liveState is the state of a task that has not ended.

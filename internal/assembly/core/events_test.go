@@ -171,3 +171,20 @@ func BenchmarkEventRecordWrapped(b *testing.B) {
 		s.evEnded(p, r)
 	}
 }
+
+// With more live tasks than the limit, the newest are shown.
+func TestEventLiveTasksNewestFirst(t *testing.T) {
+	s := eventShard(DefaultTaskEvents)
+	var newest *pending
+	for i := range 50 {
+		p := newPending(ids.NewRootTaskID())
+		p.spec.Function = "f"
+		p.ev.submit = int64(1000 + i)
+		s.tasks[p.tid] = p
+		newest = p
+	}
+	rep := s.answer(&TaskQuery{Limit: 1})
+	if rep.Total != 50 || len(rep.Tasks) != 1 || rep.Tasks[0].TaskID != newest.tid.String() || rep.Tasks[0].State != StatePendingNode {
+		t.Fatalf("total %d, shown %+v, want %s", rep.Total, rep.Tasks, newest.tid)
+	}
+}
