@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -89,6 +90,7 @@ type puller struct {
 	results chan result
 	pending map[int64]*actor.Future
 	st      *stats
+	stopped atomic.Bool // set by stop before it completes the futures still outstanding
 }
 
 func pull(ctx context.Context, root *actor.RootContext, store *actor.PID, id ids.ObjectID, opt Options, st *stats) ([]byte, error) {
@@ -171,9 +173,18 @@ func (p *puller) request(ctx context.Context, off int64) error {
 	f := p.root.RequestFuture(p.store, &pb.PullObject{ObjectId: p.id[:], Offset: off, Length: int32(p.opt.ChunkBytes), AllowS2: p.opt.S2}, timeout)
 	p.pending[off] = f
 	results := p.results
+	stopped := &p.stopped
 	go func() {
+		// Wait first, and read the reply only if the future was not completed by stop:
+		// protoactor writes a reply's fields without the future's lock, so a reply that
+		// arrives while stop completes the future would race with reading it (the race
+		// detector saw it in TestPullCorrupt under load).
+		if err := f.Wait(); err != nil || stopped.Load() {
+			results <- result{off: off, err: err} // never blocks: one slot per outstanding request
+			return
+		}
 		msg, err := f.Result()
-		results <- result{off: off, msg: msg, err: err} // never blocks: one slot per outstanding request
+		results <- result{off: off, msg: msg, err: err}
 	}()
 	return nil
 }
@@ -252,6 +263,7 @@ func (p *puller) place(buf []byte, m *pb.PullObjectReply, size int64, sum uint32
 // stop completes the futures still outstanding, so the goroutines waiting on them end
 // now rather than at their timeout. Replies that arrive later go to dead letters.
 func (p *puller) stop() {
+	p.stopped.Store(true) // before the futures complete: their goroutines then read nothing
 	reg := p.root.ActorSystem().ProcessRegistry
 	for off, f := range p.pending {
 		if proc, ok := reg.Get(f.PID()); ok {
