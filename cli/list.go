@@ -241,7 +241,6 @@ func summaryCommand() *ucli.Command {
 // summarize counts records by the field group (if not "state") and by state: one row per
 // group, with a column per state seen and the total.
 func summarize(recs []record, group string) []record {
-	states := map[string]bool{}
 	counts := map[string]map[string]int{}
 	for _, r := range recs {
 		g := ""
@@ -254,25 +253,38 @@ func summarize(recs []record, group string) []record {
 			counts[g] = map[string]int{}
 		}
 		counts[g][scalar(st)]++
-		states[scalar(st)] = true
 	}
-	var names, groups []string
-	for st := range states {
-		names = append(names, st)
+	if group == "state" {
+		group = ""
 	}
-	for g := range counts {
+	return countTable(group, counts)
+}
+
+// countTable makes the rows of a summary from counts[group][state]: one row per group in
+// order (its name under the column group, left out when group is ""), a column per state
+// seen in any group, in order, and the total.
+func countTable(group string, counts map[string]map[string]int) []record {
+	seen := map[string]bool{}
+	var groups, states []string
+	for g, byState := range counts {
 		groups = append(groups, g)
+		for st := range byState {
+			if !seen[st] {
+				seen[st] = true
+				states = append(states, st)
+			}
+		}
 	}
-	sort.Strings(names)
 	sort.Strings(groups)
+	sort.Strings(states)
 	out := []record{}
 	for _, g := range groups {
 		var r record
-		if group != "state" {
+		if group != "" {
 			r = append(r, field{group, g})
 		}
 		total := 0
-		for _, st := range names {
+		for _, st := range states {
 			r = append(r, field{st, counts[g][st]})
 			total += counts[g][st]
 		}

@@ -140,34 +140,14 @@ func summarizeTasks(c *ucli.Context, format string) error {
 	if err != nil {
 		return err
 	}
-	states := map[string]bool{}
 	byFn := map[string]map[string]int{}
 	for _, tc := range res.Summary {
 		if byFn[tc.Function] == nil {
 			byFn[tc.Function] = map[string]int{}
 		}
 		byFn[tc.Function][tc.State] += tc.Count
-		states[tc.State] = true
 	}
-	var names, fns []string
-	for s := range states {
-		names = append(names, s)
-	}
-	for f := range byFn {
-		fns = append(fns, f)
-	}
-	sort.Strings(names)
-	sort.Strings(fns)
-	out := []record{}
-	for _, f := range fns {
-		r := record{{"name", f}}
-		total := 0
-		for _, s := range names {
-			r = append(r, field{s, byFn[f][s]})
-			total += byFn[f][s]
-		}
-		out = append(out, append(r, field{"total", total}))
-	}
+	out := countTable("name", byFn)
 	return printRecords(c.App.Writer, format, nil, out)
 }
 
