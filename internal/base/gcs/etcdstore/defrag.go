@@ -23,6 +23,8 @@ import (
 const (
 	DefaultDefragEvery    = time.Minute
 	DefaultDefragMinBytes = 64 << 20
+	// DefaultAlarmDefragEvery: see EmbedConfig.AlarmDefragEvery.
+	DefaultAlarmDefragEvery = 5 * time.Minute
 )
 
 // DefragResult is what one check did.
@@ -49,8 +51,10 @@ func (e *Embedded) Defrag(ctx context.Context, force bool) (DefragResult, error)
 	}
 	// At the quota, pages freed by deletes and compaction are not even counted free
 	// (bbolt counts them from the next write on, and writes are refused): a rewrite is the
-	// only way back, tried at most every alarmDefragEvery.
-	retry := alarmed && time.Since(e.lastAlarmDefrag) >= alarmDefragEvery
+	// only way back, tried at most every AlarmDefragEvery. The first try may come before
+	// etcd has removed compacted revisions (it does that in the background); it finds
+	// little to gain, and the next one, AlarmDefragEvery later, more.
+	retry := alarmed && time.Since(e.lastAlarmDefrag) >= e.cfg.AlarmDefragEvery
 	if force || retry || (r.Before >= e.cfg.DefragMinBytes && 2*r.InUse <= r.Before) {
 		if alarmed {
 			e.lastAlarmDefrag = time.Now()
@@ -72,10 +76,6 @@ func (e *Embedded) Defrag(ctx context.Context, force bool) (DefragResult, error)
 	}
 	return r, nil
 }
-
-// alarmDefragEvery is how often a GCS at its quota is rewritten in the hope that deletes
-// freed space (each rewrite copies the whole live data and blocks the member meanwhile).
-const alarmDefragEvery = 5 * time.Minute
 
 // defragLoop runs Defrag every DefragEvery until stop is closed.
 func (e *Embedded) defragLoop(stop <-chan struct{}) {

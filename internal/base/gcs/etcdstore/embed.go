@@ -72,6 +72,10 @@ type EmbedConfig struct {
 	// DefragMinBytes the smallest file worth it (default DefaultDefragMinBytes).
 	DefragEvery    time.Duration
 	DefragMinBytes int64
+	// AlarmDefragEvery is how often a file at its quota (NOSPACE alarm on) is rewritten in
+	// the hope that deletes freed space (default DefaultAlarmDefragEvery; each rewrite
+	// copies the whole live data and blocks the member meanwhile).
+	AlarmDefragEvery time.Duration
 	// Logger receives etcd's error-level messages (default: discard).
 	Logger *slog.Logger
 	// TLS, when set, names the member's credentials (identity.Files: the cluster CA, a
@@ -90,7 +94,7 @@ func (c EmbedConfig) Validate() error {
 		return errors.New("etcdstore: embed: port out of range")
 	case c.ClientPort != 0 && c.ClientPort == c.PeerPort:
 		return errors.New("etcdstore: embed: client and peer port are the same")
-	case c.QuotaBytes < 0 || c.CompactionRetention < 0 || c.StartTimeout < 0 || c.DefragMinBytes < 0:
+	case c.QuotaBytes < 0 || c.CompactionRetention < 0 || c.StartTimeout < 0 || c.DefragMinBytes < 0 || c.AlarmDefragEvery < 0:
 		return errors.New("etcdstore: embed: negative value")
 	}
 	return nil
@@ -142,6 +146,9 @@ func StartEmbedded(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	}
 	if cfg.DefragMinBytes == 0 {
 		cfg.DefragMinBytes = DefaultDefragMinBytes
+	}
+	if cfg.AlarmDefragEvery == 0 {
+		cfg.AlarmDefragEvery = DefaultAlarmDefragEvery
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = DefaultStartTimeout
