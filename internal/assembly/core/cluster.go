@@ -9,7 +9,6 @@ import (
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
-	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/sched"
 )
 
@@ -78,7 +77,7 @@ func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
 		p.node = c.cfg.Node
 		return r, nil
 	}
-	req := sched.Request{Resources: tasks.ResourcesFromPB(p.spec.Resources), Strategy: strategyOf(p.spec),
+	req := sched.Request{Resources: p.shape(), Strategy: strategyOf(p.spec),
 		AffinityNode: p.spec.AffinityNode, Soft: p.spec.AffinitySoft}
 	for _, a := range p.spec.Args {
 		if a.IsRef && a.NodeId != "" {
@@ -97,15 +96,15 @@ func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
 		s.placer.Done(node, req.Resources)
 		return nil, fmt.Errorf("%w: node %s has no scheduler (it is starting, or gone)", errNodeUnready, node)
 	}
-	p.node, p.placed = node, req.Resources
+	p.node = node
 	return r, nil
 }
 
 // placedDone gives a finished task's placement back to the view.
 func (s *shard) placedDone(p *pending) {
 	if s.placer != nil && p.node != "" {
-		s.placer.Done(p.node, p.placed)
-		p.node, p.placed = "", sched.Resources{}
+		s.placer.Done(p.node, p.shape())
+		p.node = ""
 	}
 }
 

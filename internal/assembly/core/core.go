@@ -156,22 +156,21 @@ type pending struct {
 	tid        ids.TaskID
 	spec       *pb.TaskSpec
 	argRefs    []ids.ObjectID
-	pinned     bool // refs nested in its argument values are pinned (argsKey)
 	waiting    atomic.Int32
+	pinned     bool // refs nested in its argument values are pinned (argsKey)
 	dispatched bool
 	finished   bool // completed (its shard's loop only)
+	hasRes     bool // res is set
 
 	// actor calls
 	sh    *shard // the calling shard, which owns the call
 	actor *actorCaller
 	seq   uint64 // in actor.calls, which keeps the rest of its bookkeeping
 
-	node   ids.NodeID      // where the task was sent
-	placed sched.Resources // what the cluster view counts against node
+	node   ids.NodeID      // where the task was sent (its shape() counted against it by the cluster view)
 	res    sched.Resources // what it asks for (shape())
-	hasRes bool
-	lease  string     // the lease it was pushed to ("" while it waits for one)
-	worker *actor.PID // the lease's worker
+	lease  string          // the lease it was pushed to ("" while it waits for one)
+	worker *actor.PID      // the lease's worker
 
 	// reconstruction (reconstruct.go): the request that made this run, if it reruns a
 	// task whose object was lost

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ray-go/ray/internal/base/ids"
@@ -64,9 +65,7 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 	case <-ch:
 	default:
 		check := tc.driverCheck()
-		if check != nil {
-			defer check.Stop()
-		}
+		defer putCheck(check)
 		tc.blocked(true)
 		defer tc.blocked(false)
 	wait:
@@ -100,12 +99,29 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 const driverCheckAfter = 20 * time.Millisecond
 
 // driverCheck returns the timer after which a wait through tc checks mayWait: nil for a
-// task's context, which needs no check.
+// task's context, which needs no check. putCheck gives it back.
 func (tc *TaskContext) driverCheck() *time.Timer {
 	if tc.Spec != nil {
 		return nil
 	}
+	if t, _ := checkTimers.Get().(*time.Timer); t != nil {
+		t.Reset(driverCheckAfter)
+		return t
+	}
 	return time.NewTimer(driverCheckAfter)
+}
+
+// checkTimers are stopped driverCheck timers for reuse: a driver's synchronous loop waits
+// once per Get, and a timer made and dropped each time cost an allocation per wait. (Since
+// Go 1.23 a stopped timer's channel holds no stale value, so Reset needs no drain.)
+var checkTimers sync.Pool
+
+// putCheck stops t (nil: none) and keeps it for the next wait.
+func putCheck(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+		checkTimers.Put(t)
+	}
 }
 
 // checkC is t's channel, nil (never ready) for no timer.
@@ -295,9 +311,7 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 		expire = t.C
 	}
 	check := tc.driverCheck()
-	if check != nil {
-		defer check.Stop()
-	}
+	defer putCheck(check)
 	tc.blocked(true)
 	defer tc.blocked(false)
 	for n < k {
