@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 
 	"github.com/ray-go/ray/actors"
 	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/objects/codec"
 )
 
 // ErrActorDied: the actor is dead (killed, its constructor failed, its host died with no
@@ -24,9 +26,12 @@ var ErrNameTaken = actors.ErrNameTaken
 
 // Checkpointer is implemented by actor types that can save and restore their state. For a
 // logged (exactly-once) actor, a checkpoint is taken every CheckpointEvery calls (default
-// 1000) or on Checkpoint, and the method log before it is dropped; a restarted instance
-// is constructed with its original arguments, restores the newest checkpoint and replays
-// the calls logged after it. An actor without a Checkpointer replays its whole log.
+// 1000), after 8 MiB of method log, or on Checkpoint, and the method log before it is
+// dropped; a restarted instance is constructed with its original arguments, restores the
+// newest checkpoint and replays the calls logged after it. A type whose state the codec
+// keeps whole (exported fields, no interfaces; codec.Lossless) needs no Checkpointer: the
+// runtime encodes it. An exactly-once actor of any other type cannot be created without
+// UnboundedMethodLog (its log would grow for its whole life) or AtMostOnce.
 type Checkpointer interface {
 	SaveCheckpoint(ctx context.Context) ([]byte, error)
 	RestoreCheckpoint(ctx context.Context, state []byte) error
@@ -92,6 +97,9 @@ type actorClass[T any] struct {
 	name string
 	cls  *actors.Class
 	opts callOpts
+	// lossy says why T's state cannot be checkpointed by the codec (nil: it can, or T
+	// implements Checkpointer).
+	lossy error
 }
 
 func (c *actorClass[T]) base() *actorClass[T] { return c }
@@ -106,6 +114,7 @@ func (c *actorClass[T]) Name() string { return c.name }
 
 func registerClass[T any](name string, ctor func(ctx context.Context, args [][]byte) (any, error)) *actorClass[T] {
 	cls := &actors.Class{Name: name, New: ctor}
+	var lossy error
 	if _, ok := any((*T)(nil)).(Checkpointer); ok {
 		cls.Save = func(ctx context.Context, inst any) ([]byte, error) {
 			return inst.(Checkpointer).SaveCheckpoint(ctx)
@@ -113,11 +122,43 @@ func registerClass[T any](name string, ctor func(ctx context.Context, args [][]b
 		cls.Restore = func(ctx context.Context, inst any, state []byte) error {
 			return inst.(Checkpointer).RestoreCheckpoint(ctx, state)
 		}
+	} else if lossy = codec.Lossless(reflect.TypeFor[T]()); lossy == nil {
+		cls.Save, cls.Restore, cls.Auto = saveState[T], restoreState[T], true
 	}
 	if err := actors.RegisterClass(cls); err != nil {
 		panic(err)
 	}
-	return &actorClass[T]{name: name, cls: cls, opts: callOpts{}}
+	return &actorClass[T]{name: name, cls: cls, opts: callOpts{}, lossy: lossy}
+}
+
+// saveState is the checkpoint of an actor whose state the codec keeps whole (codec.Lossless):
+// the encoded instance.
+func saveState[T any](_ context.Context, inst any) ([]byte, error) {
+	return codec.Marshal(inst.(*T))
+}
+
+// restoreState decodes saveState's bytes into a zero T and makes the instance that (not a
+// decode into the constructed instance, which would merge maps and keep fields the
+// checkpoint left empty).
+func restoreState[T any](_ context.Context, inst any, state []byte) error {
+	v, err := codec.Unmarshal[*T](state)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return fmt.Errorf("ray: the checkpoint holds no state")
+	}
+	*inst.(*T) = *v
+	return nil
+}
+
+// errUnboundedLog says why an exactly-once actor of class c cannot be created as asked.
+func (c *actorClass[T]) errUnboundedLog() error {
+	return fmt.Errorf("ray: actor %s: an exactly-once actor's method log is bounded by checkpoints, and %T cannot be checkpointed: "+
+		"it does not implement ray.Checkpointer and the codec cannot encode all of it (%v). "+
+		"Implement ray.Checkpointer, make the state encodable (exported fields, no interfaces), "+
+		"create the actor with ray.AtMostOnce() (Ray's default: a restart loses its state), "+
+		"or with ray.UnboundedMethodLog() to keep every call in the GCS for its whole life", c.name, (*T)(nil), c.lossy)
 }
 
 // ActorClass0 is an actor class whose constructor takes no arguments.
@@ -235,6 +276,9 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 	}
 	if o.detached && o.name == "" {
 		return fail(fmt.Errorf("ray: actor %s: a detached actor needs a Name (that is how it is found again)", c.name))
+	}
+	if !o.atMostOnce && !o.unboundedLog && !c.cls.CanCheckpoint() {
+		return fail(c.errUnboundedLog())
 	}
 	for i, a := range args {
 		if spec.Args[i], err = a.toArg(tc.Core); err != nil {

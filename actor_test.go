@@ -328,7 +328,7 @@ func TestActorConstructorFailure(t *testing.T) {
 
 func TestActorConcurrency(t *testing.T) {
 	ctx := timeout(t)
-	h := gateClass.Remote(ctx, MaxConcurrency(4))
+	h := gateClass.Remote(ctx, MaxConcurrency(4), UnboundedMethodLog())
 	// Four calls wait for each other: only possible if they run at once.
 	var refs []ObjectRef[int]
 	for range 4 {
@@ -428,7 +428,7 @@ func TestActorReplayDetectsNondeterminism(t *testing.T) {
 	ctx := timeout(t)
 	stats := nodeOf(ctx).ActorStats
 	before := stats.Divergent.Load()
-	h := clockClass.Remote(ctx, MaxRestarts(1))
+	h := clockClass.Remote(ctx, MaxRestarts(1), UnboundedMethodLog())
 	for range 5 {
 		mustGet(t, ctx, clockTick.Remote(ctx, h))
 	}
@@ -496,7 +496,7 @@ var (
 // log and answers.
 func TestExactlyOnceInFlightCall(t *testing.T) {
 	ctx := timeout(t)
-	h := napperClass.Remote(ctx, MaxRestarts(1))
+	h := napperClass.Remote(ctx, MaxRestarts(1), UnboundedMethodLog())
 	drain(napping)
 	inFlight := nap.Remote(ctx, h, V(200*time.Millisecond))
 	waitFor(t, napping) // logged and running
@@ -563,7 +563,7 @@ func TestActorLargeConstructorArgument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := holderClass.Remote(ctx, ref, MaxRestarts(1))
+	h := holderClass.Remote(ctx, ref, MaxRestarts(1), UnboundedMethodLog())
 	if got := mustGet(t, ctx, holderSum.Remote(ctx, h)); got != want {
 		t.Fatalf("sum = %d, want %d", got, want)
 	}
@@ -593,9 +593,9 @@ func TestActorConstructorArgumentsOfAnySize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byRef := holderClass.Remote(ctx, ref, MaxRestarts(1))
+	byRef := holderClass.Remote(ctx, ref, MaxRestarts(1), UnboundedMethodLog())
 	ref.Release()
-	byValue := holderClass.Remote(ctx, V(data), MaxRestarts(1))
+	byValue := holderClass.Remote(ctx, V(data), MaxRestarts(1), UnboundedMethodLog())
 	for name, h := range map[string]ActorHandle[holder]{"released Put": byRef, "4 MiB by value": byValue} {
 		if got := mustGet(t, ctx, holderSum.Remote(ctx, h)); got != want {
 			t.Fatalf("%s: sum = %d, want %d", name, got, want)
@@ -720,7 +720,7 @@ var (
 // drops it, and the replay would wait for its result forever.
 func TestActorReplayCreatesNewIDs(t *testing.T) {
 	ctx := timeout(t)
-	h := spawnerClass.Remote(ctx, MaxRestarts(1))
+	h := spawnerClass.Remote(ctx, MaxRestarts(1), UnboundedMethodLog())
 	first := mustGet(t, ctx, spawnChild.Remote(ctx, h))
 	if err := Kill(ctx, h, false); err != nil {
 		t.Fatal(err)
@@ -776,7 +776,7 @@ func filled(n int, seed byte) []byte {
 // although the caller has released every object it passed.
 func TestActorLargeArguments(t *testing.T) {
 	ctx := timeout(t)
-	h := digestClass.Remote(ctx, MaxRestarts(1))
+	h := digestClass.Remote(ctx, MaxRestarts(1), UnboundedMethodLog())
 	var want digestSink
 	call := func(r ObjectRef[uint64], parts ...[]byte) {
 		t.Helper()
@@ -810,10 +810,106 @@ func TestActorLargeArguments(t *testing.T) {
 	}
 
 	// Over the log's by-value limit: the call runs (the argument is logged by reference).
-	big := digestClass.Remote(ctx)
+	big := digestClass.Remote(ctx, UnboundedMethodLog())
 	huge := filled(4<<20, 9)
 	var fresh digestSink
 	if got, want := mustGet(t, ctx, digestTake.Remote(ctx, big, V(huge))), fresh.add(huge); got != want {
 		t.Fatalf("4 MiB argument: digest %d, want %d", got, want)
+	}
+}
+
+// ledgerState is an actor whose state the codec keeps whole (exported fields, no
+// interfaces): the runtime checkpoints it by itself.
+type ledgerState struct {
+	Sum     int64
+	ByLabel map[string]int64
+	Last    []string
+}
+
+var (
+	ledgerRuns  atomic.Int64 // Add bodies run, replays included
+	ledgerClass = Actor("test.AutoLedger", func() *ledgerState { return &ledgerState{ByLabel: map[string]int64{}} })
+	ledgerAdd   = Method2(ledgerClass, "Add", func(l *ledgerState, _ context.Context, label string, d int64) (int64, error) {
+		ledgerRuns.Add(1)
+		l.Sum += d
+		l.ByLabel[label] += d
+		if l.Last = append(l.Last, label); len(l.Last) > 3 {
+			l.Last = l.Last[1:]
+		}
+		return l.Sum, nil
+	})
+	ledgerGet = Method0(ledgerClass, "Get", func(l *ledgerState, _ context.Context) (ledgerState, error) { return *l, nil })
+)
+
+// TestActorStateCheckpointedByItself: an exactly-once actor without a Checkpointer whose
+// state the codec keeps whole gets checkpoints by itself: its method log stays bounded (the
+// batches a checkpoint covers are deleted), a restart restores the checkpoint and replays
+// only the calls after it, and every answer and the state stay exact.
+func TestActorStateCheckpointedByItself(t *testing.T) {
+	ctx := timeout(t)
+	h := ledgerClass.Remote(ctx, MaxRestarts(1), CheckpointEvery(50))
+	const calls = 1000
+	var want int64
+	var last ObjectRef[int64]
+	for i := 1; i <= calls; i++ {
+		want += int64(i)
+		last = ledgerAdd.Remote(ctx, h, V(fmt.Sprintf("l%d", i%3)), V(int64(i)))
+		if i%100 == 0 { // in steps, so checkpoints come between them
+			if got := mustGet(t, ctx, last); got != want {
+				t.Fatalf("after %d calls: sum %d, want %d", i, got, want)
+			}
+		}
+	}
+	store := nodeOf(ctx).GCS()
+	var entries int
+	eventually.True(t, 10*time.Second, "the method log to be cut by checkpoints (at most 150 entries)", func() bool {
+		kvs, _, err := store.List(ctx, gcs.ActorLogActorPrefix(h.ID()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = 0
+		for _, kv := range kvs {
+			b := &pb.ActorLogBatch{}
+			if err := proto.Unmarshal(kv.Value, b); err != nil {
+				t.Fatal(err)
+			}
+			entries += len(b.Entries)
+		}
+		return entries <= 3*50
+	})
+
+	runs := ledgerRuns.Load()
+	if err := Kill(ctx, h, false); err != nil { // restart: restore, replay the rest
+		t.Fatal(err)
+	}
+	st := mustGet(t, ctx, ledgerGet.Remote(ctx, h))
+	if st.Sum != want || len(st.ByLabel) != 3 || st.ByLabel["l0"]+st.ByLabel["l1"]+st.ByLabel["l2"] != want ||
+		len(st.Last) != 3 || st.Last[2] != "l1" { // call 1000: 1000 % 3 == 1
+		t.Fatalf("state after the restart: %+v; want sum %d over 3 labels, last label l1", st, want)
+	}
+	if replayed := ledgerRuns.Load() - runs; replayed > 3*50 {
+		t.Fatalf("the restart replayed %d calls; want at most 150 (it restores the checkpoint)", replayed)
+	}
+	if got := mustGet(t, ctx, ledgerAdd.Remote(ctx, h, V("l0"), V[int64](1))); got != want+1 {
+		t.Fatalf("a call after the restart: %d, want %d", got, want+1)
+	}
+}
+
+// TestActorWithUncheckpointableState: an exactly-once actor whose state neither implements
+// Checkpointer nor round-trips through the codec cannot be created silently with an
+// unbounded log: Remote's handle fails and says what to do; AtMostOnce and
+// UnboundedMethodLog are the explicit choices.
+func TestActorWithUncheckpointableState(t *testing.T) {
+	ctx := timeout(t)
+	_, err := Get(ctx, clockTick.Remote(ctx, clockClass.Remote(ctx)))
+	for _, want := range []string{"test.Clock", "ray.Checkpointer", "AtMostOnce", "UnboundedMethodLog", "unexported"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("an exactly-once actor of unexported state: %v; want an error naming %q", err, want)
+		}
+	}
+	for _, opt := range []TaskOption{AtMostOnce(), UnboundedMethodLog()} {
+		if _, err := Get(ctx, clockTick.Remote(ctx, clockClass.Remote(ctx, opt))); err != nil {
+			t.Fatalf("created with an explicit choice: %v", err)
+		}
 	}
 }

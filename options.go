@@ -100,6 +100,7 @@ type callOpts struct {
 	maxTaskRetries  int
 	maxConcurrency  int
 	atMostOnce      bool
+	unboundedLog    bool
 	checkpointEvery int
 }
 
@@ -135,9 +136,19 @@ func MaxConcurrency(n int) TaskOption { return func(o *callOpts) { o.maxConcurre
 // checkpoint and calls in flight fail (or are resent with MaxTaskRetries).
 func AtMostOnce() TaskOption { return func(o *callOpts) { o.atMostOnce = true } }
 
-// CheckpointEvery sets how many calls an actor whose type implements Checkpointer runs
-// between checkpoints (actors only; default 1000).
+// CheckpointEvery sets how many calls a checkpointable actor runs between checkpoints
+// (actors only; default 1000; a logged actor also checkpoints after 8 MiB of method log).
+// An actor is checkpointable when its type implements Checkpointer or when the codec keeps
+// all of its state (exported fields, no interfaces: codec.Lossless), which the runtime then
+// saves by itself.
 func CheckpointEvery(n int) TaskOption { return func(o *callOpts) { o.checkpointEvery = n } }
+
+// UnboundedMethodLog lets an exactly-once actor whose state cannot be checkpointed (no
+// Checkpointer, state the codec cannot encode whole) be created anyway (actors only): its
+// method log then keeps every call in the GCS for the actor's whole life, and a restart
+// replays all of it. Without this option creating such an actor fails and says what to
+// do instead; long-lived actors should implement Checkpointer or use AtMostOnce.
+func UnboundedMethodLog() TaskOption { return func(o *callOpts) { o.unboundedLog = true } }
 
 func defaultCallOpts() callOpts { return callOpts{cpus: 1, maxRetries: 3} }
 

@@ -75,15 +75,20 @@
 //
 // # Checkpoints
 //
-// A class whose type implements ray.Checkpointer can snapshot its state. The grain takes
-// a checkpoint every CheckpointEvery calls (default 1000) and on ray.Checkpoint, between
+// A class whose type implements ray.Checkpointer can snapshot its state, and so can one
+// whose state the codec keeps whole (codec.Lossless: exported fields, no interfaces), which
+// the root package saves and restores by itself (Class.Auto; for at-most-once actors only on
+// ray.Checkpoint, since Ray's restart from the constructor is what they ask for). The grain
+// of a logged actor takes a checkpoint every CheckpointEvery calls (default 1000) or 8 MiB
+// of method log, whichever comes first, and on ray.Checkpoint, between
 // two calls (with max concurrency > 1, once the running calls finish). The checkpoint
 // holds the user state, the log index it covers, and every caller's position and
 // unacknowledged results; it is stored in the GCS under checkpoints/<actorID>/<index>/
 // in parts of at most 1 MiB (so it survives the loss of any node), recorded in the actor
 // record (lifecycle.CheckpointTaken), and then the log batches it covers and the previous
-// checkpoint are deleted. A logged actor without a Checkpointer keeps its whole log
-// until it dies, and a restart replays all of it: give long-lived actors a Checkpointer.
+// checkpoint are deleted. A logged actor that cannot checkpoint keeps its whole log until
+// it dies, and a restart replays all of it; the root package creates one only when asked
+// (ray.UnboundedMethodLog), and otherwise fails the creation saying what to do.
 //
 // # The rule replay relies on
 //

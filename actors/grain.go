@@ -26,6 +26,10 @@ import (
 // automatic checkpoints when its creator did not say.
 const DefaultCheckpointEvery = 1000
 
+// checkpointLogBytes is how much method log a checkpointable, logged actor writes before it
+// checkpoints, however few calls that was (large arguments log large entries).
+const checkpointLogBytes = 8 << 20
+
 // maxBatchBytes bounds one group commit of the method log (etcd takes 1.5 MiB a request).
 const maxBatchBytes = 1 << 20
 
@@ -192,6 +196,7 @@ type grain struct {
 	exec        *executor
 	every       int
 	sinceCkpt   int
+	logBytes    int64 // method log written since the last checkpoint was asked for
 	ckptRunning bool
 	ckptIndex   uint64
 }
@@ -579,6 +584,7 @@ func (g *grain) flushLog() {
 	}
 	batch.Results = g.results[:m:m]
 	g.results = g.results[m:]
+	g.logBytes += int64(size)
 	g.nextBatch++
 	g.committing++
 	self, root, base := g.self, g.root, g.base
@@ -759,7 +765,8 @@ func (g *grain) onDone(m *doneBatch) {
 			g.sinceCkpt++
 		}
 	}
-	if g.class.CanCheckpoint() && g.sinceCkpt >= g.every {
+	periodic := g.class.CanCheckpoint() && !(g.class.Auto && g.info.AtMostOnce)
+	if periodic && (g.sinceCkpt >= g.every || g.logBytes >= checkpointLogBytes) {
 		g.requestCheckpoint()
 	}
 }
@@ -773,7 +780,7 @@ func (g *grain) requestCheckpoint() {
 		return
 	}
 	g.ckptRunning = true
-	g.sinceCkpt = 0
+	g.sinceCkpt, g.logBytes = 0, 0
 	g.exec.checkpointSoon()
 }
 

@@ -17,6 +17,11 @@ type Class struct {
 	// Save and Restore are nil when the class cannot checkpoint.
 	Save    func(ctx context.Context, inst any) ([]byte, error)
 	Restore func(ctx context.Context, inst any, state []byte) error
+	// Auto: Save and Restore encode the instance itself (its type round-trips through the
+	// codec) rather than calling the user's Checkpointer. The grain then takes periodic
+	// checkpoints only for logged actors, whose method log they bound; an at-most-once
+	// actor restarts from its constructor, as Ray's do, unless asked to checkpoint.
+	Auto bool
 
 	mu      sync.RWMutex
 	methods map[string]*Method

@@ -109,7 +109,10 @@ func (d *Dataset) StreamingSplit(ctx context.Context, n int, opts ...Option) ([]
 		return nil, fmt.Errorf("data: StreamingSplit(%d): need at least one consumer", n)
 	}
 	o := collect(opts)
-	h := coordClass.Remote(ctx, ray.V(splitArgs{DS: d, N: n, Budget: o.budget, MaxTasks: o.maxTasks}), ray.MaxConcurrency(n))
+	h := coordClass.Remote(ctx, ray.V(splitArgs{DS: d, N: n, Budget: o.budget, MaxTasks: o.maxTasks}), ray.MaxConcurrency(n),
+		// Its state (a mutex, the dataset, the executor) is not the codec's to checkpoint; its
+		// log lives as long as one split's iteration.
+		ray.UnboundedMethodLog())
 	if err := h.Err(); err != nil {
 		return nil, fmt.Errorf("data: StreamingSplit: starting the coordinator: %w", err)
 	}

@@ -62,12 +62,12 @@ var (
 )
 
 // Tally is an actor that keeps the running estimate.
-type Tally struct{ in, n int }
+type Tally struct{ In, N int } // exported: the runtime checkpoints it by itself
 
 func (t *Tally) Add(_ context.Context, h hits) (float64, error) {
-	t.in += h.In
-	t.n += h.N
-	return 4 * float64(t.in) / float64(t.n), nil
+	t.In += h.In
+	t.N += h.N
+	return 4 * float64(t.In) / float64(t.N), nil
 }
 
 var (

@@ -97,12 +97,12 @@ type hashed struct {
 	SHA256 string
 }
 
-type accel struct{ n int }
+type accel struct{ N int } // exported: the runtime checkpoints it by itself
 
 func (a *accel) Where(ctx context.Context) (string, error) { return ray.NodeID(ctx) }
 func (a *accel) Add(_ context.Context, by int) (int, error) {
-	a.n += by
-	return a.n, nil
+	a.N += by
+	return a.N, nil
 }
 
 func main() {

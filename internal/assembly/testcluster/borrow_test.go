@@ -131,7 +131,7 @@ func TestBorrowedRefs(t *testing.T) {
 	})
 
 	t.Run("held by an actor on another node", func(t *testing.T) {
-		k := keeperClass.Remote(ctx, ray.Resources(map[string]float64{"keeper": 1}))
+		k := keeperClass.Remote(ctx, ray.Resources(map[string]float64{"keeper": 1}), ray.UnboundedMethodLog())
 		r, err := ray.Put(ctx, make([]byte, size))
 		if err != nil {
 			t.Fatal(err)
