@@ -679,6 +679,7 @@ func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced boo
 		return true
 	}
 	key := gcs.ActorLogKey(g.id, batch.Batch)
+	var warned time.Time
 	for attempt := 0; ; attempt++ {
 		tctx, cancel := context.WithTimeout(ctx, logAttemptTimeout)
 		ok, _, err := g.env.Table.Store.Txn(tctx, []gcs.Cmp{{Key: gcs.ActorKey(g.id), ModRev: g.rev.Load()}},
@@ -703,7 +704,16 @@ func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced boo
 		if ctx.Err() != nil {
 			return true
 		}
-		g.env.Logger.Warn("actors: method log write failed; retrying (calls wait until they are logged)", "actor", g.id, "attempt", attempt+1, "err", err)
+		if time.Since(warned) >= logWarnEvery { // one line per actor a minute, not one per attempt
+			warned = time.Now()
+			if errors.Is(err, gcs.ErrNoSpace) {
+				g.env.Logger.Error("actors: the GCS is at its space quota; calls to this actor wait until they are logged "+
+					"(the embedded GCS frees space by itself once data is deleted; an external etcd needs compaction, "+
+					"defragmentation and its NOSPACE alarm disarmed)", "actor", g.id, "attempt", attempt+1)
+			} else {
+				g.env.Logger.Warn("actors: method log write failed; retrying (calls wait until they are logged)", "actor", g.id, "attempt", attempt+1, "err", err)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return true
@@ -711,6 +721,9 @@ func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced boo
 		}
 	}
 }
+
+// logWarnEvery is how often a method log write that keeps failing is logged, per actor.
+const logWarnEvery = time.Minute
 
 func (g *grain) onCommitted(ctx actor.Context, m *committed) {
 	g.committing--
