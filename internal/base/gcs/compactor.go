@@ -17,16 +17,22 @@ type CompactorConfig struct {
 	Keep int64
 	// MinGap is how many new revisions trigger a compaction (default 10 000).
 	MinGap int64
+	// Window is the most history kept, in time (default 30 s; negative: no limit): history
+	// older than that is compacted at least every Window, however few revisions it holds.
+	// Revisions alone do not bound the bytes: exactly-once actors write method log
+	// batches of ~10 KiB each, and 20 000 of them kept the database file at 200-300 MiB.
+	Window time.Duration
 	Logger *slog.Logger
 }
 
-// Compactor keeps the GCS's history short. etcd keeps every revision of every key until
+// Compactor keeps the GCS's history short: at most Keep revisions and at most Window of
+// time. etcd keeps every revision of every key until
 // a compaction, so a steady workload that writes and deletes (method logs, lineage pages,
 // object records) grows the database without bound even though little is live, until
 // etcd's quota stops all writes. etcd's own auto-compaction runs every five minutes,
 // which at tens of MB/s of log writes is far too late. The compactor compacts to
-// (current revision - Keep) whenever MinGap revisions have passed, checked every
-// Interval; the space compaction frees is reused by etcd, so the database file stops
+// (current revision - Keep) whenever MinGap revisions have passed, and to the revision of
+// Window ago at least every Window, checked every Interval; the space compaction frees is reused by etcd, so the database file stops
 // growing. (Shrinking the file is defragmentation, which blocks the member; it is not
 // done here.)
 type Compactor struct {
@@ -39,6 +45,16 @@ type Compactor struct {
 	compacted int64
 	runs      int
 	checks    int // passes that read the revision, compacting or not
+
+	// The run loop's own: revisions seen at each check (oldest first), and when it last
+	// compacted.
+	seen []revAt
+	last time.Time
+}
+
+type revAt struct {
+	at  time.Time
+	rev int64
 }
 
 // NewCompactor starts a compactor on store.
@@ -51,6 +67,9 @@ func NewCompactor(store Store, cfg CompactorConfig) *Compactor {
 	}
 	if cfg.MinGap <= 0 {
 		cfg.MinGap = 10_000
+	}
+	if cfg.Window == 0 {
+		cfg.Window = 30 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -112,12 +131,28 @@ func (c *Compactor) once(ctx context.Context) error {
 	c.checks++
 	c.mu.Unlock()
 	target := rev - c.cfg.Keep
-	if target <= 0 || target-last < c.cfg.MinGap {
+	byTime := false
+	if c.cfg.Window > 0 {
+		now := time.Now()
+		c.seen = append(c.seen, revAt{now, rev})
+		// The newest revision seen at least Window ago: history before it is older.
+		i := 0
+		for i+1 < len(c.seen) && now.Sub(c.seen[i+1].at) >= c.cfg.Window {
+			i++
+		}
+		c.seen = c.seen[i:]
+		if old := c.seen[0]; now.Sub(old.at) >= c.cfg.Window && old.rev > target {
+			target = old.rev
+			byTime = now.Sub(c.last) >= c.cfg.Window
+		}
+	}
+	if target <= 0 || target <= last || target-last < c.cfg.MinGap && !byTime {
 		return nil
 	}
 	if err := c.store.Compact(tctx, target); err != nil && !errors.Is(err, ErrCompacted) {
 		return err
 	}
+	c.last = time.Now()
 	c.mu.Lock()
 	c.compacted = target
 	c.runs++

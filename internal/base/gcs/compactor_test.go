@@ -53,3 +53,39 @@ func TestCompactorKeepsHistoryShort(t *testing.T) {
 		t.Fatalf("watch from revision 1: %v (open %v), want ErrCompacted", resp.Err, ok)
 	}
 }
+
+// TestCompactorWindow: however few revisions pass, history older than Window is compacted
+// (large values make few revisions many bytes); history younger than Window stays.
+func TestCompactorWindow(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+	const window = 300 * time.Millisecond
+	c := gcs.NewCompactor(store, gcs.CompactorConfig{Interval: 10 * time.Millisecond, Keep: 1 << 40, MinGap: 1 << 40, Window: window})
+	defer c.Stop()
+	put := func() int64 {
+		rev, err := store.Put(ctx, "k", []byte("v"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	first := put()
+	start := time.Now()
+	put()
+	eventually.True(t, 10*time.Second, "a compaction once the first writes are a window old", func() bool {
+		rev, runs := c.Compacted()
+		return runs > 0 && rev >= first
+	})
+	if d := time.Since(start); d < window {
+		t.Fatalf("compacted %v after the writes; want history younger than the window (%v) kept", d, window)
+	}
+	young := put()
+	if rev, _ := c.Compacted(); rev >= young {
+		t.Fatalf("compacted to %d, past a revision (%d) written just now", rev, young)
+	}
+	eventually.True(t, 10*time.Second, "the next compaction a window later", func() bool {
+		rev, _ := c.Compacted()
+		return rev >= young
+	})
+}
