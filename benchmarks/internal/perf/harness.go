@@ -25,10 +25,10 @@ type stat struct {
 	// /sync/mutex/wait/total) during the warm-up and the trials, in nanoseconds per
 	// operation of the trials.
 	MutexWaitPerOp float64
-	// AllocsPerOp and MessagesPerOp are the heap allocations (runtime/metrics
-	// /gc/heap/allocs:objects) and the messages the runtime's actors handled (ray.Stats),
-	// per operation, over the warm-up and the trials.
-	AllocsPerOp, MessagesPerOp float64
+	// AllocsPerOp, BytesPerOp and MessagesPerOp are the heap allocations and their bytes
+	// (runtime/metrics /gc/heap/allocs:objects and :bytes) and the messages the runtime's
+	// actors handled (ray.Stats), per operation, over the warm-up and the trials.
+	AllocsPerOp, BytesPerOp, MessagesPerOp float64
 	WarmupBodies               int64 // bodies run in the warm-up
 }
 
@@ -99,12 +99,12 @@ func mutexWait() time.Duration {
 	return time.Duration(s[0].Value.Float64() * 1e9)
 }
 
-// heapAllocs is how many heap objects the process allocated so far.
-func heapAllocs() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+// heapAllocs is how many heap objects, and bytes, the process allocated so far.
+func heapAllocs() (objects, bytes uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0, 0
 	}
-	return s[0].Value.Uint64()
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
 }

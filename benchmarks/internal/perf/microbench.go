@@ -294,7 +294,8 @@ func measure(e *env, t timing, m *metric) (stat, error) {
 	if b.cleanup != nil {
 		defer b.cleanup()
 	}
-	cpu0, wall0, wait0, allocs0, msgs0 := processCPU(), time.Now(), mutexWait(), heapAllocs(), messages(e)
+	allocs0, bytes0 := heapAllocs()
+	cpu0, wall0, wait0, msgs0 := processCPU(), time.Now(), mutexWait(), messages(e)
 	st, err := timeit(t, b.multiplier, b.run)
 	if err != nil {
 		return stat{}, err
@@ -303,7 +304,8 @@ func measure(e *env, t timing, m *metric) (stat, error) {
 		// Counted over the warm-up and the trials, divided by their operations (the
 		// warm-up ran the same body).
 		st.MutexWaitPerOp = float64(mutexWait()-wait0) / ops
-		st.AllocsPerOp = float64(heapAllocs()-allocs0) / ops
+		allocs, bytes := heapAllocs()
+		st.AllocsPerOp, st.BytesPerOp = float64(allocs-allocs0)/ops, float64(bytes-bytes0)/ops
 		st.MessagesPerOp = float64(messages(e)-msgs0) / ops
 	}
 	// How many of the machine's cores this process got while timing: well under
@@ -313,9 +315,9 @@ func measure(e *env, t timing, m *metric) (stat, error) {
 	for i, x := range st.Trials {
 		trials[i] = format(x)
 	}
-	logf("%-42s %12s ± %-10s %-14s trials [%s], %d bodies, step %d, %.1fs, %.2f cores used, %.1f allocs/op, %.2f messages/op, load %s",
+	logf("%-42s %12s ± %-10s %-14s trials [%s], %d bodies, step %d, %.1fs, %.2f cores used, %.1f allocs/op, %.0f B/op, %.2f messages/op, load %s",
 		m.name, format(st.Mean), format(st.SD), m.unit, strings.Join(trials, " "), st.Bodies, st.Step,
-		time.Since(start).Seconds(), cores, st.AllocsPerOp, st.MessagesPerOp, LoadAvg())
+		time.Since(start).Seconds(), cores, st.AllocsPerOp, st.BytesPerOp, st.MessagesPerOp, LoadAvg())
 	return st, nil
 }
 
@@ -382,8 +384,9 @@ func writeJSON(w io.Writer, rs []result) error {
 			SD             float64 `json:"sd"`
 			MutexWaitPerOp float64 `json:"mutex_wait_ns_per_op,omitempty"`
 			AllocsPerOp    float64 `json:"allocs_per_op,omitempty"`
+			BytesPerOp     float64 `json:"bytes_per_op,omitempty"`
 			MessagesPerOp  float64 `json:"messages_per_op,omitempty"`
-		}{finite(r.st.Mean), finite(r.st.SD), finite(r.st.MutexWaitPerOp), finite(r.st.AllocsPerOp), finite(r.st.MessagesPerOp)})
+		}{finite(r.st.Mean), finite(r.st.SD), finite(r.st.MutexWaitPerOp), finite(r.st.AllocsPerOp), finite(r.st.BytesPerOp), finite(r.st.MessagesPerOp)})
 		if err != nil {
 			return err
 		}
