@@ -205,6 +205,11 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	// lease keep-alives and requests in flight over one connection, far fewer than this.
 	ec.MaxConcurrentStreams = maxStreamsPerConn
 	ec.SnapshotCount = cfg.SnapshotCount
+	// etcd keeps the newest 5 WAL files (64 MiB each) and 5 snapshots by default: with
+	// exactly-once actors' method logs that is 320 MiB of WAL on disk once written. Files
+	// older than the newest snapshot are not needed to recover (SnapshotCount bounds what
+	// is after it), so two of each are kept.
+	ec.MaxWalFiles, ec.MaxSnapFiles = 2, 2
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	ec.EnableGRPCGateway = false
 	ec.Logger, ec.LogLevel = "zap", "error"
