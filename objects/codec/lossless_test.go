@@ -28,7 +28,8 @@ type lossInner struct{ A, B int64 }
 type lossEmbedded struct{ E string } // unexported type, exported field: promoted and encoded
 
 type lossMutex struct {
-	N  int
+	N int
+	//lint:ignore U1000 an unexported field is what the test is about
 	mu sync.Mutex
 }
 
