@@ -30,7 +30,12 @@ import (
 //     error messages and the producer → consumer edges (a task that used another's result)
 //     have rings of their own;
 //   - a query (Core.Tasks) is a message to every shard, which scans its live tasks and its
-//     ring newest first and answers with what matched, at most the query's limit.
+//     ring newest first and answers with what matched, at most the query's limit;
+//   - each shard also counts the attempts that ended, by function and state, in an array of
+//     its own (ended, one increment per record, on memory no other core writes): a counts
+//     query (TaskQuery.Counts, what Prometheus metrics read) adds those to a scan of the
+//     live tasks only, so it costs O(live tasks + functions), not O(records), and counts
+//     what retention has dropped too.
 //
 // Nothing is written to the GCS: a process serves its records on demand (package
 // internal/assembly/taskstate gathers them from a job's processes).
@@ -161,6 +166,7 @@ type shardEvents struct {
 	edges   ring[edge]
 	errs    []evError // the newest maxEventErrors, in record order
 	fns     []string
+	ended   [][len(stateNames)]uint64 // by fn index, then state code: attempts ever ended
 	fnIdx   map[string]uint32
 	lastFn  string
 	lastFnI uint32
@@ -250,13 +256,18 @@ func (s *shard) evEnded(p *pending, r *pb.TaskResult) {
 // resets p's times for a next attempt.
 func (s *shard) evRecord(p *pending, r *pb.TaskResult, state uint8) {
 	e := &s.ev
+	fn := e.fn(p.spec.Function)
+	for int(fn) >= len(e.ended) {
+		e.ended = append(e.ended, [len(stateNames)]uint64{})
+	}
+	e.ended[fn][state]++
 	rec := e.recs.next()
 	if rec == nil {
 		return
 	}
 	idx := e.recs.n - 1
 	*rec = eventRec{tid: p.tid, submit: p.ev.submit, ready: p.ev.ready, dispatch: p.ev.dispatch, start: p.ev.start, end: s.evNow(),
-		fn: e.fn(p.spec.Function), where: p.ev.where, attempt: uint16(p.spec.Attempt), state: state, actor: p.actor != nil}
+		fn: fn, where: p.ev.where, attempt: uint16(p.spec.Attempt), state: state, actor: p.actor != nil}
 	if p.actor != nil {
 		rec.where = e.where("", p.actor.hex)
 	}
@@ -299,6 +310,11 @@ type TaskQuery struct {
 	Edges bool `json:"edges,omitempty"`
 	// Summary asks for counts by function and state (of every match, whatever Limit).
 	Summary bool `json:"summary,omitempty"`
+	// Counts asks only for the summary, of every task this process ever owned: the attempts
+	// that ended, from the shards' counters (retention does not drop them), and the live
+	// tasks. The other fields are ignored; the answer has no Tasks, and Total is the sum of
+	// the counts. What metrics read: it costs O(live tasks), not O(records).
+	Counts bool `json:"counts,omitempty"`
 }
 
 // TaskEvent is one task attempt as the state API shows it. Times are unix nanoseconds
@@ -386,7 +402,7 @@ func (c *Core) Tasks(ctx context.Context, q TaskQuery) (TaskReport, error) {
 	if q.Limit > 0 && len(out.Tasks) > q.Limit {
 		out.Tasks = out.Tasks[:q.Limit]
 	}
-	if q.Summary {
+	if q.Summary || q.Counts {
 		out.Summary = SummaryOf(counts)
 	}
 	return out, nil
@@ -459,8 +475,36 @@ func (m *matcher) tid(t ids.TaskID) bool {
 	return h == m.tidHex || strings.HasPrefix(h, m.tidHex)
 }
 
+// counts answers a counts query (TaskQuery.Counts): the ended attempts' counters and the
+// live tasks by state.
+func (s *shard) counts() TaskReport {
+	e := &s.ev
+	counts := map[[2]string]int{}
+	for fn, byState := range e.ended {
+		for st, n := range byState {
+			if n > 0 {
+				counts[[2]string{e.fns[fn], stateNames[st]}] += int(n)
+			}
+		}
+	}
+	for _, p := range s.tasks {
+		if !p.finished {
+			counts[[2]string{p.spec.Function, s.liveState(p)}]++
+		}
+	}
+	var out TaskReport
+	for _, n := range counts {
+		out.Total += n
+	}
+	out.Summary = SummaryOf(counts)
+	return out
+}
+
 // answer handles a query: live tasks first, then the ring newest first.
 func (s *shard) answer(q *TaskQuery) TaskReport {
+	if q.Counts {
+		return s.counts()
+	}
 	e := &s.ev
 	m := s.compile(q)
 	var out TaskReport

@@ -188,3 +188,34 @@ func TestEventLiveTasksNewestFirst(t *testing.T) {
 		t.Fatalf("total %d, shown %+v, want %s", rep.Total, rep.Tasks, newest.tid)
 	}
 }
+
+// TestEventCountsOutliveRetention: a counts query counts every ended attempt by function and
+// state, also those the ring no longer keeps, plus the live tasks, and lists no task.
+func TestEventCountsOutliveRetention(t *testing.T) {
+	s := eventShard(eventChunk)
+	w := actor.NewPID("a", "worker/1")
+	n := 3*eventChunk + 5
+	for range n {
+		runOne(s, "ok", w, "")
+	}
+	runOne(s, "bad", w, "it broke")
+	live := newPending(ids.NewRootTaskID())
+	live.spec.Function = "ok"
+	s.tasks[live.tid] = live
+
+	rep := s.answer(&TaskQuery{Counts: true, State: StateFailed, Limit: 1})
+	want := []TaskCount{{Function: "bad", State: StateFailed, Count: 1}, {Function: "ok", State: StateFinished, Count: n},
+		{Function: "ok", State: StatePendingNode, Count: 1}}
+	if len(rep.Tasks) != 0 || rep.Total != n+2 || len(rep.Summary) != len(want) {
+		t.Fatalf("tasks %d total %d summary %+v", len(rep.Tasks), rep.Total, rep.Summary)
+	}
+	for i := range want {
+		if rep.Summary[i] != want[i] {
+			t.Errorf("summary[%d] = %+v, want %+v", i, rep.Summary[i], want[i])
+		}
+	}
+	// The ring kept only its budget; the plain query sees that many.
+	if all := s.answer(&TaskQuery{}); all.Total != eventChunk+1 {
+		t.Errorf("records kept %d, want %d", all.Total, eventChunk+1)
+	}
+}

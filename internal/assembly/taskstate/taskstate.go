@@ -260,7 +260,7 @@ func Merge(reports []*core.TaskReport, q core.TaskQuery) core.TaskReport {
 	if q.Limit > 0 && len(out.Tasks) > q.Limit {
 		out.Tasks = out.Tasks[:q.Limit]
 	}
-	if q.Summary {
+	if q.Summary || q.Counts {
 		out.Summary = core.SummaryOf(counts)
 	}
 	return out
