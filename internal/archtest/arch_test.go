@@ -133,7 +133,7 @@ var ranks = []struct {
 	{4, []string{"tasks/raylet", "tasks/worker"}},
 	{5, []string{"actors"}},
 	{6, []string{"internal/assembly/membership", "internal/assembly/core", "internal/assembly/clusterview"}},
-	{7, []string{"internal/assembly/taskstate"}},
+	{7, []string{"internal/assembly/taskstate", "internal/assembly/metrics"}},
 	{8, []string{"internal/assembly/node", "internal/assembly/agent"}},
 	{9, []string{"internal/assembly/testcluster", ""}},
 	{10, []string{"data", "rl"}},

@@ -1,0 +1,359 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/assembly/clusterview"
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/pb"
+)
+
+// TaskCounter returns the task counts of every process with a runtime, by function and
+// state (core.TaskQuery{Counts: true} merged over the processes), and how many processes
+// did not answer.
+type TaskCounter func(ctx context.Context) (counts []core.TaskCount, missing int, err error)
+
+// NodeStats is what one node (a process with a raylet and an object store shard) reports.
+type NodeStats struct {
+	Role                                                      string // NodeInfo.role
+	Budget, InMemory, Spilled, Objects, SpillErrors, InFlight int64  // object store bytes and counts
+	Queued                                                    int64  // tasks in the raylet's queue
+}
+
+// NodeSource returns the stats of the nodes a Collector reports.
+type NodeSource func(ctx context.Context) ([]NodeStats, error)
+
+// LoadReports is the NodeSource of an agent: the load reports in the GCS of the nodes
+// whose NodeInfo.agent_id is agent (its job's worker processes).
+func LoadReports(store gcs.Store, agent string) NodeSource {
+	return func(ctx context.Context) ([]NodeStats, error) {
+		nodes, _, err := store.List(ctx, gcs.NodesPrefix)
+		if err != nil {
+			return nil, err
+		}
+		loads, _, err := store.List(ctx, gcs.LoadPrefix)
+		if err != nil {
+			return nil, err
+		}
+		role := map[string]string{}
+		for _, kv := range nodes {
+			id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
+			n, err := clusterview.DecodeNode(id, kv.Value)
+			if err != nil || n.GetAgentId() != agent {
+				continue
+			}
+			role[id] = n.GetRole()
+		}
+		out := make([]NodeStats, 0, len(role))
+		for _, kv := range loads {
+			id, _ := gcs.TrimKey(gcs.LoadPrefix, kv.Key)
+			r, ok := role[id]
+			if !ok {
+				continue
+			}
+			l, err := clusterview.DecodeLoad(id, kv.Value)
+			if err != nil {
+				continue
+			}
+			delete(role, id)
+			out = append(out, NodeStats{Role: r, Budget: l.GetStoreBudget(), InMemory: l.GetStoreInMemory(), Spilled: l.GetStoreSpilled(),
+				Objects: l.GetStoreObjects(), SpillErrors: l.GetStoreSpillErrors(), InFlight: l.GetInFlightBytes(), Queued: int64(l.GetQueued())})
+		}
+		for _, r := range role { // no load report (a driver, or one not written yet)
+			out = append(out, NodeStats{Role: r})
+		}
+		return out, nil
+	}
+}
+
+// Config configures a Collector.
+type Config struct {
+	// Nodes are the nodes whose object stores and queues this Collector reports (an agent:
+	// LoadReports of its ID). Required.
+	Nodes NodeSource
+	// Store is the GCS, for the actor table (with Cluster).
+	Store gcs.Store
+	// CPUs is the CPU resource this machine offers (ray_node_cpu_count).
+	CPUs float64
+	// Cluster adds the cluster-wide gauges (ray_tasks, ray_actors): set on one agent only,
+	// the head.
+	Cluster bool
+	// Tasks counts the tasks of every process (with Cluster; nil: no ray_tasks).
+	Tasks TaskCounter
+	// Timeout bounds what one scrape waits for each source (default 5 s).
+	Timeout time.Duration
+	// ProcDir is where /proc is (default "/proc"; tests).
+	ProcDir string
+	// Logger receives why a source failed (default slog.Default(), at debug level).
+	Logger *slog.Logger
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Nodes == nil:
+		return errors.New("metrics: Config.Nodes is required")
+	case c.Cluster && c.Store == nil:
+		return errors.New("metrics: Config.Cluster needs Config.Store (the actor table)")
+	case c.CPUs < 0:
+		return errors.New("metrics: negative CPUs")
+	case c.Timeout < 0:
+		return errors.New("metrics: negative Timeout")
+	}
+	return nil
+}
+
+// Collector is the prometheus.Collector of an agent (or of a local runtime): every value is
+// read at scrape time (see the package doc). Safe for concurrent scrapes.
+type Collector struct {
+	cfg Config
+	cpu cpuSampler
+}
+
+// New returns a Collector.
+func New(cfg Config) (*Collector, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.ProcDir == "" {
+		cfg.ProcDir = "/proc"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Collector{cfg: cfg, cpu: cpuSampler{dir: cfg.ProcDir}}, nil
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+var (
+	descTasks  = desc("ray_tasks", "Tasks and actor calls by function (Name) and state, of every process of the cluster: ended attempts counted since each process started, live ones as they are now (head only).", "Name", "State")
+	descActors = desc("ray_actors", "Actors by class (Name) and state, from the GCS actor table (head only).", "Name", "State")
+
+	descStoreMem      = desc("ray_object_store_memory", "Object store bytes of this agent's nodes by Location: IN_MEMORY (the store shards' memory) or SPILLED (spill files).", "Location")
+	descStoreUsed     = desc("ray_object_store_used_memory", "Object store bytes in memory on this agent's nodes.")
+	descStoreAvail    = desc("ray_object_store_available_memory", "Object store budget left on this agent's nodes (budget minus bytes in memory).")
+	descStoreObjects  = desc("ray_object_store_num_local_objects", "Objects held by the object stores of this agent's nodes.")
+	descSpillErrors   = desc("ray_go_object_store_spill_errors", "Failed spills of this agent's nodes' stores, since each started.")
+	descInFlight      = desc("ray_go_object_store_pull_bytes", "Bytes of objects this agent's nodes are pulling from other nodes now.")
+	descQueued        = desc("ray_scheduler_tasks", "Tasks in the raylets' queues of this agent's nodes, by State (Queued: waiting for resources or a worker).", "State")
+	descProcesses     = desc("ray_go_processes", "Processes with a runtime on this agent by role (worker: a job's worker process).", "Role")
+	descCPUCount      = desc("ray_node_cpu_count", "CPUs this machine offers to the scheduler (--num-cpus).")
+	descCores         = desc("ray_go_node_cores", "Logical CPUs of this machine.")
+	descCPUUtil       = desc("ray_node_cpu_utilization", "CPU utilization of this machine in percent, since the previous scrape.")
+	descMemTotal      = desc("ray_node_mem_total", "RAM of this machine in bytes.")
+	descMemUsed       = desc("ray_node_mem_used", "RAM in use on this machine in bytes (total minus available).")
+	descMemAvail      = desc("ray_node_mem_available", "RAM available on this machine in bytes (MemAvailable).")
+	descSourceUp      = desc("ray_go_metrics_source_up", "Whether a source of this scrape answered in time (1) or not (0): nodes, tasks, actors, proc.", "Source")
+	descTasksMissing  = desc("ray_go_metrics_tasks_missing_processes", "Processes that did not answer the task count query of this scrape in time.")
+	descScrapeSeconds = desc("ray_go_metrics_scrape_seconds", "How long this scrape's reads took.")
+)
+
+// Describe sends the descriptors of every metric the Collector may send.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descStoreMem, descStoreUsed, descStoreAvail, descStoreObjects, descSpillErrors,
+		descInFlight, descQueued, descProcesses, descCPUCount, descCores, descCPUUtil, descMemTotal, descMemUsed, descMemAvail,
+		descSourceUp, descScrapeSeconds} {
+		ch <- d
+	}
+	if c.cfg.Cluster {
+		ch <- descActors
+		if c.cfg.Tasks != nil {
+			ch <- descTasks
+			ch <- descTasksMissing
+		}
+	}
+}
+
+func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func up(ch chan<- prometheus.Metric, source string, ok bool) {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	gauge(ch, descSourceUp, v, source)
+}
+
+// Collect reads every source (concurrently, each bounded by Config.Timeout) and sends the
+// metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+	defer cancel()
+	sources := []func(ch chan<- prometheus.Metric){
+		c.collectMachine,
+		func(ch chan<- prometheus.Metric) { c.collectNodes(ctx, ch) },
+	}
+	if c.cfg.Cluster {
+		sources = append(sources, func(ch chan<- prometheus.Metric) { c.collectActors(ctx, ch) })
+		if c.cfg.Tasks != nil {
+			sources = append(sources, func(ch chan<- prometheus.Metric) { c.collectTasks(ctx, ch) })
+		}
+	}
+	bufs := make([]chan prometheus.Metric, len(sources))
+	var wg sync.WaitGroup
+	for i, f := range sources {
+		bufs[i] = make(chan prometheus.Metric, 1024)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(bufs[i])
+			f(bufs[i])
+		}()
+	}
+	for _, b := range bufs {
+		for m := range b {
+			ch <- m
+		}
+	}
+	wg.Wait()
+	gauge(ch, descScrapeSeconds, time.Since(start).Seconds())
+}
+
+func (c *Collector) fail(source string, err error) {
+	c.cfg.Logger.Debug("metrics: a source failed", "source", source, "err", err)
+}
+
+func (c *Collector) collectMachine(ch chan<- prometheus.Metric) {
+	gauge(ch, descCPUCount, c.cfg.CPUs)
+	gauge(ch, descCores, float64(runtime.NumCPU()))
+	util, err1 := c.cpu.utilization()
+	if err1 == nil {
+		gauge(ch, descCPUUtil, util)
+	}
+	mem, err2 := readMeminfo(c.cfg.ProcDir)
+	if err2 == nil {
+		gauge(ch, descMemTotal, float64(mem.total))
+		gauge(ch, descMemAvail, float64(mem.available))
+		gauge(ch, descMemUsed, float64(mem.total-mem.available))
+	}
+	if err := errors.Join(err1, err2); err != nil {
+		c.fail("proc", err)
+	}
+	up(ch, "proc", err1 == nil && err2 == nil)
+}
+
+// collectNodes reads the stats of this agent's nodes.
+func (c *Collector) collectNodes(ctx context.Context, ch chan<- prometheus.Metric) {
+	nodes, err := c.cfg.Nodes(ctx)
+	if err != nil {
+		c.fail("nodes", err)
+		up(ch, "nodes", false)
+		return
+	}
+	var sum NodeStats
+	roles := map[string]int{}
+	for _, n := range nodes {
+		roles[n.Role]++
+		sum.Budget += n.Budget
+		sum.InMemory += n.InMemory
+		sum.Spilled += n.Spilled
+		sum.Objects += n.Objects
+		sum.SpillErrors += n.SpillErrors
+		sum.InFlight += n.InFlight
+		sum.Queued += n.Queued
+	}
+	gauge(ch, descStoreMem, float64(sum.InMemory), "IN_MEMORY")
+	gauge(ch, descStoreMem, float64(sum.Spilled), "SPILLED")
+	gauge(ch, descStoreUsed, float64(sum.InMemory))
+	gauge(ch, descStoreAvail, float64(max(sum.Budget-sum.InMemory, 0)))
+	gauge(ch, descStoreObjects, float64(sum.Objects))
+	gauge(ch, descSpillErrors, float64(sum.SpillErrors))
+	gauge(ch, descInFlight, float64(sum.InFlight))
+	gauge(ch, descQueued, float64(sum.Queued), "Queued")
+	for _, role := range sortedKeys(roles) {
+		gauge(ch, descProcesses, float64(roles[role]), role)
+	}
+	up(ch, "nodes", true)
+}
+
+// ActorState is Ray's name of an actor's phase (rpc::ActorTableData).
+func ActorState(p lifecycle.Phase) string {
+	switch p {
+	case lifecycle.Pending:
+		return "PENDING_CREATION"
+	case lifecycle.Alive:
+		return "ALIVE"
+	case lifecycle.Restarting:
+		return "RESTARTING"
+	case lifecycle.Dead:
+		return "DEAD"
+	}
+	return p.String()
+}
+
+func (c *Collector) collectActors(ctx context.Context, ch chan<- prometheus.Metric) {
+	kvs, _, err := c.cfg.Store.List(ctx, gcs.ActorsPrefix)
+	if err != nil {
+		c.fail("actors", err)
+		up(ch, "actors", false)
+		return
+	}
+	counts := map[[2]string]int{}
+	for _, kv := range kvs {
+		info := &pb.ActorInfo{}
+		if proto.Unmarshal(kv.Value, info) != nil || len(info.GetActorId()) == 0 {
+			continue
+		}
+		counts[[2]string{info.GetClass(), ActorState(lifecycle.Phase(info.GetPhase()))}]++
+	}
+	for _, k := range sortedKeys(counts) {
+		gauge(ch, descActors, float64(counts[k]), k[0], k[1])
+	}
+	up(ch, "actors", true)
+}
+
+func (c *Collector) collectTasks(ctx context.Context, ch chan<- prometheus.Metric) {
+	counts, missing, err := c.cfg.Tasks(ctx)
+	if err != nil {
+		c.fail("tasks", err)
+		up(ch, "tasks", false)
+		return
+	}
+	for _, tc := range counts {
+		gauge(ch, descTasks, float64(tc.Count), tc.Function, tc.State)
+	}
+	gauge(ch, descTasksMissing, float64(missing))
+	up(ch, "tasks", true)
+}
+
+func sortedKeys[K string | [2]string, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return fmt.Sprint(out[i]) < fmt.Sprint(out[j]) })
+	return out
+}
+
+// Registry returns a registry with the Collector, the Go runtime's and this process's
+// collectors, and the GCS latency histogram of latency (nil: none).
+func Registry(c *Collector, latency *Latency) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if latency != nil {
+		reg.MustRegister(latency.hist)
+	}
+	return reg
+}
