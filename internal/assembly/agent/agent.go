@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/internal/assembly/metrics"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/base/identity"
@@ -52,7 +54,11 @@ type Agent struct {
 	join      *identity.JoinServer // secure head with an embedded GCS
 	creds     identity.Files       // the agent's GCS credentials (zero: Insecure)
 	compactor *gcs.Compactor
-	store     gcs.Store
+	store     gcs.Store        // timed: its writes go into latency
+	latency   *metrics.Latency // ray_gcs_storage_operation_latency_ms of the agent's writes
+
+	metricsSrv  *http.Server // GET /metrics (metrics.go); nil: none
+	metricsAddr string
 
 	ctx    context.Context // canceled by Stop
 	cancel context.CancelFunc
@@ -93,20 +99,28 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 		id:       cfg.ID,
 		hostname: host,
 		log:      cfg.Logger.With("agent", cfg.ID),
+		latency:  metrics.NewLatency(),
 		done:     make(chan struct{}),
 	}
+	a.ctx, a.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
+			a.cancel()
+			a.stopMetrics()
+			a.wg.Wait()
 			a.closeGCS()
 		}
 	}()
 	if err := a.openGCS(ctx); err != nil {
 		return nil, err
 	}
+	a.store = a.latency.TimedStore(a.store)
+	if err := a.serveMetrics(); err != nil {
+		return nil, err
+	}
 	if err := a.register(ctx); err != nil {
 		return nil, err
 	}
-	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.wg.Add(1)
 	go a.keepAlive()
 	m := newWorkerManager(a)
@@ -118,7 +132,7 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 		go s.run(a.ctx)
 	}
 	a.log.Info("agent started", "head", cfg.Head, "address", a.Address(), "dir", cfg.SessionDir,
-		"resources", cfg.Resources, "object_store_bytes", cfg.ObjectStoreBytes)
+		"resources", cfg.Resources, "object_store_bytes", cfg.ObjectStoreBytes, "metrics", a.metricsAddr)
 	return a, nil
 }
 
@@ -258,6 +272,7 @@ func (a *Agent) register(ctx context.Context) error {
 		Head:             a.cfg.Head,
 		GcsEndpoints:     a.address,
 		StartedUnixMs:    time.Now().UnixMilli(),
+		MetricsAddress:   a.metricsAddr,
 	}
 	b, err := proto.Marshal(info)
 	if err != nil {
@@ -347,6 +362,7 @@ func (a *Agent) Stop(ctx context.Context) error {
 	a.stopOnce.Do(func() {
 		defer close(a.done)
 		a.cancel()
+		a.stopMetrics()
 		waited := make(chan struct{})
 		go func() { a.wg.Wait(); close(waited) }()
 		select {

@@ -31,8 +31,9 @@ type Config struct {
 	// GCSEndpoints are the host:port client endpoints of the GCS to join (comma-separated in
 	// RAY_ADDRESS). Required unless Head; on the head, empty means "start an embedded etcd".
 	GCSEndpoints []string
-	// Host is the address the head's embedded etcd listens on and advertises (default
-	// 127.0.0.1; give the machine's address for a cluster that spans machines).
+	// Host is the address the head's embedded etcd listens on and advertises, and the
+	// address every agent's metrics endpoint listens on (default 127.0.0.1; give the
+	// machine's address for a cluster that spans machines).
 	Host string
 	// GCSPort is the client port of the embedded etcd on Host (head without
 	// GCSEndpoints). 0 picks a free port (tests); the CLI passes DefaultGCSPort. The peer port
@@ -59,6 +60,19 @@ type Config struct {
 	Environ []string
 	// Logger receives the agent's log (default slog.Default()).
 	Logger *slog.Logger
+
+	// MetricsPort is the port of the agent's Prometheus endpoint, GET /metrics on Host (see
+	// metrics.go and package internal/assembly/metrics): 0 picks a free port (the default,
+	// for tests; the CLI passes DefaultMetricsPort), MetricsOff (-1) serves none.
+	// Agent.MetricsAddress and the agent's record (AgentInfo.metrics_address) say where it
+	// is. The endpoint is plain HTTP without authentication, like Ray's: it is read-only
+	// and shows counts, sizes and names (functions, actor classes, roles), never job
+	// environments, logs, keys or tokens. On a machine others reach, bind it (Host) where
+	// only the Prometheus server can connect, or firewall it.
+	MetricsPort int
+	// MetricsPortFallback serves metrics on a free port when MetricsPort is taken, instead
+	// of failing Start (the CLI's default port: two agents on one machine).
+	MetricsPortFallback bool
 
 	// Insecure turns security off: a plain-text GCS without client certificates, no CA, no
 	// join endpoint, no credentials for the processes the agent starts. Only for
@@ -98,6 +112,9 @@ func (c Config) Validate() error {
 		if _, err := sched.QuantityOf(v); err != nil {
 			return fmt.Errorf("agent: resource %s: %w", name, err)
 		}
+	}
+	if c.MetricsPort < MetricsOff || c.MetricsPort > 65535 {
+		return fmt.Errorf("agent: metrics port %d out of range (0-65535, or -1 for none)", c.MetricsPort)
 	}
 	if c.GCSDialTimeout < 0 {
 		return errors.New("agent: negative GCSDialTimeout")

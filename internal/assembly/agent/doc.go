@@ -65,6 +65,19 @@
 // Missing credentials fail Start with ErrNoCredentials, refused ones with ErrCredentials,
 // each saying what to pass.
 //
+// # Metrics (metrics.go)
+//
+// Unless Config.MetricsPort is MetricsOff, an agent serves Prometheus's GET /metrics on
+// Host:MetricsPort (0: a free port; with MetricsPortFallback a taken port falls back to a
+// free one, else Start fails with ErrPortInUse) and records where in
+// AgentInfo.metrics_address. The collector (package internal/assembly/metrics) reads
+// everything at scrape time: the machine, the load reports of this agent's worker
+// processes and, on the head, the actor table, the task counts of every process (a
+// taskstate gather, at most 3 s) and the embedded etcd's disk and size metrics. The
+// agent's GCS client is timed (ray_gcs_storage_operation_latency_ms). The endpoint is
+// plain HTTP without authentication, as Ray's: read-only (other methods get 405), and it
+// shows counts, sizes and names, never environments, logs, keys or the token.
+//
 // # Job logs in the GCS
 //
 // A submission's output is readable from any machine: a publisher tails the log file and
@@ -77,7 +90,8 @@
 //
 // # Ownership
 //
-// Start starts: keepAlive (the lease), the worker manager's run loop (owning all worker
+// Start starts: the metrics server (its goroutine ends when Stop shuts it down),
+// keepAlive (the lease), the worker manager's run loop (owning all worker
 // state; two list-then-watch mirrors feed it jobs/ and jobalive/, re-listing after a
 // failed or compacted watch) and, on the head, the submission runner's loop (with one
 // goroutine per running submission and its log publisher). All stop when Stop cancels the

@@ -2072,8 +2072,11 @@ type AgentInfo struct {
 	Head             bool                   `protobuf:"varint,9,opt,name=head,proto3" json:"head,omitempty"`
 	GcsEndpoints     []string               `protobuf:"bytes,10,rep,name=gcs_endpoints,json=gcsEndpoints,proto3" json:"gcs_endpoints,omitempty"`
 	StartedUnixMs    int64                  `protobuf:"varint,11,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// metrics_address is the host:port of the agent's Prometheus endpoint (GET /metrics;
+	// empty: it serves none).
+	MetricsAddress string `protobuf:"bytes,12,opt,name=metrics_address,json=metricsAddress,proto3" json:"metrics_address,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *AgentInfo) Reset() {
@@ -2181,6 +2184,13 @@ func (x *AgentInfo) GetStartedUnixMs() int64 {
 		return x.StartedUnixMs
 	}
 	return 0
+}
+
+func (x *AgentInfo) GetMetricsAddress() string {
+	if x != nil {
+		return x.MetricsAddress
+	}
+	return ""
 }
 
 // JobInfo is the value of jobs/<jobID>: a driver program and its state. While the driver
@@ -4332,7 +4342,7 @@ const file_ray_proto_rawDesc = "" +
 	"\rstore_largest\x18\t \x03(\v2\x13.raypb.StoredObjectR\fstoreLargest\x12,\n" +
 	"\x12store_spill_errors\x18\n" +
 	" \x01(\x03R\x10storeSpillErrors\x12&\n" +
-	"\x0fin_flight_bytes\x18\v \x01(\x03R\rinFlightBytes\"\xda\x02\n" +
+	"\x0fin_flight_bytes\x18\v \x01(\x03R\rinFlightBytes\"\x83\x03\n" +
 	"\tAgentInfo\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x10\n" +
@@ -4346,7 +4356,8 @@ const file_ray_proto_rawDesc = "" +
 	"\x04head\x18\t \x01(\bR\x04head\x12#\n" +
 	"\rgcs_endpoints\x18\n" +
 	" \x03(\tR\fgcsEndpoints\x12&\n" +
-	"\x0fstarted_unix_ms\x18\v \x01(\x03R\rstartedUnixMs\"\xb1\x04\n" +
+	"\x0fstarted_unix_ms\x18\v \x01(\x03R\rstartedUnixMs\x12'\n" +
+	"\x0fmetrics_address\x18\f \x01(\tR\x0emetricsAddress\"\xb1\x04\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12*\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x14.raypb.JobInfo.StateR\x05state\x12\x1e\n" +

@@ -1,0 +1,142 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/assembly/metrics"
+	"github.com/ray-go/ray/internal/assembly/taskstate"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// DefaultMetricsPort is the port of an agent's Prometheus endpoint that `rayctl start` asks
+// for (Ray's metrics export port).
+const DefaultMetricsPort = 8080
+
+// MetricsOff as Config.MetricsPort serves no metrics.
+const MetricsOff = -1
+
+// metricsTaskWait bounds how long a scrape of the head waits for the processes' task counts.
+const metricsTaskWait = 3 * time.Second
+
+// etcdFamilies are the embedded etcd's own metrics a head serves too: its disk latency
+// (every GCS write of the cluster is an fsync of the WAL and a backend commit), the size of
+// its database against its quota, and whether it has a leader.
+var etcdFamilies = []string{"etcd_disk_wal_fsync_duration_seconds", "etcd_disk_backend_commit_duration_seconds",
+	"etcd_mvcc_db_total_size_in_bytes", "etcd_mvcc_db_total_size_in_use_in_bytes", "etcd_server_quota_backend_bytes",
+	"etcd_server_has_leader", "etcd_server_proposals_committed_total", "etcd_server_proposals_failed_total"}
+
+// serveMetrics listens on Host:MetricsPort and serves GET /metrics until Stop.
+func (a *Agent) serveMetrics() error {
+	cfg := a.cfg
+	if cfg.MetricsPort == MetricsOff {
+		return nil
+	}
+	addr := net.JoinHostPort(cfg.host(), strconv.Itoa(cfg.MetricsPort))
+	l, err := net.Listen("tcp", addr)
+	if err != nil && cfg.MetricsPort != 0 && cfg.MetricsPortFallback && isAddrInUse(err) {
+		a.log.Warn("agent: the metrics port is taken; serving metrics on a free port instead", "port", cfg.MetricsPort)
+		l, err = net.Listen("tcp", net.JoinHostPort(cfg.host(), "0"))
+	}
+	if err != nil {
+		if isAddrInUse(err) {
+			return fmt.Errorf("%w: the metrics port %d on %s is already in use (pass another --metrics-port, 0 for a free one, or -1 for none): %v",
+				ErrPortInUse, cfg.MetricsPort, cfg.host(), err)
+		}
+		return fmt.Errorf("agent: listen for metrics on %s: %w", addr, err)
+	}
+	c, err := metrics.New(metrics.Config{
+		Nodes:   metrics.LoadReports(a.store, a.id),
+		Store:   a.store,
+		CPUs:    cfg.Resources[sched.CPU],
+		Cluster: cfg.Head,
+		Tasks:   a.taskCounts,
+		Logger:  a.log,
+	})
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
+	var g prometheus.Gatherer = metrics.Registry(c, a.latency)
+	if a.embedded != nil {
+		g = prometheus.Gatherers{g, onlyFamilies(prometheus.DefaultGatherer, etcdFamilies)}
+	}
+	h := promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{a}})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "metrics are read-only: GET /metrics", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	a.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
+	a.metricsAddr = l.Addr().String()
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		if err := a.metricsSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Warn("agent: the metrics server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// stopMetrics closes the metrics server (Stop).
+func (a *Agent) stopMetrics() {
+	if a.metricsSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = a.metricsSrv.Shutdown(ctx)
+	}
+}
+
+// MetricsAddress returns the host:port of the agent's GET /metrics ("" when it serves none).
+func (a *Agent) MetricsAddress() string { return a.metricsAddr }
+
+// taskCounts gathers the task counts of every process of the cluster (the head's ray_tasks).
+func (a *Agent) taskCounts(ctx context.Context) ([]core.TaskCount, int, error) {
+	res, err := taskstate.Gather(ctx, a.store, "", core.TaskQuery{Counts: true}, taskstate.Options{Wait: metricsTaskWait})
+	if err != nil {
+		return nil, 0, err
+	}
+	return res.Summary, len(res.Missing), nil
+}
+
+// onlyFamilies gathers from g only the families named.
+func onlyFamilies(g prometheus.Gatherer, names []string) prometheus.Gatherer {
+	keep := map[string]bool{}
+	for _, n := range names {
+		keep[n] = true
+	}
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		fams, err := g.Gather()
+		out := fams[:0]
+		for _, f := range fams {
+			if keep[f.GetName()] {
+				out = append(out, f)
+			}
+		}
+		return out, err
+	})
+}
+
+// slogPrinter is promhttp's error log: the agent's, at debug level.
+type slogPrinter struct{ a *Agent }
+
+func (p slogPrinter) Println(v ...any) {
+	p.a.log.Debug("agent: metrics: " + strings.TrimSpace(fmt.Sprintln(v...)))
+}
