@@ -89,6 +89,7 @@ func New(stdout, stderr io.Writer) *ucli.App {
 			stopCommand(),
 			statusCommand(),
 			memoryCommand(),
+			metricsCommand(),
 			jobCommand(),
 			tokenCommand(),
 			listCommand(),

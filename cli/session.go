@@ -54,6 +54,8 @@ type agentFile struct {
 	GCSKey      string `json:"gcs_key,omitempty"`
 	TokenFile   string `json:"token_file,omitempty"`
 	JoinAddress string `json:"join_address,omitempty"`
+	// MetricsAddress is the host:port of the agent's GET /metrics ("": none).
+	MetricsAddress string `json:"metrics_address,omitempty"`
 }
 
 // agentError is the content of agent.err.

@@ -38,7 +38,8 @@ func startCommand() *ucli.Command {
 		Flags: append([]ucli.Flag{
 			&ucli.BoolFlag{Name: "head", Usage: "start a new cluster: run the GCS (an embedded etcd, or --gcs-endpoints) and this machine's agent", EnvVars: []string{"RAY_GO_HEAD"}},
 			&ucli.IntFlag{Name: "port", Usage: "client port of the head's embedded GCS", Value: agent.DefaultGCSPort, EnvVars: []string{"RAY_GO_PORT"}},
-			&ucli.StringFlag{Name: "host", Usage: "head: the address its embedded GCS listens on and advertises; give this machine's address when other machines join", Value: "127.0.0.1", EnvVars: []string{"RAY_GO_HOST"}},
+			&ucli.StringFlag{Name: "host", Usage: "the address this agent's metrics endpoint and, on the head, its embedded GCS listen on (the GCS advertises it); give this machine's address when other machines join or a Prometheus elsewhere scrapes", Value: "127.0.0.1", EnvVars: []string{"RAY_GO_HOST"}},
+			&ucli.IntFlag{Name: "metrics-port", Usage: "port of this agent's Prometheus endpoint, GET http://HOST:PORT/metrics (plain HTTP, read-only; 0: a free port; -1: none). The default port falls back to a free one when taken; `rayctl metrics` lists where each agent serves", Value: agent.DefaultMetricsPort, EnvVars: []string{"RAY_GO_METRICS_PORT"}},
 			&ucli.StringFlag{Name: "address", Usage: "join the cluster whose GCS is at HOST:PORT[,HOST:PORT] (env RAY_GO_ADDRESS, or RAY_ADDRESS)", EnvVars: []string{"RAY_GO_ADDRESS"}},
 			&ucli.Float64Flag{Name: "num-cpus", Usage: "CPUs this machine offers", DefaultText: "all cores", EnvVars: []string{"RAY_GO_NUM_CPUS"}},
 			&ucli.Float64Flag{Name: "num-gpus", Usage: "GPUs this machine offers", EnvVars: []string{"RAY_GO_NUM_GPUS"}},
@@ -63,6 +64,12 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 		Namespace: c.String("namespace"),
 		ID:        c.String("agent-id"),
 	}
+	cfg.Host = c.String("host")
+	cfg.MetricsPort = c.Int("metrics-port")
+	cfg.MetricsPortFallback = !c.IsSet("metrics-port")
+	if cfg.MetricsPort < agent.MetricsOff || cfg.MetricsPort > 65535 {
+		return cfg, exitf(ExitError, "--metrics-port %d: want a port between 0 and 65535, or -1 for no metrics endpoint", cfg.MetricsPort)
+	}
 	address := c.String("address")
 	if c.IsSet("address") && address != "" && cfg.Head {
 		return cfg, exitf(ExitError, "--head and --address exclude each other: --head starts a new cluster, --address joins one")
@@ -73,7 +80,6 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 	switch {
 	case cfg.Head:
 		cfg.GCSPort = c.Int("port")
-		cfg.Host = c.String("host")
 		cfg.GCSEndpoints = workerenv.SplitAddress(c.String("gcs-endpoints"))
 		if cfg.GCSPort <= 0 || cfg.GCSPort > 65535 {
 			return cfg, exitf(ExitError, "--port %d: want a port between 1 and 65535", cfg.GCSPort)
@@ -199,6 +205,8 @@ func runStart(c *ucli.Context) error {
 // classify gives an agent start error its exit code and advice.
 func classify(cfg agent.Config, err error) *exitError {
 	switch {
+	case errors.Is(err, agent.ErrMetricsPortInUse):
+		return &exitError{code: ExitPortInUse, err: err}
 	case errors.Is(err, agent.ErrPortInUse):
 		return &exitError{code: ExitPortInUse, err: fmt.Errorf(
 			"cannot start the head: port %d on 127.0.0.1 is already in use (by another head agent, or another program). Pass --port to use another port, or stop the process that holds it (`rayctl stop` if it is a ray-go agent)",
@@ -244,7 +252,7 @@ func runAgent(c *ucli.Context, cfg agent.Config) error {
 	info := agentFile{
 		AgentID: a.ID(), Pid: os.Getpid(), Address: a.Address(), Head: cfg.Head,
 		Dir: cfg.SessionDir, StartedUnixMs: time.Now().UnixMilli(),
-		Insecure: cfg.Insecure, JoinAddress: a.JoinAddress(),
+		Insecure: cfg.Insecure, JoinAddress: a.JoinAddress(), MetricsAddress: a.MetricsAddress(),
 	}
 	if f := a.CredentialFiles(); !cfg.Insecure {
 		info.GCSCA, info.GCSCert, info.GCSKey = f.CA, f.Cert, f.Key
@@ -277,7 +285,11 @@ func printStarted(c *ucli.Context, info agentFile) {
 		kind = "head agent"
 	}
 	fmt.Fprintf(w, "ray-go %s %s started (pid %d); the cluster's GCS is at %s\n", kind, info.AgentID, info.Pid, info.Address)
-	fmt.Fprintf(w, "Its files and logs: %s\n\n", info.Dir)
+	fmt.Fprintf(w, "Its files and logs: %s\n", info.Dir)
+	if info.MetricsAddress != "" {
+		fmt.Fprintf(w, "Its Prometheus metrics: http://%s/metrics\n", info.MetricsAddress)
+	}
+	fmt.Fprintln(w)
 	if !info.Head {
 		fmt.Fprintf(w, "Stop this machine's agents: rayctl stop\n")
 		fmt.Fprintf(w, "\nexport %s=%s\n", workerenv.Address, info.Address)

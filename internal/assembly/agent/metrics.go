@@ -27,6 +27,9 @@ const DefaultMetricsPort = 8080
 // MetricsOff as Config.MetricsPort serves no metrics.
 const MetricsOff = -1
 
+// ErrMetricsPortInUse: Config.MetricsPort is taken (the error is an ErrPortInUse too).
+var ErrMetricsPortInUse = errors.New("agent: metrics port in use")
+
 // metricsTaskWait bounds how long a scrape of the head waits for the processes' task counts.
 const metricsTaskWait = 3 * time.Second
 
@@ -51,8 +54,8 @@ func (a *Agent) serveMetrics() error {
 	}
 	if err != nil {
 		if isAddrInUse(err) {
-			return fmt.Errorf("%w: the metrics port %d on %s is already in use (pass another --metrics-port, 0 for a free one, or -1 for none): %v",
-				ErrPortInUse, cfg.MetricsPort, cfg.host(), err)
+			return fmt.Errorf("%w (%w): the metrics port %d on %s is already in use (pass another --metrics-port, 0 for a free one, or -1 for none): %v",
+				ErrMetricsPortInUse, ErrPortInUse, cfg.MetricsPort, cfg.host(), err)
 		}
 		return fmt.Errorf("agent: listen for metrics on %s: %w", addr, err)
 	}

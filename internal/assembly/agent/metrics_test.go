@@ -135,7 +135,7 @@ func TestMetricsPort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, err = Start(ctx, Config{Head: true, SessionDir: t.TempDir(), ObjectStoreBytes: 1 << 30, Logger: quiet(), Insecure: true, MetricsPort: port})
-	if !errors.Is(err, ErrPortInUse) || !strings.Contains(err.Error(), "metrics port "+strconv.Itoa(port)) {
+	if !errors.Is(err, ErrPortInUse) || !errors.Is(err, ErrMetricsPortInUse) || !strings.Contains(err.Error(), "metrics port "+strconv.Itoa(port)) {
 		t.Fatalf("taken metrics port: %v", err)
 	}
 	a := startAgent(t, Config{Head: true, Insecure: true, MetricsPort: port, MetricsPortFallback: true})

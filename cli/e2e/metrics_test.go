@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ray-go/ray/internal/assembly/metrics"
+)
+
+// TestMetrics: a head (default --metrics-port) and an agent (--metrics-port 0) on
+// 127.0.0.1, a job that stays up; `rayctl metrics` lists both endpoints and prints them as
+// file_sd targets; the head's /metrics, scraped over HTTP and parsed, counts the job's
+// tasks by name and state, each agent reports its configured CPUs, and the 16 MiB object
+// the driver holds shows in an agent's object store bytes.
+func TestMetrics(t *testing.T) {
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	sess := t.TempDir()
+	t.Cleanup(func() {
+		run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
+		checkNothingLeft(t)
+	})
+	startArgs := []string{"start", "--session-dir", sess, "--object-store-memory", "512MiB"}
+	out, errOut, code := run(t, 90*time.Second, nil, rayctl, append(startArgs, "--head", "--port", strconv.Itoa(port), "--num-cpus", "2")...)
+	if code != 0 {
+		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "/metrics") {
+		t.Errorf("rayctl start does not say where the metrics are:\n%s", out)
+	}
+	tok := []string{"RAY_GO_TOKEN=" + printedToken(t, out)}
+	if out, errOut, code = run(t, 90*time.Second, tok, rayctl, append(startArgs, "--address", addr, "--num-cpus", "3", "--metrics-port", "0")...); code != 0 {
+		t.Fatalf("rayctl start --address: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "metrics", "--address", addr, "-o", "json")
+	var eps []struct {
+		AgentID string `json:"agent_id"`
+		Head    bool   `json:"head"`
+		Alive   bool   `json:"alive"`
+		URL     string `json:"url"`
+	}
+	if err := json.Unmarshal([]byte(out), &eps); err != nil || code != 0 || len(eps) != 2 || !eps[0].Head || eps[1].Head {
+		t.Fatalf("rayctl metrics -o json: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	for _, e := range eps {
+		if !e.Alive || !strings.HasPrefix(e.URL, "http://127.0.0.1:") || !strings.HasSuffix(e.URL, "/metrics") {
+			t.Fatalf("endpoint %+v", e)
+		}
+	}
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "metrics", "--address", addr, "--sd")
+	var sd []struct {
+		Targets []string          `json:"targets"`
+		Labels  map[string]string `json:"labels"`
+	}
+	if err := json.Unmarshal([]byte(out), &sd); err != nil || code != 0 || len(sd) != 2 || sd[0].Labels["ray_go_role"] != "head" ||
+		"http://"+sd[0].Targets[0]+"/metrics" != eps[0].URL {
+		t.Fatalf("rayctl metrics --sd: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+
+	// A job that stays up: 10 e2e.Add finished, one e2e.Fail failed, e2e.Busy running, a
+	// 16 MiB object held.
+	cmd := exec.Command(driver, "-check", "hang")
+	cmd.Env = append(os.Environ(), append([]string{"RAY_ADDRESS=" + addr}, tok...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	line := make([]byte, 8)
+	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "hanging\n" {
+		t.Fatalf("the job did not start: %q, %v\n%s", line, err, tail(stderr.String()))
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var head, other metrics.Families
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if head, err = metrics.Scrape(ctx, eps[0].URL); err != nil {
+			t.Fatal(err)
+		}
+		if other, err = metrics.Scrape(ctx, eps[1].URL); err != nil {
+			t.Fatal(err)
+		}
+		adds, _ := head.Value("ray_tasks", "Name", "e2e.Add", "State", "FINISHED")
+		fails, _ := head.Value("ray_tasks", "Name", "e2e.Fail", "State", "FAILED")
+		busy, _ := head.Value("ray_tasks", "Name", "e2e.Busy", "State", "RUNNING")
+		h, _ := head.Value("ray_object_store_used_memory")
+		o, _ := other.Value("ray_object_store_used_memory")
+		if adds >= 10 && fails == 1 && busy == 1 && h+o >= 16<<20 {
+			t.Logf("head: ray_tasks e2e.Add FINISHED %v, e2e.Fail FAILED %v, e2e.Busy RUNNING %v; object store bytes: head %v, agent %v", adds, fails, busy, h, o)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: e2e.Add FINISHED %v, e2e.Fail FAILED %v, e2e.Busy RUNNING %v, store bytes %v + %v\nhead:\n%v", adds, fails, busy, h, o, head["ray_tasks"])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if v, _ := head.Value("ray_node_cpu_count"); v != 2 {
+		t.Errorf("head: ray_node_cpu_count %v, want 2", v)
+	}
+	if v, _ := other.Value("ray_node_cpu_count"); v != 3 {
+		t.Errorf("agent: ray_node_cpu_count %v, want 3", v)
+	}
+	for _, f := range []metrics.Families{head, other} {
+		if v, _ := f.Value("ray_go_processes", "Role", "worker"); v != 1 {
+			t.Errorf("worker processes on an agent: %v, want 1 (the job's)", v)
+		}
+		if _, ok := f.Value("go_goroutines"); !ok {
+			t.Error("no go_goroutines")
+		}
+	}
+	if v, _ := head.Value("ray_go_metrics_tasks_missing_processes"); v != 0 {
+		t.Errorf("head: %v processes did not answer the task counts", v)
+	}
+	if v, _ := head.Value("etcd_disk_wal_fsync_duration_seconds"); v < 1 {
+		t.Errorf("head: etcd_disk_wal_fsync_duration_seconds count %v", v)
+	}
+	if _, ok := other.Value("ray_tasks"); ok {
+		t.Error("the joined agent serves ray_tasks: the head's alone")
+	}
+}
