@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -217,5 +218,24 @@ func TestEventCountsOutliveRetention(t *testing.T) {
 	// The ring kept only its budget; the plain query sees that many.
 	if all := s.answer(&TaskQuery{}); all.Total != eventChunk+1 {
 		t.Errorf("records kept %d, want %d", all.Total, eventChunk+1)
+	}
+}
+
+// BenchmarkEventCounts is what a metrics scrape costs a shard: a counts query with 100,000
+// ended attempts of 20 functions and 10,000 live tasks.
+func BenchmarkEventCounts(b *testing.B) {
+	s := eventShard(DefaultTaskEvents)
+	w := actor.NewPID("addr", "worker/1")
+	for i := range 100_000 {
+		runOne(s, "f"+strconv.Itoa(i%20), w, "")
+	}
+	for range 10_000 {
+		p := newPending(ids.NewRootTaskID())
+		p.spec.Function = "live"
+		s.tasks[p.tid] = p
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.answer(&TaskQuery{Counts: true})
 	}
 }
