@@ -23,7 +23,7 @@ import (
 const (
 	ExitOK             = 0 // success
 	ExitError          = 1 // bad usage, or any other error
-	ExitPortInUse      = 3 // start --head: the GCS port is taken
+	ExitPortInUse      = 3 // start: the GCS port (--head) or an explicit --metrics-port is taken
 	ExitGCSUnreachable = 4 // no GCS answered at the address
 	ExitNothingRunning = 5 // no agent runs (stop, or no address to find), or no head to run a job
 	ExitJobFailed      = 6 // the job ended FAILED
