@@ -18,7 +18,7 @@ var mxSquare = Task1("test.metrics.square", func(_ context.Context, x int) (int,
 
 // The collector on a real local runtime, scraped over HTTP: the tasks that ran are counted
 // FINISHED by name, a Put of 1 MiB shows in the object store's bytes (once the node's load
-// report has it), the machine's figures and the Go runtime's are there, and every source
+// report has it), an actor is ALIVE and its call FINISHED, the machine's figures and the Go runtime's are there, and every source
 // answered.
 func TestMetricsLocalRuntime(t *testing.T) {
 	ctx := timeout(t)
@@ -30,6 +30,10 @@ func TestMetricsLocalRuntime(t *testing.T) {
 	}
 	if _, err := GetAll(ctx, refs); err != nil {
 		t.Fatal(err)
+	}
+	acct := accountClass.Remote(ctx, V("metrics"))
+	if v, err := Get(ctx, deposit.Remote(ctx, acct, V(int64(5)))); err != nil || v != 5 {
+		t.Fatalf("deposit: %v, %v", v, err)
 	}
 	big := make([]byte, 1<<20)
 	big[7] = 1
@@ -83,6 +87,12 @@ func TestMetricsLocalRuntime(t *testing.T) {
 	}
 	if v, ok := fams.Value("ray_tasks", "Name", "test.metrics.square", "State", "FINISHED"); !ok || v < runs {
 		t.Errorf("ray_tasks{Name=test.metrics.square,State=FINISHED} = %v (%v), want >= %d", v, ok, runs)
+	}
+	if v, ok := fams.Value("ray_actors", "Name", "test.Account", "State", "ALIVE"); !ok || v < 1 {
+		t.Errorf("ray_actors{Name=test.Account,State=ALIVE} = %v (%v)", v, ok)
+	}
+	if v, ok := fams.Value("ray_tasks", "Name", "test.Account.Deposit", "State", "FINISHED"); !ok || v < 1 {
+		t.Errorf("ray_tasks{Name=test.Account.Deposit,State=FINISHED} = %v (%v): %v", v, ok, fams["ray_tasks"])
 	}
 	if v, _ := fams.Value("ray_object_store_memory", "Location", "IN_MEMORY"); v < 1<<20 {
 		t.Errorf("ray_object_store_memory{Location=IN_MEMORY} = %v", v)
