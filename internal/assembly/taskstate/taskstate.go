@@ -24,6 +24,9 @@ type Request struct {
 	Job   string         `json:"job,omitempty"` // "": every job
 	Lease int64          `json:"lease"`         // the lease the answers go on
 	Query core.TaskQuery `json:"query"`
+	// Objects, when set, asks for objects instead of tasks (Query is ignored); the answer
+	// is a core.ObjectReport in JSON.
+	Objects *core.ObjectQuery `json:"objects,omitempty"`
 }
 
 // partBytes is the most bytes of an answer under one key (etcd takes 1.5 MiB a request).
@@ -79,13 +82,23 @@ func (s *Server) Run(ctx context.Context) {
 func (s *Server) answer(ctx context.Context, req *Request) error {
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rep, err := s.Core.Tasks(qctx, req.Query)
-	if err != nil {
-		return err
-	}
-	b, err := EncodeReport(&rep)
-	if err != nil {
-		return err
+	var b []byte
+	if req.Objects != nil {
+		rep, err := s.Core.ListObjects(qctx, *req.Objects)
+		if err != nil {
+			return err
+		}
+		if b, err = json.Marshal(&rep); err != nil {
+			return err
+		}
+	} else {
+		rep, err := s.Core.Tasks(qctx, req.Query)
+		if err != nil {
+			return err
+		}
+		if b, err = EncodeReport(&rep); err != nil {
+			return err
+		}
 	}
 	n := 0
 	for off := 0; off < len(b) || n == 0; off += partBytes {
@@ -95,7 +108,7 @@ func (s *Server) answer(ctx context.Context, req *Request) error {
 		}
 		n++
 	}
-	_, err = s.Store.Put(qctx, endsPrefix(req.ID)+string(s.Node), []byte(strconv.Itoa(n)), gcs.LeaseID(req.Lease))
+	_, err := s.Store.Put(qctx, endsPrefix(req.ID)+string(s.Node), []byte(strconv.Itoa(n)), gcs.LeaseID(req.Lease))
 	return err
 }
 
@@ -120,6 +133,104 @@ type Options struct {
 // the tasks it owns that match q, and merges their answers: the newest q.Limit, newest
 // first, the total of matches, the summary and the edges.
 func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, o Options) (*Result, error) {
+	expect, err := processes(ctx, store, job)
+	if err != nil {
+		return nil, err
+	}
+	var reports []*core.TaskReport
+	res := &Result{}
+	if o.Local != nil && (job == "" || job == string(o.Local.Job())) {
+		delete(expect, string(o.LocalNode))
+		r, err := o.Local.Tasks(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, &r)
+		res.Processes++
+	}
+	if len(expect) > 0 {
+		answers, missing, err := ask(ctx, store, Request{Job: job, Query: q}, expect, o.Wait)
+		if err != nil {
+			return nil, err
+		}
+		for node, b := range answers {
+			r, err := DecodeReport(b)
+			if err != nil {
+				return nil, fmt.Errorf("taskstate: the answer of node %s: %w", node, err)
+			}
+			reports = append(reports, r)
+		}
+		res.Processes += len(answers)
+		res.Missing = missing
+	}
+	res.TaskReport = Merge(reports, q)
+	return res, nil
+}
+
+// ObjectResult is what GatherObjects found.
+type ObjectResult struct {
+	core.ObjectReport
+	// Processes is how many processes answered; Missing names those that did not in time.
+	Processes int
+	Missing   []string
+}
+
+// GatherObjects asks every process of job (every process when job is "") for the objects
+// it owns that match q, and merges their answers: the first q.Limit by ID, the total of
+// matches and the summary.
+func GatherObjects(ctx context.Context, store gcs.Store, job string, q core.ObjectQuery, o Options) (*ObjectResult, error) {
+	expect, err := processes(ctx, store, job)
+	if err != nil {
+		return nil, err
+	}
+	var reports []*core.ObjectReport
+	res := &ObjectResult{}
+	if o.Local != nil && (job == "" || job == string(o.Local.Job())) {
+		delete(expect, string(o.LocalNode))
+		r, err := o.Local.ListObjects(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, &r)
+		res.Processes++
+	}
+	if len(expect) > 0 {
+		answers, missing, err := ask(ctx, store, Request{Job: job, Objects: &q}, expect, o.Wait)
+		if err != nil {
+			return nil, err
+		}
+		for node, b := range answers {
+			r := &core.ObjectReport{}
+			if err := json.Unmarshal(b, r); err != nil {
+				return nil, fmt.Errorf("taskstate: the answer of node %s: %w", node, err)
+			}
+			reports = append(reports, r)
+		}
+		res.Processes += len(answers)
+		res.Missing = missing
+	}
+	counts := map[[2]string]*core.ObjectCount{}
+	for _, r := range reports {
+		res.Objects = append(res.Objects, r.Objects...)
+		res.Total += r.Total
+		for _, c := range r.Summary {
+			k := [2]string{c.State, c.RefType}
+			if counts[k] == nil {
+				counts[k] = &core.ObjectCount{State: c.State, RefType: c.RefType}
+			}
+			counts[k].Count += c.Count
+			counts[k].Bytes += c.Bytes
+		}
+	}
+	res.Objects = core.LimitObjects(res.Objects, q.Limit)
+	if q.Summary {
+		res.Summary = core.ObjectSummaryOf(counts)
+	}
+	return res, nil
+}
+
+// processes lists the node table for the processes of job (every process when "").
+func processes(ctx context.Context, store gcs.Store, job string) (map[string]bool, error) {
 	kvs, _, err := store.List(ctx, gcs.NodesPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("taskstate: list the nodes: %w", err)
@@ -134,32 +245,12 @@ func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, 
 			expect[info.NodeId] = true
 		}
 	}
-	var reports []*core.TaskReport
-	res := &Result{}
-	if o.Local != nil && (job == "" || job == string(o.Local.Job())) {
-		delete(expect, string(o.LocalNode))
-		r, err := o.Local.Tasks(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		reports = append(reports, &r)
-		res.Processes++
-	}
-	if len(expect) > 0 {
-		got, missing, err := ask(ctx, store, job, q, expect, o.Wait)
-		if err != nil {
-			return nil, err
-		}
-		reports = append(reports, got...)
-		res.Processes += len(got)
-		res.Missing = missing
-	}
-	res.TaskReport = Merge(reports, q)
-	return res, nil
+	return expect, nil
 }
 
-// ask sends q through the GCS and collects the answers of the processes in expect.
-func ask(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, expect map[string]bool, wait time.Duration) ([]*core.TaskReport, []string, error) {
+// ask sends req (its ID and lease are set here) through the GCS and collects the answers
+// of the processes in expect: the bytes of each, by node.
+func ask(ctx context.Context, store gcs.Store, req Request, expect map[string]bool, wait time.Duration) (map[string][]byte, []string, error) {
 	if wait <= 0 {
 		wait = 10 * time.Second
 	}
@@ -175,7 +266,7 @@ func ask(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, exp
 		defer cancel()
 		_ = store.Revoke(rctx, lease) // the query and its answers go with it
 	}()
-	req := Request{ID: ids.NewRootTaskID().String(), Job: job, Lease: int64(lease), Query: q}
+	req.ID, req.Lease = ids.NewRootTaskID().String(), int64(lease)
 	b, _ := json.Marshal(req)
 	if _, err := store.Put(ctx, gcs.StateRequestKey(req.ID), b, lease); err != nil {
 		return nil, nil, fmt.Errorf("taskstate: send the query: %w", err)
@@ -227,18 +318,14 @@ func ask(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, exp
 			byNode[node] = append(byNode[node], kv.Value) // List is in key order: parts in order
 		}
 	}
-	var out []*core.TaskReport
+	out := map[string][]byte{}
 	for node, n := range ends {
 		ps := byNode[node]
 		if len(ps) != n {
 			missing = append(missing, node)
 			continue
 		}
-		r, err := DecodeReport(bytes.Join(ps, nil))
-		if err != nil {
-			return nil, nil, fmt.Errorf("taskstate: the answer of node %s: %w", node, err)
-		}
-		out = append(out, r)
+		out[node] = bytes.Join(ps, nil)
 	}
 	return out, missing, nil
 }
