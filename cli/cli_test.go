@@ -193,8 +193,15 @@ func TestCluster(t *testing.T) {
 	if r := run(t, tok, "summary", "nodes", "--address", addr, "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"ALIVE": 2`) {
 		t.Errorf("summary nodes: %+v", r)
 	}
-	if r := run(t, tok, "list", "objects", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "nodes, jobs, actors, tasks") {
+	if r := run(t, tok, "list", "placement-groups", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "nodes, jobs, actors, tasks, objects") {
 		t.Errorf("list of an unknown kind: %+v", r)
+	}
+	// Objects, of a cluster that has run none (cli/e2e runs a job and checks them).
+	if r := run(t, tok, "list", "objects", "--address", addr, "-o", "json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("list objects: %+v", r)
+	}
+	if r := run(t, tok, "list", "objects", "--address", addr, "--filter", "colour=red"); r.code != ExitError || !strings.Contains(r.stderr, "reference_type") {
+		t.Errorf("list objects with a filter on a field objects lack: %+v", r)
 	}
 	// Tasks, of a cluster that has run none (cli/e2e runs a job and checks them).
 	if r := run(t, tok, "list", "tasks", "--address", addr, "-o", "json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {

@@ -83,6 +83,8 @@ var kinds = []kind{
 		columns: []string{"actor_id", "class", "name", "state", "node", "job_id", "restarts", "detail"}},
 	// tasks are not in the GCS: their owners are asked (tasks.go)
 	{name: "tasks", one: "task", id: "task_id", columns: taskColumns},
+	// objects neither: their owners are asked (objects.go)
+	{name: "objects", one: "object", id: "object_id", columns: objectColumns},
 }
 
 func kindOf(name string) (kind, bool) {
@@ -111,8 +113,8 @@ func stateFlags() []ucli.Flag {
 func listCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "list",
-		Usage:     "list the cluster's nodes, jobs, actors or tasks (Ray's `ray list`)",
-		ArgsUsage: "nodes|jobs|actors|tasks",
+		Usage:     "list the cluster's nodes, jobs, actors, tasks or objects (Ray's `ray list`)",
+		ArgsUsage: "nodes|jobs|actors|tasks|objects",
 		Flags: append(stateFlags(),
 			&ucli.StringSliceFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records whose FIELD=VALUE (or FIELD!=VALUE); repeatable, all must hold"},
 			&ucli.IntFlag{Name: "limit", Usage: "print at most this many records (0: all)", Value: 100},
@@ -133,8 +135,11 @@ func listCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			if k.name == "tasks" {
+			switch k.name {
+			case "tasks":
 				return listTasks(c, format, filters, c.Int("limit"))
+			case "objects":
+				return listObjects(c, format, filters, c.Int("limit"))
 			}
 			recs, err := readKind(c, k)
 			if err != nil {
@@ -155,8 +160,8 @@ func listCommand() *ucli.Command {
 func getCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "get",
-		Usage:     "show one node, job, actor or task with every field (Ray's `ray get`)",
-		ArgsUsage: "node|job|actor|task ID",
+		Usage:     "show one node, job, actor, task or object with every field (Ray's `ray get`)",
+		ArgsUsage: "node|job|actor|task|object ID",
 		Flags:     stateFlags(),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 2 {
@@ -164,7 +169,7 @@ func getCommand() *ucli.Command {
 			}
 			k, ok := kindOf(c.Args().Get(0))
 			if !ok {
-				return exitf(ExitError, "cannot get %q: use node, job, actor or task", c.Args().Get(0))
+				return exitf(ExitError, "cannot get %q: use node, job, actor, task or object", c.Args().Get(0))
 			}
 			format, err := stateFormat(c)
 			if err != nil {
@@ -173,8 +178,11 @@ func getCommand() *ucli.Command {
 			if format == "table" {
 				format = "yaml" // one record reads best as YAML
 			}
-			if k.name == "tasks" {
+			switch k.name {
+			case "tasks":
 				return getTask(c, format, c.Args().Get(1))
+			case "objects":
+				return getObject(c, format, c.Args().Get(1))
 			}
 			recs, err := readKind(c, k)
 			if err != nil {
@@ -207,8 +215,8 @@ func getCommand() *ucli.Command {
 func summaryCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "summary",
-		Usage:     "count the cluster's tasks by function and state, actors by class and state, or its nodes or jobs by state (Ray's `ray summary`)",
-		ArgsUsage: "tasks|actors|nodes|jobs",
+		Usage:     "count the cluster's tasks by function and state, actors by class and state, objects by reference type and state, or its nodes or jobs by state (Ray's `ray summary`)",
+		ArgsUsage: "tasks|actors|objects|nodes|jobs",
 		Flags:     stateFlags(),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
@@ -222,8 +230,11 @@ func summaryCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			if k.name == "tasks" {
+			switch k.name {
+			case "tasks":
 				return summarizeTasks(c, format)
+			case "objects":
+				return summarizeObjects(c, format)
 			}
 			recs, err := readKind(c, k)
 			if err != nil {

@@ -136,4 +136,43 @@ func TestMetrics(t *testing.T) {
 	if _, ok := other.Value("ray_tasks"); ok {
 		t.Error("the joined agent serves ray_tasks: the head's alone")
 	}
+	checkObjects(t, tok, addr)
+}
+
+// checkObjects checks `rayctl list objects`, `get object` and `summary objects` against the
+// hanging driver's job: the 16 MiB object it holds is READY in a node's store, with a
+// local reference, owned by the driver.
+func checkObjects(t *testing.T, tok []string, addr string) {
+	t.Helper()
+	out, errOut, code := run(t, time.Minute, tok, rayctl, "list", "objects", "--address", addr, "--filter", "state=READY", "--limit", "0", "-o", "json")
+	var objs []struct {
+		ObjectID string `json:"object_id"`
+		Size     int64  `json:"size"`
+		State    string `json:"state"`
+		RefType  string `json:"reference_type"`
+		Location string `json:"location"`
+		Owner    string `json:"owner_node"`
+	}
+	if err := json.Unmarshal([]byte(out), &objs); err != nil || code != 0 {
+		t.Fatalf("rayctl list objects: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	var blob string
+	for _, o := range objs {
+		if o.Size >= 16<<20 && o.Size < 17<<20 && o.State == "READY" && o.RefType == "LOCAL_REFERENCE" && o.Location != "" &&
+			o.Location != "INLINE" && o.Owner != "" {
+			blob = o.ObjectID
+		}
+	}
+	if blob == "" {
+		t.Fatalf("rayctl list objects does not show the driver's 16 MiB object in a store:\n%s", out)
+	}
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "get", "object", blob[:12], "--address", addr)
+	if code != 0 || !strings.Contains(out, blob) || !strings.Contains(out, "LOCAL_REFERENCE") {
+		t.Errorf("rayctl get object: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "summary", "objects", "--address", addr)
+	if code != 0 || !strings.Contains(out, "LOCAL_REFERENCE") || !strings.Contains(out, "READY") {
+		t.Errorf("rayctl summary objects: exit %d\n%s\n%s", code, out, errOut)
+	}
+	t.Logf("rayctl summary objects:\n%s", out)
 }

@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/assembly/taskstate"
+)
+
+// Objects in the state API: `rayctl list objects`, `get object`, `summary objects`. Like
+// tasks, objects are not listed in the GCS: each process answers for the objects it owns
+// (internal/assembly/core, objectstate.go) a query put in the GCS; rayctl asks and merges.
+
+var objectColumns = []string{"object_id", "size", "state", "reference_type", "location", "owner_node", "job_id"}
+
+// objectPushed are the --filter fields the processes apply (with "=").
+var objectPushed = map[string]func(q *core.ObjectQuery, job *string, v string){
+	"state":          func(q *core.ObjectQuery, _ *string, v string) { q.State = v },
+	"reference_type": func(q *core.ObjectQuery, _ *string, v string) { q.RefType = v },
+	"object_id":      func(q *core.ObjectQuery, _ *string, v string) { q.ObjectID = v },
+	"job_id":         func(_ *core.ObjectQuery, job *string, v string) { *job = v },
+}
+
+// objectRecord is an object as a record (Ray's field names where Ray has one).
+func objectRecord(o *core.ObjectInfo) record {
+	return record{{"object_id", o.ObjectID}, {"size", o.Size}, {"state", o.State}, {"reference_type", o.RefType},
+		{"location", o.Location}, {"owner_node", o.Owner}, {"job_id", o.Job}, {"task_id", o.Task},
+		{"local_refs", o.Local}, {"lineage_refs", o.Lineage}}
+}
+
+func objectFields() []string {
+	var out []string
+	for _, f := range objectRecord(&core.ObjectInfo{}) {
+		out = append(out, f.k)
+	}
+	return out
+}
+
+// gatherObjects asks the cluster's processes (those of job; every job's when "").
+func gatherObjects(c *ucli.Context, job string, q core.ObjectQuery) (*taskstate.ObjectResult, error) {
+	store, addr, err := connect(c)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+	defer cancel()
+	res, err := taskstate.GatherObjects(ctx, store, job, q, taskstate.Options{})
+	if err != nil {
+		return nil, exitf(ExitError, "read the objects from %s: %v", strings.Join(addr, ","), err)
+	}
+	if len(res.Missing) > 0 {
+		sort.Strings(res.Missing)
+		fmt.Fprintf(c.App.ErrWriter, "rayctl: the processes of %d node(s) did not answer in time, their objects are missing: %s\n",
+			len(res.Missing), strings.Join(res.Missing, ", "))
+	}
+	return res, nil
+}
+
+func listObjects(c *ucli.Context, format string, filters []filter, limit int) error {
+	var q core.ObjectQuery
+	job := ""
+	var rest []filter
+	known := objectFields()
+	for _, f := range filters {
+		if set, ok := objectPushed[f.key]; ok && !f.neg {
+			set(&q, &job, f.value)
+			continue
+		}
+		if !contains(known, f.key) {
+			return exitf(ExitError, "filter on %q: objects have no such field; they have %s", f.key, strings.Join(known, ", "))
+		}
+		rest = append(rest, f)
+	}
+	if len(rest) == 0 {
+		q.Limit = limit
+	}
+	res, err := gatherObjects(c, job, q)
+	if err != nil {
+		return err
+	}
+	recs := make([]record, len(res.Objects))
+	for i := range res.Objects {
+		recs[i] = objectRecord(&res.Objects[i])
+	}
+	total := res.Total
+	if len(rest) > 0 {
+		if recs, err = filterRecords(recs, rest); err != nil {
+			return err
+		}
+		total = len(recs)
+	}
+	if limit > 0 && len(recs) > limit {
+		recs = recs[:limit]
+	}
+	if total > len(recs) {
+		fmt.Fprintf(c.App.ErrWriter, "rayctl: %d of %d objects shown; raise --limit to see more\n", len(recs), total)
+	}
+	return printRecords(c.App.Writer, format, objectColumns, recs)
+}
+
+func getObject(c *ucli.Context, format, id string) error {
+	if len(id) < 6 {
+		return exitf(ExitError, "give at least 6 characters of the object ID, got %q", id)
+	}
+	res, err := gatherObjects(c, "", core.ObjectQuery{ObjectID: strings.ToLower(id), Limit: 2})
+	if err != nil {
+		return err
+	}
+	switch res.Total {
+	case 0:
+		return exitf(ExitError, "no object %q in the cluster (rayctl list objects shows them)", id)
+	case 1:
+	default:
+		return exitf(ExitError, "%q is the start of %d object IDs: give more of it", id, res.Total)
+	}
+	r := objectRecord(&res.Objects[0])
+	if format == "json" {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return printYAML(c.App.Writer, r, "")
+}
+
+// summarizeObjects counts objects by reference type and state (Ray groups by call site,
+// which ray-go does not record), with their bytes.
+func summarizeObjects(c *ucli.Context, format string) error {
+	res, err := gatherObjects(c, "", core.ObjectQuery{Summary: true, Limit: 1})
+	if err != nil {
+		return err
+	}
+	counts := map[string]map[string]int{}
+	bytes := map[string]int64{}
+	for _, oc := range res.Summary {
+		if counts[oc.RefType] == nil {
+			counts[oc.RefType] = map[string]int{}
+		}
+		counts[oc.RefType][oc.State] += oc.Count
+		bytes[oc.RefType] += oc.Bytes
+	}
+	out := countTable("reference_type", counts)
+	for i, r := range out {
+		g, _ := r.get("reference_type")
+		out[i] = append(r, field{"bytes", bytes[g.(string)]})
+	}
+	return printRecords(c.App.Writer, format, nil, out)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
