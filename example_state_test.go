@@ -110,3 +110,43 @@ func ExampleWithTaskEvents() {
 	fmt.Println(total)
 	// Output: 1
 }
+
+func ExampleListObjects() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	ref, err := ray.Put(ctx, make([]byte, 1<<20)) // large: it goes to the node's store
+	if err != nil {
+		log.Fatal(err)
+	}
+	objs, _, err := ray.ListObjects(ctx, ray.ObjectFilter{ObjectID: ref.ID()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	node, _ := ray.NodeID(ctx)
+	o := objs[0]
+	fmt.Println(o.State, o.RefType, o.Size >= 1<<20, o.Location == node)
+	// Output: READY LOCAL_REFERENCE true true
+}
+
+func ExampleSummarizeObjects() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	a, _ := ray.Put(ctx, "one")
+	b, _ := ray.Put(ctx, "two")
+	defer a.Release()
+	defer b.Release()
+	counts, err := ray.SummarizeObjects(ctx, ray.ObjectFilter{State: ray.ObjectReady})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range counts {
+		fmt.Println(c.State, c.RefType, c.Count)
+	}
+	// Output: READY LOCAL_REFERENCE 2
+}
