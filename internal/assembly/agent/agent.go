@@ -57,8 +57,9 @@ type Agent struct {
 	store     gcs.Store        // timed: its writes go into latency
 	latency   *metrics.Latency // ray_gcs_storage_operation_latency_ms of the agent's writes
 
-	metricsSrv  *http.Server // GET /metrics (metrics.go); nil: none
-	metricsAddr string
+	metricsSrv      *http.Server // GET /metrics (metrics.go); nil: none
+	metricsAddr     string
+	taskCountsCache taskCountsCache
 
 	ctx    context.Context // canceled by Stop
 	cancel context.CancelFunc

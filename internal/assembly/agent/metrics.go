@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +33,23 @@ var ErrMetricsPortInUse = errors.New("agent: metrics port in use")
 
 // metricsTaskWait bounds how long a scrape of the head waits for the processes' task counts.
 const metricsTaskWait = 3 * time.Second
+
+// metricsTaskEvery: scrapes closer together than this share one gather of the task counts
+// (the endpoint has no credential: a flood of GETs must not become a flood of queries to
+// every process of the cluster), and metricsInFlight bounds the scrapes served at once.
+const (
+	metricsTaskEvery = time.Second
+	metricsInFlight  = 4
+)
+
+// taskCountsCache is the last gather of the task counts.
+type taskCountsCache struct {
+	mu      sync.Mutex // held across a gather: concurrent scrapes wait for it and share it
+	at      time.Time
+	counts  []core.TaskCount
+	missing int
+	err     error
+}
 
 // etcdFamilies are the embedded etcd's own metrics a head serves too: its disk latency
 // (every GCS write of the cluster is an fsync of the WAL and a backend commit), the size of
@@ -75,7 +93,8 @@ func (a *Agent) serveMetrics() error {
 	if a.embedded != nil {
 		g = prometheus.Gatherers{g, onlyFamilies(prometheus.DefaultGatherer, etcdFamilies)}
 	}
-	h := promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{a}})
+	h := promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{a},
+		MaxRequestsInFlight: metricsInFlight})
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -110,13 +129,21 @@ func (a *Agent) stopMetrics() {
 // MetricsAddress returns the host:port of the agent's GET /metrics ("" when it serves none).
 func (a *Agent) MetricsAddress() string { return a.metricsAddr }
 
-// taskCounts gathers the task counts of every process of the cluster (the head's ray_tasks).
+// taskCounts gathers the task counts of every process of the cluster (the head's
+// ray_tasks), at most once per metricsTaskEvery.
 func (a *Agent) taskCounts(ctx context.Context) ([]core.TaskCount, int, error) {
-	res, err := taskstate.Gather(ctx, a.store, "", core.TaskQuery{Counts: true}, taskstate.Options{Wait: metricsTaskWait})
-	if err != nil {
-		return nil, 0, err
+	c := &a.taskCountsCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < metricsTaskEvery {
+		return c.counts, c.missing, c.err
 	}
-	return res.Summary, len(res.Missing), nil
+	res, err := taskstate.Gather(ctx, a.store, "", core.TaskQuery{Counts: true}, taskstate.Options{Wait: metricsTaskWait})
+	c.at, c.counts, c.missing, c.err = time.Now(), nil, 0, err
+	if err == nil {
+		c.counts, c.missing = res.Summary, len(res.Missing)
+	}
+	return c.counts, c.missing, c.err
 }
 
 // onlyFamilies gathers from g only the families named.
