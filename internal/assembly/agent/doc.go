@@ -76,7 +76,8 @@
 // taskstate gather, at most 3 s) and the embedded etcd's disk and size metrics. The
 // agent's GCS client is timed (ray_gcs_storage_operation_latency_ms). The endpoint is
 // plain HTTP without authentication, as Ray's: read-only (other methods get 405), and it
-// shows counts, sizes and names, never environments, logs, keys or the token.
+// shows counts, sizes and names, never environments, logs, keys or the token. At most 4
+// scrapes are served at once, and scrapes less than a second apart share one gather.
 //
 // # Job logs in the GCS
 //
