@@ -21,23 +21,28 @@ type Info struct {
 	Local, Lineage int32
 }
 
-// Scan calls f with every object of the table, a shard at a time (each under its lock,
-// so f must not call back into the table), until f returns false.
+// Scan calls f with every object of the table until f returns false. It copies a shard's
+// entries under the shard's lock and calls f after unlocking it, so that a scan holds each
+// lock only for the copy (f may call back into the table; what changed since the copy is
+// not seen).
 func (s *MemoryStore) Scan(f func(*Info) bool) {
-	var info Info
+	var buf []Info
 	for i := range s.t.shards {
 		sh := &s.t.shards[i]
 		sh.mu.Lock()
+		buf = buf[:0]
 		for id, e := range sh.m {
-			info = Info{ID: id, Held: e.mem, Ready: e.mem && e.sl.ready, Local: e.rc.local, Lineage: e.rc.lineage}
-			if info.Ready {
-				info.Value = e.sl.v
+			in := Info{ID: id, Held: e.mem, Ready: e.mem && e.sl.ready, Local: e.rc.local, Lineage: e.rc.lineage}
+			if in.Ready {
+				in.Value = e.sl.v
 			}
-			if !f(&info) {
-				sh.mu.Unlock()
+			buf = append(buf, in)
+		}
+		sh.mu.Unlock()
+		for j := range buf {
+			if !f(&buf[j]) {
 				return
 			}
 		}
-		sh.mu.Unlock()
 	}
 }
