@@ -158,7 +158,7 @@ var (
 	descProcesses     = desc("ray_go_processes", "Processes with a runtime on this agent by role (worker: a job's worker process).", "Role")
 	descCPUCount      = desc("ray_node_cpu_count", "CPUs this machine offers to the scheduler (--num-cpus).")
 	descCores         = desc("ray_go_node_cores", "Logical CPUs of this machine.")
-	descCPUUtil       = desc("ray_node_cpu_utilization", "CPU utilization of this machine in percent, since the previous scrape.")
+	descCPUUtil       = desc("ray_node_cpu_utilization", "CPU utilization of this machine in percent, since the previous scrape (since boot at the first).")
 	descMemTotal      = desc("ray_node_mem_total", "RAM of this machine in bytes.")
 	descMemUsed       = desc("ray_node_mem_used", "RAM in use on this machine in bytes (total minus available).")
 	descMemAvail      = desc("ray_node_mem_available", "RAM available on this machine in bytes (MemAvailable).")

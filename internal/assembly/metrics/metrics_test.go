@@ -72,7 +72,7 @@ func TestCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `
-# HELP ray_node_cpu_utilization CPU utilization of this machine in percent, since the previous scrape.
+# HELP ray_node_cpu_utilization CPU utilization of this machine in percent, since the previous scrape (since boot at the first).
 # TYPE ray_node_cpu_utilization gauge
 ray_node_cpu_utilization 25
 # HELP ray_node_mem_used RAM in use on this machine in bytes (total minus available).
