@@ -586,3 +586,26 @@ func TestOrphanedSubmissionFails(t *testing.T) {
 		return sub.GetState() == pb.JobInfo_FAILED && strings.Contains(sub.GetMessage(), "head agent")
 	})
 }
+
+// TestJobSurvivesItsDriverRegisteringAgain: a driver whose lease expired (a GCS outage
+// longer than its TTL) takes a new one and writes its jobalive key again within seconds
+// (node.keepLease); the head does not fail the job meanwhile. A key that stays gone fails
+// it (TestWorkerProcess).
+func TestJobSurvivesItsDriverRegisteringAgain(t *testing.T) {
+	head := startAgent(t, Config{Head: true})
+	s := head.Store()
+	rec := t.TempDir()
+	expire := job(t, s, "j9", nil, "-record", rec)
+	eventually.True(t, 10*time.Second, "the job's worker process (the head has read the tables)", func() bool { return len(records(t, rec)) > 0 })
+	expire()
+	time.Sleep(time.Second) // the driver notices and registers again
+	lease, err := s.Grant(context.Background(), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, gcs.JobAliveKey("j9"), &pb.JobInfo{}, lease)
+	time.Sleep(reregisterGrace + 2*time.Second)
+	if j, _ := get(t, s, gcs.JobKey("j9"), &pb.JobInfo{}); j.GetState() != pb.JobInfo_RUNNING {
+		t.Fatalf("a job whose driver registered again within %v: %v %q; want RUNNING", reregisterGrace, j.GetState(), j.GetMessage())
+	}
+}

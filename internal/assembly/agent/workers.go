@@ -31,6 +31,11 @@ const (
 	// jobalive key and never had one while this agent watched (the driver may write the
 	// two keys separately; a lost key seen being deleted fails the job at once).
 	orphanGrace = 2 * AliveTTL
+	// reregisterGrace is how long the head waits before failing a RUNNING job whose
+	// jobalive key went (its driver's lease expired): a driver that is alive takes a new
+	// lease and writes the key again (node.keepLease) after a GCS outage longer than the
+	// lease, within a second or two of the GCS answering again; a killed driver does not.
+	reregisterGrace = AliveTTL
 	// tick is how often the manager looks at its processes (exits, kill deadlines,
 	// restart backoffs).
 	tick = 200 * time.Millisecond
@@ -49,7 +54,7 @@ type workerManager struct {
 	loaded    map[string]bool // prefix -> its first list arrived
 	jobs      map[string]jobRec
 	alive     map[string]bool
-	aliveGone map[string]bool      // jobalive key seen deleted (or gone at a re-list)
+	aliveGone map[string]time.Time // jobalive key seen deleted (or gone at a re-list), when
 	orphanAt  map[string]time.Time // head: RUNNING job without jobalive since
 	linked    map[string]bool      // head: submission job_id filled in
 	workers   map[string]*worker
@@ -80,7 +85,7 @@ func newWorkerManager(a *Agent) *workerManager {
 		loaded:    map[string]bool{},
 		jobs:      map[string]jobRec{},
 		alive:     map[string]bool{},
-		aliveGone: map[string]bool{},
+		aliveGone: map[string]time.Time{},
 		orphanAt:  map[string]time.Time{},
 		linked:    map[string]bool{},
 		workers:   map[string]*worker{},
@@ -149,7 +154,7 @@ func (m *workerManager) apply(u tableUpdate) {
 			}
 			for id := range was {
 				if !m.alive[id] {
-					m.aliveGone[id] = true
+					m.aliveGone[id] = time.Now()
 				}
 			}
 		}
@@ -163,7 +168,7 @@ func (m *workerManager) apply(u tableUpdate) {
 				delete(m.aliveGone, id)
 			} else {
 				delete(m.alive, id)
-				m.aliveGone[id] = true
+				m.aliveGone[id] = time.Now()
 			}
 		}
 	}
@@ -203,7 +208,8 @@ func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
 			if !seen {
 				m.orphanAt[job] = now
 			}
-			if m.aliveGone[job] || (seen && now.Sub(since) >= orphanGrace) {
+			gone, wasAlive := m.aliveGone[job]
+			if wasAlive && now.Sub(gone) >= reregisterGrace || seen && now.Sub(since) >= orphanGrace {
 				m.failOrphan(ctx, job)
 			}
 		} else {

@@ -162,7 +162,8 @@ func (n *Node) registerJob(ctx context.Context, cfg JoinConfig) error {
 	if _, err := n.store.Put(ctx, gcs.JobKey(string(n.cfg.Job)), b, 0); err != nil {
 		return fmt.Errorf("node: register the job: %w", err)
 	}
-	if _, err := n.store.Put(ctx, gcs.JobAliveKey(string(n.cfg.Job)), []byte(n.ID), n.lease); err != nil {
+	n.jobAlive.Store(true)
+	if _, err := n.store.Put(ctx, gcs.JobAliveKey(string(n.cfg.Job)), []byte(n.ID), n.leaseID()); err != nil {
 		return fmt.Errorf("node: register the job: %w", err)
 	}
 	return nil
@@ -173,6 +174,7 @@ func (n *Node) endJob(ctx context.Context) {
 	if n.job == nil {
 		return
 	}
+	n.jobAlive.Store(false)
 	n.job.State = pb.JobInfo_SUCCEEDED
 	n.job.EndUnixMs = time.Now().UnixMilli()
 	b, _ := proto.Marshal(n.job)

@@ -41,14 +41,13 @@ func runsTasks(info *pb.NodeInfo, job ids.JobID) bool {
 // loadReporter publishes the node's load report (load/<node>, leased) while the node runs.
 type loadReporter struct {
 	n      *Node
-	lease  gcs.LeaseID
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 func startLoadReporter(n *Node) *loadReporter {
 	rctx, cancel := context.WithCancel(context.Background())
-	r := &loadReporter{n: n, lease: n.lease, cancel: cancel}
+	r := &loadReporter{n: n, cancel: cancel}
 	r.wg.Add(1)
 	go r.run(rctx)
 	return r
@@ -107,7 +106,7 @@ func (r *loadReporter) run(ctx context.Context) {
 		l.UnixMs = time.Now().UnixMilli()
 		stamped, _ := proto.Marshal(l)
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err = r.n.store.Put(pctx, gcs.LoadKey(string(r.n.ID)), stamped, r.lease)
+		_, err = r.n.store.Put(pctx, gcs.LoadKey(string(r.n.ID)), stamped, r.n.leaseID())
 		cancel()
 		if err == nil {
 			last, lastAt = b, time.Now()

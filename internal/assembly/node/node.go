@@ -209,7 +209,11 @@ type Node struct {
 	compactor *gcs.Compactor
 	nodes     *nodeView
 	view      *clusterview.View         // cluster mode only
-	lease     gcs.LeaseID               // cluster mode: the node record's and load report's lease
+	lease     atomic.Int64              // cluster mode: the node record's, job alive key's and load report's lease (gcs.LeaseID; keepLease replaces it)
+	record    atomic.Pointer[[]byte]    // the node record (encoded), for keepLease
+	jobAlive  atomic.Bool               // a driver's jobalive key is to be kept (join to endJob)
+	keepStop  context.CancelFunc        // stops keepLease (cluster mode)
+	keepDone  chan struct{}             // closed when keepLease returned
 	loads     *loadReporter             // cluster mode, nodes that run tasks
 	ownGCS    gcs.Store                 // a GCS client Join opened (closed by Stop)
 	core      atomic.Pointer[core.Core] // Core, for goroutines started before it exists
@@ -340,12 +344,20 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.GCS != nil {
 		// Cluster mode: the node's record and load report live on its own lease, so a node
 		// that dies leaves the tables within the lease TTL.
-		if n.lease, err = n.store.Grant(ctx, cfg.LeaseTTL); err != nil {
+		lease, err := n.store.Grant(ctx, cfg.LeaseTTL)
+		if err != nil {
 			return nil, fmt.Errorf("node: lease for the node record: %w", err)
 		}
-		if _, err = n.store.KeepAlive(context.Background(), n.lease); err != nil {
+		n.lease.Store(int64(lease))
+		kctx, cancel := context.WithCancel(context.Background())
+		lost, err := n.store.KeepAlive(kctx, lease)
+		if err != nil {
+			cancel()
 			return nil, fmt.Errorf("node: keep the node lease alive: %w", err)
 		}
+		n.keepStop = cancel
+		n.keepDone = make(chan struct{})
+		go n.keepLease(kctx, lost)
 		if n.view, err = n.startView(ctx); err != nil {
 			return nil, err
 		}
@@ -385,7 +397,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	self = info
 	infoB, _ := proto.Marshal(info)
-	if _, err := n.store.Put(ctx, gcs.NodeKey(string(n.ID)), infoB, n.lease); err != nil {
+	n.record.Store(&infoB)
+	if _, err := n.store.Put(ctx, gcs.NodeKey(string(n.ID)), infoB, n.leaseID()); err != nil {
 		return nil, fmt.Errorf("node: register the node: %w", err)
 	}
 	n.nodes.set(info)
@@ -759,9 +772,10 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
+		n.stopKeeping()
 		_, _ = n.store.Delete(dctx, gcs.NodeKey(string(n.ID)))
-		if n.lease != 0 {
-			_ = n.store.Revoke(dctx, n.lease)
+		if l := n.leaseID(); l != 0 {
+			_ = n.store.Revoke(dctx, l)
 		}
 	}
 	if n.job == nil {
@@ -818,6 +832,7 @@ func (n *Node) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	n.stopKeeping()
 	return errors.Join(errs...)
 }
 
