@@ -29,7 +29,7 @@ type stat struct {
 	// (runtime/metrics /gc/heap/allocs:objects and :bytes) and the messages the runtime's
 	// actors handled (ray.Stats), per operation, over the warm-up and the trials.
 	AllocsPerOp, BytesPerOp, MessagesPerOp float64
-	WarmupBodies               int64 // bodies run in the warm-up
+	WarmupBodies                           int64 // bodies run in the warm-up
 }
 
 // timeit is ray_perf.py's timeit (python/ray/_private/ray_microbenchmark_helpers.py):
