@@ -139,6 +139,11 @@ type Task struct {
 // An argument is recreated when its bytes are on a node that is gone, or when its value
 // was freed while the lineage record of its task was kept (nothing needed it until now).
 // Each is asked for once, however often the task takes it.
+//
+// The runtime takes the holds HoldArgs names before it reads the facts in args: a fact
+// read first could be stale by the time of the hold (a ready value freed in between by
+// its last other reference, which Restart then neither recreates nor finds held), and the
+// task would run without that argument.
 func Restart(t Task, args []Object) []Action {
 	argIDs := make([]ids.ObjectID, len(args))
 	for i, a := range args {

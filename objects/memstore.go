@@ -321,6 +321,28 @@ func (s *MemoryStore) RemoveIn(id ids.ObjectID, e *Entry) (v Value, ready, known
 	return v, ready, true
 }
 
+// RemoveFreedIn is RemoveIn for carrying out a free the reference table decided
+// (Released.Values), except for an object whose references were taken again since the
+// free was decided: that one keeps its value (kept; nothing is removed). An owner takes
+// a reference to an object whose counts reached zero when a lineage rerun holds an
+// argument again (RefTable.AddLocal in the core's restart); the free decided before must
+// not take that value away from under the rerun, which found it ready. Only a store made
+// by NewOwned knows of references; any other removes as RemoveIn does.
+func (s *MemoryStore) RemoveFreedIn(id ids.ObjectID, e *Entry) (v Value, ready, kept bool) {
+	sh := s.t.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if c := sh.counted(id, e); c != nil && !c.rc.freed {
+		return Value{}, false, true
+	}
+	if e = sh.held(id, e); e == nil {
+		return Value{}, false, false
+	}
+	v, ready = e.sl.v, e.sl.ready
+	sh.forget(id, e)
+	return v, ready, false
+}
+
 // Len is the number of objects held (pending or ready).
 func (s *MemoryStore) Len() int {
 	n := 0

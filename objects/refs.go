@@ -186,7 +186,7 @@ func (t *RefTable) RemoveLocalAll(list []ids.ObjectID) Released {
 
 // Completed is a task's finish: it drops the task's local reference to each of args and
 // reports whether ret, the task's return, has no local reference left (every handle to it
-// was dropped while the task ran).
+// was dropped while the task ran); then the caller frees ret's value.
 func (t *RefTable) Completed(ret ids.ObjectID, args []ids.ObjectID) (unreferenced bool, r Released) {
 	var work argHolds
 	for _, id := range args {
@@ -197,6 +197,9 @@ func (t *RefTable) Completed(ret ids.ObjectID, args []ids.ObjectID) (unreference
 	sh.mu.Lock()
 	e := sh.counted(ret, nil)
 	unreferenced = e == nil || e.rc.local == 0
+	if e != nil && unreferenced {
+		e.rc.freed = true // the caller frees the value (MemoryStore.RemoveFreedIn)
+	}
 	sh.mu.Unlock()
 	return unreferenced, r
 }

@@ -248,3 +248,65 @@ func TestKeepForLineage(t *testing.T) {
 		t.Fatalf("%d objects and %d records left", n, l)
 	}
 }
+
+// TestFreeCarriedOutAfterAHoldKeepsTheValue: an owner's free is decided under the
+// table's lock (Released) and carried out after it (MemoryStore.RemoveFreedIn). An object
+// held again in between (a lineage rerun's argument) keeps its value, which the rerun
+// found ready; a free with no hold in between, or after the new hold is dropped in turn,
+// removes it; so does the free of a task's result that lost every reference while the
+// task ran (Completed).
+func TestFreeCarriedOutAfterAHoldKeepsTheValue(t *testing.T) {
+	mem, rt := NewOwned()
+	root := ids.NewRootTaskID()
+	task, reduce := ids.ChildTaskID(root, 1), ids.ChildTaskID(root, 2)
+	m := ids.ReturnID(task, 1)
+	rt.Submitted(task, nil, nil)
+	rt.Submitted(reduce, []ids.ObjectID{m}, nil) // a record holds m: m's record stays
+	mem.Set(m, Value{Data: []byte("v")})
+
+	decided := rt.RemoveLocal(m) // the last reference goes: the free is decided
+	if got := decided.Values(); len(got) != 1 || got[0] != m {
+		t.Fatalf("released %v, want %v", got, m)
+	}
+	rt.AddLocal(m) // a rerun holds m again, and finds it ready
+	if _, _, kept := mem.RemoveFreedIn(m, nil); !kept {
+		t.Fatal("a free decided before the hold removed the value")
+	}
+	if v, ready, _ := mem.Get(m); !ready || string(v.Data) != "v" {
+		t.Fatalf("after the stale free: %q ready=%v", v.Data, ready)
+	}
+	again := rt.RemoveLocal(m) // the rerun's hold goes: freed again, and now removed
+	if got := again.Values(); len(got) != 1 || got[0] != m {
+		t.Fatalf("released %v, want %v", got, m)
+	}
+	if v, ready, kept := mem.RemoveFreedIn(m, nil); kept || !ready || string(v.Data) != "v" {
+		t.Fatalf("the second free: %q ready=%v kept=%v", v.Data, ready, kept)
+	}
+	if _, _, known := mem.Get(m); known {
+		t.Fatal("the value outlived its free")
+	}
+	if !rt.HasLineage(task) {
+		t.Fatal("m's record went while the reduce's record holds it")
+	}
+
+	// A result nothing references when its task completes (here an adopted task's:
+	// AddTask takes no reference; another record holds it) is freed then.
+	late := ids.ChildTaskID(root, 3)
+	ret := ids.ReturnID(late, 1)
+	rt.AddTask(late, nil, nil)
+	rt.AddTask(ids.ChildTaskID(root, 4), []ids.ObjectID{ret}, nil)
+	mem.Set(ret, Value{Data: []byte("late")})
+	if unreferenced, _ := rt.Completed(ret, nil); !unreferenced {
+		t.Fatal("the result has a reference")
+	}
+	if _, _, kept := mem.RemoveFreedIn(ret, nil); kept {
+		t.Fatal("the unreferenced result was kept")
+	}
+
+	// A store of its own (no reference table) removes as Remove does.
+	s := NewMemoryStore()
+	s.Set(m, Value{Data: []byte("v")})
+	if _, ready, kept := s.RemoveFreedIn(m, nil); kept || !ready || s.Len() != 0 {
+		t.Fatalf("a plain store's free: ready=%v kept=%v len=%d", ready, kept, s.Len())
+	}
+}

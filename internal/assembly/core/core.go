@@ -430,12 +430,18 @@ func (c *Core) freeIn(r objects.Released, collect bool, hint ids.ObjectID, e *ob
 	var inStore map[ids.NodeID][][]byte
 	var bytes int64
 	for _, id := range r.Values() {
-		c.unpin(id) // refs nested in the freed object
 		var in *objects.Entry
 		if id == hint {
 			in = e
 		}
-		if v, ready, _ := c.mem.RemoveIn(id, in); ready && v.InStore {
+		// Not an object held again since its free was decided (a lineage rerun's
+		// argument: restart): it keeps its value, and the refs nested in it.
+		v, ready, kept := c.mem.RemoveFreedIn(id, in)
+		if kept {
+			continue
+		}
+		c.unpin(id) // refs nested in the freed object
+		if ready && v.InStore {
 			b := id
 			node := v.Node
 			if node == "" {

@@ -159,21 +159,35 @@ func (s *shard) restart(p *pending) {
 	spec := p.spec
 	// Its ref arguments, and the objects its lineage record holds besides (the owned refs
 	// inside its by-value arguments: lineageArgs).
-	var args []lineage.Object
+	var argIDs []ids.ObjectID
 	seen := map[ids.ObjectID]bool{}
 	for _, a := range spec.Args {
 		if a.IsRef {
 			if aid, err := ids.ObjectIDFromBytes(a.ObjectId); err == nil && !seen[aid] {
 				seen[aid] = true
-				args = append(args, c.object(aid))
+				argIDs = append(argIDs, aid)
 			}
 		}
 	}
 	for _, aid := range c.refs.Args(p.tid) {
 		if !seen[aid] {
 			seen[aid] = true
-			args = append(args, c.object(aid))
+			argIDs = append(argIDs, aid)
 		}
+	}
+	// The run holds its arguments (HoldArgs) before their facts are read: an argument
+	// found ready must stay so. Read first, a value could be freed between the read and
+	// the hold (its last other reference dropped: a decoded handle's cleanup, a release),
+	// and the task would run without it, neither held nor recreated ("object is unknown
+	// to this process"). A free decided before the hold and carried out after it keeps
+	// the value (MemoryStore.RemoveFreedIn).
+	c.holdArgs(argIDs)
+	args := make([]lineage.Object, len(argIDs))
+	for i, aid := range argIDs {
+		args[i] = c.object(aid)
+	}
+	if afterArgFacts != nil {
+		afterArgFacts()
 	}
 	acts := lineage.Restart(lineage.Task{ID: p.tid, Attempt: spec.Attempt, MaxRetries: spec.MaxRetries}, args)
 	for _, a := range acts {
@@ -185,8 +199,7 @@ func (s *shard) restart(p *pending) {
 		case lineage.ResetFuture:
 			c.mem.Reset(a.Object)
 		case lineage.HoldArgs:
-			p.argRefs = a.Args
-			c.holdArgs(a.Args)
+			p.argRefs = a.Args // held above
 		case lineage.Reconstruct:
 			c.reconstruct(a.Object)
 		case lineage.AwaitArgs:
@@ -194,6 +207,10 @@ func (s *shard) restart(p *pending) {
 		}
 	}
 }
+
+// afterArgFacts, when set (by tests), runs in restart once the arguments' facts are read:
+// where a release racing with the rerun lands at the worst moment.
+var afterArgFacts func()
 
 // readFailure classifies a failed read for the planner.
 func readFailure(err error) lineage.Failure {
