@@ -214,7 +214,7 @@ func mapPartition(in arrow.Record, t *xTask) (arrow.Record, []int64, error) {
 		}
 		return sorted, counts, nil
 	case xAggregate:
-		g, err := newGroupAgg(in, x.Keys)
+		g, counts, err := newGroupAggIn(in, x.Keys, n)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -222,12 +222,7 @@ func mapPartition(in arrow.Record, t *xTask) (arrow.Record, []int64, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		defer partial.Release()
-		part := make([]int32, len(g.reps))
-		for i, r := range g.reps {
-			part[i] = int32(g.hashes[r] % uint64(n))
-		}
-		return partitionRows(partial, part, n)
+		return partial, counts, nil
 	case xMapGroups:
 		cols, err := keyColumns(in, x.Keys, "GroupBy")
 		if err != nil {
@@ -359,8 +354,14 @@ func mergeReduce(ctx context.Context, t *xTask) (arrow.Record, []int64, error) {
 func combine(ctx context.Context, x *exchange, final bool, partition int, pieces []arrow.Record) (arrow.Record, error) {
 	switch x.Kind {
 	case xShuffle, xRepartition:
+		permute := final && (x.Kind == xShuffle || x.Shuffle)
+		if permute {
+			if out, ok := shufflePieces(pieces, shuffleRand(x.Seed, uint64(partition)<<1|1)); ok {
+				return out, nil
+			}
+		}
 		all, err := concatRecords(pieces)
-		if err != nil || !final || x.Kind == xRepartition && !x.Shuffle {
+		if err != nil || !permute {
 			return all, err
 		}
 		defer all.Release()

@@ -3,6 +3,7 @@ package data
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -12,7 +13,8 @@ import (
 // Hash aggregation of grouped datasets. A map task groups its block by the keys and turns
 // each group into partial states (a row of the key columns and state columns: a count, a
 // sum and its count of values, the best value, or count, mean and sum of squared
-// deviations); merge and reduce tasks group the partials again and combine the states (Chan
+// deviations; one per column and kind, shared by the aggregations that need it:
+// aggStates); merge and reduce tasks group the partials again and combine the states (Chan
 // et al.'s formula for Std); the reduce task then finalizes them into Ray's output columns
 // ("count()", "sum(x)", "min(x)", "max(x)", "mean(x)", "std(x)") and sorts its groups by
 // the keys.
@@ -81,23 +83,36 @@ type groupAgg struct {
 	rec     arrow.Record
 	groupOf []int32
 	reps    []int32
-	hashes  []uint64 // per row
 }
 
 func newGroupAgg(rec arrow.Record, keys []string) (*groupAgg, error) {
+	g, _, err := newGroupAggIn(rec, keys, 0)
+	return g, err
+}
+
+// newGroupAggIn is newGroupAgg with the groups in partition order when parts > 0 (see
+// groupByPartition; counts are the groups of each partition), as a map task lays out its
+// output: the states computed from it need no reordering.
+func newGroupAggIn(rec arrow.Record, keys []string, parts int) (*groupAgg, []int64, error) {
 	cols, err := keyColumns(rec, keys, "GroupBy")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hashes, err := hashRows(cols, int(rec.NumRows()))
 	if err != nil {
-		return nil, fmt.Errorf("GroupBy: %w", err)
+		return nil, nil, fmt.Errorf("GroupBy: %w", err)
 	}
-	g, r, err := groupByHash(cols, hashes)
+	var g, r []int32
+	var counts []int64
+	if parts > 0 {
+		g, r, counts, err = groupByPartition(cols, hashes, parts)
+	} else {
+		g, r, err = groupByHash(cols, hashes)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("GroupBy: %w", err)
+		return nil, nil, fmt.Errorf("GroupBy: %w", err)
 	}
-	return &groupAgg{rec: rec, groupOf: g, reps: r, hashes: hashes}, nil
+	return &groupAgg{rec: rec, groupOf: g, reps: r}, counts, nil
 }
 
 func (g *groupAgg) n() int { return len(g.reps) }
@@ -130,6 +145,14 @@ func (g *groupAgg) sumCol(a arrow.Array) (is []int64, fs []float64, n []int64, i
 	isInt = arrow.IsInteger(id)
 	if isInt {
 		is = make([]int64, g.n())
+		if x, ok := a.(*array.Int64); ok && !nulls {
+			vals := x.Int64Values()
+			for i, x := range g.groupOf {
+				is[x] += vals[i]
+				n[x]++
+			}
+			return is, nil, n, true
+		}
 		get := intGetter(a)
 		for i, x := range g.groupOf {
 			if nulls && a.IsNull(i) {
@@ -326,63 +349,92 @@ func (g *groupAgg) record(keys []string, c *aggColumns) (arrow.Record, error) {
 	return array.NewRecord(arrow.NewSchema(fields, nil), cols, int64(g.n())), nil
 }
 
+// aggState is one partial state of the aggregations (a few columns of the partial
+// records), shared by every aggregation that needs it: Sum(x) and Mean(x) both read the
+// sum of x and its count of values, and two Std(x) of different ddof the same moments.
+type aggState struct {
+	kind string // count, sum (sum and count of values), min, max, moments (n, mean, m2)
+	col  string
+	name string // the state's column, or its columns' prefix
+	by   string // the first aggregation that needs it (for errors)
+}
+
+// aggStates are the states aggs need, each once, in the order they are first needed.
+func aggStates(aggs []AggregateFn) []aggState {
+	var out []aggState
+	for _, a := range aggs {
+		s := aggState{kind: a.Fn, col: a.Col, by: a.Name()}
+		switch a.Fn {
+		case "count":
+			s.name = "count()"
+		case "sum", "mean":
+			s.kind, s.name = "sum", "sum("+a.Col+")"
+		case "min", "max":
+			s.name = a.Name()
+		case "std":
+			s.kind, s.name = "moments", "std("+a.Col+")"
+		}
+		if !slices.ContainsFunc(out, func(o aggState) bool { return o.name == s.name }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // aggPartial groups rec by keys and computes the aggregations' partial states.
 func aggPartial(g *groupAgg, keys []string, aggs []AggregateFn) (arrow.Record, error) {
 	var c aggColumns
 	defer c.release()
-	for _, a := range aggs {
-		name := a.Name()
-		if a.Fn == "count" {
-			c.add(name, newInt64s(g.count(), nil))
+	for _, s := range aggStates(aggs) {
+		if s.kind == "count" {
+			c.add(s.name, newInt64s(g.count(), nil))
 			continue
 		}
-		col, err := g.column(a.Col, name)
+		col, err := g.column(s.col, s.by)
 		if err != nil {
 			return nil, err
 		}
-		switch a.Fn {
-		case "sum", "mean":
+		switch s.kind {
+		case "sum":
 			if !isNumeric(col.DataType()) {
-				return nil, fmt.Errorf("%s: column %q is of type %s, not a number", name, a.Col, col.DataType())
+				return nil, fmt.Errorf("%s: column %q is of type %s, not a number", s.by, s.col, col.DataType())
 			}
 			is, fs, n, isInt := g.sumCol(col)
 			switch {
-			case a.Fn == "mean" && is != nil:
-				fs = make([]float64, len(is))
-				for i, v := range is {
-					fs[i] = float64(v)
-				}
-				fallthrough
-			case a.Fn == "mean":
-				if fs == nil {
-					fs = make([]float64, len(n))
-				}
-				c.add(name+".sum", newFloat64s(fs, nil))
 			case isInt:
-				c.add(name, newInt64s(is, positive(n)))
+				c.add(s.name, newInt64s(is, nil))
 			case fs != nil:
-				c.add(name, newFloat64s(fs, positive(n)))
+				c.add(s.name, newFloat64s(fs, nil))
 			default:
-				c.add(name, array.NewNull(g.n()))
+				c.add(s.name, array.NewNull(g.n()))
 			}
-			c.add(name+".n", newInt64s(n, nil))
+			c.add(s.name+".n", newInt64s(n, nil))
 		case "min", "max":
-			b, err := g.best(col, a.Fn == "min")
+			b, err := g.best(col, s.kind == "min")
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+				return nil, fmt.Errorf("%s: %w", s.by, err)
 			}
-			c.add(name, b)
-		case "std":
+			c.add(s.name, b)
+		case "moments":
 			if !isNumeric(col.DataType()) {
-				return nil, fmt.Errorf("%s: column %q is of type %s, not a number", name, a.Col, col.DataType())
+				return nil, fmt.Errorf("%s: column %q is of type %s, not a number", s.by, s.col, col.DataType())
 			}
 			n, mean, m2 := g.moments(col)
-			c.add(name+".n", newInt64s(n, nil))
-			c.add(name+".mean", newFloat64s(mean, nil))
-			c.add(name+".m2", newFloat64s(m2, nil))
+			c.add(s.name+".n", newInt64s(n, nil))
+			c.add(s.name+".mean", newFloat64s(mean, nil))
+			c.add(s.name+".m2", newFloat64s(m2, nil))
 		}
 	}
 	return g.record(keys, &c)
+}
+
+// combined is one state combined over the groups.
+type combined struct {
+	is, n    []int64
+	fs       []float64
+	isInt    bool
+	best     arrow.Array
+	mean, m2 []float64
 }
 
 // aggCombine groups partial states by keys and combines them; finalize turns them into the
@@ -394,104 +446,107 @@ func aggCombine(g *groupAgg, keys []string, aggs []AggregateFn, finalize bool) (
 		a, _ := g.column(name, "")
 		return a
 	}
+	states := aggStates(aggs)
+	byName := make(map[string]*combined, len(states))
+	defer func() {
+		for _, st := range byName {
+			if st.best != nil {
+				st.best.Release()
+			}
+		}
+	}()
+	for _, s := range states {
+		st := &combined{}
+		byName[s.name] = st
+		switch s.kind {
+		case "count":
+			st.is, _, _, _ = g.sumCol(col(s.name))
+		case "sum":
+			st.n, _, _, _ = g.sumCol(col(s.name + ".n"))
+			st.is, st.fs, _, st.isInt = g.sumCol(col(s.name))
+		case "min", "max":
+			b, err := g.best(col(s.name), s.kind == "min")
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.by, err)
+			}
+			st.best = b
+		case "moments":
+			st.n, st.mean, st.m2 = g.combineMoments(col(s.name+".n"), col(s.name+".mean"), col(s.name+".m2"))
+		}
+		if finalize {
+			continue
+		}
+		switch s.kind {
+		case "count":
+			c.add(s.name, newInt64s(st.is, nil))
+		case "sum":
+			switch {
+			case st.isInt:
+				c.add(s.name, newInt64s(st.is, nil))
+			case st.fs != nil:
+				c.add(s.name, newFloat64s(st.fs, nil))
+			default:
+				c.add(s.name, array.NewNull(g.n()))
+			}
+			c.add(s.name+".n", newInt64s(st.n, nil))
+		case "min", "max":
+			st.best.Retain()
+			c.add(s.name, st.best)
+		case "moments":
+			c.add(s.name+".n", newInt64s(st.n, nil))
+			c.add(s.name+".mean", newFloat64s(st.mean, nil))
+			c.add(s.name+".m2", newFloat64s(st.m2, nil))
+		}
+	}
+	if !finalize {
+		return g.record(keys, &c)
+	}
 	for _, a := range aggs {
 		name := a.Name()
 		switch a.Fn {
 		case "count":
-			is, _, _, _ := g.sumCol(col(name))
-			c.add(name, newInt64s(is, nil))
+			c.add(name, newInt64s(byName["count()"].is, nil))
 		case "sum":
-			n, _, _, _ := g.sumCol(col(name + ".n"))
-			vs, fs, _, isInt := g.sumCol(col(name))
+			st := byName["sum("+a.Col+")"]
 			switch {
-			case isInt:
-				c.add(name, newInt64s(vs, positive(n)))
-			case fs != nil:
-				c.add(name, newFloat64s(fs, positive(n)))
+			case st.isInt:
+				c.add(name, newInt64s(st.is, positive(st.n)))
+			case st.fs != nil:
+				c.add(name, newFloat64s(st.fs, positive(st.n)))
 			default:
 				c.add(name, array.NewNull(g.n()))
 			}
-			if !finalize {
-				c.add(name+".n", newInt64s(n, nil))
-			}
 		case "mean":
-			n, _, _, _ := g.sumCol(col(name + ".n"))
-			_, fs, _, _ := g.sumCol(col(name + ".sum"))
-			if fs == nil {
-				fs = make([]float64, len(n))
-			}
-			if finalize {
-				for i := range fs {
-					if n[i] > 0 {
-						fs[i] /= float64(n[i])
-					}
+			st := byName["sum("+a.Col+")"]
+			out := make([]float64, len(st.n))
+			for i, n := range st.n {
+				if n == 0 {
+					continue
 				}
-				c.add(name, newFloat64s(fs, positive(n)))
-			} else {
-				c.add(name+".sum", newFloat64s(fs, nil))
-				c.add(name+".n", newInt64s(n, nil))
+				switch {
+				case st.isInt:
+					out[i] = float64(st.is[i]) / float64(n)
+				case st.fs != nil:
+					out[i] = st.fs[i] / float64(n)
+				}
 			}
+			c.add(name, newFloat64s(out, positive(st.n)))
 		case "min", "max":
-			b, err := g.best(col(name), a.Fn == "min")
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
+			b := byName[name].best
+			b.Retain()
 			c.add(name, b)
 		case "std":
-			n, mean, m2 := g.combineMoments(col(name+".n"), col(name+".mean"), col(name+".m2"))
-			if finalize {
-				out := make([]float64, len(n))
-				for i := range out {
-					if n[i] <= int64(a.Ddof) {
-						out[i] = math.NaN()
-					} else {
-						out[i] = math.Sqrt(m2[i] / float64(n[i]-int64(a.Ddof)))
-					}
+			st := byName["std("+a.Col+")"]
+			out := make([]float64, len(st.n))
+			for i := range out {
+				if st.n[i] <= int64(a.Ddof) {
+					out[i] = math.NaN()
+				} else {
+					out[i] = math.Sqrt(st.m2[i] / float64(st.n[i]-int64(a.Ddof)))
 				}
-				c.add(name, newFloat64s(out, positive(n)))
-			} else {
-				c.add(name+".n", newInt64s(n, nil))
-				c.add(name+".mean", newFloat64s(mean, nil))
-				c.add(name+".m2", newFloat64s(m2, nil))
 			}
+			c.add(name, newFloat64s(out, positive(st.n)))
 		}
 	}
 	return g.record(keys, &c)
-}
-
-// groupByHash is groupRows with the hashes given.
-func groupByHash(cols []arrow.Array, hashes []uint64) (groupOf []int32, reps []int32, err error) {
-	n := len(hashes)
-	c, err := newRowCmp(cols, cols, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	groupOf = make([]int32, n)
-	heads := make(map[uint64]int32, min(n, 1<<16))
-	var next []int32 // the next group of the same hash, -1 at the end
-	for i := 0; i < n; i++ {
-		h := hashes[i]
-		g, ok := heads[h]
-		if !ok {
-			g = int32(len(reps))
-			heads[h] = g
-			reps = append(reps, int32(i))
-			next = append(next, -1)
-			groupOf[i] = g
-			continue
-		}
-		for c.cmp(int(reps[g]), i) != 0 {
-			if next[g] < 0 {
-				ng := int32(len(reps))
-				next[g] = ng
-				reps = append(reps, int32(i))
-				next = append(next, -1)
-				g = ng
-				break
-			}
-			g = next[g]
-		}
-		groupOf[i] = g
-	}
-	return groupOf, reps, nil
 }
