@@ -151,6 +151,21 @@ func (s *MemoryStore) set(id ids.ObjectID, hint *Entry, v Value, create bool) (m
 	return true, true
 }
 
+// Replace swaps the value of a ready object for v: an owner that moved an in-memory value
+// into a store records where it went. Readers that look later get v; those that read the
+// old value keep it. It reports whether id was ready; nothing changes otherwise.
+func (s *MemoryStore) Replace(id ids.ObjectID, v Value) bool {
+	sh := s.t.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.held(id, nil)
+	if e == nil || !e.sl.ready {
+		return false
+	}
+	e.sl.v = v
+	return true
+}
+
 // Reset makes a ready object pending again, for an object being recreated (lineage
 // reconstruction): later Gets wait for the new value. It reports whether id was ready.
 func (s *MemoryStore) Reset(id ids.ObjectID) bool {

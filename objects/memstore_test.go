@@ -106,6 +106,31 @@ func TestMemoryStoreWaitersAfterReset(t *testing.T) {
 	}
 }
 
+// TestMemoryStoreReplace: Replace changes the value of a ready object only; a pending or
+// unknown one stays as it is.
+func TestMemoryStoreReplace(t *testing.T) {
+	s := NewMemoryStore()
+	id := ids.PutID(ids.NewRootTaskID(), 1)
+	moved := Value{InStore: true, Node: "n1", Size: 1}
+	if s.Replace(id, moved) {
+		t.Fatal("Replace of an unknown object reported true")
+	}
+	s.Create(id)
+	if s.Replace(id, moved) {
+		t.Fatal("Replace of a pending object reported true")
+	}
+	if _, ready, _ := s.Get(id); ready {
+		t.Fatal("Replace made a pending object ready")
+	}
+	s.Set(id, Value{Data: []byte("a")})
+	if !s.Replace(id, moved) {
+		t.Fatal("Replace of a ready object reported false")
+	}
+	if v, ready, _ := s.Get(id); !ready || !v.InStore || v.Node != "n1" || v.Data != nil {
+		t.Fatalf("after Replace: %+v ready=%v", v, ready)
+	}
+}
+
 // TestMemoryStoreShrinks: a shard whose map held many objects and now holds few gets a
 // new map (maps keep their memory otherwise), and keeps the objects still there.
 func TestMemoryStoreShrinks(t *testing.T) {

@@ -323,6 +323,86 @@ func TestPushesAreBoundedInBytes(t *testing.T) {
 	}
 }
 
+// TestInMemoryRefArgumentsStayWithinTheInlineTotal: the values of small objects this
+// process holds in memory (Puts under the inline limit, small results) go into a task's
+// spec only while its inline bytes stay within pb.InlineArgsTotal, as by-value arguments
+// do; the others move to the store and go by reference. The task gets every byte, and
+// the store's copies go when the objects do.
+func TestInMemoryRefArgumentsStayWithinTheInlineTotal(t *testing.T) {
+	h := newHarness(t)
+	const n, size = 20, 60 << 10
+	var args []Arg
+	var puts []ids.ObjectID
+	want := map[int][]byte{}
+	for i := range n {
+		b := bytes.Repeat([]byte{byte(i + 1)}, size)
+		id, err := h.tc.Put(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _, _ := h.c.mem.Get(id); v.InStore {
+			t.Fatalf("a %d-byte Put went to the store; the test needs it in memory", size)
+		}
+		puts = append(puts, id)
+		args = append(args, Arg{Ref: id, IsRef: true})
+		want[len(args)-1] = b
+	}
+	// A by-value argument too: it counts toward the same total.
+	args = append(args, Arg{Data: bytes.Repeat([]byte("v"), 90<<10)})
+	want[len(args)-1] = args[len(args)-1].Data
+	ret := h.submit(args...)
+	s := h.spec()
+	inline, byRef := 0, 0
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i, a := range s.Args {
+		inline += len(a.Data)
+		got := a.Data
+		if a.IsRef && a.Data == nil {
+			byRef++
+			if a.NodeId != "n1" || a.Size != size {
+				t.Fatalf("argument %d by reference at node %q, size %d; want node n1, size %d", i+1, a.NodeId, a.Size, size)
+			}
+			var err error
+			if got, err = h.c.FetchArg(ctx, a); err != nil { // what the executor does
+				t.Fatalf("argument %d: %v", i+1, err)
+			}
+		}
+		if !bytes.Equal(got, want[i]) {
+			t.Fatalf("argument %d: %d bytes, not the %d bytes passed", i+1, len(got), len(want[i]))
+		}
+	}
+	if inline > pb.InlineArgsTotal || byRef == 0 {
+		t.Fatalf("%d bytes inline, %d arguments by reference; want at most %d inline", inline, byRef, pb.InlineArgsTotal)
+	}
+	if sz := proto.Size(s); sz > pb.InlineArgsTotal+4<<10 {
+		t.Fatalf("a spec of %d bytes reached the worker", sz)
+	}
+	t.Logf("%d bytes inline, %d of %d arguments by reference", inline, byRef, len(s.Args))
+	// A Get of a moved object reads it from the store.
+	if b, err := h.get(puts[n-1]); err != nil || !bytes.Equal(b, want[n-1]) {
+		t.Fatalf("Get of the last Put: %d bytes, %v", len(b), err)
+	}
+	h.reply(&pb.TaskResult{TaskId: s.TaskId, Data: []byte("ok")})
+	if v, err := h.get(ret); err != nil || string(v) != "ok" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	h.c.ReleaseRef(ret, true)
+	for _, id := range puts {
+		h.c.ReleaseOwned(id, nil, true)
+	}
+	objects := func() int64 {
+		r, err := h.c.root.RequestFuture(h.c.cfg.Store(), &pb.StoreStats{}, 5*time.Second).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(*pb.StoreStatsReply).Objects
+	}
+	if !within(5*time.Second, func() bool { return objects() == 0 }) {
+		t.Fatalf("%d objects left in the store after every reference went", objects())
+	}
+}
+
 func TestFailedDependencyFailsWithoutDispatch(t *testing.T) {
 	h := newHarness(t)
 	a := h.submit()

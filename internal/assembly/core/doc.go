@@ -38,9 +38,10 @@
 // creates the return object pending, counts the references (the caller's, the lineage
 // record's, the task's holds on its arguments; the record is the spec, which the shard
 // writes to the GCS if the task lives long enough, lineage.go) and hands the task to its
-// shard. The shard waits for ref arguments, inlines small ready ones, places the task (the
-// local node, or in a cluster (Config.Cluster, cluster.go) the node the sched policy
-// picks) and queues it for a worker lease of its scheduling class on that node (lease.go,
+// shard. The shard waits for ref arguments, inlines small ready ones (within
+// pb.InlineArgsTotal with the by-value ones; the rest it first moves into the store and
+// passes by reference), places the task (the local node, or in a cluster (Config.Cluster,
+// cluster.go) the node the sched policy picks) and queues it for a worker lease of its scheduling class on that node (lease.go,
 // Ray's direct task submission): it asks the node's scheduler for leases while tasks
 // wait, pushes them straight to the leased workers, several at a time when the class is
 // known to be short, and gives leases back when it has no more. What a mailbox turn

@@ -256,6 +256,37 @@ func (tc *TaskContext) putNested(data []byte, nested []Nested, toStore bool) (id
 	return id, nil
 }
 
+// moveToStore puts the value of an object this process holds in memory into this node's
+// store and records that it lives there (storeRefArgs). An object already in a store, or
+// not ready, is left as it is.
+func (c *Core) moveToStore(id ids.ObjectID) error {
+	v, ready, _ := c.mem.Get(id)
+	if !ready || v.InStore || v.Err != nil {
+		return nil
+	}
+	select {
+	case <-c.closed:
+		return ErrShutdown
+	default:
+	}
+	s := c.cfg.Store()
+	if s == nil {
+		return fmt.Errorf("ray: no object store shard on node %s", c.cfg.Node)
+	}
+	res, err := c.root.RequestFuture(s, &pb.PutObject{ObjectId: id[:], Data: v.Data, Owner: c.ownerW}, admitTimeout).Result()
+	if ack, ok := res.(*pb.PutObjectAck); err == nil && ok && ack.Error != "" {
+		return fmt.Errorf("ray: the object store refused object %s: %s", id, ack.Error)
+	} else if err != nil {
+		c.cfg.Logger.Warn("ray: the object store did not admit an object in time; going on (it holds it, over budget)", "object", id, "err", err)
+	}
+	stored := objects.Value{InStore: true, Node: c.cfg.Node, Size: int64(len(v.Data)), Meta: v.Meta}
+	if !c.mem.Replace(id, stored) {
+		// Freed meanwhile: the store's copy goes too.
+		c.root.Send(s, &pb.FreeObjects{ObjectIds: [][]byte{id[:]}})
+	}
+	return nil
+}
+
 // Ready reports whether id is ready (false for unknown objects).
 func (c *Core) Ready(id ids.ObjectID) bool {
 	_, ready, _ := c.mem.Get(id)

@@ -98,6 +98,12 @@ type (
 	flushTurn struct{}
 	// depsReady: the last argument of p became ready.
 	depsReady struct{ p *pending }
+	// argsStored: the in-memory ref arguments of p that did not fit inline were put into
+	// the store (storeRefArgs); err: one could not be.
+	argsStored struct {
+		p   *pending
+		err error
+	}
 	// completeTask finishes p with r (sent by goroutines that found it done: a dead
 	// actor, a cancellation).
 	completeTask struct {
@@ -145,6 +151,16 @@ func (s *shard) receive(ctx actor.Context) {
 		if s.tasks[m.p.tid] == m.p && !m.p.dispatched {
 			if s.ev.on {
 				m.p.ev.ready = s.evNow()
+			}
+			s.dispatch(m.p)
+		}
+	case argsStored:
+		if s.tasks[m.p.tid] == m.p && !m.p.dispatched {
+			if m.err != nil {
+				s.complete(m.p, &pb.TaskResult{TaskId: m.p.tid[:], Error: &pb.ErrorInfo{
+					Kind: pb.ErrorInfo_SYSTEM, Function: m.p.spec.Function, TaskId: m.p.tid[:], NodeId: string(s.c.cfg.Node),
+					Message: m.err.Error()}})
+				return
 			}
 			s.dispatch(m.p)
 		}
@@ -307,10 +323,20 @@ func (s *shard) awaitArgs(p *pending, args []ids.ObjectID) {
 }
 
 // dispatch fills in argument values and locations and sends the task on (to a scheduler,
-// or to its actor), or fails it with its first failed argument's error.
+// or to its actor), or fails it with its first failed argument's error. The values of ref
+// arguments held in this process's memory go inline while the spec's inline bytes stay
+// within pb.InlineArgsTotal, as by-value arguments do (storeLargeArgs); the others are
+// first put into the store (storeRefArgs), and the task waits for that.
 func (s *shard) dispatch(p *pending) {
 	c := s.c
 	p.dispatched = true
+	inline := 0
+	for _, a := range p.spec.Args {
+		if !a.IsRef {
+			inline += len(a.Data)
+		}
+	}
+	var toStore []int
 	for i, a := range p.spec.Args {
 		if !a.IsRef {
 			continue
@@ -328,18 +354,49 @@ func (s *shard) dispatch(p *pending) {
 			s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Error: v.Err})
 			return
 		}
-		if v.InStore {
-			a.NodeId = string(v.Node)
-			a.Size = v.Size
-		} else {
+		switch {
+		case v.InStore:
+			a.Data, a.NodeId, a.Size = nil, string(v.Node), v.Size
+		case inline+len(v.Data) > pb.InlineArgsTotal && c.cfg.Store != nil && c.cfg.Store() != nil:
+			toStore = append(toStore, i)
+		default: // (without a store, inline as the only way)
 			a.Data = v.Data
+			inline += len(v.Data)
 		}
+	}
+	if toStore != nil {
+		p.dispatched = false // until argsStored
+		s.storeRefArgs(p, toStore)
+		return
 	}
 	if p.actor != nil {
 		c.sendActorCall(p)
 		return
 	}
 	s.place(p)
+}
+
+// storeRefArgs puts the in-memory values of p's ref arguments at the indexes in args into
+// this node's store, off the mailbox, records that they live there now (the owner's
+// memory then holds where, not what: Get reads them from the store, and freeing them frees
+// the store's copy) and sends argsStored to dispatch p again, which passes them by
+// reference. The task holds its arguments, so none is freed meanwhile.
+func (s *shard) storeRefArgs(p *pending, args []int) {
+	c := s.c
+	objs := make([]ids.ObjectID, len(args))
+	for j, i := range args {
+		objs[j], _ = ids.ObjectIDFromBytes(p.spec.Args[i].ObjectId)
+	}
+	go func() {
+		var err error
+		for j, id := range objs {
+			if err = c.moveToStore(id); err != nil {
+				err = fmt.Errorf("argument %d: %w", args[j]+1, err)
+				break
+			}
+		}
+		s.send(argsStored{p: p, err: err})
+	}()
 }
 
 // place places and queues a task (a first attempt or a retry) for its scheduler, parking

@@ -8,7 +8,9 @@ package pb
 //   - by-value task and actor call arguments: at most InlineArgBytes each and
 //     InlineArgsTotal per call; bigger ones travel through the object store by reference
 //     (internal/assembly/core, storeLargeArgs), as do results over the inline limit
-//     (tasks/worker);
+//     (tasks/worker); the values of ref arguments that the owner holds in memory go
+//     inline only within the same InlineArgsTotal, the others are moved to the store
+//     first (internal/assembly/core, dispatch);
 //   - lists of specs, calls and results go in messages of at most BatchBytes each, one
 //     item more only when a single item is larger (SplitSpecs, SplitResults);
 //   - lists of object IDs go in messages of at most MaxIDsPerMessage.
