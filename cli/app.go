@@ -92,6 +92,7 @@ func New(stdout, stderr io.Writer) *ucli.App {
 			metricsCommand(),
 			jobCommand(),
 			tokenCommand(),
+			certCommand(),
 			listCommand(),
 			getCommand(),
 			summaryCommand(),
@@ -100,8 +101,8 @@ func New(stdout, stderr io.Writer) *ucli.App {
 	}
 }
 
-// interspersed lets flags follow the arguments of `job status|logs|stop ID`, `list KIND`
-// and `get KIND ID` (urfave/cli v2 stops parsing flags at the first argument, so `job logs
+// interspersed lets flags follow the arguments of `job status|logs|stop ID`, `cert revoke
+// SERIAL`, `list KIND` and `get KIND ID` (urfave/cli v2 stops parsing flags at the first argument, so `job logs
 // ID --follow` would not follow): it moves the flags of such a command line before its
 // arguments. `job submit` is left
 // alone: what follows its program belongs to the program.
@@ -111,8 +112,8 @@ func interspersed(app *ucli.App, args []string) []string {
 	switch {
 	case len(args) >= 3 && (args[1] == "list" || args[1] == "get" || args[1] == "summary"):
 		cmd, n = app.Command(args[1]), 2
-	case len(args) >= 4 && args[1] == "job":
-		if top := app.Command("job"); top != nil {
+	case len(args) >= 4 && (args[1] == "job" || args[1] == "cert"):
+		if top := app.Command(args[1]); top != nil {
 			for _, sub := range top.Subcommands {
 				if sub.HasName(args[2]) {
 					cmd = sub

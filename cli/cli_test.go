@@ -23,6 +23,9 @@ import (
 var rayctl string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(peerNodeEnv) != "" { // TestCertRevocation's node process
+		os.Exit(peerNodeMain())
+	}
 	if fuzzing.OnlyFuzzing() { // the fuzz targets need no helper binary
 		os.Exit(m.Run())
 	}

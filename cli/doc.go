@@ -20,12 +20,14 @@
 //	rayctl job logs ID [--follow]
 //	rayctl job stop ID [--no-wait]
 //	rayctl token show|rotate [--session-dir DIR]
+//	rayctl cert list [--address A] [-o table|json|yaml]
+//	rayctl cert revoke SERIAL [--address A] [--force]
 //	rayctl list nodes|jobs|actors [--address A] [-o table|json|yaml] [--filter FIELD=VALUE|FIELD!=VALUE]... [--limit 100]
 //	rayctl get node|job|actor ID [--address A] [-o yaml|json]   (ID: the whole ID or at least 6 of its first characters)
 //	rayctl summary actors|nodes|jobs [--address A] [-o table|json|yaml]   (actors by class and state; nodes, jobs by state)
 //	rayctl --version
 //
-// status, memory, job, list, get and summary take the credential flags too: --token, --token-file,
+// status, memory, job, cert, list, get and summary take the credential flags too: --token, --token-file,
 // --join-address, --insecure, --gcs-ca, --gcs-cert, --gcs-key.
 //
 // Every flag also reads an environment variable: RAY_GO_HEAD, RAY_GO_HOST, RAY_GO_PORT,
@@ -74,7 +76,9 @@
 // is the cluster's (so on the head's machine no token is needed). Without any: exit 8 and
 // what to pass. `token show` prints the head's token; `token rotate` replaces it (the join
 // endpoint reads the file per request: the old token is refused at once, certificates
-// already issued stay valid). With --gcs-endpoints the external etcd's own credentials
+// already issued stay valid). `cert list` prints the certificates the head issued (its
+// certs/ records) and `cert revoke` revokes one (revoked/<serial>): nodes refuse it at their
+// next handshakes, and so does the head's embedded etcd (its CRL). With --gcs-endpoints the external etcd's own credentials
 // (--gcs-ca, --gcs-cert, --gcs-key) are needed by every agent and client instead of the token.
 //
 // # Address

@@ -52,6 +52,7 @@ type Agent struct {
 
 	embedded  *etcdstore.Embedded
 	join      *identity.JoinServer // secure head with an embedded GCS
+	ca        *identity.CA         // secure head with an embedded GCS: signs the CRL
 	creds     identity.Files       // the agent's GCS credentials (zero: Insecure)
 	compactor *gcs.Compactor
 	store     gcs.Store        // timed: its writes go into latency
@@ -132,6 +133,10 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 		a.wg.Add(1)
 		go s.run(a.ctx)
 	}
+	if a.ca != nil {
+		a.wg.Add(1)
+		go a.writeCRLs()
+	}
 	a.log.Info("agent started", "head", cfg.Head, "address", a.Address(), "dir", cfg.SessionDir,
 		"resources", cfg.Resources, "object_store_bytes", cfg.ObjectStoreBytes, "metrics", a.metricsAddr)
 	return a, nil
@@ -163,6 +168,13 @@ func (a *Agent) openGCS(ctx context.Context) error {
 				return fmt.Errorf("agent: save the head's credentials: %w", err)
 			}
 		}
+		var crl string
+		if ca != nil {
+			var err error
+			if crl, err = a.initCRL(ca); err != nil {
+				return err
+			}
+		}
 		e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{
 			Dir:        filepath.Join(cfg.SessionDir, "gcs"),
 			Host:       cfg.host(),
@@ -170,6 +182,7 @@ func (a *Agent) openGCS(ctx context.Context) error {
 			Namespace:  cfg.Namespace,
 			Logger:     a.log,
 			TLS:        a.creds,
+			CRL:        crl,
 		})
 		if err != nil {
 			if cfg.GCSPort != 0 && isAddrInUse(err) {
@@ -184,6 +197,10 @@ func (a *Agent) openGCS(ctx context.Context) error {
 		a.store = e.Client()
 		a.compactor = gcs.NewCompactor(a.store, gcs.CompactorConfig{Logger: a.log})
 		if ca != nil {
+			a.ca = ca
+			if err := a.recordCert(ctx, head.Leaf()); err != nil {
+				return err
+			}
 			return a.serveJoin(ca, head)
 		}
 		return nil

@@ -65,6 +65,15 @@
 // Missing credentials fail Start with ErrNoCredentials, refused ones with ErrCredentials,
 // each saying what to pass.
 //
+// The head records every certificate it issues in the GCS, its own and the join
+// endpoint's (certs/<serial>, recordCert; a join whose record cannot be written is
+// refused), for `rayctl cert list`. It starts its embedded etcd with a CRL file
+// (CRLPath: <SessionDir>/ca/ca.crl, empty on a first start: etcd reads it at every
+// handshake and refuses all while it cannot) and rewrites that file, signed by the CA,
+// whenever the GCS's revoked/ records change (writeCRLs): a certificate revoked with
+// `rayctl cert revoke` cannot open a GCS connection any more. Nodes refuse revoked peers
+// themselves (internal/assembly/node).
+//
 // # Metrics (metrics.go)
 //
 // Unless Config.MetricsPort is MetricsOff, an agent serves Prometheus's GET /metrics on

@@ -3,14 +3,18 @@ package agent
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/workerenv"
 )
@@ -80,7 +84,12 @@ func (a *Agent) serveJoin(ca *identity.CA, creds *identity.Credentials) error {
 		addr = net.JoinHostPort(a.cfg.host(), strconv.Itoa(port))
 	}
 	tokenPath := TokenPath(a.cfg.SessionDir)
-	s, err := identity.ServeJoin(addr, ca, creds, func() (identity.Token, error) { return identity.ReadTokenFile(tokenPath) }, a.log)
+	record := func(cert *x509.Certificate) error {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		return a.recordCert(ctx, cert)
+	}
+	s, err := identity.ServeJoin(addr, ca, creds, func() (identity.Token, error) { return identity.ReadTokenFile(tokenPath) }, record, a.log)
 	if err != nil {
 		if isAddrInUse(err) {
 			return fmt.Errorf("%w: the join endpoint's address %s is already in use (pass another with --join-port): %v", ErrPortInUse, addr, err)
@@ -171,4 +180,77 @@ func (a *Agent) credentialEnv() []string {
 		return []string{workerenv.Insecure + "=1"}
 	}
 	return []string{workerenv.GCSCA + "=" + a.creds.CA, workerenv.GCSCert + "=" + a.creds.Cert, workerenv.GCSKey + "=" + a.creds.Key}
+}
+
+// CRLPath is where a secure head keeps the certificate revocation list its embedded GCS
+// checks every client and peer certificate against (rewritten from the GCS's revoked/
+// records by writeCRLs).
+func CRLPath(sessionDir string) string { return filepath.Join(CADir(sessionDir), "ca.crl") }
+
+// initCRL makes sure the CRL file exists before the embedded GCS starts (etcd refuses
+// every connection while it cannot read it): the one of the last run stays until
+// writeCRLs replaces it, a first start writes an empty one.
+func (a *Agent) initCRL(ca *identity.CA) (string, error) {
+	path := CRLPath(a.cfg.SessionDir)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	b, err := ca.CRL(nil, time.Now().UnixNano(), time.Now())
+	if err == nil {
+		err = identity.WriteFile(path, b)
+	}
+	if err != nil {
+		return "", fmt.Errorf("agent: the certificate revocation list: %w", err)
+	}
+	return path, nil
+}
+
+// recordCert writes certs/<serial> for a certificate the head's CA issued.
+func (a *Agent) recordCert(ctx context.Context, cert *x509.Certificate) error {
+	rec := gcs.CertRecord{Serial: identity.SerialText(cert.SerialNumber), Name: cert.Subject.CommonName,
+		NotAfter: cert.NotAfter.UTC(), IssuedAt: time.Now().UTC()}
+	if len(cert.Subject.OrganizationalUnit) == 1 {
+		rec.Role = cert.Subject.OrganizationalUnit[0]
+	}
+	for _, p := range []string{"agent-", "head-"} {
+		if id, ok := strings.CutPrefix(rec.Name, p); ok && (rec.Role == identity.RoleNode || rec.Role == identity.RoleHead) {
+			rec.AgentID = id
+		}
+	}
+	b, err := json.Marshal(rec)
+	if err == nil {
+		_, err = a.store.Put(ctx, gcs.CertKey(rec.Serial), b, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("agent: record certificate %s of %s: %w", rec.Serial, rec.Name, err)
+	}
+	return nil
+}
+
+// writeCRLs keeps the CRL file equal to the GCS's revoked/ records, signed by the CA,
+// until the agent stops. The file is replaced atomically; etcd reads it at every
+// handshake.
+func (a *Agent) writeCRLs() {
+	defer a.wg.Done()
+	path := CRLPath(a.cfg.SessionDir)
+	gcs.WatchRevoked(a.ctx, a.store, 0, time.Second, func(list []gcs.RevokedRecord) {
+		entries := make([]identity.RevokedCert, 0, len(list))
+		for _, r := range list {
+			n, err := identity.ParseSerial(r.Serial)
+			if err != nil {
+				a.log.Warn("agent: a revoked/ record with no serial number; ignored", "serial", r.Serial)
+				continue
+			}
+			entries = append(entries, identity.RevokedCert{Serial: n, RevokedAt: r.RevokedAt})
+		}
+		b, err := a.ca.CRL(entries, time.Now().UnixNano(), time.Now())
+		if err == nil {
+			err = identity.WriteFile(path, b)
+		}
+		if err != nil {
+			a.log.Error("agent: write the certificate revocation list", "path", path, "err", err)
+			return
+		}
+		a.log.Info("agent: certificate revocation list written", "revoked", len(entries), "path", path)
+	})
 }

@@ -25,7 +25,9 @@
 // Node to node, with credentials (Config.Credentials; local mode uses its in-memory CA's),
 // protoactor's gRPC remote and the object data stream speak mutual TLS 1.3 and accept only
 // peers of the same CA (identity.PeerServerTLS, PeerClientTLS: any certificate of the CA
-// but a rayctl client's; host names are not checked, members are known by their CA). The
+// but a rayctl client's; host names are not checked, members are known by their CA), and
+// in a cluster not one whose serial is in the GCS's revoked/ records (watchRevoked: read
+// before the remote starts, then watched; `rayctl cert revoke` writes them). The
 // gRPC server also bounds what reaches it before and after the handshake (peer.go): 5 s to
 // finish a handshake, at most 256 connections in their handshake at once (a new one closes
 // the oldest), 32 streams per connection, 64 KiB of headers, and every unary call refused

@@ -223,6 +223,10 @@ type Node struct {
 	// the state API's server (taskstate.Server): stopped by Stop
 	stateStop context.CancelFunc
 	stateDone chan struct{}
+	// revokedStop ends the watch of revoked certificates (watchRevoked); revokedDone is
+	// closed when it has ended.
+	revokedStop context.CancelFunc
+	revokedDone chan struct{}
 	// ActorStats counts what this node's actor grains did.
 	ActorStats *actors.Stats
 
@@ -313,6 +317,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		// This node owns the GCS: it keeps etcd's history short (see gcs.Compactor).
 		n.compactor = gcs.NewCompactor(n.store, gcs.CompactorConfig{Logger: cfg.Logger})
+	}
+	if err = n.watchRevoked(ctx); err != nil {
+		return nil, err
 	}
 	n.writer = gcs.NewWriter(n.store, gcs.WriterConfig{Logger: cfg.Logger})
 	if n.packer, err = gcs.NewShardedPacker(n.writer, gcs.PackerConfig{Prefix: gcs.LineagePrefix, Owner: string(n.ID), SealDelay: lineageSealDelay, Logger: cfg.Logger}, packerShards()); err != nil {
@@ -750,6 +757,10 @@ func (n *Node) Stop(ctx context.Context) error {
 	if n.stateStop != nil {
 		n.stateStop()
 		<-n.stateDone
+	}
+	if n.revokedStop != nil {
+		n.revokedStop()
+		<-n.revokedDone
 	}
 	if n.loads != nil {
 		n.loads.stop()

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/identity"
 )
 
@@ -132,4 +134,40 @@ func (s *handshakeSlots) waiting() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.conns.Len()
+}
+
+// watchRevoked makes a node of a secure cluster refuse the peers whose certificates were
+// revoked (`rayctl cert revoke`: the GCS's revoked/ records) on its gRPC remote and object
+// data stream, from before its remote starts until it stops: the list is read now, then
+// watched. A local-mode node (its own CA, in memory) and a plain-text one have nothing to
+// watch. Connections open when a certificate is revoked stay; new ones are refused.
+func (n *Node) watchRevoked(ctx context.Context) error {
+	creds := n.cfg.Credentials
+	if creds == nil || n.cfg.Role == RoleLocal {
+		return nil
+	}
+	revoked := &identity.Revoked{Log: n.cfg.Logger}
+	apply := func(recs []gcs.RevokedRecord) {
+		serials := make([]string, len(recs))
+		for i, r := range recs {
+			serials[i] = r.Serial
+		}
+		if len(serials) != revoked.Len() {
+			n.cfg.Logger.Info("node: revoked certificates", "count", len(serials))
+		}
+		revoked.Replace(serials)
+	}
+	recs, rev, err := gcs.ListRevoked(ctx, n.store)
+	if err != nil {
+		return fmt.Errorf("node: read the revoked certificates: %w", err)
+	}
+	apply(recs)
+	creds.SetRevoked(revoked)
+	wctx, cancel := context.WithCancel(context.Background())
+	n.revokedStop, n.revokedDone = cancel, make(chan struct{})
+	go func() {
+		defer close(n.revokedDone)
+		gcs.WatchRevoked(wctx, n.store, rev, time.Second, apply)
+	}()
+	return nil
 }

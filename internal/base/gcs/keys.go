@@ -35,6 +35,8 @@ import (
 //	submissions/<submissionID>              rayctl job submit requests and their outcome
 //	statereq/<requestID>                    a state API query to a job's processes (leased)
 //	statereply/<requestID>/<nodeID>/<part>  a process's answer, in parts, then "end" (leased)
+//	certs/<serial>                          a certificate the head issued (CertRecord)
+//	revoked/<serial>                        a revoked certificate (RevokedRecord)
 const (
 	NodesPrefix         = "nodes/"
 	MembersPrefix       = "members/"
@@ -56,6 +58,8 @@ const (
 	SubmissionsPrefix   = "submissions/"
 	StateRequestsPrefix = "statereq/"
 	StateRepliesPrefix  = "statereply/"
+	CertsPrefix         = "certs/"
+	RevokedPrefix       = "revoked/"
 )
 
 // LoadKey is the key of a node's load report.

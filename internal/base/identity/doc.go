@@ -32,7 +32,8 @@
 // contains the CA the token pins and that the server's certificate is a head certificate
 // of that CA, then sends the secret and a certificate request. The server compares the
 // secret in constant time, signs the requested role (never head or local) for the
-// request's key, and answers with the certificate and the CA certificate. The endpoint
+// request's key, has the certificate recorded (ServeJoin's record callback; a failure
+// refuses the join) and answers with the certificate and the CA certificate. The endpoint
 // reads the token on each request, so replacing the token file (`rayctl token rotate`)
 // takes effect at once; certificates already issued stay valid. Requests are bounded
 // (16 KiB bodies, 5 s to send headers, 10 s per request, 30 s idle).
@@ -46,9 +47,24 @@
 // (an external etcd's PKI may issue client-only certificates, which then serve node to node
 // too). ErrNotAPeer says a connection was refused for that.
 //
+// # Revocation
+//
+// A certificate is known by its serial number (SerialText: lowercase hex; ParseSerial reads
+// it back, also with colons or a 0x prefix). Revoked is a set of serials behind an atomic
+// pointer, replaced whole by its owner; Credentials.SetRevoked makes PeerServerTLS and
+// PeerClientTLS (those made before too) refuse a peer whose certificate is in it, after the
+// chain check, with ErrRevoked (wrapping ErrNotAPeer) and a warning on Revoked.Log. CA.CRL
+// signs a certificate revocation list (x509.CreateRevocationList, PEM "X509 CRL") for
+// servers that take one, as etcd does. The set's content and the CRL's come from the
+// GCS's revoked/ records (`rayctl cert revoke`), which this package does not read: the
+// node watches them into its set, the head agent into the CRL of its embedded etcd, and
+// ServeJoin's record callback is how the head lists what it issued (certs/). A handshake
+// is where certificates are checked: connections already open stay.
+//
 // NotPrivate lists what under a directory does not have DirMode or FileMode: the check of a
 // session directory.
 //
 // Errors to branch on: ErrBadToken (malformed text), ErrTokenRejected (wrong secret),
-// ErrCAMismatch (the server is not the token's cluster), ErrJoinUnreachable, ErrExpired.
+// ErrCAMismatch (the server is not the token's cluster), ErrJoinUnreachable, ErrExpired,
+// ErrNotAPeer and ErrRevoked (a peer refused at the handshake).
 package identity

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -221,6 +222,8 @@ type Credentials struct {
 	leaf *x509.Certificate
 	ca   *x509.Certificate
 	pool *x509.CertPool
+	// revoked: the serials node-to-node handshakes refuse (SetRevoked).
+	revoked atomic.Pointer[Revoked]
 }
 
 // NewCredentials parses PEM credentials and checks that the certificate matches the key

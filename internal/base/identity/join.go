@@ -73,12 +73,17 @@ type JoinServer struct {
 	// secret returns the current token (read per request: `rayctl token rotate` replaces
 	// the token file while the head runs).
 	secret func() (Token, error)
+	// record, if set, is told of each certificate before it is handed out; its error
+	// refuses the join (the head keeps a record of every certificate it issues).
+	record func(*x509.Certificate) error
 	log    *slog.Logger
 }
 
 // ServeJoin listens on addr (host:port; port 0 picks one) and serves the join endpoint
-// until Close. head must be a RoleHead certificate of ca.
-func ServeJoin(addr string, ca *CA, head *Credentials, token func() (Token, error), log *slog.Logger) (*JoinServer, error) {
+// until Close. head must be a RoleHead certificate of ca. record, if not nil, is called
+// with each certificate issued before it is handed out, and its error refuses the join
+// (the head records certificates in the GCS, for listing and revoking them).
+func ServeJoin(addr string, ca *CA, head *Credentials, token func() (Token, error), record func(*x509.Certificate) error, log *slog.Logger) (*JoinServer, error) {
 	if head.Role() != RoleHead {
 		return nil, fmt.Errorf("identity: the join endpoint needs a %s certificate, got %q", RoleHead, head.Role())
 	}
@@ -91,7 +96,7 @@ func ServeJoin(addr string, ca *CA, head *Credentials, token func() (Token, erro
 	}
 	tcfg := head.ServerTLS()
 	tcfg.ClientAuth = tls.NoClientCert // joiners have no certificate yet: that is the point
-	s := &JoinServer{l: l, ca: ca, secret: token, log: log}
+	s := &JoinServer{l: l, ca: ca, secret: token, record: record, log: log}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+joinPath, s.handle)
 	s.srv = &http.Server{
@@ -165,6 +170,17 @@ func (s *JoinServer) handle(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
 		return
+	}
+	if s.record != nil {
+		cert, err := x509.ParseCertificate(der)
+		if err == nil {
+			err = s.record(cert)
+		}
+		if err != nil {
+			s.log.Error("identity: join endpoint: record the certificate", "name", req.Name, "err", err)
+			http.Error(w, "the head could not record the certificate; try again", http.StatusServiceUnavailable)
+			return
+		}
 	}
 	s.log.Info("identity: issued a certificate", "from", r.RemoteAddr, "name", req.Name, "role", req.Role, "hosts", req.Hosts)
 	w.Header().Set("Content-Type", "application/json")

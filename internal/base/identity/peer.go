@@ -41,7 +41,10 @@ func (c *Credentials) PeerClientTLS() *tls.Config {
 }
 
 func (c *Credentials) verifyPeer(cs tls.ConnectionState) error {
-	return VerifyPeer(c.pool, cs.PeerCertificates)
+	if err := VerifyPeer(c.pool, cs.PeerCertificates); err != nil {
+		return err
+	}
+	return c.checkRevoked(cs.PeerCertificates[0])
 }
 
 // VerifyPeer checks that chain (leaf first, as TLS presents it) is a certificate of the CA

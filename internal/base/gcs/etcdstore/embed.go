@@ -83,6 +83,12 @@ type EmbedConfig struct {
 	// both require a client certificate signed by that CA (etcd's ClientCertAuth). Zero:
 	// plain http, for --insecure only.
 	TLS identity.Files
+	// CRL, with TLS, is the path of a certificate revocation list of the CA (PEM,
+	// identity.CA.CRL): etcd reads it at every client and peer handshake and refuses the
+	// certificates it lists, so replacing the file (atomically) takes effect at once for
+	// new connections; connections already open stay. The file must exist: etcd refuses
+	// every connection while it cannot read it. Empty: no revocation.
+	CRL string
 }
 
 // Validate reports a configuration that cannot work.
@@ -96,6 +102,8 @@ func (c EmbedConfig) Validate() error {
 		return errors.New("etcdstore: embed: client and peer port are the same")
 	case c.QuotaBytes < 0 || c.CompactionRetention < 0 || c.StartTimeout < 0 || c.DefragMinBytes < 0 || c.AlarmDefragEvery < 0:
 		return errors.New("etcdstore: embed: negative value")
+	case c.CRL != "" && c.TLS.IsZero():
+		return errors.New("etcdstore: embed: a CRL without TLS")
 	}
 	return nil
 }
@@ -217,7 +225,8 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	if !cfg.TLS.IsZero() {
 		// The same certificate serves clients and peers and is the member's client
 		// certificate towards its peers; every connection must present one of the CA.
-		info := transport.TLSInfo{CertFile: cfg.TLS.Cert, KeyFile: cfg.TLS.Key, TrustedCAFile: cfg.TLS.CA, ClientCertAuth: true}
+		info := transport.TLSInfo{CertFile: cfg.TLS.Cert, KeyFile: cfg.TLS.Key, TrustedCAFile: cfg.TLS.CA, ClientCertAuth: true,
+			CRLFile: cfg.CRL}
 		ec.ClientTLSInfo, ec.PeerTLSInfo = info, info
 	}
 

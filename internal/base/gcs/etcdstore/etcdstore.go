@@ -161,7 +161,7 @@ func diagnoseTLS(endpoint string, cfg *tls.Config) error {
 		case cfg == nil:
 			return ErrNeedsTLS
 		}
-		return fmt.Errorf("%w: %v (the GCS and this client must hold certificates of the same cluster CA)", ErrTLSRefused, err)
+		return fmt.Errorf("%w: %v (the GCS and this client must hold certificates of the same cluster CA, and this one must not be revoked)", ErrTLSRefused, err)
 	}
 	defer conn.Close()
 	if cfg == nil {
@@ -172,7 +172,7 @@ func diagnoseTLS(endpoint string, cfg *tls.Config) error {
 	if _, err := conn.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		var ne net.Error
 		if !errors.As(err, &ne) || !ne.Timeout() {
-			return fmt.Errorf("%w: %v (the GCS and this client must hold certificates of the same cluster CA)", ErrTLSRefused, err)
+			return fmt.Errorf("%w: %v (the GCS and this client must hold certificates of the same cluster CA, and this one must not be revoked)", ErrTLSRefused, err)
 		}
 	}
 	return nil

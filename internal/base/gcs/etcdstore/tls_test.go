@@ -3,6 +3,7 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -83,5 +84,67 @@ func TestTLS(t *testing.T) {
 			t.Errorf("%s: refused after %v", c.name, d)
 		}
 		t.Logf("%s: %v", c.name, err)
+	}
+}
+
+// With a CRL file, the embedded server refuses new connections of the certificates it
+// lists, from the first handshake after the file is replaced, and keeps serving the others.
+func TestTLSRevocation(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	ca, err := identity.NewCA("gcs test", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := ca.Issue(identity.Request{Name: "gcs", Role: identity.RoleHead})
+	files, err := srv.Save(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	crl := filepath.Join(t.TempDir(), "ca.crl")
+	writeCRL := func(revoked ...*identity.Credentials) {
+		t.Helper()
+		var list []identity.RevokedCert
+		for _, c := range revoked {
+			list = append(list, identity.RevokedCert{Serial: c.Leaf().SerialNumber, RevokedAt: now})
+		}
+		b, err := ca.CRL(list, int64(len(list)+1), time.Now())
+		if err == nil {
+			err = identity.WriteFile(crl, b)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCRL() // empty: etcd refuses everyone while it cannot read the file
+	e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: t.TempDir(), TLS: files, CRL: crl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	gone, _ := ca.Issue(identity.Request{Name: "agent-gone", Role: identity.RoleNode})
+	kept, _ := ca.Issue(identity.Request{Name: "agent-kept", Role: identity.RoleNode})
+	dial := func(c *identity.Credentials) error {
+		s, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: e.Endpoints(), TLS: c.ClientTLS(), DialTimeout: 2 * time.Second})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		_, err = s.Put(ctx, "k/"+c.Name(), []byte("v"), 0)
+		return err
+	}
+	for _, c := range []*identity.Credentials{gone, kept} {
+		if err := dial(c); err != nil {
+			t.Fatalf("%s before any revocation: %v", c.Name(), err)
+		}
+	}
+	writeCRL(gone)
+	if err := dial(gone); !errors.Is(err, etcdstore.ErrTLSRefused) {
+		t.Fatalf("a revoked certificate: %v, want ErrTLSRefused", err)
+	} else {
+		t.Logf("revoked: %v", err)
+	}
+	if err := dial(kept); err != nil {
+		t.Fatalf("an unrevoked certificate after the revocation: %v", err)
 	}
 }
