@@ -396,6 +396,26 @@ func scalar(v any) string {
 	}
 }
 
+// printFiltered applies to recs the filters the processes could not (rest), cuts them to
+// limit and prints them, saying on stderr when the cut hid some; total is how many the
+// processes matched.
+func printFiltered(c *ucli.Context, format, noun string, columns []string, recs []record, total int, rest []filter, limit int) error {
+	if len(rest) > 0 {
+		var err error
+		if recs, err = filterRecords(recs, rest); err != nil {
+			return err
+		}
+		total = len(recs)
+	}
+	if limit > 0 && len(recs) > limit {
+		recs = recs[:limit]
+	}
+	if total > len(recs) {
+		fmt.Fprintf(c.App.ErrWriter, "rayctl: %d of %d %s shown; raise --limit to see more\n", len(recs), total, noun)
+	}
+	return printRecords(c.App.Writer, format, columns, recs)
+}
+
 func printRecords(w io.Writer, format string, columns []string, recs []record) error {
 	switch format {
 	case "json":

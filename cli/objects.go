@@ -90,20 +90,7 @@ func listObjects(c *ucli.Context, format string, filters []filter, limit int) er
 	for i := range res.Objects {
 		recs[i] = objectRecord(&res.Objects[i])
 	}
-	total := res.Total
-	if len(rest) > 0 {
-		if recs, err = filterRecords(recs, rest); err != nil {
-			return err
-		}
-		total = len(recs)
-	}
-	if limit > 0 && len(recs) > limit {
-		recs = recs[:limit]
-	}
-	if total > len(recs) {
-		fmt.Fprintf(c.App.ErrWriter, "rayctl: %d of %d objects shown; raise --limit to see more\n", len(recs), total)
-	}
-	return printRecords(c.App.Writer, format, objectColumns, recs)
+	return printFiltered(c, format, "objects", objectColumns, recs, res.Total, rest, limit)
 }
 
 func getObject(c *ucli.Context, format, id string) error {

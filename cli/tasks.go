@@ -81,20 +81,7 @@ func listTasks(c *ucli.Context, format string, filters []filter, limit int) erro
 	for i := range res.Tasks {
 		recs[i] = taskRecord(&res.Tasks[i])
 	}
-	total := res.Total
-	if len(rest) > 0 {
-		if recs, err = filterRecords(recs, rest); err != nil {
-			return err
-		}
-		total = len(recs)
-	}
-	if limit > 0 && len(recs) > limit {
-		recs = recs[:limit]
-	}
-	if total > len(recs) {
-		fmt.Fprintf(c.App.ErrWriter, "rayctl: %d of %d tasks shown; raise --limit to see more\n", len(recs), total)
-	}
-	return printRecords(c.App.Writer, format, taskColumns, recs)
+	return printFiltered(c, format, "tasks", taskColumns, recs, res.Total, rest, limit)
 }
 
 func getTask(c *ucli.Context, format, id string) error {
