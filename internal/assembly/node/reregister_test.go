@@ -1,4 +1,4 @@
-package testcluster_test
+package node_test
 
 import (
 	"context"
@@ -18,12 +18,12 @@ import (
 func TestNodeRegistersAgainAfterItsLeaseExpired(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 2})
+	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Stop(context.Background())
-	n := c.Nodes[1]
+	n := c.Nodes[0]
 	key := gcs.NodeKey(string(n.ID))
 	kv, ok, err := c.GCS.Get(ctx, key)
 	if err != nil || !ok || kv.Lease == 0 {
