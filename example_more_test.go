@@ -1,0 +1,199 @@
+package ray_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/ray-go/ray"
+)
+
+// Session keeps its state in an unexported field: the codec cannot checkpoint it, and it
+// does not implement ray.Checkpointer.
+type Session struct{ hits int }
+
+var (
+	SessionClass = ray.Actor("example.Session", func() *Session { return &Session{} })
+	SessionHit   = ray.Method0(SessionClass, "Hit", func(s *Session, _ context.Context) (int, error) { s.hits++; return s.hits, nil })
+)
+
+func ExampleUnboundedMethodLog() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	// Exactly-once (the default) needs a bounded method log, so a checkpointable state:
+	// Session's is not, and the actor is refused.
+	fmt.Println(SessionClass.Remote(ctx).Err() != nil)
+	// UnboundedMethodLog keeps every call in the GCS for the actor's whole life instead.
+	s := SessionClass.Remote(ctx, ray.UnboundedMethodLog())
+	SessionHit.Remote(ctx, s)
+	fmt.Println(ray.Get(ctx, SessionHit.Remote(ctx, s)))
+	// Or give up exactly-once: AtMostOnce.
+	m := SessionClass.Remote(ctx, ray.AtMostOnce())
+	fmt.Println(ray.Get(ctx, SessionHit.Remote(ctx, m)))
+	// Output:
+	// true
+	// 2 <nil>
+	// 1 <nil>
+}
+
+func ExampleActorAlive() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	c := CounterClass.Remote(ctx)
+	ray.Get(ctx, CounterGet.Remote(ctx, c)) // it answered: its constructor ran
+	st, _ := ray.GetActorState(ctx, c)
+	fmt.Println(st.Phase == ray.ActorAlive, st.Phase)
+	// Output: true Alive
+}
+
+func ExampleActorDead() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	c := CounterClass.Remote(ctx, ray.MaxRestarts(5))
+	ray.Get(ctx, CounterGet.Remote(ctx, c))
+	ray.Kill(ctx, c, true) // no restart, whatever MaxRestarts says
+	st, _ := ray.GetActorState(ctx, c)
+	fmt.Println(st.Phase == ray.ActorDead, st.Phase, st.Detail != "")
+	// Output: true Dead true
+}
+
+func ExampleErrCancelled() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	slow := Sleep.Remote(ctx, ray.V(time.Hour))
+	after := Square.Remote(ctx, ray.V(3))
+	ray.Cancel(ctx, slow)
+	_, err = ray.Get(ctx, slow)
+	fmt.Println(errors.Is(err, ray.ErrCancelled))
+	fmt.Println(ray.Get(ctx, after)) // others are not affected
+	// Output:
+	// true
+	// 9 <nil>
+}
+
+func ExampleErrEncode() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	_, err = ray.Put(ctx, make(chan int)) // a channel cannot be encoded
+	fmt.Println(errors.Is(err, ray.ErrEncode))
+	// Output: true
+}
+
+func ExampleErrInfeasible() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	// No node has a GPU: the task fails at once rather than waiting for ever.
+	_, err = ray.Get(ctx, Square.Options(ray.NumGPUs(1)).Remote(ctx, ray.V(2)))
+	fmt.Println(errors.Is(err, ray.ErrInfeasible))
+	_, err = ray.Get(ctx, Square.Options(ray.NumCPUs(3)).Remote(ctx, ray.V(2)))
+	fmt.Println(errors.Is(err, ray.ErrInfeasible))
+	// Output:
+	// true
+	// true
+}
+
+func ExampleErrObjectLost() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	r, _ := ray.Put(ctx, "gone soon")
+	r.Release()
+	_, err = ray.Get(ctx, r)
+	fmt.Println(errors.Is(err, ray.ErrObjectLost))
+	// Output: true
+}
+
+func ExampleErrObjectTooLarge() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2), ray.WithObjectStoreMemory(1<<20))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	_, err = ray.Put(ctx, make([]byte, 2<<20)) // larger than the node's whole store
+	fmt.Println(errors.Is(err, ray.ErrObjectTooLarge))
+	// Output: true
+}
+
+func ExampleErrShutdown() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ray.Shutdown(ctx)
+	_, err = ray.Put(ctx, 1)
+	fmt.Println(errors.Is(err, ray.ErrShutdown))
+	// Output: true
+}
+
+func ExampleErrUnknownFunction() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	_, err = ray.Get(ctx, ray.Call[int](ctx, "example.missing", []any{1}))
+	fmt.Println(errors.Is(err, ray.ErrUnknownFunction))
+	// Output: true
+}
+
+// A task that fails and is retried leaves one record per attempt: TaskRetried for the
+// attempts that were retried, TaskFailed (or TaskFinished) for the last.
+func ExampleTaskRetried() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	_, _ = ray.Get(ctx, Divide.Options(ray.MaxRetries(2), ray.RetryExceptions(true)).Remote(ctx, ray.V(1), ray.V(0)))
+	_, _ = ray.Get(ctx, Divide.Remote(ctx, ray.V(4), ray.V(2)))
+	counts, err := ray.SummarizeTasks(ctx, ray.TaskFilter{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range counts {
+		fmt.Println(c.Function, c.State, c.Count)
+	}
+	retried, _, _ := ray.ListTasks(ctx, ray.TaskFilter{State: ray.TaskRetried})
+	fmt.Println(retried[0].Attempt, retried[1].Attempt) // newest first
+	// Output:
+	// example.divide FAILED 1
+	// example.divide FAILED_RETRIED 2
+	// example.divide FINISHED 1
+	// 1 0
+}
+
+func ExampleTaskCancelled() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	r := Sleep.Remote(ctx, ray.V(time.Hour))
+	ray.Cancel(ctx, r)
+	_, _ = ray.Get(ctx, r)
+	tasks, _, _ := ray.ListTasks(ctx, ray.TaskFilter{Function: "example.sleep"})
+	fmt.Println(tasks[0].State == ray.TaskCancelled, tasks[0].State)
+	// Output: true CANCELLED
+}
