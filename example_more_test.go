@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"sync/atomic"
 	"time"
 
 	"github.com/ray-go/ray"
@@ -196,4 +197,117 @@ func ExampleTaskCancelled() {
 	tasks, _, _ := ray.ListTasks(ctx, ray.TaskFilter{Function: "example.sleep"})
 	fmt.Println(tasks[0].State == ray.TaskCancelled, tasks[0].State)
 	// Output: true CANCELLED
+}
+
+// savedDriver holds a driver's context where a task can reach it: a mistake, on purpose.
+var savedDriver atomic.Value
+
+// WaitsThroughDriver waits for a child task through the driver's context instead of its own
+// ctx, and says whether that failed with ErrDriverContext.
+var WaitsThroughDriver = ray.Task0("example.waitsThroughDriver", func(ctx context.Context) (bool, error) {
+	driver := savedDriver.Load().(context.Context)
+	_, err := ray.Get(driver, Sleep.Remote(ctx, ray.V(time.Second)))
+	return errors.Is(err, ray.ErrDriverContext), nil
+})
+
+func ExampleErrDriverContext() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	savedDriver.Store(ctx)
+	// Inside a task, Get and Wait take the task's own ctx: only that one lends the task's
+	// CPU back while it waits. Waiting through a driver's context fails at once.
+	fmt.Println(ray.Get(ctx, WaitsThroughDriver.Remote(ctx)))
+	// Output: true <nil>
+}
+
+func ExampleObjectReady() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	ok := Square.Remote(ctx, ray.V(2))
+	bad := Divide.Remote(ctx, ray.V(1), ray.V(0))
+	_, _, _ = ray.WaitAny(ctx, []ray.Ref{ok, bad}, ray.NumReady(2))
+	for _, r := range []ray.Ref{ok, bad} {
+		objs, _, _ := ray.ListObjects(ctx, ray.ObjectFilter{ObjectID: r.ID()})
+		fmt.Println(objs[0].State == ray.ObjectReady, objs[0].State == ray.ObjectFailed, objs[0].State)
+	}
+	// Output:
+	// true false READY
+	// false true FAILED
+}
+
+func ExampleTaskRunning() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	_, _ = ray.Get(ctx, Halve.Remote(ctx, ray.V(2)))
+	_, _ = ray.Get(ctx, Halve.Remote(ctx, ray.V(1)))
+	r := Sleep.Remote(ctx, ray.V(time.Hour))
+	for { // until a worker has it
+		running, _, _ := ray.ListTasks(ctx, ray.TaskFilter{State: ray.TaskRunning})
+		if len(running) > 0 {
+			fmt.Println(running[0].Function, running[0].State)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, state := range []string{ray.TaskFinished, ray.TaskFailed} {
+		_, n, _ := ray.ListTasks(ctx, ray.TaskFilter{State: state})
+		fmt.Println(state, n)
+	}
+	ray.Cancel(ctx, r)
+	// Output:
+	// example.sleep RUNNING
+	// FINISHED 1
+	// FAILED 1
+}
+
+// Released, an object whose task's result fed another task is freed, but the lineage
+// record of that other task still refers to it: it can be made again if needed.
+func ExampleObjectFreed() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	a := Square.Remote(ctx, ray.V(3))
+	b := Square.Remote(ctx, a)
+	fmt.Println(ray.Get(ctx, b))
+	a.Release()
+	objs, _, _ := ray.ListObjects(ctx, ray.ObjectFilter{ObjectID: a.ID()})
+	fmt.Println(objs[0].State == ray.ObjectFreed, objs[0].State, objs[0].Size)
+	// Output:
+	// 81 <nil>
+	// true FREED 0
+}
+
+func ExampleLineageReference() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	a := Square.Remote(ctx, ray.V(3))
+	b := Square.Remote(ctx, a) // b's lineage refers to a
+	_, _ = ray.Get(ctx, b)
+	a.Release() // no handle left: only the lineage counts a
+	objs, _, _ := ray.ListObjects(ctx, ray.ObjectFilter{RefType: ray.LineageReference})
+	fmt.Println(len(objs), objs[0].ObjectID == a.ID(), objs[0].RefType)
+	// Output: 1 true LINEAGE_REFERENCE
+}
+
+func ExampleErrNoCredentials() {
+	// Joining a secure cluster takes its join token (WithToken, RAY_GO_TOKEN or
+	// RAY_GO_TOKEN_FILE) or GCS credential files; without them Init fails at once, and its
+	// error says what to set.
+	_, err := ray.Init(context.Background(), ray.WithAddress("127.0.0.1:1"))
+	fmt.Println(errors.Is(err, ray.ErrNoCredentials))
+	// Output: true
 }
