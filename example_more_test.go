@@ -311,3 +311,66 @@ func ExampleErrNoCredentials() {
 	fmt.Println(errors.Is(err, ray.ErrNoCredentials))
 	// Output: true
 }
+
+// A failed task's object holds its error: ObjectFailed.
+func ExampleObjectFailed() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	bad := Divide.Remote(ctx, ray.V(1), ray.V(0))
+	_, _ = ray.Get(ctx, bad)
+	_, n, _ := ray.ListObjects(ctx, ray.ObjectFilter{State: ray.ObjectFailed})
+	fmt.Println(n)
+	// Output: 1
+}
+
+func ExampleTaskFinished() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	_, _ = ray.GetAll(ctx, []ray.ObjectRef[int]{Halve.Remote(ctx, ray.V(2)), Halve.Remote(ctx, ray.V(4))})
+	_, n, _ := ray.ListTasks(ctx, ray.TaskFilter{State: ray.TaskFinished})
+	fmt.Println(n)
+	// Output: 2
+}
+
+func ExampleTaskFailed() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	_, _ = ray.Get(ctx, Halve.Remote(ctx, ray.V(5)))
+	failed, _, _ := ray.ListTasks(ctx, ray.TaskFilter{State: ray.TaskFailed})
+	fmt.Println(failed[0].Function, failed[0].ErrorType, failed[0].Error)
+	// Output: example.halve APPLICATION 5 is odd
+}
+
+// A task waits in TaskPendingNode while no node has the resources it asks for free.
+func ExampleTaskPendingNode() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	// hog holds both CPUs; wait until it runs.
+	hog := Sleep.Options(ray.NumCPUs(2)).Remote(ctx, ray.V(time.Hour))
+	for {
+		if _, n, _ := ray.ListTasks(ctx, ray.TaskFilter{State: ray.TaskRunning}); n > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	next := Square.Remote(ctx, ray.V(3))
+	waiting, _, _ := ray.ListTasks(ctx, ray.TaskFilter{State: ray.TaskPendingNode})
+	fmt.Println(len(waiting), waiting[0].Function, waiting[0].State)
+	ray.Cancel(ctx, hog) // the CPUs come back: next runs
+	fmt.Println(ray.Get(ctx, next))
+	// Output:
+	// 1 example.square PENDING_NODE_ASSIGNMENT
+	// 9 <nil>
+}
