@@ -98,9 +98,9 @@ func ExampleActorClass0_Remote() {
 	a := CounterClass.Remote(ctx, ray.Name("a"), ray.MaxRestarts(2))
 	b := CounterClass.Remote(ctx, ray.AtMostOnce(), ray.MaxConcurrency(4))
 	CounterAdd.Remote(ctx, a, ray.V(1))
-	CounterAdd.Remote(ctx, b, ray.V(10))
-	x, _ := ray.Get(ctx, CounterGet.Remote(ctx, a))
-	y, _ := ray.Get(ctx, CounterGet.Remote(ctx, b))
+	x, _ := ray.Get(ctx, CounterGet.Remote(ctx, a)) // calls from one caller run in order
+	// b runs up to 4 calls at once, in any order: wait for each result that matters.
+	y, _ := ray.Get(ctx, CounterAdd.Remote(ctx, b, ray.V(10)))
 	fmt.Println(x, y, a.ID() != b.ID())
 	// Output: 1 10 true
 }
