@@ -75,9 +75,10 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	c = &Cluster{}
+	started := c // the error returns below set c to nil before this runs
 	defer func() {
 		if err != nil {
-			c.Stop(context.Background())
+			started.Stop(context.Background())
 		}
 	}()
 	if c.dir, err = os.MkdirTemp("", "ray-go-testcluster-"); err != nil {
@@ -171,7 +172,9 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}(i)
 		addr := <-started
 		if addr == "" {
-			return nil, fmt.Errorf("testcluster: node %d did not start", i)
+			res := <-results[i]
+			results[i] <- res // for the deferred collection
+			return nil, fmt.Errorf("testcluster: node %d did not start: %w", i, res.err)
 		}
 		sync = append(sync, "https://"+addr)
 	}
