@@ -528,21 +528,6 @@ func readJobs(ctx context.Context, s gcs.Store) ([]record, error) {
 	return out, nil
 }
 
-// actorState is Ray's name for an actor's phase.
-func actorState(p lifecycle.Phase) string {
-	switch p {
-	case lifecycle.Pending:
-		return "PENDING_CREATION"
-	case lifecycle.Alive:
-		return "ALIVE"
-	case lifecycle.Restarting:
-		return "RESTARTING"
-	case lifecycle.Dead:
-		return "DEAD"
-	}
-	return p.String()
-}
-
 func readActors(ctx context.Context, s gcs.Store) ([]record, error) {
 	kvs, err := list(ctx, s, gcs.ActorsPrefix)
 	if err != nil {
@@ -556,7 +541,7 @@ func readActors(ctx context.Context, s gcs.Store) ([]record, error) {
 		}
 		res := agent.ResourcesFromPB(info.GetResources())
 		out = append(out, record{{"actor_id", hex.EncodeToString(info.GetActorId())}, {"class", info.GetClass()},
-			{"name", info.GetName()}, {"namespace", info.GetNamespace()}, {"state", actorState(lifecycle.Phase(info.GetPhase()))},
+			{"name", info.GetName()}, {"namespace", info.GetNamespace()}, {"state", lifecycle.Phase(info.GetPhase()).RayName()},
 			{"node", info.GetNode()}, {"job_id", info.GetJobId()}, {"detached", info.GetDetached()},
 			{"restarts", info.GetRestarts()}, {"max_restarts", info.GetMaxRestarts()}, {"exactly_once", !info.GetAtMostOnce()},
 			{"resources", res}, {"detail", info.GetDetail()}})

@@ -37,6 +37,22 @@ func (p Phase) String() string {
 	return "Phase(" + strconv.Itoa(int(p)) + ")"
 }
 
+// RayName is Ray's name of the phase (rpc::ActorTableData's state), as the state API and
+// metrics show it: PENDING_CREATION, ALIVE, RESTARTING, DEAD.
+func (p Phase) RayName() string {
+	switch p {
+	case Pending:
+		return "PENDING_CREATION"
+	case Alive:
+		return "ALIVE"
+	case Restarting:
+		return "RESTARTING"
+	case Dead:
+		return "DEAD"
+	}
+	return p.String()
+}
+
 // Cause says why an actor is dead. CauseNone while it is not.
 type Cause uint8
 

@@ -288,21 +288,6 @@ func (c *Collector) collectNodes(ctx context.Context, ch chan<- prometheus.Metri
 	up(ch, "nodes", true)
 }
 
-// ActorState is Ray's name of an actor's phase (rpc::ActorTableData).
-func ActorState(p lifecycle.Phase) string {
-	switch p {
-	case lifecycle.Pending:
-		return "PENDING_CREATION"
-	case lifecycle.Alive:
-		return "ALIVE"
-	case lifecycle.Restarting:
-		return "RESTARTING"
-	case lifecycle.Dead:
-		return "DEAD"
-	}
-	return p.String()
-}
-
 func (c *Collector) collectActors(ctx context.Context, ch chan<- prometheus.Metric) {
 	kvs, _, err := c.cfg.Store.List(ctx, gcs.ActorsPrefix)
 	if err != nil {
@@ -316,7 +301,7 @@ func (c *Collector) collectActors(ctx context.Context, ch chan<- prometheus.Metr
 		if proto.Unmarshal(kv.Value, info) != nil || len(info.GetActorId()) == 0 {
 			continue
 		}
-		counts[[2]string{info.GetClass(), ActorState(lifecycle.Phase(info.GetPhase()))}]++
+		counts[[2]string{info.GetClass(), lifecycle.Phase(info.GetPhase()).RayName()}]++
 	}
 	for _, k := range sortedKeys(counts) {
 		gauge(ch, descActors, float64(counts[k]), k[0], k[1])
