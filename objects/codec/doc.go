@@ -73,6 +73,12 @@
 // back without reflection, so a small int costs tens of nanoseconds. The results never
 // alias the input, and Marshal and Unmarshal do not box their argument on these paths.
 //
+// # Round trips
+//
+// Lossless(t) reports whether every value of t comes back whole (every field encoded, no
+// interface inside, self-encoding types that decode themselves too); the actor runtime
+// checkpoints an actor's state by itself when it does.
+//
 // # nil and empty
 //
 //	value                        encodes as    decodes as
