@@ -301,7 +301,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, err
 		}
 		if n.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(n.dir, "gcs"), Name: "gcs-" + string(n.ID),
-			Logger: cfg.Logger, TLS: creds.files}); err != nil {
+			Logger: cfg.Logger, TLS: creds.files, NoPeerListener: true}); err != nil {
 			return nil, fmt.Errorf("node: start the embedded GCS: %w", err)
 		}
 		for _, ep := range n.etcd.Endpoints() {

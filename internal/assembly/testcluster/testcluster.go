@@ -95,7 +95,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("testcluster: %w", err)
 	}
-	if c.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(c.dir, "gcs"), Name: "gcs-test", Logger: cfg.Logger, TLS: files}); err != nil {
+	if c.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(c.dir, "gcs"), Name: "gcs-test", Logger: cfg.Logger, TLS: files, NoPeerListener: true}); err != nil {
 		return nil, fmt.Errorf("testcluster: start etcd: %w", err)
 	}
 	c.GCS = c.etcd.Client()

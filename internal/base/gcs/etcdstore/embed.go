@@ -89,6 +89,14 @@ type EmbedConfig struct {
 	// new connections; connections already open stay. The file must exist: etcd refuses
 	// every connection while it cannot read it. Empty: no revocation.
 	CRL string
+	// NoPeerListener makes a single-member cluster (InitialCluster empty) listen on no
+	// peer port: such a member never talks to a peer, and etcd's peer gRPC server, started
+	// in a goroutine nothing waits for, reads gRPC's global logger, which protoactor's
+	// remote.Start writes (see internal/assembly/node's syncGRPCServer; the client port can
+	// be synced with, the peer port cannot). The member's peer URL is still advertised, on
+	// a port nobody listens on. Local mode sets it; a head that other members may join
+	// must not.
+	NoPeerListener bool
 }
 
 // Validate reports a configuration that cannot work.
@@ -104,6 +112,8 @@ func (c EmbedConfig) Validate() error {
 		return errors.New("etcdstore: embed: negative value")
 	case c.CRL != "" && c.TLS.IsZero():
 		return errors.New("etcdstore: embed: a CRL without TLS")
+	case c.NoPeerListener && c.InitialCluster != "":
+		return errors.New("etcdstore: embed: NoPeerListener is for a single-member cluster, and InitialCluster names members")
 	}
 	return nil
 }
@@ -198,6 +208,9 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	ec.Dir = cfg.Dir
 	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
+	if cfg.NoPeerListener {
+		ec.ListenPeerUrls = nil
+	}
 	ec.InitialCluster = cfg.Name + "=" + peerURL.String()
 	if cfg.InitialCluster != "" {
 		ec.InitialCluster = cfg.InitialCluster

@@ -160,3 +160,47 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("after restart: %+v %v %v", kv, ok, err)
 	}
 }
+
+// A single member with NoPeerListener serves clients, listens on no peer port, and starts
+// again on its directory; a member of a named cluster cannot ask for it.
+func TestNoPeerListener(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerPort := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	cfg := etcdstore.EmbedConfig{Dir: dir, PeerPort: peerPort, NoPeerListener: true}
+	for round := 1; round <= 2; round++ {
+		e, err := etcdstore.StartEmbedded(ctx, cfg)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(peerPort)), time.Second); err == nil {
+			_ = c.Close()
+			e.Close()
+			t.Fatalf("round %d: something listens on the peer port %d", round, peerPort)
+		}
+		s, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: e.Endpoints()})
+		if err != nil {
+			e.Close()
+			t.Fatal(err)
+		}
+		if _, err := s.Put(ctx, "k"+strconv.Itoa(round), []byte("v"), 0); err != nil {
+			t.Fatalf("round %d: put: %v", round, err)
+		}
+		if _, ok, err := s.Get(ctx, "k1"); err != nil || !ok {
+			t.Fatalf("round %d: get k1: %v %v", round, ok, err)
+		}
+		s.Close()
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := etcdstore.EmbedConfig{Dir: dir, NoPeerListener: true, InitialCluster: "gcs=http://127.0.0.1:1"}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "single-member") {
+		t.Fatalf("Validate of NoPeerListener with InitialCluster: %v", err)
+	}
+}
