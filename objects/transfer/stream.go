@@ -82,9 +82,12 @@ type tuning struct {
 	// initialBody is the most a client allocates for a body before any of it arrived,
 	// when it does not know the object's size (FetchOptions.Size).
 	initialBody int
+	// firstRequest is the server's firstRequestTimeout (tests lengthen it to show that
+	// a fetch does not wait for idle connections to time out).
+	firstRequest time.Duration
 }
 
-var defaultTuning = tuning{writeChunk: 1 << 20, readChunk: 1 << 20, initialBody: 8 << 20}
+var defaultTuning = tuning{writeChunk: 1 << 20, readChunk: 1 << 20, initialBody: 8 << 20, firstRequest: firstRequestTimeout}
 
 // ServerConfig configures a stream Server.
 type ServerConfig struct {
@@ -162,6 +165,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 }
 
 func newServer(cfg ServerConfig, tune tuning) (*Server, error) {
+	if tune.firstRequest <= 0 {
+		tune.firstRequest = firstRequestTimeout
+	}
 	if cfg.Get == nil {
 		return nil, errors.New("transfer: stream server: ServerConfig.Get is nil")
 	}
@@ -370,7 +376,7 @@ func (s *Server) serveConn(sc *serverConn) {
 		// The handshake counts as part of the first request: same deadline, no slot.
 		out = &coalescer{Conn: sc.c}
 		tc := tls.Server(out, s.cfg.TLS)
-		_ = sc.c.SetDeadline(time.Now().Add(firstRequestTimeout))
+		_ = sc.c.SetDeadline(time.Now().Add(s.tune.firstRequest))
 		if err := tc.Handshake(); err != nil {
 			if !quietEnd(err) {
 				log.Warn("transfer: stream server: refusing a connection that did not prove it belongs to the cluster", "err", err)
@@ -380,7 +386,7 @@ func (s *Server) serveConn(sc *serverConn) {
 		_ = sc.c.SetWriteDeadline(time.Time{})
 		conn = tc
 	}
-	timeout := firstRequestTimeout
+	timeout := s.tune.firstRequest
 	for {
 		id, err := readRequest(conn, timeout)
 		if err != nil {

@@ -49,10 +49,16 @@ func (m *objectMap) get(_ context.Context, id ids.ObjectID) ([]byte, error) {
 
 func newStreamServer(t testing.TB, cfg ServerConfig) *Server {
 	t.Helper()
+	return newTunedStreamServer(t, cfg, defaultTuning)
+}
+
+// newTunedStreamServer is newStreamServer with the server's tuning given.
+func newTunedStreamServer(t testing.TB, cfg ServerConfig, tune tuning) *Server {
+	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = quiet
 	}
-	s, err := NewServer(cfg)
+	s, err := newServer(cfg, tune)
 	if err != nil {
 		t.Fatal(err)
 	}

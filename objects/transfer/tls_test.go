@@ -91,12 +91,12 @@ func TestStreamTLS(t *testing.T) {
 }
 
 // TestStreamTLSIdleFlood: 500 connections that never finish a TLS handshake (silent, or
-// a ClientHello and nothing more) do not delay a member's 8 MiB fetch by more than a
-// second, and are bounded like plain idle connections.
+// a ClientHello and nothing more) do not hold up a member's 8 MiB fetch (they would time
+// out only after 10 minutes: floodTuning), and are bounded like plain idle connections.
 func TestStreamTLSIdleFlood(t *testing.T) {
 	ca, srvCreds := clusterCreds(t, identity.RoleNode)
 	var objs objectMap
-	srv := newStreamServer(t, ServerConfig{Get: objs.get, TLS: srvCreds.PeerServerTLS()})
+	srv := newTunedStreamServer(t, ServerConfig{Get: objs.get, TLS: srvCreds.PeerServerTLS()}, floodTuning)
 	id := ids.PutID(ids.NewRootTaskID(), 1)
 	data := randomBytes(8<<20, 12)
 	objs.set(id, data)
@@ -120,11 +120,14 @@ func TestStreamTLSIdleFlood(t *testing.T) {
 	}
 	opt := FetchOptions{Size: int64(len(data)), TLS: issueFor(t, ca, "node", identity.RoleNode).PeerClientTLS()}
 	for round := range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), floodFetchDeadline)
 		start := time.Now()
-		got, err := fetch(context.Background(), testPool(t), srv.Addr(), id, opt, defaultTuning)
-		if d := time.Since(start); err != nil || !bytes.Equal(got, data) || d > time.Second {
-			t.Fatalf("round %d: TLS fetch of 8 MiB behind 500 idle connections: %v after %v", round, err, d)
+		got, err := fetch(ctx, testPool(t), srv.Addr(), id, opt, defaultTuning)
+		cancel()
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("round %d: TLS fetch of 8 MiB behind 500 idle connections: %v after %v", round, err, time.Since(start))
 		}
+		t.Logf("round %d: fetched in %v", round, time.Since(start))
 	}
 	srv.mu.Lock()
 	open, waiting := len(srv.conns), srv.waiting
