@@ -79,7 +79,7 @@ func driverContextRound(t *testing.T, mode string) {
 		}
 	}()
 	{
-		round := t.Name() + "/" + mode
+		round := uniqueName(t) + "/" + mode
 		driverCtxs.Store(round, ctx)
 		refs := make([]ObjectRef[int], 4)
 		for i := range refs {

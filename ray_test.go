@@ -108,6 +108,15 @@ var (
 	peakM    = map[string]*atomic.Int64{}
 )
 
+// testRun tells the runs of one test apart under -count=N: the gates and counters
+// outlive a run, keyed by name.
+var testRun atomic.Int64
+
+// uniqueName is the test's name made unique to this run.
+func uniqueName(t *testing.T) string {
+	return fmt.Sprintf("%s#%d", t.Name(), testRun.Add(1))
+}
+
 func gateOf(name string) chan struct{} {
 	testMu.Lock()
 	defer testMu.Unlock()
@@ -270,7 +279,7 @@ func TestPutGet(t *testing.T) {
 
 func TestWait(t *testing.T) {
 	ctx := timeout(t)
-	gate := t.Name()
+	gate := uniqueName(t)
 	refs := []ObjectRef[string]{
 		blockUntil.Options(NumCPUs(0)).Remote(ctx, V(gate)),
 		concat.Remote(ctx, V("a"), V(1)),
@@ -407,7 +416,7 @@ func TestResourcesLimitConcurrency(t *testing.T) {
 		{"the only accel", []TaskOption{NumCPUs(0), Resources(map[string]float64{"accel": 1})}, 1},
 	}
 	for _, tc := range tests {
-		key := t.Name() + tc.name
+		key := uniqueName(t) + tc.name
 		refs := make([]ObjectRef[int], 6)
 		for i := range refs {
 			refs[i] = measure.Options(tc.opts...).Remote(ctx, V(key))
@@ -423,7 +432,7 @@ func TestResourcesLimitConcurrency(t *testing.T) {
 
 func TestRetries(t *testing.T) {
 	ctx := timeout(t)
-	key := t.Name()
+	key := uniqueName(t)
 	v, err := Get(ctx, flaky.Options(MaxRetries(3), RetryExceptions(true)).Remote(ctx, V(key), V(2)))
 	if err != nil || v != 3 {
 		t.Fatalf("retried task: %d, %v; want success on attempt 3", v, err)
@@ -443,7 +452,7 @@ func TestRetries(t *testing.T) {
 
 func TestGetDeadlineAndCancel(t *testing.T) {
 	ctx := timeout(t)
-	gate := t.Name()
+	gate := uniqueName(t)
 	r := blockUntil.Options(NumCPUs(0)).Remote(ctx, V(gate))
 	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
 	defer cancel()

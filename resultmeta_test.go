@@ -56,7 +56,7 @@ func TestResultMetadata(t *testing.T) {
 
 func TestRefInfoBeforeReady(t *testing.T) {
 	ctx := timeout(t)
-	gate := t.Name()
+	gate := uniqueName(t)
 	r := blockUntil.Options(NumCPUs(0)).Remote(ctx, V(gate))
 	info, err := RefInfo(ctx, r)
 	if err != nil || info.Ready {
