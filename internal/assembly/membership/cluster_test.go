@@ -690,6 +690,9 @@ func TestCluster(t *testing.T) {
 		if _, ok := c.rec.findSince(mark, func(e MemberEvent) bool { return e.Type == MemberUnreachable }); ok {
 			t.Error("C saw a member unreachable: the re-registration tore down a connection")
 		}
+		if e, ok := c.rec.findSince(mark, func(e MemberEvent) bool { return e.Type == MemberGone }); ok {
+			t.Errorf("C took a process for gone during B's re-registration: %+v", e)
+		}
 		// B's grains survive its re-registration and are found again.
 		eventually.True(t, 5*time.Second, "pinned grain on B resolves", func() bool {
 			p := a.get(NodeIdentity("B", "pinned"))
@@ -697,6 +700,53 @@ func TestCluster(t *testing.T) {
 		})
 		if got := a.ask(t, a.get(NodeIdentity("B", "pinned")), "hi"); got != "n/B/pinned@B" {
 			t.Fatalf("answer %q", got)
+		}
+	})
+
+	// What peers see of a member during a GCS outage longer than its lease: its key goes
+	// (here deleted while its lease lives on, so it does not register again by itself),
+	// and its node stays, with its grains reachable, for the grace period (LeaseTTL); only
+	// then is its process gone.
+	t.Run("a reachable member whose key went keeps its node for the grace period", func(t *testing.T) {
+		self, _ := b.prov.Self()
+		kv, ok, err := store.Get(ctx, gcs.MemberKey(self.ID))
+		if err != nil || !ok {
+			t.Fatalf("B's key: %v %v %v", kv, ok, err)
+		}
+		mark := a.rec.mark()
+		if _, err := store.Delete(ctx, gcs.MemberKey(self.ID)); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		eventually.True(t, 5*time.Second, "A sees B's incarnation leave", func() bool {
+			_, ok := a.rec.findSince(mark, func(e MemberEvent) bool { return e.Type == MemberLeft && e.Member.ID == self.ID })
+			return ok
+		})
+		if _, ok := a.prov.Nodes()["B"]; !ok && time.Since(start) < testTTL/2 {
+			t.Fatalf("A dropped B's node %v after its key went, within the grace period", time.Since(start))
+		}
+		if got := a.ask(t, a.get(NodeIdentity("B", "pinned")), "hi"); got != "n/B/pinned@B" {
+			t.Fatalf("B's grain during the grace period answered %q", got)
+		}
+		eventually.True(t, testTTL+5*time.Second, "A takes B's process for gone after the grace period", func() bool {
+			_, ok := a.rec.findSince(mark, func(e MemberEvent) bool { return e.Type == MemberGone && e.Member.Address == self.Address })
+			return ok
+		})
+		if gone := time.Since(start); gone < testTTL-500*time.Millisecond {
+			t.Errorf("MemberGone for B after %v, before the grace period (%v) was over", gone, testTTL)
+		}
+		if _, ok := a.prov.Nodes()["B"]; ok {
+			t.Error("B's node still in A's index after MemberGone")
+		}
+		// B joins again once its lease goes too.
+		if err := store.Revoke(ctx, kv.Lease); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []*testNode{a, c} {
+			eventually.True(t, 10*time.Second, n.id+" sees B again", func() bool {
+				_, ok := n.prov.Nodes()["B"]
+				return ok && n.topologySize() == 3
+			})
 		}
 	})
 
@@ -735,6 +785,10 @@ func TestCluster(t *testing.T) {
 		if _, ok := a.rec.find(func(e MemberEvent) bool { return e.Type == MemberLeft && e.Member.ID == self.ID }); !ok {
 			t.Error("no MemberLeft for C")
 		}
+		eventually.True(t, 5*time.Second, "A sees C's process gone", func() bool { // published after the topology
+			_, ok := a.rec.find(func(e MemberEvent) bool { return e.Type == MemberGone && e.Member.Address == self.Address })
+			return ok
+		})
 	})
 
 	t.Run("graceful leave revokes the lease", func(t *testing.T) {

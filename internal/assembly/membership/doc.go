@@ -51,7 +51,13 @@
 // node layer learns all this from *MemberEvent values published on the actor system's
 // EventStream (SubscribeMemberEvents), in order: MemberJoined, MemberUnreachable,
 // MemberReachable, MemberLeft (key gone: final for that incarnation; Self marks our own,
-// e.g. the old incarnation after a lost lease, when peers may have failed over our work).
+// e.g. the old incarnation after a lost lease), MemberGone (the process: its last
+// incarnation left and it did not register again within LeaseTTL while reachable, or it
+// is unreachable with no incarnation left). A GCS outage longer than the lease makes every
+// member lose its lease at once; each registers again as soon as the GCS answers (retried
+// at most a second apart), and a peer keeps the node of a reachable departed process
+// (Nodes, MemberForNode) for that grace, so the outage kills no node. The node layer takes
+// a node for gone on MemberUnreachable or MemberGone, never on MemberLeft.
 //
 // # Lookup
 //

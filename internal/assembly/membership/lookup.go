@@ -137,7 +137,7 @@ func (l *Lookup) Setup(c *cluster.Cluster, _ []string, isClient bool) {
 	l.actorPID = pid
 
 	l.sub = SubscribeMemberEvents(l.system, func(e *MemberEvent) {
-		if e.Self || (e.Type != MemberUnreachable && e.Type != MemberLeft) {
+		if e.Self || (e.Type != MemberUnreachable && e.Type != MemberGone) {
 			return
 		}
 		for _, d := range l.pids.removeAddress(e.Member.Address) {

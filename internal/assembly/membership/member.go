@@ -77,8 +77,16 @@ const (
 	// MemberReachable: an unreachable member answered a probe; it is routed to again.
 	MemberReachable
 	// MemberLeft: the member key is gone (lease expired or revoked, or deregistered).
-	// Final for this member ID.
+	// Final for this member ID, not for its process: a process that lost its lease (a GCS
+	// outage longer than the TTL) registers again as a new incarnation, and its node and
+	// grains live on. MemberGone says when the process is gone.
 	MemberLeft
+	// MemberGone: the process is out of the cluster. Its last incarnation left and none
+	// registered again within the grace period (LeaseTTL) while it stayed reachable, or it
+	// is unreachable with no incarnation registered. Until then its node stays in Nodes and
+	// MemberForNode. Final for the process (its address); Member is its newest
+	// incarnation.
+	MemberGone
 )
 
 func (t MemberEventType) String() string {
@@ -91,6 +99,8 @@ func (t MemberEventType) String() string {
 		return "reachable"
 	case MemberLeft:
 		return "left"
+	case MemberGone:
+		return "gone"
 	default:
 		return fmt.Sprintf("MemberEventType(%d)", uint8(t))
 	}

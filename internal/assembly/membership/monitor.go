@@ -286,6 +286,19 @@ func (m *monitor) probe(ctx actor.Context, addr string) {
 // refresh publishes the topology (MemberList ignores an unchanged one), rebuilds the node
 // index, and forgets peers whose grace period is over.
 func (m *monitor) refresh(ctx actor.Context) {
+	// Peers with no incarnation left go once unreachable or past the grace period; they
+	// are announced (MemberGone) after the index and topology no longer hold them.
+	var gone []MemberInfo
+	for _, addr := range slices.Sorted(maps.Keys(m.peers)) {
+		pr := m.peers[addr]
+		if len(pr.members) == 0 && (pr.unreachable || time.Since(pr.goneAt) >= m.p.cfg.LeaseTTL) {
+			if pr.watching {
+				ctx.Unwatch(membershipPID(addr))
+			}
+			delete(m.peers, addr)
+			gone = append(gone, pr.last)
+		}
+	}
 	nodes := make(map[string]MemberInfo, len(m.members)+1)
 	index := func(info MemberInfo) {
 		if info.NodeID == "" {
@@ -303,6 +316,17 @@ func (m *monitor) refresh(ctx actor.Context) {
 			index(info)
 		}
 	}
+	// A reachable process whose last incarnation left keeps its node for the grace period,
+	// as it keeps its place in the topology: a lost lease is followed by a new incarnation
+	// of the same node, and taking the node for dead meanwhile would fail its tasks and
+	// restart its actors elsewhere while they still run.
+	for _, pr := range m.peers {
+		if len(pr.members) == 0 && !pr.unreachable && pr.last.NodeID != "" {
+			if _, ok := nodes[pr.last.NodeID]; !ok {
+				nodes[pr.last.NodeID] = pr.last
+			}
+		}
+	}
 	topo := make([]*cluster.Member, 0, len(m.peers)+1)
 	if m.self != nil {
 		index(*m.self)
@@ -312,19 +336,15 @@ func (m *monitor) refresh(ctx actor.Context) {
 	}
 	for _, addr := range slices.Sorted(maps.Keys(m.peers)) {
 		pr := m.peers[addr]
-		if len(pr.members) == 0 && (pr.unreachable || time.Since(pr.goneAt) >= m.p.cfg.LeaseTTL) {
-			if pr.watching {
-				ctx.Unwatch(membershipPID(addr))
-			}
-			delete(m.peers, addr)
-			continue
-		}
 		mem := pr.last.member()
 		mem.Id = pr.topoID
 		topo = append(topo, mem)
 	}
 	m.p.nodes.Store(&nodes)
 	m.p.cl.MemberList.UpdateClusterTopology(topo)
+	for _, info := range gone {
+		m.publish(MemberGone, info)
+	}
 }
 
 func (m *monitor) publish(t MemberEventType, info MemberInfo) {

@@ -383,13 +383,19 @@ func (p *Provider) leaseLoop(lease gcs.LeaseID, lost <-chan struct{}) {
 	}
 }
 
+// reregisterRetry is the longest pause between recover's attempts to reach the GCS.
+const reregisterRetry = time.Second
+
 // recover resumes the keep-alive if the lease still holds our key (the client gives up
 // when renewals come late, e.g. under load, while the server may still have the lease);
 // otherwise it registers a new incarnation.
 func (p *Provider) recover(lease gcs.LeaseID) (gcs.LeaseID, <-chan struct{}, error) {
 	self, _ := p.Self()
 	var lost <-chan struct{}
-	err := p.retry(p.ctx, "check lease", func(ctx context.Context) error {
+	// Retried at most reregisterRetry apart: once the GCS answers again the new
+	// incarnation must be in well within the grace period in which peers keep this node
+	// (LeaseTTL, see MemberGone).
+	err := retryCall(p.ctx, p.log, "check lease", p.cfg.CallTimeout, p.cfg.RetryInterval, min(reregisterRetry, p.cfg.LeaseTTL), func(ctx context.Context) error {
 		kv, found, err := p.store.Get(ctx, gcs.MemberKey(self.ID))
 		if err != nil || !found || kv.Lease != lease {
 			return err

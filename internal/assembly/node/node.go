@@ -420,7 +420,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.actors.Subscribe(n.Core.ActorChanged)
 	n.sub = membership.SubscribeMemberEvents(n.system, func(e *membership.MemberEvent) {
 		n.actors.NodesChanged()
-		if !e.Self && (e.Type == membership.MemberUnreachable || e.Type == membership.MemberLeft) {
+		// MemberGone, not MemberLeft: a member that lost its lease in a GCS outage leaves
+		// and registers again as a new incarnation of the same node, which lives on.
+		if !e.Self && (e.Type == membership.MemberUnreachable || e.Type == membership.MemberGone) {
 			if n.view != nil {
 				n.view.MarkGone(ids.NodeID(e.Member.NodeID)) // placement avoids it from now on
 			}
@@ -435,7 +437,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			// to that address fails the first Watch on it). It is placed on again.
 			n.view.MarkAlive(ids.NodeID(e.Member.NodeID))
 		}
-		if !e.Self && e.Type == membership.MemberLeft {
+		if !e.Self && e.Type == membership.MemberGone {
 			go n.Core.BorrowersGone(e.Member.Address) // its runtime's borrows end with it
 		}
 	})
