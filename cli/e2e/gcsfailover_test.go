@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 // (SIGKILL) in the middle: nothing fails, every result is right, and the longest round
 // after the kill is logged (the stall callers see).
 func TestGCSFailover(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var ports []int
 	for range 6 {
@@ -159,4 +160,58 @@ func TestGCSFailover(t *testing.T) {
 	g := rep.Gcsfailover
 	t.Logf("%d rounds (20 tasks + 1 exactly-once actor call each): median %.1f ms before the stop, %.1f ms after; longest %.1f ms before, %.1f ms after",
 		g.Rounds, g.Before.MedianMS, g.After.MedianMS, g.Before.MaxMS, g.After.MaxMS)
+
+	// Quorum lost for longer than the nodes' lease TTL (6 s): one of the two members left
+	// is stopped (SIGSTOP) for 10 s. Every lease expires when the GCS is back; the nodes
+	// and the driver register again, so the head does not fail the running job, its
+	// worker processes stay, and every round comes back right.
+	var alive []*member
+	for k, m := range members {
+		if k != killed {
+			alive = append(alive, m)
+		}
+	}
+	cmd = exec.CommandContext(ctx, driver, "-check", "gcsoutage")
+	cmd.Env = append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_GCS_CA="+client.CA, "RAY_GO_GCS_CERT="+client.Cert, "RAY_GO_GCS_KEY="+client.Key)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout, err = cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc = bufio.NewScanner(stdout)
+	stopped := false
+	for sc.Scan() {
+		last = sc.Text()
+		if last == "ready" {
+			stopped = true
+			victim := alive[len(alive)-1]
+			if err := victim.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("stopped etcd member (pid %d): quorum lost for 10 s", victim.cmd.Process.Pid)
+			time.Sleep(10 * time.Second)
+			if err := victim.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(stdin, "resumed")
+		}
+	}
+	err = cmd.Wait()
+	var out struct {
+		Gcsoutage struct {
+			Rounds, During int
+			LongestMS      int64 `json:"longest_ms"`
+		}
+	}
+	if jerr := json.Unmarshal([]byte(last), &out); jerr != nil || err != nil || !stopped {
+		t.Fatalf("driver across a quorum loss longer than the lease TTL: %v, %v; last line %q\n%s", err, jerr, last, tail(stderr.String()))
+	}
+	t.Logf("quorum loss: %d rounds, %d during the outage, the longest %d ms", out.Gcsoutage.Rounds, out.Gcsoutage.During, out.Gcsoutage.LongestMS)
 }

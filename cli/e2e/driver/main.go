@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -205,6 +207,64 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 			return map[string]float64{"median_ms": float64(d[len(d)/2].Microseconds()) / 1000, "max_ms": float64(d[len(d)-1].Microseconds()) / 1000}
 		}
 		out["gcsfailover"] = map[string]any{"rounds": len(before) + len(after), "before": stat(before), "after": stat(after)}
+		return nil
+	}
+	if check == "gcsoutage" {
+		// Rounds of 20 tasks and one exactly-once actor call. After "ready" the test stops
+		// the GCS's quorum for longer than the nodes' lease TTL, then writes "resumed" on
+		// stdin; the rounds go on for 15 s after that, past the head's grace for a job
+		// whose driver's lease expired. Every round must come back right: the job and its
+		// worker processes live through the outage.
+		h := accelClass.Remote(ctx)
+		resumed := make(chan struct{})
+		var resumedAt time.Time
+		rounds, during, longest := 0, 0, time.Duration(0)
+		for i := 0; ; i++ {
+			start := time.Now()
+			rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			refs := make([]ray.ObjectRef[int], 20)
+			for k := range refs {
+				refs[k] = add.Remote(rctx, ray.V(i), ray.V(k))
+			}
+			for k, r := range refs {
+				if v, err := ray.Get(rctx, r); err != nil || v != i+k {
+					cancel()
+					return fmt.Errorf("round %d task %d: %d, %v", i, k, v, err)
+				}
+			}
+			v, err := ray.Get(rctx, accelAdd.Remote(rctx, h, ray.V(1)))
+			cancel()
+			if err != nil || v != i+1 {
+				return fmt.Errorf("round %d actor call: %d, %v (want %d)", i, v, err, i+1)
+			}
+			rounds++
+			longest = max(longest, time.Since(start))
+			if i == 20 {
+				fmt.Println("ready")
+				go func() {
+					line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+					if strings.TrimSpace(line) == "resumed" {
+						close(resumed)
+					}
+				}()
+			}
+			if i < 20 {
+				continue
+			}
+			if resumedAt.IsZero() {
+				during++
+				select {
+				case <-resumed:
+					resumedAt = time.Now()
+				default:
+				}
+				continue
+			}
+			if time.Since(resumedAt) > 15*time.Second && i > 20+during+10 {
+				break
+			}
+		}
+		out["gcsoutage"] = map[string]any{"rounds": rounds, "during": during, "longest_ms": longest.Milliseconds()}
 		return nil
 	}
 	if check == "actordeath" {

@@ -589,14 +589,16 @@ func TestOrphanedSubmissionFails(t *testing.T) {
 
 // TestJobSurvivesItsDriverRegisteringAgain: a driver whose lease expired (a GCS outage
 // longer than its TTL) takes a new one and writes its jobalive key again within seconds
-// (node.keepLease); the head does not fail the job meanwhile. A key that stays gone fails
-// it (TestWorkerProcess).
+// (node.keepLease); the head does not fail the job meanwhile, and the job's worker process
+// (with its actors and objects) is not stopped. A key that stays gone fails it
+// (TestWorkerProcess).
 func TestJobSurvivesItsDriverRegisteringAgain(t *testing.T) {
 	head := startAgent(t, Config{Head: true})
 	s := head.Store()
 	rec := t.TempDir()
 	expire := job(t, s, "j9", nil, "-record", rec)
 	eventually.True(t, 10*time.Second, "the job's worker process (the head has read the tables)", func() bool { return len(records(t, rec)) > 0 })
+	worker := records(t, rec)[0].Pid
 	expire()
 	time.Sleep(time.Second) // the driver notices and registers again
 	lease, err := s.Grant(context.Background(), 30*time.Second)
@@ -607,5 +609,8 @@ func TestJobSurvivesItsDriverRegisteringAgain(t *testing.T) {
 	time.Sleep(reregisterGrace + 2*time.Second)
 	if j, _ := get(t, s, gcs.JobKey("j9"), &pb.JobInfo{}); j.GetState() != pb.JobInfo_RUNNING {
 		t.Fatalf("a job whose driver registered again within %v: %v %q; want RUNNING", reregisterGrace, j.GetState(), j.GetMessage())
+	}
+	if rs := records(t, rec); len(rs) != 1 || syscall.Kill(worker, 0) != nil {
+		t.Fatalf("the job's worker process (pid %d) was stopped while its driver registered again: %d processes started, %v", worker, len(rs), syscall.Kill(worker, 0))
 	}
 }

@@ -32,9 +32,10 @@ const (
 	// two keys separately; a lost key seen being deleted fails the job at once).
 	orphanGrace = 2 * AliveTTL
 	// reregisterGrace is how long the head waits before failing a RUNNING job whose
-	// jobalive key went (its driver's lease expired): a driver that is alive takes a new
-	// lease and writes the key again (node.keepLease) after a GCS outage longer than the
-	// lease, within a second or two of the GCS answering again; a killed driver does not.
+	// jobalive key went (its driver's lease expired), and every agent before stopping the
+	// job's worker process: a driver that is alive takes a new lease and writes the key
+	// again (node.keepLease) after a GCS outage longer than the lease, within a second or
+	// two of the GCS answering again; a killed driver does not.
 	reregisterGrace = AliveTTL
 	// tick is how often the manager looks at its processes (exits, kill deadlines,
 	// restart backoffs).
@@ -188,16 +189,26 @@ func (m *workerManager) putJob(kv gcs.KV) {
 	m.jobs[id] = jobRec{info: info, modRev: kv.ModRev}
 }
 
-// wanted reports whether job should have a worker process here.
-func (m *workerManager) wanted(job string) bool {
+// wanted reports whether job should have a worker process here: it is RUNNING and its
+// driver is alive, or its alive key went less than reregisterGrace ago (the driver's lease
+// expired in a GCS outage and it is writing the key again: its worker processes, and the
+// actors and objects in them, must live on).
+func (m *workerManager) wanted(job string, now time.Time) bool {
 	rec, ok := m.jobs[job]
-	return ok && rec.info.GetState() == pb.JobInfo_RUNNING && m.alive[job]
+	if !ok || rec.info.GetState() != pb.JobInfo_RUNNING {
+		return false
+	}
+	if m.alive[job] {
+		return true
+	}
+	gone, wasAlive := m.aliveGone[job]
+	return wasAlive && now.Sub(gone) < reregisterGrace
 }
 
 // reconcile starts the processes running jobs need and stops those of ended jobs.
 func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
 	for job, rec := range m.jobs {
-		if m.wanted(job) {
+		if m.wanted(job, now) {
 			m.ensure(ctx, job, rec.info, now)
 		}
 		if !m.a.cfg.Head {
@@ -235,7 +246,7 @@ func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
 		}
 	}
 	for job, w := range m.workers {
-		if m.wanted(job) {
+		if m.wanted(job, now) {
 			continue
 		}
 		switch {
@@ -264,7 +275,7 @@ func (m *workerManager) reap(ctx context.Context) {
 		}
 		p := w.p
 		w.p = nil
-		if w.stopping || !m.wanted(job) {
+		if w.stopping || !m.wanted(job, now) {
 			m.a.log.Info("agent: worker stopped", "job", job, "pid", p.pid, "how", p.describe())
 			_ = os.RemoveAll(m.workerDir(job))
 			m.putWorker(ctx, job, pb.JobWorker_EXITED, p.pid, "job ended; worker "+p.describe())

@@ -291,13 +291,22 @@ func (n *Node) recordWorker(ctx context.Context) error {
 	return nil
 }
 
+// ownerGoneGrace is how long a worker process keeps serving while its job's alive key or
+// its agent's liveness key is missing from the GCS: both are on leases that a GCS outage
+// longer than their TTL expires, and a live driver and agent write them again within
+// seconds of the GCS answering (node.keepLease, the agent's liveness loop). A job that
+// really ended says so sooner: its record leaves RUNNING (the driver's Shutdown, or the
+// head failing a job whose driver died) and the agent stops its worker.
+const ownerGoneGrace = 15 * time.Second
+
 // ServeWorker runs a worker process until ctx ends or its job or agent goes away, then
 // stops the node. It returns the reason it stopped.
 func (n *Node) ServeWorker(ctx context.Context) string {
 	job, agent := string(n.cfg.Job), n.cfg.AgentID
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	missing := 0
+	unreachable := 0
+	var jobGone, agentGone time.Time // when the key was first seen missing (zero: present)
 	reason := ""
 	for reason == "" {
 		select {
@@ -306,6 +315,7 @@ func (n *Node) ServeWorker(ctx context.Context) string {
 			continue
 		case <-t.C:
 		}
+		now := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, jobAlive, err1 := n.store.Get(cctx, gcs.JobAliveKey(job))
 		agentAlive := true
@@ -313,24 +323,55 @@ func (n *Node) ServeWorker(ctx context.Context) string {
 		if agent != "" {
 			_, agentAlive, err2 = n.store.Get(cctx, gcs.AgentAliveKey(agent))
 		}
+		var ended bool
+		var err3 error
+		if err1 == nil && !jobAlive {
+			ended, err3 = n.jobEnded(cctx)
+		}
 		cancel()
-		switch {
-		case err1 != nil || err2 != nil:
-			missing++ // GCS unreachable: give it a while
-			if missing >= 30 {
+		if err1 != nil || err2 != nil || err3 != nil {
+			unreachable++ // GCS unreachable: give it a while
+			if unreachable >= 30 {
 				reason = "the GCS is unreachable"
 			}
-		case !jobAlive:
+			continue
+		}
+		unreachable = 0
+		switch {
+		case ended:
 			reason = "the job ended"
-		case !agentAlive:
-			missing++
-			if missing >= 3 {
-				reason = "its node agent is gone"
-			}
-		default:
-			missing = 0
+		case jobAlive:
+			jobGone = time.Time{}
+		case jobGone.IsZero():
+			jobGone = now
+		case now.Sub(jobGone) >= ownerGoneGrace:
+			reason = "the job's driver is gone"
+		}
+		switch {
+		case agentAlive:
+			agentGone = time.Time{}
+		case agentGone.IsZero():
+			agentGone = now
+		case now.Sub(agentGone) >= ownerGoneGrace && reason == "":
+			reason = "its node agent is gone"
 		}
 	}
 	n.Stop(context.Background())
 	return reason
+}
+
+// jobEnded reports whether the job's record says it is no longer running (or is gone).
+func (n *Node) jobEnded(ctx context.Context) (bool, error) {
+	kv, ok, err := n.store.Get(ctx, gcs.JobKey(string(n.cfg.Job)))
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return true, nil
+	}
+	info := &pb.JobInfo{}
+	if err := proto.Unmarshal(kv.Value, info); err != nil {
+		return false, nil // a record this worker cannot read ends nothing; the agent decides
+	}
+	return info.GetState() != pb.JobInfo_RUNNING, nil
 }
