@@ -89,6 +89,28 @@ func tail(s string) string {
 	return s
 }
 
+// sessionLogs returns the last n lines that are not DEBUG of every agent's and worker
+// process's log in a session directory, for a failure message.
+func sessionLogs(sess string, n int) string {
+	files, _ := filepath.Glob(filepath.Join(sess, "*", "logs", "*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var lines []string
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(l, "time=") && !strings.Contains(l, "level=DEBUG") {
+				lines = append(lines, l)
+			}
+		}
+		lines = lines[max(0, len(lines)-n):]
+		fmt.Fprintf(&b, "== %s\n%s\n", strings.TrimPrefix(f, sess+"/"), strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
 type status struct {
 	Nodes []struct {
 		AgentID string             `json:"agent_id"`

@@ -211,7 +211,7 @@ func TestGCSFailover(t *testing.T) {
 		}
 	}
 	if jerr := json.Unmarshal([]byte(last), &out); jerr != nil || err != nil || !stopped {
-		t.Fatalf("driver across a quorum loss longer than the lease TTL: %v, %v; last line %q\n%s", err, jerr, last, tail(stderr.String()))
+		t.Fatalf("driver across a quorum loss longer than the lease TTL: %v, %v; last line %q\n%s\nsession logs:\n%s", err, jerr, last, tail(stderr.String()), sessionLogs(sess, 12))
 	}
 	t.Logf("quorum loss: %d rounds, %d during the outage, the longest %d ms", out.Gcsoutage.Rounds, out.Gcsoutage.During, out.Gcsoutage.LongestMS)
 }
