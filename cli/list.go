@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,12 +12,9 @@ import (
 	"text/tabwriter"
 
 	ucli "github.com/urfave/cli/v2"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/ray-go/ray/actors/lifecycle"
-	"github.com/ray-go/ray/internal/assembly/agent"
+	"github.com/ray-go/ray/internal/assembly/clusterstate"
 	"github.com/ray-go/ray/internal/base/gcs"
-	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // The state API's command line (Ray's `ray list` and `ray get`): records of the cluster's
@@ -529,28 +525,17 @@ func readJobs(ctx context.Context, s gcs.Store) ([]record, error) {
 }
 
 func readActors(ctx context.Context, s gcs.Store) ([]record, error) {
-	kvs, err := list(ctx, s, gcs.ActorsPrefix)
+	actors, err := clusterstate.ReadActors(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	var out []record
-	for _, kv := range kvs {
-		info := &pb.ActorInfo{}
-		if err := proto.Unmarshal(kv.Value, info); err != nil {
-			continue // not an actor record (or a corrupt one): nothing to show
-		}
-		res := agent.ResourcesFromPB(info.GetResources())
-		out = append(out, record{{"actor_id", hex.EncodeToString(info.GetActorId())}, {"class", info.GetClass()},
-			{"name", info.GetName()}, {"namespace", info.GetNamespace()}, {"state", lifecycle.Phase(info.GetPhase()).RayName()},
-			{"node", info.GetNode()}, {"job_id", info.GetJobId()}, {"detached", info.GetDetached()},
-			{"restarts", info.GetRestarts()}, {"max_restarts", info.GetMaxRestarts()}, {"exactly_once", !info.GetAtMostOnce()},
-			{"resources", res}, {"detail", info.GetDetail()}})
+	out := make([]record, 0, len(actors))
+	for _, a := range actors {
+		out = append(out, record{{"actor_id", a.ActorID}, {"class", a.Class}, {"name", a.Name}, {"namespace", a.Namespace},
+			{"state", a.State}, {"node", a.Node}, {"job_id", a.JobID}, {"detached", a.Detached},
+			{"restarts", a.Restarts}, {"max_restarts", a.MaxRestarts}, {"exactly_once", a.ExactlyOnce},
+			{"resources", a.Resources}, {"detail", a.Detail}})
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, _ := out[i].get("actor_id")
-		b, _ := out[j].get("actor_id")
-		return a.(string) < b.(string)
-	})
 	return out, nil
 }
 

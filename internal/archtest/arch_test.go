@@ -119,7 +119,7 @@ func under(path, prefix string) bool {
 //   - base: leaves and the GCS, below every domain package (internal/base).
 //   - domain: objects, lineage, tasks, actors (the top-level folders).
 //   - assembly: the runtime that puts the domain together (internal/assembly), then the
-//     user API (the root package).
+//     user API (the root package) and the readers of the cluster's state (clusterstate).
 //   - users of the API: data and rl; then the programs: cli, examples, benchmarks.
 var ranks = []struct {
 	rank  int
@@ -135,9 +135,9 @@ var ranks = []struct {
 	{6, []string{"internal/assembly/membership", "internal/assembly/core", "internal/assembly/clusterview"}},
 	{7, []string{"internal/assembly/taskstate", "internal/assembly/metrics"}},
 	{8, []string{"internal/assembly/node", "internal/assembly/agent"}},
-	{9, []string{"internal/assembly/testcluster", ""}},
-	{10, []string{"data", "rl"}},
-	{11, []string{"cli", "examples", "benchmarks"}},
+	{9, []string{"internal/assembly/testcluster", "internal/assembly/clusterstate", ""}},
+	{11, []string{"data", "rl"}},
+	{12, []string{"cli", "examples", "benchmarks"}},
 }
 
 // rankOf returns the rank of a package path under the module (rel) and the listed prefix

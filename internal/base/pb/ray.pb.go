@@ -2075,8 +2075,11 @@ type AgentInfo struct {
 	// metrics_address is the host:port of the agent's Prometheus endpoint (GET /metrics;
 	// empty: it serves none).
 	MetricsAddress string `protobuf:"bytes,12,opt,name=metrics_address,json=metricsAddress,proto3" json:"metrics_address,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// dashboard_address is the host:port of the head's web dashboard (and its /metrics;
+	// empty: it serves none).
+	DashboardAddress string `protobuf:"bytes,13,opt,name=dashboard_address,json=dashboardAddress,proto3" json:"dashboard_address,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *AgentInfo) Reset() {
@@ -2189,6 +2192,13 @@ func (x *AgentInfo) GetStartedUnixMs() int64 {
 func (x *AgentInfo) GetMetricsAddress() string {
 	if x != nil {
 		return x.MetricsAddress
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetDashboardAddress() string {
+	if x != nil {
+		return x.DashboardAddress
 	}
 	return ""
 }
@@ -4342,7 +4352,7 @@ const file_ray_proto_rawDesc = "" +
 	"\rstore_largest\x18\t \x03(\v2\x13.raypb.StoredObjectR\fstoreLargest\x12,\n" +
 	"\x12store_spill_errors\x18\n" +
 	" \x01(\x03R\x10storeSpillErrors\x12&\n" +
-	"\x0fin_flight_bytes\x18\v \x01(\x03R\rinFlightBytes\"\x83\x03\n" +
+	"\x0fin_flight_bytes\x18\v \x01(\x03R\rinFlightBytes\"\xb0\x03\n" +
 	"\tAgentInfo\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x10\n" +
@@ -4357,7 +4367,8 @@ const file_ray_proto_rawDesc = "" +
 	"\rgcs_endpoints\x18\n" +
 	" \x03(\tR\fgcsEndpoints\x12&\n" +
 	"\x0fstarted_unix_ms\x18\v \x01(\x03R\rstartedUnixMs\x12'\n" +
-	"\x0fmetrics_address\x18\f \x01(\tR\x0emetricsAddress\"\xb1\x04\n" +
+	"\x0fmetrics_address\x18\f \x01(\tR\x0emetricsAddress\x12+\n" +
+	"\x11dashboard_address\x18\r \x01(\tR\x10dashboardAddress\"\xb1\x04\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12*\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x14.raypb.JobInfo.StateR\x05state\x12\x1e\n" +
