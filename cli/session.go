@@ -56,6 +56,8 @@ type agentFile struct {
 	JoinAddress string `json:"join_address,omitempty"`
 	// MetricsAddress is the host:port of the agent's GET /metrics ("": none).
 	MetricsAddress string `json:"metrics_address,omitempty"`
+	// DashboardAddress is the host:port of a head's web dashboard ("": none).
+	DashboardAddress string `json:"dashboard_address,omitempty"`
 }
 
 // agentError is the content of agent.err.

@@ -21,6 +21,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ray-go/ray/internal/assembly/agent"
+	"github.com/ray-go/ray/internal/assembly/dashboard"
 	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/workerenv"
 )
@@ -40,6 +41,7 @@ func startCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "port", Usage: "client port of the head's embedded GCS", Value: agent.DefaultGCSPort, EnvVars: []string{"RAY_GO_PORT"}},
 			&ucli.StringFlag{Name: "host", Usage: "the address this agent's metrics endpoint and, on the head, its embedded GCS listen on (the GCS advertises it); give this machine's address when other machines join or a Prometheus elsewhere scrapes", Value: "127.0.0.1", EnvVars: []string{"RAY_GO_HOST"}},
 			&ucli.IntFlag{Name: "metrics-port", Usage: "port of this agent's Prometheus endpoint, GET http://HOST:PORT/metrics (plain HTTP, read-only; 0: a free port; -1: none). The default port falls back to a free one when taken; `rayctl metrics` lists where each agent serves", Value: agent.DefaultMetricsPort, EnvVars: []string{"RAY_GO_METRICS_PORT"}},
+			&ucli.IntFlag{Name: "dashboard-port", Usage: "head: port of the web dashboard, http://HOST:PORT/ (and its /metrics; asks for the cluster's token; 0: a free port; -1: none). The default port falls back to a free one when taken; `rayctl status` says where it is", Value: agent.DefaultDashboardPort, EnvVars: []string{"RAY_GO_DASHBOARD_PORT"}},
 			&ucli.StringFlag{Name: "address", Usage: "join the cluster whose GCS is at HOST:PORT[,HOST:PORT] (env RAY_GO_ADDRESS, or RAY_ADDRESS)", EnvVars: []string{"RAY_GO_ADDRESS"}},
 			&ucli.Float64Flag{Name: "num-cpus", Usage: "CPUs this machine offers", DefaultText: "all cores", EnvVars: []string{"RAY_GO_NUM_CPUS"}},
 			&ucli.Float64Flag{Name: "num-gpus", Usage: "GPUs this machine offers", EnvVars: []string{"RAY_GO_NUM_GPUS"}},
@@ -70,6 +72,12 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 	if cfg.MetricsPort < agent.MetricsOff || cfg.MetricsPort > 65535 {
 		return cfg, exitf(ExitError, "--metrics-port %d: want a port between 0 and 65535, or -1 for no metrics endpoint", cfg.MetricsPort)
 	}
+	cfg.DashboardPort = c.Int("dashboard-port")
+	cfg.DashboardPortFallback = !c.IsSet("dashboard-port")
+	if cfg.DashboardPort < agent.DashboardOff || cfg.DashboardPort > 65535 {
+		return cfg, exitf(ExitError, "--dashboard-port %d: want a port between 0 and 65535, or -1 for no dashboard", cfg.DashboardPort)
+	}
+	cfg.NewDashboard = dashboard.NewForAgent
 	address := c.String("address")
 	if c.IsSet("address") && address != "" && cfg.Head {
 		return cfg, exitf(ExitError, "--head and --address exclude each other: --head starts a new cluster, --address joins one")
@@ -205,7 +213,7 @@ func runStart(c *ucli.Context) error {
 // classify gives an agent start error its exit code and advice.
 func classify(cfg agent.Config, err error) *exitError {
 	switch {
-	case errors.Is(err, agent.ErrMetricsPortInUse):
+	case errors.Is(err, agent.ErrMetricsPortInUse), errors.Is(err, agent.ErrDashboardPortInUse):
 		return &exitError{code: ExitPortInUse, err: err}
 	case errors.Is(err, agent.ErrPortInUse):
 		return &exitError{code: ExitPortInUse, err: fmt.Errorf(
@@ -253,6 +261,7 @@ func runAgent(c *ucli.Context, cfg agent.Config) error {
 		AgentID: a.ID(), Pid: os.Getpid(), Address: a.Address(), Head: cfg.Head,
 		Dir: cfg.SessionDir, StartedUnixMs: time.Now().UnixMilli(),
 		Insecure: cfg.Insecure, JoinAddress: a.JoinAddress(), MetricsAddress: a.MetricsAddress(),
+		DashboardAddress: a.DashboardAddress(),
 	}
 	if f := a.CredentialFiles(); !cfg.Insecure {
 		info.GCSCA, info.GCSCert, info.GCSKey = f.CA, f.Cert, f.Key
@@ -288,6 +297,13 @@ func printStarted(c *ucli.Context, info agentFile) {
 	fmt.Fprintf(w, "Its files and logs: %s\n", info.Dir)
 	if info.MetricsAddress != "" {
 		fmt.Fprintf(w, "Its Prometheus metrics: http://%s/metrics\n", info.MetricsAddress)
+	}
+	switch {
+	case info.DashboardAddress != "" && info.Insecure:
+		fmt.Fprintf(w, "Its dashboard: http://%s/ (open to anyone who reaches it: --insecure)\n", info.DashboardAddress)
+	case info.DashboardAddress != "":
+		fmt.Fprintf(w, "Its dashboard: http://%s/ (it asks for the cluster's token once: open http://%s/?token=<token>)\n",
+			info.DashboardAddress, info.DashboardAddress)
 	}
 	fmt.Fprintln(w)
 	if !info.Head {

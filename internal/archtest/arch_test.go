@@ -119,7 +119,8 @@ func under(path, prefix string) bool {
 //   - base: leaves and the GCS, below every domain package (internal/base).
 //   - domain: objects, lineage, tasks, actors (the top-level folders).
 //   - assembly: the runtime that puts the domain together (internal/assembly), then the
-//     user API (the root package) and the readers of the cluster's state (clusterstate).
+//     user API (the root package) and the readers of the cluster's state (clusterstate),
+//     then the web dashboard that shows it (dashboard; the CLI hands it to the head agent).
 //   - users of the API: data and rl; then the programs: cli, examples, benchmarks.
 var ranks = []struct {
 	rank  int
@@ -136,6 +137,7 @@ var ranks = []struct {
 	{7, []string{"internal/assembly/taskstate", "internal/assembly/metrics"}},
 	{8, []string{"internal/assembly/node", "internal/assembly/agent"}},
 	{9, []string{"internal/assembly/testcluster", "internal/assembly/clusterstate", ""}},
+	{10, []string{"internal/assembly/dashboard"}},
 	{11, []string{"data", "rl"}},
 	{12, []string{"cli", "examples", "benchmarks"}},
 }

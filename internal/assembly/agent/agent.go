@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/assembly/metrics"
@@ -60,7 +61,13 @@ type Agent struct {
 
 	metricsSrv      *http.Server // GET /metrics (metrics.go); nil: none
 	metricsAddr     string
+	metricsGatherer prometheus.Gatherer // built once by metricsHandler
+	metricsHTTP     http.Handler
 	taskCountsCache taskCountsCache
+
+	dashboard     Dashboard    // the head's web dashboard (dashboard.go); nil: none
+	dashboardSrv  *http.Server // serves it
+	dashboardAddr string
 
 	ctx    context.Context // canceled by Stop
 	cancel context.CancelFunc
@@ -120,11 +127,15 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 	if err := a.serveMetrics(); err != nil {
 		return nil, err
 	}
+	if err := a.serveDashboard(); err != nil {
+		return nil, err
+	}
 	if err := a.register(ctx); err != nil {
 		return nil, err
 	}
 	a.wg.Add(1)
 	go a.keepAlive()
+	a.runDashboard()
 	m := newWorkerManager(a)
 	a.wg.Add(1)
 	go m.run(a.ctx)
@@ -138,7 +149,7 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 		go a.writeCRLs()
 	}
 	a.log.Info("agent started", "head", cfg.Head, "address", a.Address(), "dir", cfg.SessionDir,
-		"resources", cfg.Resources, "object_store_bytes", cfg.ObjectStoreBytes, "metrics", a.metricsAddr)
+		"resources", cfg.Resources, "object_store_bytes", cfg.ObjectStoreBytes, "metrics", a.metricsAddr, "dashboard", a.dashboardAddr)
 	return a, nil
 }
 
@@ -291,6 +302,7 @@ func (a *Agent) register(ctx context.Context) error {
 		GcsEndpoints:     a.address,
 		StartedUnixMs:    time.Now().UnixMilli(),
 		MetricsAddress:   a.metricsAddr,
+		DashboardAddress: a.dashboardAddr,
 	}
 	b, err := proto.Marshal(info)
 	if err != nil {

@@ -74,6 +74,19 @@ type Config struct {
 	// of failing Start (the CLI's default port: two agents on one machine).
 	MetricsPortFallback bool
 
+	// NewDashboard makes the web dashboard a head serves (see dashboard.go; package
+	// internal/assembly/dashboard implements it, the CLI passes dashboard.New). nil, or a
+	// non-head agent, or DashboardPort DashboardOff: none.
+	NewDashboard func(DashboardConfig) (Dashboard, error)
+	// DashboardPort is the port of the head's dashboard on Host (it serves /metrics too):
+	// 0 picks a free port (the default, for tests; the CLI passes DefaultDashboardPort),
+	// DashboardOff (-1) serves none. Agent.DashboardAddress and the agent's record
+	// (AgentInfo.dashboard_address) say where it is.
+	DashboardPort int
+	// DashboardPortFallback serves the dashboard on a free port when DashboardPort is
+	// taken, instead of failing Start (the CLI's default port).
+	DashboardPortFallback bool
+
 	// Insecure turns security off: a plain-text GCS without client certificates, no CA, no
 	// join endpoint, no credentials for the processes the agent starts. Only for
 	// benchmarks' baselines and throw-away clusters on one machine (--insecure).
@@ -115,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if c.MetricsPort < MetricsOff || c.MetricsPort > 65535 {
 		return fmt.Errorf("agent: metrics port %d out of range (0-65535, or -1 for none)", c.MetricsPort)
+	}
+	if c.DashboardPort < DashboardOff || c.DashboardPort > 65535 {
+		return fmt.Errorf("agent: dashboard port %d out of range (0-65535, or -1 for none)", c.DashboardPort)
 	}
 	if c.GCSDialTimeout < 0 {
 		return errors.New("agent: negative GCSDialTimeout")

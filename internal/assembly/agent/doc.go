@@ -88,6 +88,18 @@
 // shows counts, sizes and names, never environments, logs, keys or the token. At most 4
 // scrapes are served at once, and scrapes less than a second apart share one gather.
 //
+// # Dashboard (dashboard.go)
+//
+// A head with Config.NewDashboard (the CLI passes package internal/assembly/dashboard's;
+// it ranks above this package) serves the web dashboard on Host:DashboardPort (0: a free
+// port; DashboardPortFallback as for metrics; a taken port fails Start with
+// ErrDashboardPortInUse, an ErrPortInUse) and records where in
+// AgentInfo.dashboard_address. It gets the agent's GCS client, the /metrics handler and
+// Gatherer (built once, shared with the metrics endpoint) and the join token's file, which
+// it asks every request for; on an insecure cluster it asks for none, and a secure head on
+// an external etcd (no join token) serves no dashboard. Its sampling goroutine starts
+// once the agent's records are in the GCS.
+//
 // # Job logs in the GCS
 //
 // A submission's output is readable from any machine: a publisher tails the log file and
@@ -100,7 +112,8 @@
 //
 // # Ownership
 //
-// Start starts: the metrics server (its goroutine ends when Stop shuts it down),
+// Start starts: the metrics server and, on a head, the dashboard's server and its
+// sampling loop (the servers' goroutines end when Stop shuts them down),
 // keepAlive (the lease), the worker manager's run loop (owning all worker
 // state; two list-then-watch mirrors feed it jobs/ and jobalive/, re-listing after a
 // failed or compacted watch) and, on the head, the submission runner's loop (with one

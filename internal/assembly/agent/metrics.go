@@ -58,6 +58,42 @@ var etcdFamilies = []string{"etcd_disk_wal_fsync_duration_seconds", "etcd_disk_b
 	"etcd_mvcc_db_total_size_in_bytes", "etcd_mvcc_db_total_size_in_use_in_bytes", "etcd_server_quota_backend_bytes",
 	"etcd_server_has_leader", "etcd_server_proposals_committed_total", "etcd_server_proposals_failed_total"}
 
+// metricsHandler builds the agent's collector and its GET /metrics handler, once (the
+// metrics endpoint and the head's dashboard share them).
+func (a *Agent) metricsHandler() (http.Handler, prometheus.Gatherer, error) {
+	if a.metricsGatherer != nil {
+		return a.metricsHTTP, a.metricsGatherer, nil
+	}
+	cfg := a.cfg
+	c, err := metrics.New(metrics.Config{
+		Nodes:   metrics.LoadReports(a.store, a.id),
+		Store:   a.store,
+		CPUs:    cfg.Resources[sched.CPU],
+		Cluster: cfg.Head,
+		Tasks:   a.taskCounts,
+		Logger:  a.log,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var g prometheus.Gatherer = metrics.Registry(c, a.latency)
+	if a.embedded != nil {
+		g = prometheus.Gatherers{g, onlyFamilies(prometheus.DefaultGatherer, etcdFamilies)}
+	}
+	h := promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{a},
+		MaxRequestsInFlight: metricsInFlight})
+	a.metricsGatherer = g
+	a.metricsHTTP = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "metrics are read-only: GET /metrics", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	return a.metricsHTTP, a.metricsGatherer, nil
+}
+
 // serveMetrics listens on Host:MetricsPort and serves GET /metrics until Stop.
 func (a *Agent) serveMetrics() error {
 	cfg := a.cfg
@@ -77,52 +113,45 @@ func (a *Agent) serveMetrics() error {
 		}
 		return fmt.Errorf("agent: listen for metrics on %s: %w", addr, err)
 	}
-	c, err := metrics.New(metrics.Config{
-		Nodes:   metrics.LoadReports(a.store, a.id),
-		Store:   a.store,
-		CPUs:    cfg.Resources[sched.CPU],
-		Cluster: cfg.Head,
-		Tasks:   a.taskCounts,
-		Logger:  a.log,
-	})
+	h, _, err := a.metricsHandler()
 	if err != nil {
 		_ = l.Close()
 		return err
 	}
-	var g prometheus.Gatherer = metrics.Registry(c, a.latency)
-	if a.embedded != nil {
-		g = prometheus.Gatherers{g, onlyFamilies(prometheus.DefaultGatherer, etcdFamilies)}
-	}
-	h := promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, ErrorLog: slogPrinter{a},
-		MaxRequestsInFlight: metricsInFlight})
 	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "metrics are read-only: GET /metrics", http.StatusMethodNotAllowed)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-	a.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
+	mux.Handle("/metrics", h)
+	a.metricsSrv = newHTTPServer(mux)
 	a.metricsAddr = l.Addr().String()
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		if err := a.metricsSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.log.Warn("agent: the metrics server stopped", "err", err)
-		}
-	}()
+	a.serve(a.metricsSrv, l, "metrics")
 	return nil
 }
 
-// stopMetrics closes the metrics server (Stop).
+// newHTTPServer is an HTTP server with the agent's bounds on slow clients.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
+}
+
+// serve runs srv on l until Stop shuts it down.
+func (a *Agent) serve(srv *http.Server, l net.Listener, what string) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Warn("agent: the "+what+" server stopped", "err", err)
+		}
+	}()
+}
+
+// stopMetrics closes the metrics server (Stop, or a failed Start).
+// The dashboard's server too.
 func (a *Agent) stopMetrics() {
-	if a.metricsSrv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = a.metricsSrv.Shutdown(ctx)
+	for _, srv := range []*http.Server{a.metricsSrv, a.dashboardSrv} {
+		if srv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = srv.Shutdown(ctx)
+			cancel()
+		}
 	}
 }
 

@@ -42,6 +42,8 @@ type NodeStatus struct {
 	ObjectStoreBudget int64              `json:"object_store_budget"`
 	ObjectStoreUsed   int64              `json:"object_store_used"`
 	Workers           int                `json:"workers"` // worker processes (nodes) registered
+	// MetricsAddress is the host:port of the agent's GET /metrics ("": it serves none).
+	MetricsAddress string `json:"metrics_address,omitempty"`
 }
 
 // JobStatus is one job.
@@ -146,6 +148,7 @@ func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 			AgentID: id, Host: a.GetHostname(), Alive: alive[id], Head: a.GetHead(), Pid: a.GetPid(),
 			Started: FormatTime(a.GetStartedUnixMs()), Total: agent.ResourcesFromPB(a.GetTotal()),
 			InUse: map[string]float64{}, ObjectStoreBudget: a.GetObjectStoreBytes(), Workers: workers[id],
+			MetricsAddress: a.GetMetricsAddress(),
 		}
 		if ns.Alive {
 			for name := range ns.Total {

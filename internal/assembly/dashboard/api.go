@@ -1,0 +1,207 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ray-go/ray/internal/assembly/agent"
+	"github.com/ray-go/ray/internal/assembly/clusterstate"
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/assembly/taskstate"
+)
+
+// Bounds of the API.
+const (
+	readTimeout  = 10 * time.Second // one request's reads of the GCS
+	taskWait     = 5 * time.Second  // the wait for the processes' task answers
+	defaultLimit = 500              // tasks returned when no limit is asked
+	maxLimit     = 5000             // tasks returned at most
+	maxLogBytes  = 256 << 10        // the end of a job's log that is returned
+)
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+func (d *Dashboard) fail(w http.ResponseWriter, what string, err error) {
+	d.cfg.Logger.Warn("dashboard: "+what, "err", err)
+	http.Error(w, "dashboard: "+what+": "+err.Error(), http.StatusBadGateway)
+}
+
+// apiCluster: the nodes, jobs and totals (rayctl status).
+func (d *Dashboard) apiCluster(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	st, err := clusterstate.Read(ctx, d.cfg.Store)
+	if err != nil {
+		d.fail(w, "read the cluster state", err)
+		return
+	}
+	writeJSON(w, Overview{Status: st, Machines: d.machines.get()})
+}
+
+// Overview is the answer of /api/cluster: the cluster's state (rayctl status) and the
+// machines of its agents as their metrics endpoints last said.
+type Overview struct {
+	*clusterstate.Status
+	Machines map[string]Machine `json:"machines"`
+}
+
+// apiActors: the actor table (rayctl list actors).
+func (d *Dashboard) apiActors(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	actors, err := clusterstate.ReadActors(ctx, d.cfg.Store)
+	if err != nil {
+		d.fail(w, "read the actors", err)
+		return
+	}
+	writeJSON(w, actors)
+}
+
+// taskQuery reads the filters of /api/tasks and /api/timeline: those the processes apply,
+// as rayctl list tasks pushes them (job, state, name, node, task_id), and limit.
+func taskQuery(r *http.Request) (job string, q core.TaskQuery, err error) {
+	v := r.URL.Query()
+	q = core.TaskQuery{State: v.Get("state"), Function: v.Get("name"), Node: v.Get("node"), TaskID: strings.ToLower(v.Get("task_id"))}
+	q.Limit = defaultLimit
+	if s := v.Get("limit"); s != "" {
+		if q.Limit, err = strconv.Atoi(s); err != nil || q.Limit < 1 {
+			return "", q, errBadLimit
+		}
+	}
+	q.Limit = min(q.Limit, maxLimit)
+	return v.Get("job"), q, nil
+}
+
+type badRequest string
+
+func (e badRequest) Error() string { return string(e) }
+
+const errBadLimit = badRequest("limit: want a positive number")
+
+// TaskList is the answer of /api/tasks: the newest matching task attempts (Limit) and
+// how many matched, with the processes that did not answer in time.
+type TaskList struct {
+	Tasks     []core.TaskEvent `json:"tasks"`
+	Total     int              `json:"total"`
+	Dropped   int64            `json:"dropped"`
+	Processes int              `json:"processes"`
+	Missing   []string         `json:"missing"`
+	Now       int64            `json:"now"` // unix ns, for the timeline's open spans
+}
+
+func (d *Dashboard) gather(w http.ResponseWriter, r *http.Request, edges bool) (*taskstate.Result, bool) {
+	job, q, err := taskQuery(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	q.Edges = edges
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	res, err := taskstate.Gather(ctx, d.cfg.Store, job, q, taskstate.Options{Wait: taskWait})
+	if err != nil {
+		d.fail(w, "gather the tasks", err)
+		return nil, false
+	}
+	return res, true
+}
+
+// apiTasks: the tasks (rayctl list tasks), asked of their owners.
+func (d *Dashboard) apiTasks(w http.ResponseWriter, r *http.Request) {
+	res, ok := d.gather(w, r, false)
+	if !ok {
+		return
+	}
+	out := TaskList{Tasks: res.Tasks, Total: res.Total, Dropped: res.Dropped, Processes: res.Processes, Missing: res.Missing,
+		Now: time.Now().UnixNano()}
+	if out.Tasks == nil {
+		out.Tasks = []core.TaskEvent{}
+	}
+	if out.Missing == nil {
+		out.Missing = []string{}
+	}
+	writeJSON(w, out)
+}
+
+// apiTimeline: the tasks as a Chrome trace (rayctl timeline), a download for Perfetto.
+func (d *Dashboard) apiTimeline(w http.ResponseWriter, r *http.Request) {
+	res, ok := d.gather(w, r, true)
+	if !ok {
+		return
+	}
+	var b bytes.Buffer
+	if err := taskstate.WriteTimeline(&b, &res.TaskReport); err != nil {
+		d.fail(w, "write the timeline", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", `attachment; filename="ray-timeline-`+time.Now().UTC().Format("2006-01-02_15-04-05")+`.json"`)
+	_, _ = w.Write(b.Bytes())
+}
+
+// tailWriter keeps the last n bytes written.
+type tailWriter struct {
+	n   int
+	buf []byte
+	cut bool
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.n {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.n:]...)
+		t.cut = true
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) bytes() []byte {
+	if len(t.buf) > t.n {
+		t.cut = true
+		return t.buf[len(t.buf)-t.n:]
+	}
+	return t.buf
+}
+
+// apiLogs: the end of a submitted job's output (rayctl job logs), as the GCS holds it.
+func (d *Dashboard) apiLogs(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("submission")
+	if id == "" || len(id) > 128 || strings.ContainsAny(id, "/ \t\n") {
+		http.Error(w, "bad submission ID", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	t := &tailWriter{n: maxLogBytes}
+	if _, err := agent.ReadLog(ctx, d.cfg.Store, id, t, false); err != nil {
+		d.fail(w, "read the job's log", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	b := t.bytes()
+	if t.cut {
+		_, _ = w.Write([]byte("[... the start is cut: the last " + strconv.Itoa(maxLogBytes>>10) + " KiB follow; rayctl job logs prints all ...]\n"))
+	}
+	_, _ = w.Write(b)
+}
+
+// Samples is the answer of /api/metrics.
+type Samples struct {
+	IntervalMs int64    `json:"interval_ms"`
+	WindowMs   int64    `json:"window_ms"`
+	Samples    []Sample `json:"samples"`
+}
+
+// apiMetrics: the charts' samples, oldest first (memory only: no slot needed).
+func (d *Dashboard) apiMetrics(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, Samples{IntervalMs: d.cfg.SampleEvery.Milliseconds(), WindowMs: d.cfg.Window.Milliseconds(), Samples: d.samples.samples()})
+}
