@@ -108,7 +108,7 @@ func (a *accel) Add(_ context.Context, by int) (int, error) {
 }
 
 func main() {
-	check := flag.String("check", "all", "spread|locality|bigobject|actor|sum|all, hang (runs a long task until killed), "+
+	check := flag.String("check", "all", "spread|locality|bigobject|actor|sum|all, hang (runs a long task until killed), dashboard (a named actor, a failed task, then hangs), "+
 		"nodedeath (kills one of the job's worker processes while tasks run on it), ownerdeath (kills the process that owns "+
 		"objects the driver borrows), actordeath (kills an actor's host under pipelined calls), or gcsfailover (rounds until 4 s after printing ready)")
 	bigMiB := flag.Int("big-mib", 200, "size of the bigobject check's object in MiB")
@@ -142,6 +142,27 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 	out["nodes"] = nodes
 	if len(nodes) < 2 {
 		return fmt.Errorf("the job has %d nodes, the checks need 2", len(nodes))
+	}
+	if check == "dashboard" {
+		// For the dashboard's browser test: a named actor, finished tasks, one that fails,
+		// then a long task that keeps the job running until the test stops it.
+		h := accelClass.Remote(ctx, ray.Name("dash-counter"))
+		if _, err := ray.Get(ctx, accelAdd.Remote(ctx, h, ray.V(1))); err != nil {
+			return err
+		}
+		r := add.Remote(ctx, ray.V(0), ray.V(1))
+		for i := range 9 {
+			r = add.Remote(ctx, r, ray.V(i))
+		}
+		if _, err := ray.Get(ctx, r); err != nil {
+			return err
+		}
+		if _, err := ray.Get(ctx, fail.Remote(ctx, ray.V("e2e: this task fails on purpose"))); err == nil {
+			return errors.New("e2e.Fail did not fail")
+		}
+		fmt.Println("dashboard ready")
+		_, err := ray.Get(ctx, busy.Remote(ctx, ray.V(10*time.Minute)))
+		return err
 	}
 	if check == "hang" {
 		// A 16 MiB object stays alive (rayctl memory shows it), then a long task runs.

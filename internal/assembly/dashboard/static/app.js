@@ -220,18 +220,21 @@ const charts = [
 
 function chart(def, samples, windowMs) {
   const W = 440, H = 170, L = 56, R = 8, T = 8, B = 22;
-  const now = Date.now(), from = now - windowMs;
+  // The x axis reaches back to the first sample (at least 5 minutes, at most the window).
+  const now = Date.now(), first = samples.length ? samples[0].t : now;
+  const span = Math.min(windowMs, Math.max(5 * 60000, now - first)), from = now - span;
   let maxV = 0;
   for (const smp of samples) for (const [k] of def.series) maxV = Math.max(maxV, smp[k] || 0);
   maxV = maxV > 0 ? maxV * 1.1 : 1;
-  const x = t => L + (W - L - R) * (t - from) / windowMs, y = v => T + (H - T - B) * (1 - v / maxV);
-  const svg = s("svg", {width: W, height: H, viewBox: "0 0 " + W + " " + H});
+  const x = t => L + (W - L - R) * (t - from) / span, y = v => T + (H - T - B) * (1 - v / maxV);
+  const svg = s("svg", {width: "100%", viewBox: "0 0 " + W + " " + H});
   for (let i = 0; i <= 4; i++) {
     const v = maxV * i / 4;
     svg.append(s("line", {x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#eceff3"}),
       s("text", {x: 2, y: y(v) + 3}, def.bytes ? fmtBytes(v) : fmtNum(v)));
   }
-  for (let m = 0; m <= 60; m += 15) {
+  const minutes = span / 60000, step = minutes <= 5 ? 1 : minutes <= 20 ? 5 : 15;
+  for (let m = 0; m <= minutes + 1e-9; m += step) {
     svg.append(s("text", {x: x(now - m * 60000) - 12, y: H - 6}, m ? "-" + m + " min" : "now"));
   }
   for (const [k, , color] of def.series) {
