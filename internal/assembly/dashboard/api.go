@@ -70,6 +70,11 @@ func (d *Dashboard) apiActors(w http.ResponseWriter, r *http.Request) {
 // as rayctl list tasks pushes them (job, state, name, node, task_id), and limit.
 func taskQuery(r *http.Request) (job string, q core.TaskQuery, err error) {
 	v := r.URL.Query()
+	for _, k := range []string{"job", "state", "name", "node", "task_id"} {
+		if x := v.Get(k); len(x) > 256 || strings.ContainsAny(x, "/\x00\n") {
+			return "", q, badRequest(k + ": too long, or has '/' or a control character")
+		}
+	}
 	q = core.TaskQuery{State: v.Get("state"), Function: v.Get("name"), Node: v.Get("node"), TaskID: strings.ToLower(v.Get("task_id"))}
 	q.Limit = defaultLimit
 	if s := v.Get("limit"); s != "" {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -59,8 +60,10 @@ func (d *Dashboard) authorize(w http.ResponseWriter, r *http.Request) bool {
 		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: d.cookieValue(tok), Path: "/", HttpOnly: true,
 			SameSite: http.SameSiteStrictMode})
 		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
+		u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+		if !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
+			u.Path = "/" // never a redirect to another host ("//host/...")
+		}
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return false
 	}

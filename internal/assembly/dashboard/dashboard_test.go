@@ -120,6 +120,11 @@ func TestToken(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
 		t.Fatalf("?token=: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	// A path that would make the redirect go to another host goes home instead.
+	if resp, _ := get(t, plain, srv.URL+"//evil.example/x?token="+url.QueryEscape(tok.String())); resp.StatusCode != http.StatusSeeOther ||
+		resp.Header.Get("Location") != "/" {
+		t.Fatalf("?token= on //evil.example/x: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
 		if c.Name == cookieName {
@@ -200,8 +205,10 @@ func TestAPI(t *testing.T) {
 	if !strings.Contains(body, `"tasks":[]`) || !strings.Contains(body, `"missing":[]`) {
 		t.Fatalf("/api/tasks: %s", body)
 	}
-	if resp, _ := get(t, c, srv.URL+"/api/tasks?limit=x"); resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("a bad limit: %d", resp.StatusCode)
+	for _, q := range []string{"limit=x", "limit=0", "job=a/b", "node=" + strings.Repeat("n", 300)} {
+		if resp, _ := get(t, c, srv.URL+"/api/tasks?"+q); resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("/api/tasks?%s: %d", q, resp.StatusCode)
+		}
 	}
 	for _, p := range []string{"/static/app.js", "/static/style.css", "/"} {
 		if resp, body := get(t, c, srv.URL+p); resp.StatusCode != http.StatusOK || len(body) < 100 {
