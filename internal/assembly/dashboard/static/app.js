@@ -184,14 +184,20 @@ async function timeline() {
     " shown): a row per worker, a bar per attempt; hover a bar for its task";
   if (!spans.length) { box.replaceChildren(h("p", {class: "muted"}, "no task has run yet")); return; }
   const rows = [...new Set(spans.map(x => (x.t.node ? short(x.t.node) + " " : "") + (x.t.worker || "-")))].sort();
-  const t0 = Math.min(...spans.map(x => x.start)), t1 = Math.max(...spans.map(x => x.end));
+  // The axis ends where the last attempt that ended ended (or the last running one
+  // started): a task running for minutes does not squeeze the others into a line; running
+  // attempts reach the right edge.
+  const t0 = Math.min(...spans.map(x => x.start));
+  const t1 = Math.max(...spans.map(x => x.t.ended ? x.end : x.start)) + 1;
+  for (const sp of spans) sp.end = Math.min(sp.end, t1);
   const left = 230, width = Math.max(900, box.clientWidth - 20), rowH = 22, top = 24;
   const x = v => left + (width - left - 10) * (v - t0) / Math.max(1, t1 - t0);
   const svg = s("svg", {width: width, height: top + rows.length * rowH + 10, id: "timeline-svg"});
   for (let i = 0; i <= 5; i++) {
     const v = t0 + (t1 - t0) * i / 5;
+    const label = t1 - t0 < 2e9 ? ((v - t0) / 1e6).toFixed(1) + " ms" : ((v - t0) / 1e9).toFixed(2) + " s";
     svg.append(s("line", {x1: x(v), x2: x(v), y1: 16, y2: top + rows.length * rowH, stroke: "#e4e7ec"}),
-      s("text", {x: x(v) - 10, y: 12}, "+" + ((v - t0) / 1e9).toFixed(2) + " s"));
+      s("text", {x: x(v), y: 12, "text-anchor": i === 0 ? "start" : i === 5 ? "end" : "middle"}, "+" + label));
   }
   rows.forEach((r, i) => svg.append(s("text", {x: 4, y: top + i * rowH + 15, class: "mono"}, r.slice(0, 36))));
   for (const sp of spans) {
