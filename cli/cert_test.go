@@ -45,6 +45,43 @@ func peerRefusal(addr string, cfg *tls.Config, protos ...string) error {
 	return err
 }
 
+// openHTTP2 completes a TLS handshake (ALPN h2) with a node's gRPC remote and the HTTP/2
+// connection preface, and reads the server's SETTINGS: a connection gRPC keeps open while
+// the client is silent.
+func openHTTP2(addr string, cfg *tls.Config) (net.Conn, error) {
+	cfg = cfg.Clone()
+	cfg.NextProtos = []string{"h2"}
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
+	if err != nil {
+		return nil, err
+	}
+	const preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + "\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte(preface)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if _, err := c.Read(make([]byte, 9)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	_ = c.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// closedWithin reports whether the server closes c within d (what it sends meanwhile is
+// read and dropped).
+func closedWithin(c net.Conn, d time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	buf := make([]byte, 4096)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			var ne net.Error
+			return !(errors.As(err, &ne) && ne.Timeout())
+		}
+	}
+}
+
 // gcsRefusal opens the cluster's GCS with creds and writes a key: nil when it could.
 func gcsRefusal(addr string, creds *identity.Credentials) error {
 	ctx := context.Background()
@@ -162,6 +199,16 @@ func TestCertRevocation(t *testing.T) {
 		t.Fatalf("the GCS before the revocation: %v", err)
 	}
 
+	// A connection the agent's certificate opened before the revocation.
+	open, err := openHTTP2(started.GRPC, gone.PeerClientTLS())
+	if err != nil {
+		t.Fatalf("an HTTP/2 connection to the gRPC remote before the revocation: %v", err)
+	}
+	defer open.Close()
+	if closedWithin(open, 500*time.Millisecond) {
+		t.Fatal("the gRPC remote closed an open connection of a valid certificate")
+	}
+
 	if r := run(t, nil, "cert", "revoke", "--session-dir", sess, identity.SerialText(head.Leaf().SerialNumber)); r.code != ExitError || !strings.Contains(r.stderr, "--force") {
 		t.Errorf("revoke of the head's certificate without --force: %+v", r)
 	}
@@ -169,6 +216,10 @@ func TestCertRevocation(t *testing.T) {
 		t.Fatalf("cert revoke: %+v", r)
 	}
 	deadline := time.Now().Add(15 * time.Second)
+	if !closedWithin(open, 15*time.Second) {
+		t.Fatal("the gRPC remote kept a connection of the revoked certificate open")
+	}
+	t.Log("the gRPC remote closed the connection the revoked certificate had open")
 	for what, p := range ports {
 		for {
 			err := peerRefusal(p.addr, gone.PeerClientTLS(), p.protos...)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -113,6 +114,11 @@ type ServerConfig struct {
 	// (within firstRequestTimeout, as the first request) before it is served: the
 	// cluster's mutual TLS (identity.PeerServerTLS). Nil serves plain TCP.
 	TLS *tls.Config
+	// TrackPeer, with TLS, is told of each connection whose handshake succeeded, with the
+	// peer's certificate, and returns what to call when the connection ends; closing the
+	// connection meanwhile (a revoked certificate: identity.Credentials.TrackPeer) ends
+	// it. Nil: nothing is told.
+	TrackPeer func(c io.Closer, leaf *x509.Certificate) (untrack func())
 }
 
 // Server serves objects' bytes to Fetch over TCP. It owns its listener, its accept loop
@@ -384,6 +390,11 @@ func (s *Server) serveConn(sc *serverConn) {
 			return
 		}
 		_ = sc.c.SetWriteDeadline(time.Time{})
+		if s.cfg.TrackPeer != nil {
+			if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
+				defer s.cfg.TrackPeer(sc.c, certs[0])()
+			}
+		}
 		conn = tc
 	}
 	timeout := s.tune.firstRequest

@@ -3,11 +3,16 @@ package transfer
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
+	"io"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/ids"
 )
@@ -145,4 +150,47 @@ func TestStreamTLSConfigUntouched(t *testing.T) {
 	if cfg.DynamicRecordSizingDisabled {
 		t.Fatal("NewServer changed the caller's tls.Config")
 	}
+}
+
+// TestStreamTrackPeer: the server tells TrackPeer of each connection that proved itself,
+// with the peer's certificate; closing what it was given ends the connection (a revoked
+// certificate), and the connection's end untracks it.
+func TestStreamTrackPeer(t *testing.T) {
+	ca, srvCreds := clusterCreds(t, identity.RoleNode)
+	member := issueFor(t, ca, "member", identity.RoleNode)
+	var mu sync.Mutex
+	var closers []io.Closer
+	var names []string
+	var untracked atomic.Int32
+	var objs objectMap
+	srv := newStreamServer(t, ServerConfig{Get: objs.get, TLS: srvCreds.PeerServerTLS(),
+		TrackPeer: func(c io.Closer, leaf *x509.Certificate) func() {
+			mu.Lock()
+			closers, names = append(closers, c), append(names, leaf.Subject.CommonName)
+			mu.Unlock()
+			return func() { untracked.Add(1) }
+		}})
+	id := ids.PutID(ids.NewRootTaskID(), 1)
+	data := randomBytes(1<<20, 5)
+	objs.set(id, data)
+	pool := testPool(t) // keeps the connection open, idle, after the fetch
+	got, err := fetch(context.Background(), pool, srv.Addr(), id, FetchOptions{Size: int64(len(data)), TLS: member.PeerClientTLS()}, defaultTuning)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("fetch: %v", err)
+	}
+	mu.Lock()
+	if len(closers) != 1 || names[0] != member.Name() {
+		mu.Unlock()
+		t.Fatalf("TrackPeer was told of %d connections %v, want 1 of %q", len(closers), names, member.Name())
+	}
+	c := closers[0]
+	mu.Unlock()
+	open := func() int { srv.mu.Lock(); defer srv.mu.Unlock(); return len(srv.conns) }
+	if n := open(); n != 1 {
+		t.Fatalf("%d connections open on the server after the fetch, want the pooled one", n)
+	}
+	_ = c.Close()
+	eventually.True(t, 10*time.Second, "the closed connection ends and is untracked", func() bool {
+		return open() == 0 && untracked.Load() == 1
+	})
 }

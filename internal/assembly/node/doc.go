@@ -27,7 +27,8 @@
 // peers of the same CA (identity.PeerServerTLS, PeerClientTLS: any certificate of the CA
 // but a rayctl client's; host names are not checked, members are known by their CA), and
 // in a cluster not one whose serial is in the GCS's revoked/ records (watchRevoked: read
-// before the remote starts, then watched; `rayctl cert revoke` writes them). The
+// before the remote starts, then watched; `rayctl cert revoke` writes them; a revocation
+// also closes the connections that certificate has open, both ways: trackedCreds). The
 // gRPC server also bounds what reaches it before and after the handshake (peer.go): 5 s to
 // finish a handshake, at most 256 connections in their handshake at once (a new one closes
 // the oldest), 32 streams per connection, 64 KiB of headers, and every unary call refused

@@ -368,7 +368,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if n.view, err = n.startView(ctx); err != nil {
 			return nil, err
 		}
-		if n.data, err = transfer.NewServer(transfer.ServerConfig{Addr: net.JoinHostPort(cfg.Host, "0"), Get: n.readObject, Logger: cfg.Logger, TLS: peerServerTLS(cfg.Credentials)}); err != nil {
+		if n.data, err = transfer.NewServer(transfer.ServerConfig{Addr: net.JoinHostPort(cfg.Host, "0"), Get: n.readObject, Logger: cfg.Logger, TLS: peerServerTLS(cfg.Credentials), TrackPeer: trackPeer(cfg.Credentials)}); err != nil {
 			return nil, fmt.Errorf("node: start the object data server: %w", err)
 		}
 		cluster, feasible = viewCluster{n.view}, n.view.Feasible

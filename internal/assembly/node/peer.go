@@ -4,7 +4,9 @@ import (
 	"container/list"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -43,8 +45,8 @@ const (
 func remoteOptions(creds *identity.Credentials) []remote.ConfigOption {
 	var server, client credentials.TransportCredentials
 	if creds != nil {
-		server = credentials.NewTLS(creds.PeerServerTLS())
-		client = credentials.NewTLS(creds.PeerClientTLS())
+		server = &trackedCreds{TransportCredentials: credentials.NewTLS(creds.PeerServerTLS()), creds: creds}
+		client = &trackedCreds{TransportCredentials: credentials.NewTLS(creds.PeerClientTLS()), creds: creds}
 	} else {
 		server, client = insecure.NewCredentials(), insecure.NewCredentials()
 	}
@@ -77,6 +79,14 @@ func peerServerTLS(creds *identity.Credentials) *tls.Config {
 	return creds.PeerServerTLS()
 }
 
+// trackPeer is the data stream's ServerConfig.TrackPeer: nil without creds.
+func trackPeer(creds *identity.Credentials) func(io.Closer, *x509.Certificate) func() {
+	if creds == nil {
+		return nil
+	}
+	return creds.TrackPeer
+}
+
 func peerClientTLS(creds *identity.Credentials) *tls.Config {
 	if creds == nil {
 		return nil
@@ -98,6 +108,56 @@ func (l *limitedCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthIn
 
 func (l *limitedCreds) Clone() credentials.TransportCredentials {
 	return &limitedCreds{TransportCredentials: l.TransportCredentials.Clone(), slots: l.slots}
+}
+
+// trackedCreds makes each TLS connection, accepted or dialed, one that a revocation of
+// the peer's certificate closes (Credentials.TrackPeer): gRPC then ends its streams, and
+// the peer must connect again, which the handshake refuses.
+type trackedCreds struct {
+	credentials.TransportCredentials
+	creds *identity.Credentials
+}
+
+func (t *trackedCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := t.TransportCredentials.ServerHandshake(c)
+	if err != nil {
+		return conn, info, err
+	}
+	return t.track(conn, info), info, nil
+}
+
+func (t *trackedCreds) ClientHandshake(ctx context.Context, authority string, c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := t.TransportCredentials.ClientHandshake(ctx, authority, c)
+	if err != nil {
+		return conn, info, err
+	}
+	return t.track(conn, info), info, nil
+}
+
+func (t *trackedCreds) Clone() credentials.TransportCredentials {
+	return &trackedCreds{TransportCredentials: t.TransportCredentials.Clone(), creds: t.creds}
+}
+
+func (t *trackedCreds) track(conn net.Conn, info credentials.AuthInfo) net.Conn {
+	ti, ok := info.(credentials.TLSInfo)
+	if !ok || len(ti.State.PeerCertificates) == 0 {
+		return conn
+	}
+	tc := &trackedConn{Conn: conn}
+	tc.untrack = t.creds.TrackPeer(conn, ti.State.PeerCertificates[0])
+	return tc
+}
+
+// trackedConn stops being tracked when it closes.
+type trackedConn struct {
+	net.Conn
+	once    sync.Once
+	untrack func()
+}
+
+func (t *trackedConn) Close() error {
+	t.once.Do(t.untrack)
+	return t.Conn.Close()
 }
 
 // handshakeSlots bounds the connections in their handshake. When all slots are taken, a
@@ -140,7 +200,9 @@ func (s *handshakeSlots) waiting() int {
 // revoked (`rayctl cert revoke`: the GCS's revoked/ records) on its gRPC remote and object
 // data stream, from before its remote starts until it stops: the list is read now, then
 // watched. A local-mode node (its own CA, in memory) and a plain-text one have nothing to
-// watch. Connections open when a certificate is revoked stay; new ones are refused.
+// watch. Connections open when a certificate is revoked are closed (the gRPC remote's,
+// both ways, and those the data stream serves: Credentials.TrackPeer); new ones are
+// refused.
 func (n *Node) watchRevoked(ctx context.Context) error {
 	creds := n.cfg.Credentials
 	if creds == nil || n.cfg.Role == RoleLocal {

@@ -59,7 +59,9 @@
 // GCS's revoked/ records (`rayctl cert revoke`), which this package does not read: the
 // node watches them into its set, the head agent into the CRL of its embedded etcd, and
 // ServeJoin's record callback is how the head lists what it issued (certs/). A handshake
-// is where certificates are checked: connections already open stay.
+// is where certificates are checked; connections already open are closed by their owner's
+// Revoked when their peer's certificate is revoked, if they were tracked (TrackPeer:
+// the node's gRPC remote both ways and its data stream's served connections).
 //
 // NotPrivate lists what under a directory does not have DirMode or FileMode: the check of a
 // session directory.

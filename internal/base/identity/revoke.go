@@ -6,9 +6,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/big"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -35,20 +37,97 @@ func ParseSerial(s string) (*big.Int, error) {
 // Revoked is the set of revoked serial numbers a process consults on every node-to-node
 // handshake (Credentials.SetRevoked). Its owner replaces the whole set when the GCS's
 // revoked/ records change; handshakes read it without a lock. The zero value is empty.
+//
+// It also holds the process's open node-to-node connections by the serial of the peer's
+// certificate (Track): a revocation closes those of the revoked certificates, so that a
+// peer cut off by `rayctl cert revoke` loses the connections it already had, not only new
+// ones. Tracking takes a mutex once per connection, never per message.
 type Revoked struct {
 	set atomic.Pointer[map[string]struct{}]
 	// Log receives a warning for each handshake refused for a revoked certificate (nil:
 	// none).
 	Log *slog.Logger
+
+	mu    sync.Mutex
+	conns map[string]map[*tracked]struct{} // by serial
 }
 
-// Replace makes serials (SerialText form) the revoked set.
+// tracked is one connection Track holds.
+type tracked struct {
+	c    io.Closer
+	name string
+}
+
+// Replace makes serials (SerialText form) the revoked set, and closes the tracked
+// connections of peers whose certificate is in it.
 func (r *Revoked) Replace(serials []string) {
 	m := make(map[string]struct{}, len(serials))
 	for _, s := range serials {
 		m[s] = struct{}{}
 	}
 	r.set.Store(&m)
+	var closing []*tracked
+	r.mu.Lock()
+	for serial := range m {
+		for t := range r.conns[serial] {
+			closing = append(closing, t)
+		}
+		delete(r.conns, serial)
+	}
+	r.mu.Unlock()
+	for _, t := range closing {
+		if r.Log != nil {
+			r.Log.Warn("identity: closed a connection of a peer whose certificate was revoked", "name", t.name)
+		}
+		_ = t.c.Close()
+	}
+}
+
+// Track holds c, a connection whose peer proved itself with leaf, until the returned
+// function is called (when c closes): a revocation of leaf closes c. A leaf revoked
+// already closes c at once.
+func (r *Revoked) Track(c io.Closer, leaf *x509.Certificate) (untrack func()) {
+	serial := SerialText(leaf.SerialNumber)
+	t := &tracked{c: c, name: leaf.Subject.CommonName}
+	r.mu.Lock()
+	if r.conns == nil {
+		r.conns = map[string]map[*tracked]struct{}{}
+	}
+	set := r.conns[serial]
+	if set == nil {
+		set = map[*tracked]struct{}{}
+		r.conns[serial] = set
+	}
+	set[t] = struct{}{}
+	r.mu.Unlock()
+	if r.Contains(leaf) { // revoked between the handshake and now
+		r.untrack(serial, t)
+		_ = c.Close()
+		return func() {}
+	}
+	return func() { r.untrack(serial, t) }
+}
+
+func (r *Revoked) untrack(serial string, t *tracked) {
+	r.mu.Lock()
+	if set := r.conns[serial]; set != nil {
+		delete(set, t)
+		if len(set) == 0 {
+			delete(r.conns, serial)
+		}
+	}
+	r.mu.Unlock()
+}
+
+// Tracked is the number of connections Track holds.
+func (r *Revoked) Tracked() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, set := range r.conns {
+		n += len(set)
+	}
+	return n
 }
 
 // Len is the number of revoked serials.
@@ -72,6 +151,17 @@ func (r *Revoked) Contains(cert *x509.Certificate) bool {
 // SetRevoked makes the node-to-node configurations of c (PeerServerTLS, PeerClientTLS,
 // including those made before) refuse peers whose certificate is in r. Nil: none refused.
 func (c *Credentials) SetRevoked(r *Revoked) { c.revoked.Store(r) }
+
+// TrackPeer holds conn, a node-to-node connection whose peer proved itself with leaf, so
+// that revoking leaf closes it (Revoked.Track), until the returned function is called.
+// Without a revoked set (SetRevoked) it holds nothing.
+func (c *Credentials) TrackPeer(conn io.Closer, leaf *x509.Certificate) (untrack func()) {
+	r := c.revoked.Load()
+	if r == nil || leaf == nil {
+		return func() {}
+	}
+	return r.Track(conn, leaf)
+}
 
 // checkRevoked refuses a peer whose (verified) leaf certificate is revoked.
 func (c *Credentials) checkRevoked(leaf *x509.Certificate) error {

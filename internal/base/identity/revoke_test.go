@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/big"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -111,5 +112,50 @@ func TestParseSerial(t *testing.T) {
 	}
 	if SerialText(n) != "1f00ab" {
 		t.Fatal(SerialText(n))
+	}
+}
+
+// closer counts its Close calls.
+type closer struct{ closed atomic.Int32 }
+
+func (c *closer) Close() error { c.closed.Add(1); return nil }
+
+// Tracked connections of a certificate are closed when it is revoked, once; the others
+// stay, untracking forgets one, and a connection of a certificate revoked already is
+// closed as it is tracked.
+func TestRevokedClosesTrackedConnections(t *testing.T) {
+	ca := newCA(t)
+	me := issue(t, ca, "me", RoleNode)
+	gone, kept := issue(t, ca, "gone", RoleNode), issue(t, ca, "kept", RoleNode)
+	var untracked closer
+	if untrack := me.TrackPeer(&untracked, gone.Leaf()); untrack == nil {
+		t.Fatal("TrackPeer without a revoked set returned nil")
+	}
+	revoked := &Revoked{}
+	me.SetRevoked(revoked)
+	var a, b, c, d closer
+	me.TrackPeer(&a, gone.Leaf())
+	me.TrackPeer(&b, gone.Leaf())
+	me.TrackPeer(&c, kept.Leaf())
+	untrackD := me.TrackPeer(&d, gone.Leaf())
+	untrackD()
+	if n := revoked.Tracked(); n != 3 {
+		t.Fatalf("tracked %d connections, want 3", n)
+	}
+	revoked.Replace([]string{SerialText(gone.Leaf().SerialNumber)})
+	if a.closed.Load() != 1 || b.closed.Load() != 1 || c.closed.Load() != 0 || d.closed.Load() != 0 || untracked.closed.Load() != 0 {
+		t.Fatalf("closed: a %d b %d c %d d %d untracked %d; want 1 1 0 0 0", a.closed.Load(), b.closed.Load(), c.closed.Load(), d.closed.Load(), untracked.closed.Load())
+	}
+	if n := revoked.Tracked(); n != 1 {
+		t.Fatalf("tracked %d connections after the revocation, want 1", n)
+	}
+	revoked.Replace([]string{SerialText(gone.Leaf().SerialNumber)}) // again: nothing to close
+	if a.closed.Load() != 1 {
+		t.Fatalf("a closed %d times", a.closed.Load())
+	}
+	var e closer
+	me.TrackPeer(&e, gone.Leaf())
+	if e.closed.Load() != 1 || revoked.Tracked() != 1 {
+		t.Fatalf("a connection of a revoked certificate: closed %d, tracked %d", e.closed.Load(), revoked.Tracked())
 	}
 }
