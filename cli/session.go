@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ray-go/ray/internal/base/workerenv"
 )
@@ -23,6 +24,8 @@ import (
 //
 //	agent.pid    the agent process's pid, written when it starts, removed when it stops
 //	agent.json   agentFile, written once the agent is ready (what `rayctl start` waits for)
+//	identity.json agentIdentity, written once the agent is ready and kept when it stops:
+//	             what lets a later `rayctl start` on this session dir bring it back
 //	agent.err    agentError, written when the agent failed to start
 //	logs/        agent.log (a background agent's output), worker-<job>.log, job-<id>.log
 //	workers/     the directory of each worker process
@@ -30,11 +33,55 @@ import (
 //	tls/         the agent's credentials: ca.crt, node.crt, node.key (0700, files 0600)
 //	ca/          head only: the cluster CA (ca.crt, ca.key) and the join token (token)
 const (
-	pidFileName   = "agent.pid"
-	readyFileName = "agent.json"
-	errorFileName = "agent.err"
-	agentDirPref  = "agent-"
+	pidFileName      = "agent.pid"
+	readyFileName    = "agent.json"
+	errorFileName    = "agent.err"
+	identityFileName = "identity.json"
+	agentDirPref     = "agent-"
 )
+
+// agentIdentity is the content of identity.json: which agent a directory is, and of which
+// cluster. Cluster is "" for a head with its embedded GCS, else the GCS endpoints it used
+// (a head on an external etcd) or joined (an agent), comma-separated.
+type agentIdentity struct {
+	AgentID string `json:"agent_id"`
+	Head    bool   `json:"head"`
+	Cluster string `json:"cluster"`
+}
+
+// previousAgent returns the ID of the agent of sessionDir that a `rayctl start` of the same
+// role and cluster should bring back: one that ran here before and is not running now
+// (its identity.json says so, and no live process holds its directory), the most recent if
+// several. "" if there is none.
+func previousAgent(sessionDir string, head bool, cluster string) string {
+	files, _ := filepath.Glob(filepath.Join(sessionDir, agentDirPref+"*", identityFileName))
+	best, bestAt := "", time.Time{}
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		id := strings.TrimPrefix(filepath.Base(dir), agentDirPref)
+		b, err := readSessionFile(f)
+		if err != nil {
+			continue
+		}
+		var who agentIdentity
+		if decodeJSONObject(identityFileName, b, &who) != nil || who.AgentID != id || who.Head != head || who.Cluster != cluster {
+			continue
+		}
+		if pb, err := readSessionFile(filepath.Join(dir, pidFileName)); err == nil {
+			if pid, err := parsePidFile(pb); err == nil && isAgentProcess(pid, id) {
+				continue // running
+			}
+		}
+		st, err := os.Stat(f)
+		if err != nil {
+			continue
+		}
+		if best == "" || st.ModTime().After(bestAt) {
+			best, bestAt = id, st.ModTime()
+		}
+	}
+	return best
+}
 
 // agentFile is the content of agent.json.
 type agentFile struct {

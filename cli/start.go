@@ -136,13 +136,26 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 		return cfg, exitf(ExitError, "--session-dir: %v", err)
 	}
 	if cfg.ID == "" {
-		cfg.ID = agent.NewID()
+		// An agent that ran on this session dir before, for the same role and cluster, comes
+		// back as itself: the same ID, directory, credentials and, for a head, the same CA,
+		// token and GCS data (issue: the cluster runtime, item 5).
+		if cfg.ID = previousAgent(dir, cfg.Head, clusterOf(cfg)); cfg.ID != "" {
+			fmt.Fprintf(c.App.ErrWriter, "rayctl: restarting agent %s from %s (it ran here before; remove that directory to start a new one)\n",
+				cfg.ID, agentDir(dir, cfg.ID))
+		} else {
+			cfg.ID = agent.NewID()
+		}
 	}
 	cfg.SessionDir = agentDir(dir, cfg.ID)
 	if err := cfg.Validate(); err != nil {
 		return cfg, exitf(ExitError, "%v", err)
 	}
 	return cfg, nil
+}
+
+// clusterOf is agentIdentity.Cluster for cfg.
+func clusterOf(cfg agent.Config) string {
+	return strings.Join(cfg.GCSEndpoints, ",")
 }
 
 // startCredentials sets the agent's security from the flags: --insecure, or a secure
@@ -272,6 +285,11 @@ func runAgent(c *ucli.Context, cfg agent.Config) error {
 	if err := writeJSON(readyFile, info); err != nil {
 		_ = a.Stop(context.Background())
 		return exitf(ExitError, "write %s: %v", readyFile, err)
+	}
+	idFile := filepath.Join(cfg.SessionDir, identityFileName)
+	if err := writeJSON(idFile, agentIdentity{AgentID: a.ID(), Head: cfg.Head, Cluster: clusterOf(cfg)}); err != nil {
+		_ = a.Stop(context.Background())
+		return exitf(ExitError, "write %s: %v", idFile, err)
 	}
 	printStarted(c, info)
 
