@@ -150,15 +150,8 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 		if _, err := ray.Get(ctx, accelAdd.Remote(ctx, h, ray.V(1))); err != nil {
 			return err
 		}
-		r := add.Remote(ctx, ray.V(0), ray.V(1))
-		for i := range 9 {
-			r = add.Remote(ctx, r, ray.V(i))
-		}
-		if _, err := ray.Get(ctx, r); err != nil {
+		if err := chainAndFailure(ctx); err != nil {
 			return err
-		}
-		if _, err := ray.Get(ctx, fail.Remote(ctx, ray.V("e2e: this task fails on purpose"))); err == nil {
-			return errors.New("e2e.Fail did not fail")
 		}
 		fmt.Println("dashboard ready")
 		_, err := ray.Get(ctx, busy.Remote(ctx, ray.V(10*time.Minute)))
@@ -171,17 +164,10 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 			return err
 		}
 		defer blob.Release()
-		// For the state API: a chain of 10 tasks (each takes the last one's result), one
-		// that fails, and tasks that a worker process submits (makeOwned's).
-		r := add.Remote(ctx, ray.V(0), ray.V(1))
-		for i := range 9 {
-			r = add.Remote(ctx, r, ray.V(i))
-		}
-		if _, err := ray.Get(ctx, r); err != nil {
+		// For the state API: a chain of 10 tasks and one that fails (chainAndFailure), and
+		// tasks that a worker process submits (makeOwned's).
+		if err := chainAndFailure(ctx); err != nil {
 			return err
-		}
-		if _, err := ray.Get(ctx, fail.Remote(ctx, ray.V("e2e: this task fails on purpose"))); err == nil {
-			return errors.New("e2e.Fail did not fail")
 		}
 		if _, err := ray.Get(ctx, makeOwned.Remote(ctx)); err != nil {
 			return err
@@ -500,6 +486,22 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 			}
 		}
 		out["actor"] = map[string]any{"node": where, "sum": n}
+	}
+	return nil
+}
+
+// chainAndFailure runs what the state API and the dashboard tests look for: a chain of 10
+// tasks (each takes the last one's result) and a task that fails with a known message.
+func chainAndFailure(ctx context.Context) error {
+	r := add.Remote(ctx, ray.V(0), ray.V(1))
+	for i := range 9 {
+		r = add.Remote(ctx, r, ray.V(i))
+	}
+	if _, err := ray.Get(ctx, r); err != nil {
+		return err
+	}
+	if _, err := ray.Get(ctx, fail.Remote(ctx, ray.V("e2e: this task fails on purpose"))); err == nil {
+		return errors.New("e2e.Fail did not fail")
 	}
 	return nil
 }
