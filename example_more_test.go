@@ -281,7 +281,13 @@ func ExampleObjectFreed() {
 	b := Square.Remote(ctx, a)
 	fmt.Println(ray.Get(ctx, b))
 	a.Release()
+	// The owner frees a's value once b's task has let go of its argument too, which may
+	// come a moment after b's result: look until it has.
 	objs, _, _ := ray.ListObjects(ctx, ray.ObjectFilter{ObjectID: a.ID()})
+	for i := 0; i < 500 && objs[0].State != ray.ObjectFreed; i++ {
+		time.Sleep(10 * time.Millisecond)
+		objs, _, _ = ray.ListObjects(ctx, ray.ObjectFilter{ObjectID: a.ID()})
+	}
 	fmt.Println(objs[0].State == ray.ObjectFreed, objs[0].State, objs[0].Size)
 	// Output:
 	// 81 <nil>
@@ -297,8 +303,12 @@ func ExampleLineageReference() {
 	a := Square.Remote(ctx, ray.V(3))
 	b := Square.Remote(ctx, a) // b's lineage refers to a
 	_, _ = ray.Get(ctx, b)
-	a.Release() // no handle left: only the lineage counts a
+	a.Release() // no handle left: only the lineage counts a (once b's task let go of it)
 	objs, _, _ := ray.ListObjects(ctx, ray.ObjectFilter{RefType: ray.LineageReference})
+	for i := 0; i < 500 && len(objs) == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+		objs, _, _ = ray.ListObjects(ctx, ray.ObjectFilter{RefType: ray.LineageReference})
+	}
 	fmt.Println(len(objs), objs[0].ObjectID == a.ID(), objs[0].RefType)
 	// Output: 1 true LINEAGE_REFERENCE
 }
@@ -367,6 +377,10 @@ func ExampleTaskPendingNode() {
 	}
 	next := Square.Remote(ctx, ray.V(3))
 	waiting, _, _ := ray.ListTasks(ctx, ray.TaskFilter{State: ray.TaskPendingNode})
+	for i := 0; i < 500 && len(waiting) == 0; i++ { // a submission is recorded a moment later
+		time.Sleep(10 * time.Millisecond)
+		waiting, _, _ = ray.ListTasks(ctx, ray.TaskFilter{State: ray.TaskPendingNode})
+	}
 	fmt.Println(len(waiting), waiting[0].Function, waiting[0].State)
 	ray.Cancel(ctx, hog) // the CPUs come back: next runs
 	fmt.Println(ray.Get(ctx, next))
