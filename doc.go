@@ -35,6 +35,20 @@
 // (Or call it by name, untyped: ray.Call[int](ctx, "demo.fib", []any{n - 1}).) It is still
 // registered during package initialisation, so every process of the job knows it.
 //
+// A remote function may return several values (Ray's num_returns=n): ray.Task1R2 (and
+// Task0R2 to Task2R3: 0 to 2 arguments, 2 or 3 returns) registers one, and its Remote gives
+// one ref per value. Each is an object of its own: passed to other tasks, read, released
+// and recreated through lineage on its own (the task runs once per call, and again for a
+// lost return, whose siblings keep their values). An error fails every ref with the same
+// *TaskError:
+//
+//	var DivMod = ray.Task2R2("demo.divmod", func(ctx context.Context, a, b int) (int, int, error) {
+//		return a / b, a % b, nil
+//	})
+//
+//	q, r := DivMod.Remote(ctx, ray.V(47), ray.V(5)) // ObjectRef[int], ObjectRef[int]
+//	s := Square.Remote(ctx, r)                     // 4: only the remainder goes to Square
+//
 // How it maps to Ray: ray.TaskN is @ray.remote on a function, Remote is .remote(),
 // Options is .options(num_cpus=..., max_retries=..., retry_exceptions=...), ObjectRef is
 // ObjectRef, Get/Put/Wait/Cancel are ray.get/put/wait/cancel, Call is calling a function by

@@ -33,7 +33,18 @@ type ResetFuture struct{ Object ids.ObjectID }
 // makes the request a no-op).
 type Rerun struct {
 	Task ids.TaskID
-	Old  Value // the lost value, if the object was ready: its copy in a store is freed first
+	// Object is the return of Task to recreate (zero: its first, ReturnID(Task, 1)); a
+	// task of several returns runs once for all of them.
+	Object ids.ObjectID
+	Old    Value // the lost value, if the object was ready: its copy in a store is freed first
+}
+
+// object is the return a rerun recreates (see Rerun.Object).
+func object(t ids.TaskID, o ids.ObjectID) ids.ObjectID {
+	if o.IsZero() {
+		return ids.ReturnID(t, 1)
+	}
+	return o
 }
 
 // Claim: register the request as the task's pending run in its shard (a second request
@@ -177,10 +188,14 @@ func (a AdoptTask) String() string    { return "AdoptTask " + a.Task.String() + 
 func (a Adopt) String() string        { return "Adopt " + a.Object.String() }
 
 func (a Rerun) String() string {
-	if a.Old.InStore {
-		return "Rerun " + a.Task.String() + " old=" + a.Old.String()
+	s := "Rerun " + a.Task.String()
+	if !a.Object.IsZero() && a.Object.Index() != 1 {
+		s += " for=" + a.Object.String()
 	}
-	return "Rerun " + a.Task.String()
+	if a.Old.InStore {
+		s += " old=" + a.Old.String()
+	}
+	return s
 }
 
 func (a GiveUp) String() string { return "GiveUp reason=" + a.Reason.String() }

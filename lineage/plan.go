@@ -97,9 +97,9 @@ func (o Object) String() string {
 	return b.String()
 }
 
-// isReturn reports whether id is what its task returns (the only kind of object a task
-// can make again); the rest are Puts.
-func isReturn(id ids.ObjectID) bool { return id == ids.ReturnID(id.Task(), 1) }
+// isReturn reports whether id is one of what its task returns (the only kind of object a
+// task can make again: ReturnID(task, i) for i from 1); the rest are Puts.
+func isReturn(id ids.ObjectID) bool { return !id.IsPut() && id.Index() >= 1 }
 
 // ErrNotReconstructible matches every *Error: an object that cannot be recreated.
 var ErrNotReconstructible = errors.New("lineage: object cannot be reconstructed")
@@ -199,5 +199,5 @@ func Lost(o Object) ([]Action, error) {
 		acts = append(acts, ResetFuture{Object: o.ID})
 		old = o.Value
 	}
-	return append(acts, Rerun{Task: o.ID.Task(), Old: old}), nil
+	return append(acts, Rerun{Task: o.ID.Task(), Object: o.ID, Old: old}), nil
 }

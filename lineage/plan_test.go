@@ -30,7 +30,7 @@ func TestLostRefusals(t *testing.T) {
 		want Reason
 	}{
 		{Object{ID: ids.PutID(tid, 1), State: Ready, Record: true}, ReasonPut},
-		{Object{ID: ids.ReturnID(tid, 2), State: Ready, Record: true}, ReasonPut}, // not what its task returns
+		{Object{ID: ids.ReturnID(tid, 0), State: Ready, Record: true}, ReasonPut}, // index 0: no task returns it
 		{Object{ID: ids.ReturnID(tid, 1), State: Ready}, ReasonNoRecord},
 	} {
 		acts, err := Lost(tc.o)
@@ -38,6 +38,34 @@ func TestLostRefusals(t *testing.T) {
 		if !errors.Is(err, ErrNotReconstructible) || !errors.As(err, &le) || le.Reason != tc.want || le.Object != tc.o.ID || acts != nil {
 			t.Errorf("Lost(%v) = %v, %v; want reason %v", tc.o, acts, err, tc.want)
 		}
+	}
+}
+
+// TestLostOtherReturn: a task's second return is recreated by running the task again, as
+// its first is; the rerun is for that return (its future is the one made pending again, and
+// its old copy the one freed).
+func TestLostOtherReturn(t *testing.T) {
+	tid := taskID("t1")
+	ret2 := ids.ReturnID(tid, 2)
+	acts, err := Lost(Object{ID: ret2, State: Ready, Value: Value{InStore: true, Node: "n2", Gone: true}, Record: true})
+	if err != nil || len(acts) != 2 || acts[0] != (ResetFuture{Object: ret2}) {
+		t.Fatalf("Lost(return 2) = %v, %v", acts, err)
+	}
+	rr, ok := acts[1].(Rerun)
+	if !ok || rr.Task != tid || rr.Object != ret2 {
+		t.Fatalf("Lost(return 2) reruns %v, want task %s for %s", acts[1], tid, ret2)
+	}
+	req := NewRerunRequest(rr)
+	if got := req.Arrived(HeldNone); len(got) != 2 || got[1] != (FreeOld{Object: ret2, Node: "n2"}) {
+		t.Fatalf("Arrived = %v, want Claim, FreeOld of return 2", got)
+	}
+	got := Restart(Task{ID: tid, Object: req.Object}, nil)
+	if len(got) < 2 || got[1] != (ResetFuture{Object: ret2}) {
+		t.Fatalf("Restart = %v, want return 2's future reset", got)
+	}
+	// The zero Object is the first return, as before tasks had several.
+	if got := Restart(Task{ID: tid}, nil); got[1] != (ResetFuture{Object: ids.ReturnID(tid, 1)}) {
+		t.Fatalf("Restart without an object = %v", got)
 	}
 }
 

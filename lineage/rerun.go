@@ -48,9 +48,10 @@ func (h Held) String() string {
 //
 // Any other event changes nothing and asks for nothing (a duplicate delivery).
 type RerunRequest struct {
-	Task  ids.TaskID
-	Old   Value // the lost value; in a store, its copy is freed before the run
-	phase rerunPhase
+	Task   ids.TaskID
+	Object ids.ObjectID // the return to recreate (Rerun.Object; zero: the first)
+	Old    Value        // the lost value; in a store, its copy is freed before the run
+	phase  rerunPhase
 }
 
 type rerunPhase uint8
@@ -77,7 +78,9 @@ func (p rerunPhase) String() string {
 }
 
 // NewRerunRequest is the request a Rerun action asks the shard to handle.
-func NewRerunRequest(a Rerun) *RerunRequest { return &RerunRequest{Task: a.Task, Old: a.Old} }
+func NewRerunRequest(a Rerun) *RerunRequest {
+	return &RerunRequest{Task: a.Task, Object: object(a.Task, a.Object), Old: a.Old}
+}
 
 // Started reports whether the request started the task's run.
 func (r *RerunRequest) Started() bool { return r.phase == rerunStarted }
@@ -100,7 +103,7 @@ func (r *RerunRequest) Arrived(h Held) []Action {
 		// The old copy (a corrupt spill file, say) goes first, so that the new result is
 		// stored in its place rather than taken for a duplicate of it.
 		r.phase = rerunFreeing
-		return append(acts, FreeOld{Object: ids.ReturnID(r.Task, 1), Node: r.Old.Node})
+		return append(acts, FreeOld{Object: object(r.Task, r.Object), Node: r.Old.Node})
 	}
 	r.phase = rerunStarted
 	return append(acts, Start{Task: r.Task})
@@ -127,6 +130,10 @@ type Task struct {
 	ID         ids.TaskID
 	Attempt    int32
 	MaxRetries int32
+	// Object is the return the run recreates (RerunRequest.Object; zero: the first). A
+	// task of several returns makes them all again; the others keep their values (their
+	// owner keeps a value it still has rather than the new one).
+	Object ids.ObjectID
 }
 
 // Restart plans the run a Start asked for, of task t whose ref arguments (in the spec's
@@ -151,7 +158,7 @@ func Restart(t Task, args []Object) []Action {
 	}
 	acts := []Action{
 		NewAttempt{Task: t.ID, Attempt: t.Attempt + 1, MaxRetries: t.MaxRetries + 1},
-		ResetFuture{Object: ids.ReturnID(t.ID, 1)},
+		ResetFuture{Object: object(t.ID, t.Object)},
 		HoldArgs{Task: t.ID, Args: argIDs},
 	}
 	for i, a := range args {

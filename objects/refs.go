@@ -20,9 +20,11 @@ import (
 // zero; dropping it decrements the lineage count of each of its arguments, which may drop
 // their producers' records in turn.
 //
-// A task's lineage record (its arguments) lives in the entry of its return object
-// ReturnID(task, 1), every task having one return: submitting a task and dropping its
-// result touch one map entry, not one per object plus one per task.
+// A task's lineage record (its arguments) lives in the entry of its first return object
+// ReturnID(task, 1): submitting a task and dropping its result touch one map entry, not one
+// per object plus one per task. A task of several returns (AddReturns) has its other
+// returns hold the first one's entry as a lineage reference, so the record lives while any
+// of them does.
 //
 // The table is a leaf structure: methods take mutexes, do no I/O and return what to free.
 // It is partitioned by object ID into shards (ids.ObjectID.Hash), each a map behind its own
@@ -46,6 +48,7 @@ type refCount struct {
 	task           bool // holds the lineage record of the task that returns this object
 	recorded       bool // the record was written to the GCS (Record)
 	keep           bool // the value is kept while lineage holds it, too (KeepForLineage)
+	sibling        bool // a return after the first of its task: holds the first's entry (AddReturns)
 	args           []ids.ObjectID
 	spec           *pb.TaskSpec // the record: the task's spec (reconstruction runs it again)
 }
@@ -266,6 +269,31 @@ func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSp
 	sh.mu.Unlock()
 }
 
+// AddReturns counts the caller's reference to returns 2 to n of task, a task of several
+// returns whose first Submitted counted. Each holds the first return's entry by a lineage
+// reference (given back when the return is forgotten), so that the task's record, kept
+// there, lives while any of its returns might have to be recreated.
+func (t *RefTable) AddReturns(task ids.TaskID, n int) {
+	if n < 2 {
+		return
+	}
+	first := ids.ReturnID(task, 1)
+	sh := t.shard(first)
+	sh.mu.Lock()
+	sh.count(first).rc.lineage += int32(n - 1)
+	sh.mu.Unlock()
+	for i := 2; i <= n; i++ {
+		id := ids.ReturnID(task, uint32(i))
+		sh := t.shard(id)
+		sh.mu.Lock()
+		c := &sh.count(id).rc
+		c.local++
+		c.freed = false
+		c.sibling = true
+		sh.mu.Unlock()
+	}
+}
+
 // Record writes task's lineage record with write (which gets the spec) if the record
 // still lives and was not written yet, and marks it written: a record released later is
 // reported in Released.Recorded, one released before never is. write runs under the
@@ -365,11 +393,14 @@ func (sh *tshard) settle(id ids.ObjectID, e *Entry, r *Released, work *argHolds)
 	if c.lineage > 0 {
 		return
 	}
-	task, recorded, args := c.task, c.recorded, c.args
+	task, recorded, args, sibling := c.task, c.recorded, c.args, c.sibling
 	e.refs = false
 	e.rc = refCount{}
 	sh.nrefs--
 	sh.drop(id, e)
+	if sibling {
+		*work = append(*work, ids.ReturnID(id.Task(), 1)) // its hold on the first return
+	}
 	if !task {
 		return
 	}

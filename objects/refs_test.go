@@ -31,6 +31,11 @@ func TestRefTableScenarios(t *testing.T) {
 	task := func(tk ids.TaskID, ret ids.ObjectID, args ...ids.ObjectID) func(*RefTable) Released {
 		return func(rt *RefTable) Released { rt.AddTask(tk, args, nil); return Released{} }
 	}
+	a2 := ids.ReturnID(ta, 2)
+	// submit3 is the submission of a task of three returns, with its first being ReturnID(tk, 1).
+	submit3 := func(tk ids.TaskID) func(*RefTable) Released {
+		return func(rt *RefTable) Released { rt.Submitted(tk, nil, nil); rt.AddReturns(tk, 3); return Released{} }
+	}
 	tests := []struct {
 		name  string
 		steps []step
@@ -83,6 +88,27 @@ func TestRefTableScenarios(t *testing.T) {
 				return r
 			}, wantValues: []ids.ObjectID{p}}, // p's value goes, a's lineage still needs it
 			{do: rm(a), wantValues: []ids.ObjectID{a}, wantLineage: []ids.TaskID{ta}},
+		}},
+		{"several returns: the record lives until the last is released (first released first)", []step{
+			{do: submit3(ta)},
+			{do: rm(a), wantValues: []ids.ObjectID{a}},
+			{do: rm(a2), wantValues: []ids.ObjectID{a2}},
+			{do: rm(ids.ReturnID(ta, 3)), wantValues: []ids.ObjectID{ids.ReturnID(ta, 3)}, wantLineage: []ids.TaskID{ta}},
+		}},
+		{"several returns: the first released last", []step{
+			{do: submit3(ta)},
+			{do: rm(a2), wantValues: []ids.ObjectID{a2}},
+			{do: rm(ids.ReturnID(ta, 3)), wantValues: []ids.ObjectID{ids.ReturnID(ta, 3)}},
+			{do: rm(a), wantValues: []ids.ObjectID{a}, wantLineage: []ids.TaskID{ta}},
+		}},
+		{"several returns: a dependent of the second keeps the record", []step{
+			{do: submit3(ta)},
+			{do: task(tb, b, a2)}, // b = f(second return of ta)
+			{do: addLocal(b)},
+			{do: rm(a), wantValues: []ids.ObjectID{a}},
+			{do: rm(a2), wantValues: []ids.ObjectID{a2}},
+			{do: rm(ids.ReturnID(ta, 3)), wantValues: []ids.ObjectID{ids.ReturnID(ta, 3)}},
+			{do: rm(b), wantValues: []ids.ObjectID{b}, wantLineage: []ids.TaskID{tb, ta}},
 		}},
 		{"releasing twice is harmless", []step{
 			{do: addLocal(p)},

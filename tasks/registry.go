@@ -17,7 +17,16 @@ type Function struct {
 	ArgTypes []reflect.Type
 	Return   reflect.Type
 	Call     Func
+	// Returns is how many values the function returns (0: one). A function of several
+	// returns encodes them as a pb.Returns message, which its worker splits into the
+	// task's returns (Return is then nil; Results lists their types).
+	Returns int
+	Results []reflect.Type
 }
+
+// NumReturns is how many values f returns (at least one): what TaskSpec.num_returns of
+// its tasks says.
+func (f *Function) NumReturns() int32 { return int32(max(f.Returns, 1)) }
 
 var registry = struct {
 	sync.RWMutex

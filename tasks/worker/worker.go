@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -406,6 +407,10 @@ func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.
 	if !ok {
 		return Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function}).Error(), "", w.env.Node)
 	}
+	if n := fn.NumReturns(); n != pb.NumReturns(spec.NumReturns) {
+		return Fail(spec, pb.ErrorInfo_SYSTEM, fmt.Sprintf("remote function %q returns %d values here, but the task asks for %d "+
+			"(is the worker running another build of the program?)", spec.Function, n, pb.NumReturns(spec.NumReturns)), "", w.env.Node)
+	}
 	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, StoreBytes: w.env.StoreBytes, Store: w.env.Store, Fetch: w.env.Fetch, Root: root, Nested: w.env.Nested, Meta: w.env.Meta,
 		Results: results}
 	return r.Run(ctx, w.env.Context(ctx, spec, self), spec, fn.Call)
@@ -475,6 +480,9 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 		}
 		return fail(pb.ErrorInfo_APPLICATION, err.Error(), "")
 	}
+	if spec.NumReturns > 1 {
+		return r.returns(callCtx, spec, out)
+	}
 	if r.Results != nil {
 		res = r.Results.New()
 	} else {
@@ -492,27 +500,85 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 		limit = DefaultInlineLimit
 	}
 	if len(out) > limit {
-		if err := objects.CheckFits(int64(len(out)), r.StoreBytes); err != nil {
-			// Not retried: the same task gives the same size (as Ray fails a task whose
-			// return does not fit its store with ObjectStoreFullError).
-			return fail(pb.ErrorInfo_OBJECT_TOO_LARGE, "its result is refused: "+err.Error(), "")
-		}
-		store := r.Store()
-		if store == nil {
-			return fail(pb.ErrorInfo_SYSTEM, "no object store shard on this node", "")
-		}
-		// Wait for the store to admit it: over budget, it answers once spilling caught up,
-		// so tasks cannot outrun the disk (backpressure). Anyone who reads the object
-		// learns of it from this result, sent after the put.
-		tid, _ := ids.TaskIDFromBytes(spec.TaskId)
-		oid := ids.ReturnID(tid, 1)
-		got, err := r.Root.RequestFuture(store, &pb.PutObject{ObjectId: oid[:], Data: out, Owner: spec.Owner}, admitTimeout).Result()
-		if ack, ok := got.(*pb.PutObjectAck); err == nil && ok && ack.Error != "" {
-			return fail(pb.ErrorInfo_SYSTEM, "the object store refused the result: "+ack.Error, "")
+		if f := r.store(spec, 1, out); f != nil {
+			return f
 		}
 		res.InStore, res.NodeId = true, string(r.Node)
 		return res
 	}
 	res.Data = out
+	return res
+}
+
+// store puts return index of spec, out, into the node's store shard; it returns the failed
+// result if it cannot.
+func (r *Runner) store(spec *pb.TaskSpec, index uint32, out []byte) *pb.TaskResult {
+	if err := objects.CheckFits(int64(len(out)), r.StoreBytes); err != nil {
+		// Not retried: the same task gives the same size (as Ray fails a task whose
+		// return does not fit its store with ObjectStoreFullError).
+		return Fail(spec, pb.ErrorInfo_OBJECT_TOO_LARGE, "its result is refused: "+err.Error(), "", r.Node)
+	}
+	store := r.Store()
+	if store == nil {
+		return Fail(spec, pb.ErrorInfo_SYSTEM, "no object store shard on this node", "", r.Node)
+	}
+	// Wait for the store to admit it: over budget, it answers once spilling caught up,
+	// so tasks cannot outrun the disk (backpressure). Anyone who reads the object
+	// learns of it from this result, sent after the put.
+	tid, _ := ids.TaskIDFromBytes(spec.TaskId)
+	oid := ids.ReturnID(tid, index)
+	got, err := r.Root.RequestFuture(store, &pb.PutObject{ObjectId: oid[:], Data: out, Owner: spec.Owner}, admitTimeout).Result()
+	if ack, ok := got.(*pb.PutObjectAck); err == nil && ok && ack.Error != "" {
+		return Fail(spec, pb.ErrorInfo_SYSTEM, "the object store refused the result: "+ack.Error, "", r.Node)
+	}
+	return nil
+}
+
+// returns turns the output of a task of several returns (a pb.Returns message) into its
+// result: every return inline, or in the node's store when it is over the inline limit
+// or the returns inline together would exceed pb.InlineArgsTotal (largest first).
+func (r *Runner) returns(callCtx context.Context, spec *pb.TaskSpec, out []byte) *pb.TaskResult {
+	var rs pb.Returns
+	if err := proto.Unmarshal(out, &rs); err != nil {
+		return Fail(spec, pb.ErrorInfo_SYSTEM, "the task's returns do not decode: "+err.Error(), "", r.Node)
+	}
+	if len(rs.Values) != int(spec.NumReturns) {
+		return Fail(spec, pb.ErrorInfo_SYSTEM, fmt.Sprintf("the task gave %d returns, want %d", len(rs.Values), spec.NumReturns), "", r.Node)
+	}
+	limit := r.InlineLimit
+	if limit <= 0 {
+		limit = DefaultInlineLimit
+	}
+	toStore := make([]bool, len(rs.Values))
+	total := 0
+	for i, v := range rs.Values {
+		v.Size = int64(len(v.Data))
+		if toStore[i] = len(v.Data) > limit; !toStore[i] {
+			total += len(v.Data)
+		}
+	}
+	for total > pb.InlineArgsTotal { // too much together: the largest of the rest go too
+		big := -1
+		for j, v := range rs.Values {
+			if !toStore[j] && (big < 0 || len(v.Data) > len(rs.Values[big].Data)) {
+				big = j
+			}
+		}
+		toStore[big] = true
+		total -= len(rs.Values[big].Data)
+	}
+	for i, v := range rs.Values {
+		if !toStore[i] {
+			continue
+		}
+		if f := r.store(spec, uint32(i+1), v.Data); f != nil {
+			return f
+		}
+		v.Data, v.InStore, v.NodeId = nil, true, string(r.Node)
+	}
+	res := &pb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Returns: rs.Values}
+	if r.Meta != nil {
+		res.Meta = r.Meta(callCtx)
+	}
 	return res
 }

@@ -189,7 +189,11 @@ func (s *shard) restart(p *pending) {
 	if afterArgFacts != nil {
 		afterArgFacts()
 	}
-	acts := lineage.Restart(lineage.Task{ID: p.tid, Attempt: spec.Attempt, MaxRetries: spec.MaxRetries}, args)
+	var obj ids.ObjectID
+	if p.rerun != nil {
+		obj = p.rerun.Object
+	}
+	acts := lineage.Restart(lineage.Task{ID: p.tid, Attempt: spec.Attempt, MaxRetries: spec.MaxRetries, Object: obj}, args)
 	for _, a := range acts {
 		switch a := a.(type) {
 		case lineage.NewAttempt:

@@ -507,6 +507,10 @@ func (s *shard) complete(p *pending, r *pb.TaskResult) {
 	if p.actor != nil {
 		c.actorFinished(p)
 	}
+	if n := p.spec.NumReturns; n != 1 && n != 0 {
+		s.completeReturns(p, r) // returns.go
+		return
+	}
 	ret := ids.ReturnID(tid, 1)
 	v := objects.Value{Data: r.Data, InStore: r.InStore, Node: ids.NodeID(r.NodeId), Size: r.Size, Err: r.Error, Meta: r.Meta}
 	if len(r.Nested) > 0 && r.Error == nil {

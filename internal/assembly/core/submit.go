@@ -30,6 +30,9 @@ type Call struct {
 	Strategy        string
 	AffinityNode    string
 	AffinitySoft    bool
+	// NumReturns is how many values the function returns (0 or 1: one; more: see
+	// SubmitReturns). It must match the function's registration (tasks.Function.Returns).
+	NumReturns int32
 	// ResourcesPB is the wire form of Resources (tasks.ResourcesToPB), made once by a
 	// caller that submits the same resources many times and shared by every spec it goes
 	// into, so never modified; nil: Submit converts Resources.
@@ -70,12 +73,20 @@ func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
 	default:
 	}
 	c.mem.CreateIn(ret, &p.ret)
-	if _, ok := tasks.Lookup(call.Function); !ok {
+	if call.NumReturns > 1 {
+		c.createReturns(p, call.NumReturns)
+	}
+	p.spec.NumReturns = pb.NumReturns(call.NumReturns)
+	fn, ok := tasks.Lookup(call.Function)
+	if !ok {
 		err := &tasks.UnknownFunctionError{Name: call.Function}
-		return p, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_UNKNOWN_FUNCTION, err)
+		return p, c.failTask(p, call.Function, pb.ErrorInfo_UNKNOWN_FUNCTION, err)
+	}
+	if fn.NumReturns() != p.spec.NumReturns {
+		return p, c.failTask(p, call.Function, pb.ErrorInfo_SYSTEM, returnsMismatch(call.Function, fn.NumReturns(), call.NumReturns))
 	}
 	if err := c.cfg.Feasible(call.Resources); err != nil {
-		return p, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_INFEASIBLE, err)
+		return p, c.failTask(p, call.Function, pb.ErrorInfo_INFEASIBLE, err)
 	}
 	sh := c.shardOf(tid)
 	res := call.ResourcesPB
@@ -92,7 +103,6 @@ func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
 	spec.ParentTaskId = tc.Task[:]
 	spec.Owner = c.ownerW
 	spec.ReplyTo = sh.pidW
-	spec.NumReturns = 1
 	spec.Strategy = call.Strategy
 	spec.AffinityNode = call.AffinityNode
 	spec.AffinitySoft = call.AffinitySoft
@@ -103,7 +113,7 @@ func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
 		if errors.Is(err, objects.ErrObjectTooLarge) {
 			kind = pb.ErrorInfo_OBJECT_TOO_LARGE
 		}
-		return p, c.failSubmit(ret, tid, call.Function, kind, err)
+		return p, c.failTask(p, call.Function, kind, err)
 	}
 	var argRefs []ids.ObjectID
 	for i, a := range args {
@@ -111,7 +121,7 @@ func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
 			if _, _, known := c.mem.Get(a.Ref); !known {
 				err := fmt.Errorf("argument %d: %w: %s (it was released, or is owned by another process)", i+1, ErrUnknownObject, a.Ref)
 				c.releasePut(put)
-				return p, c.failSubmit(ret, tid, call.Function, pb.ErrorInfo_OBJECT_LOST, err)
+				return p, c.failTask(p, call.Function, pb.ErrorInfo_OBJECT_LOST, err)
 			}
 			ref := a.Ref
 			spec.Args[i] = &pb.Arg{ObjectId: ref[:], IsRef: true}
@@ -124,6 +134,9 @@ func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
 	// reconstruction; the shard writes it to the GCS if it lives long enough: lineage.go),
 	// and the submitted task's references to its arguments (dropped when it finishes).
 	c.refs.Submitted(tid, c.lineageArgs(c.holdArgs(argRefs), args), spec)
+	if spec.NumReturns > 1 {
+		c.refs.AddReturns(tid, int(spec.NumReturns))
+	}
 	c.releasePut(put) // the task holds them now
 	p.argRefs, p.pinned = argRefs, c.pinArgs(ret, args)
 	p.res, p.hasRes = call.Resources, true

@@ -55,6 +55,12 @@ func ResultBytes(r *TaskResult) int {
 	for _, b := range r.Nested {
 		n += len(b) + 4
 	}
+	for _, v := range r.Returns {
+		n += 32 + len(v.Data) + len(v.NodeId)
+		for _, b := range v.Nested {
+			n += len(b) + 4
+		}
+	}
 	if r.Error != nil {
 		n += 64 + len(r.Error.Message) + len(r.Error.Function)
 	}

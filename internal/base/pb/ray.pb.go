@@ -145,7 +145,7 @@ func (x JobInfo_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobInfo_State.Descriptor instead.
 func (JobInfo_State) EnumDescriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{27, 0}
+	return file_ray_proto_rawDescGZIP(), []int{29, 0}
 }
 
 type JobWorker_State int32
@@ -197,7 +197,7 @@ func (x JobWorker_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobWorker_State.Descriptor instead.
 func (JobWorker_State) EnumDescriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{28, 0}
+	return file_ray_proto_rawDescGZIP(), []int{30, 0}
 }
 
 // ResourceQty is one resource amount in fixed point (1/10000 units, as tasks/sched).
@@ -398,11 +398,12 @@ type TaskSpec struct {
 	RetryExceptions bool                   `protobuf:"varint,7,opt,name=retry_exceptions,json=retryExceptions,proto3" json:"retry_exceptions,omitempty"`
 	ParentTaskId    []byte                 `protobuf:"bytes,8,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
 	Owner           *PID                   `protobuf:"bytes,9,opt,name=owner,proto3" json:"owner,omitempty"`
-	NumReturns      int32                  `protobuf:"varint,10,opt,name=num_returns,json=numReturns,proto3" json:"num_returns,omitempty"`
-	Attempt         int32                  `protobuf:"varint,11,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Strategy        string                 `protobuf:"bytes,12,opt,name=strategy,proto3" json:"strategy,omitempty"`
-	AffinityNode    string                 `protobuf:"bytes,13,opt,name=affinity_node,json=affinityNode,proto3" json:"affinity_node,omitempty"`
-	AffinitySoft    bool                   `protobuf:"varint,14,opt,name=affinity_soft,json=affinitySoft,proto3" json:"affinity_soft,omitempty"`
+	// num_returns: how many values the task returns (0 or 1: one)
+	NumReturns   int32  `protobuf:"varint,10,opt,name=num_returns,json=numReturns,proto3" json:"num_returns,omitempty"`
+	Attempt      int32  `protobuf:"varint,11,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Strategy     string `protobuf:"bytes,12,opt,name=strategy,proto3" json:"strategy,omitempty"`
+	AffinityNode string `protobuf:"bytes,13,opt,name=affinity_node,json=affinityNode,proto3" json:"affinity_node,omitempty"`
+	AffinitySoft bool   `protobuf:"varint,14,opt,name=affinity_soft,json=affinitySoft,proto3" json:"affinity_soft,omitempty"`
 	// reply_to is where results go, when not to owner: the owner runtime's shard that
 	// submitted the task (owner stays the runtime's identity, which borrowers and the
 	// object table name).
@@ -651,8 +652,12 @@ type TaskResult struct {
 	Meta []byte `protobuf:"bytes,9,opt,name=meta,proto3" json:"meta,omitempty"`
 	// lease_id: the lease the task ran under (its owner counts its in-flight tasks per lease);
 	// run_nanos: how long its body ran (the owner's per-class estimate, for pipelining).
-	LeaseId       []byte `protobuf:"bytes,10,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
-	RunNanos      int64  `protobuf:"varint,11,opt,name=run_nanos,json=runNanos,proto3" json:"run_nanos,omitempty"`
+	LeaseId  []byte `protobuf:"bytes,10,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	RunNanos int64  `protobuf:"varint,11,opt,name=run_nanos,json=runNanos,proto3" json:"run_nanos,omitempty"`
+	// returns: a task of several returns (TaskSpec.num_returns > 1) answers with every one of
+	// them here, in order (ReturnID(task, 1), ReturnID(task, 2), ...), and leaves data,
+	// in_store, node_id, size and nested unset; a failed one has error set and no returns.
+	Returns       []*ReturnValue `protobuf:"bytes,12,rep,name=returns,proto3" json:"returns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -764,6 +769,137 @@ func (x *TaskResult) GetRunNanos() int64 {
 	return 0
 }
 
+func (x *TaskResult) GetReturns() []*ReturnValue {
+	if x != nil {
+		return x.Returns
+	}
+	return nil
+}
+
+// ReturnValue is one return of a task of several: as TaskResult's own fields for a task of
+// one. Returns is what the body of such a task gives its worker (the encoded values, with
+// the refs inside each); the worker moves the large ones to the store and answers with
+// them in TaskResult.returns.
+type ReturnValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	InStore       bool                   `protobuf:"varint,2,opt,name=in_store,json=inStore,proto3" json:"in_store,omitempty"`
+	NodeId        string                 `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Size          int64                  `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	Nested        [][]byte               `protobuf:"bytes,5,rep,name=nested,proto3" json:"nested,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReturnValue) Reset() {
+	*x = ReturnValue{}
+	mi := &file_ray_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReturnValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReturnValue) ProtoMessage() {}
+
+func (x *ReturnValue) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReturnValue.ProtoReflect.Descriptor instead.
+func (*ReturnValue) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ReturnValue) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ReturnValue) GetInStore() bool {
+	if x != nil {
+		return x.InStore
+	}
+	return false
+}
+
+func (x *ReturnValue) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *ReturnValue) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ReturnValue) GetNested() [][]byte {
+	if x != nil {
+		return x.Nested
+	}
+	return nil
+}
+
+type Returns struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []*ReturnValue         `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Returns) Reset() {
+	*x = Returns{}
+	mi := &file_ray_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Returns) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Returns) ProtoMessage() {}
+
+func (x *Returns) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Returns.ProtoReflect.Descriptor instead.
+func (*Returns) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Returns) GetValues() []*ReturnValue {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 // ResultBatch carries several results to one owner.
 type ResultBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -774,7 +910,7 @@ type ResultBatch struct {
 
 func (x *ResultBatch) Reset() {
 	*x = ResultBatch{}
-	mi := &file_ray_proto_msgTypes[6]
+	mi := &file_ray_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +922,7 @@ func (x *ResultBatch) String() string {
 func (*ResultBatch) ProtoMessage() {}
 
 func (x *ResultBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[6]
+	mi := &file_ray_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +935,7 @@ func (x *ResultBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultBatch.ProtoReflect.Descriptor instead.
 func (*ResultBatch) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{6}
+	return file_ray_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ResultBatch) GetResults() []*TaskResult {
@@ -823,7 +959,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_ray_proto_msgTypes[7]
+	mi := &file_ray_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +971,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[7]
+	mi := &file_ray_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +984,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{7}
+	return file_ray_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LeaseRequest) GetRequestId() uint64 {
@@ -893,7 +1029,7 @@ type LeaseGrant struct {
 
 func (x *LeaseGrant) Reset() {
 	*x = LeaseGrant{}
-	mi := &file_ray_proto_msgTypes[8]
+	mi := &file_ray_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +1041,7 @@ func (x *LeaseGrant) String() string {
 func (*LeaseGrant) ProtoMessage() {}
 
 func (x *LeaseGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[8]
+	mi := &file_ray_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1054,7 @@ func (x *LeaseGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseGrant.ProtoReflect.Descriptor instead.
 func (*LeaseGrant) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{8}
+	return file_ray_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LeaseGrant) GetRequestId() uint64 {
@@ -962,7 +1098,7 @@ type LeasePush struct {
 
 func (x *LeasePush) Reset() {
 	*x = LeasePush{}
-	mi := &file_ray_proto_msgTypes[9]
+	mi := &file_ray_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -974,7 +1110,7 @@ func (x *LeasePush) String() string {
 func (*LeasePush) ProtoMessage() {}
 
 func (x *LeasePush) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[9]
+	mi := &file_ray_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -987,7 +1123,7 @@ func (x *LeasePush) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeasePush.ProtoReflect.Descriptor instead.
 func (*LeasePush) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{9}
+	return file_ray_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LeasePush) GetLeaseId() []byte {
@@ -1023,7 +1159,7 @@ type LeaseReturned struct {
 
 func (x *LeaseReturned) Reset() {
 	*x = LeaseReturned{}
-	mi := &file_ray_proto_msgTypes[10]
+	mi := &file_ray_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1171,7 @@ func (x *LeaseReturned) String() string {
 func (*LeaseReturned) ProtoMessage() {}
 
 func (x *LeaseReturned) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[10]
+	mi := &file_ray_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1184,7 @@ func (x *LeaseReturned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseReturned.ProtoReflect.Descriptor instead.
 func (*LeaseReturned) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{10}
+	return file_ray_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LeaseReturned) GetLeaseId() []byte {
@@ -1075,7 +1211,7 @@ type LeaseRelease struct {
 
 func (x *LeaseRelease) Reset() {
 	*x = LeaseRelease{}
-	mi := &file_ray_proto_msgTypes[11]
+	mi := &file_ray_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1087,7 +1223,7 @@ func (x *LeaseRelease) String() string {
 func (*LeaseRelease) ProtoMessage() {}
 
 func (x *LeaseRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[11]
+	mi := &file_ray_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1100,7 +1236,7 @@ func (x *LeaseRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRelease.ProtoReflect.Descriptor instead.
 func (*LeaseRelease) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{11}
+	return file_ray_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LeaseRelease) GetLeaseId() []byte {
@@ -1122,7 +1258,7 @@ type LeaseRevoke struct {
 
 func (x *LeaseRevoke) Reset() {
 	*x = LeaseRevoke{}
-	mi := &file_ray_proto_msgTypes[12]
+	mi := &file_ray_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1270,7 @@ func (x *LeaseRevoke) String() string {
 func (*LeaseRevoke) ProtoMessage() {}
 
 func (x *LeaseRevoke) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[12]
+	mi := &file_ray_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1283,7 @@ func (x *LeaseRevoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRevoke.ProtoReflect.Descriptor instead.
 func (*LeaseRevoke) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{12}
+	return file_ray_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LeaseRevoke) GetLeaseId() []byte {
@@ -1169,7 +1305,7 @@ type TaskBlocked struct {
 
 func (x *TaskBlocked) Reset() {
 	*x = TaskBlocked{}
-	mi := &file_ray_proto_msgTypes[13]
+	mi := &file_ray_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1317,7 @@ func (x *TaskBlocked) String() string {
 func (*TaskBlocked) ProtoMessage() {}
 
 func (x *TaskBlocked) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[13]
+	mi := &file_ray_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1330,7 @@ func (x *TaskBlocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskBlocked.ProtoReflect.Descriptor instead.
 func (*TaskBlocked) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{13}
+	return file_ray_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TaskBlocked) GetTaskId() []byte {
@@ -1221,7 +1357,7 @@ type TaskUnblocked struct {
 
 func (x *TaskUnblocked) Reset() {
 	*x = TaskUnblocked{}
-	mi := &file_ray_proto_msgTypes[14]
+	mi := &file_ray_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1369,7 @@ func (x *TaskUnblocked) String() string {
 func (*TaskUnblocked) ProtoMessage() {}
 
 func (x *TaskUnblocked) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[14]
+	mi := &file_ray_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1382,7 @@ func (x *TaskUnblocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskUnblocked.ProtoReflect.Descriptor instead.
 func (*TaskUnblocked) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{14}
+	return file_ray_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TaskUnblocked) GetTaskId() []byte {
@@ -1275,7 +1411,7 @@ type CancelTask struct {
 
 func (x *CancelTask) Reset() {
 	*x = CancelTask{}
-	mi := &file_ray_proto_msgTypes[15]
+	mi := &file_ray_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1287,7 +1423,7 @@ func (x *CancelTask) String() string {
 func (*CancelTask) ProtoMessage() {}
 
 func (x *CancelTask) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[15]
+	mi := &file_ray_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1300,7 +1436,7 @@ func (x *CancelTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTask.ProtoReflect.Descriptor instead.
 func (*CancelTask) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{15}
+	return file_ray_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CancelTask) GetTaskId() []byte {
@@ -1330,7 +1466,7 @@ type PutObject struct {
 
 func (x *PutObject) Reset() {
 	*x = PutObject{}
-	mi := &file_ray_proto_msgTypes[16]
+	mi := &file_ray_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1478,7 @@ func (x *PutObject) String() string {
 func (*PutObject) ProtoMessage() {}
 
 func (x *PutObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[16]
+	mi := &file_ray_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1491,7 @@ func (x *PutObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutObject.ProtoReflect.Descriptor instead.
 func (*PutObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{16}
+	return file_ray_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PutObject) GetObjectId() []byte {
@@ -1389,7 +1525,7 @@ type PutObjectAck struct {
 
 func (x *PutObjectAck) Reset() {
 	*x = PutObjectAck{}
-	mi := &file_ray_proto_msgTypes[17]
+	mi := &file_ray_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1401,7 +1537,7 @@ func (x *PutObjectAck) String() string {
 func (*PutObjectAck) ProtoMessage() {}
 
 func (x *PutObjectAck) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[17]
+	mi := &file_ray_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1414,7 +1550,7 @@ func (x *PutObjectAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutObjectAck.ProtoReflect.Descriptor instead.
 func (*PutObjectAck) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{17}
+	return file_ray_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PutObjectAck) GetObjectId() []byte {
@@ -1441,7 +1577,7 @@ type GetObject struct {
 
 func (x *GetObject) Reset() {
 	*x = GetObject{}
-	mi := &file_ray_proto_msgTypes[18]
+	mi := &file_ray_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1589,7 @@ func (x *GetObject) String() string {
 func (*GetObject) ProtoMessage() {}
 
 func (x *GetObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[18]
+	mi := &file_ray_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1602,7 @@ func (x *GetObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetObject.ProtoReflect.Descriptor instead.
 func (*GetObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{18}
+	return file_ray_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetObject) GetObjectId() []byte {
@@ -1490,7 +1626,7 @@ type GetObjectReply struct {
 
 func (x *GetObjectReply) Reset() {
 	*x = GetObjectReply{}
-	mi := &file_ray_proto_msgTypes[19]
+	mi := &file_ray_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1638,7 @@ func (x *GetObjectReply) String() string {
 func (*GetObjectReply) ProtoMessage() {}
 
 func (x *GetObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[19]
+	mi := &file_ray_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1651,7 @@ func (x *GetObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetObjectReply.ProtoReflect.Descriptor instead.
 func (*GetObjectReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{19}
+	return file_ray_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetObjectReply) GetObjectId() []byte {
@@ -1556,7 +1692,7 @@ type FreeObjects struct {
 
 func (x *FreeObjects) Reset() {
 	*x = FreeObjects{}
-	mi := &file_ray_proto_msgTypes[20]
+	mi := &file_ray_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1704,7 @@ func (x *FreeObjects) String() string {
 func (*FreeObjects) ProtoMessage() {}
 
 func (x *FreeObjects) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[20]
+	mi := &file_ray_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1717,7 @@ func (x *FreeObjects) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeObjects.ProtoReflect.Descriptor instead.
 func (*FreeObjects) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{20}
+	return file_ray_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FreeObjects) GetObjectIds() [][]byte {
@@ -1601,7 +1737,7 @@ type StoreStats struct {
 
 func (x *StoreStats) Reset() {
 	*x = StoreStats{}
-	mi := &file_ray_proto_msgTypes[21]
+	mi := &file_ray_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1749,7 @@ func (x *StoreStats) String() string {
 func (*StoreStats) ProtoMessage() {}
 
 func (x *StoreStats) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[21]
+	mi := &file_ray_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1762,7 @@ func (x *StoreStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStats.ProtoReflect.Descriptor instead.
 func (*StoreStats) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{21}
+	return file_ray_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StoreStats) GetTop() int32 {
@@ -1651,7 +1787,7 @@ type StoreStatsReply struct {
 
 func (x *StoreStatsReply) Reset() {
 	*x = StoreStatsReply{}
-	mi := &file_ray_proto_msgTypes[22]
+	mi := &file_ray_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +1799,7 @@ func (x *StoreStatsReply) String() string {
 func (*StoreStatsReply) ProtoMessage() {}
 
 func (x *StoreStatsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[22]
+	mi := &file_ray_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1812,7 @@ func (x *StoreStatsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStatsReply.ProtoReflect.Descriptor instead.
 func (*StoreStatsReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{22}
+	return file_ray_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StoreStatsReply) GetObjects() int64 {
@@ -1741,7 +1877,7 @@ type StoredObject struct {
 
 func (x *StoredObject) Reset() {
 	*x = StoredObject{}
-	mi := &file_ray_proto_msgTypes[23]
+	mi := &file_ray_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1753,7 +1889,7 @@ func (x *StoredObject) String() string {
 func (*StoredObject) ProtoMessage() {}
 
 func (x *StoredObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[23]
+	mi := &file_ray_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1766,7 +1902,7 @@ func (x *StoredObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredObject.ProtoReflect.Descriptor instead.
 func (*StoredObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{23}
+	return file_ray_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StoredObject) GetObjectId() []byte {
@@ -1822,7 +1958,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_ray_proto_msgTypes[24]
+	mi := &file_ray_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1834,7 +1970,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[24]
+	mi := &file_ray_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1847,7 +1983,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{24}
+	return file_ray_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *NodeInfo) GetNodeId() string {
@@ -1951,7 +2087,7 @@ type NodeLoad struct {
 
 func (x *NodeLoad) Reset() {
 	*x = NodeLoad{}
-	mi := &file_ray_proto_msgTypes[25]
+	mi := &file_ray_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2099,7 @@ func (x *NodeLoad) String() string {
 func (*NodeLoad) ProtoMessage() {}
 
 func (x *NodeLoad) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[25]
+	mi := &file_ray_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2112,7 @@ func (x *NodeLoad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeLoad.ProtoReflect.Descriptor instead.
 func (*NodeLoad) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{25}
+	return file_ray_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *NodeLoad) GetNodeId() string {
@@ -2084,7 +2220,7 @@ type AgentInfo struct {
 
 func (x *AgentInfo) Reset() {
 	*x = AgentInfo{}
-	mi := &file_ray_proto_msgTypes[26]
+	mi := &file_ray_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2096,7 +2232,7 @@ func (x *AgentInfo) String() string {
 func (*AgentInfo) ProtoMessage() {}
 
 func (x *AgentInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[26]
+	mi := &file_ray_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2109,7 +2245,7 @@ func (x *AgentInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentInfo.ProtoReflect.Descriptor instead.
 func (*AgentInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{26}
+	return file_ray_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AgentInfo) GetAgentId() string {
@@ -2235,7 +2371,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_ray_proto_msgTypes[27]
+	mi := &file_ray_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2247,7 +2383,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[27]
+	mi := &file_ray_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2260,7 +2396,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{27}
+	return file_ray_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *JobInfo) GetJobId() string {
@@ -2392,7 +2528,7 @@ type JobWorker struct {
 
 func (x *JobWorker) Reset() {
 	*x = JobWorker{}
-	mi := &file_ray_proto_msgTypes[28]
+	mi := &file_ray_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2404,7 +2540,7 @@ func (x *JobWorker) String() string {
 func (*JobWorker) ProtoMessage() {}
 
 func (x *JobWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[28]
+	mi := &file_ray_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2417,7 +2553,7 @@ func (x *JobWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobWorker.ProtoReflect.Descriptor instead.
 func (*JobWorker) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{28}
+	return file_ray_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *JobWorker) GetJobId() string {
@@ -2492,7 +2628,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_ray_proto_msgTypes[29]
+	mi := &file_ray_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +2640,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[29]
+	mi := &file_ray_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +2653,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{29}
+	return file_ray_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Submission) GetSubmissionId() string {
@@ -2625,7 +2761,7 @@ type PullObject struct {
 
 func (x *PullObject) Reset() {
 	*x = PullObject{}
-	mi := &file_ray_proto_msgTypes[30]
+	mi := &file_ray_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +2773,7 @@ func (x *PullObject) String() string {
 func (*PullObject) ProtoMessage() {}
 
 func (x *PullObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[30]
+	mi := &file_ray_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +2786,7 @@ func (x *PullObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullObject.ProtoReflect.Descriptor instead.
 func (*PullObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{30}
+	return file_ray_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PullObject) GetObjectId() []byte {
@@ -2699,7 +2835,7 @@ type PullObjectReply struct {
 
 func (x *PullObjectReply) Reset() {
 	*x = PullObjectReply{}
-	mi := &file_ray_proto_msgTypes[31]
+	mi := &file_ray_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2711,7 +2847,7 @@ func (x *PullObjectReply) String() string {
 func (*PullObjectReply) ProtoMessage() {}
 
 func (x *PullObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[31]
+	mi := &file_ray_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2724,7 +2860,7 @@ func (x *PullObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullObjectReply.ProtoReflect.Descriptor instead.
 func (*PullObjectReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{31}
+	return file_ray_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PullObjectReply) GetObjectId() []byte {
@@ -2797,7 +2933,7 @@ type ObjectEntry struct {
 
 func (x *ObjectEntry) Reset() {
 	*x = ObjectEntry{}
-	mi := &file_ray_proto_msgTypes[32]
+	mi := &file_ray_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2809,7 +2945,7 @@ func (x *ObjectEntry) String() string {
 func (*ObjectEntry) ProtoMessage() {}
 
 func (x *ObjectEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[32]
+	mi := &file_ray_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2822,7 +2958,7 @@ func (x *ObjectEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectEntry.ProtoReflect.Descriptor instead.
 func (*ObjectEntry) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{32}
+	return file_ray_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ObjectEntry) GetObjectId() []byte {
@@ -2885,7 +3021,7 @@ type ActorCall struct {
 
 func (x *ActorCall) Reset() {
 	*x = ActorCall{}
-	mi := &file_ray_proto_msgTypes[33]
+	mi := &file_ray_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2897,7 +3033,7 @@ func (x *ActorCall) String() string {
 func (*ActorCall) ProtoMessage() {}
 
 func (x *ActorCall) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[33]
+	mi := &file_ray_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2910,7 +3046,7 @@ func (x *ActorCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCall.ProtoReflect.Descriptor instead.
 func (*ActorCall) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{33}
+	return file_ray_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ActorCall) GetActorId() []byte {
@@ -2995,7 +3131,7 @@ type ActorCallBounce struct {
 
 func (x *ActorCallBounce) Reset() {
 	*x = ActorCallBounce{}
-	mi := &file_ray_proto_msgTypes[34]
+	mi := &file_ray_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3007,7 +3143,7 @@ func (x *ActorCallBounce) String() string {
 func (*ActorCallBounce) ProtoMessage() {}
 
 func (x *ActorCallBounce) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[34]
+	mi := &file_ray_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3020,7 +3156,7 @@ func (x *ActorCallBounce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallBounce.ProtoReflect.Descriptor instead.
 func (*ActorCallBounce) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{34}
+	return file_ray_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ActorCallBounce) GetActorId() []byte {
@@ -3054,7 +3190,7 @@ type ActorCallBatch struct {
 
 func (x *ActorCallBatch) Reset() {
 	*x = ActorCallBatch{}
-	mi := &file_ray_proto_msgTypes[35]
+	mi := &file_ray_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3066,7 +3202,7 @@ func (x *ActorCallBatch) String() string {
 func (*ActorCallBatch) ProtoMessage() {}
 
 func (x *ActorCallBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[35]
+	mi := &file_ray_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3079,7 +3215,7 @@ func (x *ActorCallBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallBatch.ProtoReflect.Descriptor instead.
 func (*ActorCallBatch) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{35}
+	return file_ray_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ActorCallBatch) GetCalls() []*ActorCall {
@@ -3125,7 +3261,7 @@ type ActorInfo struct {
 
 func (x *ActorInfo) Reset() {
 	*x = ActorInfo{}
-	mi := &file_ray_proto_msgTypes[36]
+	mi := &file_ray_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3137,7 +3273,7 @@ func (x *ActorInfo) String() string {
 func (*ActorInfo) ProtoMessage() {}
 
 func (x *ActorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[36]
+	mi := &file_ray_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3150,7 +3286,7 @@ func (x *ActorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorInfo.ProtoReflect.Descriptor instead.
 func (*ActorInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{36}
+	return file_ray_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ActorInfo) GetActorId() []byte {
@@ -3328,7 +3464,7 @@ type ActorLogEntry struct {
 
 func (x *ActorLogEntry) Reset() {
 	*x = ActorLogEntry{}
-	mi := &file_ray_proto_msgTypes[37]
+	mi := &file_ray_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3340,7 +3476,7 @@ func (x *ActorLogEntry) String() string {
 func (*ActorLogEntry) ProtoMessage() {}
 
 func (x *ActorLogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[37]
+	mi := &file_ray_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3353,7 +3489,7 @@ func (x *ActorLogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorLogEntry.ProtoReflect.Descriptor instead.
 func (*ActorLogEntry) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{37}
+	return file_ray_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ActorLogEntry) GetIndex() uint64 {
@@ -3407,7 +3543,7 @@ type ActorResultRecord struct {
 
 func (x *ActorResultRecord) Reset() {
 	*x = ActorResultRecord{}
-	mi := &file_ray_proto_msgTypes[38]
+	mi := &file_ray_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3555,7 @@ func (x *ActorResultRecord) String() string {
 func (*ActorResultRecord) ProtoMessage() {}
 
 func (x *ActorResultRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[38]
+	mi := &file_ray_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3568,7 @@ func (x *ActorResultRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorResultRecord.ProtoReflect.Descriptor instead.
 func (*ActorResultRecord) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{38}
+	return file_ray_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ActorResultRecord) GetCallerId() string {
@@ -3484,7 +3620,7 @@ type ActorLogBatch struct {
 
 func (x *ActorLogBatch) Reset() {
 	*x = ActorLogBatch{}
-	mi := &file_ray_proto_msgTypes[39]
+	mi := &file_ray_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3496,7 +3632,7 @@ func (x *ActorLogBatch) String() string {
 func (*ActorLogBatch) ProtoMessage() {}
 
 func (x *ActorLogBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[39]
+	mi := &file_ray_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3509,7 +3645,7 @@ func (x *ActorLogBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorLogBatch.ProtoReflect.Descriptor instead.
 func (*ActorLogBatch) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{39}
+	return file_ray_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ActorLogBatch) GetBatch() uint64 {
@@ -3553,7 +3689,7 @@ type ActorCallerState struct {
 
 func (x *ActorCallerState) Reset() {
 	*x = ActorCallerState{}
-	mi := &file_ray_proto_msgTypes[40]
+	mi := &file_ray_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3565,7 +3701,7 @@ func (x *ActorCallerState) String() string {
 func (*ActorCallerState) ProtoMessage() {}
 
 func (x *ActorCallerState) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[40]
+	mi := &file_ray_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3578,7 +3714,7 @@ func (x *ActorCallerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallerState.ProtoReflect.Descriptor instead.
 func (*ActorCallerState) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{40}
+	return file_ray_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ActorCallerState) GetCallerId() string {
@@ -3623,7 +3759,7 @@ type ActorCheckpoint struct {
 
 func (x *ActorCheckpoint) Reset() {
 	*x = ActorCheckpoint{}
-	mi := &file_ray_proto_msgTypes[41]
+	mi := &file_ray_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3635,7 +3771,7 @@ func (x *ActorCheckpoint) String() string {
 func (*ActorCheckpoint) ProtoMessage() {}
 
 func (x *ActorCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[41]
+	mi := &file_ray_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3648,7 +3784,7 @@ func (x *ActorCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCheckpoint.ProtoReflect.Descriptor instead.
 func (*ActorCheckpoint) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{41}
+	return file_ray_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ActorCheckpoint) GetIndex() uint64 {
@@ -3688,7 +3824,7 @@ type ActorCheckpointNow struct {
 
 func (x *ActorCheckpointNow) Reset() {
 	*x = ActorCheckpointNow{}
-	mi := &file_ray_proto_msgTypes[42]
+	mi := &file_ray_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3700,7 +3836,7 @@ func (x *ActorCheckpointNow) String() string {
 func (*ActorCheckpointNow) ProtoMessage() {}
 
 func (x *ActorCheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[42]
+	mi := &file_ray_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3713,7 +3849,7 @@ func (x *ActorCheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCheckpointNow.ProtoReflect.Descriptor instead.
 func (*ActorCheckpointNow) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{42}
+	return file_ray_proto_rawDescGZIP(), []int{44}
 }
 
 // ReserveResources asks a raylet to hold resources for an actor instance while it lives
@@ -3730,7 +3866,7 @@ type ReserveResources struct {
 
 func (x *ReserveResources) Reset() {
 	*x = ReserveResources{}
-	mi := &file_ray_proto_msgTypes[43]
+	mi := &file_ray_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3742,7 +3878,7 @@ func (x *ReserveResources) String() string {
 func (*ReserveResources) ProtoMessage() {}
 
 func (x *ReserveResources) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[43]
+	mi := &file_ray_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3755,7 +3891,7 @@ func (x *ReserveResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveResources.ProtoReflect.Descriptor instead.
 func (*ReserveResources) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{43}
+	return file_ray_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReserveResources) GetKey() string {
@@ -3788,7 +3924,7 @@ type ReserveResourcesReply struct {
 
 func (x *ReserveResourcesReply) Reset() {
 	*x = ReserveResourcesReply{}
-	mi := &file_ray_proto_msgTypes[44]
+	mi := &file_ray_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3800,7 +3936,7 @@ func (x *ReserveResourcesReply) String() string {
 func (*ReserveResourcesReply) ProtoMessage() {}
 
 func (x *ReserveResourcesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[44]
+	mi := &file_ray_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3813,7 +3949,7 @@ func (x *ReserveResourcesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveResourcesReply.ProtoReflect.Descriptor instead.
 func (*ReserveResourcesReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{44}
+	return file_ray_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReserveResourcesReply) GetKey() string {
@@ -3834,7 +3970,7 @@ type RefPayload struct {
 
 func (x *RefPayload) Reset() {
 	*x = RefPayload{}
-	mi := &file_ray_proto_msgTypes[45]
+	mi := &file_ray_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3846,7 +3982,7 @@ func (x *RefPayload) String() string {
 func (*RefPayload) ProtoMessage() {}
 
 func (x *RefPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[45]
+	mi := &file_ray_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3859,7 +3995,7 @@ func (x *RefPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefPayload.ProtoReflect.Descriptor instead.
 func (*RefPayload) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{45}
+	return file_ray_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RefPayload) GetObjectId() []byte {
@@ -3888,7 +4024,7 @@ type AddBorrower struct {
 
 func (x *AddBorrower) Reset() {
 	*x = AddBorrower{}
-	mi := &file_ray_proto_msgTypes[46]
+	mi := &file_ray_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3900,7 +4036,7 @@ func (x *AddBorrower) String() string {
 func (*AddBorrower) ProtoMessage() {}
 
 func (x *AddBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[46]
+	mi := &file_ray_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3913,7 +4049,7 @@ func (x *AddBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddBorrower.ProtoReflect.Descriptor instead.
 func (*AddBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{46}
+	return file_ray_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AddBorrower) GetObjectId() []byte {
@@ -3940,7 +4076,7 @@ type BorrowerAck struct {
 
 func (x *BorrowerAck) Reset() {
 	*x = BorrowerAck{}
-	mi := &file_ray_proto_msgTypes[47]
+	mi := &file_ray_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3952,7 +4088,7 @@ func (x *BorrowerAck) String() string {
 func (*BorrowerAck) ProtoMessage() {}
 
 func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[47]
+	mi := &file_ray_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3965,7 +4101,7 @@ func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BorrowerAck.ProtoReflect.Descriptor instead.
 func (*BorrowerAck) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{47}
+	return file_ray_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *BorrowerAck) GetObjectId() []byte {
@@ -3992,7 +4128,7 @@ type RemoveBorrower struct {
 
 func (x *RemoveBorrower) Reset() {
 	*x = RemoveBorrower{}
-	mi := &file_ray_proto_msgTypes[48]
+	mi := &file_ray_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4004,7 +4140,7 @@ func (x *RemoveBorrower) String() string {
 func (*RemoveBorrower) ProtoMessage() {}
 
 func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[48]
+	mi := &file_ray_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4017,7 +4153,7 @@ func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveBorrower.ProtoReflect.Descriptor instead.
 func (*RemoveBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{48}
+	return file_ray_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RemoveBorrower) GetObjectId() []byte {
@@ -4046,7 +4182,7 @@ type ResolveObject struct {
 
 func (x *ResolveObject) Reset() {
 	*x = ResolveObject{}
-	mi := &file_ray_proto_msgTypes[49]
+	mi := &file_ray_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4058,7 +4194,7 @@ func (x *ResolveObject) String() string {
 func (*ResolveObject) ProtoMessage() {}
 
 func (x *ResolveObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[49]
+	mi := &file_ray_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4071,7 +4207,7 @@ func (x *ResolveObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveObject.ProtoReflect.Descriptor instead.
 func (*ResolveObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{49}
+	return file_ray_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ResolveObject) GetObjectId() []byte {
@@ -4103,7 +4239,7 @@ type ObjectResolved struct {
 
 func (x *ObjectResolved) Reset() {
 	*x = ObjectResolved{}
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4115,7 +4251,7 @@ func (x *ObjectResolved) String() string {
 func (*ObjectResolved) ProtoMessage() {}
 
 func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4128,7 +4264,7 @@ func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectResolved.ProtoReflect.Descriptor instead.
 func (*ObjectResolved) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{50}
+	return file_ray_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ObjectResolved) GetObjectId() []byte {
@@ -4238,7 +4374,7 @@ const file_ray_proto_rawDesc = "" +
 	"\vOBJECT_LOST\x10\x06\x12\x0e\n" +
 	"\n" +
 	"ACTOR_DIED\x10\a\x12\x14\n" +
-	"\x10OBJECT_TOO_LARGE\x10\b\"\xa7\x02\n" +
+	"\x10OBJECT_TOO_LARGE\x10\b\"\xd5\x02\n" +
 	"\n" +
 	"TaskResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
@@ -4252,7 +4388,16 @@ const file_ray_proto_rawDesc = "" +
 	"\x04meta\x18\t \x01(\fR\x04meta\x12\x19\n" +
 	"\blease_id\x18\n" +
 	" \x01(\fR\aleaseId\x12\x1b\n" +
-	"\trun_nanos\x18\v \x01(\x03R\brunNanos\":\n" +
+	"\trun_nanos\x18\v \x01(\x03R\brunNanos\x12,\n" +
+	"\areturns\x18\f \x03(\v2\x12.raypb.ReturnValueR\areturns\"\x81\x01\n" +
+	"\vReturnValue\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x19\n" +
+	"\bin_store\x18\x02 \x01(\bR\ainStore\x12\x17\n" +
+	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x03R\x04size\x12\x16\n" +
+	"\x06nested\x18\x05 \x03(\fR\x06nested\"5\n" +
+	"\aReturns\x12*\n" +
+	"\x06values\x18\x01 \x03(\v2\x12.raypb.ReturnValueR\x06values\":\n" +
 	"\vResultBatch\x12+\n" +
 	"\aresults\x18\x01 \x03(\v2\x11.raypb.TaskResultR\aresults\"\x9b\x01\n" +
 	"\fLeaseRequest\x12\x1d\n" +
@@ -4581,7 +4726,7 @@ func file_ray_proto_rawDescGZIP() []byte {
 }
 
 var file_ray_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_ray_proto_goTypes = []any{
 	(ErrorInfo_Kind)(0),           // 0: raypb.ErrorInfo.Kind
 	(JobInfo_State)(0),            // 1: raypb.JobInfo.State
@@ -4592,51 +4737,53 @@ var file_ray_proto_goTypes = []any{
 	(*TaskSpec)(nil),              // 6: raypb.TaskSpec
 	(*ErrorInfo)(nil),             // 7: raypb.ErrorInfo
 	(*TaskResult)(nil),            // 8: raypb.TaskResult
-	(*ResultBatch)(nil),           // 9: raypb.ResultBatch
-	(*LeaseRequest)(nil),          // 10: raypb.LeaseRequest
-	(*LeaseGrant)(nil),            // 11: raypb.LeaseGrant
-	(*LeasePush)(nil),             // 12: raypb.LeasePush
-	(*LeaseReturned)(nil),         // 13: raypb.LeaseReturned
-	(*LeaseRelease)(nil),          // 14: raypb.LeaseRelease
-	(*LeaseRevoke)(nil),           // 15: raypb.LeaseRevoke
-	(*TaskBlocked)(nil),           // 16: raypb.TaskBlocked
-	(*TaskUnblocked)(nil),         // 17: raypb.TaskUnblocked
-	(*CancelTask)(nil),            // 18: raypb.CancelTask
-	(*PutObject)(nil),             // 19: raypb.PutObject
-	(*PutObjectAck)(nil),          // 20: raypb.PutObjectAck
-	(*GetObject)(nil),             // 21: raypb.GetObject
-	(*GetObjectReply)(nil),        // 22: raypb.GetObjectReply
-	(*FreeObjects)(nil),           // 23: raypb.FreeObjects
-	(*StoreStats)(nil),            // 24: raypb.StoreStats
-	(*StoreStatsReply)(nil),       // 25: raypb.StoreStatsReply
-	(*StoredObject)(nil),          // 26: raypb.StoredObject
-	(*NodeInfo)(nil),              // 27: raypb.NodeInfo
-	(*NodeLoad)(nil),              // 28: raypb.NodeLoad
-	(*AgentInfo)(nil),             // 29: raypb.AgentInfo
-	(*JobInfo)(nil),               // 30: raypb.JobInfo
-	(*JobWorker)(nil),             // 31: raypb.JobWorker
-	(*Submission)(nil),            // 32: raypb.Submission
-	(*PullObject)(nil),            // 33: raypb.PullObject
-	(*PullObjectReply)(nil),       // 34: raypb.PullObjectReply
-	(*ObjectEntry)(nil),           // 35: raypb.ObjectEntry
-	(*ActorCall)(nil),             // 36: raypb.ActorCall
-	(*ActorCallBounce)(nil),       // 37: raypb.ActorCallBounce
-	(*ActorCallBatch)(nil),        // 38: raypb.ActorCallBatch
-	(*ActorInfo)(nil),             // 39: raypb.ActorInfo
-	(*ActorLogEntry)(nil),         // 40: raypb.ActorLogEntry
-	(*ActorResultRecord)(nil),     // 41: raypb.ActorResultRecord
-	(*ActorLogBatch)(nil),         // 42: raypb.ActorLogBatch
-	(*ActorCallerState)(nil),      // 43: raypb.ActorCallerState
-	(*ActorCheckpoint)(nil),       // 44: raypb.ActorCheckpoint
-	(*ActorCheckpointNow)(nil),    // 45: raypb.ActorCheckpointNow
-	(*ReserveResources)(nil),      // 46: raypb.ReserveResources
-	(*ReserveResourcesReply)(nil), // 47: raypb.ReserveResourcesReply
-	(*RefPayload)(nil),            // 48: raypb.RefPayload
-	(*AddBorrower)(nil),           // 49: raypb.AddBorrower
-	(*BorrowerAck)(nil),           // 50: raypb.BorrowerAck
-	(*RemoveBorrower)(nil),        // 51: raypb.RemoveBorrower
-	(*ResolveObject)(nil),         // 52: raypb.ResolveObject
-	(*ObjectResolved)(nil),        // 53: raypb.ObjectResolved
+	(*ReturnValue)(nil),           // 9: raypb.ReturnValue
+	(*Returns)(nil),               // 10: raypb.Returns
+	(*ResultBatch)(nil),           // 11: raypb.ResultBatch
+	(*LeaseRequest)(nil),          // 12: raypb.LeaseRequest
+	(*LeaseGrant)(nil),            // 13: raypb.LeaseGrant
+	(*LeasePush)(nil),             // 14: raypb.LeasePush
+	(*LeaseReturned)(nil),         // 15: raypb.LeaseReturned
+	(*LeaseRelease)(nil),          // 16: raypb.LeaseRelease
+	(*LeaseRevoke)(nil),           // 17: raypb.LeaseRevoke
+	(*TaskBlocked)(nil),           // 18: raypb.TaskBlocked
+	(*TaskUnblocked)(nil),         // 19: raypb.TaskUnblocked
+	(*CancelTask)(nil),            // 20: raypb.CancelTask
+	(*PutObject)(nil),             // 21: raypb.PutObject
+	(*PutObjectAck)(nil),          // 22: raypb.PutObjectAck
+	(*GetObject)(nil),             // 23: raypb.GetObject
+	(*GetObjectReply)(nil),        // 24: raypb.GetObjectReply
+	(*FreeObjects)(nil),           // 25: raypb.FreeObjects
+	(*StoreStats)(nil),            // 26: raypb.StoreStats
+	(*StoreStatsReply)(nil),       // 27: raypb.StoreStatsReply
+	(*StoredObject)(nil),          // 28: raypb.StoredObject
+	(*NodeInfo)(nil),              // 29: raypb.NodeInfo
+	(*NodeLoad)(nil),              // 30: raypb.NodeLoad
+	(*AgentInfo)(nil),             // 31: raypb.AgentInfo
+	(*JobInfo)(nil),               // 32: raypb.JobInfo
+	(*JobWorker)(nil),             // 33: raypb.JobWorker
+	(*Submission)(nil),            // 34: raypb.Submission
+	(*PullObject)(nil),            // 35: raypb.PullObject
+	(*PullObjectReply)(nil),       // 36: raypb.PullObjectReply
+	(*ObjectEntry)(nil),           // 37: raypb.ObjectEntry
+	(*ActorCall)(nil),             // 38: raypb.ActorCall
+	(*ActorCallBounce)(nil),       // 39: raypb.ActorCallBounce
+	(*ActorCallBatch)(nil),        // 40: raypb.ActorCallBatch
+	(*ActorInfo)(nil),             // 41: raypb.ActorInfo
+	(*ActorLogEntry)(nil),         // 42: raypb.ActorLogEntry
+	(*ActorResultRecord)(nil),     // 43: raypb.ActorResultRecord
+	(*ActorLogBatch)(nil),         // 44: raypb.ActorLogBatch
+	(*ActorCallerState)(nil),      // 45: raypb.ActorCallerState
+	(*ActorCheckpoint)(nil),       // 46: raypb.ActorCheckpoint
+	(*ActorCheckpointNow)(nil),    // 47: raypb.ActorCheckpointNow
+	(*ReserveResources)(nil),      // 48: raypb.ReserveResources
+	(*ReserveResourcesReply)(nil), // 49: raypb.ReserveResourcesReply
+	(*RefPayload)(nil),            // 50: raypb.RefPayload
+	(*AddBorrower)(nil),           // 51: raypb.AddBorrower
+	(*BorrowerAck)(nil),           // 52: raypb.BorrowerAck
+	(*RemoveBorrower)(nil),        // 53: raypb.RemoveBorrower
+	(*ResolveObject)(nil),         // 54: raypb.ResolveObject
+	(*ObjectResolved)(nil),        // 55: raypb.ObjectResolved
 }
 var file_ray_proto_depIdxs = []int32{
 	4,  // 0: raypb.TaskSpec.args:type_name -> raypb.Arg
@@ -4645,48 +4792,50 @@ var file_ray_proto_depIdxs = []int32{
 	5,  // 3: raypb.TaskSpec.reply_to:type_name -> raypb.PID
 	0,  // 4: raypb.ErrorInfo.kind:type_name -> raypb.ErrorInfo.Kind
 	7,  // 5: raypb.TaskResult.error:type_name -> raypb.ErrorInfo
-	8,  // 6: raypb.ResultBatch.results:type_name -> raypb.TaskResult
-	3,  // 7: raypb.LeaseRequest.resources:type_name -> raypb.ResourceQty
-	5,  // 8: raypb.LeaseRequest.owner:type_name -> raypb.PID
-	5,  // 9: raypb.LeaseGrant.worker:type_name -> raypb.PID
-	7,  // 10: raypb.LeaseGrant.denied:type_name -> raypb.ErrorInfo
-	6,  // 11: raypb.LeasePush.tasks:type_name -> raypb.TaskSpec
-	5,  // 12: raypb.LeasePush.reply_to:type_name -> raypb.PID
-	6,  // 13: raypb.LeaseReturned.tasks:type_name -> raypb.TaskSpec
-	5,  // 14: raypb.PutObject.owner:type_name -> raypb.PID
-	26, // 15: raypb.StoreStatsReply.largest:type_name -> raypb.StoredObject
-	5,  // 16: raypb.StoredObject.owner:type_name -> raypb.PID
-	3,  // 17: raypb.NodeInfo.total:type_name -> raypb.ResourceQty
-	3,  // 18: raypb.NodeLoad.available:type_name -> raypb.ResourceQty
-	26, // 19: raypb.NodeLoad.store_largest:type_name -> raypb.StoredObject
-	3,  // 20: raypb.AgentInfo.total:type_name -> raypb.ResourceQty
-	1,  // 21: raypb.JobInfo.state:type_name -> raypb.JobInfo.State
-	2,  // 22: raypb.JobWorker.state:type_name -> raypb.JobWorker.State
-	1,  // 23: raypb.Submission.state:type_name -> raypb.JobInfo.State
-	5,  // 24: raypb.ObjectEntry.owner:type_name -> raypb.PID
-	6,  // 25: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
-	5,  // 26: raypb.ActorCall.caller:type_name -> raypb.PID
-	36, // 27: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
-	4,  // 28: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
-	3,  // 29: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
-	5,  // 30: raypb.ActorInfo.owner:type_name -> raypb.PID
-	6,  // 31: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
-	8,  // 32: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
-	40, // 33: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
-	41, // 34: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
-	41, // 35: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
-	43, // 36: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
-	3,  // 37: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
-	5,  // 38: raypb.RefPayload.owner:type_name -> raypb.PID
-	5,  // 39: raypb.AddBorrower.borrower:type_name -> raypb.PID
-	5,  // 40: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
-	5,  // 41: raypb.ResolveObject.reply_to:type_name -> raypb.PID
-	7,  // 42: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	9,  // 6: raypb.TaskResult.returns:type_name -> raypb.ReturnValue
+	9,  // 7: raypb.Returns.values:type_name -> raypb.ReturnValue
+	8,  // 8: raypb.ResultBatch.results:type_name -> raypb.TaskResult
+	3,  // 9: raypb.LeaseRequest.resources:type_name -> raypb.ResourceQty
+	5,  // 10: raypb.LeaseRequest.owner:type_name -> raypb.PID
+	5,  // 11: raypb.LeaseGrant.worker:type_name -> raypb.PID
+	7,  // 12: raypb.LeaseGrant.denied:type_name -> raypb.ErrorInfo
+	6,  // 13: raypb.LeasePush.tasks:type_name -> raypb.TaskSpec
+	5,  // 14: raypb.LeasePush.reply_to:type_name -> raypb.PID
+	6,  // 15: raypb.LeaseReturned.tasks:type_name -> raypb.TaskSpec
+	5,  // 16: raypb.PutObject.owner:type_name -> raypb.PID
+	28, // 17: raypb.StoreStatsReply.largest:type_name -> raypb.StoredObject
+	5,  // 18: raypb.StoredObject.owner:type_name -> raypb.PID
+	3,  // 19: raypb.NodeInfo.total:type_name -> raypb.ResourceQty
+	3,  // 20: raypb.NodeLoad.available:type_name -> raypb.ResourceQty
+	28, // 21: raypb.NodeLoad.store_largest:type_name -> raypb.StoredObject
+	3,  // 22: raypb.AgentInfo.total:type_name -> raypb.ResourceQty
+	1,  // 23: raypb.JobInfo.state:type_name -> raypb.JobInfo.State
+	2,  // 24: raypb.JobWorker.state:type_name -> raypb.JobWorker.State
+	1,  // 25: raypb.Submission.state:type_name -> raypb.JobInfo.State
+	5,  // 26: raypb.ObjectEntry.owner:type_name -> raypb.PID
+	6,  // 27: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
+	5,  // 28: raypb.ActorCall.caller:type_name -> raypb.PID
+	38, // 29: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
+	4,  // 30: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
+	3,  // 31: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
+	5,  // 32: raypb.ActorInfo.owner:type_name -> raypb.PID
+	6,  // 33: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
+	8,  // 34: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
+	42, // 35: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
+	43, // 36: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
+	43, // 37: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
+	45, // 38: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
+	3,  // 39: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
+	5,  // 40: raypb.RefPayload.owner:type_name -> raypb.PID
+	5,  // 41: raypb.AddBorrower.borrower:type_name -> raypb.PID
+	5,  // 42: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
+	5,  // 43: raypb.ResolveObject.reply_to:type_name -> raypb.PID
+	7,  // 44: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
+	45, // [45:45] is the sub-list for method output_type
+	45, // [45:45] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_ray_proto_init() }
@@ -4700,7 +4849,7 @@ func file_ray_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ray_proto_rawDesc), len(file_ray_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   51,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

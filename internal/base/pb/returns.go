@@ -1,0 +1,10 @@
+package pb
+
+// NumReturns is how many returns a task of num_returns n has: 0 (a spec that did not say)
+// is one.
+func NumReturns(n int32) int32 {
+	if n == 0 {
+		return 1
+	}
+	return n
+}
