@@ -49,6 +49,13 @@
 //	q, r := DivMod.Remote(ctx, ray.V(47), ray.V(5)) // ObjectRef[int], ObjectRef[int]
 //	s := Square.Remote(ctx, r)                     // 4: only the remainder goes to Square
 //
+// A generator (Ray's num_returns="streaming") yields values instead of returning one:
+// ray.Generator1 (and Generator0, Generator2) registers it, its Remote returns an
+// *ObjectRefGenerator at once, and Next gives a ref to each item as soon as the task has
+// yielded it, then ErrGeneratorDone (or the task's error, after the items it yielded).
+// GeneratorBackpressure(n) makes yield wait while n items are unconsumed. ObjectRefGenerator
+// says what a retry and a lost item do.
+//
 // How it maps to Ray: ray.TaskN is @ray.remote on a function, Remote is .remote(),
 // Options is .options(num_cpus=..., max_retries=..., retry_exceptions=...), ObjectRef is
 // ObjectRef, Get/Put/Wait/Cancel are ray.get/put/wait/cancel, Call is calling a function by

@@ -92,6 +92,7 @@ type callOpts struct {
 	strategy        string
 	affinityNode    string
 	affinitySoft    bool
+	genWindow       int // generators only: GeneratorBackpressure
 
 	// actors only
 	name, namespace string

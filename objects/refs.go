@@ -274,24 +274,27 @@ func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSp
 // reference (given back when the return is forgotten), so that the task's record, kept
 // there, lives while any of its returns might have to be recreated.
 func (t *RefTable) AddReturns(task ids.TaskID, n int) {
-	if n < 2 {
-		return
+	for i := 2; i <= n; i++ {
+		t.AddReturn(task, i)
 	}
+}
+
+// AddReturn is AddReturns for return index (at least 2) alone: a streaming generator's
+// item, counted as it arrives.
+func (t *RefTable) AddReturn(task ids.TaskID, index int) {
 	first := ids.ReturnID(task, 1)
 	sh := t.shard(first)
 	sh.mu.Lock()
-	sh.count(first).rc.lineage += int32(n - 1)
+	sh.count(first).rc.lineage++
 	sh.mu.Unlock()
-	for i := 2; i <= n; i++ {
-		id := ids.ReturnID(task, uint32(i))
-		sh := t.shard(id)
-		sh.mu.Lock()
-		c := &sh.count(id).rc
-		c.local++
-		c.freed = false
-		c.sibling = true
-		sh.mu.Unlock()
-	}
+	id := ids.ReturnID(task, uint32(index))
+	sh = t.shard(id)
+	sh.mu.Lock()
+	c := &sh.count(id).rc
+	c.local++
+	c.freed = false
+	c.sibling = true
+	sh.mu.Unlock()
 }
 
 // Record writes task's lineage record with write (which gets the spec) if the record

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // Func runs a remote function on encoded arguments and returns the encoded result.
@@ -22,11 +24,19 @@ type Function struct {
 	// task's returns (Return is then nil; Results lists their types).
 	Returns int
 	Results []reflect.Type
+	// Streaming marks a streaming generator: its tasks yield items one by one
+	// (pb.GeneratorItem) and return nothing themselves.
+	Streaming bool
 }
 
-// NumReturns is how many values f returns (at least one): what TaskSpec.num_returns of
-// its tasks says.
-func (f *Function) NumReturns() int32 { return int32(max(f.Returns, 1)) }
+// NumReturns is how many values f returns (at least one), or pb.StreamingReturns for a
+// streaming generator: what TaskSpec.num_returns of its tasks says.
+func (f *Function) NumReturns() int32 {
+	if f.Streaming {
+		return pb.StreamingReturns
+	}
+	return int32(max(f.Returns, 1))
+}
 
 var registry = struct {
 	sync.RWMutex

@@ -408,7 +408,7 @@ func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.
 		return Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function}).Error(), "", w.env.Node)
 	}
 	if n := fn.NumReturns(); n != pb.NumReturns(spec.NumReturns) {
-		return Fail(spec, pb.ErrorInfo_SYSTEM, fmt.Sprintf("remote function %q returns %d values here, but the task asks for %d "+
+		return Fail(spec, pb.ErrorInfo_SYSTEM, fmt.Sprintf("remote function %q returns %d values here (-1: a generator), but the task asks for %d "+
 			"(is the worker running another build of the program?)", spec.Function, n, pb.NumReturns(spec.NumReturns)), "", w.env.Node)
 	}
 	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, StoreBytes: w.env.StoreBytes, Store: w.env.Store, Fetch: w.env.Fetch, Root: root, Nested: w.env.Nested, Meta: w.env.Meta,

@@ -134,6 +134,7 @@ type Core struct {
 
 	orphans orphanState // borrowed objects whose owner died (orphan.go)
 
+	gens        sync.Map // ids.TaskID -> *Generator: streaming generators running (generator.go)
 	callers     sync.Map // callerKey -> *actorCaller
 	actorStates sync.Map // ids.ActorID -> *actorState
 

@@ -69,13 +69,16 @@ func (c *Core) failTask(p *pending, fn string, kind pb.ErrorInfo_Kind, err error
 // returnsMismatch is the error of a call whose count of returns is not its function's.
 func returnsMismatch(fn string, has, asked int32) error {
 	what := func(n int32) string {
+		if n == pb.StreamingReturns {
+			return "a stream of values (a generator)"
+		}
 		if n == 1 {
 			return "1 value"
 		}
 		return fmt.Sprintf("%d values", n)
 	}
 	return fmt.Errorf("remote function %q returns %s, but was called for %s (call a function of several returns "+
-		"through the value its registration returned: ray.Call is for functions of one return)", fn, what(has), what(pb.NumReturns(asked)))
+		"or a generator through the value its registration returned: ray.Call is for functions of one return)", fn, what(has), what(pb.NumReturns(asked)))
 }
 
 // completeReturns is complete for a task of several returns (the shard's loop; p is

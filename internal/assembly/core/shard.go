@@ -170,6 +170,10 @@ func (s *shard) receive(ctx actor.Context) {
 		for _, r := range m.Results {
 			s.onResult(r)
 		}
+	case *pb.GeneratorItem:
+		s.onItem(ctx, m) // generator.go
+	case *pb.GeneratorWait:
+		s.onWait(ctx, m)
 	case *pb.LeaseGrant:
 		s.granted(m)
 	case *pb.LeaseReturned:
@@ -508,7 +512,11 @@ func (s *shard) complete(p *pending, r *pb.TaskResult) {
 		c.actorFinished(p)
 	}
 	if n := p.spec.NumReturns; n != 1 && n != 0 {
-		s.completeReturns(p, r) // returns.go
+		if n == pb.StreamingReturns {
+			s.completeGenerator(p, r) // generator.go
+		} else {
+			s.completeReturns(p, r) // returns.go
+		}
 		return
 	}
 	ret := ids.ReturnID(tid, 1)

@@ -61,10 +61,16 @@ func (c *Core) Submit(tc *TaskContext, call Call) (ids.ObjectID, *objects.Entry,
 	return ids.ReturnID(p.tid, 1), &p.ret, err
 }
 
-func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) {
+func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) { return c.submitG(tc, call, nil) }
+
+// submitG is submit of a call of a streaming generator when g is not nil (generator.go).
+func (c *Core) submitG(tc *TaskContext, call Call, g *Generator) (*pending, error) {
 	// The task's bookkeeping and its spec are one allocation, and the spec's ID points
 	// into it (newPending).
 	p := newPending(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1)))
+	if g != nil {
+		g.register(p.tid)
+	}
 	tid := p.tid
 	ret := ids.ReturnID(tid, 1)
 	select {

@@ -145,7 +145,7 @@ func (x JobInfo_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobInfo_State.Descriptor instead.
 func (JobInfo_State) EnumDescriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{29, 0}
+	return file_ray_proto_rawDescGZIP(), []int{32, 0}
 }
 
 type JobWorker_State int32
@@ -197,7 +197,7 @@ func (x JobWorker_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobWorker_State.Descriptor instead.
 func (JobWorker_State) EnumDescriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{30, 0}
+	return file_ray_proto_rawDescGZIP(), []int{33, 0}
 }
 
 // ResourceQty is one resource amount in fixed point (1/10000 units, as tasks/sched).
@@ -398,7 +398,8 @@ type TaskSpec struct {
 	RetryExceptions bool                   `protobuf:"varint,7,opt,name=retry_exceptions,json=retryExceptions,proto3" json:"retry_exceptions,omitempty"`
 	ParentTaskId    []byte                 `protobuf:"bytes,8,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
 	Owner           *PID                   `protobuf:"bytes,9,opt,name=owner,proto3" json:"owner,omitempty"`
-	// num_returns: how many values the task returns (0 or 1: one)
+	// num_returns: how many values the task returns (0 or 1: one; -1: a streaming generator,
+	// whose items come as GeneratorItem messages, see StreamingReturns)
 	NumReturns   int32  `protobuf:"varint,10,opt,name=num_returns,json=numReturns,proto3" json:"num_returns,omitempty"`
 	Attempt      int32  `protobuf:"varint,11,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	Strategy     string `protobuf:"bytes,12,opt,name=strategy,proto3" json:"strategy,omitempty"`
@@ -900,6 +901,194 @@ func (x *Returns) GetValues() []*ReturnValue {
 	return nil
 }
 
+// GeneratorItem is one item a streaming generator task yielded (TaskSpec.num_returns = -1):
+// its return ReturnID(task, index), indexes from 1 in order. The worker sends it to the
+// task's reply_to as a request, and the task goes on when the owner's GeneratorItemAck
+// says so. With backpressure the ack may say wait (too many items are unconsumed): the
+// worker then asks with GeneratorWait, whose ack the owner holds back until the consumer
+// caught up, and lends the task's CPU back meanwhile (as a task blocked in Get). Either
+// request is sent again after a while without an answer; the owner handles a duplicate (a
+// resend, or a retried attempt's item it has) by index, keeping the value it has.
+type GeneratorItem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Index         uint32                 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	Value         *ReturnValue           `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GeneratorItem) Reset() {
+	*x = GeneratorItem{}
+	mi := &file_ray_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GeneratorItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GeneratorItem) ProtoMessage() {}
+
+func (x *GeneratorItem) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GeneratorItem.ProtoReflect.Descriptor instead.
+func (*GeneratorItem) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GeneratorItem) GetTaskId() []byte {
+	if x != nil {
+		return x.TaskId
+	}
+	return nil
+}
+
+func (x *GeneratorItem) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *GeneratorItem) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *GeneratorItem) GetValue() *ReturnValue {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type GeneratorWait struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Index         uint32                 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GeneratorWait) Reset() {
+	*x = GeneratorWait{}
+	mi := &file_ray_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GeneratorWait) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GeneratorWait) ProtoMessage() {}
+
+func (x *GeneratorWait) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GeneratorWait.ProtoReflect.Descriptor instead.
+func (*GeneratorWait) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GeneratorWait) GetTaskId() []byte {
+	if x != nil {
+		return x.TaskId
+	}
+	return nil
+}
+
+func (x *GeneratorWait) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *GeneratorWait) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+type GeneratorItemAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint32                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Wait          bool                   `protobuf:"varint,2,opt,name=wait,proto3" json:"wait,omitempty"` // the item is taken, but the task must wait (GeneratorWait) before going on
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GeneratorItemAck) Reset() {
+	*x = GeneratorItemAck{}
+	mi := &file_ray_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GeneratorItemAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GeneratorItemAck) ProtoMessage() {}
+
+func (x *GeneratorItemAck) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GeneratorItemAck.ProtoReflect.Descriptor instead.
+func (*GeneratorItemAck) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *GeneratorItemAck) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *GeneratorItemAck) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
+}
+
 // ResultBatch carries several results to one owner.
 type ResultBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -910,7 +1099,7 @@ type ResultBatch struct {
 
 func (x *ResultBatch) Reset() {
 	*x = ResultBatch{}
-	mi := &file_ray_proto_msgTypes[8]
+	mi := &file_ray_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1111,7 @@ func (x *ResultBatch) String() string {
 func (*ResultBatch) ProtoMessage() {}
 
 func (x *ResultBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[8]
+	mi := &file_ray_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1124,7 @@ func (x *ResultBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultBatch.ProtoReflect.Descriptor instead.
 func (*ResultBatch) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{8}
+	return file_ray_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResultBatch) GetResults() []*TaskResult {
@@ -959,7 +1148,7 @@ type LeaseRequest struct {
 
 func (x *LeaseRequest) Reset() {
 	*x = LeaseRequest{}
-	mi := &file_ray_proto_msgTypes[9]
+	mi := &file_ray_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1160,7 @@ func (x *LeaseRequest) String() string {
 func (*LeaseRequest) ProtoMessage() {}
 
 func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[9]
+	mi := &file_ray_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1173,7 @@ func (x *LeaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRequest.ProtoReflect.Descriptor instead.
 func (*LeaseRequest) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{9}
+	return file_ray_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LeaseRequest) GetRequestId() uint64 {
@@ -1029,7 +1218,7 @@ type LeaseGrant struct {
 
 func (x *LeaseGrant) Reset() {
 	*x = LeaseGrant{}
-	mi := &file_ray_proto_msgTypes[10]
+	mi := &file_ray_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1230,7 @@ func (x *LeaseGrant) String() string {
 func (*LeaseGrant) ProtoMessage() {}
 
 func (x *LeaseGrant) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[10]
+	mi := &file_ray_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1243,7 @@ func (x *LeaseGrant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseGrant.ProtoReflect.Descriptor instead.
 func (*LeaseGrant) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{10}
+	return file_ray_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LeaseGrant) GetRequestId() uint64 {
@@ -1098,7 +1287,7 @@ type LeasePush struct {
 
 func (x *LeasePush) Reset() {
 	*x = LeasePush{}
-	mi := &file_ray_proto_msgTypes[11]
+	mi := &file_ray_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1110,7 +1299,7 @@ func (x *LeasePush) String() string {
 func (*LeasePush) ProtoMessage() {}
 
 func (x *LeasePush) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[11]
+	mi := &file_ray_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1123,7 +1312,7 @@ func (x *LeasePush) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeasePush.ProtoReflect.Descriptor instead.
 func (*LeasePush) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{11}
+	return file_ray_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *LeasePush) GetLeaseId() []byte {
@@ -1159,7 +1348,7 @@ type LeaseReturned struct {
 
 func (x *LeaseReturned) Reset() {
 	*x = LeaseReturned{}
-	mi := &file_ray_proto_msgTypes[12]
+	mi := &file_ray_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1360,7 @@ func (x *LeaseReturned) String() string {
 func (*LeaseReturned) ProtoMessage() {}
 
 func (x *LeaseReturned) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[12]
+	mi := &file_ray_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1373,7 @@ func (x *LeaseReturned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseReturned.ProtoReflect.Descriptor instead.
 func (*LeaseReturned) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{12}
+	return file_ray_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LeaseReturned) GetLeaseId() []byte {
@@ -1211,7 +1400,7 @@ type LeaseRelease struct {
 
 func (x *LeaseRelease) Reset() {
 	*x = LeaseRelease{}
-	mi := &file_ray_proto_msgTypes[13]
+	mi := &file_ray_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1412,7 @@ func (x *LeaseRelease) String() string {
 func (*LeaseRelease) ProtoMessage() {}
 
 func (x *LeaseRelease) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[13]
+	mi := &file_ray_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1425,7 @@ func (x *LeaseRelease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRelease.ProtoReflect.Descriptor instead.
 func (*LeaseRelease) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{13}
+	return file_ray_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *LeaseRelease) GetLeaseId() []byte {
@@ -1258,7 +1447,7 @@ type LeaseRevoke struct {
 
 func (x *LeaseRevoke) Reset() {
 	*x = LeaseRevoke{}
-	mi := &file_ray_proto_msgTypes[14]
+	mi := &file_ray_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1459,7 @@ func (x *LeaseRevoke) String() string {
 func (*LeaseRevoke) ProtoMessage() {}
 
 func (x *LeaseRevoke) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[14]
+	mi := &file_ray_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1472,7 @@ func (x *LeaseRevoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseRevoke.ProtoReflect.Descriptor instead.
 func (*LeaseRevoke) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{14}
+	return file_ray_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *LeaseRevoke) GetLeaseId() []byte {
@@ -1305,7 +1494,7 @@ type TaskBlocked struct {
 
 func (x *TaskBlocked) Reset() {
 	*x = TaskBlocked{}
-	mi := &file_ray_proto_msgTypes[15]
+	mi := &file_ray_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1506,7 @@ func (x *TaskBlocked) String() string {
 func (*TaskBlocked) ProtoMessage() {}
 
 func (x *TaskBlocked) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[15]
+	mi := &file_ray_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1519,7 @@ func (x *TaskBlocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskBlocked.ProtoReflect.Descriptor instead.
 func (*TaskBlocked) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{15}
+	return file_ray_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TaskBlocked) GetTaskId() []byte {
@@ -1357,7 +1546,7 @@ type TaskUnblocked struct {
 
 func (x *TaskUnblocked) Reset() {
 	*x = TaskUnblocked{}
-	mi := &file_ray_proto_msgTypes[16]
+	mi := &file_ray_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1558,7 @@ func (x *TaskUnblocked) String() string {
 func (*TaskUnblocked) ProtoMessage() {}
 
 func (x *TaskUnblocked) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[16]
+	mi := &file_ray_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1571,7 @@ func (x *TaskUnblocked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskUnblocked.ProtoReflect.Descriptor instead.
 func (*TaskUnblocked) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{16}
+	return file_ray_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TaskUnblocked) GetTaskId() []byte {
@@ -1411,7 +1600,7 @@ type CancelTask struct {
 
 func (x *CancelTask) Reset() {
 	*x = CancelTask{}
-	mi := &file_ray_proto_msgTypes[17]
+	mi := &file_ray_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +1612,7 @@ func (x *CancelTask) String() string {
 func (*CancelTask) ProtoMessage() {}
 
 func (x *CancelTask) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[17]
+	mi := &file_ray_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +1625,7 @@ func (x *CancelTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTask.ProtoReflect.Descriptor instead.
 func (*CancelTask) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{17}
+	return file_ray_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelTask) GetTaskId() []byte {
@@ -1466,7 +1655,7 @@ type PutObject struct {
 
 func (x *PutObject) Reset() {
 	*x = PutObject{}
-	mi := &file_ray_proto_msgTypes[18]
+	mi := &file_ray_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +1667,7 @@ func (x *PutObject) String() string {
 func (*PutObject) ProtoMessage() {}
 
 func (x *PutObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[18]
+	mi := &file_ray_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +1680,7 @@ func (x *PutObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutObject.ProtoReflect.Descriptor instead.
 func (*PutObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{18}
+	return file_ray_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PutObject) GetObjectId() []byte {
@@ -1525,7 +1714,7 @@ type PutObjectAck struct {
 
 func (x *PutObjectAck) Reset() {
 	*x = PutObjectAck{}
-	mi := &file_ray_proto_msgTypes[19]
+	mi := &file_ray_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1726,7 @@ func (x *PutObjectAck) String() string {
 func (*PutObjectAck) ProtoMessage() {}
 
 func (x *PutObjectAck) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[19]
+	mi := &file_ray_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1739,7 @@ func (x *PutObjectAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutObjectAck.ProtoReflect.Descriptor instead.
 func (*PutObjectAck) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{19}
+	return file_ray_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PutObjectAck) GetObjectId() []byte {
@@ -1577,7 +1766,7 @@ type GetObject struct {
 
 func (x *GetObject) Reset() {
 	*x = GetObject{}
-	mi := &file_ray_proto_msgTypes[20]
+	mi := &file_ray_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +1778,7 @@ func (x *GetObject) String() string {
 func (*GetObject) ProtoMessage() {}
 
 func (x *GetObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[20]
+	mi := &file_ray_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +1791,7 @@ func (x *GetObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetObject.ProtoReflect.Descriptor instead.
 func (*GetObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{20}
+	return file_ray_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetObject) GetObjectId() []byte {
@@ -1626,7 +1815,7 @@ type GetObjectReply struct {
 
 func (x *GetObjectReply) Reset() {
 	*x = GetObjectReply{}
-	mi := &file_ray_proto_msgTypes[21]
+	mi := &file_ray_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1827,7 @@ func (x *GetObjectReply) String() string {
 func (*GetObjectReply) ProtoMessage() {}
 
 func (x *GetObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[21]
+	mi := &file_ray_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1840,7 @@ func (x *GetObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetObjectReply.ProtoReflect.Descriptor instead.
 func (*GetObjectReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{21}
+	return file_ray_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetObjectReply) GetObjectId() []byte {
@@ -1692,7 +1881,7 @@ type FreeObjects struct {
 
 func (x *FreeObjects) Reset() {
 	*x = FreeObjects{}
-	mi := &file_ray_proto_msgTypes[22]
+	mi := &file_ray_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1893,7 @@ func (x *FreeObjects) String() string {
 func (*FreeObjects) ProtoMessage() {}
 
 func (x *FreeObjects) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[22]
+	mi := &file_ray_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +1906,7 @@ func (x *FreeObjects) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FreeObjects.ProtoReflect.Descriptor instead.
 func (*FreeObjects) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{22}
+	return file_ray_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FreeObjects) GetObjectIds() [][]byte {
@@ -1737,7 +1926,7 @@ type StoreStats struct {
 
 func (x *StoreStats) Reset() {
 	*x = StoreStats{}
-	mi := &file_ray_proto_msgTypes[23]
+	mi := &file_ray_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1749,7 +1938,7 @@ func (x *StoreStats) String() string {
 func (*StoreStats) ProtoMessage() {}
 
 func (x *StoreStats) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[23]
+	mi := &file_ray_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1762,7 +1951,7 @@ func (x *StoreStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStats.ProtoReflect.Descriptor instead.
 func (*StoreStats) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{23}
+	return file_ray_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StoreStats) GetTop() int32 {
@@ -1787,7 +1976,7 @@ type StoreStatsReply struct {
 
 func (x *StoreStatsReply) Reset() {
 	*x = StoreStatsReply{}
-	mi := &file_ray_proto_msgTypes[24]
+	mi := &file_ray_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +1988,7 @@ func (x *StoreStatsReply) String() string {
 func (*StoreStatsReply) ProtoMessage() {}
 
 func (x *StoreStatsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[24]
+	mi := &file_ray_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +2001,7 @@ func (x *StoreStatsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStatsReply.ProtoReflect.Descriptor instead.
 func (*StoreStatsReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{24}
+	return file_ray_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StoreStatsReply) GetObjects() int64 {
@@ -1877,7 +2066,7 @@ type StoredObject struct {
 
 func (x *StoredObject) Reset() {
 	*x = StoredObject{}
-	mi := &file_ray_proto_msgTypes[25]
+	mi := &file_ray_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +2078,7 @@ func (x *StoredObject) String() string {
 func (*StoredObject) ProtoMessage() {}
 
 func (x *StoredObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[25]
+	mi := &file_ray_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +2091,7 @@ func (x *StoredObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoredObject.ProtoReflect.Descriptor instead.
 func (*StoredObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{25}
+	return file_ray_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StoredObject) GetObjectId() []byte {
@@ -1958,7 +2147,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_ray_proto_msgTypes[26]
+	mi := &file_ray_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1970,7 +2159,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[26]
+	mi := &file_ray_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1983,7 +2172,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{26}
+	return file_ray_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *NodeInfo) GetNodeId() string {
@@ -2087,7 +2276,7 @@ type NodeLoad struct {
 
 func (x *NodeLoad) Reset() {
 	*x = NodeLoad{}
-	mi := &file_ray_proto_msgTypes[27]
+	mi := &file_ray_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2099,7 +2288,7 @@ func (x *NodeLoad) String() string {
 func (*NodeLoad) ProtoMessage() {}
 
 func (x *NodeLoad) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[27]
+	mi := &file_ray_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2112,7 +2301,7 @@ func (x *NodeLoad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeLoad.ProtoReflect.Descriptor instead.
 func (*NodeLoad) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{27}
+	return file_ray_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *NodeLoad) GetNodeId() string {
@@ -2220,7 +2409,7 @@ type AgentInfo struct {
 
 func (x *AgentInfo) Reset() {
 	*x = AgentInfo{}
-	mi := &file_ray_proto_msgTypes[28]
+	mi := &file_ray_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2421,7 @@ func (x *AgentInfo) String() string {
 func (*AgentInfo) ProtoMessage() {}
 
 func (x *AgentInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[28]
+	mi := &file_ray_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2434,7 @@ func (x *AgentInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentInfo.ProtoReflect.Descriptor instead.
 func (*AgentInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{28}
+	return file_ray_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AgentInfo) GetAgentId() string {
@@ -2371,7 +2560,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_ray_proto_msgTypes[29]
+	mi := &file_ray_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2383,7 +2572,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[29]
+	mi := &file_ray_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2396,7 +2585,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{29}
+	return file_ray_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *JobInfo) GetJobId() string {
@@ -2528,7 +2717,7 @@ type JobWorker struct {
 
 func (x *JobWorker) Reset() {
 	*x = JobWorker{}
-	mi := &file_ray_proto_msgTypes[30]
+	mi := &file_ray_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2540,7 +2729,7 @@ func (x *JobWorker) String() string {
 func (*JobWorker) ProtoMessage() {}
 
 func (x *JobWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[30]
+	mi := &file_ray_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2553,7 +2742,7 @@ func (x *JobWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobWorker.ProtoReflect.Descriptor instead.
 func (*JobWorker) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{30}
+	return file_ray_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *JobWorker) GetJobId() string {
@@ -2628,7 +2817,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_ray_proto_msgTypes[31]
+	mi := &file_ray_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2640,7 +2829,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[31]
+	mi := &file_ray_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2653,7 +2842,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{31}
+	return file_ray_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Submission) GetSubmissionId() string {
@@ -2761,7 +2950,7 @@ type PullObject struct {
 
 func (x *PullObject) Reset() {
 	*x = PullObject{}
-	mi := &file_ray_proto_msgTypes[32]
+	mi := &file_ray_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2773,7 +2962,7 @@ func (x *PullObject) String() string {
 func (*PullObject) ProtoMessage() {}
 
 func (x *PullObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[32]
+	mi := &file_ray_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2786,7 +2975,7 @@ func (x *PullObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullObject.ProtoReflect.Descriptor instead.
 func (*PullObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{32}
+	return file_ray_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PullObject) GetObjectId() []byte {
@@ -2835,7 +3024,7 @@ type PullObjectReply struct {
 
 func (x *PullObjectReply) Reset() {
 	*x = PullObjectReply{}
-	mi := &file_ray_proto_msgTypes[33]
+	mi := &file_ray_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2847,7 +3036,7 @@ func (x *PullObjectReply) String() string {
 func (*PullObjectReply) ProtoMessage() {}
 
 func (x *PullObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[33]
+	mi := &file_ray_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2860,7 +3049,7 @@ func (x *PullObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullObjectReply.ProtoReflect.Descriptor instead.
 func (*PullObjectReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{33}
+	return file_ray_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PullObjectReply) GetObjectId() []byte {
@@ -2933,7 +3122,7 @@ type ObjectEntry struct {
 
 func (x *ObjectEntry) Reset() {
 	*x = ObjectEntry{}
-	mi := &file_ray_proto_msgTypes[34]
+	mi := &file_ray_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2945,7 +3134,7 @@ func (x *ObjectEntry) String() string {
 func (*ObjectEntry) ProtoMessage() {}
 
 func (x *ObjectEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[34]
+	mi := &file_ray_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2958,7 +3147,7 @@ func (x *ObjectEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectEntry.ProtoReflect.Descriptor instead.
 func (*ObjectEntry) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{34}
+	return file_ray_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ObjectEntry) GetObjectId() []byte {
@@ -3021,7 +3210,7 @@ type ActorCall struct {
 
 func (x *ActorCall) Reset() {
 	*x = ActorCall{}
-	mi := &file_ray_proto_msgTypes[35]
+	mi := &file_ray_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3033,7 +3222,7 @@ func (x *ActorCall) String() string {
 func (*ActorCall) ProtoMessage() {}
 
 func (x *ActorCall) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[35]
+	mi := &file_ray_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3046,7 +3235,7 @@ func (x *ActorCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCall.ProtoReflect.Descriptor instead.
 func (*ActorCall) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{35}
+	return file_ray_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ActorCall) GetActorId() []byte {
@@ -3131,7 +3320,7 @@ type ActorCallBounce struct {
 
 func (x *ActorCallBounce) Reset() {
 	*x = ActorCallBounce{}
-	mi := &file_ray_proto_msgTypes[36]
+	mi := &file_ray_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3143,7 +3332,7 @@ func (x *ActorCallBounce) String() string {
 func (*ActorCallBounce) ProtoMessage() {}
 
 func (x *ActorCallBounce) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[36]
+	mi := &file_ray_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3156,7 +3345,7 @@ func (x *ActorCallBounce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallBounce.ProtoReflect.Descriptor instead.
 func (*ActorCallBounce) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{36}
+	return file_ray_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ActorCallBounce) GetActorId() []byte {
@@ -3190,7 +3379,7 @@ type ActorCallBatch struct {
 
 func (x *ActorCallBatch) Reset() {
 	*x = ActorCallBatch{}
-	mi := &file_ray_proto_msgTypes[37]
+	mi := &file_ray_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3202,7 +3391,7 @@ func (x *ActorCallBatch) String() string {
 func (*ActorCallBatch) ProtoMessage() {}
 
 func (x *ActorCallBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[37]
+	mi := &file_ray_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3215,7 +3404,7 @@ func (x *ActorCallBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallBatch.ProtoReflect.Descriptor instead.
 func (*ActorCallBatch) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{37}
+	return file_ray_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ActorCallBatch) GetCalls() []*ActorCall {
@@ -3261,7 +3450,7 @@ type ActorInfo struct {
 
 func (x *ActorInfo) Reset() {
 	*x = ActorInfo{}
-	mi := &file_ray_proto_msgTypes[38]
+	mi := &file_ray_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3273,7 +3462,7 @@ func (x *ActorInfo) String() string {
 func (*ActorInfo) ProtoMessage() {}
 
 func (x *ActorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[38]
+	mi := &file_ray_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3286,7 +3475,7 @@ func (x *ActorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorInfo.ProtoReflect.Descriptor instead.
 func (*ActorInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{38}
+	return file_ray_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ActorInfo) GetActorId() []byte {
@@ -3464,7 +3653,7 @@ type ActorLogEntry struct {
 
 func (x *ActorLogEntry) Reset() {
 	*x = ActorLogEntry{}
-	mi := &file_ray_proto_msgTypes[39]
+	mi := &file_ray_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3476,7 +3665,7 @@ func (x *ActorLogEntry) String() string {
 func (*ActorLogEntry) ProtoMessage() {}
 
 func (x *ActorLogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[39]
+	mi := &file_ray_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3489,7 +3678,7 @@ func (x *ActorLogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorLogEntry.ProtoReflect.Descriptor instead.
 func (*ActorLogEntry) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{39}
+	return file_ray_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ActorLogEntry) GetIndex() uint64 {
@@ -3543,7 +3732,7 @@ type ActorResultRecord struct {
 
 func (x *ActorResultRecord) Reset() {
 	*x = ActorResultRecord{}
-	mi := &file_ray_proto_msgTypes[40]
+	mi := &file_ray_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3555,7 +3744,7 @@ func (x *ActorResultRecord) String() string {
 func (*ActorResultRecord) ProtoMessage() {}
 
 func (x *ActorResultRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[40]
+	mi := &file_ray_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3568,7 +3757,7 @@ func (x *ActorResultRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorResultRecord.ProtoReflect.Descriptor instead.
 func (*ActorResultRecord) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{40}
+	return file_ray_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ActorResultRecord) GetCallerId() string {
@@ -3620,7 +3809,7 @@ type ActorLogBatch struct {
 
 func (x *ActorLogBatch) Reset() {
 	*x = ActorLogBatch{}
-	mi := &file_ray_proto_msgTypes[41]
+	mi := &file_ray_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3632,7 +3821,7 @@ func (x *ActorLogBatch) String() string {
 func (*ActorLogBatch) ProtoMessage() {}
 
 func (x *ActorLogBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[41]
+	mi := &file_ray_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3645,7 +3834,7 @@ func (x *ActorLogBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorLogBatch.ProtoReflect.Descriptor instead.
 func (*ActorLogBatch) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{41}
+	return file_ray_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ActorLogBatch) GetBatch() uint64 {
@@ -3689,7 +3878,7 @@ type ActorCallerState struct {
 
 func (x *ActorCallerState) Reset() {
 	*x = ActorCallerState{}
-	mi := &file_ray_proto_msgTypes[42]
+	mi := &file_ray_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3701,7 +3890,7 @@ func (x *ActorCallerState) String() string {
 func (*ActorCallerState) ProtoMessage() {}
 
 func (x *ActorCallerState) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[42]
+	mi := &file_ray_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3714,7 +3903,7 @@ func (x *ActorCallerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallerState.ProtoReflect.Descriptor instead.
 func (*ActorCallerState) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{42}
+	return file_ray_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ActorCallerState) GetCallerId() string {
@@ -3759,7 +3948,7 @@ type ActorCheckpoint struct {
 
 func (x *ActorCheckpoint) Reset() {
 	*x = ActorCheckpoint{}
-	mi := &file_ray_proto_msgTypes[43]
+	mi := &file_ray_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3771,7 +3960,7 @@ func (x *ActorCheckpoint) String() string {
 func (*ActorCheckpoint) ProtoMessage() {}
 
 func (x *ActorCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[43]
+	mi := &file_ray_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3784,7 +3973,7 @@ func (x *ActorCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCheckpoint.ProtoReflect.Descriptor instead.
 func (*ActorCheckpoint) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{43}
+	return file_ray_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ActorCheckpoint) GetIndex() uint64 {
@@ -3824,7 +4013,7 @@ type ActorCheckpointNow struct {
 
 func (x *ActorCheckpointNow) Reset() {
 	*x = ActorCheckpointNow{}
-	mi := &file_ray_proto_msgTypes[44]
+	mi := &file_ray_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3836,7 +4025,7 @@ func (x *ActorCheckpointNow) String() string {
 func (*ActorCheckpointNow) ProtoMessage() {}
 
 func (x *ActorCheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[44]
+	mi := &file_ray_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3849,7 +4038,7 @@ func (x *ActorCheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCheckpointNow.ProtoReflect.Descriptor instead.
 func (*ActorCheckpointNow) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{44}
+	return file_ray_proto_rawDescGZIP(), []int{47}
 }
 
 // ReserveResources asks a raylet to hold resources for an actor instance while it lives
@@ -3866,7 +4055,7 @@ type ReserveResources struct {
 
 func (x *ReserveResources) Reset() {
 	*x = ReserveResources{}
-	mi := &file_ray_proto_msgTypes[45]
+	mi := &file_ray_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3878,7 +4067,7 @@ func (x *ReserveResources) String() string {
 func (*ReserveResources) ProtoMessage() {}
 
 func (x *ReserveResources) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[45]
+	mi := &file_ray_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3891,7 +4080,7 @@ func (x *ReserveResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveResources.ProtoReflect.Descriptor instead.
 func (*ReserveResources) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{45}
+	return file_ray_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReserveResources) GetKey() string {
@@ -3924,7 +4113,7 @@ type ReserveResourcesReply struct {
 
 func (x *ReserveResourcesReply) Reset() {
 	*x = ReserveResourcesReply{}
-	mi := &file_ray_proto_msgTypes[46]
+	mi := &file_ray_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3936,7 +4125,7 @@ func (x *ReserveResourcesReply) String() string {
 func (*ReserveResourcesReply) ProtoMessage() {}
 
 func (x *ReserveResourcesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[46]
+	mi := &file_ray_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3949,7 +4138,7 @@ func (x *ReserveResourcesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveResourcesReply.ProtoReflect.Descriptor instead.
 func (*ReserveResourcesReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{46}
+	return file_ray_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReserveResourcesReply) GetKey() string {
@@ -3970,7 +4159,7 @@ type RefPayload struct {
 
 func (x *RefPayload) Reset() {
 	*x = RefPayload{}
-	mi := &file_ray_proto_msgTypes[47]
+	mi := &file_ray_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3982,7 +4171,7 @@ func (x *RefPayload) String() string {
 func (*RefPayload) ProtoMessage() {}
 
 func (x *RefPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[47]
+	mi := &file_ray_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3995,7 +4184,7 @@ func (x *RefPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefPayload.ProtoReflect.Descriptor instead.
 func (*RefPayload) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{47}
+	return file_ray_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RefPayload) GetObjectId() []byte {
@@ -4024,7 +4213,7 @@ type AddBorrower struct {
 
 func (x *AddBorrower) Reset() {
 	*x = AddBorrower{}
-	mi := &file_ray_proto_msgTypes[48]
+	mi := &file_ray_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4036,7 +4225,7 @@ func (x *AddBorrower) String() string {
 func (*AddBorrower) ProtoMessage() {}
 
 func (x *AddBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[48]
+	mi := &file_ray_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4049,7 +4238,7 @@ func (x *AddBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddBorrower.ProtoReflect.Descriptor instead.
 func (*AddBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{48}
+	return file_ray_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AddBorrower) GetObjectId() []byte {
@@ -4076,7 +4265,7 @@ type BorrowerAck struct {
 
 func (x *BorrowerAck) Reset() {
 	*x = BorrowerAck{}
-	mi := &file_ray_proto_msgTypes[49]
+	mi := &file_ray_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4088,7 +4277,7 @@ func (x *BorrowerAck) String() string {
 func (*BorrowerAck) ProtoMessage() {}
 
 func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[49]
+	mi := &file_ray_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4101,7 +4290,7 @@ func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BorrowerAck.ProtoReflect.Descriptor instead.
 func (*BorrowerAck) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{49}
+	return file_ray_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *BorrowerAck) GetObjectId() []byte {
@@ -4128,7 +4317,7 @@ type RemoveBorrower struct {
 
 func (x *RemoveBorrower) Reset() {
 	*x = RemoveBorrower{}
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4140,7 +4329,7 @@ func (x *RemoveBorrower) String() string {
 func (*RemoveBorrower) ProtoMessage() {}
 
 func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4153,7 +4342,7 @@ func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveBorrower.ProtoReflect.Descriptor instead.
 func (*RemoveBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{50}
+	return file_ray_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RemoveBorrower) GetObjectId() []byte {
@@ -4182,7 +4371,7 @@ type ResolveObject struct {
 
 func (x *ResolveObject) Reset() {
 	*x = ResolveObject{}
-	mi := &file_ray_proto_msgTypes[51]
+	mi := &file_ray_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4194,7 +4383,7 @@ func (x *ResolveObject) String() string {
 func (*ResolveObject) ProtoMessage() {}
 
 func (x *ResolveObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[51]
+	mi := &file_ray_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4207,7 +4396,7 @@ func (x *ResolveObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveObject.ProtoReflect.Descriptor instead.
 func (*ResolveObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{51}
+	return file_ray_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ResolveObject) GetObjectId() []byte {
@@ -4239,7 +4428,7 @@ type ObjectResolved struct {
 
 func (x *ObjectResolved) Reset() {
 	*x = ObjectResolved{}
-	mi := &file_ray_proto_msgTypes[52]
+	mi := &file_ray_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4251,7 +4440,7 @@ func (x *ObjectResolved) String() string {
 func (*ObjectResolved) ProtoMessage() {}
 
 func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[52]
+	mi := &file_ray_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4264,7 +4453,7 @@ func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectResolved.ProtoReflect.Descriptor instead.
 func (*ObjectResolved) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{52}
+	return file_ray_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ObjectResolved) GetObjectId() []byte {
@@ -4397,7 +4586,19 @@ const file_ray_proto_rawDesc = "" +
 	"\x04size\x18\x04 \x01(\x03R\x04size\x12\x16\n" +
 	"\x06nested\x18\x05 \x03(\fR\x06nested\"5\n" +
 	"\aReturns\x12*\n" +
-	"\x06values\x18\x01 \x03(\v2\x12.raypb.ReturnValueR\x06values\":\n" +
+	"\x06values\x18\x01 \x03(\v2\x12.raypb.ReturnValueR\x06values\"\x82\x01\n" +
+	"\rGeneratorItem\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\rR\x05index\x12(\n" +
+	"\x05value\x18\x04 \x01(\v2\x12.raypb.ReturnValueR\x05value\"X\n" +
+	"\rGeneratorWait\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\rR\x05index\"<\n" +
+	"\x10GeneratorItemAck\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x12\n" +
+	"\x04wait\x18\x02 \x01(\bR\x04wait\":\n" +
 	"\vResultBatch\x12+\n" +
 	"\aresults\x18\x01 \x03(\v2\x11.raypb.TaskResultR\aresults\"\x9b\x01\n" +
 	"\fLeaseRequest\x12\x1d\n" +
@@ -4726,7 +4927,7 @@ func file_ray_proto_rawDescGZIP() []byte {
 }
 
 var file_ray_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_ray_proto_goTypes = []any{
 	(ErrorInfo_Kind)(0),           // 0: raypb.ErrorInfo.Kind
 	(JobInfo_State)(0),            // 1: raypb.JobInfo.State
@@ -4739,51 +4940,54 @@ var file_ray_proto_goTypes = []any{
 	(*TaskResult)(nil),            // 8: raypb.TaskResult
 	(*ReturnValue)(nil),           // 9: raypb.ReturnValue
 	(*Returns)(nil),               // 10: raypb.Returns
-	(*ResultBatch)(nil),           // 11: raypb.ResultBatch
-	(*LeaseRequest)(nil),          // 12: raypb.LeaseRequest
-	(*LeaseGrant)(nil),            // 13: raypb.LeaseGrant
-	(*LeasePush)(nil),             // 14: raypb.LeasePush
-	(*LeaseReturned)(nil),         // 15: raypb.LeaseReturned
-	(*LeaseRelease)(nil),          // 16: raypb.LeaseRelease
-	(*LeaseRevoke)(nil),           // 17: raypb.LeaseRevoke
-	(*TaskBlocked)(nil),           // 18: raypb.TaskBlocked
-	(*TaskUnblocked)(nil),         // 19: raypb.TaskUnblocked
-	(*CancelTask)(nil),            // 20: raypb.CancelTask
-	(*PutObject)(nil),             // 21: raypb.PutObject
-	(*PutObjectAck)(nil),          // 22: raypb.PutObjectAck
-	(*GetObject)(nil),             // 23: raypb.GetObject
-	(*GetObjectReply)(nil),        // 24: raypb.GetObjectReply
-	(*FreeObjects)(nil),           // 25: raypb.FreeObjects
-	(*StoreStats)(nil),            // 26: raypb.StoreStats
-	(*StoreStatsReply)(nil),       // 27: raypb.StoreStatsReply
-	(*StoredObject)(nil),          // 28: raypb.StoredObject
-	(*NodeInfo)(nil),              // 29: raypb.NodeInfo
-	(*NodeLoad)(nil),              // 30: raypb.NodeLoad
-	(*AgentInfo)(nil),             // 31: raypb.AgentInfo
-	(*JobInfo)(nil),               // 32: raypb.JobInfo
-	(*JobWorker)(nil),             // 33: raypb.JobWorker
-	(*Submission)(nil),            // 34: raypb.Submission
-	(*PullObject)(nil),            // 35: raypb.PullObject
-	(*PullObjectReply)(nil),       // 36: raypb.PullObjectReply
-	(*ObjectEntry)(nil),           // 37: raypb.ObjectEntry
-	(*ActorCall)(nil),             // 38: raypb.ActorCall
-	(*ActorCallBounce)(nil),       // 39: raypb.ActorCallBounce
-	(*ActorCallBatch)(nil),        // 40: raypb.ActorCallBatch
-	(*ActorInfo)(nil),             // 41: raypb.ActorInfo
-	(*ActorLogEntry)(nil),         // 42: raypb.ActorLogEntry
-	(*ActorResultRecord)(nil),     // 43: raypb.ActorResultRecord
-	(*ActorLogBatch)(nil),         // 44: raypb.ActorLogBatch
-	(*ActorCallerState)(nil),      // 45: raypb.ActorCallerState
-	(*ActorCheckpoint)(nil),       // 46: raypb.ActorCheckpoint
-	(*ActorCheckpointNow)(nil),    // 47: raypb.ActorCheckpointNow
-	(*ReserveResources)(nil),      // 48: raypb.ReserveResources
-	(*ReserveResourcesReply)(nil), // 49: raypb.ReserveResourcesReply
-	(*RefPayload)(nil),            // 50: raypb.RefPayload
-	(*AddBorrower)(nil),           // 51: raypb.AddBorrower
-	(*BorrowerAck)(nil),           // 52: raypb.BorrowerAck
-	(*RemoveBorrower)(nil),        // 53: raypb.RemoveBorrower
-	(*ResolveObject)(nil),         // 54: raypb.ResolveObject
-	(*ObjectResolved)(nil),        // 55: raypb.ObjectResolved
+	(*GeneratorItem)(nil),         // 11: raypb.GeneratorItem
+	(*GeneratorWait)(nil),         // 12: raypb.GeneratorWait
+	(*GeneratorItemAck)(nil),      // 13: raypb.GeneratorItemAck
+	(*ResultBatch)(nil),           // 14: raypb.ResultBatch
+	(*LeaseRequest)(nil),          // 15: raypb.LeaseRequest
+	(*LeaseGrant)(nil),            // 16: raypb.LeaseGrant
+	(*LeasePush)(nil),             // 17: raypb.LeasePush
+	(*LeaseReturned)(nil),         // 18: raypb.LeaseReturned
+	(*LeaseRelease)(nil),          // 19: raypb.LeaseRelease
+	(*LeaseRevoke)(nil),           // 20: raypb.LeaseRevoke
+	(*TaskBlocked)(nil),           // 21: raypb.TaskBlocked
+	(*TaskUnblocked)(nil),         // 22: raypb.TaskUnblocked
+	(*CancelTask)(nil),            // 23: raypb.CancelTask
+	(*PutObject)(nil),             // 24: raypb.PutObject
+	(*PutObjectAck)(nil),          // 25: raypb.PutObjectAck
+	(*GetObject)(nil),             // 26: raypb.GetObject
+	(*GetObjectReply)(nil),        // 27: raypb.GetObjectReply
+	(*FreeObjects)(nil),           // 28: raypb.FreeObjects
+	(*StoreStats)(nil),            // 29: raypb.StoreStats
+	(*StoreStatsReply)(nil),       // 30: raypb.StoreStatsReply
+	(*StoredObject)(nil),          // 31: raypb.StoredObject
+	(*NodeInfo)(nil),              // 32: raypb.NodeInfo
+	(*NodeLoad)(nil),              // 33: raypb.NodeLoad
+	(*AgentInfo)(nil),             // 34: raypb.AgentInfo
+	(*JobInfo)(nil),               // 35: raypb.JobInfo
+	(*JobWorker)(nil),             // 36: raypb.JobWorker
+	(*Submission)(nil),            // 37: raypb.Submission
+	(*PullObject)(nil),            // 38: raypb.PullObject
+	(*PullObjectReply)(nil),       // 39: raypb.PullObjectReply
+	(*ObjectEntry)(nil),           // 40: raypb.ObjectEntry
+	(*ActorCall)(nil),             // 41: raypb.ActorCall
+	(*ActorCallBounce)(nil),       // 42: raypb.ActorCallBounce
+	(*ActorCallBatch)(nil),        // 43: raypb.ActorCallBatch
+	(*ActorInfo)(nil),             // 44: raypb.ActorInfo
+	(*ActorLogEntry)(nil),         // 45: raypb.ActorLogEntry
+	(*ActorResultRecord)(nil),     // 46: raypb.ActorResultRecord
+	(*ActorLogBatch)(nil),         // 47: raypb.ActorLogBatch
+	(*ActorCallerState)(nil),      // 48: raypb.ActorCallerState
+	(*ActorCheckpoint)(nil),       // 49: raypb.ActorCheckpoint
+	(*ActorCheckpointNow)(nil),    // 50: raypb.ActorCheckpointNow
+	(*ReserveResources)(nil),      // 51: raypb.ReserveResources
+	(*ReserveResourcesReply)(nil), // 52: raypb.ReserveResourcesReply
+	(*RefPayload)(nil),            // 53: raypb.RefPayload
+	(*AddBorrower)(nil),           // 54: raypb.AddBorrower
+	(*BorrowerAck)(nil),           // 55: raypb.BorrowerAck
+	(*RemoveBorrower)(nil),        // 56: raypb.RemoveBorrower
+	(*ResolveObject)(nil),         // 57: raypb.ResolveObject
+	(*ObjectResolved)(nil),        // 58: raypb.ObjectResolved
 }
 var file_ray_proto_depIdxs = []int32{
 	4,  // 0: raypb.TaskSpec.args:type_name -> raypb.Arg
@@ -4794,48 +4998,49 @@ var file_ray_proto_depIdxs = []int32{
 	7,  // 5: raypb.TaskResult.error:type_name -> raypb.ErrorInfo
 	9,  // 6: raypb.TaskResult.returns:type_name -> raypb.ReturnValue
 	9,  // 7: raypb.Returns.values:type_name -> raypb.ReturnValue
-	8,  // 8: raypb.ResultBatch.results:type_name -> raypb.TaskResult
-	3,  // 9: raypb.LeaseRequest.resources:type_name -> raypb.ResourceQty
-	5,  // 10: raypb.LeaseRequest.owner:type_name -> raypb.PID
-	5,  // 11: raypb.LeaseGrant.worker:type_name -> raypb.PID
-	7,  // 12: raypb.LeaseGrant.denied:type_name -> raypb.ErrorInfo
-	6,  // 13: raypb.LeasePush.tasks:type_name -> raypb.TaskSpec
-	5,  // 14: raypb.LeasePush.reply_to:type_name -> raypb.PID
-	6,  // 15: raypb.LeaseReturned.tasks:type_name -> raypb.TaskSpec
-	5,  // 16: raypb.PutObject.owner:type_name -> raypb.PID
-	28, // 17: raypb.StoreStatsReply.largest:type_name -> raypb.StoredObject
-	5,  // 18: raypb.StoredObject.owner:type_name -> raypb.PID
-	3,  // 19: raypb.NodeInfo.total:type_name -> raypb.ResourceQty
-	3,  // 20: raypb.NodeLoad.available:type_name -> raypb.ResourceQty
-	28, // 21: raypb.NodeLoad.store_largest:type_name -> raypb.StoredObject
-	3,  // 22: raypb.AgentInfo.total:type_name -> raypb.ResourceQty
-	1,  // 23: raypb.JobInfo.state:type_name -> raypb.JobInfo.State
-	2,  // 24: raypb.JobWorker.state:type_name -> raypb.JobWorker.State
-	1,  // 25: raypb.Submission.state:type_name -> raypb.JobInfo.State
-	5,  // 26: raypb.ObjectEntry.owner:type_name -> raypb.PID
-	6,  // 27: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
-	5,  // 28: raypb.ActorCall.caller:type_name -> raypb.PID
-	38, // 29: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
-	4,  // 30: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
-	3,  // 31: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
-	5,  // 32: raypb.ActorInfo.owner:type_name -> raypb.PID
-	6,  // 33: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
-	8,  // 34: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
-	42, // 35: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
-	43, // 36: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
-	43, // 37: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
-	45, // 38: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
-	3,  // 39: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
-	5,  // 40: raypb.RefPayload.owner:type_name -> raypb.PID
-	5,  // 41: raypb.AddBorrower.borrower:type_name -> raypb.PID
-	5,  // 42: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
-	5,  // 43: raypb.ResolveObject.reply_to:type_name -> raypb.PID
-	7,  // 44: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
-	45, // [45:45] is the sub-list for method output_type
-	45, // [45:45] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	9,  // 8: raypb.GeneratorItem.value:type_name -> raypb.ReturnValue
+	8,  // 9: raypb.ResultBatch.results:type_name -> raypb.TaskResult
+	3,  // 10: raypb.LeaseRequest.resources:type_name -> raypb.ResourceQty
+	5,  // 11: raypb.LeaseRequest.owner:type_name -> raypb.PID
+	5,  // 12: raypb.LeaseGrant.worker:type_name -> raypb.PID
+	7,  // 13: raypb.LeaseGrant.denied:type_name -> raypb.ErrorInfo
+	6,  // 14: raypb.LeasePush.tasks:type_name -> raypb.TaskSpec
+	5,  // 15: raypb.LeasePush.reply_to:type_name -> raypb.PID
+	6,  // 16: raypb.LeaseReturned.tasks:type_name -> raypb.TaskSpec
+	5,  // 17: raypb.PutObject.owner:type_name -> raypb.PID
+	31, // 18: raypb.StoreStatsReply.largest:type_name -> raypb.StoredObject
+	5,  // 19: raypb.StoredObject.owner:type_name -> raypb.PID
+	3,  // 20: raypb.NodeInfo.total:type_name -> raypb.ResourceQty
+	3,  // 21: raypb.NodeLoad.available:type_name -> raypb.ResourceQty
+	31, // 22: raypb.NodeLoad.store_largest:type_name -> raypb.StoredObject
+	3,  // 23: raypb.AgentInfo.total:type_name -> raypb.ResourceQty
+	1,  // 24: raypb.JobInfo.state:type_name -> raypb.JobInfo.State
+	2,  // 25: raypb.JobWorker.state:type_name -> raypb.JobWorker.State
+	1,  // 26: raypb.Submission.state:type_name -> raypb.JobInfo.State
+	5,  // 27: raypb.ObjectEntry.owner:type_name -> raypb.PID
+	6,  // 28: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
+	5,  // 29: raypb.ActorCall.caller:type_name -> raypb.PID
+	41, // 30: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
+	4,  // 31: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
+	3,  // 32: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
+	5,  // 33: raypb.ActorInfo.owner:type_name -> raypb.PID
+	6,  // 34: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
+	8,  // 35: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
+	45, // 36: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
+	46, // 37: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
+	46, // 38: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
+	48, // 39: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
+	3,  // 40: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
+	5,  // 41: raypb.RefPayload.owner:type_name -> raypb.PID
+	5,  // 42: raypb.AddBorrower.borrower:type_name -> raypb.PID
+	5,  // 43: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
+	5,  // 44: raypb.ResolveObject.reply_to:type_name -> raypb.PID
+	7,  // 45: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_ray_proto_init() }
@@ -4849,7 +5054,7 @@ func file_ray_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ray_proto_rawDesc), len(file_ray_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   53,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
