@@ -13,7 +13,7 @@ import (
 var driverCtxs sync.Map
 
 // viaDriver is a task written wrongly on purpose: it submits a child and waits for it
-// (Get or Wait, by mode) through a driver's context saved from Init instead of its own
+// (Get, Wait, or a generator's Next, by mode) through a driver's context saved from Init instead of its own
 // ctx. The first two calls of a round meet at a gate first, so both of the node's two
 // CPUs are held by tasks of the round when they wait.
 var viaDriver = Task3("test.viaDriver", func(ctx context.Context, round, mode string, x int) (int, error) {
@@ -27,6 +27,22 @@ var viaDriver = Task3("test.viaDriver", func(ctx context.Context, round, mode st
 	}
 	d, _ := driverCtxs.Load(round)
 	driver := d.(context.Context)
+	if mode == "next" { // the items of a generator, through the driver's ctx
+		g := genCount.Remote(driver, V(x*x+1))
+		defer g.Close()
+		var last ObjectRef[int]
+		for {
+			ref, err := g.Next(driver)
+			if errors.Is(err, ErrGeneratorDone) {
+				break
+			}
+			if err != nil {
+				return 0, checkDriverErr(err)
+			}
+			last = ref
+		}
+		return Get(driver, last) // the last item is x*x, ready
+	}
 	r := square.Remote(driver, V(x))
 	if mode == "wait" {
 		if _, _, err := Wait(driver, []ObjectRef[int]{r}); err != nil {
@@ -58,7 +74,7 @@ func checkDriverErr(err error) error {
 // CPUs, and can meet at the gate (tasks pushed together to one lease run one after the
 // other, and the first would wait at the gate for ever).
 func TestDriverContextInTask(t *testing.T) {
-	for _, mode := range []string{"get", "wait"} {
+	for _, mode := range []string{"get", "wait", "next"} {
 		driverContextRound(t, mode)
 	}
 	for _, want := range []string{"ray.Init", "ctx the task"} {

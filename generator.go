@@ -85,7 +85,7 @@ type ObjectRefGenerator[T any] struct {
 // Next returns a ref to the next item, waiting while the task has not yielded it; after
 // the last one it returns ErrGeneratorDone, or the task's error if it failed. It honours
 // ctx's deadline and cancellation; inside a task, waiting lends the task's CPU back, as
-// Get does.
+// Get does, and a wait through a driver's ctx fails at once with ErrDriverContext.
 func (g *ObjectRefGenerator[T]) Next(ctx context.Context) (ObjectRef[T], error) {
 	if g.err != nil {
 		return ObjectRef[T]{}, g.err

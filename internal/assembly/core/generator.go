@@ -172,6 +172,11 @@ func (g *Generator) Next(ctx context.Context, tc *TaskContext) (ids.ObjectID, er
 		}
 		g.mu.Unlock()
 		if !blocked {
+			// As Get: a task that waits through a driver's ctx cannot lend its CPU back,
+			// and the producer may need it.
+			if err := tc.mayWait(); err != nil {
+				return ids.ObjectID{}, err
+			}
 			blocked = true
 			tc.blocked(true)
 		}
