@@ -13,7 +13,9 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -61,6 +63,15 @@ type xVariant struct {
 	run func() (rows int64, sum uint64, stats string, err error)
 }
 
+// processCPU is the process's user and system CPU time so far (all threads).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // runX runs the variants trials times, interleaved, each after a GC and a reset of the
 // peak RSS, and checks every run's rows and checksum against the first.
 func runX(part string, res *xResult, trials int, variants []xVariant) error {
@@ -69,9 +80,9 @@ func runX(part string, res *xResult, trials int, variants []xVariant) error {
 	for trial := 0; trial < trials; trial++ {
 		for _, v := range variants {
 			p := startProbe()
-			start := time.Now()
+			start, cpu0 := time.Now(), processCPU()
 			rows, sum, stats, err := v.run()
-			wall := time.Since(start)
+			wall, cpu := time.Since(start), processCPU()-cpu0
 			m := p.finish()
 			if err != nil {
 				return fmt.Errorf("%s: %w", v.s.Name, err)
@@ -85,9 +96,9 @@ func runX(part string, res *xResult, trials int, variants []xVariant) error {
 				res.Stats = stats
 				res.Spilled = max(res.Spilled, spilledOf(stats))
 			}
-			v.s.Trials = append(v.s.Trials, trialStats{WallS: wall.Seconds(), Rows: res.Rows, Mem: m})
-			logf("%s: trial %d %-26s %7.3f s  %6.2f M rows/s  peak RSS %s", part, trial+1, v.s.Name, wall.Seconds(),
-				float64(res.Rows)/wall.Seconds()/1e6, mib(m.Peak))
+			v.s.Trials = append(v.s.Trials, trialStats{WallS: wall.Seconds(), Rows: res.Rows, Mem: m, CPUS: cpu.Seconds()})
+			logf("%s: trial %d %-26s %7.3f s  %6.2f M rows/s  cpu %6.3f s  peak RSS %s  load %s", part, trial+1, v.s.Name, wall.Seconds(),
+				float64(res.Rows)/wall.Seconds()/1e6, cpu.Seconds(), mib(m.Peak), loadAvg())
 		}
 	}
 	for _, v := range variants {
@@ -307,7 +318,7 @@ func partD(ctx context.Context, cfg config, dir string) (*xResult, error) {
 			out := filepath.Join(dir, fmt.Sprintf("sorted-%d", trial))
 			defer os.RemoveAll(out)
 			ds := data.ReadParquet(files).Sort([]string{"key"})
-			written, err := ds.WriteParquet(ctx, out, data.Compression("none"), data.Progress(cfg.progress))
+			written, err := ds.WriteParquet(ctx, out, data.Compression("none"), data.Progress(cfg.progress), data.MaxTasksInFlight(cfg.xMaxTasks))
 			if err != nil {
 				return 0, 0, ds.Stats(), fmt.Errorf("sorting: %w", err)
 			}
@@ -387,7 +398,7 @@ func partE(ctx context.Context, cfg config) (*xResult, error) {
 				GroupBy("key").Aggregate(data.Sum("x"), data.Mean("x"))
 			var groups int64
 			var sums, means float64
-			for b, err := range ds.IterBatches(ctx, data.BatchSize(64<<10), data.Progress(cfg.progress)) {
+			for b, err := range ds.IterBatches(ctx, data.BatchSize(64<<10), data.Progress(cfg.progress), data.MaxTasksInFlight(cfg.xMaxTasks)) {
 				if err != nil {
 					return 0, 0, ds.Stats(), err
 				}
@@ -453,7 +464,7 @@ func partF(ctx context.Context, cfg config) (*xResult, error) {
 			var pos int64
 			var sum uint64
 			var moved bool
-			for b, err := range ds.IterBatches(ctx, data.BatchSize(cfg.batch), data.Progress(cfg.progress)) {
+			for b, err := range ds.IterBatches(ctx, data.BatchSize(cfg.batch), data.Progress(cfg.progress), data.MaxTasksInFlight(cfg.xMaxTasks)) {
 				if err != nil {
 					return 0, 0, ds.Stats(), err
 				}
@@ -492,6 +503,10 @@ func printX(w interface{ Write([]byte) (int, error) }, part, title string, r *xR
 	met := "met"
 	if r.Ratio < r.Goal {
 		met = "NOT met"
+	}
+	if len(r.Summaries) == 2 {
+		fmt.Fprintf(w, "    process CPU per trial (median; whole process, cluster included): %s %.3f s, %s %.3f s\n",
+			r.Summaries[0].Name, r.Summaries[0].CPUS, r.Summaries[1].Name, r.Summaries[1].CPUS)
 	}
 	fmt.Fprintf(w, "    ratio ray-go / baseline: %.3f (goal >= %.2f: %s); object store bytes spilled (max over trials): %s\n", r.Ratio, r.Goal, met, mib(r.Spilled))
 	if verbose {

@@ -170,6 +170,7 @@ type trialStats struct {
 	WallS float64   `json:"wall_s"`
 	Rows  int64     `json:"rows"`
 	Mem   memResult `json:"mem"`
+	CPUS  float64   `json:"cpu_s,omitempty"` // the process's CPU time (user+sys) during the trial (parts d, e, f)
 }
 
 // summary is the medians of a side's trials.
@@ -183,18 +184,20 @@ type summaryStats struct {
 	MinWallS  float64 `json:"min_wall_s"`
 	MaxWallS  float64 `json:"max_wall_s"`
 	MemMethod string  `json:"mem_method"`
+	CPUS      float64 `json:"median_cpu_s,omitempty"`
 }
 
 func (s *side) summary(bytes int64) summaryStats {
 	walls := make([]float64, len(s.Trials))
 	peaks := make([]float64, len(s.Trials))
 	bases := make([]float64, len(s.Trials))
+	cpus := make([]float64, len(s.Trials))
 	for i, t := range s.Trials {
-		walls[i], peaks[i], bases[i] = t.WallS, float64(t.Mem.Peak), float64(t.Mem.Baseline)
+		walls[i], peaks[i], bases[i], cpus[i] = t.WallS, float64(t.Mem.Peak), float64(t.Mem.Baseline), t.CPUS
 	}
 	w := median(walls)
 	out := summaryStats{Name: s.Name, WallS: w, PeakRSS: int64(median(peaks)), Baseline: int64(median(bases)),
-		MinWallS: minOf(walls), MaxWallS: maxOf(walls)}
+		MinWallS: minOf(walls), MaxWallS: maxOf(walls), CPUS: median(cpus)}
 	if len(s.Trials) > 0 {
 		out.MemMethod = s.Trials[0].Mem.Method
 		if w > 0 {

@@ -62,6 +62,7 @@ type config struct {
 	boundedStore int64
 	// (d), (e), (f)
 	xTrials       int
+	xMaxTasks     int
 	sortBytes     int64
 	sortFiles     int
 	groupRows     int64
@@ -101,6 +102,7 @@ func run() int {
 	storeMiB := flag.Int64("bounded-store-mib", 64, "(c) object store of the fresh runtime, MiB")
 	parts := flag.String("parts", "a,b,c", "parts to run: any of a (etl), b (infer), c (bounded), d (sort), e (groupby), f (shuffle)")
 	flag.IntVar(&cfg.xTrials, "x-trials", 3, "(d), (e), (f) trials per variant")
+	flag.IntVar(&cfg.xMaxTasks, "x-max-tasks", 0, "(d), (e), (f) the data package's MaxTasksInFlight option (default 0: the package's default)")
 	sortMiB := flag.Int64("sort-mib", 1024, "(d) MiB of 100-byte records to sort")
 	flag.IntVar(&cfg.sortFiles, "sort-files", 16, "(d) Parquet files of the input")
 	flag.Int64Var(&cfg.groupRows, "groupby-rows", 20_000_000, "(e) rows")
