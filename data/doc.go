@@ -95,7 +95,13 @@
 // ranges, or a hash of the keys) and return them as one block whose per-partition row
 // counts travel in the task's result metadata; merge tasks combine groups of finished map
 // outputs while later maps still run (push-based shuffle); reduce tasks combine partition
-// i of every map or merge output into output block i. Every block, partitions included,
+// i of every map or merge output into output block i. When the operator before an exchange
+// is a read or a map and the exchange's maps stream, the map runs at the end of that
+// operator's tasks (fused, as Ray fuses MapOperator -> AllToAllOperator). Shuffle reduces
+// (RandomShuffle, Repartition with shuffle) stream too: once every map is launched they
+// start, fetch the map outputs in map order (those of maps still running as "partition i of
+// this block", found through the block's schema metadata) and shuffle each piece in as it
+// arrives, with the result of a reduce started after the maps. Every block, partitions included,
 // is a task's return value, so a lost one comes back through lineage, also after the
 // exchange ended: a reduce reads its map outputs through refs nested in its argument, and
 // its lineage record keeps theirs (see exchange.md). Blocks held by the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -99,15 +100,16 @@ func (x *exchange) name() string {
 	return x.Kind
 }
 
-// stagesDesc says what the exchange's tasks do, for Explain.
-func (x *exchange) stagesDesc() string {
+// stagesDesc says what the exchange's tasks do, for Explain; fused: its map runs in the
+// tasks of the operator before it.
+func (x *exchange) stagesDesc(fused bool) string {
 	var s []string
 	switch x.Kind {
 	case xShuffle:
-		s = []string{"map(random partition)", "merge(concat)", "reduce(concat, permute)"}
+		s = []string{"map(random partition)", "merge(concat)", "reduce(permute pieces as they come, may start before the last map ends)"}
 	case xRepartition:
 		if x.Shuffle {
-			s = []string{"map(random partition)", "merge(concat)", "reduce(concat, permute)"}
+			s = []string{"map(random partition)", "merge(concat)", "reduce(permute pieces as they come, may start before the last map ends)"}
 		} else {
 			s = []string{"reduce(split/concat in order)"}
 		}
@@ -117,6 +119,9 @@ func (x *exchange) stagesDesc() string {
 		s = []string{"map(partial aggregate, hash partition)", "merge(combine)", "reduce(combine, finalize, sort by keys)"}
 	case xMapGroups:
 		s = []string{"map(hash partition)", "reduce(sort by keys, fn per group)"}
+	}
+	if fused && len(s) > 0 {
+		s[0] += "[fused into the operator before]"
 	}
 	return "all-to-all: " + strings.Join(s, " -> ")
 }
@@ -187,7 +192,11 @@ func mapPartition(in arrow.Record, t *xTask) (arrow.Record, []int64, error) {
 		for i := range part {
 			part[i] = int32(rng.IntN(n))
 		}
-		return partitionRows(in, part, n)
+		out, counts, err := partitionRows(in, part, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		return withParts(out, counts), counts, nil
 	case xSort:
 		sorted, err := sortRecord(in, x.Keys, x.Desc)
 		if err != nil {
@@ -283,6 +292,9 @@ func rangeOffsets(sorted, bounds arrow.Record, x *exchange) ([]int64, error) {
 // returns its one partition finished.
 func mergeReduce(ctx context.Context, t *xTask) (arrow.Record, []int64, error) {
 	x := &t.X
+	if t.Phase == "reduce" && x.permutes() {
+		return shuffleReduce(ctx, t)
+	}
 	// Fetch every block once.
 	var refs []ray.ObjectRef[arrow.Record]
 	at := map[string]int{}
@@ -316,7 +328,12 @@ func mergeReduce(ctx context.Context, t *xTask) (arrow.Record, []int64, error) {
 		}
 		slices := make([]arrow.Record, len(ps))
 		for k, p := range ps {
-			slices[k] = recs[at[p.Ref.ID()]].NewSlice(p.Off, p.Off+p.N)
+			sl, err := pieceOf(recs[at[p.Ref.ID()]], p, t.First+i)
+			if err != nil {
+				releaseRecords(slices[:k])
+				return nil, nil, err
+			}
+			slices[k] = sl
 		}
 		out, err := combine(ctx, x, t.Phase == "reduce", t.First+i, slices)
 		for _, s := range slices {
@@ -350,22 +367,102 @@ func mergeReduce(ctx context.Context, t *xTask) (arrow.Record, []int64, error) {
 	return out, parts, nil
 }
 
+// permutes says whether the reduces permute their rows (RandomShuffle, Repartition with
+// shuffle): those reduces stream (see shuffleReduce).
+func (x *exchange) permutes() bool {
+	return x.Kind == xShuffle || x.Kind == xRepartition && x.Shuffle
+}
+
+// partsKey is the schema metadata key of a shuffle map output's rows per partition, so
+// that a reduce started before the map ended finds its partition in the block.
+const partsKey = "ray.data.parts"
+
+func withParts(rec arrow.Record, parts []int64) arrow.Record {
+	s := make([]string, len(parts))
+	for i, n := range parts {
+		s[i] = strconv.FormatInt(n, 10)
+	}
+	md := arrow.NewMetadata([]string{partsKey}, []string{strings.Join(s, ",")})
+	out := array.NewRecord(arrow.NewSchema(rec.Schema().Fields(), &md), rec.Columns(), rec.NumRows())
+	rec.Release()
+	return out
+}
+
+// pieceOf is piece p of rec, a map or merge output (partition's rows as the block's
+// metadata says when p.N < 0), without the block's schema metadata.
+func pieceOf(rec arrow.Record, p zipPiece, partition int) (arrow.Record, error) {
+	off, n := p.Off, p.N
+	if n < 0 {
+		v, ok := rec.Schema().Metadata().GetValue(partsKey)
+		if !ok {
+			return nil, fmt.Errorf("internal error: a map output without its partitions")
+		}
+		f := strings.Split(v, ",")
+		if partition >= len(f) {
+			return nil, fmt.Errorf("internal error: a map output of %d partitions, partition %d wanted", len(f), partition)
+		}
+		off = 0
+		for i := 0; i <= partition; i++ {
+			k, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("internal error: a map output's partitions: %w", err)
+			}
+			if i < partition {
+				off += k
+			} else {
+				n = k
+			}
+		}
+	}
+	sl := rec.NewSlice(off, off+n)
+	if !sl.Schema().HasMetadata() {
+		return sl, nil
+	}
+	out := array.NewRecord(arrow.NewSchema(sl.Schema().Fields(), nil), sl.Columns(), sl.NumRows())
+	sl.Release()
+	return out, nil
+}
+
+// shuffleReduce is a RandomShuffle (or Repartition with shuffle) reduce: it fetches its
+// pieces one at a time, in map order, and shuffles each in as it comes (pieceShuffler). A
+// reduce may start while the last maps still run (see xEarlyReduces): a piece with N < 0
+// is partition t.First of a map output that did not exist when the reduce started, and
+// fetching it waits for it (the worker lends the task's CPU meanwhile).
+func shuffleReduce(ctx context.Context, t *xTask) (arrow.Record, []int64, error) {
+	if len(t.Parts) != 1 || len(t.Parts[0]) == 0 {
+		return nil, nil, fmt.Errorf("internal error: a shuffle reduce with %d partitions", len(t.Parts))
+	}
+	x := &t.X
+	sh := newPieceShuffler(shuffleRand(x.Seed, uint64(t.First)<<1|1))
+	for _, p := range t.Parts[0] {
+		rec, err := ray.Get(ctx, p.Ref)
+		if err != nil {
+			return nil, nil, fmt.Errorf("fetching the map outputs: %w", err)
+		}
+		sl, err := pieceOf(rec, p, t.First)
+		rec.Release()
+		if err != nil {
+			return nil, nil, err
+		}
+		sh.add(sl)
+		sl.Release()
+	}
+	out, err := sh.finish()
+	return out, nil, err
+}
+
 // combine is the merge (final: the reduce) of one partition's pieces, in map order.
 func combine(ctx context.Context, x *exchange, final bool, partition int, pieces []arrow.Record) (arrow.Record, error) {
 	switch x.Kind {
 	case xShuffle, xRepartition:
-		permute := final && (x.Kind == xShuffle || x.Shuffle)
-		if permute {
-			if out, ok := shufflePieces(pieces, shuffleRand(x.Seed, uint64(partition)<<1|1)); ok {
-				return out, nil
+		if final && x.permutes() {
+			sh := newPieceShuffler(shuffleRand(x.Seed, uint64(partition)<<1|1))
+			for _, p := range pieces {
+				sh.add(p)
 			}
+			return sh.finish()
 		}
-		all, err := concatRecords(pieces)
-		if err != nil || !permute {
-			return all, err
-		}
-		defer all.Release()
-		return permuteRecord(all, shuffleRand(x.Seed, uint64(partition)<<1|1))
+		return concatRecords(pieces)
 	case xSort:
 		return mergeRuns(pieces, x.Keys, x.Desc)
 	case xAggregate:

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -70,9 +71,12 @@ type xState struct {
 	bounds    []byte
 	seq       int
 	all       []*xSrc
-	phases    [5]*opStats // per role: sample, map, merge
-	shuffled  int64       // bytes of map outputs
-	merged    int64       // bytes of merge outputs
+	phases    [5]*opStats      // per role: sample, map, merge
+	fusedIn   string           // the operator whose tasks run the maps (fused), if any
+	early     bool             // the reduces started before every map ended (xEarlyReduces)
+	pend      map[string]*xSrc // early: the map outputs the reduces read that do not exist yet, by ref ID
+	shuffled  int64            // bytes of map outputs
+	merged    int64            // bytes of merge outputs
 }
 
 func randomSeed() int64 {
@@ -121,7 +125,22 @@ func (e *executor) xInit(op *opState) {
 			st.n = max(st.expect, 1)
 		}
 		st.phase = phaseMap
+		if op.p.fusedMap && len(op.ups) == 1 && op.ups[0].p.xmap {
+			op.ups[0].xfuse = st
+			st.fusedIn = op.ups[0].name
+		}
 	}
+}
+
+// src is the held block for b: the placeholder the early reduces read when they started
+// before b existed, else a new one.
+func (st *xState) src(b outBlock) *xSrc {
+	if s := st.pend[b.ref.ID()]; s != nil {
+		delete(st.pend, b.ref.ID())
+		s.ob, s.keep = b, true
+		return s
+	}
+	return st.track(&xSrc{ob: b, keep: true})
 }
 
 func (st *xState) track(s *xSrc) *xSrc {
@@ -145,24 +164,65 @@ func (e *executor) xUnuse(s *xSrc) {
 	e.xRelease(s)
 }
 
-// xReceive parks an input block of the exchange.
-func (e *executor) xReceive(op *opState, b outBlock) {
+// xReceive parks an input block of the exchange (or, with the map fused into the
+// operator before, a map output).
+func (e *executor) xReceive(op *opState, b outBlock) error {
 	st := op.x
 	if b.owned {
 		e.usage -= b.size // parked: the store holds it (and spills it), the budget does not
 	}
-	s := st.track(&xSrc{ob: b, keep: true})
+	s := st.src(b)
 	if b.rows == 0 {
 		s.keep = false
 		e.xRelease(s)
-		return
+		return nil
 	}
 	st.nIn++
+	if st.fusedIn != "" {
+		return e.xMapped(op, s, b.parts, roleMap, 0)
+	}
 	if st.phase == phaseMap {
 		e.xQueueMap(op, s)
-		return
+		return nil
 	}
 	st.inputs = append(st.inputs, s)
+	return nil
+}
+
+// xMapped records a finished map (idx unused: maps are appended in order) or merge output.
+func (e *executor) xMapped(op *opState, s *xSrc, parts []int64, role, idx int) error {
+	st := op.x
+	if len(parts) != st.n {
+		return fmt.Errorf("data: operator %s: internal error: a %s output of %d partitions, want %d", op.name, roleNames[role], len(parts), st.n)
+	}
+	s.parts = parts
+	s.offs = make([]int64, len(parts))
+	var off int64
+	for p, n := range parts {
+		s.offs[p] = off
+		off += n
+	}
+	switch role {
+	case roleMap:
+		if st.fusedIn != "" {
+			st.maps = append(st.maps, s)
+		} else {
+			st.maps[idx] = s
+		}
+		st.mapsDone++
+		st.shuffled += s.ob.size
+		if st.early {
+			// Every reduce is queued: only they read it.
+			s.keep = false
+			e.xRelease(s)
+		}
+	case roleMerge:
+		st.groups[idx] = s
+		st.merging--
+		st.merged += s.ob.size
+	}
+	e.xTryMerge(op)
+	return nil
 }
 
 func (e *executor) xItem(op *opState, role int, t *xTask, est int64, srcs []*xSrc, arg *xSrc) workItem {
@@ -228,12 +288,15 @@ func (e *executor) xAdvance(op *opState) (bool, error) {
 	}
 	if st.phase == phaseMap {
 		if !op.inputsDone || st.mapsDone < len(st.maps) || st.merging > 0 {
+			if e.xEarlyReduces(op) {
+				st.phase = phaseReduce
+			}
 			return false, nil
 		}
 		e.xQueueReduces(op)
 		st.phase = phaseReduce
 	}
-	return len(op.pending) == 0 && len(op.inflight) == 0 && len(op.done) == 0, nil
+	return op.inputsDone && len(op.pending) == 0 && len(op.inflight) == 0 && len(op.done) == 0, nil
 }
 
 func (e *executor) xMapInputs(op *opState) {
@@ -306,7 +369,7 @@ func (e *executor) xBounds(op *opState) error {
 func (e *executor) xTryMerge(op *opState) {
 	st := op.x
 	g := st.x.mergeFactor()
-	if g == 0 || op.stopped {
+	if g == 0 || op.stopped || st.early {
 		return
 	}
 	for {
@@ -359,7 +422,7 @@ func (e *executor) mergeLimit() int64 {
 }
 
 // xSources are the blocks the reduces read, in map order: a group's merge output in place
-// of its maps.
+// of its maps (nil for a map that is not done).
 func (st *xState) sources() []*xSrc {
 	var out []*xSrc
 	g := st.x.mergeFactor()
@@ -415,6 +478,134 @@ func (e *executor) xQueueReduces(op *opState) {
 		e.xRelease(s)
 	}
 }
+
+// xEarlyReduces starts the reduces of a shuffle (RandomShuffle, Repartition with shuffle)
+// before its last maps end, when every map has been launched and no merge is queued or
+// running: a reduce reads the map outputs that exist at their partition's offsets and the
+// others (a ref of a running map task, or of a finished one not yet delivered in order) as
+// "partition i of this block" (the map writes its rows per partition into the block's
+// schema metadata), fetching them in map order and shuffling each in as it comes
+// (shuffleReduce), so the reduces overlap the last maps instead of waiting for all of
+// them. Only shuffles: their reduces combine pieces one at a time; the others need every
+// piece at once. It reports whether it queued the reduces.
+func (e *executor) xEarlyReduces(op *opState) bool {
+	st := op.x
+	if !st.x.permutes() || st.merging > 0 || op.stopped {
+		return false
+	}
+	type later struct {
+		seq int
+		ref ray.ObjectRef[arrow.Record]
+	}
+	var late []later // map outputs that do not exist yet, in map order
+	if st.fusedIn != "" {
+		up := op.ups[0]
+		if !up.inputsDone || len(up.pending) > 0 || up.stopped {
+			return false
+		}
+		for seq, t := range up.inflight {
+			late = append(late, later{seq, t.ref})
+		}
+		for seq, b := range up.done {
+			late = append(late, later{seq, b.ref})
+		}
+		slices.SortFunc(late, func(a, b later) int { return a.seq - b.seq })
+	} else {
+		if !op.inputsDone || len(st.inputs) > 0 {
+			return false
+		}
+		for _, it := range op.pending {
+			if it.role != roleBlock && it.role != roleReduce {
+				return false // a map or merge still queued
+			}
+		}
+		for _, t := range op.inflight {
+			if t.role == roleMap {
+				late = append(late, later{t.idx, t.ref})
+			}
+		}
+		slices.SortFunc(late, func(a, b later) int { return a.seq - b.seq })
+	}
+	if len(late) == 0 {
+		return false // every map is done: the usual path
+	}
+	// The reduces read, in map order: the sources that exist, then the late ones (every
+	// map in the unfused case is st.maps[i], nil while it runs; fused maps arrive in order,
+	// so the late ones come after st.maps).
+	type src struct {
+		s    *xSrc
+		late bool
+	}
+	var order []src
+	st.pend = map[string]*xSrc{}
+	lateSrc := func(l later) *xSrc {
+		s := st.track(&xSrc{ob: outBlock{ref: l.ref}})
+		st.pend[l.ref.ID()] = s
+		return s
+	}
+	k := 0
+	for _, s := range st.sources() { // nil: an unfused map that runs
+		if s != nil {
+			order = append(order, src{s: s})
+			continue
+		}
+		if k >= len(late) {
+			return false // cannot happen: a map neither done nor running
+		}
+		order = append(order, src{s: lateSrc(late[k]), late: true})
+		k++
+	}
+	for ; k < len(late); k++ { // fused maps: those not delivered yet come after st.maps
+		order = append(order, src{s: lateSrc(late[k]), late: true})
+	}
+	// Estimates: a late piece as the average piece of the outputs that exist.
+	var known, knownBytes int64
+	for _, o := range order {
+		if !o.late {
+			known++
+			knownBytes += o.s.ob.size
+		}
+	}
+	latePiece := int64(1 << 20)
+	if known > 0 {
+		latePiece = max(knownBytes/known/int64(st.n), 1)
+	}
+	st.early = true
+	if earlyReducesHook != nil {
+		earlyReducesHook()
+	}
+	for p := 0; p < st.n; p++ {
+		var pieces []zipPiece
+		var used []*xSrc
+		var est int64
+		for _, o := range order {
+			switch {
+			case o.late:
+				pieces = append(pieces, zipPiece{Ref: o.s.ob.ref, N: -1})
+				est += latePiece
+			case o.s.parts[p] > 0:
+				pieces = append(pieces, zipPiece{Ref: o.s.ob.ref, Off: o.s.offs[p], N: o.s.parts[p]})
+				est += pieceEst(o.s, o.s.parts[p])
+			default:
+				continue
+			}
+			used = append(used, o.s)
+		}
+		t := &xTask{Phase: "reduce", X: st.x, Index: p, N: st.n, Parts: [][]zipPiece{pieces}, First: p}
+		op.pending = append(op.pending, e.xItem(op, roleReduce, t, est, used, nil))
+	}
+	for _, o := range order {
+		if !o.late {
+			o.s.keep = false
+			e.xRelease(o.s)
+		}
+	}
+	return true
+}
+
+// earlyReducesHook, when set (by tests), is called as the reduces of a shuffle start
+// before its last maps end.
+var earlyReducesHook func()
 
 // xQueueSplits queues Repartition without shuffle: output block k is rows
 // [k*T/n, (k+1)*T/n) of the input, in order, cut from and concatenated of input blocks.
@@ -497,29 +688,8 @@ func (e *executor) xComplete(op *opState, t *task, info ray.ObjectInfo) error {
 		st.sampling--
 		return nil
 	}
-	if len(m.Parts) != st.n {
-		t.ref.Release()
-		return fmt.Errorf("data: operator %s: internal error: a %s output of %d partitions, want %d", op.name, roleNames[t.role], len(m.Parts), st.n)
-	}
-	s := st.track(&xSrc{ob: outBlock{ref: t.ref, rows: m.Rows, size: size, fp: m.Schema, owned: true}, parts: m.Parts, keep: true})
-	s.offs = make([]int64, len(m.Parts))
-	var off int64
-	for p, n := range m.Parts {
-		s.offs[p] = off
-		off += n
-	}
-	switch t.role {
-	case roleMap:
-		st.maps[t.idx] = s
-		st.mapsDone++
-		st.shuffled += size
-	case roleMerge:
-		st.groups[t.idx] = s
-		st.merging--
-		st.merged += size
-	}
-	e.xTryMerge(op)
-	return nil
+	s := st.src(outBlock{ref: t.ref, rows: m.Rows, size: size, fp: m.Schema, owned: true})
+	return e.xMapped(op, s, m.Parts, t.role, t.idx)
 }
 
 // xDrop lets go of what a stopped exchange holds (Limit reached downstream).
@@ -582,4 +752,14 @@ func (e *executor) sampleSpill(force bool) {
 	}
 	e.stats.spilled = max(e.stats.spilled, n)
 	e.stats.hasX = true
+}
+
+// inTasks is how many of the exchange operator's own tasks were not reduces (samples,
+// merges, and maps unless fused into the operator before).
+func (st *xState) inTasks() int {
+	n := st.phases[roleSample].tasks + st.phases[roleMerge].tasks
+	if st.fusedIn == "" {
+		n += st.phases[roleMap].tasks
+	}
+	return n
 }

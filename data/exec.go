@@ -29,6 +29,7 @@ type execSpec struct {
 	Stages []stage
 	Zip    []zipPiece // Zip: the rows of the right input that pair with the input block
 	X      *xTask     // a task of an all-to-all operator
+	XMap   *xTask     // the map of the all-to-all operator downstream, run after Stages (fused)
 }
 
 // zipPiece is rows [Off, Off+N) of a block of Zip's right input.
@@ -139,6 +140,14 @@ func runSpec(ctx context.Context, spec execSpec, in arrow.Record, fns map[string
 			return nil, fmt.Errorf("data: operator %s: %s(%s): %w", spec.Op, st.Kind, name, err)
 		}
 		rec = out
+	}
+	if spec.XMap != nil {
+		out, p, err := mapPartition(rec, spec.XMap)
+		rec.Release()
+		if err != nil {
+			return nil, fmt.Errorf("data: operator %s (fused map task): %w", spec.Op, err)
+		}
+		rec, parts = out, p
 	}
 	m := blockMeta{Rows: rec.NumRows(), Bytes: recBytes(rec), Schema: fingerprint(rec.Schema()),
 		WallNs: time.Since(start).Nanoseconds(), CPUNs: threadCPU() - cpu0, Parts: parts}

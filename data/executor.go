@@ -23,7 +23,8 @@ type outBlock struct {
 	size  int64  // bytes counted against the budget (the object's stored size)
 	fp    uint64 // schema fingerprint; 0 unknown
 	sch   string
-	owned bool // produced by this execution: counted in usage, released when consumed
+	owned bool    // produced by this execution: counted in usage, released when consumed
+	parts []int64 // a fused exchange map's output: rows per partition
 	// schema is the block's schema from its metadata (nil: unknown). want is the schema of
 	// the dataset as known when the block is handed to the consumer: the block's null
 	// columns are cast to it (see unify.go).
@@ -112,6 +113,7 @@ type opState struct {
 	zipRows     [2]int64 // Zip: rows received per input
 	zipDone     [2]bool
 	x           *xState // an all-to-all operator
+	xfuse       *xState // its tasks run the map of this exchange (pop.xmap)
 }
 
 // executor runs a physical plan: operators run concurrently, blocks flow downstream as soon
@@ -620,11 +622,22 @@ func (e *executor) complete(op *opState, t *task, info ray.ObjectInfo) error {
 		}
 		return fmt.Errorf("data: operator %s: a block came without its metadata", op.name)
 	}
+	if t.role == roleReduce && m.Rows == 0 && op.x != nil && op.x.early && op.x.x.Kind != xRepartition {
+		// An early reduce (see xEarlyReduces) of a partition that got no rows: as a
+		// reduce queued after the maps would not have run, it makes no block.
+		t.ref.Release()
+		op.dropped[t.seq] = true
+		return e.flush(op)
+	}
 	size := info.Size
 	if size <= 0 {
 		size = max(m.Bytes, 1)
 	}
-	ob := outBlock{ref: t.ref, rows: m.Rows, size: size, fp: m.Schema, sch: m.SchemaStr, schema: e.schemaOf(m), owned: true}
+	ob := outBlock{ref: t.ref, rows: m.Rows, size: size, fp: m.Schema, sch: m.SchemaStr, schema: e.schemaOf(m), owned: true, parts: m.Parts}
+	if x := op.xfuse; x != nil {
+		x.phases[roleMap].add(m, time.Since(t.start))
+		x.phases[roleMap].tasks++
+	}
 	e.usage += size
 	e.peak = max(e.peak, e.usage)
 	op.maxOut = max(op.maxOut, size)
@@ -693,7 +706,7 @@ func (e *executor) emit(op *opState, b outBlock) error {
 	case pRandBlocks:
 		d.barrier = append(d.barrier, b)
 	case pAllToAll:
-		e.xReceive(d, b)
+		return e.xReceive(d, b)
 	case pZip:
 		d.zipRows[op.downIdx] += b.rows
 		if op.downIdx == 0 {
@@ -1091,6 +1104,11 @@ func (e *executor) start1(op *opState, est int64) (bool, error) {
 	spec := it.spec
 	if spec.Op == "" {
 		spec = execSpec{Op: op.name, Stages: op.p.stages}
+	}
+	if x := op.xfuse; x != nil && it.role == roleBlock {
+		// The exchange's map, fused: its random stream is the block's place in the
+		// dataset, as when the exchange's own map task gets the block.
+		spec.XMap = &xTask{Phase: "map", X: x.x, Index: it.seq, N: x.n, Bounds: x.bounds}
 	}
 	var in ray.Arg[arrow.Record] = ray.V[arrow.Record](nil)
 	if it.in != nil {

@@ -339,6 +339,10 @@ type pop struct {
 	seed    int64 // pRandBlocks
 	x       *exchange
 	inputs  []*pop
+	// xmap: (a source or map operator) its tasks also run the map stage of the all-to-all
+	// operator downstream (fusedMap on that operator), returning partitioned blocks.
+	xmap     bool
+	fusedMap bool
 }
 
 func (p *pop) name() string {
@@ -390,7 +394,15 @@ func renames(pairs []string) string {
 // they run as tasks with default resources); Limit, Union and InputData are never fused.
 func optimize(n *lnode) *pop {
 	if n.X != nil {
-		return &pop{kind: pAllToAll, names: []string{n.X.name()}, x: n.X, inputs: []*pop{optimize(n.Inputs[0])}}
+		in := optimize(n.Inputs[0])
+		p := &pop{kind: pAllToAll, names: []string{n.X.name()}, x: n.X, inputs: []*pop{in}}
+		if fusesMap(in, n.X) {
+			// Ray's MapOperator -> AllToAllOperator fusion: the exchange's map runs in the
+			// tasks of the operator before it (no task, and no block written, per input).
+			in.names = append(in.names, n.X.name()+".map")
+			in.xmap, p.fusedMap = true, true
+		}
+		return p
 	}
 	switch n.Kind {
 	case kRead:
@@ -425,7 +437,39 @@ func optimize(n *lnode) *pop {
 	return &pop{kind: pMap, names: []string{stageName(n)}, stages: []stage{st}, compute: n.Compute, res: n.Res, inputs: []*pop{in}}
 }
 
+// fusesMap says whether an exchange's map stage runs in the tasks of the source or map
+// operator before it: when its maps stream (the partitions are known before the first
+// input block, see xInit) and that operator is not already an exchange's.
+func fusesMap(up *pop, x *exchange) bool {
+	if !x.streams() || up.xmap || (up.kind != pSource && up.kind != pMap) {
+		return false
+	}
+	return x.N > 0 || blocksKnown(up)
+}
+
+// blocksKnown says whether the number of blocks p emits is known once the execution is
+// prepared (expectBlocks >= 0).
+func blocksKnown(p *pop) bool {
+	switch p.kind {
+	case pSource, pInput:
+		return true
+	case pMap:
+		return blocksKnown(p.inputs[0])
+	case pUnion:
+		for _, in := range p.inputs {
+			if !blocksKnown(in) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 func fusable(up *pop, n *lnode) bool {
+	if up.xmap {
+		return false // its tasks return partitioned blocks
+	}
 	switch up.kind {
 	case pSource:
 		return n.Compute.PoolMax == 0 && up.res.equal(n.Res)
@@ -487,7 +531,7 @@ func renderPhysical(p *pop) string {
 		s += "[" + p.compute.String() + "]"
 	}
 	if p.kind == pAllToAll {
-		s += "(" + p.x.stagesDesc() + ")"
+		s += "(" + p.x.stagesDesc(p.fusedMap) + ")"
 	}
 	if len(p.inputs) == 0 {
 		return s

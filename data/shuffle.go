@@ -4,6 +4,7 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -133,81 +134,162 @@ func permutation(n int, rng *rand.Rand) []int32 {
 	return idx
 }
 
-// shufflePieces is concatRecords then permuteRecord for the common case of pieces whose
-// columns are all fixed-width, without nulls, of one schema: each column is copied once
-// into a buffer of its own and shuffled there in place (Fisher-Yates, one sequence of
-// swaps for every column, so rows stay whole), instead of being copied by the
-// concatenation and then gathered into a second buffer by a take. ok is false for any
-// other pieces (the caller takes the general path).
-func shufflePieces(pieces []arrow.Record, rng *rand.Rand) (rec arrow.Record, ok bool) {
-	if len(pieces) == 0 {
-		return nil, false
-	}
-	schema := pieces[0].Schema()
-	widths := make([]int, schema.NumFields())
-	for c, f := range schema.Fields() {
+// pieceShuffler permutes the rows of pieces fed one after the other, as they arrive: a
+// shuffle reduce feeds it the pieces of the map outputs that exist while later maps still
+// run. It is Fisher-Yates inside out (row i of the whole goes to a random place j <= i and
+// the row there moves to i), so the result depends only on the pieces, their order and the
+// rng, not on when they arrived. Pieces whose columns are all fixed-width without nulls, of
+// one schema, are copied once into a growing buffer per column and shuffled there; any
+// other piece switches to the general path (the rows so far and the rest concatenated,
+// then the same inside-out sequence continued over row indices and a take).
+type pieceShuffler struct {
+	rng    *rand.Rand
+	schema *arrow.Schema
+	widths []int
+	cols   [][]byte // fast path: the rows so far, shuffled
+	n      int
+	slow   []arrow.Record // general path: the rows so far (the first shuffled) and the pieces after
+	js     []uint64
+}
+
+func newPieceShuffler(rng *rand.Rand) *pieceShuffler { return &pieceShuffler{rng: rng} }
+
+// fixedWidths returns each column's width in bytes, or false if a column is not fixed-width
+// (or is boolean) or has nulls.
+func fixedWidths(rec arrow.Record) ([]int, bool) {
+	widths := make([]int, rec.NumCols())
+	for c, f := range rec.Schema().Fields() {
 		dt, fixed := f.Type.(arrow.FixedWidthDataType)
-		if !fixed || dt.ID() == arrow.BOOL || dt.BitWidth() == 0 || dt.BitWidth()%8 != 0 {
+		if !fixed || dt.ID() == arrow.BOOL || dt.BitWidth() == 0 || dt.BitWidth()%8 != 0 || rec.Column(c).NullN() > 0 {
 			return nil, false
 		}
 		widths[c] = dt.BitWidth() / 8
 	}
-	var n int
-	for _, p := range pieces {
-		if !p.Schema().Equal(schema) {
-			return nil, false
-		}
-		for _, col := range p.Columns() {
-			if col.NullN() > 0 {
-				return nil, false
-			}
-		}
-		n += int(p.NumRows())
-	}
-	swaps := make([]int32, n) // swaps[i]: the row swapped with row i, from the last down
-	for i := n - 1; i > 0; i-- {
-		swaps[i] = int32(rng.Uint64N(uint64(i) + 1))
-	}
-	cols := make([]arrow.Array, len(widths))
-	for c, w := range widths {
-		out := make([]byte, n*w)
-		at := 0
-		for _, p := range pieces {
-			d := p.Column(c).Data()
-			rows := d.Len() * w
-			if rows == 0 {
-				continue
-			}
-			at += copy(out[at:], d.Buffers()[1].Bytes()[d.Offset()*w:][:rows])
-		}
-		switch w {
-		case 8:
-			swapAll(arrow.Uint64Traits.CastFromBytes(out), swaps)
-		case 4:
-			swapAll(arrow.Uint32Traits.CastFromBytes(out), swaps)
-		case 2:
-			swapAll(arrow.Uint16Traits.CastFromBytes(out), swaps)
-		case 1:
-			swapAll(out, swaps)
-		default:
-			tmp := make([]byte, w)
-			for i := n - 1; i > 0; i-- {
-				a, b := out[i*w:(i+1)*w], out[int(swaps[i])*w:(int(swaps[i])+1)*w]
-				copy(tmp, a)
-				copy(a, b)
-				copy(b, tmp)
-			}
-		}
-		cols[c] = newArray(schema.Field(c).Type, n, nil, 0, memory.NewBufferBytes(out))
-	}
-	rec = array.NewRecord(schema, cols, int64(n))
-	releaseAll(cols)
-	return rec, true
+	return widths, true
 }
 
-func swapAll[T any](v []T, swaps []int32) {
-	for i := len(v) - 1; i > 0; i-- {
-		j := swaps[i]
-		v[i], v[j] = v[j], v[i]
+// add feeds the next piece (not retained unless on the general path).
+func (s *pieceShuffler) add(p arrow.Record) {
+	if s.schema == nil {
+		s.schema = p.Schema()
+		if w, ok := fixedWidths(p); ok {
+			s.widths, s.cols = w, make([][]byte, len(w))
+		}
+	}
+	if s.slow == nil && s.cols != nil {
+		if w, ok := fixedWidths(p); ok && p.Schema().Equal(s.schema) && slices.Equal(w, s.widths) {
+			s.addFixed(p)
+			return
+		}
+		s.toSlow()
+	}
+	if s.slow == nil {
+		// General from the start: nothing shuffled yet.
+		s.slow = []arrow.Record{}
+	}
+	p.Retain()
+	s.slow = append(s.slow, p)
+}
+
+func (s *pieceShuffler) addFixed(p arrow.Record) {
+	k := int(p.NumRows())
+	if k == 0 {
+		return
+	}
+	s.js = s.js[:0]
+	for i := s.n; i < s.n+k; i++ {
+		s.js = append(s.js, s.rng.Uint64N(uint64(i)+1))
+	}
+	for c, w := range s.widths {
+		d := p.Column(c).Data()
+		src := d.Buffers()[1].Bytes()[d.Offset()*w:][:k*w]
+		out := s.cols[c]
+		if need := (s.n + k) * w; need > cap(out) {
+			grown := make([]byte, len(out), max(need, 2*cap(out)))
+			copy(grown, out)
+			out = grown
+		}
+		out = out[:(s.n+k)*w]
+		switch w {
+		case 8:
+			insideOut(arrow.Uint64Traits.CastFromBytes(out), arrow.Uint64Traits.CastFromBytes(src), s.n, s.js)
+		case 4:
+			insideOut(arrow.Uint32Traits.CastFromBytes(out), arrow.Uint32Traits.CastFromBytes(src), s.n, s.js)
+		case 2:
+			insideOut(arrow.Uint16Traits.CastFromBytes(out), arrow.Uint16Traits.CastFromBytes(src), s.n, s.js)
+		case 1:
+			insideOut(out, src, s.n, s.js)
+		default:
+			for r, j := range s.js {
+				i := s.n + r
+				if int(j) != i {
+					copy(out[i*w:(i+1)*w], out[int(j)*w:(int(j)+1)*w])
+				}
+				copy(out[int(j)*w:(int(j)+1)*w], src[r*w:(r+1)*w])
+			}
+		}
+		s.cols[c] = out
+	}
+	s.n += k
+}
+
+// insideOut places src's rows, the rows n, n+1, ... of the whole, at js[r] <= n+r.
+func insideOut[T any](out, src []T, n int, js []uint64) {
+	for r, j := range js {
+		out[n+r] = out[j]
+		out[j] = src[r]
+	}
+}
+
+// fixedRecord is the fast path's rows so far as a record.
+func (s *pieceShuffler) fixedRecord() arrow.Record {
+	cols := make([]arrow.Array, len(s.widths))
+	for c := range s.widths {
+		b := s.cols[c]
+		if b == nil {
+			b = []byte{}
+		}
+		cols[c] = newArray(s.schema.Field(c).Type, s.n, nil, 0, memory.NewBufferBytes(b))
+	}
+	rec := array.NewRecord(s.schema, cols, int64(s.n))
+	releaseAll(cols)
+	return rec
+}
+
+func (s *pieceShuffler) toSlow() {
+	s.slow = []arrow.Record{s.fixedRecord()}
+	s.cols = nil
+}
+
+// finish returns the shuffled rows (nil, with no error, if no piece was fed).
+func (s *pieceShuffler) finish() (arrow.Record, error) {
+	if s.schema == nil {
+		return nil, nil
+	}
+	if s.slow == nil {
+		return s.fixedRecord(), nil
+	}
+	defer releaseRecords(s.slow)
+	all, err := concatRecords(s.slow)
+	if err != nil {
+		return nil, err
+	}
+	defer all.Release()
+	total := int(all.NumRows())
+	idx := make([]int32, total)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	for i := s.n; i < total; i++ { // rows [0, s.n) are shuffled already
+		j := s.rng.Uint64N(uint64(i) + 1)
+		idx[i] = idx[j]
+		idx[j] = int32(i)
+	}
+	return takeRows(all, idx)
+}
+
+func releaseRecords(recs []arrow.Record) {
+	for _, r := range recs {
+		r.Release()
 	}
 }

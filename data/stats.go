@@ -88,17 +88,21 @@ func (s *execStats) String() string {
 		fmt.Fprintf(&b, "* Output size bytes per block: %d min, %d max, %d mean, %d total\n", lo, hi, mean, tot)
 		if x := op.x; x != nil {
 			fmt.Fprintf(&b, "* All-to-all stages (%d partitions):\n", x.n)
-			for _, ph := range x.phases {
+			for r, ph := range x.phases {
 				if ph == nil || ph.tasks == 0 {
 					continue
 				}
-				_, _, _, wall := summary(ph.wall)
-				_, _, _, cpu := summary(ph.cpu)
-				_, _, _, rows := summary(ph.rows)
-				_, _, _, size := summary(ph.size)
-				fmt.Fprintf(&b, "  - %s: %d tasks, %d rows and %d bytes out, remote wall %s, cpu %s in total\n", ph.name, ph.tasks, rows, size, fmtDur(wall), fmtDur(cpu))
+				name := ph.name
+				if r == roleMap && x.fusedIn != "" {
+					name += " (fused: run by " + x.fusedIn + "'s tasks)"
+				}
+				fmt.Fprintf(&b, "  - %s\n", stageLine(name, ph.tasks, ph))
 			}
-			fmt.Fprintf(&b, "  - reduce: %d tasks, the blocks above\n", len(op.rows))
+			name := "reduce"
+			if x.early {
+				name += " (started before the last map ended)"
+			}
+			fmt.Fprintf(&b, "  - %s\n", stageLine(name, op.tasks-x.inTasks(), op))
 			fmt.Fprintf(&b, "* Bytes shuffled: %d (map outputs), %d (merge outputs)\n", x.shuffled, x.merged)
 		}
 		b.WriteString("\n")
@@ -109,6 +113,16 @@ func (s *execStats) String() string {
 		fmt.Fprintf(&b, "* Object store bytes spilled (the most seen during the execution): %d\n", s.spilled)
 	}
 	return b.String()
+}
+
+// stageLine is one all-to-all stage in Stats: tasks, rows and bytes out, remote wall and
+// CPU time in total.
+func stageLine(name string, tasks int, ph *opStats) string {
+	_, _, _, wall := summary(ph.wall)
+	_, _, _, cpu := summary(ph.cpu)
+	_, _, _, rows := summary(ph.rows)
+	_, _, _, size := summary(ph.size)
+	return fmt.Sprintf("%s: %d tasks, %d rows and %d bytes out, remote wall %s, cpu %s in total", name, tasks, rows, size, fmtDur(wall), fmtDur(cpu))
 }
 
 // Stats describes the last execution of d (Ray's Dataset.stats()): per operator the tasks
