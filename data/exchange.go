@@ -434,6 +434,21 @@ func shuffleReduce(ctx context.Context, t *xTask) (arrow.Record, []int64, error)
 	}
 	x := &t.X
 	sh := newPieceShuffler(shuffleRand(x.Seed, uint64(t.First)<<1|1))
+	// Size the buffers: the rows of the pieces known, and as many per late piece as
+	// the known ones have on average (plus a margin).
+	var rows, known, late int64
+	for _, p := range t.Parts[0] {
+		if p.N >= 0 {
+			rows += p.N
+			known++
+		} else {
+			late++
+		}
+	}
+	if known > 0 {
+		rows += late * (rows/known + rows/known/8 + 1)
+	}
+	sh.reserve(int(rows))
 	for _, p := range t.Parts[0] {
 		rec, err := ray.Get(ctx, p.Ref)
 		if err != nil {

@@ -150,9 +150,14 @@ type pieceShuffler struct {
 	n      int
 	slow   []arrow.Record // general path: the rows so far (the first shuffled) and the pieces after
 	js     []uint64
+	hint   int // expected rows in all (reserve)
 }
 
 func newPieceShuffler(rng *rand.Rand) *pieceShuffler { return &pieceShuffler{rng: rng} }
+
+// reserve sizes the fast path's buffers for about rows rows in all (an estimate: they
+// still grow past it), so that they are not copied as they grow.
+func (s *pieceShuffler) reserve(rows int) { s.hint = rows }
 
 // fixedWidths returns each column's width in bytes, or false if a column is not fixed-width
 // (or is boolean) or has nulls.
@@ -205,7 +210,7 @@ func (s *pieceShuffler) addFixed(p arrow.Record) {
 		src := d.Buffers()[1].Bytes()[d.Offset()*w:][:k*w]
 		out := s.cols[c]
 		if need := (s.n + k) * w; need > cap(out) {
-			grown := make([]byte, len(out), max(need, 2*cap(out)))
+			grown := make([]byte, len(out), max(need, 2*cap(out), s.hint*w))
 			copy(grown, out)
 			out = grown
 		}
