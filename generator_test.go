@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -297,24 +295,7 @@ func TestGeneratorLostItemRecreated(t *testing.T) {
 		t.Fatalf("end of the stream: %v", err)
 	}
 	runs := genBigRuns.Load()
-	var more []ObjectRef[[]int64]
-	for range 4 {
-		r, err := Put(ctx, make([]int64, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		more = append(more, r)
-	}
-	path := filepath.Join(nodeOf(ctx).Dir(), "spill", b.ID()+".zst")
-	eventually.True(t, 30*time.Second, "item 2 to be spilled", func() bool { _, err := os.Stat(path); return err == nil })
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[len(data)/2] ^= 0xff
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	more := corruptOnceSpilled(t, ctx, b.ID(), n)
 	y, err := Get(ctx, b)
 	if err != nil || len(y) != n || y[0] != n || y[n-1] != 2*n-1 {
 		t.Fatalf("a lost item: %d values, %v (want it recreated)", len(y), err)

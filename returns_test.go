@@ -250,24 +250,7 @@ func TestMultipleReturnsLostOneRecreated(t *testing.T) {
 	}
 	runs := bigPairRuns.Load()
 	// More objects push both returns out to disk.
-	var more []ObjectRef[[]int64]
-	for range 4 {
-		r, err := Put(ctx, make([]int64, elems))
-		if err != nil {
-			t.Fatal(err)
-		}
-		more = append(more, r)
-	}
-	path := filepath.Join(nodeOf(ctx).Dir(), "spill", b.ID()+".zst")
-	eventually.True(t, 30*time.Second, "return 2 to be spilled", func() bool { _, err := os.Stat(path); return err == nil })
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[len(data)/2] ^= 0xff
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	more := corruptOnceSpilled(t, ctx, b.ID(), elems)
 	before, err := Stats(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -288,4 +271,31 @@ func TestMultipleReturnsLostOneRecreated(t *testing.T) {
 		t.Fatalf("the first return after the second was recreated: %d values, %v", len(x), err)
 	}
 	runtime.KeepAlive(more)
+}
+
+// corruptOnceSpilled puts 4 objects of elems int64s, which push the object id out to its
+// node's spill directory, waits until its spill file is there and flips a byte in the
+// middle of it (a lost object, which lineage must recreate). It returns the objects put;
+// the caller keeps them as long as the pressure must last.
+func corruptOnceSpilled(t *testing.T, ctx context.Context, id string, elems int) []ObjectRef[[]int64] {
+	t.Helper()
+	var more []ObjectRef[[]int64]
+	for range 4 {
+		r, err := Put(ctx, make([]int64, elems))
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = append(more, r)
+	}
+	path := filepath.Join(nodeOf(ctx).Dir(), "spill", id+".zst")
+	eventually.True(t, 30*time.Second, id+" to be spilled", func() bool { _, err := os.Stat(path); return err == nil })
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return more
 }
