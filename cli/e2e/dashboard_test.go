@@ -33,9 +33,9 @@ var screenshots = flag.String("screenshots", "", "also write the dashboard test'
 // failed task with its error (also through the table's filter), the timeline's spans and
 // the charts. A screenshot of each page is saved.
 func TestDashboard(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
+	chromium, err := findChromium(t)
 	if err != nil {
-		t.Fatalf("chromium is not on PATH: the dashboard's browser test drives Debian's chromium headless. "+
+		t.Fatalf("chromium is not on PATH and could not be installed: the dashboard's browser test drives Debian's chromium headless. "+
 			"Install it with `sudo apt-get install -y chromium` (CI's .ci/run does): %v", err)
 	}
 	port := freePort(t)
@@ -208,4 +208,29 @@ func TestDashboard(t *testing.T) {
 	}
 	shot("metrics")
 	t.Logf("screenshots in %s", dir)
+}
+
+// findChromium returns Debian's chromium, installing it with apt-get (as root, or through
+// sudo without a password) when it is missing, as the README's test command on a fresh
+// machine needs; .ci/run installs it beforehand.
+func findChromium(t *testing.T) (string, error) {
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p, nil
+	}
+	var prefix []string
+	if os.Geteuid() != 0 {
+		prefix = []string{"sudo", "-n"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for _, args := range [][]string{{"apt-get", "update", "-qq"}, {"apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium", "fonts-liberation"}} {
+		argv := append(append([]string(nil), prefix...), args...)
+		t.Logf("chromium is missing: %s", strings.Join(argv, " "))
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, tail(string(out)))
+		}
+	}
+	return exec.LookPath("chromium")
 }
