@@ -55,6 +55,12 @@ type agentIdentity struct {
 // several. "" if there is none.
 func previousAgent(sessionDir string, head bool, cluster string) string {
 	files, _ := filepath.Glob(filepath.Join(sessionDir, agentDirPref+"*", identityFileName))
+	running := map[string]bool{}
+	if las, err := localAgents(sessionDir); err == nil {
+		for _, la := range las {
+			running[la.id] = la.live
+		}
+	}
 	best, bestAt := "", time.Time{}
 	for _, f := range files {
 		dir := filepath.Dir(f)
@@ -64,13 +70,8 @@ func previousAgent(sessionDir string, head bool, cluster string) string {
 			continue
 		}
 		var who agentIdentity
-		if decodeJSONObject(identityFileName, b, &who) != nil || who.AgentID != id || who.Head != head || who.Cluster != cluster {
+		if decodeJSONObject(identityFileName, b, &who) != nil || who.AgentID != id || who.Head != head || who.Cluster != cluster || running[id] {
 			continue
-		}
-		if pb, err := readSessionFile(filepath.Join(dir, pidFileName)); err == nil {
-			if pid, err := parsePidFile(pb); err == nil && isAgentProcess(pid, id) {
-				continue // running
-			}
 		}
 		st, err := os.Stat(f)
 		if err != nil {
