@@ -28,7 +28,8 @@ var ErrNameTaken = actors.ErrNameTaken
 // logged (exactly-once) actor, a checkpoint is taken every CheckpointEvery calls (default
 // 1000), after 8 MiB of method log, or on Checkpoint, and the method log before it is
 // dropped; a restarted instance is constructed with its original arguments, restores the
-// newest checkpoint and replays the calls logged after it. A type whose state the codec
+// newest checkpoint and replays the calls logged after it. An AtMostOnce actor takes one
+// on Checkpoint, and every CheckpointEvery calls only when that option is given. A type whose state the codec
 // keeps whole (exported fields, no interfaces; codec.Lossless) needs no Checkpointer: the
 // runtime encodes it. An exactly-once actor of any other type cannot be created without
 // UnboundedMethodLog (its log would grow for its whole life) or AtMostOnce.

@@ -913,3 +913,58 @@ func TestActorWithUncheckpointableState(t *testing.T) {
 		}
 	}
 }
+
+// saver counts its SaveCheckpoint calls in saves, under the name it was made with.
+type saver struct{ n *atomic.Int64 }
+
+var saves sync.Map // name -> *atomic.Int64
+
+func (s *saver) SaveCheckpoint(context.Context) ([]byte, error)  { s.n.Add(1); return nil, nil }
+func (s *saver) RestoreCheckpoint(context.Context, []byte) error { return nil }
+
+var (
+	saverClass = Actor1("test.Saver", func(_ context.Context, name string) (*saver, error) {
+		n, _ := saves.LoadOrStore(name, new(atomic.Int64))
+		return &saver{n: n.(*atomic.Int64)}, nil
+	})
+	saverPing = Method0(saverClass, "Ping", func(*saver, context.Context) (int, error) { return 1, nil })
+)
+
+// An at-most-once actor takes no periodic checkpoint unless asked with CheckpointEvery
+// (each is a GCS write, and its restart starts afresh anyway); a logged one does.
+func TestPeriodicCheckpointsOnlyWhenTheyBoundALogOrAreAsked(t *testing.T) {
+	ctx := timeout(t)
+	const calls = 3 * 500 // 1.5 x the default interval
+	run := func(name string, opts ...TaskOption) (*atomic.Int64, ActorHandle[saver]) {
+		h := saverClass.Remote(ctx, V(name), opts...)
+		refs := make([]ObjectRef[int], calls)
+		for i := range refs {
+			refs[i] = saverPing.Remote(ctx, h)
+		}
+		for _, r := range refs {
+			mustGet(t, ctx, r)
+		}
+		n, _ := saves.Load(name)
+		return n.(*atomic.Int64), h
+	}
+
+	plain := uniqueName(t) + "-amo"
+	n, h := run(plain, AtMostOnce())
+	if got := n.Load(); got != 0 {
+		t.Fatalf("an at-most-once actor took %d checkpoints in %d calls without CheckpointEvery, want 0", got, calls)
+	}
+	if err := Checkpoint(ctx, h); err != nil { // queued behind the calls, taken between two
+		t.Fatal(err)
+	}
+	mustGet(t, ctx, saverPing.Remote(ctx, h))
+	eventually.True(t, 10*time.Second, "the asked-for checkpoint", func() bool { return n.Load() >= 1 })
+	if got := n.Load(); got != 1 {
+		t.Fatalf("after Checkpoint: %d checkpoints, want 1", got)
+	}
+
+	asked, _ := run(uniqueName(t)+"-amo-every", AtMostOnce(), CheckpointEvery(100))
+	logged, _ := run(uniqueName(t) + "-logged")
+	eventually.True(t, 30*time.Second, "periodic checkpoints of the asked and the logged actor", func() bool {
+		return asked.Load() >= 1 && logged.Load() >= 1
+	})
+}

@@ -139,6 +139,8 @@ func AtMostOnce() TaskOption { return func(o *callOpts) { o.atMostOnce = true } 
 
 // CheckpointEvery sets how many calls a checkpointable actor runs between checkpoints
 // (actors only; default 1000; a logged actor also checkpoints after 8 MiB of method log).
+// An AtMostOnce actor checkpoints by itself only when given this option (otherwise on
+// Checkpoint alone), since each checkpoint is a write to the GCS.
 // An actor is checkpointable when its type implements Checkpointer or when the codec keeps
 // all of its state (exported fields, no interfaces: codec.Lossless), which the runtime then
 // saves by itself.

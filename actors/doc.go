@@ -77,11 +77,13 @@
 //
 // A class whose type implements ray.Checkpointer can snapshot its state, and so can one
 // whose state the codec keeps whole (codec.Lossless: exported fields, no interfaces), which
-// the root package saves and restores by itself (Class.Auto; for at-most-once actors only on
-// ray.Checkpoint, since Ray's restart from the constructor is what they ask for). The grain
-// of a logged actor takes a checkpoint every CheckpointEvery calls (default 1000) or 8 MiB
-// of method log, whichever comes first, and on ray.Checkpoint, between
-// two calls (with max concurrency > 1, once the running calls finish). The checkpoint
+// the root package saves and restores by itself (Class.Auto). The grain of a logged actor
+// takes a checkpoint every CheckpointEvery calls (default 1000) or 8 MiB of method log,
+// whichever comes first, and on ray.Checkpoint. An at-most-once actor has no log to bound
+// and restarts from its constructor, as Ray's do: it checkpoints on ray.Checkpoint, and
+// every CheckpointEvery calls only when that option was set (a periodic checkpoint is a
+// GCS write Ray's default actors do not pay). Checkpoints are taken between two calls
+// (with max concurrency > 1, once the running calls finish). The checkpoint
 // holds the user state, the log index it covers, and every caller's position and
 // unacknowledged results; it is stored in the GCS under checkpoints/<actorID>/<index>/
 // in parts of at most 1 MiB (so it survives the loss of any node), recorded in the actor

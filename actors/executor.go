@@ -193,7 +193,7 @@ func (x *executor) loop() {
 				}
 				if x.conc == 1 {
 					res := runCall(g.base, &x.single, g.contextFor(g.inc), g.class, g.inst, e.Spec)
-					g.env.Stats.Calls.Add(1)
+					g.env.Stats.Calls.Add(g.slot, 1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers
 					}
@@ -208,7 +208,7 @@ func (x *executor) loop() {
 				go func() {
 					defer func() { <-x.sem; x.wg.Done() }()
 					res := runCall(g.base, &x.runner, g.contextFor(g.inc), g.class, g.inst, e.Spec)
-					g.env.Stats.Calls.Add(1)
+					g.env.Stats.Calls.Add(g.slot, 1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers
 					}

@@ -19,6 +19,7 @@ import (
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/slab"
+	"github.com/ray-go/ray/internal/base/stripe"
 	"github.com/ray-go/ray/tasks/worker"
 )
 
@@ -71,16 +72,18 @@ func (e *Env) Validate() error {
 	return nil
 }
 
-// Stats counts what the actor grains of a node did.
+// Stats counts what the actor grains of a node did. The counters are striped: each grain
+// adds to its own stripe, so actors running calls on different cores share no cache line
+// through them.
 type Stats struct {
-	Calls       atomic.Int64 // method calls run (not counting replay)
-	Replayed    atomic.Int64 // logged calls run again to rebuild state after a restart
-	Duplicates  atomic.Int64 // calls received again and answered without running
-	Commits     atomic.Int64 // method log group commits
-	Logged      atomic.Int64 // calls written to the method log
-	Checkpoints atomic.Int64
-	Divergent   atomic.Int64 // replayed calls whose result differs from the recorded one
-	Restored    atomic.Int64 // instances brought back from a checkpoint and/or the log
+	Calls       stripe.Counter // method calls run (not counting replay)
+	Replayed    stripe.Counter // logged calls run again to rebuild state after a restart
+	Duplicates  stripe.Counter // calls received again and answered without running
+	Commits     stripe.Counter // method log group commits
+	Logged      stripe.Counter // calls written to the method log
+	Checkpoints stripe.Counter
+	Divergent   stripe.Counter // replayed calls whose result differs from the recorded one
+	Restored    stripe.Counter // instances brought back from a checkpoint and/or the log
 }
 
 // Props returns the props of the actor grain kind.
@@ -91,7 +94,7 @@ func Props(env Env) *actor.Props {
 	if env.Stats == nil {
 		env.Stats = &Stats{}
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &grain{env: env} })
+	return actor.PropsFromProducer(func() actor.Actor { return &grain{env: env, slot: stripe.NextSlot()} })
 }
 
 // callerState is what an instance knows of one caller.
@@ -164,6 +167,7 @@ type (
 // and checkpoint goroutines and the executor talk to it by messages.
 type grain struct {
 	env  Env
+	slot uint32 // its stripe of env.Stats' counters
 	id   string
 	aid  []byte
 	self *actor.PID
@@ -389,7 +393,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 		return &recovered{stop: "superseded while starting"}
 	}
 	if info.CheckpointSeq > 0 || len(r.keys) > 0 {
-		g.env.Stats.Restored.Add(1)
+		g.env.Stats.Restored.Add(g.slot, 1)
 	}
 	r.info = after
 	if _, rev, err := g.env.Table.Get(sctx, g.id); err == nil {
@@ -517,7 +521,7 @@ func (g *grain) admit(c *pb.ActorCall) {
 	}
 	switch {
 	case c.Seq < st.next:
-		g.env.Stats.Duplicates.Add(1)
+		g.env.Stats.Duplicates.Add(g.slot, 1)
 		if res := st.results[c.Seq]; res != nil && c.Spec != nil && c.Spec.ResultTo() != nil {
 			to := c.Spec.ResultTo()
 			g.root.Send(actor.NewPID(to.Address, to.Id), res)
@@ -697,8 +701,8 @@ func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced boo
 		}
 		cancel()
 		if err == nil {
-			g.env.Stats.Commits.Add(1)
-			g.env.Stats.Logged.Add(int64(len(batch.Entries)))
+			g.env.Stats.Commits.Add(g.slot, 1)
+			g.env.Stats.Logged.Add(g.slot, int64(len(batch.Entries)))
 			return false
 		}
 		if ctx.Err() != nil {
@@ -778,10 +782,21 @@ func (g *grain) onDone(m *doneBatch) {
 			g.sinceCkpt++
 		}
 	}
-	periodic := g.class.CanCheckpoint() && !(g.class.Auto && g.info.AtMostOnce)
-	if periodic && (g.sinceCkpt >= g.every || g.logBytes >= checkpointLogBytes) {
+	if g.periodic() && (g.sinceCkpt >= g.every || g.logBytes >= checkpointLogBytes) {
 		g.requestCheckpoint()
 	}
+}
+
+// periodic reports whether the actor takes checkpoints every g.every calls by itself. A
+// logged actor that can checkpoint does, to bound its method log. An at-most-once actor has
+// no log to bound and restarts from its constructor, as Ray's do, so it checkpoints on
+// ray.Checkpoint, and every CheckpointEvery calls only when that option was given: a
+// periodic checkpoint is a GCS write that Ray's default actors do not pay.
+func (g *grain) periodic() bool {
+	if !g.class.CanCheckpoint() {
+		return false
+	}
+	return !g.info.AtMostOnce || g.info.CheckpointEvery > 0
 }
 
 func (g *grain) requestCheckpoint() {
@@ -866,7 +881,7 @@ func (g *grain) writeCheckpoint(ctx context.Context, ck *pb.ActorCheckpoint, pre
 		}
 		return nil, err
 	}
-	g.env.Stats.Checkpoints.Add(1)
+	g.env.Stats.Checkpoints.Add(g.slot, 1)
 	deleted := covered[:first]
 	for rest := covered[first:]; len(rest) > 0; {
 		n := min(len(rest), maxDeletesPerTxn)

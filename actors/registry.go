@@ -23,8 +23,7 @@ type Class struct {
 	// actor restarts from its constructor, as Ray's do, unless asked to checkpoint.
 	Auto bool
 
-	mu      sync.RWMutex
-	methods map[string]*Method
+	methods sync.Map // full method name -> *Method; read on every call, see registry
 }
 
 // Method is one method of a class. Call runs it on an instance with encoded arguments and
@@ -34,10 +33,10 @@ type Method struct {
 	Call func(ctx context.Context, inst any, args [][]byte) ([]byte, error)
 }
 
-var registry = struct {
-	sync.RWMutex
-	m map[string]*Class
-}{m: map[string]*Class{}}
+// registry maps class names to *Class. Classes and methods are looked up on every actor
+// call, from every core, so lookups must write nothing shared: sync.Map's Load reads
+// atomically and takes no lock (a sync.RWMutex's RLock adds to one reader counter).
+var registry sync.Map
 
 // RegisterClass adds c to the process-wide registry. Names identify classes across
 // processes, so registering a name twice is an error.
@@ -51,22 +50,19 @@ func RegisterClass(c *Class) error {
 	if (c.Save == nil) != (c.Restore == nil) {
 		return fmt.Errorf("actors: actor class %q: Save and Restore go together", c.Name)
 	}
-	registry.Lock()
-	defer registry.Unlock()
-	if _, dup := registry.m[c.Name]; dup {
+	if _, dup := registry.LoadOrStore(c.Name, c); dup {
 		return fmt.Errorf("actors: actor class %q is registered twice; names must be unique in a program", c.Name)
 	}
-	c.methods = map[string]*Method{}
-	registry.m[c.Name] = c
 	return nil
 }
 
 // LookupClass finds a registered class by name.
 func LookupClass(name string) (*Class, bool) {
-	registry.RLock()
-	c, ok := registry.m[name]
-	registry.RUnlock()
-	return c, ok
+	c, ok := registry.Load(name)
+	if !ok {
+		return nil, false
+	}
+	return c.(*Class), true
 }
 
 // MethodName is the name a call of method on class carries.
@@ -78,21 +74,19 @@ func (c *Class) AddMethod(method string, call func(ctx context.Context, inst any
 		return nil, fmt.Errorf("actors: class %q: a method needs a name and a body", c.Name)
 	}
 	m := &Method{Name: MethodName(c.Name, method), Call: call}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, dup := c.methods[m.Name]; dup {
+	if _, dup := c.methods.LoadOrStore(m.Name, m); dup {
 		return nil, fmt.Errorf("actors: class %q: method %q is registered twice", c.Name, method)
 	}
-	c.methods[m.Name] = m
 	return m, nil
 }
 
 // Method finds a method by its full name ("<class>.<method>").
 func (c *Class) Method(name string) (*Method, bool) {
-	c.mu.RLock()
-	m, ok := c.methods[name]
-	c.mu.RUnlock()
-	return m, ok
+	m, ok := c.methods.Load(name)
+	if !ok {
+		return nil, false
+	}
+	return m.(*Method), true
 }
 
 // CanCheckpoint reports whether instances of c can save and restore their state.

@@ -156,10 +156,10 @@ func (g *grain) replay(ctx context.Context, r *recovered, class *Class, after, i
 			continue
 		}
 		res := runCall(ctx, &runner, g.contextFor(inc), class, inst, e.Spec)
-		g.env.Stats.Replayed.Add(1)
+		g.env.Stats.Replayed.Add(g.slot, 1)
 		r.replayed++
 		if rec, ok := p.recorded[resultKey{e.CallerId, e.Seq}]; ok && rec != digest(res) {
-			g.env.Stats.Divergent.Add(1)
+			g.env.Stats.Divergent.Add(g.slot, 1)
 			g.env.Logger.Warn("actors: a replayed call gave a different result than its first run; a method is not deterministic given the state and arguments (see package actors)",
 				"actor", g.id, "method", e.Spec.Function, "caller", e.CallerId, "seq", e.Seq)
 		}

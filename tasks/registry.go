@@ -38,10 +38,10 @@ func (f *Function) NumReturns() int32 {
 	return int32(max(f.Returns, 1))
 }
 
-var registry = struct {
-	sync.RWMutex
-	m map[string]*Function
-}{m: map[string]*Function{}}
+// registry maps names to *Function. Every task looks its function up, on every core, so
+// the lookup must write nothing shared: sync.Map's Load reads atomically and takes no lock
+// (a sync.RWMutex's RLock would add to one reader counter from every core).
+var registry sync.Map
 
 // Register adds f to the process-wide registry. Registering a second function under a
 // name already taken is an error: names identify functions across processes.
@@ -52,21 +52,19 @@ func Register(f *Function) error {
 	if f.Call == nil {
 		return fmt.Errorf("tasks: remote function %q has no body", f.Name)
 	}
-	registry.Lock()
-	defer registry.Unlock()
-	if _, dup := registry.m[f.Name]; dup {
+	if _, dup := registry.LoadOrStore(f.Name, f); dup {
 		return fmt.Errorf("tasks: remote function %q is registered twice; names must be unique in a program", f.Name)
 	}
-	registry.m[f.Name] = f
 	return nil
 }
 
 // Lookup finds a registered function by name.
 func Lookup(name string) (*Function, bool) {
-	registry.RLock()
-	f, ok := registry.m[name]
-	registry.RUnlock()
-	return f, ok
+	f, ok := registry.Load(name)
+	if !ok {
+		return nil, false
+	}
+	return f.(*Function), true
 }
 
 // UnknownFunctionError says that no function of that name is registered in this program.

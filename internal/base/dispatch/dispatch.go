@@ -16,9 +16,10 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/base/stripe"
 )
 
 // DefaultThroughput is how many messages a mailbox handles before yielding its goroutine
@@ -107,41 +108,29 @@ func (p *Pool) Close() {
 }
 
 // Counter counts the messages the mailboxes it makes handle, for messages-per-task
-// figures (ray.Stats): each mailbox adds to one of a fixed set of padded stripes (assigned
-// round robin at creation), on its own goroutine, so counting shares no cache line across
-// the node's actors and keeps no per-actor state.
+// figures (ray.Stats): each mailbox adds to its own stripe of a stripe.Counter (a slot
+// taken at creation), on its own goroutine, so counting shares no cache line across the
+// node's actors and keeps no per-actor state.
 type Counter struct {
-	stripes [counterStripes]stripe
-	next    atomic.Uint32
-}
-
-const counterStripes = 64
-
-type stripe struct {
-	n atomic.Int64
-	_ [56]byte
+	n stripe.Counter
 }
 
 // Mailbox returns a producer of protoactor's unbounded mailboxes counted by c.
 func (c *Counter) Mailbox() actor.MailboxProducer {
 	return func() actor.Mailbox {
-		s := &c.stripes[c.next.Add(1)%counterStripes]
-		return actor.Unbounded(counted{s})()
+		return actor.Unbounded(counted{c: &c.n, slot: stripe.NextSlot()})()
 	}
 }
 
 // Handled is how many messages the counted mailboxes handled so far.
-func (c *Counter) Handled() int64 {
-	var n int64
-	for i := range c.stripes {
-		n += c.stripes[i].n.Load()
-	}
-	return n
-}
+func (c *Counter) Handled() int64 { return c.n.Load() }
 
-type counted struct{ s *stripe }
+type counted struct {
+	c    *stripe.Counter
+	slot uint32
+}
 
 func (counted) MailboxStarted()       {}
 func (counted) MessagePosted(any)     {}
-func (c counted) MessageReceived(any) { c.s.n.Add(1) }
+func (c counted) MessageReceived(any) { c.c.Add(c.slot, 1) }
 func (counted) MailboxEmpty()         {}
