@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ray-go/ray/internal/base/eventually"
@@ -197,7 +198,7 @@ func newTestNode(t *testing.T, store gcs.Store, nodeID string, gate chan struct{
 			actor.PropsFromProducer(func() actor.Actor { return &echoGrain{node: nodeID} }))))
 	}
 	setup := make(chan struct{})
-	cfg := cluster.Configure("test", gatedProvider{prov, gate}, signalLookup{look, setup}, remote.Configure("127.0.0.1", 0), opts...)
+	cfg := cluster.Configure("test", gatedProvider{prov, gate}, signalLookup{look, setup}, remote.Configure("127.0.0.1", 0, remote.WithServerOptions(grpc.StreamInterceptor(BlockListInterceptor))), opts...)
 	n := &testNode{id: nodeID, system: system, cl: cluster.New(system, cfg), prov: prov, look: look, rec: &recorder{}, setup: setup}
 	SubscribeMemberEvents(system, n.rec.add)
 	system.EventStream.Subscribe(func(evt any) {

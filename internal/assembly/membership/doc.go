@@ -95,10 +95,17 @@
 //	store := ... // gcs.Store
 //	prov, _ := membership.NewProvider(membership.Config{Store: store, NodeID: nodeID})
 //	look, _ := membership.NewLookup(membership.LookupConfig{Store: store, Resolver: prov})
-//	cfg := cluster.Configure("ray", prov, look, remote.Configure(host, port),
+//	rem := remote.Configure(host, port,
+//		remote.WithServerOptions(grpc.StreamInterceptor(membership.BlockListInterceptor)))
+//	cfg := cluster.Configure("ray", prov, look, rem,
 //		cluster.WithKinds(kinds...), membership.WithoutGossip())
 //	c := cluster.New(system, cfg)
 //	c.StartMember() // or StartClient() for a driver that hosts no grains
+//
+// BlockListInterceptor orders the remote's unsynchronised read of its BlockList (on each
+// new inbound connection) with the monitor's topology updates, which write it when a
+// member leaves: without it the race detector reports a race whenever a member leaves
+// while another connects.
 //
 // WithoutGossip idles protoactor's gossip, which keys members by actor-system ID, blocks
 // IDs on missed heartbeats, and races when several members share a process; ray-go uses

@@ -341,7 +341,9 @@ func (m *monitor) refresh(ctx actor.Context) {
 		topo = append(topo, mem)
 	}
 	m.p.nodes.Store(&nodes)
+	blockGate.Lock() // see blockGate: the update may write protoactor's BlockList
 	m.p.cl.MemberList.UpdateClusterTopology(topo)
+	blockGate.Unlock()
 	for _, info := range gone {
 		m.publish(MemberGone, info)
 	}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/ray-go/ray/internal/assembly/membership"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/identity"
 )
@@ -57,7 +58,8 @@ func remoteOptions(creds *identity.Credentials) []remote.ConfigOption {
 			grpc.MaxConcurrentStreams(maxStreams),
 			grpc.MaxHeaderListSize(maxHeaderBytes),
 			grpc.MaxRecvMsgSize(maxMessageBytes), grpc.MaxSendMsgSize(maxMessageBytes),
-			grpc.UnaryInterceptor(refuseUnary)),
+			grpc.UnaryInterceptor(refuseUnary),
+			grpc.StreamInterceptor(membership.BlockListInterceptor)),
 		remote.WithDialOptions(grpc.WithTransportCredentials(client)),
 		remote.WithEndpointWriterBatchSize(endpointBatch),
 	}
