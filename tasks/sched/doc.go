@@ -72,6 +72,14 @@
 // the threshold when a node without GPUs can run it now, even if its arguments are there (as
 // in Ray, where the GPU node's own hybrid policy would spill it).
 //
+// # Spillback
+//
+// Spill answers where a request that waits in a busy node's queue should go instead: the
+// node Place picks among the others, provided it can run the request now (moving to
+// another queue gains nothing); a request bound by hard NodeAffinity stays. Leases tells
+// the owner which classes a node stalls (Stalled: a lease request unanswered for a while
+// with tasks waiting) and hands their waiting tasks over (Take).
+//
 // Where Ray breaks ties at random among the top k nodes, Place is deterministic; rules 5 and 7
 // spread a burst over idle nodes provided the caller subtracts each placed request from the
 // node's Available in its view before placing the next. Decision.RunNow false means the request

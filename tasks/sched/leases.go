@@ -32,6 +32,11 @@ import "time"
 //   - Revoked: the scheduler asks for a lease back when another owner's request waits for
 //     its resources; it takes no more tasks and is released once drained (at once if idle),
 //     so a lease kept for more work never holds up other owners.
+//   - Stalled (spillback, paper §4.2.2): a class whose tasks wait while a lease request of
+//     it has gone unanswered for a while (Stalled) is one the node has no room for soon;
+//     the owner may take its waiting tasks (Take) and place them on another node. A lease
+//     granted later for tasks that left is released at once, as any lease that finds its
+//     class dry.
 type Leases[T, W any] struct {
 	classes []*leaseClass[T, W]
 	leases  map[string]*lease[T, W]
@@ -62,7 +67,8 @@ type leaseClass[T, W any] struct {
 	leases  []*lease[T, W]
 	mean    float64 // nanoseconds per task; 0: unknown
 	dirty   bool
-	idle    int // leases kept idle
+	idle    int       // leases kept idle
+	asked   time.Time // since when a request has been outstanding with no grant (zero: none)
 }
 
 type lease[T, W any] struct {
@@ -132,9 +138,7 @@ func (l *Leases[T, W]) Waiting() int {
 // Granted records a lease the scheduler granted for a request of shape.
 func (l *Leases[T, W]) Granted(shape Resources, id string, worker W, now time.Time) {
 	c := l.class(shape)
-	if c.pending > 0 {
-		c.pending--
-	}
+	c.answered(now)
 	if l.leases == nil {
 		l.leases = map[string]*lease[T, W]{}
 	}
@@ -148,9 +152,7 @@ func (l *Leases[T, W]) Granted(shape Resources, id string, worker W, now time.Ti
 // the resources): it returns the class's waiting tasks, which are the caller's to fail.
 func (l *Leases[T, W]) Denied(shape Resources) []T {
 	c := l.class(shape)
-	if c.pending > 0 {
-		c.pending--
-	}
+	c.answered(time.Time{})
 	out := append([]T(nil), c.waiting[c.head:]...)
 	clear(c.waiting)
 	c.waiting, c.head = c.waiting[:0], 0
@@ -249,6 +251,62 @@ func (l *Leases[T, W]) Revoke(id string) {
 	ls.class.dirty = true
 }
 
+// answered counts the answer to one of c's requests: the node is making progress on them,
+// so the stall clock starts again at now (or stops, with none left outstanding).
+func (c *leaseClass[T, W]) answered(now time.Time) {
+	if c.pending > 0 {
+		c.pending--
+	}
+	if c.pending == 0 {
+		c.asked = time.Time{}
+	} else {
+		c.asked = now
+	}
+}
+
+// Stalled returns the shapes of the classes whose tasks wait while a lease request of
+// theirs has gone unanswered for at least after: the node has no room for more of them
+// soon, and the owner may place their waiting tasks elsewhere (Take). It starts those
+// classes' stall clocks again, so that a class the owner could not move is reported once
+// per after, not at every call.
+func (l *Leases[T, W]) Stalled(now time.Time, after time.Duration) []Resources {
+	var out []Resources
+	for _, c := range l.classes {
+		if c.pending > 0 && len(c.waiting) > c.head && !c.asked.IsZero() && now.Sub(c.asked) >= after {
+			out = append(out, c.shape)
+			c.asked = now
+		}
+	}
+	return out
+}
+
+// Take takes out the waiting tasks of class shape that move says go (oldest first; move is
+// called once per waiting task, in order) and returns them: the owner places them on
+// another node.
+func (l *Leases[T, W]) Take(shape Resources, move func(T) bool) []T {
+	var out []T
+	for _, c := range l.classes {
+		if !c.shape.Equal(shape) {
+			continue
+		}
+		kept := c.waiting[:c.head]
+		for _, t := range c.waiting[c.head:] {
+			if move(t) {
+				out = append(out, t)
+			} else {
+				kept = append(kept, t)
+			}
+		}
+		clear(c.waiting[len(kept):])
+		c.waiting = kept
+		if c.head == len(c.waiting) {
+			c.waiting, c.head = c.waiting[:0], 0
+		}
+		c.dirty = true
+	}
+	return out
+}
+
 // Leased reports whether lease id is held.
 func (l *Leases[T, W]) Leased(id string) bool { return l.leases[id] != nil }
 
@@ -340,6 +398,9 @@ func (l *Leases[T, W]) PumpInto(now time.Time, a *Actions[T, W]) {
 			want = min(MaxPending, (waiting+d-1)/d)
 		}
 		for c.pending < want {
+			if c.pending == 0 {
+				c.asked = now
+			}
 			c.pending++
 			a.Requests = append(a.Requests, LeaseAsk{Shape: c.shape, Backlog: waiting})
 		}

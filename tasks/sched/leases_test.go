@@ -240,3 +240,57 @@ func TestLeasesRevoked(t *testing.T) {
 		{name: "B's task done: B goes", do: done("B", 1, 5*time.Millisecond), want: []string{"rel:B"}},
 	})
 }
+
+// Spillback: a class whose request has gone unanswered for a while is reported stalled
+// (once per interval), an answer restarts the clock, and Take moves out the tasks the
+// owner places elsewhere, leaving the rest in order.
+func TestLeasesStalledAndTake(t *testing.T) {
+	var l Leases[int, string]
+	cpu := R(map[string]float64{"CPU": 1})
+	start := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	for i := 1; i <= 5; i++ {
+		l.Add(i, cpu)
+	}
+	if a := l.Pump(at(0)); len(a.Requests) != 5 {
+		t.Fatalf("requests = %d, want 5 (unknown task length: one task per lease)", len(a.Requests))
+	}
+	if s := l.Stalled(at(40*time.Millisecond), 50*time.Millisecond); len(s) != 0 {
+		t.Fatalf("stalled after 40 ms: %v", s)
+	}
+	// A grant restarts the clock; the class keeps asking for more (4 tasks wait).
+	l.Granted(cpu, "L1", "w1", at(45*time.Millisecond))
+	if got := describe(l.Pump(at(45 * time.Millisecond))); !slices.Equal(got, []string{"L1:1"}) {
+		t.Fatalf("after the grant: %v, want [L1:1]", got)
+	}
+	if s := l.Stalled(at(90*time.Millisecond), 50*time.Millisecond); len(s) != 0 {
+		t.Fatalf("stalled 45 ms after a grant: %v", s)
+	}
+	s := l.Stalled(at(100*time.Millisecond), 50*time.Millisecond)
+	if len(s) != 1 || !s[0].Equal(cpu) {
+		t.Fatalf("stalled 55 ms after the last answer = %v, want the CPU class", s)
+	}
+	if s := l.Stalled(at(120*time.Millisecond), 50*time.Millisecond); len(s) != 0 {
+		t.Fatalf("reported again within the interval: %v", s)
+	}
+	moved := l.Take(cpu, func(t int) bool { return t%2 == 0 })
+	if !slices.Equal(moved, []int{2, 4}) {
+		t.Fatalf("Take moved %v, want [2 4]", moved)
+	}
+	if l.Waiting() != 2 {
+		t.Fatalf("waiting = %d, want 2", l.Waiting())
+	}
+	l.Done("L1", 1, 0)
+	l.Granted(cpu, "L2", "w2", at(130*time.Millisecond))
+	if got := describe(l.Pump(at(130 * time.Millisecond))); !slices.Equal(got, []string{"L2:3", "rel:L1"}) {
+		t.Fatalf("the rest keep their order: %v, want [L2:3 rel:L1] (L1 is past MaxAge)", got)
+	}
+	// Every request answered: nothing is stalled, however long tasks wait.
+	l.Denied(R(map[string]float64{"GPU": 1})) // another class: no effect on this one
+	for i := range 3 {                        // the 3 requests still outstanding
+		l.Granted(cpu, fmt.Sprint("M", i), "w", at(140*time.Millisecond))
+	}
+	if s := l.Stalled(at(time.Hour), 50*time.Millisecond); len(s) != 0 {
+		t.Fatalf("stalled with no request outstanding: %v", s)
+	}
+}

@@ -238,6 +238,29 @@ func Place(req Request, nodes []Node, local string, opt Options) (Decision, erro
 	return Decision{}, fmt.Errorf("%w: unknown strategy %v", ErrInvalidRequest, req.Strategy)
 }
 
+// Spill chooses where a request that waits in the queue of node from should go instead
+// (spillback, paper §4.2.2): the node Place would choose among the others, if it can run
+// the request now; false when none can (the request stays where it waits, as it would
+// gain nothing by moving) or when the request is bound to from by a hard NodeAffinity.
+func Spill(req Request, nodes []Node, from string, opt Options) (Decision, bool) {
+	if req.Strategy == NodeAffinity && !req.Soft {
+		return Decision{}, false
+	}
+	others := make([]Node, 0, len(nodes))
+	index := make([]int, 0, len(nodes))
+	for i, n := range nodes {
+		if n.ID != from {
+			others, index = append(others, n), append(index, i)
+		}
+	}
+	d, err := Place(req, others, from, opt)
+	if err != nil || !d.RunNow {
+		return Decision{}, false
+	}
+	d.Index = index[d.Index]
+	return d, true
+}
+
 // candidate is a feasible node with the terms of its score.
 type candidate struct {
 	i        int

@@ -475,3 +475,42 @@ func TestPlaceAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestSpill(t *testing.T) {
+	cases := []struct {
+		name  string
+		req   Request
+		nodes []Node
+		from  string
+		want  string // "" : stays
+	}{
+		{"another node is free", req("CPU=1"), []Node{node("a", "CPU=1", "CPU=1"), node("b", "CPU=1", "")}, "a", "b"},
+		{"every other node is busy too", req("CPU=1"), []Node{node("a", "CPU=1", "CPU=1"), node("b", "CPU=1", "CPU=1")}, "a", ""},
+		{"the only node", req("CPU=1"), []Node{node("a", "CPU=1", "CPU=1")}, "a", ""},
+		{"a dead free node does not count", req("CPU=1"), []Node{node("a", "CPU=1", "CPU=1"), dead(node("b", "CPU=1", ""))}, "a", ""},
+		{"the freest of the others", req("CPU=1"), []Node{node("a", "CPU=2", "CPU=2"), node("b", "CPU=4", "CPU=3"), node("c", "CPU=4", "CPU=1")}, "a", "c"},
+		{"towards its arguments", withArgs(req("CPU=1"), "c", 1<<20), []Node{node("a", "CPU=1", "CPU=1"), node("b", "CPU=4", ""), node("c", "CPU=4", "CPU=2")}, "a", "c"},
+		{"too small elsewhere", req("CPU=2"), []Node{node("a", "CPU=4", "CPU=4"), node("b", "CPU=1", "")}, "a", ""},
+		{"custom resource only where it waits", req("CPU=1 tpu=1"), []Node{node("a", "CPU=1 tpu=1", "CPU=1 tpu=1"), node("b", "CPU=8", "")}, "a", ""},
+		{"hard affinity stays", affinity(req("CPU=1"), "a", false), []Node{node("a", "CPU=1", "CPU=1"), node("b", "CPU=1", "")}, "a", ""},
+		{"soft affinity may go", affinity(req("CPU=1"), "a", true), []Node{node("a", "CPU=1", "CPU=1"), node("b", "CPU=1", "")}, "a", "b"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, ok := Spill(c.req, c.nodes, c.from, Options{})
+			got := ""
+			if ok {
+				got = d.Node
+				if c.nodes[d.Index].ID != d.Node {
+					t.Fatalf("Index %d names %s, not %s", d.Index, c.nodes[d.Index].ID, d.Node)
+				}
+				if !d.RunNow {
+					t.Fatalf("spilled to %s, where it cannot run now", d.Node)
+				}
+			}
+			if got != c.want {
+				t.Fatalf("Spill = %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -63,9 +63,9 @@ func (p *Placer) account(s *snapshot, i int) *placed {
 	return a
 }
 
-// Place chooses a node for req by the sched policy and counts req against it until Done
-// (or the node's next load report); sched.ErrNoNodes while no node is alive.
-func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
+// nodes loads the view into p.buf (the alive nodes with this placer's own placements since
+// their last reports) and returns the snapshot it came from.
+func (p *Placer) nodes() *snapshot {
 	s := p.v.load()
 	p.buf = p.v.alive(s, p.buf, time.Now())
 	for i := range p.buf {
@@ -73,6 +73,13 @@ func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 			p.buf[i].Available, p.buf[i].Queued = a.avail, p.buf[i].Queued+a.queued
 		}
 	}
+	return s
+}
+
+// Place chooses a node for req by the sched policy and counts req against it until Done
+// (or the node's next load report); sched.ErrNoNodes while no node is alive.
+func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
+	s := p.nodes()
 	opt := sched.Options{}
 	if req.Strategy == sched.Spread {
 		opt.SpreadCounter = p.spread
@@ -91,6 +98,23 @@ func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 		}
 	}
 	return ids.NodeID(d.Node), nil
+}
+
+// Spill chooses another node for a request that waits at node from, by sched.Spill: one
+// that can run it now by the view, counted against it as Place counts; false when none
+// can. The caller gives the placement at from back with Done.
+func (p *Placer) Spill(req sched.Request, from ids.NodeID) (ids.NodeID, bool) {
+	s := p.nodes()
+	d, ok := sched.Spill(req, p.buf, string(from), sched.Options{})
+	if !ok {
+		return "", false
+	}
+	if i, ok := s.index[d.Node]; ok {
+		a := p.account(s, i)
+		a.avail = a.avail.Sub(req.Resources)
+		a.placed = a.placed.Add(req.Resources)
+	}
+	return ids.NodeID(d.Node), true
 }
 
 // Done: a task this placer placed on node finished (or was not sent after all).

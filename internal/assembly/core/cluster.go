@@ -34,8 +34,13 @@ type Cluster interface {
 // policy and counts the request against that node until Done (or the node's next load
 // report); it returns sched.ErrNoNodes while no node is known, which parks the task until
 // ClusterChanged is called.
+//
+// Spill chooses another node than from for a request that waits there, one that can run
+// it now by the view (sched.Spill), and counts the request against it as Place does; false
+// when there is none.
 type Placer interface {
 	Place(req sched.Request) (ids.NodeID, error)
+	Spill(req sched.Request, from ids.NodeID) (ids.NodeID, bool)
 	Done(node ids.NodeID, res sched.Resources)
 }
 
@@ -77,16 +82,7 @@ func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
 		p.node = c.cfg.Node
 		return r, nil
 	}
-	req := sched.Request{Resources: p.shape(), Strategy: strategyOf(p.spec),
-		AffinityNode: p.spec.AffinityNode, Soft: p.spec.AffinitySoft}
-	for _, a := range p.spec.Args {
-		if a.IsRef && a.NodeId != "" {
-			if req.ArgBytes == nil {
-				req.ArgBytes = map[string]int64{}
-			}
-			req.ArgBytes[a.NodeId] += a.Size
-		}
-	}
+	req := s.placeRequest(p)
 	node, err := s.placer.Place(req)
 	if err != nil {
 		return nil, err
@@ -98,6 +94,22 @@ func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
 	}
 	p.node = node
 	return r, nil
+}
+
+// placeRequest is p's demand on the cluster: its resources, strategy and where its
+// arguments passed by reference are.
+func (s *shard) placeRequest(p *pending) sched.Request {
+	req := sched.Request{Resources: p.shape(), Strategy: strategyOf(p.spec),
+		AffinityNode: p.spec.AffinityNode, Soft: p.spec.AffinitySoft}
+	for _, a := range p.spec.Args {
+		if a.IsRef && a.NodeId != "" {
+			if req.ArgBytes == nil {
+				req.ArgBytes = map[string]int64{}
+			}
+			req.ArgBytes[a.NodeId] += a.Size
+		}
+	}
+	return req
 }
 
 // placedDone gives a finished task's placement back to the view.

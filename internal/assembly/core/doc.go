@@ -44,7 +44,9 @@
 // cluster.go) the node the sched policy picks) and queues it for a worker lease of its scheduling class on that node (lease.go,
 // Ray's direct task submission): it asks the node's scheduler for leases while tasks
 // wait, pushes them straight to the leased workers, several at a time when the class is
-// known to be short, and gives leases back when it has no more. What a mailbox turn
+// known to be short, and gives leases back when it has no more; tasks whose class a node
+// leaves waiting (a lease request unanswered for SpillAfter) move to another node that can
+// run them now (spillback). What a mailbox turn
 // decides goes out when the shard's flush message comes around, so a burst of
 // submissions travels together and a lone one goes at once. Results come back to the
 // shard in batches (TaskSpec.reply_to); it retries failed attempts as their options

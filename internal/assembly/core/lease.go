@@ -126,6 +126,16 @@ func (s *shard) pumpLeases() {
 	}
 	clear(s.dirty)
 	s.dirty = s.dirty[:0]
+	if !s.spillTimer && s.placer != nil {
+		for _, nl := range s.nodes {
+			if nl.leases.Waiting() > 0 {
+				// Tasks wait for a lease: see in SpillAfter whether a node stalls them.
+				s.spillTimer = true
+				time.AfterFunc(SpillAfter, func() { s.send(spillCheck{}) })
+				break
+			}
+		}
+	}
 	if !s.idleTimer {
 		for _, nl := range s.nodes {
 			if nl.leases.Idle() {
@@ -148,6 +158,77 @@ func (s *shard) releaseIdle() {
 			s.markDirty(nl)
 		}
 	}
+}
+
+// SpillAfter is how long a lease request may go unanswered while tasks of its class wait
+// before the shard places those tasks on other nodes that can run them now (spillback,
+// paper §4.2.2: the node's queue is full, others have become free since the tasks were
+// placed, e.g. because their load reports were stale or tasks ran longer than others).
+const SpillAfter = 50 * time.Millisecond
+
+// spillCheck: time to look for stalled classes (SpillAfter after tasks began waiting).
+type spillCheck struct{}
+
+// spill moves the waiting tasks of classes that a node stalls (sched.Leases.Stalled) to
+// other nodes that can run them now (Placer.Spill), one task at a time while the view has
+// room for them; the rest wait where they are. It runs again SpillAfter later while tasks
+// wait.
+func (s *shard) spill() {
+	s.spillTimer = false
+	now := time.Now()
+	type move struct {
+		p    *pending
+		node ids.NodeID
+	}
+	var moves []move
+	var to []ids.NodeID
+	for _, nl := range s.nodes {
+		for _, shape := range nl.leases.Stalled(now, SpillAfter) {
+			full := false // no other node can run this shape now: stop asking
+			to = to[:0]
+			moved := nl.leases.Take(shape, func(p *pending) bool {
+				if full {
+					return false
+				}
+				node, ok := s.placer.Spill(s.placeRequest(p), nl.node)
+				if !ok {
+					// Without arguments by reference every task of the class gets the
+					// same answer.
+					full = !hasRefArgs(p.spec)
+					return false
+				}
+				to = append(to, node)
+				return true
+			})
+			for i, p := range moved {
+				moves = append(moves, move{p, to[i]})
+			}
+			s.markDirty(nl)
+		}
+	}
+	for _, m := range moves {
+		r := s.c.cfg.Cluster.Raylet(m.node)
+		s.placedDone(m.p) // its placement at the node it left
+		if r == nil {
+			s.placer.Done(m.node, m.p.shape())
+			s.place(m.p)
+			continue
+		}
+		m.p.node = m.node
+		s.queueTask(m.p, m.node, r)
+	}
+	s.pumpLeases()
+}
+
+// hasRefArgs reports whether spec has arguments passed by reference (whose locality may
+// make another node's answer differ from the last one's).
+func hasRefArgs(spec *pb.TaskSpec) bool {
+	for _, a := range spec.Args {
+		if a.IsRef {
+			return true
+		}
+	}
+	return false
 }
 
 // granted handles a scheduler's answer to a lease request.

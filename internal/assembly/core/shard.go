@@ -65,6 +65,8 @@ type shard struct {
 	leaseOf map[string]leaseEntry
 	// idleTimer: an idleLeases message is due
 	idleTimer bool
+	// spillTimer: a spillCheck message is due
+	spillTimer bool
 
 	// lineage (lineage.go): tasks whose records may need writing to the GCS
 	// tasks whose records may need writing to the GCS, in two generations: [1] noted since
@@ -187,6 +189,8 @@ func (s *shard) receive(ctx actor.Context) {
 		s.onBounce(m)
 	case idleLeases:
 		s.releaseIdle()
+	case spillCheck:
+		s.spill()
 	case flushTurn:
 		s.flush()
 	case completeTask:

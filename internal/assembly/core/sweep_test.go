@@ -33,14 +33,15 @@ func (t *twoNodes) Place(sched.Request) (ids.NodeID, error) {
 	}
 	return "n3", nil
 }
-func (t *twoNodes) Done(ids.NodeID, sched.Resources) {}
-func (t *twoNodes) Placer(uint64) Placer             { return t }
-func (t *twoNodes) Raylet(n ids.NodeID) *actor.PID   { return t.raylets[n] }
-func (t *twoNodes) Store(ids.NodeID) *actor.PID      { return nil }
-func (t *twoNodes) DataAddress(ids.NodeID) string    { return "" }
-func (t *twoNodes) Feasible(sched.Resources) error   { return nil }
-func (t *twoNodes) Alive(n ids.NodeID) bool          { t.mu.Lock(); defer t.mu.Unlock(); return !t.dead[n] }
-func (t *twoNodes) kill(n ids.NodeID)                { t.mu.Lock(); t.dead[n] = true; t.mu.Unlock() }
+func (t *twoNodes) Done(ids.NodeID, sched.Resources)                   {}
+func (t *twoNodes) Spill(sched.Request, ids.NodeID) (ids.NodeID, bool) { return "", false }
+func (t *twoNodes) Placer(uint64) Placer                               { return t }
+func (t *twoNodes) Raylet(n ids.NodeID) *actor.PID                     { return t.raylets[n] }
+func (t *twoNodes) Store(ids.NodeID) *actor.PID                        { return nil }
+func (t *twoNodes) DataAddress(ids.NodeID) string                      { return "" }
+func (t *twoNodes) Feasible(sched.Resources) error                     { return nil }
+func (t *twoNodes) Alive(n ids.NodeID) bool                            { t.mu.Lock(); defer t.mu.Unlock(); return !t.dead[n] }
+func (t *twoNodes) kill(n ids.NodeID)                                  { t.mu.Lock(); t.dead[n] = true; t.mu.Unlock() }
 
 // newClusterCore returns a Core of node n1 in a twoNodes cluster whose raylets put the
 // specs they receive into specs (by node; nil: no raylets).

@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,6 +121,95 @@ func TestDefaultStrategySpillsOver(t *testing.T) {
 	seen := nodesOf(t, ctx, refs)
 	if len(seen) < 2 {
 		t.Fatalf("a burst of %d tasks stayed on %v", len(refs), seen)
+	}
+}
+
+// holds are the gates of holdNode tasks, by key.
+var holds sync.Map
+
+type hold struct {
+	node    chan string   // where the task runs, once it started
+	release chan struct{} // closed to let it end
+}
+
+// holdLane takes a node's "lane" (a custom resource nodes 0 and 2 have one of, see
+// TestMain) until its gate opens.
+var holdLane = ray.Task1("testcluster.HoldLane", func(ctx context.Context, key string) (string, error) {
+	v, ok := holds.Load(key)
+	if !ok {
+		return "", errors.New("no gate " + key)
+	}
+	h := v.(*hold)
+	id, err := ray.NodeID(ctx)
+	if err != nil {
+		return "", err
+	}
+	h.node <- id
+	<-h.release
+	return id, nil
+}).Options(ray.NumCPUs(0), ray.Resources(map[string]float64{"lane": 1}))
+
+// TestQueuedTaskSpillsBack: a task that waits in the queue of a busy node moves to another
+// node once that one becomes free (spillback, paper §4.2.2), rather than waiting for the
+// node it was placed on. Nodes 0 and 2 have one "lane" each; a task holds each. The next
+// task that needs a lane queues at node 0, the submitting node (the policy's tie-break
+// among busy nodes); freeing node 2's lane lets it run there while node 0's is held.
+func TestQueuedTaskSpillsBack(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if cluster.Stopped(0) || cluster.Stopped(2) {
+		t.Fatal("nodes 0 and 2 must run")
+	}
+	ctx := cluster.Context(base, 0)
+	self, other := string(cluster.Nodes[0].ID), string(cluster.Nodes[2].ID)
+	byNode := map[string]*hold{}
+	var held []ray.ObjectRef[string]
+	var gates []*hold
+	defer func() {
+		for _, h := range gates {
+			select {
+			case <-h.release:
+			default:
+				close(h.release)
+			}
+		}
+		for _, r := range held {
+			_, _ = ray.Get(ctx, r)
+		}
+	}()
+	for _, key := range []string{"a", "b"} {
+		key = t.Name() + "/" + key
+		h := &hold{node: make(chan string, 1), release: make(chan struct{})}
+		holds.Store(key, h)
+		gates = append(gates, h)
+		held = append(held, holdLane.Remote(ctx, ray.V(key)))
+	}
+	for _, h := range gates {
+		select {
+		case id := <-h.node:
+			if byNode[id] != nil {
+				t.Fatalf("two tasks hold the one lane of %s at once", id)
+			}
+			byNode[id] = h
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the holding tasks did not both start within 30 s (%d did: %v): one waited at a busy node while another was free", len(byNode), byNode)
+		}
+	}
+	if byNode[self] == nil || byNode[other] == nil {
+		t.Fatalf("the lanes are held on %v, want %s and %s", byNode, self, other)
+	}
+	next := whereAmI.Options(ray.NumCPUs(0), ray.Resources(map[string]float64{"lane": 1})).Remote(ctx)
+	// Let the task be placed (it queues: no lane is free), then free node 2's.
+	time.Sleep(200 * time.Millisecond)
+	close(byNode[other].release)
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	got, err := ray.Get(wctx, next)
+	if err != nil {
+		t.Fatalf("the queued task did not run within 20 s of node %s's lane becoming free while %s's stays held: %v", other, self, err)
+	}
+	if got != other {
+		t.Fatalf("the queued task ran on %s, want %s (the only free lane)", got, other)
 	}
 }
 
