@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -292,7 +293,7 @@ func (g *grain) holdResources(ctx context.Context, info *pb.ActorInfo) error {
 		if r == nil {
 			return errors.New("no scheduler on this node")
 		}
-		res, err := g.root.RequestFuture(r, msg, 2*time.Second).Result()
+		res, err := ask.Request(g.root, r, msg, 2*time.Second)
 		if _, ok := res.(*pb.ReserveResourcesReply); ok && err == nil {
 			return nil
 		}

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/klauspost/compress/s2"
 
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -88,15 +88,17 @@ type puller struct {
 	id      ids.ObjectID
 	opt     Options
 	results chan result
-	pending map[int64]*actor.Future
+	pending map[int64]bool // chunks requested, not answered
 	st      *stats
-	stopped atomic.Bool // set by stop before it completes the futures still outstanding
+	done    context.Context // ended by stop: the requests still outstanding stop waiting
+	cancel  context.CancelFunc
 }
 
 func pull(ctx context.Context, root *actor.RootContext, store *actor.PID, id ids.ObjectID, opt Options, st *stats) ([]byte, error) {
 	opt = opt.withDefaults()
 	p := &puller{root: root, store: store, id: id, opt: opt, st: st,
-		results: make(chan result, opt.InFlight), pending: make(map[int64]*actor.Future, opt.InFlight)}
+		results: make(chan result, opt.InFlight), pending: make(map[int64]bool, opt.InFlight)}
+	p.done, p.cancel = context.WithCancel(context.Background())
 	defer p.stop()
 
 	// Chunk 0 tells the size and checksum.
@@ -170,21 +172,15 @@ func (p *puller) request(ctx context.Context, off int64) error {
 			return p.errorf("%w", context.DeadlineExceeded)
 		}
 	}
-	f := p.root.RequestFuture(p.store, &pb.PullObject{ObjectId: p.id[:], Offset: off, Length: int32(p.opt.ChunkBytes), AllowS2: p.opt.S2}, timeout)
-	p.pending[off] = f
-	results := p.results
-	stopped := &p.stopped
+	call := ask.Start(p.root, p.store, &pb.PullObject{ObjectId: p.id[:], Offset: off, Length: int32(p.opt.ChunkBytes), AllowS2: p.opt.S2})
+	p.pending[off] = true
+	results, done := p.results, p.done
 	go func() {
-		// Wait first, and read the reply only if the future was not completed by stop:
-		// protoactor writes a reply's fields without the future's lock, so a reply that
-		// arrives while stop completes the future would race with reading it (the race
-		// detector saw it in TestPullCorrupt under load).
-		if err := f.Wait(); err != nil || stopped.Load() {
-			results <- result{off: off, err: err} // never blocks: one slot per outstanding request
-			return
-		}
-		msg, err := f.Result()
-		results <- result{off: off, msg: msg, err: err}
+		// (ask, not a protoactor future: a reply that arrives after a future completed,
+		// by its timeout or by stop, races with reading it; the race detector saw it in
+		// TestPullCorrupt under load.)
+		msg, err := call.Wait(done, timeout)
+		results <- result{off: off, msg: msg, err: err} // never blocks: one slot per outstanding request
 	}()
 	return nil
 }
@@ -260,15 +256,9 @@ func (p *puller) place(buf []byte, m *pb.PullObjectReply, size int64, sum uint32
 	return nil
 }
 
-// stop completes the futures still outstanding, so the goroutines waiting on them end
-// now rather than at their timeout. Replies that arrive later go to dead letters.
+// stop ends the waits of the requests still outstanding, so their goroutines end now
+// rather than at their timeout. Replies that arrive later go to dead letters.
 func (p *puller) stop() {
-	p.stopped.Store(true) // before the futures complete: their goroutines then read nothing
-	reg := p.root.ActorSystem().ProcessRegistry
-	for off, f := range p.pending {
-		if proc, ok := reg.Get(f.PID()); ok {
-			proc.Stop(f.PID())
-		}
-		delete(p.pending, off)
-	}
+	p.cancel()
+	clear(p.pending)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/slab"
@@ -527,7 +528,7 @@ func (r *Runner) store(spec *pb.TaskSpec, index uint32, out []byte) *pb.TaskResu
 	// learns of it from this result, sent after the put.
 	tid, _ := ids.TaskIDFromBytes(spec.TaskId)
 	oid := ids.ReturnID(tid, index)
-	got, err := r.Root.RequestFuture(store, &pb.PutObject{ObjectId: oid[:], Data: out, Owner: spec.Owner}, admitTimeout).Result()
+	got, err := ask.Request(r.Root, store, &pb.PutObject{ObjectId: oid[:], Data: out, Owner: spec.Owner}, admitTimeout)
 	if ack, ok := got.(*pb.PutObjectAck); err == nil && ok && ack.Error != "" {
 		return Fail(spec, pb.ErrorInfo_SYSTEM, "the object store refused the result: "+ack.Error, "", r.Node)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects"
@@ -90,7 +91,7 @@ func (c *Core) Hold(id ids.ObjectID, owner *pb.PID) {
 	c.mem.Create(id)
 	defer close(e.Registered)
 	ownerPID := actor.NewPID(owner.Address, owner.Id)
-	res, err := c.root.RequestFuture(ownerPID, &pb.AddBorrower{ObjectId: id[:], Borrower: c.ownerW}, borrowRegisterTimeout).Result()
+	res, err := ask.Request(c.root, ownerPID, &pb.AddBorrower{ObjectId: id[:], Borrower: c.ownerW}, borrowRegisterTimeout)
 	ack, ok := res.(*pb.BorrowerAck)
 	switch {
 	case err != nil:
@@ -198,7 +199,7 @@ func (c *Core) Escape(nested []Nested, to *pb.PID) [][]byte {
 			c.addLender(n.ID, to)
 		} else {
 			owner := actor.NewPID(n.Owner.Address, n.Owner.Id)
-			_, _ = c.root.RequestFuture(owner, &pb.AddBorrower{ObjectId: n.ID[:], Borrower: to}, borrowRegisterTimeout).Result()
+			_, _ = ask.Request(c.root, owner, &pb.AddBorrower{ObjectId: n.ID[:], Borrower: to}, borrowRegisterTimeout)
 		}
 		out = append(out, RefPayload(n.ID, n.Owner))
 	}

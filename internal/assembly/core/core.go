@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/dispatch"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -463,7 +464,7 @@ func (c *Core) freeIn(r objects.Released, collect bool, hint ids.ObjectID, e *ob
 		if node == c.cfg.Node && bytes >= collectAfter && collect {
 			// Bounded wait: a shard that does not answer only costs the collection's benefit.
 			pb.SplitCount(list, pb.MaxIDsPerMessage, func(run [][]byte) {
-				_, _ = c.root.RequestFuture(s, &pb.FreeObjects{ObjectIds: run}, 5*time.Second).Result()
+				_, _ = ask.Request(c.root, s, &pb.FreeObjects{ObjectIds: run}, 5*time.Second)
 			})
 			runtime.GC()
 		} else {
@@ -492,7 +493,7 @@ func (c *Core) StoreStatsOf(ctx context.Context, node ids.NodeID, top int) (*pb.
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	res, err := c.root.RequestFuture(s, &pb.StoreStats{Top: int32(top)}, timeout).Result()
+	res, err := ask.Request(c.root, s, &pb.StoreStats{Top: int32(top)}, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("ray: object store of node %s: %w", node, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects"
@@ -451,7 +452,7 @@ func (tc *TaskContext) Yield(ctx context.Context, index uint32, data []byte, nes
 			return fmt.Errorf("ray: item %d: no object store shard on this node", index)
 		}
 		id := ids.ReturnID(tid, index)
-		got, err := c.root.RequestFuture(st, &pb.PutObject{ObjectId: id[:], Data: data, Owner: spec.Owner}, storeAdmitTimeout).Result()
+		got, err := ask.Request(c.root, st, &pb.PutObject{ObjectId: id[:], Data: data, Owner: spec.Owner}, storeAdmitTimeout)
 		if err != nil {
 			return fmt.Errorf("ray: item %d: the object store did not answer: %w", index, err)
 		}
@@ -482,10 +483,10 @@ func (tc *TaskContext) ask(ctx context.Context, to *actor.PID, msg any) (*pb.Gen
 		err error
 	}
 	for {
-		f := c.root.RequestFuture(to, msg, yieldResend)
+		call := ask.Start(c.root, to, msg)
 		ch := make(chan answer, 1)
-		go func() { // ends with the future, within yieldResend
-			res, err := f.Result()
+		go func() { // ends within yieldResend
+			res, err := call.Wait(context.Background(), yieldResend)
 			ch <- answer{res, err}
 		}()
 		select {

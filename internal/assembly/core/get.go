@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects"
@@ -188,7 +189,7 @@ func (c *Core) fetch(ctx context.Context, id ids.ObjectID, node ids.NodeID, size
 		defer c.inflight.Add(-size)
 		return c.pull(ctx, s, id, node, size)
 	}
-	res, err := c.root.RequestFuture(s, &pb.GetObject{ObjectId: id[:]}, timeout).Result()
+	res, err := ask.Request(c.root, s, &pb.GetObject{ObjectId: id[:]}, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("ray: reading object %s from node %s: %w", id, node, err)
 	}
@@ -242,7 +243,7 @@ func (tc *TaskContext) putNested(data []byte, nested []Nested, toStore bool) (id
 		// Wait for the store to admit it: over its budget, the store answers once spilling
 		// has caught up, so a producer cannot outrun the disk (backpressure).
 		oid := id // a copy for the message, so that a small Put's id stays on the stack
-		res, err := c.root.RequestFuture(s, &pb.PutObject{ObjectId: oid[:], Data: data, Owner: c.ownerW}, admitTimeout).Result()
+		res, err := ask.Request(c.root, s, &pb.PutObject{ObjectId: oid[:], Data: data, Owner: c.ownerW}, admitTimeout)
 		if ack, ok := res.(*pb.PutObjectAck); err == nil && ok && ack.Error != "" {
 			return id, fmt.Errorf("ray: the object store refused object %s: %s", id, ack.Error)
 		} else if err != nil {
@@ -273,7 +274,7 @@ func (c *Core) moveToStore(id ids.ObjectID) error {
 	if s == nil {
 		return fmt.Errorf("ray: no object store shard on node %s", c.cfg.Node)
 	}
-	res, err := c.root.RequestFuture(s, &pb.PutObject{ObjectId: id[:], Data: v.Data, Owner: c.ownerW}, admitTimeout).Result()
+	res, err := ask.Request(c.root, s, &pb.PutObject{ObjectId: id[:], Data: v.Data, Owner: c.ownerW}, admitTimeout)
 	if ack, ok := res.(*pb.PutObjectAck); err == nil && ok && ack.Error != "" {
 		return fmt.Errorf("ray: the object store refused object %s: %s", id, ack.Error)
 	} else if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/netx"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -145,7 +146,7 @@ func (s *shard) freeOld(p *pending, a lineage.FreeOld) {
 	go func() {
 		if !c.argGone(old) {
 			if st := c.storeOf(a.Node); st != nil {
-				_, _ = c.root.RequestFuture(st, &pb.FreeObjects{ObjectIds: [][]byte{a.Object[:]}}, 5*time.Second).Result()
+				_, _ = ask.Request(c.root, st, &pb.FreeObjects{ObjectIds: [][]byte{a.Object[:]}}, 5*time.Second)
 			}
 		}
 		s.send(oldFreed{p: p})

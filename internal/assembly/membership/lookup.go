@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/eventstream"
 
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/netx"
 )
@@ -264,9 +265,9 @@ func (l *Lookup) resolve(ci *cluster.ClusterIdentity) *actor.PID {
 // instead of after ActivationTimeout, since protoactor drops messages to an address it
 // cannot connect to rather than failing them.
 func (l *Lookup) activate(activator *actor.PID, req *cluster.ActivationRequest, remoteAddr string) (any, error) {
-	f := l.system.Root.RequestFuture(activator, req, l.cfg.ActivationTimeout)
+	call := ask.Start(l.system.Root, activator, req)
 	if remoteAddr == "" {
-		return f.Result()
+		return call.Wait(context.Background(), l.cfg.ActivationTimeout)
 	}
 	type answer struct {
 		res any
@@ -274,7 +275,7 @@ func (l *Lookup) activate(activator *actor.PID, req *cluster.ActivationRequest, 
 	}
 	done := make(chan answer, 1)
 	go func() {
-		res, err := f.Result()
+		res, err := call.Wait(context.Background(), l.cfg.ActivationTimeout)
 		done <- answer{res, err}
 	}()
 	probe := make(chan bool, 1)

@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/gcs"
 )
 
@@ -290,7 +291,7 @@ func (p *Provider) start(c *cluster.Cluster, client bool) error {
 	}
 	// Let the membership actor publish the first topology before we return, as the stock
 	// providers do.
-	if _, err := p.system.Root.RequestFuture(p.monitor, syncMsg{}, p.cfg.StartTimeout).Result(); err != nil {
+	if _, err := ask.Request(p.system.Root, p.monitor, syncMsg{}, p.cfg.StartTimeout); err != nil {
 		return fail(fmt.Errorf("membership: first topology: %w", err))
 	}
 

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -77,7 +78,7 @@ func (r *loadReporter) run(ctx context.Context) {
 		if rl == nil {
 			continue
 		}
-		res, err := r.n.system.Root.RequestFuture(rl, raylet.Stats{}, time.Second).Result()
+		res, err := ask.Request(r.n.system.Root, rl, raylet.Stats{}, time.Second)
 		if err != nil {
 			continue
 		}
@@ -88,7 +89,7 @@ func (r *loadReporter) run(ctx context.Context) {
 		if time.Since(storeAt) >= time.Second {
 			storeAt = time.Now()
 			if sp := r.n.objectStore(); sp != nil {
-				if res, err := r.n.system.Root.RequestFuture(sp, &pb.StoreStats{Top: 5}, time.Second).Result(); err == nil {
+				if res, err := ask.Request(r.n.system.Root, sp, &pb.StoreStats{Top: 5}, time.Second); err == nil {
 					st, _ = res.(*pb.StoreStatsReply)
 				}
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/ray-go/ray/internal/assembly/clusterview"
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/assembly/membership"
+	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/dispatch"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
@@ -504,7 +505,7 @@ func (n *Node) readObject(ctx context.Context, id ids.ObjectID) ([]byte, error) 
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	res, err := n.system.Root.RequestFuture(s, &pb.GetObject{ObjectId: id[:]}, timeout).Result()
+	res, err := ask.Request(n.system.Root, s, &pb.GetObject{ObjectId: id[:]}, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("node: read object %s from the store: %w", id, err)
 	}
@@ -676,7 +677,7 @@ func (n *Node) available() map[string]sched.Resources {
 	if rl == nil {
 		return nil
 	}
-	res, err := n.system.Root.RequestFuture(rl, raylet.Stats{}, 5*time.Second).Result()
+	res, err := ask.Request(n.system.Root, rl, raylet.Stats{}, 5*time.Second)
 	if s, ok := res.(*raylet.StatsReply); err == nil && ok {
 		return map[string]sched.Resources{string(n.ID): s.Available}
 	}
