@@ -10,8 +10,11 @@ import (
 // CertRecord is certs/<serial>: a certificate the head's CA issued (the join endpoint's,
 // and the head's own), for `rayctl cert list`. Serial is identity.SerialText's form.
 type CertRecord struct {
-	Serial   string    `json:"serial"`
-	Name     string    `json:"name"` // the subject's common name
+	Serial string `json:"serial"`
+	Name   string `json:"name"` // the name it was issued for (identity.NameOf)
+	// User is its GCS (etcd) user, the subject's common name (identity.GCSUser); empty in
+	// records written before certificates had users, whose Name is the common name.
+	User     string    `json:"user,omitempty"`
 	Role     string    `json:"role"`
 	AgentID  string    `json:"agent_id,omitempty"` // for agents (head and node roles)
 	NotAfter time.Time `json:"not_after"`

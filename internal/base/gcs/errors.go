@@ -23,19 +23,23 @@ var (
 	// ErrNoSpace: the store reached its space quota (etcd's NOSPACE alarm). Only deletes and
 	// compaction help; the design keeps this from ever happening by garbage-collecting.
 	ErrNoSpace = errors.New("gcs: store space quota exceeded")
+	// ErrPermissionDenied: the store refused the request to this client: its role may not
+	// do that with that key (see identity's GCS role table), or its certificate was revoked
+	// (its user is gone). Only the etcd store returns it, with auth enabled.
+	ErrPermissionDenied = errors.New("gcs: permission denied")
 )
 
 // IsPermanent reports whether err will recur if the same request is retried unchanged:
 // the contract's sentinels (ErrClosed, ErrTooLarge, ErrLeaseNotFound, ErrCompacted,
-// ErrFutureRev, ErrEmptyKey, ErrDuplicateKey, ErrNoSpace) and context errors. Anything
-// else (unavailable, timeouts, leader changes) is treated as transient.
+// ErrFutureRev, ErrEmptyKey, ErrDuplicateKey, ErrNoSpace, ErrPermissionDenied) and context
+// errors. Anything else (unavailable, timeouts, leader changes) is treated as transient.
 func IsPermanent(err error) bool {
 	switch {
 	case err == nil:
 		return false
 	case errors.Is(err, ErrClosed), errors.Is(err, ErrTooLarge), errors.Is(err, ErrLeaseNotFound),
 		errors.Is(err, ErrCompacted), errors.Is(err, ErrFutureRev), errors.Is(err, ErrEmptyKey),
-		errors.Is(err, ErrDuplicateKey), errors.Is(err, ErrNoSpace),
+		errors.Is(err, ErrDuplicateKey), errors.Is(err, ErrNoSpace), errors.Is(err, ErrPermissionDenied),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return true
 	}

@@ -288,7 +288,7 @@ func FuzzJoinRequest(f *testing.F) {
 			t.Fatal(err)
 		}
 		csr, _ := x509.ParseCertificateRequest(req.CSR)
-		if err := cert.CheckSignatureFrom(fx.ca.Cert); err != nil || roleOf(cert) != req.Role || cert.Subject.CommonName != req.Name ||
+		if err := cert.CheckSignatureFrom(fx.ca.Cert); err != nil || roleOf(cert) != req.Role || NameOf(cert) != req.Name || cert.Subject.CommonName != req.Name+":"+SerialText(cert.SerialNumber) ||
 			!csr.PublicKey.(*ecdsa.PublicKey).Equal(cert.PublicKey) {
 			t.Fatalf("granted %+v a certificate for %v (role %q), %v", req, cert.Subject, roleOf(cert), err)
 		}

@@ -37,6 +37,10 @@ const (
 const (
 	CAValidity   = 10 * 365 * 24 * time.Hour
 	CertValidity = 365 * 24 * time.Hour
+	// ClientCertValidity is the lifetime of the certificates the join endpoint issues for
+	// RoleClient (rayctl with the token: one per command): short, so that the GCS users the
+	// head creates for them can be deleted soon (etcd checks expiry at the handshake only).
+	ClientCertValidity = 24 * time.Hour
 	// clockSkew backdates NotBefore so that a peer whose clock is a little behind accepts a
 	// certificate issued a moment ago.
 	clockSkew = 5 * time.Minute
@@ -151,8 +155,8 @@ func (ca *CA) Sign(pub *ecdsa.PublicKey, req Request) ([]byte, error) {
 	if !validRole(req.Role) {
 		return nil, fmt.Errorf("identity: unknown role %q", req.Role)
 	}
-	if req.Name == "" || len(req.Name) > 128 {
-		return nil, errors.New("identity: a certificate needs a name of 1 to 128 characters")
+	if req.Name == "" || len(req.Name) > 128 || strings.Contains(req.Name, userSep) {
+		return nil, errors.New("identity: a certificate needs a name of 1 to 128 characters, without '" + userSep + "'")
 	}
 	if req.Now.IsZero() {
 		req.Now = time.Now()
@@ -160,13 +164,16 @@ func (ca *CA) Sign(pub *ecdsa.PublicKey, req Request) ([]byte, error) {
 	if req.Validity <= 0 {
 		req.Validity = CertValidity
 	}
+	sn := serial()
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: req.Name, Organization: []string{"ray-go"}, OrganizationalUnit: []string{req.Role}},
-		NotBefore:    req.Now.Add(-clockSkew),
-		NotAfter:     req.Now.Add(req.Validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		SerialNumber: sn,
+		// The serial in the common name makes it unique per certificate: the GCS's user
+		// (GCSUser), deleted when this certificate is revoked, is no other certificate's.
+		Subject:     pkix.Name{CommonName: req.Name + userSep + SerialText(sn), Organization: []string{"ray-go"}, OrganizationalUnit: []string{req.Role}},
+		NotBefore:   req.Now.Add(-clockSkew),
+		NotAfter:    req.Now.Add(req.Validity),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
 	if tmpl.NotAfter.After(ca.Cert.NotAfter) {
 		tmpl.NotAfter = ca.Cert.NotAfter
@@ -278,8 +285,11 @@ func (c *Credentials) Verify(now time.Time) error {
 // ErrExpired: a certificate is outside its validity period.
 var ErrExpired = errors.New("certificate expired or not yet valid (join again with the token)")
 
-// Name is the certificate's common name; Role its role.
-func (c *Credentials) Name() string { return c.leaf.Subject.CommonName }
+// Name is the name the certificate was issued for (NameOf); Role its role.
+func (c *Credentials) Name() string { return NameOf(c.leaf) }
+
+// User is the certificate's GCS user: its common name (GCSUser).
+func (c *Credentials) User() string { return GCSUser(c.leaf) }
 
 // Role returns the role the certificate was issued for.
 func (c *Credentials) Role() string { return roleOf(c.leaf) }

@@ -166,7 +166,11 @@ func (s *JoinServer) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request: want an ECDSA P-256 key", http.StatusBadRequest)
 		return
 	}
-	der, err := s.ca.Sign(pub, Request{Name: req.Name, Role: req.Role, Hosts: req.Hosts})
+	issue := Request{Name: req.Name, Role: req.Role, Hosts: req.Hosts}
+	if req.Role == RoleClient {
+		issue.Validity = ClientCertValidity
+	}
+	der, err := s.ca.Sign(pub, issue)
 	if err != nil {
 		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
 		return

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap/zapcore"
@@ -97,6 +98,12 @@ type EmbedConfig struct {
 	// a port nobody listens on. Local mode sets it; a head that other members may join
 	// must not.
 	NoPeerListener bool
+	// Auth, with TLS, prepares the server for etcd's authentication (auth.go): its
+	// in-process clients (Client) act as etcd's root user, and Embedded.Auth manages users
+	// and roles (Auth.Enable turns authentication on; once on, it stays on across restarts
+	// on the same Dir, so a server whose Dir has it on must be started with Auth). Without
+	// Auth the in-process clients carry no identity, as in local mode.
+	Auth bool
 }
 
 // Validate reports a configuration that cannot work.
@@ -112,6 +119,8 @@ func (c EmbedConfig) Validate() error {
 		return errors.New("etcdstore: embed: negative value")
 	case c.CRL != "" && c.TLS.IsZero():
 		return errors.New("etcdstore: embed: a CRL without TLS")
+	case c.Auth && c.TLS.IsZero():
+		return errors.New("etcdstore: embed: Auth needs TLS (etcd takes a client's user from its certificate)")
 	case c.NoPeerListener && c.InitialCluster != "":
 		return errors.New("etcdstore: embed: NoPeerListener is for a single-member cluster, and InitialCluster names members")
 	}
@@ -324,7 +333,13 @@ func (e *Embedded) Client() gcs.Store {
 	if e.closed {
 		return closedStore{}
 	}
-	s := newStore(v3client.New(e.etcd.Server), e.cfg.Namespace, e.forget)
+	var cli *clientv3.Client
+	if e.cfg.Auth {
+		cli = newInProcessClient(e.etcd.Server, RootUser)
+	} else {
+		cli = v3client.New(e.etcd.Server)
+	}
+	s := newStore(cli, e.cfg.Namespace, e.forget)
 	e.clients[s] = struct{}{}
 	return s
 }

@@ -52,6 +52,10 @@ var (
 	// ErrTLSRefused: the TLS handshake failed: the GCS refused this client's certificate,
 	// or this client does not trust the GCS's.
 	ErrTLSRefused = errors.New("etcdstore: TLS handshake with the GCS failed")
+	// ErrNoAccess: the GCS took the certificate but refuses its requests (etcd auth: no
+	// user for it, or its user was deleted when the certificate was revoked). It wraps
+	// gcs.ErrPermissionDenied.
+	ErrNoAccess = fmt.Errorf("etcdstore: the GCS grants this certificate no access: %w", gcs.ErrPermissionDenied)
 )
 
 // Validate reports a configuration that cannot work.
@@ -114,7 +118,18 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if _, err := cli.Get(pctx, "gcs-probe", clientv3.WithCountOnly()); err != nil {
+	// The probe reads a key of the namespace: with auth on, a client may read nothing else.
+	probe := clientv3.KV(cli.KV)
+	if cfg.Namespace != "" {
+		probe = namespace.NewKV(cli.KV, cfg.Namespace)
+	}
+	_, err = probe.Get(pctx, "gcs-probe", clientv3.WithCountOnly())
+	if is(err, rpctypes.ErrPermissionDenied) || is(err, rpctypes.ErrUserEmpty) {
+		_ = cli.Close()
+		return nil, fmt.Errorf("etcdstore: etcd at %s: %w: it accepts this client's certificate but grants it no access to the cluster's keys "+
+			"(a certificate revoked since, or one the cluster made no user for): %v", strings.Join(cfg.Endpoints, ","), ErrNoAccess, err)
+	}
+	if err != nil {
 		_ = cli.Close()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("etcdstore: connect to %s: %w", strings.Join(cfg.Endpoints, ","), ctx.Err())
@@ -246,6 +261,8 @@ func translate(err error) error {
 		return gcs.ErrEmptyKey
 	case is(err, rpctypes.ErrNoSpace):
 		return gcs.ErrNoSpace
+	case is(err, rpctypes.ErrPermissionDenied), is(err, rpctypes.ErrUserEmpty), is(err, rpctypes.ErrUserNotFound):
+		return gcs.ErrPermissionDenied
 	case status.Code(err) == codes.ResourceExhausted: // gRPC message size limits
 		return gcs.ErrTooLarge
 	}

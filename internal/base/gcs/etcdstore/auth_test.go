@@ -1,0 +1,254 @@
+package etcdstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/identity"
+)
+
+// gcsRoles is what a head defines: every ray role with its permissions in namespace.
+func gcsRoles(namespace string) map[string][]identity.KeyRange {
+	roles := map[string][]identity.KeyRange{}
+	for _, r := range identity.GCSRoles {
+		roles[r] = identity.GCSPermissions(r, namespace)
+	}
+	return roles
+}
+
+// With auth on, each certificate does what its role may and is refused the rest with
+// gcs.ErrPermissionDenied; a certificate without a user is refused at New; the in-process
+// client is root; deleting a user cuts a connection opened before at its next request;
+// and all of it survives a restart on the same directory.
+func TestAuth(t *testing.T) {
+	ctx := context.Background()
+	const ns = "cluster-a/"
+	ca, err := identity.NewCA("gcs auth test", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := ca.Issue(identity.Request{Name: "gcs", Role: identity.RoleHead})
+	files, err := srv.Save(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := etcdstore.EmbedConfig{Dir: dir, TLS: files, Namespace: ns, Auth: true}
+	e, err := etcdstore.StartEmbedded(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { e.Close() }()
+	a, err := e.Auth()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Enable(ctx, gcsRoles(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Enable(ctx, gcsRoles(ns)); err != nil { // idempotent
+		t.Fatalf("enable again: %v", err)
+	}
+	if !a.Enabled() {
+		t.Fatal("auth is not on")
+	}
+	user := func(role string) *identity.Credentials {
+		t.Helper()
+		c, err := ca.Issue(identity.Request{Name: "t-" + role, Role: role})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PutUser(ctx, c.User(), identity.GCSRoleOf(role)); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	open := func(c *identity.Credentials) (gcs.Store, error) {
+		return etcdstore.New(ctx, etcdstore.Config{Endpoints: e.Endpoints(), TLS: c.ClientTLS(), Namespace: ns, DialTimeout: 5 * time.Second})
+	}
+	mustOpen := func(c *identity.Credentials) gcs.Store {
+		t.Helper()
+		s, err := open(c)
+		if err != nil {
+			t.Fatalf("open as %s: %v", c.User(), err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+
+	in := e.Client() // root: everything
+	for _, k := range []string{gcs.RevokedKey("1f"), gcs.SubmissionKey("s0"), gcs.JobKey("j0"), gcs.NodeKey("n0")} {
+		if _, err := in.Put(ctx, k, []byte("v"), 0); err != nil {
+			t.Fatalf("the in-process client: put %s: %v", k, err)
+		}
+	}
+
+	node, driver, client := user(identity.RoleNode), user(identity.RoleDriver), user(identity.RoleClient)
+	for _, c := range []struct {
+		creds *identity.Credentials
+		key   string
+		write bool
+	}{
+		{node, gcs.NodeKey("n1"), true},
+		{node, gcs.StateRequestKey("q1"), true},
+		{node, gcs.RevokedKey("2f"), false},
+		{node, gcs.CertKey("2f"), false},
+		{node, gcs.SubmissionKey("s1"), false},
+		{node, gcs.JobKey("j1"), false},
+		{driver, gcs.JobKey("j1"), true},
+		{driver, gcs.SubmissionKey("s1"), false},
+		{driver, gcs.RevokedKey("2f"), false},
+		{client, gcs.SubmissionKey("s1"), true},
+		{client, gcs.NodeKey("n1"), false},
+		{client, gcs.RevokedKey("2f"), false},
+	} {
+		s := mustOpen(c.creds)
+		_, err := s.Put(ctx, c.key, []byte("x"), 0)
+		switch {
+		case c.write && err != nil:
+			t.Errorf("%s may write %s: %v", c.creds.User(), c.key, err)
+		case !c.write && !errors.Is(err, gcs.ErrPermissionDenied):
+			t.Errorf("%s writes %s: %v, want ErrPermissionDenied", c.creds.User(), c.key, err)
+		case !c.write:
+			_, err := s.Delete(ctx, c.key)
+			if !errors.Is(err, gcs.ErrPermissionDenied) {
+				t.Errorf("%s deletes %s: %v, want ErrPermissionDenied", c.creds.User(), c.key, err)
+			}
+			// It may read what it may not write.
+			if _, _, err := s.Get(ctx, c.key); err != nil {
+				t.Errorf("%s reads %s: %v", c.creds.User(), c.key, err)
+			}
+		}
+	}
+	// What a node does besides puts: lists, transactions, leases, watches.
+	s := mustOpen(node)
+	if _, _, err := s.List(ctx, gcs.RevokedPrefix); err != nil {
+		t.Errorf("a node lists revoked/: %v", err)
+	}
+	lease, err := s.Grant(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, gcs.AgentAliveKey("a1"), []byte("h"), lease); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.KeepAlive(ctx, lease); err != nil {
+		t.Fatalf("a node keeps its lease alive: %v", err)
+	}
+	if ok, _, err := s.Txn(ctx, []gcs.Cmp{{Key: gcs.NodeKey("n1"), ModRev: 0}}, []gcs.Op{{Kind: gcs.OpPut, Key: gcs.NodeKey("n2"), Value: []byte("x")}, {Kind: gcs.OpDeletePrefix, Key: gcs.LoadPrefix}}); err != nil || ok {
+		t.Errorf("a node's txn: %v %v", ok, err)
+	}
+	if _, _, err := s.Txn(ctx, nil, []gcs.Op{{Kind: gcs.OpPut, Key: gcs.NodeKey("n3"), Value: []byte("x")}, {Kind: gcs.OpDelete, Key: gcs.RevokedKey("1f")}}); !errors.Is(err, gcs.ErrPermissionDenied) {
+		t.Errorf("a node's txn that deletes revoked/: %v, want ErrPermissionDenied", err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w := s.Watch(wctx, gcs.RevokedPrefix, 0)
+	if _, err := in.Put(ctx, gcs.RevokedKey("3f"), []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if resp := <-w; resp.Err != nil || len(resp.Events) != 1 {
+		t.Errorf("a node's watch of revoked/: %+v", resp)
+	}
+	cancel()
+
+	// Outside the namespace: nothing.
+	outside, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: e.Endpoints(), TLS: node.ClientTLS(), Namespace: "cluster-b/", DialTimeout: 5 * time.Second})
+	if !errors.Is(err, etcdstore.ErrNoAccess) {
+		if outside != nil {
+			outside.Close()
+		}
+		t.Errorf("a node in another namespace: %v, want ErrNoAccess", err)
+	}
+	// A certificate of the CA the head made no user for: refused at New.
+	stranger, _ := ca.Issue(identity.Request{Name: "stranger", Role: identity.RoleNode})
+	if st, err := open(stranger); !errors.Is(err, etcdstore.ErrNoAccess) || !errors.Is(err, gcs.ErrPermissionDenied) {
+		if st != nil {
+			st.Close()
+		}
+		t.Errorf("a certificate without a user: %v, want ErrNoAccess", err)
+	} else {
+		t.Logf("no user: %v", err)
+	}
+
+	// Revocation: the user goes, and a connection opened before fails its next request.
+	gone := user(identity.RoleNode)
+	open1 := mustOpen(gone)
+	if _, err := open1.Put(ctx, gcs.NodeKey("gone"), []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	goneLease, err := open1.Grant(ctx, 30*time.Second)
+	if err == nil {
+		_, err = open1.Put(ctx, gcs.AgentAliveKey("gone"), []byte("x"), goneLease)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.DeleteUser(ctx, gone.User()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.DeleteUser(ctx, gone.User()); err != nil {
+		t.Fatalf("delete a missing user: %v", err)
+	}
+	if _, err := open1.Put(ctx, gcs.NodeKey("gone"), []byte("y"), 0); !errors.Is(err, gcs.ErrPermissionDenied) {
+		t.Errorf("a put on a connection of a deleted user: %v, want ErrPermissionDenied", err)
+	} else {
+		t.Logf("put after the user's deletion: %v", err)
+	}
+	if _, _, err := open1.Get(ctx, gcs.NodeKey("gone")); !errors.Is(err, gcs.ErrPermissionDenied) {
+		t.Errorf("a get on a connection of a deleted user: %v, want ErrPermissionDenied", err)
+	}
+	// Its lease is not renewed any more: its keys go when the lease expires. (etcd grants
+	// a new lease to any user, deleted or not; a lease without keys is harmless.)
+	if _, err := open1.KeepAlive(ctx, goneLease); !errors.Is(err, gcs.ErrPermissionDenied) {
+		t.Errorf("a lease renewal on a connection of a deleted user: %v, want ErrPermissionDenied", err)
+	}
+	users, err := a.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := users[gone.User()]; ok || len(users[node.User()]) != 1 || users[node.User()][0] != identity.GCSRoleNode {
+		t.Errorf("users: %v", users)
+	}
+
+	// A restart on the same directory keeps auth, its roles and users.
+	e.Close()
+	if e, err = etcdstore.StartEmbedded(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if a, err = e.Auth(); err != nil || !a.Enabled() {
+		t.Fatalf("after a restart: %v, enabled %v", err, a != nil && a.Enabled())
+	}
+	if _, err := e.Client().Put(ctx, gcs.RevokedKey("4f"), []byte("v"), 0); err != nil {
+		t.Fatalf("the in-process client after a restart: %v", err)
+	}
+	s2, err := open(node)
+	if err != nil {
+		t.Fatalf("a node after a restart: %v", err)
+	}
+	defer s2.Close()
+	if _, err := s2.Put(ctx, gcs.RevokedKey("5f"), []byte("x"), 0); !errors.Is(err, gcs.ErrPermissionDenied) {
+		t.Errorf("a node writes revoked/ after a restart: %v", err)
+	}
+	if _, err := open(gone); !errors.Is(err, etcdstore.ErrNoAccess) {
+		t.Errorf("a deleted user after a restart: %v, want ErrNoAccess", err)
+	}
+}
+
+// Auth needs TLS; a server without it has no Auth.
+func TestAuthConfig(t *testing.T) {
+	if err := (etcdstore.EmbedConfig{Dir: "x", Auth: true}).Validate(); err == nil {
+		t.Error("Auth without TLS was accepted")
+	}
+	e, err := etcdstore.StartEmbedded(context.Background(), etcdstore.EmbedConfig{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Auth(); !errors.Is(err, etcdstore.ErrNoAuth) {
+		t.Errorf("Auth of a server without it: %v", err)
+	}
+}
