@@ -241,6 +241,8 @@ func connect(c *ucli.Context) (gcs.Store, []string, error) {
 	switch {
 	case errors.Is(err, etcdstore.ErrNeedsTLS):
 		return nil, nil, exitf(ExitCredentials, "the cluster at %s is secure and --insecure gives no credentials: %s", strings.Join(addr, ","), howToAuthenticate)
+	case errors.Is(err, etcdstore.ErrNoAccess):
+		return nil, nil, exitf(ExitCredentials, "the cluster at %s refuses every request of this client's certificate (revoked? `rayctl cert list` on the head says): %v", strings.Join(addr, ","), err)
 	case errors.Is(err, etcdstore.ErrTLSRefused):
 		return nil, nil, exitf(ExitCredentials, "the cluster at %s refused this client's credentials (%v): %s", strings.Join(addr, ","), err, howToAuthenticate)
 	case err != nil:
@@ -255,6 +257,21 @@ func connect(c *ucli.Context) (gcs.Store, []string, error) {
 const howToAuthenticate = "pass the cluster's join token with --token (or RAY_GO_TOKEN, or --token-file; `rayctl start --head` printed it, " +
 	"`rayctl token show` on the head prints it again), or run this command on a machine whose agent belongs to the cluster " +
 	"(it uses that agent's credentials); a cluster started with --insecure needs --insecure"
+
+// submitNeeds says which credentials may submit and stop jobs (see identity's GCS role
+// table).
+const submitNeeds = "submitting and stopping jobs needs the cluster's join token (--token, RAY_GO_TOKEN or --token-file) " +
+	"or the head's credentials (rayctl on the head's machine); the credentials of another machine's agent are a node's, which may not"
+
+// denied turns the GCS's refusal of a request to these credentials (gcs.ErrPermissionDenied:
+// their role may not) into exit code ExitCredentials saying what was refused and what is
+// needed; nil for any other error.
+func denied(err error, what, needs string) error {
+	if !errors.Is(err, gcs.ErrPermissionDenied) {
+		return nil
+	}
+	return exitf(ExitCredentials, "%s: the cluster refuses it to these credentials (%v): %s", what, err, needs)
+}
 
 // credentialFlags are the flags of every command that talks to a cluster.
 func credentialFlags() []ucli.Flag {

@@ -29,7 +29,7 @@ func certCommand() *ucli.Command {
 					"on new node-to-node connections, and the GCS refuses new connections that present it",
 				ArgsUsage: "SERIAL",
 				Flags: append(stateFlags(), &ucli.BoolFlag{Name: "force",
-					Usage: "revoke the head's own certificate too (the head's worker processes use it: they lose the GCS)"}),
+					Usage: "revoke the head's own certificate too (the head's node and rayctl on its machine use it)"}),
 				Action: certRevoke,
 			},
 		},
@@ -120,7 +120,7 @@ func certRevoke(c *ucli.Context) error {
 		rec, err := gcs.DecodeCertRecord(kv.Value)
 		if err == nil {
 			if rec.Role == identity.RoleHead && !c.Bool("force") {
-				return exitf(ExitError, "%s is the head's certificate (%s): its worker processes use it to reach the GCS; pass --force to revoke it anyway", serial, rec.Name)
+				return exitf(ExitError, "%s is the head's certificate (%s): the head's node and rayctl on its machine use it (it is the GCS's administrator); pass --force to revoke it anyway", serial, rec.Name)
 			}
 			name = fmt.Sprintf("%s, %s", rec.Name, rec.Role)
 		}
@@ -128,7 +128,12 @@ func certRevoke(c *ucli.Context) error {
 		writeErr(c, "rayctl: warning: the cluster has no record of certificate %s; revoking it anyway", serial)
 	}
 	b, _ := json.Marshal(gcs.RevokedRecord{Serial: serial, RevokedAt: time.Now().UTC()})
-	if _, err := store.Put(ctx, gcs.RevokedKey(serial), b, 0); err != nil {
+	_, err = store.Put(ctx, gcs.RevokedKey(serial), b, 0)
+	if d := denied(err, "revoke "+serial, "revoking a certificate needs the head's credentials: run `rayctl cert revoke` on the head's machine "+
+		"(the token gives rayctl a client certificate, and an agent's a node certificate: neither may revoke)"); d != nil {
+		return d
+	}
+	if err != nil {
 		return exitf(ExitError, "revoke %s: %v", serial, err)
 	}
 	fmt.Fprintf(c.App.Writer, "revoked %s (%s) in the cluster at %s\n", serial, name, addr[0])

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ray-go/ray/internal/assembly/agent"
 	"github.com/ray-go/ray/internal/assembly/node"
+	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/base/identity"
 )
@@ -95,10 +96,12 @@ func gcsRefusal(addr string, creds *identity.Credentials) error {
 }
 
 // TestCertRevocation: a head and a second agent (real processes); `rayctl cert list`
-// shows the certificates the head issued; after `rayctl cert revoke` of the agent's, a
-// node of the cluster (a driver's node, in this process) refuses it on its object data
-// stream and its gRPC remote, and the GCS refuses new connections that present it, while
-// other certificates keep working.
+// shows the certificates the head issued; the agent's node certificate may not write
+// revoked/, certs/, submissions/ or jobs/ (nor submit or revoke through rayctl); after
+// `rayctl cert revoke` of the agent's, a node of the cluster (a driver's node, in this
+// process) refuses it on its object data stream and its gRPC remote, the GCS refuses the
+// next request of a connection it opened before and new connections that present it,
+// while other certificates keep working.
 func TestCertRevocation(t *testing.T) {
 	sess, sess2 := filepath.Join(t.TempDir(), "head"), filepath.Join(t.TempDir(), "agent")
 	t.Cleanup(func() {
@@ -199,6 +202,38 @@ func TestCertRevocation(t *testing.T) {
 		t.Fatalf("the GCS before the revocation: %v", err)
 	}
 
+	// The GCS's authorization: the agent's node certificate does what a node does, and may
+	// not write revoked/ (un-revoke itself), certs/, or submissions/ and jobs/ (make the
+	// head run a command), through its own client or through rayctl on its machine.
+	gcsOpen, err := etcdstore.New(context.Background(), etcdstore.Config{Endpoints: []string{addr}, TLS: gone.ClientTLS(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("a GCS client with the agent's certificate: %v", err)
+	}
+	defer gcsOpen.Close()
+	ctx := context.Background()
+	if _, err := gcsOpen.Put(ctx, gcs.NodeKey("certtest"), []byte("x"), 0); err != nil {
+		t.Fatalf("the agent's certificate writes nodes/: %v", err)
+	}
+	for _, key := range []string{gcs.RevokedKey("1f"), gcs.CertKey("1f"), gcs.SubmissionKey("certtest"), gcs.JobKey("certtest")} {
+		if _, err := gcsOpen.Put(ctx, key, []byte("x"), 0); !errors.Is(err, gcs.ErrPermissionDenied) {
+			t.Errorf("the agent's certificate writes %s: %v, want gcs.ErrPermissionDenied", key, err)
+		}
+	}
+	if _, err := gcsOpen.Delete(ctx, gcs.RevokedKey("1f")); !errors.Is(err, gcs.ErrPermissionDenied) {
+		t.Errorf("the agent's certificate deletes under revoked/: %v, want gcs.ErrPermissionDenied", err)
+	}
+	if r := run(t, nil, "job", "submit", "--no-wait", "--session-dir", sess2, "--", "/bin/sh", "-c", "id"); r.code != ExitCredentials || !strings.Contains(r.stderr, "join token") {
+		t.Errorf("job submit with the agent's node credentials: %+v", r)
+	} else {
+		t.Logf("job submit with a node's credentials: %s", strings.TrimSpace(r.stderr))
+	}
+	if r := run(t, nil, "cert", "revoke", "--session-dir", sess2, identity.SerialText(head.Leaf().SerialNumber), "--force"); r.code != ExitCredentials || !strings.Contains(r.stderr, "head's machine") {
+		t.Errorf("cert revoke with the agent's node credentials: %+v", r)
+	}
+	if kvs, _, err := gcsOpen.List(ctx, gcs.SubmissionsPrefix); err != nil || len(kvs) != 0 {
+		t.Errorf("submissions after the refused ones: %v %v", len(kvs), err)
+	}
+
 	// A connection the agent's certificate opened before the revocation.
 	open, err := openHTTP2(started.GRPC, gone.PeerClientTLS())
 	if err != nil {
@@ -235,6 +270,22 @@ func TestCertRevocation(t *testing.T) {
 		if err := peerRefusal(p.addr, head.PeerClientTLS(), p.protos...); err != nil {
 			t.Errorf("%s refuses an unrevoked certificate: %v", what, err)
 		}
+	}
+	// The GCS connection the certificate opened before its revocation: refused at its next
+	// request (the head deletes the certificate's GCS user).
+	for {
+		_, err := gcsOpen.Put(ctx, gcs.NodeKey("certtest"), []byte("y"), 0)
+		if errors.Is(err, gcs.ErrPermissionDenied) {
+			t.Logf("the GCS connection opened before the revocation is refused: %v", err)
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("a put on the GCS connection opened before the revocation: %v, want gcs.ErrPermissionDenied", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, _, err := gcsOpen.Get(ctx, gcs.NodeKey("certtest")); !errors.Is(err, gcs.ErrPermissionDenied) {
+		t.Errorf("a get on the GCS connection opened before the revocation: %v, want gcs.ErrPermissionDenied", err)
 	}
 	for {
 		err := gcsRefusal(addr, gone)

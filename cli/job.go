@@ -189,6 +189,9 @@ func runJobSubmit(c *ucli.Context) error {
 	ok, _, err := store.Txn(ctx, []gcs.Cmp{{Key: gcs.SubmissionKey(id), ModRev: 0}},
 		[]gcs.Op{{Kind: gcs.OpPut, Key: gcs.SubmissionKey(id), Value: b}})
 	cancel()
+	if d := denied(err, "record the submission", submitNeeds); d != nil {
+		return d
+	}
 	if err != nil || !ok {
 		return exitf(ExitError, "record the submission: %v (ok %v)", err, ok)
 	}
@@ -417,6 +420,9 @@ func runJobStop(c *ucli.Context) error {
 		return true
 	})
 	cancel()
+	if d := denied(err, "request the stop of "+id, submitNeeds); d != nil {
+		return d
+	}
 	if err != nil {
 		return exitf(ExitError, "request the stop of %s: %v", id, err)
 	}

@@ -51,10 +51,15 @@ type Agent struct {
 	address  []string // host:port GCS endpoints
 	log      *slog.Logger
 
-	embedded  *etcdstore.Embedded
-	join      *identity.JoinServer // secure head with an embedded GCS
-	ca        *identity.CA         // secure head with an embedded GCS: signs the CRL
-	creds     identity.Files       // the agent's GCS credentials (zero: Insecure)
+	embedded *etcdstore.Embedded
+	join     *identity.JoinServer // secure head with an embedded GCS
+	ca       *identity.CA         // secure head with an embedded GCS: signs the CRL
+	creds    identity.Files       // the agent's GCS credentials (zero: Insecure)
+	// procCreds are the credentials of the processes the agent starts (worker processes,
+	// submitted drivers): creds, except on a secure head with an embedded GCS, whose own
+	// certificate is the GCS's administrator (a driver certificate of their own instead).
+	procCreds identity.Files
+	auth      *etcdstore.Auth // secure head with an embedded GCS: its users and roles
 	compactor *gcs.Compactor
 	store     gcs.Store        // timed: its writes go into latency
 	latency   *metrics.Latency // ray_gcs_storage_operation_latency_ms of the agent's writes
@@ -145,8 +150,9 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 		go s.run(a.ctx)
 	}
 	if a.ca != nil {
-		a.wg.Add(1)
+		a.wg.Add(2)
 		go a.writeCRLs()
+		go a.syncUsersLoop()
 	}
 	a.log.Info("agent started", "head", cfg.Head, "address", a.Address(), "dir", cfg.SessionDir,
 		"resources", cfg.Resources, "object_store_bytes", cfg.ObjectStoreBytes, "metrics", a.metricsAddr, "dashboard", a.dashboardAddr)
@@ -194,6 +200,7 @@ func (a *Agent) openGCS(ctx context.Context) error {
 			Logger:     a.log,
 			TLS:        a.creds,
 			CRL:        crl,
+			Auth:       ca != nil,
 		})
 		if err != nil {
 			if cfg.GCSPort != 0 && isAddrInUse(err) {
@@ -209,11 +216,18 @@ func (a *Agent) openGCS(ctx context.Context) error {
 		a.compactor = gcs.NewCompactor(a.store, gcs.CompactorConfig{Logger: a.log})
 		if ca != nil {
 			a.ca = ca
+			if err := a.enableAuth(ctx); err != nil {
+				return err
+			}
 			if err := a.recordCert(ctx, head.Leaf()); err != nil {
+				return err
+			}
+			if err := a.issueProcCreds(ctx, ca); err != nil {
 				return err
 			}
 			return a.serveJoin(ca, head)
 		}
+		a.procCreds = a.creds
 		return nil
 	}
 	a.address = append([]string(nil), cfg.GCSEndpoints...)
@@ -248,6 +262,7 @@ func (a *Agent) openGCS(ctx context.Context) error {
 			ErrGCSUnreachable, strings.Join(a.address, ","), err)
 	}
 	a.store = s
+	a.procCreds = a.creds
 	return nil
 }
 

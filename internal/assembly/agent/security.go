@@ -179,7 +179,7 @@ func (a *Agent) credentialEnv() []string {
 	if a.cfg.Insecure {
 		return []string{workerenv.Insecure + "=1"}
 	}
-	return []string{workerenv.GCSCA + "=" + a.creds.CA, workerenv.GCSCert + "=" + a.creds.Cert, workerenv.GCSKey + "=" + a.creds.Key}
+	return []string{workerenv.GCSCA + "=" + a.procCreds.CA, workerenv.GCSCert + "=" + a.procCreds.Cert, workerenv.GCSKey + "=" + a.procCreds.Key}
 }
 
 // CRLPath is where a secure head keeps the certificate revocation list its embedded GCS
@@ -207,7 +207,7 @@ func (a *Agent) initCRL(ca *identity.CA) (string, error) {
 
 // recordCert writes certs/<serial> for a certificate the head's CA issued.
 func (a *Agent) recordCert(ctx context.Context, cert *x509.Certificate) error {
-	rec := gcs.CertRecord{Serial: identity.SerialText(cert.SerialNumber), Name: cert.Subject.CommonName,
+	rec := gcs.CertRecord{Serial: identity.SerialText(cert.SerialNumber), Name: identity.NameOf(cert), User: identity.GCSUser(cert),
 		NotAfter: cert.NotAfter.UTC(), IssuedAt: time.Now().UTC()}
 	if len(cert.Subject.OrganizationalUnit) == 1 {
 		rec.Role = cert.Subject.OrganizationalUnit[0]
@@ -223,6 +223,15 @@ func (a *Agent) recordCert(ctx context.Context, cert *x509.Certificate) error {
 	}
 	if err != nil {
 		return fmt.Errorf("agent: record certificate %s of %s: %w", rec.Serial, rec.Name, err)
+	}
+	// After the record: a user without one could be taken for a stray by nobody, but a
+	// record without a user is made one by the next syncUsers.
+	if a.auth != nil {
+		if role := identity.GCSRoleOf(rec.Role); role != "" {
+			if err := a.auth.PutUser(ctx, rec.User, role); err != nil {
+				return fmt.Errorf("agent: the GCS user of certificate %s of %s: %w", rec.Serial, rec.Name, err)
+			}
+		}
 	}
 	return nil
 }
@@ -252,5 +261,6 @@ func (a *Agent) writeCRLs() {
 			return
 		}
 		a.log.Info("agent: certificate revocation list written", "revoked", len(entries), "path", path)
+		a.syncUsers(a.ctx)
 	})
 }

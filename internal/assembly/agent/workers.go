@@ -369,9 +369,9 @@ func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo) 
 		Resources:        a.cfg.Resources,
 		ObjectStoreBytes: a.cfg.ObjectStoreBytes,
 		Dir:              dir,
-		GCSCA:            a.creds.CA,
-		GCSCert:          a.creds.Cert,
-		GCSKey:           a.creds.Key,
+		GCSCA:            a.procCreds.CA,
+		GCSCert:          a.procCreds.Cert,
+		GCSKey:           a.procCreds.Key,
 		Insecure:         a.cfg.Insecure,
 	}.Environ()...)
 	key := gcs.JobWorkerKey(w.job, a.id)
