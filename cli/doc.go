@@ -78,8 +78,14 @@
 // endpoint reads the file per request: the old token is refused at once, certificates
 // already issued stay valid). `cert list` prints the certificates the head issued (its
 // certs/ records) and `cert revoke` revokes one (revoked/<serial>): nodes refuse it at their
-// next handshakes, and so does the head's embedded etcd (its CRL). With --gcs-endpoints the external etcd's own credentials
-// (--gcs-ca, --gcs-cert, --gcs-key) are needed by every agent and client instead of the token.
+// next handshakes, and so does the head's embedded etcd (its CRL), which also refuses the
+// next request of a connection the certificate has open (the head deletes its GCS user).
+// What credentials may do in the GCS is identity's role table: the head's (on its machine)
+// everything; the token's client certificate reads and submits or stops jobs; another
+// agent's node certificate reads, and neither submits, stops, nor revokes. A request the
+// GCS refuses to these credentials exits 8 saying which are needed (denied). With
+// --gcs-endpoints the external etcd's own credentials (--gcs-ca, --gcs-cert, --gcs-key) are
+// needed by every agent and client instead of the token.
 //
 // # Address
 //
@@ -105,7 +111,7 @@
 //	| 5    | nothing running: stop found no agent, no address could be found, or no head agent is alive to run a submission |
 //	| 6    | job submit: the job ended FAILED                                   |
 //	| 7    | job submit: the job ended STOPPED                                  |
-//	| 8    | no credentials for a secure cluster, or they were refused (a wrong or rotated token, another cluster's certificate, --insecure against a secure cluster) |
+//	| 8    | no credentials for a secure cluster, or they were refused (a wrong or rotated token, another cluster's certificate, a revoked one, --insecure against a secure cluster, a request these credentials' role may not make) |
 //
 // Messages go to stderr, prefixed "rayctl: ", and say what to do.
 package cli

@@ -60,8 +60,11 @@
 // replacing it rotates the token. A joining agent presents Config.Token to the join endpoint
 // (JoinAddress, by default the first GCS endpoint's port + 1) and saves the certificate it
 // gets in <SessionDir>/tls; with GCSFiles (an external etcd's PKI) it uses those instead. A
-// head on an external etcd needs GCSFiles. Worker processes and submitted drivers get the
-// agent's credential files through workerenv (RAY_GO_GCS_CA, _CERT, _KEY), never the CA key.
+// head on an external etcd needs GCSFiles. Worker processes get the agent's credential files
+// through workerenv (RAY_GO_GCS_CA, _CERT, _KEY), never the CA key; a secure head with an
+// embedded GCS gives its worker processes and submitted drivers a driver certificate of
+// their own instead (<SessionDir>/tls-jobs, issued at each start): the head's certificate is
+// the GCS's administrator.
 // Missing credentials fail Start with ErrNoCredentials, refused ones with ErrCredentials,
 // each saying what to pass.
 //
@@ -73,6 +76,15 @@
 // whenever the GCS's revoked/ records change (writeCRLs): a certificate revoked with
 // `rayctl cert revoke` cannot open a GCS connection any more. Nodes refuse revoked peers
 // themselves (internal/assembly/node).
+//
+// Authorization (gcsauth.go): the head starts its embedded GCS with etcdstore's Auth and
+// turns etcd's auth on (enableAuth: the roles of identity's GCS role table in the cluster's
+// namespace), and gives every certificate it records a GCS user (its common name) with the
+// etcd role of its role, at the join (recordCert: the record, then the user; a failure
+// refuses the join). syncUsers makes the users match the records at start (certificates
+// issued before a restart, or before users existed), after every change of revoked/ (the
+// user of a revoked certificate is deleted: its open GCS connections are refused at their
+// next request) and every 10 minutes (users of expired certificates go).
 //
 // # Metrics (metrics.go)
 //

@@ -8,10 +8,12 @@
 // The head agent creates the CA (NewCA: a self-signed ECDSA P-256 certificate, valid 10
 // years) and keeps it in its session directory (SaveCA: ca.crt and ca.key, files 0600 in a
 // 0700 directory; LoadCA reads them back when the head restarts on the same directory).
-// Every certificate it signs (CA.Sign, CA.Issue) is ECDSA P-256, valid a year, usable as a
-// TLS server and client certificate, names its role in the subject's OU (head, node,
-// driver, client, local) and lists the hosts it serves at, always with 127.0.0.1 and
-// localhost. Credentials hold a certificate, its key and the CA certificate, give TLS
+// Every certificate it signs (CA.Sign, CA.Issue) is ECDSA P-256, valid a year (a day for
+// RoleClient from the join endpoint: ClientCertValidity), usable as a TLS server and client
+// certificate, names its role in the subject's OU (head, node, driver, client, local), has
+// the common name "<name>:<serial>" (the name it was requested for, NameOf, and its serial
+// number: unique per certificate, the GCS user below) and lists the hosts it serves at,
+// always with 127.0.0.1 and localhost. Credentials hold a certificate, its key and the CA certificate, give TLS
 // configurations (ServerTLS requires a client certificate of the CA; ClientTLS trusts only
 // the CA) and are saved as ca.crt, node.crt and node.key (Save, Load; Load refuses expired
 // or mismatched files with a message that says which).
@@ -62,6 +64,43 @@
 // is where certificates are checked; connections already open are closed by their owner's
 // Revoked when their peer's certificate is revoked, if they were tracked (TrackPeer:
 // the node's gRPC remote both ways and its data stream's served connections).
+//
+// # The GCS's roles
+//
+// The GCS (etcd) runs with client-certificate authentication and etcd's auth on: etcd takes
+// a client's user from its certificate's common name (GCSUser) and checks that user's
+// roles on every request, and grants nothing a role does not name. The head creates a
+// user per certificate it issues, with the etcd role GCSRoleOf the certificate's role, and
+// deletes it when the certificate is revoked (so a connection opened before the
+// revocation is refused at its next request; etcd checks the CRL at handshakes only) or
+// expires. The roles, in the cluster's key namespace ("r": read, "w": write; the table is
+// gcsTable, GCSAccess reads it, GCSPermissions turns it into etcd's key ranges):
+//
+//	keys                        root (head)  ray-node   ray-driver  ray-client
+//	                            head, local  agents,    drivers,    rayctl with
+//	                                         workers    head's jobs the token
+//	revoked/  (revocations)     rw           r          r           r
+//	certs/    (issued certs)    rw           r          r           r
+//	submissions/                rw           r          r           rw
+//	jobs/                       rw           r          rw          r
+//	joblogs/                    rw           r          r           r
+//	statereq/                   rw           rw         rw          rw
+//	every other key             rw           rw         rw          r
+//	outside the namespace,
+//	users, roles, auth          yes          no         no          no
+//
+// Why: a revoked/ record is what shuts a certificate out, so only the head (and rayctl
+// with its credentials) may write or delete one; certs/ is the head's record of what it
+// issued; a submissions/ record makes the head run a command, and a jobs/ record makes
+// every agent start the job's executable with the job's arguments, so a node (an agent's
+// machine, or the code of a job running there) may write neither: submitting is for
+// holders of the token (rayctl's client certificate, 24 hours) and registering a job for
+// drivers (who joined with the token, or whom the head started for a submission); joblogs/
+// is written by the head. Everything else is the runtime's own state (nodes, members,
+// objects, lineage, actors, placement, method logs, leases' keys, state API replies), which
+// every node process writes. Reads are open to every role: the cluster's processes, and
+// rayctl with the token, read the whole state. etcd's root role is the head's: its
+// in-process client acts as etcd's root user, and its certificate's user has the role.
 //
 // NotPrivate lists what under a directory does not have DirMode or FileMode: the check of a
 // session directory.

@@ -37,6 +37,26 @@
 // ErrTLSRefused (certificates of different CAs, no client certificate, or a plain-text
 // server). The in-process client needs no credentials.
 //
+// # Authorization (auth.go)
+//
+// With EmbedConfig.Auth (and TLS), Embedded.Auth manages etcd's auth, on the server itself
+// as its root user: Auth.Enable defines roles with key-range permissions (identity's GCS
+// role table), creates the root user without a password and turns auth on (idempotent, and
+// kept across restarts on the same Dir); PutUser and DeleteUser manage a user per
+// certificate (etcd takes a TLS client's user from its certificate's common name, and
+// checks the user's roles on every request, read in etcd v3.5's server/auth
+// AuthInfoFromTLS and isOpPermitted: so deleting a user refuses the next request of a
+// connection opened before; a watch's permission is checked only when it is created). The
+// in-process clients act as root: etcd reads a client's user from the gRPC peer's TLS
+// state, which the in-process client has not, so its requests carry a peer with a
+// verified chain naming root (auth.go, inProcessIdentity), and a request refused because
+// the auth store changed meanwhile (ErrAuthOldRevision, not applied) is sent again, as
+// etcd's gRPC client does by itself. Without Auth the in-process client is etcd's own
+// v3client (local mode). A refused request fails with gcs.ErrPermissionDenied; New fails
+// with ErrNoAccess (wrapping it) when the server takes the certificate but grants it
+// nothing (no user, or a deleted one). New's probe reads a key of the namespace (with auth
+// on, a client may read nothing else).
+//
 // # Embedded server
 //
 // StartEmbedded runs a single member on 127.0.0.1 (ports picked when 0, a clear error
