@@ -24,6 +24,7 @@ import (
 	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/fuzzing"
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/workerenv"
 )
@@ -323,14 +324,21 @@ func TestWorkerProcess(t *testing.T) {
 		workerenv.ObjectStoreBytes: fmt.Sprint(1 << 30),
 		workerenv.Dir:              filepath.Join(head.cfg.SessionDir, "workers", "j1"),
 		workerenv.Namespace:        "ns1",
-		workerenv.GCSCA:            filepath.Join(head.cfg.SessionDir, "tls", "ca.crt"),
-		workerenv.GCSCert:          filepath.Join(head.cfg.SessionDir, "tls", "node.crt"),
-		workerenv.GCSKey:           filepath.Join(head.cfg.SessionDir, "tls", "node.key"),
+		// The head's processes get a driver certificate of their own, not the head's (the
+		// GCS's administrator).
+		workerenv.GCSCA:   filepath.Join(head.cfg.SessionDir, procTLSDirName, "ca.crt"),
+		workerenv.GCSCert: filepath.Join(head.cfg.SessionDir, procTLSDirName, "node.crt"),
+		workerenv.GCSKey:  filepath.Join(head.cfg.SessionDir, procTLSDirName, "node.key"),
 	}
 	for k, v := range wantEnv {
 		if r.Env[k] != v {
 			t.Errorf("env %s=%q, want %q", k, r.Env[k], v)
 		}
+	}
+	if c, err := identity.Load(identity.FilesIn(filepath.Join(head.cfg.SessionDir, procTLSDirName))); err != nil {
+		t.Errorf("the head's processes' certificate: %v", err)
+	} else if c.Role() != identity.RoleDriver {
+		t.Errorf("the head's processes' certificate has role %q, want %q", c.Role(), identity.RoleDriver)
 	}
 	if strings.Join(r.Args, " ") != "-record "+rec+" -child" {
 		t.Errorf("args %q", r.Args)
