@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/ray-go/ray/internal/base/gcs"
@@ -102,17 +101,19 @@ func (a *Agent) syncUsersOnce(ctx context.Context) error {
 			want[user] = role
 		}
 	}
-	users, err := a.auth.Users(ctx)
+	list, err := a.auth.Users(ctx)
 	if err != nil {
 		return fmt.Errorf("agent: sync the GCS users: %w", err)
 	}
-	for user := range users {
+	users := make(map[string]bool, len(list))
+	for _, user := range list {
+		users[user] = true
 		if serial, ok := identity.SerialOfUser(user); ok && revoked[serial] {
 			drop[user] = true
 		}
 	}
 	for user := range drop {
-		if _, ok := users[user]; !ok || want[user] != "" {
+		if !users[user] || want[user] != "" {
 			continue
 		}
 		if err := a.auth.DeleteUser(ctx, user); err != nil {
@@ -121,8 +122,8 @@ func (a *Agent) syncUsersOnce(ctx context.Context) error {
 		a.log.Info("agent: deleted the GCS user of a revoked or expired certificate", "user", user)
 	}
 	for user, role := range want {
-		if slices.Contains(users[user], role) {
-			continue
+		if users[user] {
+			continue // made with its role (PutUser); a role is never taken back
 		}
 		if err := a.auth.PutUser(ctx, user, role); err != nil {
 			return err

@@ -224,8 +224,8 @@ func (a *Agent) recordCert(ctx context.Context, cert *x509.Certificate) error {
 	if err != nil {
 		return fmt.Errorf("agent: record certificate %s of %s: %w", rec.Serial, rec.Name, err)
 	}
-	// After the record: a user without one could be taken for a stray by nobody, but a
-	// record without a user is made one by the next syncUsers.
+	// The user after the record: syncUsers makes a user for every record, so a join that
+	// failed between the two leaves nothing syncUsers does not repair.
 	if a.auth != nil {
 		if role := identity.GCSRoleOf(rec.Role); role != "" {
 			if err := a.auth.PutUser(ctx, rec.User, role); err != nil {

@@ -285,26 +285,26 @@ func (a *Auth) DeleteUser(ctx context.Context, user string) error {
 	return nil
 }
 
-// Users returns the users other than root with their roles.
-func (a *Auth) Users(ctx context.Context) (map[string][]string, error) {
-	ctx = a.id.ctx(ctx)
-	list, err := a.s.UserList(ctx, &pb.AuthUserListRequest{})
+// Users returns the names of the users other than root (one request, however many).
+func (a *Auth) Users(ctx context.Context) ([]string, error) {
+	list, err := a.s.UserList(a.id.ctx(ctx), &pb.AuthUserListRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: auth: list users: %w", err)
 	}
-	out := make(map[string][]string, len(list.Users))
+	out := make([]string, 0, len(list.Users))
 	for _, u := range list.Users {
-		if u == RootUser {
-			continue
+		if u != RootUser {
+			out = append(out, u)
 		}
-		got, err := a.s.UserGet(ctx, &pb.AuthUserGetRequest{Name: u})
-		if errors.Is(err, auth.ErrUserNotFound) {
-			continue // deleted meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("etcdstore: auth: read user %s: %w", u, err)
-		}
-		out[u] = got.Roles
 	}
 	return out, nil
+}
+
+// Roles returns the roles of user (auth.ErrUserNotFound, wrapped, if there is none).
+func (a *Auth) Roles(ctx context.Context, user string) ([]string, error) {
+	got, err := a.s.UserGet(a.id.ctx(ctx), &pb.AuthUserGetRequest{Name: user})
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: auth: read user %s: %w", user, err)
+	}
+	return got.Roles, nil
 }

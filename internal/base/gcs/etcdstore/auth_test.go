@@ -3,6 +3,7 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -210,8 +211,11 @@ func TestAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := users[gone.User()]; ok || len(users[node.User()]) != 1 || users[node.User()][0] != identity.GCSRoleNode {
+	if slices.Contains(users, gone.User()) || !slices.Contains(users, node.User()) || slices.Contains(users, etcdstore.RootUser) {
 		t.Errorf("users: %v", users)
+	}
+	if roles, err := a.Roles(ctx, node.User()); err != nil || !slices.Equal(roles, []string{identity.GCSRoleNode}) {
+		t.Errorf("the roles of %s: %v %v", node.User(), roles, err)
 	}
 
 	// A restart on the same directory keeps auth, its roles and users.

@@ -1,0 +1,121 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/eventually"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/identity"
+)
+
+// A secure head's GCS authorizes by the certificate's role: a node's certificate from
+// the join may not write revoked/ or submissions/, rayctl's client certificate (a day)
+// may submit; revoking a certificate deletes its user, so its open connection is refused
+// at its next request; users of expired certificates and of certificates recorded before
+// users existed are put right; and a restart on the same directory keeps all of it.
+func TestGCSAuthorization(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const ns = "ns1/"
+	head := startAgent(t, Config{Head: true, SessionDir: dir, Namespace: ns})
+	tok, err := head.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	join := func(role, name string) *identity.Credentials {
+		t.Helper()
+		c, err := identity.Join(ctx, identity.JoinRequest{Address: head.JoinAddress(), Token: tok, Role: role, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	open := func(c *identity.Credentials) (gcs.Store, error) {
+		return etcdstore.New(ctx, etcdstore.Config{Endpoints: strings.Split(head.Address(), ","), Namespace: ns, TLS: c.ClientTLS(), DialTimeout: 5 * time.Second})
+	}
+	mustOpen := func(c *identity.Credentials) gcs.Store {
+		t.Helper()
+		s, err := open(c)
+		if err != nil {
+			t.Fatalf("open as %s: %v", c.User(), err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	node, kept, client := join(identity.RoleNode, "agent-a"), join(identity.RoleNode, "agent-b"), join(identity.RoleClient, "rayctl-h-1")
+	if d := client.Leaf().NotAfter.Sub(client.Leaf().NotBefore); d > identity.ClientCertValidity+10*time.Minute {
+		t.Errorf("a client certificate valid for %v", d)
+	}
+	ns1, cs := mustOpen(node), mustOpen(client)
+	if _, err := ns1.Put(ctx, gcs.NodeKey("a"), []byte("x"), 0); err != nil {
+		t.Fatalf("a node writes nodes/: %v", err)
+	}
+	for _, k := range []string{gcs.RevokedKey("1f"), gcs.SubmissionKey("s"), gcs.CertKey("1f")} {
+		if _, err := ns1.Put(ctx, k, []byte("x"), 0); !errors.Is(err, gcs.ErrPermissionDenied) {
+			t.Errorf("a node writes %s: %v", k, err)
+		}
+	}
+	if _, err := cs.Put(ctx, gcs.SubmissionKey("s"), []byte("x"), 0); err != nil {
+		t.Errorf("a client submits: %v", err)
+	}
+
+	// A certificate recorded before the head made users (its record has no user, and its
+	// name is the common name), and one that has expired.
+	ca := headCA(t, dir)
+	legacy, _ := ca.Issue(identity.Request{Name: "old-agent", Role: identity.RoleNode})
+	rec := `{"serial":"` + identity.SerialText(legacy.Leaf().SerialNumber) + `","name":"` + legacy.User() + `","role":"node","not_after":"2099-01-01T00:00:00Z"}`
+	if _, err := head.Store().Put(ctx, gcs.CertKey(identity.SerialText(legacy.Leaf().SerialNumber)), []byte(rec), 0); err != nil {
+		t.Fatal(err)
+	}
+	expired, _ := ca.Issue(identity.Request{Name: "short", Role: identity.RoleNode, Validity: time.Millisecond})
+	if err := head.recordCert(ctx, expired.Leaf()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if err := head.syncUsersOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	users, err := head.auth.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(users, legacy.User()) || slices.Contains(users, expired.User()) || !slices.Contains(users, node.User()) {
+		t.Errorf("users after a sync: %v", users)
+	}
+	if _, err := mustOpen(legacy).Put(ctx, gcs.NodeKey("old"), []byte("x"), 0); err != nil {
+		t.Errorf("the certificate recorded before users existed: %v", err)
+	}
+
+	// Revocation: the head deletes the user; the connection opened before is refused.
+	b, _ := json.Marshal(gcs.RevokedRecord{Serial: identity.SerialText(node.Leaf().SerialNumber), RevokedAt: time.Now()})
+	if _, err := head.Store().Put(ctx, gcs.RevokedKey(identity.SerialText(node.Leaf().SerialNumber)), b, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 10*time.Second, "the revoked certificate's open connection is refused", func() bool {
+		_, err := ns1.Put(ctx, gcs.NodeKey("a"), []byte("y"), 0)
+		return errors.Is(err, gcs.ErrPermissionDenied)
+	})
+
+	// A restart keeps auth on, the users, and the revocation.
+	if err := head.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	head = startAgent(t, Config{Head: true, SessionDir: dir, Namespace: ns, ID: head.ID()})
+	ks := mustOpen(kept)
+	if _, err := ks.Put(ctx, gcs.NodeKey("b"), []byte("x"), 0); err != nil {
+		t.Errorf("a node after the head's restart: %v", err)
+	}
+	if _, err := ks.Put(ctx, gcs.RevokedKey("1f"), []byte("x"), 0); !errors.Is(err, gcs.ErrPermissionDenied) {
+		t.Errorf("a node writes revoked/ after the head's restart: %v", err)
+	}
+	if _, err := head.Store().Put(ctx, gcs.RevokedKey("2f"), []byte("x"), 0); err != nil {
+		t.Errorf("the head writes revoked/ after its restart: %v", err)
+	}
+}
