@@ -3,6 +3,7 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -311,6 +312,17 @@ func BenchmarkAuthPut(b *testing.B) {
 			b.Run("get", func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					if _, _, err := s.Get(ctx, gcs.NodeKey("n")); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("txn100", func(b *testing.B) { // a group commit: 100 puts in one transaction
+				ops := make([]gcs.Op, 100)
+				for i := range ops {
+					ops[i] = gcs.Op{Kind: gcs.OpPut, Key: gcs.LineagePageKey(fmt.Sprintf("n/%04d", i)), Value: val}
+				}
+				for i := 0; i < b.N; i++ {
+					if _, _, err := s.Txn(ctx, nil, ops); err != nil {
 						b.Fatal(err)
 					}
 				}
