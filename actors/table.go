@@ -158,7 +158,7 @@ func decodeInfo(value []byte) (*pb.ActorInfo, error) {
 		return bad("actor ID of %d bytes, want %d", len(info.ActorId), ids.ActorIDLen)
 	case info.Phase < int32(lifecycle.Pending) || info.Phase > int32(lifecycle.Dead):
 		return bad("phase %d", info.Phase)
-	case info.Cause < int32(lifecycle.CauseNone) || info.Cause > int32(lifecycle.CauseUnschedulable):
+	case info.Cause < int32(lifecycle.CauseNone) || info.Cause > int32(lifecycle.LastCause):
 		return bad("cause %d", info.Cause)
 	case info.MaxRestarts < lifecycle.Infinite || info.Restarts < 0:
 		return bad("max restarts %d, restarts %d", info.MaxRestarts, info.Restarts)

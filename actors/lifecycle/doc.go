@@ -24,7 +24,9 @@
 //     replay on a restart), ConstructorFailed, CheckpointTaken;
 //   - the leader's Manager: Placed and PlacementFailed (its answer to a placing state),
 //     HostDied (a node hosting an actor left the membership);
-//   - ray.Kill (Kill), and a runtime that stops (OwnerDied for the actors it created).
+//   - ray.Kill (Kill), a runtime that stops (OwnerDied for the actors it created), and
+//     the owner's reference count of a non-detached actor's handles reaching zero
+//     (OutOfScope: Ray's actor garbage collection).
 //
 // ProcessDied is not emitted yet: a grain does not die without its node (user panics
 // are recovered and fail one call); it is for worker processes (cluster mode).
@@ -57,6 +59,7 @@
 //	not Dead       Kill{NoRestart: true}                        Dead, Killed                Publish, teardown (3), FailPendingCalls
 //	not Dead       OwnerDied                   not detached     Dead, OwnerDied             Publish, teardown (3), FailPendingCalls
 //	not Dead       OwnerDied                   detached, first  same, OwnerDead             Publish
+//	not Dead       OutOfScope                  not detached     Dead, OutOfScope            Publish, teardown (3), FailPendingCalls
 //	Alive          CheckpointTaken{cur, S, R}  S > ckpt.Seq     Alive, ckpt = S@R           Publish, TruncateLog{S} (4)
 //
 // A restart adds one to both Restarts and the incarnation.
@@ -94,7 +97,8 @@
 // incarnation of 0 or newer than cur (never issued); Placed on an empty node or on a
 // second node; PlacementFailed once placed, or while Restarting; ConstructorSucceeded, ConstructorFailed or
 // ProcessDied while placing; ConstructorFailed when Alive; HostDied of an empty node;
-// CheckpointTaken when not Alive or at sequence 0; a nil event. A State that New and
+// CheckpointTaken when not Alive or at sequence 0; OutOfScope for a detached actor; a
+// nil event. A State that New and
 // Step cannot produce is refused with ErrInvalidState.
 //
 // # Restarts and incarnations
@@ -159,7 +163,7 @@
 // actor waits, like any call to it; Kill ends the wait), and a
 // started instance either reports its constructor's outcome or dies, which its grain's
 // watcher or the membership reports. Kill with NoRestart and, for a non-detached actor,
-// the owner's death end it from any state. A caller's context bounds the wait as well.
+// the owner's death and the loss of its last handle end it from any state. A caller's context bounds the wait as well.
 //
 // There are no timers here; should the runtime want restart back-off or placement
 // deadlines, time will come in as events.

@@ -71,6 +71,13 @@ type Kill struct {
 // non-detached actor dies with it; a detached one only records it.
 type OwnerDied struct{}
 
+// OutOfScope: every handle to a non-detached actor is gone (Ray's actor garbage
+// collection): its owner's count of handles (in its program, in objects, in task and call
+// arguments, in other processes, and the calls still unanswered) reached zero. No call
+// is pending by then, so the actor dies at once and for good, whatever its restart
+// budget. A detached actor is never collected: the event is refused for it.
+type OutOfScope struct{}
+
 // CheckpointTaken: the alive incarnation stored a checkpoint durably as object Ref,
 // covering its method log through sequence number Seq.
 type CheckpointTaken struct {
@@ -87,6 +94,7 @@ func (ProcessDied) isEvent()          {}
 func (HostDied) isEvent()             {}
 func (Kill) isEvent()                 {}
 func (OwnerDied) isEvent()            {}
+func (OutOfScope) isEvent()           {}
 func (CheckpointTaken) isEvent()      {}
 
 func (e Placed) String() string {
@@ -114,6 +122,8 @@ func (e HostDied) String() string { return "HostDied node=" + orDash(e.Node) }
 func (e Kill) String() string { return "Kill no-restart=" + strconv.FormatBool(e.NoRestart) }
 
 func (OwnerDied) String() string { return "OwnerDied" }
+
+func (OutOfScope) String() string { return "OutOfScope" }
 
 func (e CheckpointTaken) String() string {
 	return fmt.Sprintf("CheckpointTaken inc=%d seq=%d ref=%s", e.Incarnation, e.Seq, orDash(e.Ref))

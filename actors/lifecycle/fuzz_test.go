@@ -75,7 +75,11 @@ func walk(data []byte) error {
 		case 5:
 			e = Kill{NoRestart: arg&1 == 1}
 		case 6:
-			e = OwnerDied{}
+			if arg&1 == 1 {
+				e = OutOfScope{}
+			} else {
+				e = OwnerDied{}
+			}
 		case 7:
 			e = CheckpointTaken{Incarnation: inc, Seq: uint64(arg), Ref: fmt.Sprint("c", arg)}
 		case 8:

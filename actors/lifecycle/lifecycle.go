@@ -71,7 +71,12 @@ const (
 	CauseOwnerDied
 	// CauseUnschedulable: the scheduler found no node that can ever host the actor.
 	CauseUnschedulable
+	// CauseOutOfScope: every handle to a non-detached actor was gone (OutOfScope).
+	CauseOutOfScope
 )
+
+// LastCause is the highest Cause: a record with a higher one is corrupt.
+const LastCause = CauseOutOfScope
 
 func (c Cause) String() string {
 	switch c {
@@ -89,6 +94,8 @@ func (c Cause) String() string {
 		return "OwnerDied"
 	case CauseUnschedulable:
 		return "Unschedulable"
+	case CauseOutOfScope:
+		return "OutOfScope"
 	}
 	return "Cause(" + strconv.Itoa(int(c)) + ")"
 }
@@ -304,6 +311,8 @@ func Step(s State, e Event) (State, []Action, error) {
 		return s.kill(e)
 	case OwnerDied:
 		return s.ownerDied(e)
+	case OutOfScope:
+		return s.outOfScope(e)
 	case CheckpointTaken:
 		return s.checkpointTaken(e)
 	}
@@ -455,6 +464,17 @@ func (s State) ownerDied(e OwnerDied) (State, []Action, error) {
 	}
 	n := s.die(CauseOwnerDied, "owner died")
 	n.OwnerDead = true
+	return n, s.dieActions(n, true, true), nil
+}
+
+// OutOfScopeDetail is the Detail of an actor that died of OutOfScope.
+const OutOfScopeDetail = "out of scope: every handle to the actor is gone"
+
+func (s State) outOfScope(e OutOfScope) (State, []Action, error) {
+	if s.Detached {
+		return s, nil, s.reject(e, "a detached actor is never collected")
+	}
+	n := s.die(CauseOutOfScope, OutOfScopeDetail)
 	return n, s.dieActions(n, true, true), nil
 }
 

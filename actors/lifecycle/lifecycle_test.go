@@ -134,6 +134,8 @@ func TestEdges(t *testing.T) {
 		{"older checkpoint", cfg2, append(alive, CheckpointTaken{1, 5, "r5"}), CheckpointTaken{1, 4, "r4"}, ignored, Alive, 1},
 		{"owner died, detached, twice", Config{ActorID: "a", Detached: true}, append(alive, OwnerDied{}), OwnerDied{}, ignored, Alive, 1},
 		{"owner died while restarting", cfg2, append(alive, HostDied{"n1"}), OwnerDied{}, applied, Dead, 2},
+		{"out of scope, detached", Config{ActorID: "a", Detached: true}, alive, OutOfScope{}, refused, Alive, 1},
+		{"out of scope while restarting", cfg2, append(alive, HostDied{"n1"}), OutOfScope{}, applied, Dead, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mustRun(t, tt.cfg, tt.setup...)

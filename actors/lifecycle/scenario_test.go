@@ -32,6 +32,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	HostDied node=NODE
 //	Kill [no-restart]
 //	OwnerDied
+//	OutOfScope
 //	CheckpointTaken inc=N seq=N [ref=REF]
 //
 // A bare key means key=true. The output is the state (State.String), then one line
@@ -132,6 +133,8 @@ func eventFromArgs(name string, args map[string]string) (Event, error) {
 		e = Kill{NoRestart: r.Bool("no-restart")}
 	case "OwnerDied":
 		e = OwnerDied{}
+	case "OutOfScope":
+		e = OutOfScope{}
 	case "CheckpointTaken":
 		e = CheckpointTaken{Incarnation: r.Uint("inc", true), Seq: r.Uint("seq", true), Ref: r.Str("ref", false)}
 	default:
