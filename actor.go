@@ -7,10 +7,13 @@ import (
 	"reflect"
 	"runtime"
 
+	"github.com/fxamacker/cbor/v2"
+
 	"github.com/ray-go/ray/actors"
 	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects/codec"
 )
 
@@ -41,10 +44,21 @@ type Checkpointer interface {
 // ActorHandle names an actor of type T. It is a plain value: copy it, pass it to tasks and
 // to other actors (as an argument or inside a value), and call methods through it there.
 // The zero handle names no actor.
+//
+// A non-detached actor lives while any handle to it does (Ray's actor lifetimes): its
+// copies in the creating program, handles inside objects (Put, task returns), in the
+// arguments of tasks and actor calls not finished yet, and in other tasks, actors and
+// processes that received one, and those GetActor returned. When the last one is gone
+// (garbage-collected, or the object holding it freed) and every call made to the actor
+// has finished, the actor ends: it is Dead with a Detail that says it went out of scope,
+// and later calls fail with ErrActorDied. A detached actor is never collected; end it
+// with Kill. As with ObjectRef, a handle in a reference cycle with the actor itself (an
+// actor that keeps its own handle) keeps it alive.
 type ActorHandle[T any] struct {
 	id    ids.ActorID
 	class string
-	err   error // creation failed
+	err   error   // creation failed
+	obj   *handle // the actor's handle object (nil: a detached actor, or an encoding without it)
 }
 
 // ID is the actor's ID in hex.
@@ -64,7 +78,10 @@ func (h ActorHandle[T]) String() string {
 	return "ActorHandle(" + h.class + " " + h.id.String() + ")"
 }
 
-// MarshalBinary encodes the handle, so it can travel inside task arguments and objects.
+// MarshalBinary encodes the actor's ID and class, for a program that stores or sends a
+// handle by its own means. A handle decoded from it (UnmarshalBinary) calls the actor but
+// does not keep it alive: pass handles inside values through ray (arguments, Put,
+// returns), which encode them with MarshalCBOR, for that.
 func (h ActorHandle[T]) MarshalBinary() ([]byte, error) {
 	if h.err != nil {
 		return nil, fmt.Errorf("ray: cannot send a failed actor handle: %w", h.err)
@@ -79,8 +96,99 @@ func (h *ActorHandle[T]) UnmarshalBinary(b []byte) error {
 	}
 	copy(h.id[:], b[:ids.ActorIDLen])
 	h.class = string(b[ids.ActorIDLen:])
-	h.err = nil
+	h.err, h.obj = nil, nil
 	return nil
+}
+
+// MarshalCBOR encodes the handle inside a value (see codec.Ref). A handle of a detached
+// actor is the CBOR byte string of MarshalBinary; one of a non-detached actor is the
+// array [that byte string, the actor's handle object as a nested ref], so that whoever
+// decodes it holds the actor as a borrower of that object (see ActorHandle). The zero
+// handle encodes as CBOR null.
+func (h ActorHandle[T]) MarshalCBOR() ([]byte, error) {
+	if h.err == nil && h.id.IsZero() {
+		return []byte{0xf6}, nil
+	}
+	b, err := h.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	if h.obj == nil {
+		return cbor.Marshal(b)
+	}
+	if h.obj.gone.Load() {
+		return nil, fmt.Errorf("ray: actor handle %s: its reference was released", h.id)
+	}
+	out, err := cbor.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	out = append([]byte{0x82}, out...) // an array of two items
+	return codec.AppendRef(out, core.RefPayload(h.obj.id, h.obj.ownerPID())), nil
+}
+
+// UnmarshalCBOR decodes a handle encoded by MarshalCBOR (or, inside a value encoded
+// before handles counted, the byte string of MarshalBinary). The handle is bound to the
+// runtime that decodes it (it holds the actor) when the value reaches user code through
+// Get or as an argument, or at its first call.
+func (h *ActorHandle[T]) UnmarshalCBOR(b []byte) error {
+	if len(b) == 1 && b[0] == 0xf6 {
+		*h = ActorHandle[T]{}
+		return nil
+	}
+	if len(b) == 0 || b[0] != 0x82 {
+		var raw []byte
+		if err := cbor.Unmarshal(b, &raw); err != nil {
+			return fmt.Errorf("ray: actor handle: %w", err)
+		}
+		return h.UnmarshalBinary(raw)
+	}
+	var parts []cbor.RawMessage
+	if err := cbor.Unmarshal(b, &parts); err != nil || len(parts) != 2 {
+		return fmt.Errorf("ray: actor handle: not [bytes, ref] (%v)", err)
+	}
+	var raw []byte
+	if err := cbor.Unmarshal(parts[0], &raw); err != nil {
+		return fmt.Errorf("ray: actor handle: %w", err)
+	}
+	p, err := codec.ParseRef(parts[1])
+	if err != nil {
+		return err
+	}
+	nested, err := core.ParseNested([][]byte{p})
+	if err != nil {
+		return err
+	}
+	if err := h.UnmarshalBinary(raw); err != nil {
+		return err
+	}
+	if want := ids.ActorHandleID(h.id); nested[0].ID != want {
+		return fmt.Errorf("ray: actor handle %s: its reference names object %s, not the actor's", h.id, nested[0].ID)
+	}
+	h.obj = &handle{id: nested[0].ID, owner: nested[0].Owner}
+	return nil
+}
+
+// bind implements binder: a decoded handle holds the actor in runtime c.
+func (h ActorHandle[T]) bind(c *core.Core) {
+	if h.obj != nil {
+		h.obj.bind(c)
+	}
+}
+
+// holder returns the owner of the handle object h holds in runtime c (nil: none), binding
+// a handle decoded outside Get and task arguments at its first use.
+func (h ActorHandle[T]) holder(c *core.Core) *pb.PID {
+	if h.obj == nil || h.obj.gone.Load() {
+		return nil
+	}
+	if h.obj.core == nil {
+		h.obj.bind(c)
+	}
+	if h.obj.core != c {
+		return nil // a handle of another runtime (another Init): it holds the actor there
+	}
+	return h.obj.ownerPID()
 }
 
 func (h ActorHandle[T]) check() error {
@@ -294,7 +402,14 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 		}
 		return fail(convert(err))
 	}
-	return ActorHandle[T]{id: id, class: c.name}
+	h := ActorHandle[T]{id: id, class: c.name}
+	if !o.detached {
+		// The creator's reference to the actor's handle object (core.CreateActor took it),
+		// given back when the last copy of h is garbage-collected.
+		h.obj = &handle{id: ids.ActorHandleID(id), core: tc.Core}
+		toNursery(h.obj)
+	}
+	return h
 }
 
 // GetActor returns the handle of the live actor named name (in namespace, "" for the
@@ -308,14 +423,20 @@ func GetActor[T any](ctx context.Context, class Class[T], name string, namespace
 	if len(namespace) > 0 {
 		ns = namespace[0]
 	}
-	id, cls, err := tc.Core.LookupActor(ctx, ns, name)
+	id, cls, owner, err := tc.Core.LookupActor(ctx, ns, name)
 	if err != nil {
 		return ActorHandle[T]{}, err
 	}
 	if want := class.base().name; cls != want {
 		return ActorHandle[T]{}, fmt.Errorf("ray: actor %q is a %s, not a %s", name, cls, want)
 	}
-	return ActorHandle[T]{id: id, class: cls}, nil
+	h := ActorHandle[T]{id: id, class: cls}
+	if owner != nil {
+		// A non-detached actor: this handle holds it as any other does.
+		h.obj = &handle{id: ids.ActorHandleID(id), owner: owner}
+		h.obj.bind(tc.Core)
+	}
+	return h, nil
 }
 
 // Kill ends an actor (Ray's ray.kill). With noRestart it dies for good and every pending
@@ -514,8 +635,9 @@ func callActor[R, T any](ctx context.Context, h ActorHandle[T], m *actorMethod, 
 			return failedRef[R](fmt.Errorf("ray: %s: argument %d: %w", m.name, i+1, err))
 		}
 	}
-	id, e, err := tc.Core.SubmitActorCall(tc, h.id, m.name, list)
+	id, e, err := tc.Core.SubmitActorCall(tc, h.id, m.name, list, h.holder(tc.Core))
 	runtime.KeepAlive(args)
+	runtime.KeepAlive(h.obj) // held until the call holds the actor itself
 	if err == core.ErrShutdown {
 		return failedRef[R](err)
 	}

@@ -65,6 +65,10 @@ type actorCaller struct {
 	pid    *actor.PID // the instance of the newest incarnation known (nil: find it)
 
 	resolving bool // a goroutine is finding the instance (its shard's loop only)
+
+	// held: this caller holds the actor's handle object while it has unfinished calls
+	// (lifetime.go); guarded by mu.
+	held bool
 }
 
 // actorState is what this process knows of an actor whatever the caller: whether the
@@ -150,7 +154,10 @@ func diedErr(info *pb.ActorInfo) error { return actors.StateOf(info).Err() }
 
 // CreateActor creates an actor and returns its ID at once; the constructor runs on the
 // node the cluster picks. Arguments that are refs are resolved first (then the record is
-// written in the background; a failure kills the actor with the reason).
+// written in the background; a failure kills the actor with the reason). For a
+// non-detached actor that it creates (nil error), the caller holds one local reference to
+// the actor's handle object, ids.ActorHandleID(id) (lifetime.go), and gives it back like
+// an ObjectRef's: the actor ends when its last holder, here or anywhere, lets go.
 func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error) {
 	id := ids.NewActorID()
 	if c.cfg.Actors == nil {
@@ -218,7 +225,13 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 		defer cancel()
 		err := create(ctx)
 		close(st.created)
+		if err == nil && !spec.Detached {
+			c.newHandleObject(id)
+		}
 		return id, err
+	}
+	if !spec.Detached {
+		c.newHandleObject(id) // before the ID leaves: a failed creation is ended by its release too
 	}
 	if len(refs) == 0 {
 		// Written in the background, as Ray creates actors: calls, Kill and the state wait
@@ -326,21 +339,28 @@ func (c *Core) KillActor(ctx context.Context, id ids.ActorID, noRestart bool) er
 	return err
 }
 
-// LookupActor finds a named actor: its ID and class.
-func (c *Core) LookupActor(ctx context.Context, namespace, name string) (ids.ActorID, string, error) {
+// LookupActor finds a named actor: its ID, class, and, for a non-detached one, the owner
+// of its handle object (nil for a detached actor, which has none): the caller that makes
+// a handle of it holds that object (Hold of ids.ActorHandleID(id)), so that the handle
+// counts as any other does (Ray: a handle from ray.get_actor keeps the actor alive).
+func (c *Core) LookupActor(ctx context.Context, namespace, name string) (ids.ActorID, string, *pb.PID, error) {
 	if c.cfg.Actors == nil {
-		return ids.ActorID{}, "", ErrNoActors
+		return ids.ActorID{}, "", nil, ErrNoActors
 	}
 	hex, err := c.cfg.Actors.Table.Lookup(ctx, namespace, name)
 	if err != nil {
-		return ids.ActorID{}, "", err
+		return ids.ActorID{}, "", nil, err
 	}
 	info, _, err := c.cfg.Actors.Table.Get(ctx, hex)
 	if err != nil {
-		return ids.ActorID{}, "", err
+		return ids.ActorID{}, "", nil, err
 	}
 	id, err := ids.ParseActorID(hex)
-	return id, info.Class, err
+	var owner *pb.PID
+	if !info.Detached && info.Owner != nil {
+		owner = info.Owner
+	}
+	return id, info.Class, owner, err
 }
 
 // ActorState reads an actor's lifecycle state from the GCS.
@@ -364,13 +384,15 @@ func (c *Core) ActorState(ctx context.Context, id ids.ActorID) (lifecycle.State,
 
 // SubmitActorCall submits a method call and returns the ID of its result and the result's
 // entry (see Submit). Calls from this process to one actor run in the order they were
-// submitted.
-func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg) (ids.ObjectID, *objects.Entry, error) {
-	p, err := c.submitActorCall(tc, id, method, args)
+// submitted. owner is the owner of the actor's handle object, which the caller's handle
+// holds (nil: it holds none, the actor is detached): while the call is unfinished, this
+// process holds the object too (lifetime.go), so the actor outlives the calls made to it.
+func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg, owner *pb.PID) (ids.ObjectID, *objects.Entry, error) {
+	p, err := c.submitActorCall(tc, id, method, args, owner)
 	return ids.ReturnID(p.tid, 1), &p.ret, err
 }
 
-func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg) (*pending, error) {
+func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg, owner *pb.PID) (*pending, error) {
 	p := newPending(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1))) // and its spec
 	tid := p.tid
 	ret := ids.ReturnID(tid, 1)
@@ -424,7 +446,15 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	ac.mu.Lock()
 	seq, dead := ac.calls.Add(p)
 	p.seq = seq
+	hold := dead == nil && owner != nil && !ac.held
+	if hold {
+		ac.held = true
+	}
 	ac.mu.Unlock()
+	if hold {
+		// Taken before the call can finish (it is not sent yet), so never after its release.
+		c.holdHandle(id, owner)
+	}
 	if dead != nil {
 		msg := dead.Error()
 		e := &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: method, TaskId: p.tid[:], Message: msg}
@@ -481,7 +511,11 @@ func (c *Core) actorFinished(p *pending) {
 	if ac.calls.Finish(p.seq) {
 		c.queueFlushLocked(ac)
 	}
+	release := ac.idleLocked()
 	ac.mu.Unlock()
+	if release {
+		c.releaseHandle(ac.id)
+	}
 }
 
 // resendAfter is how long a call may go unanswered before it is sent again. Resending is
@@ -697,7 +731,11 @@ func (c *Core) actorDied(ac *actorCaller, err error) {
 	ac.mu.Lock()
 	fail := ac.calls.Die(err)
 	msg := ac.calls.Err().Error()
+	release := ac.idleLocked()
 	ac.mu.Unlock()
+	if release {
+		c.releaseHandle(ac.id)
+	}
 	for _, p := range fail {
 		c.completeAsync(p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
 			Kind: pb.ErrorInfo_ACTOR_DIED, Function: p.spec.Function, TaskId: p.spec.TaskId, Message: msg}})

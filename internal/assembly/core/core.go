@@ -135,6 +135,8 @@ type Core struct {
 
 	orphans orphanState // borrowed objects whose owner died (orphan.go)
 
+	enders enders // actors whose handles are all gone, being ended (lifetime.go)
+
 	gens        sync.Map // ids.TaskID -> *Generator: streaming generators running (generator.go)
 	callers     sync.Map // callerKey -> *actorCaller
 	actorStates sync.Map // ids.ActorID -> *actorState
@@ -223,6 +225,7 @@ func New(cfg Config) (*Core, error) {
 		closed:      make(chan struct{}),
 		clock:       newClock(),
 	}
+	c.enders.ctx, c.enders.cancel = context.WithCancel(context.Background())
 	switch {
 	case cfg.TaskEvents == 0:
 		c.evBudget = new(atomic.Int64)
@@ -284,6 +287,7 @@ func (c *Core) shardOf(t ids.TaskID) *shard { return c.shards[t.Family()&c.mask]
 func (c *Core) Close() {
 	c.once.Do(func() {
 		close(c.closed)
+		c.closeEnders()
 		c.wg.Wait()
 		for _, s := range c.shards {
 			if s != nil && s.pid != nil {
@@ -443,6 +447,10 @@ func (c *Core) freeIn(r objects.Released, collect bool, hint ids.ObjectID, e *ob
 			continue
 		}
 		c.unpin(id) // refs nested in the freed object
+		if a, ok := id.HandleOf(); ok {
+			c.outOfScope(a) // every handle to the actor is gone (lifetime.go)
+			continue
+		}
 		if ready && v.InStore {
 			b := id
 			node := v.Node

@@ -118,6 +118,23 @@ func PutID(t TaskID, counter uint32) ObjectID {
 	return ReturnID(t, PutIndexBit|counter)
 }
 
+// ActorHandleIndex is the index of an actor's handle object (ActorHandleID): the last
+// Put index, which no task's puts reach.
+const ActorHandleIndex uint32 = PutIndexBit | (PutIndexBit - 1)
+
+// ActorHandleID is the ID of the handle object of actor a: the small object its owner
+// keeps while any handle to a non-detached actor lives (borrowers count it like any
+// object), whose release ends the actor.
+func ActorHandleID(a ActorID) ObjectID { return ReturnID(TaskID(a), ActorHandleIndex) }
+
+// HandleOf reports whether o is an actor's handle object (ActorHandleID), and whose.
+func (o ObjectID) HandleOf() (ActorID, bool) {
+	if o.Index() != ActorHandleIndex {
+		return ActorID{}, false
+	}
+	return ActorID(o.Task()), true
+}
+
 // Task is the task that created o (by returning it or putting it).
 func (o ObjectID) Task() TaskID {
 	var t TaskID

@@ -68,3 +68,20 @@ func TestAttemptTaskID(t *testing.T) {
 		seen[id] = a
 	}
 }
+
+func TestActorHandleID(t *testing.T) {
+	a := NewActorID()
+	h := ActorHandleID(a)
+	if got, ok := h.HandleOf(); !ok || got != a {
+		t.Fatalf("HandleOf(ActorHandleID(%s)) = %s, %v", a, got, ok)
+	}
+	if !h.IsPut() {
+		t.Errorf("a handle object is not a Put object: nothing can recreate it")
+	}
+	task := NewRootTaskID()
+	for _, o := range []ObjectID{ReturnID(task, 1), PutID(task, 1), ReturnID(task, 0)} {
+		if _, ok := o.HandleOf(); ok {
+			t.Errorf("%s taken for a handle object", o)
+		}
+	}
+}
