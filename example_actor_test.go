@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"runtime"
+	"time"
 
 	"github.com/ray-go/ray"
 )
@@ -101,6 +103,48 @@ func ExampleActorHandle() {
 	// Output:
 	// 2 <nil>
 	// 2 <nil>
+}
+
+func ExampleActorHandle_lifetime() {
+	ctx, err := ray.Init(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+
+	// A copy rebuilt from MarshalBinary names the actor without keeping it alive: here, to
+	// watch it.
+	var watch ray.ActorHandle[Counter]
+	box, err := func() (ray.ObjectRef[[]ray.ActorHandle[Counter]], error) {
+		c := CounterClass.Remote(ctx)
+		fmt.Println(ray.Get(ctx, CounterAdd.Remote(ctx, c, ray.V(1))))
+		b, _ := c.MarshalBinary()
+		watch.UnmarshalBinary(b)
+		// A handle inside an object keeps the actor alive while the object lives.
+		return ray.Put(ctx, []ray.ActorHandle[Counter]{c})
+	}()
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The program's own handle is gone; the object's is not.
+	hs, _ := ray.Get(ctx, box)
+	fmt.Println(ray.Get(ctx, CounterAdd.Remote(ctx, hs[0], ray.V(1))))
+
+	// Once the last handle is gone (here: the object and the copy Get made), the actor ends.
+	box.Release()
+	hs = nil
+	for i := 0; i < 500; i++ {
+		runtime.GC() // dropped handles let go when the garbage collector finds them
+		if st, _ := ray.GetActorState(ctx, watch); st.Phase == ray.ActorDead {
+			fmt.Println(st.Phase, "-", st.Detail)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Output:
+	// 1 <nil>
+	// 2 <nil>
+	// Dead - out of scope: every handle to the actor is gone
 }
 
 func ExampleGetActor() {

@@ -112,11 +112,22 @@
 // live run could have had, not necessarily the one it had. Such actors should keep
 // their methods commutative, or accept that.
 //
+// # Lifetimes
+//
+// A non-detached actor ends when every handle to it is gone (Ray's actor garbage
+// collection). Its owner, the runtime that created it, counts the handles with a small
+// object of its own, the actor's handle object (ids.ActorHandleID), through the same
+// reference counting and borrowing protocol as any object: handles hold it in the
+// creating program, inside encoded values, in other processes, and each caller holds it
+// while it has unfinished calls. When the owner's count reaches zero it steps the actor
+// with lifecycle.OutOfScope (dead at once, no restart; every call made has finished by
+// then). internal/assembly/core lifetime.go has the details. A detached actor has no
+// handle object: it lives until ray.Kill. Every actor also ends when its creator's
+// runtime stops (a detached one outlives it), or when its host dies with no restart left.
+//
 // # What is not here yet
 //
-// Actor handles carry no reference count: an actor lives until ray.Kill, until its
-// creator's runtime stops (a detached actor outlives it), or until its host dies with no
-// restart left. A call's arguments that live in an object store (refs, and by-value
+// A call's arguments that live in an object store (refs, and by-value
 // arguments over 100 KiB, or over 512 KiB together, which the caller puts there) are
 // logged by value when they total at most 256 KiB (logRefBytes: the grain reads them
 // before the log write), so replay needs nothing but the log; larger ones are logged by

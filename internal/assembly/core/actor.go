@@ -446,14 +446,16 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	ac.mu.Lock()
 	seq, dead := ac.calls.Add(p)
 	p.seq = seq
-	hold := dead == nil && owner != nil && !ac.held
-	if hold {
+	register := false
+	if dead == nil && owner != nil && !ac.held {
+		// Under mu, so that a release (the calls finished, or the actor died) is never
+		// decided before the hold it gives back is taken.
 		ac.held = true
+		register = !c.holdHandle(id, owner)
 	}
 	ac.mu.Unlock()
-	if hold {
-		// Taken before the call can finish (it is not sent yet), so never after its release.
-		c.holdHandle(id, owner)
+	if register {
+		c.Hold(ids.ActorHandleID(id), owner) // a handle never bound here (see holdHandle)
 	}
 	if dead != nil {
 		msg := dead.Error()

@@ -63,18 +63,18 @@ func (c *Core) newHandleObject(id ids.ActorID) {
 }
 
 // holdHandle takes one reference to the handle object of actor id, owned by owner, for a
-// caller with unfinished calls. The submitting handle holds the object meanwhile, so it
-// is known here: a local reference when this runtime owns it, else one more hold of its
-// borrow (registering one only for a handle that was never bound here).
-func (c *Core) holdHandle(id ids.ActorID, owner *pb.PID) {
+// caller with unfinished calls, without blocking (the caller's lock is held). The
+// submitting handle holds the object meanwhile, so it is known here: a local reference
+// when this runtime owns it, else one more hold of its borrow. It reports false when this
+// runtime has no borrow to add to (a handle that was never bound here): then the caller
+// registers one with Hold, after unlocking.
+func (c *Core) holdHandle(id ids.ActorID, owner *pb.PID) bool {
 	hid := ids.ActorHandleID(id)
 	if c.isSelf(owner) {
 		c.refs.AddLocal(hid)
-		return
+		return true
 	}
-	if !c.borrows.More(hid) {
-		c.Hold(hid, owner)
-	}
+	return c.borrows.More(hid)
 }
 
 // releaseHandle gives back what holdHandle took.
