@@ -248,8 +248,9 @@ func saveState[T any](_ context.Context, inst any) ([]byte, error) {
 
 // restoreState decodes saveState's bytes into a zero T and makes the instance that (not a
 // decode into the constructed instance, which would merge maps and keep fields the
-// checkpoint left empty).
-func restoreState[T any](_ context.Context, inst any, state []byte) error {
+// checkpoint left empty). Refs and actor handles in the state are bound to the runtime of
+// ctx, as a method's arguments are.
+func restoreState[T any](ctx context.Context, inst any, state []byte) error {
 	v, err := codec.Unmarshal[*T](state)
 	if err != nil {
 		return err
@@ -257,6 +258,7 @@ func restoreState[T any](_ context.Context, inst any, state []byte) error {
 	if v == nil {
 		return fmt.Errorf("ray: the checkpoint holds no state")
 	}
+	v = bindRefs(ctx, v)
 	*inst.(*T) = *v
 	return nil
 }
