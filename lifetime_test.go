@@ -340,3 +340,39 @@ func mustMarshal[T any](t *testing.T, v T) []byte {
 	}
 	return b
 }
+
+// addWhenOpen signals that it runs, waits for its gate, then calls the tally.
+var addWhenOpen = Task2("test.addWhenOpen", func(ctx context.Context, gate string, h ActorHandle[tally]) (int, error) {
+	close(gateOf(gate + "/started"))
+	select {
+	case <-gateOf(gate):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return Get(ctx, tallyAdd.Remote(ctx, h, V(7)))
+})
+
+func TestActorHandleInTaskArgumentKeepsActor(t *testing.T) {
+	ctx := timeout(t)
+	gate := uniqueName(t)
+	var w ActorHandle[tally]
+	var res ObjectRef[int]
+	func() {
+		h := tallyClass.Remote(ctx)
+		w = weak(t, h)
+		res = addWhenOpen.Remote(ctx, V(gate), V(h))
+	}()
+	waitFor(t, gateOf(gate+"/started"))
+	// Held by the running task's argument (the submitter's pin, and the task's decoded
+	// copy) once the driver's handle is gone.
+	eventually.AfterGC(t, 20*time.Second, "the dropped handle's reference to be given back", func() bool { return holds(ctx, w) == 2 })
+	if st := phase(t, ctx, w); st.Phase == ActorDead {
+		t.Fatalf("actor ended while a running task holds its handle: %+v", st)
+	}
+	close(gateOf(gate))
+	if n := mustGet(t, ctx, res); n != 7 {
+		t.Fatalf("Add from the task = %d", n)
+	}
+	res.Release()
+	waitOutOfScope(t, ctx, w)
+}
