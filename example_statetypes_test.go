@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/ray-go/ray"
@@ -193,6 +194,24 @@ func ExampleLocalReference() {
 	}
 	fmt.Println(total, objs[0].ObjectID == a.ID(), objs[0].RefType == ray.LocalReference, objs[0].RefType)
 	// Output: 1 true true LOCAL_REFERENCE
+}
+
+// The owner of a non-detached actor lists its handle object as an ActorHandleReference
+// while any handle to the actor lives.
+func ExampleActorHandleReference() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	c := CounterClass.Remote(ctx)
+	objs, total, err := ray.ListObjects(ctx, ray.ObjectFilter{RefType: ray.ActorHandleReference})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(total, objs[0].RefType, objs[0].Location)
+	runtime.KeepAlive(c)
+	// Output: 1 ACTOR_HANDLE INLINE
 }
 
 func ExampleObjectCount() {

@@ -31,6 +31,9 @@ const (
 	LineageReference = core.RefLineage
 	// Unreferenced: nothing counts it any more; it is about to be freed.
 	Unreferenced = core.RefNone
+	// ActorHandleReference: the small object by which the owner of a non-detached actor
+	// counts the handles to it (see ActorHandle); the actor ends when it is freed.
+	ActorHandleReference = core.RefActorHandle
 )
 
 // ObjectState is one object as its owner knows it.
@@ -38,7 +41,7 @@ type ObjectState struct {
 	ObjectID  string
 	Size      int64  // bytes of its encoded value (0 while pending)
 	State     string // one of the Object* state constants
-	RefType   string // LocalReference, LineageReference or Unreferenced
+	RefType   string // LocalReference, LineageReference, Unreferenced or ActorHandleReference
 	Location  string // the node whose store holds it, "INLINE" (with its owner), or "" while pending
 	OwnerNode string // the process (node ID) that owns it
 	Job       string

@@ -29,6 +29,9 @@ const (
 	RefLineage = "LINEAGE_REFERENCE"
 	// RefNone: nothing counts it any more; it is about to be freed.
 	RefNone = "UNREFERENCED"
+	// RefActorHandle: the handle object of a non-detached actor (lifetime.go), held while
+	// any handle to the actor lives.
+	RefActorHandle = "ACTOR_HANDLE"
 )
 
 // Where an object lives, besides a node's ID.
@@ -93,7 +96,10 @@ func (c *Core) objectInfo(in *objects.Info) ObjectInfo {
 	default:
 		o.State = ObjectReady
 	}
+	_, actorHandle := in.ID.HandleOf()
 	switch {
+	case actorHandle && in.Local > 0:
+		o.RefType = RefActorHandle
 	case in.Local > 0:
 		o.RefType = RefLocal
 	case in.Lineage > 0:
