@@ -144,6 +144,8 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 	m := newWorkerManager(a)
 	a.wg.Add(1)
 	go m.run(a.ctx)
+	a.wg.Add(1)
+	go a.serveLogs() // logserve.go
 	if cfg.Head {
 		s := newSubmissionRunner(a)
 		a.wg.Add(1)

@@ -350,7 +350,7 @@ func (m *workerManager) workerDir(job string) string {
 }
 
 func (m *workerManager) logPath(job string) string {
-	return filepath.Join(m.a.cfg.SessionDir, "logs", "worker-"+job+".log")
+	return WorkerLogPath(m.a.cfg.SessionDir, job)
 }
 
 // start starts the worker process of a job and records it STARTING (unless the process
