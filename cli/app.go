@@ -97,12 +97,13 @@ func New(stdout, stderr io.Writer) *ucli.App {
 			getCommand(),
 			summaryCommand(),
 			timelineCommand(),
+			logsCommand(),
 		},
 	}
 }
 
 // interspersed lets flags follow the arguments of `job status|logs|stop ID`, `cert revoke
-// SERIAL`, `list KIND` and `get KIND ID` (urfave/cli v2 stops parsing flags at the first argument, so `job logs
+// SERIAL`, `list KIND`, `get KIND ID` and `logs KIND ID` (urfave/cli v2 stops parsing flags at the first argument, so `job logs
 // ID --follow` would not follow): it moves the flags of such a command line before its
 // arguments. `job submit` is left
 // alone: what follows its program belongs to the program.
@@ -110,7 +111,7 @@ func interspersed(app *ucli.App, args []string) []string {
 	var cmd *ucli.Command
 	n := 0 // args[:n] are the program and the command's names
 	switch {
-	case len(args) >= 3 && (args[1] == "list" || args[1] == "get" || args[1] == "summary"):
+	case len(args) >= 3 && (args[1] == "list" || args[1] == "get" || args[1] == "summary" || args[1] == "logs"):
 		cmd, n = app.Command(args[1]), 2
 	case len(args) >= 4 && (args[1] == "job" || args[1] == "cert"):
 		if top := app.Command(args[1]); top != nil {

@@ -85,6 +85,17 @@ var (
 	accelClass = ray.Actor("e2e.Accel", func() *accel { return &accel{} })
 	accelWhere = ray.Method0(accelClass, "Where", (*accel).Where)
 	accelAdd   = ray.Method1(accelClass, "Add", (*accel).Add)
+	accelShout = ray.Method1(accelClass, "Shout", (*accel).Shout)
+
+	// say prints its marker and five numbered lines to its worker process's output (what
+	// `rayctl logs` shows).
+	say = ray.Task1("e2e.Say", func(ctx context.Context, marker string) (string, error) {
+		fmt.Println(marker)
+		for i := 1; i <= 5; i++ {
+			fmt.Printf("say line %d\n", i)
+		}
+		return ray.NodeID(ctx)
+	})
 )
 
 type owned struct {
@@ -102,6 +113,11 @@ type hashed struct {
 type accel struct{ N int } // exported: the runtime checkpoints it by itself
 
 func (a *accel) Where(ctx context.Context) (string, error) { return ray.NodeID(ctx) }
+func (a *accel) Shout(_ context.Context, marker string) (int, error) {
+	fmt.Println(marker)
+	return a.N, nil
+}
+
 func (a *accel) Add(_ context.Context, by int) (int, error) {
 	a.N += by
 	return a.N, nil
@@ -109,7 +125,7 @@ func (a *accel) Add(_ context.Context, by int) (int, error) {
 
 func main() {
 	check := flag.String("check", "all", "spread|locality|bigobject|actor|sum|all, hang (runs a long task until killed), dashboard (a named actor, a failed task, then hangs), "+
-		"nodedeath (kills one of the job's worker processes while tasks run on it), ownerdeath (kills the process that owns "+
+		"logs (prints markers from an actor and a task, \"logs ready ACTOR_ID\", then on a stdin line \"follow\" one more from a task on every node, \"followed\", and ends at EOF), nodedeath (kills one of the job's worker processes while tasks run on it), ownerdeath (kills the process that owns "+
 		"objects the driver borrows), actordeath (kills an actor's host under pipelined calls), or gcsfailover (rounds until 4 s after printing ready)")
 	bigMiB := flag.Int("big-mib", 200, "size of the bigobject check's object in MiB")
 	flag.Parse()
@@ -156,6 +172,9 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 		fmt.Println("dashboard ready")
 		_, err := ray.Get(ctx, busy.Remote(ctx, ray.V(10*time.Minute)))
 		return err
+	}
+	if check == "logs" {
+		return logsCheck(ctx, nodes)
 	}
 	if check == "hang" {
 		// A 16 MiB object stays alive (rayctl memory shows it), then a long task runs.
@@ -504,4 +523,31 @@ func chainAndFailure(ctx context.Context) error {
 		return errors.New("e2e.Fail did not fail")
 	}
 	return nil
+}
+
+// logsCheck is `rayctl logs`'s test (see the -check flag).
+func logsCheck(ctx context.Context, nodes []ray.Node) error {
+	h := accelClass.Remote(ctx)
+	if _, err := ray.Get(ctx, accelShout.Remote(ctx, h, ray.V("e2e-actor-marker"))); err != nil {
+		return err
+	}
+	if _, err := ray.Get(ctx, say.Remote(ctx, ray.V("e2e-log-marker"))); err != nil {
+		return err
+	}
+	fmt.Println("logs ready", h.ID())
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if in.Text() != "follow" {
+			continue
+		}
+		var refs []ray.ObjectRef[string]
+		for _, n := range nodes {
+			refs = append(refs, say.Options(ray.NodeAffinity(n.ID, false)).Remote(ctx, ray.V("e2e-follow-marker")))
+		}
+		if _, err := ray.GetAll(ctx, refs); err != nil {
+			return err
+		}
+		fmt.Println("followed")
+	}
+	return in.Err()
 }
