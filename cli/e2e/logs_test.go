@@ -34,7 +34,8 @@ func (l *lockedBuf) String() string {
 }
 
 // TestLogs: `rayctl logs` on a head and an agent (each its own session dir, so one can be
-// stopped alone) running a job: the log of the worker process that ran a task holds the
+// stopped alone): a submitted job's output, followed to its end and its tail; then a
+// driver's job: the log of the worker process that ran a task holds the
 // line the task printed, the actor's log the line its method printed; --tail; the errors
 // and exit codes of an unknown ID; --follow prints what a task prints after it started and
 // ends when the job's worker process ends; a worker process of a stopped agent is exit 5.
@@ -59,6 +60,19 @@ func TestLogs(t *testing.T) {
 	rayctlLogs := func(args ...string) (string, string, int) {
 		t.Helper()
 		return run(t, time.Minute, tok, rayctl, append([]string{"logs", "--address", addr}, args...)...)
+	}
+
+	// A submitted job's output: followed to its end, then its last 2 lines.
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "job", "submit", "--address", addr, "--no-wait", "--", "/bin/sh", "-c", "echo job-marker; echo two; echo three")
+	sub := strings.TrimSpace(out)
+	if code != 0 || sub == "" {
+		t.Fatalf("rayctl job submit --no-wait: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, errOut, code = rayctlLogs("job", sub, "--follow"); code != 0 || out != "job-marker\ntwo\nthree\n" {
+		t.Fatalf("rayctl logs job %s --follow: exit %d\n%q\n%s", sub, code, out, errOut)
+	}
+	if out, errOut, code = rayctlLogs("job", sub, "--tail", "2"); code != 0 || out != "two\nthree\n" {
+		t.Fatalf("rayctl logs job %s --tail 2: exit %d\n%q\n%s", sub, code, out, errOut)
 	}
 
 	// The job: an actor and a task print their markers, then it waits for its stdin.
