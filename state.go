@@ -39,7 +39,7 @@ type TaskInfo struct {
 	State                                            string // one of the Task* state constants
 	Job                                              string
 	ActorCall                                        bool
-	Node                                             string // where it ran (empty for an actor call: Worker names the actor)
+	Node                                             string // where it ran (an actor call: the node the actor is on now)
 	Worker                                           string // the worker grain, or the actor's ID
 	OwnerNode                                        string // the process (node ID) that submitted it
 	Submitted, ArgsReady, Dispatched, Started, Ended time.Time
@@ -54,7 +54,7 @@ type TaskFilter struct {
 	AllJobs  bool
 	State    string // one of the Task* state constants
 	Function string
-	Node     string // the node a task ran on (a prefix of 6 characters or more will do)
+	Node     string // the node a task ran on (a prefix of 6 characters or more will do; actor calls do not match)
 	TaskID   string // a task ID or a prefix of it
 	// Limit is how many to return, newest first (0: all).
 	Limit int

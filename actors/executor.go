@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -258,7 +259,12 @@ func runCall(base context.Context, r *worker.Runner, mk func(context.Context, *p
 		return worker.Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION,
 			fmt.Sprintf("actors: class %q has no method %q registered in this program (register it with ray.Method0..Method4)", class.Name, spec.Function), "", r.Node)
 	}
-	return r.Run(base, mk(base, spec), spec, func(ctx context.Context, args [][]byte) ([]byte, error) {
+	start := time.Now()
+	res := r.Run(base, mk(base, spec), spec, func(ctx context.Context, args [][]byte) ([]byte, error) {
 		return m.Call(ctx, inst, args)
 	})
+	// How long the body ran: the caller's task record dates the call's start from it, as a
+	// task's (internal/assembly/core, events.go).
+	res.RunNanos = int64(time.Since(start))
+	return res
 }

@@ -302,7 +302,7 @@ func (e *shardEvents) errorOf(idx uint64) string {
 type TaskQuery struct {
 	State    string `json:"state,omitempty"`    // one of the State constants
 	Function string `json:"function,omitempty"` // the function's registered name (or Class.Method)
-	Node     string `json:"node,omitempty"`     // node ID (a prefix of at least 6 characters will do)
+	Node     string `json:"node,omitempty"`     // node ID (a prefix of at least 6 characters will do); actor calls' records have none to match
 	TaskID   string `json:"task_id,omitempty"`  // hex task ID, or a prefix of it
 	// Limit is how many tasks to return, newest first (0: all).
 	Limit int `json:"limit,omitempty"`
@@ -327,7 +327,7 @@ type TaskEvent struct {
 	State      string `json:"state"`
 	Job        string `json:"job_id"`
 	Actor      bool   `json:"actor_call,omitempty"`
-	Node       string `json:"node,omitempty"`
+	Node       string `json:"node,omitempty"`   // an actor call's: the actor's node now (Core.actorNodes)
 	Worker     string `json:"worker,omitempty"` // the worker grain, or the actor's ID for a call
 	Owner      string `json:"owner_node,omitempty"`
 	Submitted  int64  `json:"submitted,omitempty"`
@@ -405,7 +405,34 @@ func (c *Core) Tasks(ctx context.Context, q TaskQuery) (TaskReport, error) {
 	if q.Summary || q.Counts {
 		out.Summary = SummaryOf(counts)
 	}
+	c.actorNodes(out.Tasks)
 	return out, nil
+}
+
+// actorNodes fills in the node of actor calls' events, which their records leave out (a
+// call's result does not say where it ran, and the shard that records it must not wait
+// for the actor table): the node the actor table, as this process last saw it, names for
+// the actor (Worker). So a call made before the actor restarted on another node shows
+// the actor's newest node. Done once per query, outside the shards, once per actor.
+func (c *Core) actorNodes(evs []TaskEvent) {
+	if c.cfg.Actors == nil || c.cfg.Actors.Info == nil {
+		return
+	}
+	nodes := map[string]string{}
+	for i := range evs {
+		e := &evs[i]
+		if !e.Actor || e.Node != "" || e.Worker == "" {
+			continue
+		}
+		n, ok := nodes[e.Worker]
+		if !ok {
+			if info, found := c.cfg.Actors.Info(e.Worker); found {
+				n = info.GetNode()
+			}
+			nodes[e.Worker] = n
+		}
+		e.Node = n
+	}
 }
 
 // SortNewest sorts events newest first (ties by task ID, then attempt).
