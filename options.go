@@ -25,6 +25,8 @@ type initConfig struct {
 	insecure         bool          // WithInsecure (else RAY_GO_INSECURE)
 	leaseTTL         time.Duration // node.LeaseTTLEnv, read by Init
 	taskEvents       int           // WithTaskEvents
+	metricsPort      int           // WithMetricsPort (metrics.go)
+	metricsSet       bool
 }
 
 // WithNumCPUs sets the node's CPUs (default: the machine's).

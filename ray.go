@@ -27,9 +27,10 @@ type runtimeKey struct{}
 
 // session is what Init started and Shutdown stops.
 type session struct {
-	node *node.Node
-	once sync.Once
-	err  error
+	node    *node.Node
+	metrics *metricsServer // WithMetricsPort (nil: none)
+	once    sync.Once
+	err     error
 }
 
 // Init starts ray-go and returns a context carrying the runtime; pass it (or contexts
@@ -83,6 +84,10 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	if cfg.objectStoreBytes < 0 {
 		return nil, fmt.Errorf("ray: Init: object store memory must be positive, got %d", cfg.objectStoreBytes)
 	}
+	metricsPort, err := metricsPortOf(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	n, err := node.Start(ctx, node.Config{
 		Resources: res, ObjectStoreBytes: cfg.objectStoreBytes, Dir: cfg.dir,
 		Lineage: !cfg.noLineage, Logger: cfg.logger, LeaseTTL: cfg.leaseTTL, TaskEvents: cfg.taskEvents,
@@ -91,6 +96,12 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 		return nil, fmt.Errorf("ray: Init: %w", err)
 	}
 	s := &session{node: n}
+	if metricsPort != metricsOff {
+		if s.metrics, err = serveMetrics(n, metricsPort, res, cfg.logger); err != nil {
+			_ = n.Stop(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
 	ctx = context.WithValue(ctx, runtimeKey{}, s)
 	return core.WithTask(ctx, n.Core.NewDriver()), nil
 }
@@ -193,7 +204,12 @@ func Shutdown(ctx context.Context) error {
 	if !ok {
 		return errors.New("ray: Shutdown needs the context returned by Init")
 	}
-	s.once.Do(func() { s.err = s.node.Stop(context.WithoutCancel(ctx)) })
+	s.once.Do(func() {
+		if s.metrics != nil {
+			s.metrics.stop()
+		}
+		s.err = s.node.Stop(context.WithoutCancel(ctx))
+	})
 	return s.err
 }
 
