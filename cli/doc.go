@@ -25,9 +25,10 @@
 //	rayctl list nodes|jobs|actors [--address A] [-o table|json|yaml] [--filter FIELD=VALUE|FIELD!=VALUE]... [--limit 100]
 //	rayctl get node|job|actor ID [--address A] [-o yaml|json]   (ID: the whole ID or at least 6 of its first characters)
 //	rayctl summary actors|nodes|jobs [--address A] [-o table|json|yaml]   (actors by class and state; nodes, jobs by state)
+//	rayctl logs task|actor ID | worker NODE_ID|PID [--node AGENT] | job ID [--tail 1000] [--follow] [--address A]   (logs.go)
 //	rayctl --version
 //
-// status, memory, job, cert, list, get and summary take the credential flags too: --token, --token-file,
+// status, memory, job, cert, list, get, summary and logs take the credential flags too: --token, --token-file,
 // --join-address, --insecure, --gcs-ca, --gcs-cert, --gcs-key.
 //
 // Every flag also reads an environment variable: RAY_GO_HEAD, RAY_GO_HOST, RAY_GO_PORT,
@@ -38,8 +39,8 @@
 // RAY_GO_TOKEN, RAY_GO_TOKEN_FILE, RAY_GO_JOIN_ADDRESS, RAY_GO_JOIN_PORT, RAY_GO_INSECURE,
 // RAY_GO_GCS_CA, RAY_GO_GCS_CERT, RAY_GO_GCS_KEY.
 // (--resources reads RAY_GO_CUSTOM_RESOURCES: RAY_GO_RESOURCES is the worker-process
-// variable of internal/base/workerenv.) Flags given after the ID of job status, logs and stop
-// are accepted too.
+// variable of internal/base/workerenv.) Flags given after the ID of job status, logs and stop,
+// and after the arguments of list, get, summary and logs, are accepted too.
 //
 // # start
 //
@@ -108,7 +109,7 @@
 //	| 1    | bad usage, or any other error                                      |
 //	| 3    | start --head: the GCS port is already in use                       |
 //	| 4    | the GCS did not answer at the address (no cluster there)           |
-//	| 5    | nothing running: stop found no agent, no address could be found, or no head agent is alive to run a submission |
+//	| 5    | nothing running: stop found no agent, no address could be found, no head agent is alive to run a submission, or (logs) the agent of the process whose log was asked for is not running |
 //	| 6    | job submit: the job ended FAILED                                   |
 //	| 7    | job submit: the job ended STOPPED                                  |
 //	| 8    | no credentials for a secure cluster, or they were refused (a wrong or rotated token, another cluster's certificate, a revoked one, --insecure against a secure cluster, a request these credentials' role may not make) |

@@ -110,6 +110,7 @@ type logTarget struct {
 	node  string // its node ID ("" not known)
 	host  string // the agent's host ("" not known)
 	path  string // its log file, on host ("" not known)
+	self  bool   // desc names the process itself (logs worker)
 }
 
 func (t *logTarget) where() string {
@@ -143,6 +144,9 @@ func (t *logTarget) checkAlive(ctx context.Context, store gcs.Store) error {
 		where := ""
 		if t.path != "" {
 			where = fmt.Sprintf(": its log stays in %s on %s", t.path, dash(t.host))
+		}
+		if t.self {
+			return exitf(ExitNothingRunning, "the %s is gone with its agent, which is not running%s", t.where(), where)
 		}
 		return exitf(ExitNothingRunning, "%s ran in the %s, whose agent is not running%s", t.desc, t.where(), where)
 	}
@@ -458,7 +462,7 @@ func workerTarget(ctx context.Context, store gcs.Store, id, node string) (*logTa
 		if t == nil {
 			return nil, exitf(ExitError, "no worker process with node ID %q in the cluster (the node column of rayctl list tasks names them)", id)
 		}
-		t.desc = "worker process " + t.node
+		t.desc, t.self = "worker process "+t.node, true
 		return t, nil
 	}
 	ws, _, err := readWorkerRecs(ctx, store)
@@ -480,7 +484,7 @@ func workerTarget(ctx context.Context, store gcs.Store, id, node string) (*logTa
 		if node != "" && !idMatches(w.GetAgentId(), node) && hosts[w.GetAgentId()] != node {
 			continue
 		}
-		found = append(found, &logTarget{desc: "worker process " + id, agent: w.GetAgentId(), job: w.GetJobId(), pid: w.GetPid(), node: w.GetNodeId(), path: w.GetLogPath()})
+		found = append(found, &logTarget{desc: "worker process " + id, self: true, agent: w.GetAgentId(), job: w.GetJobId(), pid: w.GetPid(), node: w.GetNodeId(), path: w.GetLogPath()})
 		where = append(where, w.GetAgentId())
 	}
 	switch len(found) {

@@ -122,11 +122,21 @@
 // chunks and the outcome. ReadLog prints and follows them. This key family belongs to
 // this package (internal/base/gcs/keys.go does not list it).
 //
+// # Worker logs on request (logserve.go)
+//
+// Every agent watches logreq/ and answers the requests addressed to it (`rayctl logs`):
+// a piece of the log of its worker process for a job, <SessionDir>/logs/worker-<job>.log,
+// from an offset or its last lines, at most LogReadMax (1 MiB) an answer, put at
+// logreply/<id> on the asker's lease (ReadWorkerLog asks, reads and revokes it). The request
+// names a job, never a path: the job ID must be a plain name (checkID) and the file a regular
+// file. Whoever can write the GCS can ask: its mutual TLS is the access control. One request
+// at a time per agent. This key family belongs to this package, as joblogs/ does.
+//
 // # Ownership
 //
 // Start starts: the metrics server and, on a head, the dashboard's server and its
 // sampling loop (the servers' goroutines end when Stop shuts them down),
-// keepAlive (the lease), the worker manager's run loop (owning all worker
+// keepAlive (the lease), the log server (serveLogs), the worker manager's run loop (owning all worker
 // state; two list-then-watch mirrors feed it jobs/ and jobalive/, re-listing after a
 // failed or compacted watch) and, on the head, the submission runner's loop (with one
 // goroutine per running submission and its log publisher). All stop when Stop cancels the
