@@ -544,12 +544,10 @@ func jobLogs(c *ucli.Context, ctx context.Context, store gcs.Store, id string) e
 	sid := sub.GetSubmissionId()
 	tail := c.Int("tail")
 	var seen countWriter
-	out := io.Writer(&seen)
 	var buf bytes.Buffer
+	out := io.MultiWriter(&seen, c.App.Writer)
 	if tail >= 0 {
 		out = io.MultiWriter(&seen, &buf)
-	} else {
-		out = io.MultiWriter(&seen, c.App.Writer)
 	}
 	if _, err := agent.ReadLog(c.Context, store, sid, out, false); err != nil {
 		return exitf(ExitError, "read the output of %s: %v", sid, err)
@@ -559,7 +557,7 @@ func jobLogs(c *ucli.Context, ctx context.Context, store gcs.Store, id string) e
 		if tail == 0 {
 			b = nil
 		} else {
-			start, _ := tailLines(b, tail)
+			start, _ := agent.TailStart(b, tail, true)
 			b = b[start:]
 		}
 		if _, err := c.App.Writer.Write(b); err != nil {
@@ -575,24 +573,6 @@ func jobLogs(c *ucli.Context, ctx context.Context, store gcs.Store, id string) e
 		return exitf(ExitError, "follow the output of %s: %v", sid, err)
 	}
 	return nil
-}
-
-// tailLines returns where the last n lines of b start (a last line without its newline
-// counts).
-func tailLines(b []byte, n int) (int, bool) {
-	end := len(b)
-	if end > 0 && b[end-1] == '\n' {
-		end--
-	}
-	for i := end - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			n--
-			if n == 0 {
-				return i + 1, true
-			}
-		}
-	}
-	return 0, false
 }
 
 type countWriter struct{ n int64 }

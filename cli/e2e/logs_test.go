@@ -140,6 +140,18 @@ func TestLogs(t *testing.T) {
 		t.Fatalf("rayctl list tasks --filter name=e2e.Say: exit %d, %v\n%s\n%s", code, err, out, errOut)
 	}
 	task := tasks[0].TaskID
+	// The actor's call is listed with the node it ran on and when it started.
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "list", "tasks", "--address", addr, "--filter", "name=e2e.Accel.Shout", "-o", "json")
+	var calls []struct {
+		Type    string `json:"type"`
+		Node    string `json:"node"`
+		Worker  string `json:"worker"`
+		Started string `json:"started"`
+	}
+	if err := json.Unmarshal([]byte(out), &calls); err != nil || code != 0 || len(calls) != 1 || calls[0].Type != "ACTOR_TASK" ||
+		calls[0].Node == "" || calls[0].Started == "" || calls[0].Worker != actorID {
+		t.Fatalf("rayctl list tasks --filter name=e2e.Accel.Shout: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
 
 	// A task's log, by its ID and by 8 characters of it.
 	for _, id := range []string{task, task[:8]} {

@@ -211,7 +211,7 @@ func readLogFile(rep *LogReply, req *LogRequest) error {
 	rep.Offset = off
 	if req.Tail > 0 {
 		var start int
-		start, rep.Truncated = tailStart(buf, req.Tail, off == 0)
+		start, rep.Truncated = TailStart(buf, req.Tail, off == 0)
 		buf = buf[start:]
 		rep.Offset = off + int64(start)
 	}
@@ -219,11 +219,11 @@ func readLogFile(rep *LogReply, req *LogRequest) error {
 	return nil
 }
 
-// tailStart returns where the last n lines of b start (a last line without its newline
+// TailStart returns where the last n lines of b start (a last line without its newline
 // counts as a line). whole says b starts at the beginning of the file; truncated says b
 // holds fewer than n lines and does not start at the beginning (its first line is cut, and
 // dropped unless it is all there is).
-func tailStart(b []byte, n int, whole bool) (start int, truncated bool) {
+func TailStart(b []byte, n int, whole bool) (start int, truncated bool) {
 	end := len(b)
 	if end > 0 && b[end-1] == '\n' {
 		end--

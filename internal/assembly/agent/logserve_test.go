@@ -31,9 +31,9 @@ func TestTailStart(t *testing.T) {
 		{"no newline at all", 2, false, "no newline at all", true},
 		{"x\n\n\n", 2, true, "\n\n", false}, // empty lines count
 	} {
-		start, tr := tailStart([]byte(c.in), c.n, c.whole)
+		start, tr := TailStart([]byte(c.in), c.n, c.whole)
 		if got := c.in[start:]; got != c.want || tr != c.truncated {
-			t.Errorf("tailStart(%q, %d, %v) = %q, %v; want %q, %v", c.in, c.n, c.whole, got, tr, c.want, c.truncated)
+			t.Errorf("TailStart(%q, %d, %v) = %q, %v; want %q, %v", c.in, c.n, c.whole, got, tr, c.want, c.truncated)
 		}
 	}
 }
