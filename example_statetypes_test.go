@@ -55,8 +55,8 @@ func ExampleTaskInfo() {
 		fmt.Printf("%s %s attempt=%d actor=%v owner=here:%v timed=%v error=%s %q\n",
 			t.Function, t.State, t.Attempt, t.ActorCall, t.OwnerNode == node, !t.Ended.Before(t.Submitted), t.ErrorType, t.Error)
 	}
-	call := tasks[0]
-	fmt.Println(call.Worker == c.ID(), call.Node == "")
+	call := tasks[0] // the actor call: Worker names the actor, Node the node it is on
+	fmt.Println(call.Worker == c.ID(), call.Node == node)
 	// Output:
 	// example.Counter.Add FINISHED attempt=0 actor=true owner=here:true timed=true error= ""
 	// example.halve FAILED attempt=0 actor=false owner=here:true timed=true error=APPLICATION "3 is odd"
