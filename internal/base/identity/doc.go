@@ -84,7 +84,7 @@
 //	submissions/                rw           r          r           rw
 //	jobs/                       rw           r          rw          r
 //	joblogs/                    rw           r          r           r
-//	statereq/                   rw           rw         rw          rw
+//	statereq/, logreq/          rw           rw         rw          rw
 //	every other key             rw           rw         rw          r
 //	outside the namespace,
 //	users, roles, auth          yes          no         no          no

@@ -65,13 +65,14 @@ type gcsRule struct {
 }
 
 // gcsTable is the package doc's table. Prefixes are internal/base/gcs's key schema (and
-// internal/assembly/agent's joblogs/), spelled here because this package ranks below
+// internal/assembly/agent's joblogs/ and logreq/), spelled here because this package ranks below
 // them; a test of package gcs checks the spelling. Rows other than "" must not nest.
 var gcsTable = []gcsRule{
 	{"", ReadWrite, ReadWrite, ReadOnly},
 	{"certs/", ReadOnly, ReadOnly, ReadOnly},
 	{"joblogs/", ReadOnly, ReadOnly, ReadOnly},
 	{"jobs/", ReadOnly, ReadWrite, ReadOnly},
+	{"logreq/", ReadWrite, ReadWrite, ReadWrite},
 	{"revoked/", ReadOnly, ReadOnly, ReadOnly},
 	{"statereq/", ReadWrite, ReadWrite, ReadWrite},
 	{"submissions/", ReadOnly, ReadOnly, ReadWrite},
