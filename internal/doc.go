@@ -7,7 +7,9 @@
 //     group-commit writer and record pages), dispatch (the mailbox goroutine pool and the
 //     message counter), netx, workerenv (the agent/worker-process contract), identity
 //     (the cluster CA, certificates, join token and node-to-node TLS), slab (values
-//     allocated in chunks and never reused, for the hot path); and two packages of test support,
+//     allocated in chunks and never reused, for the hot path), stripe (counters written
+//     per task or call from every core without sharing a cache line), ask (protoactor
+//     requests without its futures' race on late replies); and two packages of test support,
 //     fuzzing (allocation bounds, seed corpora) and scenario (the pure packages' scripts).
 //   - the domain packages, outside internal/: objects, lineage, tasks, actors.
 //   - internal/assembly: what puts the domain together into a running system: membership
