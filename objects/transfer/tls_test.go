@@ -166,7 +166,7 @@ func TestStreamTrackPeer(t *testing.T) {
 	srv := newStreamServer(t, ServerConfig{Get: objs.get, TLS: srvCreds.PeerServerTLS(),
 		TrackPeer: func(c io.Closer, leaf *x509.Certificate) func() {
 			mu.Lock()
-			closers, names = append(closers, c), append(names, leaf.Subject.CommonName)
+			closers, names = append(closers, c), append(names, identity.NameOf(leaf))
 			mu.Unlock()
 			return func() { untracked.Add(1) }
 		}})

@@ -93,12 +93,8 @@ func alivePhase(t *testing.T, ctx context.Context, w ray.ActorHandle[gcCounter])
 func TestActorLifetimeAcrossNodes(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	up := alive(t)
 	// Node 1 has the "keeper" resource: the holder actor runs there, away from the owner.
-	ownerIdx, other := up[0], 1
-	if ownerIdx == other {
-		t.Fatal("node 1 must be running and not be the first running node")
-	}
+	ownerIdx, other := ownerAwayFromKeeper(t)
 	ctx := cluster.Context(base, ownerIdx)
 	owner := cluster.Nodes[ownerIdx].Core
 

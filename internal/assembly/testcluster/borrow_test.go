@@ -76,18 +76,25 @@ func known(c *core.Core, id ids.ObjectID) bool {
 	return ok
 }
 
+// ownerAwayFromKeeper returns the first running node, to own what a test makes, and node 1,
+// the one with the "keeper" resource (TestMain), where the test's actor runs: two nodes.
+func ownerAwayFromKeeper(t *testing.T) (owner, keeper int) {
+	t.Helper()
+	owner, keeper = alive(t)[0], 1
+	if owner == keeper || cluster.Stopped(keeper) {
+		t.Fatal("node 1 must be running and not be the first running node")
+	}
+	return owner, keeper
+}
+
 // TestBorrowedRefs: refs nested in values keep their objects alive exactly as long as a
 // holder anywhere in the cluster does (a table of cases); the object lives on another node's
 // runtime (the owner) while tasks and actors on another node use it.
 func TestBorrowedRefs(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	up := alive(t)
 	// Node 1 has the "keeper" resource the actor case needs: the owner is another node.
-	ownerIdx, other := up[0], 1
-	if ownerIdx == other {
-		t.Fatal("node 1 must be running and not be the first running node")
-	}
+	ownerIdx, other := ownerAwayFromKeeper(t)
 	ctx := cluster.Context(base, ownerIdx)
 	owner := cluster.Nodes[ownerIdx].Core
 	there := ray.NodeAffinity(string(cluster.Nodes[other].ID), false)
