@@ -98,7 +98,7 @@ func simulate(data []byte) error {
 		obj := append(fuzzTasks[:len(fuzzTasks):len(fuzzTasks)], fuzzPuts...)[int(arg)%(len(fuzzTasks)+len(fuzzPuts))]
 		task := fuzzTasks[int(arg)%len(fuzzTasks)]
 		node := fuzzNodes[int(arg>>4)%len(fuzzNodes)]
-		w.out = nil
+		w.out, w.steps = nil, 0 // the step budget is per command: a long input is not a plan that does not end
 		var cmd string
 		switch kind % 10 {
 		case 0:
