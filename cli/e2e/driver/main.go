@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -171,6 +172,9 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 		}
 		fmt.Println("dashboard ready")
 		_, err := ray.Get(ctx, busy.Remote(ctx, ray.V(10*time.Minute)))
+		// The named actor lives as long as a handle to it (Ray's semantics): keep h
+		// until the test has seen it on the dashboard, or the collector may end it.
+		runtime.KeepAlive(h)
 		return err
 	}
 	if check == "logs" {
