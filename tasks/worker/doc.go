@@ -21,6 +21,11 @@
 // lease's CPU out through the scheduler (TaskBlocked) and hands the lease's unstarted
 // tasks back to its owner (LeaseReturned), as it does with any task pushed to the lease
 // while it waits: nothing waits behind a blocked task, so nested tasks cannot deadlock.
+// Likewise a task that runs longer than Env.SlowAfter (2 ms by default) while others wait
+// behind it on its lease hands those back: the owner pipelines tasks by its class's
+// measured run time, and when that estimate is wrong (tasks that got slower) the queued
+// ones go to other leases instead of waiting for one worker. The check costs a timer
+// reset per SlowAfter per lease, not per task.
 //
 // Results larger than the inline limit are put in the node's store shard and the owner is
 // told where they are. Cancellation cancels the task's context: Go cannot stop a

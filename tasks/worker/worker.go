@@ -32,6 +32,15 @@ const maxResultBatch = 64
 // Short tasks finish tens of results within this time, so batching still pays.
 const maxResultHold = time.Millisecond
 
+// DefaultSlowAfter is how long a lease's running task may run while others wait behind it on
+// the lease before those are handed back to their owner (LeaseReturned, as when the task
+// blocks): an owner pipelines tasks onto a lease by their class's measured run time
+// (sched.Leases' depth, about a millisecond of work), and when a task runs far longer
+// than that estimate (a class whose tasks got slower, a first long task after short
+// ones), the tasks behind it would otherwise wait for it although other workers could
+// run them; the owner asks for another lease for them instead.
+const DefaultSlowAfter = 2 * time.Millisecond
+
 // Env is what a worker needs from its node and process.
 type Env struct {
 	Node        ids.NodeID
@@ -54,8 +63,11 @@ type Env struct {
 	Nested func(ctx context.Context) [][]byte
 	// Meta returns the metadata the task run with ctx attached to its result
 	// (TaskResult.meta); nil: none.
-	Meta   func(ctx context.Context) []byte
-	Logger *slog.Logger
+	Meta func(ctx context.Context) []byte
+	// SlowAfter is how long a running task may hold the tasks queued behind it on its lease
+	// before they go back to their owner (0: DefaultSlowAfter; negative: never).
+	SlowAfter time.Duration
+	Logger    *slog.Logger
 }
 
 // Validate checks that every required field is set.
@@ -78,6 +90,9 @@ func Props(env Env) *actor.Props {
 	}
 	if env.Logger == nil {
 		env.Logger = slog.Default()
+	}
+	if env.SlowAfter == 0 {
+		env.SlowAfter = DefaultSlowAfter
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Worker{env: env, leases: make(map[string]*lease)}
@@ -120,6 +135,24 @@ type lease struct {
 	cancel    *taskCtx // the current task's context
 	cancelled bool     // the current task was cancelled
 	blocked   bool     // the current task waits in Get: pushes are handed back
+	// seq numbers the tasks the lease started. While tasks are queued, the slow timer
+	// ticks every slowAfter (slowOn); a tick that finds the task it was armed in (armed:
+	// its seq) still running hands the queue back (handBackSlow). One timer reset per
+	// slowAfter, not per task.
+	seq       uint64
+	armed     uint64
+	slowOn    bool
+	slow      *time.Timer
+	slowAfter time.Duration // Env.SlowAfter; negative: never armed
+}
+
+// armSlow starts the slow timer if tasks are queued and it is not ticking (l.mu held).
+func (l *lease) armSlow() {
+	if l.slowOn || l.slowAfter <= 0 || len(l.queue) == 0 {
+		return
+	}
+	l.slowOn, l.armed = true, l.seq
+	l.slow.Reset(l.slowAfter)
 }
 
 func (w *Worker) newLease(id string, owner *actor.PID, root *actor.RootContext) *lease {
@@ -127,13 +160,40 @@ func (w *Worker) newLease(id string, owner *actor.PID, root *actor.RootContext) 
 	l.base, l.stop = context.WithCancel(w.base)
 	l.out.hold = time.AfterFunc(time.Hour, l.flushHeld)
 	l.out.hold.Stop()
+	l.slow = time.AfterFunc(time.Hour, l.handBackSlow)
+	l.slow.Stop()
+	l.slowAfter = w.env.SlowAfter
 	return l
+}
+
+// handBackSlow is the slow timer's: if the task it was armed for still runs, the tasks
+// queued behind it go back to their owner (see DefaultSlowAfter), and later pushes to the lease
+// are queued as before (the owner's policy closes a lease that handed tasks back).
+func (l *lease) handBackSlow() {
+	l.mu.Lock()
+	l.slowOn = false
+	if !l.running || len(l.queue) == 0 {
+		l.mu.Unlock()
+		return
+	}
+	if l.seq != l.armed || l.blocked {
+		l.armSlow() // tasks are moving: look again in slowAfter
+		l.mu.Unlock()
+		return
+	}
+	rest := l.queue
+	l.queue = nil
+	l.mu.Unlock()
+	pb.Split(rest, pb.SpecBytes, pb.BatchBytes, func(run []*pb.TaskSpec) {
+		l.root.Send(l.owner, &pb.LeaseReturned{LeaseId: l.lid, Tasks: run})
+	})
 }
 
 // forget drops a lease whose goroutine does not run.
 func (w *Worker) forget(l *lease) {
 	delete(w.leases, l.id)
 	l.stop()
+	l.slow.Stop()
 }
 
 // flushLocked sends the results held back (l.out.mu held).
@@ -179,6 +239,8 @@ func (l *lease) next(base context.Context) (*pb.TaskSpec, context.Context, bool)
 	ctx := newTaskCtx(base)
 	l.current, _ = ids.TaskIDFromBytes(spec.TaskId)
 	l.cancel, l.cancelled, l.blocked = ctx, false, false
+	l.seq++
+	l.armSlow()
 	return spec, ctx, len(l.queue) > 0
 }
 
@@ -274,6 +336,9 @@ func (w *Worker) push(ctx actor.Context, m *pb.LeasePush) {
 	}
 	l.queue = append(l.queue, m.Tasks...)
 	start := !l.running
+	if !start {
+		l.armSlow() // queued behind a running task
+	}
 	l.running = true
 	l.mu.Unlock()
 	if start {

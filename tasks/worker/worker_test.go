@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,7 +254,7 @@ func TestResultLargerThanTheStore(t *testing.T) {
 }
 
 func TestCancelAndBlock(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, func(e *Env) { e.SlowAfter = -1 }) // the queue stays while the first task runs
 	running, queued, last := h.spec("wt.wait"), h.spec("wt.echo", data("q")), h.spec("wt.echo", data("z"))
 	l := h.lease(running, queued, last)
 	select { // the first task runs
@@ -298,12 +299,13 @@ func TestCancelAndBlock(t *testing.T) {
 	}
 }
 
-var slowGate = make(chan struct{})
+// slowGate is the gate of the current run of TestResultNotHeldBehindALongTask (-count=N).
+var slowGate atomic.Pointer[chan struct{}]
 
 func init() {
 	if err := tasks.Register(&tasks.Function{Name: "wt.slow", Call: func(ctx context.Context, _ [][]byte) ([]byte, error) {
 		select {
-		case <-slowGate:
+		case <-*slowGate.Load():
 			return []byte("slow"), nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -317,6 +319,8 @@ func init() {
 // them together, but not while a long task after them runs.
 func TestResultNotHeldBehindALongTask(t *testing.T) {
 	h := newHarness(t)
+	gate := make(chan struct{})
+	slowGate.Store(&gate)
 	h.lease(h.spec("wt.echo", data("quick")), h.spec("wt.slow"))
 	select {
 	case r := <-h.results:
@@ -326,7 +330,7 @@ func TestResultNotHeldBehindALongTask(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("the first task's result was held back while the next task of its lease ran")
 	}
-	close(slowGate)
+	close(gate)
 	if r := h.result(); r.Error != nil || string(r.Data) != "slow" {
 		t.Fatalf("second result: %v", r)
 	}
@@ -342,5 +346,47 @@ func TestOnTaskGoroutine(t *testing.T) {
 	h.lease(h.spec("wt.where"))
 	if r := h.result(); r.Error != nil || string(r.Data) != "t-" {
 		t.Fatalf("result %q, %v; want \"t-\" (the task's goroutine, not one it started)", r.Data, r.Error)
+	}
+}
+
+// slowGate2 is the gate of the current run of TestSlowTaskHandsBackTheQueue (-count=N).
+var slowGate2 atomic.Pointer[chan struct{}]
+
+func init() {
+	if err := tasks.Register(&tasks.Function{Name: "wt.slow2", Call: func(ctx context.Context, _ [][]byte) ([]byte, error) {
+		select {
+		case <-*slowGate2.Load():
+			return []byte("slow"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}); err != nil {
+		panic(err)
+	}
+}
+
+// TestSlowTaskHandsBackTheQueue: tasks queued behind a task that runs longer than
+// SlowAfter go back to their owner (another worker can run them), and a push to the lease
+// after that queues and runs as before.
+func TestSlowTaskHandsBackTheQueue(t *testing.T) {
+	h := newHarness(t, func(e *Env) { e.SlowAfter = 20 * time.Millisecond })
+	gate := make(chan struct{})
+	slowGate2.Store(&gate)
+	slow, a, b := h.spec("wt.slow2"), h.spec("wt.echo", data("a")), h.spec("wt.echo", data("b"))
+	l := h.lease(slow, a, b)
+	ret, ok := h.fromWorker().(*pb.LeaseReturned)
+	if !ok || len(ret.Tasks) != 2 || string(ret.Tasks[0].TaskId) != string(a.TaskId) || string(ret.Tasks[1].TaskId) != string(b.TaskId) ||
+		string(ret.LeaseId) != string(l.LeaseId) {
+		t.Fatalf("handed back: %v", ret)
+	}
+	close(gate)
+	if r := h.result(); string(r.TaskId) != string(slow.TaskId) || string(r.Data) != "slow" {
+		t.Fatalf("the slow task's result: %v", r)
+	}
+	// The lease still runs what is pushed to it.
+	c := h.spec("wt.echo", data("c"))
+	h.sys.Root.Send(h.worker, &pb.LeasePush{LeaseId: l.LeaseId, Tasks: []*pb.TaskSpec{c}, ReplyTo: l.ReplyTo})
+	if r := h.result(); string(r.TaskId) != string(c.TaskId) || string(r.Data) != "c" {
+		t.Fatalf("a push after the hand-back: %v", r)
 	}
 }
