@@ -383,11 +383,12 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 		Class: c.name, Args: make([]core.Arg, len(args)), Resources: res,
 		Name: o.name, Namespace: o.namespace, Detached: o.detached, MaxRestarts: o.maxRestarts,
 		MaxTaskRetries: o.maxTaskRetries, MaxConcurrency: o.maxConcurrency, AtMostOnce: o.atMostOnce,
-		CheckpointEvery: o.checkpointEvery,
+		CheckpointEvery: o.checkpointEvery, PlacementGroup: o.pg, BundleIndex: o.pgBundle,
 	}
 	if o.detached && o.name == "" {
 		return fail(fmt.Errorf("ray: actor %s: a detached actor needs a Name (that is how it is found again)", c.name))
 	}
+
 	if !o.atMostOnce && !o.unboundedLog && !c.cls.CanCheckpoint() {
 		return fail(c.errUnboundedLog())
 	}

@@ -71,6 +71,8 @@ func (e *TaskError) Is(target error) bool {
 	switch target {
 	case ErrObjectTooLarge:
 		return e.kind == pb.ErrorInfo_OBJECT_TOO_LARGE
+	case ErrPlacementGroupRemoved:
+		return e.kind == pb.ErrorInfo_PLACEMENT_GROUP_REMOVED
 	case ErrCancelled:
 		return e.kind == pb.ErrorInfo_CANCELLED
 	case ErrObjectLost:

@@ -174,6 +174,7 @@ func submitGen[T any](ctx context.Context, f *remoteFunc, args ...argLike) *Obje
 		Function: f.name, Args: make([]core.Arg, len(args)), Resources: f.res, ResourcesPB: f.resPB,
 		MaxRetries: int32(f.opts.maxRetries), RetryExceptions: f.opts.retryExceptions,
 		Strategy: f.opts.strategy, AffinityNode: f.opts.affinityNode, AffinitySoft: f.opts.affinitySoft,
+		PlacementGroup: f.opts.pg, BundleIndex: f.opts.pgBundle,
 	}
 	for i, a := range args {
 		if call.Args[i], err = a.toArg(tc.Core); err != nil {

@@ -94,6 +94,8 @@ type callOpts struct {
 	strategy        string
 	affinityNode    string
 	affinitySoft    bool
+	pg              string // PlacementGroupBundle: the group's ID
+	pgBundle        int32
 	genWindow       int // generators only: GeneratorBackpressure
 
 	// actors only

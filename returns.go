@@ -96,6 +96,7 @@ func submitN(ctx context.Context, f *remoteFunc, n int, args ...argLike) []*hand
 		Function: f.name, Args: make([]core.Arg, len(args)), Resources: f.res, ResourcesPB: f.resPB,
 		MaxRetries: int32(f.opts.maxRetries), RetryExceptions: f.opts.retryExceptions,
 		Strategy: f.opts.strategy, AffinityNode: f.opts.affinityNode, AffinitySoft: f.opts.affinitySoft,
+		PlacementGroup: f.opts.pg, BundleIndex: f.opts.pgBundle,
 		NumReturns: int32(n),
 	}
 	for i, a := range args {

@@ -25,6 +25,13 @@
 //     keeps nested tasks from deadlocking a node whose CPUs are held by waiting parents.
 //   - ReserveResources: an actor instance's resources, held from grant to release and
 //     granted ahead of waiting lease requests.
+//   - BundleCommit: a placement group's bundle. If its resources are free the node gives
+//     them up for their renamed forms (sched.BundleResources), which only tasks and actors
+//     placed in the bundle ask for; else it is refused with a reason (the owner then
+//     releases the group's other bundles and tries again). A release gives back every
+//     bundle of the group on this node: what is free at once, what running tasks hold
+//     as their leases are released. The node's total then includes the renamed resources,
+//     so a request for a bundle the node does not hold is denied as infeasible.
 //
 // Handlers are idempotent: a release of a lease already released does nothing.
 package raylet

@@ -81,7 +81,28 @@ type Raylet struct {
 	buf        []*request
 	reserved   map[string]sched.Resources // actor instances holding resources
 	waitingRes []reservation              // not granted yet, in arrival order
+	// total is cfg.Total with the renamed resources of the placement-group bundles this
+	// node holds (sched.BundleResources); bundles are those bundles, by bundleKey.
+	total   sched.Resources
+	bundles map[string]bundle
+	// returned maps the group-wide name of a resource of a group given back while leases
+	// still held it to the resource it stands for: when such a lease is released, what it
+	// held goes back as the original resource.
+	returned map[string]*returnedName
 }
+
+// bundle is a placement-group bundle this node holds: res is what it took from the node,
+// renamed what the node gained for it.
+type bundle struct {
+	group        string
+	res, renamed sched.Resources
+}
+
+type returnedName struct {
+	orig string
+}
+
+func bundleKey(group string, index int32) string { return fmt.Sprintf("%s/%d", group, index) }
 
 // reservation is an actor instance waiting for resources.
 type reservation struct {
@@ -103,6 +124,8 @@ func Props(cfg Config) *actor.Props {
 			owners:   make(map[string]map[string]bool),
 			workers:  make([]*actor.PID, cfg.Workers),
 			reserved: make(map[string]sched.Resources),
+			total:    cfg.Total,
+			bundles:  make(map[string]bundle),
 		}
 		_, _ = rand.Read(r.prefix[:])
 		return r
@@ -145,8 +168,10 @@ func (r *Raylet) Receive(ctx actor.Context) {
 		}
 	case *pb.ReserveResources:
 		r.reserve(ctx, m)
+	case *pb.BundleCommit:
+		r.commitBundle(ctx, m)
 	case Stats:
-		ctx.Respond(&StatsReply{Total: r.cfg.Total, Available: r.avail, Queued: r.queued, Requests: r.requests.Len(),
+		ctx.Respond(&StatsReply{Total: r.total, Available: r.avail, Queued: r.queued, Requests: r.requests.Len(),
 			Leases: len(r.leases), Granted: r.granted, Released: r.released})
 	}
 }
@@ -166,9 +191,9 @@ func (r *Raylet) request(ctx actor.Context, m *pb.LeaseRequest) {
 	}
 	owner := actor.NewPID(m.Owner.Address, m.Owner.Id)
 	res := tasks.ResourcesFromPB(m.Resources)
-	if !r.cfg.Total.Fits(res) {
+	if !r.total.Fits(res) {
 		ctx.Send(owner, &pb.LeaseGrant{RequestId: m.RequestId, Denied: &pb.ErrorInfo{Kind: pb.ErrorInfo_INFEASIBLE, NodeId: string(r.cfg.Node),
-			Message: fmt.Sprintf("task requires %v but node %s has %v in total", res, r.cfg.Node, r.cfg.Total)}})
+			Message: fmt.Sprintf("task requires %v but node %s has %v in total", res, r.cfg.Node, r.total)}})
 		return
 	}
 	q := &request{id: m.RequestId, owner: owner, res: res, backlog: m.Backlog}
@@ -214,6 +239,9 @@ func (r *Raylet) release(ctx actor.Context, id string) {
 		held = held.Sub(cpuOf(l.res))
 	}
 	r.avail = r.avail.Add(held)
+	if len(r.returned) > 0 {
+		r.releaseReturned(held)
+	}
 	delete(r.leases, id)
 	ctx.Send(l.worker, &pb.LeaseRelease{LeaseId: []byte(id)}) // the worker forgets it
 	if ls := r.owners[l.owner]; ls != nil {
@@ -277,6 +305,9 @@ func (r *Raylet) reserve(ctx actor.Context, m *pb.ReserveResources) {
 		if res, ok := r.reserved[m.Key]; ok {
 			delete(r.reserved, m.Key)
 			r.avail = r.avail.Add(res)
+			if len(r.returned) > 0 {
+				r.releaseReturned(res)
+			}
 			r.dispatch(ctx)
 		}
 		for i, w := range r.waitingRes {
@@ -320,4 +351,81 @@ func (r *Raylet) grantReservations(ctx actor.Context) {
 	}
 	clear(r.waitingRes[len(kept):])
 	r.waitingRes = kept
+}
+
+// commitBundle holds a placement-group bundle (the node gives up the bundle's resources
+// and gains their renamed forms, sched.BundleResources) if its resources are free now, or,
+// with Release, gives back every bundle of the group the node holds (a group is removed
+// whole, as in Ray); it answers with a BundleCommitReply. Both are idempotent.
+//
+// A group given back while tasks still run in it: its renamed resources leave the node at
+// once (no new task lands in it), what of its bundles was free goes back to the node at
+// once, and what the running tasks hold goes back as each of their leases is released.
+// Every task in a group holds the group-wide names of what it asked for, so the node's
+// room for the group minus what is free of those names is exactly what is still in use.
+func (r *Raylet) commitBundle(ctx actor.Context, m *pb.BundleCommit) {
+	reply := &pb.BundleCommitReply{Group: m.Group, Index: m.Index, Ok: true}
+	defer func() {
+		if s := ctx.Sender(); s != nil {
+			ctx.Send(s, reply)
+		}
+	}()
+	if m.Release {
+		var res, renamed sched.Resources
+		for key, b := range r.bundles {
+			if b.group == m.Group {
+				res, renamed = res.Add(b.res), renamed.Add(b.renamed)
+				delete(r.bundles, key)
+			}
+		}
+		if renamed.IsZero() {
+			return
+		}
+		r.total = r.total.Sub(renamed)
+		res.Each(func(name string, q sched.Quantity) {
+			wild := sched.BundleName(name, m.Group, -1)
+			free := min(max(r.avail.Get(wild), 0), q)
+			r.avail = r.avail.With(name, r.avail.Get(name)+free)
+			if free < q {
+				if r.returned == nil {
+					r.returned = map[string]*returnedName{}
+				}
+				r.returned[wild] = &returnedName{orig: name}
+			}
+		})
+		r.avail = r.avail.Sub(renamed)
+		r.dispatch(ctx)
+		return
+	}
+	key := bundleKey(m.Group, m.Index)
+	if _, ok := r.bundles[key]; ok {
+		return
+	}
+	res := tasks.ResourcesFromPB(m.Resources)
+	if !r.avail.Fits(res) {
+		reply.Ok = false
+		reply.Message = fmt.Sprintf("node %s has %v free, the bundle needs %v", r.cfg.Node, r.avail, res)
+		return
+	}
+	b := bundle{group: m.Group, res: res, renamed: sched.BundleResources(m.Group, int(m.Index), res)}
+	r.bundles[key] = b
+	r.avail = r.avail.Sub(res).Add(b.renamed)
+	r.total = r.total.Add(b.renamed)
+	r.dispatch(ctx)
+}
+
+// releaseReturned gives back, as the original resources, what a released lease held of
+// groups given back since it was granted (its renamed part was just added to avail, where
+// it only brings the given-back names back toward zero).
+func (r *Raylet) releaseReturned(held sched.Resources) {
+	held.Each(func(name string, q sched.Quantity) {
+		rn, ok := r.returned[name]
+		if !ok {
+			return
+		}
+		r.avail = r.avail.With(rn.orig, r.avail.Get(rn.orig)+q)
+		if r.avail.Get(name) >= 0 {
+			delete(r.returned, name) // every lease of it is back
+		}
+	})
 }

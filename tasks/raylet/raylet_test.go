@@ -328,3 +328,71 @@ func TestRevokeForAnotherOwner(t *testing.T) {
 		t.Fatalf("grant %+v", g)
 	}
 }
+
+// commit sends a BundleCommit and returns the reply.
+func (h *harness) commit(m *pb.BundleCommit) *pb.BundleCommitReply {
+	h.t.Helper()
+	res, err := h.sys.Root.RequestFuture(h.raylet, m, 5*time.Second).Result()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res.(*pb.BundleCommitReply)
+}
+
+func bundleMsg(group string, index int32, res map[string]float64, release bool) *pb.BundleCommit {
+	r, _ := sched.FromMap(res)
+	return &pb.BundleCommit{Group: group, Index: index, Resources: tasks.ResourcesToPB(r), Release: release}
+}
+
+// TestBundles: a committed bundle takes its resources from the node and only tasks in the
+// bundle use them; a bundle that does not fit is refused; giving a group back returns what
+// is free at once and what a running task holds when its lease is released.
+func TestBundles(t *testing.T) {
+	h := newHarness(t, map[string]float64{sched.CPU: 3}, 4)
+	if r := h.commit(bundleMsg("g", 0, map[string]float64{sched.CPU: 2}, false)); !r.Ok {
+		t.Fatalf("commit: %v", r.Message)
+	}
+	if r := h.commit(bundleMsg("g", 0, map[string]float64{sched.CPU: 2}, false)); !r.Ok {
+		t.Fatalf("a repeated commit must be answered ok: %v", r.Message)
+	}
+	if r := h.commit(bundleMsg("g", 1, map[string]float64{sched.CPU: 2}, false)); r.Ok || r.Message == "" {
+		t.Fatalf("a bundle larger than what is free must be refused with a reason: %+v", r)
+	}
+	if st := h.stats(); st.Available.Get(sched.CPU) != sched.Unit || st.Total.Get("CPU_group_g") != 2*sched.Unit {
+		t.Fatalf("after the commit: total %v, available %v", st.Total, st.Available)
+	}
+	inBundle := func(index int, n float64) map[string]float64 {
+		return sched.InBundle("g", index, sched.Resources{}.With(sched.CPU, sched.Quantity(n*float64(sched.Unit)))).Map()
+	}
+	// Two 1-CPU tasks in the bundle and one outside it run; a third in the bundle waits.
+	h.ask(h.owner, inBundle(0, 1))
+	h.ask(h.owner, inBundle(-1, 1))
+	h.ask(h.owner, cpu1)
+	g := h.grants(h.owner, 3)
+	h.ask(h.owner, inBundle(0, 1))
+	h.noGrant(h.owner)
+	// A task in a bundle the node does not hold is infeasible here.
+	h.ask(h.owner, inBundle(1, 1))
+	if d := h.grants(h.owner, 1)[0]; d.Denied == nil || d.Denied.Kind != pb.ErrorInfo_INFEASIBLE {
+		t.Fatalf("a task in an unknown bundle: %+v", d)
+	}
+	// Release one bundle task: the waiting one runs.
+	h.send(release(g[0]))
+	g4 := h.grants(h.owner, 1)[0]
+	// Give the group back while g[1] and g4 run in it: nothing of it is free, so the
+	// node's CPUs come back only as they end.
+	if r := h.commit(bundleMsg("g", 0, nil, true)); !r.Ok {
+		t.Fatal(r.Message)
+	}
+	if st := h.stats(); st.Total.Get("CPU_group_g") != 0 || st.Available.Get(sched.CPU) != 0 {
+		t.Fatalf("right after giving it back: total %v, available %v", st.Total, st.Available)
+	}
+	h.send(release(g[1]), release(g4), release(g[2]))
+	st := h.stats()
+	if st.Available.Get(sched.CPU) != 3*sched.Unit || !st.Available.Equal(sched.Resources{}.With(sched.CPU, 3*sched.Unit)) {
+		t.Fatalf("after every lease ended: available %v, want CPU=3 and nothing else", st.Available)
+	}
+	if !st.Total.Equal(sched.Resources{}.With(sched.CPU, 3*sched.Unit)) {
+		t.Fatalf("total %v, want CPU=3", st.Total)
+	}
+}

@@ -101,6 +101,17 @@
 // unknown node, an *InfeasibleError naming the node when it is too small — and a soft one
 // (Request.Soft) falls back to the Default strategy.
 //
+// # Placement groups
+//
+// PlaceBundles decides the nodes of a placement group's bundles under one of Ray's four
+// strategies (BundlePack, BundleSpread, BundleStrictPack, BundleStrictSpread), against the
+// nodes' Available resources; ErrBundlesWait when only their Total would hold the group
+// (try again later), an *InfeasibleError-based error saying why when nothing could.
+// BundleResources and InBundle are Ray's renaming: a node holding bundle i of group g
+// trades the bundle's resources r for "r_group_i_g" and "r_group_g" (and a marker), and a
+// task in the bundle asks for those, so the ordinary fit and queue rules keep other work
+// out of a reservation and the group's tasks inside it.
+//
 // # Local queue
 //
 // Queue holds the requests waiting at one node, grouped into scheduling classes by resource

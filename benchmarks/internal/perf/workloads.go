@@ -191,7 +191,36 @@ func coreMetrics() []*metric {
 				return &bench{multiplier: 1, run: func() error { return wait1k(e.ctx) }}, nil
 			},
 		},
+		{
+			name: "placement_group_create/removal", unit: "groups/s",
+			body: "create 100 placement groups of one {CPU: 0.001} bundle, wait until each is ready, then remove them all (ray_perf.py's pg_create_removal)",
+			setup: func(e *env) (*bench, error) {
+				return &bench{multiplier: 100, run: func() error { return pgCreateRemoval(e.ctx, 100) }}, nil
+			},
+		},
 	}
+}
+
+func pgCreateRemoval(ctx context.Context, n int) error {
+	pgs := make([]*ray.PlacementGroupHandle, n)
+	for i := range pgs {
+		pg, err := ray.PlacementGroup(ctx, []ray.Bundle{{"CPU": 0.001}}, ray.StrategyPack)
+		if err != nil {
+			return err
+		}
+		pgs[i] = pg
+	}
+	for _, pg := range pgs {
+		if err := pg.Ready(ctx); err != nil {
+			return err
+		}
+	}
+	for _, pg := range pgs {
+		if err := pg.Remove(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // containing10k is ray_perf.py's create_object_containing_ref: 10,000 ray.put(1), their

@@ -44,6 +44,10 @@ type ActorSpec struct {
 	MaxConcurrency  int
 	AtMostOnce      bool
 	CheckpointEvery int
+	// PlacementGroup and BundleIndex place the actor in a bundle of a placement group this
+	// runtime created (index -1: any bundle); "" none.
+	PlacementGroup string
+	BundleIndex    int32
 }
 
 // actorCaller is one caller's side of one actor: a shard of this process calls each
@@ -171,7 +175,14 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 	if _, ok := actors.LookupClass(spec.Class); !ok {
 		return id, fmt.Errorf("%w: no actor class named %q is registered in this program (register it at package level with ray.Actor under that exact name)", actors.ErrUnknownClass, spec.Class)
 	}
-	if err := c.cfg.Feasible(spec.Resources); err != nil {
+	var pg *PlacementGroup
+	if spec.PlacementGroup != "" {
+		// The group's bundle is the feasibility check, and the record waits for the group.
+		var err error
+		if pg, err = c.groupFor(spec.PlacementGroup, spec.BundleIndex, spec.Resources); err != nil {
+			return id, err
+		}
+	} else if err := c.cfg.Feasible(spec.Resources); err != nil {
 		return id, err
 	}
 	if spec.MaxRestarts < lifecycle.Infinite {
@@ -209,6 +220,18 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 	st.created = make(chan struct{})
 	st.atMost, st.retries, st.options = spec.AtMostOnce, spec.MaxTaskRetries, true
 	create := func(ctx context.Context) error {
+		if pg != nil {
+			// In a placement group: the bundle's node, the bundle's resources, once the
+			// group is placed.
+			if err := pg.Ready(ctx); err != nil {
+				return err
+			}
+			node, res, err := pg.resolve(int(spec.BundleIndex), spec.Resources)
+			if err != nil {
+				return err
+			}
+			info.AffinityNode, info.PlacementGroup, info.Resources = string(node), pg.ID, tasks.ResourcesToPB(res)
+		}
 		_, _, err := c.cfg.Actors.Table.Create(ctx, info)
 		return err
 	}

@@ -70,6 +70,9 @@ const (
 func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
 	c := s.c
 	cl := c.cfg.Cluster
+	if p.spec.Strategy == StrategyPlacementGroup {
+		return s.groupRaylet(p)
+	}
 	if cl == nil {
 		if p.spec.Strategy == StrategyNodeAffinity && !p.spec.AffinitySoft && p.spec.AffinityNode != string(c.cfg.Node) {
 			return nil, fmt.Errorf("%w: %q is not a node of this cluster (its only node is %s)",
@@ -96,6 +99,32 @@ func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
 	return r, nil
 }
 
+// groupRaylet is rayletFor of a task in a placement group: its bundle's node, with its
+// demand renamed into the bundle's resources (pgPlace); the cluster view does not count
+// it, the bundle's reservation already does.
+func (s *shard) groupRaylet(p *pending) (*actor.PID, error) {
+	c := s.c
+	node, res, err := c.pgPlace(p.spec)
+	if errors.Is(err, errGroupNotReady) {
+		return nil, fmt.Errorf("%w: %w", errNodeUnready, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r *actor.PID
+	if c.cfg.Cluster == nil || node == c.cfg.Node {
+		r = c.cfg.Raylet()
+	} else {
+		r = c.cfg.Cluster.Raylet(node)
+	}
+	if r == nil {
+		return nil, fmt.Errorf("%w: node %s of the task's placement group has no scheduler (it is starting, or gone)", errNodeUnready, node)
+	}
+	p.res, p.hasRes = res, true
+	p.node = node
+	return r, nil
+}
+
 // placeRequest is p's demand on the cluster: its resources, strategy and where its
 // arguments passed by reference are.
 func (s *shard) placeRequest(p *pending) sched.Request {
@@ -114,7 +143,7 @@ func (s *shard) placeRequest(p *pending) sched.Request {
 
 // placedDone gives a finished task's placement back to the view.
 func (s *shard) placedDone(p *pending) {
-	if s.placer != nil && p.node != "" {
+	if s.placer != nil && p.node != "" && p.spec.Strategy != StrategyPlacementGroup {
 		s.placer.Done(p.node, p.shape())
 		p.node = ""
 	}

@@ -125,6 +125,7 @@ type Core struct {
 	shards   []*shard
 	mask     uint8
 	closed   chan struct{}
+	pgs      sync.Map // placement group ID -> *PlacementGroup (pg.go)
 	once     sync.Once
 	wg       sync.WaitGroup // the ticker
 
@@ -286,6 +287,7 @@ func (c *Core) shardOf(t ids.TaskID) *shard { return c.shards[t.Family()&c.mask]
 // Close stops the runtime: pending Gets fail with ErrShutdown.
 func (c *Core) Close() {
 	c.once.Do(func() {
+		c.closePlacementGroups()
 		close(c.closed)
 		c.closeEnders()
 		c.wg.Wait()

@@ -65,6 +65,17 @@
 // Objects on other nodes are read with objects/transfer (pull.go): the node's data stream,
 // else chunked pulls through its store grain; the bytes on their way are InFlightBytes.
 //
+// # Placement groups
+//
+// pg.go: a group this runtime creates is placed by a goroutine of its own (the pure
+// sched.PlaceBundles over the nodes Config.Nodes lists, then a BundleCommit at each
+// node's raylet, everything released and retried with back-off when one refuses), and
+// removed when the runtime closes. A task in a group parks (like a task with no node)
+// until the group is placed, then goes to its bundle's node with its demand renamed
+// (sched.InBundle); the cluster view does not count it, the reservation does. An actor
+// in a group waits for it before its record is written, with the bundle's node as its
+// only node (ActorInfo.affinity_node).
+//
 // # Task events
 //
 // Each shard keeps the history of its tasks for the state API (events.go): a live task's

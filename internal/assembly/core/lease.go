@@ -187,8 +187,8 @@ func (s *shard) spill() {
 			full := false // no other node can run this shape now: stop asking
 			to = to[:0]
 			moved := nl.leases.Take(shape, func(p *pending) bool {
-				if full {
-					return false
+				if full || p.spec.Strategy == StrategyPlacementGroup {
+					return false // a task in a placement group stays in its bundle
 				}
 				node, ok := s.placer.Spill(s.placeRequest(p), nl.node)
 				if !ok {

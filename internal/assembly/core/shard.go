@@ -423,6 +423,8 @@ func (s *shard) place(p *pending) {
 		kind := pb.ErrorInfo_SYSTEM
 		if errors.Is(err, sched.ErrInfeasible) || errors.Is(err, sched.ErrAffinityUnavailable) {
 			kind = pb.ErrorInfo_INFEASIBLE
+		} else if errors.Is(err, ErrPlacementGroupRemoved) {
+			kind = pb.ErrorInfo_PLACEMENT_GROUP_REMOVED
 		}
 		s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Attempt: p.spec.Attempt, Error: &pb.ErrorInfo{
 			Kind: kind, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(c.cfg.Node), Message: err.Error()}})

@@ -30,6 +30,10 @@ type Call struct {
 	Strategy        string
 	AffinityNode    string
 	AffinitySoft    bool
+	// PlacementGroup and BundleIndex place the task in a bundle of a placement group this
+	// runtime created (Strategy StrategyPlacementGroup; index -1: any bundle).
+	PlacementGroup string
+	BundleIndex    int32
 	// NumReturns is how many values the function returns (0 or 1: one; more: see
 	// SubmitReturns). It must match the function's registration (tasks.Function.Returns).
 	NumReturns int32
@@ -112,6 +116,9 @@ func (c *Core) submitG(tc *TaskContext, call Call, g *Generator) (*pending, erro
 	spec.Strategy = call.Strategy
 	spec.AffinityNode = call.AffinityNode
 	spec.AffinitySoft = call.AffinitySoft
+	if call.Strategy == StrategyPlacementGroup {
+		spec.PlacementGroup, spec.BundleIndex = call.PlacementGroup, call.BundleIndex
+	}
 	args, put, err := c.storeLargeArgs(tc, call.Args, true)
 	if err != nil {
 		c.releasePut(put)

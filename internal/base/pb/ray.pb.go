@@ -29,15 +29,16 @@ const (
 type ErrorInfo_Kind int32
 
 const (
-	ErrorInfo_APPLICATION      ErrorInfo_Kind = 0 // the function returned an error
-	ErrorInfo_PANIC            ErrorInfo_Kind = 1 // the function panicked
-	ErrorInfo_SYSTEM           ErrorInfo_Kind = 2 // the runtime failed (worker died, decode error, ...)
-	ErrorInfo_CANCELLED        ErrorInfo_Kind = 3 // ray.Cancel
-	ErrorInfo_INFEASIBLE       ErrorInfo_Kind = 4 // no node can ever satisfy the resources
-	ErrorInfo_UNKNOWN_FUNCTION ErrorInfo_Kind = 5
-	ErrorInfo_OBJECT_LOST      ErrorInfo_Kind = 6
-	ErrorInfo_ACTOR_DIED       ErrorInfo_Kind = 7 // the actor died (ray.ErrActorDied); the call did not complete
-	ErrorInfo_OBJECT_TOO_LARGE ErrorInfo_Kind = 8 // the result is larger than the node's object store (ray.ErrObjectTooLarge)
+	ErrorInfo_APPLICATION             ErrorInfo_Kind = 0 // the function returned an error
+	ErrorInfo_PANIC                   ErrorInfo_Kind = 1 // the function panicked
+	ErrorInfo_SYSTEM                  ErrorInfo_Kind = 2 // the runtime failed (worker died, decode error, ...)
+	ErrorInfo_CANCELLED               ErrorInfo_Kind = 3 // ray.Cancel
+	ErrorInfo_INFEASIBLE              ErrorInfo_Kind = 4 // no node can ever satisfy the resources
+	ErrorInfo_UNKNOWN_FUNCTION        ErrorInfo_Kind = 5
+	ErrorInfo_OBJECT_LOST             ErrorInfo_Kind = 6
+	ErrorInfo_ACTOR_DIED              ErrorInfo_Kind = 7 // the actor died (ray.ErrActorDied); the call did not complete
+	ErrorInfo_OBJECT_TOO_LARGE        ErrorInfo_Kind = 8 // the result is larger than the node's object store (ray.ErrObjectTooLarge)
+	ErrorInfo_PLACEMENT_GROUP_REMOVED ErrorInfo_Kind = 9 // the task's placement group was removed before it ran
 )
 
 // Enum value maps for ErrorInfo_Kind.
@@ -52,17 +53,19 @@ var (
 		6: "OBJECT_LOST",
 		7: "ACTOR_DIED",
 		8: "OBJECT_TOO_LARGE",
+		9: "PLACEMENT_GROUP_REMOVED",
 	}
 	ErrorInfo_Kind_value = map[string]int32{
-		"APPLICATION":      0,
-		"PANIC":            1,
-		"SYSTEM":           2,
-		"CANCELLED":        3,
-		"INFEASIBLE":       4,
-		"UNKNOWN_FUNCTION": 5,
-		"OBJECT_LOST":      6,
-		"ACTOR_DIED":       7,
-		"OBJECT_TOO_LARGE": 8,
+		"APPLICATION":             0,
+		"PANIC":                   1,
+		"SYSTEM":                  2,
+		"CANCELLED":               3,
+		"INFEASIBLE":              4,
+		"UNKNOWN_FUNCTION":        5,
+		"OBJECT_LOST":             6,
+		"ACTOR_DIED":              7,
+		"OBJECT_TOO_LARGE":        8,
+		"PLACEMENT_GROUP_REMOVED": 9,
 	}
 )
 
@@ -408,9 +411,13 @@ type TaskSpec struct {
 	// reply_to is where results go, when not to owner: the owner runtime's shard that
 	// submitted the task (owner stays the runtime's identity, which borrowers and the
 	// object table name).
-	ReplyTo       *PID `protobuf:"bytes,15,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ReplyTo *PID `protobuf:"bytes,15,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
+	// placement_group, when set, is the group whose bundle bundle_index (-1: any) the task
+	// runs in (strategy "placement_group"): its resources come from the bundle's.
+	PlacementGroup string `protobuf:"bytes,16,opt,name=placement_group,json=placementGroup,proto3" json:"placement_group,omitempty"`
+	BundleIndex    int32  `protobuf:"varint,17,opt,name=bundle_index,json=bundleIndex,proto3" json:"bundle_index,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TaskSpec) Reset() {
@@ -546,6 +553,20 @@ func (x *TaskSpec) GetReplyTo() *PID {
 		return x.ReplyTo
 	}
 	return nil
+}
+
+func (x *TaskSpec) GetPlacementGroup() string {
+	if x != nil {
+		return x.PlacementGroup
+	}
+	return ""
+}
+
+func (x *TaskSpec) GetBundleIndex() int32 {
+	if x != nil {
+		return x.BundleIndex
+	}
+	return 0
 }
 
 // ErrorInfo is the one wire form of a failed task (ray.TaskError on the user side).
@@ -3444,8 +3465,12 @@ type ActorInfo struct {
 	CheckpointRef string `protobuf:"bytes,26,opt,name=checkpoint_ref,json=checkpointRef,proto3" json:"checkpoint_ref,omitempty"`
 	Cause         int32  `protobuf:"varint,27,opt,name=cause,proto3" json:"cause,omitempty"`
 	Detail        string `protobuf:"bytes,28,opt,name=detail,proto3" json:"detail,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// affinity_node, when set, is the only node the actor may run on: its placement group
+	// bundle's (placement_group names the group; resources are then the bundle's renamed).
+	AffinityNode   string `protobuf:"bytes,29,opt,name=affinity_node,json=affinityNode,proto3" json:"affinity_node,omitempty"`
+	PlacementGroup string `protobuf:"bytes,30,opt,name=placement_group,json=placementGroup,proto3" json:"placement_group,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ActorInfo) Reset() {
@@ -3635,6 +3660,20 @@ func (x *ActorInfo) GetCause() int32 {
 func (x *ActorInfo) GetDetail() string {
 	if x != nil {
 		return x.Detail
+	}
+	return ""
+}
+
+func (x *ActorInfo) GetAffinityNode() string {
+	if x != nil {
+		return x.AffinityNode
+	}
+	return ""
+}
+
+func (x *ActorInfo) GetPlacementGroup() string {
+	if x != nil {
+		return x.PlacementGroup
 	}
 	return ""
 }
@@ -4148,6 +4187,297 @@ func (x *ReserveResourcesReply) GetKey() string {
 	return ""
 }
 
+// BundleCommit asks a raylet to hold bundle index of placement group group (release: to
+// give it back). The raylet answers with a BundleCommitReply.
+type BundleCommit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Index         int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Resources     []*ResourceQty         `protobuf:"bytes,3,rep,name=resources,proto3" json:"resources,omitempty"`
+	Release       bool                   `protobuf:"varint,4,opt,name=release,proto3" json:"release,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BundleCommit) Reset() {
+	*x = BundleCommit{}
+	mi := &file_ray_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BundleCommit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BundleCommit) ProtoMessage() {}
+
+func (x *BundleCommit) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BundleCommit.ProtoReflect.Descriptor instead.
+func (*BundleCommit) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *BundleCommit) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *BundleCommit) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *BundleCommit) GetResources() []*ResourceQty {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *BundleCommit) GetRelease() bool {
+	if x != nil {
+		return x.Release
+	}
+	return false
+}
+
+type BundleCommitReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Index         int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
+	Ok            bool                   `protobuf:"varint,3,opt,name=ok,proto3" json:"ok,omitempty"`
+	Message       string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BundleCommitReply) Reset() {
+	*x = BundleCommitReply{}
+	mi := &file_ray_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BundleCommitReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BundleCommitReply) ProtoMessage() {}
+
+func (x *BundleCommitReply) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BundleCommitReply.ProtoReflect.Descriptor instead.
+func (*BundleCommitReply) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *BundleCommitReply) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *BundleCommitReply) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *BundleCommitReply) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *BundleCommitReply) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// PlacementGroupInfo is a placement group's record in the GCS (pgs/<id>), for the state API.
+type PlacementGroupInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	JobId         string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Strategy      string                 `protobuf:"bytes,4,opt,name=strategy,proto3" json:"strategy,omitempty"`
+	Bundles       []*PlacementBundle     `protobuf:"bytes,5,rep,name=bundles,proto3" json:"bundles,omitempty"`
+	State         string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"` // PENDING, CREATED, REMOVED
+	CreatedUnixMs int64                  `protobuf:"varint,7,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	Detail        string                 `protobuf:"bytes,8,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlacementGroupInfo) Reset() {
+	*x = PlacementGroupInfo{}
+	mi := &file_ray_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlacementGroupInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlacementGroupInfo) ProtoMessage() {}
+
+func (x *PlacementGroupInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlacementGroupInfo.ProtoReflect.Descriptor instead.
+func (*PlacementGroupInfo) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *PlacementGroupInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PlacementGroupInfo) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *PlacementGroupInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PlacementGroupInfo) GetStrategy() string {
+	if x != nil {
+		return x.Strategy
+	}
+	return ""
+}
+
+func (x *PlacementGroupInfo) GetBundles() []*PlacementBundle {
+	if x != nil {
+		return x.Bundles
+	}
+	return nil
+}
+
+func (x *PlacementGroupInfo) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *PlacementGroupInfo) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
+}
+
+func (x *PlacementGroupInfo) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+type PlacementBundle struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resources     []*ResourceQty         `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	NodeId        string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlacementBundle) Reset() {
+	*x = PlacementBundle{}
+	mi := &file_ray_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlacementBundle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlacementBundle) ProtoMessage() {}
+
+func (x *PlacementBundle) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlacementBundle.ProtoReflect.Descriptor instead.
+func (*PlacementBundle) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *PlacementBundle) GetResources() []*ResourceQty {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *PlacementBundle) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
 // RefPayload is what an ObjectRef nested in an encoded value carries (codec.RefTag).
 type RefPayload struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4159,7 +4489,7 @@ type RefPayload struct {
 
 func (x *RefPayload) Reset() {
 	*x = RefPayload{}
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4171,7 +4501,7 @@ func (x *RefPayload) String() string {
 func (*RefPayload) ProtoMessage() {}
 
 func (x *RefPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4184,7 +4514,7 @@ func (x *RefPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefPayload.ProtoReflect.Descriptor instead.
 func (*RefPayload) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{50}
+	return file_ray_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RefPayload) GetObjectId() []byte {
@@ -4213,7 +4543,7 @@ type AddBorrower struct {
 
 func (x *AddBorrower) Reset() {
 	*x = AddBorrower{}
-	mi := &file_ray_proto_msgTypes[51]
+	mi := &file_ray_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4225,7 +4555,7 @@ func (x *AddBorrower) String() string {
 func (*AddBorrower) ProtoMessage() {}
 
 func (x *AddBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[51]
+	mi := &file_ray_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4238,7 +4568,7 @@ func (x *AddBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddBorrower.ProtoReflect.Descriptor instead.
 func (*AddBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{51}
+	return file_ray_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *AddBorrower) GetObjectId() []byte {
@@ -4265,7 +4595,7 @@ type BorrowerAck struct {
 
 func (x *BorrowerAck) Reset() {
 	*x = BorrowerAck{}
-	mi := &file_ray_proto_msgTypes[52]
+	mi := &file_ray_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4277,7 +4607,7 @@ func (x *BorrowerAck) String() string {
 func (*BorrowerAck) ProtoMessage() {}
 
 func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[52]
+	mi := &file_ray_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4290,7 +4620,7 @@ func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BorrowerAck.ProtoReflect.Descriptor instead.
 func (*BorrowerAck) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{52}
+	return file_ray_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *BorrowerAck) GetObjectId() []byte {
@@ -4317,7 +4647,7 @@ type RemoveBorrower struct {
 
 func (x *RemoveBorrower) Reset() {
 	*x = RemoveBorrower{}
-	mi := &file_ray_proto_msgTypes[53]
+	mi := &file_ray_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4329,7 +4659,7 @@ func (x *RemoveBorrower) String() string {
 func (*RemoveBorrower) ProtoMessage() {}
 
 func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[53]
+	mi := &file_ray_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4342,7 +4672,7 @@ func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveBorrower.ProtoReflect.Descriptor instead.
 func (*RemoveBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{53}
+	return file_ray_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RemoveBorrower) GetObjectId() []byte {
@@ -4371,7 +4701,7 @@ type ResolveObject struct {
 
 func (x *ResolveObject) Reset() {
 	*x = ResolveObject{}
-	mi := &file_ray_proto_msgTypes[54]
+	mi := &file_ray_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4383,7 +4713,7 @@ func (x *ResolveObject) String() string {
 func (*ResolveObject) ProtoMessage() {}
 
 func (x *ResolveObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[54]
+	mi := &file_ray_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4396,7 +4726,7 @@ func (x *ResolveObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveObject.ProtoReflect.Descriptor instead.
 func (*ResolveObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{54}
+	return file_ray_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ResolveObject) GetObjectId() []byte {
@@ -4428,7 +4758,7 @@ type ObjectResolved struct {
 
 func (x *ObjectResolved) Reset() {
 	*x = ObjectResolved{}
-	mi := &file_ray_proto_msgTypes[55]
+	mi := &file_ray_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4440,7 +4770,7 @@ func (x *ObjectResolved) String() string {
 func (*ObjectResolved) ProtoMessage() {}
 
 func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[55]
+	mi := &file_ray_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4453,7 +4783,7 @@ func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectResolved.ProtoReflect.Descriptor instead.
 func (*ObjectResolved) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{55}
+	return file_ray_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ObjectResolved) GetObjectId() []byte {
@@ -4521,7 +4851,7 @@ const file_ray_proto_rawDesc = "" +
 	"\x04size\x18\x05 \x01(\x03R\x04size\"/\n" +
 	"\x03PID\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\tR\x02id\"\x84\x04\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\xd0\x04\n" +
 	"\bTaskSpec\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1a\n" +
@@ -4543,14 +4873,16 @@ const file_ray_proto_rawDesc = "" +
 	"\raffinity_node\x18\r \x01(\tR\faffinityNode\x12#\n" +
 	"\raffinity_soft\x18\x0e \x01(\bR\faffinitySoft\x12%\n" +
 	"\breply_to\x18\x0f \x01(\v2\n" +
-	".raypb.PIDR\areplyTo\"\xd1\x02\n" +
+	".raypb.PIDR\areplyTo\x12'\n" +
+	"\x0fplacement_group\x18\x10 \x01(\tR\x0eplacementGroup\x12!\n" +
+	"\fbundle_index\x18\x11 \x01(\x05R\vbundleIndex\"\xee\x02\n" +
 	"\tErrorInfo\x12)\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x15.raypb.ErrorInfo.KindR\x04kind\x12\x1a\n" +
 	"\bfunction\x18\x02 \x01(\tR\bfunction\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\fR\x06taskId\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x14\n" +
 	"\x05stack\x18\x05 \x01(\tR\x05stack\x12\x17\n" +
-	"\anode_id\x18\x06 \x01(\tR\x06nodeId\"\x9a\x01\n" +
+	"\anode_id\x18\x06 \x01(\tR\x06nodeId\"\xb7\x01\n" +
 	"\x04Kind\x12\x0f\n" +
 	"\vAPPLICATION\x10\x00\x12\t\n" +
 	"\x05PANIC\x10\x01\x12\n" +
@@ -4563,7 +4895,8 @@ const file_ray_proto_rawDesc = "" +
 	"\vOBJECT_LOST\x10\x06\x12\x0e\n" +
 	"\n" +
 	"ACTOR_DIED\x10\a\x12\x14\n" +
-	"\x10OBJECT_TOO_LARGE\x10\b\"\xd5\x02\n" +
+	"\x10OBJECT_TOO_LARGE\x10\b\x12\x1b\n" +
+	"\x17PLACEMENT_GROUP_REMOVED\x10\t\"\xd5\x02\n" +
 	"\n" +
 	"TaskResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
@@ -4821,7 +5154,7 @@ const file_ray_proto_rawDesc = "" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x12\n" +
 	"\x04seqs\x18\x03 \x03(\x04R\x04seqs\"8\n" +
 	"\x0eActorCallBatch\x12&\n" +
-	"\x05calls\x18\x01 \x03(\v2\x10.raypb.ActorCallR\x05calls\"\xe4\x05\n" +
+	"\x05calls\x18\x01 \x03(\v2\x10.raypb.ActorCallR\x05calls\"\xb2\x06\n" +
 	"\tActorInfo\x12\x19\n" +
 	"\bactor_id\x18\x01 \x01(\fR\aactorId\x12\x14\n" +
 	"\x05class\x18\x02 \x01(\tR\x05class\x12\x15\n" +
@@ -4850,7 +5183,9 @@ const file_ray_proto_rawDesc = "" +
 	"\x0echeckpoint_seq\x18\x19 \x01(\x04R\rcheckpointSeq\x12%\n" +
 	"\x0echeckpoint_ref\x18\x1a \x01(\tR\rcheckpointRef\x12\x14\n" +
 	"\x05cause\x18\x1b \x01(\x05R\x05cause\x12\x16\n" +
-	"\x06detail\x18\x1c \x01(\tR\x06detail\"\x8d\x01\n" +
+	"\x06detail\x18\x1c \x01(\tR\x06detail\x12#\n" +
+	"\raffinity_node\x18\x1d \x01(\tR\faffinityNode\x12'\n" +
+	"\x0fplacement_group\x18\x1e \x01(\tR\x0eplacementGroup\"\x8d\x01\n" +
 	"\rActorLogEntry\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1b\n" +
 	"\tcaller_id\x18\x02 \x01(\tR\bcallerId\x12\x10\n" +
@@ -4884,7 +5219,29 @@ const file_ray_proto_rawDesc = "" +
 	"\tresources\x18\x02 \x03(\v2\x12.raypb.ResourceQtyR\tresources\x12\x18\n" +
 	"\arelease\x18\x03 \x01(\bR\arelease\")\n" +
 	"\x15ReserveResourcesReply\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\"K\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\"\x86\x01\n" +
+	"\fBundleCommit\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x05R\x05index\x120\n" +
+	"\tresources\x18\x03 \x03(\v2\x12.raypb.ResourceQtyR\tresources\x12\x18\n" +
+	"\arelease\x18\x04 \x01(\bR\arelease\"i\n" +
+	"\x11BundleCommitReply\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x0e\n" +
+	"\x02ok\x18\x03 \x01(\bR\x02ok\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\xf3\x01\n" +
+	"\x12PlacementGroupInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1a\n" +
+	"\bstrategy\x18\x04 \x01(\tR\bstrategy\x120\n" +
+	"\abundles\x18\x05 \x03(\v2\x16.raypb.PlacementBundleR\abundles\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\tR\x05state\x12&\n" +
+	"\x0fcreated_unix_ms\x18\a \x01(\x03R\rcreatedUnixMs\x12\x16\n" +
+	"\x06detail\x18\b \x01(\tR\x06detail\"\\\n" +
+	"\x0fPlacementBundle\x120\n" +
+	"\tresources\x18\x01 \x03(\v2\x12.raypb.ResourceQtyR\tresources\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"K\n" +
 	"\n" +
 	"RefPayload\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12 \n" +
@@ -4927,7 +5284,7 @@ func file_ray_proto_rawDescGZIP() []byte {
 }
 
 var file_ray_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_ray_proto_goTypes = []any{
 	(ErrorInfo_Kind)(0),           // 0: raypb.ErrorInfo.Kind
 	(JobInfo_State)(0),            // 1: raypb.JobInfo.State
@@ -4982,12 +5339,16 @@ var file_ray_proto_goTypes = []any{
 	(*ActorCheckpointNow)(nil),    // 50: raypb.ActorCheckpointNow
 	(*ReserveResources)(nil),      // 51: raypb.ReserveResources
 	(*ReserveResourcesReply)(nil), // 52: raypb.ReserveResourcesReply
-	(*RefPayload)(nil),            // 53: raypb.RefPayload
-	(*AddBorrower)(nil),           // 54: raypb.AddBorrower
-	(*BorrowerAck)(nil),           // 55: raypb.BorrowerAck
-	(*RemoveBorrower)(nil),        // 56: raypb.RemoveBorrower
-	(*ResolveObject)(nil),         // 57: raypb.ResolveObject
-	(*ObjectResolved)(nil),        // 58: raypb.ObjectResolved
+	(*BundleCommit)(nil),          // 53: raypb.BundleCommit
+	(*BundleCommitReply)(nil),     // 54: raypb.BundleCommitReply
+	(*PlacementGroupInfo)(nil),    // 55: raypb.PlacementGroupInfo
+	(*PlacementBundle)(nil),       // 56: raypb.PlacementBundle
+	(*RefPayload)(nil),            // 57: raypb.RefPayload
+	(*AddBorrower)(nil),           // 58: raypb.AddBorrower
+	(*BorrowerAck)(nil),           // 59: raypb.BorrowerAck
+	(*RemoveBorrower)(nil),        // 60: raypb.RemoveBorrower
+	(*ResolveObject)(nil),         // 61: raypb.ResolveObject
+	(*ObjectResolved)(nil),        // 62: raypb.ObjectResolved
 }
 var file_ray_proto_depIdxs = []int32{
 	4,  // 0: raypb.TaskSpec.args:type_name -> raypb.Arg
@@ -5031,16 +5392,19 @@ var file_ray_proto_depIdxs = []int32{
 	46, // 38: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
 	48, // 39: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
 	3,  // 40: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
-	5,  // 41: raypb.RefPayload.owner:type_name -> raypb.PID
-	5,  // 42: raypb.AddBorrower.borrower:type_name -> raypb.PID
-	5,  // 43: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
-	5,  // 44: raypb.ResolveObject.reply_to:type_name -> raypb.PID
-	7,  // 45: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	3,  // 41: raypb.BundleCommit.resources:type_name -> raypb.ResourceQty
+	56, // 42: raypb.PlacementGroupInfo.bundles:type_name -> raypb.PlacementBundle
+	3,  // 43: raypb.PlacementBundle.resources:type_name -> raypb.ResourceQty
+	5,  // 44: raypb.RefPayload.owner:type_name -> raypb.PID
+	5,  // 45: raypb.AddBorrower.borrower:type_name -> raypb.PID
+	5,  // 46: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
+	5,  // 47: raypb.ResolveObject.reply_to:type_name -> raypb.PID
+	7,  // 48: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_ray_proto_init() }
@@ -5054,7 +5418,7 @@ func file_ray_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ray_proto_rawDesc), len(file_ray_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   56,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,355 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/base/ask"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Placement groups (Ray's): a group reserves bundles of resources on nodes, placed
+// together by a strategy (sched.PlaceBundles), and tasks scheduled into a bundle run on its
+// node with its resources. The runtime that creates a group owns it (Ray's GCS does; here
+// the group lives as long as its creator, and every node releases a dead owner's
+// reservations with its leases... see Remove and Close): a goroutine places it, retrying
+// while the cluster lacks the room, and commits each bundle at its node's raylet, which
+// renames the bundle's resources (sched.BundleResources) so that only tasks in the group
+// can use them. A bundle refused by a raylet (its last load report overstated what was
+// free) releases the group everywhere and the placement starts again.
+//
+// A task in a group carries the group's ID and bundle index (TaskSpec.placement_group);
+// the shard resolves them when it places the task (rayletFor): the bundle's node, by
+// hard affinity, and its demand renamed (sched.InBundle). A task whose group is not
+// placed yet waits (parked) until it is; one whose group was removed fails.
+
+// StrategyPlacementGroup is TaskSpec.strategy for a task in a placement group.
+const StrategyPlacementGroup = "placement_group"
+
+// ErrPlacementGroupRemoved: the task's placement group was removed (or never existed in
+// this runtime).
+var ErrPlacementGroupRemoved = errors.New("placement group removed")
+
+// errGroupNotReady parks a task whose placement group is not placed yet.
+var errGroupNotReady = errors.New("placement group not placed yet")
+
+// PlacementGroup is a placement group this runtime created.
+type PlacementGroup struct {
+	ID       string
+	Name     string
+	Strategy sched.BundleStrategy
+	Bundles  []sched.Resources
+
+	c      *Core
+	ready  chan struct{}
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	nodes   []ids.NodeID // each bundle's node, once placed
+	removed bool
+	why     string // the last reason the placement waits
+}
+
+// pgRetry bounds how often a group that does not fit tries again.
+const (
+	pgRetryMin = 20 * time.Millisecond
+	pgRetryMax = time.Second
+)
+
+// CreatePlacementGroup starts placing a placement group of bundles; Ready says when it is
+// placed. An invalid request (no bundles, an empty bundle) fails at once.
+func (c *Core) CreatePlacementGroup(bundles []sched.Resources, strategy sched.BundleStrategy, name string) (*PlacementGroup, error) {
+	if len(bundles) == 0 {
+		return nil, errors.New("a placement group needs at least one bundle")
+	}
+	for i, b := range bundles {
+		if b.IsZero() {
+			return nil, fmt.Errorf("bundle %d asks for no resources: a bundle must reserve something (e.g. {\"CPU\": 1})", i)
+		}
+		if b.Negative() {
+			return nil, fmt.Errorf("bundle %d asks for a negative amount: %v", i, b)
+		}
+	}
+	var idb [8]byte
+	_, _ = rand.Read(idb[:])
+	ctx, cancel := context.WithCancel(context.Background())
+	pg := &PlacementGroup{ID: hex.EncodeToString(idb[:]), Name: name, Strategy: strategy,
+		Bundles: append([]sched.Resources(nil), bundles...), c: c, ready: make(chan struct{}), cancel: cancel}
+	c.pgs.Store(pg.ID, pg)
+	go pg.place(ctx)
+	return pg, nil
+}
+
+// PlacementGroupByID returns a group this runtime created and has not removed.
+func (c *Core) PlacementGroupByID(id string) (*PlacementGroup, bool) {
+	v, ok := c.pgs.Load(id)
+	if !ok {
+		return nil, false
+	}
+	return v.(*PlacementGroup), true
+}
+
+// Ready waits until the group is placed, or ctx ends (the error then says why the group
+// still waits).
+func (pg *PlacementGroup) Ready(ctx context.Context) error {
+	select {
+	case <-pg.ready:
+		pg.mu.Lock()
+		defer pg.mu.Unlock()
+		if pg.removed && pg.nodes == nil {
+			return fmt.Errorf("placement group %s: %w before it was placed", pg.ID, ErrPlacementGroupRemoved)
+		}
+		return nil
+	case <-ctx.Done():
+		pg.mu.Lock()
+		why := pg.why
+		pg.mu.Unlock()
+		if why == "" {
+			why = "not placed yet"
+		}
+		return fmt.Errorf("placement group %s is not ready: %s: %w", pg.ID, why, ctx.Err())
+	}
+}
+
+// Nodes returns each bundle's node (nil until the group is placed).
+func (pg *PlacementGroup) Nodes() []ids.NodeID {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	return append([]ids.NodeID(nil), pg.nodes...)
+}
+
+// Remove gives the group's reservations back (tasks running in it keep running; their
+// resources return to their nodes when they end) and fails the tasks still waiting for it.
+// Removing twice is harmless.
+func (pg *PlacementGroup) Remove(ctx context.Context) error {
+	pg.mu.Lock()
+	if pg.removed {
+		pg.mu.Unlock()
+		return nil
+	}
+	pg.removed = true
+	nodes := pg.nodes
+	placed := nodes != nil
+	pg.mu.Unlock()
+	pg.cancel()
+	if !placed {
+		close(pg.ready) // the placing goroutine stops without closing it
+	}
+	pg.c.pgs.Delete(pg.ID)
+	pg.c.ClusterChanged() // the parked tasks of the group fail
+	var errs []error
+	for _, n := range distinct(nodes) {
+		if err := pg.c.bundleAsk(ctx, n, &pb.BundleCommit{Group: pg.ID, Index: -1, Release: true}); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func distinct(nodes []ids.NodeID) []ids.NodeID {
+	var out []ids.NodeID
+	seen := map[ids.NodeID]bool{}
+	for _, n := range nodes {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// place places the group: it picks nodes by the policy and commits each bundle, and tries
+// again (backing off) while the cluster lacks room or a node refuses a bundle.
+func (pg *PlacementGroup) place(ctx context.Context) {
+	c := pg.c
+	wait := pgRetryMin
+	for {
+		nodes, why := pg.tryPlace(ctx)
+		if nodes != nil {
+			pg.mu.Lock()
+			if pg.removed {
+				pg.mu.Unlock()
+				pg.release(nodes)
+				return
+			}
+			pg.nodes, pg.why = nodes, ""
+			pg.mu.Unlock()
+			close(pg.ready)
+			c.ClusterChanged() // the tasks parked for the group go now
+			return
+		}
+		pg.mu.Lock()
+		pg.why = why
+		pg.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.closed:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, pgRetryMax)
+	}
+}
+
+// tryPlace makes one attempt: the bundles' nodes when every bundle was committed, else
+// nil and why not.
+func (pg *PlacementGroup) tryPlace(ctx context.Context) ([]ids.NodeID, string) {
+	c := pg.c
+	infos := []*pb.NodeInfo(nil)
+	if c.cfg.Nodes != nil {
+		infos = c.cfg.Nodes()
+	}
+	var avail map[string]sched.Resources
+	if c.cfg.Available != nil {
+		avail = c.cfg.Available()
+	}
+	var nodes []sched.Node
+	for _, in := range infos {
+		id := ids.NodeID(in.NodeId)
+		if c.cfg.Cluster != nil && !c.cfg.Cluster.Alive(id) {
+			continue
+		}
+		total := tasks.ResourcesFromPB(in.Total)
+		a, ok := avail[in.NodeId]
+		if !ok {
+			a = total
+		}
+		nodes = append(nodes, sched.Node{ID: in.NodeId, Total: total, Available: a, Alive: true})
+	}
+	placed, err := sched.PlaceBundles(pg.Bundles, nodes, pg.Strategy)
+	if err != nil {
+		return nil, err.Error()
+	}
+	out := make([]ids.NodeID, len(placed))
+	for i, n := range placed {
+		out[i] = ids.NodeID(n)
+	}
+	for i, n := range out {
+		err := c.bundleAsk(ctx, n, &pb.BundleCommit{Group: pg.ID, Index: int32(i), Resources: tasks.ResourcesToPB(pg.Bundles[i])})
+		if err != nil {
+			pg.release(out[:i])
+			return nil, fmt.Sprintf("bundle %d at node %s: %v", i, n, err)
+		}
+	}
+	return out, ""
+}
+
+// release gives the group's bundles back at nodes (best effort: a node that does not
+// answer frees them when the owner's leases go, with its process).
+func (pg *PlacementGroup) release(nodes []ids.NodeID) {
+	for _, n := range distinct(nodes) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = pg.c.bundleAsk(ctx, n, &pb.BundleCommit{Group: pg.ID, Index: -1, Release: true})
+		cancel()
+	}
+}
+
+// bundleAsk sends m to node's raylet and waits for its answer.
+func (c *Core) bundleAsk(ctx context.Context, node ids.NodeID, m *pb.BundleCommit) error {
+	var r *actor.PID
+	if c.cfg.Cluster == nil || node == c.cfg.Node {
+		r = c.cfg.Raylet()
+	} else {
+		r = c.cfg.Cluster.Raylet(node)
+	}
+	if r == nil {
+		return fmt.Errorf("node %s has no scheduler (it is starting, or gone)", node)
+	}
+	timeout := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	res, err := ask.Request(c.root, r, m, timeout)
+	if err != nil {
+		return err
+	}
+	reply, ok := res.(*pb.BundleCommitReply)
+	if !ok {
+		return fmt.Errorf("unexpected answer %T", res)
+	}
+	if !reply.Ok {
+		return errors.New(reply.Message)
+	}
+	return nil
+}
+
+// groupFor returns the placement group id of this runtime that a task or actor asking for
+// req in bundle index may run in, or an error that says why it cannot.
+func (c *Core) groupFor(id string, index int32, req sched.Resources) (*PlacementGroup, error) {
+	pg, ok := c.PlacementGroupByID(id)
+	if !ok {
+		return nil, fmt.Errorf("%w: placement group %q is not known to this process: it was removed, or another process created it (tasks and actors go into a group from the process that created it)",
+			ErrPlacementGroupRemoved, id)
+	}
+	i := int(index)
+	if i >= len(pg.Bundles) || i < -1 {
+		return nil, fmt.Errorf("%w: placement group %s has bundles 0 to %d (or -1 for any), bundle %d was asked for",
+			sched.ErrInfeasible, pg.ID, len(pg.Bundles)-1, i)
+	}
+	if i >= 0 && !pg.Bundles[i].Fits(req) {
+		return nil, fmt.Errorf("%w: %v is more than bundle %d of placement group %s holds (%v)",
+			sched.ErrInfeasible, req, i, pg.ID, pg.Bundles[i])
+	}
+	return pg, nil
+}
+
+// resolve returns the node of bundle index (-1: any) and the demand req renamed into the
+// bundle's resources; errGroupNotReady before the group is placed.
+func (pg *PlacementGroup) resolve(index int, req sched.Resources) (ids.NodeID, sched.Resources, error) {
+	pg.mu.Lock()
+	nodes, removed := pg.nodes, pg.removed
+	pg.mu.Unlock()
+	if removed {
+		return "", sched.Resources{}, fmt.Errorf("%w: placement group %s", ErrPlacementGroupRemoved, pg.ID)
+	}
+	if nodes == nil {
+		return "", sched.Resources{}, errGroupNotReady
+	}
+	node := nodes[0]
+	if index >= 0 {
+		node = nodes[index]
+	} else {
+		// Any bundle: the bundles of one group on one node share its group-wide room, so
+		// the node holding most of them is the one where the task most likely fits now.
+		count := map[ids.NodeID]int{}
+		for _, n := range nodes {
+			count[n]++
+			if count[n] > count[node] {
+				node = n
+			}
+		}
+	}
+	return node, sched.InBundle(pg.ID, index, req), nil
+}
+
+// pgPlace resolves a task in a placement group: the node of its bundle and its demand
+// renamed into the bundle's resources. errGroupNotReady parks the task.
+func (c *Core) pgPlace(spec *pb.TaskSpec) (ids.NodeID, sched.Resources, error) {
+	req := tasks.ResourcesFromPB(spec.Resources)
+	pg, err := c.groupFor(spec.PlacementGroup, spec.BundleIndex, req)
+	if err != nil {
+		return "", sched.Resources{}, err
+	}
+	return pg.resolve(int(spec.BundleIndex), req)
+}
+
+// closePlacementGroups removes every group this runtime still holds (Close).
+func (c *Core) closePlacementGroups() {
+	c.pgs.Range(func(_, v any) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = v.(*PlacementGroup).Remove(ctx)
+		cancel()
+		return true
+	})
+}

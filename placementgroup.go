@@ -1,0 +1,129 @@
+package ray
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Bundle is one reservation of a placement group: resources by name, e.g.
+// {"CPU": 2, "GPU": 1}.
+type Bundle map[string]float64
+
+// PlacementStrategy is how a placement group's bundles spread over nodes (Ray's
+// strategies, named as Ray spells them).
+type PlacementStrategy string
+
+const (
+	// StrategyPack puts the bundles on as few nodes as it can.
+	StrategyPack PlacementStrategy = "PACK"
+	// StrategySpread puts the bundles on distinct nodes as far as it can.
+	StrategySpread PlacementStrategy = "SPREAD"
+	// StrategyStrictPack puts every bundle on one node; the group waits until one node
+	// has room for all of them.
+	StrategyStrictPack PlacementStrategy = "STRICT_PACK"
+	// StrategyStrictSpread puts every bundle on a node of its own; the group waits until
+	// there are enough such nodes.
+	StrategyStrictSpread PlacementStrategy = "STRICT_SPREAD"
+)
+
+// ErrPlacementGroupRemoved is the error (through errors.Is) of a task placed in a
+// placement group that was removed before the task could start.
+var ErrPlacementGroupRemoved = core.ErrPlacementGroupRemoved
+
+// PlacementGroupHandle is a placement group (Ray's PlacementGroup): reserved bundles of
+// resources that tasks run in with the PlacementGroupBundle option.
+type PlacementGroupHandle struct {
+	pg *core.PlacementGroup
+}
+
+// PlacementGroup reserves bundles of resources across the cluster's nodes, placed together
+// by strategy (Ray's ray.util.placement_group). It returns at once; Ready waits until every
+// bundle is reserved, which happens as soon as the nodes have the room: a group that does
+// not fit now waits for resources to be freed (Ready's error says why it waits). Reserved
+// resources are the group's alone until Remove (or until the creating process shuts down):
+// other tasks do not use them, and tasks in the group run on the bundle's node with the
+// bundle's resources.
+//
+// Tasks are placed in a group by the process that created it, with
+// PlacementGroupBundle(pg, i); actors cannot be placed in a group yet. A group whose
+// node dies is not placed again (its tasks there fail as on any lost node).
+func PlacementGroup(ctx context.Context, bundles []Bundle, strategy PlacementStrategy) (*PlacementGroupHandle, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := sched.ParseBundleStrategy(string(strategy))
+	if err != nil {
+		return nil, fmt.Errorf("ray: placement group: %w", err)
+	}
+	res := make([]sched.Resources, len(bundles))
+	for i, b := range bundles {
+		if res[i], err = sched.FromMap(b); err != nil {
+			return nil, fmt.Errorf("ray: placement group: bundle %d: %w", i, err)
+		}
+	}
+	pg, err := tc.Core.CreatePlacementGroup(res, st, "")
+	if err != nil {
+		return nil, fmt.Errorf("ray: placement group: %w", err)
+	}
+	return &PlacementGroupHandle{pg: pg}, nil
+}
+
+// ID returns the group's ID.
+func (h *PlacementGroupHandle) ID() string { return h.pg.ID }
+
+// Ready waits until every bundle of the group is reserved (Ray's pg.ready()), or ctx ends;
+// its error then says why the group still waits (e.g. "STRICT_SPREAD needs 3 nodes ...").
+func (h *PlacementGroupHandle) Ready(ctx context.Context) error { return h.pg.Ready(ctx) }
+
+// BundleNodes returns the node ID of each bundle (nil until the group is ready).
+func (h *PlacementGroupHandle) BundleNodes() []string {
+	nodes := h.pg.Nodes()
+	if nodes == nil {
+		return nil
+	}
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = string(n)
+	}
+	return out
+}
+
+// Bundles returns the group's bundles.
+func (h *PlacementGroupHandle) Bundles() []Bundle {
+	out := make([]Bundle, len(h.pg.Bundles))
+	for i, b := range h.pg.Bundles {
+		out[i] = b.Map()
+	}
+	return out
+}
+
+// Remove gives the group's reservations back (Ray's remove_placement_group). Tasks
+// running in it run to the end, and their resources go back to their nodes then; tasks
+// still waiting for the group fail with ErrPlacementGroupRemoved. Removing twice is
+// harmless.
+func (h *PlacementGroupHandle) Remove(ctx context.Context) error {
+	if err := h.pg.Remove(ctx); err != nil {
+		return fmt.Errorf("ray: remove placement group %s: %w", h.pg.ID, err)
+	}
+	return nil
+}
+
+// PlacementGroupBundle runs a task in bundle index of placement group pg (index -1: any
+// of its bundles; Ray's PlacementGroupSchedulingStrategy): on that bundle's node, with
+// resources taken from the bundle, so the task's resources (NumCPUs, Resources ...) must
+// fit the bundle's. A task submitted before the group is ready waits for it. Tasks only;
+// the process that created the group submits them.
+func PlacementGroupBundle(pg *PlacementGroupHandle, index int) TaskOption {
+	return func(o *callOpts) {
+		o.strategy, o.affinityNode, o.affinitySoft = core.StrategyPlacementGroup, "", false
+		if pg == nil || pg.pg == nil {
+			o.pg, o.pgBundle = "-", 0 // fails at placement: no such group
+			return
+		}
+		o.pg, o.pgBundle = pg.pg.ID, int32(max(index, -2))
+	}
+}

@@ -1,0 +1,224 @@
+package ray
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/eventually"
+)
+
+// notReadyWithin reports whether r is still not ready after d (the resources it needs are
+// held by something else).
+func notReadyWithin[T any](t *testing.T, ctx context.Context, r ObjectRef[T], d time.Duration) bool {
+	t.Helper()
+	ready, _, err := Wait(ctx, []ObjectRef[T]{r}, Timeout(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ready) == 0
+}
+
+func cpusFree(t *testing.T, ctx context.Context, want float64) {
+	t.Helper()
+	eventually.True(t, 10e9, "CPUs free", func() bool {
+		avail, err := AvailableResources(ctx)
+		return err == nil && avail["CPU"] == want
+	})
+}
+
+// TestPlacementGroup (local mode, 4 CPUs): a group reserves its bundles' CPUs, which only
+// its tasks use; a task in a bundle runs with the bundle's resources and one larger than
+// its bundle fails; a task submitted before its group is placed waits for it; Remove gives
+// the CPUs back and fails the tasks still waiting for the group.
+func TestPlacementGroup(t *testing.T) {
+	ctx := timeout(t)
+	cpusFree(t, ctx, 4)
+	pg, err := PlacementGroup(ctx, []Bundle{{"CPU": 1}, {"CPU": 2}}, StrategyPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if nodes := pg.BundleNodes(); len(nodes) != 2 || nodes[0] != nodes[1] || nodes[0] == "" {
+		t.Fatalf("bundle nodes %v: want both on the one node", nodes)
+	}
+	cpusFree(t, ctx, 1) // 3 of 4 reserved
+
+	// In the bundles: a 2-CPU task in bundle 1 and a 1-CPU task in any bundle run at once
+	// (3 CPUs, while the node has only 1 outside the group).
+	gate := uniqueName(t)
+	a := blockUntil.Options(PlacementGroupBundle(pg, 1), NumCPUs(2)).Remote(ctx, V(gate+"/a"))
+	b := blockUntil.Options(PlacementGroupBundle(pg, -1), NumCPUs(1)).Remote(ctx, V(gate+"/b"))
+	// Outside: a 1.5-CPU task cannot run while the group holds 3 of the 4 CPUs. (A shape no
+	// other test uses: the lease policy remembers how long a shape's tasks ran.)
+	outside := blockUntil.Options(NumCPUs(1.5)).Remote(ctx, V(gate+"/out"))
+	eventually.True(t, 10e9, "both group tasks running", func() bool {
+		in := mustGet(t, ctx, lookAround.Options(NumCPUs(0)).Remote(ctx))
+		return in.Avail["CPU_group_"+pg.ID()] == 0
+	})
+	if !notReadyWithin(t, ctx, outside, 300*time.Millisecond) {
+		t.Fatal("a 1.5-CPU task ran although the group holds 3 of the node's 4 CPUs")
+	}
+	close(gateOf(gate + "/a"))
+	close(gateOf(gate + "/b"))
+	if mustGet(t, ctx, a) != gate+"/a" || mustGet(t, ctx, b) != gate+"/b" {
+		t.Fatal("the group's tasks answered wrong")
+	}
+
+	// A task larger than its bundle fails and says so.
+	_, err = Get(ctx, lookAround.Options(PlacementGroupBundle(pg, 0), NumCPUs(2)).Remote(ctx))
+	if err == nil || !strings.Contains(err.Error(), "more than bundle 0") {
+		t.Fatalf("a 2-CPU task in a 1-CPU bundle: %v", err)
+	}
+	_, err = Get(ctx, lookAround.Options(PlacementGroupBundle(pg, 5)).Remote(ctx))
+	if err == nil || !strings.Contains(err.Error(), "bundles 0 to 1") {
+		t.Fatalf("a task in bundle 5 of 2: %v", err)
+	}
+
+	// Remove: the CPUs come back, the waiting task outside runs.
+	if err := pg.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(gateOf(gate + "/out"))
+	if mustGet(t, ctx, outside) != gate+"/out" {
+		t.Fatal("the task outside the group answered wrong")
+	}
+	cpusFree(t, ctx, 4)
+	avail, _ := AvailableResources(ctx)
+	for name := range avail {
+		if strings.Contains(name, "_group_") || strings.HasPrefix(name, "bundle") {
+			t.Fatalf("after Remove the node still has %s: %v", name, avail)
+		}
+	}
+	// A task in a removed group fails with ErrPlacementGroupRemoved.
+	_, err = Get(ctx, lookAround.Options(PlacementGroupBundle(pg, 0)).Remote(ctx))
+	if !errors.Is(err, ErrPlacementGroupRemoved) {
+		t.Fatalf("a task in a removed group: %v", err)
+	}
+	if err := pg.Remove(ctx); err != nil {
+		t.Fatalf("removing twice: %v", err)
+	}
+}
+
+// TestPlacementGroupWaits: a group that does not fit now waits (Ready's error says why)
+// and its tasks wait with it; when the resources are freed it is placed and they run. One
+// that can never fit says why too, and Remove fails its waiting tasks.
+func TestPlacementGroupWaits(t *testing.T) {
+	ctx := timeout(t)
+	cpusFree(t, ctx, 4)
+	gate := uniqueName(t)
+	hog := blockUntil.Options(NumCPUs(3)).Remote(ctx, V(gate))
+	cpusFree(t, ctx, 1)
+	pg, err := PlacementGroup(ctx, []Bundle{{"CPU": 2}}, StrategyStrictPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := lookAround.Options(PlacementGroupBundle(pg, 0), NumCPUs(2)).Remote(ctx)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err = pg.Ready(short)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "not ready") {
+		t.Fatalf("Ready of a group that does not fit now: %v", err)
+	}
+	if !notReadyWithin(t, ctx, in, 100*time.Millisecond) {
+		t.Fatal("a task ran in a group that is not placed")
+	}
+	close(gateOf(gate))
+	mustGet(t, ctx, hog)
+	if err := pg.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v := mustGet(t, ctx, in); v.Ctx.NodeID == "" {
+		t.Fatalf("the task in the group: %+v", v)
+	}
+	if err := pg.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	never, err := PlacementGroup(ctx, []Bundle{{"CPU": 3}, {"CPU": 3}}, StrategyStrictPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := lookAround.Options(PlacementGroupBundle(never, 0)).Remote(ctx)
+	short, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
+	err = never.Ready(short)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "STRICT_PACK needs one node") {
+		t.Fatalf("Ready of a group no node can hold: %v", err)
+	}
+	if err := never.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Get(ctx, waiting); !errors.Is(err, ErrPlacementGroupRemoved) {
+		t.Fatalf("a task waiting for a group that was removed: %v", err)
+	}
+	if err := never.Ready(ctx); !errors.Is(err, ErrPlacementGroupRemoved) {
+		t.Fatalf("Ready of a group removed before it was placed: %v", err)
+	}
+	cpusFree(t, ctx, 4)
+}
+
+// TestPlacementGroupBadInput: what cannot work fails at once and says why.
+func TestPlacementGroupBadInput(t *testing.T) {
+	ctx := timeout(t)
+	for _, tc := range []struct {
+		bundles  []Bundle
+		strategy PlacementStrategy
+		want     string
+	}{
+		{[]Bundle{{"CPU": 1}}, "pack", "unknown placement strategy"},
+		{nil, StrategyPack, "at least one bundle"},
+		{[]Bundle{{"CPU": 1}, {}}, StrategyPack, "bundle 1 asks for no resources"},
+		{[]Bundle{{"CPU": -1}}, StrategyPack, "bundle 0"},
+	} {
+		if _, err := PlacementGroup(ctx, tc.bundles, tc.strategy); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("PlacementGroup(%v, %q): %v; want an error containing %q", tc.bundles, tc.strategy, err, tc.want)
+		}
+	}
+	if _, err := PlacementGroup(context.Background(), []Bundle{{"CPU": 1}}, StrategyPack); !errors.Is(err, ErrNotInitialized) {
+		t.Errorf("without Init: %v", err)
+	}
+	if _, err := Get(ctx, lookAround.Options(PlacementGroupBundle(nil, 0)).Remote(ctx)); !errors.Is(err, ErrPlacementGroupRemoved) {
+		t.Errorf("a nil group: %v", err)
+	}
+}
+
+// TestActorInPlacementGroup: an actor in a bundle holds the bundle's CPUs, not the node's;
+// one larger than its bundle, or in a bundle that does not exist, fails at once.
+func TestActorInPlacementGroup(t *testing.T) {
+	ctx := timeout(t)
+	cpusFree(t, ctx, 4)
+	pg, err := PlacementGroup(ctx, []Bundle{{"CPU": 1}, {"CPU": 2}}, StrategyPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Remove(context.Background())
+	// Created before the group is ready: the actor waits for it.
+	h := accountClass.Remote(ctx, V("pg"), NumCPUs(2), PlacementGroupBundle(pg, 1), AtMostOnce())
+	if v := mustGet(t, ctx, deposit.Remote(ctx, h, V(int64(7)))); v != 7 {
+		t.Fatalf("deposit: %d", v)
+	}
+	st, err := GetActorState(ctx, h)
+	if err != nil || st.Node != pg.BundleNodes()[1] {
+		t.Fatalf("actor state %+v, %v: want it on bundle 1's node %s", st, err, pg.BundleNodes()[1])
+	}
+	eventually.True(t, 10e9, "the actor holds bundle 1's CPUs and the node's free CPU is the one outside the group", func() bool {
+		avail, err := AvailableResources(ctx)
+		return err == nil && avail["CPU"] == 1 && avail["CPU_group_1_"+pg.ID()] == 0 && avail["CPU_group_0_"+pg.ID()] == 1
+	})
+	big := accountClass.Remote(ctx, V("big"), NumCPUs(2), PlacementGroupBundle(pg, 0), AtMostOnce())
+	if err := big.Err(); err == nil || !strings.Contains(err.Error(), "more than bundle 0") {
+		t.Fatalf("an actor larger than its bundle: %v", big.Err())
+	}
+	if err := Kill(ctx, h, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cpusFree(t, ctx, 4)
+}

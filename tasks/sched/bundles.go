@@ -1,0 +1,292 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// BundleStrategy is how a placement group's bundles spread over nodes (Ray's
+// placement strategies).
+type BundleStrategy uint8
+
+const (
+	// BundlePack puts the bundles on as few nodes as it can: all on one if one has room,
+	// else filling the nodes it uses before it takes another.
+	BundlePack BundleStrategy = iota
+	// BundleSpread puts the bundles on distinct nodes as far as it can, then shares the
+	// least used ones.
+	BundleSpread
+	// BundleStrictPack puts every bundle on one node, or none.
+	BundleStrictPack
+	// BundleStrictSpread puts every bundle on a node of its own, or none.
+	BundleStrictSpread
+)
+
+func (s BundleStrategy) String() string {
+	switch s {
+	case BundlePack:
+		return "PACK"
+	case BundleSpread:
+		return "SPREAD"
+	case BundleStrictPack:
+		return "STRICT_PACK"
+	case BundleStrictSpread:
+		return "STRICT_SPREAD"
+	}
+	return "BundleStrategy(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ParseBundleStrategy is String's inverse.
+func ParseBundleStrategy(s string) (BundleStrategy, error) {
+	for _, b := range []BundleStrategy{BundlePack, BundleSpread, BundleStrictPack, BundleStrictSpread} {
+		if b.String() == s {
+			return b, nil
+		}
+	}
+	return 0, fmt.Errorf("sched: unknown placement strategy %q (PACK, SPREAD, STRICT_PACK or STRICT_SPREAD)", s)
+}
+
+// ErrBundlesWait says a placement group fits the cluster's nodes but not what they have
+// free now: placing it again once resources are released may succeed.
+var ErrBundlesWait = errors.New("sched: the placement group's bundles do not fit the resources free now")
+
+// PlaceBundles decides the node of each bundle of a placement group: out[i] is bundles[i]'s
+// node ID. It places against the nodes' Available resources; when that fails but the
+// nodes' Total resources would hold the group under the same strategy, the error is
+// ErrBundlesWait (the caller retries later), else an *InfeasibleError that says why.
+// Only alive nodes take part, in the order of nodes (ties go to the earlier node).
+//
+// Within a strategy the choice is greedy and deterministic: bundles are taken in order
+// (StrictSpread takes the largest CPU demands first), and among the nodes a bundle may go
+// to, the one with the most CPU left wins. StrictSpread's greedy choice can miss an
+// assignment that exists when bundles differ in shape and nodes are nearly full; it
+// never places two bundles on one node.
+func PlaceBundles(bundles []Resources, nodes []Node, strategy BundleStrategy) ([]string, error) {
+	if len(bundles) == 0 {
+		return nil, fmt.Errorf("%w: a placement group needs at least one bundle", ErrInvalidQuantity)
+	}
+	for i, b := range bundles {
+		if b.IsZero() {
+			return nil, fmt.Errorf("%w: bundle %d asks for no resources (a bundle must reserve something)", ErrInvalidQuantity, i)
+		}
+	}
+	alive := make([]int, 0, len(nodes))
+	for i := range nodes {
+		if nodes[i].Alive {
+			alive = append(alive, i)
+		}
+	}
+	if len(alive) == 0 {
+		return nil, ErrNoNodes
+	}
+	capOf := func(total bool) []Resources {
+		c := make([]Resources, len(nodes))
+		for _, i := range alive {
+			if total {
+				c[i] = nodes[i].Total
+			} else {
+				c[i] = nodes[i].Available
+			}
+		}
+		return c
+	}
+	if out, ok := placeBundles(bundles, nodes, alive, capOf(false), strategy); ok {
+		return out, nil
+	}
+	if _, ok := placeBundles(bundles, nodes, alive, capOf(true), strategy); ok {
+		return nil, ErrBundlesWait
+	}
+	return nil, bundlesInfeasible(bundles, nodes, alive, strategy)
+}
+
+// placeBundles is PlaceBundles against capacities room (indexed like nodes).
+func placeBundles(bundles []Resources, nodes []Node, alive []int, room []Resources, strategy BundleStrategy) ([]string, bool) {
+	out := make([]string, len(bundles))
+	// best is the node among cands where b fits with the most CPU left (-1: none).
+	best := func(b Resources, cands []int, skip func(i int) bool) int {
+		pick := -1
+		for _, i := range cands {
+			if (skip != nil && skip(i)) || !room[i].Fits(b) {
+				continue
+			}
+			if pick < 0 || room[i].Get(CPU) > room[pick].Get(CPU) {
+				pick = i
+			}
+		}
+		return pick
+	}
+	take := func(k, i int) {
+		room[i] = room[i].Sub(bundles[k])
+		out[k] = nodes[i].ID
+	}
+	var sum Resources
+	for _, b := range bundles {
+		sum = sum.Add(b)
+	}
+	switch strategy {
+	case BundleStrictPack:
+		i := best(sum, alive, nil)
+		if i < 0 {
+			return nil, false
+		}
+		for k := range bundles {
+			take(k, i)
+		}
+		return out, true
+	case BundlePack:
+		if i := best(sum, alive, nil); i >= 0 {
+			for k := range bundles {
+				take(k, i)
+			}
+			return out, true
+		}
+		var used []int // in the order first used
+		for k, b := range bundles {
+			i := -1
+			for _, u := range used {
+				if room[u].Fits(b) {
+					i = u
+					break
+				}
+			}
+			if i < 0 {
+				i = best(b, alive, func(i int) bool { return contains(used, i) })
+				if i < 0 {
+					return nil, false
+				}
+				used = append(used, i)
+			}
+			take(k, i)
+		}
+		return out, true
+	case BundleStrictSpread:
+		if len(bundles) > len(alive) {
+			return nil, false
+		}
+		order := make([]int, len(bundles))
+		for k := range order {
+			order[k] = k
+		}
+		sort.SliceStable(order, func(a, b int) bool { return bundles[order[a]].Get(CPU) > bundles[order[b]].Get(CPU) })
+		var used []int
+		for _, k := range order {
+			i := best(bundles[k], alive, func(i int) bool { return contains(used, i) })
+			if i < 0 {
+				return nil, false
+			}
+			used = append(used, i)
+			take(k, i)
+		}
+		return out, true
+	case BundleSpread:
+		count := make([]int, len(nodes))
+		for k, b := range bundles {
+			// Fewest bundles of this group first, then the most CPU left.
+			pick := -1
+			for _, i := range alive {
+				if !room[i].Fits(b) {
+					continue
+				}
+				if pick < 0 || count[i] < count[pick] || count[i] == count[pick] && room[i].Get(CPU) > room[pick].Get(CPU) {
+					pick = i
+				}
+			}
+			if pick < 0 {
+				return nil, false
+			}
+			count[pick]++
+			take(k, pick)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// bundlesInfeasible explains why no alive node set can ever hold the group.
+func bundlesInfeasible(bundles []Resources, nodes []Node, alive []int, strategy BundleStrategy) error {
+	for k, b := range bundles {
+		fits := false
+		for _, i := range alive {
+			if nodes[i].Total.Fits(b) {
+				fits = true
+				break
+			}
+		}
+		if !fits {
+			err := infeasible(b, nodes, false)
+			var ie *InfeasibleError
+			if errors.As(err, &ie) {
+				return fmt.Errorf("placement group bundle %d: %w", k, err)
+			}
+			return fmt.Errorf("%w: placement group bundle %d requires %v, which no node has", ErrInfeasible, k, b)
+		}
+	}
+	switch strategy {
+	case BundleStrictPack:
+		var sum Resources
+		for _, b := range bundles {
+			sum = sum.Add(b)
+		}
+		return fmt.Errorf("%w: STRICT_PACK needs one node with %v for all %d bundles, and no alive node has that much in total",
+			ErrInfeasible, sum, len(bundles))
+	case BundleStrictSpread:
+		return fmt.Errorf("%w: STRICT_SPREAD needs %d nodes, one per bundle, that fit their bundles; the cluster has %d alive nodes",
+			ErrInfeasible, len(bundles), len(alive))
+	}
+	return fmt.Errorf("%w: the %d bundles together do not fit the alive nodes' total resources under %v", ErrInfeasible, len(bundles), strategy)
+}
+
+// Bundle resource names (Ray's): a node holding bundle i of group g has, in place of the
+// bundle's resources r, "r_group_i_g" and "r_group_g" of the same amounts, plus
+// BundleMarker of both forms at 1000 per bundle; a task in bundle i asks for the first
+// form and the second (so tasks in any bundle of g and in bundle i share the node's room
+// fairly), one in any bundle for the second only, each with 0.001 of the marker, so that a
+// task that asks for nothing still lands where the group is.
+const BundleMarker = "bundle"
+
+// BundleName is resource name's renamed form in bundle index of group (index -1: the
+// group-wide form).
+func BundleName(name, group string, index int) string {
+	if index < 0 {
+		return name + "_group_" + group
+	}
+	return name + "_group_" + strconv.Itoa(index) + "_" + group
+}
+
+// BundleResources is what a node gains when it commits bundle index of group: the renamed
+// resources described at BundleMarker. The node gives up res itself in exchange.
+func BundleResources(group string, index int, res Resources) Resources {
+	var out Resources
+	add := func(name string, q Quantity) {
+		out = out.With(BundleName(name, group, index), q).With(BundleName(name, group, -1), q)
+	}
+	res.Each(add)
+	add(BundleMarker, 1000*Unit)
+	return out
+}
+
+// InBundle is the demand of a task that asks for req inside bundle index of group (index
+// -1: any bundle of the group).
+func InBundle(group string, index int, req Resources) Resources {
+	var out Resources
+	add := func(name string, q Quantity) {
+		out = out.With(BundleName(name, group, -1), out.Get(BundleName(name, group, -1))+q)
+		if index >= 0 {
+			out = out.With(BundleName(name, group, index), q)
+		}
+	}
+	req.Each(add)
+	add(BundleMarker, Unit/1000)
+	return out
+}
