@@ -74,6 +74,9 @@ type Config struct {
 	// OrphanLineage reads a dead owner's lineage from the GCS, to recreate the objects
 	// this runtime borrowed from it (nil: such objects are lost with their owner).
 	OrphanLineage OrphanLineage
+	// RecordGroup (optional) hands a placement group's record to the state API's writer;
+	// it must not block (Remove calls it), and the latest record of a group wins.
+	RecordGroup func(*pb.PlacementGroupInfo)
 	// TaskEvents is how many task records (one per ended attempt) the runtime keeps for
 	// the state API (events.go): 0 means DefaultTaskEvents, a negative number turns
 	// recording off.

@@ -54,6 +54,8 @@ type PlacementGroup struct {
 	ready  chan struct{}
 	cancel context.CancelFunc
 
+	created time.Time
+
 	mu      sync.Mutex
 	nodes   []ids.NodeID // each bundle's node, once placed
 	removed bool
@@ -84,7 +86,7 @@ func (c *Core) CreatePlacementGroup(bundles []sched.Resources, strategy sched.Bu
 	_, _ = rand.Read(idb[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	pg := &PlacementGroup{ID: hex.EncodeToString(idb[:]), Name: name, Strategy: strategy,
-		Bundles: append([]sched.Resources(nil), bundles...), c: c, ready: make(chan struct{}), cancel: cancel}
+		Bundles: append([]sched.Resources(nil), bundles...), c: c, ready: make(chan struct{}), cancel: cancel, created: time.Now()}
 	c.pgs.Store(pg.ID, pg)
 	go pg.place(ctx)
 	return pg, nil
@@ -147,6 +149,7 @@ func (pg *PlacementGroup) Remove(ctx context.Context) error {
 	}
 	pg.c.pgs.Delete(pg.ID)
 	pg.c.ClusterChanged() // the parked tasks of the group fail
+	pg.record("REMOVED")
 	var errs []error
 	for _, n := range distinct(nodes) {
 		if err := pg.c.bundleAsk(ctx, n, &pb.BundleCommit{Group: pg.ID, Index: -1, Release: true}); err != nil {
@@ -173,6 +176,7 @@ func distinct(nodes []ids.NodeID) []ids.NodeID {
 func (pg *PlacementGroup) place(ctx context.Context) {
 	c := pg.c
 	wait := pgRetryMin
+	pg.record("PENDING")
 	for {
 		nodes, why := pg.tryPlace(ctx)
 		if nodes != nil {
@@ -186,11 +190,16 @@ func (pg *PlacementGroup) place(ctx context.Context) {
 			pg.mu.Unlock()
 			close(pg.ready)
 			c.ClusterChanged() // the tasks parked for the group go now
+			pg.record("CREATED")
 			return
 		}
 		pg.mu.Lock()
+		changed := pg.why != why
 		pg.why = why
 		pg.mu.Unlock()
+		if changed {
+			pg.record("PENDING") // with why it waits
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -342,6 +351,31 @@ func (c *Core) pgPlace(spec *pb.TaskSpec) (ids.NodeID, sched.Resources, error) {
 		return "", sched.Resources{}, err
 	}
 	return pg.resolve(int(spec.BundleIndex), req)
+}
+
+// record writes the group's record in state (PENDING, CREATED, REMOVED) through
+// Config.RecordGroup, if any.
+func (pg *PlacementGroup) record(state string) {
+	rec := pg.c.cfg.RecordGroup
+	if rec == nil {
+		return
+	}
+	pg.mu.Lock()
+	nodes, why, removed := pg.nodes, pg.why, pg.removed
+	pg.mu.Unlock()
+	if removed && state != "REMOVED" {
+		return // a placing attempt that ended after Remove
+	}
+	info := &pb.PlacementGroupInfo{Id: pg.ID, JobId: string(pg.c.cfg.Job), Name: pg.Name, Strategy: pg.Strategy.String(),
+		State: state, CreatedUnixMs: pg.created.UnixMilli(), Detail: why}
+	for i, b := range pg.Bundles {
+		bundle := &pb.PlacementBundle{Resources: tasks.ResourcesToPB(b)}
+		if i < len(nodes) {
+			bundle.NodeId = string(nodes[i])
+		}
+		info.Bundles = append(info.Bundles, bundle)
+	}
+	rec(info)
 }
 
 // closePlacementGroups removes every group this runtime still holds (Close).

@@ -196,6 +196,7 @@ type Node struct {
 	ownDir    bool
 	etcd      *etcdstore.Embedded
 	store     gcs.Store
+	pgRecords pgRecords // placement groups' records (pgrecords.go)
 	writer    *gcs.Writer
 	packer    *gcs.ShardedPacker
 	system    *actor.ActorSystem
@@ -274,6 +275,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: lease TTL %v is under the minimum %v", cfg.LeaseTTL, MinNodeLeaseTTL)
 	}
 	n = &Node{ID: ids.NewNodeID(), cfg: cfg, ActorStats: &actors.Stats{}}
+	n.pgRecords.n = n
 	started := n // the failure paths below return nil for n
 	defer func() {
 		if err != nil {
@@ -384,7 +386,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.Core, err = core.New(core.Config{
 		Job: cfg.Job, Node: n.ID, System: n.system, Cluster: cluster,
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
-		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage,
+		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage, RecordGroup: n.pgRecords.put,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 		TaskEvents: cfg.TaskEvents,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,

@@ -38,28 +38,29 @@ import (
 //	certs/<serial>                          a certificate the head issued (CertRecord)
 //	revoked/<serial>                        a revoked certificate (RevokedRecord)
 const (
-	NodesPrefix         = "nodes/"
-	MembersPrefix       = "members/"
-	JobsPrefix          = "jobs/"
-	FunctionsPrefix     = "functions/"
-	ActorsPrefix        = "actors/"
-	PlacementPrefix     = "placement/"
-	LineagePrefix       = "lineage/"
-	ObjectsPrefix       = "objects/"
-	ObjectPagesPrefix   = "objpages/"
-	ActorLogPrefix      = "actorlog/"
-	ActorNamesPrefix    = "actornames/"
-	CheckpointsPrefix   = "checkpoints/"
-	LoadPrefix          = "load/"
-	AgentsPrefix        = "agents/"
-	AgentAlivePrefix    = "agentalive/"
-	JobAlivePrefix      = "jobalive/"
-	JobWorkersPrefix    = "jobworkers/"
-	SubmissionsPrefix   = "submissions/"
-	StateRequestsPrefix = "statereq/"
-	StateRepliesPrefix  = "statereply/"
-	CertsPrefix         = "certs/"
-	RevokedPrefix       = "revoked/"
+	NodesPrefix           = "nodes/"
+	MembersPrefix         = "members/"
+	JobsPrefix            = "jobs/"
+	FunctionsPrefix       = "functions/"
+	ActorsPrefix          = "actors/"
+	PlacementPrefix       = "placement/"
+	LineagePrefix         = "lineage/"
+	ObjectsPrefix         = "objects/"
+	ObjectPagesPrefix     = "objpages/"
+	ActorLogPrefix        = "actorlog/"
+	ActorNamesPrefix      = "actornames/"
+	CheckpointsPrefix     = "checkpoints/"
+	LoadPrefix            = "load/"
+	AgentsPrefix          = "agents/"
+	AgentAlivePrefix      = "agentalive/"
+	JobAlivePrefix        = "jobalive/"
+	JobWorkersPrefix      = "jobworkers/"
+	SubmissionsPrefix     = "submissions/"
+	StateRequestsPrefix   = "statereq/"
+	StateRepliesPrefix    = "statereply/"
+	CertsPrefix           = "certs/"
+	RevokedPrefix         = "revoked/"
+	PlacementGroupsPrefix = "pgs/"
 )
 
 // LoadKey is the key of a node's load report.
@@ -109,6 +110,10 @@ func FunctionKey(jobID, name string) string { return FunctionsPrefix + jobID + "
 
 // ActorKey is the actor table key of an actor.
 func ActorKey(actorID string) string { return ActorsPrefix + actorID }
+
+// PlacementGroupKey is a placement group's record (pb.PlacementGroupInfo), written by the
+// runtime that owns the group under its node lease (it goes with that runtime).
+func PlacementGroupKey(id string) string { return PlacementGroupsPrefix + id }
 
 // PlacementKey is the placement key of an actor.
 func PlacementKey(actorID string) string { return PlacementPrefix + actorID }
