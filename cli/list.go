@@ -77,6 +77,8 @@ var kinds = []kind{
 		columns: []string{"job_id", "state", "submission_id", "start", "end", "driver", "entrypoint"}},
 	{name: "actors", one: "actor", id: "actor_id", read: readActors,
 		columns: []string{"actor_id", "class", "name", "state", "node", "job_id", "restarts", "detail"}},
+	{name: "placement-groups", one: "placement-group", id: "placement_group_id", read: readPlacementGroups,
+		columns: []string{"placement_group_id", "state", "strategy", "bundles", "nodes", "job_id", "detail"}},
 	// tasks are not in the GCS: their owners are asked (tasks.go)
 	{name: "tasks", one: "task", id: "task_id", columns: taskColumns},
 	// objects neither: their owners are asked (objects.go)
@@ -109,8 +111,8 @@ func stateFlags() []ucli.Flag {
 func listCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "list",
-		Usage:     "list the cluster's nodes, jobs, actors, tasks or objects (Ray's `ray list`)",
-		ArgsUsage: "nodes|jobs|actors|tasks|objects",
+		Usage:     "list the cluster's nodes, jobs, actors, placement groups, tasks or objects (Ray's `ray list`)",
+		ArgsUsage: "nodes|jobs|actors|placement-groups|tasks|objects",
 		Flags: append(stateFlags(),
 			&ucli.StringSliceFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records whose FIELD=VALUE (or FIELD!=VALUE); repeatable, all must hold"},
 			&ucli.IntFlag{Name: "limit", Usage: "print at most this many records (0: all)", Value: 100},
@@ -535,6 +537,19 @@ func readActors(ctx context.Context, s gcs.Store) ([]record, error) {
 			{"state", a.State}, {"node", a.Node}, {"job_id", a.JobID}, {"detached", a.Detached},
 			{"restarts", a.Restarts}, {"max_restarts", a.MaxRestarts}, {"exactly_once", a.ExactlyOnce},
 			{"resources", a.Resources}, {"detail", a.Detail}})
+	}
+	return out, nil
+}
+
+func readPlacementGroups(ctx context.Context, s gcs.Store) ([]record, error) {
+	groups, err := clusterstate.ReadPlacementGroups(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]record, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, record{{"placement_group_id", g.ID}, {"name", g.Name}, {"state", g.State}, {"strategy", g.Strategy},
+			{"bundles", g.Bundles}, {"nodes", g.Nodes}, {"job_id", g.JobID}, {"created_unix_ms", g.Created}, {"detail", g.Detail}})
 	}
 	return out, nil
 }

@@ -244,3 +244,42 @@ func ReadActors(ctx context.Context, s gcs.Store) ([]Actor, error) {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ActorID < out[j].ActorID })
 	return out, nil
 }
+
+// PlacementGroup is a placement group as the state API shows it.
+type PlacementGroup struct {
+	ID       string `json:"placement_group_id"`
+	Name     string `json:"name"`
+	State    string `json:"state"` // PENDING, CREATED, REMOVED (Ray's)
+	Strategy string `json:"strategy"`
+	JobID    string `json:"job_id"`
+	// Bundles are the bundles' resources, and Nodes each bundle's node ("" until placed).
+	Bundles []map[string]float64 `json:"bundles"`
+	Nodes   []string             `json:"nodes"`
+	Created int64                `json:"created_unix_ms"`
+	Detail  string               `json:"detail"` // why a PENDING group waits
+}
+
+// ReadPlacementGroups reads the placement groups' records (those of live processes: a
+// record goes with its owner's lease), sorted by ID.
+func ReadPlacementGroups(ctx context.Context, s gcs.Store) ([]PlacementGroup, error) {
+	kvs, err := List(ctx, s, gcs.PlacementGroupsPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := []PlacementGroup{}
+	for _, kv := range kvs {
+		info := &pb.PlacementGroupInfo{}
+		if err := proto.Unmarshal(kv.Value, info); err != nil || info.GetId() == "" {
+			continue // not a record (or a corrupt one): nothing to show
+		}
+		g := PlacementGroup{ID: info.GetId(), Name: info.GetName(), State: info.GetState(), Strategy: info.GetStrategy(),
+			JobID: info.GetJobId(), Created: info.GetCreatedUnixMs(), Detail: info.GetDetail()}
+		for _, b := range info.GetBundles() {
+			g.Bundles = append(g.Bundles, agent.ResourcesFromPB(b.GetResources()))
+			g.Nodes = append(g.Nodes, b.GetNodeId())
+		}
+		out = append(out, g)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}

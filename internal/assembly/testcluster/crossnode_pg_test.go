@@ -7,6 +7,8 @@ import (
 	"time"
 
 	ray "github.com/ray-go/ray"
+	"github.com/ray-go/ray/internal/assembly/clusterstate"
+	"github.com/ray-go/ray/internal/base/eventually"
 )
 
 // TestPlacementGroupAcrossNodes: STRICT_SPREAD puts each bundle on a node of its own and a
@@ -62,6 +64,21 @@ func TestPlacementGroupAcrossNodes(t *testing.T) {
 		t.Fatalf("task in the packed group ran on %q (%v), want %s", got, err, pack.BundleNodes()[1])
 	}
 
+	// The state API's records (rayctl list placement-groups reads them): CREATED, with
+	// each bundle's node.
+	eventually.True(t, 10e9, "the groups' records in the GCS", func() bool {
+		groups, err := clusterstate.ReadPlacementGroups(ctx, cluster.GCS)
+		if err != nil {
+			return false
+		}
+		for _, g := range groups {
+			if g.ID == spread.ID() {
+				return g.State == "CREATED" && g.Strategy == "STRICT_SPREAD" && len(g.Nodes) == 3 && g.Nodes[2] == nodes[2] && g.Bundles[0]["CPU"] == 1
+			}
+		}
+		return false
+	})
+
 	bundles := make([]ray.Bundle, len(cluster.Nodes)+1)
 	for i := range bundles {
 		bundles[i] = ray.Bundle{"CPU": 0.1}
@@ -76,9 +93,27 @@ func TestPlacementGroupAcrossNodes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "STRICT_SPREAD needs") {
 		t.Fatalf("a STRICT_SPREAD group with more bundles than nodes: %v", err)
 	}
+	eventually.True(t, 10e9, "a waiting group's record says why it waits", func() bool {
+		groups, _ := clusterstate.ReadPlacementGroups(ctx, cluster.GCS)
+		for _, g := range groups {
+			if g.ID == tooMany.ID() {
+				return g.State == "PENDING" && strings.Contains(g.Detail, "STRICT_SPREAD needs")
+			}
+		}
+		return false
+	})
 	if err := tooMany.Remove(ctx); err != nil {
 		t.Fatal(err)
 	}
+	eventually.True(t, 10e9, "a removed group's record", func() bool {
+		groups, _ := clusterstate.ReadPlacementGroups(ctx, cluster.GCS)
+		for _, g := range groups {
+			if g.ID == tooMany.ID() {
+				return g.State == "REMOVED"
+			}
+		}
+		return false
+	})
 	for _, pg := range []*ray.PlacementGroupHandle{spread, pack} {
 		if err := pg.Remove(ctx); err != nil {
 			t.Fatal(err)
