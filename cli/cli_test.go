@@ -196,8 +196,11 @@ func TestCluster(t *testing.T) {
 	if r := run(t, tok, "summary", "nodes", "--address", addr, "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"ALIVE": 2`) {
 		t.Errorf("summary nodes: %+v", r)
 	}
-	if r := run(t, tok, "list", "placement-groups", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "nodes, jobs, actors, tasks, objects") {
+	if r := run(t, tok, "list", "widgets", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "nodes, jobs, actors, placement-groups, tasks, objects") {
 		t.Errorf("list of an unknown kind: %+v", r)
+	}
+	if r := run(t, tok, "list", "placement-groups", "--address", addr, "-o", "json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("list placement-groups of a cluster that has none: %+v", r)
 	}
 	// Objects, of a cluster that has run none (cli/e2e runs a job and checks them).
 	if r := run(t, tok, "list", "objects", "--address", addr, "-o", "json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
