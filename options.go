@@ -51,7 +51,7 @@ func WithObjectStoreMemory(bytes int64) InitOption {
 
 // WithTaskEvents sets how many task records (one per ended attempt of a task or actor
 // call this process submitted) the process keeps for ListTasks, the timeline and `rayctl
-// list tasks`; past it the oldest are dropped. Default 1,048,576 (72 bytes each, about 75 MB when full,
+// list tasks`; past it the oldest are dropped. Default 1,048,576 (88 bytes each, about 92 MB when full,
 // allocated as they come); 0 keeps the default, a negative number turns recording off.
 // A job's worker processes take the default.
 func WithTaskEvents(n int) InitOption { return func(c *initConfig) { c.taskEvents = n } }

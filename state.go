@@ -54,7 +54,7 @@ type TaskFilter struct {
 	AllJobs  bool
 	State    string // one of the Task* state constants
 	Function string
-	Node     string // the node a task ran on (a prefix of 6 characters or more will do; actor calls do not match)
+	Node     string // the node a task ran on (a prefix of 6 characters or more will do); an actor call's: its actor's node now
 	TaskID   string // a task ID or a prefix of it
 	// Limit is how many to return, newest first (0: all).
 	Limit int

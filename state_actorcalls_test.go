@@ -20,9 +20,9 @@ var (
 	stNap         = Method1(stNapperClass, "Nap", (*stNapper).Nap)
 )
 
-// Actor calls in the state API: each finished call has its start (dated from how long
-// the method ran), its end and the node the actor is on, so the timeline draws it as a
-// span on the actor's track.
+// Actor calls in the state API: each finished call has its submission, its start (dated
+// from how long the method ran), its end and the node the actor is on (which the node
+// filter matches), so the timeline draws it as a span on the actor's track.
 func TestStateAPIActorCalls(t *testing.T) {
 	ctx := timeout(t)
 	h := stNapperClass.Remote(ctx)
@@ -42,9 +42,16 @@ func TestStateAPIActorCalls(t *testing.T) {
 	}
 	for _, c := range calls {
 		if !c.ActorCall || c.State != TaskFinished || c.Worker != h.ID() || c.Node != self || c.Started.IsZero() ||
-			c.Ended.Sub(c.Started) < nap || c.Started.Before(c.Submitted) {
+			c.Ended.Sub(c.Started) < nap || c.Submitted.IsZero() || c.Dispatched.Before(c.Submitted) || c.Started.Before(c.Submitted) {
 			t.Errorf("call %+v (the actor %s is on node %s)", c, h.ID(), self)
 		}
+	}
+	// The node filter matches actor calls by their actor's node.
+	if onNode, total, err := ListTasks(ctx, TaskFilter{Function: "test.state.Napper.Nap", Node: self[:8]}); err != nil || total != 3 || len(onNode) != 3 {
+		t.Errorf("calls on node %s: %d of %d, %v", self[:8], len(onNode), total, err)
+	}
+	if elsewhere, total, err := ListTasks(ctx, TaskFilter{Function: "test.state.Napper.Nap", Node: "ffffffffffffffff"}); err != nil || total != 0 || len(elsewhere) != 0 {
+		t.Errorf("calls on another node: %d of %d, %v", len(elsewhere), total, err)
 	}
 	var buf bytes.Buffer
 	if err := WriteTimeline(ctx, &buf, TaskFilter{}); err != nil {

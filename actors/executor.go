@@ -259,12 +259,19 @@ func runCall(base context.Context, r *worker.Runner, mk func(context.Context, *p
 		return worker.Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION,
 			fmt.Sprintf("actors: class %q has no method %q registered in this program (register it with ray.Method0..Method4)", class.Name, spec.Function), "", r.Node)
 	}
+	var logStart int64
+	if r.LogOffset != nil {
+		logStart = r.LogOffset()
+	}
 	start := time.Now()
 	res := r.Run(base, mk(base, spec), spec, func(ctx context.Context, args [][]byte) ([]byte, error) {
 		return m.Call(ctx, inst, args)
 	})
 	// How long the body ran: the caller's task record dates the call's start from it, as a
-	// task's (internal/assembly/core, events.go).
+	// task's (internal/assembly/core, events.go); where its output is in the log, too.
 	res.RunNanos = int64(time.Since(start))
+	if r.LogOffset != nil {
+		res.LogStart, res.LogEnd = logStart, r.LogOffset()
+	}
 	return res
 }

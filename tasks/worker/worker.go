@@ -68,6 +68,9 @@ type Env struct {
 	// before they go back to their owner (0: DefaultSlowAfter; negative: never).
 	SlowAfter time.Duration
 	Logger    *slog.Logger
+	// LogOffset (optional) returns where the process's log file ends now: read before and
+	// after each task's body, it gives the task's TaskResult.log_start and log_end.
+	LogOffset func() int64
 }
 
 // Validate checks that every required field is set.
@@ -433,9 +436,16 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 		if spec == nil {
 			break
 		}
+		var logStart int64
+		if w.env.LogOffset != nil {
+			logStart = w.env.LogOffset()
+		}
 		start := time.Now()
 		res := w.execute(tctx, root, spec, self, &l.results)
 		res.RunNanos = int64(time.Since(start))
+		if w.env.LogOffset != nil {
+			res.LogStart, res.LogEnd = logStart, w.env.LogOffset()
+		}
 		res.LeaseId = l.lid
 		cancelled, more := l.done()
 		if cancelled {
@@ -498,6 +508,9 @@ type Runner struct {
 	// Meta returns the metadata the task run with ctx attached to its result
 	// (TaskResult.meta); nil: none.
 	Meta func(ctx context.Context) []byte
+	// LogOffset (optional; as Env.LogOffset): its caller (an actor's executor) reads it
+	// around a call's body for TaskResult.log_start and log_end. Run does not.
+	LogOffset func() int64
 	// Results, if set, makes the results of tasks that succeed, several per allocation
 	// (they go to their owner in batches and die together). It belongs to the goroutine
 	// that calls Run.

@@ -466,6 +466,11 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		argRefs = append(argRefs, ref)
 	}
 	p.actor, p.sh = ac, sh
+	if c.evBudget != nil {
+		// The call's submission time (events.go), set before the shard can see the call
+		// (it takes it from ac.calls under ac.mu): one clock read.
+		p.ev.submit = c.clock.now()
+	}
 	ac.mu.Lock()
 	seq, dead := ac.calls.Add(p)
 	p.seq = seq
@@ -646,6 +651,9 @@ func (s *shard) flushCaller(ac *actorCaller) {
 			// Calls sent straight to the outbox are registered here, before they leave.
 			if !p.finished && s.tasks[p.tid] == nil {
 				s.tasks[p.tid] = p
+			}
+			if s.ev.on && p.ev.dispatch == 0 {
+				p.ev.dispatch = s.evNow() // sent to the actor (events.go)
 			}
 		case caller.Skip:
 			m.Skip = true

@@ -41,7 +41,7 @@ import (
 // internal/assembly/taskstate gathers them from a job's processes).
 
 // DefaultTaskEvents is how many task records a process keeps by default: a job of a
-// million tasks submitted by one driver keeps them all (72 bytes a record: about 75 MB).
+// million tasks submitted by one driver keeps them all (88 bytes a record: about 92 MB).
 const DefaultTaskEvents = 1 << 20
 
 // eventChunk is how many records a ring allocates at a time.
@@ -85,6 +85,7 @@ func (c clock) now() int64 { return c.base + nanotime() }
 type eventRec struct {
 	tid                                 ids.TaskID
 	submit, ready, dispatch, start, end int64  // unix nanoseconds; 0: not known
+	logStart, logEnd                    int64  // the attempt's output in its worker's log (TaskResult.log_start, log_end)
 	fn                                  uint32 // shard.ev.fns
 	where                               uint32 // shard.ev.wheres (0: none)
 	attempt                             uint16
@@ -267,7 +268,7 @@ func (s *shard) evRecord(p *pending, r *pb.TaskResult, state uint8) {
 	}
 	idx := e.recs.n - 1
 	*rec = eventRec{tid: p.tid, submit: p.ev.submit, ready: p.ev.ready, dispatch: p.ev.dispatch, start: p.ev.start, end: s.evNow(),
-		fn: fn, where: p.ev.where, attempt: uint16(p.spec.Attempt), state: state, actor: p.actor != nil}
+		logStart: r.LogStart, logEnd: r.LogEnd, fn: fn, where: p.ev.where, attempt: uint16(p.spec.Attempt), state: state, actor: p.actor != nil}
 	if p.actor != nil {
 		rec.where = e.where("", p.actor.hex)
 	}
@@ -302,7 +303,7 @@ func (e *shardEvents) errorOf(idx uint64) string {
 type TaskQuery struct {
 	State    string `json:"state,omitempty"`    // one of the State constants
 	Function string `json:"function,omitempty"` // the function's registered name (or Class.Method)
-	Node     string `json:"node,omitempty"`     // node ID (a prefix of at least 6 characters will do); actor calls' records have none to match
+	Node     string `json:"node,omitempty"`     // node ID (a prefix of at least 6 characters will do); an actor call's is its actor's node now (Core.actorNodes)
 	TaskID   string `json:"task_id,omitempty"`  // hex task ID, or a prefix of it
 	// Limit is how many tasks to return, newest first (0: all).
 	Limit int `json:"limit,omitempty"`
@@ -337,6 +338,12 @@ type TaskEvent struct {
 	Ended      int64  `json:"ended,omitempty"`
 	ErrorKind  string `json:"error_type,omitempty"`
 	Error      string `json:"error,omitempty"`
+	// LogStart and LogEnd delimit the attempt's output in its worker process's log (byte
+	// offsets; both 0: not known, for a task that has not ended or a process that does
+	// not log to a file). Tasks that ran at the same time in that process (a worker process
+	// runs its job's tasks side by side) wrote into the same range.
+	LogStart int64 `json:"log_start,omitempty"`
+	LogEnd   int64 `json:"log_end,omitempty"`
 }
 
 // Latest is the last time known of the event (for newest-first order).
@@ -371,14 +378,21 @@ type TaskReport struct {
 type taskQuery struct {
 	q     *TaskQuery
 	reply chan<- TaskReport
+	// actorNodes: with q.Node, the node of each actor this process called (by the actor's
+	// hex ID), resolved outside the shards (the actor table may need a GCS read).
+	actorNodes map[string]string
 }
 
 // Tasks answers q from every shard of this runtime: the newest q.Limit matches, newest
 // first, and the number of matches.
 func (c *Core) Tasks(ctx context.Context, q TaskQuery) (TaskReport, error) {
 	reply := make(chan TaskReport, len(c.shards))
+	var actorNodes map[string]string
+	if q.Node != "" {
+		actorNodes = c.calledActorNodes()
+	}
 	for _, s := range c.shards {
-		s.send(taskQuery{q: &q, reply: reply})
+		s.send(taskQuery{q: &q, reply: reply, actorNodes: actorNodes})
 	}
 	var out TaskReport
 	counts := map[[2]string]int{}
@@ -435,6 +449,29 @@ func (c *Core) actorNodes(evs []TaskEvent) {
 	}
 }
 
+// calledActorNodes maps the actors this process called (hex ID) to their nodes as the
+// actor table, as this process last saw it, names them: what actorNodes shows, so that a
+// query's node filter matches actor calls by the node they show.
+func (c *Core) calledActorNodes() map[string]string {
+	out := map[string]string{}
+	if c.cfg.Actors == nil || c.cfg.Actors.Info == nil {
+		return out
+	}
+	c.callers.Range(func(_, v any) bool {
+		ac := v.(*actorCaller)
+		hex := ac.id.String()
+		if _, done := out[hex]; !done {
+			n := ""
+			if info, found := c.cfg.Actors.Info(hex); found {
+				n = info.GetNode()
+			}
+			out[hex] = n
+		}
+		return true
+	})
+	return out
+}
+
 // SortNewest sorts events newest first (ties by task ID, then attempt).
 func SortNewest(ev []TaskEvent) {
 	sort.Slice(ev, func(i, j int) bool {
@@ -472,7 +509,7 @@ type matcher struct {
 	tidHex string
 }
 
-func (s *shard) compile(q *TaskQuery) matcher {
+func (s *shard) compile(q *TaskQuery, actorNodes map[string]string) matcher {
 	e := &s.ev
 	m := matcher{q: q, tidHex: strings.ToLower(q.TaskID)}
 	if q.Function != "" {
@@ -484,7 +521,11 @@ func (s *shard) compile(q *TaskQuery) matcher {
 	if q.Node != "" {
 		m.whOK = make([]bool, len(e.wheres))
 		for i, w := range e.wheres {
-			m.whOK[i] = nodeMatches(w.node, q.Node)
+			node := w.node
+			if node == "" {
+				node = actorNodes[w.worker] // an actor call's record: its actor's node
+			}
+			m.whOK[i] = nodeMatches(node, q.Node)
 		}
 	}
 	return m
@@ -528,12 +569,12 @@ func (s *shard) counts() TaskReport {
 }
 
 // answer handles a query: live tasks first, then the ring newest first.
-func (s *shard) answer(q *TaskQuery) TaskReport {
+func (s *shard) answer(q *TaskQuery, actorNodes map[string]string) TaskReport {
 	if q.Counts {
 		return s.counts()
 	}
 	e := &s.ev
-	m := s.compile(q)
+	m := s.compile(q, actorNodes)
 	var out TaskReport
 	var counts map[[2]string]int
 	if q.Summary {
@@ -550,8 +591,14 @@ func (s *shard) answer(q *TaskQuery) TaskReport {
 		if (q.State != "" && q.State != st) || (q.Function != "" && p.spec.Function != q.Function) || !m.tid(p.tid) {
 			continue
 		}
-		if q.Node != "" && !nodeMatches(string(s.liveNode(p)), q.Node) {
-			continue
+		if q.Node != "" {
+			node := string(s.liveNode(p))
+			if p.actor != nil {
+				node = actorNodes[p.actor.hex]
+			}
+			if !nodeMatches(node, q.Node) {
+				continue
+			}
 		}
 		out.Total++
 		if counts != nil {
@@ -600,7 +647,8 @@ func (s *shard) answer(q *TaskQuery) TaskReport {
 		w := e.wheres[rec.where]
 		ev := TaskEvent{TaskID: rec.tid.String(), Attempt: int(rec.attempt), Function: e.fns[rec.fn], State: st,
 			Job: string(s.c.cfg.Job), Actor: rec.actor, Node: w.node, Worker: w.worker, Owner: string(s.c.cfg.Node),
-			Submitted: rec.submit, Ready: rec.ready, Dispatched: rec.dispatch, Started: rec.start, Ended: rec.end}
+			Submitted: rec.submit, Ready: rec.ready, Dispatched: rec.dispatch, Started: rec.start, Ended: rec.end,
+			LogStart: rec.logStart, LogEnd: rec.logEnd}
 		if rec.errKind != 0 || rec.state == stateCodeFailed || rec.state == stateCodeRetried || rec.state == stateCodeCancel {
 			ev.ErrorKind = pb.ErrorInfo_Kind(rec.errKind).String()
 			ev.Error = e.errorOf(i - 1)

@@ -53,7 +53,7 @@ func TestEventRingKeepsTheNewest(t *testing.T) {
 	if got := s.ev.recs.capacity(); got != 2*eventChunk {
 		t.Fatalf("capacity %d, want the budget %d", got, 2*eventChunk)
 	}
-	rep := s.answer(&TaskQuery{Limit: 3})
+	rep := s.answer(&TaskQuery{Limit: 3}, nil)
 	if rep.Total != 2*eventChunk || rep.Dropped != int64(n-2*eventChunk) || len(rep.Tasks) != 3 {
 		t.Fatalf("total %d dropped %d shown %d", rep.Total, rep.Dropped, len(rep.Tasks))
 	}
@@ -76,23 +76,23 @@ func TestEventQueries(t *testing.T) {
 	live.spec.Function = "ok"
 	s.tasks[live.tid] = live
 
-	rep := s.answer(&TaskQuery{State: StateFailed})
+	rep := s.answer(&TaskQuery{State: StateFailed}, nil)
 	if len(rep.Tasks) != 1 || rep.Tasks[0].TaskID != bad.tid.String() || rep.Tasks[0].Error != "it broke" || rep.Tasks[0].ErrorKind != "APPLICATION" {
 		t.Errorf("failed: %+v", rep.Tasks)
 	}
-	if rep := s.answer(&TaskQuery{State: StatePendingNode}); len(rep.Tasks) != 1 || rep.Tasks[0].TaskID != live.tid.String() {
+	if rep := s.answer(&TaskQuery{State: StatePendingNode}, nil); len(rep.Tasks) != 1 || rep.Tasks[0].TaskID != live.tid.String() {
 		t.Errorf("pending: %+v", rep.Tasks)
 	}
-	if rep := s.answer(&TaskQuery{Function: "ok", Limit: 4}); rep.Total != 11 || len(rep.Tasks) != 4 || rep.Tasks[0].TaskID != live.tid.String() {
+	if rep := s.answer(&TaskQuery{Function: "ok", Limit: 4}, nil); rep.Total != 11 || len(rep.Tasks) != 4 || rep.Tasks[0].TaskID != live.tid.String() {
 		t.Errorf("by function: total %d, %d shown, first %+v", rep.Total, len(rep.Tasks), rep.Tasks)
 	}
-	if rep := s.answer(&TaskQuery{TaskID: bad.tid.String()[:8]}); len(rep.Tasks) != 1 {
+	if rep := s.answer(&TaskQuery{TaskID: bad.tid.String()[:8]}, nil); len(rep.Tasks) != 1 {
 		t.Errorf("by ID prefix: %+v", rep.Tasks)
 	}
-	if rep := s.answer(&TaskQuery{Node: "node-b"}); rep.Total != 0 {
+	if rep := s.answer(&TaskQuery{Node: "node-b"}, nil); rep.Total != 0 {
 		t.Errorf("another node's: %+v", rep.Tasks)
 	}
-	rep = s.answer(&TaskQuery{Summary: true, Limit: 1})
+	rep = s.answer(&TaskQuery{Summary: true, Limit: 1}, nil)
 	want := map[string]int{"ok/" + StateFinished: 10, "ok/" + StatePendingNode: 1, "bad/" + StateFailed: 1}
 	for _, c := range rep.Summary {
 		if want[c.Function+"/"+c.State] != c.Count {
@@ -105,9 +105,9 @@ func TestEventQueries(t *testing.T) {
 	}
 }
 
-// A record is 72 bytes: what DefaultTaskEvents's memory figure (options.go, README) says.
+// A record is 88 bytes: what DefaultTaskEvents's memory figure (options.go, README) says.
 func TestEventRecordSize(t *testing.T) {
-	if n := unsafe.Sizeof(eventRec{}); n != 72 {
+	if n := unsafe.Sizeof(eventRec{}); n != 88 {
 		t.Fatalf("eventRec is %d bytes; update the memory figures of DefaultTaskEvents and WithTaskEvents", n)
 	}
 }
@@ -184,7 +184,7 @@ func TestEventLiveTasksNewestFirst(t *testing.T) {
 		s.tasks[p.tid] = p
 		newest = p
 	}
-	rep := s.answer(&TaskQuery{Limit: 1})
+	rep := s.answer(&TaskQuery{Limit: 1}, nil)
 	if rep.Total != 50 || len(rep.Tasks) != 1 || rep.Tasks[0].TaskID != newest.tid.String() || rep.Tasks[0].State != StatePendingNode {
 		t.Fatalf("total %d, shown %+v, want %s", rep.Total, rep.Tasks, newest.tid)
 	}
@@ -204,7 +204,7 @@ func TestEventCountsOutliveRetention(t *testing.T) {
 	live.spec.Function = "ok"
 	s.tasks[live.tid] = live
 
-	rep := s.answer(&TaskQuery{Counts: true, State: StateFailed, Limit: 1})
+	rep := s.answer(&TaskQuery{Counts: true, State: StateFailed, Limit: 1}, nil)
 	want := []TaskCount{{Function: "bad", State: StateFailed, Count: 1}, {Function: "ok", State: StateFinished, Count: n},
 		{Function: "ok", State: StatePendingNode, Count: 1}}
 	if len(rep.Tasks) != 0 || rep.Total != n+2 || len(rep.Summary) != len(want) {
@@ -216,7 +216,7 @@ func TestEventCountsOutliveRetention(t *testing.T) {
 		}
 	}
 	// The ring kept only its budget; the plain query sees that many.
-	if all := s.answer(&TaskQuery{}); all.Total != eventChunk+1 {
+	if all := s.answer(&TaskQuery{}, nil); all.Total != eventChunk+1 {
 		t.Errorf("records kept %d, want %d", all.Total, eventChunk+1)
 	}
 }
@@ -236,6 +236,22 @@ func BenchmarkEventCounts(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		s.answer(&TaskQuery{Counts: true})
+		s.answer(&TaskQuery{Counts: true}, nil)
+	}
+}
+
+// A record keeps where its attempt's output is in its worker's log (TaskResult.log_start,
+// log_end), which `rayctl logs task` reads.
+func TestEventLogOffsets(t *testing.T) {
+	s := eventShard(eventChunk)
+	p := newPending(ids.NewRootTaskID())
+	p.spec.Function = "f"
+	p.worker = actor.NewPID("addr", "worker/1")
+	r := &pb.TaskResult{RunNanos: 1000, LogStart: 4096, LogEnd: 4200}
+	s.evResult(p, r)
+	s.evEnded(p, r)
+	rep := s.answer(&TaskQuery{}, nil)
+	if len(rep.Tasks) != 1 || rep.Tasks[0].LogStart != 4096 || rep.Tasks[0].LogEnd != 4200 {
+		t.Fatalf("tasks %+v, want log offsets 4096-4200", rep.Tasks)
 	}
 }

@@ -225,7 +225,7 @@ func (s *shard) receive(ctx actor.Context) {
 	case newCaller:
 		s.callers[m.ac.id] = m.ac
 	case taskQuery:
-		m.reply <- s.answer(m.q)
+		m.reply <- s.answer(m.q, m.actorNodes)
 	case recordLineage:
 		s.recordLineage(m.all, m.done == nil)
 		if m.done != nil {

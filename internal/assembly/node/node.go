@@ -606,7 +606,13 @@ func (n *Node) startMember(ctx context.Context) error {
 	if err := rcfg.Validate(); err != nil {
 		return err
 	}
-	wenv := worker.Env{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Raylet: n.raylet, Logger: logger,
+	// A worker process an agent started logs to a file: record where each task's output
+	// is in it (`rayctl logs task`).
+	var logOffset func() int64
+	if n.cfg.Role == RoleWorker {
+		logOffset = stdoutLogOffset()
+	}
+	wenv := worker.Env{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Raylet: n.raylet, Logger: logger, LogOffset: logOffset,
 		Context: func(parent context.Context, spec *pb.TaskSpec, r *actor.PID) context.Context {
 			return n.Core.TaskContextFor(parent, spec, r)
 		},
@@ -620,7 +626,8 @@ func (n *Node) startMember(ctx context.Context) error {
 	objTable := objectTable{w: n.writer}
 	n.table = &actors.Table{Store: n.store}
 	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet,
-		Runner: worker.Runner{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf},
+		Runner: worker.Runner{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf,
+			LogOffset: logOffset},
 		Context: func(parent context.Context, spec *pb.TaskSpec, incarnation uint64) context.Context {
 			return n.Core.ActorCallContext(parent, spec, incarnation)
 		},

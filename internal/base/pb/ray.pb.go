@@ -679,7 +679,13 @@ type TaskResult struct {
 	// returns: a task of several returns (TaskSpec.num_returns > 1) answers with every one of
 	// them here, in order (ReturnID(task, 1), ReturnID(task, 2), ...), and leaves data,
 	// in_store, node_id, size and nested unset; a failed one has error set and no returns.
-	Returns       []*ReturnValue `protobuf:"bytes,12,rep,name=returns,proto3" json:"returns,omitempty"`
+	Returns []*ReturnValue `protobuf:"bytes,12,rep,name=returns,proto3" json:"returns,omitempty"`
+	// log_start, log_end: where the task's output starts and ends in its worker process's
+	// log (byte offsets of the file its stdout and stderr append to, read before and after
+	// the body ran); both 0 when the process does not log to a file an agent serves. Tasks
+	// that ran at the same time in the process have their output interleaved in that range.
+	LogStart      int64 `protobuf:"varint,13,opt,name=log_start,json=logStart,proto3" json:"log_start,omitempty"`
+	LogEnd        int64 `protobuf:"varint,14,opt,name=log_end,json=logEnd,proto3" json:"log_end,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -796,6 +802,20 @@ func (x *TaskResult) GetReturns() []*ReturnValue {
 		return x.Returns
 	}
 	return nil
+}
+
+func (x *TaskResult) GetLogStart() int64 {
+	if x != nil {
+		return x.LogStart
+	}
+	return 0
+}
+
+func (x *TaskResult) GetLogEnd() int64 {
+	if x != nil {
+		return x.LogEnd
+	}
+	return 0
 }
 
 // ReturnValue is one return of a task of several: as TaskResult's own fields for a task of
@@ -4896,7 +4916,7 @@ const file_ray_proto_rawDesc = "" +
 	"\n" +
 	"ACTOR_DIED\x10\a\x12\x14\n" +
 	"\x10OBJECT_TOO_LARGE\x10\b\x12\x1b\n" +
-	"\x17PLACEMENT_GROUP_REMOVED\x10\t\"\xd5\x02\n" +
+	"\x17PLACEMENT_GROUP_REMOVED\x10\t\"\x8b\x03\n" +
 	"\n" +
 	"TaskResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
@@ -4911,7 +4931,9 @@ const file_ray_proto_rawDesc = "" +
 	"\blease_id\x18\n" +
 	" \x01(\fR\aleaseId\x12\x1b\n" +
 	"\trun_nanos\x18\v \x01(\x03R\brunNanos\x12,\n" +
-	"\areturns\x18\f \x03(\v2\x12.raypb.ReturnValueR\areturns\"\x81\x01\n" +
+	"\areturns\x18\f \x03(\v2\x12.raypb.ReturnValueR\areturns\x12\x1b\n" +
+	"\tlog_start\x18\r \x01(\x03R\blogStart\x12\x17\n" +
+	"\alog_end\x18\x0e \x01(\x03R\x06logEnd\"\x81\x01\n" +
 	"\vReturnValue\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x19\n" +
 	"\bin_store\x18\x02 \x01(\bR\ainStore\x12\x17\n" +
