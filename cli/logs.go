@@ -33,8 +33,13 @@ import (
 // credentials are needed, and the agent builds the file's path from its session directory
 // and the job ID). A job's driver output is already in the GCS (agent.ReadLog).
 //
-// A worker process runs many tasks of its job, one after another and side by side: its
-// log is not split by task, so `logs task` shows the whole log of the process around it.
+// A worker process runs many tasks of its job, one after another and side by side, into
+// one log. The worker records where each task's (and actor call's) output starts and ends
+// there (TaskResult.log_start, log_end: the log file's size before and after the body ran,
+// core.TaskEvent.LogStart/LogEnd), so `logs task` of a task that ended shows that range
+// only. Tasks that ran at the same time in that process wrote into the same range: their
+// lines are shown too (as Ray shows the worker's lines between a task's markers). A task
+// still running (or a process that kept no offsets) shows the whole log of its process.
 
 // logFollowEvery is how often --follow asks for new output.
 const logFollowEvery = 250 * time.Millisecond
@@ -44,8 +49,10 @@ func logsCommand() *ucli.Command {
 		Name:      "logs",
 		Usage:     "print the log of a task's or an actor's worker process, of a worker process, or of a submitted job, from whichever node has it (Ray's `ray logs`)",
 		ArgsUsage: "task TASK_ID | actor ACTOR_ID | worker NODE_ID|PID | job JOB_OR_SUBMISSION_ID",
-		Description: "task and actor: the log of the worker process that ran the task (its newest attempt) or hosts " +
-			"the actor; a worker process's log holds every task of its job that ran there. worker: a worker process by " +
+		Description: "task: the output of a task or actor call (its newest attempt) that ended: the part of its worker " +
+			"process's log it wrote while it ran (the lines of other tasks that ran at the same time in that process " +
+			"included); of a task still running, its worker process's whole log. actor: the log of the worker process " +
+			"that hosts the actor, which holds every task of its job that ran there. worker: a worker process by " +
 			"its node ID (the node column of `rayctl list tasks`, 6 characters will do) or by its pid (with --node " +
 			"when several nodes have one). job: a submitted driver's output (rayctl job logs). IDs may be cut to 6 " +
 			"characters. The agent of the node serves the log to holders of the cluster's credentials. Exit codes: 0 " +
@@ -111,6 +118,9 @@ type logTarget struct {
 	host  string // the agent's host ("" not known)
 	path  string // its log file, on host ("" not known)
 	self  bool   // desc names the process itself (logs worker)
+	// span: only [from, to) of the log is the target's (a task's output)
+	span     bool
+	from, to int64
 }
 
 func (t *logTarget) where() string {
@@ -172,6 +182,15 @@ func (t *logTarget) read(ctx context.Context, store gcs.Store, req agent.LogRequ
 // print writes the last tail lines of the log (every line when tail < 0) and, with
 // follow, what the process writes next until it ends.
 func (t *logTarget) print(ctx context.Context, store gcs.Store, w, errw io.Writer, tail int, follow bool) error {
+	if t.span {
+		if err := t.printSpan(ctx, store, w, errw, tail); err != nil {
+			return err
+		}
+		if follow {
+			fmt.Fprintf(errw, "rayctl: the %s ended: that is all its output (rayctl logs worker %s --follow follows its process)\n", t.desc, dash(t.node))
+		}
+		return nil
+	}
 	var off int64
 	switch {
 	case tail > 0:
@@ -214,6 +233,52 @@ func (t *logTarget) print(ctx context.Context, store gcs.Store, w, errw io.Write
 		return nil
 	}
 	return t.follow(ctx, store, w, errw, off)
+}
+
+// printSpan prints the last tail lines (every line when tail < 0) of the target's span of
+// its log.
+func (t *logTarget) printSpan(ctx context.Context, store gcs.Store, w, errw io.Writer, tail int) error {
+	if t.to == t.from {
+		fmt.Fprintf(errw, "rayctl: the %s wrote nothing to the log of its %s\n", t.desc, t.where())
+		return nil
+	}
+	if tail == 0 {
+		return nil
+	}
+	from := t.from
+	if tail > 0 {
+		from = max(from, t.to-agent.LogReadMax) // the tail is in the span's last bytes
+	}
+	var buf []byte
+	for off := from; off < t.to; {
+		rep, err := t.read(ctx, store, agent.LogRequest{Offset: off, Max: int(min(t.to-off, agent.LogReadMax))})
+		if err != nil {
+			return err
+		}
+		if rep.Size < t.to {
+			fmt.Fprintf(errw, "rayctl: %s has %d bytes, fewer than the %d the %s's output ends at: it was truncated or replaced\n",
+				dash(rep.Path), rep.Size, t.to, t.desc)
+		}
+		if len(rep.Data) == 0 {
+			break
+		}
+		if tail > 0 {
+			buf = append(buf, rep.Data...)
+		} else if _, err := w.Write(rep.Data); err != nil {
+			return err
+		}
+		off = rep.Offset + int64(len(rep.Data))
+	}
+	if tail > 0 {
+		start, truncated := agent.TailStart(buf, tail, from == t.from)
+		if truncated {
+			fmt.Fprintf(errw, "rayctl: fewer than %d lines in the last %d bytes of the %s's output: showing those bytes\n", tail, agent.LogReadMax, t.desc)
+		}
+		if _, err := w.Write(buf[start:]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // follow prints what the log gains from off until the process ends (its jobworkers/
@@ -411,6 +476,9 @@ func taskTarget(ctx context.Context, store gcs.Store, id string) (*logTarget, er
 	}
 	if t == nil {
 		return nil, exitf(ExitError, "%s ran on node %s, which the cluster no longer knows", desc, ev.Node)
+	}
+	if ev.LogEnd > 0 && ev.LogEnd >= ev.LogStart {
+		t.span, t.from, t.to = true, ev.LogStart, ev.LogEnd
 	}
 	return t, nil
 }

@@ -35,10 +35,13 @@ func (l *lockedBuf) String() string {
 
 // TestLogs: `rayctl logs` on a head and an agent (each its own session dir, so one can be
 // stopped alone): a submitted job's output, followed to its end and its tail; then a
-// driver's job: the log of the worker process that ran a task holds the
-// line the task printed, the actor's log the line its method printed; --tail; the errors
-// and exit codes of an unknown ID; --follow prints what a task prints after it started and
-// ends when the job's worker process ends; a worker process of a stopped agent is exit 5.
+// driver's job: a task's log is the lines the task printed (its range of its worker
+// process's log), not the actor's method's, which ran before in a process of the same job;
+// an actor call's log is the line its method printed; the actor's log (its process's)
+// holds it; --tail; the errors and exit codes of an unknown ID; --follow of a task that
+// ended prints its output and ends; --follow of a worker process prints what a task
+// prints after it started and ends when the process ends; each of the later tasks' logs is
+// its own output; a worker process of a stopped agent is exit 5.
 func TestLogs(t *testing.T) {
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
@@ -143,6 +146,7 @@ func TestLogs(t *testing.T) {
 	// The actor's call is listed with the node it ran on and when it started.
 	out, errOut, code = run(t, time.Minute, tok, rayctl, "list", "tasks", "--address", addr, "--filter", "name=e2e.Accel.Shout", "-o", "json")
 	var calls []struct {
+		TaskID  string `json:"task_id"`
 		Type    string `json:"type"`
 		Node    string `json:"node"`
 		Worker  string `json:"worker"`
@@ -153,12 +157,19 @@ func TestLogs(t *testing.T) {
 		t.Fatalf("rayctl list tasks --filter name=e2e.Accel.Shout: exit %d, %v\n%s\n%s", code, err, out, errOut)
 	}
 
-	// A task's log, by its ID and by 8 characters of it.
+	// A task's log, by its ID and by 8 characters of it: what the task printed, not the
+	// actor's method's line (printed before, by a process of the same job).
+	const sayOut = "e2e-log-marker\nsay line 1\nsay line 2\nsay line 3\nsay line 4\nsay line 5\n"
 	for _, id := range []string{task, task[:8]} {
 		out, errOut, code = rayctlLogs("task", id)
-		if code != 0 || !strings.Contains(out, "e2e-log-marker\nsay line 1\n") {
+		if code != 0 || !strings.Contains(out, sayOut) || strings.Contains(out, "e2e-actor-marker") {
 			t.Fatalf("rayctl logs task %s: exit %d\n%s\n%s", id, code, out, errOut)
 		}
+	}
+	// An actor call's log: the line its method printed.
+	out, errOut, code = rayctlLogs("task", calls[0].TaskID)
+	if code != 0 || !strings.Contains(out, "e2e-actor-marker\n") || strings.Contains(out, "e2e-log-marker") {
+		t.Fatalf("rayctl logs task %s (the actor call): exit %d\n%s\n%s", calls[0].TaskID, code, out, errOut)
 	}
 	t.Logf("rayctl logs task %s:\n%s", task[:8], out)
 	// The actor's log.
@@ -171,14 +182,19 @@ func TestLogs(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "e2e-log-marker\n") {
 		t.Fatalf("rayctl logs worker %s: exit %d\n%s\n%s", tasks[0].Node, code, out, errOut)
 	}
-	// --tail 3: three lines, the end of the log as it was (the log only grows).
+	// --tail 3: the last three lines of the task's output.
 	tail3, errOut, code := rayctlLogs("task", task, "--tail", "3")
-	if n := strings.Count(tail3, "\n"); code != 0 || n != 3 || !strings.HasSuffix(tail3, "\n") {
-		t.Fatalf("rayctl logs task --tail 3: exit %d, %d lines\n%q\n%s", code, n, tail3, errOut)
+	if code != 0 || !strings.HasSuffix(tail3, "say line 3\nsay line 4\nsay line 5\n") || strings.Count(tail3, "\n") != 3 {
+		t.Fatalf("rayctl logs task --tail 3: exit %d\n%q\n%s", code, tail3, errOut)
 	}
 	whole, _, code := rayctlLogs("task", task, "--tail", "-1")
-	if code != 0 || !strings.Contains(whole, tail3) || len(whole) <= len(tail3) {
-		t.Fatalf("rayctl logs task --tail -1: exit %d: %q does not hold the tail %q", code, whole, tail3)
+	if code != 0 || !strings.Contains(whole, sayOut) || strings.Contains(whole, "e2e-actor-marker") {
+		t.Fatalf("rayctl logs task --tail -1: exit %d: %q", code, whole)
+	}
+	// --follow of a task that ended: its output, and the end.
+	out, errOut, code = rayctlLogs("task", task, "--follow")
+	if code != 0 || !strings.Contains(out, sayOut) || !strings.Contains(errOut, "that is all its output") {
+		t.Fatalf("rayctl logs task --follow: exit %d\n%s\n%s", code, out, errOut)
 	}
 
 	// Unknown IDs: exit 1 and what to run instead.
@@ -204,9 +220,10 @@ func TestLogs(t *testing.T) {
 		t.Errorf("rayctl logs without the token: exit %d (want 8)\n%s\n%s", code, out, errOut)
 	}
 
-	// --follow: what a task prints after the follow started arrives; the follow ends when
-	// the worker process ends (the job ends when the driver does).
-	fol := exec.Command(rayctl, "logs", "--address", addr, "task", task, "--follow", "--tail", "0")
+	// --follow of the worker process that ran the task: what a task prints after the
+	// follow started arrives; the follow ends when the worker process ends (the job ends
+	// when the driver does).
+	fol := exec.Command(rayctl, "logs", "--address", addr, "worker", tasks[0].Node, "--follow", "--tail", "0")
 	fol.Env = append(os.Environ(), tok...)
 	var folOut, folErr lockedBuf
 	fol.Stdout, fol.Stderr = &folOut, &folErr
@@ -247,6 +264,14 @@ func TestLogs(t *testing.T) {
 	}
 	if len(nodes) != 2 {
 		t.Fatalf("the e2e.Say tasks ran on %v, want the job's 2 worker processes", nodes)
+	}
+	// Each task's log is its own output: the first task's marker, or a later one's.
+	for _, tk := range tasks {
+		out, errOut, code = rayctlLogs("task", tk.TaskID)
+		first, later := strings.Contains(out, "e2e-log-marker\n"), strings.Contains(out, "e2e-follow-marker\n")
+		if code != 0 || first == later || !strings.Contains(out, "say line 5\n") {
+			t.Errorf("rayctl logs task %s (on %s): exit %d\n%s\n%s", tk.TaskID, tk.Node, code, out, errOut)
+		}
 	}
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(folOut.String(), "e2e-follow-marker\n") {

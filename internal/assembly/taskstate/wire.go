@@ -15,17 +15,18 @@ import (
 // because a report is a flat list of the same few fields and most strings repeat
 // (functions, states, nodes, workers), which a string table makes small.
 //
-//	"RTS1" total dropped
+//	"RTS2" total dropped
 //	nstrings (len bytes)...                          the string table
 //	ntasks (task_id attempt fn state job node worker owner errkind actor
-//	        submitted ready-submitted dispatched-submitted started-submitted ended-submitted error)...
+//	        submitted ready-submitted dispatched-submitted started-submitted ended-submitted error
+//	        log_start log_end-log_start)...
 //	nedges (producer consumer)...
 //	nsummary (fn state count)...
 //
 // Numbers are uvarints (times and their deltas zig-zag varints); task IDs and errors are
 // length-prefixed strings; the other strings are indices into the table.
 
-var magic = []byte("RTS1")
+var magic = []byte("RTS2") // RTS1 had no log offsets
 
 // EncodeReport is a report's wire form.
 func EncodeReport(r *core.TaskReport) ([]byte, error) {
@@ -61,6 +62,8 @@ func EncodeReport(r *core.TaskReport) ([]byte, error) {
 			body = binary.AppendVarint(body, v-t.Submitted)
 		}
 		putS(t.Error)
+		body = binary.AppendVarint(body, t.LogStart)
+		body = binary.AppendVarint(body, t.LogEnd-t.LogStart)
 	}
 	put(uint64(len(r.Edges)))
 	for _, e := range r.Edges {
@@ -127,6 +130,8 @@ func DecodeReport(b []byte) (*core.TaskReport, error) {
 		t.Submitted = d.varint()
 		t.Ready, t.Dispatched, t.Started, t.Ended = t.Submitted+d.varint(), t.Submitted+d.varint(), t.Submitted+d.varint(), t.Submitted+d.varint()
 		t.Error = d.str()
+		t.LogStart = d.varint()
+		t.LogEnd = t.LogStart + d.varint()
 		if d.err != nil {
 			return nil, d.err
 		}

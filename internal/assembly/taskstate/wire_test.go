@@ -11,7 +11,8 @@ func TestReportRoundTrip(t *testing.T) {
 	r := reportOf(1000)
 	r.Dropped = 7
 	r.Tasks[3].Error, r.Tasks[3].ErrorKind, r.Tasks[3].State, r.Tasks[3].Actor = "it broke\nbadly", "APPLICATION", core.StateFailed, true
-	r.Tasks[4].Ready, r.Tasks[4].Started = 0, 0 // unknown times stay unknown
+	r.Tasks[4].Ready, r.Tasks[4].Started = 0, 0               // unknown times stay unknown
+	r.Tasks[5].LogStart, r.Tasks[5].LogEnd = 1<<33, 1<<33+517 // its output in its worker's log
 	r.Summary = []core.TaskCount{{Function: "bench.f", State: core.StateFinished, Count: 999}, {Function: "bench.f", State: core.StateFailed, Count: 1}}
 	b, err := EncodeReport(r)
 	if err != nil {
