@@ -30,8 +30,9 @@ var screenshots = flag.String("screenshots", "", "also write the dashboard test'
 // (the driver's dashboard check, submitted with rayctl job submit): without the token the
 // dashboard answers 401 and says where the token is; with it, each page shows the live
 // cluster: two nodes with their bars, the running job and its log, the named actor, the
-// failed task with its error (also through the table's filter), the timeline's spans and
-// the charts. A screenshot of each page is saved.
+// failed task with its error (also through the table's filter), the object the job put
+// (size, node, owner, reference; also through the filter), the timeline's spans and the
+// charts. A screenshot of each page is saved.
 func TestDashboard(t *testing.T) {
 	chromium, err := findChromium(t)
 	if err != nil {
@@ -82,9 +83,16 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("rayctl job submit --no-wait: exit %d\nstdout: %s\nstderr: %s", code, out, tail(errOut))
 	}
 	deadline := time.Now().Add(90 * time.Second)
+	var objID string // the object the driver put
 	for {
 		logs, _, _ := run(t, time.Minute, tok, rayctl, "job", "logs", "--address", addr, subID)
 		if strings.Contains(logs, "dashboard ready") {
+			if m := regexp.MustCompile(`dashboard object ([0-9a-f]+)`).FindStringSubmatch(logs); m != nil {
+				objID = m[1]
+			}
+			if objID == "" {
+				t.Fatalf("the driver did not print its object's ID:\n%s", logs)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -185,6 +193,22 @@ func TestDashboard(t *testing.T) {
 	}
 	wait("only the failed task after filtering", `document.body.dataset.loaded === "tasks" && `+rows("#tasks-table")+`.length === 1 && `+rows("#tasks-table")+`[0].dataset.state === "FAILED"`)
 	shot("tasks")
+
+	// Objects: the object the driver put, 3 MiB in its node's store, held by the driver
+	// (a local reference), with the summary by state and reference; then only that one
+	// through the filter.
+	open("objects")
+	objRow := rows("#objects-table") + `.find(r => r.dataset.object === "` + objID + `")`
+	wait("the driver's object", `(r => r && r.textContent.includes("3.0 MiB") && r.textContent.includes("READY") && r.dataset.ref === "LOCAL_REFERENCE" &&
+		r.children[4].textContent !== "inline" && r.children[4].textContent !== "-" && r.children[5].textContent !== "-")(`+objRow+`)`)
+	wait("the summary of the objects", rows("#objects-sums")+`.some(r => r.textContent.includes("READY") && r.textContent.includes("LOCAL_REFERENCE"))`)
+	shot("objects")
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(() => { const f = document.getElementById("object-form");
+		f.elements.object_id.value = "`+objID[:12]+`"; document.body.dataset.loaded = ""; f.requestSubmit(); })()`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("only the driver's object after filtering", `document.body.dataset.loaded === "objects" && `+rows("#objects-table")+`.length === 1 && `+
+		rows("#objects-table")+`[0].dataset.object === "`+objID+`"`)
 
 	// Timeline: a span per task attempt that ran, the failed one among them.
 	open("timeline")

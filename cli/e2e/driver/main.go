@@ -170,11 +170,20 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 		if err := chainAndFailure(ctx); err != nil {
 			return err
 		}
+		// An object of 3 MiB this driver puts (into the store of its node: larger than
+		// the inline limit), for the Objects page.
+		obj, err := ray.Put(ctx, make([]byte, 3<<20))
+		if err != nil {
+			return err
+		}
+		fmt.Println("dashboard object", obj.ID())
 		fmt.Println("dashboard ready")
-		_, err := ray.Get(ctx, busy.Remote(ctx, ray.V(10*time.Minute)))
-		// The named actor lives as long as a handle to it (Ray's semantics): keep h
-		// until the test has seen it on the dashboard, or the collector may end it.
+		_, err = ray.Get(ctx, busy.Remote(ctx, ray.V(10*time.Minute)))
+		// The named actor lives as long as a handle to it (Ray's semantics), the object
+		// as long as its ref: keep both until the test has seen them on the dashboard,
+		// or the collector may end them.
 		runtime.KeepAlive(h)
+		runtime.KeepAlive(obj)
 		return err
 	}
 	if check == "logs" {

@@ -137,6 +137,58 @@ func (d *Dashboard) apiTasks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, out)
 }
 
+// ObjectList is the answer of /api/objects: the objects the job's processes own (by ID,
+// at most Limit), how many matched, the summary by state and reference type, and the
+// processes that did not answer in time.
+type ObjectList struct {
+	Objects   []core.ObjectInfo  `json:"objects"`
+	Total     int                `json:"total"`
+	Summary   []core.ObjectCount `json:"summary"`
+	Processes int                `json:"processes"`
+	Missing   []string           `json:"missing"`
+}
+
+// apiObjects: the objects (rayctl list objects, rayctl memory), asked of their owners;
+// filters job, state, reference_type, object_id and limit, as rayctl pushes them.
+func (d *Dashboard) apiObjects(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	for _, k := range []string{"job", "state", "reference_type", "object_id"} {
+		if x := v.Get(k); len(x) > 256 || strings.ContainsAny(x, "/\x00\n") {
+			http.Error(w, k+": too long, or has '/' or a control character", http.StatusBadRequest)
+			return
+		}
+	}
+	q := core.ObjectQuery{State: v.Get("state"), RefType: v.Get("reference_type"), ObjectID: strings.ToLower(v.Get("object_id")),
+		Limit: defaultLimit, Summary: true}
+	if lim := v.Get("limit"); lim != "" {
+		n, err := strconv.Atoi(lim)
+		if err != nil || n < 1 {
+			http.Error(w, errBadLimit.Error(), http.StatusBadRequest)
+			return
+		}
+		q.Limit = n
+	}
+	q.Limit = min(q.Limit, maxLimit)
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	res, err := taskstate.GatherObjects(ctx, d.cfg.Store, v.Get("job"), q, taskstate.Options{Wait: taskWait})
+	if err != nil {
+		d.fail(w, "gather the objects", err)
+		return
+	}
+	out := ObjectList{Objects: res.Objects, Total: res.Total, Summary: res.Summary, Processes: res.Processes, Missing: res.Missing}
+	if out.Objects == nil {
+		out.Objects = []core.ObjectInfo{}
+	}
+	if out.Summary == nil {
+		out.Summary = []core.ObjectCount{}
+	}
+	if out.Missing == nil {
+		out.Missing = []string{}
+	}
+	writeJSON(w, out)
+}
+
 // apiTimeline: the tasks as a Chrome trace (rayctl timeline), a download for Perfetto.
 func (d *Dashboard) apiTimeline(w http.ResponseWriter, r *http.Request) {
 	res, ok := d.gather(w, r, true)

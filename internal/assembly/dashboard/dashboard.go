@@ -99,6 +99,7 @@ func New(cfg Config) (*Dashboard, error) {
 	d.mux.HandleFunc("GET /api/cluster", d.bounded(d.apiCluster))
 	d.mux.HandleFunc("GET /api/actors", d.bounded(d.apiActors))
 	d.mux.HandleFunc("GET /api/tasks", d.bounded(d.apiTasks))
+	d.mux.HandleFunc("GET /api/objects", d.bounded(d.apiObjects))
 	d.mux.HandleFunc("GET /api/timeline", d.bounded(d.apiTimeline))
 	d.mux.HandleFunc("GET /api/logs/{submission}", d.bounded(d.apiLogs))
 	d.mux.HandleFunc("GET /api/metrics", d.apiMetrics)

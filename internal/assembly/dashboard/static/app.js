@@ -168,6 +168,24 @@ async function tasks() {
     h("td", {}, dur(t.started, t.ended)), h("td", {}, t.error_type || ""), h("td", {class: "err"}, t.error || ""))));
 }
 
+// ---- Objects ----
+
+async function objects() {
+  const q = query(document.getElementById("object-form"));
+  const res = await api("/api/objects?" + q);
+  let text = res.objects.length + " of " + res.total + " objects (by ID), owned by " + res.processes + " processes";
+  if (res.missing.length) text += "; did not answer in time: " + res.missing.join(", ");
+  document.getElementById("objects-summary").textContent = text;
+  fill("#objects-sums", res.summary.map(c => h("tr", {},
+    h("td", {}, state(c.state)), h("td", {}, c.reference_type), h("td", {}, c.count), h("td", {}, fmtBytes(c.bytes)))));
+  fill("#objects-table", res.objects.map(o => h("tr", {"data-object": o.object_id, "data-ref": o.reference_type},
+    h("td", {class: "mono", title: o.object_id}, short(o.object_id)), h("td", {"data-size": o.size}, fmtBytes(o.size)),
+    h("td", {}, state(o.state)), h("td", {}, o.reference_type),
+    h("td", {class: "mono", title: o.location || ""}, o.location === "INLINE" ? "inline" : short(o.location)),
+    h("td", {class: "mono", title: o.owner_node}, short(o.owner_node)), h("td", {class: "mono"}, o.job_id),
+    h("td", {class: "mono", title: o.task_id}, short(o.task_id)), h("td", {}, o.local_refs + " / " + o.lineage_refs))));
+}
+
 // ---- Timeline ----
 
 const stateColor = {FINISHED: "#1f9d55", FAILED: "#d64545", FAILED_RETRIED: "#e07b39", RUNNING: "#2f6fde", CANCELLED: "#888"};
@@ -263,7 +281,7 @@ async function metrics() {
 
 // ---- Router ----
 
-const views = {overview, jobs, actors, tasks, timeline, metrics};
+const views = {overview, jobs, actors, tasks, objects, timeline, metrics};
 const autoRefresh = {overview: true, jobs: true, actors: true, metrics: true};
 let current = "";
 
@@ -286,6 +304,7 @@ async function show(name, manual) {
 window.addEventListener("hashchange", () => show(location.hash.slice(1), true));
 document.getElementById("actor-filter").addEventListener("input", drawActors);
 document.getElementById("task-form").addEventListener("submit", e => { e.preventDefault(); show("tasks", true); });
+document.getElementById("object-form").addEventListener("submit", e => { e.preventDefault(); show("objects", true); });
 document.getElementById("timeline-form").addEventListener("submit", e => { e.preventDefault(); show("timeline", true); });
 setInterval(() => { if (autoRefresh[current] && !document.hidden) show(current, false); }, 5000);
 show(location.hash.slice(1) || "overview", true);
