@@ -331,11 +331,54 @@ func ask(ctx context.Context, store gcs.Store, req Request, expect map[string]bo
 }
 
 // Merge merges the reports of several processes for q.
+// mergeNewest merges lists, each newest first (as core.Core.Tasks answers), into the
+// newest n, newest first (core.SortNewest's order): each event is moved once, at most,
+// and a single list is cut, not copied. Lists out of order are sorted first.
+func mergeNewest(lists [][]core.TaskEvent, n int) []core.TaskEvent {
+	for _, l := range lists {
+		if !sortedNewest(l) {
+			core.SortNewest(l)
+		}
+	}
+	switch len(lists) {
+	case 0:
+		return nil
+	case 1:
+		return lists[0][:n]
+	}
+	out := make([]core.TaskEvent, 0, n)
+	for len(out) < n {
+		best := -1
+		for i, l := range lists {
+			if len(l) > 0 && (best < 0 || core.NewerThan(&l[0], &lists[best][0])) {
+				best = i
+			}
+		}
+		out = append(out, lists[best][0])
+		lists[best] = lists[best][1:]
+	}
+	return out
+}
+
+func sortedNewest(l []core.TaskEvent) bool {
+	for i := 1; i < len(l); i++ {
+		if core.NewerThan(&l[i], &l[i-1]) {
+			return false
+		}
+	}
+	return true
+}
+
 func Merge(reports []*core.TaskReport, q core.TaskQuery) core.TaskReport {
 	var out core.TaskReport
 	counts := map[[2]string]int{}
+	var lists [][]core.TaskEvent
+	n := 0
 	for _, r := range reports {
-		out.Tasks = append(out.Tasks, r.Tasks...)
+		if len(r.Tasks) > 0 {
+			lists = append(lists, r.Tasks)
+			n += len(r.Tasks)
+		}
 		out.Total += r.Total
 		out.Edges = append(out.Edges, r.Edges...)
 		out.Dropped += r.Dropped
@@ -343,10 +386,10 @@ func Merge(reports []*core.TaskReport, q core.TaskQuery) core.TaskReport {
 			counts[[2]string{c.Function, c.State}] += c.Count
 		}
 	}
-	core.SortNewest(out.Tasks)
-	if q.Limit > 0 && len(out.Tasks) > q.Limit {
-		out.Tasks = out.Tasks[:q.Limit]
+	if q.Limit > 0 {
+		n = min(n, q.Limit)
 	}
+	out.Tasks = mergeNewest(lists, n)
 	if q.Summary || q.Counts {
 		out.Summary = core.SummaryOf(counts)
 	}

@@ -21,7 +21,7 @@ func WriteTimeline(w io.Writer, r *core.TaskReport) error {
 		ev       *core.TaskEvent
 		pid, tid int
 	}
-	var spans []span
+	spans := make([]span, 0, len(r.Tasks))
 	var t0 int64
 	pids := map[string]int{}
 	tids := map[[2]string]int{}

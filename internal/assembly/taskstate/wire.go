@@ -2,6 +2,7 @@ package taskstate
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -23,10 +24,12 @@ import (
 //	nedges (producer consumer)...
 //	nsummary (fn state count)...
 //
-// Numbers are uvarints (times and their deltas zig-zag varints); task IDs and errors are
-// length-prefixed strings; the other strings are indices into the table.
+// Numbers are uvarints (times and their deltas zig-zag varints); task IDs are a byte 1 and
+// their 16 bytes (IDs in lowercase hex, as ids.TaskID.String makes them: half the bytes to
+// carry through etcd and decode) or a byte 0 and a length-prefixed string (anything else);
+// errors are length-prefixed strings; the other strings are indices into the table.
 
-var magic = []byte("RTS2") // RTS1 had no log offsets
+var magic = []byte("RTS2") // RTS1 had no log offsets and task IDs in hex
 
 // EncodeReport is a report's wire form.
 func EncodeReport(r *core.TaskReport) ([]byte, error) {
@@ -44,10 +47,19 @@ func EncodeReport(r *core.TaskReport) ([]byte, error) {
 	body := make([]byte, 0, 64*len(r.Tasks)+64)
 	put := func(v uint64) { body = binary.AppendUvarint(body, v) }
 	putS := func(s string) { put(uint64(len(s))); body = append(body, s...) }
+	putID := func(s string) {
+		if len(s) == 2*taskIDBytes && isLowerHex(s) {
+			body = append(body, 1)
+			body, _ = hex.AppendDecode(body, []byte(s))
+			return
+		}
+		body = append(body, 0)
+		putS(s)
+	}
 	put(uint64(len(r.Tasks)))
 	for i := range r.Tasks {
 		t := &r.Tasks[i]
-		putS(t.TaskID)
+		putID(t.TaskID)
 		put(uint64(t.Attempt))
 		for _, s := range []string{t.Function, t.State, t.Job, t.Node, t.Worker, t.Owner, t.ErrorKind} {
 			put(str(s))
@@ -67,8 +79,8 @@ func EncodeReport(r *core.TaskReport) ([]byte, error) {
 	}
 	put(uint64(len(r.Edges)))
 	for _, e := range r.Edges {
-		putS(e.Producer)
-		putS(e.Consumer)
+		putID(e.Producer)
+		putID(e.Consumer)
 	}
 	put(uint64(len(r.Summary)))
 	for _, c := range r.Summary {
@@ -123,7 +135,7 @@ func DecodeReport(b []byte) (*core.TaskReport, error) {
 	r.Tasks = make([]core.TaskEvent, d.count(16))
 	for i := range r.Tasks {
 		t := &r.Tasks[i]
-		t.TaskID = d.str()
+		t.TaskID = d.id()
 		t.Attempt = int(d.num(1 << 31))
 		t.Function, t.State, t.Job, t.Node, t.Worker, t.Owner, t.ErrorKind = ref(), ref(), ref(), ref(), ref(), ref(), ref()
 		t.Actor = d.num(1) == 1
@@ -139,7 +151,7 @@ func DecodeReport(b []byte) (*core.TaskReport, error) {
 	if n := d.count(2); n > 0 {
 		r.Edges = make([]core.TaskEdge, n)
 		for i := range r.Edges {
-			r.Edges[i] = core.TaskEdge{Producer: d.str(), Consumer: d.str()}
+			r.Edges[i] = core.TaskEdge{Producer: d.id(), Consumer: d.id()}
 		}
 	}
 	if n := d.count(3); n > 0 {
@@ -155,6 +167,42 @@ func DecodeReport(b []byte) (*core.TaskReport, error) {
 		return nil, d.err
 	}
 	return r, nil
+}
+
+// taskIDBytes is the size of a task ID's binary form.
+const taskIDBytes = 16
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// id reads what putID wrote.
+func (d *decoder) id() string {
+	if d.err != nil || len(d.b) == 0 {
+		d.fail()
+		return ""
+	}
+	kind := d.b[0]
+	d.b = d.b[1:]
+	switch kind {
+	case 0:
+		return d.str()
+	case 1:
+		if len(d.b) < taskIDBytes {
+			d.fail()
+			return ""
+		}
+		s := hex.EncodeToString(d.b[:taskIDBytes])
+		d.b = d.b[taskIDBytes:]
+		return s
+	}
+	d.fail()
+	return ""
 }
 
 type decoder struct {
