@@ -217,5 +217,5 @@ func taskRecord(t *core.TaskEvent) record {
 		{"job_id", t.Job}, {"type", typ}, {"node", t.Node}, {"worker", t.Worker}, {"owner_node", t.Owner},
 		{"submitted", stamp(t.Submitted)}, {"args_ready", stamp(t.Ready)}, {"dispatched", stamp(t.Dispatched)},
 		{"started", stamp(t.Started)}, {"ended", stamp(t.Ended)}, {"duration", dur},
-		{"error_type", t.ErrorKind}, {"error", t.Error}}
+		{"error_type", t.ErrorKind}, {"error", t.Error}, {"log_start", t.LogStart}, {"log_end", t.LogEnd}}
 }

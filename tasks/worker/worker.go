@@ -431,20 +431,26 @@ func (w *Worker) cancelled(task []byte, attempt int32, fn string) *pb.TaskResult
 // results, and at most maxResultHold after a result while more tasks follow.
 func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 	o := &l.out
+	// Where the log ended after the task before (-1: not read yet): the next task's output
+	// starts there, so a task costs one read of the log's end, not two (the tasks here run
+	// back to back; what other goroutines write in between counts as the next task's, as
+	// what they write while it runs does).
+	logAt := int64(-1)
 	for {
 		spec, tctx, _ := l.next(l.base)
 		if spec == nil {
 			break
 		}
-		var logStart int64
-		if w.env.LogOffset != nil {
-			logStart = w.env.LogOffset()
+		if w.env.LogOffset != nil && logAt < 0 {
+			logAt = w.env.LogOffset()
 		}
 		start := time.Now()
 		res := w.execute(tctx, root, spec, self, &l.results)
 		res.RunNanos = int64(time.Since(start))
 		if w.env.LogOffset != nil {
-			res.LogStart, res.LogEnd = logStart, w.env.LogOffset()
+			end := w.env.LogOffset()
+			res.LogStart, res.LogEnd = logAt, end
+			logAt = end
 		}
 		res.LeaseId = l.lid
 		cancelled, more := l.done()

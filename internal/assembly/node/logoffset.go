@@ -13,12 +13,15 @@ import (
 // there (TaskResult.log_start, log_end; `rayctl logs task` reads that range). One lseek
 // per read: no allocation, no lock. SEEK_END, not the descriptor's offset: an O_APPEND
 // descriptor's offset stays where it was opened (0) until the process writes once.
-func stdoutLogOffset() func() int64 {
-	fi, err := os.Stdout.Stat()
+func stdoutLogOffset() func() int64 { return logOffset(os.Stdout) }
+
+// logOffset is stdoutLogOffset for f.
+func logOffset(f *os.File) func() int64 {
+	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
-	fd := int(os.Stdout.Fd())
+	fd := int(f.Fd())
 	return func() int64 {
 		off, err := syscall.Seek(fd, 0, io.SeekEnd)
 		if err != nil {
