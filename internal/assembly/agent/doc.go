@@ -126,7 +126,9 @@
 //
 // Every agent watches logreq/ and answers the requests addressed to it (`rayctl logs`):
 // a piece of the log of its worker process for a job, <SessionDir>/logs/worker-<job>.log,
-// from an offset or its last lines, at most LogReadMax (1 MiB) an answer, put at
+// from an offset (with Max, a range: `rayctl logs task` asks for the range a task's output
+// took, which its worker recorded, internal/assembly/core TaskEvent.LogStart/LogEnd) or its
+// last lines, at most LogReadMax (1 MiB) an answer, put at
 // logreply/<id> on the asker's lease (ReadWorkerLog asks, reads and revokes it). The request
 // names a job, never a path: the job ID must be a plain name (checkID) and the file a regular
 // file. Whoever can write the GCS can ask: its mutual TLS is the access control. One request

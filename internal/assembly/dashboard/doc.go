@@ -1,7 +1,7 @@
 // Package dashboard is the web dashboard a head agent serves (Ray's dashboard, on
 // --dashboard-port, default 8265): the cluster's nodes with CPU, memory and object store
 // bars, its jobs with their state and logs, its actors, its tasks as a filterable table and
-// a timeline, and charts of the main metrics over the last hour. The head's Prometheus
+// a timeline, the objects its processes own, and charts of the main metrics over the last hour. The head's Prometheus
 // GET /metrics is served on the same port.
 //
 // # Data
@@ -9,7 +9,8 @@
 // Nothing here gathers state of its own: the pages fetch JSON from /api/, which serves
 // what the CLI prints, read by the same functions: clusterstate.Read (rayctl status, list
 // nodes|jobs), clusterstate.ReadActors (rayctl list actors), taskstate.Gather (rayctl list
-// tasks, timeline; the tasks' owners answer through the GCS), agent.ReadLog (rayctl job
+// tasks, timeline; the tasks' owners answer through the GCS), taskstate.GatherObjects
+// (rayctl list|summary objects; likewise from the objects' owners), agent.ReadLog (rayctl job
 // logs) and taskstate.WriteTimeline (the Chrome trace download). The charts come from a
 // ring of samples kept in memory (Config.Window, default an hour, every
 // Config.SampleEvery, default 5 s): Run reads clusterstate.Read and the head's metrics
@@ -19,7 +20,7 @@
 // # Pages
 //
 // Plain HTML, CSS and JavaScript embedded with go:embed (static/): one page whose views
-// (#overview, #jobs, #actors, #tasks, #timeline, #metrics) fetch /api/ with fetch() and
+// (#overview, #jobs, #actors, #tasks, #objects, #timeline, #metrics) fetch /api/ with fetch() and
 // draw the bars, the timeline and the charts as SVG. Nothing is loaded from elsewhere:
 // the Content-Security-Policy allows only this origin.
 //
