@@ -261,7 +261,15 @@ func runCall(base context.Context, r *worker.Runner, mk func(context.Context, *p
 	}
 	var logStart int64
 	if r.LogOffset != nil {
-		logStart = r.LogOffset()
+		// Where the log ended at the last read: a call whose body ran under
+		// worker.LogReadMin reads no end (0: unknown, `rayctl logs` shows the process's
+		// log), so tiny calls cost no system call; a longer one reads it once.
+		if r.LogAt != nil {
+			logStart = r.LogAt.Load()
+		}
+		if logStart == 0 {
+			logStart = r.LogOffset()
+		}
 	}
 	start := time.Now()
 	res := r.Run(base, mk(base, spec), spec, func(ctx context.Context, args [][]byte) ([]byte, error) {
@@ -271,7 +279,13 @@ func runCall(base context.Context, r *worker.Runner, mk func(context.Context, *p
 	// task's (internal/assembly/core, events.go); where its output is in the log, too.
 	res.RunNanos = int64(time.Since(start))
 	if r.LogOffset != nil {
-		res.LogStart, res.LogEnd = logStart, r.LogOffset()
+		res.LogStart = logStart
+		if time.Duration(res.RunNanos) >= worker.LogReadMin {
+			res.LogEnd = r.LogOffset()
+			if r.LogAt != nil {
+				r.LogAt.Store(res.LogEnd)
+			}
+		}
 	}
 	return res
 }

@@ -627,7 +627,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	n.table = &actors.Table{Store: n.store}
 	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet,
 		Runner: worker.Runner{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf,
-			LogOffset: logOffset},
+			LogOffset: logOffset, LogAt: new(atomic.Int64)},
 		Context: func(parent context.Context, spec *pb.TaskSpec, incarnation uint64) context.Context {
 			return n.Core.ActorCallContext(parent, spec, incarnation)
 		},
