@@ -37,6 +37,8 @@ import (
 //	statereply/<requestID>/<nodeID>/<part>  a process's answer, in parts, then "end" (leased)
 //	certs/<serial>                          a certificate the head issued (CertRecord)
 //	revoked/<serial>                        a revoked certificate (RevokedRecord)
+//	blobs/m/<sha256>, blobs/c/<sha256>/...  shipped executables and working directories,
+//	                                        on leases (package internal/base/ship)
 const (
 	NodesPrefix           = "nodes/"
 	MembersPrefix         = "members/"
@@ -61,6 +63,7 @@ const (
 	CertsPrefix           = "certs/"
 	RevokedPrefix         = "revoked/"
 	PlacementGroupsPrefix = "pgs/"
+	BlobsPrefix           = "blobs/" // content-addressed code and working directories (package internal/base/ship)
 )
 
 // LoadKey is the key of a node's load report.

@@ -10,7 +10,7 @@ import (
 // this package and spells them itself): every prefix it protects is one of the schema.
 func TestRoleTablePrefixes(t *testing.T) {
 	schema := map[string]bool{CertsPrefix: true, RevokedPrefix: true, SubmissionsPrefix: true, JobsPrefix: true,
-		StateRequestsPrefix: true, "joblogs/": true /* internal/assembly/agent.LogsPrefix */, "logreq/": true /* agent.LogRequestsPrefix */}
+		StateRequestsPrefix: true, "joblogs/": true /* internal/assembly/agent.LogsPrefix */, "logreq/": true /* agent.LogRequestsPrefix */, BlobsPrefix: true}
 	got := identity.GCSProtectedPrefixes()
 	if len(got) != len(schema) {
 		t.Errorf("the table protects %v; this test knows %d prefixes", got, len(schema))
@@ -36,6 +36,7 @@ func TestRoleTablePrefixes(t *testing.T) {
 		{identity.GCSRoleNode, NodeKey("n"), identity.ReadWrite},
 		{identity.GCSRoleNode, StateRequestKey("q"), identity.ReadWrite},
 		{identity.GCSRoleClient, "logreq/q", identity.ReadWrite},
+		{identity.GCSRoleClient, BlobsPrefix + "m/x", identity.ReadWrite},
 	} {
 		if got := identity.GCSAccess(c.role, c.key); got != c.want {
 			t.Errorf("%s on %s: %v, want %v", c.role, c.key, got, c.want)

@@ -85,6 +85,7 @@
 //	jobs/                       rw           r          rw          r
 //	joblogs/                    rw           r          r           r
 //	statereq/, logreq/          rw           rw         rw          rw
+//	blobs/    (shipped code)    rw           rw         rw          rw
 //	every other key             rw           rw         rw          r
 //	outside the namespace,
 //	users, roles, auth          yes          no         no          no
@@ -96,7 +97,9 @@
 // machine, or the code of a job running there) may write neither: submitting is for
 // holders of the token (rayctl's client certificate, 24 hours) and registering a job for
 // drivers (who joined with the token, or whom the head started for a submission); joblogs/
-// is written by the head. Everything else is the runtime's own state (nodes, members,
+// is written by the head; blobs/ holds content named by its sha256 and checked against
+// that name by every reader (package internal/base/ship), which rayctl writes for job
+// submit. Everything else is the runtime's own state (nodes, members,
 // objects, lineage, actors, placement, method logs, leases' keys, state API replies), which
 // every node process writes. Reads are open to every role: the cluster's processes, and
 // rayctl with the token, read the whole state. etcd's root role is the head's: its

@@ -69,6 +69,7 @@ type gcsRule struct {
 // them; a test of package gcs checks the spelling. Rows other than "" must not nest.
 var gcsTable = []gcsRule{
 	{"", ReadWrite, ReadWrite, ReadOnly},
+	{"blobs/", ReadWrite, ReadWrite, ReadWrite},
 	{"certs/", ReadOnly, ReadOnly, ReadOnly},
 	{"joblogs/", ReadOnly, ReadOnly, ReadOnly},
 	{"jobs/", ReadOnly, ReadWrite, ReadOnly},
