@@ -393,9 +393,11 @@ func TestWorkerUnsupported(t *testing.T) {
 			return w.GetState() == pb.JobWorker_UNSUPPORTED && strings.Contains(w.GetMessage(), want)
 		})
 	}
+	// The file at the job's path has other bytes, and the GCS has no blob of the job's
+	// hash: the agent says both, and runs nothing.
 	w, _ := get(t, s, gcs.JobWorkerKey("j2", head.ID()), &pb.JobWorker{})
-	if !strings.Contains(w.GetMessage(), helperSum) {
-		t.Errorf("message %q does not name the local hash", w.GetMessage())
+	if !strings.Contains(w.GetMessage(), "fetching it from the GCS failed") || !strings.Contains(w.GetMessage(), strings.Repeat("0", 64)) {
+		t.Errorf("message %q does not say the fetch of the job's hash failed", w.GetMessage())
 	}
 
 	// A binary installed after the job started is picked up.

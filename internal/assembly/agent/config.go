@@ -45,8 +45,13 @@ type Config struct {
 	// ObjectStoreBytes is the object store budget of this machine (default 30% of RAM).
 	ObjectStoreBytes int64
 	// SessionDir is this agent's own directory: gcs/ (embedded etcd data), logs/ (worker and
-	// submission output), workers/<job> (the directory of each worker process). Required.
+	// submission output), workers/<job> (the directory of each worker process), bin/<sha256>
+	// (executables fetched from the GCS), submissions/<id> (unpacked working directories).
+	// Required.
 	SessionDir string
+	// BinCacheBytes caps the executables kept in <SessionDir>/bin (default
+	// DefaultBinCacheBytes): beyond it the least recently used go, those in use excepted.
+	BinCacheBytes int64
 	// Namespace is the GCS key namespace (etcdstore.Config.Namespace); default none.
 	Namespace string
 	// ID is the agent ID (default: random). The CLI picks it so that the agent's directory
@@ -135,6 +140,9 @@ func (c Config) Validate() error {
 	if c.GCSDialTimeout < 0 {
 		return errors.New("agent: negative GCSDialTimeout")
 	}
+	if c.BinCacheBytes < 0 {
+		return fmt.Errorf("agent: negative BinCacheBytes %d", c.BinCacheBytes)
+	}
 	if c.ObjectStoreBytes < 0 {
 		return fmt.Errorf("agent: negative ObjectStoreBytes %d", c.ObjectStoreBytes)
 	}
@@ -177,6 +185,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.BinCacheBytes == 0 {
+		c.BinCacheBytes = DefaultBinCacheBytes
 	}
 	eps := make([]string, 0, len(c.GCSEndpoints))
 	for _, ep := range c.GCSEndpoints {

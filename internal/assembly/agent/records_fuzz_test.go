@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -190,9 +191,13 @@ func TestJobRecordErrors(t *testing.T) {
 			t.Errorf("seed %d: %v, want an error saying %q", i, err, want)
 		}
 	}
-	if why := (hashCache{}).canRun(&pb.JobInfo{Goos: "linux", Goarch: "amd64", Executable: "bin/driver"}); why != "" &&
-		!strings.Contains(why, "not an absolute path") && !strings.Contains(why, "built for") {
-		t.Errorf("a relative executable: %q", why)
+	// A relative executable path is never run from where it points: the agent fetches the
+	// binary by its hash instead.
+	if (hashCache{}).local(&pb.JobInfo{Goos: "linux", Goarch: "amd64", Executable: "bin/driver", Sha256: strings.Repeat("0", 64)}) {
+		t.Error("a relative executable path counted as present")
+	}
+	if why := platformProblem(&pb.JobInfo{Goos: runtime.GOOS, Goarch: runtime.GOARCH, Sha256: "../x"}); !strings.Contains(why, "not a sha256") {
+		t.Errorf("a job whose hash is no sha256: %q", why)
 	}
 }
 

@@ -60,6 +60,9 @@ type workerManager struct {
 	linked    map[string]bool      // head: submission job_id filled in
 	workers   map[string]*worker
 	hashes    hashCache
+	bins      map[string]*binFetch // executables resolved through the cache, by sha256
+	fetched   chan binResult
+	fetches   sync.WaitGroup // fetch goroutines
 }
 
 type jobRec struct {
@@ -70,6 +73,7 @@ type jobRec struct {
 // worker is this agent's worker process for one job.
 type worker struct {
 	job         string
+	sum         string    // sha256 of the executable p runs
 	p           *proc     // nil while none runs
 	stopping    bool      // the job ended: p got SIGTERM
 	killAt      time.Time // SIGKILL p if still running then
@@ -91,6 +95,8 @@ func newWorkerManager(a *Agent) *workerManager {
 		linked:    map[string]bool{},
 		workers:   map[string]*worker{},
 		hashes:    hashCache{},
+		bins:      map[string]*binFetch{},
+		fetched:   make(chan binResult),
 	}
 }
 
@@ -108,6 +114,7 @@ func (m *workerManager) run(ctx context.Context) {
 	defer func() {
 		cancel()
 		mwg.Wait()
+		m.fetches.Wait()
 	}()
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -118,6 +125,8 @@ func (m *workerManager) run(ctx context.Context) {
 			return
 		case u := <-m.updates:
 			m.apply(u)
+		case r := <-m.fetched:
+			m.fetchDone(r, time.Now())
 		case <-t.C:
 		}
 		if m.loaded[gcs.JobsPrefix] && m.loaded[gcs.JobAlivePrefix] {
@@ -322,9 +331,17 @@ func (m *workerManager) ensure(ctx context.Context, job string, info *pb.JobInfo
 	if w.p != nil || now.Before(w.notBefore) {
 		return
 	}
-	if why := m.hashes.canRun(info); why != "" {
+	why := platformProblem(info)
+	var path string
+	if why == "" {
+		if path, why = m.executable(ctx, info, now); path == "" && why == "" {
+			return // being fetched
+		}
+	}
+	if why != "" {
 		// Recorded once per reason, and checked again at every tick: the binary may be
-		// installed later (the hash is cached by size and mtime, so a check is a stat).
+		// installed later (the hash is cached by size and mtime, so a check is a stat), or
+		// a later fetch succeed.
 		if w.unsupported != why {
 			m.a.log.Warn("agent: cannot run the job's worker here", "job", job, "why", why)
 			if m.putWorker(ctx, job, pb.JobWorker_UNSUPPORTED, 0, why) {
@@ -338,7 +355,7 @@ func (m *workerManager) ensure(ctx context.Context, job string, info *pb.JobInfo
 		w.restarts = append(w.restarts, now)
 	}
 	w.started = true
-	if err := m.start(ctx, w, info); err != nil {
+	if err := m.start(ctx, w, info, path); err != nil {
 		m.a.log.Warn("agent: cannot start the worker", "job", job, "err", err)
 		_, msg := w.scheduleRestart(now)
 		m.putWorker(ctx, job, pb.JobWorker_EXITED, 0, "cannot start the worker: "+err.Error()+"; "+msg)
@@ -355,7 +372,7 @@ func (m *workerManager) logPath(job string) string {
 
 // start starts the worker process of a job and records it STARTING (unless the process
 // already recorded itself RUNNING).
-func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo) error {
+func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo, exe string) error {
 	a := m.a
 	dir := m.workerDir(w.job)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -381,14 +398,14 @@ func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo) 
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}
-	argv := append([]string{info.GetExecutable()}, info.GetArgs()...)
+	argv := append([]string{exe}, info.GetArgs()...)
 	p, err := startProc(argv, env, "", m.logPath(w.job))
 	if err != nil {
 		return err
 	}
-	w.p = p
+	w.p, w.sum = p, info.GetSha256()
 	w.stopping = false
-	a.log.Info("agent: started worker", "job", w.job, "pid", p.pid, "log", m.logPath(w.job))
+	a.log.Info("agent: started worker", "job", w.job, "pid", p.pid, "executable", exe, "log", m.logPath(w.job))
 	rec := &pb.JobWorker{JobId: w.job, AgentId: a.id, State: pb.JobWorker_STARTING, Pid: int32(p.pid), LogPath: m.logPath(w.job)}
 	b, _ := proto.Marshal(rec)
 	// Compare on what was there before the start: if the new process already put RUNNING,

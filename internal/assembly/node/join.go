@@ -22,6 +22,7 @@ import (
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/ship"
 )
 
 // DefaultJoinTimeout bounds how long a driver waits for the node agents to start its job's
@@ -128,18 +129,56 @@ func HostFor(gcsAddr string) string {
 	return c.LocalAddr().(*net.UDPAddr).IP.String()
 }
 
-// fileSHA256 hashes a file.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+// holdExecutable hashes this program's executable and ships it: the bytes go to the GCS by
+// content hash (package internal/base/ship; stored once however many jobs run the same
+// build) and stay there while this driver runs, so agents on machines that do not have the
+// file fetch, verify and cache it. The file is kept open from here on: it is uploaded
+// again from that descriptor after a GCS outage longer than the blob's lease, even if the
+// path was removed or replaced meanwhile.
+func (n *Node) holdExecutable(ctx context.Context, exe string) (string, error) {
+	f, err := os.Open(exe)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("node: open this program's executable %s (worker processes run it): %w", exe, err)
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+	fi, err := f.Stat()
+	if err == nil && fi.Size() > ship.MaxExecutableBytes {
+		err = fmt.Errorf("it has %d MiB, more than the %d MiB a cluster ships", fi.Size()>>20, ship.MaxExecutableBytes>>20)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	var sum string
+	if err == nil {
+		h := sha256.New()
+		if _, err = io.Copy(h, io.NewSectionReader(f, 0, fi.Size())); err == nil {
+			sum = hex.EncodeToString(h.Sum(nil))
+		}
+	}
+	if err != nil {
+		f.Close()
+		return "", fmt.Errorf("node: hash this program's executable %s: %w", exe, err)
+	}
+	hctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done, err := ship.Hold(hctx, n.store, sum, f, fi.Size(), ship.MaxExecutableBytes, n.cfg.Logger)
+	if err != nil {
+		stop()
+		f.Close()
+		return "", fmt.Errorf("node: ship this program's executable %s (%d bytes) through the GCS: %w", exe, fi.Size(), err)
+	}
+	n.exeFile, n.exeStop, n.exeDone = f, stop, done
+	return sum, nil
+}
+
+// releaseExecutable stops holding the executable in the GCS (the blob goes within
+// ship.TTL unless another job holds the same build).
+func (n *Node) releaseExecutable() {
+	if n.exeStop == nil {
+		return
+	}
+	n.exeStop()
+	select {
+	case <-n.exeDone:
+	case <-time.After(5 * time.Second): // the store's keep-alive did not say it stopped
+	}
+	n.exeFile.Close()
+	n.exeStop = nil
 }
 
 func (n *Node) registerJob(ctx context.Context, cfg JoinConfig) error {
@@ -150,9 +189,9 @@ func (n *Node) registerJob(ctx context.Context, cfg JoinConfig) error {
 	if err != nil {
 		return fmt.Errorf("node: find this program's executable (worker processes run it): %w", err)
 	}
-	sum, err := fileSHA256(exe)
+	sum, err := n.holdExecutable(ctx, exe)
 	if err != nil {
-		return fmt.Errorf("node: hash this program's executable %s: %w", exe, err)
+		return err
 	}
 	host, _ := os.Hostname()
 	n.job = &pb.JobInfo{JobId: string(n.cfg.Job), State: pb.JobInfo_RUNNING, Executable: exe, Sha256: sum,

@@ -221,6 +221,9 @@ type Node struct {
 	core      atomic.Pointer[core.Core] // Core, for goroutines started before it exists
 	data      *transfer.Server          // cluster mode: serves this node's objects to other nodes
 	job       *pb.JobInfo               // the job a driver registered (ended by Stop)
+	exeStop   context.CancelFunc        // a driver: stops holding its executable in the GCS
+	exeDone   <-chan struct{}           // closed when the executable is no longer held
+	exeFile   *os.File                  // a driver's executable, open from registration on
 	sub       *eventstream.Subscription
 	// the state API's server (taskstate.Server): stopped by Stop
 	stateStop context.CancelFunc
@@ -821,6 +824,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		n.endJob(ctx)
 		leave()
 	}
+	n.releaseExecutable()
 	if n.packer != nil {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if err := n.packer.Close(pctx); err != nil {

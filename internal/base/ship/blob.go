@@ -30,6 +30,9 @@ const (
 	chunkPrefix = Prefix + "c/"
 )
 
+// MaxExecutableBytes is the largest executable a driver ships (and an agent fetches).
+const MaxExecutableBytes = 1 << 30
+
 // ChunkBytes is the most bytes of one chunk key: below etcd's 1.5 MiB request limit.
 const ChunkBytes = 1 << 20
 
