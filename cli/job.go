@@ -33,15 +33,13 @@ func jobCommand() *ucli.Command {
 		Usage: "submit driver programs to the cluster's head agent and follow them",
 		Subcommands: []*ucli.Command{
 			{
-				Name:      "submit",
-				Usage:     "run a program as a driver on the head agent, and stream its output until it ends",
-				ArgsUsage: "-- PROGRAM [ARGS...]",
-				Description: "PROGRAM is resolved to an absolute path here (PATH is searched for a bare name); the head " +
-					"agent runs that path, so on another machine it must exist there too. Exit code: 0 when " +
-					"the job SUCCEEDED, 6 FAILED, 7 STOPPED.",
+				Name:        "submit",
+				Usage:       "run a program as a driver on the head agent, and stream its output until it ends",
+				ArgsUsage:   "-- PROGRAM [ARGS...]",
+				Description: submitDescription,
 				Flags: common(
 					&ucli.BoolFlag{Name: "no-wait", Usage: "print the submission ID and return at once", EnvVars: []string{"RAY_GO_NO_WAIT"}},
-					&ucli.StringFlag{Name: "working-dir", Usage: "the driver's working directory on the head", DefaultText: "the current directory", EnvVars: []string{"RAY_GO_WORKING_DIR"}},
+					&ucli.StringFlag{Name: "working-dir", Usage: "a directory on this machine, shipped to the head: the driver starts in its copy", DefaultText: "a new empty directory", EnvVars: []string{"RAY_GO_WORKING_DIR"}},
 					&ucli.StringSliceFlag{Name: "env", Usage: "extra environment variable for the driver, KEY=VALUE (repeatable)", EnvVars: []string{"RAY_GO_JOB_ENV"}},
 				),
 				Action: runJobSubmit,
@@ -138,22 +136,10 @@ func runJobSubmit(c *ucli.Context) error {
 	if len(argv) == 0 {
 		return exitf(ExitError, "no program: rayctl job submit [flags] -- PROGRAM [ARGS...]")
 	}
-	prog, err := resolveProgram(argv[0])
+	sub := &pb.Submission{Argv: argv, State: pb.JobInfo_PENDING}
+	upload, err := prepareShipping(c, sub)
 	if err != nil {
-		return exitf(ExitError, "%v", err)
-	}
-	argv[0] = prog
-	wd := c.String("working-dir")
-	if wd == "" {
-		if wd, err = os.Getwd(); err != nil {
-			return exitf(ExitError, "working directory: %v", err)
-		}
-	}
-	if wd, err = filepath.Abs(wd); err != nil {
-		return exitf(ExitError, "--working-dir: %v", err)
-	}
-	if fi, err := os.Stat(wd); err != nil || !fi.IsDir() {
-		return exitf(ExitError, "--working-dir %s is not a directory", wd)
+		return err
 	}
 	env := c.StringSlice("env")
 	for _, kv := range env {
@@ -175,12 +161,18 @@ func runJobSubmit(c *ucli.Context) error {
 		return exitf(ExitNothingRunning, "no head agent is alive in the cluster at %s: submissions are run by the head (`rayctl start --head`)",
 			strings.Join(addr, ","))
 	}
-	if host, _ := os.Hostname(); head.GetHostname() != host {
-		writeErr(c, "rayctl: note: the head agent on %s runs %s (and --working-dir %s); they must exist there", head.GetHostname(), prog, wd)
+	uctx, ucancel := context.WithTimeout(c.Context, 5*time.Minute)
+	err = upload(uctx, store)
+	ucancel()
+	if d := denied(err, "ship the program", submitNeeds); d != nil {
+		return d
+	}
+	if err != nil {
+		return exitf(ExitError, "%v", err)
 	}
 
 	id := newSubmissionID()
-	sub := &pb.Submission{SubmissionId: id, Argv: argv, WorkingDir: wd, Env: env, State: pb.JobInfo_PENDING}
+	sub.SubmissionId, sub.Env = id, env
 	b, err := proto.Marshal(sub)
 	if err != nil {
 		return err

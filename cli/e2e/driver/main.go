@@ -80,6 +80,16 @@ var (
 		return owned{Big: x, Small: small, Owner: self}, nil
 	})
 
+	// exePath answers the executable its worker process runs and where it runs.
+	exePath = ray.Task0("e2e.Exe", func(ctx context.Context) ([2]string, error) {
+		exe, err := os.Executable()
+		if err != nil {
+			return [2]string{}, err
+		}
+		node, err := ray.NodeID(ctx)
+		return [2]string{exe, node}, err
+	})
+
 	// fail fails with its message (the state API test looks for it).
 	fail = ray.Task1("e2e.Fail", func(ctx context.Context, msg string) (int, error) { return 0, errors.New(msg) })
 
@@ -126,7 +136,7 @@ func (a *accel) Add(_ context.Context, by int) (int, error) {
 
 func main() {
 	check := flag.String("check", "all", "spread|locality|bigobject|actor|sum|all, hang (runs a long task until killed), dashboard (a named actor, a failed task, then hangs), "+
-		"logs (prints markers from an actor and a task, \"logs ready ACTOR_ID\", then on a stdin line \"follow\" one more from a task on every node, \"followed\", and ends at EOF), nodedeath (kills one of the job's worker processes while tasks run on it), ownerdeath (kills the process that owns "+
+		"shipped (prints \"registered\", then on a stdin line \"go\" waits for one more node to join the job and runs tasks there), logs (prints markers from an actor and a task, \"logs ready ACTOR_ID\", then on a stdin line \"follow\" one more from a task on every node, \"followed\", and ends at EOF), nodedeath (kills one of the job's worker processes while tasks run on it), ownerdeath (kills the process that owns "+
 		"objects the driver borrows), actordeath (kills an actor's host under pipelined calls), or gcsfailover (rounds until 4 s after printing ready)")
 	bigMiB := flag.Int("big-mib", 200, "size of the bigobject check's object in MiB")
 	flag.Parse()
@@ -157,6 +167,9 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
 	out["nodes"] = nodes
+	if check == "shipped" {
+		return shippedCheck(ctx, nodes, out)
+	}
 	if len(nodes) < 2 {
 		return fmt.Errorf("the job has %d nodes, the checks need 2", len(nodes))
 	}
@@ -563,4 +576,55 @@ func logsCheck(ctx context.Context, nodes []ray.Node) error {
 		fmt.Println("followed")
 	}
 	return in.Err()
+}
+
+// shippedCheck: after "registered" the test removes this program's file and starts one more
+// agent, which must fetch the program from the GCS to start its worker process; on a stdin
+// line "go" this waits (at most 2 minutes) for that node to join the job and runs 20 tasks
+// pinned to it, reporting their sum, where they ran and the executable the node runs.
+func shippedCheck(ctx context.Context, nodes []ray.Node, out map[string]any) error {
+	fmt.Println("registered")
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "go" {
+		return fmt.Errorf("stdin: %q, %v (want \"go\")", line, err)
+	}
+	known := map[string]bool{}
+	for _, n := range nodes {
+		known[n.ID] = true
+	}
+	var added *ray.Node
+	for deadline := time.Now().Add(2 * time.Minute); added == nil; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no node joined the job within 2 minutes (it had %d)", len(nodes))
+		}
+		time.Sleep(100 * time.Millisecond)
+		now, err := ray.Nodes(ctx)
+		if err != nil {
+			return err
+		}
+		for i := range now {
+			if !known[now[i].ID] {
+				added = &now[i]
+			}
+		}
+	}
+	there := ray.NodeAffinity(added.ID, false)
+	refs := make([]ray.ObjectRef[int], 20)
+	for i := range refs {
+		refs[i] = add.Options(there).Remote(ctx, ray.V(i), ray.V(i))
+	}
+	sum := 0
+	for _, r := range refs {
+		v, err := ray.Get(ctx, r)
+		if err != nil {
+			return err
+		}
+		sum += v
+	}
+	where, err := ray.Get(ctx, exePath.Options(there).Remote(ctx))
+	if err != nil {
+		return err
+	}
+	out["shipped"] = map[string]any{"node": added.ID, "sum": sum, "exe": where[0], "ran_on": where[1]}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/ship"
 )
 
 // The decoders of the GCS records the agent acts on. Any client with the cluster's
@@ -83,8 +84,25 @@ func checkCommand(sub *pb.Submission) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("the submission has no entrypoint (its argv is empty)")
 	}
-	if !filepath.IsAbs(argv[0]) {
+	switch {
+	case filepath.IsAbs(argv[0]):
+	case sub.GetWorkingDirSha256() != "" && filepath.IsLocal(argv[0]) && sub.GetProgramSha256() == "":
+		// A program inside the shipped working directory.
+	case sub.GetWorkingDirSha256() != "":
+		return fmt.Errorf("program %q is neither an absolute path nor a path inside the working directory", argv[0])
+	default:
 		return fmt.Errorf("program %q is not an absolute path", argv[0])
+	}
+	for what, sum := range map[string]string{"program": sub.GetProgramSha256(), "working directory": sub.GetWorkingDirSha256()} {
+		if sum != "" && !ship.ValidSum(sum) {
+			return fmt.Errorf("the %s's hash %q is not a sha256", what, sum)
+		}
+	}
+	if n := sub.GetProgramBytes(); n < 0 || n > ship.MaxExecutableBytes {
+		return fmt.Errorf("the program's size %d is outside 0..%d", n, int64(ship.MaxExecutableBytes))
+	}
+	if n := sub.GetWorkingDirBytes(); n < 0 || n > ship.MaxArchiveBytes {
+		return fmt.Errorf("the working directory's archive size %d is outside 0..%d", n, ship.MaxArchiveBytes)
 	}
 	for i, a := range argv {
 		if strings.IndexByte(a, 0) >= 0 {

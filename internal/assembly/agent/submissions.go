@@ -2,10 +2,15 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +20,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/ship"
 	"github.com/ray-go/ray/internal/base/workerenv"
 )
 
@@ -290,8 +296,13 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 	}
 	var p *proc
 	argv := sub.GetArgv()
+	dir := ""
 	if err = checkCommand(sub); err == nil {
-		p, err = startProc(argv, env, sub.GetWorkingDir(), logPath)
+		argv, dir, err = s.prepare(ctx, sub)
+	}
+	defer s.cleanup(id)
+	if err == nil {
+		p, err = startProc(argv, env, dir, logPath)
 	}
 	if err != nil {
 		msg := "cannot start the driver: " + err.Error()
@@ -450,4 +461,100 @@ func submissionJob(ctx context.Context, store gcs.Store, id string) (string, err
 		}
 	}
 	return "", nil
+}
+
+// submissionDir is the directory of a submission on the head: its unpacked working
+// directory (wd/), removed when the driver ends.
+func (s *submissionRunner) submissionDir(id string) string {
+	return filepath.Join(s.a.cfg.SessionDir, "submissions", id)
+}
+
+// prepare makes what a submission shipped ready to run (package internal/base/ship): the
+// working directory, unpacked from its archive in the GCS into <session>/submissions/<id>/wd
+// (a new empty directory when none was shipped; the path itself for records that name a
+// directory of the head and ship none), and the program, which runs from its path when the
+// file there has the same hash, else from this agent's verified cache
+// (<session>/bin/<sha256>). Anything left in the submission's directory (an unpack that
+// was cut short leaves only a temporary sibling of wd) is removed first: the archive is
+// the whole truth. It returns the argv and the directory to start.
+func (s *submissionRunner) prepare(ctx context.Context, sub *pb.Submission) (argv []string, dir string, err error) {
+	a := s.a
+	argv = slices.Clone(sub.GetArgv())
+	root := s.submissionDir(sub.GetSubmissionId())
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	switch {
+	case sub.GetWorkingDirSha256() != "":
+		if err := os.RemoveAll(root); err != nil {
+			return nil, "", err
+		}
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return nil, "", err
+		}
+		dir = filepath.Join(root, "wd")
+		if err := unpackShipped(fctx, a, sub.GetWorkingDirSha256(), root, dir); err != nil {
+			return nil, "", fmt.Errorf("the working directory %s shipped as sha256 %s: %w", sub.GetWorkingDir(), sub.GetWorkingDirSha256(), err)
+		}
+		if !filepath.IsAbs(argv[0]) {
+			argv[0] = filepath.Join(dir, argv[0])
+		}
+	case sub.GetWorkingDir() != "":
+		dir = sub.GetWorkingDir()
+	default:
+		dir = filepath.Join(root, "wd")
+		if err := os.RemoveAll(root); err != nil {
+			return nil, "", err
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, "", err
+		}
+	}
+	if sum := sub.GetProgramSha256(); sum != "" {
+		if got, err := fileSHA256(argv[0]); err != nil || got != sum {
+			cache := ship.Cache{Dir: filepath.Join(a.cfg.SessionDir, "bin"), MaxBytes: a.cfg.BinCacheBytes, Limit: ship.MaxExecutableBytes}
+			path, err := cache.Path(fctx, a.store, sum, nil)
+			if err != nil {
+				return nil, "", fmt.Errorf("the program %s is not on this machine with the same content, and fetching it (sha256 %s) from the GCS failed (it was not run): %w", argv[0], sum, err)
+			}
+			argv[0] = path
+		}
+	}
+	return argv, dir, nil
+}
+
+// unpackShipped fetches a working directory's archive into a file of root, verifies it and
+// unpacks it into dir.
+func unpackShipped(ctx context.Context, a *Agent, sum, root, dir string) error {
+	f, err := os.CreateTemp(root, ".archive-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := ship.Fetch(ctx, a.store, sum, ship.MaxArchiveBytes, f); err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return ship.Unpack(f, dir)
+}
+
+// cleanup removes a submission's directory once its driver ended.
+func (s *submissionRunner) cleanup(id string) {
+	_ = os.RemoveAll(s.submissionDir(id))
+}
+
+// fileSHA256 returns the hex sha256 of a file.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

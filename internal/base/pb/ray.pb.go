@@ -2852,8 +2852,16 @@ type Submission struct {
 	EndUnixMs     int64                  `protobuf:"varint,11,opt,name=end_unix_ms,json=endUnixMs,proto3" json:"end_unix_ms,omitempty"`
 	Message       string                 `protobuf:"bytes,12,opt,name=message,proto3" json:"message,omitempty"`
 	StopRequested bool                   `protobuf:"varint,13,opt,name=stop_requested,json=stopRequested,proto3" json:"stop_requested,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Shipped through the GCS (package internal/base/ship) by rayctl job submit: the program
+	// (argv[0] names where it was on the submitting machine; the head runs its verified copy)
+	// and the packed --working-dir (tar+zstd; the head unpacks it into a directory of the
+	// submission and starts the program there; argv[0] may then be a path inside it).
+	ProgramSha256    string `protobuf:"bytes,14,opt,name=program_sha256,json=programSha256,proto3" json:"program_sha256,omitempty"`
+	ProgramBytes     int64  `protobuf:"varint,15,opt,name=program_bytes,json=programBytes,proto3" json:"program_bytes,omitempty"`
+	WorkingDirSha256 string `protobuf:"bytes,16,opt,name=working_dir_sha256,json=workingDirSha256,proto3" json:"working_dir_sha256,omitempty"`
+	WorkingDirBytes  int64  `protobuf:"varint,17,opt,name=working_dir_bytes,json=workingDirBytes,proto3" json:"working_dir_bytes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Submission) Reset() {
@@ -2975,6 +2983,34 @@ func (x *Submission) GetStopRequested() bool {
 		return x.StopRequested
 	}
 	return false
+}
+
+func (x *Submission) GetProgramSha256() string {
+	if x != nil {
+		return x.ProgramSha256
+	}
+	return ""
+}
+
+func (x *Submission) GetProgramBytes() int64 {
+	if x != nil {
+		return x.ProgramBytes
+	}
+	return 0
+}
+
+func (x *Submission) GetWorkingDirSha256() string {
+	if x != nil {
+		return x.WorkingDirSha256
+	}
+	return ""
+}
+
+func (x *Submission) GetWorkingDirBytes() int64 {
+	if x != nil {
+		return x.WorkingDirBytes
+	}
+	return 0
 }
 
 // PullObject asks a store shard for length bytes of an object from offset (a chunk of at
@@ -5115,7 +5151,7 @@ const file_ray_proto_rawDesc = "" +
 	"\aRUNNING\x10\x01\x12\x0f\n" +
 	"\vUNSUPPORTED\x10\x02\x12\n" +
 	"\n" +
-	"\x06EXITED\x10\x03\"\x8a\x03\n" +
+	"\x06EXITED\x10\x03\"\xb0\x04\n" +
 	"\n" +
 	"Submission\x12#\n" +
 	"\rsubmission_id\x18\x01 \x01(\tR\fsubmissionId\x12\x12\n" +
@@ -5132,7 +5168,11 @@ const file_ray_proto_rawDesc = "" +
 	" \x01(\x03R\vstartUnixMs\x12\x1e\n" +
 	"\vend_unix_ms\x18\v \x01(\x03R\tendUnixMs\x12\x18\n" +
 	"\amessage\x18\f \x01(\tR\amessage\x12%\n" +
-	"\x0estop_requested\x18\r \x01(\bR\rstopRequested\"t\n" +
+	"\x0estop_requested\x18\r \x01(\bR\rstopRequested\x12%\n" +
+	"\x0eprogram_sha256\x18\x0e \x01(\tR\rprogramSha256\x12#\n" +
+	"\rprogram_bytes\x18\x0f \x01(\x03R\fprogramBytes\x12,\n" +
+	"\x12working_dir_sha256\x18\x10 \x01(\tR\x10workingDirSha256\x12*\n" +
+	"\x11working_dir_bytes\x18\x11 \x01(\x03R\x0fworkingDirBytes\"t\n" +
 	"\n" +
 	"PullObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x16\n" +
