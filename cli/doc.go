@@ -96,10 +96,14 @@
 // # Jobs
 //
 // `job submit` resolves the program to an absolute path (searching PATH for a bare name)
-// and checks it is an executable file, records a Submission (submissions/<id>, PENDING)
-// that the head agent runs, prints the submission ID and streams the driver's output from
-// the GCS (joblogs/<id>/..., see internal/assembly/agent) until it ends. The driver runs on the head
-// machine, at that path, in --working-dir (default: the current directory).
+// and checks it is an executable file, ships it and --working-dir (packed with tar+zstd)
+// through the GCS by sha256 (package internal/base/ship, jobship.go), records a Submission
+// (submissions/<id>, PENDING) that the head agent runs, prints the submission ID and streams
+// the driver's output from the GCS (joblogs/<id>/..., see internal/assembly/agent) until it
+// ends. The head runs the program from its own path when the file there has the same hash,
+// else from its verified copy; a program given as a relative path with a slash inside
+// --working-dir runs from the unpacked directory. The driver starts in the head's unpacked
+// copy of --working-dir (default: a new empty directory), removed when it ends.
 //
 // # Exit codes
 //

@@ -18,9 +18,15 @@
 //     so the key goes at once.
 //   - Worker processes (workers.go): for each job whose jobs/<job> record is RUNNING and
 //     whose jobalive/<job> key exists, one worker process of the job's binary on this
-//     machine. The binary must be for this GOOS/GOARCH and exist at JobInfo.executable with
-//     the same sha256 (hashes are cached per path, size and mtime); otherwise the agent
-//     records jobworkers/<job>/<agent> UNSUPPORTED with the reason, and starts nothing.
+//     machine. The binary must be for this GOOS/GOARCH. It runs from JobInfo.executable when
+//     the file there has the job's sha256 (hashes are cached per path, size and mtime);
+//     otherwise (executable.go) a goroutine of the manager fetches it from the GCS by hash
+//     (the driver holds it there, package internal/base/ship), verifies it and caches it in
+//     <SessionDir>/bin/<sha256> (0700, hashed again before every use, least recently used
+//     evicted beyond Config.BinCacheBytes, those in use kept), and the worker runs from
+//     there. When the platform differs or the fetch fails (missing, damaged, another hash)
+//     the agent records jobworkers/<job>/<agent> UNSUPPORTED with the reason, starts
+//     nothing, and fetches again after fetchRetry.
 //     The process gets the agent's environment (less the worker-contract variables) plus
 //     workerenv.Worker.Environ(): worker mode, job, agent, address, resources, object store
 //     budget and its directory <SessionDir>/workers/<job>; its output is appended to
@@ -40,7 +46,11 @@
 //     submission's outcome instead when it has one (STOPPED when a stop was requested).
 //   - Submissions (head only, submissions.go): a PENDING submissions/<id> is claimed
 //     (RUNNING, by a transaction on its revision, so two heads never both run it) and its
-//     argv run in its working directory with the agent's environment, its env, RAY_ADDRESS
+//     argv run (prepare: the shipped --working-dir fetched, verified and unpacked into
+//     <SessionDir>/submissions/<id>/wd, a new empty one when none was shipped, removed when
+//     the driver ends; the shipped program run from its path when the head has the same
+//     file there, else from the verified cache) in its working directory with the agent's
+//     environment, its env, RAY_ADDRESS
 //     and RAY_GO_SUBMISSION_ID; output to <SessionDir>/logs/job-<id>.log. The outcome:
 //     SUCCEEDED (exit 0), FAILED (exit code, message), STOPPED (stop_requested: SIGTERM to
 //     the group, SIGKILL after 5 s; or the head agent stopped). When the driver registers
