@@ -2,10 +2,7 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -39,16 +36,10 @@ func (c hashCache) sum(path string, fi os.FileInfo) (string, error) {
 	if e, ok := c[path]; ok && e.size == fi.Size() && e.mtime.Equal(fi.ModTime()) {
 		return e.sum, nil
 	}
-	f, err := os.Open(path)
+	s, err := ship.FileSum(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	s := hex.EncodeToString(h.Sum(nil))
 	c[path] = hashEntry{size: fi.Size(), mtime: fi.ModTime(), sum: s}
 	return s, nil
 }

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -510,7 +508,7 @@ func (s *submissionRunner) prepare(ctx context.Context, sub *pb.Submission) (arg
 		}
 	}
 	if sum := sub.GetProgramSha256(); sum != "" {
-		if got, err := fileSHA256(argv[0]); err != nil || got != sum {
+		if got, err := ship.FileSum(argv[0]); err != nil || got != sum {
 			cache := ship.Cache{Dir: filepath.Join(a.cfg.SessionDir, "bin"), MaxBytes: a.cfg.BinCacheBytes, Limit: ship.MaxExecutableBytes}
 			path, err := cache.Path(fctx, a.store, sum, nil)
 			if err != nil {
@@ -543,18 +541,4 @@ func unpackShipped(ctx context.Context, a *Agent, sum, root, dir string) error {
 // cleanup removes a submission's directory once its driver ended.
 func (s *submissionRunner) cleanup(id string) {
 	_ = os.RemoveAll(s.submissionDir(id))
-}
-
-// fileSHA256 returns the hex sha256 of a file.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -41,7 +41,7 @@ func (c Cache) Path(ctx context.Context, store gcs.Store, sum string, keep map[s
 		return "", fmt.Errorf("ship: cache: %w", err)
 	}
 	path := filepath.Join(c.Dir, sum)
-	if got, err := fileSum(path); err == nil && got == sum {
+	if got, err := FileSum(path); err == nil && got == sum {
 		now := time.Now()
 		_ = os.Chtimes(path, now, now)
 		return path, nil
@@ -107,8 +107,8 @@ func (c Cache) evict(fresh string, keep map[string]bool) {
 	}
 }
 
-// fileSum returns the hex sha256 of a file.
-func fileSum(path string) (string, error) {
+// FileSum returns the hex sha256 of a file (how blobs and executables are named).
+func FileSum(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

@@ -229,7 +229,7 @@ func TestCache(t *testing.T) {
 	if p, err := c.Path(ctx, s, sums[0], nil); err != nil || p != p0 {
 		t.Fatal(p, err)
 	}
-	if got, _ := fileSum(p0); got != sums[0] {
+	if got, _ := FileSum(p0); got != sums[0] {
 		t.Fatal("a tampered cache file was used")
 	}
 	old := time.Now().Add(-time.Hour)
