@@ -52,8 +52,16 @@ func TestChaos(t *testing.T) {
 	if sum.Killed == 0 {
 		t.Errorf("no round killed a node")
 	}
-	if sum.TasksRetried+sum.ObjectsReconstructed == 0 {
-		t.Errorf("no task was retried and no object reconstructed over %d killed rounds", sum.Killed)
+	// The kills must have hit work: a task retried, an object reconstructed, or results
+	// outstanding at a kill that then completed right (a task waiting for a lease on the
+	// killed node is placed again, not retried: workers hand queued tasks back to their
+	// owner when the one before them runs long, so fewer are in flight at a kill).
+	outstanding := 0
+	for _, r := range sum.PerRound {
+		outstanding += r.OutstandingAtKill
+	}
+	if sum.TasksRetried+sum.ObjectsReconstructed == 0 && outstanding == 0 {
+		t.Errorf("no task was retried, no object reconstructed and no result outstanding at a kill over %d killed rounds", sum.Killed)
 	}
 	if len(sum.Leaked) > 0 {
 		t.Errorf("processes left behind: %v", sum.Leaked)
