@@ -13,22 +13,29 @@
 //
 // Capacity: with a Budget, the bytes held in memory are bounded (but for copies pinned by
 // pulls, below). When a put takes the shard over it, the least recently used objects (by
-// put, read or pull) are written to SpillDir, one round at a time on a goroutine (never
-// in the mailbox), until memory is back under 90% of the budget; an object stays readable
-// from memory until its file is complete. A spill file is a 16-byte header (magic,
-// length, CRC-32C of the bytes) and a zstd frame. A Get of a spilled object is answered
-// by a goroutine that reads, checks and decompresses the file (the object stays on disk:
-// a Get does not bring it back into memory; a pull does, see below). A file that is
+// put, read or pull) are written to SpillDir until memory is back under 90% of the
+// budget: in batches (of at least 4 MiB, or what is left to free), up to SpillWorkers
+// (default GOMAXPROCS) batches at once, each on a goroutine of its own (never in the
+// mailbox); each batch that ends makes room for the next, so compression, the costly part
+// (zstd at ~0.2 GB/s a core on compressible data), runs on every core. A put that leaves
+// the store over budget while batches are written is acknowledged once it is back under
+// (backpressure). An object stays readable from memory until its file is complete. A
+// spill file is a 16-byte header (magic, length, CRC-32C of the bytes) and a zstd frame.
+// A Get of a spilled object is answered by a goroutine that reads, checks and
+// decompresses the file, at most SpillWorkers at once (the others wait their turn, and
+// their askers with them) (the object stays on disk: a Get does not bring it back into
+// memory; a pull does, see below). A file that is
 // missing, truncated or fails its checksum makes the Get fail with an error naming the
 // object and the file, never return wrong bytes. The reader trusts the size the shard
 // recorded, not the file: a header or zstd frame that claims another size, or a file
 // larger than a spill of that size can be, is refused before anything is allocated for
 // it, and the decompressor writes at most that size (one flipped bit in the length field
 // used to allocate 512 GiB). Spill files are 0600 in a 0700 directory. When a spill cannot be written (disk full, unwritable
-// directory) the objects stay in memory, over budget; the round stops at its first
-// failure (no compression of objects that would fail too), the failure is counted, logged
-// once with the directory and its free space (and once more when spilling works again),
-// and the next round waits for a back-off (1 s, doubling up to 30 s). While spilling fails,
+// directory) the objects stay in memory, over budget; a batch stops at its first failure
+// (no compression of objects that would fail too), the failure is counted once for the
+// batches that were written together (they are one attempt), logged once with the
+// directory and its free space (and once more when spilling works again), and the next
+// attempt, after a back-off (1 s, doubling up to 30 s), is one batch alone. While spilling fails,
 // a put that would take the store's memory over twice its budget is refused with an error
 // that says what to do. Freeing an object deletes its file.
 //

@@ -31,7 +31,13 @@ type Config struct {
 	// recently used objects are spilled to SpillDir (0: no limit, nothing spilled).
 	Budget   int64
 	SpillDir string
-	Logger   *slog.Logger
+	// SpillWorkers bounds the spill files written at once, and the spill files read back
+	// at once (0: GOMAXPROCS). Each writer compresses its objects on a core of its own.
+	SpillWorkers int
+	Logger       *slog.Logger
+
+	// write writes one spill file (writeSpill unless a test of the package sets it).
+	write func(path string, data []byte) (int64, error)
 }
 
 type object struct {
@@ -40,7 +46,7 @@ type object struct {
 	size     int64
 	used     uint64 // LRU clock of the last put or read
 	spill    string // the spill file, once written (kept while a pulled copy is in memory)
-	spilling bool
+	spilling bool   // in a spill batch being written
 
 	// Pulls (pull.go).
 	crc      uint32 // CRC-32C of data, once hasCRC
@@ -59,14 +65,21 @@ type Shard struct {
 	mem   int64 // in memory
 	clock uint64
 
-	spilling    bool
+	// inflight spill batches (at most cfg.SpillWorkers), holding inflightB bytes.
+	inflight    int
+	inflightB   int64
 	spilled     int64 // objects on disk
 	spilledB    int64
 	spillErrors int64
-	// failing: spilling failed in the last round (a full disk, a missing directory). The
-	// next round waits until retryAt (a back-off that doubles up to maxSpillBackoff, so a
-	// full disk costs one attempt and one compression per back-off, not one per put and
-	// object); the failure is logged once, when it starts, and once when it ends.
+	// attempt numbers the spill attempts: it moves on at each failure, so that of the
+	// batches started together only the first to fail counts (one spill error, one
+	// back-off per attempt), and a success clears the failure only if it was started after.
+	attempt uint64
+	// failing: spilling failed in the last attempt (a full disk, a missing directory). The
+	// next attempt waits until retryAt (a back-off that doubles up to maxSpillBackoff) and
+	// is one batch alone, so a full disk costs one attempt and one compression per
+	// back-off, not one per put, object or worker; the failure is logged once, when it
+	// starts, and once when it ends.
 	failing struct {
 		err     error
 		retryAt time.Time
@@ -77,7 +90,8 @@ type Shard struct {
 	admits []admit
 
 	compress chan struct{} // bounds concurrent s2 compressions of pulled chunks
-	stopped  bool          // the grain is stopping: no more spill rounds
+	restore  chan struct{} // bounds concurrent reads of spill files (Gets and pulls)
+	stopped  bool          // the grain is stopping: no more spill batches
 }
 
 // admit is a put's acknowledgement held back until the store is under budget.
@@ -90,7 +104,7 @@ type admit struct {
 // more will be spilled (no candidates, or spilling failed): a producer never waits for
 // ever on a store that cannot spill.
 func (s *Shard) releaseAdmits(ctx actor.Context) {
-	if len(s.admits) == 0 || s.mem > s.cfg.Budget && s.spilling {
+	if len(s.admits) == 0 || s.mem > s.cfg.Budget && s.inflight > 0 {
 		return
 	}
 	for _, a := range s.admits {
@@ -99,7 +113,7 @@ func (s *Shard) releaseAdmits(ctx actor.Context) {
 	s.admits = nil
 }
 
-// spillJob is one object to write; spillDone reports a round of them.
+// spillJob is one object to write; spillDone reports a batch of them.
 type spillJob struct {
 	id   ids.ObjectID
 	data []byte
@@ -112,14 +126,18 @@ type spillResult struct {
 	err  error
 }
 
-type spillDone struct{ results []spillResult }
+type spillDone struct {
+	results []spillResult
+	attempt uint64 // s.attempt when the batch started
+	bytes   int64  // the batch's bytes (counted in inflightB)
+}
 
-// spillRetry: a back-off after a failed round is over.
+// spillRetry: a back-off after a failed attempt is over.
 type spillRetry struct{}
 
-// errNotTried marks the jobs of a round after one failed: they are not attempted (a full
+// errNotTried marks the jobs of a batch after one failed: they are not attempted (a full
 // disk would fail them all, each after its compression).
-var errNotTried = errors.New("not tried: an earlier spill of the round failed")
+var errNotTried = errors.New("not tried: an earlier spill of the batch failed")
 
 const (
 	minSpillBackoff = time.Second
@@ -131,9 +149,16 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.SpillWorkers <= 0 {
+		cfg.SpillWorkers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.write == nil {
+		cfg.write = writeSpill
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Shard{cfg: cfg, objs: make(map[ids.ObjectID]*object),
-			compress: make(chan struct{}, runtime.GOMAXPROCS(0))}
+			compress: make(chan struct{}, runtime.GOMAXPROCS(0)),
+			restore:  make(chan struct{}, cfg.SpillWorkers)}
 	})
 }
 
@@ -151,7 +176,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 			if err != nil {
 				ack.Error = err.Error()
 			}
-			if err == nil && s.cfg.Budget > 0 && s.mem > s.cfg.Budget && s.spilling {
+			if err == nil && s.cfg.Budget > 0 && s.mem > s.cfg.Budget && s.inflight > 0 {
 				// Over budget while spills are written: the producer waits (backpressure).
 				s.admits = append(s.admits, admit{to: ctx.Sender(), ack: ack})
 			} else {
@@ -227,12 +252,16 @@ func (s *Shard) get(ctx actor.Context, m *pb.GetObject) {
 		return
 	}
 	// Spilled: read it back off the mailbox; the reader answers the asker directly.
-	sender, root, path, size := ctx.Sender(), ctx.ActorSystem().Root, o.spill, o.size
+	sender, root, path, size, sem := ctx.Sender(), ctx.ActorSystem().Root, o.spill, o.size, s.restore
 	if sender == nil {
 		return
 	}
 	go func() {
+		// At most SpillWorkers files are read and decompressed at once; the others wait
+		// here (their askers wait for the reply: backpressure, not memory).
+		sem <- struct{}{}
 		data, err := readSpill(path, size)
+		<-sem
 		if err != nil {
 			reply.Error = fmt.Sprintf("object %s: %v", id, err)
 		} else {
@@ -242,15 +271,37 @@ func (s *Shard) get(ctx actor.Context, m *pb.GetObject) {
 	}()
 }
 
+// minSpillBatch: a spill batch takes objects until it holds this many bytes (or the
+// store is back under target), so that small objects do not cost a goroutine each.
+const minSpillBatch = 4 << 20
+
 // maybeSpill starts writing the least recently used objects to disk when memory is over
-// budget, until it would be back under 90% of it. One round runs at a time, off the
-// mailbox; objects stay readable from memory until their file is complete.
+// budget, until it would be back under 90% of it. Up to cfg.SpillWorkers batches are
+// written at once, each on a goroutine of its own (off the mailbox), and each that ends
+// makes room for the next: compression, the costly part, runs on every core. Objects stay
+// readable from memory until their file is complete. After a failure, the attempt after
+// the back-off is one batch alone.
 func (s *Shard) maybeSpill(ctx actor.Context) {
-	if s.cfg.Budget <= 0 || s.cfg.SpillDir == "" || s.spilling || s.stopped || s.mem <= s.cfg.Budget {
+	if s.cfg.Budget <= 0 || s.cfg.SpillDir == "" || s.stopped {
 		return
 	}
-	if s.failing.err != nil && time.Now().Before(s.failing.retryAt) {
-		return // backing off: spillRetry comes when it is over
+	// Start when memory goes over budget; once started, go on down to 90% of it.
+	if s.inflight == 0 && s.mem <= s.cfg.Budget {
+		return
+	}
+	workers := s.cfg.SpillWorkers
+	if s.failing.err != nil {
+		if time.Now().Before(s.failing.retryAt) {
+			return // backing off: spillRetry comes when it is over
+		}
+		workers = 1
+	}
+	if s.inflight >= workers {
+		return
+	}
+	target := s.mem - s.inflightB - s.cfg.Budget*9/10
+	if target <= 0 {
+		return
 	}
 	type cand struct {
 		id ids.ObjectID
@@ -264,10 +315,13 @@ func (s *Shard) maybeSpill(ctx actor.Context) {
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].o.used < cands[j].o.used })
-	target := s.mem - s.cfg.Budget*9/10
-	var jobs []spillJob
+	// The bytes still to free are shared among the free workers, each batch at least
+	// minSpillBatch.
+	share := max(target/int64(workers-s.inflight), minSpillBatch)
+	var batch []spillJob
+	var batchB int64
 	for _, c := range cands {
-		if target <= 0 {
+		if target <= 0 || s.inflight >= workers {
 			break
 		}
 		if c.o.spill != "" {
@@ -280,33 +334,45 @@ func (s *Shard) maybeSpill(ctx actor.Context) {
 			continue
 		}
 		c.o.spilling = true
-		jobs = append(jobs, spillJob{id: c.id, data: c.o.data, path: spillPath(s.cfg.SpillDir, c.id)})
+		batch = append(batch, spillJob{id: c.id, data: c.o.data, path: spillPath(s.cfg.SpillDir, c.id)})
+		batchB += c.o.size
 		target -= c.o.size
+		if batchB >= share {
+			s.startSpill(ctx, batch, batchB)
+			batch, batchB = nil, 0
+		}
 	}
-	if len(jobs) == 0 {
-		return
+	if len(batch) > 0 {
+		s.startSpill(ctx, batch, batchB)
 	}
-	s.spilling = true
-	self, root := ctx.Self(), ctx.ActorSystem().Root
+}
+
+// startSpill writes a batch of objects on a goroutine, in order, and stops at the first
+// failure; spillDone reports it.
+func (s *Shard) startSpill(ctx actor.Context, jobs []spillJob, bytes int64) {
+	s.inflight++
+	s.inflightB += bytes
+	self, root, attempt, write := ctx.Self(), ctx.ActorSystem().Root, s.attempt, s.cfg.write
 	go func() {
 		res := make([]spillResult, len(jobs))
 		var failed error
 		for i, j := range jobs {
 			err := failed
 			if err == nil {
-				_, err = writeSpill(j.path, j.data)
+				_, err = write(j.path, j.data)
 				failed = err
 			} else {
 				err = errNotTried
 			}
 			res[i] = spillResult{id: j.id, path: j.path, err: err}
 		}
-		root.Send(self, &spillDone{results: res})
+		root.Send(self, &spillDone{results: res, attempt: attempt, bytes: bytes})
 	}()
 }
 
 func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
-	s.spilling = false
+	s.inflight--
+	s.inflightB -= m.bytes
 	var failed error
 	for _, r := range m.results {
 		o, ok := s.objs[r.id]
@@ -321,7 +387,6 @@ func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 		if r.err != nil {
 			if r.err != errNotTried {
 				failed = r.err
-				s.spillErrors++
 			}
 			continue
 		}
@@ -330,19 +395,22 @@ func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 		s.spilled++
 		s.spilledB += o.size
 	}
-	if failed != nil {
+	switch {
+	case failed != nil && m.attempt == s.attempt:
+		// The first failure of this attempt: counted, and a back-off. (The other batches
+		// started with it fail too, or not; either way, they do not count again.)
+		s.attempt++
+		s.spillErrors++
 		s.spillFailed(ctx, failed)
-	} else {
-		if s.failing.err != nil {
-			s.cfg.Logger.Info("shard: spilling to disk works again", "dir", s.cfg.SpillDir, "spill_errors", s.spillErrors)
-			s.failing.err, s.failing.wait = nil, 0
-		}
-		s.maybeSpill(ctx)
+	case failed == nil && m.attempt == s.attempt && s.failing.err != nil:
+		s.cfg.Logger.Info("shard: spilling to disk works again", "dir", s.cfg.SpillDir, "spill_errors", s.spillErrors)
+		s.failing.err, s.failing.wait = nil, 0
 	}
+	s.maybeSpill(ctx)
 	s.releaseAdmits(ctx)
 }
 
-// spillFailed starts or extends the back-off after a failed round, and logs the condition
+// spillFailed starts or extends the back-off after a failed attempt, and logs the condition
 // when it starts: the directory, the error and the free space there.
 func (s *Shard) spillFailed(ctx actor.Context, err error) {
 	if s.failing.err == nil {

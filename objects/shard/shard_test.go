@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -344,3 +345,158 @@ func capturedLogs() (*slog.Logger, func() string) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestSpillWorkers: spill files are written by SpillWorkers goroutines at once, never more;
+// every object is spilled once and reads back exactly; and when the writes fail, the
+// batches that were written together count one spill error, not one each, and the attempt
+// after the back-off is one batch alone.
+func TestSpillWorkers(t *testing.T) {
+	const workers, size, n = 3, 64 << 10, 40
+	var mu sync.Mutex
+	running, most, calls := 0, 0, 0
+	release := make(chan struct{})
+	failing := false
+	failGate, hold := make(chan struct{}), make(chan struct{})
+	defer close(hold)
+	write := func(path string, data []byte) (int64, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		calls++
+		call, fail := calls, failing
+		mu.Unlock()
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		<-release
+		if !fail {
+			return writeSpill(path, data)
+		}
+		if call > workers {
+			<-hold // the attempt after the back-off: kept waiting until the test ends
+		} else {
+			<-failGate
+		}
+		return 0, errors.New("test: no space left on device")
+	}
+	dir := t.TempDir()
+	const budget = 4 * minSpillBatch
+	ask, send := startShardSend(t, Config{Node: "n1", Budget: budget, SpillDir: dir, SpillWorkers: workers, write: write})
+	root := ids.NewRootTaskID()
+	value := func(i int) []byte {
+		b := make([]byte, size)
+		for k := range b {
+			b[k] = byte(i*7 + k%13)
+		}
+		return b
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("waited 20 s for %s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	// 40 small objects, then 12 of a batch each: the store is 3x over its budget.
+	var objs []ids.ObjectID
+	for i := range n {
+		id := ids.PutID(root, uint32(i+1))
+		objs = append(objs, id)
+		send(&pb.PutObject{ObjectId: id[:], Data: value(i)})
+	}
+	big := make([]byte, minSpillBatch)
+	for i := range big {
+		big[i] = byte(i % 253)
+	}
+	var bigs []ids.ObjectID
+	for i := range 12 {
+		id := ids.PutID(root, uint32(1000+i))
+		bigs = append(bigs, id)
+		send(&pb.PutObject{ObjectId: id[:], Data: big})
+	}
+	waitFor("all the workers to write", func() bool { mu.Lock(); defer mu.Unlock(); return running == workers })
+	close(release)
+	waitFor("the store to be under budget", func() bool {
+		st := ask(&pb.StoreStats{}).(*pb.StoreStatsReply)
+		return st.MemoryBytes <= budget && st.Objects == n+12
+	})
+	mu.Lock()
+	if most != workers {
+		t.Errorf("%d spill writes at once, want %d (SpillWorkers)", most, workers)
+	}
+	mu.Unlock()
+	st := ask(&pb.StoreStats{}).(*pb.StoreStatsReply)
+	if st.SpilledObjects == 0 || st.SpillErrors != 0 || st.Bytes != st.MemoryBytes+st.SpilledBytes {
+		t.Fatalf("after spilling: %+v", st)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.zst"))
+	if int64(len(files)) != st.SpilledObjects {
+		t.Fatalf("%d spill files for %d spilled objects", len(files), st.SpilledObjects)
+	}
+	// Gets of every object at once (restores run SpillWorkers at a time): all read back.
+	var wg sync.WaitGroup
+	for i, id := range objs {
+		wg.Go(func() {
+			r := ask(&pb.GetObject{ObjectId: id[:]}).(*pb.GetObjectReply)
+			if !r.Found || string(r.Data) != string(value(i)) {
+				t.Errorf("object %d: found %v, error %q, %d bytes", i, r.Found, r.Error, len(r.Data))
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range bigs {
+		wg.Go(func() {
+			if r := ask(&pb.GetObject{ObjectId: id[:]}).(*pb.GetObjectReply); !r.Found || string(r.Data) != string(big) {
+				t.Errorf("object %s: found %v, error %q", id, r.Found, r.Error)
+			}
+		})
+	}
+	wg.Wait()
+
+	// Now every write fails. Three batches start together and fail: one spill error.
+	mu.Lock()
+	failing, calls = true, 0
+	mu.Unlock()
+	for i := range 3 {
+		id := ids.PutID(root, uint32(2000+i))
+		send(&pb.PutObject{ObjectId: id[:], Data: make([]byte, 2*minSpillBatch)})
+	}
+	waitFor("three failing writes at once", func() bool { mu.Lock(); defer mu.Unlock(); return running == workers })
+	close(failGate)
+	// The attempt after the back-off starts only when the three batches are reported (it
+	// is one batch alone): then the count is final until it ends, and it never does here.
+	waitFor("the attempt after the back-off", func() bool { mu.Lock(); defer mu.Unlock(); return calls > workers })
+	st = ask(&pb.StoreStats{}).(*pb.StoreStatsReply)
+	if st.SpillErrors != 1 {
+		t.Errorf("%d spill errors after the three batches of one attempt failed, want 1", st.SpillErrors)
+	}
+	mu.Lock()
+	if running != 1 {
+		t.Errorf("%d writes after the back-off, want one batch alone", running)
+	}
+	mu.Unlock()
+}
+
+// startShardSend is startShard that also returns a function sending a message without a
+// sender (no reply is waited for).
+func startShardSend(t *testing.T, cfg Config) (ask func(m any) any, send func(m any)) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
+	}
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	t.Cleanup(sys.Shutdown)
+	pid := sys.Root.Spawn(Props(cfg))
+	return func(m any) any {
+			t.Helper()
+			res, err := sys.Root.RequestFuture(pid, m, 10*time.Second).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}, func(m any) {
+			sys.Root.Send(pid, m)
+		}
+}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -39,14 +40,18 @@ var (
 
 func codecs() (*zstd.Encoder, *zstd.Decoder, error) {
 	codecOnce.Do(func() {
-		// SpeedFastest: spilling is about freeing memory quickly; ~1 GB/s on this class
-		// of machine and still a good ratio on the zeros and numbers objects often hold.
-		encoder, codecErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		// SpeedFastest: spilling is about freeing memory quickly; still a good ratio on
+		// the zeros and numbers objects often hold. EncodeAll and DecodeAll take one of
+		// the codec's encoders or decoders for the call, so their concurrency is how many
+		// spills (restores) compress (decompress) at once, across every shard of the
+		// process: one per core (each shard's SpillWorkers bound its own).
+		procs := runtime.GOMAXPROCS(0)
+		encoder, codecErr = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(procs))
 		if codecErr == nil {
 			// WithDecodeAllCapLimit: DecodeAll writes at most cap(dst) bytes, the object's
 			// known size, whatever the frame claims: a corrupt frame header (its content
 			// size) or a frame that expands past it cannot make the decoder allocate more.
-			decoder, codecErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(2), zstd.WithDecodeAllCapLimit(true))
+			decoder, codecErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(procs), zstd.WithDecodeAllCapLimit(true))
 		}
 	})
 	return encoder, decoder, codecErr
