@@ -567,35 +567,47 @@ func (d *Dataset) write(ctx context.Context, dir string, f formats.Format, opts 
 		return nil, err
 	}
 	defer d.finish(e)
-	type pending struct {
-		ob   outBlock
-		ref  ray.ObjectRef[int64]
+	// Each block is released as soon as its write task ends, by a goroutine that waits for
+	// it, not when the loop below next looks: the loop waits in e.next for the next block,
+	// and with a budget smaller than a few blocks the executor waits for those releases
+	// before it can run the tasks that make that block (a deadlock when the loop released
+	// only when it had limit writes in flight).
+	type written struct {
 		path string
+		err  error
 	}
-	var inflight []pending
-	var files []string
 	limit := max(e.maxTasks, 1)
-	wait := func(all bool) error {
-		for len(inflight) > 0 && (all || len(inflight) >= limit) {
-			p := inflight[0]
-			inflight = inflight[1:]
-			_, err := ray.Get(ctx, p.ref)
-			e.release(p.ob, true)
-			if err != nil {
-				for _, q := range inflight {
-					e.release(q.ob, true)
-				}
-				inflight = nil
-				return fmt.Errorf("data: Write%s: %w", formatName(int(f)), err)
-			}
-			files = append(files, p.path)
+	results := make(chan written, limit)
+	running := 0
+	var files []string
+	var failed error
+	take := func(w written) {
+		running--
+		switch {
+		case w.err != nil && failed == nil:
+			failed = fmt.Errorf("data: Write%s: %w", formatName(int(f)), w.err)
+		case w.err == nil:
+			files = append(files, w.path)
 		}
-		return nil
+	}
+	// waitUntil waits until at most n writes run, and takes the ended ones.
+	waitUntil := func(n int) {
+		for running > n {
+			take(<-results)
+		}
+		for {
+			select {
+			case w := <-results:
+				take(w)
+			default:
+				return
+			}
+		}
 	}
 	for i := 0; ; {
 		ob, ok, err := e.next(ctx)
 		if err != nil {
-			_ = wait(true)
+			waitUntil(0)
 			return nil, err
 		}
 		if !ok {
@@ -615,13 +627,22 @@ func (d *Dataset) write(ctx context.Context, dir string, f formats.Format, opts 
 		if ob.want != nil && ob.schema != nil && schemaHasNull(ob.schema) {
 			want = encodeSchema(ob.want)
 		}
-		inflight = append(inflight, pending{ob: ob, ref: wt.Remote(ctx, ray.V(path), ray.V(wo), ray.V(want), ob.ref), path: path})
-		if err := wait(false); err != nil {
-			return nil, err
+		ref := wt.Remote(ctx, ray.V(path), ray.V(wo), ray.V(want), ob.ref)
+		running++
+		go func() {
+			_, err := ray.Get(ctx, ref)
+			e.release(ob, true)
+			results <- written{path: path, err: err}
+		}()
+		waitUntil(limit - 1)
+		if failed != nil {
+			waitUntil(0)
+			return nil, failed
 		}
 	}
-	if err := wait(true); err != nil {
-		return nil, err
+	waitUntil(0)
+	if failed != nil {
+		return nil, failed
 	}
 	sort.Strings(files)
 	return slices.Clip(files), nil
