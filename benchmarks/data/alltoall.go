@@ -26,6 +26,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
+	"github.com/ray-go/ray"
 	"github.com/ray-go/ray/data"
 )
 
@@ -41,7 +42,8 @@ type xResult struct {
 	Summaries []summaryStats `json:"summaries"`
 	Ratio     float64        `json:"ratio_ray_over_baseline"`
 	Goal      float64        `json:"goal_ratio"`
-	Spilled   int64          `json:"max_spilled_bytes"` // the most the store held spilled, over the ray-go trials (from Stats)
+	Spilled   int64          `json:"max_spilled_bytes"`     // the most the store held spilled, over the ray-go trials (from Stats)
+	Store     int64          `json:"store_bytes,omitempty"` // (d) with -sort-store-mib: the fresh runtime's object store
 	Stats     string         `json:"last_ray_stats"`
 }
 
@@ -304,10 +306,34 @@ func partD(ctx context.Context, cfg config, dir string) (*xResult, error) {
 		return nil, fmt.Errorf("writing the input: %w", err)
 	}
 	logf("d: input %d records (%s) in %d Parquet files, ready in %v", n, mib(res.Bytes), len(files), time.Since(start).Round(time.Millisecond))
+	if cfg.sortStore > 0 {
+		// A fresh local runtime whose store is cfg.sortStore bytes: the sort runs there.
+		rctx, err := ray.Init(context.Background(), ray.WithObjectStoreMemory(cfg.sortStore))
+		if err != nil {
+			return nil, fmt.Errorf("init (store %s): %w", mib(cfg.sortStore), err)
+		}
+		defer func() {
+			if err := ray.Shutdown(rctx); err != nil {
+				logf("d: shutdown: %v", err)
+			}
+		}()
+		parent := ctx
+		ctx = rctx
+		if deadline, ok := parent.Deadline(); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(rctx, deadline)
+			defer cancel()
+		}
+		res.Store = cfg.sortStore
+		logf("d: sorting in a fresh local runtime whose object store has %s", mib(cfg.sortStore))
+	}
 	// The baseline's input: the same records, in memory (made before the timing).
-	recs := make([]byte, res.Bytes)
-	for i := int64(0); i < n; i++ {
-		genRecord(i, recs[i*(sortKeyLen+sortValLen):(i+1)*(sortKeyLen+sortValLen)])
+	var recs []byte
+	if cfg.sortBaseline {
+		recs = make([]byte, res.Bytes)
+		for i := int64(0); i < n; i++ {
+			genRecord(i, recs[i*(sortKeyLen+sortValLen):(i+1)*(sortKeyLen+sortValLen)])
+		}
 	}
 	ray := &side{Name: "ray-go Read->Sort->Write"}
 	plain := &side{Name: fmt.Sprintf("plain Go sort, %d goroutines", cfg.workers)}
@@ -345,6 +371,9 @@ func partD(ctx context.Context, cfg config, dir string) (*xResult, error) {
 			}
 			return n, sum, "", nil
 		}},
+	}
+	if !cfg.sortBaseline {
+		variants = variants[:1]
 	}
 	if err := runX("d", res, cfg.xTrials, variants); err != nil {
 		return nil, err

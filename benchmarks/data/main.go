@@ -65,6 +65,8 @@ type config struct {
 	xMaxTasks     int
 	sortBytes     int64
 	sortFiles     int
+	sortStore     int64 // (d) object store of a fresh local runtime for the sort (0: the main runtime's)
+	sortBaseline  bool
 	groupRows     int64
 	groupBlocks   int
 	shuffleRows   int64
@@ -105,6 +107,8 @@ func run() int {
 	flag.IntVar(&cfg.xMaxTasks, "x-max-tasks", 0, "(d), (e), (f) the data package's MaxTasksInFlight option (default 0: the package's default)")
 	sortMiB := flag.Int64("sort-mib", 1024, "(d) MiB of 100-byte records to sort")
 	flag.IntVar(&cfg.sortFiles, "sort-files", 16, "(d) Parquet files of the input")
+	sortStoreMiB := flag.Int64("sort-store-mib", 0, "(d) run the sort in a fresh local runtime whose object store has this many MiB (e.g. 512 with -sort-mib 2048: data 4x the store, which must spill); 0: the main runtime and its default store")
+	flag.BoolVar(&cfg.sortBaseline, "sort-baseline", true, "(d) also run the in-memory baseline (it holds the records and a sorted copy in memory: turn it off to measure ray-go's peak RSS alone)")
 	flag.Int64Var(&cfg.groupRows, "groupby-rows", 20_000_000, "(e) rows")
 	flag.Int64Var(&groupKeysFlag, "groupby-keys", 1_000_000, "(e) distinct keys")
 	flag.IntVar(&cfg.groupBlocks, "groupby-blocks", 32, "(e) blocks of the Range source (and partitions)")
@@ -123,6 +127,11 @@ func run() int {
 		cfg.workers = runtime.NumCPU()
 	}
 	cfg.sortBytes = *sortMiB << 20
+	cfg.sortStore = *sortStoreMiB << 20
+	if cfg.sortBytes < 100 || cfg.sortStore < 0 {
+		logf("-sort-mib must be positive and -sort-store-mib not negative")
+		return 2
+	}
 	if *quick {
 		cfg.sortBytes, cfg.groupRows, groupKeysFlag, cfg.shuffleRows = 128<<20, 2_000_000, 100_000, 1_000_000
 	}
@@ -288,6 +297,10 @@ func run() int {
 			return nil, false
 		}
 		return r, true
+	}
+	if want["d"] && cfg.sortStore > 0 && *address != "" {
+		logf("d: -sort-store-mib starts a local runtime; it cannot be used with -address")
+		return 2
 	}
 	if want["d"] {
 		dir, err := os.MkdirTemp(cfg.dir, "databench-sort-")
