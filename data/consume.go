@@ -112,6 +112,11 @@ func (d *Dataset) IterBatches(ctx context.Context, opts ...Option) iter.Seq2[arr
 				o.getAllHook(len(refs))
 			}
 			recs, err := ray.GetAll(ctx, refs)
+			if err != nil && lostErr(err) {
+				// A block was lost (its node died) and could not be recreated by lineage
+				// alone: run the reduces that made such blocks again (redoBlock).
+				recs, err = e.fetchRedo(ctx, obs)
+			}
 			if err != nil {
 				for _, ob := range obs {
 					e.release(ob, true)
@@ -150,6 +155,36 @@ func (d *Dataset) IterBatches(ctx context.Context, opts ...Option) iter.Seq2[arr
 		}
 		cutBatches(int64(size), &held, &off, more, yield)
 	}
+}
+
+// fetchRedo reads obs one at a time; a block that reads as lost and that a reduce made is
+// made again by running the reduce again (redoBlock), up to maxLostRetries times. The new
+// block replaces the lost one in obs (the lost one is released).
+func (e *executor) fetchRedo(ctx context.Context, obs []outBlock) ([]arrow.Record, error) {
+	recs := make([]arrow.Record, 0, len(obs))
+	fail := func(err error) ([]arrow.Record, error) {
+		for _, r := range recs {
+			r.Release()
+		}
+		return nil, err
+	}
+	for i := range obs {
+		rec, err := ray.Get(ctx, obs[i].ref)
+		for try := 0; err != nil && obs[i].redo != nil && lostErr(err) && try < maxLostRetries; try++ {
+			ref, rerr := e.redoBlock(ctx, obs[i], err)
+			if rerr != nil {
+				return fail(rerr)
+			}
+			obs[i].ref.Release()
+			obs[i].ref = ref
+			rec, err = ray.Get(ctx, ref)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
 }
 
 // heldBlock is a fetched block's record that releases the block when it is released

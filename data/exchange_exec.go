@@ -5,8 +5,10 @@ import (
 	crand "crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -717,7 +719,21 @@ func (e *executor) xDrop(op *opState) {
 // xCleanup frees everything at the end of the execution (running tasks are cancelled).
 func (e *executor) xCleanup(op *opState) {
 	st := op.x
+	e.unuseMu.Lock()
+	defer e.unuseMu.Unlock()
+	e.loopEnded = true
+	for _, srcs := range e.unuse {
+		for _, s := range srcs {
+			s.users--
+		}
+	}
+	e.unuse = nil
+	ok := e.err == nil && e.ctx.Err() == nil
 	for _, s := range st.all {
+		if ok && s.users > 0 {
+			// Read by a reduce whose output the consumer holds: released with it.
+			continue
+		}
 		if !s.released {
 			s.released = true
 			if s.ob.owned {
@@ -762,4 +778,107 @@ func (st *xState) inTasks() int {
 		n += st.phases[roleMap].tasks
 	}
 	return n
+}
+
+// maxLostRetries bounds how often one exchange task runs again after failing because a
+// block it reads was lost when no block of it was found lost (runs after which lost blocks
+// were recreated do not count: they made progress).
+const maxLostRetries = 3
+
+// retryLost handles an exchange task (merge or reduce) that failed because a block it
+// reads was lost with its node (a worker process killed, a machine gone). Those tasks read
+// map and merge outputs through refs inside their spec, not as task arguments, so the
+// runtime's recovery of lost arguments does not see them; but this process owns them: a
+// Get here recreates a lost one through lineage (running the tasks that made it again,
+// and theirs if need be). Then the task is queued again, as it was, keeping its blocks
+// held. It reports whether it did; err is set when the recovery itself failed (the task's
+// error then says what was lost).
+func (e *executor) retryLost(op *opState, t *task, info ray.ObjectInfo) (bool, error) {
+	if info.Err == nil || op.stopped || len(t.srcs) == 0 || t.item.lost >= maxLostRetries || !lostErr(info.Err) {
+		return false, nil
+	}
+	lost, err := recreateLost(e.ctx, t.srcs, info.Err)
+	if err != nil {
+		return false, fmt.Errorf("data: operator %s (%s task): %w", op.name, roleNames[t.role], err)
+	}
+	delete(op.inflight, t.seq)
+	e.inflight--
+	e.usage -= t.est
+	t.ref.Release()
+	it := t.item
+	if lost == 0 {
+		it.lost++ // no progress: bounded by maxLostRetries
+	}
+	op.pending = append([]workItem{it}, op.pending...)
+	e.stats.lostRetries++
+	return true, nil
+}
+
+// lostErr says whether a task failed because an object it read was lost. The error
+// crosses processes as a message: its kind when the runtime kept it, else its text.
+func lostErr(err error) bool {
+	return errors.Is(err, ray.ErrObjectLost) || strings.Contains(err.Error(), ray.ErrObjectLost.Error())
+}
+
+// recreateLost recreates the blocks of srcs that were lost, as the error cause of a task
+// that read them says: the one it names, the others on the same node, and those on nodes
+// gone from the job's list (this process may learn of a death after the task that
+// failed). All at once: a reduce reads every map output, and one node held many. This
+// process owns them: a Get here recreates a lost one through lineage. It returns how many
+// it recreated. Safe on any goroutine: it reads only the blocks' refs.
+func recreateLost(ctx context.Context, srcs []*xSrc, cause error) (int, error) {
+	nodes, err := ray.Nodes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	alive := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		alive[n.ID] = true
+	}
+	msg := cause.Error()
+	where := make([]string, len(srcs))
+	dead := map[string]bool{}
+	for i, s := range srcs {
+		if ri, err := ray.RefInfo(ctx, s.ob.ref); err == nil {
+			where[i] = ri.NodeID
+		}
+		if where[i] != "" && (strings.Contains(msg, s.ob.ref.ID()) || !alive[where[i]]) {
+			dead[where[i]] = true
+		}
+	}
+	var lost []ray.ObjectRef[arrow.Record]
+	for i, s := range srcs {
+		if dead[where[i]] {
+			lost = append(lost, s.ob.ref)
+		}
+	}
+	if len(lost) == 0 {
+		return 0, nil
+	}
+	recs, err := ray.GetAll(ctx, lost)
+	if err != nil {
+		return 0, fmt.Errorf("blocks it reads were lost and could not be recreated: %w (the task: %v)", err, cause)
+	}
+	for _, r := range recs {
+		if r != nil {
+			r.Release()
+		}
+	}
+	return len(lost), nil
+}
+
+// redoBlock runs again the reduce that made ob, a block the consumer could not read
+// because it was lost (or because the reduce, run again by lineage, found the blocks it
+// reads lost: they are refs inside its spec, not task arguments): it recreates the lost
+// blocks the reduce reads, then runs the reduce as a new task. It returns the new block,
+// which the caller releases.
+func (e *executor) redoBlock(ctx context.Context, ob outBlock, cause error) (ray.ObjectRef[arrow.Record], error) {
+	var none ray.ObjectRef[arrow.Record]
+	if ob.redo == nil || !lostErr(cause) {
+		return none, cause
+	}
+	if _, err := recreateLost(ctx, ob.redo.srcs, cause); err != nil {
+		return none, err
+	}
+	return execTask.Remote(ctx, ray.V(ob.redo.spec), ray.V[arrow.Record](nil)), nil
 }

@@ -25,6 +25,10 @@ type outBlock struct {
 	sch   string
 	owned bool    // produced by this execution: counted in usage, released when consumed
 	parts []int64 // a fused exchange map's output: rows per partition
+	// redo: the reduce that made this block, for the consumer to run again if the block
+	// is lost before it reads it (redoBlock); the blocks the reduce read stay held until
+	// the consumer releases this one.
+	redo *workItem
 	// schema is the block's schema from its metadata (nil: unknown). want is the schema of
 	// the dataset as known when the block is handed to the consumer: the block's null
 	// columns are cast to it (see unify.go).
@@ -44,6 +48,7 @@ type task struct {
 	role  int         // exchange: roleSample, roleMap, ... (roleBlock otherwise)
 	idx   int         // exchange: the sample's input, the map's index, the merge's group
 	srcs  []*xSrc     // exchange: the held blocks the task reads
+	item  workItem    // what was queued, to queue again (retryLost)
 }
 
 type workItem struct {
@@ -56,6 +61,7 @@ type workItem struct {
 	idx  int
 	srcs []*xSrc
 	arg  *ray.ObjectRef[arrow.Record] // exchange: the input block argument (held by srcs)
+	lost int                          // runs that failed because a block they read was lost (retryLost)
 }
 
 // zipRight is a block of Zip's right input: released once every row is paired and the
@@ -150,6 +156,13 @@ type executor struct {
 	hasX       bool      // the plan has an all-to-all operator
 	lastSpill  time.Time // the last sample of the stores' spilled bytes
 	wg         sync.WaitGroup
+
+	// Blocks read by reduces whose outputs the consumer holds (outBlock.redo): released
+	// by the loop once the consumer releases those outputs (unuse), or by release itself
+	// once the loop has ended.
+	unuseMu   sync.Mutex
+	unuse     [][]*xSrc
+	loopEnded bool
 }
 
 // clusterCPUs sums the CPUs of the cluster's nodes (at least 1).
@@ -370,6 +383,17 @@ func (e *executor) release(b outBlock, drop bool) {
 	if b.owned {
 		e.consumed.Add(b.size)
 	}
+	if b.redo != nil {
+		e.unuseMu.Lock()
+		if e.loopEnded {
+			for _, s := range b.redo.srcs {
+				e.xUnuse(s)
+			}
+		} else {
+			e.unuse = append(e.unuse, b.redo.srcs)
+		}
+		e.unuseMu.Unlock()
+	}
 	e.releaseN.Add(1)
 	select {
 	case e.kick <- struct{}{}:
@@ -414,6 +438,14 @@ func (e *executor) loop() error {
 			e.usage -= d - e.seenCons
 			e.seenCons = d
 		}
+		e.unuseMu.Lock()
+		for _, srcs := range e.unuse {
+			for _, s := range srcs {
+				e.xUnuse(s)
+			}
+		}
+		e.unuse = nil
+		e.unuseMu.Unlock()
 		if err := e.checkFinished(); err != nil {
 			return err
 		}
@@ -588,6 +620,9 @@ func (e *executor) poll() error {
 }
 
 func (e *executor) complete(op *opState, t *task, info ray.ObjectInfo) error {
+	if retried, err := e.retryLost(op, t, info); retried || err != nil {
+		return err
+	}
 	if t.role != roleBlock && t.role != roleReduce {
 		return e.xComplete(op, t, info)
 	}
@@ -605,8 +640,13 @@ func (e *executor) complete(op *opState, t *task, info ray.ObjectInfo) error {
 		r.users--
 		e.zipRelease(r)
 	}
-	for _, s := range t.srcs {
-		e.xUnuse(s)
+	// A reduce's output that goes to the consumer keeps the blocks it read held until
+	// the consumer releases it: if it is lost before, the consumer runs the reduce again.
+	hold := t.role == roleReduce && op.down == nil && len(t.srcs) > 0 && !op.stopped && info.Err == nil
+	if !hold {
+		for _, s := range t.srcs {
+			e.xUnuse(s)
+		}
 	}
 	if op.stopped {
 		t.ref.Release()
@@ -615,14 +655,23 @@ func (e *executor) complete(op *opState, t *task, info ray.ObjectInfo) error {
 	if info.Err != nil {
 		return fmt.Errorf("data: operator %s failed: %w", op.name, info.Err)
 	}
+	unhold := func() {
+		if hold {
+			for _, s := range t.srcs {
+				e.xUnuse(s)
+			}
+		}
+	}
 	var m blockMeta
 	if err := json.Unmarshal(info.Metadata, &m); err != nil || len(info.Metadata) == 0 {
+		unhold()
 		if _, gerr := ray.Get(e.ctx, t.ref); gerr != nil {
 			return fmt.Errorf("data: operator %s failed: %w", op.name, gerr)
 		}
 		return fmt.Errorf("data: operator %s: a block came without its metadata", op.name)
 	}
 	if t.role == roleReduce && m.Rows == 0 && op.x != nil && op.x.early && op.x.x.Kind != xRepartition {
+		unhold()
 		// An early reduce (see xEarlyReduces) of a partition that got no rows: as a
 		// reduce queued after the maps would not have run, it makes no block.
 		t.ref.Release()
@@ -634,6 +683,10 @@ func (e *executor) complete(op *opState, t *task, info ray.ObjectInfo) error {
 		size = max(m.Bytes, 1)
 	}
 	ob := outBlock{ref: t.ref, rows: m.Rows, size: size, fp: m.Schema, sch: m.SchemaStr, schema: e.schemaOf(m), owned: true, parts: m.Parts}
+	if hold {
+		it := t.item
+		ob.redo = &it
+	}
 	if x := op.xfuse; x != nil {
 		x.phases[roleMap].add(m, time.Since(t.start))
 		x.phases[roleMap].tasks++
@@ -1100,7 +1153,7 @@ func (e *executor) forceLaunch() (bool, error) {
 // start1 launches op's first pending item.
 func (e *executor) start1(op *opState, est int64) (bool, error) {
 	it := op.pending[0]
-	t := &task{seq: it.seq, in: it.in, est: est, start: time.Now(), zip: it.zip, role: it.role, idx: it.idx, srcs: it.srcs}
+	t := &task{seq: it.seq, in: it.in, est: est, start: time.Now(), zip: it.zip, role: it.role, idx: it.idx, srcs: it.srcs, item: it}
 	spec := it.spec
 	if spec.Op == "" {
 		spec = execSpec{Op: op.name, Stages: op.p.stages}

@@ -34,6 +34,8 @@ type execStats struct {
 	peakBytes int64
 	hasX      bool
 	spilled   int64 // the most bytes the object stores held spilled, sampled while an all-to-all ran
+	// lostRetries counts exchange tasks run again because a block they read was lost.
+	lostRetries int
 }
 
 func summary(v []int64) (lo, hi, mean, total int64) {
@@ -111,6 +113,9 @@ func (s *execStats) String() string {
 	fmt.Fprintf(&b, "* Peak object store bytes held: %d (budget %d)\n", s.peakBytes, s.budget)
 	if s.hasX {
 		fmt.Fprintf(&b, "* Object store bytes spilled (the most seen during the execution): %d\n", s.spilled)
+		if s.lostRetries > 0 {
+			fmt.Fprintf(&b, "* Exchange tasks run again after a block they read was lost: %d\n", s.lostRetries)
+		}
 	}
 	return b.String()
 }
