@@ -2,6 +2,7 @@ package shard
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -91,10 +92,10 @@ const (
 )
 
 // benchShard spawns a shard for a benchmark and returns an ask function and its stop.
-func benchShard(b *testing.B, dir string) (ask func(m any) any, stop func()) {
+func benchShard(b *testing.B, dir string, workers int) (ask func(m any) any, stop func()) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	pid := sys.Root.Spawn(Props(Config{Node: "n1", Budget: shardSpillBudget, SpillDir: dir, Logger: quiet}))
+	pid := sys.Root.Spawn(Props(Config{Node: "n1", Budget: shardSpillBudget, SpillDir: dir, SpillWorkers: workers, Logger: quiet}))
 	return func(m any) any {
 		res, err := sys.Root.RequestFuture(pid, m, time.Minute).Result()
 		if err != nil {
@@ -121,28 +122,33 @@ func waitSpilled(ask func(m any) any) {
 // holds two; timed until all but two are on disk. Bytes are those put.
 func BenchmarkShardSpill(b *testing.B) {
 	for _, k := range spillKinds {
-		b.Run(k.name, func(b *testing.B) {
-			data := k.data()
-			b.SetBytes(int64(len(data)) * shardSpillObjects)
-			for b.Loop() {
-				b.StopTimer()
-				dir := filepath.Join(b.TempDir(), "spill")
-				ask, stop := benchShard(b, dir)
-				root := ids.NewRootTaskID()
-				b.StartTimer()
-				for i := range shardSpillObjects {
-					id := ids.PutID(root, uint32(i+1))
-					if ack := ask(&pb.PutObject{ObjectId: id[:], Data: data}).(*pb.PutObjectAck); ack.Error != "" {
-						b.Fatal(ack.Error)
-					}
-				}
-				waitSpilled(ask)
-				b.StopTimer()
-				stop()
-				os.RemoveAll(dir)
-				b.StartTimer()
+		for _, w := range []int{1, 0} {
+			b.Run(fmt.Sprintf("%s/workers=%d", k.name, w), func(b *testing.B) { benchSpill(b, k.data, w) })
+		}
+	}
+}
+
+// benchSpill is BenchmarkShardSpill with data and SpillWorkers w (0: GOMAXPROCS).
+func benchSpill(b *testing.B, kind func() []byte, w int) {
+	data := kind()
+	b.SetBytes(int64(len(data)) * shardSpillObjects)
+	for b.Loop() {
+		b.StopTimer()
+		dir := filepath.Join(b.TempDir(), "spill")
+		ask, stop := benchShard(b, dir, w)
+		root := ids.NewRootTaskID()
+		b.StartTimer()
+		for i := range shardSpillObjects {
+			id := ids.PutID(root, uint32(i+1))
+			if ack := ask(&pb.PutObject{ObjectId: id[:], Data: data}).(*pb.PutObjectAck); ack.Error != "" {
+				b.Fatal(ack.Error)
 			}
-		})
+		}
+		waitSpilled(ask)
+		b.StopTimer()
+		stop()
+		os.RemoveAll(dir)
+		b.StartTimer()
 	}
 }
 
@@ -153,7 +159,7 @@ func BenchmarkShardRestore(b *testing.B) {
 		b.Run(k.name, func(b *testing.B) {
 			data := k.data()
 			dir := filepath.Join(b.TempDir(), "spill")
-			ask, stop := benchShard(b, dir)
+			ask, stop := benchShard(b, dir, 0)
 			defer stop()
 			root := ids.NewRootTaskID()
 			var objs []ids.ObjectID
