@@ -46,6 +46,8 @@ func AppendSpec(dst []byte, s *pb.TaskSpec) []byte {
 	dst = appendString(dst, 13, s.AffinityNode)
 	dst = appendBool(dst, 14, s.AffinitySoft)
 	dst = appendPID(dst, 15, s.ReplyTo)
+	dst = appendString(dst, 16, s.PlacementGroup)
+	dst = appendInt(dst, 17, int64(s.BundleIndex))
 	return dst
 }
 
