@@ -74,9 +74,14 @@ type Env struct {
 	// before they go back to their owner (0: DefaultSlowAfter; negative: never).
 	SlowAfter time.Duration
 	Logger    *slog.Logger
-	// LogOffset (optional) returns where the process's log file ends now: read before and
-	// after each task's body, it gives the task's TaskResult.log_start and log_end.
+	// LogOffset (optional) returns where the process's log file ends now: read after a
+	// task's body (see LogReadMin), it gives the task's TaskResult.log_end, and the next
+	// task's log_start.
 	LogOffset func() int64
+	// LogAt (optional, with LogOffset) keeps where the log ended when it was last read (0:
+	// not yet), shared by every lease and actor of the process (one log per process): a
+	// lease's first task starts there without a read of its own.
+	LogAt *atomic.Int64
 }
 
 // Validate checks that every required field is set.
@@ -193,9 +198,7 @@ func (l *lease) handBackSlow() {
 	rest := l.queue
 	l.queue = nil
 	l.mu.Unlock()
-	pb.Split(rest, pb.SpecBytes, pb.BatchBytes, func(run []*pb.TaskSpec) {
-		l.root.Send(l.owner, &pb.LeaseReturned{LeaseId: l.lid, Tasks: run})
-	})
+	returnTasks(l.root, l.owner, l.lid, rest)
 }
 
 // forget drops a lease whose goroutine does not run.
@@ -357,7 +360,7 @@ func (w *Worker) push(ctx actor.Context, m *pb.LeasePush) {
 
 // returnTasks hands unstarted tasks back to their owner, in messages of at most
 // pb.BatchBytes.
-func returnTasks(ctx actor.Context, owner *actor.PID, lease []byte, specs []*pb.TaskSpec) {
+func returnTasks(ctx actor.SenderContext, owner *actor.PID, lease []byte, specs []*pb.TaskSpec) {
 	pb.Split(specs, pb.SpecBytes, pb.BatchBytes, func(run []*pb.TaskSpec) {
 		ctx.Send(owner, &pb.LeaseReturned{LeaseId: lease, Tasks: run})
 	})
@@ -437,10 +440,10 @@ func (w *Worker) cancelled(task []byte, attempt int32, fn string) *pb.TaskResult
 // results, and at most maxResultHold after a result while more tasks follow.
 func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 	o := &l.out
-	// Where the log ended after the task before (-1: not read yet): the next task's output
-	// starts there, so a task costs one read of the log's end, not two (the tasks here run
-	// back to back; what other goroutines write in between counts as the next task's, as
-	// what they write while it runs does).
+	// Where the log ended after the task before (-1: not known yet; then the process's last
+	// read, Env.LogAt): the next task's output starts there, so a task costs at most one
+	// read of the log's end (the tasks here run back to back; what other goroutines write
+	// in between counts as the next task's, as what they write while it runs does).
 	logAt := int64(-1)
 	for {
 		spec, tctx, _ := l.next(l.base)
@@ -448,7 +451,12 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 			break
 		}
 		if w.env.LogOffset != nil && logAt < 0 {
-			logAt = w.env.LogOffset()
+			if w.env.LogAt != nil {
+				logAt = w.env.LogAt.Load()
+			}
+			if logAt <= 0 {
+				logAt = w.env.LogOffset()
+			}
 		}
 		start := time.Now()
 		res := w.execute(tctx, root, spec, self, &l.results)
@@ -465,6 +473,9 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 				end := w.env.LogOffset()
 				res.LogEnd = end
 				logAt = end
+				if w.env.LogAt != nil {
+					w.env.LogAt.Store(end)
+				}
 			}
 		}
 		if cancelled {
@@ -527,12 +538,10 @@ type Runner struct {
 	// Meta returns the metadata the task run with ctx attached to its result
 	// (TaskResult.meta); nil: none.
 	Meta func(ctx context.Context) []byte
-	// LogOffset (optional; as Env.LogOffset): its caller (an actor's executor) reads it
-	// around a call's body for TaskResult.log_start and log_end. Run does not.
+	// LogOffset and LogAt (optional; as Env's): its caller (an actor's executor) uses them
+	// for a call's TaskResult.log_start and log_end. Run does not.
 	LogOffset func() int64
-	// LogAt (optional, with LogOffset) keeps where the log ended when it was last read (0:
-	// not yet), shared by the process's callers (one log per process).
-	LogAt *atomic.Int64
+	LogAt     *atomic.Int64
 	// Results, if set, makes the results of tasks that succeed, several per allocation
 	// (they go to their owner in batches and die together). It belongs to the goroutine
 	// that calls Run.

@@ -612,10 +612,12 @@ func (n *Node) startMember(ctx context.Context) error {
 	// A worker process an agent started logs to a file: record where each task's output
 	// is in it (`rayctl logs task`).
 	var logOffset func() int64
+	logAt := new(atomic.Int64) // the last read, shared by the workers and the actors
 	if n.cfg.Role == RoleWorker {
 		logOffset = stdoutLogOffset()
 	}
-	wenv := worker.Env{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Raylet: n.raylet, Logger: logger, LogOffset: logOffset,
+	wenv := worker.Env{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Raylet: n.raylet, Logger: logger,
+		LogOffset: logOffset, LogAt: logAt,
 		Context: func(parent context.Context, spec *pb.TaskSpec, r *actor.PID) context.Context {
 			return n.Core.TaskContextFor(parent, spec, r)
 		},
@@ -630,7 +632,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	n.table = &actors.Table{Store: n.store}
 	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet,
 		Runner: worker.Runner{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf,
-			LogOffset: logOffset, LogAt: new(atomic.Int64)},
+			LogOffset: logOffset, LogAt: logAt},
 		Context: func(parent context.Context, spec *pb.TaskSpec, incarnation uint64) context.Context {
 			return n.Core.ActorCallContext(parent, spec, incarnation)
 		},
