@@ -234,6 +234,17 @@ func TestCertRevocation(t *testing.T) {
 		t.Errorf("submissions after the refused ones: %v %v", len(kvs), err)
 	}
 
+	// A GCS watch the agent's certificate opened before the revocation.
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	watch := gcsOpen.Watch(wctx, gcs.NodesPrefix, 0)
+	if _, err := gcsOpen.Put(ctx, gcs.NodeKey("certtest-watched"), []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if key, err := nextPut(watch, gcs.NodeKey("certtest-watched"), 10*time.Second); err != nil {
+		t.Fatalf("the watch before the revocation: %q %v", key, err)
+	}
+
 	// A connection the agent's certificate opened before the revocation.
 	open, err := openHTTP2(started.GRPC, gone.PeerClientTLS())
 	if err != nil {
@@ -271,21 +282,49 @@ func TestCertRevocation(t *testing.T) {
 			t.Errorf("%s refuses an unrevoked certificate: %v", what, err)
 		}
 	}
-	// The GCS connection the certificate opened before its revocation: refused at its next
-	// request (the head deletes the certificate's GCS user).
+	// The GCS client the certificate opened before its revocation: its requests are refused
+	// (the head deletes the certificate's GCS user, then cuts the GCS's open connections,
+	// and the client's new handshakes fail), and its watch gets no event of after the
+	// revocation.
 	for {
-		_, err := gcsOpen.Put(ctx, gcs.NodeKey("certtest"), []byte("y"), 0)
-		if errors.Is(err, gcs.ErrPermissionDenied) {
-			t.Logf("the GCS connection opened before the revocation is refused: %v", err)
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := gcsOpen.Put(pctx, gcs.NodeKey("certtest"), []byte("y"), 0)
+		pcancel()
+		if err != nil {
+			t.Logf("the GCS client opened before the revocation is refused: %v", err)
 			break
 		}
-		if err != nil || time.Now().After(deadline) {
-			t.Fatalf("a put on the GCS connection opened before the revocation: %v, want gcs.ErrPermissionDenied", err)
+		if time.Now().After(deadline) {
+			t.Fatal("a put on the GCS client opened before the revocation succeeded")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, _, err := gcsOpen.Get(ctx, gcs.NodeKey("certtest")); !errors.Is(err, gcs.ErrPermissionDenied) {
-		t.Errorf("a get on the GCS connection opened before the revocation: %v, want gcs.ErrPermissionDenied", err)
+	gctx, gcancel := context.WithTimeout(ctx, 2*time.Second)
+	if _, _, err := gcsOpen.Get(gctx, gcs.NodeKey("certtest")); err == nil {
+		t.Errorf("a get on the GCS client opened before the revocation succeeded")
+	}
+	gcancel()
+	headStore, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: []string{addr}, TLS: head.ClientTLS(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("a GCS client with the head's certificate: %v", err)
+	}
+	defer headStore.Close()
+	for i := 0; ; i++ {
+		// The cut follows the revocation by the head's reaction; a put after it must not
+		// reach the revoked watch. Puts before it may: they are made until one is not
+		// seen for a second.
+		key := gcs.NodeKey("certtest-after-" + strconv.Itoa(i))
+		if _, err := headStore.Put(ctx, key, []byte("x"), 0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := nextPut(watch, key, time.Second)
+		if got == "" && err == nil {
+			t.Logf("the watch opened before the revocation got no event of the put %d after it", i)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch opened before the revocation still delivers events (%q %v)", got, err)
+		}
 	}
 	for {
 		err := gcsRefusal(addr, gone)
@@ -353,4 +392,29 @@ func peerNodeMain() int {
 	fmt.Println(string(b))
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
+}
+
+// nextPut waits up to d for a watch to deliver a put of key and returns it, or "" and no
+// error when none came; an error when the watch ended.
+func nextPut(w <-chan gcs.WatchResponse, key string, d time.Duration) (string, error) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case r, ok := <-w:
+			if !ok {
+				return "", errors.New("the watch ended")
+			}
+			if r.Err != nil {
+				return "", r.Err
+			}
+			for _, ev := range r.Events {
+				if ev.Type == gcs.EventPut && ev.KV.Key == key {
+					return key, nil
+				}
+			}
+		case <-timer.C:
+			return "", nil
+		}
+	}
 }

@@ -238,10 +238,12 @@ func (a *Agent) recordCert(ctx context.Context, cert *x509.Certificate) error {
 
 // writeCRLs keeps the CRL file equal to the GCS's revoked/ records, signed by the CA,
 // until the agent stops. The file is replaced atomically; etcd reads it at every
-// handshake.
+// handshake. After a new revocation it syncs the GCS users and cuts the GCS's client
+// connections (Embedded.CutClientConnections).
 func (a *Agent) writeCRLs() {
 	defer a.wg.Done()
 	path := CRLPath(a.cfg.SessionDir)
+	written := -1 // revoked certificates in the file written last; -1: none written yet
 	gcs.WatchRevoked(a.ctx, a.store, 0, time.Second, func(list []gcs.RevokedRecord) {
 		entries := make([]identity.RevokedCert, 0, len(list))
 		for _, r := range list {
@@ -262,5 +264,15 @@ func (a *Agent) writeCRLs() {
 		}
 		a.log.Info("agent: certificate revocation list written", "revoked", len(entries), "path", path)
 		a.syncUsers(a.ctx)
+		// The GCS's connections opened before this revocation are cut, so that each makes
+		// its handshake again against the new list: etcd would otherwise keep serving a
+		// revoked certificate's open watches (requests are refused by syncUsers already).
+		// Clients of valid certificates reconnect and resume their watches by themselves.
+		if written >= 0 && len(entries) > written && a.embedded != nil {
+			if n := a.embedded.CutClientConnections(); n > 0 {
+				a.log.Info("agent: GCS client connections cut after a revocation; valid clients reconnect", "connections", n)
+			}
+		}
+		written = len(entries)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -260,18 +261,19 @@ func TestAuthConfig(t *testing.T) {
 
 // BenchmarkAuthPut measures what etcd's authorization costs a client of the GCS: puts and
 // gets of a node's certificate over TLS (gRPC, as agents and drivers talk to the head),
-// with auth off and on (the user's role checked on every request), sequential and from 16
+// with auth off and on (the user's role checked on every request), and on with a CRL (the
+// client port is then a relay, frontdoor.go), sequential and from 16
 // goroutines; fsync off so that the request path is what is measured.
 //
 //	go test -run '^$' -bench BenchmarkAuthPut -benchtime 3000x -count 5 ./internal/base/gcs/etcdstore
 func BenchmarkAuthPut(b *testing.B) {
 	ctx := context.Background()
-	for _, on := range []bool{false, true} {
-		name := "auth=off"
-		if on {
-			name = "auth=on"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, v := range []struct {
+		name    string
+		on, crl bool
+	}{{"auth=off", false, false}, {"auth=on", true, false}, {"auth=on,crl=on", true, true}} {
+		on := v.on
+		b.Run(v.name, func(b *testing.B) {
 			ca, err := identity.NewCA("bench", time.Now())
 			if err != nil {
 				b.Fatal(err)
@@ -281,7 +283,18 @@ func BenchmarkAuthPut(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: b.TempDir(), TLS: files, Auth: true, UnsafeNoFsync: true})
+			cfg := etcdstore.EmbedConfig{Dir: b.TempDir(), TLS: files, Auth: true, UnsafeNoFsync: true}
+			if v.crl { // revocation: the client port is the front door, a relay (frontdoor.go)
+				cfg.CRL = filepath.Join(b.TempDir(), "ca.crl")
+				crl, err := ca.CRL(nil, 1, time.Now())
+				if err == nil {
+					err = identity.WriteFile(cfg.CRL, crl)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			e, err := etcdstore.StartEmbedded(ctx, cfg)
 			if err != nil {
 				b.Fatal(err)
 			}

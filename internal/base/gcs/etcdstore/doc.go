@@ -46,7 +46,9 @@
 // certificate (etcd takes a TLS client's user from its certificate's common name, and
 // checks the user's roles on every request, read in etcd v3.5's server/auth
 // AuthInfoFromTLS and isOpPermitted: so deleting a user refuses the next request of a
-// connection opened before; a watch's permission is checked only when it is created). The
+// connection opened before; a watch's permission is checked only when it is created, which
+// is why a server with a CRL serves its client port through a relay, frontdoor.go, that
+// Embedded.CutClientConnections uses to make every client handshake again). The
 // in-process clients act as root: etcd reads a client's user from the gRPC peer's TLS
 // state, which the in-process client has not, so its requests carry a peer with a
 // verified chain naming root (auth.go, inProcessIdentity), and a request refused because

@@ -87,8 +87,10 @@ type EmbedConfig struct {
 	// CRL, with TLS, is the path of a certificate revocation list of the CA (PEM,
 	// identity.CA.CRL): etcd reads it at every client and peer handshake and refuses the
 	// certificates it lists, so replacing the file (atomically) takes effect at once for
-	// new connections; connections already open stay. The file must exist: etcd refuses
-	// every connection while it cannot read it. Empty: no revocation.
+	// new connections; connections already open stay until Embedded.CutClientConnections.
+	// The file must exist: etcd refuses every connection while it cannot read it. With a
+	// CRL the client port is a relay to etcd's own listener on 127.0.0.1 (frontdoor.go),
+	// which can close the connections open. Empty: no revocation.
 	CRL string
 	// NoPeerListener makes a single-member cluster (InitialCluster empty) listen on no
 	// peer port: such a member never talks to a peer, and etcd's peer gRPC server, started
@@ -132,6 +134,7 @@ type Embedded struct {
 	etcd      *embed.Etcd
 	cfg       EmbedConfig
 	endpoints []string
+	door      *frontDoor // the client port, with a CRL (else nil: etcd's own listener)
 
 	mu       sync.Mutex
 	clients  map[*Store]struct{}
@@ -212,10 +215,29 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	clientURL := url.URL{Scheme: scheme, Host: net.JoinHostPort(cfg.Host, strconv.Itoa(clientPort))}
 	peerURL := url.URL{Scheme: scheme, Host: net.JoinHostPort(cfg.Host, strconv.Itoa(peerPort))}
 
+	// With revocation, the client port is the front door's (frontdoor.go), and etcd listens
+	// behind it on 127.0.0.1.
+	listenURL := clientURL
+	var door net.Listener
+	if cfg.CRL != "" {
+		if door, err = net.Listen("tcp", clientURL.Host); err != nil {
+			if isAddrInUse(err) {
+				return nil, fmt.Errorf("etcdstore: embed: client port %d on %s is in use: %w (%w)", clientPort, cfg.Host, errPortInUse, err)
+			}
+			return nil, fmt.Errorf("etcdstore: embed: listen on the client port: %w", err)
+		}
+		backPort, err := freePort(peerPort)
+		if err != nil {
+			_ = door.Close()
+			return nil, err
+		}
+		listenURL.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(backPort))
+	}
+
 	ec := embed.NewConfig()
 	ec.Name = cfg.Name
 	ec.Dir = cfg.Dir
-	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
+	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{listenURL}, []url.URL{clientURL}
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
 	if cfg.NoPeerListener {
 		ec.ListenPeerUrls = nil
@@ -254,6 +276,9 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
+		if door != nil {
+			_ = door.Close()
+		}
 		if isAddrInUse(err) {
 			return nil, fmt.Errorf("etcdstore: embed: client port %d or peer port %d on %s is in use: %w (%w)",
 				clientPort, peerPort, cfg.Host, errPortInUse, err)
@@ -275,6 +300,9 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	}
 	if err != nil {
 		e.Close()
+		if door != nil {
+			_ = door.Close()
+		}
 		return nil, err
 	}
 	if cfg.Logger == nil {
@@ -287,6 +315,9 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 		clients:   make(map[*Store]struct{}),
 		stop:      make(chan struct{}),
 		loopDone:  make(chan struct{}),
+	}
+	if door != nil {
+		em.door = newFrontDoor(door, listenURL.Host)
 	}
 	if cfg.DefragEvery > 0 {
 		go func() {
@@ -368,8 +399,27 @@ func (e *Embedded) Close() error {
 		_ = s.Close()
 	}
 	<-e.loopDone // a defragmentation in progress ends before the server does
+	if e.door != nil {
+		e.door.close()
+	}
 	e.etcd.Close()
 	return nil
+}
+
+// CutClientConnections closes every client connection open now (not the in-process
+// clients), and returns how many, so that each must make its TLS handshake again, against
+// the CRL as it is now: call it after the CRL file gained a certificate. etcd checks the
+// CRL at handshakes only, and a watch's permission only when the watch is created, so a
+// connection opened before a revocation keeps its watches' events until it is cut.
+// Clients of valid certificates reconnect by themselves (etcd's client redials and resumes
+// its watches from their revision; a request in flight at the cut may fail as it does
+// when a member dies). Without a CRL (EmbedConfig.CRL empty) it does nothing and returns
+// 0.
+func (e *Embedded) CutClientConnections() int {
+	if e.door == nil {
+		return 0
+	}
+	return e.door.cut()
 }
 
 // closedStore is what Client returns after Close: every call fails with ErrClosed.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/base/identity"
 )
@@ -146,5 +147,109 @@ func TestTLSRevocation(t *testing.T) {
 	}
 	if err := dial(kept); err != nil {
 		t.Fatalf("an unrevoked certificate after the revocation: %v", err)
+	}
+}
+
+// TestRevocationCutsOpenWatches: a watch opened before its certificate's revocation gets no
+// event after the cut (etcd checks a watch's permission only when the watch is created),
+// while the watch of an unrevoked certificate, cut as well, resumes by itself and loses
+// no event.
+func TestRevocationCutsOpenWatches(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	now := time.Now()
+	ca, err := identity.NewCA("gcs test", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := ca.Issue(identity.Request{Name: "gcs", Role: identity.RoleHead})
+	files, err := srv.Save(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	crl := filepath.Join(t.TempDir(), "ca.crl")
+	writeCRL := func(revoked ...*identity.Credentials) {
+		t.Helper()
+		var list []identity.RevokedCert
+		for _, c := range revoked {
+			list = append(list, identity.RevokedCert{Serial: c.Leaf().SerialNumber, RevokedAt: now})
+		}
+		b, err := ca.CRL(list, int64(len(list)+1), time.Now())
+		if err == nil {
+			err = identity.WriteFile(crl, b)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCRL()
+	e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: t.TempDir(), TLS: files, CRL: crl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	admin := e.Client()
+	gone, _ := ca.Issue(identity.Request{Name: "agent-gone", Role: identity.RoleNode})
+	kept, _ := ca.Issue(identity.Request{Name: "agent-kept", Role: identity.RoleNode})
+	connect := func(c *identity.Credentials) (gcs.Store, <-chan gcs.WatchResponse) {
+		t.Helper()
+		s, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: e.Endpoints(), TLS: c.ClientTLS(), DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name(), err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, s.Watch(ctx, "w/", 0)
+	}
+	goneStore, goneWatch := connect(gone)
+	_, keptWatch := connect(kept)
+	// next returns the key of the next put a watch delivers, or "" when none comes in d.
+	next := func(w <-chan gcs.WatchResponse, d time.Duration) (string, error) {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		for {
+			select {
+			case r, ok := <-w:
+				if !ok {
+					return "", errors.New("watch closed")
+				}
+				if r.Err != nil {
+					return "", r.Err
+				}
+				for _, ev := range r.Events {
+					if ev.Type == gcs.EventPut {
+						return ev.KV.Key, nil
+					}
+				}
+			case <-timer.C:
+				return "", nil
+			}
+		}
+	}
+	if _, err := admin.Put(ctx, "w/1", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range map[string]<-chan gcs.WatchResponse{"gone": goneWatch, "kept": keptWatch} {
+		if k, err := next(w, 10*time.Second); k != "w/1" {
+			t.Fatalf("%s's watch before the revocation: %q %v, want w/1", name, k, err)
+		}
+	}
+
+	writeCRL(gone)
+	if n := e.CutClientConnections(); n < 2 {
+		t.Fatalf("CutClientConnections closed %d connections, want at least the 2 clients'", n)
+	}
+	if _, err := admin.Put(ctx, "w/2", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := next(keptWatch, 30*time.Second); k != "w/2" {
+		t.Fatalf("the unrevoked certificate's watch after the cut: %q %v, want w/2 (resumed, no event lost)", k, err)
+	}
+	if k, err := next(goneWatch, 2*time.Second); k != "" {
+		t.Fatalf("the revoked certificate's watch delivered %q after the cut (err %v)", k, err)
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer pcancel()
+	if _, err := goneStore.Put(pctx, "w/3", []byte("x"), 0); err == nil {
+		t.Fatal("the revoked certificate's open client put a key after the cut")
 	}
 }
