@@ -129,13 +129,6 @@ func (f *frontDoor) cut() int {
 	return len(conns)
 }
 
-// openConns returns how many client connections are relayed now.
-func (f *frontDoor) openConns() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.conns)
-}
-
 // close stops accepting, cuts every connection and waits for the relays to end.
 func (f *frontDoor) close() {
 	f.mu.Lock()
