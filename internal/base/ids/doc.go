@@ -3,7 +3,7 @@
 // Object IDs are derived from task IDs (DESIGN §4) so that re-executing a task during
 // lineage reconstruction recreates exactly the same object IDs:
 //
-//	TaskID   = first 16 bytes of SHA-256(parent TaskID || submission counter)
+//	TaskID   = AES-128_K(parent TaskID XOR submission counter), byte 0 = the parent's byte 1
 //	ObjectID = TaskID || uint32 index (big endian)
 //
 // A task's return values have indexes 1..n; objects created by Put inside a task (or a

@@ -85,3 +85,44 @@ func TestActorHandleID(t *testing.T) {
 		}
 	}
 }
+
+// TestChildTaskIDsDistinct: a tree of IDs (every parent's first 64 children, four levels,
+// and four attempts of each) has no duplicate, children share their parent's Family, and
+// the derivation is the same every time (it must be across processes: lineage rebuilds
+// tasks by their IDs).
+func TestChildTaskIDsDistinct(t *testing.T) {
+	seen := map[TaskID]bool{}
+	add := func(id TaskID) {
+		if seen[id] {
+			t.Fatalf("duplicate ID %x", id)
+		}
+		seen[id] = true
+	}
+	level := []TaskID{NewRootTaskID(), {}, {0xff, 0xff}}
+	for _, r := range level {
+		add(r)
+	}
+	for depth := 0; depth < 3; depth++ {
+		var next []TaskID
+		for _, p := range level {
+			for c := uint64(1); c <= 64; c++ {
+				id := ChildTaskID(p, c)
+				if id.Family() != p[1] {
+					t.Fatalf("Family %d, want the parent's byte 1 %d", id.Family(), p[1])
+				}
+				if ChildTaskID(p, c) != id {
+					t.Fatal("ChildTaskID is not deterministic")
+				}
+				add(id)
+				for a := int32(1); a <= 4; a++ {
+					add(AttemptTaskID(id, a))
+				}
+				next = append(next, id)
+			}
+		}
+		level = next
+	}
+	if len(seen) < 3*64*64*64 {
+		t.Fatalf("%d IDs", len(seen))
+	}
+}
