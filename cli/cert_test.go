@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -416,5 +418,49 @@ func nextPut(w <-chan gcs.WatchResponse, key string, d time.Duration) (string, e
 		case <-timer.C:
 			return "", nil
 		}
+	}
+}
+
+// TestDashboardTLSFlag: `rayctl start --head --dashboard-tls` prints the dashboard's https
+// URL and where the CA to import is, `rayctl status` shows the https URL, and the page
+// answers over TLS to a client trusting that CA; --insecure with it is refused.
+func TestDashboardTLSFlag(t *testing.T) {
+	sess := filepath.Join(t.TempDir(), "head")
+	t.Cleanup(func() { run(t, nil, "stop", "--force", "--session-dir", sess) })
+	port := freePort(t)
+	r := run(t, nil, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "1",
+		"--dashboard-port", "0", "--dashboard-tls")
+	if r.code != 0 || !strings.Contains(r.stdout, "Its dashboard: https://") || !strings.Contains(r.stdout, "ca.crt") {
+		t.Fatalf("start --head --dashboard-tls: %+v", r)
+	}
+	st := run(t, nil, "status", "--session-dir", sess, "-o", "json")
+	var status struct{ Dashboard string }
+	if st.code != 0 || json.Unmarshal([]byte(st.stdout), &status) != nil || !strings.HasPrefix(status.Dashboard, "https://127.0.0.1:") {
+		t.Fatalf("status: %+v (dashboard %q)", st, status.Dashboard)
+	}
+	files, _ := filepath.Glob(filepath.Join(sess, agentDirPref+"*", "tls", "ca.crt"))
+	if len(files) != 1 {
+		t.Fatalf("the cluster CA under %s: %v", sess, files)
+	}
+	caPEM, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := c.Get(status.Dashboard)
+	if err != nil {
+		t.Fatalf("GET %s: %v", status.Dashboard, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized { // no token given: the page asks for it
+		t.Fatalf("GET %s without the token: %d", status.Dashboard, resp.StatusCode)
+	}
+	insecure := filepath.Join(t.TempDir(), "insecure")
+	if r := run(t, nil, "start", "--head", "--insecure", "--session-dir", insecure, "--dashboard-port", "0", "--dashboard-tls"); r.code == 0 ||
+		!strings.Contains(r.stderr, "--dashboard-tls") {
+		run(t, nil, "stop", "--force", "--session-dir", insecure)
+		t.Fatalf("start --insecure --dashboard-tls: %+v", r)
 	}
 }

@@ -106,6 +106,8 @@ type agentFile struct {
 	MetricsAddress string `json:"metrics_address,omitempty"`
 	// DashboardAddress is the host:port of a head's web dashboard ("": none).
 	DashboardAddress string `json:"dashboard_address,omitempty"`
+	// DashboardTLS: the dashboard speaks HTTPS (--dashboard-tls).
+	DashboardTLS bool `json:"dashboard_tls,omitempty"`
 }
 
 // agentError is the content of agent.err.

@@ -42,6 +42,7 @@ func startCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "host", Usage: "the address this agent's metrics endpoint and, on the head, its embedded GCS listen on (the GCS advertises it); give this machine's address when other machines join or a Prometheus elsewhere scrapes", Value: "127.0.0.1", EnvVars: []string{"RAY_GO_HOST"}},
 			&ucli.IntFlag{Name: "metrics-port", Usage: "port of this agent's Prometheus endpoint, GET http://HOST:PORT/metrics (plain HTTP, read-only; 0: a free port; -1: none). The default port falls back to a free one when taken; `rayctl metrics` lists where each agent serves", Value: agent.DefaultMetricsPort, EnvVars: []string{"RAY_GO_METRICS_PORT"}},
 			&ucli.IntFlag{Name: "dashboard-port", Usage: "head: port of the web dashboard, http://HOST:PORT/ (and its /metrics; asks for the cluster's token; 0: a free port; -1: none). The default port falls back to a free one when taken; `rayctl status` says where it is", Value: agent.DefaultDashboardPort, EnvVars: []string{"RAY_GO_DASHBOARD_PORT"}},
+			&ucli.BoolFlag{Name: "dashboard-tls", Usage: "head: serve the dashboard over HTTPS with the head's certificate (signed by the cluster CA: import <session>/agent-<id>/tls/ca.crt into the browser, or accept its warning), so the token never crosses the network in clear", EnvVars: []string{"RAY_GO_DASHBOARD_TLS"}},
 			&ucli.StringFlag{Name: "address", Usage: "join the cluster whose GCS is at HOST:PORT[,HOST:PORT] (env RAY_GO_ADDRESS, or RAY_ADDRESS)", EnvVars: []string{"RAY_GO_ADDRESS"}},
 			&ucli.Float64Flag{Name: "num-cpus", Usage: "CPUs this machine offers", DefaultText: "all cores", EnvVars: []string{"RAY_GO_NUM_CPUS"}},
 			&ucli.Float64Flag{Name: "num-gpus", Usage: "GPUs this machine offers", EnvVars: []string{"RAY_GO_NUM_GPUS"}},
@@ -74,6 +75,7 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 	}
 	cfg.DashboardPort = c.Int("dashboard-port")
 	cfg.DashboardPortFallback = !c.IsSet("dashboard-port")
+	cfg.DashboardTLS = c.Bool("dashboard-tls")
 	if cfg.DashboardPort < agent.DashboardOff || cfg.DashboardPort > 65535 {
 		return cfg, exitf(ExitError, "--dashboard-port %d: want a port between 0 and 65535, or -1 for no dashboard", cfg.DashboardPort)
 	}
@@ -274,7 +276,7 @@ func runAgent(c *ucli.Context, cfg agent.Config) error {
 		AgentID: a.ID(), Pid: os.Getpid(), Address: a.Address(), Head: cfg.Head,
 		Dir: cfg.SessionDir, StartedUnixMs: time.Now().UnixMilli(),
 		Insecure: cfg.Insecure, JoinAddress: a.JoinAddress(), MetricsAddress: a.MetricsAddress(),
-		DashboardAddress: a.DashboardAddress(),
+		DashboardAddress: a.DashboardAddress(), DashboardTLS: cfg.DashboardTLS && a.DashboardAddress() != "",
 	}
 	if f := a.CredentialFiles(); !cfg.Insecure {
 		info.GCSCA, info.GCSCert, info.GCSKey = f.CA, f.Cert, f.Key
@@ -316,12 +318,19 @@ func printStarted(c *ucli.Context, info agentFile) {
 	if info.MetricsAddress != "" {
 		fmt.Fprintf(w, "Its Prometheus metrics: http://%s/metrics\n", info.MetricsAddress)
 	}
+	scheme := "http"
+	if info.DashboardTLS {
+		scheme = "https"
+	}
 	switch {
 	case info.DashboardAddress != "" && info.Insecure:
 		fmt.Fprintf(w, "Its dashboard: http://%s/ (open to anyone who reaches it: --insecure)\n", info.DashboardAddress)
 	case info.DashboardAddress != "":
-		fmt.Fprintf(w, "Its dashboard: http://%s/ (it asks for the cluster's token once: open http://%s/?token=<token>)\n",
-			info.DashboardAddress, info.DashboardAddress)
+		fmt.Fprintf(w, "Its dashboard: %s://%s/ (it asks for the cluster's token once: open %s://%s/?token=<token>)\n",
+			scheme, info.DashboardAddress, scheme, info.DashboardAddress)
+		if info.DashboardTLS {
+			fmt.Fprintf(w, "  (its certificate is the cluster CA's: import %s into the browser, or accept its warning)\n", info.GCSCA)
+		}
 	}
 	fmt.Fprintln(w)
 	if !info.Head {

@@ -73,6 +73,9 @@ type Agent struct {
 	dashboard     Dashboard    // the head's web dashboard (dashboard.go); nil: none
 	dashboardSrv  *http.Server // serves it
 	dashboardAddr string
+	// headCreds: a secure head's own credentials (its certificate serves the dashboard
+	// with DashboardTLS); nil elsewhere.
+	headCreds *identity.Credentials
 
 	ctx    context.Context // canceled by Stop
 	cancel context.CancelFunc
@@ -186,6 +189,7 @@ func (a *Agent) openGCS(ctx context.Context) error {
 			if a.creds, err = head.Save(TLSDir(cfg.SessionDir)); err != nil {
 				return fmt.Errorf("agent: save the head's credentials: %w", err)
 			}
+			a.headCreds = head
 		}
 		var crl string
 		if ca != nil {
@@ -320,6 +324,7 @@ func (a *Agent) register(ctx context.Context) error {
 		StartedUnixMs:    time.Now().UnixMilli(),
 		MetricsAddress:   a.metricsAddr,
 		DashboardAddress: a.dashboardAddr,
+		DashboardTls:     a.dashboardAddr != "" && a.cfg.DashboardTLS,
 	}
 	b, err := proto.Marshal(info)
 	if err != nil {

@@ -91,6 +91,12 @@ type Config struct {
 	// DashboardPortFallback serves the dashboard on a free port when DashboardPort is
 	// taken, instead of failing Start (the CLI's default port).
 	DashboardPortFallback bool
+	// DashboardTLS serves the dashboard over HTTPS with the head's certificate (signed by
+	// the cluster CA, for 127.0.0.1 and Host; no client certificate asked), so the token
+	// and the cluster's state never cross the network in clear. A browser trusts it once
+	// the cluster CA (<agent dir>/tls/ca.crt) is imported, or after its warning. Needs the
+	// cluster's identity: not with Insecure.
+	DashboardTLS bool
 
 	// Insecure turns security off: a plain-text GCS without client certificates, no CA, no
 	// join endpoint, no credentials for the processes the agent starts. Only for

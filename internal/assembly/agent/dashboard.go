@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,9 @@ func (a *Agent) serveDashboard() error {
 		}
 		tokenFile = TokenPath(cfg.SessionDir)
 	}
+	if cfg.DashboardTLS && a.headCreds == nil {
+		return errors.New("agent: --dashboard-tls needs the cluster's identity (its CA and the head's certificate): not with --insecure")
+	}
 	addr := net.JoinHostPort(cfg.host(), strconv.Itoa(cfg.DashboardPort))
 	l, err := net.Listen("tcp", addr)
 	if err != nil && cfg.DashboardPort != 0 && cfg.DashboardPortFallback && isAddrInUse(err) {
@@ -84,6 +88,14 @@ func (a *Agent) serveDashboard() error {
 			a.dashboard = d
 			a.dashboardSrv = newHTTPServer(d)
 			a.dashboardAddr = l.Addr().String()
+			if cfg.DashboardTLS {
+				// The head's certificate and the CA (ServerTLS sends both); browsers send no
+				// client certificate: the token is the dashboard's credential.
+				tc := a.headCreds.ServerTLS()
+				tc.ClientAuth, tc.ClientCAs = tls.NoClientCert, nil
+				tc.NextProtos = []string{"h2", "http/1.1"}
+				l = tls.NewListener(l, tc)
+			}
 			a.serve(a.dashboardSrv, l, "dashboard")
 			return nil
 		}

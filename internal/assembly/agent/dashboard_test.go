@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -105,5 +108,54 @@ func TestDashboardServed(t *testing.T) {
 	joined := startAgent(t, Config{GCSEndpoints: strings.Split(insecure.Address(), ","), Insecure: true, NewDashboard: newStub(&stubs)})
 	if off.DashboardAddress() != "" || joined.DashboardAddress() != "" {
 		t.Errorf("DashboardOff: %q; a joined agent: %q", off.DashboardAddress(), joined.DashboardAddress())
+	}
+}
+
+// TestDashboardTLS: with DashboardTLS the head serves its dashboard over HTTPS with its own
+// certificate, which a client trusting the cluster CA verifies for 127.0.0.1; plain HTTP
+// gets no page; the record says so; an insecure head refuses the option.
+func TestDashboardTLS(t *testing.T) {
+	var stubs []*stubDashboard
+	head := startAgent(t, Config{Head: true, DashboardTLS: true, NewDashboard: newStub(&stubs)})
+	info, ok := get(t, head.Store(), gcs.AgentKey(head.ID()), &pb.AgentInfo{})
+	if !ok || !info.GetDashboardTls() || info.GetDashboardAddress() != head.DashboardAddress() {
+		t.Fatalf("record: %v", info)
+	}
+	caPEM, err := os.ReadFile(head.CredentialFiles().CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatal("the cluster CA file holds no certificate")
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := c.Get("https://" + head.DashboardAddress() + "/metrics")
+	if err != nil {
+		t.Fatalf("HTTPS with the cluster CA: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "ray_node_cpu_count") {
+		t.Fatalf("/metrics over HTTPS: %s", b)
+	}
+	// A client that does not trust the cluster CA is told the certificate is unknown.
+	if _, err := (&http.Client{Timeout: 10 * time.Second}).Get("https://" + head.DashboardAddress() + "/"); err == nil ||
+		!strings.Contains(err.Error(), "certificate") {
+		t.Errorf("HTTPS without the cluster CA: %v", err)
+	}
+	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + head.DashboardAddress() + "/metrics"); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), "ray_node_cpu_count") {
+			t.Fatal("the TLS dashboard served a page over plain HTTP")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = Start(ctx, Config{Head: true, SessionDir: t.TempDir(), ObjectStoreBytes: 1 << 30, Logger: quiet(), Insecure: true,
+		DashboardTLS: true, NewDashboard: newStub(&stubs)})
+	if err == nil || !strings.Contains(err.Error(), "--dashboard-tls") {
+		t.Fatalf("an insecure head with DashboardTLS: %v", err)
 	}
 }

@@ -163,7 +163,11 @@ func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 			st.Cluster.ObjectStoreBudget += ns.ObjectStoreBudget
 			st.Cluster.ObjectStoreUsed += ns.ObjectStoreUsed
 			if ns.Head && a.GetDashboardAddress() != "" {
-				st.Dashboard = "http://" + a.GetDashboardAddress() + "/"
+				scheme := "http://"
+				if a.GetDashboardTls() {
+					scheme = "https://"
+				}
+				st.Dashboard = scheme + a.GetDashboardAddress() + "/"
 			}
 		} else {
 			st.Cluster.DeadNodes++

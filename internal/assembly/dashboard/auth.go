@@ -58,7 +58,7 @@ func (d *Dashboard) authorize(w http.ResponseWriter, r *http.Request) bool {
 			return false
 		}
 		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: d.cookieValue(tok), Path: "/", HttpOnly: true,
-			SameSite: http.SameSiteStrictMode})
+			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}) // over HTTPS, never sent in clear
 		q.Del("token")
 		u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
 		if !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {

@@ -131,8 +131,18 @@ func TestToken(t *testing.T) {
 			cookie = c
 		}
 	}
-	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || strings.Contains(cookie.Value, tok.String()[:64]) {
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Secure || strings.Contains(cookie.Value, tok.String()[:64]) {
 		t.Fatalf("cookie %+v", cookie)
+	}
+	// Over HTTPS (--dashboard-tls) the cookie is Secure: a browser never sends it in clear.
+	d, _ := newServer(t, Config{Store: s, TokenFile: path, Metrics: http.NotFoundHandler()})
+	tsrv := httptest.NewTLSServer(d)
+	defer tsrv.Close()
+	tc := tsrv.Client()
+	tc.CheckRedirect = plain.CheckRedirect
+	if resp, _ := get(t, tc, tsrv.URL+"/?token="+url.QueryEscape(tok.String())); resp.StatusCode != http.StatusSeeOther ||
+		len(resp.Cookies()) != 1 || !resp.Cookies()[0].Secure {
+		t.Fatalf("?token= over HTTPS: %d, cookies %+v", resp.StatusCode, resp.Cookies())
 	}
 	if resp, body := get(t, plain, srv.URL+"/", "Cookie", cookie.String()); resp.StatusCode != http.StatusOK || !strings.Contains(body, "/static/app.js") {
 		t.Fatalf("with the cookie: %d %q", resp.StatusCode, body)

@@ -2444,8 +2444,11 @@ type AgentInfo struct {
 	// dashboard_address is the host:port of the head's web dashboard (and its /metrics;
 	// empty: it serves none).
 	DashboardAddress string `protobuf:"bytes,13,opt,name=dashboard_address,json=dashboardAddress,proto3" json:"dashboard_address,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// dashboard_tls: the dashboard speaks HTTPS with the head's certificate (of the cluster
+	// CA; --dashboard-tls), so its URL is https://dashboard_address/.
+	DashboardTls  bool `protobuf:"varint,14,opt,name=dashboard_tls,json=dashboardTls,proto3" json:"dashboard_tls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AgentInfo) Reset() {
@@ -2567,6 +2570,13 @@ func (x *AgentInfo) GetDashboardAddress() string {
 		return x.DashboardAddress
 	}
 	return ""
+}
+
+func (x *AgentInfo) GetDashboardTls() bool {
+	if x != nil {
+		return x.DashboardTls
+	}
+	return false
 }
 
 // JobInfo is the value of jobs/<jobID>: a driver program and its state. While the driver
@@ -5089,7 +5099,7 @@ const file_ray_proto_rawDesc = "" +
 	"\rstore_largest\x18\t \x03(\v2\x13.raypb.StoredObjectR\fstoreLargest\x12,\n" +
 	"\x12store_spill_errors\x18\n" +
 	" \x01(\x03R\x10storeSpillErrors\x12&\n" +
-	"\x0fin_flight_bytes\x18\v \x01(\x03R\rinFlightBytes\"\xb0\x03\n" +
+	"\x0fin_flight_bytes\x18\v \x01(\x03R\rinFlightBytes\"\xd5\x03\n" +
 	"\tAgentInfo\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x10\n" +
@@ -5105,7 +5115,8 @@ const file_ray_proto_rawDesc = "" +
 	" \x03(\tR\fgcsEndpoints\x12&\n" +
 	"\x0fstarted_unix_ms\x18\v \x01(\x03R\rstartedUnixMs\x12'\n" +
 	"\x0fmetrics_address\x18\f \x01(\tR\x0emetricsAddress\x12+\n" +
-	"\x11dashboard_address\x18\r \x01(\tR\x10dashboardAddress\"\xb1\x04\n" +
+	"\x11dashboard_address\x18\r \x01(\tR\x10dashboardAddress\x12#\n" +
+	"\rdashboard_tls\x18\x0e \x01(\bR\fdashboardTls\"\xb1\x04\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12*\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x14.raypb.JobInfo.StateR\x05state\x12\x1e\n" +
