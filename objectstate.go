@@ -11,9 +11,9 @@ import (
 )
 
 // The state API for objects (Ray's ray.util.state.list_objects and summarize_objects):
-// every process answers, from its table of the objects it owns, a query put in the GCS;
-// these functions ask every process of the job and merge. `rayctl list objects` and
-// `rayctl summary objects` print the same.
+// every process answers, from its table of the objects it owns and those it borrows, a
+// query put in the GCS; these functions ask every process of the job and merge. `rayctl
+// list objects` and `rayctl summary objects` print the same.
 
 // The states of an object (ObjectState.State).
 const (
@@ -21,6 +21,9 @@ const (
 	ObjectReady   = core.ObjectReady   // its value is with its owner (inline) or in a node's store
 	ObjectFailed  = core.ObjectFailed  // its task failed: its value is the error
 	ObjectFreed   = core.ObjectFreed   // its value was freed; the lineage that can recreate it is kept
+	// ObjectAtOwner: a borrowed object (BorrowedReference) the borrowing process has not
+	// read; its owner's row says its state.
+	ObjectAtOwner = core.ObjectAtOwner
 )
 
 // The reference types of an object (ObjectState.RefType).
@@ -34,6 +37,10 @@ const (
 	// ActorHandleReference: the small object by which the owner of a non-detached actor
 	// counts the handles to it (see ActorHandle); the actor ends when it is freed.
 	ActorHandleReference = core.RefActorHandle
+	// BorrowedReference: a process that does not own the object holds refs to it (from a
+	// value, a task's argument or an actor's state); the row is that process's (HolderNode),
+	// and the owner's row counts it in Borrowers.
+	BorrowedReference = core.RefBorrowed
 )
 
 // ObjectState is one object as its owner knows it.
@@ -41,11 +48,17 @@ type ObjectState struct {
 	ObjectID  string
 	Size      int64  // bytes of its encoded value (0 while pending)
 	State     string // one of the Object* state constants
-	RefType   string // LocalReference, LineageReference, Unreferenced or ActorHandleReference
+	RefType   string // LocalReference, LineageReference, Unreferenced, ActorHandleReference or BorrowedReference
 	Location  string // the node whose store holds it, "INLINE" (with its owner), or "" while pending
 	OwnerNode string // the process (node ID) that owns it
 	Job       string
 	TaskID    string // the task that returns it (or put it)
+	// Borrowers (an owner's row) is how many other processes hold refs to it.
+	Borrowers int
+	// HolderNode and OwnerAddress are a borrower's row's (BorrowedReference): the node of
+	// the process that borrows it and its owner's address (OwnerNode is then "").
+	HolderNode   string
+	OwnerAddress string
 }
 
 // ObjectFilter selects objects: empty fields match everything.
@@ -78,7 +91,7 @@ func ListObjects(ctx context.Context, f ObjectFilter) ([]ObjectState, int, error
 	out := make([]ObjectState, len(res.Objects))
 	for i, o := range res.Objects {
 		out[i] = ObjectState{ObjectID: o.ObjectID, Size: o.Size, State: o.State, RefType: o.RefType, Location: o.Location,
-			OwnerNode: o.Owner, Job: o.Job, TaskID: o.Task}
+			OwnerNode: o.Owner, Job: o.Job, TaskID: o.Task, Borrowers: int(o.Borrowers), HolderNode: o.Holder, OwnerAddress: o.OwnerAddress}
 	}
 	return out, res.Total, nil
 }

@@ -16,7 +16,8 @@ import (
 
 // Objects in the state API: `rayctl list objects`, `get object`, `summary objects`. Like
 // tasks, objects are not listed in the GCS: each process answers for the objects it owns
-// (internal/assembly/core, objectstate.go) a query put in the GCS; rayctl asks and merges.
+// and borrows (internal/assembly/core, objectstate.go) a query put in the GCS; rayctl asks
+// and merges (an object borrowed elsewhere has its owner's row and one per borrower).
 
 var objectColumns = []string{"object_id", "size", "state", "reference_type", "location", "owner_node", "job_id"}
 
@@ -32,7 +33,8 @@ var objectPushed = map[string]func(q *core.ObjectQuery, job *string, v string){
 func objectRecord(o *core.ObjectInfo) record {
 	return record{{"object_id", o.ObjectID}, {"size", o.Size}, {"state", o.State}, {"reference_type", o.RefType},
 		{"location", o.Location}, {"owner_node", o.Owner}, {"job_id", o.Job}, {"task_id", o.Task},
-		{"local_refs", o.Local}, {"lineage_refs", o.Lineage}}
+		{"local_refs", o.Local}, {"lineage_refs", o.Lineage}, {"borrowers", o.Borrowers}, {"holder_node", o.Holder},
+		{"owner_address", o.OwnerAddress}}
 }
 
 func objectFields() []string {

@@ -151,6 +151,37 @@ func (b *Borrows) Get(id ids.ObjectID) (*Borrow, bool) {
 // Borrowed is how many objects are borrowed.
 func (b *Borrows) Borrowed() int { return int(b.nBorrowed.Load()) }
 
+// BorrowInfo is one borrowed object as ScanBorrowed reports it.
+type BorrowInfo struct {
+	ID    ids.ObjectID
+	Owner *pb.PID
+	Holds int // this runtime's holds of it
+}
+
+// ScanBorrowed calls f with every borrowed object until f returns false. It copies a
+// shard's borrows under its lock and calls f after unlocking it (what changed since the
+// copy is not seen).
+func (b *Borrows) ScanBorrowed(f func(BorrowInfo) bool) {
+	if b.nBorrowed.Load() == 0 {
+		return
+	}
+	var buf []BorrowInfo
+	for i := range b.shards {
+		sh := &b.shards[i]
+		sh.mu.Lock()
+		buf = buf[:0]
+		for id, e := range sh.borrowed {
+			buf = append(buf, BorrowInfo{ID: id, Owner: e.Owner, Holds: e.count})
+		}
+		sh.mu.Unlock()
+		for _, in := range buf {
+			if !f(in) {
+				return
+			}
+		}
+	}
+}
+
 // EndBorrowsFrom removes every borrow of an object owned at address (its runtime died) and
 // returns each with its count of holds (the caller adopts them).
 func (b *Borrows) EndBorrowsFrom(address string) map[ids.ObjectID]int {
@@ -236,6 +267,9 @@ func (b *Borrows) DropLender(id ids.ObjectID, key string) (had bool) {
 
 // Lenders is how many borrowers object id has.
 func (b *Borrows) Lenders(id ids.ObjectID) int {
+	if b.nLent.Load() == 0 {
+		return 0
+	}
 	sh := b.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

@@ -9,8 +9,9 @@ import (
 )
 
 // Objects in the state API (`rayctl list objects`, `summary objects`): the objects this
-// process owns, read from its table (objects.MemoryStore.Scan) when someone asks; nothing
-// is recorded for it.
+// process owns, read from its table (objects.MemoryStore.Scan) when someone asks, with how
+// many other processes borrow each, and a row for each object it borrows (reference type
+// RefBorrowed, objects.Borrows.ScanBorrowed); nothing is recorded for it.
 
 // The states of an object as the state API shows them.
 const (
@@ -18,6 +19,9 @@ const (
 	ObjectReady   = "READY"   // its value is inline with the owner or in a node's store
 	ObjectFailed  = "FAILED"  // its task failed: the value is the error
 	ObjectFreed   = "FREED"   // its value was freed; its lineage is kept (it could be recreated)
+	// ObjectAtOwner: a borrowed object this process has not read: its owner knows its state
+	// (the owner's row of the same object says it).
+	ObjectAtOwner = "AT_OWNER"
 )
 
 // The reference types of an object (Ray's names where Ray has one).
@@ -32,6 +36,10 @@ const (
 	// RefActorHandle: the handle object of a non-detached actor (lifetime.go), held while
 	// any handle to the actor lives.
 	RefActorHandle = "ACTOR_HANDLE"
+	// RefBorrowed: a process that does not own the object holds refs to it (it got them
+	// inside a value or as a task's argument); its row is that process's (Holder), and the
+	// owner counts it among the object's borrowers.
+	RefBorrowed = "BORROWED"
 )
 
 // Where an object lives, besides a node's ID.
@@ -65,6 +73,13 @@ type ObjectInfo struct {
 	Lineage  int32  `json:"lineage_refs"`
 	// Task is the task that returns or put it.
 	Task string `json:"task_id"`
+	// Borrowers (an owner's row) is how many other processes borrow it.
+	Borrowers int32 `json:"borrowers,omitempty"`
+	// Holder and OwnerAddress are set on a borrower's row (RefBorrowed): the node of the
+	// borrowing process and the owner's address (Owner is then empty: a borrower knows
+	// its owner by address).
+	Holder       string `json:"holder_node,omitempty"`
+	OwnerAddress string `json:"owner_address,omitempty"`
 }
 
 // ObjectCount is how many matching objects have one state and reference type.
@@ -85,7 +100,7 @@ type ObjectReport struct {
 // objectInfo describes one entry of the table.
 func (c *Core) objectInfo(in *objects.Info) ObjectInfo {
 	o := ObjectInfo{ObjectID: in.ID.String(), Owner: string(c.cfg.Node), Job: string(c.cfg.Job), Local: in.Local, Lineage: in.Lineage,
-		Task: in.ID.Task().String()}
+		Task: in.ID.Task().String(), Borrowers: int32(c.borrows.Lenders(in.ID))}
 	switch {
 	case !in.Held:
 		o.State = ObjectFreed
@@ -124,23 +139,40 @@ func (c *Core) objectInfo(in *objects.Info) ObjectInfo {
 	return o
 }
 
-// ListObjects answers q from this process's table of the objects it owns: the first
-// q.Limit matches by object ID, the number of matches and (q.Summary) the counts.
+// borrowedInfo describes one object this process borrows.
+func (c *Core) borrowedInfo(b objects.BorrowInfo) ObjectInfo {
+	o := ObjectInfo{ObjectID: b.ID.String(), State: ObjectAtOwner, RefType: RefBorrowed, Job: string(c.cfg.Job),
+		Local: int32(b.Holds), Task: b.ID.Task().String(), Holder: string(c.cfg.Node), OwnerAddress: b.Owner.GetAddress()}
+	if v, ready, known := c.mem.Get(b.ID); known && ready {
+		switch {
+		case v.Err != nil:
+			o.State = ObjectFailed
+		default:
+			o.State = ObjectReady
+		}
+		o.Size = v.Size
+		if o.Size == 0 {
+			o.Size = int64(len(v.Data))
+		}
+		if v.InStore {
+			o.Location = string(v.Node)
+		} else {
+			o.Location = LocationInline
+		}
+	}
+	return o
+}
+
+// ListObjects answers q from this process's table of the objects it owns and its borrows
+// (rows of RefBorrowed): the first q.Limit matches by object ID, the number of matches and
+// (q.Summary) the counts.
 func (c *Core) ListObjects(ctx context.Context, q ObjectQuery) (ObjectReport, error) {
 	var out ObjectReport
 	counts := map[[2]string]*ObjectCount{}
 	prefix := strings.ToLower(q.ObjectID)
-	var err error
-	c.mem.Scan(func(in *objects.Info) bool {
-		if err = ctx.Err(); err != nil {
-			return false
-		}
-		if prefix != "" && !strings.HasPrefix(in.ID.String(), prefix) {
-			return true
-		}
-		o := c.objectInfo(in)
+	add := func(o ObjectInfo) {
 		if (q.State != "" && o.State != q.State) || (q.RefType != "" && o.RefType != q.RefType) {
-			return true
+			return
 		}
 		out.Total++
 		if q.Summary {
@@ -155,8 +187,33 @@ func (c *Core) ListObjects(ctx context.Context, q ObjectQuery) (ObjectReport, er
 		if q.Limit > 0 && len(out.Objects) > 4*q.Limit {
 			out.Objects = LimitObjects(out.Objects, q.Limit)
 		}
+	}
+	var err error
+	c.mem.Scan(func(in *objects.Info) bool {
+		if err = ctx.Err(); err != nil {
+			return false
+		}
+		if prefix != "" && !strings.HasPrefix(in.ID.String(), prefix) {
+			return true
+		}
+		if _, borrowed := c.borrows.Get(in.ID); borrowed {
+			return true // a borrowed object's value read here: its row is the borrow's, below
+		}
+		add(c.objectInfo(in))
 		return true
 	})
+	if err == nil {
+		c.borrows.ScanBorrowed(func(b objects.BorrowInfo) bool {
+			if err = ctx.Err(); err != nil {
+				return false
+			}
+			if prefix != "" && !strings.HasPrefix(b.ID.String(), prefix) {
+				return true
+			}
+			add(c.borrowedInfo(b))
+			return true
+		})
+	}
 	if err != nil {
 		return ObjectReport{}, err
 	}

@@ -1,8 +1,8 @@
 // Package taskstate serves and gathers the state API's task records across a cluster's
 // processes (`rayctl list tasks|get task|summary tasks|timeline`, ray.ListTasks and the
-// other root functions), and the objects each process owns (`rayctl list objects|summary
-// objects`: a Request with Objects set travels the same way; each process answers from
-// its table of owned objects, core.Core.ListObjects, in JSON; GatherObjects merges).
+// other root functions), and the objects each process owns or borrows (`rayctl list
+// objects|summary objects`: a Request with Objects set travels the same way; each process
+// answers from its tables, core.Core.ListObjects, in JSON; GatherObjects merges).
 // The agents' metrics ask the same way for task counts (core.TaskQuery.Counts).
 //
 // Every process with a runtime (a local-mode process, a driver, a job's worker process)

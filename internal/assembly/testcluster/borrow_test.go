@@ -156,6 +156,25 @@ func TestBorrowedRefs(t *testing.T) {
 		if owner.Lenders(id) != 1 || !known(owner, id) {
 			t.Fatalf("after the driver dropped its ref: %d borrowers (want the actor's runtime), known %v", owner.Lenders(id), known(owner, id))
 		}
+		// The state API: the owner's row counts the borrower, the borrower has a row of its
+		// own (rayctl list objects merges both).
+		q := core.ObjectQuery{ObjectID: id.String()}
+		if rep, err := owner.ListObjects(ctx, q); err != nil || len(rep.Objects) != 1 || rep.Objects[0].Borrowers != 1 ||
+			rep.Objects[0].RefType == core.RefBorrowed {
+			t.Fatalf("the owner's row: %+v, %v; want one row with 1 borrower", rep.Objects, err)
+		}
+		rep, err := cluster.Nodes[other].Core.ListObjects(ctx, q)
+		if err != nil || len(rep.Objects) != 1 {
+			t.Fatalf("the borrower's rows: %+v, %v", rep.Objects, err)
+		}
+		if b := rep.Objects[0]; b.RefType != core.RefBorrowed || b.Holder != string(cluster.Nodes[other].ID) || b.OwnerAddress == "" ||
+			b.Local < 1 || b.Owner != "" {
+			t.Fatalf("the borrower's row: %+v", b)
+		}
+		if rep, err := cluster.Nodes[other].Core.ListObjects(ctx, core.ObjectQuery{RefType: core.RefBorrowed, Summary: true}); err != nil ||
+			rep.Total < 1 || len(rep.Summary) == 0 {
+			t.Fatalf("the borrower's summary of borrowed objects: %+v, %v", rep, err)
+		}
 		if n, err := ray.Get(ctx, keeperRead.Remote(ctx, k)); err != nil || n != size {
 			t.Fatalf("the actor read %d bytes, err %v", n, err)
 		}
