@@ -3,7 +3,7 @@
 //	go run ./benchmarks/rl -algo es -env CartPole-v1 -seeds 5 -workers 2 [-json]
 //	go run ./benchmarks/rl -algo ppo -env CartPole-v1 -seeds 5 -workers 4 [-json]
 //	go run ./benchmarks/rl -algo ppo -env Pendulum-v1 -seeds 5 -ppo-maxsteps 500000 [-json]
-//	go run ./benchmarks/rl -mode throughput [-steps 10,100,1000] [-cost 0] [-json]
+//	go run ./benchmarks/rl -mode throughput [-steps 10,100,1000] [-cost 0] [-depth 2] [-get fifo] [-json]
 //	go run ./benchmarks/rl -mode es-tree -workers 200 [-fanout 8] [-json]
 //
 // Training mode reports, per seed and as median and spread, the steps and wall-clock time
@@ -57,6 +57,9 @@ func run() int {
 	cost := flag.Duration("cost", 0, "throughput mode: synthetic CPU cost per step (busy loop)")
 	total := flag.Int("total", 3_000_000, "throughput mode: steps per measurement")
 	reps := flag.Int("reps", 5, "throughput mode: measurements per cell (the median is reported)")
+	flag.IntVar(&asyncDepth, "depth", 2, "throughput mode: calls queued per worker in the async run")
+	flag.StringVar(&asyncGet, "get", "fifo", "throughput mode: how the async run gets results: fifo (the oldest call's, Get) | wait (any ready, Wait)")
+	flag.BoolVar(&runBSP, "bsp", true, "throughput mode: measure BSP rounds too (false: a CPU profile shows the async run and the inline one only)")
 	fanout := flag.Int("fanout", 8, "es-tree mode: aggregation tree fan-out")
 	iters := flag.Int("iters", 5, "es-tree mode: iterations timed per variant")
 	flag.Float64Var(&esSigma, "es-sigma", 0, "ES noise std (default: rl/es's)")
@@ -115,6 +118,13 @@ func run() int {
 	}
 	return 0
 }
+
+// Throughput mode's options (see the flags).
+var (
+	asyncDepth = 2
+	asyncGet   = "fifo"
+	runBSP     = true
+)
 
 // ES hyperparameter overrides (train mode).
 var (
@@ -336,6 +346,13 @@ func cpuTime() time.Duration {
 
 func throughput(ctx context.Context, stepsList, workersList []int, cost time.Duration, total, reps int) ([]ThroughputRow, error) {
 	var rows []ThroughputRow
+	if asyncDepth < 1 {
+		return nil, fmt.Errorf("-depth %d: must be at least 1", asyncDepth)
+	}
+	if asyncGet != "fifo" && asyncGet != "wait" {
+		return nil, fmt.Errorf("-get %q: must be fifo or wait", asyncGet)
+	}
+	fmt.Fprintf(os.Stderr, "async run: %d calls queued per worker, results got by %s\n", asyncDepth, asyncGet)
 	fmt.Fprintf(os.Stderr, "per-step cost %v, %d steps per measurement, median of %d\n", cost, total, reps)
 	fmt.Fprintf(os.Stderr, "%10s %8s %14s %14s %14s %9s %9s\n", "task_steps", "workers", "inline/s", "async/s", "bsp/s", "async/inl", "bsp/inl")
 	for _, L := range stepsList {
@@ -358,6 +375,9 @@ func throughput(ctx context.Context, stepsList, workersList []int, cost time.Dur
 				c2 := cpuTime()
 				cpuInl, cpuAsy = append(cpuInl, (c1-c0).Seconds()/steps*1e9), append(cpuAsy, (c2-c1).Seconds()/steps*1e9)
 				asy = append(asy, steps/d.Seconds())
+				if !runBSP {
+					continue
+				}
 				if d, err = bspRun(ctx, actors, L, tasks, cost); err != nil {
 					return nil, err
 				}
@@ -404,15 +424,60 @@ func inlineRun(W, L, tasks int, cost time.Duration) time.Duration {
 	return time.Since(start)
 }
 
-// asyncRun keeps every worker busy: each has two tasks queued (so it never waits for the
-// driver between tasks), and gets a new one as soon as it returns one.
+// asyncRun keeps every worker busy: each has depth calls queued (so it never waits for the
+// driver between calls), and gets a new one as soon as it returns one. asyncGet says how
+// the driver learns which returned: fifo gets the oldest call's result (an actor runs one
+// caller's calls in order, and the calls go round-robin, so the oldest is the next to
+// finish and the ones behind it are usually ready when it is: one Get per call, and no
+// Wait); wait waits for any ready result (ray.Wait) and takes all that are.
 func asyncRun(ctx context.Context, actors []ray.ActorHandle[simulator], L, tasks int, cost time.Duration) (time.Duration, error) {
-	const depth = 2
+	if asyncGet == "wait" {
+		return asyncRunWait(ctx, actors, L, tasks, cost)
+	}
+	start := time.Now()
+	type call struct {
+		ref   ray.ObjectRef[int]
+		actor int
+	}
+	// A ring of the calls in flight, oldest first.
+	ring := make([]call, asyncDepth*len(actors))
+	head, n, submitted := 0, 0, 0
+	for d := 0; d < asyncDepth; d++ {
+		for i, a := range actors {
+			if submitted < tasks {
+				ring[n] = call{simRun.Remote(ctx, a, ray.V(L), ray.V(cost)), i}
+				n++
+				submitted++
+			}
+		}
+	}
+	for n > 0 {
+		c := ring[head]
+		if _, err := ray.Get(ctx, c.ref); err != nil {
+			return 0, err
+		}
+		c.ref.Release()
+		if submitted < tasks {
+			// The slot just freed is the ring's newest.
+			ring[head] = call{simRun.Remote(ctx, actors[c.actor], ray.V(L), ray.V(cost)), c.actor}
+			submitted++
+		} else {
+			ring[head] = call{}
+			n--
+		}
+		head = (head + 1) % len(ring)
+	}
+	return time.Since(start), nil
+}
+
+// asyncRunWait is asyncRun with ray.Wait: block for one result, then take every other one
+// already there in the same call.
+func asyncRunWait(ctx context.Context, actors []ray.ActorHandle[simulator], L, tasks int, cost time.Duration) (time.Duration, error) {
 	start := time.Now()
 	var pending []ray.ObjectRef[int]
 	var owner []int
 	submitted := 0
-	for d := 0; d < depth; d++ {
+	for d := 0; d < asyncDepth; d++ {
 		for i, a := range actors {
 			if submitted < tasks {
 				pending = append(pending, simRun.Remote(ctx, a, ray.V(L), ray.V(cost)))
@@ -422,7 +487,6 @@ func asyncRun(ctx context.Context, actors []ray.ActorHandle[simulator], L, tasks
 		}
 	}
 	for done := 0; done < tasks; {
-		// Block for one, then take every other result already there in the same call.
 		ready, _, err := ray.Wait(ctx, pending, ray.NumReady(1))
 		if err == nil {
 			ready, _, err = ray.Wait(ctx, pending, ray.NumReady(len(pending)), ray.Timeout(0))
@@ -436,7 +500,7 @@ func asyncRun(ctx context.Context, actors []ray.ActorHandle[simulator], L, tasks
 			}
 			done++
 			for k := range pending {
-				if pending[k].ID() != r.ID() {
+				if pending[k] != r { // the same handle: no ID strings compared
 					continue
 				}
 				if submitted < tasks {
