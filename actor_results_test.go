@@ -2,6 +2,7 @@ package ray
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -10,7 +11,7 @@ import (
 type gated struct{}
 
 var (
-	gatedOpen  = make(chan struct{})
+	gatedOpen  atomic.Pointer[chan struct{}] // set by each run of the test
 	gatedClass = Actor("test.Gated", func() *gated { return &gated{} })
 	gatedSleep = Method1(gatedClass, "Sleep", func(_ *gated, _ context.Context, d time.Duration) (int, error) {
 		time.Sleep(d)
@@ -18,7 +19,7 @@ var (
 	})
 	gatedHold = Method0(gatedClass, "Hold", func(_ *gated, ctx context.Context) (int, error) {
 		select {
-		case <-gatedOpen:
+		case <-*gatedOpen.Load():
 			return 2, nil
 		case <-ctx.Done():
 			return 0, ctx.Err()
@@ -32,6 +33,8 @@ var (
 // the caller has the first result: if that result were held back, neither would finish.
 func TestActorLongCallResultNotHeldBehindNextCall(t *testing.T) {
 	ctx := timeout(t)
+	open := make(chan struct{})
+	gatedOpen.Store(&open)
 	h := gatedClass.Remote(ctx, AtMostOnce())
 	if h.Err() != nil {
 		t.Fatal(h.Err())
@@ -44,7 +47,7 @@ func TestActorLongCallResultNotHeldBehindNextCall(t *testing.T) {
 	if got, err := Get(wait, first); err != nil || got != 1 {
 		t.Fatalf("first call: %d, %v; want 1 while the call behind it still runs (its result was held back)", got, err)
 	}
-	close(gatedOpen)
+	close(open)
 	if got := mustGet(t, ctx, second); got != 2 {
 		t.Fatalf("second call: %d, want 2", got)
 	}
