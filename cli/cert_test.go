@@ -24,6 +24,7 @@ import (
 	"github.com/ray-go/ray/internal/assembly/node"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/gcs/gcstest"
 	"github.com/ray-go/ray/internal/base/identity"
 )
 
@@ -243,7 +244,7 @@ func TestCertRevocation(t *testing.T) {
 	if _, err := gcsOpen.Put(ctx, gcs.NodeKey("certtest-watched"), []byte("x"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if key, err := nextPut(watch, gcs.NodeKey("certtest-watched"), 10*time.Second); err != nil {
+	if key, err := gcstest.NextPut(watch, gcs.NodeKey("certtest-watched"), 10*time.Second); err != nil {
 		t.Fatalf("the watch before the revocation: %q %v", key, err)
 	}
 
@@ -319,7 +320,7 @@ func TestCertRevocation(t *testing.T) {
 		if _, err := headStore.Put(ctx, key, []byte("x"), 0); err != nil {
 			t.Fatal(err)
 		}
-		got, err := nextPut(watch, key, time.Second)
+		got, err := gcstest.NextPut(watch, key, time.Second)
 		if got == "" && err == nil {
 			t.Logf("the watch opened before the revocation got no event of the put %d after it", i)
 			break
@@ -394,31 +395,6 @@ func peerNodeMain() int {
 	fmt.Println(string(b))
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
-}
-
-// nextPut waits up to d for a watch to deliver a put of key and returns it, or "" and no
-// error when none came; an error when the watch ended.
-func nextPut(w <-chan gcs.WatchResponse, key string, d time.Duration) (string, error) {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for {
-		select {
-		case r, ok := <-w:
-			if !ok {
-				return "", errors.New("the watch ended")
-			}
-			if r.Err != nil {
-				return "", r.Err
-			}
-			for _, ev := range r.Events {
-				if ev.Type == gcs.EventPut && ev.KV.Key == key {
-					return key, nil
-				}
-			}
-		case <-timer.C:
-			return "", nil
-		}
-	}
 }
 
 // TestDashboardTLSFlag: `rayctl start --head --dashboard-tls` prints the dashboard's https

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/gcs/gcstest"
 	"github.com/ray-go/ray/internal/base/identity"
 )
 
@@ -88,10 +89,11 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-// With a CRL file, the embedded server refuses new connections of the certificates it
-// lists, from the first handshake after the file is replaced, and keeps serving the others.
-func TestTLSRevocation(t *testing.T) {
-	ctx := context.Background()
+// revocationServer starts an embedded server with TLS and a CRL (empty at first) of a new
+// CA, and returns the CA, the server, and a function that rewrites the CRL to list the
+// given certificates.
+func revocationServer(t *testing.T) (*identity.CA, *etcdstore.Embedded, func(...*identity.Credentials)) {
+	t.Helper()
 	now := time.Now()
 	ca, err := identity.NewCA("gcs test", now)
 	if err != nil {
@@ -118,11 +120,19 @@ func TestTLSRevocation(t *testing.T) {
 		}
 	}
 	writeCRL() // empty: etcd refuses everyone while it cannot read the file
-	e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: t.TempDir(), TLS: files, CRL: crl})
+	e, err := etcdstore.StartEmbedded(context.Background(), etcdstore.EmbedConfig{Dir: t.TempDir(), TLS: files, CRL: crl})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { e.Close() })
+	return ca, e, writeCRL
+}
+
+// With a CRL file, the embedded server refuses new connections of the certificates it
+// lists, from the first handshake after the file is replaced, and keeps serving the others.
+func TestTLSRevocation(t *testing.T) {
+	ctx := context.Background()
+	ca, e, writeCRL := revocationServer(t)
 	gone, _ := ca.Issue(identity.Request{Name: "agent-gone", Role: identity.RoleNode})
 	kept, _ := ca.Issue(identity.Request{Name: "agent-kept", Role: identity.RoleNode})
 	dial := func(c *identity.Credentials) error {
@@ -157,37 +167,7 @@ func TestTLSRevocation(t *testing.T) {
 func TestRevocationCutsOpenWatches(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	now := time.Now()
-	ca, err := identity.NewCA("gcs test", now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, _ := ca.Issue(identity.Request{Name: "gcs", Role: identity.RoleHead})
-	files, err := srv.Save(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	crl := filepath.Join(t.TempDir(), "ca.crl")
-	writeCRL := func(revoked ...*identity.Credentials) {
-		t.Helper()
-		var list []identity.RevokedCert
-		for _, c := range revoked {
-			list = append(list, identity.RevokedCert{Serial: c.Leaf().SerialNumber, RevokedAt: now})
-		}
-		b, err := ca.CRL(list, int64(len(list)+1), time.Now())
-		if err == nil {
-			err = identity.WriteFile(crl, b)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeCRL()
-	e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: t.TempDir(), TLS: files, CRL: crl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	ca, e, writeCRL := revocationServer(t)
 	admin := e.Client()
 	gone, _ := ca.Issue(identity.Request{Name: "agent-gone", Role: identity.RoleNode})
 	kept, _ := ca.Issue(identity.Request{Name: "agent-kept", Role: identity.RoleNode})
@@ -202,34 +182,11 @@ func TestRevocationCutsOpenWatches(t *testing.T) {
 	}
 	goneStore, goneWatch := connect(gone)
 	_, keptWatch := connect(kept)
-	// next returns the key of the next put a watch delivers, or "" when none comes in d.
-	next := func(w <-chan gcs.WatchResponse, d time.Duration) (string, error) {
-		timer := time.NewTimer(d)
-		defer timer.Stop()
-		for {
-			select {
-			case r, ok := <-w:
-				if !ok {
-					return "", errors.New("watch closed")
-				}
-				if r.Err != nil {
-					return "", r.Err
-				}
-				for _, ev := range r.Events {
-					if ev.Type == gcs.EventPut {
-						return ev.KV.Key, nil
-					}
-				}
-			case <-timer.C:
-				return "", nil
-			}
-		}
-	}
 	if _, err := admin.Put(ctx, "w/1", []byte("x"), 0); err != nil {
 		t.Fatal(err)
 	}
 	for name, w := range map[string]<-chan gcs.WatchResponse{"gone": goneWatch, "kept": keptWatch} {
-		if k, err := next(w, 10*time.Second); k != "w/1" {
+		if k, err := gcstest.NextPut(w, "w/1", 10*time.Second); k != "w/1" {
 			t.Fatalf("%s's watch before the revocation: %q %v, want w/1", name, k, err)
 		}
 	}
@@ -241,10 +198,10 @@ func TestRevocationCutsOpenWatches(t *testing.T) {
 	if _, err := admin.Put(ctx, "w/2", []byte("x"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if k, err := next(keptWatch, 30*time.Second); k != "w/2" {
+	if k, err := gcstest.NextPut(keptWatch, "w/2", 30*time.Second); k != "w/2" {
 		t.Fatalf("the unrevoked certificate's watch after the cut: %q %v, want w/2 (resumed, no event lost)", k, err)
 	}
-	if k, err := next(goneWatch, 2*time.Second); k != "" {
+	if k, err := gcstest.NextPut(goneWatch, "w/2", 2*time.Second); k != "" {
 		t.Fatalf("the revoked certificate's watch delivered %q after the cut (err %v)", k, err)
 	}
 	pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)

@@ -858,3 +858,29 @@ func testClose(t *testing.T, s gcs.Store) {
 	wantErr(t, "Watch after Close", r.Err, gcs.ErrClosed)
 	closed(t, w)
 }
+
+// NextPut waits up to d for watch w to deliver a put of key and returns key, or "" and no
+// error when none came in d; an error when the watch ended (closed, or its Err). Events of
+// other keys are skipped. For tests that check what a watch gets.
+func NextPut(w <-chan gcs.WatchResponse, key string, d time.Duration) (string, error) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case r, ok := <-w:
+			if !ok {
+				return "", errors.New("gcstest: the watch ended")
+			}
+			if r.Err != nil {
+				return "", r.Err
+			}
+			for _, ev := range r.Events {
+				if ev.Type == gcs.EventPut && ev.KV.Key == key {
+					return key, nil
+				}
+			}
+		case <-timer.C:
+			return "", nil
+		}
+	}
+}
