@@ -40,6 +40,14 @@
 // first, so calls can arrive out of order; they never run out of order). A call whose
 // arguments failed is sent as a skip so the ones after it are not held up.
 //
+// Results go back in batches (one message per caller's shard): the executor holds the
+// results of calls that ran under 5 µs until its queue is empty, 64 are held, or the oldest
+// has waited 100 µs (looked at when a call ends); a call that ran longer sends its result,
+// and those held before it, when it ends, so a caller pipelining long calls is not a queue
+// behind. A short call's result can still wait for the call queued behind it to end: a
+// method that blocks until its caller has read the previous call's result should not
+// follow a short call of the same caller in the queue.
+//
 // A logged actor (the default) writes each call to the method log before running it.
 // Calls that arrive while a write is in flight share the next one: the log is
 // group-committed, one etcd transaction per batch (up to four in flight, run in log
