@@ -170,6 +170,9 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 	if check == "shipped" {
 		return shippedCheck(ctx, nodes, out)
 	}
+	if strings.HasPrefix(check, "detached-") {
+		return detachedCheck(ctx, check, out)
+	}
 	if len(nodes) < 2 {
 		return fmt.Errorf("the job has %d nodes, the checks need 2", len(nodes))
 	}
