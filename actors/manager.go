@@ -97,6 +97,7 @@ type Manager struct {
 	ring   []string                 // dead's keys in order of death (a ring)
 	next   int                      // ring's oldest entry once it is full
 	forgot bool                     // a tombstone was dropped: a miss may be a dead actor
+	listed bool                     // the first list of the table is in
 	subs   []func(*pb.ActorInfo)
 
 	// The run loop's own state.
@@ -245,6 +246,24 @@ func (m *Manager) All() []*pb.ActorInfo {
 	return out
 }
 
+// LiveDetached reports whether a detached actor of this manager's job (of any job when
+// ManagerConfig.Job is empty) is not dead, or the manager has not read the actor table yet
+// (it cannot tell): a cluster worker process serves on after its job ended while one is
+// (internal/assembly/node ServeWorker).
+func (m *Manager) LiveDetached() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if !m.listed {
+		return true
+	}
+	for _, info := range m.actors {
+		if info.Detached && m.mine(info) {
+			return true
+		}
+	}
+	return false
+}
+
 // Table is the actor table the manager reads.
 func (m *Manager) Table() *Table { return m.cfg.Table }
 
@@ -278,6 +297,9 @@ func (m *Manager) run() {
 			m.applyBytes(kv.Value, false)
 		}
 		kvs = nil
+		m.mu.Lock()
+		m.listed = true
+		m.mu.Unlock()
 		m.leading = false // look at everything again
 		m.reconcile(false)
 		watch := m.cfg.Table.Store.Watch(m.ctx, gcs.ActorsPrefix, rev+1)

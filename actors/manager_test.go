@@ -216,3 +216,30 @@ func TestManagerNodeLossRestartsOnlyItsActors(t *testing.T) {
 		}
 	}
 }
+
+// LiveDetached: true while a detached actor is not dead (a non-detached one does not
+// count), false once the last detached one died.
+func TestManagerLiveDetached(t *testing.T) {
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}})
+	plain := h.create(0, sched.Resources{})
+	h.await(plain, "alive", phaseIs(lifecycle.Alive))
+	if h.m.LiveDetached() {
+		t.Fatal("LiveDetached with only a non-detached actor")
+	}
+	id := ids.NewActorID()
+	info := &pb.ActorInfo{ActorId: id[:], Class: "test.C", Detached: true, Name: "d", CtorArgs: []*pb.Arg{{Data: []byte("args")}}}
+	if _, _, err := h.table.Create(context.Background(), info); err != nil {
+		t.Fatal(err)
+	}
+	h.await(id.String(), "alive", phaseIs(lifecycle.Alive))
+	if !h.m.LiveDetached() {
+		t.Fatal("LiveDetached is false with a detached actor alive")
+	}
+	if _, _, _, err := h.table.Step(context.Background(), id.String(), lifecycle.Kill{NoRestart: true}); err != nil {
+		t.Fatal(err)
+	}
+	h.await(id.String(), "dead", phaseIs(lifecycle.Dead))
+	if h.m.LiveDetached() {
+		t.Fatal("LiveDetached is true after the detached actor was killed")
+	}
+}

@@ -21,6 +21,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/fuzzing"
 	"github.com/ray-go/ray/internal/base/gcs"
@@ -622,5 +623,58 @@ func TestJobSurvivesItsDriverRegisteringAgain(t *testing.T) {
 	}
 	if rs := records(t, rec); len(rs) != 1 || syscall.Kill(worker, 0) != nil {
 		t.Fatalf("the job's worker process (pid %d) was stopped while its driver registered again: %d processes started, %v", worker, len(rs), syscall.Kill(worker, 0))
+	}
+}
+
+// A job's worker process outlives the job while a detached actor of the job is not dead,
+// and is restarted if it dies then; it ends when the last detached actor dies. The job
+// record keeps the state its driver wrote (SUCCEEDED).
+func TestWorkerKeptForDetachedActors(t *testing.T) {
+	head := startAgent(t, Config{Head: true})
+	s := head.Store()
+	rec := t.TempDir()
+	aid := "00112233445566778899aabbccddeeff"
+	actor := &pb.ActorInfo{ActorId: []byte(aid), JobId: "j9", Detached: true, Name: "d", Phase: int32(lifecycle.Alive)}
+	put(t, s, gcs.ActorKey(aid), actor, 0)
+	// A non-detached actor of the job keeps nothing alive.
+	put(t, s, gcs.ActorKey("ffeeddccbbaa99887766554433221100"), &pb.ActorInfo{JobId: "j9", Phase: int32(lifecycle.Alive)}, 0)
+	kill := job(t, s, "j9", nil, "-record", rec)
+	eventually.True(t, 10*time.Second, "j9's worker", func() bool { return len(records(t, rec)) == 1 })
+	first := records(t, rec)[0]
+
+	// The driver ends the job (SUCCEEDED, its alive key gone): the worker runs on.
+	put(t, s, gcs.JobKey("j9"), &pb.JobInfo{JobId: "j9", State: pb.JobInfo_SUCCEEDED, Executable: helperPath, Sha256: helperSum,
+		Goos: runtime.GOOS, Goarch: runtime.GOARCH, Args: []string{"-record", rec}, EndUnixMs: time.Now().UnixMilli()}, 0)
+	kill()
+	time.Sleep(3 * stopGrace / 5) // longer than the agent takes to stop an ended job's worker (a tick)
+	if processGone(first.Pid) {
+		t.Fatal("the worker of a job with a live detached actor was stopped when the job ended")
+	}
+	if _, err := os.Stat(filepath.Join(rec, fmt.Sprintf("%d.term", first.Pid))); err == nil {
+		t.Fatal("the worker of a job with a live detached actor got SIGTERM when the job ended")
+	}
+	// It dies: the agent starts it again.
+	if err := syscall.Kill(first.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 10*time.Second, "the worker restarted", func() bool { return len(records(t, rec)) == 2 })
+	var second record
+	for _, r := range records(t, rec) {
+		if r.Pid != first.Pid {
+			second = r
+		}
+	}
+	// The detached actor dies: the worker gets SIGTERM and its record says EXITED.
+	actor.Phase = int32(lifecycle.Dead)
+	put(t, s, gcs.ActorKey(aid), actor, 0)
+	eventually.True(t, 10*time.Second, "the worker EXITED", func() bool {
+		w, _ := get(t, s, gcs.JobWorkerKey("j9", head.ID()), &pb.JobWorker{})
+		return w.GetState() == pb.JobWorker_EXITED && processGone(second.Pid)
+	})
+	if _, err := os.Stat(filepath.Join(rec, fmt.Sprintf("%d.term", second.Pid))); err != nil {
+		t.Errorf("the worker got no SIGTERM after the last detached actor died: %v", err)
+	}
+	if j, _ := get(t, s, gcs.JobKey("j9"), &pb.JobInfo{}); j.GetState() != pb.JobInfo_SUCCEEDED {
+		t.Errorf("job j9 is %v, want SUCCEEDED", j.GetState())
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/workerenv"
@@ -55,9 +56,11 @@ type workerManager struct {
 	loaded    map[string]bool // prefix -> its first list arrived
 	jobs      map[string]jobRec
 	alive     map[string]bool
-	aliveGone map[string]time.Time // jobalive key seen deleted (or gone at a re-list), when
-	orphanAt  map[string]time.Time // head: RUNNING job without jobalive since
-	linked    map[string]bool      // head: submission job_id filled in
+	aliveGone map[string]time.Time       // jobalive key seen deleted (or gone at a re-list), when
+	orphanAt  map[string]time.Time       // head: RUNNING job without jobalive since
+	linked    map[string]bool            // head: submission job_id filled in
+	detached  map[string]map[string]bool // job -> its detached actors that are not dead
+	actorJob  map[string]string          // those actors' IDs -> their job
 	workers   map[string]*worker
 	hashes    hashCache
 	bins      map[string]*binFetch // executables resolved through the cache, by sha256
@@ -93,6 +96,8 @@ func newWorkerManager(a *Agent) *workerManager {
 		aliveGone: map[string]time.Time{},
 		orphanAt:  map[string]time.Time{},
 		linked:    map[string]bool{},
+		detached:  map[string]map[string]bool{},
+		actorJob:  map[string]string{},
 		workers:   map[string]*worker{},
 		hashes:    hashCache{},
 		bins:      map[string]*binFetch{},
@@ -104,7 +109,7 @@ func (m *workerManager) run(ctx context.Context) {
 	defer m.a.wg.Done()
 	mctx, cancel := context.WithCancel(ctx)
 	var mwg sync.WaitGroup
-	for _, prefix := range []string{gcs.JobsPrefix, gcs.JobAlivePrefix} {
+	for _, prefix := range []string{gcs.JobsPrefix, gcs.JobAlivePrefix, gcs.ActorsPrefix} {
 		mwg.Add(1)
 		go func() {
 			defer mwg.Done()
@@ -129,7 +134,7 @@ func (m *workerManager) run(ctx context.Context) {
 			m.fetchDone(r, time.Now())
 		case <-t.C:
 		}
-		if m.loaded[gcs.JobsPrefix] && m.loaded[gcs.JobAlivePrefix] {
+		if m.loaded[gcs.JobsPrefix] && m.loaded[gcs.JobAlivePrefix] && m.loaded[gcs.ActorsPrefix] {
 			m.reap(ctx)
 			m.reconcile(ctx, time.Now())
 		}
@@ -181,8 +186,50 @@ func (m *workerManager) apply(u tableUpdate) {
 				m.aliveGone[id] = time.Now()
 			}
 		}
+	case gcs.ActorsPrefix:
+		if u.reset {
+			m.detached, m.actorJob = map[string]map[string]bool{}, map[string]string{}
+			for _, kv := range u.kvs {
+				m.putActor(kv.Key, kv.Value)
+			}
+		}
+		for _, ev := range u.events {
+			if ev.Type == gcs.EventPut {
+				m.putActor(ev.KV.Key, ev.KV.Value)
+			} else {
+				m.dropActor(ev.KV.Key)
+			}
+		}
 	}
 	m.loaded[u.prefix] = true
+}
+
+// putActor keeps track of a job's detached actors that are not dead: the job's worker
+// processes run on for them after the job ended (wanted).
+func (m *workerManager) putActor(key string, value []byte) {
+	info := &pb.ActorInfo{}
+	if err := proto.Unmarshal(value, info); err != nil || !info.GetDetached() || info.GetPhase() == int32(lifecycle.Dead) {
+		m.dropActor(key)
+		return
+	}
+	job := info.GetJobId()
+	if m.detached[job] == nil {
+		m.detached[job] = map[string]bool{}
+	}
+	m.detached[job][key] = true
+	m.actorJob[key] = job
+}
+
+func (m *workerManager) dropActor(key string) {
+	job, ok := m.actorJob[key]
+	if !ok {
+		return
+	}
+	delete(m.actorJob, key)
+	delete(m.detached[job], key)
+	if len(m.detached[job]) == 0 {
+		delete(m.detached, job)
+	}
 }
 
 func (m *workerManager) putJob(kv gcs.KV) {
@@ -198,12 +245,17 @@ func (m *workerManager) putJob(kv gcs.KV) {
 	m.jobs[id] = jobRec{info: info, modRev: kv.ModRev}
 }
 
-// wanted reports whether job should have a worker process here: it is RUNNING and its
+// wanted reports whether job should have a worker process here: a detached actor of the
+// job is not dead (whatever the job's state: detached actors outlive their job, and live
+// in its worker processes), or it is RUNNING and its
 // driver is alive, or its alive key went less than reregisterGrace ago (the driver's lease
 // expired in a GCS outage and it is writing the key again: its worker processes, and the
 // actors and objects in them, must live on).
 func (m *workerManager) wanted(job string, now time.Time) bool {
 	rec, ok := m.jobs[job]
+	if ok && len(m.detached[job]) > 0 {
+		return true // the job's detached actors outlive it, in its worker processes
+	}
 	if !ok || rec.info.GetState() != pb.JobInfo_RUNNING {
 		return false
 	}

@@ -377,10 +377,14 @@ func (n *Node) ServeWorker(ctx context.Context) string {
 		}
 		unreachable = 0
 		switch {
-		case ended:
-			reason = "the job ended"
 		case jobAlive:
 			jobGone = time.Time{}
+		case n.actors != nil && n.actors.LiveDetached():
+			// The job's detached actors outlive it: its worker processes serve on (the
+			// agent keeps them) until the last of them dies.
+			jobGone = time.Time{}
+		case ended:
+			reason = "the job ended"
 		case jobGone.IsZero():
 			jobGone = now
 		case now.Sub(jobGone) >= ownerGoneGrace:
