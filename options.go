@@ -119,7 +119,16 @@ func Name(name string) TaskOption { return func(o *callOpts) { o.name = name } }
 func Namespace(ns string) TaskOption { return func(o *callOpts) { o.namespace = ns } }
 
 // Detached makes an actor outlive the runtime that created it (actors only; it needs a
-// Name). In local mode the whole cluster ends with Shutdown, detached actors too.
+// Name), as Ray's lifetime="detached". Its handles do not keep it alive and their loss does
+// not end it: it lives until Kill (with noRestart) or until the cluster stops. In cluster
+// mode it also outlives its job: after the creating driver's Shutdown (or death) the job
+// table says the job ended while the actor stays alive with its state, another job finds it
+// with GetActor by name and namespace, and a host that dies restarts it (MaxRestarts, its
+// method log replayed) as before. It lives in its job's worker processes, which the node
+// agents keep running (with the resources they hold) until the job's last detached actor is
+// dead. Objects it returns are owned by the caller, as always; objects owned by the ended
+// job's driver are not adopted by other jobs. In local mode the whole cluster ends with
+// Shutdown, detached actors too.
 func Detached() TaskOption { return func(o *callOpts) { o.detached = true } }
 
 // MaxRestarts sets how often an actor is restarted after its host or instance died, or

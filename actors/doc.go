@@ -132,6 +132,10 @@
 // then). internal/assembly/core lifetime.go has the details. A detached actor has no
 // handle object: it lives until ray.Kill. Every actor also ends when its creator's
 // runtime stops (a detached one outlives it), or when its host dies with no restart left.
+// In a cluster a detached actor also outlives its job: the job's worker processes serve on
+// while Manager.LiveDetached says one of the job's detached actors is not dead (the node
+// agents keep them running, internal/assembly/agent), and their managers restart it there
+// as during the job.
 //
 // # What is not here yet
 //

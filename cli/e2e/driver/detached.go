@@ -72,7 +72,7 @@ func detachedCheck(ctx context.Context, check string, out map[string]any) error 
 			return err
 		}
 		if err := ray.Kill(cctx, h, true); err != nil {
-			return fmt.Errorf("Kill det: %w", err)
+			return fmt.Errorf("kill det: %w", err)
 		}
 	case "detached-c":
 		if _, err := ray.GetActor(cctx, accelClass, "det", "e2e"); err != nil {

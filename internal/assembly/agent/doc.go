@@ -38,7 +38,10 @@
 //     and restarted after a backoff (0.5 s, 1 s, 2 s), at most 3 times a minute. When the
 //     job ends (a terminal state, the jobs/ key deleted, or the jobalive/ key gone) the
 //     group gets SIGTERM, SIGKILL after 5 s; the directory is removed and the record says
-//     EXITED.
+//     EXITED. Detached actors outlive their job: while an actors/ record of the job says
+//     detached and not dead (a third mirror, of the actor table), the job's worker process
+//     is kept, and restarted as above if it exits, whatever the job's state; it is stopped
+//     once the last of them is dead (the job record is left as the driver wrote it).
 //   - The head also fails orphaned jobs: a RUNNING job whose jobalive/ key was seen
 //     deleted (or has been missing for 2×AliveTTL) becomes FAILED with
 //     DriverExitedMessage, by a transaction that holds only if the job record did not

@@ -339,7 +339,9 @@ func (n *Node) recordWorker(ctx context.Context) error {
 const ownerGoneGrace = 15 * time.Second
 
 // ServeWorker runs a worker process until ctx ends or its job or agent goes away, then
-// stops the node. It returns the reason it stopped.
+// stops the node. It returns the reason it stopped. A job that ended (or whose driver is
+// gone) does not stop it while its actor manager knows a detached actor of the job that is
+// not dead: detached actors outlive their job.
 func (n *Node) ServeWorker(ctx context.Context) string {
 	job, agent := string(n.cfg.Job), n.cfg.AgentID
 	t := time.NewTicker(time.Second)
