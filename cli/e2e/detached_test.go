@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -167,6 +169,42 @@ func TestDetachedActor(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// Job E's driver is killed (SIGKILL) after it created a detached actor: the job is
+	// FAILED, the actor lives on with its state, and job F uses and kills it.
+	cmd := exec.Command(driver, "-check", "detached-killed")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, len("detached ready\n"))
+	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "detached ready\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the detached-killed driver did not get ready: %q, %v", line, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	jobE := actors()["detk"].JobID
+	deadline = time.Now().Add(time.Minute)
+	for jobState(jobE) != "FAILED" {
+		if time.Now().After(deadline) {
+			t.Fatalf("job E (%q) is %q after its driver was killed, want FAILED", jobE, jobState(jobE))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	out, errOut, code = run(t, 3*time.Minute, env, driver, "-check", "detached-b", "-actor", "detk")
+	var f detachedRep
+	if err := json.Unmarshal([]byte(lastLine(out)), &f); err != nil || code != 0 || f.Detached.Sum != 115 {
+		t.Fatalf("job F on the detached actor of a killed driver: exit %d, %v, sum %d (want 115)\nstdout: %s\nstderr: %s\n%s", code, err, f.Detached.Sum, out, tail(errOut), sessionLogs(sess, 30))
+	}
+	if d := actors()["detk"]; d.State != "DEAD" {
+		t.Errorf("the killed detached actor of job E is %s, want DEAD", d.State)
+	}
+
 	// Job D leaves a detached actor alive: rayctl stop (the cleanup) stops its worker
 	// processes with everything else, and nothing is left behind.
 	job("detached-a")

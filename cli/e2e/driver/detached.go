@@ -17,13 +17,20 @@ import (
 //   - detached-b gets det, adds 100 to it (115 if job A's state is there), reports whether
 //     nondet is still found and where det runs, then kills det for good.
 //   - detached-c reports what GetActor says of det.
+//   - detached-killed creates the detached actor "detk" (MaxRestarts 3), adds 1..5 to it,
+//     prints "detached ready" and waits to be killed; detached-b with -actor detk then
+//     uses it from another job.
 //
+// actorName is detached-b's actor (flag -actor).
+var actorName = "det"
+
 // Every call has a deadline, so a hang is reported as an error, not a stuck driver.
 func detachedCheck(ctx context.Context, check string, out map[string]any) error {
 	rep := map[string]any{}
 	out["detached"] = rep
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	name := actorName
 	switch check {
 	case "detached-a":
 		det := accelClass.Remote(ctx, ray.Name("det"), ray.Namespace("e2e"), ray.Detached(), ray.MaxRestarts(3))
@@ -59,9 +66,9 @@ func detachedCheck(ctx context.Context, check string, out map[string]any) error 
 		if _, err := ray.GetActor(cctx, accelClass, "nondet", "e2e"); err != nil {
 			rep["nondet_err"] = err.Error()
 		}
-		h, err := ray.GetActor(cctx, accelClass, "det", "e2e")
+		h, err := ray.GetActor(cctx, accelClass, name, "e2e")
 		if err != nil {
-			return fmt.Errorf("GetActor det: %w", err)
+			return fmt.Errorf("GetActor %s: %w", name, err)
 		}
 		v, err := ray.Get(cctx, accelAdd.Remote(cctx, h, ray.V(100)))
 		if err != nil {
@@ -72,8 +79,17 @@ func detachedCheck(ctx context.Context, check string, out map[string]any) error 
 			return err
 		}
 		if err := ray.Kill(cctx, h, true); err != nil {
-			return fmt.Errorf("kill det: %w", err)
+			return fmt.Errorf("kill %s: %w", name, err)
 		}
+	case "detached-killed":
+		det := accelClass.Remote(ctx, ray.Name("detk"), ray.Namespace("e2e"), ray.Detached(), ray.MaxRestarts(3))
+		for i := 1; i <= 5; i++ {
+			if _, err := ray.Get(cctx, accelAdd.Remote(cctx, det, ray.V(i))); err != nil {
+				return fmt.Errorf("detached actor call %d: %w", i, err)
+			}
+		}
+		fmt.Println("detached ready") // the test kills this driver now
+		time.Sleep(10 * time.Minute)
 	case "detached-c":
 		if _, err := ray.GetActor(cctx, accelClass, "det", "e2e"); err != nil {
 			rep["det_err"] = err.Error()

@@ -139,6 +139,7 @@ func main() {
 		"shipped (prints \"registered\", then on a stdin line \"go\" waits for one more node to join the job and runs tasks there), logs (prints markers from an actor and a task, \"logs ready ACTOR_ID\", then on a stdin line \"follow\" one more from a task on every node, \"followed\", and ends at EOF), nodedeath (kills one of the job's worker processes while tasks run on it), ownerdeath (kills the process that owns "+
 		"objects the driver borrows), actordeath (kills an actor's host under pipelined calls), sortdeath (kills a worker process while a Sort's output arrives), or gcsfailover (rounds until 4 s after printing ready)")
 	bigMiB := flag.Int("big-mib", 200, "size of the bigobject check's object in MiB")
+	flag.StringVar(&actorName, "actor", actorName, "the detached actor the detached-b check uses")
 	flag.Parse()
 	ctx, err := ray.Init(context.Background())
 	if err != nil {
