@@ -344,7 +344,7 @@ func (m *workerManager) reap(ctx context.Context) {
 			continue
 		}
 		delay, msg := w.scheduleRestart(now)
-		m.a.log.Warn("agent: worker exited while its job runs", "job", job, "pid", p.pid, "how", p.describe(), "restart_in", delay)
+		m.a.log.Warn("agent: worker exited while its job runs (or its detached actors live)", "job", job, "pid", p.pid, "how", p.describe(), "restart_in", delay)
 		m.putWorker(ctx, job, pb.JobWorker_EXITED, p.pid, "worker "+p.describe()+"; "+msg)
 	}
 }
