@@ -115,6 +115,36 @@ func (c *Core) adopt(n Nested) {
 	}
 }
 
+// reresolve asks the owner of borrowed object id again for its value: v, the value this
+// runtime had, is in a store whose copy could not be read (the node that held it died). A
+// borrower cannot recreate the object; its owner can, and may have already (then its
+// value is elsewhere now). Without this, the borrower kept reading the dead node for as
+// long as it borrowed the object (a task whose argument refs were recreated by their owner
+// failed again on each retry). The entry is pending until the owner answers; an owner that
+// does not answer within reresolveWait (it died too: its adoption sets the entry, or this
+// bound does) leaves the object lost. It reports whether a request is under way.
+func (c *Core) reresolve(id ids.ObjectID, v objects.Value) bool {
+	e, ok := c.borrows.Get(id)
+	if !ok || e.Owner == nil || !v.InStore || v.Node == "" {
+		return false
+	}
+	if !c.mem.Reset(id) {
+		_, ready, known := c.mem.Get(id)
+		return known && !ready // another Get asked already
+	}
+	c.root.Send(actor.NewPID(e.Owner.Address, e.Owner.Id), &pb.ResolveObject{ObjectId: id[:], ReplyTo: c.ownerW, Lost: true, LostNode: string(v.Node)})
+	time.AfterFunc(reresolveWait, func() {
+		if _, ready, known := c.mem.Get(id); known && !ready {
+			c.lostBorrow(id, fmt.Sprintf("its bytes on node %s are lost, and its owner %s did not answer within %v", v.Node, pidKey(e.Owner), reresolveWait))
+		}
+	})
+	return true
+}
+
+// reresolveWait bounds the wait for an owner's answer to reresolve, which may include
+// running the object's task again.
+var reresolveWait = 5 * time.Minute
+
 func (c *Core) lostBorrow(id ids.ObjectID, why string) {
 	c.mem.Set(id, objects.Value{Err: &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST,
 		Message: fmt.Sprintf("object %s is lost: %s", id, why)}})
@@ -252,6 +282,14 @@ func (c *Core) onBorrowMessage(ctx actor.Context) bool {
 		answer := func(v objects.Value) {
 			c.root.Send(to, &pb.ObjectResolved{ObjectId: m.ObjectId, Data: v.Data, InStore: v.InStore,
 				NodeId: string(v.Node), Size: v.Size, Error: v.Err})
+		}
+		if m.Lost {
+			// The borrower could not read the bytes at LostNode: if this owner's value still
+			// says they are there, they are lost; recreate the object (its future becomes
+			// pending, and the answer waits for the new value).
+			if v, ready, _ := c.mem.Get(id); ready && v.InStore && string(v.Node) == m.LostNode {
+				c.reconstruct(id)
+			}
 		}
 		if !c.mem.OnReady(id, answer) {
 			c.root.Send(to, &pb.ObjectResolved{ObjectId: m.ObjectId, Unknown: true})

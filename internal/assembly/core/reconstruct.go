@@ -248,7 +248,9 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 			act = g.ReadFailed(readFailure(err))
 			continue
 		case lineage.Reconstruct:
-			if !c.reconstruct(a.Object) {
+			// An object of this runtime's is recreated here; a borrowed one by its owner,
+			// asked again for its value (reresolve).
+			if !c.reconstruct(a.Object) && !c.reresolve(a.Object, v) {
 				act = g.Refused()
 				continue
 			}

@@ -38,11 +38,30 @@ func TestReconstructAfterNodeLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{blob.ID(), rev.ID()}
+	// An actor on node 1 borrows blob (a ref inside a value, as a Ray Data reduce reads the
+	// map outputs) and reads it: its runtime now knows the bytes are on the victim.
+	if driver == 1 || victim == 1 {
+		t.Fatal("node 1 (the keeper's) must be neither the driver's node nor the victim")
+	}
+	k := keeperClass.Remote(ctx, ray.Resources(map[string]float64{"keeper": 1}), ray.UnboundedMethodLog())
+	if _, err := ray.Get(ctx, keeperKeep.Remote(ctx, k, ray.V(box{Ref: blob}))); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ray.Get(ctx, keeperRead.Remote(ctx, k)); err != nil || n != size {
+		t.Fatalf("the keeper reads the borrowed blob: %d bytes, %v", n, err)
+	}
 	if err := cluster.StopNode(base, victim); err != nil {
 		t.Fatal(err)
 	}
 	core := cluster.Nodes[driver].Core
 	before := core.Stats().Reconstructed.Load()
+	// The borrower reads it again while still borrowing it: its copy of the value points
+	// at the dead node; it asks the owner again, which recreates the object. (Before, the
+	// borrower kept reading the dead node and failed with "object lost" for as long as it
+	// borrowed the object, whatever its owner did.)
+	if n, err := ray.Get(ctx, keeperRead.Remote(ctx, k)); err != nil || n != size {
+		t.Fatalf("the keeper reads the borrowed blob after its node died: %d bytes, %v", n, err)
+	}
 	got, err := ray.Get(ctx, rev)
 	if err != nil {
 		t.Fatalf("reading an object lost with its node: %v", err)

@@ -4758,9 +4758,13 @@ func (x *RemoveBorrower) GetBorrower() *PID {
 // ResolveObject asks an object's owner for its value or location, answered with
 // ObjectResolved (to reply_to) once the object is ready.
 type ResolveObject struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObjectId      []byte                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
-	ReplyTo       *PID                   `protobuf:"bytes,2,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ObjectId []byte                 `protobuf:"bytes,1,opt,name=object_id,json=objectId,proto3" json:"object_id,omitempty"`
+	ReplyTo  *PID                   `protobuf:"bytes,2,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
+	// A borrower that could not read the object's bytes at lost_node asks again: the owner
+	// recreates the object if its value still lives there, and answers with the new one.
+	Lost          bool   `protobuf:"varint,3,opt,name=lost,proto3" json:"lost,omitempty"`
+	LostNode      string `protobuf:"bytes,4,opt,name=lost_node,json=lostNode,proto3" json:"lost_node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4807,6 +4811,20 @@ func (x *ResolveObject) GetReplyTo() *PID {
 		return x.ReplyTo
 	}
 	return nil
+}
+
+func (x *ResolveObject) GetLost() bool {
+	if x != nil {
+		return x.Lost
+	}
+	return false
+}
+
+func (x *ResolveObject) GetLostNode() string {
+	if x != nil {
+		return x.LostNode
+	}
+	return ""
 }
 
 type ObjectResolved struct {
@@ -5330,11 +5348,13 @@ const file_ray_proto_rawDesc = "" +
 	"\x0eRemoveBorrower\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12&\n" +
 	"\bborrower\x18\x02 \x01(\v2\n" +
-	".raypb.PIDR\bborrower\"S\n" +
+	".raypb.PIDR\bborrower\"\x84\x01\n" +
 	"\rResolveObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12%\n" +
 	"\breply_to\x18\x02 \x01(\v2\n" +
-	".raypb.PIDR\areplyTo\"\xcb\x01\n" +
+	".raypb.PIDR\areplyTo\x12\x12\n" +
+	"\x04lost\x18\x03 \x01(\bR\x04lost\x12\x1b\n" +
+	"\tlost_node\x18\x04 \x01(\tR\blostNode\"\xcb\x01\n" +
 	"\x0eObjectResolved\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12\x19\n" +
