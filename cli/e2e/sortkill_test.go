@@ -72,8 +72,8 @@ func TestSortWorkerKilled(t *testing.T) {
 		Nodes     []node
 		Sortdeath struct {
 			Victim           string
-			RowsJ            int64 `json:"rows"`
-			WantRowsJ        int64 `json:"want_rows"`
+			Rows             int64 `json:"rows"`
+			WantRows         int64 `json:"want_rows"`
 			Sum              string
 			WantSum          string `json:"want_sum"`
 			Batches          int64
@@ -92,8 +92,8 @@ func TestSortWorkerKilled(t *testing.T) {
 	if !s.Killed || s.BatchesAfterKill == 0 {
 		t.Errorf("no sorted batch arrived after the kill (killed %v, batches %d, after the kill %d)", s.Killed, s.Batches, s.BatchesAfterKill)
 	}
-	if s.RowsJ != s.WantRowsJ || s.WantRowsJ != 400_000 {
-		t.Errorf("the sorted output has %d rows, want %d (400,000)", s.RowsJ, s.WantRowsJ)
+	if s.Rows != s.WantRows || s.WantRows != 400_000 {
+		t.Errorf("the sorted output has %d rows, want %d (400,000)", s.Rows, s.WantRows)
 	}
 	if s.Sum != s.WantSum || s.Sum == "" {
 		t.Errorf("the sorted output's checksum is %q, the input's %q", s.Sum, s.WantSum)
@@ -101,7 +101,7 @@ func TestSortWorkerKilled(t *testing.T) {
 	if strings.TrimSpace(rep.Error) != "" {
 		t.Errorf("driver error: %s", rep.Error)
 	}
-	t.Logf("victim %s: %d batches, %d after the kill, %d rows", s.Victim, s.Batches, s.BatchesAfterKill, s.RowsJ)
+	t.Logf("victim %s: %d batches, %d after the kill, %d rows", s.Victim, s.Batches, s.BatchesAfterKill, s.Rows)
 }
 
 // unfinishedTasks lists the tasks of the cluster's jobs that are not FINISHED, one a line,
