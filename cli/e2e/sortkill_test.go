@@ -117,13 +117,15 @@ func unfinishedTasks(t *testing.T, tok []string, addr string) string {
 		return fmt.Sprintf("rayctl list tasks: %v: %s", err, tail(out))
 	}
 	var b strings.Builder
+	n := 0
 	for _, r := range raw {
 		if r["state"] != "FINISHED" {
 			j, _ := json.Marshal(r)
 			fmt.Fprintf(&b, "%s\n", j)
+			n++
 		}
 	}
-	return b.String()
+	return fmt.Sprintf("%d task attempts listed, %d not FINISHED:\n%s", len(raw), n, b.String())
 }
 
 // quitWorkers sends SIGQUIT to the job's worker processes (the driver binary, other than
