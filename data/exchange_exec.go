@@ -825,7 +825,7 @@ func lostErr(err error) bool {
 // gone from the job's list (this process may learn of a death after the task that
 // failed). All at once: a reduce reads every map output, and one node held many. This
 // process owns them: a Get here recreates a lost one through lineage. It returns how many
-// it recreated. Safe on any goroutine: it reads only the blocks' refs.
+// it recreated (blocks whose node changed). Safe on any goroutine: it reads only the blocks' refs.
 func recreateLost(ctx context.Context, srcs []*xSrc, cause error) (int, error) {
 	nodes, err := ray.Nodes(ctx)
 	if err != nil {
@@ -847,9 +847,11 @@ func recreateLost(ctx context.Context, srcs []*xSrc, cause error) (int, error) {
 		}
 	}
 	var lost []ray.ObjectRef[arrow.Record]
+	var was []string
 	for i, s := range srcs {
 		if dead[where[i]] {
 			lost = append(lost, s.ob.ref)
+			was = append(was, where[i])
 		}
 	}
 	if len(lost) == 0 {
@@ -864,7 +866,16 @@ func recreateLost(ctx context.Context, srcs []*xSrc, cause error) (int, error) {
 			r.Release()
 		}
 	}
-	return len(lost), nil
+	// Only a block that now lives elsewhere was recreated: one named in the error that is
+	// still where it was (recreated before, on a node that lives) is no progress, and a
+	// task that keeps failing on it must use up its bounded retries, not run forever.
+	moved := 0
+	for i, r := range lost {
+		if ri, err := ray.RefInfo(ctx, r); err == nil && ri.NodeID != was[i] {
+			moved++
+		}
+	}
+	return moved, nil
 }
 
 // redoBlock runs again the reduce that made ob, a block the consumer could not read
