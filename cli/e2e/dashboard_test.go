@@ -39,13 +39,7 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("chromium is not on PATH and could not be installed: the dashboard's browser test drives Debian's chromium headless. "+
 			"Install it with `sudo apt-get install -y chromium` (CI's .ci/run does): %v", err)
 	}
-	port := freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	sess := t.TempDir()
-	t.Cleanup(func() {
-		run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
-		checkNothingLeft(t)
-	})
+	port, addr, sess := newSession(t)
 	startArgs := []string{"start", "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "512MiB", "--metrics-port", "0"}
 	out, errOut, code := run(t, 90*time.Second, nil, rayctl, append(startArgs, "--head", "--port", strconv.Itoa(port), "--dashboard-port", "0")...)
 	if code != 0 {

@@ -45,13 +45,7 @@ type actorRow struct {
 // run on while its detached actor lives, and end after it was killed; rayctl stop ends a
 // detached actor's processes too.
 func TestDetachedActor(t *testing.T) {
-	port := freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	sess := t.TempDir()
-	t.Cleanup(func() {
-		run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
-		checkNothingLeft(t)
-	})
+	port, addr, sess := newSession(t)
 	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
 	if code != 0 {
 		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)

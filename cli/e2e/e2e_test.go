@@ -50,6 +50,21 @@ func TestMain(m *testing.M) {
 
 // freePort is a port for a head agent (its GCS port; the join endpoint takes the next
 // one), outside the ephemeral range other processes' connections draw from.
+// newSession picks a free GCS port on 127.0.0.1 (and its address) and a session directory
+// for a cluster the test starts with rayctl, and stops whatever runs there when the test
+// ends, checking that no process is left.
+func newSession(t *testing.T) (port int, addr, sess string) {
+	t.Helper()
+	port = freePort(t)
+	addr = "127.0.0.1:" + strconv.Itoa(port)
+	sess = t.TempDir()
+	t.Cleanup(func() {
+		run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
+		checkNothingLeft(t)
+	})
+	return port, addr, sess
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	p, err := netx.FreePorts("127.0.0.1", 2)

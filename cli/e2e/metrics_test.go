@@ -21,13 +21,7 @@ import (
 // tasks by name and state, each agent reports its configured CPUs, and the 16 MiB object
 // the driver holds shows in an agent's object store bytes.
 func TestMetrics(t *testing.T) {
-	port := freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	sess := t.TempDir()
-	t.Cleanup(func() {
-		run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
-		checkNothingLeft(t)
-	})
+	port, addr, sess := newSession(t)
 	startArgs := []string{"start", "--session-dir", sess, "--object-store-memory", "512MiB"}
 	out, errOut, code := run(t, 90*time.Second, nil, rayctl, append(startArgs, "--head", "--port", strconv.Itoa(port), "--num-cpus", "2")...)
 	if code != 0 {

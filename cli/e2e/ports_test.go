@@ -98,13 +98,7 @@ func garbage() map[string][]byte {
 // truncated frames and huge length prefixes, and 100 connections that stay silent. Every
 // process stays alive, none grows by more than 100 MiB, and the cluster still runs a job.
 func TestGarbageOnEveryPort(t *testing.T) {
-	port := freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	sess := t.TempDir()
-	t.Cleanup(func() {
-		run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
-		checkNothingLeft(t)
-	})
+	port, addr, sess := newSession(t)
 	startArgs := []string{"start", "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "512MiB"}
 	out, errOut, code := run(t, 90*time.Second, nil, rayctl, append(startArgs, "--head", "--port", strconv.Itoa(port))...)
 	if code != 0 {

@@ -21,13 +21,7 @@ import (
 // it), and its tasks run there and answer right; rayctl job submit --working-dir ships a
 // directory the program reads a file from.
 func TestShippedCode(t *testing.T) {
-	port := freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	sess := t.TempDir()
-	t.Cleanup(func() {
-		run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
-		checkNothingLeft(t)
-	})
+	port, addr, sess := newSession(t)
 	start := func(tok []string, args ...string) string {
 		t.Helper()
 		out, errOut, code := run(t, 90*time.Second, tok, rayctl, append([]string{"start", "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "512MiB"}, args...)...)

@@ -22,13 +22,7 @@ import (
 // the test fails with that dump and the tail of every agent's and worker's log, so a hang
 // can be told apart from a slow run and diagnosed.
 func TestSortWorkerKilled(t *testing.T) {
-	port := freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	sess := t.TempDir()
-	t.Cleanup(func() {
-		run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
-		checkNothingLeft(t)
-	})
+	port, addr, sess := newSession(t)
 	var tok []string
 	start := func(args ...string) string {
 		t.Helper()
