@@ -305,25 +305,11 @@ func TestSpillFailureBacksOff(t *testing.T) {
 	}
 }
 
-// startShard spawns a shard grain of cfg in an actor system of its own (stopped with the
-// test) and returns a function that asks it and waits for the answer.
+// startShard is startShardSend's ask alone.
 func startShard(t *testing.T, cfg Config) (ask func(m any) any) {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if cfg.Logger == nil {
-		cfg.Logger = quiet
-	}
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	t.Cleanup(sys.Shutdown)
-	pid := sys.Root.Spawn(Props(cfg))
-	return func(m any) any {
-		t.Helper()
-		res, err := sys.Root.RequestFuture(pid, m, 10*time.Second).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	ask, _ = startShardSend(t, cfg)
+	return ask
 }
 
 // capturedLogs returns a logger that keeps what it writes, and a function that reads it.
@@ -478,8 +464,9 @@ func TestSpillWorkers(t *testing.T) {
 	mu.Unlock()
 }
 
-// startShardSend is startShard that also returns a function sending a message without a
-// sender (no reply is waited for).
+// startShardSend spawns a shard grain of cfg in an actor system of its own (stopped with
+// the test) and returns a function that asks it and waits for the answer, and one that
+// sends it a message without a sender (no reply is waited for).
 func startShardSend(t *testing.T, cfg Config) (ask func(m any) any, send func(m any)) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -99,6 +99,15 @@ func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
 	return r, nil
 }
 
+// raylet is node's scheduler: this process's own for its node (or without a cluster), else
+// the cluster's (nil while the node has none).
+func (c *Core) raylet(node ids.NodeID) *actor.PID {
+	if c.cfg.Cluster == nil || node == c.cfg.Node {
+		return c.cfg.Raylet()
+	}
+	return c.cfg.Cluster.Raylet(node)
+}
+
 // groupRaylet is rayletFor of a task in a placement group: its bundle's node, with its
 // demand renamed into the bundle's resources (pgPlace); the cluster view does not count
 // it, the bundle's reservation already does.
@@ -111,12 +120,7 @@ func (s *shard) groupRaylet(p *pending) (*actor.PID, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r *actor.PID
-	if c.cfg.Cluster == nil || node == c.cfg.Node {
-		r = c.cfg.Raylet()
-	} else {
-		r = c.cfg.Cluster.Raylet(node)
-	}
+	r := c.raylet(node)
 	if r == nil {
 		return nil, fmt.Errorf("%w: node %s of the task's placement group has no scheduler (it is starting, or gone)", errNodeUnready, node)
 	}

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -266,12 +264,7 @@ func (pg *PlacementGroup) release(nodes []ids.NodeID) {
 
 // bundleAsk sends m to node's raylet and waits for its answer.
 func (c *Core) bundleAsk(ctx context.Context, node ids.NodeID, m *pb.BundleCommit) error {
-	var r *actor.PID
-	if c.cfg.Cluster == nil || node == c.cfg.Node {
-		r = c.cfg.Raylet()
-	} else {
-		r = c.cfg.Cluster.Raylet(node)
-	}
+	r := c.raylet(node)
 	if r == nil {
 		return fmt.Errorf("node %s has no scheduler (it is starting, or gone)", node)
 	}
