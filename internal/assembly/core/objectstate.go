@@ -123,20 +123,25 @@ func (c *Core) objectInfo(in *objects.Info) ObjectInfo {
 		o.RefType = RefNone
 	}
 	if in.Ready {
-		o.Size = in.Value.Size
-		if o.Size == 0 {
-			o.Size = int64(len(in.Value.Data))
-		}
-		if in.Value.InStore {
-			o.Location = string(in.Value.Node)
-			if o.Location == "" {
-				o.Location = string(c.cfg.Node)
-			}
-		} else {
-			o.Location = LocationInline
-		}
+		c.setValue(&o, in.Value)
 	}
 	return o
+}
+
+// setValue fills in o's size and location from a ready value.
+func (c *Core) setValue(o *ObjectInfo, v objects.Value) {
+	o.Size = v.Size
+	if o.Size == 0 {
+		o.Size = int64(len(v.Data))
+	}
+	switch {
+	case !v.InStore:
+		o.Location = LocationInline
+	case v.Node == "":
+		o.Location = string(c.cfg.Node)
+	default:
+		o.Location = string(v.Node)
+	}
 }
 
 // borrowedInfo describes one object this process borrows.
@@ -144,21 +149,11 @@ func (c *Core) borrowedInfo(b objects.BorrowInfo) ObjectInfo {
 	o := ObjectInfo{ObjectID: b.ID.String(), State: ObjectAtOwner, RefType: RefBorrowed, Job: string(c.cfg.Job),
 		Local: int32(b.Holds), Task: b.ID.Task().String(), Holder: string(c.cfg.Node), OwnerAddress: b.Owner.GetAddress()}
 	if v, ready, known := c.mem.Get(b.ID); known && ready {
-		switch {
-		case v.Err != nil:
+		o.State = ObjectReady
+		if v.Err != nil {
 			o.State = ObjectFailed
-		default:
-			o.State = ObjectReady
 		}
-		o.Size = v.Size
-		if o.Size == 0 {
-			o.Size = int64(len(v.Data))
-		}
-		if v.InStore {
-			o.Location = string(v.Node)
-		} else {
-			o.Location = LocationInline
-		}
+		c.setValue(&o, v)
 	}
 	return o
 }
