@@ -90,6 +90,10 @@ type machine struct {
 	GoVersion string `json:"go"`
 	OS        string `json:"os"`
 	Load      string `json:"load_before,omitempty"`
+	// WakeP50 and WakeP99 (µs): how long a goroutine takes to run on an idle core after a
+	// send from a busy one, with all the cores (wakeLatency).
+	WakeP50 float64 `json:"wake_us_p50,omitempty"`
+	WakeP99 float64 `json:"wake_us_p99,omitempty"`
 }
 
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "scale: "+format+"\n", args...) }
@@ -138,6 +142,7 @@ func run() int {
 	rep := report{Cores: map[string]map[string]float64{}, Speedup: map[string]float64{}, MutexWait: map[string]float64{},
 		Runs: *runs, Machine: describe(cpus)}
 	logf("CPUs %v (pinned: %v), core counts %v, %d round(s), metrics %s; load %s", cpus, pinned, counts, *runs, strings.Join(metrics, " "), rep.Machine.Load)
+	logf("waking an idle core takes %.0f µs median, %.0f µs at the 99th percentile (a few µs on bare metal; every hand-off to an idle core pays it)", rep.Machine.WakeP50, rep.Machine.WakeP99)
 	start := time.Now()
 	samples := map[string]map[int][]float64{} // metric -> cores -> per-round ops/s
 	waits := map[string][]float64{}           // metric -> per-round mutex wait at all cores
@@ -315,6 +320,8 @@ func writeTable(w io.Writer, rep report, metrics []string, counts []int) {
 // describe reads what the report says of the machine.
 func describe(cpus []int) machine {
 	m := machine{CPUs: cpus, Pinned: pinned, GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, Load: perf.LoadAvg()}
+	p50, p99 := wakeLatency(600)
+	m.WakeP50, m.WakeP99 = float64(p50.Nanoseconds())/1e3, float64(p99.Nanoseconds())/1e3
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
