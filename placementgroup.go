@@ -79,7 +79,9 @@ func (h *PlacementGroupHandle) ID() string { return h.pg.ID }
 // its error then says why the group still waits (e.g. "STRICT_SPREAD needs 3 nodes ...").
 func (h *PlacementGroupHandle) Ready(ctx context.Context) error { return h.pg.Ready(ctx) }
 
-// BundleNodes returns the node ID of each bundle (nil until the group is ready).
+// BundleNodes returns the node ID of each bundle (nil until the group is ready). A bundle
+// whose node died has "" until the group has placed it again on another node (its
+// record's state is RESCHEDULING meanwhile, and tasks in that bundle wait).
 func (h *PlacementGroupHandle) BundleNodes() []string {
 	nodes := h.pg.Nodes()
 	if nodes == nil {

@@ -107,6 +107,9 @@
 // strategies (BundlePack, BundleSpread, BundleStrictPack, BundleStrictSpread), against the
 // nodes' Available resources; ErrBundlesWait when only their Total would hold the group
 // (try again later), an *InfeasibleError-based error saying why when nothing could.
+// ReplaceBundles places again only the bundles of a placed group whose nodes died, next to
+// the survivors as the strategy wants (the lost ones of a STRICT_PACK group join the
+// survivors' node, those of a STRICT_SPREAD group avoid every node holding one).
 // BundleResources and InBundle are Ray's renaming: a node holding bundle i of group g
 // trades the bundle's resources r for "r_group_i_g" and "r_group_g" (and a marker), and a
 // task in the bundle asks for those, so the ordinary fit and queue rules keep other work

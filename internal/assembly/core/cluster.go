@@ -237,6 +237,10 @@ func (c *Core) NodeGone(node ids.NodeID) {
 	for _, s := range c.shards {
 		s.send(nodeGone{node: node})
 	}
+	c.pgs.Range(func(_, v any) bool {
+		v.(*PlacementGroup).nodeGone(node) // pg.go: its bundles there are placed again
+		return true
+	})
 }
 
 func (s *shard) nodeGone(node ids.NodeID) {

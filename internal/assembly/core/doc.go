@@ -74,7 +74,8 @@
 // until the group is placed, then goes to its bundle's node with its demand renamed
 // (sched.InBundle); the cluster view does not count it, the reservation does. An actor
 // in a group waits for it before its record is written, with the bundle's node as its
-// only node (ActorInfo.affinity_node).
+// only node (ActorInfo.affinity_node). A bundle whose node dies is placed again (Core.NodeGone
+// tells the groups; sched.ReplaceBundles decides where) while its tasks park.
 //
 // # Task events
 //

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +31,12 @@ import (
 // the shard resolves them when it places the task (rayletFor): the bundle's node, by
 // hard affinity, and its demand renamed (sched.InBundle). A task whose group is not
 // placed yet waits (parked) until it is; one whose group was removed fails.
+//
+// When a bundle's node dies (NodeGone), the group places that bundle again (replace,
+// sched.ReplaceBundles: next to the other bundles as the strategy wants, which stay where
+// they are); tasks in it park meanwhile and the record says RESCHEDULING. An actor of the
+// lost bundle is not moved: its record names the old node (ActorInfo.affinity_node), so a
+// restart waits for that node.
 
 // StrategyPlacementGroup is TaskSpec.strategy for a task in a placement group.
 const StrategyPlacementGroup = "placement_group"
@@ -50,14 +57,18 @@ type PlacementGroup struct {
 
 	c      *Core
 	ready  chan struct{}
+	ctx    context.Context // ends with Remove
 	cancel context.CancelFunc
 
 	created time.Time
 
-	mu      sync.Mutex
-	nodes   []ids.NodeID // each bundle's node, once placed
-	removed bool
-	why     string // the last reason the placement waits
+	mu sync.Mutex
+	// nodes is each bundle's node once placed; "" for a bundle whose node died, until
+	// replace has placed it again. Copied on write: readers keep the slice they took.
+	nodes     []ids.NodeID
+	replacing bool // a replace goroutine runs
+	removed   bool
+	why       string // the last reason the placement waits
 }
 
 // pgRetry bounds how often a group that does not fit tries again.
@@ -84,7 +95,7 @@ func (c *Core) CreatePlacementGroup(bundles []sched.Resources, strategy sched.Bu
 	_, _ = rand.Read(idb[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	pg := &PlacementGroup{ID: hex.EncodeToString(idb[:]), Name: name, Strategy: strategy,
-		Bundles: append([]sched.Resources(nil), bundles...), c: c, ready: make(chan struct{}), cancel: cancel, created: time.Now()}
+		Bundles: append([]sched.Resources(nil), bundles...), c: c, ready: make(chan struct{}), ctx: ctx, cancel: cancel, created: time.Now()}
 	c.pgs.Store(pg.ID, pg)
 	go pg.place(ctx)
 	return pg, nil
@@ -161,7 +172,7 @@ func distinct(nodes []ids.NodeID) []ids.NodeID {
 	var out []ids.NodeID
 	seen := map[ids.NodeID]bool{}
 	for _, n := range nodes {
-		if !seen[n] {
+		if n != "" && !seen[n] {
 			seen[n] = true
 			out = append(out, n)
 		}
@@ -189,6 +200,11 @@ func (pg *PlacementGroup) place(ctx context.Context) {
 			close(pg.ready)
 			c.ClusterChanged() // the tasks parked for the group go now
 			pg.record("CREATED")
+			for _, n := range distinct(nodes) {
+				if c.cfg.Cluster != nil && !c.cfg.Cluster.Alive(n) {
+					pg.nodeGone(n) // it died while the group was being placed
+				}
+			}
 			return
 		}
 		pg.mu.Lock()
@@ -213,6 +229,27 @@ func (pg *PlacementGroup) place(ctx context.Context) {
 // nil and why not.
 func (pg *PlacementGroup) tryPlace(ctx context.Context) ([]ids.NodeID, string) {
 	c := pg.c
+	placed, err := sched.PlaceBundles(pg.Bundles, c.schedNodes(), pg.Strategy)
+	if err != nil {
+		return nil, err.Error()
+	}
+	out := make([]ids.NodeID, len(placed))
+	for i, n := range placed {
+		out[i] = ids.NodeID(n)
+	}
+	for i, n := range out {
+		err := c.bundleAsk(ctx, n, &pb.BundleCommit{Group: pg.ID, Index: int32(i), Resources: tasks.ResourcesToPB(pg.Bundles[i])})
+		if err != nil {
+			pg.release(out[:i])
+			return nil, fmt.Sprintf("bundle %d at node %s: %v", i, n, err)
+		}
+	}
+	return out, ""
+}
+
+// schedNodes is the alive nodes as the placement policy sees them: totals, and what they
+// have free by their last load reports.
+func (c *Core) schedNodes() []sched.Node {
 	infos := []*pb.NodeInfo(nil)
 	if c.cfg.Nodes != nil {
 		infos = c.cfg.Nodes()
@@ -234,22 +271,7 @@ func (pg *PlacementGroup) tryPlace(ctx context.Context) ([]ids.NodeID, string) {
 		}
 		nodes = append(nodes, sched.Node{ID: in.NodeId, Total: total, Available: a, Alive: true})
 	}
-	placed, err := sched.PlaceBundles(pg.Bundles, nodes, pg.Strategy)
-	if err != nil {
-		return nil, err.Error()
-	}
-	out := make([]ids.NodeID, len(placed))
-	for i, n := range placed {
-		out[i] = ids.NodeID(n)
-	}
-	for i, n := range out {
-		err := c.bundleAsk(ctx, n, &pb.BundleCommit{Group: pg.ID, Index: int32(i), Resources: tasks.ResourcesToPB(pg.Bundles[i])})
-		if err != nil {
-			pg.release(out[:i])
-			return nil, fmt.Sprintf("bundle %d at node %s: %v", i, n, err)
-		}
-	}
-	return out, ""
+	return nodes
 }
 
 // release gives the group's bundles back at nodes (best effort: a node that does not
@@ -260,6 +282,118 @@ func (pg *PlacementGroup) release(nodes []ids.NodeID) {
 		_ = pg.c.bundleAsk(ctx, n, &pb.BundleCommit{Group: pg.ID, Index: -1, Release: true})
 		cancel()
 	}
+}
+
+// nodeGone: node died. The group's bundles there are lost: tasks asking for them wait
+// (resolve parks them) while a goroutine places those bundles again (replace), next to
+// the group's other bundles as its strategy wants (sched.ReplaceBundles); the record says
+// RESCHEDULING meanwhile, as Ray's does. The other bundles stay where they are.
+func (pg *PlacementGroup) nodeGone(node ids.NodeID) {
+	pg.mu.Lock()
+	if pg.removed || pg.nodes == nil || !slices.Contains(pg.nodes, node) {
+		pg.mu.Unlock()
+		return
+	}
+	next := slices.Clone(pg.nodes)
+	for i, n := range next {
+		if n == node {
+			next[i] = ""
+		}
+	}
+	pg.nodes = next
+	pg.why = fmt.Sprintf("bundles on node %s, which died, are being placed again", node)
+	start := !pg.replacing
+	pg.replacing = true
+	pg.mu.Unlock()
+	pg.record("RESCHEDULING")
+	if start {
+		go pg.replace()
+	}
+}
+
+// replace places the group's lost bundles again, backing off while the cluster lacks the
+// room, until none is lost or the group is removed.
+func (pg *PlacementGroup) replace() {
+	c := pg.c
+	wait := pgRetryMin
+	for {
+		why, done := pg.tryReplace()
+		if done {
+			c.ClusterChanged() // the tasks parked for the lost bundles go now
+			pg.record("CREATED")
+			return
+		}
+		if why == "" { // removed
+			return
+		}
+		pg.mu.Lock()
+		changed := pg.why != why
+		pg.why = why
+		pg.mu.Unlock()
+		if changed {
+			pg.record("RESCHEDULING")
+		}
+		select {
+		case <-pg.ctx.Done():
+			return
+		case <-c.closed:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, pgRetryMax)
+	}
+}
+
+// tryReplace makes one attempt at placing the lost bundles: each one committed at its new
+// node counts at once (so a later refusal undoes nothing); done when none is lost any more
+// (replacing is then over), else why not ("" once the group is removed).
+func (pg *PlacementGroup) tryReplace() (why string, done bool) {
+	c := pg.c
+	pg.mu.Lock()
+	placed, removed := pg.nodes, pg.removed
+	if !removed && !slices.Contains(placed, "") {
+		pg.replacing, pg.why = false, ""
+		pg.mu.Unlock()
+		return "", true
+	}
+	pg.mu.Unlock()
+	if removed {
+		return "", false
+	}
+	cur := make([]string, len(placed))
+	for i, n := range placed {
+		cur[i] = string(n)
+	}
+	got, err := sched.ReplaceBundles(pg.Bundles, cur, c.schedNodes(), pg.Strategy)
+	if err != nil {
+		return err.Error(), false
+	}
+	for i, n := range got {
+		if cur[i] == n {
+			continue
+		}
+		node := ids.NodeID(n)
+		err := c.bundleAsk(pg.ctx, node, &pb.BundleCommit{Group: pg.ID, Index: int32(i), Resources: tasks.ResourcesToPB(pg.Bundles[i])})
+		if err != nil {
+			return fmt.Sprintf("bundle %d at node %s: %v", i, node, err), false
+		}
+		pg.mu.Lock()
+		if pg.removed {
+			pg.mu.Unlock()
+			pg.release([]ids.NodeID{node})
+			return "", false
+		}
+		if pg.nodes[i] == "" {
+			next := slices.Clone(pg.nodes)
+			next[i] = node
+			pg.nodes = next
+		}
+		pg.mu.Unlock()
+		if c.cfg.Cluster != nil && !c.cfg.Cluster.Alive(node) {
+			pg.nodeGone(node) // it died meanwhile; its NodeGone may have come first
+		}
+	}
+	return pg.tryReplace()
 }
 
 // bundleAsk sends m to node's raylet and waits for its answer.
@@ -318,7 +452,7 @@ func (pg *PlacementGroup) resolve(index int, req sched.Resources) (ids.NodeID, s
 	if nodes == nil {
 		return "", sched.Resources{}, errGroupNotReady
 	}
-	node := nodes[0]
+	var node ids.NodeID
 	if index >= 0 {
 		node = nodes[index]
 	} else {
@@ -326,11 +460,17 @@ func (pg *PlacementGroup) resolve(index int, req sched.Resources) (ids.NodeID, s
 		// the node holding most of them is the one where the task most likely fits now.
 		count := map[ids.NodeID]int{}
 		for _, n := range nodes {
+			if n == "" {
+				continue
+			}
 			count[n]++
-			if count[n] > count[node] {
+			if node == "" || count[n] > count[node] {
 				node = n
 			}
 		}
+	}
+	if node == "" {
+		return "", sched.Resources{}, errGroupNotReady // its node died: it waits to be placed again
 	}
 	return node, sched.InBundle(pg.ID, index, req), nil
 }

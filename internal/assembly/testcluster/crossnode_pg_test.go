@@ -120,3 +120,78 @@ func TestPlacementGroupAcrossNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacementGroupBundleReplaced: when the node holding a bundle dies, the group places
+// that bundle again on a node that is alive (its other bundles stay where they are), the
+// record goes RESCHEDULING then CREATED, and a task in the lost bundle runs on its new
+// node. It stops node 5, which no other test uses.
+func TestPlacementGroupBundleReplaced(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const doomed = 5
+	up := alive(t)
+	if len(up) < 3 || up[len(up)-1] != doomed {
+		t.Fatalf("need node %d and two more running, have %v", doomed, up)
+	}
+	ctx := cluster.Context(base, up[0])
+	// SPREAD with one bundle per running node puts one on each, node 5's included.
+	bundles := make([]ray.Bundle, len(up))
+	for i := range bundles {
+		bundles[i] = ray.Bundle{"CPU": 0.1}
+	}
+	pg, err := ray.PlacementGroup(ctx, bundles, ray.StrategySpread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Remove(context.Background())
+	if err := pg.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := pg.BundleNodes()
+	lost := -1
+	for i, n := range before {
+		if cluster.Index(n) == doomed {
+			lost = i
+		}
+	}
+	if lost < 0 {
+		t.Fatalf("SPREAD over %d nodes put no bundle on node %d: %v", len(up), doomed, before)
+	}
+	if got, err := ray.Get(ctx, whereAmI.Options(ray.PlacementGroupBundle(pg, lost), ray.NumCPUs(0.1)).Remote(ctx)); err != nil || got != before[lost] {
+		t.Fatalf("task in bundle %d ran on %q (%v), want %s", lost, got, err, before[lost])
+	}
+
+	if err := cluster.StopNode(base, doomed); err != nil {
+		t.Fatal(err)
+	}
+	var after []string
+	eventually.True(t, 60e9, "the lost bundle placed again on a running node", func() bool {
+		after = pg.BundleNodes()
+		i := cluster.Index(after[lost])
+		return i >= 0 && i != doomed && !cluster.Stopped(i)
+	})
+	for i := range before {
+		if i != lost && after[i] != before[i] {
+			t.Fatalf("bundle %d moved from %s to %s: only the lost bundle should move", i, before[i], after[i])
+		}
+	}
+	got, err := ray.Get(ctx, whereAmI.Options(ray.PlacementGroupBundle(pg, lost), ray.NumCPUs(0.1)).Remote(ctx))
+	if err != nil || got != after[lost] {
+		t.Fatalf("task in the re-placed bundle %d ran on %q (%v), want %s", lost, got, err, after[lost])
+	}
+	eventually.True(t, 10e9, "the group's record: CREATED with the bundle's new node", func() bool {
+		groups, err := clusterstate.ReadPlacementGroups(ctx, cluster.GCS)
+		if err != nil {
+			return false
+		}
+		for _, g := range groups {
+			if g.ID == pg.ID() {
+				return g.State == "CREATED" && g.Nodes[lost] == after[lost]
+			}
+		}
+		return false
+	})
+	if err := pg.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

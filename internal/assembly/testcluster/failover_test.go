@@ -56,7 +56,7 @@ var cluster *testcluster.Cluster
 
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 5, Custom: map[int]map[string]float64{1: {"keeper": 1}, 0: {"lane": 1}, 2: {"lane": 1}}})
+	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 6, Custom: map[int]map[string]float64{1: {"keeper": 1}, 0: {"lane": 1}, 2: {"lane": 1}}})
 	if err == nil {
 		if err = c.AwaitViews(ctx); err != nil {
 			c.Stop(context.Background())
