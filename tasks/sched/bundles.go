@@ -3,7 +3,6 @@ package sched
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 )
 
@@ -103,105 +102,11 @@ func PlaceBundles(bundles []Resources, nodes []Node, strategy BundleStrategy) ([
 
 // placeBundles is PlaceBundles against capacities room (indexed like nodes).
 func placeBundles(bundles []Resources, nodes []Node, alive []int, room []Resources, strategy BundleStrategy) ([]string, bool) {
-	out := make([]string, len(bundles))
-	// best is the node among cands where b fits with the most CPU left (-1: none).
-	best := func(b Resources, cands []int, skip func(i int) bool) int {
-		pick := -1
-		for _, i := range cands {
-			if (skip != nil && skip(i)) || !room[i].Fits(b) {
-				continue
-			}
-			if pick < 0 || room[i].Get(CPU) > room[pick].Get(CPU) {
-				pick = i
-			}
-		}
-		return pick
+	todo := make([]int, len(bundles))
+	for k := range todo {
+		todo[k] = k
 	}
-	take := func(k, i int) {
-		room[i] = room[i].Sub(bundles[k])
-		out[k] = nodes[i].ID
-	}
-	var sum Resources
-	for _, b := range bundles {
-		sum = sum.Add(b)
-	}
-	switch strategy {
-	case BundleStrictPack:
-		i := best(sum, alive, nil)
-		if i < 0 {
-			return nil, false
-		}
-		for k := range bundles {
-			take(k, i)
-		}
-		return out, true
-	case BundlePack:
-		if i := best(sum, alive, nil); i >= 0 {
-			for k := range bundles {
-				take(k, i)
-			}
-			return out, true
-		}
-		var used []int // in the order first used
-		for k, b := range bundles {
-			i := -1
-			for _, u := range used {
-				if room[u].Fits(b) {
-					i = u
-					break
-				}
-			}
-			if i < 0 {
-				i = best(b, alive, func(i int) bool { return contains(used, i) })
-				if i < 0 {
-					return nil, false
-				}
-				used = append(used, i)
-			}
-			take(k, i)
-		}
-		return out, true
-	case BundleStrictSpread:
-		if len(bundles) > len(alive) {
-			return nil, false
-		}
-		order := make([]int, len(bundles))
-		for k := range order {
-			order[k] = k
-		}
-		sort.SliceStable(order, func(a, b int) bool { return bundles[order[a]].Get(CPU) > bundles[order[b]].Get(CPU) })
-		var used []int
-		for _, k := range order {
-			i := best(bundles[k], alive, func(i int) bool { return contains(used, i) })
-			if i < 0 {
-				return nil, false
-			}
-			used = append(used, i)
-			take(k, i)
-		}
-		return out, true
-	case BundleSpread:
-		count := make([]int, len(nodes))
-		for k, b := range bundles {
-			// Fewest bundles of this group first, then the most CPU left.
-			pick := -1
-			for _, i := range alive {
-				if !room[i].Fits(b) {
-					continue
-				}
-				if pick < 0 || count[i] < count[pick] || count[i] == count[pick] && room[i].Get(CPU) > room[pick].Get(CPU) {
-					pick = i
-				}
-			}
-			if pick < 0 {
-				return nil, false
-			}
-			count[pick]++
-			take(k, pick)
-		}
-		return out, true
-	}
-	return nil, false
+	return assignBundles(bundles, make([]string, len(bundles)), todo, nil, nodes, alive, room, strategy)
 }
 
 func contains(s []int, v int) bool {

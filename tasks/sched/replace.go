@@ -73,10 +73,10 @@ func ReplaceBundles(bundles []Resources, placed []string, nodes []Node, strategy
 		}
 		return room
 	}
-	if got, ok := replaceLost(bundles, out, lost, holders, nodes, alive, capOf(false), strategy); ok {
+	if got, ok := assignBundles(bundles, out, lost, holders, nodes, alive, capOf(false), strategy); ok {
 		return got, nil
 	}
-	if _, ok := replaceLost(bundles, out, lost, holders, nodes, alive, capOf(true), strategy); ok {
+	if _, ok := assignBundles(bundles, out, lost, holders, nodes, alive, capOf(true), strategy); ok {
 		return nil, ErrBundlesWait
 	}
 	switch strategy {
@@ -94,10 +94,13 @@ func ReplaceBundles(bundles []Resources, placed []string, nodes []Node, strategy
 	return nil, fmt.Errorf("%w: the %d lost bundles do not fit the alive nodes' total resources under %v", ErrInfeasible, len(lost), strategy)
 }
 
-// replaceLost is ReplaceBundles against capacities room (indexed like nodes): out holds
-// the survivors' nodes and "" for the bundles in lost; holders are the survivors' nodes.
-func replaceLost(bundles []Resources, placed []string, lost, holders []int, nodes []Node, alive []int, room []Resources, strategy BundleStrategy) ([]string, bool) {
+// assignBundles places the bundles in todo against capacities room (indexed like nodes)
+// under strategy, next to the bundles already placed: placed holds their nodes ("" for
+// those in todo), and holders those nodes' indexes, each once. PlaceBundles is the case
+// with nothing placed yet, ReplaceBundles the one with survivors.
+func assignBundles(bundles []Resources, placed []string, todo, holders []int, nodes []Node, alive []int, room []Resources, strategy BundleStrategy) ([]string, bool) {
 	out := append([]string(nil), placed...)
+	// best is the alive node, not skipped, where b fits with the most CPU left (-1: none).
 	best := func(b Resources, skip func(i int) bool) int {
 		pick := -1
 		for _, i := range alive {
@@ -114,34 +117,41 @@ func replaceLost(bundles []Resources, placed []string, lost, holders []int, node
 		room[i] = room[i].Sub(bundles[k])
 		out[k] = nodes[i].ID
 	}
+	var sum Resources
+	for _, k := range todo {
+		sum = sum.Add(bundles[k])
+	}
 	switch strategy {
 	case BundleStrictPack:
-		if len(holders) != 1 {
-			return nil, false // the survivors are not on one node: not a STRICT_PACK group's state
-		}
-		for _, k := range lost {
-			if !room[holders[0]].Fits(bundles[k]) {
-				return nil, false
+		var i int
+		switch len(holders) {
+		case 0:
+			i = best(sum, nil)
+		case 1:
+			if i = holders[0]; !room[i].Fits(sum) {
+				i = -1
 			}
-			take(k, holders[0])
+		default:
+			i = -1 // the bundles placed are not on one node: not a STRICT_PACK group's state
 		}
-		return out, true
-	case BundleStrictSpread:
-		order := append([]int(nil), lost...)
-		sort.SliceStable(order, func(a, b int) bool { return bundles[order[a]].Get(CPU) > bundles[order[b]].Get(CPU) })
-		used := append([]int(nil), holders...)
-		for _, k := range order {
-			i := best(bundles[k], func(i int) bool { return contains(used, i) })
-			if i < 0 {
-				return nil, false
-			}
-			used = append(used, i)
+		if i < 0 {
+			return nil, false
+		}
+		for _, k := range todo {
 			take(k, i)
 		}
 		return out, true
 	case BundlePack:
-		used := append([]int(nil), holders...)
-		for _, k := range lost {
+		if len(holders) == 0 {
+			if i := best(sum, nil); i >= 0 {
+				for _, k := range todo {
+					take(k, i)
+				}
+				return out, true
+			}
+		}
+		used := append([]int(nil), holders...) // in the order first used
+		for _, k := range todo {
 			i := -1
 			for _, u := range used {
 				if room[u].Fits(bundles[k]) {
@@ -158,16 +168,30 @@ func replaceLost(bundles []Resources, placed []string, lost, holders []int, node
 			take(k, i)
 		}
 		return out, true
+	case BundleStrictSpread:
+		order := append([]int(nil), todo...)
+		sort.SliceStable(order, func(a, b int) bool { return bundles[order[a]].Get(CPU) > bundles[order[b]].Get(CPU) })
+		used := append([]int(nil), holders...)
+		for _, k := range order {
+			i := best(bundles[k], func(i int) bool { return contains(used, i) })
+			if i < 0 {
+				return nil, false
+			}
+			used = append(used, i)
+			take(k, i)
+		}
+		return out, true
 	case BundleSpread:
 		count := make([]int, len(nodes))
-		for _, n := range placed {
-			for _, i := range alive {
+		for _, i := range alive {
+			for _, n := range placed {
 				if n != "" && nodes[i].ID == n {
 					count[i]++
 				}
 			}
 		}
-		for _, k := range lost {
+		for _, k := range todo {
+			// Fewest bundles of this group first, then the most CPU left.
 			pick := -1
 			for _, i := range alive {
 				if !room[i].Fits(bundles[k]) {

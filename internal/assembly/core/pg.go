@@ -207,13 +207,7 @@ func (pg *PlacementGroup) place(ctx context.Context) {
 			}
 			return
 		}
-		pg.mu.Lock()
-		changed := pg.why != why
-		pg.why = why
-		pg.mu.Unlock()
-		if changed {
-			pg.record("PENDING") // with why it waits
-		}
+		pg.waits(why, "PENDING")
 		select {
 		case <-ctx.Done():
 			return
@@ -222,6 +216,17 @@ func (pg *PlacementGroup) place(ctx context.Context) {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, pgRetryMax)
+	}
+}
+
+// waits notes why the group waits, and records it in state when the reason changed.
+func (pg *PlacementGroup) waits(why, state string) {
+	pg.mu.Lock()
+	changed := pg.why != why
+	pg.why = why
+	pg.mu.Unlock()
+	if changed {
+		pg.record(state)
 	}
 }
 
@@ -326,13 +331,7 @@ func (pg *PlacementGroup) replace() {
 		if why == "" { // removed
 			return
 		}
-		pg.mu.Lock()
-		changed := pg.why != why
-		pg.why = why
-		pg.mu.Unlock()
-		if changed {
-			pg.record("RESCHEDULING")
-		}
+		pg.waits(why, "RESCHEDULING")
 		select {
 		case <-pg.ctx.Done():
 			return
