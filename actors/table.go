@@ -199,6 +199,43 @@ func (t *Table) Step(ctx context.Context, actorID string, ev lifecycle.Event) (*
 	return t.StepWith(ctx, actorID, ev, nil)
 }
 
+// MoveAffinity moves an actor bound to a node (ActorInfo.affinity_node: its placement
+// group bundle's) from node from to node to, when its record still names from and it is
+// not dead: its placement group placed the bundle again after from died, and the actor's
+// restart goes to the bundle's new node. The record's change makes the Manager look at
+// the actor again. It reports whether the record changed.
+func (t *Table) MoveAffinity(ctx context.Context, actorID, from, to string) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		info, rev, err := t.Get(ctx, actorID)
+		if err != nil {
+			return false, err
+		}
+		if info.AffinityNode != from || lifecycle.Phase(info.Phase) == lifecycle.Dead {
+			return false, nil
+		}
+		info.AffinityNode = to
+		ops, err := publishOps(info)
+		if err != nil {
+			return false, err
+		}
+		ok, _, err := t.Store.Txn(ctx, []gcs.Cmp{{Key: gcs.ActorKey(actorID), ModRev: rev}}, ops)
+		if err != nil {
+			return false, fmt.Errorf("actors: move actor %s to node %s: %w", actorID, to, err)
+		}
+		if ok {
+			return true, nil
+		}
+		if attempt >= 50 {
+			return false, fmt.Errorf("actors: move actor %s to node %s: the record keeps changing", actorID, to)
+		}
+		select { // lost a race: read again
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Duration(attempt) * time.Millisecond):
+		}
+	}
+}
+
 // StepWith is Step with extra operations committed in the same transaction when the state
 // changes (a checkpoint's log truncation).
 func (t *Table) StepWith(ctx context.Context, actorID string, ev lifecycle.Event, extra []gcs.Op) (*pb.ActorInfo, []lifecycle.Action, bool, error) {

@@ -233,6 +233,9 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 			info.AffinityNode, info.PlacementGroup, info.Resources = string(node), pg.ID, tasks.ResourcesToPB(res)
 		}
 		_, _, err := c.cfg.Actors.Table.Create(ctx, info)
+		if err == nil && pg != nil {
+			pg.addActor(id.String(), spec.BundleIndex) // it moves with its bundle (pg.go)
+		}
 		return err
 	}
 	failed := func(err error) {

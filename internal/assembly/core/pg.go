@@ -34,9 +34,9 @@ import (
 //
 // When a bundle's node dies (NodeGone), the group places that bundle again (replace,
 // sched.ReplaceBundles: next to the other bundles as the strategy wants, which stay where
-// they are); tasks in it park meanwhile and the record says RESCHEDULING. An actor of the
-// lost bundle is not moved: its record names the old node (ActorInfo.affinity_node), so a
-// restart waits for that node.
+// they are); tasks in it park meanwhile and the record says RESCHEDULING. The actors
+// created in the lost bundle (addActor) have their record's node (ActorInfo.affinity_node)
+// moved to the bundle's new node (actors.Table.MoveAffinity), so their restart goes there.
 
 // StrategyPlacementGroup is TaskSpec.strategy for a task in a placement group.
 const StrategyPlacementGroup = "placement_group"
@@ -66,9 +66,24 @@ type PlacementGroup struct {
 	// nodes is each bundle's node once placed; "" for a bundle whose node died, until
 	// replace has placed it again. Copied on write: readers keep the slice they took.
 	nodes     []ids.NodeID
-	replacing bool // a replace goroutine runs
+	lostFrom  map[int]ids.NodeID // the node each lost bundle was on
+	actors    []groupActor       // the actors created in the group
+	replacing bool               // a replace goroutine runs
 	removed   bool
 	why       string // the last reason the placement waits
+}
+
+// groupActor is an actor created in a group's bundle index (-1: any).
+type groupActor struct {
+	id    string
+	index int32
+}
+
+// addActor notes an actor created in bundle index (its record names the bundle's node).
+func (pg *PlacementGroup) addActor(id string, index int32) {
+	pg.mu.Lock()
+	pg.actors = append(pg.actors, groupActor{id, index})
+	pg.mu.Unlock()
 }
 
 // pgRetry bounds how often a group that does not fit tries again.
@@ -303,6 +318,10 @@ func (pg *PlacementGroup) nodeGone(node ids.NodeID) {
 	for i, n := range next {
 		if n == node {
 			next[i] = ""
+			if pg.lostFrom == nil {
+				pg.lostFrom = map[int]ids.NodeID{}
+			}
+			pg.lostFrom[i] = node
 		}
 	}
 	pg.nodes = next
@@ -340,6 +359,22 @@ func (pg *PlacementGroup) replace() {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, pgRetryMax)
+	}
+}
+
+// moveActors moves the actors of a bundle placed again from node from to node to: those
+// whose record still names from restart there (actors.Table.MoveAffinity). An actor in
+// any bundle (-1) that was on from goes to this bundle's new node.
+func (pg *PlacementGroup) moveActors(list []string, from, to ids.NodeID) {
+	t := pg.c.cfg.Actors.Table
+	if t == nil || from == "" {
+		return
+	}
+	for _, id := range list {
+		if _, err := t.MoveAffinity(pg.ctx, id, string(from), string(to)); err != nil && pg.ctx.Err() == nil {
+			pg.c.cfg.Logger.Warn("placement group: could not move an actor of a bundle placed again; it waits for its old node",
+				"group", pg.ID, "actor", id, "from", from, "to", to, "error", err)
+		}
 	}
 }
 
@@ -382,12 +417,21 @@ func (pg *PlacementGroup) tryReplace() (why string, done bool) {
 			pg.release([]ids.NodeID{node})
 			return "", false
 		}
+		var moved []string
+		from := pg.lostFrom[i]
 		if pg.nodes[i] == "" {
 			next := slices.Clone(pg.nodes)
 			next[i] = node
 			pg.nodes = next
+			delete(pg.lostFrom, i)
+			for _, a := range pg.actors {
+				if int(a.index) == i || a.index < 0 {
+					moved = append(moved, a.id)
+				}
+			}
 		}
 		pg.mu.Unlock()
+		pg.moveActors(moved, from, node)
 		if c.cfg.Cluster != nil && !c.cfg.Cluster.Alive(node) {
 			pg.nodeGone(node) // it died meanwhile; its NodeGone may have come first
 		}

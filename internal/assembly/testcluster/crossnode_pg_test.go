@@ -161,6 +161,18 @@ func TestPlacementGroupBundleReplaced(t *testing.T) {
 		t.Fatalf("task in bundle %d ran on %q (%v), want %s", lost, got, err, before[lost])
 	}
 
+	// An actor in the lost bundle (it may restart once) moves with it.
+	keeper := ledgerClass.Remote(ctx, ray.V(time.Duration(0)), ray.PlacementGroupBundle(pg, lost), ray.NumCPUs(0.1), ray.MaxRestarts(1))
+	if keeper.Err() != nil {
+		t.Fatal(keeper.Err())
+	}
+	if _, err := ray.Get(ctx, ledgerAdd.Remote(ctx, keeper, ray.V(int64(7)))); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ray.GetActorState(ctx, keeper); err != nil || st.Node != before[lost] {
+		t.Fatalf("actor in bundle %d: %+v, %v; want it on %s", lost, st, err, before[lost])
+	}
+
 	if err := cluster.StopNode(base, doomed); err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +190,14 @@ func TestPlacementGroupBundleReplaced(t *testing.T) {
 	got, err := ray.Get(ctx, whereAmI.Options(ray.PlacementGroupBundle(pg, lost), ray.NumCPUs(0.1)).Remote(ctx))
 	if err != nil || got != after[lost] {
 		t.Fatalf("task in the re-placed bundle %d ran on %q (%v), want %s", lost, got, err, after[lost])
+	}
+	// The actor restarted on the bundle's new node, its state rebuilt (exactly-once log).
+	eventually.True(t, 60e9, "the bundle's actor alive again on the bundle's new node", func() bool {
+		st, err := ray.GetActorState(ctx, keeper)
+		return err == nil && st.Phase == "Alive" && st.Node == after[lost]
+	})
+	if got, err := ray.Get(ctx, ledgerState.Remote(ctx, keeper)); err != nil || got[0] != 7 {
+		t.Fatalf("the moved actor's state: %v, %v (want 7 added)", got, err)
 	}
 	eventually.True(t, 10e9, "the group's record: CREATED with the bundle's new node", func() bool {
 		groups, err := clusterstate.ReadPlacementGroups(ctx, cluster.GCS)
