@@ -18,7 +18,8 @@
 //     alive node with the smallest ID is the leader: it places actors waiting for a node
 //     (the least loaded node whose total resources fit), starts their instances, and
 //     reports HostDied for actors whose node left the membership, which restarts them
-//     elsewhere or lets them die. Its work per event is O(what changed): the actors whose
+//     elsewhere or lets them die, and OwnerDied for non-detached actors whose owner
+//     process died (Lifetimes). Its work per event is O(what changed): the actors whose
 //     record changed, the waiting ones when a node joins, a lost node's actors. An actor
 //     that no alive node fits dies (Unschedulable) only when it is being created; a
 //     restarting one waits until a node that fits is back.
@@ -132,6 +133,15 @@
 // then). internal/assembly/core lifetime.go has the details. A detached actor has no
 // handle object: it lives until ray.Kill. Every actor also ends when its creator's
 // runtime stops (a detached one outlives it), or when its host dies with no restart left.
+// A non-detached actor fate-shares with its owner (Ray's OWNER_DIED): when the process
+// that created it dies (a driver or a worker process whose task created it, even killed
+// with SIGKILL), the node layer tells every Manager on the membership's MemberGone of that
+// process (Manager.OwnerGone, a definite death, not a broken connection), and the leader
+// steps each of the job's non-detached actors that process owned with lifecycle.OwnerDied:
+// Dead at once, no restart, calls fail with ErrActorDied saying "owner died". Managers
+// remember the most recent dead owners, so a leader elected after the death (the old one
+// died with the owner) ends them too; a worker process that starts after the death does
+// not know of it (then the actor ends with its last handle, or with its job).
 // In a cluster a detached actor also outlives its job: the job's worker processes serve on
 // while Manager.LiveDetached says one of the job's detached actors is not dead (the node
 // agents keep them running, internal/assembly/agent), and their managers restart it there

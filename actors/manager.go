@@ -66,8 +66,9 @@ const sweepEvery = 30
 
 // Manager is a node's view of the actor table and, on the leader node (the alive node
 // with the smallest ID), the GCS actor manager of Ray: it places actors that wait for a
-// node, starts their instances, and reports the death of nodes hosting actors
-// (lifecycle.HostDied), which restarts them elsewhere or lets them wait for a node. Every
+// node, starts their instances, reports the death of nodes hosting actors
+// (lifecycle.HostDied), which restarts them elsewhere or lets them wait for a node, and
+// ends the non-detached actors whose owner died (lifecycle.OwnerDied, OwnerGone). Every
 // decision is a lifecycle step written with a revision check, so a second manager acting
 // at the same time (a leader change) cannot do harm.
 //
@@ -99,11 +100,18 @@ type Manager struct {
 	forgot bool                     // a tombstone was dropped: a miss may be a dead actor
 	listed bool                     // the first list of the table is in
 	subs   []func(*pb.ActorInfo)
+	// Owners that died (OwnerGone): their addresses, at most maxGoneOwners (a ring), and
+	// the ones the run loop has not looked at yet.
+	goneOwners map[string]struct{}
+	goneRing   []string
+	goneNext   int
+	goneNew    []string
 
 	// The run loop's own state.
 	dirty     map[string]struct{}            // this job's live actors to look at
 	waiting   map[string]struct{}            // this job's actors waiting for a node
 	byNode    map[string]map[string]struct{} // this job's live actors with a node
+	byOwner   map[string]map[string]struct{} // this job's live non-detached actors by their owner's address
 	activated map[string]activation          // starts asked for and not yet alive
 	inflight  map[string]string              // actors with a step under way -> the node it places them on ("" for other steps)
 	placing   map[string]int                 // node -> placements under way to it (counted as load)
@@ -178,6 +186,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, kick: make(chan struct{}, 1), actors: map[string]*pb.ActorInfo{}, dead: map[string]tomb{},
 		dirty: map[string]struct{}{}, waiting: map[string]struct{}{}, byNode: map[string]map[string]struct{}{},
+		byOwner: map[string]map[string]struct{}{}, goneOwners: map[string]struct{}{},
 		activated: map[string]activation{}, inflight: map[string]string{}, placing: map[string]int{},
 		results: make(chan stepResult, maxSteps), slots: make(chan struct{}, maxSteps)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -273,6 +282,48 @@ func (m *Manager) NodesChanged() {
 	case m.kick <- struct{}{}:
 	default:
 	}
+}
+
+// maxGoneOwners bounds the dead owners a manager remembers (the most recent deaths).
+const maxGoneOwners = 4096
+
+// OwnerGone tells the manager that the process at address (a runtime, the owner of the
+// actors it created) died: the leader ends every non-detached actor of its job that this
+// process owned (lifecycle.OwnerDied, Ray's fate-sharing; detached actors live on). Call
+// it on a definite death (membership.MemberGone), not on a broken connection: the step is
+// final. Every manager remembers the most recent dead owners, so a manager that becomes
+// the leader later (the old one died with the owner) ends their actors too.
+func (m *Manager) OwnerGone(address string) {
+	if address == "" {
+		return
+	}
+	m.mu.Lock()
+	if _, ok := m.goneOwners[address]; ok {
+		m.mu.Unlock()
+		return
+	}
+	if len(m.goneRing) < maxGoneOwners {
+		m.goneRing = append(m.goneRing, address)
+	} else {
+		delete(m.goneOwners, m.goneRing[m.goneNext])
+		m.goneRing[m.goneNext] = address
+		m.goneNext = (m.goneNext + 1) % len(m.goneRing)
+	}
+	m.goneOwners[address] = struct{}{}
+	m.goneNew = append(m.goneNew, address)
+	m.mu.Unlock()
+	m.NodesChanged()
+}
+
+// ownerGone reports whether the non-detached actor of record info has an owner that died.
+func (m *Manager) ownerGone(info *pb.ActorInfo) bool {
+	if info.Detached || info.Owner == nil {
+		return false
+	}
+	m.mu.RLock()
+	_, gone := m.goneOwners[info.Owner.Address]
+	m.mu.RUnlock()
+	return gone
 }
 
 // Stop stops the manager's goroutines.
@@ -406,12 +457,10 @@ func (m *Manager) mine(info *pb.ActorInfo) bool {
 // known) to info, and marks the actor to be looked at.
 func (m *Manager) index(id string, old, info *pb.ActorInfo) {
 	if m.mine(old) && old.Node != "" {
-		if set := m.byNode[old.Node]; set != nil {
-			delete(set, id)
-			if len(set) == 0 {
-				delete(m.byNode, old.Node)
-			}
-		}
+		unindex(m.byNode, old.Node, id)
+	}
+	if m.mine(old) && !old.Detached && old.Owner != nil {
+		unindex(m.byOwner, old.Owner.Address, id)
 	}
 	if !m.mine(info) {
 		return
@@ -422,21 +471,37 @@ func (m *Manager) index(id string, old, info *pb.ActorInfo) {
 		delete(m.activated, id)
 		return
 	}
+	if !info.Detached && info.Owner != nil {
+		addIndex(m.byOwner, info.Owner.Address, id)
+	}
 	if info.Node == "" {
 		m.waiting[id] = struct{}{}
 	} else {
 		delete(m.waiting, id)
-		set := m.byNode[info.Node]
-		if set == nil {
-			set = map[string]struct{}{}
-			m.byNode[info.Node] = set
-		}
-		set[id] = struct{}{}
+		addIndex(m.byNode, info.Node, id)
 	}
 	if a, ok := m.activated[id]; ok && (info.Incarnation != a.inc || lifecycle.Phase(info.Phase) == lifecycle.Alive) {
 		delete(m.activated, id)
 	}
 	m.dirty[id] = struct{}{}
+}
+
+func addIndex(index map[string]map[string]struct{}, key, id string) {
+	set := index[key]
+	if set == nil {
+		set = map[string]struct{}{}
+		index[key] = set
+	}
+	set[id] = struct{}{}
+}
+
+func unindex(index map[string]map[string]struct{}, key, id string) {
+	if set := index[key]; set != nil {
+		delete(set, id)
+		if len(set) == 0 {
+			delete(index, key)
+		}
+	}
 }
 
 // retryActivations forgets the starts that went unanswered for activateRetry, so that
@@ -452,9 +517,14 @@ func (m *Manager) retryActivations() {
 }
 
 // reconcile does the leader's work on what changed: place, start, and report dead
-// hosts. all looks at every live actor of the job (a new leader, a periodic sweep).
+// hosts and owners. all looks at every live actor of the job (a new leader, a periodic
+// sweep).
 func (m *Manager) reconcile(all bool) {
 	alive := m.cfg.Nodes.Alive()
+	m.mu.Lock()
+	goneNew := m.goneNew
+	m.goneNew = nil
+	m.mu.Unlock()
 	if !m.leader(alive) {
 		m.leading = false
 		clear(m.dirty)
@@ -486,6 +556,11 @@ func (m *Manager) reconcile(all bool) {
 		}
 		if joined {
 			for id := range m.waiting {
+				add(id)
+			}
+		}
+		for _, owner := range goneNew {
+			for id := range m.byOwner[owner] {
 				add(id)
 			}
 		}
@@ -528,6 +603,8 @@ func (m *Manager) examine(id string, alive map[string]sched.Resources) {
 		return // looked at again when the step is done
 	}
 	switch {
+	case m.ownerGone(info):
+		m.step(id, "", lifecycle.OwnerDied{})
 	case info.Node == "":
 		m.place(id, info, alive)
 	case !isAlive(alive, info.Node):

@@ -2,7 +2,9 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -241,5 +243,69 @@ func TestManagerLiveDetached(t *testing.T) {
 	h.await(id.String(), "dead", phaseIs(lifecycle.Dead))
 	if h.m.LiveDetached() {
 		t.Fatal("LiveDetached is true after the detached actor was killed")
+	}
+}
+
+// TestManagerOwnerGone: when an owner process dies (OwnerGone), the leader ends its
+// non-detached actors with cause OwnerDied, leaves its detached ones and other owners'
+// actors alone, and a manager that becomes the leader after the death ends them too.
+func TestManagerOwnerGone(t *testing.T) {
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}, "n2": {}})
+	create := func(owner string, detached bool) string {
+		t.Helper()
+		id := ids.NewActorID()
+		info := &pb.ActorInfo{ActorId: id[:], Class: "test.C", Detached: detached, Owner: &pb.PID{Address: owner, Id: "core"}}
+		if _, _, err := h.table.Create(context.Background(), info); err != nil {
+			t.Fatal(err)
+		}
+		return id.String()
+	}
+	owned, ownedDetached, other := create("10.0.0.1:5000", false), create("10.0.0.1:5000", true), create("10.0.0.2:5000", false)
+	for _, id := range []string{owned, ownedDetached, other} {
+		h.await(id, "alive", phaseIs(lifecycle.Alive))
+	}
+	h.m.OwnerGone("10.0.0.1:5000")
+	dead := h.await(owned, "dead", func(info *pb.ActorInfo, found bool) bool {
+		return found && lifecycle.Phase(info.Phase) == lifecycle.Dead
+	})
+	if lifecycle.Cause(dead.Cause) != lifecycle.CauseOwnerDied {
+		t.Fatalf("the dead owner's actor died of %v, want OwnerDied", lifecycle.Cause(dead.Cause))
+	}
+	err := StateOf(dead).Err()
+	if !errors.Is(err, lifecycle.ErrActorDied) || !strings.Contains(err.Error(), "owner died") {
+		t.Fatalf("its calls fail with %v, want ErrActorDied saying the owner died", err)
+	}
+	// Another actor of the same owner, created after its death was told (a record that
+	// was on its way), ends as well; the detached one and another owner's stay alive.
+	late := create("10.0.0.1:5000", false)
+	h.await(late, "dead", phaseIs(lifecycle.Dead))
+	for _, id := range []string{ownedDetached, other} {
+		if info, _ := h.m.Get(id); lifecycle.Phase(info.Phase) != lifecycle.Alive {
+			t.Fatalf("actor %s is %v after another owner's (or its detached actor's owner's) death, want Alive", id, lifecycle.Phase(info.Phase))
+		}
+	}
+
+	// A manager that is not the leader when it is told leaves the step to the leader;
+	// when it becomes the leader (the old one died), it ends the actor itself.
+	h.nodes.set("n0", sched.Resources{}, true) // n0 < n1 leads now
+	h.m.NodesChanged()
+	victim := create("10.0.0.3:5000", false)
+	h.m.OwnerGone("10.0.0.3:5000")
+	h.m.NodesChanged()
+	for range 20 { // the run loop looks at least once more (Resync is 20 ms)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if info, _, err := h.table.Get(context.Background(), victim); err != nil || lifecycle.Phase(info.Phase) == lifecycle.Dead {
+		t.Fatalf("a manager that is not the leader stepped the actor: %v, %v", info, err)
+	}
+	h.nodes.set("n0", sched.Resources{}, false) // the leader died: n1 leads again
+	h.m.NodesChanged()
+	info, _, err := h.table.Get(context.Background(), victim)
+	for deadline := time.Now().Add(20 * time.Second); err == nil && lifecycle.Phase(info.Phase) != lifecycle.Dead && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		info, _, err = h.table.Get(context.Background(), victim)
+	}
+	if err != nil || lifecycle.Cause(info.Cause) != lifecycle.CauseOwnerDied {
+		t.Fatalf("the new leader did not end the dead owner's actor: %v, %v", info, err)
 	}
 }

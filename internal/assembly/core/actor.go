@@ -368,7 +368,9 @@ func (c *Core) KillActor(ctx context.Context, id ids.ActorID, noRestart bool) er
 // LookupActor finds a named actor: its ID, class, and, for a non-detached one, the owner
 // of its handle object (nil for a detached actor, which has none): the caller that makes
 // a handle of it holds that object (Hold of ids.ActorHandleID(id)), so that the handle
-// counts as any other does (Ray: a handle from ray.get_actor keeps the actor alive).
+// counts as any other does (Ray: a handle from ray.get_actor keeps the actor alive). A dead
+// actor, and a non-detached one whose owner this runtime knows died, give a
+// *lifecycle.DiedError at once.
 func (c *Core) LookupActor(ctx context.Context, namespace, name string) (ids.ActorID, string, *pb.PID, error) {
 	if c.cfg.Actors == nil {
 		return ids.ActorID{}, "", nil, ErrNoActors
@@ -382,11 +384,25 @@ func (c *Core) LookupActor(ctx context.Context, namespace, name string) (ids.Act
 		return ids.ActorID{}, "", nil, err
 	}
 	id, err := ids.ParseActorID(hex)
+	if err != nil {
+		return ids.ActorID{}, "", nil, err
+	}
+	if err := actors.StateOf(info).Err(); err != nil {
+		return ids.ActorID{}, "", nil, err // dead (the name is freed in the same write: a race)
+	}
 	var owner *pb.PID
 	if !info.Detached && info.Owner != nil {
 		owner = info.Owner
+		if c.ownerGone(owner.Address) {
+			// Its owner died and the actor dies with it (the actor manager's step may not
+			// have landed yet): say so now rather than register a handle with the dead
+			// owner, which would wait borrowRegisterTimeout for an answer.
+			return ids.ActorID{}, "", nil, &lifecycle.DiedError{ActorID: hex, Cause: lifecycle.CauseOwnerDied,
+				Detail:      fmt.Sprintf("owner died (its owner %s is gone; a non-detached actor dies with it)", pidKey(owner)),
+				Incarnation: info.Incarnation, Restarts: int(info.Restarts)}
+		}
 	}
-	return id, info.Class, owner, err
+	return id, info.Class, owner, nil
 }
 
 // ActorState reads an actor's lifecycle state from the GCS.

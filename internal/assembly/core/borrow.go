@@ -90,6 +90,10 @@ func (c *Core) Hold(id ids.ObjectID, owner *pb.PID) {
 	}
 	c.mem.Create(id)
 	defer close(e.Registered)
+	if c.ownerGone(owner.Address) { // asking would only wait for borrowRegisterTimeout
+		c.lostBorrow(id, fmt.Sprintf("its owner %s died", pidKey(owner)))
+		return
+	}
 	ownerPID := actor.NewPID(owner.Address, owner.Id)
 	res, err := ask.Request(c.root, ownerPID, &pb.AddBorrower{ObjectId: id[:], Borrower: c.ownerW}, borrowRegisterTimeout)
 	ack, ok := res.(*pb.BorrowerAck)

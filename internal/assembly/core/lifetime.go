@@ -34,6 +34,12 @@ import (
 // all completed. This costs nothing per call that a busy caller pays: the hold is taken
 // and given back at the edges of a caller's bursts, with the caller's lock already held.
 //
+// When the owner itself dies, its count dies with it: the actor then ends with its owner
+// (lifecycle.OwnerDied, stepped by the actor manager's leader on the membership's news,
+// actors.Manager.OwnerGone). A runtime that knows the owner died (OwnerGone) answers a
+// lookup of such an actor by name with that death at once (LookupActor), and a handle
+// decoded with a dead owner does not wait for the dead owner's answer (Hold).
+//
 // A detached actor has no handle object: it lives until it is killed. Neither does a
 // handle that was encoded without one (an old encoding, or a handle of a detached actor):
 // it keeps working and does not count.

@@ -42,6 +42,15 @@ type orphanState struct {
 	dead map[string]chan struct{} // owner address -> closed once its borrows were adopted
 }
 
+// ownerGone reports whether the runtime at address died (OwnerGone was called for it).
+func (c *Core) ownerGone(address string) bool {
+	o := &c.orphans
+	o.mu.Lock()
+	_, dead := o.dead[address]
+	o.mu.Unlock()
+	return dead
+}
+
 // OwnerGone adopts the objects this runtime borrows from the runtime at address (on node
 // node), which died: called on the membership's unreachable or left event. It is
 // idempotent per address.

@@ -445,6 +445,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		if !e.Self && e.Type == membership.MemberGone {
 			go n.Core.BorrowersGone(e.Member.Address) // its runtime's borrows end with it
+			// The actors its runtime created die with it (the leader steps them OwnerDied).
+			n.actors.OwnerGone(e.Member.Address)
 		}
 	})
 	return n, nil

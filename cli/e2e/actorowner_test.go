@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestActorOwnerDeath: a non-detached actor fate-shares with its owner, the process that
+// created it (Ray's OWNER_DIED), here a worker process whose task created it, killed with
+// SIGKILL while the driver still holds the actor's handle. The actor ends Dead with an
+// owner-died cause (in its state, in the errors of its calls, in rayctl list actors), and
+// GetActor of its name answers with an error (not after the 10 s a registration with the
+// dead owner used to take); the detached actor the same task created lives on with its
+// state, reached by name and through the handle the dead owner returned.
+func TestActorOwnerDeath(t *testing.T) {
+	port, addr, sess := newSession(t)
+	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
+	if code != 0 {
+		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
+	}
+	tok := []string{"RAY_GO_TOKEN=" + printedToken(t, out)}
+	out, errOut, code = run(t, 90*time.Second, tok, rayctl, "start", "--address", addr, "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
+	if code != 0 {
+		t.Fatalf("rayctl start --address: exit %d\n%s\n%s", code, out, errOut)
+	}
+	env := append([]string{"RAY_ADDRESS=" + addr}, tok...)
+	out, errOut, code = run(t, 4*time.Minute, env, driver, "-check", "actorowner")
+	var rep struct {
+		Actorowner struct {
+			Victim             string
+			Seconds            float64
+			CallErr            string `json:"call_err"`
+			CallActorDied      bool   `json:"call_actor_died"`
+			State, Detail      string
+			GetactorErr        string  `json:"getactor_err"`
+			GetactorSeconds    float64 `json:"getactor_seconds"`
+			GetactorDetSeconds float64 `json:"getactor_det_seconds"`
+			DetSum             int     `json:"det_sum"`
+		}
+	}
+	if err := json.Unmarshal([]byte(lastLine(out)), &rep); err != nil || code != 0 {
+		t.Fatalf("driver -check actorowner: exit %d, %v\nstdout: %s\nstderr: %s\n%s", code, err, out, tail(errOut), sessionLogs(sess, 30))
+	}
+	r := rep.Actorowner
+	if !r.CallActorDied || !strings.Contains(r.CallErr, "owner died") {
+		t.Errorf("a call to the actor of a dead owner failed with %q (ErrActorDied: %v), want ErrActorDied saying the owner died", r.CallErr, r.CallActorDied)
+	}
+	if r.State != "Dead" || !strings.Contains(r.Detail, "owner died") {
+		t.Errorf("the actor of a dead owner is %s (%q), want Dead, owner died", r.State, r.Detail)
+	}
+	if !strings.Contains(r.GetactorErr, "od-nondet") && !strings.Contains(r.GetactorErr, "owner died") {
+		t.Errorf("GetActor of the dead owner's actor: %q, want an error naming it or saying its owner died", r.GetactorErr)
+	}
+	if r.DetSum != 101 {
+		t.Errorf("the detached actor of a dead owner: sum %d after adding 100, want 101 (its state lived on)", r.DetSum)
+	}
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "list", "actors", "--address", addr, "-o", "json")
+	var rows []actorRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 {
+		t.Fatalf("rayctl list actors: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	seen := false
+	for _, row := range rows {
+		if row.Name == "od-nondet" {
+			seen = true
+			if row.State != "DEAD" {
+				t.Errorf("rayctl list actors: od-nondet is %s, want DEAD", row.State)
+			}
+		}
+	}
+	if !seen {
+		t.Errorf("rayctl list actors does not list od-nondet: %s", out)
+	}
+	t.Logf("owner (worker process on %s) killed: its actor's calls failed %.2f s later; GetActor answered in %.3f s (%q), of the detached actor in %.3f s",
+		r.Victim, r.Seconds, r.GetactorSeconds, r.GetactorErr, r.GetactorDetSeconds)
+}

@@ -1,0 +1,69 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/actors"
+	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/base/gcs/memstore"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+)
+
+// TestOwnerGoneAnswersAtOnce: once this runtime knows that a runtime died (OwnerGone),
+// looking up a named non-detached actor it owned says the actor died with its owner
+// (a *lifecycle.DiedError, cause OwnerDied) instead of registering a handle with the dead
+// owner, and a handle decoded with a dead owner reads as lost, saying the owner died,
+// without asking it (which waited borrowRegisterTimeout). A detached actor of the same
+// owner is found as before.
+func TestOwnerGoneAnswersAtOnce(t *testing.T) {
+	h := newHarness(t)
+	store := memstore.New(memstore.Options{})
+	t.Cleanup(func() { store.Close() })
+	table := &actors.Table{Store: store}
+	h.c.cfg.Actors = &ActorConfig{Table: table,
+		Info: func(string) (*pb.ActorInfo, bool) { return nil, false },
+		PID:  func(string) *actor.PID { return nil }}
+	const deadAddr = "127.0.0.1:9" // nothing answers there
+	dead := &pb.PID{Address: deadAddr, Id: "core"}
+	create := func(name string, detached bool) ids.ActorID {
+		t.Helper()
+		id := ids.NewActorID()
+		info := &pb.ActorInfo{ActorId: id[:], Class: "test.C", Name: name, Namespace: "ns", Detached: detached, Owner: dead}
+		if _, _, err := table.Create(context.Background(), info); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	nondet, det := create("nondet", false), create("det", true)
+	ctx := context.Background()
+
+	// Before the death is known, the lookup gives the owner to register with.
+	if id, _, owner, err := h.c.LookupActor(ctx, "ns", "nondet"); err != nil || id != nondet || owner.GetAddress() != deadAddr {
+		t.Fatalf("LookupActor before the owner's death: %v %v %v", id, owner, err)
+	}
+	h.c.OwnerGone(deadAddr, "n9")
+
+	_, _, _, err := h.c.LookupActor(ctx, "ns", "nondet")
+	var died *lifecycle.DiedError
+	if !errors.As(err, &died) || died.Cause != lifecycle.CauseOwnerDied || !errors.Is(err, lifecycle.ErrActorDied) ||
+		!strings.Contains(err.Error(), "owner died") || died.ActorID != nondet.String() {
+		t.Fatalf("LookupActor of a dead owner's non-detached actor: %v, want a DiedError (OwnerDied) naming it", err)
+	}
+	if id, _, owner, err := h.c.LookupActor(ctx, "ns", "det"); err != nil || id != det || owner != nil {
+		t.Fatalf("LookupActor of a dead owner's detached actor: %v %v %v, want the actor and no owner", id, owner, err)
+	}
+
+	obj := ids.ActorHandleID(nondet)
+	h.c.Hold(obj, dead)
+	_, err = h.get(obj)
+	if err == nil || !strings.Contains(err.Error(), "died") {
+		t.Fatalf("a handle held with a dead owner reads %v, want lost because its owner died", err)
+	}
+	h.c.ReleaseRef(obj, false)
+}
