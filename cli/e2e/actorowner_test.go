@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +17,9 @@ import (
 // owner-died cause (in its state, in the errors of its calls, in rayctl list actors), and
 // GetActor of its name answers with an error (not after the 10 s a registration with the
 // dead owner used to take); the detached actor the same task created lives on with its
-// state, reached by name and through the handle the dead owner returned.
+// state, reached by name and through the handle the dead owner returned. Then a driver
+// that created a named non-detached actor is killed with SIGKILL: the actor is DEAD,
+// owner died, too.
 func TestActorOwnerDeath(t *testing.T) {
 	port, addr, sess := newSession(t)
 	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
@@ -57,22 +62,53 @@ func TestActorOwnerDeath(t *testing.T) {
 	if r.DetSum != 101 {
 		t.Errorf("the detached actor of a dead owner: sum %d after adding 100, want 101 (its state lived on)", r.DetSum)
 	}
-	out, errOut, code = run(t, time.Minute, tok, rayctl, "list", "actors", "--address", addr, "-o", "json")
-	var rows []actorRow
-	if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 {
-		t.Fatalf("rayctl list actors: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	type row struct {
+		Name, State, Detail string
 	}
-	seen := false
-	for _, row := range rows {
-		if row.Name == "od-nondet" {
-			seen = true
-			if row.State != "DEAD" {
-				t.Errorf("rayctl list actors: od-nondet is %s, want DEAD", row.State)
-			}
+	actors := func() map[string]row {
+		t.Helper()
+		out, errOut, code := run(t, time.Minute, tok, rayctl, "list", "actors", "--address", addr, "-o", "json")
+		var rows []row
+		if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 {
+			t.Fatalf("rayctl list actors: exit %d, %v\n%s\n%s", code, err, out, errOut)
 		}
+		m := map[string]row{}
+		for _, r := range rows {
+			m[r.Name] = r
+		}
+		return m
 	}
-	if !seen {
-		t.Errorf("rayctl list actors does not list od-nondet: %s", out)
+	if r := actors()["od-nondet"]; r.State != "DEAD" || !strings.Contains(r.Detail, "owner died") {
+		t.Errorf("rayctl list actors: od-nondet is %+v, want DEAD, owner died", r)
+	}
+
+	// The owner is a driver, killed with SIGKILL while its named actor lives.
+	cmd := exec.Command(driver, "-check", "actorowner-driver")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, len("owner ready\n"))
+	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "owner ready\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the actorowner-driver driver did not get ready: %q, %v", line, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline := time.Now().Add(time.Minute)
+	for r := actors()["odd-nondet"]; r.State != "DEAD"; r = actors()["odd-nondet"] {
+		if time.Now().After(deadline) {
+			t.Fatalf("a killed driver's named actor is %+v a minute after, want DEAD\n%s", r, sessionLogs(sess, 30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r := actors()["odd-nondet"]; !strings.Contains(r.Detail, "owner died") {
+		t.Errorf("a killed driver's named actor is DEAD with %q, want owner died", r.Detail)
 	}
 	t.Logf("owner (worker process on %s) killed: its actor's calls failed %.2f s later; GetActor answered in %.3f s (%q), of the detached actor in %.3f s",
 		r.Victim, r.Seconds, r.GetactorSeconds, r.GetactorErr, r.GetactorDetSeconds)

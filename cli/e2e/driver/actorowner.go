@@ -115,3 +115,18 @@ func actorOwnerCheck(ctx context.Context, nodes []ray.Node, out map[string]any) 
 	}
 	return nil
 }
+
+// actorOwnerDriverCheck (actorowner-driver) creates the non-detached named actor
+// "odd-nondet", calls it once, prints "owner ready" and waits to be killed: the driver is
+// the owner that dies.
+func actorOwnerDriverCheck(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	h := accelClass.Remote(ctx, ray.Name("odd-nondet"), ray.Namespace("e2e"))
+	if _, err := ray.Get(cctx, accelAdd.Remote(cctx, h, ray.V(1))); err != nil {
+		return err
+	}
+	fmt.Println("owner ready") // the test kills this driver now
+	time.Sleep(10 * time.Minute)
+	return nil
+}
