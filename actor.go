@@ -416,7 +416,10 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 }
 
 // GetActor returns the handle of the live actor named name (in namespace, "" for the
-// default one). T must be the actor's type: the class's name is checked.
+// default one). T must be the actor's type: the class's name is checked. A name that no
+// live actor has (never created, or its actor died: the name is free again) is an error
+// naming it; a non-detached actor whose owner this process knows died is one that
+// matches ErrActorDied and says "owner died" (the actor dies with its owner).
 func GetActor[T any](ctx context.Context, class Class[T], name string, namespace ...string) (ActorHandle[T], error) {
 	tc, err := taskContext(ctx)
 	if err != nil {
