@@ -119,6 +119,9 @@ type RuntimeContext struct {
 	NodeID string
 	// TaskID is the running task's or actor call's ID, "" in a driver.
 	TaskID string
+	// ActorID is the ID of the actor whose method (or constructor) runs (ActorHandle.ID),
+	// "" in a task or a driver (Ray's get_actor_id()).
+	ActorID string
 	// Resources is what the running task asked for and holds while it runs (nil in a
 	// driver), e.g. {"CPU": 1}.
 	Resources map[string]float64
@@ -131,7 +134,7 @@ func GetRuntimeContext(ctx context.Context) (RuntimeContext, error) {
 	if err != nil {
 		return RuntimeContext{}, err
 	}
-	rc := RuntimeContext{JobID: string(tc.Core.Job()), NodeID: string(tc.Core.Node())}
+	rc := RuntimeContext{JobID: string(tc.Core.Job()), NodeID: string(tc.Core.Node()), ActorID: tc.Actor}
 	if tc.Spec != nil {
 		rc.TaskID = hex.EncodeToString(tc.Spec.TaskId)
 		rc.Resources = tasks.ResourcesFromPB(tc.Spec.Resources).Map()

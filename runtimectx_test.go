@@ -49,3 +49,40 @@ func TestClusterAndRuntimeContext(t *testing.T) {
 		t.Fatalf("ClusterResources without ray.Init: %v", err)
 	}
 }
+
+type ctxActor struct{ Ctor RuntimeContext }
+
+func (a *ctxActor) Look(ctx context.Context) ([2]RuntimeContext, error) {
+	rc, err := GetRuntimeContext(ctx)
+	return [2]RuntimeContext{a.Ctor, rc}, err
+}
+
+var (
+	ctxActorClass = Actor0("test.ctxActor", func(ctx context.Context) (*ctxActor, error) {
+		rc, err := GetRuntimeContext(ctx)
+		return &ctxActor{Ctor: rc}, err
+	})
+	ctxActorLook = Method0(ctxActorClass, "Look", (*ctxActor).Look)
+)
+
+// TestRuntimeContextInActor: an actor's constructor and methods see the actor's ID in
+// their runtime context (Ray's get_actor_id()), a method its call's task ID too; a task or
+// a driver sees none.
+func TestRuntimeContextInActor(t *testing.T) {
+	ctx := timeout(t)
+	h := ctxActorClass.Remote(ctx, AtMostOnce())
+	got := mustGet(t, ctx, ctxActorLook.Remote(ctx, h))
+	ctor, call := got[0], got[1]
+	if ctor.ActorID != h.ID() || call.ActorID != h.ID() {
+		t.Fatalf("actor %s: its constructor's runtime context names actor %q, its method's %q", h.ID(), ctor.ActorID, call.ActorID)
+	}
+	if call.TaskID == "" || call.JobID == "" {
+		t.Fatalf("an actor call's runtime context %+v, want its task and job", call)
+	}
+	if in := mustGet(t, ctx, lookAround.Remote(ctx)); in.Ctx.ActorID != "" {
+		t.Fatalf("a task's runtime context names actor %q", in.Ctx.ActorID)
+	}
+	if d, err := GetRuntimeContext(ctx); err != nil || d.ActorID != "" {
+		t.Fatalf("a driver's runtime context: %+v, %v", d, err)
+	}
+}

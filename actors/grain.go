@@ -50,9 +50,10 @@ type Env struct {
 	// the grain.
 	Runner worker.Runner
 	// Context builds the context a method runs with (it carries the runtime so the method
-	// can submit tasks, call actors and Get). incarnation is the instance's: a call run
-	// again by a later incarnation (replay) must create tasks and objects with new IDs.
-	Context func(parent context.Context, spec *pb.TaskSpec, incarnation uint64) context.Context
+	// can submit tasks, call actors and Get). actorID is the actor's (hex); incarnation is
+	// the instance's: a call run again by a later incarnation (replay) must create tasks
+	// and objects with new IDs.
+	Context func(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64) context.Context
 	// Raylet returns the node's scheduler, which holds the resources an actor asks for
 	// while its instance lives (nil: resources are not held).
 	Raylet func() *actor.PID
@@ -353,7 +354,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 			return fail(fmt.Sprintf("constructor argument %d of %s: %v", i+1, info.Class, err))
 		}
 	}
-	if r.inst, err = construct(g.env.Context(ctx, ctorSpec, inc), class, args); err != nil {
+	if r.inst, err = construct(g.env.Context(ctx, ctorSpec, g.id, inc), class, args); err != nil {
 		return fail(fmt.Sprintf("constructor of %s failed: %v", info.Class, err))
 	}
 	var ckIndex uint64

@@ -173,7 +173,7 @@ func (g *grain) replay(ctx context.Context, r *recovered, class *Class, after, i
 // contextFor is Env.Context for the calls an instance of incarnation inc runs.
 func (g *grain) contextFor(inc uint64) func(context.Context, *pb.TaskSpec) context.Context {
 	return func(parent context.Context, spec *pb.TaskSpec) context.Context {
-		return g.env.Context(parent, spec, inc)
+		return g.env.Context(parent, spec, g.id, inc)
 	}
 }
 

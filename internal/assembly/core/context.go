@@ -25,6 +25,8 @@ type TaskContext struct {
 	Worker *actor.PID
 	// Spec is the running task's spec (nil in a driver).
 	Spec *pb.TaskSpec
+	// Actor is the ID (hex) of the actor whose method or constructor runs ("" otherwise).
+	Actor string
 	// Nested are the refs inside the task's return value, registered for its owner
 	// (RefPayloads, for TaskResult.nested; set by the task's goroutine before it returns).
 	Nested [][]byte
@@ -105,18 +107,18 @@ func (c *Core) TaskContextFor(parent context.Context, spec *pb.TaskSpec, worker 
 }
 
 // ActorCallContext builds the context an actor method (or constructor) runs with on an
-// instance of the given incarnation. A later incarnation replaying a logged call creates
+// instance of the given incarnation of actor actorID (hex). A later incarnation replaying a logged call creates
 // tasks and objects with IDs of its own: the first run's children may still be queued or
 // running for the dead instance's runtime, and a scheduler would drop the replay's as
 // their duplicates.
-func (c *Core) ActorCallContext(parent context.Context, spec *pb.TaskSpec, incarnation uint64) context.Context {
+func (c *Core) ActorCallContext(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64) context.Context {
 	tid, _ := ids.TaskIDFromBytes(spec.TaskId)
 	seed := ids.AttemptTaskID(tid, spec.Attempt)
 	if incarnation > 1 {
 		seed = ids.AttemptTaskID(seed, int32(incarnation-1))
 	}
 	t := &taskCtx{Context: parent}
-	t.tc.Core, t.tc.Task, t.tc.seed, t.tc.Spec = c, tid, seed, spec
+	t.tc.Core, t.tc.Task, t.tc.seed, t.tc.Spec, t.tc.Actor = c, tid, seed, spec, actorID
 	return t
 }
 

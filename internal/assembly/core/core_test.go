@@ -690,7 +690,7 @@ func TestTaskContextForIsAContext(t *testing.T) {
 	spec := &pb.TaskSpec{TaskId: tid[:]}
 	for _, ctx := range []context.Context{
 		h.c.TaskContextFor(parent, spec, nil),
-		h.c.ActorCallContext(parent, spec, 1),
+		h.c.ActorCallContext(parent, spec, "", 1),
 	} {
 		derived, stop := context.WithTimeout(ctx, time.Hour)
 		tc, ok := FromContext(derived)

@@ -635,8 +635,8 @@ func (n *Node) startMember(ctx context.Context) error {
 	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet,
 		Runner: worker.Runner{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf,
 			LogOffset: logOffset, LogAt: logAt},
-		Context: func(parent context.Context, spec *pb.TaskSpec, incarnation uint64) context.Context {
-			return n.Core.ActorCallContext(parent, spec, incarnation)
+		Context: func(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64) context.Context {
+			return n.Core.ActorCallContext(parent, spec, actorID, incarnation)
 		},
 	}
 	if err := aenv.Validate(); err != nil {
