@@ -23,7 +23,8 @@
 //   - the actor's grain, about its own instance: ConstructorSucceeded (after restore and
 //     replay on a restart), ConstructorFailed, CheckpointTaken;
 //   - the leader's Manager: Placed and PlacementFailed (its answer to a placing state),
-//     HostDied (a node hosting an actor left the membership);
+//     HostDied (a node hosting an actor left the membership), OwnerDied (the process that
+//     created a non-detached actor died: actors.Manager.OwnerGone);
 //   - ray.Kill (Kill), a runtime that stops (OwnerDied for the actors it created), and
 //     the owner's reference count of a non-detached actor's handles reaching zero
 //     (OutOfScope: Ray's actor garbage collection).
