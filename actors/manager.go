@@ -315,6 +315,16 @@ func (m *Manager) OwnerGone(address string) {
 	m.NodesChanged()
 }
 
+// OwnerBack forgets the death of the owner at address: a process joined there again (a
+// new process may reuse a dead one's port; its actors must not be taken for the dead
+// one's). Actors of the dead owner the leader has not ended yet then end with their
+// handles or their job instead.
+func (m *Manager) OwnerBack(address string) {
+	m.mu.Lock()
+	delete(m.goneOwners, address)
+	m.mu.Unlock()
+}
+
 // ownerGone reports whether the non-detached actor of record info has an owner that died.
 func (m *Manager) ownerGone(info *pb.ActorInfo) bool {
 	if info.Detached || info.Owner == nil {

@@ -248,7 +248,8 @@ func TestManagerLiveDetached(t *testing.T) {
 
 // TestManagerOwnerGone: when an owner process dies (OwnerGone), the leader ends its
 // non-detached actors with cause OwnerDied, leaves its detached ones and other owners'
-// actors alone, and a manager that becomes the leader after the death ends them too.
+// actors alone, and a manager that becomes the leader after the death ends them too; once
+// a process is back at the address (OwnerBack), its actors live.
 func TestManagerOwnerGone(t *testing.T) {
 	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}, "n2": {}})
 	create := func(owner string, detached bool) string {
@@ -307,5 +308,18 @@ func TestManagerOwnerGone(t *testing.T) {
 	}
 	if err != nil || lifecycle.Cause(info.Cause) != lifecycle.CauseOwnerDied {
 		t.Fatalf("the new leader did not end the dead owner's actor: %v, %v", info, err)
+	}
+
+	// A new process registers at the dead owner's address (a reused port): the actors it
+	// creates live.
+	h.m.OwnerBack("10.0.0.1:5000")
+	reborn := create("10.0.0.1:5000", false)
+	h.await(reborn, "alive", phaseIs(lifecycle.Alive))
+	h.m.NodesChanged()
+	for range 20 { // the run loop looks at least once more
+		time.Sleep(20 * time.Millisecond)
+	}
+	if info, _ := h.m.Get(reborn); lifecycle.Phase(info.Phase) != lifecycle.Alive {
+		t.Fatalf("an actor of a new process at a dead owner's address is %v, want Alive", lifecycle.Phase(info.Phase))
 	}
 }

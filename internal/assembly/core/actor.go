@@ -369,7 +369,7 @@ func (c *Core) KillActor(ctx context.Context, id ids.ActorID, noRestart bool) er
 // of its handle object (nil for a detached actor, which has none): the caller that makes
 // a handle of it holds that object (Hold of ids.ActorHandleID(id)), so that the handle
 // counts as any other does (Ray: a handle from ray.get_actor keeps the actor alive). A dead
-// actor, and a non-detached one whose owner this runtime knows died, give a
+// actor, and a non-detached one whose owner this runtime knows died (ProcessGone), give a
 // *lifecycle.DiedError at once.
 func (c *Core) LookupActor(ctx context.Context, namespace, name string) (ids.ActorID, string, *pb.PID, error) {
 	if c.cfg.Actors == nil {

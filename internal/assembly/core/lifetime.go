@@ -36,7 +36,7 @@ import (
 //
 // When the owner itself dies, its count dies with it: the actor then ends with its owner
 // (lifecycle.OwnerDied, stepped by the actor manager's leader on the membership's news,
-// actors.Manager.OwnerGone). A runtime that knows the owner died (OwnerGone) answers a
+// actors.Manager.OwnerGone). A runtime that knows the owner died (ProcessGone) answers a
 // lookup of such an actor by name with that death at once (LookupActor), and a handle
 // decoded with a dead owner does not wait for the dead owner's answer (Hold).
 //

@@ -40,13 +40,38 @@ const orphanLineageTimeout = 30 * time.Second
 type orphanState struct {
 	mu   sync.Mutex
 	dead map[string]chan struct{} // owner address -> closed once its borrows were adopted
+	// gone: the addresses of processes known dead for good (ProcessGone), until a process
+	// registers at the address again (ProcessBack).
+	gone map[string]struct{}
 }
 
-// ownerGone reports whether the runtime at address died (OwnerGone was called for it).
+// ProcessGone records that the process at address died for good (the membership's
+// MemberGone, not a broken connection): lookups of the actors it owned and refs it owns
+// are answered without asking it (ownerGone).
+func (c *Core) ProcessGone(address string) {
+	o := &c.orphans
+	o.mu.Lock()
+	if o.gone == nil {
+		o.gone = map[string]struct{}{}
+	}
+	o.gone[address] = struct{}{}
+	o.mu.Unlock()
+}
+
+// ProcessBack forgets ProcessGone for address: a process joined (or was reached) at that
+// address again (a new process may reuse a dead one's port).
+func (c *Core) ProcessBack(address string) {
+	o := &c.orphans
+	o.mu.Lock()
+	delete(o.gone, address)
+	o.mu.Unlock()
+}
+
+// ownerGone reports whether the process at address is known dead for good (ProcessGone).
 func (c *Core) ownerGone(address string) bool {
 	o := &c.orphans
 	o.mu.Lock()
-	_, dead := o.dead[address]
+	_, dead := o.gone[address]
 	o.mu.Unlock()
 	return dead
 }

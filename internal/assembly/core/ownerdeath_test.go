@@ -15,7 +15,7 @@ import (
 	"github.com/ray-go/ray/internal/base/pb"
 )
 
-// TestOwnerGoneAnswersAtOnce: once this runtime knows that a runtime died (OwnerGone),
+// TestOwnerGoneAnswersAtOnce: once this runtime knows that a runtime died (ProcessGone),
 // looking up a named non-detached actor it owned says the actor died with its owner
 // (a *lifecycle.DiedError, cause OwnerDied) instead of registering a handle with the dead
 // owner, and a handle decoded with a dead owner reads as lost, saying the owner died,
@@ -47,7 +47,11 @@ func TestOwnerGoneAnswersAtOnce(t *testing.T) {
 	if id, _, owner, err := h.c.LookupActor(ctx, "ns", "nondet"); err != nil || id != nondet || owner.GetAddress() != deadAddr {
 		t.Fatalf("LookupActor before the owner's death: %v %v %v", id, owner, err)
 	}
-	h.c.OwnerGone(deadAddr, "n9")
+	h.c.OwnerGone(deadAddr, "n9") // unreachable: not known dead for good yet
+	if _, _, owner, err := h.c.LookupActor(ctx, "ns", "nondet"); err != nil || owner.GetAddress() != deadAddr {
+		t.Fatalf("LookupActor after the owner became unreachable: %v %v", owner, err)
+	}
+	h.c.ProcessGone(deadAddr)
 
 	_, _, _, err := h.c.LookupActor(ctx, "ns", "nondet")
 	var died *lifecycle.DiedError
@@ -66,4 +70,11 @@ func TestOwnerGoneAnswersAtOnce(t *testing.T) {
 		t.Fatalf("a handle held with a dead owner reads %v, want lost because its owner died", err)
 	}
 	h.c.ReleaseRef(obj, false)
+
+	// A process registers at the dead one's address again (a reused port): its actors
+	// are looked up as any others.
+	h.c.ProcessBack(deadAddr)
+	if _, _, owner, err := h.c.LookupActor(ctx, "ns", "nondet"); err != nil || owner.GetAddress() != deadAddr {
+		t.Fatalf("LookupActor once a process is back at the address: %v %v", owner, err)
+	}
 }

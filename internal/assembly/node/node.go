@@ -437,6 +437,12 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			// The objects this process borrows from the runtime there are adopted.
 			go n.Core.OwnerGone(e.Member.Address, ids.NodeID(e.Member.NodeID))
 		}
+		if !e.Self && (e.Type == membership.MemberReachable || e.Type == membership.MemberJoined) {
+			// A process at that address again (a broken connection that healed, or a new
+			// process on a dead one's port): not a dead owner.
+			n.Core.ProcessBack(e.Member.Address)
+			n.actors.OwnerBack(e.Member.Address)
+		}
 		if !e.Self && (e.Type == membership.MemberReachable || e.Type == membership.MemberJoined) && n.view != nil {
 			// A member reported unreachable can come back: a broken connection that healed,
 			// or a new process on the address of a dead one (protoactor's stale endpoint
@@ -445,7 +451,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		if !e.Self && e.Type == membership.MemberGone {
 			go n.Core.BorrowersGone(e.Member.Address) // its runtime's borrows end with it
-			// The actors its runtime created die with it (the leader steps them OwnerDied).
+			// The actors its runtime created die with it (the leader steps them OwnerDied),
+			// and lookups of what it owned are answered without asking it.
+			n.Core.ProcessGone(e.Member.Address)
 			n.actors.OwnerGone(e.Member.Address)
 		}
 	})
