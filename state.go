@@ -39,8 +39,9 @@ type TaskInfo struct {
 	State                                            string // one of the Task* state constants
 	Job                                              string
 	ActorCall                                        bool
-	Node                                             string // where it ran (an actor call: the node the actor is on now)
+	Node                                             string // where it ran (an actor call: the node of the actor's incarnation that ran it)
 	Worker                                           string // the worker grain, or the actor's ID
+	ActorIncarnation                                 int    // an actor call's: the incarnation of its actor that ran it (1 first, one more per restart; 0 not sent yet)
 	OwnerNode                                        string // the process (node ID) that submitted it
 	Submitted, ArgsReady, Dispatched, Started, Ended time.Time
 	ErrorType                                        string // the ErrorInfo kind of a failed attempt, e.g. APPLICATION
@@ -54,7 +55,7 @@ type TaskFilter struct {
 	AllJobs  bool
 	State    string // one of the Task* state constants
 	Function string
-	Node     string // the node a task ran on (a prefix of 6 characters or more will do); an actor call's: its actor's node now
+	Node     string // the node a task ran on (a prefix of 6 characters or more will do); an actor call's: its incarnation's node
 	TaskID   string // a task ID or a prefix of it
 	// Limit is how many to return, newest first (0: all).
 	Limit int
@@ -156,6 +157,6 @@ func taskInfo(e *core.TaskEvent) TaskInfo {
 		return time.Unix(0, ns)
 	}
 	return TaskInfo{TaskID: e.TaskID, Attempt: e.Attempt, Function: e.Function, State: e.State, Job: e.Job, ActorCall: e.Actor,
-		Node: e.Node, Worker: e.Worker, OwnerNode: e.Owner, Submitted: t(e.Submitted), ArgsReady: t(e.Ready),
+		Node: e.Node, Worker: e.Worker, ActorIncarnation: e.Incarnation, OwnerNode: e.Owner, Submitted: t(e.Submitted), ArgsReady: t(e.Ready),
 		Dispatched: t(e.Dispatched), Started: t(e.Started), Ended: t(e.Ended), ErrorType: e.ErrorKind, Error: e.Error}
 }

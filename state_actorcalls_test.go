@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 type stNapper struct{}
@@ -75,4 +77,82 @@ func TestStateAPIActorCalls(t *testing.T) {
 	if spans != 3 {
 		t.Errorf("%d timeline spans of the actor's calls, want 3", spans)
 	}
+}
+
+// Actor calls across a restart: each call is one record, of the incarnation that ran it.
+// A call in flight when its actor restarted (replayed by the new instance from its log)
+// and one queued behind it are shown on the new incarnation, dispatched and started after
+// the restart (not as a span across it, from their first send to the old instance); the
+// call before is the first incarnation's.
+func TestStateAPIActorCallsAcrossRestart(t *testing.T) {
+	ctx := timeout(t)
+	h := napperClass.Remote(ctx, MaxRestarts(1), UnboundedMethodLog())
+	before := nap.Remote(ctx, h, V(10*time.Millisecond))
+	mustGet(t, ctx, before)
+	drain(napping)
+	const inFlightNap = 300 * time.Millisecond
+	inFlight := nap.Remote(ctx, h, V(inFlightNap))
+	queued := nap.Remote(ctx, h, V(50*time.Millisecond))
+	waitFor(t, napping) // running on the first incarnation
+	kill := time.Now()
+	if err := Kill(ctx, h, false); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, ctx, inFlight)
+	mustGet(t, ctx, queued)
+	after := nap.Remote(ctx, h, V(10*time.Millisecond))
+	mustGet(t, ctx, after)
+	self, err := NodeID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (Other tests call test.Napper.Nap too: only these four calls count.)
+	mine := map[string]bool{}
+	for _, r := range []ObjectRef[int]{before, inFlight, queued, after} {
+		mine[callOf(t, r)] = true
+	}
+	calls, _, err := ListTasks(ctx, TaskFilter{Function: "test.Napper.Nap", Node: self[:8]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]TaskInfo{}
+	for _, c := range calls {
+		if !mine[c.TaskID] {
+			continue
+		}
+		if _, dup := byID[c.TaskID]; dup {
+			t.Errorf("call %s listed twice", c.TaskID)
+		}
+		byID[c.TaskID] = c
+		if c.State != TaskFinished || c.Node != self || c.Worker != h.ID() {
+			t.Errorf("call %+v", c)
+		}
+	}
+	if c := byID[callOf(t, before)]; c.ActorIncarnation != 1 || c.Ended.After(kill) {
+		t.Errorf("call before the restart: incarnation %d, ended %v (killed at %v)", c.ActorIncarnation, c.Ended, kill)
+	}
+	for what, ref := range map[string]ObjectRef[int]{"in flight": inFlight, "queued": queued, "after": after} {
+		c, ok := byID[callOf(t, ref)]
+		if !ok {
+			t.Errorf("%s call %s not listed", what, callOf(t, ref))
+			continue
+		}
+		if c.ActorIncarnation != 2 || c.Dispatched.Before(kill) || c.Started.Before(kill) || c.Ended.Before(c.Started) {
+			t.Errorf("%s call: incarnation %d, dispatched %v, started %v, ended %v; killed at %v: want the second incarnation's run",
+				what, c.ActorIncarnation, c.Dispatched, c.Started, c.Ended, kill)
+		}
+	}
+	if c := byID[callOf(t, inFlight)]; c.Ended.Sub(c.Started) < inFlightNap {
+		t.Errorf("in-flight call ran %v on the new incarnation, want >= %v", c.Ended.Sub(c.Started), inFlightNap)
+	}
+}
+
+// callOf is the hex ID of the actor call that returns ref.
+func callOf(t *testing.T, ref Ref) string {
+	t.Helper()
+	id, err := ids.ParseObjectID(ref.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id.Task().String()
 }

@@ -214,7 +214,7 @@ func taskRecord(t *core.TaskEvent) record {
 		dur = time.Duration(t.Ended - t.Started).String()
 	}
 	return record{{"task_id", t.TaskID}, {"attempt", t.Attempt}, {"name", t.Function}, {"state", t.State},
-		{"job_id", t.Job}, {"type", typ}, {"node", t.Node}, {"worker", t.Worker}, {"owner_node", t.Owner},
+		{"job_id", t.Job}, {"type", typ}, {"node", t.Node}, {"worker", t.Worker}, {"actor_incarnation", t.Incarnation}, {"owner_node", t.Owner},
 		{"submitted", stamp(t.Submitted)}, {"args_ready", stamp(t.Ready)}, {"dispatched", stamp(t.Dispatched)},
 		{"started", stamp(t.Started)}, {"ended", stamp(t.Ended)}, {"duration", dur},
 		{"error_type", t.ErrorKind}, {"error", t.Error}, {"log_start", t.LogStart}, {"log_end", t.LogEnd}}

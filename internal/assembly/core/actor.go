@@ -73,6 +73,45 @@ type actorCaller struct {
 	// held: this caller holds the actor's handle object while it has unfinished calls
 	// (lifetime.go); guarded by mu.
 	held bool
+	// incNodes: the node of each placed incarnation this caller saw, newest last, at most
+	// maxIncNodes (guarded by mu): the task events show a call on the node of the
+	// incarnation that ran it (events.go, actorIncNode).
+	incNodes []incNode
+}
+
+type incNode struct {
+	inc  uint16
+	node string
+}
+
+// maxIncNodes bounds actorCaller.incNodes (an actor restarted more often shows its older
+// calls without a node).
+const maxIncNodes = 32
+
+// noteNode notes where info's incarnation of ac's actor is placed (mu held).
+func (ac *actorCaller) noteNode(info *pb.ActorInfo) {
+	if info.GetNode() == "" {
+		return
+	}
+	inc := incOf(info.GetIncarnation())
+	if n := len(ac.incNodes); n > 0 && ac.incNodes[n-1].inc == inc {
+		ac.incNodes[n-1].node = info.GetNode()
+		return
+	}
+	if len(ac.incNodes) >= maxIncNodes {
+		ac.incNodes = append(ac.incNodes[:0], ac.incNodes[1:]...)
+	}
+	ac.incNodes = append(ac.incNodes, incNode{inc, info.GetNode()})
+}
+
+// nodeOf is the node noted for incarnation inc ("" none; mu held).
+func (ac *actorCaller) nodeOf(inc uint16) string {
+	for i := len(ac.incNodes) - 1; i >= 0; i-- {
+		if ac.incNodes[i].inc == inc {
+			return ac.incNodes[i].node
+		}
+	}
+	return ""
 }
 
 // actorState is what this process knows of an actor whatever the caller: whether the
@@ -671,8 +710,11 @@ func (s *shard) flushCaller(ac *actorCaller) {
 			if !p.finished && s.tasks[p.tid] == nil {
 				s.tasks[p.tid] = p
 			}
-			if s.ev.on && p.ev.dispatch == 0 {
-				p.ev.dispatch = s.evNow() // sent to the actor (events.go)
+			if s.ev.on && (p.ev.dispatch == 0 || p.ev.inc != incOf(inc)) {
+				// Sent to the actor, or resent to a newer incarnation after a restart, which
+				// runs it (or replays it from its log): its times and place are there
+				// (events.go). A resend to the same incarnation changes nothing.
+				p.ev.dispatch, p.ev.inc = s.evNow(), incOf(inc)
 			}
 		case caller.Skip:
 			m.Skip = true
@@ -715,6 +757,9 @@ func (c *Core) resolveActor(ac *actorCaller) *actor.PID {
 	}
 	ac.mu.Lock()
 	inc := ac.calls.Incarnation()
+	if ok {
+		ac.noteNode(info)
+	}
 	ac.mu.Unlock()
 	// Only an instance of the newest incarnation known here will take the calls.
 	if !ok || info.Node == "" || info.Incarnation < inc {
@@ -762,6 +807,7 @@ func (c *Core) actorChanged(ac *actorCaller, info *pb.ActorInfo) {
 		return
 	}
 	ac.mu.Lock()
+	ac.noteNode(info)
 	u := ac.calls.Changed(recordOf(info))
 	if u.NewIncarnation {
 		ac.pid = nil // the flusher finds the new instance once it is placed

@@ -91,6 +91,7 @@ type eventRec struct {
 	fn                                  uint32 // shard.ev.fns
 	where                               uint32 // shard.ev.wheres (0: none)
 	attempt                             uint16
+	inc                                 uint16 // an actor call's: the actor's incarnation it was last sent to (saturates)
 	state                               uint8
 	errKind                             uint8
 	actor                               bool
@@ -101,6 +102,9 @@ type eventRec struct {
 type evTimes struct {
 	submit, ready, dispatch, start int64
 	where                          uint32
+	// inc: an actor call's, the incarnation of its actor it was last sent to (flushCaller):
+	// a call resent to a newer incarnation after a restart ran there (incOf: saturates).
+	inc uint16
 }
 
 // ring is a shard's chunked ring of T: it grows a chunk at a time while budget allows, then
@@ -273,6 +277,7 @@ func (s *shard) evRecord(p *pending, r *pb.TaskResult, state uint8) {
 		logStart: r.LogStart, logEnd: r.LogEnd, fn: fn, where: p.ev.where, attempt: uint16(p.spec.Attempt), state: state, actor: p.actor != nil}
 	if p.actor != nil {
 		rec.where = e.where("", p.actor.hex)
+		rec.inc = p.ev.inc
 	}
 	p.ev.dispatch, p.ev.start, p.ev.where = 0, 0, 0
 	if r.Error != nil {
@@ -292,6 +297,10 @@ func (s *shard) evRecord(p *pending, r *pb.TaskResult, state uint8) {
 	}
 }
 
+// maxInc is the largest incarnation a record keeps (an actor restarted more often shows
+// this one).
+const maxInc = 1<<16 - 1
+
 // errorOf returns the error message of record idx ("" if not kept).
 func (e *shardEvents) errorOf(idx uint64) string {
 	i := sort.Search(len(e.errs), func(i int) bool { return e.errs[i].rec >= idx })
@@ -305,7 +314,7 @@ func (e *shardEvents) errorOf(idx uint64) string {
 type TaskQuery struct {
 	State    string `json:"state,omitempty"`    // one of the State constants
 	Function string `json:"function,omitempty"` // the function's registered name (or Class.Method)
-	Node     string `json:"node,omitempty"`     // node ID (a prefix of at least 6 characters will do); an actor call's is its actor's node now (Core.actorNodes)
+	Node     string `json:"node,omitempty"`     // node ID (a prefix of at least 6 characters will do); an actor call's is its incarnation's node (Core.actorNodes)
 	TaskID   string `json:"task_id,omitempty"`  // hex task ID, or a prefix of it
 	// Limit is how many tasks to return, newest first (0: all).
 	Limit int `json:"limit,omitempty"`
@@ -324,22 +333,26 @@ type TaskQuery struct {
 // (0: not known). Started is the owner's estimate: the time the result arrived minus how
 // long the worker ran the body.
 type TaskEvent struct {
-	TaskID     string `json:"task_id"`
-	Attempt    int    `json:"attempt"`
-	Function   string `json:"name"`
-	State      string `json:"state"`
-	Job        string `json:"job_id"`
-	Actor      bool   `json:"actor_call,omitempty"`
-	Node       string `json:"node,omitempty"`   // an actor call's: the actor's node now (Core.actorNodes)
-	Worker     string `json:"worker,omitempty"` // the worker grain, or the actor's ID for a call
-	Owner      string `json:"owner_node,omitempty"`
-	Submitted  int64  `json:"submitted,omitempty"`
-	Ready      int64  `json:"args_ready,omitempty"`
-	Dispatched int64  `json:"dispatched,omitempty"`
-	Started    int64  `json:"started,omitempty"`
-	Ended      int64  `json:"ended,omitempty"`
-	ErrorKind  string `json:"error_type,omitempty"`
-	Error      string `json:"error,omitempty"`
+	TaskID   string `json:"task_id"`
+	Attempt  int    `json:"attempt"`
+	Function string `json:"name"`
+	State    string `json:"state"`
+	Job      string `json:"job_id"`
+	Actor    bool   `json:"actor_call,omitempty"`
+	Node     string `json:"node,omitempty"`   // an actor call's: the node of its incarnation (Core.actorNodes)
+	Worker   string `json:"worker,omitempty"` // the worker grain, or the actor's ID for a call
+	// Incarnation is an actor call's: the incarnation of its actor (1 first, one more per
+	// restart; 0 not sent yet) it was last sent to, which ran it (a call in flight when its actor restarted
+	// is resent to, or replayed by, the next one). Node is that incarnation's node.
+	Incarnation int    `json:"actor_incarnation,omitempty"`
+	Owner       string `json:"owner_node,omitempty"`
+	Submitted   int64  `json:"submitted,omitempty"`
+	Ready       int64  `json:"args_ready,omitempty"`
+	Dispatched  int64  `json:"dispatched,omitempty"`
+	Started     int64  `json:"started,omitempty"`
+	Ended       int64  `json:"ended,omitempty"`
+	ErrorKind   string `json:"error_type,omitempty"`
+	Error       string `json:"error,omitempty"`
 	// LogStart and LogEnd delimit the attempt's output in its worker process's log (byte
 	// offsets; both 0: not known, for a task that has not ended or a process that does
 	// not log to a file). Tasks that ran at the same time in that process (a worker process
@@ -380,16 +393,24 @@ type TaskReport struct {
 type taskQuery struct {
 	q     *TaskQuery
 	reply chan<- TaskReport
-	// actorNodes: with q.Node, the node of each actor this process called (by the actor's
-	// hex ID), resolved outside the shards (the actor table may need a GCS read).
-	actorNodes map[string]string
+	// actorNodes: with q.Node, the node of each incarnation of each actor this process
+	// called, resolved outside the shards (the actor table may need a GCS read).
+	actorNodes map[actorInc]string
 }
+
+// actorInc names an incarnation of an actor (by the actor's hex ID).
+type actorInc struct {
+	hex string
+	inc uint16
+}
+
+func incOf(inc uint64) uint16 { return uint16(min(inc, maxInc)) }
 
 // Tasks answers q from every shard of this runtime: the newest q.Limit matches, newest
 // first, and the number of matches.
 func (c *Core) Tasks(ctx context.Context, q TaskQuery) (TaskReport, error) {
 	reply := make(chan TaskReport, len(c.shards))
-	var actorNodes map[string]string
+	var actorNodes map[actorInc]string
 	if q.Node != "" {
 		actorNodes = c.calledActorNodes()
 	}
@@ -427,47 +448,70 @@ func (c *Core) Tasks(ctx context.Context, q TaskQuery) (TaskReport, error) {
 
 // actorNodes fills in the node of actor calls' events, which their records leave out (a
 // call's result does not say where it ran, and the shard that records it must not wait
-// for the actor table): the node the actor table, as this process last saw it, names for
-// the actor (Worker). So a call made before the actor restarted on another node shows
-// the actor's newest node. Done once per query, outside the shards, once per actor.
+// for the actor table): the node of the incarnation the call was sent to (Incarnation),
+// as this process saw it (actorIncNode). Done once per query, outside the shards, once
+// per incarnation.
 func (c *Core) actorNodes(evs []TaskEvent) {
 	if c.cfg.Actors == nil || c.cfg.Actors.Info == nil {
 		return
 	}
-	nodes := map[string]string{}
+	nodes := map[actorInc]string{}
 	for i := range evs {
 		e := &evs[i]
 		if !e.Actor || e.Node != "" || e.Worker == "" {
 			continue
 		}
-		n, ok := nodes[e.Worker]
+		k := actorInc{e.Worker, uint16(e.Incarnation)}
+		n, ok := nodes[k]
 		if !ok {
-			if info, found := c.cfg.Actors.Info(e.Worker); found {
-				n = info.GetNode()
-			}
-			nodes[e.Worker] = n
+			n = c.actorIncNode(k)
+			nodes[k] = n
 		}
 		e.Node = n
 	}
 }
 
-// calledActorNodes maps the actors this process called (hex ID) to their nodes as the
-// actor table, as this process last saw it, names them: what actorNodes shows, so that a
-// query's node filter matches actor calls by the node they show.
-func (c *Core) calledActorNodes() map[string]string {
-	out := map[string]string{}
+// actorIncNode is the node of an incarnation of an actor: the actor table's, as this
+// process last saw it, when that is the incarnation; else the node this process's callers
+// of the actor noted for it (actorCaller.noteNode); "" when neither knows it (a call is
+// not shown on the node of another incarnation).
+func (c *Core) actorIncNode(k actorInc) string {
+	info, found := c.cfg.Actors.Info(k.hex)
+	if found && incOf(info.GetIncarnation()) == k.inc {
+		return info.GetNode()
+	}
+	id, err := ids.ParseActorID(k.hex)
+	if err != nil {
+		return ""
+	}
+	for _, ac := range c.callersOf(id) {
+		ac.mu.Lock()
+		n := ac.nodeOf(k.inc)
+		ac.mu.Unlock()
+		if n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
+// calledActorNodes maps the incarnations of the actors this process called to their
+// nodes (actorIncNode): what actorNodes shows, so that a query's node filter matches
+// actor calls by the node they show.
+func (c *Core) calledActorNodes() map[actorInc]string {
+	out := map[actorInc]string{}
 	if c.cfg.Actors == nil || c.cfg.Actors.Info == nil {
 		return out
 	}
 	c.callers.Range(func(_, v any) bool {
 		ac := v.(*actorCaller)
-		hex := ac.id.String()
-		if _, done := out[hex]; !done {
-			n := ""
-			if info, found := c.cfg.Actors.Info(hex); found {
-				n = info.GetNode()
-			}
-			out[hex] = n
+		ac.mu.Lock()
+		for _, in := range ac.incNodes {
+			out[actorInc{ac.hex, in.inc}] = in.node
+		}
+		ac.mu.Unlock()
+		if info, found := c.cfg.Actors.Info(ac.hex); found {
+			out[actorInc{ac.hex, incOf(info.GetIncarnation())}] = info.GetNode()
 		}
 		return true
 	})
@@ -538,13 +582,15 @@ func SummaryOf(counts map[[2]string]int) []TaskCount {
 type matcher struct {
 	q      *TaskQuery
 	fnOK   []bool // by fn index (nil: any)
-	whOK   []bool // by where index (nil: any)
+	whOK   []bool // by where index (nil: any); false for an actor's (actorOK decides)
 	tidHex string
+	// actorNodes: the node of each incarnation of the actors called (with q.Node)
+	actorNodes map[actorInc]string
 }
 
-func (s *shard) compile(q *TaskQuery, actorNodes map[string]string) matcher {
+func (s *shard) compile(q *TaskQuery, actorNodes map[actorInc]string) matcher {
 	e := &s.ev
-	m := matcher{q: q, tidHex: strings.ToLower(q.TaskID)}
+	m := matcher{q: q, tidHex: strings.ToLower(q.TaskID), actorNodes: actorNodes}
 	if q.Function != "" {
 		m.fnOK = make([]bool, len(e.fns))
 		for i, f := range e.fns {
@@ -554,11 +600,7 @@ func (s *shard) compile(q *TaskQuery, actorNodes map[string]string) matcher {
 	if q.Node != "" {
 		m.whOK = make([]bool, len(e.wheres))
 		for i, w := range e.wheres {
-			node := w.node
-			if node == "" {
-				node = actorNodes[w.worker] // an actor call's record: its actor's node
-			}
-			m.whOK[i] = nodeMatches(node, q.Node)
+			m.whOK[i] = w.node != "" && nodeMatches(w.node, q.Node)
 		}
 	}
 	return m
@@ -566,6 +608,18 @@ func (s *shard) compile(q *TaskQuery, actorNodes map[string]string) matcher {
 
 func nodeMatches(node, want string) bool {
 	return node == want || (len(want) >= 6 && strings.HasPrefix(node, want))
+}
+
+// where matches a record's place: a task's node, or an actor call's incarnation's.
+func (m *matcher) where(e *shardEvents, rec *eventRec) bool {
+	if m.whOK == nil || m.whOK[rec.where] {
+		return true
+	}
+	return rec.actor && m.actorOK(e.wheres[rec.where].worker, rec.inc)
+}
+
+func (m *matcher) actorOK(hex string, inc uint16) bool {
+	return nodeMatches(m.actorNodes[actorInc{hex, inc}], m.q.Node)
 }
 
 func (m *matcher) tid(t ids.TaskID) bool {
@@ -602,7 +656,7 @@ func (s *shard) counts() TaskReport {
 }
 
 // answer handles a query: live tasks first, then the ring newest first.
-func (s *shard) answer(q *TaskQuery, actorNodes map[string]string) TaskReport {
+func (s *shard) answer(q *TaskQuery, actorNodes map[actorInc]string) TaskReport {
 	if q.Counts {
 		return s.counts()
 	}
@@ -627,9 +681,10 @@ func (s *shard) answer(q *TaskQuery, actorNodes map[string]string) TaskReport {
 		if q.Node != "" {
 			node := string(s.liveNode(p))
 			if p.actor != nil {
-				node = actorNodes[p.actor.hex]
-			}
-			if !nodeMatches(node, q.Node) {
+				if !m.actorOK(p.actor.hex, p.ev.inc) {
+					continue
+				}
+			} else if !nodeMatches(node, q.Node) {
 				continue
 			}
 		}
@@ -653,7 +708,7 @@ func (s *shard) answer(q *TaskQuery, actorNodes map[string]string) TaskReport {
 		if p.worker != nil {
 			ev.Worker = p.worker.Id
 		} else if p.actor != nil {
-			ev.Worker = p.actor.hex
+			ev.Worker, ev.Incarnation = p.actor.hex, int(p.ev.inc)
 		}
 		out.Tasks = append(out.Tasks, ev)
 	}
@@ -667,7 +722,7 @@ func (s *shard) answer(q *TaskQuery, actorNodes map[string]string) TaskReport {
 	for i := r.n; i > r.oldest(); i-- {
 		rec := r.at(i - 1)
 		st := stateNames[rec.state]
-		if (q.State != "" && q.State != st) || (m.fnOK != nil && !m.fnOK[rec.fn]) || (m.whOK != nil && !m.whOK[rec.where]) || !m.tid(rec.tid) {
+		if (q.State != "" && q.State != st) || (m.fnOK != nil && !m.fnOK[rec.fn]) || !m.where(e, rec) || !m.tid(rec.tid) {
 			continue
 		}
 		out.Total++
@@ -682,6 +737,9 @@ func (s *shard) answer(q *TaskQuery, actorNodes map[string]string) TaskReport {
 			Job: string(s.c.cfg.Job), Actor: rec.actor, Node: w.node, Worker: w.worker, Owner: string(s.c.cfg.Node),
 			Submitted: rec.submit, Ready: rec.ready, Dispatched: rec.dispatch, Started: rec.start, Ended: rec.end,
 			LogStart: rec.logStart, LogEnd: rec.logEnd}
+		if rec.actor {
+			ev.Incarnation = int(rec.inc)
+		}
 		if rec.errKind != 0 || rec.state == stateCodeFailed || rec.state == stateCodeRetried || rec.state == stateCodeCancel {
 			ev.ErrorKind = pb.ErrorInfo_Kind(rec.errKind).String()
 			ev.Error = e.errorOf(i - 1)

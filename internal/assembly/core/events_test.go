@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -253,5 +254,32 @@ func TestEventLogOffsets(t *testing.T) {
 	rep := s.answer(&TaskQuery{}, nil)
 	if len(rep.Tasks) != 1 || rep.Tasks[0].LogStart != 4096 || rep.Tasks[0].LogEnd != 4200 {
 		t.Fatalf("tasks %+v, want log offsets 4096-4200", rep.Tasks)
+	}
+}
+
+// A caller notes the node of each placed incarnation of its actor (the task events show
+// a call on the node of the incarnation that ran it), the newest maxIncNodes.
+func TestActorCallerIncarnationNodes(t *testing.T) {
+	var ac actorCaller
+	ac.noteNode(&pb.ActorInfo{Incarnation: 1}) // not placed yet: nothing to note
+	if len(ac.incNodes) != 0 {
+		t.Fatalf("noted %v for an unplaced incarnation", ac.incNodes)
+	}
+	ac.noteNode(&pb.ActorInfo{Incarnation: 1, Node: "a"})
+	ac.noteNode(&pb.ActorInfo{Incarnation: 1, Node: "a"})
+	ac.noteNode(&pb.ActorInfo{Incarnation: 2, Node: "b"})
+	if got := [3]string{ac.nodeOf(1), ac.nodeOf(2), ac.nodeOf(3)}; got != [3]string{"a", "b", ""} || len(ac.incNodes) != 2 {
+		t.Fatalf("nodes of incarnations 1, 2, 3: %q (%v)", got, ac.incNodes)
+	}
+	for i := uint64(3); i < 3+2*maxIncNodes; i++ {
+		ac.noteNode(&pb.ActorInfo{Incarnation: i, Node: fmt.Sprint("n", i)})
+	}
+	last := uint16(2 + 2*maxIncNodes)
+	if len(ac.incNodes) != maxIncNodes || ac.nodeOf(1) != "" || ac.nodeOf(last) != fmt.Sprint("n", last) {
+		t.Fatalf("after many restarts: %d noted, incarnation 1 on %q, %d on %q", len(ac.incNodes), ac.nodeOf(1), last, ac.nodeOf(last))
+	}
+	ac.noteNode(&pb.ActorInfo{Incarnation: 1 << 40, Node: "z"}) // saturates
+	if ac.nodeOf(maxInc) != "z" {
+		t.Fatalf("incarnation past %d: %q", maxInc, ac.nodeOf(maxInc))
 	}
 }

@@ -120,6 +120,10 @@ func WriteTimeline(w io.Writer, r *core.TaskReport) error {
 		buf = append(buf, ev.State...)
 		buf = append(buf, `","attempt":`...)
 		buf = strconv.AppendInt(buf, int64(ev.Attempt), 10)
+		if ev.Actor {
+			buf = append(buf, `,"actor_incarnation":`...)
+			buf = strconv.AppendInt(buf, int64(ev.Incarnation), 10)
+		}
 		if ev.Error != "" {
 			buf = append(buf, `,"error":`...)
 			buf = str(buf, ev.Error)

@@ -65,7 +65,7 @@ func EncodeReport(r *core.TaskReport) ([]byte, error) {
 			put(str(s))
 		}
 		if t.Actor {
-			put(1)
+			put(1 + uint64(t.Incarnation)) // an actor call: 1 + its incarnation
 		} else {
 			put(0)
 		}
@@ -138,7 +138,9 @@ func DecodeReport(b []byte) (*core.TaskReport, error) {
 		t.TaskID = d.id()
 		t.Attempt = int(d.num(1 << 31))
 		t.Function, t.State, t.Job, t.Node, t.Worker, t.Owner, t.ErrorKind = ref(), ref(), ref(), ref(), ref(), ref(), ref()
-		t.Actor = d.num(1) == 1
+		if a := d.num(1 << 16); a > 0 {
+			t.Actor, t.Incarnation = true, int(a-1)
+		}
 		t.Submitted = d.varint()
 		t.Ready, t.Dispatched, t.Started, t.Ended = t.Submitted+d.varint(), t.Submitted+d.varint(), t.Submitted+d.varint(), t.Submitted+d.varint()
 		t.Error = d.str()

@@ -12,6 +12,7 @@ func TestReportRoundTrip(t *testing.T) {
 	r := reportOf(1000)
 	r.Dropped = 7
 	r.Tasks[3].Error, r.Tasks[3].ErrorKind, r.Tasks[3].State, r.Tasks[3].Actor = "it broke\nbadly", "APPLICATION", core.StateFailed, true
+	r.Tasks[3].Incarnation = 3
 	r.Tasks[4].Ready, r.Tasks[4].Started = 0, 0               // unknown times stay unknown
 	r.Tasks[5].LogStart, r.Tasks[5].LogEnd = 1<<33, 1<<33+517 // its output in its worker's log
 	r.Tasks[6].TaskID = "not-a-hex-id"                        // IDs other than lowercase hex go as strings
