@@ -122,6 +122,13 @@ type outbox struct {
 	done    []done
 	pending int
 	since   time.Time // when the oldest held result was added
+	// noEnd: the held results of calls that ran too short to read where their output ends
+	// in the log (runCall); a flush reads it once for them all (logEnd, then logAt), so each
+	// call has a bounded range (its output and that of the calls run since the last read),
+	// at one read per flush, not per call (the loop's calls only).
+	noEnd  []*pb.TaskResult
+	logEnd func() int64
+	logAt  *atomic.Int64
 }
 
 type ownerResults struct {
@@ -151,6 +158,17 @@ func (o *outbox) add(e *pb.ActorLogEntry, res *pb.TaskResult) {
 }
 
 func (o *outbox) flush() {
+	if len(o.noEnd) > 0 {
+		end := o.logEnd()
+		for _, r := range o.noEnd {
+			r.LogEnd = max(end, r.LogStart)
+		}
+		if o.logAt != nil {
+			o.logAt.Store(end)
+		}
+		clear(o.noEnd)
+		o.noEnd = o.noEnd[:0]
+	}
 	// The grain learns what ran before the callers do: a caller that gets its answer and
 	// calls again finds the result already known (and recorded with the next commit).
 	if len(o.done) > 0 {
@@ -176,7 +194,7 @@ func (o *outbox) flush() {
 
 func (x *executor) loop() {
 	g := x.g
-	ob := &outbox{root: g.root, self: g.self}
+	ob := &outbox{root: g.root, self: g.self, logEnd: x.single.LogOffset, logAt: x.single.LogAt}
 	var mu sync.Mutex // guards ob for conc > 1
 	for {
 		select {
@@ -214,6 +232,9 @@ func (x *executor) loop() {
 						return // stopped while it ran: the next incarnation answers
 					}
 					ob.add(e, res)
+					if ob.logEnd != nil && res.LogEnd == 0 && res.RunNanos > 0 {
+						ob.noEnd = append(ob.noEnd, res)
+					}
 					if ob.pending >= maxHeld || time.Duration(res.RunNanos) >= sendAfterRun || time.Since(ob.since) >= holdMax {
 						ob.flush()
 					}
@@ -277,8 +298,10 @@ func runCall(base context.Context, r *worker.Runner, mk func(context.Context, *p
 	var logStart int64
 	if r.LogOffset != nil {
 		// Where the log ended at the last read: a call whose body ran under
-		// worker.LogReadMin reads no end (0: unknown, `rayctl logs` shows the process's
-		// log), so tiny calls cost no system call; a longer one reads it once.
+		// worker.LogReadMin reads no end itself (the loop's next flush reads it once for
+		// the results it holds, outbox.noEnd; a concurrent actor's call leaves it 0:
+		// `rayctl logs` shows the process's log), so tiny calls cost no system call each;
+		// a longer one reads it once.
 		if r.LogAt != nil {
 			logStart = r.LogAt.Load()
 		}

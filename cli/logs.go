@@ -40,6 +40,12 @@ import (
 // only. Tasks that ran at the same time in that process wrote into the same range: their
 // lines are shown too (as Ray shows the worker's lines between a task's markers). A task
 // still running (or a process that kept no offsets) shows the whole log of its process.
+//
+// An actor call's range is its output and, for a call that ran under worker.LogReadMin, that
+// of the calls its actor ran with it since the log's end was last read (the actor's
+// executor reads it once per batch of results it sends, not per call). A call's node is
+// its actor's incarnation's that ran it (core.TaskEvent.Incarnation): after a restart on
+// another node, an earlier call's output is still read from the process it ran in.
 
 // logFollowEvery is how often --follow asks for new output.
 const logFollowEvery = 250 * time.Millisecond
@@ -48,11 +54,12 @@ func logsCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "logs",
 		Usage:     "print the log of a task's or an actor's worker process, of a worker process, or of a submitted job, from whichever node has it (Ray's `ray logs`)",
-		ArgsUsage: "task TASK_ID | actor ACTOR_ID | worker NODE_ID|PID | job JOB_OR_SUBMISSION_ID",
+		ArgsUsage: "task TASK_ID | actor ACTOR_ID|CALL_TASK_ID | worker NODE_ID|PID | job JOB_OR_SUBMISSION_ID",
 		Description: "task: the output of a task or actor call (its newest attempt) that ended: the part of its worker " +
 			"process's log it wrote while it ran (the lines of other tasks that ran at the same time in that process " +
 			"included); of a task still running, its worker process's whole log. actor: the log of the worker process " +
-			"that hosts the actor, which holds every task of its job that ran there. worker: a worker process by " +
+			"that hosts the actor, which holds every task of its job that ran there; given the task ID of one of an actor's " +
+			"calls (rayctl list tasks --filter type=ACTOR_TASK), that call's output, as task. worker: a worker process by " +
 			"its node ID (the node column of `rayctl list tasks`, 6 characters will do) or by its pid (with --node " +
 			"when several nodes have one). job: a submitted driver's output (rayctl job logs). IDs may be cut to 6 " +
 			"characters. The agent of the node serves the log to holders of the cluster's credentials. Exit codes: 0 " +
@@ -464,8 +471,14 @@ func taskTarget(ctx context.Context, store gcs.Store, id string) (*logTarget, er
 	}
 	if ev == nil {
 		t0 := res.Tasks[0]
+		if t0.Actor && t0.Worker != "" && t0.Ended == 0 {
+			return actorTarget(ctx, store, t0.Worker) // not run yet: its actor's process now
+		}
 		if t0.Actor && t0.Worker != "" {
-			return actorTarget(ctx, store, t0.Worker)
+			// It ran on an incarnation whose node its owner no longer knows (the actor
+			// restarted since): the actor's process now is not where its output is.
+			return nil, exitf(ExitError, "actor call %s (%s) ran on incarnation %d of actor %s, whose node is no longer known (rayctl logs actor %s shows its process now)",
+				t0.TaskID, t0.Function, t0.Incarnation, t0.Worker, t0.Worker)
 		}
 		return nil, exitf(ExitError, "task %s (%s) has not run on a node yet: it is %s", t0.TaskID, t0.Function, t0.State)
 	}
@@ -497,8 +510,17 @@ func actorTarget(ctx context.Context, store gcs.Store, id string) (*logTarget, e
 		}
 	}
 	switch {
+	case len(found) == 0 && len(id) >= 6:
+		// The ID of one of an actor's calls: that call's output (as logs task).
+		gctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		res, err := taskstate.Gather(gctx, store, "", core.TaskQuery{TaskID: strings.ToLower(id), Limit: 1}, taskstate.Options{})
+		if err == nil && len(res.Tasks) == 1 && res.Total >= 1 && res.Tasks[0].Actor {
+			return taskTarget(ctx, store, id)
+		}
+		fallthrough
 	case len(found) == 0:
-		return nil, exitf(ExitError, "no actor %q in the cluster (rayctl list actors shows them)", id)
+		return nil, exitf(ExitError, "no actor %q in the cluster (rayctl list actors shows them; an actor call's task ID shows that call's output)", id)
 	case len(found) > 1:
 		return nil, exitf(ExitError, "%q is the start of %d actor IDs: give more of it", id, len(found))
 	}

@@ -172,6 +172,25 @@ func TestLogs(t *testing.T) {
 		t.Fatalf("rayctl logs task %s (the actor call): exit %d\n%s\n%s", calls[0].TaskID, code, out, errOut)
 	}
 	t.Logf("rayctl logs task %s:\n%s", task[:8], out)
+	// Tiny calls (too short to read the log's end each): each call's log is a range that
+	// holds its line (and maybe its batch-mates'), not the process's whole log; `logs
+	// actor` of a call's ID is the same.
+	out, errOut, code = run(t, time.Minute, tok, rayctl, "list", "tasks", "--address", addr, "--filter", "name=e2e.Accel.Echo", "-o", "json")
+	var echoes []struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &echoes); err != nil || code != 0 || len(echoes) != 3 {
+		t.Fatalf("rayctl list tasks --filter name=e2e.Accel.Echo: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	for _, e := range echoes {
+		call, errOut, code := rayctlLogs("task", e.TaskID)
+		if code != 0 || !strings.Contains(call, "e2e-echo-") || strings.Contains(call, "e2e-log-marker") || strings.Contains(call, "e2e-actor-marker") {
+			t.Fatalf("rayctl logs task %s (a tiny actor call): exit %d\n%s\n%s", e.TaskID, code, call, errOut)
+		}
+		if viaActor, errOut, code := rayctlLogs("actor", e.TaskID[:10]); code != 0 || viaActor != call {
+			t.Fatalf("rayctl logs actor %s (a call's ID): exit %d\n%q, want %q\n%s", e.TaskID[:10], code, viaActor, call, errOut)
+		}
+	}
 	// The actor's log.
 	out, errOut, code = rayctlLogs("actor", actorID)
 	if code != 0 || !strings.Contains(out, "e2e-actor-marker\n") {

@@ -97,6 +97,7 @@ var (
 	accelWhere = ray.Method0(accelClass, "Where", (*accel).Where)
 	accelAdd   = ray.Method1(accelClass, "Add", (*accel).Add)
 	accelShout = ray.Method1(accelClass, "Shout", (*accel).Shout)
+	accelEcho  = ray.Method1(accelClass, "Echo", (*accel).Shout) // logs: tiny calls back to back
 
 	// say prints its marker and five numbered lines to its worker process's output (what
 	// `rayctl logs` shows).
@@ -571,6 +572,15 @@ func logsCheck(ctx context.Context, nodes []ray.Node) error {
 		return err
 	}
 	if _, err := ray.Get(ctx, say.Remote(ctx, ray.V("e2e-log-marker"))); err != nil {
+		return err
+	}
+	// Three tiny calls sent together (each prints one line, well under the time after which
+	// a call reads its log's end itself).
+	var echoes []ray.ObjectRef[int]
+	for _, m := range []string{"e2e-echo-a", "e2e-echo-b", "e2e-echo-c"} {
+		echoes = append(echoes, accelEcho.Remote(ctx, h, ray.V(m)))
+	}
+	if _, err := ray.GetAll(ctx, echoes); err != nil {
 		return err
 	}
 	fmt.Println("logs ready", h.ID())
