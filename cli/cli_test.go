@@ -209,6 +209,12 @@ func TestCluster(t *testing.T) {
 	if r := run(t, tok, "list", "objects", "--address", addr, "--filter", "colour=red"); r.code != ExitError || !strings.Contains(r.stderr, "reference_type") {
 		t.Errorf("list objects with a filter on a field objects lack: %+v", r)
 	}
+	if r := run(t, tok, "list", "objects", "--detail", "--address", addr, "--filter", "colour=red"); r.code != ExitError || !strings.Contains(r.stderr, "call_site") {
+		t.Errorf("list objects --detail with a filter on a field objects lack (they have call_site): %+v", r)
+	}
+	if r := run(t, tok, "list", "nodes", "--detail", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "--detail is for list objects") {
+		t.Errorf("list nodes --detail: %+v", r)
+	}
 	// Tasks, of a cluster that has run none (cli/e2e runs a job and checks them).
 	if r := run(t, tok, "list", "tasks", "--address", addr, "-o", "json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
 		t.Errorf("list tasks of a cluster without any: %+v", r)

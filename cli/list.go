@@ -116,6 +116,7 @@ func listCommand() *ucli.Command {
 		Flags: append(stateFlags(),
 			&ucli.StringSliceFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records whose FIELD=VALUE (or FIELD!=VALUE); repeatable, all must hold"},
 			&ucli.IntFlag{Name: "limit", Usage: "print at most this many records (0: all)", Value: 100},
+			&ucli.BoolFlag{Name: "detail", Usage: "objects: add the call_site column (where each object was created; its owner records it with RAY_record_ref_creation_sites=1)"},
 		),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
@@ -132,6 +133,9 @@ func listCommand() *ucli.Command {
 			filters, err := parseFilters(c.StringSlice("filter"))
 			if err != nil {
 				return err
+			}
+			if c.Bool("detail") && k.name != "objects" {
+				return exitf(ExitError, "--detail is for list objects (the call_site column)")
 			}
 			switch k.name {
 			case "tasks":

@@ -34,7 +34,7 @@ func objectRecord(o *core.ObjectInfo) record {
 	return record{{"object_id", o.ObjectID}, {"size", o.Size}, {"state", o.State}, {"reference_type", o.RefType},
 		{"location", o.Location}, {"owner_node", o.Owner}, {"job_id", o.Job}, {"task_id", o.Task},
 		{"local_refs", o.Local}, {"lineage_refs", o.Lineage}, {"borrowers", o.Borrowers}, {"holder_node", o.Holder},
-		{"owner_address", o.OwnerAddress}}
+		{"owner_address", o.OwnerAddress}, {"call_site", o.CallSite}}
 }
 
 func objectFields() []string {
@@ -92,7 +92,11 @@ func listObjects(c *ucli.Context, format string, filters []filter, limit int) er
 	for i := range res.Objects {
 		recs[i] = objectRecord(&res.Objects[i])
 	}
-	return printFiltered(c, format, "objects", objectColumns, recs, res.Total, rest, limit)
+	columns := objectColumns
+	if c.Bool("detail") {
+		columns = append(append([]string(nil), objectColumns...), "call_site")
+	}
+	return printFiltered(c, format, "objects", columns, recs, res.Total, rest, limit)
 }
 
 func getObject(c *ucli.Context, format, id string) error {

@@ -477,6 +477,9 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	p := newPending(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1))) // and its spec
 	tid := p.tid
 	ret := ids.ReturnID(tid, 1)
+	if c.sites != nil {
+		c.sites.note(ret)
+	}
 	select {
 	case <-c.closed:
 		return p, ErrShutdown

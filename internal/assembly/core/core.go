@@ -54,9 +54,12 @@ type Config struct {
 	Feasible func(req sched.Resources) error
 	// Dispatcher runs the owner actor's and the shards' mailboxes (nil: protoactor's
 	// default); Messages, when set, makes them and counts what they handle.
-	Dispatcher  actor.Dispatcher
-	Messages    *dispatch.Counter
-	Lineage     Lineage // nil: lineage recording off (a benchmark-only switch)
+	Dispatcher actor.Dispatcher
+	Messages   *dispatch.Counter
+	Lineage    Lineage // nil: lineage recording off (a benchmark-only switch)
+	// CallSites records where each object this process creates was created (callsite.go;
+	// also on with RAY_record_ref_creation_sites=1). Off by default.
+	CallSites   bool
 	InlineLimit int
 	// StoreBytes is the node's object store budget: a larger object is refused.
 	StoreBytes int64
@@ -114,9 +117,12 @@ func (c *Config) Validate() error {
 // refs and the object table name, the address borrowers talk to (actor calls carry their
 // shard's caller ID).
 type Core struct {
-	cfg  Config
-	mem  *objects.MemoryStore
-	refs *objects.RefTable
+	cfg Config
+	// sites: where each live object was created (nil: not recorded, the default;
+	// callsite.go)
+	sites *callSites
+	mem   *objects.MemoryStore
+	refs  *objects.RefTable
 	// recordDelay is how long a lineage record lives before it is written (lineage.go);
 	// recordDelay but for tests
 	recordDelay time.Duration
@@ -219,6 +225,7 @@ func New(cfg Config) (*Core, error) {
 	}
 	mem, refs := objects.NewOwned()
 	c := &Core{
+		sites:       newCallSites(cfg.CallSites),
 		recordDelay: recordDelay,
 		creating:    make(chan struct{}, maxCreating),
 		cfg:         cfg,
@@ -450,6 +457,9 @@ func (c *Core) freeIn(r objects.Released, collect bool, hint ids.ObjectID, e *ob
 		v, ready, kept := c.mem.RemoveFreedIn(id, in)
 		if kept {
 			continue
+		}
+		if c.sites != nil {
+			c.sites.forget(id)
 		}
 		c.unpin(id) // refs nested in the freed object
 		if a, ok := id.HandleOf(); ok {

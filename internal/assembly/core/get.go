@@ -226,6 +226,9 @@ func (tc *TaskContext) PutNested(data []byte, nested []Nested) (ids.ObjectID, er
 func (tc *TaskContext) putNested(data []byte, nested []Nested, toStore bool) (ids.ObjectID, error) {
 	c := tc.Core
 	id := ids.PutID(tc.idSeed(), tc.puts.Add(1))
+	if c.sites != nil {
+		c.sites.note(id)
+	}
 	select {
 	case <-c.closed:
 		return id, ErrShutdown

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/objects"
 )
 
@@ -80,6 +81,10 @@ type ObjectInfo struct {
 	// its owner by address).
 	Holder       string `json:"holder_node,omitempty"`
 	OwnerAddress string `json:"owner_address,omitempty"`
+	// CallSite is where the owner created it ("file:line" of the user's call of ray.Put or
+	// a Remote), when the owner records call sites (RAY_record_ref_creation_sites=1,
+	// Config.CallSites; off by default: "").
+	CallSite string `json:"call_site,omitempty"`
 }
 
 // ObjectCount is how many matching objects have one state and reference type.
@@ -194,7 +199,15 @@ func (c *Core) ListObjects(ctx context.Context, q ObjectQuery) (ObjectReport, er
 		if _, borrowed := c.borrows.Get(in.ID); borrowed {
 			return true // a borrowed object's value read here: its row is the borrow's, below
 		}
-		add(c.objectInfo(in))
+		o := c.objectInfo(in)
+		if c.sites != nil {
+			site := c.sites.get(in.ID)
+			if site == "" {
+				site = c.sites.get(ids.ReturnID(in.ID.Task(), 1)) // a task's other returns: its call's
+			}
+			o.CallSite = site
+		}
+		add(o)
 		return true
 	})
 	if err == nil {

@@ -77,6 +77,9 @@ func (c *Core) submitG(tc *TaskContext, call Call, g *Generator) (*pending, erro
 	}
 	tid := p.tid
 	ret := ids.ReturnID(tid, 1)
+	if c.sites != nil {
+		c.sites.note(ret)
+	}
 	select {
 	case <-c.closed:
 		return p, ErrShutdown
