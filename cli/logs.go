@@ -46,6 +46,9 @@ import (
 // executor reads it once per batch of results it sends, not per call). A call's node is
 // its actor's incarnation's that ran it (core.TaskEvent.Incarnation): after a restart on
 // another node, an earlier call's output is still read from the process it ran in.
+// `logs actor ID --calls N` splits an actor's output per call: the ranges of its newest N
+// calls (core.TaskQuery.Worker: the actor's ID), each once, under a line naming the calls
+// in it, without what the job's other tasks wrote into the same process's log in between.
 
 // logFollowEvery is how often --follow asks for new output.
 const logFollowEvery = 250 * time.Millisecond
@@ -59,7 +62,8 @@ func logsCommand() *ucli.Command {
 			"process's log it wrote while it ran (the lines of other tasks that ran at the same time in that process " +
 			"included); of a task still running, its worker process's whole log. actor: the log of the worker process " +
 			"that hosts the actor, which holds every task of its job that ran there; given the task ID of one of an actor's " +
-			"calls (rayctl list tasks --filter type=ACTOR_TASK), that call's output, as task. worker: a worker process by " +
+			"calls (rayctl list tasks --filter type=ACTOR_TASK), that call's output, as task; with --calls N, the output of its " +
+			"newest N calls, each under a line naming it. worker: a worker process by " +
 			"its node ID (the node column of `rayctl list tasks`, 6 characters will do) or by its pid (with --node " +
 			"when several nodes have one). job: a submitted driver's output (rayctl job logs). IDs may be cut to 6 " +
 			"characters. The agent of the node serves the log to holders of the cluster's credentials. Exit codes: 0 " +
@@ -69,6 +73,7 @@ func logsCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new output until the process (or job) ends; Ctrl-C stops"},
 			&ucli.IntFlag{Name: "tail", Usage: "print the last N lines first (-1: the whole log; 0: none, with --follow)", Value: 1000},
 			&ucli.StringFlag{Name: "node", Usage: "worker: the node (agent ID, 6 characters of it, or host name) of the process with that pid"},
+			&ucli.IntFlag{Name: "calls", Usage: "actor: print the output of its newest N calls that ended, oldest first, each under a line naming the call (calls whose ranges are one are named together), instead of its process's log"},
 		}, credentialFlags()...),
 		Action: runLogs,
 	}
@@ -81,6 +86,9 @@ func runLogs(c *ucli.Context) error {
 	what, id := c.Args().Get(0), c.Args().Get(1)
 	if c.String("node") != "" && what != "worker" {
 		return exitf(ExitError, "--node is for `rayctl logs worker PID`; a %s's node is found from its ID", what)
+	}
+	if c.IsSet("calls") && (what != "actor" || c.Int("calls") <= 0 || c.Bool("follow")) {
+		return exitf(ExitError, "--calls N (N > 0) is for `rayctl logs actor ID`, without --follow")
 	}
 	store, _, err := connect(c)
 	if err != nil {
@@ -96,6 +104,13 @@ func runLogs(c *ucli.Context) error {
 	case "task":
 		t, err = taskTarget(c.Context, store, id)
 	case "actor":
+		if n := c.Int("calls"); n > 0 {
+			a, err := findActor(c.Context, store, id)
+			if err != nil {
+				return err
+			}
+			return actorCalls(ctx, store, c.App.Writer, c.App.ErrWriter, a, n)
+		}
 		t, err = actorTarget(c.Context, store, id)
 	case "worker":
 		t, err = workerTarget(c.Context, store, id, c.String("node"))
@@ -496,7 +511,22 @@ func taskTarget(ctx context.Context, store gcs.Store, id string) (*logTarget, er
 	return t, nil
 }
 
-func actorTarget(ctx context.Context, store gcs.Store, id string) (*logTarget, error) {
+// findActor finds the actor whose ID is id (or starts with it).
+func findActor(ctx context.Context, store gcs.Store, id string) (clusterstate.Actor, error) {
+	found, err := matchActors(ctx, store, id)
+	if err != nil {
+		return clusterstate.Actor{}, err
+	}
+	switch len(found) {
+	case 0:
+		return clusterstate.Actor{}, exitf(ExitError, "no actor %q in the cluster (rayctl list actors shows them)", id)
+	case 1:
+		return found[0], nil
+	}
+	return clusterstate.Actor{}, exitf(ExitError, "%q is the start of %d actor IDs: give more of it", id, len(found))
+}
+
+func matchActors(ctx context.Context, store gcs.Store, id string) ([]clusterstate.Actor, error) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	actors, err := clusterstate.ReadActors(cctx, store)
@@ -508,6 +538,76 @@ func actorTarget(ctx context.Context, store gcs.Store, id string) (*logTarget, e
 		if idMatches(a.ActorID, strings.ToLower(id)) {
 			found = append(found, a)
 		}
+	}
+	return found, nil
+}
+
+// actorCalls prints the output of actor a's newest n calls that ended, oldest first: each
+// range of a worker process's log once, under a line naming the calls it holds (short calls
+// sent back in one batch share one), read from the process of the incarnation that ran
+// them. A call whose range or node is not known is named on a line of its own.
+func actorCalls(ctx context.Context, store gcs.Store, w, errw io.Writer, a clusterstate.Actor, n int) error {
+	gctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := taskstate.Gather(gctx, store, "", core.TaskQuery{Worker: a.ActorID, Limit: n}, taskstate.Options{})
+	if err != nil {
+		return exitf(ExitError, "read the calls of actor %s: %v", a.ActorID, err)
+	}
+	if len(res.Missing) > 0 {
+		fmt.Fprintf(errw, "rayctl: the processes of %d node(s) did not answer in time, their calls are missing: %s\n", len(res.Missing), strings.Join(res.Missing, ", "))
+	}
+	type span struct {
+		node     string
+		from, to int64
+		calls    []string
+	}
+	var spans []*span
+	for i := len(res.Tasks) - 1; i >= 0; i-- { // oldest first
+		ev := &res.Tasks[i]
+		if ev.Ended == 0 {
+			continue
+		}
+		name := fmt.Sprintf("call %s (%s, incarnation %d, %s)", ev.TaskID, ev.Function, ev.Incarnation, ev.State)
+		if ev.Node == "" || ev.LogEnd == 0 || ev.LogEnd < ev.LogStart {
+			fmt.Fprintf(w, "--- %s: its output's place is not known ---\n", name)
+			continue
+		}
+		if k := len(spans); k > 0 && spans[k-1].node == ev.Node && spans[k-1].from == ev.LogStart && spans[k-1].to == ev.LogEnd {
+			spans[k-1].calls = append(spans[k-1].calls, name)
+			continue
+		}
+		spans = append(spans, &span{node: ev.Node, from: ev.LogStart, to: ev.LogEnd, calls: []string{name}})
+	}
+	targets := map[string]*logTarget{}
+	for _, sp := range spans {
+		t := targets[sp.node]
+		if t == nil {
+			desc := fmt.Sprintf("actor %s (%s)", a.ActorID, a.Class)
+			if t, err = nodeTarget(ctx, store, sp.node, desc); err != nil {
+				return err
+			}
+			if t == nil {
+				fmt.Fprintf(w, "--- %s: ran on node %s, which the cluster no longer knows ---\n", strings.Join(sp.calls, ", "), sp.node)
+				continue
+			}
+			if err := t.checkAlive(ctx, store); err != nil {
+				return err
+			}
+			targets[sp.node] = t
+		}
+		fmt.Fprintf(w, "--- %s ---\n", strings.Join(sp.calls, ", "))
+		t.span, t.from, t.to = true, sp.from, sp.to
+		if err := t.printSpan(ctx, store, w, errw, -1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func actorTarget(ctx context.Context, store gcs.Store, id string) (*logTarget, error) {
+	found, err := matchActors(ctx, store, id)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case len(found) == 0 && len(id) >= 6:

@@ -196,6 +196,19 @@ func TestLogs(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "e2e-actor-marker\n") {
 		t.Fatalf("rayctl logs actor %s: exit %d\n%s\n%s", actorID, code, out, errOut)
 	}
+	// The actor's log split per call: each call's lines under a line naming it, oldest
+	// first, without the task's output that the same process wrote in between.
+	out, errOut, code = rayctlLogs("actor", actorID, "--calls", "10")
+	if code != 0 || strings.Contains(out, "e2e-log-marker") || strings.Contains(out, "not known") ||
+		!strings.Contains(out, "e2e.Accel.Shout, incarnation 1, FINISHED) ---\ne2e-actor-marker\n") ||
+		strings.Index(out, "e2e-actor-marker") > strings.Index(out, "e2e-echo-a") || strings.Count(out, "e2e-echo-") != 3 ||
+		strings.Count(out, "e2e.Accel.Echo, incarnation 1") != 3 {
+		t.Fatalf("rayctl logs actor %s --calls 10: exit %d\n%s\n%s", actorID, code, out, errOut)
+	}
+	t.Logf("rayctl logs actor %s --calls 10:\n%s", actorID[:8], out)
+	if _, errOut, code = rayctlLogs("task", task, "--calls", "1"); code != 1 || !strings.Contains(errOut, "--calls N (N > 0) is for") {
+		t.Fatalf("rayctl logs task --calls 1: exit %d\n%s", code, errOut)
+	}
 	// The worker process by its node ID: the same log as the task's.
 	out, errOut, code = rayctlLogs("worker", tasks[0].Node, "--tail", "-1")
 	if code != 0 || !strings.Contains(out, "e2e-log-marker\n") {

@@ -316,6 +316,8 @@ type TaskQuery struct {
 	Function string `json:"function,omitempty"` // the function's registered name (or Class.Method)
 	Node     string `json:"node,omitempty"`     // node ID (a prefix of at least 6 characters will do); an actor call's is its incarnation's node (Core.actorNodes)
 	TaskID   string `json:"task_id,omitempty"`  // hex task ID, or a prefix of it
+	// Worker is the worker grain a task ran in, or an actor's hex ID: that actor's calls.
+	Worker string `json:"worker,omitempty"`
 	// Limit is how many tasks to return, newest first (0: all).
 	Limit int `json:"limit,omitempty"`
 	// Edges asks for the producer → consumer edges among the tasks returned.
@@ -583,6 +585,7 @@ type matcher struct {
 	q      *TaskQuery
 	fnOK   []bool // by fn index (nil: any)
 	whOK   []bool // by where index (nil: any); false for an actor's (actorOK decides)
+	wkOK   []bool // by where index: its worker is q.Worker (nil: any)
 	tidHex string
 	// actorNodes: the node of each incarnation of the actors called (with q.Node)
 	actorNodes map[actorInc]string
@@ -595,6 +598,12 @@ func (s *shard) compile(q *TaskQuery, actorNodes map[actorInc]string) matcher {
 		m.fnOK = make([]bool, len(e.fns))
 		for i, f := range e.fns {
 			m.fnOK[i] = f == q.Function
+		}
+	}
+	if q.Worker != "" {
+		m.wkOK = make([]bool, len(e.wheres))
+		for i, w := range e.wheres {
+			m.wkOK[i] = w.worker == q.Worker
 		}
 	}
 	if q.Node != "" {
@@ -612,6 +621,9 @@ func nodeMatches(node, want string) bool {
 
 // where matches a record's place: a task's node, or an actor call's incarnation's.
 func (m *matcher) where(e *shardEvents, rec *eventRec) bool {
+	if m.wkOK != nil && !m.wkOK[rec.where] {
+		return false
+	}
 	if m.whOK == nil || m.whOK[rec.where] {
 		return true
 	}
@@ -676,6 +688,9 @@ func (s *shard) answer(q *TaskQuery, actorNodes map[actorInc]string) TaskReport 
 		}
 		st := s.liveState(p)
 		if (q.State != "" && q.State != st) || (q.Function != "" && p.spec.Function != q.Function) || !m.tid(p.tid) {
+			continue
+		}
+		if q.Worker != "" && !((p.worker != nil && p.worker.Id == q.Worker) || (p.worker == nil && p.actor != nil && p.actor.hex == q.Worker)) {
 			continue
 		}
 		if q.Node != "" {

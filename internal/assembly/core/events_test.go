@@ -93,6 +93,12 @@ func TestEventQueries(t *testing.T) {
 	if rep := s.answer(&TaskQuery{Node: "node-b"}, nil); rep.Total != 0 {
 		t.Errorf("another node's: %+v", rep.Tasks)
 	}
+	if rep := s.answer(&TaskQuery{Worker: "worker/2"}, nil); rep.Total != 1 || len(rep.Tasks) != 1 || rep.Tasks[0].TaskID != bad.tid.String() {
+		t.Errorf("by worker: %+v", rep.Tasks)
+	}
+	if rep := s.answer(&TaskQuery{Worker: "worker/3"}, nil); rep.Total != 0 {
+		t.Errorf("by a worker that ran nothing: %+v", rep.Tasks)
+	}
 	rep = s.answer(&TaskQuery{Summary: true, Limit: 1}, nil)
 	want := map[string]int{"ok/" + StateFinished: 10, "ok/" + StatePendingNode: 1, "bad/" + StateFailed: 1}
 	for _, c := range rep.Summary {
