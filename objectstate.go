@@ -59,6 +59,10 @@ type ObjectState struct {
 	// the process that borrows it and its owner's address (OwnerNode is then "").
 	HolderNode   string
 	OwnerAddress string
+	// CallSite is where its owner created it ("file:line" of the Put or Remote), when the
+	// owner's process runs with RAY_record_ref_creation_sites=1 (Ray's switch; off by
+	// default: "").
+	CallSite string
 }
 
 // ObjectFilter selects objects: empty fields match everything.
@@ -91,7 +95,7 @@ func ListObjects(ctx context.Context, f ObjectFilter) ([]ObjectState, int, error
 	out := make([]ObjectState, len(res.Objects))
 	for i, o := range res.Objects {
 		out[i] = ObjectState{ObjectID: o.ObjectID, Size: o.Size, State: o.State, RefType: o.RefType, Location: o.Location,
-			OwnerNode: o.Owner, Job: o.Job, TaskID: o.Task, Borrowers: int(o.Borrowers), HolderNode: o.Holder, OwnerAddress: o.OwnerAddress}
+			OwnerNode: o.Owner, Job: o.Job, TaskID: o.Task, Borrowers: int(o.Borrowers), HolderNode: o.Holder, OwnerAddress: o.OwnerAddress, CallSite: o.CallSite}
 	}
 	return out, res.Total, nil
 }
