@@ -26,6 +26,8 @@
 //	rayctl get node|job|actor ID [--address A] [-o yaml|json]   (ID: the whole ID or at least 6 of its first characters)
 //	rayctl summary actors|nodes|jobs [--address A] [-o table|json|yaml]   (actors by class and state; nodes, jobs by state)
 //	rayctl logs task|actor ID | worker NODE_ID|PID [--node AGENT] | job ID [--tail 1000] [--follow] [--address A]   (logs.go)
+//	rayctl logs actor ACTOR_ID --calls N | actor CALL_TASK_ID   (an actor's output per call; one call's)
+//	rayctl list objects --detail   (adds call_site: where each object was created, with RAY_record_ref_creation_sites=1)
 //	rayctl --version
 //
 // status, memory, job, cert, list, get, summary and logs take the credential flags too: --token, --token-file,
