@@ -324,16 +324,32 @@ func sortRecord(rec arrow.Record, keys []string, desc []bool) (arrow.Record, err
 // mergeRuns merges records each sorted by keys into one sorted record; among equal keys
 // rows of an earlier run come first (so the merge of stable sorts is stable).
 func mergeRuns(runs []arrow.Record, keys []string, desc []bool) (arrow.Record, error) {
+	return mergeRunsOf(runs, keys, desc, false)
+}
+
+// mergeRunsOf is mergeRuns; consume: it releases runs, as soon as they are concatenated
+// (the merge then holds its input once, not twice).
+func mergeRunsOf(runs []arrow.Record, keys []string, desc []bool, consume bool) (arrow.Record, error) {
+	release := func() {
+		if consume {
+			releaseRecords(runs)
+			consume = false
+		}
+	}
+	defer release()
 	var nonEmpty []arrow.Record
+	var lens []int
 	for _, r := range runs {
 		if r.NumRows() > 0 {
 			nonEmpty = append(nonEmpty, r)
+			lens = append(lens, int(r.NumRows()))
 		}
 	}
 	if len(nonEmpty) == 0 {
 		nonEmpty = runs[:min(len(runs), 1)]
 	}
 	all, err := concatRecords(nonEmpty)
+	release()
 	if err != nil {
 		return nil, err
 	}
@@ -353,9 +369,9 @@ func mergeRuns(runs []arrow.Record, keys []string, desc []bool) (arrow.Record, e
 	type cur struct{ pos, end, run int }
 	h := make([]cur, 0, len(nonEmpty))
 	off := 0
-	for i, r := range nonEmpty {
-		h = append(h, cur{off, off + int(r.NumRows()), i})
-		off += int(r.NumRows())
+	for i, n := range lens {
+		h = append(h, cur{off, off + n, i})
+		off += n
 	}
 	less := func(x, y cur) bool {
 		if r := c.cmp(x.pos, y.pos); r != 0 {
