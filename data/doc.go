@@ -101,7 +101,10 @@
 // (RandomShuffle, Repartition with shuffle) stream too: once every map is launched they
 // start, fetch the map outputs in map order (those of maps still running as "partition i of
 // this block", found through the block's schema metadata) and shuffle each piece in as it
-// arrives, with the result of a reduce started after the maps. Every block, partitions included,
+// arrives, with the result of a reduce started after the maps. Every merge and reduce
+// fetches its blocks one at a time and copies out the slices of a block it reads only
+// part of, so it holds its own partition's bytes and one block, not every map output it
+// reads from. Every block, partitions included,
 // is a task's return value, so a lost one comes back through lineage, also after the
 // exchange ended: a reduce reads its map outputs through refs nested in its argument, and
 // its lineage record keeps theirs (see exchange.md). Blocks held by the

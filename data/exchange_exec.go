@@ -453,6 +453,11 @@ func (e *executor) xQueueReduces(op *opState) {
 	st := op.x
 	srcs := st.sources()
 	all := st.x.Kind == xRepartition
+	var bytes int64
+	for _, s := range srcs {
+		bytes += s.ob.size
+	}
+	copyPieces := e.storeTight(bytes)
 	for p := 0; p < st.n && len(srcs) > 0; p++ {
 		var pieces []zipPiece
 		var used []*xSrc
@@ -472,7 +477,7 @@ func (e *executor) xQueueReduces(op *opState) {
 			pieces = []zipPiece{{Ref: srcs[0].ob.ref}}
 			used = srcs[:1]
 		}
-		t := &xTask{Phase: "reduce", X: st.x, Index: p, N: st.n, Parts: [][]zipPiece{pieces}, First: p}
+		t := &xTask{Phase: "reduce", X: st.x, Index: p, N: st.n, Parts: [][]zipPiece{pieces}, First: p, Copy: copyPieces}
 		op.pending = append(op.pending, e.xItem(op, roleReduce, t, est, used, nil))
 	}
 	for _, s := range srcs {
@@ -613,11 +618,13 @@ var earlyReducesHook func()
 // [k*T/n, (k+1)*T/n) of the input, in order, cut from and concatenated of input blocks.
 func (e *executor) xQueueSplits(op *opState) {
 	st := op.x
-	var total int64
+	var total, bytes int64
 	for _, s := range st.inputs {
 		total += s.ob.rows
+		bytes += s.ob.size
 	}
 	if len(st.inputs) > 0 {
+		copyPieces := e.storeTight(bytes)
 		n := int64(st.n)
 		i, off := 0, int64(0) // the input block and row where the next output starts
 		for k := int64(0); k < n; k++ {
@@ -641,7 +648,7 @@ func (e *executor) xQueueSplits(op *opState) {
 				pieces = []zipPiece{{Ref: st.inputs[0].ob.ref}}
 				used = st.inputs[:1]
 			}
-			t := &xTask{Phase: "reduce", X: st.x, Index: int(k), N: st.n, Parts: [][]zipPiece{pieces}, First: int(k)}
+			t := &xTask{Phase: "reduce", X: st.x, Index: int(k), N: st.n, Parts: [][]zipPiece{pieces}, First: int(k), Copy: copyPieces}
 			op.pending = append(op.pending, e.xItem(op, roleReduce, t, est, used, nil))
 		}
 	}
@@ -747,6 +754,25 @@ func (e *executor) xCleanup(op *opState) {
 		}
 	}
 	st.samples = nil
+}
+
+// storeTight says whether the reduces of an exchange whose blocks hold bytes should copy
+// out the slices they read (xTask.Copy): when an object store has spilled (a spilled block
+// is restored whole into memory of its own), when the blocks are more than half of a
+// store's memory, or when the stores cannot be asked (copying is the safe choice).
+func (e *executor) storeTight(bytes int64) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.ctx), 5*time.Second)
+	defer cancel()
+	rep, err := ray.Memory(ctx, 0)
+	if err != nil || len(rep.Nodes) == 0 {
+		return true
+	}
+	for _, nd := range rep.Nodes {
+		if nd.SpilledBytes > 0 || nd.SpillErrors > 0 || bytes > nd.Budget/2 {
+			return true
+		}
+	}
+	return false
 }
 
 // sampleSpill records the most bytes the object stores held spilled (for Stats), at most

@@ -106,9 +106,9 @@ func TestSortManyBlocksSmallStore(t *testing.T) {
 	}
 }
 
-// TestFetchPiecesCopiesPartialBlocks: a task that reads part of a block gets its piece in
-// buffers of its own (the block can be freed while the task runs); a task that reads a
-// block whole gets views of it, with no copy.
+// TestFetchPiecesCopiesPartialBlocks: with Copy (the store is tight), a task that reads
+// part of a block gets its piece in buffers of its own (the block can be freed while the
+// task runs); a task that reads a block whole, or any task without Copy, gets views of it.
 func TestFetchPiecesCopiesPartialBlocks(t *testing.T) {
 	ctx := timeout(t)
 	b := array.NewInt64Builder(mem)
@@ -138,15 +138,17 @@ func TestFetchPiecesCopiesPartialBlocks(t *testing.T) {
 		return at >= lo && at < hi
 	}
 	for _, tc := range []struct {
-		parts [][]zipPiece
-		copy  bool
+		parts    [][]zipPiece
+		tight    bool // xTask.Copy
+		wantCopy bool
 	}{
-		{[][]zipPiece{{{Ref: ref, Off: 100, N: 300}}}, true},                                // one partition of a block
-		{[][]zipPiece{{{Ref: ref, Off: 0, N: 400}}, {{Ref: ref, Off: 400, N: 600}}}, false}, // a merge: all of it
-		{[][]zipPiece{{{Ref: ref, Off: 0, N: 400}}, {{Ref: ref, Off: 500, N: 300}}}, true},  // two partitions, not all
+		{[][]zipPiece{{{Ref: ref, Off: 100, N: 300}}}, true, true},                                // one partition of a block
+		{[][]zipPiece{{{Ref: ref, Off: 0, N: 400}}, {{Ref: ref, Off: 400, N: 600}}}, true, false}, // a merge: all of it
+		{[][]zipPiece{{{Ref: ref, Off: 0, N: 400}}, {{Ref: ref, Off: 500, N: 300}}}, true, true},  // two partitions, not all
+		{[][]zipPiece{{{Ref: ref, Off: 100, N: 300}}}, false, false},                              // the store has room: views
 	} {
-		name := fmt.Sprint(tc.parts)
-		pieces, err := fetchPieces(ctx, &xTask{Phase: "merge", Parts: tc.parts})
+		name := fmt.Sprint(tc.parts, tc.tight)
+		pieces, err := fetchPieces(ctx, &xTask{Phase: "merge", Parts: tc.parts, Copy: tc.tight})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -156,8 +158,8 @@ func TestFetchPiecesCopiesPartialBlocks(t *testing.T) {
 			if int64(ids.Len()) != want.N || ids.Value(0) != want.Off || ids.Value(ids.Len()-1) != want.Off+want.N-1 {
 				t.Errorf("%s: piece %d holds %d rows from %d, want %d from %d", name, i, ids.Len(), ids.Value(0), want.N, want.Off)
 			}
-			if within(p) == tc.copy {
-				t.Errorf("%s: piece %d in the block's buffer: %v, want %v", name, i, within(p), !tc.copy)
+			if within(p) == tc.wantCopy {
+				t.Errorf("%s: piece %d in the block's buffer: %v, want %v", name, i, within(p), !tc.wantCopy)
 			}
 			p.Release()
 		}
