@@ -102,8 +102,9 @@
 // start, fetch the map outputs in map order (those of maps still running as "partition i of
 // this block", found through the block's schema metadata) and shuffle each piece in as it
 // arrives, with the result of a reduce started after the maps. Every merge and reduce
-// fetches its blocks one at a time and copies out the slices of a block it reads only
-// part of, so it holds its own partition's bytes and one block, not every map output it
+// fetches its blocks one at a time; when the store spills (or the data is large for it),
+// a reduce copies out the slices of a block it reads only part of and releases the
+// block, so it holds its own partition's bytes and one block, not every map output it
 // reads from. Every block, partitions included,
 // is a task's return value, so a lost one comes back through lineage, also after the
 // exchange ended: a reduce reads its map outputs through refs nested in its argument, and
