@@ -489,6 +489,12 @@ func (m *Manager) index(id string, old, info *pb.ActorInfo) {
 	} else {
 		delete(m.waiting, id)
 		addIndex(m.byNode, info.Node, id)
+		if n := m.inflight[id]; n != "" && n == info.Node {
+			// The placed record came before the step's result: it counts in byNode now,
+			// not also as a placement under way (which would skew Pick's balance).
+			m.placed(n)
+			m.inflight[id] = ""
+		}
 	}
 	if a, ok := m.activated[id]; ok && (info.Incarnation != a.inc || lifecycle.Phase(info.Phase) == lifecycle.Alive) {
 		delete(m.activated, id)
@@ -725,15 +731,20 @@ func (m *Manager) step(id, node string, ev lifecycle.Event) {
 	}()
 }
 
+// placed ends the count of one placement under way to node n.
+func (m *Manager) placed(n string) {
+	if m.placing[n]--; m.placing[n] <= 0 {
+		delete(m.placing, n)
+	}
+}
+
 // stepped takes in the outcome of a step: the record it wrote, and for a placement the
 // start of the instance.
 func (m *Manager) stepped(r stepResult) {
-	delete(m.inflight, r.id)
-	if r.node != "" {
-		if m.placing[r.node]--; m.placing[r.node] <= 0 {
-			delete(m.placing, r.node)
-		}
+	if n := m.inflight[r.id]; n != "" {
+		m.placed(n) // the watch has not brought the placed record yet
 	}
+	delete(m.inflight, r.id)
 	if r.err != nil {
 		if !errors.Is(r.err, lifecycle.ErrInvalidTransition) {
 			// Looked at again on the next event or tick (not at once: the GCS may be down).
