@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"io"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,21 +80,7 @@ func TestActorOwnerDeath(t *testing.T) {
 	}
 
 	// The owner is a driver, killed with SIGKILL while its named actor lives.
-	cmd := exec.Command(driver, "-check", "actorowner-driver")
-	cmd.Env = append(os.Environ(), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line := make([]byte, len("owner ready\n"))
-	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "owner ready\n" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the actorowner-driver driver did not get ready: %q, %v", line, err)
-	}
+	cmd := startReady(t, driver, "actorowner-driver", env, "owner ready\n")
 	cmd.Process.Kill()
 	cmd.Wait()
 	deadline := time.Now().Add(time.Minute)

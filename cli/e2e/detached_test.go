@@ -3,9 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -165,21 +163,7 @@ func TestDetachedActor(t *testing.T) {
 	}
 	// Job E's driver is killed (SIGKILL) after it created a detached actor: the job is
 	// FAILED, the actor lives on with its state, and job F uses and kills it.
-	cmd := exec.Command(driver, "-check", "detached-killed")
-	cmd.Env = append(os.Environ(), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line := make([]byte, len("detached ready\n"))
-	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "detached ready\n" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the detached-killed driver did not get ready: %q, %v", line, err)
-	}
+	cmd := startReady(t, driver, "detached-killed", env, "detached ready\n")
 	cmd.Process.Kill()
 	cmd.Wait()
 	jobE := actors()["detk"].JobID

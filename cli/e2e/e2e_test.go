@@ -104,6 +104,31 @@ func tail(s string) string {
 	return s
 }
 
+// startReady starts the test driver with -check check and the extra env, and waits for
+// the line ready it prints once set up; if that does not come, the process is stopped and
+// the test fails with what it wrote on stderr. The caller stops the process (Kill, Wait).
+func startReady(t *testing.T, driver, check string, env []string, ready string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(driver, "-check", check)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, len(ready))
+	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != ready {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the %s driver did not get ready: %q, %v\n%s", check, line, err, tail(stderr.String()))
+	}
+	return cmd
+}
+
 // sessionLogs returns the last n lines that are not DEBUG of every agent's and worker
 // process's log in a session directory, for a failure message.
 func sessionLogs(sess string, n int) string {
@@ -466,21 +491,7 @@ func TestCluster(t *testing.T) {
 	}
 
 	// A driver killed mid-run: its job is marked failed and its worker processes stop.
-	cmd := exec.Command(driver, "-check", "hang")
-	cmd.Env = append(os.Environ(), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line := make([]byte, 8)
-	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "hanging\n" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the hanging driver did not start: %q, %v", line, err)
-	}
+	cmd := startReady(t, driver, "hang", env, "hanging\n")
 	// rayctl memory shows the 16 MiB object the driver holds, on a node of its job.
 	deadline = time.Now().Add(20 * time.Second)
 	for {

@@ -1,12 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,29 +58,16 @@ func TestMetrics(t *testing.T) {
 
 	// A job that stays up: 10 e2e.Add finished, one e2e.Fail failed, e2e.Busy running, a
 	// 16 MiB object held.
-	cmd := exec.Command(driver, "-check", "hang")
-	cmd.Env = append(os.Environ(), append([]string{"RAY_ADDRESS=" + addr}, tok...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := startReady(t, driver, "hang", append([]string{"RAY_ADDRESS=" + addr}, tok...), "hanging\n")
 	defer func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	line := make([]byte, 8)
-	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "hanging\n" {
-		t.Fatalf("the job did not start: %q, %v\n%s", line, err, tail(stderr.String()))
-	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var head, other metrics.Families
+	var err error
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if head, err = metrics.Scrape(ctx, eps[0].URL); err != nil {

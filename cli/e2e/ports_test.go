@@ -2,13 +2,11 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/rand"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -111,25 +109,11 @@ func TestGarbageOnEveryPort(t *testing.T) {
 	env := append([]string{"RAY_ADDRESS=" + addr}, tok...)
 
 	// A job that stays up: its driver and a worker process per agent.
-	cmd := exec.Command(driver, "-check", "hang")
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := startReady(t, driver, "hang", env, "hanging\n")
 	defer func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	line := make([]byte, 8)
-	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "hanging\n" {
-		t.Fatalf("the job did not start: %q, %v\n%s", line, err, tail(stderr.String()))
-	}
 
 	type target struct {
 		pid   int
