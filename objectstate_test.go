@@ -1,6 +1,8 @@
 package ray
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/ray-go/ray/internal/assembly/core"
@@ -72,4 +74,38 @@ func TestListObjects(t *testing.T) {
 	}
 	big.Release()
 	small.Release()
+}
+
+// TestCallSitesFromTheEnvironment: a runtime started with RAY_record_ref_creation_sites=1
+// in its environment records where each object was created (this file and line); one
+// started without it records none.
+func TestCallSitesFromTheEnvironment(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		if on {
+			t.Setenv(core.CallSitesEnv, "1")
+		} else {
+			t.Setenv(core.CallSitesEnv, "")
+		}
+		ctx, err := Init(context.Background(), WithNumCPUs(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := Put(ctx, "where am I from")
+		if err != nil {
+			Shutdown(ctx)
+			t.Fatal(err)
+		}
+		objs, _, err := ListObjects(ctx, ObjectFilter{ObjectID: ref.ID()})
+		Shutdown(ctx)
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("on=%v: ListObjects: %v, %v", on, objs, err)
+		}
+		site := objs[0].CallSite
+		if on && !strings.Contains(site, "objectstate_test.go:") {
+			t.Fatalf("call site with %s=1: %q, want this test's file and line", core.CallSitesEnv, site)
+		}
+		if !on && site != "" {
+			t.Fatalf("call site without %s: %q, want none", core.CallSitesEnv, site)
+		}
+	}
 }

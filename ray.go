@@ -90,7 +90,7 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	}
 	n, err := node.Start(ctx, node.Config{
 		Resources: res, ObjectStoreBytes: cfg.objectStoreBytes, Dir: cfg.dir,
-		Lineage: !cfg.noLineage, Logger: cfg.logger, LeaseTTL: cfg.leaseTTL, TaskEvents: cfg.taskEvents,
+		Lineage: !cfg.noLineage, Logger: cfg.logger, LeaseTTL: cfg.leaseTTL, TaskEvents: cfg.taskEvents, CallSites: callSitesOn(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ray: Init: %w", err)
@@ -142,7 +142,7 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 		Address: addr, Namespace: os.Getenv(workerenv.Namespace), Credentials: creds,
 		SubmissionID: os.Getenv(workerenv.Submission),
 		Node: node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger, TaskEvents: cfg.taskEvents,
-			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL},
+			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, CallSites: callSitesOn()},
 	})
 	if errors.Is(err, node.ErrCredentials) {
 		return nil, fmt.Errorf("ray: Init: join the cluster at %s: %w: %w", cfg.address, ErrNoCredentials, err)
@@ -188,7 +188,8 @@ func serveWorker(ctx context.Context, w workerenv.Worker, cfg initConfig) {
 	n, err := node.Join(sctx, node.JoinConfig{
 		Address: w.Address, Namespace: w.Namespace, Credentials: creds,
 		Node: node.Config{Role: node.RoleWorker, Job: ids.JobID(w.Job), AgentID: w.Agent, Resources: res,
-			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger, LeaseTTL: cfg.leaseTTL},
+			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger, LeaseTTL: cfg.leaseTTL,
+			CallSites: callSitesOn()},
 	})
 	if err != nil {
 		fail(err)
@@ -220,3 +221,7 @@ func nodeOf(ctx context.Context) *node.Node {
 	}
 	return nil
 }
+
+// callSitesOn reports whether this process records where each object was created (Ray's
+// RAY_record_ref_creation_sites=1; core.CallSitesEnv).
+func callSitesOn() bool { return os.Getenv(core.CallSitesEnv) == "1" }

@@ -253,7 +253,7 @@ func ReadActors(ctx context.Context, s gcs.Store) ([]Actor, error) {
 type PlacementGroup struct {
 	ID       string `json:"placement_group_id"`
 	Name     string `json:"name"`
-	State    string `json:"state"` // PENDING, CREATED, REMOVED (Ray's)
+	State    string `json:"state"` // PENDING, CREATED, RESCHEDULING, REMOVED (Ray's)
 	Strategy string `json:"strategy"`
 	JobID    string `json:"job_id"`
 	// Bundles are the bundles' resources, and Nodes each bundle's node ("" until placed).

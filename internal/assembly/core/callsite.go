@@ -1,7 +1,6 @@
 package core
 
 import (
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,11 +15,13 @@ import (
 // creates notes the first frame of its creation's stack outside this module's runtime (the
 // user's call of ray.Put, a Remote, ...; a _test.go file of the module counts as the
 // user's), as "file:line", until the object is freed; ListObjects shows it (call_site,
-// `rayctl list objects --detail`). Each process reads RAY_record_ref_creation_sites from its
-// own environment when its runtime starts (a worker process's is what its agent gives it);
-// tasks' other returns show their first return's site; borrowed rows show none.
+// `rayctl list objects --detail`). Config.CallSites turns it on; the root package sets it
+// from RAY_record_ref_creation_sites in each process's own environment when its runtime
+// starts (a worker process's is what its agent gives it); tasks' other returns show their
+// first return's site; borrowed rows show none.
 
-// CallSitesEnv turns call sites on for a process when set to 1 (Ray's name).
+// CallSitesEnv turns call sites on for a process when set to 1 (Ray's name; read by the
+// root package).
 const CallSitesEnv = "RAY_record_ref_creation_sites"
 
 // maxCallSites bounds the objects whose call site a process keeps at once (one more
@@ -35,7 +36,7 @@ type callSites struct {
 }
 
 func newCallSites(on bool) *callSites {
-	if !on && os.Getenv(CallSitesEnv) != "1" {
+	if !on {
 		return nil
 	}
 	return &callSites{of: map[ids.ObjectID]string{}, names: map[uintptr]string{}}

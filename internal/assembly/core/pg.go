@@ -529,7 +529,7 @@ func (c *Core) pgPlace(spec *pb.TaskSpec) (ids.NodeID, sched.Resources, error) {
 	return pg.resolve(int(spec.BundleIndex), req)
 }
 
-// record writes the group's record in state (PENDING, CREATED, REMOVED) through
+// record writes the group's record in state (PENDING, CREATED, RESCHEDULING, REMOVED) through
 // Config.RecordGroup, if any.
 func (pg *PlacementGroup) record(state string) {
 	rec := pg.c.cfg.RecordGroup

@@ -160,7 +160,9 @@ type Config struct {
 	// TaskEvents is how many task records the runtime keeps (core.Config.TaskEvents: 0 the
 	// default, negative off).
 	TaskEvents int
-	Logger     *slog.Logger
+	// CallSites records where each object was created (core.Config.CallSites).
+	CallSites bool
+	Logger    *slog.Logger
 }
 
 // gatedProvider holds the member's registration until the gate opens.
@@ -391,7 +393,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
 		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage, RecordGroup: n.pgRecords.put,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
-		TaskEvents: cfg.TaskEvents,
+		TaskEvents: cfg.TaskEvents, CallSites: cfg.CallSites,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
 			Info: func(id string) (*pb.ActorInfo, bool) { return n.actors.Info(id) }},
 	}); err != nil {
