@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,17 +18,8 @@ import (
 // owner died, too.
 func TestActorOwnerDeath(t *testing.T) {
 	port, addr, sess := newSession(t)
-	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
-	if code != 0 {
-		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
-	}
-	tok := []string{"RAY_GO_TOKEN=" + printedToken(t, out)}
-	out, errOut, code = run(t, 90*time.Second, tok, rayctl, "start", "--address", addr, "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
-	if code != 0 {
-		t.Fatalf("rayctl start --address: exit %d\n%s\n%s", code, out, errOut)
-	}
-	env := append([]string{"RAY_ADDRESS=" + addr}, tok...)
-	out, errOut, code = run(t, 4*time.Minute, env, driver, "-check", "actorowner")
+	env := startTwoNodes(t, port, addr, sess)
+	out, errOut, code := run(t, 4*time.Minute, env, driver, "-check", "actorowner")
 	var rep struct {
 		Actorowner struct {
 			Victim             string
@@ -64,7 +54,7 @@ func TestActorOwnerDeath(t *testing.T) {
 	}
 	actors := func() map[string]row {
 		t.Helper()
-		out, errOut, code := run(t, time.Minute, tok, rayctl, "list", "actors", "--address", addr, "-o", "json")
+		out, errOut, code := run(t, time.Minute, env, rayctl, "list", "actors", "--address", addr, "-o", "json")
 		var rows []row
 		if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 {
 			t.Fatalf("rayctl list actors: exit %d, %v\n%s\n%s", code, err, out, errOut)

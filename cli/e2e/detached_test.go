@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,16 +43,7 @@ type actorRow struct {
 // detached actor's processes too.
 func TestDetachedActor(t *testing.T) {
 	port, addr, sess := newSession(t)
-	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
-	if code != 0 {
-		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
-	}
-	tok := []string{"RAY_GO_TOKEN=" + printedToken(t, out)}
-	out, errOut, code = run(t, 90*time.Second, tok, rayctl, "start", "--address", addr, "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
-	if code != 0 {
-		t.Fatalf("rayctl start --address: exit %d\n%s\n%s", code, out, errOut)
-	}
-	env := append([]string{"RAY_ADDRESS=" + addr}, tok...)
+	env := startTwoNodes(t, port, addr, sess)
 	job := func(check string) detachedRep {
 		t.Helper()
 		out, errOut, code := run(t, 3*time.Minute, env, driver, "-check", check)
@@ -65,7 +55,7 @@ func TestDetachedActor(t *testing.T) {
 	}
 	actorRows := func() []actorRow {
 		t.Helper()
-		out, errOut, code := run(t, time.Minute, tok, rayctl, "list", "actors", "--address", addr, "-o", "json")
+		out, errOut, code := run(t, time.Minute, env, rayctl, "list", "actors", "--address", addr, "-o", "json")
 		var rows []actorRow
 		if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 {
 			t.Fatalf("rayctl list actors: exit %d, %v\n%s\n%s", code, err, out, errOut)
@@ -82,7 +72,7 @@ func TestDetachedActor(t *testing.T) {
 	}
 	jobState := func(id string) string {
 		t.Helper()
-		out, errOut, code := run(t, time.Minute, tok, rayctl, "list", "jobs", "--address", addr, "-o", "json")
+		out, errOut, code := run(t, time.Minute, env, rayctl, "list", "jobs", "--address", addr, "-o", "json")
 		var rows []struct {
 			JobID string `json:"job_id"`
 			State string `json:"state"`
@@ -174,7 +164,7 @@ func TestDetachedActor(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	out, errOut, code = run(t, 3*time.Minute, env, driver, "-check", "detached-b", "-actor", "detk")
+	out, errOut, code := run(t, 3*time.Minute, env, driver, "-check", "detached-b", "-actor", "detk")
 	var f detachedRep
 	if err := json.Unmarshal([]byte(lastLine(out)), &f); err != nil || code != 0 || f.Detached.Sum != 115 {
 		t.Fatalf("job F on the detached actor of a killed driver: exit %d, %v, sum %d (want 115)\nstdout: %s\nstderr: %s\n%s", code, err, f.Detached.Sum, out, tail(errOut), sessionLogs(sess, 30))

@@ -104,6 +104,22 @@ func tail(s string) string {
 	return s
 }
 
+// startTwoNodes starts a head and one more agent (2 CPUs and a 256 MiB store each) in the
+// session and returns a driver's environment for them (address and token).
+func startTwoNodes(t *testing.T, port int, addr, sess string) []string {
+	t.Helper()
+	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
+	if code != 0 {
+		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
+	}
+	tok := []string{"RAY_GO_TOKEN=" + printedToken(t, out)}
+	out, errOut, code = run(t, 90*time.Second, tok, rayctl, "start", "--address", addr, "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
+	if code != 0 {
+		t.Fatalf("rayctl start --address: exit %d\n%s\n%s", code, out, errOut)
+	}
+	return append([]string{"RAY_ADDRESS=" + addr}, tok...)
+}
+
 // startReady starts the test driver with -check check and the extra env, and waits for
 // the line ready it prints once set up; if that does not come, the process is stopped and
 // the test fails with what it wrote on stderr. The caller stops the process (Kill, Wait).
