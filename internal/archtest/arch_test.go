@@ -131,7 +131,7 @@ var ranks = []struct {
 	{1, []string{"internal/base/gcs", "internal/base/dispatch"}},
 	{2, []string{"internal/base/gcs/etcdstore", "internal/base/gcs/memstore", "internal/base/gcs/gcstest", "internal/base/ship"}},
 	{3, []string{"objects", "lineage", "tasks"}},
-	{4, []string{"tasks/raylet", "tasks/worker"}},
+	{4, []string{"tasks/raylet", "tasks/worker", "tasks/machine"}},
 	{5, []string{"actors"}},
 	{6, []string{"internal/assembly/membership", "internal/assembly/core", "internal/assembly/clusterview"}},
 	{7, []string{"internal/assembly/taskstate", "internal/assembly/metrics"}},

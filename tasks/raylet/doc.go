@@ -34,4 +34,31 @@
 //     so a request for a bundle the node does not hold is denied as infeasible.
 //
 // Handlers are idempotent: a release of a lease already released does nothing.
+//
+// # One ledger per machine
+//
+// A worker process that a node agent started (cluster mode) shares its machine with the
+// other jobs' worker processes there: Config.Machine is the agent's ledger (package
+// tasks/machine), and the raylet holds only what the ledger granted it (Total is still
+// the machine's, for the infeasibility check). Everything above works against what it
+// holds; balance keeps that in step with demand, once per dispatch:
+//
+//   - The oldest unmet demand the machine can help (a bundle commit; else the oldest
+//     reservation that does not fit; else the oldest class of lease requests whose head
+//     does not fit) is asked for: what it lacks of the machine's resources (MachineGrant
+//     answers; one ask waits at a time). A bundle's ask is now or never (MachineDeny
+//     refuses the commit with the ledger's reason, as a node without room does).
+//   - It never holds resources idle while it waits: before asking, and whenever a lease
+//     comes back while an ask waits, what is free and not lent is given back and asked
+//     for again with the rest (the ledger replaces the waiting ask in its place in line).
+//     Two jobs that each kept part of what they need and waited for the rest would wait
+//     for ever.
+//   - With no demand left, what is free and not lent goes back TrimAfter later (20 ms by
+//     default: an owner's lease given back and asked for again at once costs no round
+//     trip), and a waiting ask is withdrawn (an ask for nothing).
+//
+// Stats then reports Available as what the raylet holds free plus the machine's free
+// resources (what its job could get; the load reports and placement read it), and InUse,
+// what it holds less what of that is free (rayctl status sums it per machine). Leases,
+// tasks and actor calls never wait on the ledger once the raylet holds what they need.
 package raylet

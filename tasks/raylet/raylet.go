@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -23,7 +24,47 @@ type Config struct {
 	Worker  func(i int) *actor.PID
 	Workers int
 	Logger  *slog.Logger
+	// Machine, when set, is the machine's ledger (package tasks/machine) shared with the
+	// other jobs' worker processes on this machine: the raylet then starts holding
+	// nothing and obtains what it grants from it (see "One ledger per machine" in the
+	// package doc). Total is still the machine's total. The node delivers the ledger's
+	// answers to the raylet as MachineGrant and MachineDeny.
+	Machine Machine
+	// TrimAfter is how long resources the raylet holds of its machine and has no use for
+	// are kept before they are given back (default DefaultTrimAfter).
+	TrimAfter time.Duration
 }
+
+// Machine is the machine's ledger as a raylet uses it (*machine.Client).
+type Machine interface {
+	// Ask asks for res; the answer comes as a MachineGrant or MachineDeny with id. now:
+	// granted at once or denied.
+	Ask(id uint64, res sched.Resources, now bool) error
+	// Give gives res back.
+	Give(res sched.Resources) error
+	// Free is the machine's free resources, as last heard.
+	Free() sched.Resources
+}
+
+// MachineGrant: the machine granted Res for the ask ID.
+type MachineGrant struct {
+	ID  uint64
+	Res sched.Resources
+}
+
+// MachineDeny: the machine refused the ask ID.
+type MachineDeny struct {
+	ID      uint64
+	Message string
+}
+
+// trimTick: give back what is held of the machine and not needed.
+type trimTick struct{}
+
+// DefaultTrimAfter is Config.TrimAfter's default: long enough that an owner's lease given
+// back and asked for again at once (sched.IdleHold) does not cost a round trip to the
+// machine, short enough that another job waits little for what this one no longer uses.
+const DefaultTrimAfter = 20 * time.Millisecond
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
@@ -43,6 +84,10 @@ type StatsReply struct {
 	// report their backlogs; Requests is those requests; Leases the leases held.
 	Queued, Requests, Leases int
 	Granted, Released        int64
+	// With a machine ledger: Available counts the machine's free resources too (what this
+	// job could get); InUse is what the raylet holds of the machine less what of it is free.
+	Machine bool
+	InUse   sched.Resources
 }
 
 // request is a lease request waiting for resources.
@@ -89,6 +134,27 @@ type Raylet struct {
 	// still held it to the resource it stands for: when such a lease is released, what it
 	// held goes back as the original resource.
 	returned map[string]*returnedName
+
+	// With a machine ledger (cfg.Machine): held is what the machine granted and was not
+	// given back (avail is part of it, plus lent CPU); lent is the CPU of blocked leases
+	// (lent to other leases); asking is the ask waiting for an answer (0: none), for the
+	// bundle commit forCommit when set; commits are bundle commits waiting for the
+	// machine; trimAt says a trimTick is scheduled; askDenied stops asking again for a
+	// demand the machine refused until something changes.
+	held      sched.Resources
+	lent      sched.Resources
+	asking    uint64
+	askSeq    uint64
+	forCommit *pendingCommit
+	commits   []*pendingCommit
+	trimSet   bool
+	askDenied bool
+}
+
+// pendingCommit is a bundle commit waiting for the machine's answer.
+type pendingCommit struct {
+	m      *pb.BundleCommit
+	sender *actor.PID
 }
 
 // bundle is a placement-group bundle this node holds: res is what it took from the node,
@@ -116,6 +182,9 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.TrimAfter <= 0 {
+		cfg.TrimAfter = DefaultTrimAfter
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		r := &Raylet{
 			cfg:      cfg,
@@ -126,6 +195,9 @@ func Props(cfg Config) *actor.Props {
 			reserved: make(map[string]sched.Resources),
 			total:    cfg.Total,
 			bundles:  make(map[string]bundle),
+		}
+		if cfg.Machine != nil {
+			r.avail = sched.Resources{} // nothing is held until the machine grants it
 		}
 		_, _ = rand.Read(r.prefix[:])
 		return r
@@ -159,20 +231,35 @@ func (r *Raylet) Receive(ctx actor.Context) {
 		if l := r.leases[string(m.LeaseId)]; l != nil && !l.blocked {
 			l.blocked = true
 			r.avail = r.avail.Add(cpuOf(l.res))
+			r.lent = r.lent.Add(cpuOf(l.res))
 			r.dispatch(ctx)
 		}
 	case *pb.TaskUnblocked:
 		if l := r.leases[string(m.LeaseId)]; l != nil && l.blocked {
 			l.blocked = false
 			r.avail = r.avail.Sub(cpuOf(l.res))
+			r.lent = r.lent.Sub(cpuOf(l.res))
 		}
+	case MachineGrant:
+		r.onGrant(ctx, m)
+	case MachineDeny:
+		r.onDeny(ctx, m)
+	case trimTick:
+		r.trimSet = false
+		r.trim()
 	case *pb.ReserveResources:
 		r.reserve(ctx, m)
 	case *pb.BundleCommit:
 		r.commitBundle(ctx, m)
 	case Stats:
-		ctx.Respond(&StatsReply{Total: r.total, Available: r.avail, Queued: r.queued, Requests: r.requests.Len(),
-			Leases: len(r.leases), Granted: r.granted, Released: r.released})
+		reply := &StatsReply{Total: r.total, Available: r.avail, Queued: r.queued, Requests: r.requests.Len(),
+			Leases: len(r.leases), Granted: r.granted, Released: r.released}
+		if r.cfg.Machine != nil {
+			reply.Machine = true
+			reply.Available = r.avail.Add(r.cfg.Machine.Free())
+			reply.InUse = positive(r.held.Sub(r.avail))
+		}
+		ctx.Respond(reply)
 	}
 }
 
@@ -248,6 +335,9 @@ func (r *Raylet) release(ctx actor.Context, id string) {
 		delete(ls, id)
 	}
 	r.released++
+	if l.blocked {
+		r.lent = r.lent.Sub(cpuOf(l.res))
+	}
 	r.dispatch(ctx)
 }
 
@@ -262,6 +352,9 @@ func (r *Raylet) worker(i int) *actor.PID {
 func (r *Raylet) dispatch(ctx actor.Context) {
 	if len(r.waitingRes) > 0 {
 		r.grantReservations(ctx)
+	}
+	if r.cfg.Machine != nil {
+		defer r.balance(ctx)
 	}
 	if r.requests.Len() == 0 {
 		return
@@ -328,12 +421,12 @@ func (r *Raylet) reserve(ctx actor.Context, m *pb.ReserveResources) {
 	for i, w := range r.waitingRes {
 		if w.key == m.Key {
 			r.waitingRes[i].sender = ctx.Sender() // a retry: answer the newest asker
-			r.grantReservations(ctx)
+			r.dispatch(ctx)
 			return
 		}
 	}
 	r.waitingRes = append(r.waitingRes, reservation{key: m.Key, res: res, sender: ctx.Sender()})
-	r.grantReservations(ctx)
+	r.dispatch(ctx)
 }
 
 func (r *Raylet) grantReservations(ctx actor.Context) {
@@ -364,12 +457,23 @@ func (r *Raylet) grantReservations(ctx actor.Context) {
 // Every task in a group holds the group-wide names of what it asked for, so the node's
 // room for the group minus what is free of those names is exactly what is still in use.
 func (r *Raylet) commitBundle(ctx actor.Context, m *pb.BundleCommit) {
-	reply := &pb.BundleCommitReply{Group: m.Group, Index: m.Index, Ok: true}
-	defer func() {
-		if s := ctx.Sender(); s != nil {
-			ctx.Send(s, reply)
+	if r.cfg.Machine != nil && !m.Release {
+		if _, ok := r.bundles[bundleKey(m.Group, m.Index)]; !ok && !r.avail.Fits(tasks.ResourcesFromPB(m.Resources)) {
+			// Ask the machine for what is missing, now or never (balance).
+			r.commits = append(r.commits, &pendingCommit{m: m, sender: ctx.Sender()})
+			r.balance(ctx)
+			return
 		}
-	}()
+	}
+	reply := r.doCommit(ctx, m)
+	if s := ctx.Sender(); s != nil {
+		ctx.Send(s, reply)
+	}
+}
+
+// doCommit is commitBundle against what the raylet holds; it returns the reply.
+func (r *Raylet) doCommit(ctx actor.Context, m *pb.BundleCommit) *pb.BundleCommitReply {
+	reply := &pb.BundleCommitReply{Group: m.Group, Index: m.Index, Ok: true}
 	if m.Release {
 		var res, renamed sched.Resources
 		for key, b := range r.bundles {
@@ -379,7 +483,7 @@ func (r *Raylet) commitBundle(ctx actor.Context, m *pb.BundleCommit) {
 			}
 		}
 		if renamed.IsZero() {
-			return
+			return reply
 		}
 		r.total = r.total.Sub(renamed)
 		res.Each(func(name string, q sched.Quantity) {
@@ -395,23 +499,24 @@ func (r *Raylet) commitBundle(ctx actor.Context, m *pb.BundleCommit) {
 		})
 		r.avail = r.avail.Sub(renamed)
 		r.dispatch(ctx)
-		return
+		return reply
 	}
 	key := bundleKey(m.Group, m.Index)
 	if _, ok := r.bundles[key]; ok {
-		return
+		return reply
 	}
 	res := tasks.ResourcesFromPB(m.Resources)
 	if !r.avail.Fits(res) {
 		reply.Ok = false
 		reply.Message = fmt.Sprintf("node %s has %v free, the bundle needs %v", r.cfg.Node, r.avail, res)
-		return
+		return reply
 	}
 	b := bundle{group: m.Group, res: res, renamed: sched.BundleResources(m.Group, int(m.Index), res)}
 	r.bundles[key] = b
 	r.avail = r.avail.Sub(res).Add(b.renamed)
 	r.total = r.total.Add(b.renamed)
 	r.dispatch(ctx)
+	return reply
 }
 
 // releaseReturned gives back, as the original resources, what a released lease held of
@@ -428,4 +533,180 @@ func (r *Raylet) releaseReturned(held sched.Resources) {
 			delete(r.returned, name) // every lease of it is back
 		}
 	})
+}
+
+// ---- One ledger per machine (cfg.Machine) ----
+
+// balance keeps what the raylet holds of its machine in step with its demand: with no ask
+// waiting for an answer, it asks for what the oldest unmet demand lacks (a bundle commit
+// waiting, now or never; else the oldest reservation that does not fit; else the oldest
+// class of lease requests whose head does not fit); with no demand left, it schedules the
+// return of what it holds and does not use (trim, after TrimAfter).
+func (r *Raylet) balance(ctx actor.Context) {
+	if r.forCommit != nil {
+		return // a bundle's ask, now or never: answered at once
+	}
+	if r.asking == 0 {
+		for len(r.commits) > 0 {
+			pc := r.commits[0]
+			res := tasks.ResourcesFromPB(pc.m.Resources)
+			if r.deficit(res).IsZero() {
+				r.commits = r.commits[1:]
+				reply := r.doCommit(ctx, pc.m)
+				if pc.sender != nil {
+					ctx.Send(pc.sender, reply)
+				}
+				continue
+			}
+			r.ask(ctx, res, true, pc)
+			return
+		}
+	}
+	var want sched.Resources // the shape of the oldest demand the machine can help
+	for _, w := range r.waitingRes {
+		if !r.avail.Fits(w.res) && !r.deficit(w.res).IsZero() {
+			want = w.res
+			break
+		}
+	}
+	if want.IsZero() && r.requests.Len() > 0 {
+		r.requests.Backlog(func(shape sched.Resources, _ int) {
+			if want.IsZero() && !r.avail.Fits(shape) && !r.deficit(shape).IsZero() {
+				want = shape
+			}
+		})
+	}
+	if !want.IsZero() {
+		// Ask, or, with an ask waiting and resources of ours idle (a lease came back),
+		// give them back and ask again for all of it (ask): the ledger replaces our
+		// waiting ask, and we hold nothing idle while we wait.
+		if !r.askDenied && (r.asking == 0 || !r.giveable().IsZero()) {
+			r.ask(ctx, want, false, nil)
+		}
+		return
+	}
+	if r.asking != 0 {
+		// The demand went (served by leases that came back, or its owners left) while
+		// an ask waited: withdraw it (an ask for nothing), giving back what is idle.
+		r.ask(ctx, sched.Resources{}, false, nil)
+		return
+	}
+	if r.requests.Len() == 0 && len(r.waitingRes) == 0 && !r.trimSet && !r.giveable().IsZero() {
+		r.trimSet = true
+		self, sys := ctx.Self(), ctx.ActorSystem()
+		time.AfterFunc(r.cfg.TrimAfter, func() { sys.Root.Send(self, trimTick{}) })
+	}
+}
+
+// deficit is what of res, among the machine's resources, the raylet lacks now.
+func (r *Raylet) deficit(res sched.Resources) sched.Resources {
+	var need sched.Resources
+	res.Each(func(name string, q sched.Quantity) {
+		if r.cfg.Total.Get(name) <= 0 {
+			return // not a machine resource (a bundle's renamed one): the machine cannot help
+		}
+		if d := q - r.avail.Get(name); d > 0 {
+			need = need.With(name, d)
+		}
+	})
+	return need
+}
+
+// ask asks the machine for what shape lacks. It holds nothing idle while it waits: two
+// jobs that each kept part of what they need and asked for the rest would wait for each
+// other for ever, so what is free is given back first and asked for again with the rest.
+func (r *Raylet) ask(ctx actor.Context, shape sched.Resources, now bool, pc *pendingCommit) {
+	if g := r.giveable(); !g.IsZero() {
+		if err := r.cfg.Machine.Give(g); err == nil {
+			r.held, r.avail = r.held.Sub(g), r.avail.Sub(g)
+		}
+	}
+	need := r.deficit(shape)
+	r.askSeq++
+	r.asking, r.forCommit = r.askSeq, pc
+	if err := r.cfg.Machine.Ask(r.asking, need, now); err != nil {
+		r.cfg.Logger.Error("raylet: cannot ask the machine's ledger for resources; work that needs them waits",
+			"node", r.cfg.Node, "need", need, "err", err)
+		r.asking, r.forCommit = 0, nil
+		r.askDenied = true
+		if pc != nil {
+			r.commits = r.commits[1:]
+			if pc.sender != nil {
+				ctx.Send(pc.sender, &pb.BundleCommitReply{Group: pc.m.Group, Index: pc.m.Index,
+					Message: fmt.Sprintf("node %s cannot reach its machine's ledger: %v", r.cfg.Node, err)})
+			}
+		}
+	}
+}
+
+// onGrant takes what the machine granted and puts it to use.
+func (r *Raylet) onGrant(ctx actor.Context, m MachineGrant) {
+	r.held = r.held.Add(m.Res)
+	r.avail = r.avail.Add(m.Res)
+	if m.ID == r.asking {
+		r.asking, r.forCommit = 0, nil
+	}
+	r.askDenied = false
+	r.dispatch(ctx) // grants what now fits; balance commits the bundle, asks again or trims
+}
+
+// onDeny: the machine refused an ask: a bundle commit is refused with its reason; other
+// demand stops asking until something changes (the raylet refuses what the machine can
+// never hold as infeasible, so this is a machine smaller than its raylet's total).
+func (r *Raylet) onDeny(ctx actor.Context, m MachineDeny) {
+	if m.ID != r.asking {
+		return
+	}
+	pc := r.forCommit
+	r.asking, r.forCommit = 0, nil
+	if pc != nil {
+		r.commits = r.commits[1:]
+		if pc.sender != nil {
+			ctx.Send(pc.sender, &pb.BundleCommitReply{Group: pc.m.Group, Index: pc.m.Index,
+				Message: fmt.Sprintf("node %s: %s", r.cfg.Node, m.Message)})
+		}
+	} else {
+		r.askDenied = true
+		r.cfg.Logger.Warn("raylet: the machine's ledger refused resources; work that needs them waits", "node", r.cfg.Node, "why", m.Message)
+	}
+	r.balance(ctx)
+}
+
+// giveable is what the raylet holds of its machine, free and not lent.
+func (r *Raylet) giveable() sched.Resources {
+	var out sched.Resources
+	r.held.Each(func(name string, h sched.Quantity) {
+		if g := min(r.avail.Get(name)-r.lent.Get(name), h); g > 0 {
+			out = out.With(name, g)
+		}
+	})
+	return out
+}
+
+// trim gives back what the raylet holds and has no use for, if it still has none.
+func (r *Raylet) trim() {
+	if r.requests.Len() > 0 || len(r.waitingRes) > 0 || r.asking != 0 || len(r.commits) > 0 {
+		return
+	}
+	g := r.giveable()
+	if g.IsZero() {
+		return
+	}
+	if err := r.cfg.Machine.Give(g); err != nil {
+		r.cfg.Logger.Warn("raylet: cannot give resources back to the machine's ledger", "node", r.cfg.Node, "err", err)
+		return
+	}
+	r.held = r.held.Sub(g)
+	r.avail = r.avail.Sub(g)
+}
+
+// positive keeps the positive amounts of res.
+func positive(res sched.Resources) sched.Resources {
+	var out sched.Resources
+	res.Each(func(name string, q sched.Quantity) {
+		if q > 0 {
+			out = out.With(name, q)
+		}
+	})
+	return out
 }

@@ -3,6 +3,7 @@ package raylet
 import (
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/machine"
 	"github.com/ray-go/ray/tasks/sched"
 )
 
@@ -33,6 +35,13 @@ type owner struct {
 
 func newHarness(t *testing.T, total map[string]float64, workers int) *harness {
 	t.Helper()
+	return newHarnessOn(t, total, workers, "")
+}
+
+// newHarnessOn is newHarness with the raylet on the machine ledger served at path (package
+// tasks/machine; none when empty), as a worker process's raylet is.
+func newHarnessOn(t *testing.T, total map[string]float64, workers int, path string) *harness {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := &harness{t: t, sys: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))}
 	t.Cleanup(h.sys.Shutdown)
@@ -44,7 +53,27 @@ func newHarness(t *testing.T, total map[string]float64, workers int) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.raylet = h.sys.Root.Spawn(Props(Config{Node: "n1", Total: res, Workers: workers, Worker: func(i int) *actor.PID { return h.workers[i] }}))
+	cfg := Config{Node: "n1", Total: res, Workers: workers, Worker: func(i int) *actor.PID { return h.workers[i] }}
+	if path != "" {
+		var self atomic.Pointer[actor.PID]
+		c, err := machine.Dial(path, t.Name(), func(m *pb.MachineMsg) {
+			switch m.Op {
+			case pb.MachineMsg_GRANT:
+				h.sys.Root.Send(self.Load(), MachineGrant{ID: m.Id, Res: tasks.ResourcesFromPB(m.Resources)})
+			case pb.MachineMsg_DENY:
+				h.sys.Root.Send(self.Load(), MachineDeny{ID: m.Id, Message: m.Message})
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		cfg.Machine, cfg.TrimAfter = c, 5*time.Millisecond
+		h.raylet = h.sys.Root.Spawn(Props(cfg))
+		self.Store(h.raylet)
+	} else {
+		h.raylet = h.sys.Root.Spawn(Props(cfg))
+	}
 	h.owner = h.newOwner()
 	return h
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks/machine"
 )
 
 // Errors to branch on (the CLI maps them to exit codes).
@@ -77,6 +78,12 @@ type Agent struct {
 	// with DashboardTLS); nil elsewhere.
 	headCreds *identity.Credentials
 
+	// machine is the machine's resource ledger, served to the worker processes
+	// (machine.go); machineDir is a directory made for its socket when the session
+	// directory's path is too long for one (removed by Stop).
+	machine    *machine.Server
+	machineDir string
+
 	ctx    context.Context // canceled by Stop
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // run loops
@@ -125,6 +132,7 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 			a.cancel()
 			a.stopMetrics()
 			a.wg.Wait()
+			a.stopMachine()
 			a.closeGCS()
 		}
 	}()
@@ -144,6 +152,9 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 	a.wg.Add(1)
 	go a.keepAlive()
 	a.runDashboard()
+	if err := a.serveMachine(); err != nil {
+		return nil, err
+	}
 	m := newWorkerManager(a)
 	a.wg.Add(1)
 	go m.run(a.ctx)
@@ -422,6 +433,7 @@ func (a *Agent) Stop(ctx context.Context) error {
 		case <-ctx.Done():
 			a.stopErr = fmt.Errorf("agent: stop: %w", ctx.Err())
 		}
+		a.stopMachine()
 		a.leaseMu.Lock()
 		lease := a.lease
 		a.leaseMu.Unlock()

@@ -42,6 +42,14 @@
 //     detached and not dead (a third mirror, of the actor table), the job's worker process
 //     is kept, and restarted as above if it exits, whatever the job's state; it is stopped
 //     once the last of them is dead (the job record is left as the driver wrote it).
+//   - The machine's resources (machine.go): the agent holds Config.Resources in a
+//     machine ledger (package tasks/machine) served on <SessionDir>/machine.sock (0600;
+//     a 0700 directory under the temporary directory when that path is too long for a
+//     socket) and gives its path to every worker process it starts (workerenv.Machine).
+//     Their raylets obtain what they grant there, so the jobs on the machine share its
+//     CPUs: two jobs on 2 CPUs run at most 2 CPUs of tasks between them. A worker process
+//     that exits gives back what it held (its connection closes). Stop closes the ledger
+//     after the worker processes.
 //   - The head also fails orphaned jobs: a RUNNING job whose jobalive/ key was seen
 //     deleted (or has been missing for 2×AliveTTL) becomes FAILED with
 //     DriverExitedMessage, by a transaction that holds only if the job record did not

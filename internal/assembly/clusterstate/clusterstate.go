@@ -128,10 +128,19 @@ func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 			u = map[string]float64{}
 			used[n.GetAgentId()] = u
 		}
-		avail := agent.ResourcesFromPB(l.GetAvailable())
-		for name, total := range agent.ResourcesFromPB(n.GetTotal()) {
-			if d := total - avail[name]; d > 0 {
-				u[name] += d
+		if l.GetMachineLedger() {
+			// It shares its machine's ledger with the machine's other worker processes:
+			// its available counts the machine's free resources too; what it holds is
+			// its own.
+			for name, q := range agent.ResourcesFromPB(l.GetInUse()) {
+				u[name] += q
+			}
+		} else {
+			avail := agent.ResourcesFromPB(l.GetAvailable())
+			for name, total := range agent.ResourcesFromPB(n.GetTotal()) {
+				if d := total - avail[name]; d > 0 {
+					u[name] += d
+				}
 			}
 		}
 		storeUsed[n.GetAgentId()] += l.GetStoreInMemory()

@@ -96,6 +96,9 @@ func (r *loadReporter) run(ctx context.Context) {
 		}
 		l := &pb.NodeLoad{NodeId: string(r.n.ID), Available: tasks.ResourcesToPB(s.Available), Queued: int32(s.Queued),
 			StoreBudget: r.n.cfg.ObjectStoreBytes, InFlightBytes: r.n.Core.InFlightBytes()}
+		if s.Machine {
+			l.MachineLedger, l.InUse = true, tasks.ResourcesToPB(s.InUse)
+		}
 		if st != nil {
 			l.StoreInMemory, l.StoreSpilled, l.StoreObjects = st.MemoryBytes, st.SpilledBytes, st.Objects
 			l.StoreLargest, l.StoreSpillErrors = st.Largest, st.SpillErrors

@@ -36,6 +36,7 @@ import (
 	"github.com/ray-go/ray/objects/shard"
 	"github.com/ray-go/ray/objects/transfer"
 	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/machine"
 	"github.com/ray-go/ray/tasks/raylet"
 	"github.com/ray-go/ray/tasks/sched"
 	"github.com/ray-go/ray/tasks/worker"
@@ -162,7 +163,12 @@ type Config struct {
 	TaskEvents int
 	// CallSites records where each object was created (core.Config.CallSites).
 	CallSites bool
-	Logger    *slog.Logger
+	// Machine is the Unix socket of the machine's resource ledger (package tasks/machine)
+	// that the node agent which started this worker process serves: the node's raylet
+	// obtains its resources there, shared with the other jobs on the machine, instead of
+	// counting Resources as its own. Empty: the node's resources are its own.
+	Machine string
+	Logger  *slog.Logger
 }
 
 // gatedProvider holds the member's registration until the gate opens.
@@ -194,6 +200,7 @@ type Node struct {
 	Core *core.Core
 
 	cfg       Config
+	machine   *machine.Client
 	dir       string
 	ownDir    bool
 	etcd      *etcdstore.Embedded
@@ -618,6 +625,26 @@ func (n *Node) startMember(ctx context.Context) error {
 		Worker: func(i int) *actor.PID {
 			return n.cluster.Get(membership.NodeIdentity(string(n.ID), "worker/"+strconv.Itoa(i)), KindWorker)
 		}}
+	if n.cfg.Machine != "" {
+		// The ledger's answers go to the raylet, which exists by then: it asked.
+		mc, err := machine.Dial(n.cfg.Machine, string(n.ID), func(m *pb.MachineMsg) {
+			rl := n.raylet()
+			if rl == nil {
+				return
+			}
+			switch m.Op {
+			case pb.MachineMsg_GRANT:
+				n.system.Root.Send(rl, raylet.MachineGrant{ID: m.Id, Res: tasks.ResourcesFromPB(m.Resources)})
+			case pb.MachineMsg_DENY:
+				n.system.Root.Send(rl, raylet.MachineDeny{ID: m.Id, Message: m.Message})
+			}
+		})
+		if err != nil {
+			return err
+		}
+		n.machine = mc
+		rcfg.Machine = mc
+	}
 	if err := rcfg.Validate(); err != nil {
 		return err
 	}
@@ -793,6 +820,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	if n.loads != nil {
 		n.loads.stop()
+	}
+	if n.machine != nil {
+		defer n.machine.Close() // after the member: what the raylet holds goes back with it
 	}
 	if n.data != nil {
 		n.data.Close()

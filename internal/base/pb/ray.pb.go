@@ -96,6 +96,67 @@ func (ErrorInfo_Kind) EnumDescriptor() ([]byte, []int) {
 	return file_ray_proto_rawDescGZIP(), []int{4, 0}
 }
 
+type MachineMsg_Op int32
+
+const (
+	MachineMsg_NONE  MachineMsg_Op = 0
+	MachineMsg_HELLO MachineMsg_Op = 1 // worker -> agent, first: client names the node (worker process)
+	MachineMsg_ASK   MachineMsg_Op = 2 // worker -> agent: id, resources; now: grant at once or deny
+	MachineMsg_GIVE  MachineMsg_Op = 3 // worker -> agent: resources given back
+	MachineMsg_GRANT MachineMsg_Op = 4 // agent -> worker: id, resources granted; free
+	MachineMsg_DENY  MachineMsg_Op = 5 // agent -> worker: id, message; free
+	MachineMsg_FREE  MachineMsg_Op = 6 // agent -> worker: free
+)
+
+// Enum value maps for MachineMsg_Op.
+var (
+	MachineMsg_Op_name = map[int32]string{
+		0: "NONE",
+		1: "HELLO",
+		2: "ASK",
+		3: "GIVE",
+		4: "GRANT",
+		5: "DENY",
+		6: "FREE",
+	}
+	MachineMsg_Op_value = map[string]int32{
+		"NONE":  0,
+		"HELLO": 1,
+		"ASK":   2,
+		"GIVE":  3,
+		"GRANT": 4,
+		"DENY":  5,
+		"FREE":  6,
+	}
+)
+
+func (x MachineMsg_Op) Enum() *MachineMsg_Op {
+	p := new(MachineMsg_Op)
+	*p = x
+	return p
+}
+
+func (x MachineMsg_Op) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MachineMsg_Op) Descriptor() protoreflect.EnumDescriptor {
+	return file_ray_proto_enumTypes[1].Descriptor()
+}
+
+func (MachineMsg_Op) Type() protoreflect.EnumType {
+	return &file_ray_proto_enumTypes[1]
+}
+
+func (x MachineMsg_Op) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MachineMsg_Op.Descriptor instead.
+func (MachineMsg_Op) EnumDescriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{31, 0}
+}
+
 type JobInfo_State int32
 
 const (
@@ -135,11 +196,11 @@ func (x JobInfo_State) String() string {
 }
 
 func (JobInfo_State) Descriptor() protoreflect.EnumDescriptor {
-	return file_ray_proto_enumTypes[1].Descriptor()
+	return file_ray_proto_enumTypes[2].Descriptor()
 }
 
 func (JobInfo_State) Type() protoreflect.EnumType {
-	return &file_ray_proto_enumTypes[1]
+	return &file_ray_proto_enumTypes[2]
 }
 
 func (x JobInfo_State) Number() protoreflect.EnumNumber {
@@ -148,7 +209,7 @@ func (x JobInfo_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobInfo_State.Descriptor instead.
 func (JobInfo_State) EnumDescriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{32, 0}
+	return file_ray_proto_rawDescGZIP(), []int{33, 0}
 }
 
 type JobWorker_State int32
@@ -187,11 +248,11 @@ func (x JobWorker_State) String() string {
 }
 
 func (JobWorker_State) Descriptor() protoreflect.EnumDescriptor {
-	return file_ray_proto_enumTypes[2].Descriptor()
+	return file_ray_proto_enumTypes[3].Descriptor()
 }
 
 func (JobWorker_State) Type() protoreflect.EnumType {
-	return &file_ray_proto_enumTypes[2]
+	return &file_ray_proto_enumTypes[3]
 }
 
 func (x JobWorker_State) Number() protoreflect.EnumNumber {
@@ -200,7 +261,7 @@ func (x JobWorker_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobWorker_State.Descriptor instead.
 func (JobWorker_State) EnumDescriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{33, 0}
+	return file_ray_proto_rawDescGZIP(), []int{34, 0}
 }
 
 // ResourceQty is one resource amount in fixed point (1/10000 units, as tasks/sched).
@@ -2311,6 +2372,11 @@ type NodeLoad struct {
 	StoreSpillErrors int64           `protobuf:"varint,10,opt,name=store_spill_errors,json=storeSpillErrors,proto3" json:"store_spill_errors,omitempty"`
 	// Bytes of objects the node's runtime is pulling from other nodes right now.
 	InFlightBytes int64 `protobuf:"varint,11,opt,name=in_flight_bytes,json=inFlightBytes,proto3" json:"in_flight_bytes,omitempty"`
+	// What this node holds of its machine's resources (its leases, actors and bundles):
+	// set by a worker process that leases from its agent's machine ledger, where available
+	// counts the machine's free resources too. Status sums it per machine.
+	InUse         []*ResourceQty `protobuf:"bytes,12,rep,name=in_use,json=inUse,proto3" json:"in_use,omitempty"`
+	MachineLedger bool           `protobuf:"varint,13,opt,name=machine_ledger,json=machineLedger,proto3" json:"machine_ledger,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2422,6 +2488,118 @@ func (x *NodeLoad) GetInFlightBytes() int64 {
 	return 0
 }
 
+func (x *NodeLoad) GetInUse() []*ResourceQty {
+	if x != nil {
+		return x.InUse
+	}
+	return nil
+}
+
+func (x *NodeLoad) GetMachineLedger() bool {
+	if x != nil {
+		return x.MachineLedger
+	}
+	return false
+}
+
+// MachineMsg is one frame of the machine-ledger protocol between a node agent and the
+// worker processes of its machine (package tasks/machine), over a local socket, each
+// frame a 4-byte big-endian length and the message. A worker process's raylet asks its
+// machine for resources (ASK), is granted them when the machine has them free (GRANT,
+// asks served oldest first) or told it cannot (DENY), gives them back (GIVE) when it has
+// no use for them, and hears the machine's free resources when they change (FREE).
+type MachineMsg struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            MachineMsg_Op          `protobuf:"varint,1,opt,name=op,proto3,enum=raypb.MachineMsg_Op" json:"op,omitempty"`
+	Id            uint64                 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	Resources     []*ResourceQty         `protobuf:"bytes,3,rep,name=resources,proto3" json:"resources,omitempty"`
+	Now           bool                   `protobuf:"varint,4,opt,name=now,proto3" json:"now,omitempty"`
+	Free          []*ResourceQty         `protobuf:"bytes,5,rep,name=free,proto3" json:"free,omitempty"`
+	Client        string                 `protobuf:"bytes,6,opt,name=client,proto3" json:"client,omitempty"`
+	Message       string                 `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MachineMsg) Reset() {
+	*x = MachineMsg{}
+	mi := &file_ray_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MachineMsg) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MachineMsg) ProtoMessage() {}
+
+func (x *MachineMsg) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MachineMsg.ProtoReflect.Descriptor instead.
+func (*MachineMsg) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *MachineMsg) GetOp() MachineMsg_Op {
+	if x != nil {
+		return x.Op
+	}
+	return MachineMsg_NONE
+}
+
+func (x *MachineMsg) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *MachineMsg) GetResources() []*ResourceQty {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *MachineMsg) GetNow() bool {
+	if x != nil {
+		return x.Now
+	}
+	return false
+}
+
+func (x *MachineMsg) GetFree() []*ResourceQty {
+	if x != nil {
+		return x.Free
+	}
+	return nil
+}
+
+func (x *MachineMsg) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *MachineMsg) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // AgentInfo is the value of agents/<agentID> (kept after the agent stops, so status can
 // show dead nodes; agentalive/<agentID> is leased and present while it runs): one machine's node
 // agent (rayctl start), which starts worker processes for jobs.
@@ -2453,7 +2631,7 @@ type AgentInfo struct {
 
 func (x *AgentInfo) Reset() {
 	*x = AgentInfo{}
-	mi := &file_ray_proto_msgTypes[31]
+	mi := &file_ray_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2643,7 @@ func (x *AgentInfo) String() string {
 func (*AgentInfo) ProtoMessage() {}
 
 func (x *AgentInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[31]
+	mi := &file_ray_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2478,7 +2656,7 @@ func (x *AgentInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentInfo.ProtoReflect.Descriptor instead.
 func (*AgentInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{31}
+	return file_ray_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AgentInfo) GetAgentId() string {
@@ -2611,7 +2789,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_ray_proto_msgTypes[32]
+	mi := &file_ray_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2623,7 +2801,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[32]
+	mi := &file_ray_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2636,7 +2814,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{32}
+	return file_ray_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *JobInfo) GetJobId() string {
@@ -2768,7 +2946,7 @@ type JobWorker struct {
 
 func (x *JobWorker) Reset() {
 	*x = JobWorker{}
-	mi := &file_ray_proto_msgTypes[33]
+	mi := &file_ray_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2780,7 +2958,7 @@ func (x *JobWorker) String() string {
 func (*JobWorker) ProtoMessage() {}
 
 func (x *JobWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[33]
+	mi := &file_ray_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2793,7 +2971,7 @@ func (x *JobWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobWorker.ProtoReflect.Descriptor instead.
 func (*JobWorker) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{33}
+	return file_ray_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *JobWorker) GetJobId() string {
@@ -2876,7 +3054,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_ray_proto_msgTypes[34]
+	mi := &file_ray_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2888,7 +3066,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[34]
+	mi := &file_ray_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2901,7 +3079,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{34}
+	return file_ray_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Submission) GetSubmissionId() string {
@@ -3037,7 +3215,7 @@ type PullObject struct {
 
 func (x *PullObject) Reset() {
 	*x = PullObject{}
-	mi := &file_ray_proto_msgTypes[35]
+	mi := &file_ray_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3049,7 +3227,7 @@ func (x *PullObject) String() string {
 func (*PullObject) ProtoMessage() {}
 
 func (x *PullObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[35]
+	mi := &file_ray_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3062,7 +3240,7 @@ func (x *PullObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullObject.ProtoReflect.Descriptor instead.
 func (*PullObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{35}
+	return file_ray_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PullObject) GetObjectId() []byte {
@@ -3111,7 +3289,7 @@ type PullObjectReply struct {
 
 func (x *PullObjectReply) Reset() {
 	*x = PullObjectReply{}
-	mi := &file_ray_proto_msgTypes[36]
+	mi := &file_ray_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3123,7 +3301,7 @@ func (x *PullObjectReply) String() string {
 func (*PullObjectReply) ProtoMessage() {}
 
 func (x *PullObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[36]
+	mi := &file_ray_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3136,7 +3314,7 @@ func (x *PullObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullObjectReply.ProtoReflect.Descriptor instead.
 func (*PullObjectReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{36}
+	return file_ray_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PullObjectReply) GetObjectId() []byte {
@@ -3209,7 +3387,7 @@ type ObjectEntry struct {
 
 func (x *ObjectEntry) Reset() {
 	*x = ObjectEntry{}
-	mi := &file_ray_proto_msgTypes[37]
+	mi := &file_ray_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3221,7 +3399,7 @@ func (x *ObjectEntry) String() string {
 func (*ObjectEntry) ProtoMessage() {}
 
 func (x *ObjectEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[37]
+	mi := &file_ray_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3234,7 +3412,7 @@ func (x *ObjectEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectEntry.ProtoReflect.Descriptor instead.
 func (*ObjectEntry) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{37}
+	return file_ray_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ObjectEntry) GetObjectId() []byte {
@@ -3297,7 +3475,7 @@ type ActorCall struct {
 
 func (x *ActorCall) Reset() {
 	*x = ActorCall{}
-	mi := &file_ray_proto_msgTypes[38]
+	mi := &file_ray_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3309,7 +3487,7 @@ func (x *ActorCall) String() string {
 func (*ActorCall) ProtoMessage() {}
 
 func (x *ActorCall) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[38]
+	mi := &file_ray_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3322,7 +3500,7 @@ func (x *ActorCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCall.ProtoReflect.Descriptor instead.
 func (*ActorCall) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{38}
+	return file_ray_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ActorCall) GetActorId() []byte {
@@ -3407,7 +3585,7 @@ type ActorCallBounce struct {
 
 func (x *ActorCallBounce) Reset() {
 	*x = ActorCallBounce{}
-	mi := &file_ray_proto_msgTypes[39]
+	mi := &file_ray_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3597,7 @@ func (x *ActorCallBounce) String() string {
 func (*ActorCallBounce) ProtoMessage() {}
 
 func (x *ActorCallBounce) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[39]
+	mi := &file_ray_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3610,7 @@ func (x *ActorCallBounce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallBounce.ProtoReflect.Descriptor instead.
 func (*ActorCallBounce) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{39}
+	return file_ray_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ActorCallBounce) GetActorId() []byte {
@@ -3466,7 +3644,7 @@ type ActorCallBatch struct {
 
 func (x *ActorCallBatch) Reset() {
 	*x = ActorCallBatch{}
-	mi := &file_ray_proto_msgTypes[40]
+	mi := &file_ray_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3478,7 +3656,7 @@ func (x *ActorCallBatch) String() string {
 func (*ActorCallBatch) ProtoMessage() {}
 
 func (x *ActorCallBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[40]
+	mi := &file_ray_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3491,7 +3669,7 @@ func (x *ActorCallBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallBatch.ProtoReflect.Descriptor instead.
 func (*ActorCallBatch) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{40}
+	return file_ray_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ActorCallBatch) GetCalls() []*ActorCall {
@@ -3541,7 +3719,7 @@ type ActorInfo struct {
 
 func (x *ActorInfo) Reset() {
 	*x = ActorInfo{}
-	mi := &file_ray_proto_msgTypes[41]
+	mi := &file_ray_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3553,7 +3731,7 @@ func (x *ActorInfo) String() string {
 func (*ActorInfo) ProtoMessage() {}
 
 func (x *ActorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[41]
+	mi := &file_ray_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3566,7 +3744,7 @@ func (x *ActorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorInfo.ProtoReflect.Descriptor instead.
 func (*ActorInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{41}
+	return file_ray_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ActorInfo) GetActorId() []byte {
@@ -3758,7 +3936,7 @@ type ActorLogEntry struct {
 
 func (x *ActorLogEntry) Reset() {
 	*x = ActorLogEntry{}
-	mi := &file_ray_proto_msgTypes[42]
+	mi := &file_ray_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3770,7 +3948,7 @@ func (x *ActorLogEntry) String() string {
 func (*ActorLogEntry) ProtoMessage() {}
 
 func (x *ActorLogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[42]
+	mi := &file_ray_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3783,7 +3961,7 @@ func (x *ActorLogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorLogEntry.ProtoReflect.Descriptor instead.
 func (*ActorLogEntry) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{42}
+	return file_ray_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ActorLogEntry) GetIndex() uint64 {
@@ -3837,7 +4015,7 @@ type ActorResultRecord struct {
 
 func (x *ActorResultRecord) Reset() {
 	*x = ActorResultRecord{}
-	mi := &file_ray_proto_msgTypes[43]
+	mi := &file_ray_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3849,7 +4027,7 @@ func (x *ActorResultRecord) String() string {
 func (*ActorResultRecord) ProtoMessage() {}
 
 func (x *ActorResultRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[43]
+	mi := &file_ray_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3862,7 +4040,7 @@ func (x *ActorResultRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorResultRecord.ProtoReflect.Descriptor instead.
 func (*ActorResultRecord) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{43}
+	return file_ray_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ActorResultRecord) GetCallerId() string {
@@ -3914,7 +4092,7 @@ type ActorLogBatch struct {
 
 func (x *ActorLogBatch) Reset() {
 	*x = ActorLogBatch{}
-	mi := &file_ray_proto_msgTypes[44]
+	mi := &file_ray_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3926,7 +4104,7 @@ func (x *ActorLogBatch) String() string {
 func (*ActorLogBatch) ProtoMessage() {}
 
 func (x *ActorLogBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[44]
+	mi := &file_ray_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3939,7 +4117,7 @@ func (x *ActorLogBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorLogBatch.ProtoReflect.Descriptor instead.
 func (*ActorLogBatch) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{44}
+	return file_ray_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ActorLogBatch) GetBatch() uint64 {
@@ -3983,7 +4161,7 @@ type ActorCallerState struct {
 
 func (x *ActorCallerState) Reset() {
 	*x = ActorCallerState{}
-	mi := &file_ray_proto_msgTypes[45]
+	mi := &file_ray_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3995,7 +4173,7 @@ func (x *ActorCallerState) String() string {
 func (*ActorCallerState) ProtoMessage() {}
 
 func (x *ActorCallerState) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[45]
+	mi := &file_ray_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4008,7 +4186,7 @@ func (x *ActorCallerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallerState.ProtoReflect.Descriptor instead.
 func (*ActorCallerState) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{45}
+	return file_ray_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ActorCallerState) GetCallerId() string {
@@ -4053,7 +4231,7 @@ type ActorCheckpoint struct {
 
 func (x *ActorCheckpoint) Reset() {
 	*x = ActorCheckpoint{}
-	mi := &file_ray_proto_msgTypes[46]
+	mi := &file_ray_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4065,7 +4243,7 @@ func (x *ActorCheckpoint) String() string {
 func (*ActorCheckpoint) ProtoMessage() {}
 
 func (x *ActorCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[46]
+	mi := &file_ray_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4078,7 +4256,7 @@ func (x *ActorCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCheckpoint.ProtoReflect.Descriptor instead.
 func (*ActorCheckpoint) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{46}
+	return file_ray_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ActorCheckpoint) GetIndex() uint64 {
@@ -4118,7 +4296,7 @@ type ActorCheckpointNow struct {
 
 func (x *ActorCheckpointNow) Reset() {
 	*x = ActorCheckpointNow{}
-	mi := &file_ray_proto_msgTypes[47]
+	mi := &file_ray_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4130,7 +4308,7 @@ func (x *ActorCheckpointNow) String() string {
 func (*ActorCheckpointNow) ProtoMessage() {}
 
 func (x *ActorCheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[47]
+	mi := &file_ray_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4143,7 +4321,7 @@ func (x *ActorCheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCheckpointNow.ProtoReflect.Descriptor instead.
 func (*ActorCheckpointNow) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{47}
+	return file_ray_proto_rawDescGZIP(), []int{48}
 }
 
 // ReserveResources asks a raylet to hold resources for an actor instance while it lives
@@ -4160,7 +4338,7 @@ type ReserveResources struct {
 
 func (x *ReserveResources) Reset() {
 	*x = ReserveResources{}
-	mi := &file_ray_proto_msgTypes[48]
+	mi := &file_ray_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4172,7 +4350,7 @@ func (x *ReserveResources) String() string {
 func (*ReserveResources) ProtoMessage() {}
 
 func (x *ReserveResources) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[48]
+	mi := &file_ray_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4185,7 +4363,7 @@ func (x *ReserveResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveResources.ProtoReflect.Descriptor instead.
 func (*ReserveResources) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{48}
+	return file_ray_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReserveResources) GetKey() string {
@@ -4218,7 +4396,7 @@ type ReserveResourcesReply struct {
 
 func (x *ReserveResourcesReply) Reset() {
 	*x = ReserveResourcesReply{}
-	mi := &file_ray_proto_msgTypes[49]
+	mi := &file_ray_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4230,7 +4408,7 @@ func (x *ReserveResourcesReply) String() string {
 func (*ReserveResourcesReply) ProtoMessage() {}
 
 func (x *ReserveResourcesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[49]
+	mi := &file_ray_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4243,7 +4421,7 @@ func (x *ReserveResourcesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveResourcesReply.ProtoReflect.Descriptor instead.
 func (*ReserveResourcesReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{49}
+	return file_ray_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReserveResourcesReply) GetKey() string {
@@ -4267,7 +4445,7 @@ type BundleCommit struct {
 
 func (x *BundleCommit) Reset() {
 	*x = BundleCommit{}
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4279,7 +4457,7 @@ func (x *BundleCommit) String() string {
 func (*BundleCommit) ProtoMessage() {}
 
 func (x *BundleCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4292,7 +4470,7 @@ func (x *BundleCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleCommit.ProtoReflect.Descriptor instead.
 func (*BundleCommit) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{50}
+	return file_ray_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *BundleCommit) GetGroup() string {
@@ -4335,7 +4513,7 @@ type BundleCommitReply struct {
 
 func (x *BundleCommitReply) Reset() {
 	*x = BundleCommitReply{}
-	mi := &file_ray_proto_msgTypes[51]
+	mi := &file_ray_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4347,7 +4525,7 @@ func (x *BundleCommitReply) String() string {
 func (*BundleCommitReply) ProtoMessage() {}
 
 func (x *BundleCommitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[51]
+	mi := &file_ray_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4360,7 +4538,7 @@ func (x *BundleCommitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleCommitReply.ProtoReflect.Descriptor instead.
 func (*BundleCommitReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{51}
+	return file_ray_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *BundleCommitReply) GetGroup() string {
@@ -4408,7 +4586,7 @@ type PlacementGroupInfo struct {
 
 func (x *PlacementGroupInfo) Reset() {
 	*x = PlacementGroupInfo{}
-	mi := &file_ray_proto_msgTypes[52]
+	mi := &file_ray_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4420,7 +4598,7 @@ func (x *PlacementGroupInfo) String() string {
 func (*PlacementGroupInfo) ProtoMessage() {}
 
 func (x *PlacementGroupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[52]
+	mi := &file_ray_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4433,7 +4611,7 @@ func (x *PlacementGroupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementGroupInfo.ProtoReflect.Descriptor instead.
 func (*PlacementGroupInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{52}
+	return file_ray_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PlacementGroupInfo) GetId() string {
@@ -4502,7 +4680,7 @@ type PlacementBundle struct {
 
 func (x *PlacementBundle) Reset() {
 	*x = PlacementBundle{}
-	mi := &file_ray_proto_msgTypes[53]
+	mi := &file_ray_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4514,7 +4692,7 @@ func (x *PlacementBundle) String() string {
 func (*PlacementBundle) ProtoMessage() {}
 
 func (x *PlacementBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[53]
+	mi := &file_ray_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4527,7 +4705,7 @@ func (x *PlacementBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementBundle.ProtoReflect.Descriptor instead.
 func (*PlacementBundle) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{53}
+	return file_ray_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PlacementBundle) GetResources() []*ResourceQty {
@@ -4555,7 +4733,7 @@ type RefPayload struct {
 
 func (x *RefPayload) Reset() {
 	*x = RefPayload{}
-	mi := &file_ray_proto_msgTypes[54]
+	mi := &file_ray_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4567,7 +4745,7 @@ func (x *RefPayload) String() string {
 func (*RefPayload) ProtoMessage() {}
 
 func (x *RefPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[54]
+	mi := &file_ray_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4580,7 +4758,7 @@ func (x *RefPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefPayload.ProtoReflect.Descriptor instead.
 func (*RefPayload) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{54}
+	return file_ray_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RefPayload) GetObjectId() []byte {
@@ -4609,7 +4787,7 @@ type AddBorrower struct {
 
 func (x *AddBorrower) Reset() {
 	*x = AddBorrower{}
-	mi := &file_ray_proto_msgTypes[55]
+	mi := &file_ray_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4621,7 +4799,7 @@ func (x *AddBorrower) String() string {
 func (*AddBorrower) ProtoMessage() {}
 
 func (x *AddBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[55]
+	mi := &file_ray_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4634,7 +4812,7 @@ func (x *AddBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddBorrower.ProtoReflect.Descriptor instead.
 func (*AddBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{55}
+	return file_ray_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AddBorrower) GetObjectId() []byte {
@@ -4661,7 +4839,7 @@ type BorrowerAck struct {
 
 func (x *BorrowerAck) Reset() {
 	*x = BorrowerAck{}
-	mi := &file_ray_proto_msgTypes[56]
+	mi := &file_ray_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4673,7 +4851,7 @@ func (x *BorrowerAck) String() string {
 func (*BorrowerAck) ProtoMessage() {}
 
 func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[56]
+	mi := &file_ray_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4686,7 +4864,7 @@ func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BorrowerAck.ProtoReflect.Descriptor instead.
 func (*BorrowerAck) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{56}
+	return file_ray_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *BorrowerAck) GetObjectId() []byte {
@@ -4713,7 +4891,7 @@ type RemoveBorrower struct {
 
 func (x *RemoveBorrower) Reset() {
 	*x = RemoveBorrower{}
-	mi := &file_ray_proto_msgTypes[57]
+	mi := &file_ray_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4725,7 +4903,7 @@ func (x *RemoveBorrower) String() string {
 func (*RemoveBorrower) ProtoMessage() {}
 
 func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[57]
+	mi := &file_ray_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4738,7 +4916,7 @@ func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveBorrower.ProtoReflect.Descriptor instead.
 func (*RemoveBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{57}
+	return file_ray_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RemoveBorrower) GetObjectId() []byte {
@@ -4771,7 +4949,7 @@ type ResolveObject struct {
 
 func (x *ResolveObject) Reset() {
 	*x = ResolveObject{}
-	mi := &file_ray_proto_msgTypes[58]
+	mi := &file_ray_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4783,7 +4961,7 @@ func (x *ResolveObject) String() string {
 func (*ResolveObject) ProtoMessage() {}
 
 func (x *ResolveObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[58]
+	mi := &file_ray_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4796,7 +4974,7 @@ func (x *ResolveObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveObject.ProtoReflect.Descriptor instead.
 func (*ResolveObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{58}
+	return file_ray_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ResolveObject) GetObjectId() []byte {
@@ -4842,7 +5020,7 @@ type ObjectResolved struct {
 
 func (x *ObjectResolved) Reset() {
 	*x = ObjectResolved{}
-	mi := &file_ray_proto_msgTypes[59]
+	mi := &file_ray_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4854,7 +5032,7 @@ func (x *ObjectResolved) String() string {
 func (*ObjectResolved) ProtoMessage() {}
 
 func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[59]
+	mi := &file_ray_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4867,7 +5045,7 @@ func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectResolved.ProtoReflect.Descriptor instead.
 func (*ObjectResolved) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{59}
+	return file_ray_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ObjectResolved) GetObjectId() []byte {
@@ -5104,7 +5282,7 @@ const file_ray_proto_rawDesc = "" +
 	"\bhostname\x18\t \x01(\tR\bhostname\x12\x10\n" +
 	"\x03pid\x18\n" +
 	" \x01(\x05R\x03pid\x12!\n" +
-	"\fdata_address\x18\v \x01(\tR\vdataAddress\"\xab\x03\n" +
+	"\fdata_address\x18\v \x01(\tR\vdataAddress\"\xfd\x03\n" +
 	"\bNodeLoad\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x120\n" +
 	"\tavailable\x18\x02 \x03(\v2\x12.raypb.ResourceQtyR\tavailable\x12\x16\n" +
@@ -5117,7 +5295,26 @@ const file_ray_proto_rawDesc = "" +
 	"\rstore_largest\x18\t \x03(\v2\x13.raypb.StoredObjectR\fstoreLargest\x12,\n" +
 	"\x12store_spill_errors\x18\n" +
 	" \x01(\x03R\x10storeSpillErrors\x12&\n" +
-	"\x0fin_flight_bytes\x18\v \x01(\x03R\rinFlightBytes\"\xd5\x03\n" +
+	"\x0fin_flight_bytes\x18\v \x01(\x03R\rinFlightBytes\x12)\n" +
+	"\x06in_use\x18\f \x03(\v2\x12.raypb.ResourceQtyR\x05inUse\x12%\n" +
+	"\x0emachine_ledger\x18\r \x01(\bR\rmachineLedger\"\xad\x02\n" +
+	"\n" +
+	"MachineMsg\x12$\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x14.raypb.MachineMsg.OpR\x02op\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\x120\n" +
+	"\tresources\x18\x03 \x03(\v2\x12.raypb.ResourceQtyR\tresources\x12\x10\n" +
+	"\x03now\x18\x04 \x01(\bR\x03now\x12&\n" +
+	"\x04free\x18\x05 \x03(\v2\x12.raypb.ResourceQtyR\x04free\x12\x16\n" +
+	"\x06client\x18\x06 \x01(\tR\x06client\x12\x18\n" +
+	"\amessage\x18\a \x01(\tR\amessage\"K\n" +
+	"\x02Op\x12\b\n" +
+	"\x04NONE\x10\x00\x12\t\n" +
+	"\x05HELLO\x10\x01\x12\a\n" +
+	"\x03ASK\x10\x02\x12\b\n" +
+	"\x04GIVE\x10\x03\x12\t\n" +
+	"\x05GRANT\x10\x04\x12\b\n" +
+	"\x04DENY\x10\x05\x12\b\n" +
+	"\x04FREE\x10\x06\"\xd5\x03\n" +
 	"\tAgentInfo\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x10\n" +
@@ -5376,128 +5573,134 @@ func file_ray_proto_rawDescGZIP() []byte {
 	return file_ray_proto_rawDescData
 }
 
-var file_ray_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_ray_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_ray_proto_goTypes = []any{
 	(ErrorInfo_Kind)(0),           // 0: raypb.ErrorInfo.Kind
-	(JobInfo_State)(0),            // 1: raypb.JobInfo.State
-	(JobWorker_State)(0),          // 2: raypb.JobWorker.State
-	(*ResourceQty)(nil),           // 3: raypb.ResourceQty
-	(*Arg)(nil),                   // 4: raypb.Arg
-	(*PID)(nil),                   // 5: raypb.PID
-	(*TaskSpec)(nil),              // 6: raypb.TaskSpec
-	(*ErrorInfo)(nil),             // 7: raypb.ErrorInfo
-	(*TaskResult)(nil),            // 8: raypb.TaskResult
-	(*ReturnValue)(nil),           // 9: raypb.ReturnValue
-	(*Returns)(nil),               // 10: raypb.Returns
-	(*GeneratorItem)(nil),         // 11: raypb.GeneratorItem
-	(*GeneratorWait)(nil),         // 12: raypb.GeneratorWait
-	(*GeneratorItemAck)(nil),      // 13: raypb.GeneratorItemAck
-	(*ResultBatch)(nil),           // 14: raypb.ResultBatch
-	(*LeaseRequest)(nil),          // 15: raypb.LeaseRequest
-	(*LeaseGrant)(nil),            // 16: raypb.LeaseGrant
-	(*LeasePush)(nil),             // 17: raypb.LeasePush
-	(*LeaseReturned)(nil),         // 18: raypb.LeaseReturned
-	(*LeaseRelease)(nil),          // 19: raypb.LeaseRelease
-	(*LeaseRevoke)(nil),           // 20: raypb.LeaseRevoke
-	(*TaskBlocked)(nil),           // 21: raypb.TaskBlocked
-	(*TaskUnblocked)(nil),         // 22: raypb.TaskUnblocked
-	(*CancelTask)(nil),            // 23: raypb.CancelTask
-	(*PutObject)(nil),             // 24: raypb.PutObject
-	(*PutObjectAck)(nil),          // 25: raypb.PutObjectAck
-	(*GetObject)(nil),             // 26: raypb.GetObject
-	(*GetObjectReply)(nil),        // 27: raypb.GetObjectReply
-	(*FreeObjects)(nil),           // 28: raypb.FreeObjects
-	(*StoreStats)(nil),            // 29: raypb.StoreStats
-	(*StoreStatsReply)(nil),       // 30: raypb.StoreStatsReply
-	(*StoredObject)(nil),          // 31: raypb.StoredObject
-	(*NodeInfo)(nil),              // 32: raypb.NodeInfo
-	(*NodeLoad)(nil),              // 33: raypb.NodeLoad
-	(*AgentInfo)(nil),             // 34: raypb.AgentInfo
-	(*JobInfo)(nil),               // 35: raypb.JobInfo
-	(*JobWorker)(nil),             // 36: raypb.JobWorker
-	(*Submission)(nil),            // 37: raypb.Submission
-	(*PullObject)(nil),            // 38: raypb.PullObject
-	(*PullObjectReply)(nil),       // 39: raypb.PullObjectReply
-	(*ObjectEntry)(nil),           // 40: raypb.ObjectEntry
-	(*ActorCall)(nil),             // 41: raypb.ActorCall
-	(*ActorCallBounce)(nil),       // 42: raypb.ActorCallBounce
-	(*ActorCallBatch)(nil),        // 43: raypb.ActorCallBatch
-	(*ActorInfo)(nil),             // 44: raypb.ActorInfo
-	(*ActorLogEntry)(nil),         // 45: raypb.ActorLogEntry
-	(*ActorResultRecord)(nil),     // 46: raypb.ActorResultRecord
-	(*ActorLogBatch)(nil),         // 47: raypb.ActorLogBatch
-	(*ActorCallerState)(nil),      // 48: raypb.ActorCallerState
-	(*ActorCheckpoint)(nil),       // 49: raypb.ActorCheckpoint
-	(*ActorCheckpointNow)(nil),    // 50: raypb.ActorCheckpointNow
-	(*ReserveResources)(nil),      // 51: raypb.ReserveResources
-	(*ReserveResourcesReply)(nil), // 52: raypb.ReserveResourcesReply
-	(*BundleCommit)(nil),          // 53: raypb.BundleCommit
-	(*BundleCommitReply)(nil),     // 54: raypb.BundleCommitReply
-	(*PlacementGroupInfo)(nil),    // 55: raypb.PlacementGroupInfo
-	(*PlacementBundle)(nil),       // 56: raypb.PlacementBundle
-	(*RefPayload)(nil),            // 57: raypb.RefPayload
-	(*AddBorrower)(nil),           // 58: raypb.AddBorrower
-	(*BorrowerAck)(nil),           // 59: raypb.BorrowerAck
-	(*RemoveBorrower)(nil),        // 60: raypb.RemoveBorrower
-	(*ResolveObject)(nil),         // 61: raypb.ResolveObject
-	(*ObjectResolved)(nil),        // 62: raypb.ObjectResolved
+	(MachineMsg_Op)(0),            // 1: raypb.MachineMsg.Op
+	(JobInfo_State)(0),            // 2: raypb.JobInfo.State
+	(JobWorker_State)(0),          // 3: raypb.JobWorker.State
+	(*ResourceQty)(nil),           // 4: raypb.ResourceQty
+	(*Arg)(nil),                   // 5: raypb.Arg
+	(*PID)(nil),                   // 6: raypb.PID
+	(*TaskSpec)(nil),              // 7: raypb.TaskSpec
+	(*ErrorInfo)(nil),             // 8: raypb.ErrorInfo
+	(*TaskResult)(nil),            // 9: raypb.TaskResult
+	(*ReturnValue)(nil),           // 10: raypb.ReturnValue
+	(*Returns)(nil),               // 11: raypb.Returns
+	(*GeneratorItem)(nil),         // 12: raypb.GeneratorItem
+	(*GeneratorWait)(nil),         // 13: raypb.GeneratorWait
+	(*GeneratorItemAck)(nil),      // 14: raypb.GeneratorItemAck
+	(*ResultBatch)(nil),           // 15: raypb.ResultBatch
+	(*LeaseRequest)(nil),          // 16: raypb.LeaseRequest
+	(*LeaseGrant)(nil),            // 17: raypb.LeaseGrant
+	(*LeasePush)(nil),             // 18: raypb.LeasePush
+	(*LeaseReturned)(nil),         // 19: raypb.LeaseReturned
+	(*LeaseRelease)(nil),          // 20: raypb.LeaseRelease
+	(*LeaseRevoke)(nil),           // 21: raypb.LeaseRevoke
+	(*TaskBlocked)(nil),           // 22: raypb.TaskBlocked
+	(*TaskUnblocked)(nil),         // 23: raypb.TaskUnblocked
+	(*CancelTask)(nil),            // 24: raypb.CancelTask
+	(*PutObject)(nil),             // 25: raypb.PutObject
+	(*PutObjectAck)(nil),          // 26: raypb.PutObjectAck
+	(*GetObject)(nil),             // 27: raypb.GetObject
+	(*GetObjectReply)(nil),        // 28: raypb.GetObjectReply
+	(*FreeObjects)(nil),           // 29: raypb.FreeObjects
+	(*StoreStats)(nil),            // 30: raypb.StoreStats
+	(*StoreStatsReply)(nil),       // 31: raypb.StoreStatsReply
+	(*StoredObject)(nil),          // 32: raypb.StoredObject
+	(*NodeInfo)(nil),              // 33: raypb.NodeInfo
+	(*NodeLoad)(nil),              // 34: raypb.NodeLoad
+	(*MachineMsg)(nil),            // 35: raypb.MachineMsg
+	(*AgentInfo)(nil),             // 36: raypb.AgentInfo
+	(*JobInfo)(nil),               // 37: raypb.JobInfo
+	(*JobWorker)(nil),             // 38: raypb.JobWorker
+	(*Submission)(nil),            // 39: raypb.Submission
+	(*PullObject)(nil),            // 40: raypb.PullObject
+	(*PullObjectReply)(nil),       // 41: raypb.PullObjectReply
+	(*ObjectEntry)(nil),           // 42: raypb.ObjectEntry
+	(*ActorCall)(nil),             // 43: raypb.ActorCall
+	(*ActorCallBounce)(nil),       // 44: raypb.ActorCallBounce
+	(*ActorCallBatch)(nil),        // 45: raypb.ActorCallBatch
+	(*ActorInfo)(nil),             // 46: raypb.ActorInfo
+	(*ActorLogEntry)(nil),         // 47: raypb.ActorLogEntry
+	(*ActorResultRecord)(nil),     // 48: raypb.ActorResultRecord
+	(*ActorLogBatch)(nil),         // 49: raypb.ActorLogBatch
+	(*ActorCallerState)(nil),      // 50: raypb.ActorCallerState
+	(*ActorCheckpoint)(nil),       // 51: raypb.ActorCheckpoint
+	(*ActorCheckpointNow)(nil),    // 52: raypb.ActorCheckpointNow
+	(*ReserveResources)(nil),      // 53: raypb.ReserveResources
+	(*ReserveResourcesReply)(nil), // 54: raypb.ReserveResourcesReply
+	(*BundleCommit)(nil),          // 55: raypb.BundleCommit
+	(*BundleCommitReply)(nil),     // 56: raypb.BundleCommitReply
+	(*PlacementGroupInfo)(nil),    // 57: raypb.PlacementGroupInfo
+	(*PlacementBundle)(nil),       // 58: raypb.PlacementBundle
+	(*RefPayload)(nil),            // 59: raypb.RefPayload
+	(*AddBorrower)(nil),           // 60: raypb.AddBorrower
+	(*BorrowerAck)(nil),           // 61: raypb.BorrowerAck
+	(*RemoveBorrower)(nil),        // 62: raypb.RemoveBorrower
+	(*ResolveObject)(nil),         // 63: raypb.ResolveObject
+	(*ObjectResolved)(nil),        // 64: raypb.ObjectResolved
 }
 var file_ray_proto_depIdxs = []int32{
-	4,  // 0: raypb.TaskSpec.args:type_name -> raypb.Arg
-	3,  // 1: raypb.TaskSpec.resources:type_name -> raypb.ResourceQty
-	5,  // 2: raypb.TaskSpec.owner:type_name -> raypb.PID
-	5,  // 3: raypb.TaskSpec.reply_to:type_name -> raypb.PID
+	5,  // 0: raypb.TaskSpec.args:type_name -> raypb.Arg
+	4,  // 1: raypb.TaskSpec.resources:type_name -> raypb.ResourceQty
+	6,  // 2: raypb.TaskSpec.owner:type_name -> raypb.PID
+	6,  // 3: raypb.TaskSpec.reply_to:type_name -> raypb.PID
 	0,  // 4: raypb.ErrorInfo.kind:type_name -> raypb.ErrorInfo.Kind
-	7,  // 5: raypb.TaskResult.error:type_name -> raypb.ErrorInfo
-	9,  // 6: raypb.TaskResult.returns:type_name -> raypb.ReturnValue
-	9,  // 7: raypb.Returns.values:type_name -> raypb.ReturnValue
-	9,  // 8: raypb.GeneratorItem.value:type_name -> raypb.ReturnValue
-	8,  // 9: raypb.ResultBatch.results:type_name -> raypb.TaskResult
-	3,  // 10: raypb.LeaseRequest.resources:type_name -> raypb.ResourceQty
-	5,  // 11: raypb.LeaseRequest.owner:type_name -> raypb.PID
-	5,  // 12: raypb.LeaseGrant.worker:type_name -> raypb.PID
-	7,  // 13: raypb.LeaseGrant.denied:type_name -> raypb.ErrorInfo
-	6,  // 14: raypb.LeasePush.tasks:type_name -> raypb.TaskSpec
-	5,  // 15: raypb.LeasePush.reply_to:type_name -> raypb.PID
-	6,  // 16: raypb.LeaseReturned.tasks:type_name -> raypb.TaskSpec
-	5,  // 17: raypb.PutObject.owner:type_name -> raypb.PID
-	31, // 18: raypb.StoreStatsReply.largest:type_name -> raypb.StoredObject
-	5,  // 19: raypb.StoredObject.owner:type_name -> raypb.PID
-	3,  // 20: raypb.NodeInfo.total:type_name -> raypb.ResourceQty
-	3,  // 21: raypb.NodeLoad.available:type_name -> raypb.ResourceQty
-	31, // 22: raypb.NodeLoad.store_largest:type_name -> raypb.StoredObject
-	3,  // 23: raypb.AgentInfo.total:type_name -> raypb.ResourceQty
-	1,  // 24: raypb.JobInfo.state:type_name -> raypb.JobInfo.State
-	2,  // 25: raypb.JobWorker.state:type_name -> raypb.JobWorker.State
-	1,  // 26: raypb.Submission.state:type_name -> raypb.JobInfo.State
-	5,  // 27: raypb.ObjectEntry.owner:type_name -> raypb.PID
-	6,  // 28: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
-	5,  // 29: raypb.ActorCall.caller:type_name -> raypb.PID
-	41, // 30: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
-	4,  // 31: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
-	3,  // 32: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
-	5,  // 33: raypb.ActorInfo.owner:type_name -> raypb.PID
-	6,  // 34: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
-	8,  // 35: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
-	45, // 36: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
-	46, // 37: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
-	46, // 38: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
-	48, // 39: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
-	3,  // 40: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
-	3,  // 41: raypb.BundleCommit.resources:type_name -> raypb.ResourceQty
-	56, // 42: raypb.PlacementGroupInfo.bundles:type_name -> raypb.PlacementBundle
-	3,  // 43: raypb.PlacementBundle.resources:type_name -> raypb.ResourceQty
-	5,  // 44: raypb.RefPayload.owner:type_name -> raypb.PID
-	5,  // 45: raypb.AddBorrower.borrower:type_name -> raypb.PID
-	5,  // 46: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
-	5,  // 47: raypb.ResolveObject.reply_to:type_name -> raypb.PID
-	7,  // 48: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	8,  // 5: raypb.TaskResult.error:type_name -> raypb.ErrorInfo
+	10, // 6: raypb.TaskResult.returns:type_name -> raypb.ReturnValue
+	10, // 7: raypb.Returns.values:type_name -> raypb.ReturnValue
+	10, // 8: raypb.GeneratorItem.value:type_name -> raypb.ReturnValue
+	9,  // 9: raypb.ResultBatch.results:type_name -> raypb.TaskResult
+	4,  // 10: raypb.LeaseRequest.resources:type_name -> raypb.ResourceQty
+	6,  // 11: raypb.LeaseRequest.owner:type_name -> raypb.PID
+	6,  // 12: raypb.LeaseGrant.worker:type_name -> raypb.PID
+	8,  // 13: raypb.LeaseGrant.denied:type_name -> raypb.ErrorInfo
+	7,  // 14: raypb.LeasePush.tasks:type_name -> raypb.TaskSpec
+	6,  // 15: raypb.LeasePush.reply_to:type_name -> raypb.PID
+	7,  // 16: raypb.LeaseReturned.tasks:type_name -> raypb.TaskSpec
+	6,  // 17: raypb.PutObject.owner:type_name -> raypb.PID
+	32, // 18: raypb.StoreStatsReply.largest:type_name -> raypb.StoredObject
+	6,  // 19: raypb.StoredObject.owner:type_name -> raypb.PID
+	4,  // 20: raypb.NodeInfo.total:type_name -> raypb.ResourceQty
+	4,  // 21: raypb.NodeLoad.available:type_name -> raypb.ResourceQty
+	32, // 22: raypb.NodeLoad.store_largest:type_name -> raypb.StoredObject
+	4,  // 23: raypb.NodeLoad.in_use:type_name -> raypb.ResourceQty
+	1,  // 24: raypb.MachineMsg.op:type_name -> raypb.MachineMsg.Op
+	4,  // 25: raypb.MachineMsg.resources:type_name -> raypb.ResourceQty
+	4,  // 26: raypb.MachineMsg.free:type_name -> raypb.ResourceQty
+	4,  // 27: raypb.AgentInfo.total:type_name -> raypb.ResourceQty
+	2,  // 28: raypb.JobInfo.state:type_name -> raypb.JobInfo.State
+	3,  // 29: raypb.JobWorker.state:type_name -> raypb.JobWorker.State
+	2,  // 30: raypb.Submission.state:type_name -> raypb.JobInfo.State
+	6,  // 31: raypb.ObjectEntry.owner:type_name -> raypb.PID
+	7,  // 32: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
+	6,  // 33: raypb.ActorCall.caller:type_name -> raypb.PID
+	43, // 34: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
+	5,  // 35: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
+	4,  // 36: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
+	6,  // 37: raypb.ActorInfo.owner:type_name -> raypb.PID
+	7,  // 38: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
+	9,  // 39: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
+	47, // 40: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
+	48, // 41: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
+	48, // 42: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
+	50, // 43: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
+	4,  // 44: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
+	4,  // 45: raypb.BundleCommit.resources:type_name -> raypb.ResourceQty
+	58, // 46: raypb.PlacementGroupInfo.bundles:type_name -> raypb.PlacementBundle
+	4,  // 47: raypb.PlacementBundle.resources:type_name -> raypb.ResourceQty
+	6,  // 48: raypb.RefPayload.owner:type_name -> raypb.PID
+	6,  // 49: raypb.AddBorrower.borrower:type_name -> raypb.PID
+	6,  // 50: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
+	6,  // 51: raypb.ResolveObject.reply_to:type_name -> raypb.PID
+	8,  // 52: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
+	53, // [53:53] is the sub-list for method output_type
+	53, // [53:53] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_ray_proto_init() }
@@ -5510,8 +5713,8 @@ func file_ray_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ray_proto_rawDesc), len(file_ray_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   60,
+			NumEnums:      4,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

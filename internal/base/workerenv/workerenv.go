@@ -35,6 +35,9 @@ const (
 	Submission = "RAY_GO_SUBMISSION_ID"
 	// Namespace is the GCS key namespace of the cluster (default: none).
 	Namespace = "RAY_GO_GCS_NAMESPACE"
+	// Machine is the Unix socket of the agent's machine ledger (package tasks/machine):
+	// the worker process's resources are shared there with the machine's other jobs.
+	Machine = "RAY_GO_MACHINE"
 
 	// Credentials (see internal/base/identity). GCSCA, GCSCert and GCSKey name the files
 	// of a GCS client's credentials: the CA certificate, a client certificate and its key.
@@ -55,7 +58,7 @@ const (
 
 // Contract lists every variable of this contract: an agent removes them from the
 // environment it passes on before it sets its own.
-var Contract = []string{Address, Mode, Job, Agent, Resources, ObjectStoreBytes, Dir, Submission, Namespace,
+var Contract = []string{Address, Mode, Job, Agent, Resources, ObjectStoreBytes, Dir, Submission, Namespace, Machine,
 	GCSCA, GCSCert, GCSKey, Token, TokenFile, JoinAddress, Insecure}
 
 // IsTrue reads a boolean variable's value ("1", "true", "yes", any case).
@@ -79,6 +82,8 @@ type Worker struct {
 	Resources        map[string]float64
 	ObjectStoreBytes int64
 	Dir              string
+	// Machine is the machine ledger's socket (empty: the resources are the process's own).
+	Machine string
 	// The GCS credentials' files (all empty with Insecure).
 	GCSCA, GCSCert, GCSKey string
 	Insecure               bool
@@ -98,6 +103,9 @@ func (w Worker) Environ() []string {
 	}
 	if w.Namespace != "" {
 		env = append(env, Namespace+"="+w.Namespace)
+	}
+	if w.Machine != "" {
+		env = append(env, Machine+"="+w.Machine)
 	}
 	if w.Insecure {
 		env = append(env, Insecure+"=1")
@@ -119,6 +127,7 @@ func FromEnv(getenv func(string) string) (w Worker, ok bool, err error) {
 		Job:       getenv(Job),
 		Agent:     getenv(Agent),
 		Dir:       getenv(Dir),
+		Machine:   getenv(Machine),
 		GCSCA:     getenv(GCSCA),
 		GCSCert:   getenv(GCSCert),
 		GCSKey:    getenv(GCSKey),

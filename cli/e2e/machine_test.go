@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestJobsShareTheMachine: two jobs on one 2-CPU node each run 6 one-CPU tasks of 400 ms
+// at once. The machine's agent holds its CPUs for both (package tasks/machine): at no
+// moment do more than 2 of the 12 tasks run, and both jobs finish. Before, each job's
+// worker process counted the machine's 2 CPUs as its own and 4 ran at once.
+func TestJobsShareTheMachine(t *testing.T) {
+	port, addr, sess := newSession(t)
+	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess,
+		"--num-cpus", "2", "--object-store-memory", "256MiB")
+	if code != 0 {
+		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
+	}
+	env := append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_TOKEN="+printedToken(t, out))
+	type job struct {
+		cmd    *exec.Cmd
+		stdin  io.WriteCloser
+		stdout *bufio.Reader
+		stderr bytes.Buffer
+	}
+	jobs := make([]*job, 2)
+	for i := range jobs {
+		j := &job{cmd: exec.Command(driver, "-check", "shared")}
+		j.cmd.Env = env
+		j.cmd.Stderr = &j.stderr
+		var err error
+		if j.stdin, err = j.cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		pipe, err := j.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.stdout = bufio.NewReader(pipe)
+		if err := j.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = j.cmd.Process.Kill(); _ = j.cmd.Wait() }()
+		jobs[i] = j
+	}
+	for i, j := range jobs {
+		line, err := j.stdout.ReadString('\n')
+		if err != nil || line != "shared ready\n" {
+			t.Fatalf("job %d did not get ready: %q, %v\n%s\n%s", i, line, err, tail(j.stderr.String()), sessionLogs(sess, 20))
+		}
+	}
+	for _, j := range jobs {
+		if _, err := io.WriteString(j.stdin, "go\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type event struct {
+		at    int64
+		delta int
+	}
+	var events []event
+	pids := map[int64]bool{}
+	for i, j := range jobs {
+		done := make(chan struct{})
+		var line string
+		var err error
+		go func() { line, err = j.stdout.ReadString('\n'); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("job %d: no result in 3 minutes\n%s\n%s", i, tail(j.stderr.String()), sessionLogs(sess, 20))
+		}
+		var res struct {
+			Spans [][3]int64
+			Error string
+		}
+		if err != nil || json.Unmarshal([]byte(line), &res) != nil || res.Error != "" || len(res.Spans) != 6 {
+			t.Fatalf("job %d: %q (%v)\n%s", i, line, err, tail(j.stderr.String()))
+		}
+		for _, s := range res.Spans {
+			events = append(events, event{s[0], +1}, event{s[1], -1})
+			pids[s[2]] = true
+		}
+	}
+	if len(pids) != 2 {
+		t.Fatalf("the tasks ran in %d processes, want each job's own worker process (2)", len(pids))
+	}
+	// Ends before starts at the same instant: a task that ends as another starts is not
+	// counted twice.
+	sort.Slice(events, func(a, b int) bool {
+		return events[a].at < events[b].at || events[a].at == events[b].at && events[a].delta < events[b].delta
+	})
+	running, most := 0, 0
+	for _, e := range events {
+		running += e.delta
+		most = max(most, running)
+	}
+	if most != 2 {
+		t.Fatalf("at most %d of the two jobs' tasks ran at once on a 2-CPU machine, want 2", most)
+	}
+}

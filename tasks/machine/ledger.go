@@ -1,0 +1,168 @@
+package machine
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// Decision is the ledger's answer to an ask: granted, denied (with why), or neither yet
+// (queued; the grant comes later through the Ledger's OnGrant).
+type Decision struct {
+	Client  string
+	ID      uint64
+	Granted sched.Resources
+	Denied  string
+}
+
+type ask struct {
+	client string
+	id     uint64
+	res    sched.Resources
+}
+
+// Ledger accounts a machine's resources among its clients (worker processes). Safe for
+// concurrent use.
+type Ledger struct {
+	mu    sync.Mutex
+	total sched.Resources
+	free  sched.Resources
+	held  map[string]sched.Resources
+	queue []ask
+}
+
+// NewLedger returns a ledger of total.
+func NewLedger(total sched.Resources) *Ledger {
+	return &Ledger{total: total, free: total, held: map[string]sched.Resources{}}
+}
+
+// Total is the machine's resources.
+func (l *Ledger) Total() sched.Resources { return l.total }
+
+// Free is what no client holds.
+func (l *Ledger) Free() sched.Resources {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.free
+}
+
+// Held is what client holds.
+func (l *Ledger) Held(client string) sched.Resources {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held[client]
+}
+
+// Waiting is the number of asks queued.
+func (l *Ledger) Waiting() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
+}
+
+// Ask asks for res on behalf of client. The decisions returned are those made now: this
+// ask's, if granted or denied at once, and any other asks that it lets through. A client
+// has one ask waiting at most: a second one replaces the first in its place in line (the
+// first's id is never answered), and an ask for nothing withdraws it (granted at once).
+func (l *Ledger) Ask(client string, id uint64, res sched.Resources, now bool) []Decision {
+	if res.Negative() {
+		return []Decision{{Client: client, ID: id, Denied: fmt.Sprintf("machine: asked for a negative amount (%v)", res)}}
+	}
+	if !l.total.Fits(res) {
+		return []Decision{{Client: client, ID: id, Denied: fmt.Sprintf("machine: %v asked, the machine has %v in total", res, l.total)}}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, a := range l.queue {
+		if a.client != client {
+			continue
+		}
+		var out []Decision
+		if res.IsZero() {
+			l.queue = append(l.queue[:i:i], l.queue[i+1:]...)
+			out = append(out, Decision{Client: client, ID: id})
+		} else {
+			l.queue[i] = ask{client: client, id: id, res: res}
+		}
+		return append(out, l.serve()...)
+	}
+	if res.IsZero() || len(l.queue) == 0 && l.free.Fits(res) {
+		l.take(client, res)
+		return []Decision{{Client: client, ID: id, Granted: res}}
+	}
+	if now {
+		return []Decision{{Client: client, ID: id, Denied: fmt.Sprintf("machine: %v asked, %v free now", res, l.free)}}
+	}
+	l.queue = append(l.queue, ask{client: client, id: id, res: res})
+	return nil
+}
+
+// Give takes back res from client (at most what it holds of each resource) and returns
+// the asks it lets through.
+func (l *Ledger) Give(client string, res sched.Resources) []Decision {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.held[client]
+	var back sched.Resources
+	res.Each(func(name string, q sched.Quantity) {
+		if have := h.Get(name); q > have {
+			q = have
+		}
+		if q > 0 {
+			back = back.With(name, q)
+		}
+	})
+	if back.IsZero() {
+		return nil
+	}
+	l.setHeld(client, h.Sub(back))
+	l.free = l.free.Add(back)
+	return l.serve()
+}
+
+// Drop forgets client: what it held comes back, its ask goes. It returns the asks that
+// lets through.
+func (l *Ledger) Drop(client string) []Decision {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, a := range l.queue {
+		if a.client == client {
+			l.queue = append(l.queue[:i:i], l.queue[i+1:]...)
+			break
+		}
+	}
+	l.free = l.free.Add(l.held[client])
+	delete(l.held, client)
+	return l.serve()
+}
+
+func (l *Ledger) take(client string, res sched.Resources) {
+	l.free = l.free.Sub(res)
+	l.setHeld(client, l.held[client].Add(res))
+}
+
+func (l *Ledger) setHeld(client string, h sched.Resources) {
+	if h.IsZero() {
+		delete(l.held, client)
+		return
+	}
+	l.held[client] = h
+}
+
+// serve grants queued asks, oldest first, while the oldest fits.
+func (l *Ledger) serve() []Decision {
+	var out []Decision
+	n := 0
+	for n < len(l.queue) && l.free.Fits(l.queue[n].res) {
+		a := l.queue[n]
+		l.take(a.client, a.res)
+		out = append(out, Decision{Client: a.client, ID: a.id, Granted: a.res})
+		n++
+	}
+	if n > 0 {
+		clear(l.queue[:n])
+		l.queue = l.queue[n:]
+	}
+	return out
+}

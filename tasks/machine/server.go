@@ -1,0 +1,215 @@
+package machine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks"
+)
+
+// FreeEvery is the shortest time between two FREE broadcasts.
+const FreeEvery = 20 * time.Millisecond
+
+// Server serves a Ledger on a Unix socket.
+type Server struct {
+	ledger *Ledger
+	ln     net.Listener
+	path   string
+	logger *slog.Logger
+
+	mu     sync.Mutex
+	conns  map[string]*serverConn
+	seq    int
+	closed bool
+
+	changed chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+type serverConn struct {
+	key  string
+	name string
+	c    net.Conn
+	wmu  sync.Mutex
+}
+
+func (c *serverConn) write(m *pb.MachineMsg) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if err := WriteFrame(c.c, m); err != nil {
+		_ = c.c.Close() // its reader sees the close and drops the client
+	}
+}
+
+// Serve listens on the Unix socket path (a stale file there is removed; the socket is
+// made 0600) and serves ledger until Close.
+func Serve(path string, ledger *Ledger, logger *slog.Logger) (*Server, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("machine: removing the stale socket %s: %w", path, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("machine: listening on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("machine: %w", err)
+	}
+	s := &Server{ledger: ledger, ln: ln, path: path, logger: logger, conns: map[string]*serverConn{},
+		changed: make(chan struct{}, 1), stop: make(chan struct{})}
+	s.wg.Add(2)
+	go s.accept()
+	go s.broadcast()
+	return s, nil
+}
+
+// Path is the socket's path.
+func (s *Server) Path() string { return s.path }
+
+// Ledger is the ledger served.
+func (s *Server) Ledger() *Ledger { return s.ledger }
+
+// Close stops serving: the listener and every connection close (the clients' holdings
+// are dropped), and Close waits for the server's goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	conns := make([]*serverConn, 0, len(s.conns))
+	for _, c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	close(s.stop)
+	err := s.ln.Close()
+	for _, c := range conns {
+		_ = c.c.Close()
+	}
+	s.wg.Wait()
+	_ = os.Remove(s.path)
+	return err
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = c.Close()
+			return
+		}
+		s.seq++
+		sc := &serverConn{key: "c" + strconv.Itoa(s.seq), c: c}
+		s.conns[sc.key] = sc
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serve(sc)
+	}
+}
+
+func (s *Server) serve(c *serverConn) {
+	defer s.wg.Done()
+	defer func() {
+		_ = c.c.Close()
+		s.mu.Lock()
+		delete(s.conns, c.key)
+		s.mu.Unlock()
+		s.deliver(s.ledger.Drop(c.key))
+		s.logger.Debug("machine: a worker process left the ledger", "client", c.name)
+	}()
+	_ = c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	hello, err := ReadFrame(c.c)
+	if err != nil || hello.Op != pb.MachineMsg_HELLO {
+		s.logger.Warn("machine: refusing a connection that did not say HELLO", "err", err)
+		return
+	}
+	_ = c.c.SetReadDeadline(time.Time{})
+	c.name = hello.Client
+	c.write(&pb.MachineMsg{Op: pb.MachineMsg_FREE, Free: tasks.ResourcesToPB(s.ledger.Free())})
+	for {
+		m, err := ReadFrame(c.c)
+		if err != nil {
+			return
+		}
+		switch m.Op {
+		case pb.MachineMsg_ASK:
+			s.deliver(s.ledger.Ask(c.key, m.Id, tasks.ResourcesFromPB(m.Resources), m.Now))
+		case pb.MachineMsg_GIVE:
+			s.deliver(s.ledger.Give(c.key, tasks.ResourcesFromPB(m.Resources)))
+		default:
+			s.logger.Warn("machine: dropping a connection that sent an unknown frame", "client", c.name, "op", m.Op)
+			return
+		}
+	}
+}
+
+// deliver sends the decisions to their clients and has FREE broadcast.
+func (s *Server) deliver(ds []Decision) {
+	if len(ds) > 0 {
+		free := tasks.ResourcesToPB(s.ledger.Free())
+		for _, d := range ds {
+			s.mu.Lock()
+			c := s.conns[d.Client]
+			s.mu.Unlock()
+			if c == nil {
+				continue // gone: Drop gives back what it was granted
+			}
+			if d.Denied != "" {
+				c.write(&pb.MachineMsg{Op: pb.MachineMsg_DENY, Id: d.ID, Message: d.Denied, Free: free})
+			} else {
+				c.write(&pb.MachineMsg{Op: pb.MachineMsg_GRANT, Id: d.ID, Resources: tasks.ResourcesToPB(d.Granted), Free: free})
+			}
+		}
+	}
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// broadcast sends FREE to every client after changes, at most every FreeEvery.
+func (s *Server) broadcast() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.changed:
+		}
+		free := &pb.MachineMsg{Op: pb.MachineMsg_FREE, Free: tasks.ResourcesToPB(s.ledger.Free())}
+		s.mu.Lock()
+		conns := make([]*serverConn, 0, len(s.conns))
+		for _, c := range s.conns {
+			conns = append(conns, c)
+		}
+		s.mu.Unlock()
+		for _, c := range conns {
+			c.write(free)
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(FreeEvery):
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package raylet
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks/machine"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// serveMachine serves a machine ledger of total on a socket in a test directory.
+func serveMachine(t *testing.T, total map[string]float64) *machine.Server {
+	t.Helper()
+	s, err := machine.Serve(filepath.Join(t.TempDir(), "m.sock"), machine.NewLedger(res(t, total)),
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func res(t *testing.T, m map[string]float64) sched.Resources {
+	t.Helper()
+	r, err := sched.FromMap(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// eventuallyFree waits (bounded) until the ledger has want free.
+func eventuallyFree(t *testing.T, s *machine.Server, want map[string]float64) {
+	t.Helper()
+	w := res(t, want)
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.Ledger().Free().Equal(w) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the machine has %v free, want %v", s.Ledger().Free(), w)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestMachineSharedByTwoRaylets: two worker processes' raylets on one 2-CPU machine grant
+// 2 CPUs of leases between them, never more: the second waits until the first's leases
+// come back, and what a raylet no longer uses goes back to the machine.
+func TestMachineSharedByTwoRaylets(t *testing.T) {
+	m := serveMachine(t, map[string]float64{sched.CPU: 2})
+	a := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	b := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	a.ask(a.owner, cpu1)
+	a.ask(a.owner, cpu1)
+	ga := a.grants(a.owner, 2)
+	b.ask(b.owner, cpu1)
+	b.noGrant(b.owner)
+	time.Sleep(30 * time.Millisecond) // through b's wait: nothing may be granted
+	b.noGrant(b.owner)
+	if st := b.stats(); !st.Machine || st.Queued != 3 || st.Available.Get(sched.CPU) != 0 {
+		t.Fatalf("b's stats while it waits: %+v", st)
+	}
+	if st := a.stats(); st.InUse.Get(sched.CPU) != 2*sched.Unit {
+		t.Fatalf("a's stats: %+v, want 2 CPUs in use", st)
+	}
+	a.send(release(ga[0]))
+	gb := b.grants(b.owner, 1)
+	// a keeps its other lease; b now holds one CPU: the machine has none free.
+	eventuallyFree(t, m, map[string]float64{})
+	a.send(release(ga[1]))
+	b.send(release(gb[0]))
+	// Both trim what they no longer use.
+	eventuallyFree(t, m, map[string]float64{sched.CPU: 2})
+	// a's report counts the machine's free CPUs as available (FREE comes within ~20 ms).
+	deadline := time.Now().Add(10 * time.Second)
+	for st := a.stats(); !st.InUse.IsZero() || st.Available.Get(sched.CPU) != 2*sched.Unit; st = a.stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("a's stats once idle: %+v, want nothing in use and the machine's 2 CPUs available", st)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestMachineNoHoldAndWait: each raylet holds one CPU and wants a 2-CPU lease: neither
+// may keep its idle CPU while it waits for the other's, or both wait for ever.
+func TestMachineNoHoldAndWait(t *testing.T) {
+	m := serveMachine(t, map[string]float64{sched.CPU: 2})
+	a := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	b := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	a.ask(a.owner, cpu1)
+	b.ask(b.owner, cpu1)
+	ga, gb := a.grants(a.owner, 1), b.grants(b.owner, 1)
+	cpu2 := map[string]float64{sched.CPU: 2}
+	a.ask(a.owner, cpu2)
+	b.ask(b.owner, cpu2)
+	a.send(release(ga[0]))
+	b.send(release(gb[0]))
+	// One of them gets 2 CPUs; when it gives them back, the other does.
+	var first, second *harness
+	select {
+	case g := <-a.owner.grants:
+		first, second = a, b
+		first.send(release(g))
+	case g := <-b.owner.grants:
+		first, second = b, a
+		first.send(release(g))
+	case <-time.After(10 * time.Second):
+		t.Fatalf("neither 2-CPU lease granted (machine free %v, waiting asks %d): hold and wait", m.Ledger().Free(), m.Ledger().Waiting())
+	}
+	g := second.grants(second.owner, 1)
+	second.send(release(g[0]))
+	_ = first
+	eventuallyFree(t, m, cpu2)
+}
+
+// TestMachineBundleNowOrNever: a bundle is committed only with what the machine has free
+// now; a refusal says why, and a commit once it is free succeeds.
+func TestMachineBundleNowOrNever(t *testing.T) {
+	m := serveMachine(t, map[string]float64{sched.CPU: 2})
+	a := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	b := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	a.ask(a.owner, map[string]float64{sched.CPU: 2})
+	ga := a.grants(a.owner, 1)
+	if r := b.commit(bundleMsg("g1", 0, cpu1, false)); r.Ok || r.Message == "" {
+		t.Fatalf("a bundle on a full machine: %+v, want refused with a reason", r)
+	}
+	a.send(release(ga[0]))
+	eventuallyFree(t, m, map[string]float64{sched.CPU: 2})
+	if r := b.commit(bundleMsg("g1", 0, cpu1, false)); !r.Ok {
+		t.Fatalf("a bundle on a free machine: %+v", r)
+	}
+	eventuallyFree(t, m, map[string]float64{sched.CPU: 1})
+	if r := b.commit(bundleMsg("g1", -1, nil, true)); !r.Ok {
+		t.Fatalf("release: %+v", r)
+	}
+	eventuallyFree(t, m, map[string]float64{sched.CPU: 2})
+}
+
+// TestMachineClientGoneGivesBack: a worker process that dies (its connection closes)
+// gives back what its raylet held.
+func TestMachineClientGoneGivesBack(t *testing.T) {
+	m := serveMachine(t, map[string]float64{sched.CPU: 2})
+	c, err := machine.Dial(m.Path(), "doomed", func(*pb.MachineMsg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ask(1, res(t, map[string]float64{sched.CPU: 2}), false); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyFree(t, m, map[string]float64{})
+	_ = c.Close()
+	eventuallyFree(t, m, map[string]float64{sched.CPU: 2})
+}
