@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,16 +109,22 @@ func BenchmarkStream(b *testing.B) {
 		if secure {
 			name += "/tls"
 		}
-		b.Run(name, func(b *testing.B) { streamProcess(b, data, id, secure, tlsDir, clientTLS, run) })
+		b.Run(name, func(b *testing.B) { streamProcess(b, data, id, secure, tlsDir, clientTLS, "", run) })
 	}
+	// The same machine's Unix socket of a server that speaks TLS on TCP (a node of a
+	// secure cluster): no TLS, no TCP.
+	b.Run("200MiB/processes/unix", func(b *testing.B) {
+		streamProcess(b, data, id, true, tlsDir, clientTLS, filepath.Join(b.TempDir(), "d.sock"), run)
+	})
 	small := newStreamServer(b, ServerConfig{Get: func(context.Context, ids.ObjectID) ([]byte, error) { return data[:1<<20], nil }})
 	b.Run("1MiB/kept-conn", func(b *testing.B) { run(b, small.Addr(), 1<<20, false, nil) })
 	b.Run("1MiB/new-conn", func(b *testing.B) { run(b, small.Addr(), 1<<20, true, nil) })
 }
 
 // streamProcess runs run against a server in another process (the test binary, see
-// TestMain) serving data, over TLS with the credentials in tlsDir if secure.
-func streamProcess(b *testing.B, data []byte, id ids.ObjectID, secure bool, tlsDir string, clientTLS *tls.Config,
+// TestMain) serving data, over TLS with the credentials in tlsDir if secure, or over the
+// Unix socket at socket when set (no TLS there, whatever secure says).
+func streamProcess(b *testing.B, data []byte, id ids.ObjectID, secure bool, tlsDir string, clientTLS *tls.Config, socket string,
 	run func(b *testing.B, addr string, size int, newConn bool, tlsCfg *tls.Config)) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", streamServeEnv, len(data)))
@@ -125,6 +132,9 @@ func streamProcess(b *testing.B, data []byte, id ids.ObjectID, secure bool, tlsD
 	if secure {
 		cmd.Env = append(cmd.Env, streamTLSEnv+"="+tlsDir)
 		opt.TLS = clientTLS
+	}
+	if socket != "" {
+		cmd.Env = append(cmd.Env, streamUnixEnv+"="+socket)
 	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()

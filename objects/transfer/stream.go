@@ -14,6 +14,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -119,7 +120,16 @@ type ServerConfig struct {
 	// connection meanwhile (a revoked certificate: identity.Credentials.TrackPeer) ends
 	// it. Nil: nothing is told.
 	TrackPeer func(c io.Closer, leaf *x509.Certificate) (untrack func())
+	// Socket, when set, is the path of a Unix socket the server also listens on (made
+	// 0600; a stale file there is replaced), for clients on the same machine: its
+	// connections skip TLS (the file's permissions admit only this user, whose session
+	// holds the cluster's keys anyway) and the TCP stack. Fetch reaches it with the
+	// address "unix:" + Socket. The listener shares the server's slots and bounds.
+	Socket string
 }
+
+// UnixPrefix marks a Fetch address that is a Unix socket's path.
+const UnixPrefix = "unix:"
 
 // Server serves objects' bytes to Fetch over TCP. It owns its listener, its accept loop
 // and one goroutine per connection; Close ends them all.
@@ -133,6 +143,7 @@ type Server struct {
 	cfg    ServerConfig
 	tune   tuning
 	ln     net.Listener
+	uln    net.Listener    // ServerConfig.Socket's; nil without
 	ctx    context.Context // ends at Close; Get receives it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the accept loop and the connection goroutines
@@ -144,6 +155,7 @@ type Server struct {
 	closed  bool
 
 	accepted atomic.Int64 // connections accepted (tests)
+	local    atomic.Int64 // of which through the Unix socket
 	evicted  atomic.Int64 // connections closed to make room (tests)
 }
 
@@ -159,6 +171,7 @@ const (
 )
 
 type serverConn struct {
+	local   bool     // came through the Unix socket: no TLS
 	c       net.Conn // the TCP connection: closing it ends every read and write at once
 	state   connState
 	since   time.Time // when it entered fresh or idle (eviction order)
@@ -198,14 +211,51 @@ func newServer(cfg ServerConfig, tune tuning) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, tune: tune, ln: ln, conns: make(map[*serverConn]struct{}),
 		slots: make(chan struct{}, cfg.MaxConns)}
+	if cfg.Socket != "" {
+		if s.uln, err = listenUnix(cfg.Socket); err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("transfer: stream server: %w", err)
+		}
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
-	go s.acceptLoop()
+	go s.acceptLoop(s.ln, false)
+	if s.uln != nil {
+		s.wg.Add(1)
+		go s.acceptLoop(s.uln, true)
+	}
 	return s, nil
 }
 
 // Addr returns the address the server listens on (host:port, the port bound).
 func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Accepted counts the connections accepted so far: in all, and through the Unix socket.
+func (s *Server) Accepted() (all, local int64) { return s.accepted.Load(), s.local.Load() }
+
+// Socket returns the Fetch address of the server's Unix socket ("" without one).
+func (s *Server) Socket() string {
+	if s.uln == nil {
+		return ""
+	}
+	return UnixPrefix + s.cfg.Socket
+}
+
+// listenUnix listens on a Unix socket at path, 0600, replacing a stale file.
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
 
 // Close stops accepting, closes every connection (transfers in progress fail on the
 // client), cancels the context of Gets in progress and waits for the server's goroutines.
@@ -223,6 +273,10 @@ func (s *Server) Close() error {
 		if err = s.ln.Close(); errors.Is(err, net.ErrClosed) {
 			err = nil
 		}
+		if s.uln != nil {
+			_ = s.uln.Close()
+			_ = os.Remove(s.cfg.Socket)
+		}
 	}
 	s.wg.Wait()
 	return err
@@ -234,11 +288,11 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-func (s *Server) acceptLoop() {
+func (s *Server) acceptLoop(ln net.Listener, local bool) {
 	defer s.wg.Done()
 	var backoff time.Duration
 	for {
-		c, err := s.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			if s.isClosed() || errors.Is(err, net.ErrClosed) {
 				return
@@ -255,7 +309,10 @@ func (s *Server) acceptLoop() {
 		}
 		backoff = 0
 		s.accepted.Add(1)
-		sc := &serverConn{c: c, state: fresh, since: time.Now()}
+		if local {
+			s.local.Add(1)
+		}
+		sc := &serverConn{c: c, state: fresh, since: time.Now(), local: local}
 		if !s.admit(sc) {
 			_ = c.Close()
 			if s.isClosed() {
@@ -378,7 +435,7 @@ func (s *Server) serveConn(sc *serverConn) {
 	log := s.cfg.Logger.With("remote", sc.c.RemoteAddr().String())
 	conn := sc.c
 	var out *coalescer
-	if s.cfg.TLS != nil {
+	if s.cfg.TLS != nil && !sc.local {
 		// The handshake counts as part of the first request: same deadline, no slot.
 		out = &coalescer{Conn: sc.c}
 		tc := tls.Server(out, s.cfg.TLS)
@@ -544,7 +601,7 @@ func fetch(ctx context.Context, pool *connPool, addr string, id ids.ObjectID, op
 		return nil, fetchErrorf(addr, id, "%w", err)
 	}
 	key := addr
-	if opt.TLS != nil {
+	if opt.TLS != nil && !strings.HasPrefix(addr, UnixPrefix) {
 		key = "tls " + addr
 	}
 	c, reused := pool.get(key)
@@ -580,6 +637,9 @@ func fetch(ctx context.Context, pool *connPool, addr string, id ids.ObjectID, op
 func dial(ctx context.Context, addr string, opt FetchOptions, tune tuning) (net.Conn, error) {
 	timeout := min(opt.Timeout, maxDialTimeout)
 	d := net.Dialer{Timeout: timeout}
+	if path, ok := strings.CutPrefix(addr, UnixPrefix); ok {
+		return d.DialContext(ctx, "unix", path) // the same machine's: no TLS (ServerConfig.Socket)
+	}
 	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err

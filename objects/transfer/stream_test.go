@@ -568,6 +568,10 @@ const streamServeEnv = "TRANSFER_STREAM_SERVE_BYTES"
 // the server process serves mutual TLS with.
 const streamTLSEnv = "TRANSFER_STREAM_TLS_DIR"
 
+// streamUnixEnv, with streamServeEnv, is a Unix socket's path the server process also
+// listens on (ServerConfig.Socket); it prints that address instead of the TCP one.
+const streamUnixEnv = "TRANSFER_STREAM_UNIX"
+
 func TestMain(m *testing.M) {
 	if v := os.Getenv(streamServeEnv); v != "" {
 		os.Exit(serveStreamProcess(v))
@@ -591,12 +595,17 @@ func serveStreamProcess(size string) int {
 		}
 		cfg.TLS = creds.PeerServerTLS()
 	}
+	cfg.Socket = os.Getenv(streamUnixEnv)
 	srv, err := NewServer(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fmt.Println(srv.Addr())
+	if cfg.Socket != "" {
+		fmt.Println(srv.Socket())
+	} else {
+		fmt.Println(srv.Addr())
+	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	if err := srv.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

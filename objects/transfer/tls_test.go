@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,4 +195,46 @@ func TestStreamTrackPeer(t *testing.T) {
 	eventually.True(t, 10*time.Second, "the closed connection ends and is untracked", func() bool {
 		return open() == 0 && untracked.Load() == 1
 	})
+}
+
+// TestStreamUnixSocket: a server that speaks mutual TLS on TCP also serves its Unix
+// socket (0600), without TLS, to a client of the same machine; plain TCP is still
+// refused; Close removes the socket.
+func TestStreamUnixSocket(t *testing.T) {
+	_, srvCreds := clusterCreds(t, identity.RoleNode)
+	var objs objectMap
+	path := filepath.Join(t.TempDir(), "d.sock")
+	srv := newStreamServer(t, ServerConfig{Get: objs.get, TLS: srvCreds.PeerServerTLS(), Socket: path})
+	id := ids.PutID(ids.NewRootTaskID(), 1)
+	data := randomBytes(3<<20+5, 12)
+	objs.set(id, data)
+	if srv.Socket() != UnixPrefix+path {
+		t.Fatalf("Socket() = %q", srv.Socket())
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the socket: %v, %v; want mode 0600", fi, err)
+	}
+	pool := testPool(t)
+	for round := range 3 {
+		// The client's TLS configuration does not matter on the socket.
+		got, err := fetch(context.Background(), pool, srv.Socket(), id, FetchOptions{Size: int64(len(data))}, defaultTuning)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("round %d: fetch over the socket: %v (%d bytes)", round, err, len(got))
+		}
+	}
+	if n := srv.accepted.Load(); n != 1 {
+		t.Errorf("%d connections accepted for 3 fetches, want 1 (reused)", n)
+	}
+	if got, err := fetch(context.Background(), testPool(t), srv.Addr(), id, FetchOptions{Timeout: 3 * time.Second}, defaultTuning); err == nil || got != nil {
+		t.Fatalf("plain TCP to a TLS server: %d bytes, %v; want refused", len(got), err)
+	}
+	if _, err := fetch(context.Background(), testPool(t), srv.Socket(), ids.PutID(ids.NewRootTaskID(), 2), FetchOptions{}, defaultTuning); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an object the server does not hold: %v, want ErrNotFound", err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the socket after Close: %v, want removed", err)
+	}
 }

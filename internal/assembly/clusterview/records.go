@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -59,6 +60,9 @@ func DecodeNode(id string, b []byte) (*pb.NodeInfo, error) {
 		return nil, fmt.Errorf("%s has the negative pid %d", what, info.GetPid())
 	case info.GetObjectStoreBytes() < 0:
 		return nil, fmt.Errorf("%s has the negative object store size %d", what, info.GetObjectStoreBytes())
+	}
+	if a := info.GetDataSocket(); a != "" && (!strings.HasPrefix(a, "unix:/") || len(a) > 200) {
+		return nil, fmt.Errorf("%s has the data socket %q (want unix:/path)", what, a)
 	}
 	if a := info.GetDataAddress(); a != "" {
 		if _, _, err := net.SplitHostPort(a); err != nil {

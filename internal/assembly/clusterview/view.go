@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/netx"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/sched"
@@ -53,6 +55,8 @@ type View struct {
 	mu    sync.Mutex
 	nodes map[string]*node
 	data  map[string]string // every node's data server address (drivers too)
+	// socket: the data server's Unix socket of the nodes on this machine.
+	socket map[string]string
 	// gone are nodes the membership reported unreachable or left: not placed on (and not
 	// alive) from then on, although their records last until their leases lapse. A node
 	// that comes back after a crash has a new ID.
@@ -89,12 +93,13 @@ type snapshot struct {
 	suspect []time.Time  // not placed on before
 	index   map[string]int
 	data    map[string]string
+	socket  map[string]string
 	gone    map[string]bool
 }
 
 // Start lists the node table and the load reports and watches both until Stop.
 func Start(ctx context.Context, cfg Config) (*View, error) {
-	v := &View{cfg: cfg, nodes: map[string]*node{}, data: map[string]string{}}
+	v := &View{cfg: cfg, nodes: map[string]*node{}, data: map[string]string{}, socket: map[string]string{}}
 	nodes, rev, err := cfg.Store.List(ctx, gcs.NodesPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("clusterview: read the node table: %w", err)
@@ -147,6 +152,7 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 				case e.Type == gcs.EventDelete && prefix == gcs.NodesPrefix:
 					delete(v.nodes, id)
 					delete(v.data, id)
+					delete(v.socket, id)
 				case e.Type == gcs.EventDelete:
 					if n := v.nodes[id]; n != nil {
 						n.hasLoad, n.avail, n.report = false, n.total, 0
@@ -213,6 +219,9 @@ func (v *View) putNodeLocked(kv gcs.KV) *pb.NodeInfo {
 	if info.DataAddress != "" {
 		v.data[info.NodeId] = info.DataAddress
 	}
+	if m := netx.MachineID(); info.DataSocket != "" && m != "" && info.MachineId == m {
+		v.socket[info.NodeId] = info.DataSocket
+	}
 	if v.cfg.RunsTasks != nil && !v.cfg.RunsTasks(info) {
 		return info
 	}
@@ -251,7 +260,7 @@ func (v *View) putLoadLocked(kv gcs.KV) {
 
 // publishLocked publishes the tables as a new snapshot (v.mu held).
 func (v *View) publishLocked() {
-	s := &snapshot{index: make(map[string]int, len(v.nodes)), data: make(map[string]string, len(v.data)),
+	s := &snapshot{index: make(map[string]int, len(v.nodes)), data: make(map[string]string, len(v.data)), socket: maps.Clone(v.socket),
 		gone: make(map[string]bool, len(v.gone))}
 	ids := make([]string, 0, len(v.nodes))
 	for id := range v.nodes {
@@ -351,6 +360,10 @@ func (v *View) MarkAlive(id ids.NodeID) {
 
 // DataAddress is a node's object data server address ("" if unknown).
 func (v *View) DataAddress(id ids.NodeID) string { return v.load().data[string(id)] }
+
+// DataSocket is the Unix socket of the data server of a node on this machine ("" for a
+// node elsewhere, or without one).
+func (v *View) DataSocket(id ids.NodeID) string { return v.load().socket[string(id)] }
 
 // Nodes returns the alive nodes of the view with their records, in ID order.
 func (v *View) Nodes() []*pb.NodeInfo {

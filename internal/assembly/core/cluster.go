@@ -25,6 +25,9 @@ type Cluster interface {
 	Raylet(node ids.NodeID) *actor.PID
 	Store(node ids.NodeID) *actor.PID
 	DataAddress(node ids.NodeID) string
+	// DataSocket is the Unix socket of the data server of a node on this machine ("" if
+	// the node runs elsewhere or has none): tried before DataAddress.
+	DataSocket(node ids.NodeID) string
 	Feasible(req sched.Resources) error
 	// Alive reports whether node is a member of the cluster now.
 	Alive(node ids.NodeID) bool

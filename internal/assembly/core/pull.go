@@ -27,6 +27,15 @@ var pullOptions = transfer.Options{InFlight: 8}
 func (c *Core) pull(ctx context.Context, s *actor.PID, id ids.ObjectID, node ids.NodeID, size int64) ([]byte, error) {
 	var b []byte
 	err := errNoStream
+	if sock := c.cfg.Cluster.DataSocket(node); sock != "" {
+		// The same machine: the node's Unix socket, no TLS, no TCP. Any failure there
+		// (a container of this host without that file, a node gone) falls back to the
+		// TCP stream and its checks below.
+		if b, err = transfer.Fetch(ctx, sock, id, transfer.FetchOptions{Size: size}); err == nil {
+			return b, nil
+		}
+		err = errNoStream
+	}
 	if addr := c.cfg.Cluster.DataAddress(node); addr != "" {
 		b, err = transfer.Fetch(ctx, addr, id, transfer.FetchOptions{Size: size, TLS: c.cfg.DataTLS})
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/netx"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/lineage"
 	"github.com/ray-go/ray/objects/shard"
@@ -170,6 +171,10 @@ type Config struct {
 	Machine string
 	Logger  *slog.Logger
 }
+
+// maxSocketPath: a Unix socket's path must fit sockaddr_un (108 bytes on Linux with its
+// terminating zero, 104 elsewhere).
+const maxSocketPath = 100
 
 // gatedProvider holds the member's registration until the gate opens.
 type gatedProvider struct {
@@ -383,7 +388,14 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if n.view, err = n.startView(ctx); err != nil {
 			return nil, err
 		}
-		if n.data, err = transfer.NewServer(transfer.ServerConfig{Addr: net.JoinHostPort(cfg.Host, "0"), Get: n.readObject, Logger: cfg.Logger, TLS: peerServerTLS(cfg.Credentials), TrackPeer: trackPeer(cfg.Credentials)}); err != nil {
+		// Peers on this machine read over a Unix socket in the node's directory (0700):
+		// no TLS, no TCP; a path too long for a socket goes without.
+		var sock string
+		if p, err := filepath.Abs(filepath.Join(n.dir, "data.sock")); err == nil && len(p) <= maxSocketPath {
+			sock = p
+		}
+		if n.data, err = transfer.NewServer(transfer.ServerConfig{Addr: net.JoinHostPort(cfg.Host, "0"), Get: n.readObject, Logger: cfg.Logger,
+			TLS: peerServerTLS(cfg.Credentials), TrackPeer: trackPeer(cfg.Credentials), Socket: sock}); err != nil {
 			return nil, fmt.Errorf("node: start the object data server: %w", err)
 		}
 		cluster, feasible = viewCluster{n.view}, n.view.Feasible
@@ -415,7 +427,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		ObjectStoreBytes: cfg.ObjectStoreBytes, StartedUnixMs: time.Now().UnixMilli(),
 		Role: cfg.Role, JobId: string(cfg.Job), AgentId: cfg.AgentID, Hostname: host, Pid: int32(os.Getpid())}
 	if n.data != nil {
-		info.DataAddress = n.data.Addr()
+		info.DataAddress, info.DataSocket, info.MachineId = n.data.Addr(), n.data.Socket(), netx.MachineID()
 	}
 	self = info
 	infoB, _ := proto.Marshal(info)
@@ -772,6 +784,24 @@ func (n *Node) Flush(ctx context.Context) error {
 		return err
 	}
 	return n.writer.Flush(ctx)
+}
+
+// DataSocket is the Fetch address of the Unix socket of the node's object data server
+// ("" without one: local mode, or a directory path too long for a socket).
+func (n *Node) DataSocket() string {
+	if n.data == nil {
+		return ""
+	}
+	return n.data.Socket()
+}
+
+// DataConns counts the connections the node's object data server accepted: in all, and
+// through its Unix socket (peers on this machine).
+func (n *Node) DataConns() (all, local int64) {
+	if n.data == nil {
+		return 0, 0
+	}
+	return n.data.Accepted()
 }
 
 // Raylet returns the node's scheduler grain.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	ray "github.com/ray-go/ray"
+	"github.com/ray-go/ray/objects/transfer"
 )
 
 var (
@@ -294,6 +296,14 @@ func TestIdleConnectionsDoNotDelayGet(t *testing.T) {
 		}
 		return time.Since(start)
 	}
+	// Over TCP, as from another machine: without the node's Unix socket (kept
+	// connections closed first) a peer falls back to its TCP address.
+	transfer.CloseIdleConnections()
+	if s := holder.DataSocket(); s != "" {
+		if err := os.Remove(strings.TrimPrefix(s, transfer.UnixPrefix)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
 	baseline := get(blob())
 	addr := holder.DataAddress()
 	if addr == "" {
@@ -318,6 +328,44 @@ func TestIdleConnectionsDoNotDelayGet(t *testing.T) {
 		t.Fatalf("a cross-node Get of 8 MiB took %v behind 500 idle connections (%v without)", d, baseline)
 	}
 	t.Logf("cross-node Get of 8 MiB: %v behind 500 idle connections, %v without", d, baseline)
+}
+
+// TestSameMachineSocket: nodes on one machine read each other's objects over the data
+// server's Unix socket (no TLS, no TCP); once the socket is gone (a container of the same
+// host that does not share the file), over TCP, with the same bytes.
+func TestSameMachineSocket(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	up := alive(t)
+	ctx := cluster.Context(base, up[0])
+	holder := cluster.Nodes[up[1]]
+	sock := holder.DataSocket()
+	if !strings.HasPrefix(sock, transfer.UnixPrefix) {
+		t.Fatalf("node %d's data socket: %q", up[1], sock)
+	}
+	const size = 3<<20 + 7
+	read := func() (all, local int64) {
+		t.Helper()
+		all0, local0 := holder.DataConns()
+		r := makeBlob.Options(ray.NodeAffinity(string(holder.ID), false)).Remote(ctx, ray.V(size))
+		got, err := ray.Get(ctx, r)
+		if err != nil || len(got) != size || !bytes.Equal(got[size-16:], blobTail(size)) {
+			t.Fatalf("cross-node Get: %d bytes, %v", len(got), err)
+		}
+		all1, local1 := holder.DataConns()
+		return all1 - all0, local1 - local0
+	}
+	transfer.CloseIdleConnections()
+	if all, local := read(); all != 1 || local != 1 {
+		t.Fatalf("a Get from a node on the same machine opened %d connections, %d through the socket; want 1 through it", all, local)
+	}
+	transfer.CloseIdleConnections()
+	if err := os.Remove(strings.TrimPrefix(sock, transfer.UnixPrefix)); err != nil {
+		t.Fatal(err)
+	}
+	if all, local := read(); all != 1 || local != 0 {
+		t.Fatalf("without the socket: %d connections, %d through the socket; want 1 over TCP", all, local)
+	}
 }
 
 // TestNodeAffinity: hard affinity to an unknown node fails; soft affinity runs elsewhere.
@@ -393,6 +441,16 @@ func echoSumOf(ps ...[]byte) []byte {
 		for i, x := range p {
 			out[i%len(out)] += x
 		}
+	}
+	return out
+}
+
+// blobTail is the last 16 bytes makeBlob makes for n.
+func blobTail(n int) []byte {
+	out := make([]byte, 16)
+	for i := range out {
+		j := n - 16 + i
+		out[i] = byte(j*7 + j>>9)
 	}
 	return out
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -65,3 +67,21 @@ func FreePorts(host string, n int) (int, error) {
 	}
 	return 0, fmt.Errorf("netx: no %d free consecutive ports on %s in %d-%d", n, host, freePortLow, freePortHigh)
 }
+
+// MachineID names this machine for as long as it is up: Linux's boot ID, "" where there
+// is none. Processes with the same one run on one kernel (containers of one host too: a
+// peer's Unix socket path may still not exist here, so its user must fall back).
+func MachineID() string {
+	machineOnce.Do(func() {
+		b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+		if err == nil && len(b) <= 64 {
+			machineID = strings.TrimSpace(string(b))
+		}
+	})
+	return machineID
+}
+
+var (
+	machineOnce sync.Once
+	machineID   string
+)

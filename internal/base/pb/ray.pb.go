@@ -2242,7 +2242,13 @@ type NodeInfo struct {
 	Pid      int32  `protobuf:"varint,10,opt,name=pid,proto3" json:"pid,omitempty"`
 	// data_address is the host:port of the node's object data server (objects/transfer's
 	// stream): large objects move over it instead of through actor messages.
-	DataAddress   string `protobuf:"bytes,11,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
+	DataAddress string `protobuf:"bytes,11,opt,name=data_address,json=dataAddress,proto3" json:"data_address,omitempty"`
+	// data_socket is the same server's Unix socket ("unix:<path>"), for peers on the same
+	// machine (equal machine_id): no TLS, no TCP. A peer that cannot use it (a container
+	// of the same host with its own filesystem) falls back to data_address.
+	DataSocket string `protobuf:"bytes,12,opt,name=data_socket,json=dataSocket,proto3" json:"data_socket,omitempty"`
+	// machine_id names the machine the node runs on (Linux's boot ID; "" where unknown).
+	MachineId     string `protobuf:"bytes,13,opt,name=machine_id,json=machineId,proto3" json:"machine_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2350,6 +2356,20 @@ func (x *NodeInfo) GetPid() int32 {
 func (x *NodeInfo) GetDataAddress() string {
 	if x != nil {
 		return x.DataAddress
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetDataSocket() string {
+	if x != nil {
+		return x.DataSocket
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetMachineId() string {
+	if x != nil {
+		return x.MachineId
 	}
 	return ""
 }
@@ -5269,7 +5289,7 @@ const file_ray_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12 \n" +
 	"\x05owner\x18\x03 \x01(\v2\n" +
 	".raypb.PIDR\x05owner\x12\x18\n" +
-	"\aspilled\x18\x04 \x01(\bR\aspilled\"\xd4\x02\n" +
+	"\aspilled\x18\x04 \x01(\bR\aspilled\"\x94\x03\n" +
 	"\bNodeInfo\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12(\n" +
@@ -5282,7 +5302,11 @@ const file_ray_proto_rawDesc = "" +
 	"\bhostname\x18\t \x01(\tR\bhostname\x12\x10\n" +
 	"\x03pid\x18\n" +
 	" \x01(\x05R\x03pid\x12!\n" +
-	"\fdata_address\x18\v \x01(\tR\vdataAddress\"\xfd\x03\n" +
+	"\fdata_address\x18\v \x01(\tR\vdataAddress\x12\x1f\n" +
+	"\vdata_socket\x18\f \x01(\tR\n" +
+	"dataSocket\x12\x1d\n" +
+	"\n" +
+	"machine_id\x18\r \x01(\tR\tmachineId\"\xfd\x03\n" +
 	"\bNodeLoad\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x120\n" +
 	"\tavailable\x18\x02 \x03(\v2\x12.raypb.ResourceQtyR\tavailable\x12\x16\n" +
