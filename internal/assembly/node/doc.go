@@ -38,6 +38,11 @@
 // lists of specs, calls, results and IDs in messages of about 1 MiB (internal/base/pb
 // bounds.go). Without credentials (--insecure, testcluster) both speak plain text.
 //
+// Nodes on one machine (equal NodeInfo.machine_id, Linux's boot ID) read each other's
+// objects over the data server's Unix socket in the node's directory
+// (NodeInfo.data_socket, 0600): no TLS, no TCP; a socket that cannot be reached (a
+// container of the same host without the file) falls back to the TCP address.
+//
 // protoactor's own logs go through peerLog (peerlog.go): the endpoint writer's ERROR lines
 // about a peer that went away (lost connection, five failed reconnects) become one WARN per
 // peer and minute that says what happened, the rest DEBUG.
