@@ -91,6 +91,7 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	n, err := node.Start(ctx, node.Config{
 		Resources: res, ObjectStoreBytes: cfg.objectStoreBytes, Dir: cfg.dir,
 		Lineage: !cfg.noLineage, Logger: cfg.logger, LeaseTTL: cfg.leaseTTL, TaskEvents: cfg.taskEvents, CallSites: callSitesOn(),
+		SoftMemoryLimit: softLimitOn(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ray: Init: %w", err)
@@ -142,7 +143,7 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 		Address: addr, Namespace: os.Getenv(workerenv.Namespace), Credentials: creds,
 		SubmissionID: os.Getenv(workerenv.Submission),
 		Node: node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger, TaskEvents: cfg.taskEvents,
-			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, CallSites: callSitesOn()},
+			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, CallSites: callSitesOn(), SoftMemoryLimit: softLimitOn()},
 	})
 	if errors.Is(err, node.ErrCredentials) {
 		return nil, fmt.Errorf("ray: Init: join the cluster at %s: %w: %w", cfg.address, ErrNoCredentials, err)
@@ -189,7 +190,7 @@ func serveWorker(ctx context.Context, w workerenv.Worker, cfg initConfig) {
 		Address: w.Address, Namespace: w.Namespace, Credentials: creds,
 		Node: node.Config{Role: node.RoleWorker, Job: ids.JobID(w.Job), AgentID: w.Agent, Resources: res,
 			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger, LeaseTTL: cfg.leaseTTL,
-			CallSites: callSitesOn(), Machine: w.Machine},
+			CallSites: callSitesOn(), Machine: w.Machine, SoftMemoryLimit: softLimitOn()},
 	})
 	if err != nil {
 		fail(err)
@@ -225,3 +226,8 @@ func nodeOf(ctx context.Context) *node.Node {
 // callSitesOn reports whether this process records where each object was created (Ray's
 // RAY_record_ref_creation_sites=1; core.CallSitesEnv).
 func callSitesOn() bool { return os.Getenv(core.CallSitesEnv) == "1" }
+
+// softLimitOn reports whether the runtime sets the process's soft memory limit from its
+// object store budget (node.Config.SoftMemoryLimit): when the program does not choose one
+// with GOMEMLIMIT (GOMEMLIMIT=off keeps the process without a limit).
+func softLimitOn() bool { return os.Getenv("GOMEMLIMIT") == "" }

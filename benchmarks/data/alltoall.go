@@ -26,7 +26,6 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
-	"github.com/ray-go/ray"
 	"github.com/ray-go/ray/data"
 )
 
@@ -43,7 +42,7 @@ type xResult struct {
 	Ratio     float64        `json:"ratio_ray_over_baseline"`
 	Goal      float64        `json:"goal_ratio"`
 	Spilled   int64          `json:"max_spilled_bytes"`     // the most the store held spilled, over the ray-go trials (from Stats)
-	Store     int64          `json:"store_bytes,omitempty"` // (d) with -sort-store-mib: the fresh runtime's object store
+	Store     int64          `json:"store_bytes,omitempty"` // (d) with -sort-store-mib: the runtime's object store
 	Stats     string         `json:"last_ray_stats"`
 }
 
@@ -307,25 +306,8 @@ func partD(ctx context.Context, cfg config, dir string) (*xResult, error) {
 	}
 	logf("d: input %d records (%s) in %d Parquet files, ready in %v", n, mib(res.Bytes), len(files), time.Since(start).Round(time.Millisecond))
 	if cfg.sortStore > 0 {
-		// A fresh local runtime whose store is cfg.sortStore bytes: the sort runs there.
-		rctx, err := ray.Init(context.Background(), ray.WithObjectStoreMemory(cfg.sortStore))
-		if err != nil {
-			return nil, fmt.Errorf("init (store %s): %w", mib(cfg.sortStore), err)
-		}
-		defer func() {
-			if err := ray.Shutdown(rctx); err != nil {
-				logf("d: shutdown: %v", err)
-			}
-		}()
-		parent := ctx
-		ctx = rctx
-		if deadline, ok := parent.Deadline(); ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(rctx, deadline)
-			defer cancel()
-		}
-		res.Store = cfg.sortStore
-		logf("d: sorting in a fresh local runtime whose object store has %s", mib(cfg.sortStore))
+		res.Store = cfg.sortStore // main started the local runtime with this store
+		logf("d: sorting in the local runtime whose object store has %s", mib(cfg.sortStore))
 	}
 	// The baseline's input: the same records, in memory (made before the timing).
 	var recs []byte

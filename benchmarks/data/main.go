@@ -65,7 +65,7 @@ type config struct {
 	xMaxTasks     int
 	sortBytes     int64
 	sortFiles     int
-	sortStore     int64 // (d) object store of a fresh local runtime for the sort (0: the main runtime's)
+	sortStore     int64 // (d) the local runtime's object store (0: the default)
 	sortBaseline  bool
 	groupRows     int64
 	groupBlocks   int
@@ -107,7 +107,7 @@ func run() int {
 	flag.IntVar(&cfg.xMaxTasks, "x-max-tasks", 0, "(d), (e), (f) the data package's MaxTasksInFlight option (default 0: the package's default)")
 	sortMiB := flag.Int64("sort-mib", 1024, "(d) MiB of 100-byte records to sort")
 	flag.IntVar(&cfg.sortFiles, "sort-files", 16, "(d) Parquet files of the input")
-	sortStoreMiB := flag.Int64("sort-store-mib", 0, "(d) run the sort in a fresh local runtime whose object store has this many MiB (e.g. 512 with -sort-mib 2048: data 4x the store, which must spill); 0: the main runtime and its default store")
+	sortStoreMiB := flag.Int64("sort-store-mib", 0, "(d) the local runtime's object store, MiB (e.g. 512 with -sort-mib 2048: data 4x the store, which must spill; the other parts run with it too); 0: the default store")
 	flag.BoolVar(&cfg.sortBaseline, "sort-baseline", true, "(d) also run the in-memory baseline (it holds the records and a sorted copy in memory: turn it off to measure ray-go's peak RSS alone)")
 	flag.Int64Var(&cfg.groupRows, "groupby-rows", 20_000_000, "(e) rows")
 	flag.Int64Var(&groupKeysFlag, "groupby-keys", 1_000_000, "(e) distinct keys")
@@ -178,6 +178,12 @@ func run() int {
 	var opts []ray.InitOption
 	if *address != "" {
 		opts = append(opts, ray.WithAddress(*address))
+	}
+	if cfg.sortStore > 0 && *address == "" {
+		// One runtime only: the runtime sets the process's soft memory limit from the
+		// store budgets of its nodes (ray.Init), so a second, default-sized runtime
+		// would raise it by 30% of the machine.
+		opts = append(opts, ray.WithObjectStoreMemory(cfg.sortStore))
 	}
 	// Init first: in a cluster's worker processes it never returns, so nothing below (such
 	// as writing the input) runs there.

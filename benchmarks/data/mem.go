@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -115,10 +116,16 @@ type machine struct {
 	GoVersion  string `json:"go_version"`
 	LoadAvg    string `json:"loadavg"`
 	Kernel     string `json:"kernel"`
+	// MemLimit is the process's soft memory limit after ray.Init (GOMEMLIMIT, or the one
+	// the runtime sets from its object store budget; 0: none).
+	MemLimit int64 `json:"mem_limit_bytes,omitempty"`
 }
 
 func describeMachine() machine {
 	m := machine{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), LoadAvg: loadAvg()}
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		m.MemLimit = l
+	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		m.MemTotal = fieldKB(b, "MemTotal") << 10
 		m.MemAvail = fieldKB(b, "MemAvailable") << 10
@@ -139,8 +146,12 @@ func describeMachine() machine {
 }
 
 func (m machine) String() string {
-	return fmt.Sprintf("machine: %d cores (GOMAXPROCS %d, %s), %s RAM (%s available), %s, linux %s, load %s",
-		m.Cores, m.GOMAXPROCS, m.CPUModel, gib(m.MemTotal), gib(m.MemAvail), m.GoVersion, m.Kernel, m.LoadAvg)
+	limit := "none"
+	if m.MemLimit > 0 {
+		limit = mib(m.MemLimit)
+	}
+	return fmt.Sprintf("machine: %d cores (GOMAXPROCS %d, %s), %s RAM (%s available), %s, linux %s, load %s; soft memory limit %s",
+		m.Cores, m.GOMAXPROCS, m.CPUModel, gib(m.MemTotal), gib(m.MemAvail), m.GoVersion, m.Kernel, m.LoadAvg, limit)
 }
 
 func loadAvg() string {

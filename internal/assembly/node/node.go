@@ -169,7 +169,15 @@ type Config struct {
 	// obtains its resources there, shared with the other jobs on the machine, instead of
 	// counting Resources as its own. Empty: the node's resources are its own.
 	Machine string
-	Logger  *slog.Logger
+	// SoftMemoryLimit sets the process's soft memory limit (debug.SetMemoryLimit) to the
+	// store budgets of its nodes plus SoftLimitMargin while this node runs, unless the
+	// program runs with a limit already (GOMEMLIMIT, or debug.SetMemoryLimit before): the
+	// store's objects live in the Go heap, so the collector's default pacing (GOGC 100)
+	// alone would let garbage grow as large as the store and the live data together. The
+	// root package sets it when GOMEMLIMIT is unset; the last node to stop puts the
+	// previous limit back.
+	SoftMemoryLimit bool
+	Logger          *slog.Logger
 }
 
 // maxSocketPath: a Unix socket's path must fit sockaddr_un (108 bytes on Linux with its
@@ -249,6 +257,8 @@ type Node struct {
 	// ActorStats counts what this node's actor grains did.
 	ActorStats *actors.Stats
 
+	softLimit int64 // the store budget this node added to processLimit (0: none)
+
 	mu      sync.Mutex
 	rayletP atomic.Pointer[actor.PID] // resolved once: read on every task's placement
 	storeP  atomic.Pointer[actor.PID]
@@ -299,6 +309,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			started.Stop(context.Background())
 		}
 	}()
+	if cfg.SoftMemoryLimit && processLimit.acquire(cfg.ObjectStoreBytes) {
+		n.softLimit = cfg.ObjectStoreBytes
+	}
 	if cfg.Dir == "" {
 		if n.dir, err = os.MkdirTemp("", "ray-go-"); err != nil {
 			return nil, fmt.Errorf("node: create a session directory: %w (set a writable directory with ray.WithDir)", err)
@@ -934,6 +947,9 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 	}
 	n.stopKeeping()
+	if n.softLimit != 0 {
+		processLimit.release(n.softLimit)
+	}
 	return errors.Join(errs...)
 }
 
