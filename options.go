@@ -44,7 +44,9 @@ func WithResources(r map[string]float64) InitOption {
 // machine's memory). An object larger than the whole budget is refused with
 // ErrObjectTooLarge, whether Put or a task returns it (the task fails, not retried);
 // beyond the budget, least recently used objects spill to disk in the node's directory
-// (see WithDir) and are read back transparently.
+// (see WithDir) and are read back transparently. The store's objects live in the Go heap:
+// unless GOMEMLIMIT is set, Init sets the process's soft memory limit (debug.SetMemoryLimit)
+// to this budget plus 768 MiB (node.SoftLimitMargin), and Shutdown puts it back.
 func WithObjectStoreMemory(bytes int64) InitOption {
 	return func(c *initConfig) { c.objectStoreBytes = bytes }
 }
