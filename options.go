@@ -46,7 +46,7 @@ func WithResources(r map[string]float64) InitOption {
 // beyond the budget, least recently used objects spill to disk in the node's directory
 // (see WithDir) and are read back transparently. The store's objects live in the Go heap:
 // unless GOMEMLIMIT is set, Init sets the process's soft memory limit (debug.SetMemoryLimit)
-// to this budget plus 768 MiB (node.SoftLimitMargin), and Shutdown puts it back.
+// to this budget plus 640 MiB (node.SoftLimitMargin), and Shutdown puts it back.
 func WithObjectStoreMemory(bytes int64) InitOption {
 	return func(c *initConfig) { c.objectStoreBytes = bytes }
 }
