@@ -11,7 +11,7 @@ import (
 // data, restored copies, the runtime's own) and the garbage the collector has not yet
 // freed. Resident memory runs 150-240 MiB above the limit (memory outside the Go heap, and
 // the live heap overshooting it for a while): the 2 GiB sort through a 512 MiB store peaked
-// at 1517 MiB resident with a 768 MiB margin and 1385 MiB with this one, under store +
+// at 1517 MiB resident with a 768 MiB margin and 1342-1385 MiB with this one, under store +
 // 1 GiB (benchmarks/RESULTS.md).
 const SoftLimitMargin = 640 << 20
 
