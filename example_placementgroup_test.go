@@ -78,3 +78,56 @@ func ExamplePlacementGroupBundle() {
 	// true
 	// true
 }
+
+// inGroup runs in a bundle of a group and puts a child task into the same group.
+var inGroup = ray.Task0("example.InGroup", func(ctx context.Context) (string, error) {
+	pg, ok, err := ray.CurrentPlacementGroup(ctx)
+	if err != nil || !ok {
+		return "", fmt.Errorf("not in a group: %v", err)
+	}
+	return ray.Get(ctx, WhereAmI.Options(ray.PlacementGroupBundle(pg, 1), ray.NumCPUs(0.5)).Remote(ctx))
+})
+
+// A task running in a placement group finds it with CurrentPlacementGroup and places its
+// children in it (in a cluster, from whichever process it runs in).
+func ExampleCurrentPlacementGroup() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	pg, err := ray.PlacementGroup(ctx, []ray.Bundle{{"CPU": 0.5}, {"CPU": 0.5}}, ray.StrategyPack)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pg.Remove(ctx)
+	where, err := ray.Get(ctx, inGroup.Options(ray.PlacementGroupBundle(pg, 0), ray.NumCPUs(0.5)).Remote(ctx))
+	fmt.Println(where == pg.BundleNodes()[1], err)
+	_, ok, _ := ray.CurrentPlacementGroup(ctx) // a driver runs in no group
+	fmt.Println(ok)
+	// Output:
+	// true <nil>
+	// false
+}
+
+// GetPlacementGroup finds a group by its ID: one this process made, or, in a cluster, one
+// another process of the job made (which still owns it: only it can remove it).
+func ExampleGetPlacementGroup() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	pg, err := ray.PlacementGroup(ctx, []ray.Bundle{{"CPU": 1}}, ray.StrategyPack)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pg.Remove(ctx)
+	same, err := ray.GetPlacementGroup(ctx, pg.ID())
+	fmt.Println(err == nil && same.ID() == pg.ID(), same.Ready(ctx))
+	_, err = ray.GetPlacementGroup(ctx, "no-such-group")
+	fmt.Println(errors.Is(err, ray.ErrPlacementGroupRemoved))
+	// Output:
+	// true <nil>
+	// true
+}

@@ -47,9 +47,10 @@ type PlacementGroupHandle struct {
 // other tasks do not use them, and tasks in the group run on the bundle's node with the
 // bundle's resources.
 //
-// Tasks are placed in a group by the process that created it, with
-// PlacementGroupBundle(pg, i); actors cannot be placed in a group yet. A group whose
-// node dies is not placed again (its tasks there fail as on any lost node).
+// Tasks and actors go into a group with PlacementGroupBundle(pg, i), from the process that
+// created it or from any other process of the job (a task running in the group, with
+// CurrentPlacementGroup; any process, with GetPlacementGroup and the group's ID). A bundle
+// whose node dies is placed again on another node, and its actors restart there.
 func PlacementGroup(ctx context.Context, bundles []Bundle, strategy PlacementStrategy) (*PlacementGroupHandle, error) {
 	tc, err := taskContext(ctx)
 	if err != nil {
@@ -106,7 +107,7 @@ func (h *PlacementGroupHandle) Bundles() []Bundle {
 // Remove gives the group's reservations back (Ray's remove_placement_group). Tasks
 // running in it run to the end, and their resources go back to their nodes then; tasks
 // still waiting for the group fail with ErrPlacementGroupRemoved. Removing twice is
-// harmless.
+// harmless. Only the process that created the group can remove it.
 func (h *PlacementGroupHandle) Remove(ctx context.Context) error {
 	if err := h.pg.Remove(ctx); err != nil {
 		return fmt.Errorf("ray: remove placement group %s: %w", h.pg.ID, err)
@@ -114,11 +115,45 @@ func (h *PlacementGroupHandle) Remove(ctx context.Context) error {
 	return nil
 }
 
-// PlacementGroupBundle runs a task in bundle index of placement group pg (index -1: any
-// of its bundles; Ray's PlacementGroupSchedulingStrategy): on that bundle's node, with
-// resources taken from the bundle, so the task's resources (NumCPUs, Resources ...) must
-// fit the bundle's. A task submitted before the group is ready waits for it. Tasks only;
-// the process that created the group submits them.
+// GetPlacementGroup returns the placement group id (Ray's ray.util.get_placement_group, by
+// ID): one this process created, or one another process of the cluster created (read from
+// the cluster's records; its creator owns it, places it and removes it: Remove from here
+// fails). It waits for the record at most until ctx ends.
+func GetPlacementGroup(ctx context.Context, id string) (*PlacementGroupHandle, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := tc.Core.ForeignGroup(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("ray: placement group: %w", err)
+	}
+	return &PlacementGroupHandle{pg: pg}, nil
+}
+
+// CurrentPlacementGroup returns the placement group the running task or actor was placed
+// in (Ray's ray.util.get_current_placement_group), and false in a driver, an actor or outside any
+// group: its children go into the same group with PlacementGroupBundle.
+func CurrentPlacementGroup(ctx context.Context) (*PlacementGroupHandle, bool, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if tc.Spec == nil || tc.Spec.PlacementGroup == "" {
+		return nil, false, nil
+	}
+	pg, err := tc.Core.ForeignGroup(ctx, tc.Spec.PlacementGroup)
+	if err != nil {
+		return nil, false, fmt.Errorf("ray: the current placement group: %w", err)
+	}
+	return &PlacementGroupHandle{pg: pg}, true, nil
+}
+
+// PlacementGroupBundle runs a task or creates an actor in bundle index of placement group
+// pg (index -1: any of its bundles; Ray's PlacementGroupSchedulingStrategy): on that
+// bundle's node, with resources taken from the bundle, so the resources asked for
+// (NumCPUs, Resources ...) must fit the bundle's. One submitted before the group is ready
+// waits for it.
 func PlacementGroupBundle(pg *PlacementGroupHandle, index int) TaskOption {
 	return func(o *callOpts) {
 		o.strategy, o.affinityNode, o.affinitySoft = core.StrategyPlacementGroup, "", false

@@ -218,7 +218,12 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 	if spec.PlacementGroup != "" {
 		// The group's bundle is the feasibility check, and the record waits for the group.
 		var err error
-		if pg, err = c.groupFor(spec.PlacementGroup, spec.BundleIndex, spec.Resources); err != nil {
+		pg, err = c.groupFor(spec.PlacementGroup, spec.BundleIndex, spec.Resources)
+		for waited := time.Duration(0); errors.Is(err, errGroupNotReady) && waited < groupRecordWait; waited += 5 * time.Millisecond {
+			time.Sleep(5 * time.Millisecond) // another process's group: its record is being read
+			pg, err = c.groupFor(spec.PlacementGroup, spec.BundleIndex, spec.Resources)
+		}
+		if err != nil {
 			return id, err
 		}
 	} else if err := c.cfg.Feasible(spec.Resources); err != nil {
@@ -272,7 +277,7 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 			info.AffinityNode, info.PlacementGroup, info.Resources = string(node), pg.ID, tasks.ResourcesToPB(res)
 		}
 		_, _, err := c.cfg.Actors.Table.Create(ctx, info)
-		if err == nil && pg != nil {
+		if err == nil && pg != nil && !pg.foreign {
 			pg.addActor(id.String(), spec.BundleIndex) // it moves with its bundle (pg.go)
 		}
 		return err

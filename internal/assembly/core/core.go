@@ -80,6 +80,11 @@ type Config struct {
 	// RecordGroup (optional) hands a placement group's record to the state API's writer;
 	// it must not block (Remove calls it), and the latest record of a group wins.
 	RecordGroup func(*pb.PlacementGroupInfo)
+	// GroupRecord (optional) reads the record of a placement group another process
+	// created (the cluster's records, gcs.PlacementGroupKey), without blocking: the latest
+	// known record, or pending while it is being read (the reader calls ClusterChanged
+	// when a read brings something new). Nil: only this runtime's own groups are known.
+	GroupRecord func(id string) (info *pb.PlacementGroupInfo, pending bool)
 	// TaskEvents is how many task records (one per ended attempt) the runtime keeps for
 	// the state API (events.go): 0 means DefaultTaskEvents, a negative number turns
 	// recording off.

@@ -70,7 +70,10 @@ type PlacementGroup struct {
 	actors    []groupActor       // the actors created in the group
 	replacing bool               // a replace goroutine runs
 	removed   bool
-	why       string // the last reason the placement waits
+	// foreign: another process created the group; this is its record as last read
+	// (Config.GroupRecord), and its placement is the creator's to change.
+	foreign bool
+	why     string // the last reason the placement waits
 }
 
 // groupActor is an actor created in a group's bundle index (-1: any).
@@ -85,6 +88,10 @@ func (pg *PlacementGroup) addActor(id string, index int32) {
 	pg.actors = append(pg.actors, groupActor{id, index})
 	pg.mu.Unlock()
 }
+
+// groupRecordWait bounds how long creating an actor in another process's group waits for
+// the group's record to be read.
+const groupRecordWait = 10 * time.Second
 
 // pgRetry bounds how often a group that does not fit tries again.
 const (
@@ -116,6 +123,69 @@ func (c *Core) CreatePlacementGroup(bundles []sched.Resources, strategy sched.Bu
 	return pg, nil
 }
 
+// foreignGroup is a view of another process's group from its record.
+func (c *Core) foreignGroup(info *pb.PlacementGroupInfo) (*PlacementGroup, error) {
+	st, err := sched.ParseBundleStrategy(info.Strategy)
+	if err != nil {
+		return nil, fmt.Errorf("placement group %s's record: %w", info.Id, err)
+	}
+	pg := &PlacementGroup{ID: info.Id, Name: info.Name, Strategy: st, c: c, foreign: true, ready: make(chan struct{})}
+	for _, b := range info.Bundles {
+		pg.Bundles = append(pg.Bundles, tasks.ResourcesFromPB(b.Resources))
+	}
+	switch info.State {
+	case "REMOVED":
+		pg.removed = true
+	case "CREATED", "RESCHEDULING":
+		pg.nodes = make([]ids.NodeID, len(info.Bundles))
+		for i, b := range info.Bundles {
+			pg.nodes[i] = ids.NodeID(b.NodeId)
+		}
+		close(pg.ready)
+	}
+	return pg, nil
+}
+
+// ForeignGroup returns group id, created by this runtime or another process (read from
+// the cluster's records), waiting for its record at most until ctx ends.
+func (c *Core) ForeignGroup(ctx context.Context, id string) (*PlacementGroup, error) {
+	if pg, ok := c.PlacementGroupByID(id); ok {
+		return pg, nil
+	}
+	if c.cfg.GroupRecord == nil {
+		return nil, fmt.Errorf("%w: placement group %q is not known to this process (a single-process runtime knows only its own groups)", ErrPlacementGroupRemoved, id)
+	}
+	for {
+		info, pending := c.cfg.GroupRecord(id)
+		if info != nil {
+			return c.foreignGroup(info)
+		}
+		if !pending {
+			return nil, fmt.Errorf("%w: the cluster has no placement group %q", ErrPlacementGroupRemoved, id)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("placement group %q: reading its record: %w", id, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// refresh updates a foreign group's view from its latest record.
+func (pg *PlacementGroup) refresh() {
+	info, _ := pg.c.cfg.GroupRecord(pg.ID)
+	if info == nil {
+		return
+	}
+	fresh, err := pg.c.foreignGroup(info)
+	if err != nil {
+		return
+	}
+	pg.mu.Lock()
+	pg.nodes, pg.removed = fresh.nodes, fresh.removed
+	pg.mu.Unlock()
+}
+
 // PlacementGroupByID returns a group this runtime created and has not removed.
 func (c *Core) PlacementGroupByID(id string) (*PlacementGroup, bool) {
 	v, ok := c.pgs.Load(id)
@@ -128,6 +198,26 @@ func (c *Core) PlacementGroupByID(id string) (*PlacementGroup, bool) {
 // Ready waits until the group is placed, or ctx ends (the error then says why the group
 // still waits).
 func (pg *PlacementGroup) Ready(ctx context.Context) error {
+	if pg.foreign {
+		// Another process places it: watch its record.
+		for {
+			pg.refresh()
+			pg.mu.Lock()
+			nodes, removed := pg.nodes, pg.removed
+			pg.mu.Unlock()
+			switch {
+			case removed:
+				return fmt.Errorf("placement group %s: %w", pg.ID, ErrPlacementGroupRemoved)
+			case nodes != nil:
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("placement group %s is not ready (its creator places it): %w", pg.ID, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
 	select {
 	case <-pg.ready:
 		pg.mu.Lock()
@@ -149,6 +239,9 @@ func (pg *PlacementGroup) Ready(ctx context.Context) error {
 
 // Nodes returns each bundle's node (nil until the group is placed).
 func (pg *PlacementGroup) Nodes() []ids.NodeID {
+	if pg.foreign {
+		pg.refresh()
+	}
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	return append([]ids.NodeID(nil), pg.nodes...)
@@ -158,6 +251,9 @@ func (pg *PlacementGroup) Nodes() []ids.NodeID {
 // resources return to their nodes when they end) and fails the tasks still waiting for it.
 // Removing twice is harmless.
 func (pg *PlacementGroup) Remove(ctx context.Context) error {
+	if pg.foreign {
+		return fmt.Errorf("placement group %s was created by another process, which owns it: remove it there (it also goes when that process ends)", pg.ID)
+	}
 	pg.mu.Lock()
 	if pg.removed {
 		pg.mu.Unlock()
@@ -467,8 +563,22 @@ func (c *Core) bundleAsk(ctx context.Context, node ids.NodeID, m *pb.BundleCommi
 // req in bundle index may run in, or an error that says why it cannot.
 func (c *Core) groupFor(id string, index int32, req sched.Resources) (*PlacementGroup, error) {
 	pg, ok := c.PlacementGroupByID(id)
+	if !ok && c.cfg.GroupRecord != nil {
+		// Another process's group: its record says where its bundles are.
+		info, pending := c.cfg.GroupRecord(id)
+		switch {
+		case info != nil:
+			var err error
+			if pg, err = c.foreignGroup(info); err != nil {
+				return nil, err
+			}
+			ok = true
+		case pending:
+			return nil, errGroupNotReady // its record is being read; ClusterChanged follows
+		}
+	}
 	if !ok {
-		return nil, fmt.Errorf("%w: placement group %q is not known to this process: it was removed, or another process created it (tasks and actors go into a group from the process that created it)",
+		return nil, fmt.Errorf("%w: placement group %q is not known to this process or the cluster: it was removed (or its creator ended)",
 			ErrPlacementGroupRemoved, id)
 	}
 	i := int(index)

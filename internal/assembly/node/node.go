@@ -219,6 +219,7 @@ type Node struct {
 	etcd      *etcdstore.Embedded
 	store     gcs.Store
 	pgRecords pgRecords // placement groups' records (pgrecords.go)
+	pgCache   pgCache   // other processes' groups' records (pgrecords.go)
 	writer    *gcs.Writer
 	packer    *gcs.ShardedPacker
 	system    *actor.ActorSystem
@@ -303,6 +304,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n = &Node{ID: ids.NewNodeID(), cfg: cfg, ActorStats: &actors.Stats{}}
 	n.pgRecords.n = n
+	n.pgCache.n = n
 	started := n // the failure paths below return nil for n
 	defer func() {
 		if err != nil {
@@ -420,10 +422,14 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		return []*pb.NodeInfo{self}
 	}
+	var groupRecord func(string) (*pb.PlacementGroupInfo, bool)
+	if n.view != nil {
+		groupRecord = n.pgCache.get // a cluster: groups other processes created
+	}
 	if n.Core, err = core.New(core.Config{
 		Job: cfg.Job, Node: n.ID, System: n.system, Cluster: cluster,
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
-		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage, RecordGroup: n.pgRecords.put,
+		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage, RecordGroup: n.pgRecords.put, GroupRecord: groupRecord,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 		TaskEvents: cfg.TaskEvents, CallSites: cfg.CallSites,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,

@@ -61,3 +61,76 @@ func (r *pgRecords) write() {
 		}
 	}
 }
+
+// pgCache reads other processes' placement-group records (core.Config.GroupRecord) for
+// this node's runtime: tasks and actors this process places in a group it did not create.
+// A read never blocks the caller: a record not known yet, or older than pgRefresh, is
+// read by a goroutine (one per group at a time), which tells the runtime
+// (Core.ClusterChanged) when it brings a change, so that tasks parked on the group are
+// placed again.
+type pgCache struct {
+	n  *Node
+	mu sync.Mutex
+	m  map[string]*pgEntry
+}
+
+type pgEntry struct {
+	info     *pb.PlacementGroupInfo
+	rev      int64
+	at       time.Time
+	fetching bool
+	read     bool // read at least once
+}
+
+// pgRefresh is how old a group's record may be before it is read again (a group that is
+// re-placed after a node's death or removed reaches other processes within it).
+const pgRefresh = 500 * time.Millisecond
+
+// pgCacheMax bounds the groups remembered; beyond it the cache starts afresh.
+const pgCacheMax = 10000
+
+func (p *pgCache) get(id string) (*pb.PlacementGroupInfo, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil || len(p.m) > pgCacheMax {
+		p.m = map[string]*pgEntry{}
+	}
+	e := p.m[id]
+	if e == nil {
+		e = &pgEntry{}
+		p.m[id] = e
+	}
+	if !e.fetching && time.Since(e.at) >= pgRefresh {
+		e.fetching = true
+		go p.fetch(id, e)
+	}
+	return e.info, e.info == nil && !e.read
+}
+
+func (p *pgCache) fetch(id string, e *pgEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	kv, found, err := p.n.store.Get(ctx, gcs.PlacementGroupKey(id))
+	cancel()
+	var info *pb.PlacementGroupInfo
+	rev := int64(0)
+	if err == nil && found {
+		info = &pb.PlacementGroupInfo{}
+		if proto.Unmarshal(kv.Value, info) != nil || info.Id != id {
+			info = nil
+		} else {
+			rev = kv.ModRev
+		}
+	}
+	p.mu.Lock()
+	changed := !e.read || rev != e.rev
+	if err == nil {
+		e.info, e.rev, e.read = info, rev, true
+	}
+	e.at, e.fetching = time.Now(), false
+	p.mu.Unlock()
+	if changed {
+		if c := p.n.core.Load(); c != nil {
+			c.ClusterChanged()
+		}
+	}
+}

@@ -2,6 +2,8 @@ package testcluster_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +228,72 @@ func TestPlacementGroupBundleReplaced(t *testing.T) {
 	})
 	if err := pg.Remove(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// pgChildren runs in a bundle of a group another process created: it finds its group
+// (CurrentPlacementGroup, and GetPlacementGroup by ID), runs a task and creates an actor in
+// bundle other, and reports where each ran.
+var pgChildren = ray.Task2("testcluster.PGChildren", func(ctx context.Context, id string, other int) ([3]string, error) {
+	self, err := ray.NodeID(ctx)
+	if err != nil {
+		return [3]string{}, err
+	}
+	cur, ok, err := ray.CurrentPlacementGroup(ctx)
+	if err != nil || !ok || cur.ID() != id {
+		return [3]string{}, fmt.Errorf("CurrentPlacementGroup: %v, %v, %v; want group %s", cur, ok, err, id)
+	}
+	byID, err := ray.GetPlacementGroup(ctx, id)
+	if err != nil {
+		return [3]string{}, err
+	}
+	if err := byID.Remove(ctx); err == nil {
+		return [3]string{}, errors.New("a process that did not create the group removed it")
+	}
+	child, err := ray.Get(ctx, whereAmI.Options(ray.PlacementGroupBundle(cur, other), ray.NumCPUs(0.1)).Remote(ctx))
+	if err != nil {
+		return [3]string{}, fmt.Errorf("a child task in bundle %d: %w", other, err)
+	}
+	k := keeperClass.Remote(ctx, ray.PlacementGroupBundle(byID, other), ray.NumCPUs(0.1), ray.AtMostOnce())
+	where, err := ray.Get(ctx, keeperWhere.Remote(ctx, k))
+	if err != nil {
+		return [3]string{}, fmt.Errorf("an actor in bundle %d: %w", other, err)
+	}
+	_ = ray.Kill(ctx, k, true)
+	return [3]string{self, child, where}, nil
+})
+
+// TestPlacementGroupFromAnotherProcess: a task running in bundle 0 of a group the driver
+// created places a child task and an actor in bundle 1 (Ray's child tasks in the
+// current placement group): both run on bundle 1's node.
+func TestPlacementGroupFromAnotherProcess(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	up := alive(t)
+	ctx := cluster.Context(base, up[0])
+	pg, err := ray.PlacementGroup(ctx, []ray.Bundle{{"CPU": 0.3}, {"CPU": 0.3}}, ray.StrategyStrictSpread)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Remove(context.Background())
+	if err := pg.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nodes := pg.BundleNodes()
+	// The task goes to the bundle that is not on the driver's node (STRICT_SPREAD: one
+	// of the two is not), so that it runs in another process than the group's creator.
+	first, other := 0, 1
+	if nodes[0] == string(cluster.Nodes[up[0]].ID) {
+		first, other = 1, 0
+	}
+	got, err := ray.Get(ctx, pgChildren.Options(ray.PlacementGroupBundle(pg, first), ray.NumCPUs(0.1)).Remote(ctx, ray.V(pg.ID()), ray.V(other)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != nodes[first] || got[1] != nodes[other] || got[2] != nodes[other] {
+		t.Fatalf("the task ran on %s, its child on %s, its actor on %s; want %s, %s, %s (bundles %v)", got[0], got[1], got[2], nodes[first], nodes[other], nodes[other], nodes)
+	}
+	if _, err := ray.GetPlacementGroup(ctx, "0123456789abcdef"); !errors.Is(err, ray.ErrPlacementGroupRemoved) {
+		t.Fatalf("an unknown group: %v, want ErrPlacementGroupRemoved", err)
 	}
 }
