@@ -67,6 +67,8 @@ type actorCaller struct {
 	calls  *caller.Caller[*pending]
 	queued bool       // on the flush queue
 	pid    *actor.PID // the instance of the newest incarnation known (nil: find it)
+	// flushing: its shard took the outbox and is sending it (flushCaller)
+	flushing bool
 
 	resolving bool // a goroutine is finding the instance (its shard's loop only)
 
@@ -568,10 +570,13 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	p.argRefs = argRefs
 	p.pinned = c.pinArgs(ret, args)
 	if len(argRefs) == 0 {
-		// Nothing to wait for: the call goes to the outbox now, in submission order; the
-		// shard registers it when it flushes the outbox, before the actor can answer.
+		// Nothing to wait for: the call goes to the actor now from this goroutine when
+		// nothing is ahead of it (sendDirect), or to the outbox, in submission order; the
+		// shard registers it before it handles the actor's answer.
 		p.dispatched = true
-		c.sendActorCall(p)
+		if !c.sendDirect(p) {
+			c.sendActorCall(p)
+		}
 		return p, nil
 	}
 	sh.submit(p) // its shard waits for its arguments, then sends it
@@ -587,6 +592,57 @@ func (c *Core) sendActorCall(p *pending) {
 		c.queueFlushLocked(ac)
 	}
 	ac.mu.Unlock()
+}
+
+// directMax bounds the unfinished calls of a caller for which a new call still goes
+// straight to the actor (sendDirect): a caller with more is submitting a burst, which
+// the shard's flush sends in batches (one message per batch, not per call).
+const directMax = 8
+
+// sendDirect sends call p (no ref arguments, dispatched) to its actor from the
+// submitting goroutine, without the two hops through its shard's mailbox (flushActor,
+// then the turn's flush), when nothing of its caller is ahead of it: the outbox is empty
+// and no flush is queued or sending, the instance is known, the actor's creation is done,
+// and the caller has at most directMax unfinished calls. It reports whether it sent p;
+// otherwise p is untouched and goes through sendActorCall. The send happens under ac.mu,
+// so the calls of one caller leave in sequence order whichever path they take. p is
+// handed to its shard's direct list (registered there before the shard handles any later
+// message, so before the actor's answer) before it leaves.
+func (c *Core) sendDirect(p *pending) bool {
+	ac := p.actor
+	if created := ac.state.created; created != nil {
+		select {
+		case <-created:
+		default:
+			return false
+		}
+		if ac.state.failed.Load() != nil {
+			return false
+		}
+	}
+	sh := ac.sh
+	ac.mu.Lock()
+	defer ac.mu.Unlock()
+	if ac.pid == nil || ac.queued || ac.flushing || ac.calls.Queued() > 0 || ac.calls.Unfinished() > directMax {
+		return false
+	}
+	if !ac.calls.Send(p.seq, time.Now()) {
+		return false
+	}
+	var one [1]caller.Out[*pending]
+	out := ac.calls.Take(one[:0])
+	if len(out) != 1 || out[0].Call != p {
+		panic("core: sendDirect: the outbox held more than the call just sent")
+	}
+	inc := ac.calls.Incarnation()
+	m := &pb.ActorCall{ActorId: ac.id[:], CallerId: sh.callerID(), Seq: p.seq,
+		Acked: ac.calls.Low() - 1, First: ac.calls.Low(), Incarnation: inc, Caller: sh.pidW, Spec: p.spec}
+	if sh.ev.on {
+		p.ev.dispatch, p.ev.inc = c.clock.now(), incOf(inc)
+	}
+	sh.addDirect(p)
+	c.root.Send(ac.pid, m)
+	return true
 }
 
 // queueFlushLocked has ac's shard flush ac's outbox at the end of its turn (ac.mu
@@ -688,6 +744,9 @@ func (s *shard) flushCaller(ac *actorCaller) {
 	inc := ac.calls.Incarnation()
 	acked, first := ac.calls.Low()-1, ac.calls.Low()
 	out := ac.calls.Take(s.outbox[:0])
+	// flushing: what was taken is on its way; a call sent straight (sendDirect) must not
+	// overtake it.
+	ac.flushing = len(out) > 0
 	ac.mu.Unlock()
 	defer func() {
 		clear(out) // hold no calls until the next flush
@@ -698,6 +757,11 @@ func (s *shard) flushCaller(ac *actorCaller) {
 	if len(out) == 0 {
 		return
 	}
+	defer func() {
+		ac.mu.Lock()
+		ac.flushing = false
+		ac.mu.Unlock()
+	}()
 	// Fresh messages every time: one sent before may still be read by its receiver
 	// (local sends pass the pointer). A batch's are one allocation.
 	var msgs []pb.ActorCall

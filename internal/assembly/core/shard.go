@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -48,6 +49,16 @@ type shard struct {
 		q      []*pending
 		spare  []*pending
 		queued bool // a drainInbox is in the mailbox
+	}
+
+	// direct: actor calls their submitters sent straight to the actor (sendDirect), to be
+	// registered in tasks before the loop handles its next message (n: how many, read
+	// without the lock to skip it when there are none).
+	direct struct {
+		mu    sync.Mutex
+		n     atomic.Int32
+		q     []*pending
+		spare []*pending
 	}
 
 	tasks    map[ids.TaskID]*pending
@@ -146,6 +157,9 @@ func (s *shard) receive(ctx actor.Context) {
 		return
 	}
 	s.ev.now = 0 // events.go: one clock read per message, if any
+	if s.direct.n.Load() > 0 {
+		s.takeDirect()
+	}
 	switch m := ctx.Message().(type) {
 	case drainInbox:
 		s.drainInbox()
@@ -278,6 +292,38 @@ func (s *shard) drainInbox() {
 	s.inbox.mu.Lock()
 	s.inbox.spare = q
 	s.inbox.mu.Unlock()
+}
+
+// addDirect hands the shard an actor call its submitter sends to the actor itself (from
+// any goroutine, before the send): the loop registers it before its next message.
+func (s *shard) addDirect(p *pending) {
+	s.direct.mu.Lock()
+	s.direct.q = append(s.direct.q, p)
+	s.direct.n.Store(int32(len(s.direct.q)))
+	s.direct.mu.Unlock()
+}
+
+// takeDirect registers the actor calls sent straight to their actors so far, as
+// flushCaller registers the calls it sends.
+func (s *shard) takeDirect() {
+	s.direct.mu.Lock()
+	q := s.direct.q
+	s.direct.q = s.direct.spare[:0]
+	s.direct.n.Store(0)
+	s.direct.mu.Unlock()
+	for _, p := range q {
+		if !p.finished && s.tasks[p.tid] == nil {
+			s.tasks[p.tid] = p
+		}
+	}
+	s.tasksMax.Grew(len(s.tasks))
+	clear(q)
+	if cap(q) > maxOutbox {
+		q = nil // a burst: do not hold its memory for good
+	}
+	s.direct.mu.Lock()
+	s.direct.spare = q
+	s.direct.mu.Unlock()
 }
 
 // send hands the shard a message from any goroutine.
