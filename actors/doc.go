@@ -47,7 +47,10 @@
 // and those held before it, when it ends, so a caller pipelining long calls is not a queue
 // behind. A short call's result can still wait for the call queued behind it to end: a
 // method that blocks until its caller has read the previous call's result should not
-// follow a short call of the same caller in the queue.
+// follow a short call of the same caller in the queue. What ran (and each checkpoint the
+// executor saves, in order among the calls) is queued for the grain, which applies it
+// at the start of its next message; an at-most-once actor without periodic checkpoints
+// gets no message of its own for it (the caller's next call, or 64 queued, brings it).
 //
 // A logged actor (the default) writes each call to the method log before running it.
 // Calls that arrive while a write is in flight share the next one: the log is

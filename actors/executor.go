@@ -61,10 +61,26 @@ type executor struct {
 	// conc > 1
 	sem chan struct{}
 	wg  sync.WaitGroup
+
+	// dones: what ran, for the grain, which takes it at the start of its next message
+	// (grain.onDone) whatever that is; a doneBatch message wakes it only when the
+	// reports must not wait for the next call (lazy false: the actor counts calls toward
+	// its periodic checkpoints, or records results in its log) or maxHeld are waiting, so
+	// an at-most-once actor's calls cost the grain no message of their own. n: how many,
+	// read without the lock.
+	dones struct {
+		mu     sync.Mutex
+		n      atomic.Int32
+		q      []done
+		spare  []done
+		posted bool // a doneBatch is in the grain's mailbox
+		lazy   bool
+	}
 }
 
-func newExecutor(g *grain, runner worker.Runner, conc int, last uint64) *executor {
+func newExecutor(g *grain, runner worker.Runner, conc int, last uint64, lazy bool) *executor {
 	x := &executor{g: g, runner: runner, single: runner, results: slab.Slab[pb.TaskResult]{N: maxHeld}, conc: conc, last: last, signal: make(chan struct{}, 1)}
+	x.dones.lazy = lazy
 	x.single.Results = &x.results
 	if conc > 1 {
 		x.sem = make(chan struct{}, conc)
@@ -114,8 +130,53 @@ func (x *executor) take() ([]execItem, bool) {
 	return q, x.closed
 }
 
+// report queues what ran for the grain (before the callers get the results: a caller
+// that gets its answer and calls again finds it known), and the checkpoints saved, in
+// order, waking the grain if it must not wait for its next message (a checkpoint never
+// waits).
+func (x *executor) report(d []done) {
+	x.dones.mu.Lock()
+	x.dones.q = append(x.dones.q, d...)
+	x.dones.n.Store(int32(len(x.dones.q)))
+	post := !x.dones.posted && (!x.dones.lazy || len(x.dones.q) >= maxHeld || d[len(d)-1].ckpt != nil)
+	if post {
+		x.dones.posted = true
+	}
+	x.dones.mu.Unlock()
+	if post {
+		x.g.root.Send(x.g.self, &doneBatch{})
+	}
+}
+
+// takeDone returns the reports queued so far; the grain hands the slice back with
+// doneTaken once it has applied them.
+func (x *executor) takeDone() []done {
+	x.dones.mu.Lock()
+	q := x.dones.q
+	x.dones.q = x.dones.spare[:0]
+	x.dones.spare = nil
+	x.dones.n.Store(0)
+	x.dones.posted = false
+	x.dones.mu.Unlock()
+	return q
+}
+
+// doneTaken gives back takeDone's slice for reuse.
+func (x *executor) doneTaken(q []done) {
+	clear(q)
+	if cap(q) > 4*maxHeld {
+		return // a burst: do not hold its memory for good
+	}
+	x.dones.mu.Lock()
+	if x.dones.spare == nil {
+		x.dones.spare = q[:0]
+	}
+	x.dones.mu.Unlock()
+}
+
 // outbox batches results per owner and done reports for the grain.
 type outbox struct {
+	report  func([]done)
 	root    *actor.RootContext
 	self    *actor.PID
 	owners  []ownerResults
@@ -172,8 +233,9 @@ func (o *outbox) flush() {
 	// The grain learns what ran before the callers do: a caller that gets its answer and
 	// calls again finds the result already known (and recorded with the next commit).
 	if len(o.done) > 0 {
-		o.root.Send(o.self, &doneBatch{done: o.done})
-		o.done = nil
+		o.report(o.done)
+		clear(o.done)
+		o.done = o.done[:0]
 	}
 	for i := range o.owners {
 		b := &o.owners[i]
@@ -194,7 +256,7 @@ func (o *outbox) flush() {
 
 func (x *executor) loop() {
 	g := x.g
-	ob := &outbox{root: g.root, self: g.self, logEnd: x.single.LogOffset, logAt: x.single.LogAt}
+	ob := &outbox{report: x.report, root: g.root, self: g.self, logEnd: x.single.LogOffset, logAt: x.single.LogAt}
 	var mu sync.Mutex // guards ob for conc > 1
 	for {
 		select {
@@ -285,7 +347,9 @@ func (x *executor) checkpoint() {
 		}()
 		return g.class.Save(g.base, g.inst)
 	}()
-	g.root.Send(g.self, &ckptSaved{index: x.last, state: state, err: err})
+	// In the reports' queue, after what ran before it: the grain records its callers'
+	// positions as of this checkpoint, not of calls that ran since.
+	x.report([]done{{ckpt: &ckptSaved{index: x.last, state: state, err: err}}})
 }
 
 // runCall runs one method call on inst.

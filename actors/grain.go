@@ -148,11 +148,15 @@ type (
 		batch  *pb.ActorLogBatch
 		fenced bool
 	}
+	// done: a call ran (entry, result), or, ckpt set, the executor saved a checkpoint
+	// after the calls reported before it.
 	done struct {
 		entry  *pb.ActorLogEntry
 		result *pb.TaskResult // nil for a skip
+		ckpt   *ckptSaved
 	}
-	doneBatch struct{ done []done }
+	// doneBatch: the executor has reports queued (executor.report).
+	doneBatch struct{}
 	ckptSaved struct {
 		index uint64
 		state []byte
@@ -209,6 +213,11 @@ type grain struct {
 
 // Receive handles one message.
 func (g *grain) Receive(ctx actor.Context) {
+	if g.exec != nil && g.exec.dones.n.Load() > 0 {
+		// What ran is known before anything that came after it: a call's duplicate, the
+		// checkpoint saved after it, the caller's next call with its acknowledgement.
+		g.onDone()
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		g.self, g.root = ctx.Self(), ctx.ActorSystem().Root
@@ -232,13 +241,11 @@ func (g *grain) Receive(ctx actor.Context) {
 	case *committed:
 		g.onCommitted(ctx, m)
 	case *doneBatch:
-		g.onDone(m)
+		// taken above
 	case *pb.ActorCheckpointNow:
 		if g.ready {
 			g.requestCheckpoint()
 		}
-	case *ckptSaved:
-		g.onCheckpointSaved(m)
 	case *ckptWritten:
 		g.onCheckpointWritten(m)
 	case *actor.Stopping:
@@ -454,7 +461,10 @@ func (g *grain) onRecovered(ctx actor.Context, r *recovered) {
 	conc := int(r.info.MaxConcurrency)
 	runner := g.env.Runner
 	runner.Root = g.root
-	g.exec = newExecutor(g, runner, max(conc, 1), g.nextIndex-1)
+	// An at-most-once actor without periodic checkpoints needs its reports of what ran
+	// only when its next message comes (executor.report).
+	lazy := g.info.AtMostOnce && !g.periodic()
+	g.exec = newExecutor(g, runner, max(conc, 1), g.nextIndex-1, lazy)
 	go g.exec.loop()
 	g.ready = true
 	early := g.early
@@ -764,8 +774,15 @@ func (g *grain) onCommitted(ctx actor.Context, m *committed) {
 	g.flushLog()
 }
 
-func (g *grain) onDone(m *doneBatch) {
-	for _, d := range m.done {
+// onDone applies the executor's reports of what ran.
+func (g *grain) onDone() {
+	q := g.exec.takeDone()
+	defer g.exec.doneTaken(q)
+	for _, d := range q {
+		if d.ckpt != nil {
+			g.onCheckpointSaved(d.ckpt)
+			continue
+		}
 		st := g.callers[d.entry.CallerId]
 		if st == nil {
 			continue
@@ -784,6 +801,11 @@ func (g *grain) onDone(m *doneBatch) {
 			g.sinceCkpt++
 		}
 	}
+	g.checkpointIfDue()
+}
+
+// checkpointIfDue asks for a periodic checkpoint if one is due.
+func (g *grain) checkpointIfDue() {
 	if g.periodic() && (g.sinceCkpt >= g.every || g.logBytes >= checkpointLogBytes) {
 		g.requestCheckpoint()
 	}
@@ -926,6 +948,10 @@ func (g *grain) onCheckpointWritten(m *ckptWritten) {
 		}
 	}
 	g.results = kr
+	// A checkpoint that came due while this one was being taken (requestCheckpoint
+	// drops requests meanwhile) is taken now, not at the next call's end: the log stays
+	// bounded after the last call too.
+	g.checkpointIfDue()
 }
 
 // ReadCheckpoint reads the checkpoint of actorID taken after log index index.

@@ -27,7 +27,11 @@
 //     fail on a restart, a bounce or a death) is the pure actors/caller.Caller behind the
 //     caller's own mutex; actor.go keeps the I/O: it finds the actor's instance, renders
 //     the outbox into messages when the shard flushes it, and completes the calls the
-//     Caller gives up.
+//     Caller gives up. A call without ref arguments that has nothing of its caller ahead
+//     of it (an empty outbox, no flush under way, the instance known, at most directMax
+//     calls unfinished) leaves from its submitter's goroutine, under the caller's mutex,
+//     without the shard's two hops (sendDirect); the shard registers it from its direct
+//     list before it handles its next message, so before the answer.
 //   - Borrowed, lent and pinned refs: objects.Borrows (partitioned like the other tables);
 //     the protocol's messages are borrow.go's, the adoption of a dead owner's objects
 //     orphan.go's (planned by lineage.Adoption).
