@@ -520,9 +520,11 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	spec.ParentTaskId, spec.Owner, spec.ReplyTo, spec.NumReturns = tc.Task[:], c.ownerW, sh.pidW, 1
 	var argRefs []ids.ObjectID
 	var argErr error
+	argv := make([]pb.Arg, len(args)) // the call's arguments, one allocation
 	for i, a := range args {
 		if !a.IsRef {
-			spec.Args[i] = &pb.Arg{Data: a.Data}
+			argv[i].Data = a.Data
+			spec.Args[i] = &argv[i]
 			continue
 		}
 		if _, _, known := c.mem.Get(a.Ref); !known {
@@ -530,7 +532,8 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 			break
 		}
 		ref := a.Ref
-		spec.Args[i] = &pb.Arg{ObjectId: ref[:], IsRef: true}
+		argv[i].ObjectId, argv[i].IsRef = ref[:], true
+		spec.Args[i] = &argv[i]
 		argRefs = append(argRefs, ref)
 	}
 	p.actor, p.sh = ac, sh
