@@ -259,11 +259,11 @@ func (x *executor) loop() {
 	ob := &outbox{report: x.report, root: g.root, self: g.self, logEnd: x.single.LogOffset, logAt: x.single.LogAt}
 	var mu sync.Mutex // guards ob for conc > 1
 	for {
-		select {
-		case <-x.signal:
-		case <-g.base.Done():
-			return
-		}
+		// signal alone, not a select with g.base.Done(): the grain cancels base only when it
+		// stops, and then closes the executor, which signals (take reports closed). A
+		// receive on one channel costs less than a select on two, once per call when the
+		// actor's calls come one at a time.
+		<-x.signal
 		for {
 			items, closed := x.take()
 			if closed || g.base.Err() != nil {
