@@ -243,13 +243,17 @@ func (o *outbox) flush() {
 		case 0:
 		case 1:
 			o.root.Send(b.pid, b.results[0])
+			// The slice did not leave: kept for the next flush (a call that runs long
+			// sends its result alone, and costs no allocation for it).
+			b.results[0] = nil
+			b.results = b.results[:0]
 		default:
 			// One message each pb.BatchBytes of results, at most.
 			pb.Split(b.results, pb.ResultBytes, pb.BatchBytes, func(run []*pb.TaskResult) {
 				o.root.Send(b.pid, &pb.ResultBatch{Results: run})
 			})
+			b.results = nil // the batches hold it
 		}
-		b.results = nil
 	}
 	o.pending = 0
 }
