@@ -126,3 +126,23 @@ func TestChildTaskIDsDistinct(t *testing.T) {
 		t.Fatalf("%d IDs", len(seen))
 	}
 }
+
+// TestChildTaskIDAllocates nothing: it runs once per task and actor call.
+func TestChildTaskIDAllocates(t *testing.T) {
+	parent := NewRootTaskID()
+	var sink TaskID
+	if n := testing.AllocsPerRun(100, func() { sink = ChildTaskID(parent, 7) }); n != 0 {
+		t.Fatalf("ChildTaskID: %v allocations per call, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { sink = AttemptTaskID(parent, 2) }); n != 0 {
+		t.Fatalf("AttemptTaskID: %v allocations per call, want 0", n)
+	}
+	_ = sink
+}
+
+func BenchmarkChildTaskID(b *testing.B) {
+	parent := NewRootTaskID()
+	for i := range b.N {
+		_ = ChildTaskID(parent, uint64(i))
+	}
+}
