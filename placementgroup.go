@@ -104,10 +104,13 @@ func (h *PlacementGroupHandle) Bundles() []Bundle {
 	return out
 }
 
-// Remove gives the group's reservations back (Ray's remove_placement_group). Tasks
-// running in it run to the end, and their resources go back to their nodes then; tasks
-// still waiting for the group fail with ErrPlacementGroupRemoved. Removing twice is
-// harmless. Only the process that created the group can remove it.
+// Remove gives the group's reservations back (Ray's remove_placement_group) and ends what
+// this process runs in it, as Ray does: its tasks are cancelled (one still queued never
+// runs; a running one has its ctx cancelled, and its Get reports ErrCancelled) and the
+// actors created in it are killed for good; tasks still waiting for the group fail with
+// ErrPlacementGroupRemoved. Resources held by a task that ignores its ctx go back to their
+// node when it ends. Removing twice is harmless. Only the process that created the group
+// can remove it (tasks and actors other processes put in it are not ended).
 func (h *PlacementGroupHandle) Remove(ctx context.Context) error {
 	if err := h.pg.Remove(ctx); err != nil {
 		return fmt.Errorf("ray: remove placement group %s: %w", h.pg.ID, err)

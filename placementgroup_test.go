@@ -222,3 +222,37 @@ func TestActorInPlacementGroup(t *testing.T) {
 	}
 	cpusFree(t, ctx, 4)
 }
+
+// TestRemovePlacementGroupEndsItsWork: removing a group ends what runs in it, as Ray's
+// remove_placement_group does: a task in it is cancelled (a running one's ctx ends; its
+// Get reports ErrCancelled) and an actor created in it is killed for good (ErrActorDied); the
+// group's CPUs come back.
+func TestRemovePlacementGroupEndsItsWork(t *testing.T) {
+	ctx := timeout(t)
+	cpusFree(t, ctx, 4)
+	pg, err := PlacementGroup(ctx, []Bundle{{"CPU": 2}}, StrategyPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gate := uniqueName(t) // never opened: the task runs until its ctx ends
+	running := blockUntil.Options(PlacementGroupBundle(pg, 0), NumCPUs(1)).Remote(ctx, V(gate))
+	h := clockClass.Remote(ctx, PlacementGroupBundle(pg, 0), NumCPUs(1), AtMostOnce())
+	if _, err := Get(ctx, clockTick.Remote(ctx, h)); err != nil {
+		t.Fatal(err)
+	}
+	// (Running or still queued, the task is cancelled: a queued one never runs.)
+	if err := pg.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Get(ctx, running); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("the group's running task after Remove: %v, want ErrCancelled", err)
+	}
+	eventually.True(t, 10e9, "the group's actor dead", func() bool {
+		_, err := Get(ctx, clockTick.Remote(ctx, h))
+		return errors.Is(err, ErrActorDied)
+	})
+	cpusFree(t, ctx, 4)
+}

@@ -73,6 +73,10 @@ type PlacementGroup struct {
 	// foreign: another process created the group; this is its record as last read
 	// (Config.GroupRecord), and its placement is the creator's to change.
 	foreign bool
+	// tasks: this runtime's tasks placed in the group and maybe not finished (those
+	// finished are pruned when the set doubles), cancelled by Remove.
+	tasks   map[ids.TaskID]struct{}
+	pruneAt int
 	why     string // the last reason the placement waits
 }
 
@@ -92,6 +96,28 @@ func (pg *PlacementGroup) addActor(id string, index int32) {
 // groupRecordWait bounds how long creating an actor in another process's group waits for
 // the group's record to be read.
 const groupRecordWait = 10 * time.Second
+
+// noteTask records a task placed in the group, for Remove to cancel.
+func (pg *PlacementGroup) noteTask(tid ids.TaskID) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.removed {
+		return
+	}
+	if pg.tasks == nil {
+		pg.tasks, pg.pruneAt = map[ids.TaskID]struct{}{}, 1024
+	}
+	pg.tasks[tid] = struct{}{}
+	if len(pg.tasks) < pg.pruneAt {
+		return
+	}
+	for t := range pg.tasks {
+		if _, ready, known := pg.c.mem.Get(ids.ReturnID(t, 1)); ready || !known {
+			delete(pg.tasks, t) // finished (or its result released)
+		}
+	}
+	pg.pruneAt = max(1024, 2*len(pg.tasks))
+}
 
 // pgRetry bounds how often a group that does not fit tries again.
 const (
@@ -247,9 +273,9 @@ func (pg *PlacementGroup) Nodes() []ids.NodeID {
 	return append([]ids.NodeID(nil), pg.nodes...)
 }
 
-// Remove gives the group's reservations back (tasks running in it keep running; their
-// resources return to their nodes when they end) and fails the tasks still waiting for it.
-// Removing twice is harmless.
+// Remove gives the group's reservations back, fails the tasks still waiting for it, and
+// (endWork) cancels this runtime's tasks placed in it and kills the actors created in it,
+// as Ray does. Removing twice is harmless.
 func (pg *PlacementGroup) Remove(ctx context.Context) error {
 	if pg.foreign {
 		return fmt.Errorf("placement group %s was created by another process, which owns it: remove it there (it also goes when that process ends)", pg.ID)
@@ -262,7 +288,14 @@ func (pg *PlacementGroup) Remove(ctx context.Context) error {
 	pg.removed = true
 	nodes := pg.nodes
 	placed := nodes != nil
+	running, actors := pg.tasks, pg.actors
+	pg.tasks, pg.actors = nil, nil
 	pg.mu.Unlock()
+	// Ray kills what runs in a removed group: its tasks are cancelled (a queued one
+	// never runs, a running one has its ctx cancelled) and its actors killed for good.
+	if len(running) > 0 || len(actors) > 0 {
+		go pg.endWork(running, actors)
+	}
 	pg.cancel()
 	if !placed {
 		close(pg.ready) // the placing goroutine stops without closing it
@@ -277,6 +310,30 @@ func (pg *PlacementGroup) Remove(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// endWork cancels the group's tasks and kills its actors (Remove).
+func (pg *PlacementGroup) endWork(running map[ids.TaskID]struct{}, actors []groupActor) {
+	for tid := range running {
+		if _, ready, known := pg.c.mem.Get(ids.ReturnID(tid, 1)); !ready && known {
+			_ = pg.c.Cancel(ids.ReturnID(tid, 1))
+		}
+	}
+	for _, a := range actors {
+		b, err := hex.DecodeString(a.id)
+		if err != nil {
+			continue
+		}
+		id, err := ids.ActorIDFromBytes(b)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := pg.c.KillActor(ctx, id, true); err != nil && !errors.Is(err, ErrShutdown) {
+			pg.c.cfg.Logger.Warn("core: killing an actor of a removed placement group", "group", pg.ID, "actor", a.id, "err", err)
+		}
+		cancel()
+	}
 }
 
 func distinct(nodes []ids.NodeID) []ids.NodeID {
@@ -635,6 +692,11 @@ func (c *Core) pgPlace(spec *pb.TaskSpec) (ids.NodeID, sched.Resources, error) {
 	pg, err := c.groupFor(spec.PlacementGroup, spec.BundleIndex, req)
 	if err != nil {
 		return "", sched.Resources{}, err
+	}
+	if !pg.foreign {
+		if tid, err := ids.TaskIDFromBytes(spec.TaskId); err == nil {
+			pg.noteTask(tid)
+		}
 	}
 	return pg.resolve(int(spec.BundleIndex), req)
 }
