@@ -80,6 +80,22 @@
 // on the actor record's revision: an instance that was superseded (a brief double
 // activation while placement moves) cannot write the log, and stops.
 //
+// At the GCS's space quota (gcs.ErrNoSpace) a log write is retried for noSpaceWait (2 s:
+// a defragmentation or a delete may free space meanwhile), then its calls fail, not run,
+// with a SYSTEM error that says the GCS is full and what to do (ErrNoSpaceMessage;
+// Stats.NoSpace counts them): a call not logged must not run, and a caller waiting forever
+// for a write the GCS refuses is worse than an error. The calls of the batches after it,
+// and those accepted meanwhile, fail with it (they could be logged only after it). The
+// log stays without a hole: once no write is in flight, the keys of those batches (one may
+// have landed) are deleted, fenced on the actor record (etcd allows deletes at the quota),
+// before the calls are answered; the log goes on from the first failed batch and index.
+// A failed call is answered, so its caller does not send it again: it runs neither now nor
+// after a restart, and the calls logged before it keep their effects. If the keys cannot
+// be deleted the instance stops without answering, and the next one drops the batches
+// after the hole and gets the calls again (below). How full the GCS is: the head's
+// etcd_mvcc_db_total_size_in_bytes against etcd_server_quota_backend_bytes
+// (internal/assembly/agent's metrics).
+//
 // At-most-once actors (ray.AtMostOnce, Ray's default) skip the log: calls run as soon as
 // they arrive in order. After a restart the instance restores the newest checkpoint (if
 // any) and does not replay; calls that were in flight fail with ErrActorDied, or are

@@ -86,6 +86,9 @@ type Stats struct {
 	Checkpoints stripe.Counter
 	Divergent   stripe.Counter // replayed calls whose result differs from the recorded one
 	Restored    stripe.Counter // instances brought back from a checkpoint and/or the log
+	// NoSpace counts calls failed, not run, because their method log write found the
+	// GCS at its space quota (gcs.ErrNoSpace).
+	NoSpace stripe.Counter
 }
 
 // Props returns the props of the actor grain kind.
@@ -145,9 +148,13 @@ type (
 		stop      string   // non-empty: do not serve, stop (why)
 	}
 	committed struct {
-		batch  *pb.ActorLogBatch
-		fenced bool
+		batch   *pb.ActorLogBatch
+		outcome commitOutcome
 	}
+	// noSpaceCleared: the log keys of the batches that failed at the quota (and of those
+	// after them) are deleted (err nil), so their calls can be failed and the log goes on
+	// from the first of them.
+	noSpaceCleared struct{ err error }
 	// done: a call ran (entry, result), or, ckpt set, the executor saved a checkpoint
 	// after the calls reported before it.
 	done struct {
@@ -202,6 +209,13 @@ type grain struct {
 	committed  map[uint64]*pb.ActorLogBatch // done, waiting for an earlier batch
 	nextExec   uint64                       // the batch whose entries run next
 	keys       []logKey
+	// At the GCS quota (commitNoSpace): failFrom is the first batch that could not be
+	// logged (0: none); it and every batch after it fail, and failing holds them until
+	// the commits in flight are done and their keys deleted (failGCS).
+	failFrom  uint64
+	failing   map[uint64]*pb.ActorLogBatch
+	clearing  bool
+	noSpaceAt atomic.Int64 // when a full GCS was last logged (unix nanos), one line a minute
 
 	exec        *executor
 	every       int
@@ -240,6 +254,8 @@ func (g *grain) Receive(ctx actor.Context) {
 		g.onRecovered(ctx, m)
 	case *committed:
 		g.onCommitted(ctx, m)
+	case *noSpaceCleared:
+		g.onNoSpaceCleared(ctx, m)
 	case *doneBatch:
 		// taken above
 	case *pb.ActorCheckpointNow:
@@ -569,7 +585,7 @@ func (g *grain) accept(c *pb.ActorCall, st *callerState) {
 // flushLog starts a group commit of the queued calls unless one is in flight: calls that
 // arrive meanwhile share the next one.
 func (g *grain) flushLog() {
-	if g.committing >= maxCommitsInFlight || len(g.logQueue) == 0 || g.stopped {
+	if g.committing >= maxCommitsInFlight || len(g.logQueue) == 0 || g.stopped || g.failFrom != 0 {
 		return
 	}
 	batch := &pb.ActorLogBatch{Batch: g.nextBatch, Incarnation: g.inc}
@@ -605,9 +621,9 @@ func (g *grain) flushLog() {
 	g.committing++
 	self, root, base := g.self, g.root, g.base
 	go func() {
-		fenced := g.commit(base, batch)
+		outcome := g.commit(base, batch)
 		if base.Err() == nil {
-			root.Send(self, &committed{batch: batch, fenced: fenced})
+			root.Send(self, &committed{batch: batch, outcome: outcome})
 		}
 	}()
 }
@@ -686,16 +702,34 @@ func (g *grain) withStoredArgs(ctx context.Context, b *pb.ActorLogBatch) *pb.Act
 	return b
 }
 
+// commitOutcome is how a method log write ended.
+type commitOutcome uint8
+
+const (
+	commitDone    commitOutcome = iota // the batch is logged
+	commitFenced                       // the instance is stale (or stopping): it must not write
+	commitNoSpace                      // the GCS is at its space quota: the batch is not logged
+)
+
+// noSpaceWait is how long a method log write that finds the GCS at its space quota is
+// retried before its calls fail: long enough for a defragmentation that was about to run
+// (etcdstore, defrag.go) or a deletion in flight to free space, short enough that a caller
+// gets an error instead of a silent wait.
+var noSpaceWait = 2 * time.Second
+
 // commit writes one log batch, fenced on the actor record: if the record moved to another
 // incarnation or node (or the actor died), this instance is stale and must not write.
-func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced bool) {
+// Failed writes are retried (an etcd election, a timeout) until they land, except at the
+// GCS's space quota: after noSpaceWait of gcs.ErrNoSpace the batch is given up
+// (commitNoSpace) and its calls fail (failGCS).
+func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) commitOutcome {
 	val, err := proto.Marshal(g.withStoredArgs(ctx, logged(batch)))
 	if err != nil {
 		g.env.Logger.Error("actors: cannot encode a method log batch", "actor", g.id, "err", err)
-		return true
+		return commitFenced
 	}
 	key := gcs.ActorLogKey(g.id, batch.Batch)
-	var warned time.Time
+	var warned, full time.Time
 	for attempt := 0; ; attempt++ {
 		tctx, cancel := context.WithTimeout(ctx, logAttemptTimeout)
 		ok, _, err := g.env.Table.Store.Txn(tctx, []gcs.Cmp{{Key: gcs.ActorKey(g.id), ModRev: g.rev.Load()}},
@@ -704,7 +738,7 @@ func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced boo
 			info, rev, gerr := g.env.Table.Get(tctx, g.id)
 			cancel()
 			if gerr == nil && (info.Incarnation != g.inc || info.Node != string(g.env.Node) || lifecycle.Phase(info.Phase) == lifecycle.Dead) {
-				return true
+				return commitFenced
 			}
 			if gerr == nil {
 				g.rev.Store(rev)
@@ -715,25 +749,33 @@ func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced boo
 		if err == nil {
 			g.env.Stats.Commits.Add(g.slot, 1)
 			g.env.Stats.Logged.Add(g.slot, int64(len(batch.Entries)))
-			return false
+			return commitDone
 		}
 		if ctx.Err() != nil {
-			return true
+			return commitFenced
 		}
-		if time.Since(warned) >= logWarnEvery { // one line per actor a minute, not one per attempt
-			warned = time.Now()
-			if errors.Is(err, gcs.ErrNoSpace) {
-				g.env.Logger.Error("actors: the GCS is at its space quota; calls to this actor wait until they are logged "+
-					"(the embedded GCS frees space by itself once data is deleted; an external etcd needs compaction, "+
-					"defragmentation and its NOSPACE alarm disarmed)", "actor", g.id, "attempt", attempt+1)
-			} else {
+		if errors.Is(err, gcs.ErrNoSpace) {
+			if full.IsZero() {
+				full = time.Now()
+			} else if time.Since(full) >= noSpaceWait {
+				return commitNoSpace
+			}
+		} else {
+			// A timeout (the member busy rewriting its file) says nothing of space: a
+			// quota seen stays the reason until a write lands.
+			if time.Since(warned) >= logWarnEvery { // one line per actor a minute, not one per attempt
+				warned = time.Now()
 				g.env.Logger.Warn("actors: method log write failed; retrying (calls wait until they are logged)", "actor", g.id, "attempt", attempt+1, "err", err)
 			}
 		}
+		wait := min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)
+		if !full.IsZero() {
+			wait = min(wait, max(noSpaceWait/4, time.Millisecond))
+		}
 		select {
 		case <-ctx.Done():
-			return true
-		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)):
+			return commitFenced
+		case <-time.After(wait):
 		}
 	}
 }
@@ -741,15 +783,29 @@ func (g *grain) commit(ctx context.Context, batch *pb.ActorLogBatch) (fenced boo
 // logWarnEvery is how often a method log write that keeps failing is logged, per actor.
 const logWarnEvery = time.Minute
 
+// ErrNoSpaceMessage is the error message of a call to an exactly-once actor that failed
+// because its method log could not be written: the GCS is at its space quota.
+const ErrNoSpaceMessage = "actors: the call did not run: the GCS is at its space quota, so it could not be written " +
+	"to the actor's method log (an exactly-once call runs only once it is logged). Free GCS space (end actors and " +
+	"jobs no longer needed; an exactly-once actor whose class cannot checkpoint keeps its whole log: give it a " +
+	"Checkpointer, or make it AtMostOnce) or raise the quota (etcd's --quota-backend-bytes; the embedded GCS: " +
+	"etcdstore.EmbedConfig.QuotaBytes, 2 GiB by default). The embedded GCS takes writes again once a " +
+	"defragmentation brings its file under 90% of the quota; an external etcd needs compaction, defragmentation " +
+	"and its NOSPACE alarm disarmed"
+
 func (g *grain) onCommitted(ctx actor.Context, m *committed) {
 	g.committing--
 	if g.stopped {
 		return
 	}
-	if m.fenced {
+	switch {
+	case m.outcome == commitFenced:
 		g.env.Logger.Info("actors: instance superseded; stopping it", "actor", g.id, "incarnation", g.inc)
 		g.stopped = true
 		ctx.Poison(ctx.Self())
+		return
+	case m.outcome == commitNoSpace || (g.failFrom != 0 && m.batch.Batch > g.failFrom):
+		g.failGCS(ctx, m.batch)
 		return
 	}
 	// Commits run concurrently and may finish out of order; entries run in log order.
@@ -771,6 +827,122 @@ func (g *grain) onCommitted(ctx actor.Context, m *committed) {
 		}
 		g.keys = append(g.keys, k)
 	}
+	g.clearFailed(ctx)
+	g.flushLog()
+}
+
+// failGCS handles a batch that could not be logged because the GCS is at its space quota
+// (or a batch after such a one: it can be logged only after it). None of their calls ran
+// (a batch runs only once it and every one before it are logged), so they fail instead,
+// and the log must go on without a hole: once no commit is in flight (a later batch may
+// still land), the keys of every batch from the first failed one on are deleted, fenced on
+// the actor record (deletes are allowed at the quota; a write given up may still have
+// landed), then the calls are answered with ErrNoSpaceMessage and the log continues from
+// that batch and index. Calls accepted meanwhile, not yet written, fail with them. If the
+// keys cannot be deleted the instance stops without answering: the next one finds the
+// hole, drops the batches after it, and their callers resend the calls (replay.go).
+func (g *grain) failGCS(ctx actor.Context, b *pb.ActorLogBatch) {
+	if g.failFrom == 0 || b.Batch < g.failFrom {
+		g.failFrom = b.Batch
+		now := time.Now().UnixNano()
+		if last := g.noSpaceAt.Load(); last == 0 || time.Duration(now-last) >= logWarnEvery {
+			g.noSpaceAt.Store(now)
+			g.env.Logger.Error("actors: the GCS is at its space quota: calls to this actor fail until it has space (see the calls' error)",
+				"actor", g.id, "batch", b.Batch)
+		}
+	}
+	if g.failing == nil {
+		g.failing = map[uint64]*pb.ActorLogBatch{}
+	}
+	g.failing[b.Batch] = b
+	g.clearFailed(ctx)
+}
+
+// clearFailed starts deleting the failed batches' keys once no commit is in flight.
+func (g *grain) clearFailed(ctx actor.Context) {
+	if g.failFrom == 0 || g.committing > 0 || g.clearing {
+		return
+	}
+	for n, b := range g.committed { // landed after a batch before them failed
+		if n >= g.failFrom {
+			g.failing[n] = b
+			delete(g.committed, n)
+		}
+	}
+	var keys []uint64
+	for n := g.failFrom; n < g.nextBatch; n++ {
+		keys = append(keys, n)
+	}
+	g.clearing = true
+	self, root, base, inc := ctx.Self(), g.root, g.base, g.inc
+	go func() {
+		err := g.deleteOrphans(base, inc, keys)
+		if base.Err() == nil {
+			root.Send(self, &noSpaceCleared{err: err})
+		}
+	}()
+}
+
+func (g *grain) onNoSpaceCleared(ctx actor.Context, m *noSpaceCleared) {
+	g.clearing = false
+	if g.stopped {
+		return
+	}
+	if m.err != nil {
+		g.env.Logger.Warn("actors: cannot delete the method log batches that failed at the GCS quota; stopping the instance (the next one drops them and their callers resend the calls)",
+			"actor", g.id, "err", m.err)
+		g.stopped = true
+		ctx.Poison(ctx.Self())
+		return
+	}
+	var entries []*pb.ActorLogEntry
+	var results []*pb.ActorResultRecord
+	first := uint64(0)
+	for n := g.failFrom; n < g.nextBatch; n++ {
+		b := g.failing[n]
+		if b == nil {
+			continue
+		}
+		for _, e := range b.Entries {
+			if first == 0 || e.Index < first {
+				first = e.Index
+			}
+		}
+		entries = append(entries, b.Entries...)
+		results = append(results, b.Results...)
+	}
+	entries = append(entries, g.logQueue...)
+	for _, e := range g.logQueue {
+		if first == 0 || e.Index < first {
+			first = e.Index
+		}
+	}
+	g.logQueue = nil
+	// The digests of results recorded with the failed batches go with the next one.
+	g.results = append(results, g.results...)
+	for _, e := range entries {
+		st := g.callers[e.CallerId]
+		if st == nil {
+			continue
+		}
+		st.applied = max(st.applied, e.Seq)
+		if e.Skip || e.Spec == nil {
+			continue
+		}
+		g.env.Stats.NoSpace.Add(g.slot, 1)
+		res := worker.Fail(e.Spec, pb.ErrorInfo_SYSTEM, ErrNoSpaceMessage, "", g.env.Node)
+		if e.Seq > st.acked {
+			st.results[e.Seq] = res
+		}
+		if to := e.Spec.ResultTo(); to != nil {
+			g.root.Send(actor.NewPID(to.Address, to.Id), res)
+		}
+	}
+	g.nextBatch, g.nextExec = g.failFrom, g.failFrom
+	if first != 0 {
+		g.nextIndex = first
+	}
+	g.failFrom, g.failing = 0, nil
 	g.flushLog()
 }
 

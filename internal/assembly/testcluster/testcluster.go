@@ -43,6 +43,9 @@ type Config struct {
 	// Custom gives node i custom resources besides its CPUs, e.g. {1: {"accel": 1}}.
 	Custom map[int]map[string]float64
 	Logger *slog.Logger
+	// TuneGCS, when set, adjusts the embedded etcd's configuration before it starts (a
+	// small QuotaBytes, a frequent defragmentation).
+	TuneGCS func(*etcdstore.EmbedConfig)
 }
 
 // Cluster is a running in-process cluster.
@@ -95,7 +98,11 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("testcluster: %w", err)
 	}
-	if c.etcd, err = etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: filepath.Join(c.dir, "gcs"), Name: "gcs-test", Logger: cfg.Logger, TLS: files, NoPeerListener: true}); err != nil {
+	ecfg := etcdstore.EmbedConfig{Dir: filepath.Join(c.dir, "gcs"), Name: "gcs-test", Logger: cfg.Logger, TLS: files, NoPeerListener: true}
+	if cfg.TuneGCS != nil {
+		cfg.TuneGCS(&ecfg)
+	}
+	if c.etcd, err = etcdstore.StartEmbedded(ctx, ecfg); err != nil {
 		return nil, fmt.Errorf("testcluster: start etcd: %w", err)
 	}
 	c.GCS = c.etcd.Client()
