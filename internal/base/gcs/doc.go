@@ -27,7 +27,10 @@
 // at most MaxDelay (2 ms) after the first op of an idle batch. Ops on one key coalesce in
 // the pending batch, and a Create followed by a Delete never reaches etcd at all. Flush
 // waits for durability; backpressure bounds the queue; transient errors are retried,
-// permanent ones stop the Writer (Err).
+// permanent ones stop the Writer (Err), except ErrNoSpace: a batch refused at the quota
+// for WriterConfig.NoSpaceWait (2 s) is dropped and logged, its Flush fails, and the
+// Writer writes on once the store has space (so a full GCS loses the lineage and object
+// records written meanwhile, not every later one, and blocks no caller).
 //
 // # Packer: many records per key
 //

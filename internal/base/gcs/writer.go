@@ -32,6 +32,12 @@ type WriterConfig struct {
 	// TxnTimeout bounds one attempt of one transaction (default 10 s); an attempt that
 	// times out is retried.
 	TxnTimeout time.Duration
+	// NoSpaceWait is how long a transaction refused at the store's space quota
+	// (ErrNoSpace) is retried before its batch is dropped (default 2 s; negative: not
+	// retried). The Writer goes on with the next batch: at the quota writes are lost, not
+	// queued until the backpressure blocks every caller, and it writes again once the
+	// store has space (the embedded etcd frees it by itself, etcdstore's defrag.go).
+	NoSpaceWait time.Duration
 	// Logger receives retry warnings and permanent failures (default: discard).
 	Logger *slog.Logger
 }
@@ -73,6 +79,9 @@ func (c WriterConfig) withDefaults() WriterConfig {
 	if c.TxnTimeout == 0 {
 		c.TxnTimeout = 10 * time.Second
 	}
+	if c.NoSpaceWait == 0 {
+		c.NoSpaceWait = 2 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -86,7 +95,8 @@ func (c WriterConfig) withDefaults() WriterConfig {
 type WriterStats struct {
 	Enqueued     uint64 // ops accepted by Put, Create, Delete, DeletePrefix
 	Coalesced    uint64 // ops that never reached the store as an op of their own
-	Dropped      uint64 // ops discarded after Close or a permanent failure
+	Dropped      uint64 // ops discarded after Close, a permanent failure, or at the quota
+	NoSpace      uint64 // batches dropped because the store was at its space quota
 	Txns         uint64 // transactions committed
 	Keys         uint64 // ops in committed transactions
 	Bytes        uint64 // key and value bytes in committed transactions
@@ -116,6 +126,10 @@ type WriterStats struct {
 //   - Flush returns once every op enqueued before the call is durable. A permanent failure
 //     (see IsPermanent) stops the Writer: Err, Flush and Close return it, later ops are
 //     dropped, and the Logger says so. Transient failures are retried with backoff.
+//   - ErrNoSpace (the store at its space quota) is the exception: it is retried for
+//     NoSpaceWait, then the batch is dropped (Stats.NoSpace, Dropped; one ERROR a minute),
+//     a Flush waiting for it returns an error wrapping ErrNoSpace, and the Writer goes on:
+//     its later ops are written once the store has space again.
 //   - Values are retained until sent: callers must not modify them afterwards.
 //
 // The enqueue methods are safe for concurrent use and cost a mutex, a map lookup and an
@@ -148,6 +162,11 @@ type Writer struct {
 	coalesced   uint64
 	dropped     uint64
 	warnedDrop  bool
+	// Batches dropped at the space quota: how many, the last one's seqs and error.
+	noSpace          uint64
+	lostFrom, lostTo uint64
+	lostErr          error
+	noSpaceLogged    time.Time
 
 	txns, keys, bytes, retries, flushes atomic.Uint64
 }
@@ -213,6 +232,7 @@ func (w *Writer) Stats() WriterStats {
 		Enqueued:     w.enqueued,
 		Coalesced:    w.coalesced,
 		Dropped:      w.dropped,
+		NoSpace:      w.noSpace,
 		Pending:      w.pendOps + w.flightOps,
 		PendingBytes: w.pendBytes + w.flightBytes,
 	}
@@ -226,7 +246,7 @@ func (w *Writer) Stats() WriterStats {
 // permanent failure, or with ctx's error.
 func (w *Writer) Flush(ctx context.Context) error {
 	w.mu.Lock()
-	target := w.seq
+	target, lost := w.seq, w.noSpace
 	for {
 		if w.err != nil {
 			err := w.err
@@ -234,8 +254,14 @@ func (w *Writer) Flush(ctx context.Context) error {
 			return err
 		}
 		if w.doneSeq >= target {
+			// Ops up to target were lost at the quota: the last batch dropped holds target,
+			// or one was dropped while this Flush waited, before target.
+			var err error
+			if w.noSpace > 0 && ((w.lostFrom <= target && target <= w.lostTo) || (w.noSpace != lost && w.lostFrom <= target)) {
+				err = fmt.Errorf("gcs: writer: ops dropped: %w", w.lostErr)
+			}
 			w.mu.Unlock()
-			return nil
+			return err
 		}
 		w.flushReq = true
 		w.kickLocked()
@@ -574,10 +600,22 @@ func (w *Writer) run() {
 
 		w.mu.Lock()
 		w.flightOps, w.flightBytes = 0, 0
-		if err != nil {
+		switch {
+		case err != nil && errors.Is(err, ErrNoSpace) && w.runCtx.Err() == nil:
+			n := uint64(countLive(batch)) - (w.keys.Load() - keysBefore)
+			w.dropped += n
+			w.noSpace++
+			w.lostFrom, w.lostTo, w.lostErr = w.doneSeq+1, target, err
+			w.doneSeq = target
+			if time.Since(w.noSpaceLogged) >= time.Minute {
+				w.noSpaceLogged = time.Now()
+				w.log.Error("gcs: writer: the store is at its space quota; ops dropped (later ones are written once it has space again)",
+					"ops", n, "err", err)
+			}
+		case err != nil:
 			w.dropped += uint64(countLive(batch)) - (w.keys.Load() - keysBefore)
 			w.failLocked(err)
-		} else {
+		default:
 			w.doneSeq = target
 		}
 		for _, s := range batch {
@@ -697,9 +735,11 @@ func chunk(s *segment) [][]Op {
 	return txns
 }
 
-// commit sends one transaction, retrying transient failures with backoff.
+// commit sends one transaction, retrying transient failures with backoff, and ErrNoSpace
+// for NoSpaceWait.
 func (w *Writer) commit(ops []Op) error {
 	backoff := w.cfg.RetryMin
+	var full time.Time
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(w.runCtx, w.cfg.TxnTimeout)
 		_, _, err := w.store.Txn(ctx, nil, ops)
@@ -718,7 +758,14 @@ func (w *Writer) commit(ops []Op) error {
 		if w.runCtx.Err() != nil {
 			return fmt.Errorf("gcs: writer closed before flushing: %w", err)
 		}
-		if !timedOut && IsPermanent(err) {
+		if !timedOut && errors.Is(err, ErrNoSpace) {
+			if full.IsZero() {
+				full = time.Now()
+			}
+			if time.Since(full) >= w.cfg.NoSpaceWait {
+				return fmt.Errorf("gcs: writer: txn of %d ops: %w", len(ops), err)
+			}
+		} else if !timedOut && IsPermanent(err) {
 			return fmt.Errorf("gcs: writer: txn of %d ops: %w", len(ops), err)
 		}
 		w.retries.Add(1)

@@ -336,13 +336,13 @@ func TestWriterRetriesTransientErrors(t *testing.T) {
 func TestWriterPermanentFailure(t *testing.T) {
 	ctx := testCtx(t)
 	h := &hookStore{Store: newMem(t)}
-	h.hook = func(context.Context, []gcs.Op) error { return fmt.Errorf("x: %w", gcs.ErrNoSpace) }
+	h.hook = func(context.Context, []gcs.Op) error { return fmt.Errorf("x: %w", gcs.ErrPermissionDenied) }
 	w := newWriter(t, h, gcs.WriterConfig{})
 	w.Put("p", []byte("1"))
-	if err := w.Flush(ctx); !errors.Is(err, gcs.ErrNoSpace) {
-		t.Fatalf("Flush = %v, want ErrNoSpace", err)
+	if err := w.Flush(ctx); !errors.Is(err, gcs.ErrPermissionDenied) {
+		t.Fatalf("Flush = %v, want ErrPermissionDenied", err)
 	}
-	if !errors.Is(w.Err(), gcs.ErrNoSpace) {
+	if !errors.Is(w.Err(), gcs.ErrPermissionDenied) {
 		t.Fatalf("Err = %v", w.Err())
 	}
 	w.Put("q", []byte("2")) // dropped
@@ -351,7 +351,52 @@ func TestWriterPermanentFailure(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	checkInvariant(t, st)
-	if err := w.Close(ctx); !errors.Is(err, gcs.ErrNoSpace) {
+	if err := w.Close(ctx); !errors.Is(err, gcs.ErrPermissionDenied) {
+		t.Fatalf("Close = %v", err)
+	}
+}
+
+// TestWriterDropsAtTheQuota: a batch the store refuses at its space quota is retried for
+// NoSpaceWait, then dropped (its Flush says so), and the Writer goes on: once the store has
+// space, later ops are written.
+func TestWriterDropsAtTheQuota(t *testing.T) {
+	ctx := testCtx(t)
+	var full atomic.Bool
+	full.Store(true)
+	var refused atomic.Int32
+	h := &hookStore{Store: newMem(t)}
+	h.hook = func(context.Context, []gcs.Op) error {
+		if full.Load() {
+			refused.Add(1)
+			return fmt.Errorf("x: %w", gcs.ErrNoSpace)
+		}
+		return nil
+	}
+	w := newWriter(t, h, gcs.WriterConfig{NoSpaceWait: 20 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 2 * time.Millisecond})
+	w.Put("p", []byte("1"))
+	if err := w.Flush(ctx); !errors.Is(err, gcs.ErrNoSpace) {
+		t.Fatalf("Flush at the quota = %v, want ErrNoSpace", err)
+	}
+	if w.Err() != nil {
+		t.Fatalf("Err = %v: the quota must not stop the Writer", w.Err())
+	}
+	if n := refused.Load(); n < 2 {
+		t.Fatalf("the refused transaction was tried %d times, want retries for NoSpaceWait", n)
+	}
+	full.Store(false)
+	w.Put("q", []byte("2"))
+	if err := w.Flush(ctx); err != nil {
+		t.Fatalf("Flush once the store has space = %v", err)
+	}
+	st := w.Stats()
+	if st.Dropped != 1 || st.NoSpace != 1 || st.Keys != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	checkInvariant(t, st)
+	if got := h.committed(); len(got) != 1 || got[0][0].Key != "q" {
+		t.Fatalf("committed %v, want only q", got)
+	}
+	if err := w.Close(ctx); err != nil {
 		t.Fatalf("Close = %v", err)
 	}
 }
