@@ -53,6 +53,11 @@ type sample struct {
 	HeapMiB    float64 `json:"heap_after_gc_mib"`
 	GCSFileMiB float64 `json:"gcs_db_file_mib"`
 	GCSDirMiB  float64 `json:"gcs_dir_mib"`
+	// What the directory holds besides the data file: the write-ahead log's files (with the
+	// one etcd preallocates next) and the snapshots.
+	GCSWALMiB  float64 `json:"gcs_wal_mib"`
+	GCSWALs    int     `json:"gcs_wal_files"`
+	GCSSnapMiB float64 `json:"gcs_snap_mib"`
 }
 
 func main() {
@@ -99,8 +104,8 @@ func main() {
 			s.At, s.Rounds, s.OpsPerSec = now.Sub(start).Seconds(), rounds, float64(ops)/now.Sub(since).Seconds()
 			samples = append(samples, s)
 			if !*asJSON {
-				fmt.Printf("soak: %6.0f s  %8.0f ops/s  rss %7.1f MiB  heap %7.1f MiB  gcs db %7.1f MiB  gcs dir %7.1f MiB\n",
-					s.At, s.OpsPerSec, s.RSSMiB, s.HeapMiB, s.GCSFileMiB, s.GCSDirMiB)
+				fmt.Printf("soak: %6.0f s  %8.0f ops/s  rss %7.1f MiB  heap %7.1f MiB  gcs db %7.1f MiB  gcs dir %7.1f MiB (wal %.0f MiB in %d files, snap %.1f MiB)\n",
+					s.At, s.OpsPerSec, s.RSSMiB, s.HeapMiB, s.GCSFileMiB, s.GCSDirMiB, s.GCSWALMiB, s.GCSWALs, s.GCSSnapMiB)
 			}
 			rounds, ops, since = 0, 0, time.Now()
 			next = next.Add(*interval)
@@ -169,8 +174,16 @@ func measure(dir string) sample {
 		}
 		mib := float64(info.Size()) / (1 << 20)
 		s.GCSDirMiB += mib
-		if d.Name() == "db" {
-			s.GCSFileMiB += mib
+		switch filepath.Base(filepath.Dir(path)) {
+		case "wal":
+			s.GCSWALMiB += mib
+			s.GCSWALs++
+		case "snap":
+			if d.Name() == "db" {
+				s.GCSFileMiB += mib
+			} else {
+				s.GCSSnapMiB += mib
+			}
 		}
 		return nil
 	})

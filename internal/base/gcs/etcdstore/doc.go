@@ -64,10 +64,27 @@
 // StartEmbedded runs a single member on 127.0.0.1 (ports picked when 0, a clear error
 // when taken) with TickMs 10 and ElectionMs 100 (ready in ~25 ms instead of ~0.5 s),
 // revision auto-compaction (keeps 10 000 revisions; etcd's compactor runs every 5 min), a
-// 2 GiB quota, SnapshotCount 5 000 (the in-memory raft log is bounded by it, and GCS
+// 2 GiB quota, SnapshotCount 1 000 (the in-memory raft log is bounded by it, and GCS
 // transactions are up to 1.5 MiB), no gRPC gateway, and etcd's logging routed to a
 // slog.Logger at error level (nothing on stderr). Close closes its clients, stops the
 // server and waits. Data survives a restart on the same Dir.
+//
+// # The directory's bound
+//
+// Dir holds the database file (member/snap/db: what the quota counts; compaction and
+// defrag.go keep it small), the write-ahead log (member/wal) and raft snapshots
+// (member/snap/*.snap: a few KiB each, no v2 data). etcd keeps two WAL segments and two
+// snapshots (MaxWalFiles, MaxSnapFiles), removing older ones every 30 s, and preallocates
+// the next segment; a segment is WALSegmentBytes (16 MiB, etcd's default is 64 MB: set for
+// the whole process in this package's init) and is cut once an entry takes it past that.
+// So after a purge the directory is at most the database file plus 3 x (16 MiB + one
+// entry) ~ 52 MiB of WAL plus ~20 KiB of snapshots, and between purges also the segments
+// written in those 30 s (the 3-minute soak, ~1 MiB/s of WAL: 48-64 MiB of WAL, against
+// 183 MiB with etcd's 64 MB segments and SnapshotCount 5 000), as long as the entries since
+// the newest snapshot (at most SnapshotCount of them) fit in two segments: etcd cannot
+// remove a segment holding entries after the newest snapshot, so a burst of large
+// transactions (1,000 of 1.5 MiB would be 1.5 GiB) holds more until the next snapshot and
+// purge. TestDirStaysBounded checks the bound after ~100 MiB of writes.
 //
 // # What is measured
 //

@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/wal"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/ray-go/ray/internal/base/gcs"
@@ -28,9 +29,23 @@ import (
 const (
 	DefaultQuotaBytes          = 2 << 30 // etcd's own default backend quota
 	DefaultCompactionRetention = 10_000  // revisions kept by auto-compaction
-	DefaultSnapshotCount       = 5_000   // raft entries between snapshots
+	DefaultSnapshotCount       = 1_000   // raft entries between snapshots
 	DefaultStartTimeout        = 30 * time.Second
 )
+
+// The write-ahead log on disk (the GCS directory's bound, doc.go): etcd keeps maxWALFiles
+// of its segment files and maxSnapFiles snapshots, and cannot remove a segment that holds
+// entries after the newest snapshot (SnapshotCount entries at most), and it preallocates
+// the next segment. A segment is WALSegmentBytes, set for every etcd server of this
+// process when the package is initialized (etcd's wal.SegmentSizeBytes, 64 MB by default,
+// is a package variable read when a segment is created).
+const (
+	WALSegmentBytes = 16 << 20
+	maxWALFiles     = 2
+	maxSnapFiles    = 2
+)
+
+func init() { wal.SegmentSizeBytes = WALSegmentBytes }
 
 // EmbedConfig configures a single-member etcd server running inside this process (local
 // mode, `rayctl start --head`, tests).
@@ -56,8 +71,9 @@ type EmbedConfig struct {
 	// compact themselves (Store.Compact) to keep the database small.
 	CompactionRetention int
 	// SnapshotCount is how many raft entries are applied between snapshots (default
-	// 5 000; etcd's is 100 000). The raft log in memory is bounded by it, which matters
-	// because GCS transactions are large (up to 1.5 MiB each).
+	// 1 000; etcd's is 100 000). The raft log in memory and the write-ahead log files etcd
+	// must keep on disk are bounded by it, which matters because GCS transactions are large
+	// (up to 1.5 MiB each).
 	SnapshotCount uint64
 	// InitialCluster, for a member of a multi-member cluster, names every member's peer URL
 	// ("name=http://host:port,..."; this member's entry must use Name and PeerPort). Empty:
@@ -257,11 +273,11 @@ func start(ctx context.Context, cfg EmbedConfig) (*Embedded, error) {
 	// lease keep-alives and requests in flight over one connection, far fewer than this.
 	ec.MaxConcurrentStreams = maxStreamsPerConn
 	ec.SnapshotCount = cfg.SnapshotCount
-	// etcd keeps the newest 5 WAL files (64 MiB each) and 5 snapshots by default: with
-	// exactly-once actors' method logs that is 320 MiB of WAL on disk once written. Files
+	// etcd keeps the newest 5 WAL files (64 MB each) and 5 snapshots by default: with
+	// exactly-once actors' method logs that is 320 MB of WAL on disk once written. Files
 	// older than the newest snapshot are not needed to recover (SnapshotCount bounds what
-	// is after it), so two of each are kept.
-	ec.MaxWalFiles, ec.MaxSnapFiles = 2, 2
+	// is after it), so two of each are kept, of WALSegmentBytes each.
+	ec.MaxWalFiles, ec.MaxSnapFiles = maxWALFiles, maxSnapFiles
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
 	ec.EnableGRPCGateway = false
 	ec.Logger, ec.LogLevel = "zap", "error"
