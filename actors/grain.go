@@ -410,7 +410,10 @@ func (g *grain) recover(ctx context.Context) *recovered {
 	}
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	after, _, _, err := g.env.Table.Step(sctx, g.id, lifecycle.ConstructorSucceeded{Incarnation: inc})
+	// From the record read above: at the rate actors start, each read of the GCS here is
+	// a linearizable round of etcd's (issue 21's many-actors run); a record that moved on
+	// since fails the fence and is read again.
+	after, _, changed, afterRev, err := g.env.Table.stepFrom(sctx, g.id, lifecycle.ConstructorSucceeded{Incarnation: inc}, nil, info, rev)
 	if err != nil {
 		return &recovered{stop: "cannot record the start: " + err.Error()}
 	}
@@ -421,7 +424,9 @@ func (g *grain) recover(ctx context.Context) *recovered {
 		g.env.Stats.Restored.Add(g.slot, 1)
 	}
 	r.info = after
-	if _, rev, err := g.env.Table.Get(sctx, g.id); err == nil {
+	if changed {
+		g.rev.Store(afterRev)
+	} else if _, rev, err := g.env.Table.Get(sctx, g.id); err == nil {
 		g.rev.Store(rev)
 	}
 	return r

@@ -239,37 +239,52 @@ func (t *Table) MoveAffinity(ctx context.Context, actorID, from, to string) (boo
 // StepWith is Step with extra operations committed in the same transaction when the state
 // changes (a checkpoint's log truncation).
 func (t *Table) StepWith(ctx context.Context, actorID string, ev lifecycle.Event, extra []gcs.Op) (*pb.ActorInfo, []lifecycle.Action, bool, error) {
+	info, actions, changed, _, err := t.stepFrom(ctx, actorID, ev, extra, nil, 0)
+	return info, actions, changed, err
+}
+
+// stepFrom is StepWith starting from a record already read (known, at revision rev: a
+// read saved when it has not changed since, a read more when it has; nil: read it first),
+// and it also returns the record's revision after a step that changed it (0 otherwise).
+func (t *Table) stepFrom(ctx context.Context, actorID string, ev lifecycle.Event, extra []gcs.Op, known *pb.ActorInfo, knownRev int64) (*pb.ActorInfo, []lifecycle.Action, bool, int64, error) {
 	for attempt := 0; ; attempt++ {
-		info, rev, err := t.Get(ctx, actorID)
-		if err != nil {
-			return nil, nil, false, err
+		var info *pb.ActorInfo
+		var rev int64
+		var err error
+		if attempt == 0 && known != nil {
+			info, rev = proto.Clone(known).(*pb.ActorInfo), knownRev
+		} else if info, rev, err = t.Get(ctx, actorID); err != nil {
+			return nil, nil, false, 0, err
 		}
 		before := StateOf(info)
 		next, actions, err := lifecycle.Step(before, ev)
+		if attempt == 0 && known != nil && (err != nil || next == before) {
+			continue // decided on the record as it is now, not as it was
+		}
 		if err != nil {
-			return info, nil, false, err
+			return info, nil, false, 0, err
 		}
 		if next == before {
-			return info, actions, false, nil
+			return info, actions, false, 0, nil
 		}
 		setState(info, next)
 		ops, err := publishOps(info)
 		if err != nil {
-			return nil, nil, false, err
+			return nil, nil, false, 0, err
 		}
-		ok, _, err := t.Store.Txn(ctx, []gcs.Cmp{{Key: gcs.ActorKey(actorID), ModRev: rev}}, append(ops, extra...))
+		ok, txnRev, err := t.Store.Txn(ctx, []gcs.Cmp{{Key: gcs.ActorKey(actorID), ModRev: rev}}, append(ops, extra...))
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("actors: step actor %s (%v): %w", actorID, ev, err)
+			return nil, nil, false, 0, fmt.Errorf("actors: step actor %s (%v): %w", actorID, ev, err)
 		}
 		if ok {
-			return info, actions, true, nil
+			return info, actions, true, txnRev, nil
 		}
 		if attempt >= 50 {
-			return nil, nil, false, fmt.Errorf("actors: step actor %s (%v): the record keeps changing", actorID, ev)
+			return nil, nil, false, 0, fmt.Errorf("actors: step actor %s (%v): the record keeps changing", actorID, ev)
 		}
 		select { // lost a race: read again
 		case <-ctx.Done():
-			return nil, nil, false, ctx.Err()
+			return nil, nil, false, 0, ctx.Err()
 		case <-time.After(time.Duration(attempt) * time.Millisecond):
 		}
 	}

@@ -18,8 +18,10 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/ray-go/ray"
@@ -35,9 +37,14 @@ var (
 )
 
 type result struct {
-	N             int       `json:"n"`
-	AtMostOnce    bool      `json:"at_most_once"`
-	PerThousand   []float64 `json:"per_thousand_per_s"`
+	N           int       `json:"n"`
+	AtMostOnce  bool      `json:"at_most_once"`
+	PerThousand []float64 `json:"per_thousand_per_s"`
+	// Per thousand: GC cycles, their stop-the-world pauses (ms), and the live heap after.
+	GCs           []uint64  `json:"per_thousand_gcs"`
+	GCPauseMs     []float64 `json:"per_thousand_gc_pause_ms"`
+	HeapMiB       []float64 `json:"per_thousand_heap_mib"`
+	LoadAvg       [2]string `json:"load_average_start_end"`
 	Overall       float64   `json:"overall_per_s"`
 	Seconds       float64   `json:"seconds"`
 	HeapPerActor  float64   `json:"heap_bytes_per_actor"`
@@ -49,9 +56,17 @@ func main() {
 	atMost := flag.Bool("atmostonce", false, "at-most-once actors (Ray's default); ray-go's default is exactly-once")
 	asJSON := flag.Bool("json", false, "print one JSON object")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
+	blockprofile := flag.String("blockprofile", "", "write a profile of blocking (channels, mutexes, selects; every event of 1 µs or more) here")
 	dir := flag.String("dir", "", "session directory (default: a temporary one)")
 	flag.Parse()
-	if err := run(*n, *atMost, *asJSON, *cpuprofile, *dir); err != nil {
+	if *blockprofile != "" {
+		runtime.SetBlockProfileRate(int(time.Microsecond))
+	}
+	err := run(*n, *atMost, *asJSON, *cpuprofile, *dir)
+	if err == nil && *blockprofile != "" {
+		err = writeProfile("block", *blockprofile)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "actors:", err)
 		os.Exit(1)
 	}
@@ -94,10 +109,12 @@ func run(n int, atMost, asJSON bool, cpuprofile, dir string) error {
 		out = io.Discard
 	}
 	handles := make([]ray.ActorHandle[idle], 0, n)
+	res.LoadAvg[0] = loadAvg()
 	start := time.Now()
 	for done := 0; done < n; {
 		batch := min(1000, n-done)
 		t0 := time.Now()
+		gc0 := gcStats()
 		refs := make([]ray.ObjectRef[int], batch)
 		var creating time.Duration
 		for i := range refs {
@@ -115,11 +132,15 @@ func run(n int, atMost, asJSON bool, cpuprofile, dir string) error {
 		}
 		done += batch
 		rate := float64(batch) / time.Since(t0).Seconds()
+		gc1 := gcStats()
+		gcs, pause := gc1.cycles-gc0.cycles, float64(gc1.pause-gc0.pause)/1e6
 		res.PerThousand = append(res.PerThousand, rate)
-		fmt.Fprintf(out, "actors %6d: %7.0f /s  (total %.1f s; %.0f%% of the thousand's time in creating calls)\n",
-			done, rate, time.Since(start).Seconds(), 100*creating.Seconds()/time.Since(t0).Seconds())
+		res.GCs, res.GCPauseMs, res.HeapMiB = append(res.GCs, gcs), append(res.GCPauseMs, pause), append(res.HeapMiB, gc1.heapMiB)
+		fmt.Fprintf(out, "actors %6d: %7.0f /s  (total %.1f s; %.0f%% of the thousand's time in creating calls; %d GCs, %.1f ms paused, heap goal %.0f MiB)\n",
+			done, rate, time.Since(start).Seconds(), 100*creating.Seconds()/time.Since(t0).Seconds(), gcs, pause, gc1.heapMiB)
 	}
 	res.Seconds = time.Since(start).Seconds()
+	res.LoadAvg[1] = loadAvg()
 	res.Overall = float64(n) / res.Seconds
 	if cpuprofile != "" {
 		pprof.StopCPUProfile()
@@ -132,8 +153,8 @@ func run(n int, atMost, asJSON bool, cpuprofile, dir string) error {
 	if asJSON {
 		return json.NewEncoder(os.Stdout).Encode(res)
 	}
-	fmt.Printf("%d actors (at-most-once %v) in %.1f s: %.0f /s overall; heap %.0f B/actor, goroutine stacks %.0f B/actor (after GC)\n",
-		n, atMost, res.Seconds, res.Overall, res.HeapPerActor, res.StackPerActor)
+	fmt.Printf("%d actors (at-most-once %v) in %.1f s: %.0f /s overall; heap %.0f B/actor, goroutine stacks %.0f B/actor (after GC); load average %s -> %s\n",
+		n, atMost, res.Seconds, res.Overall, res.HeapPerActor, res.StackPerActor, res.LoadAvg[0], res.LoadAvg[1])
 	return nil
 }
 
@@ -144,4 +165,43 @@ func memory() (heap, stack uint64) {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64(), s[1].Value.Uint64()
+}
+
+type gcSnapshot struct {
+	cycles  uint64
+	pause   time.Duration // stop-the-world pauses, total
+	heapMiB float64       // the heap goal (the live heap after the last GC, times GOGC)
+}
+
+func gcStats() gcSnapshot {
+	var st debug.GCStats
+	debug.ReadGCStats(&st)
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	return gcSnapshot{cycles: uint64(st.NumGC), pause: st.PauseTotal, heapMiB: float64(s[0].Value.Uint64()) / (1 << 20)}
+}
+
+// loadAvg is the machine's 1-, 5- and 15-minute load average (Linux; "" elsewhere).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func writeProfile(name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
