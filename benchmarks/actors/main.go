@@ -22,6 +22,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ray-go/ray"
@@ -41,14 +42,17 @@ type result struct {
 	AtMostOnce  bool      `json:"at_most_once"`
 	PerThousand []float64 `json:"per_thousand_per_s"`
 	// Per thousand: GC cycles, their stop-the-world pauses (ms), and the live heap after.
-	GCs           []uint64  `json:"per_thousand_gcs"`
-	GCPauseMs     []float64 `json:"per_thousand_gc_pause_ms"`
-	HeapMiB       []float64 `json:"per_thousand_heap_mib"`
-	LoadAvg       [2]string `json:"load_average_start_end"`
-	Overall       float64   `json:"overall_per_s"`
-	Seconds       float64   `json:"seconds"`
-	HeapPerActor  float64   `json:"heap_bytes_per_actor"`
-	StackPerActor float64   `json:"stack_bytes_per_actor"`
+	GCs       []uint64  `json:"per_thousand_gcs"`
+	GCPauseMs []float64 `json:"per_thousand_gc_pause_ms"`
+	HeapMiB   []float64 `json:"per_thousand_heap_mib"`
+	LoadAvg   [2]string `json:"load_average_start_end"`
+	// CPUPerActor is the process's CPU time (user + system) over the run, per actor: less
+	// swayed by other processes on the machine than the rates.
+	CPUPerActorUs float64 `json:"cpu_us_per_actor"`
+	Overall       float64 `json:"overall_per_s"`
+	Seconds       float64 `json:"seconds"`
+	HeapPerActor  float64 `json:"heap_bytes_per_actor"`
+	StackPerActor float64 `json:"stack_bytes_per_actor"`
 }
 
 func main() {
@@ -110,6 +114,7 @@ func run(n int, atMost, asJSON bool, cpuprofile, dir string) error {
 	}
 	handles := make([]ray.ActorHandle[idle], 0, n)
 	res.LoadAvg[0] = loadAvg()
+	cpu0 := cpuTime()
 	start := time.Now()
 	for done := 0; done < n; {
 		batch := min(1000, n-done)
@@ -141,6 +146,7 @@ func run(n int, atMost, asJSON bool, cpuprofile, dir string) error {
 	}
 	res.Seconds = time.Since(start).Seconds()
 	res.LoadAvg[1] = loadAvg()
+	res.CPUPerActorUs = float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(n)
 	res.Overall = float64(n) / res.Seconds
 	if cpuprofile != "" {
 		pprof.StopCPUProfile()
@@ -153,8 +159,8 @@ func run(n int, atMost, asJSON bool, cpuprofile, dir string) error {
 	if asJSON {
 		return json.NewEncoder(os.Stdout).Encode(res)
 	}
-	fmt.Printf("%d actors (at-most-once %v) in %.1f s: %.0f /s overall; heap %.0f B/actor, goroutine stacks %.0f B/actor (after GC); load average %s -> %s\n",
-		n, atMost, res.Seconds, res.Overall, res.HeapPerActor, res.StackPerActor, res.LoadAvg[0], res.LoadAvg[1])
+	fmt.Printf("%d actors (at-most-once %v) in %.1f s: %.0f /s overall, %.0f µs of CPU per actor; heap %.0f B/actor, goroutine stacks %.0f B/actor (after GC); load average %s -> %s\n",
+		n, atMost, res.Seconds, res.Overall, res.CPUPerActorUs, res.HeapPerActor, res.StackPerActor, res.LoadAvg[0], res.LoadAvg[1])
 	return nil
 }
 
@@ -204,4 +210,13 @@ func writeProfile(name, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// cpuTime is the CPU time this process used so far (user + system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
