@@ -400,7 +400,11 @@ func (g *grain) recover(ctx context.Context) *recovered {
 		}
 		r.nextIndex = ckIndex + 1
 	}
-	if !info.AtMostOnce {
+	// An actor still Pending (being created: its first incarnation, which leaves Pending
+	// only by recording ConstructorSucceeded) has had no instance serve, and only a serving
+	// instance on the record's node writes the log (fenced on the record): there is no log
+	// to read, and a new actor's start saves the listing.
+	if !info.AtMostOnce && st.Phase != lifecycle.Pending {
 		if err := g.replay(ctx, r, class, ckIndex, inc); err != nil {
 			return fail(err.Error())
 		}
