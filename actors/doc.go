@@ -26,8 +26,9 @@
 //   - grain: the protoactor grain of identity "a/<actorID>", activated on the node the
 //     placement names. On activation it reads the actor record, holds the resources the
 //     actor asked for at the node's raylet, constructs the instance, restores the newest
-//     checkpoint, replays the method log after it, and only then records the instance as
-//     Alive and serves calls. User code runs on the grain's executor goroutine, never in
+//     checkpoint, replays the method log after it (an actor still Pending, being created,
+//     has none: it is not read), and only then records the instance as Alive (from the
+//     record it read first, read again only if that moved on) and serves calls. User code runs on the grain's executor goroutine, never in
 //     Receive.
 //
 // # Calls, order and exactly-once
