@@ -57,7 +57,7 @@ func TestFuzzNodeRecordCorpus(t *testing.T) { fuzzing.Corpus(t, "FuzzNodeRecord"
 
 // bareView is a view with no GCS behind it, for feeding records to directly.
 func bareView() *View {
-	return &View{nodes: map[string]*node{}, data: map[string]string{}}
+	return &View{nodes: map[string]*node{}, data: map[string]string{}, socket: map[string]string{}, jobs: map[string]string{}}
 }
 
 // FuzzNodeRecord feeds arbitrary node records (nodes/<id>, written by every node of the

@@ -57,6 +57,8 @@ type View struct {
 	data  map[string]string // every node's data server address (drivers too)
 	// socket: the data server's Unix socket of the nodes on this machine.
 	socket map[string]string
+	// jobs: the job each node (every role, every job) serves ("" for none).
+	jobs map[string]string
 	// gone are nodes the membership reported unreachable or left: not placed on (and not
 	// alive) from then on, although their records last until their leases lapse. A node
 	// that comes back after a crash has a new ID.
@@ -94,12 +96,13 @@ type snapshot struct {
 	index   map[string]int
 	data    map[string]string
 	socket  map[string]string
+	jobs    map[string]string
 	gone    map[string]bool
 }
 
 // Start lists the node table and the load reports and watches both until Stop.
 func Start(ctx context.Context, cfg Config) (*View, error) {
-	v := &View{cfg: cfg, nodes: map[string]*node{}, data: map[string]string{}, socket: map[string]string{}}
+	v := &View{cfg: cfg, nodes: map[string]*node{}, data: map[string]string{}, socket: map[string]string{}, jobs: map[string]string{}}
 	nodes, rev, err := cfg.Store.List(ctx, gcs.NodesPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("clusterview: read the node table: %w", err)
@@ -153,6 +156,7 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 					delete(v.nodes, id)
 					delete(v.data, id)
 					delete(v.socket, id)
+					delete(v.jobs, id)
 				case e.Type == gcs.EventDelete:
 					if n := v.nodes[id]; n != nil {
 						n.hasLoad, n.avail, n.report = false, n.total, 0
@@ -219,6 +223,7 @@ func (v *View) putNodeLocked(kv gcs.KV) *pb.NodeInfo {
 	if info.DataAddress != "" {
 		v.data[info.NodeId] = info.DataAddress
 	}
+	v.jobs[info.NodeId] = info.JobId
 	if m := netx.MachineID(); info.DataSocket != "" && m != "" && info.MachineId == m {
 		v.socket[info.NodeId] = info.DataSocket
 	}
@@ -260,7 +265,7 @@ func (v *View) putLoadLocked(kv gcs.KV) {
 
 // publishLocked publishes the tables as a new snapshot (v.mu held).
 func (v *View) publishLocked() {
-	s := &snapshot{index: make(map[string]int, len(v.nodes)), data: make(map[string]string, len(v.data)), socket: maps.Clone(v.socket),
+	s := &snapshot{index: make(map[string]int, len(v.nodes)), data: make(map[string]string, len(v.data)), socket: maps.Clone(v.socket), jobs: maps.Clone(v.jobs),
 		gone: make(map[string]bool, len(v.gone))}
 	ids := make([]string, 0, len(v.nodes))
 	for id := range v.nodes {
@@ -360,6 +365,10 @@ func (v *View) MarkAlive(id ids.NodeID) {
 
 // DataAddress is a node's object data server address ("" if unknown).
 func (v *View) DataAddress(id ids.NodeID) string { return v.load().data[string(id)] }
+
+// JobOf is the job node serves (its record's job ID; "" for a node the view has no record
+// of, or one that serves every job).
+func (v *View) JobOf(id ids.NodeID) string { return v.load().jobs[string(id)] }
 
 // DataSocket is the Unix socket of the data server of a node on this machine ("" for a
 // node elsewhere, or without one).

@@ -28,6 +28,9 @@ type Cluster interface {
 	// DataSocket is the Unix socket of the data server of a node on this machine ("" if
 	// the node runs elsewhere or has none): tried before DataAddress.
 	DataSocket(node ids.NodeID) string
+	// JobOf is the job a node serves ("" if unknown): a worker process of another job
+	// ends with that job.
+	JobOf(node ids.NodeID) string
 	Feasible(req sched.Resources) error
 	// Alive reports whether node is a member of the cluster now.
 	Alive(node ids.NodeID) bool

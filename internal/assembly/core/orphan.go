@@ -14,7 +14,8 @@ import (
 
 // Orphans: objects this runtime borrows whose owner died (Ray fails here,
 // ray-project/ray#40731). The borrower adopts them: it becomes their owner, keeps what it
-// already has (a value it resolved, or bytes on a node that lives), and recreates the rest
+// already has (a value it resolved, or bytes on a node that lives and serves its own job:
+// another job's worker processes end with that job, adoptedObject), and recreates the rest
 // from the lineage the dead owner recorded in the GCS, running the producing tasks again
 // with the same IDs and itself as their owner, lost arguments first. Objects the dead owner
 // made with Put have no task to run again and read as lost, as do tasks whose lineage
@@ -119,7 +120,28 @@ type adoption struct {
 }
 
 // adopt adopts id, now owned here, as the plan says from its facts now.
-func (a *adoption) adopt(id ids.ObjectID) { a.run(id, a.plan.Adopt(a.c.object(id))) }
+func (a *adoption) adopt(id ids.ObjectID) { a.run(id, a.plan.Adopt(a.c.adoptedObject(id))) }
+
+// adoptedObject is object for an adoption: bytes on a node of another job count as gone
+// too. Objects borrowed across jobs live on the owner's job's worker processes, which end
+// with that job (its driver died): kept there, they would be lost a few seconds later with
+// no lineage left to recreate them (the adopter did not take over their tasks).
+func (c *Core) adoptedObject(id ids.ObjectID) lineage.Object {
+	record := c.refs.Spec(id.Task()) != nil
+	v, ready, known := c.mem.Get(id)
+	return objectOf(id, v, ready, known, record, func(v objects.Value) bool {
+		return c.lostHere(v) || c.otherJob(v)
+	})
+}
+
+// otherJob reports whether v's bytes are on a worker process of another job.
+func (c *Core) otherJob(v objects.Value) bool {
+	if !v.InStore || v.Node == "" || v.Node == c.cfg.Node || c.cfg.Cluster == nil {
+		return false
+	}
+	j := c.cfg.Cluster.JobOf(v.Node)
+	return j != "" && j != string(c.cfg.Job)
+}
 
 // run carries out the actions the plan gave for id.
 func (a *adoption) run(id ids.ObjectID, acts []lineage.Action) {
@@ -137,7 +159,7 @@ func (a *adoption) run(id ids.ObjectID, acts []lineage.Action) {
 		case lineage.Recreate:
 			args := make([]lineage.Object, len(x.Args))
 			for i, aid := range x.Args {
-				args[i] = c.object(aid)
+				args[i] = c.adoptedObject(aid)
 			}
 			a.run(id, a.plan.Recreate(x, args))
 		case lineage.AdoptTask:

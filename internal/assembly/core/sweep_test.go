@@ -40,6 +40,7 @@ func (t *twoNodes) Raylet(n ids.NodeID) *actor.PID                     { return 
 func (t *twoNodes) Store(ids.NodeID) *actor.PID                        { return nil }
 func (t *twoNodes) DataAddress(ids.NodeID) string                      { return "" }
 func (t *twoNodes) DataSocket(ids.NodeID) string                       { return "" }
+func (t *twoNodes) JobOf(ids.NodeID) string                            { return "" }
 func (t *twoNodes) Feasible(sched.Resources) error                     { return nil }
 func (t *twoNodes) Alive(n ids.NodeID) bool                            { t.mu.Lock(); defer t.mu.Unlock(); return !t.dead[n] }
 func (t *twoNodes) kill(n ids.NodeID)                                  { t.mu.Lock(); t.dead[n] = true; t.mu.Unlock() }
