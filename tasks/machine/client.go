@@ -45,6 +45,8 @@ func Dial(path, name string, on func(*pb.MachineMsg)) (*Client, error) {
 				free := tasks.ResourcesFromPB(m.Free)
 				cl.free.Store(&free)
 				on(m)
+			case pb.MachineMsg_RECLAIM:
+				on(m)
 			}
 		}
 	}()

@@ -29,5 +29,9 @@
 // frame is HELLO (its node ID, for logs). Then ASK (id, resources, now), answered by GRANT
 // or DENY with the same id; GIVE (resources, no answer); and, from the agent, FREE (the
 // machine's free resources) after every change, at most every FreeEvery, so that each
-// process's load report can count the machine's free resources as available to its job.
+// process's load report can count the machine's free resources as available to its job;
+// and RECLAIM (resources) when what it should give back changes: while an ask waits, every
+// client holding more than an even share of a resource the ask lacks is asked for the
+// excess (Ledger.Wants), which its raylet gives back as its leases end (it revokes them
+// from their owners) instead of granting it again; a RECLAIM of nothing ends it.
 package machine

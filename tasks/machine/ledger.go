@@ -166,3 +166,49 @@ func (l *Ledger) serve() []Decision {
 	}
 	return out
 }
+
+// Wants says what each client should give back so that the asks waiting can be served:
+// while an ask waits for a resource, every client holding more of it than an even share
+// (the machine's total divided among the clients that hold some or wait for some) is
+// asked for its excess, at most what the waiting asks lack in all. A client with nothing
+// to give back is absent. Clients give back as their work in progress ends (a raylet
+// revokes leases for it), so a job with a steady stream of tasks cannot keep the machine
+// while another waits.
+func (l *Ledger) Wants() map[string]sched.Resources {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		return nil
+	}
+	var lack sched.Resources // what the waiting asks need beyond what is free
+	for _, a := range l.queue {
+		a.res.Each(func(name string, q sched.Quantity) { lack = lack.With(name, lack.Get(name)+q) })
+	}
+	lack = lack.Sub(l.free)
+	out := map[string]sched.Resources{}
+	lack.Each(func(name string, need sched.Quantity) {
+		if need <= 0 {
+			return
+		}
+		users := map[string]bool{}
+		for c, h := range l.held {
+			if h.Get(name) > 0 {
+				users[c] = true
+			}
+		}
+		for _, a := range l.queue {
+			if a.res.Get(name) > 0 {
+				users[a.client] = true
+			}
+		}
+		share := l.total.Get(name) / sched.Quantity(max(1, len(users)))
+		for c, h := range l.held {
+			if over := h.Get(name) - share; over > 0 && need > 0 {
+				give := min(over, need)
+				need -= give
+				out[c] = out[c].With(name, give)
+			}
+		}
+	})
+	return out
+}

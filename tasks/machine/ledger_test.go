@@ -91,3 +91,23 @@ func TestLedgerAskReplacesAndWithdraws(t *testing.T) {
 		t.Fatalf("waiting %d after the withdrawal", l.Waiting())
 	}
 }
+
+func TestLedgerWantsAnEvenShare(t *testing.T) {
+	l := NewLedger(res(t, map[string]float64{"CPU": 4}))
+	l.Ask("a", 1, res(t, map[string]float64{"CPU": 4}), false)
+	if w := l.Wants(); len(w) != 0 {
+		t.Fatalf("nobody waits, yet %v", w)
+	}
+	l.Ask("b", 1, res(t, map[string]float64{"CPU": 1}), false)
+	if w := l.Wants(); len(w) != 1 || !w["a"].Equal(res(t, map[string]float64{"CPU": 1})) {
+		t.Fatalf("b waits for 1 CPU: wants %v, want a to give back 1", w)
+	}
+	l.Ask("b", 2, res(t, map[string]float64{"CPU": 3}), false)
+	if w := l.Wants(); !w["a"].Equal(res(t, map[string]float64{"CPU": 2})) {
+		t.Fatalf("b waits for 3 CPUs: wants %v, want a to give back 2 (down to an even share)", w)
+	}
+	l.Give("a", res(t, map[string]float64{"CPU": 3}))
+	if w := l.Wants(); len(w) != 0 {
+		t.Fatalf("b was served, yet %v", w)
+	}
+}

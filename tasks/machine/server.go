@@ -12,6 +12,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
 )
 
 // FreeEvery is the shortest time between two FREE broadcasts.
@@ -39,6 +40,7 @@ type serverConn struct {
 	name string
 	c    net.Conn
 	wmu  sync.Mutex
+	want sched.Resources // the last RECLAIM sent (guarded by Server.mu)
 }
 
 func (c *serverConn) write(m *pb.MachineMsg) {
@@ -181,9 +183,33 @@ func (s *Server) deliver(ds []Decision) {
 			}
 		}
 	}
+	s.reclaim()
 	select {
 	case s.changed <- struct{}{}:
 	default:
+	}
+}
+
+// reclaim sends RECLAIM to the clients whose share of what the waiting asks need changed
+// (Ledger.Wants; nothing: a RECLAIM of nothing, which ends the last one).
+func (s *Server) reclaim() {
+	wants := s.ledger.Wants()
+	type send struct {
+		c *serverConn
+		w sched.Resources
+	}
+	var sends []send
+	s.mu.Lock()
+	for _, c := range s.conns {
+		w := wants[c.key]
+		if !w.Equal(c.want) {
+			c.want = w
+			sends = append(sends, send{c, w})
+		}
+	}
+	s.mu.Unlock()
+	for _, x := range sends {
+		x.c.write(&pb.MachineMsg{Op: pb.MachineMsg_RECLAIM, Resources: tasks.ResourcesToPB(x.w)})
 	}
 }
 

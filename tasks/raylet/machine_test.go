@@ -154,3 +154,34 @@ func TestMachineClientGoneGivesBack(t *testing.T) {
 	_ = c.Close()
 	eventuallyFree(t, m, map[string]float64{sched.CPU: 2})
 }
+
+// TestMachineReclaimFromABusyJob: a job that keeps its machine busy (more leases queued
+// than the machine holds) gives back its excess when another job waits: its raylet revokes
+// a lease, and when that lease comes back its CPU goes to the machine, not to its own
+// queue, so the other job gets an even share.
+func TestMachineReclaimFromABusyJob(t *testing.T) {
+	m := serveMachine(t, map[string]float64{sched.CPU: 2})
+	a := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	b := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	for range 4 {
+		a.ask(a.owner, cpu1)
+	}
+	ga := a.grants(a.owner, 2) // two run, two wait
+	b.ask(b.owner, cpu1)
+	var revoked *pb.LeaseRevoke
+	select {
+	case revoked = <-a.owner.revokes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a was not asked to give a lease back while b waits")
+	}
+	for _, g := range ga {
+		if string(g.LeaseId) == string(revoked.LeaseId) {
+			a.send(release(g))
+		}
+	}
+	b.grants(b.owner, 1)
+	a.noGrant(a.owner) // its own queue did not take the CPU back
+	if st := a.stats(); st.InUse.Get(sched.CPU) != sched.Unit || st.Queued < 2 {
+		t.Fatalf("a after giving one back: %+v, want 1 CPU in use and its queue waiting", st)
+	}
+}

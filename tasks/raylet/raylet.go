@@ -30,6 +30,9 @@ type Config struct {
 	// package doc). Total is still the machine's total. The node delivers the ledger's
 	// answers to the raylet as MachineGrant and MachineDeny.
 	Machine Machine
+	// Started, when set, is told the raylet's PID when it starts (the node delivers the
+	// machine's answers to it).
+	Started func(self *actor.PID)
 	// TrimAfter is how long resources the raylet holds of its machine and has no use for
 	// are kept before they are given back (default DefaultTrimAfter).
 	TrimAfter time.Duration
@@ -49,6 +52,13 @@ type Machine interface {
 // MachineGrant: the machine granted Res for the ask ID.
 type MachineGrant struct {
 	ID  uint64
+	Res sched.Resources
+}
+
+// MachineReclaim: the machine wants Res back (others wait; Ledger.Wants): what is free goes
+// back at once, leases are revoked for the rest and what they held goes back as they end.
+// A MachineReclaim of nothing ends the previous one.
+type MachineReclaim struct {
 	Res sched.Resources
 }
 
@@ -149,6 +159,7 @@ type Raylet struct {
 	commits   []*pendingCommit
 	trimSet   bool
 	askDenied bool
+	owed      sched.Resources // what the machine reclaims (MachineReclaim), not given back yet
 }
 
 // pendingCommit is a bundle commit waiting for the machine's answer.
@@ -209,6 +220,10 @@ func ownerKey(p *actor.PID) string { return p.Address + "/" + p.Id }
 // Receive handles one message.
 func (r *Raylet) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		if r.cfg.Started != nil {
+			r.cfg.Started(ctx.Self())
+		}
 	case *pb.LeaseRequest:
 		r.request(ctx, m)
 	case *pb.LeaseRelease:
@@ -244,6 +259,10 @@ func (r *Raylet) Receive(ctx actor.Context) {
 		r.onGrant(ctx, m)
 	case MachineDeny:
 		r.onDeny(ctx, m)
+	case MachineReclaim:
+		r.owed = m.Res
+		r.payOwed(ctx)
+		r.dispatch(ctx) // balance: withdraw or ask again
 	case trimTick:
 		r.trimSet = false
 		r.trim()
@@ -337,6 +356,9 @@ func (r *Raylet) release(ctx actor.Context, id string) {
 	r.released++
 	if l.blocked {
 		r.lent = r.lent.Sub(cpuOf(l.res))
+	}
+	if !r.owed.IsZero() {
+		r.payOwed(ctx) // before the local requests take it again
 	}
 	r.dispatch(ctx)
 }
@@ -576,6 +598,14 @@ func (r *Raylet) balance(ctx actor.Context) {
 			}
 		})
 	}
+	if !want.IsZero() && !r.owed.IsZero() {
+		// The machine reclaims from us for others that wait: ask for nothing more (an
+		// ask of ours ahead of theirs would take back what we give) until it stops.
+		if r.asking != 0 {
+			r.ask(ctx, sched.Resources{}, false, nil)
+		}
+		return
+	}
 	if !want.IsZero() {
 		// Ask, or, with an ask waiting and resources of ours idle (a lease came back),
 		// give them back and ask again for all of it (ask): the ledger replaces our
@@ -709,4 +739,57 @@ func positive(res sched.Resources) sched.Resources {
 		}
 	})
 	return out
+}
+
+// payOwed gives back to the machine what it reclaims: what is free now, and, for the rest,
+// it asks the owners of enough leases to give them back (LeaseRevoke; the lease's task
+// finishes first), whose resources then go back in release before anything local takes
+// them.
+func (r *Raylet) payOwed(ctx actor.Context) {
+	if r.cfg.Machine == nil || r.owed.IsZero() {
+		return
+	}
+	var give sched.Resources
+	free := r.giveable()
+	r.owed.Each(func(name string, q sched.Quantity) {
+		if g := min(q, free.Get(name)); g > 0 {
+			give = give.With(name, g)
+		}
+	})
+	if !give.IsZero() {
+		if err := r.cfg.Machine.Give(give); err != nil {
+			return
+		}
+		r.held, r.avail = r.held.Sub(give), r.avail.Sub(give)
+		r.owed = positive(r.owed.Sub(give))
+	}
+	// Revoke leases until those revoked cover what is still owed.
+	coming := sched.Resources{}
+	for _, l := range r.leases {
+		if l.revoked {
+			coming = coming.Add(l.res)
+		}
+	}
+	for id, l := range r.leases {
+		if coming.Fits(r.owed) {
+			return
+		}
+		if l.revoked || !overlaps(l.res, r.owed) {
+			continue
+		}
+		l.revoked = true
+		coming = coming.Add(l.res)
+		ctx.Send(l.ownerPID, &pb.LeaseRevoke{LeaseId: []byte(id)})
+	}
+}
+
+// overlaps reports whether a holds some of a resource b has.
+func overlaps(a, b sched.Resources) bool {
+	found := false
+	b.Each(func(name string, q sched.Quantity) {
+		if q > 0 && a.Get(name) > 0 {
+			found = true
+		}
+	})
+	return found
 }

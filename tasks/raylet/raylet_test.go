@@ -62,6 +62,8 @@ func newHarnessOn(t *testing.T, total map[string]float64, workers int, path stri
 				h.sys.Root.Send(self.Load(), MachineGrant{ID: m.Id, Res: tasks.ResourcesFromPB(m.Resources)})
 			case pb.MachineMsg_DENY:
 				h.sys.Root.Send(self.Load(), MachineDeny{ID: m.Id, Message: m.Message})
+			case pb.MachineMsg_RECLAIM:
+				h.sys.Root.Send(self.Load(), MachineReclaim{Res: tasks.ResourcesFromPB(m.Resources)})
 			}
 		})
 		if err != nil {

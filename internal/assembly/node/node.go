@@ -67,6 +67,9 @@ const maxMessageBytes = 64 << 20
 // endpointBatch is the endpoint writer's batch size (see maxMessageBytes).
 const endpointBatch = 32
 
+// endpointQueue is the endpoint writer's initial queue size per peer (it grows as needed).
+const endpointQueue = 1024
+
 // dispatchGoroutines is the size of the goroutine pool that runs the node's mailboxes
 // (package dispatch): enough for every grain of a node to run at once, and four per core
 // (the runtime's shards, eight per core, are mailboxes too).
@@ -657,9 +660,13 @@ func (n *Node) startMember(ctx context.Context) error {
 			return n.cluster.Get(membership.NodeIdentity(string(n.ID), "worker/"+strconv.Itoa(i)), KindWorker)
 		}}
 	if n.cfg.Machine != "" {
-		// The ledger's answers go to the raylet, which exists by then: it asked.
+		// The ledger's answers go to the raylet, which says where it is when it starts
+		// (raylet.Config.Started): GRANT and DENY answer its asks, and RECLAIM goes only to
+		// a holder, so none comes before it; FREE needs no raylet (the client keeps it).
+		var target atomic.Pointer[actor.PID]
+		rcfg.Started = func(self *actor.PID) { target.Store(self) }
 		mc, err := machine.Dial(n.cfg.Machine, string(n.ID), func(m *pb.MachineMsg) {
-			rl := n.raylet()
+			rl := target.Load()
 			if rl == nil {
 				return
 			}
@@ -668,6 +675,8 @@ func (n *Node) startMember(ctx context.Context) error {
 				n.system.Root.Send(rl, raylet.MachineGrant{ID: m.Id, Res: tasks.ResourcesFromPB(m.Resources)})
 			case pb.MachineMsg_DENY:
 				n.system.Root.Send(rl, raylet.MachineDeny{ID: m.Id, Message: m.Message})
+			case pb.MachineMsg_RECLAIM:
+				n.system.Root.Send(rl, raylet.MachineReclaim{Res: tasks.ResourcesFromPB(m.Resources)})
 			}
 		})
 		if err != nil {

@@ -99,13 +99,14 @@ func (ErrorInfo_Kind) EnumDescriptor() ([]byte, []int) {
 type MachineMsg_Op int32
 
 const (
-	MachineMsg_NONE  MachineMsg_Op = 0
-	MachineMsg_HELLO MachineMsg_Op = 1 // worker -> agent, first: client names the node (worker process)
-	MachineMsg_ASK   MachineMsg_Op = 2 // worker -> agent: id, resources; now: grant at once or deny
-	MachineMsg_GIVE  MachineMsg_Op = 3 // worker -> agent: resources given back
-	MachineMsg_GRANT MachineMsg_Op = 4 // agent -> worker: id, resources granted; free
-	MachineMsg_DENY  MachineMsg_Op = 5 // agent -> worker: id, message; free
-	MachineMsg_FREE  MachineMsg_Op = 6 // agent -> worker: free
+	MachineMsg_NONE    MachineMsg_Op = 0
+	MachineMsg_HELLO   MachineMsg_Op = 1 // worker -> agent, first: client names the node (worker process)
+	MachineMsg_ASK     MachineMsg_Op = 2 // worker -> agent: id, resources; now: grant at once or deny
+	MachineMsg_GIVE    MachineMsg_Op = 3 // worker -> agent: resources given back
+	MachineMsg_GRANT   MachineMsg_Op = 4 // agent -> worker: id, resources granted; free
+	MachineMsg_DENY    MachineMsg_Op = 5 // agent -> worker: id, message; free
+	MachineMsg_FREE    MachineMsg_Op = 6 // agent -> worker: free
+	MachineMsg_RECLAIM MachineMsg_Op = 7 // agent -> worker: resources to give back as work ends (others wait)
 )
 
 // Enum value maps for MachineMsg_Op.
@@ -118,15 +119,17 @@ var (
 		4: "GRANT",
 		5: "DENY",
 		6: "FREE",
+		7: "RECLAIM",
 	}
 	MachineMsg_Op_value = map[string]int32{
-		"NONE":  0,
-		"HELLO": 1,
-		"ASK":   2,
-		"GIVE":  3,
-		"GRANT": 4,
-		"DENY":  5,
-		"FREE":  6,
+		"NONE":    0,
+		"HELLO":   1,
+		"ASK":     2,
+		"GIVE":    3,
+		"GRANT":   4,
+		"DENY":    5,
+		"FREE":    6,
+		"RECLAIM": 7,
 	}
 )
 
@@ -5321,7 +5324,7 @@ const file_ray_proto_rawDesc = "" +
 	" \x01(\x03R\x10storeSpillErrors\x12&\n" +
 	"\x0fin_flight_bytes\x18\v \x01(\x03R\rinFlightBytes\x12)\n" +
 	"\x06in_use\x18\f \x03(\v2\x12.raypb.ResourceQtyR\x05inUse\x12%\n" +
-	"\x0emachine_ledger\x18\r \x01(\bR\rmachineLedger\"\xad\x02\n" +
+	"\x0emachine_ledger\x18\r \x01(\bR\rmachineLedger\"\xba\x02\n" +
 	"\n" +
 	"MachineMsg\x12$\n" +
 	"\x02op\x18\x01 \x01(\x0e2\x14.raypb.MachineMsg.OpR\x02op\x12\x0e\n" +
@@ -5330,7 +5333,7 @@ const file_ray_proto_rawDesc = "" +
 	"\x03now\x18\x04 \x01(\bR\x03now\x12&\n" +
 	"\x04free\x18\x05 \x03(\v2\x12.raypb.ResourceQtyR\x04free\x12\x16\n" +
 	"\x06client\x18\x06 \x01(\tR\x06client\x12\x18\n" +
-	"\amessage\x18\a \x01(\tR\amessage\"K\n" +
+	"\amessage\x18\a \x01(\tR\amessage\"X\n" +
 	"\x02Op\x12\b\n" +
 	"\x04NONE\x10\x00\x12\t\n" +
 	"\x05HELLO\x10\x01\x12\a\n" +
@@ -5338,7 +5341,8 @@ const file_ray_proto_rawDesc = "" +
 	"\x04GIVE\x10\x03\x12\t\n" +
 	"\x05GRANT\x10\x04\x12\b\n" +
 	"\x04DENY\x10\x05\x12\b\n" +
-	"\x04FREE\x10\x06\"\xd5\x03\n" +
+	"\x04FREE\x10\x06\x12\v\n" +
+	"\aRECLAIM\x10\a\"\xd5\x03\n" +
 	"\tAgentInfo\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x10\n" +
