@@ -103,6 +103,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == childFlag {
 		os.Exit(perf.Microbench(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == nodesDriverFlag {
+		os.Exit(nodesDriver(os.Args[2:]))
+	}
 	os.Exit(run())
 }
 
@@ -113,7 +116,11 @@ func run() int {
 	coreList := flag.String("cores", "", "comma-separated core counts (default 1, 2, 4, ... and all)")
 	runs := flag.Int("runs", 1, "rounds over every core count; each figure is the median of its rounds")
 	profiles := flag.String("profiles", "", "write the CPU and mutex profiles of the all-cores child to this directory")
+	nodes := defineNodesFlags()
 	flag.Parse()
+	if *nodes.on {
+		return nodesMain(nodes, *asJSON)
+	}
 
 	cpus, err := allowedCPUs()
 	if err != nil || len(cpus) == 0 {

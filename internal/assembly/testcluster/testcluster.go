@@ -46,6 +46,9 @@ type Config struct {
 	// TuneGCS, when set, adjusts the embedded etcd's configuration before it starts (a
 	// small QuotaBytes, a frequent defragmentation).
 	TuneGCS func(*etcdstore.EmbedConfig)
+	// WrapGCS, if set, wraps the GCS client the nodes use (not the compactor's): what
+	// benchmarks/scale counts the control plane's GCS traffic with.
+	WrapGCS func(gcs.Store) gcs.Store
 }
 
 // Cluster is a running in-process cluster.
@@ -108,6 +111,10 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	c.GCS = c.etcd.Client()
 	c.GCSEndpoints = c.etcd.Endpoints()
 	c.compactor = gcs.NewCompactor(c.GCS, gcs.CompactorConfig{Logger: cfg.Logger})
+	nodeGCS := c.GCS
+	if cfg.WrapGCS != nil {
+		nodeGCS = cfg.WrapGCS(c.GCS)
+	}
 	// Every gRPC server a node syncs with before its remote starts (see below) speaks
 	// TLS: the etcd's URLs are https already, the nodes' addresses are given the scheme.
 	sync := c.etcd.Endpoints()
@@ -162,7 +169,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			return nil, fmt.Errorf("testcluster: %w", err)
 		}
 		ncfg := node.Config{
-			Job: job, Resources: res, GCS: c.GCS, Dir: filepath.Join(c.dir, fmt.Sprintf("node-%d", i)),
+			Job: job, Resources: res, GCS: nodeGCS, Dir: filepath.Join(c.dir, fmt.Sprintf("node-%d", i)),
 			Lineage: true, SyncAddrs: append([]string(nil), sync...), Logger: cfg.Logger,
 			Gate: gate, RemoteStarted: func(addr string) { started <- addr }, Credentials: creds,
 		}
