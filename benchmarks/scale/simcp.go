@@ -40,6 +40,36 @@ type gcsCounts struct {
 	reads, readBytes     atomic.Int64 // Get, List, Count; bytes of the keys and values returned
 	watchEvents, watched atomic.Int64 // events delivered to watches; their key and value bytes
 	leases               atomic.Int64 // Grant, KeepAlive, Revoke calls
+	byPrefix             sync.Map     // key prefix (keyPrefix) -> *atomic.Int64 bytes written
+}
+
+// keyPrefix is a key up to its first '/' (or its first 24 bytes): the table it is in.
+func keyPrefix(key string) string {
+	for i := 0; i < len(key) && i < 24; i++ {
+		if key[i] == '/' {
+			return key[:i+1]
+		}
+	}
+	return key[:min(len(key), 24)]
+}
+
+func (c *gcsCounts) wrote(key string, n int) {
+	c.writeBytes.Add(int64(n))
+	v, ok := c.byPrefix.Load(keyPrefix(key))
+	if !ok {
+		v, _ = c.byPrefix.LoadOrStore(keyPrefix(key), new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(int64(n))
+}
+
+// prefixes returns the bytes written per key prefix so far.
+func (c *gcsCounts) prefixes() map[string]int64 {
+	out := map[string]int64{}
+	c.byPrefix.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
 }
 
 type gcsSnapshot struct {
@@ -90,26 +120,24 @@ func (s countingStore) Count(ctx context.Context, prefix string) (int64, error) 
 
 func (s countingStore) Put(ctx context.Context, key string, value []byte, lease gcs.LeaseID) (int64, error) {
 	s.c.writes.Add(1)
-	s.c.writeBytes.Add(int64(len(key) + len(value)))
+	s.c.wrote(key, len(key)+len(value))
 	return s.Store.Put(ctx, key, value, lease)
 }
 
 func (s countingStore) Delete(ctx context.Context, key string) (int64, error) {
 	s.c.writes.Add(1)
-	s.c.writeBytes.Add(int64(len(key)))
+	s.c.wrote(key, len(key))
 	return s.Store.Delete(ctx, key)
 }
 
 func (s countingStore) Txn(ctx context.Context, cmps []gcs.Cmp, ops []gcs.Op) (bool, int64, error) {
 	s.c.writes.Add(1)
-	var n int64
 	for _, c := range cmps {
-		n += int64(len(c.Key))
+		s.c.wrote(c.Key, len(c.Key))
 	}
 	for _, o := range ops {
-		n += int64(len(o.Key) + len(o.Value))
+		s.c.wrote(o.Key, len(o.Key)+len(o.Value))
 	}
-	s.c.writeBytes.Add(n)
 	return s.Store.Txn(ctx, cmps, ops)
 }
 
@@ -183,6 +211,8 @@ type simPoint struct {
 	// (the idle rates times the timed window), i.e. what the tasks themselves cost.
 	MessagesNet float64 `json:"messages_per_task_net_of_idle"`
 	GCSBytesNet float64 `json:"gcs_bytes_per_task_net_of_idle"`
+	// WriteBytesByPrefix: the bytes written per task, by key prefix (the tables).
+	WriteBytesByPrefix map[string]float64 `json:"gcs_write_bytes_per_task_by_prefix,omitempty"`
 }
 
 // simCount is one node count's figures.
@@ -225,7 +255,7 @@ func runSim(ctx context.Context, cfg simConfig) (*simReport, error) {
 	var done []int
 	for _, n := range cfg.counts {
 		if need, avail := simMemory(n), memAvailable(); avail > 0 && need > avail*6/10 {
-			rep.Stopped = fmt.Sprintf("before %d nodes: they would need about %d MiB of heap (each node preallocates a protoactor endpoint queue of ~19 MiB per peer: N(N-1) of them in one process), more than 60%% of the %d MiB available",
+			rep.Stopped = fmt.Sprintf("before %d nodes: they would need about %d MiB of heap (each node preallocates protoactor endpoint queues, ~36 MiB of heap per peer as measured: N(N-1) of them in one process), more than 60%% of the %d MiB available",
 				n, need>>20, avail>>20)
 			logf("simulated control plane: stopped %s", rep.Stopped)
 			break
@@ -385,6 +415,7 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 		// Timed: the workload, and the counters until the nodes have reported their last
 		// load change (100 ms reports: 300 ms after the last result).
 		m0, g0, t0 = messages(), counts.snapshot(), time.Now()
+		pre := counts.prefixes()
 		if err := round(w, cfg.tasks); err != nil {
 			return c, err
 		}
@@ -402,6 +433,14 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 		p.GCSReadBytes = float64(dg.ReadBytes) / tasks
 		p.GCSWatchBytes = float64(dg.Watched) / tasks
 		p.GCSBytes = p.GCSWriteBytes + p.GCSReadBytes + p.GCSWatchBytes
+		for k, v := range counts.prefixes() {
+			if d := v - pre[k]; d > 0 {
+				if p.WriteBytesByPrefix == nil {
+					p.WriteBytesByPrefix = map[string]float64{}
+				}
+				p.WriteBytesByPrefix[k] = float64(d) / tasks
+			}
+		}
 		p.MessagesNet = p.Messages - c.IdleMessagesPerS*window/tasks
 		p.GCSBytesNet = p.GCSBytes - c.IdleGCSBytesPerS*window/tasks
 		c.Workloads[w] = p
@@ -433,9 +472,10 @@ func writeHeapProfile(path string) error {
 
 // simMemory estimates the heap n in-process nodes take: protoactor's remote gives each
 // node an endpoint writer per peer whose mailbox is a ring buffer of 1,000,000 slots
-// (remote.Config.EndpointWriterQueueSize), ~19 MiB each as measured (-sim-heap-profiles:
-// goring.New), plus ~40 MiB a node.
-func simMemory(n int) int64 { return int64(n*(n-1))*19<<20 + int64(n)*40<<20 }
+// (remote.Config.EndpointWriterQueueSize): measured 1150 MiB of heap at 8 nodes (56 pairs;
+// -sim-heap-profiles: goring.New) and 8631 MiB at 16 (240 pairs), so 36 MiB a pair,
+// plus ~40 MiB a node.
+func simMemory(n int) int64 { return int64(n*(n-1))*36<<20 + int64(n)*40<<20 }
 
 // memAvailable is the machine's MemAvailable in bytes (0 when unknown).
 func memAvailable() int64 {

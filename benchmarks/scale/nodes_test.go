@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/memstore"
+)
+
+func TestParseNodeCounts(t *testing.T) {
+	got, err := parseNodeCounts("-node-counts", " 8,1, 2,2", 64)
+	if err != nil || !reflect.DeepEqual(got, []int{1, 2, 8}) {
+		t.Fatalf("parseNodeCounts: %v, %v; want [1 2 8]", got, err)
+	}
+	if got, err := parseNodeCounts("-sim-counts", " ", 64); err != nil || got != nil {
+		t.Fatalf("an empty list: %v, %v; want nil, nil (the part is skipped)", got, err)
+	}
+	for _, bad := range []string{"0", "65", "x", "1,,2", "-1"} {
+		_, err := parseNodeCounts("-node-counts", bad, 64)
+		if err == nil || !strings.Contains(err.Error(), "-node-counts") || !strings.Contains(err.Error(), "from 1 to 64") {
+			t.Errorf("%q: error %v, want one naming the flag and the range", bad, err)
+		}
+	}
+}
+
+// TestCountingStore: the GCS wrapper of the simulated control plane counts writes with
+// their key and value bytes, reads with the bytes returned, and watch events with theirs,
+// and passes every call through.
+func TestCountingStore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	inner := memstore.New(memstore.Options{})
+	defer inner.Close()
+	c := &gcsCounts{}
+	s := countingStore{Store: inner, c: c}
+
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	events := s.Watch(wctx, "k/", 0)
+
+	if _, err := s.Put(ctx, "k/a", []byte("12345"), 0); err != nil { // 3 + 5 bytes
+		t.Fatal(err)
+	}
+	if _, _, err := s.Txn(ctx, []gcs.Cmp{{Key: "k/a", ModRev: 0}}, []gcs.Op{{Kind: gcs.OpPut, Key: "k/b", Value: []byte("xy")}}); err != nil {
+		t.Fatal(err) // a failed compare still counts: the call went to the store (3 + 3 + 2 bytes)
+	}
+	if _, err := s.Delete(ctx, "k/a"); err != nil { // 3 bytes
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "k/c", []byte("abc"), 0); err != nil { // 3 + 3 bytes
+		t.Fatal(err)
+	}
+	kv, ok, err := s.Get(ctx, "k/c")
+	if err != nil || !ok || string(kv.Value) != "abc" {
+		t.Fatalf("Get through the wrapper: %v %v %v", kv, ok, err)
+	}
+	if _, _, err := s.List(ctx, "k/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close of the shared store's wrapper: %v", err)
+	}
+	if _, _, err := inner.Get(ctx, "k/c"); err != nil {
+		t.Fatalf("the wrapper's Close closed the shared store: %v", err)
+	}
+
+	// Three events: put k/a, delete k/a, put k/c (the Txn's compare failed).
+	seen := 0
+	for seen < 3 {
+		select {
+		case r, ok := <-events:
+			if !ok {
+				t.Fatal("watch closed early")
+			}
+			seen += len(r.Events)
+		case <-ctx.Done():
+			t.Fatalf("saw %d watch events, want 3", seen)
+		}
+	}
+	got := c.snapshot()
+	want := gcsSnapshot{Writes: 4, WriteBytes: 8 + 8 + 3 + 6, Reads: 2, ReadBytes: 6 + 6, WatchEvents: 3, Watched: 8 + 3 + 6}
+	if got != want {
+		t.Fatalf("counts %+v, want %+v", got, want)
+	}
+	if p := c.prefixes(); !reflect.DeepEqual(p, map[string]int64{"k/": 25}) {
+		t.Fatalf("bytes by prefix %v, want all 25 under k/", p)
+	}
+	if k := keyPrefix("lineage/0123/456"); k != "lineage/" {
+		t.Fatalf("keyPrefix: %q", k)
+	}
+	if d := got.sub(gcsSnapshot{Writes: 1, WriteBytes: 8}); d.Writes != 3 || d.WriteBytes != 17 {
+		t.Fatalf("sub: %+v", d)
+	}
+}
+
+func TestSimMemory(t *testing.T) {
+	// The guard's estimate grows with the square of the node count (a queue per peer).
+	if one, two := simMemory(16), simMemory(32); two < 3*one {
+		t.Fatalf("simMemory(32) = %d, want about 4 times simMemory(16) = %d", two, one)
+	}
+	if simMemory(1) != 40<<20 {
+		t.Fatalf("simMemory(1) = %d, want 40 MiB (no peers)", simMemory(1))
+	}
+}
