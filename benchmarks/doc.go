@@ -4,7 +4,9 @@
 //     substrate figures (protoactor-go, embedded etcd) measured in the same run; its
 //     workloads live in benchmarks/internal/perf.
 //   - scale: the microbenchmark's workloads at 1, 2, 4, ... cores, each core count in a
-//     child process pinned to that many cores: throughput, speedup and mutex wait per op.
+//     child process pinned to that many cores: throughput, speedup and mutex wait per op;
+//     with -nodes, clusters of 1-8 node processes against one node of the same CPUs, and
+//     1-64 in-process nodes counting messages and GCS bytes per task.
 //   - actors: Ray's many_actors release test: N actors (0 CPUs, one call each), the rate
 //     per thousand and the memory per idle actor.
 //   - heapburst: N small tasks submitted at once, then released: the heap kept afterwards.

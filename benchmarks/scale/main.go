@@ -17,6 +17,15 @@
 // (runtime/metrics /sync/mutex/wait/total), per operation; -profiles writes the pprof
 // mutex and CPU profiles of the all-cores child, per round, for `go tool pprof`.
 // The same program runs unchanged on any machine: a 64-core user sees their own curve.
+//
+// With -nodes it measures nodes instead of cores (issue 20; nodes.go, simcp.go): real
+// clusters of 1, 2, 4, 8 node processes started with rayctl on 127.0.0.1, one submitter per
+// node, against one node with the same total CPUs; then N nodes in this process
+// (internal/assembly/testcluster) counting messages and GCS bytes per task:
+//
+//	go run ./benchmarks/scale -nodes -json                      # both parts, about 3-6 minutes here
+//	go run ./benchmarks/scale -nodes -sim-counts ""             # the real clusters only
+//	go run ./benchmarks/scale -nodes -node-counts "" -sim-counts 1,4,16 -sim-heap-profiles DIR
 package main
 
 import (
