@@ -99,10 +99,13 @@ func TestCountingStore(t *testing.T) {
 
 func TestSimMemory(t *testing.T) {
 	// The guard's estimate grows with the square of the node count (a queue per peer).
-	if one, two := simMemory(16), simMemory(32); two < 3*one {
+	if one, two := simMemory(16, 36<<20), simMemory(32, 36<<20); two < 3*one {
 		t.Fatalf("simMemory(32) = %d, want about 4 times simMemory(16) = %d", two, one)
 	}
-	if simMemory(1) != 40<<20 {
-		t.Fatalf("simMemory(1) = %d, want 40 MiB (no peers)", simMemory(1))
+	if m := simMemory(1, 36<<20); m != 40<<20 {
+		t.Fatalf("simMemory(1) = %d, want 40 MiB (no peers)", m)
+	}
+	if m := simMemory(3, 1<<20); m != 6<<20+120<<20 {
+		t.Fatalf("simMemory(3, 1 MiB) = %d, want 6 pairs of 1 MiB + 3 x 40 MiB", m)
 	}
 }

@@ -253,10 +253,11 @@ type simGoal struct {
 func runSim(ctx context.Context, cfg simConfig) (*simReport, error) {
 	rep := &simReport{TasksPerNode: cfg.tasks, CPUsPerNode: cfg.cpus, Counts: map[string]simCount{}, Ratio: map[string]map[string]float64{}}
 	var done []int
+	perPair := int64(36 << 20) // heap per pair of nodes until measured (simMemory)
 	for _, n := range cfg.counts {
-		if need, avail := simMemory(n), memAvailable(); avail > 0 && need > avail*6/10 {
-			rep.Stopped = fmt.Sprintf("before %d nodes: they would need about %d MiB of heap (each node preallocates protoactor endpoint queues, ~36 MiB of heap per peer as measured: N(N-1) of them in one process), more than 60%% of the %d MiB available",
-				n, need>>20, avail>>20)
+		if need, avail := simMemory(n, perPair), memAvailable(); avail > 0 && need > avail*6/10 {
+			rep.Stopped = fmt.Sprintf("before %d nodes: they would need about %d MiB of heap (%.1f MiB per pair of nodes as measured at the last count: each node's protoactor endpoint queue per peer), more than 60%% of the %d MiB available",
+				n, need>>20, float64(perPair)/(1<<20), avail>>20)
 			logf("simulated control plane: stopped %s", rep.Stopped)
 			break
 		}
@@ -271,6 +272,9 @@ func runSim(ctx context.Context, cfg simConfig) (*simReport, error) {
 		}
 		done = append(done, n)
 		rep.Counts[strconv.Itoa(n)] = c
+		if n >= 4 {
+			perPair = max(int64((c.HeapMiB-40*float64(n))*(1<<20))/int64(n*(n-1)), 64<<10)
+		}
 		for _, w := range simWorkloads {
 			p := c.Workloads[w]
 			logf("simulated, %2d node(s), %-6s: %.3f messages/task (net of idle %.3f), GCS %.4f writes/task, %.2f B/task (written %.2f, read %.2f, watched %.2f); %d tasks at %.0f/s",
@@ -471,11 +475,12 @@ func writeHeapProfile(path string) error {
 }
 
 // simMemory estimates the heap n in-process nodes take: protoactor's remote gives each
-// node an endpoint writer per peer whose mailbox is a ring buffer of 1,000,000 slots
-// (remote.Config.EndpointWriterQueueSize): measured 1150 MiB of heap at 8 nodes (56 pairs;
-// -sim-heap-profiles: goring.New) and 8631 MiB at 16 (240 pairs), so 36 MiB a pair,
-// plus ~40 MiB a node.
-func simMemory(n int) int64 { return int64(n*(n-1))*36<<20 + int64(n)*40<<20 }
+// node an endpoint writer per peer whose mailbox is a ring buffer of
+// remote.Config.EndpointWriterQueueSize slots, 1,000,000 by default: measured 1150 MiB of
+// heap at 8 nodes (56 pairs; -sim-heap-profiles: goring.New) and 8631 MiB at 16 (240
+// pairs), so 36 MiB a pair (perPair until a count of 4 or more measured it), plus ~40 MiB a
+// node.
+func simMemory(n int, perPair int64) int64 { return int64(n*(n-1))*perPair + int64(n)*40<<20 }
 
 // memAvailable is the machine's MemAvailable in bytes (0 when unknown).
 func memAvailable() int64 {
