@@ -293,7 +293,7 @@ func runSim(ctx context.Context, cfg simConfig) (*simReport, error) {
 		return b / a
 	}
 	if len(done) == 0 {
-		return nil, fmt.Errorf("simulated control plane: no node count ran: %s", rep.Stopped)
+		return nil, fmt.Errorf("no node count ran: %s", rep.Stopped)
 	}
 	top := done[len(done)-1]
 	for _, w := range simWorkloads {
@@ -371,6 +371,14 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 		drivers[i] = cl.Context(wctx, i)
 	}
 	round := func(workload string, m int) error {
+		// Every node must see every node (a node whose lease lapsed under load leaves the
+		// others' views until it registers again).
+		actx, acancel := context.WithTimeout(wctx, 30*time.Second)
+		err := cl.AwaitViews(actx)
+		acancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", workload, err)
+		}
 		var wg sync.WaitGroup
 		errs := make([]error, n)
 		for i := range n {
