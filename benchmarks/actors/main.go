@@ -21,11 +21,11 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ray-go/ray"
+	"github.com/ray-go/ray/benchmarks/internal/perf"
 )
 
 type idle struct{}
@@ -68,7 +68,7 @@ func main() {
 	}
 	err := run(*n, *atMost, *asJSON, *cpuprofile, *dir)
 	if err == nil && *blockprofile != "" {
-		err = writeProfile("block", *blockprofile)
+		err = perf.WriteProfile("block", *blockprofile)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "actors:", err)
@@ -113,7 +113,7 @@ func run(n int, atMost, asJSON bool, cpuprofile, dir string) error {
 		out = io.Discard
 	}
 	handles := make([]ray.ActorHandle[idle], 0, n)
-	res.LoadAvg[0] = loadAvg()
+	res.LoadAvg[0] = perf.LoadAvg()
 	cpu0 := cpuTime()
 	start := time.Now()
 	for done := 0; done < n; {
@@ -145,7 +145,7 @@ func run(n int, atMost, asJSON bool, cpuprofile, dir string) error {
 			done, rate, time.Since(start).Seconds(), 100*creating.Seconds()/time.Since(t0).Seconds(), gcs, pause, gc1.heapMiB)
 	}
 	res.Seconds = time.Since(start).Seconds()
-	res.LoadAvg[1] = loadAvg()
+	res.LoadAvg[1] = perf.LoadAvg()
 	res.CPUPerActorUs = float64(cpuTime()-cpu0) / float64(time.Microsecond) / float64(n)
 	res.Overall = float64(n) / res.Seconds
 	if cpuprofile != "" {
@@ -187,30 +187,6 @@ func gcStats() gcSnapshot {
 	return gcSnapshot{cycles: uint64(st.NumGC), pause: st.PauseTotal, heapMiB: float64(s[0].Value.Uint64()) / (1 << 20)}
 }
 
-// loadAvg is the machine's 1-, 5- and 15-minute load average (Linux; "" elsewhere).
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
-}
-
-func writeProfile(name, path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
 
 // cpuTime is the CPU time this process used so far (user + system).
 func cpuTime() time.Duration {

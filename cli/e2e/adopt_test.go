@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -20,57 +17,22 @@ import (
 func TestAdoptionAcrossJobs(t *testing.T) {
 	port, addr, sess := newSession(t)
 	env := append(os.Environ(), startTwoNodes(t, port, addr, sess)...)
-	start := func(check string) (*exec.Cmd, io.WriteCloser, *bufio.Reader, *bytes.Buffer) {
-		cmd := exec.Command(driver, "-check", check)
-		cmd.Env = env
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pipe, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		return cmd, stdin, bufio.NewReader(pipe), &stderr
-	}
-	readLine := func(r *bufio.Reader, what string, stderr *bytes.Buffer) string {
-		t.Helper()
-		done := make(chan struct{})
-		var line string
-		var err error
-		go func() { line, err = r.ReadString('\n'); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(3 * time.Minute):
-			t.Fatalf("%s: nothing in 3 minutes\n%s\n%s", what, tail(stderr.String()), sessionLogs(sess, 30))
-		}
-		if err != nil {
-			t.Fatalf("%s: %v\n%s\n%s", what, err, tail(stderr.String()), sessionLogs(sess, 30))
-		}
-		return strings.TrimSpace(line)
-	}
-	_, keeperIn, keeperOut, keeperErr := start("adopt-keeper")
-	if l := readLine(keeperOut, "job B", keeperErr); l != "vault ready" {
+	keeper := startPiped(t, "adopt-keeper", env)
+	if l := keeper.line(t, "job B", sess); l != "vault ready" {
 		t.Fatalf("job B: %q", l)
 	}
-	owner, _, ownerOut, ownerErr := start("adopt-owner")
-	l := readLine(ownerOut, "job A", ownerErr)
+	owner := startPiped(t, "adopt-owner", env)
+	l := owner.line(t, "job A", sess)
 	var want []string
 	f := strings.SplitN(l, " ", 4)
 	if len(f) != 4 || f[0]+" "+f[1] != "owner ready" || json.Unmarshal([]byte(f[3]), &want) != nil || len(want) != 2 {
-		t.Fatalf("job A: %q\n%s", l, tail(ownerErr.String()))
+		t.Fatalf("job A: %q\n%s", l, tail(owner.stderr.String()))
 	}
 	jobA := f[2]
-	if err := owner.Process.Kill(); err != nil {
+	if err := owner.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = owner.Wait()
+	_ = owner.cmd.Wait()
 	// Job A's worker processes end with it (its jobalive key goes with the driver's lease).
 	deadline := time.Now().Add(time.Minute)
 	for len(jobProcesses(jobA)) > 0 {
@@ -79,16 +41,16 @@ func TestAdoptionAcrossJobs(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if _, err := io.WriteString(keeperIn, "read\n"); err != nil {
+	if _, err := io.WriteString(keeper.in, "read\n"); err != nil {
 		t.Fatal(err)
 	}
 	var rep struct {
 		Sums  []string
 		Error string
 	}
-	l = readLine(keeperOut, "job B's read", keeperErr)
+	l = keeper.line(t, "job B's read", sess)
 	if err := json.Unmarshal([]byte(l), &rep); err != nil || rep.Error != "" || len(rep.Sums) != 2 {
-		t.Fatalf("job B's read: %q (%v)\n%s\n%s", l, err, tail(keeperErr.String()), sessionLogs(sess, 40))
+		t.Fatalf("job B's read: %q (%v)\n%s\n%s", l, err, tail(keeper.stderr.String()), sessionLogs(sess, 40))
 	}
 	for i := range want {
 		if rep.Sums[i] != want[i] {

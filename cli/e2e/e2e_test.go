@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -692,4 +693,55 @@ func checkTaskState(t *testing.T, tok []string, addr string) {
 	if spans["e2e.Add"] < 10 || spans["e2e.Fail"] != 1 || spans["e2e.MakeBlob"] < 1 || pairs < 9 {
 		t.Errorf("timeline: spans %v, %d flows (want the chain's 9 at least)", spans, pairs)
 	}
+}
+
+// piped is a test driver process whose stdin and stdout the test holds: a check that
+// prints lines and waits for commands.
+type piped struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *lockedBuf
+}
+
+// startPiped starts the test driver with -check check and the environment env (all of
+// it); the test's cleanup kills it if it still runs.
+func startPiped(t *testing.T, check string, env []string) *piped {
+	t.Helper()
+	p := &piped{cmd: exec.Command(driver, "-check", check), stderr: &lockedBuf{}}
+	p.cmd.Env = env
+	p.cmd.Stderr = p.stderr
+	var err error
+	if p.in, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.out = bufio.NewReader(out)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
+	return p
+}
+
+// line reads the process's next line (without its newline); it fails the test, with the
+// process's stderr and the session's logs, when none comes in 3 minutes.
+func (p *piped) line(t *testing.T, what, sess string) string {
+	t.Helper()
+	done := make(chan struct{})
+	var line string
+	var err error
+	go func() { line, err = p.out.ReadString('\n'); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("%s: nothing in 3 minutes\n%s\n%s", what, tail(p.stderr.String()), sessionLogs(sess, 30))
+	}
+	if err != nil {
+		t.Fatalf("%s: %v\n%s\n%s", what, err, tail(p.stderr.String()), sessionLogs(sess, 30))
+	}
+	return strings.TrimSuffix(line, "\n")
 }

@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"testing"
@@ -25,40 +23,14 @@ func TestJobsShareTheMachine(t *testing.T) {
 		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
 	}
 	env := append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_TOKEN="+printedToken(t, out))
-	type job struct {
-		cmd    *exec.Cmd
-		stdin  io.WriteCloser
-		stdout *bufio.Reader
-		stderr bytes.Buffer
-	}
-	jobs := make([]*job, 2)
-	for i := range jobs {
-		j := &job{cmd: exec.Command(driver, "-check", "shared")}
-		j.cmd.Env = env
-		j.cmd.Stderr = &j.stderr
-		var err error
-		if j.stdin, err = j.cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		pipe, err := j.cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		j.stdout = bufio.NewReader(pipe)
-		if err := j.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = j.cmd.Process.Kill(); _ = j.cmd.Wait() }()
-		jobs[i] = j
-	}
+	jobs := []*piped{startPiped(t, "shared", env), startPiped(t, "shared", env)}
 	for i, j := range jobs {
-		line, err := j.stdout.ReadString('\n')
-		if err != nil || line != "shared ready\n" {
-			t.Fatalf("job %d did not get ready: %q, %v\n%s\n%s", i, line, err, tail(j.stderr.String()), sessionLogs(sess, 20))
+		if l := j.line(t, fmt.Sprintf("job %d", i), sess); l != "shared ready" {
+			t.Fatalf("job %d did not get ready: %q", i, l)
 		}
 	}
 	for _, j := range jobs {
-		if _, err := io.WriteString(j.stdin, "go\n"); err != nil {
+		if _, err := io.WriteString(j.in, "go\n"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,21 +41,13 @@ func TestJobsShareTheMachine(t *testing.T) {
 	var events []event
 	pids := map[int64]bool{}
 	for i, j := range jobs {
-		done := make(chan struct{})
-		var line string
-		var err error
-		go func() { line, err = j.stdout.ReadString('\n'); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(3 * time.Minute):
-			t.Fatalf("job %d: no result in 3 minutes\n%s\n%s", i, tail(j.stderr.String()), sessionLogs(sess, 20))
-		}
+		line := j.line(t, fmt.Sprintf("job %d's result", i), sess)
 		var res struct {
 			Spans [][3]int64
 			Error string
 		}
-		if err != nil || json.Unmarshal([]byte(line), &res) != nil || res.Error != "" || len(res.Spans) != 6 {
-			t.Fatalf("job %d: %q (%v)\n%s", i, line, err, tail(j.stderr.String()))
+		if json.Unmarshal([]byte(line), &res) != nil || res.Error != "" || len(res.Spans) != 6 {
+			t.Fatalf("job %d: %q\n%s", i, line, tail(j.stderr.String()))
 		}
 		for _, s := range res.Spans {
 			events = append(events, event{s[0], +1}, event{s[1], -1})

@@ -255,7 +255,7 @@ func Microbench(args []string) int {
 		trace.Stop()
 	}
 	if *mutexProfile != "" {
-		if err := writeProfile("mutex", *mutexProfile); err != nil {
+		if err := WriteProfile("mutex", *mutexProfile); err != nil {
 			logf("-mutexprofile: %v", err)
 		}
 		runtime.SetMutexProfileFraction(0)
@@ -354,11 +354,11 @@ func addDerived(rs []result) []result {
 
 func writeHeapProfile(path string) error {
 	runtime.GC() // up-to-date in-use figures
-	return writeProfile("heap", path)
+	return WriteProfile("heap", path)
 }
 
-// writeProfile writes the named runtime/pprof profile to path.
-func writeProfile(name, path string) error {
+// WriteProfile writes the named runtime/pprof profile to path.
+func WriteProfile(name, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
