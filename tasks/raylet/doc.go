@@ -53,9 +53,13 @@
 //     for again with the rest (the ledger replaces the waiting ask in its place in line).
 //     Two jobs that each kept part of what they need and waited for the rest would wait
 //     for ever.
-//   - With no demand left, what is free and not lent goes back TrimAfter later (20 ms by
-//     default: an owner's lease given back and asked for again at once costs no round
-//     trip), and a waiting ask is withdrawn (an ask for nothing).
+//   - With no demand left, what is free and not lent goes back TrimAfter later (2 s by
+//     default: a job's next burst costs no round trip to the machine), and a waiting ask is
+//     withdrawn (an ask for nothing).
+//   - While the machine reclaims (MachineReclaim: another job waits, and this one holds
+//     more than an even share), what is free goes back at once, leases are revoked for the
+//     rest and what they held goes back as they end, before the raylet's own queue takes
+//     it, and the raylet asks for nothing more until the reclaim ends.
 //
 // Stats then reports Available as what the raylet holds free plus the machine's free
 // resources (what its job could get; the load reports and placement read it), and InUse,

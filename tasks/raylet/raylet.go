@@ -71,10 +71,12 @@ type MachineDeny struct {
 // trimTick: give back what is held of the machine and not needed.
 type trimTick struct{}
 
-// DefaultTrimAfter is Config.TrimAfter's default: long enough that an owner's lease given
-// back and asked for again at once (sched.IdleHold) does not cost a round trip to the
-// machine, short enough that another job waits little for what this one no longer uses.
-const DefaultTrimAfter = 20 * time.Millisecond
+// DefaultTrimAfter is Config.TrimAfter's default: long enough that the bursts of one job
+// do not each start with a round trip to the machine (under load that round trip can
+// outlast an owner's 50 ms spillback wait and send a task away from the node that holds its
+// arguments), and harmless to other jobs, whose asks reclaim idle resources at once
+// (MachineReclaim).
+const DefaultTrimAfter = 2 * time.Second
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {

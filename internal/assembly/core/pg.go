@@ -693,12 +693,15 @@ func (c *Core) pgPlace(spec *pb.TaskSpec) (ids.NodeID, sched.Resources, error) {
 	if err != nil {
 		return "", sched.Resources{}, err
 	}
-	if !pg.foreign {
-		if tid, err := ids.TaskIDFromBytes(spec.TaskId); err == nil {
+	node, res, err := pg.resolve(int(spec.BundleIndex), req)
+	if err == nil && !pg.foreign {
+		// Placed in a bundle: Remove cancels it (one still waiting for the group fails
+		// with ErrPlacementGroupRemoved instead).
+		if tid, terr := ids.TaskIDFromBytes(spec.TaskId); terr == nil {
 			pg.noteTask(tid)
 		}
 	}
-	return pg.resolve(int(spec.BundleIndex), req)
+	return node, res, err
 }
 
 // record writes the group's record in state (PENDING, CREATED, RESCHEDULING, REMOVED) through
