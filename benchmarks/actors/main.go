@@ -187,7 +187,6 @@ func gcStats() gcSnapshot {
 	return gcSnapshot{cycles: uint64(st.NumGC), pause: st.PauseTotal, heapMiB: float64(s[0].Value.Uint64()) / (1 << 20)}
 }
 
-
 // cpuTime is the CPU time this process used so far (user + system).
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
