@@ -41,7 +41,9 @@
 //     EXITED. Detached actors outlive their job: while an actors/ record of the job says
 //     detached and not dead (a third mirror, of the actor table), the job's worker process
 //     is kept, and restarted as above if it exits, whatever the job's state; it is stopped
-//     once the last of them is dead (the job record is left as the driver wrote it).
+//     once the last of them is dead (the job record is left as the driver wrote it). Before
+//     it stops an ended job's worker, the manager reads the actor table itself (the
+//     mirrors are separate watches, and the actors one can trail the jobs one).
 //   - The machine's resources (machine.go): the agent holds Config.Resources in a
 //     machine ledger (package tasks/machine) served on <SessionDir>/machine.sock (0600;
 //     a 0700 directory under the temporary directory when that path is too long for a

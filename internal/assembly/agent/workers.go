@@ -315,6 +315,9 @@ func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
 			_ = os.RemoveAll(m.workerDir(job))
 			delete(m.workers, job)
 		case !w.stopping:
+			if _, ok := m.jobs[job]; ok && m.detachedNow(ctx, job) {
+				continue // its detached actor's record had not reached the mirror yet
+			}
 			m.a.log.Info("agent: job ended; stopping its worker", "job", job, "pid", w.p.pid)
 			w.stopping = true
 			w.killAt = now.Add(stopGrace)
@@ -325,6 +328,24 @@ func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
 			w.killAt = now.Add(stopGrace)
 		}
 	}
+}
+
+// detachedNow reads the actor table itself before a job's worker process is stopped: the
+// three mirrors are separate watches, and under load the actors one can trail the jobs one,
+// so a job can be seen ended before its detached actor is seen at all. The read refreshes
+// the mirror; it reports whether a detached actor of job is not dead. A read that fails
+// changes nothing (the mirror decides, as before).
+func (m *workerManager) detachedNow(ctx context.Context, job string) bool {
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	kvs, _, err := m.a.store.List(cctx, gcs.ActorsPrefix)
+	if err != nil {
+		return false
+	}
+	for _, kv := range kvs {
+		m.putActor(kv.Key, kv.Value)
+	}
+	return len(m.detached[job]) > 0
 }
 
 // reap handles worker processes that exited.
