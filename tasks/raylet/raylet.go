@@ -588,14 +588,14 @@ func (r *Raylet) balance(ctx actor.Context) {
 	}
 	var want sched.Resources // the shape of the oldest demand the machine can help
 	for _, w := range r.waitingRes {
-		if !r.avail.Fits(w.res) && !r.deficit(w.res).IsZero() {
+		if !r.deficit(w.res).IsZero() {
 			want = w.res
 			break
 		}
 	}
 	if want.IsZero() && r.requests.Len() > 0 {
 		r.requests.Backlog(func(shape sched.Resources, _ int) {
-			if want.IsZero() && !r.avail.Fits(shape) && !r.deficit(shape).IsZero() {
+			if want.IsZero() && !r.deficit(shape).IsZero() {
 				want = shape
 			}
 		})
@@ -648,11 +648,7 @@ func (r *Raylet) deficit(res sched.Resources) sched.Resources {
 // jobs that each kept part of what they need and asked for the rest would wait for each
 // other for ever, so what is free is given back first and asked for again with the rest.
 func (r *Raylet) ask(ctx actor.Context, shape sched.Resources, now bool, pc *pendingCommit) {
-	if g := r.giveable(); !g.IsZero() {
-		if err := r.cfg.Machine.Give(g); err == nil {
-			r.held, r.avail = r.held.Sub(g), r.avail.Sub(g)
-		}
-	}
+	r.giveBack(r.giveable())
 	need := r.deficit(shape)
 	r.askSeq++
 	r.asking, r.forCommit = r.askSeq, pc
@@ -720,16 +716,20 @@ func (r *Raylet) trim() {
 	if r.requests.Len() > 0 || len(r.waitingRes) > 0 || r.asking != 0 || len(r.commits) > 0 {
 		return
 	}
-	g := r.giveable()
+	r.giveBack(r.giveable())
+}
+
+// giveBack gives g (free here) back to the machine; it reports whether it went.
+func (r *Raylet) giveBack(g sched.Resources) bool {
 	if g.IsZero() {
-		return
+		return false
 	}
 	if err := r.cfg.Machine.Give(g); err != nil {
 		r.cfg.Logger.Warn("raylet: cannot give resources back to the machine's ledger", "node", r.cfg.Node, "err", err)
-		return
+		return false
 	}
-	r.held = r.held.Sub(g)
-	r.avail = r.avail.Sub(g)
+	r.held, r.avail = r.held.Sub(g), r.avail.Sub(g)
+	return true
 }
 
 // positive keeps the positive amounts of res.
@@ -758,11 +758,7 @@ func (r *Raylet) payOwed(ctx actor.Context) {
 			give = give.With(name, g)
 		}
 	})
-	if !give.IsZero() {
-		if err := r.cfg.Machine.Give(give); err != nil {
-			return
-		}
-		r.held, r.avail = r.held.Sub(give), r.avail.Sub(give)
+	if r.giveBack(give) {
 		r.owed = positive(r.owed.Sub(give))
 	}
 	// Revoke leases until those revoked cover what is still owed.

@@ -127,11 +127,7 @@ func (a *adoption) adopt(id ids.ObjectID) { a.run(id, a.plan.Adopt(a.c.adoptedOb
 // with that job (its driver died): kept there, they would be lost a few seconds later with
 // no lineage left to recreate them (the adopter did not take over their tasks).
 func (c *Core) adoptedObject(id ids.ObjectID) lineage.Object {
-	record := c.refs.Spec(id.Task()) != nil
-	v, ready, known := c.mem.Get(id)
-	return objectOf(id, v, ready, known, record, func(v objects.Value) bool {
-		return c.lostHere(v) || c.otherJob(v)
-	})
+	return c.objectGone(id, func(v objects.Value) bool { return c.lostHere(v) || c.otherJob(v) })
 }
 
 // otherJob reports whether v's bytes are on a worker process of another job.

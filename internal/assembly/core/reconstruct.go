@@ -71,10 +71,13 @@ func objectOf(id ids.ObjectID, v objects.Value, ready, known, record bool, gone 
 }
 
 // object reads what this runtime's tables say about id now, for the planner.
-func (c *Core) object(id ids.ObjectID) lineage.Object {
+func (c *Core) object(id ids.ObjectID) lineage.Object { return c.objectGone(id, c.lostHere) }
+
+// objectGone is object with gone deciding whether a value's bytes are gone.
+func (c *Core) objectGone(id ids.ObjectID, gone func(objects.Value) bool) lineage.Object {
 	record := c.refs.Spec(id.Task()) != nil
 	v, ready, known := c.mem.Get(id)
-	return objectOf(id, v, ready, known, record, c.lostHere)
+	return objectOf(id, v, ready, known, record, gone)
 }
 
 // reconstruct starts recreating id, as lineage.Lost plans it: it reports false when id
