@@ -33,6 +33,13 @@ func res(t *testing.T, m map[string]float64) sched.Resources {
 	return r
 }
 
+// twoJobs is a 2-CPU machine's ledger and the raylets of two jobs' worker processes on it.
+func twoJobs(t *testing.T) (*machine.Server, *harness, *harness) {
+	t.Helper()
+	m := serveMachine(t, map[string]float64{sched.CPU: 2})
+	return m, newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path()), newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+}
+
 // eventuallyFree waits (bounded) until the ledger has want free.
 func eventuallyFree(t *testing.T, s *machine.Server, want map[string]float64) {
 	t.Helper()
@@ -50,9 +57,7 @@ func eventuallyFree(t *testing.T, s *machine.Server, want map[string]float64) {
 // 2 CPUs of leases between them, never more: the second waits until the first's leases
 // come back, and what a raylet no longer uses goes back to the machine.
 func TestMachineSharedByTwoRaylets(t *testing.T) {
-	m := serveMachine(t, map[string]float64{sched.CPU: 2})
-	a := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
-	b := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	m, a, b := twoJobs(t)
 	a.ask(a.owner, cpu1)
 	a.ask(a.owner, cpu1)
 	ga := a.grants(a.owner, 2)
@@ -87,9 +92,7 @@ func TestMachineSharedByTwoRaylets(t *testing.T) {
 // TestMachineNoHoldAndWait: each raylet holds one CPU and wants a 2-CPU lease: neither
 // may keep its idle CPU while it waits for the other's, or both wait for ever.
 func TestMachineNoHoldAndWait(t *testing.T) {
-	m := serveMachine(t, map[string]float64{sched.CPU: 2})
-	a := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
-	b := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	m, a, b := twoJobs(t)
 	a.ask(a.owner, cpu1)
 	b.ask(b.owner, cpu1)
 	ga, gb := a.grants(a.owner, 1), b.grants(b.owner, 1)
@@ -119,9 +122,7 @@ func TestMachineNoHoldAndWait(t *testing.T) {
 // TestMachineBundleNowOrNever: a bundle is committed only with what the machine has free
 // now; a refusal says why, and a commit once it is free succeeds.
 func TestMachineBundleNowOrNever(t *testing.T) {
-	m := serveMachine(t, map[string]float64{sched.CPU: 2})
-	a := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
-	b := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	m, a, b := twoJobs(t)
 	a.ask(a.owner, map[string]float64{sched.CPU: 2})
 	ga := a.grants(a.owner, 1)
 	if r := b.commit(bundleMsg("g1", 0, cpu1, false)); r.Ok || r.Message == "" {
@@ -160,9 +161,7 @@ func TestMachineClientGoneGivesBack(t *testing.T) {
 // a lease, and when that lease comes back its CPU goes to the machine, not to its own
 // queue, so the other job gets an even share.
 func TestMachineReclaimFromABusyJob(t *testing.T) {
-	m := serveMachine(t, map[string]float64{sched.CPU: 2})
-	a := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
-	b := newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path())
+	_, a, b := twoJobs(t)
 	for range 4 {
 		a.ask(a.owner, cpu1)
 	}
