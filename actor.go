@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -484,10 +485,24 @@ const (
 
 // ActorState is an actor's lifecycle state: its phase (ActorPending, ActorAlive,
 // ActorRestarting, ActorDead), its restarts so far (counted when a restart begins, as in
-// Ray), its incarnation (1 + restarts), the node hosting it, and once dead, why.
+// Ray), its incarnation (1 + restarts), the node hosting it, and once dead, why. History
+// holds how it got there: its transitions, oldest first (the first and the newest 15 of
+// an actor restarted more often).
 type ActorState struct {
 	Phase       string
 	Restarts    int
+	Incarnation uint64
+	Node        string
+	Detail      string
+	History     []ActorTransition
+}
+
+// ActorTransition is one change of an actor's state: the phase it entered, when, and the
+// incarnation and node it had then (a node is set once the incarnation is placed);
+// Detail says why it died or is restarting.
+type ActorTransition struct {
+	Phase       string
+	Time        time.Time
 	Incarnation uint64
 	Node        string
 	Detail      string
@@ -502,11 +517,16 @@ func GetActorState[T any](ctx context.Context, h ActorHandle[T]) (ActorState, er
 	if err := h.check(); err != nil {
 		return ActorState{}, err
 	}
-	s, err := tc.Core.ActorState(ctx, h.id)
+	s, hist, err := tc.Core.ActorState(ctx, h.id)
 	if err != nil {
 		return ActorState{}, err
 	}
-	return ActorState{Phase: s.Phase.String(), Restarts: s.Restarts, Incarnation: s.Incarnation, Node: s.Node, Detail: s.Detail}, nil
+	st := ActorState{Phase: s.Phase.String(), Restarts: s.Restarts, Incarnation: s.Incarnation, Node: s.Node, Detail: s.Detail}
+	for _, t := range hist {
+		st.History = append(st.History, ActorTransition{Phase: lifecycle.Phase(t.GetPhase()).String(),
+			Time: time.UnixMilli(t.GetUnixMs()), Incarnation: t.GetIncarnation(), Node: t.GetNode(), Detail: t.GetDetail()})
+	}
+	return st, nil
 }
 
 // actorMethod is what every MethodN shares.

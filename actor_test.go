@@ -805,8 +805,22 @@ func TestActorLargeArguments(t *testing.T) {
 	// Replay after the restart: every call above again, from the log alone.
 	tail := filled(10, 8)
 	call(digestTake.Remote(ctx, h, V(tail)), tail)
-	if st, err := GetActorState(ctx, h); err != nil || st.Restarts != 1 {
+	st, err := GetActorState(ctx, h)
+	if err != nil || st.Restarts != 1 {
 		t.Fatalf("state = %+v, %v; want one restart", st, err)
+	}
+	// Its history: created (incarnation 1), alive, restarting as incarnation 2 after the
+	// Kill, alive again; in time order.
+	var seen []string
+	for i, tr := range st.History {
+		seen = append(seen, fmt.Sprintf("%s/%d", tr.Phase, tr.Incarnation))
+		if i > 0 && tr.Time.Before(st.History[i-1].Time) {
+			t.Fatalf("history out of time order: %+v", st.History)
+		}
+	}
+	joined := strings.Join(seen, " ")
+	if !strings.HasPrefix(joined, "Pending/1") || !strings.Contains(joined, "Alive/1 Restarting/2") || !strings.HasSuffix(joined, "Alive/2") {
+		t.Fatalf("history %s; want it to start Pending/1, go Alive/1 Restarting/2 and end Alive/2", joined)
 	}
 
 	// Over the log's by-value limit: the call runs (the argument is logged by reference).

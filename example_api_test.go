@@ -538,3 +538,31 @@ func ExampleWithInsecure() {
 	}
 	defer ray.Shutdown(ctx)
 }
+
+// An actor's state carries its history: each phase it entered, with the time, the
+// incarnation and the node. Here it is created, serves, is killed with a restart allowed,
+// and serves again as its second incarnation.
+func ExampleActorTransition() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	c := CounterClass.Remote(ctx, ray.MaxRestarts(1))
+	ray.Get(ctx, CounterAdd.Remote(ctx, c, ray.V(1)))
+	if err := ray.Kill(ctx, c, false); err != nil {
+		log.Fatal(err)
+	}
+	ray.Get(ctx, CounterAdd.Remote(ctx, c, ray.V(1))) // served by the restarted instance
+	st, _ := ray.GetActorState(ctx, c)
+	for _, t := range st.History {
+		fmt.Println(t.Phase, t.Incarnation, t.Node != "")
+	}
+	// Output:
+	// Pending 1 false
+	// Pending 1 true
+	// Alive 1 true
+	// Restarting 2 false
+	// Restarting 2 true
+	// Alive 2 true
+}

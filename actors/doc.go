@@ -11,7 +11,11 @@
 //
 //   - Table: the GCS actor table (actors/<id>), the name index (actornames/) and the
 //     placement key (placement/<id>) the identity lookup routes by. Every change is a
-//     lifecycle.Step written with a revision check (the fence).
+//     lifecycle.Step written with a revision check (the fence). A step that changes the
+//     phase, the incarnation or the node also appends that transition, with the time, to
+//     the record's history in the same write (the first and the newest, maxHistory in
+//     all; a checkpoint's progress is not one), which the state API shows (Ray's actor
+//     events). The Manager's mirror drops the history, as it drops constructor arguments.
 //   - Manager: one per node. It mirrors the records of the live actors through a watch
 //     and tells the process runtime of every change; a dead actor leaves its memory (a
 //     small tombstone of the most recent deaths stays, the GCS keeps the record). The

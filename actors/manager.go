@@ -416,6 +416,7 @@ func (m *Manager) applyBytes(value []byte, watched bool) {
 func (m *Manager) apply(info *pb.ActorInfo, watched bool) {
 	id := idString(info.ActorId)
 	info.CtorArgs = nil // the grain reads them from the GCS
+	info.History = nil  // the state API reads it from the GCS
 	dead := lifecycle.Phase(info.Phase) == lifecycle.Dead
 	m.mu.Lock()
 	old, live := m.actors[id]

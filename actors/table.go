@@ -59,6 +59,30 @@ func setState(info *pb.ActorInfo, s lifecycle.State) {
 	info.Detail = s.Detail
 }
 
+// maxHistory bounds an actor record's history (ActorInfo.history): its first transition and
+// the newest ones. An actor restarted without end keeps a record of bounded size.
+const maxHistory = 16
+
+// noteTransition appends to info's history the change from before to next when it is one
+// a user sees (a phase, an incarnation, a node: not a checkpoint's progress), at now.
+func noteTransition(info *pb.ActorInfo, before, next lifecycle.State, now time.Time) {
+	if next.Phase == before.Phase && next.Incarnation == before.Incarnation && next.Node == before.Node {
+		return
+	}
+	appendTransition(info, next, now)
+}
+
+// appendTransition appends the entry into state next, at now, to info's history.
+func appendTransition(info *pb.ActorInfo, next lifecycle.State, now time.Time) {
+	t := &pb.ActorTransition{Phase: int32(next.Phase), UnixMs: now.UnixMilli(), Incarnation: next.Incarnation,
+		Node: next.Node, Cause: int32(next.Cause), Detail: next.Detail}
+	if len(info.History) >= maxHistory { // keep the first; drop the oldest after it
+		copy(info.History[1:], info.History[2:])
+		info.History = info.History[:len(info.History)-1]
+	}
+	info.History = append(info.History, t)
+}
+
 // publishOps are the writes that make info the actor's record: the record itself, its
 // placement (set while an instance runs or starts somewhere, deleted otherwise) and, once
 // the actor is dead, the removal of its name, method log and checkpoint.
@@ -92,6 +116,8 @@ func (t *Table) Create(ctx context.Context, info *pb.ActorInfo) (*pb.ActorInfo, 
 		return nil, nil, err
 	}
 	setState(info, s)
+	info.History = nil
+	appendTransition(info, s, time.Now())
 	ops, err := publishOps(info)
 	if err != nil {
 		return nil, nil, err
@@ -268,6 +294,7 @@ func (t *Table) stepFrom(ctx context.Context, actorID string, ev lifecycle.Event
 			return info, actions, false, 0, nil
 		}
 		setState(info, next)
+		noteTransition(info, before, next, time.Now())
 		ops, err := publishOps(info)
 		if err != nil {
 			return nil, nil, false, 0, err

@@ -486,6 +486,20 @@ func printYAML(w io.Writer, r record, first string) error {
 		case string:
 			q, _ := json.Marshal(x)
 			val = string(q)
+		case []record: // a list of records, each item's fields under its "- "
+			empty := ""
+			if len(x) == 0 {
+				empty = " []"
+			}
+			if _, err := fmt.Fprintf(w, "%s%s:%s\n", p, f.k, empty); err != nil {
+				return err
+			}
+			for _, item := range x {
+				if err := printYAML(w, item, indent+"  - "); err != nil {
+					return err
+				}
+			}
+			continue
 		default:
 			val = scalar(x)
 		}
@@ -540,9 +554,23 @@ func readActors(ctx context.Context, s gcs.Store) ([]record, error) {
 		out = append(out, record{{"actor_id", a.ActorID}, {"class", a.Class}, {"name", a.Name}, {"namespace", a.Namespace},
 			{"state", a.State}, {"node", a.Node}, {"job_id", a.JobID}, {"detached", a.Detached},
 			{"restarts", a.Restarts}, {"max_restarts", a.MaxRestarts}, {"exactly_once", a.ExactlyOnce},
-			{"resources", a.Resources}, {"detail", a.Detail}})
+			{"resources", a.Resources}, {"detail", a.Detail}, {"start_time", a.StartTime}, {"end_time", a.EndTime},
+			{"history", historyRecords(a.History)}})
 	}
 	return out, nil
+}
+
+// historyRecords are an actor's transitions as records (a list in JSON and YAML).
+func historyRecords(h []clusterstate.ActorTransition) []record {
+	out := make([]record, 0, len(h))
+	for _, t := range h {
+		r := record{{"state", t.State}, {"time", t.Time}, {"incarnation", t.Incarnation}, {"node", t.Node}}
+		if t.Detail != "" {
+			r = append(r, field{"detail", t.Detail})
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func readPlacementGroups(ctx context.Context, s gcs.Store) ([]record, error) {

@@ -25,6 +25,10 @@ func TestListActorsRecords(t *testing.T) {
 	put := func(id byte, class, name string, phase lifecycle.Phase, node string) {
 		info := &pb.ActorInfo{ActorId: []byte{id, 0xaa}, Class: class, Name: name, Phase: int32(phase), Node: node, JobId: "j1",
 			Resources: []*pb.ResourceQty{{Name: "CPU", Amount: int64(sched.Unit)}}}
+		if phase == lifecycle.Alive {
+			info.History = []*pb.ActorTransition{{Phase: int32(lifecycle.Pending), UnixMs: 1_700_000_000_000, Incarnation: 1},
+				{Phase: int32(lifecycle.Alive), UnixMs: 1_700_000_001_000, Incarnation: 1, Node: node}}
+		}
 		b, err := proto.Marshal(info)
 		if err != nil {
 			t.Fatal(err)
@@ -81,6 +85,10 @@ func TestListActorsRecords(t *testing.T) {
 	if res, _ := rows[0]["resources"].(map[string]any); res["CPU"] != 1.0 {
 		t.Fatalf("json resources %v, want CPU 1", rows[0]["resources"])
 	}
+	if hist, _ := rows[0]["history"].([]any); len(hist) != 2 || hist[1].(map[string]any)["state"] != "ALIVE" ||
+		hist[1].(map[string]any)["node"] != "n1" || rows[0]["start_time"] == "" || rows[0]["end_time"] != "" {
+		t.Fatalf("json history %v start %v end %v; want PENDING_CREATION then ALIVE on n1, a start time, no end", rows[0]["history"], rows[0]["start_time"], rows[0]["end_time"])
+	}
 	out.Reset()
 	if err := printRecords(&out, "table", kinds[2].columns, recs); err != nil {
 		t.Fatal(err)
@@ -93,7 +101,8 @@ func TestListActorsRecords(t *testing.T) {
 	if err := printRecords(&out, "yaml", nil, kept); err != nil {
 		t.Fatal(err)
 	}
-	if y := out.String(); !strings.HasPrefix(y, `- actor_id: "01aa"`) || !strings.Contains(y, `  resources: {"CPU": 1}`) {
+	if y := out.String(); !strings.HasPrefix(y, `- actor_id: "01aa"`) || !strings.Contains(y, `  resources: {"CPU": 1}`) ||
+		!strings.Contains(y, "  history:\n    - state: \"PENDING_CREATION\"\n") || !strings.Contains(y, "    - state: \"ALIVE\"\n") {
 		t.Fatalf("yaml:\n%s", y)
 	}
 }

@@ -234,6 +234,40 @@ type Actor struct {
 	ExactlyOnce bool               `json:"exactly_once"`
 	Resources   map[string]float64 `json:"resources"`
 	Detail      string             `json:"detail"`
+	// StartTime is when the actor first became ALIVE, EndTime when it became DEAD ("" until
+	// then), and History its lifecycle transitions, oldest first (the first and the newest
+	// ones: the record keeps a bounded number), as Ray's actor events.
+	StartTime string            `json:"start_time"`
+	EndTime   string            `json:"end_time"`
+	History   []ActorTransition `json:"history"`
+}
+
+// ActorTransition is one change of an actor's state, as the GCS record keeps it.
+type ActorTransition struct {
+	State       string `json:"state"`
+	Time        string `json:"time"`
+	UnixMs      int64  `json:"unix_ms"`
+	Incarnation uint64 `json:"incarnation"`
+	Node        string `json:"node"`
+	Detail      string `json:"detail,omitempty"`
+}
+
+// actorHistory converts a record's history, and finds its start and end times.
+func actorHistory(info *pb.ActorInfo) (hist []ActorTransition, start, end string) {
+	hist = make([]ActorTransition, 0, len(info.GetHistory()))
+	for _, t := range info.GetHistory() {
+		ph := lifecycle.Phase(t.GetPhase())
+		at := FormatTime(t.GetUnixMs())
+		hist = append(hist, ActorTransition{State: ph.RayName(), Time: at, UnixMs: t.GetUnixMs(),
+			Incarnation: t.GetIncarnation(), Node: t.GetNode(), Detail: t.GetDetail()})
+		switch {
+		case ph == lifecycle.Alive && start == "":
+			start = at
+		case ph == lifecycle.Dead:
+			end = at
+		}
+	}
+	return hist, start, end
 }
 
 // ReadActors reads the actor table, sorted by actor ID.
@@ -248,11 +282,13 @@ func ReadActors(ctx context.Context, s gcs.Store) ([]Actor, error) {
 		if err := proto.Unmarshal(kv.Value, info); err != nil {
 			continue // not an actor record (or a corrupt one): nothing to show
 		}
+		hist, start, end := actorHistory(info)
 		out = append(out, Actor{ActorID: hex.EncodeToString(info.GetActorId()), Class: info.GetClass(),
 			Name: info.GetName(), Namespace: info.GetNamespace(), State: lifecycle.Phase(info.GetPhase()).RayName(),
 			Node: info.GetNode(), JobID: info.GetJobId(), Detached: info.GetDetached(),
 			Restarts: info.GetRestarts(), MaxRestarts: info.GetMaxRestarts(), ExactlyOnce: !info.GetAtMostOnce(),
-			Resources: agent.ResourcesFromPB(info.GetResources()), Detail: info.GetDetail()})
+			Resources: agent.ResourcesFromPB(info.GetResources()), Detail: info.GetDetail(),
+			StartTime: start, EndTime: end, History: hist})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ActorID < out[j].ActorID })
 	return out, nil

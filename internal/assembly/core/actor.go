@@ -451,23 +451,24 @@ func (c *Core) LookupActor(ctx context.Context, namespace, name string) (ids.Act
 	return id, info.Class, owner, nil
 }
 
-// ActorState reads an actor's lifecycle state from the GCS.
-func (c *Core) ActorState(ctx context.Context, id ids.ActorID) (lifecycle.State, error) {
+// ActorState reads an actor's lifecycle state from the GCS, and its record's history of
+// transitions (oldest first).
+func (c *Core) ActorState(ctx context.Context, id ids.ActorID) (lifecycle.State, []*pb.ActorTransition, error) {
 	if c.cfg.Actors == nil {
-		return lifecycle.State{}, ErrNoActors
+		return lifecycle.State{}, nil, ErrNoActors
 	}
 	if created := c.state(id).created; created != nil { // a record still being written
 		select {
 		case <-created:
 		case <-ctx.Done():
-			return lifecycle.State{}, ctx.Err()
+			return lifecycle.State{}, nil, ctx.Err()
 		}
 	}
 	info, _, err := c.cfg.Actors.Table.Get(ctx, id.String())
 	if err != nil {
-		return lifecycle.State{}, err
+		return lifecycle.State{}, nil, err
 	}
-	return actors.StateOf(info), nil
+	return actors.StateOf(info), info.History, nil
 }
 
 // SubmitActorCall submits a method call and returns the ID of its result and the result's

@@ -3736,8 +3736,11 @@ type ActorInfo struct {
 	// bundle's (placement_group names the group; resources are then the bundle's renamed).
 	AffinityNode   string `protobuf:"bytes,29,opt,name=affinity_node,json=affinityNode,proto3" json:"affinity_node,omitempty"`
 	PlacementGroup string `protobuf:"bytes,30,opt,name=placement_group,json=placementGroup,proto3" json:"placement_group,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// history: the record's lifecycle transitions, oldest first (the first one and the
+	// newest ones: actors.maxHistory in all), written by the same transaction as the state.
+	History       []*ActorTransition `protobuf:"bytes,31,rep,name=history,proto3" json:"history,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ActorInfo) Reset() {
@@ -3945,6 +3948,99 @@ func (x *ActorInfo) GetPlacementGroup() string {
 	return ""
 }
 
+func (x *ActorInfo) GetHistory() []*ActorTransition {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+// ActorTransition is one change of an actor's lifecycle state: the phase it entered, when
+// (the writer's clock), its incarnation and node then, and for a death its cause and detail.
+type ActorTransition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Phase         int32                  `protobuf:"varint,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	UnixMs        int64                  `protobuf:"varint,2,opt,name=unix_ms,json=unixMs,proto3" json:"unix_ms,omitempty"`
+	Incarnation   uint64                 `protobuf:"varint,3,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Node          string                 `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
+	Cause         int32                  `protobuf:"varint,5,opt,name=cause,proto3" json:"cause,omitempty"`
+	Detail        string                 `protobuf:"bytes,6,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActorTransition) Reset() {
+	*x = ActorTransition{}
+	mi := &file_ray_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActorTransition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActorTransition) ProtoMessage() {}
+
+func (x *ActorTransition) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActorTransition.ProtoReflect.Descriptor instead.
+func (*ActorTransition) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ActorTransition) GetPhase() int32 {
+	if x != nil {
+		return x.Phase
+	}
+	return 0
+}
+
+func (x *ActorTransition) GetUnixMs() int64 {
+	if x != nil {
+		return x.UnixMs
+	}
+	return 0
+}
+
+func (x *ActorTransition) GetIncarnation() uint64 {
+	if x != nil {
+		return x.Incarnation
+	}
+	return 0
+}
+
+func (x *ActorTransition) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ActorTransition) GetCause() int32 {
+	if x != nil {
+		return x.Cause
+	}
+	return 0
+}
+
+func (x *ActorTransition) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 // ActorLogEntry is one call in an actor's method log, in the order the actor runs them.
 type ActorLogEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3959,7 +4055,7 @@ type ActorLogEntry struct {
 
 func (x *ActorLogEntry) Reset() {
 	*x = ActorLogEntry{}
-	mi := &file_ray_proto_msgTypes[43]
+	mi := &file_ray_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3971,7 +4067,7 @@ func (x *ActorLogEntry) String() string {
 func (*ActorLogEntry) ProtoMessage() {}
 
 func (x *ActorLogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[43]
+	mi := &file_ray_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3984,7 +4080,7 @@ func (x *ActorLogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorLogEntry.ProtoReflect.Descriptor instead.
 func (*ActorLogEntry) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{43}
+	return file_ray_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ActorLogEntry) GetIndex() uint64 {
@@ -4038,7 +4134,7 @@ type ActorResultRecord struct {
 
 func (x *ActorResultRecord) Reset() {
 	*x = ActorResultRecord{}
-	mi := &file_ray_proto_msgTypes[44]
+	mi := &file_ray_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4050,7 +4146,7 @@ func (x *ActorResultRecord) String() string {
 func (*ActorResultRecord) ProtoMessage() {}
 
 func (x *ActorResultRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[44]
+	mi := &file_ray_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4063,7 +4159,7 @@ func (x *ActorResultRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorResultRecord.ProtoReflect.Descriptor instead.
 func (*ActorResultRecord) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{44}
+	return file_ray_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ActorResultRecord) GetCallerId() string {
@@ -4115,7 +4211,7 @@ type ActorLogBatch struct {
 
 func (x *ActorLogBatch) Reset() {
 	*x = ActorLogBatch{}
-	mi := &file_ray_proto_msgTypes[45]
+	mi := &file_ray_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4127,7 +4223,7 @@ func (x *ActorLogBatch) String() string {
 func (*ActorLogBatch) ProtoMessage() {}
 
 func (x *ActorLogBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[45]
+	mi := &file_ray_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4140,7 +4236,7 @@ func (x *ActorLogBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorLogBatch.ProtoReflect.Descriptor instead.
 func (*ActorLogBatch) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{45}
+	return file_ray_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ActorLogBatch) GetBatch() uint64 {
@@ -4184,7 +4280,7 @@ type ActorCallerState struct {
 
 func (x *ActorCallerState) Reset() {
 	*x = ActorCallerState{}
-	mi := &file_ray_proto_msgTypes[46]
+	mi := &file_ray_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4196,7 +4292,7 @@ func (x *ActorCallerState) String() string {
 func (*ActorCallerState) ProtoMessage() {}
 
 func (x *ActorCallerState) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[46]
+	mi := &file_ray_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4209,7 +4305,7 @@ func (x *ActorCallerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallerState.ProtoReflect.Descriptor instead.
 func (*ActorCallerState) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{46}
+	return file_ray_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ActorCallerState) GetCallerId() string {
@@ -4254,7 +4350,7 @@ type ActorCheckpoint struct {
 
 func (x *ActorCheckpoint) Reset() {
 	*x = ActorCheckpoint{}
-	mi := &file_ray_proto_msgTypes[47]
+	mi := &file_ray_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4266,7 +4362,7 @@ func (x *ActorCheckpoint) String() string {
 func (*ActorCheckpoint) ProtoMessage() {}
 
 func (x *ActorCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[47]
+	mi := &file_ray_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4279,7 +4375,7 @@ func (x *ActorCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCheckpoint.ProtoReflect.Descriptor instead.
 func (*ActorCheckpoint) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{47}
+	return file_ray_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ActorCheckpoint) GetIndex() uint64 {
@@ -4319,7 +4415,7 @@ type ActorCheckpointNow struct {
 
 func (x *ActorCheckpointNow) Reset() {
 	*x = ActorCheckpointNow{}
-	mi := &file_ray_proto_msgTypes[48]
+	mi := &file_ray_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4331,7 +4427,7 @@ func (x *ActorCheckpointNow) String() string {
 func (*ActorCheckpointNow) ProtoMessage() {}
 
 func (x *ActorCheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[48]
+	mi := &file_ray_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4344,7 +4440,7 @@ func (x *ActorCheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCheckpointNow.ProtoReflect.Descriptor instead.
 func (*ActorCheckpointNow) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{48}
+	return file_ray_proto_rawDescGZIP(), []int{49}
 }
 
 // ReserveResources asks a raylet to hold resources for an actor instance while it lives
@@ -4361,7 +4457,7 @@ type ReserveResources struct {
 
 func (x *ReserveResources) Reset() {
 	*x = ReserveResources{}
-	mi := &file_ray_proto_msgTypes[49]
+	mi := &file_ray_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4373,7 +4469,7 @@ func (x *ReserveResources) String() string {
 func (*ReserveResources) ProtoMessage() {}
 
 func (x *ReserveResources) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[49]
+	mi := &file_ray_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4386,7 +4482,7 @@ func (x *ReserveResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveResources.ProtoReflect.Descriptor instead.
 func (*ReserveResources) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{49}
+	return file_ray_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReserveResources) GetKey() string {
@@ -4419,7 +4515,7 @@ type ReserveResourcesReply struct {
 
 func (x *ReserveResourcesReply) Reset() {
 	*x = ReserveResourcesReply{}
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4431,7 +4527,7 @@ func (x *ReserveResourcesReply) String() string {
 func (*ReserveResourcesReply) ProtoMessage() {}
 
 func (x *ReserveResourcesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4444,7 +4540,7 @@ func (x *ReserveResourcesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveResourcesReply.ProtoReflect.Descriptor instead.
 func (*ReserveResourcesReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{50}
+	return file_ray_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReserveResourcesReply) GetKey() string {
@@ -4468,7 +4564,7 @@ type BundleCommit struct {
 
 func (x *BundleCommit) Reset() {
 	*x = BundleCommit{}
-	mi := &file_ray_proto_msgTypes[51]
+	mi := &file_ray_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4480,7 +4576,7 @@ func (x *BundleCommit) String() string {
 func (*BundleCommit) ProtoMessage() {}
 
 func (x *BundleCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[51]
+	mi := &file_ray_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4493,7 +4589,7 @@ func (x *BundleCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleCommit.ProtoReflect.Descriptor instead.
 func (*BundleCommit) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{51}
+	return file_ray_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *BundleCommit) GetGroup() string {
@@ -4536,7 +4632,7 @@ type BundleCommitReply struct {
 
 func (x *BundleCommitReply) Reset() {
 	*x = BundleCommitReply{}
-	mi := &file_ray_proto_msgTypes[52]
+	mi := &file_ray_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4548,7 +4644,7 @@ func (x *BundleCommitReply) String() string {
 func (*BundleCommitReply) ProtoMessage() {}
 
 func (x *BundleCommitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[52]
+	mi := &file_ray_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4561,7 +4657,7 @@ func (x *BundleCommitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleCommitReply.ProtoReflect.Descriptor instead.
 func (*BundleCommitReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{52}
+	return file_ray_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *BundleCommitReply) GetGroup() string {
@@ -4609,7 +4705,7 @@ type PlacementGroupInfo struct {
 
 func (x *PlacementGroupInfo) Reset() {
 	*x = PlacementGroupInfo{}
-	mi := &file_ray_proto_msgTypes[53]
+	mi := &file_ray_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4621,7 +4717,7 @@ func (x *PlacementGroupInfo) String() string {
 func (*PlacementGroupInfo) ProtoMessage() {}
 
 func (x *PlacementGroupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[53]
+	mi := &file_ray_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4634,7 +4730,7 @@ func (x *PlacementGroupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementGroupInfo.ProtoReflect.Descriptor instead.
 func (*PlacementGroupInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{53}
+	return file_ray_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PlacementGroupInfo) GetId() string {
@@ -4703,7 +4799,7 @@ type PlacementBundle struct {
 
 func (x *PlacementBundle) Reset() {
 	*x = PlacementBundle{}
-	mi := &file_ray_proto_msgTypes[54]
+	mi := &file_ray_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4715,7 +4811,7 @@ func (x *PlacementBundle) String() string {
 func (*PlacementBundle) ProtoMessage() {}
 
 func (x *PlacementBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[54]
+	mi := &file_ray_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4728,7 +4824,7 @@ func (x *PlacementBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementBundle.ProtoReflect.Descriptor instead.
 func (*PlacementBundle) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{54}
+	return file_ray_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PlacementBundle) GetResources() []*ResourceQty {
@@ -4756,7 +4852,7 @@ type RefPayload struct {
 
 func (x *RefPayload) Reset() {
 	*x = RefPayload{}
-	mi := &file_ray_proto_msgTypes[55]
+	mi := &file_ray_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4768,7 +4864,7 @@ func (x *RefPayload) String() string {
 func (*RefPayload) ProtoMessage() {}
 
 func (x *RefPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[55]
+	mi := &file_ray_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4781,7 +4877,7 @@ func (x *RefPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefPayload.ProtoReflect.Descriptor instead.
 func (*RefPayload) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{55}
+	return file_ray_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RefPayload) GetObjectId() []byte {
@@ -4810,7 +4906,7 @@ type AddBorrower struct {
 
 func (x *AddBorrower) Reset() {
 	*x = AddBorrower{}
-	mi := &file_ray_proto_msgTypes[56]
+	mi := &file_ray_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4822,7 +4918,7 @@ func (x *AddBorrower) String() string {
 func (*AddBorrower) ProtoMessage() {}
 
 func (x *AddBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[56]
+	mi := &file_ray_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4835,7 +4931,7 @@ func (x *AddBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddBorrower.ProtoReflect.Descriptor instead.
 func (*AddBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{56}
+	return file_ray_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *AddBorrower) GetObjectId() []byte {
@@ -4862,7 +4958,7 @@ type BorrowerAck struct {
 
 func (x *BorrowerAck) Reset() {
 	*x = BorrowerAck{}
-	mi := &file_ray_proto_msgTypes[57]
+	mi := &file_ray_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4874,7 +4970,7 @@ func (x *BorrowerAck) String() string {
 func (*BorrowerAck) ProtoMessage() {}
 
 func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[57]
+	mi := &file_ray_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4887,7 +4983,7 @@ func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BorrowerAck.ProtoReflect.Descriptor instead.
 func (*BorrowerAck) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{57}
+	return file_ray_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *BorrowerAck) GetObjectId() []byte {
@@ -4914,7 +5010,7 @@ type RemoveBorrower struct {
 
 func (x *RemoveBorrower) Reset() {
 	*x = RemoveBorrower{}
-	mi := &file_ray_proto_msgTypes[58]
+	mi := &file_ray_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4926,7 +5022,7 @@ func (x *RemoveBorrower) String() string {
 func (*RemoveBorrower) ProtoMessage() {}
 
 func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[58]
+	mi := &file_ray_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4939,7 +5035,7 @@ func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveBorrower.ProtoReflect.Descriptor instead.
 func (*RemoveBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{58}
+	return file_ray_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RemoveBorrower) GetObjectId() []byte {
@@ -4972,7 +5068,7 @@ type ResolveObject struct {
 
 func (x *ResolveObject) Reset() {
 	*x = ResolveObject{}
-	mi := &file_ray_proto_msgTypes[59]
+	mi := &file_ray_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4984,7 +5080,7 @@ func (x *ResolveObject) String() string {
 func (*ResolveObject) ProtoMessage() {}
 
 func (x *ResolveObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[59]
+	mi := &file_ray_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4997,7 +5093,7 @@ func (x *ResolveObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveObject.ProtoReflect.Descriptor instead.
 func (*ResolveObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{59}
+	return file_ray_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ResolveObject) GetObjectId() []byte {
@@ -5043,7 +5139,7 @@ type ObjectResolved struct {
 
 func (x *ObjectResolved) Reset() {
 	*x = ObjectResolved{}
-	mi := &file_ray_proto_msgTypes[60]
+	mi := &file_ray_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5055,7 +5151,7 @@ func (x *ObjectResolved) String() string {
 func (*ObjectResolved) ProtoMessage() {}
 
 func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[60]
+	mi := &file_ray_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5068,7 +5164,7 @@ func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectResolved.ProtoReflect.Descriptor instead.
 func (*ObjectResolved) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{60}
+	return file_ray_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ObjectResolved) GetObjectId() []byte {
@@ -5470,7 +5566,7 @@ const file_ray_proto_rawDesc = "" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x12\n" +
 	"\x04seqs\x18\x03 \x03(\x04R\x04seqs\"8\n" +
 	"\x0eActorCallBatch\x12&\n" +
-	"\x05calls\x18\x01 \x03(\v2\x10.raypb.ActorCallR\x05calls\"\xb2\x06\n" +
+	"\x05calls\x18\x01 \x03(\v2\x10.raypb.ActorCallR\x05calls\"\xe4\x06\n" +
 	"\tActorInfo\x12\x19\n" +
 	"\bactor_id\x18\x01 \x01(\fR\aactorId\x12\x14\n" +
 	"\x05class\x18\x02 \x01(\tR\x05class\x12\x15\n" +
@@ -5501,7 +5597,15 @@ const file_ray_proto_rawDesc = "" +
 	"\x05cause\x18\x1b \x01(\x05R\x05cause\x12\x16\n" +
 	"\x06detail\x18\x1c \x01(\tR\x06detail\x12#\n" +
 	"\raffinity_node\x18\x1d \x01(\tR\faffinityNode\x12'\n" +
-	"\x0fplacement_group\x18\x1e \x01(\tR\x0eplacementGroup\"\x8d\x01\n" +
+	"\x0fplacement_group\x18\x1e \x01(\tR\x0eplacementGroup\x120\n" +
+	"\ahistory\x18\x1f \x03(\v2\x16.raypb.ActorTransitionR\ahistory\"\xa4\x01\n" +
+	"\x0fActorTransition\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\x05R\x05phase\x12\x17\n" +
+	"\aunix_ms\x18\x02 \x01(\x03R\x06unixMs\x12 \n" +
+	"\vincarnation\x18\x03 \x01(\x04R\vincarnation\x12\x12\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\x12\x14\n" +
+	"\x05cause\x18\x05 \x01(\x05R\x05cause\x12\x16\n" +
+	"\x06detail\x18\x06 \x01(\tR\x06detail\"\x8d\x01\n" +
 	"\rActorLogEntry\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x1b\n" +
 	"\tcaller_id\x18\x02 \x01(\tR\bcallerId\x12\x10\n" +
@@ -5602,7 +5706,7 @@ func file_ray_proto_rawDescGZIP() []byte {
 }
 
 var file_ray_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_ray_proto_goTypes = []any{
 	(ErrorInfo_Kind)(0),           // 0: raypb.ErrorInfo.Kind
 	(MachineMsg_Op)(0),            // 1: raypb.MachineMsg.Op
@@ -5651,24 +5755,25 @@ var file_ray_proto_goTypes = []any{
 	(*ActorCallBounce)(nil),       // 44: raypb.ActorCallBounce
 	(*ActorCallBatch)(nil),        // 45: raypb.ActorCallBatch
 	(*ActorInfo)(nil),             // 46: raypb.ActorInfo
-	(*ActorLogEntry)(nil),         // 47: raypb.ActorLogEntry
-	(*ActorResultRecord)(nil),     // 48: raypb.ActorResultRecord
-	(*ActorLogBatch)(nil),         // 49: raypb.ActorLogBatch
-	(*ActorCallerState)(nil),      // 50: raypb.ActorCallerState
-	(*ActorCheckpoint)(nil),       // 51: raypb.ActorCheckpoint
-	(*ActorCheckpointNow)(nil),    // 52: raypb.ActorCheckpointNow
-	(*ReserveResources)(nil),      // 53: raypb.ReserveResources
-	(*ReserveResourcesReply)(nil), // 54: raypb.ReserveResourcesReply
-	(*BundleCommit)(nil),          // 55: raypb.BundleCommit
-	(*BundleCommitReply)(nil),     // 56: raypb.BundleCommitReply
-	(*PlacementGroupInfo)(nil),    // 57: raypb.PlacementGroupInfo
-	(*PlacementBundle)(nil),       // 58: raypb.PlacementBundle
-	(*RefPayload)(nil),            // 59: raypb.RefPayload
-	(*AddBorrower)(nil),           // 60: raypb.AddBorrower
-	(*BorrowerAck)(nil),           // 61: raypb.BorrowerAck
-	(*RemoveBorrower)(nil),        // 62: raypb.RemoveBorrower
-	(*ResolveObject)(nil),         // 63: raypb.ResolveObject
-	(*ObjectResolved)(nil),        // 64: raypb.ObjectResolved
+	(*ActorTransition)(nil),       // 47: raypb.ActorTransition
+	(*ActorLogEntry)(nil),         // 48: raypb.ActorLogEntry
+	(*ActorResultRecord)(nil),     // 49: raypb.ActorResultRecord
+	(*ActorLogBatch)(nil),         // 50: raypb.ActorLogBatch
+	(*ActorCallerState)(nil),      // 51: raypb.ActorCallerState
+	(*ActorCheckpoint)(nil),       // 52: raypb.ActorCheckpoint
+	(*ActorCheckpointNow)(nil),    // 53: raypb.ActorCheckpointNow
+	(*ReserveResources)(nil),      // 54: raypb.ReserveResources
+	(*ReserveResourcesReply)(nil), // 55: raypb.ReserveResourcesReply
+	(*BundleCommit)(nil),          // 56: raypb.BundleCommit
+	(*BundleCommitReply)(nil),     // 57: raypb.BundleCommitReply
+	(*PlacementGroupInfo)(nil),    // 58: raypb.PlacementGroupInfo
+	(*PlacementBundle)(nil),       // 59: raypb.PlacementBundle
+	(*RefPayload)(nil),            // 60: raypb.RefPayload
+	(*AddBorrower)(nil),           // 61: raypb.AddBorrower
+	(*BorrowerAck)(nil),           // 62: raypb.BorrowerAck
+	(*RemoveBorrower)(nil),        // 63: raypb.RemoveBorrower
+	(*ResolveObject)(nil),         // 64: raypb.ResolveObject
+	(*ObjectResolved)(nil),        // 65: raypb.ObjectResolved
 }
 var file_ray_proto_depIdxs = []int32{
 	5,  // 0: raypb.TaskSpec.args:type_name -> raypb.Arg
@@ -5709,26 +5814,27 @@ var file_ray_proto_depIdxs = []int32{
 	5,  // 35: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
 	4,  // 36: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
 	6,  // 37: raypb.ActorInfo.owner:type_name -> raypb.PID
-	7,  // 38: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
-	9,  // 39: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
-	47, // 40: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
-	48, // 41: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
-	48, // 42: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
-	50, // 43: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
-	4,  // 44: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
-	4,  // 45: raypb.BundleCommit.resources:type_name -> raypb.ResourceQty
-	58, // 46: raypb.PlacementGroupInfo.bundles:type_name -> raypb.PlacementBundle
-	4,  // 47: raypb.PlacementBundle.resources:type_name -> raypb.ResourceQty
-	6,  // 48: raypb.RefPayload.owner:type_name -> raypb.PID
-	6,  // 49: raypb.AddBorrower.borrower:type_name -> raypb.PID
-	6,  // 50: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
-	6,  // 51: raypb.ResolveObject.reply_to:type_name -> raypb.PID
-	8,  // 52: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
-	53, // [53:53] is the sub-list for method output_type
-	53, // [53:53] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	47, // 38: raypb.ActorInfo.history:type_name -> raypb.ActorTransition
+	7,  // 39: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
+	9,  // 40: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
+	48, // 41: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
+	49, // 42: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
+	49, // 43: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
+	51, // 44: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
+	4,  // 45: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
+	4,  // 46: raypb.BundleCommit.resources:type_name -> raypb.ResourceQty
+	59, // 47: raypb.PlacementGroupInfo.bundles:type_name -> raypb.PlacementBundle
+	4,  // 48: raypb.PlacementBundle.resources:type_name -> raypb.ResourceQty
+	6,  // 49: raypb.RefPayload.owner:type_name -> raypb.PID
+	6,  // 50: raypb.AddBorrower.borrower:type_name -> raypb.PID
+	6,  // 51: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
+	6,  // 52: raypb.ResolveObject.reply_to:type_name -> raypb.PID
+	8,  // 53: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
+	54, // [54:54] is the sub-list for method output_type
+	54, // [54:54] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_ray_proto_init() }
@@ -5742,7 +5848,7 @@ func file_ray_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ray_proto_rawDesc), len(file_ray_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   61,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
