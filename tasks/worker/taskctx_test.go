@@ -96,6 +96,8 @@ func TestTaskCtxConcurrent(t *testing.T) {
 				case 0:
 					<-c.Done()
 				case 1:
+					// Polling Err while others cancel is what this goroutine tests
+					// (concurrent reads), not a wait the test could hand to eventually.
 					for c.Err() == nil {
 						time.Sleep(time.Microsecond)
 					}

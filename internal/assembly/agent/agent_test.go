@@ -354,6 +354,8 @@ func TestWorkerProcess(t *testing.T) {
 	// The worker's own RUNNING record is not overwritten by anything the agent does while
 	// it runs; and a second look finds still exactly one process.
 	put(t, s, gcs.JobWorkerKey("j1", head.ID()), &pb.JobWorker{JobId: "j1", AgentId: head.ID(), State: pb.JobWorker_RUNNING, Pid: int32(r.Pid), NodeId: "n1"}, 0)
+	// A negative check (nothing overwrites the record, no second process starts): a
+	// bounded window of several of the agent's ticks is the honest tool.
 	time.Sleep(600 * time.Millisecond)
 	if n := len(records(t, rec)); n != 1 {
 		t.Fatalf("%d worker processes, want 1", n)
@@ -580,7 +582,7 @@ func TestOrphanedSubmissionFails(t *testing.T) {
 	put(t, s, gcs.SubmissionKey("s9"), &pb.Submission{SubmissionId: "s9", Argv: []string{helperPath}, State: pb.JobInfo_RUNNING, Pid: 1}, 0)
 	// While another head lives, a new head leaves its submissions alone.
 	second := startAgent(t, Config{Head: true, GCSEndpoints: strings.Split(gcsHead.Address(), ","), GCSFiles: gcsHead.CredentialFiles()})
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a negative check: a bounded window in which s9 must not fail
 	if sub, _ := get(t, s, gcs.SubmissionKey("s9"), &pb.Submission{}); sub.GetState() != pb.JobInfo_RUNNING {
 		t.Fatalf("failed while its head may live: %v", sub)
 	}
@@ -611,12 +613,16 @@ func TestJobSurvivesItsDriverRegisteringAgain(t *testing.T) {
 	eventually.True(t, 10*time.Second, "the job's worker process (the head has read the tables)", func() bool { return len(records(t, rec)) > 0 })
 	worker := records(t, rec)[0].Pid
 	expire()
-	time.Sleep(time.Second) // the driver notices and registers again
+	// Not a wait for an event: the jobalive key stays gone for a second, as while a real
+	// driver notices its lease expired and registers again (the gap the head must bear).
+	time.Sleep(time.Second)
 	lease, err := s.Grant(context.Background(), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	put(t, s, gcs.JobAliveKey("j9"), &pb.JobInfo{}, lease)
+	// A negative check: past the grace the job must not have failed (a bounded sleep is
+	// the honest tool for "does not happen").
 	time.Sleep(reregisterGrace + 2*time.Second)
 	if j, _ := get(t, s, gcs.JobKey("j9"), &pb.JobInfo{}); j.GetState() != pb.JobInfo_RUNNING {
 		t.Fatalf("a job whose driver registered again within %v: %v %q; want RUNNING", reregisterGrace, j.GetState(), j.GetMessage())
@@ -646,7 +652,9 @@ func TestWorkerKeptForDetachedActors(t *testing.T) {
 	put(t, s, gcs.JobKey("j9"), &pb.JobInfo{JobId: "j9", State: pb.JobInfo_SUCCEEDED, Executable: helperPath, Sha256: helperSum,
 		Goos: runtime.GOOS, Goarch: runtime.GOARCH, Args: []string{"-record", rec}, EndUnixMs: time.Now().UnixMilli()}, 0)
 	kill()
-	time.Sleep(3 * stopGrace / 5) // longer than the agent takes to stop an ended job's worker (a tick)
+	// A negative check: longer than the agent takes to stop an ended job's worker (a
+	// tick), the worker must still run.
+	time.Sleep(3 * stopGrace / 5)
 	if processGone(first.Pid) {
 		t.Fatal("the worker of a job with a live detached actor was stopped when the job ended")
 	}

@@ -78,7 +78,7 @@ func TestGCSAuthorization(t *testing.T) {
 	if err := head.recordCert(ctx, expired.Leaf()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond)
+	eventually.True(t, 10*time.Second, "the short certificate to expire", func() bool { return time.Now().After(expired.Leaf().NotAfter) })
 	if err := head.syncUsersOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -319,7 +319,7 @@ func activatedOnce(t *testing.T, node, identity string, want int32) {
 	eventually.True(t, time.Second, fmt.Sprintf("%s activated %d times on %s", identity, want, node), func() bool {
 		return counter(&activations, node, identity).Load() >= want
 	})
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // a negative check: no second activation in a bounded window
 	if n := counter(&activations, node, identity).Load(); n != want {
 		t.Fatalf("%s activated %d times on %s, want %d", identity, n, node, want)
 	}

@@ -186,7 +186,7 @@ func BenchmarkPackerAppendRemoveSoon(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		time.Sleep(soonAfter)
+		time.Sleep(soonAfter) // pacing the load: records die soon after they were appended
 		for _, id := range ids[start:end] {
 			p.Remove(id)
 		}

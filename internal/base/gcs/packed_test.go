@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/gcs"
 )
 
@@ -228,13 +229,7 @@ func TestPackerRewriteMinAge(t *testing.T) {
 	for i := range 17 {
 		p.Remove(fmt.Sprint("a", i))
 	}
-	for p.Stats().Rewrites == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("page never rewritten")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	eventually.True(t, 30*time.Second, "page 1 rewritten", func() bool { return p.Stats().Rewrites > 0 })
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -820,6 +815,8 @@ func TestPackerConcurrentShortLived(t *testing.T) {
 					mu.Unlock()
 				}
 				if i%500 == 0 {
+					// Pacing, not a wait: a pause now and then lets the packer seal and
+					// rewrite pages between the appends.
 					time.Sleep(time.Millisecond)
 				}
 			}

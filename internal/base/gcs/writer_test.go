@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
 )
@@ -453,6 +454,11 @@ func TestWriterBackpressure(t *testing.T) {
 		}
 	}()
 	<-g.entered // the first batch is stuck in the store
+	eventually.True(t, 10*time.Second, fmt.Sprintf("the producer to fill the writer's %d pending ops", limit), func() bool {
+		return w.Stats().Enqueued >= limit
+	})
+	// A negative check: through a window the producer stays blocked at the limit (a
+	// bounded sleep is the honest tool for "does not happen").
 	time.Sleep(50 * time.Millisecond)
 	select {
 	case <-done:

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 )
@@ -36,24 +37,25 @@ func emptyAndCompact(t *testing.T, ctx context.Context, s gcs.Store, prefix stri
 	}
 }
 
-// defragOnceFree calls Defrag until it runs or 30 s have passed. etcd removes compacted
-// revisions in the background, and bbolt counts the pages they held as free only from a
-// later write on (until then older readers may see them): a running cluster writes all
-// the time; here a small key is written each round (refused at the quota, which is no matter).
+// defragOnceFree calls Defrag until it runs (the test fails if it has not within 30 s).
+// etcd removes compacted revisions in the background, and bbolt counts the pages they held
+// as free only from a later write on (until then older readers may see them): a running
+// cluster writes all the time; here a small key is written each round (refused at the
+// quota, which is no matter).
 func defragOnceFree(t *testing.T, ctx context.Context, e *etcdstore.Embedded, s gcs.Store) etcdstore.DefragResult {
 	t.Helper()
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	var r etcdstore.DefragResult
+	eventually.True(t, 30*time.Second, "a defragmentation to run once the deleted data's pages are free", func() bool {
 		if _, err := s.Put(ctx, "tick", []byte("x"), 0); err != nil && !errors.Is(err, gcs.ErrNoSpace) {
 			t.Fatal(err)
 		}
-		r, err := e.Defrag(ctx, false)
-		if err != nil {
+		var err error
+		if r, err = e.Defrag(ctx, false); err != nil {
 			t.Fatal(err)
 		}
-		if r.Ran || time.Now().After(end) {
-			return r
-		}
-	}
+		return r.Ran
+	})
+	return r
 }
 
 // TestDefragShrinksASparseFile: 24 MiB written and deleted leave a file of that size,
@@ -107,16 +109,9 @@ func TestSpaceAlarmClearsOnceSpaceIsFree(t *testing.T) {
 	// A rewrite under the alarm may come before etcd has removed the compacted revisions
 	// (it does so in the background) and gain too little to disarm; the next one, an
 	// AlarmDefragEvery later, gains the rest.
-	var r etcdstore.DefragResult
-	for end := time.Now().Add(30 * time.Second); !r.Disarmed && time.Now().Before(end); {
-		if r = defragOnceFree(t, ctx, e, s); !r.Ran {
-			t.Fatalf("under the alarm: %+v; want a defragmentation", r)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !r.Disarmed {
-		t.Fatalf("after the data went: %+v; want a defragmentation and the alarm disarmed", r)
-	}
+	eventually.True(t, 30*time.Second, "a defragmentation after the data went to disarm the alarm", func() bool {
+		return defragOnceFree(t, ctx, e, s).Disarmed
+	})
 	if _, err := s.Put(ctx, "small", []byte("x"), 0); err != nil {
 		t.Fatalf("a write after the alarm was disarmed: %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/ray-go/ray/internal/base/eventually"
 )
 
 // TestFrontDoor: the relay carries bytes both ways, a client's close ends its relay, and cut
@@ -54,13 +56,7 @@ func TestFrontDoor(t *testing.T) {
 	}
 	c1, _ := dial()
 	c1.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for conns() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("a closed client's relay is still open (%d)", conns())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, 10*time.Second, "a closed client's relay to close", func() bool { return conns() == 0 })
 	c2, r2 := dial()
 	defer c2.Close()
 	c3, r3 := dial()
