@@ -175,6 +175,8 @@ func TestDashboard(t *testing.T) {
 	// Actors: the named actor, alive.
 	open("actors")
 	wait("the named actor", rows("#actors-table")+`.some(r => r.textContent.includes("dash-counter") && r.textContent.includes("ALIVE") && r.textContent.includes("e2e.Accel"))`)
+	// Its history is the row's tooltip: created, then alive.
+	wait("the named actor's history", rows("#actors-table")+`.some(r => r.textContent.includes("dash-counter") && /PENDING_CREATION[^]*ALIVE/.test(r.title))`)
 	shot("actors")
 
 	// Tasks: the failed task with its error; then only failed tasks through the filter.

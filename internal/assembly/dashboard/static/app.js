@@ -141,10 +141,16 @@ function drawActors() {
   const f = document.getElementById("actor-filter").value.trim().toLowerCase();
   fill("#actors-table", actorRows.filter(a => !f ||
     [a.actor_id, a.class, a.name, a.state, a.node, a.job_id].some(v => String(v || "").toLowerCase().includes(f)))
-    .map(a => h("tr", {"data-actor": a.actor_id},
+    .map(a => h("tr", {"data-actor": a.actor_id, title: history(a.history)},
       h("td", {class: "mono"}, short(a.actor_id)), h("td", {}, a.class), h("td", {}, a.name || "-"), h("td", {}, state(a.state)),
       h("td", {class: "mono"}, short(a.node)), h("td", {class: "mono"}, a.job_id), h("td", {}, a.restarts + " / " + a.max_restarts),
-      h("td", {}, a.detail || ""))));
+      h("td", {}, a.start_time || "-"), h("td", {}, a.end_time || "-"), h("td", {}, a.detail || ""))));
+}
+
+// history is an actor's transitions as one line per change (the row's tooltip).
+function history(hist) {
+  return (hist || []).map(t => t.time + "  " + t.state + "  #" + t.incarnation + (t.node ? " on " + short(t.node) : "") +
+    (t.detail ? "  " + t.detail : "")).join("\n");
 }
 
 // ---- Tasks ----
