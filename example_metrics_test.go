@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/ray-go/ray"
@@ -41,5 +42,19 @@ func ExampleMetricsAddress() {
 	defer ray.Shutdown(ctx)
 	addr := ray.MetricsAddress(ctx) // 127.0.0.1:<the port taken>
 	fmt.Println(strings.HasPrefix(addr, "127.0.0.1:"))
+	// Output: true
+}
+
+// A program started as `RAY_GO_METRICS_PORT=0 ./program` serves /metrics without
+// WithMetricsPort in its code (0: a free port).
+func ExampleMetricsPortEnv() {
+	os.Setenv(ray.MetricsPortEnv, "0") // what the shell above does
+	defer os.Unsetenv(ray.MetricsPortEnv)
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	fmt.Println(strings.HasPrefix(ray.MetricsAddress(ctx), "127.0.0.1:"))
 	// Output: true
 }
