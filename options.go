@@ -55,7 +55,8 @@ func WithObjectStoreMemory(bytes int64) InitOption {
 // call this process submitted) the process keeps for ListTasks, the timeline and `rayctl
 // list tasks`; past it the oldest are dropped. Default 1,048,576 (88 bytes each, about 92 MB when full,
 // allocated as they come); 0 keeps the default, a negative number turns recording off.
-// A job's worker processes take the default.
+// The budget is per process: a job's worker processes run the same program, and the same
+// Init call sets theirs (they record the tasks their tasks submit).
 func WithTaskEvents(n int) InitOption { return func(c *initConfig) { c.taskEvents = n } }
 
 // WithDir sets the directory for the node's files (etcd data, spill files). Default: a new

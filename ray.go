@@ -190,7 +190,7 @@ func serveWorker(ctx context.Context, w workerenv.Worker, cfg initConfig) {
 		Address: w.Address, Namespace: w.Namespace, Credentials: creds,
 		Node: node.Config{Role: node.RoleWorker, Job: ids.JobID(w.Job), AgentID: w.Agent, Resources: res,
 			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger, LeaseTTL: cfg.leaseTTL,
-			CallSites: callSitesOn(), Machine: w.Machine, SoftMemoryLimit: softLimitOn()},
+			TaskEvents: cfg.taskEvents, CallSites: callSitesOn(), Machine: w.Machine, SoftMemoryLimit: softLimitOn()},
 	})
 	if err != nil {
 		fail(err)

@@ -333,6 +333,29 @@ func TestLogs(t *testing.T) {
 		t.Fatalf("rayctl logs --follow did not end within a minute of the job's end\n%s", folErr.String())
 	}
 
+	// A job's task records: the worker processes keep what the program's ray.WithTaskEvents
+	// says, as its driver does (they run the same program with the same flags). 5,000
+	// nested tasks, owned by the worker process that runs their parent: all listed by
+	// default, at most one chunk (4,096) with a budget of one chunk.
+	listed := func(extra ...string) int {
+		t.Helper()
+		out, errOut, code := run(t, 2*time.Minute, append([]string{"RAY_ADDRESS=" + addr}, tok...), driver, append([]string{"-check", "taskevents"}, extra...)...)
+		var res struct {
+			Listed int    `json:"listed"`
+			Error  string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(lastLine(out)), &res); code != 0 || err != nil || res.Error != "" {
+			t.Fatalf("driver -check taskevents %v: exit %d, %v %s\n%s\n%s", extra, code, err, res.Error, out, tail(errOut))
+		}
+		return res.Listed
+	}
+	if n := listed(); n != 5000 {
+		t.Fatalf("nested tasks listed with the default budget: %d, want 5000", n)
+	}
+	if n := listed("-task-events", "4096"); n <= 0 || n > 4096 {
+		t.Fatalf("nested tasks listed with ray.WithTaskEvents(4096): %d, want 1..4096 (the worker process's budget)", n)
+	}
+
 	// The job's worker processes (one per agent) by node ID: after the second agent stops,
 	// its process's log is exit 5, the head's still reads.
 	if out, errOut, code = run(t, time.Minute, nil, rayctl, "stop", "--session-dir", sess2); code != 0 {
