@@ -3,9 +3,13 @@ package e2e
 import (
 	"encoding/json"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// defaultLeaseTTL is node.DefaultNodeLeaseTTL (the test's processes run with it).
+const defaultLeaseTTL = 6 * time.Second
 
 // TestActorOwnerDeath: a non-detached actor fate-shares with its owner, the process that
 // created it (Ray's OWNER_DIED), here a worker process whose task created it, killed with
@@ -69,10 +73,34 @@ func TestActorOwnerDeath(t *testing.T) {
 		t.Errorf("rayctl list actors: od-nondet is %+v, want DEAD, owner died", r)
 	}
 
-	// The owner is a driver, killed with SIGKILL while its named actor lives.
+	// The owner is a driver. First it is stopped (SIGSTOP) for longer than the membership
+	// takes to report it gone (its lease's TTL, then as long again for it to register
+	// anew), and continued: a process that was only starved or cut off is not dead, and
+	// its named actor must live on (the owner's death is final, so it is confirmed: its
+	// address accepts connections, and its node registers again).
 	cmd := startReady(t, driver, "actorowner-driver", env, "owner ready\n")
+	waited := false
+	defer func() {
+		if !waited {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2*defaultLeaseTTL + 3*time.Second)
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second) // it notices its lost lease and registers again
+	if r := actors()["odd-nondet"]; r.State != "ALIVE" {
+		t.Fatalf("a driver stopped %v and continued: its named actor is %+v, want ALIVE (its owner lives)\n%s", 2*defaultLeaseTTL+3*time.Second, r, sessionLogs(sess, 30))
+	}
+	// Then it is killed with SIGKILL while its named actor lives.
 	cmd.Process.Kill()
 	cmd.Wait()
+	waited = true
 	deadline := time.Now().Add(time.Minute)
 	for r := actors()["odd-nondet"]; r.State != "DEAD"; r = actors()["odd-nondet"] {
 		if time.Now().After(deadline) {

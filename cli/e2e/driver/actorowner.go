@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -126,7 +127,8 @@ func actorOwnerDriverCheck(ctx context.Context) error {
 	if _, err := ray.Get(cctx, accelAdd.Remote(cctx, h, ray.V(1))); err != nil {
 		return err
 	}
-	fmt.Println("owner ready") // the test kills this driver now
+	fmt.Println("owner ready") // the test stops, continues, then kills this driver now
 	time.Sleep(10 * time.Minute)
+	runtime.KeepAlive(h) // the actor lives as long as its handle: this driver holds it
 	return nil
 }

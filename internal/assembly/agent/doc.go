@@ -53,7 +53,10 @@
 //     that exits gives back what it held (its connection closes). Stop closes the ledger
 //     after the worker processes.
 //   - The head also fails orphaned jobs: a RUNNING job whose jobalive/ key was seen
-//     deleted (or has been missing for 2×AliveTTL) becomes FAILED with
+//     deleted (or has been missing for 2×AliveTTL) and whose driver is surely gone
+//     (driverprobe.go: its address, JobInfo.driver_address, refuses connections, or
+//     confirmGrace more has passed: a stopped or starved driver writes its key again, and
+//     every agent keeps the job's worker processes until then too) becomes FAILED with
 //     DriverExitedMessage, by a transaction that holds only if the job record did not
 //     change and the jobalive key did not come back. A job run by a submission takes the
 //     submission's outcome instead when it has one (STOPPED when a stop was requested).

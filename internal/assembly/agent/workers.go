@@ -66,6 +66,7 @@ type workerManager struct {
 	bins      map[string]*binFetch // executables resolved through the cache, by sha256
 	fetched   chan binResult
 	fetches   sync.WaitGroup // fetch goroutines
+	probes    driverProbes   // whether drivers whose jobalive key went still listen (driverprobe.go)
 }
 
 type jobRec struct {
@@ -120,6 +121,7 @@ func (m *workerManager) run(ctx context.Context) {
 		cancel()
 		mwg.Wait()
 		m.fetches.Wait()
+		m.probes.wg.Wait()
 	}()
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -181,6 +183,7 @@ func (m *workerManager) apply(u tableUpdate) {
 			if ev.Type == gcs.EventPut {
 				m.alive[id] = true
 				delete(m.aliveGone, id)
+				m.probes.forget(id)
 			} else {
 				delete(m.alive, id)
 				m.aliveGone[id] = time.Now()
@@ -248,9 +251,9 @@ func (m *workerManager) putJob(kv gcs.KV) {
 // wanted reports whether job should have a worker process here: a detached actor of the
 // job is not dead (whatever the job's state: detached actors outlive their job, and live
 // in its worker processes), or it is RUNNING and its
-// driver is alive, or its alive key went less than reregisterGrace ago (the driver's lease
-// expired in a GCS outage and it is writing the key again: its worker processes, and the
-// actors and objects in them, must live on).
+// driver is alive, or its alive key went and the driver is not surely gone (driverGone: its
+// lease expired in a GCS outage, or it was stopped or starved, and it writes the key
+// again: its worker processes, and the actors and objects in them, must live on).
 func (m *workerManager) wanted(job string, now time.Time) bool {
 	rec, ok := m.jobs[job]
 	if ok && len(m.detached[job]) > 0 {
@@ -263,7 +266,7 @@ func (m *workerManager) wanted(job string, now time.Time) bool {
 		return true
 	}
 	gone, wasAlive := m.aliveGone[job]
-	return wasAlive && now.Sub(gone) < reregisterGrace
+	return wasAlive && !m.driverGone(job, rec.info, gone, now)
 }
 
 // reconcile starts the processes running jobs need and stops those of ended jobs.
@@ -281,11 +284,18 @@ func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
 				m.orphanAt[job] = now
 			}
 			gone, wasAlive := m.aliveGone[job]
-			if wasAlive && now.Sub(gone) >= reregisterGrace || seen && now.Sub(since) >= orphanGrace {
+			if !wasAlive { // no key seen deleted: orphanGrace from when the job was first seen without one
+				if !seen {
+					since = now
+				}
+				gone = since.Add(orphanGrace - reregisterGrace)
+			}
+			if m.driverGone(job, rec.info, gone, now) {
 				m.failOrphan(ctx, job)
 			}
-		} else {
+		} else if _, ok := m.orphanAt[job]; ok {
 			delete(m.orphanAt, job)
+			m.probes.forget(job)
 		}
 		if sub := rec.info.GetSubmissionId(); sub != "" && !m.linked[job] {
 			m.linkSubmission(ctx, sub, job)
@@ -294,6 +304,7 @@ func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
 	for id := range m.aliveGone {
 		if _, ok := m.jobs[id]; !ok && !m.alive[id] {
 			delete(m.aliveGone, id)
+			m.probes.forget(id)
 		}
 	}
 	for id := range m.orphanAt {

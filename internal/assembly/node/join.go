@@ -196,7 +196,8 @@ func (n *Node) registerJob(ctx context.Context, cfg JoinConfig) error {
 	host, _ := os.Hostname()
 	n.job = &pb.JobInfo{JobId: string(n.cfg.Job), State: pb.JobInfo_RUNNING, Executable: exe, Sha256: sum,
 		Goos: runtime.GOOS, Goarch: runtime.GOARCH, DriverNode: string(n.ID), DriverHost: host, DriverPid: int32(os.Getpid()),
-		StartUnixMs: time.Now().UnixMilli(), SubmissionId: cfg.SubmissionID, Args: os.Args[1:], Namespace: cfg.Namespace}
+		StartUnixMs: time.Now().UnixMilli(), SubmissionId: cfg.SubmissionID, Args: os.Args[1:], Namespace: cfg.Namespace,
+		DriverAddress: n.system.Address()}
 	b, _ := proto.Marshal(n.job)
 	if _, err := n.store.Put(ctx, gcs.JobKey(string(n.cfg.Job)), b, 0); err != nil {
 		return fmt.Errorf("node: register the job: %w", err)

@@ -495,9 +495,13 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if !e.Self && e.Type == membership.MemberGone {
 			go n.Core.BorrowersGone(e.Member.Address) // its runtime's borrows end with it
 			// The actors its runtime created die with it (the leader steps them OwnerDied),
-			// and lookups of what it owned are answered without asking it.
-			n.Core.ProcessGone(e.Member.Address)
-			n.actors.OwnerGone(e.Member.Address)
+			// and lookups of what it owned are answered without asking it: once the death
+			// is sure (ownergone.go), since both are final.
+			m := e.Member
+			go n.confirmOwnerGone(m, func() {
+				n.Core.ProcessGone(m.Address)
+				n.actors.OwnerGone(m.Address)
+			})
 		}
 	})
 	return n, nil

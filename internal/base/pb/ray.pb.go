@@ -2805,7 +2805,11 @@ type JobInfo struct {
 	Namespace    string `protobuf:"bytes,15,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// args are the driver's command-line arguments (os.Args[1:]); worker processes get the
 	// same, so a program that parses flags before ray.Init parses them alike.
-	Args          []string `protobuf:"bytes,16,rep,name=args,proto3" json:"args,omitempty"`
+	Args []string `protobuf:"bytes,16,rep,name=args,proto3" json:"args,omitempty"`
+	// driver_address is the driver's member address (host:port): the head and the agents
+	// ask it whether the driver still runs before they take a lapsed jobalive key for its
+	// death (a stopped or starved driver's port still accepts connections).
+	DriverAddress string `protobuf:"bytes,17,opt,name=driver_address,json=driverAddress,proto3" json:"driver_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2950,6 +2954,13 @@ func (x *JobInfo) GetArgs() []string {
 		return x.Args
 	}
 	return nil
+}
+
+func (x *JobInfo) GetDriverAddress() string {
+	if x != nil {
+		return x.DriverAddress
+	}
+	return ""
 }
 
 // JobWorker is the value of jobworkers/<jobID>/<agentID>: the worker process an agent runs
@@ -5455,7 +5466,7 @@ const file_ray_proto_rawDesc = "" +
 	"\x0fstarted_unix_ms\x18\v \x01(\x03R\rstartedUnixMs\x12'\n" +
 	"\x0fmetrics_address\x18\f \x01(\tR\x0emetricsAddress\x12+\n" +
 	"\x11dashboard_address\x18\r \x01(\tR\x10dashboardAddress\x12#\n" +
-	"\rdashboard_tls\x18\x0e \x01(\bR\fdashboardTls\"\xb1\x04\n" +
+	"\rdashboard_tls\x18\x0e \x01(\bR\fdashboardTls\"\xd8\x04\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12*\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x14.raypb.JobInfo.StateR\x05state\x12\x1e\n" +
@@ -5480,7 +5491,8 @@ const file_ray_proto_rawDesc = "" +
 	"entrypoint\x12\x18\n" +
 	"\amessage\x18\x0e \x01(\tR\amessage\x12\x1c\n" +
 	"\tnamespace\x18\x0f \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04args\x18\x10 \x03(\tR\x04args\"I\n" +
+	"\x04args\x18\x10 \x03(\tR\x04args\x12%\n" +
+	"\x0edriver_address\x18\x11 \x01(\tR\rdriverAddress\"I\n" +
 	"\x05State\x12\v\n" +
 	"\aPENDING\x10\x00\x12\v\n" +
 	"\aRUNNING\x10\x01\x12\r\n" +
