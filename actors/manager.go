@@ -100,6 +100,8 @@ type Manager struct {
 	forgot bool                     // a tombstone was dropped: a miss may be a dead actor
 	listed bool                     // the first list of the table is in
 	subs   []func(*pb.ActorInfo)
+	// byGroup: live actors by placement group, every job's (manager_groups.go).
+	byGroup map[string]map[string]struct{}
 	// Owners that died (OwnerGone): their addresses, at most maxGoneOwners (a ring), and
 	// the ones the run loop has not looked at yet.
 	goneOwners map[string]struct{}
@@ -437,6 +439,7 @@ func (m *Manager) apply(info *pb.ActorInfo, watched bool) {
 	default:
 		m.actors[id] = info
 	}
+	m.indexGroup(id, old, info)
 	subs := m.subs
 	m.mu.Unlock()
 	m.index(id, old, info)

@@ -192,6 +192,8 @@ func decodeInfo(value []byte) (*pb.ActorInfo, error) {
 		return bad("%d resources, at most %d", len(info.Resources), maxRecordResources)
 	case len(info.CtorArgs) > maxRecordCtorArgs:
 		return bad("%d constructor arguments, at most %d", len(info.CtorArgs), maxRecordCtorArgs)
+	case info.BundleIndex < -1:
+		return bad("placement group bundle %d (a bundle's index, or -1 for any)", info.BundleIndex)
 	}
 	for _, q := range info.Resources {
 		if q.Amount < 0 {

@@ -65,6 +65,10 @@ type HostDied struct {
 // if its budget allows, as after a crash.
 type Kill struct {
 	NoRestart bool
+	// Reason, when set, says who killed the actor and why (the Detail of the dead
+	// record then reads "killed with no_restart: " and it): a removed placement group
+	// ends its actors with it.
+	Reason string
 }
 
 // OwnerDied: the actor's owner (the driver or worker that created it) died. A

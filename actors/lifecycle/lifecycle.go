@@ -444,7 +444,11 @@ func (s State) hostDied(e HostDied) (State, []Action, error) {
 
 func (s State) kill(e Kill) (State, []Action, error) {
 	if e.NoRestart {
-		n := s.die(CauseKilled, "killed with no_restart")
+		detail := "killed with no_restart"
+		if e.Reason != "" {
+			detail += ": " + e.Reason
+		}
+		n := s.die(CauseKilled, detail)
 		return n, s.dieActions(n, true, true), nil
 	}
 	if s.Node == "" {

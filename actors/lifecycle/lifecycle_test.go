@@ -125,7 +125,7 @@ func TestEdges(t *testing.T) {
 		{"host died while waiting for a node", cfg2, nil, HostDied{"n1"}, ignored, Pending, 1},
 		{"kill while waiting for a node", cfg2, nil, Kill{}, ignored, Pending, 1},
 		{"kill while restarting, no node", cfg2, append(alive, HostDied{"n1"}), Kill{}, ignored, Restarting, 2},
-		{"kill no-restart while restarting", cfg2, append(alive, HostDied{"n1"}), Kill{true}, applied, Dead, 2},
+		{"kill no-restart while restarting", cfg2, append(alive, HostDied{"n1"}), Kill{NoRestart: true}, applied, Dead, 2},
 		{"placement failed after placement", cfg2, alive[:1], PlacementFailed{1, "x"}, refused, Pending, 1},
 		{"placement failed, infinite restarts", Config{ActorID: "a", MaxRestarts: Infinite}, nil, PlacementFailed{1, "x"}, applied, Dead, 1},
 		{"checkpoint while constructing", cfg2, alive[:1], CheckpointTaken{1, 3, "r"}, refused, Pending, 1},
@@ -184,6 +184,21 @@ func TestDeadErrors(t *testing.T) {
 	}
 	if s.RestartsLeft() != 0 {
 		t.Errorf("RestartsLeft = %d", s.RestartsLeft())
+	}
+}
+
+// TestKillReason: a kill's reason is in the dead record's Detail and in the error its
+// callers get; without one the Detail is as before.
+func TestKillReason(t *testing.T) {
+	s := mustRun(t, cfg2, Placed{1, "n1"}, ConstructorSucceeded{1}, Kill{NoRestart: true, Reason: "its placement group g1 was removed"})
+	if s.Phase != Dead || s.Cause != CauseKilled || s.Detail != "killed with no_restart: its placement group g1 was removed" {
+		t.Fatalf("killed with a reason: %+v", s)
+	}
+	if err := s.Err(); !errors.Is(err, ErrActorDied) || !strings.Contains(err.Error(), "placement group g1 was removed") {
+		t.Fatalf("Err() = %v", err)
+	}
+	if s := mustRun(t, cfg2, Kill{NoRestart: true}); s.Detail != "killed with no_restart" {
+		t.Fatalf("killed without a reason: Detail %q", s.Detail)
 	}
 }
 

@@ -3749,7 +3749,10 @@ type ActorInfo struct {
 	PlacementGroup string `protobuf:"bytes,30,opt,name=placement_group,json=placementGroup,proto3" json:"placement_group,omitempty"`
 	// history: the record's lifecycle transitions, oldest first (the first one and the
 	// newest ones: actors.maxHistory in all), written by the same transaction as the state.
-	History       []*ActorTransition `protobuf:"bytes,31,rep,name=history,proto3" json:"history,omitempty"`
+	History []*ActorTransition `protobuf:"bytes,31,rep,name=history,proto3" json:"history,omitempty"`
+	// bundle_index is the actor's bundle of placement_group (-1: any bundle); its group's
+	// creator moves the actor with the bundle and ends it with the group, whoever made it.
+	BundleIndex   int32 `protobuf:"varint,32,opt,name=bundle_index,json=bundleIndex,proto3" json:"bundle_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3964,6 +3967,13 @@ func (x *ActorInfo) GetHistory() []*ActorTransition {
 		return x.History
 	}
 	return nil
+}
+
+func (x *ActorInfo) GetBundleIndex() int32 {
+	if x != nil {
+		return x.BundleIndex
+	}
+	return 0
 }
 
 // ActorTransition is one change of an actor's lifecycle state: the phase it entered, when
@@ -5578,7 +5588,7 @@ const file_ray_proto_rawDesc = "" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x12\n" +
 	"\x04seqs\x18\x03 \x03(\x04R\x04seqs\"8\n" +
 	"\x0eActorCallBatch\x12&\n" +
-	"\x05calls\x18\x01 \x03(\v2\x10.raypb.ActorCallR\x05calls\"\xe4\x06\n" +
+	"\x05calls\x18\x01 \x03(\v2\x10.raypb.ActorCallR\x05calls\"\x87\a\n" +
 	"\tActorInfo\x12\x19\n" +
 	"\bactor_id\x18\x01 \x01(\fR\aactorId\x12\x14\n" +
 	"\x05class\x18\x02 \x01(\tR\x05class\x12\x15\n" +
@@ -5610,7 +5620,8 @@ const file_ray_proto_rawDesc = "" +
 	"\x06detail\x18\x1c \x01(\tR\x06detail\x12#\n" +
 	"\raffinity_node\x18\x1d \x01(\tR\faffinityNode\x12'\n" +
 	"\x0fplacement_group\x18\x1e \x01(\tR\x0eplacementGroup\x120\n" +
-	"\ahistory\x18\x1f \x03(\v2\x16.raypb.ActorTransitionR\ahistory\"\xa4\x01\n" +
+	"\ahistory\x18\x1f \x03(\v2\x16.raypb.ActorTransitionR\ahistory\x12!\n" +
+	"\fbundle_index\x18  \x01(\x05R\vbundleIndex\"\xa4\x01\n" +
 	"\x0fActorTransition\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\x05R\x05phase\x12\x17\n" +
 	"\aunix_ms\x18\x02 \x01(\x03R\x06unixMs\x12 \n" +
