@@ -50,7 +50,8 @@ type PlacementGroupHandle struct {
 // Tasks and actors go into a group with PlacementGroupBundle(pg, i), from the process that
 // created it or from any other process of the job (a task running in the group, with
 // CurrentPlacementGroup; any process, with GetPlacementGroup and the group's ID). A bundle
-// whose node dies is placed again on another node, and its actors restart there.
+// whose node dies is placed again on another node, and its actors restart there, whichever
+// process created them.
 func PlacementGroup(ctx context.Context, bundles []Bundle, strategy PlacementStrategy) (*PlacementGroupHandle, error) {
 	tc, err := taskContext(ctx)
 	if err != nil {
@@ -105,12 +106,14 @@ func (h *PlacementGroupHandle) Bundles() []Bundle {
 }
 
 // Remove gives the group's reservations back (Ray's remove_placement_group) and ends what
-// this process runs in it, as Ray does: its tasks are cancelled (one still queued never
-// runs; a running one has its ctx cancelled, and its Get reports ErrCancelled) and the
-// actors created in it are killed for good; tasks still waiting for the group fail with
-// ErrPlacementGroupRemoved. Resources held by a task that ignores its ctx go back to their
+// runs in it, as Ray does, whichever process of the cluster put it there: its tasks are
+// cancelled (one still queued never runs; a running one has its ctx cancelled, and its Get
+// reports ErrCancelled) and its actors are killed for good (their state's Detail says the
+// group was removed); tasks still waiting for the group fail with ErrPlacementGroupRemoved.
+// Another process's tasks are cancelled by that process once it reads the group's record
+// (within about a second). Resources held by a task that ignores its ctx go back to their
 // node when it ends. Removing twice is harmless. Only the process that created the group
-// can remove it (tasks and actors other processes put in it are not ended).
+// can remove it.
 func (h *PlacementGroupHandle) Remove(ctx context.Context) error {
 	if err := h.pg.Remove(ctx); err != nil {
 		return fmt.Errorf("ray: remove placement group %s: %w", h.pg.ID, err)
@@ -121,7 +124,10 @@ func (h *PlacementGroupHandle) Remove(ctx context.Context) error {
 // GetPlacementGroup returns the placement group id (Ray's ray.util.get_placement_group, by
 // ID): one this process created, or one another process of the cluster created (read from
 // the cluster's records; its creator owns it, places it and removes it: Remove from here
-// fails). It waits for the record at most until ctx ends.
+// fails). It waits for the record at most until ctx ends; a group whose record the
+// cluster does not have (it was never created, or its creator ended) is looked for about
+// a second (a group created a moment ago is recorded in the background) and then fails
+// with ErrPlacementGroupRemoved.
 func GetPlacementGroup(ctx context.Context, id string) (*PlacementGroupHandle, error) {
 	tc, err := taskContext(ctx)
 	if err != nil {

@@ -30,6 +30,10 @@ type ActorConfig struct {
 	Info func(actorID string) (*pb.ActorInfo, bool)
 	// PID resolves an actor's grain (cluster.Get); it may block for a moment.
 	PID func(actorID string) *actor.PID
+	// InGroup (optional) returns the live actors in a placement group, every process's
+	// (the node's Manager.InGroup): a group this runtime created moves them with their
+	// bundle and ends them with the group (pg.go).
+	InGroup func(group string) []*pb.ActorInfo
 }
 
 // ActorSpec describes an actor to create.
@@ -277,6 +281,7 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 				return err
 			}
 			info.AffinityNode, info.PlacementGroup, info.Resources = string(node), pg.ID, tasks.ResourcesToPB(res)
+			info.BundleIndex = spec.BundleIndex
 		}
 		_, _, err := c.cfg.Actors.Table.Create(ctx, info)
 		if err == nil && pg != nil && !pg.foreign {
@@ -873,6 +878,9 @@ func (c *Core) ActorChanged(info *pb.ActorInfo) {
 	}
 	for _, ac := range c.callersOf(id) {
 		c.actorChanged(ac, info)
+	}
+	if info.PlacementGroup != "" {
+		c.groupActorChanged(info) // it may have to follow its bundle, or end with its group (pg.go)
 	}
 }
 

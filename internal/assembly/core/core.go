@@ -140,6 +140,7 @@ type Core struct {
 	mask     uint8
 	closed   chan struct{}
 	pgs      sync.Map // placement group ID -> *PlacementGroup (pg.go)
+	pgMore   pgShared // removed groups, tasks in other processes' groups (pg.go)
 	once     sync.Once
 	wg       sync.WaitGroup // the ticker
 

@@ -78,8 +78,13 @@
 // until the group is placed, then goes to its bundle's node with its demand renamed
 // (sched.InBundle); the cluster view does not count it, the reservation does. An actor
 // in a group waits for it before its record is written, with the bundle's node as its
-// only node (ActorInfo.affinity_node). A bundle whose node dies is placed again (Core.NodeGone
-// tells the groups; sched.ReplaceBundles decides where) while its tasks park.
+// only node (ActorInfo.affinity_node; placement_group and bundle_index name its bundle). A
+// bundle whose node dies is placed again (Core.NodeGone tells the groups;
+// sched.ReplaceBundles decides where) while its tasks park, and the actors of the bundle,
+// any process's (ActorConfig.InGroup: the actor manager's index by group), are moved to
+// its new node. Remove cancels this runtime's tasks in the group and kills every actor in
+// it; a runtime with tasks in another process's group cancels them when the group's
+// record says it was removed (watchForeignGroup).
 //
 // # Task events
 //

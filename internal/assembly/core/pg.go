@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -34,9 +35,23 @@ import (
 //
 // When a bundle's node dies (NodeGone), the group places that bundle again (replace,
 // sched.ReplaceBundles: next to the other bundles as the strategy wants, which stay where
-// they are); tasks in it park meanwhile and the record says RESCHEDULING. The actors
-// created in the lost bundle (addActor) have their record's node (ActorInfo.affinity_node)
-// moved to the bundle's new node (actors.Table.MoveAffinity), so their restart goes there.
+// they are); tasks in it park meanwhile and the record says RESCHEDULING. The actors in
+// the lost bundle have their record's node (ActorInfo.affinity_node) moved to the
+// bundle's new node (actors.Table.MoveAffinity), so their restart goes there: those this
+// runtime created (addActor) and those other processes created in the group, which the
+// actor records name (ActorInfo.placement_group and bundle_index; the node's actor
+// manager indexes them, ActorConfig.InGroup). A record that still names a node its
+// bundle has left when this runtime sees it change (one created from a stale view of the
+// group) is moved then (groupActorChanged).
+//
+// Remove ends the group's work as Ray does, whoever put it there: this runtime's tasks in
+// the group are cancelled and every actor in it, any process's, is killed for good
+// (lifecycle.Kill with a reason that names the group). An actor record of a group removed
+// lately that shows up afterwards (created from a stale view) is killed when seen. Another
+// process's tasks in the group are cancelled by that process: it watches the record of
+// each group it has tasks in (watchForeignGroup) and cancels them once the record says
+// REMOVED or is gone; its tasks still waiting to be placed fail with
+// ErrPlacementGroupRemoved.
 
 // StrategyPlacementGroup is TaskSpec.strategy for a task in a placement group.
 const StrategyPlacementGroup = "placement_group"
@@ -91,6 +106,56 @@ func (pg *PlacementGroup) addActor(id string, index int32) {
 	pg.mu.Lock()
 	pg.actors = append(pg.actors, groupActor{id, index})
 	pg.mu.Unlock()
+}
+
+// pgShared is what a runtime keeps of placement groups besides the ones it holds
+// (Core.pgMore): the groups it removed lately, and the tasks it placed in groups other
+// processes created.
+type pgShared struct {
+	mu       sync.Mutex
+	gone     map[string]struct{} // groups removed lately, at most pgGoneKept (goneRing)
+	goneRing []string
+	goneNext int
+	foreign  map[string]map[ids.TaskID]struct{} // another process's group -> this runtime's tasks in it
+}
+
+// pgGoneKept bounds the removed groups a runtime remembers (groupActorChanged).
+const pgGoneKept = 4096
+
+// foreignGroupGrace is how long ForeignGroup looks for a group's record that is not
+// there: two reads of the node's cache of records (it reads the GCS at most every 500 ms).
+const foreignGroupGrace = 1200 * time.Millisecond
+
+// foreignGroupCheck is how often a runtime with tasks in another process's group reads
+// the group's record (watchForeignGroup; the node's cache reads the GCS at most every
+// 500 ms).
+const foreignGroupCheck = 250 * time.Millisecond
+
+// markGone remembers that this runtime removed group id.
+func (m *pgShared) markGone(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gone == nil {
+		m.gone = map[string]struct{}{}
+	}
+	if _, ok := m.gone[id]; ok {
+		return
+	}
+	if len(m.goneRing) < pgGoneKept {
+		m.goneRing = append(m.goneRing, id)
+	} else {
+		delete(m.gone, m.goneRing[m.goneNext])
+		m.goneRing[m.goneNext] = id
+		m.goneNext = (m.goneNext + 1) % len(m.goneRing)
+	}
+	m.gone[id] = struct{}{}
+}
+
+func (m *pgShared) isGone(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.gone[id]
+	return ok
 }
 
 // groupRecordWait bounds how long creating an actor in another process's group waits for
@@ -181,12 +246,15 @@ func (c *Core) ForeignGroup(ctx context.Context, id string) (*PlacementGroup, er
 	if c.cfg.GroupRecord == nil {
 		return nil, fmt.Errorf("%w: placement group %q is not known to this process (a single-process runtime knows only its own groups)", ErrPlacementGroupRemoved, id)
 	}
+	// A group created a moment ago may have no record yet (its creator writes it in the
+	// background): a group not found is looked for again for foreignGroupGrace.
+	start := time.Now()
 	for {
 		info, pending := c.cfg.GroupRecord(id)
 		if info != nil {
 			return c.foreignGroup(info)
 		}
-		if !pending {
+		if !pending && time.Since(start) >= foreignGroupGrace {
 			return nil, fmt.Errorf("%w: the cluster has no placement group %q", ErrPlacementGroupRemoved, id)
 		}
 		select {
@@ -285,14 +353,17 @@ func (pg *PlacementGroup) Remove(ctx context.Context) error {
 		pg.mu.Unlock()
 		return nil
 	}
+	pg.c.pgMore.markGone(pg.ID) // before removed: an actor seen from now on is killed
 	pg.removed = true
 	nodes := pg.nodes
 	placed := nodes != nil
-	running, actors := pg.tasks, pg.actors
+	running, own := pg.tasks, pg.actors
 	pg.tasks, pg.actors = nil, nil
 	pg.mu.Unlock()
 	// Ray kills what runs in a removed group: its tasks are cancelled (a queued one
-	// never runs, a running one has its ctx cancelled) and its actors killed for good.
+	// never runs, a running one has its ctx cancelled) and its actors killed for good,
+	// those of other processes too (the actor records name the group).
+	actors := pg.actorIDs(own, func(*pb.ActorInfo) bool { return true })
 	if len(running) > 0 || len(actors) > 0 {
 		go pg.endWork(running, actors)
 	}
@@ -312,27 +383,174 @@ func (pg *PlacementGroup) Remove(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// actorIDs returns the IDs of the group's actors that match: those of own (this
+// runtime's, addActor) and those of any process that the actor records name
+// (ActorConfig.InGroup), each once.
+func (pg *PlacementGroup) actorIDs(own []groupActor, match func(*pb.ActorInfo) bool) []string {
+	var out []string
+	seen := map[string]bool{} // small: the group's actors
+	for _, a := range own {
+		if !seen[a.id] && match(&pb.ActorInfo{BundleIndex: a.index}) {
+			seen[a.id] = true
+			out = append(out, a.id)
+		}
+	}
+	if ac := pg.c.cfg.Actors; ac != nil && ac.InGroup != nil {
+		for _, info := range ac.InGroup(pg.ID) {
+			id := hex.EncodeToString(info.ActorId)
+			if !seen[id] && match(info) {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
 // endWork cancels the group's tasks and kills its actors (Remove).
-func (pg *PlacementGroup) endWork(running map[ids.TaskID]struct{}, actors []groupActor) {
+func (pg *PlacementGroup) endWork(running map[ids.TaskID]struct{}, actors []string) {
 	for tid := range running {
 		if _, ready, known := pg.c.mem.Get(ids.ReturnID(tid, 1)); !ready && known {
 			_ = pg.c.Cancel(ids.ReturnID(tid, 1))
 		}
 	}
-	for _, a := range actors {
-		b, err := hex.DecodeString(a.id)
-		if err != nil {
-			continue
+	for _, id := range actors {
+		pg.c.killGroupActor(pg.ID, id)
+	}
+}
+
+// killGroupActor kills actor id (hex) of group, which was removed, for good.
+func (c *Core) killGroupActor(group, id string) {
+	t := c.cfg.Actors.Table
+	if t == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	after, _, changed, err := t.Step(ctx, id, lifecycle.Kill{NoRestart: true, Reason: "its placement group " + group + " was removed"})
+	switch {
+	case errors.Is(err, lifecycle.ErrTerminal):
+	case err != nil:
+		select {
+		case <-c.closed:
+		default:
+			c.cfg.Logger.Warn("core: killing an actor of a removed placement group", "group", group, "actor", id, "err", err)
 		}
-		id, err := ids.ActorIDFromBytes(b)
-		if err != nil {
-			continue
+	case changed:
+		c.ActorChanged(after) // its callers here learn at once
+	}
+}
+
+// groupActorChanged looks at the record of an actor in a placement group (ActorChanged):
+// in a group this runtime created, an actor whose record names a node its bundle has left
+// is moved to the bundle's node, and one in a group this runtime removed is killed. Such
+// records come from a process that created the actor from a stale view of the group (or
+// one this runtime's actor manager had not seen yet when the bundle moved or the group
+// went). It does not block.
+func (c *Core) groupActorChanged(info *pb.ActorInfo) {
+	if lifecycle.Phase(info.Phase) == lifecycle.Dead || c.cfg.Actors == nil {
+		return
+	}
+	id := hex.EncodeToString(info.ActorId)
+	pg, ok := c.PlacementGroupByID(info.PlacementGroup)
+	if !ok || pg.foreign {
+		if c.pgMore.isGone(info.PlacementGroup) {
+			go c.killGroupActor(info.PlacementGroup, id)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := pg.c.KillActor(ctx, id, true); err != nil && !errors.Is(err, ErrShutdown) {
-			pg.c.cfg.Logger.Warn("core: killing an actor of a removed placement group", "group", pg.ID, "actor", a.id, "err", err)
+		return
+	}
+	pg.mu.Lock()
+	nodes, removed := pg.nodes, pg.removed
+	pg.mu.Unlock()
+	if removed {
+		go c.killGroupActor(pg.ID, id)
+		return
+	}
+	from := ids.NodeID(info.AffinityNode)
+	to := bundleNode(nodes, int(info.BundleIndex), from)
+	if to == "" || to == from || from == "" {
+		return
+	}
+	go pg.moveActors([]string{id}, from, to)
+}
+
+// bundleNode is the node an actor of bundle index (-1: any) whose record names node at
+// should be on: the bundle's node ("" while it is lost, or before the group is placed),
+// or, for any bundle, at itself while one of the group's bundles is there.
+func bundleNode(nodes []ids.NodeID, index int, at ids.NodeID) ids.NodeID {
+	switch {
+	case index >= len(nodes):
+		return ""
+	case index >= 0:
+		return nodes[index]
+	case slices.Contains(nodes, at):
+		return at
+	}
+	for _, n := range nodes {
+		if n != "" {
+			return n
 		}
-		cancel()
+	}
+	return ""
+}
+
+// noteForeignTask records a task this runtime placed in another process's group: it is
+// cancelled when the group is removed (watchForeignGroup).
+func (c *Core) noteForeignTask(group string, tid ids.TaskID) {
+	m := &c.pgMore
+	m.mu.Lock()
+	if m.foreign == nil {
+		m.foreign = map[string]map[ids.TaskID]struct{}{}
+	}
+	set := m.foreign[group]
+	start := set == nil
+	if start {
+		set = map[ids.TaskID]struct{}{}
+		m.foreign[group] = set
+	}
+	set[tid] = struct{}{}
+	m.mu.Unlock()
+	if start {
+		go c.watchForeignGroup(group)
+	}
+}
+
+// watchForeignGroup reads the record of another process's group while this runtime has
+// unfinished tasks in it, and cancels them once the group was removed (its record says
+// REMOVED, or is gone with its creator), as its creator cancels its own.
+func (c *Core) watchForeignGroup(group string) {
+	m := &c.pgMore
+	tick := time.NewTicker(foreignGroupCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-tick.C:
+		}
+		info, pending := c.cfg.GroupRecord(group)
+		removed := info != nil && info.State == "REMOVED" || info == nil && !pending
+		var cancel []ids.TaskID
+		m.mu.Lock()
+		set := m.foreign[group]
+		for t := range set {
+			if _, ready, known := c.mem.Get(ids.ReturnID(t, 1)); ready || !known {
+				delete(set, t) // finished (or its result released)
+			} else if removed {
+				cancel = append(cancel, t)
+			}
+		}
+		done := removed || len(set) == 0
+		if done {
+			delete(m.foreign, group)
+		}
+		m.mu.Unlock()
+		for _, t := range cancel {
+			_ = c.Cancel(ids.ReturnID(t, 1))
+		}
+		if done {
+			return
+		}
 	}
 }
 
@@ -570,21 +788,24 @@ func (pg *PlacementGroup) tryReplace() (why string, done bool) {
 			pg.release([]ids.NodeID{node})
 			return "", false
 		}
-		var moved []string
+		var own []groupActor
 		from := pg.lostFrom[i]
-		if pg.nodes[i] == "" {
+		moved := pg.nodes[i] == ""
+		if moved {
 			next := slices.Clone(pg.nodes)
 			next[i] = node
 			pg.nodes = next
 			delete(pg.lostFrom, i)
-			for _, a := range pg.actors {
-				if int(a.index) == i || a.index < 0 {
-					moved = append(moved, a.id)
-				}
-			}
+			own = pg.actors
 		}
 		pg.mu.Unlock()
-		pg.moveActors(moved, from, node)
+		if moved && from != "" {
+			// This runtime's actors of the bundle, and any process's whose record still
+			// names the node the bundle was on.
+			pg.moveActors(pg.actorIDs(own, func(a *pb.ActorInfo) bool {
+				return (int(a.BundleIndex) == i || a.BundleIndex < 0) && (a.AffinityNode == "" || a.AffinityNode == string(from))
+			}), from, node)
+		}
 		if c.cfg.Cluster != nil && !c.cfg.Cluster.Alive(node) {
 			pg.nodeGone(node) // it died meanwhile; its NodeGone may have come first
 		}
@@ -694,11 +915,16 @@ func (c *Core) pgPlace(spec *pb.TaskSpec) (ids.NodeID, sched.Resources, error) {
 		return "", sched.Resources{}, err
 	}
 	node, res, err := pg.resolve(int(spec.BundleIndex), req)
-	if err == nil && !pg.foreign {
+	if err == nil {
 		// Placed in a bundle: Remove cancels it (one still waiting for the group fails
-		// with ErrPlacementGroupRemoved instead).
+		// with ErrPlacementGroupRemoved instead); in another process's group, this
+		// runtime cancels it when the group's record says it was removed.
 		if tid, terr := ids.TaskIDFromBytes(spec.TaskId); terr == nil {
-			pg.noteTask(tid)
+			if pg.foreign {
+				c.noteForeignTask(pg.ID, tid)
+			} else {
+				pg.noteTask(tid)
+			}
 		}
 	}
 	return node, res, err

@@ -436,7 +436,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 		TaskEvents: cfg.TaskEvents, CallSites: cfg.CallSites,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
-			Info: func(id string) (*pb.ActorInfo, bool) { return n.actors.Info(id) }},
+			Info:    func(id string) (*pb.ActorInfo, bool) { return n.actors.Info(id) },
+			InGroup: n.actorsInGroup},
 	}); err != nil {
 		return nil, err
 	}

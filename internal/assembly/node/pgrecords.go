@@ -134,3 +134,12 @@ func (p *pgCache) fetch(id string, e *pgEntry) {
 		}
 	}
 }
+
+// actorsInGroup is core.ActorConfig.InGroup: the live actors in a placement group, every
+// process's, as the node's actor manager has seen them.
+func (n *Node) actorsInGroup(group string) []*pb.ActorInfo {
+	if n.actors == nil {
+		return nil // the manager starts after the runtime
+	}
+	return n.actors.InGroup(group)
+}

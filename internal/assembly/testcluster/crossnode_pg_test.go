@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,7 +127,9 @@ func TestPlacementGroupAcrossNodes(t *testing.T) {
 // TestPlacementGroupBundleReplaced: when the node holding a bundle dies, the group places
 // that bundle again on a node that is alive (its other bundles stay where they are), the
 // record goes RESCHEDULING then CREATED, and a task in the lost bundle runs on its new
-// node. It stops node 5, which no other test uses.
+// node. The actors in the lost bundle move with it: the driver's, and one that another
+// runtime (another node's process) created in the group, whose record the group's
+// creator finds by the group (issue 20). It stops node 5, which no other test uses.
 func TestPlacementGroupBundleReplaced(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -187,6 +190,33 @@ func TestPlacementGroupBundleReplaced(t *testing.T) {
 	if st, err := ray.GetActorState(ctx, keeper); err != nil || st.Node != before[lost] {
 		t.Fatalf("actor in bundle %d: %+v, %v; want it on %s", lost, st, err, before[lost])
 	}
+	// Another runtime's actor in the same bundle: it holds no resources of its own, so it
+	// does not wait for the keeper's share of the bundle.
+	guestIdx := -1
+	for _, i := range up {
+		if i != up[0] && i != doomed {
+			guestIdx = i
+			break
+		}
+	}
+	if guestIdx < 0 {
+		t.Fatalf("need a running node besides %d and %d: %v", up[0], doomed, up)
+	}
+	gctx := cluster.Context(base, guestIdx)
+	foreign, err := ray.GetPlacementGroup(gctx, pg.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	guest := ledgerClass.Remote(gctx, ray.V(time.Duration(0)), ray.PlacementGroupBundle(foreign, lost), ray.NumCPUs(0), ray.MaxRestarts(1))
+	if guest.Err() != nil {
+		t.Fatal(guest.Err())
+	}
+	if _, err := ray.Get(gctx, ledgerAdd.Remote(gctx, guest, ray.V(int64(11)))); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ray.GetActorState(gctx, guest); err != nil || st.Node != before[lost] {
+		t.Fatalf("the other runtime's actor in bundle %d: %+v, %v; want it on %s", lost, st, err, before[lost])
+	}
 
 	if err := cluster.StopNode(base, doomed); err != nil {
 		t.Fatal(err)
@@ -198,8 +228,9 @@ func TestPlacementGroupBundleReplaced(t *testing.T) {
 		return i >= 0 && i != doomed && !cluster.Stopped(i)
 	})
 	for i := range before {
-		if i != lost && after[i] != before[i] {
-			t.Fatalf("bundle %d moved from %s to %s: only the lost bundle should move", i, before[i], after[i])
+		// SPREAD may have put two bundles on node 5: both move then.
+		if cluster.Index(before[i]) != doomed && after[i] != before[i] {
+			t.Fatalf("bundle %d moved from %s to %s: only the lost bundles should move", i, before[i], after[i])
 		}
 	}
 	got, err := ray.Get(ctx, whereAmI.Options(ray.PlacementGroupBundle(pg, lost), ray.NumCPUs(0.1)).Remote(ctx))
@@ -213,6 +244,14 @@ func TestPlacementGroupBundleReplaced(t *testing.T) {
 	})
 	if got, err := ray.Get(ctx, ledgerState.Remote(ctx, keeper)); err != nil || got[0] != 7 {
 		t.Fatalf("the moved actor's state: %v, %v (want 7 added)", got, err)
+	}
+	// So did the other runtime's actor.
+	eventually.True(t, 60e9, "the other runtime's actor alive again on the bundle's new node", func() bool {
+		st, err := ray.GetActorState(gctx, guest)
+		return err == nil && st.Phase == "Alive" && st.Node == after[lost]
+	})
+	if got, err := ray.Get(gctx, ledgerState.Remote(gctx, guest)); err != nil || got[0] != 11 {
+		t.Fatalf("the other runtime's moved actor's state: %v, %v (want 11 added)", got, err)
 	}
 	eventually.True(t, 10e9, "the group's record: CREATED with the bundle's new node", func() bool {
 		groups, err := clusterstate.ReadPlacementGroups(ctx, cluster.GCS)
@@ -228,6 +267,104 @@ func TestPlacementGroupBundleReplaced(t *testing.T) {
 	})
 	if err := pg.Remove(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// Removing the group ends both actors, whoever created them.
+	for name, c := range map[string]context.Context{"the driver's": ctx, "the other runtime's": gctx} {
+		h := keeper
+		if name != "the driver's" {
+			h = guest
+		}
+		eventually.True(t, 20e9, name+" actor dead with the group", func() bool {
+			st, err := ray.GetActorState(c, h)
+			return err == nil && st.Phase == "Dead" && strings.Contains(st.Detail, "placement group "+pg.ID()+" was removed")
+		})
+	}
+}
+
+// pgStarted: pgHold tasks report here that they run (in-process cluster: one map).
+var pgStarted sync.Map // key -> chan struct{}
+
+// pgHold runs until its ctx ends (bounded), after reporting that it started.
+var pgHold = ray.Task1("testcluster.PGHold", func(ctx context.Context, key string) (string, error) {
+	if v, ok := pgStarted.Load(key); ok {
+		close(v.(chan struct{}))
+	}
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(45 * time.Second):
+		return "not cancelled", nil
+	}
+})
+
+// TestPlacementGroupRemoveEndsOthersWork: removing a group ends what another runtime put in
+// it, as Ray does (issue 20): its actor dies (the record says the group was removed), its
+// task running in the group is cancelled and its task waiting for the bundle's room fails.
+func TestPlacementGroupRemoveEndsOthersWork(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	up := alive(t)
+	if len(up) < 2 {
+		t.Fatalf("need 2 running nodes, have %v", up)
+	}
+	ctx := cluster.Context(base, up[0])
+	pg, err := ray.PlacementGroup(ctx, []ray.Bundle{{"CPU": 0.2}}, ray.StrategyStrictPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Remove(context.Background())
+	if err := pg.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The other runtime: another node's process.
+	octx := cluster.Context(base, up[1])
+	foreign, err := ray.GetPlacementGroup(octx, pg.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := ray.PlacementGroupBundle(foreign, 0)
+	guest := ledgerClass.Remote(octx, ray.V(time.Duration(0)), in, ray.NumCPUs(0), ray.MaxRestarts(2))
+	if guest.Err() != nil {
+		t.Fatal(guest.Err())
+	}
+	if _, err := ray.Get(octx, ledgerAdd.Remote(octx, guest, ray.V(int64(3)))); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	key := "remove-" + pg.ID()
+	pgStarted.Store(key, started)
+	defer pgStarted.Delete(key)
+	running := pgHold.Options(in, ray.NumCPUs(0.2)).Remote(octx, ray.V(key))
+	select {
+	case <-started:
+	case <-base.Done():
+		t.Fatal("the task in the bundle never started")
+	}
+	waiting := whereAmI.Options(in, ray.NumCPUs(0.2)).Remote(octx) // the bundle is full: it waits
+	short, scancel := context.WithTimeout(octx, 300*time.Millisecond)
+	_, err = ray.Get(short, waiting)
+	scancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a task waiting for the full bundle: %v, want it still waiting", err)
+	}
+
+	if err := pg.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 20e9, "the other runtime's actor dead with the group", func() bool {
+		st, err := ray.GetActorState(octx, guest)
+		return err == nil && st.Phase == "Dead" && strings.Contains(st.Detail, "placement group "+pg.ID()+" was removed")
+	})
+	if _, err := ray.Get(octx, ledgerState.Remote(octx, guest)); !errors.Is(err, ray.ErrActorDied) || !strings.Contains(err.Error(), "was removed") {
+		t.Fatalf("a call to the actor of a removed group: %v, want ErrActorDied saying the group was removed", err)
+	}
+	for name, r := range map[string]ray.ObjectRef[string]{"running": running, "waiting": waiting} {
+		// Cancelled by its runtime once the group's record says REMOVED (a task that
+		// was still to be placed would fail with ErrPlacementGroupRemoved).
+		got, err := ray.Get(octx, r)
+		if !errors.Is(err, ray.ErrCancelled) && !errors.Is(err, ray.ErrPlacementGroupRemoved) {
+			t.Fatalf("the other runtime's %s task in the removed group: %q, %v; want ErrCancelled", name, got, err)
+		}
 	}
 }
 
