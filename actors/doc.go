@@ -27,9 +27,9 @@
 //     record changed, the waiting ones when a node joins, a lost node's actors. An actor
 //     that no alive node fits dies (Unschedulable) only when it is being created; a
 //     restarting one waits until a node that fits is back. An actor in a placement
-//     group's bundle runs only on the bundle's node (ActorInfo.affinity_node): when the
-//     bundle is placed again after its node died, the group's creator moves the record
-//     (Table.MoveAffinity) and it restarts there. The manager indexes the live actors of
+//     group's bundle runs only on the bundle's node (ActorInfo.affinity_node) and, while
+//     that node is dead, waits (being created too): when the bundle is placed again, the
+//     group's creator moves the record (Table.MoveAffinity) and it starts there. The manager indexes the live actors of
 //     every job by placement group (InGroup), for that creator to find them.
 //   - grain: the protoactor grain of identity "a/<actorID>", activated on the node the
 //     placement names. On activation it reads the actor record, holds the resources the

@@ -668,18 +668,8 @@ func Pick(alive map[string]sched.Resources, load func(node string) int, req sche
 // that it was created in has none that fits; PlacementFailed); a restarting actor waits
 // until a node that fits it is back (the nodes that fitted may be cut off for a while).
 func (m *Manager) place(id string, info *pb.ActorInfo, alive map[string]sched.Resources) {
-	if n := info.AffinityNode; n != "" {
-		// Its placement group's bundle holds its resources on that node (they are renamed,
-		// so the node's own totals do not list them); nowhere else will do.
-		if isAlive(alive, n) {
-			m.placing[n]++
-			m.step(id, n, lifecycle.Placed{Incarnation: info.Incarnation, Node: n})
-			return
-		}
-		if len(alive) > 0 && StateOf(info).MayFailPlacement() {
-			m.step(id, "", lifecycle.PlacementFailed{Incarnation: info.Incarnation,
-				Message: "node " + n + " of its placement group " + info.PlacementGroup + "'s bundle is gone"})
-		}
+	if info.AffinityNode != "" {
+		m.placeInBundle(id, info, alive) // manager_groups.go
 		return
 	}
 	req := tasks.ResourcesFromPB(info.Resources)

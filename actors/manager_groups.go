@@ -3,6 +3,7 @@ package actors
 import (
 	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks/sched"
 )
 
 // The manager's index of live actors by placement group (ActorInfo.placement_group), of
@@ -33,6 +34,27 @@ func (m *Manager) indexGroup(id string, old, info *pb.ActorInfo) {
 		m.byGroup[info.PlacementGroup] = set
 	}
 	set[id] = struct{}{}
+}
+
+// placeInBundle places an actor bound to a node (ActorInfo.affinity_node): its placement
+// group's bundle holds its resources there (they are renamed, so the node's own totals do
+// not list them); nowhere else will do. While that node is dead the actor waits, being
+// created or restarting: the group's creator places the bundle again and moves the
+// actor's record to the new node (Table.MoveAffinity; the record's change brings it back
+// here), or removes the group and kills it. An actor created from a view of the group
+// that still named the dead node must not fail before that. One bound to a node outside
+// any group (a record without placement_group) fails its creation as before.
+func (m *Manager) placeInBundle(id string, info *pb.ActorInfo, alive map[string]sched.Resources) {
+	n := info.AffinityNode
+	if isAlive(alive, n) {
+		m.placing[n]++
+		m.step(id, n, lifecycle.Placed{Incarnation: info.Incarnation, Node: n})
+		return
+	}
+	if info.PlacementGroup == "" && len(alive) > 0 && StateOf(info).MayFailPlacement() {
+		m.step(id, "", lifecycle.PlacementFailed{Incarnation: info.Incarnation,
+			Message: "node " + n + ", the only node it may run on, is gone"})
+	}
 }
 
 // InGroup returns the cached records of the live actors (not dead) in placement group

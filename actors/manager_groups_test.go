@@ -81,3 +81,34 @@ func TestDecodeRejectsBadBundle(t *testing.T) {
 		}
 	}
 }
+
+// TestManagerGroupActorWaitsForItsBundle: an actor in a placement group whose bundle's
+// node is gone waits (its group's creator moves it, MoveAffinity) instead of failing; one
+// bound to a gone node outside any group fails its creation.
+func TestManagerGroupActorWaitsForItsBundle(t *testing.T) {
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}})
+	mk := func(group string) string {
+		id := ids.NewActorID()
+		info := &pb.ActorInfo{ActorId: id[:], Class: "test.C", PlacementGroup: group, AffinityNode: "n9"}
+		if _, _, err := h.table.Create(context.Background(), info); err != nil {
+			t.Fatal(err)
+		}
+		return id.String()
+	}
+	inGroup := mk("g1")
+	bound := mk("") // created after: once it is dead, the manager has looked at both
+	dead := h.await(bound, "dead", phaseIs(lifecycle.Dead))
+	if lifecycle.Cause(dead.Cause) != lifecycle.CauseUnschedulable {
+		t.Fatalf("an actor bound to a gone node outside any group: %v", StateOf(dead).Err())
+	}
+	if info, ok := h.m.Get(inGroup); !ok || lifecycle.Phase(info.Phase) != lifecycle.Pending {
+		t.Fatalf("the group's actor whose bundle's node is gone: %v (found %v), want it pending", info, ok)
+	}
+	moved, err := h.table.MoveAffinity(context.Background(), inGroup, "n9", "n1")
+	if err != nil || !moved {
+		t.Fatalf("MoveAffinity: %v, %v", moved, err)
+	}
+	if info := h.await(inGroup, "alive", phaseIs(lifecycle.Alive)); info.Node != "n1" {
+		t.Fatalf("the moved actor is alive on %s, want n1", info.Node)
+	}
+}
