@@ -276,7 +276,7 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 			if err := pg.Ready(ctx); err != nil {
 				return err
 			}
-			node, res, err := pg.resolve(int(spec.BundleIndex), spec.Resources)
+			node, res, err := pg.resolveWait(ctx, int(spec.BundleIndex), spec.Resources)
 			if err != nil {
 				return err
 			}

@@ -42,7 +42,9 @@ import (
 // actor records name (ActorInfo.placement_group and bundle_index; the node's actor
 // manager indexes them, ActorConfig.InGroup). A record that still names a node its
 // bundle has left when this runtime sees it change (one created from a stale view of the
-// group) is moved then (groupActorChanged).
+// group) is moved then (groupActorChanged); the actor manager lets such an actor wait
+// rather than fail (actors.Manager placeInBundle), and an actor is created in a bundle only
+// once the bundle's node is alive (resolveWait).
 //
 // Remove ends the group's work as Ray does, whoever put it there: this runtime's tasks in
 // the group are cancelled and every actor in it, any process's, is killed for good
@@ -904,6 +906,32 @@ func (pg *PlacementGroup) resolve(index int, req sched.Resources) (ids.NodeID, s
 		return "", sched.Resources{}, errGroupNotReady // its node died: it waits to be placed again
 	}
 	return node, sched.InBundle(pg.ID, index, req), nil
+}
+
+// resolveWait is resolve for an actor being created: while its bundle's node is dead and
+// the bundle not placed again yet, it waits (reading another process's group's record
+// again: a record read before the node died still names it) until ctx ends. An actor
+// whose record named a dead node would fail to be placed before the group's creator
+// could move it.
+func (pg *PlacementGroup) resolveWait(ctx context.Context, index int, req sched.Resources) (ids.NodeID, sched.Resources, error) {
+	cl := pg.c.cfg.Cluster
+	for {
+		node, res, err := pg.resolve(index, req)
+		if err == nil && cl != nil && !cl.Alive(node) {
+			err = errGroupNotReady
+		}
+		if !errors.Is(err, errGroupNotReady) {
+			return node, res, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", sched.Resources{}, fmt.Errorf("placement group %s: bundle %d is being placed again (its node died): %w", pg.ID, index, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if pg.foreign {
+			pg.refresh()
+		}
+	}
 }
 
 // pgPlace resolves a task in a placement group: the node of its bundle and its demand

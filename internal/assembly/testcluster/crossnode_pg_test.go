@@ -221,6 +221,13 @@ func TestPlacementGroupBundleReplaced(t *testing.T) {
 	if err := cluster.StopNode(base, doomed); err != nil {
 		t.Fatal(err)
 	}
+	// An actor the other runtime creates in the lost bundle now, while the group places
+	// it again (its view of the group may still name the dead node): it waits for the
+	// bundle's new node, or is moved there.
+	late := ledgerClass.Remote(gctx, ray.V(time.Duration(0)), ray.PlacementGroupBundle(foreign, lost), ray.NumCPUs(0))
+	if late.Err() != nil {
+		t.Fatal(late.Err())
+	}
 	var after []string
 	eventually.True(t, 60e9, "the lost bundle placed again on a running node", func() bool {
 		after = pg.BundleNodes()
@@ -252,6 +259,12 @@ func TestPlacementGroupBundleReplaced(t *testing.T) {
 	})
 	if got, err := ray.Get(gctx, ledgerState.Remote(gctx, guest)); err != nil || got[0] != 11 {
 		t.Fatalf("the other runtime's moved actor's state: %v, %v (want 11 added)", got, err)
+	}
+	if _, err := ray.Get(gctx, ledgerAdd.Remote(gctx, late, ray.V(int64(2)))); err != nil {
+		t.Fatalf("the actor created while the bundle was lost: %v", err)
+	}
+	if st, err := ray.GetActorState(gctx, late); err != nil || st.Phase != "Alive" || st.Node != after[lost] {
+		t.Fatalf("the actor created while the bundle was lost: %+v, %v; want it alive on %s", st, err, after[lost])
 	}
 	eventually.True(t, 10e9, "the group's record: CREATED with the bundle's new node", func() bool {
 		groups, err := clusterstate.ReadPlacementGroups(ctx, cluster.GCS)
