@@ -284,8 +284,12 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 			info.BundleIndex = spec.BundleIndex
 		}
 		_, _, err := c.cfg.Actors.Table.Create(ctx, info)
-		if err == nil && pg != nil && !pg.foreign {
-			pg.addActor(id.String(), spec.BundleIndex) // it moves with its bundle (pg.go)
+		if err == nil && pg != nil {
+			if pg.foreign {
+				c.noteForeignActor(pg.ID, id.String()) // it ends with the group (pg.go)
+			} else {
+				pg.addActor(id.String(), spec.BundleIndex) // it moves with its bundle (pg.go)
+			}
 		}
 		return err
 	}

@@ -51,8 +51,9 @@ import (
 // (lifecycle.Kill with a reason that names the group). An actor record of a group removed
 // lately that shows up afterwards (created from a stale view) is killed when seen. Another
 // process's tasks in the group are cancelled by that process: it watches the record of
-// each group it has tasks in (watchForeignGroup) and cancels them once the record says
-// REMOVED or is gone; its tasks still waiting to be placed fail with
+// each group it has tasks or actors in (watchForeignGroup) and, once the record says
+// REMOVED or is gone (its creator ended, even without Remove), cancels those tasks and
+// kills those actors; its tasks still waiting to be placed fail with
 // ErrPlacementGroupRemoved.
 
 // StrategyPlacementGroup is TaskSpec.strategy for a task in a placement group.
@@ -118,7 +119,14 @@ type pgShared struct {
 	gone     map[string]struct{} // groups removed lately, at most pgGoneKept (goneRing)
 	goneRing []string
 	goneNext int
-	foreign  map[string]map[ids.TaskID]struct{} // another process's group -> this runtime's tasks in it
+	foreign  map[string]*foreignWork // another process's group -> what this runtime put in it
+}
+
+// foreignWork is what this runtime put in another process's group and may not have
+// ended: its tasks, and the actors it created there (hex IDs).
+type foreignWork struct {
+	tasks  map[ids.TaskID]struct{}
+	actors map[string]struct{}
 }
 
 // pgGoneKept bounds the removed groups a runtime remembers (groupActorChanged).
@@ -499,27 +507,47 @@ func bundleNode(nodes []ids.NodeID, index int, at ids.NodeID) ids.NodeID {
 // noteForeignTask records a task this runtime placed in another process's group: it is
 // cancelled when the group is removed (watchForeignGroup).
 func (c *Core) noteForeignTask(group string, tid ids.TaskID) {
+	c.noteForeign(group, func(w *foreignWork) { w.tasks[tid] = struct{}{} })
+}
+
+// noteForeignActor records an actor this runtime created in another process's group: it
+// is killed when the group is removed or its creator ended without removing it
+// (watchForeignGroup; the creator's Remove kills it too).
+func (c *Core) noteForeignActor(group, id string) {
+	c.noteForeign(group, func(w *foreignWork) { w.actors[id] = struct{}{} })
+}
+
+func (c *Core) noteForeign(group string, add func(*foreignWork)) {
 	m := &c.pgMore
 	m.mu.Lock()
 	if m.foreign == nil {
-		m.foreign = map[string]map[ids.TaskID]struct{}{}
+		m.foreign = map[string]*foreignWork{}
 	}
-	set := m.foreign[group]
-	start := set == nil
+	w := m.foreign[group]
+	start := w == nil
 	if start {
-		set = map[ids.TaskID]struct{}{}
-		m.foreign[group] = set
+		w = &foreignWork{tasks: map[ids.TaskID]struct{}{}, actors: map[string]struct{}{}}
+		m.foreign[group] = w
 	}
-	set[tid] = struct{}{}
+	add(w)
 	m.mu.Unlock()
 	if start {
 		go c.watchForeignGroup(group)
 	}
 }
 
+// actorInfo is the newest record this process has seen of actor id (ActorConfig.Info).
+func (c *Core) actorInfo(id string) (*pb.ActorInfo, bool) {
+	if c.cfg.Actors == nil || c.cfg.Actors.Info == nil {
+		return nil, false
+	}
+	return c.cfg.Actors.Info(id)
+}
+
 // watchForeignGroup reads the record of another process's group while this runtime has
-// unfinished tasks in it, and cancels them once the group was removed (its record says
-// REMOVED, or is gone with its creator), as its creator cancels its own.
+// unfinished tasks or live actors in it, and once the group was removed (its record says
+// REMOVED, or is gone: its creator ended) cancels the tasks and kills the actors, as the
+// creator ends its own.
 func (c *Core) watchForeignGroup(group string) {
 	m := &c.pgMore
 	tick := time.NewTicker(foreignGroupCheck)
@@ -533,22 +561,33 @@ func (c *Core) watchForeignGroup(group string) {
 		info, pending := c.cfg.GroupRecord(group)
 		removed := info != nil && info.State == "REMOVED" || info == nil && !pending
 		var cancel []ids.TaskID
+		var kill []string
 		m.mu.Lock()
-		set := m.foreign[group]
-		for t := range set {
+		w := m.foreign[group]
+		for t := range w.tasks {
 			if _, ready, known := c.mem.Get(ids.ReturnID(t, 1)); ready || !known {
-				delete(set, t) // finished (or its result released)
+				delete(w.tasks, t) // finished (or its result released)
 			} else if removed {
 				cancel = append(cancel, t)
 			}
 		}
-		done := removed || len(set) == 0
+		for id := range w.actors {
+			if info, ok := c.actorInfo(id); ok && lifecycle.Phase(info.Phase) == lifecycle.Dead {
+				delete(w.actors, id)
+			} else if removed {
+				kill = append(kill, id)
+			}
+		}
+		done := removed || len(w.tasks) == 0 && len(w.actors) == 0
 		if done {
 			delete(m.foreign, group)
 		}
 		m.mu.Unlock()
 		for _, t := range cancel {
 			_ = c.Cancel(ids.ReturnID(t, 1))
+		}
+		for _, id := range kill {
+			c.killGroupActor(group, id)
 		}
 		if done {
 			return
