@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks/sched"
@@ -40,6 +41,16 @@ var (
 	ErrDriverContext = core.ErrDriverContext
 	// ErrEncode: a value cannot be encoded to be sent to a task or stored.
 	ErrEncode = errors.New("ray: cannot encode value")
+	// ErrGCSFull: the GCS (etcd) is at its space quota, so something that had to be
+	// written there was not. A call to an exactly-once actor that could not be logged
+	// fails with a *TaskError that matches it (the call did not run; the actor lives on
+	// and takes calls again once the GCS has space), and so does an actor whose record
+	// could not be written (it also matches ErrActorDied: it was never created), and any
+	// API error that wraps the store's refusal (a named actor's Remote, a placement group,
+	// Kill). The error's message says what to do: free GCS space (end actors and jobs no
+	// longer needed; give an exactly-once actor a Checkpointer or make it AtMostOnce) or
+	// raise the quota. See the README's "Long-running clusters".
+	ErrGCSFull = gcs.ErrNoSpace
 )
 
 // TaskError is a task that failed: its function returned an error, panicked, or the
@@ -66,9 +77,15 @@ func (e *TaskError) Error() string {
 	return b.String()
 }
 
-// Is lets errors.Is match ErrCancelled, ErrObjectLost, ErrActorDied and ErrObjectTooLarge.
+// Is lets errors.Is match ErrCancelled, ErrObjectLost, ErrActorDied, ErrObjectTooLarge,
+// ErrPlacementGroupRemoved and ErrGCSFull.
 func (e *TaskError) Is(target error) bool {
 	switch target {
+	case ErrGCSFull:
+		// An actor whose record could not be written died of it: the wire form has one
+		// kind (ACTOR_DIED), and the store's refusal is in its message.
+		return e.kind == pb.ErrorInfo_GCS_FULL ||
+			(e.kind == pb.ErrorInfo_ACTOR_DIED && strings.Contains(e.Message, gcs.ErrNoSpace.Error()))
 	case ErrObjectTooLarge:
 		return e.kind == pb.ErrorInfo_OBJECT_TOO_LARGE
 	case ErrPlacementGroupRemoved:

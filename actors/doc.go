@@ -91,7 +91,7 @@
 //
 // At the GCS's space quota (gcs.ErrNoSpace) a log write is retried for noSpaceWait (2 s:
 // a defragmentation or a delete may free space meanwhile), then its calls fail, not run,
-// with a SYSTEM error that says the GCS is full and what to do (ErrNoSpaceMessage;
+// with a GCS_FULL error (ray.ErrGCSFull) that says the GCS is full and what to do (ErrNoSpaceMessage;
 // Stats.NoSpace counts them): a call not logged must not run, and a caller waiting forever
 // for a write the GCS refuses is worse than an error. The calls of the batches after it,
 // and those accepted meanwhile, fail with it (they could be logged only after it). The

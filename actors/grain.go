@@ -939,7 +939,7 @@ func (g *grain) onNoSpaceCleared(ctx actor.Context, m *noSpaceCleared) {
 			continue
 		}
 		g.env.Stats.NoSpace.Add(g.slot, 1)
-		res := worker.Fail(e.Spec, pb.ErrorInfo_SYSTEM, ErrNoSpaceMessage, "", g.env.Node)
+		res := worker.Fail(e.Spec, pb.ErrorInfo_GCS_FULL, ErrNoSpaceMessage, "", g.env.Node)
 		if e.Seq > st.acked {
 			st.results[e.Seq] = res
 		}

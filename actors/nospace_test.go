@@ -96,8 +96,22 @@ func TestCallsFailAtTheGCSQuota(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "GCS is at its space quota") || !strings.Contains(err.Error(), "did not run") {
 			t.Errorf("call %d at the quota: %d, %v; want an error saying the GCS is at its space quota", i, n, err)
 		}
+		if !errors.Is(err, ray.ErrGCSFull) || errors.Is(err, ray.ErrActorDied) {
+			t.Errorf("call %d at the quota: errors.Is(ErrGCSFull) %v, errors.Is(ErrActorDied) %v; want true, false (%v)",
+				i, errors.Is(err, ray.ErrGCSFull), errors.Is(err, ray.ErrActorDied), err)
+		}
 	}
 	ccancel()
+
+	// An actor created at the quota cannot be written: it dies of it, and says so.
+	dead := quotaCounterClass.Remote(ctx)
+	if _, err := ray.Get(ctx, quotaCounterAdd.Remote(ctx, dead, ray.V(1))); !errors.Is(err, ray.ErrGCSFull) || !errors.Is(err, ray.ErrActorDied) {
+		t.Errorf("call to an actor created at the quota: %v; want ErrGCSFull and ErrActorDied", err)
+	}
+	named := quotaCounterClass.Remote(ctx, ray.Name("at-the-quota"))
+	if err := named.Err(); !errors.Is(err, ray.ErrGCSFull) {
+		t.Errorf("a named actor created at the quota: %v; want ErrGCSFull", err)
+	}
 
 	// Free the space: the embedded GCS defragments and takes writes again.
 	_, rev, err := c.GCS.Txn(base, nil, []gcs.Op{{Kind: gcs.OpDeletePrefix, Key: "junk/"}})

@@ -36,24 +36,26 @@ const (
 	ErrorInfo_INFEASIBLE              ErrorInfo_Kind = 4 // no node can ever satisfy the resources
 	ErrorInfo_UNKNOWN_FUNCTION        ErrorInfo_Kind = 5
 	ErrorInfo_OBJECT_LOST             ErrorInfo_Kind = 6
-	ErrorInfo_ACTOR_DIED              ErrorInfo_Kind = 7 // the actor died (ray.ErrActorDied); the call did not complete
-	ErrorInfo_OBJECT_TOO_LARGE        ErrorInfo_Kind = 8 // the result is larger than the node's object store (ray.ErrObjectTooLarge)
-	ErrorInfo_PLACEMENT_GROUP_REMOVED ErrorInfo_Kind = 9 // the task's placement group was removed before it ran
+	ErrorInfo_ACTOR_DIED              ErrorInfo_Kind = 7  // the actor died (ray.ErrActorDied); the call did not complete
+	ErrorInfo_OBJECT_TOO_LARGE        ErrorInfo_Kind = 8  // the result is larger than the node's object store (ray.ErrObjectTooLarge)
+	ErrorInfo_PLACEMENT_GROUP_REMOVED ErrorInfo_Kind = 9  // the task's placement group was removed before it ran
+	ErrorInfo_GCS_FULL                ErrorInfo_Kind = 10 // the GCS is at its space quota: the call could not be logged and did not run (ray.ErrGCSFull)
 )
 
 // Enum value maps for ErrorInfo_Kind.
 var (
 	ErrorInfo_Kind_name = map[int32]string{
-		0: "APPLICATION",
-		1: "PANIC",
-		2: "SYSTEM",
-		3: "CANCELLED",
-		4: "INFEASIBLE",
-		5: "UNKNOWN_FUNCTION",
-		6: "OBJECT_LOST",
-		7: "ACTOR_DIED",
-		8: "OBJECT_TOO_LARGE",
-		9: "PLACEMENT_GROUP_REMOVED",
+		0:  "APPLICATION",
+		1:  "PANIC",
+		2:  "SYSTEM",
+		3:  "CANCELLED",
+		4:  "INFEASIBLE",
+		5:  "UNKNOWN_FUNCTION",
+		6:  "OBJECT_LOST",
+		7:  "ACTOR_DIED",
+		8:  "OBJECT_TOO_LARGE",
+		9:  "PLACEMENT_GROUP_REMOVED",
+		10: "GCS_FULL",
 	}
 	ErrorInfo_Kind_value = map[string]int32{
 		"APPLICATION":             0,
@@ -66,6 +68,7 @@ var (
 		"ACTOR_DIED":              7,
 		"OBJECT_TOO_LARGE":        8,
 		"PLACEMENT_GROUP_REMOVED": 9,
+		"GCS_FULL":                10,
 	}
 )
 
@@ -5277,14 +5280,14 @@ const file_ray_proto_rawDesc = "" +
 	"\breply_to\x18\x0f \x01(\v2\n" +
 	".raypb.PIDR\areplyTo\x12'\n" +
 	"\x0fplacement_group\x18\x10 \x01(\tR\x0eplacementGroup\x12!\n" +
-	"\fbundle_index\x18\x11 \x01(\x05R\vbundleIndex\"\xee\x02\n" +
+	"\fbundle_index\x18\x11 \x01(\x05R\vbundleIndex\"\xfc\x02\n" +
 	"\tErrorInfo\x12)\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x15.raypb.ErrorInfo.KindR\x04kind\x12\x1a\n" +
 	"\bfunction\x18\x02 \x01(\tR\bfunction\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\fR\x06taskId\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x14\n" +
 	"\x05stack\x18\x05 \x01(\tR\x05stack\x12\x17\n" +
-	"\anode_id\x18\x06 \x01(\tR\x06nodeId\"\xb7\x01\n" +
+	"\anode_id\x18\x06 \x01(\tR\x06nodeId\"\xc5\x01\n" +
 	"\x04Kind\x12\x0f\n" +
 	"\vAPPLICATION\x10\x00\x12\t\n" +
 	"\x05PANIC\x10\x01\x12\n" +
@@ -5298,7 +5301,9 @@ const file_ray_proto_rawDesc = "" +
 	"\n" +
 	"ACTOR_DIED\x10\a\x12\x14\n" +
 	"\x10OBJECT_TOO_LARGE\x10\b\x12\x1b\n" +
-	"\x17PLACEMENT_GROUP_REMOVED\x10\t\"\x8b\x03\n" +
+	"\x17PLACEMENT_GROUP_REMOVED\x10\t\x12\f\n" +
+	"\bGCS_FULL\x10\n" +
+	"\"\x8b\x03\n" +
 	"\n" +
 	"TaskResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
