@@ -135,7 +135,7 @@ func (a *Adoption) fail(id ids.ObjectID, r Reason, detail string) FailObject {
 	case ReasonLineageUnreadable:
 		why = "its lineage could not be read: " + detail
 	case ReasonNoRecord:
-		why = "left no lineage record of the task that made it (submitted just before the owner died, or lineage is off)"
+		why = "left no lineage record of the task that made it (submitted just before the owner died, written while the GCS was at its space quota and not yet again, or lineage is off)"
 	case ReasonRecordCorrupt:
 		why = "its lineage record cannot be used: " + detail
 	default: // ReasonNotStarted

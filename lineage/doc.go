@@ -22,6 +22,26 @@
 //
 // Keys: gcs.LineagePrefix pages; each record's ID is the task ID's 16 bytes.
 //
+// At the GCS's space quota (gcs.ErrNoSpace) the writer drops a batch after retrying it
+// for 2 s, and goes on. What that costs a task whose record was in it:
+//   - Nothing while its owner lives. The owner reconstructs its own objects from the
+//     specs in its reference table, never from the GCS, so a lost object of a task whose
+//     record the GCS refused is recreated as any other (and, as any other, refused with
+//     ErrObjectLost once the owner released the task's record).
+//   - Nothing once the GCS has space again. The writer tells the packer which pages it
+//     dropped (gcs.Writer.OnNoSpace), and the packer writes their live records again in
+//     new pages (gcs.LostRetryDelay later, over and over while the GCS stays full), so the
+//     records are in the GCS again once it has space, without the owner doing anything;
+//     records released meanwhile are not written at all.
+//   - If the owner dies while the GCS is still full, the records it could not write die
+//     with it: an adopter finds no record and fails the object at once with ErrObjectLost
+//     ("left no lineage record of the task that made it": see Owner death and adoption),
+//     the same as for a task submitted just before its owner died; never a hang, and
+//     never a run of a wrong task. The owner's log says when: the writer's ERROR "the
+//     store is at its space quota; ops dropped" (once a minute), and ray.ErrGCSFull in
+//     the errors of calls to exactly-once actors. TestPackerRewritesPagesLostAtTheQuota
+//     (internal/base/gcs) checks the rewrite on an embedded etcd at a 16 MiB quota.
+//
 // # Planning: who decides, who does
 //
 // The planner is a pure core (DESIGN §8.3), like actors/lifecycle: it imports no

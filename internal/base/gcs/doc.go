@@ -29,8 +29,11 @@
 // waits for durability; backpressure bounds the queue; transient errors are retried,
 // permanent ones stop the Writer (Err), except ErrNoSpace: a batch refused at the quota
 // for WriterConfig.NoSpaceWait (2 s) is dropped and logged, its Flush fails, and the
-// Writer writes on once the store has space (so a full GCS loses the lineage and object
-// records written meanwhile, not every later one, and blocks no caller).
+// Writer writes on once the store has space (so a full GCS blocks no caller). The keys put
+// by a dropped batch go to the Writer's OnNoSpace listeners: a Packer writes the live
+// records of its dropped pages again (every LostRetryDelay, 1 s, plus NoSpaceWait) until
+// they land, so the lineage and object records written meanwhile are in the store again
+// once it has space; records are lost only if their Packer's process ends before that.
 //
 // # Packer: many records per key
 //

@@ -1,9 +1,12 @@
 package gcs_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
@@ -71,4 +74,93 @@ func TestWriterPackerOnEtcd(t *testing.T) {
 	}
 	t.Logf("writer %+v", st)
 	t.Logf("packer %+v", p.Stats())
+}
+
+// TestPackerRewritesPagesLostAtTheQuota: on a real etcd at a small quota, filled up, the
+// pages of a Packer are dropped by the Writer (its Flush says so), and the Packer writes
+// their live records again: once deletes made room, the store holds every live record
+// (and no record removed while the store was full) without a new Append.
+func TestPackerRewritesPagesLostAtTheQuota(t *testing.T) {
+	defer func(d time.Duration) { gcs.LostRetryDelay = d }(gcs.LostRetryDelay)
+	gcs.LostRetryDelay = 50 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: t.TempDir(), Namespace: "ray/t/", QuotaBytes: 16 << 20,
+		DefragEvery: 200 * time.Millisecond, AlarmDefragEvery: 200 * time.Millisecond, DefragMinBytes: 1, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s := e.Client()
+	defer s.Close()
+
+	// Fill it so that it stays full: a defragmentation under the alarm disarms it when
+	// the file is under 90% of the quota, so fill again until writes keep failing.
+	junk := bytes.Repeat([]byte{'x'}, 100<<10)
+	n, full := 0, false
+	for round := 0; round < 20 && !full; round++ {
+		for ; n < 1000; n++ {
+			if _, err := s.Put(ctx, fmt.Sprintf("junk/%04d", n), junk, 0); errors.Is(err, gcs.ErrNoSpace) {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		}
+		full = true
+		for probe := 0; probe < 3 && full; probe++ {
+			time.Sleep(250 * time.Millisecond)
+			_, err := s.Put(ctx, "junk/probe", []byte("x"), 0)
+			full = errors.Is(err, gcs.ErrNoSpace)
+		}
+	}
+	if !full {
+		t.Fatalf("the store took %d x 100 KiB and does not stay at its quota", n)
+	}
+
+	w := newWriter(t, s, gcs.WriterConfig{NoSpaceWait: 50 * time.Millisecond})
+	p := newPacker(t, w, gcs.PackerConfig{PageRecords: 100})
+	const records = 1000
+	for i := range records {
+		id := fmt.Sprintf("%016x", i)
+		if err := p.Append(id, rec(id, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); !errors.Is(err, gcs.ErrNoSpace) {
+		t.Fatalf("Flush at the quota = %v; want ErrNoSpace", err)
+	}
+	for i := 0; i < records; i += 2 { // removed while the store is full: never written
+		p.Remove(fmt.Sprintf("%016x", i))
+	}
+	time.Sleep(300 * time.Millisecond) // a round or two of rewrites dropped again
+
+	_, rev, err := s.Txn(ctx, nil, []gcs.Op{{Kind: gcs.OpDeletePrefix, Key: "junk/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	var recs map[string][]byte
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if recs, _, err = gcs.ReadAll(ctx, s, gcs.LineagePrefix); err == nil && len(recs) == records/2 {
+			break
+		}
+	}
+	if len(recs) != records/2 {
+		t.Fatalf("%d records in the store once it had space again (%v); want the %d live ones (packer %+v, writer %+v)",
+			len(recs), err, records/2, p.Stats(), w.Stats())
+	}
+	for i := 1; i < records; i += 2 {
+		id := fmt.Sprintf("%016x", i)
+		if !bytes.Equal(recs[id], rec(id, 0)) {
+			t.Fatalf("record %s = %q", id, recs[id])
+		}
+	}
+	if st := p.Stats(); st.LostRewritten == 0 {
+		t.Fatalf("packer %+v: want pages rewritten after the quota dropped them", st)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("Flush once the store has space: %v", err)
+	}
 }

@@ -122,12 +122,15 @@ type PackerStats struct {
 	PagesWritten uint64 // pages handed to the Writer (rewrites included)
 	PagesDeleted uint64 // page deletes handed to the Writer
 	PagesDropped uint64 // full or sealed pages whose records were all removed before they were written
-	Rewrites     uint64 // pages rewritten because they were mostly dead
-	Moved        uint64 // records moved by rewrites
-	Compacted    uint64 // removed or superseded records dropped from pages before they were written
-	Records      uint64 // records in written pages (rewrites included)
-	RawBytes     uint64 // framed record bytes of written pages
-	PackedBytes  uint64 // their compressed size
+	Rewrites     uint64 // pages rewritten because they were mostly dead (or lost at the quota)
+	// LostRewritten: pages rewritten because the Writer dropped them at the store's space
+	// quota (see Packer, "Pages lost at the quota").
+	LostRewritten uint64
+	Moved         uint64 // records moved by rewrites
+	Compacted     uint64 // removed or superseded records dropped from pages before they were written
+	Records       uint64 // records in written pages (rewrites included)
+	RawBytes      uint64 // framed record bytes of written pages
+	PackedBytes   uint64 // their compressed size
 }
 
 type pageState uint8
@@ -195,6 +198,12 @@ type retireItem struct {
 // its old copy in an older page until then (ReadAll keeps the newest). Records appended
 // within the last SealDelay + Writer MaxDelay may not be there yet; Flush makes everything
 // appended before it durable.
+//
+// Pages lost at the quota: a page the Writer drops because the store is at its space
+// quota (Writer.OnNoSpace) is not lost for good while the Packer lives: LostRetryDelay
+// later its live records are rewritten into a new page, again and again until one is
+// written, so the store holds every live record again once it has space (a Flush that
+// covered the dropped page still failed). Until then the records are only in memory.
 type Packer struct {
 	w   *Writer
 	cfg PackerConfig
@@ -219,7 +228,16 @@ type Packer struct {
 	freeRaw      [][]byte
 	freeSlots    [][]slot
 	stats        PackerStats
+	// lost: keys of pages whose write the Writer dropped at the store's space quota,
+	// written again (rewritten) by lostTimer.
+	lost      map[string]struct{}
+	lostTimer *time.Timer
 }
+
+// LostRetryDelay is how long after the Writer dropped a page at the store's space quota
+// the Packer writes that page's live records again (the Writer itself retried it for its
+// NoSpaceWait first). A variable for tests.
+var LostRetryDelay = time.Second
 
 // NewPacker returns a Packer writing through w. The Packer does not own w: close the
 // Packer first, then the Writer.
@@ -246,7 +264,68 @@ func NewPacker(w *Writer, cfg PackerConfig) (*Packer, error) {
 	p.timer.Stop()
 	p.rewriteTimer = time.AfterFunc(time.Hour, p.onRewriteTimer)
 	p.rewriteTimer.Stop()
+	p.lostTimer = time.AfterFunc(time.Hour, p.onLostTimer)
+	p.lostTimer.Stop()
+	w.OnNoSpace(p.onNoSpace)
 	return p, nil
+}
+
+// onNoSpace notes the keys of this Packer's pages that the Writer dropped at the quota.
+func (p *Packer) onNoSpace(keys []string) {
+	own := p.cfg.Prefix + p.cfg.Owner + "/"
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	armed := len(p.lost) > 0
+	for _, k := range keys {
+		if strings.HasPrefix(k, own) {
+			if p.lost == nil {
+				p.lost = make(map[string]struct{})
+			}
+			p.lost[k] = struct{}{}
+		}
+	}
+	if !armed && len(p.lost) > 0 {
+		p.lostTimer.Reset(LostRetryDelay)
+	}
+}
+
+// onLostTimer writes again the live records of the pages dropped at the quota: each such
+// page that still holds live records is rewritten (its records move to the open page,
+// which gets a new key, and the old key is deleted), the way a mostly dead page is. A
+// page dropped again is noted again, so records are retried every LostRetryDelay plus
+// the Writer's NoSpaceWait until the store has space; a page whose records were all
+// removed meanwhile is not written at all.
+func (p *Packer) onLostTimer() {
+	var sealQ []*page
+	p.mu.Lock()
+	if p.closed || len(p.lost) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	var pages []*page
+	seen := make(map[*page]bool)
+	for _, l := range p.index {
+		if pg := l.pg; pg.state == pageWritten && !seen[pg] {
+			seen[pg] = true
+			if _, ok := p.lost[pg.key]; ok {
+				pages = append(pages, pg)
+			}
+		}
+	}
+	p.lost = nil
+	for _, pg := range pages {
+		if pg.state == pageWritten { // not rewritten by an earlier one's appends
+			p.rewriteLocked(pg, &sealQ)
+			p.stats.LostRewritten++
+		}
+	}
+	p.mu.Unlock()
+	if sealQ != nil {
+		p.finishSeals(sealQ)
+	}
 }
 
 // maxFullBytes bounds the full pages kept in memory waiting for SealDelay.
@@ -363,6 +442,7 @@ func (p *Packer) Close(ctx context.Context) error {
 	p.closed = true
 	p.timer.Stop()
 	p.rewriteTimer.Stop()
+	p.lostTimer.Stop()
 	p.candidates = nil
 	p.mu.Unlock()
 	return p.Flush(ctx)

@@ -167,6 +167,7 @@ type Writer struct {
 	lostFrom, lostTo uint64
 	lostErr          error
 	noSpaceLogged    time.Time
+	noSpaceFns       []func(keys []string) // OnNoSpace
 
 	txns, keys, bytes, retries, flushes atomic.Uint64
 }
@@ -215,6 +216,18 @@ func (w *Writer) Barrier() {
 	if n := len(w.segs); n > 0 && w.segs[n-1].live > 0 {
 		w.newSegLocked()
 	}
+	w.mu.Unlock()
+}
+
+// OnNoSpace registers fn to be called with the keys put by every batch dropped at the
+// store's space quota (ErrNoSpace; some of them may have landed: a batch is several
+// transactions). fn runs on the Writer's goroutine, outside its lock, and must return
+// soon without writing through the Writer (its backpressure waits for that goroutine): a
+// Packer notes the keys and writes their pages again later (Packer, "Pages lost at the
+// quota").
+func (w *Writer) OnNoSpace(fn func(keys []string)) {
+	w.mu.Lock()
+	w.noSpaceFns = append(w.noSpaceFns, fn)
 	w.mu.Unlock()
 }
 
@@ -600,8 +613,13 @@ func (w *Writer) run() {
 
 		w.mu.Lock()
 		w.flightOps, w.flightBytes = 0, 0
+		var lostKeys []string
+		fns := w.noSpaceFns
 		switch {
 		case err != nil && errors.Is(err, ErrNoSpace) && w.runCtx.Err() == nil:
+			if len(fns) > 0 {
+				lostKeys = putKeys(batch)
+			}
 			n := uint64(countLive(batch)) - (w.keys.Load() - keysBefore)
 			w.dropped += n
 			w.noSpace++
@@ -623,7 +641,25 @@ func (w *Writer) run() {
 		}
 		w.broadcastLocked()
 		w.mu.Unlock()
+		if len(lostKeys) > 0 {
+			for _, fn := range fns {
+				fn(lostKeys)
+			}
+		}
 	}
+}
+
+// putKeys returns the keys the live puts of batch write.
+func putKeys(batch []*segment) []string {
+	var keys []string
+	for _, s := range batch {
+		for _, e := range s.entries {
+			if !e.dead && e.op.Kind == OpPut {
+				keys = append(keys, e.op.Key)
+			}
+		}
+	}
+	return keys
 }
 
 func countLive(batch []*segment) int {
