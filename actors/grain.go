@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"iter"
 	"log/slog"
 	"sort"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
@@ -99,15 +101,16 @@ func Props(env Env) *actor.Props {
 	if env.Stats == nil {
 		env.Stats = &Stats{}
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &grain{env: env, slot: stripe.NextSlot()} })
+	shared := &env // one copy for every grain (issue 21: 144 bytes less per actor)
+	return actor.PropsFromProducer(func() actor.Actor { return &grain{env: shared, slot: stripe.NextSlot()} })
 }
 
 // callerState is what an instance knows of one caller.
 type callerState struct {
-	next     uint64 // next seq to accept
-	applied  uint64 // highest seq run (or skipped)
-	acked    uint64 // results up to here may be forgotten
-	buffered map[uint64]*pb.ActorCall
+	next     uint64                    // next seq to accept
+	applied  uint64                    // highest seq run (or skipped)
+	acked    uint64                    // results up to here may be forgotten
+	buffered map[uint64]*pb.ActorCall  // made when a call comes ahead of its predecessors
 	results  map[uint64]*pb.TaskResult // finished, not acked
 }
 
@@ -115,7 +118,50 @@ func newCallerState(next uint64) *callerState {
 	if next == 0 {
 		next = 1
 	}
-	return &callerState{next: next, applied: next - 1, buffered: map[uint64]*pb.ActorCall{}, results: map[uint64]*pb.TaskResult{}}
+	return &callerState{next: next, applied: next - 1, results: map[uint64]*pb.TaskResult{}}
+}
+
+// callerTable is an instance's callerStates by caller ID. Most actors have one caller (the
+// process that created them), so the first is held inline and a map is made only for a
+// second (issue 21: a one-entry map cost ~200 bytes per idle actor).
+type callerTable struct {
+	first   string
+	firstSt *callerState
+	more    map[string]*callerState
+}
+
+func (t *callerTable) get(id string) *callerState {
+	if t.firstSt != nil && t.first == id {
+		return t.firstSt
+	}
+	return t.more[id]
+}
+
+func (t *callerTable) put(id string, st *callerState) {
+	id = unique.Make(id).Value() // one process's callers call many actors: one copy of the ID
+	switch {
+	case t.firstSt == nil || t.first == id:
+		t.first, t.firstSt = id, st
+	default:
+		if t.more == nil {
+			t.more = make(map[string]*callerState)
+		}
+		t.more[id] = st
+	}
+}
+
+// all yields every caller and its state.
+func (t *callerTable) all() iter.Seq2[string, *callerState] {
+	return func(yield func(string, *callerState) bool) {
+		if t.firstSt != nil && !yield(t.first, t.firstSt) {
+			return
+		}
+		for id, st := range t.more {
+			if !yield(id, st) {
+				return
+			}
+		}
+	}
 }
 
 func (st *callerState) ack(upto uint64) {
@@ -139,7 +185,7 @@ type (
 		inst      any
 		class     *Class
 		info      *pb.ActorInfo
-		callers   map[string]*callerState
+		callers   callerTable
 		nextIndex uint64
 		nextBatch uint64
 		keys      []logKey
@@ -179,7 +225,7 @@ type (
 // grain is one actor instance. Its fields are owned by its mailbox; the recovery, commit
 // and checkpoint goroutines and the executor talk to it by messages.
 type grain struct {
-	env  Env
+	env  *Env   // shared by the grains of one Props, read-only
 	slot uint32 // its stripe of env.Stats' counters
 	id   string
 	aid  []byte
@@ -198,7 +244,7 @@ type grain struct {
 	inc     uint64
 	rev     atomic.Int64           // the actor record revision log writes are fenced on
 	resKey  atomic.Pointer[string] // resources held (or asked for) at the raylet
-	callers map[string]*callerState
+	callers callerTable
 
 	nextIndex  uint64
 	nextBatch  uint64
@@ -365,7 +411,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 	if err := g.holdResources(ctx, info); err != nil {
 		return &recovered{stop: "waiting for resources: " + err.Error()}
 	}
-	r := &recovered{class: class, callers: map[string]*callerState{}, nextIndex: 1, nextBatch: 1}
+	r := &recovered{class: class, nextIndex: 1, nextBatch: 1}
 	ctorSpec := &pb.TaskSpec{TaskId: func() []byte { t := ids.NewRootTaskID(); return t[:] }(), JobId: info.JobId, Function: info.Class + ".<constructor>"}
 	args := make([][]byte, len(info.CtorArgs))
 	for i, a := range info.CtorArgs {
@@ -396,7 +442,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 			for _, u := range c.Unacked {
 				cs.results[u.Seq] = u.Result
 			}
-			r.callers[c.CallerId] = cs
+			r.callers.put(c.CallerId, cs)
 		}
 		r.nextIndex = ckIndex + 1
 	}
@@ -427,6 +473,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 	if info.CheckpointSeq > 0 || len(r.keys) > 0 {
 		g.env.Stats.Restored.Add(g.slot, 1)
 	}
+	internStrings(after) // held for the instance's life
 	r.info = after
 	if changed {
 		g.rev.Store(afterRev)
@@ -474,7 +521,7 @@ func (g *grain) onRecovered(ctx actor.Context, r *recovered) {
 	}
 	g.class, g.inst, g.info, g.inc = r.class, r.inst, r.info, r.info.Incarnation
 	g.callers, g.nextIndex, g.nextBatch, g.keys = r.callers, r.nextIndex, r.nextBatch, r.keys
-	g.committed, g.nextExec = map[uint64]*pb.ActorLogBatch{}, r.nextBatch
+	g.nextExec = r.nextBatch
 	g.ckptIndex = r.info.CheckpointSeq
 	g.every = int(r.info.CheckpointEvery)
 	if g.every == 0 {
@@ -540,10 +587,10 @@ func (g *grain) admit(c *pb.ActorCall) {
 		g.requestCheckpoint()
 		return
 	}
-	st := g.callers[c.CallerId]
+	st := g.callers.get(c.CallerId)
 	if st == nil {
 		st = newCallerState(c.First)
-		g.callers[c.CallerId] = st
+		g.callers.put(c.CallerId, st)
 	}
 	if c.Acked > st.acked {
 		st.ack(c.Acked)
@@ -565,6 +612,9 @@ func (g *grain) admit(c *pb.ActorCall) {
 		}
 		return
 	case c.Seq > st.next:
+		if st.buffered == nil {
+			st.buffered = make(map[uint64]*pb.ActorCall)
+		}
 		st.buffered[c.Seq] = c
 		return
 	}
@@ -572,6 +622,9 @@ func (g *grain) admit(c *pb.ActorCall) {
 	for {
 		b := st.buffered[st.next]
 		if b == nil {
+			if len(st.buffered) == 0 {
+				st.buffered = nil // a map keeps its peak: an idle caller holds none
+			}
 			return
 		}
 		delete(st.buffered, st.next)
@@ -817,14 +870,25 @@ func (g *grain) onCommitted(ctx actor.Context, m *committed) {
 		g.failGCS(ctx, m.batch)
 		return
 	}
-	// Commits run concurrently and may finish out of order; entries run in log order.
-	g.committed[m.batch.Batch] = m.batch
-	for {
-		b := g.committed[g.nextExec]
-		if b == nil {
-			break
+	// Commits run concurrently and may finish out of order; entries run in log order. The
+	// next batch, the usual case, runs without going through the map, which is made only
+	// for a batch that lands ahead of its predecessor (and dropped once empty: an idle
+	// actor holds none).
+	b := m.batch
+	if b.Batch != g.nextExec {
+		if g.committed == nil {
+			g.committed = make(map[uint64]*pb.ActorLogBatch)
 		}
-		delete(g.committed, g.nextExec)
+		g.committed[b.Batch] = b
+		b = nil
+	}
+	for {
+		if b == nil {
+			if b = g.committed[g.nextExec]; b == nil {
+				break
+			}
+			delete(g.committed, g.nextExec)
+		}
 		g.nextExec++
 		k := logKey{batch: b.Batch}
 		for _, e := range b.Entries {
@@ -835,6 +899,10 @@ func (g *grain) onCommitted(ctx actor.Context, m *committed) {
 			k.maxIndex = max(k.maxIndex, r.Index)
 		}
 		g.keys = append(g.keys, k)
+		b = nil
+	}
+	if len(g.committed) == 0 {
+		g.committed = nil
 	}
 	g.clearFailed(ctx)
 	g.flushLog()
@@ -930,7 +998,7 @@ func (g *grain) onNoSpaceCleared(ctx actor.Context, m *noSpaceCleared) {
 	// The digests of results recorded with the failed batches go with the next one.
 	g.results = append(results, g.results...)
 	for _, e := range entries {
-		st := g.callers[e.CallerId]
+		st := g.callers.get(e.CallerId)
 		if st == nil {
 			continue
 		}
@@ -964,7 +1032,7 @@ func (g *grain) onDone() {
 			g.onCheckpointSaved(d.ckpt)
 			continue
 		}
-		st := g.callers[d.entry.CallerId]
+		st := g.callers.get(d.entry.CallerId)
 		if st == nil {
 			continue
 		}
@@ -1026,7 +1094,7 @@ func (g *grain) onCheckpointSaved(m *ckptSaved) {
 		return
 	}
 	ck := &pb.ActorCheckpoint{Index: m.index, State: m.state, Incarnation: g.inc}
-	for id, st := range g.callers {
+	for id, st := range g.callers.all() {
 		cs := &pb.ActorCallerState{CallerId: id, Next: st.applied + 1, Acked: st.acked}
 		for s := st.acked + 1; s <= st.applied; s++ {
 			if r := st.results[s]; r != nil {

@@ -142,10 +142,10 @@ func (g *grain) replay(ctx context.Context, r *recovered, class *Class, after, i
 	runner := g.env.Runner
 	runner.Root = g.root
 	for _, e := range p.entries {
-		cs := r.callers[e.CallerId]
+		cs := r.callers.get(e.CallerId)
 		if cs == nil {
 			cs = newCallerState(e.Seq)
-			r.callers[e.CallerId] = cs
+			r.callers.put(e.CallerId, cs)
 		}
 		r.nextIndex = e.Index + 1
 		if e.Seq < cs.next {

@@ -7,6 +7,7 @@
 //
 //	go run ./benchmarks/actors -n 40000
 //	go run ./benchmarks/actors -n 10000 -atmostonce -json
+//	go run ./benchmarks/actors -n 10000 -memprofile /tmp/actors.heap  # go tool pprof -sample_index=inuse_space
 package main
 
 import (
@@ -61,12 +62,16 @@ func main() {
 	asJSON := flag.Bool("json", false, "print one JSON object")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
 	blockprofile := flag.String("blockprofile", "", "write a profile of blocking (channels, mutexes, selects; every event of 1 µs or more) here")
+	memprofile := flag.String("memprofile", "", "write a heap profile (live objects once all actors are idle, sampled every 4 KiB) here")
 	dir := flag.String("dir", "", "session directory (default: a temporary one)")
 	flag.Parse()
+	if *memprofile != "" {
+		runtime.MemProfileRate = 4096
+	}
 	if *blockprofile != "" {
 		runtime.SetBlockProfileRate(int(time.Microsecond))
 	}
-	err := run(*n, *atMost, *asJSON, *cpuprofile, *dir)
+	err := run(*n, *atMost, *asJSON, *cpuprofile, *memprofile, *dir)
 	if err == nil && *blockprofile != "" {
 		err = perf.WriteProfile("block", *blockprofile)
 	}
@@ -76,7 +81,7 @@ func main() {
 	}
 }
 
-func run(n int, atMost, asJSON bool, cpuprofile, dir string) error {
+func run(n int, atMost, asJSON bool, cpuprofile, memprofile, dir string) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "benchactors")
 		if err != nil {
@@ -155,6 +160,11 @@ func run(n int, atMost, asJSON bool, cpuprofile, dir string) error {
 	heap1, stack1 := memory()
 	res.HeapPerActor = float64(heap1-heap0) / float64(n)
 	res.StackPerActor = float64(stack1-stack0) / float64(n)
+	if memprofile != "" {
+		if err := perf.WriteProfile("heap", memprofile); err != nil {
+			return err
+		}
+	}
 	runtime.KeepAlive(handles)
 	if asJSON {
 		return json.NewEncoder(os.Stdout).Encode(res)
