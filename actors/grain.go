@@ -225,18 +225,22 @@ type (
 // grain is one actor instance. Its fields are owned by its mailbox; the recovery, commit
 // and checkpoint goroutines and the executor talk to it by messages.
 type grain struct {
-	env  *Env   // shared by the grains of one Props, read-only
-	slot uint32 // its stripe of env.Stats' counters
+	env  *Env // shared by the grains of one Props, read-only
 	id   string
-	aid  []byte
+	aid  ids.ActorID
 	self *actor.PID
 	root *actor.RootContext
 
 	base   context.Context
 	cancel context.CancelFunc
 
-	ready   bool
-	stopped bool
+	// Together, so that they share one word (issue 21: the grain's size class).
+	slot        uint32 // its stripe of env.Stats' counters
+	ready       bool
+	stopped     bool
+	clearing    bool // failed batches' keys being deleted (failGCS)
+	ckptRunning bool
+
 	early   []any // calls that arrived before recovery finished
 	class   *Class
 	inst    any
@@ -260,15 +264,13 @@ type grain struct {
 	// the commits in flight are done and their keys deleted (failGCS).
 	failFrom  uint64
 	failing   map[uint64]*pb.ActorLogBatch
-	clearing  bool
 	noSpaceAt atomic.Int64 // when a full GCS was last logged (unix nanos), one line a minute
 
-	exec        *executor
-	every       int
-	sinceCkpt   int
-	logBytes    int64 // method log written since the last checkpoint was asked for
-	ckptRunning bool
-	ckptIndex   uint64
+	exec      *executor
+	every     int
+	sinceCkpt int
+	logBytes  int64 // method log written since the last checkpoint was asked for
+	ckptIndex uint64
 }
 
 // Receive handles one message.
@@ -326,7 +328,7 @@ func (g *grain) init(m *cluster.ClusterInit) {
 		g.env.Logger.Error("actors: grain activated with a bad actor ID", "identity", m.Identity.Identity, "err", err)
 		return
 	}
-	g.aid = aid[:]
+	g.aid = aid
 	self, root, base := g.self, g.root, g.base
 	go func() { root.Send(self, g.recover(base)) }()
 }
@@ -564,7 +566,7 @@ func (g *grain) admitAll(calls []*pb.ActorCall) {
 			k := c.Caller.Address + "/" + c.Caller.Id
 			b := bounce[k]
 			if b == nil {
-				b = &pb.ActorCallBounce{ActorId: g.aid, Incarnation: g.inc}
+				b = &pb.ActorCallBounce{ActorId: g.aid[:], Incarnation: g.inc}
 				bounce[k], to[k] = b, c.Caller
 			}
 			if !c.Checkpoint {
