@@ -231,8 +231,7 @@ type grain struct {
 	self *actor.PID
 	root *actor.RootContext
 
-	base   context.Context
-	cancel context.CancelFunc
+	base *stopContext // cancelled when the instance stops (basectx.go)
 
 	// Together, so that they share one word (issue 21: the grain's size class).
 	slot        uint32 // its stripe of env.Stats' counters
@@ -283,7 +282,7 @@ func (g *grain) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		g.self, g.root = ctx.Self(), ctx.ActorSystem().Root
-		g.base, g.cancel = context.WithCancel(context.Background())
+		g.base = newStopContext()
 	case *cluster.ClusterInit:
 		g.init(m)
 	case *pb.ActorCallBatch:
@@ -338,8 +337,8 @@ func (g *grain) stop() {
 		return
 	}
 	g.stopped = true
-	if g.cancel != nil {
-		g.cancel()
+	if g.base != nil {
+		g.base.cancel()
 	}
 	if g.exec != nil {
 		g.exec.close()
