@@ -229,7 +229,10 @@ type Packer struct {
 	freeSlots    [][]slot
 	stats        PackerStats
 	// lost: keys of pages whose write the Writer dropped at the store's space quota,
-	// written again (rewritten) by lostTimer.
+	// written again (rewritten) by lostTimer. Under lostMu, not mu: the Writer's goroutine
+	// notes them (onNoSpace), and a Create under mu may wait for that goroutine
+	// (backpressure). Lock order: mu, then lostMu.
+	lostMu    sync.Mutex
 	lost      map[string]struct{}
 	lostTimer *time.Timer
 }
@@ -273,11 +276,8 @@ func NewPacker(w *Writer, cfg PackerConfig) (*Packer, error) {
 // onNoSpace notes the keys of this Packer's pages that the Writer dropped at the quota.
 func (p *Packer) onNoSpace(keys []string) {
 	own := p.cfg.Prefix + p.cfg.Owner + "/"
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
+	p.lostMu.Lock()
+	defer p.lostMu.Unlock()
 	armed := len(p.lost) > 0
 	for _, k := range keys {
 		if strings.HasPrefix(k, own) {
@@ -301,7 +301,11 @@ func (p *Packer) onNoSpace(keys []string) {
 func (p *Packer) onLostTimer() {
 	var sealQ []*page
 	p.mu.Lock()
-	if p.closed || len(p.lost) == 0 {
+	p.lostMu.Lock()
+	lost := p.lost
+	p.lost = nil
+	p.lostMu.Unlock()
+	if p.closed || len(lost) == 0 {
 		p.mu.Unlock()
 		return
 	}
@@ -310,12 +314,11 @@ func (p *Packer) onLostTimer() {
 	for _, l := range p.index {
 		if pg := l.pg; pg.state == pageWritten && !seen[pg] {
 			seen[pg] = true
-			if _, ok := p.lost[pg.key]; ok {
+			if _, ok := lost[pg.key]; ok {
 				pages = append(pages, pg)
 			}
 		}
 	}
-	p.lost = nil
 	for _, pg := range pages {
 		if pg.state == pageWritten { // not rewritten by an earlier one's appends
 			p.rewriteLocked(pg, &sealQ)
