@@ -27,6 +27,8 @@ type initConfig struct {
 	taskEvents       int           // WithTaskEvents
 	metricsPort      int           // WithMetricsPort (metrics.go)
 	metricsSet       bool
+	gcHeapFloor      int64 // WithGCHeapFloor (else workerenv.GCHeapFloor, else DefaultGCHeapFloor)
+	gcHeapFloorSet   bool
 }
 
 // WithNumCPUs sets the node's CPUs (default: the machine's).
@@ -49,6 +51,29 @@ func WithResources(r map[string]float64) InitOption {
 // to this budget plus 640 MiB (node.SoftLimitMargin), and Shutdown puts it back.
 func WithObjectStoreMemory(bytes int64) InitOption {
 	return func(c *initConfig) { c.objectStoreBytes = bytes }
+}
+
+// DefaultGCHeapFloor is the heap-goal floor of runtime processes when neither
+// WithGCHeapFloor nor RAY_GO_GC_HEAP_FLOOR says otherwise (benchmarks/RESULTS.md, "heap-goal
+// floor").
+const DefaultGCHeapFloor = 256 << 20
+
+// WithGCHeapFloor sets the heap-goal floor of this process in bytes (0 turns it off;
+// default DefaultGCHeapFloor; also RAY_GO_GC_HEAP_FLOOR, which the worker processes and
+// submitted drivers of a cluster inherit from the environment of their `rayctl start`).
+// The runtime allocates fast and keeps a small live heap, so with Go's default pacing
+// (GOGC 100: a cycle each time the heap doubles) the collector runs many times a second.
+// With a floor, the collector does not start a cycle before the heap reaches the larger of
+// the floor and live × (1+GOGC/100): after each cycle the runtime sets GOGC
+// (debug.SetGCPercent) for the next goal, and gives GOGC 100 back once the live heap is
+// large enough for it to reach the floor by itself. The soft memory limit (GOMEMLIMIT or
+// the one WithObjectStoreMemory sets) stays in force: the floor is at most half of it.
+// A program that chooses its own pacing keeps it: with the GOGC variable set (to any
+// value), or a debug.SetGCPercent other than 100 before Init, the runtime sets nothing,
+// and a debug.SetGCPercent after Init stops the tuning. Shutdown gives GOGC back.
+// The cost is memory: up to the floor of garbage between cycles.
+func WithGCHeapFloor(bytes int64) InitOption {
+	return func(c *initConfig) { c.gcHeapFloor, c.gcHeapFloorSet = bytes, true }
 }
 
 // WithTaskEvents sets how many task records (one per ended attempt of a task or actor

@@ -64,13 +64,22 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 		o(&cfg)
 	}
 	cfg.leaseTTL = leaseTTLFromEnv()
+	floor, floorErr := cfg.heapFloor()
 	if w, ok, err := workerenv.FromEnv(os.Getenv); ok {
+		if err == nil {
+			err = floorErr
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "ray: worker mode:", err)
 			os.Exit(2)
 		}
+		cfg.gcHeapFloor = floor
 		serveWorker(ctx, w, cfg) // never returns
 	}
+	if floorErr != nil {
+		return nil, floorErr
+	}
+	cfg.gcHeapFloor = floor
 	if cfg.address == "" {
 		cfg.address = os.Getenv(AddressEnv)
 	}
@@ -91,7 +100,7 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	n, err := node.Start(ctx, node.Config{
 		Resources: res, ObjectStoreBytes: cfg.objectStoreBytes, Dir: cfg.dir,
 		Lineage: !cfg.noLineage, Logger: cfg.logger, LeaseTTL: cfg.leaseTTL, TaskEvents: cfg.taskEvents, CallSites: callSitesOn(),
-		SoftMemoryLimit: softLimitOn(),
+		SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ray: Init: %w", err)
@@ -143,7 +152,7 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 		Address: addr, Namespace: os.Getenv(workerenv.Namespace), Credentials: creds,
 		SubmissionID: os.Getenv(workerenv.Submission),
 		Node: node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger, TaskEvents: cfg.taskEvents,
-			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, CallSites: callSitesOn(), SoftMemoryLimit: softLimitOn()},
+			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, CallSites: callSitesOn(), SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor},
 	})
 	if errors.Is(err, node.ErrCredentials) {
 		return nil, fmt.Errorf("ray: Init: join the cluster at %s: %w: %w", cfg.address, ErrNoCredentials, err)
@@ -190,7 +199,7 @@ func serveWorker(ctx context.Context, w workerenv.Worker, cfg initConfig) {
 		Address: w.Address, Namespace: w.Namespace, Credentials: creds,
 		Node: node.Config{Role: node.RoleWorker, Job: ids.JobID(w.Job), AgentID: w.Agent, Resources: res,
 			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger, LeaseTTL: cfg.leaseTTL,
-			TaskEvents: cfg.taskEvents, CallSites: callSitesOn(), Machine: w.Machine, SoftMemoryLimit: softLimitOn()},
+			TaskEvents: cfg.taskEvents, CallSites: callSitesOn(), Machine: w.Machine, SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor},
 	})
 	if err != nil {
 		fail(err)
@@ -231,3 +240,25 @@ func callSitesOn() bool { return os.Getenv(core.CallSitesEnv) == "1" }
 // object store budget (node.Config.SoftMemoryLimit): when the program does not choose one
 // with GOMEMLIMIT (GOMEMLIMIT=off keeps the process without a limit).
 func softLimitOn() bool { return os.Getenv("GOMEMLIMIT") == "" }
+
+// heapFloor is the process's heap-goal floor (node.Config.GCHeapFloor): none when the
+// program sets GOGC, else WithGCHeapFloor, else workerenv.GCHeapFloor, else the default.
+func (cfg *initConfig) heapFloor() (int64, error) {
+	if os.Getenv("GOGC") != "" {
+		return 0, nil
+	}
+	if cfg.gcHeapFloorSet {
+		if cfg.gcHeapFloor < 0 {
+			return 0, fmt.Errorf("ray: Init: WithGCHeapFloor(%d): want a number of bytes, 0 (off) or more", cfg.gcHeapFloor)
+		}
+		return cfg.gcHeapFloor, nil
+	}
+	floor, set, err := workerenv.ParseGCHeapFloor(os.Getenv(workerenv.GCHeapFloor))
+	if err != nil {
+		return 0, fmt.Errorf("ray: Init: %w", err)
+	}
+	if !set {
+		floor = DefaultGCHeapFloor
+	}
+	return floor, nil
+}

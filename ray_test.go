@@ -148,6 +148,9 @@ func peak(key string) *atomic.Int64    { return counter(peakM, key) }
 var shared context.Context
 
 func TestMain(m *testing.M) {
+	if os.Getenv(gcFloorChildEnv) == "1" {
+		gcFloorChild() // TestGCHeapFloorInInit's child process: never returns
+	}
 	ctx, err := Init(context.Background(), WithNumCPUs(4), WithResources(map[string]float64{"accel": 1}))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "Init:", err)

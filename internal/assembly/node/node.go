@@ -180,7 +180,15 @@ type Config struct {
 	// root package sets it when GOMEMLIMIT is unset; the last node to stop puts the
 	// previous limit back.
 	SoftMemoryLimit bool
-	Logger          *slog.Logger
+	// GCHeapFloor is the heap-goal floor in bytes (0: off): while this node runs, the
+	// collector does not start a cycle before the heap reaches max(live × (1+GOGC/100),
+	// GCHeapFloor), capped at half the soft memory limit (gcfloor.go). It tunes GOGC
+	// (debug.SetGCPercent) after every cycle, so it does nothing when the program runs with
+	// a GOGC of its own (anything but 100 when the first node starts; the root package
+	// passes 0 when the GOGC variable is set), and stops tuning when the program calls
+	// debug.SetGCPercent later. The last node to stop gives the program's GOGC back.
+	GCHeapFloor int64
+	Logger      *slog.Logger
 }
 
 // maxSocketPath: a Unix socket's path must fit sockaddr_un (108 bytes on Linux with its
@@ -262,6 +270,7 @@ type Node struct {
 	ActorStats *actors.Stats
 
 	softLimit int64 // the store budget this node added to processLimit (0: none)
+	gcFloor   int64 // the heap-goal floor this node added to processGC (0: none)
 
 	mu      sync.Mutex
 	rayletP atomic.Pointer[actor.PID] // resolved once: read on every task's placement
@@ -316,6 +325,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}()
 	if cfg.SoftMemoryLimit && processLimit.acquire(cfg.ObjectStoreBytes) {
 		n.softLimit = cfg.ObjectStoreBytes
+	}
+	if cfg.GCHeapFloor > 0 && processGC.acquire(cfg.GCHeapFloor) {
+		n.gcFloor = cfg.GCHeapFloor
 	}
 	if cfg.Dir == "" {
 		if n.dir, err = os.MkdirTemp("", "ray-go-"); err != nil {
@@ -969,6 +981,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopKeeping()
 	if n.softLimit != 0 {
 		processLimit.release(n.softLimit)
+	}
+	if n.gcFloor != 0 {
+		processGC.release(n.gcFloor)
 	}
 	return errors.Join(errs...)
 }

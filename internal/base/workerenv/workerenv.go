@@ -54,7 +54,26 @@ const (
 	JoinAddress = "RAY_GO_JOIN_ADDRESS"
 	// Insecure "1" (or "true") talks plain text to a cluster started with --insecure.
 	Insecure = "RAY_GO_INSECURE"
+	// GCHeapFloor is the heap-goal floor of a runtime process in bytes (ray.WithGCHeapFloor;
+	// 0 turns it off). It is not part of Contract: an agent's worker processes and the
+	// drivers it starts inherit it from the agent's environment (rayctl start), and a
+	// driver reads it when its program gives no WithGCHeapFloor.
+	GCHeapFloor = "RAY_GO_GC_HEAP_FLOOR"
 )
+
+// ParseGCHeapFloor reads GCHeapFloor's value: a number of bytes, 0 or more ("" is 0 with
+// set false).
+func ParseGCHeapFloor(v string) (floor int64, set bool, err error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, true, fmt.Errorf("workerenv: %s=%q: want a number of bytes, 0 (off) or more", GCHeapFloor, v)
+	}
+	return n, true, nil
+}
 
 // Contract lists every variable of this contract: an agent removes them from the
 // environment it passes on before it sets its own.
