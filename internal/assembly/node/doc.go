@@ -47,6 +47,12 @@
 // about a peer that went away (lost connection, five failed reconnects) become one WARN per
 // peer and minute that says what happened, the rest DEBUG.
 //
+// Process-wide memory settings, shared by the process's nodes and undone by the last to
+// stop: the soft memory limit (memlimit.go, Config.SoftMemoryLimit) and the heap-goal floor
+// (gcfloor.go, Config.GCHeapFloor: GOGC retuned after every cycle by a finalizer-armed
+// sentinel, so that the collector does not run before the heap reaches the floor; a GOGC the
+// program chose is left alone).
+//
 // protoactor's remote.Start writes gRPC's global logger while the embedded etcd's gRPC
 // server reads it; grpcsync.go orders those accesses for the race detector (see there).
 package node
