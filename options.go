@@ -60,7 +60,8 @@ const DefaultGCHeapFloor = 256 << 20
 
 // WithGCHeapFloor sets the heap-goal floor of this process in bytes (0 turns it off;
 // default DefaultGCHeapFloor; also RAY_GO_GC_HEAP_FLOOR, which the worker processes and
-// submitted drivers of a cluster inherit from the environment of their `rayctl start`).
+// submitted drivers of a cluster inherit from the environment of their `rayctl start`). A
+// job's worker processes run the same program, so the same Init call sets theirs.
 // The runtime allocates fast and keeps a small live heap, so with Go's default pacing
 // (GOGC 100: a cycle each time the heap doubles) the collector runs many times a second.
 // With a floor, the collector does not start a cycle before the heap reaches the larger of
