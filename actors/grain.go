@@ -474,6 +474,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 	if info.CheckpointSeq > 0 || len(r.keys) > 0 {
 		g.env.Stats.Restored.Add(g.slot, 1)
 	}
+	after.History = nil  // only its flags are read from now on: the state API reads the history from the GCS
 	internStrings(after) // held for the instance's life
 	r.info = after
 	if changed {
