@@ -12,6 +12,7 @@ import (
 
 	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/mapx"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/sched"
@@ -103,11 +104,9 @@ type Manager struct {
 	subs   []func(*pb.ActorInfo)
 	// byGroup: live actors by placement group, every job's (manager_groups.go).
 	byGroup map[string]map[string]struct{}
-	// Owners that died (OwnerGone): their addresses, at most maxGoneOwners (a ring), and
-	// the ones the run loop has not looked at yet.
-	goneOwners map[string]struct{}
-	goneRing   []string
-	goneNext   int
+	// Owners that died (OwnerGone): their addresses, at most maxGoneOwners, and the ones
+	// the run loop has not looked at yet.
+	goneOwners mapx.Recent[string]
 	goneNew    []string
 
 	// The run loop's own state.
@@ -189,7 +188,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, kick: make(chan struct{}, 1), actors: map[string]*pb.ActorInfo{}, dead: map[string]tomb{},
 		dirty: map[string]struct{}{}, waiting: map[string]struct{}{}, byNode: map[string]map[string]struct{}{},
-		byOwner: map[string]map[string]struct{}{}, goneOwners: map[string]struct{}{},
+		byOwner: map[string]map[string]struct{}{}, goneOwners: mapx.Recent[string]{Max: maxGoneOwners},
 		activated: map[string]activation{}, inflight: map[string]string{}, placing: map[string]int{},
 		results: make(chan stepResult, maxSteps), slots: make(chan struct{}, maxSteps)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -301,18 +300,10 @@ func (m *Manager) OwnerGone(address string) {
 		return
 	}
 	m.mu.Lock()
-	if _, ok := m.goneOwners[address]; ok {
+	if !m.goneOwners.Add(address) {
 		m.mu.Unlock()
 		return
 	}
-	if len(m.goneRing) < maxGoneOwners {
-		m.goneRing = append(m.goneRing, address)
-	} else {
-		delete(m.goneOwners, m.goneRing[m.goneNext])
-		m.goneRing[m.goneNext] = address
-		m.goneNext = (m.goneNext + 1) % len(m.goneRing)
-	}
-	m.goneOwners[address] = struct{}{}
 	m.goneNew = append(m.goneNew, address)
 	m.mu.Unlock()
 	m.NodesChanged()
@@ -324,7 +315,7 @@ func (m *Manager) OwnerGone(address string) {
 // handles or their job instead.
 func (m *Manager) OwnerBack(address string) {
 	m.mu.Lock()
-	delete(m.goneOwners, address)
+	m.goneOwners.Remove(address)
 	m.mu.Unlock()
 }
 
@@ -334,7 +325,7 @@ func (m *Manager) ownerGone(info *pb.ActorInfo) bool {
 		return false
 	}
 	m.mu.RLock()
-	_, gone := m.goneOwners[info.Owner.Address]
+	gone := m.goneOwners.Has(info.Owner.Address)
 	m.mu.RUnlock()
 	return gone
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/mapx"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/sched"
@@ -115,11 +116,9 @@ func (pg *PlacementGroup) addActor(id string, index int32) {
 // (Core.pgMore): the groups it removed lately, and the tasks it placed in groups other
 // processes created.
 type pgShared struct {
-	mu       sync.Mutex
-	gone     map[string]struct{} // groups removed lately, at most pgGoneKept (goneRing)
-	goneRing []string
-	goneNext int
-	foreign  map[string]*foreignWork // another process's group -> what this runtime put in it
+	mu      sync.Mutex
+	gone    mapx.Recent[string]     // groups removed lately, at most pgGoneKept
+	foreign map[string]*foreignWork // another process's group -> what this runtime put in it
 }
 
 // foreignWork is what this runtime put in another process's group and may not have
@@ -145,27 +144,14 @@ const foreignGroupCheck = 250 * time.Millisecond
 func (m *pgShared) markGone(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.gone == nil {
-		m.gone = map[string]struct{}{}
-	}
-	if _, ok := m.gone[id]; ok {
-		return
-	}
-	if len(m.goneRing) < pgGoneKept {
-		m.goneRing = append(m.goneRing, id)
-	} else {
-		delete(m.gone, m.goneRing[m.goneNext])
-		m.goneRing[m.goneNext] = id
-		m.goneNext = (m.goneNext + 1) % len(m.goneRing)
-	}
-	m.gone[id] = struct{}{}
+	m.gone.Max = pgGoneKept
+	m.gone.Add(id)
 }
 
 func (m *pgShared) isGone(id string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.gone[id]
-	return ok
+	return m.gone.Has(id)
 }
 
 // groupRecordWait bounds how long creating an actor in another process's group waits for

@@ -50,7 +50,7 @@ func TestRemovedGroupsBounded(t *testing.T) {
 	if !m.isGone("g10") || !m.isGone(fmt.Sprint("g", pgGoneKept+9)) {
 		t.Fatal("a recent removed group is forgotten")
 	}
-	if len(m.gone) != pgGoneKept || len(m.goneRing) != pgGoneKept {
-		t.Fatalf("remembered %d (ring %d), want %d", len(m.gone), len(m.goneRing), pgGoneKept)
+	if m.gone.Len() != pgGoneKept {
+		t.Fatalf("remembered %d, want %d", m.gone.Len(), pgGoneKept)
 	}
 }

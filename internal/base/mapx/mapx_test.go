@@ -43,3 +43,28 @@ func same(a, b map[int]int) bool {
 	delete(a, -1)
 	return ok
 }
+
+// TestRecent: a Recent keeps at most Max keys, forgetting the oldest added; Add says
+// whether a key is new; a removed key is gone.
+func TestRecent(t *testing.T) {
+	r := Recent[string]{Max: 3}
+	for _, k := range []string{"a", "b", "c"} {
+		if !r.Add(k) {
+			t.Fatalf("Add(%s) of a new key = false", k)
+		}
+	}
+	if r.Add("b") {
+		t.Fatal("Add of a key already there = true")
+	}
+	r.Add("d") // forgets a, the oldest
+	if r.Has("a") || !r.Has("b") || !r.Has("c") || !r.Has("d") {
+		t.Fatalf("after a 4th key: a %v b %v c %v d %v; want a forgotten, the rest kept", r.Has("a"), r.Has("b"), r.Has("c"), r.Has("d"))
+	}
+	r.Remove("c")
+	if r.Has("c") || !r.Add("c") {
+		t.Fatal("a removed key is still there, or cannot be added again")
+	}
+	if len(r.set) > 3 {
+		t.Fatalf("%d keys kept, want at most 3", len(r.set))
+	}
+}
