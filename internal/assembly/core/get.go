@@ -56,11 +56,19 @@ func (tc *TaskContext) GetIn(ctx context.Context, id ids.ObjectID, e *objects.En
 	return tc.getRecovering(ctx, id, v)
 }
 
+// releasedWhileWaiting is the error of a wait whose object's entry went away under it
+// (released by another holder in this process, or dropped with a dead owner's borrows):
+// the caller held a reference, so for it the value is lost, as ErrObjectLost says (a
+// caller that recovers lost objects, e.g. Ray Data's exchange tasks, runs again).
+func releasedWhileWaiting(id ids.ObjectID) error {
+	return fmt.Errorf("%w: %s (it was released while waiting: %w)", ErrUnknownObject, id, ErrObjectLost)
+}
+
 func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Entry) (objects.Value, error) {
 	c := tc.Core
 	ch := c.mem.ReadyIn(id, e)
 	if ch == nil {
-		return objects.Value{}, fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
+		return objects.Value{}, releasedWhileWaiting(id)
 	}
 	select {
 	case <-ch:
@@ -88,7 +96,7 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 	}
 	v, ready, _ := c.mem.GetIn(id, e)
 	if !ready {
-		return objects.Value{}, fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
+		return objects.Value{}, releasedWhileWaiting(id)
 	}
 	return v, nil
 }
