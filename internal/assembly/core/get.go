@@ -56,49 +56,62 @@ func (tc *TaskContext) GetIn(ctx context.Context, id ids.ObjectID, e *objects.En
 	return tc.getRecovering(ctx, id, v)
 }
 
-// releasedWhileWaiting is the error of a wait whose object's entry went away under it
-// (released by another holder in this process, or dropped with a dead owner's borrows):
-// the caller held a reference, so for it the value is lost, as ErrObjectLost says (a
-// caller that recovers lost objects, e.g. Ray Data's exchange tasks, runs again).
+// releasedWhileWaiting is the error of a wait whose object's entry went away under it.
 func releasedWhileWaiting(id ids.ObjectID) error {
-	return fmt.Errorf("%w: %s (it was released while waiting: %w)", ErrUnknownObject, id, ErrObjectLost)
+	return fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
 }
 
 func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Entry) (objects.Value, error) {
 	c := tc.Core
-	ch := c.mem.ReadyIn(id, e)
-	if ch == nil {
-		return objects.Value{}, releasedWhileWaiting(id)
-	}
-	select {
-	case <-ch:
-	default:
-		check := tc.driverCheck()
-		defer putCheck(check)
-		tc.blocked(true)
-		defer tc.blocked(false)
-	wait:
-		for {
-			select {
-			case <-ch:
-				break wait
-			case <-checkC(check):
-				if err := tc.mayWait(); err != nil {
-					return objects.Value{}, err
+	var check *time.Timer
+	blocked := false
+	defer func() {
+		if blocked {
+			putCheck(check)
+			tc.blocked(false)
+		}
+	}()
+	for {
+		ch := c.mem.ReadyIn(id, e)
+		if ch == nil {
+			return objects.Value{}, releasedWhileWaiting(id)
+		}
+		select {
+		case <-ch:
+		default:
+			if !blocked {
+				check = tc.driverCheck()
+				tc.blocked(true)
+				blocked = true
+			}
+		wait:
+			for {
+				select {
+				case <-ch:
+					break wait
+				case <-checkC(check):
+					if err := tc.mayWait(); err != nil {
+						return objects.Value{}, err
+					}
+					putCheck(check)
+					check = nil
+				case <-ctx.Done():
+					return objects.Value{}, fmt.Errorf("ray: waiting for object %s: %w", id, ctx.Err())
+				case <-c.closed:
+					return objects.Value{}, ErrShutdown
 				}
-				check = nil
-			case <-ctx.Done():
-				return objects.Value{}, fmt.Errorf("ray: waiting for object %s: %w", id, ctx.Err())
-			case <-c.closed:
-				return objects.Value{}, ErrShutdown
 			}
 		}
+		v, ready, known := c.mem.GetIn(id, e)
+		switch {
+		case ready:
+			return v, nil
+		case !known:
+			return objects.Value{}, releasedWhileWaiting(id)
+		}
+		// Set, then made pending again before this read (MemoryStore.Reset: its value was
+		// lost and is being recreated): wait for the new value.
 	}
-	v, ready, _ := c.mem.GetIn(id, e)
-	if !ready {
-		return objects.Value{}, releasedWhileWaiting(id)
-	}
-	return v, nil
 }
 
 // driverCheckAfter is how long a wait through a driver's context runs before mayWait
