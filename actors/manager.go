@@ -26,6 +26,16 @@ type NodeView interface {
 	Alive() map[string]sched.Resources
 }
 
+// SuspectView is implemented by a NodeView that also knows the nodes out of Alive only
+// because a connection to them broke, while their process may live (still registered,
+// its address not refusing connections). The leader places nothing on them and does not
+// take their actors' host for dead: HostDied is final for an actor without restarts left,
+// and a connection broken under load heals. Such a node is decided when it is alive again,
+// or leaves both sets (its process is gone).
+type SuspectView interface {
+	Suspects() map[string]bool
+}
+
 // ManagerConfig configures a Manager.
 type ManagerConfig struct {
 	Node string // this node's ID
@@ -120,6 +130,7 @@ type Manager struct {
 	results   chan stepResult                // the steps' outcomes, back to the run loop
 	slots     chan struct{}                  // bounds the steps under way
 	alive     map[string]sched.Resources     // the nodes alive when the leader last looked
+	suspects  map[string]bool                // and those suspect then (SuspectView)
 	leading   bool
 	ticks     int
 }
@@ -534,6 +545,12 @@ func (m *Manager) retryActivations() {
 // sweep).
 func (m *Manager) reconcile(all bool) {
 	alive := m.cfg.Nodes.Alive()
+	var suspects map[string]bool
+	if sv, ok := m.cfg.Nodes.(SuspectView); ok {
+		suspects = sv.Suspects()
+	}
+	prevSuspects := m.suspects
+	m.suspects = suspects
 	m.mu.Lock()
 	goneNew := m.goneNew
 	m.goneNew = nil
@@ -562,6 +579,11 @@ func (m *Manager) reconcile(all bool) {
 		}
 		clear(m.dirty)
 		gone, joined := nodesDiff(m.alive, alive)
+		for n := range prevSuspects {
+			if !suspects[n] && !isAlive(alive, n) {
+				gone = append(gone, n) // suspect, now gone
+			}
+		}
 		for _, n := range gone {
 			for id := range m.byNode[n] {
 				add(id)
@@ -621,6 +643,9 @@ func (m *Manager) examine(id string, alive map[string]sched.Resources) {
 	case info.Node == "":
 		m.place(id, info, alive)
 	case !isAlive(alive, info.Node):
+		if m.suspects[info.Node] {
+			return // its process may live: looked at again when it is alive or gone
+		}
 		m.step(id, "", lifecycle.HostDied{Node: info.Node})
 	case lifecycle.Phase(info.Phase) != lifecycle.Alive:
 		m.activate(id, info.Incarnation)

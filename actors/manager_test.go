@@ -17,10 +17,45 @@ import (
 	"github.com/ray-go/ray/tasks/sched"
 )
 
-// fakeNodes is a NodeView whose alive set the test changes.
+// fakeNodes is a NodeView and SuspectView whose alive and suspect sets the test changes.
 type fakeNodes struct {
-	mu    sync.Mutex
-	alive map[string]sched.Resources
+	mu       sync.Mutex
+	alive    map[string]sched.Resources
+	suspects map[string]bool
+}
+
+func (f *fakeNodes) Suspects() map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]bool, len(f.suspects))
+	for n := range f.suspects {
+		out[n] = true
+	}
+	return out
+}
+
+// suspect moves n between alive (with r) and suspect (out of Alive, a broken connection).
+func (f *fakeNodes) suspect(n string, r sched.Resources, suspect bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.suspects == nil {
+		f.suspects = map[string]bool{}
+	}
+	if suspect {
+		delete(f.alive, n)
+		f.suspects[n] = true
+	} else {
+		delete(f.suspects, n)
+		f.alive[n] = r
+	}
+}
+
+// gone takes n out of both sets (its process is gone).
+func (f *fakeNodes) gone(n string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.alive, n)
+	delete(f.suspects, n)
 }
 
 func (f *fakeNodes) Alive() map[string]sched.Resources {
@@ -215,6 +250,55 @@ func TestManagerNodeLossRestartsOnlyItsActors(t *testing.T) {
 		})
 		if info.Node != "n1" {
 			t.Fatalf("actor %s on %s after n2 left", id, info.Node)
+		}
+	}
+}
+
+// A host whose connection broke (a suspect: out of Alive, its process maybe alive) keeps
+// its actors, even those with no restart left, and gets no new ones; when it is back they
+// run on as they were, and when it is gone they die.
+func TestManagerSuspectHostKeepsItsActors(t *testing.T) {
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}, "n2": {}})
+	var onN2 []string
+	for range 8 {
+		id := h.create(0, sched.Resources{})
+		if h.await(id, "alive", phaseIs(lifecycle.Alive)).Node == "n2" {
+			onN2 = append(onN2, id)
+		}
+	}
+	if len(onN2) == 0 {
+		t.Fatal("no actor placed on n2 of 8 (placement spreads them)")
+	}
+	stillAlive := func(what string) {
+		t.Helper()
+		// A negative: the leader resyncs every 20 ms, so 25 looks.
+		for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			for _, id := range onN2 {
+				if info, _ := h.m.Get(id); lifecycle.Phase(info.GetPhase()) != lifecycle.Alive || info.GetIncarnation() != 1 || info.GetNode() != "n2" {
+					t.Fatalf("%s: actor %s is %v, want alive on n2 at incarnation 1", what, id, info)
+				}
+			}
+		}
+	}
+	h.nodes.suspect("n2", sched.Resources{}, true)
+	h.m.NodesChanged()
+	stillAlive("n2 suspect")
+	placed := h.create(0, sched.Resources{})
+	if n := h.await(placed, "alive", phaseIs(lifecycle.Alive)).Node; n != "n1" {
+		t.Fatalf("an actor created while n2 is suspect was placed on %s, want n1", n)
+	}
+	h.nodes.suspect("n2", sched.Resources{}, false)
+	h.m.NodesChanged()
+	stillAlive("n2 back")
+	h.nodes.suspect("n2", sched.Resources{}, true)
+	h.m.NodesChanged()
+	stillAlive("n2 suspect again")
+	h.nodes.gone("n2")
+	h.m.NodesChanged()
+	for _, id := range onN2 {
+		info := h.await(id, "dead", phaseIs(lifecycle.Dead))
+		if want := "host n2 died"; !strings.Contains(info.GetDetail(), want) {
+			t.Errorf("actor %s dead with %v, want %q", id, info, want)
 		}
 	}
 }

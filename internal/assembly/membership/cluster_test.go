@@ -69,16 +69,32 @@ func (g *echoGrain) Receive(ctx actor.Context) {
 	}
 }
 
-// recorder keeps every MemberEvent a member saw.
+// recorder keeps every MemberEvent a member saw, and its provider's Suspects when each
+// was published.
 type recorder struct {
-	mu     sync.Mutex
-	events []MemberEvent
+	mu       sync.Mutex
+	events   []MemberEvent
+	prov     *Provider
+	suspects []map[string]bool
 }
 
 func (r *recorder) add(e *MemberEvent) {
 	r.mu.Lock()
 	r.events = append(r.events, *e)
+	r.suspects = append(r.suspects, r.prov.Suspects())
 	r.mu.Unlock()
+}
+
+// index returns the position of the first event that satisfies pred (-1 if none) and the provider's Suspects when it was published.
+func (r *recorder) index(pred func(MemberEvent) bool) (int, map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, e := range r.events {
+		if pred(e) {
+			return i, r.suspects[i]
+		}
+	}
+	return -1, nil
 }
 
 func (r *recorder) find(pred func(MemberEvent) bool) (MemberEvent, bool) {
@@ -199,7 +215,7 @@ func newTestNode(t *testing.T, store gcs.Store, nodeID string, gate chan struct{
 	}
 	setup := make(chan struct{})
 	cfg := cluster.Configure("test", gatedProvider{prov, gate}, signalLookup{look, setup}, remote.Configure("127.0.0.1", 0, remote.WithServerOptions(grpc.StreamInterceptor(BlockListInterceptor))), opts...)
-	n := &testNode{id: nodeID, system: system, cl: cluster.New(system, cfg), prov: prov, look: look, rec: &recorder{}, setup: setup}
+	n := &testNode{id: nodeID, system: system, cl: cluster.New(system, cfg), prov: prov, look: look, rec: &recorder{prov: prov}, setup: setup}
 	SubscribeMemberEvents(system, n.rec.add)
 	system.EventStream.Subscribe(func(evt any) {
 		if t, ok := evt.(*cluster.ClusterTopology); ok {
@@ -504,6 +520,17 @@ func TestCluster(t *testing.T) {
 		if !a.hasAddr(b.addr()) {
 			t.Fatal("B left A's topology")
 		}
+		// While it was unreachable it was a suspect, never down: its process lives and
+		// its address answers.
+		if i, sus := a.rec.index(func(e MemberEvent) bool { return e.Type == MemberUnreachable && e.Member.ID == bSelf.ID }); i < 0 || !sus["B"] {
+			t.Errorf("B unreachable (event %d): A's suspects then %v, want B among them", i, sus)
+		}
+		if i, _ := a.rec.index(func(e MemberEvent) bool { return e.Type == MemberDown && e.Member.ID == bSelf.ID }); i >= 0 {
+			t.Errorf("A took B, alive, for down (event %d)", i)
+		}
+		if a.prov.Suspects()["B"] {
+			t.Error("B, reachable again, is still a suspect")
+		}
 		eventually.True(t, 5*time.Second, "A resolves B's grain again", func() bool {
 			p := a.get(NodeIdentity("B", "pinned"))
 			return p != nil && p.Equal(pid)
@@ -769,6 +796,14 @@ func TestCluster(t *testing.T) {
 			})
 		}
 		unreachable := time.Since(start)
+		// Its address refuses connections: down, not a suspect, well before its lease
+		// lapses (MemberLeft).
+		for _, n := range []*testNode{a, b} {
+			eventually.True(t, testTTL, n.id+" sees C down", func() bool {
+				i, sus := n.rec.index(func(e MemberEvent) bool { return e.Type == MemberDown && e.Member.ID == self.ID })
+				return i >= 0 && !sus["C"]
+			})
+		}
 		if pid := a.get(NodeIdentity("C", "pinned")); pid != nil {
 			t.Fatalf("Get on dead C = %v", pid) // the cached PID went with the Unreachable event
 		}
@@ -785,6 +820,11 @@ func TestCluster(t *testing.T) {
 		t.Logf("C killed: unreachable after %v, out of the topology after %v (TTL %v)", unreachable, left, testTTL)
 		if _, ok := a.rec.find(func(e MemberEvent) bool { return e.Type == MemberLeft && e.Member.ID == self.ID }); !ok {
 			t.Error("no MemberLeft for C")
+		}
+		downAt, _ := a.rec.index(func(e MemberEvent) bool { return e.Type == MemberDown && e.Member.ID == self.ID })
+		leftAt, _ := a.rec.index(func(e MemberEvent) bool { return e.Type == MemberLeft && e.Member.ID == self.ID })
+		if downAt > leftAt {
+			t.Errorf("A saw C down (event %d) only after its key went (event %d): the refused dial did not tell it", downAt, leftAt)
 		}
 		eventually.True(t, 5*time.Second, "A sees C's process gone", func() bool { // published after the topology
 			_, ok := a.rec.find(func(e MemberEvent) bool { return e.Type == MemberGone && e.Member.Address == self.Address })

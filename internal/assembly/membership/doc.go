@@ -53,11 +53,18 @@
 // MemberReachable, MemberLeft (key gone: final for that incarnation; Self marks our own,
 // e.g. the old incarnation after a lost lease), MemberGone (the process: its last
 // incarnation left and it did not register again within LeaseTTL while reachable, or it
-// is unreachable with no incarnation left). A GCS outage longer than the lease makes every
+// is unreachable with no incarnation left), MemberDown (an unreachable member's address
+// refuses connections: its process exited). An unreachable member is first a suspect
+// (Suspects): a broken connection to a live process and a dead process look alike, and
+// on each Terminated and failed probe its address is dialled; a refusal (within
+// milliseconds of a SIGKILL) makes it down, an answer to a probe reachable again, and its
+// lease's expiry gone. A GCS outage longer than the lease makes every
 // member lose its lease at once; each registers again as soon as the GCS answers (retried
 // at most a second apart), and a peer keeps the node of a reachable departed process
 // (Nodes, MemberForNode) for that grace, so the outage kills no node. The node layer takes
-// a node for gone on MemberUnreachable or MemberGone, never on MemberLeft.
+// a node for gone on MemberUnreachable or MemberGone, never on MemberLeft; what is final
+// for a dead process only (an actor's host died) it decides on nodes neither in Nodes nor
+// in Suspects.
 //
 // # Lookup
 //

@@ -87,6 +87,10 @@ const (
 	// MemberForNode. Final for the process (its address); Member is its newest
 	// incarnation.
 	MemberGone
+	// MemberDown: an unreachable member's address refuses connections: no process listens
+	// there (it exited; the usual case). It leaves Suspects; MemberLeft and MemberGone
+	// follow when its key goes.
+	MemberDown
 )
 
 func (t MemberEventType) String() string {
@@ -101,6 +105,8 @@ func (t MemberEventType) String() string {
 		return "left"
 	case MemberGone:
 		return "gone"
+	case MemberDown:
+		return "down"
 	default:
 		return fmt.Sprintf("MemberEventType(%d)", uint8(t))
 	}

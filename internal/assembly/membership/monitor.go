@@ -21,7 +21,7 @@ type (
 	syncMsg     struct{}                     // answered once everything before it is applied
 	probeMsg    struct{ addr string }        // time to probe an unreachable peer
 	refreshMsg  struct{}                     // a departed peer's grace period is over
-	refusedMsg  struct{ addr string }        // a peer first seen refuses connections
+	refusedMsg  struct{ addr string }        // a peer's address refuses connections
 )
 
 // peer is another process, keyed by address: one process may hold several member
@@ -41,6 +41,7 @@ type peer struct {
 	goneAt      time.Time // when the last registered incarnation went (zero while one is)
 	watching    bool
 	unreachable bool
+	refused     bool // unreachable, and its address refused a connection since: its process is gone
 	probing     bool
 	probeDelay  time.Duration
 }
@@ -179,17 +180,29 @@ func (m *monitor) checkRefused(ctx actor.Context, addr string) {
 	}()
 }
 
-// onRefused: a peer first seen refuses connections; it is unreachable, as if its Watch
-// had ended.
+// onRefused: a peer's address refuses connections. One first seen is unreachable, as if
+// its Watch had ended; one already unreachable is no longer suspect but down (Suspects
+// drops it, MemberDown says so): no process listens there.
 func (m *monitor) onRefused(ctx actor.Context, addr string) {
 	pr := m.peers[addr]
-	if pr == nil || pr.unreachable || len(pr.members) == 0 {
+	if pr == nil || len(pr.members) == 0 {
+		return
+	}
+	if pr.unreachable {
+		if !pr.refused {
+			pr.refused = true
+			m.refresh(ctx)
+			for _, id := range slices.Sorted(maps.Keys(pr.members)) {
+				m.publish(MemberDown, m.members[id])
+			}
+		}
 		return
 	}
 	if pr.watching {
 		ctx.Unwatch(membershipPID(addr))
 		pr.watching = false
 	}
+	pr.refused = true
 	m.markUnreachable(ctx, pr, "connection refused")
 }
 
@@ -237,10 +250,21 @@ func (m *monitor) onTerminated(ctx actor.Context, t *actor.Terminated) {
 func (m *monitor) markUnreachable(ctx actor.Context, pr *peer, why string) {
 	pr.unreachable = true
 	m.p.log.Info("member unreachable", slog.String("address", pr.addr), slog.String("why", why))
+	m.refresh(ctx) // first: a subscriber reading Nodes or Suspects on the event sees it
 	for _, id := range slices.Sorted(maps.Keys(pr.members)) {
 		m.publish(MemberUnreachable, m.members[id])
 	}
-	m.refresh(ctx)
+	if pr.refused {
+		for _, id := range slices.Sorted(maps.Keys(pr.members)) {
+			m.publish(MemberDown, m.members[id])
+		}
+	} else {
+		// A broken connection to a live process and a dead process look alike here; a
+		// refused dial tells the second (the usual case, e.g. SIGKILL) within
+		// milliseconds, so what is final only for a dead process (an actor's host died)
+		// need not wait for its lease.
+		m.checkRefused(ctx, pr.addr)
+	}
 	pr.probeDelay = m.p.cfg.ProbeInterval
 	m.scheduleProbe(ctx, pr)
 }
@@ -268,18 +292,21 @@ func (m *monitor) probe(ctx actor.Context, addr string) {
 			return
 		}
 		if _, ok := res.(*actor.Touched); ok && err == nil {
-			pr.unreachable = false
+			pr.unreachable, pr.refused = false, false
 			ctx.Watch(membershipPID(addr))
 			pr.watching = true
 			m.p.log.Info("member reachable again", slog.String("address", addr))
+			m.refresh(ctx)
 			for _, id := range slices.Sorted(maps.Keys(pr.members)) {
 				m.publish(MemberReachable, m.members[id])
 			}
-			m.refresh(ctx)
 			return
 		}
 		pr.probeDelay = min(2*pr.probeDelay, m.p.cfg.LeaseTTL)
 		m.scheduleProbe(ctx, pr)
+		if !pr.refused {
+			m.checkRefused(ctx, addr) // it may have exited since the last look
+		}
 	})
 }
 
@@ -308,12 +335,16 @@ func (m *monitor) refresh(ctx actor.Context) {
 			nodes[info.NodeID] = info
 		}
 	}
+	suspects := map[string]bool{}
 	for _, info := range m.members {
 		if info.Address == m.selfAddr {
 			continue // ours are indexed below: only the current one counts
 		}
-		if pr := m.peers[info.Address]; pr == nil || !pr.unreachable {
+		switch pr := m.peers[info.Address]; {
+		case pr == nil || !pr.unreachable:
 			index(info)
+		case !pr.refused && info.NodeID != "":
+			suspects[info.NodeID] = true
 		}
 	}
 	// A reachable process whose last incarnation left keeps its node for the grace period,
@@ -340,7 +371,11 @@ func (m *monitor) refresh(ctx actor.Context) {
 		mem.Id = pr.topoID
 		topo = append(topo, mem)
 	}
+	for id := range nodes {
+		delete(suspects, id) // a newer incarnation of the node, reachable
+	}
 	m.p.nodes.Store(&nodes)
+	m.p.suspects.Store(&suspects)
 	blockGate.Lock() // see blockGate: the update may write protoactor's BlockList
 	m.p.cl.MemberList.UpdateClusterTopology(topo)
 	blockGate.Unlock()

@@ -111,8 +111,9 @@ type Provider struct {
 
 	wg sync.WaitGroup
 
-	nodes atomic.Pointer[map[string]MemberInfo] // node ID -> reachable member
-	self  atomic.Pointer[MemberInfo]            // current own registration (members only)
+	nodes    atomic.Pointer[map[string]MemberInfo] // node ID -> reachable member
+	suspects atomic.Pointer[map[string]bool]       // node IDs of Suspects
+	self     atomic.Pointer[MemberInfo]            // current own registration (members only)
 }
 
 var (
@@ -217,6 +218,20 @@ func (p *Provider) Self() (MemberInfo, bool) {
 func (p *Provider) Nodes() map[string]MemberInfo {
 	if idx := p.nodes.Load(); idx != nil {
 		return *idx
+	}
+	return nil
+}
+
+// Suspects returns the node IDs of registered members that are unreachable (their
+// connection broke) while nothing says their process is gone: their address has not
+// refused a connection and their key is still there, so their process may live (a
+// connection broken under load, a stall). They are not in Nodes (nothing is routed or
+// placed there); what is final for a dead process, such as an actor's host dying, waits
+// until they are reachable again (back in Nodes), refuse connections (MemberDown) or
+// their key goes (MemberLeft, MemberGone). A snapshot; do not modify.
+func (p *Provider) Suspects() map[string]bool {
+	if s := p.suspects.Load(); s != nil {
+		return *s
 	}
 	return nil
 }

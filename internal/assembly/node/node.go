@@ -654,6 +654,24 @@ func (v *nodeView) Alive() map[string]sched.Resources {
 	return out
 }
 
+// Suspects implements actors.SuspectView: the job's actor-hosting nodes whose connection
+// broke while nothing says their process is gone (membership.Provider.Suspects).
+func (v *nodeView) Suspects() map[string]bool {
+	all := v.provider.Suspects()
+	if len(all) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(all))
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for id := range all {
+		if _, ok := v.totals[id]; ok && !v.skip[id] {
+			out[id] = true
+		}
+	}
+	return out
+}
+
 func (n *Node) startMember(ctx context.Context) error {
 	logger := n.cfg.Logger
 	sysLogger := peerLogger(logger) // protoactor's own logs, with a peer's departure quieted
