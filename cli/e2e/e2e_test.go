@@ -60,6 +60,11 @@ func newSession(t *testing.T) (port int, addr, sess string) {
 	addr = "127.0.0.1:" + strconv.Itoa(port)
 	sess = t.TempDir()
 	t.Cleanup(func() {
+		if t.Failed() {
+			// What every process of the cluster said last: a failure that shows only
+			// its symptom (an actor DEAD, a job FAILED) is diagnosable from CI's log.
+			t.Logf("the session's logs (last lines of each, no DEBUG):\n%s", sessionLogs(sess, 40))
+		}
 		run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", sess)
 		checkNothingLeft(t)
 	})
@@ -147,23 +152,32 @@ func startReady(t *testing.T, driver, check string, env []string, ready string) 
 }
 
 // sessionLogs returns the last n lines that are not DEBUG of every agent's and worker
-// process's log in a session directory, for a failure message.
+// process's log in a session directory, for a failure message, and the start of any Go
+// panic or fatal error in them (a process that crashed says why there, not in a log line).
 func sessionLogs(sess string, n int) string {
 	files, _ := filepath.Glob(filepath.Join(sess, "*", "logs", "*.log"))
+	more, _ := filepath.Glob(filepath.Join(sess, "logs", "*.log"))
 	var b strings.Builder
-	for _, f := range files {
+	for _, f := range append(files, more...) {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			continue
 		}
+		all := strings.Split(string(data), "\n")
 		var lines []string
-		for _, l := range strings.Split(string(data), "\n") {
+		for _, l := range all {
 			if strings.HasPrefix(l, "time=") && !strings.Contains(l, "level=DEBUG") {
 				lines = append(lines, l)
 			}
 		}
 		lines = lines[max(0, len(lines)-n):]
 		fmt.Fprintf(&b, "== %s\n%s\n", strings.TrimPrefix(f, sess+"/"), strings.Join(lines, "\n"))
+		for i, l := range all {
+			if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+				fmt.Fprintf(&b, "== %s crashed:\n%s\n", strings.TrimPrefix(f, sess+"/"), strings.Join(all[i:min(len(all), i+40)], "\n"))
+				break
+			}
+		}
 	}
 	return b.String()
 }
