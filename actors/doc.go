@@ -22,7 +22,9 @@
 //     alive node with the smallest ID is the leader: it places actors waiting for a node
 //     (the least loaded node whose total resources fit), starts their instances, and
 //     reports HostDied for actors whose node left the membership, which restarts them
-//     elsewhere or lets them die, and OwnerDied for non-detached actors whose owner
+//     elsewhere or lets them die (not while the node is only a suspect, SuspectView: a
+//     connection to it broke and nothing says its process is gone; it gets no new
+//     actors meanwhile), and OwnerDied for non-detached actors whose owner
 //     process died (Lifetimes). Its work per event is O(what changed): the actors whose
 //     record changed, the waiting ones when a node joins, a lost node's actors. An actor
 //     that no alive node fits dies (Unschedulable) only when it is being created; a
