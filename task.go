@@ -104,7 +104,13 @@ func register(name string, argTypes []reflect.Type, ret reflect.Type, call tasks
 }
 
 func decodeArg[T any](ctx context.Context, name string, args [][]byte, i int) (T, error) {
-	v, err := codec.Unmarshal[T](args[i])
+	var v T
+	var err error
+	if len(args[i]) >= tasks.OwnedArgMin && tasks.ArgOwned(ctx, i) {
+		v, err = codec.UnmarshalOwned[T](args[i]) // read from another node: no second copy
+	} else {
+		v, err = codec.Unmarshal[T](args[i])
+	}
 	if err != nil {
 		return v, fmt.Errorf("ray: %s: argument %d: %w", name, i+1, err)
 	}

@@ -3,6 +3,7 @@ package codec
 import (
 	"fmt"
 	"reflect"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
 )
@@ -253,6 +254,37 @@ func encodeRefs(v any) ([]byte, [][]byte, error) {
 		return nil, nil, fmt.Errorf("codec: scanning refs in %T: %w", v, err)
 	}
 	return data, refs, nil
+}
+
+// UnmarshalOwned is Unmarshal for a caller that hands data over: nothing else holds data
+// or will read or write it again. A []byte or string result then aliases data instead of
+// being copied into new memory (a large argument read from another node is decoded
+// without a second copy of its bytes); every other result, and any error, is Unmarshal's.
+func UnmarshalOwned[T any](data []byte) (T, error) {
+	var out T
+	if len(data) > 2 && (Format(data[0]) == FormatBytes || Format(data[0]) == FormatString) {
+		switch p := any(&out).(type) {
+		case *[]byte:
+			if registry.Load() == nil || lookupCodec(reflect.TypeFor[[]byte]()) == nil {
+				payload, err := splitLenPrefixed(data)
+				if err != nil || len(payload) == 0 {
+					break // Unmarshal's error, or its empty slice
+				}
+				*p = payload[:len(payload):len(payload)]
+				return out, nil
+			}
+		case *string:
+			if registry.Load() == nil || lookupCodec(reflect.TypeFor[string]()) == nil {
+				payload, err := splitLenPrefixed(data)
+				if err != nil || len(payload) == 0 {
+					break
+				}
+				*p = unsafe.String(unsafe.SliceData(payload), len(payload))
+				return out, nil
+			}
+		}
+	}
+	return Unmarshal[T](data)
 }
 
 // decodeFast decodes the common cases that need no reflection: raw numeric slices,

@@ -63,7 +63,10 @@ type Env struct {
 	// can submit nested tasks and Get, and tell worker (TaskBlocked/TaskUnblocked) when it
 	// blocks.
 	Context func(parent context.Context, spec *pb.TaskSpec, worker *actor.PID) context.Context
-	// Fetch returns the bytes of an argument that lives in an object store.
+	// Fetch returns the bytes of an argument that lives in an object store. The bytes of
+	// one stored on another node (arg.node_id neither empty nor this worker's node) must be
+	// the caller's alone, a buffer Fetch keeps no reference to: the task's decoding may
+	// alias them (tasks.WithOwnedArgs); those of this node's store may be the store's own.
 	Fetch func(ctx context.Context, arg *pb.Arg) ([]byte, error)
 	// Nested (optional) returns the refs inside a task's return value (see Runner.Nested).
 	Nested func(ctx context.Context) [][]byte
@@ -570,6 +573,7 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 		}
 	}()
 	args := make([][]byte, len(spec.Args))
+	var owned uint64 // arguments read from another node into buffers of their own
 	for i, a := range spec.Args {
 		if !a.IsRef || a.Data != nil {
 			args[i] = a.Data
@@ -580,8 +584,11 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 			return fail(pb.ErrorInfo_OBJECT_LOST, fmt.Sprintf("argument %d: %v", i+1, err), "")
 		}
 		args[i] = b
+		if i < 64 && len(b) >= tasks.OwnedArgMin && a.NodeId != "" && ids.NodeID(a.NodeId) != r.Node {
+			owned |= 1 << uint(i)
+		}
 	}
-	out, err := body(callCtx, args)
+	out, err := body(tasks.WithOwnedArgs(callCtx, owned), args)
 	if err != nil {
 		var te interface{ ErrorInfo() *pb.ErrorInfo }
 		if errors.As(err, &te) && te.ErrorInfo() != nil && ctx.Err() == nil {

@@ -1,0 +1,79 @@
+package codec
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"unsafe"
+)
+
+// UnmarshalOwned gives what Unmarshal gives, and for []byte and string it aliases the
+// input instead of copying it; everything else (other types, empty values, bad input)
+// is Unmarshal's.
+func TestUnmarshalOwned(t *testing.T) {
+	payload := []byte("a large argument, read from another node")
+	for _, v := range []any{payload, string(payload)} {
+		var data []byte
+		var err error
+		switch v := v.(type) {
+		case []byte:
+			data, err = Marshal(v)
+		case string:
+			data, err = Marshal(v)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := unsafe.Pointer(unsafe.SliceData(data[len(data)-len(payload):]))
+		if b, err := UnmarshalOwned[[]byte](data); err != nil || string(b) != string(payload) || unsafe.Pointer(unsafe.SliceData(b)) != end || cap(b) != len(b) {
+			t.Errorf("%T into []byte: %q, %v (aliases the input: %v, cap %d)", v, b, err, unsafe.Pointer(unsafe.SliceData(b)) == end, cap(b))
+		}
+		if s, err := UnmarshalOwned[string](data); err != nil || s != string(payload) || unsafe.Pointer(unsafe.StringData(s)) != end {
+			t.Errorf("%T into string: %q, %v", v, s, err)
+		}
+	}
+	// Empty: Unmarshal's empty, non-nil slice.
+	data, _ := Marshal([]byte{})
+	if b, err := UnmarshalOwned[[]byte](data); err != nil || b == nil || len(b) != 0 {
+		t.Errorf("empty []byte: %v (nil %v), %v", b, b == nil, err)
+	}
+	// Other types: Unmarshal's result.
+	nums, _ := Marshal([]int64{1, 2, 3})
+	if v, err := UnmarshalOwned[[]int64](nums); err != nil || !reflect.DeepEqual(v, []int64{1, 2, 3}) {
+		t.Errorf("[]int64: %v, %v", v, err)
+	}
+	// Bad input: Unmarshal's errors.
+	bad := append([]byte(nil), data...)
+	bad = append(bad, 'x') // a payload longer than its header says
+	if _, err := UnmarshalOwned[[]byte](bad); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("corrupt []byte: %v, want ErrCorrupt", err)
+	}
+	if _, err := UnmarshalOwned[[]byte](nums); !errors.Is(err, ErrTypeMismatch) {
+		t.Errorf("[]int64 data into []byte: %v, want ErrTypeMismatch", err)
+	}
+}
+
+// BenchmarkUnmarshalOwned: a 200 MiB []byte decoded by Unmarshal (a copy) and by
+// UnmarshalOwned (an alias of the input).
+func BenchmarkUnmarshalOwned(b *testing.B) {
+	data, err := Marshal(make([]byte, 200<<20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Unmarshal", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for range b.N {
+			if _, err := Unmarshal[[]byte](data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("UnmarshalOwned", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for range b.N {
+			if _, err := UnmarshalOwned[[]byte](data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
