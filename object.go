@@ -12,6 +12,7 @@ import (
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects"
 	"github.com/ray-go/ray/objects/codec"
+	"github.com/ray-go/ray/tasks"
 )
 
 // ObjectRef is a future: a reference to an immutable object that a task will return (or
@@ -179,12 +180,17 @@ func Get[T any](ctx context.Context, r ObjectRef[T]) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	data, err := tc.GetIn(ctx, h.id, h.e)
+	data, owned, err := tc.GetInOwned(ctx, h.id, h.e)
 	runtime.KeepAlive(h)
 	if err != nil {
 		return zero, convert(err)
 	}
-	v, err := codec.Unmarshal[T](data)
+	var v T
+	if owned && len(data) >= tasks.OwnedArgMin {
+		v, err = codec.UnmarshalOwned[T](data) // read from another node: no second copy
+	} else {
+		v, err = codec.Unmarshal[T](data)
+	}
 	if err != nil {
 		return zero, fmt.Errorf("ray: object %s: %w", h.id, err)
 	}

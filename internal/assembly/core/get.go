@@ -42,15 +42,24 @@ func (tc *TaskContext) Get(ctx context.Context, id ids.ObjectID) ([]byte, error)
 // GetIn is Get for a caller that holds the object's entry (as Submit returns it; nil:
 // unknown), through which it finds the object without a lookup.
 func (tc *TaskContext) GetIn(ctx context.Context, id ids.ObjectID, e *objects.Entry) ([]byte, error) {
+	b, _, err := tc.GetInOwned(ctx, id, e)
+	return b, err
+}
+
+// GetInOwned is GetIn that also reports whether the bytes are the caller's alone: read
+// from another node's store into a buffer nothing else holds (a caller may then decode
+// them without copying, codec.UnmarshalOwned). Inline values and this node's store's bytes
+// are shared: not owned.
+func (tc *TaskContext) GetInOwned(ctx context.Context, id ids.ObjectID, e *objects.Entry) ([]byte, bool, error) {
 	c := tc.Core
 	v, ready, known := c.mem.GetIn(id, e)
 	if !known {
-		return nil, fmt.Errorf("%w: %s (it was released, or is owned by another process)", ErrUnknownObject, id)
+		return nil, false, fmt.Errorf("%w: %s (it was released, or is owned by another process)", ErrUnknownObject, id)
 	}
 	if !ready {
 		var err error
 		if v, err = tc.wait(ctx, id, e); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	return tc.getRecovering(ctx, id, v)

@@ -234,7 +234,7 @@ func readFailure(err error) lineage.Failure {
 // getRecovering is bytesOf with the recovery of lost objects: recreating them, or
 // waiting for their adoption, as the Get's lineage.Get decides. It returns the error of
 // the last read when the Get gives up.
-func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v objects.Value) ([]byte, error) {
+func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v objects.Value) ([]byte, bool, error) {
 	c := tc.Core
 	g := lineage.Get{Object: id}
 	var (
@@ -246,7 +246,8 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 		switch a := act.(type) {
 		case lineage.Read:
 			if b, err = c.bytesOf(ctx, id, v); err == nil {
-				return b, nil
+				// Read from another node (fetch: a buffer of its own), or shared.
+				return b, v.Err == nil && v.InStore && v.Node != "" && v.Node != c.cfg.Node, nil
 			}
 			act = g.ReadFailed(readFailure(err))
 			continue
@@ -269,11 +270,11 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 			}
 		case lineage.Wait:
 		case lineage.GiveUp:
-			return b, err
+			return b, false, err
 		}
 		// A recovery is under way (or done): wait for the value and look again.
 		if v, err = tc.wait(ctx, id, nil); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if cur, ready, _ := c.mem.Get(id); ready {
 			v = cur // recreated again meanwhile, perhaps

@@ -15,7 +15,10 @@ import (
 	"time"
 
 	ray "github.com/ray-go/ray"
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/objects/transfer"
+	"github.com/ray-go/ray/tasks"
 )
 
 var (
@@ -25,6 +28,13 @@ var (
 	busyWhere = ray.Task1("testcluster.BusyWhere", func(ctx context.Context, d time.Duration) (string, error) {
 		time.Sleep(d)
 		return ray.NodeID(ctx)
+	})
+	// blobOwned says how many of its arguments its task reads as its own (tasks.ArgOwned).
+	blobOwned = ray.Task1("testcluster.BlobOwned", func(ctx context.Context, b []byte) (int, error) {
+		if tasks.ArgOwned(ctx, 0) {
+			return 1, nil
+		}
+		return 0, nil
 	})
 	makeBlob = ray.Task1("testcluster.MakeBlob", func(ctx context.Context, n int) ([]byte, error) {
 		b := make([]byte, n)
@@ -268,6 +278,32 @@ func TestLocalityAndTransfer(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatal("the object read from another node differs from what the task returned")
+	}
+	// Read from another node, the bytes are the reader's own (decoded without a copy,
+	// codec.UnmarshalOwned): writing to them changes nothing another read sees.
+	tc, _ := core.FromContext(ctx)
+	id, err := ids.ParseObjectID(blob.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, owned, err := tc.GetInOwned(ctx, id, nil); err != nil || !owned {
+		t.Errorf("GetInOwned of an object on another node: owned %v, %v (want the reader's own buffer)", owned, err)
+	}
+	for i := range got {
+		got[i] = 0
+	}
+	again, err := ray.Get(ctx, blob)
+	if err != nil || !bytes.Equal(again, want) {
+		t.Fatalf("a second read after the first's bytes were overwritten: %v (equal %v)", err, bytes.Equal(again, want))
+	}
+	// Its argument in a task on the node that holds it is the store's own bytes: not owned.
+	if n, err := ray.Get(ctx, blobOwned.Options(ray.NodeAffinity(target, false)).Remote(ctx, blob)); err != nil || n != 0 {
+		t.Errorf("a task on the object's own node: %d arguments owned, %v (want 0)", n, err)
+	}
+	if other := string(cluster.Nodes[up[0]].ID); other != target {
+		if n, err := ray.Get(ctx, blobOwned.Options(ray.NodeAffinity(other, false)).Remote(ctx, blob)); err != nil || n != 1 {
+			t.Errorf("a task on another node: %d arguments owned, %v (want 1)", n, err)
+		}
 	}
 }
 
