@@ -259,9 +259,16 @@ func encodeRefs(v any) ([]byte, [][]byte, error) {
 // UnmarshalOwned is Unmarshal for a caller that hands data over: nothing else holds data
 // or will read or write it again. A []byte or string result then aliases data instead of
 // being copied into new memory (a large argument read from another node is decoded
-// without a second copy of its bytes); every other result, and any error, is Unmarshal's.
+// without a second copy of its bytes), as does a numeric slice ([]float64, []int64, ...:
+// raw numeric data of its own element layout, aligned, on a little-endian host); every
+// other result, and any error, is Unmarshal's.
 func UnmarshalOwned[T any](data []byte) (T, error) {
 	var out T
+	if len(data) > 2 && Format(data[0]) == FormatNumeric && (registry.Load() == nil || lookupCodec(reflect.TypeFor[T]()) == nil) {
+		if k, payload, err := parseNumeric(data); err == nil && aliasNumsTo(&out, k, payload) {
+			return out, nil
+		}
+	}
 	if len(data) > 2 && (Format(data[0]) == FormatBytes || Format(data[0]) == FormatString) {
 		switch p := any(&out).(type) {
 		case *[]byte:
@@ -285,6 +292,47 @@ func UnmarshalOwned[T any](data []byte) (T, error) {
 		}
 	}
 	return Unmarshal[T](data)
+}
+
+// aliasNumsTo makes *ptr, a numeric slice of the kind stored (or one compatible with
+// it, of the same size), the elements of payload in place, when this host's layout is the
+// wire's (little endian) and payload is aligned for them. It reports whether it did.
+func aliasNumsTo(ptr any, stored numKind, payload []byte) bool {
+	switch p := ptr.(type) {
+	case *[]int64:
+		return aliasNums(p, kInt64, stored, payload)
+	case *[]float64:
+		return aliasNums(p, kFloat64, stored, payload)
+	case *[]int:
+		return aliasNums(p, kInt, stored, payload)
+	case *[]int32:
+		return aliasNums(p, kInt32, stored, payload)
+	case *[]float32:
+		return aliasNums(p, kFloat32, stored, payload)
+	case *[]uint64:
+		return aliasNums(p, kUint64, stored, payload)
+	case *[]uint32:
+		return aliasNums(p, kUint32, stored, payload)
+	case *[]int16:
+		return aliasNums(p, kInt16, stored, payload)
+	case *[]uint16:
+		return aliasNums(p, kUint16, stored, payload)
+	case *[]uint:
+		return aliasNums(p, kUint, stored, payload)
+	}
+	return false
+}
+
+func aliasNums[E any](dst *[]E, want, stored numKind, payload []byte) bool {
+	var zero E
+	ws := stored.wireSize()
+	if !hostLittleEndian || !compatible(stored, want) || int(unsafe.Sizeof(zero)) != ws || len(payload) == 0 ||
+		uintptr(unsafe.Pointer(unsafe.SliceData(payload)))%uintptr(ws) != 0 {
+		return false
+	}
+	n := len(payload) / ws
+	*dst = unsafe.Slice((*E)(unsafe.Pointer(unsafe.SliceData(payload))), n)[:n:n]
+	return true
 }
 
 // decodeFast decodes the common cases that need no reflection: raw numeric slices,

@@ -87,6 +87,11 @@ func decodeAll(t testing.TB, data []byte) {
 	if n := mem.CurrentAlloc(); n != 0 {
 		t.Fatalf("Arrow decode leaked %d bytes", n)
 	}
+	sameOwned[[]byte](t, data)
+	sameOwned[string](t, data)
+	sameOwned[[]float64](t, data)
+	sameOwned[[]int](t, data)
+	sameOwned[[]uint16](t, data)
 	_, _ = ScanRefs(data)
 	_, _ = FormatOf(data)
 	// whatever decodes into any can be encoded again
@@ -95,6 +100,25 @@ func decodeAll(t testing.TB, data []byte) {
 		if r, ok := v.(interface{ Release() }); ok {
 			r.Release()
 		}
+	}
+}
+
+// sameOwned checks that UnmarshalOwned of a copy of data decodes what Unmarshal does (or
+// fails alike).
+func sameOwned[T any](t testing.TB, data []byte) {
+	want, werr := Unmarshal[T](data)
+	got, gerr := UnmarshalOwned[T](append([]byte(nil), data...))
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("UnmarshalOwned[%T] = %v, %v; Unmarshal = %v, %v", want, got, gerr, want, werr)
+	}
+	if werr != nil {
+		return
+	}
+	// Compared encoded (a NaN is not DeepEqual to itself).
+	wb, err1 := Marshal(want)
+	gb, err2 := Marshal(got)
+	if err1 != nil || err2 != nil || !bytes.Equal(wb, gb) {
+		t.Fatalf("UnmarshalOwned[%T] = %v; Unmarshal = %v", want, got, want)
 	}
 }
 

@@ -77,3 +77,37 @@ func BenchmarkUnmarshalOwned(b *testing.B) {
 		}
 	})
 }
+
+// Numeric slices of the stored layout alias the input too; a different element size
+// ([]int32 data into []int64 is a mismatch anyway, int64 data into []int is the same size)
+// or an unaligned payload is copied as Unmarshal does.
+func TestUnmarshalOwnedNumeric(t *testing.T) {
+	want := []float64{1.5, -2, 3.25, 1e300}
+	data, err := Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := unsafe.Pointer(unsafe.SliceData(data[len(data)-8*len(want):]))
+	v, err := UnmarshalOwned[[]float64](data)
+	if err != nil || !reflect.DeepEqual(v, want) || unsafe.Pointer(unsafe.SliceData(v)) != end || cap(v) != len(v) {
+		t.Fatalf("[]float64: %v, %v (aliases the input: %v)", v, err, unsafe.Pointer(unsafe.SliceData(v)) == end)
+	}
+	ints, _ := Marshal([]int64{7, -8, 9})
+	if v, err := UnmarshalOwned[[]int](ints); err != nil || !reflect.DeepEqual(v, []int{7, -8, 9}) ||
+		unsafe.Pointer(unsafe.SliceData(v)) != unsafe.Pointer(unsafe.SliceData(ints[len(ints)-24:])) {
+		t.Errorf("[]int64 data into []int: %v, %v (want an alias)", v, err)
+	}
+	// Unaligned: the same bytes one byte further on are copied, and still decode right.
+	shifted := append(make([]byte, 1, len(data)+1), data...)[1:]
+	if v, err := UnmarshalOwned[[]float64](shifted); err != nil || !reflect.DeepEqual(v, want) ||
+		unsafe.Pointer(unsafe.SliceData(v)) == unsafe.Pointer(unsafe.SliceData(shifted[len(shifted)-8*len(want):])) {
+		t.Errorf("unaligned []float64: %v, %v (want a copy)", v, err)
+	}
+	if _, err := UnmarshalOwned[[]float32](data); !errors.Is(err, ErrTypeMismatch) {
+		t.Errorf("[]float64 data into []float32: %v, want ErrTypeMismatch", err)
+	}
+	empty, _ := Marshal([]float64{})
+	if v, err := UnmarshalOwned[[]float64](empty); err != nil || len(v) != 0 {
+		t.Errorf("empty []float64: %v, %v", v, err)
+	}
+}
