@@ -30,8 +30,15 @@
 //     placed in the bundle ask for; else it is refused with a reason (the owner then
 //     releases the group's other bundles and tries again). A release gives back every
 //     bundle of the group on this node: what is free at once, what running tasks hold
-//     as their leases are released. The node's total then includes the renamed resources,
-//     so a request for a bundle the node does not hold is denied as infeasible.
+//     as their leases are released; the lease requests queued for the group's room are
+//     denied at once (PLACEMENT_GROUP_REMOVED: their tasks fail with
+//     ErrPlacementGroupRemoved), as is a later request for a group the node holds no
+//     bundle of. The node's total includes the renamed resources, so a request for a
+//     bundle of a group the node holds but not that bundle is denied as infeasible.
+//   - OwnerGone: the process at an address died (its death confirmed by the node): every
+//     group whose bundles it committed here (the commit's sender's address) is released
+//     as above. A group lives as long as its creator, and a creator that crashed cannot
+//     release it.
 //
 // Handlers are idempotent: a release of a lease already released does nothing.
 //

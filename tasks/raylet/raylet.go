@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -60,6 +62,13 @@ type MachineGrant struct {
 // A MachineReclaim of nothing ends the previous one.
 type MachineReclaim struct {
 	Res sched.Resources
+}
+
+// OwnerGone: the process at Address, which committed bundles here, is dead for good (its
+// death confirmed, not a broken connection): every placement group it committed is
+// released, as a Remove would (a group lives as long as its creator).
+type OwnerGone struct {
+	Address string
 }
 
 // MachineDeny: the machine refused the ask ID.
@@ -170,10 +179,21 @@ type pendingCommit struct {
 	sender *actor.PID
 }
 
+// owner is the address of the process that sent the commit (the group's creator), "" if
+// unknown.
+func (pc *pendingCommit) owner() string {
+	if pc.sender == nil {
+		return ""
+	}
+	return pc.sender.Address
+}
+
 // bundle is a placement-group bundle this node holds: res is what it took from the node,
-// renamed what the node gained for it.
+// renamed what the node gained for it; owner the address of the process that committed it
+// (the group's creator; OwnerGone releases its groups).
 type bundle struct {
 	group        string
+	owner        string
 	res, renamed sched.Resources
 }
 
@@ -272,6 +292,8 @@ func (r *Raylet) Receive(ctx actor.Context) {
 		r.reserve(ctx, m)
 	case *pb.BundleCommit:
 		r.commitBundle(ctx, m)
+	case OwnerGone:
+		r.ownerGone(ctx, m.Address)
 	case Stats:
 		reply := &StatsReply{Total: r.total, Available: r.avail, Queued: r.queued, Requests: r.requests.Len(),
 			Leases: len(r.leases), Granted: r.granted, Released: r.released}
@@ -300,6 +322,12 @@ func (r *Raylet) request(ctx actor.Context, m *pb.LeaseRequest) {
 	owner := actor.NewPID(m.Owner.Address, m.Owner.Id)
 	res := tasks.ResourcesFromPB(m.Resources)
 	if !r.total.Fits(res) {
+		if g := groupOf(res); g != "" && r.total.Get(sched.BundleName(sched.BundleMarker, g, -1)) <= 0 {
+			// A group this node holds no bundle of (any more): it was removed, or its
+			// creator died (a bundle moves only when its node dies).
+			ctx.Send(owner, &pb.LeaseGrant{RequestId: m.RequestId, Denied: groupGone(r.cfg.Node, g)})
+			return
+		}
 		ctx.Send(owner, &pb.LeaseGrant{RequestId: m.RequestId, Denied: &pb.ErrorInfo{Kind: pb.ErrorInfo_INFEASIBLE, NodeId: string(r.cfg.Node),
 			Message: fmt.Sprintf("task requires %v but node %s has %v in total", res, r.cfg.Node, r.total)}})
 		return
@@ -489,40 +517,19 @@ func (r *Raylet) commitBundle(ctx actor.Context, m *pb.BundleCommit) {
 			return
 		}
 	}
-	reply := r.doCommit(ctx, m)
-	if s := ctx.Sender(); s != nil {
-		ctx.Send(s, reply)
+	pc := &pendingCommit{m: m, sender: ctx.Sender()}
+	reply := r.doCommit(ctx, pc)
+	if pc.sender != nil {
+		ctx.Send(pc.sender, reply)
 	}
 }
 
 // doCommit is commitBundle against what the raylet holds; it returns the reply.
-func (r *Raylet) doCommit(ctx actor.Context, m *pb.BundleCommit) *pb.BundleCommitReply {
+func (r *Raylet) doCommit(ctx actor.Context, pc *pendingCommit) *pb.BundleCommitReply {
+	m := pc.m
 	reply := &pb.BundleCommitReply{Group: m.Group, Index: m.Index, Ok: true}
 	if m.Release {
-		var res, renamed sched.Resources
-		for key, b := range r.bundles {
-			if b.group == m.Group {
-				res, renamed = res.Add(b.res), renamed.Add(b.renamed)
-				delete(r.bundles, key)
-			}
-		}
-		if renamed.IsZero() {
-			return reply
-		}
-		r.total = r.total.Sub(renamed)
-		res.Each(func(name string, q sched.Quantity) {
-			wild := sched.BundleName(name, m.Group, -1)
-			free := min(max(r.avail.Get(wild), 0), q)
-			r.avail = r.avail.With(name, r.avail.Get(name)+free)
-			if free < q {
-				if r.returned == nil {
-					r.returned = map[string]*returnedName{}
-				}
-				r.returned[wild] = &returnedName{orig: name}
-			}
-		})
-		r.avail = r.avail.Sub(renamed)
-		r.dispatch(ctx)
+		r.releaseGroup(ctx, m.Group)
 		return reply
 	}
 	key := bundleKey(m.Group, m.Index)
@@ -535,12 +542,90 @@ func (r *Raylet) doCommit(ctx actor.Context, m *pb.BundleCommit) *pb.BundleCommi
 		reply.Message = fmt.Sprintf("node %s has %v free, the bundle needs %v", r.cfg.Node, r.avail, res)
 		return reply
 	}
-	b := bundle{group: m.Group, res: res, renamed: sched.BundleResources(m.Group, int(m.Index), res)}
+	b := bundle{group: m.Group, owner: pc.owner(), res: res, renamed: sched.BundleResources(m.Group, int(m.Index), res)}
 	r.bundles[key] = b
 	r.avail = r.avail.Sub(res).Add(b.renamed)
 	r.total = r.total.Add(b.renamed)
 	r.dispatch(ctx)
 	return reply
+}
+
+// releaseGroup gives back every bundle of group the node holds (see commitBundle), and
+// fails at once the lease requests queued for them: they can never be granted here now.
+func (r *Raylet) releaseGroup(ctx actor.Context, group string) {
+	var res, renamed sched.Resources
+	for key, b := range r.bundles {
+		if b.group == group {
+			res, renamed = res.Add(b.res), renamed.Add(b.renamed)
+			delete(r.bundles, key)
+		}
+	}
+	if renamed.IsZero() {
+		return
+	}
+	r.total = r.total.Sub(renamed)
+	res.Each(func(name string, q sched.Quantity) {
+		wild := sched.BundleName(name, group, -1)
+		free := min(max(r.avail.Get(wild), 0), q)
+		r.avail = r.avail.With(name, r.avail.Get(name)+free)
+		if free < q {
+			if r.returned == nil {
+				r.returned = map[string]*returnedName{}
+			}
+			r.returned[wild] = &returnedName{orig: name}
+		}
+	})
+	r.avail = r.avail.Sub(renamed)
+	// A request waiting for the group's room: Ray fails the tasks of a removed group.
+	// Every task in the group asks for its marker (sched.InBundle), so the request names
+	// it; its owner fails the tasks with ErrPlacementGroupRemoved.
+	marker := sched.BundleName(sched.BundleMarker, group, -1)
+	r.requests.RemoveFunc(func(q *request) bool {
+		if q.res.Get(marker) <= 0 {
+			return false
+		}
+		r.queued -= backlogOf(q)
+		ctx.Send(q.owner, &pb.LeaseGrant{RequestId: q.id, Denied: groupGone(r.cfg.Node, group)})
+		return true
+	})
+	r.dispatch(ctx)
+}
+
+// ownerGone releases every group whose bundles here the process at address committed
+// (OwnerGone: it died).
+func (r *Raylet) ownerGone(ctx actor.Context, address string) {
+	if address == "" {
+		return
+	}
+	var groups []string
+	for _, b := range r.bundles {
+		if b.owner == address && !slices.Contains(groups, b.group) {
+			groups = append(groups, b.group)
+		}
+	}
+	for _, g := range groups {
+		r.cfg.Logger.Info("raylet: releasing the bundles of a placement group whose creator died", "node", r.cfg.Node, "group", g, "creator", address)
+		r.releaseGroup(ctx, g)
+	}
+}
+
+// groupOf returns the placement group a demand is in (its bundle marker names it, see
+// sched.InBundle), or "".
+func groupOf(res sched.Resources) string {
+	group := ""
+	prefix := sched.BundleMarker + "_group_"
+	res.Each(func(name string, _ sched.Quantity) {
+		if rest, ok := strings.CutPrefix(name, prefix); ok && !strings.Contains(rest, "_") {
+			group = rest // the group-wide form (the per-bundle one is "<index>_<group>")
+		}
+	})
+	return group
+}
+
+// groupGone is the denial of a lease request for a bundle of group that node does not hold.
+func groupGone(node ids.NodeID, group string) *pb.ErrorInfo {
+	return &pb.ErrorInfo{Kind: pb.ErrorInfo_PLACEMENT_GROUP_REMOVED, NodeId: string(node),
+		Message: fmt.Sprintf("placement group %s was removed: node %s holds none of its bundles now", group, node)}
 }
 
 // releaseReturned gives back, as the original resources, what a released lease held of
@@ -576,7 +661,7 @@ func (r *Raylet) balance(ctx actor.Context) {
 			res := tasks.ResourcesFromPB(pc.m.Resources)
 			if r.deficit(res).IsZero() {
 				r.commits = r.commits[1:]
-				reply := r.doCommit(ctx, pc.m)
+				reply := r.doCommit(ctx, pc)
 				if pc.sender != nil {
 					ctx.Send(pc.sender, reply)
 				}

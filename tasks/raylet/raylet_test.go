@@ -427,3 +427,83 @@ func TestBundles(t *testing.T) {
 		t.Fatalf("total %v, want CPU=3", st.Total)
 	}
 }
+
+// TestReleasedBundleFailsQueuedRequests: a lease request waiting for a bundle's room fails
+// at once, with PLACEMENT_GROUP_REMOVED, when the group is given back (Ray fails the tasks
+// of a removed group); a request for a group the node no longer holds is refused the same
+// way, and the other owners' requests are not touched.
+func TestReleasedBundleFailsQueuedRequests(t *testing.T) {
+	h := newHarness(t, map[string]float64{sched.CPU: 2}, 2)
+	if r := h.commit(bundleMsg("g", 0, map[string]float64{sched.CPU: 1}, false)); !r.Ok {
+		t.Fatalf("commit: %v", r.Message)
+	}
+	inBundle := sched.InBundle("g", 0, sched.Resources{}.With(sched.CPU, sched.Unit)).Map()
+	h.ask(h.owner, inBundle)
+	running := h.grants(h.owner, 1)[0]
+	waiting := h.ask(h.owner, inBundle) // the bundle is full: it waits
+	other := h.newOwner()
+	h.ask(other, cpu1)
+	h.grants(other, 1)
+	h.ask(other, cpu1) // the node is full: it waits too, outside the group
+	h.noGrant(h.owner)
+	h.noGrant(other)
+	if st := h.stats(); st.Requests != 2 {
+		t.Fatalf("%d requests queued, want 2", st.Requests)
+	}
+
+	if r := h.commit(bundleMsg("g", -1, nil, true)); !r.Ok {
+		t.Fatal(r.Message)
+	}
+	d := h.grants(h.owner, 1)[0]
+	if d.RequestId != waiting || d.Denied == nil || d.Denied.Kind != pb.ErrorInfo_PLACEMENT_GROUP_REMOVED {
+		t.Fatalf("the request queued for the released bundle: %+v, want request %d denied PLACEMENT_GROUP_REMOVED", d, waiting)
+	}
+	if st := h.stats(); st.Requests != 1 || st.Queued != 3 {
+		t.Fatalf("after the release: %d requests (%d tasks) queued, want the other owner's 1 (3)", st.Requests, st.Queued)
+	}
+	// A request for the group now: refused the same way, not as infeasible.
+	id := h.ask(h.owner, inBundle)
+	if d := h.grants(h.owner, 1)[0]; d.RequestId != id || d.Denied == nil || d.Denied.Kind != pb.ErrorInfo_PLACEMENT_GROUP_REMOVED {
+		t.Fatalf("a request for the released group: %+v, want it denied PLACEMENT_GROUP_REMOVED", d)
+	}
+	// The running task's lease ends: its CPU goes to the other owner's waiting request.
+	h.send(release(running))
+	if g := h.grants(other, 1)[0]; g.Denied != nil {
+		t.Fatalf("the other owner's request: %+v", g)
+	}
+}
+
+// TestOwnerGoneReleasesItsBundles: OwnerGone releases the groups whose bundles the dead
+// process committed (the address its commits came from), and only those.
+func TestOwnerGoneReleasesItsBundles(t *testing.T) {
+	h := newHarness(t, map[string]float64{sched.CPU: 3}, 2)
+	// "mine" is committed by this system's root (its replies come back here); "theirs"
+	// by a process at another address.
+	if r := h.commit(bundleMsg("mine", 0, map[string]float64{sched.CPU: 1}, false)); !r.Ok {
+		t.Fatalf("commit: %v", r.Message)
+	}
+	dead := actor.NewPID("10.0.0.9:4000", "ask1")
+	h.sys.Root.RequestWithCustomSender(h.raylet, bundleMsg("theirs", 0, map[string]float64{sched.CPU: 1}, false), dead)
+	h.sys.Root.RequestWithCustomSender(h.raylet, bundleMsg("theirs", 1, map[string]float64{sched.CPU: 1}, false), dead)
+	if st := h.stats(); st.Available.Get(sched.CPU) != 0 || st.Total.Get("CPU_group_theirs") != 2*sched.Unit {
+		t.Fatalf("after the commits: total %v, available %v", st.Total, st.Available)
+	}
+	inBundle := sched.InBundle("theirs", 1, sched.Resources{}.With(sched.CPU, sched.Unit)).Map()
+	h.ask(h.owner, inBundle)
+	h.grants(h.owner, 1)
+	h.ask(h.owner, inBundle) // the bundle is full: it waits
+	h.noGrant(h.owner)
+
+	h.send(OwnerGone{Address: "10.0.0.9:4001"}) // another process: nothing changes
+	if st := h.stats(); st.Total.Get("CPU_group_theirs") != 2*sched.Unit {
+		t.Fatalf("a bundle of a live owner was released: total %v", st.Total)
+	}
+	h.send(OwnerGone{Address: dead.Address})
+	if d := h.grants(h.owner, 1)[0]; d.Denied == nil || d.Denied.Kind != pb.ErrorInfo_PLACEMENT_GROUP_REMOVED {
+		t.Fatalf("a request queued for the dead owner's group: %+v, want it denied PLACEMENT_GROUP_REMOVED", d)
+	}
+	st := h.stats()
+	if st.Available.Get(sched.CPU) != sched.Unit || st.Total.Get("CPU_group_theirs") != 0 || st.Total.Get("CPU_group_mine") != sched.Unit {
+		t.Fatalf("after the owner's death: total %v, available %v; want the free CPU of its bundles back at once and the other group kept", st.Total, st.Available)
+	}
+}
