@@ -32,7 +32,12 @@
 //     group's bundle runs only on the bundle's node (ActorInfo.affinity_node) and, while
 //     that node is dead, waits (being created too): when the bundle is placed again, the
 //     group's creator moves the record (Table.MoveAffinity) and it starts there. The manager indexes the live actors of
-//     every job by placement group (InGroup), for that creator to find them.
+//     every job by placement group (InGroup), for that creator to find them. A group
+//     lives as long as its creator: in a cluster (ManagerConfig.GroupGoneGrace) the
+//     leader kills, for good, its job's live actors in a group whose record says
+//     REMOVED, whose creator's death is confirmed (OwnerGone), or whose record has been
+//     missing for the grace, detached ones included and whoever created them, so that a
+//     group whose creator crashed with everyone who put actors in it still ends them.
 //   - grain: the protoactor grain of identity "a/<actorID>", activated on the node the
 //     placement names. On activation it reads the actor record, holds the resources the
 //     actor asked for at the node's raylet, constructs the instance, restores the newest

@@ -55,7 +55,13 @@ type ManagerConfig struct {
 	// DeadKept is how many dead actors Get still answers for from memory, the most
 	// recent deaths (default 65536). Older ones are read from the GCS on demand (Info).
 	DeadKept int
-	Logger   *slog.Logger
+	// GroupGoneGrace, when positive, makes the leader end the actors of its job whose
+	// placement group is gone (manager_groups.go): its record says REMOVED, its creator's
+	// death is confirmed (OwnerGone), or its record has been missing for GroupGoneGrace
+	// (its creator ended and nobody saw it: the record lives on the creator's lease).
+	// Zero leaves that to the groups' creators (a single-process runtime).
+	GroupGoneGrace time.Duration
+	Logger         *slog.Logger
 }
 
 // Validate reports a configuration that cannot work.
@@ -65,6 +71,9 @@ func (c *ManagerConfig) Validate() error {
 	}
 	if c.DeadKept < 0 {
 		return errors.New("actors: ManagerConfig.DeadKept must not be negative")
+	}
+	if c.GroupGoneGrace < 0 {
+		return errors.New("actors: ManagerConfig.GroupGoneGrace must not be negative")
 	}
 	return nil
 }
@@ -133,6 +142,7 @@ type Manager struct {
 	suspects  map[string]bool                // and those suspect then (SuspectView)
 	leading   bool
 	ticks     int
+	groups    groupCheck // the placement groups of the job's actors (manager_groups.go)
 }
 
 // tomb is what the manager keeps of a dead actor: what its callers need to fail their
@@ -201,7 +211,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		dirty: map[string]struct{}{}, waiting: map[string]struct{}{}, byNode: map[string]map[string]struct{}{},
 		byOwner: map[string]map[string]struct{}{}, goneOwners: mapx.Recent[string]{Max: maxGoneOwners},
 		activated: map[string]activation{}, inflight: map[string]string{}, placing: map[string]int{},
-		results: make(chan stepResult, maxSteps), slots: make(chan struct{}, maxSteps)}
+		results: make(chan stepResult, maxSteps), slots: make(chan struct{}, maxSteps),
+		groups: groupCheck{verdicts: make(chan []groupVerdict, 1), seen: map[string]*groupSeen{}}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.wg.Add(1)
 	go m.run()
@@ -401,6 +412,9 @@ func (m *Manager) run() {
 				m.ticks++
 				m.retryActivations()
 				m.reconcile(m.ticks%sweepEvery == 0)
+				m.checkGroups()
+			case v := <-m.groups.verdicts:
+				m.endGroups(v)
 			}
 		}
 	}

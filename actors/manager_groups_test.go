@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks/sched"
@@ -110,5 +112,96 @@ func TestManagerGroupActorWaitsForItsBundle(t *testing.T) {
 	}
 	if info := h.await(inGroup, "alive", phaseIs(lifecycle.Alive)); info.Node != "n1" {
 		t.Fatalf("the moved actor is alive on %s, want n1", info.Node)
+	}
+}
+
+// TestGroupGone: the decision on a placement group's record as read (nil: missing).
+func TestGroupGone(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	grace := 10 * time.Second
+	dead := func(addr string) bool { return addr == "dead:1" }
+	rec := func(state, creator string) *pb.PlacementGroupInfo {
+		return &pb.PlacementGroupInfo{Id: "g", State: state, CreatorAddress: creator}
+	}
+	type read struct {
+		rec  *pb.PlacementGroupInfo
+		at   time.Duration
+		gone bool
+	}
+	for _, tc := range []struct {
+		name  string
+		reads []read
+	}{
+		{"created, creator alive", []read{{rec("CREATED", "live:1"), 0, false}, {rec("CREATED", "live:1"), time.Hour, false}}},
+		{"removed", []read{{rec("REMOVED", "live:1"), 0, true}}},
+		{"creator dead, record still there", []read{{rec("CREATED", "dead:1"), 0, true}}},
+		{"creator dead, record gone since", []read{{rec("PENDING", "dead:1"), 0, true}, {nil, time.Second, true}}},
+		{"missing for the grace", []read{{nil, 0, false}, {nil, grace - time.Millisecond, false}, {nil, grace, true}}},
+		{"missing, then back (the creator registered again)", []read{
+			{rec("CREATED", "live:1"), 0, false}, {nil, time.Second, false}, {rec("CREATED", "live:1"), 5 * time.Second, false},
+			{nil, 6 * time.Second, false}, {nil, 6*time.Second + grace - time.Millisecond, false}, {nil, 6*time.Second + grace, true}}},
+		{"an old record without the creator", []read{{rec("CREATED", ""), 0, false}, {nil, grace / 2, false}}},
+	} {
+		st := &groupSeen{}
+		for i, r := range tc.reads {
+			why := groupGone("g", r.rec, st, dead, t0.Add(r.at), grace)
+			if (why != "") != r.gone || why != "" && !strings.Contains(why, "placement group g") {
+				t.Fatalf("%s: read %d: %q, want gone=%v", tc.name, i, why, r.gone)
+			}
+		}
+	}
+}
+
+// TestManagerEndsActorsOfGoneGroups: with GroupGoneGrace the leader kills, for good, the
+// live actors whose placement group was removed, whose creator died (OwnerGone), or whose
+// record has been missing for the grace, whoever created them; an actor in a group whose
+// record is there, or missing for less than the grace, lives on.
+func TestManagerEndsActorsOfGoneGroups(t *testing.T) {
+	const grace = 2 * time.Second
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}}, func(c *ManagerConfig) { c.GroupGoneGrace = grace })
+	put := func(group, state, creator string) {
+		b, err := proto.Marshal(&pb.PlacementGroupInfo{Id: group, State: state, CreatorAddress: creator})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.table.Store.Put(context.Background(), gcs.PlacementGroupKey(group), b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(group string, detached bool) string {
+		id := ids.NewActorID()
+		info := &pb.ActorInfo{ActorId: id[:], Class: "test.C", PlacementGroup: group, AffinityNode: "n1", Detached: detached, MaxRestarts: 3}
+		if _, _, err := h.table.Create(context.Background(), info); err != nil {
+			t.Fatal(err)
+		}
+		h.await(id.String(), "alive", phaseIs(lifecycle.Alive))
+		return id.String()
+	}
+	put("live", "CREATED", "10.0.0.2:1")
+	put("crashed", "CREATED", "10.0.0.1:1")
+	put("removed", "CREATED", "10.0.0.2:1")
+	live, crashed, removed := mk("live", true), mk("crashed", true), mk("removed", false)
+
+	put("removed", "REMOVED", "10.0.0.2:1")
+	if info := h.await(removed, "dead", phaseIs(lifecycle.Dead)); !strings.Contains(info.Detail, "placement group removed was removed") {
+		t.Fatalf("the actor of a removed group: %q", info.Detail)
+	}
+	h.m.OwnerGone("10.0.0.1:1")
+	if info := h.await(crashed, "dead", phaseIs(lifecycle.Dead)); !strings.Contains(info.Detail, "ended with its creator") {
+		t.Fatalf("the detached actor of a group whose creator died: %q", info.Detail)
+	}
+	// A record missing for a moment (its creator's lease lost in a GCS outage, written
+	// again on a new one) ends nothing.
+	if _, err := h.table.Store.Delete(context.Background(), gcs.PlacementGroupKey("live")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	put("live", "CREATED", "10.0.0.2:1")
+	vanished := mk("vanished", false) // no record, ever
+	if info := h.await(vanished, "dead", phaseIs(lifecycle.Dead)); !strings.Contains(info.Detail, "placement group vanished is gone") {
+		t.Fatalf("the actor of a group whose record is missing: %q", info.Detail)
+	}
+	if info, ok := h.m.Get(live); !ok || lifecycle.Phase(info.Phase) != lifecycle.Alive {
+		t.Fatalf("the actor of a live group: %+v (found %v), want it alive", info, ok)
 	}
 }

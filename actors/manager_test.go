@@ -87,12 +87,12 @@ type managerHarness struct {
 	m     *Manager
 }
 
-func newManagerHarness(t *testing.T, nodes map[string]sched.Resources) *managerHarness {
+func newManagerHarness(t *testing.T, nodes map[string]sched.Resources, opts ...func(*ManagerConfig)) *managerHarness {
 	t.Helper()
 	store := memstore.New(memstore.Options{})
 	t.Cleanup(func() { store.Close() })
 	h := &managerHarness{t: t, table: &Table{Store: store}, nodes: &fakeNodes{alive: nodes}}
-	m, err := NewManager(ManagerConfig{Node: "n1", Table: h.table, Nodes: h.nodes, Resync: 20 * time.Millisecond,
+	cfg := ManagerConfig{Node: "n1", Table: h.table, Nodes: h.nodes, Resync: 20 * time.Millisecond,
 		DeadKept: 4,
 		Activate: func(id string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -102,7 +102,11 @@ func newManagerHarness(t *testing.T, nodes map[string]sched.Resources) *managerH
 				return
 			}
 			h.table.Step(ctx, id, lifecycle.ConstructorSucceeded{Incarnation: info.Incarnation})
-		}})
+		}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m, err := NewManager(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4720,11 +4720,15 @@ type PlacementGroupInfo struct {
 	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	Strategy      string                 `protobuf:"bytes,4,opt,name=strategy,proto3" json:"strategy,omitempty"`
 	Bundles       []*PlacementBundle     `protobuf:"bytes,5,rep,name=bundles,proto3" json:"bundles,omitempty"`
-	State         string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"` // PENDING, CREATED, REMOVED
+	State         string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"` // PENDING, CREATED, RESCHEDULING, REMOVED
 	CreatedUnixMs int64                  `protobuf:"varint,7,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
 	Detail        string                 `protobuf:"bytes,8,opt,name=detail,proto3" json:"detail,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// creator_address is the address of the runtime that created the group, which owns it:
+	// the group ends with that process (the actor manager ends the group's actors once
+	// its death is confirmed, every raylet gives back its bundles).
+	CreatorAddress string `protobuf:"bytes,9,opt,name=creator_address,json=creatorAddress,proto3" json:"creator_address,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PlacementGroupInfo) Reset() {
@@ -4809,6 +4813,13 @@ func (x *PlacementGroupInfo) GetCreatedUnixMs() int64 {
 func (x *PlacementGroupInfo) GetDetail() string {
 	if x != nil {
 		return x.Detail
+	}
+	return ""
+}
+
+func (x *PlacementGroupInfo) GetCreatorAddress() string {
+	if x != nil {
+		return x.CreatorAddress
 	}
 	return ""
 }
@@ -5677,7 +5688,7 @@ const file_ray_proto_rawDesc = "" +
 	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x0e\n" +
 	"\x02ok\x18\x03 \x01(\bR\x02ok\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\"\xf3\x01\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\x9c\x02\n" +
 	"\x12PlacementGroupInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
@@ -5686,7 +5697,8 @@ const file_ray_proto_rawDesc = "" +
 	"\abundles\x18\x05 \x03(\v2\x16.raypb.PlacementBundleR\abundles\x12\x14\n" +
 	"\x05state\x18\x06 \x01(\tR\x05state\x12&\n" +
 	"\x0fcreated_unix_ms\x18\a \x01(\x03R\rcreatedUnixMs\x12\x16\n" +
-	"\x06detail\x18\b \x01(\tR\x06detail\"\\\n" +
+	"\x06detail\x18\b \x01(\tR\x06detail\x12'\n" +
+	"\x0fcreator_address\x18\t \x01(\tR\x0ecreatorAddress\"\\\n" +
 	"\x0fPlacementBundle\x120\n" +
 	"\tresources\x18\x01 \x03(\v2\x12.raypb.ResourceQtyR\tresources\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\"K\n" +
