@@ -48,7 +48,8 @@ type orphanState struct {
 
 // ProcessGone records that the process at address died for good (the membership's
 // MemberGone, not a broken connection): lookups of the actors it owned and refs it owns
-// are answered without asking it (ownerGone).
+// are answered without asking it (ownerGone), and this node's raylet gives back the
+// bundles of the placement groups it created (pgOwnerGone).
 func (c *Core) ProcessGone(address string) {
 	o := &c.orphans
 	o.mu.Lock()
@@ -57,6 +58,7 @@ func (c *Core) ProcessGone(address string) {
 	}
 	o.gone[address] = struct{}{}
 	o.mu.Unlock()
+	c.pgOwnerGone(address) // pg.go: the bundles of its groups on this node go back
 }
 
 // ProcessBack forgets ProcessGone for address: a process joined (or was reached) at that

@@ -16,16 +16,16 @@ import (
 	"github.com/ray-go/ray/internal/base/mapx"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/raylet"
 	"github.com/ray-go/ray/tasks/sched"
 )
 
 // Placement groups (Ray's): a group reserves bundles of resources on nodes, placed
 // together by a strategy (sched.PlaceBundles), and tasks scheduled into a bundle run on its
 // node with its resources. The runtime that creates a group owns it (Ray's GCS does; here
-// the group lives as long as its creator, and every node releases a dead owner's
-// reservations with its leases... see Remove and Close): a goroutine places it, retrying
-// while the cluster lacks the room, and commits each bundle at its node's raylet, which
-// renames the bundle's resources (sched.BundleResources) so that only tasks in the group
+// the group lives as long as its creator: see Remove, Close and the crash of a creator
+// below): a goroutine places it, retrying while the cluster lacks the room, and commits
+// each bundle at its node's raylet, which renames the bundle's resources (sched.BundleResources) so that only tasks in the group
 // can use them. A bundle refused by a raylet (its last load report overstated what was
 // free) releases the group everywhere and the placement starts again.
 //
@@ -55,7 +55,20 @@ import (
 // each group it has tasks or actors in (watchForeignGroup) and, once the record says
 // REMOVED or is gone (its creator ended, even without Remove), cancels those tasks and
 // kills those actors; its tasks still waiting to be placed fail with
-// ErrPlacementGroupRemoved.
+// ErrPlacementGroupRemoved, and those queued at a raylet for the bundle's room are denied
+// there when it releases the bundle (PLACEMENT_GROUP_REMOVED, the same error).
+//
+// A group lives as long as its creator (Ray: as long as its creator's job; there are no
+// detached groups here). A creator that stops removes its groups (Close); one that crashes
+// cannot, and the processes that put work in them may have crashed with it, so the
+// cluster ends them without it: every node's runtime, told of the confirmed death
+// (ProcessGone), has its raylet give back the bundles that process committed there
+// (pgOwnerGone, raylet.OwnerGone: a commit's sender names its creator); the group's
+// record, written on the creator's lease, goes when etcd expires the lease; and the actor
+// manager's leader of each job kills that job's live actors in the group (actors.Manager,
+// ManagerConfig.GroupGoneGrace), the record naming the creator (creator_address) whose
+// death it learns of, or, failing that, once the record has been missing for three lease
+// TTLs (the creator's node writes its groups' records again after a lost lease).
 
 // StrategyPlacementGroup is TaskSpec.strategy for a task in a placement group.
 const StrategyPlacementGroup = "placement_group"
@@ -119,6 +132,8 @@ type pgShared struct {
 	mu      sync.Mutex
 	gone    mapx.Recent[string]     // groups removed lately, at most pgGoneKept
 	foreign map[string]*foreignWork // another process's group -> what this runtime put in it
+	// abandoned: Close leaves the groups as a crash would (Abandon).
+	abandoned bool
 }
 
 // foreignWork is what this runtime put in another process's group and may not have
@@ -997,7 +1012,7 @@ func (pg *PlacementGroup) record(state string) {
 		return // a placing attempt that ended after Remove
 	}
 	info := &pb.PlacementGroupInfo{Id: pg.ID, JobId: string(pg.c.cfg.Job), Name: pg.Name, Strategy: pg.Strategy.String(),
-		State: state, CreatedUnixMs: pg.created.UnixMilli(), Detail: why}
+		State: state, CreatedUnixMs: pg.created.UnixMilli(), Detail: why, CreatorAddress: pg.c.cfg.System.Address()}
 	for i, b := range pg.Bundles {
 		bundle := &pb.PlacementBundle{Resources: tasks.ResourcesToPB(b)}
 		if i < len(nodes) {
@@ -1008,8 +1023,37 @@ func (pg *PlacementGroup) record(state string) {
 	rec(info)
 }
 
-// closePlacementGroups removes every group this runtime still holds (Close).
+// pgOwnerGone: the process at address died, for good (ProcessGone). The groups it created
+// end with it: this node's raylet gives back the bundles that process committed here
+// (raylet.OwnerGone), so the resources of a creator that crashed come back on every node
+// (each node's runtime hears of the death). Its groups' records go with its lease, and
+// the actors in them are ended by their job's actor manager (actors.Manager, groups).
+func (c *Core) pgOwnerGone(address string) {
+	if address == "" || address == c.cfg.System.Address() {
+		return
+	}
+	if r := c.cfg.Raylet(); r != nil {
+		c.root.Send(r, raylet.OwnerGone{Address: address})
+	}
+}
+
+// Abandon makes Close leave this runtime's placement groups in place, as a process that
+// crashed does (tests of what the cluster does then: internal/assembly/node Crash).
+func (c *Core) Abandon() {
+	c.pgMore.mu.Lock()
+	c.pgMore.abandoned = true
+	c.pgMore.mu.Unlock()
+}
+
+// closePlacementGroups removes every group this runtime still holds (Close), unless
+// Abandon was called.
 func (c *Core) closePlacementGroups() {
+	c.pgMore.mu.Lock()
+	abandoned := c.pgMore.abandoned
+	c.pgMore.mu.Unlock()
+	if abandoned {
+		return
+	}
 	c.pgs.Range(func(_, v any) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = v.(*PlacementGroup).Remove(ctx)

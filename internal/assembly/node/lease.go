@@ -8,8 +8,8 @@ import (
 	"github.com/ray-go/ray/internal/base/gcs"
 )
 
-// The node's registration lease carries its node record, its load report and, for a
-// driver, the job's alive key (jobalive/<job>). A GCS outage longer than the lease's TTL
+// The node's registration lease carries its node record, its load report, its runtime's
+// placement groups' records and, for a driver, the job's alive key (jobalive/<job>). A GCS outage longer than the lease's TTL
 // (a quorum lost for a while) loses it: etcd expires it once the GCS answers again, and
 // everything on it is deleted, so the head would take the job's driver for dead and the
 // other nodes this node. keepLease therefore renews the lease for as long as the node runs
@@ -81,6 +81,7 @@ func (n *Node) renewLease(ctx context.Context) (<-chan struct{}, error) {
 			return nil, err
 		}
 	}
+	n.pgRecords.rewrite() // the placement groups' records lived on the old lease too
 	n.cfg.Logger.Warn("node: the registration lease had expired (the GCS was unreachable for longer than its TTL); registered again", "ttl", n.cfg.LeaseTTL)
 	return lost, nil
 }

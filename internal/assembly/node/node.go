@@ -276,6 +276,7 @@ type Node struct {
 	rayletP atomic.Pointer[actor.PID] // resolved once: read on every task's placement
 	storeP  atomic.Pointer[actor.PID]
 	stopped bool
+	crashed bool // Crash: Stop hands nothing over
 }
 
 // Start starts a single node with an embedded GCS.
@@ -475,8 +476,14 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.view != nil && cfg.Role != RoleDriver {
 		n.loads = startLoadReporter(n)
 	}
+	var groupGrace time.Duration
+	if n.view != nil {
+		// A cluster: the actors in a placement group whose creator died end (see
+		// actors.ManagerConfig.GroupGoneGrace), as their owners' actors do.
+		groupGrace = ownerGraceLeases * cfg.LeaseTTL
+	}
 	if n.actors, err = actors.NewManager(actors.ManagerConfig{Node: string(n.ID), Job: string(cfg.Job), Table: n.table, Nodes: n.nodes,
-		Activate: func(id string) { n.actorPID(id) }, Logger: cfg.Logger}); err != nil {
+		Activate: func(id string) { n.actorPID(id) }, GroupGoneGrace: groupGrace, Logger: cfg.Logger}); err != nil {
 		return nil, err
 	}
 	n.actors.Subscribe(n.Core.ActorChanged)
@@ -885,6 +892,18 @@ func (n *Node) DataAddress() string {
 	return n.data.Addr()
 }
 
+// Crash stops the node as if its process had been killed, for tests of what the cluster
+// does then (internal/assembly/testcluster CrashNode): nothing is handed over or cleaned
+// up. Its runtime's placement groups are not removed and the actors it owns not ended;
+// its node record and membership are not taken back but expire with their leases' TTL;
+// its remote shuts down, so connections to it are refused.
+func (n *Node) Crash(ctx context.Context) error {
+	n.mu.Lock()
+	n.crashed = true
+	n.mu.Unlock()
+	return n.Stop(ctx)
+}
+
 // Stop stops everything Start started and removes what it created. It is safe to call
 // more than once.
 func (n *Node) Stop(ctx context.Context) error {
@@ -894,10 +913,13 @@ func (n *Node) Stop(ctx context.Context) error {
 		return nil
 	}
 	n.stopped = true
+	crashed := n.crashed
 	n.mu.Unlock()
 	var errs []error
 	if n.actors != nil {
-		n.releaseOwnedActors(ctx)
+		if !crashed {
+			n.releaseOwnedActors(ctx)
+		}
 		n.actors.Stop()
 	}
 	if n.sub != nil {
@@ -924,6 +946,9 @@ func (n *Node) Stop(ctx context.Context) error {
 		n.view.Stop()
 	}
 	if n.Core != nil {
+		if crashed {
+			n.Core.Abandon()
+		}
 		n.Core.Close()
 	}
 	// A node that runs tasks leaves the node table first, so that no more work is placed
@@ -936,6 +961,9 @@ func (n *Node) Stop(ctx context.Context) error {
 		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		n.stopKeeping()
+		if crashed {
+			return // its lease expires
+		}
 		_, _ = n.store.Delete(dctx, gcs.NodeKey(string(n.ID)))
 		if l := n.leaseID(); l != 0 {
 			_ = n.store.Revoke(dctx, l)
@@ -952,13 +980,15 @@ func (n *Node) Stop(ctx context.Context) error {
 			n.lookup.Shutdown()
 		}
 		if n.provider != nil {
-			if err := n.provider.Shutdown(true); err != nil {
+			if err := n.provider.Shutdown(!crashed); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
 	if n.job != nil {
-		n.endJob(ctx)
+		if !crashed {
+			n.endJob(ctx)
+		}
 		leave()
 	}
 	n.releaseExecutable()

@@ -13,19 +13,37 @@ import (
 
 // pgRecords writes the placement groups' records of this node's runtime to the GCS
 // (gcs.PlacementGroupKey, under the node's lease, so they go with the process), for the
-// state API. Put never blocks: the latest record of each group waits in a map and one
-// goroutine writes what is there, so a burst of groups costs one write per group at
-// most, and a REMOVED record is written like the others (Ray lists removed groups).
+// state API and for the other processes (the actor managers end the actors of a group
+// whose record is gone). Put never blocks: the latest record of each group waits in a map
+// and one goroutine writes what is there, so a burst of groups costs one write per group
+// at most, and a REMOVED record is written like the others (Ray lists removed groups).
+// The latest record of each group not removed is kept (live), and written again when the
+// node takes a new lease after losing its own (rewrite: a GCS outage longer than the
+// lease deleted them).
 type pgRecords struct {
 	n       *Node
 	mu      sync.Mutex
 	pending map[string]*pb.PlacementGroupInfo
+	live    map[string]*pb.PlacementGroupInfo
 	running bool
 }
 
 func (r *pgRecords) put(info *pb.PlacementGroupInfo) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.live == nil {
+		r.live = map[string]*pb.PlacementGroupInfo{}
+	}
+	if info.State == "REMOVED" {
+		delete(r.live, info.Id)
+	} else {
+		r.live[info.Id] = info
+	}
+	r.queue(info)
+}
+
+// queue has info written. Called with r.mu held.
+func (r *pgRecords) queue(info *pb.PlacementGroupInfo) {
 	if r.pending == nil {
 		r.pending = map[string]*pb.PlacementGroupInfo{}
 	}
@@ -33,6 +51,17 @@ func (r *pgRecords) put(info *pb.PlacementGroupInfo) {
 	if !r.running {
 		r.running = true
 		go r.write()
+	}
+}
+
+// rewrite writes again the records of the groups not removed (on the new lease).
+func (r *pgRecords) rewrite() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, info := range r.live {
+		if _, queued := r.pending[info.Id]; !queued {
+			r.queue(info)
+		}
 	}
 }
 
@@ -47,6 +76,7 @@ func (r *pgRecords) write() {
 			return
 		}
 		r.mu.Unlock()
+		var failed []*pb.PlacementGroupInfo
 		for id, info := range batch {
 			b, err := proto.Marshal(info)
 			if err != nil {
@@ -56,11 +86,39 @@ func (r *pgRecords) write() {
 			_, err = r.n.store.Put(ctx, gcs.PlacementGroupKey(id), b, r.n.leaseID())
 			cancel()
 			if err != nil {
-				r.n.cfg.Logger.Debug("node: writing a placement group's record failed (the state API misses it)", "group", id, "err", err)
+				r.n.cfg.Logger.Debug("node: writing a placement group's record failed; trying again", "group", id, "err", err)
+				failed = append(failed, info)
 			}
+		}
+		if len(failed) > 0 {
+			// Written again (unless a newer record came meanwhile) while the node runs: a
+			// group whose record stays missing is taken for one whose creator ended.
+			time.Sleep(pgWriteRetry)
+			r.n.mu.Lock()
+			stopped := r.n.stopped
+			r.n.mu.Unlock()
+			if stopped {
+				r.mu.Lock()
+				r.running = false
+				r.mu.Unlock()
+				return
+			}
+			r.mu.Lock()
+			for _, info := range failed {
+				if _, newer := r.pending[info.Id]; !newer && (info.State == "REMOVED" || r.live[info.Id] == info) {
+					if r.pending == nil {
+						r.pending = map[string]*pb.PlacementGroupInfo{}
+					}
+					r.pending[info.Id] = info
+				}
+			}
+			r.mu.Unlock()
 		}
 	}
 }
+
+// pgWriteRetry is how long a record whose write failed waits to be written again.
+const pgWriteRetry = 500 * time.Millisecond
 
 // pgCache reads other processes' placement-group records (core.Config.GroupRecord) for
 // this node's runtime: tasks and actors this process places in a group it did not create.

@@ -56,7 +56,9 @@ var cluster *testcluster.Cluster
 
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 6, Custom: map[int]map[string]float64{1: {"keeper": 1}, 0: {"lane": 1}, 2: {"lane": 1}}})
+	// Nodes 6 and 7 are crashed by TestPlacementGroupCreatorsCrash (pgcrash_test.go), whose
+	// group's bundle needs node 0's "pgcrash".
+	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 8, Custom: map[int]map[string]float64{1: {"keeper": 1}, 0: {"lane": 1, "pgcrash": 1}, 2: {"lane": 1}}})
 	if err == nil {
 		if err = c.AwaitViews(ctx); err != nil {
 			c.Stop(context.Background())

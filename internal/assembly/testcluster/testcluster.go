@@ -9,7 +9,8 @@
 // so their protoactor remotes and object data streams speak mutual TLS to each other.
 //
 // Fault injection: StopNode takes a node out of the cluster (its grains stop, its
-// membership lease is revoked, its remote shuts down) while the others keep running.
+// membership lease is revoked, its remote shuts down) while the others keep running;
+// CrashNode does it as a killed process would (nothing handed over, leases left to expire).
 //
 // Several protoactor remotes in one process need care under the race detector (see
 // internal/assembly/node's syncGRPCServer): the nodes start one after another, each synced with
@@ -257,6 +258,20 @@ func (c *Cluster) StopNode(ctx context.Context, i int) error {
 	c.stopped[i] = true
 	c.mu.Unlock()
 	return c.Nodes[i].Stop(ctx)
+}
+
+// CrashNode takes node i out of the cluster as if its process had been killed
+// (node.Node.Crash): its runtime removes nothing and hands nothing over, its leases expire
+// with their TTL and connections to it are refused.
+func (c *Cluster) CrashNode(ctx context.Context, i int) error {
+	c.mu.Lock()
+	if c.stopped[i] {
+		c.mu.Unlock()
+		return nil
+	}
+	c.stopped[i] = true
+	c.mu.Unlock()
+	return c.Nodes[i].Crash(ctx)
 }
 
 // Stop stops every node, then the GCS, and removes the cluster's files.
