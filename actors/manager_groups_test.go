@@ -154,8 +154,9 @@ func TestGroupGone(t *testing.T) {
 
 // TestManagerEndsActorsOfGoneGroups: with GroupGoneGrace the leader kills, for good, the
 // live actors whose placement group was removed, whose creator died (OwnerGone), or whose
-// record has been missing for the grace, whoever created them; an actor in a group whose
-// record is there, or missing for less than the grace, lives on.
+// record has been missing for the grace, whoever created them, an actor waiting for its
+// bundle's dead node too; an actor in a group whose record is there, or missing for less
+// than the grace, lives on.
 func TestManagerEndsActorsOfGoneGroups(t *testing.T) {
 	const grace = 2 * time.Second
 	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}}, func(c *ManagerConfig) { c.GroupGoneGrace = grace })
@@ -181,14 +182,24 @@ func TestManagerEndsActorsOfGoneGroups(t *testing.T) {
 	put("crashed", "CREATED", "10.0.0.1:1")
 	put("removed", "CREATED", "10.0.0.2:1")
 	live, crashed, removed := mk("live", true), mk("crashed", true), mk("removed", false)
+	// An actor of the crashed creator's group waiting for its bundle's node (dead: nobody
+	// is left to place the bundle again and move it).
+	stranded := ids.NewActorID()
+	if _, _, err := h.table.Create(context.Background(), &pb.ActorInfo{ActorId: stranded[:], Class: "test.C",
+		PlacementGroup: "crashed", AffinityNode: "n9", Detached: true}); err != nil {
+		t.Fatal(err)
+	}
+	h.await(stranded.String(), "seen", func(info *pb.ActorInfo, found bool) bool { return found })
 
 	put("removed", "REMOVED", "10.0.0.2:1")
 	if info := h.await(removed, "dead", phaseIs(lifecycle.Dead)); !strings.Contains(info.Detail, "placement group removed was removed") {
 		t.Fatalf("the actor of a removed group: %q", info.Detail)
 	}
 	h.m.OwnerGone("10.0.0.1:1")
-	if info := h.await(crashed, "dead", phaseIs(lifecycle.Dead)); !strings.Contains(info.Detail, "ended with its creator") {
-		t.Fatalf("the detached actor of a group whose creator died: %q", info.Detail)
+	for _, id := range []string{crashed, stranded.String()} {
+		if info := h.await(id, "dead", phaseIs(lifecycle.Dead)); !strings.Contains(info.Detail, "ended with its creator") {
+			t.Fatalf("a detached actor of a group whose creator died: %q", info.Detail)
+		}
 	}
 	// A record missing for a moment (its creator's lease lost in a GCS outage, written
 	// again on a new one) ends nothing.
