@@ -85,6 +85,12 @@ type Config struct {
 	// known record, or pending while it is being read (the reader calls ClusterChanged
 	// when a read brings something new). Nil: only this runtime's own groups are known.
 	GroupRecord func(id string) (info *pb.PlacementGroupInfo, pending bool)
+	// GroupGoneGrace is how long the record of another process's group may be missing
+	// before the work this runtime put in the group ends (watchForeignGroup): its creator
+	// may be writing it again after a GCS outage longer than its lease. A record that
+	// says REMOVED, or names a creator whose death is confirmed (ProcessGone), ends it at
+	// once. Zero: a missing record ends it at once.
+	GroupGoneGrace time.Duration
 	// TaskEvents is how many task records (one per ended attempt) the runtime keeps for
 	// the state API (events.go): 0 means DefaultTaskEvents, a negative number turns
 	// recording off.

@@ -53,8 +53,8 @@ import (
 // lately that shows up afterwards (created from a stale view) is killed when seen. Another
 // process's tasks in the group are cancelled by that process: it watches the record of
 // each group it has tasks or actors in (watchForeignGroup) and, once the record says
-// REMOVED or is gone (its creator ended, even without Remove), cancels those tasks and
-// kills those actors; its tasks still waiting to be placed fail with
+// REMOVED or its creator ended without Remove (its death confirmed, or the record missing
+// for Config.GroupGoneGrace), cancels those tasks and kills those actors; its tasks still waiting to be placed fail with
 // ErrPlacementGroupRemoved, and those queued at a raylet for the bundle's room are denied
 // there when it releases the bundle (PLACEMENT_GROUP_REMOVED, the same error).
 //
@@ -547,12 +547,14 @@ func (c *Core) actorInfo(id string) (*pb.ActorInfo, bool) {
 
 // watchForeignGroup reads the record of another process's group while this runtime has
 // unfinished tasks or live actors in it, and once the group was removed (its record says
-// REMOVED, or is gone: its creator ended) cancels the tasks and kills the actors, as the
-// creator ends its own.
+// REMOVED, or its creator ended: its death is confirmed, or its record has been missing
+// for Config.GroupGoneGrace) cancels the tasks and kills the actors, as the creator ends
+// its own.
 func (c *Core) watchForeignGroup(group string) {
 	m := &c.pgMore
 	tick := time.NewTicker(foreignGroupCheck)
 	defer tick.Stop()
+	var seen foreignSeen
 	for {
 		select {
 		case <-c.closed:
@@ -560,7 +562,7 @@ func (c *Core) watchForeignGroup(group string) {
 		case <-tick.C:
 		}
 		info, pending := c.cfg.GroupRecord(group)
-		removed := info != nil && info.State == "REMOVED" || info == nil && !pending
+		removed := seen.ended(info, pending, c.ownerGone, time.Now(), c.cfg.GroupGoneGrace)
 		var cancel []ids.TaskID
 		var kill []string
 		m.mu.Lock()
@@ -594,6 +596,32 @@ func (c *Core) watchForeignGroup(group string) {
 			return
 		}
 	}
+}
+
+// foreignSeen is what watchForeignGroup knows of another process's group.
+type foreignSeen struct {
+	creator string    // the group's creator, from its record
+	missing time.Time // since when its record is missing (zero: it is there)
+}
+
+// ended decides, from the group's record as just read (nil: missing; pending: not read
+// yet), whether the group ended: its record says REMOVED, its creator's death is
+// confirmed (dead), or its record has been missing for grace.
+func (s *foreignSeen) ended(info *pb.PlacementGroupInfo, pending bool, dead func(address string) bool, now time.Time, grace time.Duration) bool {
+	switch {
+	case info != nil:
+		s.missing = time.Time{}
+		if info.CreatorAddress != "" {
+			s.creator = info.CreatorAddress
+		}
+		return info.State == "REMOVED" || s.creator != "" && dead(s.creator)
+	case pending:
+		return false
+	}
+	if s.missing.IsZero() {
+		s.missing = now
+	}
+	return s.creator != "" && dead(s.creator) || now.Sub(s.missing) >= grace
 }
 
 func distinct(nodes []ids.NodeID) []ids.NodeID {

@@ -3,8 +3,10 @@ package core
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // TestBundleNode: where an actor of a group should be, given the group's bundles' nodes,
@@ -52,5 +54,45 @@ func TestRemovedGroupsBounded(t *testing.T) {
 	}
 	if m.gone.Len() != pgGoneKept {
 		t.Fatalf("remembered %d, want %d", m.gone.Len(), pgGoneKept)
+	}
+}
+
+// TestForeignGroupEnded: when a runtime ends the work it put in another process's group
+// (watchForeignGroup): at once on REMOVED or on its creator's confirmed death; on a
+// missing record only after the grace (its creator may be writing it again after a lost
+// lease), and never while the record is being read.
+func TestForeignGroupEnded(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const grace = 10 * time.Second
+	dead := func(addr string) bool { return addr == "dead:1" }
+	rec := func(state, creator string) *pb.PlacementGroupInfo {
+		return &pb.PlacementGroupInfo{Id: "g", State: state, CreatorAddress: creator}
+	}
+	type read struct {
+		rec     *pb.PlacementGroupInfo
+		pending bool
+		at      time.Duration
+		ended   bool
+	}
+	for _, tc := range []struct {
+		name  string
+		reads []read
+	}{
+		{"created", []read{{rec("CREATED", "live:1"), false, 0, false}, {rec("CREATED", "live:1"), false, time.Hour, false}}},
+		{"removed", []read{{rec("REMOVED", "live:1"), false, 0, true}}},
+		{"creator dead", []read{{rec("CREATED", "dead:1"), false, 0, true}}},
+		{"creator dead, record gone", []read{{rec("CREATED", "live:1"), false, 0, false}, {nil, false, time.Second, false},
+			{rec("CREATED", "dead:1"), false, 2 * time.Second, true}, {nil, false, 3 * time.Second, true}}},
+		{"pending", []read{{nil, true, 0, false}, {nil, true, time.Hour, false}}},
+		{"missing for the grace", []read{{nil, false, 0, false}, {nil, false, grace - 1, false}, {nil, false, grace, true}}},
+		{"missing, then back", []read{{nil, false, 0, false}, {rec("CREATED", "live:1"), false, grace - 1, false},
+			{nil, false, grace + 1, false}, {nil, false, 2 * grace, false}, {nil, false, 2*grace + 1, true}}},
+	} {
+		var s foreignSeen
+		for i, r := range tc.reads {
+			if got := s.ended(r.rec, r.pending, dead, t0.Add(r.at), grace); got != r.ended {
+				t.Fatalf("%s: read %d: ended %v, want %v", tc.name, i, got, r.ended)
+			}
+		}
 	}
 }

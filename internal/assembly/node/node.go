@@ -439,13 +439,17 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return []*pb.NodeInfo{self}
 	}
 	var groupRecord func(string) (*pb.PlacementGroupInfo, bool)
+	var groupGrace time.Duration
 	if n.view != nil {
 		groupRecord = n.pgCache.get // a cluster: groups other processes created
+		// A group whose creator died ends (its actors, tasks) once the death is confirmed,
+		// or its record has been missing as long as an owner's death takes to confirm.
+		groupGrace = ownerGraceLeases * cfg.LeaseTTL
 	}
 	if n.Core, err = core.New(core.Config{
 		Job: cfg.Job, Node: n.ID, System: n.system, Cluster: cluster,
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
-		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage, RecordGroup: n.pgRecords.put, GroupRecord: groupRecord,
+		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage, RecordGroup: n.pgRecords.put, GroupRecord: groupRecord, GroupGoneGrace: groupGrace,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 		TaskEvents: cfg.TaskEvents, CallSites: cfg.CallSites,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
@@ -475,12 +479,6 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.serveState()
 	if n.view != nil && cfg.Role != RoleDriver {
 		n.loads = startLoadReporter(n)
-	}
-	var groupGrace time.Duration
-	if n.view != nil {
-		// A cluster: the actors in a placement group whose creator died end (see
-		// actors.ManagerConfig.GroupGoneGrace), as their owners' actors do.
-		groupGrace = ownerGraceLeases * cfg.LeaseTTL
 	}
 	if n.actors, err = actors.NewManager(actors.ManagerConfig{Node: string(n.ID), Job: string(cfg.Job), Table: n.table, Nodes: n.nodes,
 		Activate: func(id string) { n.actorPID(id) }, GroupGoneGrace: groupGrace, Logger: cfg.Logger}); err != nil {

@@ -17,9 +17,9 @@ import (
 // whose bundle is on node 0; process B creates a detached actor in it; then A and B both
 // crash (killed: nothing removed, nothing handed over). No process that had a hand in the
 // group is left, and the actor's host lives on: the cluster itself (the actor manager's
-// leader) ends the actor, the group's record goes with A's lease, and node 0 gets the
-// bundle's resources back (a new group that needs them is placed). It crashes nodes 6
-// and 7, which no other test uses.
+// leader) ends the actor, node 0's process cancels its own task in the group, the group's
+// record goes with A's lease, and node 0 gets the bundle's resources back (a new group
+// that needs them is placed). It crashes nodes 6 and 7, which no other test uses.
 func TestPlacementGroupCreatorsCrash(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -57,6 +57,22 @@ func TestPlacementGroupCreatorsCrash(t *testing.T) {
 	if st, err := ray.GetActorState(hctx, guest); err != nil || st.Phase != "Alive" || cluster.Index(st.Node) != host {
 		t.Fatalf("the actor in the group: %+v, %v; want it alive on node %d", st, err, host)
 	}
+	// A task that node 0's own process runs in the group: its process survives and
+	// cancels it when it learns that the group's creator died.
+	started := make(chan struct{})
+	key := "crash-" + pg.ID()
+	pgStarted.Store(key, started)
+	defer pgStarted.Delete(key)
+	hgroup, err := ray.GetPlacementGroup(hctx, pg.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := pgHold.Options(ray.PlacementGroupBundle(hgroup, 0), ray.NumCPUs(0)).Remote(hctx, ray.V(key))
+	select {
+	case <-started:
+	case <-base.Done():
+		t.Fatal("the task in the bundle never started")
+	}
 
 	for _, i := range []int{creatorA, creatorB} {
 		if err := cluster.CrashNode(base, i); err != nil {
@@ -69,6 +85,9 @@ func TestPlacementGroupCreatorsCrash(t *testing.T) {
 	})
 	if _, err := ray.Get(hctx, ledgerState.Remote(hctx, guest)); !errors.Is(err, ray.ErrActorDied) {
 		t.Fatalf("a call to the actor of a group whose creator crashed: %v, want ErrActorDied", err)
+	}
+	if got, err := ray.Get(hctx, running); !errors.Is(err, ray.ErrCancelled) {
+		t.Fatalf("a task running in the group of a creator that crashed: %q, %v; want ErrCancelled", got, err)
 	}
 	eventually.True(t, 60e9, "the group's record gone with its creator's lease", func() bool {
 		groups, err := clusterstate.ReadPlacementGroups(hctx, cluster.GCS)
