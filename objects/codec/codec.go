@@ -264,30 +264,23 @@ func encodeRefs(v any) ([]byte, [][]byte, error) {
 // other result, and any error, is Unmarshal's.
 func UnmarshalOwned[T any](data []byte) (T, error) {
 	var out T
-	if len(data) > 2 && Format(data[0]) == FormatNumeric && (registry.Load() == nil || lookupCodec(reflect.TypeFor[T]()) == nil) {
-		if k, payload, err := parseNumeric(data); err == nil && aliasNumsTo(&out, k, payload) {
-			return out, nil
-		}
-	}
-	if len(data) > 2 && (Format(data[0]) == FormatBytes || Format(data[0]) == FormatString) {
-		switch p := any(&out).(type) {
-		case *[]byte:
-			if registry.Load() == nil || lookupCodec(reflect.TypeFor[[]byte]()) == nil {
-				payload, err := splitLenPrefixed(data)
-				if err != nil || len(payload) == 0 {
-					break // Unmarshal's error, or its empty slice
-				}
-				*p = payload[:len(payload):len(payload)]
+	if len(data) > 2 && (registry.Load() == nil || lookupCodec(reflect.TypeFor[T]()) == nil) {
+		switch Format(data[0]) {
+		case FormatNumeric:
+			if k, payload, err := parseNumeric(data); err == nil && aliasNumsTo(&out, k, payload) {
 				return out, nil
 			}
-		case *string:
-			if registry.Load() == nil || lookupCodec(reflect.TypeFor[string]()) == nil {
-				payload, err := splitLenPrefixed(data)
-				if err != nil || len(payload) == 0 {
-					break
+		case FormatBytes, FormatString:
+			// (an error, or an empty payload: Unmarshal's error, or its empty value)
+			if payload, err := splitLenPrefixed(data); err == nil && len(payload) > 0 {
+				switch p := any(&out).(type) {
+				case *[]byte:
+					*p = payload[:len(payload):len(payload)]
+					return out, nil
+				case *string:
+					*p = unsafe.String(unsafe.SliceData(payload), len(payload))
+					return out, nil
 				}
-				*p = unsafe.String(unsafe.SliceData(payload), len(payload))
-				return out, nil
 			}
 		}
 	}

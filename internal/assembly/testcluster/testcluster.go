@@ -250,20 +250,18 @@ func (c *Cluster) Stopped(i int) bool {
 
 // StopNode takes node i out of the cluster.
 func (c *Cluster) StopNode(ctx context.Context, i int) error {
-	c.mu.Lock()
-	if c.stopped[i] {
-		c.mu.Unlock()
-		return nil
-	}
-	c.stopped[i] = true
-	c.mu.Unlock()
-	return c.Nodes[i].Stop(ctx)
+	return c.takeOut(i, func() error { return c.Nodes[i].Stop(ctx) })
 }
 
 // CrashNode takes node i out of the cluster as if its process had been killed
 // (node.Node.Crash): its runtime removes nothing and hands nothing over, its leases expire
 // with their TTL and connections to it are refused.
 func (c *Cluster) CrashNode(ctx context.Context, i int) error {
+	return c.takeOut(i, func() error { return c.Nodes[i].Crash(ctx) })
+}
+
+// takeOut marks node i stopped and calls stop, once.
+func (c *Cluster) takeOut(i int, stop func() error) error {
 	c.mu.Lock()
 	if c.stopped[i] {
 		c.mu.Unlock()
@@ -271,7 +269,7 @@ func (c *Cluster) CrashNode(ctx context.Context, i int) error {
 	}
 	c.stopped[i] = true
 	c.mu.Unlock()
-	return c.Nodes[i].Crash(ctx)
+	return stop()
 }
 
 // Stop stops every node, then the GCS, and removes the cluster's files.
