@@ -21,11 +21,12 @@
 // With -nodes it measures nodes instead of cores (issue 20; nodes.go, simcp.go): real
 // clusters of 1, 2, 4, 8 node processes started with rayctl on 127.0.0.1, one submitter per
 // node, against one node with the same total CPUs; then N nodes in this process
-// (internal/assembly/testcluster) counting messages and GCS bytes per task:
+// (internal/assembly/testcluster) counting messages (also by type) and GCS bytes per task:
 //
 //	go run ./benchmarks/scale -nodes -json                      # both parts, about 3-6 minutes here
 //	go run ./benchmarks/scale -nodes -sim-counts ""             # the real clusters only
 //	go run ./benchmarks/scale -nodes -node-counts "" -sim-counts 1,4,16 -sim-heap-profiles DIR
+//	go run ./benchmarks/scale -nodes -node-counts "" -sim-counts 1,4,16,32 -sim-tasks 3000 -sim-rate 600  # paced
 package main
 
 import (

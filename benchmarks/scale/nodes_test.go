@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 func TestParseNodeCounts(t *testing.T) {
@@ -107,5 +111,48 @@ func TestSimMemory(t *testing.T) {
 	}
 	if m := simMemory(3, 1<<20); m != 6<<20+120<<20 {
 		t.Fatalf("simMemory(3, 1 MiB) = %d, want 6 pairs of 1 MiB + 3 x 40 MiB", m)
+	}
+}
+
+// TestMsgTypes: the per-type tap keys a message by its receiver's role, its type and its
+// sender (role, and whether on another node), and the rows per task subtract the idle
+// rate and leave out the negligible ones.
+func TestMsgTypes(t *testing.T) {
+	for id, want := range map[string]string{
+		"owner-j1-0123abcd-s12":   "shard",
+		"owner-j1-0123abcd":       "owner",
+		"raylet/n/abc/raylet$4":   "raylet",
+		"worker/n/abc/worker/1$7": "worker",
+		"future$12":               "future",
+		"membership":              "membership",
+	} {
+		if got := senderRole(id); got != want {
+			t.Errorf("senderRole(%q) = %q, want %q", id, got, want)
+		}
+	}
+	m := newMsgTypes()
+	m.setAddrs([]string{"127.0.0.1:1", "127.0.0.1:2"})
+	tap0, tap1 := m.tap(0), m.tap(1)
+	push := &pb.LeasePush{}
+	tap0("worker", &actor.MessageEnvelope{Message: push, Sender: actor.NewPID("127.0.0.1:2", "owner-j-x-s3")})
+	tap0("worker", &actor.MessageEnvelope{Message: push, Sender: actor.NewPID("127.0.0.1:1", "owner-j-x-s3")})
+	tap1("shard", struct{}{})
+	got := m.snapshot()
+	want := map[msgKey]int64{
+		{Receiver: "worker", Type: "*pb.LeasePush", Sender: "shard (peer)"}: 1,
+		{Receiver: "worker", Type: "*pb.LeasePush", Sender: "shard"}:        1,
+		{Receiver: "shard", Type: "struct {}", Sender: "-"}:                 1,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("counts %v, want %v", got, want)
+	}
+	a := map[msgKey]int64{{Receiver: "shard", Type: "a"}: 300, {Receiver: "shard", Type: "b"}: 20, {Receiver: "raylet", Type: "c"}: 1}
+	d := subCounts(a, map[msgKey]int64{{Receiver: "shard", Type: "a"}: 100})
+	idle := map[msgKey]float64{{Receiver: "shard", Type: "b"}: 10} // per second
+	rows := typeRows(d, idle, 1, 1000, 0.005)                      // 1 s window, 1000 tasks
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if len(rows) != 2 || rows[0].Key != "shard <- : a" || !near(rows[0].PerTask, 0.2) || !near(rows[0].NetOfIdle, 0.2) ||
+		rows[1].Key != "shard <- : b" || !near(rows[1].PerTask, 0.02) || !near(rows[1].NetOfIdle, 0.01) {
+		t.Fatalf("rows %+v, want a (0.2 per task, 0.2 net) then b (0.02, 0.01 net); c under the floor", rows)
 	}
 }

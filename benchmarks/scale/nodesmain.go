@@ -24,6 +24,7 @@ type nodesFlags struct {
 	counts, simCounts, rayctl *string
 	cpus                      *float64
 	tasks, rounds, simTasks   *int
+	simRate                   *float64
 	gomaxprocs                *string
 	simHeap                   *string
 }
@@ -40,7 +41,9 @@ func defineNodesFlags() nodesFlags {
 		rayctl:     flag.String("rayctl", "", "-nodes: the rayctl binary (default: go build github.com/ray-go/ray/cli/rayctl)"),
 		simCounts:  flag.String("sim-counts", "1,2,4,8,16,32,64", "-nodes: node counts of the simulated control plane (\"\": skip it)"),
 		simTasks:   flag.Int("sim-tasks", 20000, "-nodes: empty tasks each in-process node submits per workload"),
-		simHeap:    flag.String("sim-heap-profiles", "", "-nodes: write a heap profile of the simulated cluster at each node count into this directory"),
+		simRate: flag.Float64("sim-rate", 0, "-nodes: pace each in-process node's submitter at this many tasks/s (0: as fast as it can). "+
+			"Paced, every node runs the same task rate at every node count, so that per-task counts do not grow only because N nodes share this machine's cores"),
+		simHeap: flag.String("sim-heap-profiles", "", "-nodes: write a heap profile of the simulated cluster at each node count into this directory"),
 	}
 }
 
@@ -86,8 +89,8 @@ func nodesMain(f nodesFlags, asJSON bool) int {
 	case *f.gomaxprocs != "default" && *f.gomaxprocs != "share":
 		logf("-node-gomaxprocs: %q: want default or share", *f.gomaxprocs)
 		return 2
-	case *f.cpus <= 0 || *f.tasks < 1 || *f.rounds < 1 || *f.simTasks < 1:
-		logf("-nodes: -node-cpus must be > 0, -node-tasks, -node-rounds and -sim-tasks >= 1")
+	case *f.cpus <= 0 || *f.tasks < 1 || *f.rounds < 1 || *f.simTasks < 1 || *f.simRate < 0:
+		logf("-nodes: -node-cpus must be > 0, -node-tasks, -node-rounds and -sim-tasks >= 1, -sim-rate >= 0")
 		return 2
 	}
 	cpus, err := allowedCPUs()
@@ -109,7 +112,7 @@ func nodesMain(f nodesFlags, asJSON bool) int {
 		logf("real nodes done after %v; load %s", time.Since(start).Round(time.Second), perf.LoadAvg())
 	}
 	if simCounts != nil {
-		if out.Sim, err = runSim(ctx, simConfig{counts: simCounts, tasks: *f.simTasks, cpus: *f.cpus, heap: *f.simHeap}); err != nil {
+		if out.Sim, err = runSim(ctx, simConfig{counts: simCounts, tasks: *f.simTasks, rate: *f.simRate, cpus: *f.cpus, heap: *f.simHeap}); err != nil {
 			logf("simulated control plane: %v", err)
 			return 1
 		}
@@ -142,7 +145,11 @@ func writeNodesTable(w io.Writer, out nodesOutput, counts, simCounts []int) {
 		fmt.Fprintln(w, r.Note)
 	}
 	if s := out.Sim; s != nil {
-		fmt.Fprintf(w, "simulated control plane (%d tasks per node and workload)\n", s.TasksPerNode)
+		pace := "as fast as they go"
+		if s.RatePerNode > 0 {
+			pace = fmt.Sprintf("paced at %.0f tasks/s per node", s.RatePerNode)
+		}
+		fmt.Fprintf(w, "simulated control plane (%d tasks per node and workload, %s)\n", s.TasksPerNode, pace)
 		fmt.Fprintf(w, "%6s %-7s %10s %10s %12s %12s %12s %14s %14s\n", "nodes", "tasks", "msgs/task", "GCS wr/task", "GCS B/task", "msgs net", "GCS B net", "idle msgs/s", "idle GCS B/s")
 		for _, n := range simCounts {
 			c, ok := s.Counts[strconv.Itoa(n)]

@@ -11,6 +11,14 @@ package main
 // bytes (keys and values put, keys deleted), read bytes (values got and listed) and bytes
 // delivered to watches, each divided by the tasks run. It also counts the same over an idle
 // second after the warm-up: the background traffic N nodes make with nothing to do.
+//
+// The messages are also counted by type (simtypes.go: receiver role, sender, Go type),
+// through the nodes' message tap (node.Config.MessageTap), which is off in every other
+// use. With -sim-rate each submitter is paced at a fixed rate, so that every node runs the
+// same task rate at every N: as fast as they go, N nodes share this machine's two cores and
+// each runs 1/N of the tasks per second, so that whatever a node sends per unit of time
+// (timers, lease ages, load reports) counts N times as much per task although nothing in
+// the protocol grew with N.
 
 import (
 	"context"
@@ -187,7 +195,8 @@ func (s countingStore) Close() error { return nil }
 // simConfig is the simulated control plane's part.
 type simConfig struct {
 	counts []int
-	tasks  int // per node (submitter)
+	tasks  int     // per node (submitter)
+	rate   float64 // tasks/s per submitter (0: as fast as it goes)
 	cpus   float64
 	heap   string // "": no heap profiles; else write DIR/heap-<n>nodes.pprof after each count
 }
@@ -213,6 +222,9 @@ type simPoint struct {
 	GCSBytesNet float64 `json:"gcs_bytes_per_task_net_of_idle"`
 	// WriteBytesByPrefix: the bytes written per task, by key prefix (the tables).
 	WriteBytesByPrefix map[string]float64 `json:"gcs_write_bytes_per_task_by_prefix,omitempty"`
+	// ByType: the messages per task by receiver, sender and Go type (simtypes.go), those of
+	// at least 0.0005 per task, largest net of idle first.
+	ByType []msgTypeRow `json:"messages_by_type,omitempty"`
 }
 
 // simCount is one node count's figures.
@@ -231,6 +243,7 @@ type simCount struct {
 // simReport is the simulated control plane's report.
 type simReport struct {
 	TasksPerNode int                 `json:"tasks_per_node"`
+	RatePerNode  float64             `json:"rate_per_node,omitempty"` // -sim-rate: each submitter paced at this many tasks/s
 	CPUsPerNode  float64             `json:"cpus_per_node"`
 	Counts       map[string]simCount `json:"nodes"`
 	// Ratio: per workload, each per-task figure at the largest node count over the figure
@@ -251,7 +264,7 @@ type simGoal struct {
 }
 
 func runSim(ctx context.Context, cfg simConfig) (*simReport, error) {
-	rep := &simReport{TasksPerNode: cfg.tasks, CPUsPerNode: cfg.cpus, Counts: map[string]simCount{}, Ratio: map[string]map[string]float64{}}
+	rep := &simReport{TasksPerNode: cfg.tasks, RatePerNode: cfg.rate, CPUsPerNode: cfg.cpus, Counts: map[string]simCount{}, Ratio: map[string]map[string]float64{}}
 	var done []int
 	perPair := int64(36 << 20) // heap per pair of nodes until measured (simMemory)
 	for _, n := range cfg.counts {
@@ -279,6 +292,9 @@ func runSim(ctx context.Context, cfg simConfig) (*simReport, error) {
 			p := c.Workloads[w]
 			logf("simulated, %2d node(s), %-6s: %.3f messages/task (net of idle %.3f), GCS %.4f writes/task, %.2f B/task (written %.2f, read %.2f, watched %.2f); %d tasks at %.0f/s",
 				n, w, p.Messages, p.MessagesNet, p.GCSWrites, p.GCSBytes, p.GCSWriteBytes, p.GCSReadBytes, p.GCSWatchBytes, p.Tasks, p.TasksPerS)
+			for _, r := range p.ByType {
+				logf("    %.4f/task (net of idle %.4f)  %s", r.PerTask, r.NetOfIdle, r.Key)
+			}
 		}
 		logf("simulated, %2d node(s), idle: %.0f messages/s, %.1f GCS writes/s, %.0f GCS B/s; start %.1f s, heap %.0f MiB; load %s",
 			n, c.IdleMessagesPerS, c.IdleGCSWritesPerS, c.IdleGCSBytesPerS, c.StartSeconds, c.HeapMiB, c.Load)
@@ -339,13 +355,20 @@ func runSim(ctx context.Context, cfg simConfig) (*simReport, error) {
 // simOne starts n nodes, runs the workloads, and stops them.
 func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 	counts := &gcsCounts{}
+	types := newMsgTypes()
 	startAt := time.Now()
 	cl, err := testcluster.Start(ctx, testcluster.Config{Nodes: n, CPUs: cfg.cpus,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		WrapGCS: func(s gcs.Store) gcs.Store { return countingStore{Store: s, c: counts} }})
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		WrapGCS:    func(s gcs.Store) gcs.Store { return countingStore{Store: s, c: counts} },
+		MessageTap: types.tap})
 	if err != nil {
 		return c, err
 	}
+	addrs := make([]string, len(cl.Nodes))
+	for i, nd := range cl.Nodes {
+		addrs[i] = nd.System().Address()
+	}
+	types.setAddrs(addrs)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -370,7 +393,7 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 	for i := range drivers {
 		drivers[i] = cl.Context(wctx, i)
 	}
-	round := func(workload string, m int) error {
+	round := func(workload string, m int, warm bool) error {
 		// Every node must see every node (a node whose lease lapsed under load leaves the
 		// others' views until it registers again).
 		actx, acancel := context.WithTimeout(wctx, 30*time.Second)
@@ -391,8 +414,22 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 				}
 				opt := ray.NodeAffinity(string(cl.Nodes[target].ID), false)
 				refs := make([]ray.ObjectRef[int], m)
-				for j := range refs {
-					refs[j] = nodesEmpty.Options(opt).Remote(drivers[i])
+				if cfg.rate > 0 && !warm {
+					// Paced: the tasks due by now every simTick, from the round's start.
+					t0 := time.Now()
+					for j := 0; j < m; {
+						due := min(m, int(time.Since(t0).Seconds()*cfg.rate)+1)
+						for ; j < due; j++ {
+							refs[j] = nodesEmpty.Options(opt).Remote(drivers[i])
+						}
+						if j < m {
+							time.Sleep(simTick)
+						}
+					}
+				} else {
+					for j := range refs {
+						refs[j] = nodesEmpty.Options(opt).Remote(drivers[i])
+					}
 				}
 				_, errs[i] = ray.GetAll(drivers[i], refs)
 				for _, r := range refs {
@@ -409,16 +446,20 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 		return nil
 	}
 	for _, w := range simWorkloads {
-		if err := round(w, max(cfg.tasks/10, 1)); err != nil {
+		if err := round(w, max(cfg.tasks/10, 1), true); err != nil {
 			return c, fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	// Idle: what n nodes cost with nothing to run (load reports settle first).
 	time.Sleep(300 * time.Millisecond)
-	m0, g0, t0 := messages(), counts.snapshot(), time.Now()
+	m0, g0, y0, t0 := messages(), counts.snapshot(), types.snapshot(), time.Now()
 	time.Sleep(time.Second)
 	idle := time.Since(t0).Seconds()
 	dm, dg := messages()-m0, counts.snapshot().sub(g0)
+	idleTypes := map[msgKey]float64{}
+	for k, v := range subCounts(types.snapshot(), y0) {
+		idleTypes[k] = float64(v) / idle
+	}
 	c.IdleMessagesPerS = float64(dm) / idle
 	c.IdleGCSWritesPerS = float64(dg.Writes) / idle
 	c.IdleGCSBytesPerS = float64(dg.WriteBytes+dg.ReadBytes+dg.Watched) / idle
@@ -426,15 +467,16 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 	for _, w := range simWorkloads {
 		// Timed: the workload, and the counters until the nodes have reported their last
 		// load change (100 ms reports: 300 ms after the last result).
-		m0, g0, t0 = messages(), counts.snapshot(), time.Now()
+		m0, g0, y0, t0 = messages(), counts.snapshot(), types.snapshot(), time.Now()
 		pre := counts.prefixes()
-		if err := round(w, cfg.tasks); err != nil {
+		if err := round(w, cfg.tasks, false); err != nil {
 			return c, err
 		}
 		wall := time.Since(t0).Seconds()
 		time.Sleep(300 * time.Millisecond)
 		window := time.Since(t0).Seconds()
 		dm, dg = messages()-m0, counts.snapshot().sub(g0)
+		dy := subCounts(types.snapshot(), y0)
 		tasks := float64(n * cfg.tasks)
 		var p simPoint
 		p.Tasks = n * cfg.tasks
@@ -455,6 +497,7 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 		}
 		p.MessagesNet = p.Messages - c.IdleMessagesPerS*window/tasks
 		p.GCSBytesNet = p.GCSBytes - c.IdleGCSBytesPerS*window/tasks
+		p.ByType = typeRows(dy, idleTypes, window, tasks, 0.0005)
 		c.Workloads[w] = p
 	}
 	if cfg.heap != "" {
@@ -481,6 +524,9 @@ func writeHeapProfile(path string) error {
 	}
 	return f.Close()
 }
+
+// simTick is how often a paced submitter (-sim-rate) submits the tasks due.
+const simTick = 5 * time.Millisecond
 
 // simMemory estimates the heap n in-process nodes take: protoactor's remote gives each
 // node an endpoint writer per peer whose mailbox is a ring buffer of

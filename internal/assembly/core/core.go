@@ -258,17 +258,17 @@ func New(cfg Config) (*Core, error) {
 		c.evBudget.Store(int64(cfg.TaskEvents))
 	}
 	name := "owner-" + string(cfg.Job) + "-" + ids.NewRootTaskID().String()[:8]
-	props := func(f actor.ReceiveFunc) *actor.Props {
+	props := func(f actor.ReceiveFunc, role string) *actor.Props {
 		p := actor.PropsFromFunc(f)
 		if cfg.Dispatcher != nil {
 			p = p.Configure(actor.WithDispatcher(cfg.Dispatcher))
 		}
 		if cfg.Messages != nil {
-			p = p.Configure(actor.WithMailbox(cfg.Messages.Mailbox()))
+			p = p.Configure(actor.WithMailbox(cfg.Messages.MailboxFor(role)))
 		}
 		return p
 	}
-	pid, err := c.root.SpawnNamed(props(c.receive), name)
+	pid, err := c.root.SpawnNamed(props(c.receive, "owner"), name)
 	if err != nil {
 		return nil, fmt.Errorf("core: start owner actor: %w", err)
 	}
@@ -279,7 +279,7 @@ func New(cfg Config) (*Core, error) {
 	c.mask = uint8(n - 1)
 	for i := range c.shards {
 		s := newShard(c, i)
-		if s.pid, err = c.root.SpawnNamed(props(s.receive), fmt.Sprintf("%s-s%d", name, i)); err != nil {
+		if s.pid, err = c.root.SpawnNamed(props(s.receive, "shard"), fmt.Sprintf("%s-s%d", name, i)); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("core: start owner shard %d: %w", i, err)
 		}

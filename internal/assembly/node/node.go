@@ -188,7 +188,12 @@ type Config struct {
 	// passes 0 when the GOGC variable is set), and stops tuning when the program calls
 	// debug.SetGCPercent later. The last node to stop gives the program's GOGC back.
 	GCHeapFloor int64
-	Logger      *slog.Logger
+	// MessageTap, when set, is called with every message the node's counted actors
+	// handle (dispatch.Counter.Tap) and their role: "raylet", "worker", "store", "actor",
+	// "owner" or "shard" (the runtime's). For benchmarks/scale's counts by type; it runs on
+	// the actors' goroutines, so it must be quick and safe for concurrent use.
+	MessageTap func(role string, msg any)
+	Logger     *slog.Logger
 }
 
 // maxSocketPath: a Unix socket's path must fit sockaddr_un (108 bytes on Linux with its
@@ -377,6 +382,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.pool = dispatch.New(dispatchGoroutines(), dispatch.DefaultThroughput)
+	n.msgs.Tap = cfg.MessageTap
 	for _, addr := range cfg.SyncAddrs {
 		conn, err := syncGRPCServer(addr, peerClientTLS(n.cfg.Credentials))
 		if err != nil {
@@ -759,15 +765,15 @@ func (n *Node) startMember(ctx context.Context) error {
 	if err := aenv.Validate(); err != nil {
 		return err
 	}
-	pooled := func(p *actor.Props) *actor.Props {
-		return p.Configure(actor.WithDispatcher(n.pool), actor.WithMailbox(n.msgs.Mailbox()))
+	pooled := func(p *actor.Props, role string) *actor.Props {
+		return p.Configure(actor.WithDispatcher(n.pool), actor.WithMailbox(n.msgs.MailboxFor(role)))
 	}
 	kinds := []*cluster.Kind{
-		cluster.NewKind(KindRaylet, pooled(raylet.Props(rcfg))),
-		cluster.NewKind(KindWorker, pooled(worker.Props(wenv))),
+		cluster.NewKind(KindRaylet, pooled(raylet.Props(rcfg), "raylet")),
+		cluster.NewKind(KindWorker, pooled(worker.Props(wenv), "worker")),
 		cluster.NewKind(KindStore, pooled(shard.Props(shard.Config{Node: n.ID, Table: objTable, Logger: logger,
-			Budget: n.cfg.ObjectStoreBytes, SpillDir: filepath.Join(n.dir, "spill")}))),
-		cluster.NewKind(KindActor, pooled(actors.Props(aenv))),
+			Budget: n.cfg.ObjectStoreBytes, SpillDir: filepath.Join(n.dir, "spill")}), "store")),
+		cluster.NewKind(KindActor, pooled(actors.Props(aenv), "actor")),
 	}
 	rem := remote.Configure(n.cfg.Host, 0, remoteOptions(n.cfg.Credentials)...)
 	// Gossip keys members by actor-system ID and blocks IDs on missed heartbeats, which

@@ -50,6 +50,9 @@ type Config struct {
 	// WrapGCS, if set, wraps the GCS client the nodes use (not the compactor's): what
 	// benchmarks/scale counts the control plane's GCS traffic with.
 	WrapGCS func(gcs.Store) gcs.Store
+	// MessageTap, if set, is node i's node.Config.MessageTap (node(i)): what
+	// benchmarks/scale counts the nodes' messages by type with.
+	MessageTap func(node int) func(role string, msg any)
 }
 
 // Cluster is a running in-process cluster.
@@ -173,6 +176,9 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			Job: job, Resources: res, GCS: nodeGCS, Dir: filepath.Join(c.dir, fmt.Sprintf("node-%d", i)),
 			Lineage: true, SyncAddrs: append([]string(nil), sync...), Logger: cfg.Logger,
 			Gate: gate, RemoteStarted: func(addr string) { started <- addr }, Credentials: creds,
+		}
+		if cfg.MessageTap != nil {
+			ncfg.MessageTap = cfg.MessageTap(i)
 		}
 		go func(i int) {
 			n, err := node.Start(ctx, ncfg)

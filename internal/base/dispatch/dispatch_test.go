@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 )
 
 func TestPoolRunsEverythingEvenWhenBusy(t *testing.T) {
@@ -71,5 +73,55 @@ func TestPoolLanesRunEverything(t *testing.T) {
 	p.Close()
 	if ran.Load() != senders*each {
 		t.Fatalf("ran %d functions, want %d", ran.Load(), senders*each)
+	}
+}
+
+// TestCounterTap: a counted mailbox counts every message it handles and, with a Tap, tells
+// it each message with the role the mailbox was made for; without one it only counts.
+func TestCounterTap(t *testing.T) {
+	type msg struct{ n int }
+	var mu sync.Mutex
+	got := map[string][]int{}
+	c := &Counter{Tap: func(role string, m any) {
+		if v, ok := m.(msg); ok {
+			mu.Lock()
+			got[role] = append(got[role], v.n)
+			mu.Unlock()
+		}
+	}}
+	plain := &Counter{}
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	var done sync.WaitGroup
+	spawn := func(p actor.MailboxProducer) *actor.PID {
+		return sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+			if _, ok := ctx.Message().(msg); ok {
+				done.Done()
+			}
+		}, actor.WithMailbox(p)))
+	}
+	a, b, q := spawn(c.MailboxFor("raylet")), spawn(c.Mailbox()), spawn(plain.Mailbox())
+	done.Add(5)
+	sys.Root.Send(a, msg{1})
+	sys.Root.Send(a, msg{2})
+	sys.Root.Send(b, msg{3})
+	sys.Root.Send(q, msg{4})
+	sys.Root.Send(q, msg{5})
+	waitOrFail(t, &done)
+	// The handled count is taken after the handler returns: wait for it, bounded.
+	for i := 0; i < 500 && (c.Handled() < 3 || plain.Handled() < 2); i++ {
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got["raylet"]) != 2 || got["raylet"][0] != 1 || got["raylet"][1] != 2 || len(got[""]) != 1 || got[""][0] != 3 {
+		t.Fatalf("tapped %v, want raylet: [1 2], \"\": [3]", got)
+	}
+	// Each counter counts its own mailboxes' messages, the Started system message included.
+	if h := c.Handled(); h < 3 {
+		t.Fatalf("counted %d messages, want at least the 3 sent", h)
+	}
+	if h := plain.Handled(); h < 2 {
+		t.Fatalf("the untapped counter counted %d messages, want at least the 2 sent", h)
 	}
 }
