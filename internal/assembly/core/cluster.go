@@ -167,6 +167,7 @@ func (s *shard) park(p *pending) {
 		s.parked = map[ids.TaskID]*pending{}
 	}
 	s.parked[p.tid] = p
+	s.hasParked.Store(true)
 	if !s.parkTimer {
 		s.parkTimer = true
 		time.AfterFunc(parkRetry, func() { s.send(clusterChanged{}) })
@@ -178,6 +179,7 @@ func (s *shard) clusterChanged() {
 	parked := s.parked
 	s.parked = nil
 	s.parkTimer = false
+	s.hasParked.Store(false) // place (park) sets it again for a task that parks again
 	for tid, p := range parked {
 		if s.tasks[tid] == p {
 			s.place(p)
@@ -186,10 +188,17 @@ func (s *shard) clusterChanged() {
 }
 
 // ClusterChanged retries the placement of parked tasks (the cluster view calls it when
-// nodes come or go).
+// nodes come or go, and for every load report it receives). Only the shards that have
+// parked tasks are told: the view calls it for each watch response, N nodes' reports
+// reach N views, and a message to every shard of every node for each (N x N x shards a
+// report period, whether or not a task is parked) was the largest kind of message that
+// grew with the cluster (benchmarks/scale -nodes). A task parked just after a change was
+// published, before its shard said so, is placed again by the shard's own parkRetry timer.
 func (c *Core) ClusterChanged() {
 	for _, s := range c.shards {
-		s.send(clusterChanged{})
+		if s.hasParked.Load() {
+			s.send(clusterChanged{})
+		}
 	}
 }
 

@@ -89,6 +89,10 @@ type shard struct {
 	parked    map[ids.TaskID]*pending      // waiting for a node (cluster mode)
 	placer    Placer                       // cluster mode: this shard's placements
 	parkTimer bool
+	// hasParked: parked may hold tasks (set by park, cleared when they are placed again);
+	// read by ClusterChanged from other goroutines, so that a change reaches only the
+	// shards with tasks to place.
+	hasParked atomic.Bool
 	// sweepMissing: nodes with dispatched tasks that the last sweep found gone.
 	sweepMissing map[ids.NodeID]bool
 
