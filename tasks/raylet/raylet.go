@@ -343,7 +343,10 @@ func (r *Raylet) request(ctx actor.Context, m *pb.LeaseRequest) {
 
 // revokeFor asks other owners to give back enough leases for q to fit once they are done:
 // an owner keeps an idle lease for more work (sched.IdleHold) and keeps pushing to a busy
-// one, and neither may hold up another owner's request.
+// one for up to sched.MaxAge, and neither may hold up another owner's request. Nor may it
+// hold up the same owner's request of another shape (another scheduling class): only the
+// owner's leases of q's own shape are left alone (it asks for more of those because it has
+// more work than they take).
 func (r *Raylet) revokeFor(ctx actor.Context, q *request) {
 	freed := r.avail
 	key := ownerKey(q.owner)
@@ -351,7 +354,7 @@ func (r *Raylet) revokeFor(ctx actor.Context, q *request) {
 		if freed.Fits(q.res) {
 			return
 		}
-		if l.revoked || l.owner == key {
+		if l.revoked || (l.owner == key && l.res.Equal(q.res)) {
 			continue
 		}
 		l.revoked = true

@@ -507,3 +507,31 @@ func TestOwnerGoneReleasesItsBundles(t *testing.T) {
 		t.Fatalf("after the owner's death: total %v, available %v; want the free CPU of its bundles back at once and the other group kept", st.Total, st.Available)
 	}
 }
+
+// TestRevokeForAnotherClassOfTheSameOwner: an owner's request of another shape (another
+// scheduling class) that waits has that owner's leases of other shapes asked back, so a
+// busy class it keeps its leases for (up to sched.MaxAge) does not hold up its other
+// classes; its leases of the waiting request's own shape are left alone.
+func TestRevokeForAnotherClassOfTheSameOwner(t *testing.T) {
+	h := newHarness(t, map[string]float64{sched.CPU: 2}, 2)
+	h.ask(h.owner, cpu1)
+	h.ask(h.owner, cpu1)
+	held := h.grants(h.owner, 2)
+	h.ask(h.owner, cpu1) // more of the same class: nothing is revoked
+	h.stats()
+	select {
+	case r := <-h.owner.revokes:
+		t.Fatalf("a lease of the waiting request's own class was revoked: %x", r.LeaseId)
+	case <-time.After(20 * time.Millisecond):
+	}
+	h.ask(h.owner, map[string]float64{sched.CPU: 2}) // another class of the same owner
+	var r *pb.LeaseRevoke
+	select {
+	case r = <-h.owner.revokes:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no lease was revoked for the owner's request of another class")
+	}
+	if string(r.LeaseId) != string(held[0].LeaseId) && string(r.LeaseId) != string(held[1].LeaseId) {
+		t.Fatalf("revoked %x, not a lease of the owner", r.LeaseId)
+	}
+}

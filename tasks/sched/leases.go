@@ -29,9 +29,10 @@ import "time"
 //     the scheduler's queue, oldest request first, then gives other owners their turn.
 //   - Blocked: a lease whose running task blocked (its queued tasks were handed back) takes
 //     no more tasks and is released once drained.
-//   - Revoked: the scheduler asks for a lease back when another owner's request waits for
-//     its resources; it takes no more tasks and is released once drained (at once if idle),
-//     so a lease kept for more work never holds up other owners.
+//   - Revoked: the scheduler asks for a lease back when another owner's request (or this
+//     owner's request of another class) waits for its resources; it takes no more tasks
+//     and is released once drained (at once if idle), so a lease kept for more work never
+//     holds up other owners or classes.
 //   - Stalled (spillback, paper §4.2.2): a class whose tasks wait while a lease request of
 //     it has gone unanswered for a while (Stalled) is one the node has no room for soon;
 //     the owner may take its waiting tasks (Take) and place them on another node. A lease
@@ -50,8 +51,12 @@ const (
 	MaxDepth = 128
 	// MaxPending bounds the outstanding lease requests of one class.
 	MaxPending = 8
-	// MaxAge is how long a lease takes new tasks.
-	MaxAge = 20 * time.Millisecond
+	// MaxAge is how long a lease takes new tasks: Ray's worker_lease_timeout_milliseconds
+	// (500 ms). Other owners do not wait for it (the scheduler revokes a lease another
+	// owner's request waits for, and another class's of the same owner); at 20 ms, a busy
+	// class cost a request, a grant and two releases every 20 ms per lease, a count per
+	// unit of time that grew per task as a node's task rate fell (benchmarks/scale -nodes).
+	MaxAge = 500 * time.Millisecond
 	// FastTask: a class whose mean run time is under it is given more than one task at a
 	// time.
 	FastTask = 500 * time.Microsecond

@@ -281,14 +281,15 @@ func TestLeasesStalledAndTake(t *testing.T) {
 		t.Fatalf("waiting = %d, want 2", l.Waiting())
 	}
 	l.Done("L1", 1, 0)
-	l.Granted(cpu, "L2", "w2", at(130*time.Millisecond))
-	if got := describe(l.Pump(at(130 * time.Millisecond))); !slices.Equal(got, []string{"L2:3", "rel:L1"}) {
+	old := 45*time.Millisecond + MaxAge + time.Millisecond // L1 is past MaxAge by then
+	l.Granted(cpu, "L2", "w2", at(old))
+	if got := describe(l.Pump(at(old))); !slices.Equal(got, []string{"L2:3", "rel:L1"}) {
 		t.Fatalf("the rest keep their order: %v, want [L2:3 rel:L1] (L1 is past MaxAge)", got)
 	}
 	// Every request answered: nothing is stalled, however long tasks wait.
 	l.Denied(R(map[string]float64{"GPU": 1})) // another class: no effect on this one
 	for i := range 3 {                        // the 3 requests still outstanding
-		l.Granted(cpu, fmt.Sprint("M", i), "w", at(140*time.Millisecond))
+		l.Granted(cpu, fmt.Sprint("M", i), "w", at(old+10*time.Millisecond))
 	}
 	if s := l.Stalled(at(time.Hour), 50*time.Millisecond); len(s) != 0 {
 		t.Fatalf("stalled with no request outstanding: %v", s)
