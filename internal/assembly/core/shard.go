@@ -89,6 +89,10 @@ type shard struct {
 	parked    map[ids.TaskID]*pending      // waiting for a node (cluster mode)
 	placer    Placer                       // cluster mode: this shard's placements
 	parkTimer bool
+	// quiet: the last tick found nothing to watch (no task, actor caller or missing node)
+	// and no message came since; the ticker skips the shard while it is (tickShards). The
+	// shard sets it; a message clears it.
+	quiet atomic.Bool
 	// hasParked: parked may hold tasks (set by park, cleared when they are placed again);
 	// read by ClusterChanged from other goroutines, so that a change reaches only the
 	// shards with tasks to place.
@@ -161,6 +165,9 @@ func (s *shard) receive(ctx actor.Context) {
 		return
 	}
 	s.ev.now = 0 // events.go: one clock read per message, if any
+	if s.quiet.Load() {
+		s.quiet.Store(false) // something came: tick it again
+	}
 	if s.direct.n.Load() > 0 {
 		s.takeDirect()
 	}
@@ -230,6 +237,7 @@ func (s *shard) receive(ctx actor.Context) {
 	case tick:
 		s.c.resendStale(s, m.now)
 		s.sweepGoneNodes()
+		s.quiet.Store(len(s.tasks) == 0 && len(s.callers) == 0 && len(s.sweepMissing) == 0)
 	case rerun:
 		s.rerun(m.p, false)
 	case oldFreed:
