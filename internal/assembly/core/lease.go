@@ -24,6 +24,10 @@ type nodeLeases struct {
 	raylet *actor.PID
 	leases sched.Leases[*pending, *actor.PID]
 	dirty  bool
+	// movable: a task that spillback may move (not bound to the node by a hard affinity or
+	// its placement group) was queued here; without one the spill timer is not armed for
+	// this node's waiting tasks (it would find nothing to move, every SpillAfter).
+	movable bool
 }
 
 // leaseEntry is a lease granted to a shard: its node, and its ID as the wire has it (for
@@ -57,7 +61,15 @@ func (s *shard) queueTask(p *pending, node ids.NodeID, raylet *actor.PID) {
 	}
 	p.lease, p.worker = "", nil
 	nl.leases.Add(p, p.shape())
+	if !nl.movable && spillable(p.spec) {
+		nl.movable = true
+	}
 	s.markDirty(nl)
+}
+
+// spillable reports whether spillback may move a task of spec to another node.
+func spillable(spec *pb.TaskSpec) bool {
+	return spec.Strategy != StrategyPlacementGroup && (spec.Strategy != StrategyNodeAffinity || spec.AffinitySoft)
 }
 
 func (s *shard) markDirty(nl *nodeLeases) {
@@ -128,7 +140,7 @@ func (s *shard) pumpLeases() {
 	s.dirty = s.dirty[:0]
 	if !s.spillTimer && s.placer != nil {
 		for _, nl := range s.nodes {
-			if nl.leases.Waiting() > 0 {
+			if nl.movable && nl.leases.Waiting() > 0 {
 				// Tasks wait for a lease: see in SpillAfter whether a node stalls them.
 				s.spillTimer = true
 				time.AfterFunc(SpillAfter, func() { s.send(spillCheck{}) })
@@ -187,8 +199,8 @@ func (s *shard) spill() {
 			full := false // no other node can run this shape now: stop asking
 			to = to[:0]
 			moved := nl.leases.Take(shape, func(p *pending) bool {
-				if full || p.spec.Strategy == StrategyPlacementGroup {
-					return false // a task in a placement group stays in its bundle
+				if full || !spillable(p.spec) {
+					return false // bound to its node: a hard affinity, or its group's bundle
 				}
 				node, ok := s.placer.Spill(s.placeRequest(p), nl.node)
 				if !ok {
