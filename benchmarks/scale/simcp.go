@@ -251,8 +251,10 @@ type simReport struct {
 	// node its tasks are local). Goal: <= 1.2 up to 64 nodes.
 	Ratio map[string]map[string]float64 `json:"ratio"`
 	Goal  []simGoal                     `json:"goals,omitempty"`
-	// Stopped says where and why the node counts stopped short of those asked for.
-	Stopped string `json:"stopped,omitempty"`
+	// Stopped says where and why the node counts stopped short of those asked for;
+	// Retried, the node counts that failed once and were run again.
+	Stopped string   `json:"stopped,omitempty"`
+	Retried []string `json:"retried,omitempty"`
 }
 
 type simGoal struct {
@@ -275,6 +277,13 @@ func runSim(ctx context.Context, cfg simConfig) (*simReport, error) {
 			break
 		}
 		c, err := simOne(ctx, n, cfg)
+		if err != nil && ctx.Err() == nil {
+			// Many nodes in one process on a shared machine fail now and then to start or to
+			// stay in each other's views (RESULTS.md): once more before giving up.
+			logf("simulated control plane: %d nodes failed (%v); once more", n, err)
+			rep.Retried = append(rep.Retried, fmt.Sprintf("%d nodes: %v", n, err))
+			c, err = simOne(ctx, n, cfg)
+		}
 		if err != nil {
 			if len(done) == 0 {
 				return nil, fmt.Errorf("%d in-process node(s): %w", n, err)
@@ -360,7 +369,7 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 	cl, err := testcluster.Start(ctx, testcluster.Config{Nodes: n, CPUs: cfg.cpus,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		WrapGCS:    func(s gcs.Store) gcs.Store { return countingStore{Store: s, c: counts} },
-		MessageTap: types.tap})
+		MessageTap: types.tap, LeaseTTL: simLeaseTTL})
 	if err != nil {
 		return c, err
 	}
@@ -524,6 +533,11 @@ func writeHeapProfile(path string) error {
 	}
 	return f.Close()
 }
+
+// simLeaseTTL is the simulated nodes' registration lease: dozens of nodes in one process
+// on two shared cores starve for CPU long enough to lose the default 6 s lease now and then
+// (RESULTS.md), and the count of messages is not about failure detection.
+const simLeaseTTL = 30 * time.Second
 
 // simTick is how often a paced submitter (-sim-rate) submits the tasks due.
 const simTick = 5 * time.Millisecond

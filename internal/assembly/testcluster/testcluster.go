@@ -53,6 +53,10 @@ type Config struct {
 	// MessageTap, if set, is node i's node.Config.MessageTap (node(i)): what
 	// benchmarks/scale counts the nodes' messages by type with.
 	MessageTap func(node int) func(role string, msg any)
+	// LeaseTTL is each node's node.Config.LeaseTTL (0: the default): benchmarks/scale
+	// lengthens it so that dozens of nodes in one process on a loaded machine keep their
+	// registrations while they starve for CPU.
+	LeaseTTL time.Duration
 }
 
 // Cluster is a running in-process cluster.
@@ -180,6 +184,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		if cfg.MessageTap != nil {
 			ncfg.MessageTap = cfg.MessageTap(i)
 		}
+		ncfg.LeaseTTL = cfg.LeaseTTL
 		go func(i int) {
 			n, err := node.Start(ctx, ncfg)
 			if err != nil {
