@@ -38,6 +38,7 @@ import (
 
 	ray "github.com/ray-go/ray"
 	"github.com/ray-go/ray/benchmarks/internal/perf"
+	"github.com/ray-go/ray/internal/assembly/clusterview"
 	"github.com/ray-go/ray/internal/assembly/testcluster"
 	"github.com/ray-go/ray/internal/base/gcs"
 )
@@ -236,7 +237,7 @@ type simCount struct {
 	IdleGCSWritesPerS float64 `json:"idle_gcs_writes_per_s"`
 	IdleGCSBytesPerS  float64 `json:"idle_gcs_bytes_per_s"`
 	StartSeconds      float64 `json:"start_s"`
-	RoundsRetried     int     `json:"rounds_retried,omitempty"` // rounds that failed and ran once more (at most one)
+	RoundsRetried     int     `json:"rounds_retried,omitempty"` // rounds that failed and ran again (simRoundRetries at most)
 	HeapMiB           float64 `json:"heap_mib"`
 	Load              string  `json:"load"`
 }
@@ -456,18 +457,21 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 		return nil
 	}
 	// again: a round failed by a node that dropped out of the views for a moment (hard
-	// affinity fails at once then) is run once more, and the count goes on.
+	// affinity fails at once then; a node whose scheduler a view could not resolve is left
+	// out for clusterview.SuspectFor) is run once more after that, and the count goes on;
+	// at most simRoundRetries times per node count.
 	again := func(w string, err error) bool {
-		if err == nil || ctx.Err() != nil || c.RoundsRetried > 0 {
+		if err == nil || ctx.Err() != nil || c.RoundsRetried >= simRoundRetries {
 			return false
 		}
 		c.RoundsRetried++
 		logf("simulated, %2d node(s), %s: %v; the round once more", n, w, err)
+		time.Sleep(clusterview.SuspectFor + 500*time.Millisecond)
 		return true
 	}
 	for _, w := range simWorkloads {
 		err := round(w, max(cfg.tasks/10, 1), true)
-		if again(w, err) {
+		for again(w, err) {
 			err = round(w, max(cfg.tasks/10, 1), true)
 		}
 		if err != nil {
@@ -494,7 +498,7 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 		m0, g0, y0, t0 = messages(), counts.snapshot(), types.snapshot(), time.Now()
 		pre := counts.prefixes()
 		err := round(w, cfg.tasks, false)
-		if again(w, err) {
+		for again(w, err) {
 			m0, g0, y0, t0 = messages(), counts.snapshot(), types.snapshot(), time.Now()
 			pre = counts.prefixes()
 			err = round(w, cfg.tasks, false)
@@ -559,6 +563,9 @@ func writeHeapProfile(path string) error {
 // on two shared cores starve for CPU long enough to lose the default 6 s lease now and then
 // (RESULTS.md), and the count of messages is not about failure detection.
 const simLeaseTTL = 30 * time.Second
+
+// simRoundRetries bounds the rounds of one node count run again after a failure.
+const simRoundRetries = 3
 
 // simTick is how often a paced submitter (-sim-rate) submits the tasks due.
 const simTick = 5 * time.Millisecond
