@@ -270,10 +270,13 @@ type simGoal struct {
 func runSim(ctx context.Context, cfg simConfig) (*simReport, error) {
 	rep := &simReport{TasksPerNode: cfg.tasks, RatePerNode: cfg.rate, CPUsPerNode: cfg.cpus, Counts: map[string]simCount{}, Ratio: map[string]map[string]float64{}}
 	var done []int
-	perPair := int64(36 << 20) // heap per pair of nodes until measured (simMemory)
+	// Heap per pair of nodes until measured (simMemory): 36 MiB with protoactor's
+	// preallocated endpoint queues, ~2 MiB since they start at 1,024 slots (16 nodes:
+	// 1.1-1.25 GiB of heap, 2026-11-27).
+	perPair := int64(2 << 20)
 	for _, n := range cfg.counts {
 		if need, avail := simMemory(n, perPair), memAvailable(); avail > 0 && need > avail*6/10 {
-			rep.Stopped = fmt.Sprintf("before %d nodes: they would need about %d MiB of heap (%.1f MiB per pair of nodes as measured at the last count: each node's protoactor endpoint queue per peer), more than 60%% of the %d MiB available",
+			rep.Stopped = fmt.Sprintf("before %d nodes: they would need about %d MiB of heap (%.1f MiB per pair of nodes as measured at the last count, or assumed: each node's protoactor endpoint queue and connection per peer), more than 60%% of the %d MiB available",
 				n, need>>20, float64(perPair)/(1<<20), avail>>20)
 			logf("simulated control plane: stopped %s", rep.Stopped)
 			break
@@ -574,8 +577,8 @@ const simTick = 5 * time.Millisecond
 // node an endpoint writer per peer whose mailbox is a ring buffer of
 // remote.Config.EndpointWriterQueueSize slots, 1,000,000 by default: measured 1150 MiB of
 // heap at 8 nodes (56 pairs; -sim-heap-profiles: goring.New) and 8631 MiB at 16 (240
-// pairs), so 36 MiB a pair (perPair until a count of 4 or more measured it), plus ~40 MiB a
-// node.
+// pairs), so 36 MiB a pair; since the queues start at 1,024 slots (main 0935b22) about
+// 2 MiB a pair (perPair until a count of 4 or more measured it), plus ~40 MiB a node.
 func simMemory(n int, perPair int64) int64 { return int64(n*(n-1))*perPair + int64(n)*40<<20 }
 
 // memAvailable is the machine's MemAvailable in bytes (0 when unknown).
