@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -38,6 +40,11 @@ type Config struct {
 	// TrimAfter is how long resources the raylet holds of its machine and has no use for
 	// are kept before they are given back (default DefaultTrimAfter).
 	TrimAfter time.Duration
+	// Changes, when set, is incremented for every message the raylet handles but Stats
+	// (a few per lease, none per task): a poller of Stats (the node's load reporter) may
+	// keep its last reply while it has not moved. Without a Machine only: the machine's
+	// free resources, part of Stats then, change without a message.
+	Changes *atomic.Uint64
 }
 
 // Machine is the machine's ledger as a raylet uses it (*machine.Client).
@@ -241,6 +248,11 @@ func ownerKey(p *actor.PID) string { return p.Address + "/" + p.Id }
 
 // Receive handles one message.
 func (r *Raylet) Receive(ctx actor.Context) {
+	if r.cfg.Changes != nil {
+		if _, ok := ctx.Message().(Stats); !ok {
+			r.cfg.Changes.Add(1)
+		}
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		if r.cfg.Started != nil {

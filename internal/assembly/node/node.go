@@ -282,6 +282,10 @@ type Node struct {
 	storeP  atomic.Pointer[actor.PID]
 	stopped bool
 	crashed bool // Crash: Stop hands nothing over
+
+	// rayletChanges counts the messages the raylet handled but Stats
+	// (raylet.Config.Changes): the load reporter asks for Stats only when it moved.
+	rayletChanges atomic.Uint64
 }
 
 // Start starts a single node with an embedded GCS.
@@ -704,7 +708,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	rcfg := raylet.Config{Node: n.ID, Total: n.cfg.Resources, Workers: workers, Logger: logger,
 		Worker: func(i int) *actor.PID {
 			return n.cluster.Get(membership.NodeIdentity(string(n.ID), "worker/"+strconv.Itoa(i)), KindWorker)
-		}}
+		}, Changes: &n.rayletChanges}
 	if n.cfg.Machine != "" {
 		// The ledger's answers go to the raylet, which says where it is when it starts
 		// (raylet.Config.Started): GRANT and DENY answer its asks, and RECLAIM goes only to
