@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,11 +56,23 @@ var (
 
 var cluster *testcluster.Cluster
 
+// taps[i], when set, sees every message node i's counted actors handle (a test's probe:
+// one cluster per test process, since every node's start writes gRPC's global logger, which
+// a second cluster's start would race with the first's connections).
+var taps [8]atomic.Pointer[func(role string, m any)]
+
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	// Nodes 6 and 7 are crashed by TestPlacementGroupCreatorsCrash (pgcrash_test.go), whose
 	// group's bundle needs node 0's "pgcrash".
-	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 8, Custom: map[int]map[string]float64{1: {"keeper": 1}, 0: {"lane": 1, "pgcrash": 1}, 2: {"lane": 1}}})
+	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 8, Custom: map[int]map[string]float64{1: {"keeper": 1}, 0: {"lane": 1, "pgcrash": 1}, 2: {"lane": 1}},
+		MessageTap: func(i int) func(string, any) {
+			return func(role string, m any) {
+				if f := taps[i].Load(); f != nil {
+					(*f)(role, m)
+				}
+			}
+		}})
 	if err == nil {
 		if err = c.AwaitViews(ctx); err != nil {
 			c.Stop(context.Background())
@@ -218,7 +232,12 @@ func TestActorFailover(t *testing.T) {
 // on the least loaded node, so a few tries go round the nodes).
 func actorOn(t *testing.T, ctx context.Context, target int, opts ...ray.TaskOption) ray.ActorHandle[ledger] {
 	t.Helper()
-	for range 6 {
+	// Placement picks the least loaded node; the actors that landed elsewhere stay alive
+	// until one lands on target (their load moves the next pick on), then go with their
+	// handles.
+	var others []ray.ActorHandle[ledger]
+	defer runtime.KeepAlive(&others)
+	for range 3 * len(cluster.Nodes) {
 		h := ledgerClass.Remote(ctx, ray.V(500*time.Microsecond), opts...)
 		if h.Err() != nil {
 			t.Fatal(h.Err())
@@ -233,7 +252,8 @@ func actorOn(t *testing.T, ctx context.Context, target int, opts ...ray.TaskOpti
 		if cluster.Index(st.Node) == target {
 			return h
 		}
+		others = append(others, h)
 	}
-	t.Fatalf("no actor was placed on node %d", target)
+	t.Fatalf("no actor was placed on node %d in %d tries", target, len(others))
 	return ray.ActorHandle[ledger]{}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	ray "github.com/ray-go/ray"
-	"github.com/ray-go/ray/internal/assembly/testcluster"
 	"github.com/ray-go/ray/tasks/raylet"
 )
 
@@ -19,25 +18,21 @@ import (
 func TestIdleNodeDoesNotPollItsRaylet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	up := alive(t)
+	idle := up[len(up)-1] // a running node other than the driver's (node 0)
 	var polls atomic.Int32
-	tap := func(int) func(string, any) {
-		return func(role string, m any) {
-			if _, ok := actor.UnwrapEnvelopeMessage(m).(raylet.Stats); ok && role == "raylet" {
-				polls.Add(1)
-			}
+	tap := func(role string, m any) {
+		if _, ok := actor.UnwrapEnvelopeMessage(m).(raylet.Stats); ok && role == "raylet" {
+			polls.Add(1)
 		}
 	}
-	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 1, MessageTap: tap})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop(context.Background())
-	if err := c.AwaitViews(ctx); err != nil {
-		t.Fatal(err)
-	}
+	taps[idle].Store(&tap)
+	defer taps[idle].Store(nil)
+	dctx := cluster.Context(ctx, 0)
+	on := whereAmI.Options(ray.NodeAffinity(string(cluster.Nodes[idle].ID), false))
 	run := func() {
 		t.Helper()
-		if _, err := ray.Get(c.Context(ctx, 0), whereAmI.Remote(c.Context(ctx, 0))); err != nil {
+		if _, err := ray.Get(dctx, on.Remote(dctx)); err != nil {
 			t.Fatal(err)
 		}
 	}
