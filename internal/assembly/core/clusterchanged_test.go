@@ -1,8 +1,6 @@
 package core
 
 import (
-	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,9 +36,7 @@ type syncMark struct{}
 // every load report of every node; a shard with no parked task gets no message from it,
 // and a parked task is placed when a change comes.
 func TestClusterChangedReachesOnlyShardsWithParkedTasks(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	t.Cleanup(sys.Shutdown)
+	sys, quiet := quietSystem(t)
 	specs := make(chan *pb.TaskSpec, 4)
 	cl := &noNodesYet{twoNodes: &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{}}}
 	cl.raylets["n2"] = newFakeNode(sys, specs).raylet
@@ -59,14 +55,7 @@ func TestClusterChangedReachesOnlyShardsWithParkedTasks(t *testing.T) {
 			marks.Add(1)
 		}
 	}
-	local := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
-	c, err := New(Config{Job: "j", Node: "n1", System: sys, Cluster: cl, Messages: counter,
-		Raylet: func() *actor.PID { return local }, Store: func() *actor.PID { return local },
-		Feasible: func(sched.Resources) error { return nil }, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := newTestCore(t, sys, cl, counter, quiet)
 	// drain sends every shard a syncMark and waits until all were handled.
 	drain := func() {
 		t.Helper()

@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/internal/base/dispatch"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	storeshard "github.com/ray-go/ray/objects/shard"
@@ -117,11 +118,34 @@ func (f *fakeNode) lease(task []byte) []byte {
 	return f.leaseOf[string(task)]
 }
 
-func newHarness(t *testing.T) *harness {
+// quietSystem returns an actor system that logs nothing, shut down with the test, and the
+// logger that drops everything.
+func quietSystem(t *testing.T) (*actor.ActorSystem, *slog.Logger) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	t.Cleanup(sys.Shutdown)
+	return sys, quiet
+}
+
+// newTestCore returns a Core of node n1 in cluster cl (its messages counted by counter,
+// nil: not counted) whose own raylet and store are an actor that ignores everything.
+func newTestCore(t *testing.T, sys *actor.ActorSystem, cl Cluster, counter *dispatch.Counter, quiet *slog.Logger) *Core {
+	t.Helper()
+	local := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	c, err := New(Config{Job: "j", Node: "n1", System: sys, Cluster: cl, Messages: counter,
+		Raylet: func() *actor.PID { return local }, Store: func() *actor.PID { return local },
+		Feasible: func(sched.Resources) error { return nil }, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	sys, quiet := quietSystem(t)
 	h := &harness{t: t, specs: make(chan *pb.TaskSpec, 64), lin: &lineageMap{records: map[ids.TaskID]bool{}}}
 	h.fake = newFakeNode(sys, h.specs)
 	raylet := h.fake.raylet

@@ -1,8 +1,6 @@
 package core
 
 import (
-	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,9 +16,7 @@ import (
 // answer arm the shard's spill timer (spillCheck every SpillAfter) only if spillback may
 // move them: tasks bound to the node by a hard affinity do not; a default task does.
 func TestSpillTimerOnlyForMovableTasks(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	t.Cleanup(sys.Shutdown)
+	sys, quiet := quietSystem(t)
 	var asked atomic.Int32
 	silent := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) { // a scheduler that never grants
 		if _, ok := c.Message().(interface{ GetRequestId() uint64 }); ok {
@@ -34,14 +30,7 @@ func TestSpillTimerOnlyForMovableTasks(t *testing.T) {
 			checks.Add(1)
 		}
 	}}
-	local := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
-	c, err := New(Config{Job: "j", Node: "n1", System: sys, Cluster: cl, Messages: counter,
-		Raylet: func() *actor.PID { return local }, Store: func() *actor.PID { return local },
-		Feasible: func(sched.Resources) error { return nil }, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := newTestCore(t, sys, cl, counter, quiet)
 	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
 	waitAsked := func(n int32) {
 		t.Helper()

@@ -3,8 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -49,21 +47,12 @@ func (t *twoNodes) kill(n ids.NodeID)                                  { t.mu.Lo
 // specs they receive into specs (by node; nil: no raylets).
 func newClusterCore(t *testing.T, specs map[ids.NodeID]chan *pb.TaskSpec) (*Core, *twoNodes) {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	t.Cleanup(sys.Shutdown)
+	sys, quiet := quietSystem(t)
 	cl := &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{}}
 	for n, ch := range specs {
 		cl.raylets[n] = newFakeNode(sys, ch).raylet
 	}
-	local := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
-	c, err := New(Config{Job: "j", Node: "n1", System: sys, Cluster: cl,
-		Raylet: func() *actor.PID { return local }, Store: func() *actor.PID { return local },
-		Feasible: func(sched.Resources) error { return nil }, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := newTestCore(t, sys, cl, nil, quiet)
 	return c, cl
 }
 

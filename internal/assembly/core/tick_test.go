@@ -1,8 +1,6 @@
 package core
 
 import (
-	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,9 +16,7 @@ import (
 // until a message gives it something (a task submitted to it); a shard with a task still
 // pending keeps getting them.
 func TestIdleShardsAreNotTicked(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	t.Cleanup(sys.Shutdown)
+	sys, quiet := quietSystem(t)
 	specs := make(chan *pb.TaskSpec, 4)
 	fake := newFakeNode(sys, specs) // grants leases; its worker never answers: tasks stay pending
 	// The test's ticks, told apart from the runtime's own ticker's; a sync tick, sent to
