@@ -89,9 +89,9 @@ type shard struct {
 	parked    map[ids.TaskID]*pending      // waiting for a node (cluster mode)
 	placer    Placer                       // cluster mode: this shard's placements
 	parkTimer bool
-	// quiet: the last tick found nothing to watch (no task, actor caller or missing node)
-	// and no message came since; the ticker skips the shard while it is (tickShards). The
-	// shard sets it; a message clears it.
+	// quiet: the last tick found nothing to watch (no task, actor caller, queued direct
+	// call or missing node) and no message or direct call came since; the ticker skips the
+	// shard while it is (tickShards). The shard sets it; a message or addDirect clears it.
 	quiet atomic.Bool
 	// hasParked: parked may hold tasks (set by park, cleared when they are placed again);
 	// read by ClusterChanged from other goroutines, so that a change reaches only the
@@ -237,7 +237,12 @@ func (s *shard) receive(ctx actor.Context) {
 	case tick:
 		s.c.resendStale(s, m.now)
 		s.sweepGoneNodes()
-		s.quiet.Store(len(s.tasks) == 0 && len(s.callers) == 0 && len(s.sweepMissing) == 0)
+		if len(s.tasks) == 0 && len(s.callers) == 0 && len(s.sweepMissing) == 0 {
+			s.quiet.Store(true)
+			if s.direct.n.Load() > 0 {
+				s.quiet.Store(false) // an actor call queued meanwhile (addDirect saw it not quiet yet)
+			}
+		}
 	case rerun:
 		s.rerun(m.p, false)
 	case oldFreed:
@@ -313,6 +318,11 @@ func (s *shard) addDirect(p *pending) {
 	s.direct.q = append(s.direct.q, p)
 	s.direct.n.Store(int32(len(s.direct.q)))
 	s.direct.mu.Unlock()
+	if s.quiet.Load() {
+		// No message tells the shard of this call: the ticker must reach it again, so that
+		// the call is registered (and resent if it goes stale) even if nothing else comes.
+		s.quiet.Store(false)
+	}
 }
 
 // takeDirect registers the actor calls sent straight to their actors so far, as

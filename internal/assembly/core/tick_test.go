@@ -13,8 +13,8 @@ import (
 )
 
 // TestIdleShardsAreNotTicked: a shard whose tick found nothing to watch gets no more ticks
-// until a message gives it something (a task submitted to it); a shard with a task still
-// pending keeps getting them.
+// until a message or a direct actor call gives it something (a task submitted to it); a
+// shard with a task still pending keeps getting them.
 func TestIdleShardsAreNotTicked(t *testing.T) {
 	sys, quiet := quietSystem(t)
 	specs := make(chan *pb.TaskSpec, 4)
@@ -65,6 +65,15 @@ func TestIdleShardsAreNotTicked(t *testing.T) {
 		if n := tickRound(); n != 0 {
 			t.Fatalf("idle round %d: %d ticks, want 0 (no shard has anything to watch)", round, n)
 		}
+	}
+	// An actor call queued straight to a quiet shard (addDirect, no message) gets it ticked
+	// again: once (a call that has already finished leaves nothing to watch).
+	c.shards[0].addDirect(&pending{finished: true})
+	if n := tickRound(); n != 1 {
+		t.Fatalf("after a direct call queued to a quiet shard: %d ticks, want 1", n)
+	}
+	if n := tickRound(); n != 0 {
+		t.Fatalf("after that call was taken: %d ticks, want 0", n)
 	}
 	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
 	if _, _, err := c.Submit(c.NewDriver(), Call{Function: "core_test.f", Resources: res}); err != nil {
