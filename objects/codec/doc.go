@@ -73,8 +73,9 @@
 // back without reflection, so a small int costs tens of nanoseconds. The results never
 // alias the input, and Marshal and Unmarshal do not box their argument on these paths.
 // UnmarshalOwned is for a caller that hands its input over (the task runtime, for an
-// argument it read from another node into a buffer of its own): a []byte or string result
-// is then the input's payload itself, not a copy (200 MiB: ~0.2 µs against 24-47 ms,
+// argument it read from another node into a buffer of its own): a []byte or string result,
+// or a numeric slice of the stored element size (aligned, on a little-endian host), is
+// then the input's payload itself, not a copy (200 MiB: ~0.2 µs against 24-47 ms,
 // BenchmarkUnmarshalOwned).
 //
 // # Round trips
