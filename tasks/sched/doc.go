@@ -97,8 +97,9 @@
 // # Node affinity
 //
 // NodeAffinity places on Request.AffinityNode if that node is alive and feasible, running now
-// or queueing there. Otherwise a hard request fails — ErrAffinityUnavailable for a dead or
-// unknown node, an *InfeasibleError naming the node when it is too small — and a soft one
+// or queueing there. A hard request for a Suspect node (unreachable for now, not known dead)
+// returns ErrAffinitySuspect, for the caller to try again when its view changes. Otherwise a
+// hard request fails — ErrAffinityUnavailable for a dead or unknown node, an *InfeasibleError naming the node when it is too small — and a soft one
 // (Request.Soft) falls back to the Default strategy.
 //
 // # Placement groups

@@ -14,6 +14,9 @@ var (
 	ErrInfeasible = errors.New("sched: infeasible")
 	// ErrAffinityUnavailable: hard node affinity names a node that is dead or not in the view.
 	ErrAffinityUnavailable = errors.New("sched: node affinity: node unavailable")
+	// ErrAffinitySuspect: hard node affinity names a node that is Suspect (neither alive nor
+	// known dead); the caller tries again when the view changes.
+	ErrAffinitySuspect = errors.New("sched: node affinity: node unreachable for now")
 	// ErrNoNodes: the view holds no alive node. Unlike ErrInfeasible this is usually transient
 	// (the cluster is starting or every node just died).
 	ErrNoNodes = errors.New("sched: no alive nodes")
@@ -87,6 +90,11 @@ type Node struct {
 	Queued int
 	// Alive is false for nodes known to be dead; they are never chosen.
 	Alive bool
+	// Suspect marks a node that is not Alive now but is not known to be dead either: its
+	// connection broke or its scheduler could not be resolved, and its process may live.
+	// Nothing is placed there; a hard node-affinity request for it waits
+	// (ErrAffinitySuspect) instead of failing.
+	Suspect bool
 }
 
 // Request is one task's (or actor's) placement demand.
@@ -222,7 +230,8 @@ func decide(nodes []Node, i int, runNow bool, why Reason) Decision {
 // depends on the order of nodes, so callers should pass them in a stable order (e.g. by ID).
 //
 // Errors: ErrInvalidRequest, ErrNoNodes, ErrInfeasible (as *InfeasibleError) and, for hard
-// node affinity, ErrAffinityUnavailable.
+// node affinity, ErrAffinityUnavailable (the node is dead or unknown) or ErrAffinitySuspect
+// (it may live: try again when the view changes).
 func Place(req Request, nodes []Node, local string, opt Options) (Decision, error) {
 	if req.Negative() {
 		return Decision{}, fmt.Errorf("%w: negative demand %v", ErrInvalidRequest, req.Resources)
@@ -482,6 +491,8 @@ func placeAffinity(req *Request, nodes []Node, local string, opt *Options) (Deci
 		return placeDefault(req, nodes, local, opt)
 	case idx < 0:
 		return Decision{}, fmt.Errorf("%w: %q is not in the cluster view", ErrAffinityUnavailable, req.AffinityNode)
+	case !nodes[idx].Alive && nodes[idx].Suspect:
+		return Decision{}, fmt.Errorf("%w: %q", ErrAffinitySuspect, req.AffinityNode)
 	case !nodes[idx].Alive:
 		return Decision{}, fmt.Errorf("%w: %q is dead", ErrAffinityUnavailable, req.AffinityNode)
 	}

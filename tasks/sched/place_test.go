@@ -31,6 +31,7 @@ func node(id, total, used string) Node {
 
 func withQueue(n Node, q int) Node { n.Queued = q; return n }
 func dead(n Node) Node             { n.Alive = false; return n }
+func suspect(n Node) Node          { n.Alive, n.Suspect = false, true; return n }
 
 func req(s string) Request { return Request{Resources: P(s)} }
 
@@ -240,6 +241,15 @@ var placeCases = []placeCase{
 	{name: "hard affinity dead", req: affinity(req("CPU=1"), "b", false), local: "a",
 		nodes: []Node{node("a", "CPU=8", ""), dead(node("b", "CPU=8", ""))},
 		err:   ErrAffinityUnavailable, msg: `sched: node affinity: node unavailable: "b" is dead`},
+	{name: "hard affinity suspect: wait", req: affinity(req("CPU=1"), "b", false), local: "a",
+		nodes: []Node{node("a", "CPU=8", ""), suspect(node("b", "CPU=8", ""))},
+		err:   ErrAffinitySuspect, msg: `sched: node affinity: node unreachable for now: "b"`},
+	{name: "soft affinity suspect: default", req: affinity(req("CPU=1"), "b", true), local: "a",
+		nodes: []Node{node("a", "CPU=8", ""), suspect(node("b", "CPU=8", ""))},
+		node:  "a", runNow: true, reason: ReasonPreferred},
+	{name: "default never places on a suspect", req: req("CPU=1"), local: "b",
+		nodes: []Node{node("a", "CPU=8", ""), suspect(node("b", "CPU=8", ""))},
+		node:  "a", runNow: true, reason: ReasonBest},
 	{name: "hard affinity missing", req: affinity(req("CPU=1"), "zz", false), local: "a",
 		nodes: []Node{node("a", "CPU=8", "")},
 		err:   ErrAffinityUnavailable, msg: `sched: node affinity: node unavailable: "zz" is not in the cluster view`},

@@ -13,4 +13,10 @@
 // The node package starts a View for a runtime in cluster mode and feeds it the
 // membership's reports (MarkGone, MarkAlive); the runtime (internal/assembly/core) sees it
 // through its Cluster interface.
+//
+// A node that is not alive now but not known dead either is Suspect (sched.Node.Suspect):
+// its scheduler could not be resolved (for SuspectFor), or the membership lost its
+// connection while its process may live (Config.Suspect). Nothing is placed there; a task
+// bound to it by a hard node affinity waits (the runtime parks it) until it answers again
+// or is known dead, when it fails.
 package clusterview

@@ -33,6 +33,9 @@ type Config struct {
 	// Member reports whether a node is a member of the cluster now (the membership's
 	// index; called per node per placement, so it must be cheap and lock-free).
 	Member func(node string) bool
+	// Suspect, if set, reports whether the membership holds a node unreachable while nothing
+	// says its process is gone (membership.Provider.Suspects; cheap and lock-free too).
+	Suspect func(node string) bool
 	// Raylet and StoreGrain resolve a node's scheduler and object store grains (nil if
 	// they cannot be resolved now). They may block on the cluster's identity lookup.
 	Raylet, StoreGrain func(node ids.NodeID) *actor.PID
@@ -418,7 +421,13 @@ func (v *View) alive(s *snapshot, buf []sched.Node, now time.Time) []sched.Node 
 			n.Alive = true
 			continue
 		}
-		n.Alive = n.Alive && v.cfg.Member(n.ID) && !now.Before(s.suspect[i])
+		member, unresolved := v.cfg.Member(n.ID), now.Before(s.suspect[i])
+		wasAlive := n.Alive // not marked gone
+		n.Alive = wasAlive && member && !unresolved
+		// Not placed on, but not known dead: its scheduler could not be resolved for now,
+		// or the membership lost its connection while its process may live. A hard
+		// affinity for it waits (sched.ErrAffinitySuspect) rather than failing.
+		n.Suspect = !n.Alive && (wasAlive && member && unresolved || v.cfg.Suspect != nil && v.cfg.Suspect(n.ID))
 	}
 	return buf
 }

@@ -29,6 +29,7 @@ type fixture struct {
 	v       *View
 	members sync.Map // node ID -> bool
 	noRay   sync.Map // node IDs whose raylet does not resolve
+	suspect sync.Map // node IDs the membership suspects
 	changed atomic.Int64
 }
 
@@ -52,6 +53,7 @@ func (f *fixture) start() {
 		Self: ids.NodeID(f.self()), Store: f.store,
 		RunsTasks: func(info *pb.NodeInfo) bool { return info.Role != "driver" },
 		Member:    func(node string) bool { _, ok := f.members.Load(node); return ok },
+		Suspect:   func(node string) bool { _, ok := f.suspect.Load(node); return ok },
 		Raylet: func(node ids.NodeID) *actor.PID {
 			if _, no := f.noRay.Load(string(node)); no {
 				return nil
@@ -216,6 +218,65 @@ func TestGoneSuspectAndDrivers(t *testing.T) {
 	f.members.Delete("b")
 	if v.Alive("b") {
 		t.Fatal("a node that left the membership is alive")
+	}
+}
+
+// A hard node affinity for a node that may live (its scheduler unresolved for now, or its
+// connection broken while the membership suspects it) waits; for a node known dead it fails.
+func TestHardAffinityWaitsForASuspectNode(t *testing.T) {
+	f := newFixture(t, "a")
+	f.putNode("a", "local", 1, "a:1")
+	f.putNode("b", "worker", 1, "b:1")
+	f.putNode("c", "worker", 1, "c:1")
+	f.start()
+	v, p := f.v, f.v.Placer(0)
+	hard := func(node string) error {
+		_, err := p.Place(sched.Request{Resources: res(t, 1), Strategy: sched.NodeAffinity, AffinityNode: node})
+		return err
+	}
+	if err := hard("b"); err != nil {
+		t.Fatalf("an alive node: %v", err)
+	}
+	p.Done("b", res(t, 1))
+
+	// Its scheduler does not resolve (starting, or dead and not yet reported here).
+	f.noRay.Store("b", true)
+	if v.Raylet("b") != nil {
+		t.Fatal("Raylet(b) resolved a node told to fail")
+	}
+	if err := hard("b"); !errors.Is(err, sched.ErrAffinitySuspect) {
+		t.Fatalf("a node whose scheduler is unresolved for now: %v, want ErrAffinitySuspect", err)
+	}
+	// It left the membership: dead.
+	f.members.Delete("b")
+	if err := hard("b"); !errors.Is(err, sched.ErrAffinityUnavailable) {
+		t.Fatalf("a node that left the membership: %v, want ErrAffinityUnavailable", err)
+	}
+
+	// Unreachable (MarkGone) while the membership suspects it: it waits, and is placed on
+	// again once reachable.
+	v.MarkGone("c")
+	f.members.Delete("c")
+	f.suspect.Store("c", true)
+	if err := hard("c"); !errors.Is(err, sched.ErrAffinitySuspect) {
+		t.Fatalf("a node the membership suspects: %v, want ErrAffinitySuspect", err)
+	}
+	if n, err := p.Place(sched.Request{Resources: res(t, 1)}); err != nil || n != "a" {
+		t.Fatalf("a default request placed on %q (%v): nothing goes to a suspect", n, err)
+	}
+	p.Done("a", res(t, 1))
+	f.suspect.Delete("c")
+	f.members.Store("c", true)
+	v.MarkAlive("c")
+	if err := hard("c"); err != nil {
+		t.Fatalf("a suspect that answered again: %v", err)
+	}
+	p.Done("c", res(t, 1))
+	// Unreachable, then known down (the membership no longer suspects it): it fails.
+	v.MarkGone("c")
+	f.members.Delete("c")
+	if err := hard("c"); !errors.Is(err, sched.ErrAffinityUnavailable) {
+		t.Fatalf("a node known down: %v, want ErrAffinityUnavailable", err)
 	}
 }
 

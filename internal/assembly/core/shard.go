@@ -480,10 +480,11 @@ func (s *shard) storeRefArgs(p *pending, args []int) {
 func (s *shard) place(p *pending) {
 	c := s.c
 	r, err := s.rayletFor(p)
-	if errors.Is(err, sched.ErrNoNodes) || errors.Is(err, errNodeUnready) {
+	if errors.Is(err, sched.ErrNoNodes) || errors.Is(err, errNodeUnready) || errors.Is(err, sched.ErrAffinitySuspect) {
 		// Placed again once the view changes (or after parkRetry): a node whose scheduler
 		// cannot be resolved is one that is starting or has just died, and the view catches
-		// up within the membership's report or the node's lease.
+		// up within the membership's report or the node's lease. A hard affinity for a node
+		// the membership suspects waits the same way: it fails once the node is known dead.
 		s.park(p)
 		return
 	}

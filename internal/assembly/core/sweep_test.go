@@ -3,13 +3,17 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks/sched"
@@ -117,5 +121,74 @@ func TestPullFromADeadNodeIsLostAtOnce(t *testing.T) {
 			}
 			t.Logf("lost after %v", time.Since(start))
 		})
+	}
+}
+
+// suspectPlacer answers a hard affinity for n2 with sched.ErrAffinitySuspect while suspect
+// is set, and with ErrAffinityUnavailable once n2 is dead.
+type suspectPlacer struct {
+	*twoNodes
+	suspect atomic.Bool
+	asked   atomic.Int32
+}
+
+func (p *suspectPlacer) Placer(uint64) Placer { return p }
+func (p *suspectPlacer) Place(req sched.Request) (ids.NodeID, error) {
+	p.asked.Add(1)
+	switch {
+	case p.suspect.Load():
+		return "", fmt.Errorf("%w: %q", sched.ErrAffinitySuspect, req.AffinityNode)
+	case !p.Alive("n2"):
+		return "", fmt.Errorf("%w: %q is dead", sched.ErrAffinityUnavailable, req.AffinityNode)
+	}
+	return "n2", nil
+}
+
+// TestHardAffinityParksWhileTheNodeIsSuspect: a task bound to a node the view suspects (its
+// connection broke, its process may live) waits for it instead of failing, runs there once
+// it answers again, and fails once the node is known dead.
+func TestHardAffinityParksWhileTheNodeIsSuspect(t *testing.T) {
+	sys, quiet := quietSystem(t)
+	specs := make(chan *pb.TaskSpec, 4)
+	cl := &suspectPlacer{twoNodes: &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{"n2": newFakeNode(sys, specs).raylet}}}
+	c := newTestCore(t, sys, cl, nil, quiet)
+	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
+	call := Call{Function: "core_test.f", Resources: res, Strategy: StrategyNodeAffinity, AffinityNode: "n2"}
+	tc := c.NewDriver()
+
+	cl.suspect.Store(true)
+	if _, _, err := c.Submit(tc, call); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "placement asked", func() bool { return cl.asked.Load() > 0 })
+	c.ClusterChanged() // the view changed, the node still suspect: it waits on
+	select {
+	case s := <-specs:
+		t.Fatalf("task %x sent to a suspect node", s.TaskId)
+	case <-time.After(2 * parkRetry):
+	}
+	cl.suspect.Store(false) // it answered again
+	c.ClusterChanged()
+	select {
+	case <-specs:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the task never reached its node once it answered again")
+	}
+
+	// Suspect, then known dead: the task fails as unplaceable.
+	cl.suspect.Store(true)
+	id, e, err := c.Submit(tc, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.kill("n2")
+	cl.suspect.Store(false)
+	c.ClusterChanged()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = tc.GetIn(ctx, id, e)
+	var te *ObjectError
+	if !errors.As(err, &te) || te.Info.Kind != pb.ErrorInfo_INFEASIBLE || !strings.Contains(err.Error(), "is dead") {
+		t.Fatalf("a task bound to a node known dead: %v, want an INFEASIBLE error saying the node is dead", err)
 	}
 }

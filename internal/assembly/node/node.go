@@ -552,6 +552,7 @@ func (n *Node) startView(ctx context.Context) (*clusterview.View, error) {
 		Self: n.ID, Store: n.store,
 		RunsTasks:  func(info *pb.NodeInfo) bool { return runsTasks(info, n.cfg.Job) },
 		Member:     func(node string) bool { _, ok := n.provider.Nodes()[node]; return ok },
+		Suspect:    func(node string) bool { return n.provider.Suspects()[node] },
 		Raylet:     func(node ids.NodeID) *actor.PID { return grain(node, "raylet", KindRaylet) },
 		StoreGrain: func(node ids.NodeID) *actor.PID { return grain(node, "store/0", KindStore) },
 		Changed: func() {
