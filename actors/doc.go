@@ -167,7 +167,9 @@
 // with lifecycle.OutOfScope (dead at once, no restart; every call made has finished by
 // then). internal/assembly/core lifetime.go has the details. A detached actor has no
 // handle object: it lives until ray.Kill. Every actor also ends when its creator's
-// runtime stops (a detached one outlives it), or when its host dies with no restart left.
+// runtime stops (a detached one outlives it), or when its host dies with no restart left
+// (a host that dies while the actor is placed or starting there counts, as in Ray, whose GCS
+// restarts an actor whose creation a node's death cancelled through the same counted path).
 // A non-detached actor fate-shares with its owner (Ray's OWNER_DIED): when the process
 // that created it dies (a driver or a worker process whose task created it, even killed
 // with SIGKILL), the node layer tells every Manager on the membership's MemberGone of that
