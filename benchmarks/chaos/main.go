@@ -50,7 +50,7 @@ func main() {
 	defer stop()
 	fmt.Printf("$ %s\n", strings.Join(os.Args, " "))
 	sum, err := Run(ctx, cfg, os.Stdout)
-	printSummary(sum)
+	printSummary(sum, err)
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(sum, "", "  ")
 		if *jsonOut == "-" {
@@ -68,7 +68,9 @@ func main() {
 	}
 }
 
-func printSummary(s *Summary) {
+// printSummary prints the summary, and PASS only if the run ended without err and without
+// failures (a run that could not start, e.g. rayctl failed to build, checked nothing).
+func printSummary(s *Summary, err error) {
 	fmt.Printf("\nsummary (seed %d, %d nodes", s.Seed, s.Nodes)
 	if s.Settle != "" {
 		fmt.Printf(", settle %s", s.Settle)
@@ -87,6 +89,10 @@ func printSummary(s *Summary) {
 		fmt.Printf("  round duration   median %.0f ms killed (no reference run)\n", s.KilledMedianMS)
 	}
 	fmt.Printf("  leaked processes %d\n", len(s.Leaked))
+	if err != nil {
+		fmt.Printf("FAIL: the run ended early: %v\n", err)
+		return
+	}
 	if len(s.Failures) == 0 {
 		fmt.Println("PASS")
 		return
