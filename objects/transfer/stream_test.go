@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -572,6 +573,10 @@ const streamTLSEnv = "TRANSFER_STREAM_TLS_DIR"
 // listens on (ServerConfig.Socket); it prints that address instead of the TCP one.
 const streamUnixEnv = "TRANSFER_STREAM_UNIX"
 
+// streamProfileEnv, with streamServeEnv, is a file the server process writes a CPU
+// profile to (set it in the benchmark's environment to profile the serving side).
+const streamProfileEnv = "TRANSFER_STREAM_CPUPROFILE"
+
 func TestMain(m *testing.M) {
 	if v := os.Getenv(streamServeEnv); v != "" {
 		os.Exit(serveStreamProcess(v))
@@ -596,6 +601,20 @@ func serveStreamProcess(size string) int {
 		cfg.TLS = creds.PeerServerTLS()
 	}
 	cfg.Socket = os.Getenv(streamUnixEnv)
+	if path := os.Getenv(streamProfileEnv); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		}()
+	}
 	srv, err := NewServer(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
