@@ -88,7 +88,7 @@ func FuzzStreamResponse(f *testing.F) {
 					_, _ = server.Write(resp) // fails once the client closes
 				}
 			}()
-			data, _, _, err = fetchOn(context.Background(), client, "pipe", id, opt, fuzzTuning)
+			data, _, _, err = fetchOn(context.Background(), client, "pipe", id, opt, fuzzTuning, false)
 		})
 		if err != nil {
 			if !strings.Contains(err.Error(), id.String()) {

@@ -28,6 +28,9 @@ const (
 	// streamMagic opens every request: the protocol's magic and version in one byte. A new
 	// version takes a new value; a server closes a connection that opens with another.
 	streamMagic byte = 0xD1
+	// streamMagicPipe opens a request of a client on the same machine (the Unix socket)
+	// that accepts the body through a pipe (statusPipe); otherwise as streamMagic.
+	streamMagicPipe byte = 0xD2
 
 	requestLen = 1 + ids.ObjectIDLen // magic, object ID
 	headerLen  = 1 + 8 + 2           // status, size, error text length
@@ -50,6 +53,19 @@ const (
 	statusNotFound   byte = 1 // ErrNotFound
 	statusUnreadable byte = 2 // ErrUnreadable
 	statusFailed     byte = 3 // Get failed otherwise (e.g. the store did not answer)
+	statusPipe       byte = 4 // ok; the size bytes come through the pipe passed with the header, no trailer
+)
+
+// The body through a pipe (Linux, the Unix socket: see the package documentation).
+const (
+	// pipeMinSize is the smallest object answered through a pipe: below it, making and
+	// passing the pipe costs about what it saves (chosen, not measured closely).
+	pipeMinSize = 256 << 10
+	// pipeBufSize is the pipe's capacity asked for (F_SETPIPE_SZ): 1 MiB, the most an
+	// unprivileged process may ask by default (/proc/sys/fs/pipe-max-size).
+	pipeBufSize = 1 << 20
+	// maxPassedFDs descriptors are received with a header at most.
+	maxPassedFDs = 4
 )
 
 // Timeouts and sizes of the stream, fixed.
@@ -87,6 +103,9 @@ type tuning struct {
 	// firstRequest is the server's firstRequestTimeout (tests lengthen it to show that
 	// a fetch does not wait for idle connections to time out).
 	firstRequest time.Duration
+	// noPipe: a client does not ask for the body through a pipe, a server answers such a
+	// request through the socket (as when it cannot make a pipe).
+	noPipe bool
 }
 
 var defaultTuning = tuning{writeChunk: 1 << 20, readChunk: 1 << 20, initialBody: 8 << 20, firstRequest: firstRequestTimeout}
@@ -156,6 +175,7 @@ type Server struct {
 
 	accepted atomic.Int64 // connections accepted (tests)
 	local    atomic.Int64 // of which through the Unix socket
+	piped    atomic.Int64 // answers whose body went through a pipe (tests)
 	evicted  atomic.Int64 // connections closed to make room (tests)
 }
 
@@ -176,6 +196,10 @@ type serverConn struct {
 	state   connState
 	since   time.Time // when it entered fresh or idle (eviction order)
 	evicted bool      // closed to make room: its goroutine ends
+	// held is the body of the last answer sent through a pipe: the pipe refers to its
+	// pages (vmsplice), so it stays referenced until the client's next request or the
+	// connection's end, by which time the client has read it or given up.
+	held []byte
 }
 
 // NewServer listens on cfg.Addr and serves until Close.
@@ -404,25 +428,26 @@ func (s *Server) drop(sc *serverConn) {
 	s.mu.Unlock()
 }
 
-// readRequest reads one request from c within timeout and returns its object ID. A first
-// byte that is not the magic fails at once, without waiting for the rest.
-func readRequest(c net.Conn, timeout time.Duration) (ids.ObjectID, error) {
+// readRequest reads one request from c within timeout and returns its object ID, and
+// whether the client accepts the body through a pipe. A first byte that is not a magic
+// fails at once, without waiting for the rest.
+func readRequest(c net.Conn, timeout time.Duration) (ids.ObjectID, bool, error) {
 	var req [requestLen]byte
 	_ = c.SetReadDeadline(time.Now().Add(timeout))
 	for n := 0; n < requestLen; {
 		m, err := c.Read(req[n:])
 		n += m
-		if n > 0 && req[0] != streamMagic {
-			return ids.ObjectID{}, fmt.Errorf("%w: first byte 0x%02x", errNotStream, req[0])
+		if n > 0 && req[0] != streamMagic && req[0] != streamMagicPipe {
+			return ids.ObjectID{}, false, fmt.Errorf("%w: first byte 0x%02x", errNotStream, req[0])
 		}
 		if err != nil {
 			if n > 0 && errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return ids.ObjectID{}, err
+			return ids.ObjectID{}, false, err
 		}
 	}
-	return ids.ObjectID(req[1:]), nil
+	return ids.ObjectID(req[1:]), req[0] == streamMagicPipe, nil
 }
 
 var errNotStream = errors.New("not a stream request (another protocol or version?)")
@@ -456,7 +481,8 @@ func (s *Server) serveConn(sc *serverConn) {
 	}
 	timeout := s.tune.firstRequest
 	for {
-		id, err := readRequest(conn, timeout)
+		id, pipe, err := readRequest(conn, timeout)
+		sc.held = nil // the client has read the last body, or the connection ends
 		if err != nil {
 			switch {
 			case errors.Is(err, errNotStream):
@@ -478,7 +504,7 @@ func (s *Server) serveConn(sc *serverConn) {
 			<-s.slots
 			return
 		}
-		err = s.answer(conn, id, out)
+		err = s.answer(sc, conn, id, out, pipe && sc.local)
 		<-s.slots
 		if err != nil {
 			if !s.isClosed() {
@@ -498,8 +524,10 @@ func (s *Server) serveConn(sc *serverConn) {
 // kernel's copy has left it in the cache (the last one before: the trailer goes with it).
 //
 // With TLS, out gathers the connection's records (16 KiB each) into writes of up to
-// coalesceBytes, flushed when the answer is written.
-func (s *Server) answer(c net.Conn, id ids.ObjectID, out *coalescer) (err error) {
+// coalesceBytes, flushed when the answer is written. With pipe (a client on the Unix
+// socket that accepts it), an object of pipeMinSize or more goes through a pipe if one
+// can be made.
+func (s *Server) answer(sc *serverConn, c net.Conn, id ids.ObjectID, out *coalescer, pipe bool) (err error) {
 	if out != nil {
 		out.begin()
 		defer func() {
@@ -529,8 +557,13 @@ func (s *Server) answer(c net.Conn, id ids.ObjectID, out *coalescer) (err error)
 		_, err := bufs.WriteTo(c)
 		return err
 	}
-	hdr[0] = statusOK
 	binary.BigEndian.PutUint64(hdr[1:], uint64(len(data)))
+	if pipe && pipeSupported && !s.tune.noPipe && len(data) >= pipeMinSize {
+		if sent, err := s.answerPipe(sc, c, hdr, data); sent {
+			return err
+		}
+	}
+	hdr[0] = statusOK
 	var trailer [trailerLen]byte
 	var sum uint32
 	for off := 0; ; {
@@ -557,6 +590,30 @@ func (s *Server) answer(c net.Conn, id ids.ObjectID, out *coalescer) (err error)
 		}
 		off = end
 	}
+}
+
+// answerPipe sends the header with the read end of a new pipe and hands data's pages to
+// the pipe. sent is false, with nothing written, when no pipe could be made (the caller
+// answers through the socket).
+func (s *Server) answerPipe(sc *serverConn, c net.Conn, hdr [headerLen]byte, data []byte) (sent bool, err error) {
+	rfd, w, err := newBodyPipe()
+	if err != nil {
+		s.cfg.Logger.Debug("transfer: stream server: no pipe, answering through the socket", "err", err)
+		return false, nil
+	}
+	defer w.Close()
+	hdr[0] = statusPipe
+	_ = c.SetWriteDeadline(time.Now().Add(serverWriteTimeout))
+	err = sendHeaderWithFD(c, hdr[:], rfd)
+	closeFDs([]int{rfd})
+	if err != nil {
+		return true, err
+	}
+	s.piped.Add(1)
+	sc.held = data
+	stop := context.AfterFunc(s.ctx, func() { _ = w.Close() }) // Close ends a blocked write
+	defer stop()
+	return true, vmspliceAll(w, data, serverWriteTimeout)
 }
 
 // FetchOptions tune one Fetch. The zero value is valid.
@@ -604,7 +661,12 @@ func fetch(ctx context.Context, pool *connPool, addr string, id ids.ObjectID, op
 	if opt.TLS != nil && !strings.HasPrefix(addr, UnixPrefix) {
 		key = "tls " + addr
 	}
-	c, reused := pool.get(key)
+	pipe := pipeSupported && !tune.noPipe && strings.HasPrefix(addr, UnixPrefix)
+	c, reused, plain := pool.get(key)
+	asked := pipe // whether this connection asks for pipes
+	if plain {
+		asked = false
+	}
 	for {
 		if c == nil {
 			var err error
@@ -615,9 +677,9 @@ func fetch(ctx context.Context, pool *connPool, addr string, id ids.ObjectID, op
 				return nil, fetchErrorf(addr, id, "connect: %w", err)
 			}
 		}
-		data, keep, stale, err := fetchOn(ctx, c, addr, id, opt, tune)
+		data, keep, stale, err := fetchOn(ctx, c, addr, id, opt, tune, asked)
 		if keep {
-			pool.put(key, c)
+			pool.put(key, c, pipe && !asked)
 		} else {
 			_ = c.Close()
 		}
@@ -625,7 +687,14 @@ func fetch(ctx context.Context, pool *connPool, addr string, id ids.ObjectID, op
 			// The server closed the idle connection (or restarted): the others kept for
 			// addr are likely closed too. Try once more on a new connection.
 			pool.closeAddr(key)
-			c, reused = nil, false
+			c, reused, asked = nil, false, pipe
+			continue
+		}
+		if stale && asked {
+			// A new connection closed at the request: a server that predates the pipe
+			// request closes a connection that opens with streamMagicPipe. Ask as it
+			// knows, and remember it with the connection.
+			c, asked = nil, false
 			continue
 		}
 		return data, err
@@ -746,8 +815,9 @@ func quietEnd(err error) bool {
 
 // fetchOn sends the request for id on c and reads the response. keep reports that c is
 // in a state to be reused; stale that c failed before any byte of a response arrived
-// (the server had closed it).
-func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt FetchOptions, tune tuning) (data []byte, keep, stale bool, err error) {
+// (the server had closed it). With pipe (c is a Unix socket's), the request accepts the
+// body through a pipe.
+func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt FetchOptions, tune tuning, pipe bool) (data []byte, keep, stale bool, err error) {
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer func() {
 		if !stop() { // ctx ended: c is closed or being closed
@@ -761,6 +831,9 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 
 	var req [requestLen]byte
 	req[0] = streamMagic
+	if pipe {
+		req[0] = streamMagicPipe
+	}
 	copy(req[1:], id[:])
 	_ = c.SetWriteDeadline(time.Now().Add(opt.Timeout))
 	if _, err := c.Write(req[:]); err != nil {
@@ -769,11 +842,27 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 
 	var hdr [headerLen]byte
 	_ = c.SetReadDeadline(time.Now().Add(opt.Timeout))
-	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+	var fds []int // passed with the header: the body's pipe (statusPipe)
+	if pipe {
+		fds, err = readHeaderFDs(c, hdr[:])
+	} else {
+		_, err = io.ReadFull(c, hdr[:])
+	}
+	if err != nil {
 		return nil, false, isStale(err), fetchErrorf(addr, id, "read response header: %w", err)
 	}
 	status, size, textLen := hdr[0], binary.BigEndian.Uint64(hdr[1:]), int(binary.BigEndian.Uint16(hdr[9:]))
-	if status != statusOK {
+	if status != statusPipe || len(fds) != 1 {
+		closeFDs(fds)
+		switch {
+		case status == statusPipe && !pipe:
+			return fail("%w: response header says the body comes through a pipe, not asked for", ErrCorrupt)
+		case status == statusPipe:
+			return fail("%w: response header says the body comes through a pipe, with %d descriptors passed", ErrCorrupt, len(fds))
+		}
+		fds = nil
+	}
+	if status != statusOK && status != statusPipe {
 		text := make([]byte, textLen)
 		if _, err := io.ReadFull(c, text); err != nil {
 			return fail("read error text: %w", err)
@@ -792,37 +881,35 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 		return nil, true, false, fetchErrorf(addr, id, "%w: server says: %s", sentinel, text)
 	}
 	if textLen != 0 || size > MaxStreamSize || size > math.MaxInt {
+		closeFDs(fds)
 		return fail("%w: response header says size %d, error text %d bytes", ErrCorrupt, size, textLen)
 	}
 	if opt.Size > 0 && size != uint64(opt.Size) {
+		closeFDs(fds)
 		return fail("%w: response header says size %d, the object has %d", ErrCorrupt, size, opt.Size)
 	}
-
-	// With the size known, the buffer is allocated whole; else it grows as bytes arrive.
-	var buf []byte
-	if opt.Size > 0 {
-		buf = make([]byte, size)
-	} else {
-		buf = make([]byte, min(size, uint64(max(tune.initialBody, tune.readChunk))))
-	}
-	var sum uint32
-	for off := 0; off < int(size); {
-		end := min(off+tune.readChunk, int(size))
-		if end > len(buf) {
-			buf = append(buf, make([]byte, min(int(size), 2*len(buf)+tune.readChunk)-len(buf))...)
-		}
-		_ = c.SetReadDeadline(time.Now().Add(opt.Timeout))
-		n, err := io.ReadFull(c, buf[off:end])
+	if status == statusPipe {
+		p, err := openBodyPipe(fds[0])
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return fail("%w: connection closed after %d of %d bytes", ErrCorrupt, off+n, size)
-			}
-			return fail("read body at %d of %d bytes: %w", off+n, size, err)
+			return fail("%w: %w", ErrCorrupt, err)
 		}
-		if opt.TLS == nil {
-			sum = crc32.Update(sum, castagnoli, buf[off:end])
+		defer p.Close()
+		stopPipe := context.AfterFunc(ctx, func() { _ = p.Close() })
+		defer stopPipe()
+		// No checksum: the bytes never leave this machine's memory, and the server's
+		// pages stay unchanged until this client's next request (see answerPipe).
+		buf, _, msg, err := readBody(p, "pipe", size, opt, tune, false)
+		if err != nil {
+			return fail("%s%w", msg, err)
 		}
-		off = end
+		pipeFetches.Add(1)
+		return buf, true, false, nil
+	}
+	// Over the Unix socket there is no TLS whatever opt.TLS says: the checksum is sent.
+	check := opt.TLS == nil || strings.HasPrefix(addr, UnixPrefix)
+	buf, sum, msg, err := readBody(c, "connection", size, opt, tune, check)
+	if err != nil {
+		return fail("%s%w", msg, err)
 	}
 	var trailer [trailerLen]byte
 	_ = c.SetReadDeadline(time.Now().Add(opt.Timeout))
@@ -832,10 +919,48 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 		}
 		return fail("read checksum: %w", err)
 	}
-	if want := binary.BigEndian.Uint32(trailer[:]); opt.TLS == nil && sum != want {
+	if want := binary.BigEndian.Uint32(trailer[:]); check && sum != want {
 		return fail("%w: CRC-32C of %d bytes is %08x, the server says %08x", ErrCorrupt, size, sum, want)
 	}
 	return buf, true, false, nil
+}
+
+// deadlineReader is a connection or a pipe.
+type deadlineReader interface {
+	io.Reader
+	SetReadDeadline(time.Time) error
+}
+
+// readBody reads a body of size bytes from r (what: "connection" or "pipe") (each step of tune.readChunk under
+// opt.Timeout) and with check its CRC-32C. The buffer is allocated whole only for a size
+// the caller knows (opt.Size); else it grows with the bytes as they arrive. On error, msg
+// is "" or says where it failed, ending in ": " (err is ErrCorrupt for a body cut short).
+func readBody(r deadlineReader, what string, size uint64, opt FetchOptions, tune tuning, check bool) (buf []byte, sum uint32, msg string, err error) {
+
+	if opt.Size > 0 {
+		buf = make([]byte, size)
+	} else {
+		buf = make([]byte, min(size, uint64(max(tune.initialBody, tune.readChunk))))
+	}
+	for off := 0; off < int(size); {
+		end := min(off+tune.readChunk, int(size))
+		if end > len(buf) {
+			buf = append(buf, make([]byte, min(int(size), 2*len(buf)+tune.readChunk)-len(buf))...)
+		}
+		_ = r.SetReadDeadline(time.Now().Add(opt.Timeout))
+		n, err := io.ReadFull(r, buf[off:end])
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, 0, "", fmt.Errorf("%w: %s closed after %d of %d bytes", ErrCorrupt, what, off+n, size)
+			}
+			return nil, 0, fmt.Sprintf("read body at %d of %d bytes: ", off+n, size), err
+		}
+		if check {
+			sum = crc32.Update(sum, castagnoli, buf[off:end])
+		}
+		off = end
+	}
+	return buf, sum, "", nil
 }
 
 // isStale reports whether err, before any byte of a response, means the server had
@@ -861,18 +986,23 @@ type connPool struct {
 type idleConn struct {
 	c     net.Conn
 	since time.Time
+	plain bool // its server refused the pipe request: ask it through the socket
 }
 
 var clientPool connPool
 
-// get returns the most recently used idle connection to addr, or nil.
-func (p *connPool) get(addr string) (net.Conn, bool) {
+// pipeFetches counts the fetches whose body came through a pipe (tests).
+var pipeFetches atomic.Int64
+
+// get returns the most recently used idle connection to addr, or nil; reused reports
+// one, plain that its server refused the pipe request.
+func (p *connPool) get(addr string) (c net.Conn, reused, plain bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.expireLocked(time.Now())
 	list := p.idle[addr]
 	if len(list) == 0 {
-		return nil, false
+		return nil, false, false
 	}
 	ic := list[len(list)-1]
 	list[len(list)-1] = idleConn{}
@@ -881,10 +1011,10 @@ func (p *connPool) get(addr string) (net.Conn, bool) {
 	} else {
 		p.idle[addr] = list
 	}
-	return ic.c, true
+	return ic.c, true, ic.plain
 }
 
-func (p *connPool) put(addr string, c net.Conn) {
+func (p *connPool) put(addr string, c net.Conn, plain bool) {
 	_ = c.SetDeadline(time.Time{})
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -897,7 +1027,7 @@ func (p *connPool) put(addr string, c net.Conn) {
 	if p.idle == nil {
 		p.idle = make(map[string][]idleConn)
 	}
-	p.idle[addr] = append(p.idle[addr], idleConn{c: c, since: now})
+	p.idle[addr] = append(p.idle[addr], idleConn{c: c, since: now, plain: plain})
 }
 
 // expireLocked closes the connections idle for poolIdleTimeout.

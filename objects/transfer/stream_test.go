@@ -341,7 +341,7 @@ func TestStreamCancel(t *testing.T) {
 		t.Fatalf("idle timeout after %v", d)
 	}
 	// None of these left a connection to reuse.
-	if c, _ := pool.get(addr); c != nil {
+	if c, _, _ := pool.get(addr); c != nil {
 		t.Fatal("a failed fetch's connection was kept")
 	}
 }
