@@ -40,7 +40,8 @@
 //
 // Nodes on one machine (equal NodeInfo.machine_id, Linux's boot ID) read each other's
 // objects over the data server's Unix socket in the node's directory
-// (NodeInfo.data_socket, 0600): no TLS, no TCP; a socket that cannot be reached (a
+// (NodeInfo.data_socket, 0600): no TLS, no TCP, and on Linux a large object's bytes
+// through a pipe (one copy: objects/transfer); a socket that cannot be reached (a
 // container of the same host without the file) falls back to the TCP address.
 //
 // protoactor's own logs go through peerLog (peerlog.go): the endpoint writer's ERROR lines
