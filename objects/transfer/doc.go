@@ -134,15 +134,15 @@
 // hands the object's pages to the write end with vmsplice (no SPLICE_F_GIFT): the pipe
 // refers to the server's pages, nothing is copied on the server, and the client's read
 // out of the pipe into its buffer is the only copy. The server then closes the write end;
-// no trailer follows (see below). Everything else (errors, smaller objects, a server that
+// no trailer follows (see below), the client acknowledges (see Lifetimes). Everything else (errors, smaller objects, a server that
 // cannot make a pipe, TCP) is answered as before with status 0 through the socket.
 //
 // Lifetimes: the pipe holds references to the server's pages until the client has read
-// them, not copies (a write to those pages meanwhile would reach the client), so the
-// server keeps the object's slice referenced (serverConn.held) until the client's next
-// request on the
-// connection or the connection's end; a client reads the whole body before it sends its
-// next request, and ends a fetch it gives up by closing the pipe and the connection. The
+// them, not copies (a write to those pages meanwhile would reach the client), so after
+// the last vmsplice the server waits (30 s at most, holding the object's slice) for the
+// client's acknowledgement: one byte 0xA5 (pipeAck) on the socket once the client has
+// read the whole body. Another byte, or none, ends the connection; a client that gives up
+// closes its pipe and its connection, after which nothing reads the pages either. The
 // client's buffer is an ordinary Go slice (nothing is mapped), so user code may keep it as
 // long as it likes. Descriptors: every pipe end is closed on every path (the server's read
 // end once sent, its write end when the answer ends or the server closes; the client's

@@ -585,3 +585,60 @@ func TestStreamPipeNoLeak(t *testing.T) {
 	}
 	checkFDs(t, fds)
 }
+
+// TestStreamPipeAck: the server waits for the client's acknowledgement after a body
+// through a pipe (it keeps the object's pages until then): with it the connection serves
+// the next request; with another byte the server closes the connection.
+func TestStreamPipeAck(t *testing.T) {
+	CloseIdleConnections()
+	fds := openFDs(t)
+	data := randomBytes(3<<20+1, 5)
+	srv := newStreamServer(t, ServerConfig{Get: func(context.Context, ids.ObjectID) ([]byte, error) { return data, nil }, Socket: socketPath(t)})
+	c, err := net.Dial("unix", srv.cfg.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	id := ids.PutID(ids.NewRootTaskID(), 1)
+	// one fetches the body by hand and answers with ack; it reports whether a response came.
+	one := func(ack byte) bool {
+		t.Helper()
+		if _, err := c.Write(append([]byte{streamMagicPipe}, id[:]...)); err != nil {
+			return false // the server closed the connection
+		}
+		var hdr [headerLen]byte
+		_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+		got, err := readHeaderFDs(c, hdr[:])
+		if isStale(err) {
+			return false
+		}
+		if err != nil || hdr[0] != statusPipe || len(got) != 1 {
+			closeFDs(got)
+			t.Fatalf("header %v, %d descriptors, %v", hdr, len(got), err)
+		}
+		p, err := openBodyPipe(got[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		body, _, _, err := readBody(p, "pipe", uint64(len(data)), FetchOptions{Timeout: time.Minute}, defaultTuning, false)
+		if err != nil || !bytes.Equal(body, data) {
+			t.Fatalf("body: %d bytes, %v", len(body), err)
+		}
+		if _, err := c.Write([]byte{ack}); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	if !one(pipeAck) || !one(0x00) {
+		t.Fatal("no response on a connection whose every body was acknowledged")
+	}
+	if one(pipeAck) {
+		t.Error("the server answered on a connection after a wrong acknowledgement")
+	}
+	_ = c.Close()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkFDs(t, fds)
+}

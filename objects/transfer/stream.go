@@ -14,6 +14,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,8 @@ const (
 	pipeBufSize = 1 << 20
 	// maxPassedFDs descriptors are received with a header at most.
 	maxPassedFDs = 4
+	// pipeAck is the byte a client sends once it has read a whole body through a pipe.
+	pipeAck byte = 0xA5
 )
 
 // Timeouts and sizes of the stream, fixed.
@@ -196,10 +199,6 @@ type serverConn struct {
 	state   connState
 	since   time.Time // when it entered fresh or idle (eviction order)
 	evicted bool      // closed to make room: its goroutine ends
-	// held is the body of the last answer sent through a pipe: the pipe refers to its
-	// pages (vmsplice), so it stays referenced until the client's next request or the
-	// connection's end, by which time the client has read it or given up.
-	held []byte
 }
 
 // NewServer listens on cfg.Addr and serves until Close.
@@ -482,7 +481,6 @@ func (s *Server) serveConn(sc *serverConn) {
 	timeout := s.tune.firstRequest
 	for {
 		id, pipe, err := readRequest(conn, timeout)
-		sc.held = nil // the client has read the last body, or the connection ends
 		if err != nil {
 			switch {
 			case errors.Is(err, errNotStream):
@@ -504,7 +502,7 @@ func (s *Server) serveConn(sc *serverConn) {
 			<-s.slots
 			return
 		}
-		err = s.answer(sc, conn, id, out, pipe && sc.local)
+		err = s.answer(conn, id, out, pipe && sc.local)
 		<-s.slots
 		if err != nil {
 			if !s.isClosed() {
@@ -527,7 +525,7 @@ func (s *Server) serveConn(sc *serverConn) {
 // coalesceBytes, flushed when the answer is written. With pipe (a client on the Unix
 // socket that accepts it), an object of pipeMinSize or more goes through a pipe if one
 // can be made.
-func (s *Server) answer(sc *serverConn, c net.Conn, id ids.ObjectID, out *coalescer, pipe bool) (err error) {
+func (s *Server) answer(c net.Conn, id ids.ObjectID, out *coalescer, pipe bool) (err error) {
 	if out != nil {
 		out.begin()
 		defer func() {
@@ -559,7 +557,7 @@ func (s *Server) answer(sc *serverConn, c net.Conn, id ids.ObjectID, out *coales
 	}
 	binary.BigEndian.PutUint64(hdr[1:], uint64(len(data)))
 	if pipe && pipeSupported && !s.tune.noPipe && len(data) >= pipeMinSize {
-		if sent, err := s.answerPipe(sc, c, hdr, data); sent {
+		if sent, err := s.answerPipe(c, hdr, data); sent {
 			return err
 		}
 	}
@@ -592,10 +590,12 @@ func (s *Server) answer(sc *serverConn, c net.Conn, id ids.ObjectID, out *coales
 	}
 }
 
-// answerPipe sends the header with the read end of a new pipe and hands data's pages to
-// the pipe. sent is false, with nothing written, when no pipe could be made (the caller
-// answers through the socket).
-func (s *Server) answerPipe(sc *serverConn, c net.Conn, hdr [headerLen]byte, data []byte) (sent bool, err error) {
+// answerPipe sends the header with the read end of a new pipe, hands data's pages to the
+// pipe and waits for the client's acknowledgement (pipeAck) that it has read them: until
+// then the pipe refers to data's pages, so data stays referenced here. sent is false,
+// with nothing written, when no pipe could be made (the caller answers through the
+// socket).
+func (s *Server) answerPipe(c net.Conn, hdr [headerLen]byte, data []byte) (sent bool, err error) {
 	rfd, w, err := newBodyPipe()
 	if err != nil {
 		s.cfg.Logger.Debug("transfer: stream server: no pipe, answering through the socket", "err", err)
@@ -610,10 +610,25 @@ func (s *Server) answerPipe(sc *serverConn, c net.Conn, hdr [headerLen]byte, dat
 		return true, err
 	}
 	s.piped.Add(1)
-	sc.held = data
 	stop := context.AfterFunc(s.ctx, func() { _ = w.Close() }) // Close ends a blocked write
-	defer stop()
-	return true, vmspliceAll(w, data, serverWriteTimeout)
+	err = vmspliceAll(w, data, serverWriteTimeout)
+	stop()
+	_ = w.Close()
+	if err != nil {
+		return true, err
+	}
+	// The client acknowledges once it has read the whole body (or it closes the
+	// connection and the pipe: then nothing reads the pages any more either).
+	var ack [1]byte
+	_ = c.SetReadDeadline(time.Now().Add(serverWriteTimeout))
+	if _, err := io.ReadFull(c, ack[:]); err != nil {
+		return true, fmt.Errorf("waiting for the acknowledgement of a body through a pipe: %w", err)
+	}
+	if ack[0] != pipeAck {
+		return true, fmt.Errorf("%w: 0x%02x instead of the acknowledgement of a body through a pipe", errNotStream, ack[0])
+	}
+	runtime.KeepAlive(data)
+	return true, nil
 }
 
 // FetchOptions tune one Fetch. The zero value is valid.
@@ -903,6 +918,12 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 			return fail("%s%w", msg, err)
 		}
 		pipeFetches.Add(1)
+		// The server keeps the pages referenced until this acknowledgement. A failed one
+		// costs the connection, not the bytes, which are all here.
+		_ = c.SetWriteDeadline(time.Now().Add(opt.Timeout))
+		if _, err := c.Write([]byte{pipeAck}); err != nil {
+			return buf, false, false, nil
+		}
 		return buf, true, false, nil
 	}
 	// Over the Unix socket there is no TLS whatever opt.TLS says: the checksum is sent.
