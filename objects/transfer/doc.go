@@ -134,8 +134,11 @@
 // hands the object's pages to the write end with vmsplice (no SPLICE_F_GIFT): the pipe
 // refers to the server's pages, nothing is copied on the server, and the client's read
 // out of the pipe into its buffer is the only copy. The server then closes the write end;
-// no trailer follows (see below), the client acknowledges (see Lifetimes). Everything else (errors, smaller objects, a server that
-// cannot make a pipe, TCP) is answered as before with status 0 through the socket.
+// no trailer follows (see below), the client acknowledges (see Lifetimes). Where vmsplice
+// is refused (a seccomp filter), the server writes the bytes into the pipe instead, and
+// does so from then on (a copy on the server again, the socket's cost). Everything else
+// (errors, smaller objects, a server that cannot make a pipe, TCP) is answered as before
+// with status 0 through the socket.
 //
 // Lifetimes: the pipe holds references to the server's pages until the client has read
 // them, not copies (a write to those pages meanwhile would reach the client), so after

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -48,15 +49,25 @@ func sendHeaderWithFD(c net.Conn, hdr []byte, fd int) error {
 // vmspliceAll hands data's pages to the pipe w (vmsplice without SPLICE_F_GIFT: the pipe
 // refers to the pages, nothing is copied here; the client's read is the only copy). The
 // pages must stay unchanged until the client has read them: the caller keeps data
-// referenced until the client's next request or the connection's end. Each wait for room
-// in the pipe is bounded by timeout.
-func vmspliceAll(w *os.File, data []byte, timeout time.Duration) error {
+// referenced until the client acknowledges. Each wait for room in the pipe is bounded by
+// timeout. Where vmsplice is refused (a seccomp filter, an old kernel), or with copyIn, it
+// writes data into the pipe instead (one more copy, here), and after a refusal the
+// process writes from then on.
+func vmspliceAll(w *os.File, data []byte, timeout time.Duration, copyIn bool) error {
 	rc, err := w.SyscallConn()
 	if err != nil {
 		return err
 	}
 	for off := 0; off < len(data); {
 		_ = w.SetWriteDeadline(time.Now().Add(timeout))
+		if copyIn || vmspliceRefused.Load() {
+			n, err := w.Write(data[off:min(off+pipeBufSize, len(data))])
+			if err != nil {
+				return fmt.Errorf("write into the pipe at %d of %d bytes: %w", off, len(data), err)
+			}
+			off += n
+			continue
+		}
 		var (
 			n    int
 			serr error
@@ -67,6 +78,10 @@ func vmspliceAll(w *os.File, data []byte, timeout time.Duration) error {
 			n, serr = unix.Vmsplice(int(fd), iov, unix.SPLICE_F_NONBLOCK)
 			return serr != unix.EAGAIN
 		})
+		if err == nil && (serr == unix.ENOSYS || serr == unix.EPERM || serr == unix.EINVAL) {
+			vmspliceRefused.Store(true)
+			continue
+		}
 		if err == nil {
 			err = serr
 		}
@@ -77,6 +92,9 @@ func vmspliceAll(w *os.File, data []byte, timeout time.Duration) error {
 	}
 	return nil
 }
+
+// vmspliceRefused is set once vmsplice has been refused in this process.
+var vmspliceRefused atomic.Bool
 
 // readHeaderFDs reads the response header into hdr from the Unix connection c, with the
 // file descriptors passed alongside it (at most maxPassedFDs are received; the kernel

@@ -106,8 +106,9 @@ func TestStreamPipe(t *testing.T) {
 	checkFDs(t, fds)
 }
 
-// TestStreamPipeFallback: a server that makes no pipe (as when pipe2 fails), a client
-// that does not ask for one and a server that predates the pipe request (it closes a
+// TestStreamPipeFallback: a server that makes no pipe (as when pipe2 fails), one that
+// writes into the pipe (as when vmsplice is refused), a client that does not ask for a
+// pipe and a server that predates the pipe request (it closes a
 // connection whose first byte is not 0xD1) all move the bytes intact through the socket.
 func TestStreamPipeFallback(t *testing.T) {
 	CloseIdleConnections()
@@ -131,6 +132,15 @@ func TestStreamPipeFallback(t *testing.T) {
 	check("a server without pipes", got, err)
 	if srv.piped.Load() != 0 || pipeFetches.Load() != fetched {
 		t.Errorf("a server without pipes: %d answers through a pipe", srv.piped.Load())
+	}
+
+	copyIn := defaultTuning
+	copyIn.pipeCopy = true
+	srv3 := newTunedStreamServer(t, ServerConfig{Get: get, Socket: socketPath(t)}, copyIn)
+	got, err = fetch(context.Background(), pool, srv3.Socket(), id, FetchOptions{}, defaultTuning)
+	check("a server that writes into the pipe (vmsplice refused)", got, err)
+	if srv3.piped.Load() != 1 {
+		t.Errorf("a server that writes into the pipe: %d answers through a pipe, want 1", srv3.piped.Load())
 	}
 
 	srv2 := newStreamServer(t, ServerConfig{Get: get, Socket: socketPath(t)})
@@ -159,6 +169,7 @@ func TestStreamPipeFallback(t *testing.T) {
 	pool.closeAll()
 	_ = srv.Close()
 	_ = srv2.Close()
+	_ = srv3.Close()
 	old.close()
 	conns.Wait()
 	checkFDs(t, fds)

@@ -19,7 +19,7 @@ func newBodyPipe() (int, *os.File, error) { return -1, nil, errNoPipe }
 
 func sendHeaderWithFD(net.Conn, []byte, int) error { return errNoPipe }
 
-func vmspliceAll(*os.File, []byte, time.Duration) error { return errNoPipe }
+func vmspliceAll(*os.File, []byte, time.Duration, bool) error { return errNoPipe }
 
 func readHeaderFDs(c net.Conn, hdr []byte) ([]int, error) {
 	_, err := io.ReadFull(c, hdr)

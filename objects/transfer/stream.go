@@ -109,6 +109,9 @@ type tuning struct {
 	// noPipe: a client does not ask for the body through a pipe, a server answers such a
 	// request through the socket (as when it cannot make a pipe).
 	noPipe bool
+	// pipeCopy: a server writes bodies into the pipe instead of vmsplicing them (as when
+	// vmsplice is refused).
+	pipeCopy bool
 }
 
 var defaultTuning = tuning{writeChunk: 1 << 20, readChunk: 1 << 20, initialBody: 8 << 20, firstRequest: firstRequestTimeout}
@@ -611,7 +614,7 @@ func (s *Server) answerPipe(c net.Conn, hdr [headerLen]byte, data []byte) (sent 
 	}
 	s.piped.Add(1)
 	stop := context.AfterFunc(s.ctx, func() { _ = w.Close() }) // Close ends a blocked write
-	err = vmspliceAll(w, data, serverWriteTimeout)
+	err = vmspliceAll(w, data, serverWriteTimeout, s.tune.pipeCopy)
 	stop()
 	_ = w.Close()
 	if err != nil {
