@@ -915,7 +915,7 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 		stopPipe := context.AfterFunc(ctx, func() { _ = p.Close() })
 		defer stopPipe()
 		// No checksum: the bytes never leave this machine's memory, and the server's
-		// pages stay unchanged until this client's next request (see answerPipe).
+		// pages stay unchanged until this client's acknowledgement (see answerPipe).
 		buf, _, msg, err := readBody(p, "pipe", size, opt, tune, false)
 		if err != nil {
 			return fail("%s%w", msg, err)
@@ -955,8 +955,8 @@ type deadlineReader interface {
 	SetReadDeadline(time.Time) error
 }
 
-// readBody reads a body of size bytes from r (what: "connection" or "pipe") (each step of tune.readChunk under
-// opt.Timeout) and with check its CRC-32C. The buffer is allocated whole only for a size
+// readBody reads a body of size bytes from r (what: "connection" or "pipe"), each step
+// of tune.readChunk under opt.Timeout, and with check its CRC-32C. The buffer is allocated whole only for a size
 // the caller knows (opt.Size); else it grows with the bytes as they arrive. On error, msg
 // is "" or says where it failed, ending in ": " (err is ErrCorrupt for a body cut short).
 func readBody(r deadlineReader, what string, size uint64, opt FetchOptions, tune tuning, check bool) (buf []byte, sum uint32, msg string, err error) {
