@@ -53,14 +53,16 @@
 // Protocol (all integers big endian). The client sends a request of 21 bytes:
 //
 //	magic     1 byte   0xD1: magic and version in one; a server closes a connection that
-//	                   opens with anything else (a new version takes a new value)
+//	                   opens with anything else (a new version takes a new value); 0xD2:
+//	                   the same, and the body may come through a pipe (Unix socket, Linux:
+//	                   see "The body through a pipe")
 //	object ID 20 bytes
 //
 // The server answers with a header of 11 bytes:
 //
 //	status    1 byte   0 ok, 1 not found (ErrNotFound), 2 unreadable (ErrUnreadable),
 //	                   3 failed (Get returned another error, e.g. the store did not answer:
-//	                   the object may be there; no sentinel)
+//	                   the object may be there; no sentinel), 4 ok through a pipe (to 0xD2)
 //	size      8 bytes  the object's size (0 unless ok)
 //	text len  2 bytes  length of the error text that follows (0 if ok)
 //
