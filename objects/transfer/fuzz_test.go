@@ -134,6 +134,7 @@ func streamRequestSeeds() [][]any {
 		{[]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
 		{[]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")},
 		{[]byte{}},
+		{cat(append([]byte{streamMagicPipe}, req(3)[1:]...), req(4))}, // a pipe accepted: over TCP, through the socket
 	}
 }
 
@@ -141,8 +142,8 @@ func TestFuzzStreamRequestCorpus(t *testing.T) {
 	fuzzing.Corpus(t, "FuzzStreamRequest", streamRequestSeeds())
 }
 
-// FuzzStreamRequest sends arbitrary bytes to a live Server. It must answer each complete
-// request up to the first byte that is not a request's magic, one response per request
+// FuzzStreamRequest sends arbitrary bytes to a live Server over TCP. It must answer each
+// complete request up to the first byte that is not a request's magic (0xD1 or 0xD2), one response per request
 // and nothing else, then close the connection; never panic; and serve the next
 // connection.
 func FuzzStreamRequest(f *testing.F) {
@@ -170,7 +171,8 @@ func FuzzStreamRequest(f *testing.F) {
 			t.Fatalf("reading the responses: %v", err)
 		}
 		var want []byte
-		for rest := in; len(rest) >= requestLen && rest[0] == streamMagic; rest = rest[requestLen:] {
+		// 0xD2 (a body through a pipe accepted) is answered through the socket over TCP.
+		for rest := in; len(rest) >= requestLen && (rest[0] == streamMagic || rest[0] == streamMagicPipe); rest = rest[requestLen:] {
 			id := ids.ObjectID(rest[1:requestLen])
 			data, err := streamRequestObjects(context.Background(), id)
 			switch {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,12 +14,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ray-go/ray/internal/base/fuzzing"
 	"github.com/ray-go/ray/internal/base/ids"
 )
 
@@ -652,4 +655,122 @@ func TestStreamPipeAck(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFDs(t, fds)
+}
+
+func streamPipeResponseSeeds() [][]any {
+	body := randomBytes(3000, 11)
+	var seeds [][]any
+	add := func(hdr, body []byte, size uint32, known, passFD bool) {
+		seeds = append(seeds, []any{hdr, body, size, known, passFD})
+	}
+	n := uint64(len(body))
+	add(header(statusPipe, n, ""), body, uint32(n), true, true)
+	add(header(statusPipe, n, ""), body, 0, false, true)
+	add(header(statusPipe, n, ""), body[:100], 0, false, true)                  // the pipe ends early
+	add(header(statusPipe, n, ""), body, 0, false, false)                       // no descriptor
+	add(header(statusPipe, 1<<39, ""), body, 0, false, true)                    // announces 512 GiB
+	add(header(statusPipe, 1<<39, ""), body, uint32(n), true, true)             // to a client that knows better
+	add(header(statusPipe, 0, ""), nil, 0, false, true)                         // empty
+	add(header(statusPipe, n, "text"), body, 0, false, true)                    // text with ok
+	add(response(body), body, uint32(n), true, true)                            // through the socket, a pipe passed anyway
+	add(header(statusNotFound, 0, "object x: not found"), body, 0, false, true) // an error, a pipe passed anyway
+	add(header(statusPipe, n, "")[:5], body, 0, false, true)                    // a short header
+	return seeds
+}
+
+func TestFuzzStreamPipeResponseCorpus(t *testing.T) {
+	fuzzing.Corpus(t, "FuzzStreamPipeResponse", streamPipeResponseSeeds())
+}
+
+// FuzzStreamPipeResponse answers a pipe request (0xD2) with arbitrary header bytes on a
+// Unix socket, with or without a pipe passed alongside that carries arbitrary body bytes,
+// the object's size known or not. Fetch must return an error or bytes that are the body
+// announced (through the pipe) or encode to the socket's bytes; never panic; allocate in
+// proportion to what arrived (and the known size), not to the size announced; and leave
+// no descriptor open.
+func FuzzStreamPipeResponse(f *testing.F) {
+	f.Fuzz(func(t *testing.T, hdr, body []byte, size32 uint32, known, passFD bool) {
+		var opt FetchOptions
+		opt.Timeout = 2 * time.Second
+		if known {
+			opt.Size = int64(size32 % (256 << 10))
+		}
+		id := ids.PutID(ids.NewRootTaskID(), 1)
+		var (
+			data []byte
+			err  error
+		)
+		fds := openFDs(t)
+		limit := uint64(fuzzTuning.initialBody) + 3*uint64(len(hdr)+len(body)) + 2*uint64(fuzzTuning.readChunk) + uint64(opt.Size) + 1<<20
+		fuzzing.CheckAlloc(t, limit, "fetchOn", func() {
+			pair, perr := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if perr != nil {
+				t.Fatal(perr)
+			}
+			client, server := unixConn(t, pair[0]), unixConn(t, pair[1])
+			defer client.Close()
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				defer server.Close()
+				var req [requestLen]byte
+				if _, err := io.ReadFull(server, req[:]); err != nil {
+					return
+				}
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				wg.Go(func() {
+					_ = w.SetWriteDeadline(time.Now().Add(5 * time.Second))
+					_, _ = w.Write(body) // fails once every read end is closed
+					_ = w.Close()
+				})
+				if passFD {
+					_ = sendWithFDs(server, hdr, r)
+				} else {
+					_, _ = server.Write(hdr)
+				}
+				_ = r.Close()
+				_ = server.CloseWrite() // a short header ends here, not at the client's timeout
+				var ack [1]byte
+				_, _ = server.Read(ack[:]) // the client's acknowledgement, or its close
+			})
+			data, _, _, err = fetchOn(context.Background(), client, "unix:fuzz", id, opt, fuzzTuning, true)
+			_ = client.Close()
+			wg.Wait()
+		})
+		if n := openFDs(t); n != fds {
+			t.Fatalf("%d descriptors open, %d before", n, fds)
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), id.String()) {
+				t.Fatalf("error without the object: %v", err)
+			}
+			return
+		}
+		if opt.Size > 0 && int64(len(data)) != opt.Size {
+			t.Fatalf("accepted %d bytes of an object of %d", len(data), opt.Size)
+		}
+		if hdr[0] == statusPipe {
+			if !passFD || uint64(len(data)) != binary.BigEndian.Uint64(hdr[1:]) || !bytes.HasPrefix(body, data) {
+				t.Fatalf("accepted %d bytes through a pipe that do not match the body announced", len(data))
+			}
+			return
+		}
+		if enc := response(data); !bytes.HasPrefix(hdr, enc) {
+			t.Fatalf("accepted %d bytes that do not encode to the response", len(data))
+		}
+	})
+}
+
+// unixConn makes a *net.UnixConn of a socket's descriptor (which it takes over).
+func unixConn(t *testing.T, fd int) *net.UnixConn {
+	f := os.NewFile(uintptr(fd), "socket")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.(*net.UnixConn)
 }
