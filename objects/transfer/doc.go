@@ -146,8 +146,13 @@
 // them, not copies (a write to those pages meanwhile would reach the client), so after
 // the last vmsplice the server waits (30 s at most, holding the object's slice) for the
 // client's acknowledgement: one byte 0xA5 (pipeAck) on the socket once the client has
-// read the whole body. Another byte, or none, ends the connection; a client that gives up
-// closes its pipe and its connection, after which nothing reads the pages either. The
+// read the whole body, and answers it with one byte 0x5A (pipeHeld) before it lets go of
+// the slice. The client takes the bytes only with that answer: a server that gave up
+// waiting (its timeout, its Close) has let go of the slice, whose memory may then be a
+// recycled encode buffer (objects/codec) written with another object before a stalled
+// client read it; that fetch is ErrCorrupt instead of wrong bytes. Another byte, or none,
+// ends the connection; a client that gives up closes its pipe and its connection, after
+// which nothing reads the pages either. The
 // client's buffer is an ordinary Go slice (nothing is mapped), so user code may keep it as
 // long as it likes. Descriptors: every pipe end is closed on every path (the server's read
 // end once sent, its write end when the answer ends or the server closes; the client's

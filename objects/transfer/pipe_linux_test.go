@@ -642,6 +642,12 @@ func TestStreamPipeAck(t *testing.T) {
 		if _, err := c.Write([]byte{ack}); err != nil {
 			t.Fatal(err)
 		}
+		if ack == pipeAck {
+			var held [1]byte
+			if _, err := io.ReadFull(c, held[:]); err != nil || held[0] != pipeHeld {
+				t.Fatalf("the server's answer to the acknowledgement: %x, %v", held, err)
+			}
+		}
 		return true
 	}
 	if !one(pipeAck) || !one(0x00) {
@@ -655,6 +661,68 @@ func TestStreamPipeAck(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFDs(t, fds)
+}
+
+// TestStreamPipeUnconfirmed: a body read whole through a pipe is taken only once the server
+// confirms (pipeHeld) that it kept the pages until the client's acknowledgement; a server
+// that let go of them first (it gave up waiting, it closed) makes the fetch ErrCorrupt, since
+// the pages may hold other bytes by then.
+func TestStreamPipeUnconfirmed(t *testing.T) {
+	fds := openFDs(t)
+	body := randomBytes(1<<20, 7)
+	for _, tc := range []struct {
+		name   string
+		answer []byte // the server's answer to the acknowledgement
+		ok     bool
+	}{
+		{"confirmed", []byte{pipeHeld}, true},
+		{"closed without an answer", nil, false},
+		{"another byte", []byte{pipeAck}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			client, server := unixConn(t, pair[0]), unixConn(t, pair[1])
+			defer client.Close()
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				defer server.Close()
+				var req [requestLen]byte
+				if _, err := io.ReadFull(server, req[:]); err != nil {
+					return
+				}
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				wg.Go(func() { _, _ = w.Write(body); _ = w.Close() })
+				_ = sendWithFDs(server, header(statusPipe, uint64(len(body)), ""), r)
+				_ = r.Close()
+				var ack [1]byte
+				if _, err := io.ReadFull(server, ack[:]); err != nil || ack[0] != pipeAck {
+					t.Errorf("the client's acknowledgement: %x, %v", ack, err)
+					return
+				}
+				_, _ = server.Write(tc.answer)
+			})
+			id := ids.PutID(ids.NewRootTaskID(), 1)
+			data, _, _, err := fetchOn(context.Background(), client, "unix:test", id, FetchOptions{Timeout: 5 * time.Second}, defaultTuning, true)
+			_ = client.Close()
+			wg.Wait()
+			switch {
+			case tc.ok && (err != nil || !bytes.Equal(data, body)):
+				t.Fatalf("fetch: %d bytes, %v; want the body", len(data), err)
+			case !tc.ok && (!errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "did not confirm") || data != nil):
+				t.Fatalf("fetch: %d bytes, %v; want ErrCorrupt saying the server did not confirm", len(data), err)
+			}
+		})
+	}
+	if n := openFDs(t); n != fds {
+		t.Fatalf("%d descriptors open, %d before", n, fds)
+	}
 }
 
 func streamPipeResponseSeeds() [][]any {
@@ -734,7 +802,9 @@ func FuzzStreamPipeResponse(f *testing.F) {
 				_ = r.Close()
 				_ = server.CloseWrite() // a short header ends here, not at the client's timeout
 				var ack [1]byte
-				_, _ = server.Read(ack[:]) // the client's acknowledgement, or its close
+				if n, _ := server.Read(ack[:]); n == 1 && ack[0] == pipeAck { // or its close
+					_, _ = server.Write([]byte{pipeHeld})
+				}
 			})
 			data, _, _, err = fetchOn(context.Background(), client, "unix:fuzz", id, opt, fuzzTuning, true)
 			_ = client.Close()

@@ -69,6 +69,9 @@ const (
 	maxPassedFDs = 4
 	// pipeAck is the byte a client sends once it has read a whole body through a pipe.
 	pipeAck byte = 0xA5
+	// pipeHeld is the server's answer to pipeAck: it kept the body's pages referenced
+	// until the acknowledgement, so every byte the client read was the object's.
+	pipeHeld byte = 0x5A
 )
 
 // Timeouts and sizes of the stream, fixed.
@@ -630,8 +633,14 @@ func (s *Server) answerPipe(c net.Conn, hdr [headerLen]byte, data []byte) (sent 
 	if ack[0] != pipeAck {
 		return true, fmt.Errorf("%w: 0x%02x instead of the acknowledgement of a body through a pipe", errNotStream, ack[0])
 	}
+	// data was held until here, after the client's last read: say so. A client takes the
+	// bytes only with this answer, since a server that gave up waiting (its timeout, its
+	// Close) lets go of data, and then the pages a stalled client reads later may hold
+	// another object's bytes (a recycled encode buffer, objects/codec).
 	runtime.KeepAlive(data)
-	return true, nil
+	_ = c.SetWriteDeadline(time.Now().Add(serverWriteTimeout))
+	_, err = c.Write([]byte{pipeHeld})
+	return true, err
 }
 
 // FetchOptions tune one Fetch. The zero value is valid.
@@ -920,13 +929,22 @@ func fetchOn(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt 
 		if err != nil {
 			return fail("%s%w", msg, err)
 		}
-		pipeFetches.Add(1)
-		// The server keeps the pages referenced until this acknowledgement. A failed one
-		// costs the connection, not the bytes, which are all here.
+		// The server keeps the pages referenced until this acknowledgement and then says
+		// it did (pipeHeld): only then were all the bytes read the object's, not those of
+		// memory the server had let go of and reused (see answerPipe).
 		_ = c.SetWriteDeadline(time.Now().Add(opt.Timeout))
 		if _, err := c.Write([]byte{pipeAck}); err != nil {
-			return buf, false, false, nil
+			return fail("%w: acknowledging a body read through a pipe: %w", ErrCorrupt, err)
 		}
+		var held [1]byte
+		_ = c.SetReadDeadline(time.Now().Add(opt.Timeout))
+		if _, err := io.ReadFull(c, held[:]); err != nil || held[0] != pipeHeld {
+			if err == nil {
+				err = fmt.Errorf("0x%02x", held[0])
+			}
+			return fail("%w: the server did not confirm it kept the pages until the body was read through the pipe: %w", ErrCorrupt, err)
+		}
+		pipeFetches.Add(1)
 		return buf, true, false, nil
 	}
 	// Over the Unix socket there is no TLS whatever opt.TLS says: the checksum is sent.
