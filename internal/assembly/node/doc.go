@@ -44,6 +44,14 @@
 // through a pipe (one copy: objects/transfer); a socket that cannot be reached (a
 // container of the same host without the file) falls back to the TCP address.
 //
+// In a cluster each node publishes its load report (load.go: load/<node>, leased, read by
+// the views of package clusterview, `rayctl status`, `rayctl memory` and the metrics): it
+// looks every LoadReportInterval (asking its raylet only after the raylet handled a
+// message) and writes the report at once when a figure placement uses crossed a threshold
+// (significantChange: queue empty or not, doubled or halved; free resources at none, one
+// unit, half or all of the total, or moved by an eighth of it), within loadReportSettle
+// (1 s) for any other change, and every loadReportRefresh (2 s) when nothing changed.
+//
 // protoactor's own logs go through peerLog (peerlog.go): the endpoint writer's ERROR lines
 // about a peer that went away (lost connection, five failed reconnects) become one WARN per
 // peer and minute that says what happened, the rest DEBUG.

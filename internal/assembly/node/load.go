@@ -13,6 +13,7 @@ import (
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/raylet"
+	"github.com/ray-go/ray/tasks/sched"
 )
 
 // Roles of a node (NodeInfo.role).
@@ -26,9 +27,16 @@ const (
 	RoleWorker = "worker"
 )
 
-// LoadReportInterval is how often a node's load report is refreshed while it changes (and
-// the longest a placement decision works from a stale report, besides its own placements).
+// LoadReportInterval is how often a node looks at its load, and the longest it takes a
+// change that placement decisions depend on (see significantChange) to be reported.
 const LoadReportInterval = 100 * time.Millisecond
+
+// loadReportSettle is the longest any other change of the figures waits to be reported
+// (a queue length within a factor of two of the last report's, a step of available
+// resources smaller than an eighth of the total, the object store's figures): every view
+// of the cluster follows every report, so a busy node that rewrote its report every
+// LoadReportInterval sent ten reports a second to each of N nodes.
+const loadReportSettle = time.Second
 
 // loadReportRefresh rewrites an unchanged report this often, so that readers can tell a
 // silent node from a stale report.
@@ -64,8 +72,7 @@ func (r *loadReporter) run(ctx context.Context) {
 	defer r.wg.Done()
 	t := time.NewTicker(LoadReportInterval)
 	defer t.Stop()
-	var last []byte
-	var lastAt time.Time
+	var gate reportGate
 	var storeAt time.Time
 	var st *pb.StoreStatsReply
 	var s *raylet.StatsReply // the raylet's last reply, asked when rayletChanges is seen
@@ -111,17 +118,110 @@ func (r *loadReporter) run(ctx context.Context) {
 			l.StoreInMemory, l.StoreSpilled, l.StoreObjects = st.MemoryBytes, st.SpilledBytes, st.Objects
 			l.StoreLargest, l.StoreSpillErrors = st.Largest, st.SpillErrors
 		}
-		b, _ := proto.Marshal(l)
-		if string(b) == string(last) && time.Since(lastAt) < loadReportRefresh {
+		now := time.Now()
+		if !gate.due(l, s.Total, now) {
 			continue
 		}
-		l.UnixMs = time.Now().UnixMilli()
+		l.UnixMs = now.UnixMilli()
 		stamped, _ := proto.Marshal(l)
+		l.UnixMs = 0
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := r.n.store.Put(pctx, gcs.LoadKey(string(r.n.ID)), stamped, r.n.leaseID())
 		cancel()
 		if err == nil {
-			last, lastAt = b, time.Now()
+			gate.wrote(l, now)
 		}
 	}
+}
+
+// reportGate decides when the load reporter writes the node's report: at once when a
+// figure that placement decisions use changed significantly (significantChange), within
+// loadReportSettle when anything else in it changed, and every loadReportRefresh when
+// nothing did. Not safe for concurrent use (the reporter's loop owns it).
+type reportGate struct {
+	last   *pb.NodeLoad // the report last written, without its time (nil: none yet)
+	lastAt time.Time
+}
+
+// due reports whether l (without its time) should be written now; total is the node's
+// resources.
+func (g *reportGate) due(l *pb.NodeLoad, total sched.Resources, now time.Time) bool {
+	switch {
+	case g.last == nil || now.Sub(g.lastAt) >= loadReportRefresh:
+		return true
+	case proto.Equal(g.last, l):
+		return false
+	case significantChange(g.last, l, total):
+		return true
+	}
+	return now.Sub(g.lastAt) >= loadReportSettle
+}
+
+// wrote records that l was written at now.
+func (g *reportGate) wrote(l *pb.NodeLoad, now time.Time) { g.last, g.lastAt = l, now }
+
+// significantChange reports whether a node's load moved from the report was to the
+// figures now in a way that changes where tasks go (sched.Place and sched.Spill): its
+// queue became empty or not, or doubled or halved; for some resource of the node, the
+// amount available crossed one of 0 (some free or none), one whole unit (or the total,
+// if smaller: a task of the common shape can run now or cannot), half the total (the
+// policy's utilization threshold, sched.DefaultThreshold) or the total (idle or not), or
+// moved by an eighth of the total or more.
+func significantChange(was, now *pb.NodeLoad, total sched.Resources) bool {
+	qa, qb := was.GetQueued(), now.GetQueued()
+	if (qa == 0) != (qb == 0) || qb >= 2*qa && qb != qa || 2*qb <= qa && qb != qa {
+		return true
+	}
+	a, b := tasks.ResourcesFromPB(was.GetAvailable()), tasks.ResourcesFromPB(now.GetAvailable())
+	if a.Equal(b) {
+		return false
+	}
+	moved := false
+	total.Each(func(name string, t sched.Quantity) {
+		x, y := a.Get(name), b.Get(name)
+		if moved || t <= 0 || x == y {
+			return
+		}
+		d := y - x
+		if d < 0 {
+			d = -d
+		}
+		moved = availLevel(x, t) != availLevel(y, t) || d >= max(t/8, 1)
+	})
+	if moved {
+		return true
+	}
+	// A resource the node's total lacks (a report from before a change of the total)
+	// changed: nothing to measure it against.
+	extra := false
+	b.Each(func(name string, q sched.Quantity) {
+		if total.Get(name) == 0 && a.Get(name) != q {
+			extra = true
+		}
+	})
+	a.Each(func(name string, q sched.Quantity) {
+		if total.Get(name) == 0 && b.Get(name) != q {
+			extra = true
+		}
+	})
+	return extra
+}
+
+// availLevel is how many of the thresholds of significantChange an available amount x of
+// a resource whose total is t reaches.
+func availLevel(x, t sched.Quantity) int {
+	n := 0
+	if x > 0 {
+		n++
+	}
+	if x >= min(sched.Unit, t) {
+		n++
+	}
+	if x > t/2 {
+		n++
+	}
+	if x >= t {
+		n++
+	}
+	return n
 }

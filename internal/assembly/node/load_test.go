@@ -1,0 +1,127 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+func cpus(t *testing.T, n float64) sched.Resources {
+	t.Helper()
+	r, err := sched.FromMap(map[string]float64{"CPU": n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func loadOf(t *testing.T, avail float64, queued int) *pb.NodeLoad {
+	return &pb.NodeLoad{NodeId: "n", Available: tasks.ResourcesToPB(cpus(t, avail)), Queued: int32(queued)}
+}
+
+// feed runs a reportGate over one figure per LoadReportInterval from t0 (as the reporter's
+// loop does) and returns the indexes of the figures it wrote.
+func feed(g *reportGate, total sched.Resources, t0 time.Time, loads []*pb.NodeLoad) []int {
+	var wrote []int
+	for i, l := range loads {
+		now := t0.Add(time.Duration(i) * LoadReportInterval)
+		if g.due(l, total, now) {
+			g.wrote(l, now)
+			wrote = append(wrote, i)
+		}
+	}
+	return wrote
+}
+
+// TestLoadReportsPerUnitOfChange: a queue that grows by one task every look (within a
+// factor of two of the last report) is reported once per loadReportSettle, not at every
+// look; an unchanged load once per loadReportRefresh.
+func TestLoadReportsPerUnitOfChange(t *testing.T) {
+	total := cpus(t, 8)
+	t0 := time.Unix(1000, 0)
+	const looks = 100 // ten seconds
+	var growing, still []*pb.NodeLoad
+	for i := range looks {
+		growing = append(growing, loadOf(t, 0, 100+i)) // 100 .. 199: never doubles
+		still = append(still, loadOf(t, 3, 0))
+	}
+	span := time.Duration(looks) * LoadReportInterval
+	if got, want := len(feed(&reportGate{}, total, t0, growing)), int(span/loadReportSettle); got != want {
+		t.Fatalf("a queue growing by one a look for %v: %d reports written, want %d (one per %v)", span, got, want, loadReportSettle)
+	}
+	wrote := feed(&reportGate{}, total, t0, still)
+	if got, want := len(wrote), int(span/loadReportRefresh); got != want {
+		t.Fatalf("an unchanged load for %v: %d reports written (%v), want %d (one per %v)", span, got, wrote, want, loadReportRefresh)
+	}
+	// Refreshed within the refresh period: the writes are loadReportRefresh apart.
+	for i := 1; i < len(wrote); i++ {
+		if gap := time.Duration(wrote[i]-wrote[i-1]) * LoadReportInterval; gap > loadReportRefresh {
+			t.Fatalf("an unchanged report went %v without a refresh (writes at looks %v)", gap, wrote)
+		}
+	}
+}
+
+// TestLoadReportThresholdCrossingsAreReportedAtOnce: every look whose figures cross a
+// threshold that placement uses is written, however soon after the last report.
+func TestLoadReportThresholdCrossingsAreReportedAtOnce(t *testing.T) {
+	total := cpus(t, 2)
+	t0 := time.Unix(1000, 0)
+	// A 2-CPU node going idle, busy, half busy, idle; its queue empty, then not.
+	seq := []*pb.NodeLoad{loadOf(t, 2, 0), loadOf(t, 0, 0), loadOf(t, 0, 3), loadOf(t, 0, 0), loadOf(t, 1, 0), loadOf(t, 2, 0), loadOf(t, 2, 1)}
+	if got := feed(&reportGate{}, total, t0, seq); len(got) != len(seq) {
+		t.Fatalf("crossings written at looks %v, want every one of %d", got, len(seq))
+	}
+	// A change of the store's figures only waits for loadReportSettle.
+	g := &reportGate{}
+	base := loadOf(t, 1, 0)
+	g.wrote(base, t0)
+	stored := loadOf(t, 1, 0)
+	stored.StoreInMemory = 1 << 20
+	if g.due(stored, total, t0.Add(LoadReportInterval)) {
+		t.Fatal("a change of the store's bytes was written at the next look, want it held for loadReportSettle")
+	}
+	if !g.due(stored, total, t0.Add(loadReportSettle)) {
+		t.Fatalf("a change of the store's bytes was not written %v after the last report", loadReportSettle)
+	}
+}
+
+func TestSignificantChange(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		total, from, to float64
+		qFrom, qTo      int
+		want            bool
+	}{
+		{"unchanged", 8, 3, 3, 2, 2, false},
+		{"queue empties", 8, 3, 3, 1, 0, true},
+		{"queue starts", 8, 3, 3, 0, 1, true},
+		{"queue doubles", 8, 3, 3, 3, 6, true},
+		{"queue halves", 8, 3, 3, 4, 2, true},
+		{"queue grows less than twofold", 8, 3, 3, 3, 5, false},
+		{"queue shrinks less than twofold", 8, 3, 3, 3, 2, false},
+		{"some free from none", 8, 0, 0.5, 0, 0, true},
+		{"none free", 8, 0.5, 0, 0, 0, true},
+		{"one CPU free", 8, 0.5, 1, 0, 0, true},
+		{"half the total crossed", 8, 3.5, 4.5, 0, 0, true},
+		{"idle", 8, 7.5, 8, 0, 0, true},
+		{"small step", 8, 2, 2.5, 0, 0, false},
+		{"an eighth of the total", 8, 2, 3, 0, 0, true},
+		{"small step on a large node", 64, 20, 25, 0, 0, false},
+		{"large step on a large node", 64, 20, 28, 0, 0, true},
+		{"fractional node: some free", 0.5, 0, 0.25, 0, 0, true},
+	} {
+		was, now := loadOf(t, c.from, c.qFrom), loadOf(t, c.to, c.qTo)
+		if got := significantChange(was, now, cpus(t, c.total)); got != c.want {
+			t.Errorf("%s: %v CPUs of %v free -> %v, queue %d -> %d: significant %v, want %v", c.name, c.from, c.total, c.to, c.qFrom, c.qTo, got, c.want)
+		}
+	}
+	// A resource the total lacks changed: significant (nothing to measure it against).
+	was := loadOf(t, 1, 0)
+	now := &pb.NodeLoad{NodeId: "n", Available: tasks.ResourcesToPB(cpus(t, 1).With("lane", sched.Unit))}
+	if !significantChange(was, now, cpus(t, 8)) {
+		t.Error("a resource outside the total appeared: not significant")
+	}
+}
