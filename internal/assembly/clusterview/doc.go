@@ -1,7 +1,17 @@
 // Package clusterview is a node's view of the cluster it places tasks in: the nodes that
 // run its job's tasks with their resources (the GCS node table), their load (the load
-// reports each node refreshes every LoadReportInterval), their liveness (the membership),
-// and the addresses of their grains and data servers.
+// reports each node rewrites when its load changes in a way placement sees, see the node
+// package's load reporter), their liveness (the membership), and the addresses of their
+// grains and data servers.
+//
+// A view follows the load reports (lists, then watches them) only while its runtime places
+// tasks whose node the policy chooses (Default, Spread, soft affinity, spillback) or asks
+// for Available, and for Config.LoadsIdle after: every view following every node's report
+// is N x N watch events for N busy nodes, and a runtime whose tasks are all bound to a node
+// (hard affinity: the node's total and liveness decide) needs none. Available, which user
+// code and placement groups call rarely, waits for the listing when the view was not
+// following; a placement goes on with what the view has (the listing comes within a GCS
+// round trip, and the owner's own placements are counted meanwhile).
 //
 // A View follows the GCS with two watches and publishes each change as an immutable
 // snapshot; the paths a task takes (placing it, resolving its node's scheduler, checking

@@ -13,7 +13,8 @@ import (
 // with other owners.
 //
 // What an owner cannot see are the placements of the other owners of its process since
-// the node's last report (LoadReportInterval at most, and its leases' requests reach the
+// the node's last report (a node reports a change that placement sees within
+// LoadReportInterval, smaller ones within a second, and its leases' requests reach the
 // node's scheduler within one turn). A burst from many owners at once may then send a node
 // more than it can start; its scheduler queues the excess, as a Ray raylet queues the
 // leases other raylets' stale views sent it.
@@ -65,9 +66,9 @@ func (p *Placer) account(s *snapshot, i int) *placed {
 
 // nodes loads the view into p.buf (the alive nodes with this placer's own placements since
 // their last reports) and returns the snapshot it came from.
-func (p *Placer) nodes() *snapshot {
+func (p *Placer) nodes(now time.Time) *snapshot {
 	s := p.v.load()
-	p.buf = p.v.alive(s, p.buf, time.Now())
+	p.buf = p.v.alive(s, p.buf, now)
 	for i := range p.buf {
 		if a := p.own[p.buf[i].ID]; a != nil && a.report == s.reports[i] {
 			p.buf[i].Available, p.buf[i].Queued = a.avail, p.buf[i].Queued+a.queued
@@ -79,7 +80,13 @@ func (p *Placer) nodes() *snapshot {
 // Place chooses a node for req by the sched policy and counts req against it until Done
 // (or the node's next load report); sched.ErrNoNodes while no node is alive.
 func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
-	s := p.nodes()
+	now := time.Now()
+	if req.Strategy != sched.NodeAffinity || req.Soft {
+		// The policy chooses among the nodes by their loads; a hard affinity does not
+		// (the node's total and liveness decide).
+		p.v.needLoads(now)
+	}
+	s := p.nodes(now)
 	opt := sched.Options{}
 	if req.Strategy == sched.Spread {
 		opt.SpreadCounter = p.spread
@@ -104,7 +111,12 @@ func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 // that can run it now by the view, counted against it as Place counts; false when none
 // can. The caller gives the placement at from back with Done.
 func (p *Placer) Spill(req sched.Request, from ids.NodeID) (ids.NodeID, bool) {
-	s := p.nodes()
+	if req.Strategy == sched.NodeAffinity && !req.Soft {
+		return "", false // bound to from (sched.Spill)
+	}
+	now := time.Now()
+	p.v.needLoads(now)
+	s := p.nodes(now)
 	d, ok := sched.Spill(req, p.buf, string(from), sched.Options{})
 	if !ok {
 		return "", false

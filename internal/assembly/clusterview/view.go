@@ -42,7 +42,20 @@ type Config struct {
 	// Changed, if set, is called after the view changed (tasks parked for want of a node
 	// may now be placed).
 	Changed func()
+	// LoadsIdle is how long the view follows the load reports after the last placement
+	// that needed them (0: DefaultLoadsIdle).
+	LoadsIdle time.Duration
 }
+
+// DefaultLoadsIdle is how long a view follows the nodes' load reports after the last
+// placement that used them (one that may choose among nodes: not a hard node affinity)
+// or the last Available: a view whose runtime places only tasks bound to a node watches
+// no load report, as every view following every node's reports costs the GCS N x N
+// events for N busy nodes.
+const DefaultLoadsIdle = 10 * time.Second
+
+// availableWait bounds how long Available waits for the load reports' listing.
+const availableWait = 5 * time.Second
 
 // SuspectFor is how long a node whose scheduler could not be resolved is left out of
 // placement.
@@ -71,6 +84,15 @@ type View struct {
 	// for it, only its record until its lease lapses): not placed on until the time given.
 	suspect map[string]time.Time
 	reports uint64 // load reports applied, numbering them
+
+	// The load reports are followed (listed, then watched) only while placements need
+	// them: wantAt is when one last did (unix ns); following is set while a follower runs
+	// (the per-placement check: it is written under mu); loadsReady is closed once the
+	// running follower applied its first listing.
+	wantAt     atomic.Int64
+	following  atomic.Bool
+	loadsReady chan struct{}
+	watchCtx   context.Context // the view's watches end with it (nil once stopped)
 
 	snap   atomic.Pointer[snapshot]
 	cancel context.CancelFunc
@@ -103,14 +125,18 @@ type snapshot struct {
 	gone    map[string]bool
 }
 
-// Start lists the node table and the load reports and watches both until Stop.
+// Start lists the node table and the load reports and watches the node table until Stop;
+// it follows the load reports while placements need them (DefaultLoadsIdle).
 func Start(ctx context.Context, cfg Config) (*View, error) {
+	if cfg.LoadsIdle <= 0 {
+		cfg.LoadsIdle = DefaultLoadsIdle
+	}
 	v := &View{cfg: cfg, nodes: map[string]*node{}, data: map[string]string{}, socket: map[string]string{}, jobs: map[string]string{}}
 	nodes, rev, err := cfg.Store.List(ctx, gcs.NodesPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("clusterview: read the node table: %w", err)
 	}
-	loads, lrev, err := cfg.Store.List(ctx, gcs.LoadPrefix)
+	loads, _, err := cfg.Store.List(ctx, gcs.LoadPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("clusterview: read the load reports: %w", err)
 	}
@@ -123,11 +149,10 @@ func Start(ctx context.Context, cfg Config) (*View, error) {
 	}
 	v.publishLocked()
 	wctx, cancel := context.WithCancel(context.Background())
-	v.cancel = cancel
+	v.cancel, v.watchCtx = cancel, wctx
 	v.mu.Unlock()
-	v.wg.Add(2)
+	v.wg.Add(1)
 	go v.watch(wctx, gcs.NodesPrefix, rev+1)
-	go v.watch(wctx, gcs.LoadPrefix, lrev+1)
 	return v, nil
 }
 
@@ -135,6 +160,7 @@ func Start(ctx context.Context, cfg Config) (*View, error) {
 func (v *View) Stop() {
 	v.mu.Lock()
 	cancel := v.cancel
+	v.watchCtx = nil
 	v.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -142,7 +168,135 @@ func (v *View) Stop() {
 	v.wg.Wait()
 }
 
-// watch follows one prefix; after a compaction it lists again.
+// needLoads notes that a placement at now uses the nodes' loads, and starts following
+// the load reports if the view does not (the placement goes on with what the view has:
+// the reports come within a listing's time).
+func (v *View) needLoads(now time.Time) {
+	v.wantAt.Store(now.UnixNano())
+	if !v.following.Load() {
+		v.startFollowing()
+	}
+}
+
+// startFollowing starts a follower of the load reports unless one runs (or the view
+// stopped), and returns the channel closed once the running follower's first listing is
+// in the view (nil once stopped).
+func (v *View) startFollowing() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.following.Load() || v.watchCtx == nil {
+		return v.loadsReady
+	}
+	v.following.Store(true)
+	v.loadsReady = make(chan struct{})
+	v.wg.Add(1)
+	go v.followLoads(v.watchCtx, v.loadsReady)
+	return v.loadsReady
+}
+
+// FollowingLoads reports whether the view follows the load reports now.
+func (v *View) FollowingLoads() bool { return v.following.Load() }
+
+// followLoads lists the load reports and watches them until no placement needed them for
+// LoadsIdle (or the view stops); after a compaction or a GCS error it lists again.
+func (v *View) followLoads(ctx context.Context, ready chan struct{}) {
+	defer v.wg.Done()
+	idle := time.NewTicker(max(v.cfg.LoadsIdle/4, time.Millisecond))
+	defer idle.Stop()
+	first := true
+	for ctx.Err() == nil {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		kvs, rev, err := v.cfg.Store.List(lctx, gcs.LoadPrefix)
+		cancel()
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		v.mu.Lock()
+		for _, kv := range kvs {
+			v.putLoadLocked(kv)
+		}
+		v.publishLocked()
+		v.mu.Unlock()
+		if first {
+			close(ready)
+			first = false
+		}
+		if v.cfg.Changed != nil {
+			v.cfg.Changed()
+		}
+		wctx, wcancel := context.WithCancel(ctx)
+		ch := v.cfg.Store.Watch(wctx, gcs.LoadPrefix, rev+1)
+		stop := v.followEvents(ch, idle.C)
+		wcancel()
+		if stop {
+			return
+		}
+		// The watch ended (compaction, GCS unreachable): list again after a pause.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// followEvents applies the load watch's events until it ends (false) or no placement
+// needed the loads for LoadsIdle (true: the follower has stopped).
+func (v *View) followEvents(ch <-chan gcs.WatchResponse, idle <-chan time.Time) bool {
+	for {
+		select {
+		case resp, ok := <-ch:
+			if !ok || resp.Err != nil {
+				return false
+			}
+			v.mu.Lock()
+			for _, e := range resp.Events {
+				id, _ := gcs.TrimKey(gcs.LoadPrefix, e.KV.Key)
+				if e.Type == gcs.EventDelete {
+					if n := v.nodes[id]; n != nil {
+						n.hasLoad, n.avail, n.report = false, n.total, 0
+					}
+					continue
+				}
+				v.putLoadLocked(e.KV)
+			}
+			v.publishLocked()
+			v.mu.Unlock()
+			if v.cfg.Changed != nil {
+				v.cfg.Changed()
+			}
+		case now := <-idle:
+			if v.stopFollowing(now) {
+				return true
+			}
+		}
+	}
+}
+
+// stopFollowing stops following the loads if no placement needed them for LoadsIdle.
+// needLoads writes wantAt, then reads following; this writes following, then reads
+// wantAt again: one of the two sees the other's write, so a placement that needs the
+// loads as the follower stops either starts a new one or keeps this one.
+func (v *View) stopFollowing(now time.Time) bool {
+	if now.Sub(time.Unix(0, v.wantAt.Load())) < v.cfg.LoadsIdle {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.following.Store(false)
+	if now.Sub(time.Unix(0, v.wantAt.Load())) < v.cfg.LoadsIdle {
+		v.following.Store(true)
+		return false
+	}
+	return true
+}
+
+// watch follows the node table; after a compaction it lists again.
 func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 	defer v.wg.Done()
 	for ctx.Err() == nil {
@@ -154,21 +308,14 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 			for _, e := range resp.Events {
 				rev = max(rev, e.KV.ModRev+1)
 				id, _ := gcs.TrimKey(prefix, e.KV.Key)
-				switch {
-				case e.Type == gcs.EventDelete && prefix == gcs.NodesPrefix:
+				if e.Type == gcs.EventDelete {
 					delete(v.nodes, id)
 					delete(v.data, id)
 					delete(v.socket, id)
 					delete(v.jobs, id)
-				case e.Type == gcs.EventDelete:
-					if n := v.nodes[id]; n != nil {
-						n.hasLoad, n.avail, n.report = false, n.total, 0
-					}
-				case prefix == gcs.NodesPrefix:
-					v.putNodeLocked(e.KV)
-				default:
-					v.putLoadLocked(e.KV)
+					continue
 				}
+				v.putNodeLocked(e.KV)
 			}
 			v.publishLocked()
 			v.mu.Unlock()
@@ -192,21 +339,15 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 			continue
 		}
 		v.mu.Lock()
-		if prefix == gcs.NodesPrefix {
-			seen := map[string]bool{}
-			for _, kv := range kvs {
-				if info := v.putNodeLocked(kv); info != nil {
-					seen[info.NodeId] = true
-				}
+		seen := map[string]bool{}
+		for _, kv := range kvs {
+			if info := v.putNodeLocked(kv); info != nil {
+				seen[info.NodeId] = true
 			}
-			for id := range v.nodes {
-				if !seen[id] {
-					delete(v.nodes, id)
-				}
-			}
-		} else {
-			for _, kv := range kvs {
-				v.putLoadLocked(kv)
+		}
+		for id := range v.nodes {
+			if !seen[id] {
+				delete(v.nodes, id)
 			}
 		}
 		v.publishLocked()
@@ -390,8 +531,16 @@ func (v *View) Nodes() []*pb.NodeInfo {
 }
 
 // Available returns, for each node Nodes lists, its resources not in use as its last load
-// report said.
+// report said. A view that did not follow the load reports starts to and waits (up to
+// availableWait) for their listing.
 func (v *View) Available() map[string]sched.Resources {
+	v.wantAt.Store(time.Now().UnixNano())
+	if ready := v.startFollowing(); ready != nil {
+		select {
+		case <-ready:
+		case <-time.After(availableWait):
+		}
+	}
 	s := v.load()
 	out := make(map[string]sched.Resources, len(s.nodes))
 	for _, n := range s.nodes {

@@ -31,6 +31,40 @@ type fixture struct {
 	noRay   sync.Map // node IDs whose raylet does not resolve
 	suspect sync.Map // node IDs the membership suspects
 	changed atomic.Int64
+	// loadsIdle is Config.LoadsIdle; loadWatches counts the watches of the load reports
+	// opened, loadWatching those open now.
+	loadsIdle                 time.Duration
+	loadWatches, loadWatching atomic.Int64
+}
+
+// watchCounter counts the fixture's watches of the load reports.
+type watchCounter struct {
+	gcs.Store
+	f *fixture
+}
+
+func (w watchCounter) Watch(ctx context.Context, prefix string, rev int64) <-chan gcs.WatchResponse {
+	in := w.Store.Watch(ctx, prefix, rev)
+	if prefix != gcs.LoadPrefix {
+		return in
+	}
+	w.f.loadWatches.Add(1)
+	w.f.loadWatching.Add(1)
+	out := make(chan gcs.WatchResponse)
+	go func() {
+		defer w.f.loadWatching.Add(-1)
+		defer close(out)
+		for r := range in {
+			select {
+			case out <- r:
+			case <-ctx.Done():
+				for range in {
+				}
+				return
+			}
+		}
+	}()
+	return out
 }
 
 func res(t *testing.T, cpu float64) sched.Resources {
@@ -50,7 +84,7 @@ func newFixture(t *testing.T, self string) *fixture {
 
 func (f *fixture) start() {
 	v, err := Start(context.Background(), Config{
-		Self: ids.NodeID(f.self()), Store: f.store,
+		Self: ids.NodeID(f.self()), Store: watchCounter{Store: f.store, f: f}, LoadsIdle: f.loadsIdle,
 		RunsTasks: func(info *pb.NodeInfo) bool { return info.Role != "driver" },
 		Member:    func(node string) bool { _, ok := f.members.Load(node); return ok },
 		Suspect:   func(node string) bool { _, ok := f.suspect.Load(node); return ok },
@@ -353,4 +387,66 @@ func TestPlacersDoNotShareState(t *testing.T) {
 		f.v.MarkAlive("b")
 	}
 	wg.Wait()
+}
+
+// TestLoadsFollowedOnlyWhilePlacementsNeedThem: a view whose placements are all bound to
+// a node (hard affinity) watches no load report; one that places a task by the policy
+// follows them, and stops LoadsIdle after the last such placement; Available reads the
+// reports as they are now, followed or not.
+func TestLoadsFollowedOnlyWhilePlacementsNeedThem(t *testing.T) {
+	f := newFixture(t, "a")
+	f.loadsIdle = 50 * time.Millisecond
+	f.putNode("a", "local", 2, "")
+	f.putNode("b", "worker", 2, "")
+	f.start()
+	p := f.v.Placer(0)
+	pinned := sched.Request{Resources: res(t, 1), Strategy: sched.NodeAffinity, AffinityNode: "b"}
+	for range 10 {
+		if n, err := p.Place(pinned); err != nil || n != "b" {
+			t.Fatalf("a task pinned to b: %v %v", n, err)
+		}
+		if _, ok := p.Spill(pinned, "b"); ok {
+			t.Fatal("a task pinned to b spilled")
+		}
+	}
+	f.putLoad("b", 0, 5)
+	if f.v.FollowingLoads() || f.loadWatches.Load() != 0 {
+		t.Fatalf("after placements bound to a node only: following %v, %d load watches opened, want none", f.v.FollowingLoads(), f.loadWatches.Load())
+	}
+	// Available lists the reports now, whether followed or not.
+	if got := f.v.Available()["b"]; !got.IsZero() {
+		t.Fatalf("Available()[b] = %v right after b reported 0 free, want 0", got)
+	}
+	// A task the policy places makes the view follow the reports: it sees b's next one.
+	if _, err := p.Place(sched.Request{Resources: res(t, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if !f.v.FollowingLoads() {
+		t.Fatal("a policy placement did not start following the load reports")
+	}
+	eventually.True(t, 5*time.Second, "the load watch", func() bool { return f.loadWatching.Load() == 1 })
+	f.putLoad("b", 2, 0)
+	eventually.True(t, 5*time.Second, "b's report in the view", func() bool {
+		s := f.v.load()
+		return s.nodes[s.index["b"]].Available.Equal(res(t, 2))
+	})
+	// With no placement needing them, the view stops following (and watching) them.
+	eventually.True(t, 5*time.Second, "the follower to stop", func() bool {
+		return !f.v.FollowingLoads() && f.loadWatching.Load() == 0
+	})
+	// A report written meanwhile is not in the snapshot; Available still gives it, and a
+	// new placement by the policy follows again.
+	f.putLoad("b", 1, 0)
+	if got := f.v.Available()["b"]; !got.Equal(res(t, 1)) {
+		t.Fatalf("Available()[b] = %v after b reported 1 free while not followed, want 1", got)
+	}
+	eventually.True(t, 5*time.Second, "the follower to stop again", func() bool {
+		return !f.v.FollowingLoads() && f.loadWatching.Load() == 0
+	})
+	if _, err := p.Place(sched.Request{Resources: res(t, 1), Strategy: sched.Spread}); err != nil {
+		t.Fatal(err)
+	}
+	if !f.v.FollowingLoads() {
+		t.Fatal("a spread placement did not start following the load reports")
+	}
 }
