@@ -156,3 +156,15 @@ func TestMsgTypes(t *testing.T) {
 		t.Fatalf("rows %+v, want a (0.2 per task, 0.2 net) then b (0.02, 0.01 net); c under the floor", rows)
 	}
 }
+
+func TestParseSimWorkloads(t *testing.T) {
+	got, err := parseSimWorkloads("local, default")
+	if err != nil || len(got) != 2 || got[0] != "local" || got[1] != "default" {
+		t.Fatalf(`parseSimWorkloads("local, default") = %v, %v`, got, err)
+	}
+	for _, bad := range []string{"", "local,", "spread", "remote,remote"} {
+		if _, err := parseSimWorkloads(bad); err == nil {
+			t.Errorf("parseSimWorkloads(%q): no error", bad)
+		}
+	}
+}

@@ -27,6 +27,7 @@ type nodesFlags struct {
 	simRate                   *float64
 	gomaxprocs                *string
 	simHeap                   *string
+	simWorkloads              *string
 }
 
 func defineNodesFlags() nodesFlags {
@@ -43,6 +44,8 @@ func defineNodesFlags() nodesFlags {
 		simTasks:   flag.Int("sim-tasks", 20000, "-nodes: empty tasks each in-process node submits per workload"),
 		simRate: flag.Float64("sim-rate", 0, "-nodes: pace each in-process node's submitter at this many tasks/s (0: as fast as it can). "+
 			"Paced, every node runs the same task rate at every node count, so that per-task counts do not grow only because N nodes share this machine's cores"),
+		simWorkloads: flag.String("sim-workloads", "local,remote", "-nodes: workloads of the simulated control plane: local (tasks pinned to the submitter's node), "+
+			"remote (pinned to the next node), default (placed by the policy: every view follows the load reports)"),
 		simHeap: flag.String("sim-heap-profiles", "", "-nodes: write a heap profile of the simulated cluster at each node count into this directory"),
 	}
 }
@@ -64,6 +67,23 @@ func parseNodeCounts(name, list string, limit int) ([]int, error) {
 	return slices.Compact(out), nil
 }
 
+// parseSimWorkloads parses -sim-workloads: a comma-separated list of local, remote and
+// default, each at most once.
+func parseSimWorkloads(list string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(list, ",") {
+		w := strings.TrimSpace(f)
+		switch {
+		case w != "local" && w != "remote" && w != "default":
+			return nil, fmt.Errorf("-sim-workloads: %q: want local, remote or default", w)
+		case slices.Contains(out, w):
+			return nil, fmt.Errorf("-sim-workloads: %q twice", w)
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
 // nodesOutput is the -nodes report.
 type nodesOutput struct {
 	Real    *nodesReport `json:"real,omitempty"`
@@ -79,6 +99,10 @@ func nodesMain(f nodesFlags, asJSON bool) int {
 	}
 	simCounts, err := parseNodeCounts("-sim-counts", *f.simCounts, 256)
 	if err != nil {
+		logf("%v", err)
+		return 2
+	}
+	if simWorkloads, err = parseSimWorkloads(*f.simWorkloads); err != nil {
 		logf("%v", err)
 		return 2
 	}

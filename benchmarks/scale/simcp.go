@@ -202,9 +202,12 @@ type simConfig struct {
 	heap   string // "": no heap profiles; else write DIR/heap-<n>nodes.pprof after each count
 }
 
-// simWorkloads: "local", every submitter's tasks pinned to its own node (the workload of
-// the real clusters); "remote", pinned to the next node (i+1 mod N), so that from 2 nodes on
-// every task crosses nodes: the control plane's worst case for messages.
+// simWorkloads (-sim-workloads): "local", every submitter's tasks pinned to its own node
+// (the workload of the real clusters); "remote", pinned to the next node (i+1 mod N), so
+// that from 2 nodes on every task crosses nodes: the control plane's worst case for
+// messages; "default" (not run unless asked for), placed by the policy, so that every
+// node's view follows the load reports (a view follows none while it places only tasks
+// bound to a node).
 var simWorkloads = []string{"local", "remote"}
 
 // simPoint is one workload's figures at one node count: per task over the timed window.
@@ -426,7 +429,10 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 				if workload == "remote" {
 					target = (i + 1) % n
 				}
-				opt := ray.NodeAffinity(string(cl.Nodes[target].ID), false)
+				task := nodesEmpty.Options(ray.NodeAffinity(string(cl.Nodes[target].ID), false))
+				if workload == "default" {
+					task = nodesEmpty
+				}
 				refs := make([]ray.ObjectRef[int], m)
 				if cfg.rate > 0 && !warm {
 					// Paced: the tasks due by now every simTick, from the round's start.
@@ -434,7 +440,7 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 					for j := 0; j < m; {
 						due := min(m, int(time.Since(t0).Seconds()*cfg.rate)+1)
 						for ; j < due; j++ {
-							refs[j] = nodesEmpty.Options(opt).Remote(drivers[i])
+							refs[j] = task.Remote(drivers[i])
 						}
 						if j < m {
 							time.Sleep(simTick)
@@ -442,7 +448,7 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 					}
 				} else {
 					for j := range refs {
-						refs[j] = nodesEmpty.Options(opt).Remote(drivers[i])
+						refs[j] = task.Remote(drivers[i])
 					}
 				}
 				_, errs[i] = ray.GetAll(drivers[i], refs)
