@@ -90,8 +90,9 @@ func ClusterResources(ctx context.Context) (map[string]float64, error) {
 
 // AvailableResources returns the resources of the job's nodes not in use now (Ray's
 // ray.available_resources()): the node's scheduler's count in local mode; in a cluster
-// the nodes' load reports, which trail the truth by about 100 ms. A resource no node has
-// free is 0.
+// the nodes' load reports, which trail the truth by about 100 ms for a change that
+// placement sees (a resource becoming free or used up, half the total crossed, a step of an
+// eighth of it) and by up to a second for a smaller one. A resource no node has free is 0.
 func AvailableResources(ctx context.Context) (map[string]float64, error) {
 	tc, err := taskContext(ctx)
 	if err != nil {
