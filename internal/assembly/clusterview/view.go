@@ -172,7 +172,11 @@ func (v *View) Stop() {
 // the load reports if the view does not (the placement goes on with what the view has:
 // the reports come within a listing's time).
 func (v *View) needLoads(now time.Time) {
-	v.wantAt.Store(now.UnixNano())
+	// Written only when an eighth of LoadsIdle old: the shards of a runtime place tasks
+	// at once, and one cache line written by every placement would bounce between them.
+	if ns := now.UnixNano(); ns-v.wantAt.Load() >= int64(v.cfg.LoadsIdle/8) {
+		v.wantAt.Store(ns)
+	}
 	if !v.following.Load() {
 		v.startFollowing()
 	}
@@ -278,10 +282,11 @@ func (v *View) followEvents(ch <-chan gcs.WatchResponse, idle <-chan time.Time) 
 	}
 }
 
-// stopFollowing stops following the loads if no placement needed them for LoadsIdle.
-// needLoads writes wantAt, then reads following; this writes following, then reads
-// wantAt again: one of the two sees the other's write, so a placement that needs the
-// loads as the follower stops either starts a new one or keeps this one.
+// stopFollowing stops following the loads if no placement needed them for LoadsIdle
+// (7/8 of it at least: needLoads leaves a fresh wantAt alone). needLoads writes wantAt
+// (or finds it at most LoadsIdle/8 old), then reads following; this writes following,
+// then reads wantAt again: one of the two sees the other's write, so a placement that
+// needs the loads as the follower stops either starts a new one or keeps this one.
 func (v *View) stopFollowing(now time.Time) bool {
 	if now.Sub(time.Unix(0, v.wantAt.Load())) < v.cfg.LoadsIdle {
 		return false
