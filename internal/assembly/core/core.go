@@ -562,7 +562,8 @@ func (c *Core) NodeInfos() []*pb.NodeInfo {
 
 // AvailableResources returns what each node of the job has not in use (nil when the node
 // did not say): the local scheduler's count in local mode, the nodes' last load reports
-// (every 100 ms or so) in a cluster.
+// in a cluster (a change placement depends on within ~100 ms, a smaller one within a
+// second: internal/assembly/node's load reporter).
 func (c *Core) AvailableResources() map[string]sched.Resources {
 	if c.cfg.Available == nil {
 		return nil
