@@ -221,8 +221,10 @@ func Spread() TaskOption {
 }
 
 // NodeAffinity runs the task on the node with the given ID (see Nodes and NodeID). With
-// soft false the task fails with an error when that node is dead or cannot run it; with
-// soft true it is placed like any other task then.
+// soft false the task fails with an error when that node is dead, unknown or cannot run
+// it, and waits while the node is only unreachable for now (its connection broke but its
+// process may live) until it answers again or is known dead; with soft true it is placed
+// like any other task whenever that node cannot take it.
 func NodeAffinity(nodeID string, soft bool) TaskOption {
 	return func(o *callOpts) {
 		o.strategy, o.affinityNode, o.affinitySoft = core.StrategyNodeAffinity, nodeID, soft
