@@ -680,27 +680,9 @@ func TestStreamPipeUnconfirmed(t *testing.T) {
 		{"another byte", []byte{pipeAck}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			client, server := unixConn(t, pair[0]), unixConn(t, pair[1])
-			defer client.Close()
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				defer server.Close()
-				var req [requestLen]byte
-				if _, err := io.ReadFull(server, req[:]); err != nil {
-					return
-				}
-				r, w, err := os.Pipe()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				wg.Go(func() { _, _ = w.Write(body); _ = w.Close() })
-				_ = sendWithFDs(server, header(statusPipe, uint64(len(body)), ""), r)
-				_ = r.Close()
+			id := ids.PutID(ids.NewRootTaskID(), 1)
+			opt := FetchOptions{Timeout: 5 * time.Second}
+			data, err := fetchFromFakePipeServer(t, id, header(statusPipe, uint64(len(body)), ""), body, true, opt, defaultTuning, func(server *net.UnixConn) {
 				var ack [1]byte
 				if _, err := io.ReadFull(server, ack[:]); err != nil || ack[0] != pipeAck {
 					t.Errorf("the client's acknowledgement: %x, %v", ack, err)
@@ -708,10 +690,6 @@ func TestStreamPipeUnconfirmed(t *testing.T) {
 				}
 				_, _ = server.Write(tc.answer)
 			})
-			id := ids.PutID(ids.NewRootTaskID(), 1)
-			data, _, _, err := fetchOn(context.Background(), client, "unix:test", id, FetchOptions{Timeout: 5 * time.Second}, defaultTuning, true)
-			_ = client.Close()
-			wg.Wait()
 			switch {
 			case tc.ok && (err != nil || !bytes.Equal(data, body)):
 				t.Fatalf("fetch: %d bytes, %v; want the body", len(data), err)
@@ -723,6 +701,47 @@ func TestStreamPipeUnconfirmed(t *testing.T) {
 	if n := openFDs(t); n != fds {
 		t.Fatalf("%d descriptors open, %d before", n, fds)
 	}
+}
+
+// fetchFromFakePipeServer fetches id with fetchOn, asking for a pipe, from a fake server on
+// a socket pair: it reads the request, sends hdr with the read end of a pipe carrying body
+// (without a descriptor unless passFD), then calls then (the connection closes after it).
+func fetchFromFakePipeServer(t *testing.T, id ids.ObjectID, hdr, body []byte, passFD bool, opt FetchOptions, tune tuning, then func(server *net.UnixConn)) ([]byte, error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, server := unixConn(t, pair[0]), unixConn(t, pair[1])
+	defer client.Close()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer server.Close()
+		var req [requestLen]byte
+		if _, err := io.ReadFull(server, req[:]); err != nil {
+			return
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		wg.Go(func() {
+			_ = w.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			_, _ = w.Write(body) // fails once every read end is closed
+			_ = w.Close()
+		})
+		if passFD {
+			_ = sendWithFDs(server, hdr, r)
+		} else {
+			_, _ = server.Write(hdr)
+		}
+		_ = r.Close()
+		then(server)
+	})
+	data, _, _, err := fetchOn(context.Background(), client, "unix:test", id, opt, tune, true)
+	_ = client.Close()
+	wg.Wait()
+	return data, err
 }
 
 func streamPipeResponseSeeds() [][]any {
@@ -771,44 +790,15 @@ func FuzzStreamPipeResponse(f *testing.F) {
 		fds := openFDs(t)
 		limit := uint64(fuzzTuning.initialBody) + 3*uint64(len(hdr)+len(body)) + 2*uint64(fuzzTuning.readChunk) + uint64(opt.Size) + 1<<20
 		fuzzing.CheckAlloc(t, limit, "fetchOn", func() {
-			pair, perr := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-			if perr != nil {
-				t.Fatal(perr)
-			}
-			client, server := unixConn(t, pair[0]), unixConn(t, pair[1])
-			defer client.Close()
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				defer server.Close()
-				var req [requestLen]byte
-				if _, err := io.ReadFull(server, req[:]); err != nil {
-					return
+			data, err = fetchFromFakePipeServer(t, id, hdr, body, passFD, opt, fuzzTuning, func(server *net.UnixConn) {
+				if len(hdr) != headerLen || hdr[0] != statusPipe || !passFD {
+					_ = server.CloseWrite() // a short or other answer ends here, not at the client's timeout
 				}
-				r, w, err := os.Pipe()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				wg.Go(func() {
-					_ = w.SetWriteDeadline(time.Now().Add(5 * time.Second))
-					_, _ = w.Write(body) // fails once every read end is closed
-					_ = w.Close()
-				})
-				if passFD {
-					_ = sendWithFDs(server, hdr, r)
-				} else {
-					_, _ = server.Write(hdr)
-				}
-				_ = r.Close()
-				_ = server.CloseWrite() // a short header ends here, not at the client's timeout
 				var ack [1]byte
 				if n, _ := server.Read(ack[:]); n == 1 && ack[0] == pipeAck { // or its close
 					_, _ = server.Write([]byte{pipeHeld})
 				}
 			})
-			data, _, _, err = fetchOn(context.Background(), client, "unix:fuzz", id, opt, fuzzTuning, true)
-			_ = client.Close()
-			wg.Wait()
 		})
 		if n := openFDs(t); n != fds {
 			t.Fatalf("%d descriptors open, %d before", n, fds)
