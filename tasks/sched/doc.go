@@ -76,7 +76,9 @@
 //
 // Spill answers where a request that waits in a busy node's queue should go instead: the
 // node Place picks among the others, provided it can run the request now (moving to
-// another queue gains nothing); a request bound by hard NodeAffinity stays. Leases tells
+// another queue gains nothing); a request bound by hard NodeAffinity stays, and so does one
+// whose node holds KeepBytes or more of its arguments while that node has room for it by the
+// view (the wait is the node's latency, not a backlog; moving would move the bytes). Leases tells
 // the owner which classes a node stalls (Stalled: a lease request unanswered for a while
 // with tasks waiting) and hands their waiting tasks over (Take).
 //

@@ -250,7 +250,11 @@ func Place(req Request, nodes []Node, local string, opt Options) (Decision, erro
 // Spill chooses where a request that waits in the queue of node from should go instead
 // (spillback, paper §4.2.2): the node Place would choose among the others, if it can run
 // the request now; false when none can (the request stays where it waits, as it would
-// gain nothing by moving) or when the request is bound to from by a hard NodeAffinity.
+// gain nothing by moving), when the request is bound to from by a hard NodeAffinity, or
+// when from holds at least KeepBytes of its arguments and has room for it by the view (its
+// Available, which counts the request itself while it waits there, plus the request): as
+// Place keeps such a task where its bytes are, a wait there is the node's latency (a busy
+// machine), not a backlog, and moving it would move the bytes.
 func Spill(req Request, nodes []Node, from string, opt Options) (Decision, bool) {
 	if req.Strategy == NodeAffinity && !req.Soft {
 		return Decision{}, false
@@ -260,6 +264,12 @@ func Spill(req Request, nodes []Node, from string, opt Options) (Decision, bool)
 	for i, n := range nodes {
 		if n.ID != from {
 			others, index = append(others, n), append(index, i)
+			continue
+		}
+		if req.ArgBytes[from] >= opt.keepBytes() && n.Alive {
+			if room := n.Available.Add(req.Resources); fits(&room, &req.Resources) {
+				return Decision{}, false
+			}
 		}
 	}
 	d, err := Place(req, others, from, opt)

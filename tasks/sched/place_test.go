@@ -504,6 +504,11 @@ func TestSpill(t *testing.T) {
 		{"custom resource only where it waits", req("CPU=1 tpu=1"), []Node{node("a", "CPU=1 tpu=1", "CPU=1 tpu=1"), node("b", "CPU=8", "")}, "a", ""},
 		{"hard affinity stays", affinity(req("CPU=1"), "a", false), []Node{node("a", "CPU=1", "CPU=1"), node("b", "CPU=1", "")}, "a", ""},
 		{"soft affinity may go", affinity(req("CPU=1"), "a", true), []Node{node("a", "CPU=1", "CPU=1"), node("b", "CPU=1", "")}, "a", "b"},
+		// Its arguments where it waits: counted there (CPU=1 of 2 in use is the request itself),
+		// so the node has room: it stays; with every CPU in use by others it may go.
+		{"its arguments where it waits, room there", withArgs(req("CPU=1"), "a", 8<<20), []Node{node("a", "CPU=2", "CPU=1"), node("b", "CPU=2", "")}, "a", ""},
+		{"its arguments where it waits, no room there", withArgs(req("CPU=1"), "a", 8<<20), []Node{node("a", "CPU=2", "CPU=3"), node("b", "CPU=2", "")}, "a", "b"},
+		{"small arguments where it waits", withArgs(req("CPU=1"), "a", 1000), []Node{node("a", "CPU=2", "CPU=1"), node("b", "CPU=2", "")}, "a", "b"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
