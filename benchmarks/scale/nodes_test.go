@@ -137,11 +137,20 @@ func TestMsgTypes(t *testing.T) {
 	tap0("worker", &actor.MessageEnvelope{Message: push, Sender: actor.NewPID("127.0.0.1:2", "owner-j-x-s3")})
 	tap0("worker", &actor.MessageEnvelope{Message: push, Sender: actor.NewPID("127.0.0.1:1", "owner-j-x-s3")})
 	tap1("shard", struct{}{})
+	// Lease requests and pushes travel without an envelope sender; the owner they name
+	// tells a peer's from the node's own.
+	tap1("raylet", &pb.LeaseRequest{Owner: &pb.PID{Address: "127.0.0.1:1", Id: "owner-j-x-s3"}})
+	tap1("raylet", &pb.LeaseRequest{Owner: &pb.PID{Address: "127.0.0.1:2", Id: "owner-j-x-s3"}})
+	tap1("raylet", &pb.LeaseRequest{})
+	tap1("worker", &pb.LeasePush{ReplyTo: &pb.PID{Address: "127.0.0.1:1", Id: "owner-j-x-s0"}})
 	got := m.snapshot()
 	want := map[msgKey]int64{
-		{Receiver: "worker", Type: "*pb.LeasePush", Sender: "shard (peer)"}: 1,
-		{Receiver: "worker", Type: "*pb.LeasePush", Sender: "shard"}:        1,
-		{Receiver: "shard", Type: "struct {}", Sender: "-"}:                 1,
+		{Receiver: "worker", Type: "*pb.LeasePush", Sender: "shard (peer)"}:    2,
+		{Receiver: "worker", Type: "*pb.LeasePush", Sender: "shard"}:           1,
+		{Receiver: "shard", Type: "struct {}", Sender: "-"}:                    1,
+		{Receiver: "raylet", Type: "*pb.LeaseRequest", Sender: "shard (peer)"}: 1,
+		{Receiver: "raylet", Type: "*pb.LeaseRequest", Sender: "shard"}:        1,
+		{Receiver: "raylet", Type: "*pb.LeaseRequest", Sender: "-"}:            1,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("counts %v, want %v", got, want)

@@ -3,7 +3,8 @@ package main
 // Messages by type, for the simulated control plane: each node's counted actors
 // (node.Config.MessageTap) tell a msgTypes what they handle; a key is the receiver's role,
 // the message's Go type, and where it came from (the sender's role, on this node or
-// another, from the envelope's sender PID; "-" when the message carries no sender).
+// another, from the envelope's sender PID, or for lease requests and pushes from the owner
+// they name; "-" when the message carries no sender).
 
 import (
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // msgKey is one row of the counts by type.
@@ -41,9 +44,21 @@ func (t *msgTypes) tap(i int) func(role string, msg any) {
 		if env, ok := msg.(*actor.MessageEnvelope); ok {
 			msg = env.Message
 			if env.Sender != nil {
-				k.Sender = senderRole(env.Sender.Id)
-				if a := t.addrs.Load(); a != nil && i < len(*a) && env.Sender.Address != (*a)[i] {
-					k.Sender += " (peer)"
+				k.Sender = t.from(i, env.Sender.Address, env.Sender.Id)
+			}
+		}
+		if k.Sender == "-" {
+			// The lease protocol sends without an envelope sender but names the owner's
+			// shard in the message: count requests and pushes from peers apart (a task
+			// the policy placed on another node than its submitter's).
+			switch m := msg.(type) {
+			case *pb.LeaseRequest:
+				if m.Owner != nil {
+					k.Sender = t.from(i, m.Owner.Address, m.Owner.Id)
+				}
+			case *pb.LeasePush:
+				if m.ReplyTo != nil {
+					k.Sender = t.from(i, m.ReplyTo.Address, m.ReplyTo.Id)
 				}
 			}
 		}
@@ -52,6 +67,16 @@ func (t *msgTypes) tap(i int) func(role string, msg any) {
 		t.n[k]++
 		t.mu.Unlock()
 	}
+}
+
+// from is the sender key of a message node i got from the actor at address with id: its
+// role, with " (peer)" when on another node.
+func (t *msgTypes) from(i int, address, id string) string {
+	r := senderRole(id)
+	if a := t.addrs.Load(); a != nil && i < len(*a) && address != (*a)[i] {
+		r += " (peer)"
+	}
+	return r
 }
 
 // setAddrs records the nodes' addresses (to tell peers' messages from the node's own).
