@@ -167,7 +167,9 @@
 // arrive when the size is unknown (the same code reads the socket's body); a pipe that ends
 // before size bytes (a server that died or failed) is ErrCorrupt. No checksum: the bytes
 // never leave this machine's memory and are not copied before the client's read, so the
-// CRC would only check the kernel's memcpy (it was ~30% of the server's CPU).
+// CRC would only check the kernel's memcpy (it was ~30% of the server's CPU); pages the
+// server let go of before the client read them are what the confirmation (Lifetimes)
+// rules out.
 //
 // Compatibility: a server that predates 0xD2 closes the connection at it; Fetch then asks
 // again with 0xD1 on a new connection, and marks that connection in its pool so that its
