@@ -730,12 +730,20 @@ func (r *Raylet) balance(ctx actor.Context) {
 	}
 }
 
-// deficit is what of res, among the machine's resources, the raylet lacks now.
+// deficit is what of res, among the machine's resources, the raylet lacks now and the
+// machine could give it: none of a resource the raylet already holds the machine's whole
+// total of (every unit is leased out here, and only those leases' return can serve res; a
+// job alone on its machine would otherwise ask, and withdraw the ask, for every lease
+// request that queues behind its own busy leases: two ledger round trips per lease).
 func (r *Raylet) deficit(res sched.Resources) sched.Resources {
 	var need sched.Resources
 	res.Each(func(name string, q sched.Quantity) {
-		if r.cfg.Total.Get(name) <= 0 {
+		total := r.cfg.Total.Get(name)
+		if total <= 0 {
 			return // not a machine resource (a bundle's renamed one): the machine cannot help
+		}
+		if r.held.Get(name) >= total {
+			return // all of it is ours already: nobody else holds any to give or reclaim
 		}
 		if d := q - r.avail.Get(name); d > 0 {
 			need = need.With(name, d)

@@ -24,6 +24,18 @@ type harness struct {
 	workers []*actor.PID
 	owner   *owner
 	n       uint64
+	asks    *atomic.Int64 // ledger asks the raylet made (with a machine)
+}
+
+// countingMachine counts a raylet's asks of its machine's ledger.
+type countingMachine struct {
+	Machine
+	asks atomic.Int64
+}
+
+func (c *countingMachine) Ask(id uint64, res sched.Resources, now bool) error {
+	c.asks.Add(1)
+	return c.Machine.Ask(id, res, now)
 }
 
 // owner is a probe owner: it collects the grants it gets.
@@ -70,7 +82,8 @@ func newHarnessOn(t *testing.T, total map[string]float64, workers int, path stri
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Close() })
-		cfg.Machine, cfg.TrimAfter = c, 5*time.Millisecond
+		cm := &countingMachine{Machine: c}
+		cfg.Machine, cfg.TrimAfter, h.asks = cm, 5*time.Millisecond, &cm.asks
 		h.raylet = h.sys.Root.Spawn(Props(cfg))
 		self.Store(h.raylet)
 	} else {
