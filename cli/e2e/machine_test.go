@@ -71,3 +71,64 @@ func TestJobsShareTheMachine(t *testing.T) {
 		t.Fatalf("at most %d of the two jobs' tasks ran at once on a 2-CPU machine, want 2", most)
 	}
 }
+
+// TestJobsGetAnEvenShare: a job that keeps its 2-CPU machine busy (12 one-CPU tasks of 400
+// ms; the second job starts once the first task is done, the machine's 2 CPUs held by the
+// first job's next tasks and 9 waiting) does not hold the machine until its queue drains: the
+// machine's ledger reclaims the first job's excess over an even share (one CPU) as its
+// tasks end, so the second job's tasks start while the first job still has tasks waiting,
+// not after them (package tasks/machine, "RECLAIM").
+func TestJobsGetAnEvenShare(t *testing.T) {
+	port, addr, sess := newSession(t)
+	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess,
+		"--num-cpus", "2", "--object-store-memory", "256MiB")
+	if code != 0 {
+		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
+	}
+	env := append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_TOKEN="+printedToken(t, out))
+	busy, late := startPiped(t, "shared", env), startPiped(t, "shared", env)
+	for name, j := range map[string]*piped{"the busy job": busy, "the late job": late} {
+		if l := j.line(t, name, sess); l != "shared ready" {
+			t.Fatalf("%s did not get ready: %q", name, l)
+		}
+	}
+	if _, err := io.WriteString(busy.in, "go 12 400ms\n"); err != nil {
+		t.Fatal(err)
+	}
+	if l := busy.line(t, "the busy job's first task", sess); l != "running" {
+		t.Fatalf("the busy job: %q, want running", l)
+	}
+	if _, err := io.WriteString(late.in, "go 2 400ms\n"); err != nil {
+		t.Fatal(err)
+	}
+	spans := func(j *piped, name string, n int) [][3]int64 {
+		for {
+			line := j.line(t, name+"'s result", sess)
+			if line == "running" {
+				continue
+			}
+			var res struct {
+				Spans [][3]int64
+				Error string
+			}
+			if json.Unmarshal([]byte(line), &res) != nil || res.Error != "" || len(res.Spans) != n {
+				t.Fatalf("%s: %q\n%s", name, line, tail(j.stderr.String()))
+			}
+			return res.Spans
+		}
+	}
+	bs, ls := spans(busy, "the busy job", 12), spans(late, "the late job", 2)
+	lastBusyStart := int64(0)
+	for _, s := range bs {
+		lastBusyStart = max(lastBusyStart, s[0])
+	}
+	firstLateStart := min(ls[0][0], ls[1][0])
+	t0 := bs[0][0]
+	for _, s := range append(bs, ls...) {
+		t.Logf("span %v-%v pid %d", time.Duration(s[0]-t0), time.Duration(s[1]-t0), s[2])
+	}
+	if firstLateStart >= lastBusyStart {
+		t.Fatalf("the late job's first task started %v after the busy job's last one: it waited for the busy job's whole queue",
+			time.Duration(firstLateStart-lastBusyStart))
+	}
+}
