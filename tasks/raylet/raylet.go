@@ -45,6 +45,10 @@ type Config struct {
 	// keep its last reply while it has not moved. Without a Machine only: the machine's
 	// free resources, part of Stats then, change without a message.
 	Changes *atomic.Uint64
+	// Live, when set, is where the raylet publishes its free resources and queue as they
+	// change (see Live): the local node's placers read them instead of its last load
+	// report. Create it with NewLive with the same Machine.
+	Live *Live
 }
 
 // Machine is the machine's ledger as a raylet uses it (*machine.Client).
@@ -178,6 +182,8 @@ type Raylet struct {
 	trimSet   bool
 	askDenied bool
 	owed      sched.Resources // what the machine reclaims (MachineReclaim), not given back yet
+
+	pub *published // the last figures published to cfg.Live by this instance
 }
 
 // pendingCommit is a bundle commit waiting for the machine's answer.
@@ -307,15 +313,22 @@ func (r *Raylet) Receive(ctx actor.Context) {
 	case OwnerGone:
 		r.ownerGone(ctx, m.Address)
 	case Stats:
-		reply := &StatsReply{Total: r.total, Available: r.avail, Queued: r.queued, Requests: r.requests.Len(),
-			Leases: len(r.leases), Granted: r.granted, Released: r.released}
-		if r.cfg.Machine != nil {
-			reply.Machine = true
-			reply.Available = r.avail.Add(r.cfg.Machine.Free())
-			reply.InUse = positive(r.held.Sub(r.avail))
-		}
-		ctx.Respond(reply)
+		r.stats(ctx)
+		return // changes nothing: nothing to publish
 	}
+	r.publish()
+}
+
+// stats answers Stats.
+func (r *Raylet) stats(ctx actor.Context) {
+	reply := &StatsReply{Total: r.total, Available: r.avail, Queued: r.queued, Requests: r.requests.Len(),
+		Leases: len(r.leases), Granted: r.granted, Released: r.released}
+	if r.cfg.Machine != nil {
+		reply.Machine = true
+		reply.Available = r.avail.Add(r.cfg.Machine.Free())
+		reply.InUse = positive(r.held.Sub(r.avail))
+	}
+	ctx.Respond(reply)
 }
 
 // backlogOf is what a waiting request counts in Stats.Queued.

@@ -21,6 +21,7 @@ type harness struct {
 	t       *testing.T
 	sys     *actor.ActorSystem
 	raylet  *actor.PID
+	live    *Live // the raylet's Config.Live
 	workers []*actor.PID
 	owner   *owner
 	n       uint64
@@ -68,7 +69,11 @@ func newHarnessOn(t *testing.T, total map[string]float64, workers int, path stri
 	cfg := Config{Node: "n1", Total: res, Workers: workers, Worker: func(i int) *actor.PID { return h.workers[i] }}
 	if path != "" {
 		var self atomic.Pointer[actor.PID]
+		var live atomic.Pointer[Live]
 		c, err := machine.Dial(path, t.Name(), func(m *pb.MachineMsg) {
+			if l := live.Load(); l != nil && m.Op != pb.MachineMsg_RECLAIM {
+				l.MachineChanged()
+			}
 			switch m.Op {
 			case pb.MachineMsg_GRANT:
 				h.sys.Root.Send(self.Load(), MachineGrant{ID: m.Id, Res: tasks.ResourcesFromPB(m.Resources)})
@@ -84,9 +89,14 @@ func newHarnessOn(t *testing.T, total map[string]float64, workers int, path stri
 		t.Cleanup(func() { _ = c.Close() })
 		cm := &countingMachine{Machine: c}
 		cfg.Machine, cfg.TrimAfter, h.asks = cm, 5*time.Millisecond, &cm.asks
+		h.live = NewLive(c)
+		live.Store(h.live)
+		cfg.Live = h.live
 		h.raylet = h.sys.Root.Spawn(Props(cfg))
 		self.Store(h.raylet)
 	} else {
+		h.live = NewLive(nil)
+		cfg.Live = h.live
 		h.raylet = h.sys.Root.Spawn(Props(cfg))
 	}
 	h.owner = h.newOwner()

@@ -18,14 +18,26 @@ import (
 // node's scheduler within one turn). A burst from many owners at once may then send a node
 // more than it can start; its scheduler queues the excess, as a Ray raylet queues the
 // leases other raylets' stale views sent it.
+//
+// The local node (Config.Self) is judged by its scheduler's live load (Config.Local) when
+// the view has one, not by its last report: a report that caught a lease held for a
+// moment would show a small node busy, and send its next tasks to peers for up to a
+// report period while it has room (and a report that showed it idle would keep tasks
+// there while it is full). The owner's own placements count against the live figure as
+// against a report, until its next change.
 type Placer struct {
 	v      *View
 	spread uint64
 	buf    []sched.Node
 	own    map[string]*placed
+	// local is the local node's live load as last read (Config.Local), current while
+	// localOK.
+	local   LocalLoad
+	localOK bool
 }
 
-// placed is one owner's account of one node since the node's load report number report.
+// placed is one owner's account of one node since the node's load report number report
+// (for the local node judged by its live load: liveMark with the load's version).
 type placed struct {
 	report uint64
 	avail  sched.Resources // the report's available minus this owner's placements, plus returns
@@ -43,8 +55,38 @@ func (v *View) Placer(seed uint64) *Placer {
 // report yet").
 const noReport = ^uint64(0)
 
-// account returns p's account of node i of s, starting it again if the node has reported
-// since.
+// liveMark marks an account's figures as the local node's live load (its version in the
+// other bits) rather than a load report's (their numbers stay far below it).
+const liveMark = 1 << 63
+
+// readLocal reads the local node's live load, if the view has one.
+func (p *Placer) readLocal() {
+	if p.v.cfg.Local == nil {
+		return
+	}
+	l, ok := p.v.cfg.Local(p.local.Version)
+	if p.localOK = ok; ok && l.Version != p.local.Version {
+		p.local = l
+	}
+}
+
+// base is what node i of s is judged by before this owner's placements: the number of the
+// figures (a load report's; liveMark and the version for the local node's live load), its
+// available resources and its queue.
+func (p *Placer) base(s *snapshot, i int) (uint64, sched.Resources, int) {
+	n := &s.nodes[i]
+	switch {
+	case p.localOK && n.ID == string(p.v.cfg.Self):
+		return liveMark | p.local.Version, p.local.Available, p.local.Queued
+	case s.reports[i] == 0:
+		// No report yet: the total.
+		return 0, n.Total, n.Queued
+	}
+	return s.reports[i], n.Available, n.Queued
+}
+
+// account returns p's account of node i of s, starting it again if the node's figures
+// changed since (a new report; for the local node, its live load moved).
 func (p *Placer) account(s *snapshot, i int) *placed {
 	id := s.nodes[i].ID
 	a := p.own[id]
@@ -52,25 +94,30 @@ func (p *Placer) account(s *snapshot, i int) *placed {
 		a = &placed{report: noReport}
 		p.own[id] = a
 	}
-	if a.report != s.reports[i] {
-		// The report includes what this owner placed before it was taken; what was placed
-		// since is not known to be in it. Counting it again only errs towards spreading.
-		a.report, a.placed, a.avail, a.queued = s.reports[i], sched.Resources{}, s.nodes[i].Available, 0
-		if s.reports[i] == 0 {
-			// No report yet: the total minus what this owner placed there.
-			a.avail = s.nodes[i].Total
-		}
+	if report, avail, _ := p.base(s, i); a.report != report {
+		// The figures include what this owner placed before they were taken; what was
+		// placed since is not known to be in them. Counting it again only errs towards
+		// spreading (for the live load: a placement its scheduler has not heard of yet is
+		// forgotten, which errs towards staying; the scheduler queues it and spillback
+		// moves it).
+		a.report, a.placed, a.avail, a.queued = report, sched.Resources{}, avail, 0
 	}
 	return a
 }
 
 // nodes loads the view into p.buf (the alive nodes with this placer's own placements since
-// their last reports) and returns the snapshot it came from.
+// their last reports; the local node by its live load) and returns the snapshot it came
+// from.
 func (p *Placer) nodes(now time.Time) *snapshot {
 	s := p.v.load()
 	p.buf = p.v.alive(s, p.buf, now)
+	p.readLocal()
 	for i := range p.buf {
-		if a := p.own[p.buf[i].ID]; a != nil && a.report == s.reports[i] {
+		report, avail, queued := p.base(s, i)
+		if report&liveMark != 0 {
+			p.buf[i].Available, p.buf[i].Queued = avail, queued
+		}
+		if a := p.own[p.buf[i].ID]; a != nil && a.report == report {
 			p.buf[i].Available, p.buf[i].Queued = a.avail, p.buf[i].Queued+a.queued
 		}
 	}
@@ -117,6 +164,12 @@ func (p *Placer) Spill(req sched.Request, from ids.NodeID) (ids.NodeID, bool) {
 	now := time.Now()
 	p.v.needLoads(now)
 	s := p.nodes(now)
+	if i, ok := s.index[string(from)]; ok && p.localOK && from == p.v.cfg.Self {
+		// sched.Spill counts the request in the Available of the node it waits at, as an
+		// owner's account of a report does until the next one; the scheduler's live figure
+		// does not hold a request that waits (only leases granted).
+		p.buf[i].Available = p.buf[i].Available.Sub(req.Resources)
+	}
 	d, ok := sched.Spill(req, p.buf, string(from), sched.Options{})
 	if !ok {
 		return "", false
@@ -141,8 +194,11 @@ func (p *Placer) Done(node ids.NodeID, res sched.Resources) {
 		delete(p.own, string(node))
 		return
 	}
-	// A report since this placement starts the account again from the report, with
-	// nothing placed since.
+	if node == p.v.cfg.Self {
+		p.readLocal()
+	}
+	// A report since this placement (a change of the local node's live load) starts the
+	// account again from it, with nothing placed since.
 	a = p.account(s, i)
 	if a.placed.Fits(res) {
 		a.placed = a.placed.Sub(res)

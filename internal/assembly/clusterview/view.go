@@ -45,6 +45,22 @@ type Config struct {
 	// LoadsIdle is how long the view follows the load reports after the last placement
 	// that needed them (0: DefaultLoadsIdle).
 	LoadsIdle time.Duration
+	// Local, if set, is Self's load as its scheduler has it now (the node: its raylet's
+	// raylet.Live): placement judges the local node by it instead of the node's last load
+	// report, and the other nodes by their reports, as Ray's hybrid policy does. It is
+	// called once per placement, so it must be cheap and lock-free; it fills the figures
+	// only when their version differs from known, and returns false while there is none
+	// (the report is used then).
+	Local func(known uint64) (LocalLoad, bool)
+}
+
+// LocalLoad is the local node's load as its scheduler has it now (Config.Local).
+type LocalLoad struct {
+	// Version changes whenever the figures may have; 0 is never one.
+	Version uint64
+	// Available and Queued are as in a load report.
+	Available sched.Resources
+	Queued    int
 }
 
 // DefaultLoadsIdle is how long a view follows the nodes' load reports after the last

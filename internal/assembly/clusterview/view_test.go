@@ -35,6 +35,8 @@ type fixture struct {
 	// opened, loadWatching those open now.
 	loadsIdle                 time.Duration
 	loadWatches, loadWatching atomic.Int64
+	// local is Config.Local (nil: none).
+	local func(known uint64) (LocalLoad, bool)
 }
 
 // watchCounter counts the fixture's watches of the load reports.
@@ -96,6 +98,7 @@ func (f *fixture) start() {
 		},
 		StoreGrain: func(node ids.NodeID) *actor.PID { return actor.NewPID("addr-"+string(node), "store") },
 		Changed:    func() { f.changed.Add(1) },
+		Local:      f.local,
 	})
 	if err != nil {
 		f.t.Fatal(err)

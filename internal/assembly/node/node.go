@@ -286,6 +286,9 @@ type Node struct {
 	// rayletChanges counts the messages the raylet handled but Stats
 	// (raylet.Config.Changes): the load reporter asks for Stats only when it moved.
 	rayletChanges atomic.Uint64
+	// live is the raylet's live load (raylet.Config.Live): the view's placers judge this
+	// node by it (clusterview.Config.Local).
+	live *raylet.Live
 }
 
 // Start starts a single node with an embedded GCS.
@@ -560,6 +563,10 @@ func (n *Node) startView(ctx context.Context) (*clusterview.View, error) {
 				c.ClusterChanged()
 			}
 		},
+		Local: func(known uint64) (clusterview.LocalLoad, bool) {
+			l, ok := n.live.Load(known)
+			return clusterview.LocalLoad{Version: l.Version, Available: l.Available, Queued: l.Queued}, ok
+		},
 	})
 }
 
@@ -716,7 +723,11 @@ func (n *Node) startMember(ctx context.Context) error {
 		// a holder, so none comes before it; FREE needs no raylet (the client keeps it).
 		var target atomic.Pointer[actor.PID]
 		rcfg.Started = func(self *actor.PID) { target.Store(self) }
+		var live atomic.Pointer[raylet.Live]
 		mc, err := machine.Dial(n.cfg.Machine, string(n.ID), func(m *pb.MachineMsg) {
+			if l := live.Load(); l != nil && m.Op != pb.MachineMsg_RECLAIM {
+				l.MachineChanged() // the client took the machine's free resources in
+			}
 			rl := target.Load()
 			if rl == nil {
 				return
@@ -735,7 +746,12 @@ func (n *Node) startMember(ctx context.Context) error {
 		}
 		n.machine = mc
 		rcfg.Machine = mc
+		n.live = raylet.NewLive(mc)
+		live.Store(n.live)
+	} else {
+		n.live = raylet.NewLive(nil)
 	}
+	rcfg.Live = n.live
 	if err := rcfg.Validate(); err != nil {
 		return err
 	}
