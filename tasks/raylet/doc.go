@@ -42,6 +42,11 @@
 //
 // Handlers are idempotent: a release of a lease already released does nothing.
 //
+// Besides Stats (asked by the node's load reporter), the raylet publishes its free
+// resources and queue to Config.Live whenever a message changed them: a few times per
+// lease, never per task. Its own process's placers read it with two atomic loads, so that
+// the local node is judged by what its raylet has now, not by its last load report.
+//
 // # One ledger per machine
 //
 // A worker process that a node agent started (cluster mode) shares its machine with the
@@ -69,7 +74,8 @@
 //     it, and the raylet asks for nothing more until the reclaim ends.
 //
 // Stats then reports Available as what the raylet holds free plus the machine's free
-// resources (what its job could get; the load reports and placement read it), and InUse,
+// resources (what its job could get; the load reports and placement read it; so does
+// Live, Config.Live, what the raylet publishes for its own process's placers), and InUse,
 // what it holds less what of that is free (rayctl status sums it per machine). Leases,
 // tasks and actor calls never wait on the ledger once the raylet holds what they need.
 package raylet

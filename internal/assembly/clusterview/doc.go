@@ -20,6 +20,15 @@
 // of a runtime has its own Placer, so that two shards placing tasks never meet on a lock,
 // counter or map (the placement policy itself is tasks/sched.Place, pure).
 //
+// The local node is judged by its scheduler's live load (Config.Local: the raylet's
+// figures as it publishes them on every grant, release and change of its queue, with a
+// machine ledger the machine's free resources too), not by its last report; the other
+// nodes by their reports. Ray's hybrid policy decides for the local node from the local
+// raylet's exact view in the same way. A report that caught a lease held for a moment
+// showed a 2-CPU node half busy (the policy's threshold) and sent its next tasks to peers
+// for up to a report period while it had room; one that showed it idle kept tasks there
+// while it was full.
+//
 // The node package starts a View for a runtime in cluster mode and feeds it the
 // membership's reports (MarkGone, MarkAlive); the runtime (internal/assembly/core) sees it
 // through its Cluster interface.

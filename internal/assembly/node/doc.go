@@ -51,6 +51,9 @@
 // (significantChange: queue empty or not, doubled or halved; free resources at none, one
 // unit, half or all of the total, or moved by an eighth of it), within loadReportSettle
 // (1 s) for any other change, and every loadReportRefresh (2 s) when nothing changed.
+// The node's own placements do not wait for its report: its view reads the raylet's live
+// load (raylet.Live, clusterview.Config.Local), whose version the machine ledger's
+// answers also move when the node has one.
 //
 // protoactor's own logs go through peerLog (peerlog.go): the endpoint writer's ERROR lines
 // about a peer that went away (lost connection, five failed reconnects) become one WARN per
