@@ -157,9 +157,11 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			if r == nil {
 				continue
 			}
+			// started, not c: an error return has set c to nil by now, and the nodes that
+			// did start must still be collected for the Stop above.
 			if res := <-r; res.n != nil {
-				c.Nodes = append(c.Nodes, res.n)
-				c.stopped = append(c.stopped, false)
+				started.Nodes = append(started.Nodes, res.n)
+				started.stopped = append(started.stopped, false)
 			} else if err == nil {
 				err = res.err
 			}
@@ -167,7 +169,6 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	}()
 	for i := range cfg.Nodes {
 		started := make(chan string, 1)
-		results[i] = make(chan result, 1)
 		res, err := resOf(i)
 		if err != nil {
 			return nil, err
@@ -185,6 +186,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			ncfg.MessageTap = cfg.MessageTap(i)
 		}
 		ncfg.LeaseTTL = cfg.LeaseTTL
+		results[i] = make(chan result, 1) // from here on, node i's start is collected (deferred above)
 		go func(i int) {
 			n, err := node.Start(ctx, ncfg)
 			if err != nil {
