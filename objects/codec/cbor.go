@@ -130,6 +130,45 @@ func decodeCBORFast(body []byte, ptr any) (ok bool, err error) {
 	return false, nil
 }
 
+// decodeScalar decodes a lone CBOR integer or boolean into *ptr, of a scalar type
+// (typeInfo.scalar), as the CBOR library would. It reports false, leaving *ptr alone, for
+// anything else and for integers out of the type's range: the library then decodes or
+// reports the error.
+func decodeScalar(body []byte, ptr any) bool {
+	rv := reflect.ValueOf(ptr).Elem()
+	if rv.Kind() == reflect.Bool {
+		if len(body) == 1 && (body[0] == 0xf4 || body[0] == 0xf5) {
+			rv.SetBool(body[0] == 0xf5)
+			return true
+		}
+		return false
+	}
+	major := body[0] >> 5
+	if major > 1 {
+		return false
+	}
+	arg, n, ok := readHead(body)
+	if !ok || n != len(body) {
+		return false
+	}
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v, ok := cborToInt(major, arg, math.MinInt64, math.MaxInt64)
+		if !ok || rv.OverflowInt(v) {
+			return false
+		}
+		rv.SetInt(v)
+		return true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if major != 0 || rv.OverflowUint(arg) {
+			return false
+		}
+		rv.SetUint(arg)
+		return true
+	}
+	return false
+}
+
 // cborToInt converts a CBOR integer (major 0: arg, major 1: -1-arg) to int64 if it lies
 // in [lo, hi].
 func cborToInt(major byte, arg uint64, lo, hi int64) (int64, bool) {
@@ -185,9 +224,13 @@ func decodeCBOR(body []byte, ptr any, t reflect.Type) error {
 		}
 		return &TypeMismatchError{Stored: describeCBOR(body), Want: t}
 	}
-	if info(t).proto {
+	ti := info(t)
+	if ti.proto {
 		return &TypeMismatchError{Stored: describeCBOR(body), Want: t,
 			Err: errors.New("protobuf messages are encoded with the proto codec")}
+	}
+	if ti.scalar && decodeScalar(body, ptr) {
+		return nil
 	}
 	if err := decMode.Unmarshal(body, ptr); err != nil {
 		return classifyCBORError(body, t, err)

@@ -211,42 +211,84 @@ func encode(v any) ([]byte, error) {
 
 // encodeSlow is encode for what encodeFast does not handle.
 func encodeSlow(v any) ([]byte, error) {
+	data, _, err := encodeSlowInfo(v)
+	return data, err
+}
+
+// encodeSlowInfo is encodeSlow that also returns what the codec knows of v's type when it
+// looked it up (nil for nil, user codecs and Arrow), so that encodeRefs need not look
+// again.
+func encodeSlowInfo(v any) ([]byte, *typeInfo, error) {
 	if v == nil {
-		return cborNull(), nil
+		return cborNull(), nil, nil
 	}
 	if c := lookupCodec(reflect.TypeOf(v)); c != nil {
-		return encodeUser(c, v)
+		data, err := encodeUser(c, v)
+		return data, nil, err
 	}
 	switch x := v.(type) {
 	case arrow.Record:
-		return encodeArrowRecord(x)
+		data, err := encodeArrowRecord(x)
+		return data, nil, err
 	case arrow.Table:
-		return encodeArrowTable(x)
+		data, err := encodeArrowTable(x)
+		return data, nil, err
 	}
 	ti := info(reflect.TypeOf(v))
 	if ti.err != nil {
-		return nil, ti.err
+		return nil, ti, ti.err
+	}
+	if ti.scalar {
+		return encodeScalar(reflect.ValueOf(v)), ti, nil
 	}
 	if ti.proto {
-		return encodeUser(ProtoCodec{}, v)
+		data, err := encodeUser(ProtoCodec{}, v)
+		return data, ti, err
 	}
 	if ti.raw != rawNone {
-		return encodeRawReflect(ti, reflect.ValueOf(v)), nil
+		return encodeRawReflect(ti, reflect.ValueOf(v)), ti, nil
 	}
 	if ti.walk {
 		if err := walkValue(ti, reflect.ValueOf(v)); err != nil {
-			return nil, err
+			return nil, ti, err
 		}
 	}
-	return encodeCBOR(v)
+	data, err := encodeCBOR(v)
+	return data, ti, err
+}
+
+// encodeScalar encodes a value of a scalar type (typeInfo.scalar) as the CBOR library
+// does: an integer in its shortest head, a boolean as true or false.
+func encodeScalar(rv reflect.Value) []byte {
+	switch rv.Kind() {
+	case reflect.Bool:
+		if rv.Bool() {
+			return []byte{byte(FormatCBOR), 0xf5}
+		}
+		return []byte{byte(FormatCBOR), 0xf4}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return cborUint(rv.Uint())
+	}
+	return cborInt(rv.Int())
 }
 
 func encodeRefs(v any) ([]byte, [][]byte, error) {
-	data, err := encode(v)
+	var (
+		data []byte
+		ti   *typeInfo
+		err  error
+		fast bool
+	)
+	if data, fast = encodeFast(v); !fast {
+		data, ti, err = encodeSlowInfo(v)
+	}
 	if err != nil || len(data) == 0 || Format(data[0]) != FormatCBOR || v == nil {
 		return data, nil, err
 	}
-	if !info(reflect.TypeOf(v)).refs {
+	if ti == nil {
+		ti = info(reflect.TypeOf(v))
+	}
+	if !ti.refs {
 		return data, nil, nil
 	}
 	refs, err := ScanRefs(data)

@@ -34,6 +34,11 @@ type typeInfo struct {
 	proto bool                  // a protobuf message pointer: ProtoCodec by default
 	walk  bool                  // values must be walked before encoding: interfaces or recursion inside
 	refs  bool                  // the encoding may hold refs: an interface or a custom CBOR marshaler inside
+	// scalar: a named boolean or integer type (time.Duration, a user's enum) with no
+	// marshaler or unmarshaler of its own, which CBOR encodes exactly as its underlying
+	// type: encodeSlow and decodeCBOR write and read it by hand (encodeScalar,
+	// decodeScalar), not through the CBOR library's reflection.
+	scalar bool
 
 	fieldsOnce sync.Once
 	fields     []int // struct types: indexes of encoded fields whose type needs a walk
@@ -57,7 +62,22 @@ var (
 	typeRefPayloader    = reflect.TypeFor[interface{ RefPayload() []byte }]()
 	typeTime            = reflect.TypeFor[time.Time]()
 	typeBigInt          = reflect.TypeFor[big.Int]()
+	typeTextMarshaler   = reflect.TypeFor[encoding.TextMarshaler]()
+	typeTextUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
+
+// basicTypes holds, by kind, the predeclared types that cannot hold a reference (no
+// methods, no elements): MayHoldRefs answers for them without the cache.
+var basicTypes = func() (b [reflect.UnsafePointer + 1]reflect.Type) {
+	for _, t := range []reflect.Type{reflect.TypeFor[bool](), reflect.TypeFor[int](), reflect.TypeFor[int8](),
+		reflect.TypeFor[int16](), reflect.TypeFor[int32](), reflect.TypeFor[int64](), reflect.TypeFor[uint](),
+		reflect.TypeFor[uint8](), reflect.TypeFor[uint16](), reflect.TypeFor[uint32](), reflect.TypeFor[uint64](),
+		reflect.TypeFor[uintptr](), reflect.TypeFor[float32](), reflect.TypeFor[float64](),
+		reflect.TypeFor[complex64](), reflect.TypeFor[complex128](), reflect.TypeFor[string]()} {
+		b[t.Kind()] = t
+	}
+	return b
+}()
 
 // implements reports whether t or *t implements iface (the encoder takes the address of
 // addressable values, as fxamacker/cbor does).
@@ -82,6 +102,10 @@ func analyze(t reflect.Type) *typeInfo {
 		return ti
 	}
 	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		ti.scalar = !implements(t, typeCBORUnmarshaler) && !implements(t, typeBinaryUnmarshaler) &&
+			!implements(t, typeTextMarshaler) && !implements(t, typeTextUnmarshaler)
 	case reflect.String:
 		ti.raw = rawString
 	case reflect.Slice:
@@ -432,4 +456,12 @@ func (w *walker) prefix(err error, seg string) error {
 // MayHoldRefs reports whether values of type t may hold object references (see Ref): t
 // has an interface or a type with its own CBOR marshaler somewhere inside. The runtime
 // looks for refs in a decoded value only then.
-func MayHoldRefs(t reflect.Type) bool { return t != nil && info(t).refs }
+func MayHoldRefs(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
+	if k := t.Kind(); k < reflect.Kind(len(basicTypes)) && basicTypes[k] == t {
+		return false // every Get and task argument of a plain number or string asks
+	}
+	return info(t).refs
+}
