@@ -599,7 +599,7 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 // sendActorCall queues a resolved call for its actor.
 func (c *Core) sendActorCall(p *pending) {
 	ac := p.actor
-	now := time.Now()
+	now := c.clock.at(c.clock.now())
 	ac.mu.Lock()
 	if ac.calls.Send(p.seq, now) {
 		c.queueFlushLocked(ac)
@@ -639,7 +639,8 @@ func (c *Core) sendDirect(p *pending) bool {
 	if ac.pid == nil || ac.queued || ac.flushing || ac.calls.Queued() > 0 || ac.calls.Unfinished() > directMax {
 		return false
 	}
-	if !ac.calls.Send(p.seq, time.Now()) {
+	now := c.clock.now()
+	if !ac.calls.Send(p.seq, c.clock.at(now)) {
 		return false
 	}
 	var one [1]caller.Out[*pending]
@@ -651,7 +652,7 @@ func (c *Core) sendDirect(p *pending) bool {
 	m := &pb.ActorCall{ActorId: ac.id[:], CallerId: sh.callerID(), Seq: p.seq,
 		Acked: ac.calls.Low() - 1, First: ac.calls.Low(), Incarnation: inc, Caller: sh.pidW, Spec: p.spec}
 	if sh.ev.on {
-		p.ev.dispatch, p.ev.inc = c.clock.now(), incOf(inc)
+		p.ev.dispatch, p.ev.inc = now, incOf(inc)
 	}
 	sh.addDirect(p)
 	c.root.Send(ac.pid, m)

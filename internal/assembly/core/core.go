@@ -335,8 +335,8 @@ func (c *Core) ticker() {
 		select {
 		case <-c.closed:
 			return
-		case now := <-t.C:
-			c.tickShards(now)
+		case <-t.C:
+			c.tickShards(c.clock.at(c.clock.now())) // the clock calls are sent by (sendActorCall)
 		}
 	}
 }

@@ -82,6 +82,12 @@ func newClock() clock { return clock{base: time.Now().UnixNano() - nanotime()} }
 
 func (c clock) now() int64 { return c.base + nanotime() }
 
+// at is the clock's time n (a now()) as a time.Time. The times an actor caller compares
+// (when a call was sent, the tick that looks for stale ones: actor.go) all come from the
+// clock, so they move with the monotonic clock, and a call's send costs one clock read
+// instead of time.Now's two.
+func (c clock) at(n int64) time.Time { return time.Unix(0, n) }
+
 // eventRec is one ended attempt of a task or actor call. No pointers: a ring of a million
 // costs the collector nothing to scan.
 type eventRec struct {
