@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,7 @@ type executor struct {
 
 	mu     sync.Mutex
 	queue  []execItem
+	spare  []execItem // the loop's last batch given back (take): the next queue, without an allocation
 	closed bool
 	signal chan struct{}
 
@@ -122,11 +124,25 @@ func (x *executor) close() {
 	}
 }
 
-func (x *executor) take() ([]execItem, bool) {
+// take returns the calls queued, and gives back prev, the batch take returned before
+// (run): its array becomes the queue after next, so a caller's calls arriving one at a
+// time cost no allocation each for the queue (a burst's bigger array is not kept).
+func (x *executor) take(prev []execItem) ([]execItem, bool) {
+	clear(prev)
+	if cap(prev) > 4*maxHeld {
+		prev = nil
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	q := x.queue
-	x.queue = nil
+	if len(q) > 0 {
+		x.queue, x.spare = x.spare, nil
+	} else {
+		q = nil
+	}
+	if x.spare == nil && cap(prev) > 0 {
+		x.spare = prev[:0]
+	}
 	return q, x.closed
 }
 
@@ -182,7 +198,7 @@ type outbox struct {
 	owners  []ownerResults
 	done    []done
 	pending int
-	since   time.Time // when the oldest held result was added
+	since   time.Duration // when the oldest held result was added (monoNow)
 	// noEnd: the held results of calls that ran too short to read where their output ends
 	// in the log (runCall); a flush reads it once for them all (logEnd, then logAt), so each
 	// call has a bounded range (its output and that of the calls run since the last read),
@@ -198,10 +214,12 @@ type ownerResults struct {
 	results []*pb.TaskResult
 }
 
-func (o *outbox) add(e *pb.ActorLogEntry, res *pb.TaskResult) {
+// add holds call e's result res (nil: a skipped call); now is monoNow() at its end (the
+// loop passes the time runCall read last, so a call costs no clock read here).
+func (o *outbox) add(e *pb.ActorLogEntry, res *pb.TaskResult, now time.Duration) {
 	o.done = append(o.done, done{entry: e, result: res})
 	if o.pending == 0 {
-		o.since = time.Now()
+		o.since = now
 	}
 	o.pending++
 	if res == nil || e.Spec == nil || e.Spec.ResultTo() == nil {
@@ -248,11 +266,17 @@ func (o *outbox) flush() {
 			b.results[0] = nil
 			b.results = b.results[:0]
 		default:
-			// One message each pb.BatchBytes of results, at most.
+			// One message each pb.BatchBytes of results, at most, each with a copy of its
+			// run: b.results keeps its array for the next flush (one allocation per
+			// batch, not the appends' growth from empty every time).
 			pb.Split(b.results, pb.ResultBytes, pb.BatchBytes, func(run []*pb.TaskResult) {
-				o.root.Send(b.pid, &pb.ResultBatch{Results: run})
+				o.root.Send(b.pid, &pb.ResultBatch{Results: slices.Clone(run)})
 			})
-			b.results = nil // the batches hold it
+			clear(b.results)
+			b.results = b.results[:0]
+			if cap(b.results) > 4*maxHeld {
+				b.results = nil // a burst's: not kept for good
+			}
 		}
 	}
 	o.pending = 0
@@ -262,6 +286,7 @@ func (x *executor) loop() {
 	g := x.g
 	ob := &outbox{report: x.report, root: g.root, self: g.self, logEnd: x.single.LogOffset, logAt: x.single.LogAt}
 	var mu sync.Mutex // guards ob for conc > 1
+	var items []execItem
 	for {
 		// signal alone, not a select with g.base.Done(): the grain cancels base only when it
 		// stops, and then closes the executor, which signals (take reports closed). A
@@ -269,7 +294,8 @@ func (x *executor) loop() {
 		// actor's calls come one at a time.
 		<-x.signal
 		for {
-			items, closed := x.take()
+			var closed bool
+			items, closed = x.take(items)
 			if closed || g.base.Err() != nil {
 				return
 			}
@@ -287,21 +313,21 @@ func (x *executor) loop() {
 				x.last = max(x.last, e.Index)
 				if e.Skip {
 					mu.Lock()
-					ob.add(e, nil)
+					ob.add(e, nil, monoNow())
 					mu.Unlock()
 					continue
 				}
 				if x.conc == 1 {
-					res := runCall(g.base, &x.single, g.contextFor(g.inc), g.class, g.inst, e.Spec)
+					res, end := runCall(g.base, &x.single, g.contextFor(g.inc), g.class, g.inst, e.Spec)
 					g.env.Stats.Calls.Add(g.slot, 1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers
 					}
-					ob.add(e, res)
+					ob.add(e, res, end)
 					if ob.logEnd != nil && res.LogEnd == 0 && res.RunNanos > 0 {
 						ob.noEnd = append(ob.noEnd, res)
 					}
-					if ob.pending >= maxHeld || time.Duration(res.RunNanos) >= sendAfterRun || time.Since(ob.since) >= holdMax {
+					if ob.pending >= maxHeld || time.Duration(res.RunNanos) >= sendAfterRun || end-ob.since >= holdMax {
 						ob.flush()
 					}
 					continue
@@ -310,13 +336,13 @@ func (x *executor) loop() {
 				x.wg.Add(1)
 				go func() {
 					defer func() { <-x.sem; x.wg.Done() }()
-					res := runCall(g.base, &x.runner, g.contextFor(g.inc), g.class, g.inst, e.Spec)
+					res, end := runCall(g.base, &x.runner, g.contextFor(g.inc), g.class, g.inst, e.Spec)
 					g.env.Stats.Calls.Add(g.slot, 1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers
 					}
 					mu.Lock()
-					ob.add(e, res)
+					ob.add(e, res, end)
 					ob.flush()
 					mu.Unlock()
 				}()
@@ -356,12 +382,19 @@ func (x *executor) checkpoint() {
 	x.report([]done{{ckpt: &ckptSaved{index: x.last, state: state, err: err}}})
 }
 
-// runCall runs one method call on inst.
-func runCall(base context.Context, r *worker.Runner, mk func(context.Context, *pb.TaskSpec) context.Context, class *Class, inst any, spec *pb.TaskSpec) *pb.TaskResult {
+// monoStart and monoNow: a monotonic clock read once per call end (time.Since of a time
+// with a monotonic reading reads the clock once; time.Now reads it twice, wall and
+// monotonic).
+var monoStart = time.Now()
+
+func monoNow() time.Duration { return time.Since(monoStart) }
+
+// runCall runs one method call on inst. end is monoNow() when it ended.
+func runCall(base context.Context, r *worker.Runner, mk func(context.Context, *pb.TaskSpec) context.Context, class *Class, inst any, spec *pb.TaskSpec) (res *pb.TaskResult, end time.Duration) {
 	m, ok := class.Method(spec.Function)
 	if !ok {
 		return worker.Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION,
-			fmt.Sprintf("actors: class %q has no method %q registered in this program (register it with ray.Method0..Method4)", class.Name, spec.Function), "", r.Node)
+			fmt.Sprintf("actors: class %q has no method %q registered in this program (register it with ray.Method0..Method4)", class.Name, spec.Function), "", r.Node), monoNow()
 	}
 	var logStart int64
 	if r.LogOffset != nil {
@@ -377,13 +410,14 @@ func runCall(base context.Context, r *worker.Runner, mk func(context.Context, *p
 			logStart = r.LogOffset()
 		}
 	}
-	start := time.Now()
-	res := r.Run(base, mk(base, spec), spec, func(ctx context.Context, args [][]byte) ([]byte, error) {
+	start := monoNow()
+	res = r.Run(base, mk(base, spec), spec, func(ctx context.Context, args [][]byte) ([]byte, error) {
 		return m.Call(ctx, inst, args)
 	})
 	// How long the body ran: the caller's task record dates the call's start from it, as a
 	// task's (internal/assembly/core, events.go); where its output is in the log, too.
-	res.RunNanos = int64(time.Since(start))
+	end = monoNow()
+	res.RunNanos = int64(end - start)
 	if r.LogOffset != nil {
 		res.LogStart = logStart
 		if time.Duration(res.RunNanos) >= worker.LogReadMin {
@@ -393,5 +427,5 @@ func runCall(base context.Context, r *worker.Runner, mk func(context.Context, *p
 			}
 		}
 	}
-	return res
+	return res, end
 }
