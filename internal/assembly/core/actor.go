@@ -526,11 +526,12 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	sh := c.shardOf(tid)
 	ac := c.caller(sh, id)
 	spec := p.spec
-	spec.JobId, spec.Function, spec.Args = string(c.cfg.Job), method, make([]*pb.Arg, len(args))
+	spec.JobId, spec.Function = string(c.cfg.Job), method
+	var argv []pb.Arg
+	spec.Args, argv = newArgs(len(args)) // the call's arguments and their list, one allocation
 	spec.ParentTaskId, spec.Owner, spec.ReplyTo, spec.NumReturns = tc.Task[:], c.ownerW, sh.pidW, 1
 	var argRefs []ids.ObjectID
 	var argErr error
-	argv := make([]pb.Arg, len(args)) // the call's arguments, one allocation
 	for i, a := range args {
 		if !a.IsRef {
 			argv[i].Data = a.Data

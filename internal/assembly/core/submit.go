@@ -109,7 +109,8 @@ func (c *Core) submitG(tc *TaskContext, call Call, g *Generator) (*pending, erro
 	spec := p.spec
 	spec.JobId = string(c.cfg.Job)
 	spec.Function = call.Function
-	spec.Args = make([]*pb.Arg, len(call.Args))
+	var argv []pb.Arg
+	spec.Args, argv = newArgs(len(call.Args))
 	spec.Resources = res
 	spec.MaxRetries = call.MaxRetries
 	spec.RetryExceptions = call.RetryExceptions
@@ -140,10 +141,12 @@ func (c *Core) submitG(tc *TaskContext, call Call, g *Generator) (*pending, erro
 				return p, c.failTask(p, call.Function, pb.ErrorInfo_OBJECT_LOST, err)
 			}
 			ref := a.Ref
-			spec.Args[i] = &pb.Arg{ObjectId: ref[:], IsRef: true}
+			argv[i].ObjectId, argv[i].IsRef = ref[:], true
+			spec.Args[i] = &argv[i]
 			argRefs = append(argRefs, ref)
 		} else {
-			spec.Args[i] = &pb.Arg{Data: a.Data}
+			argv[i].Data = a.Data
+			spec.Args[i] = &argv[i]
 		}
 	}
 	// The caller's reference to the result, the lineage record (the spec, for
@@ -291,3 +294,33 @@ func (c *Core) Cancel(id ids.ObjectID) error {
 
 // errNotHere: the shard asked to cancel a task does not own it.
 var errNotHere = errors.New("core: the task is not this shard's")
+
+// newArgs returns a spec's argument list for n arguments (ptrs, nil entries for the
+// caller to point at vals as it fills them) and the arguments themselves: for n <= 4,
+// both in one allocation (a task or actor call costs one allocation for its arguments,
+// not one per argument plus the list).
+func newArgs(n int) (ptrs []*pb.Arg, vals []pb.Arg) {
+	switch {
+	case n == 0:
+		return []*pb.Arg{}, nil
+	case n == 1:
+		a := new(struct {
+			p [1]*pb.Arg
+			v [1]pb.Arg
+		})
+		return a.p[:], a.v[:]
+	case n == 2:
+		a := new(struct {
+			p [2]*pb.Arg
+			v [2]pb.Arg
+		})
+		return a.p[:], a.v[:]
+	case n <= 4:
+		a := new(struct {
+			p [4]*pb.Arg
+			v [4]pb.Arg
+		})
+		return a.p[:n:n], a.v[:n:n]
+	}
+	return make([]*pb.Arg, n), make([]pb.Arg, n)
+}
