@@ -175,7 +175,8 @@ func (c *Core) unborrow(id ids.ObjectID) bool {
 	}
 	if last {
 		c.mem.Delete(id)
-		c.root.Send(actor.NewPID(e.Owner.Address, e.Owner.Id), &pb.RemoveBorrower{ObjectId: id[:], Borrower: c.ownerW})
+		oid := id // a copy for the message: id stays on the stack of every release
+		c.root.Send(actor.NewPID(e.Owner.Address, e.Owner.Id), &pb.RemoveBorrower{ObjectId: oid[:], Borrower: c.ownerW})
 	}
 	return true
 }
