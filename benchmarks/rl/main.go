@@ -389,8 +389,13 @@ func throughput(ctx context.Context, stepsList, workersList []int, cost time.Dur
 			r := ThroughputRow{TaskSteps: L, Workers: W, Inline: median(inl), Async: median(asy), BSP: median(bsp),
 				CPUInline: median(cpuInl), CPUAsync: median(cpuAsy)}
 			r.AsyncVsInl, r.BSPVsInline = r.Async/r.Inline, r.BSP/r.Inline
-			rows = append(rows, r)
 			fmt.Fprintf(os.Stderr, "%10d %8d %14.0f %14.0f %14.0f %9.3f %9.3f   cpu ns/step inline %.0f async %.0f\n", L, W, r.Inline, r.Async, r.BSP, r.AsyncVsInl, r.BSPVsInline, r.CPUInline, r.CPUAsync)
+			if !runBSP {
+				// Not measured: 0 in the JSON (its NaN made json.Marshal fail, and -json
+				// print nothing); the table above shows NaN.
+				r.BSP, r.BSPVsInline = 0, 0
+			}
+			rows = append(rows, r)
 		}
 	}
 	return rows, nil
