@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"sync"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/fxamacker/cbor/v2"
@@ -167,6 +168,71 @@ func decodeScalar(body []byte, ptr any) bool {
 		return true
 	}
 	return false
+}
+
+// decodeScalarAt decodes data into the value of type t at p when t is a scalar type
+// (typeInfo.scalar), no codec is registered for it, and data is a lone CBOR integer in
+// its range or a boolean, as decodeScalar would, without boxing; it reports whether it
+// did (otherwise *p is untouched). p does not escape.
+func decodeScalarAt(data []byte, p unsafe.Pointer, t reflect.Type) bool {
+	if len(data) < 2 || Format(data[0]) != FormatCBOR || !scalarKind(t.Kind()) ||
+		registry.Load() != nil && lookupCodec(t) != nil || !info(t).scalar {
+		return false
+	}
+	body := data[1:]
+	if t.Kind() == reflect.Bool {
+		if len(body) == 1 && (body[0] == 0xf4 || body[0] == 0xf5) {
+			*(*bool)(p) = body[0] == 0xf5
+			return true
+		}
+		return false
+	}
+	major := body[0] >> 5
+	if major > 1 {
+		return false
+	}
+	arg, n, ok := readHead(body)
+	if !ok || n != len(body) {
+		return false
+	}
+	switch k := t.Kind(); k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := t.Bits()
+		v, ok := cborToInt(major, arg, -1<<(bits-1), 1<<(bits-1)-1)
+		if !ok {
+			return false
+		}
+		switch k {
+		case reflect.Int:
+			*(*int)(p) = int(v)
+		case reflect.Int8:
+			*(*int8)(p) = int8(v)
+		case reflect.Int16:
+			*(*int16)(p) = int16(v)
+		case reflect.Int32:
+			*(*int32)(p) = int32(v)
+		default:
+			*(*int64)(p) = v
+		}
+		return true
+	default:
+		if major != 0 || t.Bits() < 64 && arg >= 1<<t.Bits() {
+			return false
+		}
+		switch k {
+		case reflect.Uint:
+			*(*uint)(p) = uint(arg)
+		case reflect.Uint8:
+			*(*uint8)(p) = uint8(arg)
+		case reflect.Uint16:
+			*(*uint16)(p) = uint16(arg)
+		case reflect.Uint32:
+			*(*uint32)(p) = uint32(arg)
+		default:
+			*(*uint64)(p) = arg
+		}
+		return true
+	}
 }
 
 // cborToInt converts a CBOR integer (major 0: arg, major 1: -1-arg) to int64 if it lies

@@ -68,6 +68,9 @@ func Marshal[T any](v T) ([]byte, error) {
 	if data, ok := encodeFast(any(v)); ok {
 		return data, nil
 	}
+	if data, ok := encodeScalarAt(unsafe.Pointer(&v), reflect.TypeFor[T]()); ok {
+		return data, nil
+	}
 	return encodeSlow(any(v))
 }
 
@@ -88,6 +91,9 @@ func MarshalRefs[T any](v T) (data []byte, refs [][]byte, err error) {
 	if data, ok := encodeFast(any(v)); ok {
 		return data, nil, nil
 	}
+	if data, ok := encodeScalarAt(unsafe.Pointer(&v), reflect.TypeFor[T]()); ok {
+		return data, nil, nil // a scalar holds no reference
+	}
 	return encodeRefs(any(v))
 }
 
@@ -106,6 +112,9 @@ func Unmarshal[T any](data []byte) (T, error) {
 	// decodeFast does not let &out escape, so out stays on the stack for the fast paths.
 	if ok, err := decodeFast(data, &out); ok {
 		return out, err
+	}
+	if decodeScalarAt(data, unsafe.Pointer(&out), reflect.TypeFor[T]()) {
+		return out, nil
 	}
 	return unmarshalSlow[T](data)
 }
@@ -255,6 +264,49 @@ func encodeSlowInfo(v any) ([]byte, *typeInfo, error) {
 	}
 	data, err := encodeCBOR(v)
 	return data, ti, err
+}
+
+// encodeScalarAt encodes the value of type t at p when t is a scalar type
+// (typeInfo.scalar) and no codec is registered for it, as encodeSlow would, without
+// boxing it; ok is false otherwise. p does not escape.
+func encodeScalarAt(p unsafe.Pointer, t reflect.Type) (data []byte, ok bool) {
+	if !scalarKind(t.Kind()) || registry.Load() != nil && lookupCodec(t) != nil || !info(t).scalar {
+		return nil, false
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		if *(*bool)(p) {
+			return []byte{byte(FormatCBOR), 0xf5}, true
+		}
+		return []byte{byte(FormatCBOR), 0xf4}, true
+	case reflect.Int:
+		return cborInt(int64(*(*int)(p))), true
+	case reflect.Int8:
+		return cborInt(int64(*(*int8)(p))), true
+	case reflect.Int16:
+		return cborInt(int64(*(*int16)(p))), true
+	case reflect.Int32:
+		return cborInt(int64(*(*int32)(p))), true
+	case reflect.Int64:
+		return cborInt(*(*int64)(p)), true
+	case reflect.Uint:
+		return cborUint(uint64(*(*uint)(p))), true
+	case reflect.Uint8:
+		return cborUint(uint64(*(*uint8)(p))), true
+	case reflect.Uint16:
+		return cborUint(uint64(*(*uint16)(p))), true
+	case reflect.Uint32:
+		return cborUint(uint64(*(*uint32)(p))), true
+	case reflect.Uint64:
+		return cborUint(*(*uint64)(p)), true
+	}
+	return nil, false
+}
+
+// scalarKind reports whether values of kind k may be scalars (typeInfo.scalar): a look
+// at the kind before the type's.
+func scalarKind(k reflect.Kind) bool {
+	return k == reflect.Bool || k >= reflect.Int && k <= reflect.Uint64
 }
 
 // encodeScalar encodes a value of a scalar type (typeInfo.scalar) as the CBOR library

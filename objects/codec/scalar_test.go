@@ -122,3 +122,68 @@ func TestMayHoldRefsBasic(t *testing.T) {
 		}
 	}
 }
+
+// TestScalarGenericPaths checks Marshal, MarshalRefs and Unmarshal of named scalar types
+// (the paths that neither box nor look past the type): the library's bytes, the value
+// back, a mismatch still an error, and no allocation but the encoding's.
+func TestScalarGenericPaths(t *testing.T) {
+	for _, d := range []time.Duration{0, -1, 24, math.MaxInt64, math.MinInt64} {
+		b, err := Marshal(d)
+		if err != nil || !bytes.Equal(b, lib(t, d)) {
+			t.Fatalf("Marshal(%d) = %x, %v; the library writes %x", d, b, err, lib(t, d))
+		}
+		b, refs, err := MarshalRefs(d)
+		if err != nil || refs != nil || !bytes.Equal(b, lib(t, d)) {
+			t.Fatalf("MarshalRefs(%d) = %x, %v, %v", d, b, refs, err)
+		}
+		if back, err := Unmarshal[time.Duration](b); err != nil || back != d {
+			t.Fatalf("Unmarshal of %d: %d, %v", d, back, err)
+		}
+	}
+	for _, e := range []enum8{math.MinInt8, math.MaxInt8} {
+		b, err := Marshal(e)
+		if err != nil || !bytes.Equal(b, lib(t, e)) {
+			t.Fatalf("Marshal(%d) = %x, %v", e, b, err)
+		}
+		if back, err := Unmarshal[enum8](b); err != nil || back != e {
+			t.Fatalf("Unmarshal of %d: %d, %v", e, back, err)
+		}
+	}
+	for _, c := range []count{0, math.MaxUint64} {
+		b, _ := Marshal(c)
+		if back, err := Unmarshal[count](b); err != nil || back != c || !bytes.Equal(b, lib(t, c)) {
+			t.Fatalf("count %d: %x back %d, %v", c, b, back, err)
+		}
+	}
+	for _, u := range []enumU16{0, math.MaxUint16} {
+		b, _ := Marshal(u)
+		if back, err := Unmarshal[enumU16](b); err != nil || back != u || !bytes.Equal(b, lib(t, u)) {
+			t.Fatalf("enumU16 %d: %x back %d, %v", u, b, back, err)
+		}
+	}
+	for _, f := range []onOff{false, true} {
+		b, _ := Marshal(f)
+		if back, err := Unmarshal[onOff](b); err != nil || back != f || !bytes.Equal(b, lib(t, f)) {
+			t.Fatalf("onOff %v: %x back %v, %v", f, b, back, err)
+		}
+	}
+	if _, err := Unmarshal[enum8](lib(t, int64(128))); !errors.Is(err, ErrTypeMismatch) {
+		t.Fatalf("enum8 from 128: %v, want a type mismatch", err)
+	}
+	if _, err := Unmarshal[enumU16](lib(t, int64(65536))); !errors.Is(err, ErrTypeMismatch) {
+		t.Fatalf("enumU16 from 65536: %v, want a type mismatch", err)
+	}
+	if _, err := Unmarshal[time.Duration](lib(t, "x")); !errors.Is(err, ErrTypeMismatch) {
+		t.Fatalf("Duration from a string: %v, want a type mismatch", err)
+	}
+	if ti, _ := Marshal(textInt(3)); !bytes.Equal(ti, lib(t, textInt(3))) {
+		t.Fatalf("textInt: %x, the library writes %x", ti, lib(t, textInt(3)))
+	}
+	b, _ := Marshal(time.Duration(1 << 40))
+	if n := testing.AllocsPerRun(100, func() { _, _ = Unmarshal[time.Duration](b) }); n != 0 {
+		t.Fatalf("Unmarshal[time.Duration]: %v allocations, want 0", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _, _ = MarshalRefs(time.Duration(1 << 40)) }); n != 1 {
+		t.Fatalf("MarshalRefs(time.Duration): %v allocations, want 1 (the encoding)", n)
+	}
+}
