@@ -119,7 +119,7 @@
 // returns an *UnsupportedTypeError naming the type, where inside it the problem is, and
 // why: "codec: cannot encode chan int: channels cannot be sent to another process". The
 // static part of this check runs once per type (cached in a sync.Map keyed by
-// reflect.Type); values of types that contain interfaces or are recursive are also walked
+// reflect.Type, with a direct-mapped array of the last types looked up in front); values of types that contain interfaces or are recursive are also walked
 // before encoding, checking dynamic types, depth and cycles, because the CBOR encoder
 // would otherwise recurse until the stack overflows. Types with neither pay nothing.
 //

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/fxamacker/cbor/v2"
@@ -46,12 +48,31 @@ type typeInfo struct {
 
 var infoCache sync.Map // reflect.Type -> *typeInfo
 
+// infoSlots is a direct-mapped cache in front of infoCache, indexed by the address of the
+// type's descriptor: a value's type is looked up once or more per encode and decode, and
+// a slot's load and compare cost a few nanoseconds where the sync.Map's hashing of the
+// interface key costs tens. A slot holds the last type that mapped to it.
+var infoSlots [256]atomic.Pointer[typeInfo]
+
+func infoSlot(t reflect.Type) *atomic.Pointer[typeInfo] {
+	p := uintptr((*[2]unsafe.Pointer)(unsafe.Pointer(&t))[1]) // the *rtype inside the interface
+	return &infoSlots[(p>>4^p>>12)&uintptr(len(infoSlots)-1)]
+}
+
 func info(t reflect.Type) *typeInfo {
-	if v, ok := infoCache.Load(t); ok {
-		return v.(*typeInfo)
+	slot := infoSlot(t)
+	if ti := slot.Load(); ti != nil && ti.t == t {
+		return ti
 	}
-	v, _ := infoCache.LoadOrStore(t, analyze(t))
-	return v.(*typeInfo)
+	var ti *typeInfo
+	if v, ok := infoCache.Load(t); ok {
+		ti = v.(*typeInfo)
+	} else {
+		v, _ := infoCache.LoadOrStore(t, analyze(t))
+		ti = v.(*typeInfo)
+	}
+	slot.Store(ti)
+	return ti
 }
 
 var (
