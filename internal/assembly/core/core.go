@@ -336,7 +336,7 @@ func (c *Core) ticker() {
 		case <-c.closed:
 			return
 		case <-t.C:
-			c.tickShards(c.clock.at(c.clock.now())) // the clock calls are sent by (sendActorCall)
+			c.tickShards(c.clock.at(c.clock.now())) // the clock that dates calls sent (clock.at)
 		}
 	}
 }
