@@ -137,22 +137,14 @@ func decodeCBORFast(body []byte, ptr any) (ok bool, err error) {
 // reports the error.
 func decodeScalar(body []byte, ptr any) bool {
 	rv := reflect.ValueOf(ptr).Elem()
-	if rv.Kind() == reflect.Bool {
-		if len(body) == 1 && (body[0] == 0xf4 || body[0] == 0xf5) {
-			rv.SetBool(body[0] == 0xf5)
-			return true
-		}
-		return false
-	}
-	major := body[0] >> 5
-	if major > 1 {
-		return false
-	}
-	arg, n, ok := readHead(body)
-	if !ok || n != len(body) {
+	b, major, arg, ok := scalarHead(body, rv.Kind() == reflect.Bool)
+	if !ok {
 		return false
 	}
 	switch rv.Kind() {
+	case reflect.Bool:
+		rv.SetBool(b)
+		return true
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		v, ok := cborToInt(major, arg, math.MinInt64, math.MaxInt64)
 		if !ok || rv.OverflowInt(v) {
@@ -179,23 +171,14 @@ func decodeScalarAt(data []byte, p unsafe.Pointer, t reflect.Type) bool {
 		registry.Load() != nil && lookupCodec(t) != nil || !info(t).scalar {
 		return false
 	}
-	body := data[1:]
-	if t.Kind() == reflect.Bool {
-		if len(body) == 1 && (body[0] == 0xf4 || body[0] == 0xf5) {
-			*(*bool)(p) = body[0] == 0xf5
-			return true
-		}
-		return false
-	}
-	major := body[0] >> 5
-	if major > 1 {
-		return false
-	}
-	arg, n, ok := readHead(body)
-	if !ok || n != len(body) {
+	b, major, arg, ok := scalarHead(data[1:], t.Kind() == reflect.Bool)
+	if !ok {
 		return false
 	}
 	switch k := t.Kind(); k {
+	case reflect.Bool:
+		*(*bool)(p) = b
+		return true
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		bits := t.Bits()
 		v, ok := cborToInt(major, arg, -1<<(bits-1), 1<<(bits-1)-1)
@@ -233,6 +216,20 @@ func decodeScalarAt(data []byte, p unsafe.Pointer, t reflect.Type) bool {
 		}
 		return true
 	}
+}
+
+// scalarHead reads body, one whole CBOR item, as a boolean (isBool: b) or as an integer's
+// head (major type 0 or 1, and its argument), as the scalar decoders take it; ok is false
+// for anything else.
+func scalarHead(body []byte, isBool bool) (b bool, major byte, arg uint64, ok bool) {
+	if isBool {
+		return len(body) == 1 && body[0] == 0xf5, 0, 0, len(body) == 1 && (body[0] == 0xf4 || body[0] == 0xf5)
+	}
+	if len(body) == 0 || body[0]>>5 > 1 {
+		return false, 0, 0, false
+	}
+	arg, n, ok := readHead(body)
+	return false, body[0] >> 5, arg, ok && n == len(body)
 }
 
 // cborToInt converts a CBOR integer (major 0: arg, major 1: -1-arg) to int64 if it lies
