@@ -11,11 +11,10 @@ import (
 	"time"
 )
 
-// TestJobsShareTheMachine: two jobs on one 2-CPU node each run 6 one-CPU tasks of 400 ms
-// at once. The machine's agent holds its CPUs for both (package tasks/machine): at no
-// moment do more than 2 of the 12 tasks run, and both jobs finish. Before, each job's
-// worker process counted the machine's 2 CPUs as its own and 4 ran at once.
-func TestJobsShareTheMachine(t *testing.T) {
+// twoCPUHead starts a head agent of 2 CPUs in a new session and returns the session
+// directory and the environment of a driver that joins it.
+func twoCPUHead(t *testing.T) (string, []string) {
+	t.Helper()
 	port, addr, sess := newSession(t)
 	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess,
 		"--num-cpus", "2", "--object-store-memory", "256MiB")
@@ -23,6 +22,15 @@ func TestJobsShareTheMachine(t *testing.T) {
 		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
 	}
 	env := append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_TOKEN="+printedToken(t, out))
+	return sess, env
+}
+
+// TestJobsShareTheMachine: two jobs on one 2-CPU node each run 6 one-CPU tasks of 400 ms
+// at once. The machine's agent holds its CPUs for both (package tasks/machine): at no
+// moment do more than 2 of the 12 tasks run, and both jobs finish. Before, each job's
+// worker process counted the machine's 2 CPUs as its own and 4 ran at once.
+func TestJobsShareTheMachine(t *testing.T) {
+	sess, env := twoCPUHead(t)
 	jobs := []*piped{startPiped(t, "shared", env), startPiped(t, "shared", env)}
 	for i, j := range jobs {
 		if l := j.line(t, fmt.Sprintf("job %d", i), sess); l != "shared ready" {
@@ -79,13 +87,7 @@ func TestJobsShareTheMachine(t *testing.T) {
 // tasks end, so the second job's tasks start while the first job still has tasks waiting,
 // not after them (package tasks/machine, "RECLAIM").
 func TestJobsGetAnEvenShare(t *testing.T) {
-	port, addr, sess := newSession(t)
-	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess,
-		"--num-cpus", "2", "--object-store-memory", "256MiB")
-	if code != 0 {
-		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
-	}
-	env := append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_TOKEN="+printedToken(t, out))
+	sess, env := twoCPUHead(t)
 	busy, late := startPiped(t, "shared", env), startPiped(t, "shared", env)
 	for name, j := range map[string]*piped{"the busy job": busy, "the late job": late} {
 		if l := j.line(t, name, sess); l != "shared ready" {
