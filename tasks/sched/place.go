@@ -280,6 +280,30 @@ func Spill(req Request, nodes []Node, from string, opt Options) (Decision, bool)
 	return d, true
 }
 
+// KeepsLocal reports whether the Default policy places req on the local node n whatever
+// the other nodes' loads (Place's fast path): req is of the Default strategy with no
+// argument bytes on any node, and n is alive, can hold req in total and now, is not a GPU
+// node to avoid, and stays under the utilization threshold with it. A placer that knows
+// the local node's load exactly needs no other node's report for such a request.
+func KeepsLocal(req Request, n Node, opt Options) bool {
+	if req.Strategy != Default {
+		return false
+	}
+	for _, b := range req.ArgBytes {
+		if b > 0 {
+			return false
+		}
+	}
+	return keepsLocal(&req, &n, &opt)
+}
+
+// keepsLocal is KeepsLocal's test of the node.
+func keepsLocal(req *Request, n *Node, opt *Options) bool {
+	avoidGPU := !opt.KeepGPUNodes && req.gpu <= 0
+	return n.Alive && fits(&n.Total, &req.Resources) && fits(&n.Available, &req.Resources) &&
+		!(avoidGPU && n.Total.gpu > 0) && utilization(n, &req.Resources) < opt.threshold()
+}
+
 // candidate is a feasible node with the terms of its score.
 type candidate struct {
 	i        int
@@ -339,8 +363,7 @@ func placeDefault(req *Request, nodes []Node, local string, opt *Options) (Decis
 	if totalBytes == 0 && local != "" {
 		for i := range nodes {
 			if n := &nodes[i]; n.ID == local {
-				if n.Alive && fits(&n.Total, &req.Resources) && fits(&n.Available, &req.Resources) &&
-					!(avoidGPU && n.Total.gpu > 0) && utilization(n, &req.Resources) < threshold {
+				if keepsLocal(req, n, opt) {
 					return decide(nodes, i, true, ReasonPreferred), nil
 				}
 				break

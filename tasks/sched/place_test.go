@@ -529,3 +529,46 @@ func TestSpill(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepsLocal: KeepsLocal says the Default policy keeps a request on the local node
+// whatever the other nodes' loads exactly when Place does so by its fast path: the local
+// node's choice is the same against idle peers and against saturated ones, and cases it
+// refuses are those where another node could be chosen.
+func TestKeepsLocal(t *testing.T) {
+	gpuReq := req("CPU=1")
+	for _, c := range []struct {
+		name  string
+		r     Request
+		local Node
+		want  bool
+	}{
+		{"idle local node", req("CPU=1"), node("a", "CPU=4", ""), true},
+		{"under the threshold with it", req("CPU=1"), node("a", "CPU=4", "CPU=1"), true},
+		{"at the threshold with it", req("CPU=1"), node("a", "CPU=2", "CPU=1"), false},
+		{"no room now", req("CPU=1"), node("a", "CPU=2", "CPU=2"), false},
+		{"too small in total", req("CPU=8"), node("a", "CPU=4", ""), false},
+		{"dead", req("CPU=1"), dead(node("a", "CPU=4", "")), false},
+		{"a GPU node to avoid", gpuReq, node("a", "CPU=4 GPU=1", ""), false},
+		{"arguments elsewhere", withArgs(req("CPU=1"), "b", 1<<20), node("a", "CPU=4", ""), false},
+		{"spread", Request{Resources: P("CPU=1"), Strategy: Spread}, node("a", "CPU=4", ""), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := KeepsLocal(c.r, c.local, Options{}); got != c.want {
+				t.Fatalf("KeepsLocal = %v, want %v", got, c.want)
+			}
+			if !c.want {
+				return
+			}
+			// Whatever the peers' loads, Place keeps it local.
+			for _, peers := range [][]Node{
+				{node("b", "CPU=4", ""), node("c", "CPU=16", "")},
+				{node("b", "CPU=4", "CPU=4"), withQueue(node("c", "CPU=16", "CPU=16"), 9)},
+			} {
+				d, err := Place(c.r, append([]Node{c.local}, peers...), "a", Options{})
+				if err != nil || d.Node != "a" || !d.RunNow {
+					t.Fatalf("Place with peers %v: %+v, %v; want a, now", peers, d, err)
+				}
+			}
+		})
+	}
+}

@@ -6,7 +6,8 @@
 //
 // A view follows the load reports (lists, then watches them) only while its runtime places
 // tasks whose node the policy chooses (Default, Spread, soft affinity, spillback) or asks
-// for Available, and for Config.LoadsIdle after: every view following every node's report
+// for Available, and for Config.LoadsIdle after (not for a Default placement that the local
+// node, judged by its live load, keeps whatever the others' loads: sched.KeepsLocal): every view following every node's report
 // is N x N watch events for N busy nodes, and a runtime whose tasks are all bound to a node
 // (hard affinity: the node's total and liveness decide) needs none. Available, which user
 // code and placement groups call rarely, waits for the listing when the view was not

@@ -165,3 +165,48 @@ func TestLiveLoadAccounting(t *testing.T) {
 		t.Fatalf("a full by its live load: %v %v, want b", n, err)
 	}
 }
+
+// TestLoadsNotFollowedWhileTheLocalNodeKeepsItsWork: with the local node judged by its live
+// load, a Default placement that the local node keeps whatever the peers' loads (the
+// policy's fast path: room, under the threshold, no argument bytes elsewhere) does not make
+// the view follow the peers' load reports; one that needs them (the local node at the
+// threshold) does. Without a live load every Default placement follows them, as before.
+func TestLoadsNotFollowedWhileTheLocalNodeKeepsItsWork(t *testing.T) {
+	cpu1 := sched.Request{Resources: res(t, 1)}
+	live := &fakeLocal{t: t}
+	live.set(4, 0)
+	f := newFixture(t, "a")
+	f.loadsIdle = 50 * time.Millisecond
+	f.putNode("a", "local", 4, "")
+	f.putNode("b", "worker", 4, "")
+	f.local = live.load
+	f.start()
+	p := f.v.Placer(0)
+	for range 20 {
+		if n, err := p.Place(cpu1); err != nil || n != "a" {
+			t.Fatalf("a task the idle local node keeps: %v %v", n, err)
+		}
+		p.Done("a", cpu1.Resources)
+	}
+	if f.v.FollowingLoads() || f.loadWatches.Load() != 0 {
+		t.Fatalf("after placements the local node kept: following %v, %d load watches opened, want none", f.v.FollowingLoads(), f.loadWatches.Load())
+	}
+	live.set(2, 0) // half of the node busy: at the threshold, the policy compares with b
+	if _, err := p.Place(cpu1); err != nil {
+		t.Fatal(err)
+	}
+	if !f.v.FollowingLoads() {
+		t.Fatal("a placement with the local node at the threshold did not follow the load reports")
+	}
+	// A view without a live load follows them for any Default placement.
+	g := newFixture(t, "a")
+	g.putNode("a", "local", 4, "")
+	g.putNode("b", "worker", 4, "")
+	g.start()
+	if _, err := g.v.Placer(0).Place(cpu1); err != nil {
+		t.Fatal(err)
+	}
+	if !g.v.FollowingLoads() {
+		t.Fatal("without a live load, a Default placement did not follow the load reports")
+	}
+}

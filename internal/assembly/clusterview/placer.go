@@ -128,16 +128,21 @@ func (p *Placer) nodes(now time.Time) *snapshot {
 // (or the node's next load report); sched.ErrNoNodes while no node is alive.
 func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 	now := time.Now()
-	if req.Strategy != sched.NodeAffinity || req.Soft {
-		// The policy chooses among the nodes by their loads; a hard affinity does not
-		// (the node's total and liveness decide).
-		p.v.needLoads(now)
-	}
 	s := p.nodes(now)
 	opt := sched.Options{}
 	if req.Strategy == sched.Spread {
 		opt.SpreadCounter = p.spread
 		p.spread++
+	}
+	if req.Strategy != sched.NodeAffinity || req.Soft {
+		// The policy chooses among the nodes by their loads; a hard affinity does not
+		// (the node's total and liveness decide), nor does a request the local node keeps
+		// whatever the others' loads when the local node is judged by its live load (the
+		// Default policy's fast path): a node that keeps its own work does not follow
+		// every peer's reports.
+		if i, ok := s.index[string(p.v.cfg.Self)]; !ok || !p.localOK || !sched.KeepsLocal(req, p.buf[i], opt) {
+			p.v.needLoads(now)
+		}
 	}
 	d, err := sched.Place(req, p.buf, string(p.v.cfg.Self), opt)
 	if err != nil {
