@@ -76,22 +76,15 @@ func cborHead(major byte, arg uint64) []byte {
 // bool. ok is false for anything else, including values that do not fit (the general
 // path then reports the error). It must not let ptr escape.
 func decodeCBORFast(body []byte, ptr any) (ok bool, err error) {
-	if p, isBool := ptr.(*bool); isBool {
-		if len(body) == 1 && (body[0] == 0xf4 || body[0] == 0xf5) {
-			*p = body[0] == 0xf5
-			return true, nil
-		}
-		return false, nil
-	}
-	major := body[0] >> 5
-	if major > 1 {
-		return false, nil
-	}
-	arg, n, ok := readHead(body)
-	if !ok || n != len(body) {
+	_, isBool := ptr.(*bool)
+	b, major, arg, ok := scalarHead(body, isBool)
+	if !ok {
 		return false, nil
 	}
 	switch p := ptr.(type) {
+	case *bool:
+		*p = b
+		return true, nil
 	case *int:
 		v, ok := cborToInt(major, arg, math.MinInt, math.MaxInt)
 		*p = int(v)
@@ -136,30 +129,7 @@ func decodeCBORFast(body []byte, ptr any) (ok bool, err error) {
 // anything else and for integers out of the type's range: the library then decodes or
 // reports the error.
 func decodeScalar(body []byte, ptr any) bool {
-	rv := reflect.ValueOf(ptr).Elem()
-	b, major, arg, ok := scalarHead(body, rv.Kind() == reflect.Bool)
-	if !ok {
-		return false
-	}
-	switch rv.Kind() {
-	case reflect.Bool:
-		rv.SetBool(b)
-		return true
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		v, ok := cborToInt(major, arg, math.MinInt64, math.MaxInt64)
-		if !ok || rv.OverflowInt(v) {
-			return false
-		}
-		rv.SetInt(v)
-		return true
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if major != 0 || rv.OverflowUint(arg) {
-			return false
-		}
-		rv.SetUint(arg)
-		return true
-	}
-	return false
+	return decodeScalarBody(body, reflect.ValueOf(ptr).UnsafePointer(), reflect.TypeOf(ptr).Elem())
 }
 
 // decodeScalarAt decodes data into the value of type t at p when t is a scalar type
@@ -171,7 +141,13 @@ func decodeScalarAt(data []byte, p unsafe.Pointer, t reflect.Type) bool {
 		registry.Load() != nil && lookupCodec(t) != nil || !info(t).scalar {
 		return false
 	}
-	b, major, arg, ok := scalarHead(data[1:], t.Kind() == reflect.Bool)
+	return decodeScalarBody(data[1:], p, t)
+}
+
+// decodeScalarBody decodes body, one CBOR item, into the value of scalar type t at p if
+// it is a boolean or an integer in t's range; it reports whether it did.
+func decodeScalarBody(body []byte, p unsafe.Pointer, t reflect.Type) bool {
+	b, major, arg, ok := scalarHead(body, t.Kind() == reflect.Bool)
 	if !ok {
 		return false
 	}

@@ -171,10 +171,7 @@ func encodeFast(v any) (data []byte, ok bool) {
 	case uint8:
 		return cborUint(uint64(x)), true
 	case bool:
-		if x {
-			return []byte{byte(FormatCBOR), 0xf5}, true
-		}
-		return []byte{byte(FormatCBOR), 0xf4}, true
+		return cborBool(x), true
 	case []byte:
 		if x == nil {
 			return cborNull(), true
@@ -275,10 +272,7 @@ func encodeScalarAt(p unsafe.Pointer, t reflect.Type) (data []byte, ok bool) {
 	}
 	switch t.Kind() {
 	case reflect.Bool:
-		if *(*bool)(p) {
-			return []byte{byte(FormatCBOR), 0xf5}, true
-		}
-		return []byte{byte(FormatCBOR), 0xf4}, true
+		return cborBool(*(*bool)(p)), true
 	case reflect.Int:
 		return cborInt(int64(*(*int)(p))), true
 	case reflect.Int8:
@@ -303,6 +297,14 @@ func encodeScalarAt(p unsafe.Pointer, t reflect.Type) (data []byte, ok bool) {
 	return nil, false
 }
 
+// cborBool is b encoded: CBOR's true or false.
+func cborBool(b bool) []byte {
+	if b {
+		return []byte{byte(FormatCBOR), 0xf5}
+	}
+	return []byte{byte(FormatCBOR), 0xf4}
+}
+
 // scalarKind reports whether values of kind k may be scalars (typeInfo.scalar): a look
 // at the kind before the type's.
 func scalarKind(k reflect.Kind) bool {
@@ -314,10 +316,7 @@ func scalarKind(k reflect.Kind) bool {
 func encodeScalar(rv reflect.Value) []byte {
 	switch rv.Kind() {
 	case reflect.Bool:
-		if rv.Bool() {
-			return []byte{byte(FormatCBOR), 0xf5}
-		}
-		return []byte{byte(FormatCBOR), 0xf4}
+		return cborBool(rv.Bool())
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return cborUint(rv.Uint())
 	}
