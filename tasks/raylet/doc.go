@@ -59,7 +59,10 @@
 //     reservation that does not fit; else the oldest class of lease requests whose head
 //     does not fit) is asked for: what it lacks of the machine's resources (MachineGrant
 //     answers; one ask waits at a time). A bundle's ask is now or never (MachineDeny
-//     refuses the commit with the ledger's reason, as a node without room does).
+//     refuses the commit with the ledger's reason, as a node without room does). Nothing
+//     is asked of a resource the raylet already holds the machine's whole total of: only
+//     its own leases' return can serve such demand, and a job alone on its machine would
+//     otherwise ask, and withdraw the ask, for every lease request that queues.
 //   - It never holds resources idle while it waits: before asking, and whenever a lease
 //     comes back while an ask waits, what is free and not lent is given back and asked
 //     for again with the rest (the ledger replaces the waiting ask in its place in line).
