@@ -50,7 +50,8 @@
 // message) and writes the report at once when a figure placement uses crossed a threshold
 // (significantChange: queue empty or not, doubled or halved; free resources at none, one
 // unit, half or all of the total, or moved by an eighth of it), within loadReportSettle
-// (1 s) for any other change, and every loadReportRefresh (2 s) when nothing changed.
+// (1 s) for any other change, at once on a new GCS lease, and every loadReportRefresh
+// (30 s) when nothing changed: every view that follows the reports gets every rewrite.
 // The node's own placements do not wait for its report: its view reads the raylet's live
 // load (raylet.Live, clusterview.Config.Local), whose version the machine ledger's
 // answers also move when the node has one.

@@ -38,9 +38,13 @@ const LoadReportInterval = 100 * time.Millisecond
 // LoadReportInterval sent ten reports a second to each of N nodes.
 const loadReportSettle = time.Second
 
-// loadReportRefresh rewrites an unchanged report this often, so that readers can tell a
-// silent node from a stale report.
-const loadReportRefresh = 2 * time.Second
+// loadReportRefresh rewrites an unchanged report this often. Nothing reads a report's age
+// (the report is on the node's lease, so a dead node's goes with it, and the membership
+// tells liveness); the refresh only repairs a report lost some other way. Every view that
+// follows the load reports gets every rewrite: at 2 s, the refreshes of 63 idle peers were
+// most of the GCS bytes per task that 64 simulated nodes paced at 20 tasks/s moved
+// (benchmarks/RESULTS.md).
+const loadReportRefresh = 30 * time.Second
 
 // runsTasks reports whether a node record belongs in a job's cluster view.
 func runsTasks(info *pb.NodeInfo, job ids.JobID) bool {
@@ -119,35 +123,38 @@ func (r *loadReporter) run(ctx context.Context) {
 			l.StoreLargest, l.StoreSpillErrors = st.Largest, st.SpillErrors
 		}
 		now := time.Now()
-		if !gate.due(l, s.Total, now) {
+		lease := r.n.leaseID()
+		if !gate.due(l, s.Total, lease, now) {
 			continue
 		}
 		l.UnixMs = now.UnixMilli()
 		stamped, _ := proto.Marshal(l)
 		l.UnixMs = 0
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := r.n.store.Put(pctx, gcs.LoadKey(string(r.n.ID)), stamped, r.n.leaseID())
+		_, err := r.n.store.Put(pctx, gcs.LoadKey(string(r.n.ID)), stamped, lease)
 		cancel()
 		if err == nil {
-			gate.wrote(l, now)
+			gate.wrote(l, lease, now)
 		}
 	}
 }
 
 // reportGate decides when the load reporter writes the node's report: at once when a
-// figure that placement decisions use changed significantly (significantChange), within
-// loadReportSettle when anything else in it changed, and every loadReportRefresh when
-// nothing did. Not safe for concurrent use (the reporter's loop owns it).
+// figure that placement decisions use changed significantly (significantChange) or the
+// node's GCS lease changed (the report written on the old one goes when it lapses),
+// within loadReportSettle when anything else in it changed, and every loadReportRefresh
+// when nothing did. Not safe for concurrent use (the reporter's loop owns it).
 type reportGate struct {
 	last   *pb.NodeLoad // the report last written, without its time (nil: none yet)
+	lease  gcs.LeaseID  // the lease it was written on
 	lastAt time.Time
 }
 
-// due reports whether l (without its time) should be written now; total is the node's
-// resources.
-func (g *reportGate) due(l *pb.NodeLoad, total sched.Resources, now time.Time) bool {
+// due reports whether l (without its time) should be written now on lease; total is the
+// node's resources.
+func (g *reportGate) due(l *pb.NodeLoad, total sched.Resources, lease gcs.LeaseID, now time.Time) bool {
 	switch {
-	case g.last == nil || now.Sub(g.lastAt) >= loadReportRefresh:
+	case g.last == nil || lease != g.lease || now.Sub(g.lastAt) >= loadReportRefresh:
 		return true
 	case proto.Equal(g.last, l):
 		return false
@@ -157,8 +164,10 @@ func (g *reportGate) due(l *pb.NodeLoad, total sched.Resources, now time.Time) b
 	return now.Sub(g.lastAt) >= loadReportSettle
 }
 
-// wrote records that l was written at now.
-func (g *reportGate) wrote(l *pb.NodeLoad, now time.Time) { g.last, g.lastAt = l, now }
+// wrote records that l was written on lease at now.
+func (g *reportGate) wrote(l *pb.NodeLoad, lease gcs.LeaseID, now time.Time) {
+	g.last, g.lease, g.lastAt = l, lease, now
+}
 
 // significantChange reports whether a node's load moved from the report was to the
 // figures now in a way that changes where tasks go (sched.Place and sched.Spill): its

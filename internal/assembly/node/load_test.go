@@ -28,8 +28,8 @@ func feed(g *reportGate, total sched.Resources, t0 time.Time, loads []*pb.NodeLo
 	var wrote []int
 	for i, l := range loads {
 		now := t0.Add(time.Duration(i) * LoadReportInterval)
-		if g.due(l, total, now) {
-			g.wrote(l, now)
+		if g.due(l, total, 1, now) {
+			g.wrote(l, 1, now)
 			wrote = append(wrote, i)
 		}
 	}
@@ -46,12 +46,15 @@ func TestLoadReportsPerUnitOfChange(t *testing.T) {
 	var growing, still []*pb.NodeLoad
 	for i := range looks {
 		growing = append(growing, loadOf(t, 0, 100+i)) // 100 .. 199: never doubles
-		still = append(still, loadOf(t, 3, 0))
 	}
 	span := time.Duration(looks) * LoadReportInterval
 	if got, want := len(feed(&reportGate{}, total, t0, growing)), int(span/loadReportSettle); got != want {
 		t.Fatalf("a queue growing by one a look for %v: %d reports written, want %d (one per %v)", span, got, want, loadReportSettle)
 	}
+	for range 3 * loadReportRefresh / LoadReportInterval {
+		still = append(still, loadOf(t, 3, 0))
+	}
+	span = time.Duration(len(still)) * LoadReportInterval
 	wrote := feed(&reportGate{}, total, t0, still)
 	if got, want := len(wrote), int(span/loadReportRefresh); got != want {
 		t.Fatalf("an unchanged load for %v: %d reports written (%v), want %d (one per %v)", span, got, wrote, want, loadReportRefresh)
@@ -61,6 +64,27 @@ func TestLoadReportsPerUnitOfChange(t *testing.T) {
 		if gap := time.Duration(wrote[i]-wrote[i-1]) * LoadReportInterval; gap > loadReportRefresh {
 			t.Fatalf("an unchanged report went %v without a refresh (writes at looks %v)", gap, wrote)
 		}
+	}
+}
+
+// TestLoadReportRewrittenOnANewLease: an unchanged report is written again at once when
+// the node's GCS lease changed (the one written on the old lease goes when it lapses), and
+// not again while the lease stays.
+func TestLoadReportRewrittenOnANewLease(t *testing.T) {
+	total := cpus(t, 2)
+	t0 := time.Unix(1000, 0)
+	var g reportGate
+	l := loadOf(t, 2, 0)
+	if !g.due(l, total, 1, t0) {
+		t.Fatal("the first report is not due")
+	}
+	g.wrote(l, 1, t0)
+	next := t0.Add(LoadReportInterval)
+	if g.due(loadOf(t, 2, 0), total, 1, next) {
+		t.Fatal("an unchanged report on the same lease is due again at the next look")
+	}
+	if !g.due(loadOf(t, 2, 0), total, 2, next) {
+		t.Fatal("an unchanged report is not due on a new lease")
 	}
 }
 
@@ -77,13 +101,13 @@ func TestLoadReportThresholdCrossingsAreReportedAtOnce(t *testing.T) {
 	// A change of the store's figures only waits for loadReportSettle.
 	g := &reportGate{}
 	base := loadOf(t, 1, 0)
-	g.wrote(base, t0)
+	g.wrote(base, 1, t0)
 	stored := loadOf(t, 1, 0)
 	stored.StoreInMemory = 1 << 20
-	if g.due(stored, total, t0.Add(LoadReportInterval)) {
+	if g.due(stored, total, 1, t0.Add(LoadReportInterval)) {
 		t.Fatal("a change of the store's bytes was written at the next look, want it held for loadReportSettle")
 	}
-	if !g.due(stored, total, t0.Add(loadReportSettle)) {
+	if !g.due(stored, total, 1, t0.Add(loadReportSettle)) {
 		t.Fatalf("a change of the store's bytes was not written %v after the last report", loadReportSettle)
 	}
 }
