@@ -27,6 +27,9 @@ import "time"
 //     that never got a task, goes back at once. A lease older than MaxAge takes no
 //     more tasks and is released once drained, and a new request is made if work remains:
 //     the scheduler's queue, oldest request first, then gives other owners their turn.
+//   - Room: a class whose open leases have more free slots than it has tasks waiting can
+//     take one more now (Room); the owner then queues a task of the class at this node
+//     without a placement, which would count the owner's own lease against the node.
 //   - Blocked: a lease whose running task blocked (its queued tasks were handed back) takes
 //     no more tasks and is released once drained.
 //   - Revoked: the scheduler asks for a lease back when another owner's request (or this
@@ -114,14 +117,22 @@ type Actions[T, W any] struct {
 }
 
 func (l *Leases[T, W]) class(shape Resources) *leaseClass[T, W] {
+	if c := l.find(shape); c != nil {
+		return c
+	}
+	c := &leaseClass[T, W]{shape: shape}
+	l.classes = append(l.classes, c)
+	return c
+}
+
+// find is class without creating it (nil: no class of shape).
+func (l *Leases[T, W]) find(shape Resources) *leaseClass[T, W] {
 	for _, c := range l.classes {
 		if c.shape.Equal(shape) {
 			return c
 		}
 	}
-	c := &leaseClass[T, W]{shape: shape}
-	l.classes = append(l.classes, c)
-	return c
+	return nil
 }
 
 // Add queues a ready task of shape.
@@ -310,6 +321,26 @@ func (l *Leases[T, W]) Take(shape Resources, move func(T) bool) []T {
 		c.dirty = true
 	}
 	return out
+}
+
+// Room reports whether the leases of class shape can take one more task now beyond the
+// class's tasks that wait: a lease that takes tasks (not closed, not older than MaxAge)
+// has a free slot of the class's depth for it. The owner may then queue a task of the
+// class at this node without choosing a node for it, as Ray's owner gives a leased
+// worker the next task of the worker's scheduling class: its own lease counts against
+// the node's load, and a placement would judge the node busier by it.
+func (l *Leases[T, W]) Room(shape Resources, now time.Time) bool {
+	c := l.find(shape)
+	if c == nil {
+		return false
+	}
+	d, free := c.depth(), 0
+	for _, ls := range c.leases {
+		if !ls.closed && now.Sub(ls.since) <= MaxAge && ls.inflight < d {
+			free += d - ls.inflight
+		}
+	}
+	return len(c.waiting)-c.head < free
 }
 
 // Leased reports whether lease id is held.

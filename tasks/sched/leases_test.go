@@ -295,3 +295,50 @@ func TestLeasesStalledAndTake(t *testing.T) {
 		t.Fatalf("stalled with no request outstanding: %v", s)
 	}
 }
+
+// TestLeasesRoom: a class has room for one more task when its open leases' free slots
+// (of the class's depth) outnumber its waiting tasks; a closed lease, one older than
+// MaxAge, a class not seen and a full unmeasured lease have none.
+func TestLeasesRoom(t *testing.T) {
+	start := time.Unix(1000, 0)
+	var l Leases[int, string]
+	if l.Room(cpuShape, start) {
+		t.Fatal("room in a class never seen")
+	}
+	l.Add(1, cpuShape)
+	l.Pump(start)
+	if l.Room(cpuShape, start) {
+		t.Fatal("room with a request out and no lease")
+	}
+	l.Granted(cpuShape, "A", "w", start)
+	l.Pump(start) // A takes task 1
+	if l.Room(cpuShape, start) {
+		t.Fatal("room on an unmeasured lease running its one task")
+	}
+	l.Done("A", 1, float64(5*time.Millisecond)) // slow: depth 1
+	l.Pump(start)                               // A is kept idle
+	if !l.Room(cpuShape, start) {
+		t.Fatal("no room on a lease kept idle")
+	}
+	l.Add(2, cpuShape)
+	if l.Room(cpuShape, start) {
+		t.Fatal("room for a second task on an idle lease of depth 1 with one waiting")
+	}
+	l.Pump(start) // A takes task 2
+	for range 20 {
+		l.Done("A", 0, float64(10*time.Microsecond)) // measured fast (the mean moves 30% a time)
+	}
+	l.Done("A", 1, float64(10*time.Microsecond))
+	l.Add(3, cpuShape)
+	l.Pump(start) // A takes task 3: one in flight of the depth
+	if !l.Room(cpuShape, start) {
+		t.Fatal("no room on a lease of a short class with free slots")
+	}
+	if l.Room(cpuShape, start.Add(MaxAge+time.Millisecond)) {
+		t.Fatal("room on a lease older than MaxAge")
+	}
+	l.Revoke("A")
+	if l.Room(cpuShape, start) {
+		t.Fatal("room on a revoked lease")
+	}
+}

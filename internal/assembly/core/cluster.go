@@ -91,6 +91,9 @@ func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
 		p.node = c.cfg.Node
 		return r, nil
 	}
+	if r := s.leaseRoom(p); r != nil {
+		return r, nil
+	}
 	req := s.placeRequest(p)
 	node, err := s.placer.Place(req)
 	if err != nil {
@@ -103,6 +106,29 @@ func (s *shard) rayletFor(p *pending) (*actor.PID, error) {
 	}
 	p.node = node
 	return r, nil
+}
+
+// leaseRoom sends p to its own node, without a placement, when a lease of this shard there
+// has room for it now (sched.Leases.Room: an idle lease kept for its class, or one of a
+// short class with a free slot): Ray's owner gives a leased worker the next task of the
+// worker's scheduling class wherever the worker is. Placing it instead would judge the
+// node by a load that counts this shard's own lease: on a node of two CPUs, half busy
+// with it, the Default policy sent the next task to a peer (a lease there, its request,
+// grant, push and release across nodes) while the worker here had room. Only tasks the
+// Default policy places and whose arguments are all by value (no locality to weigh)
+// ride; it returns the node's scheduler, or nil when p is to be placed.
+func (s *shard) leaseRoom(p *pending) *actor.PID {
+	c := s.c
+	p.ev.rides = false
+	if p.spec.Strategy != StrategyDefault || hasRefArgs(p.spec) {
+		return nil
+	}
+	nl := s.nodes[c.cfg.Node]
+	if nl == nil || nl.raylet == nil || !nl.leases.Room(p.shape(), time.Now()) {
+		return nil
+	}
+	p.node, p.ev.rides = c.cfg.Node, true
+	return nl.raylet
 }
 
 // raylet is node's scheduler: this process's own for its node (or without a cluster), else
@@ -154,8 +180,10 @@ func (s *shard) placeRequest(p *pending) sched.Request {
 // placedDone gives a finished task's placement back to the view.
 func (s *shard) placedDone(p *pending) {
 	if s.placer != nil && p.node != "" && p.spec.Strategy != StrategyPlacementGroup {
-		s.placer.Done(p.node, p.shape())
-		p.node = ""
+		if !p.ev.rides {
+			s.placer.Done(p.node, p.shape())
+		}
+		p.node, p.ev.rides = "", false
 	}
 }
 

@@ -193,7 +193,7 @@ type pending struct {
 	actor *actorCaller
 	seq   uint64 // in actor.calls, which keeps the rest of its bookkeeping
 
-	node   ids.NodeID      // where the task was sent (its shape() counted against it by the cluster view)
+	node   ids.NodeID      // where the task was sent (its shape() counted against it by the cluster view unless ev.rides)
 	res    sched.Resources // what it asks for (shape())
 	lease  string          // the lease it was pushed to ("" while it waits for one)
 	worker *actor.PID      // the lease's worker

@@ -45,8 +45,11 @@
 // shard. The shard waits for ref arguments, inlines small ready ones (within
 // pb.InlineArgsTotal with the by-value ones; the rest it first moves into the store and
 // passes by reference), places the task (the local node, or in a cluster (Config.Cluster,
-// cluster.go) the node the sched policy picks) and queues it for a worker lease of its scheduling class on that node (lease.go,
-// Ray's direct task submission): it asks the node's scheduler for leases while tasks
+// cluster.go) the node the sched policy picks; a Default task with no ref arguments whose
+// class the shard holds a lease for at its own node, with room for one more, goes there
+// unplaced, as Ray's owner gives its leased worker the next task of its class) and queues
+// it for a worker lease of its scheduling class on that node (lease.go, Ray's direct task
+// submission): it asks the node's scheduler for leases while tasks
 // wait, pushes them straight to the leased workers, several at a time when the class is
 // known to be short, and gives leases back when it has no more; tasks whose class a node
 // leaves waiting (a lease request unanswered for SpillAfter) move to another node that can

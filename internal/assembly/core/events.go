@@ -111,6 +111,10 @@ type evTimes struct {
 	// inc: an actor call's, the incarnation of its actor it was last sent to (flushCaller):
 	// a call resent to a newer incarnation after a restart ran there (incOf: saturates).
 	inc uint16
+	// rides: the attempt was sent to its node because a lease of its shard there had room
+	// for it, not placed (shard.leaseRoom), so the cluster view does not count it. Not a
+	// time: it sits in this struct's padding, which keeps pending in its size class.
+	rides bool
 }
 
 // ring is a shard's chunked ring of T: it grows a chunk at a time while budget allows, then
