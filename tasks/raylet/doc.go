@@ -15,7 +15,9 @@
 //
 //   - LeaseRequest: denied at once (INFEASIBLE) if the node can never hold the shape, else
 //     queued and granted, oldest first per class, as resources allow; a class whose head
-//     does not fit does not hold up smaller shapes.
+//     does not fit does not hold up smaller shapes. A request not granted at once is
+//     answered at once with word that it waits (LeaseGrant.queued), on which the owner may
+//     move its tasks to another node (spillback).
 //   - LeaseRelease from owners: the lease's resources return and waiting requests are
 //     granted. The grain watches every owner it granted a lease to: when one stops or its
 //     process dies (Terminated), its leases return and its waiting requests are dropped.

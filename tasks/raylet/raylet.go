@@ -362,6 +362,9 @@ func (r *Raylet) request(ctx actor.Context, m *pb.LeaseRequest) {
 	r.queued += backlogOf(q)
 	r.dispatch(ctx)
 	if !q.granted {
+		// Word that it waits (the owner may spill its tasks now; a request it hears
+		// nothing of it leaves alone much longer, as the node may only be slow).
+		ctx.Send(owner, &pb.LeaseGrant{RequestId: m.RequestId, Queued: true})
 		r.revokeFor(ctx, q)
 	}
 }

@@ -39,10 +39,12 @@ func (c *countingMachine) Ask(id uint64, res sched.Resources, now bool) error {
 	return c.Machine.Ask(id, res, now)
 }
 
-// owner is a probe owner: it collects the grants it gets.
+// owner is a probe owner: it collects the grants it gets, and apart the word that a
+// request waits (LeaseGrant.queued).
 type owner struct {
 	pid     *actor.PID
 	grants  chan *pb.LeaseGrant
+	queued  chan uint64 // request IDs
 	revokes chan *pb.LeaseRevoke
 }
 
@@ -104,10 +106,14 @@ func newHarnessOn(t *testing.T, total map[string]float64, workers int, path stri
 }
 
 func (h *harness) newOwner() *owner {
-	o := &owner{grants: make(chan *pb.LeaseGrant, 64), revokes: make(chan *pb.LeaseRevoke, 64)}
+	o := &owner{grants: make(chan *pb.LeaseGrant, 64), queued: make(chan uint64, 256), revokes: make(chan *pb.LeaseRevoke, 64)}
 	o.pid = h.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		switch m := c.Message().(type) {
 		case *pb.LeaseGrant:
+			if m.Queued {
+				o.queued <- m.RequestId
+				return
+			}
 			o.grants <- m
 		case *pb.LeaseRevoke:
 			o.revokes <- m
@@ -176,8 +182,8 @@ func release(g *pb.LeaseGrant) *pb.LeaseRelease { return &pb.LeaseRelease{LeaseI
 var cpu1 = map[string]float64{sched.CPU: 1}
 
 // TestGrantQueueRelease: leases are granted while resources last, spread over the workers,
-// the rest wait in arrival order; a release grants the next; a repeated release is
-// harmless.
+// the rest wait in arrival order and are told so at once (LeaseGrant.queued); a release
+// grants the next; a repeated release is harmless.
 func TestGrantQueueRelease(t *testing.T) {
 	h := newHarness(t, map[string]float64{sched.CPU: 2}, 2)
 	a, b, c := h.ask(h.owner, cpu1), h.ask(h.owner, cpu1), h.ask(h.owner, cpu1)
@@ -194,6 +200,18 @@ func TestGrantQueueRelease(t *testing.T) {
 	}
 	if string(got[0].LeaseId) == string(got[1].LeaseId) {
 		t.Fatal("two leases share an ID")
+	}
+	// The third is told at once that it waits; the two granted at once are not.
+	select {
+	case id := <-h.owner.queued:
+		if id != c {
+			t.Fatalf("word that request %d waits, want %d (the one not granted)", id, c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no word that the third request waits")
+	}
+	if len(h.owner.queued) != 0 {
+		t.Fatalf("%d more words of waiting requests, want none", len(h.owner.queued))
 	}
 	h.send(release(got[0]), release(got[0]))
 	third := h.grants(h.owner, 1)[0]

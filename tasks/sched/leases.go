@@ -37,8 +37,11 @@ import "time"
 //     and is released once drained (at once if idle), so a lease kept for more work never
 //     holds up other owners or classes.
 //   - Stalled (spillback, paper §4.2.2): a class whose tasks wait while a lease request of
-//     it has gone unanswered for a while (Stalled) is one the node has no room for soon;
-//     the owner may take its waiting tasks (Take) and place them on another node. A lease
+//     it has gone unanswered for a while after the node said it queued one (Queued) is one
+//     the node has no room for soon; the owner may take its waiting tasks (Take) and place
+//     them on another node. A request the node has not said a word about stalls only
+//     after much longer: a node that is slow to answer (its process starved of CPU) is not
+//     one without room, and moving its tasks away made more work for every node. A lease
 //     granted later for tasks that left is released at once, as any lease that finds its
 //     class dry.
 type Leases[T, W any] struct {
@@ -77,6 +80,7 @@ type leaseClass[T, W any] struct {
 	dirty   bool
 	idle    int       // leases kept idle
 	asked   time.Time // since when a request has been outstanding with no grant (zero: none)
+	queued  bool      // the node said it queued a request of the class (since pending was last 0)
 }
 
 type lease[T, W any] struct {
@@ -274,21 +278,34 @@ func (c *leaseClass[T, W]) answered(now time.Time) {
 		c.pending--
 	}
 	if c.pending == 0 {
-		c.asked = time.Time{}
+		c.asked, c.queued = time.Time{}, false
 	} else {
 		c.asked = now
 	}
 }
 
+// Queued records the node's word that a request of class shape waits in its queue (its
+// resources are held by other leases): the request is still outstanding.
+func (l *Leases[T, W]) Queued(shape Resources) {
+	if c := l.find(shape); c != nil && c.pending > 0 {
+		c.queued = true
+	}
+}
+
 // Stalled returns the shapes of the classes whose tasks wait while a lease request of
-// theirs has gone unanswered for at least after: the node has no room for more of them
-// soon, and the owner may place their waiting tasks elsewhere (Take). It starts those
-// classes' stall clocks again, so that a class the owner could not move is reported once
-// per after, not at every call.
-func (l *Leases[T, W]) Stalled(now time.Time, after time.Duration) []Resources {
+// theirs has gone unanswered for at least after since the node said it queued one (or
+// since the last answer, if later), or for at least silent with no word from the node at
+// all: the node has no room for more of them soon (or does not answer), and the owner
+// may place their waiting tasks elsewhere (Take). It starts those classes' stall clocks
+// again, so that a class the owner could not move is reported once per interval, not at
+// every call.
+func (l *Leases[T, W]) Stalled(now time.Time, after, silent time.Duration) []Resources {
 	var out []Resources
 	for _, c := range l.classes {
-		if c.pending > 0 && len(c.waiting) > c.head && !c.asked.IsZero() && now.Sub(c.asked) >= after {
+		if c.pending == 0 || len(c.waiting) == c.head || c.asked.IsZero() {
+			continue
+		}
+		if wait := now.Sub(c.asked); c.queued && wait >= after || wait >= silent {
 			out = append(out, c.shape)
 			c.asked = now
 		}

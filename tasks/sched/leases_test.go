@@ -255,7 +255,8 @@ func TestLeasesStalledAndTake(t *testing.T) {
 	if a := l.Pump(at(0)); len(a.Requests) != 5 {
 		t.Fatalf("requests = %d, want 5 (unknown task length: one task per lease)", len(a.Requests))
 	}
-	if s := l.Stalled(at(40*time.Millisecond), 50*time.Millisecond); len(s) != 0 {
+	l.Queued(cpu) // the node says it queued one
+	if s := l.Stalled(at(40*time.Millisecond), 50*time.Millisecond, time.Second); len(s) != 0 {
 		t.Fatalf("stalled after 40 ms: %v", s)
 	}
 	// A grant restarts the clock; the class keeps asking for more (4 tasks wait).
@@ -263,14 +264,14 @@ func TestLeasesStalledAndTake(t *testing.T) {
 	if got := describe(l.Pump(at(45 * time.Millisecond))); !slices.Equal(got, []string{"L1:1"}) {
 		t.Fatalf("after the grant: %v, want [L1:1]", got)
 	}
-	if s := l.Stalled(at(90*time.Millisecond), 50*time.Millisecond); len(s) != 0 {
+	if s := l.Stalled(at(90*time.Millisecond), 50*time.Millisecond, time.Second); len(s) != 0 {
 		t.Fatalf("stalled 45 ms after a grant: %v", s)
 	}
-	s := l.Stalled(at(100*time.Millisecond), 50*time.Millisecond)
+	s := l.Stalled(at(100*time.Millisecond), 50*time.Millisecond, time.Second)
 	if len(s) != 1 || !s[0].Equal(cpu) {
 		t.Fatalf("stalled 55 ms after the last answer = %v, want the CPU class", s)
 	}
-	if s := l.Stalled(at(120*time.Millisecond), 50*time.Millisecond); len(s) != 0 {
+	if s := l.Stalled(at(120*time.Millisecond), 50*time.Millisecond, time.Second); len(s) != 0 {
 		t.Fatalf("reported again within the interval: %v", s)
 	}
 	moved := l.Take(cpu, func(t int) bool { return t%2 == 0 })
@@ -291,8 +292,49 @@ func TestLeasesStalledAndTake(t *testing.T) {
 	for i := range 3 {                        // the 3 requests still outstanding
 		l.Granted(cpu, fmt.Sprint("M", i), "w", at(old+10*time.Millisecond))
 	}
-	if s := l.Stalled(at(time.Hour), 50*time.Millisecond); len(s) != 0 {
+	if s := l.Stalled(at(time.Hour), 50*time.Millisecond, time.Second); len(s) != 0 {
 		t.Fatalf("stalled with no request outstanding: %v", s)
+	}
+}
+
+// TestLeasesStallOnlyLateWithoutWord: a request the node has said nothing about stalls
+// its class only after silent, not after; once the node says it queued one, after
+// applies; with no request left outstanding the word is forgotten.
+func TestLeasesStallOnlyLateWithoutWord(t *testing.T) {
+	var l Leases[int, string]
+	start := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	const after, silent = 50 * time.Millisecond, time.Second
+	l.Add(1, cpuShape)
+	l.Add(2, cpuShape)
+	l.Pump(at(0))
+	if s := l.Stalled(at(900*time.Millisecond), after, silent); len(s) != 0 {
+		t.Fatalf("stalled 900 ms into a silence shorter than %v: %v", silent, s)
+	}
+	if s := l.Stalled(at(silent), after, silent); len(s) != 1 {
+		t.Fatalf("not stalled after %v of silence: %v", silent, s)
+	}
+	// The clock started again at 1 s; the node now says it queued a request.
+	l.Queued(cpuShape)
+	if s := l.Stalled(at(silent+after), after, silent); len(s) != 1 {
+		t.Fatalf("not stalled %v after the node queued the request: %v", after, s)
+	}
+	// Both requests answered: nothing outstanding, the word forgotten.
+	l.Granted(cpuShape, "A", "w", at(2*silent))
+	l.Granted(cpuShape, "B", "w", at(2*silent))
+	l.Pump(at(2 * silent))
+	l.Add(3, cpuShape)
+	l.Add(4, cpuShape)
+	l.Add(5, cpuShape)
+	l.Pump(at(2 * silent)) // both leases run one unmeasured task each: more requests
+	if s := l.Stalled(at(2*silent+2*after), after, silent); len(s) != 0 {
+		t.Fatalf("a new request stalled on an earlier request's word: %v", s)
+	}
+	// Word for a class with nothing outstanding is ignored.
+	var m Leases[int, string]
+	m.Queued(cpuShape)
+	if s := m.Stalled(at(time.Hour), after, silent); len(s) != 0 {
+		t.Fatalf("stalled with nothing asked: %v", s)
 	}
 }
 

@@ -52,8 +52,9 @@
 // submission): it asks the node's scheduler for leases while tasks
 // wait, pushes them straight to the leased workers, several at a time when the class is
 // known to be short, and gives leases back when it has no more; tasks whose class a node
-// leaves waiting (a lease request unanswered for SpillAfter) move to another node that can
-// run them now (spillback). What a mailbox turn
+// leaves waiting (a lease request the node said it queued, unanswered for SpillAfter; one
+// it said nothing of, for SpillSilent) move to another node that can run them now
+// (spillback). What a mailbox turn
 // decides goes out when the shard's flush message comes around, so a burst of
 // submissions travels together and a lone one goes at once. Results come back to the
 // shard in batches (TaskSpec.reply_to); it retries failed attempts as their options

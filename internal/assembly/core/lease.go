@@ -172,11 +172,19 @@ func (s *shard) releaseIdle() {
 	}
 }
 
-// SpillAfter is how long a lease request may go unanswered while tasks of its class wait
-// before the shard places those tasks on other nodes that can run them now (spillback,
-// paper §4.2.2: the node's queue is full, others have become free since the tasks were
-// placed, e.g. because their load reports were stale or tasks ran longer than others).
-const SpillAfter = 50 * time.Millisecond
+// SpillAfter is how long a lease request the node said it queued (LeaseGrant.queued) may
+// go unanswered while tasks of its class wait before the shard places those tasks on other
+// nodes that can run them now (spillback, paper §4.2.2: the node's queue is full, others
+// have become free since the tasks were placed, e.g. because their load reports were
+// stale or tasks ran longer than others). SpillSilent is the same for a request the node
+// has said nothing about: a node that is only slow to answer (its process starved of CPU)
+// has room, and moving its tasks away made every node busier (64 simulated nodes on two
+// cores spilled about one task in two for want of an answer within SpillAfter, and sent
+// half again as many messages per task).
+const (
+	SpillAfter  = 50 * time.Millisecond
+	SpillSilent = time.Second
+)
 
 // spillCheck: time to look for stalled classes (SpillAfter after tasks began waiting).
 type spillCheck struct{}
@@ -195,7 +203,7 @@ func (s *shard) spill() {
 	var moves []move
 	var to []ids.NodeID
 	for _, nl := range s.nodes {
-		for _, shape := range nl.leases.Stalled(now, SpillAfter) {
+		for _, shape := range nl.leases.Stalled(now, SpillAfter, SpillSilent) {
 			full := false // no other node can run this shape now: stop asking
 			to = to[:0]
 			moved := nl.leases.Take(shape, func(p *pending) bool {
@@ -247,6 +255,14 @@ func hasRefArgs(spec *pb.TaskSpec) bool {
 func (s *shard) granted(m *pb.LeaseGrant) {
 	ask, ok := s.asks[m.RequestId]
 	if !ok {
+		return
+	}
+	if m.Queued {
+		// Word that the request waits in the node's queue: it stays outstanding, and its
+		// class's waiting tasks may spill SpillAfter from now.
+		if s.nodes[ask.nl.node] == ask.nl {
+			ask.nl.leases.Queued(ask.shape)
+		}
 		return
 	}
 	delete(s.asks, m.RequestId)

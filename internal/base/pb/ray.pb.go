@@ -1313,13 +1313,18 @@ func (x *LeaseRequest) GetOwner() *PID {
 }
 
 // LeaseGrant answers a LeaseRequest: a lease on worker, or (denied) an error: the node can
-// never hold the resources.
+// never hold the resources. With queued set it is no answer yet but word that the request
+// waits in the node's queue (its resources are held by other leases): the grant or the
+// denial follows; the owner may move the request's tasks to another node meanwhile
+// (spillback), which it does not do for a request the node has not answered at all until
+// much later (the node may only be slow).
 type LeaseGrant struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RequestId     uint64                 `protobuf:"varint,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	LeaseId       []byte                 `protobuf:"bytes,2,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
 	Worker        *PID                   `protobuf:"bytes,3,opt,name=worker,proto3" json:"worker,omitempty"`
 	Denied        *ErrorInfo             `protobuf:"bytes,4,opt,name=denied,proto3" json:"denied,omitempty"`
+	Queued        bool                   `protobuf:"varint,5,opt,name=queued,proto3" json:"queued,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1380,6 +1385,13 @@ func (x *LeaseGrant) GetDenied() *ErrorInfo {
 		return x.Denied
 	}
 	return nil
+}
+
+func (x *LeaseGrant) GetQueued() bool {
+	if x != nil {
+		return x.Queued
+	}
+	return false
 }
 
 // LeasePush gives tasks to run under a lease, one after another, to the lease's worker.
@@ -5360,7 +5372,7 @@ const file_ray_proto_rawDesc = "" +
 	"\tresources\x18\x02 \x03(\v2\x12.raypb.ResourceQtyR\tresources\x12\x18\n" +
 	"\abacklog\x18\x03 \x01(\x05R\abacklog\x12 \n" +
 	"\x05owner\x18\x04 \x01(\v2\n" +
-	".raypb.PIDR\x05owner\"\x94\x01\n" +
+	".raypb.PIDR\x05owner\"\xac\x01\n" +
 	"\n" +
 	"LeaseGrant\x12\x1d\n" +
 	"\n" +
@@ -5368,7 +5380,8 @@ const file_ray_proto_rawDesc = "" +
 	"\blease_id\x18\x02 \x01(\fR\aleaseId\x12\"\n" +
 	"\x06worker\x18\x03 \x01(\v2\n" +
 	".raypb.PIDR\x06worker\x12(\n" +
-	"\x06denied\x18\x04 \x01(\v2\x10.raypb.ErrorInfoR\x06denied\"t\n" +
+	"\x06denied\x18\x04 \x01(\v2\x10.raypb.ErrorInfoR\x06denied\x12\x16\n" +
+	"\x06queued\x18\x05 \x01(\bR\x06queued\"t\n" +
 	"\tLeasePush\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\fR\aleaseId\x12%\n" +
 	"\x05tasks\x18\x02 \x03(\v2\x0f.raypb.TaskSpecR\x05tasks\x12%\n" +
