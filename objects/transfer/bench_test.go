@@ -204,3 +204,41 @@ func procCPU(pid int) time.Duration {
 	}
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
+
+// BenchmarkStreamSplit fetches a 256 MiB object from a server in another process over
+// plain TCP (one stream) and over mutual TLS split over 1, 2 and 4 streams
+// (FetchOptions.Streams; issue 17). Run with -count N: each round runs the four in turn,
+// so their measurements interleave.
+func BenchmarkStreamSplit(b *testing.B) {
+	const size = 256 << 20
+	data := randomBytes(size, 42) // as the server process's
+	id := ids.PutID(ids.NewRootTaskID(), 1)
+	tlsDir := b.TempDir()
+	ca, srvCreds := clusterCreds(b, identity.RoleNode)
+	if _, err := srvCreds.Save(tlsDir); err != nil {
+		b.Fatal(err)
+	}
+	clientTLS := issueFor(b, ca, "client", identity.RoleDriver).PeerClientTLS()
+	for _, c := range []struct {
+		name    string
+		secure  bool
+		streams int
+	}{{"plain", false, 1}, {"tls/streams=1", true, 1}, {"tls/streams=2", true, 2}, {"tls/streams=4", true, 4}} {
+		b.Run("256MiB/processes/"+c.name, func(b *testing.B) {
+			streamProcess(b, data, id, c.secure, tlsDir, clientTLS, "", func(b *testing.B, addr string, size int, _ bool, tlsCfg *tls.Config) {
+				b.SetBytes(int64(size))
+				pool := testPool(b)
+				opt := FetchOptions{Size: int64(size), TLS: tlsCfg, Streams: c.streams}
+				for b.Loop() {
+					got, err := fetch(context.Background(), pool, addr, id, opt, defaultTuning)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(got) != size {
+						b.Fatalf("fetched %d bytes, want %d", len(got), size)
+					}
+				}
+			})
+		})
+	}
+}

@@ -55,15 +55,28 @@
 //	magic     1 byte   0xD1: magic and version in one; a server closes a connection that
 //	                   opens with anything else (a new version takes a new value); 0xD2:
 //	                   the same, and the body may come through a pipe (Unix socket, Linux:
-//	                   see "The body through a pipe")
+//	                   see "The body through a pipe"); 0xD3: a range request (below)
 //	object ID 20 bytes
+//
+// A range request (0xD3) has 16 more bytes, 37 in all:
+//
+//	offset    8 bytes  the range's first byte in the object
+//	length    8 bytes  its length, at least 1; offset+length at most the object's size
+//
+// It is answered as a whole-object request (the header names the whole object's size),
+// with the length bytes from offset as the body and their CRC-32C as the trailer; never
+// through a pipe. A range outside the object (length 0, offset or offset+length past the
+// end, offset+length past 2^64) is answered with status 5 (bad range), the object's size
+// and the reason as the error text: the server checks before it touches the bytes, and
+// the connection goes on. A server that predates 0xD3 closes the connection at it.
 //
 // The server answers with a header of 11 bytes:
 //
 //	status    1 byte   0 ok, 1 not found (ErrNotFound), 2 unreadable (ErrUnreadable),
 //	                   3 failed (Get returned another error, e.g. the store did not answer:
-//	                   the object may be there; no sentinel), 4 ok through a pipe (to 0xD2)
-//	size      8 bytes  the object's size (0 unless ok)
+//	                   the object may be there; no sentinel), 4 ok through a pipe (to 0xD2),
+//	                   5 bad range (to 0xD3)
+//	size      8 bytes  the object's size (0 unless ok or bad range)
 //	text len  2 bytes  length of the error text that follows (0 if ok)
 //
 // then, if ok, the size bytes of the object and a trailer of 4 bytes, the CRC-32C
@@ -89,7 +102,7 @@
 // bytes arrive, so a peer that announces 512 GiB and sends little costs little. A short body, a missing trailer or a checksum that differs is ErrCorrupt; a
 // connection cut before a response is a network error.
 //
-// Connections are reused: Fetch keeps up to 4 idle connections per address for 30 s
+// Connections are reused: Fetch keeps up to 8 idle connections per address for 30 s
 // (servers close idle connections after 90 s, so a client rarely reuses one being closed;
 // when it does, i.e. a reused connection fails before any byte of a response, Fetch retries
 // once on a new connection: requests are idempotent). Measured here, a 1 MiB object takes
@@ -107,6 +120,39 @@
 // one is closed, else the oldest idle one (its client retries on a new connection); when
 // every one holds a request, the new connection is closed. A connection whose first byte
 // is not the magic is closed at once.
+//
+// # Several streams for one object (TLS on fast links)
+//
+// One TLS stream is bound by one core's AES-GCM (~1.1-1.3 GB/s per stream here, issue 17):
+// on a link faster than that, the stream, not the link, caps a transfer over TLS. So, as
+// Ray's object manager pulls an object as chunks with several in flight, Fetch splits an
+// object of more than 32 MiB (splitMin) over FetchOptions.Streams connections: ranges of
+// 16 MiB (rangeBytes; the last is the rest) handed out in order to K goroutines, each with
+// a connection of its own (from the pool, else dialled) on which it asks for one range
+// after another (0xD3) and reads each straight into its slice of the one result buffer.
+// Each connection's decryption (and the server's encryption, one goroutine per
+// connection) then runs on a core of its own where there are cores to spare. Streams 0
+// means min(4, GOMAXPROCS) over TLS and 1 over plain TCP, whose one stream already runs
+// at memory speed; at most 8 (maxStreams, also the idle connections the pool keeps per
+// address). Only for a size the caller knows (FetchOptions.Size, the owner's record):
+// without it, Fetch asks for the whole object on one connection, since learning the size
+// first would cost small objects (the common case) a round trip. Never over the Unix
+// socket (the pipe already moves bytes at memory speed).
+//
+// Every range is checked as a whole object is: the header must name FetchOptions.Size (a
+// server whose object has another size refuses ranges past its end, or announces its
+// size: ErrCorrupt), exactly length bytes, and the CRC-32C (over plain TCP; over TLS the
+// AEAD). The first range that fails ends the whole Fetch with its error: a context of the
+// fetch's own is cancelled, which closes the other streams' connections at once, Fetch
+// waits for its goroutines and returns no bytes. Connections whose streams ended cleanly
+// go back to the pool. A stream that finds no range left opens no connection. The
+// server's limits hold per connection as before: a client with K streams takes up to K
+// serving slots (MaxConns) and K waiting connections (MaxWaiting).
+//
+// Measured here (2 vCPUs, BenchmarkStreamSplit: 256 MiB, client and server in two
+// processes, unlimited loopback): see benchmarks/RESULTS.md. With two cores, one stream
+// already keeps both busy (one encrypts, one decrypts, the kernel copies besides), so
+// more streams cannot help here; the split is for machines with more cores per end.
 //
 // Socket buffers are left to the kernel's autotuning: fixing SO_SNDBUF/SO_RCVBUF at 4 MiB
 // (the most net.core.[rw]mem_max allows here) and chunks of 256 KiB or 4 MiB instead of

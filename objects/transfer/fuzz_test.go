@@ -3,6 +3,7 @@ package transfer
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -117,6 +118,13 @@ func streamRequestObjects(_ context.Context, id ids.ObjectID) ([]byte, error) {
 	return nil, errors.New("store did not answer")
 }
 
+// rangeReq turns a whole request into a range request.
+func rangeReq(whole []byte, off, n uint64) []byte {
+	r := append([]byte{streamMagicRange}, whole[1:requestLen]...)
+	r = binary.BigEndian.AppendUint64(r, off)
+	return binary.BigEndian.AppendUint64(r, n)
+}
+
 func streamRequestSeeds() [][]any {
 	req := func(b byte) []byte {
 		var id ids.ObjectID
@@ -135,6 +143,11 @@ func streamRequestSeeds() [][]any {
 		{[]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")},
 		{[]byte{}},
 		{cat(append([]byte{streamMagicPipe}, req(3)[1:]...), req(4))}, // a pipe accepted: over TCP, through the socket
+		// Ranges: valid, past the end, empty, overflowing, truncated, then a whole request.
+		{cat(rangeReq(req(0), 2, 10), rangeReq(req(3), 0, 20), rangeReq(req(6), 19, 1))},
+		{cat(rangeReq(req(0), 20, 1), rangeReq(req(0), 5, 0), rangeReq(req(0), 1<<64-1, 2), req(3))},
+		{cat(rangeReq(req(1), 0, 1), rangeReq(req(2), 0, 1), rangeReq(req(0), 0, 1<<63))},
+		{cat(rangeReq(req(0), 1, 1), rangeReq(req(0), 1, 1)[:30])},
 	}
 }
 
@@ -143,7 +156,8 @@ func TestFuzzStreamRequestCorpus(t *testing.T) {
 }
 
 // FuzzStreamRequest sends arbitrary bytes to a live Server over TCP. It must answer each
-// complete request up to the first byte that is not a request's magic (0xD1 or 0xD2), one response per request
+// complete request up to the first byte that is not a request's magic (0xD1, 0xD2 or a
+// range's 0xD3: a range outside the object is refused), one response per request
 // and nothing else, then close the connection; never panic; and serve the next
 // connection.
 func FuzzStreamRequest(f *testing.F) {
@@ -172,9 +186,32 @@ func FuzzStreamRequest(f *testing.F) {
 		}
 		var want []byte
 		// 0xD2 (a body through a pipe accepted) is answered through the socket over TCP.
-		for rest := in; len(rest) >= requestLen && (rest[0] == streamMagic || rest[0] == streamMagicPipe); rest = rest[requestLen:] {
+		for rest := in; ; {
+			n := requestLen
+			switch {
+			case len(rest) > 0 && rest[0] == streamMagicRange:
+				n = rangeRequestLen
+			case len(rest) > 0 && (rest[0] == streamMagic || rest[0] == streamMagicPipe):
+			default:
+				n = len(rest) + 1
+			}
+			if len(rest) < n {
+				break
+			}
 			id := ids.ObjectID(rest[1:requestLen])
 			data, err := streamRequestObjects(context.Background(), id)
+			if rest[0] == streamMagicRange && err == nil {
+				off, n := binary.BigEndian.Uint64(rest[requestLen:]), binary.BigEndian.Uint64(rest[requestLen+8:])
+				if text := rangeError(off, n, len(data)); text != "" {
+					want = append(want, header(statusBadRange, uint64(len(data)), text)...)
+				} else {
+					body := data[off : off+n]
+					want = append(append(append(want, header(statusOK, uint64(len(data)), "")...), body...), crcTrailer(body)...)
+				}
+				rest = rest[rangeRequestLen:]
+				continue
+			}
+			rest = rest[n:]
 			switch {
 			case err == nil:
 				want = append(want, response(data)...)
