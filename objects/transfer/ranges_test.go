@@ -431,3 +431,25 @@ func TestStreamRangesParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamRangesOldServer: a server that predates range requests closes a connection
+// that opens with one; Fetch then asks for the whole object on one connection.
+func TestStreamRangesOldServer(t *testing.T) {
+	data := randomBytes(3<<20+9, 7)
+	var conns atomic.Int64
+	addr := fakeServer(t, func(c net.Conn, _ ids.ObjectID) {
+		conns.Add(1)
+		_, _ = c.Write(append(append(header(statusOK, uint64(len(data)), ""), data...), crcTrailer(data)...))
+	}) // closes a connection whose request is not streamMagic's
+	before := runtime.NumGoroutine()
+	pool := testPool(t)
+	got, err := fetch(context.Background(), pool, addr, ids.PutID(ids.NewRootTaskID(), 1), FetchOptions{Size: int64(len(data)), Streams: 3}, rangeTuning)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("%v (%d bytes)", err, len(got))
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d whole requests answered, want 1", n)
+	}
+	pool.closeAll()
+	checkGoroutines(t, before)
+}

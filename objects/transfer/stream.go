@@ -799,7 +799,11 @@ func fetch(ctx context.Context, pool *connPool, addr string, id ids.ObjectID, op
 		return nil, fetchErrorf(addr, id, "negative size %d", opt.Size)
 	}
 	if k := opt.streams(addr, tune); k > 1 {
-		return fetchRanges(ctx, pool, key, addr, id, opt, tune, k)
+		data, err := fetchRanges(ctx, pool, key, addr, id, opt, tune, k)
+		if !errors.Is(err, errNoRanges) {
+			return data, err
+		}
+		// A server that predates range requests: ask for the whole object below.
 	}
 	pipe := pipeSupported && !tune.noPipe && strings.HasPrefix(addr, UnixPrefix)
 	c, reused, plain := pool.get(key)
@@ -845,7 +849,8 @@ func fetch(ctx context.Context, pool *connPool, addr string, id ids.ObjectID, op
 // connections at once, each read by a goroutine of its own straight into its slice of
 // the one buffer. Any range that fails ends the whole fetch with its error: the others'
 // connections are closed (a context of their own is cancelled), every goroutine ends
-// before it returns, and no bytes are returned.
+// before it returns, and no bytes are returned. An error wrapping errNoRanges means the
+// server does not know range requests.
 func fetchRanges(ctx context.Context, pool *connPool, key, addr string, id ids.ObjectID, opt FetchOptions, tune tuning, k int) ([]byte, error) {
 	buf := make([]byte, opt.Size)
 	ranges := (opt.Size + int64(tune.rangeBytes) - 1) / int64(tune.rangeBytes)
@@ -896,6 +901,9 @@ func fetchRanges(ctx context.Context, pool *connPool, key, addr string, id ids.O
 	return buf, nil
 }
 
+// errNoRanges: the server closed a new connection at a range request (it predates them).
+var errNoRanges = errors.New("the server closed a new connection at a range request")
+
 // fetchRange fetches rng on c (nil: a new connection), and returns the connection to go
 // on with (nil if it cannot be reused). As fetch, it retries once on a new connection when
 // a reused one turns out closed by the server.
@@ -921,6 +929,12 @@ func fetchRange(ctx context.Context, pool *connPool, key, addr string, id ids.Ob
 			pool.closeAddr(key)
 			c, reused = nil, false
 			continue
+		}
+		if stale {
+			// A new connection closed at the request, before any byte of an answer: a
+			// server that predates range requests closes a connection that opens with
+			// streamMagicRange.
+			return nil, false, fmt.Errorf("%w: %w", errNoRanges, err)
 		}
 		if err != nil && c != nil {
 			pool.put(key, c, false) // an error answered in full (e.g. not found): c is still good

@@ -19,8 +19,9 @@ import (
 var pullOptions = transfer.Options{InFlight: 8}
 
 // pull reads an object from another node: over the node's data stream when it has one
-// (TCP, mutual TLS unless the cluster is --insecure), else, or if the stream cannot be reached, in chunks
-// through its store shard grain (~0.6 GB/s). Both check a CRC-32C of the whole object. A
+// (TCP, mutual TLS unless the cluster is --insecure; an object above 32 MiB over several
+// TLS connections at once, transfer.FetchOptions.Streams' default), else, or if the
+// stream cannot be reached, in chunks through its store shard grain (~0.6 GB/s). Both check a CRC-32C of the whole object. A
 // missing, unreadable or corrupt object is ErrObjectLost. size is the object's size as its
 // owner recorded it (0: unknown): a node that announces another is corrupt, and nothing
 // is allocated on its word alone.
