@@ -106,6 +106,87 @@ func FuzzStreamResponse(f *testing.F) {
 	})
 }
 
+func streamRangeResponseSeeds() [][]any {
+	obj := randomBytes(3000, 10)
+	var seeds [][]any
+	// add: resp answers the range of n bytes at off of an object of size bytes.
+	add := func(resp []byte, size, off uint32, n uint16) { seeds = append(seeds, []any{resp, size, off, n}) }
+	answer := func(size int, body []byte) []byte {
+		return append(append(header(statusOK, uint64(size), ""), body...), crcTrailer(body)...)
+	}
+	add(answer(len(obj), obj[100:200]), uint32(len(obj)), 100, 100)
+	add(answer(len(obj), obj[2999:]), uint32(len(obj)), 2999, 1)
+	add(answer(len(obj)+1, obj[100:200]), uint32(len(obj)), 100, 100) // another size
+	add(answer(len(obj), obj[100:199]), uint32(len(obj)), 100, 100)   // short
+	bad := answer(len(obj), obj[0:50])
+	bad[headerLen+7] ^= 1
+	add(bad, uint32(len(obj)), 0, 50)
+	add(header(statusBadRange, uint64(len(obj)), "range of 1 bytes at 3000 ends past the object's 3000 bytes"), uint32(len(obj)), 3000, 1)
+	add(header(statusBadRange, 10, "range past the end"), uint32(len(obj)), 2000, 100) // refused, another size
+	add(header(statusBadRange, 0, ""), 0, 0, 0)
+	add(header(statusNotFound, 0, "missing"), 100, 0, 10)
+	add(header(statusPipe, 100, ""), 100, 0, 10)
+	add(header(statusOK, 1<<39, ""), 100, 0, 10)
+	add(nil, 100, 0, 10)
+	return seeds
+}
+
+func TestFuzzStreamRangeResponseCorpus(t *testing.T) {
+	fuzzing.Corpus(t, "FuzzStreamRangeResponse", streamRangeResponseSeeds())
+}
+
+// FuzzStreamRangeResponse feeds arbitrary bytes to a range request's exchange as the
+// server's answer. It must return an error, or fill the range's slice with a body whose
+// answer (the object's size in the header, the body, its CRC-32C) is what the server
+// sent; never panic; never write outside the range's slice; allocate in proportion to
+// what arrived, not to a size announced.
+func FuzzStreamRangeResponse(f *testing.F) {
+	f.Fuzz(func(t *testing.T, resp []byte, size, off32 uint32, n16 uint16) {
+		opt := FetchOptions{Timeout: 2 * time.Second, Size: int64(size%(1<<20)) + 1}
+		n := int64(n16%4096) + 1
+		off := int64(off32) % opt.Size
+		n = min(n, opt.Size-off)
+		id := ids.PutID(ids.NewRootTaskID(), 1)
+		// The range's slice, between guards that must stay untouched.
+		mem := make([]byte, n+64)
+		for i := range mem {
+			mem[i] = 0xEE
+		}
+		dst := mem[32 : 32+n : 32+n]
+		var (
+			data []byte
+			err  error
+		)
+		fuzzing.CheckAlloc(t, 3*uint64(len(resp))+1<<20, "exchange", func() {
+			client, server := net.Pipe()
+			defer client.Close()
+			go func() {
+				defer server.Close()
+				var req [rangeRequestLen]byte
+				if _, err := io.ReadFull(server, req[:]); err == nil {
+					_, _ = server.Write(resp) // fails once the client closes
+				}
+			}()
+			data, _, _, err = exchange(context.Background(), client, "pipe", id, opt, fuzzTuning, false, &span{off: off, dst: dst})
+		})
+		for i := range 32 {
+			if mem[i] != 0xEE || mem[len(mem)-1-i] != 0xEE {
+				t.Fatal("wrote outside the range's slice")
+			}
+		}
+		if err != nil {
+			if data != nil || !strings.Contains(err.Error(), id.String()) {
+				t.Fatalf("%d bytes with an error without the object: %v", len(data), err)
+			}
+			return
+		}
+		want := append(append(header(statusOK, uint64(opt.Size), ""), dst...), crcTrailer(dst)...)
+		if int64(len(data)) != n || !bytes.HasPrefix(resp, want) {
+			t.Fatalf("accepted %d bytes of a range of %d that do not encode to the response", len(data), n)
+		}
+	})
+}
+
 // streamRequestObjects answers by the object ID's first byte: a third are found (their
 // bytes are the ID), a third are missing, a third fail.
 func streamRequestObjects(_ context.Context, id ids.ObjectID) ([]byte, error) {
