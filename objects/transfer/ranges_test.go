@@ -115,8 +115,10 @@ func TestStreamRangesDefaults(t *testing.T) {
 	if n, _ := srv.Accepted(); n != before+1 {
 		t.Errorf("unknown size: %d connections, want 1", n-before)
 	}
-	if _, err := fetch(context.Background(), pool, srv.Addr(), id, FetchOptions{Size: -1}, defaultTuning); err == nil || !strings.Contains(err.Error(), "negative size") {
-		t.Errorf("negative size: %v", err)
+	for _, size := range []int64{-1, MaxStreamSize + 1} {
+		if _, err := fetch(context.Background(), pool, srv.Addr(), id, FetchOptions{Size: size}, defaultTuning); err == nil || !strings.Contains(err.Error(), "outside 0..") {
+			t.Errorf("size %d: %v", size, err)
+		}
 	}
 }
 

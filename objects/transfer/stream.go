@@ -795,8 +795,8 @@ func fetch(ctx context.Context, pool *connPool, addr string, id ids.ObjectID, op
 	if opt.TLS != nil && !strings.HasPrefix(addr, UnixPrefix) {
 		key = "tls " + addr
 	}
-	if opt.Size < 0 {
-		return nil, fetchErrorf(addr, id, "negative size %d", opt.Size)
+	if opt.Size < 0 || opt.Size > MaxStreamSize {
+		return nil, fetchErrorf(addr, id, "size %d outside 0..%d (MaxStreamSize)", opt.Size, int64(MaxStreamSize))
 	}
 	if k := opt.streams(addr, tune); k > 1 {
 		data, err := fetchRanges(ctx, pool, key, addr, id, opt, tune, k)
