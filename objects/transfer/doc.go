@@ -151,12 +151,13 @@
 //
 // Measured here (2 vCPUs, BenchmarkStreamSplit: 256 MiB, client and server in two
 // processes, unlimited loopback, interleaved, load 3.3-4.0): plain TCP 2.44 GB/s, TLS
-// over 1 stream 1.39, over 2 1.57, over 4 1.67 GB/s (medians; under load 4.6-7 the
-// same order, 2 and 4 streams +3-12% over 1). With two cores, one stream already keeps
-// both busy (one end encrypts, the other decrypts, the kernel copies besides), so the
-// split cannot show its gain here; it is for machines with cores to spare at each end,
-// where each stream's cipher runs on a core of its own. More streams cost no more CPU
-// per object here (benchmarks/RESULTS.md).
+// over 1 stream 1.39, over 2 1.57, over 4 1.67 GB/s (medians; under load 4.6-7, 2
+// streams +4-19% over 1, 4 streams -3 to +12%: more goroutines than cores contend).
+// With two cores, one stream already keeps both busy (one end encrypts, the other
+// decrypts, the kernel copies besides), so the split cannot show its gain here; it is
+// for machines with cores to spare at each end, where each stream's cipher runs on a
+// core of its own; hence the default's cap at GOMAXPROCS (benchmarks/RESULTS.md,
+// benchmarks/microbench/tlssplit.sh).
 //
 // Socket buffers are left to the kernel's autotuning: fixing SO_SNDBUF/SO_RCVBUF at 4 MiB
 // (the most net.core.[rw]mem_max allows here) and chunks of 256 KiB or 4 MiB instead of
