@@ -455,3 +455,42 @@ func TestStreamRangesOldServer(t *testing.T) {
 	pool.closeAll()
 	checkGoroutines(t, before)
 }
+
+// TestStreamRangesServerCloses: over TLS, a server that closes (its process ending) while
+// a split fetch is under way fails the fetch with an error and no bytes, without waiting
+// for a timeout, and every goroutine ends.
+func TestStreamRangesServerCloses(t *testing.T) {
+	ca, srvCreds := clusterCreds(t, identity.RoleNode)
+	data := randomBytes(4<<20+3, 9)
+	var gets atomic.Int64
+	waiting := make(chan struct{})
+	srv, err := newServer(ServerConfig{Logger: quiet, TLS: srvCreds.PeerServerTLS(), Get: func(ctx context.Context, _ ids.ObjectID) ([]byte, error) {
+		if gets.Add(1) == 5 { // the fifth range waits for the server's end
+			close(waiting)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return data, nil
+	}}, defaultTuning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+	go func() {
+		<-waiting
+		_ = srv.Close()
+	}()
+	opt := FetchOptions{Size: int64(len(data)), Streams: 3, TLS: issueFor(t, ca, "driver", identity.RoleDriver).PeerClientTLS()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool := testPool(t)
+	got, err := fetch(ctx, pool, srv.Addr(), ids.PutID(ids.NewRootTaskID(), 1), opt, rangeTuning)
+	// Usually the range's error (its connection cut); a stream that connects only now
+	// is refused instead.
+	if got != nil || err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("got %d bytes, %v", len(got), err)
+	}
+	pool.closeAll()
+	_ = srv.Close()
+	checkGoroutines(t, before)
+}

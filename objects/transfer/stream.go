@@ -910,13 +910,14 @@ var errNoRanges = errors.New("the server closed a new connection at a range requ
 func fetchRange(ctx context.Context, pool *connPool, key, addr string, id ids.ObjectID, opt FetchOptions, tune tuning,
 	c net.Conn, reused bool, rng *span) (net.Conn, bool, error) {
 	for {
+		dialled := c == nil // a new connection, which has answered nothing yet
 		if c == nil {
 			var err error
 			if c, err = dial(ctx, addr, opt, tune); err != nil {
 				if ctx.Err() != nil {
 					return nil, false, fetchErrorf(addr, id, "%w", ctx.Err())
 				}
-				return nil, false, fetchErrorf(addr, id, "connect: %w", err)
+				return nil, false, fetchErrorf(addr, id, "range of %d bytes at %d: connect: %w", len(rng.dst), rng.off, err)
 			}
 			reused = false
 		}
@@ -930,10 +931,11 @@ func fetchRange(ctx context.Context, pool *connPool, key, addr string, id ids.Ob
 			c, reused = nil, false
 			continue
 		}
-		if stale {
+		if stale && dialled {
 			// A new connection closed at the request, before any byte of an answer: a
 			// server that predates range requests closes a connection that opens with
-			// streamMagicRange.
+			// streamMagicRange. (One that answered ranges before and is closed now is
+			// a server that went away: that error stands.)
 			return nil, false, fmt.Errorf("%w: %w", errNoRanges, err)
 		}
 		if err != nil && c != nil {
@@ -1104,7 +1106,7 @@ func exchange(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(opt.Timeout))
 	if _, err := c.Write(req); err != nil {
-		return nil, false, isStale(err), fetchErrorf(addr, id, "send request: %w", err)
+		return nil, false, isStale(err), fetchErrorf(addr, id, where+"send request: %w", err)
 	}
 
 	var hdr [headerLen]byte
@@ -1116,7 +1118,7 @@ func exchange(ctx context.Context, c net.Conn, addr string, id ids.ObjectID, opt
 		_, err = io.ReadFull(c, hdr[:])
 	}
 	if err != nil {
-		return nil, false, isStale(err), fetchErrorf(addr, id, "read response header: %w", err)
+		return nil, false, isStale(err), fetchErrorf(addr, id, where+"read response header: %w", err)
 	}
 	status, size, textLen := hdr[0], binary.BigEndian.Uint64(hdr[1:]), int(binary.BigEndian.Uint16(hdr[9:]))
 	if status != statusPipe || len(fds) != 1 {
