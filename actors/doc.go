@@ -61,7 +61,9 @@
 // results of calls that ran under 5 µs until its queue is empty, 64 are held, or the oldest
 // has waited 100 µs (looked at when a call ends); a call that ran longer sends its result,
 // and those held before it, when it ends, so a caller pipelining long calls is not a queue
-// behind. A short call's result can still wait for the call queued behind it to end: a
+// behind. A caller in the same process (Env.Local) takes its results from the executor's
+// goroutine instead of as a message to its mailbox: one goroutine wake-up fewer per call.
+// A short call's result can still wait for the call queued behind it to end: a
 // method that blocks until its caller has read the previous call's result should not
 // follow a short call of the same caller in the queue. What ran (and each checkpoint the
 // executor saves, in order among the calls) is queued for the grain, which applies it

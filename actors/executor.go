@@ -193,6 +193,7 @@ func (x *executor) doneTaken(q []done) {
 // outbox batches results per owner and done reports for the grain.
 type outbox struct {
 	report  func([]done)
+	local   func(owner *pb.PID) func(seq uint64, r *pb.TaskResult) // Env.Local for this actor (nil: none)
 	root    *actor.RootContext
 	self    *actor.PID
 	owners  []ownerResults
@@ -212,6 +213,10 @@ type ownerResults struct {
 	owner   *pb.PID
 	pid     *actor.PID
 	results []*pb.TaskResult
+	// local: the owner is a caller in this process (Env.Local), which takes its results
+	// from the executor's goroutine; seqs are the results' calls.
+	local func(seq uint64, r *pb.TaskResult)
+	seqs  []uint64
 }
 
 // add holds call e's result res (nil: a skipped call); now is monoNow() at its end (the
@@ -231,9 +236,17 @@ func (o *outbox) add(e *pb.ActorLogEntry, res *pb.TaskResult, now time.Duration)
 		i++
 	}
 	if i == len(o.owners) {
-		o.owners = append(o.owners, ownerResults{owner: ow, pid: actor.NewPID(ow.Address, ow.Id)})
+		b := ownerResults{owner: ow, pid: actor.NewPID(ow.Address, ow.Id)}
+		if o.local != nil {
+			b.local = o.local(ow)
+		}
+		o.owners = append(o.owners, b)
 	}
-	o.owners[i].results = append(o.owners[i].results, res)
+	b := &o.owners[i]
+	b.results = append(b.results, res)
+	if b.local != nil {
+		b.seqs = append(b.seqs, e.Seq)
+	}
 }
 
 func (o *outbox) flush() {
@@ -257,6 +270,18 @@ func (o *outbox) flush() {
 	}
 	for i := range o.owners {
 		b := &o.owners[i]
+		if b.local != nil {
+			// A caller in this process: it takes the results here, without a message.
+			for j, r := range b.results {
+				b.local(b.seqs[j], r)
+			}
+			clear(b.results)
+			b.results, b.seqs = b.results[:0], b.seqs[:0]
+			if cap(b.results) > 4*maxHeld {
+				b.results, b.seqs = nil, nil // a burst's: not kept for good
+			}
+			continue
+		}
 		switch len(b.results) {
 		case 0:
 		case 1:
@@ -285,6 +310,10 @@ func (o *outbox) flush() {
 func (x *executor) loop() {
 	g := x.g
 	ob := &outbox{report: x.report, root: g.root, self: g.self, logEnd: x.single.LogOffset, logAt: x.single.LogAt}
+	if local := g.env.Local; local != nil {
+		aid := g.aid
+		ob.local = func(owner *pb.PID) func(uint64, *pb.TaskResult) { return local(owner, aid) }
+	}
 	var mu sync.Mutex // guards ob for conc > 1
 	var items []execItem
 	for {

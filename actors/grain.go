@@ -59,6 +59,13 @@ type Env struct {
 	// Raylet returns the node's scheduler, which holds the resources an actor asks for
 	// while its instance lives (nil: resources are not held).
 	Raylet func() *actor.PID
+	// Local (optional) returns, for the owner of a call's result (TaskSpec.ResultTo) that
+	// is a caller of actor in this process, the function that takes that caller's results
+	// (nil: they go to owner as messages). The executor calls it on its own goroutine with
+	// each result and the call's seq, instead of a message to the caller's mailbox (one
+	// goroutine wake-up fewer per call): it must not block, and a result it cannot take it
+	// sends to owner itself. The executor asks once per owner it answers.
+	Local  func(owner *pb.PID, actor ids.ActorID) func(seq uint64, r *pb.TaskResult)
 	Logger *slog.Logger
 	Stats  *Stats
 }

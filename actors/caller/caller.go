@@ -371,6 +371,13 @@ func (c *Caller[T]) Incarnation() uint64 { return c.inc }
 // Unfinished is the number of calls given out and not finished.
 func (c *Caller[T]) Unfinished() int { return len(c.calls) }
 
+// Call returns unfinished call seq (false: it finished, or was never given out). The
+// runtime finds a call by the seq its result comes back with.
+func (c *Caller[T]) Call(seq uint64) (T, bool) {
+	e, ok := c.calls[seq]
+	return e.v, ok
+}
+
 // Sent reports whether call seq is unfinished and was queued with Send.
 func (c *Caller[T]) Sent(seq uint64) bool { return c.calls[seq].sent }
 

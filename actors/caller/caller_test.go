@@ -45,3 +45,34 @@ func BenchmarkCall(b *testing.B) {
 		c.Finish(seq)
 	}
 }
+
+// TestCallFindsUnfinished: Call finds a call by its seq until it finishes, whether or not
+// it was sent, and never a seq not given out.
+func TestCallFindsUnfinished(t *testing.T) {
+	c := New[string](Config{ResendAfter: 5 * time.Second, MaxResend: 1000})
+	a, _ := c.Add("a")
+	b, _ := c.Add("b")
+	c.Send(a, time.Unix(0, 0))
+	for _, tc := range []struct {
+		seq  uint64
+		want string
+		ok   bool
+	}{{a, "a", true}, {b, "b", true}, {b + 1, "", false}, {0, "", false}} {
+		if v, ok := c.Call(tc.seq); v != tc.want || ok != tc.ok {
+			t.Fatalf("Call(%d) = %q, %v; want %q, %v", tc.seq, v, ok, tc.want, tc.ok)
+		}
+	}
+	c.Finish(a)
+	if _, ok := c.Call(a); ok {
+		t.Fatalf("Call(%d) found a finished call", a)
+	}
+	// Die gives the unfinished calls to fail, and keeps them until they are finished.
+	c.Die(ErrDied)
+	if v, ok := c.Call(b); v != "b" || !ok {
+		t.Fatalf("after Die, Call(%d) = %q, %v; want the call until it is finished", b, v, ok)
+	}
+	c.Finish(b)
+	if _, ok := c.Call(b); ok {
+		t.Fatalf("Call(%d) found a finished call", b)
+	}
+}

@@ -39,6 +39,8 @@
 //	Checkpoint()         ray.Checkpoint                       queues a checkpoint marker after everything
 //	                                                          queued; refused once dead
 //	Take(dst)            the runtime flushes                  the outbox, in order; empties it
+//	Call(seq)            a result arrives                     the call, while unfinished (the runtime's record
+//	                                                          of it; whoever finishes it completes it)
 //	ResendStale(now)     a periodic tick                      sent calls unanswered for ResendAfter, lowest
 //	                                                          seq first, at most MaxResend, go before the
 //	                                                          outbox as Resend

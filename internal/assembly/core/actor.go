@@ -14,6 +14,7 @@ import (
 	"github.com/ray-go/ray/actors/caller"
 	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/mapx"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects"
 	"github.com/ray-go/ray/tasks"
@@ -671,10 +672,16 @@ func (c *Core) queueFlushLocked(ac *actorCaller) {
 }
 
 // actorFinished is complete's actor part: the call is finished for this process (a call
-// the actor never saw is skipped).
-func (c *Core) actorFinished(p *pending) {
+// the actor never saw is skipped). It reports whether p was unfinished: finishing it for
+// its caller, under ac.mu, is what makes one completer of an actor call (the shard's
+// complete, or takeLocal off the loop) the only one.
+func (c *Core) actorFinished(p *pending) bool {
 	ac := p.actor
 	ac.mu.Lock()
+	if q, ok := ac.calls.Call(p.seq); !ok || q != p {
+		ac.mu.Unlock()
+		return false
+	}
 	if ac.calls.Finish(p.seq) {
 		c.queueFlushLocked(ac)
 	}
@@ -683,6 +690,7 @@ func (c *Core) actorFinished(p *pending) {
 	if release {
 		c.releaseHandle(ac.id)
 	}
+	return true
 }
 
 // resendAfter is how long a call may go unanswered before it is sent again. Resending is
@@ -990,4 +998,139 @@ func (s *shard) cancelActorCall(p *pending) error {
 	s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Error: &pb.ErrorInfo{
 		Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: p.tid[:], Message: "actor call was cancelled before it was sent"}})
 	return nil
+}
+
+// LocalResults is actors.Env.Local: for owner, one of this runtime's shards, and an actor
+// its caller calls, the function that completes that caller's calls with their results
+// on the actor's executor goroutine (takeLocal), without a message to the shard's
+// mailbox; nil for any other owner (its results come as messages).
+func (c *Core) LocalResults(owner *pb.PID, actor ids.ActorID) func(seq uint64, r *pb.TaskResult) {
+	if owner == nil {
+		return nil
+	}
+	for _, sh := range c.shards {
+		if sh.pidW.Id != owner.Id || sh.pidW.Address != owner.Address {
+			continue
+		}
+		v, ok := c.callers.Load(callerKey{sh.i, actor})
+		if !ok {
+			return nil
+		}
+		ac := v.(*actorCaller)
+		return func(seq uint64, r *pb.TaskResult) { sh.takeLocal(ac, seq, r) }
+	}
+	return nil
+}
+
+// takeLocal completes call seq of s's caller ac with its result r, from the goroutine of
+// the actor's executor (this process), without a message to s's mailbox. The call is
+// finished for its caller under ac.mu, where the Caller keeps it unfinished: whoever
+// finishes it there (this, or the shard's complete: a death, a cancellation, the same
+// result come again as a message) completes it, once. Then its return object is set (the
+// submitter's Get wakes) and its arguments released, as complete does. What is the loop's
+// (forgetting it in tasks, its task record) waits in the done list (addDone), put there
+// before the result is visible: a state query made after the Get finds it ended, since the
+// loop takes the done list before each message. A result this does not take (the call is
+// not unfinished here, or is one complete must handle: more than one return, nested refs,
+// a retry) goes to the shard as a message, as before.
+func (s *shard) takeLocal(ac *actorCaller, seq uint64, r *pb.TaskResult) {
+	if s.closed() {
+		return // as receive drops a message once the runtime closed
+	}
+	c := s.c
+	ac.mu.Lock()
+	p, ok := ac.calls.Call(seq)
+	if !ok || !localOK(p, r) {
+		ac.mu.Unlock()
+		s.send(r)
+		return
+	}
+	if ac.calls.Finish(seq) {
+		c.queueFlushLocked(ac) // (a sent call queues nothing; as actorFinished does)
+	}
+	release := ac.idleLocked()
+	ac.mu.Unlock()
+	if release {
+		c.releaseHandle(ac.id)
+	}
+	var end int64
+	if s.ev.on {
+		end = c.clock.now()
+	}
+	s.addDone(doneCall{p: p, r: r, end: end})
+	c.setReturn(p, r)
+}
+
+// localOK reports whether takeLocal may complete p with r: r is p's current attempt's, and
+// completing it is complete's simple case (one return, no nested refs, no retry).
+func localOK(p *pending, r *pb.TaskResult) bool {
+	return string(r.TaskId) == string(p.tid[:]) && r.Attempt == p.spec.Attempt && p.spec.NumReturns == 1 &&
+		len(r.Nested) == 0 && (r.Error == nil || !retriable(p.spec, r.Error))
+}
+
+// doneCall is an actor call completed off the loop (takeLocal), with its result and when
+// it was taken (the clock, if the shard records task events).
+type doneCall struct {
+	p   *pending
+	r   *pb.TaskResult
+	end int64
+}
+
+// maxDone is how many calls completed off the loop wait in the done list before a message
+// wakes the loop for them.
+const maxDone = 64
+
+// addDone hands the loop a call completed off it (from any goroutine).
+func (s *shard) addDone(d doneCall) {
+	s.done.mu.Lock()
+	s.done.q = append(s.done.q, d)
+	s.done.n.Store(int32(len(s.done.q)))
+	post := !s.done.posted && len(s.done.q) >= maxDone
+	if post {
+		s.done.posted = true
+	}
+	s.done.mu.Unlock()
+	if post {
+		s.send(doneBatch{})
+	}
+	if s.quiet.Load() {
+		s.quiet.Store(false) // the ticker must reach the shard to take it
+	}
+}
+
+// takeDone forgets the calls completed off the loop and writes their task records, as
+// complete does for the calls it completes.
+func (s *shard) takeDone() {
+	s.done.mu.Lock()
+	q := s.done.q
+	s.done.q = s.done.spare[:0]
+	s.done.spare = nil
+	s.done.n.Store(0)
+	s.done.posted = false
+	s.done.mu.Unlock()
+	for i := range q {
+		d := &q[i]
+		p := d.p
+		if s.tasks[p.tid] == p {
+			delete(s.tasks, p.tid)
+			delete(s.parked, p.tid)
+		}
+		p.finished = true
+		if s.ev.on {
+			if d.r.RunNanos > 0 {
+				p.ev.start = d.end - d.r.RunNanos
+			}
+			s.evRecordAt(p, d.r, endState(d.r), d.end)
+		}
+	}
+	s.tasks = mapx.Shrink(&s.tasksMax, s.tasks)
+	clear(q)
+	if cap(q) > 4*maxDone {
+		return // a burst: do not hold its memory for good
+	}
+	s.done.mu.Lock()
+	if s.done.spare == nil {
+		s.done.spare = q[:0]
+	}
+	s.done.mu.Unlock()
 }

@@ -31,7 +31,17 @@
 //     of it (an empty outbox, no flush under way, the instance known, at most directMax
 //     calls unfinished) leaves from its submitter's goroutine, under the caller's mutex,
 //     without the shard's two hops (sendDirect); the shard registers it from its direct
-//     list before it handles its next message, so before the answer.
+//     list before it handles its next message. The answer of an actor in this process
+//     comes back without the shard's mailbox too: the actor's executor hands each result
+//     to its caller (LocalResults, actors.Env.Local; takeLocal), which finishes the call
+//     under the caller's mutex (the Caller keeps it unfinished until then, so one of
+//     takeLocal and the shard's complete completes it, whichever finishes it first), sets
+//     its return object and releases its arguments on the executor's goroutine, and
+//     leaves the loop's part (forgetting it, its task record) in the shard's done list,
+//     taken before the shard's next message (a message wakes it once 64 wait). A call
+//     completed that way before its shard registered it is not registered (finished).
+//     Results for a caller in another process, and those complete must handle (several
+//     returns, nested refs), still come to the shard as messages.
 //   - Borrowed, lent and pinned refs: objects.Borrows (partitioned like the other tables);
 //     the protocol's messages are borrow.go's, the adoption of a dead owner's objects
 //     orphan.go's (planned by lineage.Adoption).

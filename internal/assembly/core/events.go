@@ -258,7 +258,10 @@ func (s *shard) evResult(p *pending, r *pb.TaskResult) {
 }
 
 // evEnded writes the record of p's last attempt, which ended with r.
-func (s *shard) evEnded(p *pending, r *pb.TaskResult) {
+func (s *shard) evEnded(p *pending, r *pb.TaskResult) { s.evRecord(p, r, endState(r)) }
+
+// endState is the state code of an attempt that ended with r.
+func endState(r *pb.TaskResult) uint8 {
 	state := uint8(stateCodeFinished)
 	if r.Error != nil {
 		state = stateCodeFailed
@@ -266,12 +269,17 @@ func (s *shard) evEnded(p *pending, r *pb.TaskResult) {
 			state = stateCodeCancel
 		}
 	}
-	s.evRecord(p, r, state)
+	return state
 }
 
 // evRecord writes the record of p's attempt that ended with r (state: a stateCode) and
 // resets p's times for a next attempt.
 func (s *shard) evRecord(p *pending, r *pb.TaskResult, state uint8) {
+	s.evRecordAt(p, r, state, s.evNow())
+}
+
+// evRecordAt is evRecord of an attempt that ended at end (unix nanoseconds).
+func (s *shard) evRecordAt(p *pending, r *pb.TaskResult, state uint8, end int64) {
 	e := &s.ev
 	fn := e.fn(p.spec.Function)
 	for int(fn) >= len(e.ended) {
@@ -283,7 +291,7 @@ func (s *shard) evRecord(p *pending, r *pb.TaskResult, state uint8) {
 		return
 	}
 	idx := e.recs.n - 1
-	*rec = eventRec{tid: p.tid, submit: p.ev.submit, ready: p.ev.ready, dispatch: p.ev.dispatch, start: p.ev.start, end: s.evNow(),
+	*rec = eventRec{tid: p.tid, submit: p.ev.submit, ready: p.ev.ready, dispatch: p.ev.dispatch, start: p.ev.start, end: end,
 		logStart: r.LogStart, logEnd: r.LogEnd, fn: fn, where: p.ev.where, attempt: uint16(p.spec.Attempt), state: state, actor: p.actor != nil}
 	if p.actor != nil {
 		rec.where = e.where("", p.actor.hex)

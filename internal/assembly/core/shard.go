@@ -61,6 +61,18 @@ type shard struct {
 		spare []*pending
 	}
 
+	// done: actor calls the executor of an actor in this process completed off the loop
+	// (takeLocal), for the loop to forget and record (takeDone) before its next message;
+	// a doneBatch message is posted only once maxDone wait (or the shard is quiet: the
+	// ticker then reaches it), so such calls cost the loop no message each.
+	done struct {
+		mu     sync.Mutex
+		n      atomic.Int32
+		q      []doneCall
+		spare  []doneCall
+		posted bool // a doneBatch is in the mailbox
+	}
+
 	tasks    map[ids.TaskID]*pending
 	tasksMax mapx.Peak              // of tasks (a burst must not keep the map's memory)
 	actors   []*actorCaller         // actor callers to flush at the end of this turn
@@ -158,6 +170,8 @@ type (
 	}
 	// newCaller: ac is one of this shard's callers.
 	newCaller struct{ ac *actorCaller }
+	// doneBatch: the done list is long (addDone).
+	doneBatch struct{}
 )
 
 func (s *shard) receive(ctx actor.Context) {
@@ -170,6 +184,9 @@ func (s *shard) receive(ctx actor.Context) {
 	}
 	if s.direct.n.Load() > 0 {
 		s.takeDirect()
+	}
+	if s.done.n.Load() > 0 {
+		s.takeDone() // after takeDirect: a call registered and completed meanwhile is gone
 	}
 	switch m := ctx.Message().(type) {
 	case drainInbox:
@@ -218,6 +235,8 @@ func (s *shard) receive(ctx actor.Context) {
 		s.spill()
 	case flushTurn:
 		s.flush()
+	case doneBatch:
+		// taken above
 	case completeTask:
 		if m.p.actor != nil && !m.p.finished && s.tasks[m.p.tid] == nil {
 			s.tasks[m.p.tid] = m.p // an actor call that never left its outbox
@@ -239,8 +258,8 @@ func (s *shard) receive(ctx actor.Context) {
 		s.sweepGoneNodes()
 		if len(s.tasks) == 0 && len(s.callers) == 0 && len(s.sweepMissing) == 0 {
 			s.quiet.Store(true)
-			if s.direct.n.Load() > 0 {
-				s.quiet.Store(false) // an actor call queued meanwhile (addDirect saw it not quiet yet)
+			if s.direct.n.Load() > 0 || s.done.n.Load() > 0 {
+				s.quiet.Store(false) // an actor call queued or completed meanwhile (addDirect, addDone saw it not quiet yet)
 			}
 		}
 	case rerun:
@@ -576,6 +595,11 @@ func (s *shard) complete(p *pending, r *pb.TaskResult) {
 	if s.tasks[tid] != p {
 		return
 	}
+	if p.actor != nil && !c.actorFinished(p) {
+		// Completed off the loop already (takeLocal finished it for its caller first):
+		// takeDone forgets it.
+		return
+	}
 	if s.ev.on {
 		s.evEnded(p, r)
 	}
@@ -583,9 +607,6 @@ func (s *shard) complete(p *pending, r *pb.TaskResult) {
 	delete(s.tasks, tid)
 	s.tasks = mapx.Shrink(&s.tasksMax, s.tasks)
 	delete(s.parked, tid)
-	if p.actor != nil {
-		c.actorFinished(p)
-	}
 	if n := p.spec.NumReturns; n != 1 && n != 0 {
 		if n == pb.StreamingReturns {
 			s.completeGenerator(p, r) // generator.go
@@ -594,6 +615,14 @@ func (s *shard) complete(p *pending, r *pb.TaskResult) {
 		}
 		return
 	}
+	c.setReturn(p, r)
+}
+
+// setReturn makes the return object of p (a task with one return) its result r and
+// releases its argument references (from any goroutine: what it touches are the
+// owner's leaf tables).
+func (c *Core) setReturn(p *pending, r *pb.TaskResult) {
+	tid := p.tid
 	ret := ids.ReturnID(tid, 1)
 	v := objects.Value{Data: r.Data, InStore: r.InStore, Node: ids.NodeID(r.NodeId), Size: r.Size, Err: r.Error, Meta: r.Meta}
 	if len(r.Nested) > 0 && r.Error == nil {

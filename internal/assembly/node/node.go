@@ -782,6 +782,13 @@ func (n *Node) startMember(ctx context.Context) error {
 		Context: func(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64) context.Context {
 			return n.Core.ActorCallContext(parent, spec, actorID, incarnation)
 		},
+		// Results for callers in this process go to them from the executor (no mailbox hop).
+		Local: func(owner *pb.PID, actor ids.ActorID) func(uint64, *pb.TaskResult) {
+			if n.Core == nil {
+				return nil
+			}
+			return n.Core.LocalResults(owner, actor)
+		},
 	}
 	if err := aenv.Validate(); err != nil {
 		return err
