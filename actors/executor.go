@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ray-go/ray/internal/base/handoff"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/slab"
 	"github.com/ray-go/ray/tasks/worker"
@@ -68,21 +69,14 @@ type executor struct {
 	// (grain.onDone) whatever that is; a doneBatch message wakes it only when the
 	// reports must not wait for the next call (lazy false: the actor counts calls toward
 	// its periodic checkpoints, or records results in its log) or maxHeld are waiting, so
-	// an at-most-once actor's calls cost the grain no message of their own. n: how many,
-	// read without the lock.
-	dones struct {
-		mu     sync.Mutex
-		n      atomic.Int32
-		q      []done
-		spare  []done
-		posted bool // a doneBatch is in the grain's mailbox
-		lazy   bool
-	}
+	// an at-most-once actor's calls cost the grain no message of their own.
+	dones handoff.Queue[done]
+	lazy  bool
 }
 
 func newExecutor(g *grain, runner worker.Runner, conc int, last uint64, lazy bool) *executor {
 	x := &executor{g: g, runner: runner, single: runner, results: slab.Slab[pb.TaskResult]{N: maxHeld}, conc: conc, last: last, signal: make(chan struct{}, 1)}
-	x.dones.lazy = lazy
+	x.lazy = lazy
 	x.single.Results = &x.results
 	if conc > 1 {
 		x.sem = make(chan struct{}, conc)
@@ -151,44 +145,17 @@ func (x *executor) take(prev []execItem) ([]execItem, bool) {
 // order, waking the grain if it must not wait for its next message (a checkpoint never
 // waits).
 func (x *executor) report(d []done) {
-	x.dones.mu.Lock()
-	x.dones.q = append(x.dones.q, d...)
-	x.dones.n.Store(int32(len(x.dones.q)))
-	post := !x.dones.posted && (!x.dones.lazy || len(x.dones.q) >= maxHeld || d[len(d)-1].ckpt != nil)
-	if post {
-		x.dones.posted = true
-	}
-	x.dones.mu.Unlock()
-	if post {
+	if x.dones.Add(maxHeld, !x.lazy || d[len(d)-1].ckpt != nil, d...) {
 		x.g.root.Send(x.g.self, &doneBatch{})
 	}
 }
 
 // takeDone returns the reports queued so far; the grain hands the slice back with
 // doneTaken once it has applied them.
-func (x *executor) takeDone() []done {
-	x.dones.mu.Lock()
-	q := x.dones.q
-	x.dones.q = x.dones.spare[:0]
-	x.dones.spare = nil
-	x.dones.n.Store(0)
-	x.dones.posted = false
-	x.dones.mu.Unlock()
-	return q
-}
+func (x *executor) takeDone() []done { return x.dones.Take() }
 
 // doneTaken gives back takeDone's slice for reuse.
-func (x *executor) doneTaken(q []done) {
-	clear(q)
-	if cap(q) > 4*maxHeld {
-		return // a burst: do not hold its memory for good
-	}
-	x.dones.mu.Lock()
-	if x.dones.spare == nil {
-		x.dones.spare = q[:0]
-	}
-	x.dones.mu.Unlock()
-}
+func (x *executor) doneTaken(q []done) { x.dones.Release(q, 4*maxHeld) }
 
 // outbox batches results per owner and done reports for the grain.
 type outbox struct {

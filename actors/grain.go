@@ -281,7 +281,7 @@ type grain struct {
 
 // Receive handles one message.
 func (g *grain) Receive(ctx actor.Context) {
-	if g.exec != nil && g.exec.dones.n.Load() > 0 {
+	if g.exec != nil && g.exec.dones.Len() > 0 {
 		// What ran is known before anything that came after it: a call's duplicate, the
 		// checkpoint saved after it, the caller's next call with its acknowledgement.
 		g.onDone()

@@ -1082,15 +1082,7 @@ const maxDone = 64
 
 // addDone hands the loop a call completed off it (from any goroutine).
 func (s *shard) addDone(d doneCall) {
-	s.done.mu.Lock()
-	s.done.q = append(s.done.q, d)
-	s.done.n.Store(int32(len(s.done.q)))
-	post := !s.done.posted && len(s.done.q) >= maxDone
-	if post {
-		s.done.posted = true
-	}
-	s.done.mu.Unlock()
-	if post {
+	if s.done.Add(maxDone, false, d) {
 		s.send(doneBatch{})
 	}
 	if s.quiet.Load() {
@@ -1101,13 +1093,7 @@ func (s *shard) addDone(d doneCall) {
 // takeDone forgets the calls completed off the loop and writes their task records, as
 // complete does for the calls it completes.
 func (s *shard) takeDone() {
-	s.done.mu.Lock()
-	q := s.done.q
-	s.done.q = s.done.spare[:0]
-	s.done.spare = nil
-	s.done.n.Store(0)
-	s.done.posted = false
-	s.done.mu.Unlock()
+	q := s.done.Take()
 	for i := range q {
 		d := &q[i]
 		p := d.p
@@ -1124,13 +1110,5 @@ func (s *shard) takeDone() {
 		}
 	}
 	s.tasks = mapx.Shrink(&s.tasksMax, s.tasks)
-	clear(q)
-	if cap(q) > 4*maxDone {
-		return // a burst: do not hold its memory for good
-	}
-	s.done.mu.Lock()
-	if s.done.spare == nil {
-		s.done.spare = q[:0]
-	}
-	s.done.mu.Unlock()
+	s.done.Release(q, 4*maxDone)
 }

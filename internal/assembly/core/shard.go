@@ -3,13 +3,13 @@ package core
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ray-go/ray/actors/caller"
+	"github.com/ray-go/ray/internal/base/handoff"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/mapx"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -44,34 +44,17 @@ type shard struct {
 	// inbox: tasks submitted and not yet taken by the loop. Submitters append under its
 	// mutex and wake the loop (drainInbox) only when it was empty, so a burst of
 	// submissions costs one message, not one each.
-	inbox struct {
-		mu     sync.Mutex
-		q      []*pending
-		spare  []*pending
-		queued bool // a drainInbox is in the mailbox
-	}
+	inbox handoff.Queue[*pending]
 
 	// direct: actor calls their submitters sent straight to the actor (sendDirect), to be
-	// registered in tasks before the loop handles its next message (n: how many, read
-	// without the lock to skip it when there are none).
-	direct struct {
-		mu    sync.Mutex
-		n     atomic.Int32
-		q     []*pending
-		spare []*pending
-	}
+	// registered in tasks before the loop handles its next message.
+	direct handoff.Queue[*pending]
 
 	// done: actor calls the executor of an actor in this process completed off the loop
 	// (takeLocal), for the loop to forget and record (takeDone) before its next message;
 	// a doneBatch message is posted only once maxDone wait (or the shard is quiet: the
 	// ticker then reaches it), so such calls cost the loop no message each.
-	done struct {
-		mu     sync.Mutex
-		n      atomic.Int32
-		q      []doneCall
-		spare  []doneCall
-		posted bool // a doneBatch is in the mailbox
-	}
+	done handoff.Queue[doneCall]
 
 	tasks    map[ids.TaskID]*pending
 	tasksMax mapx.Peak              // of tasks (a burst must not keep the map's memory)
@@ -182,10 +165,10 @@ func (s *shard) receive(ctx actor.Context) {
 	if s.quiet.Load() {
 		s.quiet.Store(false) // something came: tick it again
 	}
-	if s.direct.n.Load() > 0 {
+	if s.direct.Len() > 0 {
 		s.takeDirect()
 	}
-	if s.done.n.Load() > 0 {
+	if s.done.Len() > 0 {
 		s.takeDone() // after takeDirect: a call registered and completed meanwhile is gone
 	}
 	switch m := ctx.Message().(type) {
@@ -258,7 +241,7 @@ func (s *shard) receive(ctx actor.Context) {
 		s.sweepGoneNodes()
 		if len(s.tasks) == 0 && len(s.callers) == 0 && len(s.sweepMissing) == 0 {
 			s.quiet.Store(true)
-			if s.direct.n.Load() > 0 || s.done.n.Load() > 0 {
+			if s.direct.Len() > 0 || s.done.Len() > 0 {
 				s.quiet.Store(false) // an actor call queued or completed meanwhile (addDirect, addDone saw it not quiet yet)
 			}
 		}
@@ -298,23 +281,14 @@ type drainInbox struct{}
 
 // submit hands the shard a new task (from any goroutine).
 func (s *shard) submit(p *pending) {
-	s.inbox.mu.Lock()
-	s.inbox.q = append(s.inbox.q, p)
-	wake := !s.inbox.queued
-	s.inbox.queued = true
-	s.inbox.mu.Unlock()
-	if wake {
+	if s.inbox.Add(1, false, p) {
 		s.c.root.Send(s.pid, drainInbox{})
 	}
 }
 
 // drainInbox takes every task submitted so far.
 func (s *shard) drainInbox() {
-	s.inbox.mu.Lock()
-	q := s.inbox.q
-	s.inbox.q = s.inbox.spare[:0]
-	s.inbox.queued = false
-	s.inbox.mu.Unlock()
+	q := s.inbox.Take()
 	if s.ev.on && len(q) > 0 {
 		now := s.evNow()
 		for _, p := range q {
@@ -324,19 +298,13 @@ func (s *shard) drainInbox() {
 	for _, p := range q {
 		s.submitted(p)
 	}
-	clear(q)
-	s.inbox.mu.Lock()
-	s.inbox.spare = q
-	s.inbox.mu.Unlock()
+	s.inbox.Release(q, maxOutbox)
 }
 
 // addDirect hands the shard an actor call its submitter sends to the actor itself (from
 // any goroutine, before the send): the loop registers it before its next message.
 func (s *shard) addDirect(p *pending) {
-	s.direct.mu.Lock()
-	s.direct.q = append(s.direct.q, p)
-	s.direct.n.Store(int32(len(s.direct.q)))
-	s.direct.mu.Unlock()
+	s.direct.Add(0, false, p)
 	if s.quiet.Load() {
 		// No message tells the shard of this call: the ticker must reach it again, so that
 		// the call is registered (and resent if it goes stale) even if nothing else comes.
@@ -347,24 +315,14 @@ func (s *shard) addDirect(p *pending) {
 // takeDirect registers the actor calls sent straight to their actors so far, as
 // flushCaller registers the calls it sends.
 func (s *shard) takeDirect() {
-	s.direct.mu.Lock()
-	q := s.direct.q
-	s.direct.q = s.direct.spare[:0]
-	s.direct.n.Store(0)
-	s.direct.mu.Unlock()
+	q := s.direct.Take()
 	for _, p := range q {
 		if !p.finished && s.tasks[p.tid] == nil {
 			s.tasks[p.tid] = p
 		}
 	}
 	s.tasksMax.Grew(len(s.tasks))
-	clear(q)
-	if cap(q) > maxOutbox {
-		q = nil // a burst: do not hold its memory for good
-	}
-	s.direct.mu.Lock()
-	s.direct.spare = q
-	s.direct.mu.Unlock()
+	s.direct.Release(q, maxOutbox)
 }
 
 // send hands the shard a message from any goroutine.
