@@ -127,49 +127,20 @@ func TestStreamRangesDefaults(t *testing.T) {
 // it likes (returning false to close the connection). It stops when the test ends.
 func rangeServer(t *testing.T, data []byte, respond func(c net.Conn, off, n uint64, answer []byte) bool) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
+	return loopbackServer(t, func(c net.Conn) {
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			var req [rangeRequestLen]byte
+			if _, err := io.ReadFull(c, req[:]); err != nil || req[0] != streamMagicRange {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				for {
-					var req [rangeRequestLen]byte
-					if _, err := io.ReadFull(c, req[:]); err != nil || req[0] != streamMagicRange {
-						return
-					}
-					off, n := binary.BigEndian.Uint64(req[requestLen:]), binary.BigEndian.Uint64(req[requestLen+8:])
-					body := data[off : off+n]
-					answer := append(append(header(statusOK, uint64(len(data)), ""), body...), crcTrailer(body)...)
-					if !respond(c, off, n, answer) {
-						return
-					}
-				}
-			})
+			off, n := binary.BigEndian.Uint64(req[requestLen:]), binary.BigEndian.Uint64(req[requestLen+8:])
+			body := data[off : off+n]
+			answer := append(append(header(statusOK, uint64(len(data)), ""), body...), crcTrailer(body)...)
+			if !respond(c, off, n, answer) {
+				return
+			}
 		}
 	})
-	return ln.Addr().String()
 }
 
 // TestStreamRangesFail: a range that fails ends the whole fetch with its error and no

@@ -184,6 +184,20 @@ func TestStreamErrors(t *testing.T) {
 // each; the connection closes when respond returns. It stops when the test ends.
 func fakeServer(t *testing.T, respond func(c net.Conn, id ids.ObjectID)) string {
 	t.Helper()
+	return loopbackServer(t, func(c net.Conn) {
+		var req [requestLen]byte
+		if _, err := io.ReadFull(c, req[:]); err != nil || req[0] != streamMagic {
+			return
+		}
+		respond(c, ids.ObjectID(req[1:]))
+	})
+}
+
+// loopbackServer accepts connections on loopback and serves each with serve on a
+// goroutine of its own, closing it when serve returns. When the test ends it stops
+// listening, closes every connection and waits for the goroutines.
+func loopbackServer(t *testing.T, serve func(c net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -211,11 +225,7 @@ func fakeServer(t *testing.T, respond func(c net.Conn, id ids.ObjectID)) string 
 			mu.Unlock()
 			wg.Go(func() {
 				defer c.Close()
-				var req [requestLen]byte
-				if _, err := io.ReadFull(c, req[:]); err != nil || req[0] != streamMagic {
-					return
-				}
-				respond(c, ids.ObjectID(req[1:]))
+				serve(c)
 			})
 		}
 	})
