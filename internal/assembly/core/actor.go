@@ -682,7 +682,15 @@ func (c *Core) actorFinished(p *pending) bool {
 		ac.mu.Unlock()
 		return false
 	}
-	if ac.calls.Finish(p.seq) {
+	c.finishUnlock(ac, p.seq)
+	return true
+}
+
+// finishUnlock finishes call seq for its caller ac (ac.mu held; released here): a call
+// that was never sent leaves a skip in the outbox, and a caller left idle gives back its
+// actor's handle.
+func (c *Core) finishUnlock(ac *actorCaller, seq uint64) {
+	if ac.calls.Finish(seq) {
 		c.queueFlushLocked(ac)
 	}
 	release := ac.idleLocked()
@@ -690,7 +698,6 @@ func (c *Core) actorFinished(p *pending) bool {
 	if release {
 		c.releaseHandle(ac.id)
 	}
-	return true
 }
 
 // resendAfter is how long a call may go unanswered before it is sent again. Resending is
@@ -1045,14 +1052,7 @@ func (s *shard) takeLocal(ac *actorCaller, seq uint64, r *pb.TaskResult) {
 		s.send(r)
 		return
 	}
-	if ac.calls.Finish(seq) {
-		c.queueFlushLocked(ac) // (a sent call queues nothing; as actorFinished does)
-	}
-	release := ac.idleLocked()
-	ac.mu.Unlock()
-	if release {
-		c.releaseHandle(ac.id)
-	}
+	c.finishUnlock(ac, seq)
 	var end int64
 	if s.ev.on {
 		end = c.clock.now()
