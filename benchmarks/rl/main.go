@@ -14,7 +14,10 @@
 // Pendulum-v1: steps/s of tasks of 10 to 1000 steps on 1, 2, 4 and 8 workers,
 // asynchronous (a worker gets its next task as soon as it returns one) versus BSP (rounds
 // with a barrier), against the same loop run inline on goroutines without the framework
-// in the same run. The es-tree mode times ES iterations with many workers, results
+// in the same run, and against the asynchronous run's shape in plain Go (goroutines fed
+// through channels, one hand-off each way per call: what the Go runtime and the machine
+// allow such a design; async_over_plain is the framework's own share). -trace writes an
+// execution trace of the first asynchronous run. The es-tree mode times ES iterations with many workers, results
 // gathered flat by the driver versus through an aggregation tree of actors.
 package main
 
@@ -27,6 +30,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,6 +75,7 @@ func run() int {
 	flag.Int64Var(&ppoMaxSteps, "ppo-maxsteps", 0, "PPO step budget per seed (default: rl/ppo's)")
 	flag.Int64Var(&ppoAnneal, "ppo-anneal", 0, "PPO steps over which the learning rate and clip decay (default: rl/ppo's; < 0 none)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to `file`")
+	traceFile := flag.String("trace", "", "throughput mode: write an execution trace of the first async run to `file` (go tool trace)")
 	flag.Parse()
 
 	if *cpuProfile != "" {
@@ -85,6 +90,15 @@ func run() int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			logf("-trace: %v", err)
+			return 1
+		}
+		defer f.Close()
+		traceOut = f
 	}
 	ctx, err := ray.Init(context.Background())
 	if err != nil {
@@ -333,6 +347,13 @@ type ThroughputRow struct {
 	BSPVsInline float64 `json:"bsp_over_inline"`
 	CPUInline   float64 `json:"inline_cpu_ns_per_step"` // process CPU time (user+system) per step
 	CPUAsync    float64 `json:"async_cpu_ns_per_step"`
+	// Plain is the async run's shape without the framework: W goroutines, each with its own
+	// environment, fed calls through a channel, depth calls queued per worker, the results
+	// got oldest first through a channel per call. What the Go runtime and the machine allow
+	// a design with one hand-off each way per call; AsyncVsPlain is the framework's share.
+	Plain        float64 `json:"plain_steps_per_s"`
+	PlainVsInl   float64 `json:"plain_over_inline"`
+	AsyncVsPlain float64 `json:"async_over_plain"`
 }
 
 // cpuTime is the process's user plus system CPU time.
@@ -343,6 +364,9 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// traceOut, set by -trace, receives an execution trace of the first async run.
+var traceOut *os.File
 
 func throughput(ctx context.Context, stepsList, workersList []int, cost time.Duration, total, reps int) ([]ThroughputRow, error) {
 	var rows []ThroughputRow
@@ -363,12 +387,22 @@ func throughput(ctx context.Context, stepsList, workersList []int, cost time.Dur
 			for i := range actors {
 				actors[i] = simClass.Remote(ctx, ray.AtMostOnce())
 			}
-			var inl, asy, bsp, cpuInl, cpuAsy []float64
+			var inl, asy, bsp, pln, cpuInl, cpuAsy []float64
 			for range reps {
+				pln = append(pln, steps/plainRun(W, L, tasks, cost).Seconds())
 				c0 := cpuTime()
 				inl = append(inl, steps/inlineRun(W, L, tasks, cost).Seconds())
 				c1 := cpuTime()
+				if traceOut != nil {
+					if err := trace.Start(traceOut); err != nil {
+						return nil, err
+					}
+				}
 				d, err := asyncRun(ctx, actors, L, tasks, cost)
+				if traceOut != nil {
+					trace.Stop()
+					traceOut = nil
+				}
 				if err != nil {
 					return nil, err
 				}
@@ -387,9 +421,10 @@ func throughput(ctx context.Context, stepsList, workersList []int, cost time.Dur
 				_ = ray.Kill(ctx, a, true)
 			}
 			r := ThroughputRow{TaskSteps: L, Workers: W, Inline: median(inl), Async: median(asy), BSP: median(bsp),
-				CPUInline: median(cpuInl), CPUAsync: median(cpuAsy)}
+				CPUInline: median(cpuInl), CPUAsync: median(cpuAsy), Plain: median(pln)}
 			r.AsyncVsInl, r.BSPVsInline = r.Async/r.Inline, r.BSP/r.Inline
-			fmt.Fprintf(os.Stderr, "%10d %8d %14.0f %14.0f %14.0f %9.3f %9.3f   cpu ns/step inline %.0f async %.0f\n", L, W, r.Inline, r.Async, r.BSP, r.AsyncVsInl, r.BSPVsInline, r.CPUInline, r.CPUAsync)
+			r.PlainVsInl, r.AsyncVsPlain = r.Plain/r.Inline, r.Async/r.Plain
+			fmt.Fprintf(os.Stderr, "%10d %8d %14.0f %14.0f %14.0f %9.3f %9.3f   plain/inl %.3f async/plain %.3f   cpu ns/step inline %.0f async %.0f\n", L, W, r.Inline, r.Async, r.BSP, r.AsyncVsInl, r.BSPVsInline, r.PlainVsInl, r.AsyncVsPlain, r.CPUInline, r.CPUAsync)
 			if !runBSP {
 				// Not measured: 0 in the JSON (its NaN made json.Marshal fail, and -json
 				// print nothing); the table above shows NaN.
@@ -427,6 +462,66 @@ func inlineRun(W, L, tasks int, cost time.Duration) time.Duration {
 	}
 	wg.Wait()
 	return time.Since(start)
+}
+
+// plainRun is asyncRun's shape in plain Go: W goroutines, each with its own environment,
+// fed through a channel with depth calls queued, each call's result on a channel of its
+// own, got oldest first. No framework: what the runtime and the machine allow one
+// hand-off each way per call.
+func plainRun(W, L, tasks int, cost time.Duration) time.Duration {
+	type call struct {
+		done chan int
+		w    int
+	}
+	in := make([]chan chan int, W)
+	var wg sync.WaitGroup
+	for w := range in {
+		in[w] = make(chan chan int, asyncDepth)
+		wg.Add(1)
+		go func(calls chan chan int) {
+			defer wg.Done()
+			e, _ := envs.Make("Pendulum-v1")
+			var obs []float32
+			for done := range calls {
+				done <- simulate(e, &obs, L, cost)
+			}
+		}(in[w])
+	}
+	start := time.Now()
+	send := func(w int) call {
+		c := call{make(chan int, 1), w}
+		in[w] <- c.done
+		return c
+	}
+	ring := make([]call, asyncDepth*W)
+	head, n, submitted := 0, 0, 0
+	for d := 0; d < asyncDepth; d++ {
+		for w := range W {
+			if submitted < tasks {
+				ring[n] = send(w)
+				n++
+				submitted++
+			}
+		}
+	}
+	for n > 0 {
+		c := ring[head]
+		<-c.done
+		if submitted < tasks {
+			ring[head] = send(c.w)
+			submitted++
+		} else {
+			ring[head] = call{}
+			n--
+		}
+		head = (head + 1) % len(ring)
+	}
+	d := time.Since(start)
+	for _, ch := range in {
+		close(ch)
+	}
+	wg.Wait()
+	return d
 }
 
 // asyncRun keeps every worker busy: each has depth calls queued (so it never waits for the
