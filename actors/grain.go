@@ -21,6 +21,7 @@ import (
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/seqring"
 	"github.com/ray-go/ray/internal/base/slab"
 	"github.com/ray-go/ray/internal/base/stripe"
 	"github.com/ray-go/ray/tasks/worker"
@@ -114,18 +115,18 @@ func Props(env Env) *actor.Props {
 
 // callerState is what an instance knows of one caller.
 type callerState struct {
-	next     uint64                    // next seq to accept
-	applied  uint64                    // highest seq run (or skipped)
-	acked    uint64                    // results up to here may be forgotten
-	buffered map[uint64]*pb.ActorCall  // made when a call comes ahead of its predecessors
-	results  map[uint64]*pb.TaskResult // finished, not acked
+	next     uint64                      // next seq to accept
+	applied  uint64                      // highest seq run (or skipped)
+	acked    uint64                      // results up to here may be forgotten
+	buffered map[uint64]*pb.ActorCall    // made when a call comes ahead of its predecessors
+	results  seqring.Map[*pb.TaskResult] // finished, not acked: seqs in (acked, applied]
 }
 
 func newCallerState(next uint64) *callerState {
 	if next == 0 {
 		next = 1
 	}
-	return &callerState{next: next, applied: next - 1, results: map[uint64]*pb.TaskResult{}}
+	return &callerState{next: next, applied: next - 1}
 }
 
 // callerTable is an instance's callerStates by caller ID. Most actors have one caller (the
@@ -171,9 +172,16 @@ func (t *callerTable) all() iter.Seq2[string, *callerState] {
 	}
 }
 
+// keep holds the result of call seq until the caller acknowledges it (none below acked).
+func (st *callerState) keep(seq uint64, res *pb.TaskResult) {
+	if seq > st.acked {
+		st.results.Put(seq, st.acked+1, res)
+	}
+}
+
 func (st *callerState) ack(upto uint64) {
 	for s := st.acked + 1; s <= upto && s <= st.applied; s++ {
-		delete(st.results, s)
+		st.results.Delete(s)
 	}
 	if upto > st.acked {
 		st.acked = min(upto, st.applied)
@@ -448,7 +456,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 			cs := newCallerState(c.Next)
 			cs.acked = c.Acked
 			for _, u := range c.Unacked {
-				cs.results[u.Seq] = u.Result
+				cs.keep(u.Seq, u.Result)
 			}
 			r.callers.put(c.CallerId, cs)
 		}
@@ -615,7 +623,7 @@ func (g *grain) admit(c *pb.ActorCall) {
 	switch {
 	case c.Seq < st.next:
 		g.env.Stats.Duplicates.Add(g.slot, 1)
-		if res := st.results[c.Seq]; res != nil && c.Spec != nil && c.Spec.ResultTo() != nil {
+		if res, _ := st.results.Get(c.Seq); res != nil && c.Spec != nil && c.Spec.ResultTo() != nil {
 			to := c.Spec.ResultTo()
 			g.root.Send(actor.NewPID(to.Address, to.Id), res)
 		}
@@ -1017,9 +1025,7 @@ func (g *grain) onNoSpaceCleared(ctx actor.Context, m *noSpaceCleared) {
 		}
 		g.env.Stats.NoSpace.Add(g.slot, 1)
 		res := worker.Fail(e.Spec, pb.ErrorInfo_GCS_FULL, ErrNoSpaceMessage, "", g.env.Node)
-		if e.Seq > st.acked {
-			st.results[e.Seq] = res
-		}
+		st.keep(e.Seq, res)
 		if to := e.Spec.ResultTo(); to != nil {
 			g.root.Send(actor.NewPID(to.Address, to.Id), res)
 		}
@@ -1049,9 +1055,7 @@ func (g *grain) onDone() {
 		if d.result == nil {
 			continue
 		}
-		if d.entry.Seq > st.acked {
-			st.results[d.entry.Seq] = d.result
-		}
+		st.keep(d.entry.Seq, d.result)
 		if !g.info.AtMostOnce {
 			g.results = append(g.results, &pb.ActorResultRecord{CallerId: d.entry.CallerId, Seq: d.entry.Seq, Index: d.entry.Index, Digest: digest(d.result)})
 			g.sinceCkpt++
@@ -1106,7 +1110,7 @@ func (g *grain) onCheckpointSaved(m *ckptSaved) {
 	for id, st := range g.callers.all() {
 		cs := &pb.ActorCallerState{CallerId: id, Next: st.applied + 1, Acked: st.acked}
 		for s := st.acked + 1; s <= st.applied; s++ {
-			if r := st.results[s]; r != nil {
+			if r, _ := st.results.Get(s); r != nil {
 				cs.Unacked = append(cs.Unacked, &pb.ActorResultRecord{CallerId: id, Seq: s, Result: r})
 			}
 		}

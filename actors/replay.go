@@ -163,9 +163,7 @@ func (g *grain) replay(ctx context.Context, r *recovered, class *Class, after, i
 			g.env.Logger.Warn("actors: a replayed call gave a different result than its first run; a method is not deterministic given the state and arguments (see package actors)",
 				"actor", g.id, "method", e.Spec.Function, "caller", e.CallerId, "seq", e.Seq)
 		}
-		if e.Seq > cs.acked {
-			cs.results[e.Seq] = res
-		}
+		cs.keep(e.Seq, res)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ray-go/ray/internal/base/seqring"
 )
 
 // ErrDied is the reason Die records when it is given none.
@@ -112,10 +114,10 @@ type Caller[T any] struct {
 	atMost  bool
 	retries int // MaxTaskRetries
 
-	seq   uint64 // the last seq given out
-	low   uint64 // every seq below low is finished; low is unfinished, or seq+1
-	inc   uint64 // the newest incarnation known; 0: none yet
-	calls map[uint64]call[T]
+	seq   uint64               // the last seq given out
+	low   uint64               // every seq below low is finished; low is unfinished, or seq+1
+	inc   uint64               // the newest incarnation known; 0: none yet
+	calls seqring.Map[call[T]] // by seq; every seq held is in [low, seq]
 	out   []Out[T]
 	dead  error
 
@@ -124,7 +126,7 @@ type Caller[T any] struct {
 
 // New returns a Caller that has given out no sequence number.
 func New[T any](cfg Config) *Caller[T] {
-	return &Caller[T]{cfg: cfg, atMost: cfg.AtMostOnce, retries: cfg.MaxTaskRetries, low: 1, calls: map[uint64]call[T]{}}
+	return &Caller[T]{cfg: cfg, atMost: cfg.AtMostOnce, retries: cfg.MaxTaskRetries, low: 1}
 }
 
 // Add gives call the next sequence number and keeps it until Finish. A dead actor takes
@@ -134,7 +136,7 @@ func (c *Caller[T]) Add(v T) (uint64, error) {
 		return 0, c.dead
 	}
 	c.seq++
-	c.calls[c.seq] = call[T]{v: v}
+	c.calls.Put(c.seq, c.low, call[T]{v: v})
 	return c.seq, nil
 }
 
@@ -142,12 +144,11 @@ func (c *Caller[T]) Add(v T) (uint64, error) {
 // queued so far, and reports whether it did. A call that is finished, or whose actor
 // died, is not queued: it is being failed.
 func (c *Caller[T]) Send(seq uint64, now time.Time) bool {
-	e, ok := c.calls[seq]
-	if !ok || e.sent || c.dead != nil {
+	e := c.calls.Ref(seq)
+	if e == nil || e.sent || c.dead != nil {
 		return false
 	}
 	e.sent, e.sentAt = true, now
-	c.calls[seq] = e
 	c.out = append(c.out, Out[T]{Kind: Call, Seq: seq, Call: e.v})
 	return true
 }
@@ -156,18 +157,16 @@ func (c *Caller[T]) Send(seq uint64, now time.Time) bool {
 // gained an entry to send: a call that was never sent gets a Skip, so the actor does not
 // hold up the calls after it (unless the actor is dead: nothing is sent any more).
 func (c *Caller[T]) Finish(seq uint64) bool {
-	e, ok := c.calls[seq]
-	if !ok {
+	e := c.calls.Ref(seq)
+	if e == nil {
 		return false
 	}
-	delete(c.calls, seq)
-	for c.low <= c.seq {
-		if _, ok := c.calls[c.low]; ok {
-			break
-		}
+	sent := e.sent
+	c.calls.Delete(seq)
+	for c.low <= c.seq && c.calls.Ref(c.low) == nil {
 		c.low++
 	}
-	if e.sent || c.dead != nil {
+	if sent || c.dead != nil {
 		return false
 	}
 	c.out = append(c.out, Out[T]{Kind: Skip, Seq: seq})
@@ -215,7 +214,7 @@ func (c *Caller[T]) ResendStale(now time.Time) int {
 		return 0
 	}
 	stale := c.scratch[:0]
-	for seq, e := range c.calls {
+	for seq, e := range c.calls.All() {
 		if e.sent && now.Sub(e.sentAt) > c.cfg.ResendAfter {
 			stale = append(stale, seq)
 		}
@@ -227,11 +226,9 @@ func (c *Caller[T]) ResendStale(now time.Time) int {
 		stale = stale[:min(len(stale), c.cfg.MaxResend)]
 	}
 	for _, seq := range stale {
-		e := c.calls[seq]
-		e.sentAt = now
-		c.calls[seq] = e
+		c.calls.Ref(seq).sentAt = now
 	}
-	c.prepend(stale, func(seq uint64) Out[T] { return Out[T]{Kind: Resend, Seq: seq, Call: c.calls[seq].v} })
+	c.prepend(stale, c.resend)
 	c.scratch = stale[:0]
 	return len(stale)
 }
@@ -261,27 +258,26 @@ func (c *Caller[T]) Changed(r Record) Update[T] {
 	u.NewIncarnation = true
 	resend := c.scratch[:0]
 	var lost []uint64
-	for seq, e := range c.calls {
+	for seq, e := range c.calls.All() {
 		switch {
 		case !e.sent:
 		case !c.atMost:
 			resend = append(resend, seq)
 		case e.retries < c.retries:
-			e.retries++
-			c.calls[seq] = e
+			c.calls.Ref(seq).retries++
 			resend = append(resend, seq)
 		default:
 			lost = append(lost, seq)
 		}
 	}
 	slices.Sort(resend)
-	c.prepend(resend, func(seq uint64) Out[T] { return Out[T]{Kind: Resend, Seq: seq, Call: c.calls[seq].v} })
+	c.prepend(resend, c.resend)
 	c.scratch = resend[:0]
 	if len(lost) > 0 {
 		slices.Sort(lost) // in seq order, like everything a Caller hands out
 		u.Lost = make([]T, len(lost))
 		for i, seq := range lost {
-			u.Lost[i] = c.calls[seq].v
+			u.Lost[i] = c.value(seq)
 		}
 	}
 	u.Flush = len(c.out) > 0
@@ -302,14 +298,14 @@ func (c *Caller[T]) Bounce(seqs []uint64) bool {
 		if seq == 0 || seq > c.seq {
 			continue
 		}
-		if e, ok := c.calls[seq]; !ok || e.sent {
+		if e, ok := c.calls.Get(seq); !ok || e.sent {
 			again = append(again, seq)
 		}
 	}
 	slices.Sort(again)
 	again = slices.Compact(again) // a batch may have carried a call twice
 	c.prepend(again, func(seq uint64) Out[T] {
-		if e, ok := c.calls[seq]; ok {
+		if e, ok := c.calls.Get(seq); ok {
 			return Out[T]{Kind: Resend, Seq: seq, Call: e.v}
 		}
 		return Out[T]{Kind: Skip, Seq: seq}
@@ -330,16 +326,33 @@ func (c *Caller[T]) Die(err error) []T {
 	}
 	clear(c.out)
 	c.out = c.out[:0]
-	seqs := make([]uint64, 0, len(c.calls))
-	for seq := range c.calls {
+	seqs := c.seqs()
+	fail := make([]T, len(seqs))
+	for i, seq := range seqs {
+		fail[i] = c.value(seq)
+	}
+	return fail
+}
+
+// seqs returns the seqs of the unfinished calls, ascending.
+func (c *Caller[T]) seqs() []uint64 {
+	seqs := make([]uint64, 0, c.calls.Len())
+	for seq := range c.calls.All() {
 		seqs = append(seqs, seq)
 	}
 	slices.Sort(seqs)
-	fail := make([]T, len(seqs))
-	for i, seq := range seqs {
-		fail[i] = c.calls[seq].v
-	}
-	return fail
+	return seqs
+}
+
+// value is unfinished call seq's T.
+func (c *Caller[T]) value(seq uint64) T {
+	e, _ := c.calls.Get(seq)
+	return e.v
+}
+
+// resend is the outbox entry that sends unfinished call seq again.
+func (c *Caller[T]) resend(seq uint64) Out[T] {
+	return Out[T]{Kind: Resend, Seq: seq, Call: c.value(seq)}
 }
 
 // prepend puts the entries for seqs (ascending) before the outbox.
@@ -369,17 +382,20 @@ func (c *Caller[T]) Low() uint64 { return c.low }
 func (c *Caller[T]) Incarnation() uint64 { return c.inc }
 
 // Unfinished is the number of calls given out and not finished.
-func (c *Caller[T]) Unfinished() int { return len(c.calls) }
+func (c *Caller[T]) Unfinished() int { return c.calls.Len() }
 
 // Call returns unfinished call seq (false: it finished, or was never given out). The
 // runtime finds a call by the seq its result comes back with.
 func (c *Caller[T]) Call(seq uint64) (T, bool) {
-	e, ok := c.calls[seq]
+	e, ok := c.calls.Get(seq)
 	return e.v, ok
 }
 
 // Sent reports whether call seq is unfinished and was queued with Send.
-func (c *Caller[T]) Sent(seq uint64) bool { return c.calls[seq].sent }
+func (c *Caller[T]) Sent(seq uint64) bool {
+	e, _ := c.calls.Get(seq)
+	return e.sent
+}
 
 // String shows the state, for tests and debugging:
 //
@@ -391,13 +407,8 @@ func (c *Caller[T]) String() string {
 		fmt.Fprintf(&b, " at-most-once retries=%d", c.retries)
 	}
 	b.WriteString(" calls=[")
-	seqs := make([]uint64, 0, len(c.calls))
-	for seq := range c.calls {
-		seqs = append(seqs, seq)
-	}
-	slices.Sort(seqs)
-	for i, seq := range seqs {
-		e := c.calls[seq]
+	for i, seq := range c.seqs() {
+		e, _ := c.calls.Get(seq)
 		if i > 0 {
 			b.WriteByte(' ')
 		}

@@ -76,3 +76,23 @@ func TestCallFindsUnfinished(t *testing.T) {
 		t.Fatalf("Call(%d) found a finished call", b)
 	}
 }
+
+// BenchmarkBurst: 4,096 calls in flight, finished oldest first (an async burst's shape).
+func BenchmarkBurst(b *testing.B) {
+	c := New[*int](Config{ResendAfter: 5 * time.Second, MaxResend: 1000})
+	v := new(int)
+	var buf []Out[*int]
+	now := time.Unix(0, 0)
+	seqs := make([]uint64, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range seqs {
+			seqs[i], _ = c.Add(v)
+			c.Send(seqs[i], now)
+		}
+		buf = c.Take(buf[:0])
+		for _, s := range seqs {
+			c.Finish(s)
+		}
+	}
+}

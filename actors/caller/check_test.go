@@ -55,7 +55,7 @@ type snapshot struct {
 
 func snap(c *Caller[string]) snapshot {
 	return snapshot{seq: c.seq, low: c.low, inc: c.inc, atMost: c.atMost, retries: c.retries,
-		calls: maps.Clone(c.calls), out: slices.Clone(c.out), dead: c.dead}
+		calls: maps.Collect(c.calls.All()), out: slices.Clone(c.out), dead: c.dead}
 }
 
 func (s snapshot) equal(t snapshot) bool {
@@ -162,19 +162,20 @@ func checkState(c *Caller[string]) error {
 	if c.low < 1 || c.low > c.seq+1 {
 		return fmt.Errorf("low %d out of [1, seq+1=%d]", c.low, c.seq+1)
 	}
-	for seq := range c.calls {
+	calls := maps.Collect(c.calls.All())
+	for seq := range calls {
 		if seq < c.low || seq > c.seq {
 			return fmt.Errorf("unfinished call %d out of [low=%d, seq=%d]", seq, c.low, c.seq)
 		}
 	}
-	if _, ok := c.calls[c.low]; c.low <= c.seq && !ok {
+	if _, ok := calls[c.low]; c.low <= c.seq && !ok {
 		return fmt.Errorf("low %d is finished", c.low)
 	}
 	if c.dead != nil && len(c.out) > 0 {
 		return fmt.Errorf("dead with %d entries in the outbox", len(c.out))
 	}
-	if c.Unfinished() != len(c.calls) {
-		return fmt.Errorf("Unfinished() = %d, %d calls", c.Unfinished(), len(c.calls))
+	if c.Unfinished() != len(calls) {
+		return fmt.Errorf("Unfinished() = %d, %d calls", c.Unfinished(), len(calls))
 	}
 	for _, o := range c.out {
 		switch o.Kind {

@@ -4,8 +4,9 @@
 // goes to the actor (the outbox). It decides what to resend, skip or fail; it sends
 // nothing itself.
 //
-// It is a pure core (DESIGN §8.3): it imports only the standard library, starts no
-// goroutines, does no I/O and reads no clock (time comes in as an argument). A Caller is
+// It is a pure core (DESIGN §8.3): it imports only the standard library and a leaf data
+// structure (internal/base/seqring, which keeps the unfinished calls by seq in a ring),
+// starts no goroutines, does no I/O and reads no clock (time comes in as an argument). A Caller is
 // generic in T, the runtime's record of a call (internal/assembly/core's pending call):
 // it hands T values back in its answers and never looks inside them. The behaviour is
 // specified by the scenario scripts in testdata (see TestScenarios for their format) and

@@ -44,6 +44,8 @@ func walk(data []byte) error {
 		MaxResend:      int(data[2]>>3) % 4,                    // 0 (no bound) .. 3
 	}
 	c := New[string](cfg)
+	// A ring of 4 to 32 slots at most, so that walks fill it and spill calls to its map.
+	c.calls.Max = 4 << (data[1] % 4)
 	if err := checkState(c); err != nil {
 		return err
 	}
