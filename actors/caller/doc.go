@@ -6,9 +6,9 @@
 //
 // It is a pure core (DESIGN §8.3): it imports only the standard library and a leaf data
 // structure (internal/base/seqring, which keeps the unfinished calls by seq in a ring),
-// starts no goroutines, does no I/O and reads no clock (time comes in as an argument). A Caller is
-// generic in T, the runtime's record of a call (internal/assembly/core's pending call):
-// it hands T values back in its answers and never looks inside them. The behaviour is
+// starts no goroutines, does no I/O and reads no clock (time comes in as an argument). A
+// Caller is generic in T, the runtime's record of a call (internal/assembly/core's pending
+// call): it hands T values back in its answers and never looks inside them. The behaviour is
 // specified by the scenario scripts in testdata (see TestScenarios for their format) and
 // a fuzz test that checks its invariants after every operation.
 //
