@@ -9,7 +9,9 @@
 //     (the cluster CA, certificates, join token and node-to-node TLS), slab (values
 //     allocated in chunks and never reused, for the hot path), stripe (counters written
 //     per task or call from every core without sharing a cache line), ask (protoactor
-//     requests without its futures' race on late replies); and two packages of test support,
+//     requests without its futures' race on late replies), handoff (a run loop's queue of
+//     work handed to it), mapx (maps that give memory back after a burst), seqring (values
+//     by sequence number in a ring); and two packages of test support,
 //     fuzzing (allocation bounds, seed corpora) and scenario (the pure packages' scripts).
 //   - the domain packages, outside internal/: objects, lineage, tasks, actors.
 //   - internal/assembly: what puts the domain together into a running system: membership
