@@ -9,7 +9,21 @@
 // for Available, and for Config.LoadsIdle after (not for a Default placement that the local
 // node, judged by its live load, keeps whatever the others' loads: sched.KeepsLocal): every view following every node's report
 // is N x N watch events for N busy nodes, and a runtime whose tasks are all bound to a node
-// (hard affinity: the node's total and liveness decide) needs none. Available, which user
+// (hard affinity: the node's total and liveness decide) needs none.
+//
+// While it follows, a view of a cluster with more than Config.FollowPeers
+// (DefaultFollowPeers, 4) peers watches only its own report and those of the FollowPeers
+// peers after it in the ring of node IDs, each on its own key: every node's report then
+// goes to that many views, whatever the number of nodes (watching the prefix, each write
+// went to every view that followed: up to N-1). The other peers are judged by the last
+// listing of the reports: the follower's first, and one that a placement asks for (at
+// most once per Config.OthersRefresh) when neither the local node nor a watched peer has
+// room under the policy's threshold, or its choice is a peer not watched; a spill finding
+// no watched node with room asks the same. Spread placements rotate over every node as
+// before, the unwatched ones by their listed figures. A cluster of at most FollowPeers+1
+// nodes is followed as before, through one watch of every report.
+//
+// Available, which user
 // code and placement groups call rarely, waits for the listing when the view was not
 // following; a placement goes on with what the view has (the listing comes within a GCS
 // round trip, and the owner's own placements are counted meanwhile).

@@ -148,6 +148,13 @@ func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 	if err != nil {
 		return "", err
 	}
+	if s.bounded && req.Strategy != sched.Spread && req.Strategy != sched.NodeAffinity &&
+		(!s.watched[d.Index] || !sched.KeepsLocal(sched.Request{Resources: req.Resources}, p.buf[d.Index], opt)) {
+		// The nodes whose reports the view watches had no room under the threshold, or the
+		// choice is a node whose report may be old: list the others' (at most once per
+		// Config.OthersRefresh), for this placer's next placements.
+		p.v.refreshOthers(now)
+	}
 	if i, ok := s.index[d.Node]; ok {
 		a := p.account(s, i)
 		a.avail = a.avail.Sub(req.Resources)
@@ -176,6 +183,11 @@ func (p *Placer) Spill(req sched.Request, from ids.NodeID) (ids.NodeID, bool) {
 		p.buf[i].Available = p.buf[i].Available.Sub(req.Resources)
 	}
 	d, ok := sched.Spill(req, p.buf, string(from), sched.Options{})
+	if s.bounded && (!ok || !s.watched[d.Index]) {
+		// No watched node can run it now, or the one chosen was judged by an old report:
+		// list the reports the view does not watch (as Place does).
+		p.v.refreshOthers(now)
+	}
 	if !ok {
 		return "", false
 	}

@@ -52,6 +52,12 @@ type Config struct {
 	// only when their version differs from known, and returns false while there is none
 	// (the report is used then).
 	Local func(known uint64) (LocalLoad, bool)
+	// FollowPeers bounds how many peers' load reports the view watches while it follows
+	// them (0: DefaultFollowPeers; negative: every peer's). See followSet.
+	FollowPeers int
+	// OthersRefresh is the least time between two listings of the reports of the peers the
+	// view does not watch, which placements ask for (0: DefaultOthersRefresh).
+	OthersRefresh time.Duration
 }
 
 // LocalLoad is the local node's load as its scheduler has it now (Config.Local).
@@ -69,6 +75,19 @@ type LocalLoad struct {
 // no load report, as every view following every node's reports costs the GCS N x N
 // events for N busy nodes.
 const DefaultLoadsIdle = 10 * time.Second
+
+// DefaultFollowPeers is how many peers' load reports a view watches while it follows them:
+// with more peers than this, it watches its own report and those of the DefaultFollowPeers
+// peers after it in the ring of node IDs, so that each node's report goes to at most that
+// many views (plus its own) whatever the cluster's size, and every node is watched by
+// that many. The reports of the other peers are from the last listing: the follower's
+// first, or one a placement asked for (refreshOthers) when the watched nodes had no room
+// under the policy's threshold.
+const DefaultFollowPeers = 4
+
+// DefaultOthersRefresh is the least time between two listings of the reports of the peers
+// a view does not watch (each lists every node's report: N reports).
+const DefaultOthersRefresh = time.Second
 
 // availableWait bounds how long Available waits for the load reports' listing.
 const availableWait = 5 * time.Second
@@ -110,6 +129,15 @@ type View struct {
 	loadsReady chan struct{}
 	watchCtx   context.Context // the view's watches end with it (nil once stopped)
 
+	// follow is the set of nodes whose reports the running follower watches (nil: every
+	// node's, under the prefix); reset tells the follower that the set to watch changed
+	// (nodes came or went), refresh that a placement asks for a listing of the others'
+	// reports, last asked at refreshAt (unix ns).
+	follow    map[string]bool
+	reset     chan struct{}
+	refresh   chan struct{}
+	refreshAt atomic.Int64
+
 	snap   atomic.Pointer[snapshot]
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -134,6 +162,10 @@ type snapshot struct {
 	entries []*node      // entries[i] is nodes[i]'s
 	reports []uint64     // reports[i] numbers the load report nodes[i].Available comes from
 	suspect []time.Time  // not placed on before
+	// watched[i]: nodes[i]'s reports are watched by the running follower (all of them
+	// when the view watches every report, none while it follows none).
+	watched []bool
+	bounded bool // the follower watches some nodes' reports only (followSet)
 	index   map[string]int
 	data    map[string]string
 	socket  map[string]string
@@ -147,7 +179,14 @@ func Start(ctx context.Context, cfg Config) (*View, error) {
 	if cfg.LoadsIdle <= 0 {
 		cfg.LoadsIdle = DefaultLoadsIdle
 	}
-	v := &View{cfg: cfg, nodes: map[string]*node{}, data: map[string]string{}, socket: map[string]string{}, jobs: map[string]string{}}
+	if cfg.FollowPeers == 0 {
+		cfg.FollowPeers = DefaultFollowPeers
+	}
+	if cfg.OthersRefresh <= 0 {
+		cfg.OthersRefresh = DefaultOthersRefresh
+	}
+	v := &View{cfg: cfg, nodes: map[string]*node{}, data: map[string]string{}, socket: map[string]string{}, jobs: map[string]string{},
+		reset: make(chan struct{}, 1), refresh: make(chan struct{}, 1)}
 	nodes, rev, err := cfg.Store.List(ctx, gcs.NodesPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("clusterview: read the node table: %w", err)
@@ -217,8 +256,9 @@ func (v *View) startFollowing() <-chan struct{} {
 // FollowingLoads reports whether the view follows the load reports now.
 func (v *View) FollowingLoads() bool { return v.following.Load() }
 
-// followLoads lists the load reports and watches them until no placement needed them for
-// LoadsIdle (or the view stops); after a compaction or a GCS error it lists again.
+// followLoads lists the load reports and watches them (the followSet's) until no
+// placement needed them for LoadsIdle (or the view stops); after a compaction or a GCS
+// error it lists again, and when the set to watch changed.
 func (v *View) followLoads(ctx context.Context, ready chan struct{}) {
 	defer v.wg.Done()
 	idle := time.NewTicker(max(v.cfg.LoadsIdle/4, time.Millisecond))
@@ -240,6 +280,23 @@ func (v *View) followLoads(ctx context.Context, ready chan struct{}) {
 		for _, kv := range kvs {
 			v.putLoadLocked(kv)
 		}
+		select {
+		case <-v.reset: // the set is taken now
+		default:
+		}
+		select {
+		case <-v.refresh: // listed now
+		default:
+		}
+		v.follow = v.followSetLocked()
+		keys := []string{gcs.LoadPrefix}
+		if v.follow != nil {
+			keys = keys[:0]
+			for id := range v.follow {
+				keys = append(keys, gcs.LoadKey(id))
+			}
+			sort.Strings(keys)
+		}
 		v.publishLocked()
 		v.mu.Unlock()
 		if first {
@@ -250,11 +307,16 @@ func (v *View) followLoads(ctx context.Context, ready chan struct{}) {
 			v.cfg.Changed()
 		}
 		wctx, wcancel := context.WithCancel(ctx)
-		ch := v.cfg.Store.Watch(wctx, gcs.LoadPrefix, rev+1)
-		stop := v.followEvents(ch, idle.C)
+		var wwg sync.WaitGroup
+		ch := v.watchKeys(wctx, keys, rev+1, &wwg)
+		end := v.followEvents(ctx, ch, idle.C)
 		wcancel()
-		if stop {
+		wwg.Wait()
+		switch end {
+		case followIdle:
 			return
+		case followReset:
+			continue
 		}
 		// The watch ended (compaction, GCS unreachable): list again after a pause.
 		select {
@@ -265,14 +327,71 @@ func (v *View) followLoads(ctx context.Context, ready chan struct{}) {
 	}
 }
 
-// followEvents applies the load watch's events until it ends (false) or no placement
-// needed the loads for LoadsIdle (true: the follower has stopped).
-func (v *View) followEvents(ch <-chan gcs.WatchResponse, idle <-chan time.Time) bool {
+// errWatchEnded is what watchKeys sends when one of its watches ended without an error.
+var errWatchEnded = errors.New("clusterview: a load watch ended")
+
+// watchKeys watches each of keys (gcs.LoadPrefix: every report; else one node's report
+// each) from rev and sends their responses on one channel until ctx is done (wg counts its
+// goroutines); a watch that ends sends a response with Err.
+func (v *View) watchKeys(ctx context.Context, keys []string, rev int64, wg *sync.WaitGroup) <-chan gcs.WatchResponse {
+	out := make(chan gcs.WatchResponse)
+	for _, key := range keys {
+		in := v.cfg.Store.Watch(ctx, key, rev)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				for range in { // the store closes it once ctx is done
+				}
+			}()
+			for r := range in {
+				if key != gcs.LoadPrefix && r.Err == nil {
+					// A node's key as a prefix: only that key (IDs of one length never
+					// meet, but a longer one would).
+					evs := r.Events[:0:0]
+					for _, e := range r.Events {
+						if e.KV.Key == key {
+							evs = append(evs, e)
+						}
+					}
+					if r.Events = evs; len(evs) == 0 {
+						continue
+					}
+				}
+				select {
+				case out <- r:
+				case <-ctx.Done():
+					return
+				}
+				if r.Err != nil {
+					return
+				}
+			}
+			select {
+			case out <- gcs.WatchResponse{Err: errWatchEnded}:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return out
+}
+
+// How followEvents ended.
+const (
+	followEnded = iota // the watch ended: list again after a pause
+	followIdle         // no placement needed the loads for LoadsIdle: the follower stopped
+	followReset        // the set of nodes to watch changed: list and watch again now
+)
+
+// followEvents applies the load watch's events, and the listings of the reports not
+// watched that placements ask for, until the watch ends, the set to watch changes, or no
+// placement needed the loads for LoadsIdle.
+func (v *View) followEvents(ctx context.Context, ch <-chan gcs.WatchResponse, idle <-chan time.Time) int {
 	for {
 		select {
-		case resp, ok := <-ch:
-			if !ok || resp.Err != nil {
-				return false
+		case resp := <-ch:
+			if resp.Err != nil {
+				return followEnded
 			}
 			v.mu.Lock()
 			for _, e := range resp.Events {
@@ -290,11 +409,104 @@ func (v *View) followEvents(ch <-chan gcs.WatchResponse, idle <-chan time.Time) 
 			if v.cfg.Changed != nil {
 				v.cfg.Changed()
 			}
+		case <-v.reset:
+			return followReset
+		case <-v.refresh:
+			v.listOthers(ctx)
 		case now := <-idle:
 			if v.stopFollowing(now) {
-				return true
+				return followIdle
 			}
+		case <-ctx.Done():
+			return followIdle
 		}
+	}
+}
+
+// listOthers lists the load reports and applies those of the nodes the follower does not
+// watch (a watched node's report is as new from its watch, and a listing read before one
+// of its events would set it back).
+func (v *View) listOthers(ctx context.Context) {
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	kvs, _, err := v.cfg.Store.List(lctx, gcs.LoadPrefix)
+	cancel()
+	if err != nil {
+		return
+	}
+	v.mu.Lock()
+	for _, kv := range kvs {
+		if id, _ := gcs.TrimKey(gcs.LoadPrefix, kv.Key); v.follow != nil && !v.follow[id] {
+			v.putLoadLocked(kv)
+		}
+	}
+	v.publishLocked()
+	v.mu.Unlock()
+	if v.cfg.Changed != nil {
+		v.cfg.Changed()
+	}
+}
+
+// refreshOthers asks the follower for a listing of the reports it does not watch, at most
+// once per OthersRefresh (a placement found no room under the threshold on the nodes it
+// watches, or chose one it does not watch).
+func (v *View) refreshOthers(now time.Time) {
+	last := v.refreshAt.Load()
+	if now.UnixNano()-last < int64(v.cfg.OthersRefresh) || !v.refreshAt.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	select {
+	case v.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// followSetLocked is the set of nodes whose reports the view watches: nil (every node's)
+// when the view has at most FollowPeers peers (nodes other than Self not marked gone) or
+// FollowPeers is negative; else Self and the FollowPeers peers after Self in the ring of
+// their IDs in order. Each node is then in the set of FollowPeers views (theirs, and of
+// the runtimes of drivers, placed in the ring by their IDs too).
+func (v *View) followSetLocked() map[string]bool {
+	k := v.cfg.FollowPeers
+	if k < 0 {
+		return nil
+	}
+	peers := make([]string, 0, len(v.nodes))
+	for id := range v.nodes {
+		if id != string(v.cfg.Self) && !v.gone[id] {
+			peers = append(peers, id)
+		}
+	}
+	if len(peers) <= k {
+		return nil
+	}
+	return ringSet(peers, string(v.cfg.Self), k)
+}
+
+// ringSet is self and the k IDs of peers (not containing self, k < len(peers)) after self
+// in the ring of peers and self in order.
+func ringSet(peers []string, self string, k int) map[string]bool {
+	sort.Strings(peers)
+	set := make(map[string]bool, k+1)
+	set[self] = true
+	i := sort.SearchStrings(peers, self)
+	for j := range k {
+		set[peers[(i+j)%len(peers)]] = true
+	}
+	return set
+}
+
+// followSetChangedLocked tells the running follower to watch again if the nodes it should
+// watch are no longer those it does (nodes came, went, or were reported gone).
+func (v *View) followSetChangedLocked() {
+	if !v.following.Load() {
+		return
+	}
+	if now := v.followSetLocked(); maps.Equal(now, v.follow) && (now == nil) == (v.follow == nil) {
+		return
+	}
+	select {
+	case v.reset <- struct{}{}:
+	default:
 	}
 }
 
@@ -338,6 +550,7 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 				}
 				v.putNodeLocked(e.KV)
 			}
+			v.followSetChangedLocked()
 			v.publishLocked()
 			v.mu.Unlock()
 			if v.cfg.Changed != nil {
@@ -371,6 +584,7 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 				delete(v.nodes, id)
 			}
 		}
+		v.followSetChangedLocked()
 		v.publishLocked()
 		v.mu.Unlock()
 		rev = lrev + 1
@@ -444,6 +658,7 @@ func (v *View) publishLocked() {
 		s.nodes = append(s.nodes, sched.Node{ID: id, Total: n.total, Available: n.avail, Queued: n.queued, Alive: !v.gone[id]})
 		s.reports = append(s.reports, n.report)
 		s.suspect = append(s.suspect, v.suspect[id])
+		s.watched = append(s.watched, v.following.Load() && (v.follow == nil || v.follow[id]))
 	}
 	for id, a := range v.data {
 		s.data[id] = a
@@ -451,6 +666,7 @@ func (v *View) publishLocked() {
 	for id := range v.gone {
 		s.gone[id] = true
 	}
+	s.bounded = v.following.Load() && v.follow != nil
 	v.snap.Store(s)
 }
 
@@ -516,6 +732,7 @@ func (v *View) MarkGone(id ids.NodeID) {
 		v.gone = map[string]bool{}
 	}
 	v.gone[string(id)] = true
+	v.followSetChangedLocked()
 	v.publishLocked()
 	v.mu.Unlock()
 }
@@ -524,6 +741,7 @@ func (v *View) MarkGone(id ids.NodeID) {
 func (v *View) MarkAlive(id ids.NodeID) {
 	v.mu.Lock()
 	delete(v.gone, string(id))
+	v.followSetChangedLocked()
 	v.publishLocked()
 	v.mu.Unlock()
 }
@@ -553,7 +771,8 @@ func (v *View) Nodes() []*pb.NodeInfo {
 
 // Available returns, for each node Nodes lists, its resources not in use as its last load
 // report said. A view that did not follow the load reports starts to and waits (up to
-// availableWait) for their listing.
+// availableWait) for their listing; one that watches only some nodes' reports (followSet)
+// lists them all.
 func (v *View) Available() map[string]sched.Resources {
 	v.wantAt.Store(time.Now().UnixNano())
 	if ready := v.startFollowing(); ready != nil {
@@ -563,10 +782,37 @@ func (v *View) Available() map[string]sched.Resources {
 		}
 	}
 	s := v.load()
+	var listed map[string]sched.Resources
+	if s.bounded {
+		// The reports of the peers not watched may be old: read them all now.
+		listed = v.listAvailable()
+	}
 	out := make(map[string]sched.Resources, len(s.nodes))
 	for _, n := range s.nodes {
 		if n.ID == string(v.cfg.Self) || n.Alive && v.cfg.Member(n.ID) {
 			out[n.ID] = n.Available
+			if a, ok := listed[n.ID]; ok {
+				out[n.ID] = a
+			}
+		}
+	}
+	return out
+}
+
+// listAvailable lists the load reports: each node's available resources (nil when the
+// GCS did not answer within availableWait).
+func (v *View) listAvailable() map[string]sched.Resources {
+	ctx, cancel := context.WithTimeout(context.Background(), availableWait)
+	defer cancel()
+	kvs, _, err := v.cfg.Store.List(ctx, gcs.LoadPrefix)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]sched.Resources, len(kvs))
+	for _, kv := range kvs {
+		id, _ := gcs.TrimKey(gcs.LoadPrefix, kv.Key)
+		if l, err := DecodeLoad(id, kv.Value); err == nil {
+			out[l.NodeId] = tasks.ResourcesFromPB(l.Available)
 		}
 	}
 	return out

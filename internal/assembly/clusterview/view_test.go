@@ -3,6 +3,7 @@ package clusterview
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -37,6 +38,13 @@ type fixture struct {
 	loadWatches, loadWatching atomic.Int64
 	// local is Config.Local (nil: none).
 	local func(known uint64) (LocalLoad, bool)
+	// followPeers and othersRefresh are Config.FollowPeers and Config.OthersRefresh;
+	// keyWatching counts the watches of one node's report open now (key -> *atomic.Int64),
+	// loadLists the listings of the load reports.
+	followPeers   int
+	othersRefresh time.Duration
+	keyWatching   sync.Map
+	loadLists     atomic.Int64
 }
 
 // watchCounter counts the fixture's watches of the load reports.
@@ -45,16 +53,29 @@ type watchCounter struct {
 	f *fixture
 }
 
+func (w watchCounter) List(ctx context.Context, prefix string) ([]gcs.KV, int64, error) {
+	if prefix == gcs.LoadPrefix {
+		w.f.loadLists.Add(1)
+	}
+	return w.Store.List(ctx, prefix)
+}
+
 func (w watchCounter) Watch(ctx context.Context, prefix string, rev int64) <-chan gcs.WatchResponse {
 	in := w.Store.Watch(ctx, prefix, rev)
-	if prefix != gcs.LoadPrefix {
+	open := &w.f.loadWatching
+	switch {
+	case prefix == gcs.LoadPrefix:
+		w.f.loadWatches.Add(1)
+	case strings.HasPrefix(prefix, gcs.LoadPrefix):
+		c, _ := w.f.keyWatching.LoadOrStore(prefix, new(atomic.Int64))
+		open = c.(*atomic.Int64)
+	default:
 		return in
 	}
-	w.f.loadWatches.Add(1)
-	w.f.loadWatching.Add(1)
+	open.Add(1)
 	out := make(chan gcs.WatchResponse)
 	go func() {
-		defer w.f.loadWatching.Add(-1)
+		defer open.Add(-1)
 		defer close(out)
 		for r := range in {
 			select {
@@ -87,6 +108,7 @@ func newFixture(t *testing.T, self string) *fixture {
 func (f *fixture) start() {
 	v, err := Start(context.Background(), Config{
 		Self: ids.NodeID(f.self()), Store: watchCounter{Store: f.store, f: f}, LoadsIdle: f.loadsIdle,
+		FollowPeers: f.followPeers, OthersRefresh: f.othersRefresh,
 		RunsTasks: func(info *pb.NodeInfo) bool { return info.Role != "driver" },
 		Member:    func(node string) bool { _, ok := f.members.Load(node); return ok },
 		Suspect:   func(node string) bool { _, ok := f.suspect.Load(node); return ok },

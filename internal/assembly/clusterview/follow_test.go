@@ -1,0 +1,173 @@
+package clusterview
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ray-go/ray/internal/base/eventually"
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/tasks/sched"
+)
+
+// TestRingSetWatchesEveryNodeKTimes: with the ring of 64 node IDs and k = 4, each view
+// watches its own report and 4 peers', and each node's report is watched by exactly 4
+// peers' views: the views a report goes to do not grow with the cluster.
+func TestRingSetWatchesEveryNodeKTimes(t *testing.T) {
+	var all []string
+	for i := range 64 {
+		all = append(all, fmt.Sprintf("%016x", uint64(i+1)*0x9e3779b97f4a7c15))
+	}
+	watchedBy := map[string]int{}
+	for _, self := range all {
+		var peers []string
+		for _, id := range all {
+			if id != self {
+				peers = append(peers, id)
+			}
+		}
+		set := ringSet(peers, self, 4)
+		if len(set) != 5 || !set[self] {
+			t.Fatalf("the set of %s is %v, want itself and 4 peers", self, set)
+		}
+		for id := range set {
+			if id != self {
+				watchedBy[id]++
+			}
+		}
+	}
+	for _, id := range all {
+		if watchedBy[id] != 4 {
+			t.Fatalf("%s is watched by %d views, want 4", id, watchedBy[id])
+		}
+	}
+	// A driver's runtime (not in the ring) watches 4 nodes too.
+	if set := ringSet(all, "driver", 4); len(set) != 5 {
+		t.Fatalf("a driver's set is %v, want itself and 4 nodes", set)
+	}
+}
+
+// watching is how many watches of node id's report are open.
+func (f *fixture) watching(id string) int64 {
+	c, ok := f.keyWatching.Load(gcs.LoadKey(id))
+	if !ok {
+		return 0
+	}
+	return c.(*atomic.Int64).Load()
+}
+
+func (f *fixture) avail(id string) sched.Resources {
+	s := f.v.load()
+	return s.nodes[s.index[id]].Available
+}
+
+// TestViewWatchesABoundedSetOfPeers: in a cluster of more peers than FollowPeers, a view
+// that follows the loads watches its own report and those of the FollowPeers peers after
+// it in the ring, no prefix; the others' reports stay as the listing had them.
+func TestViewWatchesABoundedSetOfPeers(t *testing.T) {
+	f := newFixture(t, "a")
+	f.followPeers, f.loadsIdle = 2, time.Minute
+	peers := []string{"b", "c", "d", "e", "f", "g", "h"}
+	f.putNode("a", "local", 2, "")
+	for _, id := range peers {
+		f.putNode(id, "local", 2, "")
+		f.putLoad(id, 2, 0)
+	}
+	f.start()
+	p := f.v.Placer(0)
+	if _, err := p.Place(sched.Request{Resources: res(t, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "the watches of a, b and c", func() bool {
+		return f.watching("a") == 1 && f.watching("b") == 1 && f.watching("c") == 1
+	})
+	for _, id := range peers[2:] {
+		if n := f.watching(id); n != 0 {
+			t.Fatalf("%d watches of %s's report, want none (not among a's 2 peers)", n, id)
+		}
+	}
+	if n := f.loadWatching.Load(); n != 0 {
+		t.Fatalf("%d watches of every report open, want none", n)
+	}
+	for _, id := range peers {
+		f.putLoad(id, 0, 0)
+	}
+	eventually.True(t, 5*time.Second, "b's and c's reports", func() bool {
+		return f.avail("b").IsZero() && f.avail("c").IsZero()
+	})
+	// Listed by Start and by the follower, not since.
+	if got := f.avail("d"); !got.Equal(res(t, 2)) || f.loadLists.Load() != 2 {
+		t.Fatalf("d (not watched) is at %v after %d listings, want its listed 2 CPUs after 2", got, f.loadLists.Load())
+	}
+	// Available reads every node's report as it is now.
+	if got := f.v.Available()["d"]; !got.IsZero() {
+		t.Fatalf("Available()[d] = %v after d reported none free, want 0", got)
+	}
+}
+
+// TestPlacementListsTheOthersWhenTheWatchedAreFull: when neither the local node nor the
+// watched peers have room, a placement asks for one listing of the reports not watched,
+// and the next placements go to the free node it shows; further placements within
+// OthersRefresh list nothing more.
+func TestPlacementListsTheOthersWhenTheWatchedAreFull(t *testing.T) {
+	f := newFixture(t, "a")
+	f.followPeers, f.loadsIdle, f.othersRefresh = 2, time.Minute, time.Hour
+	f.putNode("a", "local", 2, "")
+	f.putLoad("a", 0, 0)
+	for _, id := range []string{"b", "c", "d", "e", "f"} {
+		f.putNode(id, "local", 2, "")
+		f.putLoad(id, 0, 0)
+	}
+	f.start()
+	p := f.v.Placer(0)
+	one := sched.Request{Resources: res(t, 1)}
+	if _, err := p.Place(one); err != nil { // starts following; the view was not
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "the watches of a, b and c", func() bool {
+		return f.watching("a") == 1 && f.watching("b") == 1 && f.watching("c") == 1 && f.v.load().bounded
+	})
+	f.putLoad("e", 2, 0) // not watched
+	if _, err := p.Place(one); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "e's report listed", func() bool { return f.avail("e").Equal(res(t, 2)) })
+	if n, err := p.Place(one); err != nil || n != "e" {
+		t.Fatalf("a task placed with e free by the listing went to %v (%v), want e", n, err)
+	}
+	for range 20 {
+		if _, err := p.Place(one); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := p.Spill(one, "a"); ok {
+			p.Done("e", res(t, 1))
+		}
+	}
+	if n, asked := f.loadLists.Load(), len(f.v.refresh); n != 3 || asked != 0 {
+		t.Fatalf("%d listings of the reports (%d asked for), want 3: Start's, the follower's and one asked for within OthersRefresh", n, asked)
+	}
+}
+
+// TestWatchedSetFollowsTheMembership: a node that joins between a view's node and its
+// watched peer takes the peer's place in the ring, and one reported gone gives it back.
+func TestWatchedSetFollowsTheMembership(t *testing.T) {
+	f := newFixture(t, "m")
+	f.followPeers, f.loadsIdle = 1, time.Minute
+	f.putNode("m", "local", 2, "")
+	for _, id := range []string{"n", "p", "q"} {
+		f.putNode(id, "local", 2, "")
+	}
+	f.start()
+	p := f.v.Placer(0)
+	if _, err := p.Place(sched.Request{Resources: res(t, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "the watch of n", func() bool { return f.watching("m") == 1 && f.watching("n") == 1 })
+	f.putNode("mm", "local", 2, "")
+	eventually.True(t, 5*time.Second, "mm watched in n's place", func() bool { return f.watching("mm") == 1 && f.watching("n") == 0 })
+	f.putLoad("mm", 0, 3)
+	eventually.True(t, 5*time.Second, "mm's report", func() bool { return f.avail("mm").IsZero() })
+	f.v.MarkGone("mm")
+	eventually.True(t, 5*time.Second, "n watched again", func() bool { return f.watching("mm") == 0 && f.watching("n") == 1 })
+}
