@@ -47,9 +47,13 @@
 // In a cluster each node publishes its load report (load.go: load/<node>, leased, read by
 // the views of package clusterview, `rayctl status`, `rayctl memory` and the metrics): it
 // looks every LoadReportInterval (asking its raylet only after the raylet handled a
-// message) and writes the report at once when a figure placement uses crossed a threshold
+// message) and writes the report when a figure placement uses crossed a threshold
 // (significantChange: queue empty or not, doubled or halved; free resources at none, one
-// unit, half or all of the total, or moved by an eighth of it), within loadReportSettle
+// unit, half or all of the total, or moved by an eighth of it): at once when the node has
+// less room than the report said (lostRoom: a queue started or doubled, a resource below
+// one unit), else at once after a quiet loadReportDamp (500 ms) and otherwise that long
+// after the last write, so that a small node whose leases come and go, crossing half its
+// total back and forth, writes at most two reports a second; within loadReportSettle
 // (1 s) for any other change, at once on a new GCS lease, and every loadReportRefresh
 // (30 s) when nothing changed: every view that follows the reports gets every rewrite.
 // The node's own placements do not wait for its report: its view reads the raylet's live

@@ -38,6 +38,17 @@ const LoadReportInterval = 100 * time.Millisecond
 // LoadReportInterval sent ten reports a second to each of N nodes.
 const loadReportSettle = time.Second
 
+// loadReportDamp is the least time between two writes of the report for a change that
+// placement sees but that gives the node room (a queue shorter or empty, more resources
+// available): a small node whose leases come and go crosses the policy's threshold back
+// and forth several times a second, and each write goes to every view that watches the
+// node. The first such change after a quiet loadReportDamp is written at once, the next
+// ones within loadReportDamp of the last write (and not at all if the load went back to
+// the report's meanwhile). A change that takes room away (a queue starts or doubles, a
+// resource falls below one unit or none) is written at once: peers would send the node
+// work it cannot start.
+const loadReportDamp = 500 * time.Millisecond
+
 // loadReportRefresh rewrites an unchanged report this often. Nothing reads a report's age
 // (the report is on the node's lease, so a dead node's goes with it, and the membership
 // tells liveness); the refresh only repairs a report lost some other way. Every view that
@@ -140,10 +151,11 @@ func (r *loadReporter) run(ctx context.Context) {
 }
 
 // reportGate decides when the load reporter writes the node's report: at once when a
-// figure that placement decisions use changed significantly (significantChange) or the
-// node's GCS lease changed (the report written on the old one goes when it lapses),
-// within loadReportSettle when anything else in it changed, and every loadReportRefresh
-// when nothing did. Not safe for concurrent use (the reporter's loop owns it).
+// figure that placement decisions use changed significantly (significantChange) so that
+// the node has less room (lostRoom), or the node's GCS lease changed (the report written
+// on the old one goes when it lapses); for other significant changes, at once when the
+// last write is loadReportDamp old, else when it becomes so; within loadReportSettle when
+// anything else in it changed, and every loadReportRefresh when nothing did. Not safe for concurrent use (the reporter's loop owns it).
 type reportGate struct {
 	last   *pb.NodeLoad // the report last written, without its time (nil: none yet)
 	lease  gcs.LeaseID  // the lease it was written on
@@ -159,7 +171,7 @@ func (g *reportGate) due(l *pb.NodeLoad, total sched.Resources, lease gcs.LeaseI
 	case proto.Equal(g.last, l):
 		return false
 	case significantChange(g.last, l, total):
-		return true
+		return now.Sub(g.lastAt) >= loadReportDamp || lostRoom(g.last, l, total)
 	}
 	return now.Sub(g.lastAt) >= loadReportSettle
 }
@@ -214,6 +226,25 @@ func significantChange(was, now *pb.NodeLoad, total sched.Resources) bool {
 		}
 	})
 	return extra
+}
+
+// lostRoom reports whether a node's load moved from was to now in a way that leaves it
+// less room than the report said for tasks of the common shapes: its queue started or
+// doubled, or some resource fell below one whole unit (or the total, if smaller) or to
+// none.
+func lostRoom(was, now *pb.NodeLoad, total sched.Resources) bool {
+	qa, qb := was.GetQueued(), now.GetQueued()
+	if qa == 0 && qb > 0 || qa > 0 && qb >= 2*qa {
+		return true
+	}
+	a, b := tasks.ResourcesFromPB(was.GetAvailable()), tasks.ResourcesFromPB(now.GetAvailable())
+	lost := false
+	total.Each(func(name string, t sched.Quantity) {
+		if x, y := a.Get(name), b.Get(name); t > 0 && y < x && y < min(sched.Unit, t) && availLevel(y, t) < availLevel(x, t) {
+			lost = true
+		}
+	})
+	return lost
 }
 
 // availLevel is how many of the thresholds of significantChange an available amount x of

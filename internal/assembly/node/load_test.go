@@ -89,17 +89,35 @@ func TestLoadReportRewrittenOnANewLease(t *testing.T) {
 }
 
 // TestLoadReportThresholdCrossingsAreReportedAtOnce: every look whose figures cross a
-// threshold that placement uses is written, however soon after the last report.
+// threshold that placement uses so that the node has less room is written, however soon
+// after the last report; one that gives it room is written at once after a quiet
+// loadReportDamp, else once that long after the last write.
 func TestLoadReportThresholdCrossingsAreReportedAtOnce(t *testing.T) {
 	total := cpus(t, 2)
 	t0 := time.Unix(1000, 0)
-	// A 2-CPU node going idle, busy, half busy, idle; its queue empty, then not.
-	seq := []*pb.NodeLoad{loadOf(t, 2, 0), loadOf(t, 0, 0), loadOf(t, 0, 3), loadOf(t, 0, 0), loadOf(t, 1, 0), loadOf(t, 2, 0), loadOf(t, 2, 1)}
+	// A 2-CPU node going idle, busy, queueing, its queue doubled: each takes room away.
+	seq := []*pb.NodeLoad{loadOf(t, 2, 0), loadOf(t, 0, 0), loadOf(t, 0, 3), loadOf(t, 0, 6)}
 	if got := feed(&reportGate{}, total, t0, seq); len(got) != len(seq) {
 		t.Fatalf("crossings written at looks %v, want every one of %d", got, len(seq))
 	}
-	// A change of the store's figures only waits for loadReportSettle.
+	// Half busy, then idle at the next look (room given: held), then full (room taken
+	// from the report's half: at once).
 	g := &reportGate{}
+	g.wrote(loadOf(t, 1, 0), 1, t0)
+	if g.due(loadOf(t, 2, 0), total, 1, t0.Add(LoadReportInterval)) {
+		t.Fatalf("a node idle %v after its report of half busy was written at once, want it held for %v", LoadReportInterval, loadReportDamp)
+	}
+	if !g.due(loadOf(t, 0, 0), total, 1, t0.Add(2*LoadReportInterval)) {
+		t.Fatalf("a node full %v after its report of half busy was not written at once", 2*LoadReportInterval)
+	}
+	// Room given after a quiet loadReportDamp: written at once.
+	g = &reportGate{}
+	g.wrote(loadOf(t, 0, 2), 1, t0)
+	if !g.due(loadOf(t, 2, 0), total, 1, t0.Add(loadReportDamp)) {
+		t.Fatalf("a node idle %v after its last report was not written at once", loadReportDamp)
+	}
+	// A change of the store's figures only waits for loadReportSettle.
+	g = &reportGate{}
 	base := loadOf(t, 1, 0)
 	g.wrote(base, 1, t0)
 	stored := loadOf(t, 1, 0)
@@ -109,6 +127,54 @@ func TestLoadReportThresholdCrossingsAreReportedAtOnce(t *testing.T) {
 	}
 	if !g.due(stored, total, 1, t0.Add(loadReportSettle)) {
 		t.Fatalf("a change of the store's bytes was not written %v after the last report", loadReportSettle)
+	}
+}
+
+// TestLoadReportFlipsAreDamped: a 2-CPU node whose lease comes and goes at every look
+// (idle, half busy: the policy's threshold) for 3 s is written at most once per
+// loadReportDamp, not at every look, and never more than loadReportDamp late.
+func TestLoadReportFlipsAreDamped(t *testing.T) {
+	total := cpus(t, 2)
+	t0 := time.Unix(1000, 0)
+	var seq []*pb.NodeLoad
+	for i := range 30 {
+		seq = append(seq, loadOf(t, float64(2-i%2), 0))
+	}
+	wrote := feed(&reportGate{}, total, t0, seq)
+	span := time.Duration(len(seq)) * LoadReportInterval
+	if max := int(span/loadReportDamp) + 1; len(wrote) > max || len(wrote) < max/2 {
+		t.Fatalf("a load flipping at every look for %v: %d writes (%v), want between %d and %d", span, len(wrote), wrote, max/2, max)
+	}
+	for i := 1; i < len(wrote); i++ {
+		gap := time.Duration(wrote[i]-wrote[i-1]) * LoadReportInterval
+		if gap < loadReportDamp || gap > loadReportDamp+2*LoadReportInterval {
+			t.Fatalf("writes %v apart (looks %v), want %v to %v", gap, wrote, loadReportDamp, loadReportDamp+2*LoadReportInterval)
+		}
+	}
+}
+
+func TestLostRoom(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		total, from, to float64
+		qFrom, qTo      int
+		want            bool
+	}{
+		{"queue starts", 8, 0, 0, 0, 1, true},
+		{"queue doubles", 8, 0, 0, 3, 6, true},
+		{"queue grows less", 8, 0, 0, 3, 5, false},
+		{"queue empties", 8, 0, 0, 3, 0, false},
+		{"none free", 8, 0.5, 0, 0, 0, true},
+		{"less than one free", 8, 1, 0.5, 0, 0, true},
+		{"half the total crossed down", 8, 4.5, 3.5, 0, 0, false},
+		{"idle to half busy", 2, 2, 1, 0, 0, false},
+		{"half busy to full", 2, 1, 0, 0, 0, true},
+		{"room given", 2, 0, 2, 0, 0, false},
+	} {
+		was, now := loadOf(t, c.from, c.qFrom), loadOf(t, c.to, c.qTo)
+		if got := lostRoom(was, now, cpus(t, c.total)); got != c.want {
+			t.Errorf("%s: %v CPUs of %v free -> %v, queue %d -> %d: lost room %v, want %v", c.name, c.from, c.total, c.to, c.qFrom, c.qTo, got, c.want)
+		}
 	}
 }
 
