@@ -15,11 +15,13 @@
 // (DefaultFollowPeers, 4) peers watches only its own report and those of the FollowPeers
 // peers after it in the ring of node IDs, each on its own key: every node's report then
 // goes to that many views, whatever the number of nodes (watching the prefix, each write
-// went to every view that followed: up to N-1). The other peers are judged by the last
-// listing of the reports: the follower's first, and one that a placement asks for (at
-// most once per Config.OthersRefresh) when neither the local node nor a watched peer has
-// room under the policy's threshold, or its choice is a peer not watched; a spill finding
-// no watched node with room asks the same. Spread placements rotate over every node as
+// went to every view that followed: up to N-1). The other peers are judged by the
+// follower's first listing of the reports, or by a later read of theirs: a placement asks
+// for one (at most once per Config.OthersRefresh) when neither the local node nor a
+// watched peer has room under the policy's threshold, or its choice is a peer not
+// watched, and a spill finding no watched node with room asks the same; the follower then
+// reads the reports of the next FollowPeers peers not watched, round the ring (one Get
+// each: a listing would read N reports, per view, at every such placement). Spread placements rotate over every node as
 // before, the unwatched ones by their listed figures. A cluster of at most FollowPeers+1
 // nodes is followed as before, through one watch of every report.
 //

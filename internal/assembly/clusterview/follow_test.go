@@ -1,7 +1,9 @@
 package clusterview
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,11 +108,18 @@ func TestViewWatchesABoundedSetOfPeers(t *testing.T) {
 	}
 }
 
-// TestPlacementListsTheOthersWhenTheWatchedAreFull: when neither the local node nor the
-// watched peers have room, a placement asks for one listing of the reports not watched,
-// and the next placements go to the free node it shows; further placements within
-// OthersRefresh list nothing more.
-func TestPlacementListsTheOthersWhenTheWatchedAreFull(t *testing.T) {
+func (f *fixture) gets() []string {
+	f.getMu.Lock()
+	defer f.getMu.Unlock()
+	return append([]string(nil), f.loadGets...)
+}
+
+// TestPlacementReadsOthersWhenTheWatchedAreFull: when neither the local node nor the
+// watched peers have room, a placement asks for a read of FollowPeers reports not
+// watched (the next ones round the ring, one Get each, no listing), and the next
+// placements go to the free node it shows; further placements within OthersRefresh read
+// nothing more.
+func TestPlacementReadsOthersWhenTheWatchedAreFull(t *testing.T) {
 	f := newFixture(t, "a")
 	f.followPeers, f.loadsIdle, f.othersRefresh = 2, time.Minute, time.Hour
 	f.putNode("a", "local", 2, "")
@@ -132,9 +141,9 @@ func TestPlacementListsTheOthersWhenTheWatchedAreFull(t *testing.T) {
 	if _, err := p.Place(one); err != nil {
 		t.Fatal(err)
 	}
-	eventually.True(t, 5*time.Second, "e's report listed", func() bool { return f.avail("e").Equal(res(t, 2)) })
+	eventually.True(t, 5*time.Second, "e's report read", func() bool { return f.avail("e").Equal(res(t, 2)) })
 	if n, err := p.Place(one); err != nil || n != "e" {
-		t.Fatalf("a task placed with e free by the listing went to %v (%v), want e", n, err)
+		t.Fatalf("a task placed with e free by the read went to %v (%v), want e", n, err)
 	}
 	for range 20 {
 		if _, err := p.Place(one); err != nil {
@@ -144,8 +153,13 @@ func TestPlacementListsTheOthersWhenTheWatchedAreFull(t *testing.T) {
 			p.Done("e", res(t, 1))
 		}
 	}
-	if n, asked := f.loadLists.Load(), len(f.v.refresh); n != 3 || asked != 0 {
-		t.Fatalf("%d listings of the reports (%d asked for), want 3: Start's, the follower's and one asked for within OthersRefresh", n, asked)
+	if got, want := f.gets(), []string{gcs.LoadKey("d"), gcs.LoadKey("e")}; !slices.Equal(got, want) || f.loadLists.Load() != 2 || len(f.v.refresh) != 0 {
+		t.Fatalf("reports read %v and %d listings (%d reads asked for), want %v and 2 (Start's, the follower's): one read within OthersRefresh", got, f.loadLists.Load(), len(f.v.refresh), want)
+	}
+	// The next reads go on round the ring: f, then d (after e).
+	f.v.readOthers(context.Background())
+	if got, want := f.gets()[2:], []string{gcs.LoadKey("f"), gcs.LoadKey("d")}; !slices.Equal(got, want) {
+		t.Fatalf("the next read got %v, want %v", got, want)
 	}
 }
 

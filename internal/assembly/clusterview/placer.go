@@ -151,8 +151,8 @@ func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 	if s.bounded && req.Strategy != sched.Spread && req.Strategy != sched.NodeAffinity &&
 		(!s.watched[d.Index] || !sched.KeepsLocal(sched.Request{Resources: req.Resources}, p.buf[d.Index], opt)) {
 		// The nodes whose reports the view watches had no room under the threshold, or the
-		// choice is a node whose report may be old: list the others' (at most once per
-		// Config.OthersRefresh), for this placer's next placements.
+		// choice is a node whose report may be old: read some of the others' (at most once
+		// per Config.OthersRefresh), for the next placements.
 		p.v.refreshOthers(now)
 	}
 	if i, ok := s.index[d.Node]; ok {
@@ -185,7 +185,7 @@ func (p *Placer) Spill(req sched.Request, from ids.NodeID) (ids.NodeID, bool) {
 	d, ok := sched.Spill(req, p.buf, string(from), sched.Options{})
 	if s.bounded && (!ok || !s.watched[d.Index]) {
 		// No watched node can run it now, or the one chosen was judged by an old report:
-		// list the reports the view does not watch (as Place does).
+		// read some of the reports the view does not watch (as Place does).
 		p.v.refreshOthers(now)
 	}
 	if !ok {

@@ -55,8 +55,8 @@ type Config struct {
 	// FollowPeers bounds how many peers' load reports the view watches while it follows
 	// them (0: DefaultFollowPeers; negative: every peer's). See followSet.
 	FollowPeers int
-	// OthersRefresh is the least time between two listings of the reports of the peers the
-	// view does not watch, which placements ask for (0: DefaultOthersRefresh).
+	// OthersRefresh is the least time between two reads of reports of peers the view does
+	// not watch, which placements ask for (0: DefaultOthersRefresh).
 	OthersRefresh time.Duration
 }
 
@@ -80,13 +80,13 @@ const DefaultLoadsIdle = 10 * time.Second
 // with more peers than this, it watches its own report and those of the DefaultFollowPeers
 // peers after it in the ring of node IDs, so that each node's report goes to at most that
 // many views (plus its own) whatever the cluster's size, and every node is watched by
-// that many. The reports of the other peers are from the last listing: the follower's
-// first, or one a placement asked for (refreshOthers) when the watched nodes had no room
-// under the policy's threshold.
+// that many. The reports of the other peers are from the follower's first listing, or
+// read since (that many at a time, round the ring) when a placement asked
+// (refreshOthers): the watched nodes had no room under the policy's threshold.
 const DefaultFollowPeers = 4
 
-// DefaultOthersRefresh is the least time between two listings of the reports of the peers
-// a view does not watch (each lists every node's report: N reports).
+// DefaultOthersRefresh is the least time between two reads of reports of peers a view
+// does not watch (readOthers).
 const DefaultOthersRefresh = time.Second
 
 // availableWait bounds how long Available waits for the load reports' listing.
@@ -137,6 +137,8 @@ type View struct {
 	reset     chan struct{}
 	refresh   chan struct{}
 	refreshAt atomic.Int64
+	// othersNext: the last peer whose report readOthers read (its next read starts after).
+	othersNext string
 
 	snap   atomic.Pointer[snapshot]
 	cancel context.CancelFunc
@@ -412,7 +414,7 @@ func (v *View) followEvents(ctx context.Context, ch <-chan gcs.WatchResponse, id
 		case <-v.reset:
 			return followReset
 		case <-v.refresh:
-			v.listOthers(ctx)
+			v.readOthers(ctx)
 		case now := <-idle:
 			if v.stopFollowing(now) {
 				return followIdle
@@ -423,14 +425,48 @@ func (v *View) followEvents(ctx context.Context, ch <-chan gcs.WatchResponse, id
 	}
 }
 
-// listOthers lists the load reports and applies those of the nodes the follower does not
-// watch (a watched node's report is as new from its watch, and a listing read before one
-// of its events would set it back).
-func (v *View) listOthers(ctx context.Context) {
-	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	kvs, _, err := v.cfg.Store.List(lctx, gcs.LoadPrefix)
-	cancel()
-	if err != nil {
+// readOthers reads the reports of the next FollowPeers peers that the follower does not
+// watch, going round the ring after the watched ones from where the last read stopped
+// (one Get each: the bytes of a read do not grow with the cluster, as a listing's would).
+// A watched node's report is as new from its watch, and is left alone.
+func (v *View) readOthers(ctx context.Context) {
+	v.mu.Lock()
+	if v.follow == nil {
+		v.mu.Unlock()
+		return
+	}
+	var others []string
+	for id := range v.nodes {
+		if !v.follow[id] && !v.gone[id] {
+			others = append(others, id)
+		}
+	}
+	sort.Strings(others)
+	var read []string
+	if len(others) > 0 {
+		// From the first peer after the last one read (or after Self, the first time),
+		// in the ring's order.
+		from := v.othersNext
+		if from == "" {
+			from = string(v.cfg.Self)
+		}
+		i := sort.Search(len(others), func(i int) bool { return others[i] > from })
+		for j := range min(v.cfg.FollowPeers, len(others)) {
+			read = append(read, others[(i+j)%len(others)])
+		}
+		v.othersNext = read[len(read)-1]
+	}
+	v.mu.Unlock()
+	var kvs []gcs.KV
+	for _, id := range read {
+		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		kv, found, err := v.cfg.Store.Get(gctx, gcs.LoadKey(id))
+		cancel()
+		if err == nil && found {
+			kvs = append(kvs, kv)
+		}
+	}
+	if len(kvs) == 0 {
 		return
 	}
 	v.mu.Lock()
@@ -446,8 +482,8 @@ func (v *View) listOthers(ctx context.Context) {
 	}
 }
 
-// refreshOthers asks the follower for a listing of the reports it does not watch, at most
-// once per OthersRefresh (a placement found no room under the threshold on the nodes it
+// refreshOthers asks the follower to read some of the reports it does not watch
+// (readOthers), at most once per OthersRefresh (a placement found no room under the threshold on the nodes it
 // watches, or chose one it does not watch).
 func (v *View) refreshOthers(now time.Time) {
 	last := v.refreshAt.Load()

@@ -45,12 +45,24 @@ type fixture struct {
 	othersRefresh time.Duration
 	keyWatching   sync.Map
 	loadLists     atomic.Int64
+	// loadGets are the keys of the reports read one by one, in order.
+	getMu    sync.Mutex
+	loadGets []string
 }
 
 // watchCounter counts the fixture's watches of the load reports.
 type watchCounter struct {
 	gcs.Store
 	f *fixture
+}
+
+func (w watchCounter) Get(ctx context.Context, key string) (gcs.KV, bool, error) {
+	if strings.HasPrefix(key, gcs.LoadPrefix) {
+		w.f.getMu.Lock()
+		w.f.loadGets = append(w.f.loadGets, key)
+		w.f.getMu.Unlock()
+	}
+	return w.Store.Get(ctx, key)
 }
 
 func (w watchCounter) List(ctx context.Context, prefix string) ([]gcs.KV, int64, error) {
