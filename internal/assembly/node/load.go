@@ -155,7 +155,8 @@ func (r *loadReporter) run(ctx context.Context) {
 // the node has less room (lostRoom), or the node's GCS lease changed (the report written
 // on the old one goes when it lapses); for other significant changes, at once when the
 // last write is loadReportDamp old, else when it becomes so; within loadReportSettle when
-// anything else in it changed, and every loadReportRefresh when nothing did. Not safe for concurrent use (the reporter's loop owns it).
+// anything else in it changed, and every loadReportRefresh when nothing did. Not safe for
+// concurrent use (the reporter's loop owns it).
 type reportGate struct {
 	last   *pb.NodeLoad // the report last written, without its time (nil: none yet)
 	lease  gcs.LeaseID  // the lease it was written on
