@@ -185,3 +185,35 @@ func TestWatchedSetFollowsTheMembership(t *testing.T) {
 	f.v.MarkGone("mm")
 	eventually.True(t, 5*time.Second, "n watched again", func() bool { return f.watching("mm") == 0 && f.watching("n") == 1 })
 }
+
+// TestSpillReadsOthersWhenNoWatchedNodeHasRoom: a spill that finds no watched node with
+// room asks for a read of reports not watched, and a later spill goes to the free node
+// it shows.
+func TestSpillReadsOthersWhenNoWatchedNodeHasRoom(t *testing.T) {
+	f := newFixture(t, "a")
+	f.followPeers, f.loadsIdle, f.othersRefresh = 1, time.Minute, time.Hour
+	for _, id := range []string{"a", "b", "c", "d"} {
+		f.putNode(id, "local", 2, "")
+		f.putLoad(id, 0, 0)
+	}
+	f.start()
+	p := f.v.Placer(0)
+	one := sched.Request{Resources: res(t, 1)}
+	if _, ok := p.Spill(one, "a"); ok { // starts following
+		t.Fatal("a spill with every node full went somewhere")
+	}
+	eventually.True(t, 5*time.Second, "the watches of a and b", func() bool {
+		return f.watching("a") == 1 && f.watching("b") == 1 && f.v.load().bounded
+	})
+	f.putLoad("c", 2, 0) // not watched
+	if _, ok := p.Spill(one, "a"); ok {
+		t.Fatal("a spill went somewhere before c's report was read")
+	}
+	eventually.True(t, 5*time.Second, "c's report read", func() bool { return f.avail("c").Equal(res(t, 2)) })
+	if n, ok := p.Spill(one, "a"); !ok || n != "c" {
+		t.Fatalf("a spill with c free by the read went to %v (%v), want c", n, ok)
+	}
+	if got := f.gets(); !slices.Equal(got, []string{gcs.LoadKey("c")}) {
+		t.Fatalf("reports read %v, want c's only (FollowPeers 1)", got)
+	}
+}
