@@ -212,8 +212,13 @@ var simWorkloads = []string{"local", "remote"}
 
 // simPoint is one workload's figures at one node count: per task over the timed window.
 type simPoint struct {
-	Tasks         int     `json:"tasks"`
-	TasksPerS     float64 `json:"tasks_per_s"` // all nodes in one process on this machine: not a speed figure
+	Tasks     int     `json:"tasks"`
+	TasksPerS float64 `json:"tasks_per_s"` // all nodes in one process on this machine: not a speed figure
+	// CoresUsed: the process's CPU time over the timed round ÷ its wall time. All nodes
+	// share this process's cores: near the machine's core count, the simulated nodes starve
+	// (leases and timers run late), which a real cluster's nodes, each with its own cores,
+	// do not.
+	CoresUsed     float64 `json:"cores_used"`
 	Messages      float64 `json:"messages_per_task"`
 	GCSWrites     float64 `json:"gcs_writes_per_task"`
 	GCSWriteBytes float64 `json:"gcs_write_bytes_per_task"`
@@ -239,6 +244,7 @@ type simCount struct {
 	IdleMessagesPerS  float64 `json:"idle_messages_per_s"`
 	IdleGCSWritesPerS float64 `json:"idle_gcs_writes_per_s"`
 	IdleGCSBytesPerS  float64 `json:"idle_gcs_bytes_per_s"`
+	IdleCoresUsed     float64 `json:"idle_cores_used"` // the process's CPU time ÷ wall, idle
 	StartSeconds      float64 `json:"start_s"`
 	RoundsRetried     int     `json:"rounds_retried,omitempty"` // rounds that failed and ran again (simRoundRetries at most)
 	HeapMiB           float64 `json:"heap_mib"`
@@ -307,14 +313,14 @@ func runSim(ctx context.Context, cfg simConfig) (*simReport, error) {
 		}
 		for _, w := range simWorkloads {
 			p := c.Workloads[w]
-			logf("simulated, %2d node(s), %-6s: %.3f messages/task (net of idle %.3f), GCS %.4f writes/task, %.2f B/task (written %.2f, read %.2f, watched %.2f); %d tasks at %.0f/s",
-				n, w, p.Messages, p.MessagesNet, p.GCSWrites, p.GCSBytes, p.GCSWriteBytes, p.GCSReadBytes, p.GCSWatchBytes, p.Tasks, p.TasksPerS)
+			logf("simulated, %2d node(s), %-6s: %.3f messages/task (net of idle %.3f), GCS %.4f writes/task, %.2f B/task (written %.2f, read %.2f, watched %.2f); %d tasks at %.0f/s, %.2f cores used",
+				n, w, p.Messages, p.MessagesNet, p.GCSWrites, p.GCSBytes, p.GCSWriteBytes, p.GCSReadBytes, p.GCSWatchBytes, p.Tasks, p.TasksPerS, p.CoresUsed)
 			for _, r := range p.ByType {
 				logf("    %.4f/task (net of idle %.4f)  %s", r.PerTask, r.NetOfIdle, r.Key)
 			}
 		}
-		logf("simulated, %2d node(s), idle: %.0f messages/s, %.1f GCS writes/s, %.0f GCS B/s; start %.1f s, heap %.0f MiB; load %s",
-			n, c.IdleMessagesPerS, c.IdleGCSWritesPerS, c.IdleGCSBytesPerS, c.StartSeconds, c.HeapMiB, c.Load)
+		logf("simulated, %2d node(s), idle: %.0f messages/s, %.1f GCS writes/s, %.0f GCS B/s, %.2f cores used; start %.1f s, heap %.0f MiB; load %s",
+			n, c.IdleMessagesPerS, c.IdleGCSWritesPerS, c.IdleGCSBytesPerS, c.IdleCoresUsed, c.StartSeconds, c.HeapMiB, c.Load)
 	}
 	ratio := func(a, b float64) float64 {
 		if a == 0 {
@@ -490,8 +496,10 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 	// Idle: what n nodes cost with nothing to run (load reports settle first).
 	time.Sleep(300 * time.Millisecond)
 	m0, g0, y0, t0 := messages(), counts.snapshot(), types.snapshot(), time.Now()
+	cpu0 := perf.ProcessCPU()
 	time.Sleep(time.Second)
 	idle := time.Since(t0).Seconds()
+	c.IdleCoresUsed = (perf.ProcessCPU() - cpu0).Seconds() / idle
 	dm, dg := messages()-m0, counts.snapshot().sub(g0)
 	idleTypes := map[msgKey]float64{}
 	for k, v := range subCounts(types.snapshot(), y0) {
@@ -506,16 +514,18 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 		// load change (100 ms reports: 300 ms after the last result).
 		m0, g0, y0, t0 = messages(), counts.snapshot(), types.snapshot(), time.Now()
 		pre := counts.prefixes()
+		cpu0 = perf.ProcessCPU()
 		err := round(w, cfg.tasks, false)
 		for again(w, err) {
 			m0, g0, y0, t0 = messages(), counts.snapshot(), types.snapshot(), time.Now()
-			pre = counts.prefixes()
+			pre, cpu0 = counts.prefixes(), perf.ProcessCPU()
 			err = round(w, cfg.tasks, false)
 		}
 		if err != nil {
 			return c, err
 		}
 		wall := time.Since(t0).Seconds()
+		cores := (perf.ProcessCPU() - cpu0).Seconds() / wall
 		time.Sleep(300 * time.Millisecond)
 		window := time.Since(t0).Seconds()
 		dm, dg = messages()-m0, counts.snapshot().sub(g0)
@@ -524,6 +534,7 @@ func simOne(ctx context.Context, n int, cfg simConfig) (c simCount, err error) {
 		var p simPoint
 		p.Tasks = n * cfg.tasks
 		p.TasksPerS = tasks / wall
+		p.CoresUsed = cores
 		p.Messages = float64(dm) / tasks
 		p.GCSWrites = float64(dg.Writes) / tasks
 		p.GCSWriteBytes = float64(dg.WriteBytes) / tasks

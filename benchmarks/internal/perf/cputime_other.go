@@ -4,6 +4,6 @@ package perf
 
 import "time"
 
-func processCPU() time.Duration { return 0 }
+func ProcessCPU() time.Duration { return 0 }
 
 func LoadAvg() string { return "" }

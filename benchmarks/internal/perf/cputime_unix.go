@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// processCPU returns the CPU time (user plus system) this process has used so far.
-func processCPU() time.Duration {
+// ProcessCPU returns the CPU time (user plus system) this process has used so far.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

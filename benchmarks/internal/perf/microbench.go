@@ -295,7 +295,7 @@ func measure(e *env, t timing, m *metric) (stat, error) {
 		defer b.cleanup()
 	}
 	allocs0, bytes0 := heapAllocs()
-	cpu0, wall0, wait0, msgs0 := processCPU(), time.Now(), mutexWait(), messages(e)
+	cpu0, wall0, wait0, msgs0 := ProcessCPU(), time.Now(), mutexWait(), messages(e)
 	st, err := timeit(t, b.multiplier, b.run)
 	if err != nil {
 		return stat{}, err
@@ -310,7 +310,7 @@ func measure(e *env, t timing, m *metric) (stat, error) {
 	}
 	// How many of the machine's cores this process got while timing: well under
 	// GOMAXPROCS for a CPU-bound body means neighbours took the rest.
-	cores := (processCPU() - cpu0).Seconds() / time.Since(wall0).Seconds()
+	cores := (ProcessCPU() - cpu0).Seconds() / time.Since(wall0).Seconds()
 	trials := make([]string, len(st.Trials))
 	for i, x := range st.Trials {
 		trials[i] = format(x)
