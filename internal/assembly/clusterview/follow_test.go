@@ -10,6 +10,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/eventually"
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/tasks/sched"
 )
 
@@ -215,5 +216,55 @@ func TestSpillReadsOthersWhenNoWatchedNodeHasRoom(t *testing.T) {
 	}
 	if got := f.gets(); !slices.Equal(got, []string{gcs.LoadKey("c")}) {
 		t.Fatalf("reports read %v, want c's only (FollowPeers 1)", got)
+	}
+}
+
+// TestUnwatchedHolderOfTheArgumentsKeepsTheTask: a node the view does not watch, whose
+// listed report showed it full, and that holds megabytes of a task's arguments gets the
+// task (its report may be old; spillback moves the task if it is in fact full), where a
+// task without such arguments goes to a watched node with room. Without the benefit of
+// the doubt, the old report sent every such task away from its bytes until a read came.
+func TestUnwatchedHolderOfTheArgumentsKeepsTheTask(t *testing.T) {
+	f := newFixture(t, "a")
+	f.followPeers, f.loadsIdle, f.othersRefresh = 2, time.Minute, time.Hour
+	f.putNode("a", "local", 2, "")
+	f.putLoad("a", 0, 0)
+	for _, id := range []string{"b", "c", "d", "e", "f"} {
+		f.putNode(id, "local", 2, "")
+		f.putLoad(id, 2, 0)
+	}
+	f.putLoad("e", 0, 0) // listed full; not among a's 2 watched peers (b, c)
+	f.start()
+	p := f.v.Placer(0)
+	one := sched.Request{Resources: res(t, 1)}
+	if _, err := p.Place(one); err != nil { // starts following
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "a bounded view", func() bool {
+		return f.watching("b") == 1 && f.watching("c") == 1 && f.v.load().bounded
+	})
+	f.putLoad("e", 2, 0) // e is free now; the view does not watch it and reads nothing (OthersRefresh)
+	big := sched.Request{Resources: res(t, 1), ArgBytes: map[string]int64{"e": 6 << 20}}
+	for range 3 {
+		if n, err := p.Place(big); err != nil || n != "e" {
+			t.Fatalf("a task with 6 MiB of arguments on e went to %v (%v), want e", n, err)
+		}
+		p.Done("e", res(t, 1))
+	}
+	// Not beyond what this placer has put there itself: e has 2 CPUs.
+	got := map[ids.NodeID]int{}
+	for range 3 {
+		n, err := p.Place(big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[n]++
+	}
+	if got["e"] != 2 {
+		t.Fatalf("3 tasks with their arguments on e (2 CPUs, idle by the benefit of the doubt) went to %v, want 2 on e", got)
+	}
+	small := sched.Request{Resources: res(t, 1), ArgBytes: map[string]int64{"e": 1 << 10}}
+	if n, err := p.Place(small); err != nil || n == "e" {
+		t.Fatalf("a task with 1 KiB of arguments on e went to %v (%v), want a node the view knows has room", n, err)
 	}
 }

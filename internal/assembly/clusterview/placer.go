@@ -144,6 +144,9 @@ func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 			p.v.needLoads(now)
 		}
 	}
+	if s.bounded {
+		p.trustHolders(s, req)
+	}
 	d, err := sched.Place(req, p.buf, string(p.v.cfg.Self), opt)
 	if err != nil {
 		return "", err
@@ -164,6 +167,34 @@ func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 		}
 	}
 	return ids.NodeID(d.Node), nil
+}
+
+// trustHolders gives a node the view does not watch, and that holds KeepBytes or more of
+// req's arguments, the benefit of the doubt: its report may be as old as the follower's
+// listing (a busy moment long past), and the policy keeps a task where megabytes of its
+// arguments are only if that node can run it now. It is judged by its Total less what
+// this placer placed there since that report, nothing queued. If it is in fact full, its
+// scheduler queues the task and says so, and spillback moves it by the figures a read
+// then brings; moving the bytes on an old report's word costs more.
+func (p *Placer) trustHolders(s *snapshot, req sched.Request) {
+	for id, n := range req.ArgBytes {
+		if n < sched.DefaultKeepBytes {
+			continue
+		}
+		i, ok := s.index[id]
+		if !ok || s.watched[i] || !p.buf[i].Alive || p.buf[i].Available.Fits(req.Resources) {
+			continue
+		}
+		avail := p.buf[i].Total
+		if a := p.own[id]; a != nil {
+			if report, _, _ := p.base(s, i); a.report == report {
+				avail = avail.Sub(a.placed)
+			}
+		}
+		if avail.Fits(req.Resources) {
+			p.buf[i].Available, p.buf[i].Queued = avail, 0
+		}
+	}
 }
 
 // Spill chooses another node for a request that waits at node from, by sched.Spill: one
