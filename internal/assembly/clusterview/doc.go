@@ -21,9 +21,15 @@
 // watched peer has room under the policy's threshold, or its choice is a peer not
 // watched, and a spill finding no watched node with room asks the same; the follower then
 // reads the reports of the next FollowPeers peers not watched, round the ring (one Get
-// each: a listing would read N reports, per view, at every such placement). Spread placements rotate over every node as
-// before, the unwatched ones by their listed figures. A cluster of at most FollowPeers+1
-// nodes is followed as before, through one watch of every report.
+// each: a listing would read N reports, per view, at every such placement). Spread
+// placements rotate over every node as before, the unwatched ones by their last figures,
+// and ask for such reads too (a node listed busy would otherwise stay out of the
+// rotation). A node not watched that holds Options.KeepBytes of a task's arguments is
+// judged by its Total less what the placer put there since, not by its last report
+// (Placer.trustHolders): a report listed while it was busy would send every such task away
+// from its bytes; if it is in fact full, its scheduler queues the task and spillback moves
+// it. A cluster of at most FollowPeers+1 nodes is followed as before, through one watch of
+// every report.
 //
 // Available, which user
 // code and placement groups call rarely, waits for the listing when the view was not

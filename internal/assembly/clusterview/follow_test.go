@@ -268,3 +268,42 @@ func TestUnwatchedHolderOfTheArgumentsKeepsTheTask(t *testing.T) {
 		t.Fatalf("a task with 1 KiB of arguments on e went to %v (%v), want a node the view knows has room", n, err)
 	}
 }
+
+// TestSpreadReadsOthers: Spread placements in a bounded view ask for reads of the reports
+// not watched (one read per OthersRefresh), so that a node listed busy and free since
+// comes back into the rotation.
+func TestSpreadReadsOthers(t *testing.T) {
+	f := newFixture(t, "a")
+	f.followPeers, f.loadsIdle, f.othersRefresh = 2, time.Minute, time.Hour
+	f.putNode("a", "local", 2, "")
+	f.putLoad("a", 2, 0)
+	for _, id := range []string{"b", "c", "d", "e"} {
+		f.putNode(id, "local", 2, "")
+		f.putLoad(id, 2, 0)
+	}
+	f.putLoad("d", 0, 0) // listed busy; not watched (a watches b and c)
+	f.start()
+	p := f.v.Placer(0)
+	spread := sched.Request{Resources: res(t, 1), Strategy: sched.Spread}
+	if _, err := p.Place(spread); err != nil { // starts following
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "a bounded view", func() bool { return f.v.load().bounded })
+	f.putLoad("d", 2, 0)
+	if _, err := p.Place(spread); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "d's report read", func() bool { return f.avail("d").Equal(res(t, 2)) })
+	seen := map[ids.NodeID]bool{}
+	for range 10 {
+		n, err := p.Place(spread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[n] = true
+		p.Done(n, res(t, 1))
+	}
+	if !seen["d"] {
+		t.Fatalf("10 spread tasks went to %v, not to d, free by the read", seen)
+	}
+}

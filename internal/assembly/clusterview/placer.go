@@ -151,11 +151,12 @@ func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 	if err != nil {
 		return "", err
 	}
-	if s.bounded && req.Strategy != sched.Spread && req.Strategy != sched.NodeAffinity &&
-		(!s.watched[d.Index] || !sched.KeepsLocal(sched.Request{Resources: req.Resources}, p.buf[d.Index], opt)) {
+	if s.bounded && req.Strategy != sched.NodeAffinity && (req.Strategy == sched.Spread || !s.watched[d.Index] ||
+		!sched.KeepsLocal(sched.Request{Resources: req.Resources}, p.buf[d.Index], opt)) {
 		// The nodes whose reports the view watches had no room under the threshold, or the
-		// choice is a node whose report may be old: read some of the others' (at most once
-		// per Config.OthersRefresh), for the next placements.
+		// choice is a node whose report may be old, or the request spreads over every node
+		// (an old report that showed a node busy keeps it out of the rotation): read some
+		// of the others' (at most once per Config.OthersRefresh), for the next placements.
 		p.v.refreshOthers(now)
 	}
 	if i, ok := s.index[d.Node]; ok {
