@@ -54,10 +54,11 @@ func (m *Map[V]) Put(seq, low uint64, v V) {
 	}
 	m.n++
 	if seq >= low {
-		if d := seq - low; d >= uint64(len(m.ring)) && d < uint64(m.max()) {
+		d := seq - low
+		if d >= uint64(len(m.ring)) && d < uint64(m.max()) {
 			m.grow(d + 1)
 		}
-		if d := seq - low; d < uint64(len(m.ring)) {
+		if d < uint64(len(m.ring)) {
 			if s := &m.ring[seq&uint64(len(m.ring)-1)]; s.seq == 0 {
 				*s = slot[V]{v: v, seq: seq}
 				return
