@@ -3,6 +3,7 @@ package clusterview
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -121,15 +122,7 @@ func (f *fixture) gets() []string {
 // placements go to the free node it shows; further placements within OthersRefresh read
 // nothing more.
 func TestPlacementReadsOthersWhenTheWatchedAreFull(t *testing.T) {
-	f := newFixture(t, "a")
-	f.followPeers, f.loadsIdle, f.othersRefresh = 2, time.Minute, time.Hour
-	f.putNode("a", "local", 2, "")
-	f.putLoad("a", 0, 0)
-	for _, id := range []string{"b", "c", "d", "e", "f"} {
-		f.putNode(id, "local", 2, "")
-		f.putLoad(id, 0, 0)
-	}
-	f.start()
+	f := ringFixture(t, 2, map[string]float64{"a": 0, "b": 0, "c": 0, "d": 0, "e": 0, "f": 0})
 	p := f.v.Placer(0)
 	one := sched.Request{Resources: res(t, 1)}
 	if _, err := p.Place(one); err != nil { // starts following; the view was not
@@ -191,13 +184,7 @@ func TestWatchedSetFollowsTheMembership(t *testing.T) {
 // room asks for a read of reports not watched, and a later spill goes to the free node
 // it shows.
 func TestSpillReadsOthersWhenNoWatchedNodeHasRoom(t *testing.T) {
-	f := newFixture(t, "a")
-	f.followPeers, f.loadsIdle, f.othersRefresh = 1, time.Minute, time.Hour
-	for _, id := range []string{"a", "b", "c", "d"} {
-		f.putNode(id, "local", 2, "")
-		f.putLoad(id, 0, 0)
-	}
-	f.start()
+	f := ringFixture(t, 1, map[string]float64{"a": 0, "b": 0, "c": 0, "d": 0})
 	p := f.v.Placer(0)
 	one := sched.Request{Resources: res(t, 1)}
 	if _, ok := p.Spill(one, "a"); ok { // starts following
@@ -225,16 +212,8 @@ func TestSpillReadsOthersWhenNoWatchedNodeHasRoom(t *testing.T) {
 // task without such arguments goes to a watched node with room. Without the benefit of
 // the doubt, the old report sent every such task away from its bytes until a read came.
 func TestUnwatchedHolderOfTheArgumentsKeepsTheTask(t *testing.T) {
-	f := newFixture(t, "a")
-	f.followPeers, f.loadsIdle, f.othersRefresh = 2, time.Minute, time.Hour
-	f.putNode("a", "local", 2, "")
-	f.putLoad("a", 0, 0)
-	for _, id := range []string{"b", "c", "d", "e", "f"} {
-		f.putNode(id, "local", 2, "")
-		f.putLoad(id, 2, 0)
-	}
-	f.putLoad("e", 0, 0) // listed full; not among a's 2 watched peers (b, c)
-	f.start()
+	// e is listed full, and is not among a's 2 watched peers (b, c).
+	f := ringFixture(t, 2, map[string]float64{"a": 0, "b": 2, "c": 2, "d": 2, "e": 0, "f": 2})
 	p := f.v.Placer(0)
 	one := sched.Request{Resources: res(t, 1)}
 	if _, err := p.Place(one); err != nil { // starts following
@@ -273,16 +252,8 @@ func TestUnwatchedHolderOfTheArgumentsKeepsTheTask(t *testing.T) {
 // not watched (one read per OthersRefresh), so that a node listed busy and free since
 // comes back into the rotation.
 func TestSpreadReadsOthers(t *testing.T) {
-	f := newFixture(t, "a")
-	f.followPeers, f.loadsIdle, f.othersRefresh = 2, time.Minute, time.Hour
-	f.putNode("a", "local", 2, "")
-	f.putLoad("a", 2, 0)
-	for _, id := range []string{"b", "c", "d", "e"} {
-		f.putNode(id, "local", 2, "")
-		f.putLoad(id, 2, 0)
-	}
-	f.putLoad("d", 0, 0) // listed busy; not watched (a watches b and c)
-	f.start()
+	// d is listed busy, and is not watched (a watches b and c).
+	f := ringFixture(t, 2, map[string]float64{"a": 2, "b": 2, "c": 2, "d": 0, "e": 2})
 	p := f.v.Placer(0)
 	spread := sched.Request{Resources: res(t, 1), Strategy: sched.Spread}
 	if _, err := p.Place(spread); err != nil { // starts following
@@ -306,4 +277,19 @@ func TestSpreadReadsOthers(t *testing.T) {
 	if !seen["d"] {
 		t.Fatalf("10 spread tasks went to %v, not to d, free by the read", seen)
 	}
+}
+
+// ringFixture starts a view of node "a" in a cluster of 2-CPU nodes whose reports give
+// the free CPUs of free (by node ID, "a" included), watching watch peers while it
+// follows, following for a minute after a placement, and reading reports not watched at
+// most once an hour.
+func ringFixture(t *testing.T, watch int, free map[string]float64) *fixture {
+	f := newFixture(t, "a")
+	f.followPeers, f.loadsIdle, f.othersRefresh = watch, time.Minute, time.Hour
+	for _, id := range slices.Sorted(maps.Keys(free)) {
+		f.putNode(id, "local", 2, "")
+		f.putLoad(id, free[id], 0)
+	}
+	f.start()
+	return f
 }
