@@ -24,11 +24,12 @@
 // each: a listing would read N reports, per view, at every such placement). Spread
 // placements rotate over every node as before, the unwatched ones by their last figures,
 // and ask for such reads too (a node listed busy would otherwise stay out of the
-// rotation). A node not watched that holds Options.KeepBytes of a task's arguments is
-// judged by its Total less what the placer put there since, not by its last report
-// (Placer.trustHolders): a report listed while it was busy would send every such task away
-// from its bytes; if it is in fact full, its scheduler queues the task and spillback moves
-// it. A cluster of at most FollowPeers+1 nodes is followed as before, through one watch of
+// rotation). A node that holds Options.KeepBytes of a task's arguments is judged by its
+// Total less what the placer put there since, not by its report (Placer.trustHolders; not
+// the local node, whose live load is exact): an old report, a damped one or one listed
+// while the node was busy would send such a task away from its bytes; if the node is in
+// fact full, its scheduler queues the task and spillback moves it, as Ray's
+// locality-aware leasing asks the node with the arguments first. A cluster of at most FollowPeers+1 nodes is followed as before, through one watch of
 // every report.
 //
 // Available, which user

@@ -144,9 +144,7 @@ func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 			p.v.needLoads(now)
 		}
 	}
-	if s.bounded {
-		p.trustHolders(s, req)
-	}
+	p.trustHolders(s, req)
 	d, err := sched.Place(req, p.buf, string(p.v.cfg.Self), opt)
 	if err != nil {
 		return "", err
@@ -170,20 +168,24 @@ func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 	return ids.NodeID(d.Node), nil
 }
 
-// trustHolders gives a node the view does not watch, and that holds KeepBytes or more of
-// req's arguments, the benefit of the doubt: its report may be as old as the follower's
-// listing (a busy moment long past), and the policy keeps a task where megabytes of its
-// arguments are only if that node can run it now. It is judged by its Total less what
-// this placer placed there since that report, nothing queued. If it is in fact full, its
-// scheduler queues the task and says so, and spillback moves it by the figures a read
-// then brings; moving the bytes on an old report's word costs more.
+// trustHolders gives a node that holds KeepBytes or more of req's arguments the benefit of
+// the doubt: the policy keeps a task where megabytes of its arguments are only if that node
+// can run it now by the view, and the view's figures for it may be old (a report that
+// gives room is written up to 500 ms late, the work of this runtime's other shards ends
+// unseen until then, and a node the view does not watch is known by its listing or its
+// last read). It is judged by its Total less what this placer put there since its report,
+// nothing queued. If it is in fact full, its scheduler queues the task and says so, and
+// spillback moves it (as Ray's locality-aware leasing asks the node with the arguments
+// first and lets its raylet spill back); moving the bytes on an old report's word costs
+// more.
 func (p *Placer) trustHolders(s *snapshot, req sched.Request) {
 	for id, n := range req.ArgBytes {
 		if n < sched.DefaultKeepBytes {
 			continue
 		}
 		i, ok := s.index[id]
-		if !ok || s.watched[i] || !p.buf[i].Alive || p.buf[i].Available.Fits(req.Resources) {
+		if !ok || !p.buf[i].Alive || p.buf[i].Available.Fits(req.Resources) ||
+			id == string(p.v.cfg.Self) && p.localOK { // the local node's live load is exact
 			continue
 		}
 		avail := p.buf[i].Total
