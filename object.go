@@ -25,13 +25,19 @@ type ObjectRef[T any] struct {
 }
 
 type handle struct {
-	id    ids.ObjectID
-	e     *objects.Entry // the object's entry in its owner's table (newRef), or nil
-	core  *core.Core     // nil for a ref decoded from a value and not bound yet (refs.go)
-	owner *pb.PID        // the owner, for a ref decoded from a value
-	err   error          // submission failed before an object existed
-	gone  atomic.Bool    // the reference was given back (Release, or the finalizer)
-	fin   atomic.Bool    // its finalizer is set (the nursery sets it: nursery.go)
+	id ids.ObjectID
+	// e: the object's entry in its owner's table (newRef), or nil; cleared when the
+	// reference is given back. The entry lives in the owner's record of the task that
+	// returns the object (core's pending, with the task's spec): a released handle the
+	// nursery or the program still holds must not keep that record from the garbage
+	// collector, or every task's record lives one to two nursery ticks after its Release
+	// and each collection marks tens of thousands of them.
+	e     atomic.Pointer[objects.Entry]
+	core  *core.Core  // nil for a ref decoded from a value and not bound yet (refs.go)
+	owner *pb.PID     // the owner, for a ref decoded from a value
+	err   error       // submission failed before an object existed
+	gone  atomic.Bool // the reference was given back (Release, or the finalizer)
+	fin   atomic.Bool // its finalizer is set (the nursery sets it: nursery.go)
 }
 
 // A handle bound to a runtime carries a finalizer (collected) that gives its reference back
@@ -52,7 +58,7 @@ func collected(h *handle) {
 // giveBack drops the handle's reference (once: the caller won h.gone).
 func (h *handle) giveBack(explicit bool) {
 	if h.owner == nil { // made by newRef: this process owns the object
-		h.core.ReleaseOwned(h.id, h.e, explicit)
+		h.core.ReleaseOwned(h.id, h.e.Swap(nil), explicit)
 	} else {
 		h.core.ReleaseRef(h.id, explicit)
 	}
@@ -61,7 +67,8 @@ func (h *handle) giveBack(explicit bool) {
 // newRef wraps an ID the caller already holds one reference to (core.Submit, core.Put),
 // with its entry in the owner's table if the caller has it.
 func newRef[T any](c *core.Core, id ids.ObjectID, e *objects.Entry) ObjectRef[T] {
-	h := &handle{id: id, e: e, core: c}
+	h := &handle{id: id, core: c}
+	h.e.Store(e)
 	toNursery(h)
 	return ObjectRef[T]{h: h}
 }
@@ -180,7 +187,7 @@ func Get[T any](ctx context.Context, r ObjectRef[T]) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	data, owned, err := tc.GetInOwned(ctx, h.id, h.e)
+	data, owned, err := tc.GetInOwned(ctx, h.id, h.e.Load())
 	runtime.KeepAlive(h)
 	if err != nil {
 		return zero, convert(err)

@@ -110,7 +110,8 @@ func submitN(ctx context.Context, f *remoteFunc, n int, args ...argLike) []*hand
 		return fail(err)
 	}
 	for i := range hs {
-		hs[i] = &handle{id: list[i], e: entries[i], core: tc.Core}
+		hs[i] = &handle{id: list[i], core: tc.Core}
+		hs[i].e.Store(entries[i])
 		toNursery(hs[i])
 	}
 	return hs

@@ -74,10 +74,10 @@ type shard struct {
 	// spillTimer: a spillCheck message is due
 	spillTimer bool
 
-	// lineage (lineage.go): tasks whose records may need writing to the GCS
-	// tasks whose records may need writing to the GCS, in two generations: [1] noted since
-	// the timer's last tick, [0] before
-	unrecorded  [2][]*pending
+	// lineage (lineage.go): tasks whose records may need writing to the GCS, in two
+	// generations: [1] noted since the timer's last tick, [0] before. By ID, not by
+	// pending: a task released meanwhile is garbage at once (see toRecord).
+	unrecorded  [2][]ids.TaskID
 	recordTimer bool
 
 	callers   map[ids.ActorID]*actorCaller // this shard's callers, by actor
