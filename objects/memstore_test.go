@@ -74,6 +74,35 @@ func TestOwnedSharesEntries(t *testing.T) {
 	}
 }
 
+// TestSubmittedInUsesOnlyAHeldHint: SubmittedIn counts the entry it is given when the
+// store holds it (CreateIn took it), and the table's own entry when the hint is a
+// caller's zero entry that CreateIn did not take (the object existed already).
+func TestSubmittedInUsesOnlyAHeldHint(t *testing.T) {
+	mem, refs := NewOwned()
+	root := ids.NewRootTaskID()
+	ret := ids.ReturnID(ids.ChildTaskID(root, 1), 1)
+	var taken, unused Entry
+	mem.CreateIn(ret, &taken)
+	mem.CreateIn(ret, &unused) // exists: unused stays the caller's
+	refs.SubmittedIn(ret.Task(), nil, nil, &unused)
+	if unused.refs || unused.mem {
+		t.Fatal("SubmittedIn counted a hint the table does not hold")
+	}
+	if l, _, known := refs.Counts(ret); !known || l != 1 || !taken.refs || taken.rc.local != 1 {
+		t.Fatalf("counts: local=%d known=%v (the held entry counted: %v), want 1 true true", l, known, taken.refs)
+	}
+	var other Entry
+	ret2 := ids.ReturnID(ids.ChildTaskID(root, 2), 1)
+	mem.CreateIn(ret2, &other)
+	refs.SubmittedIn(ret2.Task(), nil, nil, &other)
+	if !other.refs || other.rc.local != 1 || !other.rc.task {
+		t.Fatal("SubmittedIn did not count the held hint's entry")
+	}
+	if sh := mem.t.shard(ret2); sh.m[ret2] != &other {
+		t.Fatal("the hint's entry is not the table's")
+	}
+}
+
 // TestMemoryStoreWaitersAfterReset: a reconstructed object (Reset) is waited for anew;
 // the waiters of its first value are gone with it.
 func TestMemoryStoreWaitersAfterReset(t *testing.T) {

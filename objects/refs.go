@@ -127,8 +127,14 @@ func (sh *tshard) counted(id ids.ObjectID, hint *Entry) *Entry {
 }
 
 // count returns id's entry, counted from now on if it was not (the shard's lock held).
-func (sh *tshard) count(id ids.ObjectID) *Entry {
-	e := sh.entry(id, nil)
+func (sh *tshard) count(id ids.ObjectID) *Entry { return sh.countIn(id, nil) }
+
+// countIn is count with a hint (see find).
+func (sh *tshard) countIn(id ids.ObjectID, hint *Entry) *Entry {
+	e := sh.find(id, hint)
+	if e == nil {
+		e = sh.entry(id, nil)
+	}
 	if !e.refs {
 		e.refs = true
 		e.rc = refCount{}
@@ -238,16 +244,22 @@ func (t *RefTable) giveBack(work argHolds, r *Released) {
 // takes as arguments (each counted once per occurrence) and its spec, which Spec returns
 // while the record lives.
 func (t *RefTable) AddTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec) {
-	t.addTask(task, args, spec, false)
+	t.addTask(task, args, spec, false, nil)
 }
 
 // Submitted is a task's submission: AddLocal of its return ReturnID(task, 1) (the
 // caller's reference) and AddTask.
 func (t *RefTable) Submitted(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec) {
-	t.addTask(task, args, spec, true)
+	t.addTask(task, args, spec, true, nil)
 }
 
-func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec, local bool) {
+// SubmittedIn is Submitted for the caller that passed e to MemoryStore.CreateIn for the
+// task's first return: its entry is found without looking it up.
+func (t *RefTable) SubmittedIn(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec, e *Entry) {
+	t.addTask(task, args, spec, true, e)
+}
+
+func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec, local bool, hint *Entry) {
 	for _, a := range args { // before the record exists: see the type's doc
 		sh := t.shard(a)
 		sh.mu.Lock()
@@ -257,7 +269,7 @@ func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSp
 	ret := ids.ReturnID(task, 1)
 	sh := t.shard(ret)
 	sh.mu.Lock()
-	c := &sh.count(ret).rc
+	c := &sh.countIn(ret, hint).rc
 	if !c.task {
 		sh.ntasks++
 	}

@@ -152,7 +152,7 @@ func (c *Core) submitG(tc *TaskContext, call Call, g *Generator) (*pending, erro
 	// The caller's reference to the result, the lineage record (the spec, for
 	// reconstruction; the shard writes it to the GCS if it lives long enough: lineage.go),
 	// and the submitted task's references to its arguments (dropped when it finishes).
-	c.refs.Submitted(tid, c.lineageArgs(c.holdArgs(argRefs), args), spec)
+	c.refs.SubmittedIn(tid, c.lineageArgs(c.holdArgs(argRefs), args), spec, &p.ret)
 	if spec.NumReturns > 1 {
 		c.refs.AddReturns(tid, int(spec.NumReturns))
 	}
