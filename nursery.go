@@ -23,7 +23,8 @@ import (
 // there a whole tick and is not released yet, and forgets the rest. A handle the program
 // drops early is held by the nursery for one to two ticks more, and its finalizer, set
 // then, gives its reference back after the next garbage collection, as before: GC-driven
-// release was never prompt. A released handle (Release) costs its nursery list an append.
+// release was never prompt. A released handle (Release) costs its nursery list an append,
+// and holds nothing of its task while the list keeps it (handle.e is cleared).
 const nurseryTick = 50 * time.Millisecond
 
 type nurseryShard struct {

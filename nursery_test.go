@@ -1,12 +1,14 @@
 package ray
 
 import (
+	"context"
 	"runtime"
 	"testing"
 	"time"
 	goweak "weak"
 
 	"github.com/ray-go/ray/internal/base/eventually"
+	"github.com/ray-go/ray/objects"
 )
 
 // TestNursery: a handle released within its first tick never gets a finalizer (the
@@ -60,7 +62,8 @@ func TestNursery(t *testing.T) {
 // handle's pointer to its entry (which lives in the owner's record of the task: core's
 // pending) is cleared when the reference is given back. Before, every task's record lived
 // one to two nursery ticks after its Release, and each collection marked tens of thousands
-// of them.
+// of them. A burst of tasks, got and released, leaves none of its records behind either
+// (nothing on the way, a worker's queue or a batch of results, keeps one).
 func TestReleasedRefKeepsNoTaskRecord(t *testing.T) {
 	ctx := timeout(t)
 	r := tiny.Remote(ctx)
@@ -79,4 +82,50 @@ func TestReleasedRefKeepsNoTaskRecord(t *testing.T) {
 		t.Fatal("the released handle still points to its entry")
 	}
 	runtime.KeepAlive(r) // held throughout, and by the nursery: a tick is 50 ms
+
+	refs := make([]ObjectRef[[]byte], 500)
+	for i := range refs {
+		refs[i] = tiny.Remote(ctx)
+	}
+	collectedAfterRelease(t, ctx, refs, "the records of a released burst of tasks")
+}
+
+// collectedAfterRelease gets refs, releases them, and waits until the garbage collector
+// has taken the owner's records (the entries) of a sample of them.
+func collectedAfterRelease[T any](t *testing.T, ctx context.Context, refs []ObjectRef[T], what string) {
+	t.Helper()
+	var ws []goweak.Pointer[objects.Entry]
+	for i := 0; i < len(refs); i += 25 {
+		ws = append(ws, goweak.Make(refs[i].h.e.Load()))
+	}
+	if _, err := GetAll(ctx, refs); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refs {
+		r.Release()
+	}
+	eventually.AfterGC(t, 10*time.Second, what+" to be collected", func() bool {
+		for _, w := range ws {
+			if w.Value() != nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestReleasedActorCallsKeepNoRecords: after a burst of calls to an actor, got and
+// released, the caller's records of the calls are garbage, though no later call has
+// brought the actor the acknowledgements of their results (which it keeps until then):
+// a result holds a copy of its task's ID, not the caller's spec's bytes (worker.ResultID).
+// Before, every record of the burst lived until later calls came.
+func TestReleasedActorCallsKeepNoRecords(t *testing.T) {
+	ctx := timeout(t)
+	h := clockClass.Remote(ctx, AtMostOnce())
+	refs := make([]ObjectRef[int64], 500)
+	for i := range refs {
+		refs[i] = clockTick.Remote(ctx, h)
+	}
+	collectedAfterRelease(t, ctx, refs, "the records of released actor calls")
+	runtime.KeepAlive(h)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ray-go/ray/internal/base/handoff"
+	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/slab"
 	"github.com/ray-go/ray/tasks/worker"
@@ -47,6 +48,7 @@ type executor struct {
 	// acknowledgements together).
 	single  worker.Runner
 	results slab.Slab[pb.TaskResult]
+	tids    slab.Slab[ids.TaskID] // their task IDs (worker.ResultID)
 	conc    int
 	last    uint64 // highest log index run (the checkpoint position)
 
@@ -75,9 +77,9 @@ type executor struct {
 }
 
 func newExecutor(g *grain, runner worker.Runner, conc int, last uint64, lazy bool) *executor {
-	x := &executor{g: g, runner: runner, single: runner, results: slab.Slab[pb.TaskResult]{N: maxHeld}, conc: conc, last: last, signal: make(chan struct{}, 1)}
+	x := &executor{g: g, runner: runner, single: runner, results: slab.Slab[pb.TaskResult]{N: maxHeld}, tids: slab.Slab[ids.TaskID]{N: maxHeld}, conc: conc, last: last, signal: make(chan struct{}, 1)}
 	x.lazy = lazy
-	x.single.Results = &x.results
+	x.single.Results, x.single.IDs = &x.results, &x.tids
 	if conc > 1 {
 		x.sem = make(chan struct{}, conc)
 	}

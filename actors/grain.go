@@ -1047,23 +1047,32 @@ func (g *grain) onDone() {
 			g.onCheckpointSaved(d.ckpt)
 			continue
 		}
-		st := g.callers.get(d.entry.CallerId)
-		if st == nil {
-			continue
-		}
-		st.applied = max(st.applied, d.entry.Seq)
-		if d.result == nil {
-			continue
-		}
-		st.keep(d.entry.Seq, d.result)
-		if !g.info.AtMostOnce {
-			g.results = append(g.results, &pb.ActorResultRecord{CallerId: d.entry.CallerId, Seq: d.entry.Seq, Index: d.entry.Index, Digest: digest(d.result)})
-			g.sinceCkpt++
-		} else {
-			g.sinceCkpt++
-		}
+		g.ran(d)
+		// The call is done with its spec: an entry keeps none. Entries are carved from a
+		// slab whose current array the grain holds, and the spec of a call from this
+		// process is part of its caller's record of the call (internal/assembly/core's
+		// pending): the last calls of a burst kept their callers' records alive for as
+		// long as the actor had no new calls.
+		d.entry.Spec = nil
 	}
 	g.checkpointIfDue()
+}
+
+// ran takes what the executor reports of a call that ran (or was skipped: no result).
+func (g *grain) ran(d done) {
+	st := g.callers.get(d.entry.CallerId)
+	if st == nil {
+		return
+	}
+	st.applied = max(st.applied, d.entry.Seq)
+	if d.result == nil {
+		return
+	}
+	st.keep(d.entry.Seq, d.result)
+	if !g.info.AtMostOnce {
+		g.results = append(g.results, &pb.ActorResultRecord{CallerId: d.entry.CallerId, Seq: d.entry.Seq, Index: d.entry.Index, Digest: digest(d.result)})
+	}
+	g.sinceCkpt++
 }
 
 // checkpointIfDue asks for a periodic checkpoint if one is due.

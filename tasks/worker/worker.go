@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -136,6 +137,7 @@ type lease struct {
 	// results makes the lease's results; used by its goroutine only. They go to the owner
 	// in batches of up to maxResultBatch and die together.
 	results slab.Slab[pb.TaskResult]
+	ids     slab.Slab[ids.TaskID] // the task IDs of those results (Runner.IDs)
 	// out are the results held back for the owner (see run); the hold timer flushes too.
 	out struct {
 		mu      sync.Mutex
@@ -173,7 +175,8 @@ func (l *lease) armSlow() {
 }
 
 func (w *Worker) newLease(id string, owner *actor.PID, root *actor.RootContext) *lease {
-	l := &lease{id: id, lid: []byte(id), owner: owner, root: root, results: slab.Slab[pb.TaskResult]{N: maxResultBatch}}
+	l := &lease{id: id, lid: []byte(id), owner: owner, root: root, results: slab.Slab[pb.TaskResult]{N: maxResultBatch},
+		ids: slab.Slab[ids.TaskID]{N: maxResultBatch}}
 	l.base, l.stop = context.WithCancel(w.base)
 	l.out.hold = time.AfterFunc(time.Hour, l.flushHeld)
 	l.out.hold.Stop()
@@ -434,6 +437,7 @@ func (w *Worker) cancelTask(ctx actor.Context, m *pb.CancelTask) {
 }
 
 func (w *Worker) cancelled(task []byte, attempt int32, fn string) *pb.TaskResult {
+	task = bytes.Clone(task) // see ResultID
 	return &pb.TaskResult{TaskId: task, Attempt: attempt, Error: &pb.ErrorInfo{
 		Kind: pb.ErrorInfo_CANCELLED, TaskId: task, Function: fn, Message: "task was cancelled", NodeId: string(w.env.Node)}}
 }
@@ -465,7 +469,7 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 			}
 		}
 		start := time.Since(monoStart) // one clock read (time.Now reads two)
-		res := w.execute(tctx, root, spec, self, &l.results)
+		res := w.execute(tctx, root, spec, self, &l.results, &l.ids)
 		res.RunNanos = int64(time.Since(monoStart) - start)
 		res.LeaseId = l.lid
 		cancelled, more := l.done()
@@ -514,7 +518,7 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 }
 
 // execute runs one task and returns its result; it never panics.
-func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.TaskSpec, self *actor.PID, results *slab.Slab[pb.TaskResult]) *pb.TaskResult {
+func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.TaskSpec, self *actor.PID, results *slab.Slab[pb.TaskResult], tids *slab.Slab[ids.TaskID]) *pb.TaskResult {
 	fn, ok := tasks.Lookup(spec.Function)
 	if !ok {
 		return Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function}).Error(), "", w.env.Node)
@@ -524,7 +528,7 @@ func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.
 			"(is the worker running another build of the program?)", spec.Function, n, pb.NumReturns(spec.NumReturns)), "", w.env.Node)
 	}
 	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, StoreBytes: w.env.StoreBytes, Store: w.env.Store, Fetch: w.env.Fetch, Root: root, Nested: w.env.Nested, Meta: w.env.Meta,
-		Results: results}
+		Results: results, IDs: tids}
 	return r.Run(ctx, w.env.Context(ctx, spec, self), spec, fn.Call)
 }
 
@@ -552,12 +556,33 @@ type Runner struct {
 	// (they go to their owner in batches and die together). It belongs to the goroutine
 	// that calls Run.
 	Results *slab.Slab[pb.TaskResult]
+	// IDs, if set, holds the task IDs of those results (ResultID), several per
+	// allocation; it belongs to the goroutine that calls Run.
+	IDs *slab.Slab[ids.TaskID]
+}
+
+// ResultID is the task ID for spec's result: a copy (in a value of ids, if not nil). A
+// result never points into its spec. The spec of a task or actor call submitted in this
+// process is part of its owner's record of it (internal/assembly/core's pending, about
+// 640 bytes with the owner's entry of its return), and results live on after their task:
+// an actor keeps each until its caller acknowledges it, a slab keeps a batch together. A
+// result that pointed into its spec kept every such record alive with it: after a burst
+// of actor calls, released and collected, all of them still were, until later calls
+// brought the acknowledgements.
+func ResultID(spec *pb.TaskSpec, tids *slab.Slab[ids.TaskID]) []byte {
+	if tids == nil || len(spec.TaskId) != ids.TaskIDLen {
+		return bytes.Clone(spec.TaskId)
+	}
+	id := tids.New()
+	copy(id[:], spec.TaskId)
+	return id[:]
 }
 
 // Fail builds the failed result of spec.
 func Fail(spec *pb.TaskSpec, kind pb.ErrorInfo_Kind, msg, stack string, node ids.NodeID) *pb.TaskResult {
-	return &pb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Error: &pb.ErrorInfo{
-		Kind: kind, Function: spec.Function, TaskId: spec.TaskId, Message: msg, Stack: stack, NodeId: string(node)}}
+	tid := ResultID(spec, nil)
+	return &pb.TaskResult{TaskId: tid, Attempt: spec.Attempt, Error: &pb.ErrorInfo{
+		Kind: kind, Function: spec.Function, TaskId: tid, Message: msg, Stack: stack, NodeId: string(node)}}
 }
 
 // admitTimeout bounds the wait for the store to admit a large result while it spills
@@ -608,7 +633,7 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 	} else {
 		res = &pb.TaskResult{}
 	}
-	res.TaskId, res.Attempt, res.Size = spec.TaskId, spec.Attempt, int64(len(out))
+	res.TaskId, res.Attempt, res.Size = ResultID(spec, r.IDs), spec.Attempt, int64(len(out))
 	if r.Nested != nil {
 		res.Nested = r.Nested(callCtx)
 	}
@@ -696,7 +721,7 @@ func (r *Runner) returns(callCtx context.Context, spec *pb.TaskSpec, out []byte)
 		}
 		v.Data, v.InStore, v.NodeId = nil, true, string(r.Node)
 	}
-	res := &pb.TaskResult{TaskId: spec.TaskId, Attempt: spec.Attempt, Returns: rs.Values}
+	res := &pb.TaskResult{TaskId: ResultID(spec, r.IDs), Attempt: spec.Attempt, Returns: rs.Values}
 	if r.Meta != nil {
 		res.Meta = r.Meta(callCtx)
 	}
