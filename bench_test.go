@@ -110,3 +110,40 @@ func BenchmarkActorCallsAsync(b *testing.B) {
 		}
 	}
 }
+
+func (*benchActor) Step(_ context.Context, n int, _ int64) (int, error) { return n, nil }
+
+var benchStep = Method2(benchActorClass, "step", (*benchActor).Step)
+
+// BenchmarkActorCallsPipelined is benchmarks/rl's asynchronous run with one worker:
+// two calls with two by-value arguments queued on one at-most-once actor; the driver
+// gets the oldest call's result, releases it and submits the next, so every call pays
+// Remote, Get and Release on its own.
+func BenchmarkActorCallsPipelined(b *testing.B) {
+	ctx := shared
+	h := benchActorClass.Remote(ctx, AtMostOnce())
+	if _, err := Get(ctx, benchSmall.Remote(ctx, h)); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = Kill(ctx, h, true) }()
+	var ring [2]ObjectRef[int]
+	for k := range ring {
+		ring[k] = benchStep.Remote(ctx, h, V(k), V(int64(0)))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := i % len(ring)
+		if _, err := Get(ctx, ring[k]); err != nil {
+			b.Fatal(err)
+		}
+		ring[k].Release()
+		ring[k] = benchStep.Remote(ctx, h, V(i), V(int64(0)))
+	}
+	b.StopTimer()
+	for _, r := range ring {
+		if _, err := Get(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		r.Release()
+	}
+}
