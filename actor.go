@@ -655,7 +655,14 @@ func callActor[R, T any](ctx context.Context, h ActorHandle[T], m *actorMethod, 
 	if err := h.check(); err != nil {
 		return failedRef[R](fmt.Errorf("ray: %s: %w", m.name, err))
 	}
-	list := make([]core.Arg, len(args))
+	// The arguments' list lives on the stack (SubmitActorCall keeps its elements' contents,
+	// never the slice; a method takes at most four arguments): one allocation less per call.
+	var buf [4]core.Arg
+	list := buf[:0]
+	if len(args) > len(buf) {
+		list = make([]core.Arg, 0, len(args))
+	}
+	list = list[:len(args)]
 	for i, a := range args {
 		if list[i], err = a.toArg(tc.Core); err != nil {
 			return failedRef[R](fmt.Errorf("ray: %s: argument %d: %w", m.name, i+1, err))
