@@ -16,6 +16,7 @@ import (
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/mapx"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/slab"
 	"github.com/ray-go/ray/objects"
 	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/sched"
@@ -80,6 +81,11 @@ type actorCaller struct {
 	// held: this caller holds the actor's handle object while it has unfinished calls
 	// (lifetime.go); guarded by mu.
 	held bool
+	// direct makes the messages of the calls sent straight to the actor (sendDirect),
+	// several per allocation (guarded by mu). Each is fresh (the actor may still read an
+	// earlier one) and lives until the actor has taken it in, about as long as its
+	// neighbours.
+	direct slab.Slab[pb.ActorCall]
 	// incNodes: the node of each placed incarnation this caller saw, newest last, at most
 	// maxIncNodes (guarded by mu): the task events show a call on the node of the
 	// incarnation that ran it (events.go, actorIncNode).
@@ -487,11 +493,11 @@ func (c *Core) ActorState(ctx context.Context, id ids.ActorID) (lifecycle.State,
 // holds (nil: it holds none, the actor is detached): while the call is unfinished, this
 // process holds the object too (lifetime.go), so the actor outlives the calls made to it.
 func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg, owner *pb.PID) (ids.ObjectID, *objects.Entry, error) {
-	p, err := c.submitActorCall(tc, id, method, args, owner)
-	return ids.ReturnID(p.tid, 1), &p.ret, err
+	p, ret, err := c.submitActorCall(tc, id, method, args, owner)
+	return ret, &p.ret, err
 }
 
-func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg, owner *pb.PID) (*pending, error) {
+func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg, owner *pb.PID) (*pending, ids.ObjectID, error) {
 	p := newPending(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1))) // and its spec
 	tid := p.tid
 	ret := ids.ReturnID(tid, 1)
@@ -500,12 +506,12 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	}
 	select {
 	case <-c.closed:
-		return p, ErrShutdown
+		return p, ret, ErrShutdown
 	default:
 	}
 	c.mem.CreateIn(ret, &p.ret)
 	if c.cfg.Actors == nil {
-		return p, c.failSubmit(ret, tid, method, pb.ErrorInfo_SYSTEM, ErrNoActors)
+		return p, ret, c.failSubmit(ret, tid, method, pb.ErrorInfo_SYSTEM, ErrNoActors)
 	}
 	// Large by-value arguments go through the object store, as a task's do: the call's
 	// message and the actor's method log entry stay small (the log records them by
@@ -517,7 +523,7 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		if errors.Is(err, objects.ErrObjectTooLarge) {
 			kind = pb.ErrorInfo_OBJECT_TOO_LARGE
 		}
-		return p, c.failSubmit(ret, tid, method, kind, err)
+		return p, ret, c.failSubmit(ret, tid, method, kind, err)
 	}
 	defer c.releasePut(put) // the call holds its own references by then (holdArgs)
 	c.refs.AddLocal(ret)
@@ -549,10 +555,15 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		argRefs = append(argRefs, ref)
 	}
 	p.actor, p.sh = ac, sh
+	// One clock read for the call's submission time (events.go; set before the shard can
+	// see the call, which it takes from ac.calls under ac.mu) and, when it goes straight to
+	// the actor, its send (sendDirect): both happen now.
+	var now int64
+	if c.evBudget != nil || len(argRefs) == 0 {
+		now = c.clock.now()
+	}
 	if c.evBudget != nil {
-		// The call's submission time (events.go), set before the shard can see the call
-		// (it takes it from ac.calls under ac.mu): one clock read.
-		p.ev.submit = c.clock.now()
+		p.ev.submit = now
 	}
 	ac.mu.Lock()
 	seq, dead := ac.calls.Add(p)
@@ -572,14 +583,14 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		msg := dead.Error()
 		e := &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: method, TaskId: p.tid[:], Message: msg}
 		c.mem.Set(ret, objects.Value{Err: e})
-		return p, &SubmitError{Info: e, Err: errors.New(msg)}
+		return p, ret, &SubmitError{Info: e, Err: errors.New(msg)}
 	}
 	if argErr != nil {
 		// The call fails here; its seq is skipped so the calls after it are not held up.
 		info := &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST, Function: method, TaskId: p.tid[:], Message: argErr.Error(), NodeId: string(c.cfg.Node)}
 		c.actorFinished(p)
 		c.mem.Set(ret, objects.Value{Err: info})
-		return p, &SubmitError{Info: info, Err: argErr}
+		return p, ret, &SubmitError{Info: info, Err: argErr}
 	}
 	c.holdArgs(argRefs)
 	p.argRefs = argRefs
@@ -589,13 +600,13 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		// nothing is ahead of it (sendDirect), or to the outbox, in submission order; the
 		// shard registers it before it handles the actor's answer.
 		p.dispatched = true
-		if !c.sendDirect(p) {
+		if !c.sendDirect(p, now) {
 			c.sendActorCall(p)
 		}
-		return p, nil
+		return p, ret, nil
 	}
 	sh.submit(p) // its shard waits for its arguments, then sends it
-	return p, nil
+	return p, ret, nil
 }
 
 // sendActorCall queues a resolved call for its actor.
@@ -622,8 +633,9 @@ const directMax = 8
 // otherwise p is untouched and goes through sendActorCall. The send happens under ac.mu,
 // so the calls of one caller leave in sequence order whichever path they take. p is
 // handed to its shard's direct list (registered there before the shard handles any later
-// message, so before the actor's answer) before it leaves.
-func (c *Core) sendDirect(p *pending) bool {
+// message, so before the actor's answer) before it leaves. now is the clock's time of the
+// submission, a moment earlier.
+func (c *Core) sendDirect(p *pending, now int64) bool {
 	ac := p.actor
 	if created := ac.state.created; created != nil {
 		select {
@@ -641,7 +653,6 @@ func (c *Core) sendDirect(p *pending) bool {
 	if ac.pid == nil || ac.queued || ac.flushing || ac.calls.Queued() > 0 || ac.calls.Unfinished() > directMax {
 		return false
 	}
-	now := c.clock.now()
 	if !ac.calls.Send(p.seq, c.clock.at(now)) {
 		return false
 	}
@@ -651,8 +662,9 @@ func (c *Core) sendDirect(p *pending) bool {
 		panic("core: sendDirect: the outbox held more than the call just sent")
 	}
 	inc := ac.calls.Incarnation()
-	m := &pb.ActorCall{ActorId: ac.id[:], CallerId: sh.callerID(), Seq: p.seq,
-		Acked: ac.calls.Low() - 1, First: ac.calls.Low(), Incarnation: inc, Caller: sh.pidW, Spec: p.spec}
+	m := ac.direct.New()
+	m.ActorId, m.CallerId, m.Seq = ac.id[:], sh.callerID(), p.seq
+	m.Acked, m.First, m.Incarnation, m.Caller, m.Spec = ac.calls.Low()-1, ac.calls.Low(), inc, sh.pidW, p.spec
 	if sh.ev.on {
 		p.ev.dispatch, p.ev.inc = now, incOf(inc)
 	}
