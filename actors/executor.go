@@ -285,6 +285,7 @@ func (x *executor) loop() {
 	}
 	var mu sync.Mutex // guards ob for conc > 1
 	var items []execItem
+	var methods methodCache // the loop's calls only
 	for {
 		// signal alone, not a select with g.base.Done(): the grain cancels base only when it
 		// stops, and then closes the executor, which signals (take reports closed). A
@@ -316,7 +317,7 @@ func (x *executor) loop() {
 					continue
 				}
 				if x.conc == 1 {
-					res, end := runCall(g.base, &x.single, g.contextFor(g.inc), g.class, g.inst, e.Spec)
+					res, end := runCall(g.base, &x.single, &methods, g.contextFor(g.inc), g.class, g.inst, e.Spec)
 					g.env.Stats.Calls.Add(g.slot, 1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers
@@ -334,7 +335,7 @@ func (x *executor) loop() {
 				x.wg.Add(1)
 				go func() {
 					defer func() { <-x.sem; x.wg.Done() }()
-					res, end := runCall(g.base, &x.runner, g.contextFor(g.inc), g.class, g.inst, e.Spec)
+					res, end := runCall(g.base, &x.runner, nil, g.contextFor(g.inc), g.class, g.inst, e.Spec)
 					g.env.Stats.Calls.Add(g.slot, 1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers
@@ -387,9 +388,31 @@ var monoStart = time.Now()
 
 func monoNow() time.Duration { return time.Since(monoStart) }
 
-// runCall runs one method call on inst. end is monoNow() when it ended.
-func runCall(base context.Context, r *worker.Runner, mk func(context.Context, *pb.TaskSpec) context.Context, class *Class, inst any, spec *pb.TaskSpec) (res *pb.TaskResult, end time.Duration) {
-	m, ok := class.Method(spec.Function)
+// methodCache is the method of the last call an executor's loop ran: a caller calling
+// one method over and over finds it without a lookup in the class's methods (a string
+// hash and a sync.Map read per call). A class's methods are never replaced (AddMethod),
+// so a method found stays right.
+type methodCache struct {
+	name string
+	m    *Method
+}
+
+// method finds method name of class, through mc (nil: no cache).
+func (mc *methodCache) method(class *Class, name string) (*Method, bool) {
+	if mc != nil && mc.m != nil && mc.name == name {
+		return mc.m, true
+	}
+	m, ok := class.Method(name)
+	if ok && mc != nil {
+		mc.name, mc.m = name, m
+	}
+	return m, ok
+}
+
+// runCall runs one method call on inst, finding its method through mc (nil: none; the
+// calls of one class only). end is monoNow() when it ended.
+func runCall(base context.Context, r *worker.Runner, mc *methodCache, mk func(context.Context, *pb.TaskSpec) context.Context, class *Class, inst any, spec *pb.TaskSpec) (res *pb.TaskResult, end time.Duration) {
+	m, ok := mc.method(class, spec.Function)
 	if !ok {
 		return worker.Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION,
 			fmt.Sprintf("actors: class %q has no method %q registered in this program (register it with ray.Method0..Method4)", class.Name, spec.Function), "", r.Node), monoNow()

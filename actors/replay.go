@@ -155,7 +155,7 @@ func (g *grain) replay(ctx context.Context, r *recovered, class *Class, after, i
 		if e.Skip {
 			continue
 		}
-		res, _ := runCall(ctx, &runner, g.contextFor(inc), class, inst, e.Spec)
+		res, _ := runCall(ctx, &runner, nil, g.contextFor(inc), class, inst, e.Spec)
 		g.env.Stats.Replayed.Add(g.slot, 1)
 		r.replayed++
 		if rec, ok := p.recorded[resultKey{e.CallerId, e.Seq}]; ok && rec != digest(res) {
