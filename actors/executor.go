@@ -305,7 +305,8 @@ func (x *executor) loop() {
 				if g.base.Err() != nil {
 					return
 				}
-				if x.ckpt.CompareAndSwap(true, false) {
+				// A load first: the swap, a locked instruction, only when one is asked for.
+				if x.ckpt.Load() && x.ckpt.CompareAndSwap(true, false) {
 					x.runCheckpoint(ob, &mu)
 				}
 				e := it.entry
@@ -350,7 +351,7 @@ func (x *executor) loop() {
 		mu.Lock()
 		ob.flush()
 		mu.Unlock()
-		if x.ckpt.CompareAndSwap(true, false) {
+		if x.ckpt.Load() && x.ckpt.CompareAndSwap(true, false) {
 			x.runCheckpoint(ob, &mu)
 		}
 	}
