@@ -117,8 +117,10 @@ func collectedAfterRelease[T any](t *testing.T, ctx context.Context, refs []Obje
 // TestReleasedActorCallsKeepNoRecords: after a burst of calls to an actor, got and
 // released, the caller's records of the calls are garbage, though no later call has
 // brought the actor the acknowledgements of their results (which it keeps until then):
-// a result holds a copy of its task's ID, not the caller's spec's bytes (worker.ResultID).
-// Before, every record of the burst lived until later calls came.
+// a result holds a copy of its task's ID, not the caller's spec's bytes (worker.ResultID),
+// and neither the actor's messages nor its log entries keep a call's spec once it ran
+// (grain.accept, outbox.add). Before, every record of the burst lived until later calls
+// came.
 func TestReleasedActorCallsKeepNoRecords(t *testing.T) {
 	ctx := timeout(t)
 	h := clockClass.Remote(ctx, AtMostOnce())
@@ -127,5 +129,26 @@ func TestReleasedActorCallsKeepNoRecords(t *testing.T) {
 		refs[i] = clockTick.Remote(ctx, h)
 	}
 	collectedAfterRelease(t, ctx, refs, "the records of released actor calls")
+
+	// One call at a time: each goes straight to the actor (core's sendDirect), its message
+	// from a slab of the caller's; the actor (at-most-once, lazy) reports what ran to its
+	// grain only when its next message comes, so the last call's entry waits there.
+	var ws []goweak.Pointer[objects.Entry]
+	for range 40 {
+		r := clockTick.Remote(ctx, h)
+		ws = append(ws, goweak.Make(r.h.e.Load()))
+		if _, err := Get(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		r.Release()
+	}
+	eventually.AfterGC(t, 10*time.Second, "the records of released calls made one at a time to be collected", func() bool {
+		for _, w := range ws {
+			if w.Value() != nil {
+				return false
+			}
+		}
+		return true
+	})
 	runtime.KeepAlive(h)
 }

@@ -190,16 +190,24 @@ type ownerResults struct {
 
 // add holds call e's result res (nil: a skipped call); now is monoNow() at its end (the
 // loop passes the time runCall read last, so a call costs no clock read here).
+//
+// It is the last to read e's spec, and takes it from e: the entry waits for the grain
+// (a lazy executor reports only when the grain's next message comes), and is carved from
+// a slab the grain holds, but a call's spec from a caller in this process is part of that
+// caller's record of the call (internal/assembly/core's pending), which an entry holding
+// it would keep alive: after the last calls of a burst, for as long as the actor is idle.
 func (o *outbox) add(e *pb.ActorLogEntry, res *pb.TaskResult, now time.Duration) {
+	spec := e.Spec
+	e.Spec = nil
 	o.done = append(o.done, done{entry: e, result: res})
 	if o.pending == 0 {
 		o.since = now
 	}
 	o.pending++
-	if res == nil || e.Spec == nil || e.Spec.ResultTo() == nil {
+	if res == nil || spec == nil || spec.ResultTo() == nil {
 		return
 	}
-	ow := e.Spec.ResultTo()
+	ow := spec.ResultTo()
 	i := 0
 	for i < len(o.owners) && (o.owners[i].owner.Address != ow.Address || o.owners[i].owner.Id != ow.Id) {
 		i++

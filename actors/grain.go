@@ -653,6 +653,11 @@ func (g *grain) accept(c *pb.ActorCall, st *callerState) {
 	st.next = c.Seq + 1
 	e := g.entries.New()
 	e.Index, e.CallerId, e.Seq, e.Skip, e.Spec = g.nextIndex, c.CallerId, c.Seq, c.Skip || c.Spec == nil, c.Spec
+	// The entry holds the spec from now on (until the call is done: onDone), the message
+	// not: a caller in this process makes its messages several per allocation (its
+	// batches, its slab of direct calls), which live while any of them is held, and a
+	// message's spec is part of the caller's record of the call.
+	c.Spec = nil
 	g.nextIndex++
 	if g.info.AtMostOnce {
 		g.exec.push(execItem{entry: e})
@@ -1047,13 +1052,7 @@ func (g *grain) onDone() {
 			g.onCheckpointSaved(d.ckpt)
 			continue
 		}
-		g.ran(d)
-		// The call is done with its spec: an entry keeps none. Entries are carved from a
-		// slab whose current array the grain holds, and the spec of a call from this
-		// process is part of its caller's record of the call (internal/assembly/core's
-		// pending): the last calls of a burst kept their callers' records alive for as
-		// long as the actor had no new calls.
-		d.entry.Spec = nil
+		g.ran(d) // (the entry holds its spec no more: outbox.add took it)
 	}
 	g.checkpointIfDue()
 }
