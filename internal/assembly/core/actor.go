@@ -498,7 +498,7 @@ func (c *Core) SubmitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 }
 
 func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, args []Arg, owner *pb.PID) (*pending, ids.ObjectID, error) {
-	p, ptrs, argv := newCallPending(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1)), len(args)) // its spec and arguments
+	p, ptrs, argv := newPendingArgs(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1)), len(args)) // its spec and arguments
 	tid := p.tid
 	ret := ids.ReturnID(tid, 1)
 	if c.sites != nil {
@@ -606,36 +606,6 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	}
 	sh.submit(p) // its shard waits for its arguments, then sends it
 	return p, ret, nil
-}
-
-// newCallPending is newPending and newArgs(n) for an actor call: for one or two arguments
-// (an actor's methods mostly take few), the pending, its spec and the arguments are one
-// allocation of the size the two made (640 bytes of pending, then 768 or 896 in all: no
-// size class is crossed). The arguments live as long as the spec, which is in the pending.
-func newCallPending(tid ids.TaskID, n int) (p *pending, ptrs []*pb.Arg, vals []pb.Arg) {
-	switch n {
-	case 1:
-		a := &struct {
-			p pending
-			a [1]*pb.Arg
-			v [1]pb.Arg
-		}{p: pending{tid: tid}}
-		p, ptrs, vals = &a.p, a.a[:], a.v[:]
-	case 2:
-		a := &struct {
-			p pending
-			a [2]*pb.Arg
-			v [2]pb.Arg
-		}{p: pending{tid: tid}}
-		p, ptrs, vals = &a.p, a.a[:], a.v[:]
-	default:
-		p = newPending(tid)
-		ptrs, vals = newArgs(n)
-		return p, ptrs, vals
-	}
-	p.spec = &p.specBuf
-	p.spec.TaskId = p.tid[:]
-	return p, ptrs, vals
 }
 
 // sendActorCall queues a resolved call for its actor.

@@ -69,9 +69,9 @@ func (c *Core) submit(tc *TaskContext, call Call) (*pending, error) { return c.s
 
 // submitG is submit of a call of a streaming generator when g is not nil (generator.go).
 func (c *Core) submitG(tc *TaskContext, call Call, g *Generator) (*pending, error) {
-	// The task's bookkeeping and its spec are one allocation, and the spec's ID points
-	// into it (newPending).
-	p := newPending(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1)))
+	// The task's bookkeeping, its spec and (one or two) arguments are one allocation, and
+	// the spec's ID points into it (newPendingArgs).
+	p, argp, argv := newPendingArgs(ids.ChildTaskID(tc.idSeed(), tc.children.Add(1)), len(call.Args))
 	if g != nil {
 		g.register(p.tid)
 	}
@@ -109,8 +109,7 @@ func (c *Core) submitG(tc *TaskContext, call Call, g *Generator) (*pending, erro
 	spec := p.spec
 	spec.JobId = string(c.cfg.Job)
 	spec.Function = call.Function
-	var argv []pb.Arg
-	spec.Args, argv = newArgs(len(call.Args))
+	spec.Args = argp
 	spec.Resources = res
 	spec.MaxRetries = call.MaxRetries
 	spec.RetryExceptions = call.RetryExceptions
