@@ -86,15 +86,23 @@ var (
 	benchSmall      = Method0(benchActorClass, "small", (*benchActor).Small)
 )
 
-// BenchmarkActorCallsAsync is microbench's 1_1_actor_calls_async: batches of 1000 calls
-// to one at-most-once actor, then GetAll.
-func BenchmarkActorCallsAsync(b *testing.B) {
+// newBenchActor makes an at-most-once benchActor, ready (one call answered), killed when b
+// ends.
+func newBenchActor(b *testing.B) ActorHandle[benchActor] {
 	ctx := shared
 	h := benchActorClass.Remote(ctx, AtMostOnce())
 	if _, err := Get(ctx, benchSmall.Remote(ctx, h)); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = Kill(ctx, h, true) }()
+	b.Cleanup(func() { _ = Kill(ctx, h, true) })
+	return h
+}
+
+// BenchmarkActorCallsAsync is microbench's 1_1_actor_calls_async: batches of 1000 calls
+// to one at-most-once actor, then GetAll.
+func BenchmarkActorCallsAsync(b *testing.B) {
+	ctx := shared
+	h := newBenchActor(b)
 	refs := make([]ObjectRef[[]byte], 0, 1000)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -121,11 +129,7 @@ var benchStep = Method2(benchActorClass, "step", (*benchActor).Step)
 // Remote, Get and Release on its own.
 func BenchmarkActorCallsPipelined(b *testing.B) {
 	ctx := shared
-	h := benchActorClass.Remote(ctx, AtMostOnce())
-	if _, err := Get(ctx, benchSmall.Remote(ctx, h)); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = Kill(ctx, h, true) }()
+	h := newBenchActor(b)
 	var ring [2]ObjectRef[int]
 	for k := range ring {
 		ring[k] = benchStep.Remote(ctx, h, V(k), V(int64(0)))

@@ -224,6 +224,20 @@ func newPending(tid ids.TaskID) *pending {
 	return p
 }
 
+// pendingArgs1 and pendingArgs2 are newPendingArgs' allocations.
+type (
+	pendingArgs1 struct {
+		p pending
+		a [1]*pb.Arg
+		v [1]pb.Arg
+	}
+	pendingArgs2 struct {
+		p pending
+		a [2]*pb.Arg
+		v [2]pb.Arg
+	}
+)
+
 // newPendingArgs is newPending and newArgs(n) for a task or actor call of n arguments: for
 // one or two (most take few), the pending, its spec and the arguments are one
 // allocation of the size the two made (640 bytes of pending, then 768 or 896 in all: no
@@ -231,18 +245,10 @@ func newPending(tid ids.TaskID) *pending {
 func newPendingArgs(tid ids.TaskID, n int) (p *pending, ptrs []*pb.Arg, vals []pb.Arg) {
 	switch n {
 	case 1:
-		a := &struct {
-			p pending
-			a [1]*pb.Arg
-			v [1]pb.Arg
-		}{p: pending{tid: tid}}
+		a := &pendingArgs1{p: pending{tid: tid}}
 		p, ptrs, vals = &a.p, a.a[:], a.v[:]
 	case 2:
-		a := &struct {
-			p pending
-			a [2]*pb.Arg
-			v [2]pb.Arg
-		}{p: pending{tid: tid}}
+		a := &pendingArgs2{p: pending{tid: tid}}
 		p, ptrs, vals = &a.p, a.a[:], a.v[:]
 	default:
 		p = newPending(tid)
