@@ -653,8 +653,8 @@ func (g *grain) accept(c *pb.ActorCall, st *callerState) {
 	st.next = c.Seq + 1
 	e := g.entries.New()
 	e.Index, e.CallerId, e.Seq, e.Skip, e.Spec = g.nextIndex, c.CallerId, c.Seq, c.Skip || c.Spec == nil, c.Spec
-	// The entry holds the spec from now on (until the call is done: onDone), the message
-	// not: a caller in this process makes its messages several per allocation (its
+	// The entry holds the spec from now on (until the call has run: outbox.add), the
+	// message not: a caller in this process makes its messages several per allocation (its
 	// batches, its slab of direct calls), which live while any of them is held, and a
 	// message's spec is part of the caller's record of the call.
 	c.Spec = nil

@@ -561,7 +561,7 @@ type Runner struct {
 	IDs *slab.Slab[ids.TaskID]
 }
 
-// ResultID is the task ID for spec's result: a copy (in a value of ids, if not nil). A
+// ResultID is the task ID for spec's result: a copy (in a value of tids, if not nil). A
 // result never points into its spec. The spec of a task or actor call submitted in this
 // process is part of its owner's record of it (internal/assembly/core's pending, about
 // 640 bytes with the owner's entry of its return), and results live on after their task:

@@ -29,8 +29,8 @@
 // the local node, whose live load is exact): an old report, a damped one or one listed
 // while the node was busy would send such a task away from its bytes; if the node is in
 // fact full, its scheduler queues the task and spillback moves it, as Ray's
-// locality-aware leasing asks the node with the arguments first. A cluster of at most FollowPeers+1 nodes is followed as before, through one watch of
-// every report.
+// locality-aware leasing asks the node with the arguments first. A cluster of at most
+// FollowPeers+1 nodes is followed as before, through one watch of every report.
 //
 // Available, which user
 // code and placement groups call rarely, waits for the listing when the view was not

@@ -84,7 +84,8 @@ type actorCaller struct {
 	// direct makes the messages of the calls sent straight to the actor (sendDirect),
 	// several per allocation (guarded by mu). Each is fresh (the actor may still read an
 	// earlier one) and lives until the actor has taken it in, about as long as its
-	// neighbours.
+	// neighbours; the actor takes the call's spec out of it then (grain.accept), so an
+	// array kept by a later message holds no caller's record of an earlier call.
 	direct slab.Slab[pb.ActorCall]
 	// incNodes: the node of each placed incarnation this caller saw, newest last, at most
 	// maxIncNodes (guarded by mu): the task events show a call on the node of the
