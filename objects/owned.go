@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/mapx"
 	"github.com/ray-go/ray/internal/base/slab"
 )
@@ -20,6 +21,10 @@ import (
 type table struct {
 	shards []tshard
 	mask   uint32
+	// owned: a MemoryStore and a RefTable share it (NewOwned), so the reference table's
+	// steps that touch the store's part too (CreateLocalIn, CreateSubmittedIn,
+	// RemoveLocalFreeIn) may be used.
+	owned bool
 }
 
 type tshard struct {
@@ -62,6 +67,7 @@ func newTable(n int) *table {
 // object in one entry (see table): what an owner of objects uses.
 func NewOwned() (*MemoryStore, *RefTable) {
 	t := newTable(defaultShards())
+	t.owned = true
 	return &MemoryStore{t: t}, &RefTable{t: t}
 }
 
@@ -100,4 +106,63 @@ func (sh *tshard) drop(id ids.ObjectID, e *Entry) {
 	}
 	delete(sh.m, id)
 	sh.m = mapx.Shrink(&sh.peak, sh.m) // Go maps never give their memory back
+}
+
+// The steps below are a MemoryStore's and a RefTable's steps on one object taken under one
+// lock of its shard: the entry is found once and the lock taken once, where the two steps
+// apart took it twice (and looked the entry up twice when the caller had no hint). An
+// owner takes each once per task or actor call. They need NewOwned's table (both parts in
+// one entry), and panic on a RefTable of its own.
+
+// CreateLocalIn is MemoryStore.CreateIn of id (fresh becomes its entry if it has none)
+// and AddLocal of id in one step: an owner's pending result of a call it submits, and the
+// caller's reference to it.
+func (t *RefTable) CreateLocalIn(id ids.ObjectID, fresh *Entry) {
+	t.mustOwn()
+	sh := t.shard(id)
+	sh.mu.Lock()
+	c := &sh.countIn(id, sh.hold(id, fresh)).rc
+	c.local++
+	c.freed = false
+	sh.mu.Unlock()
+}
+
+// CreateSubmittedIn is MemoryStore.CreateIn of task's first return ReturnID(task, 1)
+// (fresh becomes its entry if it has none) and SubmittedIn with that entry, in one step of
+// the return's shard (the arguments' lineage holds are counted first, each under its own
+// shard's lock, as SubmittedIn does).
+func (t *RefTable) CreateSubmittedIn(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec, fresh *Entry) {
+	t.mustOwn()
+	t.addTask(task, args, spec, true, fresh, true)
+}
+
+// RemoveLocalFreeIn is RemoveLocalIn of id and, when that release frees id's value (r's
+// values then include id), MemoryStore.RemoveFreedIn of id, in one step of id's shard: v
+// and ready are what the store held (as RemoveFreedIn returns them) and removed says the
+// store's part is gone. The caller then frees r's values as after RemoveLocalIn, except
+// that id is removed from the store already. e is a hint, as RemoveLocalIn's.
+func (t *RefTable) RemoveLocalFreeIn(id ids.ObjectID, e *Entry) (r Released, v Value, ready, removed bool) {
+	t.mustOwn()
+	var work argHolds
+	sh := t.shard(id)
+	sh.mu.Lock()
+	if c := sh.counted(id, e); c != nil && c.rc.local > 0 {
+		c.rc.local--
+		sh.settle(id, c, &r, &work)
+		// r was empty: a value in it now is id's, freed by this release. settle may have
+		// cleared the counts (and the refs part) already; the store's part is still c's.
+		if r.nv == 1 && r.v[0] == id && c.mem {
+			v, ready, removed = c.sl.v, c.sl.ready, true
+			sh.forget(id, c)
+		}
+	}
+	sh.mu.Unlock()
+	t.giveBack(work, &r)
+	return r, v, ready, removed
+}
+
+func (t *RefTable) mustOwn() {
+	if !t.t.owned {
+		panic("objects: a RefTable made on its own has no memory store part (use NewOwned)")
+	}
 }

@@ -244,22 +244,24 @@ func (t *RefTable) giveBack(work argHolds, r *Released) {
 // takes as arguments (each counted once per occurrence) and its spec, which Spec returns
 // while the record lives.
 func (t *RefTable) AddTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec) {
-	t.addTask(task, args, spec, false, nil)
+	t.addTask(task, args, spec, false, nil, false)
 }
 
 // Submitted is a task's submission: AddLocal of its return ReturnID(task, 1) (the
 // caller's reference) and AddTask.
 func (t *RefTable) Submitted(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec) {
-	t.addTask(task, args, spec, true, nil)
+	t.addTask(task, args, spec, true, nil, false)
 }
 
 // SubmittedIn is Submitted for the caller that passed e to MemoryStore.CreateIn for the
 // task's first return: its entry is found without looking it up.
 func (t *RefTable) SubmittedIn(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec, e *Entry) {
-	t.addTask(task, args, spec, true, e)
+	t.addTask(task, args, spec, true, e, false)
 }
 
-func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec, local bool, hint *Entry) {
+// addTask is AddTask, Submitted (local) and, with create, CreateSubmittedIn (hint is then
+// the fresh entry for the return's store part).
+func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSpec, local bool, hint *Entry, create bool) {
 	for _, a := range args { // before the record exists: see the type's doc
 		sh := t.shard(a)
 		sh.mu.Lock()
@@ -269,6 +271,9 @@ func (t *RefTable) addTask(task ids.TaskID, args []ids.ObjectID, spec *pb.TaskSp
 	ret := ids.ReturnID(task, 1)
 	sh := t.shard(ret)
 	sh.mu.Lock()
+	if create {
+		hint = sh.hold(ret, hint)
+	}
 	c := &sh.countIn(ret, hint).rc
 	if !c.task {
 		sh.ntasks++

@@ -510,7 +510,9 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		return p, ret, ErrShutdown
 	default:
 	}
-	c.mem.CreateIn(ret, &p.ret)
+	// The result's entry is made with the caller's reference in one step (CreateLocalIn,
+	// below); a submission that fails before gets its error value and the reference from
+	// failSubmit.
 	if c.cfg.Actors == nil {
 		return p, ret, c.failSubmit(ret, tid, method, pb.ErrorInfo_SYSTEM, ErrNoActors)
 	}
@@ -527,7 +529,7 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		return p, ret, c.failSubmit(ret, tid, method, kind, err)
 	}
 	defer c.releasePut(put) // the call holds its own references by then (holdArgs)
-	c.refs.AddLocal(ret)
+	c.refs.CreateLocalIn(ret, &p.ret)
 	// The call belongs to its submitter's shard (the family of tid), whose caller of the
 	// actor orders it, flushes it (registering it as it goes, so a call costs no message
 	// of its own) and gets its result.

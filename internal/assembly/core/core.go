@@ -451,7 +451,17 @@ func (c *Core) ReleaseRef(id ids.ObjectID, explicit bool) {
 // Submit returned it (nil: unknown), through which the release finds the object without
 // a lookup.
 func (c *Core) ReleaseOwned(id ids.ObjectID, e *objects.Entry, explicit bool) {
-	c.freeIn(c.refs.RemoveLocalIn(id, e), explicit, id, e)
+	r, v, ready, removed := c.refs.RemoveLocalFreeIn(id, e)
+	c.freeIn(r, explicit, removedValue{id: id, v: v, ready: ready, ok: removed})
+}
+
+// removedValue is an object whose value the release that freed it removed from the memory
+// store already (objects.RefTable.RemoveLocalFreeIn): freeIn does the rest for it.
+type removedValue struct {
+	id    ids.ObjectID
+	v     objects.Value
+	ready bool
+	ok    bool
 }
 
 // holdArgs counts the references a submitted task holds on its ref arguments (a borrow
@@ -496,25 +506,27 @@ func (c *Core) free(r objects.Released) { c.freeAs(r, false) }
 
 // freeAs frees what r says; collect allows waiting for the shard and collecting garbage
 // after a large free (see collectAfter).
-func (c *Core) freeAs(r objects.Released, collect bool) { c.freeIn(r, collect, ids.ObjectID{}, nil) }
+func (c *Core) freeAs(r objects.Released, collect bool) { c.freeIn(r, collect, removedValue{}) }
 
-// freeIn is freeAs with the entry e of one object, hint, that r may hold.
-func (c *Core) freeIn(r objects.Released, collect bool, hint ids.ObjectID, e *objects.Entry) {
+// freeIn is freeAs with one of r's values, done, removed from the store already.
+func (c *Core) freeIn(r objects.Released, collect bool, done removedValue) {
 	if r.Empty() {
 		return
 	}
 	var inStore map[ids.NodeID][][]byte
 	var bytes int64
 	for _, id := range r.Values() {
-		var in *objects.Entry
-		if id == hint {
-			in = e
-		}
-		// Not an object held again since its free was decided (a lineage rerun's
-		// argument: restart): it keeps its value, and the refs nested in it.
-		v, ready, kept := c.mem.RemoveFreedIn(id, in)
-		if kept {
-			continue
+		var v objects.Value
+		var ready bool
+		if done.ok && id == done.id {
+			v, ready = done.v, done.ready
+		} else {
+			var kept bool
+			// Not an object held again since its free was decided (a lineage rerun's
+			// argument: restart): it keeps its value, and the refs nested in it.
+			if v, ready, kept = c.mem.RemoveFreedIn(id, nil); kept {
+				continue
+			}
 		}
 		if c.sites != nil {
 			c.sites.forget(id)

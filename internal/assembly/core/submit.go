@@ -85,7 +85,9 @@ func (c *Core) submitG(tc *TaskContext, call Call, g *Generator) (*pending, erro
 		return p, ErrShutdown
 	default:
 	}
-	c.mem.CreateIn(ret, &p.ret)
+	// The return's entry is made with the caller's reference and the lineage record, in
+	// one step (CreateSubmittedIn, below); a submission that fails before gets its error
+	// value and the reference from failTask.
 	if call.NumReturns > 1 {
 		c.createReturns(p, call.NumReturns)
 	}
@@ -151,7 +153,7 @@ func (c *Core) submitG(tc *TaskContext, call Call, g *Generator) (*pending, erro
 	// The caller's reference to the result, the lineage record (the spec, for
 	// reconstruction; the shard writes it to the GCS if it lives long enough: lineage.go),
 	// and the submitted task's references to its arguments (dropped when it finishes).
-	c.refs.SubmittedIn(tid, c.lineageArgs(c.holdArgs(argRefs), args), spec, &p.ret)
+	c.refs.CreateSubmittedIn(tid, c.lineageArgs(c.holdArgs(argRefs), args), spec, &p.ret)
 	if spec.NumReturns > 1 {
 		c.refs.AddReturns(tid, int(spec.NumReturns))
 	}
