@@ -4,8 +4,8 @@ import (
 	"sync"
 
 	"github.com/ray-go/ray/internal/base/ids"
-	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/mapx"
+	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/slab"
 )
 
