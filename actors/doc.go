@@ -63,6 +63,9 @@
 // and those held before it, when it ends, so a caller pipelining long calls is not a queue
 // behind. A caller in the same process (Env.Local) takes its results from the executor's
 // goroutine instead of as a message to its mailbox: one goroutine wake-up fewer per call.
+// After a call of 5 µs or more the executor yields its P (runtime.Gosched) before the next
+// one: a caller its result woke was readied in that P's run-next slot and would otherwise
+// run only after the calls queued here, when every P is busy.
 // A short call's result can still wait for the call queued behind it to end: a
 // method that blocks until its caller has read the previous call's result should not
 // follow a short call of the same caller in the queue. What ran (and each checkpoint the
