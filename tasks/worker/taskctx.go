@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -10,13 +12,40 @@ import (
 // its parent (the lease's context) is. It is context.WithCancel without that one's cost
 // per task (two allocations, and an entry in the parent's set of children, added and
 // removed) for the many tasks that never wait on their context: its channel and its link
-// to the parent's cancellation are made by the first Done.
+// to the parent's cancellation are made by the first Done, and until then cancel and Err
+// take no lock (state alone).
 type taskCtx struct {
 	parent context.Context
+	// state is nil until Done made the channel (then watching) or the context ended
+	// first (then the reason). From watching on, it changes under mu only, together with
+	// the channel's close, and Err reads it under mu: Err is not nil once Done is closed
+	// and Done is closed once Err is not nil, as for every context.
+	state  atomic.Pointer[error]
 	mu     sync.Mutex
 	done   chan struct{} // made by the first Done
-	err    error         // set once: the task's cancellation, or the parent's error
 	unlink func() bool   // stops the parent link (context.AfterFunc), once Done made one
+}
+
+var (
+	// watching is the state of a context whose Done made its channel and which has not ended.
+	watching = new(error)
+	// The common reasons, boxed once: a cancellation costs no allocation.
+	canceledErr, deadlineErr error = context.Canceled, context.DeadlineExceeded
+)
+
+// boxErr returns a state holding err.
+func boxErr(err error) *error {
+	switch err {
+	case context.Canceled:
+		return &canceledErr
+	case context.DeadlineExceeded:
+		return &deadlineErr
+	}
+	p := new(error) // a new(error) here, not &err: that would move err to the heap on every call
+	if *p = err; err == nil {
+		*p = errors.New("context ended without a reason")
+	}
+	return p
 }
 
 func newTaskCtx(parent context.Context) *taskCtx { return &taskCtx{parent: parent} }
@@ -30,8 +59,8 @@ func (c *taskCtx) Done() <-chan struct{} {
 	defer c.mu.Unlock()
 	if c.done == nil {
 		c.done = make(chan struct{})
-		if c.err != nil {
-			close(c.done)
+		if !c.state.CompareAndSwap(nil, watching) {
+			close(c.done) // ended before anyone watched
 		} else {
 			// Runs at once (on its own goroutine, which waits for c.mu) if the parent is
 			// done already.
@@ -43,29 +72,38 @@ func (c *taskCtx) Done() <-chan struct{} {
 
 // Err is nil until the context is done, then the reason (context.Canceled).
 func (c *taskCtx) Err() error {
-	c.mu.Lock()
-	err := c.err
-	c.mu.Unlock()
-	if err != nil {
-		return err
+	s := c.state.Load()
+	if s == watching {
+		c.mu.Lock()
+		s = c.state.Load()
+		c.mu.Unlock()
 	}
-	if err = c.parent.Err(); err != nil {
+	if s != nil && s != watching {
+		return *s
+	}
+	if err := c.parent.Err(); err != nil {
 		c.cancel(err) // what Done's link would do: Done is closed once Err says so
+		return *c.state.Load()
 	}
-	return err
+	return nil
 }
 
 // cancel ends the context with err (the first call counts) and releases its parent link.
+// Before any Done it takes no lock.
 func (c *taskCtx) cancel(err error) {
+	if c.state.CompareAndSwap(nil, boxErr(err)) {
+		return // no channel to close, no link to stop: a later Done finds it ended
+	}
+	if c.state.Load() != watching {
+		return // ended already
+	}
 	c.mu.Lock()
-	if c.err != nil {
+	if c.state.Load() != watching { // another cancel won meanwhile
 		c.mu.Unlock()
 		return
 	}
-	c.err = err
-	if c.done != nil {
-		close(c.done)
-	}
+	c.state.Store(boxErr(err))
+	close(c.done)
 	unlink := c.unlink
 	c.unlink = nil
 	c.mu.Unlock()

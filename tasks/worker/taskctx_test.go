@@ -124,3 +124,77 @@ func TestTaskCtxCost(t *testing.T) {
 		t.Fatalf("%.1f allocations per task context, want 1", n)
 	}
 }
+
+// TestTaskCtxRace: Done, Err, the task's cancel and its parent's cancellation race from
+// the first call on (run with -race): whichever way they interleave, a closed Done comes
+// with an Err, an Err with a closed Done, and every caller sees the same Err.
+func TestTaskCtxRace(t *testing.T) {
+	for i := range 400 {
+		parent, stop := context.WithCancel(context.Background())
+		c := newTaskCtx(parent)
+		errs := make([]error, 4)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		run := func(f func()) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				f()
+			}()
+		}
+		run(func() { // Done first, then Err once it is closed
+			<-c.Done()
+			errs[0] = c.Err()
+		})
+		run(func() { // Err first: once it is not nil, Done is closed
+			for errs[1] = c.Err(); errs[1] == nil; errs[1] = c.Err() {
+				time.Sleep(time.Microsecond) // polls: what it tests are concurrent reads
+			}
+			if !closed(c.Done()) {
+				t.Errorf("round %d: Err %v but Done is open", i, errs[1])
+			}
+		})
+		run(func() {
+			c.cancel(context.Canceled)
+			errs[2] = c.Err()
+		})
+		run(func() {
+			if i%2 == 0 {
+				stop() // the parent ends too, half of the time
+			}
+			errs[3] = c.Err() // nil if it runs before the cancel: only a non-nil one counts
+		})
+		close(start)
+		wg.Wait()
+		stop()
+		for g, err := range errs {
+			if err == nil && g != 3 {
+				t.Fatalf("round %d: goroutine %d saw no error", i, g)
+			}
+			if err != nil && err != errs[2] {
+				t.Fatalf("round %d: goroutine %d saw %v, the cancel %v: the first reason must count for all", i, g, err, errs[2])
+			}
+		}
+	}
+}
+
+// TestTaskCtxEndedBeforeDone: a context ended before anyone asked for Done (the common
+// case: no lock, no channel) still gives a closed Done and its reason afterwards, and a
+// later cancel or parent end changes neither.
+func TestTaskCtxEndedBeforeDone(t *testing.T) {
+	parent, stop := context.WithCancel(context.Background())
+	c := newTaskCtx(parent)
+	c.cancel(context.DeadlineExceeded)
+	stop()
+	c.cancel(context.Canceled)
+	if !closed(c.Done()) || c.Err() != context.DeadlineExceeded {
+		t.Fatalf("Done closed %v, Err %v; want closed, the first reason", closed(c.Done()), c.Err())
+	}
+	other := errors.New("other")
+	c = newTaskCtx(context.Background())
+	c.cancel(other)
+	if c.Err() != other || !closed(c.Done()) {
+		t.Fatalf("Err %v; want the reason given", c.Err())
+	}
+}

@@ -240,13 +240,18 @@ func (l *lease) flushHeld() {
 
 // next pops the next task and makes it current; nil when the queue is empty (the
 // goroutine then ends: running is false).
-func (l *lease) next(base context.Context) (*pb.TaskSpec, context.Context, bool) {
+func (l *lease) next(base context.Context) (*pb.TaskSpec, *taskCtx) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.queue) == 0 {
 		l.current, l.cancel, l.running = ids.TaskID{}, nil, false
-		return nil, nil, false
+		return nil, nil
 	}
+	return l.popLocked(base)
+}
+
+// popLocked makes the first queued task current (l.mu held, the queue not empty).
+func (l *lease) popLocked(base context.Context) (*pb.TaskSpec, *taskCtx) {
 	spec := l.queue[0]
 	l.queue[0] = nil
 	if len(l.queue) == 1 {
@@ -259,16 +264,25 @@ func (l *lease) next(base context.Context) (*pb.TaskSpec, context.Context, bool)
 	l.cancel, l.cancelled, l.blocked = ctx, false, false
 	l.seq++
 	l.armSlow()
-	return spec, ctx, len(l.queue) > 0
+	return spec, ctx
 }
 
-func (l *lease) done() (cancelled, more bool) {
+// done ends the current task (its context is cancelled: what it started and left
+// waiting on it stops) and, in the same critical section, makes the next queued task
+// current, if any: tasks that run back to back take the lease's lock once each. Without
+// a next one (nil), the task stays current until next, which ends the goroutine unless
+// a push came meanwhile. cancelled: the task ended was cancelled.
+func (l *lease) done(base context.Context) (cancelled bool, spec *pb.TaskSpec, ctx *taskCtx) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cancel != nil {
-		l.cancel.cancel(context.Canceled)
+		l.cancel.cancel(context.Canceled) // no lock of its own unless the task asked for Done
 	}
-	return l.cancelled, len(l.queue) > 0
+	cancelled = l.cancelled
+	if len(l.queue) > 0 {
+		spec, ctx = l.popLocked(base)
+	}
+	return cancelled, spec, ctx
 }
 
 // leaseIdle tells the grain a released lease's goroutine ended.
@@ -455,11 +469,14 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 	// read of the log's end (the tasks here run back to back; what other goroutines write
 	// in between counts as the next task's, as what they write while it runs does).
 	logAt := int64(-1)
-	for {
-		spec, tctx, _ := l.next(l.base)
-		if spec == nil {
-			break
-		}
+	// When the task before ended (-1: not known), the start of the next one when they run
+	// back to back: one clock read per task. RunNanos is then the time from the end of the
+	// task before to this one's end: the task's body plus the lease's bookkeeping between
+	// them (done, the result's batching: tens of ns); not a log read or a send of results,
+	// after which the clock is read again (see LogReadMin, maxResultBatch).
+	var last time.Duration = -1
+	spec, tctx := l.next(l.base)
+	for spec != nil {
 		if w.env.LogOffset != nil && logAt < 0 {
 			if w.env.LogAt != nil {
 				logAt = w.env.LogAt.Load()
@@ -468,11 +485,17 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 				logAt = w.env.LogOffset()
 			}
 		}
-		start := time.Since(monoStart) // one clock read (time.Now reads two)
+		start := last
+		if start < 0 {
+			start = time.Since(monoStart) // one clock read (time.Now reads two)
+		}
 		res := w.execute(tctx, root, spec, self, &l.results, &l.ids)
-		res.RunNanos = int64(time.Since(monoStart) - start)
+		end := time.Since(monoStart)
+		res.RunNanos = int64(end - start)
 		res.LeaseId = l.lid
-		cancelled, more := l.done()
+		last = end
+		cancelled, nspec, nctx := l.done(l.base)
+		more := nspec != nil
 		if w.env.LogOffset != nil {
 			res.LogStart = logAt
 			// The end is read after a task that ran LogReadMin or more, and after the last
@@ -486,6 +509,7 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 				if w.env.LogAt != nil {
 					w.env.LogAt.Store(end)
 				}
+				last = -1 // the read is not the next task's time
 			}
 		}
 		if cancelled {
@@ -502,8 +526,13 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 		if !more || len(o.results) >= maxResultBatch || o.bytes >= pb.BatchBytes {
 			o.hold.Stop()
 			l.flushLocked()
+			last = -1 // nor is the send
 		}
 		o.mu.Unlock()
+		spec, tctx = nspec, nctx
+		if spec == nil { // the results went (!more): a push may have come since done
+			spec, tctx = l.next(l.base)
+		}
 	}
 	o.mu.Lock()
 	o.hold.Stop()

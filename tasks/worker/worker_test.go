@@ -395,3 +395,50 @@ func TestSlowTaskHandsBackTheQueue(t *testing.T) {
 		t.Fatalf("a push after the hand-back: %v", r)
 	}
 }
+
+// leftWaiting hears of the goroutine a wt.leave task left waiting on its context: the
+// context's error once it ended.
+var leftWaiting = make(chan error, 1)
+
+func init() {
+	reg := func(name string, f tasks.Func) {
+		if err := tasks.Register(&tasks.Function{Name: name, Call: f}); err != nil {
+			panic(err)
+		}
+	}
+	reg("wt.leave", func(ctx context.Context, _ [][]byte) ([]byte, error) {
+		go func() {
+			<-ctx.Done()
+			leftWaiting <- ctx.Err()
+		}()
+		return []byte("left"), nil
+	})
+	reg("wt.ctxerr", func(ctx context.Context, _ [][]byte) ([]byte, error) {
+		if err := ctx.Err(); err != nil {
+			return []byte(err.Error()), nil
+		}
+		return []byte("live"), nil
+	})
+}
+
+// TestTaskContextEndsWithItsTask: tasks run back to back on a lease (one lock for the end
+// of one and the start of the next): the context of each ends when it returns, and what
+// it left waiting on it hears so; the next task's context is its own, live.
+func TestTaskContextEndsWithItsTask(t *testing.T) {
+	h := newHarness(t, func(e *Env) { e.SlowAfter = -1 })
+	h.lease(h.spec("wt.ctxerr"), h.spec("wt.leave"), h.spec("wt.ctxerr"), h.spec("wt.ctxerr"))
+	want := []string{"live", "left", "live", "live"}
+	for i, w := range want {
+		if r := h.result(); r.Error != nil || string(r.Data) != w || r.RunNanos <= 0 {
+			t.Fatalf("result %d: %v (data %q, run %d ns); want %q and a run time", i, r.Error, r.Data, r.RunNanos, w)
+		}
+	}
+	select {
+	case err := <-leftWaiting:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the task's context ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the context of a task that returned never ended")
+	}
+}
