@@ -3,18 +3,20 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// taskCtx is a running task's context: done when the task is cancelled (cancel) or when
-// its parent (the lease's context) is. It is context.WithCancel without that one's cost
+// TaskCtx is a running task's own context: done when the task is cancelled (cancel; also
+// when it returns) or when its parent (the lease's context) is. Env.Context embeds one in
+// the context it builds; Init gives it its parent. It is context.WithCancel without that one's cost
 // per task (two allocations, and an entry in the parent's set of children, added and
 // removed) for the many tasks that never wait on their context: its channel and its link
 // to the parent's cancellation are made by the first Done, and until then cancel and Err
 // take no lock (state alone).
-type taskCtx struct {
+type TaskCtx struct {
 	parent context.Context
 	// state is nil until Done made the channel (then watching) or the context ended
 	// first (then the reason). From watching on, it changes under mu only, together with
@@ -48,13 +50,17 @@ func boxErr(err error) *error {
 	return p
 }
 
-func newTaskCtx(parent context.Context) *taskCtx { return &taskCtx{parent: parent} }
+func newTaskCtx(parent context.Context) *TaskCtx { return &TaskCtx{parent: parent} }
 
-func (c *taskCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
-func (c *taskCtx) Value(key any) any           { return c.parent.Value(key) }
+// Init sets a new TaskCtx's parent, before anyone uses it.
+func (c *TaskCtx) Init(parent context.Context) { c.parent = parent }
+
+func (c *TaskCtx) String() string              { return fmt.Sprintf("%v.WithCancel(task)", c.parent) }
+func (c *TaskCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (c *TaskCtx) Value(key any) any           { return c.parent.Value(key) }
 
 // Done returns a channel closed when the task is cancelled or its parent is done.
-func (c *taskCtx) Done() <-chan struct{} {
+func (c *TaskCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done == nil {
@@ -71,7 +77,7 @@ func (c *taskCtx) Done() <-chan struct{} {
 }
 
 // Err is nil until the context is done, then the reason (context.Canceled).
-func (c *taskCtx) Err() error {
+func (c *TaskCtx) Err() error {
 	s := c.state.Load()
 	if s == watching {
 		c.mu.Lock()
@@ -90,7 +96,7 @@ func (c *taskCtx) Err() error {
 
 // cancel ends the context with err (the first call counts) and releases its parent link.
 // Before any Done it takes no lock.
-func (c *taskCtx) cancel(err error) {
+func (c *TaskCtx) cancel(err error) {
 	if c.state.CompareAndSwap(nil, boxErr(err)) {
 		return // no channel to close, no link to stop: a later Done finds it ended
 	}

@@ -62,8 +62,11 @@ type Env struct {
 	Raylet func() *actor.PID
 	// Context builds the context a task runs with: it must carry the runtime so the task
 	// can submit nested tasks and Get, and tell worker (TaskBlocked/TaskUnblocked) when it
-	// blocks.
-	Context func(parent context.Context, spec *pb.TaskSpec, worker *actor.PID) context.Context
+	// blocks. It returns the task's own cancellation, own (a TaskCtx given Init(base)), and
+	// ctx, which embeds own (one allocation for both, per task): ctx's Done, Err and
+	// Deadline are own's, its values own's and the runtime's. It is called with the
+	// lease's lock held (the task becomes current, cancellable, with it): it only builds.
+	Context func(base context.Context, spec *pb.TaskSpec, worker *actor.PID) (own *TaskCtx, ctx context.Context)
 	// Fetch returns the bytes of an argument that lives in an object store. The bytes of
 	// one stored on another node (arg.node_id neither empty nor this worker's node) must be
 	// the caller's alone, a buffer Fetch keeps no reference to: the task's decoding may
@@ -128,6 +131,9 @@ type lease struct {
 	lid   []byte     // id, for the results
 	owner *actor.PID // where results and handed-back tasks go
 	root  *actor.RootContext
+	self  *actor.PID // the worker grain
+	// mkCtx is Env.Context.
+	mkCtx func(base context.Context, spec *pb.TaskSpec, worker *actor.PID) (*TaskCtx, context.Context)
 	// base is the lease's own context: each task's cancellable context derives from it, so
 	// that registering and dropping it touch this lease's context, not one every lease on
 	// the node shares. stop cancels it when the grain forgets the lease.
@@ -151,7 +157,7 @@ type lease struct {
 	running   bool           // a goroutine runs the queue
 	released  bool           // its scheduler took it back: forget it when the goroutine ends
 	current   ids.TaskID
-	cancel    *taskCtx // the current task's context
+	cancel    *TaskCtx // the current task's own context (its cancellation)
 	cancelled bool     // the current task was cancelled
 	blocked   bool     // the current task waits in Get: pushes are handed back
 	// seq numbers the tasks the lease started. While tasks are queued, the slow timer
@@ -174,8 +180,8 @@ func (l *lease) armSlow() {
 	l.slow.Reset(l.slowAfter)
 }
 
-func (w *Worker) newLease(id string, owner *actor.PID, root *actor.RootContext) *lease {
-	l := &lease{id: id, lid: []byte(id), owner: owner, root: root, results: slab.Slab[pb.TaskResult]{N: maxResultBatch},
+func (w *Worker) newLease(id string, owner, self *actor.PID, root *actor.RootContext) *lease {
+	l := &lease{id: id, lid: []byte(id), owner: owner, root: root, self: self, mkCtx: w.env.Context, results: slab.Slab[pb.TaskResult]{N: maxResultBatch},
 		ids: slab.Slab[ids.TaskID]{N: maxResultBatch}}
 	l.base, l.stop = context.WithCancel(w.base)
 	l.out.hold = time.AfterFunc(time.Hour, l.flushHeld)
@@ -240,18 +246,19 @@ func (l *lease) flushHeld() {
 
 // next pops the next task and makes it current; nil when the queue is empty (the
 // goroutine then ends: running is false).
-func (l *lease) next(base context.Context) (*pb.TaskSpec, *taskCtx) {
+func (l *lease) next() (*pb.TaskSpec, *TaskCtx, context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.queue) == 0 {
 		l.current, l.cancel, l.running = ids.TaskID{}, nil, false
-		return nil, nil
+		return nil, nil, nil
 	}
-	return l.popLocked(base)
+	return l.popLocked()
 }
 
-// popLocked makes the first queued task current (l.mu held, the queue not empty).
-func (l *lease) popLocked(base context.Context) (*pb.TaskSpec, *taskCtx) {
+// popLocked makes the first queued task current (l.mu held, the queue not empty) and
+// returns it with its own context (its cancellation) and the context it runs with.
+func (l *lease) popLocked() (*pb.TaskSpec, *TaskCtx, context.Context) {
 	spec := l.queue[0]
 	l.queue[0] = nil
 	if len(l.queue) == 1 {
@@ -259,12 +266,12 @@ func (l *lease) popLocked(base context.Context) (*pb.TaskSpec, *taskCtx) {
 	} else {
 		l.queue = l.queue[1:]
 	}
-	ctx := newTaskCtx(base)
+	own, ctx := l.mkCtx(l.base, spec, l.self)
 	l.current, _ = ids.TaskIDFromBytes(spec.TaskId)
-	l.cancel, l.cancelled, l.blocked = ctx, false, false
+	l.cancel, l.cancelled, l.blocked = own, false, false
 	l.seq++
 	l.armSlow()
-	return spec, ctx
+	return spec, own, ctx
 }
 
 // done ends the current task (its context is cancelled: what it started and left
@@ -272,7 +279,7 @@ func (l *lease) popLocked(base context.Context) (*pb.TaskSpec, *taskCtx) {
 // current, if any: tasks that run back to back take the lease's lock once each. Without
 // a next one (nil), the task stays current until next, which ends the goroutine unless
 // a push came meanwhile. cancelled: the task ended was cancelled.
-func (l *lease) done(base context.Context) (cancelled bool, spec *pb.TaskSpec, ctx *taskCtx) {
+func (l *lease) done() (cancelled bool, spec *pb.TaskSpec, own *TaskCtx, ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cancel != nil {
@@ -280,9 +287,9 @@ func (l *lease) done(base context.Context) (cancelled bool, spec *pb.TaskSpec, c
 	}
 	cancelled = l.cancelled
 	if len(l.queue) > 0 {
-		spec, ctx = l.popLocked(base)
+		spec, own, ctx = l.popLocked()
 	}
-	return cancelled, spec, ctx
+	return cancelled, spec, own, ctx
 }
 
 // leaseIdle tells the grain a released lease's goroutine ended.
@@ -357,7 +364,7 @@ func (w *Worker) push(ctx actor.Context, m *pb.LeasePush) {
 	}
 	l := w.leases[string(m.LeaseId)]
 	if l == nil {
-		l = w.newLease(string(m.LeaseId), actor.NewPID(m.ReplyTo.Address, m.ReplyTo.Id), ctx.ActorSystem().Root)
+		l = w.newLease(string(m.LeaseId), actor.NewPID(m.ReplyTo.Address, m.ReplyTo.Id), ctx.Self(), ctx.ActorSystem().Root)
 		w.leases[l.id] = l
 	}
 	l.mu.Lock()
@@ -475,7 +482,7 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 	// them (done, the result's batching: tens of ns); not a log read or a send of results,
 	// after which the clock is read again (see LogReadMin, maxResultBatch).
 	var last time.Duration = -1
-	spec, tctx := l.next(l.base)
+	spec, own, tctx := l.next()
 	for spec != nil {
 		if w.env.LogOffset != nil && logAt < 0 {
 			if w.env.LogAt != nil {
@@ -489,12 +496,12 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 		if start < 0 {
 			start = time.Since(monoStart) // one clock read (time.Now reads two)
 		}
-		res := w.execute(tctx, root, spec, self, &l.results, &l.ids)
+		res := w.execute(own, tctx, root, spec, &l.results, &l.ids)
 		end := time.Since(monoStart)
 		res.RunNanos = int64(end - start)
 		res.LeaseId = l.lid
 		last = end
-		cancelled, nspec, nctx := l.done(l.base)
+		cancelled, nspec, nown, nctx := l.done()
 		more := nspec != nil
 		if w.env.LogOffset != nil {
 			res.LogStart = logAt
@@ -529,9 +536,9 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 			last = -1 // nor is the send
 		}
 		o.mu.Unlock()
-		spec, tctx = nspec, nctx
+		spec, own, tctx = nspec, nown, nctx
 		if spec == nil { // the results went (!more): a push may have come since done
-			spec, tctx = l.next(l.base)
+			spec, own, tctx = l.next()
 		}
 	}
 	o.mu.Lock()
@@ -547,7 +554,7 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 }
 
 // execute runs one task and returns its result; it never panics.
-func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.TaskSpec, self *actor.PID, results *slab.Slab[pb.TaskResult], tids *slab.Slab[ids.TaskID]) *pb.TaskResult {
+func (w *Worker) execute(own *TaskCtx, ctx context.Context, root *actor.RootContext, spec *pb.TaskSpec, results *slab.Slab[pb.TaskResult], tids *slab.Slab[ids.TaskID]) *pb.TaskResult {
 	fn, ok := tasks.Lookup(spec.Function)
 	if !ok {
 		return Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function}).Error(), "", w.env.Node)
@@ -558,7 +565,7 @@ func (w *Worker) execute(ctx context.Context, root *actor.RootContext, spec *pb.
 	}
 	r := Runner{Node: w.env.Node, InlineLimit: w.env.InlineLimit, StoreBytes: w.env.StoreBytes, Store: w.env.Store, Fetch: w.env.Fetch, Root: root, Nested: w.env.Nested, Meta: w.env.Meta,
 		Results: results, IDs: tids}
-	return r.Run(ctx, w.env.Context(ctx, spec, self), spec, fn.Call)
+	return r.Run(own, ctx, spec, fn.Call)
 }
 
 // Runner runs one task body and turns its outcome into a TaskResult: arguments fetched

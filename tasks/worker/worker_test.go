@@ -118,9 +118,13 @@ func newHarness(t *testing.T, opts ...func(*Env)) *harness {
 		}
 	}))
 	env := Env{Node: "n1", Logger: quiet,
-		Store:   func() *actor.PID { return store },
-		Raylet:  func() *actor.PID { return h.raylet },
-		Context: func(parent context.Context, _ *pb.TaskSpec, _ *actor.PID) context.Context { return parent },
+		Store:  func() *actor.PID { return store },
+		Raylet: func() *actor.PID { return h.raylet },
+		Context: func(base context.Context, _ *pb.TaskSpec, _ *actor.PID) (*TaskCtx, context.Context) {
+			c := new(TaskCtx)
+			c.Init(base)
+			return c, c
+		},
 		Fetch: func(_ context.Context, a *pb.Arg) ([]byte, error) {
 			return nil, errors.New("object is gone")
 		},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/tasks/worker"
 )
 
 // TaskContext is carried in the context.Context of a driver and of every running task:
@@ -98,12 +99,34 @@ func (t *taskCtx) String() string {
 	return fmt.Sprintf("%v.WithValue(ray task %s)", t.Context, t.tc.Task)
 }
 
-// TaskContextFor builds the context a worker runs spec with.
-func (c *Core) TaskContextFor(parent context.Context, spec *pb.TaskSpec, worker *actor.PID) context.Context {
+// workerCtx is the context a task runs with on a worker: the task's own context (its
+// cancellation: done when the task is cancelled or returns, or its lease ends) carrying
+// its TaskContext, both in one allocation (every task pays for it).
+type workerCtx struct {
+	worker.TaskCtx // Deadline, Done, Err
+	tc             TaskContext
+}
+
+func (t *workerCtx) Value(key any) any {
+	if _, ok := key.(ctxKey); ok {
+		return &t.tc
+	}
+	return t.TaskCtx.Value(key)
+}
+
+func (t *workerCtx) String() string {
+	return fmt.Sprintf("%v.WithValue(ray task %s)", &t.TaskCtx, t.tc.Task)
+}
+
+// TaskContextFor builds the context a worker runs spec with under parent (its lease's
+// context), and the task's own context within it, whose cancellation ends both (see
+// worker.Env.Context).
+func (c *Core) TaskContextFor(parent context.Context, spec *pb.TaskSpec, grain *actor.PID) (*worker.TaskCtx, context.Context) {
 	tid, _ := ids.TaskIDFromBytes(spec.TaskId)
-	t := &taskCtx{Context: parent}
-	t.tc.Core, t.tc.Task, t.tc.seed, t.tc.Worker, t.tc.Spec = c, tid, ids.AttemptTaskID(tid, spec.Attempt), worker, spec
-	return t
+	t := &workerCtx{}
+	t.TaskCtx.Init(parent)
+	t.tc.Core, t.tc.Task, t.tc.seed, t.tc.Worker, t.tc.Spec = c, tid, ids.AttemptTaskID(tid, spec.Attempt), grain, spec
+	return &t.TaskCtx, t
 }
 
 // ActorCallContext builds the context an actor method (or constructor) runs with on an

@@ -703,7 +703,7 @@ func TestRetryCreatesNewChildIDs(t *testing.T) {
 	h := newHarness(t)
 	parent := ids.NewRootTaskID()
 	childOf := func(attempt int32) (ids.ObjectID, ids.ObjectID) {
-		ctx := h.c.TaskContextFor(context.Background(), &pb.TaskSpec{TaskId: parent[:], Attempt: attempt}, nil)
+		_, ctx := h.c.TaskContextFor(context.Background(), &pb.TaskSpec{TaskId: parent[:], Attempt: attempt}, nil)
 		tc, _ := FromContext(ctx)
 		res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
 		id, _, err := h.c.Submit(tc, Call{Function: "core_test.f", Resources: res})
@@ -742,8 +742,9 @@ func TestTaskContextForIsAContext(t *testing.T) {
 	parent, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
 	tid := ids.NewRootTaskID()
 	spec := &pb.TaskSpec{TaskId: tid[:]}
+	_, onWorker := h.c.TaskContextFor(parent, spec, nil)
 	for _, ctx := range []context.Context{
-		h.c.TaskContextFor(parent, spec, nil),
+		onWorker,
 		h.c.ActorCallContext(parent, spec, "", 1),
 	} {
 		derived, stop := context.WithTimeout(ctx, time.Hour)
@@ -765,13 +766,31 @@ func TestTaskContextForIsAContext(t *testing.T) {
 		}
 		stop()
 	}
-	ctx := h.c.TaskContextFor(parent, spec, nil)
+	own, ctx := h.c.TaskContextFor(parent, spec, nil)
 	derived, stop := context.WithCancel(ctx)
 	defer stop()
+	if ctx.Done() != own.Done() {
+		t.Fatal("the task's context is not done with its own (the worker's cancellation)")
+	}
 	cancel()
 	<-derived.Done()
-	if ctx.Err() != context.Canceled {
-		t.Fatalf("parent cancelled: Err() = %v", ctx.Err())
+	if ctx.Err() != context.Canceled || own.Err() != context.Canceled {
+		t.Fatalf("parent cancelled: Err() = %v, the task's own %v", ctx.Err(), own.Err())
+	}
+}
+
+// TestTaskContextForOneAllocation: a worker's task costs one allocation for its context
+// and its own cancellation together (one per task).
+func TestTaskContextForOneAllocation(t *testing.T) {
+	h := newHarness(t)
+	tid := ids.NewRootTaskID()
+	spec := &pb.TaskSpec{TaskId: tid[:]}
+	if n := testing.AllocsPerRun(100, func() {
+		if own, ctx := h.c.TaskContextFor(context.Background(), spec, nil); own == nil || ctx.Err() != nil {
+			t.Fatal("no live context")
+		}
+	}); n != 1 {
+		t.Fatalf("%.1f allocations per task context, want 1", n)
 	}
 }
 

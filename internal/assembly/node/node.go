@@ -764,8 +764,8 @@ func (n *Node) startMember(ctx context.Context) error {
 	}
 	wenv := worker.Env{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Raylet: n.raylet, Logger: logger,
 		LogOffset: logOffset, LogAt: logAt,
-		Context: func(parent context.Context, spec *pb.TaskSpec, r *actor.PID) context.Context {
-			return n.Core.TaskContextFor(parent, spec, r)
+		Context: func(base context.Context, spec *pb.TaskSpec, r *actor.PID) (*worker.TaskCtx, context.Context) {
+			return n.Core.TaskContextFor(base, spec, r)
 		},
 		Fetch:  func(ctx context.Context, a *pb.Arg) ([]byte, error) { return n.Core.FetchArg(ctx, a) },
 		Nested: core.NestedOf,
