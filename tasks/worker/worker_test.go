@@ -446,3 +446,28 @@ func TestTaskContextEndsWithItsTask(t *testing.T) {
 		t.Fatal("the context of a task that returned never ended")
 	}
 }
+
+// TestLeasesOneAtATime: tasks pushed one at a time, each after the result of the one
+// before (the goroutine that ran a lease's queue waits for the next push, of its lease or
+// another's: runner), on two leases and after a release, all run, on a task goroutine.
+func TestLeasesOneAtATime(t *testing.T) {
+	h := newHarness(t)
+	a := h.lease(h.spec("wt.where"))
+	var b *pb.LeasePush
+	for i := range 6 {
+		if r := h.result(); r.Error != nil || string(r.Data) != "t-" {
+			t.Fatalf("task %d: %v %q; want it run on its task goroutine", i, r.Error, r.Data)
+		}
+		switch i {
+		case 0:
+			b = h.lease(h.spec("wt.where"))
+		case 1, 3:
+			h.sys.Root.Send(h.worker, &pb.LeasePush{LeaseId: a.LeaseId, Tasks: []*pb.TaskSpec{h.spec("wt.where")}, ReplyTo: a.ReplyTo})
+		case 2:
+			h.sys.Root.Send(h.worker, &pb.LeaseRelease{LeaseId: b.LeaseId})
+			h.lease(h.spec("wt.where")) // a new lease after the release
+		case 4:
+			h.sys.Root.Send(h.worker, &pb.LeasePush{LeaseId: b.LeaseId, Tasks: []*pb.TaskSpec{h.spec("wt.where")}, ReplyTo: b.ReplyTo})
+		}
+	}
+}
