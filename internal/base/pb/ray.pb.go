@@ -740,7 +740,9 @@ type TaskResult struct {
 	// result by its owner (ray.RefInfo).
 	Meta []byte `protobuf:"bytes,9,opt,name=meta,proto3" json:"meta,omitempty"`
 	// lease_id: the lease the task ran under (its owner counts its in-flight tasks per lease);
-	// run_nanos: how long its body ran (the owner's per-class estimate, for pipelining).
+	// run_nanos: how long its body ran, with, for tasks a lease runs back to back, the
+	// lease's bookkeeping since the task before (tens of ns); the owner's per-class estimate,
+	// for pipelining.
 	LeaseId  []byte `protobuf:"bytes,10,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
 	RunNanos int64  `protobuf:"varint,11,opt,name=run_nanos,json=runNanos,proto3" json:"run_nanos,omitempty"`
 	// returns: a task of several returns (TaskSpec.num_returns > 1) answers with every one of
