@@ -15,7 +15,10 @@
 // the owner's bookkeeping of the task (MemoryStore.CreateIn), and the API's handle keeps a
 // pointer to it, so that completing, getting and releasing the object look nothing up
 // (the ...In methods); the map serves lookups by ID (borrowers, reconstruction, refs
-// decoded from values) and is touched twice per object, to insert and to delete.
+// decoded from values) and is touched twice per object, to insert and to delete. Where an
+// owner takes a store step and a table step on the same object back to back, one step of
+// the RefTable takes both under one lock of its shard (CreateSubmittedIn, CreateLocalIn,
+// RemoveLocalFreeIn).
 //
 // Borrows are the tables of the borrowing protocol (refs nested in values): what this
 // runtime borrows, who borrows what it owns, and the refs pinned with an outer object; the
