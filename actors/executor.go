@@ -354,8 +354,8 @@ func (x *executor) loop() {
 						// waits for every call queued here: a caller that pipelines calls,
 						// woken by this result, sends the next ones only after them, and
 						// its actors ran dry behind it (benchmarks/rl, 2 and 4 workers on
-						// 2 cores: +24-38% with the yield at 100-step calls, +15-26% at
-						// 1000 steps; 1 worker, with the other core idle, -3 to -6%).
+						// 2 cores: +23-29% with the yield at 100-step calls, +8-12% at
+						// 1000 steps; 1 worker, with the other core idle, -2 to -9%).
 						runtime.Gosched()
 					}
 					continue
