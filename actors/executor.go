@@ -15,6 +15,7 @@ import (
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/slab"
+	"github.com/ray-go/ray/internal/base/spin"
 	"github.com/ray-go/ray/tasks/worker"
 )
 
@@ -36,6 +37,48 @@ const (
 // next one (loop): long enough that the yield, a trip through the scheduler when nothing
 // else waits, costs the actor little against the call.
 const yieldAfterRun = sendAfterRun
+
+// spinAfterRun is how long a call must run for the executor to poll for the next one
+// before it blocks (idlePolicy).
+const spinAfterRun = 2 * time.Microsecond
+
+// idlePolicy decides how the executor waits for its next call once its queue is empty:
+// poll for up to spin.For() (keeping its P, whose going idle and being woken again costs
+// more than a short wait: package spin), or block at once. It polls after a call of
+// spinAfterRun or more while its waits are short (spin.Policy): a caller that pipelines
+// calls of some microseconds sends the next one within a few microseconds; an actor
+// called now and then blocks at once after one wait that outlasted the poll. Calls
+// shorter than spinAfterRun come from callers for whom the hand-off is cheap (the caller
+// and the actor take turns on one P): the executor blocks at once.
+type idlePolicy struct {
+	lastRun time.Duration
+	waits   spin.Policy
+}
+
+// ran records the run time of the call that just ended.
+func (p *idlePolicy) ran(d time.Duration) { p.lastRun = d }
+
+// polls reports whether the next wait polls first.
+func (p *idlePolicy) polls() bool { return p.lastRun >= spinAfterRun && p.waits.Polls() }
+
+// wait receives from signal, polling first when the policy says so; after a call of
+// spinAfterRun or more it measures the wait.
+func (p *idlePolicy) wait(signal <-chan struct{}) {
+	if p.lastRun < spinAfterRun || !spin.Enabled() {
+		<-signal
+		return
+	}
+	polled := p.polls()
+	p.lastRun = 0
+	if polled {
+		if _, ok := spin.Recv(signal); ok {
+			return
+		}
+	}
+	start := time.Now()
+	<-signal
+	p.waits.Blocked(time.Since(start))
+}
 
 // execItem is a call (or skip) to run.
 type execItem struct {
@@ -300,12 +343,13 @@ func (x *executor) loop() {
 	var mu sync.Mutex // guards ob for conc > 1
 	var items []execItem
 	var methods methodCache // the loop's calls only
+	var idle idlePolicy
 	for {
 		// signal alone, not a select with g.base.Done(): the grain cancels base only when it
 		// stops, and then closes the executor, which signals (take reports closed). A
 		// receive on one channel costs less than a select on two, once per call when the
 		// actor's calls come one at a time.
-		<-x.signal
+		idle.wait(x.signal)
 		for {
 			var closed bool
 			items, closed = x.take(items)
@@ -344,6 +388,7 @@ func (x *executor) loop() {
 					if ob.pending >= maxHeld || time.Duration(res.RunNanos) >= sendAfterRun || end-ob.since >= holdMax {
 						ob.flush()
 					}
+					idle.ran(time.Duration(res.RunNanos))
 					if time.Duration(res.RunNanos) >= yieldAfterRun {
 						// Let the goroutines readied onto this P while the call ran, or by its
 						// result, run before the next call: Go puts a goroutine a channel

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/spin"
 	"github.com/ray-go/ray/tasks/worker"
 )
 
@@ -36,6 +37,14 @@ type TaskContext struct {
 
 	children atomic.Uint64
 	puts     atomic.Uint32
+	// spinning is set while one of the task's goroutines polls for what it waits for
+	// (spinRecv): the others block at once. waits says whether the task's waits are short
+	// enough to poll for.
+	spinning atomic.Bool
+	waits    spin.Policy
+	// blockedWaits counts the task's goroutines blocked in a Get or Wait: with any, none
+	// polls (spin.RecvAlone).
+	blockedWaits atomic.Int32
 }
 
 type ctxKey struct{}

@@ -9,6 +9,7 @@ import (
 	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/internal/base/spin"
 	"github.com/ray-go/ray/objects"
 	"github.com/ray-go/ray/tasks/worker"
 )
@@ -65,6 +66,29 @@ func (tc *TaskContext) GetInOwned(ctx context.Context, id ids.ObjectID, e *objec
 	return tc.getRecovering(ctx, id, v)
 }
 
+// spinRecv polls ch for a moment before the caller blocks on it (spin.Recv): a result
+// that comes within spin.For() is taken without the P going idle and being woken. One of
+// the task's goroutines polls at a time, while the task's waits are short (tc.waits,
+// which blockedSince updates) and none of its goroutines is blocked in a wait
+// (tc.blockedWaits); the others, and a poll that found nothing, block.
+func spinRecv[T any](tc *TaskContext, ch <-chan T) (T, bool) {
+	if !tc.waits.Polls() || tc.blockedWaits.Load() > 0 || !tc.spinning.CompareAndSwap(false, true) {
+		var zero T
+		return zero, false
+	}
+	v, ok := spin.RecvAlone(ch, &tc.blockedWaits)
+	tc.spinning.Store(false)
+	return v, ok
+}
+
+// blockedSince records in tc.waits a wait that blocked from start (zero: not measured)
+// until now.
+func (tc *TaskContext) blockedSince(start time.Time) {
+	if !start.IsZero() {
+		tc.waits.Blocked(time.Since(start))
+	}
+}
+
 // releasedWhileWaiting is the error of a wait whose object's entry went away under it.
 func releasedWhileWaiting(id ids.ObjectID) error {
 	return fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
@@ -78,6 +102,7 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 		if blocked {
 			putCheck(check)
 			tc.blocked(false)
+			tc.blockedWaits.Add(-1)
 		}
 	}()
 	for {
@@ -88,10 +113,18 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 		select {
 		case <-ch:
 		default:
+			if _, ok := spinRecv(tc, ch); ok {
+				break
+			}
 			if !blocked {
 				check = tc.driverCheck()
 				tc.blocked(true)
+				tc.blockedWaits.Add(1)
 				blocked = true
+			}
+			var start time.Time
+			if spin.Enabled() {
+				start = time.Now()
 			}
 		wait:
 			for {
@@ -110,6 +143,7 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 					return objects.Value{}, ErrShutdown
 				}
 			}
+			tc.blockedSince(start)
 		}
 		v, ready, known := c.mem.GetIn(id, e)
 		switch {
@@ -369,6 +403,20 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 			cancels = append(cancels, cancel)
 		}
 	}
+	// A poll only when the timeout (if any) outlasts it.
+	for n < k && (timeout < 0 || timeout >= spin.For()) {
+		i, ok := spinRecv(tc, notify)
+		if !ok {
+			break
+		}
+		if !ready[i] {
+			ready[i] = true
+			n++
+		}
+	}
+	if n >= k {
+		return ready, nil
+	}
 	var expire <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -379,6 +427,12 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 	defer putCheck(check)
 	tc.blocked(true)
 	defer tc.blocked(false)
+	tc.blockedWaits.Add(1)
+	defer tc.blockedWaits.Add(-1)
+	var start time.Time
+	if spin.Enabled() {
+		start = time.Now()
+	}
 	for n < k {
 		select {
 		case i := <-notify:
@@ -399,5 +453,6 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 			return ready, ErrShutdown
 		}
 	}
+	tc.blockedSince(start)
 	return ready, nil
 }
