@@ -68,16 +68,15 @@ func (p *idlePolicy) wait(signal <-chan struct{}) {
 		<-signal
 		return
 	}
-	polled := p.polls()
 	p.lastRun = 0
-	if polled {
+	if p.waits.Polls() {
 		if _, ok := spin.Recv(signal); ok {
 			return
 		}
 	}
-	start := time.Now()
+	start := spin.Start()
 	<-signal
-	p.waits.Blocked(time.Since(start))
+	p.waits.BlockedSince(start)
 }
 
 // execItem is a call (or skip) to run.

@@ -69,7 +69,7 @@ func (tc *TaskContext) GetInOwned(ctx context.Context, id ids.ObjectID, e *objec
 // spinRecv polls ch for a moment before the caller blocks on it (spin.Recv): a result
 // that comes within spin.For() is taken without the P going idle and being woken. One of
 // the task's goroutines polls at a time, while the task's waits are short (tc.waits,
-// which blockedSince updates) and none of its goroutines is blocked in a wait
+// which the blocked waits update) and none of its goroutines is blocked in a wait
 // (tc.blockedWaits); the others, and a poll that found nothing, block.
 func spinRecv[T any](tc *TaskContext, ch <-chan T) (T, bool) {
 	if !tc.waits.Polls() || tc.blockedWaits.Load() > 0 || !tc.spinning.CompareAndSwap(false, true) {
@@ -79,14 +79,6 @@ func spinRecv[T any](tc *TaskContext, ch <-chan T) (T, bool) {
 	v, ok := spin.RecvAlone(ch, &tc.blockedWaits)
 	tc.spinning.Store(false)
 	return v, ok
-}
-
-// blockedSince records in tc.waits a wait that blocked from start (zero: not measured)
-// until now.
-func (tc *TaskContext) blockedSince(start time.Time) {
-	if !start.IsZero() {
-		tc.waits.Blocked(time.Since(start))
-	}
 }
 
 // releasedWhileWaiting is the error of a wait whose object's entry went away under it.
@@ -122,10 +114,7 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 				tc.blockedWaits.Add(1)
 				blocked = true
 			}
-			var start time.Time
-			if spin.Enabled() {
-				start = time.Now()
-			}
+			start := spin.Start()
 		wait:
 			for {
 				select {
@@ -143,7 +132,7 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 					return objects.Value{}, ErrShutdown
 				}
 			}
-			tc.blockedSince(start)
+			tc.waits.BlockedSince(start)
 		}
 		v, ready, known := c.mem.GetIn(id, e)
 		switch {
@@ -429,10 +418,7 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 	defer tc.blocked(false)
 	tc.blockedWaits.Add(1)
 	defer tc.blockedWaits.Add(-1)
-	var start time.Time
-	if spin.Enabled() {
-		start = time.Now()
-	}
+	start := spin.Start()
 	for n < k {
 		select {
 		case i := <-notify:
@@ -453,6 +439,6 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 			return ready, ErrShutdown
 		}
 	}
-	tc.blockedSince(start)
+	tc.waits.BlockedSince(start)
 	return ready, nil
 }

@@ -26,15 +26,15 @@ func TestSpinRecvOneGoroutinePerTask(t *testing.T) {
 		t.Fatal("a second goroutine of the task polled")
 	}
 	tc.spinning.Store(false)
-	tc.blockedSince(time.Now().Add(-2 * time.Hour)) // a wait that outlasted the poll
+	tc.waits.BlockedSince(time.Now().Add(-2 * time.Hour)) // a wait that outlasted the poll
 	if _, ok := spinRecv(&tc, ready); ok {
 		t.Fatal("polled after a wait that outlasted the poll")
 	}
-	tc.blockedSince(time.Now()) // a short one
+	tc.waits.BlockedSince(time.Now()) // a short one
 	if _, ok := spinRecv(&tc, ready); !ok {
 		t.Fatal("does not poll again after a short wait")
 	}
-	tc.blockedSince(time.Time{}) // not measured: changes nothing
+	tc.waits.BlockedSince(time.Time{}) // not measured: changes nothing
 	if _, ok := spinRecv(&tc, ready); !ok {
 		t.Fatal("an unmeasured wait stopped the polls")
 	}

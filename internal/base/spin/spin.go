@@ -135,6 +135,23 @@ type Policy struct {
 // Polls reports whether the next wait polls first (Enabled too).
 func (p *Policy) Polls() bool { return Enabled() && !p.long.Load() }
 
+// Start is when a wait begins to block, for BlockedSince: the time, or zero (nothing to
+// measure) when Recv does not poll at all.
+func Start() time.Time {
+	if !Enabled() {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// BlockedSince records a wait that blocked from start (as Start gave it) until now; a zero
+// start records nothing.
+func (p *Policy) BlockedSince(start time.Time) {
+	if !start.IsZero() {
+		p.Blocked(time.Since(start))
+	}
+}
+
 // Blocked records a wait that blocked for d once its poll (if any) found nothing.
 func (p *Policy) Blocked(d time.Duration) {
 	if long := d >= For(); long != p.long.Load() {

@@ -94,9 +94,20 @@ func TestPolicy(t *testing.T) {
 			t.Fatalf("after a wait blocked for %v: Polls = %v, want %v", s.blocked, got, s.polls)
 		}
 	}
+	p.BlockedSince(time.Time{}) // nothing measured: nothing changes
+	if !p.Polls() {
+		t.Fatal("a wait with a zero start stopped the polls")
+	}
+	p.BlockedSince(Start().Add(-time.Second))
+	if p.Polls() {
+		t.Fatal("polls after a wait that Start and BlockedSince measured at a second")
+	}
 	Set(time.Millisecond, 1)
 	if p.Polls() {
 		t.Fatal("Polls with one P")
+	}
+	if !Start().IsZero() {
+		t.Fatal("Start measures with one P, where nothing polls")
 	}
 }
 
