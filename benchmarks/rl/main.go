@@ -16,7 +16,9 @@
 // with a barrier), against the same loop run inline on goroutines without the framework
 // in the same run, and against the asynchronous run's shape in plain Go (goroutines fed
 // through channels, one hand-off each way per call: what the Go runtime and the machine
-// allow such a design; async_over_plain is the framework's own share). -trace writes an
+// allow such a design; async_over_plain is the framework's own share), the latter twice:
+// as written, and with each worker yielding its P after each call (runtime.Gosched), as
+// an actor's executor does after a call of some microseconds (plain_yield). -trace writes an
 // execution trace of the first asynchronous run. The es-tree mode times ES iterations with many workers, results
 // gathered flat by the driver versus through an aggregation tree of actors.
 package main
@@ -354,6 +356,12 @@ type ThroughputRow struct {
 	Plain        float64 `json:"plain_steps_per_s"`
 	PlainVsInl   float64 `json:"plain_over_inline"`
 	AsyncVsPlain float64 `json:"async_over_plain"`
+	// PlainYield is Plain with each worker yielding its P after each call, as the actor
+	// executor does after a call of yieldAfterRun or more (package actors): the goroutine
+	// its result woke (the driver) runs then, not after the worker's queued calls.
+	PlainYield        float64 `json:"plain_yield_steps_per_s"`
+	PlainYieldVsInl   float64 `json:"plain_yield_over_inline"`
+	AsyncVsPlainYield float64 `json:"async_over_plain_yield"`
 }
 
 // cpuTime is the process's user plus system CPU time.
@@ -387,9 +395,10 @@ func throughput(ctx context.Context, stepsList, workersList []int, cost time.Dur
 			for i := range actors {
 				actors[i] = simClass.Remote(ctx, ray.AtMostOnce())
 			}
-			var inl, asy, bsp, pln, cpuInl, cpuAsy []float64
+			var inl, asy, bsp, pln, ply, cpuInl, cpuAsy []float64
 			for range reps {
-				pln = append(pln, steps/plainRun(W, L, tasks, cost).Seconds())
+				pln = append(pln, steps/plainRun(W, L, tasks, cost, false).Seconds())
+				ply = append(ply, steps/plainRun(W, L, tasks, cost, true).Seconds())
 				c0 := cpuTime()
 				inl = append(inl, steps/inlineRun(W, L, tasks, cost).Seconds())
 				c1 := cpuTime()
@@ -421,10 +430,11 @@ func throughput(ctx context.Context, stepsList, workersList []int, cost time.Dur
 				_ = ray.Kill(ctx, a, true)
 			}
 			r := ThroughputRow{TaskSteps: L, Workers: W, Inline: median(inl), Async: median(asy), BSP: median(bsp),
-				CPUInline: median(cpuInl), CPUAsync: median(cpuAsy), Plain: median(pln)}
+				CPUInline: median(cpuInl), CPUAsync: median(cpuAsy), Plain: median(pln), PlainYield: median(ply)}
 			r.AsyncVsInl, r.BSPVsInline = r.Async/r.Inline, r.BSP/r.Inline
 			r.PlainVsInl, r.AsyncVsPlain = r.Plain/r.Inline, r.Async/r.Plain
-			fmt.Fprintf(os.Stderr, "%10d %8d %14.0f %14.0f %14.0f %9.3f %9.3f   plain/inl %.3f async/plain %.3f   cpu ns/step inline %.0f async %.0f\n", L, W, r.Inline, r.Async, r.BSP, r.AsyncVsInl, r.BSPVsInline, r.PlainVsInl, r.AsyncVsPlain, r.CPUInline, r.CPUAsync)
+			r.PlainYieldVsInl, r.AsyncVsPlainYield = r.PlainYield/r.Inline, r.Async/r.PlainYield
+			fmt.Fprintf(os.Stderr, "%10d %8d %14.0f %14.0f %14.0f %9.3f %9.3f   plain/inl %.3f async/plain %.3f   cpu ns/step inline %.0f async %.0f   plain+yield/inl %.3f\n", L, W, r.Inline, r.Async, r.BSP, r.AsyncVsInl, r.BSPVsInline, r.PlainVsInl, r.AsyncVsPlain, r.CPUInline, r.CPUAsync, r.PlainYieldVsInl)
 			if !runBSP {
 				// Not measured: 0 in the JSON (its NaN made json.Marshal fail, and -json
 				// print nothing); the table above shows NaN.
@@ -467,8 +477,9 @@ func inlineRun(W, L, tasks int, cost time.Duration) time.Duration {
 // plainRun is asyncRun's shape in plain Go: W goroutines, each with its own environment,
 // fed through a channel with depth calls queued, each call's result on a channel of its
 // own, got oldest first. No framework: what the runtime and the machine allow one
-// hand-off each way per call.
-func plainRun(W, L, tasks int, cost time.Duration) time.Duration {
+// hand-off each way per call. With yield, a worker yields its P after each call, as an
+// actor's executor does (ThroughputRow.PlainYield).
+func plainRun(W, L, tasks int, cost time.Duration, yield bool) time.Duration {
 	type call struct {
 		done chan int
 		w    int
@@ -484,6 +495,9 @@ func plainRun(W, L, tasks int, cost time.Duration) time.Duration {
 			var obs []float32
 			for done := range calls {
 				done <- simulate(e, &obs, L, cost)
+				if yield {
+					runtime.Gosched()
+				}
 			}
 		}(in[w])
 	}
