@@ -61,20 +61,21 @@ func (p *idlePolicy) ran(d time.Duration) { p.lastRun = d }
 // polls reports whether the next wait polls first.
 func (p *idlePolicy) polls() bool { return p.lastRun >= spinAfterRun && p.waits.Polls() }
 
-// wait receives from signal, polling first when the policy says so; after a call of
-// spinAfterRun or more it measures the wait.
+// wait receives from signal, polling first when the policy says so (polls); after a call
+// of spinAfterRun or more it measures the wait.
 func (p *idlePolicy) wait(signal <-chan struct{}) {
-	if p.lastRun < spinAfterRun || !spin.Enabled() {
+	if p.lastRun < spinAfterRun {
 		<-signal
 		return
 	}
+	polls := p.polls()
 	p.lastRun = 0
-	if p.waits.Polls() {
+	if polls {
 		if _, ok := spin.Recv(signal); ok {
 			return
 		}
 	}
-	start := spin.Start()
+	start := spin.Start() // zero, measuring nothing, when polling is off
 	<-signal
 	p.waits.BlockedSince(start)
 }
