@@ -375,6 +375,7 @@ func (r *Raylet) request(ctx actor.Context, m *pb.LeaseRequest) {
 // hold up the same owner's request of another shape (another scheduling class): only the
 // owner's leases of q's own shape are left alone (it asks for more of those because it has
 // more work than they take).
+// Leases granted later, while q still waits, are revoked as they are granted (dispatch).
 func (r *Raylet) revokeFor(ctx actor.Context, q *request) {
 	freed := r.avail
 	key := ownerKey(q.owner)
@@ -467,12 +468,26 @@ func (r *Raylet) dispatch(ctx actor.Context) {
 			ctx.Watch(q.owner)
 		}
 		ls[id] = true
-		r.leases[id] = &leaseState{res: q.res, owner: key, ownerPID: q.owner, worker: w}
+		l := &leaseState{res: q.res, owner: key, ownerPID: q.owner, worker: w}
+		r.leases[id] = l
 		r.granted++
 		ctx.Send(q.owner, &pb.LeaseGrant{RequestId: q.id, LeaseId: idb[:], Worker: &pb.PID{Address: w.Address, Id: w.Id}})
+		if r.requests.Len() > 0 && r.requests.Any(func(o *request) bool { return !sameOwner(o.owner, q.owner) || !o.res.Equal(q.res) }) {
+			// Others wait that asked before this lease existed, so their asks revoked none
+			// of it (revokeFor): it goes back once its owner has run what it has, rather
+			// than kept for more (sched.IdleHold) or pushed to for sched.MaxAge while they
+			// wait. Its owner uses it once (sched.Leases.Revoke), so owners that take turns
+			// this way each get work done per turn.
+			l.revoked = true
+			ctx.Send(q.owner, &pb.LeaseRevoke{LeaseId: idb[:]})
+		}
 	}
 	clear(r.buf)
 }
+
+// sameOwner reports whether a and b are one owner (ownerKey's equality, without building
+// the keys).
+func sameOwner(a, b *actor.PID) bool { return a.Address == b.Address && a.Id == b.Id }
 
 // reserve holds resources for an actor instance (granted ahead of queued tasks, as soon as
 // they are free), or gives them back. Requests are idempotent by key.

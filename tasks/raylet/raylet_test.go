@@ -396,8 +396,49 @@ func TestRevokeForAnotherOwner(t *testing.T) {
 	}
 	h.send(&pb.LeaseRelease{LeaseId: r.LeaseId})
 	// The oldest request waiting goes first: the owner's own third request, then the other.
-	if g := h.grants(h.owner, 1)[0]; len(g.LeaseId) == 0 {
+	g := h.grants(h.owner, 1)[0]
+	if len(g.LeaseId) == 0 {
 		t.Fatalf("grant %+v", g)
+	}
+	// The other owner asked before that lease existed, so its ask revoked none of it: the
+	// lease is revoked as it is granted (the owner runs what it has on it, then gives it
+	// back rather than keeping it idle while the other waits).
+	select {
+	case r := <-h.owner.revokes:
+		if string(r.LeaseId) != string(g.LeaseId) {
+			t.Fatalf("revoked %x, want the lease just granted (%x)", r.LeaseId, g.LeaseId)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a lease granted while another owner's request waits was not revoked")
+	}
+	h.send(&pb.LeaseRelease{LeaseId: g.LeaseId})
+	if g := h.grants(other, 1)[0]; len(g.LeaseId) == 0 {
+		t.Fatalf("the other owner's grant %+v", g)
+	}
+	// Nothing waits now: the other owner's lease is its to keep.
+	h.stats()
+	select {
+	case r := <-other.revokes:
+		t.Fatalf("a lease granted with nothing waiting was revoked: %x", r.LeaseId)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// TestNoRevokeAtGrantForTheSameClass: a lease granted while only its own owner's requests of
+// its class wait is not revoked (the owner has more work than its leases take).
+func TestNoRevokeAtGrantForTheSameClass(t *testing.T) {
+	h := newHarness(t, map[string]float64{sched.CPU: 1}, 1)
+	h.ask(h.owner, cpu1)
+	first := h.grants(h.owner, 1)[0]
+	h.ask(h.owner, cpu1)
+	h.ask(h.owner, cpu1)
+	h.send(&pb.LeaseRelease{LeaseId: first.LeaseId})
+	h.grants(h.owner, 1)
+	h.stats()
+	select {
+	case r := <-h.owner.revokes:
+		t.Fatalf("a lease was revoked for its own owner's request of its class: %x", r.LeaseId)
+	case <-time.After(20 * time.Millisecond):
 	}
 }
 

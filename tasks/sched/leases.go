@@ -35,7 +35,9 @@ import "time"
 //   - Revoked: the scheduler asks for a lease back when another owner's request (or this
 //     owner's request of another class) waits for its resources; it takes no more tasks
 //     and is released once drained (at once if idle), so a lease kept for more work never
-//     holds up other owners or classes.
+//     holds up other owners or classes. A lease revoked before it took a task (the
+//     scheduler revokes a lease as it grants it while others wait) takes one push first,
+//     so that owners taking turns on a busy node each run some of their tasks per lease.
 //   - Stalled (spillback, paper §4.2.2): a class whose tasks wait while a lease request of
 //     it has gone unanswered for a while after the node said it queued one (Queued) is one
 //     the node has no room for soon; the owner may take its waiting tasks (Take) and place
@@ -92,6 +94,7 @@ type lease[T, W any] struct {
 	idle     time.Time // when it ran out of work (zero: busy)
 	used     bool      // it was given tasks (only such a lease is kept idle)
 	closed   bool      // takes no more tasks (blocked, or older than MaxAge)
+	once     bool      // revoked before its first push: closed after it
 	released bool
 }
 
@@ -261,13 +264,19 @@ func (l *Leases[T, W]) Idle() bool {
 }
 
 // Revoke closes lease id at its scheduler's request (another owner waits): it takes no
-// more tasks and is released once its tasks are done, at the next Pump if it has none.
+// more tasks and is released once its tasks are done, at the next Pump if it has none. A
+// lease that has not taken a task yet takes one push of what waits first (none waiting:
+// it is released at the next Pump).
 func (l *Leases[T, W]) Revoke(id string) {
 	ls := l.leases[id]
 	if ls == nil {
 		return
 	}
-	ls.closed = true
+	if ls.used {
+		ls.closed = true
+	} else {
+		ls.once = true
+	}
 	ls.class.dirty = true
 }
 
@@ -440,6 +449,7 @@ func (l *Leases[T, W]) PumpInto(now time.Time, a *Actions[T, W]) {
 			c.head += n
 			waiting -= n
 			ls.inflight += n
+			ls.closed = ls.once
 			a.Pushes = append(a.Pushes, Push[T, W]{Lease: ls.id, Worker: ls.worker, Tasks: tasks})
 		}
 		if c.head == len(c.waiting) {

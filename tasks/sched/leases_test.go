@@ -241,6 +241,38 @@ func TestLeasesRevoked(t *testing.T) {
 	})
 }
 
+// TestLeasesRevokedAtGrant: a lease revoked before it took a task (the scheduler revokes a
+// lease as it grants it while other owners wait) takes one push of what waits, then no
+// more, and goes back once that is done; with nothing waiting it goes back at once. Were it
+// given back unused, two owners revoking each other's fresh leases would trade them
+// without running a task.
+func TestLeasesRevokedAtGrant(t *testing.T) {
+	revoke := func(id string) func(*Leases[int, string], time.Time) {
+		return func(l *Leases[int, string], _ time.Time) { l.Revoke(id) }
+	}
+	runLeaseScript(t, []leaseStep{
+		{name: "a task", do: add(1), want: []string{"req:1"}},
+		{name: "granted and revoked in one turn: it takes what waits", do: func(l *Leases[int, string], now time.Time) {
+			grant("A")(l, now)
+			revoke("A")(l, now)
+		}, want: []string{"A:1"}},
+		{name: "a task after its push: A takes it not, a lease is asked for", do: add(2), want: []string{"req:1"}},
+		{name: "A's task done: A goes (not kept idle)", do: done("A", 1, 5*time.Millisecond), want: []string{"rel:A"}},
+		{name: "granted: B takes the waiting task", do: grant("B"), want: []string{"B:2"}},
+		{name: "revoked after its push: closed as before", do: func(l *Leases[int, string], now time.Time) {
+			revoke("B")(l, now)
+			add(3)(l, now)
+		}, want: []string{"req:1"}},
+		{name: "B done: B goes", do: done("B", 1, 5*time.Millisecond), want: []string{"rel:B"}},
+		{name: "C granted: takes task 3", do: grant("C"), want: []string{"C:3"}},
+		{name: "C done: kept idle", do: done("C", 1, 5*time.Millisecond), want: nil},
+		{name: "D granted and revoked with nothing waiting: goes at once, unused", do: func(l *Leases[int, string], now time.Time) {
+			grant("D")(l, now)
+			revoke("D")(l, now)
+		}, want: []string{"rel:D"}},
+	})
+}
+
 // Spillback: a class whose request has gone unanswered for a while is reported stalled
 // (once per interval), an answer restarts the clock, and Take moves out the tasks the
 // owner places elsewhere, leaving the rest in order.

@@ -99,6 +99,18 @@ func (c *class[T]) pop() T {
 	return v
 }
 
+// Any reports whether a queued request satisfies match.
+func (q *Queue[T]) Any(match func(T) bool) bool {
+	for _, c := range q.classes {
+		for _, it := range c.items[c.head:] {
+			if match(it.v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // RemoveFunc removes every queued request for which match returns true (e.g. a cancelled
 // task) and returns how many it removed. The others keep their order.
 func (q *Queue[T]) RemoveFunc(match func(T) bool) int {

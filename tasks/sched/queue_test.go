@@ -14,6 +14,7 @@ import (
 //	remove IDS            RemoveFunc for the comma-separated IDS; want is the count
 //	backlog               want lists "shape*n" per class
 //	len                   want is "Len Classes"
+//	any ID                whether Any finds a waiting ID: "true" or "false"
 type step struct{ op, want string }
 
 func TestQueue(t *testing.T) {
@@ -25,6 +26,7 @@ func TestQueue(t *testing.T) {
 			{"push a CPU=1", ""}, {"push b CPU=1", ""}, {"push c CPU=1", ""},
 			{"dispatch 0 CPU=2", "a b | {}"},
 			{"len", "1 1"},
+			{"any a", "false"}, {"any c", "true"},
 			{"dispatch 0 CPU=4", "c | {CPU=3}"},
 			{"len", "0 0"},
 		}},
@@ -139,6 +141,8 @@ func runStep(q *Queue[string], op string) string {
 		return strings.Join(out, " ")
 	case "len":
 		return fmt.Sprintf("%d %d", q.Len(), q.Classes())
+	case "any":
+		return fmt.Sprint(q.Any(func(v string) bool { return v == f[1] }))
 	}
 	panic("bad step " + op)
 }
