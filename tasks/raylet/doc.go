@@ -17,7 +17,12 @@
 //     queued and granted, oldest first per class, as resources allow; a class whose head
 //     does not fit does not hold up smaller shapes. A request not granted at once is
 //     answered at once with word that it waits (LeaseGrant.queued), on which the owner may
-//     move its tasks to another node (spillback).
+//     move its tasks to another node (spillback). A request that waits has other owners
+//     (and its own owner's leases of other shapes) asked for enough leases back
+//     (LeaseRevoke) for it to fit once they are done, and a lease granted while such a
+//     request still waits is revoked as it is granted: its owner runs one push of tasks on
+//     it and gives it back, rather than keeping it for more (sched.IdleHold) while others
+//     wait.
 //   - LeaseRelease from owners: the lease's resources return and waiting requests are
 //     granted. The grain watches every owner it granted a lease to: when one stops or its
 //     process dies (Terminated), its leases return and its waiting requests are dropped.
