@@ -472,7 +472,7 @@ func (r *Raylet) dispatch(ctx actor.Context) {
 		r.leases[id] = l
 		r.granted++
 		ctx.Send(q.owner, &pb.LeaseGrant{RequestId: q.id, LeaseId: idb[:], Worker: &pb.PID{Address: w.Address, Id: w.Id}})
-		if r.requests.Len() > 0 && r.requests.Any(func(o *request) bool { return !sameOwner(o.owner, q.owner) || !o.res.Equal(q.res) }) {
+		if r.requests.Len() > 0 && r.requests.Any(func(o *request) bool { return !o.owner.Equal(q.owner) || !o.res.Equal(q.res) }) {
 			// Others wait that asked before this lease existed, so their asks revoked none
 			// of it (revokeFor): it goes back once its owner has run what it has, rather
 			// than kept for more (sched.IdleHold) or pushed to for sched.MaxAge while they
@@ -484,10 +484,6 @@ func (r *Raylet) dispatch(ctx actor.Context) {
 	}
 	clear(r.buf)
 }
-
-// sameOwner reports whether a and b are one owner (ownerKey's equality, without building
-// the keys).
-func sameOwner(a, b *actor.PID) bool { return a.Address == b.Address && a.Id == b.Id }
 
 // reserve holds resources for an actor instance (granted ahead of queued tasks, as soon as
 // they are free), or gives them back. Requests are idempotent by key.
