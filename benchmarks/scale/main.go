@@ -60,6 +60,7 @@ var defaultMetrics = []string{
 	"1_n_actor_calls_async",
 	"multi_client_put_calls_Plasma_Store",
 	"substrate_go_pipeline", // the machine's ceiling for multi_client_tasks_async's shape, in plain Go
+	"substrate_go_single",   // the same for single_client_tasks_async's shape
 }
 
 // goal is a speedup the program checks (on a machine with this many cores).
