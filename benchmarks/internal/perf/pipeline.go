@@ -55,9 +55,10 @@ func pipelineMetric() *metric {
 // singleMetric is single_client_tasks_async's shape in plain Go, no ray-go: one
 // goroutine submits 1,000 items, then takes their results, then gives each back, while
 // another goroutine works on them; each item's CPU split as the runtime's task's at one
-// core (benchmarks/RESULTS.md, "single_client's ceiling"). The submitter's part is half
-// of the whole, so no scheduler gets it 2x from a second core; what this gets from one
-// on a machine is the ceiling of single_client_tasks_async's speedup there.
+// core (benchmarks/RESULTS.md, "single_client_tasks_async's ceiling on this VM"). The
+// submitter's part is half of the whole, so no scheduler gets it 2x from a second core;
+// what this gets from one on a machine is the ceiling of single_client_tasks_async's
+// speedup there (with the runtime's split: less of the task on the driver would raise it).
 //
 // The submitter, like the runtime's Get, polls for a result for a while (yielding its P)
 // before it blocks on the channel: without that, every wait would pay the wake-up of an
