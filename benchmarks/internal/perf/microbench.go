@@ -127,7 +127,7 @@ func Microbench(args []string) int {
 		t.trials = *trials
 	}
 
-	all := append(append(append(append(coreMetrics(), refcountMetric(), spillingPutMetric()), actorMetrics()...), crossNodeMetrics()...), append(substrateMetrics(), pipelineMetric(), singleMetric())...)
+	all := append(append(append(append(coreMetrics(), refcountMetric(), spillingPutMetric()), actorMetrics()...), crossNodeMetrics()...), append(substrateMetrics(), pipelineMetric(), singleMetric(), nnMetric())...)
 	if *list {
 		for _, m := range all {
 			fmt.Printf("%-42s %-14s %s\n", m.name, m.unit, m.body)
