@@ -211,7 +211,7 @@ func (x *executor) doneTaken(q []done) { x.dones.Release(q, 4*maxHeld) }
 // outbox batches results per owner and done reports for the grain.
 type outbox struct {
 	report  func([]done)
-	local   func(owner *pb.PID) func(seq uint64, r *pb.TaskResult) // Env.Local for this actor (nil: none)
+	local   func(owner *pb.PID) func(seqs []uint64, rs []*pb.TaskResult) // Env.Local for this actor (nil: none)
 	root    *actor.RootContext
 	self    *actor.PID
 	owners  []ownerResults
@@ -233,7 +233,7 @@ type ownerResults struct {
 	results []*pb.TaskResult
 	// local: the owner is a caller in this process (Env.Local), which takes its results
 	// from the executor's goroutine; seqs are the results' calls.
-	local func(seq uint64, r *pb.TaskResult)
+	local func(seqs []uint64, rs []*pb.TaskResult)
 	seqs  []uint64
 }
 
@@ -298,8 +298,8 @@ func (o *outbox) flush() {
 		b := &o.owners[i]
 		if b.local != nil {
 			// A caller in this process: it takes the results here, without a message.
-			for j, r := range b.results {
-				b.local(b.seqs[j], r)
+			if len(b.results) > 0 {
+				b.local(b.seqs, b.results)
 			}
 			clear(b.results)
 			b.results, b.seqs = b.results[:0], b.seqs[:0]
@@ -338,7 +338,7 @@ func (x *executor) loop() {
 	ob := &outbox{report: x.report, root: g.root, self: g.self, logEnd: x.single.LogOffset, logAt: x.single.LogAt}
 	if local := g.env.Local; local != nil {
 		aid := g.aid
-		ob.local = func(owner *pb.PID) func(uint64, *pb.TaskResult) { return local(owner, aid) }
+		ob.local = func(owner *pb.PID) func([]uint64, []*pb.TaskResult) { return local(owner, aid) }
 	}
 	var mu sync.Mutex // guards ob for conc > 1
 	var items []execItem

@@ -35,19 +35,25 @@ func TestOutboxHandsLocalResultsOver(t *testing.T) {
 		r   *pb.TaskResult
 	}
 	var local []taken
-	reported, asked := 0, 0
+	reported, asked, handed := 0, 0, 0
 	ob := &outbox{root: sys.Root,
 		report: func(d []done) { reported += len(d) },
-		local: func(owner *pb.PID) func(uint64, *pb.TaskResult) {
+		local: func(owner *pb.PID) func([]uint64, []*pb.TaskResult) {
 			asked++
 			if owner.Address != here.Address {
 				return nil
 			}
-			return func(seq uint64, r *pb.TaskResult) {
-				if reported < 4 {
-					t.Errorf("result of call %d handed over before the grain was told what ran (%d reports)", seq, reported)
+			return func(seqs []uint64, rs []*pb.TaskResult) {
+				handed++
+				if len(seqs) != len(rs) {
+					t.Errorf("handed over %d seqs with %d results", len(seqs), len(rs))
 				}
-				local = append(local, taken{seq, r})
+				for i, r := range rs {
+					if reported < 4 {
+						t.Errorf("result of call %d handed over before the grain was told what ran (%d reports)", seqs[i], reported)
+					}
+					local = append(local, taken{seqs[i], r})
+				}
 			}
 		}}
 	call := func(seq uint64, to *pb.PID) (*pb.ActorLogEntry, *pb.TaskResult) {
@@ -61,8 +67,8 @@ func TestOutboxHandsLocalResultsOver(t *testing.T) {
 		ob.add(e, r, 0)
 	}
 	ob.flush()
-	if len(local) != 2 || local[0].seq != 1 || local[0].r != rs[0] || local[1].seq != 3 || local[1].r != rs[2] {
-		t.Fatalf("handed over %v, want calls 1 and 3 with their results", local)
+	if handed != 1 || len(local) != 2 || local[0].seq != 1 || local[0].r != rs[0] || local[1].seq != 3 || local[1].r != rs[2] {
+		t.Fatalf("handed over %v in %d batches, want calls 1 and 3 with their results in one", local, handed)
 	}
 	for _, want := range []*pb.TaskResult{rs[1], rs[3]} {
 		select {

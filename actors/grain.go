@@ -63,10 +63,12 @@ type Env struct {
 	// Local (optional) returns, for the owner of a call's result (TaskSpec.ResultTo) that
 	// is a caller of actor in this process, the function that takes that caller's results
 	// (nil: they go to owner as messages). The executor calls it on its own goroutine with
-	// each result and the call's seq, instead of a message to the caller's mailbox (one
-	// goroutine wake-up fewer per call): it must not block, and a result it cannot take it
-	// sends to owner itself. The executor asks once per owner it answers.
-	Local  func(owner *pb.PID, actor ids.ActorID) func(seq uint64, r *pb.TaskResult)
+	// the results it holds for that owner (rs[i] the result of call seqs[i], in the order
+	// the calls ran; the slices are the executor's, for the length of the call), instead
+	// of a message to the caller's mailbox (one goroutine wake-up fewer per call): it must
+	// not block, and a result it cannot take it sends to owner itself. The executor asks
+	// once per owner it answers.
+	Local  func(owner *pb.PID, actor ids.ActorID) func(seqs []uint64, rs []*pb.TaskResult)
 	Logger *slog.Logger
 	Stats  *Stats
 }

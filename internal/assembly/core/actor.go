@@ -603,7 +603,7 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		// shard registers it before it handles the actor's answer.
 		p.dispatched = true
 		if !c.sendDirect(p, now) {
-			c.sendActorCall(p)
+			c.sendActorCall(p, now)
 		}
 		return p, ret, nil
 	}
@@ -611,12 +611,16 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	return p, ret, nil
 }
 
-// sendActorCall queues a resolved call for its actor.
-func (c *Core) sendActorCall(p *pending) {
+// sendActorCall queues a resolved call for its actor; now is the clock's time (clock.now)
+// if the caller read it a moment ago, else 0 (a burst's calls cost one clock read each,
+// not two).
+func (c *Core) sendActorCall(p *pending, now int64) {
 	ac := p.actor
-	now := c.clock.at(c.clock.now())
+	if now == 0 {
+		now = c.clock.now()
+	}
 	ac.mu.Lock()
-	if ac.calls.Send(p.seq, now) {
+	if ac.calls.Send(p.seq, c.clock.at(now)) {
 		c.queueFlushLocked(ac)
 	}
 	ac.mu.Unlock()
@@ -1025,7 +1029,7 @@ func (s *shard) cancelActorCall(p *pending) error {
 // its caller calls, the function that completes that caller's calls with their results
 // on the actor's executor goroutine (takeLocal), without a message to the shard's
 // mailbox; nil for any other owner (its results come as messages).
-func (c *Core) LocalResults(owner *pb.PID, actor ids.ActorID) func(seq uint64, r *pb.TaskResult) {
+func (c *Core) LocalResults(owner *pb.PID, actor ids.ActorID) func(seqs []uint64, rs []*pb.TaskResult) {
 	if owner == nil {
 		return nil
 	}
@@ -1038,42 +1042,72 @@ func (c *Core) LocalResults(owner *pb.PID, actor ids.ActorID) func(seq uint64, r
 			return nil
 		}
 		ac := v.(*actorCaller)
-		return func(seq uint64, r *pb.TaskResult) { sh.takeLocal(ac, seq, r) }
+		return func(seqs []uint64, rs []*pb.TaskResult) { sh.takeLocal(ac, seqs, rs) }
 	}
 	return nil
 }
 
-// takeLocal completes call seq of s's caller ac with its result r, from the goroutine of
-// the actor's executor (this process), without a message to s's mailbox. The call is
-// finished for its caller under ac.mu, where the Caller keeps it unfinished: whoever
-// finishes it there (this, or the shard's complete: a death, a cancellation, the same
-// result come again as a message) completes it, once. Then its return object is set (the
-// submitter's Get wakes) and its arguments released, as complete does. What is the loop's
-// (forgetting it in tasks, its task record) waits in the done list (addDone), put there
-// before the result is visible: a state query made after the Get finds it ended, since the
-// loop takes the done list before each message. A result this does not take (the call is
-// not unfinished here, or is one complete must handle: more than one return, nested refs,
-// a retry) goes to the shard as a message, as before.
-func (s *shard) takeLocal(ac *actorCaller, seq uint64, r *pb.TaskResult) {
+// takeLocal completes calls seqs of s's caller ac with their results rs (rs[i] call
+// seqs[i]'s), from the goroutine of the actor's executor (this process), without a message
+// to s's mailbox. A call is finished for its caller under ac.mu, where the Caller keeps it
+// unfinished: whoever finishes it there (this, or the shard's complete: a death, a
+// cancellation, the same result come again as a message) completes it, once. Then its
+// return object is set (the submitter's Get wakes) and its arguments released, as
+// complete does. What is the loop's (forgetting it in tasks, its task record) waits in the
+// done list (addDone), put there before the result is visible: a state query made after
+// the Get finds it ended, since the loop takes the done list before each message. A result
+// this does not take (the call is not unfinished here, or is one complete must handle:
+// more than one return, nested refs, a retry) goes to the shard as a message, as before.
+// The calls of a batch (an executor's flush) are finished takeChunk at a time under one
+// hold of ac.mu, and share one clock read for their end.
+func (s *shard) takeLocal(ac *actorCaller, seqs []uint64, rs []*pb.TaskResult) {
 	if s.closed() {
 		return // as receive drops a message once the runtime closed
 	}
 	c := s.c
-	ac.mu.Lock()
-	p, ok := ac.calls.Call(seq)
-	if !ok || !localOK(p, r) {
-		ac.mu.Unlock()
-		s.send(r)
-		return
-	}
-	c.finishUnlock(ac, seq)
 	var end int64
 	if s.ev.on {
 		end = c.clock.now()
 	}
-	s.addDone(doneCall{p: p, r: r, end: end})
-	c.setReturn(p, r)
+	var taken [takeChunk]doneCall
+	for len(rs) > 0 {
+		k := min(len(rs), takeChunk)
+		n, back := 0, uint32(0) // back: the results sent to the shard (bit i: rs[i])
+		ac.mu.Lock()
+		for i, r := range rs[:k] {
+			p, ok := ac.calls.Call(seqs[i])
+			if !ok || !localOK(p, r) {
+				back |= 1 << i
+				continue
+			}
+			if ac.calls.Finish(seqs[i]) {
+				c.queueFlushLocked(ac)
+			}
+			taken[n] = doneCall{p: p, r: r, end: end}
+			n++
+		}
+		release := ac.idleLocked()
+		ac.mu.Unlock()
+		if release {
+			c.releaseHandle(ac.id)
+		}
+		for i := range taken[:n] {
+			d := &taken[i]
+			s.addDone(*d)
+			c.setReturn(d.p, d.r)
+			*d = doneCall{}
+		}
+		for i := 0; back != 0; i, back = i+1, back>>1 {
+			if back&1 != 0 {
+				s.send(rs[i])
+			}
+		}
+		rs, seqs = rs[k:], seqs[k:]
+	}
 }
+
+// takeChunk is how many results takeLocal finishes under one hold of a caller's lock.
+const takeChunk = 16 // at most 32 (takeLocal's back)
 
 // localOK reports whether takeLocal may complete p with r: r is p's current attempt's, and
 // completing it is complete's simple case (one return, no nested refs, no retry).

@@ -133,24 +133,26 @@ func (la *localActors) unfinished(id ids.ActorID) int {
 // by the caller from the actor's executor (LocalResults, actors.Env.Local): the submitter's
 // Get returns them with no result message to the shard, whether the call left through the
 // outbox (the first, the instance unknown) or straight from its submitter (the rest:
-// sendDirect, so each is completed before its shard registers it). Each call is finished
-// for its caller, gets one task record, and none stays live. The same result again (a
-// duplicate answer) goes to the shard, which drops it; the value stays. A caller in
-// another process, or of an actor it never called, gets no local function: its results
-// come as messages.
+// sendDirect, so each is completed before its shard registers it), one result at a time
+// or as an executor's flush hands them over (a batch, here with calls sent through the
+// outbox too). Each call is finished for its caller, gets one task record, and none stays
+// live. The same result again (a duplicate answer, alone or in a batch) goes to the
+// shard, which drops it; the value stays, and the batch's other results are taken. A
+// caller in another process, or of an actor it never called, gets no local function: its
+// results come as messages.
 func TestLocalResultsSkipTheShard(t *testing.T) {
 	la := newLocalActors(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tc := la.c.NewDriver()
 	id := ids.NewActorID()
-	const n = 20
-	var local func(uint64, *pb.TaskResult)
+	const n, batch = 20, 40 // the batch: three of takeLocal's chunks
+	var local func([]uint64, []*pb.TaskResult)
 	var first *pb.ActorCall
-	oids := make([]ids.ObjectID, n)
+	oids := make([]ids.ObjectID, 0, n+batch)
 	for i := range n {
 		oid, m := la.call(t, tc, id)
-		oids[i] = oid
+		oids = append(oids, oid)
 		if local == nil {
 			first = m
 			if local = la.c.LocalResults(m.Spec.ReplyTo, id); local == nil {
@@ -163,7 +165,7 @@ func TestLocalResultsSkipTheShard(t *testing.T) {
 				t.Fatal("a local function for an actor this runtime never called")
 			}
 		}
-		local(m.Seq, &pb.TaskResult{TaskId: m.Spec.TaskId, Data: []byte{byte(i)}, RunNanos: 1000})
+		local([]uint64{m.Seq}, []*pb.TaskResult{{TaskId: m.Spec.TaskId, Data: []byte{byte(i)}, RunNanos: 1000}})
 		v, err := tc.Get(ctx, oid)
 		if err != nil || !bytes.Equal(v, []byte{byte(i)}) {
 			t.Fatalf("call %d: Get = %v, %v; want [%d]", i+1, v, err, i)
@@ -185,12 +187,38 @@ func TestLocalResultsSkipTheShard(t *testing.T) {
 		}
 	}
 	// The first call's result again: not unfinished, so it goes to the shard, which drops it.
-	local(first.Seq, &pb.TaskResult{TaskId: first.Spec.TaskId, Data: []byte("again")})
+	local([]uint64{first.Seq}, []*pb.TaskResult{{TaskId: first.Spec.TaskId, Data: []byte("again")}})
 	if ended, _ = la.ended(t, ctx, id); len(ended) != n || la.results.Load() != 1 {
 		t.Fatalf("after a duplicate: %d ended calls, %d result messages; want %d and 1", len(ended), la.results.Load(), n)
 	}
+	// A burst (more than directMax unfinished, so the later calls leave through the
+	// outbox), answered in one batch with the first call's duplicate in its middle.
+	var seqs []uint64
+	var rs []*pb.TaskResult
+	for i := range batch {
+		oid, m := la.call(t, tc, id)
+		oids = append(oids, oid)
+		seqs = append(seqs, m.Seq)
+		rs = append(rs, &pb.TaskResult{TaskId: m.Spec.TaskId, Data: []byte{byte(n + i)}, RunNanos: 1000})
+		if i == batch/2 {
+			seqs = append(seqs, first.Seq)
+			rs = append(rs, &pb.TaskResult{TaskId: first.Spec.TaskId, Data: []byte("again")})
+		}
+	}
+	local(seqs, rs)
+	for i := n; i < n+batch; i++ {
+		if v, err := tc.Get(ctx, oids[i]); err != nil || !bytes.Equal(v, []byte{byte(i)}) {
+			t.Fatalf("call %d (a batch's): Get = %v, %v; want [%d]", i+1, v, err, i)
+		}
+	}
+	if u := la.unfinished(id); u != 0 {
+		t.Fatalf("after the batch the caller has %d unfinished calls, want 0", u)
+	}
+	if ended, live = la.ended(t, ctx, id); live != 0 || len(ended) != n+batch || la.results.Load() != 2 {
+		t.Fatalf("after the batch: %d live calls, %d ended, %d result messages; want 0, %d and 2", live, len(ended), la.results.Load(), n+batch)
+	}
 	if v, err := tc.Get(ctx, oids[0]); err != nil || !bytes.Equal(v, []byte{0}) {
-		t.Fatalf("after a duplicate, call 1's value = %v, %v; want [0]", v, err)
+		t.Fatalf("after two duplicates, call 1's value = %v, %v; want [0]", v, err)
 	}
 }
 
@@ -215,7 +243,10 @@ func TestLocalResultRacesDeath(t *testing.T) {
 		ac := la.c.callersOf(id)[0]
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); local(m.Seq, &pb.TaskResult{TaskId: m.Spec.TaskId, Data: []byte("ok")}) }()
+		go func() {
+			defer wg.Done()
+			local([]uint64{m.Seq}, []*pb.TaskResult{{TaskId: m.Spec.TaskId, Data: []byte("ok")}})
+		}()
 		go func() { defer wg.Done(); la.c.actorDied(ac, errors.New("the test killed it")) }()
 		wg.Wait()
 		rs = append(rs, round{id, oid})
@@ -267,11 +298,11 @@ func TestLocalResultsAcrossARestart(t *testing.T) {
 		t.Fatalf("after the restart the actor got seq %d for incarnation %d, want seq %d for 2", resent.Seq, resent.Incarnation, m.Seq)
 	}
 	oldLocal := la.c.LocalResults(m.Spec.ReplyTo, id)
-	oldLocal(m.Seq, &pb.TaskResult{TaskId: m.Spec.TaskId, Data: []byte("old")})
+	oldLocal([]uint64{m.Seq}, []*pb.TaskResult{{TaskId: m.Spec.TaskId, Data: []byte("old")}})
 	if v, err := tc.Get(ctx, oid); err != nil || string(v) != "old" {
 		t.Fatalf("Get = %q, %v; want old", v, err)
 	}
-	la.c.LocalResults(resent.Spec.ReplyTo, id)(resent.Seq, &pb.TaskResult{TaskId: resent.Spec.TaskId, Data: []byte("new")})
+	la.c.LocalResults(resent.Spec.ReplyTo, id)([]uint64{resent.Seq}, []*pb.TaskResult{{TaskId: resent.Spec.TaskId, Data: []byte("new")}})
 	ended, live := la.ended(t, ctx, id)
 	if live != 0 || len(ended) != 1 || la.results.Load() != 1 {
 		t.Fatalf("%d live, ended %v, %d result messages; want one ended call and the duplicate as a message", live, ended, la.results.Load())

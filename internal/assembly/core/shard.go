@@ -423,7 +423,7 @@ func (s *shard) dispatch(p *pending) {
 		return
 	}
 	if p.actor != nil {
-		c.sendActorCall(p)
+		c.sendActorCall(p, 0)
 		return
 	}
 	s.place(p)

@@ -783,7 +783,7 @@ func (n *Node) startMember(ctx context.Context) error {
 			return n.Core.ActorCallContext(parent, spec, actorID, incarnation)
 		},
 		// Results for callers in this process go to them from the executor (no mailbox hop).
-		Local: func(owner *pb.PID, actor ids.ActorID) func(uint64, *pb.TaskResult) {
+		Local: func(owner *pb.PID, actor ids.ActorID) func([]uint64, []*pb.TaskResult) {
 			if n.Core == nil {
 				return nil
 			}
