@@ -371,7 +371,7 @@ func (m *Manager) run() {
 			continue
 		}
 		for _, kv := range kvs {
-			m.applyBytes(kv.Value, false)
+			m.applyBytes(kv.Value)
 		}
 		kvs = nil
 		m.mu.Lock()
@@ -391,7 +391,7 @@ func (m *Manager) run() {
 				}
 				for _, ev := range resp.Events {
 					if ev.Type == gcs.EventPut {
-						m.applyBytes(ev.KV.Value, true)
+						m.applyBytes(ev.KV.Value)
 					}
 				}
 				m.reconcile(false)
@@ -420,19 +420,22 @@ func (m *Manager) run() {
 	}
 }
 
-func (m *Manager) applyBytes(value []byte, watched bool) {
+func (m *Manager) applyBytes(value []byte) {
 	info, err := decodeInfo(value)
 	if err != nil {
 		m.cfg.Logger.Warn("actors: ignoring an actor record", "err", err)
 		return
 	}
-	m.apply(info, watched)
+	m.apply(info)
 }
 
 // apply takes in a record read from the GCS (the list, the watch, or a step of this
-// manager). watched says the record is news (not from the initial list): the death of
-// an actor the manager never saw alive is told to subscribers only then.
-func (m *Manager) apply(info *pb.ActorInfo, watched bool) {
+// manager). A dead record is buried (a tombstone Info answers with) and told to
+// subscribers wherever it comes from: one first read in a list is an actor that died
+// before this manager listed the table (killed a moment after its node started, or
+// between a watch's error and the list after it), which a caller made afterwards must
+// find dead (Info), since no later record of it will ever come.
+func (m *Manager) apply(info *pb.ActorInfo) {
 	id := idString(info.ActorId)
 	info.CtorArgs = nil // the grain reads them from the GCS
 	info.History = nil  // the state API reads it from the GCS
@@ -448,9 +451,6 @@ func (m *Manager) apply(info *pb.ActorInfo, watched bool) {
 	case tombed:
 		m.mu.Unlock()
 		return // a late record of an actor that died: a dead actor stays dead
-	case dead && !live && !watched:
-		m.mu.Unlock()
-		return // dead before this manager started: the GCS keeps its record
 	case dead:
 		delete(m.actors, id)
 		m.bury(id, info)
@@ -779,7 +779,7 @@ func (m *Manager) stepped(r stepResult) {
 		return
 	}
 	if r.changed {
-		m.apply(r.after, true) // the cache drops its arguments
+		m.apply(r.after) // the cache drops its arguments
 	}
 	if r.node != "" && r.after != nil && r.after.Node == r.node && lifecycle.Phase(r.after.Phase) != lifecycle.Dead {
 		m.activate(r.id, r.after.Incarnation)

@@ -411,3 +411,36 @@ func TestManagerOwnerGone(t *testing.T) {
 		t.Fatalf("an actor of a new process at a dead owner's address is %v, want Alive", lifecycle.Phase(info.Phase))
 	}
 }
+
+// TestManagerListsTheDead: an actor dead before a manager's first list of the table is
+// known dead from that list (Info says Dead, with its cause), not unknown for good.
+func TestManagerListsTheDead(t *testing.T) {
+	store := memstore.New(memstore.Options{})
+	t.Cleanup(func() { store.Close() })
+	table := &Table{Store: store}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	id := ids.NewActorID()
+	if _, _, err := table.Create(ctx, &pb.ActorInfo{ActorId: id[:], Class: "test.C"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := table.Step(ctx, id.String(), lifecycle.Kill{NoRestart: true}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewManager(ManagerConfig{Node: "n1", Table: table, Resync: 20 * time.Millisecond, DeadKept: 4,
+		Nodes: &fakeNodes{alive: map[string]sched.Resources{"n1": {}}}, Activate: func(string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Stop)
+	for m.LiveDetached() { // true until the first list is in
+		if ctx.Err() != nil {
+			t.Fatal("the manager never listed the table")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	info, ok := m.Info(id.String())
+	if !ok || lifecycle.Phase(info.Phase) != lifecycle.Dead || lifecycle.Cause(info.Cause) != lifecycle.CauseKilled {
+		t.Fatalf("Info of an actor killed before the list: %v, %v; want Dead, killed", info, ok)
+	}
+}
