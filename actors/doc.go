@@ -62,7 +62,8 @@
 // has waited 100 µs (looked at when a call ends); a call that ran longer sends its result,
 // and those held before it, when it ends, so a caller pipelining long calls is not a queue
 // behind. A caller in the same process (Env.Local) takes its results from the executor's
-// goroutine instead of as a message to its mailbox: one goroutine wake-up fewer per call.
+// goroutine instead of as a message to its mailbox (a flush's results in one call): one
+// goroutine wake-up fewer per call.
 // After a call of 5 µs or more the executor yields its P (runtime.Gosched) before the next
 // one: a caller its result woke was readied in that P's run-next slot and would otherwise
 // run only after the calls queued here, when every P is busy. Once its queue is empty

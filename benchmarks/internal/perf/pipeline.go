@@ -130,7 +130,7 @@ func nnMetric() *metric {
 	}
 	return &metric{
 		name: "substrate_go_nn", unit: "calls/s",
-		body: fmt.Sprintf("4 goroutines each hand 5,000 items round-robin, 16 at a time, to %d goroutines shared by all, "+
+		body: fmt.Sprintf("4 goroutines each hand 5,000 items (1,000 with -quick) round-robin, 16 at a time, to %d goroutines shared by all, "+
 			"each spending 0.6 µs of CPU on each and sending them back; each of the 4 spends 0.78 µs submitting each, "+
 			"then 0.3 µs taking each result (polling up to 100 µs before it blocks), then 0.26 µs giving each back "+
 			"(n_n_actor_calls_async's shape and per-call CPU, in plain Go)", nActors()),

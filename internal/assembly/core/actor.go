@@ -1091,11 +1091,9 @@ func (s *shard) takeLocal(ac *actorCaller, seqs []uint64, rs []*pb.TaskResult) {
 		if release {
 			c.releaseHandle(ac.id)
 		}
-		for i := range taken[:n] {
-			d := &taken[i]
-			s.addDone(*d)
+		for _, d := range taken[:n] {
+			s.addDone(d)
 			c.setReturn(d.p, d.r)
-			*d = doneCall{}
 		}
 		for i := 0; back != 0; i, back = i+1, back>>1 {
 			if back&1 != 0 {

@@ -32,12 +32,12 @@
 //     calls unfinished) leaves from its submitter's goroutine, under the caller's mutex,
 //     without the shard's two hops (sendDirect); the shard registers it from its direct
 //     list before it handles its next message. The answer of an actor in this process
-//     comes back without the shard's mailbox too: the actor's executor hands each result
-//     to its caller (LocalResults, actors.Env.Local; takeLocal), which finishes the call
-//     under the caller's mutex (the Caller keeps it unfinished until then, so one of
-//     takeLocal and the shard's complete completes it, whichever finishes it first), sets
-//     its return object and releases its arguments on the executor's goroutine, and
-//     leaves the loop's part (forgetting it, its task record) in the shard's done list,
+//     comes back without the shard's mailbox too: the actor's executor hands the results
+//     of a flush to their caller in one batch (LocalResults, actors.Env.Local; takeLocal),
+//     which finishes each call under the caller's mutex, taken once per 16 calls (the
+//     Caller keeps a call unfinished until then, so one of takeLocal and the shard's
+//     complete completes it, whichever finishes it first), sets its return object and
+//     releases its arguments on the executor's goroutine, and leaves the loop's part (forgetting it, its task record) in the shard's done list,
 //     taken before the shard's next message (a message wakes it once 64 wait). A call
 //     completed that way before its shard registered it is not registered (finished).
 //     Results for a caller in another process, and those complete must handle (several
