@@ -37,8 +37,9 @@
 //     which finishes each call under the caller's mutex, taken once per 16 calls (the
 //     Caller keeps a call unfinished until then, so one of takeLocal and the shard's
 //     complete completes it, whichever finishes it first), sets its return object and
-//     releases its arguments on the executor's goroutine, and leaves the loop's part (forgetting it, its task record) in the shard's done list,
-//     taken before the shard's next message (a message wakes it once 64 wait). A call
+//     releases its arguments on the executor's goroutine, and leaves the loop's part
+//     (forgetting it, its task record) in the shard's done list, taken before the shard's
+//     next message (a message wakes it once 64 wait). A call
 //     completed that way before its shard registered it is not registered (finished).
 //     Results for a caller in another process, and those complete must handle (several
 //     returns, nested refs), still come to the shard as messages.
