@@ -465,6 +465,10 @@ func TestCancelActorCall(t *testing.T) {
 	if err := Cancel(ctx, sent); err != nil {
 		t.Fatalf("cancel of a finished call: %v", err)
 	}
+	// The argument's task ran on: the test ends with it, leaving the node's CPUs free.
+	if got := mustGet(t, ctx, slowArg); got != 5 {
+		t.Fatalf("the cancelled call's argument: %d, want 5", got)
+	}
 }
 
 type napper struct{ naps int }

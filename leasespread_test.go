@@ -25,6 +25,7 @@ var napMeasure = Task2("test.napMeasure", func(_ context.Context, key string, d 
 // each on the 4-CPU node) instead of waiting in one worker's queue.
 func TestSlowTasksOfAFastClassSpread(t *testing.T) {
 	ctx := timeout(t)
+	cpusFree(t, ctx, 4) // a task an earlier test left running would hold one (a 1.9-CPU task would not fit beside it)
 	opt := NumCPUs(1.9) // a shape of this test's own
 	warm := uniqueName(t) + "/warm"
 	refs := make([]ObjectRef[int], 200)

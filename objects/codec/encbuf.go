@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -120,8 +121,10 @@ func armTrim() {
 	})
 }
 
-// recycleHook, if set (tests), sees every buffer put back into a pool before it is.
-var recycleHook func([]byte)
+// recycleHook, if set (tests), sees every buffer put back into a pool before it is. It is
+// read on the finalizer goroutine, which may still be recycling an earlier test's buffers
+// while a test sets it: atomic.
+var recycleHook atomic.Pointer[func([]byte)]
 
 // encodeBuf returns an empty slice with capacity exactly n: a recycled buffer, or a new
 // one, for n >= recycleMin. The caller writes it from the start; nothing past what it
@@ -145,8 +148,8 @@ func encodeBuf(n int) []byte {
 // nothing else references it).
 func recycle(p *byte, class int) {
 	b := unsafe.Slice(p, class)
-	if recycleHook != nil {
-		recycleHook(b)
+	if h := recycleHook.Load(); h != nil {
+		(*h)(b)
 	}
 	give(b)
 }

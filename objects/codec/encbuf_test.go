@@ -3,7 +3,6 @@ package codec
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -31,21 +30,45 @@ func bigRecord(rows int, seed int64) arrow.Record {
 	return b.NewRecord()
 }
 
+// poisoned counts the buffers recycled while a test runs and remembers where each started.
+// Buffers an earlier test dropped may be recycled during this one (their finalizers run
+// late), so a test asks about its own buffers by address.
+type poisoned struct {
+	mu    sync.Mutex
+	n     int
+	addrs map[uintptr]bool
+}
+
+// count is how many buffers were recycled.
+func (p *poisoned) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// recycled reports whether the buffer starting at addr was.
+func (p *poisoned) recycled(addr uintptr) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addrs[addr]
+}
+
 // poison makes every recycled buffer 0xA5 bytes (a buffer recycled while still in use
-// then changes whoever still reads it) and counts them. It returns a function undoing it.
-func poison(t *testing.T) *atomic.Int64 {
-	var n atomic.Int64
-	var mu sync.Mutex
-	recycleHook = func(b []byte) {
-		mu.Lock()
-		defer mu.Unlock()
+// then changes whoever still reads it) and records it, until the test ends.
+func poison(t *testing.T) *poisoned {
+	p := &poisoned{addrs: map[uintptr]bool{}}
+	hook := func(b []byte) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		for i := range b {
 			b[i] = 0xA5
 		}
-		n.Add(1)
+		p.n++
+		p.addrs[uintptr(unsafe.Pointer(unsafe.SliceData(b)))] = true
 	}
-	t.Cleanup(func() { recycleHook = nil })
-	return &n
+	recycleHook.Store(&hook)
+	t.Cleanup(func() { recycleHook.Store(nil) })
+	return p
 }
 
 func gcs(n int) {
@@ -71,7 +94,7 @@ func TestEncodeBufRecycled(t *testing.T) {
 	keep := data[len(data)-10:] // a slice at the end keeps the whole buffer
 	data = nil
 	gcs(3)
-	if n.Load() != 0 {
+	if n.recycled(first) {
 		t.Fatal("a buffer still referenced was recycled")
 	}
 	runtime.KeepAlive(keep)
@@ -90,7 +113,7 @@ func TestEncodeBufRecycled(t *testing.T) {
 		}
 		got.Release()
 	}
-	if n.Load() == 0 {
+	if n.count() == 0 {
 		t.Fatal("no buffer was ever recycled")
 	}
 	if !reused {
@@ -126,7 +149,7 @@ func TestEncodeBufDecodedOutlive(t *testing.T) {
 			}
 		}
 	}
-	if n.Load() == 0 {
+	if n.count() == 0 {
 		t.Fatal("nothing was recycled: the test tests nothing")
 	}
 	for i := range held {
