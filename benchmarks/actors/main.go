@@ -8,6 +8,15 @@
 //	go run ./benchmarks/actors -n 40000
 //	go run ./benchmarks/actors -n 10000 -atmostonce -json
 //	go run ./benchmarks/actors -n 10000 -memprofile /tmp/actors.heap  # go tool pprof -sample_index=inuse_space
+//
+// With -churn kill|drop it measures what ended actors leave behind instead: it creates,
+// calls and ends N actors one at a time (ray.Kill, or dropping the handle so that the
+// actor goes out of scope) and prints, every 1,000, the live heap after a GC above what it
+// was before the first, and at the end the growth per actor over the second half (the
+// first half also fills tables of bounded size: the GCS's recent records, the actor
+// manager's tombstones, the task records).
+//
+//	go run ./benchmarks/actors -churn kill -n 20000
 package main
 
 import (
@@ -64,7 +73,15 @@ func main() {
 	blockprofile := flag.String("blockprofile", "", "write a profile of blocking (channels, mutexes, selects; every event of 1 µs or more) here")
 	memprofile := flag.String("memprofile", "", "write a heap profile (live objects once all actors are idle, sampled every 4 KiB) here")
 	dir := flag.String("dir", "", "session directory (default: a temporary one)")
+	churn := flag.String("churn", "", "kill | drop: create, call and end the actors one at a time, and print the heap they leave behind")
 	flag.Parse()
+	if *churn != "" {
+		if err := runChurn(*n, *churn, *atMost, *dir, *memprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "actors:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *memprofile != "" {
 		runtime.MemProfileRate = 4096
 	}
@@ -82,24 +99,11 @@ func main() {
 }
 
 func run(n int, atMost, asJSON bool, cpuprofile, memprofile, dir string) error {
-	if dir == "" {
-		d, err := os.MkdirTemp("", "benchactors")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, err := ray.Init(context.Background(), ray.WithDir(dir), ray.WithLogger(logger))
+	ctx, opts, stop, err := start(dir, atMost)
 	if err != nil {
 		return err
 	}
-	defer ray.Shutdown(ctx)
-	opts := []ray.TaskOption{ray.NumCPUs(0)}
-	if atMost {
-		opts = append(opts, ray.AtMostOnce())
-	}
+	defer stop()
 	heap0, stack0 := memory()
 	if cpuprofile != "" {
 		f, err := os.Create(cpuprofile)
@@ -204,4 +208,77 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// start starts a local runtime in dir (a temporary directory if "") and returns the
+// options of the actors to create, and what stops it all.
+func start(dir string, atMost bool) (context.Context, []ray.TaskOption, func(), error) {
+	cleanup := func() {}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "benchactors")
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		cleanup = func() { os.RemoveAll(d) }
+		dir = d
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, err := ray.Init(context.Background(), ray.WithDir(dir), ray.WithLogger(logger))
+	if err != nil {
+		cleanup()
+		return nil, nil, nil, err
+	}
+	opts := []ray.TaskOption{ray.NumCPUs(0)}
+	if atMost {
+		opts = append(opts, ray.AtMostOnce())
+	}
+	return ctx, opts, func() { ray.Shutdown(ctx); cleanup() }, nil
+}
+
+// runChurn creates, calls and ends n actors one at a time (-churn).
+func runChurn(n int, how string, atMost bool, dir, memprofile string) error {
+	if how != "kill" && how != "drop" {
+		return fmt.Errorf("-churn %q: want kill or drop", how)
+	}
+	if n < 2000 {
+		return fmt.Errorf("-n %d: -churn needs at least 2000 actors (it reports the growth over the second half)", n)
+	}
+	ctx, opts, stop, err := start(dir, atMost)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	heap0, _ := memory()
+	start := time.Now()
+	var half uint64
+	for i := 1; i <= n; i++ {
+		h := idleClass.Remote(ctx, opts...)
+		if _, err := ray.Get(ctx, idlePing.Remote(ctx, h)); err != nil {
+			return fmt.Errorf("actor %d: %w", i, err)
+		}
+		if how == "kill" {
+			if err := ray.Kill(ctx, h, true); err != nil {
+				return fmt.Errorf("kill actor %d: %w", i, err)
+			}
+		}
+		if i%1000 == 0 || i == n/2 {
+			heap, _ := memory()
+			if i == n/2 {
+				half = heap
+			}
+			if i%1000 == 0 {
+				fmt.Printf("actors %6d ended (%s): heap %+.1f MiB, %.1f s, %d goroutines\n", i, how, float64(int64(heap)-int64(heap0))/(1<<20), time.Since(start).Seconds(), runtime.NumGoroutine())
+			}
+		}
+	}
+	time.Sleep(2 * time.Second) // the last ends settle (a dropped handle's actor ends after its release)
+	heap1, _ := memory()
+	if memprofile != "" {
+		if err := perf.WriteProfile("heap", memprofile); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("%d actors created, called and ended (%s, at-most-once %v) in %.1f s: heap %+.1f MiB in all; %.0f B per actor over the second half\n",
+		n, how, atMost, time.Since(start).Seconds(), float64(int64(heap1)-int64(heap0))/(1<<20), float64(int64(heap1)-int64(half))/float64(n-n/2))
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,33 +155,124 @@ func (c *Core) state(id ids.ActorID) *actorState {
 	return st.(*actorState)
 }
 
-// caller returns shard sh's caller of actor id, making it on first use.
+// caller returns shard sh's caller of actor id, making it on first use. The caller of an
+// actor known dead fails its calls at once and is kept nowhere (forgetCaller).
 func (c *Core) caller(sh *shard, id ids.ActorID) *actorCaller {
 	key := callerKey{sh.i, id}
 	if ac, ok := c.callers.Load(key); ok {
 		return ac.(*actorCaller)
 	}
-	st := c.state(id)
+	hex := id.String()
+	var info *pb.ActorInfo
+	if c.cfg.Actors != nil {
+		info, _ = c.cfg.Actors.Info(hex)
+	}
 	cfg := caller.Config{ResendAfter: resendAfter, MaxResend: maxResend}
+	if info != nil && lifecycle.Phase(info.Phase) == lifecycle.Dead {
+		ac := &actorCaller{id: id, hex: hex, sh: sh, state: &actorState{}, calls: caller.New[*pending](cfg)}
+		ac.calls.Die(diedErr(info))
+		return ac
+	}
+	st := c.state(id)
 	if st.options {
 		cfg.AtMostOnce, cfg.MaxTaskRetries = st.atMost, st.retries
 	}
-	ac := &actorCaller{id: id, hex: id.String(), sh: sh, state: st, calls: caller.New[*pending](cfg)}
-	if c.cfg.Actors != nil {
-		if info, ok := c.cfg.Actors.Info(ac.hex); ok {
-			// No call yet: nothing to fail, resend or flush.
-			if lifecycle.Phase(info.Phase) == lifecycle.Dead {
-				ac.calls.Die(diedErr(info))
-			} else {
-				ac.calls.Changed(recordOf(info))
-			}
-		}
+	ac := &actorCaller{id: id, hex: hex, sh: sh, state: st, calls: caller.New[*pending](cfg)}
+	if info != nil {
+		ac.calls.Changed(recordOf(info)) // no call yet: nothing to resend or flush
 	}
 	if prev, loaded := c.callers.LoadOrStore(key, ac); loaded {
 		return prev.(*actorCaller)
 	}
 	sh.send(newCaller{ac: ac})
 	return ac
+}
+
+// forgetCaller drops ac, whose actor died (Dead is final), from this process's tables:
+// the callers, its shard's (which it sweeps for stale calls every tick), and the actor's
+// state once no caller of it is left. Its failed calls keep their pointers to it until
+// they complete. A later call through a handle of the actor makes a new caller, which the
+// actor manager's record (or, once the manager forgot the actor, the GCS) finds dead at
+// once. Without this a driver that creates and ends actors kept a caller and a state for
+// every actor it ever called, and its shards swept them all every tick. The nodes its
+// incarnations ran on stay a while for the task records of its calls (goneNodes).
+func (c *Core) forgetCaller(ac *actorCaller) {
+	if !c.callers.CompareAndDelete(callerKey{ac.sh.i, ac.id}, ac) {
+		return
+	}
+	ac.mu.Lock()
+	nodes := append([]incNode(nil), ac.incNodes...)
+	ac.mu.Unlock()
+	c.gone.keep(ac.hex, nodes)
+	ac.sh.send(callerGone{ac: ac})
+	if len(c.callersOf(ac.id)) == 0 {
+		c.actorStates.CompareAndDelete(ac.id, ac.state)
+	}
+}
+
+// goneNodes keeps the nodes of the incarnations of the actors whose callers were
+// forgotten (forgetCaller), for the newest maxGone actors: the task records of their
+// calls still show where they ran (actorIncNode).
+type goneNodes struct {
+	mu   sync.Mutex
+	m    map[string][]incNode // by actor (hex)
+	ring [maxGone]string      // the actors in m, oldest at next once full
+	next int
+}
+
+// maxGone bounds goneNodes (an actor's calls whose records outlive it longer show no node).
+const maxGone = 4096
+
+// keep records the nodes of actor hex's incarnations.
+func (g *goneNodes) keep(hex string, nodes []incNode) {
+	if len(nodes) == 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[string][]incNode{}
+	}
+	if have, ok := g.m[hex]; ok {
+		// Another shard's caller of the same actor.
+		for _, n := range nodes {
+			if !slices.Contains(have, n) {
+				have = append(have, n)
+			}
+		}
+		g.m[hex] = have
+		return
+	}
+	if old := g.ring[g.next]; old != "" {
+		delete(g.m, old)
+	}
+	g.ring[g.next], g.next = hex, (g.next+1)%maxGone
+	g.m[hex] = nodes
+}
+
+// node returns the node of k's incarnation ("" unknown).
+func (g *goneNodes) node(k actorInc) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, n := range g.m[k.hex] {
+		if n.inc == k.inc {
+			return n.node
+		}
+	}
+	return ""
+}
+
+// addTo adds every incarnation's node it keeps to out.
+func (g *goneNodes) addTo(out map[actorInc]string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for hex, nodes := range g.m {
+		for _, n := range nodes {
+			if _, ok := out[actorInc{hex, n.inc}]; !ok {
+				out[actorInc{hex, n.inc}] = n.node
+			}
+		}
+	}
 }
 
 // callersOf returns this process's callers of actor id (one per shard that called it).
@@ -961,6 +1053,7 @@ func (c *Core) actorDied(ac *actorCaller, err error) {
 		c.completeAsync(p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
 			Kind: pb.ErrorInfo_ACTOR_DIED, Function: p.spec.Function, TaskId: p.spec.TaskId, Message: msg}})
 	}
+	c.forgetCaller(ac)
 }
 
 // CheckpointActor asks an actor to take a checkpoint after the calls tc's caller of it made.

@@ -27,6 +27,7 @@ type localActors struct {
 	results atomic.Int32 // *pb.TaskResult and *pb.ResultBatch messages handled by the shards
 	mu      sync.Mutex
 	inc     uint64
+	dead    map[string]bool // actors (hex) whose records say Dead (setDead)
 }
 
 func newLocalActors(t *testing.T) *localActors {
@@ -69,7 +70,21 @@ func (la *localActors) info(hex string) *pb.ActorInfo {
 	id, _ := ids.ParseActorID(hex)
 	la.mu.Lock()
 	defer la.mu.Unlock()
+	if la.dead[hex] {
+		return &pb.ActorInfo{ActorId: id[:], Incarnation: la.inc, Phase: int32(lifecycle.Dead)} // a dead record names no node
+	}
 	return &pb.ActorInfo{ActorId: id[:], Incarnation: la.inc, Node: "n1", Phase: int32(lifecycle.Alive)}
+}
+
+// setDead makes actor id's record say Dead from now on, and returns it.
+func (la *localActors) setDead(id ids.ActorID) *pb.ActorInfo {
+	la.mu.Lock()
+	if la.dead == nil {
+		la.dead = map[string]bool{}
+	}
+	la.dead[id.String()] = true
+	la.mu.Unlock()
+	return la.info(id.String())
 }
 
 func (la *localActors) setInc(inc uint64) {

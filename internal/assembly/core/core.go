@@ -157,7 +157,8 @@ type Core struct {
 
 	orphans orphanState // borrowed objects whose owner died (orphan.go)
 
-	enders enders // actors whose handles are all gone, being ended (lifetime.go)
+	enders enders    // actors whose handles are all gone, being ended (lifetime.go)
+	gone   goneNodes // where the actors of the callers forgotten ran (forgetCaller)
 
 	gens        sync.Map // ids.TaskID -> *Generator: streaming generators running (generator.go)
 	callers     sync.Map // callerKey -> *actorCaller

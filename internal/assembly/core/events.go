@@ -492,13 +492,14 @@ func (c *Core) actorNodes(evs []TaskEvent) {
 }
 
 // actorIncNode is the node of an incarnation of an actor: the actor table's, as this
-// process last saw it, when that is the incarnation; else the node this process's callers
-// of the actor noted for it (actorCaller.noteNode); "" when neither knows it (a call is
-// not shown on the node of another incarnation).
+// process last saw it, when that is the incarnation and names one; else the node this
+// process's callers of the actor noted for it (actorCaller.noteNode), or its forgotten
+// callers did (goneNodes); "" when none knows it (a call is not shown on the node of
+// another incarnation).
 func (c *Core) actorIncNode(k actorInc) string {
 	info, found := c.cfg.Actors.Info(k.hex)
-	if found && incOf(info.GetIncarnation()) == k.inc {
-		return info.GetNode()
+	if found && incOf(info.GetIncarnation()) == k.inc && info.GetNode() != "" {
+		return info.GetNode() // (a dead actor's record names no node)
 	}
 	id, err := ids.ParseActorID(k.hex)
 	if err != nil {
@@ -512,7 +513,7 @@ func (c *Core) actorIncNode(k actorInc) string {
 			return n
 		}
 	}
-	return ""
+	return c.gone.node(k)
 }
 
 // calledActorNodes maps the incarnations of the actors this process called to their
@@ -530,11 +531,12 @@ func (c *Core) calledActorNodes() map[actorInc]string {
 			out[actorInc{ac.hex, in.inc}] = in.node
 		}
 		ac.mu.Unlock()
-		if info, found := c.cfg.Actors.Info(ac.hex); found {
+		if info, found := c.cfg.Actors.Info(ac.hex); found && info.GetNode() != "" {
 			out[actorInc{ac.hex, incOf(info.GetIncarnation())}] = info.GetNode()
 		}
 		return true
 	})
+	c.gone.addTo(out)
 	return out
 }
 

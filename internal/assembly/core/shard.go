@@ -153,6 +153,8 @@ type (
 	}
 	// newCaller: ac is one of this shard's callers.
 	newCaller struct{ ac *actorCaller }
+	// callerGone: ac's actor died, and the process forgot it (forgetCaller).
+	callerGone struct{ ac *actorCaller }
 	// doneBatch: the done list is long (addDone).
 	doneBatch struct{}
 )
@@ -256,7 +258,13 @@ func (s *shard) receive(ctx actor.Context) {
 	case actorResolved:
 		s.actorResolved(m.ac, m.pid)
 	case newCaller:
-		s.callers[m.ac.id] = m.ac
+		if ac, ok := s.c.callers.Load(callerKey{s.i, m.ac.id}); ok && ac == m.ac {
+			s.callers[m.ac.id] = m.ac // not if forgotten already (forgetCaller)
+		}
+	case callerGone:
+		if s.callers[m.ac.id] == m.ac {
+			delete(s.callers, m.ac.id)
+		}
 	case taskQuery:
 		m.reply <- s.answer(m.q, m.actorNodes)
 	case recordLineage:
