@@ -9,9 +9,10 @@
 //	go run ./benchmarks/actors -n 10000 -atmostonce -json
 //	go run ./benchmarks/actors -n 10000 -memprofile /tmp/actors.heap  # go tool pprof -sample_index=inuse_space
 //
-// With -churn kill|drop it measures what ended actors leave behind instead: it creates,
-// calls and ends N actors one at a time (ray.Kill, or dropping the handle so that the
-// actor goes out of scope) and prints, every 1,000, the live heap after a GC above what it
+// With -churn kill|drop|pg it measures what ended actors leave behind instead: it creates,
+// calls and ends N actors one at a time (ray.Kill; dropping the handle so that the actor
+// goes out of scope; or, as a tuning trial does, placing the actor, and a task beside it,
+// in a placement group of its own and removing the group) and prints, every 1,000, the live heap after a GC above what it
 // was before the first, and at the end the growth per actor over the second half (the
 // first half also fills tables of bounded size: the GCS's recent records, the actor
 // manager's tombstones, the task records).
@@ -45,6 +46,8 @@ func (*idle) Ping(context.Context) (int, error) { return 1, nil }
 var (
 	idleClass = ray.Actor("benchactors.Idle", func() *idle { return &idle{} })
 	idlePing  = ray.Method0(idleClass, "ping", (*idle).Ping)
+	// noop is the task -churn pg runs in each group beside its actor.
+	noop = ray.Task0("benchactors.noop", func(context.Context) (int, error) { return 1, nil })
 )
 
 type result struct {
@@ -73,7 +76,7 @@ func main() {
 	blockprofile := flag.String("blockprofile", "", "write a profile of blocking (channels, mutexes, selects; every event of 1 µs or more) here")
 	memprofile := flag.String("memprofile", "", "write a heap profile (live objects once all actors are idle, sampled every 4 KiB) here")
 	dir := flag.String("dir", "", "session directory (default: a temporary one)")
-	churn := flag.String("churn", "", "kill | drop: create, call and end the actors one at a time, and print the heap they leave behind")
+	churn := flag.String("churn", "", "kill | drop | pg: create, call and end the actors one at a time, and print the heap they leave behind")
 	flag.Parse()
 	if *churn != "" {
 		if err := runChurn(*n, *churn, *atMost, *dir, *memprofile); err != nil {
@@ -237,8 +240,8 @@ func start(dir string, atMost bool) (context.Context, []ray.TaskOption, func(), 
 
 // runChurn creates, calls and ends n actors one at a time (-churn).
 func runChurn(n int, how string, atMost bool, dir, memprofile string) error {
-	if how != "kill" && how != "drop" {
-		return fmt.Errorf("-churn %q: want kill or drop", how)
+	if how != "kill" && how != "drop" && how != "pg" {
+		return fmt.Errorf("-churn %q: want kill, drop or pg", how)
 	}
 	if n < 2000 {
 		return fmt.Errorf("-n %d: -churn needs at least 2000 actors (it reports the growth over the second half)", n)
@@ -252,14 +255,34 @@ func runChurn(n int, how string, atMost bool, dir, memprofile string) error {
 	start := time.Now()
 	var half uint64
 	for i := 1; i <= n; i++ {
-		h := idleClass.Remote(ctx, opts...)
+		var pg *ray.PlacementGroupHandle
+		o := opts
+		if how == "pg" {
+			if pg, err = ray.PlacementGroup(ctx, []ray.Bundle{{"CPU": 1}}, ray.StrategyPack); err == nil {
+				err = pg.Ready(ctx)
+			}
+			if err != nil {
+				return fmt.Errorf("placement group %d: %w", i, err)
+			}
+			o = append(o[:len(o):len(o)], ray.PlacementGroupBundle(pg, 0))
+		}
+		h := idleClass.Remote(ctx, o...)
 		if _, err := ray.Get(ctx, idlePing.Remote(ctx, h)); err != nil {
 			return fmt.Errorf("actor %d: %w", i, err)
 		}
-		if how == "kill" {
-			if err := ray.Kill(ctx, h, true); err != nil {
-				return fmt.Errorf("kill actor %d: %w", i, err)
+		if pg != nil {
+			if _, err := ray.Get(ctx, noop.Options(ray.PlacementGroupBundle(pg, 0)).Remote(ctx)); err != nil {
+				return fmt.Errorf("task in placement group %d: %w", i, err)
 			}
+		}
+		switch how {
+		case "kill":
+			err = ray.Kill(ctx, h, true)
+		case "pg":
+			err = pg.Remove(ctx) // ends the actor in it
+		}
+		if err != nil {
+			return fmt.Errorf("end actor %d: %w", i, err)
 		}
 		if i%1000 == 0 || i == n/2 {
 			heap, _ := memory()

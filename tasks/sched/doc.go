@@ -124,5 +124,8 @@
 // shape. Dispatch starts requests oldest first; within a class strictly FIFO, but a class whose
 // head does not fit is skipped, so a waiting 4-CPU task does not hold back later 1-CPU tasks
 // that fit. Large shapes can therefore starve behind a stream of small ones, as in Ray; the
-// owner can bound that by limiting how many requests one Dispatch starts.
+// owner can bound that by limiting how many requests one Dispatch starts. Queue and an
+// owner's Leases both keep at most idleClasses classes with nothing in them: a shape that
+// comes and goes reuses its class, and one used once (a placement group's bundle
+// resources name their group) is not kept for good.
 package sched

@@ -127,9 +127,29 @@ func (l *Leases[T, W]) class(shape Resources) *leaseClass[T, W] {
 	if c := l.find(shape); c != nil {
 		return c
 	}
+	if len(l.classes) >= idleClasses {
+		l.dropEmpty()
+	}
 	c := &leaseClass[T, W]{shape: shape}
 	l.classes = append(l.classes, c)
 	return c
+}
+
+// dropEmpty forgets the classes with nothing in them (no task waiting, no lease, no
+// request outstanding), as Queue does once it holds more than idleClasses: an owner whose
+// tasks come in ever new shapes (a placement group's bundle resources name the group, so
+// every group is a shape of its own) keeps no class, and scans none on each Add and Pump,
+// per shape it ever used. A class dropped loses its measured mean: the next task of its
+// shape starts unmeasured, one at a time per lease.
+func (l *Leases[T, W]) dropEmpty() {
+	kept := l.classes[:0]
+	for _, c := range l.classes {
+		if c.head < len(c.waiting) || c.pending > 0 || len(c.leases) > 0 {
+			kept = append(kept, c)
+		}
+	}
+	clear(l.classes[len(kept):])
+	l.classes = kept
 }
 
 // find is class without creating it (nil: no class of shape).

@@ -416,3 +416,55 @@ func TestLeasesRoom(t *testing.T) {
 		t.Fatal("room on a revoked lease")
 	}
 }
+
+// TestLeasesForgetEmptyClasses: an owner whose tasks come in ever new shapes (a placement
+// group per trial, each with its own bundle resources) keeps at most idleClasses classes
+// with nothing in them; a class with a task waiting, a lease or a request outstanding is
+// kept, and one dropped comes back unmeasured when its shape does.
+func TestLeasesForgetEmptyClasses(t *testing.T) {
+	var l Leases[int, string]
+	now := time.Unix(1000, 0)
+	shape := func(i int) Resources {
+		r, err := FromMap(map[string]float64{fmt.Sprintf("CPU_group_%d", i): 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// A class kept busy throughout: a lease held, measured fast.
+	busy := cpuShape
+	l.Add(-1, busy)
+	l.Pump(now)
+	l.Granted(busy, "busy", "w", now)
+	l.Pump(now)
+	l.Done("busy", 1, float64(time.Microsecond))
+	for i := range 200 {
+		l.Add(i, shape(i))
+		a := l.Pump(now) // a request for the new shape
+		if len(a.Requests) != 1 {
+			t.Fatalf("shape %d: %d requests, want 1", i, len(a.Requests))
+		}
+		id := fmt.Sprint("lease-", i)
+		l.Granted(shape(i), id, "w", now)
+		a = l.Pump(now)
+		if len(a.Pushes) != 1 || a.Pushes[0].Tasks[0] != i {
+			t.Fatalf("shape %d: pushes %v, want task %d on the new lease", i, describe(a), i)
+		}
+		l.Done(id, 1, float64(time.Microsecond))
+		l.Lost(id) // released: the class is empty now
+		if len(l.classes) > idleClasses+2 {
+			t.Fatalf("after %d shapes: %d classes kept, want at most %d", i+1, len(l.classes), idleClasses+2)
+		}
+	}
+	if c := l.find(busy); c == nil || len(c.leases) != 1 || c.mean == 0 {
+		t.Fatalf("the busy class: %+v, want it kept with its lease and mean", c)
+	}
+	if c := l.find(shape(0)); c != nil {
+		t.Fatal("the first shape's empty class is still kept")
+	}
+	// Its shape again: a class of its own, unmeasured (one task per lease).
+	l.Add(1000, shape(0))
+	if c := l.find(shape(0)); c == nil || c.mean != 0 || c.depth() != 1 {
+		t.Fatalf("the first shape again: %+v, want a new unmeasured class", c)
+	}
+}
