@@ -228,42 +228,43 @@ type Node struct {
 	ID   ids.NodeID
 	Core *core.Core
 
-	cfg       Config
-	machine   *machine.Client
-	dir       string
-	ownDir    bool
-	etcd      *etcdstore.Embedded
-	store     gcs.Store
-	pgRecords pgRecords // placement groups' records (pgrecords.go)
-	pgCache   pgCache   // other processes' groups' records (pgrecords.go)
-	writer    *gcs.Writer
-	packer    *gcs.ShardedPacker
-	system    *actor.ActorSystem
-	cluster   *cluster.Cluster
-	provider  *membership.Provider
-	lookup    *membership.Lookup
-	pool      *dispatch.Pool
-	msgs      dispatch.Counter // messages the node's actors handle
-	probes    []net.Conn       // see syncGRPCServer
-	actors    *actors.Manager
-	table     *actors.Table
-	compactor *gcs.Compactor
-	nodes     *nodeView
-	view      *clusterview.View         // cluster mode only
-	lease     atomic.Int64              // cluster mode: the node record's, job alive key's and load report's lease (gcs.LeaseID; keepLease replaces it)
-	record    atomic.Pointer[[]byte]    // the node record (encoded), for keepLease
-	jobAlive  atomic.Bool               // a driver's jobalive key is to be kept (join to endJob)
-	keepStop  context.CancelFunc        // stops keepLease (cluster mode)
-	keepDone  chan struct{}             // closed when keepLease returned
-	loads     *loadReporter             // cluster mode, nodes that run tasks
-	ownGCS    gcs.Store                 // a GCS client Join opened (closed by Stop)
-	core      atomic.Pointer[core.Core] // Core, for goroutines started before it exists
-	data      *transfer.Server          // cluster mode: serves this node's objects to other nodes
-	job       *pb.JobInfo               // the job a driver registered (ended by Stop)
-	exeStop   context.CancelFunc        // a driver: stops holding its executable in the GCS
-	exeDone   <-chan struct{}           // closed when the executable is no longer held
-	exeFile   *os.File                  // a driver's executable, open from registration on
-	sub       *eventstream.Subscription
+	cfg        Config
+	quietPeers func() // from now on a peer's departure is logged at DEBUG (Stop)
+	machine    *machine.Client
+	dir        string
+	ownDir     bool
+	etcd       *etcdstore.Embedded
+	store      gcs.Store
+	pgRecords  pgRecords // placement groups' records (pgrecords.go)
+	pgCache    pgCache   // other processes' groups' records (pgrecords.go)
+	writer     *gcs.Writer
+	packer     *gcs.ShardedPacker
+	system     *actor.ActorSystem
+	cluster    *cluster.Cluster
+	provider   *membership.Provider
+	lookup     *membership.Lookup
+	pool       *dispatch.Pool
+	msgs       dispatch.Counter // messages the node's actors handle
+	probes     []net.Conn       // see syncGRPCServer
+	actors     *actors.Manager
+	table      *actors.Table
+	compactor  *gcs.Compactor
+	nodes      *nodeView
+	view       *clusterview.View         // cluster mode only
+	lease      atomic.Int64              // cluster mode: the node record's, job alive key's and load report's lease (gcs.LeaseID; keepLease replaces it)
+	record     atomic.Pointer[[]byte]    // the node record (encoded), for keepLease
+	jobAlive   atomic.Bool               // a driver's jobalive key is to be kept (join to endJob)
+	keepStop   context.CancelFunc        // stops keepLease (cluster mode)
+	keepDone   chan struct{}             // closed when keepLease returned
+	loads      *loadReporter             // cluster mode, nodes that run tasks
+	ownGCS     gcs.Store                 // a GCS client Join opened (closed by Stop)
+	core       atomic.Pointer[core.Core] // Core, for goroutines started before it exists
+	data       *transfer.Server          // cluster mode: serves this node's objects to other nodes
+	job        *pb.JobInfo               // the job a driver registered (ended by Stop)
+	exeStop    context.CancelFunc        // a driver: stops holding its executable in the GCS
+	exeDone    <-chan struct{}           // closed when the executable is no longer held
+	exeFile    *os.File                  // a driver's executable, open from registration on
+	sub        *eventstream.Subscription
 	// the state API's server (taskstate.Server): stopped by Stop
 	stateStop context.CancelFunc
 	stateDone chan struct{}
@@ -697,7 +698,8 @@ func (v *nodeView) Suspects() map[string]bool {
 
 func (n *Node) startMember(ctx context.Context) error {
 	logger := n.cfg.Logger
-	sysLogger := peerLogger(logger) // protoactor's own logs, with a peer's departure quieted
+	sysLogger, quiet := peerLogger(logger) // protoactor's own logs, with a peer's departure quieted
+	n.quietPeers = quiet
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return sysLogger }))
 	var err error
 	if n.provider, err = membership.NewProvider(membership.Config{Store: n.store, NodeID: string(n.ID), LeaseTTL: n.cfg.LeaseTTL, Logger: logger}); err != nil {
@@ -947,6 +949,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopped = true
 	crashed := n.crashed
 	n.mu.Unlock()
+	if n.quietPeers != nil {
+		n.quietPeers() // the peers this node's processes leave now are its own shutdown's
+	}
 	var errs []error
 	if n.actors != nil {
 		if !crashed {

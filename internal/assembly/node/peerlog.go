@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,13 +16,17 @@ import (
 // (the node leaves the view, its tasks are retried, its objects reconstructed). peerLog
 // turns the first of them per peer and minute into one WARN line that says what happened,
 // and the rest into DEBUG. A refused TLS handshake (a peer of another cluster) stays a
-// WARN per peer and minute, saying so. Every other record passes unchanged.
+// WARN per peer and minute, saying so. Once its node stops (stopping), a peer's departure
+// is the shutdown's own (a driver's job ends, and its worker with it): DEBUG. Every other
+// record passes unchanged.
 type peerLog struct {
 	slog.Handler
 	st *peerLogState
 }
 
 type peerLogState struct {
+	stopping atomic.Bool // the node is stopping: no connection error is news
+
 	mu   sync.Mutex
 	seen map[string]time.Time // peer address -> when its last WARN was written
 	now  func() time.Time
@@ -37,8 +42,11 @@ func newPeerLog(h slog.Handler) *peerLog {
 	return &peerLog{Handler: h, st: &peerLogState{seen: map[string]time.Time{}, now: time.Now}}
 }
 
-// peerLogger wraps a logger's handler in peerLog.
-func peerLogger(l *slog.Logger) *slog.Logger { return slog.New(newPeerLog(l.Handler())) }
+// peerLogger wraps a logger's handler in peerLog; stopping quiets it for good.
+func peerLogger(l *slog.Logger) (logger *slog.Logger, stopping func()) {
+	p := newPeerLog(l.Handler())
+	return slog.New(p), func() { p.st.stopping.Store(true) }
+}
 
 // connectionErrors are the endpoint writer's messages about a peer it cannot reach.
 var connectionErrors = map[string]bool{
@@ -62,7 +70,7 @@ func (p *peerLog) Handle(ctx context.Context, r slog.Record) error {
 		return true
 	})
 	level, msg := slog.LevelDebug, r.Message
-	if p.st.first(addr) {
+	if !p.st.stopping.Load() && p.st.first(addr) {
 		level = slog.LevelWarn
 		if strings.Contains(errText, "authentication handshake failed") {
 			msg = "node: a peer refused this node's certificate, or presented one of another cluster; no messages go to it"

@@ -74,3 +74,25 @@ func TestPeerLogPassesDebugWhenEnabled(t *testing.T) {
 		t.Fatalf("with DEBUG on: %s", out)
 	}
 }
+
+// TestPeerLogQuietWhileStopping: once its node stops, a peer's departure (the node's own
+// shutdown: a driver's job ends and its worker with it) is not a WARN; other records still
+// pass.
+func TestPeerLogQuietWhileStopping(t *testing.T) {
+	var buf bytes.Buffer
+	log, stopping := peerLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	lost := func(addr string) {
+		log.Error("EndpointWriter lost connection", slog.String("address", addr), slog.Any("error", errors.New("EOF")))
+	}
+	lost("127.0.0.1:7001")
+	if !strings.Contains(buf.String(), "level=WARN") {
+		t.Fatalf("before the stop, a departure: %q, want a WARN", buf.String())
+	}
+	buf.Reset()
+	stopping()
+	lost("127.0.0.1:7002")
+	log.Warn("membership: something")
+	if got := strings.TrimSpace(buf.String()); strings.Contains(got, "7002") || !strings.Contains(got, "membership") {
+		t.Fatalf("while stopping: %q, want only the other record", got)
+	}
+}
