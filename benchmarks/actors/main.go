@@ -12,10 +12,10 @@
 // With -churn kill|drop|pg it measures what ended actors leave behind instead: it creates,
 // calls and ends N actors one at a time (ray.Kill; dropping the handle so that the actor
 // goes out of scope; or, as a tuning trial does, placing the actor, and a task beside it,
-// in a placement group of its own and removing the group) and prints, every 1,000, the live heap after a GC above what it
-// was before the first, and at the end the growth per actor over the second half (the
-// first half also fills tables of bounded size: the GCS's recent records, the actor
-// manager's tombstones, the task records).
+// in a placement group of its own and removing the group) and prints, every 1,000, the
+// live heap after a GC above what it was before the first, and at the end the growth per
+// actor over the second half (the first half also fills tables of bounded size: the
+// GCS's recent records, the actor manager's tombstones, the task records).
 //
 //	go run ./benchmarks/actors -churn kill -n 20000
 package main
@@ -102,7 +102,7 @@ func main() {
 }
 
 func run(n int, atMost, asJSON bool, cpuprofile, memprofile, dir string) error {
-	ctx, opts, stop, err := start(dir, atMost)
+	ctx, opts, stop, err := startRuntime(dir, atMost)
 	if err != nil {
 		return err
 	}
@@ -213,9 +213,9 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// start starts a local runtime in dir (a temporary directory if "") and returns the
+// startRuntime starts a local runtime in dir (a temporary directory if "") and returns the
 // options of the actors to create, and what stops it all.
-func start(dir string, atMost bool) (context.Context, []ray.TaskOption, func(), error) {
+func startRuntime(dir string, atMost bool) (context.Context, []ray.TaskOption, func(), error) {
 	cleanup := func() {}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "benchactors")
@@ -246,13 +246,13 @@ func runChurn(n int, how string, atMost bool, dir, memprofile string) error {
 	if n < 2000 {
 		return fmt.Errorf("-n %d: -churn needs at least 2000 actors (it reports the growth over the second half)", n)
 	}
-	ctx, opts, stop, err := start(dir, atMost)
+	ctx, opts, stop, err := startRuntime(dir, atMost)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	heap0, _ := memory()
-	start := time.Now()
+	t0 := time.Now()
 	var half uint64
 	for i := 1; i <= n; i++ {
 		var pg *ray.PlacementGroupHandle
@@ -290,7 +290,7 @@ func runChurn(n int, how string, atMost bool, dir, memprofile string) error {
 				half = heap
 			}
 			if i%1000 == 0 {
-				fmt.Printf("actors %6d ended (%s): heap %+.1f MiB, %.1f s, %d goroutines\n", i, how, float64(int64(heap)-int64(heap0))/(1<<20), time.Since(start).Seconds(), runtime.NumGoroutine())
+				fmt.Printf("actors %6d ended (%s): heap %+.1f MiB, %.1f s, %d goroutines\n", i, how, float64(int64(heap)-int64(heap0))/(1<<20), time.Since(t0).Seconds(), runtime.NumGoroutine())
 			}
 		}
 	}
@@ -302,6 +302,6 @@ func runChurn(n int, how string, atMost bool, dir, memprofile string) error {
 		}
 	}
 	fmt.Printf("%d actors created, called and ended (%s, at-most-once %v) in %.1f s: heap %+.1f MiB in all; %.0f B per actor over the second half\n",
-		n, how, atMost, time.Since(start).Seconds(), float64(int64(heap1)-int64(heap0))/(1<<20), float64(int64(heap1)-int64(half))/float64(n-n/2))
+		n, how, atMost, time.Since(t0).Seconds(), float64(int64(heap1)-int64(heap0))/(1<<20), float64(int64(heap1)-int64(half))/float64(n-n/2))
 	return nil
 }
