@@ -659,6 +659,9 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	if c.evBudget != nil {
 		p.ev.submit = now
 	}
+	// The refs nested in the arguments are pinned before the call is the Caller's (below):
+	// pinning one another process owns asks that process, which must not happen under mu.
+	pinned := argErr == nil && c.pinArgs(ret, args)
 	ac.mu.Lock()
 	seq, dead := ac.calls.Add(p)
 	p.seq = seq
@@ -669,9 +672,19 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		ac.held = true
 		register = !c.holdHandle(id, owner)
 	}
+	if dead == nil && argErr == nil {
+		// The call is the Caller's from Add on, and a death fails it (actorDied, under mu)
+		// and has its shard complete it, which reads these and drops what they hold: they
+		// are set under mu, before anyone else can see the call (holdArgs only counts).
+		c.holdArgs(argRefs)
+		p.argRefs, p.pinned, p.dispatched = argRefs, pinned, len(argRefs) == 0
+	}
 	ac.mu.Unlock()
 	if register {
 		c.Hold(ids.ActorHandleID(id), owner) // a handle never bound here (see holdHandle)
+	}
+	if dead != nil && pinned {
+		c.unpin(argsKey(ret)) // the call never was
 	}
 	if dead != nil {
 		msg := dead.Error()
@@ -686,14 +699,10 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		c.mem.Set(ret, objects.Value{Err: info})
 		return p, ret, &SubmitError{Info: info, Err: argErr}
 	}
-	c.holdArgs(argRefs)
-	p.argRefs = argRefs
-	p.pinned = c.pinArgs(ret, args)
 	if len(argRefs) == 0 {
 		// Nothing to wait for: the call goes to the actor now from this goroutine when
 		// nothing is ahead of it (sendDirect), or to the outbox, in submission order; the
 		// shard registers it before it handles the actor's answer.
-		p.dispatched = true
 		if !c.sendDirect(p, now) {
 			c.sendActorCall(p, now)
 		}
