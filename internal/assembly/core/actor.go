@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,13 +210,11 @@ func (c *Core) forgetCaller(ac *actorCaller) {
 }
 
 // goneNodes keeps the nodes of the incarnations of the actors whose callers were
-// forgotten (forgetCaller), for the newest maxGone actors: the task records of their
-// calls still show where they ran (actorIncNode).
+// forgotten (forgetCaller), the newest maxGone: the task records of their calls still
+// show where they ran (actorIncNode).
 type goneNodes struct {
-	mu   sync.Mutex
-	m    map[string][]incNode // by actor (hex)
-	ring [maxGone]string      // the actors in m, oldest at next once full
-	next int
+	mu sync.Mutex
+	m  mapx.RecentMap[actorInc, string]
 }
 
 // maxGone bounds goneNodes (an actor's calls whose records outlive it longer show no node).
@@ -225,54 +222,32 @@ const maxGone = 4096
 
 // keep records the nodes of actor hex's incarnations.
 func (g *goneNodes) keep(hex string, nodes []incNode) {
-	if len(nodes) == 0 {
-		return
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.m == nil {
-		g.m = map[string][]incNode{}
+	g.m.Max = maxGone
+	for _, n := range nodes {
+		g.m.Put(actorInc{hex, n.inc}, n.node)
 	}
-	if have, ok := g.m[hex]; ok {
-		// Another shard's caller of the same actor.
-		for _, n := range nodes {
-			if !slices.Contains(have, n) {
-				have = append(have, n)
-			}
-		}
-		g.m[hex] = have
-		return
-	}
-	if old := g.ring[g.next]; old != "" {
-		delete(g.m, old)
-	}
-	g.ring[g.next], g.next = hex, (g.next+1)%maxGone
-	g.m[hex] = nodes
 }
 
 // node returns the node of k's incarnation ("" unknown).
 func (g *goneNodes) node(k actorInc) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, n := range g.m[k.hex] {
-		if n.inc == k.inc {
-			return n.node
-		}
-	}
-	return ""
+	n, _ := g.m.Get(k)
+	return n
 }
 
-// addTo adds every incarnation's node it keeps to out.
+// addTo adds every incarnation's node it keeps to out (what out has stays).
 func (g *goneNodes) addTo(out map[actorInc]string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for hex, nodes := range g.m {
-		for _, n := range nodes {
-			if _, ok := out[actorInc{hex, n.inc}]; !ok {
-				out[actorInc{hex, n.inc}] = n.node
-			}
+	g.m.Range(func(k actorInc, n string) bool {
+		if _, ok := out[k]; !ok {
+			out[k] = n
 		}
-	}
+		return true
+	})
 }
 
 // callersOf returns this process's callers of actor id (one per shard that called it).
@@ -683,10 +658,10 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	if register {
 		c.Hold(ids.ActorHandleID(id), owner) // a handle never bound here (see holdHandle)
 	}
-	if dead != nil && pinned {
-		c.unpin(argsKey(ret)) // the call never was
-	}
 	if dead != nil {
+		if pinned {
+			c.unpin(argsKey(ret)) // the call never was
+		}
 		msg := dead.Error()
 		e := &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: method, TaskId: p.tid[:], Message: msg}
 		c.mem.Set(ret, objects.Value{Err: e})

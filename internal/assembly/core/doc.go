@@ -45,9 +45,9 @@
 //     returns, nested refs), still come to the shard as messages. Once its actor dies
 //     (Dead is final) a caller fails its calls and is forgotten, with the actor's state
 //     when no other shard's caller of it is left (forgetCaller): a driver that creates and
-//     ends actors keeps nothing per actor it called but, for the newest 4,096, the nodes
-//     its incarnations ran on (for the task records); a later call through a handle of
-//     the dead actor fails at once from the actor manager's record, and keeps no caller.
+//     ends actors keeps nothing per actor it called but the node of each of the newest
+//     4,096 incarnations (for the task records); a later call through a handle of the
+//     dead actor fails at once from the actor manager's record, and keeps no caller.
 //   - Borrowed, lent and pinned refs: objects.Borrows (partitioned like the other tables);
 //     the protocol's messages are borrow.go's, the adoption of a dead owner's objects
 //     orphan.go's (planned by lineage.Adoption).

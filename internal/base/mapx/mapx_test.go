@@ -64,7 +64,25 @@ func TestRecent(t *testing.T) {
 	if r.Has("c") || !r.Add("c") {
 		t.Fatal("a removed key is still there, or cannot be added again")
 	}
-	if len(r.set) > 3 {
-		t.Fatalf("%d keys kept, want at most 3", len(r.set))
+	if r.Len() > 3 {
+		t.Fatalf("%d keys kept, want at most 3", r.Len())
+	}
+}
+
+// TestRecentMap: a RecentMap keeps the values of at most Max keys, forgetting the oldest
+// put; putting a key already there changes its value and keeps its place.
+func TestRecentMap(t *testing.T) {
+	r := RecentMap[string, int]{Max: 2}
+	if !r.Put("a", 1) || !r.Put("b", 2) || r.Put("a", 10) {
+		t.Fatal("Put says new for a key already there, or not new for a new one")
+	}
+	r.Put("c", 3) // forgets a, the oldest put, though its value changed since
+	if _, ok := r.Get("a"); ok {
+		t.Fatal("the oldest key is still there")
+	}
+	got := map[string]int{}
+	r.Range(func(k string, v int) bool { got[k] = v; return true })
+	if len(got) != 2 || got["b"] != 2 || got["c"] != 3 || r.Len() != 2 {
+		t.Fatalf("kept %v (Len %d), want b=2 c=3", got, r.Len())
 	}
 }
