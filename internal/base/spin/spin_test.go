@@ -10,21 +10,49 @@ import (
 )
 
 // TestRecvTakesWhatComesWhileItPolls: a value sent while Recv polls is what it returns,
-// and it returns then, not at the end of its poll.
+// and it returns then, not at the end of its poll. A poll also stops early when a
+// goroutine waits for a P anywhere (the test binary's own goroutines can be runnable for a
+// moment): then the value must still come on the channel, and a later attempt must take it
+// in the poll.
 func TestRecvTakesWhatComesWhileItPolls(t *testing.T) {
 	defer Set(10*time.Second, 2)()
-	ch := make(chan int)
-	go func() {
-		time.Sleep(5 * time.Millisecond)
-		ch <- 42
-	}()
-	start := time.Now()
-	v, ok := Recv(ch)
-	if !ok || v != 42 {
-		t.Fatalf("Recv = %d, %v; want 42, true", v, ok)
+	polled, gaveUp := 0, 0
+	for attempt := 0; attempt < 20 && polled == 0; attempt++ {
+		ch := make(chan int)
+		var running atomic.Bool
+		go func() {
+			// Running on a P of its own until the send, busy, not asleep and not
+			// yielding: a timer's wake-up or a yield would put it in a run queue, which
+			// stops the poll.
+			running.Store(true)
+			for start := time.Now(); time.Since(start) < 2*time.Millisecond; {
+			}
+			ch <- 42
+		}()
+		for !running.Load() {
+			runtime.Gosched()
+		}
+		start := time.Now()
+		v, ok := Recv(ch)
+		if !ok {
+			gaveUp++
+			if v := <-ch; v != 42 {
+				t.Fatalf("after Recv gave up the channel gave %d, want 42", v)
+			}
+			continue
+		}
+		if v != 42 {
+			t.Fatalf("Recv = %d, true; want 42, true", v)
+		}
+		if d := time.Since(start); d >= 10*time.Second {
+			t.Fatalf("Recv returned after %v, at the end of its poll", d)
+		}
+		polled++
 	}
-	if d := time.Since(start); d >= 10*time.Second {
-		t.Fatalf("Recv returned after %v, at the end of its poll", d)
+	// With one P the sender runs only when the poller yields, in a run queue: every
+	// poll stops at once, and the value must still come on the channel.
+	if polled == 0 && runtime.GOMAXPROCS(0) > 1 {
+		t.Fatalf("Recv gave up in all %d attempts; it never took the value in its poll", gaveUp)
 	}
 	closed := make(chan struct{})
 	close(closed)
