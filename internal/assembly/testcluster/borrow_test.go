@@ -80,7 +80,7 @@ func known(c *core.Core, id ids.ObjectID) bool {
 // the one with the "keeper" resource (TestMain), where the test's actor runs: two nodes.
 func ownerAwayFromKeeper(t *testing.T) (owner, keeper int) {
 	t.Helper()
-	owner, keeper = alive(t)[0], 1
+	owner, keeper = alive(t)[0], nodeKeeper
 	if owner == keeper || cluster.Stopped(keeper) {
 		t.Fatal("node 1 must be running and not be the first running node")
 	}

@@ -134,7 +134,7 @@ func TestPlacementGroupAcrossNodes(t *testing.T) {
 func TestPlacementGroupBundleReplaced(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	const doomed = 5
+	const doomed = nodeDoomed
 	up := alive(t)
 	if len(up) < 3 || !slices.Contains(up, doomed) {
 		t.Fatalf("need node %d and two more running, have %v", doomed, up)

@@ -169,11 +169,11 @@ var holdLane = ray.Task1("testcluster.HoldLane", func(ctx context.Context, key s
 func TestQueuedTaskSpillsBack(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if cluster.Stopped(0) || cluster.Stopped(2) {
+	if cluster.Stopped(nodeDriver) || cluster.Stopped(nodeLane) {
 		t.Fatal("nodes 0 and 2 must run")
 	}
-	ctx := cluster.Context(base, 0)
-	self, other := string(cluster.Nodes[0].ID), string(cluster.Nodes[2].ID)
+	ctx := cluster.Context(base, nodeDriver)
+	self, other := string(cluster.Nodes[nodeDriver].ID), string(cluster.Nodes[nodeLane].ID)
 	byNode := map[string]*hold{}
 	var held []ray.ObjectRef[string]
 	var gates []*hold

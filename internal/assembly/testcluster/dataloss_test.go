@@ -1,5 +1,4 @@
-// Named to run before failover_test.go (file order): it stops node 4, which the failover
-// tests do not need.
+// TestReconstructAfterNodeLoss stops node 4 (nodeLost), which no other test needs.
 package testcluster_test
 
 import (
@@ -25,7 +24,7 @@ func TestReconstructAfterNodeLoss(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	up := alive(t)
-	driver, victim := up[0], 4
+	driver, victim := up[0], nodeLost
 	if cluster.Stopped(victim) || driver == victim {
 		t.Fatal("node 4 must be running")
 	}
@@ -44,6 +43,13 @@ func TestReconstructAfterNodeLoss(t *testing.T) {
 		t.Fatal("node 1 (the keeper's) must be neither the driver's node nor the victim")
 	}
 	k := keeperClass.Remote(ctx, ray.Resources(map[string]float64{"keeper": 1}), ray.UnboundedMethodLog())
+	// Killed at the end: it gives node 1's one "keeper" back now, not when a collection
+	// finds its handle gone (the next test that needs it waited minutes for that).
+	defer func() {
+		if err := ray.Kill(ctx, k, true); err != nil {
+			t.Error(err)
+		}
+	}()
 	if _, err := ray.Get(ctx, keeperKeep.Remote(ctx, k, ray.V(box{Ref: blob}))); err != nil {
 		t.Fatal(err)
 	}

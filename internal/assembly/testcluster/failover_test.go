@@ -56,16 +56,33 @@ var (
 
 var cluster *testcluster.Cluster
 
-// taps[i], when set, sees every message node i's counted actors handle (a test's probe:
-// one cluster per test process, since every node's start writes gRPC's global logger, which
-// a second cluster's start would race with the first's connections).
-var taps [8]atomic.Pointer[func(role string, m any)]
+// The cluster's nodes and what each is for. One cluster serves every test of the process
+// (every node's start writes gRPC's global logger, which a second cluster's start would
+// race with the first's connections), and the tests run in any order (go test
+// -shuffle=on): a test stops only nodes of its own, which no other test needs, and nodes
+// 0-2, which tests need by their resources, are never stopped.
+const (
+	nodeDriver    = 0 // most tests' driver; "lane" and "pgcrash" (TestMain)
+	nodeKeeper    = 1 // "keeper": the actors kept away from their owner
+	nodeLane      = 2 // the other "lane"
+	nodeOwner     = 3 // stopped by TestOwnerDeath
+	nodeLost      = 4 // stopped by TestReconstructAfterNodeLoss
+	nodeDoomed    = 5 // stopped by TestPlacementGroupBundleReplaced
+	nodeCreatorA  = 6 // crashed by TestPlacementGroupCreatorsCrash
+	nodeCreatorB  = 7 // crashed by TestPlacementGroupCreatorsCrash
+	nodeFailoverA = 8 // stopped by TestActorFailover (its log-replay case)
+	nodeFailoverB = 9 // stopped by TestActorFailover (its checkpoint case)
+	numNodes      = 10
+)
+
+// taps[i], when set, sees every message node i's counted actors handle (a test's probe).
+var taps [numNodes]atomic.Pointer[func(role string, m any)]
 
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	// Nodes 6 and 7 are crashed by TestPlacementGroupCreatorsCrash (pgcrash_test.go), whose
-	// group's bundle needs node 0's "pgcrash".
-	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: 8, Custom: map[int]map[string]float64{1: {"keeper": 1}, 0: {"lane": 1, "pgcrash": 1}, 2: {"lane": 1}},
+	// TestPlacementGroupCreatorsCrash's group's bundle needs node 0's "pgcrash".
+	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: numNodes, Custom: map[int]map[string]float64{
+		nodeKeeper: {"keeper": 1}, nodeDriver: {"lane": 1, "pgcrash": 1}, nodeLane: {"lane": 1}},
 		MessageTap: func(i int) func(string, any) {
 			return func(role string, m any) {
 				if f := taps[i].Load(); f != nil {
@@ -97,9 +114,9 @@ func TestMain(m *testing.M) {
 func TestOwnerDeath(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	const owner = 3
+	const owner = nodeOwner
 	octx := cluster.Context(base, owner)
-	ctx := cluster.Context(base, 0)
+	ctx := cluster.Context(base, nodeDriver)
 	normal := ledgerClass.Remote(octx, ray.V(time.Duration(0)), ray.MaxRestarts(1))
 	detached := ledgerClass.Remote(octx, ray.V(time.Duration(0)), ray.MaxRestarts(1), ray.Detached(), ray.Name("keeper"))
 	for _, h := range []ray.ActorHandle[ledger]{normal, detached} {
@@ -138,8 +155,8 @@ func TestOwnerDeath(t *testing.T) {
 // every call took effect exactly once: every returned value and the final state equal
 // those of a run without the fault. The first case rebuilds the state by replaying the
 // whole method log; the second restores a checkpoint taken in the middle of the stream
-// and replays only the log after it. Each case stops a different member (the cluster
-// has three; the driver stays on node 0).
+// and replays only the log after it. Each case stops a node of its own (8, then 9); the
+// driver stays on node 0.
 func TestActorFailover(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -150,8 +167,8 @@ func TestActorFailover(t *testing.T) {
 		victim int
 		every  int
 	}{
-		{"log-replay", 1, 1 << 30},
-		{"checkpoint", 2, 400},
+		{"log-replay", nodeFailoverA, 1 << 30},
+		{"checkpoint", nodeFailoverB, 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := actorOn(t, ctx, tc.victim, ray.MaxRestarts(2), ray.CheckpointEvery(tc.every))

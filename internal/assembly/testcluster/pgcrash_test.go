@@ -23,7 +23,7 @@ import (
 func TestPlacementGroupCreatorsCrash(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	const creatorA, creatorB, host = 6, 7, 0
+	const creatorA, creatorB, host = nodeCreatorA, nodeCreatorB, nodeDriver
 	for _, i := range []int{creatorA, creatorB, host} {
 		if cluster.Stopped(i) {
 			t.Fatalf("node %d must be running", i)
