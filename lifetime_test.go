@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -375,4 +376,32 @@ func TestActorHandleInTaskArgumentKeepsActor(t *testing.T) {
 	}
 	res.Release()
 	waitOutOfScope(t, ctx, w)
+}
+
+// TestDroppedActorGivesItsResourcesBack: an actor whose handles were dropped (no Kill)
+// holds its resources until a collection finds the handles gone. A driver that then
+// creates another actor needing them waits for that; Go collects a quiet process only
+// every 2 minutes (a user's program waited 1m59s), so a caller whose actor waits for an
+// instance asks for a collection (internal/assembly/core, collect.go). Automatic
+// collections are off while the test runs: only that request can release the first
+// actor within the test's bound.
+func TestDroppedActorGivesItsResourcesBack(t *testing.T) {
+	ctx := timeout(t)
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	accel := Resources(map[string]float64{"accel": 1}) // the node has one
+	first := newTally(t, ctx, accel, AtMostOnce())     // only a weak copy is left
+	start := time.Now()
+	second := tallyClass.Remote(ctx, accel, AtMostOnce())
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if n, err := Get(c, tallyAdd.Remote(c, second, V(2))); err != nil || n != 2 {
+		t.Fatalf("the second actor's call: %d, %v (after %v; the first actor still holds the resource)", n, err, time.Since(start))
+	}
+	t.Logf("the second actor answered %v after it was created", time.Since(start).Round(time.Millisecond))
+	if st := phase(t, ctx, first); st.Phase != ActorDead || st.Detail != lifecycle.OutOfScopeDetail {
+		t.Fatalf("the first actor: %+v, want dead out of scope", st)
+	}
+	if err := Kill(ctx, second, true); err != nil {
+		t.Fatal(err)
+	}
 }

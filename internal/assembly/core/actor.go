@@ -77,6 +77,9 @@ type actorCaller struct {
 	flushing bool
 
 	resolving bool // a goroutine is finding the instance (its shard's loop only)
+	// waiting: since which tick this caller's calls have waited for an actor with no
+	// instance serving (zero: they do not; its shard's loop only, collect.go).
+	waiting time.Time
 
 	// held: this caller holds the actor's handle object while it has unfinished calls
 	// (lifetime.go); guarded by mu.
@@ -805,15 +808,29 @@ const resendAfter = 5 * time.Second
 const maxResend = 1000
 
 // resendStale puts the calls of s's actors unanswered for resendAfter back in their
-// outboxes.
+// outboxes. A caller whose calls have waited collectWaitAfter for an actor with no
+// instance serving asks for a collection (collect.go).
 func (c *Core) resendStale(s *shard, now time.Time) {
+	collect := false
 	for _, ac := range s.callers {
 		ac.mu.Lock()
 		if ac.calls.ResendStale(now) > 0 {
 			ac.pid = nil // resolve again: the placement may have moved
 			c.queueFlushLocked(ac)
 		}
+		unfinished := ac.calls.Unfinished() > 0
 		ac.mu.Unlock()
+		switch {
+		case !unfinished || !c.awaitsInstance(ac):
+			ac.waiting = time.Time{}
+		case ac.waiting.IsZero():
+			ac.waiting = now
+		case now.Sub(ac.waiting) >= collectWaitAfter:
+			collect = true
+		}
+	}
+	if collect {
+		c.collect.request(time.Now())
 	}
 }
 

@@ -151,6 +151,7 @@ type Core struct {
 	wg       sync.WaitGroup // the ticker
 
 	stats    Stats
+	collect  collector    // collections for callers whose actors wait (collect.go)
 	inflight atomic.Int64 // bytes of objects being pulled from other nodes right now
 
 	borrows *objects.Borrows // refs borrowed, lent and pinned (the protocol: borrow.go)

@@ -1,0 +1,92 @@
+package core
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/ray-go/ray/actors/lifecycle"
+)
+
+// A handle dropped without Kill (an ActorHandle, or a value holding one) is released by
+// its finalizer, which runs only after a garbage collection finds the handle unreachable.
+// Go collects when the heap grows, or every 2 minutes: a quiet driver that dropped an
+// actor's handle and then created another actor needing the same resources waited 1m59s
+// for the first to go out of scope and give them back (and a test waited 68-120 s).
+// CPython's reference counts release Ray's handles at once. Here, a caller whose calls
+// wait for an actor that has no serving instance (Pending or Restarting: it may wait for
+// resources) for collectWaitAfter asks this process for a collection (collector.request),
+// so the handles this process dropped are released then.
+//
+// The collections back off while such waits go on (an actor that waits for resources
+// nobody will free: 1, 2, 4 ... s apart, at most collectMaxGap, Go's own period), and
+// start again from collectMinGap after collectMaxGap without a request. Only this
+// process's handles: a handle another process dropped waits for that process's
+// collection.
+const (
+	collectWaitAfter = time.Second
+	collectMinGap    = time.Second
+	collectMaxGap    = 2 * time.Minute
+)
+
+// collector runs the collections callers ask for, one at a time, at most one per gap.
+type collector struct {
+	mu      sync.Mutex
+	running bool
+	last    time.Time     // when the last collection started
+	gap     time.Duration // the least time from last to the next
+	runs    int           // collections started
+	gc      func()        // runtime.GC (tests count instead)
+}
+
+// request asks for a collection at now; it reports whether one starts (on a goroutine
+// of its own: runtime.GC blocks its caller until the cycle ends).
+func (k *collector) request(now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.running {
+		return false
+	}
+	switch since := now.Sub(k.last); {
+	case k.last.IsZero() || since >= k.gap+collectMaxGap:
+		k.gap = collectMinGap // a new stretch of waiting
+	case since < k.gap:
+		return false
+	default:
+		k.gap = min(2*k.gap, collectMaxGap)
+	}
+	k.last, k.running = now, true
+	k.runs++
+	gc := k.gc
+	if gc == nil {
+		gc = runtime.GC
+	}
+	go func() {
+		gc()
+		k.mu.Lock()
+		k.running = false
+		k.mu.Unlock()
+	}()
+	return true
+}
+
+// collections is how many collections request started.
+func (k *collector) collections() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.runs
+}
+
+// awaitsInstance reports whether ac's actor has no instance serving calls (Pending or
+// Restarting: perhaps waiting for resources), as this process's view of its record says.
+func (c *Core) awaitsInstance(ac *actorCaller) bool {
+	if c.cfg.Actors == nil {
+		return false
+	}
+	info, ok := c.cfg.Actors.Info(ac.hex)
+	if !ok {
+		return false
+	}
+	p := lifecycle.Phase(info.Phase)
+	return p == lifecycle.Pending || p == lifecycle.Restarting
+}
