@@ -405,3 +405,22 @@ func TestDroppedActorGivesItsResourcesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDroppedActorGivesItsResourcesToATask: as TestDroppedActorGivesItsResourcesBack,
+// for a task that waits for the resources (its lease request is not granted): the owner
+// of tasks that have waited a second for a lease asks for a collection.
+func TestDroppedActorGivesItsResourcesToATask(t *testing.T) {
+	ctx := timeout(t)
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	first := newTally(t, ctx, Resources(map[string]float64{"accel": 1}), AtMostOnce())
+	start := time.Now()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if n, err := Get(c, accelTask.Remote(c)); err != nil || n != 1 {
+		t.Fatalf("the task: %d, %v (after %v; the actor still holds the resource)", n, err, time.Since(start))
+	}
+	t.Logf("the task ran %v after it was submitted", time.Since(start).Round(time.Millisecond))
+	if st := phase(t, ctx, first); st.Phase != ActorDead || st.Detail != lifecycle.OutOfScopeDetail {
+		t.Fatalf("the actor: %+v, want dead out of scope", st)
+	}
+}

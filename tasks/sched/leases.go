@@ -46,6 +46,9 @@ import "time"
 //     one without room, and moving its tasks away made more work for every node. A lease
 //     granted later for tasks that left is released at once, as any lease that finds its
 //     class dry.
+//   - Starved: a class whose tasks have waited a given time with a request unanswered,
+//     whatever Stalled reported meanwhile (the owner then looks for resources it holds
+//     without knowing: internal/assembly/core's collections).
 type Leases[T, W any] struct {
 	classes []*leaseClass[T, W]
 	leases  map[string]*lease[T, W]
@@ -83,6 +86,7 @@ type leaseClass[T, W any] struct {
 	idle    int       // leases kept idle
 	asked   time.Time // since when a request has been outstanding with no grant (zero: none)
 	queued  bool      // the node said it queued a request of the class (since pending was last 0)
+	starved time.Time // as asked, but not started again by Stalled (Starved)
 }
 
 type lease[T, W any] struct {
@@ -307,9 +311,9 @@ func (c *leaseClass[T, W]) answered(now time.Time) {
 		c.pending--
 	}
 	if c.pending == 0 {
-		c.asked, c.queued = time.Time{}, false
+		c.asked, c.starved, c.queued = time.Time{}, time.Time{}, false
 	} else {
-		c.asked = now
+		c.asked, c.starved = now, now
 	}
 }
 
@@ -340,6 +344,19 @@ func (l *Leases[T, W]) Stalled(now time.Time, after, silent time.Duration) []Res
 		}
 	}
 	return out
+}
+
+// Starved reports whether the tasks of a class have waited at least after while a lease
+// request of theirs went unanswered (no grant or denial since it was made, or since the
+// last answer), whatever Stalled reported meanwhile: the node has had no room for them
+// for that long.
+func (l *Leases[T, W]) Starved(now time.Time, after time.Duration) bool {
+	for _, c := range l.classes {
+		if c.pending > 0 && len(c.waiting) > c.head && !c.starved.IsZero() && now.Sub(c.starved) >= after {
+			return true
+		}
+	}
+	return false
 }
 
 // Take takes out the waiting tasks of class shape that move says go (oldest first; move is
@@ -482,7 +499,7 @@ func (l *Leases[T, W]) PumpInto(now time.Time, a *Actions[T, W]) {
 		}
 		for c.pending < want {
 			if c.pending == 0 {
-				c.asked = now
+				c.asked, c.starved = now, now
 			}
 			c.pending++
 			a.Requests = append(a.Requests, LeaseAsk{Shape: c.shape, Backlog: waiting})

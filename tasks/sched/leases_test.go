@@ -468,3 +468,48 @@ func TestLeasesForgetEmptyClasses(t *testing.T) {
 		t.Fatalf("the first shape again: %+v, want a new unmeasured class", c)
 	}
 }
+
+// TestLeasesStarved: a class starves once its tasks have waited `after` with a request
+// unanswered, however often Stalled reported it meanwhile; an answer starts the wait
+// again; with every request answered, or no task waiting, it does not starve.
+func TestLeasesStarved(t *testing.T) {
+	var l Leases[int, string]
+	cpu := R(map[string]float64{"CPU": 1})
+	start := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	if l.Starved(at(time.Hour), time.Second) {
+		t.Fatal("an empty Leases starves")
+	}
+	l.Add(1, cpu)
+	l.Add(2, cpu)
+	if a := l.Pump(at(0)); len(a.Requests) != 2 {
+		t.Fatalf("requests = %d, want 2", len(a.Requests))
+	}
+	l.Queued(cpu)
+	for d := 100 * time.Millisecond; d < time.Second; d += 100 * time.Millisecond {
+		l.Stalled(at(d), 50*time.Millisecond, time.Second) // spillback's checks: no effect here
+		if l.Starved(at(d), time.Second) {
+			t.Fatalf("starved after %v, before a second", d)
+		}
+	}
+	if !l.Starved(at(time.Second), time.Second) {
+		t.Fatal("not starved after a second without an answer (Stalled's reports in between)")
+	}
+	// A grant is progress: the wait starts again from it.
+	l.Granted(cpu, "L1", "w1", at(1500*time.Millisecond))
+	l.Pump(at(1500 * time.Millisecond)) // task 1 goes to L1; task 2 still waits
+	if l.Starved(at(2*time.Second), time.Second) {
+		t.Fatal("starved half a second after a grant")
+	}
+	if !l.Starved(at(2500*time.Millisecond), time.Second) {
+		t.Fatal("not starved a second after the last answer with a task still waiting")
+	}
+	// Nothing waits once the last task has a lease: no starving, whatever the clock.
+	l.Granted(cpu, "L2", "w2", at(2600*time.Millisecond))
+	if got := describe(l.Pump(at(2600 * time.Millisecond))); !slices.Equal(got, []string{"L2:2"}) {
+		t.Fatalf("the second grant: %v, want [L2:2]", got)
+	}
+	if l.Starved(at(time.Hour), time.Second) {
+		t.Fatal("starved with no task waiting")
+	}
+}

@@ -16,6 +16,7 @@ import (
 // CPython's reference counts release Ray's handles at once. Here, a caller whose calls
 // wait for an actor that has no serving instance (Pending or Restarting: it may wait for
 // resources) for collectWaitAfter asks this process for a collection (collector.request),
+// as do tasks that have waited that long for a lease no node grants (collectIfStarved),
 // so the handles this process dropped are released then.
 //
 // The collections back off while such waits go on (an actor that waits for resources
@@ -75,6 +76,19 @@ func (k *collector) collections() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.runs
+}
+
+// collectIfStarved asks for a collection when tasks of s have waited collectWaitAfter for
+// a lease that a node does not grant (sched.Leases.Starved): an actor this process
+// dropped may hold the resources they need.
+func (s *shard) collectIfStarved() {
+	now := time.Now()
+	for _, nl := range s.nodes {
+		if nl.leases.Starved(now, collectWaitAfter) {
+			s.c.collect.request(now)
+			return
+		}
+	}
 }
 
 // awaitsInstance reports whether ac's actor has no instance serving calls (Pending or

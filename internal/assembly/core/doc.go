@@ -49,9 +49,10 @@
 //     4,096 incarnations (for the task records); a later call through a handle of the
 //     dead actor fails at once from the actor manager's record, and keeps no caller.
 //     A caller whose calls have waited a second for an actor with no serving instance
-//     (Pending or Restarting) asks the process for a garbage collection (collect.go, backing
-//     off to one per 2 minutes): a dropped handle of another actor that holds the
-//     resources it waits for is released only when a collection finds it.
+//     (Pending or Restarting), and a shard whose tasks have waited a second for a lease no
+//     node grants (sched.Leases.Starved), ask the process for a garbage collection
+//     (collect.go, backing off to one per 2 minutes): a dropped handle of another actor
+//     that holds the resources they wait for is released only when a collection finds it.
 //   - Borrowed, lent and pinned refs: objects.Borrows (partitioned like the other tables);
 //     the protocol's messages are borrow.go's, the adoption of a dead owner's objects
 //     orphan.go's (planned by lineage.Adoption).
