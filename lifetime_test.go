@@ -424,3 +424,31 @@ func TestDroppedActorGivesItsResourcesToATask(t *testing.T) {
 		t.Fatalf("the actor: %+v, want dead out of scope", st)
 	}
 }
+
+// TestDroppedActorGivesItsResourcesToAGroup: as TestDroppedActorGivesItsResourcesBack,
+// for a placement group whose bundle needs the resources: its creator, placing it again
+// and again, asks for a collection once it has waited a second.
+func TestDroppedActorGivesItsResourcesToAGroup(t *testing.T) {
+	ctx := timeout(t)
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	first := newTally(t, ctx, Resources(map[string]float64{"accel": 1}), AtMostOnce())
+	start := time.Now()
+	pg, err := PlacementGroup(ctx, []Bundle{{"accel": 1}}, StrategyPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := pg.Remove(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := pg.Ready(c); err != nil {
+		t.Fatalf("the group: %v (after %v; the actor still holds the resource)", err, time.Since(start))
+	}
+	t.Logf("the group was placed %v after it was created", time.Since(start).Round(time.Millisecond))
+	if st := phase(t, ctx, first); st.Phase != ActorDead || st.Detail != lifecycle.OutOfScopeDetail {
+		t.Fatalf("the actor: %+v, want dead out of scope", st)
+	}
+}

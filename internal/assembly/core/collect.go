@@ -16,8 +16,9 @@ import (
 // CPython's reference counts release Ray's handles at once. Here, a caller whose calls
 // wait for an actor that has no serving instance (Pending or Restarting: it may wait for
 // resources) for collectWaitAfter asks this process for a collection (collector.request),
-// as do tasks that have waited that long for a lease no node grants (collectIfStarved),
-// so the handles this process dropped are released then.
+// as do tasks that have waited that long for a lease no node grants (collectIfStarved)
+// and a placement group this process places that has found no room for that long
+// (PlacementGroup.place), so the handles this process dropped are released then.
 //
 // The collections back off while such waits go on (an actor that waits for resources
 // nobody will free: 1, 2, 4 ... s apart, at most collectMaxGap, Go's own period), and

@@ -49,8 +49,9 @@
 //     4,096 incarnations (for the task records); a later call through a handle of the
 //     dead actor fails at once from the actor manager's record, and keeps no caller.
 //     A caller whose calls have waited a second for an actor with no serving instance
-//     (Pending or Restarting), and a shard whose tasks have waited a second for a lease no
-//     node grants (sched.Leases.Starved), ask the process for a garbage collection
+//     (Pending or Restarting), a shard whose tasks have waited a second for a lease no
+//     node grants (sched.Leases.Starved), and a placement group that has waited a second
+//     for room (PlacementGroup.place), ask the process for a garbage collection
 //     (collect.go, backing off to one per 2 minutes): a dropped handle of another actor
 //     that holds the resources they wait for is released only when a collection finds it.
 //   - Borrowed, lent and pinned refs: objects.Borrows (partitioned like the other tables);

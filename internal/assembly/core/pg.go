@@ -642,8 +642,15 @@ func (pg *PlacementGroup) place(ctx context.Context) {
 	c := pg.c
 	wait := pgRetryMin
 	pg.record("PENDING")
+	start := time.Now()
 	for {
 		nodes, why := pg.tryPlace(ctx)
+		if nodes == nil {
+			// Still no room: an actor this process dropped may hold it (collect.go).
+			if now := time.Now(); now.Sub(start) >= collectWaitAfter {
+				c.collect.request(now)
+			}
+		}
 		if nodes != nil {
 			pg.mu.Lock()
 			if pg.removed {
