@@ -138,16 +138,7 @@ func (s *shard) pumpLeases() {
 	}
 	clear(s.dirty)
 	s.dirty = s.dirty[:0]
-	if !s.spillTimer && s.placer != nil {
-		for _, nl := range s.nodes {
-			if nl.movable && nl.leases.Waiting() > 0 {
-				// Tasks wait for a lease: see in SpillAfter whether a node stalls them.
-				s.spillTimer = true
-				time.AfterFunc(SpillAfter, func() { s.send(spillCheck{}) })
-				break
-			}
-		}
-	}
+	s.armSpill()
 	if !s.idleTimer {
 		for _, nl := range s.nodes {
 			if nl.leases.Idle() {
@@ -188,6 +179,22 @@ const (
 
 // spillCheck: time to look for stalled classes (SpillAfter after tasks began waiting).
 type spillCheck struct{}
+
+// armSpill has a spillCheck come SpillAfter from now while tasks that may move wait for a
+// lease (and none is due already).
+func (s *shard) armSpill() {
+	if s.spillTimer || s.placer == nil {
+		return
+	}
+	for _, nl := range s.nodes {
+		if nl.movable && nl.leases.Waiting() > 0 {
+			// Tasks wait for a lease: see in SpillAfter whether a node stalls them.
+			s.spillTimer = true
+			time.AfterFunc(SpillAfter, func() { s.send(spillCheck{}) })
+			return
+		}
+	}
+}
 
 // spill moves the waiting tasks of classes that a node stalls (sched.Leases.Stalled) to
 // other nodes that can run them now (Placer.Spill), one task at a time while the view has
@@ -238,6 +245,11 @@ func (s *shard) spill() {
 		s.queueTask(m.p, m.node, r)
 	}
 	s.pumpLeases()
+	// Again SpillAfter later while tasks wait, whether or not this check moved any: a
+	// class whose clock an answer had just restarted is stalled by then (pumpLeases arms
+	// it only when a node has something to pump; a check that moved nothing left none,
+	// and the next came with the next result: 300 ms later, 3 nodes idle beside a queue).
+	s.armSpill()
 }
 
 // hasRefArgs reports whether spec has arguments passed by reference (whose locality may

@@ -63,3 +63,44 @@ func TestSpillTimerOnlyForMovableTasks(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestSpillChecksGoOnWhileTasksWait: a spill check that finds no stalled class (its
+// request was answered, or asked, a moment ago) comes again SpillAfter later while the
+// tasks wait, with nothing else happening: before, the next check came only with the next
+// event that pumped a node (a result), and a burst on 3 idle nodes of 2 CPUs ran on the
+// submitting node alone (6 tasks of 300 ms: 0.9 s, not 0.3-0.7).
+func TestSpillChecksGoOnWhileTasksWait(t *testing.T) {
+	sys, quiet := quietSystem(t)
+	var asked atomic.Int32
+	silent := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) { // a scheduler that never answers
+		if _, ok := c.Message().(interface{ GetRequestId() uint64 }); ok {
+			asked.Add(1)
+		}
+	}))
+	cl := &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{"n2": silent}}
+	var checks atomic.Int32
+	counter := &dispatch.Counter{Tap: func(role string, m any) {
+		if _, ok := actor.UnwrapEnvelopeMessage(m).(spillCheck); ok {
+			checks.Add(1)
+		}
+	}}
+	c := newTestCore(t, sys, cl, counter, quiet)
+	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
+	tc := c.NewDriver()
+	// A soft affinity: the task goes to n2, and spillback may move it.
+	if _, _, err := c.Submit(tc, Call{Function: "core_test.f", Resources: res, Strategy: StrategyNodeAffinity, AffinityNode: "n2", AffinitySoft: true}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; checks.Load() == 0; i++ {
+		if i == 10000 {
+			t.Fatalf("no spill check for a movable task waiting at a node that does not answer (%d requests reached it)", asked.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// n2 says nothing, so the class stalls only after SpillSilent: until then every check
+	// finds nothing to move, and the checks must go on by themselves.
+	time.Sleep(8 * SpillAfter)
+	if n := checks.Load(); n < 3 {
+		t.Fatalf("%d spill checks in %v while the task waited, want them every %v", n, 9*SpillAfter, SpillAfter)
+	}
+}
