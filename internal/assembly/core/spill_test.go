@@ -12,25 +12,32 @@ import (
 	"github.com/ray-go/ray/tasks/sched"
 )
 
-// TestSpillTimerOnlyForMovableTasks: tasks that wait for a lease at a node that does not
-// answer arm the shard's spill timer (spillCheck every SpillAfter) only if spillback may
-// move them: tasks bound to the node by a hard affinity do not; a default task does.
-func TestSpillTimerOnlyForMovableTasks(t *testing.T) {
+// silentNodeCore is a test Core of a cluster whose node n2's scheduler never answers a
+// lease request; asked counts the requests that reached it, checks the shard's spill
+// checks.
+func silentNodeCore(t *testing.T) (c *Core, asked, checks *atomic.Int32) {
+	t.Helper()
 	sys, quiet := quietSystem(t)
-	var asked atomic.Int32
-	silent := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) { // a scheduler that never grants
+	asked, checks = new(atomic.Int32), new(atomic.Int32)
+	silent := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		if _, ok := c.Message().(interface{ GetRequestId() uint64 }); ok {
 			asked.Add(1)
 		}
 	}))
 	cl := &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{"n2": silent}}
-	var checks atomic.Int32
 	counter := &dispatch.Counter{Tap: func(role string, m any) {
 		if _, ok := actor.UnwrapEnvelopeMessage(m).(spillCheck); ok {
 			checks.Add(1)
 		}
 	}}
-	c := newTestCore(t, sys, cl, counter, quiet)
+	return newTestCore(t, sys, cl, counter, quiet), asked, checks
+}
+
+// TestSpillTimerOnlyForMovableTasks: tasks that wait for a lease at a node that does not
+// answer arm the shard's spill timer (spillCheck every SpillAfter) only if spillback may
+// move them: tasks bound to the node by a hard affinity do not; a default task does.
+func TestSpillTimerOnlyForMovableTasks(t *testing.T) {
+	c, asked, checks := silentNodeCore(t)
 	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
 	waitAsked := func(n int32) {
 		t.Helper()
@@ -70,21 +77,7 @@ func TestSpillTimerOnlyForMovableTasks(t *testing.T) {
 // event that pumped a node (a result), and a burst on 3 idle nodes of 2 CPUs ran on the
 // submitting node alone (6 tasks of 300 ms: 0.9 s, not 0.3-0.7).
 func TestSpillChecksGoOnWhileTasksWait(t *testing.T) {
-	sys, quiet := quietSystem(t)
-	var asked atomic.Int32
-	silent := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) { // a scheduler that never answers
-		if _, ok := c.Message().(interface{ GetRequestId() uint64 }); ok {
-			asked.Add(1)
-		}
-	}))
-	cl := &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{"n2": silent}}
-	var checks atomic.Int32
-	counter := &dispatch.Counter{Tap: func(role string, m any) {
-		if _, ok := actor.UnwrapEnvelopeMessage(m).(spillCheck); ok {
-			checks.Add(1)
-		}
-	}}
-	c := newTestCore(t, sys, cl, counter, quiet)
+	c, asked, checks := silentNodeCore(t)
 	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
 	tc := c.NewDriver()
 	// A soft affinity: the task goes to n2, and spillback may move it.
