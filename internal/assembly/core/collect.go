@@ -37,7 +37,6 @@ type collector struct {
 	running bool
 	last    time.Time     // when the last collection started
 	gap     time.Duration // the least time from last to the next
-	runs    int           // collections started
 	gc      func()        // runtime.GC (tests count instead)
 }
 
@@ -58,7 +57,6 @@ func (k *collector) request(now time.Time) bool {
 		k.gap = min(2*k.gap, collectMaxGap)
 	}
 	k.last, k.running = now, true
-	k.runs++
 	gc := k.gc
 	if gc == nil {
 		gc = runtime.GC
@@ -70,13 +68,6 @@ func (k *collector) request(now time.Time) bool {
 		k.mu.Unlock()
 	}()
 	return true
-}
-
-// collections is how many collections request started.
-func (k *collector) collections() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.runs
 }
 
 // collectIfStarved asks for a collection when tasks of s have waited collectWaitAfter for
