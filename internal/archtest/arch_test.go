@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -277,6 +278,69 @@ func TestRanksCoverTheTree(t *testing.T) {
 			}
 			if !found {
 				t.Errorf("the rank table lists %q, but no package is there", p)
+			}
+		}
+	}
+}
+
+// TestNoBuildOutputInTheTree: no file the repository tracks is a program built from it
+// (an ELF binary) or larger than maxTrackedBytes. `go build ./cli/e2e/driver` in the
+// module root writes ./driver, and a commit once took its 76 MB in with it; every clone
+// downloads what history holds. Files are those `git ls-files` lists (the tree's files
+// when the module is not a git checkout).
+func TestNoBuildOutputInTheTree(t *testing.T) {
+	const maxTrackedBytes = 4 << 20
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	cmd := exec.Command("git", "ls-files", "-z")
+	cmd.Dir = root
+	if out, err := cmd.Output(); err == nil {
+		for _, f := range strings.Split(string(out), "\x00") {
+			if f != "" {
+				files = append(files, f)
+			}
+		}
+	} else {
+		t.Logf("git ls-files: %v; checking every file of the tree", err)
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && strings.HasPrefix(d.Name(), ".") && p != root {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() {
+				rel, _ := filepath.Rel(root, p)
+				files = append(files, rel)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(files) == 0 {
+		t.Fatal("no files found in the module")
+	}
+	for _, f := range files {
+		p := filepath.Join(root, f)
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // deleted in the work tree, or a link
+		}
+		if st.Size() > maxTrackedBytes {
+			t.Errorf("%s is %d bytes: build output or data that belongs outside the repository (limit %d)", f, st.Size(), maxTrackedBytes)
+			continue
+		}
+		head := make([]byte, 4)
+		if fh, err := os.Open(p); err == nil {
+			n, _ := fh.Read(head)
+			fh.Close()
+			if n == 4 && string(head) == "\x7fELF" {
+				t.Errorf("%s is a compiled program: remove it (git rm --cached) and list it in .gitignore", f)
 			}
 		}
 	}
