@@ -22,9 +22,14 @@ import (
 //
 // The collections back off while such waits go on (an actor that waits for resources
 // nobody will free: 1, 2, 4 ... s apart, at most collectMaxGap, Go's own period), and
-// start again from collectMinGap after collectMaxGap without a request. Only this
-// process's handles: a handle another process dropped waits for that process's
-// collection.
+// start again from collectMinGap after collectMaxGap without a request.
+//
+// The handle may have been dropped in another process: a driver that handed an actor to a
+// task, or a worker process whose task received one, while the wait is in a third (a
+// task that calls the next actor). So each collection this process runs for a wait of
+// its own also asks the cluster's other processes for one (Config.AskOthersToCollect:
+// through the GCS, taskstate), as Ray's raylet broadcasts a global GC; they run it as a
+// request of their own (CollectForOthers), backing off the same way, and ask no one else.
 const (
 	collectWaitAfter = time.Second
 	collectMinGap    = time.Second
@@ -38,11 +43,21 @@ type collector struct {
 	last    time.Time     // when the last collection started
 	gap     time.Duration // the least time from last to the next
 	gc      func()        // runtime.GC (tests count instead)
+	// others asks the other processes for a collection (nil: no one to ask); it runs
+	// on the collection's goroutine, before it.
+	others func()
 }
 
-// request asks for a collection at now; it reports whether one starts (on a goroutine
-// of its own: runtime.GC blocks its caller until the cycle ends).
-func (k *collector) request(now time.Time) bool {
+// request asks for a collection at now, for a wait of this process's own: the other
+// processes are asked too (others). It reports whether one starts (on a goroutine of its
+// own: runtime.GC blocks its caller until the cycle ends).
+func (k *collector) request(now time.Time) bool { return k.start(now, k.others) }
+
+// requestForOthers asks for a collection at now that another process asked for: the same
+// gaps, and no one else is asked.
+func (k *collector) requestForOthers(now time.Time) bool { return k.start(now, nil) }
+
+func (k *collector) start(now time.Time, others func()) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.running {
@@ -62,6 +77,9 @@ func (k *collector) request(now time.Time) bool {
 		gc = runtime.GC
 	}
 	go func() {
+		if others != nil {
+			others()
+		}
 		gc()
 		k.mu.Lock()
 		k.running = false
@@ -69,6 +87,11 @@ func (k *collector) request(now time.Time) bool {
 	}()
 	return true
 }
+
+// CollectForOthers runs a garbage collection another process asked for (its
+// AskOthersToCollect): a handle this process dropped may hold what that process waits
+// for. Collections back off as those this process asks for itself (collect.go).
+func (c *Core) CollectForOthers() { c.collect.requestForOthers(time.Now()) }
 
 // collectIfStarved asks for a collection when tasks of s have waited collectWaitAfter for
 // a lease that a node does not grant (sched.Leases.Starved): an actor this process

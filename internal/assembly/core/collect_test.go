@@ -75,3 +75,51 @@ func TestCollectorBacksOff(t *testing.T) {
 		t.Fatalf("%d collections counted, want %d", n, len(want)+3)
 	}
 }
+
+// TestCollectorAsksOthersForItsOwnWaits: a collection for a wait of this process's own
+// (request) asks the other processes for one first; a collection they asked for
+// (requestForOthers) asks no one (no echo between processes), and keeps the same gaps.
+func TestCollectorAsksOthersForItsOwnWaits(t *testing.T) {
+	done := make(chan string, 4)
+	var asked atomic.Int32
+	k := &collector{gc: func() { done <- "gc" }, others: func() { asked.Add(1); done <- "others" }}
+	t0 := time.Unix(1_000_000, 0)
+	wait := func(want ...string) {
+		t.Helper()
+		for _, w := range want {
+			select {
+			case got := <-done:
+				if got != w {
+					t.Fatalf("got %q, want %q (in order %v)", got, w, want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("no %q within 5 s", w)
+			}
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			k.mu.Lock()
+			running := k.running
+			k.mu.Unlock()
+			if !running {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the collection never finished")
+			}
+		}
+	}
+	if !k.request(t0) {
+		t.Fatal("the first request started no collection")
+	}
+	wait("others", "gc")
+	if k.requestForOthers(t0.Add(collectMinGap / 2)) {
+		t.Fatal("another process's request started a collection within the gap")
+	}
+	if !k.requestForOthers(t0.Add(collectMinGap)) {
+		t.Fatal("another process's request after the gap started no collection")
+	}
+	wait("gc")
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("the other processes were asked %d times, want 1 (only for this process's own wait)", n)
+	}
+}

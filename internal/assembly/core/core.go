@@ -95,7 +95,13 @@ type Config struct {
 	// the state API (events.go): 0 means DefaultTaskEvents, a negative number turns
 	// recording off.
 	TaskEvents int
-	Logger     *slog.Logger
+	// AskOthersToCollect (optional) asks the cluster's other processes for a garbage
+	// collection (their CollectForOthers): a handle dropped there may hold what a wait
+	// here needs (collect.go). It is called on a goroutine of its own, at most once per
+	// collection this process runs for a wait of its own, and should return within a few
+	// seconds.
+	AskOthersToCollect func()
+	Logger             *slog.Logger
 }
 
 // Validate checks the configuration.
@@ -286,6 +292,7 @@ func New(cfg Config) (*Core, error) {
 		closed:      make(chan struct{}),
 		clock:       newClock(),
 	}
+	c.collect.others = cfg.AskOthersToCollect
 	c.enders.ctx, c.enders.cancel = context.WithCancel(context.Background())
 	switch {
 	case cfg.TaskEvents == 0:

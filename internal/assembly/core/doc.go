@@ -52,8 +52,10 @@
 //     (Pending or Restarting), a shard whose tasks have waited a second for a lease no
 //     node grants (sched.Leases.Starved), and a placement group that has waited a second
 //     for room (PlacementGroup.place), ask the process for a garbage collection
-//     (collect.go, backing off to one per 2 minutes): a dropped handle of another actor
-//     that holds the resources they wait for is released only when a collection finds it.
+//     (collect.go, backing off to one per 2 minutes), and the cluster's other processes
+//     too (Config.AskOthersToCollect; they run CollectForOthers): a dropped handle of
+//     another actor that holds the resources they wait for is released only when a
+//     collection in the process that dropped it finds it.
 //   - Borrowed, lent and pinned refs: objects.Borrows (partitioned like the other tables);
 //     the protocol's messages are borrow.go's, the adoption of a dead owner's objects
 //     orphan.go's (planned by lineage.Adoption).

@@ -465,7 +465,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
 		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage, RecordGroup: n.pgRecords.put, GroupRecord: groupRecord, GroupGoneGrace: groupGrace,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
-		TaskEvents: cfg.TaskEvents, CallSites: cfg.CallSites,
+		TaskEvents: cfg.TaskEvents, CallSites: cfg.CallSites, AskOthersToCollect: n.askOthersToCollect,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
 			Info:    func(id string) (*pb.ActorInfo, bool) { return n.actors.Info(id) },
 			InGroup: n.actorsInGroup},

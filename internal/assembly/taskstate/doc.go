@@ -26,8 +26,16 @@
 // written by hand: a string table and varints; JSON took seconds for 100,000 tasks), with
 // a fuzz target. WriteTimeline turns a report into a Chrome trace (timeline.go).
 //
+// A request with Collect set asks for no answer: every process but its sender (From) runs
+// a garbage collection (core.Core.CollectForOthers). A runtime that has waited a second
+// for an actor's instance, a lease or room for a placement group sends one (AskCollect,
+// at most once per collection of its own, which back off to one per 2 minutes): a handle
+// dropped in another process may hold what it waits for, and only a collection there
+// releases it. Every job's processes receive it, since the actor may be another job's;
+// it lives 5 s on a lease of its own.
+//
 // The GCS carries a query and its answers for the length of one request (the answers of
 // `rayctl list tasks --limit 100` are 100 records per process; a 100,000-task timeline is
-// a few MiB), and the rayctl holding cluster credentials is the only asker: the GCS's
-// mutual TLS is the access control.
+// a few MiB), and the rayctl holding cluster credentials is the only asker of queries
+// (runtimes ask only for collections): the GCS's mutual TLS is the access control.
 package taskstate

@@ -27,6 +27,11 @@ type Request struct {
 	// Objects, when set, asks for objects instead of tasks (Query is ignored); the answer
 	// is a core.ObjectReport in JSON.
 	Objects *core.ObjectQuery `json:"objects,omitempty"`
+	// Collect, when set, asks for a garbage collection instead (core.Core.CollectForOthers;
+	// Query is ignored, nothing is answered): the process From waits for something a
+	// handle dropped elsewhere may hold (AskCollect).
+	Collect bool   `json:"collect,omitempty"`
+	From    string `json:"from,omitempty"`
 }
 
 // partBytes is the most bytes of an answer under one key (etcd takes 1.5 MiB a request).
@@ -65,6 +70,12 @@ func (s *Server) Run(ctx context.Context) {
 					continue
 				}
 				if req.Job != "" && req.Job != string(s.Job) {
+					continue
+				}
+				if req.Collect {
+					if req.From != string(s.Node) {
+						s.Core.CollectForOthers()
+					}
 					continue
 				}
 				if err := s.answer(ctx, &req); err != nil && ctx.Err() == nil {
@@ -110,6 +121,29 @@ func (s *Server) answer(ctx context.Context, req *Request) error {
 	}
 	_, err := s.Store.Put(qctx, endsPrefix(req.ID)+string(s.Node), []byte(strconv.Itoa(n)), gcs.LeaseID(req.Lease))
 	return err
+}
+
+// collectTTL is how long a request for collections stays in the GCS: a process whose
+// watch is reconnecting within it still sees it.
+const collectTTL = 5 * time.Second
+
+// AskCollect asks every process of the cluster but from (a process with a runtime, its
+// node ID) for a garbage collection: from has waited for an actor's instance, a lease or
+// room for a placement group that a handle dropped in another process may hold (the
+// handle is released when a collection there finds it gone; internal/assembly/core,
+// collect.go). Every job's processes: the actor holding the resources may be another
+// job's. The request lives collectTTL on a lease of its own; no answer is waited for.
+func AskCollect(ctx context.Context, store gcs.Store, from ids.NodeID) error {
+	lease, err := store.Grant(ctx, collectTTL)
+	if err != nil {
+		return fmt.Errorf("taskstate: lease for a collection request: %w", err)
+	}
+	req := Request{ID: ids.NewRootTaskID().String(), Lease: int64(lease), Collect: true, From: string(from)}
+	b, _ := json.Marshal(req)
+	if _, err := store.Put(ctx, gcs.StateRequestKey(req.ID), b, lease); err != nil {
+		return fmt.Errorf("taskstate: send a collection request: %w", err)
+	}
+	return nil
 }
 
 // Result is what Gather found.
