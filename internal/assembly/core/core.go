@@ -159,6 +159,8 @@ type Core struct {
 	stats    Stats
 	collect  collector    // collections for callers whose actors wait (collect.go)
 	inflight atomic.Int64 // bytes of objects being pulled from other nodes right now
+	// inflightPeak is the most inflight has been since the last TakeInFlightPeak
+	inflightPeak atomic.Int64
 
 	borrows *objects.Borrows // refs borrowed, lent and pinned (the protocol: borrow.go)
 
@@ -608,6 +610,19 @@ func (c *Core) StoreStatsOf(ctx context.Context, node ids.NodeID, top int) (*pb.
 
 // InFlightBytes is the size of the objects this runtime is pulling from other nodes now.
 func (c *Core) InFlightBytes() int64 { return c.inflight.Load() }
+
+// TakeInFlightPeak returns the most bytes that were in flight at once since the last call
+// (or the runtime's start), and starts the next peak from what is in flight now: a pull
+// of a few MiB between two nodes of one machine lasts milliseconds, too short for a
+// reader of InFlightBytes to be sure to see.
+func (c *Core) TakeInFlightPeak() int64 { return c.inflightPeak.Swap(c.inflight.Load()) }
+
+// addInFlight accounts n more bytes in flight (negative: arrived), and the peak.
+func (c *Core) addInFlight(n int64) {
+	v := c.inflight.Add(n)
+	for p := c.inflightPeak.Load(); v > p && !c.inflightPeak.CompareAndSwap(p, v); p = c.inflightPeak.Load() {
+	}
+}
 
 // NodeInfos lists the nodes that run this job's tasks (nil when the node did not say).
 func (c *Core) NodeInfos() []*pb.NodeInfo {

@@ -238,8 +238,8 @@ func (c *Core) fetch(ctx context.Context, id ids.ObjectID, node ids.NodeID, size
 	}
 	if remote {
 		// Bytes on their way in are accounted while they come (InFlightBytes).
-		c.inflight.Add(size)
-		defer c.inflight.Add(-size)
+		c.addInFlight(size)
+		defer c.addInFlight(-size)
 		return c.pull(ctx, s, id, node, size)
 	}
 	res, err := ask.Request(c.root, s, &pb.GetObject{ObjectId: id[:]}, timeout)

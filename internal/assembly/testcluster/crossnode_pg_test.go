@@ -144,9 +144,13 @@ func TestPlacementGroupBundleReplaced(t *testing.T) {
 	// the driver's view of the nodes' free resources (load reports, ~100 ms behind) shows
 	// the CPUs the previous test's groups held free again: until then a group may put two
 	// bundles on one node, which SPREAD allows. Try again (bounded) until node 5 has one.
+	// Each bundle has room for the keeper actor below and a task (0.1 CPU each): once the
+	// lost bundle is placed again, the keeper restarting there and the task sent there
+	// must not wait for each other (a bundle of 0.1: the task waited for the test's end
+	// whenever the keeper got there first; a shuffled run did).
 	bundles := make([]ray.Bundle, len(up))
 	for i := range bundles {
-		bundles[i] = ray.Bundle{"CPU": 0.1}
+		bundles[i] = ray.Bundle{"CPU": 0.2}
 	}
 	var pg *ray.PlacementGroupHandle
 	var before []string

@@ -79,6 +79,9 @@ const (
 var taps [numNodes]atomic.Pointer[func(role string, m any)]
 
 func TestMain(m *testing.M) {
+	if os.Getenv(testcluster.AloneEnv) != "" { // a test in a process of its own (runAlone)
+		os.Exit(m.Run())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	// TestPlacementGroupCreatorsCrash's group's bundle needs node 0's "pgcrash".
 	c, err := testcluster.Start(ctx, testcluster.Config{Nodes: numNodes, Custom: map[int]map[string]float64{
