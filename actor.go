@@ -16,6 +16,7 @@ import (
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/objects/codec"
+	"github.com/ray-go/ray/tasks/sched"
 )
 
 // ErrActorDied: the actor is dead (killed, its constructor failed, its host died with no
@@ -403,6 +404,9 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 	if err != nil {
 		if errors.Is(err, actors.ErrUnknownClass) {
 			err = fmt.Errorf("%w: %v", ErrUnknownFunction, err)
+		}
+		if errors.Is(err, sched.ErrInfeasible) && !errors.Is(err, sched.ErrAffinityUnavailable) {
+			err = fmt.Errorf("ray: actor %s: %w%s", c.name, err, infeasibleHint)
 		}
 		return fail(convert(err))
 	}

@@ -114,11 +114,22 @@ func shortID(s string) string {
 	return s
 }
 
+// infeasibleHint ends the error of a task or actor that asks for more of a resource than
+// any node has: what to do about it.
+const infeasibleHint = " (no node of the cluster has that much: ask for less, or add a node that has it: " +
+	"rayctl start --num-cpus, --num-gpus or --resources; for the local cluster of ray.Init, WithNumCPUs, WithNumGPUs or WithResources)"
+
 // fromInfo turns the wire form of a failure into the error users see.
 func fromInfo(info *pb.ErrorInfo) error {
 	switch info.Kind {
 	case pb.ErrorInfo_INFEASIBLE:
-		return fmt.Errorf("%w: %s: %s", ErrInfeasible, info.Function, info.Message)
+		// The message of a placement's error says "sched: infeasible" already.
+		msg, cut := strings.CutPrefix(info.Message, ErrInfeasible.Error()+": ")
+		hint := ""
+		if cut || strings.HasPrefix(msg, "task requires") {
+			hint = infeasibleHint
+		}
+		return fmt.Errorf("%w: %s: %s%s", ErrInfeasible, info.Function, msg, hint)
 	case pb.ErrorInfo_UNKNOWN_FUNCTION:
 		return fmt.Errorf("%w: %s", ErrUnknownFunction, info.Message)
 	}
