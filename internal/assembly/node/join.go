@@ -232,6 +232,7 @@ func (n *Node) awaitWorkers(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	job := string(n.cfg.Job)
+	warned := map[string]bool{} // each problem is logged once, not once per look (every 250 ms)
 	for {
 		agents, _, err := n.store.List(ctx, gcs.AgentAlivePrefix)
 		if err != nil {
@@ -285,7 +286,10 @@ func (n *Node) awaitWorkers(ctx context.Context, timeout time.Duration) error {
 		}
 		sort.Strings(problems)
 		for _, p := range problems {
-			n.cfg.Logger.Warn("ray: " + p)
+			if !warned[p] {
+				warned[p] = true
+				n.cfg.Logger.Warn("ray: " + p)
+			}
 		}
 		if len(waiting) == 0 {
 			if running == 0 {
