@@ -123,8 +123,8 @@ func (s *Server) answer(ctx context.Context, req *Request) error {
 	return err
 }
 
-// collectTTL is how long a request for collections stays in the GCS: a process whose
-// watch is reconnecting within it still sees it.
+// collectTTL is how long a request for collections stays in the GCS, on a lease of its
+// own, before etcd deletes it (the processes act on its put, as they see it).
 const collectTTL = 5 * time.Second
 
 // AskCollect asks every process of the cluster but from (a process with a runtime, its

@@ -22,7 +22,8 @@ const AloneEnv = "RAY_GO_TESTCLUSTER_ALONE"
 // node in the shared cluster's process races, under the race detector, with the shared
 // nodes' gRPC clients: protoactor's remote.Start writes gRPC's global logger
 // (grpclog.SetLoggerV2) while those clients, retrying the nodes other tests stopped, read
-// it to log (CI's shuffled runs: "race detected during execution of test", 1 of 8).
+// it to log (shuffled -race runs of this package: "race detected during execution of
+// test", 1 run of 8).
 func runAlone(t *testing.T) bool {
 	t.Helper()
 	if os.Getenv(AloneEnv) != "" {
