@@ -17,18 +17,7 @@ func TestCollectorBacksOff(t *testing.T) {
 	finish := func() {
 		t.Helper()
 		release <- struct{}{}
-		for deadline := time.Now().Add(5 * time.Second); ; {
-			k.mu.Lock()
-			running := k.running
-			k.mu.Unlock()
-			if !running {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the collection never finished")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		awaitCollected(t, k)
 	}
 	t0 := time.Unix(1_000_000, 0)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
@@ -96,17 +85,7 @@ func TestCollectorAsksOthersForItsOwnWaits(t *testing.T) {
 				t.Fatalf("no %q within 5 s", w)
 			}
 		}
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			k.mu.Lock()
-			running := k.running
-			k.mu.Unlock()
-			if !running {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the collection never finished")
-			}
-		}
+		awaitCollected(t, k)
 	}
 	if !k.request(t0) {
 		t.Fatal("the first request started no collection")
@@ -121,5 +100,21 @@ func TestCollectorAsksOthersForItsOwnWaits(t *testing.T) {
 	wait("gc")
 	if n := asked.Load(); n != 1 {
 		t.Fatalf("the other processes were asked %d times, want 1 (only for this process's own wait)", n)
+	}
+}
+
+// awaitCollected waits (5 s at most) until k runs no collection.
+func awaitCollected(t *testing.T, k *collector) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		k.mu.Lock()
+		running := k.running
+		k.mu.Unlock()
+		if !running {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the collection never finished")
+		}
 	}
 }
