@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,10 @@ var (
 // consumer.
 func TestStateAPITasks(t *testing.T) {
 	ctx := timeout(t)
+	// The package's tests share one runtime (and `go test -count=N` runs this test again
+	// in it): the counts below are what this run adds, its gate and failure its own.
+	run := time.Now().UnixNano()
+	sumsBefore, spansBefore := stateCounts(t, ctx)
 	var sq []ObjectRef[int]
 	for i := range 10 {
 		sq = append(sq, stSquare.Remote(ctx, V(i)))
@@ -41,11 +46,12 @@ func TestStateAPITasks(t *testing.T) {
 	if _, err := GetAll(ctx, sq); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Get(ctx, stFail.Remote(ctx, V("the state API sees this")))
+	failMsg := fmt.Sprintf("the state API sees this (run %d)", run)
+	_, err := Get(ctx, stFail.Remote(ctx, V(failMsg)))
 	if err == nil {
 		t.Fatal("stFail did not fail")
 	}
-	gate := "state-running"
+	gate := fmt.Sprintf("state-running-%d", run)
 	running := stWait.Remote(ctx, V(gate))
 	waiting := stAdd.Remote(ctx, running, V(1)) // waits for its argument
 
@@ -81,8 +87,8 @@ func TestStateAPITasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fin) != 4 || total != 10 {
-		t.Fatalf("finished squares: %d shown of %d, want 4 of 10", len(fin), total)
+	if want := sumsBefore[[2]string{"test.state.square", TaskFinished}] + 10; len(fin) != 4 || total != want {
+		t.Fatalf("finished squares: %d shown of %d, want 4 of %d", len(fin), total, want)
 	}
 	for i, ti := range fin {
 		if ti.State != TaskFinished || ti.Function != "test.state.square" || ti.Started.IsZero() || ti.Ended.Before(ti.Started) ||
@@ -94,11 +100,17 @@ func TestStateAPITasks(t *testing.T) {
 		}
 	}
 
-	failed, _, err := ListTasks(ctx, TaskFilter{State: TaskFailed, Function: "test.state.fail"})
-	if err != nil || len(failed) != 1 {
-		t.Fatalf("failed tasks: %v, %v", failed, err)
+	allFailed, _, err := ListTasks(ctx, TaskFilter{State: TaskFailed, Function: "test.state.fail"})
+	var failed []TaskInfo
+	for _, ti := range allFailed {
+		if strings.Contains(ti.Error, failMsg) {
+			failed = append(failed, ti)
+		}
 	}
-	if !strings.Contains(failed[0].Error, "the state API sees this") || failed[0].ErrorType != "APPLICATION" {
+	if err != nil || len(failed) != 1 {
+		t.Fatalf("failed tasks saying %q: %v of %v, %v", failMsg, failed, allFailed, err)
+	}
+	if failed[0].ErrorType != "APPLICATION" {
 		t.Errorf("failed task: %+v", failed[0])
 	}
 	got, err := GetTask(ctx, failed[0].TaskID[:10])
@@ -117,8 +129,8 @@ func TestStateAPITasks(t *testing.T) {
 		{"test.state.fail", TaskFailed}: 1, {"test.state.wait", TaskFinished}: 1}
 	for _, c := range sums {
 		if n, ok := want[[2]string{c.Function, c.State}]; ok {
-			if n != c.Count {
-				t.Errorf("summary %s %s: %d, want %d", c.Function, c.State, c.Count, n)
+			if got := c.Count - sumsBefore[[2]string{c.Function, c.State}]; got != n {
+				t.Errorf("summary %s %s: %d more, want %d more", c.Function, c.State, got, n)
 			}
 			delete(want, [2]string{c.Function, c.State})
 		}
@@ -156,8 +168,10 @@ func TestStateAPITasks(t *testing.T) {
 			flows[e.ID] += e.Ph
 		}
 	}
-	if spans["test.state.square"] != 10 || spans["test.state.add"] != 2 || spans["test.state.fail"] != 1 {
-		t.Errorf("spans by function: %v", spans)
+	for fn, n := range map[string]int{"test.state.square": 10, "test.state.add": 2, "test.state.fail": 1} {
+		if got := spans[fn] - spansBefore[fn]; got != n {
+			t.Errorf("timeline spans of %s: %d more, want %d more (all: %v, before: %v)", fn, got, n, spans, spansBefore)
+		}
 	}
 	pairs := 0
 	for _, f := range flows {
@@ -168,4 +182,36 @@ func TestStateAPITasks(t *testing.T) {
 	if pairs < 3 { // square→add twice, wait→add once
 		t.Errorf("timeline flows: %v", flows)
 	}
+}
+
+// stateCounts is what the state API shows of the tests' job now: the summary's counts by
+// function and state, and the timeline's spans by function. The package's tests share one
+// runtime, so a test compares what it adds.
+func stateCounts(t *testing.T, ctx context.Context) (sums map[[2]string]int, spans map[string]int) {
+	t.Helper()
+	list, err := SummarizeTasks(ctx, TaskFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums = map[[2]string]int{}
+	for _, c := range list {
+		sums[[2]string{c.Function, c.State}] = c.Count
+	}
+	var buf bytes.Buffer
+	if err := WriteTimeline(ctx, &buf, TaskFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	var trace struct {
+		TraceEvents []struct{ Name, Ph string } `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &trace); err != nil {
+		t.Fatalf("the timeline is not JSON: %v", err)
+	}
+	spans = map[string]int{}
+	for _, e := range trace.TraceEvents {
+		if e.Ph == "X" {
+			spans[e.Name]++
+		}
+	}
+	return sums, spans
 }
