@@ -155,6 +155,9 @@ func TestCluster(t *testing.T) {
 	if r := run(t, nil, "token", "show", "--session-dir", sess); r.code != 0 || strings.TrimSpace(r.stdout) != token {
 		t.Errorf("token show: %+v", r)
 	}
+	if r := run(t, nil, "token", "--session-dir", sess); r.code != 0 || strings.TrimSpace(r.stdout) != token {
+		t.Errorf("token alone (as token show): %+v", r)
+	}
 	st, r := status(t, "--address", addr, "--token", token)
 	if r.code != 0 || len(st.Nodes) != 1 || !st.Nodes[0].Alive || !st.Nodes[0].Head ||
 		st.Nodes[0].Total["CPU"] != 2 || st.Nodes[0].Total["accel"] != 1 || st.Cluster.AliveNodes != 1 {
@@ -372,6 +375,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"status", "--address", "a:1", "--token", "abc.def"}, ExitCredentials, "malformed"},
 		{[]string{"job", "list", "--address", "a:1"}, ExitCredentials, "--token"},
 		{[]string{"token", "show", "--session-dir", sess}, ExitNothingRunning, "no secure head"},
+		{[]string{"token", "--session-dir", sess}, ExitNothingRunning, "no secure head"},
+		{[]string{"token", "shwo", "--session-dir", sess}, ExitError, "show (the default) or rotate"},
 	} {
 		for _, v := range []string{"RAY_ADDRESS", "RAY_GO_TOKEN", "RAY_GO_TOKEN_FILE", "RAY_GO_INSECURE", "RAY_GO_GCS_CA", "RAY_GO_GCS_CERT", "RAY_GO_GCS_KEY"} {
 			t.Setenv(v, "")

@@ -12,7 +12,16 @@ import (
 func tokenCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "token",
-		Usage: "print or replace the join token of the head agent running on this machine",
+		Usage: "print or replace the join token of the head agent running on this machine (alone: as token show)",
+		// `rayctl token --session-dir DIR` (the flag where start takes it) shows the token,
+		// as `token show` does; before, it failed with "flag provided but not defined".
+		Flags: []ucli.Flag{sessionDirFlag()},
+		Action: func(c *ucli.Context) error {
+			if c.NArg() > 0 {
+				return exitf(ExitError, "token: no subcommand %q: show (the default) or rotate", c.Args().First())
+			}
+			return tokenAction(c, false)
+		},
 		Subcommands: []*ucli.Command{
 			{
 				Name:   "show",
