@@ -830,7 +830,7 @@ func (c *Core) resendStale(s *shard, now time.Time) {
 		}
 	}
 	if collect {
-		c.collect.request(time.Now())
+		c.collect.request(now)
 	}
 }
 

@@ -96,8 +96,7 @@ func (c *Core) CollectForOthers() { c.collect.requestForOthers(time.Now()) }
 // collectIfStarved asks for a collection when tasks of s have waited collectWaitAfter for
 // a lease that a node does not grant (sched.Leases.Starved): an actor this process
 // dropped may hold the resources they need.
-func (s *shard) collectIfStarved() {
-	now := time.Now()
+func (s *shard) collectIfStarved(now time.Time) {
 	for _, nl := range s.nodes {
 		if nl.leases.Starved(now, collectWaitAfter) {
 			s.c.collect.request(now)

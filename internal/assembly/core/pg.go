@@ -645,12 +645,6 @@ func (pg *PlacementGroup) place(ctx context.Context) {
 	start := time.Now()
 	for {
 		nodes, why := pg.tryPlace(ctx)
-		if nodes == nil {
-			// Still no room: an actor this process dropped may hold it (collect.go).
-			if now := time.Now(); now.Sub(start) >= collectWaitAfter {
-				c.collect.request(now)
-			}
-		}
 		if nodes != nil {
 			pg.mu.Lock()
 			if pg.removed {
@@ -669,6 +663,10 @@ func (pg *PlacementGroup) place(ctx context.Context) {
 				}
 			}
 			return
+		}
+		// Still no room: an actor a process dropped may hold it (collect.go).
+		if now := time.Now(); now.Sub(start) >= collectWaitAfter {
+			c.collect.request(now)
 		}
 		pg.waits(why, "PENDING")
 		select {

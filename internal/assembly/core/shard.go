@@ -240,7 +240,7 @@ func (s *shard) receive(ctx actor.Context) {
 		s.clusterChanged()
 	case tick:
 		s.c.resendStale(s, m.now)
-		s.collectIfStarved()
+		s.collectIfStarved(m.now)
 		s.sweepGoneNodes()
 		if len(s.tasks) == 0 && len(s.callers) == 0 && len(s.sweepMissing) == 0 {
 			s.quiet.Store(true)
