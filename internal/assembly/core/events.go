@@ -28,7 +28,9 @@ import (
 //   - each attempt that ends (finished, failed, retried, cancelled) becomes one fixed-size
 //     record without pointers, written into the shard's ring (eventRing) at its end: chunks
 //     of eventChunk records, grown while the process's budget (Config.TaskEvents) lasts, then
-//     overwritten oldest first. Function names and (node, worker) pairs are interned per shard;
+//     overwritten oldest first. Function names and (node, worker) pairs are interned per shard
+//     (a pair's entry is reused once the ring has overwritten the records that use it: a
+//     process calling actor after actor keeps the places of its kept records only);
 //     error messages and the producer → consumer edges (a task that used another's result)
 //     have rings of their own;
 //   - a query (Core.Tasks) is a message to every shard, which scans its live tasks and its
@@ -173,7 +175,19 @@ type evError struct {
 	msg string
 }
 
-type where struct{ node, worker string }
+// where is an interned (node, worker) pair. last bounds the records that use it: each
+// has an index below last (a lookup sets it past the record about to be written; the
+// entry evResult keeps at hand, lastWhere, gets it when evResult moves to another, so a
+// record costs no write here). Once the ring has overwritten every record below last,
+// nothing uses the entry and its index is reused (shardEvents.reclaim): the table holds
+// what the kept records use, not every worker and actor this process ever called.
+type where struct {
+	node, worker string
+	last         uint64
+}
+
+// minWhereScan is how large the where table grows before a look for unused entries.
+const minWhereScan = 1024
 
 // shardEvents is a shard's task history (its loop's only).
 type shardEvents struct {
@@ -189,6 +203,10 @@ type shardEvents struct {
 	lastFnI uint32
 	wheres  []where
 	whereOf map[string]uint32 // by worker (a worker PID's ID or an actor's ID)
+	// freeWh: indexes of wheres no kept record uses (reclaim), reused first; scanWh: the
+	// table's length at which reclaim looks again
+	freeWh []uint32
+	scanWh int
 	// the worker PID last looked up, and its index: a lease's results come together
 	lastPID   *actor.PID
 	lastWhere uint32
@@ -221,11 +239,44 @@ func (e *shardEvents) where(node, worker string) uint32 {
 	}
 	i, ok := e.whereOf[worker]
 	if !ok || e.wheres[i].node != node {
-		i = uint32(len(e.wheres))
-		e.wheres = append(e.wheres, where{node: node, worker: worker})
+		if len(e.freeWh) == 0 && len(e.wheres) >= max(e.scanWh, minWhereScan) {
+			e.reclaim()
+		}
+		w := where{node: node, worker: worker}
+		if n := len(e.freeWh); n > 0 {
+			i = e.freeWh[n-1]
+			e.freeWh = e.freeWh[:n-1]
+			e.wheres[i] = w
+		} else {
+			i = uint32(len(e.wheres))
+			e.wheres = append(e.wheres, w)
+		}
 		e.whereOf[worker] = i
 	}
+	e.wheres[i].last = max(e.wheres[i].last, e.recs.n+1)
 	return i
+}
+
+// reclaim frees the wheres that no kept record uses: their records were overwritten. It
+// looks again when the table has doubled if it found less than a quarter free, so a
+// lookup costs O(1) amortized.
+func (e *shardEvents) reclaim() {
+	oldest := e.recs.oldest()
+	for i := 1; i < len(e.wheres); i++ {
+		w := &e.wheres[i]
+		if w.last > oldest || uint32(i) == e.lastWhere || w.worker == "" && w.node == "" {
+			continue // in use, at hand, or already free
+		}
+		if j, ok := e.whereOf[w.worker]; ok && j == uint32(i) {
+			delete(e.whereOf, w.worker)
+		}
+		*w = where{}
+		e.freeWh = append(e.freeWh, uint32(i))
+	}
+	e.scanWh = len(e.wheres)
+	if len(e.freeWh) < len(e.wheres)/4 {
+		e.scanWh = 2 * len(e.wheres)
+	}
 }
 
 // evNow is the time of the message being handled (one clock read per message).
@@ -251,6 +302,9 @@ func (s *shard) evResult(p *pending, r *pb.TaskResult) {
 		node := p.node
 		if node == "" {
 			node = s.c.cfg.Node
+		}
+		if e.lastWhere != 0 { // its records so far are below recs.n (+1: the one about to be written)
+			e.wheres[e.lastWhere].last = max(e.wheres[e.lastWhere].last, e.recs.n+1)
 		}
 		p.ev.where = e.where(string(node), p.worker.Id)
 		e.lastPID, e.lastWhere = p.worker, p.ev.where

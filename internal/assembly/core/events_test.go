@@ -112,6 +112,52 @@ func TestEventQueries(t *testing.T) {
 	}
 }
 
+// The where table holds what the kept records use: a process that calls actor after actor
+// (and runs tasks on worker after worker) for its whole life keeps its records' places,
+// not every actor's ID it ever called.
+func TestEventWheresAreReusedWithTheRing(t *testing.T) {
+	s := eventShard(eventChunk)
+	r := &pb.TaskResult{RunNanos: 1000}
+	const calls = 25 * eventChunk
+	hexes := make([]string, calls)
+	for i := range calls {
+		p := newPending(ids.NewRootTaskID())
+		p.spec.Function = "f"
+		if i%3 == 0 { // a task on a worker of its own
+			p.worker = actor.NewPID("a", "worker/"+strconv.Itoa(i))
+			hexes[i] = p.worker.Id
+			s.evResult(p, r)
+		} else { // a call to an actor of its own
+			hexes[i] = fmt.Sprintf("actor-%06d", i)
+			p.actor = &actorCaller{hex: hexes[i]}
+		}
+		s.ev.now = 0
+		s.evEnded(p, r)
+	}
+	if n := len(s.ev.wheres); n > 3*eventChunk {
+		t.Errorf("%d wheres for a ring of %d records (%d calls)", n, eventChunk, calls)
+	}
+	if n := len(s.ev.whereOf); n > 3*eventChunk {
+		t.Errorf("%d interned workers for a ring of %d records", n, eventChunk)
+	}
+	rep := s.answer(&TaskQuery{Limit: eventChunk}, nil)
+	if len(rep.Tasks) != eventChunk {
+		t.Fatalf("%d records shown, want %d", len(rep.Tasks), eventChunk)
+	}
+	for i, ev := range rep.Tasks { // newest first
+		want := hexes[calls-1-i]
+		if ev.Worker != want || ev.Actor != strings.HasPrefix(want, "actor-") || (ev.Node == "") == !ev.Actor {
+			t.Fatalf("record %d from the newest: worker %q actor %v node %q, want worker %q", i, ev.Worker, ev.Actor, ev.Node, want)
+		}
+	}
+	if rep := s.answer(&TaskQuery{Worker: hexes[calls-1]}, nil); rep.Total != 1 {
+		t.Errorf("by the newest actor: %d records, want 1", rep.Total)
+	}
+	if rep := s.answer(&TaskQuery{Worker: hexes[0]}, nil); rep.Total != 0 {
+		t.Errorf("by an actor whose records are gone: %d records", rep.Total)
+	}
+}
+
 // A record is 88 bytes: what DefaultTaskEvents's memory figure (options.go, README) says.
 func TestEventRecordSize(t *testing.T) {
 	if n := unsafe.Sizeof(eventRec{}); n != 88 {
