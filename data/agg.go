@@ -229,6 +229,10 @@ func compareValues(a, b any) (int, bool) {
 	return cmp.Compare(ix, iy), ok1 && ok2
 }
 
+// nanKey is every NaN's map key: NaN equals no value, itself included, so as a key each
+// would be new (Unique gave one NaN per NaN row; GroupBy puts them in one group).
+type nanKey struct{}
+
 // hashKey is a map key for a scalar value.
 func hashKey(v any) (any, bool) {
 	switch x := v.(type) {
@@ -238,6 +242,14 @@ func hashKey(v any) (any, bool) {
 		return nil, false
 	case time.Time:
 		return x.UnixNano(), true
+	case float64:
+		if x != x {
+			return nanKey{}, true
+		}
+	case float32:
+		if x != x {
+			return nanKey{}, true
+		}
 	}
 	return v, true
 }

@@ -312,6 +312,9 @@ func rowsToRecord(rows []Row, hint *arrow.Schema) (arrow.Record, error) {
 		fields[i] = arrow.Field{Name: name, Type: dt, Nullable: true}
 	}
 	schema := arrow.NewSchema(fields, nil)
+	if len(fields) == 0 { // rows without columns (a Map that returns Row{}): as many rows still
+		return array.NewRecord(schema, nil, int64(len(rows))), nil
+	}
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
 	for ri, r := range rows {

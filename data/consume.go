@@ -481,7 +481,7 @@ func (d *Dataset) materialize(ctx context.Context, o options) ([]blockRef, error
 
 // Split materializes the dataset and divides its blocks into n datasets, in order, that
 // together hold every block once (Ray's split). Parts hold whole blocks and about the same
-// number of rows; with Equal every part has exactly total/n rows (blocks are cut by tasks;
+// number of rows (each part at least one block when there are n or more); with Equal every part has exactly total/n rows (blocks are cut by tasks;
 // as in Ray, the total%n rows left over are dropped). The parts are materialized Datasets:
 // pass them to tasks or actors (one per consumer).
 func (d *Dataset) Split(ctx context.Context, n int, opts ...Option) ([]*Dataset, error) {
@@ -499,15 +499,25 @@ func (d *Dataset) Split(ctx context.Context, n int, opts ...Option) ([]*Dataset,
 	}
 	parts := make([][]blockRef, n)
 	if !o.equal {
-		// Whole blocks: a block goes to the part whose share of rows its first row is in.
+		// Whole blocks, in order: a block goes to the part whose share of rows holds its
+		// middle row (its first row's share left the last part empty whenever the blocks
+		// differed by a row: 1000, 1000 and 1001 rows gave parts of 2000, 1001 and 0).
+		// With at least n blocks every part gets one (as Ray's split by block count): no
+		// part is skipped, and enough blocks are left for the parts after.
 		var acc int64
+		prev := -1
 		for k, b := range blocks {
 			i := k * n / len(blocks)
 			if total > 0 {
-				i = int(acc * int64(n) / total)
+				i = int((2*acc + b.Rows) * int64(n) / (2 * total))
 			}
-			parts[min(i, n-1)] = append(parts[min(i, n-1)], b)
+			if len(blocks) >= n {
+				i = max(min(i, prev+1), prev, n-(len(blocks)-k))
+			}
+			i = min(max(i, 0), n-1)
+			parts[i] = append(parts[i], b)
 			acc += b.Rows
+			prev = i
 		}
 	} else {
 		each := total / int64(n)

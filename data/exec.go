@@ -254,6 +254,9 @@ func runStage(ctx context.Context, st stage, rec arrow.Record, fns map[string]ba
 			if out[i], err = f.fn(ctx, r); err != nil {
 				return nil, err
 			}
+			if out[i] == nil { // as Ray, which refuses a map function's None
+				return nil, fmt.Errorf("returned a nil Row for the row %v: a Map gives one row per row (drop rows with Filter; give zero or more with FlatMap)", r)
+			}
 		}
 		return rowsToRecord(out, rec.Schema())
 	case kFlatMap:

@@ -186,6 +186,64 @@ func TestSplit(t *testing.T) {
 	}
 }
 
+// A Map that returns a nil Row fails and says why (the rows became all-null rows, or
+// vanished while Count still counted them); a Row without columns is still a row.
+func TestMapNilAndEmptyRows(t *testing.T) {
+	ctx := timeout(t)
+	_, err := Range(6, Parallelism(2)).Map(nilEvens).TakeAll(ctx)
+	if err == nil || !strings.Contains(err.Error(), "test.nilEvens") || !strings.Contains(err.Error(), "returned a nil Row") || !strings.Contains(err.Error(), "Filter") {
+		t.Fatalf("a nil Row: %v", err)
+	}
+	d := Range(5, Parallelism(2)).Map(noColumns)
+	rows, err := d.TakeAll(ctx)
+	n, err2 := d.Count(ctx)
+	if err != nil || err2 != nil || len(rows) != 5 || n != 5 || len(rows[0]) != 0 {
+		t.Fatalf("rows without columns: %v (%v), Count %d (%v)", rows, err, n, err2)
+	}
+}
+
+// Split without Equal balances whole blocks by rows when they differ by a row or more: it
+// left the last part empty (1000, 1000 and 1001 rows gave 2000, 1001 and 0).
+func TestSplitBalancesUnevenBlocks(t *testing.T) {
+	ctx := timeout(t)
+	for _, c := range []struct {
+		rows, blocks, n int
+		want            []int64
+	}{
+		{3000, 3, 3, []int64{1000, 1000, 1000}},
+		{3001, 3, 3, []int64{1000, 1000, 1001}},
+		{20000, 3, 3, []int64{6666, 6667, 6667}},
+		{20000, 7, 7, []int64{2857, 2857, 2857, 2857, 2857, 2857, 2858}},
+		{10, 3, 3, []int64{3, 3, 4}},
+		{1000, 8, 3, []int64{375, 250, 375}},
+	} {
+		parts, err := Range(c.rows, Parallelism(c.blocks)).Split(ctx, c.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]int64, len(parts))
+		for i, p := range parts {
+			if got[i], err = p.Count(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Range(%d, Parallelism(%d)).Split(%d): parts of %v rows, want %v", c.rows, c.blocks, c.n, got, c.want)
+		}
+	}
+	// Blocks of very different sizes: every part still gets one.
+	d := FromItems([]Row{{"id": int64(1)}, {"id": int64(2)}}).Union(Range(100))
+	parts, err := d.Split(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range parts {
+		if n, err := p.Count(ctx); err != nil || n == 0 {
+			t.Errorf("part %d of a small block and a large one: %d rows, %v", i, n, err)
+		}
+	}
+}
+
 func TestActorPool(t *testing.T) {
 	ctx := timeout(t)
 	setups.Store(0)

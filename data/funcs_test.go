@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,22 @@ var (
 			return nil, errBoom
 		}
 		return r, nil
+	})
+	// nilEvens returns a nil Row for even ids; noColumns a Row without columns.
+	nilEvens = RowFunc("test.nilEvens", func(_ context.Context, r Row) (Row, error) {
+		if r["id"].(int64)%2 == 0 {
+			return nil, nil
+		}
+		return r, nil
+	})
+	noColumns = RowFunc("test.noColumns", func(_ context.Context, r Row) (Row, error) { return Row{}, nil })
+	// nanEvery3 is "v": NaN for every third id, else id%2 as a float.
+	nanEvery3 = RowFunc("test.nanEvery3", func(_ context.Context, r Row) (Row, error) {
+		id := r["id"].(int64)
+		if id%3 == 0 {
+			return Row{"v": math.NaN()}, nil
+		}
+		return Row{"v": float64(id % 2)}, nil
 	})
 	// stringID turns "id" into a string column: a Union with an int64 dataset mismatches.
 	stringID = RowFunc("test.stringID", func(_ context.Context, r Row) (Row, error) {

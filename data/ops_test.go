@@ -508,6 +508,11 @@ func TestAggregates(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(keys, []any{"k0", "k1", "k2"}) {
 		t.Fatalf("Unique(k): %v %v", keys, err)
 	}
+	// NaN is one value (it equals nothing, itself included: each NaN row gave one).
+	u, err := Range(30, Parallelism(4)).Map(nanEvery3).Unique(ctx, "v")
+	if err != nil || len(u) != 3 || !math.IsNaN(u[0].(float64)) || u[1] != 1.0 || u[2] != 0.0 {
+		t.Fatalf("Unique with NaNs: %v %v", u, err)
+	}
 	if st := Range(30, Parallelism(7)).Map(modKey).Explain(); !strings.Contains(st, "ReadRange->Map(test.modKey)") {
 		t.Errorf("plan: %s", st)
 	}

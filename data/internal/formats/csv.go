@@ -133,7 +133,7 @@ func diagnoseCSV(path string, opt ReadOptions, schema *arrow.Schema) (int, strin
 		for i, v := range rec {
 			fld := schema.Field(i)
 			if err := checkCSVValue(v, fld.Type); err != nil {
-				return line, fmt.Sprintf("column %q: cannot read %q as %s: %v (pass a schema with ReadOptions.Schema to choose the type)", fld.Name, v, fld.Type, err)
+				return line, fmt.Sprintf("column %q: cannot read %q as %s: %v (pass a schema, data.Schema(...), to choose the type)", fld.Name, v, fld.Type, err)
 			}
 		}
 	}
@@ -286,7 +286,7 @@ func csvNullColumns(rec arrow.Record, schema *arrow.Schema, nullCols []int, path
 		s := cols[c].(*array.String)
 		for i := 0; i < s.Len(); i++ {
 			if s.IsValid(i) && !isCSVNull(s.Value(i)) {
-				return nil, fmt.Errorf("data: reading %s: column %q: value %q in a column read as null (it is empty in the rows schema inference looked at; pass a schema with ReadOptions.Schema to choose the type)", path, schema.Field(c).Name, s.Value(i))
+				return nil, fmt.Errorf("data: reading %s: column %q: value %q in a column read as null (it is empty in the rows schema inference looked at; pass a schema, data.Schema(...), to choose the type)", path, schema.Field(c).Name, s.Value(i))
 			}
 		}
 		cols[c] = array.NewNull(s.Len())

@@ -93,7 +93,7 @@ func readJSON(ctx context.Context, path string, opt ReadOptions, mem memory.Allo
 	}
 	err = lr.each(path, func(line []byte) error {
 		if err := dec.decode(line); err != nil {
-			return fmt.Errorf("data: reading %s: line %d: %v (pass a schema with ReadOptions.Schema if the types differ from the first %d lines)", path, lr.line, err, jsonInferLines)
+			return fmt.Errorf("data: reading %s: line %d: %v (pass a schema, data.Schema(...), if the types differ from the first %d lines)", path, lr.line, err, jsonInferLines)
 		}
 		if rows++; rows == opt.BatchRows {
 			rows = 0
@@ -166,7 +166,7 @@ func inferJSON(path string) (*arrow.Schema, error) {
 		t, err := decodeType(dec, "")
 		var mixed *mixedError
 		if errors.As(err, &mixed) {
-			return nil, fmt.Errorf("data: reading %s: line %d: %w; pass an explicit schema (ReadOptions.Schema) to read this file", path, lr.line, err)
+			return nil, fmt.Errorf("data: reading %s: line %d: %w; pass an explicit schema, data.Schema(...), to read this file", path, lr.line, err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("data: reading %s: line %d: invalid JSON: %v", path, lr.line, err)
@@ -178,7 +178,7 @@ func inferJSON(path string) (*arrow.Schema, error) {
 			return nil, fmt.Errorf("data: reading %s: line %d: expected a JSON object, got a %s (the format is one object per line)", path, lr.line, t.kind)
 		}
 		if err := merge(root, t, ""); err != nil {
-			return nil, fmt.Errorf("data: reading %s: line %d: %w; pass an explicit schema (ReadOptions.Schema) to read this file", path, lr.line, err)
+			return nil, fmt.Errorf("data: reading %s: line %d: %w; pass an explicit schema, data.Schema(...), to read this file", path, lr.line, err)
 		}
 	}
 	if n == 0 {
