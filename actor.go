@@ -435,6 +435,9 @@ func GetActor[T any](ctx context.Context, class Class[T], name string, namespace
 		ns = namespace[0]
 	}
 	id, cls, owner, err := tc.Core.LookupActor(ctx, ns, name)
+	if errors.Is(err, ErrNoSuchActor) {
+		return ActorHandle[T]{}, fmt.Errorf("ray: %w (never created, or it ended and its name is free again; `rayctl list actors` shows the cluster's actors)", err)
+	}
 	if err != nil {
 		return ActorHandle[T]{}, err
 	}

@@ -377,8 +377,8 @@ func TestActorBadInput(t *testing.T) {
 	if h := accountClass.Remote(ctx, V("x"), Detached()); h.Err() == nil {
 		t.Fatal("a detached actor without a name was accepted")
 	}
-	if _, err := GetActor(ctx, accountClass, "nobody"); !errors.Is(err, ErrNoSuchActor) {
-		t.Fatalf("GetActor(nobody) = %v", err)
+	if _, err := GetActor(ctx, accountClass, "nobody"); !errors.Is(err, ErrNoSuchActor) || !strings.Contains(err.Error(), `"nobody"`) || !strings.Contains(err.Error(), "rayctl list actors") {
+		t.Fatalf("GetActor(nobody) = %v, want ErrNoSuchActor naming it and saying where to look", err)
 	}
 	if h := accountClass.Remote(context.Background(), V("x")); !errors.Is(h.Err(), ErrNotInitialized) {
 		t.Fatalf("Remote without Init: %v", h.Err())
