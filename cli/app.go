@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -305,6 +306,28 @@ func tokenOf(c *ucli.Context) (tok identity.Token, ok bool, err error) {
 	return tok, true, nil
 }
 
+// onCommandLine reports whether one of the named flags is on the command line (not only in
+// the environment, which urfave/cli does not tell apart).
+func onCommandLine(c *ucli.Context, names ...string) bool {
+	args, _ := c.App.Metadata["args"].([]string)
+	if len(args) == 0 {
+		args = os.Args
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if slices.Contains(names, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // gcsFiles reads --gcs-ca, --gcs-cert and --gcs-key (all or none).
 func gcsFiles(c *ucli.Context) (identity.Files, error) {
 	f := identity.Files{CA: c.String("gcs-ca"), Cert: c.String("gcs-cert"), Key: c.String("gcs-key")}
@@ -339,6 +362,16 @@ func clientCredentials(c *ucli.Context, addr []string) (*tls.Config, error) {
 			return nil, exitf(ExitCredentials, "%v", err)
 		}
 		return creds.ClientTLS(), nil
+	}
+	if haveToken && !onCommandLine(c, "token", "token-file") {
+		// A token from the environment (exported as the README shows), on the head's own
+		// machine: the head's credentials, which may do what a client's may not (revoke a
+		// certificate).
+		if la := localAgentOf(c.String("session-dir"), addr); la != nil && la.info.Head && !la.info.Insecure {
+			if creds, err := identity.Load(identity.Files{CA: la.info.GCSCA, Cert: la.info.GCSCert, Key: la.info.GCSKey}); err == nil {
+				return creds.ClientTLS(), nil
+			}
+		}
 	}
 	if haveToken {
 		joinAddr := c.String("join-address")

@@ -235,8 +235,9 @@ func TestCluster(t *testing.T) {
 		t.Errorf("timeline of no tasks: %v\n%s", err, b)
 	}
 
-	// The port is taken.
-	r = run(t, nil, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess)
+	// The port is taken (by the head of another session directory: a second head in this
+	// one is refused before that, TestFailedStartKeepsTheAgent).
+	r = run(t, nil, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", t.TempDir())
 	if r.code != ExitPortInUse || !strings.Contains(r.stderr, "port "+strconv.Itoa(port)) || !strings.Contains(r.stderr, "--port") {
 		t.Errorf("start on a taken port: %+v", r)
 	}

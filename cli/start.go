@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -148,11 +149,36 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 			cfg.ID = agent.NewID()
 		}
 	}
+	if err := alreadyRunning(dir, cfg); err != nil {
+		return cfg, err
+	}
 	cfg.SessionDir = agentDir(dir, cfg.ID)
 	if err := cfg.Validate(); err != nil {
 		return cfg, exitf(ExitError, "%v", err)
 	}
 	return cfg, nil
+}
+
+// alreadyRunning refuses to start an agent that runs already, or a second head in one
+// session directory: the directory's commands (`rayctl status`, `token`, `job`, a restart)
+// would then find either cluster's head (a second head was accepted, and a restart later
+// brought back the wrong cluster).
+func alreadyRunning(dir string, cfg agent.Config) error {
+	las, err := localAgents(dir)
+	if err != nil {
+		return nil
+	}
+	for _, la := range las {
+		switch {
+		case !la.live:
+		case la.id == cfg.ID:
+			return exitf(ExitError, "agent %s already runs (pid %d) in %s: stop it first (rayctl stop --session-dir %s)", la.id, la.pid, dir, dir)
+		case cfg.Head && la.info != nil && la.info.Head:
+			return exitf(ExitError, "a head agent already runs in %s (agent %s, pid %d, cluster %s): stop it first (rayctl stop --session-dir %s), or start the new cluster with another --session-dir",
+				dir, la.id, la.pid, la.info.Address, dir)
+		}
+	}
+	return nil
 }
 
 // clusterOf is agentIdentity.Cluster for cfg.
@@ -171,6 +197,11 @@ func startCredentials(c *ucli.Context, cfg *agent.Config) error {
 	tok, haveToken, err := tokenOf(c)
 	if err != nil {
 		return err
+	}
+	if cfg.Head && haveToken && !onCommandLine(c, "token", "token-file") {
+		// Exported for the cluster's drivers and rayctl (as the README shows): not a
+		// request to join. The head makes (or, restarted, keeps) its own.
+		haveToken = false
 	}
 	cfg.Insecure = c.Bool("insecure")
 	cfg.GCSFiles = files
@@ -231,9 +262,11 @@ func classify(cfg agent.Config, err error) *exitError {
 	case errors.Is(err, agent.ErrMetricsPortInUse), errors.Is(err, agent.ErrDashboardPortInUse):
 		return &exitError{code: ExitPortInUse, err: err}
 	case errors.Is(err, agent.ErrPortInUse):
+		// The agent's message names the port that is taken (the GCS's, or the join
+		// endpoint's) and its host.
 		return &exitError{code: ExitPortInUse, err: fmt.Errorf(
-			"cannot start the head: port %d on 127.0.0.1 is already in use (by another head agent, or another program). Pass --port to use another port, or stop the process that holds it (`rayctl stop` if it is a ray-go agent)",
-			cfg.GCSPort)}
+			"cannot start the head: %v. Pass --port (the GCS's) or --join-port to use other ports, or stop the process that holds it (`rayctl stop` if it is a ray-go agent)",
+			err)}
 	case errors.Is(err, agent.ErrNoCredentials) || errors.Is(err, agent.ErrCredentials):
 		return &exitError{code: ExitCredentials, err: err}
 	case errors.Is(err, agent.ErrGCSUnreachable):
@@ -250,6 +283,7 @@ func runAgent(c *ucli.Context, cfg agent.Config) error {
 	if err := os.MkdirAll(cfg.SessionDir, 0o700); err != nil {
 		return exitf(ExitError, "create the agent directory: %v", err)
 	}
+	removeStartFiles(cfg.SessionDir) // a previous run's, if it was killed (startBackground did, unless --block was given)
 	pidFile := filepath.Join(cfg.SessionDir, pidFileName)
 	readyFile := filepath.Join(cfg.SessionDir, readyFileName)
 	errFile := filepath.Join(cfg.SessionDir, errorFileName)
@@ -399,6 +433,14 @@ func withoutEnv(environ []string, names ...string) []string {
 // startBackground starts `rayctl start ... --block` as a daemon (its own session, output
 // to its agent.log) and waits until it is ready or failed.
 func startBackground(c *ucli.Context, cfg agent.Config) error {
+	// A restarted agent's directory holds its credentials and, for a head, the cluster's CA,
+	// token and GCS data: a failed start leaves it. Only a new agent's is removed then.
+	_, statErr := os.Stat(cfg.SessionDir)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
+	// What a previous run of this agent left (it was killed, or failed): its ready file
+	// would be taken for the new agent's (with the dead one's pid), its error file for the
+	// new agent's failure.
+	removeStartFiles(cfg.SessionDir)
 	logDir := filepath.Join(cfg.SessionDir, "logs")
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return exitf(ExitError, "create the agent directory: %v", err)
@@ -435,9 +477,11 @@ func startBackground(c *ucli.Context, cfg agent.Config) error {
 
 	failed := func() error {
 		if ae, err := readAgentError(cfg.SessionDir); err == nil {
-			// The message says it all; a failed agent's directory is of no further use.
+			// The message says it all; a new agent's directory is of no further use.
 			<-exited
-			_ = os.RemoveAll(cfg.SessionDir)
+			if fresh {
+				_ = os.RemoveAll(cfg.SessionDir)
+			}
 			return &exitError{code: ae.Code, err: errors.New(ae.Message)}
 		}
 		return nil
@@ -447,7 +491,7 @@ func startBackground(c *ucli.Context, cfg agent.Config) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if info, err := readAgentFile(cfg.SessionDir, cfg.ID); err == nil {
+		if info, err := readAgentFile(cfg.SessionDir, cfg.ID); err == nil && info.Pid == cmd.Process.Pid {
 			printStarted(c, *info)
 			return nil
 		}
@@ -466,6 +510,13 @@ func startBackground(c *ucli.Context, cfg agent.Config) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// removeStartFiles removes the files by which an agent says it is ready or failed to
+// start (startConfig has checked that the agent is not running).
+func removeStartFiles(dir string) {
+	_ = os.Remove(filepath.Join(dir, readyFileName))
+	_ = os.Remove(filepath.Join(dir, errorFileName))
 }
 
 // tokenIndent sets the join token apart in the output of `rayctl start --head`.

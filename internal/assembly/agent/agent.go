@@ -32,7 +32,7 @@ import (
 // Errors to branch on (the CLI maps them to exit codes).
 var (
 	// ErrPortInUse: the embedded GCS's client port is taken by another process.
-	ErrPortInUse = errors.New("agent: GCS port in use")
+	ErrPortInUse = errors.New("agent: port in use")
 	// ErrGCSUnreachable: no GCS endpoint answered.
 	ErrGCSUnreachable = errors.New("agent: GCS unreachable")
 )

@@ -23,7 +23,7 @@ const DefaultDashboardPort = 8265
 const DashboardOff = -1
 
 // ErrDashboardPortInUse: Config.DashboardPort is taken (the error is an ErrPortInUse too).
-var ErrDashboardPortInUse = errors.New("agent: dashboard port in use")
+var ErrDashboardPortInUse error = inUse("agent: dashboard port in use")
 
 // Dashboard is the web dashboard a head serves on Config.DashboardPort. Package
 // internal/assembly/dashboard implements it; it ranks above this package (it reads the
@@ -76,8 +76,8 @@ func (a *Agent) serveDashboard() error {
 	}
 	if err != nil {
 		if isAddrInUse(err) {
-			return fmt.Errorf("%w (%w): the dashboard port %d on %s is already in use (pass another --dashboard-port, 0 for a free one, or -1 for none): %v",
-				ErrDashboardPortInUse, ErrPortInUse, cfg.DashboardPort, cfg.host(), err)
+			return fmt.Errorf("%w: the dashboard port %d on %s is already in use (pass another --dashboard-port, 0 for a free one, or -1 for none): %v",
+				ErrDashboardPortInUse, cfg.DashboardPort, cfg.host(), err)
 		}
 		return fmt.Errorf("agent: listen for the dashboard on %s: %w", addr, err)
 	}

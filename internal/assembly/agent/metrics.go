@@ -29,7 +29,15 @@ const DefaultMetricsPort = 8080
 const MetricsOff = -1
 
 // ErrMetricsPortInUse: Config.MetricsPort is taken (the error is an ErrPortInUse too).
-var ErrMetricsPortInUse = errors.New("agent: metrics port in use")
+var ErrMetricsPortInUse error = inUse("agent: metrics port in use")
+
+// inUse is an error about one port (metrics, dashboard) that is also an ErrPortInUse,
+// without saying so in its message.
+type inUse string
+
+func (e inUse) Error() string { return string(e) }
+
+func (e inUse) Is(target error) bool { return target == ErrPortInUse }
 
 // metricsTaskWait bounds how long a scrape of the head waits for the processes' task counts.
 const metricsTaskWait = 3 * time.Second
@@ -108,8 +116,8 @@ func (a *Agent) serveMetrics() error {
 	}
 	if err != nil {
 		if isAddrInUse(err) {
-			return fmt.Errorf("%w (%w): the metrics port %d on %s is already in use (pass another --metrics-port, 0 for a free one, or -1 for none): %v",
-				ErrMetricsPortInUse, ErrPortInUse, cfg.MetricsPort, cfg.host(), err)
+			return fmt.Errorf("%w: the metrics port %d on %s is already in use (pass another --metrics-port, 0 for a free one, or -1 for none): %v",
+				ErrMetricsPortInUse, cfg.MetricsPort, cfg.host(), err)
 		}
 		return fmt.Errorf("agent: listen for metrics on %s: %w", addr, err)
 	}
