@@ -128,6 +128,12 @@ func TestFailedStartKeepsTheAgent(t *testing.T) {
 	}
 	token := PrintedToken(r.stdout)
 	tok := []string{"RAY_GO_TOKEN=" + token} // exported, as the README shows
+	if !strings.Contains(r.stdout, "rayctl stop --session-dir "+sess+"\n") {
+		t.Errorf("start does not say how to stop agents of its --session-dir: %+v", r)
+	}
+	if r := run(t, nil, "stop", "--session-dir", t.TempDir()); r.code != ExitNothingRunning || !strings.Contains(r.stderr, sess) {
+		t.Errorf("stop where no agent runs does not name the session dir where one does: %+v", r)
+	}
 	agentDirs, _ := filepath.Glob(filepath.Join(sess, "agent-*"))
 	if len(agentDirs) != 1 {
 		t.Fatalf("agent directories: %v", agentDirs)

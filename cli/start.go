@@ -368,7 +368,7 @@ func printStarted(c *ucli.Context, info agentFile) {
 	}
 	fmt.Fprintln(w)
 	if !info.Head {
-		fmt.Fprintf(w, "Stop this machine's agents: rayctl stop\n")
+		fmt.Fprintf(w, "Stop this machine's agents: %s\n", stopHint(info.Dir))
 		fmt.Fprintf(w, "\nexport %s=%s\n", workerenv.Address, info.Address)
 		return
 	}
@@ -397,8 +397,17 @@ func printStarted(c *ucli.Context, info agentFile) {
 			workerenv.GCSCA, workerenv.GCSCert, workerenv.GCSKey)
 		fmt.Fprintf(w, "Join other machines:   rayctl start --address %s --gcs-ca ... --gcs-cert ... --gcs-key ...\n", info.Address)
 	}
-	fmt.Fprintf(w, "Stop this machine's agents: rayctl stop\n")
+	fmt.Fprintf(w, "Stop this machine's agents: %s\n", stopHint(info.Dir))
 	fmt.Fprintf(w, "\nexport %s=%s\n", workerenv.Address, info.Address)
+}
+
+// stopHint is the command that stops the agents of the session dir that holds
+// agentDir.
+func stopHint(agentDir string) string {
+	if dir := filepath.Dir(agentDir); dir != DefaultSessionDir {
+		return "rayctl stop --session-dir " + dir
+	}
+	return "rayctl stop"
 }
 
 // withoutToken removes --token and --token-file from a command line (the background agent

@@ -2,6 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,6 +52,9 @@ func runStop(c *ucli.Context) error {
 		}
 	}
 	if len(heads)+len(others) == 0 {
+		if others := otherSessionDirs(dir); len(others) > 0 {
+			return exitf(ExitNothingRunning, "no live agent under %s; agents run with another --session-dir: %s (rayctl stop --session-dir DIR)", dir, strings.Join(others, ", "))
+		}
 		return exitf(ExitNothingRunning, "no ray-go agent is running on this machine (no live agent under %s)", dir)
 	}
 	sig := syscall.SIGTERM
@@ -120,4 +127,36 @@ func waitGone(pid int, d time.Duration) bool {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// otherSessionDirs lists the session dirs, other than dir, of this machine's running agents
+// (rayctl processes running `start ... --block`, from their command lines).
+func otherSessionDirs(dir string) []string {
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range cmdlines {
+		b, err := os.ReadFile(f)
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if !strings.Contains(filepath.Base(argv[0]), "rayctl") || !slices.Contains(argv, "start") || !slices.Contains(argv, "--block") {
+			continue
+		}
+		d := DefaultSessionDir
+		for i, a := range argv {
+			if v, ok := strings.CutPrefix(a, "--session-dir="); ok {
+				d = v
+			} else if a == "--session-dir" && i+1 < len(argv) {
+				d = argv[i+1]
+			}
+		}
+		if abs, err := filepath.Abs(d); err == nil && abs != dir && !seen[abs] {
+			seen[abs] = true
+			out = append(out, abs)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
