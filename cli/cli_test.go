@@ -229,6 +229,12 @@ func TestCluster(t *testing.T) {
 		t.Errorf("get task of an unknown ID: %+v", r)
 	}
 	tl := filepath.Join(t.TempDir(), "timeline.json")
+	if r := run(t, tok, "timeline", "--address", addr, "--job", "nosuch", "--output", tl+".none"); r.code != ExitError || !strings.Contains(r.stderr, `no job "nosuch"`) {
+		t.Errorf("timeline of a job that does not exist: %+v, want an error", r)
+	}
+	if _, err := os.Stat(tl + ".none"); err == nil {
+		t.Errorf("timeline of a job that does not exist wrote a file")
+	}
 	if r := run(t, tok, "timeline", "--address", addr, "--output", tl); r.code != 0 {
 		t.Errorf("timeline: %+v", r)
 	} else if b, err := os.ReadFile(tl); err != nil || !json.Valid(b) {

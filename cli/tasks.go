@@ -13,6 +13,7 @@ import (
 
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/assembly/taskstate"
+	"github.com/ray-go/ray/internal/base/gcs"
 )
 
 // Tasks in the state API: `rayctl list tasks`, `get task`, `summary tasks` and `timeline`.
@@ -54,6 +55,25 @@ func gatherTasks(c *ucli.Context, job string, q core.TaskQuery) (*taskstate.Resu
 		fmt.Fprintf(c.App.ErrWriter, "rayctl: %d older task records were dropped by their processes (ray.WithTaskEvents raises the retention)\n", res.Dropped)
 	}
 	return res, nil
+}
+
+// jobExists fails for a job ID the cluster has no record of (a typo wrote an empty trace).
+func jobExists(c *ucli.Context, job string) error {
+	store, addr, err := connect(c)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ctx, cancel := opCtx(c)
+	defer cancel()
+	_, ok, err := store.Get(ctx, gcs.JobKey(job))
+	switch {
+	case err != nil:
+		return exitf(ExitError, "read the job %s from %s: %v", job, strings.Join(addr, ","), err)
+	case !ok:
+		return exitf(ExitError, "no job %q in the cluster at %s (`rayctl list jobs` shows its jobs)", job, strings.Join(addr, ","))
+	}
+	return nil
 }
 
 func listTasks(c *ucli.Context, format string, filters []filter, limit int) error {
@@ -156,6 +176,11 @@ func timelineCommand() *ucli.Command {
 			path := c.String("output")
 			if path == "" {
 				path = "ray-timeline-" + time.Now().UTC().Format("2006-01-02_15-04-05") + ".json"
+			}
+			if job := c.String("job"); job != "" {
+				if err := jobExists(c, job); err != nil {
+					return err
+				}
 			}
 			res, err := gatherTasks(c, c.String("job"), core.TaskQuery{Edges: true, Limit: c.Int("limit")})
 			if err != nil {

@@ -70,23 +70,25 @@ func TestDetachedActor(t *testing.T) {
 		}
 		return m
 	}
-	jobState := func(id string) string {
+	jobRow := func(id string) (state, entrypoint string) {
 		t.Helper()
 		out, errOut, code := run(t, time.Minute, env, rayctl, "list", "jobs", "--address", addr, "-o", "json")
 		var rows []struct {
-			JobID string `json:"job_id"`
-			State string `json:"state"`
+			JobID      string `json:"job_id"`
+			State      string `json:"state"`
+			Entrypoint string `json:"entrypoint"`
 		}
 		if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 {
 			t.Fatalf("rayctl list jobs: exit %d, %v\n%s\n%s", code, err, out, errOut)
 		}
 		for _, r := range rows {
 			if r.JobID == id {
-				return r.State
+				return r.State, r.Entrypoint
 			}
 		}
-		return ""
+		return "", ""
 	}
+	jobState := func(id string) string { s, _ := jobRow(id); return s }
 
 	a := job("detached-a")
 	if a.Detached.Sum != 15 || a.Detached.Nondet != 7 {
@@ -96,6 +98,9 @@ func TestDetachedActor(t *testing.T) {
 	jobA := before["det"].JobID
 	if !before["det"].Detached || jobA == "" {
 		t.Fatalf("rayctl list actors after job A: %+v", before)
+	}
+	if _, ep := jobRow(jobA); !strings.HasSuffix(ep, "driver -check detached-a") {
+		t.Errorf("job A's entrypoint %q, want the driver's command line", ep)
 	}
 	if s := jobState(jobA); s != "SUCCEEDED" {
 		t.Fatalf("job A is %q after it ended, want SUCCEEDED", s)

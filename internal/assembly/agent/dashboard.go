@@ -48,6 +48,9 @@ type DashboardConfig struct {
 	// the dashboard asks for it. "" only on an insecure cluster: no token is asked.
 	TokenFile string
 	Logger    *slog.Logger
+	// Address is the cluster's (its GCS endpoints, comma-separated: what drivers and
+	// rayctl take with --address).
+	Address string
 }
 
 // serveDashboard starts the head's dashboard on Host:DashboardPort, when configured.
@@ -84,7 +87,7 @@ func (a *Agent) serveDashboard() error {
 	h, g, err := a.metricsHandler()
 	if err == nil {
 		var d Dashboard
-		if d, err = cfg.NewDashboard(DashboardConfig{Store: a.store, Metrics: h, Gatherer: g, TokenFile: tokenFile, Logger: a.log}); err == nil {
+		if d, err = cfg.NewDashboard(DashboardConfig{Store: a.store, Metrics: h, Gatherer: g, TokenFile: tokenFile, Logger: a.log, Address: a.Address()}); err == nil {
 			a.dashboard = d
 			a.dashboardSrv = newHTTPServer(d)
 			a.dashboardAddr = l.Addr().String()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ func (d *Dashboard) apiCluster(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, "read the cluster state", err)
 		return
 	}
+	st.Address = d.cfg.Address
 	writeJSON(w, Overview{Status: st, Machines: d.machines.get()})
 }
 
@@ -238,6 +240,13 @@ func (d *Dashboard) apiLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
+	if _, err := agent.GetSubmission(ctx, d.cfg.Store, id); errors.Is(err, agent.ErrNoSubmission) {
+		http.Error(w, "no submission "+strconv.Quote(id)+" in this cluster", http.StatusNotFound)
+		return
+	} else if err != nil {
+		d.fail(w, "read the submission", err)
+		return
+	}
 	t := &tailWriter{n: maxLogBytes}
 	if _, err := agent.ReadLog(ctx, d.cfg.Store, id, t, false); err != nil {
 		d.fail(w, "read the job's log", err)

@@ -27,6 +27,8 @@ var staticFiles embed.FS
 type Config struct {
 	// Store is the GCS the pages read (required).
 	Store gcs.Store
+	// Address is the cluster's address, shown as rayctl status shows it ("" unknown).
+	Address string
 	// Metrics serves GET /metrics (nil: 404); Gatherer is what the charts sample besides
 	// the GCS (nil: the task, actor and head machine charts stay empty).
 	Metrics  http.Handler
@@ -111,7 +113,7 @@ func New(cfg Config) (*Dashboard, error) {
 
 // NewForAgent adapts New to agent.Config.NewDashboard.
 func NewForAgent(c agent.DashboardConfig) (agent.Dashboard, error) {
-	return New(Config{Store: c.Store, Metrics: c.Metrics, Gatherer: c.Gatherer, TokenFile: c.TokenFile, Logger: c.Logger})
+	return New(Config{Store: c.Store, Metrics: c.Metrics, Gatherer: c.Gatherer, TokenFile: c.TokenFile, Logger: c.Logger, Address: c.Address})
 }
 
 // ServeHTTP serves a request: read-only, and only with the token.

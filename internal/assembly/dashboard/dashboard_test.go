@@ -95,7 +95,7 @@ func get(t *testing.T, c *http.Client, u string, header ...string) (*http.Respon
 // it; the cookie then works alone, and stops working when the token is rotated.
 func TestToken(t *testing.T) {
 	s, path, tok := cluster(t)
-	_, srv := newServer(t, Config{Store: s, TokenFile: path, Metrics: http.NotFoundHandler()})
+	_, srv := newServer(t, Config{Store: s, TokenFile: path, Metrics: http.NotFoundHandler(), Address: "127.0.0.1:6379"})
 	plain := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, p := range []string{"/", "/api/cluster", "/static/app.js", "/metrics", "/api/metrics"} {
 		resp, body := get(t, plain, srv.URL+p)
@@ -113,8 +113,11 @@ func TestToken(t *testing.T) {
 		t.Fatalf("a wrong ?token=: %d", resp.StatusCode)
 	}
 	if resp, body := get(t, plain, srv.URL+"/api/cluster", "Authorization", "Bearer "+tok.String()); resp.StatusCode != http.StatusOK ||
-		!strings.Contains(body, `"alive_nodes":1`) {
-		t.Fatalf("Bearer: %d %q", resp.StatusCode, body)
+		!strings.Contains(body, `"alive_nodes":1`) || !strings.Contains(body, `"address":"127.0.0.1:6379"`) {
+		t.Fatalf("Bearer: %d %q (want the cluster's address too)", resp.StatusCode, body)
+	}
+	if resp, body := get(t, plain, srv.URL+"/api/logs/nosuch", "Authorization", "Bearer "+tok.String()); resp.StatusCode != http.StatusNotFound || !strings.Contains(body, `no submission "nosuch"`) {
+		t.Fatalf("the log of a submission that does not exist: %d %q, want 404", resp.StatusCode, body)
 	}
 	resp, _ := get(t, plain, srv.URL+"/?token="+url.QueryEscape(tok.String())+"#tasks")
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {

@@ -181,6 +181,22 @@ func (n *Node) releaseExecutable() {
 	n.exeStop = nil
 }
 
+// commandLine is argv as a shell would take it back (Ray's job entrypoint: the driver's
+// command line).
+func commandLine(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			q[i] = a
+		} else {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
+
 func (n *Node) registerJob(ctx context.Context, cfg JoinConfig) error {
 	exe, err := os.Executable()
 	if err == nil {
@@ -197,7 +213,7 @@ func (n *Node) registerJob(ctx context.Context, cfg JoinConfig) error {
 	n.job = &pb.JobInfo{JobId: string(n.cfg.Job), State: pb.JobInfo_RUNNING, Executable: exe, Sha256: sum,
 		Goos: runtime.GOOS, Goarch: runtime.GOARCH, DriverNode: string(n.ID), DriverHost: host, DriverPid: int32(os.Getpid()),
 		StartUnixMs: time.Now().UnixMilli(), SubmissionId: cfg.SubmissionID, Args: os.Args[1:], Namespace: cfg.Namespace,
-		DriverAddress: n.system.Address()}
+		DriverAddress: n.system.Address(), Entrypoint: commandLine(os.Args)}
 	b, _ := proto.Marshal(n.job)
 	if _, err := n.store.Put(ctx, gcs.JobKey(string(n.cfg.Job)), b, 0); err != nil {
 		return fmt.Errorf("node: register the job: %w", err)
