@@ -176,10 +176,18 @@ func (l *logPublisher) publish(data, note []byte) bool {
 	return true
 }
 
+// FollowLostAfter is how long a follow of a job's log waits for a GCS that does not
+// answer before it fails with ErrGCSLost.
+var FollowLostAfter = 30 * time.Second
+
+// ErrGCSLost: a follow of a job's log gave up on a GCS that stopped answering.
+var ErrGCSLost = errors.New("agent: lost the cluster's GCS")
+
 // ReadLog writes the published output of a submission to w. With follow, it goes on
 // until the end marker appears (the submission ended), or until ctx is done; a submission
-// that ended without one (its head agent died) ends the follow after a short wait too. It
-// returns the end marker when there was one.
+// that ended without one (its head agent died) ends the follow after a short wait too, and
+// a GCS that answers nothing for FollowLostAfter ends it with ErrGCSLost. It returns the
+// end marker when there was one.
 func ReadLog(ctx context.Context, store gcs.Store, submissionID string, w io.Writer, follow bool) (*LogEnd, error) {
 	prefix := LogChunksPrefix(submissionID)
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -221,7 +229,7 @@ func ReadLog(ctx context.Context, store gcs.Store, submissionID string, w io.Wri
 	events := store.Watch(wctx, prefix, rev+1)
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
-	var endedAt time.Time
+	var endedAt, failingSince time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -247,11 +255,20 @@ func ReadLog(ctx context.Context, store gcs.Store, submissionID string, w io.Wri
 			// the follow waiting for ever.
 			sub, err := GetSubmission(ctx, store, submissionID)
 			if err != nil {
-				if errors.Is(err, errNoSubmission) {
+				if errors.Is(err, errNoSubmission) || ctx.Err() != nil {
 					return nil, err
+				}
+				// The GCS does not answer (its head died, or is cut off): a follow that
+				// waited for it would wait for ever.
+				if failingSince.IsZero() {
+					failingSince = now
+				} else if now.Sub(failingSince) >= FollowLostAfter {
+					return nil, fmt.Errorf("%w: follow the log of %s: the cluster's GCS has not answered for %v (is the head down?); the submission's end is unknown until it is back (rayctl job status %s): %v",
+						ErrGCSLost, submissionID, FollowLostAfter, submissionID, err)
 				}
 				continue
 			}
+			failingSince = time.Time{}
 			if !IsTerminal(sub.GetState()) {
 				endedAt = time.Time{}
 				continue

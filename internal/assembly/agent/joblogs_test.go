@@ -4,15 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/ray-go/ray/internal/base/eventually"
+	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // lockedBuffer is a bytes.Buffer another goroutine writes while the test reads it.
@@ -109,5 +116,52 @@ func TestLogPublisherChunksAndCap(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("follow did not end at the end marker")
+	}
+}
+
+// downStore is a store whose reads fail once down is set (its GCS stopped answering).
+type downStore struct {
+	gcs.Store
+	down atomic.Bool
+}
+
+func (d *downStore) Get(ctx context.Context, key string) (gcs.KV, bool, error) {
+	if d.down.Load() {
+		return gcs.KV{}, false, errors.New("context deadline exceeded")
+	}
+	return d.Store.Get(ctx, key)
+}
+
+// A follow of a running job's log whose GCS stops answering (the head died) ends with
+// ErrGCSLost: it waited for ever (rayctl job submit and job logs --follow hung).
+func TestFollowGivesUpOnALostGCS(t *testing.T) {
+	defer func(d time.Duration) { FollowLostAfter = d }(FollowLostAfter)
+	FollowLostAfter = 2 * time.Second
+	mem := memstore.New(memstore.Options{})
+	defer mem.Close()
+	s := &downStore{Store: mem}
+	b, _ := proto.Marshal(&pb.Submission{SubmissionId: "lost", State: pb.JobInfo_RUNNING})
+	if _, err := mem.Put(context.Background(), gcs.SubmissionKey("lost"), b, 0); err != nil {
+		t.Fatal(err)
+	}
+	followed := make(chan error, 1)
+	go func() {
+		_, err := ReadLog(context.Background(), s, "lost", io.Discard, true)
+		followed <- err
+	}()
+	time.Sleep(1500 * time.Millisecond) // checked at least once while the GCS answers
+	select {
+	case err := <-followed:
+		t.Fatalf("the follow of a running job ended: %v", err)
+	default:
+	}
+	s.down.Store(true)
+	select {
+	case err := <-followed:
+		if !errors.Is(err, ErrGCSLost) || !strings.Contains(err.Error(), "rayctl job status lost") {
+			t.Fatalf("the follow ended with %v, want ErrGCSLost saying what to do", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follow still waits 30 s after the GCS stopped answering")
 	}
 }
