@@ -397,7 +397,7 @@ func (s *submissionRunner) finish(id string, state pb.JobInfo_State, code int32,
 // the submission's outcome: for a job run by `rayctl job submit` the submission says how
 // it ended, and the job table says the same (one truth). Without it, a stopped driver
 // (SIGTERM, no ray.Shutdown) left a STOPPED submission and a job the head later marked
-// FAILED "driver process exited without calling ray.Shutdown", and a driver that called
+// FAILED (DriverExitedMessage), and a driver that called
 // ray.Shutdown and then exited with an error a SUCCEEDED job. It is called once the
 // driver's process has exited; failOrphan defers to a submission that ended.
 func settleJob(ctx context.Context, store gcs.Store, id string, state pb.JobInfo_State, msg string) error {

@@ -45,7 +45,7 @@ const (
 
 // DriverExitedMessage is the message of a job the head marks FAILED because its driver's
 // jobalive key vanished.
-const DriverExitedMessage = "driver process exited without calling ray.Shutdown"
+const DriverExitedMessage = "driver process exited without recording its end (it did not call ray.Shutdown, or the GCS did not answer when it did)"
 
 // workerManager runs one worker process per running job on this agent. One goroutine, run,
 // owns all of its state; two mirrors feed it the jobs/ and jobalive/ tables.
