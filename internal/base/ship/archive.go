@@ -71,7 +71,7 @@ func PackDir(dir string) ([]byte, string, error) {
 			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: rel + "/", Mode: int64(fi.Mode().Perm())})
 		case fi.Mode().IsRegular():
 		default:
-			return fmt.Errorf("%s is a %v, not a regular file or directory: a working directory holds only those (copy the target in instead)", p, fi.Mode().Type())
+			return fmt.Errorf("%s is %s, not a regular file or directory: a working directory holds only those (copy the target in instead)", p, fileKind(fi.Mode()))
 		}
 		if total += fi.Size(); total > MaxDirBytes {
 			return fmt.Errorf("%s holds more than %d MiB (the limit of a working directory): leave large inputs out and read them from shared storage", dir, MaxDirBytes>>20)
@@ -197,4 +197,20 @@ func unpackInto(r io.Reader, dir string) error {
 			return fmt.Errorf("%w: entry %q is of tar type %q: only regular files and directories are unpacked", ErrArchive, h.Name, string(h.Typeflag))
 		}
 	}
+}
+
+// fileKind names a file type that is not a regular file or a directory ("a L---------"
+// was what %v of fs.FileMode printed for a symbolic link).
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file (" + m.Type().String() + ")"
 }

@@ -46,7 +46,7 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 func TestPackRefusesSymlink(t *testing.T) {
 	src := t.TempDir()
 	must(t, os.Symlink("/etc/passwd", filepath.Join(src, "link")))
-	if _, _, err := PackDir(src); err == nil || !strings.Contains(err.Error(), "not a regular file or directory") {
+	if _, _, err := PackDir(src); err == nil || !strings.Contains(err.Error(), "is a symbolic link, not a regular file or directory") {
 		t.Fatalf("err %v", err)
 	}
 }
