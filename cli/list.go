@@ -439,7 +439,11 @@ func printRecords(w io.Writer, format string, columns []string, recs []record) e
 		}
 		return nil
 	}
-	if columns == nil && len(recs) > 0 {
+	if columns == nil && len(recs) == 0 {
+		_, err := fmt.Fprintln(w, "(none)") // a summary of nothing: no columns to head
+		return err
+	}
+	if columns == nil {
 		for _, f := range recs[0] {
 			columns = append(columns, f.k)
 		}

@@ -144,3 +144,13 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("--version: code %d, %q %q", code, out.String(), errOut.String())
 	}
 }
+
+// A summary of nothing (no columns known) says so in text; it printed a blank line.
+func TestPrintRecordsOfNothing(t *testing.T) {
+	for format, want := range map[string]string{"": "(none)\n", "json": "[]\n", "yaml": "[]\n"} {
+		var b strings.Builder
+		if err := printRecords(&b, format, nil, nil); err != nil || b.String() != want {
+			t.Errorf("format %q: %q (%v), want %q", format, b.String(), err, want)
+		}
+	}
+}
