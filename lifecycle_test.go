@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -270,6 +271,51 @@ func TestNestedChainOnOneCPU(t *testing.T) {
 	vals, err := GetAll(ctx, refs)
 	if err != nil || vals[0] != 6 || vals[1] != 6 {
 		t.Fatalf("nested chains on one CPU: %v, %v", vals, err)
+	}
+}
+
+var (
+	incTask    = Task1("test.inc", func(_ context.Context, x int) (int, error) { return x + 1, nil })
+	sleepNoCPU = Task1("test.sleepNoCPU", func(_ context.Context, ms int) (int, error) {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		return ms, nil
+	}).Options(NumCPUs(0))
+	twoWaitsTask = Task1("test.twoWaits", func(ctx context.Context, x int) (int, error) {
+		// Goroutine b waits for a task that needs a CPU only after 150 ms; goroutine a, 20 ms
+		// later, for a quick one. a's wait ends first: the task must still lend its CPU
+		// while b waits.
+		var wg sync.WaitGroup
+		var a, b int
+		var ea, eb error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			b, eb = Get(ctx, incTask.Remote(ctx, sleepNoCPU.Remote(ctx, V(150))))
+		}()
+		go func() {
+			defer wg.Done()
+			time.Sleep(20 * time.Millisecond)
+			a, ea = Get(ctx, incTask.Remote(ctx, V(x)))
+		}()
+		wg.Wait()
+		return a + b, errors.Join(ea, eb)
+	})
+)
+
+// TestConcurrentWaitsOfATaskLendItsCPU: a task whose goroutines wait at once (through its
+// ctx) lends its CPU until the last wait ends. The end of the first took it back while the
+// other still waited, and the other's child then waited for that CPU for ever.
+func TestConcurrentWaitsOfATaskLendItsCPU(t *testing.T) {
+	ctx, err := Init(context.Background(), WithNumCPUs(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Shutdown(ctx)
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	v, err := Get(ctx, twoWaitsTask.Remote(ctx, V(1)))
+	if err != nil || v != 2+151 {
+		t.Fatalf("a task whose two goroutines wait at once on one CPU: %v, %v (want %d)", v, err, 2+151)
 	}
 }
 

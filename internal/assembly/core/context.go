@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -45,6 +46,7 @@ type TaskContext struct {
 	// blockedWaits counts the task's goroutines blocked in a Get or Wait: with any, none
 	// polls (spin.RecvAlone).
 	blockedWaits atomic.Int32
+	blockMu      sync.Mutex // orders the worker's TaskBlocked and TaskUnblocked (beginBlocked)
 }
 
 type ctxKey struct{}

@@ -139,7 +139,7 @@ func (g *Generator) Next(ctx context.Context, tc *TaskContext) (ids.ObjectID, er
 	blocked := false
 	defer func() {
 		if blocked {
-			tc.blocked(false)
+			tc.endBlocked()
 		}
 	}()
 	for {
@@ -179,7 +179,7 @@ func (g *Generator) Next(ctx context.Context, tc *TaskContext) (ids.ObjectID, er
 				return ids.ObjectID{}, err
 			}
 			blocked = true
-			tc.blocked(true)
+			tc.beginBlocked()
 		}
 		select {
 		case <-g.wake:
@@ -468,8 +468,8 @@ func (tc *TaskContext) Yield(ctx context.Context, index uint32, data []byte, nes
 	}
 	// Backpressure: the owner has the item, and the task waits for its consumer, lending
 	// its CPU back meanwhile.
-	tc.blocked(true)
-	defer tc.blocked(false)
+	tc.beginBlocked()
+	defer tc.endBlocked()
 	_, err = tc.ask(ctx, to, &pb.GeneratorWait{TaskId: spec.TaskId, Attempt: spec.Attempt, Index: index})
 	return err
 }

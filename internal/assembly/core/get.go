@@ -93,8 +93,7 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 	defer func() {
 		if blocked {
 			putCheck(check)
-			tc.blocked(false)
-			tc.blockedWaits.Add(-1)
+			tc.endBlocked()
 		}
 	}()
 	for {
@@ -110,8 +109,7 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 			}
 			if !blocked {
 				check = tc.driverCheck()
-				tc.blocked(true)
-				tc.blockedWaits.Add(1)
+				tc.beginBlocked()
 				blocked = true
 			}
 			start := spin.Start()
@@ -196,16 +194,36 @@ func (tc *TaskContext) mayWait() error {
 	return nil
 }
 
-// blocked tells this task's worker that it waits (true) or runs again (false).
-func (tc *TaskContext) blocked(on bool) {
+// beginBlocked counts one of the task's goroutines blocked in a wait; the first tells the
+// task's worker, which lends the task's CPU out. endBlocked uncounts it; the last tells the
+// worker the task runs again. A task's goroutines wait at once (the README asks that they
+// wait through its ctx), so the worker hears of the first wait and of the end of the last
+// only: it heard of each, and the end of any took the CPU back while the others still
+// waited (their tasks then waited for a CPU the waiting task held: a deadlock). Under
+// blockMu, so that the messages reach the worker in the order of the count's changes. A
+// driver's waits only count (no worker to tell, no lock).
+func (tc *TaskContext) beginBlocked() {
 	if tc.Worker == nil || tc.Spec == nil {
+		tc.blockedWaits.Add(1)
 		return
 	}
-	if on {
+	tc.blockMu.Lock()
+	if tc.blockedWaits.Add(1) == 1 {
 		tc.Core.root.Send(tc.Worker, &pb.TaskBlocked{TaskId: tc.Spec.TaskId})
-	} else {
+	}
+	tc.blockMu.Unlock()
+}
+
+func (tc *TaskContext) endBlocked() {
+	if tc.Worker == nil || tc.Spec == nil {
+		tc.blockedWaits.Add(-1)
+		return
+	}
+	tc.blockMu.Lock()
+	if tc.blockedWaits.Add(-1) == 0 {
 		tc.Core.root.Send(tc.Worker, &pb.TaskUnblocked{TaskId: tc.Spec.TaskId})
 	}
+	tc.blockMu.Unlock()
 }
 
 func (c *Core) bytesOf(ctx context.Context, id ids.ObjectID, v objects.Value) ([]byte, error) {
@@ -414,10 +432,8 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 	}
 	check := tc.driverCheck()
 	defer putCheck(check)
-	tc.blocked(true)
-	defer tc.blocked(false)
-	tc.blockedWaits.Add(1)
-	defer tc.blockedWaits.Add(-1)
+	tc.beginBlocked()
+	defer tc.endBlocked()
 	start := spin.Start()
 	for n < k {
 		select {
