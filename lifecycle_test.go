@@ -608,3 +608,36 @@ var plusOneBoxed = Task1("test.plusOneBoxed", func(ctx context.Context, b refBox
 	}
 	return out, nil
 })
+
+// TestReleaseWakesItsWaiters: a Get or Wait blocked on a pending ref that another
+// goroutine releases returns (Get: ErrObjectLost; Wait: the ref counts as ready, as for a
+// Wait that starts after the release). Both waited until their ctx ended, or for ever.
+func TestReleaseWakesItsWaiters(t *testing.T) {
+	ctx := timeout(t)
+	for _, how := range []string{"Get", "Wait"} {
+		r := sleepNoCPU.Remote(ctx, V(3000))
+		done := make(chan error, 1)
+		go func() {
+			if how == "Get" {
+				_, err := Get(ctx, r)
+				done <- err
+				return
+			}
+			ready, _, err := Wait(ctx, []ObjectRef[int]{r})
+			if err == nil && len(ready) != 1 {
+				err = errors.New("Wait returned no ready ref")
+			}
+			done <- err
+		}()
+		time.Sleep(100 * time.Millisecond) // the waiter blocks
+		r.Release()
+		select {
+		case err := <-done:
+			if how == "Get" && !errors.Is(err, ErrObjectLost) || how == "Wait" && err != nil {
+				t.Fatalf("%s of a ref released while it waited: %v", how, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s of a ref released while it waited still waits 10 s later", how)
+		}
+	}
+}

@@ -12,10 +12,14 @@ import (
 type Value struct {
 	Data    []byte
 	InStore bool
-	Node    ids.NodeID
-	Size    int64
-	Err     *pb.ErrorInfo
-	Meta    []byte // attached by the producing task (ray.SetResultMetadata)
+	// Gone: the object was removed while pending (its last reference released): no value
+	// will come. Only what a subscriber of the pending object is called with says so. (Next
+	// to InStore: in its padding.)
+	Gone bool
+	Node ids.NodeID
+	Size int64
+	Err  *pb.ErrorInfo
+	Meta []byte // attached by the producing task (ray.SetResultMetadata)
 }
 
 // slot is the memory store's part of an object's Entry. The subscribers, which few
@@ -76,12 +80,31 @@ func (sh *tshard) hold(id ids.ObjectID, fresh *Entry) *Entry {
 	return e
 }
 
-// forget drops the store's part of e, id's entry (the shard's lock held).
-func (sh *tshard) forget(id ids.ObjectID, e *Entry) {
+// forget drops the store's part of e, id's entry (the shard's lock held). A pending
+// object's waiters are returned, for the caller to wake once the lock is released
+// (wakeGone): they waited for ever (a Get or Wait whose ref another goroutine released).
+func (sh *tshard) forget(id ids.ObjectID, e *Entry) (gone slot) {
+	if !e.sl.ready {
+		gone = e.sl
+	}
 	e.mem = false
 	e.sl = slot{}
 	sh.nmem--
 	sh.drop(id, e)
+	return gone
+}
+
+// wakeGone wakes the waiters of a pending object forget removed: a Get's channel closes
+// (it then finds the object unknown) and each subscriber gets a Value that is Gone.
+func wakeGone(gone slot) {
+	if gone.done != nil {
+		close(gone.done)
+	}
+	if gone.w != nil {
+		for _, sb := range gone.w.subs {
+			sb.f(Value{Gone: true})
+		}
+	}
 }
 
 // Create registers a pending object. Creating an object that exists is a no-op.
@@ -313,7 +336,7 @@ func (s *MemoryStore) subscribers(id ids.ObjectID) int {
 	return 0
 }
 
-// Delete forgets an object. Waiters of a pending object stay blocked until their ctx ends.
+// Delete forgets an object. Waiters of a pending object are woken (wakeGone).
 func (s *MemoryStore) Delete(id ids.ObjectID) { s.Remove(id) }
 
 // Remove forgets an object and returns what Get would have (one lock for both).
@@ -331,8 +354,9 @@ func (s *MemoryStore) RemoveIn(id ids.ObjectID, e *Entry) (v Value, ready, known
 		return Value{}, false, false
 	}
 	v, ready = e.sl.v, e.sl.ready
-	sh.forget(id, e)
+	gone := sh.forget(id, e)
 	sh.mu.Unlock()
+	wakeGone(gone)
 	return v, ready, true
 }
 
@@ -346,15 +370,18 @@ func (s *MemoryStore) RemoveIn(id ids.ObjectID, e *Entry) (v Value, ready, known
 func (s *MemoryStore) RemoveFreedIn(id ids.ObjectID, e *Entry) (v Value, ready, kept bool) {
 	sh := s.t.shard(id)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	if c := sh.counted(id, e); c != nil && !c.rc.freed {
+		sh.mu.Unlock()
 		return Value{}, false, true
 	}
 	if e = sh.held(id, e); e == nil {
+		sh.mu.Unlock()
 		return Value{}, false, false
 	}
 	v, ready = e.sl.v, e.sl.ready
-	sh.forget(id, e)
+	gone := sh.forget(id, e)
+	sh.mu.Unlock()
+	wakeGone(gone)
 	return v, ready, false
 }
 

@@ -187,3 +187,35 @@ func TestMemoryStoreShrinks(t *testing.T) {
 		t.Fatalf("%d objects left, want 1", s.Len())
 	}
 }
+
+// Removing a pending object wakes its waiters: Ready's channel closes (the object is then
+// unknown) and each subscriber gets a Gone value. They waited for ever.
+func TestMemoryStoreRemovePendingWakesWaiters(t *testing.T) {
+	s := NewMemoryStore()
+	id := ids.ReturnID(ids.NewRootTaskID(), 1)
+	s.Create(id)
+	ch := s.Ready(id)
+	var got []Value
+	if !s.OnReady(id, func(v Value) { got = append(got, v) }) {
+		t.Fatal("OnReady of a pending object")
+	}
+	cancelled := false
+	cancel, _ := s.OnReadyCancel(id, func(Value) { cancelled = true })
+	cancel()
+	s.Delete(id)
+	select {
+	case <-ch:
+	default:
+		t.Fatal("Ready's channel stays open after the pending object was removed")
+	}
+	if _, _, known := s.Get(id); known {
+		t.Fatal("the removed object is still known")
+	}
+	if len(got) != 1 || !got[0].Gone || cancelled {
+		t.Fatalf("subscribers called with %+v (a cancelled one: %v), want one Gone value", got, cancelled)
+	}
+	// A ready object's removal calls nothing.
+	id2 := ids.ReturnID(ids.NewRootTaskID(), 1)
+	s.Set(id2, Value{Data: []byte("x")})
+	s.Delete(id2)
+}

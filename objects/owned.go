@@ -144,6 +144,7 @@ func (t *RefTable) CreateSubmittedIn(task ids.TaskID, args []ids.ObjectID, spec 
 func (t *RefTable) RemoveLocalFreeIn(id ids.ObjectID, e *Entry) (r Released, v Value, ready, removed bool) {
 	t.mustOwn()
 	var work argHolds
+	var gone slot
 	sh := t.shard(id)
 	sh.mu.Lock()
 	if c := sh.counted(id, e); c != nil && c.rc.local > 0 {
@@ -153,10 +154,11 @@ func (t *RefTable) RemoveLocalFreeIn(id ids.ObjectID, e *Entry) (r Released, v V
 		// cleared the counts (and the refs part) already; the store's part is still c's.
 		if r.nv == 1 && r.v[0] == id && c.mem {
 			v, ready, removed = c.sl.v, c.sl.ready, true
-			sh.forget(id, c)
+			gone = sh.forget(id, c)
 		}
 	}
 	sh.mu.Unlock()
+	wakeGone(gone)
 	t.giveBack(work, &r)
 	return r, v, ready, removed
 }

@@ -285,6 +285,10 @@ func (c *Core) onBorrowMessage(ctx actor.Context) bool {
 		}
 		to := actor.NewPID(m.ReplyTo.Address, m.ReplyTo.Id)
 		answer := func(v objects.Value) {
+			if v.Gone { // freed while pending
+				c.root.Send(to, &pb.ObjectResolved{ObjectId: m.ObjectId, Unknown: true})
+				return
+			}
 			c.root.Send(to, &pb.ObjectResolved{ObjectId: m.ObjectId, Data: v.Data, InStore: v.InStore,
 				NodeId: string(v.Node), Size: v.Size, Error: v.Err})
 		}

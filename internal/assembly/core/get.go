@@ -81,9 +81,11 @@ func spinRecv[T any](tc *TaskContext, ch <-chan T) (T, bool) {
 	return v, ok
 }
 
-// releasedWhileWaiting is the error of a wait whose object's entry went away under it.
+// releasedWhileWaiting is the error of a wait whose object's entry went away under it
+// (another goroutine released its ref): lost to this wait, as to a Get after the release
+// (ErrObjectLost).
 func releasedWhileWaiting(id ids.ObjectID) error {
-	return fmt.Errorf("%w: %s (it was released while waiting)", ErrUnknownObject, id)
+	return fmt.Errorf("%w: %s: its ref was released while this waited for it", ErrObjectLost, id)
 }
 
 func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Entry) (objects.Value, error) {
