@@ -183,6 +183,13 @@ func TestInitAndShutdown(t *testing.T) {
 		if _, err := Put(ctx, 1); !errors.Is(err, ErrShutdown) {
 			t.Fatalf("Put after Shutdown: %v", err)
 		}
+		// GetActor and Kill too (they said "gcs: store closed").
+		if _, err := GetActor(ctx, accountClass, "someone"); !errors.Is(err, ErrShutdown) {
+			t.Fatalf("GetActor after Shutdown: %v", err)
+		}
+		if err := Kill(ctx, accountClass.Remote(ctx, V("x"), AtMostOnce()), true); !errors.Is(err, ErrShutdown) {
+			t.Fatalf("Kill after Shutdown: %v", err)
+		}
 	})
 
 	t.Run("an object larger than the object store is refused, from Put or a task", func(t *testing.T) {

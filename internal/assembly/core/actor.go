@@ -480,6 +480,9 @@ func (c *Core) KillActor(ctx context.Context, id ids.ActorID, noRestart bool) er
 	if c.cfg.Actors == nil {
 		return ErrNoActors
 	}
+	if c.isClosed() {
+		return ErrShutdown
+	}
 	if created := c.state(id).created; created != nil {
 		select {
 		case <-created:
@@ -507,6 +510,9 @@ func (c *Core) KillActor(ctx context.Context, id ids.ActorID, noRestart bool) er
 func (c *Core) LookupActor(ctx context.Context, namespace, name string) (ids.ActorID, string, *pb.PID, error) {
 	if c.cfg.Actors == nil {
 		return ids.ActorID{}, "", nil, ErrNoActors
+	}
+	if c.isClosed() {
+		return ids.ActorID{}, "", nil, ErrShutdown
 	}
 	hex, err := c.cfg.Actors.Table.Lookup(ctx, namespace, name)
 	if err != nil {

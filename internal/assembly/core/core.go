@@ -651,3 +651,13 @@ func (c *Core) Node() ids.NodeID { return c.cfg.Node }
 
 // StoreBudget is the node's object store budget in bytes.
 func (c *Core) StoreBudget() int64 { return c.cfg.StoreBytes }
+
+// isClosed reports whether Close has run (the runtime is shut down).
+func (c *Core) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
