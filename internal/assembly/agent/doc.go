@@ -60,6 +60,12 @@
 //     DriverExitedMessage, by a transaction that holds only if the job record did not
 //     change and the jobalive key did not come back. A job run by a submission takes the
 //     submission's outcome instead when it has one (STOPPED when a stop was requested).
+//   - The head ends the actors of a dead driver (ownerdeath.go): the non-detached actors
+//     that are not dead of a job that ended, whose owner is the job's driver
+//     (JobInfo.driver_address), are stepped lifecycle.OwnerDied. The job's own actor
+//     managers would step them when the driver's lease lapses, but they live in its worker
+//     processes, which stop when the job ends: at once for a submission's driver that
+//     exited (settleJob).
 //   - Submissions (head only, submissions.go): a PENDING submissions/<id> is claimed
 //     (RUNNING, by a transaction on its revision, so two heads never both run it) and its
 //     argv run (prepare: the shipped --working-dir fetched, verified and unpacked into

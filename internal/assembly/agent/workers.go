@@ -60,13 +60,18 @@ type workerManager struct {
 	orphanAt  map[string]time.Time       // head: RUNNING job without jobalive since
 	linked    map[string]bool            // head: submission job_id filled in
 	detached  map[string]map[string]bool // job -> its detached actors that are not dead
-	actorJob  map[string]string          // those actors' IDs -> their job
-	workers   map[string]*worker
-	hashes    hashCache
-	bins      map[string]*binFetch // executables resolved through the cache, by sha256
-	fetched   chan binResult
-	fetches   sync.WaitGroup // fetch goroutines
-	probes    driverProbes   // whether drivers whose jobalive key went still listen (driverprobe.go)
+	actorJob  map[string]string          // those actors' keys (and owned's) -> their job
+	// Head only (ownerdeath.go): job -> its non-detached actors that are not dead -> their
+	// owner's address; and the keys of those whose OwnerDied step was started, when.
+	owned   map[string]map[string]string
+	ending  map[string]time.Time
+	enders  sync.WaitGroup // the goroutines that step them
+	workers map[string]*worker
+	hashes  hashCache
+	bins    map[string]*binFetch // executables resolved through the cache, by sha256
+	fetched chan binResult
+	fetches sync.WaitGroup // fetch goroutines
+	probes  driverProbes   // whether drivers whose jobalive key went still listen (driverprobe.go)
 }
 
 type jobRec struct {
@@ -99,6 +104,8 @@ func newWorkerManager(a *Agent) *workerManager {
 		linked:    map[string]bool{},
 		detached:  map[string]map[string]bool{},
 		actorJob:  map[string]string{},
+		owned:     map[string]map[string]string{},
+		ending:    map[string]time.Time{},
 		workers:   map[string]*worker{},
 		hashes:    hashCache{},
 		bins:      map[string]*binFetch{},
@@ -122,6 +129,7 @@ func (m *workerManager) run(ctx context.Context) {
 		mwg.Wait()
 		m.fetches.Wait()
 		m.probes.wg.Wait()
+		m.enders.Wait()
 	}()
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -192,6 +200,7 @@ func (m *workerManager) apply(u tableUpdate) {
 	case gcs.ActorsPrefix:
 		if u.reset {
 			m.detached, m.actorJob = map[string]map[string]bool{}, map[string]string{}
+			m.owned, m.ending = map[string]map[string]string{}, map[string]time.Time{}
 			for _, kv := range u.kvs {
 				m.putActor(kv.Key, kv.Value)
 			}
@@ -208,11 +217,19 @@ func (m *workerManager) apply(u tableUpdate) {
 }
 
 // putActor keeps track of a job's detached actors that are not dead: the job's worker
-// processes run on for them after the job ended (wanted).
+// processes run on for them after the job ended (wanted). The head also keeps the other
+// actors that are not dead, with their owners (putOwned: ownerdeath.go).
 func (m *workerManager) putActor(key string, value []byte) {
 	info := &pb.ActorInfo{}
-	if err := proto.Unmarshal(value, info); err != nil || !info.GetDetached() || info.GetPhase() == int32(lifecycle.Dead) {
+	if err := proto.Unmarshal(value, info); err != nil || info.GetPhase() == int32(lifecycle.Dead) {
 		m.dropActor(key)
+		return
+	}
+	if !info.GetDetached() {
+		m.dropActor(key)
+		if m.a.cfg.Head {
+			m.putOwned(key, info)
+		}
 		return
 	}
 	job := info.GetJobId()
@@ -233,6 +250,11 @@ func (m *workerManager) dropActor(key string) {
 	if len(m.detached[job]) == 0 {
 		delete(m.detached, job)
 	}
+	delete(m.owned[job], key)
+	if len(m.owned[job]) == 0 {
+		delete(m.owned, job)
+	}
+	delete(m.ending, key)
 }
 
 func (m *workerManager) putJob(kv gcs.KV) {
@@ -316,6 +338,9 @@ func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
 		if _, ok := m.jobs[id]; !ok {
 			delete(m.linked, id)
 		}
+	}
+	if m.a.cfg.Head {
+		m.endDriverActors(ctx, now) // ownerdeath.go
 	}
 	for job, w := range m.workers {
 		if m.wanted(job, now) {
