@@ -51,6 +51,15 @@ var (
 	// longer needed; give an exactly-once actor a Checkpointer or make it AtMostOnce) or
 	// raise the quota. See the README's "Long-running clusters".
 	ErrGCSFull = gcs.ErrNoSpace
+	// ErrClusterLost: a driver's cluster is gone: its GCS has not answered for longer than
+	// the driver waits (60 s after the driver's lease lapsed, RAY_GCS_RECONNECT_TIMEOUT; as
+	// Ray's gcs_rpc_server_reconnect_timeout_s), because the head was stopped or is
+	// unreachable. From then on every pending and later Get, Wait and Remote of the driver
+	// fails with an error that matches it (a *TaskError for a task's or actor call's
+	// result) and says where the GCS was and what to do; values already read stay readable.
+	// A shorter outage (a head restarted on its session dir) fails nothing. See the
+	// README's "Fault tolerance".
+	ErrClusterLost = core.ErrClusterLost
 )
 
 // TaskError is a task that failed: its function returned an error, panicked, or the
@@ -78,9 +87,14 @@ func (e *TaskError) Error() string {
 }
 
 // Is lets errors.Is match ErrCancelled, ErrObjectLost, ErrActorDied, ErrObjectTooLarge,
-// ErrPlacementGroupRemoved and ErrGCSFull.
+// ErrPlacementGroupRemoved, ErrGCSFull and ErrClusterLost.
 func (e *TaskError) Is(target error) bool {
 	switch target {
+	case ErrClusterLost:
+		// The runtime failed the task or call itself (a system error, or for an actor's
+		// calls the caller's death): the wire form has no kind of its own for it.
+		return (e.kind == pb.ErrorInfo_SYSTEM || e.kind == pb.ErrorInfo_ACTOR_DIED) &&
+			strings.Contains(e.Message, ErrClusterLost.Error())
 	case ErrGCSFull:
 		// An actor whose record could not be written died of it: the wire form has one
 		// kind (ACTOR_DIED), and the store's refusal is in its message.

@@ -24,6 +24,7 @@ type initConfig struct {
 	token            string        // WithToken (else RAY_GO_TOKEN / RAY_GO_TOKEN_FILE)
 	insecure         bool          // WithInsecure (else RAY_GO_INSECURE)
 	leaseTTL         time.Duration // node.LeaseTTLEnv, read by Init
+	gcsTimeout       time.Duration // node.GCSTimeoutEnv, read by Init
 	taskEvents       int           // WithTaskEvents
 	metricsPort      int           // WithMetricsPort (metrics.go)
 	metricsSet       bool

@@ -64,6 +64,7 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 		o(&cfg)
 	}
 	cfg.leaseTTL = leaseTTLFromEnv()
+	cfg.gcsTimeout = gcsTimeoutFromEnv()
 	floor, floorErr := cfg.heapFloor()
 	if w, ok, err := workerenv.FromEnv(os.Getenv); ok {
 		if err == nil {
@@ -116,6 +117,16 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	return core.WithTask(ctx, n.Core.NewDriver()), nil
 }
 
+// gcsTimeoutFromEnv reads how long a driver waits for a GCS that does not answer from
+// node.GCSTimeoutEnv (a bad value is reported and the default used).
+func gcsTimeoutFromEnv() time.Duration {
+	d, err := node.ParseGCSTimeout(os.Getenv(node.GCSTimeoutEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return d
+}
+
 // leaseTTLFromEnv reads the node lease TTL from node.LeaseTTLEnv (a bad value is reported
 // and the default used).
 func leaseTTLFromEnv() time.Duration {
@@ -152,7 +163,7 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 		Address: addr, Namespace: os.Getenv(workerenv.Namespace), Credentials: creds,
 		SubmissionID: os.Getenv(workerenv.Submission),
 		Node: node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger, TaskEvents: cfg.taskEvents,
-			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, CallSites: callSitesOn(), SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor},
+			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, GCSTimeout: cfg.gcsTimeout, CallSites: callSitesOn(), SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor},
 	})
 	if errors.Is(err, node.ErrCredentials) {
 		return nil, fmt.Errorf("ray: Init: join the cluster at %s: %w: %w", cfg.address, ErrNoCredentials, err)

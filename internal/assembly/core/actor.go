@@ -295,6 +295,9 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 		return id, ErrShutdown
 	default:
 	}
+	if err := c.Lost(); err != nil {
+		return id, err
+	}
 	if _, ok := actors.LookupClass(spec.Class); !ok {
 		return id, fmt.Errorf("%w: no actor class named %q is registered in this program (register it at package level with ray.Actor under that exact name)", actors.ErrUnknownClass, spec.Class)
 	}
@@ -585,6 +588,9 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	case <-c.closed:
 		return p, ret, ErrShutdown
 	default:
+	}
+	if err := c.lostActorCall(ret, tid, method); err != nil {
+		return p, ret, err
 	}
 	// The result's entry is made with the caller's reference in one step (CreateLocalIn,
 	// below); a submission that fails before gets its error value and the reference from

@@ -151,8 +151,9 @@ type Core struct {
 	shards   []*shard
 	mask     uint8
 	closed   chan struct{}
-	pgs      sync.Map // placement group ID -> *PlacementGroup (pg.go)
-	pgMore   pgShared // removed groups, tasks in other processes' groups (pg.go)
+	lost     lostState // the cluster is gone for good (lost.go)
+	pgs      sync.Map  // placement group ID -> *PlacementGroup (pg.go)
+	pgMore   pgShared  // removed groups, tasks in other processes' groups (pg.go)
 	once     sync.Once
 	wg       sync.WaitGroup // the ticker
 
@@ -292,6 +293,7 @@ func New(cfg Config) (*Core, error) {
 		borrows:     objects.NewBorrows(),
 		root:        cfg.System.Root,
 		closed:      make(chan struct{}),
+		lost:        lostState{ch: make(chan struct{})},
 		clock:       newClock(),
 	}
 	c.collect.others = cfg.AskOthersToCollect

@@ -131,6 +131,15 @@
 // recording allocates nothing per task. Core.Tasks asks every shard; package
 // internal/assembly/taskstate serves that to the cluster.
 //
+// # A lost cluster
+//
+// Lose (lost.go; package node calls it when a driver's GCS has been silent too long) fails
+// the runtime for good: a channel closed once, which the waits of Get, Wait and generators
+// select on as they select on Close's, and which a submission looks at (a lock-free
+// receive, no shared lock); each shard fails every task it holds without a retry (a
+// message, like NodeGone's), and every actor caller dies of it. What was ready stays
+// readable.
+//
 // # Lost objects: lineage decides, core does
 //
 // Recovering lost objects is planned by package lineage's pure planner and carried out

@@ -188,6 +188,8 @@ func (g *Generator) Next(ctx context.Context, tc *TaskContext) (ids.ObjectID, er
 			return ids.ObjectID{}, fmt.Errorf("ray: waiting for the next item of generator %s: %w", g.tid, ctx.Err())
 		case <-g.c.closed:
 			return ids.ObjectID{}, ErrShutdown
+		case <-g.c.lost.ch:
+			return ids.ObjectID{}, fmt.Errorf("ray: waiting for the next item of generator %s: %w", g.tid, g.c.lost.err)
 		}
 	}
 }

@@ -130,6 +130,8 @@ func (tc *TaskContext) wait(ctx context.Context, id ids.ObjectID, e *objects.Ent
 					return objects.Value{}, fmt.Errorf("ray: waiting for object %s: %w", id, ctx.Err())
 				case <-c.closed:
 					return objects.Value{}, ErrShutdown
+				case <-c.lost.ch:
+					return objects.Value{}, fmt.Errorf("ray: waiting for object %s: %w", id, c.lost.err)
 				}
 			}
 			tc.waits.BlockedSince(start)
@@ -373,10 +375,14 @@ func (c *Core) Ready(id ids.ObjectID) bool {
 // Wait waits until k of list are ready, the timeout passes (timeout < 0: no timeout) or
 // ctx is done, and reports which are ready: at most k, the first ready ones in list
 // order (Ray's ray.wait). Entries marked in failed, and unknown objects, count as ready
-// (their Get fails at once).
+// (their Get fails at once). In a runtime that lost its cluster (Lose) it fails with that
+// error, as Get of an object not ready does.
 func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, timeout time.Duration, failed []bool) ([]bool, error) {
 	c := tc.Core
 	ready := make([]bool, len(list))
+	if err := c.Lost(); err != nil {
+		return ready, fmt.Errorf("ray: wait: %w", err)
+	}
 	n := 0
 	for i, id := range list {
 		if n == k {
@@ -455,6 +461,8 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 			return ready, fmt.Errorf("ray: wait: %w", ctx.Err())
 		case <-c.closed:
 			return ready, ErrShutdown
+		case <-c.lost.ch:
+			return ready, fmt.Errorf("ray: wait: %w", c.lost.err)
 		}
 	}
 	tc.waits.BlockedSince(start)

@@ -236,6 +236,8 @@ func (s *shard) receive(ctx actor.Context) {
 		m.reply <- s.cancel(m.tid)
 	case nodeGone:
 		s.nodeGone(m.node)
+	case lostMsg:
+		s.failLost()
 	case clusterChanged:
 		s.clusterChanged()
 	case tick:
@@ -351,6 +353,11 @@ func (s *shard) endOfTurn() {
 func (s *shard) submitted(p *pending) {
 	s.tasks[p.tid] = p
 	s.tasksMax.Grew(len(s.tasks))
+	if s.c.Lost() != nil { // submitted as the runtime was lost (lost.go)
+		p.spec.MaxRetries = p.spec.Attempt
+		s.onResult(s.c.lostTask(p))
+		return
+	}
 	if p.actor == nil {
 		s.toRecord(p)
 	}
@@ -465,6 +472,11 @@ func (s *shard) storeRefArgs(p *pending, args []int) {
 // it while no node is known and failing it when placement fails.
 func (s *shard) place(p *pending) {
 	c := s.c
+	if c.Lost() != nil { // a retry, or arguments that became ready, after the loss (lost.go)
+		p.spec.MaxRetries = p.spec.Attempt
+		s.onResult(c.lostTask(p))
+		return
+	}
 	r, err := s.rayletFor(p)
 	if errors.Is(err, sched.ErrNoNodes) || errors.Is(err, errNodeUnready) || errors.Is(err, sched.ErrAffinitySuspect) {
 		// Placed again once the view changes (or after parkRetry): a node whose scheduler

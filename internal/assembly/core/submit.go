@@ -85,6 +85,9 @@ func (c *Core) submitG(tc *TaskContext, call Call, g *Generator) (*pending, erro
 		return p, ErrShutdown
 	default:
 	}
+	if err := c.lostSubmit(p, call.Function); err != nil {
+		return p, err
+	}
 	// The return's entry is made with the caller's reference and the lineage record, in
 	// one step (CreateSubmittedIn, below); a submission that fails before gets its error
 	// value and the reference from failTask.

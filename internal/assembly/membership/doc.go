@@ -61,7 +61,10 @@
 // lease's expiry gone. A GCS outage longer than the lease makes every
 // member lose its lease at once; each registers again as soon as the GCS answers (retried
 // at most a second apart), and a peer keeps the node of a reachable departed process
-// (Nodes, MemberForNode) for that grace, so the outage kills no node. The node layer takes
+// (Nodes, MemberForNode) for that grace, so the outage kills no node. How long an outage
+// may last is not the provider's to decide: with Config.GCSLost it reports, once, a GCS
+// that has still not answered Config.GCSLostAfter after the lease was lost (package node
+// then fails a driver's runtime), and keeps trying all the same. The node layer takes
 // a node for gone on MemberUnreachable or MemberGone, never on MemberLeft; what is final
 // for a dead process only (an actor's host died) it decides on nodes neither in Nodes nor
 // in Suspects.

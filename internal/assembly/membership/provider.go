@@ -47,6 +47,15 @@ type Config struct {
 	ProbeInterval time.Duration
 	// ProbeTimeout bounds one probe (default 500 ms).
 	ProbeTimeout time.Duration
+	// GCSLostAfter and GCSLost (both optional, members only): when the lease was lost and
+	// the GCS has still not answered GCSLostAfter later (recover retrying all along), the
+	// provider calls GCSLost once, with how long that was, on a goroutine of its own. The
+	// lease is lost after LeaseTTL without an answer, so the GCS has then been silent for
+	// about LeaseTTL+GCSLostAfter. An outage that ends sooner calls nothing; the provider
+	// keeps trying to register again either way: what the silence means is the caller's
+	// decision (a driver's node fails its runtime: package node, Config.GCSTimeout).
+	GCSLostAfter time.Duration
+	GCSLost      func(unanswered time.Duration)
 	// Logger defaults to the actor system's logger.
 	Logger *slog.Logger
 }
@@ -74,7 +83,7 @@ func (c Config) Validate() error {
 	if strings.Contains(c.NodeID, "/") {
 		return fmt.Errorf("membership: node ID %q contains '/'", c.NodeID)
 	}
-	for _, d := range []time.Duration{c.LeaseTTL, c.CallTimeout, c.RetryInterval, c.StartTimeout, c.ProbeInterval, c.ProbeTimeout} {
+	for _, d := range []time.Duration{c.LeaseTTL, c.CallTimeout, c.RetryInterval, c.StartTimeout, c.ProbeInterval, c.ProbeTimeout, c.GCSLostAfter} {
 		if d < 0 {
 			return errors.New("membership: negative duration in Config")
 		}
@@ -391,8 +400,20 @@ func (p *Provider) leaseLoop(lease gcs.LeaseID, lost <-chan struct{}) {
 		if p.ctx.Err() != nil {
 			return
 		}
+		var silent *time.Timer
+		if p.cfg.GCSLost != nil && p.cfg.GCSLostAfter > 0 {
+			since := time.Now()
+			silent = time.AfterFunc(p.cfg.GCSLostAfter, func() {
+				if p.ctx.Err() == nil {
+					p.cfg.GCSLost(p.cfg.LeaseTTL + time.Since(since))
+				}
+			})
+		}
 		var err error
 		lease, lost, err = p.recover(lease)
+		if silent != nil {
+			silent.Stop() // the GCS answered (or the provider stops): the outage is over
+		}
 		if err != nil {
 			return // only when p.ctx ended or the store was closed
 		}

@@ -60,6 +60,15 @@
 // load (raylet.Live, clusterview.Config.Local), whose version the machine ledger's
 // answers also move when the node has one.
 //
+// A driver takes its cluster for lost when the GCS has not answered for Config.GCSTimeout
+// (DefaultGCSTimeout, 60 s as Ray's gcs_rpc_server_reconnect_timeout_s; GCSTimeoutEnv)
+// after its membership lease lapsed (LeaseTTL of silence): the membership provider reports
+// the silence (membership.Config.GCSLost), and gcsLost (lease.go) is the one place that
+// decides: it fails the runtime for good (core.Core.Lose, with an error naming the GCS's
+// address that wraps core.ErrClusterLost), and Stop then hands nothing over to the GCS (as
+// Crash) instead of waiting out each write's timeout. A shorter outage changes nothing.
+// Worker processes end on their own bound (ServeWorker); node agents wait.
+//
 // protoactor's own logs go through peerLog (peerlog.go): the endpoint writer's ERROR lines
 // about a peer that went away (lost connection, five failed reconnects) become one WARN per
 // peer and minute that says what happened, the rest DEBUG.

@@ -82,6 +82,9 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	}
 	ncfg := cfg.Node
 	ncfg.GCS = store
+	if ncfg.GCSAddress == "" {
+		ncfg.GCSAddress = strings.Join(cfg.Address, ",")
+	}
 	ncfg.Credentials = cfg.Credentials
 	if ncfg.Host == "" {
 		ncfg.Host = HostFor(cfg.Address[0])

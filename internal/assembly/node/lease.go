@@ -1,9 +1,13 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/ray-go/ray/internal/assembly/core"
 
 	"github.com/ray-go/ray/internal/base/gcs"
 )
@@ -92,5 +96,48 @@ func (n *Node) stopKeeping() {
 		n.keepStop()
 		<-n.keepDone
 		n.keepStop = nil
+	}
+}
+
+// DefaultGCSTimeout is how long a driver waits for a GCS that stopped answering, beyond
+// its lease's TTL, before it takes the cluster for lost (Config.GCSTimeout): Ray's
+// gcs_rpc_server_reconnect_timeout_s (60 s). A head restarted on its session dir, or an
+// external etcd that regains its quorum, within that is an outage the driver rides out.
+const DefaultGCSTimeout = 60 * time.Second
+
+// GCSTimeoutEnv is the environment variable the root package reads Config.GCSTimeout from
+// (a Go duration; 0 or a negative duration: never give up).
+const GCSTimeoutEnv = "RAY_GCS_RECONNECT_TIMEOUT"
+
+// ParseGCSTimeout parses a GCSTimeoutEnv value: "" is the default; 0 or a negative
+// duration waits for ever (-1 in Config.GCSTimeout); anything that is not a duration is an
+// error (and the default).
+func ParseGCSTimeout(s string) (time.Duration, error) {
+	if s == "" {
+		return DefaultGCSTimeout, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return DefaultGCSTimeout, fmt.Errorf("ray: ignoring %s=%q (want a duration such as 60s; 0 never gives up); using %v", GCSTimeoutEnv, s, DefaultGCSTimeout)
+	}
+	if d <= 0 {
+		return -1, nil
+	}
+	return d, nil
+}
+
+// gcsLost is the membership's word that the GCS has not answered for unanswered (a
+// driver's node: Config.GCSTimeout after its lease lapsed). The decision is this one:
+// the runtime is lost for good, its pending and later calls fail, and the program learns
+// it from the errors (its Shutdown then does not wait on the GCS).
+func (n *Node) gcsLost(unanswered time.Duration) {
+	err := fmt.Errorf("%w: its GCS at %s has not answered for %v (the head is down or unreachable); "+
+		"this driver's pending and later calls fail: start the head again (rayctl start --head on its session dir) and rerun the program "+
+		"(%s sets how long a driver waits for the GCS, now %v after its %v lease lapsed)",
+		core.ErrClusterLost, n.cfg.GCSAddress, unanswered.Round(time.Second), GCSTimeoutEnv, cmp.Or(n.cfg.GCSTimeout, DefaultGCSTimeout), n.cfg.LeaseTTL)
+	n.lostGCS.Store(&err)
+	n.cfg.Logger.Error("ray: lost the cluster", "gcs", n.cfg.GCSAddress, "unanswered", unanswered.Round(time.Second))
+	if c := n.core.Load(); c != nil {
+		c.Lose(err)
 	}
 }

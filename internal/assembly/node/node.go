@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -162,6 +163,15 @@ type Config struct {
 	// LeaseTTL is the node's registration lease (default DefaultNodeLeaseTTL; at least
 	// MinNodeLeaseTTL).
 	LeaseTTL time.Duration
+	// GCSTimeout is how long a driver's node waits for the cluster's GCS to answer again
+	// once its registration lease lapsed (which takes LeaseTTL of silence) before it takes
+	// the cluster for lost and fails its runtime (core.Core.Lose: every pending and later
+	// call fails with core.ErrClusterLost). Default DefaultGCSTimeout; negative: never
+	// (the driver waits as long as the outage lasts). Drivers only: a worker process ends
+	// after its own bound (ServeWorker), a node agent waits.
+	GCSTimeout time.Duration
+	// GCSAddress names the GCS in the error of a lost cluster (Join sets it).
+	GCSAddress string
 	// TaskEvents is how many task records the runtime keeps (core.Config.TaskEvents: 0 the
 	// default, negative off).
 	TaskEvents int
@@ -254,6 +264,7 @@ type Node struct {
 	lease      atomic.Int64              // cluster mode: the node record's, job alive key's and load report's lease (gcs.LeaseID; keepLease replaces it)
 	record     atomic.Pointer[[]byte]    // the node record (encoded), for keepLease
 	jobAlive   atomic.Bool               // a driver's jobalive key is to be kept (join to endJob)
+	lostGCS    atomic.Pointer[error]     // a driver took its cluster for lost (gcsLost): why; Stop does not wait on the GCS
 	keepStop   context.CancelFunc        // stops keepLease (cluster mode)
 	keepDone   chan struct{}             // closed when keepLease returned
 	loads      *loadReporter             // cluster mode, nodes that run tasks
@@ -473,6 +484,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.core.Store(n.Core)
+	if lost := n.lostGCS.Load(); lost != nil {
+		n.Core.Lose(*lost) // gcsLost ran before the runtime existed
+	}
 	if n.raylet() == nil || n.objectStore() == nil {
 		return nil, errors.New("node: the node's raylet or store grain could not be activated")
 	}
@@ -702,7 +716,12 @@ func (n *Node) startMember(ctx context.Context) error {
 	n.quietPeers = quiet
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return sysLogger }))
 	var err error
-	if n.provider, err = membership.NewProvider(membership.Config{Store: n.store, NodeID: string(n.ID), LeaseTTL: n.cfg.LeaseTTL, Logger: logger}); err != nil {
+	pcfg := membership.Config{Store: n.store, NodeID: string(n.ID), LeaseTTL: n.cfg.LeaseTTL, Logger: logger}
+	if n.cfg.Role == RoleDriver && n.cfg.GCSTimeout >= 0 {
+		pcfg.GCSLostAfter = cmp.Or(n.cfg.GCSTimeout, DefaultGCSTimeout)
+		pcfg.GCSLost = n.gcsLost
+	}
+	if n.provider, err = membership.NewProvider(pcfg); err != nil {
 		return err
 	}
 	lookup, err := membership.NewLookup(membership.LookupConfig{Store: n.store, Resolver: n.provider, Logger: logger})
@@ -947,8 +966,15 @@ func (n *Node) Stop(ctx context.Context) error {
 		return nil
 	}
 	n.stopped = true
-	crashed := n.crashed
+	// A driver that lost its cluster (gcsLost) hands nothing over either: the GCS does not
+	// answer, and every write would wait out its timeout.
+	lost := n.lostGCS.Load() != nil
+	crashed := n.crashed || lost
 	n.mu.Unlock()
+	flushWait := 5 * time.Second
+	if lost {
+		flushWait = 500 * time.Millisecond
+	}
 	if n.quietPeers != nil {
 		n.quietPeers() // the peers this node's processes leave now are its own shutdown's
 	}
@@ -1033,14 +1059,14 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	n.releaseExecutable()
 	if n.packer != nil {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, flushWait)
 		if err := n.packer.Close(pctx); err != nil {
 			errs = append(errs, fmt.Errorf("node: flush lineage: %w", err))
 		}
 		cancel()
 	}
 	if n.writer != nil {
-		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		fctx, cancel := context.WithTimeout(ctx, flushWait)
 		if err := n.writer.Close(fctx); err != nil {
 			errs = append(errs, fmt.Errorf("node: flush GCS writes: %w", err))
 		}
@@ -1072,6 +1098,11 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	if n.gcFloor != 0 {
 		processGC.release(n.gcFloor)
+	}
+	if err := n.lostGCS.Load(); err != nil && len(errs) > 0 {
+		// What could not be written (lineage, the object table) failed for that reason,
+		// which the program's calls were told already: said once, not as a timeout each.
+		return *err
 	}
 	return errors.Join(errs...)
 }

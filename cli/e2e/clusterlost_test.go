@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestClusterLost: a driver whose whole cluster is stopped (every agent, the head's GCS
+// with them) while its tasks run fails, within a bound, with errors that say the cluster
+// is lost (ray.ErrClusterLost) and where its GCS was: every pending Get, a later task's
+// Get and a later Wait; and its Shutdown does not wait on the GCS. Before, it waited for
+// ever in a Get, retrying the GCS every second. The bound is lowered for the test
+// (RAY_GCS_RECONNECT_TIMEOUT=3s after the driver's 6 s lease lapsed; the default, as
+// Ray's, is 60 s).
+func TestClusterLost(t *testing.T) {
+	port, addr, sess := newSession(t)
+	env := append(startTwoNodes(t, port, addr, sess), "RAY_GCS_RECONNECT_TIMEOUT=3s")
+	cmd := exec.Command(driver, "-check", "clusterlost")
+	cmd.Env = append(os.Environ(), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(within time.Duration, what string) string {
+		select {
+		case l, ok := <-lines:
+			if ok {
+				return l
+			}
+			t.Fatalf("the driver ended before %s\n%s", what, tail(stderr.String()))
+		case <-time.After(within):
+			t.Fatalf("no %s from the driver within %v\n%s", what, within, tail(stderr.String()))
+		}
+		return ""
+	}
+	if l := next(2*time.Minute, `"lost ready"`); l != "lost ready" {
+		t.Fatalf("the driver said %q, want \"lost ready\"\n%s", l, tail(stderr.String()))
+	}
+	stopped := time.Now()
+	if out, errOut, code := run(t, time.Minute, nil, rayctl, "stop", "--session-dir", sess); code != 0 {
+		t.Fatalf("rayctl stop: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The lease lapses 6 s after the GCS's last answer, the driver gives up 3 s later: well
+	// within a minute, with its Shutdown.
+	last := next(time.Minute, "report")
+	took := time.Since(stopped)
+	var rep struct {
+		Clusterlost struct {
+			Errors  []string
+			Lost    int
+			Seconds float64
+		}
+		Shutdown float64 `json:"shutdown_seconds"`
+		Error    string
+	}
+	if err := json.Unmarshal([]byte(last), &rep); err != nil || rep.Error != "" {
+		t.Fatalf("driver: %v, %s; last line %q\n%s", err, rep.Error, last, tail(stderr.String()))
+	}
+	c := rep.Clusterlost
+	t.Logf("the driver reported %.1f s after the stop (its calls failed after %.1f s, Shutdown took %.1f s); first error: %s",
+		took.Seconds(), c.Seconds, rep.Shutdown, c.Errors[0])
+	if c.Lost != 8 || len(c.Errors) != 8 {
+		t.Errorf("%d of %d errors match ray.ErrClusterLost, want 8 of 8 (6 pending Gets, a later task, a later Wait):\n%s", c.Lost, len(c.Errors), strings.Join(c.Errors, "\n"))
+	}
+	for _, e := range c.Errors {
+		if !strings.Contains(e, "GCS at "+addr+" has not answered") {
+			t.Errorf("error does not say which GCS did not answer: %s", e)
+			break
+		}
+	}
+	if rep.Shutdown > 5 {
+		t.Errorf("Shutdown of the driver that lost its cluster took %.1f s, want at most 5", rep.Shutdown)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("driver: %v\n%s", err, tail(stderr.String()))
+	}
+}
