@@ -299,7 +299,7 @@ type leaseIdle struct{ l *lease }
 type Worker struct {
 	env    Env
 	base   context.Context
-	stop   context.CancelFunc
+	stop   context.CancelCauseFunc
 	leases map[string]*lease
 	// idle hands a lease to run to a goroutine that ran one before and waits (runner).
 	idle chan *lease
@@ -309,7 +309,7 @@ type Worker struct {
 func (w *Worker) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		w.base, w.stop = context.WithCancel(context.Background())
+		w.base, w.stop = context.WithCancelCause(context.Background())
 	case *pb.LeasePush:
 		w.push(ctx, m)
 	case *pb.LeaseRelease:
@@ -345,7 +345,7 @@ func (w *Worker) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		if w.stop != nil {
-			w.stop()
+			w.stop(errStopping)
 		}
 	}
 }
@@ -463,6 +463,22 @@ func (w *Worker) cancelTask(ctx actor.Context, m *pb.CancelTask) {
 	}
 }
 
+// errStopping is the cause of a worker's contexts' end when the worker stops (its node
+// stops: the worker process exits, its agent was stopped), not a Cancel.
+var errStopping = errors.New("worker: stopping")
+
+// stopped is the result of a task that failed while its worker stopped (res): its context
+// ended under it, so its error (often context.Canceled) says nothing of why. It is a
+// system error naming the node's end, which the owner retries elsewhere as it does a task
+// whose node died (an application error is not retried: a task that honoured its ctx
+// failed with "context canceled" when its node's agent was stopped).
+func (w *Worker) stopped(spec *pb.TaskSpec, res *pb.TaskResult) *pb.TaskResult {
+	out := Fail(spec, pb.ErrorInfo_SYSTEM, fmt.Sprintf("node %s stopped while the task ran there (its worker process is exiting: "+
+		"its node agent was stopped, or the job ended); the task's own error: %s", w.env.Node, res.Error.Message), "", w.env.Node)
+	out.LeaseId, out.RunNanos, out.LogStart, out.LogEnd = res.LeaseId, res.RunNanos, res.LogStart, res.LogEnd
+	return out
+}
+
 func (w *Worker) cancelled(task []byte, attempt int32, fn string) *pb.TaskResult {
 	task = bytes.Clone(task) // see ResultID
 	return &pb.TaskResult{TaskId: task, Attempt: attempt, Error: &pb.ErrorInfo{
@@ -556,6 +572,8 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 		if cancelled {
 			res = w.cancelled(spec.TaskId, spec.Attempt, spec.Function)
 			res.LeaseId = l.lid
+		} else if res.Error != nil && context.Cause(w.base) == errStopping {
+			res = w.stopped(spec, res)
 		}
 		o.mu.Lock()
 		o.results = append(o.results, res)

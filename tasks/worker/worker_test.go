@@ -471,3 +471,24 @@ func TestLeasesOneAtATime(t *testing.T) {
 		}
 	}
 }
+
+// TestStoppedWorkerFailsTasksAsSystemErrors: a task that honours its ctx and ends because
+// its worker stops (its node's agent was stopped) fails with a system error naming the
+// node's end, which its owner retries elsewhere; it failed with its own "context
+// canceled", an application error that is not retried.
+func TestStoppedWorkerFailsTasksAsSystemErrors(t *testing.T) {
+	h := newHarness(t)
+	spec := h.spec("wt.wait")
+	h.lease(spec)
+	select {
+	case <-waitStarted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the task did not start")
+	}
+	h.sys.Root.Stop(h.worker)
+	r := h.result()
+	if string(r.TaskId) != string(spec.TaskId) || r.Error == nil || r.Error.Kind != pb.ErrorInfo_SYSTEM ||
+		!strings.Contains(r.Error.Message, "node n1 stopped while the task ran") || !strings.Contains(r.Error.Message, "context canceled") {
+		t.Fatalf("task of a stopped worker: %v", r)
+	}
+}
