@@ -253,8 +253,13 @@ func (e *shardEvents) where(node, worker string) uint32 {
 		}
 		e.whereOf[worker] = i
 	}
-	e.wheres[i].last = max(e.wheres[i].last, e.recs.n+1)
+	e.keepWhere(i)
 	return i
+}
+
+// keepWhere marks where i used by the records written so far and the one about to be.
+func (e *shardEvents) keepWhere(i uint32) {
+	e.wheres[i].last = max(e.wheres[i].last, e.recs.n+1)
 }
 
 // reclaim frees the wheres that no kept record uses: their records were overwritten. It
@@ -303,8 +308,8 @@ func (s *shard) evResult(p *pending, r *pb.TaskResult) {
 		if node == "" {
 			node = s.c.cfg.Node
 		}
-		if e.lastWhere != 0 { // its records so far are below recs.n (+1: the one about to be written)
-			e.wheres[e.lastWhere].last = max(e.wheres[e.lastWhere].last, e.recs.n+1)
+		if e.lastWhere != 0 {
+			e.keepWhere(e.lastWhere) // no longer at hand: its records are bounded now
 		}
 		p.ev.where = e.where(string(node), p.worker.Id)
 		e.lastPID, e.lastWhere = p.worker, p.ev.where
