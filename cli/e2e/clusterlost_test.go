@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -20,43 +18,9 @@ import (
 func TestClusterLost(t *testing.T) {
 	port, addr, sess := newSession(t)
 	env := append(startTwoNodes(t, port, addr, sess), "RAY_GCS_RECONNECT_TIMEOUT=3s")
-	cmd := exec.Command(driver, "-check", "clusterlost")
-	cmd.Env = append(os.Environ(), env...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	next := func(within time.Duration, what string) string {
-		select {
-		case l, ok := <-lines:
-			if ok {
-				return l
-			}
-			t.Fatalf("the driver ended before %s\n%s", what, tail(stderr.String()))
-		case <-time.After(within):
-			t.Fatalf("no %s from the driver within %v\n%s", what, within, tail(stderr.String()))
-		}
-		return ""
-	}
-	if l := next(2*time.Minute, `"lost ready"`); l != "lost ready" {
-		t.Fatalf("the driver said %q, want \"lost ready\"\n%s", l, tail(stderr.String()))
+	p := startPiped(t, "clusterlost", append(os.Environ(), env...))
+	if l := p.line(t, `"lost ready"`, sess); l != "lost ready" {
+		t.Fatalf("the driver said %q, want \"lost ready\"\n%s", l, tail(p.stderr.String()))
 	}
 	stopped := time.Now()
 	if out, errOut, code := run(t, time.Minute, nil, rayctl, "stop", "--session-dir", sess); code != 0 {
@@ -64,7 +28,7 @@ func TestClusterLost(t *testing.T) {
 	}
 	// The lease lapses 6 s after the GCS's last answer, the driver gives up 3 s later: well
 	// within a minute, with its Shutdown.
-	last := next(time.Minute, "report")
+	last := p.line(t, "the driver's report", sess)
 	took := time.Since(stopped)
 	var rep struct {
 		Clusterlost struct {
@@ -76,7 +40,7 @@ func TestClusterLost(t *testing.T) {
 		Error    string
 	}
 	if err := json.Unmarshal([]byte(last), &rep); err != nil || rep.Error != "" {
-		t.Fatalf("driver: %v, %s; last line %q\n%s", err, rep.Error, last, tail(stderr.String()))
+		t.Fatalf("driver: %v, %s; last line %q\n%s", err, rep.Error, last, tail(p.stderr.String()))
 	}
 	c := rep.Clusterlost
 	t.Logf("the driver reported %.1f s after the stop (its calls failed after %.1f s, Shutdown took %.1f s); first error: %s",
@@ -93,7 +57,7 @@ func TestClusterLost(t *testing.T) {
 	if rep.Shutdown > 5 {
 		t.Errorf("Shutdown of the driver that lost its cluster took %.1f s, want at most 5", rep.Shutdown)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("driver: %v\n%s", err, tail(stderr.String()))
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("driver: %v\n%s", err, tail(p.stderr.String()))
 	}
 }
