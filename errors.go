@@ -54,9 +54,11 @@ var (
 	// ErrClusterLost: a driver's cluster is gone: its GCS has not answered for longer than
 	// the driver waits (60 s after the driver's lease lapsed, RAY_GCS_RECONNECT_TIMEOUT; as
 	// Ray's gcs_rpc_server_reconnect_timeout_s), because the head was stopped or is
-	// unreachable. From then on every pending and later Get, Wait and Remote of the driver
-	// fails with an error that matches it (a *TaskError for a task's or actor call's
-	// result) and says where the GCS was and what to do; values already read stay readable.
+	// unreachable. From then on every pending and later Get and Remote of the driver fails
+	// with an error that matches it (a *TaskError for a task's or actor call's result; an
+	// actor call's does not match ErrActorDied, the actor may live on) and says where the
+	// GCS was and what to do. What was ready stays ready: Get reads it, Wait returns it, and
+	// Wait fails with it only when fewer than NumReady refs are ready (see Wait).
 	// A shorter outage (a head restarted on its session dir) fails nothing. See the
 	// README's "Fault tolerance".
 	ErrClusterLost = core.ErrClusterLost
@@ -91,8 +93,9 @@ func (e *TaskError) Error() string {
 func (e *TaskError) Is(target error) bool {
 	switch target {
 	case ErrClusterLost:
-		// The runtime failed the task or call itself (a system error, or for an actor's
-		// calls the caller's death): the wire form has no kind of its own for it.
+		// The runtime failed the task or call itself (a system error; or an actor that
+		// could not be created, which died of it): the wire form has no kind of its own
+		// for it.
 		return (e.kind == pb.ErrorInfo_SYSTEM || e.kind == pb.ErrorInfo_ACTOR_DIED) &&
 			strings.Contains(e.Message, ErrClusterLost.Error())
 	case ErrGCSFull:

@@ -243,8 +243,14 @@ func Put[T any](ctx context.Context, v T) (ObjectRef[T], error) {
 // is done (then with its error). As Ray's ray.wait, ready holds at most NumReady refs, the
 // first ready ones in refs' order; notReady holds the others (ready or not), in order.
 // Inside a task, as Get, it lends the task's CPU back while it waits, through the task's own
-// ctx only (a driver's ctx gives ErrDriverContext). A driver that lost its cluster fails
-// every Wait with an error matching ErrClusterLost.
+// ctx only (a driver's ctx gives ErrDriverContext).
+//
+// A driver that lost its cluster (ErrClusterLost) does not block in Wait: the refs that
+// were ready stay ready (their value, or their own task's error, came before the loss),
+// and no other ref will ever be (the result of a task or actor call the loss failed is not
+// ready: its Get fails with ErrClusterLost). Wait returns the ready ones, at most NumReady,
+// and, when there are fewer than NumReady, also an error matching ErrClusterLost, whatever
+// the Timeout: with the ready ones in ready and the others in notReady, as for ctx's error.
 func Wait[T any](ctx context.Context, refs []ObjectRef[T], opts ...WaitOption) (ready, notReady []ObjectRef[T], err error) {
 	return waitSplit(ctx, refs, func(r ObjectRef[T]) Ref { return r }, opts)
 }
@@ -266,9 +272,6 @@ func waitSplit[R any](ctx context.Context, refs []R, asRef func(R) Ref, opts []W
 	if o.k < 0 || o.k > len(refs) {
 		return nil, nil, fmt.Errorf("ray: Wait: NumReady(%d) must be between 0 and the number of refs (%d)", o.k, len(refs))
 	}
-	if err := tc.Core.Lost(); err != nil {
-		return nil, nil, fmt.Errorf("ray: wait: %w", err) // ErrClusterLost: nothing will become ready
-	}
 	// Fast path: the first k ready refs are found by a scan that stops there (a loop of
 	// Wait(NumReady(1)) over a long list does O(1) work per call when the head is ready).
 	idx := make([]int, 0, o.k)
@@ -278,7 +281,7 @@ func waitSplit[R any](ctx context.Context, refs []R, asRef func(R) Ref, opts []W
 		}
 	}
 	var mask []bool
-	if len(idx) < o.k && o.timeout != 0 {
+	if len(idx) < o.k && (o.timeout != 0 || tc.Core.Lost() != nil) { // lost: the runtime says so
 		mask, err = waitMask(tc, ctx, len(refs), func(i int) Ref { return asRef(refs[i]) }, o)
 		if mask == nil {
 			return nil, nil, err

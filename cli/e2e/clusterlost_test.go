@@ -11,7 +11,9 @@ import (
 // TestClusterLost: a driver whose whole cluster is stopped (every agent, the head's GCS
 // with them) while its tasks run fails, within a bound, with errors that say the cluster
 // is lost (ray.ErrClusterLost) and where its GCS was: every pending Get, a later task's
-// Get and a later Wait; and its Shutdown does not wait on the GCS. Before, it waited for
+// Get and a later Wait, and a later actor call (not as the actor's death);
+// a result ready before stays ready (Wait) and readable (Get); and its Shutdown does not
+// wait on the GCS. Before, it waited for
 // ever in a Get, retrying the GCS every second. The bound is lowered for the test
 // (RAY_GCS_RECONNECT_TIMEOUT=3s after the driver's 6 s lease lapsed; the default, as
 // Ray's, is 60 s).
@@ -32,9 +34,14 @@ func TestClusterLost(t *testing.T) {
 	took := time.Since(stopped)
 	var rep struct {
 		Clusterlost struct {
-			Errors  []string
-			Lost    int
-			Seconds float64
+			Errors        []string
+			Lost          int
+			Seconds       float64
+			ActorErrors   []string `json:"actor_errors"`
+			LaterCallLost bool     `json:"later_call_lost"`
+			LaterCallDied bool     `json:"later_call_died"`
+			ReadyWait     string   `json:"ready_wait"`
+			ReadyGet      string   `json:"ready_get"`
 		}
 		Shutdown float64 `json:"shutdown_seconds"`
 		Error    string
@@ -53,6 +60,15 @@ func TestClusterLost(t *testing.T) {
 			t.Errorf("error does not say which GCS did not answer: %s", e)
 			break
 		}
+	}
+	// The running call's actor really died with its host (the agents were stopped); a
+	// call made after the loss cannot know, and says the cluster is lost.
+	if !c.LaterCallLost || c.LaterCallDied || strings.Contains(c.ActorErrors[1], "died") {
+		t.Errorf("an actor call made after the loss: %s (matches ray.ErrClusterLost: %v, ray.ErrActorDied: %v); want the loss, not the actor's death",
+			c.ActorErrors[1], c.LaterCallLost, c.LaterCallDied)
+	}
+	if c.ReadyWait != "ok" || c.ReadyGet != "ok" {
+		t.Errorf("a result ready before the loss: Wait %s, Get %s; want it ready and readable", c.ReadyWait, c.ReadyGet)
 	}
 	if rep.Shutdown > 5 {
 		t.Errorf("Shutdown of the driver that lost its cluster took %.1f s, want at most 5", rep.Shutdown)

@@ -15,10 +15,18 @@ import (
 // driver takes its cluster for lost once the GCS has not answered that long after its
 // lease lapsed: every Get fails with ray.ErrClusterLost, and so do a Wait and a task
 // submitted after it. It reports each error and how long after "lost ready" they came.
+// An actor call made then fails with ray.ErrClusterLost too, not as the actor's death; a
+// task's result read before stays ready for Wait and readable.
 func clusterLostCheck(ctx context.Context, out map[string]any) error {
-	if n, err := ray.Get(ctx, add.Remote(ctx, ray.V(1), ray.V(2))); err != nil || n != 3 {
+	first := add.Remote(ctx, ray.V(1), ray.V(2))
+	if n, err := ray.Get(ctx, first); err != nil || n != 3 {
 		return fmt.Errorf("a first task: %d, %w", n, err)
 	}
+	h := accelClass.Remote(ctx)
+	if n, err := ray.Get(ctx, accelAdd.Remote(ctx, h, ray.V(5))); err != nil || n != 5 {
+		return fmt.Errorf("a first actor call: %d, %w", n, err)
+	}
+	napping := accelNap.Remote(ctx, h, ray.V(10*time.Minute))
 	var refs []ray.ObjectRef[int]
 	for i := range 6 {
 		refs = append(refs, slowDouble.Remote(ctx, ray.V(i), ray.V(10*time.Minute)))
@@ -53,5 +61,34 @@ func clusterLostCheck(ctx context.Context, out map[string]any) error {
 	}
 	note(err)
 	rep["errors"], rep["lost"] = errs, lost
+
+	// The actor's calls: the one running (its host stopped with the cluster: it may fail
+	// as the actor's death, which it is), and one made now, which fails as the loss.
+	var actorErrs []string
+	for _, r := range []ray.ObjectRef[int]{napping, accelAdd.Remote(ctx, h, ray.V(1))} {
+		_, err := ray.Get(ctx, r)
+		if err == nil {
+			err = errors.New("<nil>")
+		}
+		actorErrs = append(actorErrs, err.Error())
+		rep["later_call_lost"], rep["later_call_died"] = errors.Is(err, ray.ErrClusterLost), errors.Is(err, ray.ErrActorDied)
+	}
+	rep["actor_errors"] = actorErrs
+
+	// What was ready stays ready: a Wait returns it, a Get reads it.
+	ready, _, err := ray.Wait(ctx, []ray.ObjectRef[int]{refs[0], first}, ray.Timeout(time.Minute))
+	switch {
+	case err != nil:
+		rep["ready_wait"] = err.Error()
+	case len(ready) != 1 || ready[0] != first:
+		rep["ready_wait"] = fmt.Sprintf("ready %v, want the first task's result", ready)
+	default:
+		rep["ready_wait"] = "ok"
+	}
+	if n, err := ray.Get(ctx, first); err != nil || n != 3 {
+		rep["ready_get"] = fmt.Sprintf("%d, %v", n, err)
+	} else {
+		rep["ready_get"] = "ok"
+	}
 	return nil
 }

@@ -98,6 +98,11 @@ var (
 	accelAdd   = ray.Method1(accelClass, "Add", (*accel).Add)
 	accelShout = ray.Method1(accelClass, "Shout", (*accel).Shout)
 	accelEcho  = ray.Method1(accelClass, "Echo", (*accel).Shout) // logs: tiny calls back to back
+	// accelNap sleeps, then answers N: a call still running when the cluster goes away.
+	accelNap = ray.Method1(accelClass, "Nap", func(a *accel, _ context.Context, d time.Duration) (int, error) {
+		time.Sleep(d)
+		return a.N, nil
+	})
 
 	// say prints its marker and five numbered lines to its worker process's output (what
 	// `rayctl logs` shows).

@@ -678,7 +678,11 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 			c.unpin(argsKey(ret)) // the call never was
 		}
 		msg := dead.Error()
-		e := &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Function: method, TaskId: p.tid[:], Message: msg}
+		kind := pb.ErrorInfo_ACTOR_DIED
+		if errors.Is(dead, ErrClusterLost) {
+			kind = pb.ErrorInfo_SYSTEM // a caller Lose failed: the actor may live on
+		}
+		e := &pb.ErrorInfo{Kind: kind, Function: method, TaskId: p.tid[:], Message: msg}
 		c.mem.Set(ret, objects.Value{Err: e})
 		return p, ret, &SubmitError{Info: e, Err: errors.New(msg)}
 	}
@@ -1054,6 +1058,13 @@ func (c *Core) actorChanged(ac *actorCaller, info *pb.ActorInfo) {
 // actorDied fails every unfinished call of ac: its actor died of err (or, for this
 // caller, the first reason it learnt of).
 func (c *Core) actorDied(ac *actorCaller, err error) {
+	c.failCaller(ac, err, pb.ErrorInfo_ACTOR_DIED)
+}
+
+// failCaller fails every unfinished call of ac with err (or, for this caller, the first
+// reason it learnt of), as errors of kind: the actor's death (actorDied), or a system
+// error (Lose: the runtime lost its cluster, the actor may live on), and forgets ac.
+func (c *Core) failCaller(ac *actorCaller, err error, kind pb.ErrorInfo_Kind) {
 	ac.mu.Lock()
 	fail := ac.calls.Die(err)
 	msg := ac.calls.Err().Error()
@@ -1064,7 +1075,7 @@ func (c *Core) actorDied(ac *actorCaller, err error) {
 	}
 	for _, p := range fail {
 		c.completeAsync(p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
-			Kind: pb.ErrorInfo_ACTOR_DIED, Function: p.spec.Function, TaskId: p.spec.TaskId, Message: msg}})
+			Kind: kind, Function: p.spec.Function, TaskId: p.spec.TaskId, Message: msg}})
 	}
 	c.forgetCaller(ac)
 }

@@ -137,8 +137,10 @@
 // the runtime for good: a channel closed once, which the waits of Get, Wait and generators
 // select on as they select on Close's, and which a submission looks at (a lock-free
 // receive, no shared lock); each shard fails every task it holds without a retry (a
-// message, like NodeGone's), and every actor caller dies of it. What was ready stays
-// readable.
+// message, like NodeGone's), and every actor caller fails its calls with it as a system
+// error, not as the actor's death (the actor may live on). What was ready stays readable,
+// and ready: a Wait then blocks no more, returns what is ready and fails only when that is
+// fewer than it asked for; a result the loss failed does not count as ready (lostValue).
 //
 // # Lost objects: lineage decides, core does
 //

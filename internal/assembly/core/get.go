@@ -366,23 +366,29 @@ func (c *Core) moveToStore(id ids.ObjectID) error {
 	return nil
 }
 
-// Ready reports whether id is ready (false for unknown objects).
+// Ready reports whether id is ready (false for unknown objects, and for a result the
+// loss of the cluster failed: it never came, see Wait).
 func (c *Core) Ready(id ids.ObjectID) bool {
-	_, ready, _ := c.mem.Get(id)
-	return ready
+	v, ready, _ := c.mem.Get(id)
+	return ready && (v.Err == nil || !lostValue(v))
 }
 
 // Wait waits until k of list are ready, the timeout passes (timeout < 0: no timeout) or
 // ctx is done, and reports which are ready: at most k, the first ready ones in list
 // order (Ray's ray.wait). Entries marked in failed, and unknown objects, count as ready
-// (their Get fails at once). In a runtime that lost its cluster (Lose) it fails with that
-// error, as Get of an object not ready does.
+// (their Get fails at once).
+//
+// In a runtime that lost its cluster (Lose), or once it does, Wait does not block: what
+// was ready stays ready (its value or its own error came before the loss), and nothing
+// else will be (a result the loss failed is not ready: it never came). It reports the
+// ready ones, at most k, and fails with the loss's error when there are fewer than k:
+// the wait can never be met, and a timeout would only delay the news.
 func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, timeout time.Duration, failed []bool) ([]bool, error) {
 	c := tc.Core
-	ready := make([]bool, len(list))
-	if err := c.Lost(); err != nil {
-		return ready, fmt.Errorf("ray: wait: %w", err)
+	if c.Lost() != nil {
+		return c.waitLost(list, k, failed)
 	}
+	ready := make([]bool, len(list))
 	n := 0
 	for i, id := range list {
 		if n == k {
@@ -411,7 +417,13 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 	for i, id := range list {
 		if !ready[i] && (failed == nil || !failed[i]) {
 			i := i
-			cancel, ok := c.mem.OnReadyCancel(id, func(objects.Value) { notify <- i })
+			cancel, ok := c.mem.OnReadyCancel(id, func(v objects.Value) {
+				if lostValue(v) {
+					notify <- -1 // the loss failed it (Lose): waitLost says what is ready
+					return
+				}
+				notify <- i
+			})
 			if !ok {
 				notify <- i
 			}
@@ -423,6 +435,9 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 		i, ok := spinRecv(tc, notify)
 		if !ok {
 			break
+		}
+		if i < 0 {
+			return c.waitLost(list, k, failed)
 		}
 		if !ready[i] {
 			ready[i] = true
@@ -446,6 +461,9 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 	for n < k {
 		select {
 		case i := <-notify:
+			if i < 0 {
+				return c.waitLost(list, k, failed)
+			}
 			if !ready[i] {
 				ready[i] = true
 				n++
@@ -462,9 +480,35 @@ func (tc *TaskContext) Wait(ctx context.Context, list []ids.ObjectID, k int, tim
 		case <-c.closed:
 			return ready, ErrShutdown
 		case <-c.lost.ch:
-			return ready, fmt.Errorf("ray: wait: %w", c.lost.err)
+			return c.waitLost(list, k, failed)
 		}
 	}
 	tc.waits.BlockedSince(start)
+	return ready, nil
+}
+
+// waitLost is Wait in a runtime that lost its cluster: the first k of list that are ready
+// (as Wait counts them, but not a result the loss failed), and the loss's error when there
+// are fewer than k.
+func (c *Core) waitLost(list []ids.ObjectID, k int, failed []bool) ([]bool, error) {
+	ready := make([]bool, len(list))
+	n := 0
+	for i, id := range list {
+		if n == k {
+			break
+		}
+		if failed != nil && failed[i] {
+			ready[i] = true
+			n++
+			continue
+		}
+		if v, r, known := c.mem.Get(id); !known || r && !lostValue(v) {
+			ready[i] = true
+			n++
+		}
+	}
+	if n < k {
+		return ready, fmt.Errorf("ray: wait: %d of the %d objects asked for are ready, and no other will be: %w", n, k, c.lost.err)
+	}
 	return ready, nil
 }

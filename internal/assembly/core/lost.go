@@ -2,10 +2,12 @@ package core
 
 import (
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/objects"
 )
 
 // ErrClusterLost: the runtime lost its cluster for good (Lose): its GCS has not answered
@@ -26,10 +28,12 @@ type lostMsg struct{}
 
 // Lose fails the runtime for good because its cluster is gone (err should wrap
 // ErrClusterLost and say why, and what to do): every pending task and actor call fails with
-// it, every Get, Wait and generator read still waiting returns it, and every later
-// submission fails with it. Objects already ready stay readable. The decision is the
-// caller's (package node: a driver whose GCS has not answered for Config.GCSTimeout); the
-// first call wins, later ones do nothing.
+// it, every Get and generator read still waiting returns it, and every later submission
+// fails with it. Objects already ready stay readable, and Wait returns them as ready (see
+// TaskContext.Wait). An actor call fails as a system error, not as the actor's death: the
+// actor may live on in the cluster, this runtime only lost its way to it. The decision is
+// the caller's (package node: a driver whose GCS has not answered for Config.GCSTimeout);
+// the first call wins, later ones do nothing.
 func (c *Core) Lose(err error) {
 	if err == nil {
 		err = ErrClusterLost
@@ -41,10 +45,17 @@ func (c *Core) Lose(err error) {
 			s.send(lostMsg{})
 		}
 		c.callers.Range(func(_, v any) bool {
-			c.actorDied(v.(*actorCaller), err) // their calls fail (as an actor's death would: no answer comes)
+			c.failCaller(v.(*actorCaller), err, pb.ErrorInfo_SYSTEM) // no answer comes
 			return true
 		})
 	})
+}
+
+// lostValue reports whether v is a failure the loss of the cluster (Lose) made: a result
+// that never came and never will (Wait does not count it as ready). The wire form has no
+// kind of its own for it, as the root package's TaskError.Is(ErrClusterLost) knows.
+func lostValue(v objects.Value) bool {
+	return v.Err != nil && strings.Contains(v.Err.Message, ErrClusterLost.Error())
 }
 
 // Lost returns the error the runtime was lost with (Lose), nil while it was not.
