@@ -25,6 +25,10 @@
 // by the store (a renewal every TTL/3). When the keep-alive reports the lease lost (it
 // expired while the GCS was unreachable, or it was revoked), the provider registers again
 // under a new lease and a new incarnation, retrying with back-off until the GCS answers.
+// The log says so once per outage, not at every attempt (outage.go): a warning when the
+// first call fails (which, with what error, the GCS's address, Config.GCSAddress), a
+// reminder with the outage's length every 30 s, and "GCS reachable again after 41s" when a
+// call succeeds again.
 // Member IDs are "<ActorSystem.ID>#<incarnation>": protoactor's MemberList blocks a member
 // ID for good once it has left the topology (and its remote refuses connections from a
 // blocked actor-system ID), so an incarnation that peers saw leave is never reused, and

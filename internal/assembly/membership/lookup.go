@@ -46,6 +46,8 @@ type LookupConfig struct {
 	// ParsePlacement returns the node ID in a placement/<actorID> value. Nil means the
 	// value is the node ID itself. (For when the record grows, e.g. a fencing epoch.)
 	ParsePlacement func(value []byte) (nodeID string, err error)
+	// GCSAddress is where the GCS is, for the log of an outage (optional).
+	GCSAddress string
 	// Logger defaults to the actor system's logger.
 	Logger *slog.Logger
 }
@@ -69,6 +71,7 @@ type Lookup struct {
 	cl       *cluster.Cluster
 	system   *actor.ActorSystem
 	log      *slog.Logger
+	outage   *outage // what the log says of the GCS not answering
 	resolver Resolver
 	client   bool
 	actorPID *actor.PID
@@ -122,6 +125,7 @@ func (l *Lookup) Setup(c *cluster.Cluster, _ []string, isClient bool) {
 		l.log = c.Logger()
 	}
 	l.log = l.log.With(slog.String("component", "lookup"))
+	l.outage = newOutage(l.log, l.cfg.GCSAddress)
 	if l.resolver == nil {
 		if r, ok := c.Config.ClusterProvider.(Resolver); ok {
 			l.resolver = r
@@ -398,7 +402,7 @@ func (l *Lookup) placementLoop(rev int64) {
 				kvs     []gcs.KV
 				listRev int64
 			)
-			err := retryCall(l.ctx, l.log, "list placements", 2*l.cfg.StoreTimeout, 100*time.Millisecond, 3*time.Second,
+			err := retryCall(l.ctx, l.outage, "list placements", 2*l.cfg.StoreTimeout, 100*time.Millisecond, 3*time.Second,
 				func(ctx context.Context) error {
 					var err error
 					kvs, listRev, err = l.cfg.Store.List(ctx, gcs.PlacementPrefix)

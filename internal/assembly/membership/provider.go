@@ -56,6 +56,8 @@ type Config struct {
 	// decision (a driver's node fails its runtime: package node, Config.GCSTimeout).
 	GCSLostAfter time.Duration
 	GCSLost      func(unanswered time.Duration)
+	// GCSAddress is where the GCS is, for the log of an outage (optional).
+	GCSAddress string
 	// Logger defaults to the actor system's logger.
 	Logger *slog.Logger
 }
@@ -110,6 +112,7 @@ type Provider struct {
 	cl      *cluster.Cluster
 	system  *actor.ActorSystem
 	log     *slog.Logger
+	outage  *outage // what the log says of the GCS not answering
 	client  bool
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -270,6 +273,7 @@ func (p *Provider) start(c *cluster.Cluster, client bool) error {
 		p.log = c.Logger()
 	}
 	p.log = p.log.With(slog.String("component", "membership"))
+	p.outage = newOutage(p.log, p.cfg.GCSAddress)
 	p.host, p.port = host, port
 	p.kinds = c.GetClusterKinds()
 
@@ -432,7 +436,7 @@ func (p *Provider) recover(lease gcs.LeaseID) (gcs.LeaseID, <-chan struct{}, err
 	// Retried at most reregisterRetry apart: once the GCS answers again the new
 	// incarnation must be in well within the grace period in which peers keep this node
 	// (LeaseTTL, see MemberGone).
-	err := retryCall(p.ctx, p.log, "check lease", p.cfg.CallTimeout, p.cfg.RetryInterval, min(reregisterRetry, p.cfg.LeaseTTL), func(ctx context.Context) error {
+	err := retryCall(p.ctx, p.outage, "check lease", p.cfg.CallTimeout, p.cfg.RetryInterval, min(reregisterRetry, p.cfg.LeaseTTL), func(ctx context.Context) error {
 		kv, found, err := p.store.Get(ctx, gcs.MemberKey(self.ID))
 		if err != nil || !found || kv.Lease != lease {
 			return err
@@ -515,22 +519,26 @@ func (p *Provider) stopWatcher() {
 // retry calls f with a CallTimeout context until it succeeds, ctx ends or the store is
 // closed, pausing RetryInterval (doubling up to LeaseTTL) between attempts.
 func (p *Provider) retry(ctx context.Context, what string, f func(context.Context) error) error {
-	return retryCall(ctx, p.log, what, p.cfg.CallTimeout, p.cfg.RetryInterval, p.cfg.LeaseTTL, f)
+	return retryCall(ctx, p.outage, what, p.cfg.CallTimeout, p.cfg.RetryInterval, p.cfg.LeaseTTL, f)
 }
 
-func retryCall(ctx context.Context, log *slog.Logger, what string, timeout, first, max time.Duration, f func(context.Context) error) error {
+// retryCall calls f (GCS call what) with a timeout context until it succeeds, ctx ends or
+// the store is closed, pausing first (doubling up to max) between attempts. The failures
+// and the success after them go to o, which logs the outage once, not every attempt.
+func retryCall(ctx context.Context, o *outage, what string, timeout, first, max time.Duration, f func(context.Context) error) error {
 	backoff := first
 	for {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		err := f(cctx)
 		cancel()
 		if err == nil {
+			o.answered()
 			return nil
 		}
 		if ctx.Err() != nil || errors.Is(err, gcs.ErrClosed) {
 			return fmt.Errorf("membership: %s: %w", what, err)
 		}
-		log.Warn("GCS call failed; retrying", slog.String("op", what), slog.Any("error", err), slog.Duration("after", backoff))
+		o.failed(what, err)
 		if !sleepCtx(ctx, backoff) {
 			return fmt.Errorf("membership: %s: %w", what, err)
 		}

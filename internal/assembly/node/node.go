@@ -716,7 +716,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	n.quietPeers = quiet
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return sysLogger }))
 	var err error
-	pcfg := membership.Config{Store: n.store, NodeID: string(n.ID), LeaseTTL: n.cfg.LeaseTTL, Logger: logger}
+	pcfg := membership.Config{Store: n.store, NodeID: string(n.ID), LeaseTTL: n.cfg.LeaseTTL, Logger: logger, GCSAddress: n.cfg.GCSAddress}
 	if n.cfg.Role == RoleDriver && n.cfg.GCSTimeout >= 0 {
 		pcfg.GCSLostAfter = cmp.Or(n.cfg.GCSTimeout, DefaultGCSTimeout)
 		pcfg.GCSLost = n.gcsLost
@@ -724,7 +724,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	if n.provider, err = membership.NewProvider(pcfg); err != nil {
 		return err
 	}
-	lookup, err := membership.NewLookup(membership.LookupConfig{Store: n.store, Resolver: n.provider, Logger: logger})
+	lookup, err := membership.NewLookup(membership.LookupConfig{Store: n.store, Resolver: n.provider, Logger: logger, GCSAddress: n.cfg.GCSAddress})
 	if err != nil {
 		return err
 	}
