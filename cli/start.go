@@ -153,6 +153,10 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 		return cfg, err
 	}
 	cfg.SessionDir = agentDir(dir, cfg.ID)
+	if !cfg.Head {
+		cfg.Rejoin = fmt.Sprintf("rayctl start --address %s --session-dir %s --token <the cluster's join token> "+
+			"(`rayctl token show` on the head prints it; a new certificate)", strings.Join(cfg.GCSEndpoints, ","), dir)
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, exitf(ExitError, "%v", err)
 	}
@@ -337,6 +341,9 @@ func runAgent(c *ucli.Context, cfg agent.Config) error {
 	defer cancel()
 	if err := a.Stop(stopCtx); err != nil {
 		return exitf(ExitError, "stop: %v", err)
+	}
+	if err := a.Err(); err != nil {
+		return classify(cfg, err) // it stopped by itself: its certificate was refused
 	}
 	return nil
 }

@@ -63,6 +63,8 @@ type Agent struct {
 	auth      *etcdstore.Auth // secure head with an embedded GCS: its users and roles
 	compactor *gcs.Compactor
 	store     gcs.Store        // timed: its writes go into latency
+	gcsClient *etcdstore.Store // the client behind store when it is a remote GCS's (nil: embedded), for Refused
+	failErr   error            // why the agent stopped by itself (refused); written by keepAlive, read after it returned
 	latency   *metrics.Latency // ray_gcs_storage_operation_latency_ms of the agent's writes
 
 	metricsSrv      *http.Server // GET /metrics (metrics.go); nil: none
@@ -278,7 +280,7 @@ func (a *Agent) openGCS(ctx context.Context) error {
 		return fmt.Errorf("%w: nothing answered at %s (is the head agent running and reachable from this machine?): %w",
 			ErrGCSUnreachable, strings.Join(a.address, ","), err)
 	}
-	a.store = s
+	a.store, a.gcsClient = s, s
 	a.procCreds = a.creds
 	return nil
 }
@@ -369,6 +371,7 @@ func (a *Agent) putAlive(ctx context.Context) error {
 func (a *Agent) keepAlive() {
 	defer a.wg.Done()
 	backoff := 200 * time.Millisecond
+	var refusedSince time.Time // the first of the failures in a row that were refusals (refused)
 	for a.ctx.Err() == nil {
 		a.leaseMu.Lock()
 		lease := a.lease
@@ -393,7 +396,12 @@ func (a *Agent) keepAlive() {
 			if err == nil {
 				break
 			}
-			a.log.Warn("agent: register again failed; retrying", "err", err, "in", backoff)
+			switch a.refused(err, &refusedSince) {
+			case refusedNo:
+				a.log.Warn("agent: register again failed; retrying", "err", err, "in", backoff)
+			case refusedStop:
+				return
+			}
 			select {
 			case <-a.ctx.Done():
 				return
@@ -401,6 +409,66 @@ func (a *Agent) keepAlive() {
 			}
 			backoff = min(2*backoff, 5*time.Second)
 		}
+	}
+}
+
+// refusedFor is how long the GCS must have refused this agent's certificate, in every
+// attempt, before the agent takes it for revoked: a refused handshake looks like a
+// connection the GCS's relay closed at once (a head starting or stopping), which passes.
+const refusedFor = 10 * time.Second
+
+// What refused found.
+const (
+	refusedNo      = iota // not a refusal: retry
+	refusedPending        // a refusal, not yet for refusedFor: retry (logged once)
+	refusedStop           // a refusal for refusedFor: the agent stops
+)
+
+// refused tells whether err, a failed GCS call, is the GCS refusing this agent's
+// certificate (etcdstore's Refused: revoked on the head, by `rayctl cert revoke`), as it
+// did in every attempt since *since (set and reset here). Only after refusedFor of that is
+// retrying pointless: then it logs once what happened and what to do, and stops the agent
+// (Err says why; `rayctl start` exits with it).
+func (a *Agent) refused(err error, since *time.Time) int {
+	if a.gcsClient == nil {
+		return refusedNo
+	}
+	rerr := a.gcsClient.Refused(err)
+	if rerr == nil {
+		*since = time.Time{}
+		return refusedNo
+	}
+	if since.IsZero() {
+		*since = time.Now()
+		a.log.Warn("agent: the head refuses this node's certificate (revoked?); stopping unless that changes", "in", refusedFor, "err", rerr)
+	}
+	if time.Since(*since) < refusedFor {
+		return refusedPending
+	}
+	serial := "?"
+	if c, lerr := identity.Load(a.creds); lerr == nil {
+		serial = identity.SerialText(c.Leaf().SerialNumber)
+	}
+	addr := strings.Join(a.address, ",")
+	rejoin := a.cfg.Rejoin
+	if rejoin == "" {
+		rejoin = "start it again with the cluster's join token (a new certificate)"
+	}
+	a.failErr = fmt.Errorf("%w: the head at %s refuses this node's certificate (serial %s): it was revoked (`rayctl cert list` on the head says), "+
+		"so this agent stops instead of retrying; to rejoin the cluster: %s (%w)", ErrCredentials, addr, serial, rejoin, rerr)
+	a.log.Error("agent: the head refuses this node's certificate (revoked); stopping", "serial", serial, "gcs", addr, "err", a.failErr)
+	go func() { _ = a.Stop(context.Background()) }() // not here: Stop waits for this goroutine
+	return refusedStop
+}
+
+// Err is why the agent stopped by itself (nil: it did not, or has not): the GCS refuses
+// its certificate, wrapping ErrCredentials. Valid once Done is closed.
+func (a *Agent) Err() error {
+	select {
+	case <-a.done:
+		return a.failErr
+	default:
+		return nil
 	}
 }
 
@@ -428,20 +496,24 @@ func (a *Agent) Stop(ctx context.Context) error {
 		a.stopMetrics()
 		waited := make(chan struct{})
 		go func() { a.wg.Wait(); close(waited) }()
+		refused := false
 		select {
 		case <-waited:
+			refused = a.failErr != nil // set by keepAlive, which has returned
 		case <-ctx.Done():
 			a.stopErr = fmt.Errorf("agent: stop: %w", ctx.Err())
 		}
 		a.stopMachine()
-		a.leaseMu.Lock()
-		lease := a.lease
-		a.leaseMu.Unlock()
-		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := a.store.Revoke(rctx, lease); err != nil && !errors.Is(err, gcs.ErrLeaseNotFound) {
-			a.log.Warn("agent: revoke the liveness lease", "err", err)
+		if !refused { // a GCS that refuses this agent's certificate would not take the revocation
+			a.leaseMu.Lock()
+			lease := a.lease
+			a.leaseMu.Unlock()
+			rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := a.store.Revoke(rctx, lease); err != nil && !errors.Is(err, gcs.ErrLeaseNotFound) {
+				a.log.Warn("agent: revoke the liveness lease", "err", err)
+			}
+			cancel()
 		}
-		cancel()
 		a.closeGCS()
 		a.log.Info("agent stopped")
 	})

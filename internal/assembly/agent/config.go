@@ -49,6 +49,10 @@ type Config struct {
 	// (executables fetched from the GCS), submissions/<id> (unpacked working directories).
 	// Required.
 	SessionDir string
+	// Rejoin says what to run on this machine to rejoin the cluster with a new certificate
+	// once the head refuses this agent's (it was revoked); the CLI sets it (its commands,
+	// with this agent's directory). Default: a generic hint.
+	Rejoin string
 	// BinCacheBytes caps the executables kept in <SessionDir>/bin (default
 	// DefaultBinCacheBytes): beyond it the least recently used go, those in use excepted.
 	BinCacheBytes int64

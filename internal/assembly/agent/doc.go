@@ -98,7 +98,11 @@
 // their own instead (<SessionDir>/tls-jobs, issued at each start): the head's certificate is
 // the GCS's administrator.
 // Missing credentials fail Start with ErrNoCredentials, refused ones with ErrCredentials,
-// each saying what to pass.
+// each saying what to pass. Credentials refused later (this agent's certificate revoked on
+// the head) stop a joined agent: when registering again fails, etcdstore's Store.Refused
+// tells a refusal (a handshake the GCS refuses, or requests it denies) from an outage, and
+// the agent logs once what happened and how to rejoin (Config.Rejoin), stops, and Err
+// says why (wrapping ErrCredentials; `rayctl start` exits with it).
 //
 // The head records every certificate it issues in the GCS, its own and the join
 // endpoint's (certs/<serial>, recordCert; a join whose record cannot be written is

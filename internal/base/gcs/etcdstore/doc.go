@@ -35,7 +35,10 @@
 // handshake only as a deadline, so when New's first read fails it runs one handshake of its
 // own and says why: ErrNeedsTLS (the server speaks TLS, the client has no credentials) or
 // ErrTLSRefused (certificates of different CAs, no client certificate, or a plain-text
-// server). The in-process client needs no credentials.
+// server). A Store that worked and whose calls now fail tells the same way whether the GCS
+// refuses its certificate (Store.Refused: revoked since, its requests denied or its new
+// handshakes refused) or only does not answer: a long-running client (an agent) stops
+// instead of retrying for ever. The in-process client needs no credentials.
 //
 // # Authorization (auth.go)
 //

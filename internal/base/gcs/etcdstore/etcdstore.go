@@ -89,9 +89,40 @@ type Store struct {
 
 	mu     sync.Mutex
 	closed bool
+
+	// set by New (nil for Embedded.Client): what Refused dials
+	endpoints []string
+	tls       *tls.Config
 }
 
 var _ gcs.Store = (*Store)(nil)
+
+// Refused says whether the GCS refuses this client's certificate, given err, a call's
+// failure: an error wrapping ErrNoAccess (its requests are refused: the certificate's
+// GCS user is gone, as when it is revoked) or ErrTLSRefused (the GCS refuses its
+// handshakes, as after a revocation, when gRPC reports only a deadline), found by a
+// handshake of its own, as New does. Nil: not refused (the GCS is unreachable, say, or
+// the call failed otherwise), or a Store of Embedded.Client. For a long-running client
+// whose calls fail (an agent's); New classifies its own failures the same way, and the
+// CLI gives both the same exit code (ExitCredentials).
+func (s *Store) Refused(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, gcs.ErrPermissionDenied) {
+		if errors.Is(err, ErrNoAccess) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrNoAccess, err)
+	}
+	if len(s.endpoints) == 0 || s.tls == nil {
+		return nil
+	}
+	if derr := diagnoseTLS(s.endpoints[0], s.tls); errors.Is(derr, ErrTLSRefused) {
+		return fmt.Errorf("etcdstore: etcd at %s: %w", strings.Join(s.endpoints, ","), derr)
+	}
+	return nil
+}
 
 // New connects to an etcd cluster. It fails, naming the endpoints, if no member answers
 // a read within cfg.DialTimeout (or before ctx ends).
@@ -140,7 +171,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("etcdstore: etcd at %s did not answer within %v: %w",
 			strings.Join(cfg.Endpoints, ","), timeout, err)
 	}
-	return newStore(cli, cfg.Namespace, nil), nil
+	st := newStore(cli, cfg.Namespace, nil)
+	st.endpoints, st.tls = cfg.Endpoints, cfg.TLS
+	return st, nil
 }
 
 // diagnoseTLS explains a GCS that did not answer, when TLS is why (gRPC only reports a
