@@ -3,7 +3,10 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -72,6 +75,71 @@ func TestClusterLost(t *testing.T) {
 	}
 	if rep.Shutdown > 5 {
 		t.Errorf("Shutdown of the driver that lost its cluster took %.1f s, want at most 5", rep.Shutdown)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("driver: %v\n%s", err, tail(p.stderr.String()))
+	}
+}
+
+// TestClusterLostActorLivesOn: a driver whose GCS goes away while its actor's host lives
+// on (the head, GCS and all, is killed; the actor runs on the other agent) takes its
+// cluster for lost, and the actor call it was waiting for, and one made after, fail with
+// errors that match ray.ErrClusterLost, not ray.ErrActorDied, and do not say the actor
+// died: it may well live on. A result read before stays readable. Before, the running
+// call failed as the actor's death (Lose failed the callers as a death would).
+func TestClusterLostActorLivesOn(t *testing.T) {
+	port, addr, sess := newSession(t)
+	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
+	if code != 0 {
+		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
+	}
+	tok := "RAY_GO_TOKEN=" + printedToken(t, out)
+	if out, errOut, code := run(t, 90*time.Second, []string{tok}, rayctl, "start", "--address", addr, "--session-dir", sess, "--num-cpus", "1",
+		"--object-store-memory", "256MiB", "--resources", `{"accel":1}`); code != 0 {
+		t.Fatalf("rayctl start --address: exit %d\n%s\n%s", code, out, errOut)
+	}
+	headPID := 0
+	ids, _ := filepath.Glob(filepath.Join(sess, "agent-*", "identity.json"))
+	for _, f := range ids {
+		b, _ := os.ReadFile(f)
+		var who struct{ Head bool }
+		if json.Unmarshal(b, &who) == nil && who.Head {
+			p, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "agent.pid"))
+			headPID, _ = strconv.Atoi(strings.TrimSpace(string(p)))
+		}
+	}
+	if headPID == 0 {
+		t.Fatalf("no head agent's pid under %s", sess)
+	}
+	p := startPiped(t, "clusterlost-actor", append(os.Environ(), "RAY_ADDRESS="+addr, tok, "RAY_GCS_RECONNECT_TIMEOUT=3s"))
+	if l := p.line(t, `"lost ready"`, sess); l != "lost ready" {
+		t.Fatalf("the driver said %q, want \"lost ready\"\n%s", l, tail(p.stderr.String()))
+	}
+	if err := syscall.Kill(headPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	last := p.line(t, "the driver's report", sess)
+	var rep struct {
+		C struct {
+			Errors  []string
+			Lost    []bool
+			Died    []bool
+			FirstOK bool `json:"first_ok"`
+		} `json:"clusterlost_actor"`
+		Error string
+	}
+	if err := json.Unmarshal([]byte(last), &rep); err != nil || rep.Error != "" || len(rep.C.Errors) != 2 {
+		t.Fatalf("driver: %v, %s; last line %q\n%s", err, rep.Error, last, tail(p.stderr.String()))
+	}
+	for i, what := range []string{"the call running when the GCS went", "a call made after the loss"} {
+		e := rep.C.Errors[i]
+		t.Logf("%s: %s", what, e)
+		if !rep.C.Lost[i] || rep.C.Died[i] || strings.Contains(e, "died") {
+			t.Errorf("%s: matches ray.ErrClusterLost %v, ray.ErrActorDied %v; want the loss, not the actor's death: %s", what, rep.C.Lost[i], rep.C.Died[i], e)
+		}
+	}
+	if !rep.C.FirstOK {
+		t.Error("a call's result read before the loss is not readable after it")
 	}
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("driver: %v\n%s", err, tail(p.stderr.String()))

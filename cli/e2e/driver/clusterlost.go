@@ -65,7 +65,11 @@ func clusterLostCheck(ctx context.Context, out map[string]any) error {
 	// The actor's calls: the one running (its host stopped with the cluster: it may fail
 	// as the actor's death, which it is), and one made now, which fails as the loss.
 	var actorErrs []string
-	for _, r := range []ray.ObjectRef[int]{napping, accelAdd.Remote(ctx, h, ray.V(1))} {
+	for i := range 2 {
+		r := napping
+		if i == 1 {
+			r = accelAdd.Remote(ctx, h, ray.V(1)) // after the loss (the Gets above returned with it)
+		}
 		_, err := ray.Get(ctx, r)
 		if err == nil {
 			err = errors.New("<nil>")
@@ -90,5 +94,44 @@ func clusterLostCheck(ctx context.Context, out map[string]any) error {
 	} else {
 		rep["ready_get"] = "ok"
 	}
+	return nil
+}
+
+// The clusterlost-actor check (TestClusterLostActorLivesOn): an actor on the node that
+// has "accel" (not the head), a first call answered, a long call running, then "lost
+// ready"; the test kills the head alone (its GCS with it), so the actor lives on while
+// the driver takes its cluster for lost. It reports the errors of the running call and of
+// a call made after, and whether they match ray.ErrClusterLost and ray.ErrActorDied.
+func clusterLostActorCheck(ctx context.Context, out map[string]any) error {
+	h := accelClass.Remote(ctx, ray.Resources(map[string]float64{"accel": 1}))
+	first := accelAdd.Remote(ctx, h, ray.V(5))
+	if n, err := ray.Get(ctx, first); err != nil || n != 5 {
+		return fmt.Errorf("a first actor call: %d, %w", n, err)
+	}
+	napping := accelNap.Remote(ctx, h, ray.V(10*time.Minute))
+	time.Sleep(time.Second) // it runs
+	fmt.Println("lost ready")
+	var errs []string
+	var lost, died []bool
+	note := func(r ray.ObjectRef[int]) {
+		// The call's result (a *ray.TaskError), not only a Get's wait that the loss ended.
+		var err error
+		for range 200 {
+			var te *ray.TaskError
+			if _, err = ray.Get(ctx, r); err == nil || errors.As(err, &te) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err == nil {
+			err = errors.New("<nil>")
+		}
+		errs = append(errs, err.Error())
+		lost, died = append(lost, errors.Is(err, ray.ErrClusterLost)), append(died, errors.Is(err, ray.ErrActorDied))
+	}
+	note(napping)
+	note(accelAdd.Remote(ctx, h, ray.V(1))) // after the loss: the first Get returned with it
+	_, firstErr := ray.Get(ctx, first)      // ready before: still readable
+	out["clusterlost_actor"] = map[string]any{"errors": errs, "lost": lost, "died": died, "first_ok": firstErr == nil}
 	return nil
 }
