@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
+	"github.com/ray-go/ray/internal/base/netx"
 )
 
 // captured is a slog.Handler that keeps every record.
@@ -109,4 +114,65 @@ func TestGCSOutageLoggedOnce(t *testing.T) {
 		!strings.HasPrefix(got[1], "INFO membership: GCS reachable again after 2s") {
 		t.Errorf("a second outage of 2 s logged:\n%s", strings.Join(got, "\n"))
 	}
+}
+
+// TestGCSOutageOfARealGCS: the provider's retry loop (retryCall) over a real GCS (an
+// embedded etcd, reached through a gRPC client) that is stopped for a while and started
+// again on its data: one warning naming the GCS's address when the first call fails, and
+// one line when a call succeeds again, saying after how long; nothing for the attempts in
+// between. Before, each of the outage's attempts logged a warning and its end nothing.
+func TestGCSOutageOfARealGCS(t *testing.T) {
+	dir := t.TempDir()
+	start := func(client, peer int) *etcdstore.Embedded {
+		t.Helper()
+		e, err := etcdstore.StartEmbedded(context.Background(), etcdstore.EmbedConfig{Dir: dir, ClientPort: client, PeerPort: peer, UnsafeNoFsync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	cport, err := netx.FreePorts("127.0.0.1", 2) // the client port and the next, the peer port
+	if err != nil {
+		t.Fatal(err)
+	}
+	pport := cport + 1
+	e := start(cport, pport)
+	u, err := url.Parse(e.Endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := etcdstore.New(context.Background(), etcdstore.Config{Endpoints: []string{u.Host}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+
+	h := &captured{}
+	o := newOutage(slog.New(h), u.Host)
+	list := func(ctx context.Context) error {
+		_, _, err := store.List(ctx, gcs.MembersPrefix)
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := retryCall(ctx, o, "list members", 200*time.Millisecond, 50*time.Millisecond, 200*time.Millisecond, list); err != nil {
+		t.Fatal(err)
+	}
+	_ = e.Close() // the outage
+	done := make(chan error, 1)
+	go func() {
+		done <- retryCall(ctx, o, "list members", 200*time.Millisecond, 50*time.Millisecond, 200*time.Millisecond, list)
+	}()
+	time.Sleep(2 * time.Second) // about ten attempts fail
+	e = start(cport, pport)
+	defer e.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("retryCall after the GCS came back: %v", err)
+	}
+	got := h.lines()
+	if len(got) != 2 || !strings.HasPrefix(got[0], "WARN membership: the GCS does not answer; retrying until it does gcs="+u.Host+" op=list members error=") ||
+		!strings.HasPrefix(got[1], "INFO membership: GCS reachable again after ") {
+		t.Fatalf("the outage's log:\n%s\nwant one warning and one line when it ended", strings.Join(got, "\n"))
+	}
+	t.Logf("the outage's log:\n%s", strings.Join(got, "\n"))
 }
