@@ -467,6 +467,99 @@ func TestPutReleaseLoopBaseline(t *testing.T) {
 	}
 }
 
+// TestSpillFileOfAnotherObject: a spill file that is valid in itself but holds another
+// object (copied over this one's) is a lost object too, never the other object's bytes:
+// before, Get returned them with no error, for Put objects and task results alike. The
+// Put object reads as ErrObjectLost naming it and saying its file holds another object;
+// the task's result is recreated from lineage; the objects whose files were copied read
+// right.
+func TestSpillFileOfAnotherObject(t *testing.T) {
+	ctx, err := Init(context.Background(), WithNumCPUs(2), WithObjectStoreMemory(4<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Shutdown(ctx)
+	const elems = 256 << 10 // 2 MiB
+	filled := func(v int64) []int64 {
+		xs := make([]int64, elems)
+		for i := range xs {
+			xs[i] = v
+		}
+		return xs
+	}
+	t1 := big.Remote(ctx, V(elems)) // 0, 1, 2, ...
+	t2 := plusOne.Remote(ctx, t1)   // 1, 2, 3, ...: the same size, other bytes
+	p1, err := Put(ctx, filled(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := Put(ctx, filled(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Get(ctx, t2); err != nil {
+		t.Fatal(err)
+	}
+	// Two more objects push the four out to disk.
+	var more []ObjectRef[[]int64]
+	for range 2 {
+		r, err := Put(ctx, make([]int64, elems))
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = append(more, r)
+	}
+	eventually.True(t, 30*time.Second, "the four objects to be spilled", func() bool {
+		rep, err := Memory(ctx, 100)
+		if err != nil {
+			return false
+		}
+		spilled := map[string]bool{}
+		for _, n := range rep.Nodes {
+			for _, o := range n.Largest {
+				spilled[o.ID] = o.Spilled
+			}
+		}
+		return spilled[t1.ID()] && spilled[t2.ID()] && spilled[p1.ID()] && spilled[p2.ID()]
+	})
+	spill := filepath.Join(nodeOf(ctx).Dir(), "spill")
+	copyOver := func(from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(spill, from+".zst"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(spill, to+".zst"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyOver(p2.ID(), p1.ID())
+	copyOver(t2.ID(), t1.ID())
+
+	v, err := Get(ctx, p1)
+	if !errors.Is(err, ErrObjectLost) || !strings.Contains(err.Error(), p1.ID()) || !strings.Contains(err.Error(), "holds another object") {
+		t.Fatalf("a Put object whose spill file holds another object: %v (first value %v), want ErrObjectLost naming it", err, v[:min(1, len(v))])
+	}
+	if v, err := Get(ctx, p2); err != nil || len(v) != elems || v[0] != 9 || v[elems-1] != 9 {
+		t.Fatalf("the Put object whose file was copied: %v", err)
+	}
+	before, err := Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := Get(ctx, t1); err != nil || len(v) != elems || v[0] != 0 || v[elems-1] != elems-1 {
+		t.Fatalf("a task's object whose spill file holds another object: %v (first value %v), want it recreated", err, v[:min(1, len(v))])
+	}
+	after, err := Stats(ctx)
+	if n := after.ObjectsReconstructed - before.ObjectsReconstructed; err != nil || n != 1 {
+		t.Errorf("%d objects recreated, want 1", n)
+	}
+	if v, err := Get(ctx, t2); err != nil || len(v) != elems || v[0] != 1 || v[elems-1] != elems {
+		t.Fatalf("the task's object whose file was copied: %v", err)
+	}
+	runtime.KeepAlive(more)
+}
+
 // TestCorruptSpillFile: a spill file altered on disk is detected by its checksum. An object
 // a task made is then recreated from lineage (the task runs again, same ID, same value); an
 // object made by Put has no task to run again and reads as ErrObjectLost naming it.

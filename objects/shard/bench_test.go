@@ -48,6 +48,9 @@ var spillKinds = []struct {
 	}},
 }
 
+// benchID is the object the spill benchmarks write and read.
+var benchID = ids.PutID(ids.NewRootTaskID(), 1)
+
 func BenchmarkSpillWrite(b *testing.B) {
 	for _, k := range spillKinds {
 		b.Run(k.name, func(b *testing.B) {
@@ -57,7 +60,7 @@ func BenchmarkSpillWrite(b *testing.B) {
 			var n int64
 			for b.Loop() {
 				var err error
-				if n, err = writeSpill(path, data); err != nil {
+				if n, _, err = writeSpill(path, benchID, data); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -71,12 +74,13 @@ func BenchmarkSpillRead(b *testing.B) {
 		b.Run(k.name, func(b *testing.B) {
 			data := k.data()
 			path := filepath.Join(b.TempDir(), "x.zst")
-			if _, err := writeSpill(path, data); err != nil {
+			_, sum, err := writeSpill(path, benchID, data)
+			if err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				if _, err := readSpill(path, int64(len(data))); err != nil {
+				if _, err := readSpill(spillRecord{path: path, id: benchID, size: int64(len(data)), sum: sum}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -20,13 +20,21 @@
 // (zstd at ~0.2 GB/s a core on compressible data), runs on every core. A put that leaves
 // the store over budget while batches are written is acknowledged once it is back under
 // (backpressure). An object stays readable from memory until its file is complete. A
-// spill file is a 16-byte header (magic, length, CRC-32C of the bytes) and a zstd frame.
+// spill file is a 36-byte header (magic, length, CRC-32C of the bytes, the object's ID)
+// and a zstd frame; the shard keeps each spilled object's CRC-32C in memory. Spill files
+// do not outlive their process (a shard reads only files it wrote), so the format can
+// change freely.
 // A Get of a spilled object is answered by a goroutine that reads, checks and
 // decompresses the file, at most SpillWorkers at once (the others wait their turn, and
 // their askers with them) (the object stays on disk: a Get does not bring it back into
 // memory; a pull does, see below). A file that is
-// missing, truncated or fails its checksum makes the Get fail with an error naming the
-// object and the file, never return wrong bytes. The reader trusts the size the shard
+// missing, truncated or fails its checksum, or one that is valid but not this object's
+// (its header names another object, as when another file was copied over it, or its
+// checksum is not the one recorded when it was written, as for a file left from an
+// earlier spill of the same ID), makes the Get fail with an error naming the object and
+// the file and saying which ("missing", "holds another object", ...), never return wrong
+// bytes. An object freed while its file is written and put again before the write ends
+// is another object: the old write's end does not mark it spilled. The reader trusts the size the shard
 // recorded, not the file: a header or zstd frame that claims another size, or a file
 // larger than a spill of that size can be, is refused before anything is allocated for
 // it, and the decompressor writes at most that size (one flipped bit in the length field

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ray-go/ray/internal/base/fuzzing"
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 // spillSeeds: valid spill files of a few objects (empty, small, compressible, not) with
@@ -17,7 +18,7 @@ func spillSeeds(t testing.TB) [][]any {
 	var seeds [][]any
 	add := func(file []byte, size int) { seeds = append(seeds, []any{file, uint32(size)}) }
 	enc := func(data []byte) []byte {
-		b, err := encodeSpill(data)
+		b, _, err := encodeSpill(fuzzID, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,14 +53,23 @@ func spillSeeds(t testing.TB) [][]any {
 	claim := bytes.Clone(good[:spillHeader])
 	binary.LittleEndian.PutUint64(claim[4:], 1<<40)
 	add(append(claim, good[spillHeader:]...), 1<<20) // a header and a size that agree, a body that does not
+	other, _, err := encodeSpill(ids.PutID(fuzzID.Task(), 2), objs[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(other, n)            // another object's file
+	add(flip(16+3, 0x01), n) // the ID
 	return seeds
 }
+
+// fuzzID is the object the fuzz target's spill files are read as: the seeds are its files.
+var fuzzID = ids.PutID(ids.TaskID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, 1)
 
 func TestFuzzSpillFileCorpus(t *testing.T) { fuzzing.Corpus(t, "FuzzSpillFile", spillSeeds(t)) }
 
 // FuzzSpillFile feeds arbitrary spill file contents, with the object's size as the shard
-// recorded it, to the reader. It must return exactly size bytes that match the file's
-// checksum, or an error; never panic; allocate in proportion to the known size, not to
+// recorded it, to the reader of object fuzzID. It must return exactly size bytes that
+// match the file's checksum, or an error; never panic; allocate in proportion to the known size, not to
 // the file's claims; and what it accepts must encode to a file it accepts again.
 func FuzzSpillFile(f *testing.F) {
 	if _, _, err := codecs(); err != nil { // the decoders are made once, outside the bound
@@ -73,7 +83,7 @@ func FuzzSpillFile(f *testing.F) {
 			err  error
 		)
 		fuzzing.CheckAlloc(t, 2*uint64(size)+uint64(len(file))+8<<20, "decodeSpill", func() {
-			data, sum, err = decodeSpill(file, size)
+			data, sum, err = decodeSpill(file, fuzzID, size)
 		})
 		if err != nil {
 			return
@@ -81,11 +91,11 @@ func FuzzSpillFile(f *testing.F) {
 		if int64(len(data)) != size || crc32.Checksum(data, castagnoli) != sum {
 			t.Fatalf("accepted %d bytes with CRC %08x for a %d-byte object with CRC %08x", len(data), crc32.Checksum(data, castagnoli), size, sum)
 		}
-		again, err := encodeSpill(data)
+		again, _, err := encodeSpill(fuzzID, data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		data2, sum2, err := decodeSpill(again, size)
+		data2, sum2, err := decodeSpill(again, fuzzID, size)
 		if err != nil || !bytes.Equal(data, data2) || sum2 != sum {
 			t.Fatalf("re-encoded spill does not read back: %v", err)
 		}

@@ -90,14 +90,14 @@ func (s *Shard) pull(ctx actor.Context, m *pb.PullObject) {
 	}
 	o.loading = true
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	data, path, size, sem := o.data, o.spill, o.size, s.restore
+	data, rec, sem := o.data, o.record(id), s.restore
 	go func() {
 		msg := &pullLoaded{id: id, o: o, data: data}
 		if data != nil {
 			msg.crc = crc32.Checksum(data, castagnoli)
 		} else {
 			sem <- struct{}{} // as a Get: at most SpillWorkers files read at once
-			msg.data, msg.crc, msg.err = readSpillSum(path, size)
+			msg.data, msg.crc, msg.err = readSpillSum(rec)
 			<-sem
 		}
 		root.Send(self, msg)

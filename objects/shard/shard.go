@@ -37,7 +37,7 @@ type Config struct {
 	Logger       *slog.Logger
 
 	// write writes one spill file (writeSpill unless a test of the package sets it).
-	write func(path string, data []byte) (int64, error)
+	write func(path string, id ids.ObjectID, data []byte) (int64, uint32, error)
 }
 
 type object struct {
@@ -48,7 +48,7 @@ type object struct {
 	spill    string // the spill file, once written (kept while a pulled copy is in memory)
 	spilling bool   // in a spill batch being written
 
-	// Pulls (pull.go).
+	// Pulls (pull.go), and the check of a spill file: a spilled object always has it.
 	crc      uint32 // CRC-32C of data, once hasCRC
 	hasCRC   bool
 	loading  bool         // a restore or checksum for pulls is running
@@ -116,13 +116,16 @@ func (s *Shard) releaseAdmits(ctx actor.Context) {
 // spillJob is one object to write; spillDone reports a batch of them.
 type spillJob struct {
 	id   ids.ObjectID
+	o    *object // the object written: one freed meanwhile and put again is another
 	data []byte
 	path string
 }
 
 type spillResult struct {
 	id   ids.ObjectID
+	o    *object
 	path string
+	sum  uint32 // CRC-32C of the bytes written
 	err  error
 }
 
@@ -252,7 +255,7 @@ func (s *Shard) get(ctx actor.Context, m *pb.GetObject) {
 		return
 	}
 	// Spilled: read it back off the mailbox; the reader answers the asker directly.
-	sender, root, path, size, sem := ctx.Sender(), ctx.ActorSystem().Root, o.spill, o.size, s.restore
+	sender, root, rec, sem := ctx.Sender(), ctx.ActorSystem().Root, o.record(id), s.restore
 	if sender == nil {
 		return
 	}
@@ -260,7 +263,7 @@ func (s *Shard) get(ctx actor.Context, m *pb.GetObject) {
 		// At most SpillWorkers files are read and decompressed at once; the others wait
 		// here (their askers wait for the reply: backpressure, not memory).
 		sem <- struct{}{}
-		data, err := readSpill(path, size)
+		data, err := readSpill(rec)
 		<-sem
 		if err != nil {
 			reply.Error = fmt.Sprintf("object %s: %v", id, err)
@@ -269,6 +272,11 @@ func (s *Shard) get(ctx actor.Context, m *pb.GetObject) {
 		}
 		root.Send(sender, reply)
 	}()
+}
+
+// record is what the shard knows of o's spill file, to check it against.
+func (o *object) record(id ids.ObjectID) spillRecord {
+	return spillRecord{path: o.spill, id: id, size: o.size, sum: o.crc}
 }
 
 // minSpillBatch: a spill batch takes objects until it holds this many bytes (or the
@@ -334,7 +342,7 @@ func (s *Shard) maybeSpill(ctx actor.Context) {
 			continue
 		}
 		c.o.spilling = true
-		batch = append(batch, spillJob{id: c.id, data: c.o.data, path: spillPath(s.cfg.SpillDir, c.id)})
+		batch = append(batch, spillJob{id: c.id, o: c.o, data: c.o.data, path: spillPath(s.cfg.SpillDir, c.id)})
 		batchB += c.o.size
 		target -= c.o.size
 		if batchB >= share {
@@ -358,13 +366,14 @@ func (s *Shard) startSpill(ctx actor.Context, jobs []spillJob, bytes int64) {
 		var failed error
 		for i, j := range jobs {
 			err := failed
+			var sum uint32
 			if err == nil {
-				_, err = write(j.path, j.data)
+				_, sum, err = write(j.path, j.id, j.data)
 				failed = err
 			} else {
 				err = errNotTried
 			}
-			res[i] = spillResult{id: j.id, path: j.path, err: err}
+			res[i] = spillResult{id: j.id, o: j.o, path: j.path, sum: sum, err: err}
 		}
 		root.Send(self, &spillDone{results: res, attempt: attempt, bytes: bytes})
 	}()
@@ -376,9 +385,10 @@ func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 	var failed error
 	for _, r := range m.results {
 		o, ok := s.objs[r.id]
-		if !ok {
-			// Freed while it was written.
-			if r.err == nil {
+		if !ok || o != r.o {
+			// Freed while it was written (and perhaps put again since: the new copy is
+			// not the one written, and its own spill, if any, writes the file again).
+			if r.err == nil && !ok {
 				go os.Remove(r.path)
 			}
 			continue
@@ -391,6 +401,7 @@ func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 			continue
 		}
 		o.data, o.spill = nil, r.path
+		o.crc, o.hasCRC = r.sum, true // what the file must give back
 		s.mem -= o.size
 		s.spilled++
 		s.spilledB += o.size

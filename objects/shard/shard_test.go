@@ -344,7 +344,7 @@ func TestSpillWorkers(t *testing.T) {
 	failing := false
 	failGate, hold := make(chan struct{}), make(chan struct{})
 	defer close(hold)
-	write := func(path string, data []byte) (int64, error) {
+	write := func(path string, id ids.ObjectID, data []byte) (int64, uint32, error) {
 		mu.Lock()
 		running++
 		most = max(most, running)
@@ -354,14 +354,14 @@ func TestSpillWorkers(t *testing.T) {
 		defer func() { mu.Lock(); running--; mu.Unlock() }()
 		<-release
 		if !fail {
-			return writeSpill(path, data)
+			return writeSpill(path, id, data)
 		}
 		if call > workers {
 			<-hold // the attempt after the back-off: kept waiting until the test ends
 		} else {
 			<-failGate
 		}
-		return 0, errors.New("test: no space left on device")
+		return 0, 0, errors.New("test: no space left on device")
 	}
 	dir := t.TempDir()
 	const budget = 4 * minSpillBatch

@@ -17,19 +17,27 @@ import (
 	"github.com/ray-go/ray/internal/base/ids"
 )
 
-// Spill files: a 16-byte header (magic, uncompressed length, CRC-32C of the uncompressed
-// bytes) and one zstd frame. The checksum covers what the owner gets back, so a file
-// altered on disk (or a decompressor bug) is detected, never returned as wrong bytes.
+// Spill files: a header (magic, uncompressed length, CRC-32C of the uncompressed bytes,
+// the object's ID) and one zstd frame. The checksum covers what the owner gets back, so a
+// file altered on disk (or a decompressor bug) is detected, never returned as wrong bytes;
+// the ID and the checksum the shard kept in memory when it wrote the file catch a file
+// that is valid but not this object's (another object's file copied over it, or one left
+// from an earlier spill of the same ID). Spill files do not outlive their process: a
+// shard reads only the files it wrote itself (it starts empty), so there is no older
+// format to read (RGS1 had no ID).
 const (
-	spillMagic  = "RGS1"
-	spillHeader = 16
+	spillMagic  = "RGS2"
+	spillHeader = 16 + ids.ObjectIDLen
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// ErrCorruptSpill is returned for a spill file that is missing, truncated, or fails its
-// checks.
+// ErrCorruptSpill is returned for a spill file that is truncated, fails its checks, or
+// holds another object.
 var ErrCorruptSpill = errors.New("shard: spill file is corrupt")
+
+// ErrMissingSpill is returned for a spill file that is gone.
+var ErrMissingSpill = errors.New("shard: spill file is missing")
 
 var (
 	codecOnce sync.Once
@@ -68,25 +76,28 @@ func maxSpillFile(size int64) int64 {
 	return spillHeader + size + size>>8 + 1<<10
 }
 
-// encodeSpill returns the content of a spill file holding data.
-func encodeSpill(data []byte) ([]byte, error) {
+// encodeSpill returns the content of a spill file holding object id's bytes data, and
+// their CRC-32C.
+func encodeSpill(id ids.ObjectID, data []byte) ([]byte, uint32, error) {
 	enc, _, err := codecs()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	sum := crc32.Checksum(data, castagnoli)
 	buf := make([]byte, spillHeader, spillHeader+len(data)/2+64)
 	copy(buf, spillMagic)
 	binary.LittleEndian.PutUint64(buf[4:], uint64(len(data)))
-	binary.LittleEndian.PutUint32(buf[12:], crc32.Checksum(data, castagnoli))
-	return enc.EncodeAll(data, buf), nil
+	binary.LittleEndian.PutUint32(buf[12:], sum)
+	copy(buf[16:], id[:])
+	return enc.EncodeAll(data, buf), sum, nil
 }
 
-// decodeSpill checks the content b of a spill file of an object of size bytes (the size
+// decodeSpill checks the content b of a spill file of object id of size bytes (the size
 // the shard recorded, not the file's claim) and returns the object's bytes and their
-// CRC-32C. Nothing it allocates depends on what the file says: the output buffer has the
+// CRC-32C. A file of another object is refused before its frame is read. Nothing it allocates depends on what the file says: the output buffer has the
 // known size, and the decoder writes no more than that. Its errors say what is wrong;
 // readSpillSum adds the file and ErrCorruptSpill.
-func decodeSpill(b []byte, size int64) ([]byte, uint32, error) {
+func decodeSpill(b []byte, id ids.ObjectID, size int64) ([]byte, uint32, error) {
 	_, dec, err := codecs()
 	if err != nil {
 		return nil, 0, err
@@ -96,6 +107,9 @@ func decodeSpill(b []byte, size int64) ([]byte, uint32, error) {
 	}
 	n := binary.LittleEndian.Uint64(b[4:])
 	sum := binary.LittleEndian.Uint32(b[12:])
+	if got := ids.ObjectID(b[16:spillHeader]); got != id {
+		return nil, 0, fmt.Errorf("the file holds another object (%s)", got)
+	}
 	if size < 0 || n != uint64(size) {
 		return nil, 0, fmt.Errorf("the header says %d bytes, the object has %d", n, size)
 	}
@@ -121,47 +135,63 @@ func decodeSpill(b []byte, size int64) ([]byte, uint32, error) {
 	return data, sum, nil
 }
 
-// writeSpill writes data to path (through a temporary file, renamed when complete). The
-// file is readable by its owner only (0600, in a 0700 directory): objects are the
-// cluster's data.
-func writeSpill(path string, data []byte) (int64, error) {
-	buf, err := encodeSpill(data)
+// writeSpill writes object id's bytes data to path (through a temporary file, renamed
+// when complete) and returns the file's size and the bytes' CRC-32C. The file is readable
+// by its owner only (0600, in a 0700 directory): objects are the cluster's data.
+func writeSpill(path string, id ids.ObjectID, data []byte) (int64, uint32, error) {
+	buf, sum, err := encodeSpill(id, data)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The spill directory only, not its parents: a write that comes late, after the node's
 	// directory was removed, must not make it again.
 	if err := os.Mkdir(filepath.Dir(path), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return 0, err
+		return 0, 0, err
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, buf, 0o600); err != nil {
 		os.Remove(tmp)
-		return 0, err
+		return 0, 0, err
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return 0, err
+		return 0, 0, err
 	}
-	return int64(len(buf)), nil
+	return int64(len(buf)), sum, nil
 }
 
-// readSpill reads back what writeSpill wrote for an object of size bytes and checks it.
-func readSpill(path string, size int64) ([]byte, error) {
-	data, _, err := readSpillSum(path, size)
+// spillRecord is what a shard knows of a spill file it wrote: the object it holds, the
+// object's size and the CRC-32C of its bytes. The file is checked against it, not the
+// other way round.
+type spillRecord struct {
+	path string
+	id   ids.ObjectID
+	size int64
+	sum  uint32
+}
+
+// readSpill reads back what writeSpill wrote for r and checks it.
+func readSpill(r spillRecord) ([]byte, error) {
+	data, _, err := readSpillSum(r)
 	return data, err
 }
 
 // readSpillSum is readSpill that also returns the checked CRC-32C of the bytes. A file
-// larger than a spill of size bytes can be is refused before it is read. Errors name the
-// file, say what is wrong and wrap ErrCorruptSpill.
-func readSpillSum(path string, size int64) ([]byte, uint32, error) {
+// larger than a spill of r.size bytes can be is refused before it is read; a file whose
+// bytes are not those written (another object's file, or one of an earlier spill of the
+// same ID) is refused. Errors name the file, say what is wrong and wrap ErrMissingSpill
+// (no file) or ErrCorruptSpill (anything else).
+func readSpillSum(r spillRecord) ([]byte, uint32, error) {
+	path, size := r.path, r.size
 	corrupt := func(format string, args ...any) ([]byte, uint32, error) {
 		return nil, 0, fmt.Errorf("%w: %s: %s", ErrCorruptSpill, path, fmt.Sprintf(format, args...))
 	}
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("%w: %s", ErrMissingSpill, path)
+	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %v", ErrCorruptSpill, err)
+		return corrupt("%v", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -175,9 +205,12 @@ func readSpillSum(path string, size int64) ([]byte, uint32, error) {
 	if _, err := io.ReadFull(f, b); err != nil {
 		return corrupt("read %d bytes: %v", st.Size(), err)
 	}
-	data, sum, err := decodeSpill(b, size)
+	data, sum, err := decodeSpill(b, r.id, size)
 	if err != nil {
 		return corrupt("%v", err)
+	}
+	if sum != r.sum {
+		return corrupt("the file holds other bytes than were spilled (CRC-32C %08x, spilled %08x): a file of an earlier spill", sum, r.sum)
 	}
 	return data, sum, nil
 }
