@@ -3,6 +3,8 @@ package ray
 import (
 	"context"
 	"testing"
+
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 var tiny = Task0("bench.tiny", func(context.Context) ([]byte, error) { return []byte("ok"), nil })
@@ -149,5 +151,21 @@ func BenchmarkActorCallsPipelined(b *testing.B) {
 			b.Fatal(err)
 		}
 		r.Release()
+	}
+}
+
+// BenchmarkWaitCheck: what Wait's check of its refs (checkWait: unique, not zero) costs
+// for 1000 refs, the list single_client_wait_1k_refs starts from.
+func BenchmarkWaitCheck(b *testing.B) {
+	root := ids.NewRootTaskID()
+	refs := make([]ObjectRef[int], 1000)
+	for i := range refs {
+		refs[i] = ObjectRef[int]{h: &handle{id: ids.ReturnID(ids.ChildTaskID(root, uint64(i)), 1)}}
+	}
+	o := waitOpts{k: 1, timeout: -1}
+	for b.Loop() {
+		if err := checkWait(refs, func(r ObjectRef[int]) *handle { return r.h }, o); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -260,12 +260,16 @@ func (o *callOpts) resourcesOf() (sched.Resources, error) {
 type WaitOption func(*waitOpts)
 
 type waitOpts struct {
-	k       int
-	timeout time.Duration
+	k          int
+	timeout    time.Duration // < 0: no bound (the default)
+	timeoutSet bool          // Timeout was given (a negative one is an error)
 }
 
 // NumReady sets how many refs must be ready for Wait to return (default 1).
 func NumReady(k int) WaitOption { return func(o *waitOpts) { o.k = k } }
 
-// Timeout bounds how long Wait waits (default: no bound). Timeout(0) only checks.
-func Timeout(d time.Duration) WaitOption { return func(o *waitOpts) { o.timeout = d } }
+// Timeout bounds how long Wait waits (default: no bound). Timeout(0) only checks; a
+// negative one is an error (as in Ray).
+func Timeout(d time.Duration) WaitOption {
+	return func(o *waitOpts) { o.timeout, o.timeoutSet = d, true }
+}

@@ -323,6 +323,70 @@ func TestWait(t *testing.T) {
 	}
 }
 
+// TestWaitArguments: Wait checks its arguments as Ray's ray.wait does. Before, a ref given
+// twice was counted twice (two "ready" refs of one object), an empty list was an error
+// ("NumReady(1) must be between 0 and the number of refs (0)") where Ray returns two empty
+// lists, NumReady(0) and a negative Timeout were accepted, and the zero ObjectRef counted
+// as ready while Get of it fails.
+func TestWaitArguments(t *testing.T) {
+	ctx := timeout(t)
+	r := square.Remote(ctx, V(3))
+	s := square.Remote(ctx, V(4))
+	mustGet(t, ctx, r)
+	mustGet(t, ctx, s)
+	fails := func(what, want string, ready, notReady []ObjectRef[int], err error) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) || ready != nil || notReady != nil {
+			t.Errorf("%s: ready %v, not ready %v, err %v; want an error saying %q", what, ready, notReady, err, want)
+		}
+	}
+
+	ready, notReady, err := Wait(ctx, []ObjectRef[int]{r, s, r}, NumReady(2))
+	fails("a ref twice", "refs[0] and refs[2] are the same object", ready, notReady, err)
+	// Another handle of the same object (decoded from a value) is the same object.
+	box, err := Put(ctx, []ObjectRef[int]{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := mustGet(t, ctx, box)[0]
+	ready, notReady, err = Wait(ctx, []ObjectRef[int]{s, again})
+	fails("two handles of one object", "Wait requires unique refs", ready, notReady, err)
+
+	for _, opts := range [][]WaitOption{nil, {NumReady(5)}, {NumReady(0)}, {Timeout(0)}} {
+		if ready, notReady, err := Wait(ctx, []ObjectRef[int]{}, opts...); err != nil || len(ready) != 0 || len(notReady) != 0 {
+			t.Errorf("an empty list (%d options): ready %v, not ready %v, err %v; want two empty lists", len(opts), ready, notReady, err)
+		}
+	}
+
+	for _, k := range []int{0, -1, 3} {
+		ready, notReady, err := Wait(ctx, []ObjectRef[int]{r, s}, NumReady(k))
+		fails(fmt.Sprintf("NumReady(%d) of 2", k), fmt.Sprintf("NumReady(%d) must be between 1 and the number of refs (2)", k), ready, notReady, err)
+	}
+	ready, notReady, err = Wait(ctx, []ObjectRef[int]{r}, Timeout(-time.Second))
+	fails("a negative timeout", "Timeout(-1s) must not be negative", ready, notReady, err)
+	if ready, _, err := Wait(ctx, []ObjectRef[int]{r}, Timeout(0)); err != nil || len(ready) != 1 {
+		t.Errorf("Timeout(0): ready %v, %v", ready, err)
+	}
+
+	var zero ObjectRef[int]
+	_, getErr := Get(ctx, zero)
+	ready, notReady, err = Wait(ctx, []ObjectRef[int]{r, zero})
+	fails("the zero ObjectRef", "refs[1]: the zero ObjectRef refers to no object", ready, notReady, err)
+	if getErr == nil || !strings.Contains(getErr.Error(), "the zero ObjectRef refers to no object") {
+		t.Errorf("Get of the zero ObjectRef: %v", getErr)
+	}
+	if _, _, err := WaitAny(ctx, []Ref{r, nil}); err == nil || !strings.Contains(err.Error(), "refs[1]: the zero ObjectRef refers to no object") {
+		t.Errorf("WaitAny with a nil Ref: %v", err)
+	}
+	if _, _, err := WaitAny(ctx, []Ref{r, s, r}); err == nil || !strings.Contains(err.Error(), "refs[0] and refs[2] are the same object") {
+		t.Errorf("WaitAny with a ref twice: %v", err)
+	}
+	// What is valid still works: both ready, in order.
+	if ready, notReady, err := Wait(ctx, []ObjectRef[int]{s, r}, NumReady(2), Timeout(time.Second)); err != nil || len(ready) != 2 || ready[0] != s || len(notReady) != 0 {
+		t.Errorf("two distinct ready refs: ready %v, not ready %v, %v", ready, notReady, err)
+	}
+}
+
 func TestTaskErrors(t *testing.T) {
 	ctx := timeout(t)
 	_, err := Get(ctx, fail.Remote(ctx, V("bad input")))
