@@ -384,6 +384,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"token", "show", "--session-dir", sess}, ExitNothingRunning, "no secure head"},
 		{[]string{"token", "--session-dir", sess}, ExitNothingRunning, "no secure head"},
 		{[]string{"token", "shwo", "--session-dir", sess}, ExitError, "show (the default) or rotate"},
+		// Enum-valued filter fields: a value the field never has is refused, with the
+		// values it has, before any process is asked; any case is the value.
+		{[]string{"list", "objects", "--filter", "state=bogus", "--address", "a:1"}, ExitError, "the state of objects is one of PENDING, READY, FAILED, FREED, AT_OWNER"},
+		{[]string{"list", "tasks", "-f", "state!=done", "--address", "a:1"}, ExitError, "filter state!=done: the state of tasks is one of PENDING_ARGS_AVAIL,"},
+		{[]string{"list", "actors", "-f", "state=alive", "-f", "detached=maybe", "--address", "a:1"}, ExitError, "the detached of actors is one of true, false"},
+		{[]string{"list", "nodes", "-f", "state=up", "--address", "a:1"}, ExitError, "one of ALIVE, DEAD"},
+		{[]string{"list", "jobs", "-f", "state=done", "--address", "a:1"}, ExitError, "one of PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED"},
+		{[]string{"list", "objects", "--filter", "state=ready", "--address", "a:1"}, ExitCredentials, "--token"}, // accepted: on to the cluster
 	} {
 		for _, v := range []string{"RAY_ADDRESS", "RAY_GO_TOKEN", "RAY_GO_TOKEN_FILE", "RAY_GO_INSECURE", "RAY_GO_GCS_CA", "RAY_GO_GCS_CERT", "RAY_GO_GCS_KEY"} {
 			t.Setenv(v, "")

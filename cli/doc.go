@@ -28,6 +28,8 @@
 //	rayctl logs task|actor ID | worker NODE_ID|PID [--node AGENT] | job ID [--tail 1000] [--follow] [--address A]   (logs.go)
 //	rayctl logs actor ACTOR_ID --calls N | actor CALL_TASK_ID   (an actor's output per call; one call's)
 //	rayctl list objects --detail   (adds call_site: where each object was created, with RAY_record_ref_creation_sites=1)
+//	  (--filter on an enum field, e.g. state, type, reference_type, strategy, or a true/false one, takes its value in
+//	  any case and refuses a value the field never has, listing those it has: listfilter.go)
 //	rayctl --version
 //
 // status, memory, job, cert, list, get, summary and logs take the credential flags too: --token, --token-file,

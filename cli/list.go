@@ -114,7 +114,7 @@ func listCommand() *ucli.Command {
 		Usage:     "list the cluster's nodes, jobs, actors, placement groups, tasks or objects (Ray's `ray list`)",
 		ArgsUsage: "nodes|jobs|actors|placement-groups|tasks|objects",
 		Flags: append(stateFlags(),
-			&ucli.StringSliceFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records whose FIELD=VALUE (or FIELD!=VALUE); repeatable, all must hold"},
+			&ucli.StringSliceFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records whose FIELD=VALUE (or FIELD!=VALUE); repeatable, all must hold; values of enum fields (state, type, reference_type, ...) in any case, checked"},
 			&ucli.IntFlag{Name: "limit", Usage: "print at most this many records (0: all)", Value: 100},
 			&ucli.BoolFlag{Name: "detail", Usage: "objects: add the call_site column (where each object was created; its owner records it with RAY_record_ref_creation_sites=1)"},
 		),
@@ -131,6 +131,9 @@ func listCommand() *ucli.Command {
 				return err
 			}
 			filters, err := parseFilters(c.StringSlice("filter"))
+			if err == nil {
+				filters, err = enumFilters(k.name, filters)
+			}
 			if err != nil {
 				return err
 			}

@@ -73,6 +73,17 @@ func TestListActorsRecords(t *testing.T) {
 	if _, err := parseFilters([]string{"state"}); err == nil || !strings.Contains(err.Error(), "FIELD=VALUE") {
 		t.Fatalf("a filter without =: %v", err)
 	}
+	// An enum field's value in any case is that value (state=alive used to keep nothing).
+	fs, err = parseFilters([]string{"state=alive", "class=Counter"})
+	if err == nil {
+		fs, err = enumFilters("actors", fs)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := filterRecords(recs, fs); err != nil || len(kept) != 1 {
+		t.Fatalf("state=alive: %v, %v; want the one alive Counter", kept, err)
+	}
 
 	var out bytes.Buffer
 	if err := printRecords(&out, "json", kinds[2].columns, kept); err != nil {
@@ -151,6 +162,59 @@ func TestPrintRecordsOfNothing(t *testing.T) {
 		var b strings.Builder
 		if err := printRecords(&b, format, nil, nil); err != nil || b.String() != want {
 			t.Errorf("format %q: %q (%v), want %q", format, b.String(), err, want)
+		}
+	}
+}
+
+// TestEnumFilters: filters on enum-valued fields of every kind of list take their values
+// in any case and are written back in the records' spelling (tasks and objects push them
+// to the processes, which compare exactly); a value the field never has is refused with
+// the values it has. Before, state=ready or state=bogus matched nothing and exited 0.
+func TestEnumFilters(t *testing.T) {
+	for _, c := range []struct {
+		kind, in, want, err string
+	}{
+		{"objects", "state=ready", "state=READY", ""},
+		{"objects", "reference_type!=borrowed", "reference_type!=BORROWED", ""},
+		{"objects", "state=bogus", "", "filter state=bogus: the state of objects is one of PENDING, READY, FAILED, FREED, AT_OWNER (in any case)"},
+		{"tasks", "state=Finished", "state=FINISHED", ""},
+		{"tasks", "state=failed_retried", "state=FAILED_RETRIED", ""},
+		{"tasks", "type=actor_task", "type=ACTOR_TASK", ""},
+		{"tasks", "error_type=object_lost", "error_type=OBJECT_LOST", ""},
+		{"tasks", "error_type=", "error_type=", ""},
+		{"tasks", "error_type=oops", "", "one of APPLICATION, PANIC, SYSTEM,"},
+		{"tasks", "name=anything", "name=anything", ""}, // not an enum: as typed
+		{"actors", "state=pending_creation", "state=PENDING_CREATION", ""},
+		{"actors", "detached=TRUE", "detached=true", ""},
+		{"actors", "state=", "", "the state of actors is one of PENDING_CREATION, ALIVE, RESTARTING, DEAD"},
+		{"nodes", "state=dead", "state=DEAD", ""},
+		{"nodes", "head=False", "head=false", ""},
+		{"jobs", "state=succeeded", "state=SUCCEEDED", ""},
+		{"jobs", "state=finished", "", "one of PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED"},
+		{"placement-groups", "strategy=strict_spread", "strategy=STRICT_SPREAD", ""},
+		{"placement-groups", "state=created", "state=CREATED", ""},
+	} {
+		fs, err := parseFilters([]string{c.in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err = enumFilters(c.kind, fs)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s %s: %v, want an error saying %q", c.kind, c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s %s: %v", c.kind, c.in, err)
+			continue
+		}
+		op := "="
+		if fs[0].neg {
+			op = "!="
+		}
+		if got := fs[0].key + op + fs[0].value; got != c.want {
+			t.Errorf("%s %s: %s, want %s", c.kind, c.in, got, c.want)
 		}
 	}
 }
