@@ -14,7 +14,9 @@ type Node struct {
 	Hostname string
 	PID      int    // operating system process ID of the node
 	Role     string // "local" (ray.Init with no address) or "worker" (a worker process of the job)
-	// Resources is what the node has in total, e.g. {"CPU": 2, "GPU": 0, "accel": 1}.
+	// Resources is what the node has in total, e.g. {"CPU": 2, "GPU": 0, "accel": 1}: what
+	// the scheduler places there. A worker process has what its machine's agent offers
+	// (as `rayctl list nodes` shows it): {"CPU": 0} on a head started with --num-cpus 0.
 	Resources        map[string]float64
 	ObjectStoreBytes int64
 }

@@ -193,7 +193,12 @@ func serveWorker(ctx context.Context, w workerenv.Worker, cfg initConfig) {
 	if err != nil {
 		fail(fmt.Errorf("resources %v: %w", w.Resources, err))
 	}
-	if res.IsZero() {
+	if len(w.Resources) == 0 {
+		// No resources given: the machine's CPUs. A node whose agent offers none (rayctl
+		// start --num-cpus 0) gives its worker processes none either, and they say so
+		// (ray.Nodes): its machine ledger grants them nothing, so the scheduler places
+		// there only what needs nothing. (Before, a worker process took the machine's CPUs
+		// as its total whenever its agent offered zero of everything.)
 		if res, err = sched.FromMap(map[string]float64{sched.CPU: float64(runtime.NumCPU())}); err != nil {
 			fail(err)
 		}

@@ -324,7 +324,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.Role == RoleDriver {
 		cfg.Resources = sched.Resources{} // a driver runs no tasks
 		cfg.Workers = 1
-	} else if cfg.Resources.IsZero() {
+	} else if cfg.Resources.IsZero() && cfg.Role != RoleWorker {
+		// (A worker process has what its agent offers, which may be nothing: it runs
+		// only tasks and actors that need nothing.)
 		return nil, errors.New("node: Config.Resources is empty; give the node at least one resource")
 	}
 	if cfg.ObjectStoreBytes == 0 {
