@@ -525,11 +525,11 @@ func TestSpillFileOfAnotherObject(t *testing.T) {
 	spill := filepath.Join(nodeOf(ctx).Dir(), "spill")
 	copyOver := func(from, to string) {
 		t.Helper()
-		b, err := os.ReadFile(filepath.Join(spill, from+".zst"))
+		b, err := os.ReadFile(spillFileOf(spill, from))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(spill, to+".zst"), b, 0o600); err != nil {
+		if err := os.WriteFile(spillFileOf(spill, to), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -590,10 +590,10 @@ func TestCorruptSpillFile(t *testing.T) {
 	spill := filepath.Join(nodeOf(ctx).Dir(), "spill")
 	corrupt := func(id string) {
 		t.Helper()
-		path := filepath.Join(spill, id+".zst")
+		var path string
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			if _, err := os.Stat(path); err == nil {
+			if path = spillFileOf(spill, id); path != "" {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -772,4 +772,14 @@ func TestShutdownStopsTheGossipLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually.True(t, 10*time.Second, "the runtime's gossip loop ended", func() bool { return goroutinesIn(loop) == before })
+}
+
+// spillFileOf is the spill file of object id in the spill directory dir ("" if there is
+// none): a shard names each write <id>-<n>.zst, and keeps one file per object.
+func spillFileOf(dir, id string) string {
+	files, _ := filepath.Glob(filepath.Join(dir, id+"-*.zst"))
+	if len(files) != 1 {
+		return ""
+	}
+	return files[0]
 }

@@ -192,7 +192,7 @@ func TestPullSpilled(t *testing.T) {
 	}
 
 	// A corrupt spill file: the pull reports the same error as a get.
-	path := spillPath(dir, objs[2])
+	path := spillFile(t, dir, objs[2])
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -75,6 +75,8 @@ type Shard struct {
 	// batches started together only the first to fail counts (one spill error, one
 	// back-off per attempt), and a success clears the failure only if it was started after.
 	attempt uint64
+	// files numbers the spill files written (spillPath).
+	files uint64
 	// failing: spilling failed in the last attempt (a full disk, a missing directory). The
 	// next attempt waits until retryAt (a back-off that doubles up to maxSpillBackoff) and
 	// is one batch alone, so a full disk costs one attempt and one compression per
@@ -342,7 +344,8 @@ func (s *Shard) maybeSpill(ctx actor.Context) {
 			continue
 		}
 		c.o.spilling = true
-		batch = append(batch, spillJob{id: c.id, o: c.o, data: c.o.data, path: spillPath(s.cfg.SpillDir, c.id)})
+		s.files++
+		batch = append(batch, spillJob{id: c.id, o: c.o, data: c.o.data, path: spillPath(s.cfg.SpillDir, c.id, s.files)})
 		batchB += c.o.size
 		target -= c.o.size
 		if batchB >= share {
@@ -387,8 +390,9 @@ func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 		o, ok := s.objs[r.id]
 		if !ok || o != r.o {
 			// Freed while it was written (and perhaps put again since: the new copy is
-			// not the one written, and its own spill, if any, writes the file again).
-			if r.err == nil && !ok {
+			// not the one written, and its own spill, if any, writes a file of its own):
+			// the file is nobody's.
+			if r.err == nil {
 				go os.Remove(r.path)
 			}
 			continue

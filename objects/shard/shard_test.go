@@ -210,7 +210,7 @@ func TestSpillDiskFull(t *testing.T) {
 	dir := t.TempDir()
 	ask := startShard(t, Config{Node: "n1", Budget: 100, SpillDir: dir, Logger: logger})
 	id := ids.PutID(ids.NewRootTaskID(), 1)
-	tmp := spillPath(dir, id) + ".tmp"
+	tmp := spillPath(dir, id, 1) + ".tmp" // the shard's first spill write
 	if err := os.Symlink("/dev/full", tmp); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -65,8 +66,12 @@ func codecs() (*zstd.Encoder, *zstd.Decoder, error) {
 	return encoder, decoder, codecErr
 }
 
-func spillPath(dir string, id ids.ObjectID) string {
-	return filepath.Join(dir, id.String()+".zst")
+// spillPath is the file of the shard's n-th spill write, of object id. No two writes share
+// a path, even of one ID (an object freed and put again, a result made again by lineage):
+// the removal of a file nobody needs any more runs on a goroutine of its own, and must
+// never find a newer spill of the same object under its name.
+func spillPath(dir string, id ids.ObjectID, n uint64) string {
+	return filepath.Join(dir, id.String()+"-"+strconv.FormatUint(n, 10)+".zst")
 }
 
 // maxSpillFile is the largest spill file an object of size bytes can give: the header and

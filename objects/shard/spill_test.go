@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -142,7 +143,7 @@ func TestSpillFileOfAnotherObject(t *testing.T) {
 		}
 	}
 	waitSpilled(a, b)
-	copyFile(t, spillPath(dir, b), spillPath(dir, a))
+	copyFile(t, spillFile(t, dir, b), spillFile(t, dir, a))
 
 	checkLost := func(id ids.ObjectID, why string) {
 		t.Helper()
@@ -163,7 +164,7 @@ func TestSpillFileOfAnotherObject(t *testing.T) {
 	// A file of an earlier spill of the same ID. b's file is kept aside, b freed and put
 	// again with other bytes, pushed out to disk again, and the old file put back.
 	old := filepath.Join(t.TempDir(), "old.zst")
-	copyFile(t, spillPath(dir, b), old)
+	copyFile(t, spillFile(t, dir, b), old)
 	ask(&pb.FreeObjects{ObjectIds: [][]byte{b[:]}})
 	ask(&pb.PutObject{ObjectId: b[:], Data: value(100)})
 	for i := range 8 {
@@ -171,11 +172,11 @@ func TestSpillFileOfAnotherObject(t *testing.T) {
 		ask(&pb.PutObject{ObjectId: id[:], Data: value(i)})
 	}
 	waitSpilled(b)
-	copyFile(t, old, spillPath(dir, b))
+	copyFile(t, old, spillFile(t, dir, b))
 	checkLost(b, "other bytes than were spilled")
 
 	// Gone: said so.
-	os.Remove(spillPath(dir, b))
+	os.Remove(spillFile(t, dir, b))
 	checkLost(b, "spill file is missing")
 }
 
@@ -188,6 +189,81 @@ func isSpilled(ask func(m any) any, id ids.ObjectID) bool {
 		}
 	}
 	return false
+}
+
+// spillFile is the path of id's latest spill file in dir (the highest number: spillPath).
+func spillFile(t *testing.T, dir string, id ids.ObjectID) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, id.String()+"-*.zst"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no spill file of %s in %s (%v)", id, dir, err)
+	}
+	latest, latestN := "", uint64(0)
+	for _, f := range files {
+		n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), id.String()+"-"), ".zst"), 10, 64)
+		if err != nil {
+			t.Fatalf("spill file %s: %v", f, err)
+		}
+		if latest == "" || n > latestN {
+			latest, latestN = f, n
+		}
+	}
+	return latest
+}
+
+// TestRespillOfAnIDGetsItsOwnFile: an object freed and put again (the same ID: a Put of a
+// retried task, a result lineage made again) and spilled again writes a file of its own.
+// The freed copy's file is removed on a goroutine of its own, and used to be the same path:
+// a removal that came late deleted the new spill ("spill file is missing", the object
+// lost). Both files are checked: the old one goes, the new one stays and reads back.
+func TestRespillOfAnIDGetsItsOwnFile(t *testing.T) {
+	dir := t.TempDir()
+	const size = 256 << 10
+	ask := startShard(t, Config{Node: "n1", Budget: 1 << 20, SpillDir: dir})
+	root := ids.NewRootTaskID()
+	value := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, size) }
+	a := ids.PutID(root, 1)
+	fill := func(from int) { // 2 MiB more into a 1 MiB budget: a goes to disk
+		for i := range 8 {
+			id := ids.PutID(root, uint32(from+i))
+			ask(&pb.PutObject{ObjectId: id[:], Data: value(i)})
+		}
+	}
+	waitSpilled := func(id ids.ObjectID) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !isSpilled(ask, id) {
+			if time.Now().After(deadline) {
+				t.Fatalf("object %s was not spilled", id)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	ask(&pb.PutObject{ObjectId: a[:], Data: value(1)})
+	fill(100)
+	waitSpilled(a)
+	first := spillFile(t, dir, a)
+	ask(&pb.FreeObjects{ObjectIds: [][]byte{a[:]}})
+	ask(&pb.PutObject{ObjectId: a[:], Data: value(2)})
+	fill(200)
+	waitSpilled(a)
+	second := spillFile(t, dir, a)
+	if second == first {
+		t.Fatalf("both spills of %s went to %s: the first one's removal can delete the second", a, first)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(first); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the freed copy's spill file %s is still there", first)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := ask(&pb.GetObject{ObjectId: a[:]}).(*pb.GetObjectReply); !r.Found || !bytes.Equal(r.Data, value(2)) {
+		t.Fatalf("the object put again: found %v, error %q", r.Found, r.Error)
+	}
 }
 
 func copyFile(t *testing.T, from, to string) {
