@@ -64,7 +64,9 @@
 //
 // `memory` prints every node's object store (in memory, spilled, objects, spill errors and
 // its largest objects with their owners) from the nodes' load reports (load/<node>), which
-// they refresh every second while it changes; ray.Memory gives the same from a program.
+// they refresh every second while it changes, and the drivers' (driverload/<node>, ROLE
+// driver with its job: what a driver Put and its tasks' results live in its own store);
+// the totals count both. ray.Memory gives the same from a program.
 //
 // # Security
 //

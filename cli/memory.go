@@ -17,10 +17,12 @@ import (
 func memoryCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "memory",
-		Usage: "show the object stores: per node, bytes in memory and spilled, objects, the largest objects and their owners",
-		Description: "The figures come from the load reports the nodes (worker processes and local nodes) refresh " +
-			"every second while they change; ray.Memory gives the same from a program. Objects small enough to " +
-			"travel inline (up to 100 KiB) live with their owners and are not counted.",
+		Usage: "show the object stores: per node (worker processes and drivers), bytes in memory and spilled, objects, the largest objects and their owners",
+		Description: "The figures come from the reports the nodes (worker processes, local nodes, and drivers " +
+			"joined to the cluster: ROLE driver, with their job) refresh every second while they change; the " +
+			"totals include the drivers' stores (the objects a driver Put and its tasks' results live there). " +
+			"ray.Memory gives the same from a program. Objects small enough to travel inline (up to 100 KiB) " +
+			"live with their owners and are not counted.",
 		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(), outputFlag()}, credentialFlags()...),
 		Action: func(c *ucli.Context) error {
 			asJSON, err := outputFormat(c)
@@ -48,7 +50,7 @@ func memoryCommand() *ucli.Command {
 // MemoryReport is what `rayctl memory -o json` prints.
 type MemoryReport struct {
 	Nodes []NodeMemory `json:"nodes"`
-	// Totals over the nodes.
+	// Totals over the nodes, drivers included.
 	Budget      int64 `json:"budget"`
 	MemoryBytes int64 `json:"memory_bytes"`
 	Spilled     int64 `json:"spilled_bytes"`
@@ -57,9 +59,12 @@ type MemoryReport struct {
 
 // NodeMemory is one node's object store.
 type NodeMemory struct {
-	Node        string         `json:"node"`
-	Agent       string         `json:"agent"`
-	Job         string         `json:"job"`
+	Node  string `json:"node"`
+	Agent string `json:"agent"`
+	Job   string `json:"job"`
+	// Role is the node's: "worker" (a worker process an agent started for Job), "driver"
+	// (Job's driver, joined with an address or run by rayctl job submit) or "local".
+	Role        string         `json:"role"`
 	Budget      int64          `json:"budget"`
 	MemoryBytes int64          `json:"memory_bytes"`
 	Spilled     int64          `json:"spilled_bytes"`
@@ -86,6 +91,10 @@ func readMemory(c *ucli.Context, store gcs.Store) (*MemoryReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	drivers, _, err := store.List(c.Context, gcs.DriverLoadPrefix)
+	if err != nil {
+		return nil, err
+	}
 	info := map[string]*pb.NodeInfo{}
 	for _, kv := range nodes {
 		id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
@@ -94,8 +103,11 @@ func readMemory(c *ucli.Context, store gcs.Store) (*MemoryReport, error) {
 		}
 	}
 	rep := &MemoryReport{Nodes: []NodeMemory{}}
-	for _, kv := range loads {
-		id, _ := gcs.TrimKey(gcs.LoadPrefix, kv.Key)
+	for _, kv := range append(loads, drivers...) {
+		id, ok := gcs.TrimKey(gcs.LoadPrefix, kv.Key)
+		if !ok {
+			id, _ = gcs.TrimKey(gcs.DriverLoadPrefix, kv.Key)
+		}
 		l, err := clusterview.DecodeLoad(id, kv.Value)
 		if err != nil {
 			continue
@@ -103,7 +115,7 @@ func readMemory(c *ucli.Context, store gcs.Store) (*MemoryReport, error) {
 		n := NodeMemory{Node: l.NodeId, Budget: l.StoreBudget, MemoryBytes: l.StoreInMemory, Spilled: l.StoreSpilled,
 			Objects: l.StoreObjects, SpillErrors: l.StoreSpillErrors, InFlight: l.InFlightBytes, Largest: []StoredObject{}}
 		if ni := info[l.NodeId]; ni != nil {
-			n.Agent, n.Job = ni.AgentId, ni.JobId
+			n.Agent, n.Job, n.Role = ni.AgentId, ni.JobId, ni.Role
 		}
 		for _, o := range l.StoreLargest {
 			so := StoredObject{ID: hex.EncodeToString(o.ObjectId), Size: o.Size, Spilled: o.Spilled}
@@ -130,16 +142,22 @@ func readMemory(c *ucli.Context, store gcs.Store) (*MemoryReport, error) {
 
 func printMemory(c *ucli.Context, rep *MemoryReport) {
 	w := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "Object stores: %s in memory of %s budget, %s spilled, %d objects on %d node(s)\n\n",
-		fmtBytes(rep.MemoryBytes), fmtBytes(rep.Budget), fmtBytes(rep.Spilled), rep.Objects, len(rep.Nodes))
+	drivers := 0
+	for _, n := range rep.Nodes {
+		if n.Role == "driver" {
+			drivers++
+		}
+	}
+	fmt.Fprintf(w, "Object stores: %s in memory of %s budget, %s spilled, %d objects on %d node(s), %d of them drivers\n\n",
+		fmtBytes(rep.MemoryBytes), fmtBytes(rep.Budget), fmtBytes(rep.Spilled), rep.Objects, len(rep.Nodes), drivers)
 	if len(rep.Nodes) == 0 {
 		fmt.Fprintln(w, "No node reports an object store (no job is running).")
 		w.Flush()
 		return
 	}
-	fmt.Fprintln(w, "NODE\tAGENT\tJOB\tIN MEMORY / BUDGET\tSPILLED\tOBJECTS\tPULLING\tSPILL ERRORS")
+	fmt.Fprintln(w, "NODE\tROLE\tAGENT\tJOB\tIN MEMORY / BUDGET\tSPILLED\tOBJECTS\tPULLING\tSPILL ERRORS")
 	for _, n := range rep.Nodes {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s / %s\t%s\t%d\t%s\t%d\n", n.Node, dash(n.Agent), dash(n.Job),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s / %s\t%s\t%d\t%s\t%d\n", n.Node, dash(n.Role), dash(n.Agent), dash(n.Job),
 			fmtBytes(n.MemoryBytes), fmtBytes(n.Budget), fmtBytes(n.Spilled), n.Objects, fmtBytes(n.InFlight), n.SpillErrors)
 	}
 	fmt.Fprintln(w)

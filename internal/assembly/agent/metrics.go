@@ -74,7 +74,7 @@ func (a *Agent) metricsHandler() (http.Handler, prometheus.Gatherer, error) {
 	}
 	cfg := a.cfg
 	c, err := metrics.New(metrics.Config{
-		Nodes:   metrics.LoadReports(a.store, a.id),
+		Nodes:   metrics.LoadReports(a.store, a.id, cfg.Head), // the head counts the drivers too
 		Store:   a.store,
 		CPUs:    cfg.Resources[sched.CPU],
 		Cluster: cfg.Head,

@@ -10,6 +10,9 @@
 //   - the node table and the load reports in the GCS (nodes/, load/: what the nodes of this
 //     agent, its job's worker processes, already publish at most every 100 ms while it
 //     changes): object store bytes in memory and spilled, objects, the raylets' queues;
+//     on the head (LoadReports with drivers) also the drivers' object stores (driverload/:
+//     a driver joined to the cluster, or run by rayctl job submit, holds what it Put and
+//     its tasks' results; no agent starts it, so the head counts it, Role "driver");
 //   - on the head (Config.Cluster) the cluster-wide gauges: the actor table (actors/) and
 //     the task counts of every process with a runtime, through Config.Tasks (the agent
 //     passes a taskstate gather of core.TaskQuery{Counts: true}: each process adds up the

@@ -37,8 +37,10 @@ type NodeStats struct {
 type NodeSource func(ctx context.Context) ([]NodeStats, error)
 
 // LoadReports is the NodeSource of an agent: the load reports in the GCS of the nodes
-// whose NodeInfo.agent_id is agent (its job's worker processes).
-func LoadReports(store gcs.Store, agent string) NodeSource {
+// whose NodeInfo.agent_id is agent (its job's worker processes) and, with drivers (the
+// head's), the object store reports of the drivers joined to the cluster (driverload/:
+// no agent starts a driver, so the head counts them; their role is "driver").
+func LoadReports(store gcs.Store, agent string, drivers bool) NodeSource {
 	return func(ctx context.Context) ([]NodeStats, error) {
 		nodes, _, err := store.List(ctx, gcs.NodesPrefix)
 		if err != nil {
@@ -48,18 +50,28 @@ func LoadReports(store gcs.Store, agent string) NodeSource {
 		if err != nil {
 			return nil, err
 		}
+		if drivers {
+			more, _, err := store.List(ctx, gcs.DriverLoadPrefix)
+			if err != nil {
+				return nil, err
+			}
+			loads = append(loads, more...)
+		}
 		role := map[string]string{}
 		for _, kv := range nodes {
 			id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
 			n, err := clusterview.DecodeNode(id, kv.Value)
-			if err != nil || n.GetAgentId() != agent {
+			if err != nil || n.GetAgentId() != agent && !(drivers && n.GetAgentId() == "" && n.GetRole() == driverRole) {
 				continue
 			}
 			role[id] = n.GetRole()
 		}
 		out := make([]NodeStats, 0, len(role))
 		for _, kv := range loads {
-			id, _ := gcs.TrimKey(gcs.LoadPrefix, kv.Key)
+			id, ok := gcs.TrimKey(gcs.LoadPrefix, kv.Key)
+			if !ok {
+				id, _ = gcs.TrimKey(gcs.DriverLoadPrefix, kv.Key)
+			}
 			r, ok := role[id]
 			if !ok {
 				continue
@@ -78,6 +90,10 @@ func LoadReports(store gcs.Store, agent string) NodeSource {
 		return out, nil
 	}
 }
+
+// driverRole is a driver's NodeInfo.role (internal/assembly/node.RoleDriver, which ranks
+// above this package).
+const driverRole = "driver"
 
 // Config configures a Collector.
 type Config struct {
@@ -148,14 +164,14 @@ var (
 	descTasks  = desc("ray_tasks", "Tasks and actor calls by function (Name) and state, of every process of the cluster: ended attempts counted since each process started, live ones as they are now (head only).", "Name", "State")
 	descActors = desc("ray_actors", "Actors by class (Name) and state, from the GCS actor table (head only).", "Name", "State")
 
-	descStoreMem      = desc("ray_object_store_memory", "Object store bytes of this agent's nodes by Location: IN_MEMORY (the store shards' memory) or SPILLED (spill files).", "Location")
-	descStoreUsed     = desc("ray_object_store_used_memory", "Object store bytes in memory on this agent's nodes.")
-	descStoreAvail    = desc("ray_object_store_available_memory", "Object store budget left on this agent's nodes (budget minus bytes in memory).")
-	descStoreObjects  = desc("ray_object_store_num_local_objects", "Objects held by the object stores of this agent's nodes.")
+	descStoreMem      = desc("ray_object_store_memory", "Object store bytes of this agent's nodes (the head's: and of the drivers joined to the cluster) by Location: IN_MEMORY (the store shards' memory) or SPILLED (spill files).", "Location")
+	descStoreUsed     = desc("ray_object_store_used_memory", "Object store bytes in memory on this agent's nodes (the head's: and drivers').")
+	descStoreAvail    = desc("ray_object_store_available_memory", "Object store budget left on this agent's nodes (the head's: and drivers'; budget minus bytes in memory).")
+	descStoreObjects  = desc("ray_object_store_num_local_objects", "Objects held by the object stores of this agent's nodes (the head's: and drivers').")
 	descSpillErrors   = desc("ray_go_object_store_spill_errors", "Failed spills of this agent's nodes' stores, since each started.")
 	descInFlight      = desc("ray_go_object_store_pull_bytes", "Bytes of objects this agent's nodes are pulling from other nodes now.")
 	descQueued        = desc("ray_scheduler_tasks", "Tasks in the raylets' queues of this agent's nodes, by State (Queued: waiting for resources or a worker).", "State")
-	descProcesses     = desc("ray_go_processes", "Processes with a runtime on this agent by role (worker: a job's worker process).", "Role")
+	descProcesses     = desc("ray_go_processes", "Processes with a runtime on this agent by role (worker: a job's worker process; the head's: driver, the drivers joined to the cluster).", "Role")
 	descCPUCount      = desc("ray_node_cpu_count", "CPUs this machine offers to the scheduler (--num-cpus).")
 	descCores         = desc("ray_go_node_cores", "Logical CPUs of this machine.")
 	descCPUUtil       = desc("ray_node_cpu_utilization", "CPU utilization of this machine in percent, since the previous scrape (since boot at the first).")

@@ -78,17 +78,17 @@ ray_node_cpu_utilization 25
 # HELP ray_node_mem_used RAM in use on this machine in bytes (total minus available).
 # TYPE ray_node_mem_used gauge
 ray_node_mem_used 614400
-# HELP ray_object_store_available_memory Object store budget left on this agent's nodes (budget minus bytes in memory).
+# HELP ray_object_store_available_memory Object store budget left on this agent's nodes (the head's: and drivers'; budget minus bytes in memory).
 # TYPE ray_object_store_available_memory gauge
 ray_object_store_available_memory 160
-# HELP ray_object_store_memory Object store bytes of this agent's nodes by Location: IN_MEMORY (the store shards' memory) or SPILLED (spill files).
+# HELP ray_object_store_memory Object store bytes of this agent's nodes (the head's: and of the drivers joined to the cluster) by Location: IN_MEMORY (the store shards' memory) or SPILLED (spill files).
 # TYPE ray_object_store_memory gauge
 ray_object_store_memory{Location="IN_MEMORY"} 40
 ray_object_store_memory{Location="SPILLED"} 5
 # HELP ray_scheduler_tasks Tasks in the raylets' queues of this agent's nodes, by State (Queued: waiting for resources or a worker).
 # TYPE ray_scheduler_tasks gauge
 ray_scheduler_tasks{State="Queued"} 5
-# HELP ray_go_processes Processes with a runtime on this agent by role (worker: a job's worker process).
+# HELP ray_go_processes Processes with a runtime on this agent by role (worker: a job's worker process; the head's: driver, the drivers joined to the cluster).
 # TYPE ray_go_processes gauge
 ray_go_processes{Role="driver"} 1
 ray_go_processes{Role="worker"} 2

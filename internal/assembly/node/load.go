@@ -63,6 +63,12 @@ func runsTasks(info *pb.NodeInfo, job ids.JobID) bool {
 }
 
 // loadReporter publishes the node's load report (load/<node>, leased) while the node runs.
+// A driver's (RoleDriver) reports only its object store, under driverload/<node> (same
+// lease, same cadence: the store asked once a second, a change written within
+// loadReportSettle, an unchanged report every loadReportRefresh): the views that place
+// tasks follow load/ only, so a driver's report costs them nothing and never makes the
+// driver a place for tasks, while `rayctl memory` and the head's metrics count what the
+// driver holds (the objects it Put and its tasks' results).
 type loadReporter struct {
 	n      *Node
 	cancel context.CancelFunc
@@ -85,7 +91,13 @@ func (r *loadReporter) stop() {
 
 func (r *loadReporter) run(ctx context.Context) {
 	defer r.wg.Done()
-	t := time.NewTicker(LoadReportInterval)
+	driver := r.n.cfg.Role == RoleDriver
+	key, every := gcs.LoadKey(string(r.n.ID)), LoadReportInterval
+	if driver {
+		// Only the store's figures, which are asked once a second anyway.
+		key, every = gcs.DriverLoadKey(string(r.n.ID)), time.Second
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	var gate reportGate
 	var storeAt time.Time
@@ -99,13 +111,15 @@ func (r *loadReporter) run(ctx context.Context) {
 		case <-t.C:
 		}
 		rl := r.n.raylet()
-		if rl == nil {
+		if driver {
+			s = &raylet.StatsReply{} // a driver runs no tasks: no resources, no queue
+		} else if rl == nil {
 			continue
 		}
 		// The raylet's Stats change only with its messages (with a machine ledger also
 		// without: ask every time then), so an idle node asks nothing: ten messages a
 		// second per node, which the simulated control plane counted per task.
-		if v := r.n.rayletChanges.Load(); s == nil || v != seen || r.n.machine != nil {
+		if v := r.n.rayletChanges.Load(); !driver && (s == nil || v != seen || r.n.machine != nil) {
 			res, err := ask.Request(r.n.system.Root, rl, raylet.Stats{}, time.Second)
 			if err != nil {
 				continue
@@ -116,7 +130,7 @@ func (r *loadReporter) run(ctx context.Context) {
 			}
 			s, seen = reply, v
 		}
-		if time.Since(storeAt) >= time.Second {
+		if driver || time.Since(storeAt) >= time.Second { // a driver ticks once a second
 			storeAt = time.Now()
 			if sp := r.n.objectStore(); sp != nil {
 				if res, err := ask.Request(r.n.system.Root, sp, &pb.StoreStats{Top: 5}, time.Second); err == nil {
@@ -142,7 +156,7 @@ func (r *loadReporter) run(ctx context.Context) {
 		stamped, _ := proto.Marshal(l)
 		l.UnixMs = 0
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := r.n.store.Put(pctx, gcs.LoadKey(string(r.n.ID)), stamped, lease)
+		_, err := r.n.store.Put(pctx, key, stamped, lease)
 		cancel()
 		if err == nil {
 			gate.wrote(l, lease, now)

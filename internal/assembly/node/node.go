@@ -267,7 +267,7 @@ type Node struct {
 	lostGCS    atomic.Pointer[error]     // a driver took its cluster for lost (gcsLost): why; Stop does not wait on the GCS
 	keepStop   context.CancelFunc        // stops keepLease (cluster mode)
 	keepDone   chan struct{}             // closed when keepLease returned
-	loads      *loadReporter             // cluster mode, nodes that run tasks
+	loads      *loadReporter             // cluster mode
 	ownGCS     gcs.Store                 // a GCS client Join opened (closed by Stop)
 	core       atomic.Pointer[core.Core] // Core, for goroutines started before it exists
 	data       *transfer.Server          // cluster mode: serves this node's objects to other nodes
@@ -507,8 +507,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.nodes.set(info)
 	n.serveState()
-	if n.view != nil && cfg.Role != RoleDriver {
-		n.loads = startLoadReporter(n)
+	if n.view != nil {
+		n.loads = startLoadReporter(n) // a driver's: its object store only (load.go)
 	}
 	if n.actors, err = actors.NewManager(actors.ManagerConfig{Node: string(n.ID), Job: string(cfg.Job), Table: n.table, Nodes: n.nodes,
 		Activate: func(id string) { n.actorPID(id) }, GroupGoneGrace: groupGrace, Logger: cfg.Logger}); err != nil {

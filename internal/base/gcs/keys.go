@@ -28,6 +28,9 @@ import (
 //	checkpoints/<actorID>/<index>/<part>    an actor's checkpoint after log index <index>, in
 //	                                        parts of at most CheckpointPartBytes
 //	load/<nodeID>                           a node scheduler's free resources and queue (leased)
+//	driverload/<nodeID>                     a driver's object store figures (a pb.NodeLoad,
+//	                                        leased); apart from load/ so that the views that
+//	                                        place tasks neither watch nor place on drivers
 //	agents/<agentID>                        node agents (rayctl start), one per machine
 //	agentalive/<agentID>                    present while the agent runs (leased)
 //	jobalive/<jobID>                        present while the job's driver lives (leased)
@@ -53,6 +56,7 @@ const (
 	ActorNamesPrefix      = "actornames/"
 	CheckpointsPrefix     = "checkpoints/"
 	LoadPrefix            = "load/"
+	DriverLoadPrefix      = "driverload/"
 	AgentsPrefix          = "agents/"
 	AgentAlivePrefix      = "agentalive/"
 	JobAlivePrefix        = "jobalive/"
@@ -68,6 +72,9 @@ const (
 
 // LoadKey is the key of a node's load report.
 func LoadKey(nodeID string) string { return LoadPrefix + nodeID }
+
+// DriverLoadKey is the key of a driver's object store report.
+func DriverLoadKey(nodeID string) string { return DriverLoadPrefix + nodeID }
 
 // AgentKey is the key of a node agent.
 func AgentKey(agentID string) string { return AgentsPrefix + agentID }
