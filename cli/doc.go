@@ -23,6 +23,10 @@
 //	rayctl cert list [--address A] [-o table|json|yaml]
 //	rayctl cert revoke SERIAL [--address A] [--force]
 //	rayctl list nodes|jobs|actors [--address A] [-o table|json|yaml] [--filter FIELD=VALUE|FIELD!=VALUE]... [--limit 100]
+//	             (nodes: the agents, role head or agent, ALIVE or DEAD, and the drivers joined to the
+//	             cluster, role driver: ALIVE, UNREACHABLE once their lease lapsed, with last_heartbeat and
+//	             silent_seconds, DEAD with death_reason for an hour after their job was failed; jobs: the
+//	             driver_state of running jobs and of jobs whose driver was lost)
 //	rayctl get node|job|actor ID [--address A] [-o yaml|json]   (ID: the whole ID or at least 6 of its first characters)
 //	rayctl summary actors|nodes|jobs [--address A] [-o table|json|yaml]   (actors by class and state; nodes, jobs by state)
 //	rayctl logs task|actor ID | worker NODE_ID|PID [--node AGENT] | job ID [--tail 1000] [--follow] [--address A]   (logs.go)

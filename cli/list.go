@@ -72,9 +72,9 @@ type kind struct {
 
 var kinds = []kind{
 	{name: "nodes", one: "node", id: "node_id", read: readNodes,
-		columns: []string{"node_id", "state", "head", "host", "pid", "resources_total", "object_store_used", "object_store_budget"}},
+		columns: []string{"node_id", "state", "role", "head", "host", "pid", "resources_total", "object_store_used", "object_store_budget"}},
 	{name: "jobs", one: "job", id: "job_id", read: readJobs,
-		columns: []string{"job_id", "state", "submission_id", "start", "end", "driver", "entrypoint"}},
+		columns: []string{"job_id", "state", "submission_id", "start", "end", "driver", "driver_state", "entrypoint"}},
 	{name: "actors", one: "actor", id: "actor_id", read: readActors,
 		columns: []string{"actor_id", "class", "name", "state", "node", "job_id", "restarts", "detail"}},
 	{name: "placement-groups", one: "placement-group", id: "placement_group_id", read: readPlacementGroups,
@@ -531,9 +531,22 @@ func readNodes(ctx context.Context, s gcs.Store) ([]record, error) {
 	}
 	var out []record
 	for _, n := range st.Nodes {
-		out = append(out, record{{"node_id", n.AgentID}, {"state", state(n.Alive)}, {"head", n.Head}, {"host", n.Host},
+		role := "agent"
+		if n.Head {
+			role = "head"
+		}
+		out = append(out, record{{"node_id", n.AgentID}, {"state", state(n.Alive)}, {"role", role}, {"head", n.Head}, {"host", n.Host},
 			{"pid", n.Pid}, {"started", n.Started}, {"resources_total", n.Total}, {"resources_in_use", n.InUse},
-			{"object_store_budget", n.ObjectStoreBudget}, {"object_store_used", n.ObjectStoreUsed}, {"worker_processes", n.Workers}})
+			{"object_store_budget", n.ObjectStoreBudget}, {"object_store_used", n.ObjectStoreUsed}, {"worker_processes", n.Workers},
+			{"job_id", ""}, {"last_heartbeat", ""}, {"silent_seconds", 0}, {"died", ""}, {"death_reason", ""}}) // a driver's fields
+	}
+	// The drivers joined to the cluster: ALIVE, UNREACHABLE (lease lapsed) or DEAD (for a
+	// while after the head ended its job), with their job and last heartbeat.
+	for _, d := range st.Drivers {
+		out = append(out, record{{"node_id", d.NodeID}, {"state", d.State}, {"role", "driver"}, {"head", false}, {"host", d.Host},
+			{"pid", d.Pid}, {"started", d.Started}, {"resources_total", map[string]float64{}}, {"resources_in_use", map[string]float64{}},
+			{"object_store_budget", d.ObjectStoreBudget}, {"object_store_used", d.ObjectStoreUsed}, {"worker_processes", 0},
+			{"job_id", d.JobID}, {"last_heartbeat", d.LastHeartbeat}, {"silent_seconds", d.SilentSeconds}, {"died", d.Died}, {"death_reason", d.Reason}})
 	}
 	return out, nil
 }
@@ -546,7 +559,9 @@ func readJobs(ctx context.Context, s gcs.Store) ([]record, error) {
 	var out []record
 	for _, j := range st.Jobs {
 		out = append(out, record{{"job_id", j.JobID}, {"state", j.State}, {"submission_id", j.SubmissionID},
-			{"start", j.Start}, {"end", j.End}, {"driver", j.Driver}, {"entrypoint", j.Entrypoint}, {"message", j.Message}})
+			{"start", j.Start}, {"end", j.End}, {"driver", j.Driver}, {"driver_state", j.DriverState},
+			{"driver_last_heartbeat", j.DriverLastHeartbeat}, {"driver_silent_seconds", j.DriverSilentSeconds},
+			{"entrypoint", j.Entrypoint}, {"message", j.Message}})
 	}
 	return out, nil
 }

@@ -17,7 +17,7 @@ import (
 func statusCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "status",
-		Usage: "show the cluster's nodes, jobs and resources",
+		Usage: "show the cluster's nodes (agents, and drivers: alive, unreachable or dead), jobs and resources",
 		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(), outputFlag()}, credentialFlags()...),
 		Action: func(c *ucli.Context) error {
 			asJSON, err := outputFormat(c)
@@ -105,8 +105,12 @@ func fmtBytes(n int64) string {
 
 func printStatus(c *ucli.Context, st *Status) {
 	w := c.App.Writer
-	fmt.Fprintf(w, "Cluster at %s: %d node(s) alive, %d dead; %d job(s) running\n", st.Address,
+	fmt.Fprintf(w, "Cluster at %s: %d node(s) alive, %d dead; %d job(s) running", st.Address,
 		st.Cluster.AliveNodes, st.Cluster.DeadNodes, st.Cluster.RunningJobs)
+	if st.Cluster.UnreachableDrivers+st.Cluster.DeadDrivers > 0 {
+		fmt.Fprintf(w, "; %d driver(s) unreachable, %d dead", st.Cluster.UnreachableDrivers, st.Cluster.DeadDrivers)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Resources in use/total: %s\n", fmtResources(st.Cluster.Total, st.Cluster.InUse))
 	fmt.Fprintf(w, "Object store used/budget: %s / %s\n", fmtBytes(st.Cluster.ObjectStoreUsed), fmtBytes(st.Cluster.ObjectStoreBudget))
 	if st.Dashboard != "" {
@@ -127,6 +131,13 @@ func printStatus(c *ucli.Context, st *Status) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s / %s\t%d\t%s\n", n.AgentID, n.Host, state, role,
 			fmtResources(n.Total, n.InUse), fmtBytes(n.ObjectStoreUsed), fmtBytes(n.ObjectStoreBudget), n.Workers, n.Started)
 	}
+	for _, d := range st.Drivers {
+		store := "-"
+		if d.State == clusterstate.DriverAlive {
+			store = fmtBytes(d.ObjectStoreUsed) + " / " + fmtBytes(d.ObjectStoreBudget)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.NodeID, d.Host, driverState(d), "driver", "-", store, "-", dash(d.Started))
+	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	if len(st.Jobs) == 0 {
@@ -136,9 +147,28 @@ func printStatus(c *ucli.Context, st *Status) {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSTATE\tSUBMISSION\tSTART\tEND\tDRIVER\tMESSAGE")
 	for _, j := range st.Jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.JobID, j.State, dash(j.SubmissionID), j.Start, dash(j.End), j.Driver, j.Message)
+		driver := j.Driver
+		if j.DriverState != "" && j.DriverState != clusterstate.DriverAlive {
+			driver += " (" + strings.ToLower(j.DriverState) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.JobID, j.State, dash(j.SubmissionID), j.Start, dash(j.End), driver, j.Message)
 	}
 	_ = tw.Flush()
+}
+
+// driverState is a driver's state in the node table of `rayctl status`: alive,
+// "unreachable, silent 12s" or "dead".
+func driverState(d clusterstate.DriverStatus) string {
+	switch d.State {
+	case clusterstate.DriverUnreachable:
+		if d.LastHeartbeat != "" {
+			return fmt.Sprintf("unreachable, silent %ds", d.SilentSeconds)
+		}
+		return "unreachable"
+	case clusterstate.DriverDead:
+		return "dead"
+	}
+	return "alive"
 }
 
 func dash(s string) string {

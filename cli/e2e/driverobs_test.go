@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,5 +116,136 @@ func TestDriverObjectStore(t *testing.T) {
 	p.in.Close()
 	if err := p.cmd.Wait(); err != nil {
 		t.Errorf("the driver: %v\n%s", err, tail(p.stderr.String()))
+	}
+}
+
+// TestDriverUnreachable: a driver stopped with SIGSTOP does not silently drop out of the
+// state API once its lease lapses. `rayctl list nodes` shows it UNREACHABLE (role driver,
+// its job, its last heartbeat), its job in `rayctl list jobs` says so (driver_state, the
+// seconds since), and `rayctl status` too. Continued (SIGCONT) before the head gives up,
+// it is ALIVE again and its job runs on. Stopped for longer, the head fails its job
+// ("job driver lost") and nodes show it DEAD with that reason; continued then, it finds
+// its job ended.
+func TestDriverUnreachable(t *testing.T) {
+	port, addr, sess := newSession(t)
+	env := startHead(t, port, addr, sess)
+	p, node, job := startStoreDriver(t, env, sess)
+
+	type nodeRow struct {
+		NodeID        string `json:"node_id"`
+		State, Role   string
+		JobID         string `json:"job_id"`
+		LastHeartbeat string `json:"last_heartbeat"`
+		Reason        string `json:"death_reason"`
+	}
+	type jobRow struct {
+		JobID         string `json:"job_id"`
+		State         string
+		DriverState   string `json:"driver_state"`
+		LastHeartbeat string `json:"driver_last_heartbeat"`
+		Silent        int64  `json:"driver_silent_seconds"`
+		Message       string
+	}
+	driverNode := func() nodeRow {
+		t.Helper()
+		out, errOut, code := run(t, time.Minute, env, rayctl, "list", "nodes", "-o", "json")
+		var rows []nodeRow
+		if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 {
+			t.Fatalf("rayctl list nodes: exit %d, %v\n%s\n%s", code, err, out, errOut)
+		}
+		for _, r := range rows {
+			if r.NodeID == node {
+				return r
+			}
+		}
+		return nodeRow{}
+	}
+	theJob := func() jobRow {
+		t.Helper()
+		out, errOut, code := run(t, time.Minute, env, rayctl, "list", "jobs", "-o", "json")
+		var rows []jobRow
+		if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 {
+			t.Fatalf("rayctl list jobs: exit %d, %v\n%s\n%s", code, err, out, errOut)
+		}
+		for _, r := range rows {
+			if r.JobID == job {
+				return r
+			}
+		}
+		return jobRow{}
+	}
+	wait := func(what string, within time.Duration, ok func(nodeRow, jobRow) bool) (nodeRow, jobRow) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			n, j := driverNode(), theJob()
+			if ok(n, j) {
+				return n, j
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after %v; the driver's node row %+v, its job %+v\n%s", what, within, n, j, sessionLogs(sess, 20))
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	if n, j := driverNode(), theJob(); n.State != "ALIVE" || n.Role != "driver" || n.JobID != job || j.State != "RUNNING" || j.DriverState != "ALIVE" {
+		t.Fatalf("a running driver: node row %+v, job %+v; want ALIVE, role driver, RUNNING", n, j)
+	}
+
+	// Stopped: once its lease (6 s) lapses, it is UNREACHABLE, with its last heartbeat.
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	n, j := wait("the stopped driver UNREACHABLE", 20*time.Second, func(n nodeRow, j jobRow) bool {
+		return n.State == "UNREACHABLE" && j.DriverState == "UNREACHABLE"
+	})
+	if n.Role != "driver" || n.JobID != job || n.LastHeartbeat == "" || j.State != "RUNNING" || j.LastHeartbeat == "" || j.Silent < 1 ||
+		!strings.Contains(j.Message, "driver unreachable") {
+		t.Errorf("a stopped driver: node row %+v, job %+v; want its job RUNNING, its last heartbeat, the seconds since, a message", n, j)
+	}
+	out, _, _ := run(t, time.Minute, env, rayctl, "status")
+	if !strings.Contains(out, "1 driver(s) unreachable") || !strings.Contains(out, "unreachable, silent") {
+		t.Errorf("rayctl status does not show the stopped driver unreachable:\n%s", out)
+	}
+	t.Logf("stopped %.1f s ago: rayctl status:\n%s", time.Since(stopped).Seconds(), out)
+
+	// Continued before the head gives up (6 s + 18 s after the lease lapsed): ALIVE again.
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	wait("the continued driver ALIVE", 20*time.Second, func(n nodeRow, j jobRow) bool {
+		return n.State == "ALIVE" && j.DriverState == "ALIVE" && j.State == "RUNNING"
+	})
+
+	// Stopped for good: the head fails its job, "job driver lost", and it is DEAD.
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	n, j = wait("the driver stopped for good DEAD", 90*time.Second, func(n nodeRow, j jobRow) bool {
+		return n.State == "DEAD" && j.State == "FAILED"
+	})
+	if !strings.Contains(j.Message, "job driver lost") || !strings.Contains(n.Reason, "job driver lost") || j.DriverState != "DEAD" {
+		t.Errorf("a driver stopped for good: node row %+v, job %+v; want DEAD, FAILED, job driver lost", n, j)
+	}
+
+	// Continued after its job ended: it registers again, finds nothing to run on; it is
+	// listed ALIVE (its process lives) while its job stays FAILED. Ending it (stdin) ends
+	// the process.
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	n, j = wait("the driver back after its job ended", 20*time.Second, func(n nodeRow, j jobRow) bool { return n.State == "ALIVE" })
+	if j.State != "FAILED" {
+		t.Errorf("a driver back after its job was failed: its job is %+v, want FAILED (final)", j)
+	}
+	p.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		t.Logf("the driver back after its job ended exited: %v", err)
+	case <-time.After(time.Minute):
+		t.Errorf("the driver back after its job ended did not exit within a minute of its stdin closing\n%s", tail(p.stderr.String()))
 	}
 }

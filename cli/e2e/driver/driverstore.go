@@ -10,7 +10,7 @@ import (
 	ray "github.com/ray-go/ray"
 )
 
-// driverStoreCheck (driverstore, TestDriverObjectStore): a driver
+// driverStoreCheck (driverstore, TestDriverObjectStore and TestDriverUnreachable): a driver
 // that puts 8 MiB (into its own object store: larger than the inline limit), runs one
 // small task (so that its job has a worker process), prints "store ready NODE_ID JOB_ID"
 // and holds the object until its stdin ends, then returns (and shuts down).

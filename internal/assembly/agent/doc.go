@@ -60,6 +60,14 @@
 //     DriverExitedMessage, by a transaction that holds only if the job record did not
 //     change and the jobalive key did not come back. A job run by a submission takes the
 //     submission's outcome instead when it has one (STOPPED when a stop was requested).
+//   - The head records lost drivers (driverlost.go): when the jobalive/ key of a RUNNING
+//     job goes (its driver's lease lapsed: SIGSTOP, a hang, a cut network, or an exit not
+//     yet confirmed) it writes driverlost/<job> (DriverLost, JSON): the state API shows
+//     the driver UNREACHABLE with about when it last renewed its lease. The record is
+//     deleted if the key comes back (the driver is ALIVE again, its job ran on), and says
+//     DEAD, when and why, once the job is failed (a driver that stayed silent though its
+//     address accepted connections: "job driver lost", driverLostMessage; one whose address
+//     refused them: DriverExitedMessage). Dead records are kept an hour, at most 100.
 //   - The head ends the actors of a dead driver (ownerdeath.go): the non-detached actors
 //     that are not dead of a job that ended, whose owner is the job's driver
 //     (JobInfo.driver_address), are stepped lifecycle.OwnerDied. The job's own actor

@@ -78,6 +78,15 @@ func (p *driverProbes) refused(job, addr string, now time.Time) bool {
 	return pr.refused
 }
 
+// lastRefused reports the last answer for job's driver (false when there is none) and
+// starts no probe.
+func (p *driverProbes) lastRefused(job string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr := p.m[job]
+	return pr != nil && pr.refused
+}
+
 // forget drops what is known of job's driver (its key came back, or the job is gone).
 func (p *driverProbes) forget(job string) {
 	p.mu.Lock()

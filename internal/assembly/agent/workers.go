@@ -72,6 +72,11 @@ type workerManager struct {
 	fetched chan binResult
 	fetches sync.WaitGroup // fetch goroutines
 	probes  driverProbes   // whether drivers whose jobalive key went still listen (driverprobe.go)
+	// Head only (driverlost.go): jobs whose driverlost/ record this head wrote (true: the
+	// driver is recorded dead), and when the records were last pruned.
+	lost       map[string]bool
+	lostAt     map[string]int64 // when their alive key went (unix ms)
+	lostPruned time.Time
 }
 
 type jobRec struct {
@@ -106,6 +111,8 @@ func newWorkerManager(a *Agent) *workerManager {
 		actorJob:  map[string]string{},
 		owned:     map[string]map[string]string{},
 		ending:    map[string]time.Time{},
+		lost:      map[string]bool{},
+		lostAt:    map[string]int64{},
 		workers:   map[string]*worker{},
 		hashes:    hashCache{},
 		bins:      map[string]*binFetch{},
@@ -312,12 +319,18 @@ func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
 				}
 				gone = since.Add(orphanGrace - reregisterGrace)
 			}
+			m.trackLost(ctx, job, rec, gone, wasAlive) // driverlost.go
 			if m.driverGone(job, rec.info, gone, now) {
-				m.failOrphan(ctx, job)
+				m.failOrphan(ctx, job, gone)
 			}
-		} else if _, ok := m.orphanAt[job]; ok {
-			delete(m.orphanAt, job)
-			m.probes.forget(job)
+		} else {
+			if _, ok := m.orphanAt[job]; ok {
+				delete(m.orphanAt, job)
+				m.probes.forget(job)
+			}
+			if dead, ok := m.lost[job]; ok && !dead {
+				m.trackLost(ctx, job, rec, time.Time{}, false) // back (the record goes), or its job ended (dead)
+			}
 		}
 		if sub := rec.info.GetSubmissionId(); sub != "" && !m.linked[job] {
 			m.linkSubmission(ctx, sub, job)
@@ -341,6 +354,16 @@ func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
 	}
 	if m.a.cfg.Head {
 		m.endDriverActors(ctx, now) // ownerdeath.go
+		for job := range m.lost {
+			if _, ok := m.jobs[job]; !ok || m.lost[job] {
+				delete(m.lost, job) // a dead driver's record is final; pruneLost ends it
+				delete(m.lostAt, job)
+			}
+		}
+		if now.Sub(m.lostPruned) >= lostDriverPrune {
+			m.lostPruned = now
+			m.pruneLost(ctx, now)
+		}
 	}
 	for job, w := range m.workers {
 		if m.wanted(job, now) {
@@ -556,11 +579,14 @@ func (m *workerManager) putWorker(ctx context.Context, job string, state pb.JobW
 
 // failOrphan marks a RUNNING job whose driver is gone FAILED (head only), with a
 // transaction that holds only if neither the job record changed nor the jobalive key
-// came back since they were read. A job run by `rayctl job submit` takes its submission's
+// came back since they were read: DriverExitedMessage when its address refused
+// connections (or it has none), driverLostMessage when it stayed silent though its address
+// accepted them. A job run by `rayctl job submit` takes its submission's
 // outcome instead when the submission has one (see settleJob; the submission runner
 // settles the job itself when its driver exits later), and is STOPPED when a stop was
-// requested.
-func (m *workerManager) failOrphan(ctx context.Context, job string) {
+// requested. The driver's driverlost/ record (lapsed: when its alive key went) then says
+// DEAD, with the job's message.
+func (m *workerManager) failOrphan(ctx context.Context, job string, lapsed time.Time) {
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	key := gcs.JobKey(job)
@@ -575,6 +601,9 @@ func (m *workerManager) failOrphan(ctx context.Context, job string) {
 		}
 		info.State = pb.JobInfo_FAILED
 		info.Message = DriverExitedMessage
+		if info.GetDriverAddress() != "" && !m.probes.lastRefused(job) {
+			info.Message = driverLostMessage(time.Since(lapsed))
+		}
 		if id := info.GetSubmissionId(); id != "" {
 			if sub, err := GetSubmission(cctx, m.a.store, id); err == nil {
 				switch {
@@ -596,6 +625,9 @@ func (m *workerManager) failOrphan(ctx context.Context, job string) {
 		}
 		if ok {
 			m.a.log.Warn("agent: job's driver is gone", "job", job, "state", info.GetState(), "message", info.GetMessage())
+			if m.putLost(ctx, job, info, lapsed, time.UnixMilli(info.GetEndUnixMs()), info.GetMessage()) {
+				m.lost[job] = true
+			}
 			return
 		}
 	}

@@ -21,10 +21,14 @@ const listTimeout = 10 * time.Second
 
 // Status is the cluster's nodes and jobs (what `rayctl status -o json` prints).
 type Status struct {
-	Address string        `json:"address"`
-	Nodes   []NodeStatus  `json:"nodes"`
-	Jobs    []JobStatus   `json:"jobs"`
-	Cluster ClusterStatus `json:"cluster"`
+	Address string       `json:"address"`
+	Nodes   []NodeStatus `json:"nodes"`
+	Jobs    []JobStatus  `json:"jobs"`
+	// Drivers are the drivers joined to the cluster (ray.Init with an address, rayctl job
+	// submit): those alive, and those whose lease lapsed (UNREACHABLE, then DEAD for a
+	// while: see DriverStatus).
+	Drivers []DriverStatus `json:"drivers"`
+	Cluster ClusterStatus  `json:"cluster"`
 	// Dashboard is the URL of the alive head's web dashboard ("" when none serves one).
 	Dashboard string `json:"dashboard,omitempty"`
 }
@@ -56,6 +60,47 @@ type JobStatus struct {
 	Driver       string `json:"driver"` // host:pid
 	Entrypoint   string `json:"entrypoint,omitempty"`
 	Message      string `json:"message,omitempty"`
+	// DriverState is the state of the job's driver (DriverStatus.State) while the job runs
+	// or when its driver was lost; "" for an ended job whose driver ended with it.
+	DriverState string `json:"driver_state,omitempty"`
+	// DriverLastHeartbeat is about when a driver that is UNREACHABLE or DEAD last renewed
+	// its lease, and DriverSilentSeconds how long ago that was (UNREACHABLE only).
+	DriverLastHeartbeat string `json:"driver_last_heartbeat,omitempty"`
+	DriverSilentSeconds int64  `json:"driver_silent_seconds,omitempty"`
+
+	driverNode, driverHost string // the job record's, for readDrivers
+	driverPid              int32
+}
+
+// The states of a driver (DriverStatus.State).
+const (
+	DriverAlive = "ALIVE"
+	// DriverUnreachable: its lease lapsed (no heartbeat: stopped, hung, cut off, or
+	// exited and not yet taken for dead); its job runs on while it may come back.
+	DriverUnreachable = "UNREACHABLE"
+	// DriverDead: the head took it for dead and ended its job (agent.DriverLost).
+	DriverDead = "DEAD"
+)
+
+// DriverStatus is one driver joined to the cluster. An alive driver has a node record; one
+// whose lease lapsed has the head's driverlost/ record (agent.DriverLost), kept while it
+// is unreachable and for a bounded time (an hour, at most 100) once it is dead.
+type DriverStatus struct {
+	NodeID  string `json:"node_id"`
+	JobID   string `json:"job_id"`
+	Host    string `json:"host"`
+	Pid     int32  `json:"pid"`
+	State   string `json:"state"` // DriverAlive, DriverUnreachable or DriverDead
+	Started string `json:"started,omitempty"`
+	// LastHeartbeat is about when it last renewed its lease (a lease TTL before the head
+	// saw it lapse), SilentSeconds how long ago (UNREACHABLE only), Died when the head
+	// took it for dead and Reason why (DEAD only).
+	LastHeartbeat     string `json:"last_heartbeat,omitempty"`
+	SilentSeconds     int64  `json:"silent_seconds,omitempty"`
+	Died              string `json:"died,omitempty"`
+	Reason            string `json:"reason,omitempty"`
+	ObjectStoreBudget int64  `json:"object_store_budget"`
+	ObjectStoreUsed   int64  `json:"object_store_used"` // its own store (driverload/)
 }
 
 // ClusterStatus sums the alive nodes.
@@ -67,6 +112,9 @@ type ClusterStatus struct {
 	ObjectStoreBudget int64              `json:"object_store_budget"`
 	ObjectStoreUsed   int64              `json:"object_store_used"`
 	RunningJobs       int                `json:"running_jobs"`
+	// UnreachableDrivers and DeadDrivers count Status.Drivers in those states.
+	UnreachableDrivers int `json:"unreachable_drivers"`
+	DeadDrivers        int `json:"dead_drivers"`
 }
 
 // List lists prefix, bounded by 10 s.
@@ -89,7 +137,8 @@ func FormatTime(ms int64) string {
 // and sums the alive nodes. Address is left empty: the caller knows it.
 func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 	tables := map[string][]gcs.KV{}
-	for _, p := range []string{gcs.AgentsPrefix, gcs.AgentAlivePrefix, gcs.NodesPrefix, gcs.LoadPrefix, gcs.JobsPrefix} {
+	for _, p := range []string{gcs.AgentsPrefix, gcs.AgentAlivePrefix, gcs.NodesPrefix, gcs.LoadPrefix, gcs.JobsPrefix,
+		gcs.JobAlivePrefix, gcs.DriverLostPrefix, gcs.DriverLoadPrefix} {
 		kvs, err := List(ctx, s, p)
 		if err != nil {
 			return nil, err
@@ -145,7 +194,7 @@ func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 		}
 		storeUsed[n.GetAgentId()] += l.GetStoreInMemory()
 	}
-	st := &Status{Nodes: []NodeStatus{}, Jobs: []JobStatus{}}
+	st := &Status{Nodes: []NodeStatus{}, Jobs: []JobStatus{}, Drivers: []DriverStatus{}}
 	st.Cluster.Total, st.Cluster.InUse = map[string]float64{}, map[string]float64{}
 	for _, kv := range tables[gcs.AgentsPrefix] {
 		id, _ := gcs.TrimKey(gcs.AgentsPrefix, kv.Key)
@@ -204,7 +253,8 @@ func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 			JobID: id, State: j.GetState().String(), SubmissionID: j.GetSubmissionId(),
 			Start: FormatTime(j.GetStartUnixMs()), End: FormatTime(j.GetEndUnixMs()),
 			Driver: fmt.Sprintf("%s:%d", j.GetDriverHost(), j.GetDriverPid()), Entrypoint: j.GetEntrypoint(),
-			Message: j.GetMessage(),
+			Message:    j.GetMessage(),
+			driverNode: j.GetDriverNode(), driverHost: j.GetDriverHost(), driverPid: j.GetDriverPid(),
 		}
 		if j.GetState() == pb.JobInfo_RUNNING {
 			st.Cluster.RunningJobs++
@@ -212,8 +262,115 @@ func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 		st.Jobs = append(st.Jobs, js)
 	}
 	sort.SliceStable(st.Jobs, func(i, j int) bool { return st.Jobs[i].Start > st.Jobs[j].Start })
+	readDrivers(st, tables, time.Now())
 	return st, nil
 }
+
+// readDrivers fills in st.Drivers, the driver states of st.Jobs and the cluster's counts
+// of unreachable and dead drivers, from the node table (alive drivers), their object store
+// reports, the head's driverlost/ records and, for a RUNNING job of which neither says
+// anything, the absence of its jobalive/ key (UNREACHABLE, time unknown: the head has not
+// recorded it yet).
+func readDrivers(st *Status, tables map[string][]gcs.KV, now time.Time) {
+	used := map[string]int64{}
+	for _, kv := range tables[gcs.DriverLoadPrefix] {
+		id, _ := gcs.TrimKey(gcs.DriverLoadPrefix, kv.Key)
+		if l, err := clusterview.DecodeLoad(id, kv.Value); err == nil {
+			used[id] = l.GetStoreInMemory()
+		}
+	}
+	byJob := map[string]*DriverStatus{}
+	var drivers []DriverStatus
+	aliveNode := map[string]bool{}
+	for _, kv := range tables[gcs.NodesPrefix] {
+		id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
+		n, err := clusterview.DecodeNode(id, kv.Value)
+		if err != nil || n.GetRole() != driverRole {
+			continue
+		}
+		aliveNode[id] = true
+		drivers = append(drivers, DriverStatus{NodeID: id, JobID: n.GetJobId(), Host: n.GetHostname(), Pid: n.GetPid(), State: DriverAlive,
+			Started: FormatTime(n.GetStartedUnixMs()), ObjectStoreBudget: n.GetObjectStoreBytes(), ObjectStoreUsed: used[id]})
+	}
+	jobStart := map[string]string{}
+	for _, j := range st.Jobs {
+		jobStart[j.JobID] = j.Start
+	}
+	lost := map[string]bool{}
+	for _, kv := range tables[gcs.DriverLostPrefix] {
+		job, _ := gcs.TrimKey(gcs.DriverLostPrefix, kv.Key)
+		d, err := agent.DecodeDriverLost(job, kv.Value)
+		if err != nil || aliveNode[d.Node] {
+			// Back: its node record says so (before the head deletes the record of an
+			// unreachable driver; a dead one's job stays ended).
+			continue
+		}
+		lost[job] = true
+		ds := DriverStatus{NodeID: d.Node, JobID: job, Host: d.Host, Pid: d.Pid, State: DriverUnreachable,
+			Started: jobStart[job], LastHeartbeat: FormatTime(d.LastHeartbeatUnixMs())}
+		if d.DeadUnixMs > 0 {
+			ds.State, ds.Died, ds.Reason = DriverDead, FormatTime(d.DeadUnixMs), d.Reason
+		} else {
+			ds.SilentSeconds = int64(now.Sub(time.UnixMilli(d.LastHeartbeatUnixMs())) / time.Second)
+		}
+		drivers = append(drivers, ds)
+	}
+	alive := map[string]bool{}
+	for _, kv := range tables[gcs.JobAlivePrefix] {
+		id, _ := gcs.TrimKey(gcs.JobAlivePrefix, kv.Key)
+		alive[id] = true
+	}
+	for _, j := range st.Jobs {
+		if j.State == pb.JobInfo_RUNNING.String() && !alive[j.JobID] && !lost[j.JobID] && !aliveNode[j.driverNode] && j.driverNode != "" {
+			drivers = append(drivers, DriverStatus{NodeID: j.driverNode, JobID: j.JobID, Host: j.driverHost, Pid: j.driverPid,
+				State: DriverUnreachable, Started: j.Start})
+		}
+	}
+	for i := range drivers {
+		d := &drivers[i]
+		if prev := byJob[d.JobID]; prev == nil || prev.State != DriverAlive {
+			byJob[d.JobID] = d
+		}
+		switch d.State {
+		case DriverUnreachable:
+			st.Cluster.UnreachableDrivers++
+		case DriverDead:
+			st.Cluster.DeadDrivers++
+		}
+	}
+	for i := range st.Jobs {
+		j := &st.Jobs[i]
+		d := byJob[j.JobID]
+		if d == nil || d.State == DriverAlive && j.State != pb.JobInfo_RUNNING.String() {
+			continue
+		}
+		j.DriverState, j.DriverLastHeartbeat, j.DriverSilentSeconds = d.State, d.LastHeartbeat, d.SilentSeconds
+		if d.State == DriverUnreachable && j.Message == "" {
+			j.Message = "driver unreachable: its lease lapsed (no heartbeat"
+			if d.LastHeartbeat != "" {
+				j.Message += fmt.Sprintf(" for %ds, since about %s", d.SilentSeconds, d.LastHeartbeat)
+			}
+			j.Message += "): stopped, hung or cut off; the job fails if it does not come back"
+		}
+	}
+	// Alive first, then unreachable, then dead; each by start, then node.
+	rank := map[string]int{DriverAlive: 0, DriverUnreachable: 1, DriverDead: 2}
+	sort.SliceStable(drivers, func(a, b int) bool {
+		x, y := drivers[a], drivers[b]
+		if rank[x.State] != rank[y.State] {
+			return rank[x.State] < rank[y.State]
+		}
+		if x.Started != y.Started {
+			return x.Started < y.Started
+		}
+		return x.NodeID < y.NodeID
+	})
+	st.Drivers = append(st.Drivers, drivers...)
+}
+
+// driverRole is a driver's NodeInfo.role (internal/assembly/node.RoleDriver, which ranks
+// above this package).
+const driverRole = "driver"
 
 func round4(v float64) float64 {
 	return float64(int64(v*10000+0.5)) / 10000

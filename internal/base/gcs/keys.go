@@ -34,6 +34,9 @@ import (
 //	agents/<agentID>                        node agents (rayctl start), one per machine
 //	agentalive/<agentID>                    present while the agent runs (leased)
 //	jobalive/<jobID>                        present while the job's driver lives (leased)
+//	driverlost/<jobID>                      the head's record of a job's driver whose lease
+//	                                        lapsed: unreachable, then dead (JSON, package
+//	                                        internal/assembly/agent; kept a bounded time)
 //	jobworkers/<jobID>/<agentID>            the worker process an agent runs for a job
 //	submissions/<submissionID>              rayctl job submit requests and their outcome
 //	statereq/<requestID>                    a state API query to a job's processes (leased)
@@ -60,6 +63,7 @@ const (
 	AgentsPrefix          = "agents/"
 	AgentAlivePrefix      = "agentalive/"
 	JobAlivePrefix        = "jobalive/"
+	DriverLostPrefix      = "driverlost/"
 	JobWorkersPrefix      = "jobworkers/"
 	SubmissionsPrefix     = "submissions/"
 	StateRequestsPrefix   = "statereq/"
@@ -84,6 +88,9 @@ func AgentAliveKey(agentID string) string { return AgentAlivePrefix + agentID }
 
 // JobAliveKey is the key a job's driver keeps while it lives.
 func JobAliveKey(jobID string) string { return JobAlivePrefix + jobID }
+
+// DriverLostKey is the key of the head's record of a job's lost driver.
+func DriverLostKey(jobID string) string { return DriverLostPrefix + jobID }
 
 // JobWorkerKey is the key of the worker process agentID runs for jobID.
 func JobWorkerKey(jobID, agentID string) string { return JobWorkersPrefix + jobID + "/" + agentID }
