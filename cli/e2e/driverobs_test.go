@@ -114,6 +114,9 @@ func TestDriverObjectStore(t *testing.T) {
 	}
 
 	p.in.Close()
+	if after := p.line(t, "driverstore after", sess); after != "after: <nil>" {
+		t.Errorf("a task after the checks: %q, want no error", after)
+	}
 	if err := p.cmd.Wait(); err != nil {
 		t.Errorf("the driver: %v\n%s", err, tail(p.stderr.String()))
 	}
@@ -229,23 +232,29 @@ func TestDriverUnreachable(t *testing.T) {
 		t.Errorf("a driver stopped for good: node row %+v, job %+v; want DEAD, FAILED, job driver lost", n, j)
 	}
 
-	// Continued after its job ended: it registers again, finds nothing to run on; it is
-	// listed ALIVE (its process lives) while its job stays FAILED. Ending it (stdin) ends
-	// the process.
+	// Continued after its job ended: it registers again (listed ALIVE while its process
+	// lives) and learns that its job was ended: its calls fail at once, saying so (not
+	// after the 30 s the task allows: no worker process would run it). Its job stays
+	// FAILED, also after it shuts down.
 	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	n, j = wait("the driver back after its job ended", 20*time.Second, func(n nodeRow, j jobRow) bool { return n.State == "ALIVE" })
-	if j.State != "FAILED" {
-		t.Errorf("a driver back after its job was failed: its job is %+v, want FAILED (final)", j)
-	}
+	wait("the driver back after its job ended", 20*time.Second, func(n nodeRow, j jobRow) bool { return n.State == "ALIVE" })
 	p.in.Close()
+	start := time.Now()
+	after := p.line(t, "driverstore after", sess)
+	if !strings.Contains(after, "was ended while the driver was unreachable") || time.Since(start) > 20*time.Second {
+		t.Errorf("a task of a driver back after its job was failed: %q after %v, want an error saying its job was ended", after, time.Since(start))
+	}
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
 	select {
 	case err := <-done:
-		t.Logf("the driver back after its job ended exited: %v", err)
+		t.Logf("the driver back after its job ended: %q; it exited: %v", after, err)
 	case <-time.After(time.Minute):
 		t.Errorf("the driver back after its job ended did not exit within a minute of its stdin closing\n%s", tail(p.stderr.String()))
+	}
+	if j := theJob(); j.State != "FAILED" || !strings.Contains(j.Message, "job driver lost") {
+		t.Errorf("the job of a driver back after it was failed, once the driver ended: %+v, want FAILED, job driver lost (final)", j)
 	}
 }

@@ -28,8 +28,9 @@ import (
 // processes, actors and objects were kept all along. If not, failOrphan fails the job and
 // the record says DEAD, when and why (its address refused connections: the process
 // exited; or it stayed silent though its address still accepted connections: "job driver
-// lost"). A driver that comes back after that finds its job ended: its worker processes
-// were stopped and its actors ended, and its record stays DEAD (its job is final).
+// lost"). A driver that comes back after that finds its job ended (its worker processes
+// were stopped and its actors ended): its runtime fails (internal/assembly/node,
+// driverback.go), and its record stays DEAD (its job is final).
 //
 // Bounded: one record per job whose driver was lost; dead ones are kept lostDriverKeep
 // and at most lostDriverMax of them (the newest), pruned every lostDriverPrune, which also

@@ -69,6 +69,14 @@
 // Crash) instead of waiting out each write's timeout. A shorter outage changes nothing.
 // Worker processes end on their own bound (ServeWorker); node agents wait.
 //
+// A driver also fails its runtime (driverback.go) when it registers again after its lease
+// lapsed and finds that the head ended its job meanwhile (it was stopped or hung past the
+// head's grace: "job driver lost"), and its Stop leaves that job record as it is.
+//
+// A driver publishes its object store's figures too, under driverload/<node> (load.go),
+// once a second while they change: `rayctl memory` and the head's metrics count them, and
+// the views that place tasks, which follow load/ only, never see them.
+//
 // protoactor's own logs go through peerLog (peerlog.go): the endpoint writer's ERROR lines
 // about a peer that went away (lost connection, five failed reconnects) become one WARN per
 // peer and minute that says what happened, the rest DEBUG.

@@ -239,7 +239,10 @@ func (n *Node) endJob(ctx context.Context) {
 	b, _ := proto.Marshal(n.job)
 	jctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if _, err := n.store.Put(jctx, gcs.JobKey(string(n.cfg.Job)), b, 0); err != nil {
+	if ended := n.endedJob(jctx); ended != nil {
+		// The head ended it while this driver was unreachable (driverback.go): final.
+		n.cfg.Logger.Warn("node: the job was ended while this driver was unreachable; its record stays", "state", ended.GetState(), "message", ended.GetMessage())
+	} else if _, err := n.store.Put(jctx, gcs.JobKey(string(n.cfg.Job)), b, 0); err != nil {
 		n.cfg.Logger.Warn("node: cannot record the end of the job", "err", err)
 	}
 	_, _ = n.store.Delete(jctx, gcs.JobAliveKey(string(n.cfg.Job)))

@@ -86,6 +86,8 @@ func (n *Node) renewLease(ctx context.Context) (<-chan struct{}, error) {
 		}
 	}
 	n.pgRecords.rewrite() // the placement groups' records lived on the old lease too
+	// A driver whose job the head ended meanwhile fails its runtime (driverback.go).
+	n.loseIfJobEnded(gctx)
 	n.cfg.Logger.Warn("node: the registration lease had expired (the GCS was unreachable for longer than its TTL); registered again", "ttl", n.cfg.LeaseTTL)
 	return lost, nil
 }
