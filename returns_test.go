@@ -287,8 +287,11 @@ func corruptOnceSpilled(t *testing.T, ctx context.Context, id string, elems int)
 		}
 		more = append(more, r)
 	}
-	path := filepath.Join(nodeOf(ctx).Dir(), "spill", id+".zst")
-	eventually.True(t, 30*time.Second, id+" to be spilled", func() bool { _, err := os.Stat(path); return err == nil })
+	var path string
+	eventually.True(t, 30*time.Second, id+" to be spilled", func() bool {
+		path = spillFileOf(filepath.Join(nodeOf(ctx).Dir(), "spill"), id)
+		return path != ""
+	})
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -21,8 +21,10 @@
 // the store over budget while batches are written is acknowledged once it is back under
 // (backpressure). An object stays readable from memory until its file is complete. A
 // spill file is a 36-byte header (magic, length, CRC-32C of the bytes, the object's ID)
-// and a zstd frame; the shard keeps each spilled object's CRC-32C in memory. Spill files
-// do not outlive their process (a shard reads only files it wrote), so the format can
+// and a zstd frame; the shard keeps each spilled object's CRC-32C in memory. Each write
+// has a file of its own, <id>-<n>.zst (the shard's n-th write), so that the removal of a
+// freed copy's file, on a goroutine of its own, never meets a later spill of the same ID.
+// Spill files do not outlive their process (a shard reads only files it wrote), so the format can
 // change freely.
 // A Get of a spilled object is answered by a goroutine that reads, checks and
 // decompresses the file, at most SpillWorkers at once (the others wait their turn, and
