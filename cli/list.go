@@ -72,7 +72,7 @@ type kind struct {
 
 var kinds = []kind{
 	{name: "nodes", one: "node", id: "node_id", read: readNodes,
-		columns: []string{"node_id", "state", "role", "head", "host", "pid", "resources_total", "object_store_used", "object_store_budget"}},
+		columns: []string{"node_id", "state", "role", "head", "host", "pid", "resources_in_use/total", "object_store_used", "object_store_budget"}},
 	{name: "jobs", one: "job", id: "job_id", read: readJobs,
 		columns: []string{"job_id", "state", "submission_id", "start", "end", "driver", "driver_state", "entrypoint"}},
 	{name: "actors", one: "actor", id: "actor_id", read: readActors,
@@ -385,6 +385,18 @@ func filterRecords(recs []record, filters []filter) ([]record, error) {
 	return out, nil
 }
 
+// derived are table columns made of two fields: a node's resources as "CPU 1/2" (in use of
+// total), as rayctl status prints them. JSON and YAML have the fields themselves.
+var derived = map[string]func(r record) string{
+	"resources_in_use/total": func(r record) string {
+		total, _ := r.get("resources_total")
+		inUse, _ := r.get("resources_in_use")
+		t, _ := total.(map[string]float64)
+		u, _ := inUse.(map[string]float64)
+		return fmtResources(t, u)
+	},
+}
+
 // scalar prints a field's value as a table cell, a filter compares it and YAML writes it.
 func scalar(v any) string {
 	switch x := v.(type) {
@@ -393,12 +405,40 @@ func scalar(v any) string {
 	case string:
 		return x
 	case map[string]float64:
-		return fmtResources(x, nil)
+		return fmtAmounts(x)
 	case float64:
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	default:
 		return fmt.Sprint(x)
 	}
+}
+
+// fmtAmounts prints resource amounts in rayctl status's order: "CPU 2, GPU 1, accel 1".
+func fmtAmounts(m map[string]float64) string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	rank := map[string]int{"CPU": 0, "GPU": 1}
+	sort.Slice(names, func(i, j int) bool {
+		ri, iok := rank[names[i]]
+		rj, jok := rank[names[j]]
+		if !iok {
+			ri = 2
+		}
+		if !jok {
+			rj = 2
+		}
+		if ri != rj {
+			return ri < rj
+		}
+		return names[i] < names[j]
+	})
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + " " + strconv.FormatFloat(m[n], 'f', -1, 64)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // printFiltered applies to recs the filters the processes could not (rest), cuts them to
@@ -456,8 +496,12 @@ func printRecords(w io.Writer, format string, columns []string, recs []record) e
 	for _, r := range recs {
 		cells := make([]string, len(columns))
 		for i, col := range columns {
-			v, _ := r.get(col)
-			cells[i] = strings.ReplaceAll(scalar(v), "\t", " ")
+			if d := derived[col]; d != nil {
+				cells[i] = d(r)
+			} else {
+				v, _ := r.get(col)
+				cells[i] = strings.ReplaceAll(scalar(v), "\t", " ")
+			}
 			if cells[i] == "" {
 				cells[i] = "-"
 			}

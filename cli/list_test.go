@@ -218,3 +218,33 @@ func TestEnumFilters(t *testing.T) {
 		}
 	}
 }
+
+// TestListNodesResources: the nodes table shows each node's resources in use of its total
+// (it showed 0 in use, whatever was used, under RESOURCES_TOTAL), named so; JSON keeps both
+// fields as maps.
+func TestListNodesResources(t *testing.T) {
+	k, _ := kindOf("nodes")
+	recs := []record{{{"node_id", "n1"}, {"state", "ALIVE"}, {"head", true}, {"host", "vm"}, {"pid", 7},
+		{"resources_total", map[string]float64{"CPU": 2, "accel": 1}}, {"resources_in_use", map[string]float64{"CPU": 1}},
+		{"object_store_budget", int64(100)}, {"object_store_used", int64(0)}}}
+	var out bytes.Buffer
+	if err := printRecords(&out, "table", k.columns, recs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if !strings.Contains(lines[0], "RESOURCES_IN_USE/TOTAL") || !strings.Contains(lines[1], "CPU 1/2, accel 0/1") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	if got := scalar(map[string]float64{"accel": 1, "CPU": 2}); got != "CPU 2, accel 1" {
+		t.Fatalf("a map of resources alone prints %q, want their amounts", got)
+	}
+	out.Reset()
+	if err := printRecords(&out, "json", k.columns, recs); err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || rows[0]["resources_in_use"].(map[string]any)["CPU"] != 1.0 ||
+		rows[0]["resources_total"].(map[string]any)["CPU"] != 2.0 {
+		t.Fatalf("json: %v %s", err, out.String())
+	}
+}
