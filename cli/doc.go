@@ -36,6 +36,10 @@
 //	  any case and refuses a value the field never has, listing those it has: listfilter.go)
 //	rayctl --version
 //
+// In the tables of list, summary, cert list and job list, a value's newlines, carriage returns and
+// tabs (a task's error, a job's message) are written as \n, \r and \t, so that each record is one
+// line; -o json and -o yaml print values as they are.
+//
 // status, memory, job, cert, list, get, summary and logs take the credential flags too: --token, --token-file,
 // --join-address, --insecure, --gcs-ca, --gcs-cert, --gcs-key.
 //

@@ -298,7 +298,7 @@ func runJobList(c *ucli.Context) error {
 	fmt.Fprintln(tw, "SUBMISSION\tSTATE\tJOB\tSTART\tEND\tENTRYPOINT")
 	for _, v := range views {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.SubmissionID, v.State, dash(v.JobID), dash(v.Start), dash(v.End),
-			strings.Join(v.Entrypoint, " "))
+			cell(strings.Join(v.Entrypoint, " ")))
 	}
 	return tw.Flush()
 }

@@ -497,10 +497,10 @@ func printRecords(w io.Writer, format string, columns []string, recs []record) e
 		cells := make([]string, len(columns))
 		for i, col := range columns {
 			if d := derived[col]; d != nil {
-				cells[i] = d(r)
+				cells[i] = cell(d(r))
 			} else {
 				v, _ := r.get(col)
-				cells[i] = strings.ReplaceAll(scalar(v), "\t", " ")
+				cells[i] = cell(scalar(v))
 			}
 			if cells[i] == "" {
 				cells[i] = "-"
@@ -510,6 +510,13 @@ func printRecords(w io.Writer, format string, columns []string, recs []record) e
 	}
 	return tw.Flush()
 }
+
+// cellEscaper keeps a table cell on one line and in its column: newlines, carriage returns
+// and tabs (a task's error, a job's message) are written as \n, \r and \t.
+var cellEscaper = strings.NewReplacer("\n", `\n`, "\r", `\r`, "\t", `\t`)
+
+// cell is s as a table cell (JSON and YAML print values as they are).
+func cell(s string) string { return cellEscaper.Replace(s) }
 
 // printYAML writes r as a YAML mapping; first prefixes its first line ("- " in a list).
 // Strings are quoted as JSON strings (valid YAML) so that any value reads back unchanged.

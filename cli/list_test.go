@@ -248,3 +248,38 @@ func TestListNodesResources(t *testing.T) {
 		t.Fatalf("json: %v %s", err, out.String())
 	}
 }
+
+// TestTableCellsOneLine: a value with newlines, carriage returns or tabs (a task's error)
+// stays on its row and in its column of a table, escaped; JSON keeps it as it is.
+func TestTableCellsOneLine(t *testing.T) {
+	msg := "boom\nat line 2\r\n\tcaused by: x"
+	recs := []record{
+		{{"task_id", "t1"}, {"attempt", 0}, {"name", "f\tg"}, {"state", "FAILED"}, {"job_id", "j1"}, {"node", "n1"}, {"started", "s"}, {"duration", "1s"}, {"error", msg}},
+		{{"task_id", "t2"}, {"attempt", 0}, {"name", "f"}, {"state", "FINISHED"}, {"job_id", "j1"}, {"node", "n1"}, {"started", "s"}, {"duration", "1s"}, {"error", ""}},
+	}
+	var out bytes.Buffer
+	if err := printRecords(&out, "table", taskColumns, recs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[1], `boom\nat line 2\r\n\tcaused by: x`) || !strings.Contains(lines[1], `f\tg`) ||
+		len(strings.Fields(lines[2])) != len(taskColumns) {
+		t.Fatalf("table: %d lines\n%s", len(lines), out.String())
+	}
+	// A summary's cells too (its groups are names).
+	out.Reset()
+	if err := printRecords(&out, "table", nil, summarize([]record{{{"class", "a\nb"}, {"state", "ALIVE"}}}, "class")); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[1], `a\nb `) {
+		t.Fatalf("summary table:\n%s", out.String())
+	}
+	out.Reset()
+	if err := printRecords(&out, "json", taskColumns, recs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || rows[0]["error"] != msg {
+		t.Fatalf("json: %v %s", err, out.String())
+	}
+}
