@@ -266,9 +266,11 @@ func TestCluster(t *testing.T) {
 	if r.code != 0 || len(id) != 16 {
 		t.Fatalf("submit --no-wait: %+v", r)
 	}
+	// IDs may be cut to 6 characters, as for get job (they were refused: "no submission").
+	prefix := id[:6]
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		r = run(t, tok, "job", "logs", "--address", addr, id)
+		r = run(t, tok, "job", "logs", "--address", addr, prefix)
 		if strings.Contains(r.stdout, "started") {
 			break
 		}
@@ -277,11 +279,14 @@ func TestCluster(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	r = run(t, tok, "job", "stop", id, "--address", addr)
+	if r = run(t, tok, "logs", "job", prefix, "--address", addr); r.code != 0 || !strings.Contains(r.stdout, "started") {
+		t.Errorf("logs job %s: %+v", prefix, r)
+	}
+	r = run(t, tok, "job", "stop", prefix, "--address", addr)
 	if r.code != 0 || !strings.Contains(r.stdout, "STOPPED") {
 		t.Errorf("job stop: %+v", r)
 	}
-	r = run(t, tok, "job", "status", id, "--address", addr, "-o", "json")
+	r = run(t, tok, "job", "status", prefix, "--address", addr, "-o", "json")
 	var v submissionView
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.State != "STOPPED" || !v.StopRequest {
 		t.Errorf("job status: %+v (%v)", r, err)

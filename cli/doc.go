@@ -16,7 +16,7 @@
 //	rayctl memory [--address A] [-o text|json]
 //	rayctl job submit [--address A] [--no-wait] [--working-dir D] [--env K=V]... -- PROGRAM [ARGS...]
 //	rayctl job list [-o json]
-//	rayctl job status ID [-o json]
+//	rayctl job status ID [-o json]   (ID: the submission's or its job's)
 //	rayctl job logs ID [--follow]
 //	rayctl job stop ID [--no-wait]
 //	rayctl token show|rotate [--session-dir DIR]
@@ -35,6 +35,11 @@
 //	  (--filter on an enum field, e.g. state, type, reference_type, strategy, or a true/false one, takes its value in
 //	  any case and refuses a value the field never has, listing those it has: listfilter.go)
 //	rayctl --version
+//
+// Every ID a command takes (get, logs, job status|logs|stop, timeline --job; the dashboard's
+// job filter and job logs too) may be the whole ID or at least 6 of its first characters
+// (clusterstate.MatchID); a prefix of several IDs is refused, naming them. job status|logs|stop
+// and logs job take a submission's ID or its job's.
 //
 // In the tables of list, summary, cert list and job list, a value's newlines, carriage returns and
 // tabs (a task's error, a job's message) are written as \n, \r and \t, so that each record is one

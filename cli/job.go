@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/assembly/agent"
+	"github.com/ray-go/ray/internal/assembly/clusterstate"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -53,21 +54,21 @@ func jobCommand() *ucli.Command {
 			{
 				Name:      "status",
 				Usage:     "show one submission",
-				ArgsUsage: "SUBMISSION_ID",
+				ArgsUsage: "SUBMISSION_ID|JOB_ID (or at least 6 of its first characters)",
 				Flags:     common(outputFlag()),
 				Action:    runJobStatus,
 			},
 			{
 				Name:      "logs",
 				Usage:     "print a submission's output (kept in the GCS, up to 32 MiB)",
-				ArgsUsage: "SUBMISSION_ID",
+				ArgsUsage: "SUBMISSION_ID|JOB_ID (or at least 6 of its first characters)",
 				Flags:     common(&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing until the job ends", EnvVars: []string{"RAY_GO_FOLLOW"}}),
 				Action:    runJobLogs,
 			},
 			{
 				Name:      "stop",
 				Usage:     "stop a submission (SIGTERM to the driver's process group, SIGKILL after 5 s); the submission and its job end STOPPED",
-				ArgsUsage: "SUBMISSION_ID",
+				ArgsUsage: "SUBMISSION_ID|JOB_ID (or at least 6 of its first characters)",
 				Flags:     common(&ucli.BoolFlag{Name: "no-wait", Usage: "return once the request is recorded", EnvVars: []string{"RAY_GO_NO_WAIT"}}),
 				Action:    runJobStop,
 			},
@@ -303,18 +304,42 @@ func runJobList(c *ucli.Context) error {
 	return tw.Flush()
 }
 
-// oneSubmission reads the submission named by the only argument.
+// oneSubmission reads the submission named by the only argument: its ID or its job's, or
+// at least 6 of the first characters of either.
 func oneSubmission(c *ucli.Context, store gcs.Store) (*pb.Submission, error) {
 	if c.NArg() != 1 {
 		return nil, exitf(ExitError, "want one SUBMISSION_ID (rayctl job list shows them)")
 	}
 	id := c.Args().First()
-	sub, err := agent.GetSubmission(c.Context, store, id)
-	if errors.Is(err, agent.ErrNoSubmission) {
+	sub, err := findSubmission(c.Context, store, id)
+	if err != nil {
+		return nil, err
+	}
+	if sub == nil {
 		return nil, exitf(ExitError, "no submission %q in this cluster (rayctl job list shows them)", id)
 	}
+	return sub, nil
+}
+
+// findSubmission reads the submission whose ID (or its job's) is id or starts with it
+// (clusterstate.ResolveSubmission); nil when there is none.
+func findSubmission(ctx context.Context, store gcs.Store, id string) (*pb.Submission, error) {
+	sid, err := clusterstate.ResolveSubmission(ctx, store, id)
+	var amb *clusterstate.AmbiguousError
+	switch {
+	case errors.As(err, &amb):
+		return nil, exitf(ExitError, "%v", err)
+	case err != nil:
+		return nil, exitf(ExitError, "read the submissions: %v", err)
+	case sid == "":
+		return nil, nil
+	}
+	sub, err := agent.GetSubmission(ctx, store, sid)
+	if errors.Is(err, agent.ErrNoSubmission) {
+		return nil, nil // removed since
+	}
 	if err != nil {
-		return nil, exitf(ExitError, "read submission %s: %v", id, err)
+		return nil, exitf(ExitError, "read submission %s: %v", sid, err)
 	}
 	return sub, nil
 }

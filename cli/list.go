@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -194,25 +195,25 @@ func getCommand() *ucli.Command {
 				return err
 			}
 			id := c.Args().Get(1)
-			var found []record
-			for _, r := range recs {
-				if v, _ := r.get(k.id); v == id || (len(id) >= 6 && strings.HasPrefix(fmt.Sprint(v), id)) {
-					found = append(found, r)
-				}
+			ids := make([]string, len(recs))
+			for i, r := range recs {
+				v, _ := r.get(k.id)
+				ids[i] = fmt.Sprint(v)
 			}
-			switch len(found) {
-			case 0:
+			match, err := matchID(k.one, ids, id)
+			if err != nil {
+				return err
+			}
+			if match == "" {
 				return exitf(ExitError, "no %s %q in the cluster (rayctl list %s shows them)", k.one, id, k.name)
-			case 1:
-			default:
-				return exitf(ExitError, "%q is the start of %d %s IDs: give more of it", id, len(found), k.one)
 			}
+			found := recs[slices.Index(ids, match)]
 			if format == "json" {
 				enc := json.NewEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")
-				return enc.Encode(found[0])
+				return enc.Encode(found)
 			}
-			return printYAML(c.App.Writer, found[0], "")
+			return printYAML(c.App.Writer, found, "")
 		},
 	}
 }
@@ -252,6 +253,24 @@ func summaryCommand() *ucli.Command {
 			return printRecords(c.App.Writer, format, nil, summarize(recs, group))
 		},
 	}
+}
+
+// matchID finds id (the whole ID, or at least 6 of its first characters) among ids, as
+// every command that takes an ID does (clusterstate.MatchID): "" when none is; a prefix of
+// several is an error naming them.
+func matchID(kind string, ids []string, id string) (string, error) {
+	m, err := clusterstate.MatchID(kind, ids, id)
+	if err != nil {
+		return "", exitf(ExitError, "%v", err)
+	}
+	return m, nil
+}
+
+// ambiguous is the error of a prefix that starts each of ids (more than one).
+func ambiguous(kind, prefix string, ids []string) error {
+	ids = slices.Clone(ids)
+	sort.Strings(ids)
+	return exitf(ExitError, "%v", &clusterstate.AmbiguousError{Kind: kind, Prefix: prefix, Candidates: ids})
 }
 
 // summarize counts records by the field group (if not "state") and by state: one row per

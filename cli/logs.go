@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -451,7 +453,7 @@ func nodeTarget(ctx context.Context, store gcs.Store, node, desc string) (*logTa
 			return t, nil
 		}
 	}
-	return nil, exitf(ExitError, "%q is the start of %d node IDs: give more of it", node, len(found))
+	return nil, ambiguous("node", node, slices.Collect(maps.Keys(found)))
 }
 
 func taskTarget(ctx context.Context, store gcs.Store, id string) (*logTarget, error) {
@@ -474,7 +476,7 @@ func taskTarget(ctx context.Context, store gcs.Store, id string) (*logTarget, er
 	case len(seen) == 0:
 		return nil, exitf(ExitError, "no task %q in the cluster (rayctl list tasks shows them; a task's record lives as long as the process that submitted it)", id)
 	case len(seen) > 1:
-		return nil, exitf(ExitError, "%q is the start of %d task IDs: give more of it", id, len(seen))
+		return nil, ambiguous("task", id, slices.Collect(maps.Keys(seen)))
 	}
 	core.SortNewest(res.Tasks)
 	var ev *core.TaskEvent
@@ -533,13 +535,15 @@ func matchActors(ctx context.Context, store gcs.Store, id string) ([]clusterstat
 	if err != nil {
 		return nil, exitf(ExitError, "read the actors: %v", err)
 	}
-	var found []clusterstate.Actor
-	for _, a := range actors {
-		if idMatches(a.ActorID, strings.ToLower(id)) {
-			found = append(found, a)
-		}
+	ids := make([]string, len(actors))
+	for i, a := range actors {
+		ids[i] = a.ActorID
 	}
-	return found, nil
+	m, err := matchID("actor", ids, id)
+	if err != nil || m == "" {
+		return nil, err
+	}
+	return []clusterstate.Actor{actors[slices.Index(ids, m)]}, nil
 }
 
 // actorCalls prints the output of actor a's newest n calls that ended, oldest first: each
@@ -709,27 +713,36 @@ func agentHosts(ctx context.Context, store gcs.Store) (map[string]string, error)
 
 // jobLogs prints a submitted job's driver output: id is the submission's ID or its job's.
 func jobLogs(c *ucli.Context, ctx context.Context, store gcs.Store, id string) error {
-	sub, err := agent.GetSubmission(c.Context, store, id)
-	if errors.Is(err, agent.ErrNoSubmission) {
-		kv, found, gerr := store.Get(c.Context, gcs.JobKey(id))
-		if gerr != nil {
-			return exitf(ExitError, "read job %s: %v", id, gerr)
-		}
-		if !found {
+	sub, err := findSubmission(c.Context, store, id)
+	if err != nil {
+		return err
+	}
+	if sub == nil {
+		job, err := clusterstate.ResolveJob(c.Context, store, id)
+		var amb *clusterstate.AmbiguousError
+		switch {
+		case errors.As(err, &amb):
+			return exitf(ExitError, "%v", err)
+		case err != nil:
+			return exitf(ExitError, "read the jobs: %v", err)
+		case job == "":
 			return exitf(ExitError, "no job or submission %q in the cluster (rayctl list jobs and rayctl job list show them)", id)
 		}
-		info, derr := agent.DecodeJob(id, kv.Value)
+		kv, found, gerr := store.Get(c.Context, gcs.JobKey(job))
+		if gerr != nil || !found {
+			return exitf(ExitError, "read job %s: %v", job, gerr)
+		}
+		info, derr := agent.DecodeJob(job, kv.Value)
 		if derr != nil {
-			return exitf(ExitError, "read job %s: %v", id, derr)
+			return exitf(ExitError, "read job %s: %v", job, derr)
 		}
 		if info.GetSubmissionId() == "" {
 			return exitf(ExitError, "job %s was not submitted with `rayctl job submit`: its driver's output went where the driver ran; "+
-				"its worker processes' logs: rayctl logs worker NODE_ID (the node column of rayctl list tasks --filter job_id=%s)", id, id)
+				"its worker processes' logs: rayctl logs worker NODE_ID (the node column of rayctl list tasks --filter job_id=%s)", job, job)
 		}
-		sub, err = agent.GetSubmission(c.Context, store, info.GetSubmissionId())
-	}
-	if err != nil {
-		return exitf(ExitError, "read submission %s: %v", id, err)
+		if sub, err = agent.GetSubmission(c.Context, store, info.GetSubmissionId()); err != nil {
+			return exitf(ExitError, "read submission %s of job %s: %v", info.GetSubmissionId(), job, err)
+		}
 	}
 	sid := sub.GetSubmissionId()
 	tail := c.Int("tail")

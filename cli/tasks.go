@@ -3,17 +3,20 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/ray-go/ray/internal/assembly/clusterstate"
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/assembly/taskstate"
-	"github.com/ray-go/ray/internal/base/gcs"
 )
 
 // Tasks in the state API: `rayctl list tasks`, `get task`, `summary tasks` and `timeline`.
@@ -57,23 +60,25 @@ func gatherTasks(c *ucli.Context, job string, q core.TaskQuery) (*taskstate.Resu
 	return res, nil
 }
 
-// jobExists fails for a job ID the cluster has no record of (a typo wrote an empty trace).
-func jobExists(c *ucli.Context, job string) error {
+// resolveJob finds the job whose ID is job or starts with it (6 characters at least), and
+// fails for a job the cluster has no record of (a typo wrote an empty trace).
+func resolveJob(c *ucli.Context, job string) (string, error) {
 	store, addr, err := connect(c)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer store.Close()
-	ctx, cancel := opCtx(c)
-	defer cancel()
-	_, ok, err := store.Get(ctx, gcs.JobKey(job))
+	id, err := clusterstate.ResolveJob(c.Context, store, job)
+	var amb *clusterstate.AmbiguousError
 	switch {
+	case errors.As(err, &amb):
+		return "", exitf(ExitError, "%v", err)
 	case err != nil:
-		return exitf(ExitError, "read the job %s from %s: %v", job, strings.Join(addr, ","), err)
-	case !ok:
-		return exitf(ExitError, "no job %q in the cluster at %s (`rayctl list jobs` shows its jobs)", job, strings.Join(addr, ","))
+		return "", exitf(ExitError, "read the jobs from %s: %v", strings.Join(addr, ","), err)
+	case id == "":
+		return "", exitf(ExitError, "no job %q in the cluster at %s (`rayctl list jobs` shows its jobs)", job, strings.Join(addr, ","))
 	}
-	return nil
+	return id, nil
 }
 
 func listTasks(c *ucli.Context, format string, filters []filter, limit int) error {
@@ -121,7 +126,7 @@ func getTask(c *ucli.Context, format, id string) error {
 		return exitf(ExitError, "no task %q in the cluster (rayctl list tasks shows them)", id)
 	case 1:
 	default:
-		return exitf(ExitError, "%q is the start of %d task IDs: give more of it", id, len(ids))
+		return ambiguous("task", id, slices.Collect(maps.Keys(ids)))
 	}
 	// Every attempt, the newest first.
 	recs := make([]record, len(res.Tasks))
@@ -165,7 +170,7 @@ func timelineCommand() *ucli.Command {
 		Description: "A track per worker, a span per task attempt that ran, an arrow from a task to each task that took its " +
 			"result as an argument. Open the file at https://ui.perfetto.dev or chrome://tracing.",
 		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(),
-			&ucli.StringFlag{Name: "job", Usage: "the job whose tasks to write (default: every job's)"},
+			&ucli.StringFlag{Name: "job", Usage: "the job whose tasks to write (its ID, or at least 6 of its first characters; default: every job's)"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the `FILE` to write (default: ray-timeline-<time>.json here)"},
 			&ucli.IntFlag{Name: "limit", Usage: "write at most this many task attempts, the newest (0: all)"},
 		}, credentialFlags()...),
@@ -177,12 +182,14 @@ func timelineCommand() *ucli.Command {
 			if path == "" {
 				path = "ray-timeline-" + time.Now().UTC().Format("2006-01-02_15-04-05") + ".json"
 			}
-			if job := c.String("job"); job != "" {
-				if err := jobExists(c, job); err != nil {
+			job := c.String("job")
+			if job != "" {
+				var err error
+				if job, err = resolveJob(c, job); err != nil {
 					return err
 				}
 			}
-			res, err := gatherTasks(c, c.String("job"), core.TaskQuery{Edges: true, Limit: c.Int("limit")})
+			res, err := gatherTasks(c, job, core.TaskQuery{Edges: true, Limit: c.Int("limit")})
 			if err != nil {
 				return err
 			}

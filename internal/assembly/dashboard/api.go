@@ -105,7 +105,29 @@ type TaskList struct {
 	Now       int64            `json:"now"` // unix ns, for the timeline's open spans
 }
 
-func (d *Dashboard) gather(w http.ResponseWriter, r *http.Request, edges bool) (*taskstate.Result, bool) {
+// resolveJob turns the job filter (its ID, or at least 6 of its first characters, as rayctl
+// takes them: clusterstate.ResolveJob) into the job's ID; a prefix of several jobs is a
+// 400 naming them. An ID no job has is kept (nothing matches it).
+func (d *Dashboard) resolveJob(ctx context.Context, w http.ResponseWriter, job string) (string, bool) {
+	if job == "" {
+		return "", true
+	}
+	id, err := clusterstate.ResolveJob(ctx, d.cfg.Store, job)
+	var amb *clusterstate.AmbiguousError
+	switch {
+	case errors.As(err, &amb):
+		http.Error(w, "job: "+err.Error(), http.StatusBadRequest)
+		return "", false
+	case err != nil:
+		d.fail(w, "read the jobs", err)
+		return "", false
+	case id == "":
+		return job, true
+	}
+	return id, true
+}
+
+func (d *Dashboard) gather(w http.ResponseWriter, r *http.Request, edges bool) (res *taskstate.Result, ok bool) {
 	job, q, err := taskQuery(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -114,7 +136,10 @@ func (d *Dashboard) gather(w http.ResponseWriter, r *http.Request, edges bool) (
 	q.Edges = edges
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	res, err := taskstate.Gather(ctx, d.cfg.Store, job, q, taskstate.Options{Wait: taskWait})
+	if job, ok = d.resolveJob(ctx, w, job); !ok {
+		return nil, false
+	}
+	res, err = taskstate.Gather(ctx, d.cfg.Store, job, q, taskstate.Options{Wait: taskWait})
 	if err != nil {
 		d.fail(w, "gather the tasks", err)
 		return nil, false
@@ -173,7 +198,11 @@ func (d *Dashboard) apiObjects(w http.ResponseWriter, r *http.Request) {
 	q.Limit = min(q.Limit, maxLimit)
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
-	res, err := taskstate.GatherObjects(ctx, d.cfg.Store, v.Get("job"), q, taskstate.Options{Wait: taskWait})
+	job, ok := d.resolveJob(ctx, w, v.Get("job"))
+	if !ok {
+		return
+	}
+	res, err := taskstate.GatherObjects(ctx, d.cfg.Store, job, q, taskstate.Options{Wait: taskWait})
 	if err != nil {
 		d.fail(w, "gather the objects", err)
 		return
@@ -240,6 +269,19 @@ func (d *Dashboard) apiLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
+	// Its ID or its job's, or at least 6 of the first characters of either (as rayctl job logs).
+	sid, err := clusterstate.ResolveSubmission(ctx, d.cfg.Store, id)
+	var amb *clusterstate.AmbiguousError
+	switch {
+	case errors.As(err, &amb):
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	case err != nil:
+		d.fail(w, "read the submissions", err)
+		return
+	case sid != "":
+		id = sid
+	}
 	if _, err := agent.GetSubmission(ctx, d.cfg.Store, id); errors.Is(err, agent.ErrNoSubmission) {
 		http.Error(w, "no submission "+strconv.Quote(id)+" in this cluster", http.StatusNotFound)
 		return

@@ -223,6 +223,26 @@ func TestAPI(t *testing.T) {
 			t.Fatalf("/api/tasks?%s: %d", q, resp.StatusCode)
 		}
 	}
+	// A job by a prefix of its ID, as rayctl takes it: one of two jobs is ambiguous, and
+	// says which.
+	put := func(key string, m proto.Message) {
+		b, _ := proto.Marshal(m)
+		if _, err := s.Put(context.Background(), key, b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(gcs.JobKey("01000001"), &pb.JobInfo{JobId: "01000001", State: pb.JobInfo_RUNNING})
+	if resp, body := get(t, c, srv.URL+"/api/tasks?job=010000"); resp.StatusCode != http.StatusBadRequest ||
+		!strings.Contains(body, "01000000, 01000001") {
+		t.Fatalf("/api/tasks?job=010000 of two jobs: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := get(t, c, srv.URL+"/api/objects?job=010000"); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("/api/objects?job=010000 of two jobs: %d %s", resp.StatusCode, body)
+	}
+	put(gcs.SubmissionKey("5060c3d2a1b2c3d4"), &pb.Submission{SubmissionId: "5060c3d2a1b2c3d4", Argv: []string{"/bin/true"}})
+	if resp, body := get(t, c, srv.URL+"/api/logs/5060c3"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("/api/logs/ of a submission's prefix: %d %s", resp.StatusCode, body)
+	}
 	for _, p := range []string{"/static/app.js", "/static/style.css", "/"} {
 		if resp, body := get(t, c, srv.URL+p); resp.StatusCode != http.StatusOK || len(body) < 100 {
 			t.Fatalf("%s: %d", p, resp.StatusCode)
