@@ -63,7 +63,7 @@ func logsCommand() *ucli.Command {
 		Description: "task: the output of a task or actor call (its newest attempt) that ended: the part of its worker " +
 			"process's log it wrote while it ran (the lines of other tasks that ran at the same time in that process " +
 			"included); of a task still running, its worker process's whole log. actor: the log of the worker process " +
-			"that hosts the actor, which holds every task of its job that ran there; given the task ID of one of an actor's " +
+			"that hosts the actor (of a DEAD actor: that it last ran in), which holds every task of its job that ran there; given the task ID of one of an actor's " +
 			"calls (rayctl list tasks --filter type=ACTOR_TASK), that call's output, as task; with --calls N, the output of its " +
 			"newest N calls, each under a line naming it. worker: a worker process by " +
 			"its node ID (the node column of `rayctl list tasks`, 6 characters will do) or by its pid (with --node " +
@@ -142,6 +142,10 @@ type logTarget struct {
 	host  string // the agent's host ("" not known)
 	path  string // its log file, on host ("" not known)
 	self  bool   // desc names the process itself (logs worker)
+	// dead, when set, says the target (a dead actor: "actor ... is DEAD") no longer runs
+	// in the process: its log is that of the process it last ran in, and a log that is not
+	// there is gone, not yet to come.
+	dead string
 	// span: only [from, to) of the log is the target's (a task's output)
 	span     bool
 	from, to int64
@@ -215,6 +219,9 @@ func (t *logTarget) print(ctx context.Context, store gcs.Store, w, errw io.Write
 		}
 		return nil
 	}
+	if t.dead != "" {
+		fmt.Fprintf(errw, "rayctl: the %s; the log of the %s, where it last ran, follows\n", t.dead, t.where())
+	}
 	var off int64
 	switch {
 	case tail > 0:
@@ -222,7 +229,10 @@ func (t *logTarget) print(ctx context.Context, store gcs.Store, w, errw io.Write
 		if err != nil {
 			return err
 		}
-		if !rep.Found && !follow {
+		switch {
+		case !rep.Found && t.dead != "":
+			return exitf(ExitError, "the %s, and the log of the %s where it last ran (%s) is gone", t.dead, t.where(), dash(rep.Path))
+		case !rep.Found && !follow:
 			fmt.Fprintf(errw, "rayctl: the %s has no log yet\n", t.where())
 		}
 		if rep.Truncated {
@@ -237,6 +247,9 @@ func (t *logTarget) print(ctx context.Context, store gcs.Store, w, errw io.Write
 			rep, err := t.read(ctx, store, agent.LogRequest{Offset: off})
 			if err != nil {
 				return err
+			}
+			if !rep.Found && t.dead != "" {
+				return exitf(ExitError, "the %s, and the log of the %s where it last ran (%s) is gone", t.dead, t.where(), dash(rep.Path))
 			}
 			if _, err := w.Write(rep.Data); err != nil {
 				return err
@@ -630,15 +643,30 @@ func actorTarget(ctx context.Context, store gcs.Store, id string) (*logTarget, e
 	}
 	a := found[0]
 	desc := fmt.Sprintf("actor %s (%s)", a.ActorID, a.Class)
-	if a.Node == "" {
-		return nil, exitf(ExitError, "%s is %s and has no node", desc, a.State)
+	node := a.Node
+	if node == "" {
+		// Dead (or between incarnations): its log is that of the process it last ran in,
+		// the newest node its history names, as Ray serves a dead actor's log.
+		for i := len(a.History) - 1; i >= 0 && node == ""; i-- {
+			node = a.History[i].Node
+		}
+		if node == "" {
+			return nil, exitf(ExitError, "%s is %s and never ran on a node: it has no log", desc, a.State)
+		}
 	}
-	t, err := nodeTarget(ctx, store, a.Node, desc)
+	t, err := nodeTarget(ctx, store, node, desc)
 	if err != nil {
 		return nil, err
 	}
 	if t == nil {
-		return nil, exitf(ExitError, "%s is on node %s, which the cluster no longer knows", desc, a.Node)
+		if a.Node == "" {
+			return nil, exitf(ExitError, "%s is %s; it last ran on node %s, which the cluster no longer knows (its worker process and its record are gone): its log is gone",
+				desc, a.State, node)
+		}
+		return nil, exitf(ExitError, "%s is on node %s, which the cluster no longer knows", desc, node)
+	}
+	if a.Node == "" {
+		t.dead = fmt.Sprintf("%s is %s", desc, a.State)
 	}
 	return t, nil
 }
