@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -247,6 +250,8 @@ func connect(c *ucli.Context) (gcs.Store, []string, error) {
 		return nil, nil, exitf(ExitCredentials, "the cluster at %s refuses every request of this client's certificate (revoked? `rayctl cert list` on the head says): %v", strings.Join(addr, ","), err)
 	case errors.Is(err, etcdstore.ErrTLSRefused):
 		return nil, nil, exitf(ExitCredentials, "the cluster at %s refused this client's credentials (%v): %s", strings.Join(addr, ","), err, howToAuthenticate)
+	case err != nil && probe(addr, time.Second) == probeHTTP:
+		return nil, nil, notTheGCS(addr)
 	case err != nil:
 		return nil, nil, exitf(ExitGCSUnreachable,
 			"cannot reach the cluster's GCS at %s within %v: is the head agent running (`rayctl start --head`), and is the address right (--address, RAY_ADDRESS)? (%v)",
@@ -402,11 +407,60 @@ func clientCredentials(c *ucli.Context, addr []string) (*tls.Config, error) {
 		}
 		return creds.ClientTLS(), nil
 	}
-	if identity.PlainText(addr[0], time.Second) {
+	// No credentials: say first whether anything is there to use them with.
+	switch probe(addr, time.Second) {
+	case probeNothing:
+		return nil, exitf(ExitGCSUnreachable, "nothing answered at %s: is the head agent running (`rayctl start --head`), and is the address right (--address, RAY_ADDRESS)? "+
+			"(and no credentials were given: %s)", strings.Join(addr, ","), howToAuthenticate)
+	case probeHTTP:
+		return nil, notTheGCS(addr)
+	case probePlain:
 		return nil, exitf(ExitCredentials, "the cluster at %s speaks plain text (its head was started with --insecure): pass --insecure (or %s=1)",
 			strings.Join(addr, ","), workerenv.Insecure)
 	}
 	return nil, exitf(ExitCredentials, "no credentials for the cluster at %s: %s", strings.Join(addr, ","), howToAuthenticate)
+}
+
+// notTheGCS is the error of an address where an HTTP server answers.
+func notTheGCS(addr []string) error {
+	return exitf(ExitGCSUnreachable, "%s is an HTTP server (the dashboard, or a metrics endpoint?), not the cluster's GCS: "+
+		"pass the GCS address `rayctl start` printed (RAY_ADDRESS=HOST:%d by default; `rayctl status` on the head's machine prints it too)",
+		strings.Join(addr, ","), agent.DefaultGCSPort)
+}
+
+// What probe finds at an address.
+const (
+	probeTLS     = iota // a TLS server, or a server that did not answer in time
+	probeNothing        // nothing listens (every address refused or could not be dialled)
+	probeHTTP           // a plain-text HTTP server (the dashboard, a metrics endpoint)
+	probePlain          // another plain-text server (an --insecure GCS)
+)
+
+// probe tells what listens at the first of addrs that accepts a connection: it starts a
+// TLS handshake (nothing secret is sent, nothing is trusted) and reads what comes back, as
+// identity.PlainText does, telling an HTTP server's answer (HTTP/1.x) from others'.
+func probe(addrs []string, timeout time.Duration) int {
+	for _, addr := range addrs {
+		conn, err := net.DialTimeout("tcp", addr, timeout)
+		if err != nil {
+			continue
+		}
+		_ = conn.SetDeadline(time.Now().Add(timeout))
+		tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, ServerName: "probe"}) // a probe: nothing is trusted or sent
+		err = tc.Handshake()
+		_ = conn.Close()
+		var rec tls.RecordHeaderError
+		switch {
+		case err == nil:
+			return probeTLS
+		case errors.As(err, &rec) && bytes.HasPrefix(rec.RecordHeader[:], []byte("HTTP/")):
+			return probeHTTP
+		case errors.As(err, &rec), errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+			return probePlain
+		}
+		return probeTLS
+	}
+	return probeNothing
 }
 
 // localAgentOf returns a live agent of this machine whose cluster address is addr (a

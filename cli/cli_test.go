@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -361,6 +364,20 @@ func checkPrivate(t *testing.T, root string) {
 // TestUsageErrors runs Main in this process: each fails before starting anything.
 func TestUsageErrors(t *testing.T) {
 	sess := t.TempDir()
+	// A TLS server that is not a cluster (what rayctl without credentials cannot tell from
+	// one), an HTTP server (the dashboard's port given as the GCS's) and an address where
+	// nothing listens.
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer tlsSrv.Close()
+	secure := tlsSrv.Listener.Addr().String()
+	httpSrv := httptest.NewServer(http.NotFoundHandler())
+	defer httpSrv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nothing := ln.Addr().String()
+	ln.Close()
 	for _, c := range []struct {
 		args []string
 		code int
@@ -383,9 +400,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"start", "--head", "--token", strings.Repeat("a", 64) + "." + strings.Repeat("b", 64), "--session-dir", sess}, ExitError, "for joining"},
 		{[]string{"start", "--address", "a:1", "--insecure", "--gcs-ca", "c", "--gcs-cert", "c", "--gcs-key", "k", "--session-dir", sess}, ExitError, "--insecure excludes"},
 		{[]string{"start", "--address", "a:1", "--gcs-ca", "c", "--session-dir", sess}, ExitError, "go together"},
-		{[]string{"status", "--address", "a:1"}, ExitCredentials, "--token"},
+		{[]string{"status", "--address", secure}, ExitCredentials, "--token"},
 		{[]string{"status", "--address", "a:1", "--token", "abc.def"}, ExitCredentials, "malformed"},
-		{[]string{"job", "list", "--address", "a:1"}, ExitCredentials, "--token"},
+		{[]string{"job", "list", "--address", secure}, ExitCredentials, "--token"},
+		// Nothing there (a stopped cluster) is exit 4, not "no credentials".
+		{[]string{"status", "--address", nothing}, ExitGCSUnreachable, "nothing answered at " + nothing},
+		{[]string{"list", "nodes", "--address", nothing}, ExitGCSUnreachable, "nothing answered"},
+		// The dashboard's port is not the GCS's (it said "speaks plain text ... pass --insecure").
+		{[]string{"status", "--address", httpSrv.Listener.Addr().String()}, ExitGCSUnreachable, "is an HTTP server"},
+		{[]string{"status", "--insecure", "--address", httpSrv.Listener.Addr().String()}, ExitGCSUnreachable, "is an HTTP server"},
 		{[]string{"token", "show", "--session-dir", sess}, ExitNothingRunning, "no secure head"},
 		{[]string{"token", "--session-dir", sess}, ExitNothingRunning, "no secure head"},
 		{[]string{"token", "shwo", "--session-dir", sess}, ExitError, "show (the default) or rotate"},

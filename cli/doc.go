@@ -93,8 +93,9 @@
 // directory; the processes it starts get those files. status, memory and job use, in this
 // order: --insecure, --gcs-ca/--gcs-cert/--gcs-key, a token (a short-lived client
 // certificate from the head), or the credentials of an agent of this machine whose address
-// is the cluster's (so on the head's machine no token is needed). Without any: exit 8 and
-// what to pass. `token show` prints the head's token; `token rotate` replaces it (the join
+// is the cluster's (so on the head's machine no token is needed). Without any: exit 4 when
+// nothing answers at the address (a stopped cluster, a wrong port) or an HTTP server does (the
+// dashboard's or a metrics port given as the GCS's), else exit 8 and what to pass. `token show` prints the head's token; `token rotate` replaces it (the join
 // endpoint reads the file per request: the old token is refused at once, certificates
 // already issued stay valid). `cert list` prints the certificates the head issued (its
 // certs/ records) and `cert revoke` revokes one (revoked/<serial>): nodes refuse it at their
@@ -131,7 +132,7 @@
 //	| 0    | success (job submit: the job SUCCEEDED)                            |
 //	| 1    | bad usage, or any other error                                      |
 //	| 3    | start --head: the GCS port is already in use                       |
-//	| 4    | the GCS did not answer at the address (no cluster there)           |
+//	| 4    | the GCS did not answer at the address (no cluster there; an HTTP server there, the dashboard's port?) |
 //	| 5    | nothing running: stop found no agent, no address could be found, no head agent is alive to run a submission, or (logs) the agent of the process whose log was asked for is not running |
 //	| 6    | job submit: the job ended FAILED                                   |
 //	| 7    | job submit: the job ended STOPPED                                  |
