@@ -283,7 +283,7 @@ func denied(err error, what, needs string) error {
 // credentialFlags are the flags of every command that talks to a cluster.
 func credentialFlags() []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.StringFlag{Name: "token", Usage: "the cluster's join token (as `rayctl start --head` printed it)", EnvVars: []string{workerenv.Token}},
+		&ucli.StringFlag{Name: "token", Usage: "the cluster's join token (as \"rayctl start --head\" printed it)", EnvVars: []string{workerenv.Token}},
 		&ucli.StringFlag{Name: "token-file", Usage: "a file (mode 600) holding the join token", EnvVars: []string{workerenv.TokenFile}},
 		&ucli.StringFlag{Name: "join-address", Usage: "the head's join endpoint HOST:PORT", DefaultText: "the GCS address's port + 1", EnvVars: []string{workerenv.JoinAddress}},
 		&ucli.BoolFlag{Name: "insecure", Usage: "talk plain text to a cluster started with --insecure", EnvVars: []string{workerenv.Insecure}},
