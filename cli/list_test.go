@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -281,5 +282,17 @@ func TestTableCellsOneLine(t *testing.T) {
 	var rows []map[string]any
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || rows[0]["error"] != msg {
 		t.Fatalf("json: %v %s", err, out.String())
+	}
+}
+
+// TestTimelineCount: rayctl timeline counts the attempts it drew; it said "wrote 3 task
+// attempts" of two spans and one attempt still running.
+func TestTimelineCount(t *testing.T) {
+	tasks := []core.TaskEvent{{Started: 1, Ended: 2}, {Started: 3, Ended: 5}, {Started: 4}}
+	if got := timelineCount(tasks); got != "wrote 2 task attempts (of 3: 1 still running or waiting, not drawn)" {
+		t.Fatalf("%q", got)
+	}
+	if got := timelineCount(tasks[:1]); got != "wrote 1 task attempt" {
+		t.Fatalf("%q", got)
 	}
 }

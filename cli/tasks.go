@@ -163,6 +163,30 @@ func summarizeTasks(c *ucli.Context, format string) error {
 	return printRecords(c.App.Writer, format, nil, out)
 }
 
+// timelineCount says how many task attempts a timeline drew, and how many it did not
+// (running or waiting: no span yet): "wrote 2 task attempts (of 3: 1 still running or
+// waiting, not drawn)".
+func timelineCount(tasks []core.TaskEvent) string {
+	drawn := 0
+	for i := range tasks {
+		if taskstate.Drawn(&tasks[i]) {
+			drawn++
+		}
+	}
+	s := fmt.Sprintf("wrote %d task attempt%s", drawn, plural(drawn))
+	if n := len(tasks) - drawn; n > 0 {
+		s += fmt.Sprintf(" (of %d: %d still running or waiting, not drawn)", len(tasks), n)
+	}
+	return s
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
 func timelineCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "timeline",
@@ -204,8 +228,8 @@ func timelineCommand() *ucli.Command {
 			if err := f.Close(); err != nil {
 				return exitf(ExitError, "timeline: write %s: %v", path, err)
 			}
-			fmt.Fprintf(c.App.Writer, "wrote %d task attempts from %d processes to %s; open it at https://ui.perfetto.dev or chrome://tracing\n",
-				len(res.Tasks), res.Processes, path)
+			fmt.Fprintf(c.App.Writer, "%s from %d processes to %s; open it at https://ui.perfetto.dev or chrome://tracing\n",
+				timelineCount(res.Tasks), res.Processes, path)
 			return nil
 		},
 	}

@@ -27,7 +27,7 @@ func WriteTimeline(w io.Writer, r *core.TaskReport) error {
 	tids := map[[2]string]int{}
 	for i := range r.Tasks {
 		ev := &r.Tasks[i]
-		if ev.Started == 0 || ev.Ended == 0 || ev.Ended < ev.Started {
+		if !Drawn(ev) {
 			continue
 		}
 		node := ev.Node
@@ -168,4 +168,9 @@ func WriteTimeline(w io.Writer, r *core.TaskReport) error {
 	}
 	bw.WriteString("\n]}\n")
 	return bw.Flush()
+}
+
+// Drawn reports whether WriteTimeline draws the attempt ev: it started and ended.
+func Drawn(ev *core.TaskEvent) bool {
+	return ev.Started != 0 && ev.Ended != 0 && ev.Ended >= ev.Started
 }
