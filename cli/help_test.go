@@ -68,3 +68,31 @@ func TestHelpPlaceholders(t *testing.T) {
 		t.Fatalf("only %d flags checked", checked)
 	}
 }
+
+// TestStateKinds: list, get and summary name every kind they take in their help and in
+// their usage errors alike (summary's help left out placement-groups, which it takes).
+func TestStateKinds(t *testing.T) {
+	for _, cmd := range []string{"list", "get", "summary"} {
+		var out, errb bytes.Buffer
+		Main([]string{"rayctl", cmd, "--help"}, &out, &errb)
+		usage, _, _ := strings.Cut(strings.SplitN(out.String(), "USAGE:", 2)[1], "\n\n")
+		errb.Reset()
+		args := []string{"rayctl", cmd, "nosuch"}
+		if cmd == "get" {
+			args = append(args, "0123456789")
+		}
+		Main(args, &out, &errb)
+		for _, k := range kinds {
+			name := k.name
+			if cmd == "get" {
+				name = k.one
+			}
+			if !strings.Contains(usage, name) {
+				t.Errorf("rayctl %s --help: no %s in %q", cmd, name, usage)
+			}
+			if !strings.Contains(errb.String(), name) {
+				t.Errorf("rayctl %s nosuch: no %s in %q", cmd, name, errb.String())
+			}
+		}
+	}
+}

@@ -103,6 +103,19 @@ func kindNames() string {
 	return strings.Join(n, ", ")
 }
 
+// kindArgs is what list and summary (one: get) take, as their usage line shows it.
+func kindArgs(one bool) string {
+	var n []string
+	for _, k := range kinds {
+		if one {
+			n = append(n, k.one)
+		} else {
+			n = append(n, k.name)
+		}
+	}
+	return strings.Join(n, "|")
+}
+
 func stateFlags() []ucli.Flag {
 	return append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(),
 		&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output format: table, json or yaml", Value: "table", EnvVars: []string{"RAY_GO_OUTPUT"}},
@@ -113,7 +126,7 @@ func listCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "list",
 		Usage:     "list the cluster's nodes, jobs, actors, placement groups, tasks or objects (Ray's `ray list`)",
-		ArgsUsage: "nodes|jobs|actors|placement-groups|tasks|objects",
+		ArgsUsage: kindArgs(false),
 		Flags: append(stateFlags(),
 			&ucli.StringSliceFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records whose FIELD=VALUE (or FIELD!=VALUE); repeatable, all must hold; values of enum fields (state, type, reference_type, ...) in any case, checked"},
 			&ucli.IntFlag{Name: "limit", Usage: "print at most this many records (0: all)", Value: 100},
@@ -166,8 +179,8 @@ func listCommand() *ucli.Command {
 func getCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "get",
-		Usage:     "show one node, job, actor, task or object with every field (Ray's `ray get`)",
-		ArgsUsage: "node|job|actor|task|object ID",
+		Usage:     "show one node, job, actor, placement group, task or object with every field (Ray's `ray get`)",
+		ArgsUsage: kindArgs(true) + " ID",
 		Flags:     stateFlags(),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 2 {
@@ -175,7 +188,7 @@ func getCommand() *ucli.Command {
 			}
 			k, ok := kindOf(c.Args().Get(0))
 			if !ok {
-				return exitf(ExitError, "cannot get %q: use node, job, actor, task or object", c.Args().Get(0))
+				return exitf(ExitError, "cannot get %q: use one of %s", c.Args().Get(0), strings.ReplaceAll(kindArgs(true), "|", ", "))
 			}
 			format, err := stateFormat(c)
 			if err != nil {
@@ -221,8 +234,8 @@ func getCommand() *ucli.Command {
 func summaryCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "summary",
-		Usage:     "count the cluster's tasks by function and state, actors by class and state, objects by reference type and state, or its nodes or jobs by state (Ray's `ray summary`)",
-		ArgsUsage: "tasks|actors|objects|nodes|jobs",
+		Usage:     "count the cluster's tasks by function and state, actors by class and state, objects by reference type and state, or its nodes, jobs or placement groups by state (Ray's `ray summary`)",
+		ArgsUsage: kindArgs(false),
 		Flags:     stateFlags(),
 		Action: func(c *ucli.Context) error {
 			if c.NArg() != 1 {
