@@ -78,21 +78,33 @@ func taskQuery(r *http.Request) (job string, q core.TaskQuery, err error) {
 		}
 	}
 	q = core.TaskQuery{State: v.Get("state"), Function: v.Get("name"), Node: v.Get("node"), TaskID: strings.ToLower(v.Get("task_id"))}
-	q.Limit = defaultLimit
-	if s := v.Get("limit"); s != "" {
-		if q.Limit, err = strconv.Atoi(s); err != nil || q.Limit < 1 {
-			return "", q, errBadLimit
-		}
+	if q.Limit, err = parseLimit(v.Get("limit")); err != nil {
+		return "", q, err
 	}
-	q.Limit = min(q.Limit, maxLimit)
 	return v.Get("job"), q, nil
+}
+
+// parseLimit reads a limit parameter: defaultLimit when absent, 0 for all (as rayctl's
+// --limit 0), and never more than maxLimit, the most one answer holds.
+func parseLimit(s string) (int, error) {
+	if s == "" {
+		return defaultLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, errBadLimit
+	}
+	if n == 0 {
+		return maxLimit, nil
+	}
+	return min(n, maxLimit), nil
 }
 
 type badRequest string
 
 func (e badRequest) Error() string { return string(e) }
 
-const errBadLimit = badRequest("limit: want a positive number")
+const errBadLimit = badRequest("limit: want a number, 0 for all (at most 5000 are returned)")
 
 // TaskList is the answer of /api/tasks: the newest matching task attempts (Limit) and
 // how many matched, with the processes that did not answer in time.
@@ -186,16 +198,12 @@ func (d *Dashboard) apiObjects(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	q := core.ObjectQuery{State: v.Get("state"), RefType: v.Get("reference_type"), ObjectID: strings.ToLower(v.Get("object_id")),
-		Limit: defaultLimit, Summary: true}
-	if lim := v.Get("limit"); lim != "" {
-		n, err := strconv.Atoi(lim)
-		if err != nil || n < 1 {
-			http.Error(w, errBadLimit.Error(), http.StatusBadRequest)
-			return
-		}
-		q.Limit = n
+		Summary: true}
+	var err error
+	if q.Limit, err = parseLimit(v.Get("limit")); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
-	q.Limit = min(q.Limit, maxLimit)
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
 	job, ok := d.resolveJob(ctx, w, v.Get("job"))

@@ -218,7 +218,16 @@ func TestAPI(t *testing.T) {
 	if !strings.Contains(body, `"tasks":[]`) || !strings.Contains(body, `"missing":[]`) {
 		t.Fatalf("/api/tasks: %s", body)
 	}
-	for _, q := range []string{"limit=x", "limit=0", "job=a/b", "node=" + strings.Repeat("n", 300)} {
+	// limit=0 is all (up to the most one answer holds), as rayctl's --limit 0; it was a 400.
+	for _, q := range []string{"limit=0", "limit=5000000"} {
+		if resp, body := get(t, c, srv.URL+"/api/tasks?"+q); resp.StatusCode != http.StatusOK {
+			t.Fatalf("/api/tasks?%s: %d %s", q, resp.StatusCode, body)
+		}
+		if resp, body := get(t, c, srv.URL+"/api/objects?"+q); resp.StatusCode != http.StatusOK {
+			t.Fatalf("/api/objects?%s: %d %s", q, resp.StatusCode, body)
+		}
+	}
+	for _, q := range []string{"limit=x", "limit=-1", "job=a/b", "node=" + strings.Repeat("n", 300)} {
 		if resp, _ := get(t, c, srv.URL+"/api/tasks?"+q); resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("/api/tasks?%s: %d", q, resp.StatusCode)
 		}
