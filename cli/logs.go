@@ -276,7 +276,7 @@ func (t *logTarget) print(ctx context.Context, store gcs.Store, w, errw io.Write
 // its log.
 func (t *logTarget) printSpan(ctx context.Context, store gcs.Store, w, errw io.Writer, tail int) error {
 	if t.to == t.from {
-		fmt.Fprintf(errw, "rayctl: the %s wrote nothing to the log of its %s\n", t.desc, t.where())
+		fmt.Fprintf(errw, "rayctl: the %s wrote nothing to the log (of the %s)\n", t.desc, t.where())
 		return nil
 	}
 	if tail == 0 {
@@ -613,12 +613,26 @@ func actorCalls(ctx context.Context, store gcs.Store, w, errw io.Writer, a clust
 			targets[sp.node] = t
 		}
 		fmt.Fprintf(w, "--- %s ---\n", strings.Join(sp.calls, ", "))
+		t.desc = callsDesc(sp.calls) // what printSpan names: these calls, not the actor
 		t.span, t.from, t.to = true, sp.from, sp.to
 		if err := t.printSpan(ctx, store, w, errw, -1); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// callsDesc names the calls of one range of a log ("call 3f2a... (C.Add, incarnation 1,
+// FINISHED)"), for printSpan's messages.
+func callsDesc(calls []string) string {
+	if len(calls) == 1 {
+		return calls[0]
+	}
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = strings.TrimPrefix(c, "call ")
+	}
+	return "calls " + strings.Join(names, ", ")
 }
 
 func actorTarget(ctx context.Context, store gcs.Store, id string) (*logTarget, error) {

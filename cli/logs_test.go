@@ -51,3 +51,18 @@ func TestDeadActorLogTarget(t *testing.T) {
 		t.Fatalf("a dead actor whose process is unknown: %v, want its log gone", err)
 	}
 }
+
+// TestCallsWroteNothing: logs actor --calls names the call (or calls) that wrote nothing,
+// not the actor: it said "the actor ... wrote nothing to the log" about one call.
+func TestCallsWroteNothing(t *testing.T) {
+	for calls, want := range map[string]string{
+		"call 0a1b (C.Add, incarnation 1, FINISHED)":                                            "the call 0a1b (C.Add, incarnation 1, FINISHED) wrote nothing to the log (of the worker process 42 of job j1 on agent a1)",
+		"call 0a1b (C.Add, incarnation 1, FINISHED)|call 0a1c (C.Add, incarnation 1, FINISHED)": "the calls 0a1b (C.Add, incarnation 1, FINISHED), 0a1c (C.Add, incarnation 1, FINISHED) wrote nothing",
+	} {
+		tg := &logTarget{desc: callsDesc(strings.Split(calls, "|")), agent: "a1", job: "j1", pid: 42, span: true, from: 5, to: 5}
+		var out, errb strings.Builder
+		if err := tg.printSpan(context.Background(), nil, &out, &errb, -1); err != nil || out.Len() != 0 || !strings.Contains(errb.String(), want) {
+			t.Errorf("%q: %v %q %q, want %q", calls, err, out.String(), errb.String(), want)
+		}
+	}
+}
