@@ -390,7 +390,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"start", "--head", "--resources", `[1]`, "--session-dir", sess}, ExitError, "JSON object"},
 		{[]string{"start", "--head", "--object-store-memory", "lots", "--session-dir", sess}, ExitError, "500MB"},
 		{[]string{"start", "--address", "a:1", "--gcs-endpoints", "b:2", "--session-dir", sess}, ExitError, "for the head"},
-		{[]string{"stop", "--session-dir", sess}, ExitNothingRunning, "no ray-go agent"},
+		{[]string{"stop", "--session-dir", sess}, ExitNothingRunning, "no live agent under " + sess}, // (and "no ray-go agent is running" when no other test runs one)
 		{[]string{"status", "--session-dir", sess}, ExitNothingRunning, "RAY_ADDRESS"},
 		{[]string{"status", "-o", "yaml", "--address", "a:1"}, ExitError, "-o json"},
 		{[]string{"job", "submit", "--address", "a:1"}, ExitError, "no program"},
@@ -417,9 +417,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"list", "objects", "--filter", "state=bogus", "--address", "a:1"}, ExitError, "the state of objects is one of PENDING, READY, FAILED, FREED, AT_OWNER"},
 		{[]string{"list", "tasks", "-f", "state!=done", "--address", "a:1"}, ExitError, "filter state!=done: the state of tasks is one of PENDING_ARGS_AVAIL,"},
 		{[]string{"list", "actors", "-f", "state=alive", "-f", "detached=maybe", "--address", "a:1"}, ExitError, "the detached of actors is one of true, false"},
-		{[]string{"list", "nodes", "-f", "state=up", "--address", "a:1"}, ExitError, "one of ALIVE, DEAD"},
+		{[]string{"list", "nodes", "-f", "state=up", "--address", "a:1"}, ExitError, "one of ALIVE, UNREACHABLE, DEAD"},
 		{[]string{"list", "jobs", "-f", "state=done", "--address", "a:1"}, ExitError, "one of PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED"},
-		{[]string{"list", "objects", "--filter", "state=ready", "--address", "a:1"}, ExitCredentials, "--token"}, // accepted: on to the cluster
+		{[]string{"list", "objects", "--filter", "state=ready", "--address", secure}, ExitCredentials, "--token"}, // accepted: on to the cluster
 	} {
 		for _, v := range []string{"RAY_ADDRESS", "RAY_GO_TOKEN", "RAY_GO_TOKEN_FILE", "RAY_GO_INSECURE", "RAY_GO_GCS_CA", "RAY_GO_GCS_CERT", "RAY_GO_GCS_KEY"} {
 			t.Setenv(v, "")

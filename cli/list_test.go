@@ -190,6 +190,9 @@ func TestEnumFilters(t *testing.T) {
 		{"actors", "state=", "", "the state of actors is one of PENDING_CREATION, ALIVE, RESTARTING, DEAD"},
 		{"nodes", "state=dead", "state=DEAD", ""},
 		{"nodes", "head=False", "head=false", ""},
+		{"nodes", "state=unreachable", "state=UNREACHABLE", ""}, // a driver whose lease lapsed
+		{"nodes", "role=Driver", "role=driver", ""},
+		{"jobs", "driver_state=dead", "driver_state=DEAD", ""},
 		{"jobs", "state=succeeded", "state=SUCCEEDED", ""},
 		{"jobs", "state=finished", "", "one of PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED"},
 		{"placement-groups", "strategy=strict_spread", "strategy=STRICT_SPREAD", ""},

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/assembly/clusterstate"
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks/sched"
@@ -42,11 +43,14 @@ var enumFields = map[string]map[string]enumField{
 		"exactly_once": boolField,
 	},
 	"nodes": {
-		"state": {values: []string{state(true), state(false)}},
+		// Agents are ALIVE or DEAD; a driver may also be UNREACHABLE (its lease lapsed).
+		"state": {values: []string{state(true), clusterstate.DriverUnreachable, state(false)}},
+		"role":  {values: []string{"head", "agent", "driver"}},
 		"head":  boolField,
 	},
 	"jobs": {
-		"state": {values: protoEnumNames(pb.JobInfo_State_name)},
+		"state":        {values: protoEnumNames(pb.JobInfo_State_name)},
+		"driver_state": {values: []string{clusterstate.DriverAlive, clusterstate.DriverUnreachable, clusterstate.DriverDead}, emptyOK: true},
 	},
 	"placement-groups": {
 		"state": {values: []string{"PENDING", "CREATED", "RESCHEDULING", "REMOVED"}}, // clusterstate.PlacementGroup
