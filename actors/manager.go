@@ -135,6 +135,7 @@ type Manager struct {
 	byOwner   map[string]map[string]struct{} // this job's live non-detached actors by their owner's address
 	activated map[string]activation          // starts asked for and not yet alive
 	inflight  map[string]string              // actors with a step under way -> the node it places them on ("" for other steps)
+	recheck   map[string]struct{}            // actors with a step under way that examine skipped
 	placing   map[string]int                 // node -> placements under way to it (counted as load)
 	results   chan stepResult                // the steps' outcomes, back to the run loop
 	slots     chan struct{}                  // bounds the steps under way
@@ -210,7 +211,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m := &Manager{cfg: cfg, kick: make(chan struct{}, 1), actors: map[string]*pb.ActorInfo{}, dead: map[string]tomb{},
 		dirty: map[string]struct{}{}, waiting: map[string]struct{}{}, byNode: map[string]map[string]struct{}{},
 		byOwner: map[string]map[string]struct{}{}, goneOwners: mapx.Recent[string]{Max: maxGoneOwners},
-		activated: map[string]activation{}, inflight: map[string]string{}, placing: map[string]int{},
+		activated: map[string]activation{}, inflight: map[string]string{}, recheck: map[string]struct{}{}, placing: map[string]int{},
 		results: make(chan stepResult, maxSteps), slots: make(chan struct{}, maxSteps),
 		groups: groupCheck{verdicts: make(chan []groupVerdict, 1), seen: map[string]*groupSeen{}}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -649,7 +650,8 @@ func (m *Manager) examine(id string, alive map[string]sched.Resources) {
 		return
 	}
 	if _, busy := m.inflight[id]; busy {
-		return // looked at again when the step is done
+		m.recheck[id] = struct{}{} // looked at again when the step is done (stepped)
+		return
 	}
 	switch {
 	case m.ownerGone(info):
@@ -765,17 +767,23 @@ func (m *Manager) placed(n string) {
 }
 
 // stepped takes in the outcome of a step: the record it wrote, and for a placement the
-// start of the instance.
+// start of the instance. While the step was under way examine skipped the actor, and the
+// watch may have brought the record the step wrote (or a newer one) already, which apply
+// then takes as nothing new: so the actor is looked at again (the run loop reconciles
+// after this) after a step that wrote, or failed for the GCS, or when a record came
+// meanwhile (m.recheck). Without that look a restart whose HostDied record came by the
+// watch first waited for the next sweep (sweepEvery Resyncs, ~30 s) or a node joining.
 func (m *Manager) stepped(r stepResult) {
 	if n := m.inflight[r.id]; n != "" {
 		m.placed(n) // the watch has not brought the placed record yet
 	}
 	delete(m.inflight, r.id)
+	_, recheck := m.recheck[r.id]
+	delete(m.recheck, r.id)
+	if recheck || r.err == nil && r.changed || r.err != nil && !errors.Is(r.err, lifecycle.ErrInvalidTransition) {
+		m.dirty[r.id] = struct{}{}
+	} // else nothing to do, or refused on the record as it is now, which the watch brings
 	if r.err != nil {
-		if !errors.Is(r.err, lifecycle.ErrInvalidTransition) {
-			// Looked at again on the next event or tick (not at once: the GCS may be down).
-			m.dirty[r.id] = struct{}{}
-		} // else the record moved on, and the watch brings it
 		return
 	}
 	if r.changed {

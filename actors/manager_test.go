@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -443,4 +445,61 @@ func TestManagerListsTheDead(t *testing.T) {
 	if !ok || lifecycle.Phase(info.Phase) != lifecycle.Dead || lifecycle.Cause(info.Cause) != lifecycle.CauseKilled {
 		t.Fatalf("Info of an actor killed before the list: %v, %v; want Dead, killed", info, ok)
 	}
+}
+
+// slowAckStore is a GCS whose transactions take effect at once but answer their writer
+// late (delay): the watch brings a step's record to the manager before the step's own
+// result does, as it does now and then in a cluster.
+type slowAckStore struct {
+	gcs.Store
+	delay atomic.Int64 // nanoseconds
+}
+
+func (s *slowAckStore) Txn(ctx context.Context, cmps []gcs.Cmp, ops []gcs.Op) (bool, int64, error) {
+	ok, rev, err := s.Store.Txn(ctx, cmps, ops)
+	if d := time.Duration(s.delay.Load()); d > 0 {
+		time.Sleep(d)
+	}
+	return ok, rev, err
+}
+
+// A restart after a host's death is placed at once even when the watch brings the
+// Restarting record (HostDied's) before the step's own result: the manager looks at the
+// actor again when its step is done, not only at its next sweep (30 Resyncs: a node
+// killed whole used to leave its actors Restarting for ~30 s in a cluster).
+func TestManagerPlacesARestartWhoseRecordCameFirst(t *testing.T) {
+	store := &slowAckStore{Store: memstore.New(memstore.Options{})}
+	t.Cleanup(func() { store.Store.Close() })
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}, "n2": {}}, func(c *ManagerConfig) {
+		c.Table = &Table{Store: store}
+		c.Resync = time.Second // a sweep every 30 s: far beyond the bound below
+	})
+	h.table = h.m.cfg.Table
+	h.await(h.create(3, sched.Resources{}), "alive", phaseIs(lifecycle.Alive)) // on n1, the leader
+	id := h.create(3, sched.Resources{})
+	info := h.await(id, "alive", phaseIs(lifecycle.Alive))
+	victim := info.Node
+	if victim != "n2" {
+		t.Fatalf("the second actor is on %s, want n2 (the least loaded)", victim)
+	}
+	store.delay.Store(int64(300 * time.Millisecond))
+	start := time.Now()
+	h.nodes.set(victim, sched.Resources{}, false)
+	h.m.NodesChanged()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		info, _ = h.m.Get(id)
+		if lifecycle.Phase(info.Phase) == lifecycle.Alive && info.Incarnation == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("actor whose host %s died: still %v at incarnation %d on %q %v later (want alive again within 5 s)",
+				victim, lifecycle.Phase(info.Phase), info.Incarnation, info.Node, time.Since(start).Round(time.Millisecond))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if info.Node == victim {
+		t.Fatalf("restarted on the dead node %s", victim)
+	}
+	t.Logf("restarted on %s %v after its host died", info.Node, time.Since(start).Round(time.Millisecond))
 }
