@@ -486,15 +486,16 @@ func Checkpoint[T any](ctx context.Context, h ActorHandle[T]) error {
 const (
 	ActorPending    = "Pending"    // created, waiting for a node or for its constructor
 	ActorAlive      = "Alive"      // serving calls
-	ActorRestarting = "Restarting" // coming back after a failure or Kill(h, false)
+	ActorRestarting = "Restarting" // coming back after a failure or Kill(h, false); Detail says which
 	ActorDead       = "Dead"       // for good; Detail says why
 )
 
 // ActorState is an actor's lifecycle state: its phase (ActorPending, ActorAlive,
 // ActorRestarting, ActorDead), its restarts so far (counted when a restart begins, as in
-// Ray), its incarnation (1 + restarts), the node hosting it, and once dead, why. History
-// holds how it got there: its transitions, oldest first (the first and the newest 15 of
-// an actor restarted more often).
+// Ray), its incarnation (1 + restarts), the node hosting it, and in Detail once dead why,
+// or while restarting which failure used a restart ("host N died; restarting (restart 1
+// of 3)"). History holds how it got there: its transitions, oldest first (the first and
+// the newest 15 of an actor restarted more often).
 type ActorState struct {
 	Phase       string
 	Restarts    int

@@ -111,7 +111,9 @@
 // the cause of the actor's death; here it uses a restart while one is left, since a
 // constructor can fail for passing reasons (a service not up yet), and MaxRestarts 0
 // gives the Ray behaviour. A failure when no restart is left kills the actor with that
-// failure as its Cause, and Detail says the budget was used up. A placement failure
+// failure as its Cause, and Detail says the budget was used up. While Restarting,
+// Detail says which failure used a restart and which restart it is ("host n1 died;
+// restarting (restart 1 of 2)"), until the new instance is Alive. A placement failure
 // never restarts: the same request would fail the same way. It is decided only when
 // the actor is created (Pending): a restarting actor whose fitting nodes are gone waits
 // for one to come back (Ray keeps such an actor pending too), because the node that

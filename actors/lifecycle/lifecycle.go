@@ -167,7 +167,9 @@ type State struct {
 	OwnerDead bool
 	// Checkpoint is the newest checkpoint recorded (kept across restarts).
 	Checkpoint Checkpoint
-	// Cause and Detail say why the actor died; set only in Dead.
+	// Cause says why the actor died; set only in Dead. Detail says why it died, or
+	// while Restarting why it restarts (the failure that used a restart: "host N died;
+	// restarting (restart 1 of 3)"); empty otherwise.
 	Cause  Cause
 	Detail string
 }
@@ -220,8 +222,10 @@ func (s State) Validate() error {
 		return bad("alive on no node")
 	case s.Phase == Dead && (s.Node != "" || s.Cause == CauseNone):
 		return bad("dead with node %q and cause %v", s.Node, s.Cause)
-	case s.Phase != Dead && (s.Cause != CauseNone || s.Detail != ""):
+	case s.Phase != Dead && s.Cause != CauseNone:
 		return bad("cause %v while %v", s.Cause, s.Phase)
+	case s.Phase != Dead && s.Phase != Restarting && s.Detail != "":
+		return bad("detail %q while %v", s.Detail, s.Phase)
 	case s.OwnerDead && !s.Detached && s.Phase != Dead:
 		return bad("non-detached actor outlives its owner")
 	}
@@ -252,6 +256,8 @@ func (s State) String() string {
 	}
 	if s.Phase == Dead {
 		fmt.Fprintf(&b, " cause=%v detail=%q", s.Cause, s.Detail)
+	} else if s.Detail != "" {
+		fmt.Fprintf(&b, " detail=%q", s.Detail)
 	}
 	return b.String()
 }
@@ -402,6 +408,7 @@ func (s State) constructorSucceeded(e ConstructorSucceeded) (State, []Action, er
 	}
 	n := s
 	n.Phase = Alive
+	n.Detail = "" // why it restarted: history now
 	return n, []Action{PublishState{State: n}}, nil
 }
 
@@ -518,6 +525,11 @@ func (s State) fail(cause Cause, detail string, stop, release bool) (State, []Ac
 	n.Restarts++
 	n.Incarnation++
 	n.Node = ""
+	if n.MaxRestarts == Infinite {
+		n.Detail = fmt.Sprintf("%s; restarting (restart %d, no limit)", detail, n.Restarts)
+	} else {
+		n.Detail = fmt.Sprintf("%s; restarting (restart %d of %d)", detail, n.Restarts, n.MaxRestarts)
+	}
 	acts := []Action{PublishState{State: n}}
 	acts = append(acts, s.teardown(stop, release)...)
 	acts = append(acts, PlaceActor{Incarnation: n.Incarnation})
