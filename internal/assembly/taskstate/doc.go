@@ -22,7 +22,9 @@
 //     reported missing, not waited for.
 //
 // A local runtime's own records are read directly (Options.Local), so the Go API in local
-// mode never touches the GCS. The answers' wire form is a compact binary layout (wire.go,
+// mode never touches the GCS; in cluster mode the query names its asker (Request.From),
+// whose Server does not answer it, and the asker takes only the answers of the processes
+// it listed: one record per task attempt, each from its owner. The answers' wire form is a compact binary layout (wire.go,
 // written by hand: a string table and varints; JSON took seconds for 100,000 tasks), with
 // a fuzz target. WriteTimeline turns a report into a Chrome trace (timeline.go).
 //

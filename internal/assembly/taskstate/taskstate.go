@@ -30,8 +30,10 @@ type Request struct {
 	// Collect, when set, asks for a garbage collection instead (core.Core.CollectForOthers;
 	// Query is ignored, nothing is answered): the process From waits for something a
 	// handle dropped elsewhere may hold (AskCollect).
-	Collect bool   `json:"collect,omitempty"`
-	From    string `json:"from,omitempty"`
+	Collect bool `json:"collect,omitempty"`
+	// From is the node ID of the asking process: a query's asker with a runtime reads its
+	// own records directly (Options.Local), so its Server does not answer.
+	From string `json:"from,omitempty"`
 }
 
 // partBytes is the most bytes of an answer under one key (etcd takes 1.5 MiB a request).
@@ -77,6 +79,9 @@ func (s *Server) Run(ctx context.Context) {
 						s.Core.CollectForOthers()
 					}
 					continue
+				}
+				if req.From == string(s.Node) {
+					continue // the asker read its own records directly (Options.Local)
 				}
 				if err := s.answer(ctx, &req); err != nil && ctx.Err() == nil {
 					s.Logger.Debug("taskstate: answering a query failed", "id", req.ID, "err", err)
@@ -183,7 +188,7 @@ func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, 
 		res.Processes++
 	}
 	if len(expect) > 0 {
-		answers, missing, err := ask(ctx, store, Request{Job: job, Query: q}, expect, o.Wait)
+		answers, missing, err := ask(ctx, store, Request{Job: job, Query: q, From: from(o)}, expect, o.Wait)
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +234,7 @@ func GatherObjects(ctx context.Context, store gcs.Store, job string, q core.Obje
 		res.Processes++
 	}
 	if len(expect) > 0 {
-		answers, missing, err := ask(ctx, store, Request{Job: job, Objects: &q}, expect, o.Wait)
+		answers, missing, err := ask(ctx, store, Request{Job: job, Objects: &q, From: from(o)}, expect, o.Wait)
 		if err != nil {
 			return nil, err
 		}
@@ -263,6 +268,15 @@ func GatherObjects(ctx context.Context, store gcs.Store, job string, q core.Obje
 	return res, nil
 }
 
+// from is the asker's node when it reads its own records directly (Options.Local): its
+// Server is not to answer the query too.
+func from(o Options) string {
+	if o.Local == nil {
+		return ""
+	}
+	return string(o.LocalNode)
+}
+
 // processes lists the node table for the processes of job (every process when "").
 func processes(ctx context.Context, store gcs.Store, job string) (map[string]bool, error) {
 	kvs, _, err := store.List(ctx, gcs.NodesPrefix)
@@ -283,7 +297,10 @@ func processes(ctx context.Context, store gcs.Store, job string) (map[string]boo
 }
 
 // ask sends req (its ID and lease are set here) through the GCS and collects the answers
-// of the processes in expect: the bytes of each, by node.
+// of the processes in expect: the bytes of each, by node. An answer from a process not in
+// expect is left out: its records are read otherwise (the asker's own, Options.Local) or
+// it was not of the job when the node table was read; taking it would count its tasks
+// twice or out of turn.
 func ask(ctx context.Context, store gcs.Store, req Request, expect map[string]bool, wait time.Duration) (map[string][]byte, []string, error) {
 	if wait <= 0 {
 		wait = 10 * time.Second
@@ -315,7 +332,7 @@ func ask(ctx context.Context, store gcs.Store, req Request, expect map[string]bo
 		for _, kv := range kvs {
 			node := strings.TrimPrefix(kv.Key, endsPrefix(req.ID))
 			n, err := strconv.Atoi(string(kv.Value))
-			if err == nil && n > 0 && n < maxAnswerBytes/partBytes {
+			if err == nil && n > 0 && n < maxAnswerBytes/partBytes && expect[node] {
 				ends[node] = n
 			}
 		}
