@@ -143,7 +143,9 @@ func fromInfo(info *pb.ErrorInfo) error {
 		// The message of a placement's error says "sched: infeasible" already.
 		msg, cut := strings.CutPrefix(info.Message, ErrInfeasible.Error()+": ")
 		hint := ""
-		if cut || strings.HasPrefix(msg, "task requires") {
+		// The advice is about a task's own resources; a placement group's error says
+		// what its group needs instead.
+		if (cut || strings.HasPrefix(msg, "task requires")) && !strings.Contains(msg, "placement group") {
 			hint = infeasibleHint
 		}
 		return fmt.Errorf("%w: %s: %s%s", ErrInfeasible, info.Function, msg, hint)

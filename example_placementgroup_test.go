@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/ray-go/ray"
@@ -55,26 +56,30 @@ func ExamplePlacementGroup() {
 	// after Remove: 4
 }
 
-// A task in a group removed before it could run fails with ErrPlacementGroupRemoved.
+// A task in a group that no set of the cluster's nodes can hold fails at once with
+// ErrInfeasible and the group's reason (the group itself stays pending, as in Ray: nodes
+// that can hold it may join); a task in a removed group fails with ErrPlacementGroupRemoved.
 func ExamplePlacementGroupBundle() {
 	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(1))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer ray.Shutdown(ctx)
-	// STRICT_SPREAD over one node cannot be placed: the group waits, and its task with it.
+	// STRICT_SPREAD over one node cannot be placed: the group waits, its task fails.
 	pg, err := ray.PlacementGroup(ctx, []ray.Bundle{{"CPU": 0.5}, {"CPU": 0.5}}, ray.StrategyStrictSpread)
 	if err != nil {
 		log.Fatal(err)
 	}
-	ref := WhereAmI.Options(ray.PlacementGroupBundle(pg, 0), ray.NumCPUs(0.5)).Remote(ctx)
+	_, err = ray.Get(ctx, WhereAmI.Options(ray.PlacementGroupBundle(pg, 0), ray.NumCPUs(0.5)).Remote(ctx))
+	fmt.Println(errors.Is(err, ray.ErrInfeasible), strings.Contains(err.Error(), "STRICT_SPREAD needs 2 nodes"))
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	fmt.Println(pg.Ready(short) != nil)
 	_ = pg.Remove(ctx)
-	_, err = ray.Get(ctx, ref)
+	_, err = ray.Get(ctx, WhereAmI.Options(ray.PlacementGroupBundle(pg, 0), ray.NumCPUs(0.5)).Remote(ctx))
 	fmt.Println(errors.Is(err, ray.ErrPlacementGroupRemoved))
 	// Output:
+	// true true
 	// true
 	// true
 }

@@ -45,7 +45,10 @@ type PlacementGroupHandle struct {
 // not fit now waits for resources to be freed (Ready's error says why it waits). Reserved
 // resources are the group's alone until Remove (or until the creating process shuts down):
 // other tasks do not use them, and tasks in the group run on the bundle's node with the
-// bundle's resources.
+// bundle's resources. A group that no set of the cluster's alive nodes can ever hold (a
+// bundle larger than every node, STRICT_SPREAD over too few nodes) stays pending, as in Ray,
+// in case such nodes join; but a task submitted into it fails at once with ErrInfeasible
+// and the group's reason, as a task no node can run does.
 //
 // Tasks and actors go into a group with PlacementGroupBundle(pg, i), from the process that
 // created it or from any other process of the job (a task running in the group, with
@@ -161,8 +164,9 @@ func CurrentPlacementGroup(ctx context.Context) (*PlacementGroupHandle, bool, er
 // PlacementGroupBundle runs a task or creates an actor in bundle index of placement group
 // pg (index -1: any of its bundles; Ray's PlacementGroupSchedulingStrategy): on that
 // bundle's node, with resources taken from the bundle, so the resources asked for
-// (NumCPUs, Resources ...) must fit the bundle's. One submitted before the group is ready
-// waits for it.
+// (NumCPUs, Resources ...) must fit the bundle's. A task submitted before the group is
+// ready waits for it, unless no set of the cluster's nodes can hold the group: then it
+// fails with ErrInfeasible (see PlacementGroup).
 func PlacementGroupBundle(pg *PlacementGroupHandle, index int) TaskOption {
 	return func(o *callOpts) {
 		o.strategy, o.affinityNode, o.affinitySoft = core.StrategyPlacementGroup, "", false

@@ -139,27 +139,111 @@ func TestPlacementGroupWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A group that waits for room, removed: the task waiting for it fails.
+	hog = blockUntil.Options(NumCPUs(3)).Remote(ctx, V(gate+"/again"))
+	cpusFree(t, ctx, 1)
+	gone, err := PlacementGroup(ctx, []Bundle{{"CPU": 2}}, StrategyPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := lookAround.Options(PlacementGroupBundle(gone, 0)).Remote(ctx)
+	if !notReadyWithin(t, ctx, waiting, 300*time.Millisecond) {
+		t.Fatal("a task ran in a group that is not placed")
+	}
+	if err := gone.Remove(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Get(ctx, waiting); !errors.Is(err, ErrPlacementGroupRemoved) {
+		t.Fatalf("a task waiting for a group that was removed: %v", err)
+	}
+	if err := gone.Ready(ctx); !errors.Is(err, ErrPlacementGroupRemoved) {
+		t.Fatalf("Ready of a group removed before it was placed: %v", err)
+	}
+	close(gateOf(gate + "/again"))
+	mustGet(t, ctx, hog)
+
+	// A group no node can hold waits (Ready says why), but its task fails at once, with
+	// ErrInfeasible and the group's reason (TestPlacementGroupInfeasible).
 	never, err := PlacementGroup(ctx, []Bundle{{"CPU": 3}, {"CPU": 3}}, StrategyStrictPack)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiting := lookAround.Options(PlacementGroupBundle(never, 0)).Remote(ctx)
+	doomed := lookAround.Options(PlacementGroupBundle(never, 0)).Remote(ctx)
 	short, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
 	err = never.Ready(short)
 	cancel()
 	if err == nil || !strings.Contains(err.Error(), "STRICT_PACK needs one node") {
 		t.Fatalf("Ready of a group no node can hold: %v", err)
 	}
+	if _, err := Get(ctx, doomed); !errors.Is(err, ErrInfeasible) || !strings.Contains(err.Error(), "STRICT_PACK needs one node") {
+		t.Fatalf("a task in a group no node can hold: %v, want ErrInfeasible saying why", err)
+	}
 	if err := never.Remove(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Get(ctx, waiting); !errors.Is(err, ErrPlacementGroupRemoved) {
-		t.Fatalf("a task waiting for a group that was removed: %v", err)
-	}
-	if err := never.Ready(ctx); !errors.Is(err, ErrPlacementGroupRemoved) {
-		t.Fatalf("Ready of a group removed before it was placed: %v", err)
-	}
 	cpusFree(t, ctx, 4)
+}
+
+// TestPlacementGroupInfeasible: a task in a group that no node of the cluster can hold
+// fails promptly, with ErrInfeasible and the group's reason ("Submission errors never
+// hang"), not with the caller's deadline; the state API lists it FAILED with that reason.
+// The group stays pending, as Ray's does (nodes that can hold it may join).
+func TestPlacementGroupInfeasible(t *testing.T) {
+	ctx := timeout(t)
+	pg, err := PlacementGroup(ctx, []Bundle{{"CPU": 100}}, StrategyPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Remove(ctx)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err = pg.Ready(short)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "CPU=100") {
+		t.Fatalf("Ready of a group needing 100 CPUs: %v", err)
+	}
+	for _, submitted := range []string{"after Ready's wait", "at once"} {
+		if submitted == "at once" { // before the group's first placement attempt, maybe
+			pg2, err := PlacementGroup(ctx, []Bundle{{"CPU": 100}}, StrategyPack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pg2.Remove(ctx)
+			pg = pg2
+		}
+		r := lookAround.Options(PlacementGroupBundle(pg, 0), NumCPUs(1)).Remote(ctx)
+		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = Get(gctx, r)
+		cancel()
+		if !errors.Is(err, ErrInfeasible) {
+			t.Fatalf("a task in a group needing 100 CPUs, submitted %s: %v, want ErrInfeasible", submitted, err)
+		}
+		for _, want := range []string{pg.ID(), "CPU=100", "can never be placed"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the error %q does not say %q", err, want)
+			}
+		}
+		if n := strings.Count(err.Error(), ErrInfeasible.Error()); n != 1 {
+			t.Errorf("the error %q says %q %d times, want once", err, ErrInfeasible, n)
+		}
+		t.Log(err)
+	}
+	failed, _, err := ListTasks(ctx, TaskFilter{State: TaskFailed, Function: lookAround.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ti := range failed {
+		found = found || (ti.ErrorType == "INFEASIBLE" && strings.Contains(ti.Error, pg.ID()))
+	}
+	if !found {
+		t.Errorf("ListTasks does not list the task as FAILED (INFEASIBLE) for its group: %+v", failed)
+	}
+	short, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+	err = pg.Ready(short)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the group after its task failed: %v, want still pending", err)
+	}
 }
 
 // TestPlacementGroupBadInput: what cannot work fails at once and says why.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +33,10 @@ import (
 // A task in a group carries the group's ID and bundle index (TaskSpec.placement_group);
 // the shard resolves them when it places the task (rayletFor): the bundle's node, by
 // hard affinity, and its demand renamed (sched.InBundle). A task whose group is not
-// placed yet waits (parked) until it is; one whose group was removed fails.
+// placed yet waits (parked) until it is; one whose group was removed fails, and so does
+// one whose group no set of the cluster's alive nodes can hold (sched.ErrInfeasible with
+// the group's reason, as a task no node can run fails; the group itself stays pending,
+// as Ray's does, and is placed if such nodes join).
 //
 // When a bundle's node dies (NodeGone), the group places that bundle again (replace,
 // sched.ReplaceBundles: next to the other bundles as the strategy wants, which stay where
@@ -110,6 +114,12 @@ type PlacementGroup struct {
 	tasks   map[ids.TaskID]struct{}
 	pruneAt int
 	why     string // the last reason the placement waits
+	// infeasible is why no set of the cluster's alive nodes can ever hold the group, as its
+	// last placement attempt found (sched.ErrInfeasible: a bundle larger than every node,
+	// STRICT_SPREAD over too few nodes), "" otherwise. The group keeps waiting (nodes may
+	// join, as in Ray), but its tasks fail at once (resolve), as a task no node can run
+	// does, instead of hanging.
+	infeasible string
 }
 
 // groupActor is an actor created in a group's bundle index (-1: any).
@@ -644,7 +654,7 @@ func (pg *PlacementGroup) place(ctx context.Context) {
 	pg.record("PENDING")
 	start := time.Now()
 	for {
-		nodes, why := pg.tryPlace(ctx)
+		nodes, why, infeasible := pg.tryPlace(ctx)
 		if nodes != nil {
 			pg.mu.Lock()
 			if pg.removed {
@@ -652,7 +662,7 @@ func (pg *PlacementGroup) place(ctx context.Context) {
 				pg.release(nodes)
 				return
 			}
-			pg.nodes, pg.why = nodes, ""
+			pg.nodes, pg.why, pg.infeasible = nodes, "", ""
 			pg.mu.Unlock()
 			close(pg.ready)
 			c.ClusterChanged() // the tasks parked for the group go now
@@ -669,6 +679,17 @@ func (pg *PlacementGroup) place(ctx context.Context) {
 			c.collect.request(now)
 		}
 		pg.waits(why, "PENDING")
+		pg.mu.Lock()
+		was := pg.infeasible
+		if infeasible {
+			pg.infeasible = why
+		} else {
+			pg.infeasible = ""
+		}
+		pg.mu.Unlock()
+		if infeasible && was == "" {
+			c.ClusterChanged() // the tasks parked for the group fail now (resolve)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -692,12 +713,13 @@ func (pg *PlacementGroup) waits(why, state string) {
 }
 
 // tryPlace makes one attempt: the bundles' nodes when every bundle was committed, else
-// nil and why not.
-func (pg *PlacementGroup) tryPlace(ctx context.Context) ([]ids.NodeID, string) {
+// nil and why not, and whether no set of the alive nodes can ever hold the group
+// (sched.ErrInfeasible).
+func (pg *PlacementGroup) tryPlace(ctx context.Context) ([]ids.NodeID, string, bool) {
 	c := pg.c
 	placed, err := sched.PlaceBundles(pg.Bundles, c.schedNodes(), pg.Strategy)
 	if err != nil {
-		return nil, err.Error()
+		return nil, err.Error(), errors.Is(err, sched.ErrInfeasible)
 	}
 	out := make([]ids.NodeID, len(placed))
 	for i, n := range placed {
@@ -707,10 +729,10 @@ func (pg *PlacementGroup) tryPlace(ctx context.Context) ([]ids.NodeID, string) {
 		err := c.bundleAsk(ctx, n, &pb.BundleCommit{Group: pg.ID, Index: int32(i), Resources: tasks.ResourcesToPB(pg.Bundles[i])})
 		if err != nil {
 			pg.release(out[:i])
-			return nil, fmt.Sprintf("bundle %d at node %s: %v", i, n, err)
+			return nil, fmt.Sprintf("bundle %d at node %s: %v", i, n, err), false
 		}
 	}
-	return out, ""
+	return out, "", false
 }
 
 // schedNodes is the alive nodes as the placement policy sees them: totals, and what they
@@ -950,10 +972,14 @@ func (c *Core) groupFor(id string, index int32, req sched.Resources) (*Placement
 // bundle's resources; errGroupNotReady before the group is placed.
 func (pg *PlacementGroup) resolve(index int, req sched.Resources) (ids.NodeID, sched.Resources, error) {
 	pg.mu.Lock()
-	nodes, removed := pg.nodes, pg.removed
+	nodes, removed, infeasible := pg.nodes, pg.removed, pg.infeasible
 	pg.mu.Unlock()
 	if removed {
 		return "", sched.Resources{}, fmt.Errorf("%w: placement group %s", ErrPlacementGroupRemoved, pg.ID)
+	}
+	if nodes == nil && infeasible != "" {
+		return "", sched.Resources{}, fmt.Errorf("%w: placement group %s can never be placed on the cluster's nodes (it stays pending until nodes that can hold it join): %s",
+			sched.ErrInfeasible, pg.ID, strings.ReplaceAll(infeasible, sched.ErrInfeasible.Error()+": ", ""))
 	}
 	if nodes == nil {
 		return "", sched.Resources{}, errGroupNotReady
@@ -1008,7 +1034,8 @@ func (pg *PlacementGroup) resolveWait(ctx context.Context, index int, req sched.
 }
 
 // pgPlace resolves a task in a placement group: the node of its bundle and its demand
-// renamed into the bundle's resources. errGroupNotReady parks the task.
+// renamed into the bundle's resources. errGroupNotReady parks the task; a group no set of
+// the cluster's nodes can hold fails it (sched.ErrInfeasible, with the group's reason).
 func (c *Core) pgPlace(spec *pb.TaskSpec) (ids.NodeID, sched.Resources, error) {
 	req := tasks.ResourcesFromPB(spec.Resources)
 	pg, err := c.groupFor(spec.PlacementGroup, spec.BundleIndex, req)
