@@ -110,7 +110,10 @@ func New(stdout, stderr io.Writer) *ucli.App {
 // SERIAL`, `list KIND`, `get KIND ID` and `logs KIND ID` (urfave/cli v2 stops parsing flags at the first argument, so `job logs
 // ID --follow` would not follow): it moves the flags of such a command line before its
 // arguments. `job submit` is left
-// alone: what follows its program belongs to the program.
+// alone: what follows its program belongs to the program. With -h or --help the arguments
+// are dropped: urfave/cli takes an argument after the help flag for a subcommand's name
+// (`rayctl list actors --help` said "No help topic for 'actors'"), and the command's own
+// help (which names the kinds it takes) is what was asked for.
 func interspersed(app *ucli.App, args []string) []string {
 	var cmd *ucli.Command
 	n := 0 // args[:n] are the program and the command's names
@@ -138,6 +141,7 @@ func interspersed(app *ucli.App, args []string) []string {
 		}
 	}
 	var flags, pos []string
+	help := false
 	rest := args[n:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
@@ -147,6 +151,8 @@ func interspersed(app *ucli.App, args []string) []string {
 		}
 		if len(a) > 1 && a[0] == '-' {
 			flags = append(flags, a)
+			fn, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			help = help || fn == "help" || fn == "h"
 			if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
 				flags = append(flags, rest[i+1])
 				i++
@@ -156,6 +162,9 @@ func interspersed(app *ucli.App, args []string) []string {
 		pos = append(pos, a)
 	}
 	out := append(append([]string(nil), args[:n]...), flags...)
+	if help {
+		return out
+	}
 	return append(out, pos...)
 }
 

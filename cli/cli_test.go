@@ -440,10 +440,39 @@ func TestInterspersed(t *testing.T) {
 		{"rayctl job status ID --output=json", "rayctl job status --output=json ID"},
 		{"rayctl job submit -- prog --follow", "rayctl job submit -- prog --follow"},
 		{"rayctl status -o json", "rayctl status -o json"},
+		// Help: the command's own, without its arguments (urfave/cli took one for a
+		// subcommand's name: "No help topic for 'actors'").
+		{"rayctl list actors --help", "rayctl list --help"},
+		{"rayctl list --help actors", "rayctl list --help"},
+		{"rayctl get actor ID -h", "rayctl get -h"},
+		{"rayctl job status ID --help", "rayctl job status --help"},
 	} {
 		got := strings.Join(interspersed(app, strings.Fields(c.in)), " ")
 		if got != c.want {
 			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestHelpAfterArgument: `rayctl list actors --help` shows list's help, which names the
+// kinds it lists, as `rayctl list --help` does (urfave/cli said "No help topic for
+// 'actors'").
+func TestHelpAfterArgument(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"list", "actors", "--help"}, "nodes|jobs|actors|placement-groups|tasks|objects"},
+		{[]string{"list", "--help"}, "nodes|jobs|actors|placement-groups|tasks|objects"},
+		{[]string{"list", "tasks", "-h"}, "rayctl list"},
+		{[]string{"get", "actor", "--help"}, "rayctl get"},
+		{[]string{"summary", "tasks", "--help"}, "rayctl summary"},
+		{[]string{"job", "status", "ID", "--help"}, "rayctl job status"},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(append([]string{"rayctl"}, c.args...), &out, &errb)
+		if code != ExitOK || !strings.Contains(out.String(), c.want) || errb.Len() != 0 {
+			t.Errorf("rayctl %v: exit %d, stdout %q, stderr %q; want the help, with %q", c.args, code, out.String(), errb.String(), c.want)
 		}
 	}
 }
