@@ -89,9 +89,18 @@ func (e *TaskError) Error() string {
 }
 
 // Is lets errors.Is match ErrCancelled, ErrObjectLost, ErrActorDied, ErrObjectTooLarge,
-// ErrPlacementGroupRemoved, ErrGCSFull and ErrClusterLost.
+// ErrPlacementGroupRemoved, ErrGCSFull and ErrClusterLost (the task's own failure), and
+// ErrInfeasible and ErrUnknownFunction through nesting: a task that returned, unchanged or
+// wrapped with %w, the error of a task it submitted that could not be placed or named no
+// registered function, at any depth (as Ray's RayTaskError keeps its cause). The other
+// sentinels match only the failure of the task whose result was asked for: a nested
+// task's *TaskError returned by its parent keeps its text and stack, not its kind.
 func (e *TaskError) Is(target error) bool {
 	switch target {
+	case ErrInfeasible, ErrUnknownFunction:
+		// The task's function returned the error Get gave it: the wire form keeps its
+		// text, which begins with the sentinel's (fromInfo), wherever it was wrapped.
+		return e.kind == pb.ErrorInfo_APPLICATION && strings.Contains(e.Message, target.Error()+": ")
 	case ErrClusterLost:
 		// The runtime failed the task or call itself (a system error; or an actor that
 		// could not be created, which died of it): the wire form has no kind of its own

@@ -1,7 +1,9 @@
 package ray
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -38,4 +40,45 @@ func TestInfeasibleErrorSaysWhatToDo(t *testing.T) {
 		t.Fatalf("hard affinity to a missing node: %v, want ErrInfeasible without the resource advice", err)
 	}
 	t.Log(err)
+}
+
+// Tasks that submit one no node can run and return its error: unchanged, wrapped, and
+// two levels down.
+var (
+	nestedTPU = Task0("test.nestedTPU", func(ctx context.Context) (int, error) {
+		return Get(ctx, accelTask.Options(Resources(map[string]float64{"tpu": 1})).Remote(ctx))
+	})
+	nestedTPUWrapped = Task0("test.nestedTPUWrapped", func(ctx context.Context) (int, error) {
+		_, err := Get(ctx, accelTask.Options(Resources(map[string]float64{"tpu": 1})).Remote(ctx))
+		return 0, fmt.Errorf("step 2: %w", err)
+	})
+	nestedTPUDeeper = Task0("test.nestedTPUDeeper", func(ctx context.Context) (int, error) {
+		return Get(ctx, nestedTPU.Remote(ctx))
+	})
+	nestedUnknown = Task0("test.nestedUnknown", func(ctx context.Context) (int, error) {
+		return Get(ctx, Call[int](ctx, "test.noSuchFunction", nil))
+	})
+)
+
+// TestInfeasibleThroughNesting: a task that fails because a task it submitted is
+// infeasible fails with a *TaskError that matches ErrInfeasible, at any depth, as Ray's
+// RayTaskError keeps its cause (and ErrUnknownFunction likewise); an application error
+// does not match them.
+func TestInfeasibleThroughNesting(t *testing.T) {
+	ctx := timeout(t)
+	for _, f := range []*Func0[int]{nestedTPU, nestedTPUWrapped, nestedTPUDeeper} {
+		_, err := Get(ctx, f.Remote(ctx))
+		var te *TaskError
+		if !errors.As(err, &te) || !errors.Is(err, ErrInfeasible) || errors.Is(err, ErrUnknownFunction) {
+			t.Errorf("%s: %v (a *TaskError: %v), want a *TaskError matching ErrInfeasible", f.Name(), err, te != nil)
+		}
+	}
+	_, err := Get(ctx, nestedUnknown.Remote(ctx))
+	if !errors.Is(err, ErrUnknownFunction) || errors.Is(err, ErrInfeasible) {
+		t.Errorf("a task calling an unknown function: %v, want it to match ErrUnknownFunction", err)
+	}
+	_, err = Get(ctx, fail.Remote(ctx, V("sched: infeasible? no, a plain failure")))
+	if errors.Is(err, ErrInfeasible) || errors.Is(err, ErrUnknownFunction) {
+		t.Errorf("an application error: %v matches ErrInfeasible or ErrUnknownFunction", err)
+	}
 }
