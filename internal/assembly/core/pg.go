@@ -36,7 +36,8 @@ import (
 // placed yet waits (parked) until it is; one whose group was removed fails, and so does
 // one whose group no set of the cluster's alive nodes can hold (sched.ErrInfeasible with
 // the group's reason, as a task no node can run fails; the group itself stays pending,
-// as Ray's does, and is placed if such nodes join).
+// as Ray's does, and is placed if such nodes join). Another process learns that from the
+// group's record: PENDING with PlaceBundles' infeasible reason as its detail.
 //
 // When a bundle's node dies (NodeGone), the group places that bundle again (replace,
 // sched.ReplaceBundles: next to the other bundles as the strategy wants, which stay where
@@ -246,6 +247,12 @@ func (c *Core) foreignGroup(info *pb.PlacementGroupInfo) (*PlacementGroup, error
 		pg.Bundles = append(pg.Bundles, tasks.ResourcesFromPB(b.Resources))
 	}
 	switch info.State {
+	case "PENDING":
+		// Its creator found no set of the cluster's nodes can hold it: the record's
+		// reason is PlaceBundles' (sched.ErrInfeasible), and tasks put in it fail (resolve).
+		if strings.Contains(info.Detail, sched.ErrInfeasible.Error()+": ") {
+			pg.infeasible = info.Detail
+		}
 	case "REMOVED":
 		pg.removed = true
 	case "CREATED", "RESCHEDULING":
@@ -297,7 +304,7 @@ func (pg *PlacementGroup) refresh() {
 		return
 	}
 	pg.mu.Lock()
-	pg.nodes, pg.removed = fresh.nodes, fresh.removed
+	pg.nodes, pg.removed, pg.infeasible = fresh.nodes, fresh.removed, fresh.infeasible
 	pg.mu.Unlock()
 }
 

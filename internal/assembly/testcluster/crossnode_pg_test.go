@@ -454,3 +454,43 @@ func TestPlacementGroupFromAnotherProcess(t *testing.T) {
 		t.Fatalf("an unknown group: %v, want ErrPlacementGroupRemoved", err)
 	}
 }
+
+// inGroupByID runs a task in bundle 0 of group id, found by its ID (another process's
+// group), and returns what Get said.
+var inGroupByID = ray.Task1("testcluster.InGroupByID", func(ctx context.Context, id string) (string, error) {
+	pg, err := ray.GetPlacementGroup(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return ray.Get(ctx, whereAmI.Options(ray.PlacementGroupBundle(pg, 0), ray.NumCPUs(0.1)).Remote(ctx))
+})
+
+// TestPlacementGroupInfeasibleFromAnotherProcess: a task another process submits into a
+// group no node of the cluster can hold fails promptly with ErrInfeasible and the group's
+// reason (read from the group's record), as one its creator submits does; its parent,
+// which returned that error, matches ErrInfeasible too.
+func TestPlacementGroupInfeasibleFromAnotherProcess(t *testing.T) {
+	base, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	up := alive(t)
+	ctx := cluster.Context(base, up[0])
+	pg, err := ray.PlacementGroup(ctx, []ray.Bundle{{"CPU": 1000}}, ray.StrategyPack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Remove(context.Background())
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	err = pg.Ready(short)
+	cancelShort()
+	if err == nil || !strings.Contains(err.Error(), "CPU=1000") {
+		t.Fatalf("Ready of a group needing 1000 CPUs: %v", err)
+	}
+	elsewhere := ray.NodeAffinity(string(cluster.Nodes[up[1]].ID), false)
+	gctx, cancelGet := context.WithTimeout(ctx, 15*time.Second)
+	defer cancelGet()
+	_, err = ray.Get(gctx, inGroupByID.Options(elsewhere, ray.NumCPUs(0.1)).Remote(gctx, ray.V(pg.ID())))
+	if !errors.Is(err, ray.ErrInfeasible) || !strings.Contains(err.Error(), "can never be placed") || !strings.Contains(err.Error(), "CPU=1000") {
+		t.Fatalf("a task another process put in a group needing 1000 CPUs: %v, want ErrInfeasible with the group's reason", err)
+	}
+	t.Log(err)
+}
