@@ -12,14 +12,30 @@
 // # The ledger
 //
 // Ledger is a leaf structure behind one mutex (it is touched per grant and give-back of a
-// machine's worker processes, never per task). Asks are served oldest first, strictly: an
-// ask that does not fit holds back those after it, so a large ask is never starved by
-// small ones (a client has at most one ask waiting, so the queue is as long as the
-// machine's worker processes). An ask for more than the machine has in total is denied at
-// once (the raylet already refuses such leases as infeasible); an ask with Now is granted
-// at once or denied (a placement group's bundle is committed only if its resources are
-// free now). A client that goes (its connection closes: the process exited or was killed)
-// gives back everything it held and its ask is dropped.
+// machine's worker processes, never per task). A client has at most one ask waiting, so
+// the queue is as long as the machine's worker processes. Asks are served oldest first,
+// but an ask that does not fit does not hold back younger asks that do (sched.ServeAsks):
+// a job waiting for 2 CPUs on a 2-CPU machine where another job holds one for minutes does
+// not stop a third job's 1-CPU tasks from running on the CPU that is free, as Ray's local
+// task manager dispatches whatever fits (its per-scheduling-class queues: a large request
+// waits without blocking smaller ones).
+//
+// Starvation of the large ask is bounded by a reservation, taken only when backfilling is
+// what keeps it waiting (sched.Overtaken): once what is free plus what younger asks were
+// granted ahead of the oldest ask (and have not given back) would cover it, it reserves:
+// younger asks are served only from what is free beyond it (asks for resources it does
+// not need still go), and Wants asks the clients that took resources ahead of it for them
+// back (even within their share), which their raylets give as their leases end. So a
+// large ask waits while work that started before it holds what it needs (using the rest
+// meanwhile costs it nothing), and not behind a stream of smaller asks that take turns.
+// The reservation holds until the ask is served, withdrawn or dropped. Ray itself
+// accepts the starvation; a departure, documented here.
+//
+// An ask for more than the machine has in total is denied at once (the raylet already
+// refuses such leases as infeasible); an ask with Now is granted at once or denied (a
+// placement group's bundle is committed only if its resources are free now; a
+// reservation's resources are not). A client that goes (its connection closes: the
+// process exited or was killed) gives back everything it held and its ask is dropped.
 //
 // # The protocol
 //
@@ -32,6 +48,7 @@
 // process's load report can count the machine's free resources as available to its job;
 // and RECLAIM (resources) when what it should give back changes: while an ask waits, every
 // client holding more than an even share of a resource the ask lacks is asked for the
-// excess (Ledger.Wants), which its raylet gives back as its leases end (it revokes them
-// from their owners) instead of granting it again; a RECLAIM of nothing ends it.
+// excess (Ledger.Wants; with a reservation, also what it took ahead of the oldest ask),
+// which its raylet gives back as its leases end (it revokes them from their owners)
+// instead of granting it again; a RECLAIM of nothing ends it.
 package machine

@@ -30,11 +30,19 @@ type Ledger struct {
 	free  sched.Resources
 	held  map[string]sched.Resources
 	queue []ask
+	// head is the client of the oldest waiting ask (queue[0]) as serve last saw it; ahead
+	// is what was granted to younger asks while it waited, per client, less what those
+	// clients gave back since; reserved says head holds a reservation (sched.Overtaken).
+	head     string
+	ahead    map[string]sched.Resources
+	reserved bool
+	shapes   []sched.Resources // serve's scratch
+	grant    []int
 }
 
 // NewLedger returns a ledger of total.
 func NewLedger(total sched.Resources) *Ledger {
-	return &Ledger{total: total, free: total, held: map[string]sched.Resources{}}
+	return &Ledger{total: total, free: total, held: map[string]sched.Resources{}, ahead: map[string]sched.Resources{}}
 }
 
 // Total is the machine's resources.
@@ -65,6 +73,7 @@ func (l *Ledger) Waiting() int {
 // ask's, if granted or denied at once, and any other asks that it lets through. A client
 // has one ask waiting at most: a second one replaces the first in its place in line (the
 // first's id is never answered), and an ask for nothing withdraws it (granted at once).
+// An ask with now is granted at once if serve would grant it now, else denied.
 func (l *Ledger) Ask(client string, id uint64, res sched.Resources, now bool) []Decision {
 	if res.Negative() {
 		return []Decision{{Client: client, ID: id, Denied: fmt.Sprintf("machine: asked for a negative amount (%v)", res)}}
@@ -87,15 +96,19 @@ func (l *Ledger) Ask(client string, id uint64, res sched.Resources, now bool) []
 		}
 		return append(out, l.serve()...)
 	}
-	if res.IsZero() || len(l.queue) == 0 && l.free.Fits(res) {
-		l.take(client, res)
-		return []Decision{{Client: client, ID: id, Granted: res}}
-	}
-	if now {
-		return []Decision{{Client: client, ID: id, Denied: fmt.Sprintf("machine: %v asked, %v free now", res, l.free)}}
+	if res.IsZero() {
+		return []Decision{{Client: client, ID: id}}
 	}
 	l.queue = append(l.queue, ask{client: client, id: id, res: res})
-	return nil
+	out := l.serve()
+	if now && len(l.queue) > 0 && l.queue[len(l.queue)-1].client == client {
+		// Not granted: a now-ask does not wait (it was last in line, so it let nothing
+		// through and held nothing back).
+		l.queue = l.queue[:len(l.queue)-1]
+		l.track()
+		out = append(out, Decision{Client: client, ID: id, Denied: fmt.Sprintf("machine: %v asked, %v free now", res, l.free)})
+	}
+	return out
 }
 
 // Give takes back res from client (at most what it holds of each resource) and returns
@@ -118,6 +131,9 @@ func (l *Ledger) Give(client string, res sched.Resources) []Decision {
 	}
 	l.setHeld(client, h.Sub(back))
 	l.free = l.free.Add(back)
+	if a, ok := l.ahead[client]; ok {
+		l.setAhead(client, positive(a.Sub(back)))
+	}
 	return l.serve()
 }
 
@@ -134,6 +150,7 @@ func (l *Ledger) Drop(client string) []Decision {
 	}
 	l.free = l.free.Add(l.held[client])
 	delete(l.held, client)
+	delete(l.ahead, client)
 	return l.serve()
 }
 
@@ -150,21 +167,106 @@ func (l *Ledger) setHeld(client string, h sched.Resources) {
 	l.held[client] = h
 }
 
-// serve grants queued asks, oldest first, while the oldest fits.
+// serve grants the queued asks that the policy lets through now (sched.ServeAsks: every
+// ask that fits, oldest first; with a reservation, younger asks only from what is free
+// beyond the oldest's), and keeps the books of the reservation (track).
 func (l *Ledger) serve() []Decision {
-	var out []Decision
-	n := 0
-	for n < len(l.queue) && l.free.Fits(l.queue[n].res) {
-		a := l.queue[n]
+	if len(l.queue) == 0 {
+		l.track()
+		return nil
+	}
+	l.track()
+	l.shapes = l.shapes[:0]
+	for _, a := range l.queue {
+		l.shapes = append(l.shapes, a.res)
+	}
+	l.grant, _ = sched.ServeAsks(l.free, l.shapes, l.reserved, l.grant[:0])
+	clear(l.shapes)
+	if len(l.grant) == 0 {
+		return nil
+	}
+	// The oldest ask left waiting: grants after it in line went ahead of it.
+	first := 0
+	for _, g := range l.grant {
+		if g != first {
+			break
+		}
+		first++
+	}
+	if first < len(l.queue) && l.queue[first].client != l.head {
+		l.head, l.reserved = l.queue[first].client, false
+		clear(l.ahead)
+	}
+	out := make([]Decision, 0, len(l.grant))
+	for _, g := range l.grant {
+		a := l.queue[g]
 		l.take(a.client, a.res)
+		if g > first {
+			l.setAhead(a.client, l.ahead[a.client].Add(a.res))
+		}
 		out = append(out, Decision{Client: a.client, ID: a.id, Granted: a.res})
-		n++
+		l.queue[g] = ask{}
 	}
-	if n > 0 {
-		clear(l.queue[:n])
-		l.queue = l.queue[n:]
+	kept := l.queue[:0]
+	for _, a := range l.queue {
+		if a.client != "" {
+			kept = append(kept, a)
+		}
 	}
+	clear(l.queue[len(kept):])
+	l.queue = kept
+	l.track()
 	return out
+}
+
+// track follows the oldest waiting ask: a new one starts with nothing ahead of it and no
+// reservation; it reserves once younger asks that went ahead of it are what keeps it
+// waiting (sched.Overtaken), and keeps the reservation until it is served or leaves.
+func (l *Ledger) track() {
+	if len(l.queue) == 0 {
+		l.head, l.reserved = "", false
+		clear(l.ahead)
+		return
+	}
+	h := l.queue[0]
+	if h.client != l.head {
+		l.head, l.reserved = h.client, false
+		clear(l.ahead)
+	}
+	if !l.reserved {
+		var ahead sched.Resources
+		for _, a := range l.ahead {
+			ahead = ahead.Add(a)
+		}
+		l.reserved = sched.Overtaken(l.free, ahead, h.res)
+	}
+}
+
+func (l *Ledger) setAhead(client string, a sched.Resources) {
+	if a.IsZero() {
+		delete(l.ahead, client)
+		return
+	}
+	l.ahead[client] = a
+}
+
+// positive keeps the positive amounts of res.
+func positive(res sched.Resources) sched.Resources {
+	var out sched.Resources
+	res.Each(func(name string, q sched.Quantity) {
+		if q > 0 {
+			out = out.With(name, q)
+		}
+	})
+	return out
+}
+
+// Reserved reports whether the oldest waiting ask holds a reservation (younger asks wait
+// behind it; see the package doc).
+func (l *Ledger) Reserved() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reserved
 }
 
 // Wants says what each client should give back so that the asks waiting can be served:
@@ -202,11 +304,26 @@ func (l *Ledger) Wants() map[string]sched.Resources {
 			}
 		}
 		share := l.total.Get(name) / sched.Quantity(max(1, len(users)))
+		left := need
 		for c, h := range l.held {
-			if over := h.Get(name) - share; over > 0 && need > 0 {
-				give := min(over, need)
-				need -= give
+			if over := h.Get(name) - share; over > 0 && left > 0 {
+				give := min(over, left)
+				left -= give
 				out[c] = out[c].With(name, give)
+			}
+		}
+		if !l.reserved {
+			return
+		}
+		// The oldest ask reserves: what younger asks took ahead of it comes back too (as
+		// their work ends), even from clients within their share, up to what it lacks.
+		left = l.queue[0].res.Get(name) - max(l.free.Get(name), 0)
+		for c, a := range l.ahead {
+			if give := min(a.Get(name), left); give > 0 {
+				left -= give
+				if give > out[c].Get(name) {
+					out[c] = out[c].With(name, give)
+				}
 			}
 		}
 	})

@@ -209,3 +209,28 @@ func TestMachineReclaimFromABusyJob(t *testing.T) {
 		t.Fatalf("a after giving one back: %+v, want 1 CPU in use and its queue waiting", st)
 	}
 }
+
+// TestMachineLargeAskDoesNotBlockOtherJobs is the tester's case at the raylets: on a 2-CPU
+// machine job a holds one CPU, job b waits for a 2-CPU lease, and job c's 1-CPU leases
+// run one after another on the CPU that is free instead of waiting behind b (before, the
+// ledger served asks strictly in order and c waited until a's lease ended).
+func TestMachineLargeAskDoesNotBlockOtherJobs(t *testing.T) {
+	m := serveMachine(t, map[string]float64{sched.CPU: 2})
+	on := func() *harness { return newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path()) }
+	a, b, c := on(), on(), on()
+	a.ask(a.owner, cpu1)
+	a.grants(a.owner, 1)
+	b.ask(b.owner, map[string]float64{sched.CPU: 2})
+	eventually.True(t, 10*time.Second, "b's 2-CPU ask to wait at the ledger", func() bool { return m.Ledger().Waiting() == 1 })
+	for i := range 5 {
+		c.ask(c.owner, cpu1)
+		select {
+		case g := <-c.owner.grants:
+			c.send(release(g))
+		case <-time.After(5 * time.Second):
+			t.Fatalf("c's 1-CPU lease %d not granted while one CPU is free and b waits for two (free %v, waiting %d)",
+				i, m.Ledger().Free(), m.Ledger().Waiting())
+		}
+	}
+	b.noGrant(b.owner)
+}

@@ -118,6 +118,15 @@
 // task in the bundle asks for those, so the ordinary fit and queue rules keep other work
 // out of a reservation and the group's tasks inside it.
 //
+// # Sharing a machine
+//
+// The worker processes of the jobs on one machine obtain its resources from its ledger
+// (package tasks/machine), one waiting ask per process. ServeAsks is the ledger's order:
+// oldest first, every ask that fits, a large one waiting without blocking smaller ones
+// (as Queue below, and Ray's local task manager); Overtaken is when the oldest ask
+// reserves (younger asks that went ahead of it are all that keeps it waiting), bounding
+// its starvation.
+//
 // # Local queue
 //
 // Queue holds the requests waiting at one node, grouped into scheduling classes by resource
