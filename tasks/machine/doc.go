@@ -50,5 +50,7 @@
 // client holding more than an even share of a resource the ask lacks is asked for the
 // excess (Ledger.Wants; with a reservation, also what it took ahead of the oldest ask),
 // which its raylet gives back as its leases end (it revokes them from their owners)
-// instead of granting it again; a RECLAIM of nothing ends it.
+// instead of granting it again; a RECLAIM of nothing ends it. A raylet hears FREE too
+// (raylet.MachineFree): one whose ask waits for a demand the machine cannot serve asks
+// instead for a smaller one of its own that fits (sched.AskFirst).
 package machine

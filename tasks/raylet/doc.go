@@ -62,10 +62,15 @@
 // the machine's, for the infeasibility check). Everything above works against what it
 // holds; balance keeps that in step with demand, once per dispatch:
 //
-//   - The oldest unmet demand the machine can help (a bundle commit; else the oldest
-//     reservation that does not fit; else the oldest class of lease requests whose head
-//     does not fit) is asked for: what it lacks of the machine's resources (MachineGrant
-//     answers; one ask waits at a time). A bundle's ask is now or never (MachineDeny
+//   - An unmet demand the machine can help (a bundle commit; else the reservations that
+//     do not fit, then the classes of lease requests whose head does not fit, oldest
+//     first: of these the oldest whose lack the machine has free, as last heard, else the
+//     oldest; sched.AskFirst) is asked for: what it lacks of the machine's resources
+//     (MachineGrant answers; one ask waits at a time). While it waits, a change of the
+//     machine's free resources (MachineFree) or of the demand that makes another one the
+//     choice asks again for that one (the ledger keeps the ask's place in line), so a
+//     2-CPU request that the machine cannot serve yet does not hold back its job's 1-CPU
+//     requests while a CPU is free. A bundle's ask is now or never (MachineDeny
 //     refuses the commit with the ledger's reason, as a node without room does). Nothing
 //     is asked of a resource the raylet already holds the machine's whole total of: only
 //     its own leases' return can serve such demand, and a job alone on its machine would

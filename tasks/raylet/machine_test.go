@@ -234,3 +234,37 @@ func TestMachineLargeAskDoesNotBlockOtherJobs(t *testing.T) {
 	}
 	b.noGrant(b.owner)
 }
+
+// TestMachineLargeAskDoesNotBlockItsOwnSmallOnes: the same within one job: its raylet
+// waits for a 2-CPU lease while the machine has one CPU free; its 1-CPU requests that
+// come after get that CPU (the raylet's ask is for what fits the machine, not only for its
+// oldest demand), and the 2-CPU lease is granted once the machine has both.
+func TestMachineLargeAskDoesNotBlockItsOwnSmallOnes(t *testing.T) {
+	for _, alone := range []bool{false, true} {
+		t.Run(map[bool]string{false: "another job holds a CPU", true: "alone"}[alone], func(t *testing.T) {
+			m, a, b := twoJobs(t)
+			holder := a
+			if alone {
+				holder = b
+			}
+			holder.ask(holder.owner, cpu1)
+			held := holder.grants(holder.owner, 1)
+			b.ask(b.owner, map[string]float64{sched.CPU: 2})
+			b.noGrant(b.owner)
+			for i := range 3 {
+				b.ask(b.owner, cpu1)
+				select {
+				case g := <-b.owner.grants:
+					b.send(release(g))
+				case <-time.After(5 * time.Second):
+					t.Fatalf("b's 1-CPU lease %d not granted while one CPU is free and its 2-CPU request waits (free %v, waiting %d)",
+						i, m.Ledger().Free(), m.Ledger().Waiting())
+				}
+			}
+			holder.send(release(held[0]))
+			g := b.grants(b.owner, 1)
+			b.send(release(g[0]))
+			eventuallyFree(t, m, map[string]float64{sched.CPU: 2})
+		})
+	}
+}

@@ -82,6 +82,10 @@ type OwnerGone struct {
 	Address string
 }
 
+// MachineFree: the machine's free resources changed (the ledger's FREE; Machine.Free has
+// them). A raylet whose ask waits asks again if another of its demands fits now.
+type MachineFree struct{}
+
 // MachineDeny: the machine refused the ask ID.
 type MachineDeny struct {
 	ID      uint64
@@ -182,6 +186,9 @@ type Raylet struct {
 	trimSet   bool
 	askDenied bool
 	owed      sched.Resources // what the machine reclaims (MachineReclaim), not given back yet
+	askShape  sched.Resources // the demand the waiting ask is for
+	wants     []sched.Resources
+	lacks     []sched.Resources // balance's scratch: the demands and what each lacks
 
 	pub *published // the last figures published to cfg.Live by this instance
 }
@@ -299,6 +306,10 @@ func (r *Raylet) Receive(ctx actor.Context) {
 		r.onGrant(ctx, m)
 	case MachineDeny:
 		r.onDeny(ctx, m)
+	case MachineFree:
+		if r.asking != 0 && r.forCommit == nil {
+			r.balance(ctx) // another of its demands may fit the machine now
+		}
 	case MachineReclaim:
 		r.owed = m.Res
 		r.payOwed(ctx)
@@ -713,20 +724,29 @@ func (r *Raylet) balance(ctx actor.Context) {
 			return
 		}
 	}
-	var want sched.Resources // the shape of the oldest demand the machine can help
+	// The demands the machine can help, oldest first (reservations, then lease requests'
+	// classes by their heads); the one asked for is the oldest that what the machine has
+	// free covers, else the oldest (sched.AskFirst): a demand the machine cannot serve now
+	// does not hold back smaller ones it can.
+	r.wants, r.lacks = r.wants[:0], r.lacks[:0]
 	for _, w := range r.waitingRes {
-		if !r.deficit(w.res).IsZero() {
-			want = w.res
-			break
+		if d := r.deficit(w.res); !d.IsZero() {
+			r.wants, r.lacks = append(r.wants, w.res), append(r.lacks, d)
 		}
 	}
-	if want.IsZero() && r.requests.Len() > 0 {
+	if r.requests.Len() > 0 {
 		r.requests.Backlog(func(shape sched.Resources, _ int) {
-			if want.IsZero() && !r.deficit(shape).IsZero() {
-				want = shape
+			if d := r.deficit(shape); !d.IsZero() {
+				r.wants, r.lacks = append(r.wants, shape), append(r.lacks, d)
 			}
 		})
 	}
+	var want sched.Resources
+	if i := sched.AskFirst(r.cfg.Machine.Free(), r.lacks); i >= 0 {
+		want = r.wants[i]
+	}
+	clear(r.wants)
+	clear(r.lacks)
 	if !want.IsZero() && !r.owed.IsZero() {
 		// The machine reclaims from us for others that wait: ask for nothing more (an
 		// ask of ours ahead of theirs would take back what we give) until it stops.
@@ -739,7 +759,9 @@ func (r *Raylet) balance(ctx actor.Context) {
 		// Ask, or, with an ask waiting and resources of ours idle (a lease came back),
 		// give them back and ask again for all of it (ask): the ledger replaces our
 		// waiting ask, and we hold nothing idle while we wait.
-		if !r.askDenied && (r.asking == 0 || !r.giveable().IsZero()) {
+		// Also ask again when the demand asked for changed (another fits the machine
+		// now, or what fitted was served): the ledger keeps the ask's place in line.
+		if !r.askDenied && (r.asking == 0 || !r.giveable().IsZero() || !want.Equal(r.askShape)) {
 			r.ask(ctx, want, false, nil)
 		}
 		return
@@ -786,7 +808,7 @@ func (r *Raylet) ask(ctx actor.Context, shape sched.Resources, now bool, pc *pen
 	r.giveBack(r.giveable())
 	need := r.deficit(shape)
 	r.askSeq++
-	r.asking, r.forCommit = r.askSeq, pc
+	r.asking, r.forCommit, r.askShape = r.askSeq, pc, shape
 	if err := r.cfg.Machine.Ask(r.asking, need, now); err != nil {
 		r.cfg.Logger.Error("raylet: cannot ask the machine's ledger for resources; work that needs them waits",
 			"node", r.cfg.Node, "need", need, "err", err)

@@ -83,6 +83,10 @@ func newHarnessOn(t *testing.T, total map[string]float64, workers int, path stri
 				h.sys.Root.Send(self.Load(), MachineDeny{ID: m.Id, Message: m.Message})
 			case pb.MachineMsg_RECLAIM:
 				h.sys.Root.Send(self.Load(), MachineReclaim{Res: tasks.ResourcesFromPB(m.Resources)})
+			case pb.MachineMsg_FREE:
+				if p := self.Load(); p != nil {
+					h.sys.Root.Send(p, MachineFree{})
+				}
 			}
 		})
 		if err != nil {

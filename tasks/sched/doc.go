@@ -125,7 +125,8 @@
 // oldest first, every ask that fits, a large one waiting without blocking smaller ones
 // (as Queue below, and Ray's local task manager); Overtaken is when the oldest ask
 // reserves (younger asks that went ahead of it are all that keeps it waiting), bounding
-// its starvation.
+// its starvation. AskFirst is which of a process's demands it asks for: the oldest that
+// the machine's free resources cover, else the oldest.
 //
 // # Local queue
 //

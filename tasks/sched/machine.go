@@ -40,3 +40,21 @@ func ServeAsks(free Resources, asks []Resources, reserve bool, dst []int) ([]int
 func Overtaken(free, ahead, head Resources) bool {
 	return !free.Fits(head) && free.Add(ahead).Fits(head)
 }
+
+// AskFirst is which of a worker process's unmet demands (lacks: what each lacks, oldest
+// first) it asks its machine's ledger for, when the ledger takes one ask per process: the
+// oldest that what the machine has free (as last heard) covers, else the oldest. So a
+// demand that the machine cannot serve now does not hold back the process's smaller ones
+// that it can (its ask keeps its place in the ledger's line when it changes), and with
+// nothing that fits, the oldest waits in line. It returns -1 for no demand.
+func AskFirst(free Resources, lacks []Resources) int {
+	if len(lacks) == 0 {
+		return -1
+	}
+	for i, l := range lacks {
+		if free.Fits(l) {
+			return i
+		}
+	}
+	return 0
+}

@@ -50,3 +50,22 @@ func TestOvertaken(t *testing.T) {
 		}
 	}
 }
+
+func TestAskFirst(t *testing.T) {
+	one, two := cpus(1), cpus(2)
+	for _, tc := range []struct {
+		name  string
+		free  Resources
+		lacks []Resources
+		want  int
+	}{
+		{"no demand", one, nil, -1},
+		{"the oldest fits", two, []Resources{two, one}, 0},
+		{"the oldest does not fit, a younger one does", one, []Resources{two, one}, 1},
+		{"nothing fits: the oldest", Resources{}, []Resources{two, one}, 0},
+	} {
+		if got := AskFirst(tc.free, tc.lacks); got != tc.want {
+			t.Errorf("%s: AskFirst = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -743,7 +743,9 @@ func (n *Node) startMember(ctx context.Context) error {
 	if n.cfg.Machine != "" {
 		// The ledger's answers go to the raylet, which says where it is when it starts
 		// (raylet.Config.Started): GRANT and DENY answer its asks, and RECLAIM goes only to
-		// a holder, so none comes before it; FREE needs no raylet (the client keeps it).
+		// a holder, so none comes before it; the client keeps FREE's figures, and FREE
+		// tells the raylet too (MachineFree: a raylet whose ask waits may ask for another
+		// demand that fits now); one before the raylet starts is dropped (it asks nothing yet).
 		var target atomic.Pointer[actor.PID]
 		rcfg.Started = func(self *actor.PID) { target.Store(self) }
 		var live atomic.Pointer[raylet.Live]
@@ -762,6 +764,8 @@ func (n *Node) startMember(ctx context.Context) error {
 				n.system.Root.Send(rl, raylet.MachineDeny{ID: m.Id, Message: m.Message})
 			case pb.MachineMsg_RECLAIM:
 				n.system.Root.Send(rl, raylet.MachineReclaim{Res: tasks.ResourcesFromPB(m.Resources)})
+			case pb.MachineMsg_FREE:
+				n.system.Root.Send(rl, raylet.MachineFree{})
 			}
 		})
 		if err != nil {
