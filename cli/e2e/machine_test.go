@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
@@ -132,5 +133,77 @@ func TestJobsGetAnEvenShare(t *testing.T) {
 	if firstLateStart >= lastBusyStart {
 		t.Fatalf("the late job's first task started %v after the busy job's last one: it waited for the busy job's whole queue",
 			time.Duration(firstLateStart-lastBusyStart))
+	}
+}
+
+// TestLargeAskDoesNotBlockSmallerOnes is the tester's case with real processes: on a
+// 2-CPU head, job A runs a task that holds one CPU, job B submits a task of 2 CPUs (it
+// must wait for A's), and job C's 1-CPU tasks run one after another on the CPU that is
+// free, as do those C submits after a 2-CPU task of its own (the same case within one
+// job). Before, the machine's ledger served asks strictly in order and C's tasks waited
+// behind B's (each Get timed out after 20 s; killing B let them finish in milliseconds).
+// Once A's task ends, both 2-CPU tasks run.
+func TestLargeAskDoesNotBlockSmallerOnes(t *testing.T) {
+	sess, env := twoCPUHead(t)
+	jobs := map[string]*piped{}
+	for _, name := range []string{"A", "B", "C"} {
+		jobs[name] = startPiped(t, "hol", env)
+	}
+	for name, j := range jobs {
+		if l := j.line(t, "job "+name, sess); l != "hol ready" {
+			t.Fatalf("job %s did not get ready: %q\n%s", name, l, tail(j.stderr.String()))
+		}
+	}
+	type answer struct {
+		Held, Submitted bool
+		Ran, Millis     []int64
+		Ended           []int64
+		Error           string
+	}
+	do := func(name, cmd string) answer {
+		t.Helper()
+		j := jobs[name]
+		if _, err := io.WriteString(j.in, cmd+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		l := j.line(t, fmt.Sprintf("job %s's answer to %q", name, cmd), sess)
+		var a answer
+		if err := json.Unmarshal([]byte(l), &a); err != nil || a.Error != "" {
+			t.Fatalf("job %s, %q: %q\n%s\n%s", name, cmd, l, tail(j.stderr.String()), sessionLogs(sess, 30))
+		}
+		return a
+	}
+	dir := t.TempDir()
+	stop := filepath.Join(dir, "stop")
+	if a := do("A", "hold "+filepath.Join(dir, "started")+" "+stop); !a.Held {
+		t.Fatal("job A's task that holds a CPU did not start")
+	}
+	do("B", "big")
+	// B's 2-CPU task reaches its node and its ask the machine's ledger, where it waits
+	// (nothing to poll for: a bounded sleep, as the tester's programs ran).
+	time.Sleep(time.Second)
+	small := do("C", "small 5")
+	mixed := do("C", "mixed 3")
+	t.Logf("job C's 1-CPU tasks while B waits for 2 CPUs: %v ms; after a 2-CPU task of its own: %v ms", small.Millis, mixed.Millis)
+	stopAt := time.Now().UnixNano()
+	if err := os.WriteFile(stop, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"A", "B", "C"} {
+		a := do(name, "wait")
+		if len(a.Ended) == 0 {
+			t.Fatalf("job %s: nothing ended", name)
+		}
+		if name != "A" && a.Ended[0] < stopAt {
+			t.Fatalf("job %s's 2-CPU task ran before A's task gave back its CPU", name)
+		}
+	}
+	for name, j := range jobs {
+		_ = j.in.Close()
+		l := j.line(t, "job "+name+"'s end", sess)
+		var end struct{ Error string }
+		if err := json.Unmarshal([]byte(l), &end); err != nil || end.Error != "" {
+			t.Fatalf("job %s ended with %q", name, l)
+		}
 	}
 }
