@@ -17,8 +17,10 @@
 // but an ask that does not fit does not hold back younger asks that do (sched.ServeAsks):
 // a job waiting for 2 CPUs on a 2-CPU machine where another job holds one for minutes does
 // not stop a third job's 1-CPU tasks from running on the CPU that is free, as Ray's local
-// task manager dispatches whatever fits (its per-scheduling-class queues: a large request
-// waits without blocking smaller ones).
+// task manager dispatches whatever fits (LocalTaskManager::DispatchScheduledTasksToWorkers
+// in src/ray/raylet/local_task_manager.cc walks its per-scheduling-class queues, and a
+// task that does not fit ends only its own class's turn: a large request waits without
+// blocking smaller ones).
 //
 // Starvation of the large ask is bounded by a reservation, taken only when backfilling is
 // what keeps it waiting (sched.Overtaken): once what is free plus what younger asks were
@@ -26,10 +28,13 @@
 // younger asks are served only from what is free beyond it (asks for resources it does
 // not need still go), and Wants asks the clients that took resources ahead of it for them
 // back (even within their share), which their raylets give as their leases end. So a
-// large ask waits while work that started before it holds what it needs (using the rest
-// meanwhile costs it nothing), and not behind a stream of smaller asks that take turns.
-// The reservation holds until the ask is served, withdrawn or dropped. Ray itself
-// accepts the starvation; a departure, documented here.
+// large ask waits while work that started before it holds what it needs (younger work
+// using the rest meanwhile delays it at most until that work gives back), and not behind a
+// stream of smaller asks that take turns.
+// The reservation holds until the ask is served, withdrawn or dropped. Ray itself has
+// no such reservation (its fairness rule there caps how many tasks of each class run, not
+// how long a large one waits): a departure, and its price is that a backfilled client
+// with a stream of tasks gives its resources back to the large ask rather than keep them.
 //
 // An ask for more than the machine has in total is denied at once (the raylet already
 // refuses such leases as infeasible); an ask with Now is granted at once or denied (a
