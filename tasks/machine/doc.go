@@ -24,7 +24,9 @@
 //
 // Starvation of the large ask is bounded by a reservation, taken only when backfilling is
 // what keeps it waiting (sched.Overtaken): once what is free plus what younger asks were
-// granted ahead of the oldest ask (and have not given back) would cover it, it reserves:
+// granted ahead of the oldest ask would cover it, it reserves (what a client was granted
+// ahead counts as far as it still holds it: one that gives back a part and takes it again,
+// turn after turn, keeps counting it; one whose short task ended and gave it back does not):
 // younger asks are served only from what is free beyond it (asks for resources it does
 // not need still go), and Wants asks the clients that took resources ahead of it for them
 // back (even within their share), which their raylets give as their leases end. So a

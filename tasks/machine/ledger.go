@@ -31,8 +31,9 @@ type Ledger struct {
 	held  map[string]sched.Resources
 	queue []ask
 	// head is the client of the oldest waiting ask (queue[0]) as serve last saw it; ahead
-	// is what was granted to younger asks while it waited, per client, less what those
-	// clients gave back since; reserved says head holds a reservation (sched.Overtaken).
+	// is what was granted to younger asks while it waited, per client (of which what the
+	// client still holds counts: aheadOf); reserved says head holds a reservation
+	// (sched.Overtaken).
 	head     string
 	ahead    map[string]sched.Resources
 	reserved bool
@@ -131,9 +132,6 @@ func (l *Ledger) Give(client string, res sched.Resources) []Decision {
 	}
 	l.setHeld(client, h.Sub(back))
 	l.free = l.free.Add(back)
-	if a, ok := l.ahead[client]; ok {
-		l.setAhead(client, positive(a.Sub(back)))
-	}
 	return l.serve()
 }
 
@@ -235,11 +233,26 @@ func (l *Ledger) track() {
 	}
 	if !l.reserved {
 		var ahead sched.Resources
-		for _, a := range l.ahead {
-			ahead = ahead.Add(a)
+		for c := range l.ahead {
+			ahead = ahead.Add(l.aheadOf(c))
 		}
 		l.reserved = sched.Overtaken(l.free, ahead, h.res)
 	}
+}
+
+// aheadOf is what client holds that it was granted ahead of the oldest waiting ask: what
+// it was granted so, at most what it holds. A client that gives back and takes again
+// keeps counting what it took again (a stream of small asks taking turns), one that gave
+// it back and holds nothing does not (a short task that used a free CPU).
+func (l *Ledger) aheadOf(client string) sched.Resources {
+	h := l.held[client]
+	var out sched.Resources
+	l.ahead[client].Each(func(name string, q sched.Quantity) {
+		if m := min(q, h.Get(name)); m > 0 {
+			out = out.With(name, m)
+		}
+	})
+	return out
 }
 
 func (l *Ledger) setAhead(client string, a sched.Resources) {
@@ -248,17 +261,6 @@ func (l *Ledger) setAhead(client string, a sched.Resources) {
 		return
 	}
 	l.ahead[client] = a
-}
-
-// positive keeps the positive amounts of res.
-func positive(res sched.Resources) sched.Resources {
-	var out sched.Resources
-	res.Each(func(name string, q sched.Quantity) {
-		if q > 0 {
-			out = out.With(name, q)
-		}
-	})
-	return out
 }
 
 // Reserved reports whether the oldest waiting ask holds a reservation (younger asks wait
@@ -318,8 +320,8 @@ func (l *Ledger) Wants() map[string]sched.Resources {
 		// The oldest ask reserves: what younger asks took ahead of it comes back too (as
 		// their work ends), even from clients within their share, up to what it lacks.
 		left = l.queue[0].res.Get(name) - max(l.free.Get(name), 0)
-		for c, a := range l.ahead {
-			if give := min(a.Get(name), left); give > 0 {
+		for c := range l.ahead {
+			if give := min(l.aheadOf(c).Get(name), left); give > 0 {
 				left -= give
 				if give > out[c].Get(name) {
 					out[c] = out[c].With(name, give)

@@ -194,3 +194,48 @@ func TestLedgerWantsAnEvenShare(t *testing.T) {
 		t.Fatalf("b was served, yet %v", w)
 	}
 }
+
+// TestLedgerReservesAgainstTurnTaking: the holders of a 2-CPU machine give back a third
+// of a CPU at a time (what an even share among three reclaims) and take it again at once
+// while b waits for two CPUs. What each took again ahead of b counts while it holds it,
+// so within a few turns b reserves, the turn-taking stops, and b is served once they give
+// back what they took ahead of it.
+func TestLedgerReservesAgainstTurnTaking(t *testing.T) {
+	l := NewLedger(res(t, map[string]float64{"CPU": 2}))
+	one, two, third := res(t, map[string]float64{"CPU": 1}), res(t, map[string]float64{"CPU": 2}), res(t, map[string]float64{"CPU": 1.0 / 3})
+	l.Ask("a", 1, one, false)
+	l.Ask("b", 1, two, false)
+	l.Ask("c", 1, one, false) // granted: one CPU is free
+	id := uint64(1)
+	turns := 0
+	for ; turns < 12 && !l.Reserved(); turns++ {
+		x := []string{"a", "c"}[turns%2]
+		if d := l.Give(x, third); len(d) != 0 {
+			t.Fatalf("turn %d: %s gave back a third: %+v", turns, x, d)
+		}
+		if l.Reserved() {
+			break
+		}
+		id++
+		if d := l.Ask(x, id, third, false); len(d) != 1 || d[0].Client != x {
+			t.Fatalf("turn %d: %s takes its third again: %+v, want granted (b not reserved yet)", turns, x, d)
+		}
+	}
+	if !l.Reserved() {
+		t.Fatalf("b does not reserve after %d turns of a and c taking back what they gave", turns)
+	}
+	if d := l.Ask("a", id+1, third, false); len(d) != 0 && d[0].Client == "a" {
+		t.Fatalf("a asks again while b reserves: %+v, want it to wait", d)
+	}
+	w := l.Wants()
+	if w["a"].IsZero() || w["c"].IsZero() {
+		t.Fatalf("wants %v, want both a and c to give back what they took ahead of b", w)
+	}
+	var got []Decision
+	for _, x := range []string{"a", "c"} {
+		got = append(got, l.Give(x, l.Held(x))...)
+	}
+	if len(got) == 0 || got[0].Client != "b" || !got[0].Granted.Equal(two) {
+		t.Fatalf("a and c gave back: %+v, want b granted two CPUs first", got)
+	}
+}

@@ -29,9 +29,9 @@ func ServeAsks(free Resources, asks []Resources, reserve bool, dst []int) ([]int
 
 // Overtaken reports whether the oldest waiting ask, head, waits only because younger asks
 // went ahead of it: it does not fit what is free, but would fit it plus ahead (what was
-// granted to younger asks while head waited, and not given back yet). A ledger then reserves
-// for head (ServeAsks with reserve) until head is served, and asks those younger asks'
-// holders to give back what they took ahead of it, as their work ends.
+// granted to younger asks while head waited, as far as their clients still hold it). A
+// ledger then reserves for head (ServeAsks with reserve) until head is served, and asks
+// those younger asks' holders to give back what they took ahead of it, as their work ends.
 //
 // This is what keeps a large ask from starving behind a stream of small ones without
 // giving up what backfilling is for: while what keeps head waiting is held by work that
