@@ -30,6 +30,12 @@ type Server struct {
 	seq    int
 	closed bool
 
+	// rmu serializes reclaim, from reading the ledger's wants to writing them: two
+	// connections' goroutines computing them at once could otherwise send a client an
+	// older figure after a newer one, and the client would keep it until the ledger next
+	// changed (a raylet that owes nothing by it keeps its CPU while another job waits).
+	rmu sync.Mutex
+
 	changed chan struct{}
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -193,6 +199,8 @@ func (s *Server) deliver(ds []Decision) {
 // reclaim sends RECLAIM to the clients whose share of what the waiting asks need changed
 // (Ledger.Wants; nothing: a RECLAIM of nothing, which ends the last one).
 func (s *Server) reclaim() {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
 	wants := s.ledger.Wants()
 	type send struct {
 		c *serverConn
