@@ -268,3 +268,55 @@ func TestMachineLargeAskDoesNotBlockItsOwnSmallOnes(t *testing.T) {
 		})
 	}
 }
+
+// TestMachineLargeAskNotStarvedByStreams: jobs a and c each run a stream of 1-CPU leases
+// on a 2-CPU machine (every lease that ends is followed by the next request) while job b
+// waits for a 2-CPU lease. The ledger lets smaller asks go ahead of b's only while they do
+// not starve it: b is granted while a and c still have work. (The probe owners' channels
+// of revokes and of words that a request waits are drained: full, they would block the
+// owner and its grants, which looks like starvation and is not.)
+func TestMachineLargeAskNotStarvedByStreams(t *testing.T) {
+	m := serveMachine(t, map[string]float64{sched.CPU: 2})
+	on := func() *harness { return newHarnessOn(t, map[string]float64{sched.CPU: 2}, 2, m.Path()) }
+	a, b, c := on(), on(), on()
+	a.ask(a.owner, cpu1)
+	ga := a.grants(a.owner, 1)
+	c.ask(c.owner, cpu1)
+	gc := c.grants(c.owner, 1)
+	eventuallyFree(t, m, map[string]float64{})
+	b.ask(b.owner, map[string]float64{sched.CPU: 2})
+	// Each stream keeps two requests waiting behind the lease it holds; every lease it gets
+	// ends at once and is followed by the next request.
+	for _, h := range []*harness{a, c} {
+		h.ask(h.owner, cpu1)
+		h.ask(h.owner, cpu1)
+	}
+	a.send(release(ga[0]))
+	c.send(release(gc[0]))
+	turns := 0
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case <-b.owner.grants:
+			t.Logf("b's 2-CPU lease granted after %d leases of a and c", turns)
+			return
+		case g := <-a.owner.grants:
+			turns++
+			a.send(release(g))
+			a.ask(a.owner, cpu1)
+		case g := <-c.owner.grants:
+			turns++
+			c.send(release(g))
+			c.ask(c.owner, cpu1)
+		case <-a.owner.revokes:
+		case <-c.owner.revokes:
+		case <-a.owner.queued:
+		case <-c.owner.queued:
+		case <-b.owner.queued:
+		case <-deadline:
+			l := m.Ledger()
+			t.Fatalf("b's 2-CPU lease not granted in 10 s while a and c ran %d leases (free %v, waiting %d, reserved %v, held %v %v %v, wants %v; stats a %+v c %+v)",
+				turns, l.Free(), l.Waiting(), l.Reserved(), l.Held("c1"), l.Held("c2"), l.Held("c3"), l.Wants(), a.stats(), c.stats())
+		}
+	}
+}
