@@ -9,6 +9,7 @@ import (
 
 	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/gcstest"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -20,15 +21,7 @@ func TestDeadActorLogTarget(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New(memstore.Options{})
 	defer s.Close()
-	put := func(key string, m proto.Message) {
-		b, err := proto.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Put(ctx, key, b, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(key string, m proto.Message) { gcstest.PutProto(t, s, key, m) }
 	dead := func(id byte, node string) {
 		put(gcs.ActorKey(string(rune('a'+id))), &pb.ActorInfo{ActorId: []byte{id, 0xaa, 0xbb}, Class: "Counter", Phase: int32(lifecycle.Dead), JobId: "j1",
 			History: []*pb.ActorTransition{{Phase: int32(lifecycle.Pending), UnixMs: 1, Incarnation: 1},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/gcstest"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -20,15 +21,7 @@ func TestRead(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New(memstore.Options{})
 	defer s.Close()
-	put := func(key string, m proto.Message) {
-		b, err := proto.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Put(ctx, key, b, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(key string, m proto.Message) { gcstest.PutProto(t, s, key, m) }
 	now := time.Now().UnixMilli()
 	cpu := func(n int64) []*pb.ResourceQty { return []*pb.ResourceQty{{Name: "CPU", Amount: n * 10000}} }
 	put(gcs.AgentKey("head"), &pb.AgentInfo{AgentId: "head", Head: true, Total: cpu(4), ObjectStoreBytes: 100, StartedUnixMs: now,

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/gcstest"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -40,15 +41,7 @@ func TestResolveJobAndSubmission(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New(memstore.Options{})
 	defer s.Close()
-	put := func(key string, m proto.Message) {
-		b, err := proto.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Put(ctx, key, b, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(key string, m proto.Message) { gcstest.PutProto(t, s, key, m) }
 	put(gcs.JobKey("fa7d13e1"), &pb.JobInfo{JobId: "fa7d13e1", SubmissionId: "5060c3d2a1b2c3d4"})
 	put(gcs.JobKey("fa7d14e1"), &pb.JobInfo{JobId: "fa7d14e1"})
 	put(gcs.SubmissionKey("5060c3d2a1b2c3d4"), &pb.Submission{SubmissionId: "5060c3d2a1b2c3d4", JobId: "fa7d13e1", Argv: []string{"/bin/true"}})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/gcstest"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
 	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -29,15 +30,7 @@ func cluster(t *testing.T) (gcs.Store, string, identity.Token) {
 	ctx := context.Background()
 	s := memstore.New(memstore.Options{})
 	t.Cleanup(func() { s.Close() })
-	put := func(key string, m proto.Message) {
-		b, err := proto.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Put(ctx, key, b, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	put := func(key string, m proto.Message) { gcstest.PutProto(t, s, key, m) }
 	put(gcs.AgentKey("a1"), &pb.AgentInfo{AgentId: "a1", Hostname: "h1", Pid: 7, Head: true, ObjectStoreBytes: 1 << 30,
 		Total: []*pb.ResourceQty{{Name: "CPU", Amount: 2 * 10000}}, StartedUnixMs: time.Now().UnixMilli()})
 	if _, err := s.Put(ctx, gcs.AgentAliveKey("a1"), []byte("h1"), 0); err != nil {
@@ -234,13 +227,7 @@ func TestAPI(t *testing.T) {
 	}
 	// A job by a prefix of its ID, as rayctl takes it: one of two jobs is ambiguous, and
 	// says which.
-	put := func(key string, m proto.Message) {
-		b, _ := proto.Marshal(m)
-		if _, err := s.Put(context.Background(), key, b, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put(gcs.JobKey("01000001"), &pb.JobInfo{JobId: "01000001", State: pb.JobInfo_RUNNING})
+	gcstest.PutProto(t, s, gcs.JobKey("01000001"), &pb.JobInfo{JobId: "01000001", State: pb.JobInfo_RUNNING})
 	if resp, body := get(t, c, srv.URL+"/api/tasks?job=010000"); resp.StatusCode != http.StatusBadRequest ||
 		!strings.Contains(body, "01000000, 01000001") {
 		t.Fatalf("/api/tasks?job=010000 of two jobs: %d %s", resp.StatusCode, body)
@@ -248,7 +235,7 @@ func TestAPI(t *testing.T) {
 	if resp, body := get(t, c, srv.URL+"/api/objects?job=010000"); resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("/api/objects?job=010000 of two jobs: %d %s", resp.StatusCode, body)
 	}
-	put(gcs.SubmissionKey("5060c3d2a1b2c3d4"), &pb.Submission{SubmissionId: "5060c3d2a1b2c3d4", Argv: []string{"/bin/true"}})
+	gcstest.PutProto(t, s, gcs.SubmissionKey("5060c3d2a1b2c3d4"), &pb.Submission{SubmissionId: "5060c3d2a1b2c3d4", Argv: []string{"/bin/true"}})
 	if resp, body := get(t, c, srv.URL+"/api/logs/5060c3"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("/api/logs/ of a submission's prefix: %d %s", resp.StatusCode, body)
 	}

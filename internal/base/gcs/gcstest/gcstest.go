@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/ray-go/ray/internal/base/gcs"
 )
 
@@ -882,5 +884,18 @@ func NextPut(w <-chan gcs.WatchResponse, key string, d time.Duration) (string, e
 		case <-timer.C:
 			return "", nil
 		}
+	}
+}
+
+// PutProto writes m, marshalled, under key (no lease), failing t on an error: how tests of
+// the packages that read the GCS's records seed a store with them.
+func PutProto(t testing.TB, s gcs.Store, key string, m proto.Message) {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(context.Background(), key, b, 0); err != nil {
+		t.Fatal(err)
 	}
 }
