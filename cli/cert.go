@@ -114,6 +114,7 @@ func certRevoke(c *ucli.Context) error {
 	ctx, cancel := opCtx(c)
 	defer cancel()
 	name := "a certificate the head has no record of"
+	var notAfter time.Time // the head drops the revocation some time after it
 	if kv, ok, err := store.Get(ctx, gcs.CertKey(serial)); err != nil {
 		return exitf(ExitError, "read the certificate's record: %v", err)
 	} else if ok {
@@ -123,11 +124,12 @@ func certRevoke(c *ucli.Context) error {
 				return exitf(ExitError, "%s is the head's certificate (%s): the head's node and rayctl on its machine use it (it is the GCS's administrator); pass --force to revoke it anyway", serial, rec.Name)
 			}
 			name = fmt.Sprintf("%s, %s", rec.Name, rec.Role)
+			notAfter = rec.NotAfter
 		}
 	} else {
 		writeErr(c, "rayctl: warning: the cluster has no record of certificate %s; revoking it anyway", serial)
 	}
-	b, _ := json.Marshal(gcs.RevokedRecord{Serial: serial, RevokedAt: time.Now().UTC()})
+	b, _ := json.Marshal(gcs.RevokedRecord{Serial: serial, RevokedAt: time.Now().UTC(), NotAfter: notAfter})
 	_, err = store.Put(ctx, gcs.RevokedKey(serial), b, 0)
 	if d := denied(err, "revoke "+serial, "revoking a certificate needs the head's credentials: run `rayctl cert revoke` on the head's machine "+
 		"(the token gives rayctl a client certificate, and an agent's a node certificate: neither may revoke)"); d != nil {

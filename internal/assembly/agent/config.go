@@ -118,6 +118,16 @@ type Config struct {
 	// GCSEndpoints needs them (unless Insecure); an agent joining such a cluster too (a
 	// token gets a certificate of the cluster CA, which the external etcd does not trust).
 	GCSFiles identity.Files
+
+	// CertCollectEvery is how often a secure head with an embedded GCS matches the GCS's
+	// users to the certificates and collects the records of expired ones (gcsauth.go):
+	// default DefaultCertCollectEvery.
+	CertCollectEvery time.Duration
+	// CertRetention is how long the records of an expired certificate (certs/, and
+	// revoked/ for a revoked one) stay, for `rayctl cert list` to show it EXPIRED, before
+	// a collection deletes them: default DefaultCertRetention. A revoked certificate's
+	// record stays at least identity.ClockSkew past its expiry whatever this says.
+	CertRetention time.Duration
 }
 
 // Validate reports a configuration that cannot work.
@@ -170,6 +180,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("agent: join address %q: want host:port", c.JoinAddress)
 		}
 	}
+	if c.CertCollectEvery < 0 || c.CertRetention < 0 {
+		return errors.New("agent: negative CertCollectEvery or CertRetention")
+	}
 	if strings.ContainsAny(c.ID, "/ \t\n") {
 		return fmt.Errorf("agent: ID %q contains '/' or white space", c.ID)
 	}
@@ -198,6 +211,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BinCacheBytes == 0 {
 		c.BinCacheBytes = DefaultBinCacheBytes
+	}
+	if c.CertCollectEvery == 0 {
+		c.CertCollectEvery = DefaultCertCollectEvery
+	}
+	if c.CertRetention == 0 {
+		c.CertRetention = DefaultCertRetention
 	}
 	eps := make([]string, 0, len(c.GCSEndpoints))
 	for _, ep := range c.GCSEndpoints {

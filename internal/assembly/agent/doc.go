@@ -128,7 +128,14 @@
 // refuses the join). syncUsers makes the users match the records at start (certificates
 // issued before a restart, or before users existed), after every change of revoked/ (the
 // user of a revoked certificate is deleted: its open GCS connections are refused at their
-// next request) and every 10 minutes (users of expired certificates go).
+// next request) and every Config.CertCollectEvery (10 minutes: users of expired
+// certificates go). Each of these rounds also collects (collectCertsOnce, at most
+// collectPerRound deletions) the records of certificates expired for longer than
+// Config.CertRetention (an hour): their user, certs/<serial>, and revoked/<serial> of a
+// revoked one (kept at least identity.ClockSkew past its expiry; kept for good when its
+// expiry is unknown). So the GCS holds the certificates in use and the recently expired,
+// however many drivers and rayctl commands came and went; a revoked certificate stays
+// refused until it expires, after which its expiry refuses it.
 //
 // # Metrics (metrics.go)
 //

@@ -15,9 +15,19 @@ import (
 // process running user code gets.
 const procTLSDirName = "tls-jobs"
 
-// syncUsersEvery is how often the head checks its GCS users against the certificates
-// (besides at start and at every revocation): users of expired certificates go.
-const syncUsersEvery = 10 * time.Minute
+// Collection of the certificates' records and users (collectCertsOnce): every
+// CertCollectEvery (besides at start and at every revocation) the head matches its GCS
+// users to the certificates (syncUsersOnce: users of expired certificates go), then
+// deletes the records of certificates expired for longer than CertRetention, so that the
+// GCS holds the records of the certificates in use and of the recently expired, however
+// many drivers and rayctl commands came and went.
+const (
+	DefaultCertCollectEvery = 10 * time.Minute
+	DefaultCertRetention    = time.Hour
+	// collectPerRound bounds the keys and users one round deletes (the rest waits for the
+	// next round): a round is a few hundred small requests at most.
+	collectPerRound = 256
+)
 
 // enableAuth turns on the embedded GCS's authorization (a head with TLS): the roles of
 // identity's table in the cluster's namespace, the root user, auth on; then a user for
@@ -88,10 +98,7 @@ func (a *Agent) syncUsersOnce(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		user := rec.User
-		if user == "" {
-			user = rec.Name // a record from before certificates had users: its name is the CN
-		}
+		user := userOf(rec)
 		role := identity.GCSRoleOf(rec.Role)
 		switch {
 		case user == "" || role == "":
@@ -141,10 +148,11 @@ func (a *Agent) syncUsers(ctx context.Context) {
 	}
 }
 
-// syncUsersLoop runs syncUsers every syncUsersEvery until the agent stops.
+// syncUsersLoop runs syncUsers and a collection every CertCollectEvery until the agent
+// stops.
 func (a *Agent) syncUsersLoop() {
 	defer a.wg.Done()
-	t := time.NewTicker(syncUsersEvery)
+	t := time.NewTicker(a.cfg.CertCollectEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -152,6 +160,96 @@ func (a *Agent) syncUsersLoop() {
 			return
 		case <-t.C:
 			a.syncUsers(a.ctx)
+			cctx, cancel := context.WithTimeout(a.ctx, 4*opTimeout)
+			n, err := a.collectCertsOnce(cctx, time.Now())
+			cancel()
+			switch {
+			case err != nil && a.ctx.Err() == nil:
+				a.log.Error("agent: collect the records of expired certificates", "err", err)
+			case n > 0:
+				a.log.Info("agent: collected the records of expired certificates", "deleted", n)
+			}
 		}
 	}
+}
+
+// collectCertsOnce deletes, at most collectPerRound of them, the records of the
+// certificates expired at now for longer than CertRetention: their GCS user (unless a
+// certificate of the same user is still valid: a driver's renewed one), then certs/
+// <serial>; and revoked/<serial> once the revoked certificate has expired (an expired
+// certificate is refused anyway, by etcd and by every node's handshake), kept at least
+// identity.ClockSkew past its expiry for the nodes whose clock is behind. A revocation
+// whose certificate's expiry is unknown (no record: another PKI's certificate, or one
+// issued before the head kept records) is kept. It returns how many records it deleted.
+func (a *Agent) collectCertsOnce(ctx context.Context, now time.Time) (int, error) {
+	kvs, _, err := a.store.List(ctx, gcs.CertsPrefix)
+	if err != nil {
+		return 0, fmt.Errorf("agent: collect certificates: %w", err)
+	}
+	revokedList, _, err := gcs.ListRevoked(ctx, a.store)
+	if err != nil {
+		return 0, fmt.Errorf("agent: collect certificates: %w", err)
+	}
+	retention := a.cfg.CertRetention
+	certs := make(map[string]gcs.CertRecord, len(kvs))
+	valid := map[string]bool{} // users of a certificate not expired at now
+	for _, kv := range kvs {
+		rec, err := gcs.DecodeCertRecord(kv.Value)
+		serial, _ := gcs.TrimKey(gcs.CertsPrefix, kv.Key)
+		if err != nil || rec.Serial != serial {
+			continue // not ours to judge: left for an operator
+		}
+		certs[serial] = rec
+		if !now.After(rec.NotAfter) {
+			valid[userOf(rec)] = true
+		}
+	}
+	budget := collectPerRound
+	deleted := 0
+	revoked := make(map[string]bool, len(revokedList))
+	for _, r := range revokedList {
+		revoked[r.Serial] = true
+		notAfter := r.NotAfter
+		if c, ok := certs[r.Serial]; ok && notAfter.IsZero() {
+			notAfter = c.NotAfter
+		}
+		if notAfter.IsZero() || !now.After(notAfter.Add(max(retention, identity.ClockSkew))) || budget == 0 {
+			continue
+		}
+		budget--
+		if _, err := a.store.Delete(ctx, gcs.RevokedKey(r.Serial)); err != nil {
+			return deleted, fmt.Errorf("agent: collect the revocation of %s: %w", r.Serial, err)
+		}
+		deleted++
+		delete(revoked, r.Serial)
+	}
+	for serial, rec := range certs {
+		if budget == 0 {
+			break
+		}
+		// A revoked certificate's record goes after its revocation's (which needs its
+		// expiry): in this round if that one went, else in a later one.
+		if !now.After(rec.NotAfter.Add(retention)) || revoked[serial] {
+			continue
+		}
+		budget--
+		if user := userOf(rec); a.auth != nil && user != "" && !valid[user] {
+			if err := a.auth.DeleteUser(ctx, user); err != nil {
+				return deleted, fmt.Errorf("agent: collect certificate %s: %w", serial, err)
+			}
+		}
+		if _, err := a.store.Delete(ctx, gcs.CertKey(serial)); err != nil {
+			return deleted, fmt.Errorf("agent: collect certificate %s: %w", serial, err)
+		}
+		deleted++
+	}
+	return deleted, nil
+}
+
+// userOf is a certificate record's GCS user.
+func userOf(rec gcs.CertRecord) string {
+	if rec.User == "" {
+		return rec.Name // a record from before certificates had users: its name is the CN
+	}
+	return rec.User
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -136,4 +137,121 @@ func TestGCSAuthorization(t *testing.T) {
 	if _, err := head.Store().Put(ctx, gcs.RevokedKey("2f"), []byte("x"), 0); err != nil {
 		t.Errorf("the head writes revoked/ after its restart: %v", err)
 	}
+}
+
+// The GCS stays bounded: the records and users of many certificates that expired go at
+// a collection (a bounded number per round), back to the count before them, while a
+// revoked certificate that has not expired keeps its records and stays refused; a revoked
+// one that expired loses its revocation too.
+func TestCertCollection(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	head := startAgent(t, Config{Head: true, SessionDir: dir})
+	store := head.Store()
+	count := func() (certs, revoked, users int) {
+		t.Helper()
+		c, err := store.Count(ctx, gcs.CertsPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := store.Count(ctx, gcs.RevokedPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := head.auth.Users(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(c), int(r), len(u)
+	}
+	revoke := func(c *identity.Credentials) {
+		t.Helper()
+		serial := identity.SerialText(c.Leaf().SerialNumber)
+		b, _ := json.Marshal(gcs.RevokedRecord{Serial: serial, RevokedAt: time.Now()})
+		if _, err := store.Put(ctx, gcs.RevokedKey(serial), b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	baseCerts, baseRevoked, baseUsers := count()
+	tok, err := head.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A driver that joined (a long validity) and is revoked: it stays refused.
+	kept, err := identity.Join(ctx, identity.JoinRequest{Address: head.JoinAddress(), Token: tok, Role: identity.RoleDriver, Name: "driver-kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoke(kept)
+
+	// Many short-lived certificates, as drivers and rayctl commands leave them; one of
+	// them revoked.
+	ca := headCA(t, dir)
+	const n = collectPerRound + 10
+	var short *identity.Credentials
+	for i := range n {
+		c, err := ca.Issue(identity.Request{Name: fmt.Sprintf("driver-%d", i), Role: identity.RoleDriver, Validity: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := head.recordCert(ctx, c.Leaf()); err != nil {
+			t.Fatal(err)
+		}
+		short = c
+	}
+	revoke(short)
+	if c, r, u := count(); c != baseCerts+n+1 || r != baseRevoked+2 || u < baseUsers+n {
+		t.Fatalf("after %d certificates: %d records, %d revoked, %d users (before: %d, %d, %d)", n, c, r, u, baseCerts, baseRevoked, baseUsers)
+	}
+	eventually.True(t, 10*time.Second, "the short certificates to expire", func() bool { return time.Now().After(short.Leaf().NotAfter) })
+
+	// Within the retention nothing goes (`rayctl cert list` shows them EXPIRED).
+	if d, err := head.collectCertsOnce(ctx, time.Now()); err != nil || d != 0 {
+		t.Fatalf("a collection within the retention deleted %d (%v)", d, err)
+	}
+	later := time.Now().Add(DefaultCertRetention + identity.ClockSkew + time.Minute)
+	d1, err := head.collectCertsOnce(ctx, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d1 != collectPerRound {
+		t.Errorf("the first round deleted %d records, want the bound %d", d1, collectPerRound)
+	}
+	for round := 0; round < 5; round++ {
+		d, err := head.collectCertsOnce(ctx, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d == 0 {
+			break
+		}
+		d1 += d
+	}
+	if d1 != n+1 { // n certificates and one revocation
+		t.Errorf("the collection deleted %d records in all, want %d", d1, n+1)
+	}
+	if err := head.syncUsersOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, r, u := count()
+	if c != baseCerts+1 || r != baseRevoked+1 || u != baseUsers {
+		t.Errorf("after the collection: %d records, %d revoked, %d users; want %d, %d, %d (the revoked, unexpired one kept, without a user)",
+			c, r, u, baseCerts+1, baseRevoked+1, baseUsers)
+	}
+	if _, ok, err := store.Get(ctx, gcs.RevokedKey(identity.SerialText(kept.Leaf().SerialNumber))); err != nil || !ok {
+		t.Errorf("the revocation of an unexpired certificate was collected (%v)", err)
+	}
+
+	// The revoked, unexpired certificate is still refused by the GCS.
+	eventually.True(t, 10*time.Second, "the revoked certificate to be refused", func() bool {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		s, err := etcdstore.New(cctx, etcdstore.Config{Endpoints: strings.Split(head.Address(), ","), TLS: kept.ClientTLS(), DialTimeout: time.Second})
+		if err != nil {
+			return true
+		}
+		defer s.Close()
+		_, err = s.Put(cctx, gcs.NodeKey("x"), []byte("x"), 0)
+		return err != nil
+	})
 }

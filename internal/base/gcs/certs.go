@@ -26,6 +26,10 @@ type CertRecord struct {
 type RevokedRecord struct {
 	Serial    string    `json:"serial"`
 	RevokedAt time.Time `json:"revoked_at"`
+	// NotAfter is the revoked certificate's expiry when its record said (zero: unknown):
+	// the head drops the revocation some time after it (an expired certificate is
+	// refused anyway).
+	NotAfter time.Time `json:"not_after,omitzero"`
 }
 
 // CertKey and RevokedKey are the keys of a certificate's records.

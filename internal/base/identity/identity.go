@@ -41,6 +41,9 @@ const (
 	// RoleClient (rayctl with the token: one per command): short, so that the GCS users the
 	// head creates for them can be deleted soon (etcd checks expiry at the handshake only).
 	ClientCertValidity = 24 * time.Hour
+	// ClockSkew is how far the clocks of a cluster's machines may disagree: a revocation
+	// is kept that long past its certificate's expiry, for a peer whose clock is behind.
+	ClockSkew = clockSkew
 	// clockSkew backdates NotBefore so that a peer whose clock is a little behind accepts a
 	// certificate issued a moment ago.
 	clockSkew = 5 * time.Minute
