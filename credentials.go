@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -15,21 +16,21 @@ import (
 // (WithInsecure, RAY_GO_INSECURE: nil), credential files (RAY_GO_GCS_CA, _CERT, _KEY: what
 // an agent gives the drivers `rayctl job submit` runs, or an external etcd's), a join token
 // (WithToken, RAY_GO_TOKEN, RAY_GO_TOKEN_FILE: a certificate from the head). Nothing: an
-// error that says what to set.
-func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (*identity.Credentials, error) {
+// error that says what to set. joinAddr is the head's join endpoint when the certificate
+// came from it (a driver's: short-lived, renewed there while the driver runs), else empty.
+func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (creds *identity.Credentials, joinAddr string, err error) {
 	if cfg.insecure || workerenv.IsTrue(os.Getenv(workerenv.Insecure)) {
-		return nil, nil
+		return nil, "", nil
 	}
 	files := identity.Files{CA: os.Getenv(workerenv.GCSCA), Cert: os.Getenv(workerenv.GCSCert), Key: os.Getenv(workerenv.GCSKey)}
 	if !files.IsZero() {
 		c, err := identity.Load(files)
 		if err != nil {
-			return nil, fmt.Errorf("ray: Init: %w: %s, %s, %s: %w", ErrNoCredentials, workerenv.GCSCA, workerenv.GCSCert, workerenv.GCSKey, err)
+			return nil, "", fmt.Errorf("ray: Init: %w: %s, %s, %s: %w", ErrNoCredentials, workerenv.GCSCA, workerenv.GCSCert, workerenv.GCSKey, err)
 		}
-		return c, nil
+		return c, "", nil
 	}
 	var tok identity.Token
-	var err error
 	switch text, file := cfg.token, os.Getenv(workerenv.TokenFile); {
 	case text == "" && os.Getenv(workerenv.Token) != "":
 		tok, err = identity.ParseToken(os.Getenv(workerenv.Token))
@@ -38,20 +39,20 @@ func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (*ide
 	case file != "":
 		tok, err = identity.ReadTokenFile(file)
 	case identity.PlainText(addr[0], time.Second):
-		return nil, fmt.Errorf("ray: Init: %w: the cluster at %s speaks plain text (its head was started with --insecure): set %s=1 or pass ray.WithInsecure()",
+		return nil, "", fmt.Errorf("ray: Init: %w: the cluster at %s speaks plain text (its head was started with --insecure): set %s=1 or pass ray.WithInsecure()",
 			ErrNoCredentials, addr[0], workerenv.Insecure)
 	default:
-		return nil, fmt.Errorf("ray: Init: %w: joining the cluster at %s needs its join token: set %s to the token `rayctl start --head` printed "+
+		return nil, "", fmt.Errorf("ray: Init: %w: joining the cluster at %s needs its join token: set %s to the token `rayctl start --head` printed "+
 			"(or %s to a file holding it, or pass ray.WithToken); `rayctl token show` on the head prints it. "+
 			"A cluster started with --insecure needs %s=1 instead", ErrNoCredentials, addr[0], workerenv.Token, workerenv.TokenFile, workerenv.Insecure)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ray: Init: %w: %w", ErrNoCredentials, err)
+		return nil, "", fmt.Errorf("ray: Init: %w: %w", ErrNoCredentials, err)
 	}
-	joinAddr := os.Getenv(workerenv.JoinAddress)
+	joinAddr = os.Getenv(workerenv.JoinAddress)
 	if joinAddr == "" {
 		if joinAddr, err = identity.JoinAddress(addr[0]); err != nil {
-			return nil, fmt.Errorf("ray: Init: %w", err)
+			return nil, "", fmt.Errorf("ray: Init: %w", err)
 		}
 	}
 	host, _ := os.Hostname()
@@ -59,10 +60,70 @@ func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (*ide
 		Name: fmt.Sprintf("driver-%s-%d", host, os.Getpid())})
 	if err != nil {
 		if errors.Is(err, identity.ErrJoinUnreachable) {
-			return nil, fmt.Errorf("ray: Init: join the cluster at %s: the head's join endpoint is unreachable (%s says where it is if not at the GCS port + 1): %w",
+			return nil, "", fmt.Errorf("ray: Init: join the cluster at %s: the head's join endpoint is unreachable (%s says where it is if not at the GCS port + 1): %w",
 				addr[0], workerenv.JoinAddress, err)
 		}
-		return nil, fmt.Errorf("ray: Init: %w: %w", ErrNoCredentials, err)
+		return nil, "", fmt.Errorf("ray: Init: %w: %w", ErrNoCredentials, err)
 	}
-	return c, nil
+	return c, joinAddr, nil
+}
+
+// renewal renews a joined driver's certificate at half its lifetime until the driver shuts
+// down (identity.Renew): the certificate the head gives a driver is short-lived
+// (identity.DriverCertValidity), so that the head can forget it soon after the driver
+// ends. A renewal that fails is tried again every tenth of the lifetime (at most a
+// minute) until the certificate expires; one the head refuses (the certificate was
+// revoked) is not tried again: the driver's GCS and node connections are refused already.
+type renewal struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startRenewal(joinAddr string, creds *identity.Credentials, logger *slog.Logger) *renewal {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &renewal{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for {
+			leaf := creds.Leaf()
+			wait := time.Until(identity.RenewAt(leaf))
+			retry := min(leaf.NotAfter.Sub(leaf.NotBefore)/10, time.Minute)
+			for {
+				t := time.NewTimer(max(wait, 0))
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				err := identity.Renew(ctx, joinAddr, creds, 0)
+				if err == nil {
+					logger.Debug("ray: driver certificate renewed", "not_after", creds.Leaf().NotAfter)
+					break
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				if errors.Is(err, identity.ErrRenewRefused) || time.Now().After(leaf.NotAfter) {
+					logger.Error("ray: the driver's certificate cannot be renewed: its connections to the cluster will be refused", "err", err)
+					return
+				}
+				logger.Warn("ray: renew the driver's certificate; trying again", "err", err, "in", retry)
+				wait = retry
+			}
+		}
+	}()
+	return r
+}
+
+// stop ends the renewal and waits for it (nil: nothing to stop).
+func (r *renewal) stop() {
+	if r == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
 }

@@ -29,6 +29,7 @@ type runtimeKey struct{}
 type session struct {
 	node    *node.Node
 	metrics *metricsServer // WithMetricsPort (nil: none)
+	renewal *renewal       // a joined driver's renewal of its certificate (nil: none)
 	once    sync.Once
 	err     error
 }
@@ -155,7 +156,7 @@ func (cfg *initConfig) nodeResources() (sched.Resources, error) {
 // join connects a driver to the cluster at cfg.address.
 func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 	addr := workerenv.SplitAddress(cfg.address)
-	creds, err := driverCredentials(ctx, cfg, addr)
+	creds, joinAddr, err := driverCredentials(ctx, cfg, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +173,9 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 		return nil, fmt.Errorf("ray: Init: join the cluster at %s: %w", cfg.address, err)
 	}
 	s := &session{node: n}
+	if joinAddr != "" {
+		s.renewal = startRenewal(joinAddr, creds, cfg.logger)
+	}
 	ctx = context.WithValue(ctx, runtimeKey{}, s)
 	return core.WithTask(ctx, n.Core.NewDriver()), nil
 }
@@ -235,6 +239,7 @@ func Shutdown(ctx context.Context) error {
 		if s.metrics != nil {
 			s.metrics.stop()
 		}
+		s.renewal.stop()
 		s.err = s.node.Stop(context.WithoutCancel(ctx))
 	})
 	return s.err

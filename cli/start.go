@@ -54,6 +54,10 @@ func startCommand() *ucli.Command {
 			namespaceFlag(),
 			&ucli.BoolFlag{Name: "block", Usage: "run the agent in the foreground until SIGINT or SIGTERM", EnvVars: []string{"RAY_GO_BLOCK"}},
 			&ucli.StringFlag{Name: "agent-id", Usage: "the agent's ID (set by rayctl for its background agent)", Hidden: true},
+			// Tests of the certificates' lifecycle (agent.Config's fields of the same names).
+			&ucli.DurationFlag{Name: "driver-cert-validity", Usage: "head: lifetime of drivers' certificates", Hidden: true},
+			&ucli.DurationFlag{Name: "cert-collect-every", Usage: "head: period of the collection of expired certificates' records", Hidden: true},
+			&ucli.DurationFlag{Name: "cert-retention", Usage: "head: how long an expired certificate's records stay", Hidden: true},
 			&ucli.IntFlag{Name: "join-port", Usage: "head: the port of its join endpoint (on --host), where agents and drivers trade the token for a certificate", DefaultText: "--port + 1", EnvVars: []string{"RAY_GO_JOIN_PORT"}},
 		}, credentialFlags()...),
 		Action: runStart,
@@ -67,6 +71,10 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 		Head:      c.Bool("head"),
 		Namespace: c.String("namespace"),
 		ID:        c.String("agent-id"),
+
+		DriverCertValidity: c.Duration("driver-cert-validity"),
+		CertCollectEvery:   c.Duration("cert-collect-every"),
+		CertRetention:      c.Duration("cert-retention"),
 	}
 	cfg.Host = c.String("host")
 	cfg.MetricsPort = c.Int("metrics-port")

@@ -128,6 +128,11 @@ type Config struct {
 	// a collection deletes them: default DefaultCertRetention. A revoked certificate's
 	// record stays at least identity.ClockSkew past its expiry whatever this says.
 	CertRetention time.Duration
+	// DriverCertValidity is the lifetime of the driver certificates the head's join
+	// endpoint issues (ray.Init with an address and the token; the driver renews its own
+	// at half of it while it runs): default identity.DriverCertValidity, at least
+	// identity.MinRenewableValidity.
+	DriverCertValidity time.Duration
 }
 
 // Validate reports a configuration that cannot work.
@@ -183,6 +188,9 @@ func (c Config) Validate() error {
 	if c.CertCollectEvery < 0 || c.CertRetention < 0 {
 		return errors.New("agent: negative CertCollectEvery or CertRetention")
 	}
+	if c.DriverCertValidity != 0 && c.DriverCertValidity < identity.MinRenewableValidity {
+		return fmt.Errorf("agent: DriverCertValidity %v is shorter than %v", c.DriverCertValidity, identity.MinRenewableValidity)
+	}
 	if strings.ContainsAny(c.ID, "/ \t\n") {
 		return fmt.Errorf("agent: ID %q contains '/' or white space", c.ID)
 	}
@@ -217,6 +225,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CertRetention == 0 {
 		c.CertRetention = DefaultCertRetention
+	}
+	if c.DriverCertValidity == 0 {
+		c.DriverCertValidity = identity.DriverCertValidity
 	}
 	eps := make([]string, 0, len(c.GCSEndpoints))
 	for _, ep := range c.GCSEndpoints {

@@ -2,8 +2,11 @@ package agent
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/ray-go/ray/internal/base/gcs"
@@ -90,18 +93,32 @@ func (a *Agent) syncUsersOnce(ctx context.Context) error {
 	for _, r := range revokedList {
 		revoked[r.Serial] = true
 	}
+	recs := make([]gcs.CertRecord, 0, len(kvs))
+	for _, kv := range kvs {
+		if rec, err := gcs.DecodeCertRecord(kv.Value); err == nil {
+			recs = append(recs, rec)
+		}
+	}
+	revokedUsers := revokedUsersOf(recs, revoked)
 	now := time.Now()
 	want := map[string]string{} // user -> role
 	drop := map[string]bool{}
-	for _, kv := range kvs {
-		rec, err := gcs.DecodeCertRecord(kv.Value)
-		if err != nil {
-			continue
-		}
+	for _, rec := range recs {
 		user := userOf(rec)
 		role := identity.GCSRoleOf(rec.Role)
 		switch {
 		case user == "" || role == "":
+		case revokedUsers[user]:
+			drop[user] = true
+			// A renewed driver certificate shares its user with the ones before it:
+			// revoking one revokes them all, the nodes' handshakes included.
+			if !revoked[rec.Serial] && !now.After(rec.NotAfter) {
+				b, _ := json.Marshal(gcs.RevokedRecord{Serial: rec.Serial, RevokedAt: now.UTC(), NotAfter: rec.NotAfter})
+				if _, err := a.store.Put(ctx, gcs.RevokedKey(rec.Serial), b, 0); err != nil {
+					return fmt.Errorf("agent: revoke %s, of the revoked user %s: %w", rec.Serial, user, err)
+				}
+				a.log.Warn("agent: revoked a certificate of the GCS user of a revoked one", "serial", rec.Serial, "user", user)
+			}
 		case revoked[rec.Serial] || now.After(rec.NotAfter):
 			drop[user] = true
 		default:
@@ -115,12 +132,12 @@ func (a *Agent) syncUsersOnce(ctx context.Context) error {
 	users := make(map[string]bool, len(list))
 	for _, user := range list {
 		users[user] = true
-		if serial, ok := identity.SerialOfUser(user); ok && revoked[serial] {
+		if revokedUsers[user] {
 			drop[user] = true
 		}
 	}
 	for user := range drop {
-		if !users[user] || want[user] != "" {
+		if !users[user] || (want[user] != "" && !revokedUsers[user]) {
 			continue
 		}
 		if err := a.auth.DeleteUser(ctx, user); err != nil {
@@ -244,6 +261,67 @@ func (a *Agent) collectCertsOnce(ctx context.Context, now time.Time) (int, error
 		deleted++
 	}
 	return deleted, nil
+}
+
+// revokedUsersOf returns the GCS users shut out by the revoked serials: the user of a
+// revoked certificate's record (a driver's renewed certificates share theirs), and a user
+// whose name ends with a revoked serial.
+func revokedUsersOf(recs []gcs.CertRecord, revoked map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, rec := range recs {
+		if revoked[rec.Serial] && rec.User != "" {
+			out[rec.User] = true
+		}
+	}
+	for _, rec := range recs {
+		if serial, ok := identity.SerialOfUser(rec.User); ok && revoked[serial] {
+			out[rec.User] = true
+		}
+	}
+	return out
+}
+
+// mayRenew is the join endpoint's question before it renews a driver's certificate
+// (valid, of the CA: its handshake checked): not if it or a certificate of its GCS user
+// was revoked, nor if its user is gone.
+func (a *Agent) mayRenew(cert *x509.Certificate) error {
+	ctx, cancel := context.WithTimeout(a.ctx, opTimeout)
+	defer cancel()
+	kvs, _, err := a.store.List(ctx, gcs.CertsPrefix)
+	if err != nil {
+		return fmt.Errorf("read the certificates: %w", err)
+	}
+	revokedList, _, err := gcs.ListRevoked(ctx, a.store)
+	if err != nil {
+		return fmt.Errorf("read the revocations: %w", err)
+	}
+	revoked := make(map[string]bool, len(revokedList))
+	for _, r := range revokedList {
+		revoked[r.Serial] = true
+	}
+	recs := make([]gcs.CertRecord, 0, len(kvs))
+	for _, kv := range kvs {
+		if rec, err := gcs.DecodeCertRecord(kv.Value); err == nil {
+			recs = append(recs, rec)
+		}
+	}
+	user := identity.GCSUser(cert)
+	if revoked[identity.SerialText(cert.SerialNumber)] || revokedUsersOf(recs, revoked)[user] {
+		return fmt.Errorf("%w: %s", identity.ErrRevoked, user)
+	}
+	if first, ok := identity.SerialOfUser(user); !ok || revoked[first] {
+		return fmt.Errorf("%w: %s", identity.ErrRevoked, user)
+	}
+	if a.auth != nil {
+		users, err := a.auth.Users(ctx)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(users, user) {
+			return fmt.Errorf("the GCS user %s is gone (revoked, or its certificate expired)", user)
+		}
+	}
+	return nil
 }
 
 // userOf is a certificate record's GCS user.

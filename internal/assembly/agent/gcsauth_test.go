@@ -177,8 +177,8 @@ func TestCertCollection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A driver that joined (a long validity) and is revoked: it stays refused.
-	kept, err := identity.Join(ctx, identity.JoinRequest{Address: head.JoinAddress(), Token: tok, Role: identity.RoleDriver, Name: "driver-kept"})
+	// An agent that joined (a year's validity) and is revoked: it stays refused.
+	kept, err := identity.Join(ctx, identity.JoinRequest{Address: head.JoinAddress(), Token: tok, Role: identity.RoleNode, Name: "agent-kept"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,6 +252,88 @@ func TestCertCollection(t *testing.T) {
 		}
 		defer s.Close()
 		_, err = s.Put(cctx, gcs.NodeKey("x"), []byte("x"), 0)
+		return err != nil
+	})
+}
+
+// A driver's certificate is short-lived and renewed at the join endpoint with itself: the
+// renewal keeps its name and GCS user (its connections keep working, old and new), the
+// user outlives the first certificate's expiry and collection while the renewed one is
+// valid; revoking any certificate of the user revokes the renewed ones too, and refuses
+// further renewals.
+func TestDriverCertRenewal(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const validity = 16 * time.Second
+	head := startAgent(t, Config{Head: true, SessionDir: dir, DriverCertValidity: validity, CertRetention: time.Second})
+	tok, err := head.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := identity.Join(ctx, identity.JoinRequest{Address: head.JoinAddress(), Token: tok, Role: identity.RoleDriver, Name: "driver-r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := creds.Leaf()
+	if d := time.Until(first.NotAfter); d > validity+time.Second {
+		t.Fatalf("a driver certificate valid for %v more", d)
+	}
+	open := func() gcs.Store {
+		t.Helper()
+		s, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: strings.Split(head.Address(), ","), TLS: creds.ClientTLS(), DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	before := open()
+	time.Sleep(time.Until(identity.RenewAt(first))) // when a driver renews
+	if err := identity.Renew(ctx, head.JoinAddress(), creds, 0); err != nil {
+		t.Fatal(err)
+	}
+	renewed := creds.Leaf()
+	if renewed.SerialNumber.Cmp(first.SerialNumber) == 0 || identity.GCSUser(renewed) != identity.GCSUser(first) ||
+		identity.NameOf(renewed) != "driver-r" || !renewed.NotAfter.After(first.NotAfter) {
+		t.Fatalf("renewed %s (%s, until %v) from %s (until %v)", identity.GCSUser(renewed), identity.NameOf(renewed), renewed.NotAfter, identity.GCSUser(first), first.NotAfter)
+	}
+	after := open() // a new handshake: the renewed certificate
+	eventually.True(t, validity, "the first certificate to expire, and its retention to pass", func() bool {
+		return time.Now().After(first.NotAfter.Add(time.Second))
+	})
+	if err := head.syncUsersOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := head.collectCertsOnce(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := head.Store().Get(ctx, gcs.CertKey(identity.SerialText(first.SerialNumber))); ok {
+		t.Error("the first certificate's record was not collected")
+	}
+	for i, s := range []gcs.Store{before, after} {
+		if _, err := s.Put(ctx, gcs.NodeKey("d"), []byte("x"), 0); err != nil {
+			t.Errorf("connection %d of the renewed driver after its first certificate expired: %v", i, err)
+		}
+	}
+
+	// Revoking the first serial (as `rayctl cert revoke` of what cert list showed
+	// earlier) revokes the identity.
+	serial := identity.SerialText(first.SerialNumber)
+	b, _ := json.Marshal(gcs.RevokedRecord{Serial: serial, RevokedAt: time.Now()})
+	if _, err := head.Store().Put(ctx, gcs.RevokedKey(serial), b, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 10*time.Second, "the renewed certificate to be revoked too", func() bool {
+		_, ok, _ := head.Store().Get(ctx, gcs.RevokedKey(identity.SerialText(renewed.SerialNumber)))
+		return ok
+	})
+	if err := identity.Renew(ctx, head.JoinAddress(), creds, 0); !errors.Is(err, identity.ErrRenewRefused) {
+		t.Errorf("a renewal after the revocation: %v", err)
+	}
+	eventually.True(t, 10*time.Second, "the revoked driver's connection to be refused", func() bool {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := after.Put(pctx, gcs.NodeKey("d"), []byte("y"), 0)
 		return err != nil
 	})
 }

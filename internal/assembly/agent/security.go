@@ -89,7 +89,8 @@ func (a *Agent) serveJoin(ca *identity.CA, creds *identity.Credentials) error {
 		defer cancel()
 		return a.recordCert(ctx, cert)
 	}
-	s, err := identity.ServeJoin(addr, ca, creds, func() (identity.Token, error) { return identity.ReadTokenFile(tokenPath) }, record, a.log)
+	s, err := identity.ServeJoin(addr, ca, creds, func() (identity.Token, error) { return identity.ReadTokenFile(tokenPath) }, record,
+		identity.JoinPolicy{DriverValidity: a.cfg.DriverCertValidity, MayRenew: a.mayRenew}, a.log)
 	if err != nil {
 		if isAddrInUse(err) {
 			return fmt.Errorf("%w: the join endpoint's address %s is already in use (pass another with --join-port): %v", ErrPortInUse, addr, err)

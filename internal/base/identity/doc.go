@@ -8,15 +8,21 @@
 // The head agent creates the CA (NewCA: a self-signed ECDSA P-256 certificate, valid 10
 // years) and keeps it in its session directory (SaveCA: ca.crt and ca.key, files 0600 in a
 // 0700 directory; LoadCA reads them back when the head restarts on the same directory).
-// Every certificate it signs (CA.Sign, CA.Issue) is ECDSA P-256, valid a year (a day for
-// RoleClient from the join endpoint: ClientCertValidity), usable as a TLS server and client
+// Every certificate it signs (CA.Sign, CA.Issue) is ECDSA P-256, valid a year (from the join
+// endpoint, a day for RoleClient, ClientCertValidity, and an hour for RoleDriver,
+// DriverCertValidity, JoinPolicy), usable as a TLS server and client
 // certificate, names its role in the subject's OU (head, node, driver, client, local), has
 // the common name "<name>:<serial>" (the name it was requested for, NameOf, and its serial
 // number: unique per certificate, the GCS user below) and lists the hosts it serves at,
 // always with 127.0.0.1 and localhost. Credentials hold a certificate, its key and the CA certificate, give TLS
 // configurations (ServerTLS requires a client certificate of the CA; ClientTLS trusts only
 // the CA) and are saved as ca.crt, node.crt and node.key (Save, Load; Load refuses expired
-// or mismatched files with a message that says which).
+// or mismatched files with a message that says which). The TLS configurations present the
+// current certificate at each handshake: Credentials.Renew replaces it (with one of the
+// same GCS user and role), which is how a driver renews its short-lived certificate while
+// it runs: Renew presents it to the join endpoint's /v1/renew (no token), which signs a
+// new key for the same name and GCS user (Request.User: the renewal keeps the first
+// serial's common name) if JoinPolicy.MayRenew (the head: not revoked) agrees.
 //
 // # The join token
 //

@@ -213,11 +213,13 @@ func SerialOfUser(user string) (string, bool) {
 }
 
 // NameOf is the name a certificate was issued for (Request.Name): its common name without
-// the serial this package appends.
+// the serial this package appends (its own, or the first one's of a renewed certificate).
 func NameOf(cert *x509.Certificate) string {
 	cn := cert.Subject.CommonName
-	if name, ok := strings.CutSuffix(cn, userSep+SerialText(cert.SerialNumber)); ok && name != "" {
-		return name
+	if first, ok := SerialOfUser(cn); ok {
+		if name := strings.TrimSuffix(cn, userSep+first); name != "" {
+			return name
+		}
 	}
 	return cn
 }

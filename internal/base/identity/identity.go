@@ -41,6 +41,14 @@ const (
 	// RoleClient (rayctl with the token: one per command): short, so that the GCS users the
 	// head creates for them can be deleted soon (etcd checks expiry at the handshake only).
 	ClientCertValidity = 24 * time.Hour
+	// DriverCertValidity is the lifetime of the certificates the join endpoint issues for
+	// RoleDriver (ray.Init with an address and the token: one per driver process): short,
+	// so that their records and GCS users go soon after the driver ends. A driver renews
+	// its certificate while it runs (Renew, at half its lifetime), keeping its GCS user.
+	DriverCertValidity = time.Hour
+	// MinRenewableValidity is the shortest lifetime a head may give driver certificates
+	// (tests shorten it): a renewal must have time to happen.
+	MinRenewableValidity = 10 * time.Second
 	// ClockSkew is how far the clocks of a cluster's machines may disagree: a revocation
 	// is kept that long past its certificate's expiry, for a peer whose clock is behind.
 	ClockSkew = clockSkew
@@ -123,6 +131,9 @@ type Request struct {
 	// Now is the issue time (zero: time.Now()); Validity the lifetime (zero: CertValidity).
 	Now      time.Time
 	Validity time.Duration
+	// User, if set, is the common name (the GCS user) to give the certificate instead of
+	// "<Name>:<its serial>": a renewal keeps its GCS user, "<Name>:<the first serial>".
+	User string
 }
 
 func validRole(r string) bool {
@@ -168,15 +179,23 @@ func (ca *CA) Sign(pub *ecdsa.PublicKey, req Request) ([]byte, error) {
 		req.Validity = CertValidity
 	}
 	sn := serial()
+	// The serial in the common name makes it unique per certificate: the GCS's user
+	// (GCSUser), deleted when this certificate is revoked, is no other certificate's, but
+	// for the renewals of a driver's certificate, which keep the first one's.
+	cn := req.Name + userSep + SerialText(sn)
+	if req.User != "" {
+		if first, ok := SerialOfUser(req.User); !ok || req.User != req.Name+userSep+first {
+			return nil, fmt.Errorf("identity: user %q is not of the form %s%s<serial>", req.User, req.Name, userSep)
+		}
+		cn = req.User
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: sn,
-		// The serial in the common name makes it unique per certificate: the GCS's user
-		// (GCSUser), deleted when this certificate is revoked, is no other certificate's.
-		Subject:     pkix.Name{CommonName: req.Name + userSep + SerialText(sn), Organization: []string{"ray-go"}, OrganizationalUnit: []string{req.Role}},
-		NotBefore:   req.Now.Add(-clockSkew),
-		NotAfter:    req.Now.Add(req.Validity),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		Subject:      pkix.Name{CommonName: cn, Organization: []string{"ray-go"}, OrganizationalUnit: []string{req.Role}},
+		NotBefore:    req.Now.Add(-clockSkew),
+		NotAfter:     req.Now.Add(req.Validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
 	if tmpl.NotAfter.After(ca.Cert.NotAfter) {
 		tmpl.NotAfter = ca.Cert.NotAfter
@@ -225,11 +244,17 @@ func validDNSName(s string) bool {
 
 // Credentials are what a process presents and trusts: the cluster's CA certificate, its own
 // certificate and its private key (all PEM).
+//
+// The certificate and key may be replaced while they are in use (Renew: a driver's
+// certificate is short-lived and renewed while it runs): every TLS configuration these
+// credentials make presents the current ones at each handshake; connections already open
+// keep theirs.
 type Credentials struct {
+	// CAPEM is the CA certificate; CertPEM and KeyPEM the certificate and key as first
+	// made (CurrentPEM: the ones in use).
 	CAPEM, CertPEM, KeyPEM []byte
 
-	pair tls.Certificate
-	leaf *x509.Certificate
+	cur  atomic.Pointer[keyPair]
 	ca   *x509.Certificate
 	pool *x509.CertPool
 	// revoked: the serials node-to-node handshakes refuse (SetRevoked).
@@ -248,19 +273,15 @@ func NewCredentials(caPEM, certPEM, keyPEM []byte) (*Credentials, error) {
 	if c.ca, err = x509.ParseCertificate(block.Bytes); err != nil {
 		return nil, fmt.Errorf("identity: parse the CA certificate: %w", err)
 	}
-	if c.pair, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
-		return nil, fmt.Errorf("identity: certificate and key: %w", err)
+	kp, err := newKeyPair(c.ca, certPEM, keyPEM)
+	if err != nil {
+		return nil, err
 	}
-	c.leaf = c.pair.Leaf
-	if c.leaf == nil {
-		if c.leaf, err = x509.ParseCertificate(c.pair.Certificate[0]); err != nil {
-			return nil, err
-		}
-	}
+	c.cur.Store(kp)
 	c.pool = x509.NewCertPool()
 	c.pool.AddCert(c.ca)
 	// The chain must hold at some time; whether that time is now is Verify's question.
-	at := c.leaf.NotBefore
+	at := kp.leaf.NotBefore
 	if c.ca.NotBefore.After(at) {
 		at = c.ca.NotBefore
 	}
@@ -270,15 +291,81 @@ func NewCredentials(caPEM, certPEM, keyPEM []byte) (*Credentials, error) {
 	return c, nil
 }
 
+// keyPair is a certificate and its key, as TLS presents them.
+type keyPair struct {
+	pair  tls.Certificate // the certificate alone
+	chain tls.Certificate // with the CA certificate after it (a server's: a client that pins the CA finds it)
+	leaf  *x509.Certificate
+
+	certPEM, keyPEM []byte
+}
+
+func newKeyPair(ca *x509.Certificate, certPEM, keyPEM []byte) (*keyPair, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("identity: certificate and key: %w", err)
+	}
+	leaf := pair.Leaf
+	if leaf == nil {
+		if leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+			return nil, err
+		}
+	}
+	chain := pair
+	chain.Certificate = append(slices.Clone(pair.Certificate), ca.Raw)
+	return &keyPair{pair: pair, chain: chain, leaf: leaf, certPEM: certPEM, keyPEM: keyPEM}, nil
+}
+
+// Renew makes certPEM and keyPEM the certificate and key these credentials present from
+// the next handshake on. The certificate must be of the same CA, GCS user (CN) and role as
+// the current one, valid now, and expire no earlier.
+func (c *Credentials) Renew(certPEM, keyPEM []byte) error {
+	kp, err := newKeyPair(c.ca, certPEM, keyPEM)
+	if err != nil {
+		return err
+	}
+	old := c.cur.Load()
+	if _, err := kp.leaf.Verify(x509.VerifyOptions{Roots: c.pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return fmt.Errorf("identity: the renewed certificate: %w", err)
+	}
+	switch {
+	case GCSUser(kp.leaf) != GCSUser(old.leaf) || roleOf(kp.leaf) != roleOf(old.leaf):
+		return fmt.Errorf("identity: the renewed certificate is of %s (%s), not %s (%s)", GCSUser(kp.leaf), roleOf(kp.leaf), GCSUser(old.leaf), roleOf(old.leaf))
+	case kp.leaf.NotAfter.Before(old.leaf.NotAfter):
+		return errors.New("identity: the renewed certificate expires before the current one")
+	}
+	c.cur.Store(kp)
+	return nil
+}
+
+// CurrentPEM returns the certificate and key in use (Renew replaces them).
+func (c *Credentials) CurrentPEM() (certPEM, keyPEM []byte) {
+	kp := c.cur.Load()
+	return kp.certPEM, kp.keyPEM
+}
+
+func (c *Credentials) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return &c.cur.Load().chain, nil
+}
+
+func (c *Credentials) getClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return &c.cur.Load().pair, nil
+}
+
+func (c *Credentials) getPeerCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return &c.cur.Load().pair, nil
+}
+
 // Verify checks that the certificate chains to the CA and is valid at now.
 func (c *Credentials) Verify(now time.Time) error {
-	_, err := c.leaf.Verify(x509.VerifyOptions{Roots: c.pool, CurrentTime: now,
+	leaf := c.Leaf()
+	_, err := leaf.Verify(x509.VerifyOptions{Roots: c.pool, CurrentTime: now,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	if err != nil {
 		var inv x509.CertificateInvalidError
 		if errors.As(err, &inv) && inv.Reason == x509.Expired {
 			return fmt.Errorf("identity: the certificate of %s is valid from %s to %s, not at %s: %w",
-				c.Name(), c.leaf.NotBefore.Format(time.RFC3339), c.leaf.NotAfter.Format(time.RFC3339), now.Format(time.RFC3339), ErrExpired)
+				c.Name(), leaf.NotBefore.Format(time.RFC3339), leaf.NotAfter.Format(time.RFC3339), now.Format(time.RFC3339), ErrExpired)
 		}
 		return fmt.Errorf("identity: the certificate of %s does not chain to the cluster CA: %w", c.Name(), err)
 	}
@@ -289,13 +376,13 @@ func (c *Credentials) Verify(now time.Time) error {
 var ErrExpired = errors.New("certificate expired or not yet valid (join again with the token)")
 
 // Name is the name the certificate was issued for (NameOf); Role its role.
-func (c *Credentials) Name() string { return NameOf(c.leaf) }
+func (c *Credentials) Name() string { return NameOf(c.Leaf()) }
 
 // User is the certificate's GCS user: its common name (GCSUser).
-func (c *Credentials) User() string { return GCSUser(c.leaf) }
+func (c *Credentials) User() string { return GCSUser(c.Leaf()) }
 
 // Role returns the role the certificate was issued for.
-func (c *Credentials) Role() string { return roleOf(c.leaf) }
+func (c *Credentials) Role() string { return roleOf(c.Leaf()) }
 
 func roleOf(cert *x509.Certificate) string {
 	if len(cert.Subject.OrganizationalUnit) == 1 {
@@ -304,8 +391,8 @@ func roleOf(cert *x509.Certificate) string {
 	return ""
 }
 
-// Leaf returns the parsed certificate.
-func (c *Credentials) Leaf() *x509.Certificate { return c.leaf }
+// Leaf returns the parsed certificate in use.
+func (c *Credentials) Leaf() *x509.Certificate { return c.cur.Load().leaf }
 
 // CAFingerprint is the SHA-256 of the CA certificate these credentials trust.
 func (c *Credentials) CAFingerprint() [32]byte { return sha256.Sum256(c.ca.Raw) }
@@ -313,13 +400,11 @@ func (c *Credentials) CAFingerprint() [32]byte { return sha256.Sum256(c.ca.Raw) 
 // ServerTLS is a TLS server configuration: it presents the certificate (with the CA, so a
 // client that pins the CA finds it) and requires a client certificate signed by the CA.
 func (c *Credentials) ServerTLS() *tls.Config {
-	pair := c.pair
-	pair.Certificate = append(slices.Clone(pair.Certificate), c.ca.Raw)
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{pair},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    c.pool,
+		MinVersion:     tls.VersionTLS13,
+		GetCertificate: c.getCertificate,
+		ClientAuth:     tls.RequireAndVerifyClientCert,
+		ClientCAs:      c.pool,
 	}
 }
 
@@ -327,9 +412,9 @@ func (c *Credentials) ServerTLS() *tls.Config {
 // CA (the server's name is checked against its certificate's hosts as usual).
 func (c *Credentials) ClientTLS() *tls.Config {
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS12, // etcd's gRPC gateway speaks 1.2 too
-		Certificates: []tls.Certificate{c.pair},
-		RootCAs:      c.pool,
+		MinVersion:           tls.VersionTLS12, // etcd's gRPC gateway speaks 1.2 too
+		GetClientCertificate: c.getClientCertificate,
+		RootCAs:              c.pool,
 	}
 }
 
@@ -354,7 +439,7 @@ func (c *Credentials) Save(dir string) (Files, error) {
 	for _, w := range []struct {
 		path string
 		b    []byte
-	}{{f.CA, c.CAPEM}, {f.Cert, c.CertPEM}, {f.Key, c.KeyPEM}} {
+	}{{f.CA, c.CAPEM}, {f.Cert, c.cur.Load().certPEM}, {f.Key, c.cur.Load().keyPEM}} {
 		if err := WriteFile(w.path, w.b); err != nil {
 			return f, err
 		}

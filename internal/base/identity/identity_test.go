@@ -201,7 +201,7 @@ func joinCluster(t *testing.T) (*CA, *JoinServer, *Token) {
 	}
 	tok, _ := NewToken(ca)
 	cur := &tok
-	s, err := ServeJoin("127.0.0.1:0", ca, head, func() (Token, error) { return *cur, nil }, nil, nil)
+	s, err := ServeJoin("127.0.0.1:0", ca, head, func() (Token, error) { return *cur, nil }, nil, JoinPolicy{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestJoin(t *testing.T) {
 func TestJoinRefusesANonHeadServer(t *testing.T) {
 	ca := newCA(t)
 	node, _ := ca.Issue(Request{Name: "node", Role: RoleNode})
-	if _, err := ServeJoin("127.0.0.1:0", ca, node, nil, nil, nil); err == nil {
+	if _, err := ServeJoin("127.0.0.1:0", ca, node, nil, nil, JoinPolicy{}, nil); err == nil {
 		t.Fatal("ServeJoin with a node certificate")
 	}
 	cfg := node.ServerTLS()
@@ -296,7 +296,7 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatal("a client of another CA was accepted")
 	}
 	noCert := good.ClientTLS()
-	noCert.Certificates = nil
+	noCert.GetClientCertificate = nil
 	if err := dial(noCert); err == nil {
 		t.Fatal("a client without a certificate was accepted")
 	}

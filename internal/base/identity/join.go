@@ -24,8 +24,12 @@ import (
 	"time"
 )
 
-// joinPath is the join endpoint's one route.
-const joinPath = "/v1/join"
+// The join endpoint's routes: a join (with the token), a driver's renewal (with its
+// certificate).
+const (
+	joinPath  = "/v1/join"
+	renewPath = "/v1/renew"
+)
 
 // Limits of the join endpoint: a request is small, and a slow or idle client must not hold
 // a connection for long.
@@ -47,7 +51,21 @@ var (
 	ErrCAMismatch = errors.New("identity: the join endpoint is not the cluster the token names (its certificate does not chain to the CA the token pins)")
 	// ErrJoinUnreachable: nothing answered at the join address.
 	ErrJoinUnreachable = errors.New("identity: the head's join endpoint did not answer")
+	// ErrRenewRefused: the head refused to renew a certificate (revoked, or of a role
+	// that does not renew): trying again does not help.
+	ErrRenewRefused = errors.New("identity: the head refused to renew the certificate")
 )
+
+// JoinPolicy is what a head's join endpoint decides beyond the token.
+type JoinPolicy struct {
+	// DriverValidity is the lifetime of driver certificates, joined or renewed (zero:
+	// DriverCertValidity).
+	DriverValidity time.Duration
+	// MayRenew, if set, says whether a driver certificate (of the CA, valid now: the TLS
+	// handshake checked) may be renewed: not if it, or a certificate of its GCS user, was
+	// revoked. nil: no renewals.
+	MayRenew func(*x509.Certificate) error
+}
 
 // joinRequest and joinResponse are the JSON bodies of POST /v1/join.
 type joinRequest struct {
@@ -76,6 +94,7 @@ type JoinServer struct {
 	// record, if set, is told of each certificate before it is handed out; its error
 	// refuses the join (the head keeps a record of every certificate it issues).
 	record func(*x509.Certificate) error
+	policy JoinPolicy
 	log    *slog.Logger
 }
 
@@ -83,7 +102,11 @@ type JoinServer struct {
 // until Close. head must be a RoleHead certificate of ca. record, if not nil, is called
 // with each certificate issued before it is handed out, and its error refuses the join
 // (the head records certificates in the GCS, for listing and revoking them).
-func ServeJoin(addr string, ca *CA, head *Credentials, token func() (Token, error), record func(*x509.Certificate) error, log *slog.Logger) (*JoinServer, error) {
+//
+// A driver renews its certificate at the same endpoint (Renew): it presents the
+// certificate, which must chain to ca, be valid, be a driver's and pass policy.MayRenew;
+// the renewed certificate has the same name and GCS user, and a new serial and key.
+func ServeJoin(addr string, ca *CA, head *Credentials, token func() (Token, error), record func(*x509.Certificate) error, policy JoinPolicy, log *slog.Logger) (*JoinServer, error) {
 	if head.Role() != RoleHead {
 		return nil, fmt.Errorf("identity: the join endpoint needs a %s certificate, got %q", RoleHead, head.Role())
 	}
@@ -95,10 +118,15 @@ func ServeJoin(addr string, ca *CA, head *Credentials, token func() (Token, erro
 		return nil, fmt.Errorf("identity: join endpoint: listen on %s: %w", addr, err)
 	}
 	tcfg := head.ServerTLS()
-	tcfg.ClientAuth = tls.NoClientCert // joiners have no certificate yet: that is the point
-	s := &JoinServer{l: l, ca: ca, secret: token, record: record, log: log}
+	// Joiners have no certificate yet (that is the point); a renewing driver presents its.
+	tcfg.ClientAuth = tls.VerifyClientCertIfGiven
+	if policy.DriverValidity <= 0 {
+		policy.DriverValidity = DriverCertValidity
+	}
+	s := &JoinServer{l: l, ca: ca, secret: token, record: record, policy: policy, log: log}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+joinPath, s.handle)
+	mux.HandleFunc("POST "+renewPath, s.handleRenew)
 	s.srv = &http.Server{
 		Handler:           mux,
 		TLSConfig:         tcfg,
@@ -167,14 +195,78 @@ func (s *JoinServer) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	issue := Request{Name: req.Name, Role: req.Role, Hosts: req.Hosts}
-	if req.Role == RoleClient {
+	switch req.Role {
+	case RoleClient:
 		issue.Validity = ClientCertValidity
+	case RoleDriver:
+		issue.Validity = s.policy.DriverValidity
 	}
+	s.issue(w, r, pub, issue)
+}
+
+// handleRenew renews the driver certificate the client presented.
+func (s *JoinServer) handleRenew(w http.ResponseWriter, r *http.Request) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		http.Error(w, "renewing needs the certificate to renew", http.StatusUnauthorized)
+		return
+	}
+	cert := r.TLS.VerifiedChains[0][0]
+	if roleOf(cert) != RoleDriver || s.policy.MayRenew == nil {
+		http.Error(w, "only a driver's certificate is renewed", http.StatusForbidden)
+		return
+	}
+	if err := s.policy.MayRenew(cert); err != nil {
+		s.log.Warn("identity: renewal refused", "from", r.RemoteAddr, "user", GCSUser(cert), "err", err)
+		http.Error(w, "renewal refused: "+err.Error(), http.StatusForbidden)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxJoinBody+1))
+	if err != nil || len(body) > maxJoinBody {
+		http.Error(w, "request too large or unreadable", http.StatusBadRequest)
+		return
+	}
+	var req joinRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	pub, err := csrKey(req.CSR)
+	if err != nil {
+		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var hosts []string
+	for _, ip := range cert.IPAddresses {
+		hosts = append(hosts, ip.String())
+	}
+	hosts = append(hosts, cert.DNSNames...)
+	s.issue(w, r, pub, Request{Name: NameOf(cert), Role: RoleDriver, Hosts: hosts, Validity: s.policy.DriverValidity, User: GCSUser(cert)})
+}
+
+// csrKey checks a DER certificate request and returns its key (ECDSA P-256).
+func csrKey(der []byte) (*ecdsa.PublicKey, error) {
+	csr, err := x509.ParseCertificateRequest(der)
+	if err == nil {
+		err = csr.CheckSignature()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("certificate request: %w", err)
+	}
+	pub, ok := csr.PublicKey.(*ecdsa.PublicKey)
+	if !ok || pub.Curve != elliptic.P256() {
+		return nil, errors.New("want an ECDSA P-256 key")
+	}
+	return pub, nil
+}
+
+// issue signs, records and sends a certificate.
+func (s *JoinServer) issue(w http.ResponseWriter, r *http.Request, pub *ecdsa.PublicKey, issue Request) {
 	der, err := s.ca.Sign(pub, issue)
 	if err != nil {
 		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	req := issue
 	if s.record != nil {
 		cert, err := x509.ParseCertificate(der)
 		if err == nil {
@@ -186,7 +278,7 @@ func (s *JoinServer) handle(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.log.Info("identity: issued a certificate", "from", r.RemoteAddr, "name", req.Name, "role", req.Role, "hosts", req.Hosts)
+	s.log.Info("identity: issued a certificate", "from", r.RemoteAddr, "name", req.Name, "role", req.Role, "hosts", req.Hosts, "renewal", req.User != "")
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(joinResponse{
 		CA:   string(s.ca.CertPEM()),
@@ -283,6 +375,84 @@ func Join(ctx context.Context, req JoinRequest) (*Credentials, error) {
 		return nil, errors.New("identity: join: the head signed another key than ours")
 	}
 	return creds, nil
+}
+
+// Renew asks the head's join endpoint at address (host:port) to renew c, a driver's
+// certificate, presenting it: on success c presents the renewed certificate (same name and
+// GCS user, a new key and serial, a later expiry) from its next handshake on. The server
+// must hold a head certificate of c's CA. ErrRenewRefused: the head will not renew it (it
+// was revoked); ErrJoinUnreachable: try again later.
+func Renew(ctx context.Context, address string, c *Credentials, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = DefaultJoinTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	csr, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(joinRequest{CSR: csr})
+	pin := c.CAFingerprint()
+	var pinErr error
+	tcfg := &tls.Config{
+		MinVersion:           tls.VersionTLS13,
+		GetClientCertificate: c.getClientCertificate,
+		InsecureSkipVerify:   true, // replaced by VerifyConnection, as Join's
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			pinErr = verifyPinned(cs.PeerCertificates, pin)
+			return pinErr
+		},
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tcfg, DisableKeepAlives: true,
+		TLSHandshakeTimeout: timeout, ResponseHeaderTimeout: timeout, ForceAttemptHTTP2: false}}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+address+renewPath, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("identity: join address %q: %w", address, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(hreq)
+	if err != nil {
+		if pinErr != nil {
+			return fmt.Errorf("%w: %s: %v", ErrCAMismatch, address, pinErr)
+		}
+		return fmt.Errorf("%w at %s: %v", ErrJoinUnreachable, address, err)
+	}
+	defer resp.Body.Close()
+	rb, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return fmt.Errorf("identity: renew at %s: read the answer: %w", address, err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusForbidden, http.StatusUnauthorized:
+		return fmt.Errorf("%w: %s", ErrRenewRefused, strings.TrimSpace(string(rb)))
+	default:
+		return fmt.Errorf("identity: renew at %s: the head answered %s: %s", address, resp.Status, strings.TrimSpace(string(rb)))
+	}
+	var jr joinResponse
+	if err := json.Unmarshal(rb, &jr); err != nil {
+		return fmt.Errorf("identity: renew at %s: undecodable answer: %w", address, err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	certPEM := []byte(jr.Cert)
+	if err := c.Renew(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})); err != nil {
+		return fmt.Errorf("identity: renew at %s: %w", address, err)
+	}
+	return nil
+}
+
+// RenewAt is when a certificate should be renewed: half its lifetime after it was issued.
+func RenewAt(cert *x509.Certificate) time.Time {
+	issued := cert.NotBefore.Add(clockSkew)
+	return issued.Add(cert.NotAfter.Sub(issued) / 2)
 }
 
 // verifyPinned checks a server's chain: one of its certificates is the CA whose SHA-256 is

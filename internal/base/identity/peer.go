@@ -17,7 +17,7 @@ var ErrNotAPeer = errors.New("identity: not a member of this cluster")
 func (c *Credentials) PeerServerTLS() *tls.Config {
 	return &tls.Config{
 		MinVersion:       tls.VersionTLS13,
-		Certificates:     []tls.Certificate{c.pair},
+		GetCertificate:   c.getPeerCertificate,
 		ClientAuth:       tls.RequireAnyClientCert, // verified by VerifyConnection: CA, role
 		VerifyConnection: c.verifyPeer,
 	}
@@ -33,10 +33,10 @@ func (c *Credentials) PeerServerTLS() *tls.Config {
 // in VerifyConnection, after the handshake proved the server holds the certificate's key.
 func (c *Credentials) PeerClientTLS() *tls.Config {
 	return &tls.Config{
-		MinVersion:         tls.VersionTLS13,
-		Certificates:       []tls.Certificate{c.pair},
-		InsecureSkipVerify: true, // replaced by VerifyConnection: CA, role
-		VerifyConnection:   c.verifyPeer,
+		MinVersion:           tls.VersionTLS13,
+		GetClientCertificate: c.getClientCertificate,
+		InsecureSkipVerify:   true, // replaced by VerifyConnection: CA, role
+		VerifyConnection:     c.verifyPeer,
 	}
 }
 

@@ -94,7 +94,7 @@ func TestPeerTLSRefusesStrangers(t *testing.T) {
 	srv := issue(t, ca, "srv", RoleNode)
 	addr, errs := peerServer(t, srv)
 	noCert := issue(t, ca, "nocert", RoleNode).PeerClientTLS()
-	noCert.Certificates = nil
+	noCert.GetClientCertificate = nil
 	for name, cfg := range map[string]*tls.Config{
 		"a peer of another CA":      issue(t, other, "foreign", RoleNode).PeerClientTLS(),
 		"a client-role certificate": issue(t, ca, "rayctl", RoleClient).PeerClientTLS(),

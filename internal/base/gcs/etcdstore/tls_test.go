@@ -58,9 +58,9 @@ func TestTLS(t *testing.T) {
 	foreign, _ := other.Issue(identity.Request{Name: "f", Role: identity.RoleClient})
 	// Trusts the server, presents a certificate of another CA.
 	foreignCert := client.ClientTLS()
-	foreignCert.Certificates = foreign.ClientTLS().Certificates
+	foreignCert.GetClientCertificate = foreign.ClientTLS().GetClientCertificate
 	noCert := client.ClientTLS()
-	noCert.Certificates = nil
+	noCert.GetClientCertificate = nil
 	for _, c := range []struct {
 		name string
 		cfg  etcdstore.Config
