@@ -245,13 +245,23 @@ func connect(c *ucli.Context) (gcs.Store, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := etcdstore.New(c.Context, etcdstore.Config{
-		Endpoints:   addr,
-		DialTimeout: dialTimeout,
-		Namespace:   c.String("namespace"),
-		Logger:      discardLogger(),
-		TLS:         tlsCfg,
-	})
+	open := func() (gcs.Store, error) {
+		return etcdstore.New(c.Context, etcdstore.Config{
+			Endpoints:   addr,
+			DialTimeout: dialTimeout,
+			Namespace:   c.String("namespace"),
+			Logger:      discardLogger(),
+			TLS:         tlsCfg,
+		})
+	}
+	s, err := open()
+	if (errors.Is(err, etcdstore.ErrNoAccess) || errors.Is(err, etcdstore.ErrTLSRefused)) && dropCachedCert(c, addr) {
+		// A cached client certificate the cluster refuses (revoked): ask the token again.
+		if tlsCfg, err = clientCredentials(c, addr); err != nil {
+			return nil, nil, err
+		}
+		s, err = open()
+	}
 	switch {
 	case errors.Is(err, etcdstore.ErrNeedsTLS):
 		return nil, nil, exitf(ExitCredentials, "the cluster at %s is secure and --insecure gives no credentials: %s", strings.Join(addr, ","), howToAuthenticate)
@@ -395,8 +405,16 @@ func clientCredentials(c *ucli.Context, addr []string) (*tls.Config, error) {
 			}
 		}
 		host, _ := os.Hostname()
-		creds, err := identity.Join(c.Context, identity.JoinRequest{Address: joinAddr, Token: tok, Role: identity.RoleClient,
-			Name: fmt.Sprintf("rayctl-%s-%d", host, os.Getpid()), Timeout: dialTimeout})
+		join := identity.JoinRequest{Address: joinAddr, Token: tok, Role: identity.RoleClient,
+			Name: fmt.Sprintf("rayctl-%s-%d", host, os.Getpid()), Timeout: dialTimeout}
+		cached := cachedClientCert(tok, joinAddr) // clientcert.go
+		// With a cached certificate the head is asked only whether the token is current
+		// (a rotated one is refused, as without a cache), and issues nothing.
+		join.CheckOnly = cached != nil
+		creds, err := identity.Join(c.Context, join)
+		if err == nil && cached != nil {
+			return cached.ClientTLS(), nil
+		}
 		switch {
 		case errors.Is(err, identity.ErrJoinUnreachable):
 			return nil, exitf(ExitGCSUnreachable, "cannot reach the cluster at %s: is the head agent running? (%v; pass --join-address if the head's join endpoint is not at the GCS port + 1)",
@@ -404,6 +422,7 @@ func clientCredentials(c *ucli.Context, addr []string) (*tls.Config, error) {
 		case err != nil:
 			return nil, exitf(ExitCredentials, "%v", err)
 		}
+		cacheClientCert(tok, joinAddr, creds)
 		return creds.ClientTLS(), nil
 	}
 	if la := localAgentOf(c.String("session-dir"), addr); la != nil {

@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	rayctl = filepath.Join(dir, "rayctl")
+	// rayctl keeps the client certificates of tokens in the user's cache directory
+	// (clientcert.go): the tests' go to theirs.
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	// go test puts its Go's bin directory first in PATH (Go 1.19 and later).
 	cmd := exec.Command("go", "build", "-o", rayctl, "./rayctl")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -92,7 +92,8 @@
 // environment, not its command line) and receives a certificate, kept in its tls/
 // directory; the processes it starts get those files. status, memory and job use, in this
 // order: --insecure, --gcs-ca/--gcs-cert/--gcs-key, a token (a short-lived client
-// certificate from the head), or the credentials of an agent of this machine whose address
+// certificate from the head, kept in the user's cache directory for the next commands:
+// clientcert.go), or the credentials of an agent of this machine whose address
 // is the cluster's (so on the head's machine no token is needed). Without any: exit 4 when
 // nothing answers at the address (a stopped cluster, a wrong port) or an HTTP server does (the
 // dashboard's or a metrics port given as the GCS's), else exit 8 and what to pass. `token show` prints the head's token; `token rotate` replaces it (the join

@@ -184,6 +184,19 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
 	out["nodes"] = nodes
+	if check == "hold-sum" { // TestCertsBounded: wait E2E_HOLD (outlive the first certificate), then a task
+		d, _ := time.ParseDuration(os.Getenv("E2E_HOLD"))
+		time.Sleep(d)
+		if out["sum"], err = ray.Get(ctx, add.Remote(ctx, ray.V(2), ray.V(3))); err != nil {
+			return err
+		}
+		// A named actor: its name is registered in the GCS by this driver.
+		h := accelClass.Remote(ctx, ray.Name(fmt.Sprintf("held-%d", os.Getpid())), ray.Namespace("e2e"))
+		if out["actor"], err = ray.Get(ctx, accelAdd.Remote(ctx, h, ray.V(1))); err != nil {
+			return err
+		}
+		return ray.Kill(ctx, h, true)
+	}
 	if check == "shipped" {
 		return shippedCheck(ctx, nodes, out)
 	}

@@ -29,6 +29,7 @@ import (
 const (
 	joinPath  = "/v1/join"
 	renewPath = "/v1/renew"
+	checkPath = "/v1/check" // is the token current? (JoinRequest.CheckOnly)
 )
 
 // Limits of the join endpoint: a request is small, and a slow or idle client must not hold
@@ -127,6 +128,7 @@ func ServeJoin(addr string, ca *CA, head *Credentials, token func() (Token, erro
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+joinPath, s.handle)
 	mux.HandleFunc("POST "+renewPath, s.handleRenew)
+	mux.HandleFunc("POST "+checkPath, s.handle)
 	s.srv = &http.Server{
 		Handler:           mux,
 		TLSConfig:         tcfg,
@@ -175,6 +177,10 @@ func (s *JoinServer) handle(w http.ResponseWriter, r *http.Request) {
 	if !ok || !tok.SecretEquals(secret) {
 		s.log.Warn("identity: join refused: wrong token", "from", r.RemoteAddr, "name", req.Name)
 		http.Error(w, "join token refused", http.StatusForbidden)
+		return
+	}
+	if r.URL.Path == checkPath {
+		w.WriteHeader(http.StatusNoContent) // the token is current; nothing issued
 		return
 	}
 	if req.Role == RoleHead || req.Role == RoleLocal || !validRole(req.Role) {
@@ -297,6 +303,9 @@ type JoinRequest struct {
 	Hosts []string
 	// Timeout bounds the call (default DefaultJoinTimeout).
 	Timeout time.Duration
+	// CheckOnly asks only whether the token is current (rayctl with a cached certificate):
+	// Join returns nil credentials and no error if it is, ErrTokenRejected if not.
+	CheckOnly bool
 }
 
 // Join presents the token to the head's join endpoint and returns credentials: a new key,
@@ -332,7 +341,11 @@ func Join(ctx context.Context, req JoinRequest) (*Credentials, error) {
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tcfg, DisableKeepAlives: true,
 		TLSHandshakeTimeout: req.Timeout, ResponseHeaderTimeout: req.Timeout, ForceAttemptHTTP2: false}}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+req.Address+joinPath, bytes.NewReader(body))
+	path := joinPath
+	if req.CheckOnly {
+		path = checkPath
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+req.Address+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("identity: join address %q: %w", req.Address, err)
 	}
@@ -350,6 +363,11 @@ func Join(ctx context.Context, req JoinRequest) (*Credentials, error) {
 		return nil, fmt.Errorf("identity: join %s: read the answer: %w", req.Address, err)
 	}
 	switch resp.StatusCode {
+	case http.StatusNoContent:
+		if req.CheckOnly {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("identity: join %s: the head issued nothing", req.Address)
 	case http.StatusOK:
 	case http.StatusForbidden:
 		return nil, ErrTokenRejected
