@@ -54,24 +54,44 @@ func (id *inProcessIdentity) ctx(ctx context.Context) context.Context {
 	return peer.NewContext(metadata.NewIncomingContext(ctx, metadata.MD{}), id.peer)
 }
 
-// maxAuthRetries bounds the retries of a request that failed because the auth store changed
-// while it was in flight (a user added by a join, deleted by a revocation): etcd refuses
-// such a request without applying it, and the gRPC client retries it on its own; the
-// in-process client does not, so these wrappers do.
-const maxAuthRetries = 20
+// authRetryFor bounds the retries of a request that failed because the auth store changed
+// while it was in flight (a user added by a join, deleted by a revocation or by the head's
+// collection of expired certificates): etcd refuses such a request without applying it,
+// and the gRPC client retries it on its own; the in-process client does not, so these
+// wrappers do. The retries back off (from authRetryFirst, doubling up to authRetryMax): a
+// burst of auth changes (the collection deletes up to a few hundred users in a row, one
+// raft round each) refuses every request proposed during it, and 20 retries at once used
+// to run out within the burst ("revision of auth store is old").
+const (
+	authRetryFor   = 10 * time.Second
+	authRetryFirst = 100 * time.Microsecond
+	authRetryMax   = 20 * time.Millisecond
+)
 
 func retryAuth[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
 	var (
-		out T
-		err error
+		out   T
+		err   error
+		start time.Time
 	)
-	for attempt := 0; attempt < maxAuthRetries; attempt++ {
+	for wait := authRetryFirst; ; wait = min(2*wait, authRetryMax) {
 		out, err = call(ctx)
 		if err == nil || !is(err, rpctypes.ErrAuthOldRevision) || ctx.Err() != nil {
 			return out, err
 		}
+		if start.IsZero() {
+			start = time.Now()
+		} else if time.Since(start) > authRetryFor {
+			return out, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return out, err
+		case <-t.C:
+		}
 	}
-	return out, err
 }
 
 // identKV, identLease and identWatch are the in-process client's adapters with the
