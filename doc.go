@@ -68,9 +68,10 @@
 // every task that depended on it); submission problems (unknown function, infeasible
 // resources, an argument that cannot be encoded) are reported by the returned ref at once:
 // branch with errors.Is on ErrUnknownFunction, ErrInfeasible, ErrEncode, ErrCancelled,
-// ErrObjectLost. A task that returns the error of a nested task no node can run (or that
-// names no registered function) fails with a *TaskError that still matches ErrInfeasible
-// (ErrUnknownFunction), at any depth, as Ray's RayTaskError keeps its cause (TaskError.Is).
+// ErrObjectLost. A task that returns the error a nested task's or actor call's Get gave it
+// (unchanged or wrapped with %w) fails with a *TaskError that still matches that failure's
+// sentinel (ErrInfeasible, ErrObjectLost, ErrActorDied, ErrCancelled, ...), at any depth, as
+// Ray's RayTaskError keeps its cause (TaskError.Is).
 //
 // Objects: values of at most 100 KiB travel inline with task replies and stay with their
 // owner (this process); larger ones live in the node's object store shard. A task's

@@ -3,6 +3,7 @@ package ray
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ray-go/ray/internal/assembly/core"
@@ -10,6 +11,7 @@ import (
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks/sched"
+	"github.com/ray-go/ray/tasks/worker"
 )
 
 // Sentinel errors, to branch on with errors.Is.
@@ -75,6 +77,7 @@ type TaskError struct {
 	Node     string // the node it ran on
 	Panic    bool
 	kind     pb.ErrorInfo_Kind
+	causes   []pb.ErrorInfo_Kind // what the error its function returned carried (ErrorInfo.causes)
 }
 
 func (e *TaskError) Error() string {
@@ -88,40 +91,70 @@ func (e *TaskError) Error() string {
 	return b.String()
 }
 
-// Is lets errors.Is match ErrCancelled, ErrObjectLost, ErrActorDied, ErrObjectTooLarge,
-// ErrPlacementGroupRemoved, ErrGCSFull and ErrClusterLost (the task's own failure), and
-// ErrInfeasible and ErrUnknownFunction through nesting: a task that returned, unchanged or
-// wrapped with %w, the error of a task it submitted that could not be placed or named no
-// registered function, at any depth (as Ray's RayTaskError keeps its cause). The other
-// sentinels match only the failure of the task whose result was asked for: a nested
-// task's *TaskError returned by its parent keeps its text and stack, not its kind.
+// sentinelKinds are the sentinel errors a task's failure can match, each with the kind of
+// failure that is it (ErrorInfo.kind, or only ErrorInfo.causes for CLUSTER_LOST), in the
+// kinds' order.
+var sentinelKinds = []struct {
+	err  error
+	kind pb.ErrorInfo_Kind
+}{
+	{ErrCancelled, pb.ErrorInfo_CANCELLED},
+	{ErrInfeasible, pb.ErrorInfo_INFEASIBLE},
+	{ErrUnknownFunction, pb.ErrorInfo_UNKNOWN_FUNCTION},
+	{ErrObjectLost, pb.ErrorInfo_OBJECT_LOST},
+	{ErrActorDied, pb.ErrorInfo_ACTOR_DIED},
+	{ErrObjectTooLarge, pb.ErrorInfo_OBJECT_TOO_LARGE},
+	{ErrPlacementGroupRemoved, pb.ErrorInfo_PLACEMENT_GROUP_REMOVED},
+	{ErrGCSFull, pb.ErrorInfo_GCS_FULL},
+	{ErrClusterLost, pb.ErrorInfo_CLUSTER_LOST},
+}
+
+// causesOf returns the kinds of the sentinels err matches: what a task whose function
+// returned err fails with besides its own APPLICATION kind (ErrorInfo.causes). A *TaskError
+// inside err (a nested task's failure that Get gave the function) matches its own kind and
+// causes, so they carry on at any depth; so does a sentinel the runtime returned (a
+// released object's ErrObjectLost, ...), wrapped with %w or errors.Join or not at all.
+func causesOf(err error) []pb.ErrorInfo_Kind {
+	var ks []pb.ErrorInfo_Kind
+	for _, s := range sentinelKinds {
+		if errors.Is(err, s.err) {
+			ks = append(ks, s.kind)
+		}
+	}
+	return ks
+}
+
+// The workers of this process encode the errors task functions return with their causes.
+func init() { worker.Causes = causesOf }
+
+// Is lets errors.Is match ErrCancelled, ErrInfeasible, ErrUnknownFunction, ErrObjectLost,
+// ErrActorDied, ErrObjectTooLarge, ErrPlacementGroupRemoved, ErrGCSFull and
+// ErrClusterLost: the task's own failure, and, through nesting, the failure of a task or
+// actor call it waited for whose error its function returned, unchanged or wrapped with %w,
+// at any depth (as Ray's RayTaskError keeps its cause), and any of these sentinels its
+// function returned (a released object's ErrObjectLost, ...). The nested failure's own text
+// and stack are in Message (and Stack).
 func (e *TaskError) Is(target error) bool {
-	switch target {
-	case ErrInfeasible, ErrUnknownFunction:
-		// The task's function returned the error Get gave it: the wire form keeps its
-		// text, which begins with the sentinel's (fromInfo), wherever it was wrapped.
-		return e.kind == pb.ErrorInfo_APPLICATION && strings.Contains(e.Message, target.Error()+": ")
-	case ErrClusterLost:
-		// The runtime failed the task or call itself (a system error; or an actor that
-		// could not be created, which died of it): the wire form has no kind of its own
-		// for it.
-		return (e.kind == pb.ErrorInfo_SYSTEM || e.kind == pb.ErrorInfo_ACTOR_DIED) &&
-			strings.Contains(e.Message, ErrClusterLost.Error())
-	case ErrGCSFull:
-		// An actor whose record could not be written died of it: the wire form has one
-		// kind (ACTOR_DIED), and the store's refusal is in its message.
-		return e.kind == pb.ErrorInfo_GCS_FULL ||
-			(e.kind == pb.ErrorInfo_ACTOR_DIED && strings.Contains(e.Message, gcs.ErrNoSpace.Error()))
-	case ErrObjectTooLarge:
-		return e.kind == pb.ErrorInfo_OBJECT_TOO_LARGE
-	case ErrPlacementGroupRemoved:
-		return e.kind == pb.ErrorInfo_PLACEMENT_GROUP_REMOVED
-	case ErrCancelled:
-		return e.kind == pb.ErrorInfo_CANCELLED
-	case ErrObjectLost:
-		return e.kind == pb.ErrorInfo_OBJECT_LOST
-	case ErrActorDied:
-		return e.kind == pb.ErrorInfo_ACTOR_DIED
+	for _, s := range sentinelKinds {
+		if s.err != target {
+			continue
+		}
+		if e.kind == s.kind || slices.Contains(e.causes, s.kind) {
+			return true
+		}
+		switch target {
+		case ErrClusterLost:
+			// The runtime failed the task or call itself (a system error; or an actor
+			// that could not be created, which died of it): its kind is SYSTEM or
+			// ACTOR_DIED, and the loss is in its message.
+			return (e.kind == pb.ErrorInfo_SYSTEM || e.kind == pb.ErrorInfo_ACTOR_DIED) &&
+				strings.Contains(e.Message, ErrClusterLost.Error())
+		case ErrGCSFull:
+			// An actor whose record could not be written died of it: the wire form has
+			// one kind (ACTOR_DIED), and the store's refusal is in its message.
+			return e.kind == pb.ErrorInfo_ACTOR_DIED && strings.Contains(e.Message, gcs.ErrNoSpace.Error())
+		}
+		return false
 	}
 	return false
 }
@@ -130,7 +163,8 @@ func (e *TaskError) Is(target error) bool {
 // origin.
 func (e *TaskError) ErrorInfo() *pb.ErrorInfo {
 	id, _ := ids.ParseTaskID(e.TaskID)
-	return &pb.ErrorInfo{Kind: e.kind, Function: e.Function, TaskId: id[:], Message: e.Message, Stack: e.Stack, NodeId: e.Node}
+	return &pb.ErrorInfo{Kind: e.kind, Function: e.Function, TaskId: id[:], Message: e.Message, Stack: e.Stack, NodeId: e.Node,
+		Causes: slices.Clone(e.causes)}
 }
 
 func shortID(s string) string {
@@ -164,7 +198,7 @@ func fromInfo(info *pb.ErrorInfo) error {
 	tid, _ := ids.TaskIDFromBytes(info.TaskId)
 	return &TaskError{
 		Function: info.Function, TaskID: tid.String(), Message: info.Message, Stack: info.Stack,
-		Node: info.NodeId, Panic: info.Kind == pb.ErrorInfo_PANIC, kind: info.Kind,
+		Node: info.NodeId, Panic: info.Kind == pb.ErrorInfo_PANIC, kind: info.Kind, causes: info.Causes,
 	}
 }
 

@@ -666,6 +666,12 @@ func ResultID(spec *pb.TaskSpec, tids *slab.Slab[ids.TaskID]) []byte {
 	return id[:]
 }
 
+// Causes returns the kinds of the failures err carries (ErrorInfo.causes), for the error a
+// task's function returned: the user API (the root package) sets it at initialisation, as
+// it owns the sentinel errors that name them and the error type of failed tasks; nil (in
+// tests of this package): none.
+var Causes func(err error) []pb.ErrorInfo_Kind
+
 // Fail builds the failed result of spec.
 func Fail(spec *pb.TaskSpec, kind pb.ErrorInfo_Kind, msg, stack string, node ids.NodeID) *pb.TaskResult {
 	tid := ResultID(spec, nil)
@@ -706,12 +712,17 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 	}
 	out, err := body(tasks.WithOwnedArgs(callCtx, owned), args)
 	if err != nil {
+		stack := ""
 		var te interface{ ErrorInfo() *pb.ErrorInfo }
 		if errors.As(err, &te) && te.ErrorInfo() != nil && ctx.Err() == nil {
 			// A nested task's error surfaced unchanged: keep its origin, as Ray does.
-			return fail(pb.ErrorInfo_APPLICATION, err.Error(), te.ErrorInfo().Stack)
+			stack = te.ErrorInfo().Stack
 		}
-		return fail(pb.ErrorInfo_APPLICATION, err.Error(), "")
+		res := fail(pb.ErrorInfo_APPLICATION, err.Error(), stack)
+		if Causes != nil {
+			res.Error.Causes = Causes(err)
+		}
+		return res
 	}
 	if spec.NumReturns > 1 {
 		return r.returns(callCtx, spec, out)

@@ -62,7 +62,7 @@ func ResultBytes(r *TaskResult) int {
 		}
 	}
 	if r.Error != nil {
-		n += 64 + len(r.Error.Message) + len(r.Error.Function)
+		n += 64 + len(r.Error.Message) + len(r.Error.Function) + len(r.Error.Causes)
 	}
 	return n
 }

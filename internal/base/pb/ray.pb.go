@@ -40,6 +40,7 @@ const (
 	ErrorInfo_OBJECT_TOO_LARGE        ErrorInfo_Kind = 8  // the result is larger than the node's object store (ray.ErrObjectTooLarge)
 	ErrorInfo_PLACEMENT_GROUP_REMOVED ErrorInfo_Kind = 9  // the task's placement group was removed before it ran
 	ErrorInfo_GCS_FULL                ErrorInfo_Kind = 10 // the GCS is at its space quota: the call could not be logged and did not run (ray.ErrGCSFull)
+	ErrorInfo_CLUSTER_LOST            ErrorInfo_Kind = 11 // only in causes: the driver lost its cluster (ray.ErrClusterLost)
 )
 
 // Enum value maps for ErrorInfo_Kind.
@@ -56,6 +57,7 @@ var (
 		8:  "OBJECT_TOO_LARGE",
 		9:  "PLACEMENT_GROUP_REMOVED",
 		10: "GCS_FULL",
+		11: "CLUSTER_LOST",
 	}
 	ErrorInfo_Kind_value = map[string]int32{
 		"APPLICATION":             0,
@@ -69,6 +71,7 @@ var (
 		"OBJECT_TOO_LARGE":        8,
 		"PLACEMENT_GROUP_REMOVED": 9,
 		"GCS_FULL":                10,
+		"CLUSTER_LOST":            11,
 	}
 )
 
@@ -638,13 +641,21 @@ func (x *TaskSpec) GetBundleIndex() int32 {
 
 // ErrorInfo is the one wire form of a failed task (ray.TaskError on the user side).
 type ErrorInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          ErrorInfo_Kind         `protobuf:"varint,1,opt,name=kind,proto3,enum=raypb.ErrorInfo_Kind" json:"kind,omitempty"`
-	Function      string                 `protobuf:"bytes,2,opt,name=function,proto3" json:"function,omitempty"`
-	TaskId        []byte                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Message       string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
-	Stack         string                 `protobuf:"bytes,5,opt,name=stack,proto3" json:"stack,omitempty"`
-	NodeId        string                 `protobuf:"bytes,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Kind     ErrorInfo_Kind         `protobuf:"varint,1,opt,name=kind,proto3,enum=raypb.ErrorInfo_Kind" json:"kind,omitempty"`
+	Function string                 `protobuf:"bytes,2,opt,name=function,proto3" json:"function,omitempty"`
+	TaskId   []byte                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Message  string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	Stack    string                 `protobuf:"bytes,5,opt,name=stack,proto3" json:"stack,omitempty"`
+	NodeId   string                 `protobuf:"bytes,6,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// causes: the failures an error the task's function returned carries, by kind, so that
+	// its *TaskError matches their sentinels (ray.ErrObjectLost, ...) wherever it is read, as
+	// Ray's RayTaskError keeps its cause: a nested task's or actor call's error that Get gave
+	// the function, returned unchanged or wrapped with %w (its own kind and causes, at any
+	// depth), or a sentinel error the runtime gave it. Each kind at most once, in the enum's
+	// order; never APPLICATION, PANIC or SYSTEM. Set by the worker that encodes the error
+	// (tasks/worker, Causes).
+	Causes        []ErrorInfo_Kind `protobuf:"varint,7,rep,packed,name=causes,proto3,enum=raypb.ErrorInfo_Kind" json:"causes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -719,6 +730,13 @@ func (x *ErrorInfo) GetNodeId() string {
 		return x.NodeId
 	}
 	return ""
+}
+
+func (x *ErrorInfo) GetCauses() []ErrorInfo_Kind {
+	if x != nil {
+		return x.Causes
+	}
+	return nil
 }
 
 // TaskResult is a finished task's outcome, sent by the worker to the task's owner.
@@ -5305,14 +5323,15 @@ const file_ray_proto_rawDesc = "" +
 	"\breply_to\x18\x0f \x01(\v2\n" +
 	".raypb.PIDR\areplyTo\x12'\n" +
 	"\x0fplacement_group\x18\x10 \x01(\tR\x0eplacementGroup\x12!\n" +
-	"\fbundle_index\x18\x11 \x01(\x05R\vbundleIndex\"\xfc\x02\n" +
+	"\fbundle_index\x18\x11 \x01(\x05R\vbundleIndex\"\xbd\x03\n" +
 	"\tErrorInfo\x12)\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x15.raypb.ErrorInfo.KindR\x04kind\x12\x1a\n" +
 	"\bfunction\x18\x02 \x01(\tR\bfunction\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\fR\x06taskId\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x14\n" +
 	"\x05stack\x18\x05 \x01(\tR\x05stack\x12\x17\n" +
-	"\anode_id\x18\x06 \x01(\tR\x06nodeId\"\xc5\x01\n" +
+	"\anode_id\x18\x06 \x01(\tR\x06nodeId\x12-\n" +
+	"\x06causes\x18\a \x03(\x0e2\x15.raypb.ErrorInfo.KindR\x06causes\"\xd7\x01\n" +
 	"\x04Kind\x12\x0f\n" +
 	"\vAPPLICATION\x10\x00\x12\t\n" +
 	"\x05PANIC\x10\x01\x12\n" +
@@ -5328,7 +5347,8 @@ const file_ray_proto_rawDesc = "" +
 	"\x10OBJECT_TOO_LARGE\x10\b\x12\x1b\n" +
 	"\x17PLACEMENT_GROUP_REMOVED\x10\t\x12\f\n" +
 	"\bGCS_FULL\x10\n" +
-	"\"\x8b\x03\n" +
+	"\x12\x10\n" +
+	"\fCLUSTER_LOST\x10\v\"\x8b\x03\n" +
 	"\n" +
 	"TaskResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x18\n" +
@@ -5836,60 +5856,61 @@ var file_ray_proto_depIdxs = []int32{
 	6,  // 2: raypb.TaskSpec.owner:type_name -> raypb.PID
 	6,  // 3: raypb.TaskSpec.reply_to:type_name -> raypb.PID
 	0,  // 4: raypb.ErrorInfo.kind:type_name -> raypb.ErrorInfo.Kind
-	8,  // 5: raypb.TaskResult.error:type_name -> raypb.ErrorInfo
-	10, // 6: raypb.TaskResult.returns:type_name -> raypb.ReturnValue
-	10, // 7: raypb.Returns.values:type_name -> raypb.ReturnValue
-	10, // 8: raypb.GeneratorItem.value:type_name -> raypb.ReturnValue
-	9,  // 9: raypb.ResultBatch.results:type_name -> raypb.TaskResult
-	4,  // 10: raypb.LeaseRequest.resources:type_name -> raypb.ResourceQty
-	6,  // 11: raypb.LeaseRequest.owner:type_name -> raypb.PID
-	6,  // 12: raypb.LeaseGrant.worker:type_name -> raypb.PID
-	8,  // 13: raypb.LeaseGrant.denied:type_name -> raypb.ErrorInfo
-	7,  // 14: raypb.LeasePush.tasks:type_name -> raypb.TaskSpec
-	6,  // 15: raypb.LeasePush.reply_to:type_name -> raypb.PID
-	7,  // 16: raypb.LeaseReturned.tasks:type_name -> raypb.TaskSpec
-	6,  // 17: raypb.PutObject.owner:type_name -> raypb.PID
-	32, // 18: raypb.StoreStatsReply.largest:type_name -> raypb.StoredObject
-	6,  // 19: raypb.StoredObject.owner:type_name -> raypb.PID
-	4,  // 20: raypb.NodeInfo.total:type_name -> raypb.ResourceQty
-	4,  // 21: raypb.NodeLoad.available:type_name -> raypb.ResourceQty
-	32, // 22: raypb.NodeLoad.store_largest:type_name -> raypb.StoredObject
-	4,  // 23: raypb.NodeLoad.in_use:type_name -> raypb.ResourceQty
-	1,  // 24: raypb.MachineMsg.op:type_name -> raypb.MachineMsg.Op
-	4,  // 25: raypb.MachineMsg.resources:type_name -> raypb.ResourceQty
-	4,  // 26: raypb.MachineMsg.free:type_name -> raypb.ResourceQty
-	4,  // 27: raypb.AgentInfo.total:type_name -> raypb.ResourceQty
-	2,  // 28: raypb.JobInfo.state:type_name -> raypb.JobInfo.State
-	3,  // 29: raypb.JobWorker.state:type_name -> raypb.JobWorker.State
-	2,  // 30: raypb.Submission.state:type_name -> raypb.JobInfo.State
-	6,  // 31: raypb.ObjectEntry.owner:type_name -> raypb.PID
-	7,  // 32: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
-	6,  // 33: raypb.ActorCall.caller:type_name -> raypb.PID
-	43, // 34: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
-	5,  // 35: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
-	4,  // 36: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
-	6,  // 37: raypb.ActorInfo.owner:type_name -> raypb.PID
-	47, // 38: raypb.ActorInfo.history:type_name -> raypb.ActorTransition
-	7,  // 39: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
-	9,  // 40: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
-	48, // 41: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
-	49, // 42: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
-	49, // 43: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
-	51, // 44: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
-	4,  // 45: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
-	4,  // 46: raypb.BundleCommit.resources:type_name -> raypb.ResourceQty
-	59, // 47: raypb.PlacementGroupInfo.bundles:type_name -> raypb.PlacementBundle
-	4,  // 48: raypb.PlacementBundle.resources:type_name -> raypb.ResourceQty
-	6,  // 49: raypb.RefPayload.owner:type_name -> raypb.PID
-	6,  // 50: raypb.AddBorrower.borrower:type_name -> raypb.PID
-	6,  // 51: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
-	6,  // 52: raypb.ResolveObject.reply_to:type_name -> raypb.PID
-	8,  // 53: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
-	54, // [54:54] is the sub-list for method output_type
-	54, // [54:54] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	0,  // 5: raypb.ErrorInfo.causes:type_name -> raypb.ErrorInfo.Kind
+	8,  // 6: raypb.TaskResult.error:type_name -> raypb.ErrorInfo
+	10, // 7: raypb.TaskResult.returns:type_name -> raypb.ReturnValue
+	10, // 8: raypb.Returns.values:type_name -> raypb.ReturnValue
+	10, // 9: raypb.GeneratorItem.value:type_name -> raypb.ReturnValue
+	9,  // 10: raypb.ResultBatch.results:type_name -> raypb.TaskResult
+	4,  // 11: raypb.LeaseRequest.resources:type_name -> raypb.ResourceQty
+	6,  // 12: raypb.LeaseRequest.owner:type_name -> raypb.PID
+	6,  // 13: raypb.LeaseGrant.worker:type_name -> raypb.PID
+	8,  // 14: raypb.LeaseGrant.denied:type_name -> raypb.ErrorInfo
+	7,  // 15: raypb.LeasePush.tasks:type_name -> raypb.TaskSpec
+	6,  // 16: raypb.LeasePush.reply_to:type_name -> raypb.PID
+	7,  // 17: raypb.LeaseReturned.tasks:type_name -> raypb.TaskSpec
+	6,  // 18: raypb.PutObject.owner:type_name -> raypb.PID
+	32, // 19: raypb.StoreStatsReply.largest:type_name -> raypb.StoredObject
+	6,  // 20: raypb.StoredObject.owner:type_name -> raypb.PID
+	4,  // 21: raypb.NodeInfo.total:type_name -> raypb.ResourceQty
+	4,  // 22: raypb.NodeLoad.available:type_name -> raypb.ResourceQty
+	32, // 23: raypb.NodeLoad.store_largest:type_name -> raypb.StoredObject
+	4,  // 24: raypb.NodeLoad.in_use:type_name -> raypb.ResourceQty
+	1,  // 25: raypb.MachineMsg.op:type_name -> raypb.MachineMsg.Op
+	4,  // 26: raypb.MachineMsg.resources:type_name -> raypb.ResourceQty
+	4,  // 27: raypb.MachineMsg.free:type_name -> raypb.ResourceQty
+	4,  // 28: raypb.AgentInfo.total:type_name -> raypb.ResourceQty
+	2,  // 29: raypb.JobInfo.state:type_name -> raypb.JobInfo.State
+	3,  // 30: raypb.JobWorker.state:type_name -> raypb.JobWorker.State
+	2,  // 31: raypb.Submission.state:type_name -> raypb.JobInfo.State
+	6,  // 32: raypb.ObjectEntry.owner:type_name -> raypb.PID
+	7,  // 33: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
+	6,  // 34: raypb.ActorCall.caller:type_name -> raypb.PID
+	43, // 35: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
+	5,  // 36: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
+	4,  // 37: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
+	6,  // 38: raypb.ActorInfo.owner:type_name -> raypb.PID
+	47, // 39: raypb.ActorInfo.history:type_name -> raypb.ActorTransition
+	7,  // 40: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
+	9,  // 41: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
+	48, // 42: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
+	49, // 43: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
+	49, // 44: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
+	51, // 45: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
+	4,  // 46: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
+	4,  // 47: raypb.BundleCommit.resources:type_name -> raypb.ResourceQty
+	59, // 48: raypb.PlacementGroupInfo.bundles:type_name -> raypb.PlacementBundle
+	4,  // 49: raypb.PlacementBundle.resources:type_name -> raypb.ResourceQty
+	6,  // 50: raypb.RefPayload.owner:type_name -> raypb.PID
+	6,  // 51: raypb.AddBorrower.borrower:type_name -> raypb.PID
+	6,  // 52: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
+	6,  // 53: raypb.ResolveObject.reply_to:type_name -> raypb.PID
+	8,  // 54: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_ray_proto_init() }
