@@ -62,7 +62,8 @@ func ResultBytes(r *TaskResult) int {
 		}
 	}
 	if r.Error != nil {
-		n += 64 + len(r.Error.Message) + len(r.Error.Function) + len(r.Error.Causes)
+		e := r.Error
+		n += 64 + len(e.Message) + len(e.Function) + len(e.Stack) + len(e.NodeId) + len(e.TaskId) + len(e.Causes)
 	}
 	return n
 }

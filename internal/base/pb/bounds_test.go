@@ -2,6 +2,7 @@ package pb
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -53,4 +54,19 @@ func mustMarshal(t *testing.T, s *TaskSpec) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestResultBytesCountsError: a failed result's estimate covers its error's every field,
+// the stack of a panic (several KiB) among them.
+func TestResultBytesCountsError(t *testing.T) {
+	r := &TaskResult{TaskId: make([]byte, 24), Error: &ErrorInfo{Kind: ErrorInfo_PANIC, Function: "f", TaskId: make([]byte, 24),
+		Message: "panic: boom", Stack: strings.Repeat("goroutine 1 [running]:\n", 400), NodeId: strings.Repeat("n", 64),
+		Causes: []ErrorInfo_Kind{ErrorInfo_OBJECT_LOST, ErrorInfo_ACTOR_DIED}}}
+	b, err := proto.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ResultBytes(r); got < len(b) {
+		t.Fatalf("ResultBytes = %d under the encoded size %d", got, len(b))
+	}
 }
