@@ -407,10 +407,16 @@ func (a *Agent) keepAlive() {
 				return
 			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, 5*time.Second)
+			backoff = min(2*backoff, registerBackoffMax)
 		}
 	}
 }
+
+// registerBackoffMax caps the pause between attempts to register again. An attempt waits
+// up to opTimeout for the GCS connection (etcd's client reconnects by itself, every ~2 s at
+// most: etcdstore), so a GCS back during an attempt is answered at once and one back during
+// a pause at most this long after; a GCS still down costs no traffic for the attempts.
+const registerBackoffMax = 2 * time.Second
 
 // refusedFor is how long the GCS must have refused this agent's certificate, in every
 // attempt, before the agent takes it for revoked: a refused handshake looks like a

@@ -13,7 +13,9 @@
 //     ErrGCSUnreachable naming it. Address() is what RAY_ADDRESS takes.
 //   - Records: agents/<id> = pb.AgentInfo (kept after the agent stops, so dead nodes show)
 //     and agentalive/<id> on a lease of AliveTTL (6 s) kept alive, and put again under a
-//     new lease if the lease is lost (the GCS was unreachable longer than the TTL). A node
+//     new lease if the lease is lost (the GCS was unreachable longer than the TTL; attempts
+//     at most 2 s apart, each waiting for the GCS connection, which etcdstore reconnects at
+//     most 2 s apart: an agent is back within seconds of a restarted head). A node
 //     is dead when it has an agents/ record and no agentalive/ key. Stop revokes the lease,
 //     so the key goes at once.
 //   - Worker processes (workers.go): for each job whose jobs/<job> record is RUNNING and

@@ -6,7 +6,10 @@
 //
 // New connects over gRPC to an etcd cluster (`rayctl start --address`, a user's 3- or
 // 5-member cluster). clientv3.New does not fail fast, so New reads once with DialTimeout
-// (default 5 s) and fails naming the endpoints. Embedded.Client talks to an in-process
+// (default 5 s) and fails naming the endpoints. Its gRPC connection reconnects to a member
+// that went away (a head restarted) with a backoff capped at 2 s, not gRPC's default 120 s
+// (reconnectBackoff): a client is back within ~2 s of the member answering again, and
+// calls made meanwhile wait for the connection. Embedded.Client talks to an in-process
 // server through etcd's v3client (direct calls, no gRPC, no sockets). Both take a
 // Namespace, a key prefix (clientv3/namespace for KV and leases; watches are prefixed by
 // hand, because the namespace watcher rewrites event keys in place and the in-process

@@ -18,6 +18,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/namespace"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -26,6 +28,21 @@ import (
 
 // DefaultDialTimeout bounds how long New waits for the cluster to answer.
 const DefaultDialTimeout = 5 * time.Second
+
+// reconnectBackoff paces a client's attempts to connect again to a member that went away
+// (a head stopped or killed, then restarted on the same port). gRPC's default backoff grows
+// to 120 s: after a minute or two down, the next attempt came up to a minute after the
+// member was back, and an agent took that long to rejoin. Capped at 2 s (as Ray's GCS
+// clients are: gcs_grpc_max_reconnect_backoff_ms), a client reconnects within about 2 s of
+// the member answering again, and a member that stays down sees one connection attempt per
+// client every ~2 s. Calls made meanwhile wait for the connection (etcd's client sends
+// them wait-for-ready) without connecting themselves.
+var reconnectBackoff = grpc.ConnectParams{
+	Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+	// gRPC's default; WithConnectParams would otherwise make it 0 (each attempt then gets
+	// only the current backoff, as little as 100 ms, for its TCP and TLS handshakes).
+	MinConnectTimeout: 20 * time.Second,
+}
 
 // Config configures a Store connected to an etcd cluster over gRPC.
 type Config struct {
@@ -143,6 +160,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		MaxCallSendMsgSize:   2 << 20,
 		Logger:               zapLogger(cfg.Logger, zapcore.ErrorLevel),
 		TLS:                  cfg.TLS,
+		DialOptions:          []grpc.DialOption{grpc.WithConnectParams(reconnectBackoff)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: connect to %s: %w", strings.Join(cfg.Endpoints, ","), err)
