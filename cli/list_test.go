@@ -298,4 +298,9 @@ func TestTimelineCount(t *testing.T) {
 	if got := timelineCount(tasks[:1]); got != "wrote 1 task attempt" {
 		t.Fatalf("%q", got)
 	}
+	// An attempt that failed as it was submitted never started: it is marked, not left out.
+	tasks = append(tasks, core.TaskEvent{Submitted: 6, Ended: 6, State: core.StateFailed})
+	if got := timelineCount(tasks); got != "wrote 3 task attempts (1 failed or was cancelled before it ran: a mark) (of 4: 1 still running or waiting, not drawn)" {
+		t.Fatalf("%q", got)
+	}
 }

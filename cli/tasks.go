@@ -163,17 +163,27 @@ func summarizeTasks(c *ucli.Context, format string) error {
 	return printRecords(c.App.Writer, format, nil, out)
 }
 
-// timelineCount says how many task attempts a timeline drew, and how many it did not
-// (running or waiting: no span yet): "wrote 2 task attempts (of 3: 1 still running or
-// waiting, not drawn)".
+// timelineCount says how many task attempts a timeline drew (spans, and marks of the
+// attempts that ended without running), and how many it did not (running or waiting: no
+// span yet): "wrote 3 task attempts (1 failed or cancelled before it ran: a mark) (of 4:
+// 1 still running or waiting, not drawn)".
 func timelineCount(tasks []core.TaskEvent) string {
-	drawn := 0
+	drawn, marks := 0, 0
 	for i := range tasks {
-		if taskstate.Drawn(&tasks[i]) {
+		switch {
+		case taskstate.Drawn(&tasks[i]):
 			drawn++
+		case taskstate.NotRun(&tasks[i]):
+			drawn++
+			marks++
 		}
 	}
 	s := fmt.Sprintf("wrote %d task attempt%s", drawn, plural(drawn))
+	if marks == 1 {
+		s += " (1 failed or was cancelled before it ran: a mark)"
+	} else if marks > 1 {
+		s += fmt.Sprintf(" (%d failed or were cancelled before they ran: marks)", marks)
+	}
 	if n := len(tasks) - drawn; n > 0 {
 		s += fmt.Sprintf(" (of %d: %d still running or waiting, not drawn)", len(tasks), n)
 	}
@@ -191,8 +201,9 @@ func timelineCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "timeline",
 		Usage: "write the tasks of a job (or of every job) as a Chrome trace for Perfetto or chrome://tracing (Ray's `ray timeline`)",
-		Description: "A track per worker, a span per task attempt that ran, an arrow from a task to each task that took its " +
-			"result as an argument. Open the file at https://ui.perfetto.dev or chrome://tracing.",
+		Description: "A track per worker, a span per task attempt that ran, a mark (on a \"not run\" track) per attempt that " +
+			"failed or was cancelled before it ran, an arrow from a task to each task that took its result as an argument. " +
+			"Open the file at https://ui.perfetto.dev or chrome://tracing.",
 		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(),
 			&ucli.StringFlag{Name: "job", Usage: "the job whose tasks to write (its ID, or at least 6 of its first characters; default: every job's)"},
 			&ucli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the `FILE` to write (default: ray-timeline-<time>.json here)"},

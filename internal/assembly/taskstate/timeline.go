@@ -14,12 +14,18 @@ import (
 // and Perfetto open, "JSON Object Format"): a process per node, a thread (track) per
 // worker, a complete event ("X") per task attempt that ran, and a flow (an "s" event at
 // the end of a producer, an "f" event at the start of its consumer) for each edge whose
-// two ends ran. Times are microseconds since the earliest task's start. Attempts whose
-// start is not known (still running, never run, actor calls) are left out.
+// two ends ran. An attempt that ended without running (failed or cancelled before it
+// ran: an unknown function, resources no node has, a dead actor) is an instant event
+// ("i") at its end, on a "not run" track of its owner's node (an actor call's: its
+// actor's track), with its state and error. Times are microseconds since the earliest
+// of these. Attempts that have not ended and not started (waiting) are left out; one
+// that is running has no span until it ends.
 func WriteTimeline(w io.Writer, r *core.TaskReport) error {
 	type span struct {
 		ev       *core.TaskEvent
 		pid, tid int
+		at       int64 // its start, or a mark's end
+		mark     bool
 	}
 	spans := make([]span, 0, len(r.Tasks))
 	var t0 int64
@@ -27,31 +33,39 @@ func WriteTimeline(w io.Writer, r *core.TaskReport) error {
 	tids := map[[2]string]int{}
 	for i := range r.Tasks {
 		ev := &r.Tasks[i]
-		if !Drawn(ev) {
+		drawn, mark := Drawn(ev), NotRun(ev)
+		if !drawn && !mark {
 			continue
 		}
 		node := ev.Node
 		if node == "" {
 			node = ev.Owner
 		}
+		worker, at := ev.Worker, ev.Started
+		if mark {
+			at = ev.Ended
+			if worker == "" {
+				worker = notRunTrack
+			}
+		}
 		pid, ok := pids[node]
 		if !ok {
 			pid = len(pids) + 1
 			pids[node] = pid
 		}
-		wk := [2]string{node, ev.Worker}
+		wk := [2]string{node, worker}
 		tid, ok := tids[wk]
 		if !ok {
 			tid = len(tids) + 1
 			tids[wk] = tid
 		}
-		spans = append(spans, span{ev: ev, pid: pid, tid: tid})
-		if t0 == 0 || ev.Started < t0 {
-			t0 = ev.Started
+		spans = append(spans, span{ev: ev, pid: pid, tid: tid, at: at, mark: mark})
+		if t0 == 0 || at < t0 {
+			t0 = at
 		}
 	}
 	// Oldest first reads best in a file and in viewers that stream it.
-	sort.Slice(spans, func(i, j int) bool { return spans[i].ev.Started < spans[j].ev.Started })
+	sort.Slice(spans, func(i, j int) bool { return spans[i].at < spans[j].at })
 	bw := bufio.NewWriterSize(w, 1<<20)
 	buf := make([]byte, 0, 512)
 	first := true
@@ -106,10 +120,15 @@ func WriteTimeline(w io.Writer, r *core.TaskReport) error {
 		ev := sp.ev
 		buf = append(buf[:0], `{"name":`...)
 		buf = str(buf, ev.Function)
-		buf = append(buf, `,"cat":"task","ph":"X","ts":`...)
-		buf = us(buf, ev.Started)
-		buf = append(buf, `,"dur":`...)
-		buf = strconv.AppendFloat(buf, float64(ev.Ended-ev.Started)/1e3, 'f', 3, 64)
+		if sp.mark {
+			buf = append(buf, `,"cat":"task","ph":"i","s":"t","ts":`...)
+			buf = us(buf, ev.Ended)
+		} else {
+			buf = append(buf, `,"cat":"task","ph":"X","ts":`...)
+			buf = us(buf, ev.Started)
+			buf = append(buf, `,"dur":`...)
+			buf = strconv.AppendFloat(buf, float64(ev.Ended-ev.Started)/1e3, 'f', 3, 64)
+		}
 		buf = append(buf, `,"pid":`...)
 		buf = strconv.AppendInt(buf, int64(sp.pid), 10)
 		buf = append(buf, `,"tid":`...)
@@ -130,7 +149,7 @@ func WriteTimeline(w io.Writer, r *core.TaskReport) error {
 		}
 		buf = append(buf, "}}"...)
 		emit(buf)
-		if ev.State == core.StateFinished {
+		if ev.State == core.StateFinished && !sp.mark {
 			byID[ev.TaskID] = sp
 		}
 	}
@@ -170,7 +189,16 @@ func WriteTimeline(w io.Writer, r *core.TaskReport) error {
 	return bw.Flush()
 }
 
-// Drawn reports whether WriteTimeline draws the attempt ev: it started and ended.
+// Drawn reports whether WriteTimeline draws the attempt ev as a span: it started and ended.
 func Drawn(ev *core.TaskEvent) bool {
 	return ev.Started != 0 && ev.Ended != 0 && ev.Ended >= ev.Started
 }
+
+// NotRun reports whether the attempt ev ended without running (it failed or was cancelled
+// before a worker started it): WriteTimeline marks it with an instant event at its end.
+func NotRun(ev *core.TaskEvent) bool {
+	return ev.Started == 0 && ev.Ended != 0 && ev.State != core.StateFinished
+}
+
+// notRunTrack names the track of a node's attempts that ended without running.
+const notRunTrack = "not run"
