@@ -684,13 +684,17 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		}
 		e := &pb.ErrorInfo{Kind: kind, Function: method, TaskId: p.tid[:], Message: msg}
 		c.mem.Set(ret, objects.Value{Err: e})
+		c.submitFailure(p, method, e) // the state API shows it FAILED
 		return p, ret, &SubmitError{Info: e, Err: errors.New(msg)}
 	}
 	if argErr != nil {
 		// The call fails here; its seq is skipped so the calls after it are not held up.
 		info := &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST, Function: method, TaskId: p.tid[:], Message: argErr.Error(), NodeId: string(c.cfg.Node)}
-		c.actorFinished(p)
+		finished := c.actorFinished(p)
 		c.mem.Set(ret, objects.Value{Err: info})
+		if finished { // (else its actor's death failed it first, and its shard records that)
+			c.submitFailure(p, method, info)
+		}
 		return p, ret, &SubmitError{Info: info, Err: argErr}
 	}
 	if len(argRefs) == 0 {

@@ -33,6 +33,10 @@ import (
 //     process calling actor after actor keeps the places of its kept records only);
 //     error messages and the producer → consumer edges (a task that used another's result)
 //     have rings of their own;
+//   - a task or actor call that fails as it is submitted (an unknown function, resources
+//     no node has, a dead actor), before its shard ever sees it, is sent to its shard
+//     (submitFailed), which writes its FAILED record the same way: only a failed
+//     submission pays for the message;
 //   - a query (Core.Tasks) is a message to every shard, which scans its live tasks and its
 //     ring newest first and answers with what matched, at most the query's limit;
 //   - each shard also counts the attempts that ended, by function and state, in an array of
@@ -372,6 +376,25 @@ func (s *shard) evRecordAt(p *pending, r *pb.TaskResult, state uint8, end int64)
 			}
 		}
 	}
+}
+
+// submitFailed: p failed as it was submitted, with info (submitFailure).
+type submitFailed struct {
+	p    *pending
+	info *pb.ErrorInfo
+}
+
+// submitFailure records p, a task or actor call that failed as it was submitted (an
+// unknown function, resources no node has, a dead actor ...), as one FAILED attempt that
+// was submitted and ended now: its shard writes the record (submitFailed), as it does
+// for the tasks that fail later. Only a failed submission pays for this.
+func (c *Core) submitFailure(p *pending, fn string, info *pb.ErrorInfo) {
+	if c.evBudget == nil {
+		return
+	}
+	p.spec.Function = fn
+	p.ev.submit = c.clock.now()
+	c.shardOf(p.tid).send(submitFailed{p: p, info: info})
 }
 
 // maxInc is the largest incarnation a record keeps (an actor restarted more often shows

@@ -14,8 +14,9 @@ import (
 // TestDeadCallersAreForgotten: once an actor dies, this process keeps no caller or state
 // of it, so a driver that creates and ends actors grows no table per actor it ever called:
 // the call in flight fails with ACTOR_DIED, a call made afterwards fails at once and leaves
-// no caller behind, every shard stops sweeping the callers (it goes quiet), and the task
-// record of the failed call still shows the node its actor was on.
+// no caller behind, every shard stops sweeping the callers (it goes quiet), the task
+// record of the failed call still shows the node its actor was on, and the call refused
+// at submission has a FAILED record of its own (as Ray lists it).
 func TestDeadCallersAreForgotten(t *testing.T) {
 	la := newLocalActors(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -64,10 +65,15 @@ func TestDeadCallersAreForgotten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Tasks) != 1 {
-			t.Fatalf("actor %s: %d task records, want 1 (the call in flight; the one refused at submission has none)", id, len(rep.Tasks))
+		if len(rep.Tasks) != 2 {
+			t.Fatalf("actor %s: %d task records, want 2 (the call in flight, and the one refused at submission)", id, len(rep.Tasks))
 		}
-		if e := rep.Tasks[0]; e.State != StateFailed || e.Node != "n1" {
+		// Newest first: the refused call (sent to no incarnation: no node), then the call
+		// in flight, on the node its actor was on.
+		if e := rep.Tasks[0]; e.State != StateFailed || e.ErrorKind != "ACTOR_DIED" || e.Incarnation != 0 || e.Node != "" || !e.Actor {
+			t.Errorf("actor %s: the refused call's record %+v, want failed (ACTOR_DIED), on no node", id, e)
+		}
+		if e := rep.Tasks[1]; e.State != StateFailed || e.Node != "n1" {
 			t.Errorf("actor %s: record %+v, want failed on node n1", id, e)
 		}
 	}

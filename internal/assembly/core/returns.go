@@ -55,14 +55,15 @@ func (c *Core) createReturns(p *pending, n int32) {
 // failTask fails the submission of p (every return of it) with err.
 func (c *Core) failTask(p *pending, fn string, kind pb.ErrorInfo_Kind, err error) error {
 	err = c.failSubmit(ids.ReturnID(p.tid, 1), p.tid, fn, kind, err)
+	info := err.(*SubmitError).Info
 	if n := p.spec.NumReturns; n > 1 {
-		info := err.(*SubmitError).Info
 		for i := int32(2); i <= n; i++ {
 			id := ids.ReturnID(p.tid, uint32(i))
 			c.refs.AddLocal(id)
 			c.mem.Set(id, objects.Value{Err: info})
 		}
 	}
+	c.submitFailure(p, fn, info) // the state API shows it FAILED, as a task that fails later
 	return err
 }
 

@@ -270,6 +270,10 @@ func (s *shard) receive(ctx actor.Context) {
 		}
 	case taskQuery:
 		m.reply <- s.answer(m.q, m.actorNodes)
+	case submitFailed:
+		if s.ev.on {
+			s.evRecordAt(m.p, &pb.TaskResult{Error: m.info}, stateCodeFailed, m.p.ev.submit)
+		}
 	case recordLineage:
 		s.recordLineage(m.all, m.done == nil)
 		if m.done != nil {
