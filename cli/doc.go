@@ -79,7 +79,8 @@
 // its largest objects with their owners) from the nodes' load reports (load/<node>), which
 // they refresh every second while it changes, and the drivers' (driverload/<node>, ROLE
 // driver with its job: what a driver Put and its tasks' results live in its own store);
-// the totals count both. ray.Memory gives the same from a program.
+// the totals count both. ray.Memory gives the same from a program, and `status`'s
+// "Object store used" line the same total (its budget: the alive agents' and drivers').
 //
 // # Security
 //

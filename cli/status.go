@@ -112,6 +112,7 @@ func printStatus(c *ucli.Context, st *Status) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Resources in use/total: %s\n", fmtResources(st.Cluster.Total, st.Cluster.InUse))
+	// Every store: the worker processes' and the drivers' (rayctl memory's totals).
 	fmt.Fprintf(w, "Object store used/budget: %s / %s\n", fmtBytes(st.Cluster.ObjectStoreUsed), fmtBytes(st.Cluster.ObjectStoreBudget))
 	if st.Dashboard != "" {
 		fmt.Fprintf(w, "Dashboard: %s (it asks for the cluster's token: `rayctl token show` on the head's machine)\n", st.Dashboard)

@@ -38,8 +38,9 @@ func startStoreDriver(t *testing.T, env []string, sess string) (p *piped, node, 
 
 // TestDriverObjectStore: a driver joined to the cluster holds an 8 MiB object it put in
 // its own object store. `rayctl memory` lists that store (role driver, the driver's job)
-// and counts it in the totals; the head's /metrics counts it in its object store bytes
-// and the driver in ray_go_processes{Role="driver"}.
+// and counts it in the totals, and so does rayctl status's cluster line; the head's
+// /metrics counts it in its object store bytes and the driver in
+// ray_go_processes{Role="driver"}.
 func TestDriverObjectStore(t *testing.T) {
 	port, addr, sess := newSession(t)
 	env := startHead(t, port, addr, sess)
@@ -80,7 +81,22 @@ func TestDriverObjectStore(t *testing.T) {
 	if rep.MemoryBytes < mine.MemoryBytes || rep.Objects < mine.Objects {
 		t.Errorf("rayctl memory: totals %d bytes, %d objects leave out the driver's %d bytes, %d objects", rep.MemoryBytes, rep.Objects, mine.MemoryBytes, mine.Objects)
 	}
-	out, errOut, code := run(t, time.Minute, env, rayctl, "memory")
+	// rayctl status's cluster line counts the same stores, the driver's included.
+	var st struct {
+		Cluster struct {
+			Used   int64 `json:"object_store_used"`
+			Budget int64 `json:"object_store_budget"`
+		}
+	}
+	out, errOut, code := run(t, time.Minute, env, rayctl, "status", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 {
+		t.Fatalf("rayctl status -o json: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	if st.Cluster.Used < mine.MemoryBytes || st.Cluster.Budget < 256<<20+1 {
+		t.Errorf("rayctl status: cluster object store %d / %d bytes leaves out the driver's store (%d bytes in memory; rayctl memory's total %d)",
+			st.Cluster.Used, st.Cluster.Budget, mine.MemoryBytes, rep.MemoryBytes)
+	}
+	out, errOut, code = run(t, time.Minute, env, rayctl, "memory")
 	if code != 0 || !strings.Contains(out, "ROLE") || !strings.Contains(out, node+"  driver") || !strings.Contains(out, "1 of them drivers") {
 		t.Errorf("rayctl memory: exit %d, want the driver's row\n%s\n%s", code, out, errOut)
 	}

@@ -105,13 +105,18 @@ type DriverStatus struct {
 
 // ClusterStatus sums the alive nodes.
 type ClusterStatus struct {
-	AliveNodes        int                `json:"alive_nodes"`
-	DeadNodes         int                `json:"dead_nodes"`
-	Total             map[string]float64 `json:"resources_total"`
-	InUse             map[string]float64 `json:"resources_in_use"`
-	ObjectStoreBudget int64              `json:"object_store_budget"`
-	ObjectStoreUsed   int64              `json:"object_store_used"`
-	RunningJobs       int                `json:"running_jobs"`
+	AliveNodes int                `json:"alive_nodes"`
+	DeadNodes  int                `json:"dead_nodes"`
+	Total      map[string]float64 `json:"resources_total"`
+	InUse      map[string]float64 `json:"resources_in_use"`
+	// ObjectStoreBudget is the alive agents' object store budgets and the alive drivers'
+	// (a driver joined to the cluster has a store of its own). ObjectStoreUsed is the
+	// bytes in memory of every store that reports: the worker processes' (whatever
+	// agent runs them, if any) and the drivers' (driverload/), as `rayctl memory` and
+	// ray.Memory total them.
+	ObjectStoreBudget int64 `json:"object_store_budget"`
+	ObjectStoreUsed   int64 `json:"object_store_used"`
+	RunningJobs       int   `json:"running_jobs"`
 	// UnreachableDrivers and DeadDrivers count Status.Drivers in those states.
 	UnreachableDrivers int `json:"unreachable_drivers"`
 	DeadDrivers        int `json:"dead_drivers"`
@@ -219,7 +224,6 @@ func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 				st.Cluster.InUse[name] = round4(st.Cluster.InUse[name] + ns.InUse[name])
 			}
 			st.Cluster.ObjectStoreBudget += ns.ObjectStoreBudget
-			st.Cluster.ObjectStoreUsed += ns.ObjectStoreUsed
 			if ns.Head && a.GetDashboardAddress() != "" {
 				scheme := "http://"
 				if a.GetDashboardTls() {
@@ -263,6 +267,22 @@ func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 	}
 	sort.SliceStable(st.Jobs, func(i, j int) bool { return st.Jobs[i].Start > st.Jobs[j].Start })
 	readDrivers(st, tables, time.Now())
+	// Every store that reports, as rayctl memory totals them: the worker processes' (an
+	// agent's row counts those of its own), and the drivers'.
+	for _, l := range loads {
+		st.Cluster.ObjectStoreUsed += l.GetStoreInMemory()
+	}
+	for _, kv := range tables[gcs.DriverLoadPrefix] {
+		id, _ := gcs.TrimKey(gcs.DriverLoadPrefix, kv.Key)
+		if l, err := clusterview.DecodeLoad(id, kv.Value); err == nil {
+			st.Cluster.ObjectStoreUsed += l.GetStoreInMemory()
+		}
+	}
+	for _, d := range st.Drivers {
+		if d.State == DriverAlive {
+			st.Cluster.ObjectStoreBudget += d.ObjectStoreBudget
+		}
+	}
 	return st, nil
 }
 

@@ -69,3 +69,42 @@ func TestRead(t *testing.T) {
 		t.Fatalf("actors %+v", actors)
 	}
 }
+
+// TestReadStoreTotals: the cluster's object store figures count every store that
+// reports, as rayctl memory totals them: an agent's worker processes', a node's that no
+// agent runs (a local node), and a joined driver's (driverload/); the driver's budget too.
+func TestReadStoreTotals(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	put := func(key string, m proto.Message) { gcstest.PutProto(t, s, key, m) }
+	now := time.Now().UnixMilli()
+	put(gcs.AgentKey("head"), &pb.AgentInfo{AgentId: "head", Head: true, ObjectStoreBytes: 1000, StartedUnixMs: now})
+	if _, err := s.Put(ctx, gcs.AgentAliveKey("head"), []byte("h"), 0); err != nil {
+		t.Fatal(err)
+	}
+	put(gcs.NodeKey("w1"), &pb.NodeInfo{NodeId: "w1", AgentId: "head", Role: "worker", JobId: "01"})
+	put(gcs.LoadKey("w1"), &pb.NodeLoad{NodeId: "w1", StoreInMemory: 30})
+	put(gcs.NodeKey("l1"), &pb.NodeInfo{NodeId: "l1", Role: "local"})
+	put(gcs.LoadKey("l1"), &pb.NodeLoad{NodeId: "l1", StoreInMemory: 5})
+	put(gcs.NodeKey("d1"), &pb.NodeInfo{NodeId: "d1", Role: driverRole, JobId: "01", ObjectStoreBytes: 500})
+	put(gcs.DriverLoadKey("d1"), &pb.NodeLoad{NodeId: "d1", StoreInMemory: 8 << 20, StoreBudget: 500})
+	put(gcs.JobKey("01"), &pb.JobInfo{JobId: "01", State: pb.JobInfo_RUNNING, StartUnixMs: now, DriverNode: "d1"})
+
+	st, err := Read(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.Cluster.ObjectStoreUsed, int64(30+5+8<<20); got != want {
+		t.Errorf("cluster object store used %d, want %d (workers' 30, the local node's 5, the driver's 8 MiB)", got, want)
+	}
+	if got, want := st.Cluster.ObjectStoreBudget, int64(1000+500); got != want {
+		t.Errorf("cluster object store budget %d, want %d (the head's and the driver's)", got, want)
+	}
+	if len(st.Nodes) != 1 || st.Nodes[0].ObjectStoreUsed != 30 {
+		t.Errorf("nodes %+v: the head's row counts its worker process's 30 bytes", st.Nodes)
+	}
+	if len(st.Drivers) != 1 || st.Drivers[0].ObjectStoreUsed != 8<<20 {
+		t.Errorf("drivers %+v: the driver's row has its 8 MiB", st.Drivers)
+	}
+}
