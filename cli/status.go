@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -37,7 +38,7 @@ func statusCommand() *ucli.Command {
 			if asJSON {
 				return printJSON(c, st)
 			}
-			printStatus(c, st)
+			printStatus(c.App.Writer, st)
 			return nil
 		},
 	}
@@ -103,8 +104,9 @@ func fmtBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-func printStatus(c *ucli.Context, st *Status) {
-	w := c.App.Writer
+// printStatus prints st as rayctl status does: the cluster's figures, then tables of its
+// nodes and jobs, each cell on one line (cell: a job's message may have several).
+func printStatus(w io.Writer, st *Status) {
 	fmt.Fprintf(w, "Cluster at %s: %d node(s) alive, %d dead; %d job(s) running", st.Address,
 		st.Cluster.AliveNodes, st.Cluster.DeadNodes, st.Cluster.RunningJobs)
 	if st.Cluster.UnreachableDrivers+st.Cluster.DeadDrivers > 0 {
@@ -129,15 +131,15 @@ func printStatus(c *ucli.Context, st *Status) {
 		if n.Head {
 			role = "head"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s / %s\t%d\t%s\n", n.AgentID, n.Host, state, role,
-			fmtResources(n.Total, n.InUse), fmtBytes(n.ObjectStoreUsed), fmtBytes(n.ObjectStoreBudget), n.Workers, n.Started)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s / %s\t%d\t%s\n", cell(n.AgentID), cell(n.Host), state, role,
+			cell(fmtResources(n.Total, n.InUse)), fmtBytes(n.ObjectStoreUsed), fmtBytes(n.ObjectStoreBudget), n.Workers, cell(n.Started))
 	}
 	for _, d := range st.Drivers {
 		store := "-"
 		if d.State == clusterstate.DriverAlive {
 			store = fmtBytes(d.ObjectStoreUsed) + " / " + fmtBytes(d.ObjectStoreBudget)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.NodeID, d.Host, driverState(d), "driver", "-", store, "-", dash(d.Started))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(d.NodeID), cell(d.Host), driverState(d), "driver", "-", store, "-", cell(dash(d.Started)))
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)
@@ -152,7 +154,8 @@ func printStatus(c *ucli.Context, st *Status) {
 		if j.DriverState != "" && j.DriverState != clusterstate.DriverAlive {
 			driver += " (" + strings.ToLower(j.DriverState) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.JobID, j.State, dash(j.SubmissionID), j.Start, dash(j.End), driver, j.Message)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(j.JobID), cell(j.State), cell(dash(j.SubmissionID)), cell(j.Start),
+			cell(dash(j.End)), cell(driver), cell(j.Message))
 	}
 	_ = tw.Flush()
 }
