@@ -36,10 +36,12 @@
 //	  any case and refuses a value the field never has, listing those it has: listfilter.go)
 //	rayctl --version
 //
-// Every ID a command takes (get, logs, job status|logs|stop, timeline --job; the dashboard's
-// job filter and job logs too) may be the whole ID or at least 6 of its first characters
-// (clusterstate.MatchID); a prefix of several IDs is refused, naming them. job status|logs|stop
-// and logs job take a submission's ID or its job's.
+// Every ID a command takes (get, logs, job status|logs|stop, timeline --job, list's --filter on
+// an ID field: job_id, node, node_id, actor_id, task_id, object_id, placement_group_id, ...; the
+// dashboard's job filter and job logs too) may be the whole ID or at least 6 of its first
+// characters (clusterstate.MatchID); a prefix of several IDs is refused, naming them, and a
+// filter's prefix of none too, saying which list shows the IDs (idfilter.go). job
+// status|logs|stop and logs job take a submission's ID or its job's.
 //
 // In the tables of list, summary, cert list and job list, a value's newlines, carriage returns and
 // tabs (a task's error, a job's message) are written as \n, \r and \t, so that each record is one

@@ -128,7 +128,7 @@ func listCommand() *ucli.Command {
 		Usage:     "list the cluster's nodes, jobs, actors, placement groups, tasks or objects (Ray's `ray list`)",
 		ArgsUsage: kindArgs(false),
 		Flags: append(stateFlags(),
-			&ucli.StringSliceFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records whose FIELD=VALUE (or FIELD!=VALUE); repeatable, all must hold; values of enum fields (state, type, reference_type, ...) in any case, checked"},
+			&ucli.StringSliceFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records whose FIELD=VALUE (or FIELD!=VALUE); repeatable, all must hold; values of enum fields (state, type, reference_type, ...) in any case, checked; of ID fields (job_id, node, actor_id, task_id, ...) an ID or at least 6 of its first characters"},
 			&ucli.IntFlag{Name: "limit", Usage: "print at most this many records (0: all)", Value: 100},
 			&ucli.BoolFlag{Name: "detail", Usage: "objects: add the call_site column (where each object was created; its owner records it with RAY_record_ref_creation_sites=1)"},
 		),
@@ -147,6 +147,9 @@ func listCommand() *ucli.Command {
 			filters, err := parseFilters(c.StringSlice("filter"))
 			if err == nil {
 				filters, err = enumFilters(k.name, filters)
+			}
+			if err == nil {
+				filters, err = resolveIDFilters(c, k.name, filters)
 			}
 			if err != nil {
 				return err
@@ -479,6 +482,9 @@ func fmtAmounts(m map[string]float64) string {
 func printFiltered(c *ucli.Context, format, noun string, columns []string, recs []record, total int, rest []filter, limit int) error {
 	if len(rest) > 0 {
 		var err error
+		if rest, err = matchRecordIDs(noun, rest, recs); err != nil {
+			return err
+		}
 		if recs, err = filterRecords(recs, rest); err != nil {
 			return err
 		}

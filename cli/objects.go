@@ -12,6 +12,7 @@ import (
 
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/assembly/taskstate"
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 // Objects in the state API: `rayctl list objects`, `get object`, `summary objects`. Like
@@ -89,8 +90,16 @@ func listObjects(c *ucli.Context, format string, filters []filter, limit int) er
 		return err
 	}
 	recs := make([]record, len(res.Objects))
+	matched := make([]string, len(res.Objects))
 	for i := range res.Objects {
 		recs[i] = objectRecord(&res.Objects[i])
+		matched[i] = res.Objects[i].ObjectID
+	}
+	if q.ObjectID != "" {
+		// The processes matched a prefix: of one object, or say so.
+		if err := checkMatchedIDs(objectIDs, "object_id", q.ObjectID, matched, 2*ids.ObjectIDLen); err != nil {
+			return err
+		}
 	}
 	columns := objectColumns
 	if c.Bool("detail") {

@@ -17,6 +17,7 @@ import (
 	"github.com/ray-go/ray/internal/assembly/clusterstate"
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/assembly/taskstate"
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 // Tasks in the state API: `rayctl list tasks`, `get task`, `summary tasks` and `timeline`.
@@ -103,8 +104,16 @@ func listTasks(c *ucli.Context, format string, filters []filter, limit int) erro
 		return err
 	}
 	recs := make([]record, len(res.Tasks))
+	matched := make([]string, len(res.Tasks))
 	for i := range res.Tasks {
 		recs[i] = taskRecord(&res.Tasks[i])
+		matched[i] = res.Tasks[i].TaskID
+	}
+	if q.TaskID != "" {
+		// The processes matched a prefix: of one task, or say so.
+		if err := checkMatchedIDs(taskIDs, "task_id", q.TaskID, matched, 2*ids.TaskIDLen); err != nil {
+			return err
+		}
 	}
 	return printFiltered(c, format, "tasks", taskColumns, recs, res.Total, rest, limit)
 }

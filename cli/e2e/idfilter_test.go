@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestIDPrefixes: `rayctl list`'s ID filters take the first 6 characters of an ID as `get`
+// does (job_id=<prefix> matched nothing, silently), and refuse a prefix of no job saying so.
+func TestIDPrefixes(t *testing.T) {
+	port, addr, sess := newSession(t)
+	env := startHead(t, port, addr, sess)
+	p, _, job := startStoreDriver(t, env, sess)
+	defer func() { p.in.Close(); _ = p.cmd.Wait() }()
+
+	listJSON := func(args ...string) []map[string]any {
+		t.Helper()
+		out, errOut, code := run(t, time.Minute, env, rayctl, append([]string{"list"}, append(args, "-o", "json")...)...)
+		var recs []map[string]any
+		if err := json.Unmarshal([]byte(out), &recs); err != nil || code != 0 {
+			t.Fatalf("rayctl list %v: exit %d, %v\n%s\n%s", args, code, err, out, errOut)
+		}
+		return recs
+	}
+	tasks := listJSON("tasks", "--filter", "job_id="+job[:6])
+	if len(tasks) == 0 || tasks[0]["job_id"] != job {
+		t.Fatalf("rayctl list tasks --filter job_id=%s: %v, want the tasks of job %s", job[:6], tasks, job)
+	}
+	worker, _ := tasks[0]["node"].(string)
+	taskID, _ := tasks[0]["task_id"].(string)
+	if len(worker) < 8 || len(taskID) < 8 {
+		t.Fatalf("a task without a node or an ID: %v", tasks[0])
+	}
+	if objs := listJSON("objects", "--filter", "job_id="+job[:6]); len(objs) == 0 {
+		t.Errorf("rayctl list objects --filter job_id=%s: none, want the driver's object", job[:6])
+	}
+	if got := listJSON("tasks", "--filter", "node="+worker[:6], "--filter", "task_id="+taskID[:8]); len(got) != 1 || got[0]["task_id"] != taskID {
+		t.Errorf("rayctl list tasks --filter node=%s --filter task_id=%s: %v, want task %s", worker[:6], taskID[:8], got, taskID)
+	}
+	other := "0"
+	if job[0] == '0' {
+		other = "1"
+	}
+	out, errOut, code := run(t, time.Minute, env, rayctl, "list", "tasks", "--filter", "job_id="+other+job[1:6])
+	if code == 0 || !strings.Contains(errOut, "no job") {
+		t.Errorf("rayctl list tasks --filter job_id=%s (no such job): exit %d, want an error saying so\n%s\n%s", other+job[1:6], code, out, errOut)
+	}
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestMatchIDFilters: an ID filter's value that starts one known ID becomes that ID; one
+// that starts several is refused naming them; an unknown job, or a short prefix of no
+// node, is refused saying where the IDs are; a whole node ID of a node gone, a value that
+// is no ID (location=inline) and a != filter's prefix are handled as such.
+func TestMatchIDFilters(t *testing.T) {
+	known := map[idSet][]string{
+		jobIDs:  {"0a1b2c3d", "0a1b2c99", "ffee0011"},
+		nodeIDs: {"1111222233334444", "1111222255556666", "abcdef0123456789"},
+	}
+	resolve := func(kind string, fs ...string) ([]filter, error) {
+		t.Helper()
+		parsed, err := parseFilters(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return matchIDFilters(kind, parsed, known)
+	}
+	got, err := resolve("tasks", "job_id=ffee00", "node=abcdef01", "state=FAILED")
+	if err != nil || got[0].value != "ffee0011" || got[1].value != "abcdef0123456789" || got[2].value != "FAILED" {
+		t.Fatalf("prefixes: %+v, %v; want the whole IDs", got, err)
+	}
+	if got, err := resolve("actors", "job_id!=FFEE00"); err != nil || got[0].value != "ffee0011" || !got[0].neg {
+		t.Fatalf("a != filter in upper case: %+v, %v", got, err)
+	}
+	if _, err := resolve("tasks", "job_id=0a1b2c"); err == nil || !strings.Contains(err.Error(), "0a1b2c3d, 0a1b2c99") {
+		t.Fatalf("an ambiguous job prefix: %v, want an error naming both jobs", err)
+	}
+	if _, err := resolve("objects", "job_id=123456"); err == nil || !strings.Contains(err.Error(), `no job "123456"`) ||
+		!strings.Contains(err.Error(), "rayctl list jobs") {
+		t.Fatalf("an unknown job: %v, want an error saying where the jobs are", err)
+	}
+	if _, err := resolve("nodes", "node_id=11112222"); err == nil || !strings.Contains(err.Error(), "1111222233334444, 1111222255556666") {
+		t.Fatalf("an ambiguous node prefix: %v", err)
+	}
+	if _, err := resolve("actors", "node=999999"); err == nil || !strings.Contains(err.Error(), "rayctl list nodes") {
+		t.Fatalf("an unknown node prefix: %v, want an error saying where the nodes are", err)
+	}
+	if got, err := resolve("tasks", "node=9999999999999999"); err != nil || got[0].value != "9999999999999999" {
+		t.Fatalf("the whole ID of a node gone: %+v, %v; want it kept", got, err)
+	}
+	if got, err := resolve("objects", "location=inline"); err != nil || got[0].value != "inline" {
+		t.Fatalf("location=inline: %+v, %v", got, err)
+	}
+	// A field that holds no ID is compared as it is.
+	if got, err := resolve("tasks", "name=abcdef"); err != nil || got[0].value != "abcdef" {
+		t.Fatalf("name=abcdef: %+v, %v", got, err)
+	}
+}
+
+// TestCheckMatchedIDs: what processes matched to a task or object ID prefix is one ID, or
+// an error: several (named), or none of a prefix.
+func TestCheckMatchedIDs(t *testing.T) {
+	if err := checkMatchedIDs(taskIDs, "task_id", "abcdef", []string{"abcdef01", "abcdef01"}, 8); err != nil {
+		t.Fatalf("one task's attempts: %v", err)
+	}
+	if err := checkMatchedIDs(taskIDs, "task_id", "abcdef", []string{"abcdef01", "abcdef02"}, 8); err == nil ||
+		!strings.Contains(err.Error(), "abcdef01, abcdef02") {
+		t.Fatalf("two tasks: %v, want an error naming them", err)
+	}
+	if err := checkMatchedIDs(objectIDs, "object_id", "abcdef", nil, 8); err == nil || !strings.Contains(err.Error(), "rayctl list objects") {
+		t.Fatalf("no object: %v", err)
+	}
+	if err := checkMatchedIDs(objectIDs, "object_id", "abcdef01", nil, 8); err != nil {
+		t.Fatalf("a whole ID of nothing: %v, want an empty list", err)
+	}
+	// Filters rayctl applies itself (objects' task_id) match among the records' IDs.
+	recs := []record{{{"object_id", "o1"}, {"task_id", "aaaaaa11"}}, {{"object_id", "o2"}, {"task_id", "bbbbbb22"}}}
+	got, err := matchRecordIDs("objects", []filter{{key: "task_id", value: "bbbbbb"}}, recs)
+	if err != nil || got[0].value != "bbbbbb22" {
+		t.Fatalf("objects' task_id prefix: %+v, %v", got, err)
+	}
+	if kept, err := filterRecords(recs, got); err != nil || len(kept) != 1 {
+		t.Fatalf("filtered: %v, %v", kept, err)
+	}
+}
