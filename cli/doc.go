@@ -43,6 +43,13 @@
 // filter's prefix of none too, saying which list shows the IDs (idfilter.go). job
 // status|logs|stop and logs job take a submission's ID or its job's.
 //
+// Two kinds of node ID: `list nodes` shows the machines (agents) and the drivers; tasks,
+// actors and objects name the worker process of their job that ran or holds them (an agent
+// starts one per job on its machine; ray.NodeID, NodeAffinity and ray.Nodes use these IDs).
+// `get node` of a worker process's ID prints its machine's record with the worker process's
+// own fields (pid, job, address, object store) under worker_process, and `list nodes
+// --filter node_id=` of one keeps its machine's row (workernode.go).
+//
 // In the tables of list, summary, cert list and job list, a value's newlines, carriage returns and
 // tabs (a task's error, a job's message) are written as \n, \r and \t, so that each record is one
 // line; -o json and -o yaml print values as they are.

@@ -90,7 +90,27 @@ func resolveIDFilters(c *ucli.Context, kind string, filters []filter) ([]filter,
 			return nil, exitf(ExitError, "read the %s IDs from %s: %v", set, strings.Join(addr, ","), err)
 		}
 	}
-	return matchIDFilters(kind, filters, known)
+	out, err := matchIDFilters(kind, filters, known)
+	if err != nil || kind != "nodes" || !need[nodeIDs] {
+		return out, err
+	}
+	// A worker process's ID names its machine's row (workernode.go).
+	workers, err := readWorkerProcesses(c.Context, store)
+	if err != nil {
+		return nil, exitf(ExitError, "read the nodes from %s: %v", strings.Join(addr, ","), err)
+	}
+	return workersToMachines(out, workers), nil
+}
+
+// workersToMachines makes a node_id filter of `list nodes` on a worker process one on its
+// machine (its agent).
+func workersToMachines(filters []filter, workers map[string]workerProc) []filter {
+	for i, f := range filters {
+		if w, ok := workers[f.value]; ok && f.key == "node_id" && w.agent != "" {
+			filters[i].value = w.agent
+		}
+	}
+	return filters
 }
 
 // matchIDFilters resolves the ID filters of a list of kind among the known IDs of each

@@ -206,15 +206,20 @@ func getCommand() *ucli.Command {
 			case "objects":
 				return getObject(c, format, c.Args().Get(1))
 			}
-			recs, err := readKind(c, k)
+			recs, workers, err := readKindForGet(c, k)
 			if err != nil {
 				return err
 			}
 			id := c.Args().Get(1)
 			ids := make([]string, len(recs))
+			byID := map[string]record{}
 			for i, r := range recs {
 				v, _ := r.get(k.id)
 				ids[i] = fmt.Sprint(v)
+				byID[ids[i]] = r
+			}
+			for w := range workers { // a node: its worker processes' IDs name their machine
+				ids = append(ids, w)
 			}
 			match, err := matchID(k.one, ids, id)
 			if err != nil {
@@ -223,7 +228,10 @@ func getCommand() *ucli.Command {
 			if match == "" {
 				return exitf(ExitError, "no %s %q in the cluster (rayctl list %s shows them)", k.one, id, k.name)
 			}
-			found := recs[slices.Index(ids, match)]
+			found, ok := byID[match]
+			if !ok {
+				found = withWorker(byID, workers[match])
+			}
 			if format == "json" {
 				enc := json.NewEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")
@@ -366,6 +374,28 @@ func readKind(c *ucli.Context, k kind) ([]record, error) {
 		return nil, exitf(ExitError, "read the %s from %s: %v", k.name, strings.Join(addr, ","), err)
 	}
 	return recs, nil
+}
+
+// readKindForGet reads the records of kind k for `get`, and for nodes also the worker
+// processes (their IDs name their machine: workernode.go).
+func readKindForGet(c *ucli.Context, k kind) ([]record, map[string]workerProc, error) {
+	if k.name != "nodes" {
+		recs, err := readKind(c, k)
+		return recs, nil, err
+	}
+	store, addr, err := connect(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer store.Close()
+	recs, err := k.read(c.Context, store)
+	if err == nil {
+		var workers map[string]workerProc
+		if workers, err = readWorkerProcesses(c.Context, store); err == nil {
+			return recs, workers, nil
+		}
+	}
+	return nil, nil, exitf(ExitError, "read the %s from %s: %v", k.name, strings.Join(addr, ","), err)
 }
 
 // filter is one --filter: the records whose field key prints as value (or not, neg).

@@ -7,9 +7,12 @@ import (
 	"time"
 )
 
-// TestIDPrefixes: `rayctl list`'s ID filters take the first 6 characters of an ID as `get`
-// does (job_id=<prefix> matched nothing, silently), and refuse a prefix of no job saying so.
-func TestIDPrefixes(t *testing.T) {
+// TestIDPrefixesAndWorkerNodes: `rayctl list`'s ID filters take the first 6 characters of
+// an ID as `get` does (job_id=<prefix> matched nothing, silently), refuse a prefix of no
+// job saying so, and the node a task names (its job's worker process) can be followed:
+// `get node` of it prints its machine (the head) with the worker process under
+// worker_process, and `list nodes --filter node_id=` of it keeps the head's row.
+func TestIDPrefixesAndWorkerNodes(t *testing.T) {
 	port, addr, sess := newSession(t)
 	env := startHead(t, port, addr, sess)
 	p, _, job := startStoreDriver(t, env, sess)
@@ -46,5 +49,36 @@ func TestIDPrefixes(t *testing.T) {
 	out, errOut, code := run(t, time.Minute, env, rayctl, "list", "tasks", "--filter", "job_id="+other+job[1:6])
 	if code == 0 || !strings.Contains(errOut, "no job") {
 		t.Errorf("rayctl list tasks --filter job_id=%s (no such job): exit %d, want an error saying so\n%s\n%s", other+job[1:6], code, out, errOut)
+	}
+
+	var st struct {
+		Nodes []struct {
+			AgentID string `json:"agent_id"`
+		}
+	}
+	out, errOut, code = run(t, time.Minute, env, rayctl, "status", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || len(st.Nodes) != 1 {
+		t.Fatalf("rayctl status -o json: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	head := st.Nodes[0].AgentID
+	out, errOut, code = run(t, time.Minute, env, rayctl, "get", "node", worker[:8], "-o", "json")
+	var node struct {
+		NodeID string `json:"node_id"`
+		Role   string
+		Worker []struct {
+			NodeID string `json:"node_id"`
+			JobID  string `json:"job_id"`
+			Pid    int
+		} `json:"worker_process"`
+	}
+	if err := json.Unmarshal([]byte(out), &node); err != nil || code != 0 {
+		t.Fatalf("rayctl get node %s (a task's node): exit %d, %v\n%s\n%s", worker[:8], code, err, out, errOut)
+	}
+	if node.NodeID != head || node.Role != "head" || len(node.Worker) != 1 || node.Worker[0].NodeID != worker ||
+		node.Worker[0].JobID != job || node.Worker[0].Pid == 0 {
+		t.Errorf("rayctl get node %s: %s\nwant the head %s with worker process %s of job %s", worker[:8], out, head, worker, job)
+	}
+	if got := listJSON("nodes", "--filter", "node_id="+worker); len(got) != 1 || got[0]["node_id"] != head {
+		t.Errorf("rayctl list nodes --filter node_id=%s (a worker process): %v, want the head's row", worker, got)
 	}
 }
