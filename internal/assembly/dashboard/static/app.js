@@ -105,6 +105,21 @@ async function overview() {
         fmtBytes(n.object_store_used) + " / " + fmtBytes(n.object_store_budget))),
       h("td", {}, n.workers), h("td", {}, n.started));
   }));
+  // The drivers joined to the cluster (rayctl status's and list nodes' role driver).
+  fill("#drivers-table", (st.drivers || []).map(d => h("tr", {"data-driver": d.node_id, "data-state": d.state},
+    h("td", {class: "mono"}, d.node_id), h("td", {}, d.host), h("td", {}, d.pid), h("td", {class: "mono"}, d.job_id),
+    h("td", {}, state(d.state)),
+    h("td", {}, d.state === "ALIVE" ? bar("store", d.object_store_used, d.object_store_budget,
+      fmtBytes(d.object_store_used) + " / " + fmtBytes(d.object_store_budget)) : "-"),
+    h("td", {}, d.started || "-"), h("td", {}, d.last_heartbeat || "-"), h("td", {}, driverDetail(d)))));
+}
+
+// driverDetail says how long an unreachable driver has been silent, or when and why a
+// dead one was taken for dead.
+function driverDetail(d) {
+  if (d.state === "UNREACHABLE") return d.last_heartbeat ? "silent " + d.silent_seconds + " s" : "lease lapsed";
+  if (d.state === "DEAD") return "dead since " + (d.died || "?") + (d.reason ? ": " + d.reason : "");
+  return "";
 }
 
 // ---- Jobs ----
@@ -114,6 +129,7 @@ async function jobs() {
   fill("#jobs-table", st.jobs.map(j => h("tr", {"data-job": j.job_id},
     h("td", {class: "mono"}, j.job_id), h("td", {}, state(j.state)), h("td", {class: "mono"}, j.submission_id || "-"),
     h("td", {}, j.start), h("td", {}, j.end || "-"), h("td", {class: "mono"}, j.driver),
+    h("td", {}, j.driver_state ? state(j.driver_state) : "-"),
     h("td", {class: "mono"}, j.entrypoint || "-"), h("td", {}, j.message || ""),
     h("td", {}, j.submission_id ? h("button", {class: "link", onclick: () => showLog(j.submission_id)}, "logs") : "-"))));
 }
