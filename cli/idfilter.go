@@ -9,6 +9,7 @@ import (
 
 	"github.com/ray-go/ray/internal/assembly/clusterstate"
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/ids"
 )
 
 // ID-valued fields of `rayctl list` filters: a value may be an ID or at least 6 of its
@@ -22,14 +23,17 @@ import (
 type idSet string
 
 const (
-	jobIDs     idSet = "job"
-	nodeIDs    idSet = "node"
-	actorIDs   idSet = "actor"
-	groupIDs   idSet = "placement group"
-	taskIDs    idSet = "task"
-	objectIDs  idSet = "object"
-	fullNodeID       = 16 // hex characters of a node ID (ids.NewNodeID)
+	jobIDs    idSet = "job"
+	nodeIDs   idSet = "node"
+	actorIDs  idSet = "actor"
+	groupIDs  idSet = "placement group"
+	taskIDs   idSet = "task"
+	objectIDs idSet = "object"
 )
+
+// wholeID is how many hex characters a whole ID of a set has that the GCS may no longer
+// know (ids.NewNodeID, a placement group's, ids.ActorIDLen).
+var wholeID = map[idSet]int{nodeIDs: 16, groupIDs: 16, actorIDs: 2 * ids.ActorIDLen}
 
 // idFields are the ID-valued fields of each kind of `list`.
 var idFields = map[string]map[string]idSet{
@@ -134,7 +138,7 @@ func matchIDFilters(kind string, filters []filter, known map[idSet][]string) ([]
 		case set == jobIDs:
 			// The job table keeps every job: none is none.
 			return nil, exitf(ExitError, "filter %s=%s: no job %q in the cluster (`rayctl list jobs` shows its jobs)", f.key, f.value, f.value)
-		case set == nodeIDs && len(f.value) >= fullNodeID, set != nodeIDs && len(f.value) >= 32:
+		case len(f.value) >= wholeID[set]:
 			// A whole ID of something gone (a worker process that ended): its records
 			// may still name it.
 		default:

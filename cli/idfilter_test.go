@@ -11,8 +11,9 @@ import (
 // is no ID (location=inline) and a != filter's prefix are handled as such.
 func TestMatchIDFilters(t *testing.T) {
 	known := map[idSet][]string{
-		jobIDs:  {"0a1b2c3d", "0a1b2c99", "ffee0011"},
-		nodeIDs: {"1111222233334444", "1111222255556666", "abcdef0123456789"},
+		groupIDs: {"aaaa000011112222"},
+		jobIDs:   {"0a1b2c3d", "0a1b2c99", "ffee0011"},
+		nodeIDs:  {"1111222233334444", "1111222255556666", "abcdef0123456789"},
 	}
 	resolve := func(kind string, fs ...string) ([]filter, error) {
 		t.Helper()
@@ -44,6 +45,12 @@ func TestMatchIDFilters(t *testing.T) {
 	}
 	if got, err := resolve("tasks", "node=9999999999999999"); err != nil || got[0].value != "9999999999999999" {
 		t.Fatalf("the whole ID of a node gone: %+v, %v; want it kept", got, err)
+	}
+	if got, err := resolve("placement-groups", "placement_group_id=0123456789abcdef"); err != nil || got[0].value != "0123456789abcdef" {
+		t.Fatalf("the whole ID of a placement group gone: %+v, %v; want it kept", got, err)
+	}
+	if _, err := resolve("placement-groups", "placement_group_id=01234567"); err == nil || !strings.Contains(err.Error(), "rayctl list placement-groups") {
+		t.Fatalf("an unknown placement group prefix: %v", err)
 	}
 	if got, err := resolve("objects", "location=inline"); err != nil || got[0].value != "inline" {
 		t.Fatalf("location=inline: %+v, %v", got, err)
