@@ -48,7 +48,9 @@
 // starts one per job on its machine; ray.NodeID, NodeAffinity and ray.Nodes use these IDs).
 // `get node` of a worker process's ID prints its machine's record with the worker process's
 // own fields (pid, job, address, object store) under worker_process, and `list nodes
-// --filter node_id=` of one keeps its machine's row (workernode.go).
+// --filter node_id=` of one keeps its machine's row (workernode.go). An actor's record
+// names its worker process's machine too (agent_id, while that process runs; the
+// dashboard's actors page shows it on the node).
 //
 // In the tables of list, summary, cert list and job list, a value's newlines, carriage returns and
 // tabs (a task's error, a job's message) are written as \n, \r and \t, so that each record is one

@@ -39,7 +39,7 @@ var wholeID = map[idSet]int{nodeIDs: 16, groupIDs: 16, actorIDs: 2 * ids.ActorID
 var idFields = map[string]map[string]idSet{
 	"nodes":            {"node_id": nodeIDs, "job_id": jobIDs},
 	"jobs":             {"job_id": jobIDs},
-	"actors":           {"actor_id": actorIDs, "node": nodeIDs, "job_id": jobIDs},
+	"actors":           {"actor_id": actorIDs, "node": nodeIDs, "agent_id": nodeIDs, "job_id": jobIDs},
 	"placement-groups": {"placement_group_id": groupIDs, "job_id": jobIDs},
 	"tasks":            {"task_id": taskIDs, "job_id": jobIDs, "node": nodeIDs, "owner_node": nodeIDs},
 	"objects": {"object_id": objectIDs, "task_id": taskIDs, "job_id": jobIDs, "location": nodeIDs,

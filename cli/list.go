@@ -693,7 +693,7 @@ func readActors(ctx context.Context, s gcs.Store) ([]record, error) {
 	out := make([]record, 0, len(actors))
 	for _, a := range actors {
 		out = append(out, record{{"actor_id", a.ActorID}, {"class", a.Class}, {"name", a.Name}, {"namespace", a.Namespace},
-			{"state", a.State}, {"node", a.Node}, {"job_id", a.JobID}, {"detached", a.Detached},
+			{"state", a.State}, {"node", a.Node}, {"agent_id", a.AgentID}, {"job_id", a.JobID}, {"detached", a.Detached},
 			{"restarts", a.Restarts}, {"max_restarts", a.MaxRestarts}, {"exactly_once", a.ExactlyOnce},
 			{"resources", a.Resources}, {"detail", a.Detail}, {"start_time", a.StartTime}, {"end_time", a.EndTime},
 			{"history", historyRecords(a.History)}})

@@ -398,12 +398,15 @@ func round4(v float64) float64 {
 
 // Actor is one actor of the GCS actor table, with Ray's name for its state.
 type Actor struct {
-	ActorID     string             `json:"actor_id"`
-	Class       string             `json:"class"`
-	Name        string             `json:"name"`
-	Namespace   string             `json:"namespace"`
-	State       string             `json:"state"`
-	Node        string             `json:"node"`
+	ActorID   string `json:"actor_id"`
+	Class     string `json:"class"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	State     string `json:"state"`
+	Node      string `json:"node"`
+	// AgentID is the machine of Node (the worker process of its job there), as `rayctl
+	// list nodes` names it: "" once that worker process is gone, or for a local node.
+	AgentID     string             `json:"agent_id"`
 	JobID       string             `json:"job_id"`
 	Detached    bool               `json:"detached"`
 	Restarts    int32              `json:"restarts"`
@@ -453,6 +456,17 @@ func ReadActors(ctx context.Context, s gcs.Store) ([]Actor, error) {
 	if err != nil {
 		return nil, err
 	}
+	nodes, err := List(ctx, s, gcs.NodesPrefix)
+	if err != nil {
+		return nil, err
+	}
+	agentOf := map[string]string{}
+	for _, kv := range nodes {
+		id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
+		if n, err := clusterview.DecodeNode(id, kv.Value); err == nil {
+			agentOf[id] = n.GetAgentId()
+		}
+	}
 	out := []Actor{}
 	for _, kv := range kvs {
 		info := &pb.ActorInfo{}
@@ -462,7 +476,7 @@ func ReadActors(ctx context.Context, s gcs.Store) ([]Actor, error) {
 		hist, start, end := actorHistory(info)
 		out = append(out, Actor{ActorID: hex.EncodeToString(info.GetActorId()), Class: info.GetClass(),
 			Name: info.GetName(), Namespace: info.GetNamespace(), State: lifecycle.Phase(info.GetPhase()).RayName(),
-			Node: info.GetNode(), JobID: info.GetJobId(), Detached: info.GetDetached(),
+			Node: info.GetNode(), AgentID: agentOf[info.GetNode()], JobID: info.GetJobId(), Detached: info.GetDetached(),
 			Restarts: info.GetRestarts(), MaxRestarts: info.GetMaxRestarts(), ExactlyOnce: !info.GetAtMostOnce(),
 			Resources: agent.ResourcesFromPB(info.GetResources()), Detail: info.GetDetail(),
 			StartTime: start, EndTime: end, History: hist})

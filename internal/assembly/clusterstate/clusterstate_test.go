@@ -108,3 +108,23 @@ func TestReadStoreTotals(t *testing.T) {
 		t.Errorf("drivers %+v: the driver's row has its 8 MiB", st.Drivers)
 	}
 }
+
+// TestReadActorsMachine: an actor's node is its job's worker process; its record also
+// names that worker process's machine (agent), the node ID rayctl list nodes shows, while
+// the worker process runs.
+func TestReadActorsMachine(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	put := func(key string, m proto.Message) { gcstest.PutProto(t, s, key, m) }
+	put(gcs.NodeKey("w1"), &pb.NodeInfo{NodeId: "w1", AgentId: "agent1", Role: "worker", JobId: "01"})
+	put(gcs.ActorKey("a"), &pb.ActorInfo{ActorId: []byte{1}, Class: "C", Phase: int32(lifecycle.Alive), Node: "w1"})
+	put(gcs.ActorKey("b"), &pb.ActorInfo{ActorId: []byte{2}, Class: "C", Phase: int32(lifecycle.Dead), Node: "gone"})
+	actors, err := ReadActors(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(actors) != 2 || actors[0].Node != "w1" || actors[0].AgentID != "agent1" || actors[1].AgentID != "" {
+		t.Fatalf("actors %+v: want the first on w1 of agent1, the second's machine unknown", actors)
+	}
+}

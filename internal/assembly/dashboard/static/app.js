@@ -156,10 +156,11 @@ async function actors() {
 function drawActors() {
   const f = document.getElementById("actor-filter").value.trim().toLowerCase();
   fill("#actors-table", actorRows.filter(a => !f ||
-    [a.actor_id, a.class, a.name, a.state, a.node, a.job_id].some(v => String(v || "").toLowerCase().includes(f)))
+    [a.actor_id, a.class, a.name, a.state, a.node, a.agent_id, a.job_id].some(v => String(v || "").toLowerCase().includes(f)))
     .map(a => h("tr", {"data-actor": a.actor_id, title: history(a.history)},
       h("td", {class: "mono"}, short(a.actor_id)), h("td", {}, a.class), h("td", {}, a.name || "-"), h("td", {}, state(a.state)),
-      h("td", {class: "mono"}, short(a.node)), h("td", {class: "mono"}, a.job_id), h("td", {}, a.restarts + " / " + a.max_restarts),
+      h("td", {class: "mono", title: a.node ? "worker process " + a.node + (a.agent_id ? " on machine (node) " + a.agent_id : "") : ""},
+        short(a.node)), h("td", {class: "mono"}, a.job_id), h("td", {}, a.restarts + " / " + a.max_restarts),
       h("td", {}, a.start_time || "-"), h("td", {}, a.end_time || "-"), h("td", {}, a.detail || ""))));
 }
 
