@@ -74,7 +74,7 @@ func resolveIDFilters(c *ucli.Context, kind string, filters []filter) ([]filter,
 		}
 		if set == taskIDs || set == objectIDs {
 			if len(f.value) < clusterstate.MinPrefix {
-				return nil, exitf(ExitError, "filter %s=%s: give at least %d characters of the %s ID", f.key, f.value, clusterstate.MinPrefix, set)
+				return nil, exitf(ExitError, "filter %s: give at least %d characters of the %s ID", f, clusterstate.MinPrefix, set)
 			}
 			continue
 		}
@@ -125,25 +125,25 @@ func matchIDFilters(kind string, filters []filter, known map[idSet][]string) ([]
 	for i, f := range filters {
 		out[i] = f
 		set, ok := fields[f.key]
-		ids, have := known[set]
+		cands, have := known[set]
 		if !ok || !have || !isHex(f.value) {
 			continue
 		}
-		m, err := clusterstate.MatchID(string(set), ids, f.value)
+		m, err := clusterstate.MatchID(string(set), cands, f.value)
 		switch {
 		case err != nil: // a prefix of several
-			return nil, exitf(ExitError, "filter %s=%s: %v", f.key, f.value, err)
+			return nil, exitf(ExitError, "filter %s: %v", f, err)
 		case m != "":
 			out[i].value = m
 		case set == jobIDs:
 			// The job table keeps every job: none is none.
-			return nil, exitf(ExitError, "filter %s=%s: no job %q in the cluster (`rayctl list jobs` shows its jobs)", f.key, f.value, f.value)
+			return nil, exitf(ExitError, "filter %s: no job %q in the cluster (`rayctl list jobs` shows its jobs)", f, f.value)
 		case len(f.value) >= wholeID[set]:
 			// A whole ID of something gone (a worker process that ended): its records
 			// may still name it.
 		default:
-			return nil, exitf(ExitError, "filter %s=%s: no %s ID starts with %q (give at least %d characters of one that `rayctl list %s` shows, or the whole ID of one that is gone)",
-				f.key, f.value, set, f.value, clusterstate.MinPrefix, listOf[set])
+			return nil, exitf(ExitError, "filter %s: no %s ID starts with %q (give at least %d characters of one that `rayctl list %s` shows, or the whole ID of one that is gone)",
+				f, set, f.value, clusterstate.MinPrefix, listOf[set])
 		}
 	}
 	return out, nil
@@ -239,6 +239,14 @@ func compact(s []string) []string {
 	return out
 }
 
+// String is the filter as given: FIELD=VALUE or FIELD!=VALUE.
+func (f filter) String() string {
+	if f.neg {
+		return f.key + "!=" + f.value
+	}
+	return f.key + "=" + f.value
+}
+
 // checkMatchedIDs checks what the processes answered to a task or object ID filter (a
 // prefix they matched): one ID, or the error of a prefix of several or of none.
 // matched are the IDs of the records they returned.
@@ -278,15 +286,15 @@ func matchRecordIDs(kind string, filters []filter, recs []record) ([]filter, err
 		if !ok || !isHex(f.value) {
 			continue
 		}
-		var ids []string
+		var cands []string
 		for _, r := range recs {
 			if v, _ := r.get(f.key); scalar(v) != "" {
-				ids = append(ids, scalar(v))
+				cands = append(cands, scalar(v))
 			}
 		}
-		m, err := clusterstate.MatchID(string(set), ids, f.value)
+		m, err := clusterstate.MatchID(string(set), cands, f.value)
 		if err != nil {
-			return nil, exitf(ExitError, "filter %s=%s: %v", f.key, f.value, err)
+			return nil, exitf(ExitError, "filter %s: %v", f, err)
 		}
 		if m != "" {
 			out[i].value = m

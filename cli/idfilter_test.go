@@ -37,6 +37,9 @@ func TestMatchIDFilters(t *testing.T) {
 		!strings.Contains(err.Error(), "rayctl list jobs") {
 		t.Fatalf("an unknown job: %v, want an error saying where the jobs are", err)
 	}
+	if _, err := resolve("jobs", "job_id!=123456"); err == nil || !strings.Contains(err.Error(), "filter job_id!=123456: no job") {
+		t.Fatalf("an unknown job after !=: %v, want the filter as given in the error", err)
+	}
 	if _, err := resolve("nodes", "node_id=11112222"); err == nil || !strings.Contains(err.Error(), "1111222233334444, 1111222255556666") {
 		t.Fatalf("an ambiguous node prefix: %v", err)
 	}
