@@ -81,23 +81,9 @@ func (a *Agent) syncUsersOnce(ctx context.Context) error {
 	if a.auth == nil {
 		return nil
 	}
-	kvs, _, err := a.store.List(ctx, gcs.CertsPrefix)
+	recs, revoked, err := a.readCertState(ctx)
 	if err != nil {
 		return fmt.Errorf("agent: sync the GCS users: %w", err)
-	}
-	revokedList, _, err := gcs.ListRevoked(ctx, a.store)
-	if err != nil {
-		return fmt.Errorf("agent: sync the GCS users: %w", err)
-	}
-	revoked := make(map[string]bool, len(revokedList))
-	for _, r := range revokedList {
-		revoked[r.Serial] = true
-	}
-	recs := make([]gcs.CertRecord, 0, len(kvs))
-	for _, kv := range kvs {
-		if rec, err := gcs.DecodeCertRecord(kv.Value); err == nil {
-			recs = append(recs, rec)
-		}
 	}
 	revokedUsers := revokedUsersOf(recs, revoked)
 	now := time.Now()
@@ -263,6 +249,30 @@ func (a *Agent) collectCertsOnce(ctx context.Context, now time.Time) (int, error
 	return deleted, nil
 }
 
+// readCertState reads the certificates' records (certs/; undecodable ones are skipped)
+// and the revoked serials (revoked/).
+func (a *Agent) readCertState(ctx context.Context) ([]gcs.CertRecord, map[string]bool, error) {
+	kvs, _, err := a.store.List(ctx, gcs.CertsPrefix)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the certificates: %w", err)
+	}
+	revokedList, _, err := gcs.ListRevoked(ctx, a.store)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the revocations: %w", err)
+	}
+	revoked := make(map[string]bool, len(revokedList))
+	for _, r := range revokedList {
+		revoked[r.Serial] = true
+	}
+	recs := make([]gcs.CertRecord, 0, len(kvs))
+	for _, kv := range kvs {
+		if rec, err := gcs.DecodeCertRecord(kv.Value); err == nil {
+			recs = append(recs, rec)
+		}
+	}
+	return recs, revoked, nil
+}
+
 // revokedUsersOf returns the GCS users shut out by the revoked serials: the user of a
 // revoked certificate's record (a driver's renewed certificates share theirs), and a user
 // whose name ends with a revoked serial.
@@ -287,23 +297,9 @@ func revokedUsersOf(recs []gcs.CertRecord, revoked map[string]bool) map[string]b
 func (a *Agent) mayRenew(cert *x509.Certificate) error {
 	ctx, cancel := context.WithTimeout(a.ctx, opTimeout)
 	defer cancel()
-	kvs, _, err := a.store.List(ctx, gcs.CertsPrefix)
+	recs, revoked, err := a.readCertState(ctx)
 	if err != nil {
-		return fmt.Errorf("read the certificates: %w", err)
-	}
-	revokedList, _, err := gcs.ListRevoked(ctx, a.store)
-	if err != nil {
-		return fmt.Errorf("read the revocations: %w", err)
-	}
-	revoked := make(map[string]bool, len(revokedList))
-	for _, r := range revokedList {
-		revoked[r.Serial] = true
-	}
-	recs := make([]gcs.CertRecord, 0, len(kvs))
-	for _, kv := range kvs {
-		if rec, err := gcs.DecodeCertRecord(kv.Value); err == nil {
-			recs = append(recs, rec)
-		}
+		return err
 	}
 	user := identity.GCSUser(cert)
 	if revoked[identity.SerialText(cert.SerialNumber)] || revokedUsersOf(recs, revoked)[user] {
