@@ -150,14 +150,8 @@ func (s *JoinServer) Addr() string { return s.l.Addr().String() }
 func (s *JoinServer) Close() error { return s.srv.Close() }
 
 func (s *JoinServer) handle(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxJoinBody+1))
-	if err != nil || len(body) > maxJoinBody {
-		http.Error(w, "request too large or unreadable", http.StatusBadRequest)
-		return
-	}
-	var req joinRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+	req, ok := decodeJoinRequest(w, r)
+	if !ok {
 		return
 	}
 	tok, err := s.secret()
@@ -169,7 +163,7 @@ func (s *JoinServer) handle(w http.ResponseWriter, r *http.Request) {
 	var secret [32]byte
 	// The length first: hex.Decode writes past a too-small destination (it panicked on a
 	// longer secret, found by FuzzJoinRequest).
-	ok := len(req.Secret) == 2*len(secret)
+	ok = len(req.Secret) == 2*len(secret)
 	if ok {
 		n, herr := hex.Decode(secret[:], []byte(req.Secret))
 		ok = herr == nil && n == len(secret)
@@ -226,14 +220,8 @@ func (s *JoinServer) handleRenew(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "renewal refused: "+err.Error(), http.StatusForbidden)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxJoinBody+1))
-	if err != nil || len(body) > maxJoinBody {
-		http.Error(w, "request too large or unreadable", http.StatusBadRequest)
-		return
-	}
-	var req joinRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+	req, ok := decodeJoinRequest(w, r)
+	if !ok {
 		return
 	}
 	pub, err := csrKey(req.CSR)
@@ -247,6 +235,22 @@ func (s *JoinServer) handleRenew(w http.ResponseWriter, r *http.Request) {
 	}
 	hosts = append(hosts, cert.DNSNames...)
 	s.issue(w, r, pub, Request{Name: NameOf(cert), Role: RoleDriver, Hosts: hosts, Validity: s.policy.DriverValidity, User: GCSUser(cert)})
+}
+
+// decodeJoinRequest reads r's body (at most maxJoinBody) as a joinRequest; if it cannot,
+// it answers 400 Bad Request and reports false.
+func decodeJoinRequest(w http.ResponseWriter, r *http.Request) (joinRequest, bool) {
+	var req joinRequest
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxJoinBody+1))
+	if err != nil || len(body) > maxJoinBody {
+		http.Error(w, "request too large or unreadable", http.StatusBadRequest)
+		return req, false
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+		return req, false
+	}
+	return req, true
 }
 
 // csrKey checks a DER certificate request and returns its key (ECDSA P-256).
