@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/ray-go/ray/internal/base/gcs"
@@ -293,27 +292,45 @@ func revokedUsersOf(recs []gcs.CertRecord, revoked map[string]bool) map[string]b
 
 // mayRenew is the join endpoint's question before it renews a driver's certificate
 // (valid, of the CA: its handshake checked): not if it or a certificate of its GCS user
-// was revoked, nor if its user is gone.
+// was revoked, nor if its user is gone. It reads the revoked set and the records of the
+// revoked serials only (certs/<serial>: a revoked certificate's record names its user),
+// not every certificate's record, and asks for its one user.
 func (a *Agent) mayRenew(cert *x509.Certificate) error {
 	ctx, cancel := context.WithTimeout(a.ctx, opTimeout)
 	defer cancel()
-	recs, revoked, err := a.readCertState(ctx)
-	if err != nil {
-		return err
-	}
 	user := identity.GCSUser(cert)
-	if revoked[identity.SerialText(cert.SerialNumber)] || revokedUsersOf(recs, revoked)[user] {
+	first, ok := identity.SerialOfUser(user)
+	if !ok {
 		return fmt.Errorf("%w: %s", identity.ErrRevoked, user)
 	}
-	if first, ok := identity.SerialOfUser(user); !ok || revoked[first] {
-		return fmt.Errorf("%w: %s", identity.ErrRevoked, user)
+	revokedList, _, err := gcs.ListRevoked(ctx, a.store)
+	if err != nil {
+		return fmt.Errorf("read the revocations: %w", err)
+	}
+	for _, r := range revokedList {
+		if r.Serial == first || r.Serial == identity.SerialText(cert.SerialNumber) {
+			return fmt.Errorf("%w: %s", identity.ErrRevoked, user)
+		}
+	}
+	// A renewed driver's certificates share their user: one of them revoked revokes it.
+	for _, r := range revokedList {
+		kv, found, err := a.store.Get(ctx, gcs.CertKey(r.Serial))
+		if err != nil {
+			return fmt.Errorf("read the certificate %s: %w", r.Serial, err)
+		}
+		if !found {
+			continue
+		}
+		if rec, err := gcs.DecodeCertRecord(kv.Value); err == nil && rec.User == user {
+			return fmt.Errorf("%w: %s", identity.ErrRevoked, user)
+		}
 	}
 	if a.auth != nil {
-		users, err := a.auth.Users(ctx)
+		ok, err := a.auth.HasUser(ctx, user)
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(users, user) {
+		if !ok {
 			return fmt.Errorf("the GCS user %s is gone (revoked, or its certificate expired)", user)
 		}
 	}

@@ -337,3 +337,59 @@ func TestDriverCertRenewal(t *testing.T) {
 		return err != nil
 	})
 }
+
+// mayRenew reads the revoked set and the revoked serials' records, not every record: it
+// still refuses a certificate whose user has another certificate revoked (not the first
+// serial, nor the one presented: only that certificate's record names the user), and
+// renews a good driver's certificate among many other records.
+func TestMayRenewReadsTheRevoked(t *testing.T) {
+	ctx := context.Background()
+	head := startAgent(t, Config{Head: true, SessionDir: t.TempDir()})
+	tok, err := head.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	join := func(name string) *identity.Credentials {
+		t.Helper()
+		c, err := identity.Join(ctx, identity.JoinRequest{Address: head.JoinAddress(), Token: tok, Role: identity.RoleDriver, Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for i := range 20 { // others' records
+		join(fmt.Sprintf("driver-other-%d", i))
+	}
+	bad, good := join("driver-bad"), join("driver-good")
+	if err := identity.Renew(ctx, head.JoinAddress(), bad, 0); err != nil {
+		t.Fatal(err)
+	}
+	middle := bad.Leaf()
+	if err := identity.Renew(ctx, head.JoinAddress(), bad, 0); err != nil {
+		t.Fatal(err)
+	}
+	// An unrelated revocation, with no record, and one of the bad driver's middle
+	// certificate.
+	for _, serial := range []string{"abcdef", identity.SerialText(middle.SerialNumber)} {
+		b, _ := json.Marshal(gcs.RevokedRecord{Serial: serial, RevokedAt: time.Now()})
+		if _, err := head.Store().Put(ctx, gcs.RevokedKey(serial), b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := head.mayRenew(bad.Leaf()); !errors.Is(err, identity.ErrRevoked) {
+		t.Errorf("mayRenew of a certificate whose user has another one revoked: %v, want ErrRevoked", err)
+	}
+	if err := identity.Renew(ctx, head.JoinAddress(), bad, 0); !errors.Is(err, identity.ErrRenewRefused) {
+		t.Errorf("renewing it: %v, want ErrRenewRefused", err)
+	}
+	before := good.Leaf()
+	if err := head.mayRenew(before); err != nil {
+		t.Errorf("mayRenew of a good certificate: %v", err)
+	}
+	if err := identity.Renew(ctx, head.JoinAddress(), good, 0); err != nil {
+		t.Fatalf("renewing a good certificate: %v", err)
+	}
+	if good.Leaf().SerialNumber.Cmp(before.SerialNumber) == 0 || identity.GCSUser(good.Leaf()) != identity.GCSUser(before) {
+		t.Errorf("the good certificate was not renewed: %s", identity.GCSUser(good.Leaf()))
+	}
+}

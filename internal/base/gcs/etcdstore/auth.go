@@ -320,6 +320,18 @@ func (a *Auth) Users(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// HasUser reports whether user exists (one request).
+func (a *Auth) HasUser(ctx context.Context, user string) (bool, error) {
+	_, err := a.s.UserGet(a.id.ctx(ctx), &pb.AuthUserGetRequest{Name: user})
+	switch {
+	case errors.Is(err, auth.ErrUserNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("etcdstore: auth: read user %s: %w", user, err)
+	}
+	return true, nil
+}
+
 // Roles returns the roles of user (auth.ErrUserNotFound, wrapped, if there is none).
 func (a *Auth) Roles(ctx context.Context, user string) ([]string, error) {
 	got, err := a.s.UserGet(a.id.ctx(ctx), &pb.AuthUserGetRequest{Name: user})
