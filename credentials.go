@@ -75,8 +75,11 @@ func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (cred
 // minute) until the certificate expires; one the head refuses (the certificate was
 // revoked) is not tried again: the driver's GCS and node connections are refused already.
 type renewal struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel   context.CancelFunc
+	done     chan struct{}
+	joinAddr string
+	creds    *identity.Credentials
+	logger   *slog.Logger
 }
 
 func startRenewal(joinAddr string, creds *identity.Credentials, logger *slog.Logger) *renewal {
@@ -84,7 +87,7 @@ func startRenewal(joinAddr string, creds *identity.Credentials, logger *slog.Log
 		logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &renewal{cancel: cancel, done: make(chan struct{})}
+	r := &renewal{cancel: cancel, done: make(chan struct{}), joinAddr: joinAddr, creds: creds, logger: logger}
 	go func() {
 		defer close(r.done)
 		for {
@@ -126,4 +129,20 @@ func (r *renewal) stop() {
 	}
 	r.cancel()
 	<-r.done
+}
+
+// releaseTimeout bounds Shutdown's release of the driver's certificate.
+const releaseTimeout = 5 * time.Second
+
+// release gives the driver's certificate up once the driver has ended (after its node
+// stopped: nothing uses it any more): the head forgets its records and GCS user at once
+// (identity.Release) instead of about two lifetimes later. A release that fails is
+// logged: the head collects the certificate after its expiry anyway. nil: nothing to do.
+func (r *renewal) release(ctx context.Context) {
+	if r == nil {
+		return
+	}
+	if err := identity.Release(ctx, r.joinAddr, r.creds, releaseTimeout); err != nil {
+		r.logger.Warn("ray: give the driver's certificate up at the head (it forgets it at its expiry instead)", "err", err)
+	}
 }

@@ -162,7 +162,7 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 	}
 	n, err := node.Join(ctx, node.JoinConfig{
 		Address: addr, Namespace: os.Getenv(workerenv.Namespace), Credentials: creds,
-		SubmissionID: os.Getenv(workerenv.Submission),
+		SubmissionID: os.Getenv(workerenv.Submission), OwnCredentials: joinAddr != "",
 		Node: node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger, TaskEvents: cfg.taskEvents,
 			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, GCSTimeout: cfg.gcsTimeout, CallSites: callSitesOn(), SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor},
 	})
@@ -241,6 +241,9 @@ func Shutdown(ctx context.Context) error {
 		}
 		s.renewal.stop()
 		s.err = s.node.Stop(context.WithoutCancel(ctx))
+		if s.err == nil { // a stop that failed (the GCS lost) leaves it to the head
+			s.renewal.release(context.WithoutCancel(ctx))
+		}
 	})
 	return s.err
 }

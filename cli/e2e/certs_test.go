@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,8 @@ import (
 
 // The GCS stays bounded however many drivers and rayctl commands come and go: a driver's
 // certificate is short-lived (renewed while it runs: a driver outliving its first
-// certificate still works), and the head collects the records and users of expired ones;
+// certificate still works) and given up when it ends, and the head collects the records
+// and users of expired ones;
 // rayctl with the token on a machine without the head's credentials keeps its client
 // certificate in the user's cache directory and uses it again.
 func TestCertsBounded(t *testing.T) {
@@ -76,8 +78,9 @@ func TestCertsBounded(t *testing.T) {
 			t.Errorf("a driver: exit %d\n%s\n%s", code, out, tail(errOut))
 		}
 	}
-	if got := byRole(); got[identity.RoleDriver] < base[identity.RoleDriver]+4 {
-		t.Errorf("driver certificates while 4 drivers ran: %d, base %d", got[identity.RoleDriver], base[identity.RoleDriver])
+	// The three that ended gave theirs up (ray.Shutdown); the one running keeps its own.
+	if got := byRole(); got[identity.RoleDriver] < base[identity.RoleDriver]+1 {
+		t.Errorf("driver certificates while a driver runs: %d, base %d", got[identity.RoleDriver], base[identity.RoleDriver])
 	}
 	done := make(chan error, 1)
 	go func() { done <- long.Wait() }()
@@ -93,4 +96,94 @@ func TestCertsBounded(t *testing.T) {
 		got := byRole()
 		return got[identity.RoleDriver] == base[identity.RoleDriver] && got[identity.RoleClient] == base[identity.RoleClient]+1
 	})
+}
+
+// A driver's certificate records go with the driver, not an hour or two later: at once
+// when it shuts down (ray.Shutdown gives the certificate up), and once the head fails the
+// job of a driver killed with SIGKILL; a driver still running keeps its certificate and
+// works on.
+func TestDriverCertGoesWithItsDriver(t *testing.T) {
+	port, addr, sess := newSession(t)
+	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess,
+		"--num-cpus", "2", "--object-store-memory", "256MiB")
+	if code != 0 {
+		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
+	}
+	denv := append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_TOKEN="+printedToken(t, out))
+	host, _ := os.Hostname()
+	// records returns how many certificate records name the driver process pid.
+	records := func(pid int) int {
+		t.Helper()
+		out, errOut, code := run(t, 30*time.Second, nil, rayctl, "cert", "list", "--session-dir", sess, "-o", "json")
+		var raw []map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &raw) != nil {
+			t.Fatalf("cert list: exit %d\n%s\n%s", code, out, errOut)
+		}
+		n := 0
+		for _, m := range raw {
+			if m["name"] == fmt.Sprintf("driver-%s-%d", host, pid) {
+				n++
+			}
+		}
+		return n
+	}
+	// running reports whether the job of the driver process pid is RUNNING.
+	running := func(pid int) bool {
+		t.Helper()
+		out, errOut, code := run(t, 30*time.Second, nil, rayctl, "list", "jobs", "--session-dir", sess, "-o", "json")
+		var raw []map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &raw) != nil {
+			t.Fatalf("list jobs: exit %d\n%s\n%s", code, out, errOut)
+		}
+		for _, m := range raw {
+			if m["driver"] == fmt.Sprintf("%s:%d", host, pid) && m["state"] == "RUNNING" {
+				return true
+			}
+		}
+		return false
+	}
+	start := func(hold time.Duration) (*exec.Cmd, *strings.Builder) {
+		t.Helper()
+		cmd := exec.Command(driver, "-check", "hold-sum")
+		cmd.Env = append(denv, "E2E_HOLD="+hold.String())
+		var b strings.Builder
+		cmd.Stdout, cmd.Stderr = &b, &b
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		eventually.True(t, 60*time.Second, "the driver's certificate to be recorded", func() bool { return records(cmd.Process.Pid) > 0 })
+		eventually.True(t, 60*time.Second, "the driver's job to run", func() bool { return running(cmd.Process.Pid) })
+		return cmd, &b
+	}
+
+	live, liveOut := start(90 * time.Second)
+	liveDone := make(chan error, 1)
+	go func() { liveDone <- live.Wait() }()
+
+	short, shortOut := start(5 * time.Second)
+	if err := short.Wait(); err != nil || !strings.Contains(shortOut.String(), `"sum":5`) {
+		t.Fatalf("a driver: %v\n%s", err, tail(shortOut.String()))
+	}
+	eventually.True(t, 20*time.Second, "the ended driver's certificate records to go", func() bool { return records(short.Process.Pid) == 0 })
+
+	killed, _ := start(10 * time.Minute)
+	if err := killed.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = killed.Wait()
+	eventually.True(t, 60*time.Second, "the killed driver's certificate records to go", func() bool { return records(killed.Process.Pid) == 0 })
+
+	if n := records(live.Process.Pid); n == 0 {
+		t.Error("the running driver's certificate records went")
+	}
+	select {
+	case err := <-liveDone:
+		if err != nil || !strings.Contains(liveOut.String(), `"sum":5`) {
+			t.Errorf("the driver that ran throughout: %v\n%s", err, tail(liveOut.String()))
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the driver that ran throughout did not end\n%s", tail(liveOut.String()))
+	}
+	eventually.True(t, 20*time.Second, "its certificate records to go", func() bool { return records(live.Process.Pid) == 0 })
 }

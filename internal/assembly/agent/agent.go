@@ -61,6 +61,10 @@ type Agent struct {
 	// certificate is the GCS's administrator (a driver certificate of their own instead).
 	procCreds identity.Files
 	auth      *etcdstore.Auth // secure head with an embedded GCS: its users and roles
+	// certsMu orders the head's changes of the certificates' records and users
+	// (syncUsersOnce, collectCertsOnce, releaseDriver): a sync that read a record a
+	// release deletes must not make its user again after the release deleted it.
+	certsMu   sync.Mutex
 	compactor *gcs.Compactor
 	store     gcs.Store        // timed: its writes go into latency
 	gcsClient *etcdstore.Store // the client behind store when it is a remote GCS's (nil: embedded), for Refused

@@ -137,7 +137,14 @@
 // revoked one (kept at least identity.ClockSkew past its expiry; kept for good when its
 // expiry is unknown). So the GCS holds the certificates in use and the recently expired,
 // however many drivers and rayctl commands came and went; a revoked certificate stays
-// refused until it expires, after which its expiry refuses it.
+// refused until it expires, after which its expiry refuses it. A driver's certificates
+// (its own, from the token: the first and its renewals share a user) go with the driver,
+// not at their expiry (releaseDriver: the records, then the user): when the driver gives
+// its certificate up at the join endpoint after its node stopped (JoinPolicy.Release,
+// which ray.Shutdown calls), and when the head fails the job of a driver that is gone
+// (failOrphan; JobInfo.driver_user names the user), unless a job running with a live
+// driver names the same user. Never a certificate of another role, nor the head's own
+// processes' (head-<id>-jobs).
 //
 // # Metrics (metrics.go)
 //

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ray-go/ray/internal/base/gcs"
@@ -80,6 +82,8 @@ func (a *Agent) syncUsersOnce(ctx context.Context) error {
 	if a.auth == nil {
 		return nil
 	}
+	a.certsMu.Lock()
+	defer a.certsMu.Unlock()
 	recs, revoked, err := a.readCertState(ctx)
 	if err != nil {
 		return fmt.Errorf("agent: sync the GCS users: %w", err)
@@ -184,6 +188,8 @@ func (a *Agent) syncUsersLoop() {
 // whose certificate's expiry is unknown (no record: another PKI's certificate, or one
 // issued before the head kept records) is kept. It returns how many records it deleted.
 func (a *Agent) collectCertsOnce(ctx context.Context, now time.Time) (int, error) {
+	a.certsMu.Lock()
+	defer a.certsMu.Unlock()
 	kvs, _, err := a.store.List(ctx, gcs.CertsPrefix)
 	if err != nil {
 		return 0, fmt.Errorf("agent: collect certificates: %w", err)
@@ -335,6 +341,72 @@ func (a *Agent) mayRenew(cert *x509.Certificate) error {
 		}
 	}
 	return nil
+}
+
+// releaseDriver forgets, when its driver has ended, a driver's certificates: every
+// certs/ record of GCS user (a renewed driver has several), then the user, so that the
+// GCS holds no more of a driver than its job's record from its end on, not for its
+// certificate's lifetime and retention (collectCertsOnce). Records of revoked serials
+// stay until their revocation is collected (it needs their expiry). It refuses a user
+// with a record of another role than a driver's, and the head's own driver certificates
+// (head-<id>-jobs: every process the head starts shares one). No record: nothing to do.
+// why says who asked, for the log. It returns how many records it deleted.
+func (a *Agent) releaseDriver(ctx context.Context, user, why string) (int, error) {
+	if user == "" {
+		return 0, errors.New("agent: release a driver's certificate: no GCS user")
+	}
+	a.certsMu.Lock()
+	defer a.certsMu.Unlock()
+	recs, revoked, err := a.readCertState(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("agent: release the certificate of %s: %w", user, err)
+	}
+	var serials []string
+	for _, rec := range recs {
+		if userOf(rec) != user {
+			continue
+		}
+		if rec.Role != identity.RoleDriver || isHeadJobsName(rec.Name) {
+			return 0, fmt.Errorf("agent: the certificate of %s is not a driver's own (%s %q): kept", user, rec.Role, rec.Name)
+		}
+		if !revoked[rec.Serial] {
+			serials = append(serials, rec.Serial)
+		}
+	}
+	if len(serials) == 0 {
+		return 0, nil
+	}
+	deleted := 0
+	for _, serial := range serials {
+		if _, err := a.store.Delete(ctx, gcs.CertKey(serial)); err != nil {
+			return deleted, fmt.Errorf("agent: release certificate %s of %s: %w", serial, user, err)
+		}
+		deleted++
+	}
+	// The user after its records: a sync after this finds no record of it, and leaves a
+	// user that the deletion below missed to the next release or collection.
+	if a.auth != nil {
+		if err := a.auth.DeleteUser(ctx, user); err != nil {
+			return deleted, fmt.Errorf("agent: release the certificate of %s: %w", user, err)
+		}
+	}
+	a.log.Info("agent: forgot the certificate of an ended driver", "user", user, "records", deleted, "why", why)
+	return deleted, nil
+}
+
+// releaseCert is the join endpoint's JoinPolicy.Release: a driver that ended gives its
+// certificate up.
+func (a *Agent) releaseCert(cert *x509.Certificate) error {
+	ctx, cancel := context.WithTimeout(a.ctx, 2*opTimeout)
+	defer cancel()
+	_, err := a.releaseDriver(ctx, identity.GCSUser(cert), "the driver released it")
+	return err
+}
+
+// isHeadJobsName reports whether name is that of a head's certificate for the processes
+// it starts (issueProcCreds).
+func isHeadJobsName(name string) bool {
+	return strings.HasPrefix(name, "head-") && strings.HasSuffix(name, "-jobs")
 }
 
 // userOf is a certificate record's GCS user.

@@ -90,7 +90,7 @@ func (a *Agent) serveJoin(ca *identity.CA, creds *identity.Credentials) error {
 		return a.recordCert(ctx, cert)
 	}
 	s, err := identity.ServeJoin(addr, ca, creds, func() (identity.Token, error) { return identity.ReadTokenFile(tokenPath) }, record,
-		identity.JoinPolicy{DriverValidity: a.cfg.DriverCertValidity, MayRenew: a.mayRenew}, a.log)
+		identity.JoinPolicy{DriverValidity: a.cfg.DriverCertValidity, MayRenew: a.mayRenew, Release: a.releaseCert}, a.log)
 	if err != nil {
 		if isAddrInUse(err) {
 			return fmt.Errorf("%w: the join endpoint's address %s is already in use (pass another with --join-port): %v", ErrPortInUse, addr, err)

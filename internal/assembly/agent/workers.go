@@ -628,9 +628,34 @@ func (m *workerManager) failOrphan(ctx context.Context, job string, lapsed time.
 			if m.putLost(ctx, job, info, lapsed, time.UnixMilli(info.GetEndUnixMs()), info.GetMessage()) {
 				m.lost[job] = true
 			}
+			m.releaseDriverCert(job, info.GetDriverUser())
 			return
 		}
 	}
+}
+
+// releaseDriverCert forgets (head) the certificate of job's driver, taken for dead (its
+// job was just failed): its records and GCS user (releaseDriver), off the manager's
+// goroutine, unless another job that runs with a live driver names the same user.
+func (m *workerManager) releaseDriverCert(job, user string) {
+	if user == "" {
+		return
+	}
+	for id, rec := range m.jobs {
+		if id != job && rec.info.GetDriverUser() == user && rec.info.GetState() == pb.JobInfo_RUNNING && m.alive[id] {
+			m.a.log.Warn("agent: the certificate of a dead driver is named by a running job too; kept", "job", job, "user", user, "running", id)
+			return
+		}
+	}
+	m.a.wg.Add(1)
+	go func() {
+		defer m.a.wg.Done()
+		ctx, cancel := context.WithTimeout(m.a.ctx, 2*opTimeout)
+		defer cancel()
+		if _, err := m.a.releaseDriver(ctx, user, "its driver is gone (job "+job+")"); err != nil && m.a.ctx.Err() == nil {
+			m.a.log.Warn("agent: forget the certificate of a dead driver", "job", job, "user", user, "err", err)
+		}
+	}()
 }
 
 // linkSubmission fills in the job ID of the submission whose driver registered job.

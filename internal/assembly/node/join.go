@@ -48,6 +48,11 @@ type JoinConfig struct {
 	// the node's peer connections (Config.Credentials) use them. Nil talks plain text, to
 	// a cluster started with --insecure.
 	Credentials *identity.Credentials
+	// OwnCredentials says that Credentials are this driver's own (it joined with the
+	// token): the job records their GCS user (JobInfo.driver_user), whose certificate
+	// records the head removes when it takes the driver for dead. Credentials shared with
+	// other processes (files an agent gave) are not named.
+	OwnCredentials bool
 }
 
 // Join connects to the GCS at cfg.Address and starts a node that joins the cluster.
@@ -217,6 +222,9 @@ func (n *Node) registerJob(ctx context.Context, cfg JoinConfig) error {
 		Goos: runtime.GOOS, Goarch: runtime.GOARCH, DriverNode: string(n.ID), DriverHost: host, DriverPid: int32(os.Getpid()),
 		StartUnixMs: time.Now().UnixMilli(), SubmissionId: cfg.SubmissionID, Args: os.Args[1:], Namespace: cfg.Namespace,
 		DriverAddress: n.system.Address(), Entrypoint: commandLine(os.Args)}
+	if cfg.OwnCredentials && cfg.Credentials != nil {
+		n.job.DriverUser = cfg.Credentials.User()
+	}
 	b, _ := proto.Marshal(n.job)
 	if _, err := n.store.Put(ctx, gcs.JobKey(string(n.cfg.Job)), b, 0); err != nil {
 		return fmt.Errorf("node: register the job: %w", err)

@@ -22,7 +22,9 @@
 // same GCS user and role), which is how a driver renews its short-lived certificate while
 // it runs: Renew presents it to the join endpoint's /v1/renew (no token), which signs a
 // new key for the same name and GCS user (Request.User: the renewal keeps the first
-// serial's common name) if JoinPolicy.MayRenew (the head: not revoked) agrees.
+// serial's common name) if JoinPolicy.MayRenew (the head: not revoked) agrees. A driver
+// that ended gives its certificate up the same way (Release: /v1/release), and
+// JoinPolicy.Release (the head: delete its records and GCS user) forgets it.
 //
 // # The join token
 //

@@ -27,9 +27,10 @@ import (
 // The join endpoint's routes: a join (with the token), a driver's renewal (with its
 // certificate).
 const (
-	joinPath  = "/v1/join"
-	renewPath = "/v1/renew"
-	checkPath = "/v1/check" // is the token current? (JoinRequest.CheckOnly)
+	joinPath    = "/v1/join"
+	renewPath   = "/v1/renew"
+	releasePath = "/v1/release" // a driver that ended gives its certificate up (Release)
+	checkPath   = "/v1/check"   // is the token current? (JoinRequest.CheckOnly)
 )
 
 // Limits of the join endpoint: a request is small, and a slow or idle client must not hold
@@ -66,6 +67,10 @@ type JoinPolicy struct {
 	// handshake checked) may be renewed: not if it, or a certificate of its GCS user, was
 	// revoked. nil: no renewals.
 	MayRenew func(*x509.Certificate) error
+	// Release, if set, is told of a driver certificate (of the CA, valid now) whose holder
+	// has ended and gives it up (Release): the head forgets it (its records and GCS user)
+	// at once rather than at its expiry. Its error refuses the release. nil: refused.
+	Release func(*x509.Certificate) error
 }
 
 // joinRequest and joinResponse are the JSON bodies of POST /v1/join.
@@ -128,6 +133,7 @@ func ServeJoin(addr string, ca *CA, head *Credentials, token func() (Token, erro
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+joinPath, s.handle)
 	mux.HandleFunc("POST "+renewPath, s.handleRenew)
+	mux.HandleFunc("POST "+releasePath, s.handleRelease)
 	mux.HandleFunc("POST "+checkPath, s.handle)
 	s.srv = &http.Server{
 		Handler:           mux,
@@ -235,6 +241,26 @@ func (s *JoinServer) handleRenew(w http.ResponseWriter, r *http.Request) {
 	}
 	hosts = append(hosts, cert.DNSNames...)
 	s.issue(w, r, pub, Request{Name: NameOf(cert), Role: RoleDriver, Hosts: hosts, Validity: s.policy.DriverValidity, User: GCSUser(cert)})
+}
+
+// handleRelease forgets the driver certificate the client presented (JoinPolicy.Release).
+func (s *JoinServer) handleRelease(w http.ResponseWriter, r *http.Request) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		http.Error(w, "releasing needs the certificate to release", http.StatusUnauthorized)
+		return
+	}
+	cert := r.TLS.VerifiedChains[0][0]
+	if roleOf(cert) != RoleDriver || s.policy.Release == nil {
+		http.Error(w, "only a driver's certificate is released", http.StatusForbidden)
+		return
+	}
+	if err := s.policy.Release(cert); err != nil {
+		s.log.Warn("identity: release refused", "from", r.RemoteAddr, "user", GCSUser(cert), "err", err)
+		http.Error(w, "release refused: "+err.Error(), http.StatusConflict)
+		return
+	}
+	s.log.Info("identity: released a driver's certificate", "from", r.RemoteAddr, "user", GCSUser(cert))
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // decodeJoinRequest reads r's body (at most maxJoinBody) as a joinRequest; if it cannot,
@@ -405,11 +431,6 @@ func Join(ctx context.Context, req JoinRequest) (*Credentials, error) {
 // must hold a head certificate of c's CA. ErrRenewRefused: the head will not renew it (it
 // was revoked); ErrJoinUnreachable: try again later.
 func Renew(ctx context.Context, address string, c *Credentials, timeout time.Duration) error {
-	if timeout <= 0 {
-		timeout = DefaultJoinTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
@@ -419,42 +440,16 @@ func Renew(ctx context.Context, address string, c *Credentials, timeout time.Dur
 		return err
 	}
 	body, _ := json.Marshal(joinRequest{CSR: csr})
-	pin := c.CAFingerprint()
-	var pinErr error
-	tcfg := &tls.Config{
-		MinVersion:           tls.VersionTLS13,
-		GetClientCertificate: c.getClientCertificate,
-		InsecureSkipVerify:   true, // replaced by VerifyConnection, as Join's
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			pinErr = verifyPinned(cs.PeerCertificates, pin)
-			return pinErr
-		},
-	}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tcfg, DisableKeepAlives: true,
-		TLSHandshakeTimeout: timeout, ResponseHeaderTimeout: timeout, ForceAttemptHTTP2: false}}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+address+renewPath, bytes.NewReader(body))
+	status, rb, err := postWithCert(ctx, address, renewPath, c, body, timeout)
 	if err != nil {
-		return fmt.Errorf("identity: join address %q: %w", address, err)
+		return err
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(hreq)
-	if err != nil {
-		if pinErr != nil {
-			return fmt.Errorf("%w: %s: %v", ErrCAMismatch, address, pinErr)
-		}
-		return fmt.Errorf("%w at %s: %v", ErrJoinUnreachable, address, err)
-	}
-	defer resp.Body.Close()
-	rb, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return fmt.Errorf("identity: renew at %s: read the answer: %w", address, err)
-	}
-	switch resp.StatusCode {
+	switch status {
 	case http.StatusOK:
 	case http.StatusForbidden, http.StatusUnauthorized:
 		return fmt.Errorf("%w: %s", ErrRenewRefused, strings.TrimSpace(string(rb)))
 	default:
-		return fmt.Errorf("identity: renew at %s: the head answered %s: %s", address, resp.Status, strings.TrimSpace(string(rb)))
+		return fmt.Errorf("identity: renew at %s: the head answered %d %s: %s", address, status, http.StatusText(status), strings.TrimSpace(string(rb)))
 	}
 	var jr joinResponse
 	if err := json.Unmarshal(rb, &jr); err != nil {
@@ -469,6 +464,62 @@ func Renew(ctx context.Context, address string, c *Credentials, timeout time.Dur
 		return fmt.Errorf("identity: renew at %s: %w", address, err)
 	}
 	return nil
+}
+
+// Release tells the head's join endpoint at address (host:port) that the driver holding c
+// has ended, presenting c: the head forgets the certificate (its records and GCS user) at
+// once, not at its expiry. c must not be used afterwards: the GCS refuses it.
+func Release(ctx context.Context, address string, c *Credentials, timeout time.Duration) error {
+	status, rb, err := postWithCert(ctx, address, releasePath, c, nil, timeout)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusNoContent {
+		return fmt.Errorf("identity: release at %s: the head answered %d %s: %s", address, status, http.StatusText(status), strings.TrimSpace(string(rb)))
+	}
+	return nil
+}
+
+// postWithCert POSTs body to path at the join endpoint at address, presenting c's
+// certificate; the server must hold a head certificate of c's CA. It returns the answer's
+// status and body (at most 64 KiB).
+func postWithCert(ctx context.Context, address, path string, c *Credentials, body []byte, timeout time.Duration) (int, []byte, error) {
+	if timeout <= 0 {
+		timeout = DefaultJoinTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pin := c.CAFingerprint()
+	var pinErr error
+	tcfg := &tls.Config{
+		MinVersion:           tls.VersionTLS13,
+		GetClientCertificate: c.getClientCertificate,
+		InsecureSkipVerify:   true, // replaced by VerifyConnection, as Join's
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			pinErr = verifyPinned(cs.PeerCertificates, pin)
+			return pinErr
+		},
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tcfg, DisableKeepAlives: true,
+		TLSHandshakeTimeout: timeout, ResponseHeaderTimeout: timeout, ForceAttemptHTTP2: false}}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+address+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, fmt.Errorf("identity: join address %q: %w", address, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(hreq)
+	if err != nil {
+		if pinErr != nil {
+			return 0, nil, fmt.Errorf("%w: %s: %v", ErrCAMismatch, address, pinErr)
+		}
+		return 0, nil, fmt.Errorf("%w at %s: %v", ErrJoinUnreachable, address, err)
+	}
+	defer resp.Body.Close()
+	rb, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return 0, nil, fmt.Errorf("identity: %s at %s: read the answer: %w", path, address, err)
+	}
+	return resp.StatusCode, rb, nil
 }
 
 // RenewAt is when a certificate should be renewed: half its lifetime after it was issued.

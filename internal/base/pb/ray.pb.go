@@ -2845,6 +2845,10 @@ type JobInfo struct {
 	// ask it whether the driver still runs before they take a lapsed jobalive key for its
 	// death (a stopped or starved driver's port still accepts connections).
 	DriverAddress string `protobuf:"bytes,17,opt,name=driver_address,json=driverAddress,proto3" json:"driver_address,omitempty"`
+	// driver_user is the GCS user of the certificate the driver joined with (its own, from
+	// the join token; empty for a driver given credential files): the head removes that
+	// certificate's records and user when the driver is taken for dead.
+	DriverUser    string `protobuf:"bytes,18,opt,name=driver_user,json=driverUser,proto3" json:"driver_user,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2994,6 +2998,13 @@ func (x *JobInfo) GetArgs() []string {
 func (x *JobInfo) GetDriverAddress() string {
 	if x != nil {
 		return x.DriverAddress
+	}
+	return ""
+}
+
+func (x *JobInfo) GetDriverUser() string {
+	if x != nil {
+		return x.DriverUser
 	}
 	return ""
 }
@@ -5527,7 +5538,7 @@ const file_ray_proto_rawDesc = "" +
 	"\x0fstarted_unix_ms\x18\v \x01(\x03R\rstartedUnixMs\x12'\n" +
 	"\x0fmetrics_address\x18\f \x01(\tR\x0emetricsAddress\x12+\n" +
 	"\x11dashboard_address\x18\r \x01(\tR\x10dashboardAddress\x12#\n" +
-	"\rdashboard_tls\x18\x0e \x01(\bR\fdashboardTls\"\xd8\x04\n" +
+	"\rdashboard_tls\x18\x0e \x01(\bR\fdashboardTls\"\xf9\x04\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12*\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x14.raypb.JobInfo.StateR\x05state\x12\x1e\n" +
@@ -5553,7 +5564,9 @@ const file_ray_proto_rawDesc = "" +
 	"\amessage\x18\x0e \x01(\tR\amessage\x12\x1c\n" +
 	"\tnamespace\x18\x0f \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04args\x18\x10 \x03(\tR\x04args\x12%\n" +
-	"\x0edriver_address\x18\x11 \x01(\tR\rdriverAddress\"I\n" +
+	"\x0edriver_address\x18\x11 \x01(\tR\rdriverAddress\x12\x1f\n" +
+	"\vdriver_user\x18\x12 \x01(\tR\n" +
+	"driverUser\"I\n" +
 	"\x05State\x12\v\n" +
 	"\aPENDING\x10\x00\x12\v\n" +
 	"\aRUNNING\x10\x01\x12\r\n" +
