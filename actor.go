@@ -1,6 +1,7 @@
 package ray
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -383,7 +384,7 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 	}
 	spec := core.ActorSpec{
 		Class: c.name, Args: make([]core.Arg, len(args)), Resources: res,
-		Name: o.name, Namespace: o.namespace, Detached: o.detached, MaxRestarts: o.maxRestarts,
+		Name: o.name, Namespace: cmp.Or(o.namespace, tc.Core.Namespace()), Detached: o.detached, MaxRestarts: o.maxRestarts,
 		MaxTaskRetries: o.maxTaskRetries, MaxConcurrency: o.maxConcurrency, AtMostOnce: o.atMostOnce,
 		CheckpointEvery: o.checkpointEvery, PlacementGroup: o.pg, BundleIndex: o.pgBundle,
 	}
@@ -420,8 +421,10 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 	return h
 }
 
-// GetActor returns the handle of the live actor named name (in namespace, "" for the
-// default one). T must be the actor's type: the class's name is checked. A name that no
+// GetActor returns the handle of the live actor named name in namespace (Ray's
+// ray.get_actor): without one, or with "", in the caller's job's namespace (WithNamespace,
+// else the job's anonymous one), so a job finds its own named actors and another job's
+// only by giving their namespace. T must be the actor's type: the class's name is checked. A name that no
 // live actor has (never created, or its actor died: the name is free again) is an error
 // naming it; a non-detached actor whose owner this process knows died is one that
 // matches ErrActorDied and says "owner died" (the actor dies with its owner).
@@ -430,13 +433,17 @@ func GetActor[T any](ctx context.Context, class Class[T], name string, namespace
 	if err != nil {
 		return ActorHandle[T]{}, err
 	}
-	ns := ""
-	if len(namespace) > 0 {
-		ns = namespace[0]
+	ns, own := tc.Core.Namespace(), true
+	if len(namespace) > 0 && namespace[0] != "" {
+		ns, own = namespace[0], false
 	}
 	id, cls, owner, err := tc.Core.LookupActor(ctx, ns, name)
 	if errors.Is(err, ErrNoSuchActor) {
-		return ActorHandle[T]{}, fmt.Errorf("ray: %w (never created, or it ended and its name is free again; `rayctl list actors` shows the cluster's actors)", err)
+		hint := ""
+		if own {
+			hint = "; this is the job's namespace: an actor of another job's namespace is found by giving it, GetActor(ctx, class, name, namespace), or by running both jobs in one with ray.WithNamespace"
+		}
+		return ActorHandle[T]{}, fmt.Errorf("ray: %w (never created, or it ended and its name is free again; `rayctl list actors` shows the cluster's actors and their namespaces%s)", err, hint)
 	}
 	if err != nil {
 		return ActorHandle[T]{}, err

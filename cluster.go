@@ -128,6 +128,10 @@ type RuntimeContext struct {
 	// Resources is what the running task asked for and holds while it runs (nil in a
 	// driver), e.g. {"CPU": 1}.
 	Resources map[string]float64
+	// Namespace is the job's namespace of named actors (Ray's RuntimeContext.namespace):
+	// WithNamespace's, or the anonymous one Init made for the job. A job's tasks and
+	// actors report their driver's.
+	Namespace string
 }
 
 // GetRuntimeContext returns the runtime context of ctx: a driver's, or the running task's
@@ -137,7 +141,7 @@ func GetRuntimeContext(ctx context.Context) (RuntimeContext, error) {
 	if err != nil {
 		return RuntimeContext{}, err
 	}
-	rc := RuntimeContext{JobID: string(tc.Core.Job()), NodeID: string(tc.Core.Node()), ActorID: tc.Actor}
+	rc := RuntimeContext{JobID: string(tc.Core.Job()), NodeID: string(tc.Core.Node()), ActorID: tc.Actor, Namespace: tc.Core.Namespace()}
 	if tc.Spec != nil {
 		rc.TaskID = hex.EncodeToString(tc.Spec.TaskId)
 		rc.Resources = tasks.ResourcesFromPB(tc.Spec.Resources).Map()

@@ -388,10 +388,27 @@ func ExampleName() {
 		log.Fatal(err)
 	}
 	defer ray.Shutdown(ctx)
-	// A named actor in a namespace, found by name from any driver or task of the cluster.
+	// A named actor in a namespace, found by name and namespace from any job of the cluster.
 	CounterClass.Remote(ctx, ray.Name("hits"), ray.Namespace("web"))
 	again, err := ray.GetActor(ctx, CounterClass, "hits", "web")
 	fmt.Println(ray.Get(ctx, CounterAdd.Remote(ctx, again, ray.V(1))))
+}
+
+// A job's namespace: named actors are named in it unless Namespace says otherwise, and
+// GetActor looks there. Without WithNamespace (or RAY_GO_JOB_NAMESPACE) a job gets an
+// anonymous namespace of its own.
+func ExampleWithNamespace() {
+	ctx, err := ray.Init(context.Background(), ray.WithNumCPUs(2), ray.WithNamespace("web"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ray.Shutdown(ctx)
+	rc, _ := ray.GetRuntimeContext(ctx)
+	c := CounterClass.Remote(ctx, ray.Name("hits"))
+	byName, err1 := ray.GetActor(ctx, CounterClass, "hits")
+	byNamespace, err2 := ray.GetActor(ctx, CounterClass, "hits", "web")
+	fmt.Println(rc.Namespace, byName.ID() == c.ID(), byNamespace.ID() == c.ID(), err1, err2)
+	// Output: web true true <nil> <nil>
 }
 
 func ExampleNamespace() {

@@ -20,6 +20,7 @@ type initConfig struct {
 	dir              string
 	logger           *slog.Logger
 	address          string
+	namespace        string // WithNamespace (else workerenv.JobNamespace, else anonymous)
 	noLineage        bool
 	token            string        // WithToken (else RAY_GO_TOKEN / RAY_GO_TOKEN_FILE)
 	insecure         bool          // WithInsecure (else RAY_GO_INSECURE)
@@ -96,6 +97,18 @@ func WithLogger(l *slog.Logger) InitOption { return func(c *initConfig) { c.logg
 // WithAddress joins an existing cluster instead of starting one (also RAY_ADDRESS).
 func WithAddress(addr string) InitOption { return func(c *initConfig) { c.address = addr } }
 
+// WithNamespace sets the job's namespace (Ray's ray.init(namespace=...); also
+// RAY_GO_JOB_NAMESPACE, e.g. `rayctl job submit --env RAY_GO_JOB_NAMESPACE=NS`). A
+// namespace groups named actors: a name is unique within its namespace, an actor created
+// with Name and without Namespace is named in its job's namespace, and GetActor without a
+// namespace looks there. Without one a job gets an anonymous namespace of its own (a new
+// random ID), so the named actors of two jobs never collide and one job's GetActor does
+// not find the other's; jobs that share actors by name (a detached actor found by a later
+// job) give the same namespace here, or name it with Namespace and GetActor's namespace
+// argument. The job's tasks and actors (in its worker processes) are in the same namespace
+// as its driver; GetRuntimeContext reports it. "" is the same as no option.
+func WithNamespace(ns string) InitOption { return func(c *initConfig) { c.namespace = ns } }
+
 // WithToken gives the cluster's join token (what `rayctl start --head` printed; also
 // RAY_GO_TOKEN, or RAY_GO_TOKEN_FILE naming a file that holds it). A driver joining a
 // cluster presents it once to the head (by default at the GCS port + 1; RAY_GO_JOIN_ADDRESS
@@ -142,10 +155,13 @@ type callOpts struct {
 func defaultActorOpts() callOpts { return callOpts{maxRetries: 0} }
 
 // Name names an actor, so that GetActor finds it (actors only). Names are unique per
-// namespace among live actors.
+// namespace among live actors; the actor's namespace is its job's (WithNamespace) unless
+// Namespace says otherwise.
 func Name(name string) TaskOption { return func(o *callOpts) { o.name = name } }
 
-// Namespace sets the namespace of a named actor (actors only; default "").
+// Namespace sets the namespace of a named actor (actors only; Ray's
+// .options(namespace=...)). Default, and with "": the namespace of the job that creates it
+// (WithNamespace, else the job's anonymous one).
 func Namespace(ns string) TaskOption { return func(o *callOpts) { o.namespace = ns } }
 
 // Detached makes an actor outlive the runtime that created it (actors only; it needs a
@@ -153,7 +169,8 @@ func Namespace(ns string) TaskOption { return func(o *callOpts) { o.namespace = 
 // not end it: it lives until Kill (with noRestart) or until the cluster stops. In cluster
 // mode it also outlives its job: after the creating driver's Shutdown (or death) the job
 // table says the job ended while the actor stays alive with its state, another job finds it
-// with GetActor by name and namespace, and a host that dies restarts it (MaxRestarts, its
+// with GetActor by name and namespace (by name alone when it runs in the same namespace:
+// WithNamespace), and a host that dies restarts it (MaxRestarts, its
 // method log replayed) as before. It lives in its job's worker processes, which the node
 // agents keep running (with the resources they hold) until the job's last detached actor is
 // dead. Objects it returns are owned by the caller, as always; objects owned by the ended

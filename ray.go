@@ -2,6 +2,8 @@ package ray
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,6 +56,10 @@ type session struct {
 // else Init fails with ErrNoCredentials saying what to set. Local mode needs nothing: its
 // GCS listens on loopback with mutual TLS under a CA that exists only in this process.
 //
+// Each job runs in a namespace of named actors (Ray's namespace): WithNamespace's, else
+// RAY_GO_JOB_NAMESPACE's, else an anonymous one of its own (a new random UUID); its worker
+// processes get the same from their agent (GetRuntimeContext reports it).
+//
 // Worker mode: in a process an agent started, Init never returns. It joins the cluster as
 // the job's worker process, serves tasks and actors until the job ends, and exits. So
 // everything a program does before Init runs in its workers too (flag parsing is fine;
@@ -85,6 +91,12 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	if cfg.address == "" {
 		cfg.address = os.Getenv(AddressEnv)
 	}
+	if cfg.namespace == "" {
+		cfg.namespace = os.Getenv(workerenv.JobNamespace)
+	}
+	if cfg.namespace == "" {
+		cfg.namespace = anonymousNamespace()
+	}
 	if cfg.address != "" {
 		return join(ctx, cfg)
 	}
@@ -100,7 +112,7 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 		return nil, err
 	}
 	n, err := node.Start(ctx, node.Config{
-		Resources: res, ObjectStoreBytes: cfg.objectStoreBytes, Dir: cfg.dir,
+		Resources: res, ObjectStoreBytes: cfg.objectStoreBytes, Dir: cfg.dir, ActorNamespace: cfg.namespace,
 		Lineage: !cfg.noLineage, Logger: cfg.logger, LeaseTTL: cfg.leaseTTL, TaskEvents: cfg.taskEvents, CallSites: callSitesOn(),
 		SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor,
 	})
@@ -116,6 +128,17 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	}
 	ctx = context.WithValue(ctx, runtimeKey{}, s)
 	return core.WithTask(ctx, n.Core.NewDriver()), nil
+}
+
+// anonymousNamespace returns a new namespace for a job that names none (Ray's anonymous
+// namespace: a random UUID, version 4).
+func anonymousNamespace() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // gcsTimeoutFromEnv reads how long a driver waits for a GCS that does not answer from
@@ -163,7 +186,7 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 	n, err := node.Join(ctx, node.JoinConfig{
 		Address: addr, Namespace: os.Getenv(workerenv.Namespace), Credentials: creds,
 		SubmissionID: os.Getenv(workerenv.Submission), OwnCredentials: joinAddr != "",
-		Node: node.Config{Role: node.RoleDriver, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger, TaskEvents: cfg.taskEvents,
+		Node: node.Config{Role: node.RoleDriver, ActorNamespace: cfg.namespace, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger, TaskEvents: cfg.taskEvents,
 			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, GCSTimeout: cfg.gcsTimeout, CallSites: callSitesOn(), SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor},
 	})
 	if errors.Is(err, node.ErrCredentials) {
@@ -217,7 +240,7 @@ func serveWorker(ctx context.Context, w workerenv.Worker, cfg initConfig) {
 	defer stop()
 	n, err := node.Join(sctx, node.JoinConfig{
 		Address: w.Address, Namespace: w.Namespace, Credentials: creds,
-		Node: node.Config{Role: node.RoleWorker, Job: ids.JobID(w.Job), AgentID: w.Agent, Resources: res,
+		Node: node.Config{Role: node.RoleWorker, Job: ids.JobID(w.Job), ActorNamespace: w.JobNamespace, AgentID: w.Agent, Resources: res,
 			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger, LeaseTTL: cfg.leaseTTL,
 			TaskEvents: cfg.taskEvents, CallSites: callSitesOn(), Machine: w.Machine, SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor},
 	})

@@ -77,7 +77,7 @@ var kinds = []kind{
 	{name: "jobs", one: "job", id: "job_id", read: readJobs,
 		columns: []string{"job_id", "state", "submission_id", "start", "end", "driver", "driver_state", "entrypoint"}},
 	{name: "actors", one: "actor", id: "actor_id", read: readActors,
-		columns: []string{"actor_id", "class", "name", "state", "node", "job_id", "restarts", "detail"}},
+		columns: []string{"actor_id", "class", "name", "namespace", "state", "node", "job_id", "restarts", "detail"}},
 	{name: "placement-groups", one: "placement-group", id: "placement_group_id", read: readPlacementGroups,
 		columns: []string{"placement_group_id", "state", "strategy", "bundles", "nodes", "job_id", "detail"}},
 	// tasks are not in the GCS: their owners are asked (tasks.go)
@@ -680,7 +680,7 @@ func readJobs(ctx context.Context, s gcs.Store) ([]record, error) {
 		out = append(out, record{{"job_id", j.JobID}, {"state", j.State}, {"submission_id", j.SubmissionID},
 			{"start", j.Start}, {"end", j.End}, {"driver", j.Driver}, {"driver_state", j.DriverState},
 			{"driver_last_heartbeat", j.DriverLastHeartbeat}, {"driver_silent_seconds", j.DriverSilentSeconds},
-			{"entrypoint", j.Entrypoint}, {"message", j.Message}})
+			{"entrypoint", j.Entrypoint}, {"namespace", j.Namespace}, {"message", j.Message}})
 	}
 	return out, nil
 }

@@ -106,7 +106,7 @@ func TestListActorsRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ACTOR_ID") || !strings.Contains(out.String(), "PENDING_CREATION") {
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "ACTOR_ID") || !strings.Contains(lines[0], "NAMESPACE") || !strings.Contains(out.String(), "PENDING_CREATION") {
 		t.Fatalf("table:\n%s", out.String())
 	}
 	out.Reset()

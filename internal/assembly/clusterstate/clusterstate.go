@@ -60,6 +60,9 @@ type JobStatus struct {
 	Driver       string `json:"driver"` // host:pid
 	Entrypoint   string `json:"entrypoint,omitempty"`
 	Message      string `json:"message,omitempty"`
+	// Namespace is the job's namespace of named actors (ray.WithNamespace, or the
+	// anonymous one its driver made; "" for a job recorded without one).
+	Namespace string `json:"namespace,omitempty"`
 	// DriverState is the state of the job's driver (DriverStatus.State) while the job runs
 	// or when its driver was lost; "" for an ended job whose driver ended with it.
 	DriverState string `json:"driver_state,omitempty"`
@@ -257,7 +260,7 @@ func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 			JobID: id, State: j.GetState().String(), SubmissionID: j.GetSubmissionId(),
 			Start: FormatTime(j.GetStartUnixMs()), End: FormatTime(j.GetEndUnixMs()),
 			Driver: fmt.Sprintf("%s:%d", j.GetDriverHost(), j.GetDriverPid()), Entrypoint: j.GetEntrypoint(),
-			Message:    j.GetMessage(),
+			Message: j.GetMessage(), Namespace: j.GetRayNamespace(),
 			driverNode: j.GetDriverNode(), driverHost: j.GetDriverHost(), driverPid: j.GetDriverPid(),
 		}
 		if j.GetState() == pb.JobInfo_RUNNING {

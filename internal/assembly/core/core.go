@@ -44,9 +44,13 @@ type Lineage interface {
 
 // Config wires a Core to its node.
 type Config struct {
-	Job    ids.JobID
-	Node   ids.NodeID
-	System *actor.ActorSystem
+	Job ids.JobID
+	// Namespace is the job's namespace of named actors (Ray's job namespace): where an
+	// actor created without a namespace of its own is named, and where LookupActor
+	// looks when given none.
+	Namespace string
+	Node      ids.NodeID
+	System    *actor.ActorSystem
 	// Raylet and Store return the local node's scheduler and store shard grains.
 	Raylet func() *actor.PID
 	Store  func() *actor.PID
@@ -647,6 +651,9 @@ func (c *Core) AvailableResources() map[string]sched.Resources {
 
 // Job is this runtime's job ID.
 func (c *Core) Job() ids.JobID { return c.cfg.Job }
+
+// Namespace is this runtime's job's namespace of named actors (Config.Namespace).
+func (c *Core) Namespace() string { return c.cfg.Namespace }
 
 // Node is this runtime's node ID; StoreBudget its object store budget.
 func (c *Core) Node() ids.NodeID { return c.cfg.Node }

@@ -221,6 +221,7 @@ func (n *Node) registerJob(ctx context.Context, cfg JoinConfig) error {
 	n.job = &pb.JobInfo{JobId: string(n.cfg.Job), State: pb.JobInfo_RUNNING, Executable: exe, Sha256: sum,
 		Goos: runtime.GOOS, Goarch: runtime.GOARCH, DriverNode: string(n.ID), DriverHost: host, DriverPid: int32(os.Getpid()),
 		StartUnixMs: time.Now().UnixMilli(), SubmissionId: cfg.SubmissionID, Args: os.Args[1:], Namespace: cfg.Namespace,
+		RayNamespace:  n.cfg.ActorNamespace,
 		DriverAddress: n.system.Address(), Entrypoint: commandLine(os.Args)}
 	if cfg.OwnCredentials && cfg.Credentials != nil {
 		n.job.DriverUser = cfg.Credentials.User()

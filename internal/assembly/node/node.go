@@ -123,8 +123,11 @@ func ParseLeaseTTL(s string) (time.Duration, error) {
 
 // Config configures a node. Zero values take the defaults documented per field.
 type Config struct {
-	Job       ids.JobID       // default: a new random job ID
-	Resources sched.Resources // total resources; default: the machine's CPUs
+	Job ids.JobID // default: a new random job ID
+	// ActorNamespace is the job's namespace of named actors (core.Config.Namespace); a
+	// driver records it in its job, whose worker processes get it from their agent.
+	ActorNamespace string
+	Resources      sched.Resources // total resources; default: the machine's CPUs
 	// ObjectStoreBytes is the store budget (default DefaultObjectStoreBytes). An object
 	// larger than the whole budget is refused; beyond it the store shard spills to Dir/spill.
 	ObjectStoreBytes int64
@@ -474,7 +477,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		groupGrace = ownerGraceLeases * cfg.LeaseTTL
 	}
 	if n.Core, err = core.New(core.Config{
-		Job: cfg.Job, Node: n.ID, System: n.system, Cluster: cluster,
+		Job: cfg.Job, Namespace: cfg.ActorNamespace, Node: n.ID, System: n.system, Cluster: cluster,
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
 		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage, RecordGroup: n.pgRecords.put, GroupRecord: groupRecord, GroupGoneGrace: groupGrace,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,

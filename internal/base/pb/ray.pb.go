@@ -2837,7 +2837,9 @@ type JobInfo struct {
 	SubmissionId string `protobuf:"bytes,12,opt,name=submission_id,json=submissionId,proto3" json:"submission_id,omitempty"`
 	Entrypoint   string `protobuf:"bytes,13,opt,name=entrypoint,proto3" json:"entrypoint,omitempty"`
 	Message      string `protobuf:"bytes,14,opt,name=message,proto3" json:"message,omitempty"`
-	Namespace    string `protobuf:"bytes,15,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// namespace is the cluster's GCS key namespace (etcdstore.Config.Namespace), not the
+	// job's namespace of named actors (ray_namespace).
+	Namespace string `protobuf:"bytes,15,opt,name=namespace,proto3" json:"namespace,omitempty"`
 	// args are the driver's command-line arguments (os.Args[1:]); worker processes get the
 	// same, so a program that parses flags before ray.Init parses them alike.
 	Args []string `protobuf:"bytes,16,rep,name=args,proto3" json:"args,omitempty"`
@@ -2848,7 +2850,11 @@ type JobInfo struct {
 	// driver_user is the GCS user of the certificate the driver joined with (its own, from
 	// the join token; empty for a driver given credential files): the head removes that
 	// certificate's records and user when the driver is taken for dead.
-	DriverUser    string `protobuf:"bytes,18,opt,name=driver_user,json=driverUser,proto3" json:"driver_user,omitempty"`
+	DriverUser string `protobuf:"bytes,18,opt,name=driver_user,json=driverUser,proto3" json:"driver_user,omitempty"`
+	// ray_namespace is the job's namespace of named actors (Ray's JobConfig.ray_namespace:
+	// ray.WithNamespace, RAY_GO_JOB_NAMESPACE, else an anonymous one of its own); the
+	// agents give it to the job's worker processes.
+	RayNamespace  string `protobuf:"bytes,19,opt,name=ray_namespace,json=rayNamespace,proto3" json:"ray_namespace,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3005,6 +3011,13 @@ func (x *JobInfo) GetDriverAddress() string {
 func (x *JobInfo) GetDriverUser() string {
 	if x != nil {
 		return x.DriverUser
+	}
+	return ""
+}
+
+func (x *JobInfo) GetRayNamespace() string {
+	if x != nil {
+		return x.RayNamespace
 	}
 	return ""
 }
@@ -5538,7 +5551,7 @@ const file_ray_proto_rawDesc = "" +
 	"\x0fstarted_unix_ms\x18\v \x01(\x03R\rstartedUnixMs\x12'\n" +
 	"\x0fmetrics_address\x18\f \x01(\tR\x0emetricsAddress\x12+\n" +
 	"\x11dashboard_address\x18\r \x01(\tR\x10dashboardAddress\x12#\n" +
-	"\rdashboard_tls\x18\x0e \x01(\bR\fdashboardTls\"\xf9\x04\n" +
+	"\rdashboard_tls\x18\x0e \x01(\bR\fdashboardTls\"\x9e\x05\n" +
 	"\aJobInfo\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12*\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x14.raypb.JobInfo.StateR\x05state\x12\x1e\n" +
@@ -5566,7 +5579,8 @@ const file_ray_proto_rawDesc = "" +
 	"\x04args\x18\x10 \x03(\tR\x04args\x12%\n" +
 	"\x0edriver_address\x18\x11 \x01(\tR\rdriverAddress\x12\x1f\n" +
 	"\vdriver_user\x18\x12 \x01(\tR\n" +
-	"driverUser\"I\n" +
+	"driverUser\x12#\n" +
+	"\rray_namespace\x18\x13 \x01(\tR\frayNamespace\"I\n" +
 	"\x05State\x12\v\n" +
 	"\aPENDING\x10\x00\x12\v\n" +
 	"\aRUNNING\x10\x01\x12\r\n" +

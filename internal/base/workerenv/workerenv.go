@@ -33,8 +33,14 @@ const (
 	// Submission is set for a driver started by `rayctl job submit`: its submission ID,
 	// recorded in the job it registers.
 	Submission = "RAY_GO_SUBMISSION_ID"
-	// Namespace is the GCS key namespace of the cluster (default: none).
+	// Namespace is the GCS key namespace of the cluster (default: none). It is not the
+	// job's namespace of named actors: that is JobNamespace.
 	Namespace = "RAY_GO_GCS_NAMESPACE"
+	// JobNamespace is the job's namespace of named actors (Ray's ray.init(namespace=...)):
+	// a driver without ray.WithNamespace takes it from here (rayctl job submit --env
+	// RAY_GO_JOB_NAMESPACE=NS), else its job gets an anonymous namespace of its own. An
+	// agent sets it for a job's worker processes to the one the job's driver recorded.
+	JobNamespace = "RAY_GO_JOB_NAMESPACE"
 	// Machine is the Unix socket of the agent's machine ledger (package tasks/machine):
 	// the worker process's resources are shared there with the machine's other jobs.
 	Machine = "RAY_GO_MACHINE"
@@ -77,8 +83,8 @@ func ParseGCHeapFloor(v string) (floor int64, set bool, err error) {
 
 // Contract lists every variable of this contract: an agent removes them from the
 // environment it passes on before it sets its own.
-var Contract = []string{Address, Mode, Job, Agent, Resources, ObjectStoreBytes, Dir, Submission, Namespace, Machine,
-	GCSCA, GCSCert, GCSKey, Token, TokenFile, JoinAddress, Insecure}
+var Contract = []string{Address, Mode, Job, Agent, Resources, ObjectStoreBytes, Dir, Submission, Namespace, JobNamespace,
+	Machine, GCSCA, GCSCert, GCSKey, Token, TokenFile, JoinAddress, Insecure}
 
 // IsTrue reads a boolean variable's value ("1", "true", "yes", any case).
 func IsTrue(v string) bool {
@@ -94,9 +100,12 @@ const ModeWorker = "worker"
 
 // Worker is what a worker process needs to know.
 type Worker struct {
-	Address          []string
-	Namespace        string
-	Job              string
+	Address   []string
+	Namespace string // the GCS key namespace
+	Job       string
+	// JobNamespace is the job's namespace of named actors (the driver's; "" for a job
+	// recorded without one).
+	JobNamespace     string
 	Agent            string
 	Resources        map[string]float64
 	ObjectStoreBytes int64
@@ -123,6 +132,9 @@ func (w Worker) Environ() []string {
 	if w.Namespace != "" {
 		env = append(env, Namespace+"="+w.Namespace)
 	}
+	if w.JobNamespace != "" {
+		env = append(env, JobNamespace+"="+w.JobNamespace)
+	}
 	if w.Machine != "" {
 		env = append(env, Machine+"="+w.Machine)
 	}
@@ -141,16 +153,17 @@ func FromEnv(getenv func(string) string) (w Worker, ok bool, err error) {
 		return Worker{}, false, nil
 	}
 	w = Worker{
-		Address:   SplitAddress(getenv(Address)),
-		Namespace: getenv(Namespace),
-		Job:       getenv(Job),
-		Agent:     getenv(Agent),
-		Dir:       getenv(Dir),
-		Machine:   getenv(Machine),
-		GCSCA:     getenv(GCSCA),
-		GCSCert:   getenv(GCSCert),
-		GCSKey:    getenv(GCSKey),
-		Insecure:  IsTrue(getenv(Insecure)),
+		Address:      SplitAddress(getenv(Address)),
+		Namespace:    getenv(Namespace),
+		Job:          getenv(Job),
+		JobNamespace: getenv(JobNamespace),
+		Agent:        getenv(Agent),
+		Dir:          getenv(Dir),
+		Machine:      getenv(Machine),
+		GCSCA:        getenv(GCSCA),
+		GCSCert:      getenv(GCSCert),
+		GCSKey:       getenv(GCSKey),
+		Insecure:     IsTrue(getenv(Insecure)),
 	}
 	if len(w.Address) == 0 || w.Job == "" {
 		return w, true, fmt.Errorf("workerenv: worker mode needs %s and %s", Address, Job)
