@@ -180,7 +180,7 @@ func addressFlag() ucli.Flag {
 func namespaceFlag() ucli.Flag {
 	return &ucli.StringFlag{
 		Name:    "namespace",
-		Usage:   "GCS key namespace of the cluster (when several share one etcd)",
+		Usage:   "GCS key namespace of the cluster (when several share one etcd); not a job's namespace of named actors (ray.WithNamespace, RAY_GO_JOB_NAMESPACE)",
 		EnvVars: []string{workerenv.Namespace},
 	}
 }

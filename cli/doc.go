@@ -136,7 +136,10 @@
 // ends. The head runs the program from its own path when the file there has the same hash,
 // else from its verified copy; a program given as a relative path with a slash inside
 // --working-dir runs from the unpacked directory. The driver starts in the head's unpacked
-// copy of --working-dir (default: a new empty directory), removed when it ends.
+// copy of --working-dir (default: a new empty directory), removed when it ends. The job's
+// namespace of named actors is its program's ray.WithNamespace, else --env
+// RAY_GO_JOB_NAMESPACE=NS, else an anonymous one of its own (--namespace is the GCS key
+// namespace, another thing).
 //
 // # Exit codes
 //

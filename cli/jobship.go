@@ -36,6 +36,8 @@ const submitDescription = "Nothing has to exist on the head's machine: PROGRAM a
 	"Any other PROGRAM is resolved here (PATH is searched for a bare name) and its file shipped; the head " +
 	"runs the file at the same path when it has the same content, else its verified copy. It must run on " +
 	"the head's platform (a Go program built for it, or a script whose interpreter the head has).\n\n" +
+	"The job's namespace of named actors is the one its program gives ray.WithNamespace, else " +
+	"--env RAY_GO_JOB_NAMESPACE=NS, else an anonymous one of its own (not --namespace: that is the GCS key namespace).\n\n" +
 	"Exit code: 0 when the job SUCCEEDED, 6 FAILED, 7 STOPPED."
 
 // prepareShipping checks PROGRAM and --working-dir and fills in what the submission
