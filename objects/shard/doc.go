@@ -49,6 +49,15 @@
 // a put that would take the store's memory over twice its budget is refused with an error
 // that says what to do. Freeing an object deletes its file.
 //
+// Pressure: objects whose refs a program dropped without Release stay here until a
+// garbage collection in the process that dropped them finds the refs gone (Go collects a
+// quiet process every 2 minutes). A put that finds memory over PressureFraction (70%) of
+// the budget calls Config.Pressure, and the node asks its process and the cluster's other
+// processes for a collection (internal/assembly/core, collect.go, which backs off), as
+// Ray's raylet triggers a global GC. At most once per second; while memory stays over,
+// the shard calls it again each second without a put (a timer, only then). Under 70% a
+// put costs one comparison more.
+//
 // Pulls (pull.go; the puller is package objects/transfer): a PullObject asks for at most
 // MaxPullChunk (1 MiB) bytes of an object from an offset; the reply carries them with the
 // whole object's size and CRC-32C, computed once per object and kept (in the mailbox up

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"sort"
@@ -35,6 +36,14 @@ type Config struct {
 	// at once (0: GOMAXPROCS). Each writer compresses its objects on a core of its own.
 	SpillWorkers int
 	Logger       *slog.Logger
+	// Pressure, when set, is called when a put finds the shard's memory over
+	// PressureFraction of its Budget (a put that would take it there, one that waits for
+	// spilling, or one refused), and again every pressureGap while the memory stays over
+	// it: objects whose last reference a program dropped without Release are freed only
+	// when a garbage collection in the process that dropped it finds the reference gone,
+	// and the node asks for one (core.Core.CollectForStore, which backs off by itself). It
+	// runs on the shard's mailbox: it must not block.
+	Pressure func()
 
 	// write writes one spill file (writeSpill unless a test of the package sets it).
 	write func(path string, id ids.ObjectID, data []byte) (int64, uint32, error)
@@ -90,6 +99,13 @@ type Shard struct {
 	// admits are the producers waiting for their PutObjectAck: a put that leaves the store
 	// over its budget is answered once spilling brings it back under (backpressure).
 	admits []admit
+
+	// high is the memory over which a put calls cfg.Pressure (PressureFraction of the
+	// budget; no budget or no Pressure: never), and pressAgain the time before which it
+	// is not called again; rechecking: a pressureCheck is due.
+	high       int64
+	pressAgain time.Time
+	rechecking bool
 
 	compress chan struct{} // bounds concurrent s2 compressions of pulled chunks
 	restore  chan struct{} // bounds concurrent reads of spill files (Gets and pulls)
@@ -149,6 +165,16 @@ const (
 	maxSpillBackoff = 30 * time.Second
 )
 
+// PressureFraction is the share of its budget over which the shard's memory is under
+// pressure (Config.Pressure): Ray's raylet triggers a global garbage collection over 70%
+// of the object store (high_plasma_storage_usage).
+const PressureFraction = 0.7
+
+// pressureGap is the least time between two calls of Config.Pressure: the collections it
+// asks for back off further by themselves (a store full of live objects must not make
+// every process collect continuously).
+const pressureGap = time.Second
+
 // Props returns the props of a shard grain of the node described by cfg.
 func Props(cfg Config) *actor.Props {
 	if cfg.Logger == nil {
@@ -160,8 +186,12 @@ func Props(cfg Config) *actor.Props {
 	if cfg.write == nil {
 		cfg.write = writeSpill
 	}
+	high := int64(math.MaxInt64)
+	if cfg.Budget > 0 && cfg.Pressure != nil {
+		high = int64(float64(cfg.Budget) * PressureFraction)
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Shard{cfg: cfg, objs: make(map[ids.ObjectID]*object),
+		return &Shard{cfg: cfg, objs: make(map[ids.ObjectID]*object), high: high,
 			compress: make(chan struct{}, runtime.GOMAXPROCS(0)),
 			restore:  make(chan struct{}, cfg.SpillWorkers)}
 	})
@@ -171,6 +201,9 @@ func Props(cfg Config) *actor.Props {
 func (s *Shard) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *pb.PutObject:
+		if s.mem+int64(len(m.Data)) > s.high { // one comparison a put while under it
+			s.pressed(ctx)
+		}
 		err := s.refuse(len(m.Data))
 		if err == nil {
 			err = s.put(m)
@@ -196,6 +229,11 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.pullLoaded(ctx, m)
 	case *spillDone:
 		s.spillDone(ctx, m)
+	case pressureCheck:
+		s.rechecking = false
+		if s.mem > s.high && !s.stopped {
+			s.pressed(ctx)
+		}
 	case spillRetry:
 		s.maybeSpill(ctx)
 		s.releaseAdmits(ctx)
@@ -219,6 +257,27 @@ func (s *Shard) Receive(ctx actor.Context) {
 		s.releaseAdmits(ctx)
 	case *pb.StoreStats:
 		ctx.Respond(s.stats(int(m.Top)))
+	}
+}
+
+// pressureCheck: pressureGap after a call of Config.Pressure, the shard looks again.
+type pressureCheck struct{}
+
+// pressed tells the node that the shard's memory is under pressure (Config.Pressure), at
+// most once per pressureGap, and looks again pressureGap later: a collection that ran at
+// once may not have found refs dropped just before (the root package's nursery gives a
+// ref its finalizer 50-100 ms after its making), and no put may come to ask again.
+func (s *Shard) pressed(ctx actor.Context) {
+	now := time.Now()
+	if now.Before(s.pressAgain) {
+		return
+	}
+	s.pressAgain = now.Add(pressureGap)
+	s.cfg.Pressure()
+	if !s.rechecking {
+		s.rechecking = true
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		time.AfterFunc(pressureGap, func() { root.Send(self, pressureCheck{}) })
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -486,4 +487,33 @@ func startShardSend(t *testing.T, cfg Config) (ask func(m any) any, send func(m 
 		}, func(m any) {
 			sys.Root.Send(pid, m)
 		}
+}
+
+// TestPressure: a put that finds the shard's memory over PressureFraction of its budget
+// calls Config.Pressure (the node asks for garbage collections: refs dropped without
+// Release may hold objects here), one below it does not, and while the memory stays over
+// it the shard calls it again without another put (a collection at once may have missed
+// refs dropped just before it).
+func TestPressure(t *testing.T) {
+	var calls atomic.Int64
+	ask := startShard(t, Config{Node: "n1", Budget: 1000, SpillDir: t.TempDir(), Pressure: func() { calls.Add(1) }})
+	task := ids.NewRootTaskID()
+	a, b := ids.PutID(task, 1), ids.PutID(task, 2)
+	ask(&pb.PutObject{ObjectId: a[:], Data: make([]byte, 500)})
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("at 50%% of the budget: %d calls of Pressure, want 0", n)
+	}
+	ask(&pb.PutObject{ObjectId: b[:], Data: make([]byte, 300)})
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("at 80%% of the budget: %d calls of Pressure, want 1", n)
+	}
+	for deadline := time.Now().Add(20 * time.Second); calls.Load() < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the memory stayed at 80% of the budget without another put, and Pressure was not called again")
+		}
+	}
+	ask(&pb.FreeObjects{ObjectIds: [][]byte{a[:], b[:]}})
+	if st := ask(&pb.StoreStats{}).(*pb.StoreStatsReply); st.MemoryBytes != 0 {
+		t.Fatalf("after the frees: %+v", st)
+	}
 }

@@ -20,6 +20,20 @@ import (
 // and a placement group this process places that has found no room for that long
 // (PlacementGroup.place), so the handles this process dropped are released then.
 //
+// An object ref (ObjectRef: a Put's, a task's result, one a task created and dropped) is
+// the same: its object, and its bytes in a node's store, are freed when the finalizer of
+// its last handle runs (the root package's nursery.go and object.go), while Ray frees
+// them at once. Until then they fill the store, which spills them to disk and makes
+// producers wait, or refuses puts. So a store whose memory a put finds over 70% of its
+// budget asks its process for a collection (objects/shard's Config.Pressure: one
+// comparison a put under it; over it, at most once a second, and again each second while
+// it stays over, since a collection at once may miss refs the nursery has not given a
+// finalizer yet; CollectForStore, wired by package node), as Ray's raylet triggers a
+// global GC when the object store is that full. The bytes may be another process's
+// objects (a task's result stored where the task ran, owned by its caller), so this
+// collection too asks the other processes. A store full of live objects asks on: the
+// back-off below keeps that to one collection per 2 minutes, Go's own period.
+//
 // The collections back off while such waits go on (an actor that waits for resources
 // nobody will free: 1, 2, 4 ... s apart, at most collectMaxGap, Go's own period), and
 // start again from collectMinGap after collectMaxGap without a request.
@@ -92,6 +106,14 @@ func (k *collector) start(now time.Time, others func()) bool {
 // AskOthersToCollect): a handle this process dropped may hold what that process waits
 // for. Collections back off as those this process asks for itself (collect.go).
 func (c *Core) CollectForOthers() { c.collect.requestForOthers(time.Now()) }
+
+// CollectForStore asks for a garbage collection of this process, and of the cluster's
+// other processes (Config.AskOthersToCollect), for this node's object store: its memory
+// is over 70% of its budget (objects/shard's Config.Pressure), and refs dropped without
+// Release, here or elsewhere, may hold objects in it. Collections back off as those for
+// the waits do (collect.go), so a store full of live objects does not make every process
+// collect continuously. It does not block.
+func (c *Core) CollectForStore() { c.collect.request(time.Now()) }
 
 // collectIfStarved asks for a collection when tasks of s have waited collectWaitAfter for
 // a lease that a node does not grant (sched.Leases.Starved): an actor this process

@@ -55,7 +55,10 @@
 //     (collect.go, backing off to one per 2 minutes), and the cluster's other processes
 //     too (Config.AskOthersToCollect; they run CollectForOthers): a dropped handle of
 //     another actor that holds the resources they wait for is released only when a
-//     collection in the process that dropped it finds it.
+//     collection in the process that dropped it finds it. So does the node's object
+//     store when a put finds its memory over 70% of its budget (CollectForStore, as Ray's
+//     raylet triggers a global GC): refs dropped without Release hold their objects
+//     there until a collection finds them gone.
 //   - Borrowed, lent and pinned refs: objects.Borrows (partitioned like the other tables);
 //     the protocol's messages are borrow.go's, the adoption of a dead owner's objects
 //     orphan.go's (planned by lineage.Adoption).

@@ -830,7 +830,14 @@ func (n *Node) startMember(ctx context.Context) error {
 		cluster.NewKind(KindRaylet, pooled(raylet.Props(rcfg), "raylet")),
 		cluster.NewKind(KindWorker, pooled(worker.Props(wenv), "worker")),
 		cluster.NewKind(KindStore, pooled(shard.Props(shard.Config{Node: n.ID, Table: objTable, Logger: logger,
-			Budget: n.cfg.ObjectStoreBytes, SpillDir: filepath.Join(n.dir, "spill")}), "store")),
+			Budget: n.cfg.ObjectStoreBytes, SpillDir: filepath.Join(n.dir, "spill"),
+			// Over 70% of its budget: refs dropped without Release may hold objects in
+			// it until collections here and elsewhere find them (core/collect.go).
+			Pressure: func() {
+				if c := n.core.Load(); c != nil {
+					c.CollectForStore()
+				}
+			}}), "store")),
 		cluster.NewKind(KindActor, pooled(actors.Props(aenv), "actor")),
 	}
 	rem := remote.Configure(n.cfg.Host, 0, remoteOptions(n.cfg.Credentials)...)
