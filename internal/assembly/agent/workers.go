@@ -419,13 +419,13 @@ func (m *workerManager) reap(ctx context.Context) {
 		if w.stopping || !m.wanted(job, now) {
 			m.a.log.Info("agent: worker stopped", "job", job, "pid", p.pid, "how", p.describe())
 			_ = os.RemoveAll(m.workerDir(job))
-			m.putWorker(ctx, job, pb.JobWorker_EXITED, p.pid, "job ended; worker "+p.describe())
+			m.putWorkerExit(ctx, job, p, "job ended; worker "+p.describe())
 			delete(m.workers, job)
 			continue
 		}
 		delay, msg := w.scheduleRestart(now)
 		m.a.log.Warn("agent: worker exited while its job runs (or its detached actors live)", "job", job, "pid", p.pid, "how", p.describe(), "restart_in", delay)
-		m.putWorker(ctx, job, pb.JobWorker_EXITED, p.pid, "worker "+p.describe()+"; "+msg)
+		m.putWorkerExit(ctx, job, p, "worker "+p.describe()+"; "+msg)
 	}
 }
 
@@ -550,9 +550,20 @@ func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo, 
 	return nil
 }
 
+// putWorkerExit records that this agent's worker process p for job exited (EXITED, with
+// how: JobWorker.exit, which the runtimes that had tasks there put in those tasks' errors
+// and the state API reads to skip the process).
+func (m *workerManager) putWorkerExit(ctx context.Context, job string, p *proc, msg string) bool {
+	return m.putWorkerRec(ctx, job, pb.JobWorker_EXITED, p.pid, msg, p.describe())
+}
+
 // putWorker records the state of this agent's worker for job, keeping the node ID the
 // worker recorded. It reports whether the record was written.
 func (m *workerManager) putWorker(ctx context.Context, job string, state pb.JobWorker_State, pid int, msg string) bool {
+	return m.putWorkerRec(ctx, job, state, pid, msg, "")
+}
+
+func (m *workerManager) putWorkerRec(ctx context.Context, job string, state pb.JobWorker_State, pid int, msg, exit string) bool {
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
@@ -561,7 +572,10 @@ func (m *workerManager) putWorker(ctx context.Context, job string, state pb.JobW
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	key := gcs.JobWorkerKey(job, m.a.id)
-	rec := &pb.JobWorker{JobId: job, AgentId: m.a.id, State: state, Pid: int32(pid), Message: msg}
+	rec := &pb.JobWorker{JobId: job, AgentId: m.a.id, State: state, Pid: int32(pid), Message: msg, Exit: exit}
+	if state == pb.JobWorker_EXITED {
+		rec.ExitUnixMs = time.Now().UnixMilli()
+	}
 	if state != pb.JobWorker_UNSUPPORTED {
 		rec.LogPath = m.logPath(job)
 	}
@@ -692,7 +706,7 @@ func (m *workerManager) shutdown() {
 	for job, w := range m.workers {
 		_ = os.RemoveAll(m.workerDir(job))
 		if w.p != nil && ctx.Err() == nil {
-			m.putWorker(ctx, job, pb.JobWorker_EXITED, w.p.pid, "agent stopped; worker "+w.p.describe())
+			m.putWorkerExit(ctx, job, w.p, "agent stopped; worker "+w.p.describe())
 		}
 	}
 	m.workers = map[string]*worker{}

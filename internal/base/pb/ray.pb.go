@@ -3025,14 +3025,21 @@ func (x *JobInfo) GetRayNamespace() string {
 // JobWorker is the value of jobworkers/<jobID>/<agentID>: the worker process an agent runs
 // for a job.
 type JobWorker struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	AgentId       string                 `protobuf:"bytes,2,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	State         JobWorker_State        `protobuf:"varint,3,opt,name=state,proto3,enum=raypb.JobWorker_State" json:"state,omitempty"`
-	Pid           int32                  `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
-	NodeId        string                 `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	Message       string                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
-	LogPath       string                 `protobuf:"bytes,7,opt,name=log_path,json=logPath,proto3" json:"log_path,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	AgentId string                 `protobuf:"bytes,2,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	State   JobWorker_State        `protobuf:"varint,3,opt,name=state,proto3,enum=raypb.JobWorker_State" json:"state,omitempty"`
+	Pid     int32                  `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
+	NodeId  string                 `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Message string                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	LogPath string                 `protobuf:"bytes,7,opt,name=log_path,json=logPath,proto3" json:"log_path,omitempty"`
+	// exit says how the process ended, with EXITED: "exit status 3", "killed by signal
+	// killed" (what the agent saw when it reaped it; "" before, or when it could not start).
+	Exit string `protobuf:"bytes,8,opt,name=exit,proto3" json:"exit,omitempty"`
+	// exit_unix_ms is when the agent reaped it (with EXITED; the agent's clock, that of
+	// the machine the process ran on): a worker process of the job there that started
+	// before then is not the one that runs now (package taskstate skips it).
+	ExitUnixMs    int64 `protobuf:"varint,9,opt,name=exit_unix_ms,json=exitUnixMs,proto3" json:"exit_unix_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3114,6 +3121,20 @@ func (x *JobWorker) GetLogPath() string {
 		return x.LogPath
 	}
 	return ""
+}
+
+func (x *JobWorker) GetExit() string {
+	if x != nil {
+		return x.Exit
+	}
+	return ""
+}
+
+func (x *JobWorker) GetExitUnixMs() int64 {
+	if x != nil {
+		return x.ExitUnixMs
+	}
+	return 0
 }
 
 // Submission is the value of submissions/<submissionID>: a rayctl job submit request that
@@ -5587,7 +5608,7 @@ const file_ray_proto_rawDesc = "" +
 	"\tSUCCEEDED\x10\x02\x12\n" +
 	"\n" +
 	"\x06FAILED\x10\x03\x12\v\n" +
-	"\aSTOPPED\x10\x04\"\x8c\x02\n" +
+	"\aSTOPPED\x10\x04\"\xc2\x02\n" +
 	"\tJobWorker\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12,\n" +
@@ -5595,7 +5616,10 @@ const file_ray_proto_rawDesc = "" +
 	"\x03pid\x18\x04 \x01(\x05R\x03pid\x12\x17\n" +
 	"\anode_id\x18\x05 \x01(\tR\x06nodeId\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x19\n" +
-	"\blog_path\x18\a \x01(\tR\alogPath\"?\n" +
+	"\blog_path\x18\a \x01(\tR\alogPath\x12\x12\n" +
+	"\x04exit\x18\b \x01(\tR\x04exit\x12 \n" +
+	"\fexit_unix_ms\x18\t \x01(\x03R\n" +
+	"exitUnixMs\"?\n" +
 	"\x05State\x12\f\n" +
 	"\bSTARTING\x10\x00\x12\v\n" +
 	"\aRUNNING\x10\x01\x12\x0f\n" +
