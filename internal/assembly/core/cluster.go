@@ -259,7 +259,7 @@ func (s *shard) sweepGoneNodes() {
 		if !cl.Alive(node) {
 			missing[node] = true
 			if s.sweepMissing[node] {
-				s.nodeGone(node)
+				s.nodeGone(node, "")
 			}
 		}
 	}
@@ -270,15 +270,17 @@ func (s *shard) sweepGoneNodes() {
 // unreachable: each comes back as a system error, so it is retried elsewhere while it has
 // retries left (MaxRetries, default 3), as Ray does. An attempt that finishes on the node
 // after all (a connection that broke and healed) is ignored as stale. Actor calls are left
-// to the actor's own restart.
-func (c *Core) NodeGone(node ids.NodeID) {
+// to the actor's own restart. why, when not "", says what happened there (the node layer
+// knows whether node was a job's worker process and how it exited: "the worker process
+// ... exited ..."); the error adds whether the task is retried.
+func (c *Core) NodeGone(node ids.NodeID, why string) {
 	select {
 	case <-c.closed:
 		return
 	default:
 	}
 	for _, s := range c.shards {
-		s.send(nodeGone{node: node})
+		s.send(nodeGone{node: node, why: why})
 	}
 	c.pgs.Range(func(_, v any) bool {
 		v.(*PlacementGroup).nodeGone(node) // pg.go: its bundles there are placed again
@@ -286,7 +288,7 @@ func (c *Core) NodeGone(node ids.NodeID) {
 	})
 }
 
-func (s *shard) nodeGone(node ids.NodeID) {
+func (s *shard) nodeGone(node ids.NodeID, why string) {
 	if nl := s.nodes[node]; nl != nil {
 		s.dropNode(nl) // tasks waiting for a lease there are placed again
 	}
@@ -296,9 +298,31 @@ func (s *shard) nodeGone(node ids.NodeID) {
 			hits = append(hits, p)
 		}
 	}
+	if why == "" {
+		why = fmt.Sprintf("node %s died (or became unreachable) while the task ran there", node)
+		if cl := s.c.cfg.Cluster; cl != nil && cl.JobOf(node) != "" {
+			// A job's worker process (what runs tasks in a cluster of node agents): it may
+			// have exited alone, its machine and agent fine.
+			why = fmt.Sprintf("the worker process that ran it (node %s) died or became unreachable while the task ran there "+
+				"(it exited or crashed, or its machine or network failed); its output: rayctl logs worker %s", node, node)
+		}
+	}
 	for _, p := range hits {
 		s.onResult(&pb.TaskResult{TaskId: p.tid[:], Attempt: p.spec.Attempt, Error: &pb.ErrorInfo{
 			Kind: pb.ErrorInfo_SYSTEM, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(node),
-			Message: fmt.Sprintf("node %s died (or became unreachable) while the task ran there", node)}})
+			Message: why + retryNote(p.spec)}})
 	}
+}
+
+// retryNote says whether a task whose attempt failed with a system error is retried
+// (retriable's rule for SYSTEM): attempts count from 1, MaxRetries more than the first.
+func retryNote(spec *pb.TaskSpec) string {
+	n := spec.Attempt + 1
+	switch {
+	case spec.Attempt < spec.MaxRetries:
+		return fmt.Sprintf("; attempt %d, retried", n)
+	case spec.MaxRetries <= 0:
+		return fmt.Sprintf("; not retried (MaxRetries is %d)", spec.MaxRetries)
+	}
+	return fmt.Sprintf("; attempt %d of %d, not retried again (MaxRetries is %d)", n, spec.MaxRetries+1, spec.MaxRetries)
 }

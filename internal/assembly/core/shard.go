@@ -131,7 +131,10 @@ type (
 		tid   ids.TaskID
 		reply chan error
 	}
-	nodeGone       struct{ node ids.NodeID }
+	nodeGone struct {
+		node ids.NodeID
+		why  string
+	}
 	clusterChanged struct{}
 	tick           struct{ now time.Time }
 	// rerun: p's rerun request (reconstruction or adoption) arrives.
@@ -235,7 +238,7 @@ func (s *shard) receive(ctx actor.Context) {
 		}
 		m.reply <- s.cancel(m.tid)
 	case nodeGone:
-		s.nodeGone(m.node)
+		s.nodeGone(m.node, m.why)
 	case lostMsg:
 		s.failLost()
 	case clusterChanged:

@@ -243,6 +243,8 @@ type Node struct {
 
 	cfg        Config
 	quietPeers func() // from now on a peer's departure is logged at DEBUG (Stop)
+	exitedMu   sync.Mutex
+	exited     map[string]time.Time // node IDs whose process the membership saw exit (gone.go)
 	machine    *machine.Client
 	dir        string
 	ownDir     bool
@@ -526,10 +528,17 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 			if n.view != nil {
 				n.view.MarkGone(ids.NodeID(e.Member.NodeID)) // placement avoids it from now on
 			}
-			// Off the publisher's goroutine: failing tasks sends messages and takes locks.
-			go n.Core.NodeGone(ids.NodeID(e.Member.NodeID))
+			// Off the publisher's goroutine: failing tasks sends messages and takes locks,
+			// and what the tasks' errors say of the node is read from the GCS (gone.go).
+			go func(node ids.NodeID) { n.Core.NodeGone(node, n.goneWhy(node)) }(ids.NodeID(e.Member.NodeID))
 			// The objects this process borrows from the runtime there are adopted.
 			go n.Core.OwnerGone(e.Member.Address, ids.NodeID(e.Member.NodeID))
+		}
+		if !e.Self && (e.Type == membership.MemberDown || e.Type == membership.MemberGone) {
+			n.markExited(e.Member.NodeID, true) // the state API does not wait for it
+		}
+		if !e.Self && (e.Type == membership.MemberReachable || e.Type == membership.MemberJoined) {
+			n.markExited(e.Member.NodeID, false)
 		}
 		if !e.Self && (e.Type == membership.MemberReachable || e.Type == membership.MemberJoined) {
 			// A process at that address again (a broken connection that healed, or a new
