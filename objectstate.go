@@ -86,10 +86,11 @@ type ObjectCount struct {
 }
 
 // ListObjects returns the objects that match f, by ID, and how many matched in all (which
-// may exceed f.Limit).
+// may exceed f.Limit). When some processes of the job did not answer in time, it returns
+// what the others answered with a *PartialStateError naming them.
 func ListObjects(ctx context.Context, f ObjectFilter) ([]ObjectState, int, error) {
 	res, err := gatherObjects(ctx, f, core.ObjectQuery{State: f.State, RefType: f.RefType, ObjectID: strings.ToLower(f.ObjectID), Limit: f.Limit})
-	if err != nil {
+	if res == nil {
 		return nil, 0, err
 	}
 	out := make([]ObjectState, len(res.Objects))
@@ -97,21 +98,22 @@ func ListObjects(ctx context.Context, f ObjectFilter) ([]ObjectState, int, error
 		out[i] = ObjectState{ObjectID: o.ObjectID, Size: o.Size, State: o.State, RefType: o.RefType, Location: o.Location,
 			OwnerNode: o.Owner, Job: o.Job, TaskID: o.Task, Borrowers: int(o.Borrowers), HolderNode: o.Holder, OwnerAddress: o.OwnerAddress, CallSite: o.CallSite}
 	}
-	return out, res.Total, nil
+	return out, res.Total, err
 }
 
 // SummarizeObjects counts the job's objects by state and reference type, with their bytes
-// (f's Job, AllJobs and filters apply; Limit does not).
+// (f's Job, AllJobs and filters apply; Limit does not). Counts without some processes'
+// come with a *PartialStateError, as ListObjects.
 func SummarizeObjects(ctx context.Context, f ObjectFilter) ([]ObjectCount, error) {
 	res, err := gatherObjects(ctx, f, core.ObjectQuery{State: f.State, RefType: f.RefType, ObjectID: strings.ToLower(f.ObjectID), Limit: 1, Summary: true})
-	if err != nil {
+	if res == nil {
 		return nil, err
 	}
 	out := make([]ObjectCount, len(res.Summary))
 	for i, c := range res.Summary {
 		out[i] = ObjectCount{State: c.State, RefType: c.RefType, Count: c.Count, Bytes: c.Bytes}
 	}
-	return out, nil
+	return out, err
 }
 
 func gatherObjects(ctx context.Context, f ObjectFilter, q core.ObjectQuery) (*core.ObjectReport, error) {
@@ -123,12 +125,9 @@ func gatherObjects(ctx context.Context, f ObjectFilter, q core.ObjectQuery) (*co
 	if job == "" && !f.AllJobs {
 		job = string(n.Core.Job())
 	}
-	res, err := taskstate.GatherObjects(ctx, n.GCS(), job, q, taskstate.Options{Local: n.Core, LocalNode: n.ID})
+	res, err := taskstate.GatherObjects(ctx, n.GCS(), job, q, taskstate.Options{Local: n.Core, LocalNode: n.ID, Dead: n.KnownExited})
 	if err != nil {
 		return nil, fmt.Errorf("ray: %w", err)
 	}
-	if len(res.Missing) > 0 {
-		return &res.ObjectReport, fmt.Errorf("ray: the processes of nodes %s did not answer in time", strings.Join(res.Missing, ", "))
-	}
-	return &res.ObjectReport, nil
+	return &res.ObjectReport, partialError(res.Missing, res.Processes)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,60 +72,101 @@ type TaskCount struct {
 // ErrNoSuchTask is returned by GetTask for an ID no process of the job knows.
 var ErrNoSuchTask = errors.New("ray: no such task")
 
+// ErrPartialState matches (errors.Is) the *PartialStateError of a state API call that
+// returned what the processes that answered know, without what some others know.
+var ErrPartialState = errors.New("ray: partial state")
+
+// PartialStateError is the error of a state API call (ListTasks, GetTask, SummarizeTasks,
+// WriteTimeline, ListObjects, SummarizeObjects) some of whose processes did not answer in
+// time (10 s, or the context's deadline): the call returned what the others answered,
+// which lacks the records those processes hold (as Ray's state API warns of a "partial
+// failure"). Branch on it with errors.As, or errors.Is(err, ErrPartialState), and use
+// the results; asking again may find them answering. A process known to have exited (its
+// agent recorded its exit, or this process's membership saw it go) is not asked and not
+// waited for: its records went with it, and it is not named here.
+type PartialStateError struct {
+	// Missing names the processes (node IDs, as TaskInfo.Node and OwnerNode) that did
+	// not answer, sorted.
+	Missing []string
+	// Answered is how many processes did.
+	Answered int
+}
+
+func (e *PartialStateError) Error() string {
+	return fmt.Sprintf("ray: partial results: the processes of %d node(s) did not answer in time, their records are missing (%d answered): %s",
+		len(e.Missing), e.Answered, strings.Join(e.Missing, ", "))
+}
+
+// Is makes errors.Is(err, ErrPartialState) hold.
+func (e *PartialStateError) Is(target error) bool { return target == ErrPartialState }
+
 // ListTasks returns the tasks that match f, newest first, and how many matched in all
-// (which may exceed f.Limit).
+// (which may exceed f.Limit). When some processes of the job did not answer in time, it
+// returns what the others answered with a *PartialStateError naming them.
 func ListTasks(ctx context.Context, f TaskFilter) ([]TaskInfo, int, error) {
 	rep, err := gatherTasks(ctx, f, core.TaskQuery{State: f.State, Function: f.Function, Node: f.Node, TaskID: f.TaskID, Limit: f.Limit})
-	if err != nil {
+	if rep == nil {
 		return nil, 0, err
 	}
 	out := make([]TaskInfo, len(rep.Tasks))
 	for i := range rep.Tasks {
 		out[i] = taskInfo(&rep.Tasks[i])
 	}
-	return out, rep.Total, nil
+	return out, rep.Total, err
 }
 
 // GetTask returns every attempt known of task id (a prefix of 6 characters or more will
-// do), the newest first; ErrNoSuchTask if there is none.
+// do), the newest first; ErrNoSuchTask if there is none. When some processes did not
+// answer in time, it returns the attempts the others know with a *PartialStateError (and
+// the error of a task none of them knows matches both ErrNoSuchTask and ErrPartialState:
+// a process that did not answer may know it).
 func GetTask(ctx context.Context, id string) ([]TaskInfo, error) {
 	if len(id) < 6 {
 		return nil, fmt.Errorf("ray: GetTask: give at least 6 characters of the task ID, got %q", id)
 	}
 	tasks, _, err := ListTasks(ctx, TaskFilter{TaskID: strings.ToLower(id)})
-	if err != nil {
+	var partial *PartialStateError
+	if err != nil && !errors.As(err, &partial) {
 		return nil, err
 	}
 	if len(tasks) == 0 {
+		if partial != nil {
+			return nil, fmt.Errorf("%w: %s (%w)", ErrNoSuchTask, id, partial)
+		}
 		return nil, fmt.Errorf("%w: %s", ErrNoSuchTask, id)
 	}
-	return tasks, nil
+	return tasks, err
 }
 
 // SummarizeTasks counts the job's tasks by function and state (f's Job, AllJobs and
-// filters apply; Limit does not).
+// filters apply; Limit does not). Counts without some processes' come with a
+// *PartialStateError, as ListTasks.
 func SummarizeTasks(ctx context.Context, f TaskFilter) ([]TaskCount, error) {
 	rep, err := gatherTasks(ctx, f, core.TaskQuery{State: f.State, Function: f.Function, Node: f.Node, TaskID: f.TaskID, Limit: -1, Summary: true})
-	if err != nil {
+	if rep == nil {
 		return nil, err
 	}
 	out := make([]TaskCount, len(rep.Summary))
 	for i, c := range rep.Summary {
 		out[i] = TaskCount{Function: c.Function, State: c.State, Count: c.Count}
 	}
-	return out, nil
+	return out, err
 }
 
 // WriteTimeline writes the job's tasks (f selects them; its Limit bounds how many) as a
 // Chrome trace (JSON that Perfetto and chrome://tracing open): a track per worker, a span
 // per task attempt that ran, an arrow from a task to each task that took its result as an
-// argument. Ray's ray.timeline.
+// argument. Ray's ray.timeline. When some processes did not answer in time, it writes
+// the others' tasks and returns a *PartialStateError.
 func WriteTimeline(ctx context.Context, w io.Writer, f TaskFilter) error {
 	rep, err := gatherTasks(ctx, f, core.TaskQuery{State: f.State, Function: f.Function, Node: f.Node, TaskID: f.TaskID, Limit: f.Limit, Edges: true})
-	if err != nil {
+	if rep == nil {
 		return err
 	}
-	return taskstate.WriteTimeline(w, rep)
+	if werr := taskstate.WriteTimeline(w, rep); werr != nil {
+		return werr
+	}
+	return err
 }
 
 func gatherTasks(ctx context.Context, f TaskFilter, q core.TaskQuery) (*core.TaskReport, error) {
@@ -139,14 +181,22 @@ func gatherTasks(ctx context.Context, f TaskFilter, q core.TaskQuery) (*core.Tas
 	if q.Limit < 0 {
 		q.Limit = 1 // a summary: the counts are what is wanted
 	}
-	res, err := taskstate.Gather(ctx, n.GCS(), job, q, taskstate.Options{Local: n.Core, LocalNode: n.ID})
+	res, err := taskstate.Gather(ctx, n.GCS(), job, q, taskstate.Options{Local: n.Core, LocalNode: n.ID, Dead: n.KnownExited})
 	if err != nil {
 		return nil, fmt.Errorf("ray: %w", err)
 	}
-	if len(res.Missing) > 0 {
-		return &res.TaskReport, fmt.Errorf("ray: the processes of nodes %s did not answer in time", strings.Join(res.Missing, ", "))
+	return &res.TaskReport, partialError(res.Missing, res.Processes)
+}
+
+// partialError is the *PartialStateError of a gather that missed the answers of missing
+// (nil when none).
+func partialError(missing []string, answered int) error {
+	if len(missing) == 0 {
+		return nil
 	}
-	return &res.TaskReport, nil
+	m := slices.Clone(missing)
+	slices.Sort(m)
+	return &PartialStateError{Missing: m, Answered: answered}
 }
 
 func taskInfo(e *core.TaskEvent) TaskInfo {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -157,6 +158,9 @@ type Result struct {
 	// Processes is how many processes answered; Missing names those that did not in time.
 	Processes int
 	Missing   []string
+	// Gone names the processes of the node table that were not asked: known to have
+	// exited (their records went with them).
+	Gone []string
 }
 
 // Options tunes Gather.
@@ -166,18 +170,22 @@ type Options struct {
 	LocalNode ids.NodeID
 	// Wait bounds the wait for answers (default 10 s, or ctx's deadline).
 	Wait time.Duration
+	// Dead (optional) reports a process (node ID) the asker knows exited (its membership
+	// saw its address refuse connections): it is not asked. Gather also skips the worker
+	// processes whose agent recorded their exit (deadWorkers).
+	Dead func(node string) bool
 }
 
 // Gather asks every process of job (every process of the cluster when job is "") for
 // the tasks it owns that match q, and merges their answers: the newest q.Limit, newest
 // first, the total of matches, the summary and the edges.
 func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, o Options) (*Result, error) {
-	expect, err := processes(ctx, store, job)
+	expect, gone, err := processes(ctx, store, job, o.Dead)
 	if err != nil {
 		return nil, err
 	}
 	var reports []*core.TaskReport
-	res := &Result{}
+	res := &Result{Gone: gone}
 	if o.Local != nil && (job == "" || job == string(o.Local.Job())) {
 		delete(expect, string(o.LocalNode))
 		r, err := o.Local.Tasks(ctx, q)
@@ -212,18 +220,20 @@ type ObjectResult struct {
 	// Processes is how many processes answered; Missing names those that did not in time.
 	Processes int
 	Missing   []string
+	// Gone names the processes not asked: known to have exited (see Result.Gone).
+	Gone []string
 }
 
 // GatherObjects asks every process of job (every process when job is "") for the objects
 // it owns that match q, and merges their answers: the first q.Limit by ID, the total of
 // matches and the summary.
 func GatherObjects(ctx context.Context, store gcs.Store, job string, q core.ObjectQuery, o Options) (*ObjectResult, error) {
-	expect, err := processes(ctx, store, job)
+	expect, gone, err := processes(ctx, store, job, o.Dead)
 	if err != nil {
 		return nil, err
 	}
 	var reports []*core.ObjectReport
-	res := &ObjectResult{}
+	res := &ObjectResult{Gone: gone}
 	if o.Local != nil && (job == "" || job == string(o.Local.Job())) {
 		delete(expect, string(o.LocalNode))
 		r, err := o.Local.ListObjects(ctx, q)
@@ -277,13 +287,19 @@ func from(o Options) string {
 	return string(o.LocalNode)
 }
 
-// processes lists the node table for the processes of job (every process when "").
-func processes(ctx context.Context, store gcs.Store, job string) (map[string]bool, error) {
+// processes lists the node table for the processes of job (every process when ""), and
+// those of them known to have exited, which are not to be asked (gone, sorted): a
+// process's node record stays until its lease lapses (seconds after a crash), and waiting
+// for its answer held every query for the whole wait. Known exited: dead says so (the
+// asker's membership), or the agent that ran it as a job's worker process recorded its
+// exit (deadWorkers).
+func processes(ctx context.Context, store gcs.Store, job string, dead func(string) bool) (map[string]bool, []string, error) {
 	kvs, _, err := store.List(ctx, gcs.NodesPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("taskstate: list the nodes: %w", err)
+		return nil, nil, fmt.Errorf("taskstate: list the nodes: %w", err)
 	}
 	expect := map[string]bool{}
+	var infos []*pb.NodeInfo
 	for _, kv := range kvs {
 		info := &pb.NodeInfo{}
 		if proto.Unmarshal(kv.Value, info) != nil || info.NodeId == "" {
@@ -291,9 +307,85 @@ func processes(ctx context.Context, store gcs.Store, job string) (map[string]boo
 		}
 		if job == "" || info.JobId == job {
 			expect[info.NodeId] = true
+			infos = append(infos, info)
 		}
 	}
-	return expect, nil
+	exited := deadWorkers(ctx, store, job, infos)
+	var gone []string
+	for node := range expect {
+		if exited[node] || (dead != nil && dead(node)) {
+			delete(expect, node)
+			gone = append(gone, node)
+		}
+	}
+	slices.Sort(gone)
+	return expect, gone, nil
+}
+
+// deadWorkers returns the worker processes among infos (node records of job, every job
+// when "") known to have exited: an agent runs one worker process per job at a time, so
+// of the worker nodes of one job on one agent all but the newest (StartedUnixMs) exited
+// (their records stay until their leases lapse); and the newest did when the agent's
+// jobworkers/ record says EXITED for its node ID or pid, or the exit of a process started
+// after it (exit_unix_ms), or names another process starting or running. A record that cannot be read
+// makes no process dead: it is asked, as before.
+func deadWorkers(ctx context.Context, store gcs.Store, job string, infos []*pb.NodeInfo) map[string]bool {
+	out := map[string]bool{}
+	newest := map[[2]string]*pb.NodeInfo{} // (job, agent)
+	for _, info := range infos {
+		if info.Role != "worker" || info.AgentId == "" || info.JobId == "" {
+			continue
+		}
+		k := [2]string{info.JobId, info.AgentId}
+		switch n := newest[k]; {
+		case n == nil:
+			newest[k] = info
+		case info.StartedUnixMs > n.StartedUnixMs:
+			out[n.NodeId] = true
+			newest[k] = info
+		default:
+			out[info.NodeId] = true
+		}
+	}
+	prefix := gcs.JobWorkersPrefix
+	if job != "" {
+		prefix = gcs.JobWorkersOf(job)
+	}
+	kvs, _, err := store.List(ctx, prefix)
+	if err != nil {
+		return out
+	}
+	for _, kv := range kvs {
+		rest, _ := gcs.TrimKey(gcs.JobWorkersPrefix, kv.Key)
+		j, agent, ok := strings.Cut(rest, "/")
+		if !ok {
+			continue
+		}
+		w, err := pb.DecodeJobWorker(j, agent, kv.Value)
+		if err != nil {
+			continue
+		}
+		n := newest[[2]string{j, agent}]
+		if w.GetState() == pb.JobWorker_EXITED && w.GetNodeId() != "" {
+			out[w.GetNodeId()] = true
+		}
+		if n == nil || w.GetPid() == 0 || n.Pid == 0 {
+			continue
+		}
+		switch w.GetState() {
+		case pb.JobWorker_EXITED:
+			// Its own exit, or another process's that it started before: one at a
+			// time, so it had ended by then (a process started after is a new one).
+			if w.GetPid() == n.Pid || (w.GetExitUnixMs() > 0 && n.StartedUnixMs > 0 && n.StartedUnixMs < w.GetExitUnixMs()) {
+				out[n.NodeId] = true
+			}
+		case pb.JobWorker_STARTING, pb.JobWorker_RUNNING:
+			if w.GetPid() != n.Pid {
+				out[n.NodeId] = true // the agent started another process for the job since
+			}
+		}
+	}
+	return out
 }
 
 // ask sends req (its ID and lease are set here) through the GCS and collects the answers
