@@ -256,6 +256,9 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 	if check == "subfail" {
 		return subFailCheck(ctx)
 	}
+	if check == "workerexit" {
+		return workerExitCheck(ctx)
+	}
 	if len(nodes) < 2 {
 		return fmt.Errorf("the job has %d nodes, the checks need 2", len(nodes))
 	}
