@@ -19,7 +19,14 @@
 //   - the asker polls for the ends (20 ms), reads the parts, merges (newest first, the
 //     limit again, totals and summaries added) and revokes the lease, which deletes the
 //     query and every answer. A process that does not answer within the wait (10 s) is
-//     reported missing, not waited for.
+//     reported missing (Result.Missing; the root package's *PartialStateError, rayctl's
+//     warning line), and the others' answers are used.
+//
+// A process known to have exited is not asked at all (Result.Gone): its node record
+// outlives it until its lease lapses, and waiting for it held every query for the whole
+// wait. Known from the agents' jobworkers/ records (a worker process recorded EXITED, or
+// older than the one its agent runs for the job: one at a time), and from the asker's
+// membership (Options.Dead: the node layer's KnownExited).
 //
 // A local runtime's own records are read directly (Options.Local), so the Go API in local
 // mode never touches the GCS; in cluster mode the query names its asker (Request.From),
