@@ -409,7 +409,16 @@ func waitMask(tc *core.TaskContext, ctx context.Context, n int, at func(int) Ref
 // Cancel cancels the task that produces r: a task not yet running never runs; a running
 // task's ctx is cancelled (Go cannot stop a goroutine, so the function must watch its ctx).
 // Get of r then returns an error matching ErrCancelled.
-func Cancel(ctx context.Context, r Ref) error {
+//
+// Cancel is recursive by default, as Ray's ray.cancel(recursive=True): when it cancels a
+// running task, the tasks that task submitted and that have not finished are cancelled
+// too, and theirs in turn, wherever they run (the process that ran the task owns them and
+// cancels them): a queued or waiting child never runs, a running one has its ctx
+// cancelled and gives its resources back when it returns. A child actor call is
+// cancelled if it was not sent to its actor yet; one its actor has runs on (as Cancel of
+// it: ErrActorCallSent). NonRecursive cancels the task alone. A task ends once its
+// function returns; Cancel does not wait for that.
+func Cancel(ctx context.Context, r Ref, opts ...CancelOption) error {
 	tc, err := taskContext(ctx)
 	if err != nil {
 		return err
@@ -421,5 +430,9 @@ func Cancel(ctx context.Context, r Ref) error {
 	if h.core != tc.Core {
 		return errors.New("ray: ObjectRef belongs to another ray runtime (another Init)")
 	}
-	return tc.Core.Cancel(h.id)
+	var o cancelOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return tc.Core.CancelTask(h.id, !o.nonRecursive)
 }

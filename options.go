@@ -273,6 +273,17 @@ func (o *callOpts) resourcesOf() (sched.Resources, error) {
 	return r, nil
 }
 
+// CancelOption configures Cancel.
+type CancelOption func(*cancelOpts)
+
+type cancelOpts struct {
+	nonRecursive bool
+}
+
+// NonRecursive makes Cancel cancel only the task, not the tasks it submitted (Ray's
+// ray.cancel(ref, recursive=False)); by default Cancel is recursive.
+func NonRecursive() CancelOption { return func(o *cancelOpts) { o.nonRecursive = true } }
+
 // WaitOption configures Wait.
 type WaitOption func(*waitOpts)
 

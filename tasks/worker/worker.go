@@ -74,6 +74,11 @@ type Env struct {
 	Fetch func(ctx context.Context, arg *pb.Arg) ([]byte, error)
 	// Nested (optional) returns the refs inside a task's return value (see Runner.Nested).
 	Nested func(ctx context.Context) [][]byte
+	// Cancelled (optional) is called, on the worker grain, when a CancelTask without
+	// non_recursive cancels a running task's context: the runtime of this process, which
+	// owns the tasks the task submitted, cancels those not finished (Ray's recursive
+	// cancellation). It must not block.
+	Cancelled func(task ids.TaskID)
 	// Meta returns the metadata the task run with ctx attached to its result
 	// (TaskResult.meta); nil: none.
 	Meta func(ctx context.Context) []byte
@@ -447,6 +452,9 @@ func (w *Worker) cancelTask(ctx actor.Context, m *pb.CancelTask) {
 			l.cancelled = true
 			l.cancel.cancel(context.Canceled)
 			l.mu.Unlock()
+			if !m.NonRecursive && w.env.Cancelled != nil {
+				w.env.Cancelled(id)
+			}
 			return
 		}
 		for i, s := range l.queue {

@@ -128,10 +128,13 @@ type (
 	}
 	// cancelTask cancels the task; the answer goes to reply.
 	cancelTask struct {
-		tid   ids.TaskID
-		reply chan error
+		tid       ids.TaskID
+		recursive bool
+		reply     chan error
 	}
-	nodeGone struct {
+	// cancelChildren cancels the unfinished tasks parent submitted (Core.CancelChildren).
+	cancelChildren struct{ parent ids.TaskID }
+	nodeGone       struct {
 		node ids.NodeID
 		why  string
 	}
@@ -236,7 +239,10 @@ func (s *shard) receive(ctx actor.Context) {
 			m.reply <- errNotHere
 			return
 		}
-		m.reply <- s.cancel(m.tid)
+		m.reply <- s.cancel(m.tid, m.recursive)
+	case cancelChildren:
+		s.drainInbox() // a task submitted just before is registered first
+		s.cancelChildren(m.parent)
 	case nodeGone:
 		s.nodeGone(m.node, m.why)
 	case lostMsg:
@@ -642,8 +648,9 @@ func (c *Core) setReturn(p *pending, r *pb.TaskResult) {
 }
 
 // cancel cancels task tid: a queued or waiting task never runs; a running one has its
-// context cancelled. Its result becomes a cancellation error.
-func (s *shard) cancel(tid ids.TaskID) error {
+// context cancelled (recursive: and its worker has the tasks it submitted cancelled). Its
+// result becomes a cancellation error.
+func (s *shard) cancel(tid ids.TaskID, recursive bool) error {
 	c := s.c
 	p, ok := s.tasks[tid]
 	if !ok {
@@ -656,7 +663,7 @@ func (s *shard) cancel(tid ids.TaskID) error {
 	if p.worker != nil {
 		// Pushed to a lease: its worker cancels it (queued: never runs; running: its
 		// context is cancelled) and answers with a cancelled result.
-		c.root.Send(p.worker, &pb.CancelTask{TaskId: tid[:]})
+		c.root.Send(p.worker, &pb.CancelTask{TaskId: tid[:], NonRecursive: !recursive})
 		return nil
 	}
 	if s.parked[tid] == p {
@@ -666,4 +673,24 @@ func (s *shard) cancel(tid ids.TaskID) error {
 	s.complete(p, &pb.TaskResult{TaskId: tid[:], Error: &pb.ErrorInfo{
 		Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: tid[:], Message: "task was cancelled before it ran"}})
 	return nil
+}
+
+// cancelChildren cancels the unfinished tasks of this shard that parent submitted
+// (Core.CancelChildren): tasks recursively (cancel), actor calls not sent yet.
+func (s *shard) cancelChildren(parent ids.TaskID) {
+	var kids []*pending
+	for _, p := range s.tasks {
+		if !p.finished && string(p.spec.ParentTaskId) == string(parent[:]) {
+			kids = append(kids, p)
+		}
+	}
+	for _, p := range kids {
+		if s.tasks[p.tid] != p {
+			continue // completed by an earlier one's cancellation
+		}
+		err := s.cancel(p.tid, true)
+		if err != nil && !errors.Is(err, ErrActorCallSent) {
+			s.c.cfg.Logger.Warn("ray: cancelling a cancelled task's child", "parent", parent, "task", p.tid, "err", err)
+		}
+	}
 }

@@ -271,10 +271,16 @@ func (c *Core) failSubmit(ret ids.ObjectID, tid ids.TaskID, fn string, kind pb.E
 }
 
 // Cancel cancels the task that produces id: a queued or waiting task never runs; a
-// running one has its context cancelled. Its result becomes a cancellation error. A task
-// belongs to its family's shard, an actor call to its actor's: the family's is asked
-// first, then the others.
-func (c *Core) Cancel(id ids.ObjectID) error {
+// running one has its context cancelled. Its result becomes a cancellation error. It is
+// recursive, as Ray's ray.cancel by default: see CancelTask.
+func (c *Core) Cancel(id ids.ObjectID) error { return c.CancelTask(id, true) }
+
+// CancelTask is Cancel; recursive: a running task's worker also has the process that ran
+// it (the owner of the tasks it submitted) cancel the tasks it submitted that have not
+// finished, and theirs in turn (CancelChildren), wherever they run; not: only the task.
+// A task belongs to its family's shard, an actor call to its actor's: the family's is
+// asked first, then the others.
+func (c *Core) CancelTask(id ids.ObjectID, recursive bool) error {
 	tid := id.Task()
 	first := c.shardOf(tid)
 	order := append([]*shard{first}, c.shards...)
@@ -283,7 +289,7 @@ func (c *Core) Cancel(id ids.ObjectID) error {
 			continue
 		}
 		reply := make(chan error, 1)
-		s.send(cancelTask{tid: tid, reply: reply})
+		s.send(cancelTask{tid: tid, recursive: recursive, reply: reply})
 		select {
 		case err := <-reply:
 			if err != errNotHere {
@@ -294,6 +300,25 @@ func (c *Core) Cancel(id ids.ObjectID) error {
 		}
 	}
 	return nil // finished already (or never existed): nothing to cancel
+}
+
+// CancelChildren cancels the tasks task submitted from this process (their owner) that
+// have not finished, as Cancel of each would, recursively: a child queued or waiting here
+// never runs, a running one's worker cancels its context and has its own children
+// cancelled in turn. A child actor call is cancelled if it was not sent to its actor yet
+// (an explicit Cancel cancels no more of it). It is the worker's hook
+// (worker.Env.Cancelled) for a running task a recursive Cancel cancelled; it does not wait.
+// The children are found by their specs' parent among each shard's unfinished tasks: a
+// scan, paid by a cancellation only, not by a submission.
+func (c *Core) CancelChildren(task ids.TaskID) {
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	for _, s := range c.shards {
+		s.send(cancelChildren{parent: task})
+	}
 }
 
 // errNotHere: the shard asked to cancel a task does not own it.

@@ -806,7 +806,13 @@ func (n *Node) startMember(ctx context.Context) error {
 		Context: func(base context.Context, spec *pb.TaskSpec, r *actor.PID) (*worker.TaskCtx, context.Context) {
 			return n.Core.TaskContextFor(base, spec, r)
 		},
-		Fetch:  func(ctx context.Context, a *pb.Arg) ([]byte, error) { return n.Core.FetchArg(ctx, a) },
+		Fetch: func(ctx context.Context, a *pb.Arg) ([]byte, error) { return n.Core.FetchArg(ctx, a) },
+		// A recursive Cancel of a task running here: this process owns what it submitted.
+		Cancelled: func(task ids.TaskID) {
+			if n.Core != nil {
+				n.Core.CancelChildren(task)
+			}
+		},
 		Nested: core.NestedOf,
 		Meta:   core.MetaOf,
 	}

@@ -1729,11 +1729,14 @@ func (x *TaskUnblocked) GetLeaseId() []byte {
 }
 
 // CancelTask asks a worker to cancel a task pushed to it: a queued one is answered as
-// cancelled, a running one has its context cancelled.
+// cancelled, a running one has its context cancelled and, unless non_recursive, the tasks
+// it submitted that have not finished are cancelled by its process (their owner), as
+// Ray's ray.cancel(recursive=True).
 type CancelTask struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        []byte                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Force         bool                   `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	NonRecursive  bool                   `protobuf:"varint,3,opt,name=non_recursive,json=nonRecursive,proto3" json:"non_recursive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1778,6 +1781,13 @@ func (x *CancelTask) GetTaskId() []byte {
 func (x *CancelTask) GetForce() bool {
 	if x != nil {
 		return x.Force
+	}
+	return false
+}
+
+func (x *CancelTask) GetNonRecursive() bool {
+	if x != nil {
+		return x.NonRecursive
 	}
 	return false
 }
@@ -5466,11 +5476,12 @@ const file_ray_proto_rawDesc = "" +
 	"\blease_id\x18\x02 \x01(\fR\aleaseId\"C\n" +
 	"\rTaskUnblocked\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x19\n" +
-	"\blease_id\x18\x02 \x01(\fR\aleaseId\";\n" +
+	"\blease_id\x18\x02 \x01(\fR\aleaseId\"`\n" +
 	"\n" +
 	"CancelTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\fR\x06taskId\x12\x14\n" +
-	"\x05force\x18\x02 \x01(\bR\x05force\"^\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\x12#\n" +
+	"\rnon_recursive\x18\x03 \x01(\bR\fnonRecursive\"^\n" +
 	"\tPutObject\x12\x1b\n" +
 	"\tobject_id\x18\x01 \x01(\fR\bobjectId\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\fR\x04data\x12 \n" +
