@@ -30,5 +30,7 @@
 // Results larger than the inline limit are put in the node's store shard and the owner is
 // told where they are. Cancellation cancels the task's context: Go cannot stop a
 // goroutine, so a function that ignores its ctx runs to the end, and its result is
-// replaced by a cancellation error; an unstarted task is dropped at once.
+// replaced by a cancellation error; an unstarted task is dropped at once. A recursive
+// cancellation of a running task (CancelTask without non_recursive) also calls
+// Env.Cancelled, with which the process's runtime cancels the tasks the task submitted.
 package worker
