@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -362,10 +363,17 @@ func runJobStatus(c *ucli.Context) error {
 	if asJSON {
 		return printJSON(c, v)
 	}
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	return printSubmission(c.App.Writer, v, isTerminal(sub.GetState()))
+}
+
+// printSubmission writes a submission as `job status` shows it: a "Field:  value" row per
+// field that has one (the exit code once it ended); every value is one table cell, so a
+// message with newlines or tabs (a failed driver's error) stays on its row, escaped.
+func printSubmission(w io.Writer, v submissionView, ended bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s:\t%s\n", k, cell(v))
 		}
 	}
 	row("Submission", v.SubmissionID)
@@ -376,7 +384,7 @@ func runJobStatus(c *ucli.Context) error {
 	if v.Pid != 0 {
 		row("Driver pid", fmt.Sprint(v.Pid))
 	}
-	if isTerminal(sub.GetState()) {
+	if ended {
 		row("Exit code", fmt.Sprint(v.ExitCode))
 	}
 	row("Start", v.Start)
