@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/ray-go/ray/actors/lifecycle"
 	"github.com/ray-go/ray/internal/assembly/agent"
 	"github.com/ray-go/ray/internal/assembly/dashboard"
 	"github.com/ray-go/ray/internal/base/gcs"
@@ -23,7 +24,8 @@ import (
 // (its node record and object store report), one UNREACHABLE (its lease lapsed) and one
 // DEAD (its job failed). The overview lists them with their state, job and store (the
 // pages showed no driver at all, though rayctl status and list nodes do), and the jobs
-// page says each job's driver state.
+// page says each job's driver state and namespace. The actors page shows a named actor's
+// namespace (named actors live in their job's namespace: the pages did not say which).
 func TestDashboardDrivers(t *testing.T) {
 	chromium, err := findChromium(t)
 	if err != nil {
@@ -44,7 +46,10 @@ func TestDashboardDrivers(t *testing.T) {
 		Hostname: "laptop", Pid: 4242, ObjectStoreBytes: 64 << 20, StartedUnixMs: now.UnixMilli()})
 	gcstest.PutProto(t, s, gcs.DriverLoadKey("d0a11ve000000001"), &pb.NodeLoad{NodeId: "d0a11ve000000001", StoreInMemory: 8 << 20, StoreBudget: 64 << 20})
 	gcstest.PutProto(t, s, gcs.JobKey("0a000001"), &pb.JobInfo{JobId: "0a000001", State: pb.JobInfo_RUNNING, DriverHost: "laptop",
-		DriverPid: 4242, DriverNode: "d0a11ve000000001", StartUnixMs: now.UnixMilli()})
+		DriverPid: 4242, DriverNode: "d0a11ve000000001", StartUnixMs: now.UnixMilli(), RayNamespace: "team-a"})
+	// Job 0a000001's named actor, in its namespace.
+	gcstest.PutProto(t, s, gcs.ActorKey("ac7015000001"), &pb.ActorInfo{ActorId: []byte{0xac, 0x70, 0x15, 0, 0, 1}, Class: "e2e.Counter",
+		Name: "counter", Namespace: "team-a", JobId: "0a000001", Phase: int32(lifecycle.Alive)})
 	if _, err := s.Put(ctx, gcs.JobAliveKey("0a000001"), []byte("x"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -115,4 +120,25 @@ func TestDashboardDrivers(t *testing.T) {
 	wait("each job's driver state", `(rs => rs.every(Boolean) && rs[0].textContent.includes("ALIVE") && rs[1].textContent.includes("UNREACHABLE") &&
 		rs[2].textContent.includes("DEAD"))([`+row("#jobs-table", "data-job", "0a000001")+`, `+row("#jobs-table", "data-job", "0b000002")+`, `+
 		row("#jobs-table", "data-job", "0c000003")+`])`)
+	wait("the job's namespace", `(r => r && r.textContent.includes("team-a"))(`+row("#jobs-table", "data-job", "0a000001")+`)`)
+
+	if err := chromedp.Do(bc, chromedp.Evaluate[chromedp.Void](`location.hash = "actors"`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("the actors page", `document.body.dataset.loaded === "actors"`)
+	// The namespace has its own column, under the header "Namespace".
+	wait("the named actor's namespace", `(r => r && r.textContent.includes("counter") && r.textContent.includes("ALIVE") &&
+		r.children[[...document.querySelectorAll("#actors-table thead th")].findIndex(th => th.textContent === "Namespace")]?.textContent === "team-a")(`+
+		row("#actors-table", "data-actor", "ac7015000001")+`)`)
+	// The table's filter finds it by its namespace, and hides it for another.
+	if err := chromedp.Do(bc, chromedp.Evaluate[chromedp.Void](`(() => { const f = document.getElementById("actor-filter");
+		f.value = "team-a"; f.dispatchEvent(new Event("input")); })()`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("the actor through the filter by namespace", `document.querySelectorAll("#actors-table tbody tr[data-actor]").length === 1`)
+	if err := chromedp.Do(bc, chromedp.Evaluate[chromedp.Void](`(() => { const f = document.getElementById("actor-filter");
+		f.value = "team-b"; f.dispatchEvent(new Event("input")); })()`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("no actor for another namespace", `document.querySelectorAll("#actors-table tbody tr[data-actor]").length === 0`)
 }

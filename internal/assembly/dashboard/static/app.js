@@ -127,7 +127,8 @@ function driverDetail(d) {
 async function jobs() {
   const st = await api("/api/cluster");
   fill("#jobs-table", st.jobs.map(j => h("tr", {"data-job": j.job_id},
-    h("td", {class: "mono"}, j.job_id), h("td", {}, state(j.state)), h("td", {class: "mono"}, j.submission_id || "-"),
+    h("td", {class: "mono"}, j.job_id), h("td", {}, state(j.state)), h("td", {class: "mono"}, j.namespace || "-"),
+    h("td", {class: "mono"}, j.submission_id || "-"),
     h("td", {}, j.start), h("td", {}, j.end || "-"), h("td", {class: "mono"}, j.driver),
     h("td", {}, j.driver_state ? state(j.driver_state) : "-"),
     h("td", {class: "mono"}, j.entrypoint || "-"), h("td", {}, j.message || ""),
@@ -156,9 +157,10 @@ async function actors() {
 function drawActors() {
   const f = document.getElementById("actor-filter").value.trim().toLowerCase();
   fill("#actors-table", actorRows.filter(a => !f ||
-    [a.actor_id, a.class, a.name, a.state, a.node, a.agent_id, a.job_id].some(v => String(v || "").toLowerCase().includes(f)))
+    [a.actor_id, a.class, a.name, a.namespace, a.state, a.node, a.agent_id, a.job_id].some(v => String(v || "").toLowerCase().includes(f)))
     .map(a => h("tr", {"data-actor": a.actor_id, title: history(a.history)},
-      h("td", {class: "mono"}, short(a.actor_id)), h("td", {}, a.class), h("td", {}, a.name || "-"), h("td", {}, state(a.state)),
+      h("td", {class: "mono"}, short(a.actor_id)), h("td", {}, a.class), h("td", {}, a.name || "-"),
+      h("td", {class: "mono"}, a.namespace || "-"), h("td", {}, state(a.state)),
       h("td", {class: "mono", title: a.node ? "worker process " + a.node + (a.agent_id ? " on machine (node) " + a.agent_id : "") : ""},
         short(a.node)), h("td", {class: "mono"}, a.job_id), h("td", {}, a.restarts + " / " + a.max_restarts),
       h("td", {}, a.start_time || "-"), h("td", {}, a.end_time || "-"), h("td", {}, a.detail || ""))));
