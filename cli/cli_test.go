@@ -423,6 +423,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"list", "nodes", "-f", "state=up", "--address", "a:1"}, ExitError, "one of ALIVE, UNREACHABLE, DEAD"},
 		{[]string{"list", "jobs", "-f", "state=done", "--address", "a:1"}, ExitError, "one of PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED"},
 		{[]string{"list", "objects", "--filter", "state=ready", "--address", secure}, ExitCredentials, "--token"}, // accepted: on to the cluster
+		// A filter on a field the records do not have is refused, naming those they have,
+		// before anything is read (a cluster of no placement groups took any field and
+		// printed nothing, exit 0).
+		{[]string{"list", "placement-groups", "-f", "colour=red", "--address", "a:1"}, ExitError, `filter on "colour": placement-groups have no such field; they have placement_group_id, name,`},
+		{[]string{"list", "actors", "-f", "namespace=ns1", "-f", "NAME=c", "--address", "a:1"}, ExitError, `filter on "NAME": actors have no such field; they have actor_id, class, name, namespace,`},
+		{[]string{"list", "jobs", "-f", "owner=me", "--address", "a:1"}, ExitError, "jobs have no such field; they have job_id,"},
+		{[]string{"list", "nodes", "-f", "zone=a", "--address", "a:1"}, ExitError, "nodes have no such field; they have node_id,"},
+		{[]string{"list", "actors", "-f", "namespace=ns1", "-f", "name=c", "--address", secure}, ExitCredentials, "--token"}, // accepted: on to the cluster
 	} {
 		for _, v := range []string{"RAY_ADDRESS", "RAY_GO_TOKEN", "RAY_GO_TOKEN_FILE", "RAY_GO_INSECURE", "RAY_GO_GCS_CA", "RAY_GO_GCS_CERT", "RAY_GO_GCS_KEY"} {
 			t.Setenv(v, "")

@@ -68,22 +68,47 @@ type kind struct {
 	one     string // as `get` takes it: node, job, actor
 	id      string // the field that identifies a record
 	read    func(ctx context.Context, s gcs.Store) ([]record, error)
-	columns []string // the table's columns (JSON and YAML print every field)
+	columns []string        // the table's columns (JSON and YAML print every field)
+	fields  func() []string // every field of its records, in order (what --filter takes)
 }
 
 var kinds = []kind{
-	{name: "nodes", one: "node", id: "node_id", read: readNodes,
+	{name: "nodes", one: "node", id: "node_id", read: readNodes, fields: fieldsOf(nodeRecord(clusterstate.NodeStatus{})),
 		columns: []string{"node_id", "state", "role", "head", "host", "pid", "resources_in_use/total", "object_store_used", "object_store_budget"}},
-	{name: "jobs", one: "job", id: "job_id", read: readJobs,
+	{name: "jobs", one: "job", id: "job_id", read: readJobs, fields: fieldsOf(jobRecord(clusterstate.JobStatus{})),
 		columns: []string{"job_id", "state", "submission_id", "start", "end", "driver", "driver_state", "entrypoint"}},
-	{name: "actors", one: "actor", id: "actor_id", read: readActors,
+	{name: "actors", one: "actor", id: "actor_id", read: readActors, fields: fieldsOf(actorRecord(clusterstate.Actor{})),
 		columns: []string{"actor_id", "class", "name", "namespace", "state", "node", "job_id", "restarts", "detail"}},
-	{name: "placement-groups", one: "placement-group", id: "placement_group_id", read: readPlacementGroups,
+	{name: "placement-groups", one: "placement-group", id: "placement_group_id", read: readPlacementGroups, fields: fieldsOf(groupRecord(clusterstate.PlacementGroup{})),
 		columns: []string{"placement_group_id", "state", "strategy", "bundles", "nodes", "job_id", "detail"}},
 	// tasks are not in the GCS: their owners are asked (tasks.go)
-	{name: "tasks", one: "task", id: "task_id", columns: taskColumns},
+	{name: "tasks", one: "task", id: "task_id", columns: taskColumns, fields: taskFields},
 	// objects neither: their owners are asked (objects.go)
-	{name: "objects", one: "object", id: "object_id", columns: objectColumns},
+	{name: "objects", one: "object", id: "object_id", columns: objectColumns, fields: objectFields},
+}
+
+// fieldsOf returns a function that answers the fields of records like r.
+func fieldsOf(r record) func() []string {
+	return func() []string {
+		out := make([]string, len(r))
+		for i, f := range r {
+			out[i] = f.k
+		}
+		return out
+	}
+}
+
+// knownFields refuses a filter on a field the records of k do not have, naming those they
+// have, before anything is read: a list of no records used to take any field and print
+// nothing.
+func knownFields(k kind, filters []filter) error {
+	fields := k.fields()
+	for _, f := range filters {
+		if !slices.Contains(fields, f.key) {
+			return exitf(ExitError, "filter on %q: %s have no such field; they have %s", f.key, k.name, strings.Join(fields, ", "))
+		}
+	}
+	return nil
 }
 
 func kindOf(name string) (kind, bool) {
@@ -145,6 +170,9 @@ func listCommand() *ucli.Command {
 				return err
 			}
 			filters, err := parseFilters(c.StringSlice("filter"))
+			if err == nil {
+				err = knownFields(k, filters)
+			}
 			if err == nil {
 				filters, err = enumFilters(k.name, filters)
 			}
@@ -650,24 +678,34 @@ func readNodes(ctx context.Context, s gcs.Store) ([]record, error) {
 	}
 	var out []record
 	for _, n := range st.Nodes {
-		role := "agent"
-		if n.Head {
-			role = "head"
-		}
-		out = append(out, record{{"node_id", n.AgentID}, {"state", state(n.Alive)}, {"role", role}, {"head", n.Head}, {"host", n.Host},
-			{"pid", n.Pid}, {"started", n.Started}, {"resources_total", n.Total}, {"resources_in_use", n.InUse},
-			{"object_store_budget", n.ObjectStoreBudget}, {"object_store_used", n.ObjectStoreUsed}, {"worker_processes", n.Workers},
-			{"job_id", ""}, {"last_heartbeat", ""}, {"silent_seconds", 0}, {"died", ""}, {"death_reason", ""}}) // a driver's fields
+		out = append(out, nodeRecord(n))
 	}
 	// The drivers joined to the cluster: ALIVE, UNREACHABLE (lease lapsed) or DEAD (for a
 	// while after the head ended its job), with their job and last heartbeat.
 	for _, d := range st.Drivers {
-		out = append(out, record{{"node_id", d.NodeID}, {"state", d.State}, {"role", "driver"}, {"head", false}, {"host", d.Host},
-			{"pid", d.Pid}, {"started", d.Started}, {"resources_total", map[string]float64{}}, {"resources_in_use", map[string]float64{}},
-			{"object_store_budget", d.ObjectStoreBudget}, {"object_store_used", d.ObjectStoreUsed}, {"worker_processes", 0},
-			{"job_id", d.JobID}, {"last_heartbeat", d.LastHeartbeat}, {"silent_seconds", d.SilentSeconds}, {"died", d.Died}, {"death_reason", d.Reason}})
+		out = append(out, driverRecord(d))
 	}
 	return out, nil
+}
+
+// nodeRecord is an agent's row of list nodes; it has a driver's fields too, empty.
+func nodeRecord(n clusterstate.NodeStatus) record {
+	role := "agent"
+	if n.Head {
+		role = "head"
+	}
+	return record{{"node_id", n.AgentID}, {"state", state(n.Alive)}, {"role", role}, {"head", n.Head}, {"host", n.Host},
+		{"pid", n.Pid}, {"started", n.Started}, {"resources_total", n.Total}, {"resources_in_use", n.InUse},
+		{"object_store_budget", n.ObjectStoreBudget}, {"object_store_used", n.ObjectStoreUsed}, {"worker_processes", n.Workers},
+		{"job_id", ""}, {"last_heartbeat", ""}, {"silent_seconds", 0}, {"died", ""}, {"death_reason", ""}} // a driver's fields
+}
+
+// driverRecord is a driver's row of list nodes, with the fields of an agent's.
+func driverRecord(d clusterstate.DriverStatus) record {
+	return record{{"node_id", d.NodeID}, {"state", d.State}, {"role", "driver"}, {"head", false}, {"host", d.Host},
+		{"pid", d.Pid}, {"started", d.Started}, {"resources_total", map[string]float64{}}, {"resources_in_use", map[string]float64{}},
+		{"object_store_budget", d.ObjectStoreBudget}, {"object_store_used", d.ObjectStoreUsed}, {"worker_processes", 0},
+		{"job_id", d.JobID}, {"last_heartbeat", d.LastHeartbeat}, {"silent_seconds", d.SilentSeconds}, {"died", d.Died}, {"death_reason", d.Reason}}
 }
 
 func readJobs(ctx context.Context, s gcs.Store) ([]record, error) {
@@ -677,12 +715,16 @@ func readJobs(ctx context.Context, s gcs.Store) ([]record, error) {
 	}
 	var out []record
 	for _, j := range st.Jobs {
-		out = append(out, record{{"job_id", j.JobID}, {"state", j.State}, {"submission_id", j.SubmissionID},
-			{"start", j.Start}, {"end", j.End}, {"driver", j.Driver}, {"driver_state", j.DriverState},
-			{"driver_last_heartbeat", j.DriverLastHeartbeat}, {"driver_silent_seconds", j.DriverSilentSeconds},
-			{"entrypoint", j.Entrypoint}, {"namespace", j.Namespace}, {"message", j.Message}})
+		out = append(out, jobRecord(j))
 	}
 	return out, nil
+}
+
+func jobRecord(j clusterstate.JobStatus) record {
+	return record{{"job_id", j.JobID}, {"state", j.State}, {"submission_id", j.SubmissionID},
+		{"start", j.Start}, {"end", j.End}, {"driver", j.Driver}, {"driver_state", j.DriverState},
+		{"driver_last_heartbeat", j.DriverLastHeartbeat}, {"driver_silent_seconds", j.DriverSilentSeconds},
+		{"entrypoint", j.Entrypoint}, {"namespace", j.Namespace}, {"message", j.Message}}
 }
 
 func readActors(ctx context.Context, s gcs.Store) ([]record, error) {
@@ -692,13 +734,17 @@ func readActors(ctx context.Context, s gcs.Store) ([]record, error) {
 	}
 	out := make([]record, 0, len(actors))
 	for _, a := range actors {
-		out = append(out, record{{"actor_id", a.ActorID}, {"class", a.Class}, {"name", a.Name}, {"namespace", a.Namespace},
-			{"state", a.State}, {"node", a.Node}, {"agent_id", a.AgentID}, {"job_id", a.JobID}, {"detached", a.Detached},
-			{"restarts", a.Restarts}, {"max_restarts", a.MaxRestarts}, {"exactly_once", a.ExactlyOnce},
-			{"resources", a.Resources}, {"detail", a.Detail}, {"start_time", a.StartTime}, {"end_time", a.EndTime},
-			{"history", historyRecords(a.History)}})
+		out = append(out, actorRecord(a))
 	}
 	return out, nil
+}
+
+func actorRecord(a clusterstate.Actor) record {
+	return record{{"actor_id", a.ActorID}, {"class", a.Class}, {"name", a.Name}, {"namespace", a.Namespace},
+		{"state", a.State}, {"node", a.Node}, {"agent_id", a.AgentID}, {"job_id", a.JobID}, {"detached", a.Detached},
+		{"restarts", a.Restarts}, {"max_restarts", a.MaxRestarts}, {"exactly_once", a.ExactlyOnce},
+		{"resources", a.Resources}, {"detail", a.Detail}, {"start_time", a.StartTime}, {"end_time", a.EndTime},
+		{"history", historyRecords(a.History)}}
 }
 
 // historyRecords are an actor's transitions as records (a list in JSON and YAML).
@@ -721,10 +767,14 @@ func readPlacementGroups(ctx context.Context, s gcs.Store) ([]record, error) {
 	}
 	out := make([]record, 0, len(groups))
 	for _, g := range groups {
-		out = append(out, record{{"placement_group_id", g.ID}, {"name", g.Name}, {"state", g.State}, {"strategy", g.Strategy},
-			{"bundles", g.Bundles}, {"nodes", g.Nodes}, {"job_id", g.JobID}, {"created_unix_ms", g.Created}, {"detail", g.Detail}})
+		out = append(out, groupRecord(g))
 	}
 	return out, nil
+}
+
+func groupRecord(g clusterstate.PlacementGroup) record {
+	return record{{"placement_group_id", g.ID}, {"name", g.Name}, {"state", g.State}, {"strategy", g.Strategy},
+		{"bundles", g.Bundles}, {"nodes", g.Nodes}, {"job_id", g.JobID}, {"created_unix_ms", g.Created}, {"detail", g.Detail}}
 }
 
 // version is what `rayctl --version` prints: the module version and the commit it was

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/actors/lifecycle"
+	"github.com/ray-go/ray/internal/assembly/clusterstate"
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
@@ -302,5 +304,62 @@ func TestTimelineCount(t *testing.T) {
 	tasks = append(tasks, core.TaskEvent{Submitted: 6, Ended: 6, State: core.StateFailed})
 	if got := timelineCount(tasks); got != "wrote 3 task attempts (1 failed or was cancelled before it ran: a mark) (of 4: 1 still running or waiting, not drawn)" {
 		t.Fatalf("%q", got)
+	}
+}
+
+// TestKindFields: each kind's fields (what --filter takes, checked before anything is
+// read) are those of its records, and include every field its enum and ID filters know,
+// and for tasks and objects those the processes apply.
+func TestKindFields(t *testing.T) {
+	for _, k := range kinds {
+		fields := k.fields()
+		if len(fields) == 0 {
+			t.Fatalf("%s: no fields", k.name)
+		}
+		for _, c := range k.columns {
+			if _, ok := derived[c]; !ok && !slices.Contains(fields, c) {
+				t.Errorf("%s: column %q is no field", k.name, c)
+			}
+		}
+		for f := range enumFields[k.name] {
+			if !slices.Contains(fields, f) {
+				t.Errorf("%s: enum filter field %q is no field", k.name, f)
+			}
+		}
+		for f := range idFields[k.name] {
+			if !slices.Contains(fields, f) {
+				t.Errorf("%s: ID filter field %q is no field", k.name, f)
+			}
+		}
+		if err := knownFields(k, []filter{{key: k.id, value: "x"}, {key: "colour", value: "x"}}); err == nil ||
+			!strings.Contains(err.Error(), `"colour"`) || !strings.Contains(err.Error(), k.id) {
+			t.Errorf("%s: filter on colour: %v, want it refused naming the fields", k.name, err)
+		}
+	}
+	for f := range pushed {
+		if !slices.Contains(taskFields(), f) {
+			t.Errorf("tasks: pushed filter field %q is no field", f)
+		}
+	}
+	for f := range objectPushed {
+		if !slices.Contains(objectFields(), f) {
+			t.Errorf("objects: pushed filter field %q is no field", f)
+		}
+	}
+	// A driver's row of list nodes has an agent's fields, in the same order.
+	if a, d := fieldsOf(nodeRecord(clusterstate.NodeStatus{}))(), fieldsOf(driverRecord(clusterstate.DriverStatus{}))(); !slices.Equal(a, d) {
+		t.Fatalf("an agent's fields %v, a driver's %v", a, d)
+	}
+	// Actors: namespace and name are fields, and select records.
+	k, _ := kindOf("actors")
+	recs := []record{actorRecord(clusterstate.Actor{ActorID: "a1", Name: "counter", Namespace: "ns1"}),
+		actorRecord(clusterstate.Actor{ActorID: "a2", Name: "counter", Namespace: "ns2"}),
+		actorRecord(clusterstate.Actor{ActorID: "a3", Namespace: "ns1"})}
+	fs := []filter{{key: "namespace", value: "ns1"}, {key: "name", value: "counter"}}
+	if err := knownFields(k, fs); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := filterRecords(recs, fs); err != nil || len(kept) != 1 || kept[0][0].v != "a1" {
+		t.Fatalf("namespace=ns1 name=counter: %v, %v; want a1", kept, err)
 	}
 }
