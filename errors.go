@@ -195,6 +195,11 @@ func fromInfo(info *pb.ErrorInfo) error {
 	case pb.ErrorInfo_UNKNOWN_FUNCTION:
 		return fmt.Errorf("%w: %s", ErrUnknownFunction, info.Message)
 	}
+	if info.Kind == pb.ErrorInfo_OBJECT_LOST && info.Function == "" && len(info.TaskId) == 0 {
+		// An object no task made (a Put, or a ref borrowed from another process) is lost:
+		// there is no task to name.
+		return &objectLostError{msg: info.Message}
+	}
 	tid, _ := ids.TaskIDFromBytes(info.TaskId)
 	return &TaskError{
 		Function: info.Function, TaskID: tid.String(), Message: info.Message, Stack: info.Stack,
@@ -217,3 +222,11 @@ func convert(err error) error {
 	}
 	return err
 }
+
+// objectLostError is the loss of an object that no task made: a Put object, or a ref
+// borrowed from a process that has exited. It matches ErrObjectLost.
+type objectLostError struct{ msg string }
+
+func (e *objectLostError) Error() string { return "ray: " + e.msg }
+
+func (e *objectLostError) Is(target error) bool { return target == ErrObjectLost }

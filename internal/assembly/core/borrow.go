@@ -1,7 +1,10 @@
 package core
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -95,9 +98,12 @@ func (c *Core) Hold(id ids.ObjectID, owner *pb.PID) {
 		return
 	}
 	ownerPID := actor.NewPID(owner.Address, owner.Id)
-	res, err := ask.Request(c.root, ownerPID, &pb.AddBorrower{ObjectId: id[:], Borrower: c.ownerW}, borrowRegisterTimeout)
+	res, err, exited := c.askOwner(ownerPID, &pb.AddBorrower{ObjectId: id[:], Borrower: c.ownerW})
 	ack, ok := res.(*pb.BorrowerAck)
 	switch {
+	case exited:
+		c.lostBorrow(id, fmt.Sprintf("its owner, the process at %s that created it (%s), has exited: "+
+			"nothing listens at its address any more, and a ref lives only as long as the process that owns it", owner.Address, owner.Id))
 	case err != nil:
 		c.lostBorrow(id, fmt.Sprintf("its owner %s did not answer: %v", pidKey(owner), err))
 	case !ok || !ack.Known:
@@ -105,6 +111,55 @@ func (c *Core) Hold(id ids.ObjectID, owner *pb.PID) {
 	default:
 		c.root.Send(ownerPID, &pb.ResolveObject{ObjectId: id[:], ReplyTo: c.ownerW})
 	}
+}
+
+// ownerProbeAfter is how long Hold waits for an owner's answer before it checks whether
+// anything listens at the owner's address at all.
+var ownerProbeAfter = 300 * time.Millisecond
+
+// askOwner asks the owner for msg, waiting up to borrowRegisterTimeout. An owner that has
+// not answered within ownerProbeAfter, or whose ask failed, is probed: when its address refuses connections
+// (the process has exited, and no process took its port), it reports exited at once
+// rather than waiting out the timeout (Ray's OwnerDiedError is immediate too).
+func (c *Core) askOwner(owner *actor.PID, msg proto.Message) (any, error, bool) {
+	type answer struct {
+		res any
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		res, err := ask.Request(c.root, owner, msg, borrowRegisterTimeout)
+		ch <- answer{res, err}
+	}()
+	probe := time.NewTimer(ownerProbeAfter)
+	defer probe.Stop()
+	for {
+		select {
+		case a := <-ch:
+			// A failed ask (a dead letter, a timeout) says why better when nothing
+			// listens at the owner's address.
+			return a.res, a.err, a.err != nil && addressRefuses(owner.Address)
+		case <-probe.C:
+			if addressRefuses(owner.Address) {
+				return nil, nil, true
+			}
+		}
+	}
+}
+
+// addressRefuses reports whether a TCP connection to address is refused: nothing listens
+// there. An address that is not host:port, or a connection that times out or succeeds,
+// is not (the owner may be slow or unreachable for a while).
+func addressRefuses(address string) bool {
+	if _, _, err := net.SplitHostPort(address); err != nil {
+		return false
+	}
+	conn, err := net.DialTimeout("tcp", address, 2*time.Second)
+	if err == nil {
+		conn.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // adopt takes one borrow that another runtime registered on this one's behalf (refs

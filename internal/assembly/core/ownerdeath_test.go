@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 
@@ -77,4 +78,28 @@ func TestOwnerGoneAnswersAtOnce(t *testing.T) {
 	if _, _, owner, err := h.c.LookupActor(ctx, "ns", "nondet"); err != nil || owner.GetAddress() != deadAddr {
 		t.Fatalf("LookupActor once a process is back at the address: %v %v", owner, err)
 	}
+}
+
+// TestHoldOfAnExitedOwnerFailsAtOnce: a ref whose owner's process has exited, which this
+// runtime has not heard of (another job's driver: no ProcessGone), reads as lost saying the
+// owner has exited, as soon as a probe finds nothing listening at its address, instead of
+// waiting out borrowRegisterTimeout and failing with "did not answer: future: timeout".
+func TestHoldOfAnExitedOwnerFailsAtOnce(t *testing.T) {
+	h := newHarness(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // the owner's process has exited: its port refuses connections
+	owner := &pb.PID{Address: addr, Id: "owner-j2"}
+	obj := ids.PutID(ids.NewRootTaskID(), 1)
+	h.c.Hold(obj, owner)
+	_, err = h.get(obj)
+	var oe *ObjectError
+	if !errors.As(err, &oe) || oe.Info.Kind != pb.ErrorInfo_OBJECT_LOST || !strings.Contains(err.Error(), "has exited") ||
+		!strings.Contains(err.Error(), addr) || strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("a ref held with an exited owner reads %v, want lost because its owner at %s has exited", err, addr)
+	}
+	h.c.ReleaseRef(obj, false)
 }
