@@ -88,7 +88,9 @@ func WithGCHeapFloor(bytes int64) InitOption {
 func WithTaskEvents(n int) InitOption { return func(c *initConfig) { c.taskEvents = n } }
 
 // WithDir sets the directory for the node's files (etcd data, spill files). Default: a new
-// temporary directory, removed by Shutdown. A directory given here is kept.
+// temporary directory, removed by Shutdown (or, when the process was killed before
+// Shutdown, by a later Init of the same user once the process is gone). A directory given
+// here is kept.
 func WithDir(dir string) InitOption { return func(c *initConfig) { c.dir = dir } }
 
 // WithLogger sets the logger of the runtime (default: slog.Default at warning level).

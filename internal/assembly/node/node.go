@@ -248,6 +248,7 @@ type Node struct {
 	machine    *machine.Client
 	dir        string
 	ownDir     bool
+	dirLock    *os.File // local mode's session directory's lock, held while this node lives (tempdir.go)
 	etcd       *etcdstore.Embedded
 	store      gcs.Store
 	pgRecords  pgRecords // placement groups' records (pgrecords.go)
@@ -362,7 +363,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.gcFloor = cfg.GCHeapFloor
 	}
 	if cfg.Dir == "" {
-		if n.dir, err = os.MkdirTemp("", "ray-go-"); err != nil {
+		if n.dir, n.dirLock, err = makeTempDir(); err != nil {
 			return nil, fmt.Errorf("node: create a session directory: %w (set a writable directory with ray.WithDir)", err)
 		}
 		n.ownDir = true
@@ -1122,6 +1123,9 @@ func (n *Node) Stop(ctx context.Context) error {
 		if err := os.RemoveAll(n.dir); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if n.dirLock != nil {
+		n.dirLock.Close()
 	}
 	n.stopKeeping()
 	if n.softLimit != 0 {
