@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 
+	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
 )
 
@@ -19,6 +20,8 @@ type Node struct {
 	// (as `rayctl list nodes` shows it): {"CPU": 0} on a head started with --num-cpus 0.
 	Resources        map[string]float64
 	ObjectStoreBytes int64
+	// Alive is false for a node that died (AllNodes lists those too; Nodes only live ones).
+	Alive bool
 }
 
 // Nodes lists the nodes that run this job's tasks and actors (Ray's ray.nodes()): in local
@@ -29,13 +32,30 @@ func Nodes(ctx context.Context) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Node
-	for _, info := range tc.Core.NodeInfos() {
+	return nodesOf(tc.Core.NodeInfos(), true, nil), nil
+}
+
+// AllNodes lists the nodes that run this job's tasks, as Nodes does, then those that did
+// and died (Alive false), as Ray's ray.nodes() keeps dead nodes: the nodes whose records
+// went within the last hour (at most 100, as this process saw them go), and those the
+// cluster's membership reported gone while their records last. Local mode has no dead
+// nodes.
+func AllNodes(ctx context.Context) ([]Node, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := nodesOf(tc.Core.NodeInfos(), true, nil)
+	return nodesOf(tc.Core.DeadNodeInfos(), false, out), nil
+}
+
+func nodesOf(infos []*pb.NodeInfo, alive bool, out []Node) []Node {
+	for _, info := range infos {
 		res := tasks.ResourcesFromPB(info.Total).Map()
 		out = append(out, Node{ID: info.NodeId, Address: info.Address, Hostname: info.Hostname, PID: int(info.Pid),
-			Role: info.Role, Resources: res, ObjectStoreBytes: info.ObjectStoreBytes})
+			Role: info.Role, Resources: res, ObjectStoreBytes: info.ObjectStoreBytes, Alive: alive})
 	}
-	return out, nil
+	return out
 }
 
 // NodeID is the ID of the node the calling code runs on: a task's or actor's node, or the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -119,6 +120,9 @@ type View struct {
 	// for it, only its record until its lease lapses): not placed on until the time given.
 	suspect map[string]time.Time
 	reports uint64 // load reports applied, numbering them
+	// dead are the records of nodes that ran tasks and whose records were deleted (their
+	// process ended), newest last, at most maxDead and deadFor old: DeadNodes lists them.
+	dead []deadNode
 
 	// The load reports are followed (listed, then watched) only while placements need
 	// them: wantAt is when one last did (unix ns); following is set while a follower runs
@@ -578,6 +582,7 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 				rev = max(rev, e.KV.ModRev+1)
 				id, _ := gcs.TrimKey(prefix, e.KV.Key)
 				if e.Type == gcs.EventDelete {
+					v.buryLocked(id)
 					delete(v.nodes, id)
 					delete(v.data, id)
 					delete(v.socket, id)
@@ -617,6 +622,7 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 		}
 		for id := range v.nodes {
 			if !seen[id] {
+				v.buryLocked(id)
 				delete(v.nodes, id)
 			}
 		}
@@ -799,6 +805,55 @@ func (v *View) Nodes() []*pb.NodeInfo {
 	out := make([]*pb.NodeInfo, 0, len(s.nodes))
 	for i, n := range s.nodes {
 		if n.ID == string(v.cfg.Self) || n.Alive && v.cfg.Member(n.ID) {
+			out = append(out, s.entries[i].info)
+		}
+	}
+	return out
+}
+
+// deadNode is a node record kept after the node died (DeadNodes).
+type deadNode struct {
+	info *pb.NodeInfo
+	at   time.Time
+}
+
+// maxDead and deadFor bound the dead nodes DeadNodes lists.
+const (
+	maxDead = 100
+	deadFor = time.Hour
+)
+
+// buryLocked keeps the record of node id, whose record is being deleted (v.mu held).
+func (v *View) buryLocked(id string) {
+	n := v.nodes[id]
+	if n == nil || n.info == nil || id == string(v.cfg.Self) {
+		return
+	}
+	now := time.Now()
+	v.dead = slices.DeleteFunc(v.dead, func(d deadNode) bool { return d.info.NodeId == id || now.Sub(d.at) > deadFor })
+	v.dead = append(v.dead, deadNode{info: n.info, at: now})
+	if len(v.dead) > maxDead {
+		v.dead = slices.Delete(v.dead, 0, len(v.dead)-maxDead)
+	}
+}
+
+// DeadNodes lists the nodes that ran tasks and died (Ray's ray.nodes() keeps them, with
+// Alive false): those whose records were deleted within the last deadFor (at most maxDead,
+// oldest first), then those Nodes leaves out because the membership reported them gone
+// while their records last.
+func (v *View) DeadNodes() []*pb.NodeInfo {
+	v.mu.Lock()
+	var out []*pb.NodeInfo
+	now := time.Now()
+	for _, d := range v.dead {
+		if _, back := v.nodes[d.info.NodeId]; !back && now.Sub(d.at) <= deadFor {
+			out = append(out, d.info)
+		}
+	}
+	v.mu.Unlock()
+	s := v.load()
+	for i, n := range s.nodes {
+		if n.ID != string(v.cfg.Self) && !(n.Alive && v.cfg.Member(n.ID)) {
 			out = append(out, s.entries[i].info)
 		}
 	}

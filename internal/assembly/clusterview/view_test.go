@@ -487,3 +487,30 @@ func TestLoadsFollowedOnlyWhilePlacementsNeedThem(t *testing.T) {
 		t.Fatal("a spread placement did not start following the load reports")
 	}
 }
+
+// TestDeadNodesAreKept: a node whose record goes (its process ended) leaves Nodes but is
+// listed by DeadNodes (Ray's ray.nodes() keeps dead nodes, Alive false); so is one the
+// membership reported gone while its record lasts.
+func TestDeadNodesAreKept(t *testing.T) {
+	f := newFixture(t, "a")
+	f.putNode("a", "local", 1, "")
+	f.putNode("b", "worker", 2, "")
+	f.putNode("c", "worker", 2, "")
+	f.start()
+	eventually.True(t, 5*time.Second, "nodes b and c", func() bool { return len(f.v.Nodes()) == 3 })
+	if d := f.v.DeadNodes(); len(d) != 0 {
+		t.Fatalf("DeadNodes with every node alive: %v", d)
+	}
+	if _, err := f.store.Delete(context.Background(), gcs.NodeKey("b")); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "node b's record to go", func() bool { return len(f.v.Nodes()) == 2 })
+	if d := f.v.DeadNodes(); len(d) != 1 || d[0].NodeId != "b" {
+		t.Fatalf("DeadNodes after b's record went: %v, want b", d)
+	}
+	f.v.MarkGone("c")
+	eventually.True(t, 5*time.Second, "node c to be gone", func() bool { return len(f.v.Nodes()) == 1 })
+	if d := f.v.DeadNodes(); len(d) != 2 || d[0].NodeId != "b" || d[1].NodeId != "c" {
+		t.Fatalf("DeadNodes after c was reported gone: %v, want b and c", d)
+	}
+}

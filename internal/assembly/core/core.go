@@ -76,6 +76,8 @@ type Config struct {
 	Cluster Cluster
 	// Nodes lists the nodes that run this job's tasks (nil: this node only).
 	Nodes func() []*pb.NodeInfo
+	// DeadNodes lists the nodes that ran this cluster's tasks and died recently (nil: none).
+	DeadNodes func() []*pb.NodeInfo
 	// Available returns what each node Nodes lists has not in use (nil: unknown).
 	Available func() map[string]sched.Resources
 	// OrphanLineage reads a dead owner's lineage from the GCS, to recreate the objects
@@ -636,6 +638,14 @@ func (c *Core) NodeInfos() []*pb.NodeInfo {
 		return nil
 	}
 	return c.cfg.Nodes()
+}
+
+// DeadNodeInfos lists the nodes that ran tasks and died recently (Config.DeadNodes).
+func (c *Core) DeadNodeInfos() []*pb.NodeInfo {
+	if c.cfg.DeadNodes == nil {
+		return nil
+	}
+	return c.cfg.DeadNodes()
 }
 
 // AvailableResources returns what each node of the job has not in use (nil when the node

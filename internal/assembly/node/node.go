@@ -471,9 +471,11 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		return []*pb.NodeInfo{self}
 	}
+	var deadNodes func() []*pb.NodeInfo
 	var groupRecord func(string) (*pb.PlacementGroupInfo, bool)
 	var groupGrace time.Duration
 	if n.view != nil {
+		deadNodes = n.view.DeadNodes
 		groupRecord = n.pgCache.get // a cluster: groups other processes created
 		// A group whose creator died ends (its actors, tasks) once the death is confirmed,
 		// or its record has been missing as long as an owner's death takes to confirm.
@@ -482,7 +484,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.Core, err = core.New(core.Config{
 		Job: cfg.Job, Namespace: cfg.ActorNamespace, Node: n.ID, System: n.system, Cluster: cluster,
 		Raylet: n.raylet, Store: n.objectStore, Dispatcher: n.pool, Messages: &n.msgs,
-		Feasible: feasible, Nodes: listNodes, Available: n.available, OrphanLineage: n.orphanLineage, RecordGroup: n.pgRecords.put, GroupRecord: groupRecord, GroupGoneGrace: groupGrace,
+		Feasible: feasible, Nodes: listNodes, DeadNodes: deadNodes, Available: n.available, OrphanLineage: n.orphanLineage, RecordGroup: n.pgRecords.put, GroupRecord: groupRecord, GroupGoneGrace: groupGrace,
 		Lineage: lin, InlineLimit: worker.DefaultInlineLimit, DataTLS: peerClientTLS(cfg.Credentials), StoreBytes: cfg.ObjectStoreBytes, Logger: cfg.Logger,
 		TaskEvents: cfg.TaskEvents, CallSites: cfg.CallSites, AskOthersToCollect: n.askOthersToCollect,
 		Actors: &core.ActorConfig{Table: n.table, PID: n.actorPID,
