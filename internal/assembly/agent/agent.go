@@ -245,7 +245,11 @@ func (a *Agent) openGCS(ctx context.Context) error {
 			if err := a.recordCert(ctx, head.Leaf()); err != nil {
 				return err
 			}
-			if err := a.issueProcCreds(ctx, ca); err != nil {
+			jobs, err := a.issueProcCreds(ctx, ca)
+			if err != nil {
+				return err
+			}
+			if err := a.retireReplacedHeadCerts(ctx, head.Leaf(), jobs); err != nil {
 				return err
 			}
 			return a.serveJoin(ca, head)

@@ -57,19 +57,61 @@ func (a *Agent) enableAuth(ctx context.Context) error {
 
 // issueProcCreds issues and records the driver certificate of the processes the head
 // starts, and saves it in <SessionDir>/tls-jobs.
-func (a *Agent) issueProcCreds(ctx context.Context, ca *identity.CA) error {
+func (a *Agent) issueProcCreds(ctx context.Context, ca *identity.CA) (*x509.Certificate, error) {
 	c, err := ca.Issue(identity.Request{Name: "head-" + a.id + "-jobs", Role: identity.RoleDriver})
 	if err != nil {
-		return fmt.Errorf("agent: the certificate of the head's processes: %w", err)
+		return nil, fmt.Errorf("agent: the certificate of the head's processes: %w", err)
 	}
 	if err := a.recordCert(ctx, c.Leaf()); err != nil {
-		return err
+		return nil, err
 	}
 	files, err := c.Save(filepath.Join(a.cfg.SessionDir, procTLSDirName))
 	if err != nil {
-		return fmt.Errorf("agent: save the certificate of the head's processes: %w", err)
+		return nil, fmt.Errorf("agent: save the certificate of the head's processes: %w", err)
 	}
 	a.procCreds = files
+	return c.Leaf(), nil
+}
+
+// retireReplacedHeadCerts revokes the certificates that earlier heads on this session
+// directory issued themselves and that this start replaced: the head's certificate (the
+// GCS's administrator) and the driver certificate of the processes it started
+// (head-<id>-jobs), all but current, and deletes their GCS users. Without
+// it every restart would leave two more certificates valid for their year, copies of
+// which (tls/, tls-jobs/) could still read and write the GCS. The processes of the
+// earlier head ended with it; the head's machine's rayctl reads the new ones.
+func (a *Agent) retireReplacedHeadCerts(ctx context.Context, current ...*x509.Certificate) error {
+	keep := make(map[string]bool, len(current))
+	for _, c := range current {
+		keep[identity.SerialText(c.SerialNumber)] = true
+	}
+	a.certsMu.Lock()
+	defer a.certsMu.Unlock()
+	recs, revoked, err := a.readCertState(ctx)
+	if err != nil {
+		return fmt.Errorf("agent: the certificates of the head's earlier starts: %w", err)
+	}
+	now := time.Now()
+	n := 0
+	for _, rec := range recs {
+		own := rec.Role == identity.RoleHead || (rec.Role == identity.RoleDriver && isHeadJobsName(rec.Name))
+		if !own || keep[rec.Serial] || revoked[rec.Serial] || now.After(rec.NotAfter) {
+			continue
+		}
+		b, _ := json.Marshal(gcs.RevokedRecord{Serial: rec.Serial, RevokedAt: now.UTC(), NotAfter: rec.NotAfter})
+		if _, err := a.store.Put(ctx, gcs.RevokedKey(rec.Serial), b, 0); err != nil {
+			return fmt.Errorf("agent: revoke certificate %s of an earlier start of the head (%s): %w", rec.Serial, rec.Name, err)
+		}
+		if u := userOf(rec); a.auth != nil && u != "" {
+			if err := a.auth.DeleteUser(ctx, u); err != nil {
+				return fmt.Errorf("agent: revoke certificate %s of an earlier start of the head (%s): %w", rec.Serial, rec.Name, err)
+			}
+		}
+		n++
+	}
+	if n > 0 {
+		a.log.Info("agent: revoked the certificates of the head's earlier starts", "revoked", n)
+	}
 	return nil
 }
 

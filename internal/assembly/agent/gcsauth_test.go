@@ -393,3 +393,92 @@ func TestMayRenewReadsTheRevoked(t *testing.T) {
 		t.Errorf("the good certificate was not renewed: %s", identity.GCSUser(good.Leaf()))
 	}
 }
+
+// A head restarted on its session directory revokes the certificates its earlier start
+// issued itself (the head's, the GCS's administrator, and head-<id>-jobs, its processes'),
+// and deletes their GCS users: copies of tls/ and tls-jobs/ taken before the restart no
+// longer open the GCS, while the new ones do, and restarts do not pile up valid ones.
+func TestHeadRestartRevokesItsReplacedCerts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const ns = "ns1/"
+	head := startAgent(t, Config{Head: true, SessionDir: dir, Namespace: ns})
+	load := func(f identity.Files) *identity.Credentials {
+		t.Helper()
+		c, err := identity.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	oldHead, oldJobs := load(identity.FilesIn(TLSDir(dir))), load(head.procCreds)
+	if err := head.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // twice: the second start finds the first one's revoked already
+		head = startAgent(t, Config{Head: true, SessionDir: dir, Namespace: ns, ID: head.ID()})
+		if i == 0 {
+			if err := head.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	newHead, newJobs := load(identity.FilesIn(TLSDir(dir))), load(head.procCreds)
+	users, err := head.auth.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, revoked, err := head.readCertState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := 0
+	for _, rec := range recs {
+		if (rec.Role == identity.RoleHead || isHeadJobsName(rec.Name)) && !revoked[rec.Serial] {
+			valid++
+		}
+	}
+	if valid != 2 {
+		t.Errorf("%d unrevoked certificates of the head after 2 restarts, want 2 (its own and its processes')", valid)
+	}
+	for _, c := range []*identity.Credentials{oldHead, oldJobs} {
+		serial := identity.SerialText(c.Leaf().SerialNumber)
+		if !revoked[serial] {
+			t.Errorf("certificate %s (%s) of the head's first start not revoked after its restart", serial, c.User())
+		}
+		if slices.Contains(users, c.User()) {
+			t.Errorf("the GCS user %s of the head's first start is still there after its restart", c.User())
+		}
+	}
+	for _, c := range []*identity.Credentials{newHead, newJobs} {
+		if revoked[identity.SerialText(c.Leaf().SerialNumber)] || !slices.Contains(users, c.User()) {
+			t.Errorf("the current certificate %s is revoked or has no user (users %v)", c.User(), users)
+		}
+		s, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: strings.Split(head.Address(), ","), Namespace: ns, TLS: c.ClientTLS(), DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatalf("open the GCS as %s: %v", c.User(), err)
+		}
+		_, _, err = s.Get(ctx, gcs.NodeKey("x"))
+		s.Close()
+		if err != nil {
+			t.Errorf("the current certificate %s reads the GCS: %v", c.User(), err)
+		}
+	}
+	eventually.True(t, 20*time.Second, "the first start's certificates are refused", func() bool {
+		for _, c := range []*identity.Credentials{oldHead, oldJobs} {
+			s, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: strings.Split(head.Address(), ","), Namespace: ns, TLS: c.ClientTLS(), DialTimeout: 2 * time.Second})
+			if err != nil {
+				continue
+			}
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, _, err = s.Get(pctx, gcs.NodeKey("x"))
+			cancel()
+			s.Close()
+			if err == nil {
+				t.Logf("%s still reads the GCS", c.User())
+				return false
+			}
+		}
+		return true
+	})
+}
