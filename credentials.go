@@ -17,7 +17,8 @@ import (
 // an agent gives the drivers `rayctl job submit` runs, or an external etcd's), a join token
 // (WithToken, RAY_GO_TOKEN, RAY_GO_TOKEN_FILE: a certificate from the head). Nothing: an
 // error that says what to set. joinAddr is the head's join endpoint when the certificate
-// came from it (a driver's: short-lived, renewed there while the driver runs), else empty.
+// came from it (a driver's: short-lived, renewed there while the driver runs; also the
+// files of a submitted driver, with RAY_GO_JOIN_ADDRESS), else empty.
 func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (creds *identity.Credentials, joinAddr string, err error) {
 	if cfg.insecure || workerenv.IsTrue(os.Getenv(workerenv.Insecure)) {
 		return nil, "", nil
@@ -27,6 +28,11 @@ func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (cred
 		c, err := identity.Load(files)
 		if err != nil {
 			return nil, "", fmt.Errorf("ray: Init: %w: %s, %s, %s: %w", ErrNoCredentials, workerenv.GCSCA, workerenv.GCSCert, workerenv.GCSKey, err)
+		}
+		// A driver `rayctl job submit` runs has a certificate of its own, short-lived: it
+		// renews it at the join endpoint the head names, and gives it up at Shutdown.
+		if join := os.Getenv(workerenv.JoinAddress); join != "" && c.Role() == identity.RoleDriver {
+			return c, join, nil
 		}
 		return c, "", nil
 	}

@@ -104,9 +104,11 @@
 // gets in <SessionDir>/tls; with GCSFiles (an external etcd's PKI) it uses those instead. A
 // head on an external etcd needs GCSFiles. Worker processes get the agent's credential files
 // through workerenv (RAY_GO_GCS_CA, _CERT, _KEY), never the CA key; a secure head with an
-// embedded GCS gives its worker processes and submitted drivers a driver certificate of
-// their own instead (<SessionDir>/tls-jobs, issued at each start): the head's certificate is
-// the GCS's administrator.
+// embedded GCS gives its worker processes a driver certificate of their own instead
+// (<SessionDir>/tls-jobs, issued at each start, the earlier start's revoked:
+// retireReplacedHeadCerts): the head's certificate is the GCS's administrator. Each
+// submitted driver gets a short-lived driver certificate of its own, renewed at the join
+// endpoint and forgotten when the driver exits (submissionRunner.driverCreds).
 // Missing credentials fail Start with ErrNoCredentials, refused ones with ErrCredentials,
 // each saying what to pass. Credentials refused later (this agent's certificate revoked on
 // the head) stop a joined agent: when registering again fails, etcdstore's Store.Refused

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/base/identity"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // A secure head's GCS authorizes by the certificate's role: a node's certificate from
@@ -481,4 +484,54 @@ func TestHeadRestartRevokesItsReplacedCerts(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// A submitted driver gets a certificate of its own (a driver's, short-lived, renewed at
+// the join endpoint the head names), not the head processes' shared one of a year, and
+// the head forgets it once the driver has exited: a copy taken during the job opens
+// nothing after it.
+func TestSubmittedDriverCertEndsWithIt(t *testing.T) {
+	ctx := context.Background()
+	const ns = "ns1/"
+	head := startAgent(t, Config{Head: true, Namespace: ns})
+	exfil := t.TempDir()
+	put(t, head.Store(), gcs.SubmissionKey("sc"), &pb.Submission{SubmissionId: "sc", Argv: []string{"/bin/sh", "-c",
+		`cp "$RAY_GO_GCS_CA" "$RAY_GO_GCS_CERT" "$RAY_GO_GCS_KEY" ` + exfil + `/ && echo "$RAY_GO_JOIN_ADDRESS" > ` + exfil + `/join`}}, 0)
+	eventually.True(t, 20*time.Second, "the submission SUCCEEDED", func() bool {
+		sub, _ := get(t, head.Store(), gcs.SubmissionKey("sc"), &pb.Submission{})
+		return sub.GetState() == pb.JobInfo_SUCCEEDED
+	})
+	c, err := identity.Load(identity.FilesIn(exfil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jobs, _ := identity.Load(head.procCreds); jobs.User() == c.User() {
+		t.Errorf("the submitted driver got the head processes' certificate %s", c.User())
+	}
+	if d := c.Leaf().NotAfter.Sub(c.Leaf().NotBefore); c.Role() != identity.RoleDriver || d > identity.DriverCertValidity+10*time.Minute {
+		t.Errorf("the submitted driver's certificate: role %s, valid for %v", c.Role(), d)
+	}
+	if b, _ := os.ReadFile(filepath.Join(exfil, "join")); strings.TrimSpace(string(b)) != head.JoinAddress() {
+		t.Errorf("the driver was told the join endpoint %q, want %q", b, head.JoinAddress())
+	}
+	users, err := head.auth.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(users, c.User()) {
+		t.Errorf("the GCS user %s of the ended submission's driver is still there", c.User())
+	}
+	if _, ok, _ := head.Store().Get(ctx, gcs.CertKey(identity.SerialText(c.Leaf().SerialNumber))); ok {
+		t.Errorf("the record of the ended submission's driver certificate is still there")
+	}
+	s, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: strings.Split(head.Address(), ","), Namespace: ns, TLS: c.ClientTLS(), DialTimeout: 5 * time.Second})
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, _, err = s.Get(pctx, gcs.NodeKey("x"))
+		cancel()
+		s.Close()
+		if err == nil {
+			t.Errorf("a copy of the ended submission's driver certificate reads the GCS")
+		}
+	}
 }

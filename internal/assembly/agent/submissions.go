@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/ship"
 	"github.com/ray-go/ray/internal/base/workerenv"
@@ -288,14 +289,19 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 
 	env := append(baseEnv(a.cfg.Environ), sub.GetEnv()...)
 	env = append(env, workerenv.Address+"="+a.Address(), workerenv.Submission+"="+id)
-	env = append(env, a.credentialEnv()...)
+	credEnv, release, err := s.driverCreds(ctx, id)
+	defer release()
+	env = append(env, credEnv...)
 	if a.cfg.Namespace != "" {
 		env = append(env, workerenv.Namespace+"="+a.cfg.Namespace)
 	}
 	var p *proc
 	argv := sub.GetArgv()
 	dir := ""
-	if err = checkCommand(sub); err == nil {
+	if err == nil {
+		err = checkCommand(sub)
+	}
+	if err == nil {
 		argv, dir, err = s.prepare(ctx, sub)
 	}
 	defer s.cleanup(id)
@@ -305,6 +311,7 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 	if err != nil {
 		msg := "cannot start the driver: " + err.Error()
 		a.log.Warn("agent: "+msg, "submission", id)
+		release()
 		s.finish(id, pb.JobInfo_FAILED, -1, msg, LogEnd{LogPath: logPath, Host: a.hostname})
 		return
 	}
@@ -367,7 +374,55 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 		state, msg = pb.JobInfo_STOPPED, "stopped by request (driver "+p.describe()+")"
 	}
 	a.log.Info("agent: submission ended", "submission", id, "state", state, "how", p.describe())
+	release() // before the outcome: whoever sees the submission ended sees its certificate gone
 	s.finish(id, state, int32(code), msg, LogEnd{Bytes: pub.published, Truncated: pub.truncated, LogPath: logPath, Host: a.hostname})
+}
+
+// driverCreds gives a submission's driver a certificate of its own on a secure head: a
+// driver's (GCS role driver), named sub-<id>, valid for DriverCertValidity (an hour) and
+// renewed by the driver at the join endpoint while it runs (workerenv.JoinAddress tells it
+// where), in <session>/tls-submissions/<id>. release, called once the driver has exited,
+// forgets the certificate (its records and GCS user: releaseDriver) and removes its files
+// (once; before the submission's outcome is recorded),
+// so that a copy taken during the job opens nothing once the job has ended (the driver's
+// ray.Shutdown releases it already). Before, every submitted driver shared the head
+// processes' year-long certificate (tls-jobs/). Without TLS: the agent's credentials.
+func (s *submissionRunner) driverCreds(ctx context.Context, id string) (env []string, release func(), err error) {
+	a := s.a
+	if a.ca == nil {
+		return a.credentialEnv(), func() {}, nil
+	}
+	validity := a.cfg.DriverCertValidity
+	if validity <= 0 {
+		validity = identity.DriverCertValidity
+	}
+	c, err := a.ca.Issue(identity.Request{Name: "sub-" + id, Role: identity.RoleDriver, Validity: validity})
+	if err != nil {
+		return nil, func() {}, fmt.Errorf("the driver's certificate: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if err := a.recordCert(cctx, c.Leaf()); err != nil {
+		return nil, func() {}, err
+	}
+	dir := filepath.Join(a.cfg.SessionDir, "tls-submissions", id)
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_ = os.RemoveAll(dir)
+			rctx, cancel := context.WithTimeout(context.Background(), 2*opTimeout)
+			defer cancel()
+			if _, err := a.releaseDriver(rctx, c.User(), "its submission "+id+" ended"); err != nil {
+				a.log.Warn("agent: forget the certificate of a submission's driver (it expires within the hour)", "submission", id, "err", err)
+			}
+		})
+	}
+	files, err := c.Save(dir)
+	if err != nil {
+		return nil, release, fmt.Errorf("save the driver's certificate: %w", err)
+	}
+	return []string{workerenv.GCSCA + "=" + files.CA, workerenv.GCSCert + "=" + files.Cert, workerenv.GCSKey + "=" + files.Key,
+		workerenv.JoinAddress + "=" + a.JoinAddress()}, release, nil
 }
 
 // finish records a submission's outcome and its log end marker in one transaction, so a
