@@ -309,6 +309,12 @@ func TestCluster(t *testing.T) {
 	if r.code != 0 || rotated == token {
 		t.Fatalf("token rotate: %+v", r)
 	}
+	// It says what it does not do, and how to shut out what the old token got.
+	for _, want := range []string{"refuses the old one", "revokes no certificate", "rayctl cert list", "rayctl cert revoke SERIAL"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("token rotate does not say %q: %s", want, r.stderr)
+		}
+	}
 	if _, r := status(t, "--address", addr, "--token", token); r.code != ExitCredentials {
 		t.Errorf("the old token after a rotation: %+v", r)
 	}

@@ -72,7 +72,12 @@ func tokenAction(c *ucli.Context, rotate bool) error {
 		if err != nil {
 			return exitf(ExitError, "rotate the token: %v", err)
 		}
-		writeErr(c, "rayctl: the join token of the cluster at %s was replaced; the old one is refused from now on.", head.info.Address)
+		writeErr(c, "rayctl: the join token of the cluster at %s was replaced: the join endpoint refuses the old one from now on, "+
+			"so nobody joins, and no rayctl command asks for a certificate, with it.\n"+
+			"rayctl: it revokes no certificate issued with the old token: agents (a year), drivers (an hour, renewed without the token while they run) "+
+			"and rayctl's cached client certificates (24 hours) keep working. If the old token leaked, list the certificates issued since then "+
+			"with `rayctl cert list` (issued_at, name, role) and revoke each you do not trust with `rayctl cert revoke SERIAL`, on this machine.",
+			head.info.Address)
 	}
 	tok, err := identity.ReadTokenFile(path)
 	if err != nil {
