@@ -379,6 +379,9 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 		o.cpus = 0 // Ray: an actor holds no CPU unless asked
 	}
 	res, err := o.resourcesOf()
+	if err == nil {
+		err = o.actorOptsErr()
+	}
 	if err != nil {
 		return fail(fmt.Errorf("ray: actor %s: %w", c.name, err))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -516,27 +517,63 @@ func TestExactlyOnceInFlightCall(t *testing.T) {
 }
 
 // TestAtMostOnceInFlightCalls: an at-most-once actor's calls in flight when it restarts
-// fail with ErrActorDied, or are resent with MaxTaskRetries (and run on the new instance).
+// fail with ErrActorDied, or are resent with MaxTaskRetries (and run on the new instance);
+// with MaxTaskRetries(-1) after every restart (here three in a row while the call runs).
 func TestAtMostOnceInFlightCalls(t *testing.T) {
-	for _, retries := range []int{0, 1} {
+	for _, retries := range []int{0, 1, -1} {
 		t.Run(fmt.Sprintf("MaxTaskRetries(%d)", retries), func(t *testing.T) {
 			ctx := timeout(t)
-			h := napperClass.Remote(ctx, AtMostOnce(), MaxRestarts(1), MaxTaskRetries(retries))
+			h := napperClass.Remote(ctx, AtMostOnce(), MaxRestarts(-1), MaxTaskRetries(retries))
 			mustGet(t, ctx, nap.Remote(ctx, h, V(time.Duration(0))))
 			drain(napping)
-			inFlight := nap.Remote(ctx, h, V(200*time.Millisecond))
-			waitFor(t, napping) // it is running
-			if err := Kill(ctx, h, false); err != nil {
-				t.Fatal(err)
+			inFlight := nap.Remote(ctx, h, V(time.Second))
+			kills := 1
+			if retries < 0 {
+				kills = 3
+			}
+			for range kills {
+				waitFor(t, napping) // it is running (again, on the new instance)
+				if err := Kill(ctx, h, false); err != nil {
+					t.Fatal(err)
+				}
 			}
 			got, err := Get(ctx, inFlight)
 			switch {
 			case retries == 0 && !errors.Is(err, ErrActorDied):
 				t.Fatalf("in-flight call without retries: %d, %v; want ErrActorDied", got, err)
-			case retries == 1 && (err != nil || got != 1):
-				t.Fatalf("in-flight call with a retry: %d, %v; want 1 (run once on the fresh instance)", got, err)
+			case retries != 0 && (err != nil || got != 1):
+				t.Fatalf("in-flight call with retries (%d restarts): %d, %v; want 1 (run once on the last instance)", kills, got, err)
 			}
 		})
+	}
+}
+
+// TestActorOptionsRefused: actor options out of range fail the creation with an error
+// that names the option, as Ray raises ValueError (MaxConcurrency below 1, counts below
+// -1, counts the actor record cannot hold).
+func TestActorOptionsRefused(t *testing.T) {
+	ctx := timeout(t)
+	tests := []struct {
+		opt  TaskOption
+		text string
+	}{
+		{MaxConcurrency(0), "MaxConcurrency(0)"},
+		{MaxConcurrency(-2), "MaxConcurrency(-2)"},
+		{MaxTaskRetries(-2), "MaxTaskRetries(-2)"},
+		{MaxRestarts(-5), "MaxRestarts(-5)"},
+		{MaxTaskRetries(math.MaxInt32 + 1), "MaxTaskRetries"},
+		{CheckpointEvery(-1), "CheckpointEvery(-1)"},
+	}
+	for _, tc := range tests {
+		h := napperClass.Remote(ctx, AtMostOnce(), tc.opt)
+		if err := h.Err(); err == nil || !strings.Contains(err.Error(), tc.text) {
+			t.Errorf("%s: creation error %v, want one naming it", tc.text, err)
+		}
+	}
+	// The limits themselves are accepted.
+	h := napperClass.Remote(ctx, AtMostOnce(), MaxConcurrency(1), MaxTaskRetries(-1), MaxRestarts(-1))
+	if got := mustGet(t, ctx, nap.Remote(ctx, h, V(time.Duration(0)))); got != 1 {
+		t.Fatalf("call: %d, want 1", got)
 	}
 }
 

@@ -149,9 +149,11 @@ type callOpts struct {
 	maxRestarts     int
 	maxTaskRetries  int
 	maxConcurrency  int
-	atMostOnce      bool
-	unboundedLog    bool
-	checkpointEvery int
+	// maxConcurrencySet: MaxConcurrency was given (0 is then an error, not the default).
+	maxConcurrencySet bool
+	atMostOnce        bool
+	unboundedLog      bool
+	checkpointEvery   int
 }
 
 func defaultActorOpts() callOpts { return callOpts{maxRetries: 0} }
@@ -185,14 +187,17 @@ func Detached() TaskOption { return func(o *callOpts) { o.detached = true } }
 func MaxRestarts(n int) TaskOption { return func(o *callOpts) { o.maxRestarts = n } }
 
 // MaxTaskRetries sets how often an at-most-once actor's in-flight call is resent after a
-// restart (actors only; default 0: such calls fail with ErrActorDied). Logged actors
-// resend every unanswered call and run it exactly once.
+// restart (actors only; default 0: such calls fail with ErrActorDied; -1 resends it after
+// every restart, without limit, as Ray's max_task_retries=-1; below -1 is an error).
+// Logged actors resend every unanswered call and run it exactly once.
 func MaxTaskRetries(n int) TaskOption { return func(o *callOpts) { o.maxTaskRetries = n } }
 
 // MaxConcurrency lets an actor run up to n calls at once (actors only; default 1: one at
-// a time, in each caller's order). With n > 1 calls may run out of order, and a logged
-// actor's replay runs them one at a time in log order.
-func MaxConcurrency(n int) TaskOption { return func(o *callOpts) { o.maxConcurrency = n } }
+// a time, in each caller's order; n < 1 is an error). With n > 1 calls may run out of
+// order, and a logged actor's replay runs them one at a time in log order.
+func MaxConcurrency(n int) TaskOption {
+	return func(o *callOpts) { o.maxConcurrency, o.maxConcurrencySet = n, true }
+}
 
 // AtMostOnce opts an actor out of the method log (actors only): Ray's default. Calls are
 // faster (no GCS write before each batch), but a restart loses the state since the last
@@ -229,7 +234,8 @@ func Resources(r map[string]float64) TaskOption {
 }
 
 // MaxRetries sets how often a task is retried after a system failure (default 3), and
-// after an application error when RetryExceptions is set.
+// after an application error when RetryExceptions is set; -1 retries without limit (Ray's
+// max_retries=-1), below -1 is an error.
 func MaxRetries(n int) TaskOption { return func(o *callOpts) { o.maxRetries = n } }
 
 // Spread spreads tasks over the cluster's nodes (Ray's "SPREAD" scheduling strategy): each
@@ -269,8 +275,8 @@ func (o *callOpts) resourcesOf() (sched.Resources, error) {
 	if err != nil {
 		return r, fmt.Errorf("ray: bad task resources: %w", err)
 	}
-	if o.maxRetries < 0 || o.maxRetries > math.MaxInt32 {
-		return r, fmt.Errorf("ray: MaxRetries must be between 0 and %d, got %d", math.MaxInt32, o.maxRetries)
+	if err := countOption("MaxRetries", o.maxRetries, true); err != nil {
+		return r, err
 	}
 	return r, nil
 }
@@ -285,6 +291,35 @@ type cancelOpts struct {
 // NonRecursive makes Cancel cancel only the task, not the tasks it submitted (Ray's
 // ray.cancel(ref, recursive=False)); by default Cancel is recursive.
 func NonRecursive() CancelOption { return func(o *cancelOpts) { o.nonRecursive = true } }
+
+// countOption checks an option that counts (retries, restarts): from 0 to math.MaxInt32,
+// or -1 for no limit when unlimited says it has one.
+func countOption(name string, n int, unlimited bool) error {
+	switch {
+	case n >= 0 && n <= math.MaxInt32, n == -1 && unlimited:
+		return nil
+	case unlimited:
+		return fmt.Errorf("ray: %s(%d): want a count from 0 to %d, or -1 for no limit", name, n, math.MaxInt32)
+	}
+	return fmt.Errorf("ray: %s(%d): want a count from 0 to %d", name, n, math.MaxInt32)
+}
+
+// actorOptsErr checks the options only actors take.
+func (o *callOpts) actorOptsErr() error {
+	if err := countOption("MaxRestarts", o.maxRestarts, true); err != nil {
+		return err
+	}
+	if err := countOption("MaxTaskRetries", o.maxTaskRetries, true); err != nil {
+		return err
+	}
+	if err := countOption("CheckpointEvery", o.checkpointEvery, false); err != nil {
+		return err
+	}
+	if o.maxConcurrencySet && (o.maxConcurrency < 1 || o.maxConcurrency > math.MaxInt32) {
+		return fmt.Errorf("ray: MaxConcurrency(%d): want at least 1 (the calls the actor runs at once; 1, the default, runs them one at a time)", o.maxConcurrency)
+	}
+	return nil
+}
 
 // WaitOption configures Wait.
 type WaitOption func(*waitOpts)

@@ -432,7 +432,7 @@ func TestSubmissionErrors(t *testing.T) {
 		{"missing custom", getErr(square.Options(Resources(map[string]float64{"tpu": 1})).Remote(ctx, V(1))), ErrInfeasible, "tpu"},
 		{"unencodable argument", getErr(anyArgTask.Remote(ctx, V[any](func() {}))), ErrEncode, "func"},
 		{"negative CPUs", getErr(square.Options(NumCPUs(-1)).Remote(ctx, V(1))), nil, "CPU"},
-		{"negative retries", getErr(square.Options(MaxRetries(-1)).Remote(ctx, V(1))), nil, "MaxRetries"},
+		{"negative retries", getErr(square.Options(MaxRetries(-2)).Remote(ctx, V(1))), nil, "MaxRetries(-2)"},
 	}
 	for _, tc := range tests {
 		start := time.Now()
@@ -503,6 +503,12 @@ func TestRetries(t *testing.T) {
 	v, err := Get(ctx, flaky.Options(MaxRetries(3), RetryExceptions(true)).Remote(ctx, V(key), V(2)))
 	if err != nil || v != 3 {
 		t.Fatalf("retried task: %d, %v; want success on attempt 3", v, err)
+	}
+	// MaxRetries(-1): no limit (Ray's max_retries=-1), past the default 3.
+	keyInf := key + "/unlimited"
+	v, err = Get(ctx, flaky.Options(MaxRetries(-1), RetryExceptions(true)).Remote(ctx, V(keyInf), V(5)))
+	if err != nil || v != 6 {
+		t.Fatalf("task with MaxRetries(-1): %d, %v; want success on attempt 6", v, err)
 	}
 	key2 := key + "/no-retry"
 	_, err = Get(ctx, flaky.Options(MaxRetries(3)).Remote(ctx, V(key2), V(1)))

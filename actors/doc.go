@@ -127,7 +127,7 @@
 // At-most-once actors (ray.AtMostOnce, Ray's default) skip the log: calls run as soon as
 // they arrive in order. After a restart the instance restores the newest checkpoint (if
 // any) and does not replay; calls that were in flight fail with ErrActorDied, or are
-// resent up to MaxTaskRetries times (then they may run twice).
+// resent up to MaxTaskRetries times, -1 without limit (then they may run twice).
 //
 // # Checkpoints
 //

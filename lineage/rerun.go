@@ -156,8 +156,12 @@ func Restart(t Task, args []Object) []Action {
 	for i, a := range args {
 		argIDs[i] = a.ID
 	}
+	retries := t.MaxRetries + 1
+	if t.MaxRetries < 0 {
+		retries = t.MaxRetries // no limit stays so
+	}
 	acts := []Action{
-		NewAttempt{Task: t.ID, Attempt: t.Attempt + 1, MaxRetries: t.MaxRetries + 1},
+		NewAttempt{Task: t.ID, Attempt: t.Attempt + 1, MaxRetries: retries},
 		ResetFuture{Object: object(t.ID, t.Object)},
 		HoldArgs{Task: t.ID, Args: argIDs},
 	}

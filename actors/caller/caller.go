@@ -66,6 +66,7 @@ func (o Out[T]) String() string {
 type Config struct {
 	// AtMostOnce and MaxTaskRetries are the actor's options until a Record says
 	// otherwise: the runtime that created the actor knows them before its record exists.
+	// MaxTaskRetries -1 resends an at-most-once actor's calls without limit.
 	AtMostOnce     bool
 	MaxTaskRetries int
 	// ResendAfter is how long a sent call may go unanswered before ResendStale sends it
@@ -263,7 +264,7 @@ func (c *Caller[T]) Changed(r Record) Update[T] {
 		case !e.sent:
 		case !c.atMost:
 			resend = append(resend, seq)
-		case e.retries < c.retries:
+		case c.retries < 0 || e.retries < c.retries: // -1: no limit
 			c.calls.Ref(seq).retries++
 			resend = append(resend, seq)
 		default:

@@ -372,7 +372,7 @@ func checkStep(prev snapshot, o op, c *Caller[string], ret any) error {
 			if h.Kind != Resend || !e.sent || h.Call != e.v {
 				return fmt.Errorf("resent %v, but it is not a sent call", h)
 			}
-			if next.atMost {
+			if next.atMost && next.retries >= 0 { // -1: no limit
 				if e.retries >= next.retries || next.calls[h.Seq].retries != e.retries+1 {
 					return fmt.Errorf("resent %v with retries %d -> %d of %d", h, e.retries, next.calls[h.Seq].retries, next.retries)
 				}
@@ -393,7 +393,7 @@ func checkStep(prev snapshot, o op, c *Caller[string], ret any) error {
 				return fmt.Errorf("exactly-once: sent call %d was not resent", seq)
 			case next.atMost && resent[seq] == lost[e.v]:
 				return fmt.Errorf("at-most-once: sent call %d resent %v, lost %v", seq, resent[seq], lost[e.v])
-			case lost[e.v] && e.retries < next.retries:
+			case lost[e.v] && (next.retries < 0 || e.retries < next.retries):
 				return fmt.Errorf("at-most-once: call %d lost with retries left", seq)
 			}
 		}

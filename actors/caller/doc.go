@@ -68,7 +68,7 @@
 // checkpoint and log, so every call sent and not finished is resent: one it logged is
 // answered from the log, one it never saw runs once. An at-most-once actor keeps no log;
 // a call in flight when it restarted may or may not have run. It is resent only while
-// it has retries left (MaxTaskRetries, counted per call; then it may run twice), and
+// it has retries left (MaxTaskRetries, counted per call, -1 for no limit; then it may run twice), and
 // otherwise returned as Lost for the runtime to fail with ErrActorDied.
 //
 // # Invariants

@@ -39,7 +39,7 @@ func walk(data []byte) error {
 	}
 	cfg := Config{
 		AtMostOnce:     data[0]&1 == 1,
-		MaxTaskRetries: int(data[0]>>1) % 3,
+		MaxTaskRetries: int(data[0]>>1)%4 - 1,                  // -1 (no limit) .. 2
 		ResendAfter:    time.Duration(data[2]&7) * time.Second, // 0 (never) .. 7s
 		MaxResend:      int(data[2]>>3) % 4,                    // 0 (no bound) .. 3
 	}
@@ -78,7 +78,7 @@ func walk(data []byte) error {
 				inc = max(inc, 1) - 1 // an older one
 			}
 			o = op{name: "Changed", record: Record{Incarnation: inc, Placed: b&1 == 1,
-				AtMostOnce: cfg.AtMostOnce != (b&2 == 2 && a >= 128), MaxTaskRetries: int(b>>2) % 3}}
+				AtMostOnce: cfg.AtMostOnce != (b&2 == 2 && a >= 128), MaxTaskRetries: int(b>>2)%4 - 1}}
 		case 8:
 			o = op{name: "Bounce", seqs: []uint64{seqOf(a), seqOf(b)}}
 		case 9:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -316,8 +317,15 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 	} else if err := c.cfg.Feasible(spec.Resources); err != nil {
 		return id, err
 	}
-	if spec.MaxRestarts < lifecycle.Infinite {
-		return id, fmt.Errorf("ray: MaxRestarts %d: want >= 0, or -1 for no limit", spec.MaxRestarts)
+	// The record holds them as int32.
+	for _, o := range []struct {
+		name     string
+		n, least int
+	}{{"MaxRestarts", spec.MaxRestarts, lifecycle.Infinite}, {"MaxTaskRetries", spec.MaxTaskRetries, -1},
+		{"MaxConcurrency", spec.MaxConcurrency, 0}, {"CheckpointEvery", spec.CheckpointEvery, 0}} {
+		if o.n < o.least || o.n > math.MaxInt32 {
+			return id, fmt.Errorf("ray: %s %d: want %d to %d", o.name, o.n, o.least, math.MaxInt32)
+		}
 	}
 	// Large by-value arguments go through the object store, as a task's do, and the
 	// record holds them by reference (ctorArg keeps them for the actor's restarts): the
@@ -1055,7 +1063,7 @@ func (c *Core) actorChanged(ac *actorCaller, info *pb.ActorInfo) {
 	for _, p := range u.Lost {
 		c.completeAsync(p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
 			Kind: pb.ErrorInfo_ACTOR_DIED, Function: p.spec.Function, TaskId: p.spec.TaskId,
-			Message: fmt.Sprintf("actor %s restarted while the call was in flight; an at-most-once actor does not resend it (raise MaxTaskRetries to retry)", ac.hex)}})
+			Message: fmt.Sprintf("actor %s restarted while the call was in flight; an at-most-once actor resends it only while it has retries left (MaxTaskRetries; -1 for no limit)", ac.hex)}})
 	}
 }
 

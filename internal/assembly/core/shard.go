@@ -568,7 +568,7 @@ func (s *shard) onResult(r *pb.TaskResult) {
 }
 
 func retriable(spec *pb.TaskSpec, e *pb.ErrorInfo) bool {
-	if spec.Attempt >= spec.MaxRetries {
+	if spec.MaxRetries >= 0 && spec.Attempt >= spec.MaxRetries { // -1: no limit
 		return false
 	}
 	switch e.Kind {
