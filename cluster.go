@@ -146,7 +146,8 @@ type RuntimeContext struct {
 	// "" in a task or a driver (Ray's get_actor_id()).
 	ActorID string
 	// Resources is what the running task asked for and holds while it runs (nil in a
-	// driver), e.g. {"CPU": 1}.
+	// driver), e.g. {"CPU": 1}; in an actor's method or constructor, what the actor holds
+	// (Ray's get_assigned_resources()).
 	Resources map[string]float64
 	// Namespace is the job's namespace of named actors (Ray's RuntimeContext.namespace):
 	// WithNamespace's, or the anonymous one Init made for the job. A job's tasks and
@@ -164,7 +165,11 @@ func GetRuntimeContext(ctx context.Context) (RuntimeContext, error) {
 	rc := RuntimeContext{JobID: string(tc.Core.Job()), NodeID: string(tc.Core.Node()), ActorID: tc.Actor, Namespace: tc.Core.Namespace()}
 	if tc.Spec != nil {
 		rc.TaskID = hex.EncodeToString(tc.Spec.TaskId)
-		rc.Resources = tasks.ResourcesFromPB(tc.Spec.Resources).Map()
+		res := tc.Spec.Resources
+		if tc.Actor != "" {
+			res = tc.ActorResources // an actor's method or constructor: what the actor holds
+		}
+		rc.Resources = tasks.ResourcesFromPB(res).Map()
 	}
 	return rc, nil
 }

@@ -2,6 +2,7 @@ package ray
 
 import (
 	"context"
+	"maps"
 	"testing"
 
 	"github.com/ray-go/ray/internal/base/eventually"
@@ -84,5 +85,18 @@ func TestRuntimeContextInActor(t *testing.T) {
 	}
 	if d, err := GetRuntimeContext(ctx); err != nil || d.ActorID != "" {
 		t.Fatalf("a driver's runtime context: %+v, %v", d, err)
+	}
+	// Its resources are the actor's (Ray's get_assigned_resources() in an actor), in the
+	// constructor and in a method.
+	h = ctxActorClass.Remote(ctx, AtMostOnce(), NumCPUs(1), Resources(map[string]float64{"accel": 1}))
+	got = mustGet(t, ctx, ctxActorLook.Remote(ctx, h))
+	want := map[string]float64{"CPU": 1, "accel": 1}
+	for i, rc := range got {
+		if !maps.Equal(rc.Resources, want) {
+			t.Errorf("runtime context %d (0: constructor, 1: method) of an actor with CPU 1, accel 1: resources %v, want %v", i, rc.Resources, want)
+		}
+	}
+	if err := Kill(ctx, h, true); err != nil { // gives the node's only accel back
+		t.Fatal(err)
 	}
 }

@@ -376,7 +376,7 @@ func (x *executor) loop() {
 					continue
 				}
 				if x.conc == 1 {
-					res, end := runCall(g.base, &x.single, &methods, g.contextFor(g.inc), g.class, g.inst, e.Spec)
+					res, end := runCall(g.base, &x.single, &methods, g.contextFor(g.inc, g.info.Resources), g.class, g.inst, e.Spec)
 					g.env.Stats.Calls.Add(g.slot, 1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers
@@ -409,7 +409,7 @@ func (x *executor) loop() {
 				x.wg.Add(1)
 				go func() {
 					defer func() { <-x.sem; x.wg.Done() }()
-					res, end := runCall(g.base, &x.runner, nil, g.contextFor(g.inc), g.class, g.inst, e.Spec)
+					res, end := runCall(g.base, &x.runner, nil, g.contextFor(g.inc, g.info.Resources), g.class, g.inst, e.Spec)
 					g.env.Stats.Calls.Add(g.slot, 1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers

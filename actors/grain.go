@@ -55,8 +55,9 @@ type Env struct {
 	// Context builds the context a method runs with (it carries the runtime so the method
 	// can submit tasks, call actors and Get). actorID is the actor's (hex); incarnation is
 	// the instance's: a call run again by a later incarnation (replay) must create tasks
-	// and objects with new IDs.
-	Context func(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64) context.Context
+	// and objects with new IDs. resources are what the actor holds (its record's), which
+	// the runtime context reports.
+	Context func(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64, resources []*pb.ResourceQty) context.Context
 	// Raylet returns the node's scheduler, which holds the resources an actor asks for
 	// while its instance lives (nil: resources are not held).
 	Raylet func() *actor.PID
@@ -206,9 +207,10 @@ type (
 		nextIndex uint64
 		nextBatch uint64
 		keys      []logKey
-		orphans   []uint64 // log batches after a hole, deleted before serving
-		replayed  int      // calls replayed since the checkpoint
-		stop      string   // non-empty: do not serve, stop (why)
+		orphans   []uint64          // log batches after a hole, deleted before serving
+		replayed  int               // calls replayed since the checkpoint
+		stop      string            // non-empty: do not serve, stop (why)
+		resources []*pb.ResourceQty // what the actor holds (the runtime context reports it)
 	}
 	committed struct {
 		batch   *pb.ActorLogBatch
@@ -429,7 +431,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 	if err := g.holdResources(ctx, info); err != nil {
 		return &recovered{stop: "waiting for resources: " + err.Error()}
 	}
-	r := &recovered{class: class, nextIndex: 1, nextBatch: 1}
+	r := &recovered{class: class, nextIndex: 1, nextBatch: 1, resources: info.Resources}
 	ctorSpec := &pb.TaskSpec{TaskId: func() []byte { t := ids.NewRootTaskID(); return t[:] }(), JobId: info.JobId, Function: info.Class + ".<constructor>"}
 	args := make([][]byte, len(info.CtorArgs))
 	for i, a := range info.CtorArgs {
@@ -441,7 +443,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 			return fail(fmt.Sprintf("constructor argument %d of %s: %v", i+1, info.Class, err))
 		}
 	}
-	if r.inst, err = construct(g.env.Context(ctx, ctorSpec, g.id, inc), class, args); err != nil {
+	if r.inst, err = construct(g.env.Context(ctx, ctorSpec, g.id, inc, info.Resources), class, args); err != nil {
 		return fail(fmt.Sprintf("constructor of %s failed: %v", info.Class, err))
 	}
 	var ckIndex uint64

@@ -155,7 +155,7 @@ func (g *grain) replay(ctx context.Context, r *recovered, class *Class, after, i
 		if e.Skip {
 			continue
 		}
-		res, _ := runCall(ctx, &runner, nil, g.contextFor(inc), class, inst, e.Spec)
+		res, _ := runCall(ctx, &runner, nil, g.contextFor(inc, r.resources), class, inst, e.Spec)
 		g.env.Stats.Replayed.Add(g.slot, 1)
 		r.replayed++
 		if rec, ok := p.recorded[resultKey{e.CallerId, e.Seq}]; ok && rec != digest(res) {
@@ -168,10 +168,11 @@ func (g *grain) replay(ctx context.Context, r *recovered, class *Class, after, i
 	return nil
 }
 
-// contextFor is Env.Context for the calls an instance of incarnation inc runs.
-func (g *grain) contextFor(inc uint64) func(context.Context, *pb.TaskSpec) context.Context {
+// contextFor is Env.Context for the calls an instance of incarnation inc, holding
+// resources, runs.
+func (g *grain) contextFor(inc uint64, resources []*pb.ResourceQty) func(context.Context, *pb.TaskSpec) context.Context {
 	return func(parent context.Context, spec *pb.TaskSpec) context.Context {
-		return g.env.Context(parent, spec, g.id, inc)
+		return g.env.Context(parent, spec, g.id, inc, resources)
 	}
 }
 

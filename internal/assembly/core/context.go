@@ -30,6 +30,8 @@ type TaskContext struct {
 	Spec *pb.TaskSpec
 	// Actor is the ID (hex) of the actor whose method or constructor runs ("" otherwise).
 	Actor string
+	// ActorResources are the resources that actor holds (its calls' specs have none).
+	ActorResources []*pb.ResourceQty
 	// Nested are the refs inside the task's return value, registered for its owner
 	// (RefPayloads, for TaskResult.nested; set by the task's goroutine before it returns).
 	Nested [][]byte
@@ -145,14 +147,15 @@ func (c *Core) TaskContextFor(parent context.Context, spec *pb.TaskSpec, grain *
 // tasks and objects with IDs of its own: the first run's children may still be queued or
 // running for the dead instance's runtime, and a scheduler would drop the replay's as
 // their duplicates.
-func (c *Core) ActorCallContext(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64) context.Context {
+// resources are what the actor holds (GetRuntimeContext reports them).
+func (c *Core) ActorCallContext(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64, resources []*pb.ResourceQty) context.Context {
 	tid, _ := ids.TaskIDFromBytes(spec.TaskId)
 	seed := ids.AttemptTaskID(tid, spec.Attempt)
 	if incarnation > 1 {
 		seed = ids.AttemptTaskID(seed, int32(incarnation-1))
 	}
 	t := &taskCtx{Context: parent}
-	t.tc.Core, t.tc.Task, t.tc.seed, t.tc.Spec, t.tc.Actor = c, tid, seed, spec, actorID
+	t.tc.Core, t.tc.Task, t.tc.seed, t.tc.Spec, t.tc.Actor, t.tc.ActorResources = c, tid, seed, spec, actorID, resources
 	return t
 }
 

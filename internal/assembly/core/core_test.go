@@ -745,7 +745,7 @@ func TestTaskContextForIsAContext(t *testing.T) {
 	_, onWorker := h.c.TaskContextFor(parent, spec, nil)
 	for _, ctx := range []context.Context{
 		onWorker,
-		h.c.ActorCallContext(parent, spec, "", 1),
+		h.c.ActorCallContext(parent, spec, "", 1, nil),
 	} {
 		derived, stop := context.WithTimeout(ctx, time.Hour)
 		tc, ok := FromContext(derived)

@@ -827,8 +827,8 @@ func (n *Node) startMember(ctx context.Context) error {
 	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet,
 		Runner: worker.Runner{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf,
 			LogOffset: logOffset, LogAt: logAt},
-		Context: func(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64) context.Context {
-			return n.Core.ActorCallContext(parent, spec, actorID, incarnation)
+		Context: func(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64, resources []*pb.ResourceQty) context.Context {
+			return n.Core.ActorCallContext(parent, spec, actorID, incarnation, resources)
 		},
 		// Results for callers in this process go to them from the executor (no mailbox hop).
 		Local: func(owner *pb.PID, actor ids.ActorID) func([]uint64, []*pb.TaskResult) {
