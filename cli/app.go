@@ -221,7 +221,10 @@ func resolveAddress(c *ucli.Context) ([]string, error) {
 	if a := workerenv.SplitAddress(c.String("address")); len(a) > 0 {
 		return a, nil
 	}
-	agents, _ := localAgents(c.String("session-dir"))
+	agents, err := localAgents(c.String("session-dir"))
+	if err != nil {
+		return nil, err
+	}
 	for _, head := range []bool{true, false} {
 		for _, la := range agents {
 			if la.live && la.info != nil && la.info.Head == head && la.info.Address != "" {
@@ -392,7 +395,7 @@ func clientCredentials(c *ucli.Context, addr []string) (*tls.Config, error) {
 		// machine: the head's credentials, which may do what a client's may not (revoke a
 		// certificate).
 		if la := localAgentOf(c.String("session-dir"), addr); la != nil && la.info.Head && !la.info.Insecure {
-			if creds, err := identity.Load(identity.Files{CA: la.info.GCSCA, Cert: la.info.GCSCert, Key: la.info.GCSKey}); err == nil {
+			if creds, err := identity.LoadOwned(identity.Files{CA: la.info.GCSCA, Cert: la.info.GCSCert, Key: la.info.GCSKey}); err == nil {
 				return creds.ClientTLS(), nil
 			}
 		}
@@ -425,11 +428,14 @@ func clientCredentials(c *ucli.Context, addr []string) (*tls.Config, error) {
 		cacheClientCert(tok, joinAddr, creds)
 		return creds.ClientTLS(), nil
 	}
+	if _, err := localAgents(c.String("session-dir")); err != nil {
+		return nil, err // an unsafe session dir: say so, not that no credentials were found
+	}
 	if la := localAgentOf(c.String("session-dir"), addr); la != nil {
 		if la.info.Insecure {
 			return nil, nil
 		}
-		creds, err := identity.Load(identity.Files{CA: la.info.GCSCA, Cert: la.info.GCSCert, Key: la.info.GCSKey})
+		creds, err := identity.LoadOwned(identity.Files{CA: la.info.GCSCA, Cert: la.info.GCSCert, Key: la.info.GCSKey})
 		if err != nil {
 			return nil, exitf(ExitCredentials, "the credentials of this machine's agent %s: %v", la.id, err)
 		}

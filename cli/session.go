@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/workerenv"
 )
 
@@ -146,9 +148,10 @@ const maxPid = 1 << 22
 // bytes when the agent writes them).
 const maxSessionFile = 64 << 10
 
-// readSessionFile reads a small file of an agent directory.
+// readSessionFile reads a small file of an agent directory: the current user's or root's,
+// writable by nobody else, not a symbolic link (identity.OpenOwned).
 func readSessionFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := identity.OpenOwned(path)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +260,16 @@ type localAgent struct {
 }
 
 // localAgents lists the agent directories of sessionDir that have a pid file.
+// The session directory and each agent directory must be the current user's or root's and
+// writable by nobody else (checkSessionDir): rayctl trusts the address and credentials it
+// finds there, and another user's directory could point it at their cluster.
 func localAgents(sessionDir string) ([]localAgent, error) {
+	if _, err := os.Lstat(sessionDir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err := checkSessionDir(sessionDir, false); err != nil {
+		return nil, err
+	}
 	files, err := filepath.Glob(filepath.Join(sessionDir, agentDirPref+"*", pidFileName))
 	if err != nil {
 		return nil, err
@@ -266,6 +278,9 @@ func localAgents(sessionDir string) ([]localAgent, error) {
 	var out []localAgent
 	for _, f := range files {
 		dir := filepath.Dir(f)
+		if err := checkSessionDir(dir, false); err != nil {
+			return nil, err
+		}
 		la := localAgent{id: strings.TrimPrefix(filepath.Base(dir), agentDirPref), dir: dir, pidFile: f}
 		if b, err := readSessionFile(f); err == nil {
 			la.pid, _ = parsePidFile(b)
@@ -277,6 +292,18 @@ func localAgents(sessionDir string) ([]localAgent, error) {
 		out = append(out, la)
 	}
 	return out, nil
+}
+
+// checkSessionDir refuses a session or agent directory that another user may have made or
+// may write in (identity.CheckOwnedDir; strict: it must be the current user's, not root's
+// either, as for the one an agent starts in). Its error says what is wrong and what to do.
+func checkSessionDir(dir string, strict bool) error {
+	err := identity.CheckOwnedDir(dir, strict)
+	if errors.Is(err, identity.ErrNotOwned) {
+		return exitf(ExitError, "refusing the session dir %s: %v. Its files (a head's join token, an agent's address and credentials) "+
+			"must be yours alone; pass another --session-dir, or fix it (chown/chmod 700) if you made it", dir, err)
+	}
+	return err
 }
 
 // removeFiles removes the pid and ready files of an agent that is not running.

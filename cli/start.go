@@ -146,6 +146,15 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 	if err != nil {
 		return cfg, exitf(ExitError, "--session-dir: %v", err)
 	}
+	// The session dir must be this user's, and nobody else's to write in: a head keeps the
+	// cluster's CA and join token under it, and another user who made it (a pre-created
+	// /tmp/ray-go) could swap the head's directory for one with a token of theirs.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return cfg, exitf(ExitError, "create the session dir: %v", err)
+	}
+	if err := checkSessionDir(dir, true); err != nil {
+		return cfg, err
+	}
 	if cfg.ID == "" {
 		// An agent that ran on this session dir before, for the same role and cluster, comes
 		// back as itself: the same ID, directory, credentials and, for a head, the same CA,
@@ -161,6 +170,11 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 		return cfg, err
 	}
 	cfg.SessionDir = agentDir(dir, cfg.ID)
+	if _, err := os.Lstat(cfg.SessionDir); err == nil {
+		if err := checkSessionDir(cfg.SessionDir, true); err != nil {
+			return cfg, err
+		}
+	}
 	if !cfg.Head {
 		cfg.Rejoin = fmt.Sprintf("rayctl start --address %s --session-dir %s --token <the cluster's join token> "+
 			"(`rayctl token show` on the head prints it; a new certificate)", strings.Join(cfg.GCSEndpoints, ","), dir)
@@ -294,6 +308,9 @@ func runAgent(c *ucli.Context, cfg agent.Config) error {
 	// 0700 and 0600, as the agent's own files (internal/assembly/agent).
 	if err := os.MkdirAll(cfg.SessionDir, 0o700); err != nil {
 		return exitf(ExitError, "create the agent directory: %v", err)
+	}
+	if err := checkSessionDir(cfg.SessionDir, true); err != nil {
+		return err
 	}
 	removeStartFiles(cfg.SessionDir) // a previous run's, if it was killed (startBackground did, unless --block was given)
 	pidFile := filepath.Join(cfg.SessionDir, pidFileName)

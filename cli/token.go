@@ -47,7 +47,10 @@ func tokenAction(c *ucli.Context, rotate bool) error {
 	if c.NArg() > 0 {
 		return exitf(ExitError, "token %s takes no arguments", c.Command.Name)
 	}
-	agents, _ := localAgents(c.String("session-dir"))
+	agents, err := localAgents(c.String("session-dir"))
+	if err != nil {
+		return err
+	}
 	var head *localAgent
 	for i, la := range agents {
 		if la.live && la.info != nil && la.info.Head && la.info.TokenFile != "" {

@@ -54,6 +54,7 @@ type Agent struct {
 
 	embedded *etcdstore.Embedded
 	join     *identity.JoinServer // secure head with an embedded GCS
+	tokenDir *identity.TokenDir   // secure head: its CA directory, where the join token is read
 	ca       *identity.CA         // secure head with an embedded GCS: signs the CRL
 	creds    identity.Files       // the agent's GCS credentials (zero: Insecure)
 	// procCreds are the credentials of the processes the agent starts (worker processes,
@@ -537,6 +538,9 @@ func (a *Agent) Stop(ctx context.Context) error {
 func (a *Agent) closeGCS() {
 	if a.join != nil {
 		_ = a.join.Close()
+	}
+	if a.tokenDir != nil {
+		_ = a.tokenDir.Close()
 	}
 	if a.compactor != nil {
 		a.compactor.Stop()

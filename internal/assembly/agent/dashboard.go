@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/identity"
 )
 
 // DefaultDashboardPort is the port of the head's web dashboard that `rayctl start --head`
@@ -44,9 +45,12 @@ type DashboardConfig struct {
 	// sample it).
 	Metrics  http.Handler
 	Gatherer prometheus.Gatherer
-	// TokenFile is the cluster's join token, read per request (rotation applies at once):
-	// the dashboard asks for it. "" only on an insecure cluster: no token is asked.
+	// TokenFile is where the cluster's join token is kept (for messages), and Token reads
+	// it, per request (rotation applies at once) through the directory the head opened at
+	// start: the dashboard asks for it. "" and nil only on an insecure cluster: no token
+	// is asked.
 	TokenFile string
+	Token     func() (identity.Token, error)
 	Logger    *slog.Logger
 	// Address is the cluster's (its GCS endpoints, comma-separated: what drivers and
 	// rayctl take with --address).
@@ -60,13 +64,14 @@ func (a *Agent) serveDashboard() error {
 		return nil
 	}
 	tokenFile := ""
+	var token func() (identity.Token, error)
 	if !cfg.Insecure {
 		if a.join == nil {
 			// A head on an external etcd has no join token to ask for.
 			a.log.Warn("agent: no dashboard: it asks for the cluster's join token, and a head on an external etcd has none")
 			return nil
 		}
-		tokenFile = TokenPath(cfg.SessionDir)
+		tokenFile, token = TokenPath(cfg.SessionDir), a.tokenDir.Read
 	}
 	if cfg.DashboardTLS && a.headCreds == nil {
 		return errors.New("agent: --dashboard-tls needs the cluster's identity (its CA and the head's certificate): not with --insecure")
@@ -87,7 +92,7 @@ func (a *Agent) serveDashboard() error {
 	h, g, err := a.metricsHandler()
 	if err == nil {
 		var d Dashboard
-		if d, err = cfg.NewDashboard(DashboardConfig{Store: a.store, Metrics: h, Gatherer: g, TokenFile: tokenFile, Logger: a.log, Address: a.Address()}); err == nil {
+		if d, err = cfg.NewDashboard(DashboardConfig{Store: a.store, Metrics: h, Gatherer: g, TokenFile: tokenFile, Token: token, Logger: a.log, Address: a.Address()}); err == nil {
 			a.dashboard = d
 			a.dashboardSrv = newHTTPServer(d)
 			a.dashboardAddr = l.Addr().String()

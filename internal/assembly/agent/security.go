@@ -63,9 +63,18 @@ func (a *Agent) headIdentity() (*identity.CA, *identity.Credentials, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: the cluster CA in %s: %w", dir, err)
 	}
-	if _, err := identity.ReadTokenFile(TokenPath(a.cfg.SessionDir)); err != nil {
+	// The token is read through the CA directory opened here, never again by its path: a
+	// directory above that another user could rename (a session dir they made) cannot put
+	// a token of theirs in its place. `rayctl token rotate` replaces the file in it.
+	td, err := identity.OpenTokenDir(dir)
+	if err != nil {
 		return nil, nil, fmt.Errorf("agent: the join token: %w", err)
 	}
+	if _, err := td.Read(); err != nil {
+		td.Close()
+		return nil, nil, fmt.Errorf("agent: the join token: %w", err)
+	}
+	a.tokenDir = td
 	creds, err := ca.Issue(identity.Request{Name: "head-" + a.id, Role: identity.RoleHead, Hosts: []string{a.cfg.host()}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: the head's certificate: %w", err)
@@ -83,13 +92,12 @@ func (a *Agent) serveJoin(ca *identity.CA, creds *identity.Credentials) error {
 		}
 		addr = net.JoinHostPort(a.cfg.host(), strconv.Itoa(port))
 	}
-	tokenPath := TokenPath(a.cfg.SessionDir)
 	record := func(cert *x509.Certificate) error {
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		defer cancel()
 		return a.recordCert(ctx, cert)
 	}
-	s, err := identity.ServeJoin(addr, ca, creds, func() (identity.Token, error) { return identity.ReadTokenFile(tokenPath) }, record,
+	s, err := identity.ServeJoin(addr, ca, creds, a.tokenDir.Read, record,
 		identity.JoinPolicy{DriverValidity: a.cfg.DriverCertValidity, MayRenew: a.mayRenew, Release: a.releaseCert}, a.log)
 	if err != nil {
 		if isAddrInUse(err) {
@@ -169,9 +177,12 @@ func (a *Agent) JoinAddress() string {
 	return a.join.Addr()
 }
 
-// Token reads the head's current join token.
+// Token reads the head's current join token (through the CA directory opened at start).
 func (a *Agent) Token() (identity.Token, error) {
-	return identity.ReadTokenFile(TokenPath(a.cfg.SessionDir))
+	if a.tokenDir == nil {
+		return identity.Token{}, errors.New("agent: no join token: not a secure head with an embedded GCS")
+	}
+	return a.tokenDir.Read()
 }
 
 // credentialEnv is what the agent adds to the environment of a process it starts so that

@@ -28,10 +28,14 @@ func (d *Dashboard) cookieValue(tok identity.Token) string {
 // request itself when it does not pass, or when it signs in with ?token= (a redirect to
 // the URL without it).
 func (d *Dashboard) authorize(w http.ResponseWriter, r *http.Request) bool {
-	if d.cfg.TokenFile == "" {
+	if d.cfg.TokenFile == "" && d.cfg.Token == nil {
 		return true
 	}
-	tok, err := identity.ReadTokenFile(d.cfg.TokenFile)
+	read := d.cfg.Token
+	if read == nil {
+		read = func() (identity.Token, error) { return identity.ReadTokenFile(d.cfg.TokenFile) }
+	}
+	tok, err := read()
 	if err != nil {
 		d.cfg.Logger.Error("dashboard: read the cluster's token", "err", err)
 		http.Error(w, "the head cannot read the cluster's token file; see its log", http.StatusInternalServerError)

@@ -18,6 +18,7 @@ import (
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/assembly/metrics"
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/identity"
 )
 
 //go:embed static
@@ -34,8 +35,10 @@ type Config struct {
 	Metrics  http.Handler
 	Gatherer prometheus.Gatherer
 	// TokenFile is the cluster's join token, which every request must present; "" asks
-	// for none (an insecure cluster).
+	// for none (an insecure cluster). Token, when set, reads it instead of TokenFile (a
+	// head reads it through its CA directory opened at start, not by path).
 	TokenFile string
+	Token     func() (identity.Token, error)
 	// SampleEvery is the charts' sampling interval (default 5 s); Window how long they
 	// reach back (default 1 h): the ring holds Window/SampleEvery samples.
 	SampleEvery time.Duration
@@ -113,7 +116,7 @@ func New(cfg Config) (*Dashboard, error) {
 
 // NewForAgent adapts New to agent.Config.NewDashboard.
 func NewForAgent(c agent.DashboardConfig) (agent.Dashboard, error) {
-	return New(Config{Store: c.Store, Metrics: c.Metrics, Gatherer: c.Gatherer, TokenFile: c.TokenFile, Logger: c.Logger, Address: c.Address})
+	return New(Config{Store: c.Store, Metrics: c.Metrics, Gatherer: c.Gatherer, TokenFile: c.TokenFile, Token: c.Token, Logger: c.Logger, Address: c.Address})
 }
 
 // ServeHTTP serves a request: read-only, and only with the token.

@@ -449,14 +449,21 @@ func (c *Credentials) Save(dir string) (Files, error) {
 
 // Load reads saved credentials and checks them: the files must exist, match and not have
 // expired.
-func Load(f Files) (*Credentials, error) {
+func Load(f Files) (*Credentials, error) { return load(f, os.ReadFile) }
+
+// LoadOwned is Load of files that must be the current user's or root's, writable by
+// nobody else and not symbolic links (OpenOwned): an agent's own, which rayctl and the
+// agent's processes trust.
+func LoadOwned(f Files) (*Credentials, error) { return load(f, ReadOwnedFile) }
+
+func load(f Files, readFile func(string) ([]byte, error)) (*Credentials, error) {
 	if f.CA == "" || f.Cert == "" || f.Key == "" {
 		return nil, fmt.Errorf("identity: credentials need three files: a CA certificate, a certificate and its key (got CA %q, certificate %q, key %q)", f.CA, f.Cert, f.Key)
 	}
 	var b [3][]byte
 	for i, p := range []string{f.CA, f.Cert, f.Key} {
 		var err error
-		if b[i], err = os.ReadFile(p); err != nil {
+		if b[i], err = readFile(p); err != nil {
 			return nil, fmt.Errorf("identity: read credentials: %w", err)
 		}
 	}
@@ -527,11 +534,11 @@ func SaveCA(dir string, ca *CA) error {
 // LoadCA reads a CA that SaveCA wrote. It fails with os.ErrNotExist (wrapped) when there is
 // none.
 func LoadCA(dir string) (*CA, error) {
-	certPEM, err := os.ReadFile(filepath.Join(dir, CAFile))
+	certPEM, err := ReadOwnedFile(filepath.Join(dir, CAFile))
 	if err != nil {
 		return nil, fmt.Errorf("identity: read the CA: %w", err)
 	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, CAKeyFile))
+	keyPEM, err := ReadOwnedFile(filepath.Join(dir, CAKeyFile))
 	if err != nil {
 		return nil, fmt.Errorf("identity: read the CA key: %w", err)
 	}

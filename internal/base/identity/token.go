@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -70,17 +71,24 @@ func (t Token) SecretEquals(secret [32]byte) bool {
 // SaveToken writes the token's text to path (FileMode, atomically).
 func SaveToken(path string, t Token) error { return WriteFile(path, []byte(t.String()+"\n")) }
 
-// ReadTokenFile reads a token from a file. It refuses a file that others may read: a
-// token is a password.
+// ReadTokenFile reads a token from a file. It refuses a file that others may read (a
+// token is a password), a symbolic link, and a file that is not the current user's or
+// root's or that others may write (OpenOwned): someone else's file could hold a token of
+// their choosing.
 func ReadTokenFile(path string) (Token, error) {
-	fi, err := os.Stat(path)
+	f, fi, err := OpenOwned(path)
 	if err != nil {
 		return Token{}, fmt.Errorf("identity: token file: %w", err)
 	}
+	defer f.Close()
+	return readToken(f, fi, path)
+}
+
+func readToken(f *os.File, fi os.FileInfo, path string) (Token, error) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return Token{}, fmt.Errorf("identity: token file %s has mode %v: others may read it; chmod 600 it", path, fi.Mode().Perm())
 	}
-	b, err := os.ReadFile(path)
+	b, err := readBounded(f, path)
 	if err != nil {
 		return Token{}, fmt.Errorf("identity: token file: %w", err)
 	}
@@ -90,3 +98,38 @@ func ReadTokenFile(path string) (Token, error) {
 	}
 	return t, nil
 }
+
+// TokenDir reads the token file of one directory, opened once: a later rename of that
+// directory, or of one above it, does not change which file is read (a running head reads
+// its token through it, so that `rayctl token rotate`, which replaces the file, applies at
+// once, and nobody can put another directory in its place).
+type TokenDir struct {
+	root *os.Root
+	dir  string
+}
+
+// OpenTokenDir opens dir, which CheckOwnedDir must accept (not strict: the user's or root's).
+func OpenTokenDir(dir string) (*TokenDir, error) {
+	if err := CheckOwnedDir(dir, false); err != nil {
+		return nil, fmt.Errorf("identity: the token's directory: %w", err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("identity: the token's directory: %w", err)
+	}
+	return &TokenDir{root: r, dir: dir}, nil
+}
+
+// Read reads the token file (TokenFile) of the directory, as ReadTokenFile.
+func (d *TokenDir) Read() (Token, error) {
+	path := filepath.Join(d.dir, TokenFile)
+	f, fi, err := openOwnedAt(d.root, TokenFile)
+	if err != nil {
+		return Token{}, fmt.Errorf("identity: token file %s: %w", path, err)
+	}
+	defer f.Close()
+	return readToken(f, fi, path)
+}
+
+// Close closes the directory.
+func (d *TokenDir) Close() error { return d.root.Close() }
