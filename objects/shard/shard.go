@@ -92,7 +92,9 @@ type Shard struct {
 	// back-off, not one per put, object or worker; the failure is logged once, when it
 	// starts, and once when it ends.
 	failing struct {
-		err     error
+		err error
+		// need is what the failed batch needed: the bytes of its objects.
+		need    int64
 		retryAt time.Time
 		wait    time.Duration
 	}
@@ -475,7 +477,7 @@ func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 		// started with it fail too, or not; either way, they do not count again.)
 		s.attempt++
 		s.spillErrors++
-		s.spillFailed(ctx, failed)
+		s.spillFailed(ctx, failed, m.bytes)
 	case failed == nil && m.attempt == s.attempt && s.failing.err != nil:
 		s.cfg.Logger.Info("shard: spilling to disk works again", "dir", s.cfg.SpillDir, "spill_errors", s.spillErrors)
 		s.failing.err, s.failing.wait = nil, 0
@@ -486,13 +488,13 @@ func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 
 // spillFailed starts or extends the back-off after a failed attempt, and logs the condition
 // when it starts: the directory, the error and the free space there.
-func (s *Shard) spillFailed(ctx actor.Context, err error) {
+func (s *Shard) spillFailed(ctx actor.Context, err error, need int64) {
 	if s.failing.err == nil {
 		s.cfg.Logger.Warn("shard: cannot spill objects to disk; they stay in memory, over the store's budget, and spilling is retried with a back-off (make room in the spill directory, or check its permissions)",
-			"dir", s.cfg.SpillDir, "err", err, "free_space", freeSpace(s.cfg.SpillDir),
+			"dir", s.cfg.SpillDir, "err", err, "spill_bytes", need, "free_space", spillFree(err, s.cfg.SpillDir),
 			"memory", s.mem, "budget", s.cfg.Budget)
 	}
-	s.failing.err = err
+	s.failing.err, s.failing.need = err, need
 	s.failing.wait = min(max(2*s.failing.wait, minSpillBackoff), maxSpillBackoff)
 	s.failing.retryAt = time.Now().Add(s.failing.wait)
 	self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -509,8 +511,17 @@ func (s *Shard) refuse(size int) error {
 	if s.failing.err == nil || s.cfg.Budget <= 0 || s.mem+int64(size) <= hardLimitFactor*s.cfg.Budget {
 		return nil
 	}
-	return fmt.Errorf("the object store of node %s holds %d bytes in memory, over %dx its budget of %d, and cannot spill to %s (%v; free space there: %s): release objects you no longer need, or make room in the spill directory",
-		s.cfg.Node, s.mem, hardLimitFactor, s.cfg.Budget, s.cfg.SpillDir, s.failing.err, freeSpace(s.cfg.SpillDir))
+	return fmt.Errorf("the object store of node %s holds %d bytes in memory, over %dx its budget of %d, and cannot spill to %s (a spill of %d bytes failed: %v; free space there when it failed: %s): release objects you no longer need, or make room in the spill directory (or give the node a larger one)",
+		s.cfg.Node, s.mem, hardLimitFactor, s.cfg.Budget, s.cfg.SpillDir, s.failing.need, s.failing.err, spillFree(s.failing.err, s.cfg.SpillDir))
+}
+
+// spillFree is the free space in dir when the spill write err failed, if it was measured
+// then (before the partial file was removed), else now.
+func spillFree(err error, dir string) string {
+	if we, ok := errors.AsType[*spillWriteError](err); ok && we.free != "" {
+		return we.free
+	}
+	return freeSpace(dir)
 }
 
 func (s *Shard) put(m *pb.PutObject) error {

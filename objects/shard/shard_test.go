@@ -3,12 +3,16 @@ package shard
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -515,5 +519,57 @@ func TestPressure(t *testing.T) {
 	ask(&pb.FreeObjects{ObjectIds: [][]byte{a[:], b[:]}})
 	if st := ask(&pb.StoreStats{}).(*pb.StoreStatsReply); st.MemoryBytes != 0 {
 		t.Fatalf("after the frees: %+v", st)
+	}
+}
+
+// TestSpillFullDiskMessage: when a spill write fails for want of space, the refusal says
+// how many bytes the spill needed and the free space measured when the write failed,
+// while its partial file was still there, not after it was removed (then the figure
+// would count the room the spill could not have).
+func TestSpillFullDiskMessage(t *testing.T) {
+	spillDir := filepath.Join(t.TempDir(), "spill")
+	const whileTmp, afterCleanup = "1234 bytes", "20971520 bytes"
+	// free stands for the filesystem's free space: small while a partial .tmp file is
+	// there, the whole of it once the file is gone.
+	free := func(dir string) string {
+		if tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp")); len(tmps) > 0 {
+			return whileTmp
+		}
+		return afterCleanup
+	}
+	// A write that fills the disk halfway through the file.
+	full := func(name string, buf []byte, perm fs.FileMode) error {
+		if err := os.WriteFile(name, buf[:len(buf)/2], perm); err != nil {
+			return err
+		}
+		return &fs.PathError{Op: "write", Path: name, Err: syscall.ENOSPC}
+	}
+	write := func(path string, id ids.ObjectID, data []byte) (int64, uint32, error) {
+		return writeSpillWith(full, free, path, id, data)
+	}
+	const budget, size = 100 << 10, 4 << 10
+	logger, _ := capturedLogs()
+	ask := startShard(t, Config{Node: "n1", Budget: budget, SpillDir: spillDir, Logger: logger, write: write})
+	root := ids.NewRootTaskID()
+	var refused string
+	for i := 0; i < 200 && refused == ""; i++ {
+		id := ids.PutID(root, uint32(i+1))
+		refused = ask(&pb.PutObject{ObjectId: id[:], Data: make([]byte, size)}).(*pb.PutObjectAck).Error
+	}
+	if refused == "" {
+		t.Fatal("no put refused while every spill write fails for want of space")
+	}
+	if !strings.Contains(refused, "no space left on device") || !strings.Contains(refused, "free space there when it failed: "+whileTmp) {
+		t.Errorf("refusal %q: want the ENOSPC and the free space measured at the failure (%s), not after the partial file was removed (%s)", refused, whileTmp, afterCleanup)
+	}
+	m := regexp.MustCompile(`a spill of (\d+) bytes failed`).FindStringSubmatch(refused)
+	if m == nil {
+		t.Fatalf("refusal %q: does not say how many bytes the spill needed", refused)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < size || n%size != 0 || n > 200*size {
+		t.Errorf("refusal %q: the spill needed %d bytes, want a whole number of the %d-byte objects", refused, n, size)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(spillDir, "*.tmp")); len(tmps) != 0 {
+		t.Errorf("partial spill files left: %v", tmps)
 	}
 }

@@ -144,6 +144,23 @@ func decodeSpill(b []byte, id ids.ObjectID, size int64) ([]byte, uint32, error) 
 // when complete) and returns the file's size and the bytes' CRC-32C. The file is readable
 // by its owner only (0600, in a 0700 directory): objects are the cluster's data.
 func writeSpill(path string, id ids.ObjectID, data []byte) (int64, uint32, error) {
+	return writeSpillWith(os.WriteFile, freeSpace, path, id, data)
+}
+
+// spillWriteError is a failed spill write with the free space on the spill directory's
+// filesystem measured when the write failed, before its partial file was removed (after,
+// the figure would include the room the partial file took, which the spill needed).
+type spillWriteError struct {
+	err  error
+	free string
+}
+
+func (e *spillWriteError) Error() string { return e.err.Error() }
+func (e *spillWriteError) Unwrap() error { return e.err }
+
+// writeSpillWith is writeSpill with the file write and the free-space measure given (tests
+// of the package give their own).
+func writeSpillWith(writeFile func(string, []byte, fs.FileMode) error, free func(string) string, path string, id ids.ObjectID, data []byte) (int64, uint32, error) {
 	buf, sum, err := encodeSpill(id, data)
 	if err != nil {
 		return 0, 0, err
@@ -154,7 +171,8 @@ func writeSpill(path string, id ids.ObjectID, data []byte) (int64, uint32, error
 		return 0, 0, err
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf, 0o600); err != nil {
+	if err := writeFile(tmp, buf, 0o600); err != nil {
+		err = &spillWriteError{err: err, free: free(filepath.Dir(path))}
 		os.Remove(tmp)
 		return 0, 0, err
 	}
