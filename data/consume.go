@@ -572,11 +572,8 @@ var writeTask = ray.Task4("ray.data.write", func(ctx context.Context, path strin
 		defer c.Release()
 		rec = c
 	}
-	n, err := formats.WriteFile(path, rec.Schema(), []arrow.Record{rec}, opt)
-	if err != nil {
-		return 0, fmt.Errorf("data: writing %s: %w", path, err)
-	}
-	return n, nil
+	// WriteFile's errors name the file already.
+	return formats.WriteFile(path, rec.Schema(), []arrow.Record{rec}, opt)
 })
 
 // WriteParquet writes one Parquet file per block into dir (created if needed), named
