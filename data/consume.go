@@ -579,6 +579,8 @@ var writeTask = ray.Task4("ray.data.write", func(ctx context.Context, path strin
 // WriteParquet writes one Parquet file per block into dir (created if needed), named
 // <prefix>_<index>.parquet with a prefix unique to this write. Each file is written by a
 // task on the node that holds the block. It returns the files written, in dataset order.
+// A write that fails removes the files it had finished (never files that were in dir
+// before) and says so in its error, or names those it could not remove (Ray leaves them).
 // Options: Compression.
 func (d *Dataset) WriteParquet(ctx context.Context, dir string, opts ...Option) ([]string, error) {
 	return d.write(ctx, dir, formats.Parquet, opts)
@@ -650,7 +652,7 @@ func (d *Dataset) write(ctx context.Context, dir string, f formats.Format, opts 
 		ob, ok, err := e.next(ctx)
 		if err != nil {
 			waitUntil(0)
-			return nil, err
+			return nil, removeWritten(err, dir, files)
 		}
 		if !ok {
 			break
@@ -679,13 +681,36 @@ func (d *Dataset) write(ctx context.Context, dir string, f formats.Format, opts 
 		waitUntil(limit - 1)
 		if failed != nil {
 			waitUntil(0)
-			return nil, failed
+			return nil, removeWritten(failed, dir, files)
 		}
 	}
 	waitUntil(0)
 	if failed != nil {
-		return nil, failed
+		return nil, removeWritten(failed, dir, files)
 	}
 	sort.Strings(files)
 	return slices.Clip(files), nil
+}
+
+// removeWritten removes the files a failed write finished (files: only those, never a file
+// that was in the directory before, so that a later read of dir does not take part of the
+// dataset for the whole) and says so in err; a file it cannot remove is named in err, with
+// what to do. A file written on another node's disk is not on this machine to remove: it
+// is named too.
+func removeWritten(err error, dir string, files []string) error {
+	if len(files) == 0 {
+		return err
+	}
+	var left []string
+	for _, f := range files {
+		if rerr := os.Remove(f); rerr != nil {
+			left = append(left, f)
+		}
+	}
+	if len(left) == 0 {
+		return fmt.Errorf("%w (the %d files this write had finished in %s were removed)", err, len(files), dir)
+	}
+	sort.Strings(left)
+	return fmt.Errorf("%w (of the %d files this write had finished in %s, %d could not be removed from this machine: %s; remove them, which hold part of the dataset, before reading %s)",
+		err, len(files), dir, len(left), strings.Join(left, ", "), dir)
 }
