@@ -143,9 +143,11 @@
 // (its own, from the token: the first and its renewals share a user) go with the driver,
 // not at their expiry (releaseDriver: the records, then the user): when the driver gives
 // its certificate up at the join endpoint after its node stopped (JoinPolicy.Release,
-// which ray.Shutdown calls), and when the head fails the job of a driver that is gone
-// (failOrphan; JobInfo.driver_user names the user), unless a job running with a live
-// driver names the same user. Never a certificate of another role, nor the head's own
+// which ray.Shutdown calls), and when the head fails the job of a driver whose process is
+// gone, nothing listening at its address (failOrphan; JobInfo.driver_user names the user),
+// unless a job running with a live driver names the same user. A driver only stopped, hung
+// or cut off keeps its certificate until it expires: resumed, it must reach the GCS to
+// learn that its job failed. Never a certificate of another role, nor the head's own
 // processes' (head-<id>-jobs).
 //
 // # Metrics (metrics.go)

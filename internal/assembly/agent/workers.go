@@ -616,8 +616,10 @@ func (m *workerManager) failOrphan(ctx context.Context, job string, lapsed time.
 		}
 		info.State = pb.JobInfo_FAILED
 		info.Message = DriverExitedMessage
+		gone := true
 		if info.GetDriverAddress() != "" && !m.probes.lastRefused(job) {
 			info.Message = driverLostMessage(time.Since(lapsed))
+			gone = false
 		}
 		if id := info.GetSubmissionId(); id != "" {
 			if sub, err := GetSubmission(cctx, m.a.store, id); err == nil {
@@ -643,7 +645,14 @@ func (m *workerManager) failOrphan(ctx context.Context, job string, lapsed time.
 			if m.putLost(ctx, job, info, lapsed, time.UnixMilli(info.GetEndUnixMs()), info.GetMessage()) {
 				m.lost[job] = true
 			}
-			m.releaseDriverCert(job, info.GetDriverUser())
+			if gone {
+				// Its process is gone (nothing listens at its address, or it named
+				// none): its certificate goes now. A driver that is only stopped, hung
+				// or cut off keeps it until it expires (an hour, collected then): it
+				// must still reach the GCS when it resumes, to learn that its job
+				// failed (ErrClusterLost) instead of retrying a refused user for ever.
+				m.releaseDriverCert(job, info.GetDriverUser())
+			}
 			return
 		}
 	}
