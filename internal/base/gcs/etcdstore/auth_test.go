@@ -354,3 +354,91 @@ func BenchmarkAuthPut(b *testing.B) {
 		})
 	}
 }
+
+// Watches opened while users are added and deleted (a join, a driver's certificate
+// released) are created, by the in-process client and by a certificate's client alike,
+// and see the events after them: etcd refuses a watch whose creation raced an auth change
+// ("revision of auth store is old"), and its client does not retry that for a watch (CI
+// saw `rayctl job submit` fail to follow a job's log for it).
+func TestWatchSurvivesAuthChanges(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const ns = "cluster-w/"
+	ca, err := identity.NewCA("gcs watch test", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := ca.Issue(identity.Request{Name: "gcs", Role: identity.RoleHead})
+	files, err := srv.Save(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{Dir: t.TempDir(), TLS: files, Namespace: ns, Auth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	a, err := e.Auth()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Enable(ctx, gcsRoles(ns)); err != nil {
+		t.Fatal(err)
+	}
+	node, err := ca.Issue(identity.Request{Name: "w-node", Role: identity.RoleNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutUser(ctx, node.User(), identity.GCSRoleOf(identity.RoleNode)); err != nil {
+		t.Fatal(err)
+	}
+	remote, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: e.Endpoints(), TLS: node.ClientTLS(), Namespace: ns, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remote.Close()
+	in := e.Client()
+
+	churnCtx, stopChurn := context.WithCancel(ctx)
+	churned := make(chan int)
+	go func() { // what joins and released driver certificates do to the auth store
+		n := 0
+		for ; churnCtx.Err() == nil; n++ {
+			u := fmt.Sprintf("churn-%d", n%8)
+			if err := a.PutUser(churnCtx, u, identity.GCSRoleOf(identity.RoleDriver)); err == nil {
+				_ = a.DeleteUser(churnCtx, u)
+			}
+		}
+		churned <- n
+	}()
+	for i := 0; i < 150; i++ {
+		for name, s := range map[string]gcs.Store{"in-process": in, "certificate": remote} {
+			key := gcs.NodeKey(fmt.Sprintf("w%d", i))
+			rev, err := in.Revision(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+			wch := s.Watch(wctx, key, rev+1)
+			if _, err := in.Put(ctx, key, []byte(name), 0); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case wr, ok := <-wch:
+				switch {
+				case !ok:
+					t.Fatalf("%s watch %d closed without an event", name, i)
+				case wr.Err != nil:
+					t.Fatalf("%s watch %d: %v", name, i, wr.Err)
+				case len(wr.Events) == 0 || string(wr.Events[0].KV.Value) != name:
+					t.Fatalf("%s watch %d: events %+v, want the put of %q", name, i, wr.Events, name)
+				}
+			case <-wctx.Done():
+				t.Fatalf("%s watch %d: no event in 20 s", name, i)
+			}
+			wcancel()
+		}
+	}
+	stopChurn()
+	t.Logf("%d user changes during the watches", <-churned)
+}

@@ -296,6 +296,14 @@ func is(err error, target error) bool {
 	return errors.Is(err, target) || rpctypes.ErrorDesc(err) == target.Error()
 }
 
+// authOldRevision reports a request refused because the auth store changed while it was in
+// flight. A watch's refusal carries the gRPC error's whole text as its cancel reason
+// ("rpc error: code = InvalidArgument desc = etcdserver: revision of auth store is old"),
+// which etcd's client does not map back to rpctypes.ErrAuthOldRevision.
+func authOldRevision(err error) bool {
+	return is(err, rpctypes.ErrAuthOldRevision) || strings.Contains(err.Error(), rpctypes.ErrAuthOldRevision.Error())
+}
+
 func translate(err error) error {
 	switch {
 	case is(err, rpctypes.ErrLeaseNotFound):
@@ -505,19 +513,34 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRev int64) <-chan 
 	s.wg.Add(1)
 	s.mu.Unlock()
 	wctx, cancel := context.WithCancel(ctx)
-	opts := []clientv3.OpOption{clientv3.WithPrefix()}
-	if fromRev > 0 {
-		opts = append(opts, clientv3.WithRev(fromRev))
+	open := func(fromRev int64) clientv3.WatchChan {
+		opts := []clientv3.OpOption{clientv3.WithPrefix()}
+		if fromRev > 0 {
+			opts = append(opts, clientv3.WithRev(fromRev))
+		}
+		return s.watcher.Watch(wctx, s.ns+prefix, opts...)
 	}
-	wch := s.watcher.Watch(wctx, s.ns+prefix, opts...)
-	go s.watch(ctx, cancel, wch, out)
+	// Created here, not in the goroutine: etcd's client has sent the creation request when
+	// Watch returns, so a watch of "now" sees what the caller writes after.
+	go s.watch(ctx, cancel, open, open(fromRev), fromRev, out)
 	return out
 }
 
-func (s *Store) watch(ctx context.Context, cancel context.CancelFunc, wch clientv3.WatchChan, out chan<- gcs.WatchResponse) {
+// watch relays the events of wch, the watch open(fromRev) created, to out. etcd refuses to
+// create a watch when the auth store changed while the request was in flight (a user
+// added by a join, deleted when a driver's certificate is released: "revision of auth
+// store is old"), and etcd's client does not retry that for a watch as it does for a
+// unary request; so watch creates it again (from the revision after the last event it
+// relayed, or after the refusal's for a watch of "now"), backing off as retryAuth does.
+func (s *Store) watch(ctx context.Context, cancel context.CancelFunc, open func(int64) clientv3.WatchChan, wch clientv3.WatchChan, fromRev int64, out chan<- gcs.WatchResponse) {
 	defer s.wg.Done()
 	defer close(out)
 	defer cancel()
+	next := fromRev // the revision to watch from if the watch must be created again
+	var (
+		refusedSince time.Time
+		wait         = authRetryFirst
+	)
 	closedResp := func() {
 		select {
 		case out <- gcs.WatchResponse{Err: fmt.Errorf("etcdstore: watch: %w", gcs.ErrClosed)}:
@@ -546,6 +569,27 @@ func (s *Store) watch(ctx context.Context, cancel context.CancelFunc, wch client
 			return
 		case !ok:
 			resp.Err = errors.New("etcdstore: watch ended by the client")
+		case wr.Err() != nil && authOldRevision(wr.Err()) && (refusedSince.IsZero() || time.Since(refusedSince) < authRetryFor):
+			if refusedSince.IsZero() {
+				refusedSince = time.Now()
+			}
+			if next <= 0 && wr.Header.Revision > 0 {
+				next = wr.Header.Revision + 1
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-s.ctx.Done():
+				t.Stop()
+				closedResp()
+				return
+			}
+			wait = min(2*wait, authRetryMax)
+			wch = open(next)
+			continue
 		case wr.Err() != nil:
 			resp.Err = s.wrap(ctx, "watch", wr.Err())
 			if wr.CompactRevision != 0 {
@@ -554,6 +598,8 @@ func (s *Store) watch(ctx context.Context, cancel context.CancelFunc, wch client
 		case len(wr.Events) == 0:
 			continue
 		default:
+			refusedSince, wait = time.Time{}, authRetryFirst
+			next = wr.Events[len(wr.Events)-1].Kv.ModRevision + 1
 			resp.Events = make([]gcs.Event, len(wr.Events))
 			for i, ev := range wr.Events { // shared with other watchers: read only
 				key := string(ev.Kv.Key[len(s.ns):])
