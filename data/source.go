@@ -217,7 +217,9 @@ func ReadParquet(paths []string, opts ...Option) *Dataset {
 }
 
 // ReadCSV reads CSV files (one read task per file). Options: Columns, Schema (default:
-// inferred), Delimiter, NoHeader, IncludePath, Parallelism, TargetMaxBlockSize.
+// inferred from the first 1000 rows: a column of whole numbers is int64, so one written
+// from float64 values that were all whole reads back as int64 unless Schema says
+// otherwise), Delimiter, NoHeader, IncludePath, Parallelism, TargetMaxBlockSize.
 func ReadCSV(paths []string, opts ...Option) *Dataset {
 	return readFiles(formats.CSV, paths, opts)
 }

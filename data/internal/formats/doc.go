@@ -42,7 +42,10 @@
 //
 // CSV uses the arrow/csv reader and writer. "", "NULL" and "null" read as null in non-string
 // columns; strings keep them (so a null string written as an empty field reads back as "").
-// Struct, map and union columns cannot be written as CSV.
+// Struct, map and union columns cannot be written as CSV. The writer prints a whole float64
+// without a decimal point (1.0 as "1"), so a float column whose values are all whole reads
+// back as int64 when the schema is inferred, as pyarrow's does; pass the schema (Schema) to
+// keep float64.
 //
 // # Parquet
 //

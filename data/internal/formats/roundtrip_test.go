@@ -311,3 +311,39 @@ func TestWriteZeroRecords(t *testing.T) {
 		releaseAll(blocks)
 	}
 }
+
+// A float64 column of whole values is written as "1", "2" and read back as int64 when the
+// schema is inferred (the package doc says so, as pyarrow does), and as float64 with the
+// schema given.
+func TestCSVWholeFloatsReadAsInt64(t *testing.T) {
+	mem := checkedMem(t)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Float64, Nullable: true}}, nil)
+	b := array.NewFloat64Builder(mem)
+	defer b.Release()
+	b.AppendValues([]float64{1, 2, -3}, nil)
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecord(schema, []arrow.Array{col}, 3)
+	defer rec.Release()
+	p := filepath.Join(t.TempDir(), "whole.csv")
+	if _, err := WriteFile(p, schema, []arrow.Record{rec}, WriteOptions{Format: CSV}); err != nil {
+		t.Fatal(err)
+	}
+	inferred, err := readOne(t, CSV, p, ReadOptions{}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inferred.Release()
+	if id := inferred.Schema().Field(0).Type.ID(); id != arrow.INT64 {
+		t.Fatalf("inferred %s, want int64 (as the doc says; update it if this changed)", inferred.Schema())
+	}
+	given, err := readOne(t, CSV, p, ReadOptions{Schema: schema}, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer given.Release()
+	got, ok := given.Column(0).(*array.Float64)
+	if !ok || got.Len() != 3 || got.Value(0) != 1 || got.Value(2) != -3 {
+		t.Fatalf("with the schema given: %v", given.Column(0))
+	}
+}
