@@ -35,9 +35,9 @@ func TestAdoptionAcrossJobs(t *testing.T) {
 	_ = owner.cmd.Wait()
 	// Job A's worker processes end with it (its jobalive key goes with the driver's lease).
 	deadline := time.Now().Add(time.Minute)
-	for len(jobProcesses(jobA)) > 0 {
+	for len(jobProcesses(t, jobA)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("job A's worker processes still run a minute after its driver was killed: %v", jobProcesses(jobA))
+			t.Fatalf("job A's worker processes still run a minute after its driver was killed: %v", jobProcesses(t, jobA))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

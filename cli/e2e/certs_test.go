@@ -66,7 +66,7 @@ func TestCertsBounded(t *testing.T) {
 	// Drivers: one that outlives its first certificate, and three short ones.
 	denv := []string{"RAY_ADDRESS=" + addr, "RAY_GO_TOKEN=" + token}
 	long := exec.Command(driver, "-check", "hold-sum")
-	long.Env = append(os.Environ(), append(denv, "E2E_HOLD="+(validity+4*time.Second).String())...)
+	long.Env = tagEnv(t, append(denv, "E2E_HOLD="+(validity+4*time.Second).String())...)
 	var longOut strings.Builder
 	long.Stdout, long.Stderr = &longOut, &longOut
 	if err := long.Start(); err != nil {
@@ -109,7 +109,7 @@ func TestDriverCertGoesWithItsDriver(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
 	}
-	denv := append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_TOKEN="+printedToken(t, out))
+	denv := tagEnv(t, "RAY_ADDRESS="+addr, "RAY_GO_TOKEN="+printedToken(t, out))
 	host, _ := os.Hostname()
 	// records returns how many certificate records name the driver process pid.
 	records := func(pid int) int {

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,10 +231,14 @@ func TestDashboard(t *testing.T) {
 	t.Logf("screenshots in %s", dir)
 }
 
+var chromiumMu sync.Mutex
+
 // findChromium returns Debian's chromium, installing it with apt-get (as root, or through
 // sudo without a password) when it is missing, as the README's test command on a fresh
 // machine needs; .ci/run installs it beforehand.
 func findChromium(t *testing.T) (string, error) {
+	chromiumMu.Lock() // one apt-get at a time (tests run in parallel)
+	defer chromiumMu.Unlock()
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p, nil
 	}

@@ -116,7 +116,7 @@ func TestDetachedActor(t *testing.T) {
 	if s := actors()["det"].State; s != "ALIVE" {
 		t.Fatalf("the detached actor is %s after job A ended, want ALIVE\n%s", s, sessionLogs(sess, 30))
 	}
-	if len(jobProcesses(jobA)) == 0 {
+	if len(jobProcesses(t, jobA)) == 0 {
 		t.Fatalf("job A's worker processes ended with the job; its detached actor lives in one\n%s", sessionLogs(sess, 30))
 	}
 	// Its host is killed after its job ended: the actor restarts (MaxRestarts 3) with the
@@ -150,9 +150,9 @@ func TestDetachedActor(t *testing.T) {
 	}
 	// With its last detached actor dead, job A's worker processes end.
 	deadline = time.Now().Add(time.Minute)
-	for len(jobProcesses(jobA)) > 0 {
+	for len(jobProcesses(t, jobA)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("job A's worker processes %v still run after its last detached actor was killed\n%s", jobProcesses(jobA), sessionLogs(sess, 30))
+			t.Fatalf("job A's worker processes %v still run after its last detached actor was killed\n%s", jobProcesses(t, jobA), sessionLogs(sess, 30))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -187,16 +187,16 @@ func TestDetachedActor(t *testing.T) {
 			jobD = r.JobID
 		}
 	}
-	if jobD == "" || jobD == jobA || len(jobProcesses(jobD)) == 0 {
-		t.Fatalf("job D's detached actor: job %q, processes %v", jobD, jobProcesses(jobD))
+	if jobD == "" || jobD == jobA || len(jobProcesses(t, jobD)) == 0 {
+		t.Fatalf("job D's detached actor: job %q, processes %v", jobD, jobProcesses(t, jobD))
 	}
 }
 
 // jobProcesses lists the live worker processes of job (the test driver's binary started
 // by an agent with the job's ID in its environment).
-func jobProcesses(job string) []string {
+func jobProcesses(t testing.TB, job string) []string {
 	var out []string
-	for _, p := range ourProcesses() {
+	for _, p := range ourProcesses(t) {
 		pid := strings.Fields(p)[0]
 		env, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
 		if err == nil && bytes.Contains(env, []byte("\x00RAY_GO_JOB_ID="+job+"\x00")) {

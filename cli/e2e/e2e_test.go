@@ -30,13 +30,31 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ray-go-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	if owner := os.Getenv(reaperEnv); owner != "" {
+		reap(owner)
+		return
+	}
+	// Whatever the tests start is killed once this binary has exited, even by -timeout's
+	// panic (which runs no cleanup): see startReaper.
+	if err := startReaper(); err != nil {
+		fmt.Fprintln(os.Stderr, "start the reaper:", err)
 		os.Exit(1)
+	}
+	os.Setenv(ownerEnv, strconv.Itoa(os.Getpid()))
+	dir := os.Getenv(binDirEnv) // set by TestTimeoutLeavesNothing for the binary it runs
+	own := dir == ""
+	if own {
+		var err error
+		if dir, err = os.MkdirTemp("", "ray-go-e2e-bin-"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	rayctl, driver, etcdmember = filepath.Join(dir, "rayctl"), filepath.Join(dir, "driver"), filepath.Join(dir, "etcdmember")
 	for bin, pkg := range map[string]string{rayctl: "../rayctl", driver: "./driver", etcdmember: "./etcdmember"} {
+		if !own {
+			break
+		}
 		cmd := exec.Command("go", "build", "-o", bin, pkg)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", pkg, err, out)
@@ -45,7 +63,20 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	// Each test checks that its own processes are gone; one that escaped its tag (started
+	// without it) would show here.
+	if left := anyOfOurProcesses(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "processes left behind by the tests: %v\n", left)
+		for _, p := range left {
+			syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+		if code == 0 {
+			code = 1
+		}
+	}
+	if own {
+		os.RemoveAll(dir)
+	}
 	os.Exit(code)
 }
 
@@ -86,7 +117,7 @@ func run(t *testing.T, timeout time.Duration, env []string, bin string, args ...
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = tagEnv(t, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -132,7 +163,7 @@ func startTwoNodes(t *testing.T, port int, addr, sess string) []string {
 func startReady(t *testing.T, driver, check string, env []string, ready string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(driver, "-check", check)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = tagEnv(t, env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -225,49 +256,6 @@ type report struct {
 		Sum  int
 	}
 	Error string
-}
-
-// ourProcesses lists the live processes running one of the test's binaries.
-func ourProcesses() []string {
-	var out []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err != nil || (exe != rayctl && exe != driver && exe != etcdmember) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err == nil {
-			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-				continue // a zombie has exited; only its parent's wait is missing
-			}
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
-	}
-	return out
-}
-
-// checkNothingLeft fails t if any process the test started (agents, worker processes,
-// drivers) is still alive 15 s after the cluster was stopped, and kills those.
-func checkNothingLeft(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for len(ourProcesses()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if left := ourProcesses(); len(left) > 0 {
-		t.Errorf("processes left behind: %v", left)
-		for _, p := range left {
-			if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	}
 }
 
 // TestCluster runs the whole multi-process scenario on one cluster: a head and two more
@@ -566,7 +554,7 @@ func TestCluster(t *testing.T) {
 			}
 		}
 		workers := 0
-		for _, p := range ourProcesses() {
+		for _, p := range ourProcesses(t) {
 			if strings.Contains(p, "-check hang") {
 				workers++
 			}
@@ -723,7 +711,7 @@ type piped struct {
 func startPiped(t *testing.T, check string, env []string) *piped {
 	t.Helper()
 	p := &piped{cmd: exec.Command(driver, "-check", check), stderr: &lockedBuf{}}
-	p.cmd.Env = env
+	p.cmd.Env = append(env, testTag(t))
 	p.cmd.Stderr = p.stderr
 	var err error
 	if p.in, err = p.cmd.StdinPipe(); err != nil {

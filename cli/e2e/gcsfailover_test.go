@@ -65,6 +65,7 @@ func TestGCSFailover(t *testing.T) {
 		cmd := exec.Command(etcdmember, "-name", fmt.Sprintf("m%d", i), "-dir", filepath.Join(dir, fmt.Sprintf("m%d", i)),
 			"-client-port", fmt.Sprint(ports[i]), "-peer-port", fmt.Sprint(ports[3+i]), "-initial-cluster", strings.Join(peers, ","),
 			"-ca", f.CA, "-cert", f.Cert, "-key", f.Key)
+		cmd.Env = tagEnv(t)
 		in, _ := cmd.StdinPipe()
 		out, _ := cmd.StdoutPipe()
 		cmd.Stderr = os.Stderr
@@ -113,7 +114,7 @@ func TestGCSFailover(t *testing.T) {
 	}
 
 	cmd := exec.CommandContext(ctx, driver, "-check", "gcsfailover")
-	cmd.Env = append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_GCS_CA="+client.CA, "RAY_GO_GCS_CERT="+client.Cert, "RAY_GO_GCS_KEY="+client.Key)
+	cmd.Env = tagEnv(t, "RAY_ADDRESS="+addr, "RAY_GO_GCS_CA="+client.CA, "RAY_GO_GCS_CERT="+client.Cert, "RAY_GO_GCS_KEY="+client.Key)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +173,7 @@ func TestGCSFailover(t *testing.T) {
 		}
 	}
 	cmd = exec.CommandContext(ctx, driver, "-check", "gcsoutage")
-	cmd.Env = append(os.Environ(), "RAY_ADDRESS="+addr, "RAY_GO_GCS_CA="+client.CA, "RAY_GO_GCS_CERT="+client.Cert, "RAY_GO_GCS_KEY="+client.Key)
+	cmd.Env = tagEnv(t, "RAY_ADDRESS="+addr, "RAY_GO_GCS_CA="+client.CA, "RAY_GO_GCS_CERT="+client.Cert, "RAY_GO_GCS_KEY="+client.Key)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"os/exec"
 	"sort"
 	"strconv"
@@ -80,7 +79,7 @@ func TestLogs(t *testing.T) {
 
 	// The job: an actor and a task print their markers, then it waits for its stdin.
 	drv := exec.Command(driver, "-check", "logs")
-	drv.Env = append(os.Environ(), append([]string{"RAY_ADDRESS=" + addr}, tok...)...)
+	drv.Env = tagEnv(t, append([]string{"RAY_ADDRESS=" + addr}, tok...)...)
 	var drvErr lockedBuf
 	drv.Stderr = &drvErr
 	drvIn, err := drv.StdinPipe()
@@ -256,7 +255,7 @@ func TestLogs(t *testing.T) {
 	// follow started arrives; the follow ends when the worker process ends (the job ends
 	// when the driver does).
 	fol := exec.Command(rayctl, "logs", "--address", addr, "worker", tasks[0].Node, "--follow", "--tail", "0")
-	fol.Env = append(os.Environ(), tok...)
+	fol.Env = tagEnv(t, tok...)
 	var folOut, folErr lockedBuf
 	fol.Stdout, fol.Stderr = &folOut, &folErr
 	if err := fol.Start(); err != nil {

@@ -131,7 +131,7 @@ func TestGarbageOnEveryPort(t *testing.T) {
 	}
 	var targets []*target
 	total := 0
-	for _, p := range ourProcesses() {
+	for _, p := range ourProcesses(t) {
 		pid, _ := strconv.Atoi(strings.Fields(p)[0])
 		ports, err := listeningPorts(pid)
 		if err != nil {

@@ -45,7 +45,7 @@ func TestShippedCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(copied, "-check", "shipped")
-	cmd.Env = append(append(os.Environ(), "RAY_ADDRESS="+addr), tok...)
+	cmd.Env = tagEnv(t, append([]string{"RAY_ADDRESS=" + addr}, tok...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

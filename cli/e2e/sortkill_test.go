@@ -36,7 +36,7 @@ func TestSortWorkerKilled(t *testing.T) {
 	start("--address", addr)
 
 	cmd := exec.Command(driver, "-check", "sortdeath")
-	cmd.Env = append(append(os.Environ(), "RAY_ADDRESS="+addr), tok...)
+	cmd.Env = tagEnv(t, append([]string{"RAY_ADDRESS=" + addr}, tok...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -51,7 +51,7 @@ func TestSortWorkerKilled(t *testing.T) {
 		// A hang: the job's tasks that have not finished (the state API), the driver's
 		// goroutines (Go prints them on SIGQUIT and exits), then the logs.
 		open := unfinishedTasks(t, tok, addr)
-		workers := quitWorkers(sess, cmd.Process.Pid)
+		workers := quitWorkers(t, sess, cmd.Process.Pid)
 		cmd.Process.Signal(syscall.SIGQUIT)
 		select {
 		case <-done:
@@ -124,7 +124,7 @@ func unfinishedTasks(t *testing.T, tok []string, addr string) string {
 
 // quitWorkers sends SIGQUIT to the job's worker processes (the driver binary, other than
 // the driver itself) and returns what each wrote from then on to its log: its goroutines.
-func quitWorkers(sess string, driverPID int) string {
+func quitWorkers(t testing.TB, sess string, driverPID int) string {
 	logs, _ := filepath.Glob(filepath.Join(sess, "*", "logs", "worker-*.log"))
 	sizes := map[string]int64{}
 	for _, f := range logs {
@@ -132,7 +132,7 @@ func quitWorkers(sess string, driverPID int) string {
 			sizes[f] = st.Size()
 		}
 	}
-	for _, p := range ourProcesses() {
+	for _, p := range ourProcesses(t) {
 		pid, err := strconv.Atoi(strings.Fields(p)[0])
 		if err == nil && pid != driverPID && strings.Contains(p, driver) && !strings.Contains(p, "rayctl") {
 			syscall.Kill(pid, syscall.SIGQUIT)
