@@ -21,6 +21,7 @@ const defaultLeaseTTL = 6 * time.Second
 // that created a named non-detached actor is killed with SIGKILL: the actor is DEAD,
 // owner died, too.
 func TestActorOwnerDeath(t *testing.T) {
+	t.Parallel() // mostly idle: it waits out a stopped driver's lease, twice
 	port, addr, sess := newSession(t)
 	env := startTwoNodes(t, port, addr, sess)
 	out, errOut, code := run(t, 4*time.Minute, env, driver, "-check", "actorowner")

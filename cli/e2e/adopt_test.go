@@ -15,6 +15,7 @@ import (
 // reads them: the objects are adopted by the process that holds them and made again from
 // A's lineage, with the same bytes.
 func TestAdoptionAcrossJobs(t *testing.T) {
+	t.Parallel() // mostly idle: it waits for a killed driver's job to end
 	port, addr, sess := newSession(t)
 	env := append(os.Environ(), startTwoNodes(t, port, addr, sess)...)
 	keeper := startPiped(t, "adopt-keeper", env)

@@ -103,6 +103,7 @@ func TestCertsBounded(t *testing.T) {
 // job of a driver killed with SIGKILL; a driver still running keeps its certificate and
 // works on.
 func TestDriverCertGoesWithItsDriver(t *testing.T) {
+	t.Parallel() // mostly idle: it waits out a driver's 90 s hold
 	port, addr, sess := newSession(t)
 	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess,
 		"--num-cpus", "2", "--object-store-memory", "256MiB")

@@ -21,6 +21,7 @@ import (
 // (RAY_GCS_RECONNECT_TIMEOUT=3s after the driver's 6 s lease lapsed; the default, as
 // Ray's, is 60 s).
 func TestClusterLost(t *testing.T) {
+	t.Parallel() // mostly idle: it waits out a lease and the reconnect timeout
 	port, addr, sess := newSession(t)
 	env := append(startTwoNodes(t, port, addr, sess), "RAY_GCS_RECONNECT_TIMEOUT=3s")
 	p := startPiped(t, "clusterlost", append(os.Environ(), env...))
@@ -88,6 +89,7 @@ func TestClusterLost(t *testing.T) {
 // died: it may well live on. A result read before stays readable. Before, the running
 // call failed as the actor's death (Lose failed the callers as a death would).
 func TestClusterLostActorLivesOn(t *testing.T) {
+	t.Parallel() // mostly idle: it waits out a lease and the reconnect timeout
 	port, addr, sess := newSession(t)
 	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB")
 	if code != 0 {

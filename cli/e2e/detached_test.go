@@ -42,6 +42,7 @@ type actorRow struct {
 // run on while its detached actor lives, and end after it was killed; rayctl stop ends a
 // detached actor's processes too.
 func TestDetachedActor(t *testing.T) {
+	t.Parallel() // mostly idle: it waits for jobs and processes to end
 	port, addr, sess := newSession(t)
 	env := startTwoNodes(t, port, addr, sess)
 	job := func(check string) detachedRep {

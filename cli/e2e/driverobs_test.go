@@ -146,6 +146,7 @@ func TestDriverObjectStore(t *testing.T) {
 // ("job driver lost") and nodes show it DEAD with that reason; continued then, it finds
 // its job ended.
 func TestDriverUnreachable(t *testing.T) {
+	t.Parallel() // mostly idle: it waits out a driver's lease and the head's grace
 	port, addr, sess := newSession(t)
 	env := startHead(t, port, addr, sess)
 	p, node, job := startStoreDriver(t, env, sess)

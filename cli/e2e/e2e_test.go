@@ -1,6 +1,10 @@
 // Package e2e holds the multi-process tests of cluster mode: they build rayctl and a test
 // driver (./driver), start a head and two more node agents on 127.0.0.1 with rayctl, run
 // drivers against the cluster, and stop everything, checking that no process is left.
+// The tests that mostly wait (leases, timeouts, a head kept down) run in parallel, eight at
+// a time unless -parallel says otherwise; each process carries its test's name in its
+// environment, so each test checks its own, and a reaper kills whatever the test binary
+// leaves once it has ended, also by -timeout (procs_test.go).
 package e2e
 
 import (
@@ -8,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -61,6 +66,14 @@ func TestMain(m *testing.M) {
 			os.RemoveAll(dir)
 			os.Exit(1)
 		}
+	}
+	// The tests marked parallel mostly wait (on leases, timeouts, a head kept down), so
+	// more of them run at once than -parallel's default (GOMAXPROCS), unless it was given.
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", "8")
 	}
 	code := m.Run()
 	// Each test checks that its own processes are gone; one that escaped its tag (started
@@ -262,6 +275,7 @@ type report struct {
 // agents (one with a custom resource), drivers run directly and through rayctl job
 // submit, a driver killed mid-run, and the clear errors of a wrong address.
 func TestCluster(t *testing.T) {
+	t.Parallel() // mostly idle: it waits out a killed driver's lease
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	sess := t.TempDir()

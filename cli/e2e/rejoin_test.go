@@ -20,6 +20,7 @@ import (
 // reconnect backoff, which grows to 120 s: after 80 s down the next attempt came ~20-45 s
 // after the head was back.
 func TestAgentRejoinsRestartedHead(t *testing.T) {
+	t.Parallel() // mostly idle: it waits out the head's 80 s down
 	const down = 80 * time.Second
 	port, addr, sess := newSession(t)
 	head := []string{"start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "1", "--object-store-memory", "256MiB",

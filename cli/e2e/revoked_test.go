@@ -19,6 +19,7 @@ import (
 // logging "context deadline exceeded" at every retry for ever. Before, its log had only
 // "agent: register again failed; retrying ... context deadline exceeded", again and again.
 func TestRevokedAgentStops(t *testing.T) {
+	t.Parallel() // mostly idle: it waits for the revoked agent to stop
 	port, addr, sess := newSession(t)
 	other := t.TempDir()
 	t.Cleanup(func() { run(t, time.Minute, nil, rayctl, "stop", "--force", "--session-dir", other) }) // before newSession's check
