@@ -504,8 +504,13 @@ const (
 // ActorRestarting, ActorDead), its restarts so far (counted when a restart begins, as in
 // Ray), its incarnation (1 + restarts), the node hosting it, and in Detail once dead why,
 // or while restarting which failure used a restart ("host N died; restarting (restart 1
-// of 3)"). History holds how it got there: its transitions, oldest first (the first and
-// the newest 15 of an actor restarted more often).
+// of 3)"), and while pending or restarting why it is not started yet: the resources it
+// asks for are in use on its node ("waiting for resources {GPU=1} on node N: in use by
+// other tasks or actors ..."), or no alive node has them ("waiting for a node with
+// {GPU=1}: no alive node has that much ..."; an actor being created that no node can
+// ever host fails instead, with ErrInfeasible). History holds how it got there: its
+// transitions, oldest first (the first and the newest 15 of an actor restarted more
+// often), the start of such a wait among them.
 type ActorState struct {
 	Phase       string
 	Restarts    int
@@ -539,7 +544,7 @@ func GetActorState[T any](ctx context.Context, h ActorHandle[T]) (ActorState, er
 	if err != nil {
 		return ActorState{}, err
 	}
-	st := ActorState{Phase: s.Phase.String(), Restarts: s.Restarts, Incarnation: s.Incarnation, Node: s.Node, Detail: s.Detail}
+	st := ActorState{Phase: s.Phase.String(), Restarts: s.Restarts, Incarnation: s.Incarnation, Node: s.Node, Detail: s.Why()}
 	for _, t := range hist {
 		st.History = append(st.History, ActorTransition{Phase: lifecycle.Phase(t.GetPhase()).String(),
 			Time: time.UnixMilli(t.GetUnixMs()), Incarnation: t.GetIncarnation(), Node: t.GetNode(), Detail: t.GetDetail()})

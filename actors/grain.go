@@ -24,6 +24,8 @@ import (
 	"github.com/ray-go/ray/internal/base/seqring"
 	"github.com/ray-go/ray/internal/base/slab"
 	"github.com/ray-go/ray/internal/base/stripe"
+	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
 	"github.com/ray-go/ray/tasks/worker"
 )
 
@@ -61,6 +63,10 @@ type Env struct {
 	// Raylet returns the node's scheduler, which holds the resources an actor asks for
 	// while its instance lives (nil: resources are not held).
 	Raylet func() *actor.PID
+	// NodeResources (optional) returns the node's total resources and those free now,
+	// ok false when they cannot be read: an instance whose resources are in use says so
+	// in its record (lifecycle.Waiting).
+	NodeResources func() (total, available sched.Resources, ok bool)
 	// Local (optional) returns, for the owner of a call's result (TaskSpec.ResultTo) that
 	// is a caller of actor in this process, the function that takes that caller's results
 	// (nil: they go to owner as messages). The executor calls it on its own goroutine with
@@ -369,26 +375,60 @@ func (g *grain) stop() {
 	}
 }
 
+// waitingAfter is how long an instance waits for its node's raylet to grant its resources
+// before it looks whether they are in use, and if so says so in its record.
+const waitingAfter = 500 * time.Millisecond
+
 // holdResources waits until the node's raylet holds the actor's resources for this
-// instance (Ray: an actor that asks for resources keeps them while it lives).
-func (g *grain) holdResources(ctx context.Context, info *pb.ActorInfo) error {
+// instance (Ray: an actor that asks for resources keeps them while it lives). When they
+// are not granted at once because they are in use, it calls waiting with why, once.
+func (g *grain) holdResources(ctx context.Context, info *pb.ActorInfo, waiting func(reason string)) error {
 	if len(info.Resources) == 0 || g.env.Raylet == nil {
 		return nil
 	}
 	key := fmt.Sprintf("actor/%s/%d", g.id, info.Incarnation)
 	g.resKey.Store(&key)
 	msg := &pb.ReserveResources{Key: key, Resources: info.Resources}
-	for ctx.Err() == nil {
+	told := false
+	for attempt := 0; ctx.Err() == nil; attempt++ {
 		r := g.env.Raylet()
 		if r == nil {
 			return errors.New("no scheduler on this node")
 		}
-		res, err := ask.Request(g.root, r, msg, 2*time.Second)
+		wait := 2 * time.Second
+		if !told {
+			wait = min(wait, time.Duration(attempt+1)*waitingAfter)
+		}
+		res, err := ask.Request(g.root, r, msg, wait)
 		if _, ok := res.(*pb.ReserveResourcesReply); ok && err == nil {
 			return nil
 		}
+		if !told && ctx.Err() == nil {
+			if why, busy := g.busyReason(tasks.ResourcesFromPB(info.Resources)); busy {
+				waiting(why)
+				told = true
+			}
+		}
 	}
 	return ctx.Err()
+}
+
+// busyReason says why resources req the raylet has not granted wait: they are in use
+// (busy true), unless the node's resources cannot be read, in which case it says so
+// without the figures. Free resources that fit mean the raylet is only slow: not busy.
+func (g *grain) busyReason(req sched.Resources) (string, bool) {
+	why := fmt.Sprintf("waiting for resources %v on node %s: they are in use by other tasks or actors", req, g.env.Node)
+	if g.env.NodeResources == nil {
+		return why, true
+	}
+	total, avail, ok := g.env.NodeResources()
+	if !ok {
+		return why, true
+	}
+	if avail.Fits(req) {
+		return "", false
+	}
+	return fmt.Sprintf("%s (free there now %v of %v; it starts when they are given back)", why, avail, total), true
 }
 
 // recover builds the instance: construct, restore the checkpoint, replay the log after it,
@@ -428,7 +468,20 @@ func (g *grain) recover(ctx context.Context) *recovered {
 	if !ok {
 		return fail(fmt.Sprintf("actor class %q is not registered in this program (register it at package level with ray.Actor under that exact name)", info.Class))
 	}
-	if err := g.holdResources(ctx, info); err != nil {
+	waiting := func(reason string) {
+		// The record moves on with it, so the start below is fenced on it.
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		after, _, changed, afterRev, err := g.env.Table.stepFrom(wctx, g.id, lifecycle.Waiting{Incarnation: inc, Node: string(g.env.Node), Reason: reason}, nil, info, rev)
+		switch {
+		case err != nil:
+			g.env.Logger.Warn("actors: cannot record why the actor waits", "actor", g.id, "reason", reason, "err", err)
+		case changed:
+			info, rev = after, afterRev
+			g.rev.Store(rev)
+		}
+	}
+	if err := g.holdResources(ctx, info, waiting); err != nil {
 		return &recovered{stop: "waiting for resources: " + err.Error()}
 	}
 	r := &recovered{class: class, nextIndex: 1, nextBatch: 1, resources: info.Resources}

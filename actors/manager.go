@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 	"unique"
@@ -710,7 +711,9 @@ func (m *Manager) place(id string, info *pb.ActorInfo, alive map[string]sched.Re
 	best := Pick(alive, func(n string) int { return len(m.byNode[n]) + m.placing[n] }, req)
 	if best == "" {
 		if len(alive) == 0 || !StateOf(info).MayFailPlacement() {
-			return // wait for a node (it stays in m.waiting)
+			// Wait for a node (it stays in m.waiting), and say so in its record.
+			m.wait(id, info, noNodeReason(req, alive))
+			return
 		}
 		m.cfg.Logger.Warn("actors: no node can host the actor", "actor", id, "resources", req)
 		m.step(id, "", lifecycle.PlacementFailed{Incarnation: info.Incarnation, Message: "no node in the cluster has the resources " + req.String()})
@@ -718,6 +721,38 @@ func (m *Manager) place(id string, info *pb.ActorInfo, alive map[string]sched.Re
 	}
 	m.placing[best]++
 	m.step(id, best, lifecycle.Placed{Incarnation: info.Incarnation, Node: best})
+}
+
+// wait records why an actor waiting for a node waits (lifecycle.Waiting), when its
+// record does not say so already.
+func (m *Manager) wait(id string, info *pb.ActorInfo, reason string) {
+	if info.Waiting == reason {
+		return
+	}
+	m.step(id, "", lifecycle.Waiting{Incarnation: info.Incarnation, Reason: reason})
+}
+
+// noNodeReason says why no alive node can take resources req: the first resource every
+// node is short of, the most any has of it, and what the alive nodes have in total.
+func noNodeReason(req sched.Resources, alive map[string]sched.Resources) string {
+	var sum sched.Resources
+	for _, total := range alive {
+		sum = sum.Add(total)
+	}
+	why := "no alive node has all of it"
+	found := false
+	req.Each(func(name string, q sched.Quantity) {
+		most := sched.Quantity(0)
+		for _, total := range alive {
+			most = max(most, total.Get(name))
+		}
+		if !found && most < q {
+			found = true
+			why = "no alive node has " + name + "=" + q.String() + " (the most one has is " + most.String() + ")"
+		}
+	})
+	return "waiting for a node with " + req.String() + ": " + why + "; the " + strconv.Itoa(len(alive)) +
+		" alive nodes have " + sum.String() + " in total; it starts when a node that has it joins"
 }
 
 func (m *Manager) activate(id string, inc uint64) {

@@ -72,7 +72,14 @@ func (m *Manager) placeInBundle(id string, info *pb.ActorInfo, alive map[string]
 	if info.PlacementGroup == "" && len(alive) > 0 && StateOf(info).MayFailPlacement() {
 		m.step(id, "", lifecycle.PlacementFailed{Incarnation: info.Incarnation,
 			Message: "node " + n + ", the only node it may run on, is gone"})
+		return
 	}
+	why := "waiting for node " + n + ", the only node it may run on, to come back"
+	if info.PlacementGroup != "" {
+		why = "waiting for node " + n + ", which holds its bundle of placement group " + info.PlacementGroup +
+			", to come back or for the group to place the bundle again"
+	}
+	m.wait(id, info, why)
 }
 
 // InGroup returns the cached records of the live actors (not dead) in placement group

@@ -198,8 +198,8 @@ func TestManagerPlacesAndForgetsTheDead(t *testing.T) {
 // one node has waits while that node is gone, and comes back with it; a new actor that
 // needs it while it is gone cannot be placed.
 func TestManagerRestartWaitsForAFittingNode(t *testing.T) {
-	part := sched.Resources{}.With("part", 1)
-	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}, "n2": part})
+	part := sched.Resources{}.With("part", sched.Unit)
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": sched.Resources{}.With("CPU", 2*sched.Unit), "n2": part})
 	id := h.create(lifecycle.Infinite, part)
 	info := h.await(id, "alive", phaseIs(lifecycle.Alive))
 	if info.Node != "n2" {
@@ -222,6 +222,21 @@ func TestManagerRestartWaitsForAFittingNode(t *testing.T) {
 	if info, _ := h.m.Get(id); lifecycle.Phase(info.Phase) != lifecycle.Restarting || info.Node != "" {
 		t.Fatalf("while n2 is gone: %v, want Restarting and not placed", info)
 	}
+	// Its record says why it waits: what it needs, that no node has it, what there is.
+	info = h.await(id, "saying why it waits", func(info *pb.ActorInfo, found bool) bool { return found && info.Waiting != "" })
+	why := StateOf(info).Why()
+	for _, want := range []string{"host n2 died; restarting", "waiting for a node with {part=1}", "no alive node has part=1 (the most one has is 0)", "the 1 alive nodes have {CPU=2} in total"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("while n2 is gone the actor's reason is %q; it does not say %q", why, want)
+		}
+	}
+	rec, _, err := h.table.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := rec.History[len(rec.History)-1]; lifecycle.Phase(last.Phase) != lifecycle.Restarting || last.Detail != info.Waiting {
+		t.Errorf("the history ends with %v, want the start of the wait", last)
+	}
 	h.nodes.set("n2", part, true)
 	h.m.NodesChanged()
 	info = h.await(id, "alive again", func(info *pb.ActorInfo, found bool) bool {
@@ -229,6 +244,9 @@ func TestManagerRestartWaitsForAFittingNode(t *testing.T) {
 	})
 	if info.Node != "n2" {
 		t.Fatalf("restarted on %s, want n2", info.Node)
+	}
+	if info.Waiting != "" || info.Detail != "" {
+		t.Fatalf("alive again, the record still says %q / %q", info.Detail, info.Waiting)
 	}
 }
 

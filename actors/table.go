@@ -43,6 +43,7 @@ func StateOf(info *pb.ActorInfo) lifecycle.State {
 		Checkpoint:  lifecycle.Checkpoint{Seq: info.CheckpointSeq, Ref: info.CheckpointRef},
 		Cause:       lifecycle.Cause(info.Cause),
 		Detail:      info.Detail,
+		Waiting:     info.Waiting,
 	}
 }
 
@@ -57,6 +58,7 @@ func setState(info *pb.ActorInfo, s lifecycle.State) {
 	info.CheckpointRef = s.Checkpoint.Ref
 	info.Cause = int32(s.Cause)
 	info.Detail = s.Detail
+	info.Waiting = s.Waiting
 }
 
 // maxHistory bounds an actor record's history (ActorInfo.history): its first transition and
@@ -64,9 +66,15 @@ func setState(info *pb.ActorInfo, s lifecycle.State) {
 const maxHistory = 16
 
 // noteTransition appends to info's history the change from before to next when it is one
-// a user sees (a phase, an incarnation, a node: not a checkpoint's progress), at now.
+// a user sees (a phase, an incarnation, a node, the start of a wait: not a checkpoint's
+// progress), at now. The start of a wait is entered with why it waits as its detail.
 func noteTransition(info *pb.ActorInfo, before, next lifecycle.State, now time.Time) {
 	if next.Phase == before.Phase && next.Incarnation == before.Incarnation && next.Node == before.Node {
+		if before.Waiting == "" && next.Waiting != "" {
+			w := next
+			w.Detail = next.Waiting
+			appendTransition(info, w, now)
+		}
 		return
 	}
 	appendTransition(info, next, now)

@@ -28,6 +28,9 @@ func TestListActorsRecords(t *testing.T) {
 	put := func(id byte, class, name string, phase lifecycle.Phase, node string) {
 		info := &pb.ActorInfo{ActorId: []byte{id, 0xaa}, Class: class, Name: name, Phase: int32(phase), Node: node, JobId: "j1",
 			Resources: []*pb.ResourceQty{{Name: "CPU", Amount: int64(sched.Unit)}}}
+		if phase == lifecycle.Pending {
+			info.Waiting = "waiting for resources {CPU=1} on node n1: they are in use by other tasks or actors"
+		}
 		if phase == lifecycle.Alive {
 			info.History = []*pb.ActorTransition{{Phase: int32(lifecycle.Pending), UnixMs: 1_700_000_000_000, Incarnation: 1},
 				{Phase: int32(lifecycle.Alive), UnixMs: 1_700_000_001_000, Incarnation: 1, Node: node}}
@@ -61,6 +64,14 @@ func TestListActorsRecords(t *testing.T) {
 	}
 	if states["01aa"] != "ALIVE" || states["02aa"] != "DEAD" || states["03aa"] != "PENDING_CREATION" {
 		t.Fatalf("states %v", states)
+	}
+	// A pending actor's detail says why it waits.
+	for _, r := range recs {
+		if id, _ := r.get("actor_id"); id == "03aa" {
+			if d, _ := r.get("detail"); d != "waiting for resources {CPU=1} on node n1: they are in use by other tasks or actors" {
+				t.Fatalf("the pending actor's detail is %q, want why it waits", d)
+			}
+		}
 	}
 	fs, err := parseFilters([]string{"class=Counter", "state!=DEAD"})
 	if err != nil {

@@ -23,6 +23,8 @@
 //   - the actor's grain, about its own instance: ConstructorSucceeded (after restore and
 //     replay on a restart), ConstructorFailed, CheckpointTaken;
 //   - the leader's Manager: Placed and PlacementFailed (its answer to a placing state),
+//     Waiting while no alive node fits a restarting actor (the grain reports Waiting
+//     too, while its node's resources are in use),
 //     HostDied (a node hosting an actor left the membership), OwnerDied (the process that
 //     created a non-detached actor died: actors.Manager.OwnerGone);
 //   - ray.Kill (Kill), a runtime that stops (OwnerDied for the actors it created), and
@@ -54,6 +56,7 @@
 //	(none)         New(cfg)                    cfg valid        P placing, incarnation 1    Publish, PlaceActor{1}
 //	P|R placing    Placed{cur, N}              N != ""          same phase, starting on N   Publish, StartInstance{cur, N} (1)
 //	P placing      PlacementFailed{cur}                         Dead, Unschedulable         Publish, FailPendingCalls
+//	P|R            Waiting{cur, node, W}       W != Waiting     same, Waiting = W           Publish
 //	P|R starting   ConstructorSucceeded{cur}                    Alive                       Publish
 //	a failure (2)                              restart left     R placing, cur+1            Publish, teardown (2), PlaceActor{cur+1}
 //	a failure (2)                              no restart left  Dead, the failure's cause   Publish, teardown (2), FailPendingCalls
@@ -91,7 +94,8 @@
 //   - HostDied of a node that is not the current incarnation's (including while placing);
 //   - Kill{NoRestart: false} while placing: there is no instance to kill, the start goes on;
 //   - OwnerDied for a detached actor that already knows;
-//   - CheckpointTaken{cur, S} with S <= ckpt.Seq (a duplicate, or overtaken by a newer one).
+//   - CheckpointTaken{cur, S} with S <= ckpt.Seq (a duplicate, or overtaken by a newer one);
+//   - Waiting{cur, N} when Alive, or when N is not the current Node (a late report).
 //
 // Refused (state unchanged, no actions, a *TransitionError matching
 // ErrInvalidTransition): every event once Dead (also matching ErrTerminal); an

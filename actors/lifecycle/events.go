@@ -31,6 +31,17 @@ type PlacementFailed struct {
 	Message     string
 }
 
+// Waiting: the incarnation cannot start yet, for Reason (shown to users as the state's
+// reason). Node is where the incarnation is placed ("" while no node is picked: no alive
+// node has the resources it asks for), so a report about an earlier placement is
+// ignored. Only a Pending or Restarting actor waits; the report is ignored otherwise.
+// An empty Reason says it no longer waits.
+type Waiting struct {
+	Incarnation uint64
+	Node        string
+	Reason      string
+}
+
 // ConstructorSucceeded: the incarnation is ready to serve. For a restart this is sent
 // after the checkpoint was restored and the method log replayed, not just after the
 // constructor returned.
@@ -92,6 +103,7 @@ type CheckpointTaken struct {
 
 func (Placed) isEvent()               {}
 func (PlacementFailed) isEvent()      {}
+func (Waiting) isEvent()              {}
 func (ConstructorSucceeded) isEvent() {}
 func (ConstructorFailed) isEvent()    {}
 func (ProcessDied) isEvent()          {}
@@ -107,6 +119,10 @@ func (e Placed) String() string {
 
 func (e PlacementFailed) String() string {
 	return fmt.Sprintf("PlacementFailed inc=%d msg=%s", e.Incarnation, strconv.Quote(e.Message))
+}
+
+func (e Waiting) String() string {
+	return fmt.Sprintf("Waiting inc=%d node=%s reason=%s", e.Incarnation, orDash(e.Node), strconv.Quote(e.Reason))
 }
 
 func (e ConstructorSucceeded) String() string {

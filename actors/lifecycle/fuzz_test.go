@@ -85,7 +85,13 @@ func walk(data []byte) error {
 		case 8:
 			e = PlacementFailed{Incarnation: inc, Message: "infeasible"}
 		case 9:
-			e = nil
+			if arg&3 == 3 {
+				e = Waiting{Incarnation: inc, Node: node, Reason: fmt.Sprint("busy", arg&4)}
+			} else if arg&3 == 2 {
+				e = Waiting{Incarnation: inc, Reason: "no node"}
+			} else {
+				e = nil
+			}
 		}
 		prev := s
 		next, acts, err := Step(prev, e)

@@ -172,6 +172,23 @@ type State struct {
 	// restarting (restart 1 of 3)"); empty otherwise.
 	Cause  Cause
 	Detail string
+	// Waiting says why the current incarnation is not started yet, while Pending or
+	// Restarting: no alive node has the resources it asks for (Node empty), or its node
+	// has them but they are in use (Node set). Empty when it is not known to wait; a
+	// placement, a start and a failure clear it.
+	Waiting string
+}
+
+// Why is what a user is told of the state: Detail (why it died, or why it restarts),
+// and while it is not started yet, why it waits.
+func (s State) Why() string {
+	switch {
+	case s.Waiting == "":
+		return s.Detail
+	case s.Detail == "":
+		return s.Waiting
+	}
+	return s.Detail + "; " + s.Waiting
 }
 
 // RestartsLeft is how many restarts remain, or Infinite.
@@ -226,6 +243,8 @@ func (s State) Validate() error {
 		return bad("cause %v while %v", s.Cause, s.Phase)
 	case s.Phase != Dead && s.Phase != Restarting && s.Detail != "":
 		return bad("detail %q while %v", s.Detail, s.Phase)
+	case s.Phase != Pending && s.Phase != Restarting && s.Waiting != "":
+		return bad("waiting %q while %v", s.Waiting, s.Phase)
 	case s.OwnerDead && !s.Detached && s.Phase != Dead:
 		return bad("non-detached actor outlives its owner")
 	}
@@ -258,6 +277,9 @@ func (s State) String() string {
 		fmt.Fprintf(&b, " cause=%v detail=%q", s.Cause, s.Detail)
 	} else if s.Detail != "" {
 		fmt.Fprintf(&b, " detail=%q", s.Detail)
+	}
+	if s.Waiting != "" {
+		fmt.Fprintf(&b, " waiting=%q", s.Waiting)
 	}
 	return b.String()
 }
@@ -305,6 +327,8 @@ func Step(s State, e Event) (State, []Action, error) {
 		return s.placed(e)
 	case PlacementFailed:
 		return s.placementFailed(e)
+	case Waiting:
+		return s.waiting(e)
 	case ConstructorSucceeded:
 		return s.constructorSucceeded(e)
 	case ConstructorFailed:
@@ -368,6 +392,7 @@ func (s State) placed(e Placed) (State, []Action, error) {
 	// Pending or Restarting, waiting for a node.
 	n := s
 	n.Node = e.Node
+	n.Waiting = "" // it waited for a node; what it waits for on the node its start tells
 	start := StartInstance{
 		Incarnation:           n.Incarnation,
 		Node:                  n.Node,
@@ -396,6 +421,19 @@ func (s State) placementFailed(e PlacementFailed) (State, []Action, error) {
 	return n, []Action{PublishState{State: n}, FailPendingCalls{Err: n.diedError()}}, nil
 }
 
+func (s State) waiting(e Waiting) (State, []Action, error) {
+	if stale, err := s.fence(e, e.Incarnation); err != nil || stale {
+		return s, nil, err
+	}
+	if (s.Phase != Pending && s.Phase != Restarting) || e.Node != s.Node || e.Reason == s.Waiting {
+		// Started, or placed elsewhere (or no longer placed) since: the report is late.
+		return s, nil, nil
+	}
+	n := s
+	n.Waiting = e.Reason
+	return n, []Action{PublishState{State: n}}, nil
+}
+
 func (s State) constructorSucceeded(e ConstructorSucceeded) (State, []Action, error) {
 	if stale, err := s.fence(e, e.Incarnation); err != nil || stale {
 		return s, nil, err
@@ -409,6 +447,7 @@ func (s State) constructorSucceeded(e ConstructorSucceeded) (State, []Action, er
 	n := s
 	n.Phase = Alive
 	n.Detail = "" // why it restarted: history now
+	n.Waiting = ""
 	return n, []Action{PublishState{State: n}}, nil
 }
 
@@ -525,6 +564,7 @@ func (s State) fail(cause Cause, detail string, stop, release bool) (State, []Ac
 	n.Restarts++
 	n.Incarnation++
 	n.Node = ""
+	n.Waiting = ""
 	if n.MaxRestarts == Infinite {
 		n.Detail = fmt.Sprintf("%s; restarting (restart %d, no limit)", detail, n.Restarts)
 	} else {
@@ -557,6 +597,7 @@ func (s State) die(cause Cause, detail string) State {
 	n.Node = ""
 	n.Cause = cause
 	n.Detail = detail
+	n.Waiting = ""
 	return n
 }
 

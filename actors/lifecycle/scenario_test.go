@@ -26,6 +26,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	New id=ID max-restarts=N|inf [detached] [at-most-once]
 //	Placed inc=N node=NODE
 //	PlacementFailed inc=N msg=TEXT
+//	Waiting inc=N [node=NODE] [reason=TEXT]
 //	ConstructorSucceeded inc=N
 //	ConstructorFailed inc=N msg=TEXT
 //	ProcessDied inc=N [msg=TEXT]
@@ -121,6 +122,8 @@ func eventFromArgs(name string, args map[string]string) (Event, error) {
 		e = Placed{Incarnation: r.Uint("inc", true), Node: r.Str("node", true)}
 	case "PlacementFailed":
 		e = PlacementFailed{Incarnation: r.Uint("inc", true), Message: r.Str("msg", true)}
+	case "Waiting":
+		e = Waiting{Incarnation: r.Uint("inc", true), Node: r.Str("node", false), Reason: r.Str("reason", false)}
 	case "ConstructorSucceeded":
 		e = ConstructorSucceeded{Incarnation: r.Uint("inc", true)}
 	case "ConstructorFailed":

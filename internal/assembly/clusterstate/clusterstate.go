@@ -416,7 +416,9 @@ type Actor struct {
 	MaxRestarts int32              `json:"max_restarts"`
 	ExactlyOnce bool               `json:"exactly_once"`
 	Resources   map[string]float64 `json:"resources"`
-	Detail      string             `json:"detail"`
+	// Detail says why it died, why it restarts, and while it is not started yet why it
+	// waits (the resources it asks for are in use, or no alive node has them).
+	Detail string `json:"detail"`
 	// StartTime is when the actor first became ALIVE, EndTime when it became DEAD ("" until
 	// then), and History its lifecycle transitions, oldest first (the first and the newest
 	// ones: the record keeps a bounded number), as Ray's actor events.
@@ -481,7 +483,8 @@ func ReadActors(ctx context.Context, s gcs.Store) ([]Actor, error) {
 			Name: info.GetName(), Namespace: info.GetNamespace(), State: lifecycle.Phase(info.GetPhase()).RayName(),
 			Node: info.GetNode(), AgentID: agentOf[info.GetNode()], JobID: info.GetJobId(), Detached: info.GetDetached(),
 			Restarts: info.GetRestarts(), MaxRestarts: info.GetMaxRestarts(), ExactlyOnce: !info.GetAtMostOnce(),
-			Resources: agent.ResourcesFromPB(info.GetResources()), Detail: info.GetDetail(),
+			Resources: agent.ResourcesFromPB(info.GetResources()),
+			Detail:    lifecycle.State{Detail: info.GetDetail(), Waiting: info.GetWaiting()}.Why(),
 			StartTime: start, EndTime: end, History: hist})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ActorID < out[j].ActorID })

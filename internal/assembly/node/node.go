@@ -824,7 +824,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	}
 	objTable := objectTable{w: n.writer}
 	n.table = &actors.Table{Store: n.store}
-	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet,
+	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet, NodeResources: n.ownResources,
 		Runner: worker.Runner{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf,
 			LogOffset: logOffset, LogAt: logAt},
 		Context: func(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64, resources []*pb.ResourceQty) context.Context {
@@ -904,6 +904,20 @@ func (n *Node) available() map[string]sched.Resources {
 		return map[string]sched.Resources{string(n.ID): s.Available}
 	}
 	return nil
+}
+
+// ownResources is this node's total resources and those free now, as its raylet counts
+// them (an actor that waits for its resources says so with them).
+func (n *Node) ownResources() (total, available sched.Resources, ok bool) {
+	rl := n.raylet()
+	if rl == nil {
+		return total, available, false
+	}
+	res, err := ask.Request(n.system.Root, rl, raylet.Stats{}, 5*time.Second)
+	if s, isStats := res.(*raylet.StatsReply); err == nil && isStats {
+		return s.Total, s.Available, true
+	}
+	return total, available, false
 }
 
 func (n *Node) objectStore() *actor.PID { return n.grain(&n.storeP, "store/0", KindStore) }

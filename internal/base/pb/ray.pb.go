@@ -3842,7 +3842,11 @@ type ActorInfo struct {
 	History []*ActorTransition `protobuf:"bytes,31,rep,name=history,proto3" json:"history,omitempty"`
 	// bundle_index is the actor's bundle of placement_group (-1: any bundle); its group's
 	// creator moves the actor with the bundle and ends it with the group, whoever made it.
-	BundleIndex   int32 `protobuf:"varint,32,opt,name=bundle_index,json=bundleIndex,proto3" json:"bundle_index,omitempty"`
+	BundleIndex int32 `protobuf:"varint,32,opt,name=bundle_index,json=bundleIndex,proto3" json:"bundle_index,omitempty"`
+	// waiting: while pending or restarting, why the current incarnation is not started
+	// yet (lifecycle.State.Waiting): no alive node has its resources, or its node's are in
+	// use. Empty otherwise.
+	Waiting       string `protobuf:"bytes,33,opt,name=waiting,proto3" json:"waiting,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4066,8 +4070,16 @@ func (x *ActorInfo) GetBundleIndex() int32 {
 	return 0
 }
 
+func (x *ActorInfo) GetWaiting() string {
+	if x != nil {
+		return x.Waiting
+	}
+	return ""
+}
+
 // ActorTransition is one change of an actor's lifecycle state: the phase it entered, when
-// (the writer's clock), its incarnation and node then, and for a death its cause and detail.
+// (the writer's clock), its incarnation and node then, and for a death its cause and detail
+// (for the start of a wait, the same phase again, with why it waits as the detail).
 type ActorTransition struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Phase         int32                  `protobuf:"varint,1,opt,name=phase,proto3" json:"phase,omitempty"`
@@ -5701,7 +5713,7 @@ const file_ray_proto_rawDesc = "" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x12\n" +
 	"\x04seqs\x18\x03 \x03(\x04R\x04seqs\"8\n" +
 	"\x0eActorCallBatch\x12&\n" +
-	"\x05calls\x18\x01 \x03(\v2\x10.raypb.ActorCallR\x05calls\"\x87\a\n" +
+	"\x05calls\x18\x01 \x03(\v2\x10.raypb.ActorCallR\x05calls\"\xa1\a\n" +
 	"\tActorInfo\x12\x19\n" +
 	"\bactor_id\x18\x01 \x01(\fR\aactorId\x12\x14\n" +
 	"\x05class\x18\x02 \x01(\tR\x05class\x12\x15\n" +
@@ -5734,7 +5746,8 @@ const file_ray_proto_rawDesc = "" +
 	"\raffinity_node\x18\x1d \x01(\tR\faffinityNode\x12'\n" +
 	"\x0fplacement_group\x18\x1e \x01(\tR\x0eplacementGroup\x120\n" +
 	"\ahistory\x18\x1f \x03(\v2\x16.raypb.ActorTransitionR\ahistory\x12!\n" +
-	"\fbundle_index\x18  \x01(\x05R\vbundleIndex\"\xa4\x01\n" +
+	"\fbundle_index\x18  \x01(\x05R\vbundleIndex\x12\x18\n" +
+	"\awaiting\x18! \x01(\tR\awaiting\"\xa4\x01\n" +
 	"\x0fActorTransition\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\x05R\x05phase\x12\x17\n" +
 	"\aunix_ms\x18\x02 \x01(\x03R\x06unixMs\x12 \n" +
