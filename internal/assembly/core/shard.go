@@ -94,6 +94,11 @@ type shard struct {
 	hasParked atomic.Bool
 	// sweepMissing: nodes with dispatched tasks that the last sweep found gone.
 	sweepMissing map[ids.NodeID]bool
+	// cancelledParents: the tasks a recursive Cancel had their children cancelled
+	// (cancelChildren), by ID, and when. A task cancelled while running may run on (its
+	// function need not look at its ctx) and submit more: such a child is cancelled when
+	// it arrives (submitted), as the ones there were then. Kept cancelledParentKeep.
+	cancelledParents map[ids.TaskID]time.Time
 
 	ev shardEvents // the history of its tasks (events.go)
 }
@@ -242,6 +247,7 @@ func (s *shard) receive(ctx actor.Context) {
 		m.reply <- s.cancel(m.tid, m.recursive)
 	case cancelChildren:
 		s.drainInbox() // a task submitted just before is registered first
+		s.noteCancelledParent(m.parent, time.Now())
 		s.cancelChildren(m.parent)
 	case nodeGone:
 		s.nodeGone(m.node, m.why)
@@ -371,10 +377,72 @@ func (s *shard) submitted(p *pending) {
 		s.onResult(s.c.lostTask(p))
 		return
 	}
+	if len(s.cancelledParents) > 0 && s.parentCancelled(p) {
+		return
+	}
 	if p.actor == nil {
 		s.toRecord(p)
 	}
 	s.awaitArgs(p, p.argRefs)
+}
+
+// cancelledParentKeep is how long a shard refuses the children of a task a recursive
+// Cancel cancelled (shard.cancelledParents), and cancelledParentsMax how many such
+// tasks it keeps at most (the oldest go first).
+const (
+	cancelledParentKeep = 10 * time.Minute
+	cancelledParentsMax = 1 << 12
+)
+
+// parentCancelled cancels p, just submitted, if its parent task was cancelled with its
+// children (the task submitted p after the Cancel looked for them), and reports whether
+// it did.
+func (s *shard) parentCancelled(p *pending) bool {
+	parent, err := ids.TaskIDFromBytes(p.spec.ParentTaskId)
+	if err != nil {
+		return false
+	}
+	if _, ok := s.cancelledParents[parent]; !ok {
+		return false
+	}
+	if p.actor != nil {
+		return s.cancelActorCall(p) == nil
+	}
+	p.spec.MaxRetries = 0
+	s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Error: &pb.ErrorInfo{
+		Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: p.tid[:],
+		Message: "task was cancelled before it ran: the task that submitted it (" + parent.String() + ") was cancelled, with the tasks it submits"}})
+	return true
+}
+
+// noteCancelledParent remembers that parent's children are cancelled, now and when they
+// come (cancelledParents), and forgets the tasks noted longer ago than
+// cancelledParentKeep (or the oldest, past cancelledParentsMax).
+func (s *shard) noteCancelledParent(parent ids.TaskID, now time.Time) {
+	if s.cancelledParents == nil {
+		s.cancelledParents = map[ids.TaskID]time.Time{}
+	}
+	s.cancelledParents[parent] = now
+	if len(s.cancelledParents) <= cancelledParentsMax/2 {
+		return
+	}
+	cut := now.Add(-cancelledParentKeep)
+	if len(s.cancelledParents) > cancelledParentsMax {
+		var oldest time.Time
+		for _, at := range s.cancelledParents {
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+		}
+		if o := oldest.Add(time.Nanosecond); cut.Before(o) {
+			cut = o
+		}
+	}
+	for id, at := range s.cancelledParents {
+		if at.Before(cut) {
+			delete(s.cancelledParents, id)
+		}
+	}
 }
 
 // awaitArgs dispatches p when every object of args is ready (or gone: dispatch then
