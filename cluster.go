@@ -3,12 +3,13 @@ package ray
 import (
 	"context"
 	"encoding/hex"
+	"time"
 
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
 )
 
-// Node describes one node that runs the job's tasks and actors.
+// Node describes one node that runs, or ran, the job's tasks and actors.
 type Node struct {
 	ID       string
 	Address  string // the node's protoactor member address
@@ -20,42 +21,56 @@ type Node struct {
 	// (as `rayctl list nodes` shows it): {"CPU": 0} on a head started with --num-cpus 0.
 	Resources        map[string]float64
 	ObjectStoreBytes int64
-	// Alive is false for a node that died (AllNodes lists those too; Nodes only live ones).
+	// Alive is false for a node that died (Ray's "Alive"): nothing is placed there any more.
 	Alive bool
+	// DiedAt is when this process learned that the node died (zero for a live node, or when
+	// not known), and DeathReason why, as far as known (Ray's "DeathReasonMessage"), e.g.
+	// that the cluster's membership found it unreachable.
+	DiedAt      time.Time
+	DeathReason string
 }
 
-// Nodes lists the nodes that run this job's tasks and actors (Ray's ray.nodes()): in local
-// mode the one node, in a cluster the job's worker processes, one per machine. Drivers do
-// not run tasks and are not listed.
-func Nodes(ctx context.Context) ([]Node, error) {
-	tc, err := taskContext(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return nodesOf(tc.Core.NodeInfos(), true, nil), nil
-}
+// NodeList is what Nodes returns.
+type NodeList []Node
 
-// AllNodes lists the nodes that run this job's tasks, as Nodes does, then those that did
-// and died (Alive false), as Ray's ray.nodes() keeps dead nodes: the nodes whose records
-// went within the last hour (at most 100, as this process saw them go), and those the
-// cluster's membership reported gone while their records last. Local mode has no dead
-// nodes.
-func AllNodes(ctx context.Context) ([]Node, error) {
-	tc, err := taskContext(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := nodesOf(tc.Core.NodeInfos(), true, nil)
-	return nodesOf(tc.Core.DeadNodeInfos(), false, out), nil
-}
-
-func nodesOf(infos []*pb.NodeInfo, alive bool, out []Node) []Node {
-	for _, info := range infos {
-		res := tasks.ResourcesFromPB(info.Total).Map()
-		out = append(out, Node{ID: info.NodeId, Address: info.Address, Hostname: info.Hostname, PID: int(info.Pid),
-			Role: info.Role, Resources: res, ObjectStoreBytes: info.ObjectStoreBytes, Alive: alive})
+// Alive returns the nodes of l that are alive, in l's order.
+func (l NodeList) Alive() NodeList {
+	out := make(NodeList, 0, len(l))
+	for _, n := range l {
+		if n.Alive {
+			out = append(out, n)
+		}
 	}
 	return out
+}
+
+// Nodes lists the nodes that run this job's tasks and actors, then those that did and died
+// (Ray's ray.nodes(), which keeps dead nodes with Alive false): in local mode the one node,
+// in a cluster the job's worker processes, one per machine, alive ones first. Dead nodes
+// are those whose records went within the last hour (at most 100, as this process saw
+// them go), and those the cluster's membership reported gone while their records last;
+// a node that died before this process started may be missing. Drivers do not run tasks
+// and are not listed. The list's Alive method keeps the live nodes only.
+func Nodes(ctx context.Context) (NodeList, error) {
+	tc, err := taskContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out NodeList
+	for _, info := range tc.Core.NodeInfos() {
+		out = append(out, nodeFromInfo(info, true))
+	}
+	for _, d := range tc.Core.DeadNodeInfos() {
+		n := nodeFromInfo(d.Info, false)
+		n.DiedAt, n.DeathReason = d.At, d.Why
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func nodeFromInfo(info *pb.NodeInfo, alive bool) Node {
+	return Node{ID: info.NodeId, Address: info.Address, Hostname: info.Hostname, PID: int(info.Pid), Role: info.Role,
+		Resources: tasks.ResourcesFromPB(info.Total).Map(), ObjectStoreBytes: info.ObjectStoreBytes, Alive: alive}
 }
 
 // NodeID is the ID of the node the calling code runs on: a task's or actor's node, or the
@@ -94,7 +109,7 @@ func Stats(ctx context.Context) (RuntimeStats, error) {
 		MessagesHandled: tc.Core.MessagesHandled()}, nil
 }
 
-// ClusterResources returns the resources of every node of the job together, e.g.
+// ClusterResources returns the resources of every live node of the job together, e.g.
 // {"CPU": 4, "GPU": 0, "accel": 1} (Ray's ray.cluster_resources()).
 func ClusterResources(ctx context.Context) (map[string]float64, error) {
 	nodes, err := Nodes(ctx)
@@ -102,7 +117,7 @@ func ClusterResources(ctx context.Context) (map[string]float64, error) {
 		return nil, err
 	}
 	out := map[string]float64{}
-	for _, n := range nodes {
+	for _, n := range nodes.Alive() {
 		for k, v := range n.Resources {
 			out[k] += v
 		}

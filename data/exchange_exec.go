@@ -858,7 +858,7 @@ func recreateLost(ctx context.Context, srcs []*xSrc, cause error) (int, error) {
 		return 0, err
 	}
 	alive := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
+	for _, n := range nodes.Alive() {
 		alive[n.ID] = true
 	}
 	msg := cause.Error()

@@ -174,7 +174,7 @@ func clusterCPUsFloat(ctx context.Context) float64 {
 		return 1
 	}
 	var n float64
-	for _, nd := range nodes {
+	for _, nd := range nodes.Alive() {
 		n += nd.Resources["CPU"]
 	}
 	return n
@@ -186,7 +186,7 @@ func clusterStoreBytes(ctx context.Context) int64 {
 		return 0
 	}
 	var n int64
-	for _, nd := range nodes {
+	for _, nd := range nodes.Alive() {
 		n += nd.ObjectStoreBytes
 	}
 	return n

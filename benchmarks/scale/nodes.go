@@ -107,10 +107,11 @@ func driveRounds(ctx context.Context, want, submitters, tasks, rounds int) (driv
 	listNodes := func() ([]ray.Node, error) {
 		deadline := time.Now().Add(time.Minute)
 		for {
-			nodes, err := ray.Nodes(ctx)
+			all, err := ray.Nodes(ctx)
 			if err != nil {
 				return nil, err
 			}
+			nodes := all.Alive()
 			if len(nodes) == want {
 				sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
 				return nodes, nil

@@ -395,8 +395,8 @@ func TestCluster(t *testing.T) {
 	}
 
 	// A worker process killed while tasks run on it: they are retried on the other nodes,
-	// every result is right, the node leaves the job's node list, and an object that lived
-	// only there is recreated from lineage with the same bytes.
+	// every result is right, the job's node list has the node dead (Alive false, with why),
+	// and an object that lived only there is recreated from lineage with the same bytes.
 	out, errOut, code = run(t, 2*time.Minute, env, driver, "-check", "nodedeath")
 	var death struct {
 		Nodedeath struct {
@@ -404,6 +404,7 @@ func TestCluster(t *testing.T) {
 			Tasks, Wrong      int
 			Seconds           float64
 			VictimListedAfter bool   `json:"victim_listed_after"`
+			VictimDeadReason  string `json:"victim_dead_reason"`
 			RecreatedSame     bool   `json:"recreated_same"`
 			RecreatedOn       string `json:"recreated_on"`
 		}
@@ -411,8 +412,9 @@ func TestCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(lastLine(out)), &death); err != nil || code != 0 {
 		t.Fatalf("driver -check nodedeath: exit %d, %v\nstdout: %s\nstderr: %s", code, err, out, tail(errOut))
 	}
-	if d := death.Nodedeath; d.Tasks == 0 || d.Wrong != 0 || d.VictimListedAfter {
-		t.Errorf("after killing node %s: %d of %d results wrong, still listed: %v", d.Victim, d.Wrong, d.Tasks, d.VictimListedAfter)
+	if d := death.Nodedeath; d.Tasks == 0 || d.Wrong != 0 || d.VictimListedAfter || d.VictimDeadReason == "" {
+		t.Errorf("after killing node %s: %d of %d results wrong, still listed alive: %v, listed dead because %q (want a reason)",
+			d.Victim, d.Wrong, d.Tasks, d.VictimListedAfter, d.VictimDeadReason)
 	}
 	if d := death.Nodedeath; !d.RecreatedSame || d.RecreatedOn == d.Victim {
 		t.Errorf("an 8 MiB object that lived only on the killed node: recreated identical %v, on %s", d.RecreatedSame, d.RecreatedOn)

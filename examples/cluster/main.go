@@ -97,7 +97,7 @@ func run(tasks, points, mib int) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range nodes {
+	for _, n := range nodes.Alive() { // Nodes lists dead nodes too (Alive false)
 		fmt.Printf("node %s on %s (pid %d): %v\n", n.ID, n.Hostname, n.PID, n.Resources)
 	}
 

@@ -143,10 +143,12 @@ func run(ctx context.Context, cfg config) Summary {
 	var nodes []ray.Node
 	var err error
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if nodes, err = ray.Nodes(ctx); err != nil {
+		all, err := ray.Nodes(ctx)
+		if err != nil {
 			sum.Fatal = err.Error()
 			return sum
 		}
+		nodes = all.Alive()
 		if len(nodes) >= cfg.nodes || time.Now().After(deadline) {
 			break
 		}
@@ -264,10 +266,11 @@ func (d *driver) plan(warm time.Duration, want int) (killPlan, error) {
 	at := time.Duration((0.1 + 0.5*d.rng.Float64()) * float64(warm))
 	deadline := time.Now().Add(restartWindow + 5*time.Second)
 	for {
-		nodes, err := ray.Nodes(d.ctx)
+		all, err := ray.Nodes(d.ctx)
 		if err != nil {
 			return killPlan{}, err
 		}
+		nodes := all.Alive()
 		if len(nodes) < 2 {
 			return killPlan{}, fmt.Errorf("only %d node(s) left; the suite never kills the last one", len(nodes))
 		}
@@ -377,7 +380,7 @@ func (d *driver) round(round int, plan killPlan) RoundReport {
 	seed := d.cfg.seed
 	rep := RoundReport{Type: "round", Round: round, KillPlanned: plan.kill}
 	if nodes, err := ray.Nodes(d.ctx); err == nil {
-		rep.Nodes = len(nodes)
+		rep.Nodes = len(nodes.Alive())
 	}
 	// The expected values, computed before the clock starts.
 	var wantChain [numChains]string
@@ -552,7 +555,8 @@ func (d *driver) round(round int, plan killPlan) RoundReport {
 func waitRejoin(ctx context.Context, victim string, want int) (time.Time, error) {
 	deadline := time.Now().Add(rejoinTimeout)
 	for {
-		nodes, err := ray.Nodes(ctx)
+		all, err := ray.Nodes(ctx)
+		nodes := all.Alive()
 		if err == nil && len(nodes) >= want {
 			listed := false
 			for _, n := range nodes {
@@ -580,7 +584,7 @@ func dumpStacks(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	for _, n := range nodes {
+	for _, n := range nodes.Alive() {
 		fmt.Fprintf(os.Stderr, "driver: SIGQUIT to node %s (pid %d): its goroutines go to its worker log\n", n.ID, n.PID)
 		_ = syscall.Kill(n.PID, syscall.SIGQUIT)
 	}

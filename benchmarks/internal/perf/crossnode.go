@@ -42,7 +42,7 @@ func otherNodes(ctx context.Context) ([]ray.Node, error) {
 		return nil, err
 	}
 	var out []ray.Node
-	for _, n := range nodes {
+	for _, n := range nodes.Alive() {
 		if n.ID != self {
 			out = append(out, n)
 		}

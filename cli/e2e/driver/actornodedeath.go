@@ -27,9 +27,11 @@ func actorNodeDeath(ctx context.Context, out map[string]any) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var err error
-		if nodes, err = ray.Nodes(ctx); err != nil {
+		all, err := ray.Nodes(ctx)
+		if err != nil {
 			return err
 		}
+		nodes = all.Alive()
 		spare := 0
 		for _, n := range nodes {
 			if n.Resources["spare"] > 0 {

@@ -186,10 +186,11 @@ func main() {
 }
 
 func run(ctx context.Context, check string, bigMiB int, out map[string]any) error {
-	nodes, err := ray.Nodes(ctx)
+	listed, err := ray.Nodes(ctx)
 	if err != nil {
 		return err
 	}
+	nodes := listed.Alive()
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
 	out["nodes"] = nodes
 	if check == "hold-sum" { // TestCertsBounded: wait E2E_HOLD (outlive the first certificate), then a task
@@ -552,9 +553,12 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 		if err != nil {
 			return err
 		}
-		stillListed := false
+		stillListed, listedDead := false, ""
 		for _, n := range after {
-			stillListed = stillListed || n.ID == victim.ID
+			stillListed = stillListed || n.ID == victim.ID && n.Alive
+			if n.ID == victim.ID && !n.Alive {
+				listedDead = n.DeathReason
+			}
 		}
 		elapsed := time.Since(start).Seconds()
 		after2, err := ray.Get(ctx, hashBlob.Remote(ctx, lost))
@@ -562,7 +566,7 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 			return fmt.Errorf("reading an object lost with node %s: %w", victim.ID, err)
 		}
 		out["nodedeath"] = map[string]any{"victim": victim.ID, "tasks": len(refs), "wrong": wrong,
-			"seconds": elapsed, "victim_listed_after": stillListed,
+			"seconds": elapsed, "victim_listed_after": stillListed, "victim_dead_reason": listedDead,
 			"recreated_same": after2.SHA256 == before.SHA256 && after2.Size == before.Size, "recreated_on": after2.Node}
 		return nil
 	}
@@ -714,10 +718,11 @@ func shippedCheck(ctx context.Context, nodes []ray.Node, out map[string]any) err
 			return fmt.Errorf("no node joined the job within 2 minutes (it had %d)", len(nodes))
 		}
 		time.Sleep(100 * time.Millisecond)
-		now, err := ray.Nodes(ctx)
+		all, err := ray.Nodes(ctx)
 		if err != nil {
 			return err
 		}
+		now := all.Alive()
 		for i := range now {
 			if !known[now[i].ID] {
 				added = &now[i]

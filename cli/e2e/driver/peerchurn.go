@@ -65,10 +65,11 @@ func peerChurn(ctx context.Context, nodes []ray.Node, out map[string]any) error 
 		// Rounds until the replacement has joined: want nodes, the victim not among them.
 		deadline := time.Now().Add(churnJoin)
 		for {
-			now, err := ray.Nodes(ctx)
+			all, err := ray.Nodes(ctx)
 			if err != nil {
 				return err
 			}
+			now := all.Alive()
 			gone := true
 			for _, n := range now {
 				gone = gone && n.ID != victim.ID

@@ -17,9 +17,11 @@ func zeroCPUCheck(ctx context.Context, out map[string]any) error {
 	var nodes []ray.Node
 	for deadline := time.Now().Add(time.Minute); ; {
 		var err error
-		if nodes, err = ray.Nodes(ctx); err != nil {
+		all, err := ray.Nodes(ctx)
+		if err != nil {
 			return err
 		}
+		nodes = all.Alive()
 		if len(nodes) >= 2 || time.Now().After(deadline) {
 			break
 		}

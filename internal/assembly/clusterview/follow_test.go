@@ -176,7 +176,7 @@ func TestWatchedSetFollowsTheMembership(t *testing.T) {
 	eventually.True(t, 5*time.Second, "mm watched in n's place", func() bool { return f.watching("mm") == 1 && f.watching("n") == 0 })
 	f.putLoad("mm", 0, 3)
 	eventually.True(t, 5*time.Second, "mm's report", func() bool { return f.avail("mm").IsZero() })
-	f.v.MarkGone("mm")
+	f.v.MarkGone("mm", "test")
 	eventually.True(t, 5*time.Second, "n watched again", func() bool { return f.watching("mm") == 0 && f.watching("n") == 1 })
 }
 

@@ -115,6 +115,8 @@ type View struct {
 	// alive) from then on, although their records last until their leases lapse. A node
 	// that comes back after a crash has a new ID.
 	gone map[string]bool
+	// goneWhy is when and why the membership reported each node of gone (DeadNodes).
+	goneWhy map[string]Death
 	// suspect are nodes whose scheduler could not be resolved (starting, or dead but not
 	// yet reported to this process: a process that joined after a node died sees no event
 	// for it, only its record until its lease lapses): not placed on until the time given.
@@ -767,13 +769,20 @@ func (v *View) Alive(id ids.NodeID) bool {
 	return v.cfg.Member(string(id)) && !v.load().gone[string(id)]
 }
 
-// MarkGone records that the membership reported node unreachable or left.
-func (v *View) MarkGone(id ids.NodeID) {
+// MarkGone records that the membership reported node unreachable or left, and why (what
+// DeadNodes says of it; the first report's time and reason are kept until MarkAlive).
+func (v *View) MarkGone(id ids.NodeID, why string) {
 	v.mu.Lock()
 	if v.gone == nil {
 		v.gone = map[string]bool{}
 	}
 	v.gone[string(id)] = true
+	if v.goneWhy == nil {
+		v.goneWhy = map[string]Death{}
+	}
+	if _, known := v.goneWhy[string(id)]; !known {
+		v.goneWhy[string(id)] = Death{At: time.Now(), Why: why}
+	}
 	v.followSetChangedLocked()
 	v.publishLocked()
 	v.mu.Unlock()
@@ -783,6 +792,7 @@ func (v *View) MarkGone(id ids.NodeID) {
 func (v *View) MarkAlive(id ids.NodeID) {
 	v.mu.Lock()
 	delete(v.gone, string(id))
+	delete(v.goneWhy, string(id))
 	v.followSetChangedLocked()
 	v.publishLocked()
 	v.mu.Unlock()
@@ -813,9 +823,28 @@ func (v *View) Nodes() []*pb.NodeInfo {
 
 // deadNode is a node record kept after the node died (DeadNodes).
 type deadNode struct {
-	info *pb.NodeInfo
-	at   time.Time
+	info  *pb.NodeInfo
+	at    time.Time // when its record went (the list is bounded by it)
+	death Death
 }
+
+// DeadNode is a node DeadNodes lists: its last record, and when and why it died as this
+// process saw it.
+type DeadNode struct {
+	Info *pb.NodeInfo
+	Death
+}
+
+// Death is when a node died, as this process first learned of it (zero: not known), and
+// why ("" unknown).
+type Death struct {
+	At  time.Time
+	Why string
+}
+
+// recordGone is why a node whose record was deleted died, when the membership had said
+// nothing of it before.
+const recordGone = "its node record was deleted: its process stopped, or its lease lapsed after it crashed or lost the GCS"
 
 // maxDead and deadFor bound the dead nodes DeadNodes lists.
 const (
@@ -830,8 +859,13 @@ func (v *View) buryLocked(id string) {
 		return
 	}
 	now := time.Now()
+	death, reported := v.goneWhy[id]
+	if !reported {
+		death = Death{At: now, Why: recordGone}
+	}
+	delete(v.goneWhy, id)
 	v.dead = slices.DeleteFunc(v.dead, func(d deadNode) bool { return d.info.NodeId == id || now.Sub(d.at) > deadFor })
-	v.dead = append(v.dead, deadNode{info: n.info, at: now})
+	v.dead = append(v.dead, deadNode{info: n.info, at: now, death: death})
 	if len(v.dead) > maxDead {
 		v.dead = slices.Delete(v.dead, 0, len(v.dead)-maxDead)
 	}
@@ -840,21 +874,26 @@ func (v *View) buryLocked(id string) {
 // DeadNodes lists the nodes that ran tasks and died (Ray's ray.nodes() keeps them, with
 // Alive false): those whose records were deleted within the last deadFor (at most maxDead,
 // oldest first), then those Nodes leaves out because the membership reported them gone
-// while their records last.
-func (v *View) DeadNodes() []*pb.NodeInfo {
+// (or does not list them) while their records last; each with when and why it died, as
+// far as this process knows.
+func (v *View) DeadNodes() []DeadNode {
 	v.mu.Lock()
-	var out []*pb.NodeInfo
+	defer v.mu.Unlock()
+	var out []DeadNode
 	now := time.Now()
 	for _, d := range v.dead {
 		if _, back := v.nodes[d.info.NodeId]; !back && now.Sub(d.at) <= deadFor {
-			out = append(out, d.info)
+			out = append(out, DeadNode{Info: d.info, Death: d.death})
 		}
 	}
-	v.mu.Unlock()
 	s := v.load()
 	for i, n := range s.nodes {
 		if n.ID != string(v.cfg.Self) && !(n.Alive && v.cfg.Member(n.ID)) {
-			out = append(out, s.entries[i].info)
+			death, reported := v.goneWhy[n.ID]
+			if !reported {
+				death.Why = "the cluster's membership does not list it (it left, or was never seen to join)"
+			}
+			out = append(out, DeadNode{Info: s.entries[i].info, Death: death})
 		}
 	}
 	return out

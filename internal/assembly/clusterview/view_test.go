@@ -259,7 +259,7 @@ func TestGoneSuspectAndDrivers(t *testing.T) {
 	if v.DataAddress("d") != "d:1" {
 		t.Fatalf("a driver's data address is kept: got %q", v.DataAddress("d"))
 	}
-	v.MarkGone("b")
+	v.MarkGone("b", "test")
 	if v.Alive("b") || len(v.Nodes()) != 1 {
 		t.Fatalf("after MarkGone: Alive(b)=%v, %d nodes", v.Alive("b"), len(v.Nodes()))
 	}
@@ -326,7 +326,7 @@ func TestHardAffinityWaitsForASuspectNode(t *testing.T) {
 
 	// Unreachable (MarkGone) while the membership suspects it: it waits, and is placed on
 	// again once reachable.
-	v.MarkGone("c")
+	v.MarkGone("c", "test")
 	f.members.Delete("c")
 	f.suspect.Store("c", true)
 	if err := hard("c"); !errors.Is(err, sched.ErrAffinitySuspect) {
@@ -344,7 +344,7 @@ func TestHardAffinityWaitsForASuspectNode(t *testing.T) {
 	}
 	p.Done("c", res(t, 1))
 	// Unreachable, then known down (the membership no longer suspects it): it fails.
-	v.MarkGone("c")
+	v.MarkGone("c", "test")
 	f.members.Delete("c")
 	if err := hard("c"); !errors.Is(err, sched.ErrAffinityUnavailable) {
 		t.Fatalf("a node known down: %v, want ErrAffinityUnavailable", err)
@@ -420,7 +420,7 @@ func TestPlacersDoNotShareState(t *testing.T) {
 	}
 	for i := 0; i < 20; i++ {
 		f.putLoad("b", float64(i%4), i)
-		f.v.MarkGone("b")
+		f.v.MarkGone("b", "test")
 		f.v.MarkAlive("b")
 	}
 	wg.Wait()
@@ -490,7 +490,7 @@ func TestLoadsFollowedOnlyWhilePlacementsNeedThem(t *testing.T) {
 
 // TestDeadNodesAreKept: a node whose record goes (its process ended) leaves Nodes but is
 // listed by DeadNodes (Ray's ray.nodes() keeps dead nodes, Alive false); so is one the
-// membership reported gone while its record lasts.
+// membership reported gone while its record lasts; each says when and why it died.
 func TestDeadNodesAreKept(t *testing.T) {
 	f := newFixture(t, "a")
 	f.putNode("a", "local", 1, "")
@@ -501,16 +501,30 @@ func TestDeadNodesAreKept(t *testing.T) {
 	if d := f.v.DeadNodes(); len(d) != 0 {
 		t.Fatalf("DeadNodes with every node alive: %v", d)
 	}
+	before := time.Now()
 	if _, err := f.store.Delete(context.Background(), gcs.NodeKey("b")); err != nil {
 		t.Fatal(err)
 	}
 	eventually.True(t, 5*time.Second, "node b's record to go", func() bool { return len(f.v.Nodes()) == 2 })
-	if d := f.v.DeadNodes(); len(d) != 1 || d[0].NodeId != "b" {
-		t.Fatalf("DeadNodes after b's record went: %v, want b", d)
+	if d := f.v.DeadNodes(); len(d) != 1 || d[0].Info.NodeId != "b" || d[0].Why != recordGone || d[0].At.Before(before) {
+		t.Fatalf("DeadNodes after b's record went: %+v, want b, its record deleted after %v", d, before)
 	}
-	f.v.MarkGone("c")
+	f.v.MarkGone("c", "unreachable")
 	eventually.True(t, 5*time.Second, "node c to be gone", func() bool { return len(f.v.Nodes()) == 1 })
-	if d := f.v.DeadNodes(); len(d) != 2 || d[0].NodeId != "b" || d[1].NodeId != "c" {
-		t.Fatalf("DeadNodes after c was reported gone: %v, want b and c", d)
+	d := f.v.DeadNodes()
+	if len(d) != 2 || d[0].Info.NodeId != "b" || d[1].Info.NodeId != "c" || d[1].Why != "unreachable" || d[1].At.Before(d[0].At) {
+		t.Fatalf("DeadNodes after c was reported gone: %+v, want b and c (unreachable)", d)
+	}
+	// c's record goes too: it keeps the time and reason of the membership's report.
+	cAt := d[1].At
+	if _, err := f.store.Delete(context.Background(), gcs.NodeKey("c")); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "node c's record to go", func() bool {
+		_, listed := f.v.load().index["c"]
+		return !listed
+	})
+	if d := f.v.DeadNodes(); len(d) != 2 || d[1].Info.NodeId != "c" || d[1].Why != "unreachable" || !d[1].At.Equal(cAt) {
+		t.Fatalf("DeadNodes after c's record went: %+v, want c as the membership reported it at %v", d, cAt)
 	}
 }

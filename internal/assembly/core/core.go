@@ -76,8 +76,9 @@ type Config struct {
 	Cluster Cluster
 	// Nodes lists the nodes that run this job's tasks (nil: this node only).
 	Nodes func() []*pb.NodeInfo
-	// DeadNodes lists the nodes that ran this cluster's tasks and died recently (nil: none).
-	DeadNodes func() []*pb.NodeInfo
+	// DeadNodes lists the nodes that ran this cluster's tasks and died recently, with when
+	// and why as far as known (nil: none).
+	DeadNodes func() []DeadNode
 	// Available returns what each node Nodes lists has not in use (nil: unknown).
 	Available func() map[string]sched.Resources
 	// OrphanLineage reads a dead owner's lineage from the GCS, to recreate the objects
@@ -640,8 +641,16 @@ func (c *Core) NodeInfos() []*pb.NodeInfo {
 	return c.cfg.Nodes()
 }
 
+// DeadNode is a node that died: its last record, when it died (zero: not known) and why
+// ("" not known).
+type DeadNode struct {
+	Info *pb.NodeInfo
+	At   time.Time
+	Why  string
+}
+
 // DeadNodeInfos lists the nodes that ran tasks and died recently (Config.DeadNodes).
-func (c *Core) DeadNodeInfos() []*pb.NodeInfo {
+func (c *Core) DeadNodeInfos() []DeadNode {
 	if c.cfg.DeadNodes == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ray-go/ray/internal/assembly/clusterview"
+	"github.com/ray-go/ray/internal/assembly/membership"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -117,4 +118,13 @@ func (n *Node) workerExit(ctx context.Context, info *pb.NodeInfo) (exit, logPath
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// memberGoneWhy says why a node the membership reported unreachable or gone died (what
+// ray.Nodes says of it).
+func memberGoneWhy(t membership.MemberEventType) string {
+	if t == membership.MemberUnreachable {
+		return "the cluster's membership found it unreachable: its process exited or crashed, or its machine or network failed"
+	}
+	return "it left the cluster: its process stopped, or its lease lapsed and it did not register again"
 }

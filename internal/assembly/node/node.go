@@ -471,11 +471,17 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		return []*pb.NodeInfo{self}
 	}
-	var deadNodes func() []*pb.NodeInfo
+	var deadNodes func() []core.DeadNode
 	var groupRecord func(string) (*pb.PlacementGroupInfo, bool)
 	var groupGrace time.Duration
 	if n.view != nil {
-		deadNodes = n.view.DeadNodes
+		deadNodes = func() []core.DeadNode {
+			var out []core.DeadNode
+			for _, d := range n.view.DeadNodes() {
+				out = append(out, core.DeadNode{Info: d.Info, At: d.At, Why: d.Why})
+			}
+			return out
+		}
 		groupRecord = n.pgCache.get // a cluster: groups other processes created
 		// A group whose creator died ends (its actors, tasks) once the death is confirmed,
 		// or its record has been missing as long as an owner's death takes to confirm.
@@ -529,7 +535,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		// and registers again as a new incarnation of the same node, which lives on.
 		if !e.Self && (e.Type == membership.MemberUnreachable || e.Type == membership.MemberGone) {
 			if n.view != nil {
-				n.view.MarkGone(ids.NodeID(e.Member.NodeID)) // placement avoids it from now on
+				// Placement avoids it from now on; ray.Nodes lists it dead, for this reason.
+				n.view.MarkGone(ids.NodeID(e.Member.NodeID), memberGoneWhy(e.Type))
 			}
 			// Off the publisher's goroutine: failing tasks sends messages and takes locks,
 			// and what the tasks' errors say of the node is read from the GCS (gone.go).

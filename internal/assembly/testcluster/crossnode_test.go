@@ -85,11 +85,11 @@ func TestSpreadStrategy(t *testing.T) {
 	defer cancel()
 	up := alive(t)
 	ctx := cluster.Context(base, up[0])
-	nodes, err := ray.Nodes(ctx)
+	all, err := ray.Nodes(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(nodes) != len(up) {
+	if nodes := all.Alive(); len(nodes) != len(up) {
 		t.Fatalf("ray.Nodes lists %d nodes, %d run", len(nodes), len(up))
 	}
 	var refs []ray.ObjectRef[string]
