@@ -97,13 +97,16 @@ func (c *Core) Hold(id ids.ObjectID, owner *pb.PID) {
 		c.lostBorrow(id, fmt.Sprintf("its owner %s died", pidKey(owner)))
 		return
 	}
+	if c.ownerExited(owner.Address) { // known without asking it or probing its address
+		c.lostBorrow(id, ownerExitedWhy(owner))
+		return
+	}
 	ownerPID := actor.NewPID(owner.Address, owner.Id)
 	res, err, exited := c.askOwner(ownerPID, &pb.AddBorrower{ObjectId: id[:], Borrower: c.ownerW})
 	ack, ok := res.(*pb.BorrowerAck)
 	switch {
 	case exited:
-		c.lostBorrow(id, fmt.Sprintf("its owner, the process at %s that created it (%s), has exited: "+
-			"nothing listens at its address any more, and a ref lives only as long as the process that owns it", owner.Address, owner.Id))
+		c.lostBorrow(id, ownerExitedWhy(owner))
 	case err != nil:
 		c.lostBorrow(id, fmt.Sprintf("its owner %s did not answer: %v", pidKey(owner), err))
 	case !ok || !ack.Known:
@@ -113,14 +116,22 @@ func (c *Core) Hold(id ids.ObjectID, owner *pb.PID) {
 	}
 }
 
+// ownerExitedWhy says why a ref of owner, whose process has exited, is lost.
+func ownerExitedWhy(owner *pb.PID) string {
+	return fmt.Sprintf("its owner, the process at %s that created it (%s), has exited: "+
+		"nothing listens at its address any more, and a ref lives only as long as the process that owns it", owner.Address, owner.Id)
+}
+
 // ownerProbeAfter is how long Hold waits for an owner's answer before it checks whether
 // anything listens at the owner's address at all.
 var ownerProbeAfter = 300 * time.Millisecond
 
 // askOwner asks the owner for msg, waiting up to borrowRegisterTimeout. An owner that has
-// not answered within ownerProbeAfter, or whose ask failed, is probed: when its address refuses connections
-// (the process has exited, and no process took its port), it reports exited at once
-// rather than waiting out the timeout (Ray's OwnerDiedError is immediate too).
+// not answered within ownerProbeAfter, or whose ask failed, is checked: when the membership
+// found its process exited meanwhile (ProcessExited), or else a probe finds that its
+// address refuses connections (the process has exited, and no process took its port), it
+// reports exited at once rather than waiting out the timeout (Ray's OwnerDiedError is
+// immediate too).
 func (c *Core) askOwner(owner *actor.PID, msg proto.Message) (any, error, bool) {
 	type answer struct {
 		res any
@@ -138,23 +149,33 @@ func (c *Core) askOwner(owner *actor.PID, msg proto.Message) (any, error, bool) 
 		case a := <-ch:
 			// A failed ask (a dead letter, a timeout) says why better when nothing
 			// listens at the owner's address.
-			return a.res, a.err, a.err != nil && addressRefuses(owner.Address)
+			return a.res, a.err, a.err != nil && c.ownerExitedOrRefuses(owner.Address)
 		case <-probe.C:
-			if addressRefuses(owner.Address) {
+			if c.ownerExitedOrRefuses(owner.Address) {
 				return nil, nil, true
 			}
 		}
 	}
 }
 
-// addressRefuses reports whether a TCP connection to address is refused: nothing listens
-// there. An address that is not host:port, or a connection that times out or succeeds,
-// is not (the owner may be slow or unreachable for a while).
-func addressRefuses(address string) bool {
+// ownerExitedOrRefuses reports whether the process at address has exited: the membership
+// found so (ProcessExited), or, when it has not, a TCP connection to address is refused.
+func (c *Core) ownerExitedOrRefuses(address string) bool {
+	return c.ownerExited(address) || addressRefuses(c.probeDial, address)
+}
+
+// addressRefuses reports whether a TCP connection to address (made by dial, nil:
+// net.DialTimeout) is refused: nothing listens there. An address that is not host:port, or
+// a connection that times out or succeeds, is not (the owner may be slow or unreachable
+// for a while).
+func addressRefuses(dial func(network, address string, timeout time.Duration) (net.Conn, error), address string) bool {
 	if _, _, err := net.SplitHostPort(address); err != nil {
 		return false
 	}
-	conn, err := net.DialTimeout("tcp", address, 2*time.Second)
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	conn, err := dial("tcp", address, 2*time.Second)
 	if err == nil {
 		conn.Close()
 		return false

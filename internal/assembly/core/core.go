@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -173,6 +174,9 @@ type Core struct {
 	borrows *objects.Borrows // refs borrowed, lent and pinned (the protocol: borrow.go)
 
 	orphans orphanState // borrowed objects whose owner died (orphan.go)
+	// probeDial, if set, replaces net.DialTimeout for the probe of an owner's address
+	// (addressRefuses; tests count the probes with it).
+	probeDial func(network, address string, timeout time.Duration) (net.Conn, error)
 
 	enders enders    // actors whose handles are all gone, being ended (lifetime.go)
 	gone   goneNodes // where the actors of the callers forgotten ran (forgetCaller)

@@ -44,6 +44,10 @@ type orphanState struct {
 	// gone: the addresses of processes known dead for good (ProcessGone), until a process
 	// registers at the address again (ProcessBack).
 	gone map[string]struct{}
+	// exited: the addresses whose process the membership found exited (ProcessExited:
+	// nothing listens there any more), and when, until a process is reached there again
+	// (ProcessBack) or exitedKeep passed (a probe answers then).
+	exited map[string]time.Time
 }
 
 // ProcessGone records that the process at address died for good (the membership's
@@ -61,12 +65,36 @@ func (c *Core) ProcessGone(address string) {
 	c.pgOwnerGone(address) // pg.go: the bundles of its groups on this node go back
 }
 
-// ProcessBack forgets ProcessGone for address: a process joined (or was reached) at that
-// address again (a new process may reuse a dead one's port).
+// ProcessExited records that the membership found the process at address exited: its
+// address refused connections once it became unreachable (MemberDown), or it went for good
+// (MemberGone). A borrow of a ref it owns fails at once (Hold) without probing the address.
+func (c *Core) ProcessExited(address string) {
+	o := &c.orphans
+	now := time.Now()
+	o.mu.Lock()
+	if o.exited == nil {
+		o.exited = map[string]time.Time{}
+	}
+	for a, at := range o.exited {
+		if now.Sub(at) > exitedKeep {
+			delete(o.exited, a)
+		}
+	}
+	o.exited[address] = now
+	o.mu.Unlock()
+}
+
+// exitedKeep bounds how long ProcessExited is remembered: the set stays small in a
+// cluster whose processes come and go, and an owner forgotten is probed instead.
+const exitedKeep = 10 * time.Minute
+
+// ProcessBack forgets ProcessGone and ProcessExited for address: a process joined (or was
+// reached) at that address again (a new process may reuse a dead one's port).
 func (c *Core) ProcessBack(address string) {
 	o := &c.orphans
 	o.mu.Lock()
 	delete(o.gone, address)
+	delete(o.exited, address)
 	o.mu.Unlock()
 }
 
@@ -77,6 +105,16 @@ func (c *Core) ownerGone(address string) bool {
 	_, dead := o.gone[address]
 	o.mu.Unlock()
 	return dead
+}
+
+// ownerExited reports whether the membership found the process at address exited
+// (ProcessExited).
+func (c *Core) ownerExited(address string) bool {
+	o := &c.orphans
+	o.mu.Lock()
+	at, exited := o.exited[address]
+	o.mu.Unlock()
+	return exited && time.Since(at) <= exitedKeep
 }
 
 // OwnerGone adopts the objects this runtime borrows from the runtime at address (on node

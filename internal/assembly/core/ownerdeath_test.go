@@ -3,9 +3,13 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -102,4 +106,40 @@ func TestHoldOfAnExitedOwnerFailsAtOnce(t *testing.T) {
 		t.Fatalf("a ref held with an exited owner reads %v, want lost because its owner at %s has exited", err, addr)
 	}
 	h.c.ReleaseRef(obj, false)
+}
+
+// TestHoldOfAKnownExitedOwnerDoesNotProbe: a ref whose owner the membership found exited
+// (ProcessExited) reads as lost at once, naming the owner, without a probe of its address
+// (here one that would never answer); once a process is back at the address
+// (ProcessBack), an owner that does not answer is probed again.
+func TestHoldOfAKnownExitedOwnerDoesNotProbe(t *testing.T) {
+	h := newHarness(t)
+	var dials atomic.Int32
+	h.c.probeDial = func(network, address string, timeout time.Duration) (net.Conn, error) {
+		dials.Add(1)
+		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+	}
+	const addr = "127.0.0.1:9" // nothing answers the owner's asks there
+	owner := &pb.PID{Address: addr, Id: "owner-exited"}
+	h.c.ProcessExited(addr)
+	obj := ids.PutID(ids.NewRootTaskID(), 1)
+	h.c.Hold(obj, owner)
+	_, err := h.get(obj)
+	var oe *ObjectError
+	if !errors.As(err, &oe) || oe.Info.Kind != pb.ErrorInfo_OBJECT_LOST || !strings.Contains(err.Error(), "has exited") ||
+		!strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), owner.Id) {
+		t.Fatalf("a ref held with an owner known exited reads %v, want lost because its owner %s at %s has exited", err, owner.Id, addr)
+	}
+	if n := dials.Load(); n != 0 {
+		t.Fatalf("the owner known exited was probed %d times, want none", n)
+	}
+	h.c.ReleaseRef(obj, false)
+
+	h.c.ProcessBack(addr)
+	obj2 := ids.PutID(ids.NewRootTaskID(), 1)
+	h.c.Hold(obj2, owner)
+	if _, err := h.get(obj2); !strings.Contains(fmt.Sprint(err), "has exited") || dials.Load() == 0 {
+		t.Fatalf("a ref of an owner not known exited: %v after %d probes, want lost once a probe was refused", err, dials.Load())
+	}
+	h.c.ReleaseRef(obj2, false)
 }

@@ -546,6 +546,8 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		if !e.Self && (e.Type == membership.MemberDown || e.Type == membership.MemberGone) {
 			n.markExited(e.Member.NodeID, true) // the state API does not wait for it
+			// A borrow of a ref it owns fails at once, without probing its address.
+			n.Core.ProcessExited(e.Member.Address)
 		}
 		if !e.Self && (e.Type == membership.MemberReachable || e.Type == membership.MemberJoined) {
 			n.markExited(e.Member.NodeID, false)
