@@ -1004,7 +1004,9 @@ func (e *executor) checkFinished() error {
 				case pZip:
 					d.zipDone[op.downIdx] = true
 					if d.zipDone[0] && d.zipDone[1] {
-						if d.zipRows[0] != d.zipRows[1] {
+						// A Zip stopped by a Limit after it had its inputs stopped
+						// early: their row counts are partial, not a mismatch.
+						if !d.stopped && d.zipRows[0] != d.zipRows[1] {
 							return zipCountErr(d.zipRows[0], d.zipRows[1])
 						}
 						d.inputsDone = true

@@ -233,6 +233,39 @@ func TestZip(t *testing.T) {
 	}
 }
 
+// TestZipLimit: a Limit (Take, Show) after a Zip stops both inputs early; their partial
+// row counts are not a count mismatch.
+func TestZipLimit(t *testing.T) {
+	ctx := timeout(t)
+	cases := []struct {
+		name string
+		d    *Dataset
+	}{
+		{"plain", Range(100, Parallelism(4)).Zip(Range(100, Parallelism(4)).Map(plus100))},
+		{"sorted left", Range(100, Parallelism(4)).Sort([]string{"id"}, Descending(true)).Zip(Range(100, Parallelism(5)).Map(plus100))},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			all := takeAll(t, ctx, c.d)
+			rows, err := c.d.Take(ctx, 3)
+			if err != nil {
+				t.Fatalf("Take(3): %v", err)
+			}
+			if !reflect.DeepEqual(rows, all[:3]) {
+				t.Fatalf("Take(3): %v, want %v", rows, all[:3])
+			}
+			rows, err = c.d.Limit(7).TakeAll(ctx)
+			if err != nil || !reflect.DeepEqual(rows, all[:7]) {
+				t.Fatalf("Limit(7): %v %v, want %v", rows, err, all[:7])
+			}
+		})
+	}
+	// A real mismatch is still an error when the Limit takes every row.
+	if _, err := Range(30, Parallelism(3)).Filter(isEven).Zip(Range(20, Parallelism(2))).Limit(100).TakeAll(ctx); err == nil || !strings.Contains(err.Error(), "different numbers of rows") {
+		t.Fatalf("mismatch under a Limit: %v", err)
+	}
+}
+
 func TestSplitAtIndices(t *testing.T) {
 	ctx := timeout(t)
 	for _, src := range []struct {
