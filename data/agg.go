@@ -101,7 +101,9 @@ func partialAggregate(rec arrow.Record, fn, col string) (arrow.Record, error) {
 			}
 		}
 		// Both keys in every partial, so that every block's partial has one schema.
+		// isum holds a uint64 column's sum as its bits (wrapping alike), unsigned says so.
 		r["n"], r["isum"], r["fsum"] = n, nil, nil
+		r["unsigned"] = a.DataType().ID() == arrow.UINT64
 		if isInt {
 			r["isum"] = si
 		} else if n > 0 {
@@ -255,8 +257,9 @@ func hashKey(v any) (any, bool) {
 }
 
 // Sum returns the sum of column col's non-null values (Ray's sum): an int64 for integer
-// columns, a float64 for floating-point ones. No value (an empty dataset, only nulls) is an
-// error wrapping ErrEmpty, where Ray returns None. Options: those of consuming calls.
+// columns (a uint64 for uint64 ones), a float64 for floating-point ones. No value (an empty
+// dataset, only nulls) is an error wrapping ErrEmpty, where Ray returns None. Options: those
+// of consuming calls.
 func (d *Dataset) Sum(ctx context.Context, col string, opts ...Option) (any, error) {
 	rows, err := d.aggregate(ctx, aggSum, col, opts)
 	if err != nil {
@@ -264,9 +267,12 @@ func (d *Dataset) Sum(ctx context.Context, col string, opts ...Option) (any, err
 	}
 	var n, si int64
 	var sf float64
-	isInt, isFloat := false, false
+	isInt, isFloat, unsigned := false, false, false
 	for _, r := range rows {
 		n += r["n"].(int64)
+		if u, _ := r["unsigned"].(bool); u {
+			unsigned = true
+		}
 		if v, ok := r["isum"].(int64); ok {
 			si += v
 			isInt = true
@@ -281,6 +287,8 @@ func (d *Dataset) Sum(ctx context.Context, col string, opts ...Option) (any, err
 		return nil, fmt.Errorf("data: Sum(%q): %w", col, ErrEmpty)
 	case isInt && isFloat:
 		return nil, fmt.Errorf("data: Sum(%q): the column holds integers in some blocks and floats in others", col)
+	case isInt && unsigned:
+		return uint64(si), nil
 	case isInt:
 		return si, nil
 	}

@@ -152,8 +152,8 @@ func (g *GroupedData) each(name string, f func(string) AggregateFn, cols []strin
 	return g.Aggregate(aggs...)
 }
 
-// Sum sums each of cols per group: columns "sum(col)" (int64 for integer columns, float64
-// for floating-point ones; null for a group with no value). A non-numeric column fails the
+// Sum sums each of cols per group: columns "sum(col)" (int64 for integer columns, uint64
+// for uint64 ones, float64 for floating-point ones; null for a group with no value). A non-numeric column fails the
 // consuming call.
 func (g *GroupedData) Sum(cols ...string) *Dataset { return g.each("Sum", Sum, cols) }
 

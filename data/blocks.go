@@ -441,6 +441,10 @@ func toFloat64(v any) (float64, bool) {
 		return v, true
 	case float32:
 		return float64(v), true
+	case uint64: // not through int64, which would turn values from 2^63 negative
+		return float64(v), true
+	case uint:
+		return float64(v), true
 	}
 	if i, ok := toInt64(v); ok {
 		return float64(i), true

@@ -621,3 +621,62 @@ func reversed(v []int64) []int64 {
 	slices.Reverse(out)
 	return out
 }
+
+// TestAggregateUint64: sums of a uint64 column are uint64 (as pyarrow's) and its values
+// from 2^63 count as the large numbers they are in sums, means and standard deviations,
+// per group and over the whole dataset (they were read through int64, so turned negative).
+func TestAggregateUint64(t *testing.T) {
+	ctx := timeout(t)
+	const big = uint64(1) << 63
+	items := []Row{
+		{"g": "c", "u": nil}, {"g": "c", "u": nil}, // a block where u is null in every row
+		{"g": "a", "u": big}, {"g": "b", "u": uint64(3)},
+		{"g": "a", "u": uint64(10)}, {"g": "b", "u": uint64(5)},
+	}
+	ds := FromItems(items, Parallelism(3))
+	rows, err := ds.GroupBy("g").Aggregate(Sum("u"), Mean("u"), Std("u", 0)).Sort([]string{"g"}).TakeAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(got any, want float64) bool {
+		f, ok := got.(float64)
+		return ok && math.Abs(f-want) <= 1e-9*math.Abs(want)
+	}
+	want := []struct {
+		sum        any
+		mean, std  float64
+		nullMoment bool
+	}{
+		{big + 10, float64(big+10) / 2, float64(big-10) / 2, false},
+		{uint64(8), 4, 1, false},
+		{nil, 0, 0, true},
+	}
+	if len(rows) != 3 {
+		t.Fatalf("groups: %v", rows)
+	}
+	for i, w := range want {
+		r := rows[i]
+		if r["sum(u)"] != w.sum {
+			t.Errorf("group %v: sum(u) = %v (%T), want %v (%T)", r["g"], r["sum(u)"], r["sum(u)"], w.sum, w.sum)
+		}
+		if w.nullMoment {
+			if r["mean(u)"] != nil || r["std(u)"] != nil {
+				t.Errorf("group %v: mean, std = %v, %v, want nulls", r["g"], r["mean(u)"], r["std(u)"])
+			}
+			continue
+		}
+		if !near(r["mean(u)"], w.mean) || !near(r["std(u)"], w.std) {
+			t.Errorf("group %v: mean, std = %v, %v, want %v, %v", r["g"], r["mean(u)"], r["std(u)"], w.mean, w.std)
+		}
+	}
+	if s, err := ds.Sum(ctx, "u"); err != nil || s != big+18 {
+		t.Errorf("Sum = %v (%T) %v, want %v", s, s, err, big+18)
+	}
+	if m, err := ds.Mean(ctx, "u"); err != nil || !near(m, float64(big+18)/4) {
+		t.Errorf("Mean = %v %v, want %v", m, err, float64(big+18)/4)
+	}
+	// Signed integer sums stay int64.
+	if s, err := FromItems([]Row{{"x": int64(2)}, {"x": int64(3)}}).Sum(ctx, "x"); err != nil || s != int64(5) {
+		t.Errorf("Sum of int64 = %v (%T) %v", s, s, err)
+	}
+}

@@ -284,6 +284,8 @@ func floatGetter(a arrow.Array) func(int) float64 {
 		return func(i int) float64 { return v[i] }
 	case *array.Float32:
 		return func(i int) float64 { return float64(x.Value(i)) }
+	case *array.Uint64: // not through int64, which would turn values from 2^63 negative
+		return func(i int) float64 { return float64(x.Value(i)) }
 	}
 	if arrow.IsInteger(a.DataType().ID()) {
 		get := intGetter(a)
@@ -296,6 +298,25 @@ func newInt64s(v []int64, valid []bool) arrow.Array {
 	b := array.NewInt64Builder(mem)
 	defer b.Release()
 	b.AppendValues(v, valid)
+	return b.NewArray()
+}
+
+// newSums is an integer sum column: uint64 when the summed column is uint64 (the sums,
+// added as int64, have the same bits as uint64 sums), else int64.
+func newSums(v []int64, valid []bool, unsigned bool) arrow.Array {
+	if !unsigned {
+		return newInt64s(v, valid)
+	}
+	b := array.NewUint64Builder(mem)
+	defer b.Release()
+	b.Reserve(len(v))
+	for i, x := range v {
+		if valid != nil && !valid[i] {
+			b.AppendNull()
+		} else {
+			b.Append(uint64(x))
+		}
+	}
 	return b.NewArray()
 }
 
@@ -402,7 +423,7 @@ func aggPartial(g *groupAgg, keys []string, aggs []AggregateFn) (arrow.Record, e
 			is, fs, n, isInt := g.sumCol(col)
 			switch {
 			case isInt:
-				c.add(s.name, newInt64s(is, nil))
+				c.add(s.name, newSums(is, nil, col.DataType().ID() == arrow.UINT64))
 			case fs != nil:
 				c.add(s.name, newFloat64s(fs, nil))
 			default:
@@ -433,6 +454,7 @@ type combined struct {
 	is, n    []int64
 	fs       []float64
 	isInt    bool
+	unsigned bool // a sum of a uint64 column (is holds its bits)
 	best     arrow.Array
 	mean, m2 []float64
 }
@@ -464,6 +486,7 @@ func aggCombine(g *groupAgg, keys []string, aggs []AggregateFn, finalize bool) (
 		case "sum":
 			st.n, _, _, _ = g.sumCol(col(s.name + ".n"))
 			st.is, st.fs, _, st.isInt = g.sumCol(col(s.name))
+			st.unsigned = col(s.name).DataType().ID() == arrow.UINT64
 		case "min", "max":
 			b, err := g.best(col(s.name), s.kind == "min")
 			if err != nil {
@@ -482,7 +505,7 @@ func aggCombine(g *groupAgg, keys []string, aggs []AggregateFn, finalize bool) (
 		case "sum":
 			switch {
 			case st.isInt:
-				c.add(s.name, newInt64s(st.is, nil))
+				c.add(s.name, newSums(st.is, nil, st.unsigned))
 			case st.fs != nil:
 				c.add(s.name, newFloat64s(st.fs, nil))
 			default:
@@ -510,7 +533,7 @@ func aggCombine(g *groupAgg, keys []string, aggs []AggregateFn, finalize bool) (
 			st := byName["sum("+a.Col+")"]
 			switch {
 			case st.isInt:
-				c.add(name, newInt64s(st.is, positive(st.n)))
+				c.add(name, newSums(st.is, positive(st.n), st.unsigned))
 			case st.fs != nil:
 				c.add(name, newFloat64s(st.fs, positive(st.n)))
 			default:
@@ -524,6 +547,8 @@ func aggCombine(g *groupAgg, keys []string, aggs []AggregateFn, finalize bool) (
 					continue
 				}
 				switch {
+				case st.unsigned:
+					out[i] = float64(uint64(st.is[i])) / float64(n)
 				case st.isInt:
 					out[i] = float64(st.is[i]) / float64(n)
 				case st.fs != nil:
