@@ -55,7 +55,9 @@ func (d *Dataset) Repartition(n int, shuffle bool, opts ...Option) *Dataset {
 // driver picks N-1 range boundaries from the sorted samples (N: the input's number of
 // blocks), map tasks sort their block and cut it at the boundaries, and reduce tasks merge
 // the sorted runs of their range; output block i holds range i. Rows of one key value stay
-// in one block, so a key that holds most rows makes one large block.
+// in one block, so a key that holds most rows makes one large block; when it is larger than
+// a node's object store, the consuming call fails with an error wrapping
+// ray.ErrObjectTooLarge that says so.
 func (d *Dataset) Sort(keys []string, opts ...Option) *Dataset {
 	o := collect(opts)
 	x := &exchange{Kind: xSort, Keys: slices.Clone(keys)}

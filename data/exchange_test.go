@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/ray-go/ray"
 )
 
 // The all-to-all operators, checked against plain in-memory computations.
@@ -678,5 +681,31 @@ func TestAggregateUint64(t *testing.T) {
 	// Signed integer sums stay int64.
 	if s, err := FromItems([]Row{{"x": int64(2)}, {"x": int64(3)}}).Sum(ctx, "x"); err != nil || s != int64(5) {
 		t.Errorf("Sum of int64 = %v (%T) %v", s, s, err)
+	}
+}
+
+var zeroKey = ColumnFunc("test.zeroKey", func(_ context.Context, b arrow.Record) (arrow.Array, error) {
+	return newInt64s(make([]int64, b.NumRows()), nil), nil
+})
+
+// TestSortSkewTooLarge: a Sort whose one key value holds more bytes than the object store
+// fails (its reduce block is refused) with ErrObjectTooLarge and says why, in Sort's terms.
+func TestSortSkewTooLarge(t *testing.T) {
+	ctx, cancel := context.WithTimeout(shared, 5*time.Minute)
+	defer cancel()
+	// 3M rows of two int64 columns: 48 MB, all of key 0, in a 32 MiB store.
+	ds := Range(3_000_000, Parallelism(8)).AddColumn("k", zeroKey).Sort([]string{"k"})
+	var err error
+	for _, e := range ds.IterBatches(ctx, BatchSize(1<<20)) {
+		if e != nil {
+			err = e
+			break
+		}
+	}
+	if !errors.Is(err, ray.ErrObjectTooLarge) {
+		t.Fatalf("want ErrObjectTooLarge, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "Sort keeps the rows of one key value in one output block") {
+		t.Fatalf("the error does not say why: %v", err)
 	}
 }

@@ -653,7 +653,7 @@ func (e *executor) complete(op *opState, t *task, info ray.ObjectInfo) error {
 		return nil
 	}
 	if info.Err != nil {
-		return fmt.Errorf("data: operator %s failed: %w", op.name, info.Err)
+		return fmt.Errorf("data: operator %s failed: %w%s", op.name, info.Err, tooLargeHint(op, t.role, info.Err))
 	}
 	unhold := func() {
 		if hold {
@@ -1342,4 +1342,20 @@ func (e *executor) cleanup() {
 		}
 		e.sinkQ = nil
 	}
+}
+
+// tooLargeHint explains a reduce block refused as larger than the object store when the
+// operator keeps the rows of one key together (Sort, MapGroups): the usual cause is a key
+// value that holds most rows.
+func tooLargeHint(op *opState, role int, err error) string {
+	if role != roleReduce || op.x == nil || !errors.Is(err, ray.ErrObjectTooLarge) {
+		return ""
+	}
+	switch op.x.x.Kind {
+	case xSort:
+		return " (Sort keeps the rows of one key value in one output block, one per reduce task: a key value that holds most rows makes a block of most of the dataset; give the nodes a larger object store, or sort by more keys so that those rows spread)"
+	case xMapGroups:
+		return " (MapGroups returns what the function made of every group of a partition as one block, one per reduce task: a group that holds most rows makes a block of most of the dataset; give the nodes a larger object store, or group by more keys so that those rows spread)"
+	}
+	return ""
 }
