@@ -18,6 +18,7 @@ type initConfig struct {
 	resources        map[string]float64
 	objectStoreBytes int64
 	dir              string
+	spillDir         string // WithSpillDir
 	logger           *slog.Logger
 	address          string
 	namespace        string // WithNamespace (else workerenv.JobNamespace, else anonymous)
@@ -48,7 +49,7 @@ func WithResources(r map[string]float64) InitOption {
 // machine's memory). An object larger than the whole budget is refused with
 // ErrObjectTooLarge, whether Put or a task returns it (the task fails, not retried);
 // beyond the budget, least recently used objects spill to disk in the node's directory
-// (see WithDir) and are read back transparently. The store's objects live in the Go heap:
+// (see WithDir; WithSpillDir chooses another) and are read back transparently. The store's objects live in the Go heap:
 // unless GOMEMLIMIT is set, Init sets the process's soft memory limit (debug.SetMemoryLimit)
 // to this budget plus 640 MiB (node.SoftLimitMargin), and Shutdown puts it back.
 func WithObjectStoreMemory(bytes int64) InitOption {
@@ -92,6 +93,20 @@ func WithTaskEvents(n int) InitOption { return func(c *initConfig) { c.taskEvent
 // Shutdown, by a later Init of the same user once the process is gone). A directory given
 // here is kept.
 func WithDir(dir string) InitOption { return func(c *initConfig) { c.dir = dir } }
+
+// WithSpillDir sets the directory the node's object store spills to when it is over its
+// budget (Ray's object_spilling_config / `ray start --object-spilling-directory`; default:
+// the node's directory, see WithDir), e.g. a scratch disk with room to spare. The node
+// makes a directory of its own in it, ray-go-spill-<node ID>, and removes it at Shutdown;
+// it touches nothing else there, so several programs (and `rayctl start --spill-dir`
+// agents) can share one directory. A program killed before Shutdown leaves its directory
+// behind: the next Init that uses the same spill directory on this machine removes it
+// once its process is gone (each live node holds a lock on its ray-go.lock file). A
+// relative path is taken from the current directory; a missing directory is created
+// (0700). Init fails, saying what to do, when dir is a file, is not writable or is on a
+// read-only filesystem. Without this option, RAY_GO_SPILL_DIR gives the directory. A
+// job's worker processes spill where their node agent says (`rayctl start --spill-dir`).
+func WithSpillDir(dir string) InitOption { return func(c *initConfig) { c.spillDir = dir } }
 
 // WithLogger sets the logger of the runtime (default: slog.Default at warning level).
 func WithLogger(l *slog.Logger) InitOption { return func(c *initConfig) { c.logger = l } }

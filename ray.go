@@ -94,6 +94,9 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	if cfg.namespace == "" {
 		cfg.namespace = os.Getenv(workerenv.JobNamespace)
 	}
+	if cfg.spillDir == "" {
+		cfg.spillDir = os.Getenv(workerenv.SpillDir)
+	}
 	if cfg.namespace == "" {
 		cfg.namespace = anonymousNamespace()
 	}
@@ -112,7 +115,7 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 		return nil, err
 	}
 	n, err := node.Start(ctx, node.Config{
-		Resources: res, ObjectStoreBytes: cfg.objectStoreBytes, Dir: cfg.dir, ActorNamespace: cfg.namespace,
+		Resources: res, ObjectStoreBytes: cfg.objectStoreBytes, Dir: cfg.dir, SpillDir: cfg.spillDir, ActorNamespace: cfg.namespace,
 		Lineage: !cfg.noLineage, Logger: cfg.logger, LeaseTTL: cfg.leaseTTL, TaskEvents: cfg.taskEvents, CallSites: callSitesOn(),
 		SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor,
 	})
@@ -186,7 +189,7 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 	n, err := node.Join(ctx, node.JoinConfig{
 		Address: addr, Namespace: os.Getenv(workerenv.Namespace), Credentials: creds,
 		SubmissionID: os.Getenv(workerenv.Submission), OwnCredentials: joinAddr != "",
-		Node: node.Config{Role: node.RoleDriver, ActorNamespace: cfg.namespace, Dir: cfg.dir, Lineage: !cfg.noLineage, Logger: cfg.logger, TaskEvents: cfg.taskEvents,
+		Node: node.Config{Role: node.RoleDriver, ActorNamespace: cfg.namespace, Dir: cfg.dir, SpillDir: cfg.spillDir, Lineage: !cfg.noLineage, Logger: cfg.logger, TaskEvents: cfg.taskEvents,
 			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, GCSTimeout: cfg.gcsTimeout, CallSites: callSitesOn(), SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor},
 	})
 	if errors.Is(err, node.ErrCredentials) {
@@ -241,7 +244,7 @@ func serveWorker(ctx context.Context, w workerenv.Worker, cfg initConfig) {
 	n, err := node.Join(sctx, node.JoinConfig{
 		Address: w.Address, Namespace: w.Namespace, Credentials: creds,
 		Node: node.Config{Role: node.RoleWorker, Job: ids.JobID(w.Job), ActorNamespace: w.JobNamespace, AgentID: w.Agent, Resources: res,
-			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, Lineage: !cfg.noLineage, Logger: logger, LeaseTTL: cfg.leaseTTL,
+			ObjectStoreBytes: w.ObjectStoreBytes, Dir: w.Dir, SpillDir: w.SpillDir, Lineage: !cfg.noLineage, Logger: logger, LeaseTTL: cfg.leaseTTL,
 			TaskEvents: cfg.taskEvents, CallSites: callSitesOn(), Machine: w.Machine, SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor},
 	})
 	if err != nil {

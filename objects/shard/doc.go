@@ -49,6 +49,12 @@
 // a put that would take the store's memory over twice its budget is refused with an error
 // that says what to do. Freeing an object deletes its file.
 //
+// Spill directories the user gives (spilldir.go): CheckSpillDir validates one (with errors
+// that say what to do), and OpenSpillDir makes a process's own directory in it, locked
+// while it lives and removed by Close; RemoveStaleSpillDirs removes only the node
+// directories there of this machine's processes that are gone, so a directory shared by
+// several nodes or agents, or holding other files, loses nothing but their own.
+//
 // Pressure: objects whose refs a program dropped without Release stay here until a
 // garbage collection in the process that dropped them finds the refs gone (Go collects a
 // quiet process every 2 minutes). A put that finds memory over PressureFraction (70%) of

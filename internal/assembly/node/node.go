@@ -129,8 +129,16 @@ type Config struct {
 	ActorNamespace string
 	Resources      sched.Resources // total resources; default: the machine's CPUs
 	// ObjectStoreBytes is the store budget (default DefaultObjectStoreBytes). An object
-	// larger than the whole budget is refused; beyond it the store shard spills to Dir/spill.
+	// larger than the whole budget is refused; beyond it the store shard spills to Dir/spill,
+	// or under SpillDir.
 	ObjectStoreBytes int64
+	// SpillDir, when set, is the directory the node's store spills to instead of
+	// Dir/spill: the node makes a directory of its own there, ray-go-spill-<node ID>
+	// (its files in its spill/ subdirectory), locked while the node lives and removed by
+	// Stop; it removes those of this machine's processes that are gone, and touches
+	// nothing else there (shard.OpenSpillDir). A relative path is taken from the current
+	// directory; a missing directory is created.
+	SpillDir string
 	// Dir holds the node's files. Default: a new temporary directory removed by Stop.
 	Dir string
 	// Lineage turns lineage recording on.
@@ -248,7 +256,9 @@ type Node struct {
 	machine    *machine.Client
 	dir        string
 	ownDir     bool
-	dirLock    *os.File // local mode's session directory's lock, held while this node lives (tempdir.go)
+	dirLock    *os.File        // local mode's session directory's lock, held while this node lives (tempdir.go)
+	spillDir   string          // the store's spill directory
+	spillOwn   *shard.SpillDir // with Config.SpillDir: the node's own directory there, removed by Stop
 	etcd       *etcdstore.Embedded
 	store      gcs.Store
 	pgRecords  pgRecords // placement groups' records (pgrecords.go)
@@ -372,6 +382,13 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if err = os.MkdirAll(n.dir, 0o700); err != nil {
 			return nil, fmt.Errorf("node: session directory %s: %w", n.dir, err)
 		}
+	}
+	n.spillDir = filepath.Join(n.dir, "spill")
+	if cfg.SpillDir != "" {
+		if n.spillOwn, err = shard.OpenSpillDir(cfg.SpillDir, shard.NodeSpillPrefix+string(n.ID)); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+		n.spillDir = filepath.Join(n.spillOwn.Dir, "spill")
 	}
 	if cfg.GCS != nil {
 		n.store = cfg.GCS
@@ -857,7 +874,7 @@ func (n *Node) startMember(ctx context.Context) error {
 		cluster.NewKind(KindRaylet, pooled(raylet.Props(rcfg), "raylet")),
 		cluster.NewKind(KindWorker, pooled(worker.Props(wenv), "worker")),
 		cluster.NewKind(KindStore, pooled(shard.Props(shard.Config{Node: n.ID, Table: objTable, Logger: logger,
-			Budget: n.cfg.ObjectStoreBytes, SpillDir: filepath.Join(n.dir, "spill"),
+			Budget: n.cfg.ObjectStoreBytes, SpillDir: n.spillDir,
 			// Over 70% of its budget: refs dropped without Release may hold objects in
 			// it until collections here and elsewhere find them (core/collect.go).
 			Pressure: func() {
@@ -992,6 +1009,9 @@ func (n *Node) Store() *actor.PID { return n.objectStore() }
 
 // Dir is the node's session directory.
 func (n *Node) Dir() string { return n.dir }
+
+// SpillDir is the directory the node's store writes its spill files in.
+func (n *Node) SpillDir() string { return n.spillDir }
 
 // DataAddress is the address of the node's object data server (objects/transfer's
 // stream), "" for a node not in a cluster.
@@ -1147,6 +1167,13 @@ func (n *Node) Stop(ctx context.Context) error {
 	if n.ownDir {
 		if err := os.RemoveAll(n.dir); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if n.spillOwn != nil {
+		// After the actor system: a late spill write does not make the directory again
+		// (objects/shard makes the spill directory only, not its parent).
+		if err := n.spillOwn.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("node: remove the spill directory: %w", err))
 		}
 	}
 	if n.dirLock != nil {

@@ -30,6 +30,11 @@ const (
 	// Dir is the directory the process keeps its files in (spill files); the agent
 	// removes it after the process exits.
 	Dir = "RAY_GO_NODE_DIR"
+	// SpillDir is the directory a process's object store spills to (its node makes a
+	// directory of its own there). A worker process gets its agent's, under `rayctl start
+	// --spill-dir` (unset: under Dir); a driver or local-mode program reads it when its
+	// Init has no ray.WithSpillDir; `rayctl start` takes it for --spill-dir.
+	SpillDir = "RAY_GO_SPILL_DIR"
 	// Submission is set for a driver started by `rayctl job submit`: its submission ID,
 	// recorded in the job it registers.
 	Submission = "RAY_GO_SUBMISSION_ID"
@@ -83,7 +88,7 @@ func ParseGCHeapFloor(v string) (floor int64, set bool, err error) {
 
 // Contract lists every variable of this contract: an agent removes them from the
 // environment it passes on before it sets its own.
-var Contract = []string{Address, Mode, Job, Agent, Resources, ObjectStoreBytes, Dir, Submission, Namespace, JobNamespace,
+var Contract = []string{Address, Mode, Job, Agent, Resources, ObjectStoreBytes, Dir, SpillDir, Submission, Namespace, JobNamespace,
 	Machine, GCSCA, GCSCert, GCSKey, Token, TokenFile, JoinAddress, Insecure}
 
 // IsTrue reads a boolean variable's value ("1", "true", "yes", any case).
@@ -110,6 +115,7 @@ type Worker struct {
 	Resources        map[string]float64
 	ObjectStoreBytes int64
 	Dir              string
+	SpillDir         string // "": under Dir
 	// Machine is the machine ledger's socket (empty: the resources are the process's own).
 	Machine string
 	// The GCS credentials' files (all empty with Insecure).
@@ -138,6 +144,9 @@ func (w Worker) Environ() []string {
 	if w.Machine != "" {
 		env = append(env, Machine+"="+w.Machine)
 	}
+	if w.SpillDir != "" {
+		env = append(env, SpillDir+"="+w.SpillDir)
+	}
 	if w.Insecure {
 		env = append(env, Insecure+"=1")
 	} else {
@@ -159,6 +168,7 @@ func FromEnv(getenv func(string) string) (w Worker, ok bool, err error) {
 		JobNamespace: getenv(JobNamespace),
 		Agent:        getenv(Agent),
 		Dir:          getenv(Dir),
+		SpillDir:     getenv(SpillDir),
 		Machine:      getenv(Machine),
 		GCSCA:        getenv(GCSCA),
 		GCSCert:      getenv(GCSCert),
