@@ -9,7 +9,7 @@
 //	rayctl start --head [--host 127.0.0.1] [--port 6379] [--join-port 6380]
 //	           | --address HOST:PORT[,HOST:PORT] [--token T | --token-file F] [--join-address H:P]
 //	             [--insecure] [--gcs-ca F --gcs-cert F --gcs-key F] [--num-cpus N] [--num-gpus N] [--resources '{"accel":2}']
-//	             [--object-store-memory 2GiB] [--session-dir /tmp/ray-go]
+//	             [--object-store-memory 2GiB] [--spill-dir DIR] [--session-dir /tmp/ray-go]
 //	             [--gcs-endpoints a:2379,b:2379] [--namespace NS] [--block]
 //	rayctl stop [--force] [--session-dir DIR]
 //	rayctl status [--address A] [-o text|json]

@@ -110,6 +110,9 @@ type agentFile struct {
 	DashboardAddress string `json:"dashboard_address,omitempty"`
 	// DashboardTLS: the dashboard speaks HTTPS (--dashboard-tls).
 	DashboardTLS bool `json:"dashboard_tls,omitempty"`
+	// SpillDir is the agent's own directory in --spill-dir, where its worker processes'
+	// object stores spill ("": under their directories in Dir).
+	SpillDir string `json:"spill_dir,omitempty"`
 }
 
 // agentError is the content of agent.err.

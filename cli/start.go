@@ -25,6 +25,7 @@ import (
 	"github.com/ray-go/ray/internal/assembly/dashboard"
 	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/workerenv"
+	"github.com/ray-go/ray/objects/shard"
 )
 
 // readyTimeout bounds how long `rayctl start` waits for its background agent.
@@ -49,6 +50,9 @@ func startCommand() *ucli.Command {
 			&ucli.Float64Flag{Name: "num-gpus", Usage: "GPUs this machine offers", EnvVars: []string{"RAY_GO_NUM_GPUS"}},
 			&ucli.StringFlag{Name: "resources", Usage: `custom resources as JSON, e.g. '{"accel":2}' (CPU and GPU have their own flags)`, EnvVars: []string{"RAY_GO_CUSTOM_RESOURCES"}},
 			&ucli.StringFlag{Name: "object-store-memory", Usage: "object store budget: bytes, or with a unit: 500MB, 2GiB", DefaultText: "30% of RAM", EnvVars: []string{"RAY_GO_OBJECT_STORE_MEMORY"}},
+			&ucli.StringFlag{Name: "spill-dir", Usage: "where this machine's object stores spill objects beyond --object-store-memory (Ray's --object-spilling-directory), e.g. a scratch disk: " +
+				"a directory, created if missing; a relative path is taken from the current directory. The agent works in a directory of its own there, ray-go-agent-<id>, " +
+				"removed by rayctl stop, and touches nothing else, so agents may share it", DefaultText: "<session-dir>/agent-<id>/workers/<job>/spill", EnvVars: []string{workerenv.SpillDir}},
 			sessionDirFlag(),
 			&ucli.StringFlag{Name: "gcs-endpoints", Usage: "head: use this external etcd (HOST:PORT[,HOST:PORT]) as the GCS instead of an embedded one", EnvVars: []string{"RAY_GO_GCS_ENDPOINTS"}},
 			namespaceFlag(),
@@ -141,6 +145,13 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 			return cfg, exitf(ExitError, "--object-store-memory %q: want a positive size in bytes, or with a unit such as 500MB or 2GiB", s)
 		}
 		cfg.ObjectStoreBytes = int64(n)
+	}
+	if c.IsSet("spill-dir") {
+		spill, err := shard.CheckSpillDir(c.String("spill-dir"))
+		if err != nil {
+			return cfg, exitf(ExitError, "--spill-dir: %v", err)
+		}
+		cfg.SpillDir = spill
 	}
 	dir, err := filepath.Abs(c.String("session-dir"))
 	if err != nil {
@@ -340,6 +351,7 @@ func runAgent(c *ucli.Context, cfg agent.Config) error {
 		Dir: cfg.SessionDir, StartedUnixMs: time.Now().UnixMilli(),
 		Insecure: cfg.Insecure, JoinAddress: a.JoinAddress(), MetricsAddress: a.MetricsAddress(),
 		DashboardAddress: a.DashboardAddress(), DashboardTLS: cfg.DashboardTLS && a.DashboardAddress() != "",
+		SpillDir: a.SpillDir(),
 	}
 	if f := a.CredentialFiles(); !cfg.Insecure {
 		info.GCSCA, info.GCSCert, info.GCSKey = f.CA, f.Cert, f.Key
@@ -381,6 +393,9 @@ func printStarted(c *ucli.Context, info agentFile) {
 	}
 	fmt.Fprintf(w, "ray-go %s %s started (pid %d); the cluster's GCS is at %s\n", kind, info.AgentID, info.Pid, info.Address)
 	fmt.Fprintf(w, "Its files and logs: %s\n", info.Dir)
+	if info.SpillDir != "" {
+		fmt.Fprintf(w, "Its object stores spill to: %s\n", info.SpillDir)
+	}
 	if info.MetricsAddress != "" {
 		fmt.Fprintf(w, "Its Prometheus metrics: http://%s/metrics\n", info.MetricsAddress)
 	}

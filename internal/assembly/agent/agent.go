@@ -26,6 +26,7 @@ import (
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/objects/shard"
 	"github.com/ray-go/ray/tasks/machine"
 )
 
@@ -90,6 +91,8 @@ type Agent struct {
 	// directory's path is too long for one (removed by Stop).
 	machine    *machine.Server
 	machineDir string
+	// spill is the agent's own directory in Config.SpillDir (nil without one).
+	spill *shard.SpillDir
 
 	ctx    context.Context // canceled by Stop
 	cancel context.CancelFunc
@@ -124,8 +127,15 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 			return nil, fmt.Errorf("agent: session directory: %w", err)
 		}
 	}
+	var spill *shard.SpillDir
+	if cfg.SpillDir != "" {
+		if spill, err = shard.OpenSpillDir(cfg.SpillDir, shard.AgentSpillPrefix+cfg.ID); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+	}
 	host, _ := os.Hostname()
 	a := &Agent{
+		spill:    spill,
 		cfg:      cfg,
 		id:       cfg.ID,
 		hostname: host,
@@ -140,6 +150,7 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 			a.stopMetrics()
 			a.wg.Wait()
 			a.stopMachine()
+			a.closeSpill()
 			a.closeGCS()
 		}
 	}()
@@ -177,7 +188,7 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 		go a.writeCRLs()
 		go a.syncUsersLoop()
 	}
-	a.log.Info("agent started", "head", cfg.Head, "address", a.Address(), "dir", cfg.SessionDir,
+	a.log.Info("agent started", "head", cfg.Head, "address", a.Address(), "dir", cfg.SessionDir, "spill_dir", a.SpillDir(),
 		"resources", cfg.Resources, "object_store_bytes", cfg.ObjectStoreBytes, "metrics", a.metricsAddr, "dashboard", a.dashboardAddr)
 	return a, nil
 }
@@ -519,7 +530,8 @@ func (a *Agent) Stop(ctx context.Context) error {
 			a.stopErr = fmt.Errorf("agent: stop: %w", ctx.Err())
 		}
 		a.stopMachine()
-		if !refused { // a GCS that refuses this agent's certificate would not take the revocation
+		a.closeSpill() // after the worker processes
+		if !refused {  // a GCS that refuses this agent's certificate would not take the revocation
 			a.leaseMu.Lock()
 			lease := a.lease
 			a.leaseMu.Unlock()
@@ -533,6 +545,24 @@ func (a *Agent) Stop(ctx context.Context) error {
 		a.log.Info("agent stopped")
 	})
 	return a.stopErr
+}
+
+// closeSpill removes the agent's spill directory (Config.SpillDir), with what its worker
+// processes left there.
+func (a *Agent) closeSpill() {
+	if a.spill != nil {
+		if err := a.spill.Close(); err != nil {
+			a.log.Warn("agent: remove the spill directory", "dir", a.spill.Dir, "err", err)
+		}
+	}
+}
+
+// SpillDir is the directory of this agent in Config.SpillDir ("" without one).
+func (a *Agent) SpillDir() string {
+	if a.spill == nil {
+		return ""
+	}
+	return a.spill.Dir
 }
 
 func (a *Agent) closeGCS() {

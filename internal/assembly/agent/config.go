@@ -44,6 +44,13 @@ type Config struct {
 	Resources map[string]float64
 	// ObjectStoreBytes is the object store budget of this machine (default 30% of RAM).
 	ObjectStoreBytes int64
+	// SpillDir, when set, is where the object stores of this machine's worker processes
+	// spill (instead of under their directory in SessionDir): the agent makes a directory
+	// of its own there, ray-go-agent-<ID>, in which each worker process's node makes its
+	// own (shard.OpenSpillDir); Stop removes it, and a restarted agent (the same ID)
+	// empties what its killed run left. Nothing else in SpillDir is touched, so agents may
+	// share it. Start fails when it is not a writable directory (shard.CheckSpillDir).
+	SpillDir string
 	// SessionDir is this agent's own directory: gcs/ (embedded etcd data), logs/ (worker and
 	// submission output), workers/<job> (the directory of each worker process), bin/<sha256>
 	// (executables fetched from the GCS), submissions/<id> (unpacked working directories).

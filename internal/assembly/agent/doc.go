@@ -46,6 +46,13 @@
 //     once the last of them is dead (the job record is left as the driver wrote it). Before
 //     it stops an ended job's worker, the manager reads the actor table itself (the
 //     mirrors are separate watches, and the actors one can trail the jobs one).
+//   - Spilling: with Config.SpillDir (rayctl start --spill-dir) the agent makes its own
+//     directory there, ray-go-agent-<ID> (shard.OpenSpillDir: locked while it runs,
+//     emptied when a restart of the same agent finds what a killed run left), passes it
+//     to its worker processes (workerenv.SpillDir), whose nodes each spill in a
+//     ray-go-spill-<node> directory of their own in it, and removes it in Stop after the
+//     worker processes; nothing else in SpillDir is touched. Without it they spill under
+//     their directory <SessionDir>/workers/<job>.
 //   - The machine's resources (machine.go): the agent holds Config.Resources in a
 //     machine ledger (package tasks/machine) served on <SessionDir>/machine.sock (0600;
 //     a 0700 directory under the temporary directory when that path is too long for a
