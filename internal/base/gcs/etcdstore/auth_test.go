@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,6 +174,9 @@ func TestAuth(t *testing.T) {
 			st.Close()
 		}
 		t.Errorf("a certificate without a user: %v, want ErrNoAccess", err)
+	} else if n := strings.Count(err.Error(), "etcdstore: "); n != 1 {
+		// Before, "etcdstore: etcd at X: etcdstore: the GCS grants this certificate no access".
+		t.Errorf("a certificate without a user: the error says \"etcdstore: \" %d times: %v", n, err)
 	} else {
 		t.Logf("no user: %v", err)
 	}

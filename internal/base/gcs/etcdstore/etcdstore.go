@@ -136,7 +136,7 @@ func (s *Store) Refused(err error) error {
 		return nil
 	}
 	if derr := diagnoseTLS(s.endpoints[0], s.tls); errors.Is(derr, ErrTLSRefused) {
-		return fmt.Errorf("etcdstore: etcd at %s: %w", strings.Join(s.endpoints, ","), derr)
+		return errorf("etcdstore: etcd at %s: %w", strings.Join(s.endpoints, ","), derr)
 	}
 	return nil
 }
@@ -175,7 +175,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	_, err = probe.Get(pctx, "gcs-probe", clientv3.WithCountOnly())
 	if is(err, rpctypes.ErrPermissionDenied) || is(err, rpctypes.ErrUserEmpty) {
 		_ = cli.Close()
-		return nil, fmt.Errorf("etcdstore: etcd at %s: %w: it accepts this client's certificate but grants it no access to the cluster's keys "+
+		return nil, errorf("etcdstore: etcd at %s: %w: it accepts this client's certificate but grants it no access to the cluster's keys "+
 			"(a certificate revoked since, or one the cluster made no user for): %v", strings.Join(cfg.Endpoints, ","), ErrNoAccess, err)
 	}
 	if err != nil {
@@ -184,7 +184,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("etcdstore: connect to %s: %w", strings.Join(cfg.Endpoints, ","), ctx.Err())
 		}
 		if derr := diagnoseTLS(cfg.Endpoints[0], cfg.TLS); derr != nil {
-			return nil, fmt.Errorf("etcdstore: etcd at %s: %w", strings.Join(cfg.Endpoints, ","), derr)
+			return nil, errorf("etcdstore: etcd at %s: %w", strings.Join(cfg.Endpoints, ","), derr)
 		}
 		return nil, fmt.Errorf("etcdstore: etcd at %s did not answer within %v: %w",
 			strings.Join(cfg.Endpoints, ","), timeout, err)
@@ -739,3 +739,25 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// errorf is fmt.Errorf for this package's errors, which start "etcdstore: ", wrapping one
+// of its sentinels (ErrTLSRefused, ErrNoAccess), which start so too: the message says the
+// prefix once ("etcdstore: etcd at X: TLS handshake ...", not "...: etcdstore: TLS
+// handshake ..."). errors.Is and errors.As see the wrapped errors as fmt.Errorf's.
+func errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	msg := err.Error()
+	if !strings.Contains(msg, ": etcdstore: ") {
+		return err
+	}
+	return &onePrefixError{msg: strings.ReplaceAll(msg, ": etcdstore: ", ": "), err: err}
+}
+
+// onePrefixError is err with its message msg.
+type onePrefixError struct {
+	msg string
+	err error
+}
+
+func (e *onePrefixError) Error() string { return e.msg }
+func (e *onePrefixError) Unwrap() error { return e.err }

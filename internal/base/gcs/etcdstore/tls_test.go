@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,10 @@ func TestTLS(t *testing.T) {
 		}
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+		// The prefix once: before, "etcdstore: etcd at X: etcdstore: TLS handshake ...".
+		if n := strings.Count(err.Error(), "etcdstore: "); n != 1 {
+			t.Errorf("%s: the error says \"etcdstore: \" %d times: %v", c.name, n, err)
 		}
 		if d := time.Since(t0); d > 10*time.Second {
 			t.Errorf("%s: refused after %v", c.name, d)
