@@ -87,7 +87,7 @@ func (h ActorHandle[T]) String() string {
 // returns), which encode them with MarshalCBOR, for that.
 func (h ActorHandle[T]) MarshalBinary() ([]byte, error) {
 	if h.err != nil {
-		return nil, fmt.Errorf("ray: cannot send a failed actor handle: %w", h.err)
+		return nil, rayErrorf("ray: cannot send a failed actor handle: %w", h.err)
 	}
 	return append(h.id[:len(h.id):len(h.id)], h.class...), nil
 }
@@ -142,7 +142,7 @@ func (h *ActorHandle[T]) UnmarshalCBOR(b []byte) error {
 	if len(b) == 0 || b[0] != 0x82 {
 		var raw []byte
 		if err := cbor.Unmarshal(b, &raw); err != nil {
-			return fmt.Errorf("ray: actor handle: %w", err)
+			return rayErrorf("ray: actor handle: %w", err)
 		}
 		return h.UnmarshalBinary(raw)
 	}
@@ -152,7 +152,7 @@ func (h *ActorHandle[T]) UnmarshalCBOR(b []byte) error {
 	}
 	var raw []byte
 	if err := cbor.Unmarshal(parts[0], &raw); err != nil {
-		return fmt.Errorf("ray: actor handle: %w", err)
+		return rayErrorf("ray: actor handle: %w", err)
 	}
 	p, err := codec.ParseRef(parts[1])
 	if err != nil {
@@ -383,7 +383,7 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 		err = o.actorOptsErr()
 	}
 	if err != nil {
-		return fail(fmt.Errorf("ray: actor %s: %w", c.name, err))
+		return fail(rayErrorf("ray: actor %s: %w", c.name, err))
 	}
 	spec := core.ActorSpec{
 		Class: c.name, Args: make([]core.Arg, len(args)), Resources: res,
@@ -400,7 +400,7 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 	}
 	for i, a := range args {
 		if spec.Args[i], err = a.toArg(tc.Core); err != nil {
-			return fail(fmt.Errorf("ray: actor %s: constructor argument %d: %w", c.name, i+1, err))
+			return fail(rayErrorf("ray: actor %s: constructor argument %d: %w", c.name, i+1, err))
 		}
 	}
 	id, err := tc.Core.CreateActor(tc, spec)
@@ -410,7 +410,7 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 			err = fmt.Errorf("%w: %v", ErrUnknownFunction, err)
 		}
 		if errors.Is(err, sched.ErrInfeasible) && !errors.Is(err, sched.ErrAffinityUnavailable) {
-			err = fmt.Errorf("ray: actor %s: %w%s", c.name, err, infeasibleHint)
+			err = rayErrorf("ray: actor %s: %w%s", c.name, err, infeasibleHint)
 		}
 		return fail(convert(err))
 	}
@@ -446,7 +446,7 @@ func GetActor[T any](ctx context.Context, class Class[T], name string, namespace
 		if own {
 			hint = "; this is the job's namespace: an actor of another job's namespace is found by giving it, GetActor(ctx, class, name, namespace), or by running both jobs in one with ray.WithNamespace"
 		}
-		return ActorHandle[T]{}, fmt.Errorf("ray: %w (never created, or it ended and its name is free again; `rayctl list actors` shows the cluster's actors and their namespaces%s)", err, hint)
+		return ActorHandle[T]{}, rayErrorf("ray: %w (never created, or it ended and its name is free again; `rayctl list actors` shows the cluster's actors and their namespaces%s)", err, hint)
 	}
 	if err != nil {
 		return ActorHandle[T]{}, err
@@ -676,7 +676,7 @@ func callActor[R, T any](ctx context.Context, h ActorHandle[T], m *actorMethod, 
 		return failedRef[R](err)
 	}
 	if err := h.check(); err != nil {
-		return failedRef[R](fmt.Errorf("ray: %s: %w", m.name, err))
+		return failedRef[R](rayErrorf("ray: %s: %w", m.name, err))
 	}
 	// The arguments' list lives on the stack (SubmitActorCall keeps its elements' contents,
 	// never the slice; a method takes at most four arguments): one allocation less per call.
@@ -688,7 +688,7 @@ func callActor[R, T any](ctx context.Context, h ActorHandle[T], m *actorMethod, 
 	list = list[:len(args)]
 	for i, a := range args {
 		if list[i], err = a.toArg(tc.Core); err != nil {
-			return failedRef[R](fmt.Errorf("ray: %s: argument %d: %w", m.name, i+1, err))
+			return failedRef[R](rayErrorf("ray: %s: argument %d: %w", m.name, i+1, err))
 		}
 	}
 	id, e, err := tc.Core.SubmitActorCall(tc, h.id, m.name, list, h.holder(tc.Core))

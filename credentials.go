@@ -27,7 +27,7 @@ func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (cred
 	if !files.IsZero() {
 		c, err := identity.Load(files)
 		if err != nil {
-			return nil, "", fmt.Errorf("ray: Init: %w: %s, %s, %s: %w", ErrNoCredentials, workerenv.GCSCA, workerenv.GCSCert, workerenv.GCSKey, err)
+			return nil, "", rayErrorf("ray: Init: %w: %s, %s, %s: %w", ErrNoCredentials, workerenv.GCSCA, workerenv.GCSCert, workerenv.GCSKey, err)
 		}
 		// A driver `rayctl job submit` runs has a certificate of its own, short-lived: it
 		// renews it at the join endpoint the head names, and gives it up at Shutdown.
@@ -45,20 +45,20 @@ func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (cred
 	case file != "":
 		tok, err = identity.ReadTokenFile(file)
 	case identity.PlainText(addr[0], time.Second):
-		return nil, "", fmt.Errorf("ray: Init: %w: the cluster at %s speaks plain text (its head was started with --insecure): set %s=1 or pass ray.WithInsecure()",
+		return nil, "", rayErrorf("ray: Init: %w: the cluster at %s speaks plain text (its head was started with --insecure): set %s=1 or pass ray.WithInsecure()",
 			ErrNoCredentials, addr[0], workerenv.Insecure)
 	default:
-		return nil, "", fmt.Errorf("ray: Init: %w: joining the cluster at %s needs its join token: set %s to the token `rayctl start --head` printed "+
+		return nil, "", rayErrorf("ray: Init: %w: joining the cluster at %s needs its join token: set %s to the token `rayctl start --head` printed "+
 			"(or %s to a file holding it, or pass ray.WithToken); `rayctl token show` on the head prints it. "+
 			"A cluster started with --insecure needs %s=1 instead", ErrNoCredentials, addr[0], workerenv.Token, workerenv.TokenFile, workerenv.Insecure)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("ray: Init: %w: %w", ErrNoCredentials, err)
+		return nil, "", rayErrorf("ray: Init: %w: %w", ErrNoCredentials, err)
 	}
 	joinAddr = os.Getenv(workerenv.JoinAddress)
 	if joinAddr == "" {
 		if joinAddr, err = identity.JoinAddress(addr[0]); err != nil {
-			return nil, "", fmt.Errorf("ray: Init: %w", err)
+			return nil, "", rayErrorf("ray: Init: %w", err)
 		}
 	}
 	host, _ := os.Hostname()
@@ -66,10 +66,10 @@ func driverCredentials(ctx context.Context, cfg initConfig, addr []string) (cred
 		Name: fmt.Sprintf("driver-%s-%d", host, os.Getpid())})
 	if err != nil {
 		if errors.Is(err, identity.ErrJoinUnreachable) {
-			return nil, "", fmt.Errorf("ray: Init: join the cluster at %s: the head's join endpoint is unreachable (%s says where it is if not at the GCS port + 1): %w",
+			return nil, "", rayErrorf("ray: Init: join the cluster at %s: the head's join endpoint is unreachable (%s says where it is if not at the GCS port + 1): %w",
 				addr[0], workerenv.JoinAddress, err)
 		}
-		return nil, "", fmt.Errorf("ray: Init: %w: %w", ErrNoCredentials, err)
+		return nil, "", rayErrorf("ray: Init: %w: %w", ErrNoCredentials, err)
 	}
 	return c, joinAddr, nil
 }

@@ -230,3 +230,25 @@ type objectLostError struct{ msg string }
 func (e *objectLostError) Error() string { return "ray: " + e.msg }
 
 func (e *objectLostError) Is(target error) bool { return target == ErrObjectLost }
+
+// rayErrorf is fmt.Errorf for this package's errors, which start "ray: ", wrapping
+// another (%w): when that one starts "ray: " too (ErrNoCredentials, ErrEncode, another
+// of this package's errors), the message says it once, not "ray: Init: ray: no valid
+// credentials ...". errors.Is and errors.As see the wrapped errors as fmt.Errorf's.
+func rayErrorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	msg := err.Error()
+	if !strings.Contains(msg, ": ray: ") {
+		return err
+	}
+	return &onePrefixError{msg: strings.ReplaceAll(msg, ": ray: ", ": "), err: err}
+}
+
+// onePrefixError is err with its message msg.
+type onePrefixError struct {
+	msg string
+	err error
+}
+
+func (e *onePrefixError) Error() string { return e.msg }
+func (e *onePrefixError) Unwrap() error { return e.err }

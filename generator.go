@@ -168,7 +168,7 @@ func submitGen[T any](ctx context.Context, f *remoteFunc, args ...argLike) *Obje
 		return &ObjectRefGenerator[T]{err: err}
 	}
 	if f.resErr != nil {
-		return &ObjectRefGenerator[T]{err: fmt.Errorf("ray: %s: %w", f.name, f.resErr)}
+		return &ObjectRefGenerator[T]{err: rayErrorf("ray: %s: %w", f.name, f.resErr)}
 	}
 	call := core.Call{
 		Function: f.name, Args: make([]core.Arg, len(args)), Resources: f.res, ResourcesPB: f.resPB,
@@ -178,7 +178,7 @@ func submitGen[T any](ctx context.Context, f *remoteFunc, args ...argLike) *Obje
 	}
 	for i, a := range args {
 		if call.Args[i], err = a.toArg(tc.Core); err != nil {
-			return &ObjectRefGenerator[T]{err: fmt.Errorf("ray: %s: argument %d: %w", f.name, i+1, err)}
+			return &ObjectRefGenerator[T]{err: rayErrorf("ray: %s: argument %d: %w", f.name, i+1, err)}
 		}
 	}
 	g, err := tc.Core.SubmitGenerator(tc, call, f.opts.genWindow)

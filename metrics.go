@@ -118,7 +118,7 @@ func serveMetrics(n *node.Node, port int, res sched.Resources, logger *slog.Logg
 	}))
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
-		return nil, fmt.Errorf("ray: Init: serve metrics on 127.0.0.1:%d: %w", port, err)
+		return nil, rayErrorf("ray: Init: serve metrics on 127.0.0.1:%d: %w", port, err)
 	}
 	m := &metricsServer{
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,

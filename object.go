@@ -200,7 +200,7 @@ func Get[T any](ctx context.Context, r ObjectRef[T]) (T, error) {
 		v, err = codec.Unmarshal[T](data)
 	}
 	if err != nil {
-		return zero, fmt.Errorf("ray: object %s: %w", h.id, err)
+		return zero, rayErrorf("ray: object %s: %w", h.id, err)
 	}
 	v = bindRefs(ctx, v)
 	return v, nil

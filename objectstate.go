@@ -3,7 +3,6 @@ package ray
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/ray-go/ray/internal/assembly/core"
@@ -127,7 +126,7 @@ func gatherObjects(ctx context.Context, f ObjectFilter, q core.ObjectQuery) (*co
 	}
 	res, err := taskstate.GatherObjects(ctx, n.GCS(), job, q, taskstate.Options{Local: n.Core, LocalNode: n.ID, Dead: n.KnownExited})
 	if err != nil {
-		return nil, fmt.Errorf("ray: %w", err)
+		return nil, rayErrorf("ray: %w", err)
 	}
 	return &res.ObjectReport, partialError(res.Missing, res.Processes)
 }

@@ -288,7 +288,7 @@ func (o *callOpts) resourcesOf() (sched.Resources, error) {
 	}
 	r, err := sched.FromMap(m)
 	if err != nil {
-		return r, fmt.Errorf("ray: bad task resources: %w", err)
+		return r, rayErrorf("ray: bad task resources: %w", err)
 	}
 	if err := countOption("MaxRetries", o.maxRetries, true); err != nil {
 		return r, err

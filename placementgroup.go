@@ -2,7 +2,6 @@ package ray
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/tasks/sched"
@@ -62,17 +61,17 @@ func PlacementGroup(ctx context.Context, bundles []Bundle, strategy PlacementStr
 	}
 	st, err := sched.ParseBundleStrategy(string(strategy))
 	if err != nil {
-		return nil, fmt.Errorf("ray: placement group: %w", err)
+		return nil, rayErrorf("ray: placement group: %w", err)
 	}
 	res := make([]sched.Resources, len(bundles))
 	for i, b := range bundles {
 		if res[i], err = sched.FromMap(b); err != nil {
-			return nil, fmt.Errorf("ray: placement group: bundle %d: %w", i, err)
+			return nil, rayErrorf("ray: placement group: bundle %d: %w", i, err)
 		}
 	}
 	pg, err := tc.Core.CreatePlacementGroup(res, st, "")
 	if err != nil {
-		return nil, fmt.Errorf("ray: placement group: %w", err)
+		return nil, rayErrorf("ray: placement group: %w", err)
 	}
 	return &PlacementGroupHandle{pg: pg}, nil
 }
@@ -119,7 +118,7 @@ func (h *PlacementGroupHandle) Bundles() []Bundle {
 // can remove it.
 func (h *PlacementGroupHandle) Remove(ctx context.Context) error {
 	if err := h.pg.Remove(ctx); err != nil {
-		return fmt.Errorf("ray: remove placement group %s: %w", h.pg.ID, err)
+		return rayErrorf("ray: remove placement group %s: %w", h.pg.ID, err)
 	}
 	return nil
 }
@@ -138,7 +137,7 @@ func GetPlacementGroup(ctx context.Context, id string) (*PlacementGroupHandle, e
 	}
 	pg, err := tc.Core.ForeignGroup(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("ray: placement group: %w", err)
+		return nil, rayErrorf("ray: placement group: %w", err)
 	}
 	return &PlacementGroupHandle{pg: pg}, nil
 }
@@ -156,7 +155,7 @@ func CurrentPlacementGroup(ctx context.Context) (*PlacementGroupHandle, bool, er
 	}
 	pg, err := tc.Core.ForeignGroup(ctx, tc.Spec.PlacementGroup)
 	if err != nil {
-		return nil, false, fmt.Errorf("ray: the current placement group: %w", err)
+		return nil, false, rayErrorf("ray: the current placement group: %w", err)
 	}
 	return &PlacementGroupHandle{pg: pg}, true, nil
 }

@@ -120,7 +120,7 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 		SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ray: Init: %w", err)
+		return nil, rayErrorf("ray: Init: %w", err)
 	}
 	s := &session{node: n}
 	if metricsPort != metricsOff {
@@ -174,7 +174,7 @@ func (cfg *initConfig) nodeResources() (sched.Resources, error) {
 	}
 	res, err := sched.FromMap(m)
 	if err != nil {
-		return res, fmt.Errorf("ray: Init: node resources: %w", err)
+		return res, rayErrorf("ray: Init: node resources: %w", err)
 	}
 	return res, nil
 }
@@ -193,10 +193,10 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, GCSTimeout: cfg.gcsTimeout, CallSites: callSitesOn(), SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor},
 	})
 	if errors.Is(err, node.ErrCredentials) {
-		return nil, fmt.Errorf("ray: Init: join the cluster at %s: %w: %w", cfg.address, ErrNoCredentials, err)
+		return nil, rayErrorf("ray: Init: join the cluster at %s: %w: %w", cfg.address, ErrNoCredentials, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ray: Init: join the cluster at %s: %w", cfg.address, err)
+		return nil, rayErrorf("ray: Init: join the cluster at %s: %w", cfg.address, err)
 	}
 	s := &session{node: n}
 	if joinAddr != "" {
@@ -305,7 +305,7 @@ func (cfg *initConfig) heapFloor() (int64, error) {
 	}
 	floor, set, err := workerenv.ParseGCHeapFloor(os.Getenv(workerenv.GCHeapFloor))
 	if err != nil {
-		return 0, fmt.Errorf("ray: Init: %w", err)
+		return 0, rayErrorf("ray: Init: %w", err)
 	}
 	if !set {
 		floor = DefaultGCHeapFloor

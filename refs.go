@@ -34,7 +34,7 @@ func (r ObjectRef[T]) MarshalCBOR() ([]byte, error) {
 	case r.h == nil:
 		return []byte{0xf6}, nil
 	case r.h.err != nil:
-		return nil, fmt.Errorf("ray: a failed ObjectRef cannot be passed inside a value: %w", r.h.err)
+		return nil, rayErrorf("ray: a failed ObjectRef cannot be passed inside a value: %w", r.h.err)
 	case r.h.gone.Load():
 		return nil, fmt.Errorf("ray: ObjectRef %s was released and cannot be passed inside a value", r.h.id)
 	}

@@ -90,7 +90,7 @@ func submitN(ctx context.Context, f *remoteFunc, n int, args ...argLike) []*hand
 		return fail(err)
 	}
 	if f.resErr != nil {
-		return fail(fmt.Errorf("ray: %s: %w", f.name, f.resErr))
+		return fail(rayErrorf("ray: %s: %w", f.name, f.resErr))
 	}
 	call := core.Call{
 		Function: f.name, Args: make([]core.Arg, len(args)), Resources: f.res, ResourcesPB: f.resPB,
@@ -101,7 +101,7 @@ func submitN(ctx context.Context, f *remoteFunc, n int, args ...argLike) []*hand
 	}
 	for i, a := range args {
 		if call.Args[i], err = a.toArg(tc.Core); err != nil {
-			return fail(fmt.Errorf("ray: %s: argument %d: %w", f.name, i+1, err))
+			return fail(rayErrorf("ray: %s: argument %d: %w", f.name, i+1, err))
 		}
 	}
 	list, entries, err := tc.Core.SubmitReturns(tc, call)

@@ -183,7 +183,7 @@ func gatherTasks(ctx context.Context, f TaskFilter, q core.TaskQuery) (*core.Tas
 	}
 	res, err := taskstate.Gather(ctx, n.GCS(), job, q, taskstate.Options{Local: n.Core, LocalNode: n.ID, Dead: n.KnownExited})
 	if err != nil {
-		return nil, fmt.Errorf("ray: %w", err)
+		return nil, rayErrorf("ray: %w", err)
 	}
 	return &res.TaskReport, partialError(res.Missing, res.Processes)
 }

@@ -64,7 +64,7 @@ func submit[R any](ctx context.Context, f *remoteFunc, args ...argLike) ObjectRe
 		return failedRef[R](err)
 	}
 	if f.resErr != nil {
-		return failedRef[R](fmt.Errorf("ray: %s: %w", f.name, f.resErr))
+		return failedRef[R](rayErrorf("ray: %s: %w", f.name, f.resErr))
 	}
 	call := core.Call{
 		Function: f.name, Args: make([]core.Arg, len(args)), Resources: f.res, ResourcesPB: f.resPB,
@@ -74,7 +74,7 @@ func submit[R any](ctx context.Context, f *remoteFunc, args ...argLike) ObjectRe
 	}
 	for i, a := range args {
 		if call.Args[i], err = a.toArg(tc.Core); err != nil {
-			return failedRef[R](fmt.Errorf("ray: %s: argument %d: %w", f.name, i+1, err))
+			return failedRef[R](rayErrorf("ray: %s: argument %d: %w", f.name, i+1, err))
 		}
 	}
 	id, e, err := tc.Core.Submit(tc, call)
@@ -112,7 +112,7 @@ func decodeArg[T any](ctx context.Context, name string, args [][]byte, i int) (T
 		v, err = codec.Unmarshal[T](args[i])
 	}
 	if err != nil {
-		return v, fmt.Errorf("ray: %s: argument %d: %w", name, i+1, err)
+		return v, rayErrorf("ray: %s: argument %d: %w", name, i+1, err)
 	}
 	v = bindRefs(ctx, v)
 	return v, nil
