@@ -1,8 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -47,6 +54,9 @@ func tokenAction(c *ucli.Context, rotate bool) error {
 	if c.NArg() > 0 {
 		return exitf(ExitError, "token %s takes no arguments", c.Command.Name)
 	}
+	if err := tokenUnreadable(c.String("session-dir")); err != nil {
+		return err
+	}
 	agents, err := localAgents(c.String("session-dir"))
 	if err != nil {
 		return err
@@ -83,9 +93,81 @@ func tokenAction(c *ucli.Context, rotate bool) error {
 			head.info.Address)
 	}
 	tok, err := identity.ReadTokenFile(path)
+	if errors.Is(err, fs.ErrPermission) {
+		return notHeadUser(path, c.String("session-dir"))
+	}
 	if err != nil {
 		return exitf(ExitError, "%v", err)
 	}
 	fmt.Fprintln(c.App.Writer, tok)
 	return nil
+}
+
+// tokenUnreadable says, when this user may not look into the session dir or an agent's
+// directory in it (the head's files are its user's alone: 0700), that only the head's
+// user can read the token and how to get it; before, `token show` run as another user
+// said that no head ran there, or only "permission denied". Nil when nothing is in the
+// way (or the session dir does not exist).
+func tokenUnreadable(sessionDir string) error {
+	entries, err := os.ReadDir(sessionDir)
+	if errors.Is(err, fs.ErrPermission) {
+		return notHeadUser(sessionDir, sessionDir)
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), agentDirPref) {
+			continue
+		}
+		dir := filepath.Join(sessionDir, e.Name())
+		f, err := os.Open(filepath.Join(dir, pidFileName))
+		if err == nil {
+			f.Close()
+			continue
+		}
+		if errors.Is(err, fs.ErrPermission) {
+			if _, derr := os.ReadDir(dir); errors.Is(derr, fs.ErrPermission) {
+				return notHeadUser(dir, sessionDir)
+			}
+			return notHeadUser(filepath.Join(dir, pidFileName), sessionDir)
+		}
+	}
+	return nil
+}
+
+// notHeadUser is the error of a head's file or directory (path) this user may not read.
+func notHeadUser(path, sessionDir string) error {
+	// What this user cannot see into: path, or the directory above it that hides it.
+	fi, err := os.Stat(path)
+	for p := path; errors.Is(err, fs.ErrPermission) && filepath.Dir(p) != p; {
+		p = filepath.Dir(p)
+		if fi, err = os.Stat(p); err == nil {
+			path = p
+		}
+	}
+	owner := "its owner"
+	ownerName := ""
+	if err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			if int(st.Uid) == os.Getuid() {
+				return exitf(ExitError, "cannot read the join token: %s is yours but its mode %04o does not let you read it: chmod %s %s",
+					path, fi.Mode().Perm(), map[bool]string{true: "700", false: "600"}[fi.IsDir()], path)
+			}
+			ownerName = userName(int(st.Uid))
+			owner = fmt.Sprintf("user %s (mode %04o)", ownerName, fi.Mode().Perm())
+		}
+	}
+	sudo := "as the user that started the head"
+	if ownerName != "" {
+		sudo = fmt.Sprintf("as %s (e.g. `sudo -u %s rayctl token show --session-dir %s`)", ownerName, ownerName, sessionDir)
+	}
+	return exitf(ExitCredentials, "cannot read the join token: %s belongs to %s, and only the user that started the head may read the head's files "+
+		"(you are %s). Run `rayctl token show` on the head's machine %s, or ask whoever runs the cluster for the token",
+		path, owner, userName(os.Getuid()), sudo)
+}
+
+// userName is the name of uid, or "uid N".
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(uid)
 }
