@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ray-go/ray/cli"
 )
 
 // TestRevokedAgentStops: an agent (a second machine's, real processes) whose node
@@ -94,6 +96,23 @@ func TestRevokedAgentStops(t *testing.T) {
 		t.Errorf("the agent's log says \"context deadline exceeded\" %d times:\n%s", n, tail(log))
 	}
 	t.Logf("the agent said: %s", refusals[0])
+
+	// Started again without a token, it says its certificate was revoked and how to
+	// rejoin. Before, it said only "no credentials to join the cluster".
+	out, errOut, code = run(t, 90*time.Second, nil, rayctl, "start", "--address", addr, "--session-dir", other, "--num-cpus", "1")
+	if code != cli.ExitCredentials {
+		t.Fatalf("rayctl start of the revoked agent without a token: exit %d, want %d\n%s\n%s", code, cli.ExitCredentials, out, errOut)
+	}
+	for _, want := range []string{"revoked", serial, "rayctl start --address " + addr + " --session-dir " + other + " --token", "rayctl token show"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("restarted without a token, the revoked agent does not say %q: %s", want, errOut)
+		}
+	}
+	for _, prefix := range []string{"rayctl: agent:", "etcdstore: "} { // each once, not "etcdstore: etcd at X: etcdstore: TLS ..."
+		if n := strings.Count(errOut, prefix); n != 1 {
+			t.Errorf("restarted without a token, the revoked agent's error says %q %d times, want once: %s", prefix, n, errOut)
+		}
+	}
 
 	// What it says to do works: the agent joins again, with a new certificate.
 	if out, errOut, code := run(t, 90*time.Second, tok, rayctl, "start", "--address", addr, "--session-dir", other, "--num-cpus", "1"); code != 0 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/base/identity"
 	"github.com/ray-go/ray/internal/base/workerenv"
 )
@@ -127,6 +128,9 @@ func (a *Agent) joinCredentials(ctx context.Context) (*identity.Credentials, err
 			return nil, fmt.Errorf("%w: the cluster at %s speaks plain text (its head was started with --insecure): join it with --insecure",
 				ErrNoCredentials, a.Address())
 		}
+		if err := a.previousCertRefused(ctx); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: the cluster at %s is secure: pass its join token (--token, %s or --token-file; "+
 			"`rayctl start --head` printed it, `rayctl token show` on the head prints it again)", ErrNoCredentials, a.Address(), workerenv.Token)
 	}
@@ -154,6 +158,39 @@ func (a *Agent) joinCredentials(ctx context.Context) (*identity.Credentials, err
 	}
 	a.creds = files
 	return c, nil
+}
+
+// previousCertRefused explains a restart without a token of an agent whose certificate,
+// from its last run (kept in TLSDir), the cluster no longer accepts: revoked (`rayctl cert
+// revoke`: the GCS refuses its handshakes or its requests) or expired. The agent needs a
+// token either way, but "no credentials" alone hid why its certificate stopped working.
+// Nil when there is no such certificate, or the cluster still takes it (or cannot say).
+func (a *Agent) previousCertRefused(ctx context.Context) error {
+	prev, err := identity.Load(identity.FilesIn(TLSDir(a.cfg.SessionDir)))
+	if err != nil || prev.Role() != identity.RoleNode {
+		return nil
+	}
+	serial := identity.SerialText(prev.Leaf().SerialNumber)
+	rejoin := a.cfg.Rejoin
+	if rejoin == "" {
+		rejoin = "start it again with the cluster's join token (a new certificate)"
+	}
+	if exp := prev.Leaf().NotAfter; time.Now().After(exp) {
+		return fmt.Errorf("%w: this agent's certificate from its last run (serial %s) expired at %s; to rejoin the cluster at %s: %s",
+			ErrCredentials, serial, exp.UTC().Format(time.RFC3339), a.Address(), rejoin)
+	}
+	s, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: a.cfg.GCSEndpoints, DialTimeout: 5 * time.Second, Namespace: a.cfg.Namespace,
+		Logger: a.log, TLS: prev.ClientTLS()})
+	if err == nil {
+		_ = s.Close()
+		return nil
+	}
+	if !errors.Is(err, etcdstore.ErrTLSRefused) && !errors.Is(err, etcdstore.ErrNoAccess) {
+		return nil
+	}
+	return fmt.Errorf("%w: the cluster at %s refuses this agent's certificate from its last run (serial %s): it was revoked "+
+		"(`rayctl cert revoke`; `rayctl cert list` on the head says), so it cannot rejoin with it; to rejoin the cluster: %s (%v)",
+		ErrCredentials, a.Address(), serial, rejoin, err)
 }
 
 // clientTLS is the TLS configuration of credentials, nil for none.
