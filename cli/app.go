@@ -275,6 +275,9 @@ func connect(c *ucli.Context) (gcs.Store, []string, error) {
 	case err != nil && probe(addr, time.Second) == probeHTTP:
 		return nil, nil, notTheGCS(addr)
 	case err != nil:
+		if jerr := joinPortGiven(addr); jerr != nil {
+			return nil, nil, jerr
+		}
 		return nil, nil, exitf(ExitGCSUnreachable,
 			"cannot reach the cluster's GCS at %s within %v: is the head agent running (`rayctl start --head`), and is the address right (--address, RAY_ADDRESS)? (%v)",
 			strings.Join(addr, ","), dialTimeout, err)
@@ -418,6 +421,11 @@ func clientCredentials(c *ucli.Context, addr []string) (*tls.Config, error) {
 		if err == nil && cached != nil {
 			return cached.ClientTLS(), nil
 		}
+		if err != nil {
+			if jerr := joinPortGiven(addr); jerr != nil {
+				return nil, jerr
+			}
+		}
 		switch {
 		case errors.Is(err, identity.ErrJoinUnreachable):
 			return nil, exitf(ExitGCSUnreachable, "cannot reach the cluster at %s: is the head agent running? (%v; pass --join-address if the head's join endpoint is not at the GCS port + 1)",
@@ -452,7 +460,30 @@ func clientCredentials(c *ucli.Context, addr []string) (*tls.Config, error) {
 		return nil, exitf(ExitCredentials, "the cluster at %s speaks plain text (its head was started with --insecure): pass --insecure (or %s=1)",
 			strings.Join(addr, ","), workerenv.Insecure)
 	}
+	if err := joinPortGiven(addr); err != nil {
+		return nil, err
+	}
 	return nil, exitf(ExitCredentials, "no credentials for the cluster at %s: %s", strings.Join(addr, ","), howToAuthenticate)
+}
+
+// joinPortGiven is the error of a cluster address where a head's join endpoint answers
+// (its port, the GCS port + 1 by default, taken for the GCS's), naming the GCS address
+// to use; nil when none of addr is one. Only for a connection that failed: it asks each
+// address (identity.JoinEndpointAt).
+func joinPortGiven(addr []string) error {
+	for _, a := range addr {
+		gcsAddr, ok := identity.JoinEndpointAt(a, 2*time.Second)
+		if !ok {
+			continue
+		}
+		use := "the GCS port, the join port - 1 unless the head was started with --join-port"
+		if gcsAddr != "" {
+			use = gcsAddr
+		}
+		return exitf(ExitGCSUnreachable, "%s is the head's join endpoint (where agents and drivers trade the join token for a certificate), not the cluster's GCS: "+
+			"pass the GCS address instead: %s (--address or RAY_ADDRESS, as `rayctl start --head` printed it)", a, use)
+	}
+	return nil
 }
 
 // notTheGCS is the error of an address where an HTTP server answers.

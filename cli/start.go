@@ -306,6 +306,8 @@ func classify(cfg agent.Config, err error) *exitError {
 			err)}
 	case errors.Is(err, agent.ErrNoCredentials) || errors.Is(err, agent.ErrCredentials):
 		return &exitError{code: ExitCredentials, err: err}
+	case errors.Is(err, agent.ErrJoinEndpoint):
+		return &exitError{code: ExitGCSUnreachable, err: err} // it says what to pass instead
 	case errors.Is(err, agent.ErrGCSUnreachable):
 		return &exitError{code: ExitGCSUnreachable, err: fmt.Errorf(
 			"cannot reach the cluster's GCS at %s: is the head agent running (`rayctl start --head` on the head machine) and the address right? (%v)",

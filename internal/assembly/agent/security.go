@@ -99,7 +99,8 @@ func (a *Agent) serveJoin(ca *identity.CA, creds *identity.Credentials) error {
 		return a.recordCert(ctx, cert)
 	}
 	s, err := identity.ServeJoin(addr, ca, creds, a.tokenDir.Read, record,
-		identity.JoinPolicy{DriverValidity: a.cfg.DriverCertValidity, MayRenew: a.mayRenew, Release: a.releaseCert}, a.log)
+		identity.JoinPolicy{DriverValidity: a.cfg.DriverCertValidity, MayRenew: a.mayRenew, Release: a.releaseCert,
+			GCSAddress: a.Address()}, a.log)
 	if err != nil {
 		if isAddrInUse(err) {
 			return fmt.Errorf("%w: the join endpoint's address %s is already in use (pass another with --join-port): %v", ErrPortInUse, addr, err)
@@ -146,6 +147,15 @@ func (a *Agent) joinCredentials(ctx context.Context) (*identity.Credentials, err
 		hosts = append(hosts, cfg.Host)
 	}
 	c, err := identity.Join(ctx, identity.JoinRequest{Address: addr, Token: *cfg.Token, Role: identity.RoleNode, Name: "agent-" + a.id, Hosts: hosts})
+	if err != nil {
+		if gcsAddr, ok := identity.JoinEndpointAt(cfg.GCSEndpoints[0], 2*time.Second); ok {
+			if gcsAddr == "" {
+				gcsAddr = "the join port - 1 unless the head was started with --join-port"
+			}
+			return nil, joinEndpointError(fmt.Sprintf("%s is the head's join endpoint (where agents and drivers trade the join token for a certificate), "+
+				"not the cluster's GCS: pass the GCS address with --address: %s", cfg.GCSEndpoints[0], gcsAddr))
+		}
+	}
 	switch {
 	case errors.Is(err, identity.ErrJoinUnreachable):
 		return nil, fmt.Errorf("%w: %w (pass the head's join address with --join-address if it is not the GCS port + 1)", ErrGCSUnreachable, err)
@@ -158,6 +168,18 @@ func (a *Agent) joinCredentials(ctx context.Context) (*identity.Credentials, err
 	}
 	a.creds = files
 	return c, nil
+}
+
+// ErrJoinEndpoint: the address given for the GCS is the head's join endpoint (its port, the
+// GCS port + 1 by default). The error says which address to use; it is also
+// ErrGCSUnreachable.
+var ErrJoinEndpoint = errors.New("agent: the head's join endpoint given as the GCS address")
+
+type joinEndpointError string
+
+func (e joinEndpointError) Error() string { return string(e) }
+func (e joinEndpointError) Is(target error) bool {
+	return target == ErrJoinEndpoint || target == ErrGCSUnreachable
 }
 
 // previousCertRefused explains a restart without a token of an agent whose certificate,

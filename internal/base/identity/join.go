@@ -31,6 +31,7 @@ const (
 	renewPath   = "/v1/renew"
 	releasePath = "/v1/release" // a driver that ended gives its certificate up (Release)
 	checkPath   = "/v1/check"   // is the token current? (JoinRequest.CheckOnly)
+	aboutPath   = "/v1/about"   // GET: what this endpoint is and where the GCS is (JoinEndpointAt)
 )
 
 // Limits of the join endpoint: a request is small, and a slow or idle client must not hold
@@ -71,6 +72,10 @@ type JoinPolicy struct {
 	// has ended and gives it up (Release): the head forgets it (its records and GCS user)
 	// at once rather than at its expiry. Its error refuses the release. nil: refused.
 	Release func(*x509.Certificate) error
+	// GCSAddress is the cluster's GCS address (HOST:PORT[,HOST:PORT]), told to whoever
+	// asks the endpoint what it is (JoinEndpointAt): a client given the join port where
+	// the GCS's belongs can say which one to use. Public: `rayctl start --head` prints it.
+	GCSAddress string
 }
 
 // joinRequest and joinResponse are the JSON bodies of POST /v1/join.
@@ -135,6 +140,7 @@ func ServeJoin(addr string, ca *CA, head *Credentials, token func() (Token, erro
 	mux.HandleFunc("POST "+renewPath, s.handleRenew)
 	mux.HandleFunc("POST "+releasePath, s.handleRelease)
 	mux.HandleFunc("POST "+checkPath, s.handle)
+	mux.HandleFunc("GET "+aboutPath, s.handleAbout)
 	s.srv = &http.Server{
 		Handler:           mux,
 		TLSConfig:         tcfg,
@@ -566,6 +572,40 @@ func JoinAddress(gcsAddr string) (string, error) {
 		return "", fmt.Errorf("identity: GCS address %q: bad port", gcsAddr)
 	}
 	return net.JoinHostPort(host, strconv.Itoa(p+1)), nil
+}
+
+// aboutResponse is the JSON body of GET /v1/about.
+type aboutResponse struct {
+	Service string `json:"service"` // aboutService
+	GCS     string `json:"gcs,omitempty"`
+}
+
+const aboutService = "ray-go join endpoint"
+
+func (s *JoinServer) handleAbout(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(aboutResponse{Service: aboutService, GCS: s.policy.GCSAddress})
+}
+
+// JoinEndpointAt reports whether a head's join endpoint answers at addr (host:port), and
+// the GCS address it names ("" when it names none): for a client whose connection to addr,
+// taken for the GCS, failed. It asks GET /v1/about over TLS without checking the server's
+// certificate (nothing secret is sent, and the answer only words an error).
+func JoinEndpointAt(addr string, timeout time.Duration) (gcs string, ok bool) {
+	c := &http.Client{Timeout: timeout, Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // a probe: nothing is trusted or sent
+		DisableKeepAlives: true,
+	}}
+	resp, err := c.Get("https://" + addr + aboutPath)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	var about aboutResponse
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 4<<10)).Decode(&about) != nil || about.Service != aboutService {
+		return "", false
+	}
+	return about.GCS, true
 }
 
 // PlainText reports whether the server at addr (host:port) speaks plain text rather than
