@@ -108,7 +108,10 @@
 // clientcert.go), or the credentials of an agent of this machine whose address
 // is the cluster's (so on the head's machine no token is needed). Without any: exit 4 when
 // nothing answers at the address (a stopped cluster, a wrong port) or an HTTP server does (the
-// dashboard's or a metrics port given as the GCS's), else exit 8 and what to pass. `token show` prints the head's token; `token rotate` replaces it (the join
+// dashboard's or a metrics port given as the GCS's) or the head's join endpoint does (its
+// port given as the GCS's: the error names the GCS address), else exit 8 and what to pass.
+// `token show` prints the head's token (run by a user who may not read the head's files,
+// exit 8 naming what it could not read and whose it is); `token rotate` replaces it (the join
 // endpoint reads the file per request: the old token is refused at once, certificates
 // already issued stay valid). `cert list` prints the certificates the head issued (its
 // certs/ records) and `cert revoke` revokes one (revoked/<serial>): nodes refuse it at their

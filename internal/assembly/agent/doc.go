@@ -121,7 +121,11 @@
 // the head) stop a joined agent: when registering again fails, etcdstore's Store.Refused
 // tells a refusal (a handshake the GCS refuses, or requests it denies) from an outage, and
 // the agent logs once what happened and how to rejoin (Config.Rejoin), stops, and Err
-// says why (wrapping ErrCredentials; `rayctl start` exits with it).
+// says why (wrapping ErrCredentials; `rayctl start` exits with it). Started again
+// without a token, it tries its last run's certificate (TLSDir) first: refused, Start
+// fails with ErrCredentials saying it was revoked and how to rejoin, not with
+// ErrNoCredentials. A GCS address where the head's join endpoint answers fails Start
+// with ErrJoinEndpoint, naming the GCS address.
 //
 // The head records every certificate it issues in the GCS, its own and the join
 // endpoint's (certs/<serial>, recordCert; a join whose record cannot be written is

@@ -46,7 +46,9 @@
 // refuses the join) and answers with the certificate and the CA certificate. The endpoint
 // reads the token on each request, so replacing the token file (`rayctl token rotate`)
 // takes effect at once; certificates already issued stay valid. Requests are bounded
-// (16 KiB bodies, 5 s to send headers, 10 s per request, 30 s idle).
+// (16 KiB bodies, 5 s to send headers, 10 s per request, 30 s idle). GET /v1/about says
+// what the endpoint is and the GCS address (JoinPolicy.GCSAddress), for a client given the
+// join port as the GCS's to say which to use (JoinEndpointAt).
 //
 // # Node to node
 //
