@@ -78,7 +78,9 @@ var ErrPartialState = errors.New("ray: partial state")
 
 // PartialStateError is the error of a state API call (ListTasks, GetTask, SummarizeTasks,
 // WriteTimeline, ListObjects, SummarizeObjects) some of whose processes did not answer in
-// time (10 s, or the context's deadline): the call returned what the others answered,
+// time (10 s, or the context's deadline), or could not be asked (a running job's driver
+// or worker process whose lease lapsed: stopped, hung, cut off; `rayctl list nodes`
+// shows such a driver UNREACHABLE): the call returned what the others answered,
 // which lacks the records those processes hold (as Ray's state API warns of a "partial
 // failure"). Branch on it with errors.As, or errors.Is(err, ErrPartialState), and use
 // the results; asking again may find them answering. A process known to have exited (its
@@ -86,14 +88,14 @@ var ErrPartialState = errors.New("ray: partial state")
 // waited for: its records went with it, and it is not named here.
 type PartialStateError struct {
 	// Missing names the processes (node IDs, as TaskInfo.Node and OwnerNode) that did
-	// not answer, sorted.
+	// not answer or could not be asked, sorted.
 	Missing []string
 	// Answered is how many processes did.
 	Answered int
 }
 
 func (e *PartialStateError) Error() string {
-	return fmt.Sprintf("ray: partial results: the processes of %d node(s) did not answer in time, their records are missing (%d answered): %s",
+	return fmt.Sprintf("ray: partial results: the processes of %d node(s) did not answer in time or are unreachable, their records are missing (%d answered): %s",
 		len(e.Missing), e.Answered, strings.Join(e.Missing, ", "))
 }
 

@@ -571,7 +571,7 @@ func actorCalls(ctx context.Context, store gcs.Store, w, errw io.Writer, a clust
 		return exitf(ExitError, "read the calls of actor %s: %v", a.ActorID, err)
 	}
 	if len(res.Missing) > 0 {
-		fmt.Fprintf(errw, "rayctl: the processes of %d node(s) did not answer in time, their calls are missing: %s\n", len(res.Missing), strings.Join(res.Missing, ", "))
+		fmt.Fprintf(errw, "rayctl: the processes of %d node(s) did not answer in time or are unreachable, their calls are missing: %s\n", len(res.Missing), strings.Join(res.Missing, ", "))
 	}
 	type span struct {
 		node     string

@@ -61,7 +61,7 @@ func gatherObjects(c *ucli.Context, job string, q core.ObjectQuery) (*taskstate.
 	}
 	if len(res.Missing) > 0 {
 		sort.Strings(res.Missing)
-		fmt.Fprintf(c.App.ErrWriter, "rayctl: the processes of %d node(s) did not answer in time, their objects are missing: %s\n",
+		fmt.Fprintf(c.App.ErrWriter, "rayctl: the processes of %d node(s) did not answer in time or are unreachable, their objects are missing: %s\n",
 			len(res.Missing), strings.Join(res.Missing, ", "))
 	}
 	return res, nil

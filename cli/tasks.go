@@ -52,7 +52,7 @@ func gatherTasks(c *ucli.Context, job string, q core.TaskQuery) (*taskstate.Resu
 	}
 	if len(res.Missing) > 0 {
 		sort.Strings(res.Missing)
-		fmt.Fprintf(c.App.ErrWriter, "rayctl: the processes of %d node(s) did not answer in time, their tasks are missing: %s\n",
+		fmt.Fprintf(c.App.ErrWriter, "rayctl: the processes of %d node(s) did not answer in time or are unreachable, their tasks are missing: %s\n",
 			len(res.Missing), strings.Join(res.Missing, ", "))
 	}
 	if res.Dropped > 0 {

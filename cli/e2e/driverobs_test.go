@@ -229,6 +229,27 @@ func TestDriverUnreachable(t *testing.T) {
 		t.Errorf("rayctl status does not show the stopped driver unreachable:\n%s", out)
 	}
 	t.Logf("stopped %.1f s ago: rayctl status:\n%s", time.Since(stopped).Seconds(), out)
+	// The records of its tasks are in it, and it cannot be asked: the state API and the
+	// head's metrics say they are missing, instead of counting without them in silence.
+	_, errOut, code := run(t, time.Minute, env, rayctl, "summary", "tasks")
+	if code != 0 || !strings.Contains(errOut, "unreachable") || !strings.Contains(errOut, node) {
+		t.Errorf("rayctl summary tasks with the driver unreachable: exit %d, want a warning naming its node %s as missing; stderr:\n%s", code, node, errOut)
+	}
+	var eps []struct {
+		URL string `json:"url"`
+	}
+	if out, errOut, code := run(t, time.Minute, env, rayctl, "metrics", "-o", "json"); json.Unmarshal([]byte(out), &eps) != nil || code != 0 || len(eps) != 1 {
+		t.Fatalf("rayctl metrics -o json: exit %d\n%s\n%s", code, out, errOut)
+	}
+	mctx, mcancel := context.WithTimeout(context.Background(), time.Minute)
+	head, err := metrics.Scrape(mctx, eps[0].URL)
+	mcancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing, _ := head.Value("ray_go_metrics_tasks_missing_processes"); missing < 1 {
+		t.Errorf("head /metrics with the driver unreachable: ray_go_metrics_tasks_missing_processes %v, want it counted", missing)
+	}
 
 	// Continued before the head gives up (6 s + 18 s after the lease lapsed): ALIVE again.
 	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {

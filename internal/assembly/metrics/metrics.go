@@ -179,7 +179,7 @@ var (
 	descMemUsed       = desc("ray_node_mem_used", "RAM in use on this machine in bytes (total minus available).")
 	descMemAvail      = desc("ray_node_mem_available", "RAM available on this machine in bytes (MemAvailable).")
 	descSourceUp      = desc("ray_go_metrics_source_up", "Whether a source of this scrape answered in time (1) or not (0): nodes, tasks, actors, proc.", "Source")
-	descTasksMissing  = desc("ray_go_metrics_tasks_missing_processes", "Processes that did not answer the task count query of this scrape in time.")
+	descTasksMissing  = desc("ray_go_metrics_tasks_missing_processes", "Processes that did not answer the task count query of this scrape in time, or could not be asked (a running job's driver or worker process whose lease lapsed): their tasks are not in ray_tasks.")
 	descScrapeSeconds = desc("ray_go_metrics_scrape_seconds", "How long this scrape's reads took.")
 )
 

@@ -147,7 +147,7 @@ func TestCollectorCluster(t *testing.T) {
 ray_actors{Name="C",State="ALIVE"} 2
 ray_actors{Name="C",State="DEAD"} 1
 ray_actors{Name="D",State="RESTARTING"} 1
-# HELP ray_go_metrics_tasks_missing_processes Processes that did not answer the task count query of this scrape in time.
+# HELP ray_go_metrics_tasks_missing_processes Processes that did not answer the task count query of this scrape in time, or could not be asked (a running job's driver or worker process whose lease lapsed): their tasks are not in ray_tasks.
 # TYPE ray_go_metrics_tasks_missing_processes gauge
 ray_go_metrics_tasks_missing_processes 2
 # HELP ray_tasks Tasks and actor calls by function (Name) and state, of every process of the cluster: ended attempts counted since each process started, live ones as they are now (head only).

@@ -68,3 +68,65 @@ func TestGatherSkipsExitedProcesses(t *testing.T) {
 		t.Errorf("Missing = %v, want %v (the live processes, which did not answer)", res.Missing, want)
 	}
 }
+
+// A process of a running job that is not in the node table although it has not exited
+// (its lease lapsed: SIGSTOP, a hang, a network cut) cannot be asked: Gather reports it
+// missing, with the processes that did not answer. It reported it neither asked nor
+// missing: `rayctl summary tasks` and the head's ray_tasks silently left out the tasks of
+// a stopped driver (ray_go_metrics_tasks_missing_processes 0) while `rayctl list nodes`
+// showed it UNREACHABLE. A process of an ended job, one whose agent recorded its exit,
+// and one the asker knows exited are not missing.
+func TestGatherReportsUnreachableProcesses(t *testing.T) {
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	put := func(key string, m proto.Message) {
+		b, _ := proto.Marshal(m)
+		if _, err := store.Put(ctx, key, b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// j1 runs: its driver "stopped-driver" and the worker process "stopped-worker" that
+	// agent a1 runs for it have no node record; the agent a2's worker process "exited"
+	// has none either, and is EXITED. The driver "known-dead" of j3 is one the asker's
+	// membership saw go.
+	put(gcs.JobKey("j1"), &pb.JobInfo{JobId: "j1", State: pb.JobInfo_RUNNING, DriverNode: "stopped-driver"})
+	put(gcs.JobWorkerKey("j1", "a1"), &pb.JobWorker{JobId: "j1", AgentId: "a1", State: pb.JobWorker_RUNNING, Pid: 10, NodeId: "stopped-worker"})
+	put(gcs.JobWorkerKey("j1", "a2"), &pb.JobWorker{JobId: "j1", AgentId: "a2", State: pb.JobWorker_EXITED, Pid: 20, NodeId: "exited", Exit: "exit status 1", ExitUnixMs: 2000})
+	// j2 ended: its driver and worker process are gone with it, not missing.
+	put(gcs.JobKey("j2"), &pb.JobInfo{JobId: "j2", State: pb.JobInfo_SUCCEEDED, DriverNode: "ended-driver"})
+	put(gcs.JobWorkerKey("j2", "a1"), &pb.JobWorker{JobId: "j2", AgentId: "a1", State: pb.JobWorker_RUNNING, Pid: 30, NodeId: "ended-worker"})
+	put(gcs.JobKey("j3"), &pb.JobInfo{JobId: "j3", State: pb.JobInfo_RUNNING, DriverNode: "known-dead"})
+	// j4 runs with its driver registered ("alive-driver", which answers nothing here).
+	put(gcs.JobKey("j4"), &pb.JobInfo{JobId: "j4", State: pb.JobInfo_RUNNING, DriverNode: "alive-driver"})
+	put(gcs.NodeKey("alive-driver"), &pb.NodeInfo{NodeId: "alive-driver", Role: "driver", JobId: "j4"})
+	dead := func(n string) bool { return n == "known-dead" }
+
+	for _, c := range []struct {
+		job  string
+		want []string
+	}{
+		{"j1", []string{"stopped-driver", "stopped-worker"}},
+		{"j2", nil},
+		{"j3", nil},
+		{"", []string{"alive-driver", "stopped-driver", "stopped-worker"}}, // every job: the alive one did not answer
+	} {
+		res, err := Gather(ctx, store, c.job, core.TaskQuery{Counts: true}, Options{Wait: time.Second, Dead: dead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(res.Missing)
+		if !slices.Equal(res.Missing, c.want) {
+			t.Errorf("Gather(job %q).Missing = %v, want %v", c.job, res.Missing, c.want)
+		}
+		ores, err := GatherObjects(ctx, store, c.job, core.ObjectQuery{}, Options{Wait: time.Second, Dead: dead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(ores.Missing)
+		if !slices.Equal(ores.Missing, c.want) {
+			t.Errorf("GatherObjects(job %q).Missing = %v, want %v", c.job, ores.Missing, c.want)
+		}
+	}
+}

@@ -20,7 +20,11 @@
 //     limit again, totals and summaries added) and revokes the lease, which deletes the
 //     query and every answer. A process that does not answer within the wait (10 s) is
 //     reported missing (Result.Missing; the root package's *PartialStateError, rayctl's
-//     warning line), and the others' answers are used.
+//     warning line), and the others' answers are used. So is a process of a running job
+//     that is not in the node table although it has not exited: the job's driver, or a
+//     worker process its agent runs, whose lease lapsed (stopped, hung, cut off: `rayctl
+//     list nodes` shows the driver UNREACHABLE); it is not asked, and its records are
+//     missing too.
 //
 // A process known to have exited is not asked at all (Result.Gone): its node record
 // outlives it until its lease lapses, and waiting for it held every query for the whole

@@ -155,7 +155,9 @@ func AskCollect(ctx context.Context, store gcs.Store, from ids.NodeID) error {
 // Result is what Gather found.
 type Result struct {
 	core.TaskReport
-	// Processes is how many processes answered; Missing names those that did not in time.
+	// Processes is how many processes answered; Missing names those that did not in time,
+	// and the unreachable processes of running jobs, which could not be asked (a driver
+	// or worker process whose node record lapsed: stopped, hung, cut off).
 	Processes int
 	Missing   []string
 	// Gone names the processes of the node table that were not asked: known to have
@@ -180,7 +182,7 @@ type Options struct {
 // the tasks it owns that match q, and merges their answers: the newest q.Limit, newest
 // first, the total of matches, the summary and the edges.
 func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, o Options) (*Result, error) {
-	expect, gone, err := processes(ctx, store, job, o.Dead)
+	expect, gone, unreachable, err := processes(ctx, store, job, o.Dead)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +212,7 @@ func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, 
 		res.Processes += len(answers)
 		res.Missing = missing
 	}
+	res.Missing = append(res.Missing, unreachable...)
 	res.TaskReport = Merge(reports, q)
 	return res, nil
 }
@@ -217,7 +220,8 @@ func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, 
 // ObjectResult is what GatherObjects found.
 type ObjectResult struct {
 	core.ObjectReport
-	// Processes is how many processes answered; Missing names those that did not in time.
+	// Processes is how many processes answered; Missing names those that did not in time
+	// or could not be asked (see Result.Missing).
 	Processes int
 	Missing   []string
 	// Gone names the processes not asked: known to have exited (see Result.Gone).
@@ -228,7 +232,7 @@ type ObjectResult struct {
 // it owns that match q, and merges their answers: the first q.Limit by ID, the total of
 // matches and the summary.
 func GatherObjects(ctx context.Context, store gcs.Store, job string, q core.ObjectQuery, o Options) (*ObjectResult, error) {
-	expect, gone, err := processes(ctx, store, job, o.Dead)
+	expect, gone, unreachable, err := processes(ctx, store, job, o.Dead)
 	if err != nil {
 		return nil, err
 	}
@@ -258,6 +262,7 @@ func GatherObjects(ctx context.Context, store gcs.Store, job string, q core.Obje
 		res.Processes += len(answers)
 		res.Missing = missing
 	}
+	res.Missing = append(res.Missing, unreachable...)
 	counts := map[[2]string]*core.ObjectCount{}
 	for _, r := range reports {
 		res.Objects = append(res.Objects, r.Objects...)
@@ -292,26 +297,29 @@ func from(o Options) string {
 // process's node record stays until its lease lapses (seconds after a crash), and waiting
 // for its answer held every query for the whole wait. Known exited: dead says so (the
 // asker's membership), or the agent that ran it as a job's worker process recorded its
-// exit (deadWorkers).
-func processes(ctx context.Context, store gcs.Store, job string, dead func(string) bool) (map[string]bool, []string, error) {
+// exit (deadWorkers). Unreachable (sorted) are the processes of a running job that
+// cannot be asked although they have not exited (unreachableProcesses): their records
+// are missing from any answer.
+func processes(ctx context.Context, store gcs.Store, job string, dead func(string) bool) (expect map[string]bool, gone, unreachable []string, err error) {
 	kvs, _, err := store.List(ctx, gcs.NodesPrefix)
 	if err != nil {
-		return nil, nil, fmt.Errorf("taskstate: list the nodes: %w", err)
+		return nil, nil, nil, fmt.Errorf("taskstate: list the nodes: %w", err)
 	}
-	expect := map[string]bool{}
+	expect = map[string]bool{}
+	registered := map[string]bool{}
 	var infos []*pb.NodeInfo
 	for _, kv := range kvs {
 		info := &pb.NodeInfo{}
 		if proto.Unmarshal(kv.Value, info) != nil || info.NodeId == "" {
 			continue
 		}
+		registered[info.NodeId] = true
 		if job == "" || info.JobId == job {
 			expect[info.NodeId] = true
 			infos = append(infos, info)
 		}
 	}
 	exited := deadWorkers(ctx, store, job, infos)
-	var gone []string
 	for node := range expect {
 		if exited[node] || (dead != nil && dead(node)) {
 			delete(expect, node)
@@ -319,7 +327,69 @@ func processes(ctx context.Context, store gcs.Store, job string, dead func(strin
 		}
 	}
 	slices.Sort(gone)
-	return expect, gone, nil
+	unreachable = unreachableProcesses(ctx, store, job, registered, dead)
+	return expect, gone, unreachable, nil
+}
+
+// unreachableProcesses returns the processes of job (every job when "") that are not in
+// the node table although their job runs and they have not exited (registered: the node
+// table's IDs): the driver of a RUNNING job whose node record lapsed (stopped, hung or
+// cut off: `rayctl list nodes` shows it UNREACHABLE until it comes back or the head
+// fails its job), and a worker process its agent runs for a RUNNING job (jobworkers/
+// RUNNING, with its node ID) whose node record lapsed. Nobody asks them, so without this
+// their records dropped out of every answer with no word (a query would report them
+// neither answered nor missing). A record that cannot be read adds nothing.
+func unreachableProcesses(ctx context.Context, store gcs.Store, job string, registered map[string]bool, dead func(string) bool) []string {
+	prefix := gcs.JobsPrefix
+	if job != "" {
+		prefix = gcs.JobKey(job)
+	}
+	kvs, _, err := store.List(ctx, prefix)
+	if err != nil {
+		return nil
+	}
+	running := map[string]bool{}
+	out := map[string]bool{}
+	lost := func(node string) {
+		if node != "" && !registered[node] && (dead == nil || !dead(node)) {
+			out[node] = true
+		}
+	}
+	for _, kv := range kvs {
+		id, _ := gcs.TrimKey(gcs.JobsPrefix, kv.Key)
+		info := &pb.JobInfo{}
+		if (job != "" && id != job) || proto.Unmarshal(kv.Value, info) != nil || info.GetState() != pb.JobInfo_RUNNING {
+			continue
+		}
+		running[id] = true
+		lost(info.GetDriverNode())
+	}
+	if len(running) == 0 {
+		return nil
+	}
+	wprefix := gcs.JobWorkersPrefix
+	if job != "" {
+		wprefix = gcs.JobWorkersOf(job)
+	}
+	if kvs, _, err = store.List(ctx, wprefix); err == nil {
+		for _, kv := range kvs {
+			rest, _ := gcs.TrimKey(gcs.JobWorkersPrefix, kv.Key)
+			j, agent, ok := strings.Cut(rest, "/")
+			if !ok || !running[j] {
+				continue
+			}
+			w, err := pb.DecodeJobWorker(j, agent, kv.Value)
+			if err == nil && w.GetState() == pb.JobWorker_RUNNING {
+				lost(w.GetNodeId())
+			}
+		}
+	}
+	ids := make([]string, 0, len(out))
+	for node := range out {
+		ids = append(ids, node)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // deadWorkers returns the worker processes among infos (node records of job, every job
