@@ -210,7 +210,8 @@ func timelineCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "timeline",
 		Usage: "write the tasks of a job (or of every job) as a Chrome trace for Perfetto or chrome://tracing (Ray's `ray timeline`)",
-		Description: "A track per worker, a span per task attempt that ran, a mark (on a \"not run\" track) per attempt that " +
+		Description: "A track per worker (more, named \"WORKER (2)\"..., for spans that would overlap others of its track without nesting: " +
+			"a span's start is estimated), a span per task attempt that ran, a mark (on a \"not run\" track) per attempt that " +
 			"failed or was cancelled before it ran, an arrow from a task to each task that took its result as an argument. " +
 			"Open the file at https://ui.perfetto.dev or chrome://tracing.",
 		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(),

@@ -20,6 +20,14 @@ import (
 // actor's track), with its state and error. Times are microseconds since the earliest
 // of these. Attempts that have not ended and not started (waiting) are left out; one
 // that is running has no span until it ends.
+//
+// The complete events of one thread must nest (a span inside another ends before it), or
+// Perfetto and chrome://tracing mis-draw them. A span's start is its owner's estimate (the
+// result's arrival less the run time the worker measured), and results come in batches,
+// so spans of tasks a worker (or a serial actor) ran back to back can overlap a little
+// without nesting. Such a span goes on another track of the same worker, named with
+// " (2)", " (3)", ... after the worker: every track's spans nest, and none is moved in
+// time.
 func WriteTimeline(w io.Writer, r *core.TaskReport) error {
 	type span struct {
 		ev       *core.TaskEvent
@@ -64,8 +72,68 @@ func WriteTimeline(w io.Writer, r *core.TaskReport) error {
 			t0 = at
 		}
 	}
-	// Oldest first reads best in a file and in viewers that stream it.
-	sort.Slice(spans, func(i, j int) bool { return spans[i].at < spans[j].at })
+	// Oldest first reads best in a file and in viewers that stream it; of spans that start
+	// together, the longest first (it holds the others).
+	sort.Slice(spans, func(i, j int) bool {
+		if spans[i].at != spans[j].at {
+			return spans[i].at < spans[j].at
+		}
+		return spans[i].ev.Ended > spans[j].ev.Ended
+	})
+	// Each track's spans nest: a span goes on the first of its track's lanes where it ends
+	// inside the innermost open span, else on the first lane with no span open at its
+	// start, else on a new lane.
+	type lane struct {
+		tid  int
+		open []int64 // the ends of the spans open at the last start, outermost first
+	}
+	lanes := map[int][]*lane{} // by the track's first tid
+	names := map[int][2]string{}
+	for wk, tid := range tids {
+		names[tid] = wk
+	}
+	for i := range spans {
+		sp := &spans[i]
+		if sp.mark {
+			continue
+		}
+		ls := lanes[sp.tid]
+		if ls == nil {
+			ls = []*lane{{tid: sp.tid}}
+		}
+		start, end := sp.ev.Started, sp.ev.Ended
+		// Inside an open span if one holds it (a nested task stays with its parent),
+		// else on the first lane with none open.
+		var in, free *lane
+		for _, l := range ls {
+			for len(l.open) > 0 && l.open[len(l.open)-1] <= start {
+				l.open = l.open[:len(l.open)-1]
+			}
+			switch {
+			case len(l.open) == 0 && free == nil:
+				free = l
+			case len(l.open) > 0 && end <= l.open[len(l.open)-1] && in == nil:
+				in = l
+			}
+		}
+		if in == nil {
+			in = free
+		}
+		if in != nil {
+			in.open = append(in.open, end)
+			lanes[sp.tid] = ls
+			sp.tid = in.tid
+		} else {
+			wk := names[sp.tid]
+			wk[1] = laneName(wk[1], len(ls)+1)
+			tid := len(tids) + 1
+			tids[wk] = tid
+			track := sp.tid
+			ls = append(ls, &lane{tid: tid, open: []int64{end}})
+			lanes[track] = ls
+			sp.tid = tid
+		}
+	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	buf := make([]byte, 0, 512)
 	first := true
@@ -198,6 +266,14 @@ func Drawn(ev *core.TaskEvent) bool {
 // before a worker started it): WriteTimeline marks it with an instant event at its end.
 func NotRun(ev *core.TaskEvent) bool {
 	return ev.Started == 0 && ev.Ended != 0 && ev.State != core.StateFinished
+}
+
+// laneName names the lane-th track (2, 3, ...) of the worker named worker.
+func laneName(worker string, lane int) string {
+	if worker == "" {
+		worker = "worker"
+	}
+	return worker + " (" + strconv.Itoa(lane) + ")"
 }
 
 // notRunTrack names the track of a node's attempts that ended without running.
