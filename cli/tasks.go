@@ -14,10 +14,13 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/ray-go/ray/internal/assembly/agent"
 	"github.com/ray-go/ray/internal/assembly/clusterstate"
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/assembly/taskstate"
+	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // Tasks in the state API: `rayctl list tasks`, `get task`, `summary tasks` and `timeline`.
@@ -58,7 +61,27 @@ func gatherTasks(c *ucli.Context, job string, q core.TaskQuery) (*taskstate.Resu
 	if res.Dropped > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "rayctl: %d older task records were dropped by their processes (ray.WithTaskEvents raises the retention)\n", res.Dropped)
 	}
+	if job != "" && res.Processes == 0 && len(res.Missing) == 0 {
+		if state, end := endedJob(ctx, store, job); state != "" {
+			fmt.Fprintf(c.App.ErrWriter, "rayctl: job %s ended (%s at %s): the records of its tasks were kept by its processes, which are gone with it (ray-go keeps no task history of an ended job)\n",
+				job, state, end)
+		}
+	}
 	return res, nil
+}
+
+// endedJob returns the state of job and when it ended, from its record, when it ended
+// ("" when it runs, or its record cannot be read): no process is left to answer for it.
+func endedJob(ctx context.Context, store gcs.Store, job string) (state, end string) {
+	kv, found, err := store.Get(ctx, gcs.JobKey(job))
+	if err != nil || !found {
+		return "", ""
+	}
+	info, err := agent.DecodeJob(job, kv.Value)
+	if err != nil || info.GetState() == pb.JobInfo_RUNNING || info.GetState() == pb.JobInfo_PENDING {
+		return "", ""
+	}
+	return info.GetState().String(), clusterstate.FormatTime(info.GetEndUnixMs())
 }
 
 // resolveJob finds the job whose ID is job or starts with it (6 characters at least), and

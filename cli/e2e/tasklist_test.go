@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,5 +33,27 @@ func TestDriverListsTasksOnce(t *testing.T) {
 	}
 	if res.Duplicated != 0 || !reflect.DeepEqual(res.Summary, want) {
 		t.Errorf("ListTasks listed %d task attempts more than once; SummarizeTasks: %v, want %v", res.Duplicated, res.Summary, want)
+	}
+
+	// The job has ended, and its records went with its processes: rayctl list tasks and
+	// timeline of it say so, instead of an empty table or trace and nothing else.
+	out, errOut, code = run(t, time.Minute, env, rayctl, "list", "jobs", "-o", "json")
+	var jobs []struct {
+		JobID string `json:"job_id"`
+		State string
+	}
+	if err := json.Unmarshal([]byte(out), &jobs); err != nil || code != 0 || len(jobs) != 1 || jobs[0].State != "SUCCEEDED" {
+		t.Fatalf("rayctl list jobs: exit %d, %v, want the driver's job SUCCEEDED\n%s\n%s", code, err, out, errOut)
+	}
+	job := jobs[0].JobID
+	for _, args := range [][]string{
+		{"list", "tasks", "--filter", "job_id=" + job},
+		{"timeline", "--job", job, "-o", filepath.Join(t.TempDir(), "trace.json")},
+	} {
+		_, errOut, code := run(t, time.Minute, env, rayctl, args...)
+		if code != 0 || !strings.Contains(errOut, "job "+job+" ended (SUCCEEDED") || !strings.Contains(errOut, "keeps no task history") {
+			t.Errorf("rayctl %s of the ended job: exit %d, want a line saying the job ended and its task records are gone; stderr:\n%s",
+				strings.Join(args, " "), code, errOut)
+		}
 	}
 }
