@@ -39,7 +39,12 @@ func TestCallsFailAtTheGCSQuota(t *testing.T) {
 	c, err := testcluster.Start(base, testcluster.Config{Nodes: 1, TuneGCS: func(e *etcdstore.EmbedConfig) {
 		e.QuotaBytes = quota
 		e.UnsafeNoFsync = true
-		e.DefragEvery, e.AlarmDefragEvery, e.DefragMinBytes = 500*time.Millisecond, 500*time.Millisecond, 1
+		// A rewrite at the alarm every 2 s, not every 500 ms: each blocks the member's
+		// writes while it copies the file (over a second under -race on a slow machine),
+		// and a member rewriting back to back answers every log write with a timeout,
+		// never with the quota error the calls must fail with (CI saw that: the calls
+		// waited, as they should for a timeout, and ran once space was freed).
+		e.DefragEvery, e.AlarmDefragEvery, e.DefragMinBytes = 500*time.Millisecond, 2*time.Second, 1
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +61,7 @@ func TestCallsFailAtTheGCSQuota(t *testing.T) {
 		t.Fatalf("first call: %d, %v", n, err)
 	}
 
-	// Fill the GCS up to its quota, so that it stays full: a defragmentation (every 500 ms
+	// Fill the GCS up to its quota, so that it stays full: a defragmentation (every 2 s
 	// while the space alarm is on) disarms the alarm when the file it rewrites is under 90%
 	// of the quota, so fill again until a write fails after one had the time to run.
 	junk := bytes.Repeat([]byte{'x'}, 1<<20)
@@ -75,7 +80,7 @@ func TestCallsFailAtTheGCSQuota(t *testing.T) {
 		// probe could fall just before a defragmentation that disarms the alarm).
 		stable = true
 		for probe := 0; probe < 5 && stable; probe++ {
-			time.Sleep(600 * time.Millisecond)
+			time.Sleep(time.Second)
 			_, err := c.GCS.Put(base, "junk/probe", []byte("x"), 0)
 			stable = errors.Is(err, gcs.ErrNoSpace)
 		}
