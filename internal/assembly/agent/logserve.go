@@ -125,35 +125,49 @@ func WorkerLogPath(dir, job string) string {
 }
 
 // serveLogs answers the log requests addressed to this agent until the agent stops. One
-// request at a time: each reads at most LogReadMax bytes.
+// request at a time: each reads at most LogReadMax bytes. It lists the requests already
+// there before it watches for new ones (from the list's revision on): a request sent
+// before the watch was created (just after the agent started, or while a broken watch was
+// made again) is answered too; one answered before a watch broke may be answered again,
+// which the asker does not mind (the same reply, put again).
 func (a *Agent) serveLogs() {
 	defer a.wg.Done()
 	ctx := a.ctx
 	for ctx.Err() == nil {
-		for resp := range a.store.Watch(ctx, LogRequestsPrefix, 0) {
-			if resp.Err != nil {
-				break
+		kvs, rev, err := a.store.List(ctx, LogRequestsPrefix)
+		if err == nil {
+			for _, kv := range kvs {
+				a.answerLogRequest(ctx, kv.Value)
 			}
-			for _, ev := range resp.Events {
-				if ev.Type != gcs.EventPut {
-					continue
+			for resp := range a.store.Watch(ctx, LogRequestsPrefix, rev+1) {
+				if resp.Err != nil {
+					break
 				}
-				var req LogRequest
-				if json.Unmarshal(ev.KV.Value, &req) != nil || req.Agent != a.id || req.ID == "" {
-					continue
+				for _, ev := range resp.Events {
+					if ev.Type == gcs.EventPut {
+						a.answerLogRequest(ctx, ev.KV.Value)
+					}
 				}
-				rep := a.readWorkerLog(&req)
-				pctx, cancel := context.WithTimeout(ctx, opTimeout)
-				if _, err := a.store.Put(pctx, LogRepliesPrefix+req.ID, EncodeLogReply(rep), gcs.LeaseID(req.Lease)); err != nil && ctx.Err() == nil {
-					a.log.Debug("agent: answer a log request", "id", req.ID, "err", err)
-				}
-				cancel()
 			}
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second): // the watch broke (compaction, a lost connection): watch again
 		}
+	}
+}
+
+// answerLogRequest answers one log request if it is addressed to this agent.
+func (a *Agent) answerLogRequest(ctx context.Context, value []byte) {
+	var req LogRequest
+	if json.Unmarshal(value, &req) != nil || req.Agent != a.id || req.ID == "" {
+		return
+	}
+	rep := a.readWorkerLog(&req)
+	pctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if _, err := a.store.Put(pctx, LogRepliesPrefix+req.ID, EncodeLogReply(rep), gcs.LeaseID(req.Lease)); err != nil && ctx.Err() == nil {
+		a.log.Debug("agent: answer a log request", "id", req.ID, "err", err)
 	}
 }
 
