@@ -128,7 +128,7 @@ var ranks = []struct {
 	paths []string
 }{
 	{0, []string{"internal/base/ids", "internal/base/pb", "internal/base/netx", "internal/base/slab", "internal/base/mapx", "internal/base/handoff", "internal/base/spin", "internal/base/seqring", "internal/base/stripe", "internal/base/ask",
-		"internal/base/workerenv", "internal/base/identity", "internal/base/fuzzing", "internal/base/scenario", "internal/base/eventually", "objects/codec", "tasks/sched", "actors/lifecycle", "internal/archtest", "internal"}},
+		"internal/base/workerenv", "internal/base/identity", "internal/base/fuzzing", "internal/base/scenario", "internal/base/eventually", "internal/base/lockdir", "objects/codec", "tasks/sched", "actors/lifecycle", "internal/archtest", "internal"}},
 	{1, []string{"internal/base/gcs", "internal/base/dispatch", "actors/caller"}},
 	{2, []string{"internal/base/gcs/etcdstore", "internal/base/gcs/memstore", "internal/base/gcs/gcstest", "internal/base/ship"}},
 	{3, []string{"objects", "lineage", "tasks"}},

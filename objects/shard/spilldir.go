@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/ray-go/ray/internal/base/lockdir"
 )
 
 // A spill directory the user gives (ray.WithSpillDir, `rayctl start --spill-dir`) may be
@@ -29,7 +31,7 @@ const (
 	NodeSpillPrefix = "ray-go-spill-"
 	// AgentSpillPrefix names a node agent's own directory in a spill directory.
 	AgentSpillPrefix = "ray-go-agent-"
-	spillLockName    = "ray-go.lock"
+	spillLockName    = lockdir.LockName
 )
 
 // CheckSpillDir checks that dir can hold spill files and returns it absolute (a relative
@@ -112,7 +114,7 @@ func OpenSpillDir(parent, name string) (*SpillDir, error) {
 		return nil, spillDirError(parent, err)
 	}
 	// Ours from a run that was killed, or a live process's.
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || !ownedByMe(dir) {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || !lockdir.OwnedByMe(dir) {
 		return nil, fmt.Errorf("%s exists and is not this user's directory: remove it, or give another spill directory", dir)
 	}
 	path := filepath.Join(dir, spillLockName)
@@ -155,33 +157,22 @@ func (d *SpillDir) Close() error {
 	return err
 }
 
-// lockNewDir creates dir's lock file already locked: it is locked under another name and
-// renamed into place, so no other process (RemoveStaleSpillDirs) ever sees it unlocked.
+// lockNewDir creates dir's lock file already locked, naming this process and machine.
 func lockNewDir(dir string) (*os.File, error) {
-	tmp := filepath.Join(dir, spillLockName+".new")
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", tmp, err)
-	}
-	writeLockInfo(f)
-	if err := os.Rename(tmp, filepath.Join(dir, spillLockName)); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return lockdir.CreateLock(dir, lockInfo())
 }
 
 // writeLockInfo writes the process's pid (for people reading it; the lock is what counts)
 // and the machine's name (a directory on a filesystem other machines share is another
 // machine's when its lock file names another, whatever the lock says here).
 func writeLockInfo(f *os.File) {
-	host, _ := os.Hostname()
 	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(fmt.Sprintf("%d\n%s\n", os.Getpid(), host)), 0)
+	_, _ = f.WriteAt([]byte(lockInfo()), 0)
+}
+
+func lockInfo() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%d\n%s\n", os.Getpid(), host)
 }
 
 func lockLines(f *os.File) []string {
@@ -209,49 +200,5 @@ func lockOfThisHost(f *os.File) bool {
 // of this user that names this machine and whose lock can be taken (held while the
 // directory is removed). Errors are ignored: a directory it cannot read or remove stays.
 func RemoveStaleSpillDirs(parent string) []string {
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return nil
-	}
-	var removed []string
-	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), NodeSpillPrefix) { // IsDir: not a symlink
-			continue
-		}
-		if dir := filepath.Join(parent, e.Name()); staleSpillDir(dir) {
-			removed = append(removed, dir)
-		}
-	}
-	return removed
-}
-
-func staleSpillDir(dir string) bool {
-	if !ownedByMe(dir) {
-		return false
-	}
-	path := filepath.Join(dir, spillLockName)
-	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() || !ownedByMe(path) {
-		return false
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if !lockOfThisHost(f) {
-		return false
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return false // alive (EWOULDBLOCK), or cannot tell
-	}
-	return os.RemoveAll(dir) == nil
-}
-
-func ownedByMe(path string) bool {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Getuid()
+	return lockdir.RemoveStale(parent, NodeSpillPrefix, lockOfThisHost)
 }
