@@ -123,15 +123,22 @@ func partialAggregate(rec arrow.Record, fn, col string) (arrow.Record, error) {
 		}
 		r["n"], r["mean"], r["m2"] = n, mean, m2
 	case aggMin, aggMax:
-		var best any
+		var best, nan any
 		for i := 0; i < a.Len(); i++ {
-			if isNull(a, i) || isNaN(a, i) {
+			if isNull(a, i) {
+				continue
+			}
+			if isNaN(a, i) {
+				nan = valueAt(a, i)
 				continue
 			}
 			v := valueAt(a, i)
 			if c, _ := compareValues(v, best); best == nil || fn == aggMin && c < 0 || fn == aggMax && c > 0 {
 				best = v
 			}
+		}
+		if best == nil {
+			best = nan // every value NaN: the block's partial is NaN (skipped by the driver unless all are)
 		}
 		r["v"] = best
 		if best == nil {
@@ -296,8 +303,9 @@ func (d *Dataset) Sum(ctx context.Context, col string, opts ...Option) (any, err
 }
 
 // Min returns the smallest non-null value of column col (Ray's min), typed as IterRows gives
-// it (int64, float64, string, bool, time.Time...). NaN is ignored. No value is an error
-// wrapping ErrEmpty.
+// it (int64, float64, string, bool, time.Time...). NaN is skipped, unless every non-null
+// value is NaN: then the result is NaN (as Arrow's min_max since GH-46063, which Ray uses,
+// and NumPy's nanmin). No value (no rows, or only nulls) is an error wrapping ErrEmpty.
 func (d *Dataset) Min(ctx context.Context, col string, opts ...Option) (any, error) {
 	return d.extreme(ctx, aggMin, col, opts)
 }
@@ -312,10 +320,14 @@ func (d *Dataset) extreme(ctx context.Context, fn, col string, opts []Option) (a
 	if err != nil {
 		return nil, err
 	}
-	var best any
+	var best, nan any
 	for _, r := range rows {
 		v := r["v"]
 		if v == nil {
+			continue
+		}
+		if isNaNValue(v) {
+			nan = v
 			continue
 		}
 		c, ok := compareValues(v, best)
@@ -327,9 +339,23 @@ func (d *Dataset) extreme(ctx context.Context, fn, col string, opts []Option) (a
 		}
 	}
 	if best == nil {
+		best = nan
+	}
+	if best == nil {
 		return nil, fmt.Errorf("data: %s(%q): %w", aggName(fn), col, ErrEmpty)
 	}
 	return best, nil
+}
+
+// isNaNValue says whether v (a value as valueAt gives it) is a floating-point NaN.
+func isNaNValue(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return math.IsNaN(x)
+	case float32:
+		return math.IsNaN(float64(x))
+	}
+	return false
 }
 
 // moments combines the per-block count, mean and sum of squared deviations.

@@ -84,6 +84,9 @@
 // them (Mean and Std with per-block count, mean and sum of squared deviations, combined by
 // Chan et al.'s formula). Nulls are ignored; where Ray returns None (no rows, or only
 // nulls) they return an error wrapping ErrEmpty, as does TakeBatch on an empty dataset.
+// Min and Max (and a group's min and max) skip NaN, but are NaN when every non-null value
+// is NaN, as Arrow's min_max and hash_min_max since GH-46063 (before, Arrow gave +Inf and
+// -Inf) and NumPy's nanmin; a group of only nulls gets null.
 // LocalShuffleBuffer shuffles rows in the consumer as Ray's local_shuffle_buffer_size, a
 // random permutation (Arrow's compute.Take) of a buffer of at least n rows at a time.
 //

@@ -36,10 +36,12 @@ func Count() AggregateFn { return AggregateFn{Fn: "count"} }
 // for floating-point ones.
 func Sum(col string) AggregateFn { return AggregateFn{Fn: "sum", Col: col} }
 
-// Min is the smallest value of column col in each group: column "min(col)".
+// Min is the smallest value of column col in each group: column "min(col)". NaN is
+// skipped, unless every value of the group is NaN: then it is NaN (as Arrow's
+// hash_min_max, which Ray uses); a group with only nulls gets null.
 func Min(col string) AggregateFn { return AggregateFn{Fn: "min", Col: col} }
 
-// Max is the largest value of column col in each group: column "max(col)".
+// Max is the largest value of column col in each group: column "max(col)"; NaN as in Min.
 func Max(col string) AggregateFn { return AggregateFn{Fn: "max", Col: col} }
 
 // Mean is the mean of column col in each group: column "mean(col)", float64.
@@ -223,8 +225,11 @@ func (g *groupAgg) combineMoments(na, meana, m2a arrow.Array) (n []int64, mean, 
 	return
 }
 
-// best takes the smallest (or largest) non-null, non-NaN value of a per group; null where
-// a group has none.
+// best takes the smallest (or largest) non-null, non-NaN value of a per group; NaN where a
+// group's values are all NaN (as Arrow's min_max and hash_min_max since GH-46063, and
+// NumPy's nanmin: NaN is skipped while there is another value); null where a group has no
+// value. Merges and reduces run it again on the partial states, so a NaN partial counts
+// only when every partial of the group is NaN.
 func (g *groupAgg) best(a arrow.Array, isMin bool) (arrow.Array, error) {
 	if a.DataType().ID() == arrow.NULL {
 		return array.NewNull(g.n()), nil
@@ -237,8 +242,21 @@ func (g *groupAgg) best(a arrow.Array, isMin bool) (arrow.Array, error) {
 	for i := range bestAt {
 		bestAt[i] = -1
 	}
+	var nanAt []int32 // a NaN row of each group, for the groups that have no other value
 	for i, x := range g.groupOf {
-		if isNull(a, i) || isNaN(a, i) {
+		if isNull(a, i) {
+			continue
+		}
+		if isNaN(a, i) {
+			if nanAt == nil {
+				nanAt = make([]int32, g.n())
+				for k := range nanAt {
+					nanAt[k] = -1
+				}
+			}
+			if nanAt[x] < 0 {
+				nanAt[x] = int32(i)
+			}
 			continue
 		}
 		b := bestAt[x]
@@ -249,6 +267,11 @@ func (g *groupAgg) best(a arrow.Array, isMin bool) (arrow.Array, error) {
 		r := c(i, int(b))
 		if isMin && r < 0 || !isMin && r > 0 {
 			bestAt[x] = int32(i)
+		}
+	}
+	for x, i := range nanAt {
+		if bestAt[x] < 0 {
+			bestAt[x] = i
 		}
 	}
 	return takeIdx(a, bestAt)
