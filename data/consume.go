@@ -453,6 +453,26 @@ func (d *Dataset) Materialize(ctx context.Context, opts ...Option) (*Dataset, er
 	return m, nil
 }
 
+// NumBlocks returns the number of blocks of a materialized dataset (Ray's num_blocks, which
+// also answers only for a MaterializedDataset): one returned by Materialize, Split,
+// SplitAtIndices or TrainTestSplit, or a FromItems or FromArrow dataset with nothing after
+// it (its blocks are made from the items, as Ray's from_items makes a MaterializedDataset).
+// It runs nothing. For any other dataset it returns an error saying to call Materialize
+// first: how many blocks a lazy plan makes is known only as it runs (one per read unit or
+// input block, but Limit, Filter, Union and the all-to-all operators change it).
+func (d *Dataset) NumBlocks() (int, error) {
+	if err := d.planErr(); err != nil {
+		return 0, err
+	}
+	switch n := d.Plan; {
+	case n.Kind == kInput:
+		return len(n.Blocks), nil
+	case n.Kind == kRead && n.Source != nil && n.Source.Kind == "ipc":
+		return len(n.Source.Blocks), nil
+	}
+	return 0, fmt.Errorf("data: NumBlocks: the dataset is lazy (plan %s), and its number of blocks is known only once it runs; call Materialize and ask the materialized dataset", renderLogical(d.Plan))
+}
+
 func (d *Dataset) materialize(ctx context.Context, o options) ([]blockRef, error) {
 	if err := d.planErr(); err != nil {
 		return nil, err

@@ -8,7 +8,8 @@
 // RandomizeBlockOrder) only build the plan; consuming calls (IterBatches with an optional
 // LocalShuffleBuffer, IterRows, Take, TakeBatch, TakeAll, Count, Schema, Show, Materialize,
 // Split, SplitAtIndices, TrainTestSplit, StreamingSplit, the aggregates Sum, Min, Max, Mean,
-// Std and Unique, WriteParquet, WriteCSV, WriteJSON) run it. The all-to-all operators
+// Std and Unique, WriteParquet, WriteCSV, WriteJSON) run it; NumBlocks counts the blocks of
+// a materialized dataset (as Ray's num_blocks, it refuses a lazy one). The all-to-all operators
 // (RandomShuffle, Repartition, Sort, GroupBy with its aggregations and MapGroups) are
 // transforms too.
 //
