@@ -458,6 +458,35 @@ func withParts(rec arrow.Record, parts []int64) arrow.Record {
 	return out
 }
 
+// partAt reads partsKey's value (rows per partition, comma-separated) for where partition
+// starts and its rows. It scans the string without splitting it: a reduce reads one
+// partition of every map output, so splitting the N counts of each (N strings) made the
+// reduces of an N-block shuffle allocate N³ strings.
+func partAt(v string, partition int) (off, n int64, err error) {
+	i := 0
+	for start := 0; ; i++ {
+		end := strings.IndexByte(v[start:], ',')
+		if end < 0 {
+			end = len(v)
+		} else {
+			end += start
+		}
+		k, err := strconv.ParseInt(v[start:end], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("internal error: a map output's partitions: %w", err)
+		}
+		if i == partition {
+			return off, k, nil
+		}
+		off += k
+		if end == len(v) {
+			break
+		}
+		start = end + 1
+	}
+	return 0, 0, fmt.Errorf("internal error: a map output of %d partitions, partition %d wanted", i+1, partition)
+}
+
 // pieceOf is piece p of rec, a map or merge output (partition's rows as the block's
 // metadata says when p.N < 0), without the block's schema metadata.
 func pieceOf(rec arrow.Record, p zipPiece, partition int) (arrow.Record, error) {
@@ -467,21 +496,9 @@ func pieceOf(rec arrow.Record, p zipPiece, partition int) (arrow.Record, error) 
 		if !ok {
 			return nil, fmt.Errorf("internal error: a map output without its partitions")
 		}
-		f := strings.Split(v, ",")
-		if partition >= len(f) {
-			return nil, fmt.Errorf("internal error: a map output of %d partitions, partition %d wanted", len(f), partition)
-		}
-		off = 0
-		for i := 0; i <= partition; i++ {
-			k, err := strconv.ParseInt(f[i], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("internal error: a map output's partitions: %w", err)
-			}
-			if i < partition {
-				off += k
-			} else {
-				n = k
-			}
+		var err error
+		if off, n, err = partAt(v, partition); err != nil {
+			return nil, err
 		}
 	}
 	sl := rec.NewSlice(off, off+n)
