@@ -444,47 +444,80 @@ func (x *exchange) permutes() bool {
 }
 
 // partsKey is the schema metadata key of a shuffle map output's rows per partition, so
-// that a reduce started before the map ended finds its partition in the block.
+// that a reduce started before the map ended finds its partition in the block. Its value
+// is sparse, "N;p:n,p:n,..." (the partitions, then each partition with rows and its rows,
+// in order): a dense count per partition made every map output of an N-block shuffle
+// carry N numbers, which every reduce that fetched it decoded again with the schema.
 const partsKey = "ray.data.parts"
 
 func withParts(rec arrow.Record, parts []int64) arrow.Record {
-	s := make([]string, len(parts))
-	for i, n := range parts {
-		s[i] = strconv.FormatInt(n, 10)
+	b := make([]byte, 0, 16)
+	b = strconv.AppendInt(b, int64(len(parts)), 10)
+	b = append(b, ';')
+	first := true
+	for p, n := range parts {
+		if n == 0 {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = strconv.AppendInt(b, int64(p), 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, n, 10)
 	}
-	md := arrow.NewMetadata([]string{partsKey}, []string{strings.Join(s, ",")})
+	md := arrow.NewMetadata([]string{partsKey}, []string{string(b)})
 	out := array.NewRecord(arrow.NewSchema(rec.Schema().Fields(), &md), rec.Columns(), rec.NumRows())
 	rec.Release()
 	return out
 }
 
-// partAt reads partsKey's value (rows per partition, comma-separated) for where partition
-// starts and its rows. It scans the string without splitting it: a reduce reads one
-// partition of every map output, so splitting the N counts of each (N strings) made the
-// reduces of an N-block shuffle allocate N³ strings.
+// partAt reads partsKey's value (see there) for where partition starts and its rows (0
+// when it has none). It scans the string without splitting it: a reduce reads one
+// partition of every map output.
 func partAt(v string, partition int) (off, n int64, err error) {
-	i := 0
-	for start := 0; ; i++ {
-		end := strings.IndexByte(v[start:], ',')
-		if end < 0 {
-			end = len(v)
+	bad := func(why string) (int64, int64, error) {
+		return 0, 0, fmt.Errorf("internal error: a map output's partitions %.40q: %s", v, why)
+	}
+	semi := strings.IndexByte(v, ';')
+	if semi < 0 {
+		return bad("no partition count")
+	}
+	total, err := strconv.Atoi(v[:semi])
+	if err != nil || total < 1 {
+		return bad("a bad partition count")
+	}
+	if partition < 0 || partition >= total {
+		return 0, 0, fmt.Errorf("internal error: a map output of %d partitions, partition %d wanted", total, partition)
+	}
+	last := -1
+	for rest := v[semi+1:]; rest != ""; {
+		entry := rest
+		if c := strings.IndexByte(rest, ','); c >= 0 {
+			entry, rest = rest[:c], rest[c+1:]
 		} else {
-			end += start
+			rest = ""
 		}
-		k, err := strconv.ParseInt(v[start:end], 10, 64)
-		if err != nil {
-			return 0, 0, fmt.Errorf("internal error: a map output's partitions: %w", err)
+		colon := strings.IndexByte(entry, ':')
+		if colon < 0 {
+			return bad("an entry without its rows")
 		}
-		if i == partition {
+		p, err1 := strconv.Atoi(entry[:colon])
+		k, err2 := strconv.ParseInt(entry[colon+1:], 10, 64)
+		if err1 != nil || err2 != nil || p <= last || p >= total || k < 1 {
+			return bad("a bad entry")
+		}
+		last = p
+		if p > partition {
+			break
+		}
+		if p == partition {
 			return off, k, nil
 		}
 		off += k
-		if end == len(v) {
-			break
-		}
-		start = end + 1
 	}
-	return 0, 0, fmt.Errorf("internal error: a map output of %d partitions, partition %d wanted", i+1, partition)
+	return off, 0, nil
 }
 
 // pieceOf is piece p of rec, a map or merge output (partition's rows as the block's
