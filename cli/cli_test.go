@@ -38,9 +38,6 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	rayctl = filepath.Join(dir, "rayctl")
-	// rayctl keeps the client certificates of tokens in the user's cache directory
-	// (clientcert.go): the tests' go to theirs.
-	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	// go test puts its Go's bin directory first in PATH (Go 1.19 and later).
 	cmd := exec.Command("go", "build", "-o", rayctl, "./rayctl")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -48,6 +45,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build rayctl:", err)
 		os.Exit(1)
 	}
+	// rayctl keeps the client certificates of tokens in the user's cache directory
+	// (clientcert.go): the tests' go to theirs. Set after the build: go keeps its build
+	// cache there too (GOCACHE defaults to $XDG_CACHE_HOME/go-build), and the build ran
+	// with an empty one, compiling the standard library and every dependency again (ten
+	// of this package's eleven minutes on a loaded 2-CPU machine, one without that).
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
