@@ -106,6 +106,7 @@ func gcsRefusal(addr string, creds *identity.Credentials) error {
 // next request of a connection it opened before and new connections that present it,
 // while other certificates keep working.
 func TestCertRevocation(t *testing.T) {
+	t.Parallel() // its own agents and node (processes), ports and session dirs; it mostly waits for them
 	sess, sess2 := filepath.Join(t.TempDir(), "head"), filepath.Join(t.TempDir(), "agent")
 	t.Cleanup(func() {
 		run(t, nil, "stop", "--force", "--session-dir", sess2)
@@ -401,6 +402,7 @@ func peerNodeMain() int {
 // URL and where the CA to import is, `rayctl status` shows the https URL, and the page
 // answers over TLS to a client trusting that CA; --insecure with it is refused.
 func TestDashboardTLSFlag(t *testing.T) {
+	t.Parallel() // its own head (a process), port and session dir; it mostly waits for it
 	sess := filepath.Join(t.TempDir(), "head")
 	t.Cleanup(func() { run(t, nil, "stop", "--force", "--session-dir", sess) })
 	port := freePort(t)

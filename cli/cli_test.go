@@ -116,6 +116,8 @@ func status(t *testing.T, args ...string) (Status, result) {
 }
 
 func TestCluster(t *testing.T) {
+	// Its own agents (processes), ports and session dir: it mostly waits for them.
+	t.Parallel()
 	sess := filepath.Join(t.TempDir(), "session") // made by the agent
 	// Whatever happens, no agent outlives the test (cleanups run before TempDir's).
 	t.Cleanup(func() { run(t, nil, "stop", "--force", "--session-dir", sess) })

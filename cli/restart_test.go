@@ -20,6 +20,7 @@ import (
 // the status, and for the head the same CA and token and the GCS's data (the certificates
 // it issued), so the agent that kept running finds its cluster again.
 func TestAgentsComeBackAsThemselves(t *testing.T) {
+	t.Parallel() // its own agents (processes), ports and session dirs; it mostly waits for them
 	sess, sess2 := t.TempDir(), t.TempDir()
 	t.Cleanup(func() {
 		run(t, nil, "stop", "--force", "--session-dir", sess2)
@@ -118,6 +119,7 @@ func TestAgentsComeBackAsThemselves(t *testing.T) {
 // for ever). A second head in one session directory is refused; a token exported for the
 // cluster's drivers does not stop the head's restart; a taken join port is named.
 func TestFailedStartKeepsTheAgent(t *testing.T) {
+	t.Parallel() // its own agents (processes), ports and session dirs; it mostly waits for them
 	sess := t.TempDir()
 	t.Cleanup(func() { run(t, nil, "stop", "--force", "--session-dir", sess) })
 	port := freePort(t)

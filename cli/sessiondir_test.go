@@ -20,6 +20,7 @@ const nobody = 65534
 // pre-created /tmp/ray-go of mode 777): they could swap the head's directory for one with
 // a join token of theirs. The error says what is wrong and what to do.
 func TestStartRefusesForeignSessionDir(t *testing.T) {
+	t.Parallel() // its own session dirs; each start it runs is refused
 	if os.Geteuid() != 0 {
 		t.Fatal("this test chowns a directory to another user: run it as root")
 	}
@@ -71,6 +72,7 @@ func TestStartRefusesForeignSessionDir(t *testing.T) {
 // fake token gets neither a certificate nor the dashboard, and rayctl on this machine
 // refuses the directory.
 func TestSwappedAgentDirTokenRefused(t *testing.T) {
+	t.Parallel() // its own head (a process), port and session dir; it mostly waits for it
 	if os.Geteuid() != 0 {
 		t.Fatal("this test chowns a directory to another user: run it as root")
 	}
