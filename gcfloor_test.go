@@ -62,24 +62,33 @@ func TestGCHeapFloorInInit(t *testing.T) {
 		{[]string{"RAY_GO_GC_HEAP_FLOOR=0"}, "gogc before=100 during=100 after=100"},
 		{[]string{"RAY_GO_GC_HEAP_FLOOR=lots"}, `Init: ray: Init: workerenv: RAY_GO_GC_HEAP_FLOOR="lots"`},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-		cmd.Env = append(withoutGCEnv(os.Environ()), append(c.env, gcFloorChildEnv+"=1")...)
-		out, err := cmd.CombinedOutput()
-		cancel()
-		got := strings.TrimSpace(string(out))
-		if c.want == "raised" {
-			var before, during, after int
-			if _, serr := fmt.Sscanf(got, "gogc before=%d during=%d after=%d", &before, &during, &after); serr != nil || err != nil {
-				t.Errorf("env %v: %v, %q", c.env, err, got)
-			} else if before != 100 || during <= 100 || after != 100 {
-				t.Errorf("env %v: GOGC before Init %d, during %d, after Shutdown %d; want 100, more than 100, 100", c.env, before, during, after)
+		// The children are processes of their own (nothing of this process is shared):
+		// they run at once, each mostly waiting for its Init and Shutdown.
+		name := strings.Join(c.env, " ")
+		if name == "" {
+			name = "no variables"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+			cmd.Env = append(withoutGCEnv(os.Environ()), append(c.env, gcFloorChildEnv+"=1")...)
+			out, err := cmd.CombinedOutput()
+			cancel()
+			got := strings.TrimSpace(string(out))
+			if c.want == "raised" {
+				var before, during, after int
+				if _, serr := fmt.Sscanf(got, "gogc before=%d during=%d after=%d", &before, &during, &after); serr != nil || err != nil {
+					t.Errorf("env %v: %v, %q", c.env, err, got)
+				} else if before != 100 || during <= 100 || after != 100 {
+					t.Errorf("env %v: GOGC before Init %d, during %d, after Shutdown %d; want 100, more than 100, 100", c.env, before, during, after)
+				}
+				return
 			}
-			continue
-		}
-		if !strings.Contains(got, c.want) {
-			t.Errorf("env %v: %v, %q; want %q", c.env, err, got, c.want)
-		}
+			if !strings.Contains(got, c.want) {
+				t.Errorf("env %v: %v, %q; want %q", c.env, err, got, c.want)
+			}
+		})
 	}
 	if _, err := Init(context.Background(), WithGCHeapFloor(-1)); err == nil || !strings.Contains(err.Error(), "WithGCHeapFloor(-1)") {
 		t.Errorf("Init with WithGCHeapFloor(-1): %v, want an error naming it", err)
