@@ -74,12 +74,15 @@ func (a *Agent) metricsHandler() (http.Handler, prometheus.Gatherer, error) {
 	}
 	cfg := a.cfg
 	c, err := metrics.New(metrics.Config{
-		Nodes:   metrics.LoadReports(a.store, a.id, cfg.Head), // the head counts the drivers too
-		Store:   a.store,
-		CPUs:    cfg.Resources[sched.CPU],
-		Cluster: cfg.Head,
-		Tasks:   a.taskCounts,
-		Logger:  a.log,
+		Nodes: metrics.LoadReports(a.store, a.id, cfg.Head), // the head counts the drivers too
+		Store: a.store,
+		CPUs:  cfg.Resources[sched.CPU],
+		// The budget of the agent, not the sum of its worker processes' reports: an
+		// idle agent (no job's worker process yet) has all of it available.
+		StoreBytes: cfg.ObjectStoreBytes,
+		Cluster:    cfg.Head,
+		Tasks:      a.taskCounts,
+		Logger:     a.log,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -28,7 +28,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := startAgent(t, Config{GCSEndpoints: strings.Split(head.Address(), ","), Token: &tok, JoinAddress: head.JoinAddress(),
-		Resources: map[string]float64{"CPU": 5}})
+		Resources: map[string]float64{"CPU": 5}, ObjectStoreBytes: 10 << 20})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	s := head.Store()
@@ -87,6 +87,10 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	if v, _ := h.Value("ray_object_store_used_memory"); v != 0 {
 		t.Errorf("head: ray_object_store_used_memory %v: the worker is the other agent's", v)
+	}
+	// The head runs no worker process: its whole budget is available (it said 0).
+	if v, _ := h.Value("ray_object_store_available_memory"); v != 1<<30 {
+		t.Errorf("head: ray_object_store_available_memory %v, want its budget %v", v, 1<<30)
 	}
 
 	o, err := metrics.Scrape(ctx, "http://"+other.MetricsAddress()+"/metrics")

@@ -104,6 +104,12 @@ type Config struct {
 	Store gcs.Store
 	// CPUs is the CPU resource this machine offers (ray_node_cpu_count).
 	CPUs float64
+	// StoreBytes is the object store budget of this agent (its --object-store-memory,
+	// which each of its job's worker processes is given): ray_object_store_available_memory
+	// is it (plus, on the head, the drivers' budgets) less the bytes in memory, also while
+	// no worker process runs here. 0: the sum of the nodes' budgets (a local runtime's one
+	// node).
+	StoreBytes int64
 	// Cluster adds the cluster-wide gauges (ray_tasks, ray_actors): set on one agent only,
 	// the head.
 	Cluster bool
@@ -126,6 +132,8 @@ func (c Config) Validate() error {
 		return errors.New("metrics: Config.Cluster needs Config.Store (the actor table)")
 	case c.CPUs < 0:
 		return errors.New("metrics: negative CPUs")
+	case c.StoreBytes < 0:
+		return errors.New("metrics: negative StoreBytes")
 	case c.Timeout < 0:
 		return errors.New("metrics: negative Timeout")
 	}
@@ -166,7 +174,7 @@ var (
 
 	descStoreMem      = desc("ray_object_store_memory", "Object store bytes of this agent's nodes (the head's: and of the drivers joined to the cluster) by Location: IN_MEMORY (the store shards' memory) or SPILLED (spill files).", "Location")
 	descStoreUsed     = desc("ray_object_store_used_memory", "Object store bytes in memory on this agent's nodes (the head's: and drivers').")
-	descStoreAvail    = desc("ray_object_store_available_memory", "Object store budget left on this agent's nodes (the head's: and drivers'; budget minus bytes in memory).")
+	descStoreAvail    = desc("ray_object_store_available_memory", "Object store budget left on this agent (its --object-store-memory minus the bytes in memory of its worker processes' stores; the head's: plus the drivers' budgets, minus their bytes).")
 	descStoreObjects  = desc("ray_object_store_num_local_objects", "Objects held by the object stores of this agent's nodes (the head's: and drivers').")
 	descSpillErrors   = desc("ray_go_object_store_spill_errors", "Failed spills of this agent's nodes' stores, since each started.")
 	descInFlight      = desc("ray_go_object_store_pull_bytes", "Bytes of objects this agent's nodes are pulling from other nodes now.")
@@ -282,7 +290,9 @@ func (c *Collector) collectNodes(ctx context.Context, ch chan<- prometheus.Metri
 	roles := map[string]int{}
 	for _, n := range nodes {
 		roles[n.Role]++
-		sum.Budget += n.Budget
+		if c.cfg.StoreBytes == 0 || n.Role == driverRole {
+			sum.Budget += n.Budget // a driver's store is its own; the worker processes' is the agent's
+		}
 		sum.InMemory += n.InMemory
 		sum.Spilled += n.Spilled
 		sum.Objects += n.Objects
@@ -292,6 +302,7 @@ func (c *Collector) collectNodes(ctx context.Context, ch chan<- prometheus.Metri
 	}
 	gauge(ch, descStoreMem, float64(sum.InMemory), "IN_MEMORY")
 	gauge(ch, descStoreMem, float64(sum.Spilled), "SPILLED")
+	sum.Budget += c.cfg.StoreBytes
 	gauge(ch, descStoreUsed, float64(sum.InMemory))
 	gauge(ch, descStoreAvail, float64(max(sum.Budget-sum.InMemory, 0)))
 	gauge(ch, descStoreObjects, float64(sum.Objects))

@@ -78,7 +78,7 @@ ray_node_cpu_utilization 25
 # HELP ray_node_mem_used RAM in use on this machine in bytes (total minus available).
 # TYPE ray_node_mem_used gauge
 ray_node_mem_used 614400
-# HELP ray_object_store_available_memory Object store budget left on this agent's nodes (the head's: and drivers'; budget minus bytes in memory).
+# HELP ray_object_store_available_memory Object store budget left on this agent (its --object-store-memory minus the bytes in memory of its worker processes' stores; the head's: plus the drivers' budgets, minus their bytes).
 # TYPE ray_object_store_available_memory gauge
 ray_object_store_available_memory 160
 # HELP ray_object_store_memory Object store bytes of this agent's nodes (the head's: and of the drivers joined to the cluster) by Location: IN_MEMORY (the store shards' memory) or SPILLED (spill files).
@@ -109,6 +109,36 @@ ray_go_metrics_source_up{Source="proc"} 1
 		t.Error(err)
 	}
 }
+
+// TestCollectorAgentBudget: with the agent's budget (Config.StoreBytes), what is available
+// is that budget (plus the drivers') less the bytes in memory: all of it on an idle agent,
+// with no worker process to report (it was 0), and not once per worker process (each is
+// given the agent's budget).
+func TestCollectorAgentBudget(t *testing.T) {
+	var nodes []NodeStats
+	c, err := New(Config{CPUs: 1, ProcDir: fakeProc(t, "cpu 1 1 1 1"), StoreBytes: 1000,
+		Nodes: func(context.Context) ([]NodeStats, error) { return nodes, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	avail := func(want float64) {
+		t.Helper()
+		h := "# HELP ray_object_store_available_memory " + availHelp + "\n# TYPE ray_object_store_available_memory gauge\n"
+		if err := testutil.CollectAndCompare(c, strings.NewReader(h+"ray_object_store_available_memory "+strconv.FormatFloat(want, 'f', -1, 64)+"\n"),
+			"ray_object_store_available_memory"); err != nil {
+			t.Error(err)
+		}
+	}
+	avail(1000) // idle
+	nodes = []NodeStats{{Role: "worker", Budget: 1000, InMemory: 300}, {Role: "worker", Budget: 1000, InMemory: 100},
+		{Role: "driver", Budget: 50, InMemory: 10}}
+	avail(1000 + 50 - 410)
+	if _, err := New(Config{Nodes: c.cfg.Nodes, StoreBytes: -1}); err == nil {
+		t.Error("a negative StoreBytes was accepted")
+	}
+}
+
+const availHelp = "Object store budget left on this agent (its --object-store-memory minus the bytes in memory of its worker processes' stores; the head's: plus the drivers' budgets, minus their bytes)."
 
 func TestConfigValidate(t *testing.T) {
 	nodes := func(context.Context) ([]NodeStats, error) { return nil, nil }
