@@ -32,7 +32,9 @@ const (
 )
 
 // TaskInfo is one attempt of a task or actor call. Times not known are zero. Started is
-// the owner's estimate (when the result arrived, less how long the worker ran the body).
+// the owner's estimate (when the result arrived, less how long the worker ran the body;
+// of an attempt still running, or whose worker process died as it ran: when it was
+// pushed to its worker).
 type TaskInfo struct {
 	TaskID                                           string
 	Attempt                                          int

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,5 +35,35 @@ func TestWorkerProcessExit(t *testing.T) {
 	}
 	if len(rows) != 1 || rows[0]["state"] != "FAILED" || !strings.Contains(rows[0]["error"].(string), "exited (exit status 3)") {
 		t.Errorf("rayctl list tasks --filter name=e2e.ExitWorker: %v, want the task FAILED, its worker process exited with exit status 3", rows)
+	}
+	// It ran until its process died: it has a start (it showed none, and the timeline
+	// drew it as failed before it ran).
+	if len(rows) == 1 && (rows[0]["started"] == "" || rows[0]["started"] == nil) {
+		t.Errorf("the task whose worker process died as it ran has no start: %v", rows[0])
+	}
+	tl := filepath.Join(t.TempDir(), "tl.json")
+	out, errOut, code = run(t, time.Minute, env, rayctl, "timeline", "--address", addr, "-o", tl)
+	if code != 0 {
+		t.Fatalf("rayctl timeline: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(out, "before it ran") || !strings.Contains(out, "1 still running") {
+		t.Errorf("rayctl timeline: %q, want the exited task drawn as one that ran, the long task still running", out)
+	}
+	// A RUNNING task shows when it started (Ray's start_time_ms), in the list and in get.
+	out, errOut, code = run(t, time.Minute, env, rayctl, "list", "tasks", "--address", addr, "--filter", "state=RUNNING", "-o", "json")
+	if code != 0 {
+		t.Fatalf("rayctl list tasks --filter state=RUNNING: exit %d\n%s\n%s", code, out, errOut)
+	}
+	rows = nil
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("rayctl list tasks -o json: %v\n%s", err, out)
+	}
+	if len(rows) != 1 || rows[0]["name"] != "e2e.Busy" || rows[0]["started"] == "" || rows[0]["started"] == nil {
+		t.Fatalf("rayctl list tasks --filter state=RUNNING: %v, want e2e.Busy with its start", rows)
+	}
+	out, errOut, code = run(t, time.Minute, env, rayctl, "get", "task", rows[0]["task_id"].(string), "--address", addr, "-o", "json")
+	var rec map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec["started"] != rows[0]["started"] {
+		t.Errorf("rayctl get task of the running task: exit %d, %s %s, want started %v", code, out, errOut, rows[0]["started"])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -21,8 +22,8 @@ var exitWorker = ray.Task1("e2e.ExitWorker", func(ctx context.Context, x int) (i
 // retries, and checks its error: that the worker process exited (exit status 3), not
 // that a node died, that it was not retried, and where the output is. Then the state API
 // right away: ListTasks and GetTask answer without error, the failed task among the
-// records (the exited process is not waited for). It prints "workerexit ready" once all
-// holds, or exits with what did not, then waits to be killed (the test reads the task
+// records (the exited process is not waited for). Then it leaves a long task running.
+// It prints "workerexit ready" once all holds and that task is RUNNING, or exits with what did not, then waits to be killed (the test reads the task
 // records, which live in this driver, with rayctl).
 func workerExitCheck(ctx context.Context) error {
 	r := exitWorker.Options(ray.MaxRetries(0)).Remote(ctx, ray.V(1))
@@ -52,7 +53,24 @@ func workerExitCheck(ctx context.Context) error {
 	if _, err := ray.GetTask(c, r.ID()[:32]); err != nil {
 		return fmt.Errorf("GetTask of the task whose worker process exited: %v", err)
 	}
+	// A task left running, for the test's look at a RUNNING task's start time.
+	long := busy.Remote(ctx, ray.V(10*time.Minute))
+	for {
+		tasks, _, err := ray.ListTasks(c, ray.TaskFilter{Function: busy.Name(), State: ray.TaskRunning})
+		if err != nil {
+			return fmt.Errorf("ListTasks of the running task: %v", err)
+		}
+		if len(tasks) == 1 {
+			break
+		}
+		select {
+		case <-c.Done():
+			return errors.New("the long task did not show RUNNING within a minute")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	fmt.Println("workerexit ready")
 	time.Sleep(10 * time.Minute)
+	runtime.KeepAlive(long)
 	return nil
 }

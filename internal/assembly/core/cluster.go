@@ -308,6 +308,12 @@ func (s *shard) nodeGone(node ids.NodeID, why string) {
 		}
 	}
 	for _, p := range hits {
+		if p.ev.start == 0 {
+			// It ran there (or waited behind the task its lease ran) until the process
+			// died: no result says for how long, so it started when it was pushed, as
+			// far as its owner knows, and is not an attempt that failed before it ran.
+			p.ev.start = p.ev.dispatch
+		}
 		s.onResult(&pb.TaskResult{TaskId: p.tid[:], Attempt: p.spec.Attempt, Error: &pb.ErrorInfo{
 			Kind: pb.ErrorInfo_SYSTEM, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(node),
 			Message: why + retryNote(p.spec)}})

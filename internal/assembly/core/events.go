@@ -433,7 +433,8 @@ type TaskQuery struct {
 
 // TaskEvent is one task attempt as the state API shows it. Times are unix nanoseconds
 // (0: not known). Started is the owner's estimate: the time the result arrived minus how
-// long the worker ran the body.
+// long the worker ran the body; of an attempt still RUNNING, or one whose worker process
+// died while it ran (no result came), the time it was pushed to its worker.
 type TaskEvent struct {
 	TaskID   string `json:"task_id"`
 	Attempt  int    `json:"attempt"`
@@ -822,6 +823,11 @@ func (s *shard) answer(q *TaskQuery, actorNodes map[actorInc]string) TaskReport 
 		ev := TaskEvent{TaskID: p.tid.String(), Attempt: int(p.spec.Attempt), Function: p.spec.Function, State: s.liveState(p),
 			Job: string(s.c.cfg.Job), Actor: p.actor != nil, Node: string(s.liveNode(p)), Owner: string(s.c.cfg.Node),
 			Submitted: p.ev.submit, Ready: p.ev.ready, Dispatched: p.ev.dispatch}
+		if ev.State == StateRunning {
+			// Running since it was pushed to its worker (or sent to its actor), as far as
+			// the owner knows: Ray's start_time_ms of a RUNNING task.
+			ev.Started = p.ev.dispatch
+		}
 		if p.worker != nil {
 			ev.Worker = p.worker.Id
 		} else if p.actor != nil {

@@ -335,3 +335,28 @@ func TestActorCallerIncarnationNodes(t *testing.T) {
 		t.Fatalf("incarnation past %d: %q", maxInc, ac.nodeOf(maxInc))
 	}
 }
+
+// TestEventRunningHasStarted: a task pushed to its worker (RUNNING) shows when it was
+// pushed as its start (Ray's start_time_ms of a running task); one still waiting for a
+// worker shows none.
+func TestEventRunningHasStarted(t *testing.T) {
+	s := eventShard(DefaultTaskEvents)
+	running := newPending(ids.NewRootTaskID())
+	running.spec.Function = "f"
+	running.worker = actor.NewPID("a", "worker/1")
+	running.ev.submit, running.ev.dispatch = 1000, 2000
+	s.tasks[running.tid] = running
+	waiting := newPending(ids.NewRootTaskID())
+	waiting.spec.Function = "f"
+	waiting.ev.submit = 1500
+	s.tasks[waiting.tid] = waiting
+
+	rep := s.answer(&TaskQuery{State: StateRunning}, nil)
+	if len(rep.Tasks) != 1 || rep.Tasks[0].TaskID != running.tid.String() || rep.Tasks[0].Started != 2000 || rep.Tasks[0].Ended != 0 {
+		t.Errorf("running: %+v, want started 2000 (when it was pushed), not ended", rep.Tasks)
+	}
+	rep = s.answer(&TaskQuery{State: StatePendingNode}, nil)
+	if len(rep.Tasks) != 1 || rep.Tasks[0].Started != 0 {
+		t.Errorf("waiting: %+v, want no start", rep.Tasks)
+	}
+}
