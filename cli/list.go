@@ -147,6 +147,14 @@ func stateFlags() []ucli.Flag {
 	}, credentialFlags()...)
 }
 
+// checkLimit refuses a negative --limit (it printed everything, as 0 does).
+func checkLimit(c *ucli.Context) error {
+	if n := c.Int("limit"); n < 0 {
+		return exitf(ExitError, "--limit %d: give a number of records, 1 or more, or 0 for all", n)
+	}
+	return nil
+}
+
 func listCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "list",
@@ -167,6 +175,9 @@ func listCommand() *ucli.Command {
 			}
 			format, err := stateFormat(c)
 			if err != nil {
+				return err
+			}
+			if err := checkLimit(c); err != nil {
 				return err
 			}
 			filters, err := parseFilters(c.StringSlice("filter"))

@@ -374,3 +374,16 @@ func TestKindFields(t *testing.T) {
 		t.Fatalf("namespace=ns1 name=counter: %v, %v; want a1", kept, err)
 	}
 }
+
+// TestLimitNegative: a negative --limit is refused with what is allowed, before any
+// cluster is asked (it printed every record, as 0 does).
+func TestLimitNegative(t *testing.T) {
+	for _, args := range [][]string{{"list", "tasks"}, {"list", "actors"}, {"list", "objects"}, {"timeline"}} {
+		var out, errb bytes.Buffer
+		argv := append(append([]string{"rayctl"}, args...), "--limit", "-1", "--address", "127.0.0.1:23999")
+		code := Main(argv, &out, &errb)
+		if code != ExitError || !strings.Contains(errb.String(), "--limit -1") || !strings.Contains(errb.String(), "0 for all") {
+			t.Errorf("rayctl %s --limit -1: exit %d, %q, want exit %d and an error saying what --limit takes", strings.Join(args, " "), code, errb.String(), ExitError)
+		}
+	}
+}

@@ -246,6 +246,9 @@ func timelineCommand() *ucli.Command {
 			if c.NArg() != 0 {
 				return exitf(ExitError, "timeline takes no arguments: use --job ID and --output FILE")
 			}
+			if err := checkLimit(c); err != nil {
+				return err
+			}
 			path := c.String("output")
 			if path == "" {
 				path = "ray-timeline-" + time.Now().UTC().Format("2006-01-02_15-04-05") + ".json"
