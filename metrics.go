@@ -99,9 +99,16 @@ func serveMetrics(n *node.Node, port int, res sched.Resources, logger *slog.Logg
 			Objects: st.Objects, SpillErrors: st.SpillErrors, InFlight: n.Core.InFlightBytes(), Queued: int64(sr.Queued)}}, nil
 	}
 	c, err := metrics.New(metrics.Config{Nodes: stats, Store: n.GCS(), CPUs: res.Map()[sched.CPU], Cluster: true, Logger: logger,
-		Tasks: func(ctx context.Context) ([]core.TaskCount, int, error) {
+		Tasks: func(ctx context.Context) (metrics.TaskCounts, error) {
 			rep, err := n.Core.Tasks(ctx, core.TaskQuery{Counts: true})
-			return rep.Summary, 0, err
+			// The one process's counts of ended attempts only grow (its shards' counters).
+			var finished []core.TaskCount
+			for _, c := range rep.Summary {
+				if core.Ended(c.State) {
+					finished = append(finished, c)
+				}
+			}
+			return metrics.TaskCounts{Counts: rep.Summary, Finished: finished}, err
 		}})
 	if err != nil {
 		return nil, err

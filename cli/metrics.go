@@ -17,7 +17,7 @@ func metricsCommand() *ucli.Command {
 		Name:  "metrics",
 		Usage: "list where each agent serves its Prometheus metrics (GET /metrics), or print them as Prometheus file_sd targets",
 		Description: "Every agent serves Prometheus metrics on --metrics-port of `rayctl start` (default 8080, or a free " +
-			"port when that is taken). The head's endpoint also has the cluster-wide gauges: ray_tasks and ray_actors. " +
+			"port when that is taken). The head's endpoint also has the cluster-wide gauges ray_tasks and ray_actors, and the counter ray_go_tasks_finished_total (attempts that ended, for rate()). " +
 			"--sd prints the live agents as a Prometheus file_sd_configs file (JSON): write it where a file_sd_configs " +
 			"entry of prometheus.yml points, and refresh it when agents come and go.",
 		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(), outputFlag(),

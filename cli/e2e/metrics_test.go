@@ -114,6 +114,30 @@ func TestMetrics(t *testing.T) {
 		t.Error("the joined agent serves ray_tasks: the head's alone")
 	}
 	checkObjects(t, tok, addr)
+
+	// The job's driver goes (its task records with it): ray_tasks no longer counts its
+	// tasks, but the counter of ended attempts keeps them (rate() over it is what a user
+	// graphs), and says it is a counter.
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline = time.Now().Add(time.Minute)
+	for {
+		if head, err = metrics.Scrape(ctx, eps[0].URL); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := head.Value("ray_tasks", "Name", "e2e.Add", "State", "FINISHED"); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after its driver was killed, ray_tasks still counts its tasks:\n%v", head["ray_tasks"])
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	adds, _ := head.Value("ray_go_tasks_finished_total", "Name", "e2e.Add", "State", "FINISHED")
+	fails, _ := head.Value("ray_go_tasks_finished_total", "Name", "e2e.Fail", "State", "FAILED")
+	if f := head["ray_go_tasks_finished_total"]; adds < 10 || fails != 1 || f.GetType().String() != "COUNTER" {
+		t.Errorf("after the driver went: ray_go_tasks_finished_total e2e.Add FINISHED %v (want >= 10), e2e.Fail FAILED %v (want 1):\n%v", adds, fails, f)
+	}
 }
 
 // checkObjects checks `rayctl list objects`, `get object` and `summary objects` against the

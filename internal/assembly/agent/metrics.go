@@ -52,11 +52,11 @@ const (
 
 // taskCountsCache is the last gather of the task counts.
 type taskCountsCache struct {
-	mu      sync.Mutex // held across a gather: concurrent scrapes wait for it and share it
-	at      time.Time
-	counts  []core.TaskCount
-	missing int
-	err     error
+	mu       sync.Mutex // held across a gather: concurrent scrapes wait for it and share it
+	at       time.Time
+	counts   metrics.TaskCounts
+	err      error
+	finished metrics.FinishedTotals // ray_go_tasks_finished_total, over every gather
 }
 
 // etcdFamilies are the embedded etcd's own metrics a head serves too: its disk latency
@@ -171,19 +171,27 @@ func (a *Agent) MetricsAddress() string { return a.metricsAddr }
 
 // taskCounts gathers the task counts of every process of the cluster (the head's
 // ray_tasks), at most once per metricsTaskEvery.
-func (a *Agent) taskCounts(ctx context.Context) ([]core.TaskCount, int, error) {
+func (a *Agent) taskCounts(ctx context.Context) (metrics.TaskCounts, error) {
 	c := &a.taskCountsCache
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.at.IsZero() && time.Since(c.at) < metricsTaskEvery {
-		return c.counts, c.missing, c.err
+		return c.counts, c.err
 	}
 	res, err := taskstate.Gather(ctx, a.store, "", core.TaskQuery{Counts: true}, taskstate.Options{Wait: metricsTaskWait})
-	c.at, c.counts, c.missing, c.err = time.Now(), nil, 0, err
+	c.at, c.counts, c.err = time.Now(), metrics.TaskCounts{}, err
 	if err == nil {
-		c.counts, c.missing = res.Summary, len(res.Missing)
+		// A process that did not answer in time or could not be asked keeps its last
+		// counts in the totals; one that exited (not asked, or gone from the node
+		// table) leaves them there for good.
+		stay := map[string]bool{}
+		for _, n := range res.Missing {
+			stay[n] = true
+		}
+		c.counts = metrics.TaskCounts{Counts: res.Summary, Missing: len(res.Missing),
+			Finished: c.finished.Update(res.Counts, func(node string) bool { return stay[node] })}
 	}
-	return c.counts, c.missing, c.err
+	return c.counts, c.err
 }
 
 // onlyFamilies gathers from g only the families named.

@@ -77,6 +77,12 @@ const (
 
 var stateNames = [...]string{"", StateFinished, StateFailed, StateCancelled, StateRetried}
 
+// Ended reports whether state is that of an attempt that ended (FINISHED, FAILED,
+// CANCELLED, FAILED_RETRIED), not of a live task.
+func Ended(state string) bool {
+	return state != "" && slices.Contains(stateNames[1:], state)
+}
+
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
 

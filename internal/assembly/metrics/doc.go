@@ -33,8 +33,12 @@
 // ray_object_store_available_memory, ray_object_store_num_local_objects, ray_node_cpu_count,
 // ray_node_cpu_utilization, ray_node_mem_used, ray_node_mem_available, ray_node_mem_total,
 // ray_scheduler_tasks{State}, ray_gcs_storage_operation_latency_ms{Operation}. Our own, with
-// the ray_go_ prefix: processes by role, spill errors, bytes being pulled, and whether each
-// source answered (ray_go_metrics_source_up).
+// the ray_go_ prefix: processes by role, spill errors, bytes being pulled, whether each
+// source answered (ray_go_metrics_source_up), and on the head the counter
+// ray_go_tasks_finished_total{Name,State} of the attempts that ended: ray_tasks is a gauge
+// that falls as processes exit with their counts, so the head keeps each process's last
+// counts of ended attempts and those of the processes that left (FinishedTotals), and the
+// counter only grows (until the head restarts), for rate().
 //
 // Location is IN_MEMORY (the store shards' memory, where Ray says MMAP_SHM) or SPILLED.
 // ray_node_cpu_count is the CPU resource the agent offers (--num-cpus), as the scheduler

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
 	"sort"
 	"sync"
@@ -21,10 +22,75 @@ import (
 	"github.com/ray-go/ray/internal/base/pb"
 )
 
-// TaskCounter returns the task counts of every process with a runtime, by function and
-// state (core.TaskQuery{Counts: true} merged over the processes), and how many processes
-// did not answer.
-type TaskCounter func(ctx context.Context) (counts []core.TaskCount, missing int, err error)
+// TaskCounter returns the task counts of every process with a runtime.
+type TaskCounter func(ctx context.Context) (TaskCounts, error)
+
+// TaskCounts is what a TaskCounter found.
+type TaskCounts struct {
+	// Counts are by function and state (core.TaskQuery{Counts: true} merged over the
+	// processes): ray_tasks.
+	Counts []core.TaskCount
+	// Finished are the attempts that ended (core.Ended), by function and
+	// state, since the cluster's head started counting (FinishedTotals): the counter
+	// ray_go_tasks_finished_total, which does not fall as processes exit.
+	Finished []core.TaskCount
+	// Missing is how many processes did not answer or could not be asked.
+	Missing int
+}
+
+// FinishedTotals adds up the ended attempts of processes that come and go into totals
+// that only grow (a Prometheus counter): each process counts its own since it started
+// (its shards' counters), and the counts of a process that exited stay in the totals.
+// Not safe for concurrent use.
+type FinishedTotals struct {
+	last     map[string]map[[2]string]int // by process (node ID): its counts as last seen
+	departed map[[2]string]int            // the last counts of the processes that left
+}
+
+// Update takes the counts each answering process gave (node ID to its counts, of every
+// state; the live ones are ignored) and returns the totals. A process that answered before
+// and is absent now keeps its last counts in the totals: still counted (stay says it has
+// not left: it did not answer in time, or could not be asked), or folded into those of
+// the processes that left.
+func (f *FinishedTotals) Update(byProcess map[string][]core.TaskCount, stay func(node string) bool) []core.TaskCount {
+	if f.last == nil {
+		f.last, f.departed = map[string]map[[2]string]int{}, map[[2]string]int{}
+	}
+	for node, counts := range byProcess {
+		m := f.last[node]
+		if m == nil {
+			m = map[[2]string]int{}
+			f.last[node] = m
+		}
+		for _, c := range counts {
+			if !core.Ended(c.State) {
+				continue
+			}
+			k := [2]string{c.Function, c.State}
+			m[k] = max(m[k], c.Count) // a process's own counts only grow
+		}
+	}
+	for node, m := range f.last {
+		if _, ok := byProcess[node]; ok || (stay != nil && stay(node)) {
+			continue
+		}
+		for k, n := range m {
+			f.departed[k] += n
+		}
+		delete(f.last, node)
+	}
+	sum := maps.Clone(f.departed)
+	for _, m := range f.last {
+		for k, n := range m {
+			sum[k] += n
+		}
+	}
+	out := make([]core.TaskCount, 0, len(sum))
+	for _, k := range sortedKeys(sum) {
+		out = append(out, core.TaskCount{Function: k[0], State: k[1], Count: sum[k]})
+	}
+	return out
+}
 
 // NodeStats is what one node (a process with a raylet and an object store shard) reports.
 type NodeStats struct {
@@ -110,7 +176,8 @@ type Config struct {
 	// no worker process runs here. 0: the sum of the nodes' budgets (a local runtime's one
 	// node).
 	StoreBytes int64
-	// Cluster adds the cluster-wide gauges (ray_tasks, ray_actors): set on one agent only,
+	// Cluster adds the cluster-wide gauges (ray_tasks, ray_actors) and the counter
+	// ray_go_tasks_finished_total: set on one agent only,
 	// the head.
 	Cluster bool
 	// Tasks counts the tasks of every process (with Cluster; nil: no ray_tasks).
@@ -169,8 +236,11 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
-	descTasks  = desc("ray_tasks", "Tasks and actor calls by function (Name) and state, of every process of the cluster: ended attempts counted since each process started, live ones as they are now (head only).", "Name", "State")
-	descActors = desc("ray_actors", "Actors by class (Name) and state, from the GCS actor table (head only).", "Name", "State")
+	descTasks = desc("ray_tasks", "Tasks and actor calls by function (Name) and state, of every process of the cluster: ended attempts counted since each process started, live ones as they are now (head only).", "Name", "State")
+	// A counter (Prometheus's _total, TYPE counter), for rate(): ray_tasks falls as
+	// processes exit with their counts.
+	descFinished = desc("ray_go_tasks_finished_total", "Task and actor call attempts that ended, by function (Name) and State (FINISHED, FAILED, CANCELLED, FAILED_RETRIED), of every process of the cluster since the head started: the counts of a process that exited stay (head only).", "Name", "State")
+	descActors   = desc("ray_actors", "Actors by class (Name) and state, from the GCS actor table (head only).", "Name", "State")
 
 	descStoreMem      = desc("ray_object_store_memory", "Object store bytes of this agent's nodes (the head's: and of the drivers joined to the cluster) by Location: IN_MEMORY (the store shards' memory) or SPILLED (spill files).", "Location")
 	descStoreUsed     = desc("ray_object_store_used_memory", "Object store bytes in memory on this agent's nodes (the head's: and drivers').")
@@ -202,6 +272,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- descActors
 		if c.cfg.Tasks != nil {
 			ch <- descTasks
+			ch <- descFinished
 			ch <- descTasksMissing
 		}
 	}
@@ -337,16 +408,19 @@ func (c *Collector) collectActors(ctx context.Context, ch chan<- prometheus.Metr
 }
 
 func (c *Collector) collectTasks(ctx context.Context, ch chan<- prometheus.Metric) {
-	counts, missing, err := c.cfg.Tasks(ctx)
+	tc, err := c.cfg.Tasks(ctx)
 	if err != nil {
 		c.fail("tasks", err)
 		up(ch, "tasks", false)
 		return
 	}
-	for _, tc := range counts {
-		gauge(ch, descTasks, float64(tc.Count), tc.Function, tc.State)
+	for _, n := range tc.Counts {
+		gauge(ch, descTasks, float64(n.Count), n.Function, n.State)
 	}
-	gauge(ch, descTasksMissing, float64(missing))
+	for _, n := range tc.Finished {
+		ch <- prometheus.MustNewConstMetric(descFinished, prometheus.CounterValue, float64(n.Count), n.Function, n.State)
+	}
+	gauge(ch, descTasksMissing, float64(tc.Missing))
 	up(ch, "tasks", true)
 }
 

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -165,8 +166,9 @@ func TestCollectorCluster(t *testing.T) {
 	}
 	c, err := New(Config{CPUs: 1, ProcDir: fakeProc(t, "cpu 1 1 1 1"), Cluster: true, Store: store,
 		Nodes: func(context.Context) ([]NodeStats, error) { return nil, nil },
-		Tasks: func(context.Context) ([]core.TaskCount, int, error) {
-			return []core.TaskCount{{Function: "f", State: core.StateFinished, Count: 7}, {Function: "f", State: core.StateRunning, Count: 1}}, 2, nil
+		Tasks: func(context.Context) (TaskCounts, error) {
+			return TaskCounts{Counts: []core.TaskCount{{Function: "f", State: core.StateFinished, Count: 7}, {Function: "f", State: core.StateRunning, Count: 1}},
+				Finished: []core.TaskCount{{Function: "f", State: core.StateFinished, Count: 9}}, Missing: 2}, nil
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -184,8 +186,37 @@ ray_go_metrics_tasks_missing_processes 2
 # TYPE ray_tasks gauge
 ray_tasks{Name="f",State="FINISHED"} 7
 ray_tasks{Name="f",State="RUNNING"} 1
+# HELP ray_go_tasks_finished_total Task and actor call attempts that ended, by function (Name) and State (FINISHED, FAILED, CANCELLED, FAILED_RETRIED), of every process of the cluster since the head started: the counts of a process that exited stay (head only).
+# TYPE ray_go_tasks_finished_total counter
+ray_go_tasks_finished_total{Name="f",State="FINISHED"} 9
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "ray_actors", "ray_tasks", "ray_go_metrics_tasks_missing_processes"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "ray_actors", "ray_tasks", "ray_go_metrics_tasks_missing_processes", "ray_go_tasks_finished_total"); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestFinishedTotals: the totals of ended attempts only grow as processes come and go: a
+// process that exited keeps its counts in them, one that did not answer this time keeps
+// its last, live states are not counted.
+func TestFinishedTotals(t *testing.T) {
+	var f FinishedTotals
+	fin := func(fn string, n int) core.TaskCount {
+		return core.TaskCount{Function: fn, State: core.StateFinished, Count: n}
+	}
+	check := func(got []core.TaskCount, want ...core.TaskCount) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("totals %v, want %v", got, want)
+		}
+	}
+	running := core.TaskCount{Function: "f", State: core.StateRunning, Count: 5}
+	check(f.Update(map[string][]core.TaskCount{"a": {fin("f", 3), running}, "b": {fin("f", 2)}}, nil), fin("f", 5))
+	// b did not answer in time: its 2 stay; a ran 4 more.
+	check(f.Update(map[string][]core.TaskCount{"a": {fin("f", 7)}}, func(n string) bool { return n == "b" }), fin("f", 9))
+	// b answers again with 3: counted once.
+	check(f.Update(map[string][]core.TaskCount{"a": {fin("f", 7)}, "b": {fin("f", 3)}}, nil), fin("f", 10))
+	// Both exited (their job ended): the totals stay; a new process adds to them.
+	check(f.Update(nil, nil), fin("f", 10))
+	check(f.Update(map[string][]core.TaskCount{"c": {fin("f", 1), {Function: "g", State: core.StateFailed, Count: 2}}}, nil),
+		fin("f", 11), core.TaskCount{Function: "g", State: core.StateFailed, Count: 2})
 }

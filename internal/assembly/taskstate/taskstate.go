@@ -163,6 +163,9 @@ type Result struct {
 	// Gone names the processes of the node table that were not asked: known to have
 	// exited (their records went with them).
 	Gone []string
+	// Counts is, of a query with Counts set, each answering process's counts (by node
+	// ID): what a monotonic total over processes that come and go needs.
+	Counts map[string][]core.TaskCount
 }
 
 // Options tunes Gather.
@@ -196,6 +199,9 @@ func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, 
 		}
 		reports = append(reports, &r)
 		res.Processes++
+		if q.Counts {
+			res.Counts = map[string][]core.TaskCount{string(o.LocalNode): r.Summary}
+		}
 	}
 	if len(expect) > 0 {
 		answers, missing, err := ask(ctx, store, Request{Job: job, Query: q, From: from(o)}, expect, o.Wait)
@@ -208,6 +214,12 @@ func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, 
 				return nil, fmt.Errorf("taskstate: the answer of node %s: %w", node, err)
 			}
 			reports = append(reports, r)
+			if q.Counts {
+				if res.Counts == nil {
+					res.Counts = map[string][]core.TaskCount{}
+				}
+				res.Counts[node] = r.Summary
+			}
 		}
 		res.Processes += len(answers)
 		res.Missing = missing
