@@ -70,6 +70,9 @@ func TestMetricsLocalRuntime(t *testing.T) {
 	if v, ok := fams.Value("ray_tasks", "Name", "test.metrics.square", "State", "FINISHED"); !ok || v < runs {
 		t.Errorf("ray_tasks{Name=test.metrics.square,State=FINISHED} = %v (%v), want >= %d", v, ok, runs)
 	}
+	if v, ok := fams.Value("ray_go_tasks_finished_total", "Name", "test.metrics.square", "State", "FINISHED"); !ok || v < runs {
+		t.Errorf("ray_go_tasks_finished_total{Name=test.metrics.square,State=FINISHED} = %v (%v), want >= %d", v, ok, runs)
+	}
 	if v, ok := fams.Value("ray_actors", "Name", "test.Account", "State", "ALIVE"); !ok || v < 1 {
 		t.Errorf("ray_actors{Name=test.Account,State=ALIVE} = %v (%v)", v, ok)
 	}
