@@ -414,9 +414,9 @@ func waitMask(tc *core.TaskContext, ctx context.Context, n int, at func(int) Ref
 // running task, the tasks that task submitted and that have not finished are cancelled
 // too, and theirs in turn, wherever they run (the process that ran the task owns them and
 // cancels them): a queued or waiting child never runs, a running one has its ctx
-// cancelled and gives its resources back when it returns; a task the cancelled task
-// submits later (it runs on until its function returns) is cancelled before it runs. A
-// child actor call is
+// cancelled and gives its resources back when it returns; a task or actor call the
+// cancelled task submits later (it runs on until its function returns) is cancelled
+// before it runs. A child actor call made before the Cancel is
 // cancelled if it was not sent to its actor yet; one its actor has runs on (as Cancel of
 // it: ErrActorCallSent). NonRecursive cancels the task alone. A task ends once its
 // function returns; Cancel does not wait for that.

@@ -77,7 +77,8 @@ type Env struct {
 	// Cancelled (optional) is called, on the worker grain, when a CancelTask without
 	// non_recursive cancels a running task's context: the runtime of this process, which
 	// owns the tasks the task submitted, cancels those not finished (Ray's recursive
-	// cancellation). It must not block.
+	// cancellation), and those it submits later. It is called before the task's context
+	// is cancelled, and must not block.
 	Cancelled func(task ids.TaskID)
 	// Meta returns the metadata the task run with ctx attached to its result
 	// (TaskResult.meta); nil: none.
@@ -449,12 +450,14 @@ func (w *Worker) cancelTask(ctx actor.Context, m *pb.CancelTask) {
 	for _, l := range w.leases {
 		l.mu.Lock()
 		if l.current == id && l.cancel != nil {
+			if !m.NonRecursive && w.env.Cancelled != nil {
+				// Before its context ends: a child the task submits once it sees that end is
+				// one the runtime already refuses.
+				w.env.Cancelled(id)
+			}
 			l.cancelled = true
 			l.cancel.cancel(context.Canceled)
 			l.mu.Unlock()
-			if !m.NonRecursive && w.env.Cancelled != nil {
-				w.env.Cancelled(id)
-			}
 			return
 		}
 		for i, s := range l.queue {

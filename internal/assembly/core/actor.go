@@ -660,6 +660,10 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 	// The refs nested in the arguments are pinned before the call is the Caller's (below):
 	// pinning one another process owns asks that process, which must not happen under mu.
 	pinned := argErr == nil && c.pinArgs(ret, args)
+	// A call without ref arguments skips its shard's inbox, where a call of a task a
+	// recursive Cancel cancelled is refused (shard.parentCancelled): such a call goes
+	// there instead (one atomic load while no task is cancelled).
+	viaShard := len(argRefs) > 0 || (c.cancelled.any() && c.cancelled.has(tc.Task))
 	ac.mu.Lock()
 	seq, dead := ac.calls.Add(p)
 	p.seq = seq
@@ -675,7 +679,7 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		// and has its shard complete it, which reads these and drops what they hold: they
 		// are set under mu, before anyone else can see the call (holdArgs only counts).
 		c.holdArgs(argRefs)
-		p.argRefs, p.pinned, p.dispatched = argRefs, pinned, len(argRefs) == 0
+		p.argRefs, p.pinned, p.dispatched = argRefs, pinned, !viaShard
 	}
 	ac.mu.Unlock()
 	if register {
@@ -705,7 +709,7 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		}
 		return p, ret, &SubmitError{Info: info, Err: argErr}
 	}
-	if len(argRefs) == 0 {
+	if !viaShard {
 		// Nothing to wait for: the call goes to the actor now from this goroutine when
 		// nothing is ahead of it (sendDirect), or to the outbox, in submission order; the
 		// shard registers it before it handles the actor's answer.
@@ -714,7 +718,7 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 		}
 		return p, ret, nil
 	}
-	sh.submit(p) // its shard waits for its arguments, then sends it
+	sh.submit(p) // its shard waits for its arguments (or refuses it), then sends it
 	return p, ret, nil
 }
 

@@ -178,8 +178,10 @@ type Core struct {
 	// (addressRefuses; tests count the probes with it).
 	probeDial func(network, address string, timeout time.Duration) (net.Conn, error)
 
-	enders enders    // actors whose handles are all gone, being ended (lifetime.go)
-	gone   goneNodes // where the actors of the callers forgotten ran (forgetCaller)
+	// cancelled: the tasks a recursive Cancel cancelled, whose children are refused (shard.go)
+	cancelled cancelledParents
+	enders    enders    // actors whose handles are all gone, being ended (lifetime.go)
+	gone      goneNodes // where the actors of the callers forgotten ran (forgetCaller)
 
 	gens        sync.Map // ids.TaskID -> *Generator: streaming generators running (generator.go)
 	callers     sync.Map // callerKey -> *actorCaller

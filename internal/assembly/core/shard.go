@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,11 +95,6 @@ type shard struct {
 	hasParked atomic.Bool
 	// sweepMissing: nodes with dispatched tasks that the last sweep found gone.
 	sweepMissing map[ids.NodeID]bool
-	// cancelledParents: the tasks a recursive Cancel had their children cancelled
-	// (cancelChildren), by ID, and when. A task cancelled while running may run on (its
-	// function need not look at its ctx) and submit more: such a child is cancelled when
-	// it arrives (submitted), as the ones there were then. Kept cancelledParentKeep.
-	cancelledParents map[ids.TaskID]time.Time
 
 	ev shardEvents // the history of its tasks (events.go)
 }
@@ -247,7 +243,6 @@ func (s *shard) receive(ctx actor.Context) {
 		m.reply <- s.cancel(m.tid, m.recursive)
 	case cancelChildren:
 		s.drainInbox() // a task submitted just before is registered first
-		s.noteCancelledParent(m.parent, time.Now())
 		s.cancelChildren(m.parent)
 	case nodeGone:
 		s.nodeGone(m.node, m.why)
@@ -377,7 +372,7 @@ func (s *shard) submitted(p *pending) {
 		s.onResult(s.c.lostTask(p))
 		return
 	}
-	if len(s.cancelledParents) > 0 && s.parentCancelled(p) {
+	if s.c.cancelled.any() && s.parentCancelled(p) {
 		return
 	}
 	if p.actor == nil {
@@ -386,23 +381,87 @@ func (s *shard) submitted(p *pending) {
 	s.awaitArgs(p, p.argRefs)
 }
 
-// cancelledParentKeep is how long a shard refuses the children of a task a recursive
-// Cancel cancelled (shard.cancelledParents), and cancelledParentsMax how many such
-// tasks it keeps at most (the oldest go first).
+// cancelledParentKeep is how long a process refuses the children of a task a recursive
+// Cancel cancelled (cancelledParents), and cancelledParentsMax how many such tasks it
+// keeps at most (the oldest go first).
 const (
 	cancelledParentKeep = 10 * time.Minute
 	cancelledParentsMax = 1 << 12
 )
 
+// cancelledParents are the tasks a recursive Cancel had their children cancelled
+// (Core.CancelChildren), by ID, and when. A task cancelled while running may run on (its
+// function need not look at its ctx) and submit more: such a child is cancelled when it
+// arrives (shard.submitted; an actor call without ref arguments, which skips its shard's
+// inbox, is sent there instead of to its actor, submitActorCall), as the ones there were
+// then. Kept cancelledParentKeep. A parent is noted before its worker cancels its ctx
+// (worker.Env.Cancelled), so a child the task submits once it sees its ctx end is
+// refused. The submit paths read n only (one atomic load) while none is kept.
+type cancelledParents struct {
+	n  atomic.Int32
+	mu sync.Mutex
+	m  map[ids.TaskID]time.Time
+}
+
+// any reports whether any parent is kept (the submit paths' cheap check).
+func (cp *cancelledParents) any() bool { return cp.n.Load() > 0 }
+
+// has reports whether parent is kept.
+func (cp *cancelledParents) has(parent ids.TaskID) bool {
+	cp.mu.Lock()
+	_, ok := cp.m[parent]
+	cp.mu.Unlock()
+	return ok
+}
+
+// hasSpec reports whether the parent of a task's spec is kept.
+func (cp *cancelledParents) hasSpec(spec *pb.TaskSpec) (ids.TaskID, bool) {
+	parent, err := ids.TaskIDFromBytes(spec.ParentTaskId)
+	if err != nil {
+		return parent, false
+	}
+	return parent, cp.has(parent)
+}
+
+// note remembers that parent's children are cancelled, now and when they come, and
+// forgets the tasks noted longer ago than cancelledParentKeep (or the oldest, past
+// cancelledParentsMax).
+func (cp *cancelledParents) note(parent ids.TaskID, now time.Time) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.m == nil {
+		cp.m = map[ids.TaskID]time.Time{}
+	}
+	cp.m[parent] = now
+	defer func() { cp.n.Store(int32(len(cp.m))) }()
+	if len(cp.m) <= cancelledParentsMax/2 {
+		return
+	}
+	cut := now.Add(-cancelledParentKeep)
+	if len(cp.m) > cancelledParentsMax {
+		var oldest time.Time
+		for _, at := range cp.m {
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at
+			}
+		}
+		if o := oldest.Add(time.Nanosecond); cut.Before(o) {
+			cut = o
+		}
+	}
+	for id, at := range cp.m {
+		if at.Before(cut) {
+			delete(cp.m, id)
+		}
+	}
+}
+
 // parentCancelled cancels p, just submitted, if its parent task was cancelled with its
 // children (the task submitted p after the Cancel looked for them), and reports whether
 // it did.
 func (s *shard) parentCancelled(p *pending) bool {
-	parent, err := ids.TaskIDFromBytes(p.spec.ParentTaskId)
-	if err != nil {
-		return false
-	}
-	if _, ok := s.cancelledParents[parent]; !ok {
+	parent, ok := s.c.cancelled.hasSpec(p.spec)
+	if !ok {
 		return false
 	}
 	if p.actor != nil {
@@ -413,36 +472,6 @@ func (s *shard) parentCancelled(p *pending) bool {
 		Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: p.tid[:],
 		Message: "task was cancelled before it ran: the task that submitted it (" + parent.String() + ") was cancelled, with the tasks it submits"}})
 	return true
-}
-
-// noteCancelledParent remembers that parent's children are cancelled, now and when they
-// come (cancelledParents), and forgets the tasks noted longer ago than
-// cancelledParentKeep (or the oldest, past cancelledParentsMax).
-func (s *shard) noteCancelledParent(parent ids.TaskID, now time.Time) {
-	if s.cancelledParents == nil {
-		s.cancelledParents = map[ids.TaskID]time.Time{}
-	}
-	s.cancelledParents[parent] = now
-	if len(s.cancelledParents) <= cancelledParentsMax/2 {
-		return
-	}
-	cut := now.Add(-cancelledParentKeep)
-	if len(s.cancelledParents) > cancelledParentsMax {
-		var oldest time.Time
-		for _, at := range s.cancelledParents {
-			if oldest.IsZero() || at.Before(oldest) {
-				oldest = at
-			}
-		}
-		if o := oldest.Add(time.Nanosecond); cut.Before(o) {
-			cut = o
-		}
-	}
-	for id, at := range s.cancelledParents {
-		if at.Before(cut) {
-			delete(s.cancelledParents, id)
-		}
-	}
 }
 
 // awaitArgs dispatches p when every object of args is ready (or gone: dispatch then

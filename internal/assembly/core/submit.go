@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -309,13 +310,16 @@ func (c *Core) CancelTask(id ids.ObjectID, recursive bool) error {
 // (an explicit Cancel cancels no more of it). It is the worker's hook
 // (worker.Env.Cancelled) for a running task a recursive Cancel cancelled; it does not wait.
 // The children are found by their specs' parent among each shard's unfinished tasks: a
-// scan, paid by a cancellation only, not by a submission.
+// scan, paid by a cancellation only, not by a submission. The children task submits
+// from now on (it may run on) are cancelled as they are submitted, an actor call among
+// them before it is sent (cancelledParents).
 func (c *Core) CancelChildren(task ids.TaskID) {
 	select {
 	case <-c.closed:
 		return
 	default:
 	}
+	c.cancelled.note(task, time.Now())
 	for _, s := range c.shards {
 		s.send(cancelChildren{parent: task})
 	}
