@@ -3,6 +3,7 @@ package ray
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,5 +107,64 @@ func TestCancelRecursiveRefusesLaterActorCall(t *testing.T) {
 	}
 	if n := caRanOf(key).Load(); n != 0 {
 		t.Fatalf("the refused actor call ran %d times", n)
+	}
+}
+
+// TestCancelQueuedActorCall: Cancel of a call waiting at an at-most-once actor behind a
+// running one takes it back, as Ray's cancel of an actor task that has not started: its
+// Get says it was cancelled, the method never runs, and the calls after it run in order.
+// The running call is not interrupted; the cancelled call is answered when the actor
+// reaches it. Before, Cancel refused any call sent to its actor.
+// An exactly-once actor's queued call is refused with an error that says why.
+func TestCancelQueuedActorCall(t *testing.T) {
+	ctx := timeout(t)
+	key := uniqueName(t)
+	t.Cleanup(func() { close(gateOf(key + "/hold")) })
+	h := cancelRecClass.Remote(ctx, AtMostOnce())
+	hold := cancelRecHold.Remote(ctx, h, V(key+"/hold"))
+	caWait(t, ctx, caStartedOf(key+"/hold"), "Hold did not start")
+	queued := cancelRecNote.Remote(ctx, h, V(key+"/queued"))
+	after := cancelRecNote.Remote(ctx, h, V(key+"/after"))
+	if err := Cancel(ctx, queued); err != nil {
+		t.Fatalf("Cancel of a call queued at an at-most-once actor: %v", err)
+	}
+	gate := gateOf(key + "/hold")
+	gate <- struct{}{} // Hold returns (the gate stays open for the cleanup's close)
+	if got := mustGet(t, ctx, hold); got != key+"/hold" {
+		t.Fatalf("Hold: %q", got)
+	}
+	// Answered when the actor reaches it, after the calls ahead of it.
+	if _, err := Get(ctx, queued); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("Get of the cancelled queued call: %v, want ErrCancelled", err)
+	}
+	if got := mustGet(t, ctx, after); got != key+"/after" {
+		t.Fatalf("the call after the cancelled one: %q", got)
+	}
+	if n := caRanOf(key + "/queued").Load(); n != 0 {
+		t.Fatalf("the cancelled queued call ran %d times", n)
+	}
+
+	// Exactly-once (the default): refused, saying why.
+	eo := cancelRecClass.Remote(ctx)
+	hold2 := cancelRecHold.Remote(ctx, eo, V(key+"/hold2"))
+	t.Cleanup(func() { close(gateOf(key + "/hold2")) })
+	caWait(t, ctx, caStartedOf(key+"/hold2"), "Hold on the exactly-once actor did not start")
+	q2 := cancelRecNote.Remote(ctx, eo, V(key+"/queued2"))
+	// Sent to the actor: Cancel refuses it (retry while it may still be on its way).
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if err = Cancel(ctx, q2); err != nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "exactly-once") {
+		t.Fatalf("Cancel of a call queued at an exactly-once actor: %v, want an error saying it is exactly-once", err)
+	}
+	gateOf(key + "/hold2") <- struct{}{}
+	if got := mustGet(t, ctx, hold2); got != key+"/hold2" {
+		t.Fatalf("Hold: %q", got)
+	}
+	if got := mustGet(t, ctx, q2); got != key+"/queued2" {
+		t.Fatalf("the exactly-once actor's queued call: %q", got)
 	}
 }

@@ -417,8 +417,15 @@ func waitMask(tc *core.TaskContext, ctx context.Context, n int, at func(int) Ref
 // cancelled and gives its resources back when it returns; a task or actor call the
 // cancelled task submits later (it runs on until its function returns) is cancelled
 // before it runs. A child actor call made before the Cancel is
-// cancelled if it was not sent to its actor yet; one its actor has runs on (as Cancel of
-// it: ErrActorCallSent). NonRecursive cancels the task alone. A task ends once its
+// cancelled if it was not sent to its actor yet, or, for an AtMostOnce actor, while it
+// waits there behind earlier calls (as Cancel of it does).
+//
+// Cancel of an actor call: one not sent yet, or one waiting at an AtMostOnce actor behind
+// earlier calls, never runs, and Get of it returns ErrCancelled (for a waiting one, once
+// the actor reaches it; the calls after it run in order); a running call is not
+// interrupted and answers as usual, as in Ray. A call sent to an exactly-once actor (the
+// default) cannot be taken back: it is in the actor's method log before it runs, and a
+// restart replays the log; Cancel returns an error that says so. NonRecursive cancels the task alone. A task ends once its
 // function returns; Cancel does not wait for that.
 func Cancel(ctx context.Context, r Ref, opts ...CancelOption) error {
 	tc, err := taskContext(ctx)

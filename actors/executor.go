@@ -123,7 +123,61 @@ type executor struct {
 	// an at-most-once actor's calls cost the grain no message of their own.
 	dones handoff.Queue[done]
 	lazy  bool
+
+	// cancels: the calls (caller, seq) its callers cancelled that have not run (an
+	// at-most-once actor's: grain.cancelQueued), guarded by mu; cancelN is its length, the
+	// one load per call the loop pays while none is cancelled.
+	cancels map[callKey]struct{}
+	cancelN atomic.Int32
 }
+
+// callKey names a call: its caller and sequence number.
+type callKey struct {
+	caller string
+	seq    uint64
+}
+
+// maxCancels bounds executor.cancels (a cancel of a call that never comes stays).
+const maxCancels = 1 << 12
+
+// cancel has the call (caller, seq) answered CANCELLED instead of run, if it has not
+// started (the loop takes it out of cancels then: takeCancel).
+func (x *executor) cancel(caller string, seq uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.cancels == nil {
+		x.cancels = make(map[callKey]struct{})
+	}
+	if len(x.cancels) >= maxCancels {
+		return
+	}
+	x.cancels[callKey{caller, seq}] = struct{}{}
+	x.cancelN.Store(int32(len(x.cancels)))
+}
+
+// uncancel forgets a cancel of (caller, seq): the call ran (it had started when the
+// cancel came).
+func (x *executor) uncancel(caller string, seq uint64) { x.takeCancel(caller, seq) }
+
+// takeCancel reports whether (caller, seq) was cancelled, and forgets that.
+func (x *executor) takeCancel(caller string, seq uint64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	k := callKey{caller, seq}
+	if _, ok := x.cancels[k]; !ok {
+		return false
+	}
+	delete(x.cancels, k)
+	if len(x.cancels) == 0 {
+		x.cancels = nil
+	}
+	x.cancelN.Store(int32(len(x.cancels)))
+	return true
+}
+
+// cancelledMessage is the error message of an actor call cancelled while it waited at
+// its actor.
+const cancelledMessage = "actor call was cancelled before it ran: it was waiting at its actor behind earlier calls"
 
 func newExecutor(g *grain, runner worker.Runner, conc int, last uint64, lazy bool) *executor {
 	x := &executor{g: g, runner: runner, single: runner, results: slab.Slab[pb.TaskResult]{N: maxHeld}, tids: slab.Slab[ids.TaskID]{N: maxHeld}, conc: conc, last: last, signal: make(chan struct{}, 1)}
@@ -372,6 +426,13 @@ func (x *executor) loop() {
 				if e.Skip {
 					mu.Lock()
 					ob.add(e, nil, monoNow())
+					mu.Unlock()
+					continue
+				}
+				if x.cancelN.Load() > 0 && x.takeCancel(e.CallerId, e.Seq) {
+					res := worker.Fail(e.Spec, pb.ErrorInfo_CANCELLED, cancelledMessage, "", x.single.Node)
+					mu.Lock()
+					ob.add(e, res, monoNow())
 					mu.Unlock()
 					continue
 				}

@@ -641,7 +641,7 @@ func (g *grain) admitAll(calls []*pb.ActorCall) {
 				b = &pb.ActorCallBounce{ActorId: g.aid[:], Incarnation: g.inc}
 				bounce[k], to[k] = b, c.Caller
 			}
-			if !c.Checkpoint {
+			if !c.Checkpoint && !c.Cancel {
 				b.Seqs = append(b.Seqs, c.Seq)
 			}
 			continue
@@ -659,6 +659,10 @@ func (g *grain) admitAll(calls []*pb.ActorCall) {
 func (g *grain) admit(c *pb.ActorCall) {
 	if c.Checkpoint {
 		g.requestCheckpoint()
+		return
+	}
+	if c.Cancel {
+		g.cancelQueued(c)
 		return
 	}
 	st := g.callers.get(c.CallerId)
@@ -704,6 +708,24 @@ func (g *grain) admit(c *pb.ActorCall) {
 		delete(st.buffered, st.next)
 		g.accept(b, st)
 	}
+}
+
+// cancelQueued: caller c.CallerId cancels its call c.Seq (an ActorCall with cancel set).
+// An at-most-once instance that has not started the call answers it with a CANCELLED
+// result instead of running it (executor.cancel), whether the call waits in the
+// executor's queue, waits here for a call before it, or has not arrived yet; the calls
+// after it run in order. A call that ran, or runs, is left to answer (a running method
+// is not interrupted, as in Ray). A logged (exactly-once) actor's calls are in its method
+// log before they run, and a restart replays the log: a call taken back would run then,
+// so such an instance does nothing (its callers refuse those cancels themselves).
+func (g *grain) cancelQueued(c *pb.ActorCall) {
+	if !g.info.AtMostOnce {
+		return
+	}
+	if st := g.callers.get(c.CallerId); st != nil && c.Seq <= st.applied {
+		return // ran
+	}
+	g.exec.cancel(c.CallerId, c.Seq)
 }
 
 func (g *grain) accept(c *pb.ActorCall, st *callerState) {
@@ -1121,6 +1143,9 @@ func (g *grain) ran(d done) {
 		return
 	}
 	st.applied = max(st.applied, d.entry.Seq)
+	if g.exec.cancelN.Load() > 0 {
+		g.exec.uncancel(d.entry.CallerId, d.entry.Seq) // a cancel that came once it ran
+	}
 	if d.result == nil {
 		return
 	}

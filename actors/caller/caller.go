@@ -382,6 +382,10 @@ func (c *Caller[T]) Low() uint64 { return c.low }
 // carry it: an older instance refuses them (Bounce).
 func (c *Caller[T]) Incarnation() uint64 { return c.inc }
 
+// AtMostOnce reports whether the actor is at-most-once, as far as the caller knows (its
+// Config, then its newest Record).
+func (c *Caller[T]) AtMostOnce() bool { return c.atMost }
+
 // Unfinished is the number of calls given out and not finished.
 func (c *Caller[T]) Unfinished() int { return c.calls.Len() }
 

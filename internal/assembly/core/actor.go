@@ -1134,8 +1134,10 @@ func (s *shard) onBounce(m *pb.ActorCallBounce) {
 	}
 }
 
-// ErrActorCallSent is returned by Cancel for an actor call its actor already has: actor
-// calls run in order and are logged, so they are not taken back.
+// ErrActorCallSent is returned by Cancel for an actor call its actor already has, and
+// which cannot be taken back: the actor is exactly-once (its calls are in its method
+// log before they run, and a restart replays the log), or cannot be reached right now.
+// A call sent to an at-most-once actor is taken back while it waits there (cancelActorCall).
 var ErrActorCallSent = errors.New("ray: the actor call was already sent to its actor; it cannot be cancelled")
 
 // completeAsync finishes actor call p with r on its shard (from any goroutine), whether
@@ -1144,17 +1146,33 @@ func (c *Core) completeAsync(p *pending, r *pb.TaskResult) {
 	p.sh.send(completeTask{p: p, r: r})
 }
 
-// cancelActorCall cancels an actor call that is still waiting for its arguments.
+// cancelActorCall cancels actor call p. One not sent yet (waiting for its arguments) is
+// completed as cancelled here. One sent to an at-most-once actor is taken back there:
+// the instance answers it with a CANCELLED result instead of running it if it has not
+// started it (actors, grain.cancelQueued), and otherwise lets it run and answer, as
+// Ray's cancel of a running actor task does; Cancel does not wait for that. One sent to
+// an exactly-once actor is refused (ErrActorCallSent): it is in the actor's method log
+// before it runs, and a restart replays the log, so a call taken back would run then.
 func (s *shard) cancelActorCall(p *pending) error {
 	ac := p.actor
 	ac.mu.Lock()
 	sent := ac.calls.Sent(p.seq)
+	atMost, inc, pid := ac.calls.AtMostOnce(), ac.calls.Incarnation(), ac.pid
 	ac.mu.Unlock()
-	if sent || p.dispatched {
-		return ErrActorCallSent
+	if !sent && !p.dispatched {
+		s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Error: &pb.ErrorInfo{
+			Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: p.tid[:], Message: "actor call was cancelled before it was sent"}})
+		return nil
 	}
-	s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Error: &pb.ErrorInfo{
-		Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: p.tid[:], Message: "actor call was cancelled before it was sent"}})
+	if !atMost {
+		return fmt.Errorf("%w: actor %s is exactly-once: its calls are written to its method log before they run, and a restart replays that log, so a call cannot be taken back once sent (create the actor with ray.AtMostOnce() to be able to cancel the calls waiting at it)", ErrActorCallSent, ac.hex)
+	}
+	if pid == nil {
+		return fmt.Errorf("%w: its actor %s cannot be reached right now (restarting, or being placed) to take it back; try again", ErrActorCallSent, ac.hex)
+	}
+	// Sent after the call (or with it still in the outbox: the instance keeps a cancel
+	// that comes first until the call does).
+	s.c.root.Send(pid, &pb.ActorCall{ActorId: ac.id[:], CallerId: ac.sh.callerID(), Seq: p.seq, Cancel: true, Incarnation: inc, Caller: ac.sh.pidW})
 	return nil
 }
 

@@ -3592,7 +3592,11 @@ type ActorCall struct {
 	// run the call: it answers ActorCallBounce, and the caller resends to the new one.
 	Incarnation uint64 `protobuf:"varint,9,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
 	// caller: the caller's owner actor (for bounces).
-	Caller        *PID `protobuf:"bytes,10,opt,name=caller,proto3" json:"caller,omitempty"`
+	Caller *PID `protobuf:"bytes,10,opt,name=caller,proto3" json:"caller,omitempty"`
+	// cancel: not a call; the caller cancels its call seq. An at-most-once instance that
+	// has not started it answers it with a CANCELLED result instead of running it (spec
+	// unused); a running or finished call, or a logged actor's, is left as it is.
+	Cancel        bool `protobuf:"varint,11,opt,name=cancel,proto3" json:"cancel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3695,6 +3699,13 @@ func (x *ActorCall) GetCaller() *PID {
 		return x.Caller
 	}
 	return nil
+}
+
+func (x *ActorCall) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
 }
 
 // ActorCallBounce: an instance older than the calls' incarnation refused them.
@@ -5692,7 +5703,7 @@ const file_ray_proto_rawDesc = "" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x12\n" +
 	"\x04size\x18\x03 \x01(\x03R\x04size\x12 \n" +
 	"\x05owner\x18\x04 \x01(\v2\n" +
-	".raypb.PIDR\x05owner\"\xa0\x02\n" +
+	".raypb.PIDR\x05owner\"\xb8\x02\n" +
 	"\tActorCall\x12\x19\n" +
 	"\bactor_id\x18\x01 \x01(\fR\aactorId\x12\x1b\n" +
 	"\tcaller_id\x18\x02 \x01(\tR\bcallerId\x12\x10\n" +
@@ -5707,7 +5718,8 @@ const file_ray_proto_rawDesc = "" +
 	"\vincarnation\x18\t \x01(\x04R\vincarnation\x12\"\n" +
 	"\x06caller\x18\n" +
 	" \x01(\v2\n" +
-	".raypb.PIDR\x06caller\"b\n" +
+	".raypb.PIDR\x06caller\x12\x16\n" +
+	"\x06cancel\x18\v \x01(\bR\x06cancel\"b\n" +
 	"\x0fActorCallBounce\x12\x19\n" +
 	"\bactor_id\x18\x01 \x01(\fR\aactorId\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x12\n" +
