@@ -186,22 +186,30 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The renewal starts with the certificate, not once node.Join returns: Join ships the
+	// executable and waits up to a minute for the job's worker processes, which under load
+	// can outlast a short certificate (the head's --driver-cert-validity), and a certificate
+	// that lapsed cannot be renewed.
+	var renew *renewal
+	if joinAddr != "" {
+		renew = startRenewal(joinAddr, creds, cfg.logger)
+	}
 	n, err := node.Join(ctx, node.JoinConfig{
 		Address: addr, Namespace: os.Getenv(workerenv.Namespace), Credentials: creds,
 		SubmissionID: os.Getenv(workerenv.Submission), OwnCredentials: joinAddr != "",
 		Node: node.Config{Role: node.RoleDriver, ActorNamespace: cfg.namespace, Dir: cfg.dir, SpillDir: cfg.spillDir, Lineage: !cfg.noLineage, Logger: cfg.logger, TaskEvents: cfg.taskEvents,
 			ObjectStoreBytes: cfg.objectStoreBytes, LeaseTTL: cfg.leaseTTL, GCSTimeout: cfg.gcsTimeout, CallSites: callSitesOn(), SoftMemoryLimit: softLimitOn(), GCHeapFloor: cfg.gcHeapFloor},
 	})
+	if err != nil {
+		renew.stop()
+	}
 	if errors.Is(err, node.ErrCredentials) {
 		return nil, rayErrorf("ray: Init: join the cluster at %s: %w: %w", cfg.address, ErrNoCredentials, err)
 	}
 	if err != nil {
 		return nil, rayErrorf("ray: Init: join the cluster at %s: %w", cfg.address, err)
 	}
-	s := &session{node: n}
-	if joinAddr != "" {
-		s.renewal = startRenewal(joinAddr, creds, cfg.logger)
-	}
+	s := &session{node: n, renewal: renew}
 	ctx = context.WithValue(ctx, runtimeKey{}, s)
 	return core.WithTask(ctx, n.Core.NewDriver()), nil
 }

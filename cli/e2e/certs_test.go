@@ -188,3 +188,26 @@ func TestDriverCertGoesWithItsDriver(t *testing.T) {
 	}
 	eventually.True(t, 20*time.Second, "its certificate records to go", func() bool { return records(live.Process.Pid) == 0 })
 }
+
+// A driver whose ray.Init outlasts its first certificate works on: the renewal starts as
+// soon as the certificate is issued, not once Init returns (Init ships the executable and
+// waits for the job's worker processes: under load it took longer than TestCertsBounded's
+// 12 s certificates, and the renewal that began after it found the certificate lapsed).
+// Here the job's worker process waits longer than the certificate lives before it joins,
+// so the driver's Init does too.
+func TestInitOutlastsItsCertificate(t *testing.T) {
+	t.Parallel() // mostly idle: it waits out a worker process's delay and a hold
+	port, addr, sess := newSession(t)
+	const validity = 12 * time.Second
+	out, errOut, code := run(t, 90*time.Second, []string{"E2E_WORKER_DELAY=" + (validity + 6*time.Second).String()}, rayctl, "start", "--head",
+		"--port", strconv.Itoa(port), "--session-dir", sess, "--num-cpus", "2", "--object-store-memory", "256MiB", "--resources", `{"accel": 1}`,
+		"--driver-cert-validity", validity.String(), "--cert-collect-every", "1s", "--cert-retention", "1s")
+	if code != 0 {
+		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
+	}
+	denv := []string{"RAY_ADDRESS=" + addr, "RAY_GO_TOKEN=" + printedToken(t, out), "E2E_HOLD=" + validity.String()}
+	out, errOut, code = run(t, 3*time.Minute, denv, driver, "-check", "hold-sum")
+	if code != 0 || !strings.Contains(out, `"sum":5`) {
+		t.Fatalf("the driver whose Init outlasted its first certificate: exit %d\n%s\n%s", code, out, tail(errOut))
+	}
+}

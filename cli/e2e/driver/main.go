@@ -152,6 +152,12 @@ func main() {
 	flag.StringVar(&nsOther, "ns-other", "", "the namespace check also gets and kills the \"counter\" of this namespace")
 	flag.BoolVar(&nsKill, "ns-kill", false, "the namespace check kills the \"counter\" it found by name")
 	flag.Parse()
+	// TestInitOutlastsItsCertificate: a worker process (the agent started it: RAY_GO_MODE
+	// is set) waits E2E_WORKER_DELAY (from its agent's environment) before it joins, so
+	// that its driver's ray.Init, which waits for it, lasts that long.
+	if d, err := time.ParseDuration(os.Getenv("E2E_WORKER_DELAY")); err == nil && os.Getenv("RAY_GO_MODE") != "" {
+		time.Sleep(d)
+	}
 	start := time.Now()
 	ctx, err := ray.Init(context.Background(), ray.WithTaskEvents(*taskEvents), ray.WithNamespace(*ns))
 	if err != nil {
