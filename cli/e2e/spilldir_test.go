@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -90,5 +91,44 @@ func TestSpillDirRefused(t *testing.T) {
 		"--spill-dir", file, "--dashboard-port", "-1", "--metrics-port", "-1")
 	if code == 0 || !strings.Contains(errOut, "--spill-dir: spill directory "+file+" is a file, not a directory: give a directory") {
 		t.Fatalf("rayctl start --spill-dir FILE: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestSubmittedDriverSpillDir: the driver `rayctl job submit` starts on a head given
+// --spill-dir spills there too (its agent gives it RAY_GO_SPILL_DIR, its own directory in
+// DIR, as to its worker processes), not under a temporary directory of its own; a job
+// whose --env sets RAY_GO_SPILL_DIR keeps its choice. The driver puts more than its
+// 16 MiB store holds and counts the spill files under the directory it is told to look in.
+func TestSubmittedDriverSpillDir(t *testing.T) {
+	t.Parallel()
+	port, addr, sess := newSession(t)
+	spill, own := filepath.Join(t.TempDir(), "scratch"), filepath.Join(t.TempDir(), "mine")
+	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess,
+		"--num-cpus", "1", "--object-store-memory", "64MiB", "--spill-dir", spill, "--dashboard-port", "-1", "--metrics-port", "-1")
+	if code != 0 {
+		t.Fatalf("rayctl start --head --spill-dir: exit %d\n%s\n%s", code, out, errOut)
+	}
+	tok := []string{"RAY_GO_TOKEN=" + printedToken(t, out)}
+	submit := func(env ...string) (files int) {
+		t.Helper()
+		args := []string{"job", "submit", "--address", addr}
+		for _, kv := range env {
+			args = append(args, "--env", kv)
+		}
+		out, errOut, code := run(t, 3*time.Minute, tok, rayctl, append(args, "--", driver, "-check", "driverspill")...)
+		var got struct {
+			Files int  `json:"spill_files"`
+			OK    bool `json:"spill_ok"`
+		}
+		if err := json.Unmarshal([]byte(lastLine(out)), &got); err != nil || code != 0 || !got.OK {
+			t.Fatalf("rayctl job submit %v -- driver -check driverspill: exit %d, %v\nstdout: %s\nstderr: %s", env, code, err, out, tail(errOut))
+		}
+		return got.Files
+	}
+	if n := submit("E2E_SPILL_ROOT=" + spill); n == 0 {
+		t.Errorf("the submitted driver's spill files: none under the head's --spill-dir %s", spill)
+	}
+	if n := submit("E2E_SPILL_ROOT="+own, "RAY_GO_SPILL_DIR="+own); n == 0 {
+		t.Errorf("the submitted driver given RAY_GO_SPILL_DIR=%s in its --env: no spill files there", own)
 	}
 }

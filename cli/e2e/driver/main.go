@@ -144,7 +144,7 @@ func main() {
 	check := flag.String("check", "all", "spread|locality|bigobject|actor|sum|all, hang (runs a long task until killed), dashboard (a named actor, a failed task, then hangs), "+
 		"shipped (prints \"registered\", then on a stdin line \"go\" waits for one more node to join the job and runs tasks there), logs (prints markers from an actor and a task, \"logs ready ACTOR_ID\", then on a stdin line \"follow\" one more from a task on every node, \"followed\", and ends at EOF), nodedeath (kills one of the job's worker processes while tasks run on it), ownerdeath (kills the process that owns "+
 		"objects the driver borrows), actordeath (kills an actor's host under pipelined calls), sortdeath (kills a worker process while a Sort's output arrives), actorowner (kills the process that created a non-detached and a detached actor), actorowner-driver (a named actor, \"owner ready\", then waits to be killed), or gcsfailover (rounds until 4 s after printing ready), shared (\"shared ready\", then on a stdin line 6 one-CPU tasks of 400 ms at once, reporting when each ran), adopt-keeper or adopt-owner (a detached actor keeps another job's objects, whose owner is then killed), peerchurn (spread tasks while it SIGKILLs worker processes one after the other), taskevents (5,000 nested tasks from a task; how many the job lists), dropped (actors needing the cluster's one \"accel\" dropped in one process while another waits for it), ownerjob (the named actor -actor, 1 MiB put, \"owner ready\", then waits to be stopped or killed), clusterlost (six long tasks, \"lost ready\", then every call fails once the test stopped the cluster), droppedobjects (task results the driver dropped, in a worker process's store that fills up), "+
-		"clusterlost-actor (an actor on the node with \"accel\", a call running on it, \"lost ready\", then how its calls fail once the test killed the head), zerocpu (a head of no CPUs and a node of one: the job's nodes, where one-CPU tasks ran, where a task needing nothing pinned to each node ran), driverstore (8 MiB put, \"store ready NODE JOB\", then holds it until stdin ends), actornodedeath (kills the whole node, agent and worker process, of exactly-once actors under pipelined calls), tasklist (9 tasks and calls; what ListTasks and SummarizeTasks say of them, five times), subfail (an unknown function and an infeasible task, \"subfail ready\", then waits to be killed), nestedsentinels (tasks that return a nested killed actor call's, cancelled task's or released object's error, two levels down: the driver's error and the sentinels it matches), cancelrec (a task on the node with \"near\" whose child runs on the node with \"far\" and grandchild anywhere, cancelled: the states of its child and grandchild and the available resources after), hol (\"hol ready\", then commands on stdin: hold, big, small N, mixed N, wait; see hol.go), rejoin (a task needing the resource \"rejoin\", tried until it lands), namespace (the detached actor \"counter\" without a namespace, found by name from the driver and a task; see namespace.go), spill (task results beyond the worker process's store, \"spill ready\", then on a stdin line reads them back: \"spill ok\")")
+		"clusterlost-actor (an actor on the node with \"accel\", a call running on it, \"lost ready\", then how its calls fail once the test killed the head), zerocpu (a head of no CPUs and a node of one: the job's nodes, where one-CPU tasks ran, where a task needing nothing pinned to each node ran), driverstore (8 MiB put, \"store ready NODE JOB\", then holds it until stdin ends), actornodedeath (kills the whole node, agent and worker process, of exactly-once actors under pipelined calls), tasklist (9 tasks and calls; what ListTasks and SummarizeTasks say of them, five times), subfail (an unknown function and an infeasible task, \"subfail ready\", then waits to be killed), nestedsentinels (tasks that return a nested killed actor call's, cancelled task's or released object's error, two levels down: the driver's error and the sentinels it matches), cancelrec (a task on the node with \"near\" whose child runs on the node with \"far\" and grandchild anywhere, cancelled: the states of its child and grandchild and the available resources after), hol (\"hol ready\", then commands on stdin: hold, big, small N, mixed N, wait; see hol.go), rejoin (a task needing the resource \"rejoin\", tried until it lands), namespace (the detached actor \"counter\" without a namespace, found by name from the driver and a task; see namespace.go), spill (task results beyond the worker process's store, \"spill ready\", then on a stdin line reads them back: \"spill ok\"), driverspill (puts beyond the driver's own 16 MiB store: how many spill files E2E_SPILL_ROOT holds then, and whether they read back)")
 	bigMiB := flag.Int("big-mib", 200, "size of the bigobject check's object in MiB")
 	flag.StringVar(&actorName, "actor", actorName, "the detached actor the detached-b check uses")
 	taskEvents := flag.Int("task-events", 0, "ray.WithTaskEvents (0: the default); the job's worker processes parse the same flags")
@@ -159,7 +159,11 @@ func main() {
 		time.Sleep(d)
 	}
 	start := time.Now()
-	ctx, err := ray.Init(context.Background(), ray.WithTaskEvents(*taskEvents), ray.WithNamespace(*ns))
+	opts := []ray.InitOption{ray.WithTaskEvents(*taskEvents), ray.WithNamespace(*ns)}
+	if *check == "driverspill" {
+		opts = append(opts, ray.WithObjectStoreMemory(16<<20)) // its puts go past its store
+	}
+	ctx, err := ray.Init(context.Background(), opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "driver:", err)
 		os.Exit(1)
@@ -211,6 +215,9 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 			return err
 		}
 		return ray.Kill(ctx, h, true)
+	}
+	if check == "driverspill" {
+		return driverSpillCheck(ctx, out)
 	}
 	if check == "shipped" {
 		return shippedCheck(ctx, nodes, out)

@@ -45,7 +45,9 @@ type Config struct {
 	// ObjectStoreBytes is the object store budget of this machine (default 30% of RAM).
 	ObjectStoreBytes int64
 	// SpillDir, when set, is where the object stores of this machine's worker processes
-	// spill (instead of under their directory in SessionDir): the agent makes a directory
+	// spill (instead of under their directory in SessionDir), and those of the drivers of
+	// submissions it runs (unless the submission's environment sets workerenv.SpillDir;
+	// else they spill under their own directory): the agent makes a directory
 	// of its own there, ray-go-agent-<ID>, in which each worker process's node makes its
 	// own (shard.OpenSpillDir); Stop removes it, and a restarted agent (the same ID)
 	// empties what its killed run left. Nothing else in SpillDir is touched, so agents may

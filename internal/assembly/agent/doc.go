@@ -49,7 +49,8 @@
 //   - Spilling: with Config.SpillDir (rayctl start --spill-dir) the agent makes its own
 //     directory there, ray-go-agent-<ID> (shard.OpenSpillDir: locked while it runs,
 //     emptied when a restart of the same agent finds what a killed run left), passes it
-//     to its worker processes (workerenv.SpillDir), whose nodes each spill in a
+//     to its worker processes (workerenv.SpillDir) and to the drivers of submissions it
+//     runs (unless the submission's environment sets its own), whose nodes each spill in a
 //     ray-go-spill-<node> directory of their own in it, and removes it in Stop after the
 //     worker processes; nothing else in SpillDir is touched. Without it they spill under
 //     their directory <SessionDir>/workers/<job>.

@@ -289,6 +289,11 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 
 	env := append(baseEnv(a.cfg.Environ), sub.GetEnv()...)
 	env = append(env, workerenv.Address+"="+a.Address(), workerenv.Submission+"="+id)
+	// The driver's store spills where this machine's worker processes do (Config.SpillDir:
+	// the node's chosen spill directory), unless the job's own environment chooses.
+	if dir := a.SpillDir(); dir != "" && !setsVar(sub.GetEnv(), workerenv.SpillDir) {
+		env = append(env, workerenv.SpillDir+"="+dir)
+	}
 	credEnv, release, err := s.driverCreds(ctx, id)
 	defer release()
 	env = append(env, credEnv...)
@@ -376,6 +381,16 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 	a.log.Info("agent: submission ended", "submission", id, "state", state, "how", p.describe())
 	release() // before the outcome: whoever sees the submission ended sees its certificate gone
 	s.finish(id, state, int32(code), msg, LogEnd{Bytes: pub.published, Truncated: pub.truncated, LogPath: logPath, Host: a.hostname})
+}
+
+// setsVar reports whether env (KEY=VALUE entries) sets the variable name.
+func setsVar(env []string, name string) bool {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == name {
+			return true
+		}
+	}
+	return false
 }
 
 // driverCreds gives a submission's driver a certificate of its own on a secure head: a
