@@ -56,43 +56,57 @@ type Server struct {
 	Logger *slog.Logger
 }
 
-// Run answers queries until ctx is done.
+// Run answers queries until ctx is done. It lists the queries already in the GCS before it
+// watches for new ones (from the list's revision on): a query sent before the watch was
+// made (just after this process joined, or while a broken watch was made again) is
+// answered too, instead of its asker waiting its whole wait and reporting this process
+// missing. One answered before a watch broke may be answered again: the same keys, put
+// again on the query's lease (gone with its asker).
 func (s *Server) Run(ctx context.Context) {
 	for ctx.Err() == nil {
-		ch := s.Store.Watch(ctx, gcs.StateRequestsPrefix, 0)
-		for resp := range ch {
-			if resp.Err != nil {
-				break
+		kvs, rev, err := s.Store.List(ctx, gcs.StateRequestsPrefix)
+		if err == nil {
+			for _, kv := range kvs {
+				s.handle(ctx, kv.Value)
 			}
-			for _, ev := range resp.Events {
-				if ev.Type != gcs.EventPut {
-					continue
+			for resp := range s.Store.Watch(ctx, gcs.StateRequestsPrefix, rev+1) {
+				if resp.Err != nil {
+					break
 				}
-				var req Request
-				if err := json.Unmarshal(ev.KV.Value, &req); err != nil || req.ID == "" {
-					continue
-				}
-				if req.Job != "" && req.Job != string(s.Job) {
-					continue
-				}
-				if req.Collect {
-					if req.From != string(s.Node) {
-						s.Core.CollectForOthers()
+				for _, ev := range resp.Events {
+					if ev.Type == gcs.EventPut {
+						s.handle(ctx, ev.KV.Value)
 					}
-					continue
-				}
-				if req.From == string(s.Node) {
-					continue // the asker read its own records directly (Options.Local)
-				}
-				if err := s.answer(ctx, &req); err != nil && ctx.Err() == nil {
-					s.Logger.Debug("taskstate: answering a query failed", "id", req.ID, "err", err)
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Second): // the watch broke (compaction, a lost connection): watch again
+		case <-time.After(time.Second): // the watch broke (compaction, a lost connection): list and watch again
 		}
+	}
+}
+
+// handle acts on one request (the value of statereq/<id>) if it is for this process.
+func (s *Server) handle(ctx context.Context, value []byte) {
+	var req Request
+	if err := json.Unmarshal(value, &req); err != nil || req.ID == "" {
+		return
+	}
+	if req.Job != "" && req.Job != string(s.Job) {
+		return
+	}
+	if req.Collect {
+		if req.From != string(s.Node) {
+			s.Core.CollectForOthers()
+		}
+		return
+	}
+	if req.From == string(s.Node) {
+		return // the asker read its own records directly (Options.Local)
+	}
+	if err := s.answer(ctx, &req); err != nil && ctx.Err() == nil {
+		s.Logger.Debug("taskstate: answering a query failed", "id", req.ID, "err", err)
 	}
 }
 
