@@ -157,7 +157,7 @@ func TestCancelQueuedActorCall(t *testing.T) {
 			break
 		}
 	}
-	if err == nil || !strings.Contains(err.Error(), "exactly-once") {
+	if !errors.Is(err, ErrActorCallSent) || !strings.Contains(err.Error(), "exactly-once") {
 		t.Fatalf("Cancel of a call queued at an exactly-once actor: %v, want an error saying it is exactly-once", err)
 	}
 	gateOf(key + "/hold2") <- struct{}{}

@@ -64,6 +64,11 @@ var (
 	// A shorter outage (a head restarted on its session dir) fails nothing. See the
 	// README's "Fault tolerance".
 	ErrClusterLost = core.ErrClusterLost
+	// ErrActorCallSent: Cancel of an actor call already sent that cannot be taken back:
+	// one sent to an exactly-once actor (it is in the actor's method log, which a restart
+	// replays), or one whose actor cannot be reached right now (restarting or being
+	// placed; try again). The error's message says which. See Cancel.
+	ErrActorCallSent = core.ErrActorCallSent
 )
 
 // TaskError is a task that failed: its function returned an error, panicked, or the

@@ -425,8 +425,9 @@ func waitMask(tc *core.TaskContext, ctx context.Context, n int, at func(int) Ref
 // the actor reaches it; the calls after it run in order); a running call is not
 // interrupted and answers as usual, as in Ray. A call sent to an exactly-once actor (the
 // default) cannot be taken back: it is in the actor's method log before it runs, and a
-// restart replays the log; Cancel returns an error that says so. NonRecursive cancels the task alone. A task ends once its
-// function returns; Cancel does not wait for that.
+// restart replays the log; Cancel returns an error that matches ErrActorCallSent and says
+// so. NonRecursive cancels the task alone. A task ends once its function returns; Cancel
+// does not wait for that.
 func Cancel(ctx context.Context, r Ref, opts ...CancelOption) error {
 	tc, err := taskContext(ctx)
 	if err != nil {
