@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ray-go/ray/internal/base/identity"
-	"github.com/ray-go/ray/tasks/sched"
 )
 
 func TestHandshakeSlotsEvictTheOldest(t *testing.T) {
@@ -61,17 +60,9 @@ func isTimeout(err error) bool {
 // peer of another CA, a client-role certificate and plain text; 300 connections that
 // never finish a handshake do not keep a peer out.
 func TestRemoteSpeaksMutualTLS(t *testing.T) {
-	res, err := sched.FromMap(map[string]float64{sched.CPU: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := Start(ctx, Config{Resources: res, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop(context.Background())
+	n := startLocalNode(t)
 	addr := n.System().Address()
 	own := n.cfg.Credentials
 	if own == nil {

@@ -13,17 +13,7 @@ import (
 // provider returned (returnedProvider), and works: its raylet grain answers. The sleeping
 // goroutine ends on its own.
 func TestStartDoesNotWaitForTheMembersSleep(t *testing.T) {
-	res, err := sched.FromMap(map[string]float64{sched.CPU: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	n, err := Start(ctx, Config{Resources: res, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop(context.Background())
+	n := startLocalNode(t)
 	if !n.wentOn {
 		t.Errorf("the node waited for cluster.StartMember's sleep before it went on")
 	}
@@ -35,4 +25,22 @@ func TestStartDoesNotWaitForTheMembersSleep(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("cluster.StartMember did not return within 30 s")
 	}
+}
+
+// startLocalNode starts a local-mode node of one CPU in a directory of the test's, stopped
+// when the test ends.
+func startLocalNode(t *testing.T) *Node {
+	t.Helper()
+	res, err := sched.FromMap(map[string]float64{sched.CPU: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := Start(ctx, Config{Resources: res, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop(context.Background()) })
+	return n
 }
