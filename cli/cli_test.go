@@ -210,7 +210,7 @@ func TestCluster(t *testing.T) {
 	if r := run(t, tok, "summary", "nodes", "--address", addr, "-o", "json"); r.code != 0 || !strings.Contains(r.stdout, `"ALIVE": 2`) {
 		t.Errorf("summary nodes: %+v", r)
 	}
-	if r := run(t, tok, "list", "widgets", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "nodes, jobs, actors, placement-groups, tasks, objects") {
+	if r := run(t, tok, "list", "widgets", "--address", addr); r.code != ExitError || !strings.Contains(r.stderr, "nodes, jobs, actors, placement-groups, workers, tasks, objects") {
 		t.Errorf("list of an unknown kind: %+v", r)
 	}
 	if r := run(t, tok, "list", "placement-groups", "--address", addr, "-o", "json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
@@ -484,8 +484,8 @@ func TestHelpAfterArgument(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"list", "actors", "--help"}, "nodes|jobs|actors|placement-groups|tasks|objects"},
-		{[]string{"list", "--help"}, "nodes|jobs|actors|placement-groups|tasks|objects"},
+		{[]string{"list", "actors", "--help"}, "nodes|jobs|actors|placement-groups|workers|tasks|objects"},
+		{[]string{"list", "--help"}, "nodes|jobs|actors|placement-groups|workers|tasks|objects"},
 		{[]string{"list", "tasks", "-h"}, "rayctl list"},
 		{[]string{"get", "actor", "--help"}, "rayctl get"},
 		{[]string{"summary", "tasks", "--help"}, "rayctl summary"},

@@ -22,13 +22,13 @@
 //	rayctl token show|rotate [--session-dir DIR]
 //	rayctl cert list [--address A] [-o table|json|yaml]
 //	rayctl cert revoke SERIAL [--address A] [--force]
-//	rayctl list nodes|jobs|actors|placement-groups|tasks|objects [--address A] [-o table|json|yaml] [--filter FIELD=VALUE|FIELD!=VALUE]... [--limit 100]
+//	rayctl list nodes|jobs|actors|placement-groups|workers|tasks|objects [--address A] [-o table|json|yaml] [--filter FIELD=VALUE|FIELD!=VALUE]... [--limit 100]
 //	             (nodes: the agents, role head or agent, ALIVE or DEAD, and the drivers joined to the
 //	             cluster, role driver: ALIVE, UNREACHABLE once their lease lapsed, with last_heartbeat and
 //	             silent_seconds, DEAD with death_reason for an hour after their job was failed; jobs: the
 //	             driver_state of running jobs and of jobs whose driver was lost)
-//	rayctl get node|job|actor|placement-group|task|object ID [--address A] [-o yaml|json]   (ID: the whole ID or at least 6 of its first characters)
-//	rayctl summary nodes|jobs|actors|placement-groups|tasks|objects [--address A] [-o table|json|yaml]   (actors by class, tasks by function, objects by reference type, and state; the others by state)
+//	rayctl get node|job|actor|placement-group|worker|task|object ID [--address A] [-o yaml|json]   (ID: the whole ID or at least 6 of its first characters)
+//	rayctl summary nodes|jobs|actors|placement-groups|workers|tasks|objects [--address A] [-o table|json|yaml]   (actors by class, tasks by function, objects by reference type, and state; the others by state)
 //	rayctl logs task|actor ID | worker NODE_ID|PID [--node AGENT] | job ID [--tail 1000] [--follow] [--address A]   (logs.go)
 //	rayctl logs actor ACTOR_ID --calls N | actor CALL_TASK_ID   (an actor's output per call; one call's)
 //	rayctl list objects --detail   (adds call_site: where each object was created, with RAY_record_ref_creation_sites=1)
@@ -50,7 +50,10 @@
 // own fields (pid, job, address, object store) under worker_process, and `list nodes
 // --filter node_id=` of one keeps its machine's row (workernode.go). An actor's record
 // names its worker process's machine too (agent_id, while that process runs; the
-// dashboard's actors page shows it on the node).
+// dashboard's actors page shows it on the node). `list workers` (Ray's `ray list workers`)
+// lists the worker processes by that ID (worker_id) with their job, agent, pid, state
+// (the agent's record: STARTING, RUNNING, UNSUPPORTED, EXITED with how it exited) and the
+// drivers (worker_type DRIVER; ALIVE, UNREACHABLE or DEAD).
 //
 // In the tables of list, summary, cert list and job list, a value's newlines, carriage returns and
 // tabs (a task's error, a job's message) are written as \n, \r and \t, so that each record is one

@@ -41,6 +41,7 @@ var idFields = map[string]map[string]idSet{
 	"jobs":             {"job_id": jobIDs},
 	"actors":           {"actor_id": actorIDs, "node": nodeIDs, "agent_id": nodeIDs, "job_id": jobIDs},
 	"placement-groups": {"placement_group_id": groupIDs, "job_id": jobIDs},
+	"workers":          {"worker_id": nodeIDs, "job_id": jobIDs, "agent_id": nodeIDs},
 	"tasks":            {"task_id": taskIDs, "job_id": jobIDs, "node": nodeIDs, "owner_node": nodeIDs},
 	"objects": {"object_id": objectIDs, "task_id": taskIDs, "job_id": jobIDs, "location": nodeIDs,
 		"owner_node": nodeIDs, "holder_node": nodeIDs},

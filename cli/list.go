@@ -81,6 +81,9 @@ var kinds = []kind{
 		columns: []string{"actor_id", "class", "name", "namespace", "state", "node", "job_id", "restarts", "detail"}},
 	{name: "placement-groups", one: "placement-group", id: "placement_group_id", read: readPlacementGroups, fields: fieldsOf(groupRecord(clusterstate.PlacementGroup{})),
 		columns: []string{"placement_group_id", "state", "strategy", "bundles", "nodes", "job_id", "detail"}},
+	{name: "workers", one: "worker", id: "worker_id", read: readWorkers, fields: func() []string {
+		return []string{"worker_id", "worker_type", "state", "is_alive", "job_id", "agent_id", "host", "pid", "address", "started", "exit", "exited", "message", "log_path"}
+	}, columns: []string{"worker_id", "worker_type", "state", "job_id", "agent_id", "host", "pid", "exit"}},
 	// tasks are not in the GCS: their owners are asked (tasks.go)
 	{name: "tasks", one: "task", id: "task_id", columns: taskColumns, fields: taskFields},
 	// objects neither: their owners are asked (objects.go)
@@ -158,7 +161,7 @@ func checkLimit(c *ucli.Context) error {
 func listCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "list",
-		Usage:     "list the cluster's nodes, jobs, actors, placement groups, tasks or objects (Ray's `ray list`)",
+		Usage:     "list the cluster's nodes, jobs, actors, placement groups, worker processes and drivers (workers), tasks or objects (Ray's `ray list`)",
 		ArgsUsage: kindArgs(false),
 		Flags: append(stateFlags(),
 			&ucli.StringSliceFlag{Name: "filter", Aliases: []string{"f"}, Usage: "keep records whose FIELD=VALUE (or FIELD!=VALUE); repeatable, all must hold; values of enum fields (state, type, reference_type, ...) in any case, checked; of ID fields (job_id, node, actor_id, task_id, ...) an ID or at least 6 of its first characters"},
@@ -221,7 +224,7 @@ func listCommand() *ucli.Command {
 func getCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "get",
-		Usage:     "show one node, job, actor, placement group, task or object with every field (Ray's `ray get`)",
+		Usage:     "show one node, job, actor, placement group, worker, task or object with every field (Ray's `ray get`)",
 		ArgsUsage: kindArgs(true) + " ID",
 		Flags:     stateFlags(),
 		Action: func(c *ucli.Context) error {
@@ -284,7 +287,7 @@ func getCommand() *ucli.Command {
 func summaryCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:      "summary",
-		Usage:     "count the cluster's tasks by function and state, actors by class and state, objects by reference type and state, or its nodes, jobs or placement groups by state (Ray's `ray summary`)",
+		Usage:     "count the cluster's tasks by function and state, actors by class and state, objects by reference type and state, or its nodes, jobs, placement groups or workers by state (Ray's `ray summary`)",
 		ArgsUsage: kindArgs(false),
 		Flags:     stateFlags(),
 		Action: func(c *ucli.Context) error {

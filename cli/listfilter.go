@@ -48,6 +48,13 @@ var enumFields = map[string]map[string]enumField{
 		"role":  {values: []string{"head", "agent", "driver"}},
 		"head":  boolField,
 	},
+	"workers": {
+		// A worker process's agent record's states; a driver's as list nodes shows them.
+		"state": {values: append(protoEnumNames(pb.JobWorker_State_name),
+			clusterstate.DriverAlive, clusterstate.DriverUnreachable, clusterstate.DriverDead)},
+		"worker_type": {values: []string{"WORKER", "DRIVER"}},
+		"is_alive":    boolField,
+	},
 	"jobs": {
 		"state":        {values: protoEnumNames(pb.JobInfo_State_name)},
 		"driver_state": {values: []string{clusterstate.DriverAlive, clusterstate.DriverUnreachable, clusterstate.DriverDead}, emptyOK: true},

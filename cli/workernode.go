@@ -2,10 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"sort"
 
 	"github.com/ray-go/ray/internal/assembly/agent"
+	"github.com/ray-go/ray/internal/assembly/clusterstate"
 	"github.com/ray-go/ray/internal/assembly/clusterview"
 	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // Two kinds of node ID: `list nodes` shows the machines (agents, the head among them) and
@@ -64,4 +68,67 @@ func withWorker(recs map[string]record, w workerProc) record {
 	}
 	out := append(record(nil), m...)
 	return append(out, field{"worker_process", []record{w.rec}})
+}
+
+// readWorkers is `list workers` (Ray's `ray list workers`): every job's worker processes
+// the agents started (the jobworkers/ records: STARTING, RUNNING, UNSUPPORTED or EXITED,
+// with how it exited), with their fields from the node table while they are registered,
+// and the drivers (ALIVE, UNREACHABLE or DEAD, as `list nodes` shows them). A worker
+// process's worker_id is its node ID (the node the tasks, actors and objects name); one
+// not registered yet has none.
+func readWorkers(ctx context.Context, s gcs.Store) ([]record, error) {
+	ws, _, err := readWorkerRecs(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	procs, err := readWorkerProcesses(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	st, err := readStatus(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []record
+	seen := map[string]bool{}
+	for _, w := range ws {
+		var host, address, started string
+		if p, ok := procs[w.GetNodeId()]; ok && w.GetNodeId() != "" {
+			seen[w.GetNodeId()] = true
+			h, _ := p.rec.get("host")
+			a, _ := p.rec.get("address")
+			s, _ := p.rec.get("started")
+			host, address, started = fmt.Sprint(h), fmt.Sprint(a), fmt.Sprint(s)
+		}
+		exited := ""
+		if ms := w.GetExitUnixMs(); ms > 0 {
+			exited = fmtTime(ms)
+		}
+		state := w.GetState().String()
+		out = append(out, record{{"worker_id", w.GetNodeId()}, {"worker_type", "WORKER"}, {"state", state},
+			{"is_alive", state == pb.JobWorker_RUNNING.String() && seen[w.GetNodeId()]}, {"job_id", w.GetJobId()},
+			{"agent_id", w.GetAgentId()}, {"host", host}, {"pid", w.GetPid()}, {"address", address}, {"started", started},
+			{"exit", w.GetExit()}, {"exited", exited}, {"message", w.GetMessage()}, {"log_path", w.GetLogPath()}})
+	}
+	// A worker process registered without an agent's record (a local node's, say).
+	ids := make([]string, 0, len(procs))
+	for id := range procs {
+		if !seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		p := procs[id]
+		get := func(k string) any { v, _ := p.rec.get(k); return v }
+		out = append(out, record{{"worker_id", id}, {"worker_type", "WORKER"}, {"state", pb.JobWorker_RUNNING.String()},
+			{"is_alive", true}, {"job_id", get("job_id")}, {"agent_id", get("agent_id")}, {"host", get("host")}, {"pid", get("pid")},
+			{"address", get("address")}, {"started", get("started")}, {"exit", ""}, {"exited", ""}, {"message", ""}, {"log_path", ""}})
+	}
+	for _, d := range st.Drivers {
+		out = append(out, record{{"worker_id", d.NodeID}, {"worker_type", "DRIVER"}, {"state", d.State},
+			{"is_alive", d.State == clusterstate.DriverAlive}, {"job_id", d.JobID}, {"agent_id", ""}, {"host", d.Host}, {"pid", d.Pid},
+			{"address", ""}, {"started", d.Started}, {"exit", d.Reason}, {"exited", d.Died}, {"message", ""}, {"log_path", ""}})
+	}
+	return out, nil
 }

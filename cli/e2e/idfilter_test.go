@@ -81,4 +81,33 @@ func TestIDPrefixesAndWorkerNodes(t *testing.T) {
 	if got := listJSON("nodes", "--filter", "node_id="+worker); len(got) != 1 || got[0]["node_id"] != head {
 		t.Errorf("rayctl list nodes --filter node_id=%s (a worker process): %v, want the head's row", worker, got)
 	}
+
+	// list workers (Ray's `ray list workers`): the job's worker process on the head, and
+	// its driver; filters on worker_id (a prefix) and worker_type; get worker.
+	workers := listJSON("workers", "--filter", "job_id="+job[:6])
+	var sawWorker, sawDriver bool
+	for _, w := range workers {
+		switch w["worker_type"] {
+		case "WORKER":
+			sawWorker = w["worker_id"] == worker && w["state"] == "RUNNING" && w["is_alive"] == true && w["agent_id"] == head &&
+				w["pid"].(float64) > 0 && w["log_path"] != ""
+		case "DRIVER":
+			sawDriver = w["state"] == "ALIVE" && w["is_alive"] == true && w["pid"].(float64) > 0
+		}
+	}
+	if !sawWorker || !sawDriver || len(workers) != 2 {
+		t.Errorf("rayctl list workers --filter job_id=%s: %v\nwant worker process %s RUNNING on agent %s and an ALIVE driver", job[:6], workers, worker, head)
+	}
+	if got := listJSON("workers", "--filter", "worker_id="+worker[:6], "--filter", "worker_type=worker"); len(got) != 1 || got[0]["worker_id"] != worker {
+		t.Errorf("rayctl list workers --filter worker_id=%s --filter worker_type=worker: %v, want worker process %s", worker[:6], got, worker)
+	}
+	out, errOut, code = run(t, time.Minute, env, rayctl, "get", "worker", worker[:8], "-o", "json")
+	var one map[string]any
+	if err := json.Unmarshal([]byte(out), &one); err != nil || code != 0 || one["worker_id"] != worker || one["job_id"] != job {
+		t.Errorf("rayctl get worker %s: exit %d, %v\n%s\n%s\nwant worker process %s of job %s", worker[:8], code, err, out, errOut, worker, job)
+	}
+	out, errOut, code = run(t, time.Minute, env, rayctl, "list", "workers", "--filter", "worker_type=thread")
+	if code == 0 || !strings.Contains(errOut, "DRIVER") {
+		t.Errorf("rayctl list workers --filter worker_type=thread: exit %d, want an error naming the types\n%s\n%s", code, out, errOut)
+	}
 }
