@@ -15,7 +15,8 @@ import (
 // record: ListTasks and GetTask from the driver (checked there) and `rayctl list tasks`
 // here, without a warning of processes that did not answer. Before, they waited 10 s for
 // the exited process (its node record outlives it until its lease lapses) and the Go API
-// then returned no records at all.
+// then returned no records at all. `rayctl list workers` shows the process EXITED, with
+// its exit status.
 func TestWorkerProcessExit(t *testing.T) {
 	port, addr, sess := newSession(t)
 	env := startTwoNodes(t, port, addr, sess)
@@ -65,5 +66,12 @@ func TestWorkerProcessExit(t *testing.T) {
 	var rec map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &rec) != nil || rec["started"] != rows[0]["started"] {
 		t.Errorf("rayctl get task of the running task: exit %d, %s %s, want started %v", code, out, errOut, rows[0]["started"])
+	}
+	// list workers shows the exited worker process and how it ended.
+	out, errOut, code = run(t, time.Minute, env, rayctl, "list", "workers", "--address", addr, "--filter", "state=exited", "-o", "json")
+	var ws []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &ws) != nil || len(ws) != 1 || ws[0]["worker_type"] != "WORKER" ||
+		ws[0]["exit"] != "exit status 3" || ws[0]["is_alive"] != false || ws[0]["exited"] == "" {
+		t.Errorf("rayctl list workers --filter state=exited: exit %d\n%s\n%s\nwant the worker process that exited with exit status 3", code, out, errOut)
 	}
 }
