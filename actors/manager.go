@@ -141,6 +141,7 @@ type Manager struct {
 	results   chan stepResult                // the steps' outcomes, back to the run loop
 	slots     chan struct{}                  // bounds the steps under way
 	alive     map[string]sched.Resources     // the nodes alive when the leader last looked
+	seen      map[string]bool                // the nodes ever in its view (see registered)
 	suspects  map[string]bool                // and those suspect then (SuspectView)
 	leading   bool
 	ticks     int
@@ -561,6 +562,12 @@ func (m *Manager) retryActivations() {
 // sweep).
 func (m *Manager) reconcile(all bool) {
 	alive := m.cfg.Nodes.Alive()
+	if m.seen == nil {
+		m.seen = map[string]bool{}
+	}
+	for n := range alive {
+		m.seen[n] = true
+	}
 	var suspects map[string]bool
 	if sv, ok := m.cfg.Nodes.(SuspectView); ok {
 		suspects = sv.Suspects()
@@ -663,10 +670,28 @@ func (m *Manager) examine(id string, alive map[string]sched.Resources) {
 		if m.suspects[info.Node] {
 			return // its process may live: looked at again when it is alive or gone
 		}
+		if !m.seen[info.Node] && m.registered(info.Node) {
+			return // a node that joined after this view was read: see registered
+		}
 		m.step(id, "", lifecycle.HostDied{Node: info.Node})
 	case lifecycle.Phase(info.Phase) != lifecycle.Alive:
 		m.activate(id, info.Incarnation)
 	}
+}
+
+// registered reports whether node, never in this manager's view of the alive nodes, has
+// its record in the GCS's node table (or the GCS cannot say). The view and the actors'
+// records come by different watches: a process that has just started can read an actor
+// placed on a node that registered after its view's first list, before the view's watch
+// brings that node, and take itself for the leader (the new node's smaller ID unseen). A
+// node it never saw is taken for dead only once its record is gone (its lease lapsed);
+// a node it saw go is taken for dead at once, as before. Such an actor is looked at again
+// by the periodic sweep of every actor.
+func (m *Manager) registered(node string) bool {
+	ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+	defer cancel()
+	_, found, err := m.cfg.Table.Store.Get(ctx, gcs.NodeKey(node))
+	return found || err != nil
 }
 
 // leader: the alive node with the smallest ID does the placing.

@@ -521,3 +521,62 @@ func TestManagerPlacesARestartWhoseRecordCameFirst(t *testing.T) {
 	}
 	t.Logf("restarted on %s %v after its host died", info.Node, time.Since(start).Round(time.Millisecond))
 }
+
+// A manager whose view has not yet brought nodes that registered after its first list
+// (here n0: its view holds only itself, so it takes itself for the leader) does not take
+// the hosts of the actors it reads for dead while their node records are in the GCS; once
+// a host's record is gone (its lease lapsed), its actors are ended as before. Before,
+// a worker process that had just started failed every actor of its job on the peer it had
+// not seen yet: "host ... died (no restart left)" (e2e TestAdoptionAcrossJobs).
+func TestManagerUnseenRegisteredHostKeepsItsActors(t *testing.T) {
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}, "n2": {}})
+	ctx := context.Background()
+	for _, n := range []string{"n1", "n2"} {
+		if _, err := h.table.Store.Put(ctx, gcs.NodeKey(n), []byte("registered"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var made []string
+	onN2 := map[string]bool{}
+	for range 6 {
+		id := h.create(0, sched.Resources{})
+		made = append(made, id)
+		if h.await(id, "alive", phaseIs(lifecycle.Alive)).Node == "n2" {
+			onN2[id] = true
+		}
+	}
+	if len(onN2) == 0 || len(onN2) == len(made) {
+		t.Fatalf("%d of %d actors on n2, want some on each node (placement spreads them)", len(onN2), len(made))
+	}
+	late, err := NewManager(ManagerConfig{Node: "n0", Table: h.table, Nodes: &fakeNodes{alive: map[string]sched.Resources{"n0": {}}},
+		Resync: 20 * time.Millisecond, Activate: func(string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(late.Stop)
+	// A negative: a full sweep is every 30 resyncs (600 ms); three of them.
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		for _, id := range made {
+			if info, _ := h.m.Get(id); lifecycle.Phase(info.GetPhase()) != lifecycle.Alive || info.GetIncarnation() != 1 {
+				t.Fatalf("actor %s is %v, want alive at incarnation 1: its host is registered", id, info)
+			}
+		}
+	}
+	if _, err := h.table.Store.Delete(ctx, gcs.NodeKey("n2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range made {
+		if !onN2[id] {
+			continue
+		}
+		info := h.await(id, "dead", phaseIs(lifecycle.Dead))
+		if !strings.Contains(info.GetDetail(), "host n2 died") {
+			t.Errorf("actor %s on n2 dead with %v, want host n2 died", id, info)
+		}
+	}
+	for _, id := range made {
+		if info, _ := h.m.Get(id); !onN2[id] && (lifecycle.Phase(info.GetPhase()) != lifecycle.Alive || info.GetNode() != "n1") {
+			t.Errorf("actor %s on n1 is %v, want alive: n1 is registered", id, info)
+		}
+	}
+}
