@@ -142,6 +142,7 @@ type Manager struct {
 	slots     chan struct{}                  // bounds the steps under way
 	alive     map[string]sched.Resources     // the nodes alive when the leader last looked
 	seen      map[string]bool                // the nodes ever in its view (see registered)
+	unseen    map[string]bool                // registered's answers in this pass
 	suspects  map[string]bool                // and those suspect then (SuspectView)
 	leading   bool
 	ticks     int
@@ -624,6 +625,7 @@ func (m *Manager) reconcile(all bool) {
 		}
 	}
 	m.alive = alive
+	clear(m.unseen) // what registered read is good for one pass
 	for _, id := range work {
 		if m.ctx.Err() != nil {
 			return
@@ -686,12 +688,20 @@ func (m *Manager) examine(id string, alive map[string]sched.Resources) {
 // brings that node, and take itself for the leader (the new node's smaller ID unseen). A
 // node it never saw is taken for dead only once its record is gone (its lease lapsed);
 // a node it saw go is taken for dead at once, as before. Such an actor is looked at again
-// by the periodic sweep of every actor.
+// by the periodic sweep of every actor. The GCS is read once per node and pass (a new
+// leader may find thousands of actors on a node that died before it started).
 func (m *Manager) registered(node string) bool {
+	if r, ok := m.unseen[node]; ok {
+		return r
+	}
 	ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
 	defer cancel()
 	_, found, err := m.cfg.Table.Store.Get(ctx, gcs.NodeKey(node))
-	return found || err != nil
+	if m.unseen == nil {
+		m.unseen = map[string]bool{}
+	}
+	m.unseen[node] = found || err != nil
+	return m.unseen[node]
 }
 
 // leader: the alive node with the smallest ID does the placing.
