@@ -53,9 +53,6 @@ func cancelRecCheck(ctx context.Context, out map[string]any) error {
 			}
 			if len(ts) > 0 {
 				st[fn], nodes[fn] = ts[0].State, ts[0].Node
-				if ts[0].Error != "" {
-					st[fn] += ": " + ts[0].Error
-				}
 			}
 		}
 		return st, nodes, nil
