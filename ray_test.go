@@ -143,8 +143,8 @@ func countCall(key string) int64       { return counter(calls, key).Add(1) }
 func running(key string) *atomic.Int64 { return counter(runningM, key) }
 func peak(key string) *atomic.Int64    { return counter(peakM, key) }
 
-// shared is one runtime for the tests that need no special node; each Init costs ~1 s
-// (protoactor's StartMember sleeps that long).
+// shared is one runtime for the tests that need no special node (each Init starts an
+// embedded etcd and a cluster member).
 var shared context.Context
 
 func TestMain(m *testing.M) {

@@ -125,7 +125,8 @@
 // IDs on missed heartbeats, and races when several members share a process; ray-go uses
 // none of it.
 //
-// cluster.StartMember sleeps 1 s and cluster.Shutdown(true) 2 s (then calls
+// cluster.StartMember sleeps 1 s after the provider's StartMember returned (a node goes on
+// without it: node.returnedProvider) and cluster.Shutdown(true) 2 s (then calls
 // Provider.Shutdown(true) and Lookup.Shutdown). To leave quickly: look.Shutdown() (stops
 // the grains), prov.Shutdown(true) (revokes the lease: peers see the member go at once),
 // then c.Shutdown(false) (stops the remote). cluster.Shutdown(false) alone calls neither;

@@ -232,6 +232,23 @@ func (g gatedProvider) StartMember(c *cluster.Cluster) error {
 	return g.Provider.StartMember(c)
 }
 
+// returnedProvider reports when the provider's StartMember returned (its error, nil when
+// it worked). cluster.StartMember calls it last, then sleeps a fixed second (protoactor-go
+// cluster.go) before it returns; the member is whole once the provider has registered it
+// and published the first topology (membership.Provider.StartMember waits for that), so
+// the node goes on from there and leaves that second to a goroutine: every Init, agent and
+// driver start was a second longer for nothing.
+type returnedProvider struct {
+	cluster.ClusterProvider
+	returned chan<- error
+}
+
+func (r returnedProvider) StartMember(c *cluster.Cluster) error {
+	err := r.ClusterProvider.StartMember(c)
+	r.returned <- err
+	return err
+}
+
 // signalLookup reports that cluster.StartMember reached the lookup's Setup, which it
 // calls after the remote started.
 type signalLookup struct {
@@ -267,6 +284,8 @@ type Node struct {
 	packer     *gcs.ShardedPacker
 	system     *actor.ActorSystem
 	cluster    *cluster.Cluster
+	memberDone chan struct{} // closed when cluster.StartMember returned (a second after the node goes on: returnedProvider)
+	wentOn     bool          // the node went on before cluster.StartMember returned (tests)
 	provider   *membership.Provider
 	lookup     *membership.Lookup
 	pool       *dispatch.Pool
@@ -895,20 +914,33 @@ func (n *Node) startMember(ctx context.Context) error {
 	if n.cfg.RemoteStarted != nil {
 		look = signalLookup{lookup, func() { n.cfg.RemoteStarted(n.system.Address()) }}
 	}
+	returned := make(chan error, 1)
+	prov = returnedProvider{prov, returned}
 	ccfg := cluster.Configure("ray-"+string(n.ID), prov, look, rem, cluster.WithKinds(kinds...), membership.WithoutGossip())
 	n.cluster = cluster.New(n.system, ccfg)
 	started := make(chan any, 1)
+	n.memberDone = make(chan struct{})
 	go func() {
+		defer close(n.memberDone)
 		defer func() { started <- recover() }()
 		n.cluster.StartMember()
 	}()
 	select {
-	case p := <-started:
+	case p := <-started: // a panic before the provider ran
 		if p != nil {
 			return fmt.Errorf("node: start the cluster member: %v", p)
 		}
+	case err := <-returned:
+		if err != nil {
+			return fmt.Errorf("node: start the cluster member: %v", err)
+		}
 	case <-ctx.Done():
 		return fmt.Errorf("node: start the cluster member: %w", ctx.Err())
+	}
+	select {
+	case <-n.memberDone:
+	default:
+		n.wentOn = true
 	}
 	return nil
 }
