@@ -24,8 +24,12 @@
 // # Feasibility
 //
 // A request is feasible on a node when the node's Total fits it, and can run now when its
-// Available does. Dead nodes are never considered. If no alive node is feasible, Place returns
-// an *InfeasibleError (errors.Is(err, ErrInfeasible)) that names the first resource no node has
+// Available does. Dead nodes are never considered. If no alive node is feasible but a Suspect
+// one is (not alive now, not known dead: a node that has just joined and that the caller's
+// membership has not seen yet, or one whose connection broke), Place returns ErrSuspectOnly,
+// for the caller to try again when its view changes: a task needing a resource that only a
+// node starting beside it has would otherwise fail for a view a moment old. If no alive or
+// Suspect node is feasible, Place returns an *InfeasibleError (errors.Is(err, ErrInfeasible)) that names the first resource no node has
 // enough of and the largest amount any node has, e.g.
 //
 //	sched: infeasible: task requires GPU=2 but the largest node has GPU=0

@@ -17,6 +17,11 @@ var (
 	// ErrAffinitySuspect: hard node affinity names a node that is Suspect (neither alive nor
 	// known dead); the caller tries again when the view changes.
 	ErrAffinitySuspect = errors.New("sched: node affinity: node unreachable for now")
+	// ErrSuspectOnly: no alive node can ever hold the request, but a Suspect node could (one
+	// that has just joined and is not yet a member to the caller, or whose connection broke):
+	// the caller tries again when its view changes. Once that node answers the request is
+	// placed there; once it is known dead the request is infeasible.
+	ErrSuspectOnly = errors.New("sched: only nodes unreachable for now could run it")
 	// ErrNoNodes: the view holds no alive node. Unlike ErrInfeasible this is usually transient
 	// (the cluster is starting or every node just died).
 	ErrNoNodes = errors.New("sched: no alive nodes")
@@ -91,9 +96,10 @@ type Node struct {
 	// Alive is false for nodes known to be dead; they are never chosen.
 	Alive bool
 	// Suspect marks a node that is not Alive now but is not known to be dead either: its
-	// connection broke or its scheduler could not be resolved, and its process may live.
-	// Nothing is placed there; a hard node-affinity request for it waits
-	// (ErrAffinitySuspect) instead of failing.
+	// connection broke or its scheduler could not be resolved, and its process may live, or
+	// it has just joined and the caller's membership has not seen it yet. Nothing is placed
+	// there; a hard node-affinity request for it waits (ErrAffinitySuspect), and a request
+	// only it could hold waits (ErrSuspectOnly), instead of failing.
 	Suspect bool
 }
 
@@ -229,7 +235,8 @@ func decide(nodes []Node, i int, runNow bool, why Reason) Decision {
 // function: it reads its arguments, allocates nothing on success and is deterministic. Spread
 // depends on the order of nodes, so callers should pass them in a stable order (e.g. by ID).
 //
-// Errors: ErrInvalidRequest, ErrNoNodes, ErrInfeasible (as *InfeasibleError) and, for hard
+// Errors: ErrInvalidRequest, ErrNoNodes, ErrInfeasible (as *InfeasibleError), ErrSuspectOnly
+// (only a Suspect node could hold it: try again when the view changes) and, for hard
 // node affinity, ErrAffinityUnavailable (the node is dead or unknown) or ErrAffinitySuspect
 // (it may live: try again when the view changes).
 func Place(req Request, nodes []Node, local string, opt Options) (Decision, error) {
@@ -411,7 +418,7 @@ func placeDefault(req *Request, nodes []Node, local string, opt *Options) (Decis
 	case !alive:
 		return Decision{}, ErrNoNodes
 	case best.i < 0:
-		return Decision{}, infeasible(req.Resources, nodes, false)
+		return Decision{}, infeasibleOrWait(req.Resources, nodes)
 	}
 	// The preferred node keeps the work while it is under the threshold (or holds at least
 	// KeepBytes of the arguments), unless it is a GPU node to avoid and a non-GPU node can
@@ -480,7 +487,7 @@ func placeSpread(req *Request, nodes []Node, opt *Options) (Decision, error) {
 	case !alive:
 		return Decision{}, ErrNoNodes
 	case feasible == 0:
-		return Decision{}, infeasible(req.Resources, nodes, false)
+		return Decision{}, infeasibleOrWait(req.Resources, nodes)
 	}
 	// Rotate over the nodes that can run the request now; when none can, over the feasible
 	// ones (the request then queues there).
@@ -530,6 +537,17 @@ func placeAffinity(req *Request, nodes []Node, local string, opt *Options) (Deci
 		return Decision{}, fmt.Errorf("%w: %q is dead", ErrAffinityUnavailable, req.AffinityNode)
 	}
 	return Decision{}, infeasible(req.Resources, nodes[idx:idx+1], true)
+}
+
+// infeasibleOrWait is, for a request no alive node of nodes can ever hold, ErrSuspectOnly
+// when a Suspect node could (the request waits for it), else infeasible's error.
+func infeasibleOrWait(req Resources, nodes []Node) error {
+	for i := range nodes {
+		if n := &nodes[i]; !n.Alive && n.Suspect && fits(&n.Total, &req) {
+			return fmt.Errorf("%w: task requires %v, which node %s has", ErrSuspectOnly, req, n.ID)
+		}
+	}
+	return infeasible(req, nodes, false)
 }
 
 // infeasible explains why no alive node in nodes can ever hold req. With target set, nodes is

@@ -59,7 +59,13 @@
 //
 // A node that is not alive now but not known dead either is Suspect (sched.Node.Suspect):
 // its scheduler could not be resolved (for SuspectFor), or the membership lost its
-// connection while its process may live (Config.Suspect). Nothing is placed there; a task
-// bound to it by a hard node affinity waits (the runtime parks it) until it answers again
-// or is known dead, when it fails.
+// connection while its process may live (Config.Suspect), or its record is in the node
+// table and its member not yet in the membership (Config.Member): a node registers its
+// member and then its record, and this process's membership can learn of the member after
+// this view learns of the record. Nothing is placed there; a task bound to it by a hard
+// node affinity, or one that only it could run (sched.ErrSuspectOnly), waits (the runtime
+// parks it) until it answers or is known dead, when the task fails (a dead node's record
+// goes with its lease, if the membership never saw it). Without that wait, a task that
+// needed a resource of a worker process started beside its submitter failed as
+// infeasible, a moment before that process was a member.
 package clusterview

@@ -948,11 +948,13 @@ func (v *View) listAvailable() map[string]sched.Resources {
 	return out
 }
 
-// Feasible is nil while no node is known (tasks wait for one), else whether some alive
-// node could ever run req (an *sched.InfeasibleError names what is missing).
+// Feasible is nil while no node is known (tasks wait for one) or only a Suspect node could
+// run req (sched.ErrSuspectOnly: they wait for it), else whether some alive node could ever
+// run req (an *sched.InfeasibleError names what is missing).
 func (v *View) Feasible(req sched.Resources) error {
 	nodes := v.alive(v.load(), nil, time.Now())
-	if _, err := sched.Place(sched.Request{Resources: req}, nodes, "", sched.Options{}); err != nil && !errors.Is(err, sched.ErrNoNodes) {
+	if _, err := sched.Place(sched.Request{Resources: req}, nodes, "", sched.Options{}); err != nil &&
+		!errors.Is(err, sched.ErrNoNodes) && !errors.Is(err, sched.ErrSuspectOnly) {
 		return err
 	}
 	return nil
@@ -971,9 +973,13 @@ func (v *View) alive(s *snapshot, buf []sched.Node, now time.Time) []sched.Node 
 		wasAlive := n.Alive // not marked gone
 		n.Alive = wasAlive && member && !unresolved
 		// Not placed on, but not known dead: its scheduler could not be resolved for now,
-		// or the membership lost its connection while its process may live. A hard
-		// affinity for it waits (sched.ErrAffinitySuspect) rather than failing.
-		n.Suspect = !n.Alive && (wasAlive && member && unresolved || v.cfg.Suspect != nil && v.cfg.Suspect(n.ID))
+		// or the membership lost its connection while its process may live, or the node's
+		// record is here and its member is not yet (it has just started: a node registers
+		// its member, then its record, and the membership's watch can trail this view's;
+		// a node that dies is marked gone, or its record goes with its lease). A hard
+		// affinity for it waits (sched.ErrAffinitySuspect), and so does a request that
+		// only it could hold (sched.ErrSuspectOnly), rather than failing.
+		n.Suspect = !n.Alive && (wasAlive && (!member || unresolved) || v.cfg.Suspect != nil && v.cfg.Suspect(n.ID))
 	}
 	return buf
 }

@@ -318,8 +318,13 @@ func TestHardAffinityWaitsForASuspectNode(t *testing.T) {
 	if err := hard("b"); !errors.Is(err, sched.ErrAffinitySuspect) {
 		t.Fatalf("a node whose scheduler is unresolved for now: %v, want ErrAffinitySuspect", err)
 	}
-	// It left the membership: dead.
+	// Not a member (yet, or any more) while nothing said it is gone: it waits.
 	f.members.Delete("b")
+	if err := hard("b"); !errors.Is(err, sched.ErrAffinitySuspect) {
+		t.Fatalf("a node whose record is here and its member not: %v, want ErrAffinitySuspect", err)
+	}
+	// The membership reports it gone (MemberUnreachable or MemberGone): dead.
+	v.MarkGone("b", "test")
 	if err := hard("b"); !errors.Is(err, sched.ErrAffinityUnavailable) {
 		t.Fatalf("a node that left the membership: %v, want ErrAffinityUnavailable", err)
 	}
@@ -348,6 +353,51 @@ func TestHardAffinityWaitsForASuspectNode(t *testing.T) {
 	f.members.Delete("c")
 	if err := hard("c"); !errors.Is(err, sched.ErrAffinityUnavailable) {
 		t.Fatalf("a node known down: %v, want ErrAffinityUnavailable", err)
+	}
+}
+
+// TestANodeNotYetAMemberIsWaitedFor: a node registers its member and then its record, and
+// this process's membership can learn of the member after the view learns of the record (a
+// worker process started beside the submitter). A task that only that node could run waits
+// for it (sched.ErrSuspectOnly; Feasible says nothing against it) and is placed there once
+// it is a member; it fails as infeasible only once the node is known gone. Before, it failed
+// at once as infeasible (e2e TestCancelRecursiveAcrossNodes, once a process no longer slept
+// a second after it joined).
+func TestANodeNotYetAMemberIsWaitedFor(t *testing.T) {
+	f := newFixture(t, "a")
+	f.putNode("a", "local", 2, "")
+	f.start()
+	far, err := sched.FromMap(map[string]float64{"CPU": 1, "far": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := proto.Marshal(&pb.NodeInfo{NodeId: "b", Role: "worker", Total: tasks.ResourcesToPB(far)})
+	if _, err := f.store.Put(context.Background(), gcs.NodeKey("b"), b, 0); err != nil { // the record; no member yet
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "node b's record", func() bool { _, ok := f.v.load().index["b"]; return ok })
+	v, p := f.v, f.v.Placer(0)
+	if err := v.Feasible(far); err != nil {
+		t.Fatalf("Feasible of what only a node not yet a member has: %v, want nil (the task waits)", err)
+	}
+	for _, strategy := range []sched.Strategy{sched.Default, sched.Spread} {
+		if n, err := p.Place(sched.Request{Resources: far, Strategy: strategy}); !errors.Is(err, sched.ErrSuspectOnly) {
+			t.Fatalf("%v placement of what only a node not yet a member has: %q, %v; want sched.ErrSuspectOnly", strategy, n, err)
+		}
+	}
+	f.members.Store("b", true) // its member reaches this process's membership
+	if n, err := p.Place(sched.Request{Resources: far}); err != nil || n != "b" {
+		t.Fatalf("once b is a member: placed on %q, %v; want b", n, err)
+	}
+	p.Done("b", far)
+	f.members.Delete("b")
+	v.MarkGone("b", "test") // and then it dies
+	var inf *sched.InfeasibleError
+	if err := v.Feasible(far); !errors.As(err, &inf) {
+		t.Fatalf("Feasible once the only node that had it is gone: %v, want an *InfeasibleError", err)
+	}
+	if _, err := p.Place(sched.Request{Resources: far}); !errors.As(err, &inf) {
+		t.Fatalf("placement once the only node that had it is gone: %v, want an *InfeasibleError", err)
 	}
 }
 

@@ -588,11 +588,14 @@ func (s *shard) place(p *pending) {
 		return
 	}
 	r, err := s.rayletFor(p)
-	if errors.Is(err, sched.ErrNoNodes) || errors.Is(err, errNodeUnready) || errors.Is(err, sched.ErrAffinitySuspect) {
+	if errors.Is(err, sched.ErrNoNodes) || errors.Is(err, errNodeUnready) || errors.Is(err, sched.ErrAffinitySuspect) ||
+		errors.Is(err, sched.ErrSuspectOnly) {
 		// Placed again once the view changes (or after parkRetry): a node whose scheduler
 		// cannot be resolved is one that is starting or has just died, and the view catches
 		// up within the membership's report or the node's lease. A hard affinity for a node
-		// the membership suspects waits the same way: it fails once the node is known dead.
+		// the membership suspects waits the same way, and so does a task that only such a
+		// node could run (one that started beside this process and that its membership has
+		// not seen yet): it fails once the node is known dead.
 		s.park(p)
 		return
 	}
