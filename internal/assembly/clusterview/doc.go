@@ -67,5 +67,7 @@
 // parks it) until it answers or is known dead, when the task fails (a dead node's record
 // goes with its lease, if the membership never saw it). Without that wait, a task that
 // needed a resource of a worker process started beside its submitter failed as
-// infeasible, a moment before that process was a member.
+// infeasible, a moment before that process was a member. Feasible, the check a submission
+// makes, reads the node table once before it says no (View.catchUp): a record registered a
+// moment ago may not have come through the view's watch yet.
 package clusterview

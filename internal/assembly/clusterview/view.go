@@ -122,6 +122,9 @@ type View struct {
 	// for it, only its record until its lease lapses): not placed on until the time given.
 	suspect map[string]time.Time
 	reports uint64 // load reports applied, numbering them
+	// applied is the revision of the node table the view has applied: its listing's, then
+	// the last event's its watch delivered (catchUp reads what is newer).
+	applied int64
 	// dead are the records of nodes that ran tasks and whose records were deleted (their
 	// process ended), newest last, at most maxDead and deadFor old: DeadNodes lists them.
 	dead []deadNode
@@ -207,6 +210,7 @@ func Start(ctx context.Context, cfg Config) (*View, error) {
 	for _, kv := range nodes {
 		v.putNodeLocked(kv)
 	}
+	v.applied = rev
 	for _, kv := range loads {
 		v.putLoadLocked(kv)
 	}
@@ -593,6 +597,7 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 				}
 				v.putNodeLocked(e.KV)
 			}
+			v.applied = max(v.applied, rev-1)
 			v.followSetChangedLocked()
 			v.publishLocked()
 			v.mu.Unlock()
@@ -628,11 +633,44 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 				delete(v.nodes, id)
 			}
 		}
+		v.applied = max(v.applied, lrev)
 		v.followSetChangedLocked()
 		v.publishLocked()
 		v.mu.Unlock()
 		rev = lrev + 1
 	}
+}
+
+// catchUp reads the node table and applies the records newer than what the view has
+// applied: a node that registered before the caller asked and whose record the watch has
+// not delivered yet. It deletes nothing (a record deleted since the view's revision is
+// absent from the listing and its event is still to come: the watch applies it). It
+// reports whether it applied anything.
+func (v *View) catchUp(ctx context.Context) bool {
+	kvs, rev, err := v.cfg.Store.List(ctx, gcs.NodesPrefix)
+	if err != nil {
+		return false
+	}
+	v.mu.Lock()
+	if rev <= v.applied || v.watchCtx == nil {
+		v.mu.Unlock()
+		return false
+	}
+	applied := false
+	for _, kv := range kvs {
+		if kv.ModRev > v.applied && v.putNodeLocked(kv) != nil {
+			applied = true
+		}
+	}
+	if applied {
+		v.followSetChangedLocked()
+		v.publishLocked()
+	}
+	v.mu.Unlock()
+	if applied && v.cfg.Changed != nil {
+		v.cfg.Changed()
+	}
+	return applied
 }
 
 // putNodeLocked applies a node record; a record DecodeNode refuses is left out (and
@@ -950,8 +988,26 @@ func (v *View) listAvailable() map[string]sched.Resources {
 
 // Feasible is nil while no node is known (tasks wait for one) or only a Suspect node could
 // run req (sched.ErrSuspectOnly: they wait for it), else whether some alive node could ever
-// run req (an *sched.InfeasibleError names what is missing).
+// run req (an *sched.InfeasibleError names what is missing). Before it says a request is
+// infeasible it reads the node table once (catchUp): a node registered a moment ago, whose
+// record the watch has not delivered yet, may hold it.
 func (v *View) Feasible(req sched.Resources) error {
+	err := v.feasible(req)
+	if errors.Is(err, sched.ErrInfeasible) {
+		ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
+		caught := v.catchUp(ctx)
+		cancel()
+		if caught {
+			err = v.feasible(req)
+		}
+	}
+	return err
+}
+
+// catchUpTimeout bounds Feasible's read of the node table.
+const catchUpTimeout = 5 * time.Second
+
+func (v *View) feasible(req sched.Resources) error {
 	nodes := v.alive(v.load(), nil, time.Now())
 	if _, err := sched.Place(sched.Request{Resources: req}, nodes, "", sched.Options{}); err != nil &&
 		!errors.Is(err, sched.ErrNoNodes) && !errors.Is(err, sched.ErrSuspectOnly) {

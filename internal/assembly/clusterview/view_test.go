@@ -48,6 +48,8 @@ type fixture struct {
 	// loadGets are the keys of the reports read one by one, in order.
 	getMu    sync.Mutex
 	loadGets []string
+	// nodesGate, if set, holds the watch's events of the node table until it is closed.
+	nodesGate chan struct{}
 }
 
 // watchCounter counts the fixture's watches of the load reports.
@@ -74,6 +76,26 @@ func (w watchCounter) List(ctx context.Context, prefix string) ([]gcs.KV, int64,
 
 func (w watchCounter) Watch(ctx context.Context, prefix string, rev int64) <-chan gcs.WatchResponse {
 	in := w.Store.Watch(ctx, prefix, rev)
+	if gate := w.f.nodesGate; prefix == gcs.NodesPrefix && gate != nil {
+		out := make(chan gcs.WatchResponse)
+		go func() {
+			defer close(out)
+			select {
+			case <-gate:
+			case <-ctx.Done():
+			}
+			for r := range in {
+				select {
+				case out <- r:
+				case <-ctx.Done():
+					for range in {
+					}
+					return
+				}
+			}
+		}()
+		return out
+	}
 	open := &w.f.loadWatching
 	switch {
 	case prefix == gcs.LoadPrefix:
@@ -398,6 +420,46 @@ func TestANodeNotYetAMemberIsWaitedFor(t *testing.T) {
 	}
 	if _, err := p.Place(sched.Request{Resources: far}); !errors.As(err, &inf) {
 		t.Fatalf("placement once the only node that had it is gone: %v, want an *InfeasibleError", err)
+	}
+}
+
+// TestFeasibleReadsTheNodeTableBeforeItSaysNo: a node registered a moment ago whose record
+// the view's watch has not delivered yet may hold what a task asks for; Feasible reads the
+// node table before it says a request is infeasible, and applies the newer records.
+func TestFeasibleReadsTheNodeTableBeforeItSaysNo(t *testing.T) {
+	f := newFixture(t, "a")
+	f.nodesGate = make(chan struct{})
+	f.putNode("a", "local", 2, "")
+	f.start()
+	far, err := sched.FromMap(map[string]float64{"CPU": 1, "far": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := proto.Marshal(&pb.NodeInfo{NodeId: "b", Role: "worker", Total: tasks.ResourcesToPB(far)})
+	if _, err := f.store.Put(context.Background(), gcs.NodeKey("b"), b, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.members.Store("b", true)
+	if _, ok := f.v.load().index["b"]; ok {
+		t.Fatal("the view has b's record although its watch holds the events")
+	}
+	if err := f.v.Feasible(far); err != nil {
+		t.Fatalf("Feasible of what a node registered a moment ago has: %v, want nil", err)
+	}
+	if n, err := f.v.Placer(0).Place(sched.Request{Resources: far}); err != nil || n != "b" {
+		t.Fatalf("placed on %q, %v; want b (its record read by Feasible)", n, err)
+	}
+	var inf *sched.InfeasibleError
+	if err := f.v.Feasible(res(t, 64)); !errors.As(err, &inf) {
+		t.Fatalf("64 CPUs: %v, want an *InfeasibleError", err)
+	}
+	close(f.nodesGate) // the watch delivers b's record again, and a deletion after it
+	if _, err := f.store.Delete(context.Background(), gcs.NodeKey("b")); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "b's record to go", func() bool { _, ok := f.v.load().index["b"]; return !ok })
+	if err := f.v.Feasible(far); !errors.As(err, &inf) {
+		t.Fatalf("once b's record is gone: %v, want an *InfeasibleError", err)
 	}
 }
 
