@@ -76,6 +76,7 @@ func run() int {
 	flag.StringVar(&ppoHidden, "ppo-hidden", "", "PPO hidden layer sizes, comma-separated (default: rl/ppo's)")
 	flag.Int64Var(&ppoMaxSteps, "ppo-maxsteps", 0, "PPO step budget per seed (default: rl/ppo's)")
 	flag.Int64Var(&ppoAnneal, "ppo-anneal", 0, "PPO steps over which the learning rate and clip decay (default: rl/ppo's; < 0 none)")
+	flag.BoolVar(&ppoAsync, "ppo-async", false, "PPO asynchronous sampling (the Ray paper's scatter-gather; default: synchronous rounds)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to `file`")
 	traceFile := flag.String("trace", "", "throughput mode: write an execution trace of the first async run to `file` (go tool trace)")
 	flag.Parse()
@@ -151,6 +152,7 @@ var (
 	ppoHidden       string
 	ppoMaxSteps     int64
 	ppoAnneal       int64
+	ppoAsync        bool
 )
 
 func ints(s string) []int {
@@ -224,7 +226,8 @@ func train(ctx context.Context, algo, env string, seeds, workers int, quiet bool
 			r.SamplingS, r.LearningS, r.SyncS = res.Sampling.Seconds(), res.Learning.Seconds(), res.Sync.Seconds()
 		case "ppo":
 			cfg := ppo.Config{Env: env, Workers: workers, Seed: uint64(s), Epochs: ppoEpochs, Minibatch: ppoMinibatch,
-				Hidden: ints(ppoHidden), MaxSteps: ppoMaxSteps, Anneal: ppoAnneal}
+				Hidden: ints(ppoHidden), MaxSteps: ppoMaxSteps, Anneal: ppoAnneal,
+				Async: ppoAsync}
 			if !quiet {
 				cfg.Progress = func(u ppo.Update) {
 					logf("ppo seed %d update %4d steps %8d score %7.1f kl %.4f clip %.3f stale %.2f  %5.2fs", s, u.N, u.Steps, u.Score, u.ApproxKL, u.ClipFrac, u.Stale, u.Elapsed.Seconds())

@@ -1,7 +1,10 @@
 // Command rl-ppo trains CartPole-v1 with PPO on ray-go rollout actors (package rl/ppo) and
 // prints a progress line per update and the final score.
 //
-//	go run ./examples/rl-ppo [-workers 4] [-seed 0] [-env CartPole-v1]
+//	go run ./examples/rl-ppo [-workers 4] [-seed 0] [-env CartPole-v1] [-async]
+//
+// By default the workers sample in synchronous rounds, so a seed fixes the run; -async
+// runs the Ray paper's asynchronous scatter-gather instead (see package rl/ppo).
 package main
 
 import (
@@ -19,6 +22,7 @@ func main() {
 	seed := flag.Uint64("seed", 0, "seed")
 	env := flag.String("env", "CartPole-v1", "Gymnasium id")
 	every := flag.Int("every", 10, "print every n-th update")
+	async := flag.Bool("async", false, "asynchronous scatter-gather (a run then depends on the order fragments arrive in, not on the seed alone)")
 	flag.Parse()
 
 	ctx, err := ray.Init(context.Background())
@@ -28,7 +32,7 @@ func main() {
 	}
 	defer ray.Shutdown(ctx)
 
-	res, err := ppo.Train(ctx, ppo.Config{Env: *env, Workers: *workers, Seed: *seed,
+	res, err := ppo.Train(ctx, ppo.Config{Env: *env, Workers: *workers, Seed: *seed, Async: *async,
 		Progress: func(u ppo.Update) {
 			if u.N%*every == 0 {
 				fmt.Printf("update %4d  steps %7d  episodes %5d  score %6.1f  kl %.4f  clip %.3f  entropy %.3f  stale %.2f  %5.1fs\n",

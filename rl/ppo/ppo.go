@@ -44,6 +44,13 @@ type Config struct {
 	Seed      uint64
 	Target    float64 // mean return of the last 100 episodes that counts as solved (default: the env's threshold)
 	MaxSteps  int64   // default 1,000,000
+	// Async samples as the Ray paper's asynchronous scatter-gather (§5.3.2): each
+	// worker is sent out again as soon as its fragment arrives, and the learner updates
+	// as soon as enough transitions have arrived, so a run depends on the order in
+	// which fragments arrive, not on Seed alone. By default (false) sampling runs in
+	// synchronous rounds, the learner taking the fragments in worker order, and a run
+	// depends only on its configuration and Seed.
+	Async bool
 	// Progress, if set, is called after every update.
 	Progress func(Update)
 }
@@ -53,8 +60,8 @@ type Config struct {
 // and clip 0.2 decaying linearly to 0 over its 100,000 steps), except that its 20 epochs over one
 // minibatch of 256 are 10 epochs over two of 128: the same number of
 // gradient steps at half the arithmetic, and as few environment steps to the
-// threshold (benchmarks/RESULTS.md, issue 23). Pendulum-v1: the Zoo's tuned
-// PPO without gSDE (4 copies × 1024 steps, minibatches of 64, 10 epochs,
+// threshold (benchmarks/RESULTS.md, issue 23).
+// Pendulum-v1: the Zoo's tuned PPO without gSDE (4 copies × 1024 steps, minibatches of 64, 10 epochs,
 // γ 0.9, λ 0.95, learning rate 1e-3 and clip 0.2, not decayed).
 var tuned = map[string]Config{
 	"CartPole-v1": {Hidden: []int{64, 64}, Workers: 4, EnvsPerWorker: 2, Fragment: 32, Minibatch: 128, Epochs: 10,
@@ -221,96 +228,192 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}()
 
-	version := 0
+	r := &run{cfg: cfg, L: L, workers: workers, res: &res, start: start}
+	if cfg.Async {
+		err = r.async(ctx)
+	} else {
+		err = r.sync(ctx)
+	}
+	res.Wall = time.Since(start)
+	return res, err
+}
+
+// run is one training run's loop state, shared by the synchronous and the asynchronous
+// sampling loops.
+type run struct {
+	cfg      Config
+	L        *learner
+	workers  []ray.ActorHandle[Worker]
+	res      *Result
+	start    time.Time
+	version  int
+	recent   []float64 // returns of the last 100 episodes
+	staleSum float64
+	staleN   float64
+}
+
+// add counts a fragment's steps and episodes.
+func (r *run) add(f Fragment) {
+	r.res.Steps += int64(f.Steps)
+	r.res.Episodes += int64(len(f.EpReturns))
+	r.recent = append(r.recent, f.EpReturns...)
+	if len(r.recent) > 100 {
+		r.recent = r.recent[len(r.recent)-100:]
+	}
+	r.staleSum += float64(r.version - f.Version)
+	r.staleN++
+}
+
+// schedule is the learning rate and clip range after steps steps: decayed linearly
+// to 0 over Anneal steps.
+func (c *Config) schedule(steps int64) (lr, clip float64) {
+	frac := 1.0
+	if c.Anneal > 0 {
+		frac = max(0, 1-float64(steps)/float64(c.Anneal))
+	}
+	return c.LR * frac, c.Clip * max(frac, 1e-3)
+}
+
+// learn runs one update on batch, puts the new weights (replacing *wref) and reports
+// whether the run is solved.
+func (r *run) learn(ctx context.Context, batch []Fragment, wref *ray.ObjectRef[Weights]) (bool, error) {
+	res := r.res
+	t3 := time.Now()
+	lr, clip := r.cfg.schedule(res.Steps)
+	u := r.L.update(batch, lr, clip)
+	r.version++
+	res.Updates++
+	res.Learning += time.Since(t3)
+	t4 := time.Now()
+	wref.Release()
+	var err error
+	if *wref, err = ray.Put(ctx, r.L.weights(r.version)); err != nil {
+		return false, err
+	}
+	res.Sync += time.Since(t4)
+	if len(r.recent) > 0 {
+		res.Score = mean(r.recent)
+	}
+	if r.cfg.Progress != nil {
+		u.N, u.Steps, u.Episodes, u.Score, u.Elapsed = res.Updates, res.Steps, res.Episodes, res.Score, time.Since(r.start)
+		u.Stale = r.staleSum / max(r.staleN, 1)
+		u.Sampling, u.Learning, u.Sync = res.Sampling, res.Learning, res.Sync
+		r.cfg.Progress(u)
+	}
+	r.staleSum, r.staleN = 0, 0
+	if len(r.recent) >= 100 && res.Score >= r.cfg.Target {
+		res.Solved = true
+	}
+	return res.Solved, nil
+}
+
+// sync samples in rounds: every worker samples a fragment with the current weights, the
+// learner takes the fragments in worker order once all have arrived, and updates when
+// the batch is full (Ray RLlib's synchronous sampling). What the learner sees depends
+// only on the seed, never on the order in which fragments arrive.
+func (r *run) sync(ctx context.Context) error {
+	res := r.res
 	t0 := time.Now()
-	wref, err := ray.Put(ctx, L.weights(version))
+	wref, err := ray.Put(ctx, r.L.weights(r.version))
 	if err != nil {
-		return res, err
+		return err
+	}
+	defer func() { wref.Release() }()
+	res.Sync += time.Since(t0)
+	pending := make([]ray.ObjectRef[Fragment], len(r.workers))
+	var batch []Fragment
+	batchN := 0
+	for res.Steps < r.cfg.MaxSteps {
+		t2 := time.Now()
+		for i, w := range r.workers {
+			pending[i] = sample.Remote(ctx, w, wref, ray.V(r.cfg.Fragment))
+		}
+		res.Sync += time.Since(t2)
+		t1 := time.Now()
+		var ferr error
+		for i, ref := range pending {
+			f, err := ray.Get(ctx, ref)
+			ref.Release()
+			if err != nil && ferr == nil {
+				ferr = fmt.Errorf("ppo: worker %d: %w", i, err)
+			}
+			if ferr == nil {
+				batch = append(batch, f)
+				batchN += f.Steps
+				r.add(f)
+			}
+		}
+		res.Sampling += time.Since(t1)
+		if ferr != nil {
+			return ferr
+		}
+		if batchN < r.cfg.Batch {
+			continue
+		}
+		solved, err := r.learn(ctx, batch, &wref)
+		if err != nil || solved {
+			return err
+		}
+		batch, batchN = batch[:0], 0
+	}
+	return nil
+}
+
+// async is the Ray paper's asynchronous scatter-gather (§5.3.2): every worker samples at
+// once; the learner collects fragments as they come, sends each worker out again at once
+// with the newest weights, and updates when the batch is full. No barrier across
+// workers, but the batch depends on the order in which fragments arrive.
+func (r *run) async(ctx context.Context) error {
+	res := r.res
+	t0 := time.Now()
+	wref, err := ray.Put(ctx, r.L.weights(r.version))
+	if err != nil {
+		return err
 	}
 	res.Sync += time.Since(t0)
-	// Scatter: every worker samples at once; gather: collect fragments as they come,
-	// redispatch each worker at once with the newest weights, update when the batch is
-	// full (Ray paper §5.3.2: asynchronous scatter-gather, no barrier across workers).
-	pending := make([]ray.ObjectRef[Fragment], len(workers))
-	for i, w := range workers {
-		pending[i] = sample.Remote(ctx, w, wref, ray.V(cfg.Fragment))
+	pending := make([]ray.ObjectRef[Fragment], len(r.workers))
+	for i, w := range r.workers {
+		pending[i] = sample.Remote(ctx, w, wref, ray.V(r.cfg.Fragment))
 	}
 	defer func() {
-		for _, r := range pending {
-			r.Release()
+		for _, p := range pending {
+			p.Release()
 		}
 		wref.Release()
 	}()
 	var batch []Fragment
 	batchN := 0
-	var recent []float64
-	var updates int
-	var staleSum, staleN float64
-	for res.Steps < cfg.MaxSteps {
+	for res.Steps < r.cfg.MaxSteps {
 		t1 := time.Now()
 		ready, _, err := ray.Wait(ctx, pending, ray.NumReady(1))
 		if err != nil {
-			return res, fmt.Errorf("ppo: wait for fragments: %w", err)
+			return fmt.Errorf("ppo: wait for fragments: %w", err)
 		}
 		res.Sampling += time.Since(t1)
-		for _, r := range ready {
-			i := indexOf(pending, r)
-			f, err := ray.Get(ctx, r)
-			r.Release()
+		for _, ref := range ready {
+			i := indexOf(pending, ref)
+			f, err := ray.Get(ctx, ref)
+			ref.Release()
 			if err != nil {
-				return res, fmt.Errorf("ppo: worker %d: %w", i, err)
+				return fmt.Errorf("ppo: worker %d: %w", i, err)
 			}
 			t2 := time.Now()
-			pending[i] = sample.Remote(ctx, workers[i], wref, ray.V(cfg.Fragment))
+			pending[i] = sample.Remote(ctx, r.workers[i], wref, ray.V(r.cfg.Fragment))
 			res.Sync += time.Since(t2)
 			batch = append(batch, f)
 			batchN += f.Steps
-			res.Steps += int64(f.Steps)
-			res.Episodes += int64(len(f.EpReturns))
-			recent = append(recent, f.EpReturns...)
-			if len(recent) > 100 {
-				recent = recent[len(recent)-100:]
-			}
-			staleSum += float64(version - f.Version)
-			staleN++
+			r.add(f)
 		}
-		if batchN < cfg.Batch {
+		if batchN < r.cfg.Batch {
 			continue
 		}
-		t3 := time.Now()
-		frac := 1.0
-		if cfg.Anneal > 0 {
-			frac = max(0, 1-float64(res.Steps)/float64(cfg.Anneal))
+		solved, err := r.learn(ctx, batch, &wref)
+		if err != nil || solved {
+			return err
 		}
-		u := L.update(batch, cfg.LR*frac, cfg.Clip*max(frac, 1e-3))
-		version++
-		updates++
-		res.Learning += time.Since(t3)
-		t4 := time.Now()
-		wref.Release()
-		if wref, err = ray.Put(ctx, L.weights(version)); err != nil {
-			return res, err
-		}
-		res.Sync += time.Since(t4)
 		batch, batchN = batch[:0], 0
-		res.Updates = updates
-		if len(recent) > 0 {
-			res.Score = mean(recent)
-		}
-		if cfg.Progress != nil {
-			u.N, u.Steps, u.Episodes, u.Score, u.Elapsed = updates, res.Steps, res.Episodes, res.Score, time.Since(start)
-			u.Stale = staleSum / max(staleN, 1)
-			u.Sampling, u.Learning, u.Sync = res.Sampling, res.Learning, res.Sync
-			cfg.Progress(u)
-		}
-		staleSum, staleN = 0, 0
-		if len(recent) >= 100 && res.Score >= cfg.Target {
-			res.Solved = true
-			break
-		}
 	}
-	res.Wall = time.Since(start)
-	return res, nil
+	return nil
 }
 
 func indexOf(refs []ray.ObjectRef[Fragment], r ray.ObjectRef[Fragment]) int {
