@@ -76,6 +76,7 @@ func run() int {
 	flag.StringVar(&ppoHidden, "ppo-hidden", "", "PPO hidden layer sizes, comma-separated (default: rl/ppo's)")
 	flag.Int64Var(&ppoMaxSteps, "ppo-maxsteps", 0, "PPO step budget per seed (default: rl/ppo's)")
 	flag.Int64Var(&ppoAnneal, "ppo-anneal", 0, "PPO steps over which the learning rate and clip decay (default: rl/ppo's; < 0 none)")
+	flag.Float64Var(&ppoMinAnneal, "ppo-minanneal", 0, "PPO fraction of the learning rate and clip the decay stops at (default: rl/ppo's; < 0: 0)")
 	flag.BoolVar(&ppoAsync, "ppo-async", false, "PPO asynchronous sampling (the Ray paper's scatter-gather; default: synchronous rounds)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to `file`")
 	traceFile := flag.String("trace", "", "throughput mode: write an execution trace of the first async run to `file` (go tool trace)")
@@ -152,6 +153,7 @@ var (
 	ppoHidden       string
 	ppoMaxSteps     int64
 	ppoAnneal       int64
+	ppoMinAnneal    float64
 	ppoAsync        bool
 )
 
@@ -227,7 +229,7 @@ func train(ctx context.Context, algo, env string, seeds, workers int, quiet bool
 		case "ppo":
 			cfg := ppo.Config{Env: env, Workers: workers, Seed: uint64(s), Epochs: ppoEpochs, Minibatch: ppoMinibatch,
 				Hidden: ints(ppoHidden), MaxSteps: ppoMaxSteps, Anneal: ppoAnneal,
-				Async: ppoAsync}
+				MinAnneal: ppoMinAnneal, Async: ppoAsync}
 			if !quiet {
 				cfg.Progress = func(u ppo.Update) {
 					logf("ppo seed %d update %4d steps %8d score %7.1f kl %.4f clip %.3f stale %.2f  %5.2fs", s, u.N, u.Steps, u.Score, u.ApproxKL, u.ClipFrac, u.Stale, u.Elapsed.Seconds())

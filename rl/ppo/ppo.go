@@ -18,7 +18,7 @@ import (
 
 // Config configures a training run. Zero values take the environment's
 // tuned defaults: for CartPole-v1 (and environments without tuned values)
-// the ones shown; for Pendulum-v1 4 workers of 1 copy × 1024 steps,
+// the ones shown (MinAnneal 0.1); for Pendulum-v1 4 workers of 1 copy × 1024 steps,
 // minibatches of 64, 10 epochs, γ 0.9, λ 0.95, learning rate 1e-3 and clip
 // 0.2 without decay (see the package doc).
 type Config struct {
@@ -33,9 +33,12 @@ type Config struct {
 	Batch     int
 	Minibatch int     // default 128 (capped at Batch)
 	Epochs    int     // default 10
-	LR        float64 // Adam learning rate, annealed linearly to 0 over Anneal steps (default 1e-3)
+	LR        float64 // Adam learning rate, annealed linearly over Anneal steps down to MinAnneal×LR (default 1e-3)
 	Clip      float64 // clip range, annealed the same way (default 0.2)
 	Anneal    int64   // steps over which LR and Clip decay (default 100,000; < 0: no decay)
+	// MinAnneal is the fraction of LR and Clip the decay stops at (default: the
+	// environment's; < 0: 0, so that a run not solved by Anneal steps learns no more).
+	MinAnneal float64
 	Gamma     float64 // default 0.98
 	Lambda    float64 // GAE λ (default 0.8)
 	EntCoef   float64 // default 0
@@ -57,15 +60,16 @@ type Config struct {
 
 // tuned holds the defaults per environment. CartPole-v1: the RL Baselines3
 // Zoo's tuned PPO (8 copies × 32 steps, γ 0.98, λ 0.8, learning rate 1e-3
-// and clip 0.2 decaying linearly to 0 over its 100,000 steps), except that its 20 epochs over one
-// minibatch of 256 are 10 epochs over two of 128: the same number of
+// and clip 0.2 decaying linearly over its 100,000 steps), except that its 20 epochs over one
+// minibatch of 256 are 10 epochs over two of 128 (the same number of
 // gradient steps at half the arithmetic, and as few environment steps to the
-// threshold (benchmarks/RESULTS.md, issue 23).
+// threshold; benchmarks/RESULTS.md, issue 23) and that the decay stops at a
+// tenth instead of 0 (a run not solved by 100,000 steps still learns).
 // Pendulum-v1: the Zoo's tuned PPO without gSDE (4 copies × 1024 steps, minibatches of 64, 10 epochs,
 // γ 0.9, λ 0.95, learning rate 1e-3 and clip 0.2, not decayed).
 var tuned = map[string]Config{
 	"CartPole-v1": {Hidden: []int{64, 64}, Workers: 4, EnvsPerWorker: 2, Fragment: 32, Minibatch: 128, Epochs: 10,
-		LR: 1e-3, Clip: 0.2, Anneal: 100_000, Gamma: 0.98, Lambda: 0.8, VfCoef: 0.5, MaxGrad: 0.5, MaxSteps: 1_000_000},
+		LR: 1e-3, Clip: 0.2, Anneal: 100_000, MinAnneal: 0.1, Gamma: 0.98, Lambda: 0.8, VfCoef: 0.5, MaxGrad: 0.5, MaxSteps: 1_000_000},
 	"Pendulum-v1": {Hidden: []int{64, 64}, Workers: 4, EnvsPerWorker: 1, Fragment: 1024, Minibatch: 64, Epochs: 10,
 		LR: 1e-3, Clip: 0.2, Anneal: -1, Gamma: 0.9, Lambda: 0.95, VfCoef: 0.5, MaxGrad: 0.5, MaxSteps: 1_000_000},
 }
@@ -87,6 +91,7 @@ type Update struct {
 	ClipFrac  float64
 	ApproxKL  float64
 	BatchSize int
+	LR, Clip  float64 // the learning rate and clip range this update used
 }
 
 // Result is the outcome of Train.
@@ -142,6 +147,10 @@ func (c *Config) defaults() error {
 	if c.Anneal == 0 {
 		c.Anneal = d.Anneal
 	}
+	if c.MinAnneal == 0 {
+		c.MinAnneal = d.MinAnneal
+	}
+	c.MinAnneal = max(c.MinAnneal, 0)
 	if c.Gamma == 0 {
 		c.Gamma = d.Gamma
 	}
@@ -265,11 +274,11 @@ func (r *run) add(f Fragment) {
 }
 
 // schedule is the learning rate and clip range after steps steps: decayed linearly
-// to 0 over Anneal steps.
+// over Anneal steps down to the fraction MinAnneal of their start.
 func (c *Config) schedule(steps int64) (lr, clip float64) {
 	frac := 1.0
 	if c.Anneal > 0 {
-		frac = max(0, 1-float64(steps)/float64(c.Anneal))
+		frac = max(c.MinAnneal, 1-float64(steps)/float64(c.Anneal))
 	}
 	return c.LR * frac, c.Clip * max(frac, 1e-3)
 }
@@ -281,6 +290,7 @@ func (r *run) learn(ctx context.Context, batch []Fragment, wref *ray.ObjectRef[W
 	t3 := time.Now()
 	lr, clip := r.cfg.schedule(res.Steps)
 	u := r.L.update(batch, lr, clip)
+	u.LR, u.Clip = lr, clip
 	r.version++
 	res.Updates++
 	res.Learning += time.Since(t3)

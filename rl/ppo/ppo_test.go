@@ -151,6 +151,27 @@ func TestAsync(t *testing.T) {
 	}
 }
 
+// TestAnnealFloor: past the decay's end CartPole's learning rate and clip range stay at
+// a tenth of their start, so a run not solved by then still learns; MinAnneal < 0
+// decays them to 0.
+func TestAnnealFloor(t *testing.T) {
+	for _, tc := range []struct {
+		min          float64
+		lr, clipWant float64
+	}{{0, 1e-4, 0.02}, {-1, 0, 0.2 * 1e-3}} {
+		var last ppo.Update
+		_, err := ppo.Train(shared, ppo.Config{Workers: 2, EnvsPerWorker: 2, Fragment: 16, Hidden: []int{8}, Epochs: 1,
+			Anneal: 256, MinAnneal: tc.min, MaxSteps: 1_024, Seed: 1, Progress: func(u ppo.Update) { last = u }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last.Steps < 1_024 || math.Abs(last.LR-tc.lr) > 1e-12 || math.Abs(last.Clip-tc.clipWant) > 1e-12 {
+			t.Fatalf("MinAnneal %v: after %d steps (decay over 256) lr %v clip %v, want %v and %v",
+				tc.min, last.Steps, last.LR, last.Clip, tc.lr, tc.clipWant)
+		}
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	if _, err := ppo.Train(shared, ppo.Config{Env: "NoSuchEnv-v0"}); err == nil {
 		t.Fatal("unknown environment accepted")
