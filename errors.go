@@ -24,8 +24,9 @@ var (
 	ErrUnknownFunction = errors.New("ray: unknown remote function")
 	// ErrInfeasible: no node of the cluster can ever satisfy the task's resources. A task
 	// that only a node not reachable for now could run (one that has just started and that
-	// the submitting process's membership has not seen yet, or one whose connection broke)
-	// waits for it instead, and fails with ErrInfeasible once that node is known dead.
+	// the submitting process's membership has not seen yet, one whose connection broke, or a
+	// machine just started whose worker process for the job is starting) waits for it
+	// instead, and fails with ErrInfeasible once that node is known dead.
 	ErrInfeasible = sched.ErrInfeasible
 	// ErrObjectLost: an object's value is gone (released, or its bytes cannot be found).
 	ErrObjectLost = core.ErrObjectLost

@@ -273,6 +273,9 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 	if check == "spill" {
 		return spillCheck(ctx)
 	}
+	if check == "newnode" {
+		return newNodeCheck(ctx)
+	}
 	if check == "subfail" {
 		return subFailCheck(ctx)
 	}

@@ -69,5 +69,9 @@
 // needed a resource of a worker process started beside its submitter failed as
 // infeasible, a moment before that process was a member. Feasible, the check a submission
 // makes, reads the node table once before it says no (View.catchUp): a record registered a
-// moment ago may not have come through the view's watch yet.
+// moment ago may not have come through the view's watch yet. A view of a job (Config.Job)
+// also holds, as Suspect nodes, the node agents that have not registered their worker
+// process of the job yet (View.refreshComing, read when a request is infeasible without
+// them and kept fresh while a placement waits for one): a machine that joins a running
+// job's cluster starts such a process, and a task needing its resources waits for it.
 package clusterview

@@ -1,6 +1,7 @@
 package clusterview
 
 import (
+	"errors"
 	"time"
 
 	"github.com/ray-go/ray/internal/base/ids"
@@ -145,8 +146,14 @@ func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 		}
 	}
 	p.trustHolders(s, req)
+	n := len(p.buf)
+	p.buf = s.addComing(p.buf, now) // node agents whose worker process of the job is to come
 	d, err := sched.Place(req, p.buf, string(p.v.cfg.Self), opt)
+	p.buf = p.buf[:n]
 	if err != nil {
+		if errors.Is(err, sched.ErrSuspectOnly) {
+			p.v.askComing(now) // keep the reading fresh while the task waits
+		}
 		return "", err
 	}
 	if s.bounded && req.Strategy != sched.NodeAffinity && (req.Strategy == sched.Spread || !s.watched[d.Index] ||

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/ids"
@@ -43,6 +44,12 @@ type Config struct {
 	// Changed, if set, is called after the view changed (tasks parked for want of a node
 	// may now be placed).
 	Changed func()
+	// Job, if set, is the job whose worker processes the view holds: a node agent that is
+	// alive and has not registered that job's worker process yet (it starts one for each
+	// job, and a machine that joins starts one for every running job) is a node coming, and
+	// a request only it could hold waits for it (sched.ErrSuspectOnly) instead of failing as
+	// infeasible. See refreshComing.
+	Job string
 	// LoadsIdle is how long the view follows the load reports after the last placement
 	// that needed them (0: DefaultLoadsIdle).
 	LoadsIdle time.Duration
@@ -125,6 +132,12 @@ type View struct {
 	// applied is the revision of the node table the view has applied: its listing's, then
 	// the last event's its watch delivered (catchUp reads what is newer).
 	applied int64
+	// coming are the node agents that will register a worker process of Config.Job (as
+	// Suspect nodes: sched.ErrSuspectOnly), as refreshComing last read them at comingAt;
+	// comingAsked is when a placement last asked for a read (unix ns).
+	coming      []sched.Node
+	comingAt    time.Time
+	comingAsked atomic.Int64
 	// dead are the records of nodes that ran tasks and whose records were deleted (their
 	// process ended), newest last, at most maxDead and deadFor old: DeadNodes lists them.
 	dead []deadNode
@@ -177,11 +190,15 @@ type snapshot struct {
 	// when the view watches every report, none while it follows none).
 	watched []bool
 	bounded bool // the follower watches some nodes' reports only (followSet)
-	index   map[string]int
-	data    map[string]string
-	socket  map[string]string
-	jobs    map[string]string
-	gone    map[string]bool
+	// coming are the node agents whose worker process of the job is still to come (Suspect,
+	// never placed on), read at comingAt: used until comingFor after it.
+	coming   []sched.Node
+	comingAt time.Time
+	index    map[string]int
+	data     map[string]string
+	socket   map[string]string
+	jobs     map[string]string
+	gone     map[string]bool
 }
 
 // Start lists the node table and the load reports and watches the node table until Stop;
@@ -641,6 +658,113 @@ func (v *View) watch(ctx context.Context, prefix string, rev int64) {
 	}
 }
 
+// comingFor is how long a reading of the coming nodes is used; comingAskEvery the least
+// time between two reads a placement asks for (while a task waits for a coming node, its
+// placements, every parkRetry or view change, keep the reading fresh).
+const (
+	comingFor      = 2 * time.Second
+	comingAskEvery = 500 * time.Millisecond
+)
+
+// addComing appends s's coming nodes to nodes while their reading is fresh.
+func (s *snapshot) addComing(nodes []sched.Node, now time.Time) []sched.Node {
+	if len(s.coming) > 0 && now.Sub(s.comingAt) < comingFor {
+		nodes = append(nodes, s.coming...)
+	}
+	return nodes
+}
+
+// askComing has the coming nodes read again, off the caller's goroutine, at most once per
+// comingAskEvery: a placement waits for one (sched.ErrSuspectOnly).
+func (v *View) askComing(now time.Time) {
+	last := v.comingAsked.Load()
+	if v.cfg.Job == "" || now.UnixNano()-last < int64(comingAskEvery) || !v.comingAsked.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	v.mu.Lock()
+	wctx := v.watchCtx
+	v.mu.Unlock()
+	if wctx == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(wctx, catchUpTimeout)
+		defer cancel()
+		_ = v.refreshComing(ctx)
+	}()
+}
+
+// refreshComing reads which node agents are alive and have no worker process of the
+// view's job registered yet (none, one STARTING, or one RUNNING whose node record the view
+// does not have yet): each is a coming node of its machine's total, Suspect, never placed
+// on. A task that only such a node could run waits for it (as Ray keeps a task pending
+// until a node can run it) rather than failing as infeasible: without this, a running
+// driver's task that needed the resource of a machine just started with `rayctl start`
+// failed, telling the user to add the machine they had just added. An agent whose worker
+// process cannot run the job (UNSUPPORTED) or exited is not coming. It publishes the
+// reading and calls Changed.
+func (v *View) refreshComing(ctx context.Context) error {
+	job := v.cfg.Job
+	if job == "" {
+		return nil
+	}
+	alive, _, err := v.cfg.Store.List(ctx, gcs.AgentAlivePrefix)
+	if err != nil {
+		return err
+	}
+	agents, _, err := v.cfg.Store.List(ctx, gcs.AgentsPrefix)
+	if err != nil {
+		return err
+	}
+	workers, _, err := v.cfg.Store.List(ctx, gcs.JobWorkersOf(job))
+	if err != nil {
+		return err
+	}
+	isAlive := make(map[string]bool, len(alive))
+	for _, kv := range alive {
+		id, _ := gcs.TrimKey(gcs.AgentAlivePrefix, kv.Key)
+		isAlive[id] = true
+	}
+	state := make(map[string]*pb.JobWorker, len(workers))
+	for _, kv := range workers {
+		agent, ok := gcs.TrimKey(gcs.JobWorkersOf(job), kv.Key)
+		if !ok {
+			continue
+		}
+		if w, err := pb.DecodeJobWorker(job, agent, kv.Value); err == nil {
+			state[agent] = w
+		}
+	}
+	v.mu.Lock()
+	var coming []sched.Node
+	for _, kv := range agents {
+		id, _ := gcs.TrimKey(gcs.AgentsPrefix, kv.Key)
+		if !isAlive[id] {
+			continue
+		}
+		var info pb.AgentInfo
+		if proto.Unmarshal(kv.Value, &info) != nil {
+			continue
+		}
+		w := state[id]
+		switch {
+		case w == nil || w.State == pb.JobWorker_STARTING:
+		case w.State == pb.JobWorker_RUNNING && v.nodes[w.NodeId] == nil:
+		default:
+			continue // its worker process is in the view, or will not come
+		}
+		total := tasks.ResourcesFromPB(info.Total)
+		coming = append(coming, sched.Node{ID: "agent " + id, Total: total, Available: total, Suspect: true})
+	}
+	v.coming, v.comingAt = coming, time.Now()
+	v.publishLocked()
+	v.mu.Unlock()
+	if v.cfg.Changed != nil {
+		v.cfg.Changed()
+	}
+	return nil
+}
+
 // catchUp reads the node table and applies the records newer than what the view has
 // applied: a node that registered before the caller asked and whose record the watch has
 // not delivered yet. It deletes nothing (a record deleted since the view's revision is
@@ -749,6 +873,7 @@ func (v *View) publishLocked() {
 		s.gone[id] = true
 	}
 	s.bounded = v.following.Load() && v.follow != nil
+	s.coming, s.comingAt = v.coming, v.comingAt
 	v.snap.Store(s)
 }
 
@@ -996,6 +1121,9 @@ func (v *View) Feasible(req sched.Resources) error {
 	if errors.Is(err, sched.ErrInfeasible) {
 		ctx, cancel := context.WithTimeout(context.Background(), catchUpTimeout)
 		caught := v.catchUp(ctx)
+		if v.cfg.Job != "" && v.refreshComing(ctx) == nil {
+			caught = true
+		}
 		cancel()
 		if caught {
 			err = v.feasible(req)
@@ -1008,7 +1136,10 @@ func (v *View) Feasible(req sched.Resources) error {
 const catchUpTimeout = 5 * time.Second
 
 func (v *View) feasible(req sched.Resources) error {
-	nodes := v.alive(v.load(), nil, time.Now())
+	now := time.Now()
+	s := v.load()
+	nodes := v.alive(s, nil, now)
+	nodes = s.addComing(nodes, now)
 	if _, err := sched.Place(sched.Request{Resources: req}, nodes, "", sched.Options{}); err != nil &&
 		!errors.Is(err, sched.ErrNoNodes) && !errors.Is(err, sched.ErrSuspectOnly) {
 		return err

@@ -50,6 +50,8 @@ type fixture struct {
 	loadGets []string
 	// nodesGate, if set, holds the watch's events of the node table until it is closed.
 	nodesGate chan struct{}
+	// job is Config.Job.
+	job string
 }
 
 // watchCounter counts the fixture's watches of the load reports.
@@ -142,7 +144,7 @@ func newFixture(t *testing.T, self string) *fixture {
 func (f *fixture) start() {
 	v, err := Start(context.Background(), Config{
 		Self: ids.NodeID(f.self()), Store: watchCounter{Store: f.store, f: f}, LoadsIdle: f.loadsIdle,
-		FollowPeers: f.followPeers, OthersRefresh: f.othersRefresh,
+		FollowPeers: f.followPeers, OthersRefresh: f.othersRefresh, Job: f.job,
 		RunsTasks: func(info *pb.NodeInfo) bool { return info.Role != "driver" },
 		Member:    func(node string) bool { _, ok := f.members.Load(node); return ok },
 		Suspect:   func(node string) bool { _, ok := f.suspect.Load(node); return ok },
@@ -460,6 +462,107 @@ func TestFeasibleReadsTheNodeTableBeforeItSaysNo(t *testing.T) {
 	eventually.True(t, 5*time.Second, "b's record to go", func() bool { _, ok := f.v.load().index["b"]; return !ok })
 	if err := f.v.Feasible(far); !errors.As(err, &inf) {
 		t.Fatalf("once b's record is gone: %v, want an *InfeasibleError", err)
+	}
+}
+
+// TestATaskWaitsForAMachineWhoseWorkerProcessIsToCome: a machine that joins a running
+// job's cluster (`rayctl start`) starts a worker process for the job, which registers a
+// moment later. A task that only that machine could run waits for it (Feasible says
+// nothing against it, placement says sched.ErrSuspectOnly) and is placed on the worker
+// process once it registers; when the agent says the job cannot run there (UNSUPPORTED),
+// or the agent is gone, the task is infeasible. Before, it failed as infeasible at once,
+// telling the user to add the machine they had just added.
+func TestATaskWaitsForAMachineWhoseWorkerProcessIsToCome(t *testing.T) {
+	f := newFixture(t, "a")
+	f.job = "j1"
+	f.putNode("a", "local", 2, "")
+	f.start()
+	ctx := context.Background()
+	far, err := sched.FromMap(map[string]float64{"CPU": 1, "far": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(key string, m proto.Message) {
+		t.Helper()
+		b, _ := proto.Marshal(m)
+		if _, err := f.store.Put(ctx, key, b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var inf *sched.InfeasibleError
+	if err := f.v.Feasible(far); !errors.As(err, &inf) {
+		t.Fatalf("before the machine joins: %v, want an *InfeasibleError", err)
+	}
+	// The machine joins: its agent's record and alive key; no worker process of j1 yet.
+	put(gcs.AgentKey("m2"), &pb.AgentInfo{AgentId: "m2", Total: tasks.ResourcesToPB(far)})
+	if _, err := f.store.Put(ctx, gcs.AgentAliveKey("m2"), []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.v.Feasible(far); err != nil {
+		t.Fatalf("a machine whose worker process of the job is to come has it: %v, want nil (the task waits)", err)
+	}
+	p := f.v.Placer(0)
+	if n, err := p.Place(sched.Request{Resources: far}); !errors.Is(err, sched.ErrSuspectOnly) {
+		t.Fatalf("placement while the worker process is to come: %q, %v; want sched.ErrSuspectOnly", n, err)
+	}
+	// Another job's worker process there does not count.
+	put(gcs.JobWorkerKey("j2", "m2"), &pb.JobWorker{JobId: "j2", AgentId: "m2", State: pb.JobWorker_RUNNING, NodeId: "w-j2"})
+	if err := f.v.Feasible(far); err != nil {
+		t.Fatalf("with another job's worker process there: %v, want nil", err)
+	}
+	// Its worker process of j1 registers: the task is placed there.
+	put(gcs.JobWorkerKey("j1", "m2"), &pb.JobWorker{JobId: "j1", AgentId: "m2", State: pb.JobWorker_RUNNING, NodeId: "b"})
+	b, _ := proto.Marshal(&pb.NodeInfo{NodeId: "b", Role: "worker", Total: tasks.ResourcesToPB(far)})
+	if _, err := f.store.Put(ctx, gcs.NodeKey("b"), b, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.members.Store("b", true)
+	eventually.True(t, 5*time.Second, "b placed on", func() bool {
+		n, err := p.Place(sched.Request{Resources: far})
+		if err == nil {
+			p.Done(n, far)
+		}
+		return err == nil && n == "b"
+	})
+	// It goes, and the agent says the job cannot run there: infeasible again.
+	if _, err := f.store.Delete(ctx, gcs.NodeKey("b")); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "b's record to go", func() bool { _, ok := f.v.load().index["b"]; return !ok })
+	// A waiting placement keeps the reading fresh (askComing), so it learns that.
+	put(gcs.JobWorkerKey("j1", "m2"), &pb.JobWorker{JobId: "j1", AgentId: "m2", State: pb.JobWorker_UNSUPPORTED, Message: "GOOS"})
+	eventually.True(t, 5*time.Second, "placement infeasible once the agent cannot run the job", func() bool {
+		_, err := p.Place(sched.Request{Resources: far})
+		return errors.As(err, &inf)
+	})
+	// A STARTING worker process is coming again; not once its agent is gone.
+	put(gcs.JobWorkerKey("j1", "m2"), &pb.JobWorker{JobId: "j1", AgentId: "m2", State: pb.JobWorker_STARTING})
+	if err := f.v.Feasible(far); err != nil {
+		t.Fatalf("a STARTING worker process: %v, want nil", err)
+	}
+	if _, err := f.store.Delete(ctx, gcs.AgentAliveKey("m2")); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 5*time.Second, "placement infeasible once the agent is gone", func() bool {
+		_, err := p.Place(sched.Request{Resources: far})
+		return errors.As(err, &inf)
+	})
+	if err := f.v.Feasible(far); !errors.As(err, &inf) {
+		t.Fatalf("Feasible once the agent is gone: %v, want an *InfeasibleError", err)
+	}
+	// A reading is not used once comingFor old.
+	if _, err := f.store.Put(ctx, gcs.AgentAliveKey("m2"), []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.v.refreshComing(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if nodes := f.v.load().addComing(nil, time.Now()); len(nodes) != 1 {
+		t.Fatalf("a fresh reading gives %v, want the one coming node", nodes)
+	}
+	late := time.Now().Add(comingFor)
+	if nodes := f.v.load().addComing(nil, late); len(nodes) != 0 {
+		t.Fatalf("a reading %v old is used: %v", comingFor, nodes)
 	}
 }
 

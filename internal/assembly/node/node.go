@@ -629,7 +629,7 @@ func (n *Node) startView(ctx context.Context) (*clusterview.View, error) {
 		return n.cluster.Get(membership.NodeIdentity(string(node), what), kind)
 	}
 	return clusterview.Start(ctx, clusterview.Config{
-		Self: n.ID, Store: n.store,
+		Self: n.ID, Store: n.store, Job: string(n.cfg.Job),
 		RunsTasks:  func(info *pb.NodeInfo) bool { return runsTasks(info, n.cfg.Job) },
 		Member:     func(node string) bool { _, ok := n.provider.Nodes()[node]; return ok },
 		Suspect:    func(node string) bool { return n.provider.Suspects()[node] },
