@@ -109,6 +109,17 @@ func readWorkers(ctx context.Context, s gcs.Store) ([]record, error) {
 			{"is_alive", state == pb.JobWorker_RUNNING.String() && seen[w.GetNodeId()]}, {"job_id", w.GetJobId()},
 			{"agent_id", w.GetAgentId()}, {"host", host}, {"pid", w.GetPid()}, {"address", address}, {"started", started},
 			{"exit", w.GetExit()}, {"exited", exited}, {"message", w.GetMessage()}, {"log_path", w.GetLogPath()}})
+		// The agent's earlier processes of the job there that exited (a restart replaced
+		// their record), as Ray lists dead workers.
+		for _, e := range w.GetExited() {
+			exited := ""
+			if ms := e.GetExitUnixMs(); ms > 0 {
+				exited = fmtTime(ms)
+			}
+			out = append(out, record{{"worker_id", e.GetNodeId()}, {"worker_type", "WORKER"}, {"state", pb.JobWorker_EXITED.String()},
+				{"is_alive", false}, {"job_id", e.GetJobId()}, {"agent_id", e.GetAgentId()}, {"host", ""}, {"pid", e.GetPid()},
+				{"address", ""}, {"started", ""}, {"exit", e.GetExit()}, {"exited", exited}, {"message", e.GetMessage()}, {"log_path", e.GetLogPath()}})
+		}
 	}
 	// A worker process registered without an agent's record (a local node's, say).
 	ids := make([]string, 0, len(procs))

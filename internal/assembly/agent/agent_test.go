@@ -432,6 +432,30 @@ func TestWorkerRestart(t *testing.T) {
 			strings.Contains(w.GetMessage(), "restarting")
 	})
 	eventually.True(t, 10*time.Second, "a restart", func() bool { return len(records(t, rec)) >= 2 })
+	// The restart's record keeps the exited process (`rayctl list workers` lists it), as
+	// Ray lists dead workers; it replaced the EXITED record, and the process was gone from
+	// the list.
+	eventually.True(t, 10*time.Second, "the exited process kept in the restart's record", func() bool {
+		w, _ := get(t, s, gcs.JobWorkerKey("j5", head.ID()), &pb.JobWorker{})
+		ex := w.GetExited()
+		return w.GetState() != pb.JobWorker_EXITED && len(ex) >= 1 && ex[0].GetState() == pb.JobWorker_EXITED &&
+			ex[0].GetExit() == "exit status 7" && ex[0].GetPid() != w.GetPid() && ex[0].GetPid() != 0 && len(ex[0].GetExited()) == 0
+	})
+}
+
+// TestKeptExits: a replacing record keeps the last workerExitsKept exited processes.
+func TestKeptExits(t *testing.T) {
+	var w *pb.JobWorker = &pb.JobWorker{State: pb.JobWorker_EXITED, Pid: 1}
+	for pid := int32(2); pid <= 9; pid++ {
+		w = &pb.JobWorker{State: pb.JobWorker_EXITED, Pid: pid, Exited: keptExits(w)}
+	}
+	ex := keptExits(w)
+	if len(ex) != workerExitsKept || ex[0].GetPid() != 9-workerExitsKept+1 || ex[len(ex)-1].GetPid() != 9 {
+		t.Fatalf("kept %v, want the last %d (pids 5-9)", ex, workerExitsKept)
+	}
+	if got := keptExits(&pb.JobWorker{State: pb.JobWorker_RUNNING, Pid: 10, Exited: ex}); len(got) != len(ex) {
+		t.Fatalf("a RUNNING record adds itself: %d", len(got))
+	}
 }
 
 func TestStopEndsChildren(t *testing.T) {

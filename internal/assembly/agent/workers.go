@@ -542,6 +542,9 @@ func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo, 
 	w.stopping = false
 	a.log.Info("agent: started worker", "job", w.job, "pid", p.pid, "executable", exe, "log", m.logPath(w.job))
 	rec := &pb.JobWorker{JobId: w.job, AgentId: a.id, State: pb.JobWorker_STARTING, Pid: int32(p.pid), LogPath: m.logPath(w.job)}
+	if old, err := decodeJobWorker(w.job, a.id, prev.Value); err == nil && len(prev.Value) > 0 {
+		rec.Exited = keptExits(old)
+	}
 	b, _ := proto.Marshal(rec)
 	// Compare on what was there before the start: if the new process already put RUNNING,
 	// the comparison fails and its record stays.
@@ -549,6 +552,26 @@ func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo, 
 		a.log.Warn("agent: record the worker STARTING", "job", w.job, "err", err)
 	}
 	return nil
+}
+
+// workerExitsKept bounds JobWorker.exited: the last worker processes of a job on this
+// machine that exited, which a restart's record keeps (a process that crashes in a loop
+// is restarted at most maxRestarts times per restartWindow).
+const workerExitsKept = 5
+
+// keptExits is what a record that replaces old keeps of exited processes: old's, and old
+// itself if it is an EXITED record, the last workerExitsKept.
+func keptExits(old *pb.JobWorker) []*pb.JobWorker {
+	exits := old.GetExited()
+	if old.GetState() == pb.JobWorker_EXITED {
+		last := proto.Clone(old).(*pb.JobWorker)
+		last.Exited = nil
+		exits = append(exits[:len(exits):len(exits)], last)
+	}
+	if len(exits) > workerExitsKept {
+		exits = exits[len(exits)-workerExitsKept:]
+	}
+	return exits
 }
 
 // putWorkerExit records that this agent's worker process p for job exited (EXITED, with
@@ -581,8 +604,13 @@ func (m *workerManager) putWorkerRec(ctx context.Context, job string, state pb.J
 		rec.LogPath = m.logPath(job)
 	}
 	if kv, found, err := m.a.store.Get(cctx, key); err == nil && found {
-		if old, err := decodeJobWorker(job, m.a.id, kv.Value); err == nil && old.GetPid() == int32(pid) {
-			rec.NodeId = old.GetNodeId()
+		if old, err := decodeJobWorker(job, m.a.id, kv.Value); err == nil {
+			if old.GetPid() == int32(pid) {
+				rec.NodeId = old.GetNodeId()
+				rec.Exited = old.GetExited()
+			} else {
+				rec.Exited = keptExits(old) // an earlier process's record (it exited)
+			}
 		}
 	}
 	b, _ := proto.Marshal(rec)

@@ -3049,7 +3049,11 @@ type JobWorker struct {
 	// exit_unix_ms is when the agent reaped it (with EXITED; the agent's clock, that of
 	// the machine the process ran on): a worker process of the job there that started
 	// before then is not the one that runs now (package taskstate skips it).
-	ExitUnixMs    int64 `protobuf:"varint,9,opt,name=exit_unix_ms,json=exitUnixMs,proto3" json:"exit_unix_ms,omitempty"`
+	ExitUnixMs int64 `protobuf:"varint,9,opt,name=exit_unix_ms,json=exitUnixMs,proto3" json:"exit_unix_ms,omitempty"`
+	// exited are the agent's earlier worker processes of the job on this machine that
+	// exited (EXITED records, oldest first, at most workerExitsKept): a restart replaces the
+	// record, and `rayctl list workers` still lists them, as Ray lists dead workers.
+	Exited        []*JobWorker `protobuf:"bytes,10,rep,name=exited,proto3" json:"exited,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3145,6 +3149,13 @@ func (x *JobWorker) GetExitUnixMs() int64 {
 		return x.ExitUnixMs
 	}
 	return 0
+}
+
+func (x *JobWorker) GetExited() []*JobWorker {
+	if x != nil {
+		return x.Exited
+	}
+	return nil
 }
 
 // Submission is the value of submissions/<submissionID>: a rayctl job submit request that
@@ -5642,7 +5653,7 @@ const file_ray_proto_rawDesc = "" +
 	"\tSUCCEEDED\x10\x02\x12\n" +
 	"\n" +
 	"\x06FAILED\x10\x03\x12\v\n" +
-	"\aSTOPPED\x10\x04\"\xc2\x02\n" +
+	"\aSTOPPED\x10\x04\"\xec\x02\n" +
 	"\tJobWorker\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12,\n" +
@@ -5653,7 +5664,9 @@ const file_ray_proto_rawDesc = "" +
 	"\blog_path\x18\a \x01(\tR\alogPath\x12\x12\n" +
 	"\x04exit\x18\b \x01(\tR\x04exit\x12 \n" +
 	"\fexit_unix_ms\x18\t \x01(\x03R\n" +
-	"exitUnixMs\"?\n" +
+	"exitUnixMs\x12(\n" +
+	"\x06exited\x18\n" +
+	" \x03(\v2\x10.raypb.JobWorkerR\x06exited\"?\n" +
 	"\x05State\x12\f\n" +
 	"\bSTARTING\x10\x00\x12\v\n" +
 	"\aRUNNING\x10\x01\x12\x0f\n" +
@@ -5969,35 +5982,36 @@ var file_ray_proto_depIdxs = []int32{
 	4,  // 28: raypb.AgentInfo.total:type_name -> raypb.ResourceQty
 	2,  // 29: raypb.JobInfo.state:type_name -> raypb.JobInfo.State
 	3,  // 30: raypb.JobWorker.state:type_name -> raypb.JobWorker.State
-	2,  // 31: raypb.Submission.state:type_name -> raypb.JobInfo.State
-	6,  // 32: raypb.ObjectEntry.owner:type_name -> raypb.PID
-	7,  // 33: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
-	6,  // 34: raypb.ActorCall.caller:type_name -> raypb.PID
-	43, // 35: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
-	5,  // 36: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
-	4,  // 37: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
-	6,  // 38: raypb.ActorInfo.owner:type_name -> raypb.PID
-	47, // 39: raypb.ActorInfo.history:type_name -> raypb.ActorTransition
-	7,  // 40: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
-	9,  // 41: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
-	48, // 42: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
-	49, // 43: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
-	49, // 44: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
-	51, // 45: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
-	4,  // 46: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
-	4,  // 47: raypb.BundleCommit.resources:type_name -> raypb.ResourceQty
-	59, // 48: raypb.PlacementGroupInfo.bundles:type_name -> raypb.PlacementBundle
-	4,  // 49: raypb.PlacementBundle.resources:type_name -> raypb.ResourceQty
-	6,  // 50: raypb.RefPayload.owner:type_name -> raypb.PID
-	6,  // 51: raypb.AddBorrower.borrower:type_name -> raypb.PID
-	6,  // 52: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
-	6,  // 53: raypb.ResolveObject.reply_to:type_name -> raypb.PID
-	8,  // 54: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	38, // 31: raypb.JobWorker.exited:type_name -> raypb.JobWorker
+	2,  // 32: raypb.Submission.state:type_name -> raypb.JobInfo.State
+	6,  // 33: raypb.ObjectEntry.owner:type_name -> raypb.PID
+	7,  // 34: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
+	6,  // 35: raypb.ActorCall.caller:type_name -> raypb.PID
+	43, // 36: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
+	5,  // 37: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
+	4,  // 38: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
+	6,  // 39: raypb.ActorInfo.owner:type_name -> raypb.PID
+	47, // 40: raypb.ActorInfo.history:type_name -> raypb.ActorTransition
+	7,  // 41: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
+	9,  // 42: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
+	48, // 43: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
+	49, // 44: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
+	49, // 45: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
+	51, // 46: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
+	4,  // 47: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
+	4,  // 48: raypb.BundleCommit.resources:type_name -> raypb.ResourceQty
+	59, // 49: raypb.PlacementGroupInfo.bundles:type_name -> raypb.PlacementBundle
+	4,  // 50: raypb.PlacementBundle.resources:type_name -> raypb.ResourceQty
+	6,  // 51: raypb.RefPayload.owner:type_name -> raypb.PID
+	6,  // 52: raypb.AddBorrower.borrower:type_name -> raypb.PID
+	6,  // 53: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
+	6,  // 54: raypb.ResolveObject.reply_to:type_name -> raypb.PID
+	8,  // 55: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
+	56, // [56:56] is the sub-list for method output_type
+	56, // [56:56] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_ray_proto_init() }
