@@ -708,7 +708,9 @@ func TestPackerFullPageWaitsForSealDelay(t *testing.T) {
 	ctx := testCtx(t)
 	s := newMem(t)
 	w := newWriter(t, s, gcs.WriterConfig{MaxDelay: time.Millisecond})
-	const delay = 50 * time.Millisecond
+	// Long enough for the appends and removes below to come before it on a loaded machine
+	// under -race: at 50 ms, CI once sealed page 0 before its removes (10 records written).
+	const delay = time.Second
 	p := newPacker(t, w, gcs.PackerConfig{SealDelay: delay, PageRecords: 10})
 	ch := s.Watch(ctx, gcs.LineagePrefix, 0)
 	start := time.Now()
