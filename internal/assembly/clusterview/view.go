@@ -1128,8 +1128,38 @@ func (v *View) Feasible(req sched.Resources) error {
 		if caught {
 			err = v.feasible(req)
 		}
+		if errors.Is(err, sched.ErrInfeasible) {
+			err = v.withDeadHolder(err, req)
+		}
 	}
 	return err
+}
+
+// withDeadHolder adds to the error of a request no node can hold which node that could,
+// of those that died in the last deadFor, died most recently, when and why: the message
+// said "the largest node has far=0" as if no node had ever had it.
+func (v *View) withDeadHolder(err error, req sched.Resources) error {
+	var best *DeadNode
+	for _, d := range v.DeadNodes() {
+		if d.Info == nil || !tasks.ResourcesFromPB(d.Info.Total).Fits(req) {
+			continue
+		}
+		if best == nil || d.At.After(best.At) {
+			best = &d
+		}
+	}
+	if best == nil {
+		return err
+	}
+	when := ""
+	if !best.At.IsZero() {
+		when = fmt.Sprintf(" %s ago", time.Since(best.At).Round(time.Second))
+	}
+	why := best.Why
+	if why == "" {
+		why = "unknown"
+	}
+	return fmt.Errorf("%w; node %s, which had it, died%s (%s)", err, best.Info.NodeId, when, why)
 }
 
 // catchUpTimeout bounds Feasible's read of the node table.

@@ -415,10 +415,15 @@ func TestANodeNotYetAMemberIsWaitedFor(t *testing.T) {
 	}
 	p.Done("b", far)
 	f.members.Delete("b")
-	v.MarkGone("b", "test") // and then it dies
+	v.MarkGone("b", "killed in the test") // and then it dies
 	var inf *sched.InfeasibleError
-	if err := v.Feasible(far); !errors.As(err, &inf) {
+	err = v.Feasible(far)
+	if !errors.As(err, &inf) {
 		t.Fatalf("Feasible once the only node that had it is gone: %v, want an *InfeasibleError", err)
+	}
+	// The error says which node had it and why it is gone (it read as if none ever had).
+	if !strings.Contains(err.Error(), "node b, which had it, died") || !strings.Contains(err.Error(), "(killed in the test)") {
+		t.Fatalf("Feasible's error %q does not name the dead node that had it", err)
 	}
 	if _, err := p.Place(sched.Request{Resources: far}); !errors.As(err, &inf) {
 		t.Fatalf("placement once the only node that had it is gone: %v, want an *InfeasibleError", err)
