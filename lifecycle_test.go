@@ -137,6 +137,9 @@ func TestInitAndShutdown(t *testing.T) {
 		// (WithInsecure: straight to the GCS; without credentials Init stops before, saying so).
 		{"RAY_ADDRESS", []InitOption{WithInsecure()}, "127.0.0.1:2", "GCS at 127.0.0.1:2 is unreachable (is `rayctl start` running there?)"},
 		{"WithAddress", []InitOption{WithAddress("127.0.0.1:1")}, "127.0.0.1:2", "127.0.0.1:1"},
+		// Ray's forms that ray-go does not take say what to give instead.
+		{"RAY_ADDRESS=auto", nil, "auto", `address "auto" (Ray's "find the running cluster") is not supported: set RAY_ADDRESS (or WithAddress) to HOST:PORT of the head's GCS`},
+		{"ray://", nil, "ray://127.0.0.1:10001", `a URL (Ray Client's ray://...) is not supported: a driver joins the GCS directly: set RAY_ADDRESS`},
 		{"negative CPUs", []InitOption{WithNumCPUs(-1)}, "", "CPU"},
 		{"CPU as a custom resource", []InitOption{WithResources(map[string]float64{"CPU": 1})}, "", "WithNumCPUs"},
 		{"negative store", []InitOption{WithObjectStoreMemory(-5)}, "", "object store"},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -101,6 +102,9 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 		cfg.namespace = anonymousNamespace()
 	}
 	if cfg.address != "" {
+		if err := checkAddress(cfg.address); err != nil {
+			return nil, err
+		}
 		return join(ctx, cfg)
 	}
 	res, err := cfg.nodeResources()
@@ -319,4 +323,19 @@ func (cfg *initConfig) heapFloor() (int64, error) {
 		floor = DefaultGCHeapFloor
 	}
 	return floor, nil
+}
+
+// checkAddress refuses the forms of Ray's RAY_ADDRESS that ray-go does not take, saying
+// what to give instead: "auto" (Ray's "the cluster running on this machine") and Ray
+// Client's ray://HOST:PORT. A driver joins the head's GCS directly.
+func checkAddress(addr string) error {
+	const want = "set RAY_ADDRESS (or WithAddress) to HOST:PORT of the head's GCS, as `rayctl start --head` printed it (`rayctl status` on the head shows it)"
+	switch {
+	case strings.EqualFold(addr, "auto") || strings.EqualFold(addr, "local"):
+		return fmt.Errorf("ray: Init: address %q (Ray's \"find the running cluster\") is not supported: %s; "+
+			"or leave it unset for a local cluster of this process", addr, want)
+	case strings.Contains(addr, "://"):
+		return fmt.Errorf("ray: Init: address %q: a URL (Ray Client's ray://...) is not supported: a driver joins the GCS directly: %s", addr, want)
+	}
+	return nil
 }
