@@ -16,6 +16,10 @@ type Node struct {
 	Hostname string
 	PID      int    // operating system process ID of the node
 	Role     string // "local" (ray.Init with no address) or "worker" (a worker process of the job)
+	// AgentID is the node agent (machine) that started the worker process: the ID
+	// `rayctl list nodes` and `rayctl status` show ("" in local mode). The worker process's
+	// ID changes with every job; NodeAffinity takes either.
+	AgentID string
 	// Resources is what the node has in total, e.g. {"CPU": 2, "GPU": 0, "accel": 1}: what
 	// the scheduler places there. A worker process has what its machine's agent offers
 	// (as `rayctl list nodes` shows it): {"CPU": 0} on a head started with --num-cpus 0.
@@ -69,7 +73,7 @@ func Nodes(ctx context.Context) (NodeList, error) {
 }
 
 func nodeFromInfo(info *pb.NodeInfo, alive bool) Node {
-	return Node{ID: info.NodeId, Address: info.Address, Hostname: info.Hostname, PID: int(info.Pid), Role: info.Role,
+	return Node{ID: info.NodeId, Address: info.Address, Hostname: info.Hostname, PID: int(info.Pid), Role: info.Role, AgentID: info.AgentId,
 		Resources: tasks.ResourcesFromPB(info.Total).Map(), ObjectStoreBytes: info.ObjectStoreBytes, Alive: alive}
 }
 

@@ -261,8 +261,9 @@ func Spread() TaskOption {
 	return func(o *callOpts) { o.strategy, o.affinityNode, o.affinitySoft = core.StrategySpread, "", false }
 }
 
-// NodeAffinity runs the task on the node with the given ID (see Nodes and NodeID). With
-// soft false the task fails with an error when that node is dead, unknown or cannot run
+// NodeAffinity runs the task on the node with the given ID (see Nodes and NodeID), or, in a
+// cluster, on the job's worker process of the machine whose agent has that ID (Node.AgentID:
+// the IDs `rayctl list nodes` and `rayctl status` show). With soft false the task fails with an error when that node is dead, unknown or cannot run
 // it, and waits while the node is only unreachable for now (its connection broke but its
 // process may live) until it answers again or is known dead; with soft true it is placed
 // like any other task whenever that node cannot take it.

@@ -130,6 +130,13 @@ func (p *Placer) nodes(now time.Time) *snapshot {
 func (p *Placer) Place(req sched.Request) (ids.NodeID, error) {
 	now := time.Now()
 	s := p.nodes(now)
+	if req.Strategy == sched.NodeAffinity {
+		if _, ok := s.index[req.AffinityNode]; !ok {
+			if id, ok := s.agents[req.AffinityNode]; ok {
+				req.AffinityNode = id // a machine's agent ID (rayctl list nodes): its worker process of the job
+			}
+		}
+	}
 	opt := sched.Options{}
 	if req.Strategy == sched.Spread {
 		opt.SpreadCounter = p.spread

@@ -194,11 +194,14 @@ type snapshot struct {
 	// never placed on), read at comingAt: used until comingFor after it.
 	coming   []sched.Node
 	comingAt time.Time
-	index    map[string]int
-	data     map[string]string
-	socket   map[string]string
-	jobs     map[string]string
-	gone     map[string]bool
+	// agents maps a node agent's ID to its worker process of the job in the view (a hard
+	// NodeAffinity may name the machine as `rayctl list nodes` does).
+	agents map[string]string
+	index  map[string]int
+	data   map[string]string
+	socket map[string]string
+	jobs   map[string]string
+	gone   map[string]bool
 }
 
 // Start lists the node table and the load reports and watches the node table until Stop;
@@ -860,6 +863,12 @@ func (v *View) publishLocked() {
 	for i, id := range ids {
 		n := v.nodes[id]
 		s.index[id] = i
+		if a := n.info.GetAgentId(); a != "" && !v.gone[id] {
+			if s.agents == nil {
+				s.agents = map[string]string{}
+			}
+			s.agents[a] = id
+		}
 		s.entries = append(s.entries, n)
 		s.nodes = append(s.nodes, sched.Node{ID: id, Total: n.total, Available: n.avail, Queued: n.queued, Alive: !v.gone[id]})
 		s.reports = append(s.reports, n.report)

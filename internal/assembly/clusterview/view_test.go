@@ -316,6 +316,31 @@ func TestGoneSuspectAndDrivers(t *testing.T) {
 	}
 }
 
+// TestAffinityTakesAnAgentID: a hard NodeAffinity may name the machine by its agent's ID,
+// as `rayctl list nodes` shows it; the job's worker process there is the node. It failed
+// with "not in the cluster view": the worker process's ID changes with every job.
+func TestAffinityTakesAnAgentID(t *testing.T) {
+	f := newFixture(t, "a")
+	f.putNode("a", "local", 2, "")
+	b, _ := proto.Marshal(&pb.NodeInfo{NodeId: "b", Role: "worker", AgentId: "m2", Total: tasks.ResourcesToPB(res(t, 2))})
+	if _, err := f.store.Put(context.Background(), gcs.NodeKey("b"), b, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.members.Store("b", true)
+	f.start()
+	p := f.v.Placer(0)
+	for _, target := range []string{"m2", "b"} {
+		if n, err := p.Place(sched.Request{Resources: res(t, 1), Strategy: sched.NodeAffinity, AffinityNode: target}); err != nil || n != "b" {
+			t.Fatalf("hard affinity to %q: %q, %v; want the worker process b", target, n, err)
+		}
+		p.Done("b", res(t, 1))
+	}
+	f.v.MarkGone("b", "test")
+	if _, err := p.Place(sched.Request{Resources: res(t, 1), Strategy: sched.NodeAffinity, AffinityNode: "m2"}); !errors.Is(err, sched.ErrAffinityUnavailable) {
+		t.Fatalf("hard affinity to the agent of a dead worker process: %v, want ErrAffinityUnavailable", err)
+	}
+}
+
 // A hard node affinity for a node that may live (its scheduler unresolved for now, or its
 // connection broken while the membership suspects it) waits; for a node known dead it fails.
 func TestHardAffinityWaitsForASuspectNode(t *testing.T) {
