@@ -34,13 +34,14 @@ func TestCancelRecursiveAcrossNodes(t *testing.T) {
 		ParentCancelled bool              `json:"parent_cancelled"`
 		ParentError     string            `json:"parent_error"`
 		States          map[string]string
+		Errors          map[string]string // function -> its task's error, if any
 		Seconds         float64
 		Error           string
 	}
 	if err := json.Unmarshal([]byte(lastLine(out)), &rep); err != nil || code != 0 || rep.Error != "" {
 		t.Fatalf("driver -check cancelrec: exit %d, %v\nstdout: %s\nstderr: %s", code, err, out, tail(errOut))
 	}
-	t.Logf("nodes: %v; after the cancellation (%.2f s): %v, available %v of %v", rep.NodesRunning, rep.Seconds, rep.States, rep.Available, rep.Total)
+	t.Logf("nodes: %v; after the cancellation (%.2f s): %v (errors: %v), available %v of %v", rep.NodesRunning, rep.Seconds, rep.States, rep.Errors, rep.Available, rep.Total)
 	if p, m := rep.NodesRunning["e2e.CancelParent"], rep.NodesRunning["e2e.CancelMid"]; p == "" || p == m {
 		t.Errorf("the parent ran on %q, its child on %q: want two nodes", p, m)
 	}
@@ -49,7 +50,7 @@ func TestCancelRecursiveAcrossNodes(t *testing.T) {
 	}
 	for _, fn := range []string{"e2e.CancelMid", "e2e.CancelLeaf"} {
 		if rep.States[fn] != "CANCELLED" {
-			t.Errorf("%s (a descendant of the cancelled task): %q, want CANCELLED", fn, rep.States[fn])
+			t.Errorf("%s (a descendant of the cancelled task): %q (error: %q), want CANCELLED", fn, rep.States[fn], rep.Errors[fn])
 		}
 	}
 	for _, r := range []string{"far", "CPU"} {

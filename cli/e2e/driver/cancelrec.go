@@ -36,6 +36,8 @@ var (
 // node, its grandchild anywhere; once the grandchild runs, the driver cancels the
 // parent and reports the error Get of it gave, the states of the child and the grandchild
 // (polled until both are CANCELLED, at most a minute) and the available resources then.
+// "errors" maps each of the three functions whose task has an error to that error (a
+// FAILED task's state says nothing of why); the states stay bare states.
 func cancelRecCheck(ctx context.Context, out map[string]any) error {
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -44,6 +46,8 @@ func cancelRecCheck(ctx context.Context, out map[string]any) error {
 		return err
 	}
 	out["total"] = total
+	errs := map[string]string{}
+	out["errors"] = errs
 	states := func() (map[string]string, map[string]string, error) {
 		st, nodes := map[string]string{}, map[string]string{}
 		for _, fn := range []string{"e2e.CancelParent", "e2e.CancelMid", "e2e.CancelLeaf"} {
@@ -53,6 +57,11 @@ func cancelRecCheck(ctx context.Context, out map[string]any) error {
 			}
 			if len(ts) > 0 {
 				st[fn], nodes[fn] = ts[0].State, ts[0].Node
+				if ts[0].Error != "" {
+					errs[fn] = ts[0].Error
+				} else {
+					delete(errs, fn)
+				}
 			}
 		}
 		return st, nodes, nil
@@ -68,7 +77,7 @@ func cancelRecCheck(ctx context.Context, out map[string]any) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the grandchild did not run within a minute: %v", st)
+			return fmt.Errorf("the grandchild did not run within a minute: %v (errors: %v)", st, errs)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
