@@ -93,6 +93,8 @@ type Agent struct {
 	machineDir string
 	// spill is the agent's own directory in Config.SpillDir (nil without one).
 	spill *shard.SpillDir
+	// subs is the head's submission runner (nil on other agents).
+	subs *submissionRunner
 
 	ctx    context.Context // canceled by Stop
 	cancel context.CancelFunc
@@ -180,6 +182,7 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 	go a.serveLogs() // logserve.go
 	if cfg.Head {
 		s := newSubmissionRunner(a)
+		a.subs = s
 		a.wg.Add(1)
 		go s.run(a.ctx)
 	}

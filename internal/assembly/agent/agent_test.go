@@ -624,6 +624,49 @@ func TestOrphanedSubmissionFails(t *testing.T) {
 	})
 }
 
+// TestOrphanedSubmissionFailsOnceTheOtherHeadIsGone: a head that starts while another
+// head looks alive leaves the RUNNING submissions alone, and fails them once no other head
+// is alive. It used to look once, when it started: a head whose alive key outlived it
+// (killed: until its lease expires, AliveTTL; or its Stop's revocation, bounded by 2 s,
+// timed out: the likely cause of TestOrphanedSubmissionFails's failures on a loaded
+// machine, never reproduced) left them RUNNING for ever.
+func TestOrphanedSubmissionFailsOnceTheOtherHeadIsGone(t *testing.T) {
+	gcsHead := startAgent(t, Config{Head: true})
+	s := gcsHead.Store()
+	select { // its first list is over: s10, put later, is not its orphan
+	case <-gcsHead.subs.firstList:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the head's submission runner did not list the table")
+	}
+	put(t, s, gcs.SubmissionKey("s10"), &pb.Submission{SubmissionId: "s10", Argv: []string{helperPath}, State: pb.JobInfo_RUNNING, Pid: 1}, 0)
+	// A head that stopped while its alive key lives on.
+	gone := startAgent(t, Config{Head: true, GCSEndpoints: strings.Split(gcsHead.Address(), ","), GCSFiles: gcsHead.CredentialFiles()})
+	if err := gone.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, gcs.AgentAliveKey(gone.ID()), &pb.AgentInfo{}, 0)
+	if _, err := s.Delete(context.Background(), gcs.AgentAliveKey(gcsHead.ID())); err != nil {
+		t.Fatal(err)
+	}
+	third := startAgent(t, Config{Head: true, GCSEndpoints: strings.Split(gcsHead.Address(), ","), GCSFiles: gcsHead.CredentialFiles()})
+	select {
+	case <-third.subs.firstList:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the third head's submission runner did not list the table")
+	}
+	if sub, _ := get(t, s, gcs.SubmissionKey("s10"), &pb.Submission{}); sub.GetState() != pb.JobInfo_RUNNING {
+		t.Fatalf("failed while another head looked alive: %v", sub)
+	}
+	// The stopped head's alive key goes (its lease expired): no other head is alive now.
+	if _, err := s.Delete(context.Background(), gcs.AgentAliveKey(gone.ID())); err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 10*time.Second, "s10 FAILED", func() bool {
+		sub, _ := get(t, s, gcs.SubmissionKey("s10"), &pb.Submission{})
+		return sub.GetState() == pb.JobInfo_FAILED && strings.Contains(sub.GetMessage(), "head agent")
+	})
+}
+
 // TestJobSurvivesItsDriverRegisteringAgain: a driver whose lease expired (a GCS outage
 // longer than its TTL) takes a new one and writes its jobalive key again within seconds
 // (node.keepLease); the head does not fail the job meanwhile, and the job's worker process

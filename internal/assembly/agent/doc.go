@@ -98,7 +98,9 @@
 //     when the driver's process has exited, its job record is given the submission's
 //     state and message (settleJob) before the submission's are written, so a stopped
 //     driver is STOPPED in both tables, never FAILED "driver process exited without
-//     calling ray.Shutdown" in the job table.
+//     calling ray.Shutdown" in the job table. A head that starts fails the submissions it
+//     finds RUNNING (their drivers died with the head that ran them) once no other head is
+//     alive, looking again every second while one is (failOrphans).
 //
 // # Security (security.go)
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -101,6 +102,11 @@ type submissionRunner struct {
 	finished chan string
 	running  map[string]*subRun
 	wg       sync.WaitGroup
+	// orphans are the submissions RUNNING at the first list that are not yet failed
+	// (failOrphans) nor seen ending: while another head is alive they may be its own.
+	orphans map[string]bool
+	// firstList is closed once the first list was handled (for tests).
+	firstList chan struct{}
 }
 
 type subRun struct {
@@ -117,8 +123,16 @@ func newSubmissionRunner(a *Agent) *submissionRunner {
 		updates:  make(chan tableUpdate, 16),
 		finished: make(chan string, 16),
 		running:  map[string]*subRun{},
+		orphans:  map[string]bool{},
+
+		firstList: make(chan struct{}),
 	}
 }
+
+// orphanRecheck is how often a head that found RUNNING submissions at its start while
+// another head was alive looks again whether one still is (an alive key outlives its head
+// by up to AliveTTL when the head was killed, or when its Stop could not revoke it).
+const orphanRecheck = time.Second
 
 func (s *submissionRunner) run(ctx context.Context) {
 	defer s.a.wg.Done()
@@ -136,16 +150,27 @@ func (s *submissionRunner) run(ctx context.Context) {
 		s.wg.Wait()
 	}()
 	listed := false
+	var recheck <-chan time.Time // set while orphans wait for the other heads to be gone
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case id := <-s.finished:
 			delete(s.running, id)
+		case <-recheck:
+			recheck = nil
+			if !s.failOrphans(ctx) {
+				recheck = time.After(orphanRecheck)
+			}
 		case u := <-s.updates:
+			s.forgetEnded(u)
 			if u.reset && !listed {
 				listed = true
-				s.failOrphans(ctx, u.kvs)
+				s.orphans = running(u.kvs)
+				if !s.failOrphans(ctx) {
+					recheck = time.After(orphanRecheck)
+				}
+				close(s.firstList)
 			}
 			kvs := u.kvs
 			for _, ev := range u.events {
@@ -160,26 +185,63 @@ func (s *submissionRunner) run(ctx context.Context) {
 	}
 }
 
-// failOrphans fails the RUNNING submissions of a head agent that died (their drivers died
-// with it: Pdeathsig), when this is the only live head. It runs on the first list only.
-func (s *submissionRunner) failOrphans(ctx context.Context, kvs []gcs.KV) {
-	var orphans []string
+// running is the set of the RUNNING submissions in kvs (a list of the table).
+func running(kvs []gcs.KV) map[string]bool {
+	ids := map[string]bool{}
 	for _, kv := range kvs {
 		id, _ := gcs.TrimKey(gcs.SubmissionsPrefix, kv.Key)
 		if sub, err := DecodeSubmission(id, kv.Value); err == nil && sub.GetState() == pb.JobInfo_RUNNING {
-			orphans = append(orphans, id)
+			ids[id] = true
 		}
 	}
-	if len(orphans) == 0 {
+	return ids
+}
+
+// forgetEnded drops from the orphans those that u shows no longer RUNNING (ended by the
+// head that runs them, or removed).
+func (s *submissionRunner) forgetEnded(u tableUpdate) {
+	if len(s.orphans) == 0 {
 		return
+	}
+	if u.reset {
+		now := running(u.kvs)
+		for id := range s.orphans {
+			if !now[id] {
+				delete(s.orphans, id)
+			}
+		}
+	}
+	for _, ev := range u.events {
+		id, _ := gcs.TrimKey(gcs.SubmissionsPrefix, ev.KV.Key)
+		if !s.orphans[id] {
+			continue
+		}
+		if ev.Type == gcs.EventDelete {
+			delete(s.orphans, id)
+		} else if sub, err := DecodeSubmission(id, ev.KV.Value); err != nil || sub.GetState() != pb.JobInfo_RUNNING {
+			delete(s.orphans, id)
+		}
+	}
+}
+
+// failOrphans fails the RUNNING submissions of a head agent that died (their drivers died
+// with it: Pdeathsig), when this is the only live head: s.orphans, the submissions RUNNING
+// at this head's first list (it had started none then). While another head is alive (or
+// that cannot be told) they may be its own: it reports false, and the run loop asks again
+// every orphanRecheck until they are failed or seen ending (forgetEnded). It used to
+// decide once, at the first list: a head whose alive key outlived it (killed, or its
+// revocation timed out) left its submissions RUNNING for ever.
+func (s *submissionRunner) failOrphans(ctx context.Context) bool {
+	if len(s.orphans) == 0 {
+		return true
 	}
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	if other, err := s.otherHeadAlive(cctx); err != nil || other {
-		return
+		return false
 	}
 	end, _ := json.Marshal(LogEnd{Host: s.a.hostname})
-	for _, id := range orphans {
+	for _, id := range slices.Sorted(maps.Keys(s.orphans)) {
 		_, err := updateSubmission(cctx, s.a.store, id, func(cur *pb.Submission) bool {
 			if cur.GetState() != pb.JobInfo_RUNNING {
 				return false
@@ -190,10 +252,16 @@ func (s *submissionRunner) failOrphans(ctx context.Context, kvs []gcs.KV) {
 			cur.EndUnixMs = time.Now().UnixMilli()
 			return true
 		}, gcs.Op{Kind: gcs.OpPut, Key: LogEndKey(id), Value: end})
-		if err != nil {
-			s.a.log.Warn("agent: fail an orphaned submission", "submission", id, "err", err)
+		if err != nil && !errors.Is(err, errNoSubmission) {
+			if ctx.Err() != nil {
+				return false // the agent stops
+			}
+			s.a.log.Warn("agent: fail an orphaned submission; retrying", "submission", id, "err", err, "in", orphanRecheck)
+			continue
 		}
+		delete(s.orphans, id)
 	}
+	return len(s.orphans) == 0
 }
 
 // otherHeadAlive reports whether a head agent other than this one is alive.
