@@ -430,7 +430,13 @@ func TestGroupByAggregate(t *testing.T) {
 			for _, par := range []int{1, 10, 80} {
 				name := fmt.Sprintf("%v blocks=%d", keys, par)
 				d := FromItems(items, Parallelism(par)).GroupBy(keys...).Aggregate(aggs...)
-				rows, err := d.TakeAll(ctx)
+				// One run, whose output gives the rows and the schema (a Schema call of d
+				// would run it all again: twice the work under the subtest's deadline).
+				m, err := d.Materialize(ctx)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				rows, err := m.TakeAll(ctx)
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
@@ -453,14 +459,11 @@ func TestGroupByAggregate(t *testing.T) {
 				}
 				// Within a block the groups are sorted by the keys; the columns are the keys,
 				// then the aggregations in order.
-				if names := slices.Collect(func(yield func(string) bool) {
-					s, _ := d.Schema(ctx)
-					for _, f := range s.Fields() {
-						if !yield(f.Name) {
-							return
-						}
-					}
-				}); !reflect.DeepEqual(names, append(slices.Clone(keys), "count()", "sum(v)", "min(v)", "max(v)", "mean(v)", "std(v)", "sum(n)", "min(s)", "max(s)")) {
+				s, err := m.Schema(ctx)
+				if err != nil {
+					t.Fatalf("%s: Schema: %v", name, err)
+				}
+				if names := columnNames(s); !reflect.DeepEqual(names, append(slices.Clone(keys), "count()", "sum(v)", "min(v)", "max(v)", "mean(v)", "std(v)", "sum(n)", "min(s)", "max(s)")) {
 					t.Fatalf("%s: columns %v", name, names)
 				}
 				if par == 80 && !strings.Contains(d.Stats(), "- merge:") {
