@@ -278,7 +278,9 @@ func TestActorPool(t *testing.T) {
 
 // TestBackpressure streams 320 MiB (160 blocks of 2 MiB) through a 32 MiB object store: the
 // executor keeps the bytes it holds within its budget (25% of the store) and nothing spills.
+// It starts on an empty store: what the tests before left (and spilled) is not its own.
 func TestBackpressure(t *testing.T) {
+	emptyStore(t)
 	ctx := timeout(t)
 	const blocks = 160
 	d := Range(blocks, Parallelism(blocks)).MapBatches(grow)

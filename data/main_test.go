@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -46,4 +47,39 @@ func timeout(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(shared, 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// emptyStore waits (at most two minutes) until the object store of the shared cluster
+// holds nothing, for a test whose assertions are about the whole store (what spilled):
+// the blocks of the tests before are freed after they end, not at once (their refs when
+// the garbage collector finds them, the blocks of an execution that failed once its
+// cancelled tasks end: 48 MB, 18 MB of it spilled, for a second after
+// TestSortSkewTooLarge, and long enough on a loaded machine to fill the store, spilled,
+// through the next test).
+func emptyStore(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(shared, 2*time.Minute)
+	defer cancel()
+	for {
+		runtime.GC() // refs no test holds any more are released by their finalizers
+		rep, err := ray.Memory(ctx, 3)
+		if err != nil {
+			t.Fatalf("waiting for the tests before to free their objects: %v", err)
+		}
+		var held ray.NodeMemory
+		for _, n := range rep.Nodes {
+			if n.Objects > 0 || n.SpilledBytes > 0 {
+				held = n
+			}
+		}
+		if held.Node == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the tests before left %d objects (%d bytes, %d spilled) in the store of node %s for two minutes: %v",
+				held.Objects, held.Bytes, held.SpilledBytes, held.Node, held.Largest)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
