@@ -281,7 +281,10 @@ func TestActorPool(t *testing.T) {
 // It starts on an empty store: what the tests before left (and spilled) is not its own.
 func TestBackpressure(t *testing.T) {
 	emptyStore(t)
-	ctx := timeout(t)
+	// A bound for a hang, not a speed check: 160 tasks writing 2 MiB each, CPU-bound (0.8 s
+	// unloaded, 17 s under -race on a shared CPU at load 9, past 30 s at load 17).
+	ctx, cancel := context.WithTimeout(shared, 3*time.Minute)
+	defer cancel()
 	const blocks = 160
 	d := Range(blocks, Parallelism(blocks)).MapBatches(grow)
 	start := time.Now()
