@@ -61,7 +61,7 @@ func jobCommand() *ucli.Command {
 			},
 			{
 				Name:      "logs",
-				Usage:     "print a submission's output (kept in the GCS, up to 32 MiB)",
+				Usage:     "print a submission's output (kept in the GCS: of one longer than 32 MiB, its first 8 MiB and its last 24 MiB, with a note of how much was omitted between; the whole log stays on the head)",
 				ArgsUsage: "SUBMISSION_ID|JOB_ID",
 				Flags:     common(&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing until the job ends", EnvVars: []string{"RAY_GO_FOLLOW"}}),
 				Action:    runJobLogs,

@@ -788,13 +788,15 @@ func jobLogs(c *ucli.Context, ctx context.Context, store gcs.Store, id string) e
 	}
 	sid := sub.GetSubmissionId()
 	tail := c.Int("tail")
-	var seen countWriter
 	var buf bytes.Buffer
-	out := io.MultiWriter(&seen, c.App.Writer)
+	var out io.Writer = c.App.Writer
 	if tail >= 0 {
-		out = io.MultiWriter(&seen, &buf)
+		out = &buf
 	}
-	if _, err := agent.ReadLog(c.Context, store, sid, out, false); err != nil {
+	// What is in the GCS: the first part of the output and its newest part (with a note
+	// of what was omitted in between when it was long), so the last lines are the end.
+	_, last, err := agent.ReadLogAfter(c.Context, store, sid, out, false, 0)
+	if err != nil {
 		return exitf(ExitError, "read the output of %s: %v", sid, err)
 	}
 	if tail >= 0 {
@@ -812,36 +814,9 @@ func jobLogs(c *ucli.Context, ctx context.Context, store gcs.Store, id string) e
 	if !c.Bool("follow") {
 		return nil
 	}
-	// ReadLog from the start again, printing only what comes after what was read.
-	skip := &skipWriter{w: c.App.Writer, skip: seen.n}
-	if _, err := agent.ReadLog(ctx, store, sid, skip, true); err != nil && ctx.Err() == nil {
+	// Go on after the last chunk read.
+	if _, _, err := agent.ReadLogAfter(ctx, store, sid, c.App.Writer, true, last); err != nil && ctx.Err() == nil {
 		return exitf(ExitError, "follow the output of %s: %v", sid, err)
 	}
 	return nil
-}
-
-type countWriter struct{ n int64 }
-
-func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
-
-// skipWriter drops the first skip bytes written to it.
-type skipWriter struct {
-	w    io.Writer
-	skip int64
-}
-
-func (s *skipWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	if s.skip > 0 {
-		d := min(s.skip, int64(len(p)))
-		s.skip -= d
-		p = p[d:]
-	}
-	if len(p) == 0 {
-		return n, nil
-	}
-	if _, err := s.w.Write(p); err != nil {
-		return 0, err
-	}
-	return n, nil
 }

@@ -194,8 +194,11 @@
 //
 // A submission's output is readable from any machine: a publisher tails the log file and
 // puts what is new every LogFlushInterval (200 ms) as chunks of at most LogChunkBytes
-// (64 KiB) under joblogs/<submissionID>/<seq> (20 digits, from 1), up to LogMaxBytes
-// (32 MiB; then a note says where the whole log is). joblogs/<id>/end (LogEnd, JSON) is
+// (64 KiB) under joblogs/<submissionID>/<seq> (20 digits, from 1). At most LogMaxBytes
+// (32 MiB) stay there: the first LogHeadBytes (8 MiB) and a rolling tail of the newest
+// rest, whose oldest chunks are deleted as newer ones come, with a note (the seq after the
+// head's) saying how many bytes were omitted and where the whole log is; so the end of the
+// output, a failing driver's error, is always kept. joblogs/<id>/end (LogEnd, JSON) is
 // written in the same transaction as the final state, so a reader that sees it has all
 // chunks and the outcome. ReadLog prints and follows them. This key family belongs to
 // this package (internal/base/gcs/keys.go does not list it).

@@ -29,9 +29,14 @@ const (
 	LogChunkBytes = 64 << 10
 	// LogFlushInterval is how often new output is published.
 	LogFlushInterval = 200 * time.Millisecond
-	// LogMaxBytes is how much of a submission's output is published; the rest stays in
-	// the log file on the head (LogEnd.Truncated).
+	// LogMaxBytes is how much of a submission's output is kept in the GCS: its first
+	// LogHeadBytes and its newest LogMaxBytes-LogHeadBytes, so the end (the error a
+	// failing driver prints last) is always there. What lies between is dropped from the
+	// GCS as newer output comes, and a note in its place says how many bytes were omitted
+	// (LogEnd.Omitted); the whole output stays in the log file on the head.
 	LogMaxBytes = 32 << 20
+	// LogHeadBytes is the part of LogMaxBytes kept from the start of the output.
+	LogHeadBytes = 8 << 20
 	// logChunksPerTxn keeps a publishing transaction at 1 MiB.
 	logChunksPerTxn = 16
 )
@@ -49,9 +54,10 @@ func LogEndKey(submissionID string) string { return LogsPrefix + submissionID + 
 
 // LogEnd is the value of the end marker.
 type LogEnd struct {
-	Bytes     int64  `json:"bytes"`     // published, notes included
-	Truncated bool   `json:"truncated"` // output beyond LogMaxBytes was not published
-	LogPath   string `json:"log_path"`  // the whole output, on Host
+	Bytes     int64  `json:"bytes"`             // kept in the GCS at the end, the note included
+	Truncated bool   `json:"truncated"`         // some output is not in the GCS (Omitted bytes)
+	Omitted   int64  `json:"omitted,omitempty"` // bytes dropped between the start and the end
+	LogPath   string `json:"log_path"`          // the whole output, on Host
 	Host      string `json:"host"`
 }
 
@@ -71,16 +77,45 @@ func parseChunkKey(submissionID, key string) (seq uint64, end, ok bool) {
 	return n, false, true
 }
 
-// logPublisher copies a growing log file into the GCS chunks of a submission.
+// logPublisher copies a growing log file into the GCS chunks of a submission. The first
+// head bytes are published as chunks 1..headSeq; seq headSeq+1 is kept for the note that
+// says how much was omitted; later output goes to chunks from headSeq+2 on, a rolling
+// tail: once more than max-head of it is kept, its oldest chunks are deleted (and the note
+// put, in the same transaction) before newer ones are put. A reader that lists the chunks
+// reads head, note and tail in key order; one that follows them saw the deleted chunks as
+// they came, and skips the note (its seq is below the last it printed).
 type logPublisher struct {
 	store     gcs.Store
 	id        string
 	path      string
 	f         *os.File
-	seq       uint64
-	published int64
-	truncated bool
-	max       int64 // publish at most this much (0: LogMaxBytes)
+	seq       uint64 // the last chunk put (or kept, for the note)
+	published int64  // bytes in the GCS now: head, note and tail
+	truncated bool   // some output was dropped
+	omitted   int64  // how much
+	max       int64  // keep at most this much (0: LogMaxBytes)
+	head      int64  // of it from the start (0: LogHeadBytes)
+	headBytes int64  // published in the head
+	headSeq   uint64 // the head's last chunk, once it is full (0 before)
+	noteBytes int64  // the note's size (0: none put)
+	tail      []tailChunk
+	tailBytes int64
+}
+
+type tailChunk struct {
+	seq uint64
+	n   int64
+}
+
+func (l *logPublisher) limits() (max, head int64) {
+	max, head = l.max, l.head
+	if max <= 0 {
+		max = LogMaxBytes
+	}
+	if head <= 0 {
+		head = LogHeadBytes
+	}
+	return max, min(head, max/2)
 }
 
 // run publishes what the file gains every LogFlushInterval until finish is closed, then
@@ -93,7 +128,7 @@ func (l *logPublisher) run(finish <-chan struct{}) {
 		select {
 		case <-finish:
 			l.flush()
-			l.flush() // a batch left after a full transaction
+			l.flush() // what a failed transaction left
 			if l.f != nil {
 				_ = l.f.Close()
 			}
@@ -106,9 +141,6 @@ func (l *logPublisher) run(finish <-chan struct{}) {
 
 // flush reads what is new in the file and publishes it, a transaction at a time.
 func (l *logPublisher) flush() {
-	if l.truncated {
-		return
-	}
 	if l.f == nil {
 		f, err := os.Open(l.path)
 		if err != nil {
@@ -116,33 +148,34 @@ func (l *logPublisher) flush() {
 		}
 		l.f = f
 	}
+	max, head := l.limits()
 	for {
-		limit := l.max
-		if limit <= 0 {
-			limit = LogMaxBytes
+		size := int64(LogChunkBytes * logChunksPerTxn)
+		inHead := l.headSeq == 0
+		if inHead {
+			size = min(size, head-l.headBytes)
+		} else {
+			size = min(size, max-head)
 		}
-		room := limit - l.published
-		buf := make([]byte, min(int64(LogChunkBytes*logChunksPerTxn), max(room, 0)+1))
+		buf := make([]byte, size)
 		n, _ := io.ReadFull(l.f, buf)
 		if n == 0 {
 			return
 		}
-		data, note := buf[:n], []byte(nil)
-		if int64(n) > room {
-			// More than the cap allows: publish up to it, then a note, then nothing more.
-			data = buf[:max(room, 0)]
-			host, _ := os.Hostname()
-			note = []byte(fmt.Sprintf("\n[ray-go: output truncated after %d bytes; the whole log is %s on %s]\n",
-				limit, l.path, host))
+		ok := false
+		if inHead {
+			ok = l.publish(buf[:n], true)
+		} else {
+			ok = l.makeRoom(max-head-int64(n)) && l.publish(buf[:n], false)
 		}
-		if !l.publish(data, note) {
+		if !ok {
 			// Read it again next time.
 			_, _ = l.f.Seek(-int64(n), io.SeekCurrent)
 			return
 		}
-		if note != nil {
-			l.truncated = true
-			return
+		if inHead && l.headBytes == head {
+			l.headSeq = l.seq
+			l.seq++ // the note's
 		}
 		if n < len(buf) {
 			return
@@ -150,27 +183,63 @@ func (l *logPublisher) flush() {
 	}
 }
 
-// publish writes data (and note) as chunks in one transaction.
-func (l *logPublisher) publish(data, note []byte) bool {
+// makeRoom deletes the oldest tail chunks until at most keep bytes of tail are left, and
+// puts the note saying how much is omitted with each deletion. It reports whether it did.
+func (l *logPublisher) makeRoom(keep int64) bool {
+	for l.tailBytes > keep {
+		var ops []gcs.Op
+		var dropped int64
+		k := 0
+		for k < len(l.tail) && k < gcs.MaxTxnOps-1 && l.tailBytes-dropped > keep {
+			ops = append(ops, gcs.Op{Kind: gcs.OpDelete, Key: LogChunkKey(l.id, l.tail[k].seq)})
+			dropped += l.tail[k].n
+			k++
+		}
+		host, _ := os.Hostname()
+		note := []byte(fmt.Sprintf("\n[ray-go: ... %d bytes omitted ...; the whole log is %s on %s]\n",
+			l.omitted+dropped, l.path, host))
+		ops = append(ops, gcs.Op{Kind: gcs.OpPut, Key: LogChunkKey(l.id, l.headSeq+1), Value: note})
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		_, _, err := l.store.Txn(ctx, nil, ops)
+		cancel()
+		if err != nil {
+			return false
+		}
+		l.tail = l.tail[k:]
+		l.tailBytes -= dropped
+		l.omitted += dropped
+		l.truncated = true
+		l.published += int64(len(note)) - l.noteBytes - dropped
+		l.noteBytes = int64(len(note))
+	}
+	return true
+}
+
+// publish writes data as chunks in one transaction, to the head or to the tail.
+func (l *logPublisher) publish(data []byte, head bool) bool {
 	var ops []gcs.Op
+	var chunks []tailChunk
 	seq := l.seq
 	for len(data) > 0 {
 		n := min(len(data), LogChunkBytes)
 		seq++
 		ops = append(ops, gcs.Op{Kind: gcs.OpPut, Key: LogChunkKey(l.id, seq), Value: data[:n]})
+		chunks = append(chunks, tailChunk{seq: seq, n: int64(n)})
 		data = data[n:]
-	}
-	if note != nil {
-		seq++
-		ops = append(ops, gcs.Op{Kind: gcs.OpPut, Key: LogChunkKey(l.id, seq), Value: note})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	if _, _, err := l.store.Txn(ctx, nil, ops); err != nil {
 		return false
 	}
-	for _, op := range ops {
-		l.published += int64(len(op.Value))
+	for _, c := range chunks {
+		l.published += c.n
+		if head {
+			l.headBytes += c.n
+		} else {
+			l.tail = append(l.tail, c)
+			l.tailBytes += c.n
+		}
 	}
 	l.seq = seq
 	return true
@@ -189,14 +258,22 @@ var ErrGCSLost = errors.New("agent: lost the cluster's GCS")
 // a GCS that answers nothing for FollowLostAfter ends it with ErrGCSLost. It returns the
 // end marker when there was one.
 func ReadLog(ctx context.Context, store gcs.Store, submissionID string, w io.Writer, follow bool) (*LogEnd, error) {
+	le, _, err := ReadLogAfter(ctx, store, submissionID, w, follow, 0)
+	return le, err
+}
+
+// ReadLogAfter is ReadLog from the chunk after chunk after on; it also returns the last
+// chunk it wrote (after if none), from which a later read can go on. Output that the
+// publisher dropped (LogMaxBytes) between the two reads is skipped without a note.
+func ReadLogAfter(ctx context.Context, store gcs.Store, submissionID string, w io.Writer, follow bool, after uint64) (*LogEnd, uint64, error) {
 	prefix := LogChunksPrefix(submissionID)
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	kvs, rev, err := store.List(lctx, prefix)
 	cancel()
 	if err != nil {
-		return nil, err
+		return nil, after, err
 	}
-	var last uint64
+	last := after
 	handle := func(kv gcs.KV) (*LogEnd, bool, error) {
 		seq, end, ok := parseChunkKey(submissionID, kv.Key)
 		switch {
@@ -218,11 +295,11 @@ func ReadLog(ctx context.Context, store gcs.Store, submissionID string, w io.Wri
 	for _, kv := range kvs {
 		le, end, err := handle(kv)
 		if err != nil || end {
-			return le, err
+			return le, last, err
 		}
 	}
 	if !follow {
-		return nil, nil
+		return nil, last, nil
 	}
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
@@ -233,13 +310,13 @@ func ReadLog(ctx context.Context, store gcs.Store, submissionID string, w io.Wri
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, last, ctx.Err()
 		case resp, ok := <-events:
 			if !ok {
-				return nil, fmt.Errorf("agent: follow the log of %s: watch closed", submissionID)
+				return nil, last, fmt.Errorf("agent: follow the log of %s: watch closed", submissionID)
 			}
 			if resp.Err != nil {
-				return nil, fmt.Errorf("agent: follow the log of %s: %w", submissionID, resp.Err)
+				return nil, last, fmt.Errorf("agent: follow the log of %s: %w", submissionID, resp.Err)
 			}
 			for _, ev := range resp.Events {
 				if ev.Type != gcs.EventPut {
@@ -247,7 +324,7 @@ func ReadLog(ctx context.Context, store gcs.Store, submissionID string, w io.Wri
 				}
 				le, end, err := handle(ev.KV)
 				if err != nil || end {
-					return le, err
+					return le, last, err
 				}
 			}
 		case now := <-check.C:
@@ -256,14 +333,14 @@ func ReadLog(ctx context.Context, store gcs.Store, submissionID string, w io.Wri
 			sub, err := GetSubmission(ctx, store, submissionID)
 			if err != nil {
 				if errors.Is(err, errNoSubmission) || ctx.Err() != nil {
-					return nil, err
+					return nil, last, err
 				}
 				// The GCS does not answer (its head died, or is cut off): a follow that
 				// waited for it would wait for ever.
 				if failingSince.IsZero() {
 					failingSince = now
 				} else if now.Sub(failingSince) >= FollowLostAfter {
-					return nil, fmt.Errorf("%w: follow the log of %s: the cluster's GCS has not answered for %v (is the head down?); the submission's end is unknown until it is back (rayctl job status %s): %v",
+					return nil, last, fmt.Errorf("%w: follow the log of %s: the cluster's GCS has not answered for %v (is the head down?); the submission's end is unknown until it is back (rayctl job status %s): %v",
 						ErrGCSLost, submissionID, FollowLostAfter, submissionID, err)
 				}
 				continue
@@ -276,7 +353,7 @@ func ReadLog(ctx context.Context, store gcs.Store, submissionID string, w io.Wri
 			if endedAt.IsZero() {
 				endedAt = now
 			} else if now.Sub(endedAt) >= 2*time.Second {
-				return nil, nil
+				return nil, last, nil
 			}
 		}
 	}

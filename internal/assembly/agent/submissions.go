@@ -448,7 +448,7 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 	}
 	a.log.Info("agent: submission ended", "submission", id, "state", state, "how", p.describe())
 	release() // before the outcome: whoever sees the submission ended sees its certificate gone
-	s.finish(id, state, int32(code), msg, LogEnd{Bytes: pub.published, Truncated: pub.truncated, LogPath: logPath, Host: a.hostname})
+	s.finish(id, state, int32(code), msg, LogEnd{Bytes: pub.published, Truncated: pub.truncated, Omitted: pub.omitted, LogPath: logPath, Host: a.hostname})
 }
 
 // setsVar reports whether env (KEY=VALUE entries) sets the variable name.
