@@ -89,10 +89,16 @@ func readWorkers(ctx context.Context, s gcs.Store) ([]record, error) {
 	if err != nil {
 		return nil, err
 	}
+	agents := map[string]clusterstate.NodeStatus{}
+	for _, n := range st.Nodes {
+		agents[n.AgentID] = n
+	}
 	var out []record
 	seen := map[string]bool{}
 	for _, w := range ws {
 		var host, address, started string
+		// The process's own record is gone once it exited; its host is its agent's.
+		host = agents[w.GetAgentId()].Host
 		if p, ok := procs[w.GetNodeId()]; ok && w.GetNodeId() != "" {
 			seen[w.GetNodeId()] = true
 			h, _ := p.rec.get("host")
@@ -104,11 +110,17 @@ func readWorkers(ctx context.Context, s gcs.Store) ([]record, error) {
 		if ms := w.GetExitUnixMs(); ms > 0 {
 			exited = fmtTime(ms)
 		}
-		state := w.GetState().String()
+		state, msg := w.GetState().String(), w.GetMessage()
+		if a, known := agents[w.GetAgentId()]; known && !a.Alive && msg == "" &&
+			(w.GetState() == pb.JobWorker_RUNNING || w.GetState() == pb.JobWorker_STARTING) {
+			// Nothing records the end of a process whose agent is down; the agent does
+			// when it is started again.
+			msg = "its agent is not alive: the state is the last it recorded"
+		}
 		out = append(out, record{{"worker_id", w.GetNodeId()}, {"worker_type", "WORKER"}, {"state", state},
 			{"is_alive", state == pb.JobWorker_RUNNING.String() && seen[w.GetNodeId()]}, {"job_id", w.GetJobId()},
 			{"agent_id", w.GetAgentId()}, {"host", host}, {"pid", w.GetPid()}, {"address", address}, {"started", started},
-			{"exit", w.GetExit()}, {"exited", exited}, {"message", w.GetMessage()}, {"log_path", w.GetLogPath()}})
+			{"exit", w.GetExit()}, {"exited", exited}, {"message", msg}, {"log_path", w.GetLogPath()}})
 		// The agent's earlier processes of the job there that exited (a restart replaced
 		// their record), as Ray lists dead workers.
 		for _, e := range w.GetExited() {
@@ -117,7 +129,7 @@ func readWorkers(ctx context.Context, s gcs.Store) ([]record, error) {
 				exited = fmtTime(ms)
 			}
 			out = append(out, record{{"worker_id", e.GetNodeId()}, {"worker_type", "WORKER"}, {"state", pb.JobWorker_EXITED.String()},
-				{"is_alive", false}, {"job_id", e.GetJobId()}, {"agent_id", e.GetAgentId()}, {"host", ""}, {"pid", e.GetPid()},
+				{"is_alive", false}, {"job_id", e.GetJobId()}, {"agent_id", e.GetAgentId()}, {"host", agents[e.GetAgentId()].Host}, {"pid", e.GetPid()},
 				{"address", ""}, {"started", ""}, {"exit", e.GetExit()}, {"exited", exited}, {"message", e.GetMessage()}, {"log_path", e.GetLogPath()}})
 		}
 	}

@@ -34,6 +34,9 @@
 //     budget and its directory <SessionDir>/workers/<job>; its output is appended to
 //     <SessionDir>/logs/worker-<job>.log; it runs in its own process group (a signal
 //     reaches what it starts) with Pdeathsig, so a crashed agent leaves no worker behind.
+//     An agent started again (the same ID, on its session dir) first marks EXITED its own
+//     records that an earlier run left STARTING or RUNNING ("the agent restarted; its
+//     worker process (pid N) from before was gone": markStale), since nothing else would.
 //     The agent records it STARTING (a transaction on the key's previous revision, so the
 //     worker's own RUNNING record, written by ray.Init in worker mode, is never replaced by
 //     STARTING). A worker that exits while its job runs is recorded EXITED with its status

@@ -77,6 +77,9 @@ type workerManager struct {
 	lost       map[string]bool
 	lostAt     map[string]int64 // when their alive key went (unix ms)
 	lostPruned time.Time
+	// staleDone: the records of the worker processes an earlier run of this agent left
+	// STARTING or RUNNING were marked EXITED (markStale).
+	staleDone bool
 }
 
 type jobRec struct {
@@ -152,6 +155,9 @@ func (m *workerManager) run(ctx context.Context) {
 		case <-t.C:
 		}
 		if m.loaded[gcs.JobsPrefix] && m.loaded[gcs.JobAlivePrefix] && m.loaded[gcs.ActorsPrefix] {
+			if !m.staleDone {
+				m.staleDone = m.markStale(ctx)
+			}
 			m.reap(ctx)
 			m.reconcile(ctx, time.Now())
 		}
@@ -572,6 +578,59 @@ func keptExits(old *pb.JobWorker) []*pb.JobWorker {
 		exits = exits[len(exits)-workerExitsKept:]
 	}
 	return exits
+}
+
+// StaleWorkerMessage begins the message of a worker record that an agent, started again,
+// found STARTING or RUNNING from its earlier run and marked EXITED.
+const StaleWorkerMessage = "the agent restarted; its worker process from before was gone"
+
+// markStale marks EXITED the jobworkers/ records of this agent that say STARTING or
+// RUNNING but name no process of this run: an earlier run of the agent (the same ID, on
+// its session dir) wrote them, and its processes went with it (Pdeathsig), so nothing
+// would ever record their end (the job may even have ended while the agent was down). A
+// record changed since it was read (this run's new process registering) is left alone.
+// It reports whether the records were read and every such record written.
+func (m *workerManager) markStale(ctx context.Context) bool {
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	kvs, _, err := m.a.store.List(cctx, gcs.JobWorkersPrefix)
+	if err != nil {
+		m.a.log.Warn("agent: read the worker records", "err", err)
+		return false
+	}
+	ok := true
+	for _, kv := range kvs {
+		rest, _ := gcs.TrimKey(gcs.JobWorkersPrefix, kv.Key)
+		job, agentID, found := strings.Cut(rest, "/")
+		if !found || agentID != m.a.id {
+			continue
+		}
+		if w := m.workers[job]; w != nil && w.p != nil {
+			continue // this run's
+		}
+		rec, err := decodeJobWorker(job, agentID, kv.Value)
+		if err != nil || (rec.GetState() != pb.JobWorker_STARTING && rec.GetState() != pb.JobWorker_RUNNING) {
+			continue
+		}
+		msg := StaleWorkerMessage
+		if rec.GetPid() != 0 {
+			msg = fmt.Sprintf("the agent restarted; its worker process (pid %d) from before was gone", rec.GetPid())
+		}
+		rec.State, rec.Message, rec.Exit = pb.JobWorker_EXITED, msg, "gone when the agent restarted"
+		rec.ExitUnixMs = time.Now().UnixMilli()
+		b, _ := proto.Marshal(rec)
+		done, _, err := m.a.store.Txn(cctx, []gcs.Cmp{{Key: kv.Key, ModRev: kv.ModRev}}, []gcs.Op{{Kind: gcs.OpPut, Key: kv.Key, Value: b}})
+		if err != nil {
+			m.a.log.Warn("agent: mark a worker record of an earlier run EXITED", "key", kv.Key, "err", err)
+			ok = false
+			continue
+		}
+		if !done {
+			continue // changed since it was read: not the earlier run's any more
+		}
+		m.a.log.Info("agent: marked a worker record of an earlier run EXITED", "job", job, "pid", rec.GetPid(), "was", kv.Key)
+	}
+	return ok
 }
 
 // putWorkerExit records that this agent's worker process p for job exited (EXITED, with
