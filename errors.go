@@ -29,6 +29,9 @@ var (
 	// instead, and fails with ErrInfeasible once that node is known dead.
 	ErrInfeasible = sched.ErrInfeasible
 	// ErrObjectLost: an object's value is gone (released, or its bytes cannot be found).
+	// An object lost with its node whose task cannot run again on any node (lineage
+	// reconstruction found it infeasible) fails with a *TaskError that matches it and
+	// ErrInfeasible, and says which object was lost with which node and why.
 	ErrObjectLost = core.ErrObjectLost
 	// ErrCancelled: the task was cancelled with Cancel.
 	ErrCancelled = errors.New("ray: task cancelled")
@@ -192,15 +195,7 @@ const infeasibleHint = " (no node of the cluster has that much: ask for less, or
 func fromInfo(info *pb.ErrorInfo) error {
 	switch info.Kind {
 	case pb.ErrorInfo_INFEASIBLE:
-		// The message of a placement's error says "sched: infeasible" already.
-		msg, cut := strings.CutPrefix(info.Message, ErrInfeasible.Error()+": ")
-		hint := ""
-		// The advice is about a task's own resources; a placement group's error says
-		// what its group needs instead.
-		if (cut || strings.HasPrefix(msg, "task requires")) && !strings.Contains(msg, "placement group") {
-			hint = infeasibleHint
-		}
-		return fmt.Errorf("%w: %s: %s%s", ErrInfeasible, info.Function, msg, hint)
+		return infeasibleError(info)
 	case pb.ErrorInfo_UNKNOWN_FUNCTION:
 		return fmt.Errorf("%w: %s", ErrUnknownFunction, info.Message)
 	}
@@ -214,6 +209,36 @@ func fromInfo(info *pb.ErrorInfo) error {
 		Function: info.Function, TaskID: tid.String(), Message: info.Message, Stack: info.Stack,
 		Node: info.NodeId, Panic: info.Kind == pb.ErrorInfo_PANIC, kind: info.Kind, causes: info.Causes,
 	}
+}
+
+// infeasibleError is the error of a task that no node can run: ErrInfeasible, its function
+// and placement's reason, with what to do. Placement's reason is an *InfeasibleError that
+// says "sched: infeasible" already, or another (a hard node affinity's).
+// A rerun of lineage reconstruction that could not be placed (its error carries
+// OBJECT_LOST as a cause, core.RerunFailed in its message) is a *TaskError that says which
+// object was lost with which node and why recreating it failed, and matches both
+// ErrObjectLost and ErrInfeasible (Ray's ObjectReconstructionFailedError).
+func infeasibleError(info *pb.ErrorInfo) error {
+	lost := slices.Contains(info.Causes, pb.ErrorInfo_OBJECT_LOST)
+	head, msg := "", info.Message
+	if lost {
+		if h, m, ok := strings.Cut(msg, core.RerunFailed); ok {
+			head, msg = h+core.RerunFailed, m
+		}
+	}
+	msg, cut := strings.CutPrefix(msg, ErrInfeasible.Error()+": ")
+	hint := ""
+	if (cut || strings.HasPrefix(msg, "task requires")) && !strings.Contains(msg, "placement group") {
+		// The advice is about a task's own resources; a placement group's error says
+		// what its group needs instead.
+		hint = infeasibleHint
+	}
+	if lost {
+		tid, _ := ids.TaskIDFromBytes(info.TaskId)
+		return &TaskError{Function: info.Function, TaskID: tid.String(), Message: head + "infeasible: " + msg + hint,
+			Node: info.NodeId, kind: info.Kind, causes: info.Causes}
+	}
+	return fmt.Errorf("%w: %s: %s%s", ErrInfeasible, info.Function, msg, hint)
 }
 
 // convert maps runtime errors to the public ones.

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/ray-go/ray/internal/assembly/core"
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // TestInfeasibleErrorSaysWhatToDo: a task no node can run fails with ErrInfeasible, a
@@ -40,6 +44,37 @@ func TestInfeasibleErrorSaysWhatToDo(t *testing.T) {
 		t.Fatalf("hard affinity to a missing node: %v, want ErrInfeasible without the resource advice", err)
 	}
 	t.Log(err)
+}
+
+// TestLostObjectWhoseRerunIsInfeasible: the error of a lineage reconstruction whose rerun no
+// node can run (core's TestLostObjectWhoseRerunIsInfeasible makes it: the only node with
+// the task's resource died with the object) is a *TaskError that matches ErrObjectLost and
+// ErrInfeasible, says which object was lost with which node and why recreating it failed,
+// with "sched:" once and the resource advice, as Ray's ObjectReconstructionFailedError.
+func TestLostObjectWhoseRerunIsInfeasible(t *testing.T) {
+	tid := ids.NewRootTaskID()
+	obj := ids.ReturnID(tid, 1)
+	err := convert(&core.ObjectError{Object: obj, Info: &pb.ErrorInfo{Kind: pb.ErrorInfo_INFEASIBLE, Function: "app.make",
+		TaskId: tid[:], NodeId: "n1", Causes: []pb.ErrorInfo_Kind{pb.ErrorInfo_OBJECT_LOST},
+		Message: "object " + obj.String() + " was lost with node n2, which held its only copy and is gone" + core.RerunFailed +
+			"sched: infeasible: task requires w1=0.1 but the largest node has w1=0"}})
+	var te *TaskError
+	if !errors.As(err, &te) || !errors.Is(err, ErrObjectLost) || !errors.Is(err, ErrInfeasible) {
+		t.Fatalf("%v (a *TaskError: %v), want a *TaskError matching ErrObjectLost and ErrInfeasible", err, te != nil)
+	}
+	msg := err.Error()
+	for _, want := range []string{"app.make", obj.String() + " was lost with node n2", "recreating it", "infeasible: task requires w1=0.1", "rayctl start"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error %q does not say %q", msg, want)
+		}
+	}
+	if n := strings.Count(msg, "sched:"); n != 0 {
+		t.Errorf("the error %q says \"sched:\" %d times, want none (it is a task's error)", msg, n)
+	}
+	if te.ErrorInfo().Kind != pb.ErrorInfo_INFEASIBLE {
+		t.Errorf("wire form %v, want it kept INFEASIBLE", te.ErrorInfo())
+	}
+	t.Log(msg)
 }
 
 // Tasks that submit one no node can run and return its error: unchanged, wrapped, and

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ray-go/ray/internal/base/ask"
@@ -213,6 +215,37 @@ func (s *shard) restart(p *pending) {
 		case lineage.AwaitArgs:
 			s.awaitArgs(p, a.Args)
 		}
+	}
+}
+
+// RerunFailed separates, in the error of a rerun that could not be placed
+// (rerunUnplaceable), what was lost from why the rerun failed: placement's error follows it.
+const RerunFailed = ", and recreating it by running the task again failed: "
+
+// rerunUnplaceable makes info, the error of a rerun that cannot be placed (no node can run
+// the task any more: the only node with its resources, or the node of its hard affinity, is
+// the one that died with the object; its placement group is gone), say so: which object
+// was lost and where, and that recreating it failed because of info's own message. It also
+// matches ErrObjectLost then (a cause, OBJECT_LOST), as Ray's ObjectReconstructionFailedError
+// is an ObjectLostError; its kind stays what placement said (INFEASIBLE, ...), which the
+// recovery of lost objects does not take for a loss to recreate again.
+func (c *Core) rerunUnplaceable(p *pending, info *pb.ErrorInfo) {
+	obj := p.rerun.Object
+	if obj.IsZero() {
+		obj = ids.ReturnID(p.tid, 1)
+	}
+	where := ""
+	if old := p.rerun.Old; old.InStore && old.Node != "" {
+		if cl := c.cfg.Cluster; cl != nil && !cl.Alive(old.Node) {
+			where = fmt.Sprintf(" with node %s, which held its only copy and is gone", old.Node)
+		} else {
+			where = fmt.Sprintf(" from the object store of node %s", old.Node)
+		}
+	}
+	info.Message = fmt.Sprintf("object %s was lost%s%s%s", obj, where, RerunFailed, info.Message)
+	if !slices.Contains(info.Causes, pb.ErrorInfo_OBJECT_LOST) {
+		info.Causes = append(info.Causes, pb.ErrorInfo_OBJECT_LOST)
+		slices.Sort(info.Causes)
 	}
 }
 

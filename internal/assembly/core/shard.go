@@ -606,8 +606,11 @@ func (s *shard) place(p *pending) {
 		} else if errors.Is(err, ErrPlacementGroupRemoved) {
 			kind = pb.ErrorInfo_PLACEMENT_GROUP_REMOVED
 		}
-		s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Attempt: p.spec.Attempt, Error: &pb.ErrorInfo{
-			Kind: kind, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(c.cfg.Node), Message: err.Error()}})
+		info := &pb.ErrorInfo{Kind: kind, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(c.cfg.Node), Message: err.Error()}
+		if p.rerun != nil {
+			c.rerunUnplaceable(p, info) // reconstruct.go
+		}
+		s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Attempt: p.spec.Attempt, Error: info})
 		return
 	}
 	s.queueTask(p, p.node, r)
