@@ -191,6 +191,12 @@ func shortID(s string) string {
 const infeasibleHint = " (no node of the cluster has that much: ask for less, or add a node that has it: " +
 	"rayctl start --num-cpus, --num-gpus or --resources; for the local cluster of ray.Init, WithNumCPUs, WithNumGPUs or WithResources)"
 
+// affinityHint ends the error of a task whose hard NodeAffinity names a node that is dead
+// or unknown: where the IDs it takes come from.
+const affinityHint = " (NodeAffinity takes the ID of one of this job's nodes, its worker process on a machine: " +
+	"ray.Nodes(ctx).Alive() lists them, ray.NodeID(ctx) in a task gives its own, and `rayctl list workers` shows them as worker_id; " +
+	"the IDs of `rayctl list nodes` name the machines (agents) instead. NodeAffinity(id, true) runs the task on another node when that one cannot)"
+
 // fromInfo turns the wire form of a failure into the error users see.
 func fromInfo(info *pb.ErrorInfo) error {
 	switch info.Kind {
@@ -213,7 +219,8 @@ func fromInfo(info *pb.ErrorInfo) error {
 
 // infeasibleError is the error of a task that no node can run: ErrInfeasible, its function
 // and placement's reason, with what to do. Placement's reason is an *InfeasibleError that
-// says "sched: infeasible" already, or another (a hard node affinity's).
+// says "sched: infeasible" already, or a hard node affinity's ErrAffinityUnavailable,
+// whose "sched: node affinity: node unavailable" is said once, as "hard node affinity".
 // A rerun of lineage reconstruction that could not be placed (its error carries
 // OBJECT_LOST as a cause, core.RerunFailed in its message) is a *TaskError that says which
 // object was lost with which node and why recreating it failed, and matches both
@@ -228,7 +235,9 @@ func infeasibleError(info *pb.ErrorInfo) error {
 	}
 	msg, cut := strings.CutPrefix(msg, ErrInfeasible.Error()+": ")
 	hint := ""
-	if (cut || strings.HasPrefix(msg, "task requires")) && !strings.Contains(msg, "placement group") {
+	if m, ok := strings.CutPrefix(msg, sched.ErrAffinityUnavailable.Error()+": "); ok {
+		msg, hint = "hard node affinity: node "+m, affinityHint
+	} else if (cut || strings.HasPrefix(msg, "task requires")) && !strings.Contains(msg, "placement group") {
 		// The advice is about a task's own resources; a placement group's error says
 		// what its group needs instead.
 		hint = infeasibleHint

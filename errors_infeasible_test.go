@@ -43,6 +43,17 @@ func TestInfeasibleErrorSaysWhatToDo(t *testing.T) {
 	if !errors.Is(err, ErrInfeasible) || strings.Contains(err.Error(), "rayctl start") {
 		t.Fatalf("hard affinity to a missing node: %v, want ErrInfeasible without the resource advice", err)
 	}
+	// It says "sched:" once (placement's ErrAffinityUnavailable said it a second time),
+	// names the node, and says where the IDs NodeAffinity takes come from.
+	msg = err.Error()
+	if n := strings.Count(msg, "sched:"); n != 1 {
+		t.Errorf("the error %q says \"sched:\" %d times, want once", msg, n)
+	}
+	for _, want := range []string{"hard node affinity", `"no-such-node"`, "ray.Nodes(ctx)", "rayctl list workers", "NodeAffinity(id, true)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error %q does not say %q", msg, want)
+		}
+	}
 	t.Log(err)
 }
 
