@@ -225,6 +225,7 @@ type Class[T any] interface {
 func (c *actorClass[T]) Name() string { return c.name }
 
 func registerClass[T any](name string, ctor func(ctx context.Context, args [][]byte) (any, error)) *actorClass[T] {
+	warnLateRegistration("actor class", name)
 	cls := &actors.Class{Name: name, New: ctor}
 	var lossy error
 	if _, ok := any((*T)(nil)).(Checkpointer); ok {
@@ -562,6 +563,7 @@ func (m *actorMethod) Name() string { return m.name }
 
 func addMethod[T any](class Class[T], name string, call func(ctx context.Context, t *T, args [][]byte) ([]byte, error)) actorMethod {
 	c := class.base()
+	warnLateRegistration("actor method", c.name+"."+name)
 	m, err := c.cls.AddMethod(name, func(ctx context.Context, inst any, args [][]byte) ([]byte, error) {
 		t, ok := inst.(*T)
 		if !ok {

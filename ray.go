@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -215,7 +217,35 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 	}
 	s := &session{node: n, renewal: renew}
 	ctx = context.WithValue(ctx, runtimeKey{}, s)
+	logger := cfg.logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	lateLogger.Store(logger)
 	return core.WithTask(ctx, n.Core.NewDriver()), nil
+}
+
+// lateLogger is the logger of a driver that joined a cluster, set by Init: a remote
+// function, actor class or method this process registers from then on exists in the
+// driver alone, as the job's worker processes run the program only up to Init, and
+// warnLateRegistration says so, once (lateWarned). In local mode tasks run in the
+// driver's process, which has everything it registered.
+var (
+	lateLogger atomic.Pointer[slog.Logger]
+	lateWarned atomic.Bool
+)
+
+// warnLateRegistration logs, once, that what (a remote function, an actor class or a
+// method) name is registered after Init joined a cluster.
+func warnLateRegistration(what, name string) {
+	l := lateLogger.Load()
+	if l == nil || !lateWarned.CompareAndSwap(false, true) {
+		return
+	}
+	l.Warn("ray: "+what+" "+strconv.Quote(name)+" is registered after ray.Init joined a cluster: the job's worker processes "+
+		"run the program only up to ray.Init and will not have it, so its tasks or calls fail there with ErrUnknownFunction; "+
+		"register remote functions, actor classes and methods at package level (var F = ray.Task1(\"name\", ...))",
+		"name", name)
 }
 
 // serveWorker runs this process as a worker process of a job (worker mode: a node agent

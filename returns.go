@@ -28,6 +28,7 @@ import (
 
 // registerN adds a function of several returns to the registry (see register).
 func registerN(name string, argTypes, results []reflect.Type, call tasks.Func) {
+	warnLateRegistration("remote function", name)
 	err := tasks.Register(&tasks.Function{Name: name, ArgTypes: argTypes, Returns: len(results), Results: results,
 		Call: func(ctx context.Context, args [][]byte) ([]byte, error) {
 			if len(args) != len(argTypes) {

@@ -16,6 +16,7 @@ import (
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/slab"
 	"github.com/ray-go/ray/internal/base/spin"
+	"github.com/ray-go/ray/tasks"
 	"github.com/ray-go/ray/tasks/worker"
 )
 
@@ -550,7 +551,7 @@ func runCall(base context.Context, r *worker.Runner, mc *methodCache, mk func(co
 	m, ok := mc.method(class, spec.Function)
 	if !ok {
 		return worker.Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION,
-			fmt.Sprintf("actors: class %q has no method %q registered in this program (register it with ray.Method0..Method4)", class.Name, spec.Function), "", r.Node), monoNow()
+			fmt.Sprintf("actors: class %q has no method %q registered in the job's worker process on node %s%s", class.Name, spec.Function, r.Node, tasks.LateRegistration), "", r.Node), monoNow()
 	}
 	var logStart int64
 	if r.LogOffset != nil {

@@ -466,7 +466,7 @@ func (g *grain) recover(ctx context.Context) *recovered {
 	}
 	class, ok := LookupClass(info.Class)
 	if !ok {
-		return fail(fmt.Sprintf("actor class %q is not registered in this program (register it at package level with ray.Actor under that exact name)", info.Class))
+		return fail(fmt.Sprintf("actor class %q is not registered in the job's worker process on node %s%s", info.Class, g.env.Node, tasks.LateRegistration))
 	}
 	waiting := func(reason string) {
 		// The record moves on with it, so the start below is fenced on it.

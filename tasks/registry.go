@@ -67,10 +67,26 @@ func Lookup(name string) (*Function, bool) {
 	return f.(*Function), true
 }
 
-// UnknownFunctionError says that no function of that name is registered in this program.
-type UnknownFunctionError struct{ Name string }
+// UnknownFunctionError says that no function of that name is registered in this program,
+// or, with Node set, in this worker process of the job (on node Node), although the
+// process that submitted the task has it.
+type UnknownFunctionError struct {
+	Name string
+	Node string // set on a worker process
+}
 
 func (e *UnknownFunctionError) Error() string {
+	if e.Node != "" {
+		return fmt.Sprintf("tasks: remote function %q is not registered in the job's worker process on node %s%s", e.Name, e.Node, LateRegistration)
+	}
 	return fmt.Sprintf("tasks: no remote function named %q is registered in this program "+
 		"(register it at package level with ray.Task0..Task4 under that exact name)", e.Name)
 }
+
+// LateRegistration ends the error of a job's worker process that lacks a remote function,
+// actor class or method that the process which submitted the task or actor has: why, and
+// what to do.
+const LateRegistration = ", although the process that submitted it has it: a job's worker processes run its program " +
+	"only up to ray.Init, so what the driver registers after Init (inside main, say) exists in the driver alone. " +
+	"Register remote functions, actor classes and methods at package level (var F = ray.Task1(\"name\", ...)) " +
+	"so that every process of the job has them (or the worker process runs another build of the program)"

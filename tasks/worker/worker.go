@@ -620,7 +620,7 @@ func (w *Worker) run(l *lease, self *actor.PID, root *actor.RootContext) {
 func (w *Worker) execute(own *TaskCtx, ctx context.Context, root *actor.RootContext, spec *pb.TaskSpec, results *slab.Slab[pb.TaskResult], tids *slab.Slab[ids.TaskID]) *pb.TaskResult {
 	fn, ok := tasks.Lookup(spec.Function)
 	if !ok {
-		return Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function}).Error(), "", w.env.Node)
+		return Fail(spec, pb.ErrorInfo_UNKNOWN_FUNCTION, (&tasks.UnknownFunctionError{Name: spec.Function, Node: string(w.env.Node)}).Error(), "", w.env.Node)
 	}
 	if n := fn.NumReturns(); n != pb.NumReturns(spec.NumReturns) {
 		return Fail(spec, pb.ErrorInfo_SYSTEM, fmt.Sprintf("remote function %q returns %d values here (-1: a generator), but the task asks for %d "+

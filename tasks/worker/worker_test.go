@@ -203,6 +203,28 @@ func TestLeaseRunsTasksInOrder(t *testing.T) {
 	}
 }
 
+// TestUnknownFunctionSaysTheWorkerProcessLacksIt: a task whose function this worker
+// process does not have (its submitter does: the driver registered it after ray.Init,
+// which worker processes never get past) fails saying so, naming the node, and that
+// remote functions are to be registered at package level; not "is registered in this
+// program", which the driver that did register it takes for a lie.
+func TestUnknownFunctionSaysTheWorkerProcessLacksIt(t *testing.T) {
+	h := newHarness(t)
+	h.lease(h.spec("wt.late"))
+	r := h.result()
+	if r.Error == nil || r.Error.Kind != pb.ErrorInfo_UNKNOWN_FUNCTION {
+		t.Fatalf("%v, want UNKNOWN_FUNCTION", r.Error)
+	}
+	for _, want := range []string{`"wt.late"`, "worker process on node n1", "ray.Init", "package level"} {
+		if !strings.Contains(r.Error.Message, want) {
+			t.Errorf("%q does not say %q", r.Error.Message, want)
+		}
+	}
+	if strings.Contains(r.Error.Message, "in this program") {
+		t.Errorf("%q says the function is not registered in this program", r.Error.Message)
+	}
+}
+
 func TestFailuresAreAnswered(t *testing.T) {
 	h := newHarness(t)
 	tests := []struct {
