@@ -200,10 +200,26 @@ func Get[T any](ctx context.Context, r ObjectRef[T]) (T, error) {
 		v, err = codec.Unmarshal[T](data)
 	}
 	if err != nil {
-		return zero, rayErrorf("ray: object %s: %w", h.id, err)
+		return zero, decodeError[T](tc.Core, h.id, err)
 	}
 	v = bindRefs(ctx, v)
 	return v, nil
+}
+
+// decodeError is the error of object id's value that does not decode as T. When this
+// process holds the lineage record of the task that returned it, the error names the
+// function and its registered return type: a Call[R] whose R is not what the function
+// returns fails so ("cannot decode CBOR unsigned integer into string" alone named neither).
+func decodeError[T any](c *core.Core, id ids.ObjectID, err error) error {
+	if !id.IsPut() && id.Index() >= 1 {
+		if spec := c.Refs().Spec(id.Task()); spec != nil {
+			if fn, ok := tasks.Lookup(spec.Function); ok && fn.Return != nil {
+				return rayErrorf("ray: object %s: the result of %s, registered to return %s, cannot be read as %s "+
+					"(with ray.Call[R], R must be the function's return type): %w", id, spec.Function, fn.Return, typeOf[T](), err)
+			}
+		}
+	}
+	return rayErrorf("ray: object %s: %w", id, err)
 }
 
 // GetAll gets every ref, in order; it returns the first error met.
