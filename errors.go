@@ -195,7 +195,7 @@ const infeasibleHint = " (no node of the cluster has that much: ask for less, or
 // or unknown: where the IDs it takes come from.
 const affinityHint = " (NodeAffinity takes the ID of one of this job's nodes, its worker process on a machine: " +
 	"ray.Nodes(ctx).Alive() lists them, ray.NodeID(ctx) in a task gives its own, and `rayctl list workers` shows them as worker_id; " +
-	"the IDs of `rayctl list nodes` name the machines (agents) instead. NodeAffinity(id, true) runs the task on another node when that one cannot)"
+	"or a machine's agent ID, as `rayctl list nodes` and Node.AgentID show it. NodeAffinity(id, true) runs the task on another node when that one cannot)"
 
 // fromInfo turns the wire form of a failure into the error users see.
 func fromInfo(info *pb.ErrorInfo) error {
