@@ -27,8 +27,10 @@
 //     actors meanwhile), and OwnerDied for non-detached actors whose owner
 //     process died (Lifetimes). Its work per event is O(what changed): the actors whose
 //     record changed, the waiting ones when a node joins, a lost node's actors. An actor
-//     that no alive node fits dies (Unschedulable) only when it is being created; a
-//     restarting one waits until a node that fits is back. An actor in a placement
+//     that no alive node fits dies (Unschedulable) only when it is being created, and
+//     only once the GCS says no node about to join fits it either (JoiningView: the
+//     job's worker processes start together, and the leader's view may not have the
+//     others yet); a restarting one waits until a node that fits is back. An actor in a placement
 //     group's bundle runs only on the bundle's node (ActorInfo.affinity_node) and, while
 //     that node is dead, waits (being created too): when the bundle is placed again, the
 //     group's creator moves the record (Table.MoveAffinity) and it starts there. The manager indexes the live actors of

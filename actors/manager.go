@@ -37,6 +37,21 @@ type SuspectView interface {
 	Suspects() map[string]bool
 }
 
+// JoiningView is implemented by a NodeView that can read, from the GCS, the nodes about to
+// host the job's actors that Alive does not list yet: a node whose record is registered
+// while its member is not in this process's view, or a node agent whose worker process for
+// the job has not registered yet (the worker processes of a job start together, and each
+// learns of the others a moment after it runs). The leader asks it, once per pass, before
+// it finds an actor being created unplaceable: it waits for such a node instead of
+// deciding on a view that may be incomplete.
+//
+// Contract: Joining may block on the GCS (bounded by ctx); it leaves out the nodes of
+// alive, and keys the nodes it returns by node ID (an agent's by "agent "+its ID). An
+// error means it cannot tell.
+type JoiningView interface {
+	Joining(ctx context.Context, alive map[string]sched.Resources) (map[string]sched.Resources, error)
+}
+
 // ManagerConfig configures a Manager.
 type ManagerConfig struct {
 	Node string // this node's ID
@@ -143,6 +158,7 @@ type Manager struct {
 	alive     map[string]sched.Resources     // the nodes alive when the leader last looked
 	seen      map[string]bool                // the nodes ever in its view (see registered)
 	unseen    map[string]bool                // registered's answers in this pass
+	joins     *joiningRead                   // joining's answer in this pass (nil: not read)
 	suspects  map[string]bool                // and those suspect then (SuspectView)
 	leading   bool
 	ticks     int
@@ -625,7 +641,8 @@ func (m *Manager) reconcile(all bool) {
 		}
 	}
 	m.alive = alive
-	clear(m.unseen) // what registered read is good for one pass
+	clear(m.unseen) // what registered and joining read is good for one pass
+	m.joins = nil
 	for _, id := range work {
 		if m.ctx.Err() != nil {
 			return
@@ -704,6 +721,46 @@ func (m *Manager) registered(node string) bool {
 	return m.unseen[node]
 }
 
+// joiningRead is what JoiningView said in one pass.
+type joiningRead struct {
+	nodes map[string]sched.Resources
+	err   error
+}
+
+// joiningFits reports whether a node about to join the view (JoiningView) could ever hold
+// req, or the GCS could not say, and the reason to wait for it: an actor being created that
+// no alive node fits waits rather than being found unplaceable on a view that may not have
+// every node yet. The GCS is read once per pass, and only when a placement would fail.
+func (m *Manager) joiningFits(alive map[string]sched.Resources, req sched.Resources) (string, bool) {
+	jv, ok := m.cfg.Nodes.(JoiningView)
+	if !ok {
+		return "", false
+	}
+	if m.joins == nil {
+		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+		nodes, err := jv.Joining(ctx, alive)
+		cancel()
+		m.joins = &joiningRead{nodes: nodes, err: err}
+	}
+	if m.joins.err != nil {
+		if m.ctx.Err() != nil {
+			return "", false
+		}
+		return "waiting for a node with " + req.String() + ": the GCS could not list the nodes joining the cluster (" +
+			m.joins.err.Error() + ")", true
+	}
+	best := ""
+	for n, total := range m.joins.nodes {
+		if !isAlive(alive, n) && total.Fits(req) && (best == "" || n < best) {
+			best = n
+		}
+	}
+	if best == "" {
+		return "", false
+	}
+	return "waiting for node " + best + ", which has " + req.String() + " and is joining the cluster", true
+}
+
 // leader: the alive node with the smallest ID does the placing.
 func (m *Manager) leader(alive map[string]sched.Resources) bool {
 	if _, ok := alive[m.cfg.Node]; !ok {
@@ -748,6 +805,10 @@ func (m *Manager) place(id string, info *pb.ActorInfo, alive map[string]sched.Re
 		if len(alive) == 0 || !StateOf(info).MayFailPlacement() {
 			// Wait for a node (it stays in m.waiting), and say so in its record.
 			m.wait(id, info, noNodeReason(req, alive))
+			return
+		}
+		if why, ok := m.joiningFits(alive, req); ok {
+			m.wait(id, info, why) // the view may be incomplete: a node about to join fits it
 			return
 		}
 		m.cfg.Logger.Warn("actors: no node can host the actor", "actor", id, "resources", req)

@@ -580,3 +580,76 @@ func TestManagerUnseenRegisteredHostKeepsItsActors(t *testing.T) {
 		}
 	}
 }
+
+// joiningNodes is a fakeNodes that is also a JoiningView: joining are the nodes the GCS
+// says are about to host actors (registered, or their agent starting them), and reads
+// counts the GCS reads.
+type joiningNodes struct {
+	*fakeNodes
+	jmu     sync.Mutex
+	joining map[string]sched.Resources
+	reads   int
+}
+
+func (j *joiningNodes) Joining(ctx context.Context, alive map[string]sched.Resources) (map[string]sched.Resources, error) {
+	j.jmu.Lock()
+	defer j.jmu.Unlock()
+	j.reads++
+	out := map[string]sched.Resources{}
+	for n, r := range j.joining {
+		if _, ok := alive[n]; !ok {
+			out[n] = r
+		}
+	}
+	return out, nil
+}
+
+func (j *joiningNodes) setJoining(n string, r sched.Resources, on bool) {
+	j.jmu.Lock()
+	defer j.jmu.Unlock()
+	if on {
+		j.joining[n] = r
+	} else {
+		delete(j.joining, n)
+	}
+}
+
+// D0 of the tester's report: an actor needing a resource only other worker processes of
+// the job have, created right after the job started, was found unplaceable by a leader
+// whose view held only itself (the job's worker processes start together and learn of each
+// other a moment later). A node the GCS says is joining makes it wait; it starts there once
+// that node is in the view. With nothing joining it still cannot be placed.
+func TestManagerWaitsForAJoiningNodeBeforeFindingAnActorUnplaceable(t *testing.T) {
+	gpu := sched.Resources{}.With("gpuish", sched.Unit)
+	cpu := sched.Resources{}.With("CPU", 2*sched.Unit)
+	jn := &joiningNodes{fakeNodes: &fakeNodes{alive: map[string]sched.Resources{"n1": cpu}},
+		joining: map[string]sched.Resources{"n2": gpu, "agent a3": cpu}}
+	h := newManagerHarness(t, nil, func(c *ManagerConfig) { c.Nodes = jn })
+	h.nodes = jn.fakeNodes
+	half := sched.Resources{}.With("gpuish", sched.Unit/2)
+	id := h.create(3, half)
+	info := h.await(id, "waiting for the joining node", func(info *pb.ActorInfo, found bool) bool { return found && info.Waiting != "" })
+	if lifecycle.Phase(info.Phase) != lifecycle.Pending || !strings.Contains(info.Waiting, "waiting for node n2, which has {gpuish=0.5} and is joining the cluster") {
+		t.Fatalf("while n2 joins: phase %v, waiting %q; want Pending, waiting for n2", lifecycle.Phase(info.Phase), info.Waiting)
+	}
+	for i := 0; i < 10; i++ { // many passes of the leader: it still waits
+		h.m.NodesChanged()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if info, _ := h.m.Get(id); lifecycle.Phase(info.Phase) != lifecycle.Pending {
+		t.Fatalf("while n2 joins: %v, want Pending", info)
+	}
+	jn.setJoining("n2", sched.Resources{}, false)
+	h.nodes.set("n2", gpu, true)
+	h.m.NodesChanged()
+	info = h.await(id, "alive", phaseIs(lifecycle.Alive))
+	if info.Node != "n2" {
+		t.Fatalf("placed on %s, want n2", info.Node)
+	}
+	// Nothing joining has it: the creation fails as before, saying what is missing.
+	other := h.create(3, sched.Resources{}.With("tpu", sched.Unit))
+	dead := h.await(other, "dead", phaseIs(lifecycle.Dead))
+	if lifecycle.Cause(dead.Cause) != lifecycle.CauseUnschedulable || !strings.Contains(dead.Detail, "no node in the cluster has the resources {tpu=1}") {
+		t.Fatalf("an actor no node has the resources of: cause %v, detail %q; want Unschedulable", lifecycle.Cause(dead.Cause), dead.Detail)
+	}
+}

@@ -772,6 +772,83 @@ func (v *nodeView) Suspects() map[string]bool {
 	return out
 }
 
+var _ actors.JoiningView = (*nodeView)(nil)
+
+// Joining implements actors.JoiningView: the nodes about to host the job's actors that
+// alive (the membership's view) does not list yet. Those are the job's nodes whose record
+// is in the node table (registered; the member is not in this process's view yet), and
+// the live node agents whose worker process for the job is not running in alive: no
+// record yet, STARTING, or RUNNING on a node alive lacks (keyed "agent <ID>", with the
+// agent's resources, which its worker process gets). An agent that cannot run the job
+// (UNSUPPORTED) or whose worker exited is left out. It reads the GCS: the node table, the
+// job's worker records, and the live agents and their records.
+func (v *nodeView) Joining(ctx context.Context, alive map[string]sched.Resources) (map[string]sched.Resources, error) {
+	out := map[string]sched.Resources{}
+	nodes, _, err := v.store.List(ctx, gcs.NodesPrefix)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range nodes {
+		id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
+		if _, ok := alive[id]; ok {
+			continue
+		}
+		info, err := clusterview.DecodeNode(id, kv.Value)
+		if err != nil || !runsTasks(info, v.job) {
+			continue
+		}
+		out[id] = tasks.ResourcesFromPB(info.Total)
+	}
+	if v.job == "" {
+		return out, nil // no agents start this process's peers
+	}
+	job := string(v.job)
+	workers, _, err := v.store.List(ctx, gcs.JobWorkersOf(job))
+	if err != nil {
+		return nil, err
+	}
+	state := map[string]*pb.JobWorker{}
+	for _, kv := range workers {
+		agent, ok := gcs.TrimKey(gcs.JobWorkersOf(job), kv.Key)
+		if !ok {
+			continue
+		}
+		if w, err := pb.DecodeJobWorker(job, agent, kv.Value); err == nil {
+			state[agent] = w
+		}
+	}
+	agents, _, err := v.store.List(ctx, gcs.AgentAlivePrefix)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range agents {
+		agent, _ := gcs.TrimKey(gcs.AgentAlivePrefix, kv.Key)
+		w := state[agent]
+		switch {
+		case w == nil || w.State == pb.JobWorker_STARTING:
+		case w.State == pb.JobWorker_RUNNING:
+			if _, ok := alive[w.NodeId]; ok {
+				continue
+			}
+			if _, ok := out[w.NodeId]; ok {
+				continue // its node record is in: counted with its own resources
+			}
+		default:
+			continue // it cannot run the job, or its worker exited
+		}
+		rec, found, err := v.store.Get(ctx, gcs.AgentKey(agent))
+		if err != nil {
+			return nil, err
+		}
+		ai := &pb.AgentInfo{}
+		if !found || proto.Unmarshal(rec.Value, ai) != nil {
+			continue
+		}
+		out["agent "+agent] = tasks.ResourcesFromPB(ai.Total)
+	}
+	return out, nil
+}
+
 func (n *Node) startMember(ctx context.Context) error {
 	logger := n.cfg.Logger
 	sysLogger, quiet := peerLogger(logger) // protoactor's own logs, with a peer's departure quieted
