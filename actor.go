@@ -351,7 +351,17 @@ func nonNil[T any](name string) func(*T, error) (any, error) {
 // node the cluster picks. Options: resources (NumCPUs, NumGPUs, Resources: placement needs
 // them and the actor holds them while it lives; without them it holds none), Name and
 // Namespace, Detached, MaxRestarts, MaxTaskRetries, MaxConcurrency, AtMostOnce,
-// CheckpointEvery.
+// CheckpointEvery, and where it runs: NodeAffinity, PlacementGroupBundle, Spread.
+//
+// With NodeAffinity(id, false) the actor runs on that node only: Remote fails when the
+// node is known dead or cannot hold the actor's resources, the actor dies (unschedulable,
+// ErrActorDied) when the node is not a node of the job's cluster or is gone before the
+// actor starts, it waits while the node is only unreachable for now, and it does not
+// restart elsewhere: once its node died it dies, restarts left or not (Ray's hard
+// NodeAffinitySchedulingStrategy). With NodeAffinity(id, true) it starts (and restarts)
+// on that node when the node is alive and can hold it, and elsewhere otherwise. Spread
+// changes nothing for an actor: actors are spread already (the node of the job with the
+// fewest of its actors that can hold the new one).
 func (c *ActorClass0[T]) Remote(ctx context.Context, opts ...TaskOption) ActorHandle[T] {
 	return create[T](ctx, c.actorClass, nil, opts)
 }
@@ -391,6 +401,14 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 		Name: o.name, Namespace: cmp.Or(o.namespace, tc.Core.Namespace()), Detached: o.detached, MaxRestarts: o.maxRestarts,
 		MaxTaskRetries: o.maxTaskRetries, MaxConcurrency: o.maxConcurrency, AtMostOnce: o.atMostOnce,
 		CheckpointEvery: o.checkpointEvery, PlacementGroup: o.pg, BundleIndex: o.pgBundle,
+	}
+	if o.strategy == core.StrategyNodeAffinity {
+		// The last strategy given wins, as for a task (PlacementGroupBundle clears affinity).
+		spec.PlacementGroup, spec.BundleIndex = "", 0
+		spec.AffinityNode, spec.AffinitySoft = o.affinityNode, o.affinitySoft
+		if o.affinityNode == "" {
+			return fail(fmt.Errorf("ray: actor %s: NodeAffinity needs a node ID (see Nodes and NodeID)", c.name))
+		}
 	}
 	if o.detached && o.name == "" {
 		return fail(fmt.Errorf("ray: actor %s: a detached actor needs a Name (that is how it is found again)", c.name))

@@ -257,6 +257,8 @@ func MaxRetries(n int) TaskOption { return func(o *callOpts) { o.maxRetries = n 
 // task goes to the next node, in rotation, that can run it now. The default strategy
 // keeps work on the submitting node while it is lightly loaded and otherwise picks the
 // node with the most free resources, the shortest queue and the most argument bytes.
+// Actors are spread already (each goes to the node of the job with the fewest of its
+// actors that can hold it), so for an actor Spread changes nothing.
 func Spread() TaskOption {
 	return func(o *callOpts) { o.strategy, o.affinityNode, o.affinitySoft = core.StrategySpread, "", false }
 }
@@ -266,7 +268,9 @@ func Spread() TaskOption {
 // the IDs `rayctl list nodes` and `rayctl status` show). With soft false the task fails with an error when that node is dead, unknown or cannot run
 // it, and waits while the node is only unreachable for now (its connection broke but its
 // process may live) until it answers again or is known dead; with soft true it is placed
-// like any other task whenever that node cannot take it.
+// like any other task whenever that node cannot take it. For an actor (ActorClass0.Remote)
+// it places the actor: with soft false there only, and the actor dies instead of
+// restarting elsewhere once that node is gone; with soft true there when it can.
 func NodeAffinity(nodeID string, soft bool) TaskOption {
 	return func(o *callOpts) {
 		o.strategy, o.affinityNode, o.affinitySoft = core.StrategyNodeAffinity, nodeID, soft

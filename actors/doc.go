@@ -33,7 +33,10 @@
 //     others yet); a restarting one waits until a node that fits is back. An actor in a placement
 //     group's bundle runs only on the bundle's node (ActorInfo.affinity_node) and, while
 //     that node is dead, waits (being created too): when the bundle is placed again, the
-//     group's creator moves the record (Table.MoveAffinity) and it starts there. The manager indexes the live actors of
+//     group's creator moves the record (Table.MoveAffinity) and it starts there. One of
+//     ray.NodeAffinity (affinity_node without a group) runs on that node only (hard; it
+//     dies, restarting or not, once that node is gone: PlacementFailed.NodeGone), or there
+//     when that node can take it (affinity_soft). The manager indexes the live actors of
 //     every job by placement group (InGroup), for that creator to find them. A group
 //     lives as long as its creator: in a cluster (ManagerConfig.GroupGoneGrace) the
 //     leader kills, for good, its job's live actors in a group whose record says

@@ -727,14 +727,11 @@ type joiningRead struct {
 	err   error
 }
 
-// joiningFits reports whether a node about to join the view (JoiningView) could ever hold
-// req, or the GCS could not say, and the reason to wait for it: an actor being created that
-// no alive node fits waits rather than being found unplaceable on a view that may not have
-// every node yet. The GCS is read once per pass, and only when a placement would fail.
-func (m *Manager) joiningFits(alive map[string]sched.Resources, req sched.Resources) (string, bool) {
+// readJoining asks the JoiningView (nil without one) for the nodes joining, once per pass.
+func (m *Manager) readJoining(alive map[string]sched.Resources) *joiningRead {
 	jv, ok := m.cfg.Nodes.(JoiningView)
 	if !ok {
-		return "", false
+		return nil
 	}
 	if m.joins == nil {
 		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
@@ -742,15 +739,39 @@ func (m *Manager) joiningFits(alive map[string]sched.Resources, req sched.Resour
 		cancel()
 		m.joins = &joiningRead{nodes: nodes, err: err}
 	}
-	if m.joins.err != nil {
+	return m.joins
+}
+
+// joiningNode reports whether node, not in alive, is registered in the GCS as a node that
+// will host the job's actors (JoiningView; without one, any record of it: registered), or
+// the GCS cannot say.
+func (m *Manager) joiningNode(alive map[string]sched.Resources, node string) bool {
+	j := m.readJoining(alive)
+	if j == nil {
+		return m.registered(node)
+	}
+	_, ok := j.nodes[node]
+	return ok || j.err != nil && m.ctx.Err() == nil
+}
+
+// joiningFits reports whether a node about to join the view (JoiningView) could ever hold
+// req, or the GCS could not say, and the reason to wait for it: an actor being created that
+// no alive node fits waits rather than being found unplaceable on a view that may not have
+// every node yet. The GCS is read once per pass, and only when a placement would fail.
+func (m *Manager) joiningFits(alive map[string]sched.Resources, req sched.Resources) (string, bool) {
+	j := m.readJoining(alive)
+	if j == nil {
+		return "", false
+	}
+	if j.err != nil {
 		if m.ctx.Err() != nil {
 			return "", false
 		}
 		return "waiting for a node with " + req.String() + ": the GCS could not list the nodes joining the cluster (" +
-			m.joins.err.Error() + ")", true
+			j.err.Error() + ")", true
 	}
 	best := ""
-	for n, total := range m.joins.nodes {
+	for n, total := range j.nodes {
 		if !isAlive(alive, n) && total.Fits(req) && (best == "" || n < best) {
 			best = n
 		}
@@ -795,12 +816,21 @@ func Pick(alive map[string]sched.Resources, load func(node string) int, req sche
 // that it was created in has none that fits; PlacementFailed); a restarting actor waits
 // until a node that fits it is back (the nodes that fitted may be cut off for a while).
 func (m *Manager) place(id string, info *pb.ActorInfo, alive map[string]sched.Resources) {
-	if info.AffinityNode != "" {
+	switch {
+	case info.AffinityNode != "" && info.PlacementGroup != "":
 		m.placeInBundle(id, info, alive) // manager_groups.go
+		return
+	case info.AffinityNode != "" && !info.AffinitySoft:
+		m.placeAffine(id, info, alive)
 		return
 	}
 	req := tasks.ResourcesFromPB(info.Resources)
-	best := Pick(alive, func(n string) int { return len(m.byNode[n]) + m.placing[n] }, req)
+	best := ""
+	if n := info.AffinityNode; n != "" && !m.suspects[n] && alive[n].Fits(req) && isAlive(alive, n) {
+		best = n // soft node affinity: its node when it can take it
+	} else {
+		best = Pick(alive, func(n string) int { return len(m.byNode[n]) + m.placing[n] }, req)
+	}
 	if best == "" {
 		if len(alive) == 0 || !StateOf(info).MayFailPlacement() {
 			// Wait for a node (it stays in m.waiting), and say so in its record.
@@ -817,6 +847,52 @@ func (m *Manager) place(id string, info *pb.ActorInfo, alive map[string]sched.Re
 	}
 	m.placing[best]++
 	m.step(id, best, lifecycle.Placed{Incarnation: info.Incarnation, Node: best})
+}
+
+// placeAffine places an actor of hard node affinity (ray.NodeAffinity with soft false, no
+// placement group): on its node, and nowhere else. While that node is only unreachable
+// (SuspectView), or never in this view but registered in the GCS as a node of the job
+// (joiningNode: a view that may be incomplete), the actor waits for it. Once it is gone the actor dies
+// (Unschedulable), being created or restarting (lifecycle.PlacementFailed.NodeGone: node
+// IDs are never reused), as in Ray. A node that cannot hold the actor's resources fails
+// its creation too (the creator checks that first, against its own view).
+func (m *Manager) placeAffine(id string, info *pb.ActorInfo, alive map[string]sched.Resources) {
+	n := info.AffinityNode
+	req := tasks.ResourcesFromPB(info.Resources)
+	if total, ok := alive[n]; ok {
+		if total.Fits(req) {
+			m.placing[n]++
+			m.step(id, n, lifecycle.Placed{Incarnation: info.Incarnation, Node: n})
+			return
+		}
+		if StateOf(info).MayFailPlacement() {
+			m.step(id, "", lifecycle.PlacementFailed{Incarnation: info.Incarnation,
+				Message: "node " + n + ", the only node it may run on (hard NodeAffinity), has " + total.String() + ", not " + req.String()})
+			return
+		}
+		m.wait(id, info, "waiting for node "+n+", the only node it may run on (hard NodeAffinity), to have "+req.String())
+		return
+	}
+	waitWhy := "waiting for node " + n + ", the only node it may run on (hard NodeAffinity), to be reachable again"
+	if m.suspects[n] {
+		m.wait(id, info, waitWhy)
+		return
+	}
+	if len(alive) == 0 {
+		m.wait(id, info, "waiting for node "+n+", the only node it may run on (hard NodeAffinity): no node is alive")
+		return
+	}
+	if !m.seen[n] && m.joiningNode(alive, n) { // a node this view saw go is gone (examine)
+		m.wait(id, info, "waiting for node "+n+", the only node it may run on (hard NodeAffinity), which is registered and not yet in this view")
+		return
+	}
+	phase := lifecycle.Phase(info.Phase)
+	if phase != lifecycle.Pending && phase != lifecycle.Restarting {
+		return
+	}
+	m.cfg.Logger.Warn("actors: the node of an actor's hard node affinity is gone", "actor", id, "node", n)
+	m.step(id, "", lifecycle.PlacementFailed{Incarnation: info.Incarnation, NodeGone: true,
+		Message: "node " + n + ", the only node it may run on (hard NodeAffinity), is gone or not a node of its job"})
 }
 
 // wait records why an actor waiting for a node waits (lifecycle.Waiting), when its

@@ -60,8 +60,8 @@ func (m *Manager) indexGroup(id string, old, info *pb.ActorInfo) {
 // created or restarting: the group's creator places the bundle again and moves the
 // actor's record to the new node (Table.MoveAffinity; the record's change brings it back
 // here), or removes the group and kills it. An actor created from a view of the group
-// that still named the dead node must not fail before that. One bound to a node outside
-// any group (a record without placement_group) fails its creation as before.
+// that still named the dead node must not fail before that. (One bound to a node outside
+// any group, by ray.NodeAffinity, is placeAffine's.)
 func (m *Manager) placeInBundle(id string, info *pb.ActorInfo, alive map[string]sched.Resources) {
 	n := info.AffinityNode
 	if isAlive(alive, n) {
@@ -69,17 +69,8 @@ func (m *Manager) placeInBundle(id string, info *pb.ActorInfo, alive map[string]
 		m.step(id, n, lifecycle.Placed{Incarnation: info.Incarnation, Node: n})
 		return
 	}
-	if info.PlacementGroup == "" && len(alive) > 0 && StateOf(info).MayFailPlacement() {
-		m.step(id, "", lifecycle.PlacementFailed{Incarnation: info.Incarnation,
-			Message: "node " + n + ", the only node it may run on, is gone"})
-		return
-	}
-	why := "waiting for node " + n + ", the only node it may run on, to come back"
-	if info.PlacementGroup != "" {
-		why = "waiting for node " + n + ", which holds its bundle of placement group " + info.PlacementGroup +
-			", to come back or for the group to place the bundle again"
-	}
-	m.wait(id, info, why)
+	m.wait(id, info, "waiting for node "+n+", which holds its bundle of placement group "+info.PlacementGroup+
+		", to come back or for the group to place the bundle again")
 }
 
 // InGroup returns the cached records of the live actors (not dead) in placement group

@@ -653,3 +653,78 @@ func TestManagerWaitsForAJoiningNodeBeforeFindingAnActorUnplaceable(t *testing.T
 		t.Fatalf("an actor no node has the resources of: cause %v, detail %q; want Unschedulable", lifecycle.Cause(dead.Cause), dead.Detail)
 	}
 }
+
+// createAffine creates an actor with node affinity to node (soft or hard) and maxRestarts.
+func (h *managerHarness) createAffine(node string, soft bool, maxRestarts int) string {
+	h.t.Helper()
+	id := ids.NewActorID()
+	info := &pb.ActorInfo{ActorId: id[:], Class: "test.C", MaxRestarts: int32(maxRestarts), AffinityNode: node, AffinitySoft: soft}
+	if _, _, err := h.table.Create(context.Background(), info); err != nil {
+		h.t.Fatal(err)
+	}
+	return id.String()
+}
+
+// D2 of the tester's report: ray.NodeAffinity was ignored for actors. A hard affinity
+// places the actor on its node only: a node that is not there fails the creation, and a
+// restart after the node died fails too (node IDs are never reused; Ray's actor is then
+// unschedulable). A soft one prefers its node and goes elsewhere when it is gone.
+func TestManagerNodeAffinity(t *testing.T) {
+	h := newManagerHarness(t, map[string]sched.Resources{"n1": {}, "n2": {}, "n3": {}})
+	hard := h.createAffine("n3", false, 3)
+	soft := h.createAffine("n2", true, 3)
+	if info := h.await(hard, "alive", phaseIs(lifecycle.Alive)); info.Node != "n3" {
+		t.Fatalf("hard affinity to n3: placed on %s", info.Node)
+	}
+	if info := h.await(soft, "alive", phaseIs(lifecycle.Alive)); info.Node != "n2" {
+		t.Fatalf("soft affinity to n2: placed on %s", info.Node)
+	}
+	// A hard affinity to a node that is not in the cluster (nor registered) fails.
+	nowhere := h.createAffine("n9", false, 3)
+	dead := h.await(nowhere, "dead", phaseIs(lifecycle.Dead))
+	if lifecycle.Cause(dead.Cause) != lifecycle.CauseUnschedulable || !strings.Contains(dead.Detail, "node n9, the only node it may run on (hard NodeAffinity), is gone") {
+		t.Fatalf("hard affinity to n9: cause %v, detail %q; want Unschedulable", lifecycle.Cause(dead.Cause), dead.Detail)
+	}
+	// A soft one to such a node goes elsewhere.
+	if info := h.await(h.createAffine("n9", true, 0), "alive", phaseIs(lifecycle.Alive)); info.Node == "n9" || info.Node == "" {
+		t.Fatalf("soft affinity to n9: placed on %q", info.Node)
+	}
+	// Their nodes die: the hard one cannot restart elsewhere, the soft one does.
+	h.nodes.set("n3", sched.Resources{}, false)
+	h.nodes.set("n2", sched.Resources{}, false)
+	h.m.NodesChanged()
+	dead = h.await(hard, "dead", phaseIs(lifecycle.Dead))
+	if lifecycle.Cause(dead.Cause) != lifecycle.CauseUnschedulable || !strings.Contains(dead.Detail, "node n3, the only node it may run on (hard NodeAffinity), is gone") {
+		t.Fatalf("hard affinity to n3 after n3 died: cause %v, detail %q; want Unschedulable", lifecycle.Cause(dead.Cause), dead.Detail)
+	}
+	info := h.await(soft, "restarted", func(info *pb.ActorInfo, found bool) bool {
+		return found && lifecycle.Phase(info.Phase) == lifecycle.Alive && info.Incarnation == 2
+	})
+	if info.Node != "n1" {
+		t.Fatalf("soft affinity to n2 after n2 died: restarted on %s, want n1", info.Node)
+	}
+}
+
+// A hard affinity to a node of the job registered a moment ago, not in the leader's view
+// yet, waits for it; one to a node that is no node of the job (a driver's) fails.
+func TestManagerNodeAffinityWaitsForAJoiningNode(t *testing.T) {
+	jn := &joiningNodes{fakeNodes: &fakeNodes{alive: map[string]sched.Resources{"n1": {}}},
+		joining: map[string]sched.Resources{"n2": {}}}
+	h := newManagerHarness(t, nil, func(c *ManagerConfig) { c.Nodes = jn })
+	h.nodes = jn.fakeNodes
+	id := h.createAffine("n2", false, 0)
+	info := h.await(id, "waiting for n2", func(info *pb.ActorInfo, found bool) bool { return found && info.Waiting != "" })
+	if lifecycle.Phase(info.Phase) != lifecycle.Pending || !strings.Contains(info.Waiting, "node n2, the only node it may run on (hard NodeAffinity), which is registered") {
+		t.Fatalf("while n2 joins: phase %v, waiting %q", lifecycle.Phase(info.Phase), info.Waiting)
+	}
+	driver := h.createAffine("drv", false, 0)
+	if dead := h.await(driver, "dead", phaseIs(lifecycle.Dead)); lifecycle.Cause(dead.Cause) != lifecycle.CauseUnschedulable {
+		t.Fatalf("hard affinity to a node of no job: cause %v (%s)", lifecycle.Cause(dead.Cause), dead.Detail)
+	}
+	jn.setJoining("n2", sched.Resources{}, false)
+	h.nodes.set("n2", sched.Resources{}, true)
+	h.m.NodesChanged()
+	if info := h.await(id, "alive", phaseIs(lifecycle.Alive)); info.Node != "n2" {
+		t.Fatalf("placed on %s, want n2", info.Node)
+	}
+}

@@ -25,10 +25,13 @@ type Placed struct {
 
 // PlacementFailed: the scheduler gave up on the incarnation's PlaceActor request: no
 // node of the cluster can ever satisfy the actor's resources (sched.ErrInfeasible), or its
-// node-affinity node is gone. Message is the scheduler's error text.
+// node-affinity node is gone. Message is the scheduler's error text. Only an actor being
+// created takes it, unless NodeGone: the one node the actor may run on (hard node
+// affinity) is gone, and node IDs are never reused, so a restart cannot be placed either.
 type PlacementFailed struct {
 	Incarnation uint64
 	Message     string
+	NodeGone    bool
 }
 
 // Waiting: the incarnation cannot start yet, for Reason (shown to users as the state's
@@ -118,7 +121,11 @@ func (e Placed) String() string {
 }
 
 func (e PlacementFailed) String() string {
-	return fmt.Sprintf("PlacementFailed inc=%d msg=%s", e.Incarnation, strconv.Quote(e.Message))
+	s := fmt.Sprintf("PlacementFailed inc=%d msg=%s", e.Incarnation, strconv.Quote(e.Message))
+	if e.NodeGone {
+		s += " node-gone"
+	}
+	return s
 }
 
 func (e Waiting) String() string {

@@ -83,7 +83,7 @@ func walk(data []byte) error {
 		case 7:
 			e = CheckpointTaken{Incarnation: inc, Seq: uint64(arg), Ref: fmt.Sprint("c", arg)}
 		case 8:
-			e = PlacementFailed{Incarnation: inc, Message: "infeasible"}
+			e = PlacementFailed{Incarnation: inc, Message: "infeasible", NodeGone: arg&1 == 1}
 		case 9:
 			if arg&3 == 3 {
 				e = Waiting{Incarnation: inc, Node: node, Reason: fmt.Sprint("busy", arg&4)}

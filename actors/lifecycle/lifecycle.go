@@ -367,7 +367,8 @@ func (s State) fence(e Event, inc uint64) (stale bool, err error) {
 }
 
 // MayFailPlacement reports whether a PlacementFailed would be taken: only an actor being
-// created (Pending, waiting for a node) can be found unplaceable. A restarting actor
+// created (Pending, waiting for a node) can be found unplaceable (a restarting one too when
+// the one node it may run on is gone: PlacementFailed.NodeGone). A restarting actor
 // whose fitting nodes are gone (cut off for a while, say) waits for one to come back.
 func (s State) MayFailPlacement() bool { return s.Phase == Pending && s.Node == "" }
 
@@ -412,8 +413,8 @@ func (s State) placementFailed(e PlacementFailed) (State, []Action, error) {
 	if s.Node != "" {
 		return s, nil, s.reject(e, fmt.Sprintf("incarnation %d is already placed on %s", s.Incarnation, s.Node))
 	}
-	if s.Phase != Pending {
-		return s, nil, s.reject(e, "a restarting actor waits for a node that fits it (only its creation decides that it cannot be placed)")
+	if s.Phase != Pending && !(e.NodeGone && s.Phase == Restarting) {
+		return s, nil, s.reject(e, "a restarting actor waits for a node that fits it (only its creation decides that it cannot be placed, or its only node being gone)")
 	}
 	// No restart: the same request would fail the same way. The scheduler reserved
 	// nothing, so there is nothing to cancel or release.

@@ -25,7 +25,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //
 //	New id=ID max-restarts=N|inf [detached] [at-most-once]
 //	Placed inc=N node=NODE
-//	PlacementFailed inc=N msg=TEXT
+//	PlacementFailed inc=N msg=TEXT [node-gone]
 //	Waiting inc=N [node=NODE] [reason=TEXT]
 //	ConstructorSucceeded inc=N
 //	ConstructorFailed inc=N msg=TEXT
@@ -121,7 +121,7 @@ func eventFromArgs(name string, args map[string]string) (Event, error) {
 	case "Placed":
 		e = Placed{Incarnation: r.Uint("inc", true), Node: r.Str("node", true)}
 	case "PlacementFailed":
-		e = PlacementFailed{Incarnation: r.Uint("inc", true), Message: r.Str("msg", true)}
+		e = PlacementFailed{Incarnation: r.Uint("inc", true), Message: r.Str("msg", true), NodeGone: r.Bool("node-gone")}
 	case "Waiting":
 		e = Waiting{Incarnation: r.Uint("inc", true), Node: r.Str("node", false), Reason: r.Str("reason", false)}
 	case "ConstructorSucceeded":

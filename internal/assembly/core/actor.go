@@ -55,6 +55,10 @@ type ActorSpec struct {
 	// runtime created (index -1: any bundle); "" none.
 	PlacementGroup string
 	BundleIndex    int32
+	// AffinityNode (without PlacementGroup) is ray.NodeAffinity's node: the only node the
+	// actor may run on, or with AffinitySoft the node it prefers (actors.Manager places it).
+	AffinityNode string
+	AffinitySoft bool
 }
 
 // actorCaller is one caller's side of one actor: a shard of this process calls each
@@ -280,6 +284,42 @@ func recordOf(info *pb.ActorInfo) caller.Record {
 // diedErr is why the actor of a Dead record died.
 func diedErr(info *pb.ActorInfo) error { return actors.StateOf(info).Err() }
 
+// affinityFeasible checks hard node affinity for an actor against this process's view:
+// the node must be this one in a single-process runtime; in a cluster, a node in the view
+// must hold res, and a node the view knows dead is refused. A node the view does not know
+// is left to the actor manager, which waits for a node registered a moment ago and fails
+// the actor otherwise (so does one that dies before the actor starts).
+func (c *Core) affinityFeasible(node ids.NodeID, res sched.Resources) error {
+	if c.cfg.Cluster == nil {
+		if node != c.cfg.Node {
+			return fmt.Errorf("%w: %q is not a node of this cluster (its only node is %s)", sched.ErrAffinityUnavailable, node, c.cfg.Node)
+		}
+		return nil
+	}
+	if c.cfg.Nodes != nil {
+		for _, n := range c.cfg.Nodes() {
+			if n.NodeId != string(node) {
+				continue
+			}
+			if total := tasks.ResourcesFromPB(n.Total); !total.Fits(res) {
+				return fmt.Errorf("%w: node affinity: node %s has %v, the actor asks for %v", sched.ErrInfeasible, node, total, res)
+			}
+			return nil
+		}
+	}
+	if node == c.cfg.Node {
+		return fmt.Errorf("%w: %q is this process's node, which runs no actors (a driver's; ray.Nodes lists the nodes that do)", sched.ErrAffinityUnavailable, node)
+	}
+	if c.cfg.DeadNodes != nil {
+		for _, d := range c.cfg.DeadNodes() {
+			if d.Info.GetNodeId() == string(node) {
+				return fmt.Errorf("%w: %q is dead", sched.ErrAffinityUnavailable, node)
+			}
+		}
+	}
+	return nil
+}
+
 // CreateActor creates an actor and returns its ID at once; the constructor runs on the
 // node the cluster picks. Arguments that are refs are resolved first (then the record is
 // written in the background; a failure kills the actor with the reason). For a
@@ -316,6 +356,10 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 		}
 	} else if err := c.cfg.Feasible(spec.Resources); err != nil {
 		return id, err
+	} else if spec.AffinityNode != "" && !spec.AffinitySoft {
+		if err := c.affinityFeasible(ids.NodeID(spec.AffinityNode), spec.Resources); err != nil {
+			return id, err
+		}
 	}
 	// The record holds them as int32.
 	for _, o := range []struct {
@@ -342,6 +386,9 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 		MaxRestarts: int32(spec.MaxRestarts), MaxTaskRetries: int32(spec.MaxTaskRetries), MaxConcurrency: int32(spec.MaxConcurrency),
 		AtMostOnce: spec.AtMostOnce, CheckpointEvery: int32(spec.CheckpointEvery), Owner: c.ownerW,
 		CtorArgs: make([]*pb.Arg, len(spec.Args)),
+	}
+	if pg == nil {
+		info.AffinityNode, info.AffinitySoft = spec.AffinityNode, spec.AffinitySoft && spec.AffinityNode != ""
 	}
 	var refs []ids.ObjectID
 	for i, a := range spec.Args {

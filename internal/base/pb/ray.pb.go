@@ -3856,7 +3856,9 @@ type ActorInfo struct {
 	Cause         int32  `protobuf:"varint,27,opt,name=cause,proto3" json:"cause,omitempty"`
 	Detail        string `protobuf:"bytes,28,opt,name=detail,proto3" json:"detail,omitempty"`
 	// affinity_node, when set, is the only node the actor may run on: its placement group
-	// bundle's (placement_group names the group; resources are then the bundle's renamed).
+	// bundle's (placement_group names the group; resources are then the bundle's renamed),
+	// or, without placement_group, the node of ray.NodeAffinity (affinity_soft: the node
+	// it prefers, placed elsewhere when that one cannot take it).
 	AffinityNode   string `protobuf:"bytes,29,opt,name=affinity_node,json=affinityNode,proto3" json:"affinity_node,omitempty"`
 	PlacementGroup string `protobuf:"bytes,30,opt,name=placement_group,json=placementGroup,proto3" json:"placement_group,omitempty"`
 	// history: the record's lifecycle transitions, oldest first (the first one and the
@@ -3868,7 +3870,9 @@ type ActorInfo struct {
 	// waiting: while pending or restarting, why the current incarnation is not started
 	// yet (lifecycle.State.Waiting): no alive node has its resources, or its node's are in
 	// use. Empty otherwise.
-	Waiting       string `protobuf:"bytes,33,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	Waiting string `protobuf:"bytes,33,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// affinity_soft: affinity_node (without placement_group) is only preferred.
+	AffinitySoft  bool `protobuf:"varint,34,opt,name=affinity_soft,json=affinitySoft,proto3" json:"affinity_soft,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4097,6 +4101,13 @@ func (x *ActorInfo) GetWaiting() string {
 		return x.Waiting
 	}
 	return ""
+}
+
+func (x *ActorInfo) GetAffinitySoft() bool {
+	if x != nil {
+		return x.AffinitySoft
+	}
+	return false
 }
 
 // ActorTransition is one change of an actor's lifecycle state: the phase it entered, when
@@ -5738,7 +5749,7 @@ const file_ray_proto_rawDesc = "" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x12\n" +
 	"\x04seqs\x18\x03 \x03(\x04R\x04seqs\"8\n" +
 	"\x0eActorCallBatch\x12&\n" +
-	"\x05calls\x18\x01 \x03(\v2\x10.raypb.ActorCallR\x05calls\"\xa1\a\n" +
+	"\x05calls\x18\x01 \x03(\v2\x10.raypb.ActorCallR\x05calls\"\xc6\a\n" +
 	"\tActorInfo\x12\x19\n" +
 	"\bactor_id\x18\x01 \x01(\fR\aactorId\x12\x14\n" +
 	"\x05class\x18\x02 \x01(\tR\x05class\x12\x15\n" +
@@ -5772,7 +5783,8 @@ const file_ray_proto_rawDesc = "" +
 	"\x0fplacement_group\x18\x1e \x01(\tR\x0eplacementGroup\x120\n" +
 	"\ahistory\x18\x1f \x03(\v2\x16.raypb.ActorTransitionR\ahistory\x12!\n" +
 	"\fbundle_index\x18  \x01(\x05R\vbundleIndex\x12\x18\n" +
-	"\awaiting\x18! \x01(\tR\awaiting\"\xa4\x01\n" +
+	"\awaiting\x18! \x01(\tR\awaiting\x12#\n" +
+	"\raffinity_soft\x18\" \x01(\bR\faffinitySoft\"\xa4\x01\n" +
 	"\x0fActorTransition\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\x05R\x05phase\x12\x17\n" +
 	"\aunix_ms\x18\x02 \x01(\x03R\x06unixMs\x12 \n" +
