@@ -405,7 +405,7 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 	if o.strategy == core.StrategyNodeAffinity {
 		// The last strategy given wins, as for a task (PlacementGroupBundle clears affinity).
 		spec.PlacementGroup, spec.BundleIndex = "", 0
-		spec.AffinityNode, spec.AffinitySoft = o.affinityNode, o.affinitySoft
+		spec.AffinityNode, spec.AffinitySoft = agentsNode(tc.Core.NodeInfos(), o.affinityNode), o.affinitySoft
 		if o.affinityNode == "" {
 			return fail(fmt.Errorf("ray: actor %s: NodeAffinity needs a node ID (see Nodes and NodeID)", c.name))
 		}
@@ -743,4 +743,23 @@ func (m *ActorMethod3[T, A, B, C, R]) Remote(ctx context.Context, h ActorHandle[
 // Remote calls the method; see ActorMethod0.Remote.
 func (m *ActorMethod4[T, A, B, C, D, R]) Remote(ctx context.Context, h ActorHandle[T], a Arg[A], b Arg[B], c Arg[C], d Arg[D]) ObjectRef[R] {
 	return callActor[R](ctx, h, &m.actorMethod, a, b, c, d)
+}
+
+// agentsNode is the node NodeAffinity's id names among nodes: id itself if it is a node's
+// ID, else the job's worker process on the machine whose agent has that ID (the IDs
+// `rayctl list nodes` shows; Node.AgentID), else id unchanged.
+func agentsNode(nodes []*pb.NodeInfo, id string) string {
+	byAgent := ""
+	for _, n := range nodes {
+		if n.GetNodeId() == id {
+			return id
+		}
+		if n.GetAgentId() == id && id != "" {
+			byAgent = n.GetNodeId()
+		}
+	}
+	if byAgent != "" {
+		return byAgent
+	}
+	return id
 }
