@@ -707,21 +707,47 @@ func (v *View) askComing(now time.Time) {
 // process cannot run the job (UNSUPPORTED) or exited is not coming. It publishes the
 // reading and calls Changed.
 func (v *View) refreshComing(ctx context.Context) error {
-	job := v.cfg.Job
-	if job == "" {
+	if v.cfg.Job == "" {
 		return nil
 	}
-	alive, _, err := v.cfg.Store.List(ctx, gcs.AgentAlivePrefix)
+	s := v.load()
+	agents, err := ComingAgents(ctx, v.cfg.Store, v.cfg.Job, func(node string) bool { _, ok := s.index[node]; return ok })
 	if err != nil {
 		return err
 	}
-	agents, _, err := v.cfg.Store.List(ctx, gcs.AgentsPrefix)
-	if err != nil {
-		return err
+	coming := make([]sched.Node, 0, len(agents))
+	for _, id := range slices.Sorted(maps.Keys(agents)) {
+		coming = append(coming, sched.Node{ID: "agent " + id, Total: agents[id], Available: agents[id], Suspect: true})
 	}
-	workers, _, err := v.cfg.Store.List(ctx, gcs.JobWorkersOf(job))
+	v.mu.Lock()
+	v.coming, v.comingAt = coming, time.Now()
+	v.publishLocked()
+	v.mu.Unlock()
+	if v.cfg.Changed != nil {
+		v.cfg.Changed()
+	}
+	return nil
+}
+
+// ComingAgents reads which node agents are alive and will register a worker process of job
+// that known does not hold (known is asked of a node ID): none recorded yet, one STARTING,
+// or one RUNNING on a node known does not hold. An agent whose worker process cannot run
+// the job (UNSUPPORTED) or exited is not coming. It returns each such agent's total
+// resources (its worker process gets them), by agent ID. The view's coming nodes
+// (refreshComing) and the actor leader's joining nodes (node.nodeView.Joining) are read by
+// it, so that a task and an actor wait for the same machines.
+func ComingAgents(ctx context.Context, store gcs.Store, job string, known func(node string) bool) (map[string]sched.Resources, error) {
+	alive, _, err := store.List(ctx, gcs.AgentAlivePrefix)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	agents, _, err := store.List(ctx, gcs.AgentsPrefix)
+	if err != nil {
+		return nil, err
+	}
+	workers, _, err := store.List(ctx, gcs.JobWorkersOf(job))
+	if err != nil {
+		return nil, err
 	}
 	isAlive := make(map[string]bool, len(alive))
 	for _, kv := range alive {
@@ -738,8 +764,7 @@ func (v *View) refreshComing(ctx context.Context) error {
 			state[agent] = w
 		}
 	}
-	v.mu.Lock()
-	var coming []sched.Node
+	out := map[string]sched.Resources{}
 	for _, kv := range agents {
 		id, _ := gcs.TrimKey(gcs.AgentsPrefix, kv.Key)
 		if !isAlive[id] {
@@ -752,20 +777,13 @@ func (v *View) refreshComing(ctx context.Context) error {
 		w := state[id]
 		switch {
 		case w == nil || w.State == pb.JobWorker_STARTING:
-		case w.State == pb.JobWorker_RUNNING && v.nodes[w.NodeId] == nil:
+		case w.State == pb.JobWorker_RUNNING && !known(w.NodeId):
 		default:
-			continue // its worker process is in the view, or will not come
+			continue // its worker process is known, or will not come
 		}
-		total := tasks.ResourcesFromPB(info.Total)
-		coming = append(coming, sched.Node{ID: "agent " + id, Total: total, Available: total, Suspect: true})
+		out[id] = tasks.ResourcesFromPB(info.Total)
 	}
-	v.coming, v.comingAt = coming, time.Now()
-	v.publishLocked()
-	v.mu.Unlock()
-	if v.cfg.Changed != nil {
-		v.cfg.Changed()
-	}
-	return nil
+	return out, nil
 }
 
 // catchUp reads the node table and applies the records newer than what the view has

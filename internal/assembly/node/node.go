@@ -780,8 +780,9 @@ var _ actors.JoiningView = (*nodeView)(nil)
 // the live node agents whose worker process for the job is not running in alive: no
 // record yet, STARTING, or RUNNING on a node alive lacks (keyed "agent <ID>", with the
 // agent's resources, which its worker process gets). An agent that cannot run the job
-// (UNSUPPORTED) or whose worker exited is left out. It reads the GCS: the node table, the
-// job's worker records, and the live agents and their records.
+// (UNSUPPORTED) or whose worker exited is left out (clusterview.ComingAgents, which the
+// task path's view reads too). It reads the GCS: the node table, the job's worker records,
+// and the live agents and their records.
 func (v *nodeView) Joining(ctx context.Context, alive map[string]sched.Resources) (map[string]sched.Resources, error) {
 	out := map[string]sched.Resources{}
 	nodes, _, err := v.store.List(ctx, gcs.NodesPrefix)
@@ -802,49 +803,16 @@ func (v *nodeView) Joining(ctx context.Context, alive map[string]sched.Resources
 	if v.job == "" {
 		return out, nil // no agents start this process's peers
 	}
-	job := string(v.job)
-	workers, _, err := v.store.List(ctx, gcs.JobWorkersOf(job))
+	agents, err := clusterview.ComingAgents(ctx, v.store, string(v.job), func(node string) bool {
+		_, in := alive[node]
+		_, registered := out[node] // counted with its own record's resources
+		return in || registered
+	})
 	if err != nil {
 		return nil, err
 	}
-	state := map[string]*pb.JobWorker{}
-	for _, kv := range workers {
-		agent, ok := gcs.TrimKey(gcs.JobWorkersOf(job), kv.Key)
-		if !ok {
-			continue
-		}
-		if w, err := pb.DecodeJobWorker(job, agent, kv.Value); err == nil {
-			state[agent] = w
-		}
-	}
-	agents, _, err := v.store.List(ctx, gcs.AgentAlivePrefix)
-	if err != nil {
-		return nil, err
-	}
-	for _, kv := range agents {
-		agent, _ := gcs.TrimKey(gcs.AgentAlivePrefix, kv.Key)
-		w := state[agent]
-		switch {
-		case w == nil || w.State == pb.JobWorker_STARTING:
-		case w.State == pb.JobWorker_RUNNING:
-			if _, ok := alive[w.NodeId]; ok {
-				continue
-			}
-			if _, ok := out[w.NodeId]; ok {
-				continue // its node record is in: counted with its own resources
-			}
-		default:
-			continue // it cannot run the job, or its worker exited
-		}
-		rec, found, err := v.store.Get(ctx, gcs.AgentKey(agent))
-		if err != nil {
-			return nil, err
-		}
-		ai := &pb.AgentInfo{}
-		if !found || proto.Unmarshal(rec.Value, ai) != nil {
-			continue
-		}
-		out["agent "+agent] = tasks.ResourcesFromPB(ai.Total)
+	for id, res := range agents {
+		out["agent "+id] = res
 	}
 	return out, nil
 }
