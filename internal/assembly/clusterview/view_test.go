@@ -79,24 +79,12 @@ func (w watchCounter) List(ctx context.Context, prefix string) ([]gcs.KV, int64,
 func (w watchCounter) Watch(ctx context.Context, prefix string, rev int64) <-chan gcs.WatchResponse {
 	in := w.Store.Watch(ctx, prefix, rev)
 	if gate := w.f.nodesGate; prefix == gcs.NodesPrefix && gate != nil {
-		out := make(chan gcs.WatchResponse)
-		go func() {
-			defer close(out)
+		return relay(ctx, in, func() {
 			select {
 			case <-gate:
 			case <-ctx.Done():
 			}
-			for r := range in {
-				select {
-				case out <- r:
-				case <-ctx.Done():
-					for range in {
-					}
-					return
-				}
-			}
-		}()
-		return out
+		}, func() {})
 	}
 	open := &w.f.loadWatching
 	switch {
@@ -109,10 +97,17 @@ func (w watchCounter) Watch(ctx context.Context, prefix string, rev int64) <-cha
 		return in
 	}
 	open.Add(1)
+	return relay(ctx, in, func() {}, func() { open.Add(-1) })
+}
+
+// relay passes in's responses on, after before returned, until in ends or ctx does (then
+// it drains in); after runs when it stops.
+func relay(ctx context.Context, in <-chan gcs.WatchResponse, before, after func()) <-chan gcs.WatchResponse {
 	out := make(chan gcs.WatchResponse)
 	go func() {
-		defer open.Add(-1)
+		defer after()
 		defer close(out)
+		before()
 		for r := range in {
 			select {
 			case out <- r:
