@@ -24,9 +24,11 @@ import (
 )
 
 // Tasks in the state API: `rayctl list tasks`, `get task`, `summary tasks` and `timeline`.
-// Tasks are not in the GCS: each process of a job keeps the records of the tasks it
-// submitted (internal/assembly/core, events.go) and answers a query put in the GCS
-// (internal/assembly/taskstate); rayctl asks and merges. Filters on the fields below are
+// Tasks are not in the GCS while their processes run: each process of a job keeps the
+// records of the tasks it submitted (internal/assembly/core, events.go) and answers a
+// query put in the GCS (internal/assembly/taskstate); rayctl asks and merges. A process
+// that stops cleanly leaves its records in the GCS (taskstate.Archive), which answer for
+// it once it has exited: an ended job's tasks stay listed. Filters on the fields below are
 // applied by the processes, so that `--limit 100` of a million tasks moves 100 records.
 
 var taskColumns = []string{"task_id", "attempt", "name", "state", "job_id", "node", "started", "duration", "error"}
@@ -61,10 +63,10 @@ func gatherTasks(c *ucli.Context, job string, q core.TaskQuery) (*taskstate.Resu
 	if res.Dropped > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "rayctl: %d older task records were dropped by their processes (ray.WithTaskEvents raises the retention)\n", res.Dropped)
 	}
-	if job != "" && res.Processes == 0 && len(res.Missing) == 0 {
+	if job != "" && res.Processes == 0 && len(res.Missing) == 0 && len(res.Archived) == 0 {
 		if state, end := endedJob(ctx, store, job); state != "" {
-			fmt.Fprintf(c.App.ErrWriter, "rayctl: job %s ended (%s at %s): the records of its tasks were kept by its processes, which are gone with it (ray-go keeps no task history of an ended job)\n",
-				job, state, end)
+			fmt.Fprintf(c.App.ErrWriter, "rayctl: job %s ended (%s at %s) and its processes left no task records: a process keeps its records in memory and leaves them in the GCS when it stops cleanly (ray.Shutdown, or the end of its job), not when it is killed; and the GCS keeps those of the last %d jobs\n",
+				job, state, end, taskstate.ArchivedJobs)
 		}
 	}
 	return res, nil

@@ -1143,6 +1143,9 @@ func (n *Node) Stop(ctx context.Context) error {
 		n.system.EventStream.Unsubscribe(n.sub)
 	}
 	if n.stateStop != nil {
+		if !crashed {
+			n.archiveTasks(ctx)
+		}
 		n.stateStop()
 		<-n.stateDone
 	}

@@ -31,3 +31,22 @@ func (n *Node) askOthersToCollect() {
 		n.cfg.Logger.Debug("node: asking the other processes for a collection failed", "err", err)
 	}
 }
+
+// archiveTasks leaves this process's task records in the GCS as it stops
+// (taskstate.Archive), for the state API to answer from after it exited: an ended job's
+// tasks, a worker process's. Not in local mode, whose GCS stops with it. Bounded by
+// archiveWait: a stop does not wait on a slow GCS for a history.
+func (n *Node) archiveTasks(ctx context.Context) {
+	if n.Core == nil || n.store == nil || n.cfg.Role == RoleLocal {
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, archiveWait)
+	defer cancel()
+	if err := taskstate.Archive(actx, n.store, n.cfg.Job, n.ID, n.Core); err != nil {
+		n.cfg.Logger.Warn("node: could not keep this process's task records in the GCS; `rayctl list tasks` will not show them once it has exited",
+			"err", err)
+	}
+}
+
+// archiveWait bounds archiveTasks.
+const archiveWait = 3 * time.Second

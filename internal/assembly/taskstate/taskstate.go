@@ -175,8 +175,11 @@ type Result struct {
 	Processes int
 	Missing   []string
 	// Gone names the processes of the node table that were not asked: known to have
-	// exited (their records went with them).
+	// exited, and their records went with them (killed, they left no archive).
 	Gone []string
+	// Archived names the exited processes whose records were read from the archive each
+	// left when it stopped (Archive): an ended job's, a worker process that exited.
+	Archived []string
 	// Counts is, of a query with Counts set, each answering process's counts (by node
 	// ID): what a monotonic total over processes that come and go needs.
 	Counts map[string][]core.TaskCount
@@ -204,7 +207,24 @@ func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, 
 		return nil, err
 	}
 	var reports []*core.TaskReport
-	res := &Result{Gone: gone}
+	res := &Result{}
+	if !q.Counts { // a count is of the processes that answer (Result.Counts): no archive
+		got, bad, err := archives(ctx, store, job)
+		if err != nil {
+			return nil, err
+		}
+		for node, r := range got {
+			delete(expect, node) // it exited: its archive answers for it
+			f := filterArchived(r, &q)
+			reports = append(reports, &f)
+			res.Archived = append(res.Archived, node)
+		}
+		slices.Sort(res.Archived)
+		gone = slices.DeleteFunc(gone, func(n string) bool { return got[n] != nil })
+		unreachable = slices.DeleteFunc(unreachable, func(n string) bool { return got[n] != nil })
+		res.Missing = append(res.Missing, bad...)
+	}
+	res.Gone = gone
 	if o.Local != nil && (job == "" || job == string(o.Local.Job())) {
 		delete(expect, string(o.LocalNode))
 		r, err := o.Local.Tasks(ctx, q)
@@ -236,7 +256,11 @@ func Gather(ctx context.Context, store gcs.Store, job string, q core.TaskQuery, 
 			}
 		}
 		res.Processes += len(answers)
-		res.Missing = missing
+		if len(missing) > 0 && !q.Counts {
+			// A process that stopped while it was asked left its archive instead.
+			missing = archivedSince(ctx, store, job, missing, &q, &reports, res)
+		}
+		res.Missing = append(res.Missing, missing...)
 	}
 	res.Missing = append(res.Missing, unreachable...)
 	res.TaskReport = Merge(reports, q)

@@ -41,6 +41,8 @@ import (
 //	submissions/<submissionID>              rayctl job submit requests and their outcome
 //	statereq/<requestID>                    a state API query to a job's processes (leased)
 //	statereply/<requestID>/<nodeID>/<part>  a process's answer, in parts, then "end" (leased)
+//	taskarchive/<jobID>/<nodeID>            an exited process's task records (taskstate.Archive)
+//	taskarchived/<jobID>                    when the job's last archive was written (unix ms)
 //	certs/<serial>                          a certificate the head issued (CertRecord)
 //	revoked/<serial>                        a revoked certificate (RevokedRecord)
 //	blobs/m/<sha256>, blobs/c/<sha256>/...  shipped executables and working directories,
@@ -68,6 +70,8 @@ const (
 	SubmissionsPrefix     = "submissions/"
 	StateRequestsPrefix   = "statereq/"
 	StateRepliesPrefix    = "statereply/"
+	TaskArchivePrefix     = "taskarchive/"
+	TaskArchivedPrefix    = "taskarchived/"
 	CertsPrefix           = "certs/"
 	RevokedPrefix         = "revoked/"
 	PlacementGroupsPrefix = "pgs/"
@@ -106,6 +110,20 @@ func StateRequestKey(id string) string { return StateRequestsPrefix + id }
 
 // StateRepliesOf is the prefix of every answer to query id.
 func StateRepliesOf(id string) string { return StateRepliesPrefix + id + "/" }
+
+// TaskArchiveKey is the key of the task records process node of job left when it exited.
+func TaskArchiveKey(jobID, nodeID string) string { return TaskArchiveOf(jobID) + nodeID }
+
+// TaskArchiveOf is the prefix of job's archived task records (every job's when jobID is "").
+func TaskArchiveOf(jobID string) string {
+	if jobID == "" {
+		return TaskArchivePrefix
+	}
+	return TaskArchivePrefix + jobID + "/"
+}
+
+// TaskArchivedKey is the key of the time job's last task archive was written.
+func TaskArchivedKey(jobID string) string { return TaskArchivedPrefix + jobID }
 
 // CheckpointPartBytes is the largest part of a checkpoint stored under one key.
 const CheckpointPartBytes = 1 << 20
