@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,10 +20,14 @@ const ArchiveBytes = 768 << 10
 // ArchiveRecords bounds the records an archive is made from (ArchiveBytes holds fewer).
 const ArchiveRecords = 50000
 
-// ArchivedJobs bounds how many jobs' archives the GCS keeps: past it, the archives of the
-// jobs archived longest ago are deleted (Ray's bound on the task events its GCS keeps,
-// which drops finished jobs' first).
-const ArchivedJobs = 100
+// ArchivedJobs and ArchivedBytes bound the archives the GCS keeps: past either, the
+// archives of the jobs archived longest ago are deleted, whole (Ray's bound on the task
+// events its GCS keeps, which drops finished jobs' first). A query of every job reads at
+// most ArchivedBytes of them.
+const (
+	ArchivedJobs  = 100
+	ArchivedBytes = 64 << 20
+)
 
 // Archive puts the task records of runtime c (process node of job) in the GCS, for the
 // state API to answer from once the process has exited: the records of a process live in
@@ -45,14 +48,14 @@ func Archive(ctx context.Context, store gcs.Store, job ids.JobID, node ids.NodeI
 	if err != nil || b == nil {
 		return err
 	}
-	ms := []byte(strconv.FormatInt(time.Now().UnixMilli(), 10))
+	index := fmt.Appendf(nil, "%d %d", time.Now().UnixMilli(), len(b))
 	if _, _, err := store.Txn(ctx, nil, []gcs.Op{
 		{Kind: gcs.OpPut, Key: gcs.TaskArchiveKey(string(job), string(node)), Value: b},
-		{Kind: gcs.OpPut, Key: gcs.TaskArchivedKey(string(job)), Value: ms},
+		{Kind: gcs.OpPut, Key: gcs.TaskArchivedKey(string(job), string(node)), Value: index},
 	}); err != nil {
 		return fmt.Errorf("taskstate: archive the task records: %w", err)
 	}
-	return pruneArchives(ctx, store, ArchivedJobs)
+	return pruneArchives(ctx, store, ArchivedJobs, ArchivedBytes)
 }
 
 // archiveForm is the wire form of the archive of rep, process node's records at exited
@@ -99,34 +102,51 @@ func archiveForm(rep *core.TaskReport, node ids.NodeID, exited int64, limit int)
 	return b, err
 }
 
-// pruneArchives deletes the archives of the jobs archived longest ago, past keep jobs.
-func pruneArchives(ctx context.Context, store gcs.Store, keep int) error {
-	n, err := store.Count(ctx, gcs.TaskArchivedPrefix)
-	if err != nil || n <= int64(keep) {
-		return err
-	}
+// pruneArchives deletes the archives of the jobs archived longest ago (by their newest
+// archive), whole, until at most keepJobs jobs' and keepBytes bytes of archives are left.
+// It reads the index (taskarchived/: a few bytes per archive), not the archives.
+func pruneArchives(ctx context.Context, store gcs.Store, keepJobs int, keepBytes int64) error {
 	kvs, _, err := store.List(ctx, gcs.TaskArchivedPrefix)
 	if err != nil {
 		return err
 	}
 	type archived struct {
-		job string
-		ms  int64
+		job   string
+		ms    int64 // the newest archive's time
+		bytes int64
 	}
-	jobs := make([]archived, 0, len(kvs))
+	byJob := map[string]*archived{}
+	var total int64
 	for _, kv := range kvs {
-		job, _ := gcs.TrimKey(gcs.TaskArchivedPrefix, kv.Key)
-		ms, _ := strconv.ParseInt(string(kv.Value), 10, 64) // unreadable: oldest
-		jobs = append(jobs, archived{job, ms})
+		rest, _ := gcs.TrimKey(gcs.TaskArchivedPrefix, kv.Key)
+		job, _, _ := strings.Cut(rest, "/")
+		var ms, size int64 // unreadable: oldest, empty
+		_, _ = fmt.Sscanf(string(kv.Value), "%d %d", &ms, &size)
+		a := byJob[job]
+		if a == nil {
+			a = &archived{job: job}
+			byJob[job] = a
+		}
+		a.ms, a.bytes = max(a.ms, ms), a.bytes+size
+		total += size
 	}
-	slices.SortFunc(jobs, func(a, b archived) int { return cmp.Or(cmp.Compare(a.ms, b.ms), strings.Compare(a.job, b.job)) })
-	for _, j := range jobs[:max(0, len(jobs)-keep)] {
+	if len(byJob) <= keepJobs && total <= keepBytes {
+		return nil
+	}
+	jobs := make([]*archived, 0, len(byJob))
+	for _, a := range byJob {
+		jobs = append(jobs, a)
+	}
+	slices.SortFunc(jobs, func(a, b *archived) int { return cmp.Or(cmp.Compare(a.ms, b.ms), strings.Compare(a.job, b.job)) })
+	for i, left := 0, len(jobs); i < len(jobs) && (left > keepJobs || total > keepBytes); i++ {
+		j := jobs[i]
 		if _, _, err := store.Txn(ctx, nil, []gcs.Op{
 			{Kind: gcs.OpDeletePrefix, Key: gcs.TaskArchiveOf(j.job)},
-			{Kind: gcs.OpDelete, Key: gcs.TaskArchivedKey(j.job)},
+			{Kind: gcs.OpDeletePrefix, Key: gcs.TaskArchivedOf(j.job)},
 		}); err != nil {
 			return err
 		}
+		left, total = left-1, total-j.bytes
 	}
 	return nil
 }

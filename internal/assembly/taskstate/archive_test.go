@@ -172,36 +172,64 @@ func TestArchiveFormBounded(t *testing.T) {
 	}
 }
 
-// The GCS keeps the archives of the last keep jobs: the oldest go, whole.
+// The GCS keeps the archives of the last jobs, within a count of jobs and of bytes: the
+// oldest jobs' go, whole, first.
 func TestPruneArchives(t *testing.T) {
 	store := memstore.New(memstore.Options{})
 	defer store.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for i, job := range []string{"old", "mid", "new", "newer"} {
-		for _, node := range []string{"n1", "n2"} {
-			if _, err := store.Put(ctx, gcs.TaskArchiveKey(job, node), []byte("x"), 0); err != nil {
+	put := func(job, node string, ms, size int) {
+		if _, err := store.Put(ctx, gcs.TaskArchiveKey(job, node), []byte("x"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Put(ctx, gcs.TaskArchivedKey(job, node), fmt.Appendf(nil, "%d %d", ms, size), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := func() (jobs []string) {
+		for _, job := range []string{"old", "mid", "new", "newer"} {
+			n, err := store.Count(ctx, gcs.TaskArchiveOf(job))
+			if err != nil {
 				t.Fatal(err)
 			}
+			idx, err := store.Count(ctx, gcs.TaskArchivedOf(job))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != idx {
+				t.Errorf("job %s: %d archives, %d index entries", job, n, idx)
+			}
+			if n > 0 {
+				jobs = append(jobs, job)
+			}
 		}
-		if _, err := store.Put(ctx, gcs.TaskArchivedKey(job), []byte(strconv.Itoa(1000+i)), 0); err != nil {
-			t.Fatal(err)
-		}
+		return jobs
 	}
-	if err := pruneArchives(ctx, store, 2); err != nil {
+	// "old" has a process that archived late: a job's age is its newest archive's.
+	put("old", "n1", 1000, 10)
+	put("old", "n2", 1001, 10)
+	put("mid", "n1", 1002, 10)
+	put("mid", "n2", 1500, 10)
+	put("new", "n1", 1200, 10)
+	put("newer", "n1", 1300, 10)
+	if err := pruneArchives(ctx, store, 10, 1000); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		job  string
-		want int64
-	}{{"old", 0}, {"mid", 0}, {"new", 2}, {"newer", 2}} {
-		n, err := store.Count(ctx, gcs.TaskArchiveOf(c.job))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, found, _ := store.Get(ctx, gcs.TaskArchivedKey(c.job))
-		if n != c.want || found != (c.want > 0) {
-			t.Errorf("job %s: %d archives, index kept %v; want %d", c.job, n, found, c.want)
-		}
+	if got := left(); !reflect.DeepEqual(got, []string{"old", "mid", "new", "newer"}) {
+		t.Fatalf("within both bounds: %v left, want all", got)
+	}
+	if err := pruneArchives(ctx, store, 3, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if got := left(); !reflect.DeepEqual(got, []string{"mid", "new", "newer"}) {
+		t.Fatalf("3 jobs kept: %v left, want the oldest gone", got)
+	}
+	// mid (newest at 1500) 20 bytes, new (1200) 10, newer (1300) 10: new, then newer go.
+	if err := pruneArchives(ctx, store, 10, 25); err != nil {
+		t.Fatal(err)
+	}
+	if got := left(); !reflect.DeepEqual(got, []string{"mid"}) {
+		t.Errorf("25 bytes kept: %v left, want the jobs archived longest ago gone until 25 bytes are left (mid's 20)", got)
 	}
 }

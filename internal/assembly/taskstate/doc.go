@@ -29,7 +29,7 @@
 // A process that stops cleanly leaves its records (the newest that fit in ArchiveBytes) at
 // taskarchive/<job>/<node> as it goes (Archive, from the node layer's Stop), and Gather
 // answers for it from there (Result.Archived): it is not asked. The GCS keeps the archives
-// of the last ArchivedJobs jobs. A count (metrics) reads no archive.
+// of the last ArchivedJobs jobs, ArchivedBytes at most. A count (metrics) reads no archive.
 //
 // A process known to have exited is not asked at all (Result.Gone): its node record
 // outlives it until its lease lapses, and waiting for it held every query for the whole

@@ -42,7 +42,7 @@ import (
 //	statereq/<requestID>                    a state API query to a job's processes (leased)
 //	statereply/<requestID>/<nodeID>/<part>  a process's answer, in parts, then "end" (leased)
 //	taskarchive/<jobID>/<nodeID>            an exited process's task records (taskstate.Archive)
-//	taskarchived/<jobID>                    when the job's last archive was written (unix ms)
+//	taskarchived/<jobID>/<nodeID>           when that archive was written (unix ms) and its size
 //	certs/<serial>                          a certificate the head issued (CertRecord)
 //	revoked/<serial>                        a revoked certificate (RevokedRecord)
 //	blobs/m/<sha256>, blobs/c/<sha256>/...  shipped executables and working directories,
@@ -122,8 +122,12 @@ func TaskArchiveOf(jobID string) string {
 	return TaskArchivePrefix + jobID + "/"
 }
 
-// TaskArchivedKey is the key of the time job's last task archive was written.
-func TaskArchivedKey(jobID string) string { return TaskArchivedPrefix + jobID }
+// TaskArchivedKey is the index entry of process nodeID's task archive of job: when it was
+// written and its size.
+func TaskArchivedKey(jobID, nodeID string) string { return TaskArchivedPrefix + jobID + "/" + nodeID }
+
+// TaskArchivedOf is the prefix of job's index entries.
+func TaskArchivedOf(jobID string) string { return TaskArchivedPrefix + jobID + "/" }
 
 // CheckpointPartBytes is the largest part of a checkpoint stored under one key.
 const CheckpointPartBytes = 1 << 20
