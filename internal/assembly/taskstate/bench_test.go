@@ -54,3 +54,21 @@ func BenchmarkWriteTimeline100k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkArchiveForm50k is the archive of a process that keeps 50,000 records or more
+// (Archive reads the newest ArchiveRecords), cut to ArchiveBytes: what a clean stop adds.
+func BenchmarkArchiveForm50k(b *testing.B) {
+	r := reportOf(ArchiveRecords)
+	var kept int
+	for b.Loop() {
+		c := *r
+		c.Tasks = append([]core.TaskEvent(nil), r.Tasks...)
+		enc, err := archiveForm(&c, "node-a", 1, ArchiveBytes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		kept = len(c.Tasks)
+		b.SetBytes(int64(len(enc)))
+	}
+	b.ReportMetric(float64(kept), "records_kept")
+}
