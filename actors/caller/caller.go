@@ -29,6 +29,11 @@ const (
 	Skip
 	// Checkpoint: not a call; take a checkpoint after the calls before it. Seq is 0.
 	Checkpoint
+	// Cancel: not a call; take call Seq back if it has not started (an at-most-once
+	// actor answers it CANCELLED then, and never runs it). It goes before the call
+	// whenever the call goes (again) with it: an instance that gets the cancel first
+	// never starts the call.
+	Cancel
 )
 
 func (k Kind) String() string {
@@ -41,6 +46,8 @@ func (k Kind) String() string {
 		return "skip"
 	case Checkpoint:
 		return "checkpoint"
+	case Cancel:
+		return "cancel"
 	}
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -49,12 +56,12 @@ func (k Kind) String() string {
 type Out[T any] struct {
 	Kind Kind
 	Seq  uint64 // 0 for Checkpoint
-	Call T      // Call and Resend: the call; zero otherwise
+	Call T      // Call, Resend and Cancel: the call; zero otherwise
 }
 
 func (o Out[T]) String() string {
 	switch o.Kind {
-	case Call, Resend:
+	case Call, Resend, Cancel:
 		return fmt.Sprintf("%v %d:%v", o.Kind, o.Seq, o.Call)
 	case Checkpoint:
 		return o.Kind.String()
@@ -95,7 +102,7 @@ type Update[T any] struct {
 	Flush bool
 	// Lost: calls of an at-most-once actor that were in flight when it restarted and
 	// have no retry left. They stay unfinished until the runtime fails them (then
-	// Finish).
+	// Finish, which has the new instance skip them: they count as not sent to it).
 	Lost []T
 }
 
@@ -105,6 +112,7 @@ type call[T any] struct {
 	sent    bool      // given to the outbox with Send
 	sentAt  time.Time // its last (re)send
 	retries int       // resends after restarts of an at-most-once actor
+	cancel  bool      // Cancel: a Cancel goes before it whenever it goes
 }
 
 // Caller is one caller's bookkeeping for one actor. It is not safe for concurrent use:
@@ -150,13 +158,51 @@ func (c *Caller[T]) Send(seq uint64, now time.Time) bool {
 		return false
 	}
 	e.sent, e.sentAt = true, now
+	if e.cancel {
+		c.out = append(c.out, Out[T]{Kind: Cancel, Seq: seq, Call: e.v})
+	}
 	c.out = append(c.out, Out[T]{Kind: Call, Seq: seq, Call: e.v})
 	return true
 }
 
+// Cancel records that unfinished call seq is cancelled, and reports whether the outbox
+// gained an entry to send. From now on a Cancel goes before the call whenever the call
+// goes (Send, and the resends after a restart, a bounce or a long silence), so an
+// instance that has the call from this caller has the cancel before it; a call already
+// sent gets a Cancel now, before its entry if that is still in the outbox, else after
+// everything queued (it is on its way, or at the instance: one that has not started it
+// takes it back). A call finished, cancelled before, or whose actor died, is left as it
+// is.
+func (c *Caller[T]) Cancel(seq uint64) bool {
+	e := c.calls.Ref(seq)
+	if e == nil || e.cancel || c.dead != nil {
+		return false
+	}
+	e.cancel = true
+	o := Out[T]{Kind: Cancel, Seq: seq, Call: e.v}
+	for i, q := range c.out {
+		if q.Seq == seq && (q.Kind == Call || q.Kind == Resend) {
+			c.out = slices.Insert(c.out, i, o)
+			return true
+		}
+	}
+	if !e.sent {
+		return false
+	}
+	c.out = append(c.out, o)
+	return true
+}
+
+// Cancelled reports whether unfinished call seq was cancelled (Cancel).
+func (c *Caller[T]) Cancelled(seq uint64) bool {
+	e, _ := c.calls.Get(seq)
+	return e.cancel
+}
+
 // Finish forgets call seq: it has its result, or failed. It reports whether the outbox
-// gained an entry to send: a call that was never sent gets a Skip, so the actor does not
-// hold up the calls after it (unless the actor is dead: nothing is sent any more).
+// gained an entry to send: a call that was never sent (or was Lost: not sent to the
+// current incarnation) gets a Skip, so the actor does not hold up the calls after it
+// (unless the actor is dead: nothing is sent any more).
 func (c *Caller[T]) Finish(seq uint64) bool {
 	e := c.calls.Ref(seq)
 	if e == nil {
@@ -240,8 +286,10 @@ func (c *Caller[T]) ResendStale(now time.Time) int {
 // sent call not finished, in seq order, before anything queued: an exactly-once actor
 // answers a call it logged from its log and runs one it never saw, so all are resent;
 // an at-most-once actor resends a call only while it has retries left (MaxTaskRetries,
-// per call), and the others are Lost. Calls not sent yet go out as usual when their
-// arguments are ready. A dead caller ignores news.
+// per call), and the others are Lost; its new instance starts from Low() (First), so
+// the calls finished above it go as Skips among the resends. A cancelled call resent
+// goes after a Cancel. Calls not sent yet go out as usual when their arguments are
+// ready. A dead caller ignores news.
 func (c *Caller[T]) Changed(r Record) Update[T] {
 	var u Update[T]
 	if c.dead != nil {
@@ -269,10 +317,22 @@ func (c *Caller[T]) Changed(r Record) Update[T] {
 			resend = append(resend, seq)
 		default:
 			lost = append(lost, seq)
+			// Not sent to this incarnation: its Finish sends a Skip, so the new
+			// instance does not wait for it.
+			c.calls.Ref(seq).sent = false
+		}
+	}
+	// An at-most-once actor's new instance knows nothing of this caller and starts
+	// from low (First): the calls finished above low (answered out of order: a
+	// concurrent actor's, a cancelled one's) go as Skips among the resends, so that it
+	// does not wait for them. (An exactly-once actor's rebuilt them from its log.)
+	for seq := c.low; c.atMost && seq <= c.seq; seq++ {
+		if c.calls.Ref(seq) == nil {
+			resend = append(resend, seq)
 		}
 	}
 	slices.Sort(resend)
-	c.prepend(resend, c.resend)
+	c.prepend(resend, c.resendOrSkip)
 	c.scratch = resend[:0]
 	if len(lost) > 0 {
 		slices.Sort(lost) // in seq order, like everything a Caller hands out
@@ -305,12 +365,7 @@ func (c *Caller[T]) Bounce(seqs []uint64) bool {
 	}
 	slices.Sort(again)
 	again = slices.Compact(again) // a batch may have carried a call twice
-	c.prepend(again, func(seq uint64) Out[T] {
-		if e, ok := c.calls.Get(seq); ok {
-			return Out[T]{Kind: Resend, Seq: seq, Call: e.v}
-		}
-		return Out[T]{Kind: Skip, Seq: seq}
-	})
+	c.prepend(again, c.resendOrSkip)
 	c.scratch = again[:0]
 	return true
 }
@@ -356,14 +411,28 @@ func (c *Caller[T]) resend(seq uint64) Out[T] {
 	return Out[T]{Kind: Resend, Seq: seq, Call: c.value(seq)}
 }
 
-// prepend puts the entries for seqs (ascending) before the outbox.
+// resendOrSkip is the outbox entry that sends call seq again if it is unfinished, or
+// has the actor go past it if it finished.
+func (c *Caller[T]) resendOrSkip(seq uint64) Out[T] {
+	if e, ok := c.calls.Get(seq); ok {
+		return Out[T]{Kind: Resend, Seq: seq, Call: e.v}
+	}
+	return Out[T]{Kind: Skip, Seq: seq}
+}
+
+// prepend puts the entries for seqs (ascending) before the outbox, a resent call that
+// was cancelled after a Cancel.
 func (c *Caller[T]) prepend(seqs []uint64, entry func(uint64) Out[T]) {
 	if len(seqs) == 0 {
 		return
 	}
-	out := make([]Out[T], len(seqs), len(seqs)+len(c.out))
-	for i, seq := range seqs {
-		out[i] = entry(seq)
+	out := make([]Out[T], 0, len(seqs)+len(c.out))
+	for _, seq := range seqs {
+		o := entry(seq)
+		if e, _ := c.calls.Get(seq); o.Kind == Resend && e.cancel {
+			out = append(out, Out[T]{Kind: Cancel, Seq: seq, Call: o.Call})
+		}
+		out = append(out, o)
 	}
 	c.out = append(out, c.out...)
 }
@@ -418,12 +487,18 @@ func (c *Caller[T]) String() string {
 			b.WriteByte(' ')
 		}
 		fmt.Fprintf(&b, "%d:%v", seq, e.v)
+		var attrs []string
 		if e.sent {
-			fmt.Fprintf(&b, "(sent@%v", e.sentAt.Sub(time.Unix(0, 0)))
+			attrs = append(attrs, fmt.Sprintf("sent@%v", e.sentAt.Sub(time.Unix(0, 0))))
 			if e.retries > 0 {
-				fmt.Fprintf(&b, ",r%d", e.retries)
+				attrs = append(attrs, fmt.Sprintf("r%d", e.retries))
 			}
-			b.WriteByte(')')
+		}
+		if e.cancel {
+			attrs = append(attrs, "cancel")
+		}
+		if len(attrs) > 0 {
+			fmt.Fprintf(&b, "(%s)", strings.Join(attrs, ","))
 		}
 	}
 	b.WriteString("] out=[")

@@ -14,7 +14,7 @@ var epoch = time.Unix(0, 0)
 
 // op is one operation on a Caller[string], as the scripts and the fuzz test give it.
 type op struct {
-	name   string // the method: Add, Send, Finish, Checkpoint, Take, ResendStale, Changed, Bounce, Die
+	name   string // the method: Add, Send, Finish, Cancel, Checkpoint, Take, ResendStale, Changed, Bounce, Die
 	call   string
 	seq    uint64
 	at     time.Duration // Send, ResendStale: the time, from epoch
@@ -31,6 +31,8 @@ func (o op) String() string {
 		return fmt.Sprintf("Send %d at %v", o.seq, o.at)
 	case "Finish":
 		return fmt.Sprintf("Finish %d", o.seq)
+	case "Cancel":
+		return fmt.Sprintf("Cancel %d", o.seq)
 	case "ResendStale":
 		return fmt.Sprintf("ResendStale at %v", o.at)
 	case "Changed":
@@ -83,6 +85,12 @@ func apply(c *Caller[string], o op) (string, error) {
 		res, ret = queuedOrNot(ok), ok
 	case "Finish":
 		ok := c.Finish(o.seq)
+		res, ret = queuedOrNot(ok), ok
+		if _, known := prev.calls[o.seq]; !known {
+			res = "unknown"
+		}
+	case "Cancel":
+		ok := c.Cancel(o.seq)
 		res, ret = queuedOrNot(ok), ok
 		if _, known := prev.calls[o.seq]; !known {
 			res = "unknown"
@@ -183,7 +191,7 @@ func checkState(c *Caller[string]) error {
 			if o.Seq != 0 || o.Call != "" {
 				return fmt.Errorf("checkpoint entry %v", o)
 			}
-		case Call, Resend, Skip:
+		case Call, Resend, Skip, Cancel:
 			if o.Seq == 0 || o.Seq > c.seq {
 				return fmt.Errorf("entry %v names a seq never given out (seq %d)", o, c.seq)
 			}
@@ -194,7 +202,45 @@ func checkState(c *Caller[string]) error {
 			return fmt.Errorf("entry of unknown kind %v", o)
 		}
 	}
+	// A cancelled call goes after a cancel of it: an instance never gets the call from
+	// the outbox without the cancel before it.
+	cancelled := map[uint64]bool{}
+	for _, o := range c.out {
+		switch o.Kind {
+		case Cancel:
+			e, ok := calls[o.Seq]
+			if ok && !e.cancel {
+				return fmt.Errorf("%v: a cancel of a call not cancelled", o)
+			}
+			cancelled[o.Seq] = true
+		case Call, Resend:
+			if e := calls[o.Seq]; e.cancel && !cancelled[o.Seq] {
+				return fmt.Errorf("%v: a cancelled call with no cancel before it in the outbox %v", o, c.out)
+			}
+		}
+	}
 	return nil
+}
+
+// withoutCancels returns head without the Cancel entries, checking that each is just
+// before a Resend of its call, which is cancelled, and that each Resend of a cancelled
+// call has one.
+func withoutCancels(head []Out[string], calls map[uint64]call[string]) ([]Out[string], error) {
+	var out []Out[string]
+	for i := 0; i < len(head); i++ {
+		h := head[i]
+		if h.Kind == Cancel {
+			if i+1 == len(head) || head[i+1].Kind != Resend || head[i+1].Seq != h.Seq || !calls[h.Seq].cancel || h.Call != head[i+1].Call {
+				return nil, fmt.Errorf("%v is not just before a resend of its cancelled call: %v", h, head)
+			}
+			continue
+		}
+		if h.Kind == Resend && calls[h.Seq].cancel && (i == 0 || head[i-1].Kind != Cancel || head[i-1].Seq != h.Seq) {
+			return nil, fmt.Errorf("%v: a cancelled call resent without a cancel before it: %v", h, head)
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 // checkStep checks what operation o did to a Caller whose state was prev; ret is what
@@ -220,7 +266,10 @@ func checkStep(prev snapshot, o op, c *Caller[string], ret any) error {
 		if n < 0 || !reflect.DeepEqual(next.out[n:], prev.out) && !(len(prev.out) == 0 && n == len(next.out)) {
 			return nil, fmt.Errorf("outbox %v is not the old one %v with entries before it", next.out, prev.out)
 		}
-		head := next.out[:n]
+		head, err := withoutCancels(next.out[:n], prev.calls)
+		if err != nil {
+			return nil, err
+		}
 		for i := 1; i < len(head); i++ {
 			if head[i].Seq <= head[i-1].Seq {
 				return nil, fmt.Errorf("the entries put before the outbox are not in ascending seq order: %v", head)
@@ -253,10 +302,47 @@ func checkStep(prev snapshot, o op, c *Caller[string], ret any) error {
 		if !want {
 			return unchanged()
 		}
-		if got := next.calls[o.seq]; !got.sent || !got.sentAt.Equal(epoch.Add(o.at)) || got.v != e.v {
+		if got := next.calls[o.seq]; !got.sent || !got.sentAt.Equal(epoch.Add(o.at)) || got.v != e.v || got.cancel != e.cancel {
 			return fmt.Errorf("call %d after Send: %+v", o.seq, got)
 		}
+		if e.cancel {
+			want := append(slices.Clone(prev.out), Out[string]{Kind: Cancel, Seq: o.seq, Call: e.v}, Out[string]{Kind: Call, Seq: o.seq, Call: e.v})
+			if !reflect.DeepEqual(next.out, want) {
+				return fmt.Errorf("outbox %v, want %v", next.out, want)
+			}
+			return nil
+		}
 		return appended(Out[string]{Kind: Call, Seq: o.seq, Call: e.v})
+	case "Cancel":
+		e, ok := prev.calls[o.seq]
+		if !ok || e.cancel || prev.dead != nil {
+			if ret.(bool) {
+				return fmt.Errorf("Cancel of a call finished, cancelled or of a dead actor queued something")
+			}
+			return unchanged()
+		}
+		if got := next.calls[o.seq]; !got.cancel || got.sent != e.sent || got.v != e.v {
+			return fmt.Errorf("call %d after Cancel: %+v", o.seq, got)
+		}
+		// One entry more: the cancel, before the call's first entry if it is there, else
+		// last if the call was sent; none for a call not sent and not in the outbox.
+		c := Out[string]{Kind: Cancel, Seq: o.seq, Call: e.v}
+		want := prev.out
+		if e.sent {
+			want = append(slices.Clone(prev.out), c)
+		}
+		for i, q := range prev.out {
+			if q.Seq == o.seq && (q.Kind == Call || q.Kind == Resend) {
+				want = slices.Insert(slices.Clone(prev.out), i, c)
+				break
+			}
+		}
+		if ret.(bool) != (len(want) > len(prev.out)) {
+			return fmt.Errorf("Cancel answered %v, want %v", ret, len(want) > len(prev.out))
+		}
+		if len(want)+len(next.out) > 0 && !reflect.DeepEqual(next.out, want) {
+			return fmt.Errorf("outbox %v, want %v", next.out, want)
+		}
 	case "Finish":
 		e, ok := prev.calls[o.seq]
 		if !ok {
@@ -368,7 +454,14 @@ func checkStep(prev snapshot, o op, c *Caller[string], ret any) error {
 		}
 		resent := map[uint64]bool{}
 		for _, h := range head {
-			e := prev.calls[h.Seq]
+			e, unfinished := prev.calls[h.Seq]
+			if h.Kind == Skip {
+				if !next.atMost || unfinished || h.Seq < prev.low || h.Seq > prev.seq {
+					return fmt.Errorf("skipped %v, but it is not a finished call above low %d", h, prev.low)
+				}
+				resent[h.Seq] = true
+				continue
+			}
 			if h.Kind != Resend || !e.sent || h.Call != e.v {
 				return fmt.Errorf("resent %v, but it is not a sent call", h)
 			}
@@ -395,6 +488,13 @@ func checkStep(prev snapshot, o op, c *Caller[string], ret any) error {
 				return fmt.Errorf("at-most-once: sent call %d resent %v, lost %v", seq, resent[seq], lost[e.v])
 			case lost[e.v] && (next.retries < 0 || e.retries < next.retries):
 				return fmt.Errorf("at-most-once: call %d lost with retries left", seq)
+			case lost[e.v] && next.calls[seq].sent:
+				return fmt.Errorf("at-most-once: lost call %d still counts as sent (its Finish must skip it)", seq)
+			}
+		}
+		for seq := prev.low; next.atMost && seq <= prev.seq; seq++ {
+			if _, unfinished := prev.calls[seq]; !unfinished && !resent[seq] {
+				return fmt.Errorf("finished call %d above low %d not skipped for the new incarnation: %v", seq, prev.low, head)
 			}
 		}
 	case "Bounce":
@@ -425,7 +525,7 @@ func checkStep(prev snapshot, o op, c *Caller[string], ret any) error {
 				return fmt.Errorf("%v: resent, but not an unfinished sent call", h)
 			case h.Kind == Skip && unfinished:
 				return fmt.Errorf("%v: skipped, but unfinished", h)
-			case h.Kind != Resend && h.Kind != Skip:
+			case h.Kind != Resend && h.Kind != Skip: // (cancels checked by prepended)
 				return fmt.Errorf("%v put before the outbox", h)
 			}
 			delete(asked, h.Seq)

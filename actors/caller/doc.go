@@ -36,7 +36,10 @@
 //	Add(call)            a call is submitted                  the next seq; refused (the reason) once dead
 //	Send(seq, now)       its arguments are ready              queues Call seq after everything queued
 //	Finish(seq)          its result arrived, or it failed     low advances past finished seqs; a call never
-//	                                                          sent queues a Skip (unless dead)
+//	                                                          sent (or lost) queues a Skip (unless dead)
+//	Cancel(seq)          ray.Cancel of a call to an           marks it cancelled: a Cancel goes before it
+//	                     at-most-once actor                   whenever it goes (Send, resends); sent already:
+//	                                                          a Cancel now, before its entry if queued, else last
 //	Checkpoint()         ray.Checkpoint                       queues a checkpoint marker after everything
 //	                                                          queued; refused once dead
 //	Take(dst)            the runtime flushes                  the outbox, in order; empties it
@@ -46,7 +49,9 @@
 //	                                                          seq first, at most MaxResend, go before the
 //	                                                          outbox as Resend
 //	Changed(record)      the actor record changed             first news: the incarnation; same or older:
-//	                                                          flush if placed; newer: resend (below)
+//	                                                          flush if placed; newer: resend, and for an
+//	                                                          at-most-once actor skip the finished seqs
+//	                                                          above low (below)
 //	Bounce(seqs)         an old instance refused calls        each seq before the outbox, in order: Resend
 //	                                                          if unfinished and sent, Skip if finished
 //	Die(err)             the actor is dead (or its creation   every unfinished call, to fail; the outbox is
@@ -60,7 +65,11 @@
 // sent again (a restart's resends, a bounce, stale calls) goes before everything queued,
 // in seq order, so an instance gets a call's predecessors before it. A checkpoint marker
 // keeps its place among the calls queued around it. The outbox may hold a call twice (a
-// stale resend, then a restart's); that is safe, since the actor dedups by seq.
+// stale resend, then a restart's); that is safe, since the actor dedups by seq. A
+// cancelled call never goes without a Cancel before it in the outbox: an instance that
+// has the call from the outbox has the cancel first, and takes the call back (an at-most-once
+// actor: package actors answers it CANCELLED and never runs it), however often it
+// restarts; the cancel lives in the caller, where the call's record is.
 //
 // # Restarts: exactly-once and at-most-once
 //
@@ -69,7 +78,11 @@
 // answered from the log, one it never saw runs once. An at-most-once actor keeps no log;
 // a call in flight when it restarted may or may not have run. It is resent only while
 // it has retries left (MaxTaskRetries, counted per call, -1 for no limit; then it may run twice), and
-// otherwise returned as Lost for the runtime to fail with ErrActorDied.
+// otherwise returned as Lost for the runtime to fail with ErrActorDied. The new instance
+// has no record of the caller and starts from the First the calls carry (Low()): the
+// calls finished above it (answered out of order: a concurrent actor's, a cancelled
+// one's) go as Skips among the resends, and a Lost call's Finish queues a Skip, so it
+// never waits for a call that will not come.
 //
 // # Invariants
 //
@@ -77,7 +90,9 @@
 // Low() is finished, and Low() is unfinished unless it is Seq()+1; every outbox entry
 // names a seq given out (a checkpoint none); a call is resent only if it was sent, a
 // Skip is queued only for a finished seq, each block put before the outbox is in
-// ascending seq order, and a stale round resends the oldest stale calls and no
+// ascending seq order (a cancelled call's Resend just after its Cancel), every entry
+// of a cancelled call has a Cancel before it, a restart of an at-most-once actor skips
+// every finished seq above low, and a stale round resends the oldest stale calls and no
 // more than MaxResend; after Die the outbox stays empty and Add, Send and Checkpoint are
 // refused.
 package caller

@@ -55,7 +55,7 @@ func walk(data []byte) error {
 		kind, a, b := data[0], data[1], data[2]
 		now += time.Duration(b>>6) * time.Second // the clock advances 0..3s an operation
 		var o op
-		switch kind % 10 {
+		switch kind % 11 {
 		case 0, 1:
 			o = op{name: "Add", call: fmt.Sprint("c", c.Seq()+1)}
 		case 2:
@@ -86,6 +86,8 @@ func walk(data []byte) error {
 				continue // death is rare: most walks should live long
 			}
 			o = op{name: "Die", msg: fmt.Sprint("died ", b)}
+		case 10:
+			o = op{name: "Cancel", seq: seqOf(a)}
 		}
 		if _, err := apply(c, o); err != nil {
 			return err

@@ -25,6 +25,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	Add call=NAME
 //	Send seq=N [at=DURATION]                        (at: 0s if not given)
 //	Finish seq=N
+//	Cancel seq=N
 //	Checkpoint
 //	Take
 //	ResendStale at=DURATION
@@ -87,7 +88,7 @@ func opFromArgs(name string, args map[string]string) (op, error) {
 		o.call = r.Str("call", true)
 	case "Send":
 		o.seq, o.at = r.Uint("seq", true), r.Duration("at", false)
-	case "Finish":
+	case "Finish", "Cancel":
 		o.seq = r.Uint("seq", true)
 	case "Checkpoint", "Take":
 	case "ResendStale":
