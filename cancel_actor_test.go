@@ -36,6 +36,21 @@ var (
 			return "", ctx.Err()
 		}
 	})
+	// cancelRecWait is Hold that may run more than once (again after a restart): each
+	// start is sent to caStarts of its key.
+	cancelRecWait = Method1(cancelRecClass, "Wait", func(_ *cancelRec, ctx context.Context, key string) (string, error) {
+		caRanOf(key).Add(1)
+		select {
+		case caStartsOf(key) <- struct{}{}:
+		default:
+		}
+		select {
+		case <-gateOf(key):
+			return key, nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
 	caCallAfter = Task2("test.cancelactor.callafter", func(ctx context.Context, h ActorHandle[cancelRec], key string) (int, error) {
 		close(caStartedOf(key + "/task"))
 		<-ctx.Done()
@@ -57,6 +72,13 @@ func caRanOf(key string) *atomic.Int64 {
 
 func caStartedOf(key string) chan struct{} {
 	ch, _ := caStarted.LoadOrStore(key, make(chan struct{}))
+	return ch.(chan struct{})
+}
+
+var caStarts sync.Map // key -> chan struct{}: a send per start of Wait of key
+
+func caStartsOf(key string) chan struct{} {
+	ch, _ := caStarts.LoadOrStore(key, make(chan struct{}, 8))
 	return ch.(chan struct{})
 }
 
@@ -112,10 +134,11 @@ func TestCancelRecursiveRefusesLaterActorCall(t *testing.T) {
 
 // TestCancelQueuedActorCall: Cancel of a call waiting at an at-most-once actor behind a
 // running one takes it back, as Ray's cancel of an actor task that has not started: its
-// Get says it was cancelled, the method never runs, and the calls after it run in order.
-// The running call is not interrupted; the cancelled call is answered when the actor
-// reaches it. Before, Cancel refused any call sent to its actor.
-// An exactly-once actor's queued call is refused with an error that says why.
+// Get says it was cancelled at once, while the call ahead of it still runs (not
+// interrupted), the method never runs, and the calls after it run in order. Before, the
+// cancelled call was answered only when the actor reached it (and before that, Cancel
+// refused any call sent to its actor). An exactly-once actor's queued call is refused
+// with an error that says why.
 func TestCancelQueuedActorCall(t *testing.T) {
 	ctx := timeout(t)
 	key := uniqueName(t)
@@ -128,14 +151,17 @@ func TestCancelQueuedActorCall(t *testing.T) {
 	if err := Cancel(ctx, queued); err != nil {
 		t.Fatalf("Cancel of a call queued at an at-most-once actor: %v", err)
 	}
+	// Answered now, while Hold runs (its gate is still closed).
+	gctx, gcancel := context.WithTimeout(ctx, 20*time.Second)
+	_, err := Get(gctx, queued)
+	gcancel()
+	if !errors.Is(err, ErrCancelled) {
+		t.Fatalf("Get of the cancelled queued call while the call ahead of it runs: %v, want ErrCancelled at once", err)
+	}
 	gate := gateOf(key + "/hold")
 	gate <- struct{}{} // Hold returns (the gate stays open for the cleanup's close)
 	if got := mustGet(t, ctx, hold); got != key+"/hold" {
 		t.Fatalf("Hold: %q", got)
-	}
-	// Answered when the actor reaches it, after the calls ahead of it.
-	if _, err := Get(ctx, queued); !errors.Is(err, ErrCancelled) {
-		t.Fatalf("Get of the cancelled queued call: %v, want ErrCancelled", err)
 	}
 	if got := mustGet(t, ctx, after); got != key+"/after" {
 		t.Fatalf("the call after the cancelled one: %q", got)
@@ -151,7 +177,6 @@ func TestCancelQueuedActorCall(t *testing.T) {
 	caWait(t, ctx, caStartedOf(key+"/hold2"), "Hold on the exactly-once actor did not start")
 	q2 := cancelRecNote.Remote(ctx, eo, V(key+"/queued2"))
 	// Sent to the actor: Cancel refuses it (retry while it may still be on its way).
-	var err error
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if err = Cancel(ctx, q2); err != nil || time.Now().After(deadline) {
 			break
@@ -166,5 +191,61 @@ func TestCancelQueuedActorCall(t *testing.T) {
 	}
 	if got := mustGet(t, ctx, q2); got != key+"/queued2" {
 		t.Fatalf("the exactly-once actor's queued call: %q", got)
+	}
+}
+
+// TestCancelQueuedActorCallRestart: a call cancelled while it waits at an at-most-once
+// actor that restarts (with MaxTaskRetries, so the calls in flight are sent again) stays
+// cancelled: the new instance never runs it and its Get says it was cancelled, whether
+// the Cancel came before the restart or while the actor restarts; the running call (sent
+// again) and the call after the cancelled one run on the new instance, in order.
+// Before, an instance kept the cancel in memory only, and the caller sent the cancelled
+// call again to the new instance, which ran it.
+func TestCancelQueuedActorCallRestart(t *testing.T) {
+	for _, when := range []string{"before", "during"} {
+		t.Run(when, func(t *testing.T) {
+			ctx := timeout(t)
+			key := uniqueName(t)
+			t.Cleanup(func() { close(gateOf(key + "/hold")) })
+			h := cancelRecClass.Remote(ctx, AtMostOnce(), MaxRestarts(1), MaxTaskRetries(-1))
+			hold := cancelRecWait.Remote(ctx, h, V(key+"/hold"))
+			caWait(t, ctx, caStartsOf(key+"/hold"), "Wait did not start")
+			queued := cancelRecNote.Remote(ctx, h, V(key+"/queued"))
+			after := cancelRecNote.Remote(ctx, h, V(key+"/after"))
+			if when == "before" {
+				if err := Cancel(ctx, queued); err != nil {
+					t.Fatalf("Cancel: %v", err)
+				}
+			}
+			if err := Kill(ctx, h, false); err != nil {
+				t.Fatal(err)
+			}
+			if when == "during" {
+				// The caller may not know of the restart yet, or know and not reach the
+				// new instance yet: either way the cancel holds.
+				if err := Cancel(ctx, queued); err != nil {
+					t.Fatalf("Cancel while the actor restarts: %v", err)
+				}
+			}
+			// Wait runs again on the new instance (sent again: MaxTaskRetries).
+			caWait(t, ctx, caStartsOf(key+"/hold"), "Wait did not run again after the restart")
+			// Answered while Wait runs again (its gate still closed).
+			gctx, gcancel := context.WithTimeout(ctx, 20*time.Second)
+			_, qerr := Get(gctx, queued)
+			gcancel()
+			gateOf(key + "/hold") <- struct{}{}
+			if got := mustGet(t, ctx, hold); got != key+"/hold" {
+				t.Fatalf("Wait: %q", got)
+			}
+			if got := mustGet(t, ctx, after); got != key+"/after" {
+				t.Fatalf("the call after the cancelled one: %q", got)
+			}
+			if n := caRanOf(key + "/queued").Load(); !errors.Is(qerr, ErrCancelled) || n != 0 {
+				t.Fatalf("the cancelled call after the restart: Get said %v (want ErrCancelled, while the call ahead of it runs), and it ran %d times (want 0)", qerr, n)
+			}
+			if st, err := GetActorState(ctx, h); err != nil || st.Restarts != 1 {
+				t.Fatalf("actor state %+v, %v; want 1 restart", st, err)
+			}
+		})
 	}
 }

@@ -437,9 +437,12 @@ func waitMask(tc *core.TaskContext, ctx context.Context, n int, at func(int) Ref
 // waits there behind earlier calls (as Cancel of it does).
 //
 // Cancel of an actor call: one not sent yet, or one waiting at an AtMostOnce actor behind
-// earlier calls, never runs, and Get of it returns ErrCancelled (for a waiting one, once
-// the actor reaches it; the calls after it run in order); a running call is not
-// interrupted and answers as usual, as in Ray. A call sent to an exactly-once actor (the
+// earlier calls, never runs, and Get of it returns ErrCancelled at once (the actor answers
+// a waiting one when the cancel reaches it, as Ray fails the ObjectRef of an actor task
+// that has not started; the calls after it run in order). An actor that restarts before
+// it reached the call does not run it either: the caller sends the cancel again, before
+// the call, to the new instance. A running call is not interrupted and answers as usual,
+// as in Ray. A call sent to an exactly-once actor (the
 // default) cannot be taken back: it is in the actor's method log before it runs, and a
 // restart replays the log; Cancel returns an error that matches ErrActorCallSent and says
 // so. NonRecursive cancels the task alone. A task ends once its function returns; Cancel

@@ -102,9 +102,12 @@ type executor struct {
 	conc    int
 	last    uint64 // highest log index run (the checkpoint position)
 
-	mu     sync.Mutex
-	queue  []execItem
-	spare  []execItem // the loop's last batch given back (take): the next queue, without an allocation
+	mu    sync.Mutex
+	queue []execItem
+	spare []execItem // the loop's last batch given back (take): the next queue, without an allocation
+	// batch is the loop's batch being run (take's last answer), for cancel to find a call
+	// in; the loop only reads it, and take replaces it under mu.
+	batch  []execItem
 	closed bool
 	signal chan struct{}
 
@@ -125,11 +128,15 @@ type executor struct {
 	dones handoff.Queue[done]
 	lazy  bool
 
-	// cancels: the calls (caller, seq) its callers cancelled that have not run (an
-	// at-most-once actor's: grain.cancelQueued), guarded by mu; cancelN is its length, the
-	// one load per call the loop pays while none is cancelled.
+	// cancels: the calls (caller, seq) its callers cancelled that will not run (an
+	// at-most-once actor's: cancel, grain.cancelQueued), guarded by mu; cancelN is its
+	// length, the one load per call the loop pays while none is cancelled.
 	cancels map[callKey]struct{}
 	cancelN atomic.Int32
+	// started is the log index of the call the loop has come to: stored before it looks
+	// whether the call was cancelled (cancel decides against it whether a call of the
+	// batch has started).
+	started atomic.Uint64
 }
 
 // callKey names a call: its caller and sequence number.
@@ -141,24 +148,85 @@ type callKey struct {
 // maxCancels bounds executor.cancels (a cancel of a call that never comes stays).
 const maxCancels = 1 << 12
 
-// cancel has the call (caller, seq) answered CANCELLED instead of run, if it has not
-// started (the loop takes it out of cancels then: takeCancel).
-func (x *executor) cancel(caller string, seq uint64) {
+// cancel takes back the call (caller, seq) if it has not started, and reports whether it
+// did: the call will not run (the loop, reaching it, takes it out of cancels and reports
+// it CANCELLED without sending that: takeCancel), so its caller may be answered now. A
+// call the grain has accepted (pushed here) is taken back while it waits in the queue or
+// in the loop's batch ahead of the call the loop has come to; one not accepted yet
+// (waiting at the grain for a call before it, or not arrived) is always taken back, and
+// skipped when it comes. false: it started or ran (accepted, and not waiting here), the
+// executor stopped, or cancels is full.
+//
+// A call of the batch is decided against started: the loop stores the index of the call
+// it comes to, then loads cancelN; cancel stores cancelN (with the cancel in the map),
+// then loads started. Atomics are sequentially consistent, so either cancel sees that
+// the loop came to the call, or the loop sees the cancel; when cancel sees it came to
+// the call, the loop may or may not have seen the cancel, and whoever takes it out of
+// the map first decides (takeCancel, under mu).
+func (x *executor) cancel(caller string, seq uint64, accepted bool) bool {
+	k := callKey{caller, seq}
 	x.mu.Lock()
-	defer x.mu.Unlock()
+	if x.closed || len(x.cancels) >= maxCancels {
+		x.mu.Unlock()
+		return false
+	}
+	var index uint64 // in the loop's batch: the call's log index
+	if accepted {
+		queued := false
+		for _, it := range x.queue {
+			if e := it.entry; e != nil && e.Seq == seq && e.CallerId == caller {
+				queued = true
+				break
+			}
+		}
+		if !queued {
+			for _, it := range x.batch {
+				if e := it.entry; e != nil && e.Seq == seq && e.CallerId == caller {
+					index = e.Index
+					break
+				}
+			}
+			if index == 0 {
+				x.mu.Unlock()
+				return false // ran, or runs
+			}
+		}
+	}
 	if x.cancels == nil {
 		x.cancels = make(map[callKey]struct{})
 	}
-	if len(x.cancels) >= maxCancels {
-		return
-	}
-	x.cancels[callKey{caller, seq}] = struct{}{}
+	x.cancels[k] = struct{}{}
 	x.cancelN.Store(int32(len(x.cancels)))
+	x.mu.Unlock()
+	if index == 0 || x.started.Load() < index {
+		return true
+	}
+	// The loop came to it: taken back only if the loop took the cancel out first.
+	return !x.takeCancel(caller, seq)
 }
 
-// uncancel forgets a cancel of (caller, seq): the call ran (it had started when the
-// cancel came).
-func (x *executor) uncancel(caller string, seq uint64) { x.takeCancel(caller, seq) }
+// takenBack is the loop's look, as it comes to call e, whether e was taken back
+// (cancel), which takes the cancel out: a load of cancelN while none is cancelled.
+func (x *executor) takenBack(e *pb.ActorLogEntry) bool {
+	x.started.Store(e.Index) // before the load (cancel)
+	return x.cancelN.Load() > 0 && x.takeCancel(e.CallerId, e.Seq)
+}
+
+// dropCancels forgets the cancels of caller's calls from seq from up to (not including)
+// to: its caller finished them (ActorCall.First), and they will not come.
+func (x *executor) dropCancels(caller string, from, to uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for k := range x.cancels {
+		if k.caller == caller && k.seq >= from && k.seq < to {
+			delete(x.cancels, k)
+		}
+	}
+	if len(x.cancels) == 0 {
+		x.cancels = nil
+	}
+	x.cancelN.Store(int32(len(x.cancels)))
+}
 
 // takeCancel reports whether (caller, seq) was cancelled, and forgets that.
 func (x *executor) takeCancel(caller string, seq uint64) bool {
@@ -228,18 +296,19 @@ func (x *executor) close() {
 // (run): its array becomes the queue after next, so a caller's calls arriving one at a
 // time cost no allocation each for the queue (a burst's bigger array is not kept).
 func (x *executor) take(prev []execItem) ([]execItem, bool) {
-	clear(prev)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	clear(prev) // under mu: cancel reads the batch
 	if cap(prev) > 4*maxHeld {
 		prev = nil
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
 	q := x.queue
 	if len(q) > 0 {
 		x.queue, x.spare = x.spare, nil
 	} else {
 		q = nil
 	}
+	x.batch = q
 	if x.spare == nil && cap(prev) > 0 {
 		x.spare = prev[:0]
 	}
@@ -424,16 +493,19 @@ func (x *executor) loop() {
 				}
 				e := it.entry
 				x.last = max(x.last, e.Index)
-				if e.Skip {
+				if x.takenBack(e) && !e.Skip {
+					// Taken back (cancel): its caller was answered then (grain.cancelQueued);
+					// the grain keeps the result, which does not go again (no spec).
+					res := worker.Fail(e.Spec, pb.ErrorInfo_CANCELLED, cancelledMessage, "", x.single.Node)
+					e.Spec = nil
 					mu.Lock()
-					ob.add(e, nil, monoNow())
+					ob.add(e, res, monoNow())
 					mu.Unlock()
 					continue
 				}
-				if x.cancelN.Load() > 0 && x.takeCancel(e.CallerId, e.Seq) {
-					res := worker.Fail(e.Spec, pb.ErrorInfo_CANCELLED, cancelledMessage, "", x.single.Node)
+				if e.Skip {
 					mu.Lock()
-					ob.add(e, res, monoNow())
+					ob.add(e, nil, monoNow())
 					mu.Unlock()
 					continue
 				}

@@ -641,7 +641,8 @@ func (g *grain) admitAll(calls []*pb.ActorCall) {
 				b = &pb.ActorCallBounce{ActorId: g.aid[:], Incarnation: g.inc}
 				bounce[k], to[k] = b, c.Caller
 			}
-			if !c.Checkpoint && !c.Cancel {
+			if !c.Checkpoint {
+				// A cancel too: the caller sends it again, with the call (caller.Bounce).
 				b.Seqs = append(b.Seqs, c.Seq)
 			}
 			continue
@@ -675,9 +676,12 @@ func (g *grain) admit(c *pb.ActorCall) {
 	}
 	if c.First > st.next {
 		// The caller finished (gave up on) everything before First: nothing before it
-		// will come.
+		// will come (among them calls cancelled before they came: cancelQueued).
 		for s := st.next; s < c.First; s++ {
 			delete(st.buffered, s)
+		}
+		if g.exec.cancelN.Load() > 0 {
+			g.exec.dropCancels(c.CallerId, st.next, c.First)
 		}
 		st.next = c.First
 	}
@@ -710,22 +714,36 @@ func (g *grain) admit(c *pb.ActorCall) {
 	}
 }
 
-// cancelQueued: caller c.CallerId cancels its call c.Seq (an ActorCall with cancel set).
-// An at-most-once instance that has not started the call answers it with a CANCELLED
-// result instead of running it (executor.cancel), whether the call waits in the
-// executor's queue, waits here for a call before it, or has not arrived yet; the calls
-// after it run in order. A call that ran, or runs, is left to answer (a running method
-// is not interrupted, as in Ray). A logged (exactly-once) actor's calls are in its method
-// log before they run, and a restart replays the log: a call taken back would run then,
-// so such an instance does nothing (its callers refuse those cancels themselves).
+// cancelQueued: caller c.CallerId cancels its call c.Seq (an ActorCall with cancel set;
+// its spec names the call and where its result goes). An at-most-once instance that has
+// not started the call takes it back (executor.cancel), whether the call waits in the
+// executor's queue or batch, waits here for a call before it, or has not arrived yet,
+// and answers it with a CANCELLED result at once, as Ray fails the ObjectRef of a
+// cancelled actor task that has not started; the executor skips it when it comes to it,
+// and the calls after it run in order. A call that ran, or runs, is left to answer (a
+// running method is not interrupted, as in Ray). A logged (exactly-once) actor's calls
+// are in its method log before they run, and a restart replays the log: a call taken
+// back would run then, so such an instance does nothing (its callers refuse those
+// cancels themselves). The cancel lives in this instance only: a caller sends it again,
+// before the call, to the instance it sends the call to again (caller.Caller.Cancel).
 func (g *grain) cancelQueued(c *pb.ActorCall) {
 	if !g.info.AtMostOnce {
 		return
 	}
-	if st := g.callers.get(c.CallerId); st != nil && c.Seq <= st.applied {
+	st := g.callers.get(c.CallerId)
+	if st != nil && c.Seq <= st.applied {
 		return // ran
 	}
-	g.exec.cancel(c.CallerId, c.Seq)
+	accepted := st != nil && c.Seq < st.next
+	if !g.exec.cancel(c.CallerId, c.Seq, accepted) {
+		return
+	}
+	if c.Spec != nil {
+		if to := c.Spec.ResultTo(); to != nil {
+			res := worker.Fail(c.Spec, pb.ErrorInfo_CANCELLED, cancelledMessage, "", g.env.Node)
+			g.root.Send(actor.NewPID(to.Address, to.Id), res)
+		}
+	}
 }
 
 func (g *grain) accept(c *pb.ActorCall, st *callerState) {
@@ -1143,9 +1161,6 @@ func (g *grain) ran(d done) {
 		return
 	}
 	st.applied = max(st.applied, d.entry.Seq)
-	if g.exec.cancelN.Load() > 0 {
-		g.exec.uncancel(d.entry.CallerId, d.entry.Seq) // a cancel that came once it ran
-	}
 	if d.result == nil {
 		return
 	}

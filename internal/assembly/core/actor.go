@@ -814,7 +814,7 @@ func (c *Core) sendDirect(p *pending, now int64) bool {
 	sh := ac.sh
 	ac.mu.Lock()
 	defer ac.mu.Unlock()
-	if ac.pid == nil || ac.queued || ac.flushing || ac.calls.Queued() > 0 || ac.calls.Unfinished() > directMax {
+	if ac.pid == nil || ac.queued || ac.flushing || ac.calls.Queued() > 0 || ac.calls.Unfinished() > directMax || ac.calls.Cancelled(p.seq) {
 		return false
 	}
 	if !ac.calls.Send(p.seq, c.clock.at(now)) {
@@ -1012,6 +1012,8 @@ func (s *shard) flushCaller(ac *actorCaller) {
 			m.Skip = true
 		case caller.Checkpoint:
 			m.Checkpoint = true
+		case caller.Cancel:
+			m.Cancel, m.Spec = true, cancelSpec(o.Call.spec)
 		}
 		return m
 	}
@@ -1183,8 +1185,8 @@ func (s *shard) onBounce(m *pb.ActorCallBounce) {
 
 // ErrActorCallSent is returned by Cancel for an actor call its actor already has, and
 // which cannot be taken back: the actor is exactly-once (its calls are in its method
-// log before they run, and a restart replays the log), or cannot be reached right now.
-// A call sent to an at-most-once actor is taken back while it waits there (cancelActorCall).
+// log before they run, and a restart replays the log). A call sent to an at-most-once
+// actor is taken back while it waits there (cancelActorCall).
 var ErrActorCallSent = errors.New("ray: the actor call was already sent to its actor; it cannot be cancelled")
 
 // completeAsync finishes actor call p with r on its shard (from any goroutine), whether
@@ -1194,33 +1196,44 @@ func (c *Core) completeAsync(p *pending, r *pb.TaskResult) {
 }
 
 // cancelActorCall cancels actor call p. One not sent yet (waiting for its arguments) is
-// completed as cancelled here. One sent to an at-most-once actor is taken back there:
-// the instance answers it with a CANCELLED result instead of running it if it has not
-// started it (actors, grain.cancelQueued), and otherwise lets it run and answer, as
-// Ray's cancel of a running actor task does; Cancel does not wait for that. One sent to
-// an exactly-once actor is refused (ErrActorCallSent): it is in the actor's method log
-// before it runs, and a restart replays the log, so a call taken back would run then.
+// completed as cancelled here. One sent (or about to be) to an at-most-once actor is
+// taken back there: the caller sends a cancel through its outbox (caller.Caller.Cancel;
+// before the call if that has not left yet, and again before the call whenever it
+// resends it, after a restart, a bounce or a long silence), and the instance, if it has
+// not started the call, answers it at once with a CANCELLED result and never runs it
+// (actors, grain.cancelQueued); otherwise the call runs and answers, as Ray's cancel of
+// a running actor task does. Cancel does not wait for that. One sent to an exactly-once
+// actor is refused (ErrActorCallSent): it is in the actor's method log before it runs,
+// and a restart replays the log, so a call taken back would run then.
 func (s *shard) cancelActorCall(p *pending) error {
 	ac := p.actor
 	ac.mu.Lock()
 	sent := ac.calls.Sent(p.seq)
-	atMost, inc, pid := ac.calls.AtMostOnce(), ac.calls.Incarnation(), ac.pid
-	ac.mu.Unlock()
 	if !sent && !p.dispatched {
+		ac.mu.Unlock()
 		s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Error: &pb.ErrorInfo{
 			Kind: pb.ErrorInfo_CANCELLED, Function: p.spec.Function, TaskId: p.tid[:], Message: "actor call was cancelled before it was sent"}})
 		return nil
 	}
-	if !atMost {
+	if !ac.calls.AtMostOnce() {
+		ac.mu.Unlock()
 		return fmt.Errorf("%w: actor %s is exactly-once: its calls are written to its method log before they run, and a restart replays that log, so a call cannot be taken back once sent (create the actor with ray.AtMostOnce() to be able to cancel the calls waiting at it)", ErrActorCallSent, ac.hex)
 	}
-	if pid == nil {
-		return fmt.Errorf("%w: its actor %s cannot be reached right now (restarting, or being placed) to take it back; try again", ErrActorCallSent, ac.hex)
+	// Not sent yet (dispatched: it is on its way to the outbox): Send queues the cancel
+	// before it.
+	if ac.calls.Cancel(p.seq) {
+		s.c.queueFlushLocked(ac)
 	}
-	// Sent after the call (or with it still in the outbox: the instance keeps a cancel
-	// that comes first until the call does).
-	s.c.root.Send(pid, &pb.ActorCall{ActorId: ac.id[:], CallerId: ac.sh.callerID(), Seq: p.seq, Cancel: true, Incarnation: inc, Caller: ac.sh.pidW})
+	ac.mu.Unlock()
 	return nil
+}
+
+// cancelSpec is what the cancel of actor call spec carries: what the instance needs to
+// answer the call CANCELLED (its ID, method, attempt and where its result goes), not its
+// arguments.
+func cancelSpec(spec *pb.TaskSpec) *pb.TaskSpec {
+	return &pb.TaskSpec{TaskId: spec.TaskId, JobId: spec.JobId, Function: spec.Function, Attempt: spec.Attempt,
+		Owner: spec.Owner, ReplyTo: spec.ReplyTo, NumReturns: spec.NumReturns}
 }
 
 // LocalResults is actors.Env.Local: for owner, one of this runtime's shards, and an actor

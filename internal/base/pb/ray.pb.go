@@ -3605,8 +3605,10 @@ type ActorCall struct {
 	// caller: the caller's owner actor (for bounces).
 	Caller *PID `protobuf:"bytes,10,opt,name=caller,proto3" json:"caller,omitempty"`
 	// cancel: not a call; the caller cancels its call seq. An at-most-once instance that
-	// has not started it answers it with a CANCELLED result instead of running it (spec
-	// unused); a running or finished call, or a logged actor's, is left as it is.
+	// has not started it (or not received it yet) answers it at once with a CANCELLED
+	// result and never runs it; spec carries the call's task ID, function, attempt and
+	// reply address (no arguments). A running or finished call, or a logged actor's, is
+	// left as it is.
 	Cancel        bool `protobuf:"varint,11,opt,name=cancel,proto3" json:"cancel,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
