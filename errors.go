@@ -73,8 +73,8 @@ var (
 	ErrClusterLost = core.ErrClusterLost
 	// ErrActorCallSent: Cancel of an actor call already sent that cannot be taken back:
 	// one sent to an exactly-once actor (it is in the actor's method log, which a restart
-	// replays), or one whose actor cannot be reached right now (restarting or being
-	// placed; try again). The error's message says which. See Cancel.
+	// replays). The error's message says so. A call to an AtMostOnce actor is taken back
+	// while it waits there, also while the actor restarts. See Cancel.
 	ErrActorCallSent = core.ErrActorCallSent
 )
 
