@@ -134,7 +134,7 @@ type Dataset struct {
 	// consuming call returns it. Exported for the codec, like Plan.
 	Err string
 
-	stats atomic.Pointer[execStats] // the last execution's statistics
+	stats atomic.Pointer[execStats] `cbor:"-"` // the last execution's statistics (this process's: not sent)
 }
 
 func newDataset(n *lnode, err error) *Dataset {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -285,8 +286,8 @@ type Outer struct {
 	Any      any
 	Skipped  chan int `cbor:"-"`
 	JSONSkip func()   `json:"-"`
-	//lint:ignore U1000 test data: the codec ignores unexported fields
-	unexported chan int
+	//lint:ignore U1000 test data: an unexported field tagged "-" is left out on purpose
+	unexported chan int `cbor:"-"`
 	Nested     [][]int32
 	Arr        [3]uint8
 	Opt        *string
@@ -592,9 +593,32 @@ type lonelyMutex struct {
 }
 
 type embedsUnexported struct {
-	//lint:ignore U1000 test data: embedded, no exported fields: adds nothing, no error
+	//lint:ignore U1000 test data: embedded, its unexported field is promoted and would be lost
 	lonelyMutex
 	N int
+}
+
+// mixed has exported and unexported fields: the unexported one would arrive as 0.
+type mixed struct {
+	//lint:ignore U1000 test data: an unexported field that holds data
+	hidden int
+	Shown  int
+}
+
+// skipsOnPurpose has unexported fields that are fine: tagged "-", blank, or of a size
+// of zero.
+type skipsOnPurpose struct {
+	N int
+	//lint:ignore U1000 test data: left out on purpose
+	cache map[string]int `cbor:"-"`
+	//lint:ignore U1000 test data: left out on purpose, json tag
+	mu sync.Mutex `json:"-"`
+	_  int
+	//lint:ignore U1000 test data: a zero-size marker
+	noCompare [0]func()
+	//lint:ignore U1000 test data: a zero-size marker
+	marker struct{}
+	When   time.Time // a struct of unexported fields that encodes itself
 }
 
 type badRef struct{}
@@ -636,7 +660,14 @@ func TestUnsupportedTypes(t *testing.T) {
 		{"interface-dynamic", []any{1, make(chan int)}, "codec: cannot encode []interface {}: [1] (chan int): channels"},
 		{"interface-in-map", map[string]any{"cb": func() {}}, "[cb] (func())"},
 		{"interface-in-struct", struct{ X any }{X: withChan{}}, ".X.Done (chan struct {})"},
-		{"no-exported-fields", counter{}, "codec: cannot encode codec.counter: it has no exported fields"},
+		{"no-exported-fields", counter{}, "codec: cannot encode codec.counter: .n (int): unexported fields are not encoded"},
+		{"unexported-beside-exported", mixed{hidden: 7, Shown: 8}, "codec: cannot encode codec.mixed: .hidden (int): " +
+			"unexported fields are not encoded, so the receiving process would see its zero value; " +
+			"export the field, or tag it `cbor:\"-\"` to leave it out on purpose"},
+		{"unexported-nested", struct{ Items []mixed }{}, ".Items[].hidden (int): unexported fields"},
+		{"unexported-by-pointer", map[string]*mixed{}, "[].hidden (int)"},
+		{"unexported-promoted", embedsUnexported{}, "codec: cannot encode codec.embedsUnexported: .mu (struct { locked bool }): unexported fields"},
+		{"unexported-in-interface", []any{1, mixed{}}, "codec: cannot encode []interface {}: [1].hidden (int): unexported fields"},
 		{"cyclic-pointer", cyclic, "cyclic"},
 		{"cyclic-slice", selfSlice, "cyclic"},
 		{"cyclic-map", selfMap, "cyclic"},
@@ -656,14 +687,16 @@ func TestUnsupportedTypes(t *testing.T) {
 			}
 		})
 	}
-	// what is fine: skipped, unexported and embedded-empty fields, acyclic recursion
+	// what is fine: skipped fields (exported or not), blank and zero-size unexported
+	// fields, structs that encode themselves, acyclic recursion
 	for _, v := range []any{
 		Outer{},
 		struct {
 			X int
-			c chan int
+			c chan int `cbor:"-"`
 		}{X: 1},
-		embedsUnexported{N: 1},
+		skipsOnPurpose{N: 1},
+		[]any{skipsOnPurpose{}},
 		&list{V: 1, Next: &list{V: 2}},
 		[]any{[]any{1}, []any{1}}, // shared, not cyclic
 	} {

@@ -48,7 +48,10 @@
 // indefinite lengths, so equal values encode to equal bytes (whatever Go's map iteration
 // order) and encodings can be hashed and compared. Struct fields follow encoding/json
 // conventions: exported fields only, `cbor:"name,omitempty"` tags (json tags are read
-// when there is no cbor tag), `cbor:"-"` to skip, embedded structs flattened. Other
+// when there is no cbor tag), `cbor:"-"` to skip, embedded structs flattened. An
+// unexported field that holds data is an error unless it is tagged `cbor:"-"` (see What
+// cannot be encoded): encoding/json drops it without a word, but here the value would
+// reach another process with that field zeroed. Other
 // choices: time.Time is tag 0 with an RFC 3339 string to the nanosecond with its UTC
 // offset (the monotonic reading and the Location's name are lost; compare with Equal);
 // *big.Int is a CBOR integer when it fits in 64 bits and a bignum otherwise; NaN is the
@@ -113,15 +116,25 @@
 //
 // # What cannot be encoded
 //
-// Channels, functions, unsafe.Pointer, uintptr, complex numbers, structs whose fields
-// are all unexported (they would silently encode as nothing), protobuf messages or Arrow
-// values nested inside another value, and cyclic or more than 4096-deep values. Marshal
-// returns an *UnsupportedTypeError naming the type, where inside it the problem is, and
-// why: "codec: cannot encode chan int: channels cannot be sent to another process". The
-// static part of this check runs once per type (cached in a sync.Map keyed by
-// reflect.Type, with a direct-mapped array of the last types looked up in front); values of types that contain interfaces or are recursive are also walked
-// before encoding, checking dynamic types, depth and cycles, because the CBOR encoder
-// would otherwise recurse until the stack overflows. Types with neither pay nothing.
+// Channels, functions, unsafe.Pointer, uintptr, complex numbers, structs with an
+// unexported field that holds data (they would silently arrive without it), protobuf
+// messages or Arrow values nested inside another value, and cyclic or more than 4096-deep
+// values. Marshal returns an *UnsupportedTypeError naming the type, where inside it the
+// problem is, and why: "codec: cannot encode chan int: channels cannot be sent to another
+// process", "codec: cannot encode main.P: .hidden (int): unexported fields are not
+// encoded, so the receiving process would see its zero value; export the field, or tag it
+// `cbor:"-"` to leave it out on purpose (...)". An unexported field is fine when tagged
+// `cbor:"-"` (or `json:"-"` without a cbor tag: left out on purpose, decoded as its zero
+// value), when it is the blank field _, or when its type has size zero (struct{},
+// [0]func()); so is any field inside a type the encoder treats as a whole (time.Time,
+// *big.Int, types with MarshalCBOR or MarshalBinary, a registered Codec's type). CheckType
+// reports the same for a type without a value, for a function registry to check the
+// argument and result types of what it registers. The static part of this check runs once
+// per type (cached in a sync.Map keyed by reflect.Type, with a direct-mapped array of the
+// last types looked up in front); values of types that contain interfaces or are recursive
+// are also walked before encoding, checking dynamic types, depth and cycles, because the
+// CBOR encoder would otherwise recurse until the stack overflows. Types with neither pay
+// nothing.
 //
 // # Arrow
 //

@@ -38,13 +38,19 @@ var (
 // and an empty slice or map stay apart. The actor runtime asks it to decide whether it can
 // checkpoint an actor's state by itself.
 func Lossless(t reflect.Type) error {
-	if ti := info(t); ti.err != nil {
+	ti := info(t)
+	if ti.err != nil && ti.err.Reason != unexportedReason {
 		return ti.err
 	} else if ti.proto {
 		return nil
 	}
+	// An unexported field is a loss, reported as such (an actor's state is not sent as
+	// an argument is: it only has to come back whole).
 	l := lossCheck{top: t, seen: make(map[reflect.Type]bool)}
-	return l.visit(t, "")
+	if err := l.visit(t, ""); err != nil || ti.err == nil {
+		return err
+	}
+	return ti.err
 }
 
 type lossCheck struct {

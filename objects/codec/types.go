@@ -214,27 +214,27 @@ func (a *analyzer) visit(t reflect.Type, path string) *UnsupportedTypeError {
 		}
 		return a.visit(t.Elem(), path+"[]")
 	case reflect.Struct:
-		encoded, unexported, err := a.visitFields(t, path, map[reflect.Type]bool{t: true})
-		if err != nil {
-			return err
-		}
-		if encoded == 0 && unexported > 0 {
-			return a.fail(path, t, "it has no exported fields, and unexported fields are not encoded "+
-				"(export them, implement cbor.Marshaler, or register a Codec)")
-		}
+		return a.visitFields(t, path, map[reflect.Type]bool{t: true})
 	}
 	return nil
 }
 
-// visitFields visits the fields the CBOR encoder would write, following embedded structs,
-// and counts them and the unexported fields it skips. embedding holds the embedded struct
-// types being expanded, to stop on a struct that embeds itself through a pointer.
-func (a *analyzer) visitFields(t reflect.Type, path string, embedding map[reflect.Type]bool) (encoded, unexported int, err *UnsupportedTypeError) {
+// unexportedReason is why a struct with an unexported field that holds data cannot be
+// encoded: the field would silently arrive as its zero value.
+const unexportedReason = "unexported fields are not encoded, so the receiving process would see its zero value; " +
+	"export the field, or tag it `cbor:\"-\"` to leave it out on purpose " +
+	"(or give the type MarshalCBOR and UnmarshalCBOR methods, or register a Codec for it)"
+
+// visitFields visits the fields the CBOR encoder would write, following embedded structs.
+// An unexported field that holds data and is not tagged "-" is an error: the encoder
+// would drop it without a word. embedding holds the embedded struct types being expanded,
+// to stop on a struct that embeds itself through a pointer.
+func (a *analyzer) visitFields(t reflect.Type, path string, embedding map[reflect.Type]bool) *UnsupportedTypeError {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !fieldEncoded(f) {
-			if !f.IsExported() {
-				unexported++
+			if droppedSilently(f) {
+				return a.fail(path+"."+f.Name, f.Type, unexportedReason)
 			}
 			continue
 		}
@@ -249,22 +249,34 @@ func (a *analyzer) visitFields(t reflect.Type, path string, embedding map[reflec
 					continue
 				}
 				embedding[et] = true
-				e, u, err := a.visitFields(et, path, embedding)
+				err := a.visitFields(et, path, embedding)
 				delete(embedding, et)
 				if err != nil {
-					return 0, 0, err
+					return err
 				}
-				encoded += e
-				unexported += u
 				continue
 			}
 		}
-		encoded++
 		if err := a.visit(f.Type, path+"."+f.Name); err != nil {
-			return 0, 0, err
+			return err
 		}
 	}
-	return encoded, unexported, nil
+	return nil
+}
+
+// droppedSilently reports whether f is a field the encoder skips although it may hold
+// data, and nobody said to skip it: unexported, not tagged "-" (cbor, or json when there
+// is no cbor tag, as fieldEncoded reads them), not the blank field and not of a zero-size
+// type (struct{}, [0]func(): markers that hold nothing).
+func droppedSilently(f reflect.StructField) bool {
+	if f.IsExported() || f.Name == "_" || f.Type.Size() == 0 {
+		return false
+	}
+	tag := f.Tag.Get("cbor")
+	if tag == "" {
+		tag = f.Tag.Get("json")
+	}
+	return tag != "-"
 }
 
 // leafStruct reports whether the encoder treats struct type t as a whole rather than by
@@ -485,4 +497,23 @@ func MayHoldRefs(t reflect.Type) bool {
 		return false // every Get and task argument of a plain number or string asks
 	}
 	return info(t).refs
+}
+
+// CheckType reports whether values of static type t can be encoded: nil when they can,
+// else the *UnsupportedTypeError that Marshal of such a value returns (a channel, a
+// function, an unexported field that holds data, ... anywhere inside). It answers as
+// Marshal decides: a type with a registered Codec, a protobuf message pointer and a
+// top-level Arrow record or table are fine. The answer is computed once per type and
+// cached, as Marshal's is; for an interface type it is nil, the dynamic types inside
+// being checked when a value is encoded. A function registry calls it for the argument
+// and result types of the functions it registers, to report a type that cannot be sent
+// before any value is.
+func CheckType(t reflect.Type) error {
+	if lookupCodec(t) != nil || t.Implements(typeArrowRecord) || t.Implements(typeArrowTable) {
+		return nil
+	}
+	if ti := info(t); ti.err != nil {
+		return ti.err
+	}
+	return nil
 }
