@@ -309,6 +309,7 @@ func Actor0[T any](name string, fn func(context.Context) (*T, error)) *ActorClas
 
 // Actor1 registers an actor class whose constructor takes one argument.
 func Actor1[T, A any](name string, fn func(context.Context, A) (*T, error)) *ActorClass1[T, A] {
+	checkSent("actor constructor", name, []reflect.Type{typeOf[A]()})
 	return &ActorClass1[T, A]{registerClass[T](name, func(ctx context.Context, args [][]byte) (any, error) {
 		if len(args) != 1 {
 			return nil, fmt.Errorf("ray: constructor of %s takes 1 argument, got %d", name, len(args))
@@ -323,6 +324,7 @@ func Actor1[T, A any](name string, fn func(context.Context, A) (*T, error)) *Act
 
 // Actor2 registers an actor class whose constructor takes two arguments.
 func Actor2[T, A, B any](name string, fn func(context.Context, A, B) (*T, error)) *ActorClass2[T, A, B] {
+	checkSent("actor constructor", name, []reflect.Type{typeOf[A](), typeOf[B]()})
 	return &ActorClass2[T, A, B]{registerClass[T](name, func(ctx context.Context, args [][]byte) (any, error) {
 		if len(args) != 2 {
 			return nil, fmt.Errorf("ray: constructor of %s takes 2 arguments, got %d", name, len(args))
@@ -621,6 +623,7 @@ type ActorMethod4[T, A, B, C, D, R any] struct{ actorMethod }
 // method name of class. Call it at package level.
 func Method0[T, R any](class Class[T], name string, fn func(*T, context.Context) (R, error)) *ActorMethod0[T, R] {
 	full := class.base().name + "." + name
+	checkSent("actor method", full, nil, typeOf[R]())
 	return &ActorMethod0[T, R]{addMethod(class, name, func(ctx context.Context, t *T, args [][]byte) ([]byte, error) {
 		if err := argCount(full, args, 0); err != nil {
 			return nil, err
@@ -632,6 +635,7 @@ func Method0[T, R any](class Class[T], name string, fn func(*T, context.Context)
 // Method1 registers a method of one argument; see Method0.
 func Method1[T, A, R any](class Class[T], name string, fn func(*T, context.Context, A) (R, error)) *ActorMethod1[T, A, R] {
 	full := class.base().name + "." + name
+	checkSent("actor method", full, []reflect.Type{typeOf[A]()}, typeOf[R]())
 	return &ActorMethod1[T, A, R]{addMethod(class, name, func(ctx context.Context, t *T, args [][]byte) ([]byte, error) {
 		if err := argCount(full, args, 1); err != nil {
 			return nil, err
@@ -647,6 +651,7 @@ func Method1[T, A, R any](class Class[T], name string, fn func(*T, context.Conte
 // Method2 registers a method of two arguments; see Method0.
 func Method2[T, A, B, R any](class Class[T], name string, fn func(*T, context.Context, A, B) (R, error)) *ActorMethod2[T, A, B, R] {
 	full := class.base().name + "." + name
+	checkSent("actor method", full, []reflect.Type{typeOf[A](), typeOf[B]()}, typeOf[R]())
 	return &ActorMethod2[T, A, B, R]{addMethod(class, name, func(ctx context.Context, t *T, args [][]byte) ([]byte, error) {
 		if err := argCount(full, args, 2); err != nil {
 			return nil, err
@@ -662,6 +667,7 @@ func Method2[T, A, B, R any](class Class[T], name string, fn func(*T, context.Co
 // Method3 registers a method of three arguments; see Method0.
 func Method3[T, A, B, C, R any](class Class[T], name string, fn func(*T, context.Context, A, B, C) (R, error)) *ActorMethod3[T, A, B, C, R] {
 	full := class.base().name + "." + name
+	checkSent("actor method", full, []reflect.Type{typeOf[A](), typeOf[B](), typeOf[C]()}, typeOf[R]())
 	return &ActorMethod3[T, A, B, C, R]{addMethod(class, name, func(ctx context.Context, t *T, args [][]byte) ([]byte, error) {
 		if err := argCount(full, args, 3); err != nil {
 			return nil, err
@@ -677,6 +683,7 @@ func Method3[T, A, B, C, R any](class Class[T], name string, fn func(*T, context
 // Method4 registers a method of four arguments; see Method0.
 func Method4[T, A, B, C, D, R any](class Class[T], name string, fn func(*T, context.Context, A, B, C, D) (R, error)) *ActorMethod4[T, A, B, C, D, R] {
 	full := class.base().name + "." + name
+	checkSent("actor method", full, []reflect.Type{typeOf[A](), typeOf[B](), typeOf[C](), typeOf[D]()}, typeOf[R]())
 	return &ActorMethod4[T, A, B, C, D, R]{addMethod(class, name, func(ctx context.Context, t *T, args [][]byte) ([]byte, error) {
 		if err := argCount(full, args, 4); err != nil {
 			return nil, err

@@ -48,7 +48,10 @@ var (
 	// without that, tasks waiting on every CPU of a node would deadlock it. Pass the task's
 	// ctx (or one derived from it) to Get and Wait inside tasks.
 	ErrDriverContext = core.ErrDriverContext
-	// ErrEncode: a value cannot be encoded to be sent to a task or stored.
+	// ErrEncode: a value cannot be encoded to be sent to a task or stored. Init fails with
+	// it when a registered remote function, actor constructor or method has an argument or
+	// result type that cannot be (a channel, an unexported field that holds data, ...;
+	// see objects/codec), naming each; a value passed as any is checked when it is sent.
 	ErrEncode = errors.New("ray: cannot encode value")
 	// ErrGCSFull: the GCS (etcd) is at its space quota, so something that had to be
 	// written there was not. A call to an exactly-once actor that could not be logged

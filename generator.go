@@ -124,6 +124,7 @@ func GeneratorBackpressure(n int) TaskOption { return func(o *callOpts) { o.genW
 // registerGen adds a generator to the registry (see register).
 func registerGen(name string, argTypes []reflect.Type, item reflect.Type, call tasks.Func) {
 	warnLateRegistration("remote function", name)
+	checkSent("generator", name, argTypes, item)
 	err := tasks.Register(&tasks.Function{Name: name, ArgTypes: argTypes, Streaming: true, Results: []reflect.Type{item},
 		Call: func(ctx context.Context, args [][]byte) ([]byte, error) {
 			if len(args) != len(argTypes) {

@@ -90,6 +90,9 @@ func Init(ctx context.Context, opts ...InitOption) (context.Context, error) {
 	if floorErr != nil {
 		return nil, floorErr
 	}
+	if err := sentTypesErr(); err != nil {
+		return nil, err
+	}
 	cfg.gcHeapFloor = floor
 	if cfg.address == "" {
 		cfg.address = os.Getenv(AddressEnv)

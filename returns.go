@@ -29,6 +29,7 @@ import (
 // registerN adds a function of several returns to the registry (see register).
 func registerN(name string, argTypes, results []reflect.Type, call tasks.Func) {
 	warnLateRegistration("remote function", name)
+	checkSent("remote function", name, argTypes, results...)
 	err := tasks.Register(&tasks.Function{Name: name, ArgTypes: argTypes, Returns: len(results), Results: results,
 		Call: func(ctx context.Context, args [][]byte) ([]byte, error) {
 			if len(args) != len(argTypes) {

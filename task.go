@@ -93,6 +93,7 @@ func typeOf[T any]() reflect.Type { return reflect.TypeOf((*T)(nil)).Elem() }
 // error found at package initialisation, so it panics (like flag redefinition).
 func register(name string, argTypes []reflect.Type, ret reflect.Type, call tasks.Func) {
 	warnLateRegistration("remote function", name)
+	checkSent("remote function", name, argTypes, ret)
 	err := tasks.Register(&tasks.Function{Name: name, ArgTypes: argTypes, Return: ret, Call: func(ctx context.Context, args [][]byte) ([]byte, error) {
 		if len(args) != len(argTypes) {
 			return nil, fmt.Errorf("ray: %s takes %d arguments, got %d", name, len(argTypes), len(args))
