@@ -71,10 +71,11 @@
 // ErrObjectLost. A task that returns the error a nested task's or actor call's Get gave it
 // (unchanged or wrapped with %w) fails with a *TaskError that still matches that failure's
 // sentinel (ErrInfeasible, ErrObjectLost, ErrActorDied, ErrCancelled, ...), at any depth, as
-// Ray's RayTaskError keeps its cause (TaskError.Is). Argument and result types are checked
-// when Init runs: a registered function whose types cannot be sent (an unexported field
-// that holds data, a channel, ...) makes Init fail with ErrEncode, saying which and what to
-// do.
+// Ray's RayTaskError keeps its cause (TaskError.Is). The function's own error comes back as
+// text, or whole when its type is registered with RegisterError (errors.As finds it, as
+// Ray keeps an exception's class). Argument and result types are checked when Init runs:
+// a registered function whose types cannot be sent (an unexported field that holds data,
+// a channel, ...) makes Init fail with ErrEncode, saying which and what to do.
 //
 // Objects: values of at most 100 KiB travel inline with task replies and stay with their
 // owner (this process); larger ones live in the node's object store shard. A task's

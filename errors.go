@@ -84,6 +84,11 @@ var (
 // TaskError is a task that failed: its function returned an error, panicked, or the
 // runtime could not run it. Get returns it for the task's result and for every task that
 // depended on that result.
+//
+// The error the function returned crosses the process boundary as its text (Message),
+// unless its type is registered with RegisterError: then the error itself comes back too,
+// fields included, and errors.As(err, &myErr) finds it (Unwrap returns it), however deep
+// in the function's error it was and through tasks that returned it again.
 type TaskError struct {
 	Function string // the remote function's registered name
 	TaskID   string
@@ -93,7 +98,18 @@ type TaskError struct {
 	Panic    bool
 	kind     pb.ErrorInfo_Kind
 	causes   []pb.ErrorInfo_Kind // what the error its function returned carried (ErrorInfo.causes)
+	// cause is the registered error (RegisterError) its function returned, rebuilt from
+	// errType and errData (ErrorInfo.error_type and error_data); nil for none.
+	cause   error
+	errType string
+	errData []byte
 }
+
+// Unwrap returns the error the task's function returned (or the one inside it, at any
+// depth), rebuilt in this process, when its type is registered with RegisterError: so
+// errors.As(err, &myErr) finds it, with its fields. nil for an error of a type not
+// registered, which reaches the caller as Message only.
+func (e *TaskError) Unwrap() error { return e.cause }
 
 func (e *TaskError) Error() string {
 	var b strings.Builder
@@ -179,7 +195,7 @@ func (e *TaskError) Is(target error) bool {
 func (e *TaskError) ErrorInfo() *pb.ErrorInfo {
 	id, _ := ids.ParseTaskID(e.TaskID)
 	return &pb.ErrorInfo{Kind: e.kind, Function: e.Function, TaskId: id[:], Message: e.Message, Stack: e.Stack, NodeId: e.Node,
-		Causes: slices.Clone(e.causes)}
+		Causes: slices.Clone(e.causes), ErrorType: e.errType, ErrorData: e.errData}
 }
 
 func shortID(s string) string {
@@ -214,10 +230,19 @@ func fromInfo(info *pb.ErrorInfo) error {
 		return &objectLostError{msg: info.Message}
 	}
 	tid, _ := ids.TaskIDFromBytes(info.TaskId)
-	return &TaskError{
+	te := &TaskError{
 		Function: info.Function, TaskID: tid.String(), Message: info.Message, Stack: info.Stack,
 		Node: info.NodeId, Panic: info.Kind == pb.ErrorInfo_PANIC, kind: info.Kind, causes: info.Causes,
+		errType: info.ErrorType, errData: info.ErrorData,
 	}
+	cause, err := decodeTypedError(info)
+	if err != nil {
+		// The type came back as text only: say why, rather than leave errors.As to fail
+		// without a word.
+		te.Message += " (" + err.Error() + ")"
+	}
+	te.cause = cause
+	return te
 }
 
 // infeasibleError is the error of a task that no node can run: ErrInfeasible, its function

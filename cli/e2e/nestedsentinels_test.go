@@ -12,7 +12,7 @@ import (
 // driver's error is a *TaskError that matches the failure's sentinel (ErrActorDied,
 // ErrCancelled, ErrObjectLost) and no other. The causes cross processes in the wire form
 // of the error (ErrorInfo.causes), filled by the worker processes, which are the driver's
-// binary.
+// binary. So does an error of a type registered with ray.RegisterError, whole.
 func TestSentinelsThroughNestingAcrossProcesses(t *testing.T) {
 	port, addr, sess := newSession(t)
 	env := startTwoNodes(t, port, addr, sess)
@@ -26,10 +26,20 @@ func TestSentinelsThroughNestingAcrossProcesses(t *testing.T) {
 		KilledActor    failure `json:"killed actor"`
 		CancelledTask  failure `json:"cancelled task"`
 		ReleasedObject failure `json:"released object"`
-		Error          string
+		Typed          struct {
+			Error string
+			User  string
+			Limit int
+		} `json:"typed error"`
+		Error string
 	}
 	if err := json.Unmarshal([]byte(lastLine(out)), &res); err != nil || code != 0 || res.Error != "" {
 		t.Fatalf("driver: exit %d, %v\n%s\n%s", code, err, out, tail(errOut))
+	}
+	// An error type registered with ray.RegisterError comes back whole, through two tasks
+	// in worker processes (ErrorInfo.error_type and error_data, filled by the worker).
+	if res.Typed.User != "ann" || res.Typed.Limit != 10 {
+		t.Errorf("typed error: %+v; want the *quotaErr with User ann and Limit 10", res.Typed)
 	}
 	for _, c := range []struct {
 		how  string

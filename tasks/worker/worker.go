@@ -683,6 +683,12 @@ func ResultID(spec *pb.TaskSpec, tids *slab.Slab[ids.TaskID]) []byte {
 // tests of this package): none.
 var Causes func(err error) []pb.ErrorInfo_Kind
 
+// TypedError returns the registered error type inside err and its encoding
+// (ErrorInfo.error_type and error_data), for the error a task's function returned: the user
+// API (the root package) sets it at initialisation, as it owns the registry of error types
+// (ray.RegisterError); nil (in tests of this package), or "" returned: none.
+var TypedError func(err error) (name string, data []byte)
+
 // Fail builds the failed result of spec.
 func Fail(spec *pb.TaskSpec, kind pb.ErrorInfo_Kind, msg, stack string, node ids.NodeID) *pb.TaskResult {
 	tid := ResultID(spec, nil)
@@ -732,6 +738,9 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 		res := fail(pb.ErrorInfo_APPLICATION, err.Error(), stack)
 		if Causes != nil {
 			res.Error.Causes = Causes(err)
+		}
+		if TypedError != nil {
+			res.Error.ErrorType, res.Error.ErrorData = TypedError(err)
 		}
 		return res
 	}

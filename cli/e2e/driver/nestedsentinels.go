@@ -13,6 +13,17 @@ import (
 var sentinels = map[string]error{"object_lost": ray.ErrObjectLost, "actor_died": ray.ErrActorDied, "cancelled": ray.ErrCancelled,
 	"infeasible": ray.ErrInfeasible, "too_large": ray.ErrObjectTooLarge, "pg_removed": ray.ErrPlacementGroupRemoved}
 
+// quotaErr is an error type registered with ray.RegisterError: a task's error of this type
+// comes back to the driver whole, across processes.
+type quotaErr struct {
+	User  string
+	Limit int
+}
+
+func (e *quotaErr) Error() string { return fmt.Sprintf("%s is over the quota of %d", e.User, e.Limit) }
+
+func init() { ray.RegisterError[*quotaErr]("e2e.quotaErr") }
+
 var (
 	// nestedFailure makes a nested failure in a worker process and returns the error its
 	// Get gave: a call to an actor killed for good, a cancelled task, an object released.
@@ -34,6 +45,8 @@ var (
 			}
 			_, err := ray.Get(ctx, r)
 			return 0, err
+		case "typed error":
+			return 0, fmt.Errorf("charging: %w", &quotaErr{User: "ann", Limit: 10})
 		case "released object":
 			r, err := ray.Put(ctx, "gone soon")
 			if err != nil {
@@ -70,5 +83,12 @@ func nestedSentinelsCheck(ctx context.Context, out map[string]any) error {
 		}
 		out[how] = map[string]any{"error": err.Error(), "task_error": errors.As(err, &te), "matches": matches}
 	}
+	// A registered error type, returned two levels down (wrapped at both levels).
+	_, err := ray.Get(cctx, nestedFailure2.Remote(cctx, ray.V("typed error")))
+	var qe *quotaErr
+	if !errors.As(err, &qe) {
+		return fmt.Errorf("typed error: errors.As(%v, *quotaErr) is false", err)
+	}
+	out["typed error"] = map[string]any{"error": err.Error(), "user": qe.User, "limit": qe.Limit}
 	return nil
 }

@@ -63,7 +63,8 @@ func ResultBytes(r *TaskResult) int {
 	}
 	if r.Error != nil {
 		e := r.Error
-		n += 64 + len(e.Message) + len(e.Function) + len(e.Stack) + len(e.NodeId) + len(e.TaskId) + len(e.Causes)
+		n += 64 + len(e.Message) + len(e.Function) + len(e.Stack) + len(e.NodeId) + len(e.TaskId) + len(e.Causes) +
+			len(e.ErrorType) + len(e.ErrorData)
 	}
 	return n
 }

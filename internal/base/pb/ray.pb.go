@@ -655,7 +655,14 @@ type ErrorInfo struct {
 	// depth), or a sentinel error the runtime gave it. Each kind at most once, in the enum's
 	// order; never APPLICATION, PANIC or SYSTEM. Set by the worker that encodes the error
 	// (tasks/worker, Causes).
-	Causes        []ErrorInfo_Kind `protobuf:"varint,7,rep,packed,name=causes,proto3,enum=raypb.ErrorInfo_Kind" json:"causes,omitempty"`
+	Causes []ErrorInfo_Kind `protobuf:"varint,7,rep,packed,name=causes,proto3,enum=raypb.ErrorInfo_Kind" json:"causes,omitempty"`
+	// error_type and error_data: the error the task's function returned (or one it wraps,
+	// at any depth), when its Go type was registered with ray.RegisterError: the name it was
+	// registered under and the value encoded by objects/codec, so that the caller rebuilds
+	// it (errors.As finds it in the *TaskError). Empty otherwise. Set by the worker that
+	// encodes the error (tasks/worker, TypedError).
+	ErrorType     string `protobuf:"bytes,8,opt,name=error_type,json=errorType,proto3" json:"error_type,omitempty"`
+	ErrorData     []byte `protobuf:"bytes,9,opt,name=error_data,json=errorData,proto3" json:"error_data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -735,6 +742,20 @@ func (x *ErrorInfo) GetNodeId() string {
 func (x *ErrorInfo) GetCauses() []ErrorInfo_Kind {
 	if x != nil {
 		return x.Causes
+	}
+	return nil
+}
+
+func (x *ErrorInfo) GetErrorType() string {
+	if x != nil {
+		return x.ErrorType
+	}
+	return ""
+}
+
+func (x *ErrorInfo) GetErrorData() []byte {
+	if x != nil {
+		return x.ErrorData
 	}
 	return nil
 }
@@ -5425,7 +5446,7 @@ const file_ray_proto_rawDesc = "" +
 	"\breply_to\x18\x0f \x01(\v2\n" +
 	".raypb.PIDR\areplyTo\x12'\n" +
 	"\x0fplacement_group\x18\x10 \x01(\tR\x0eplacementGroup\x12!\n" +
-	"\fbundle_index\x18\x11 \x01(\x05R\vbundleIndex\"\xbd\x03\n" +
+	"\fbundle_index\x18\x11 \x01(\x05R\vbundleIndex\"\xfb\x03\n" +
 	"\tErrorInfo\x12)\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x15.raypb.ErrorInfo.KindR\x04kind\x12\x1a\n" +
 	"\bfunction\x18\x02 \x01(\tR\bfunction\x12\x17\n" +
@@ -5433,7 +5454,11 @@ const file_ray_proto_rawDesc = "" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12\x14\n" +
 	"\x05stack\x18\x05 \x01(\tR\x05stack\x12\x17\n" +
 	"\anode_id\x18\x06 \x01(\tR\x06nodeId\x12-\n" +
-	"\x06causes\x18\a \x03(\x0e2\x15.raypb.ErrorInfo.KindR\x06causes\"\xd7\x01\n" +
+	"\x06causes\x18\a \x03(\x0e2\x15.raypb.ErrorInfo.KindR\x06causes\x12\x1d\n" +
+	"\n" +
+	"error_type\x18\b \x01(\tR\terrorType\x12\x1d\n" +
+	"\n" +
+	"error_data\x18\t \x01(\fR\terrorData\"\xd7\x01\n" +
 	"\x04Kind\x12\x0f\n" +
 	"\vAPPLICATION\x10\x00\x12\t\n" +
 	"\x05PANIC\x10\x01\x12\n" +
