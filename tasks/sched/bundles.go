@@ -55,13 +55,16 @@ var ErrBundlesWait = errors.New("sched: the placement group's bundles do not fit
 // node ID. It places against the nodes' Available resources; when that fails but the
 // nodes' Total resources would hold the group under the same strategy, the error is
 // ErrBundlesWait (the caller retries later), else an *InfeasibleError that says why.
-// Only alive nodes take part, in the order of nodes (ties go to the earlier node).
+// Only alive nodes take part.
 //
-// Within a strategy the choice is greedy and deterministic: bundles are taken in order
-// (StrictSpread takes the largest CPU demands first), and among the nodes a bundle may go
-// to, the one with the most CPU left wins. StrictSpread's greedy choice can miss an
-// assignment that exists when bundles differ in shape and nodes are nearly full; it
-// never places two bundles on one node.
+// The choice does not depend on the order of the bundles, and finds an assignment whenever
+// one exists for the groups and clusters that occur (bundlesearch.go): the scarcest
+// bundles (GPUs, custom resources) choose first, STRICT_SPREAD is an exact matching of
+// bundles to distinct nodes, SPREAD uses distinct nodes when it can, and PACK as few nodes
+// as can hold the group; the rest is a bounded backtracking search. Among equally good
+// nodes the one with the most CPU left wins, then the earlier node in nodes. A search
+// too large to finish that found nothing waits (ErrBundlesWait) rather than calling the
+// group infeasible.
 func PlaceBundles(bundles []Resources, nodes []Node, strategy BundleStrategy) ([]string, error) {
 	if len(bundles) == 0 {
 		return nil, fmt.Errorf("%w: a placement group needs at least one bundle", ErrInvalidQuantity)
@@ -91,17 +94,25 @@ func PlaceBundles(bundles []Resources, nodes []Node, strategy BundleStrategy) ([
 		}
 		return c
 	}
-	if out, ok := placeBundles(bundles, nodes, alive, capOf(false), strategy); ok {
+	if out, res := placeBundles(bundles, nodes, alive, capOf(false), strategy); res == found {
 		return out, nil
 	}
-	if _, ok := placeBundles(bundles, nodes, alive, capOf(true), strategy); ok {
+	switch _, res := placeBundles(bundles, nodes, alive, capOf(true), strategy); res {
+	case found:
 		return nil, ErrBundlesWait
+	case unsure:
+		return nil, errUnsure(len(bundles))
 	}
 	return nil, bundlesInfeasible(bundles, nodes, alive, strategy)
 }
 
+// errUnsure is ErrBundlesWait for n bundles whose search on the nodes' totals gave up.
+func errUnsure(n int) error {
+	return fmt.Errorf("%w (and the search for nodes that could hold the %d bundles gave up before it found or ruled out an assignment)", ErrBundlesWait, n)
+}
+
 // placeBundles is PlaceBundles against capacities room (indexed like nodes).
-func placeBundles(bundles []Resources, nodes []Node, alive []int, room []Resources, strategy BundleStrategy) ([]string, bool) {
+func placeBundles(bundles []Resources, nodes []Node, alive []int, room []Resources, strategy BundleStrategy) ([]string, outcome) {
 	todo := make([]int, len(bundles))
 	for k := range todo {
 		todo[k] = k
@@ -146,8 +157,17 @@ func bundlesInfeasible(bundles []Resources, nodes []Node, alive []int, strategy 
 		return fmt.Errorf("%w: STRICT_PACK needs one node with %v for all %d bundles, and no alive node has that much in total",
 			ErrInfeasible, sum, len(bundles))
 	case BundleStrictSpread:
-		return fmt.Errorf("%w: STRICT_SPREAD needs %d nodes, one per bundle, that fit their bundles; the cluster has %d alive nodes",
-			ErrInfeasible, len(bundles), len(alive))
+		room := make([]Resources, len(nodes))
+		for _, i := range alive {
+			room[i] = nodes[i].Total
+		}
+		todo := make([]int, len(bundles))
+		for k := range todo {
+			todo[k] = k
+		}
+		most := matchDistinct(bundles, todo, alive, room, make([]int, len(nodes)), make([]int, len(bundles)))
+		return fmt.Errorf("%w: STRICT_SPREAD needs %d nodes, one per bundle, that fit their bundles; of the cluster's %d alive nodes, at most %d can hold one bundle each at once",
+			ErrInfeasible, len(bundles), len(alive), most)
 	}
 	return fmt.Errorf("%w: the %d bundles together do not fit the alive nodes' total resources under %v", ErrInfeasible, len(bundles), strategy)
 }

@@ -113,7 +113,11 @@
 // PlaceBundles decides the nodes of a placement group's bundles under one of Ray's four
 // strategies (BundlePack, BundleSpread, BundleStrictPack, BundleStrictSpread), against the
 // nodes' Available resources; ErrBundlesWait when only their Total would hold the group
-// (try again later), an *InfeasibleError-based error saying why when nothing could.
+// (try again later), an *InfeasibleError-based error saying why when nothing could. The
+// choice does not hang on the order of the bundles or of the nodes: the scarcest bundles
+// (GPUs, custom resources) choose first, STRICT_SPREAD is an exact matching of bundles to
+// distinct nodes, and SPREAD and PACK (as few nodes as can hold the group) are a bounded
+// backtracking search whose first path is the greedy choice (bundlesearch.go).
 // ReplaceBundles places again only the bundles of a placed group whose nodes died, next to
 // the survivors as the strategy wants (the lost ones of a STRICT_PACK group join the
 // survivors' node, those of a STRICT_SPREAD group avoid every node holding one).

@@ -1,9 +1,6 @@
 package sched
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // ReplaceBundles places again the bundles of a placed group whose nodes were lost:
 // placed[i] is bundle i's node, "" for a lost one (a bundle on a node that is not alive
@@ -73,11 +70,14 @@ func ReplaceBundles(bundles []Resources, placed []string, nodes []Node, strategy
 		}
 		return room
 	}
-	if got, ok := assignBundles(bundles, out, lost, holders, nodes, alive, capOf(false), strategy); ok {
+	if got, res := assignBundles(bundles, out, lost, holders, nodes, alive, capOf(false), strategy); res == found {
 		return got, nil
 	}
-	if _, ok := assignBundles(bundles, out, lost, holders, nodes, alive, capOf(true), strategy); ok {
+	switch _, res := assignBundles(bundles, out, lost, holders, nodes, alive, capOf(true), strategy); res {
+	case found:
 		return nil, ErrBundlesWait
+	case unsure:
+		return nil, errUnsure(len(lost))
 	}
 	switch strategy {
 	case BundleStrictPack:
@@ -97,117 +97,100 @@ func ReplaceBundles(bundles []Resources, placed []string, nodes []Node, strategy
 // assignBundles places the bundles in todo against capacities room (indexed like nodes)
 // under strategy, next to the bundles already placed: placed holds their nodes ("" for
 // those in todo), and holders those nodes' indexes, each once. PlaceBundles is the case
-// with nothing placed yet, ReplaceBundles the one with survivors.
-func assignBundles(bundles []Resources, placed []string, todo, holders []int, nodes []Node, alive []int, room []Resources, strategy BundleStrategy) ([]string, bool) {
+// with nothing placed yet, ReplaceBundles the one with survivors. It does not change room.
+// How it searches is described in bundlesearch.go; the outcome says whether it found an
+// assignment, proved there is none, or gave up.
+func assignBundles(bundles []Resources, placed []string, todo, holders []int, nodes []Node, alive []int, room []Resources, strategy BundleStrategy) ([]string, outcome) {
+	room = append([]Resources(nil), room...)
 	out := append([]string(nil), placed...)
-	// best is the alive node, not skipped, where b fits with the most CPU left (-1: none).
-	best := func(b Resources, skip func(i int) bool) int {
-		pick := -1
-		for _, i := range alive {
-			if (skip != nil && skip(i)) || !room[i].Fits(b) {
-				continue
+	count := make([]int, len(nodes))
+	for _, i := range holders {
+		for _, n := range placed {
+			if n != "" && nodes[i].ID == n {
+				count[i]++
 			}
-			if pick < 0 || room[i].Get(CPU) > room[pick].Get(CPU) {
+		}
+	}
+	fill := func(at []int) ([]string, outcome) {
+		for _, k := range todo {
+			out[k] = nodes[at[k]].ID
+		}
+		return out, found
+	}
+	// onOne is the node, among those allowed, where sum fits with the most CPU left (-1: none).
+	onOne := func(sum Resources, allowed []int) int {
+		pick := -1
+		for _, i := range allowed {
+			if room[i].Fits(sum) && (pick < 0 || room[i].Get(CPU) > room[pick].Get(CPU)) {
 				pick = i
 			}
 		}
 		return pick
 	}
-	take := func(k, i int) {
-		room[i] = room[i].Sub(bundles[k])
-		out[k] = nodes[i].ID
-	}
 	var sum Resources
 	for _, k := range todo {
 		sum = sum.Add(bundles[k])
 	}
+	at := make([]int, len(bundles))
+	oneNode := func(i int) ([]string, outcome) {
+		if i < 0 {
+			return nil, none
+		}
+		for _, k := range todo {
+			at[k] = i
+		}
+		return fill(at)
+	}
+	order := scarceFirst(bundles, todo, alive, room)
 	switch strategy {
 	case BundleStrictPack:
-		var i int
 		switch len(holders) {
 		case 0:
-			i = best(sum, nil)
+			return oneNode(onOne(sum, alive))
 		case 1:
-			if i = holders[0]; !room[i].Fits(sum) {
-				i = -1
-			}
-		default:
-			i = -1 // the bundles placed are not on one node: not a STRICT_PACK group's state
+			return oneNode(onOne(sum, holders))
 		}
-		if i < 0 {
-			return nil, false
+		return nil, none // the bundles placed are not on one node: not a STRICT_PACK group's state
+	case BundleStrictSpread:
+		if matchDistinct(bundles, order, alive, room, count, at) < len(order) {
+			return nil, none
 		}
-		for _, k := range todo {
-			take(k, i)
+		return fill(at)
+	case BundleSpread:
+		if matchDistinct(bundles, order, alive, room, count, at) == len(order) {
+			return fill(at)
 		}
-		return out, true
+		s := newBundleSearch(bundles, order, alive, room, count, false)
+		if got := s.run(0); got != found {
+			return nil, got
+		}
+		return fill(s.at)
 	case BundlePack:
 		if len(holders) == 0 {
-			if i := best(sum, nil); i >= 0 {
-				for _, k := range todo {
-					take(k, i)
-				}
-				return out, true
+			if i := onOne(sum, alive); i >= 0 {
+				return oneNode(i)
 			}
 		}
-		used := append([]int(nil), holders...) // in the order first used
-		for _, k := range todo {
-			i := -1
-			for _, u := range used {
-				if room[u].Fits(bundles[k]) {
-					i = u
-					break
-				}
-			}
-			if i < 0 {
-				if i = best(bundles[k], func(i int) bool { return contains(used, i) }); i < 0 {
-					return nil, false
-				}
-				used = append(used, i)
-			}
-			take(k, i)
+		// As few nodes as can hold the group: holders and one more, two more, ...; a
+		// search cut short goes on without the bound.
+		s := newBundleSearch(bundles, order, alive, room, count, true)
+		start := len(holders)
+		if start == 0 {
+			start = 2 // one node was tried above
 		}
-		return out, true
-	case BundleStrictSpread:
-		order := append([]int(nil), todo...)
-		sort.SliceStable(order, func(a, b int) bool { return bundles[order[a]].Get(CPU) > bundles[order[b]].Get(CPU) })
-		used := append([]int(nil), holders...)
-		for _, k := range order {
-			i := best(bundles[k], func(i int) bool { return contains(used, i) })
-			if i < 0 {
-				return nil, false
-			}
-			used = append(used, i)
-			take(k, i)
-		}
-		return out, true
-	case BundleSpread:
-		count := make([]int, len(nodes))
-		for _, i := range alive {
-			for _, n := range placed {
-				if n != "" && nodes[i].ID == n {
-					count[i]++
-				}
+	bound:
+		for m := start; m < len(holders)+len(todo); m++ {
+			switch s.run(m) {
+			case found:
+				return fill(s.at)
+			case unsure:
+				break bound
 			}
 		}
-		for _, k := range todo {
-			// Fewest bundles of this group first, then the most CPU left.
-			pick := -1
-			for _, i := range alive {
-				if !room[i].Fits(bundles[k]) {
-					continue
-				}
-				if pick < 0 || count[i] < count[pick] || count[i] == count[pick] && room[i].Get(CPU) > room[pick].Get(CPU) {
-					pick = i
-				}
-			}
-			if pick < 0 {
-				return nil, false
-			}
-			count[pick]++
-			take(k, pick)
+		if got := s.run(0); got != found {
+			return nil, got
 		}
-		return out, true
+		return fill(s.at)
 	}
-	return nil, false
+	return nil, none
 }
