@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // BundleStrategy is how a placement group's bundles spread over nodes (Ray's
@@ -214,4 +215,93 @@ func InBundle(group string, index int, req Resources) Resources {
 	req.Each(add)
 	add(BundleMarker, Unit/1000)
 	return out
+}
+
+// AnyBundle chooses the node for a task or actor that asks for req in any bundle of a
+// placed group (bundle index -1, InBundle's group-wide form): placed[i] is bundle i's
+// node, "" while a lost bundle is being placed again. Such a task takes its resources from
+// the group's bundles on one node together, so a node can hold it when the sum of the
+// group's bundles there fits req. Among the nodes that can, it rotates by smooth weighted
+// round robin, each node weighted by how many such requests its bundles hold at once, so
+// that successive requests spread over the bundles in proportion to their room (Ray puts
+// a task in any bundle that has room for it) and one that only some bundles can hold (a
+// GPU) goes to those. credit is the rotation's state, node ID -> credit, kept by the
+// caller for the group (it is updated here).
+//
+// It returns "" and no error when no node can hold req now but a lost bundle may, once
+// placed again (the request waits), and an error wrapping ErrInfeasible when no node's
+// bundles can ever hold it.
+func AnyBundle(bundles []Resources, placed []string, req Resources, credit map[string]int64) (string, error) {
+	type share struct {
+		node    string
+		room    Resources
+		bundles int
+	}
+	var shares []share
+	lost := false
+	var all Resources
+	for i, n := range placed {
+		all = all.Add(bundles[i])
+		if n == "" {
+			lost = true
+			continue
+		}
+		j := 0
+		for j < len(shares) && shares[j].node != n {
+			j++
+		}
+		if j == len(shares) {
+			shares = append(shares, share{node: n})
+		}
+		shares[j].room = shares[j].room.Add(bundles[i])
+		shares[j].bundles++
+	}
+	var total int64
+	weights := make([]int64, len(shares))
+	for j, s := range shares {
+		if s.room.Fits(req) {
+			weights[j] = copiesIn(req, s.room, s.bundles)
+			total += weights[j]
+		}
+	}
+	if total == 0 {
+		if lost && all.Fits(req) {
+			return "", nil
+		}
+		var held []string
+		for _, s := range shares {
+			held = append(held, s.room.String()+" on node "+s.node)
+		}
+		return "", fmt.Errorf("%w: %v is more than the group's bundles on any one node hold (%s): a task or actor in any bundle takes its resources from the bundles of one node; ask for less, or name a bundle that holds it",
+			ErrInfeasible, req, strings.Join(held, ", "))
+	}
+	pick := -1
+	for j, s := range shares {
+		if weights[j] == 0 {
+			continue
+		}
+		credit[s.node] += weights[j]
+		if pick < 0 || credit[s.node] > credit[shares[pick].node] {
+			pick = j
+		}
+	}
+	credit[shares[pick].node] -= total
+	return shares[pick].node, nil
+}
+
+// copiesIn is how many requests of req room holds at once, at least 1 and at most 1<<20;
+// for a request of nothing, the number of bundles room is made of.
+func copiesIn(req, room Resources, bundles int) int64 {
+	n := int64(-1)
+	req.Each(func(name string, q Quantity) {
+		if q > 0 {
+			if c := int64(room.Get(name) / q); n < 0 || c < n {
+				n = c
+			}
+		}
+	})
+	if n < 0 {
+		n = int64(bundles)
+	}
+	return min(max(n, 1), 1<<20)
 }

@@ -104,3 +104,74 @@ func TestParseBundleStrategy(t *testing.T) {
 		t.Fatal("want an error for an unknown name")
 	}
 }
+
+// AnyBundle: a request in any bundle goes to a node whose bundles of the group can hold
+// it, rotating over those nodes in proportion to how many such requests they hold (the
+// old choice was always the node holding the most bundles, ties to bundle 0's, whatever
+// the request: tasks ran one node at a time, and one that only bundle 1 could hold failed
+// or waited for ever); it waits while only a lost bundle could hold it, and is infeasible
+// when no node's bundles can.
+func TestAnyBundle(t *testing.T) {
+	gpu := mustResMap(map[string]float64{CPU: 1, GPU: 1})
+	bundles := []Resources{cpus(1), gpu, cpus(1)}
+	placed := []string{"a", "b", "c"}
+	pick := func(placed []string, req Resources, credit map[string]int64, n int) ([]string, error) {
+		var got []string
+		for range n {
+			node, err := AnyBundle(bundles, placed, req, credit)
+			if err != nil {
+				return got, err
+			}
+			got = append(got, node)
+		}
+		return got, nil
+	}
+	// One CPU each: every node in turn, each as often.
+	got, err := pick(placed, cpus(1), map[string]int64{}, 6)
+	if err != nil || !reflect.DeepEqual(got, []string{"a", "b", "c", "a", "b", "c"}) {
+		t.Fatalf("six 1-CPU requests: %v, %v; want a b c a b c", got, err)
+	}
+	// A GPU: only bundle 1's node.
+	got, err = pick(placed, mustResMap(map[string]float64{GPU: 1}), map[string]int64{}, 3)
+	if err != nil || !reflect.DeepEqual(got, []string{"b", "b", "b"}) {
+		t.Fatalf("GPU requests: %v, %v; want b b b", got, err)
+	}
+	// Two bundles on one node: that node holds twice as many, and a 2-CPU request fits
+	// only there (its bundles together).
+	two := []string{"a", "b", "a"}
+	got, err = pick(two, cpus(1), map[string]int64{}, 6)
+	if n := count(got, "a"); err != nil || n != 4 {
+		t.Fatalf("1-CPU requests over {a: 2 CPUs, b: 1}: %v, %v; want a 4 times of 6", got, err)
+	}
+	got, err = pick(two, cpus(2), map[string]int64{}, 2)
+	if err != nil || !reflect.DeepEqual(got, []string{"a", "a"}) {
+		t.Fatalf("2-CPU requests: %v, %v; want a a", got, err)
+	}
+	// A request for nothing: by the number of bundles.
+	if got, err = pick(placed, Resources{}, map[string]int64{}, 3); err != nil || !reflect.DeepEqual(got, []string{"a", "b", "c"}) {
+		t.Fatalf("requests for nothing: %v, %v", got, err)
+	}
+	// Bundle 1 lost: a GPU request waits (""), a CPU one goes to the others.
+	lost := []string{"a", "", "c"}
+	if node, err := AnyBundle(bundles, lost, mustResMap(map[string]float64{GPU: 1}), map[string]int64{}); node != "" || err != nil {
+		t.Fatalf("GPU request while the GPU bundle is lost: %q, %v; want it to wait", node, err)
+	}
+	if got, err = pick(lost, cpus(1), map[string]int64{}, 2); err != nil || !reflect.DeepEqual(got, []string{"a", "c"}) {
+		t.Fatalf("CPU requests while bundle 1 is lost: %v, %v", got, err)
+	}
+	// More than any node's bundles: infeasible, and it says what they hold.
+	_, err = AnyBundle(bundles, placed, mustResMap(map[string]float64{GPU: 2}), map[string]int64{})
+	if !errors.Is(err, ErrInfeasible) || !strings.Contains(err.Error(), "{CPU=1, GPU=1} on node b") {
+		t.Fatalf("a 2-GPU request: %v", err)
+	}
+}
+
+func count(s []string, v string) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
+}

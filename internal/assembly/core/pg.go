@@ -145,6 +145,10 @@ type pgShared struct {
 	foreign map[string]*foreignWork // another process's group -> what this runtime put in it
 	// abandoned: Close leaves the groups as a crash would (Abandon).
 	abandoned bool
+	// anyCredit: each group's rotation over its nodes for tasks and actors in any bundle
+	// (sched.AnyBundle), kept here because another process's group is read anew for
+	// each; forgotten past pgGoneKept groups.
+	anyCredit map[string]map[string]int64
 }
 
 // foreignWork is what this runtime put in another process's group and may not have
@@ -995,23 +999,39 @@ func (pg *PlacementGroup) resolve(index int, req sched.Resources) (ids.NodeID, s
 	if index >= 0 {
 		node = nodes[index]
 	} else {
-		// Any bundle: the bundles of one group on one node share its group-wide room, so
-		// the node holding most of them is the one where the task most likely fits now.
-		count := map[ids.NodeID]int{}
-		for _, n := range nodes {
-			if n == "" {
-				continue
-			}
-			count[n]++
-			if node == "" || count[n] > count[node] {
-				node = n
-			}
+		// Any bundle: a node whose bundles of the group can hold req, in turn among them
+		// (sched.AnyBundle); "" while only a lost bundle could.
+		var err error
+		if node, err = pg.anyBundle(nodes, req); err != nil {
+			return "", sched.Resources{}, fmt.Errorf("placement group %s: %w", pg.ID, err)
 		}
 	}
 	if node == "" {
 		return "", sched.Resources{}, errGroupNotReady // its node died: it waits to be placed again
 	}
 	return node, sched.InBundle(pg.ID, index, req), nil
+}
+
+// anyBundle chooses the node of a task or actor in any bundle of the group placed on
+// nodes (sched.AnyBundle, with the group's rotation state).
+func (pg *PlacementGroup) anyBundle(nodes []ids.NodeID, req sched.Resources) (ids.NodeID, error) {
+	placed := make([]string, len(nodes))
+	for i, n := range nodes {
+		placed[i] = string(n)
+	}
+	m := &pg.c.pgMore
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	credit := m.anyCredit[pg.ID]
+	if credit == nil {
+		if m.anyCredit == nil || len(m.anyCredit) >= pgGoneKept {
+			m.anyCredit = map[string]map[string]int64{}
+		}
+		credit = map[string]int64{}
+		m.anyCredit[pg.ID] = credit
+	}
+	node, err := sched.AnyBundle(pg.Bundles, placed, req, credit)
+	return ids.NodeID(node), err
 }
 
 // resolveWait is resolve for an actor being created: while its bundle's node is dead and
