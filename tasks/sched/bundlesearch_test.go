@@ -208,3 +208,35 @@ func TestPlaceBundlesLargeSearchBounded(t *testing.T) {
 		t.Fatalf("300 bundles of 2 CPUs on 300 nodes of 3 under PACK: %v", err)
 	}
 }
+
+// PACK on many alike nodes: as few nodes as hold the group (20 one-CPU bundles on nodes
+// of 4 CPUs: 5), found without trying every smaller number of nodes in vain.
+func TestPlaceBundlesPackFewestNodes(t *testing.T) {
+	var nodes []Node
+	for i := range 50 {
+		nodes = append(nodes, cpuNode(fmt.Sprintf("n%d", i), 4, 4))
+	}
+	bundles := make([]Resources, 20)
+	for i := range bundles {
+		bundles[i] = cpus(1)
+	}
+	got, err := PlaceBundles(bundles, nodes, BundlePack)
+	if err != nil || checkPlacement(bundles, nodes, BundlePack, got) != "" {
+		t.Fatalf("%v, %v", got, err)
+	}
+	used := map[string]bool{}
+	for _, n := range got {
+		used[n] = true
+	}
+	if len(used) != 5 {
+		t.Fatalf("20 one-CPU bundles on nodes of 4 CPUs under PACK used %d nodes, want 5", len(used))
+	}
+	// And when their total is more than all the nodes have: infeasible at once.
+	more := make([]Resources, 201)
+	for i := range more {
+		more[i] = cpus(1)
+	}
+	if _, err := PlaceBundles(more, nodes[:50], BundlePack); !errors.Is(err, ErrInfeasible) {
+		t.Fatalf("201 one-CPU bundles on 200 CPUs: %v", err)
+	}
+}

@@ -1,6 +1,9 @@
 package sched
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 // ReplaceBundles places again the bundles of a placed group whose nodes were lost:
 // placed[i] is bundle i's node, "" for a lost one (a bundle on a node that is not alive
@@ -178,6 +181,11 @@ func assignBundles(bundles []Resources, placed []string, todo, holders []int, no
 		if start == 0 {
 			start = 2 // one node was tried above
 		}
+		least, ok := fewestNodes(sum, alive, room, holders)
+		if !ok {
+			return nil, none
+		}
+		start = max(start, least)
 	bound:
 		for m := start; m < len(holders)+len(todo); m++ {
 			switch s.run(m) {
@@ -193,4 +201,34 @@ func assignBundles(bundles []Resources, placed []string, todo, holders []int, no
 		return fill(s.at)
 	}
 	return nil, none
+}
+
+// fewestNodes is a lower bound on the number of nodes (holders among them) that can hold
+// sum, judging each resource alone: the holders' room and then the other nodes' largest.
+// false: all the alive nodes together lack some resource of sum.
+func fewestNodes(sum Resources, alive []int, room []Resources, holders []int) (int, bool) {
+	least := len(holders)
+	ok := true
+	sum.Each(func(name string, need Quantity) {
+		for _, i := range holders {
+			need = subSat(need, max(room[i].Get(name), 0))
+		}
+		var more []Quantity
+		for _, i := range alive {
+			if q := room[i].Get(name); q > 0 && !contains(holders, i) {
+				more = append(more, q)
+			}
+		}
+		sort.Slice(more, func(a, b int) bool { return more[a] > more[b] })
+		n := 0
+		for need > 0 && n < len(more) {
+			need = subSat(need, more[n])
+			n++
+		}
+		if need > 0 {
+			ok = false
+		}
+		least = max(least, len(holders)+n)
+	})
+	return least, ok
 }
