@@ -60,4 +60,16 @@
 // instead of granting it again; a RECLAIM of nothing ends it. A raylet hears FREE too
 // (raylet.MachineFree): one whose ask waits for a demand the machine cannot serve asks
 // instead for a smaller one of its own that fits (sched.AskFirst).
+//
+// # The object store budget
+//
+// The ledger also holds the machine's object store budget (SetStore: the agent's
+// --object-store-memory), shared by the object stores of the worker processes as Ray's one
+// plasma store per node is shared by every job (store.go). The first FREE says it (bytes;
+// 0 from an agent that shares none, whose clients keep a budget of their own). A store
+// asks for more (STORE_ASK: id, bytes) when its bytes in memory would cross its grant, in
+// chunks (objects/shard GrantChunk), and is answered at once (STORE_GRANT: id, the bytes
+// granted: all, what is free, or 0, never queued); it gives whole chunks back (STORE_GIVE)
+// when it is well under, and a client that goes gives back its whole grant. What a store
+// is not granted it spills. There is no message per object.
 package machine

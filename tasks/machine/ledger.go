@@ -39,11 +39,16 @@ type Ledger struct {
 	reserved bool
 	shapes   []sched.Resources // serve's scratch
 	grant    []int
+
+	// The machine's object store budget shared by the clients' stores (store.go).
+	storeTotal, storeFree int64
+	storeHeld             map[string]int64
 }
 
 // NewLedger returns a ledger of total.
 func NewLedger(total sched.Resources) *Ledger {
-	return &Ledger{total: total, free: total, held: map[string]sched.Resources{}, ahead: map[string]sched.Resources{}}
+	return &Ledger{total: total, free: total, held: map[string]sched.Resources{}, ahead: map[string]sched.Resources{},
+		storeHeld: map[string]int64{}}
 }
 
 // Total is the machine's resources.
@@ -135,11 +140,12 @@ func (l *Ledger) Give(client string, res sched.Resources) []Decision {
 	return l.serve()
 }
 
-// Drop forgets client: what it held comes back, its ask goes. It returns the asks that
-// lets through.
+// Drop forgets client: what it held comes back (its store grant too), its ask goes. It
+// returns the asks that lets through.
 func (l *Ledger) Drop(client string) []Decision {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.storeGive(client, l.storeHeld[client])
 	for i, a := range l.queue {
 		if a.client == client {
 			l.queue = append(l.queue[:i:i], l.queue[i+1:]...)

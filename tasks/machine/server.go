@@ -153,7 +153,10 @@ func (s *Server) serve(c *serverConn) {
 	}
 	_ = c.c.SetReadDeadline(time.Time{})
 	c.name = hello.Client
-	c.write(&pb.MachineMsg{Op: pb.MachineMsg_FREE, Free: tasks.ResourcesToPB(s.ledger.Free())})
+	// The first FREE also says the machine's object store budget (bytes; 0: none shared):
+	// a client whose agent says nothing (an older one) keeps a store budget of its own.
+	storeTotal, _ := s.ledger.Store()
+	c.write(&pb.MachineMsg{Op: pb.MachineMsg_FREE, Free: tasks.ResourcesToPB(s.ledger.Free()), Bytes: storeTotal})
 	for {
 		m, err := ReadFrame(c.c)
 		if err != nil {
@@ -164,6 +167,10 @@ func (s *Server) serve(c *serverConn) {
 			s.deliver(s.ledger.Ask(c.key, m.Id, tasks.ResourcesFromPB(m.Resources), m.Now))
 		case pb.MachineMsg_GIVE:
 			s.deliver(s.ledger.Give(c.key, tasks.ResourcesFromPB(m.Resources)))
+		case pb.MachineMsg_STORE_ASK:
+			c.write(&pb.MachineMsg{Op: pb.MachineMsg_STORE_GRANT, Id: m.Id, Bytes: s.ledger.StoreAsk(c.key, m.Bytes)})
+		case pb.MachineMsg_STORE_GIVE:
+			s.ledger.StoreGive(c.key, m.Bytes)
 		default:
 			s.logger.Warn("machine: dropping a connection that sent an unknown frame", "client", c.name, "op", m.Op)
 			return

@@ -113,29 +113,40 @@ const (
 	MachineMsg_DENY    MachineMsg_Op = 5 // agent -> worker: id, message; free
 	MachineMsg_FREE    MachineMsg_Op = 6 // agent -> worker: free
 	MachineMsg_RECLAIM MachineMsg_Op = 7 // agent -> worker: resources to give back as work ends (others wait)
+	// The machine's object store budget (rayctl start --object-store-memory), shared by
+	// the object stores of every process the agent serves: each takes a grant of it.
+	MachineMsg_STORE_ASK   MachineMsg_Op = 8  // worker -> agent: id, bytes wanted beyond its grant (granted at once, in part or not)
+	MachineMsg_STORE_GRANT MachineMsg_Op = 9  // agent -> worker: id, bytes granted (0: none free)
+	MachineMsg_STORE_GIVE  MachineMsg_Op = 10 // worker -> agent: bytes of its grant given back
 )
 
 // Enum value maps for MachineMsg_Op.
 var (
 	MachineMsg_Op_name = map[int32]string{
-		0: "NONE",
-		1: "HELLO",
-		2: "ASK",
-		3: "GIVE",
-		4: "GRANT",
-		5: "DENY",
-		6: "FREE",
-		7: "RECLAIM",
+		0:  "NONE",
+		1:  "HELLO",
+		2:  "ASK",
+		3:  "GIVE",
+		4:  "GRANT",
+		5:  "DENY",
+		6:  "FREE",
+		7:  "RECLAIM",
+		8:  "STORE_ASK",
+		9:  "STORE_GRANT",
+		10: "STORE_GIVE",
 	}
 	MachineMsg_Op_value = map[string]int32{
-		"NONE":    0,
-		"HELLO":   1,
-		"ASK":     2,
-		"GIVE":    3,
-		"GRANT":   4,
-		"DENY":    5,
-		"FREE":    6,
-		"RECLAIM": 7,
+		"NONE":        0,
+		"HELLO":       1,
+		"ASK":         2,
+		"GIVE":        3,
+		"GRANT":       4,
+		"DENY":        5,
+		"FREE":        6,
+		"RECLAIM":     7,
+		"STORE_ASK":   8,
+		"STORE_GRANT": 9,
+		"STORE_GIVE":  10,
 	}
 )
 
@@ -2606,6 +2617,7 @@ type MachineMsg struct {
 	Free          []*ResourceQty         `protobuf:"bytes,5,rep,name=free,proto3" json:"free,omitempty"`
 	Client        string                 `protobuf:"bytes,6,opt,name=client,proto3" json:"client,omitempty"`
 	Message       string                 `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	Bytes         int64                  `protobuf:"varint,8,opt,name=bytes,proto3" json:"bytes,omitempty"` // STORE_ASK, STORE_GRANT, STORE_GIVE
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2687,6 +2699,13 @@ func (x *MachineMsg) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *MachineMsg) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
 }
 
 // AgentInfo is the value of agents/<agentID> (kept after the agent stops, so status can
@@ -5620,7 +5639,7 @@ const file_ray_proto_rawDesc = "" +
 	" \x01(\x03R\x10storeSpillErrors\x12&\n" +
 	"\x0fin_flight_bytes\x18\v \x01(\x03R\rinFlightBytes\x12)\n" +
 	"\x06in_use\x18\f \x03(\v2\x12.raypb.ResourceQtyR\x05inUse\x12%\n" +
-	"\x0emachine_ledger\x18\r \x01(\bR\rmachineLedger\"\xba\x02\n" +
+	"\x0emachine_ledger\x18\r \x01(\bR\rmachineLedger\"\x81\x03\n" +
 	"\n" +
 	"MachineMsg\x12$\n" +
 	"\x02op\x18\x01 \x01(\x0e2\x14.raypb.MachineMsg.OpR\x02op\x12\x0e\n" +
@@ -5629,7 +5648,8 @@ const file_ray_proto_rawDesc = "" +
 	"\x03now\x18\x04 \x01(\bR\x03now\x12&\n" +
 	"\x04free\x18\x05 \x03(\v2\x12.raypb.ResourceQtyR\x04free\x12\x16\n" +
 	"\x06client\x18\x06 \x01(\tR\x06client\x12\x18\n" +
-	"\amessage\x18\a \x01(\tR\amessage\"X\n" +
+	"\amessage\x18\a \x01(\tR\amessage\x12\x14\n" +
+	"\x05bytes\x18\b \x01(\x03R\x05bytes\"\x88\x01\n" +
 	"\x02Op\x12\b\n" +
 	"\x04NONE\x10\x00\x12\t\n" +
 	"\x05HELLO\x10\x01\x12\a\n" +
@@ -5638,7 +5658,12 @@ const file_ray_proto_rawDesc = "" +
 	"\x05GRANT\x10\x04\x12\b\n" +
 	"\x04DENY\x10\x05\x12\b\n" +
 	"\x04FREE\x10\x06\x12\v\n" +
-	"\aRECLAIM\x10\a\"\xd5\x03\n" +
+	"\aRECLAIM\x10\a\x12\r\n" +
+	"\tSTORE_ASK\x10\b\x12\x0f\n" +
+	"\vSTORE_GRANT\x10\t\x12\x0e\n" +
+	"\n" +
+	"STORE_GIVE\x10\n" +
+	"\"\xd5\x03\n" +
 	"\tAgentInfo\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x10\n" +
