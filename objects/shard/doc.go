@@ -12,7 +12,10 @@
 // In-process, messages carry the byte slices themselves: a Put or Get moves no bytes.
 //
 // Capacity: with a Budget, the bytes held in memory are bounded (but for copies pinned by
-// pulls, below). When a put takes the shard over it, the least recently used objects (by
+// pulls, below). With a Grant (grant.go), the Budget is shared with the stores of the
+// machine's other processes and the shard's bound is the grant it holds: it takes more, a
+// chunk at a time, when a put would cross it, gives chunks back when two are unused, and
+// spills as below when nothing more is granted. When a put takes the shard over it, the least recently used objects (by
 // put, read or pull) are written to SpillDir until memory is back under 90% of the
 // budget: in batches (of at least 4 MiB, or what is left to free), up to SpillWorkers
 // (default GOMAXPROCS) batches at once, each on a goroutine of its own (never in the

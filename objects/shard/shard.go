@@ -29,9 +29,14 @@ type Config struct {
 	Node  ids.NodeID
 	Table ObjectTable // may be nil (no object table records)
 	// Budget is how many bytes of objects the shard keeps in memory; beyond it the least
-	// recently used objects are spilled to SpillDir (0: no limit, nothing spilled).
+	// recently used objects are spilled to SpillDir (0: no limit, nothing spilled). With
+	// a Grant, Budget is the budget shared with other stores (the machine's), and the
+	// shard keeps in memory what it holds a grant for (grant.go).
 	Budget   int64
 	SpillDir string
+	// Grant, when set (with a Budget), is the shard's share of a budget shared with the
+	// stores of the machine's other processes: see Grant.
+	Grant Grant
 	// SpillWorkers bounds the spill files written at once, and the spill files read back
 	// at once (0: GOMAXPROCS). Each writer compresses its objects on a core of its own.
 	SpillWorkers int
@@ -73,6 +78,10 @@ type Shard struct {
 	bytes int64 // all objects
 	mem   int64 // in memory
 	clock uint64
+	// budget is what the shard keeps in memory before it spills: cfg.Budget, or with a
+	// Grant what it holds of it, taken and given back in chunks (grant.go).
+	budget int64
+	chunk  int64
 
 	// inflight spill batches (at most cfg.SpillWorkers), holding inflightB bytes.
 	inflight    int
@@ -124,7 +133,7 @@ type admit struct {
 // more will be spilled (no candidates, or spilling failed): a producer never waits for
 // ever on a store that cannot spill.
 func (s *Shard) releaseAdmits(ctx actor.Context) {
-	if len(s.admits) == 0 || s.mem > s.cfg.Budget && s.inflight > 0 {
+	if len(s.admits) == 0 || s.mem > s.budget && s.inflight > 0 {
 		return
 	}
 	for _, a := range s.admits {
@@ -192,8 +201,14 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Budget > 0 && cfg.Pressure != nil {
 		high = int64(float64(cfg.Budget) * PressureFraction)
 	}
+	budget, chunk := cfg.Budget, int64(0)
+	if cfg.Grant != nil && cfg.Budget > 0 {
+		budget, chunk = 0, GrantChunk(cfg.Budget)
+	} else {
+		cfg.Grant = nil
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Shard{cfg: cfg, objs: make(map[ids.ObjectID]*object), high: high,
+		return &Shard{cfg: cfg, objs: make(map[ids.ObjectID]*object), high: high, budget: budget, chunk: chunk,
 			compress: make(chan struct{}, runtime.GOMAXPROCS(0)),
 			restore:  make(chan struct{}, cfg.SpillWorkers)}
 	})
@@ -207,6 +222,9 @@ func (s *Shard) Receive(ctx actor.Context) {
 			s.pressed(ctx)
 		}
 		err := s.refuse(len(m.Data))
+		if need := s.mem + int64(len(m.Data)); need > s.budget && s.cfg.Grant != nil && err == nil {
+			s.grow(need) // not granted: the put goes on and the shard spills
+		}
 		if err == nil {
 			err = s.put(m)
 		}
@@ -216,7 +234,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 			if err != nil {
 				ack.Error = err.Error()
 			}
-			if err == nil && s.cfg.Budget > 0 && s.mem > s.cfg.Budget && s.inflight > 0 {
+			if err == nil && s.cfg.Budget > 0 && s.mem > s.budget && s.inflight > 0 {
 				// Over budget while spills are written: the producer waits (backpressure).
 				s.admits = append(s.admits, admit{to: ctx.Sender(), ack: ack})
 			} else {
@@ -257,6 +275,7 @@ func (s *Shard) Receive(ctx actor.Context) {
 			}
 		}
 		s.releaseAdmits(ctx)
+		s.shrink()
 	case *pb.StoreStats:
 		ctx.Respond(s.stats(int(m.Top)))
 	}
@@ -357,7 +376,7 @@ func (s *Shard) maybeSpill(ctx actor.Context) {
 		return
 	}
 	// Start when memory goes over budget; once started, go on down to 90% of it.
-	if s.inflight == 0 && s.mem <= s.cfg.Budget {
+	if s.inflight == 0 && s.mem <= s.budget {
 		return
 	}
 	workers := s.cfg.SpillWorkers
@@ -370,7 +389,7 @@ func (s *Shard) maybeSpill(ctx actor.Context) {
 	if s.inflight >= workers {
 		return
 	}
-	target := s.mem - s.inflightB - s.cfg.Budget*9/10
+	target := s.mem - s.inflightB - s.budget*9/10
 	if target <= 0 {
 		return
 	}
@@ -484,6 +503,7 @@ func (s *Shard) spillDone(ctx actor.Context, m *spillDone) {
 	}
 	s.maybeSpill(ctx)
 	s.releaseAdmits(ctx)
+	s.shrink()
 }
 
 // spillFailed starts or extends the back-off after a failed attempt, and logs the condition
