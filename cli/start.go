@@ -49,7 +49,7 @@ func startCommand() *ucli.Command {
 			&ucli.Float64Flag{Name: "num-cpus", Usage: "CPUs this machine offers", DefaultText: "all cores", EnvVars: []string{"RAY_GO_NUM_CPUS"}},
 			&ucli.Float64Flag{Name: "num-gpus", Usage: "GPUs this machine offers", EnvVars: []string{"RAY_GO_NUM_GPUS"}},
 			&ucli.StringFlag{Name: "resources", Usage: `custom resources as JSON, e.g. '{"accel":2}' (CPU and GPU have their own flags)`, EnvVars: []string{"RAY_GO_CUSTOM_RESOURCES"}},
-			&ucli.StringFlag{Name: "object-store-memory", Usage: "object store budget: bytes, or with a unit: 500MB, 2GiB", DefaultText: "30% of RAM", EnvVars: []string{"RAY_GO_OBJECT_STORE_MEMORY"}},
+			&ucli.StringFlag{Name: "object-store-memory", Usage: "this machine's object store budget, shared by the stores of every job's worker processes here (beyond it they spill): bytes, or with a unit: 500MB, 2GiB", DefaultText: "30% of RAM", EnvVars: []string{"RAY_GO_OBJECT_STORE_MEMORY"}},
 			&ucli.StringFlag{Name: "spill-dir", Usage: "where this machine's object stores (its worker processes' and those of the drivers rayctl job submit runs here, unless the job's --env sets " + workerenv.SpillDir + ") spill objects beyond --object-store-memory (Ray's --object-spilling-directory), e.g. a scratch disk: " +
 				"a directory, created if missing; a relative path is taken from the current directory. The agent works in a directory of its own there, ray-go-agent-<id>, " +
 				"removed by rayctl stop, and touches nothing else, so agents may share it", DefaultText: "<session-dir>/agent-<id>/workers/<job>/spill", EnvVars: []string{workerenv.SpillDir}},

@@ -17,7 +17,8 @@ const maxSocketPath = 100
 // <SessionDir>/machine.sock, or, when that path is too long for a socket, in a new 0700
 // directory under the system's temporary directory. Worker processes get its path
 // (workerenv.Machine) and obtain their resources there, so the jobs on this machine share
-// Config.Resources instead of each counting them as its own.
+// Config.Resources instead of each counting them as its own, and their object stores
+// share Config.ObjectStoreBytes.
 func (a *Agent) serveMachine() error {
 	total, err := sched.FromMap(a.cfg.Resources)
 	if err != nil {
@@ -35,7 +36,11 @@ func (a *Agent) serveMachine() error {
 		a.machineDir = dir
 		path = filepath.Join(dir, "machine.sock")
 	}
-	s, err := machine.Serve(path, machine.NewLedger(total), a.log)
+	ledger := machine.NewLedger(total)
+	// The machine's object store budget, shared by the stores of every worker process
+	// (each holds a grant of it, objects/shard Config.Grant), not a budget for each.
+	ledger.SetStore(a.cfg.ObjectStoreBytes)
+	s, err := machine.Serve(path, ledger, a.log)
 	if err != nil {
 		return fmt.Errorf("agent: the machine ledger: %w", err)
 	}

@@ -938,7 +938,7 @@ func (n *Node) startMember(ctx context.Context) error {
 		cluster.NewKind(KindRaylet, pooled(raylet.Props(rcfg), "raylet")),
 		cluster.NewKind(KindWorker, pooled(worker.Props(wenv), "worker")),
 		cluster.NewKind(KindStore, pooled(shard.Props(shard.Config{Node: n.ID, Table: objTable, Logger: logger,
-			Budget: n.cfg.ObjectStoreBytes, SpillDir: n.spillDir,
+			Budget: n.cfg.ObjectStoreBytes, SpillDir: n.spillDir, Grant: n.storeGrant(logger),
 			// Over 70% of its budget: refs dropped without Release may hold objects in
 			// it until collections here and elsewhere find them (core/collect.go).
 			Pressure: func() {
