@@ -50,7 +50,8 @@ func memoryCommand() *ucli.Command {
 // MemoryReport is what `rayctl memory -o json` prints.
 type MemoryReport struct {
 	Nodes []NodeMemory `json:"nodes"`
-	// Totals over the nodes, drivers included.
+	// Totals over the nodes, drivers included; Budget counts each machine's budget once,
+	// which the worker processes there share (each shows it as its own budget).
 	Budget      int64 `json:"budget"`
 	MemoryBytes int64 `json:"memory_bytes"`
 	Spilled     int64 `json:"spilled_bytes"`
@@ -103,6 +104,7 @@ func readMemory(c *ucli.Context, store gcs.Store) (*MemoryReport, error) {
 		}
 	}
 	rep := &MemoryReport{Nodes: []NodeMemory{}}
+	machines := map[string]int64{} // agent ID: its machine's budget
 	for _, kv := range append(loads, drivers...) {
 		id, ok := gcs.TrimKey(gcs.LoadPrefix, kv.Key)
 		if !ok {
@@ -125,10 +127,19 @@ func readMemory(c *ucli.Context, store gcs.Store) (*MemoryReport, error) {
 			n.Largest = append(n.Largest, so)
 		}
 		rep.Nodes = append(rep.Nodes, n)
-		rep.Budget += n.Budget
+		if n.Agent != "" && n.Role == "worker" {
+			// The worker processes of one agent share its machine's budget (their stores
+			// hold grants of it): count it once.
+			machines[n.Agent] = max(machines[n.Agent], n.Budget)
+		} else {
+			rep.Budget += n.Budget
+		}
 		rep.MemoryBytes += n.MemoryBytes
 		rep.Spilled += n.Spilled
 		rep.Objects += n.Objects
+	}
+	for _, b := range machines {
+		rep.Budget += b
 	}
 	sort.Slice(rep.Nodes, func(i, j int) bool {
 		a, b := rep.Nodes[i], rep.Nodes[j]

@@ -73,6 +73,17 @@ func TestJobsShareTheStoreBudget(t *testing.T) {
 	if total := mem + spilled; total < 64<<20 || spilled < total-budget-slack {
 		t.Fatalf("%d bytes in memory and %d spilled, for two jobs' 64 MiB", mem, spilled)
 	}
+	// rayctl memory's total budget counts the machine's once (the drivers' stores have
+	// budgets of their own), not once for each worker process.
+	want := int64(budget)
+	for _, r := range rep.Nodes {
+		if r.Role == "driver" {
+			want += r.Budget
+		}
+	}
+	if rep.Budget != want {
+		t.Errorf("rayctl memory's total budget is %d, want the machine's %d once plus the drivers' (%d)", rep.Budget, budget, want)
+	}
 	for i, j := range jobs {
 		if _, err := j.in.Write([]byte("check\n")); err != nil {
 			t.Fatal(err)
