@@ -196,3 +196,41 @@ func BenchmarkShardRestore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkShardPutGet is a store's hot path: a put of a 64 KiB object, a get of it and
+// its free, each through the shard's mailbox, with a budget of its own ("budget") and
+// with a grant of a shared budget ("grant": after the first chunk, a put costs the same
+// comparison against the grant; the grant is taken and given back only across chunks).
+func BenchmarkShardPutGet(b *testing.B) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, mode := range []string{"budget", "grant"} {
+		b.Run(mode, func(b *testing.B) {
+			cfg := Config{Node: "n1", Budget: 1 << 30, SpillDir: b.TempDir(), Logger: quiet}
+			p := &pool{free: 1 << 30, held: map[*poolGrant]int64{}}
+			if mode == "grant" {
+				cfg.Grant = &poolGrant{p}
+			}
+			sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+			defer sys.Shutdown()
+			pid := sys.Root.Spawn(Props(cfg))
+			data := make([]byte, 64<<10)
+			root := ids.NewRootTaskID()
+			i := uint32(0)
+			for b.Loop() {
+				i++
+				id := ids.PutID(root, i)
+				if _, err := sys.Root.RequestFuture(pid, &pb.PutObject{ObjectId: id[:], Data: data}, 5*time.Second).Result(); err != nil {
+					b.Fatal(err)
+				}
+				r, err := sys.Root.RequestFuture(pid, &pb.GetObject{ObjectId: id[:]}, 5*time.Second).Result()
+				if err != nil || !r.(*pb.GetObjectReply).Found {
+					b.Fatal(err)
+				}
+				sys.Root.Send(pid, &pb.FreeObjects{ObjectIds: [][]byte{id[:]}})
+			}
+			p.mu.Lock()
+			b.ReportMetric(float64(p.takes)/float64(b.N), "grant-asks/op")
+			p.mu.Unlock()
+		})
+	}
+}
