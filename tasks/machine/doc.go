@@ -65,7 +65,7 @@
 //
 // The ledger also holds the machine's object store budget (SetStore: the agent's
 // --object-store-memory), shared by the object stores of the worker processes as Ray's one
-// plasma store per node is shared by every job (store.go). The first FREE says it (bytes;
+// plasma store per node is shared by every job (store.go). Every FREE says it (bytes;
 // 0 from an agent that shares none, whose clients keep a budget of their own). A store
 // asks for more (STORE_ASK: id, bytes) when its bytes in memory would cross its grant, in
 // chunks (objects/shard GrantChunk), and is answered at once (STORE_GRANT: id, the bytes

@@ -153,8 +153,8 @@ func (s *Server) serve(c *serverConn) {
 	}
 	_ = c.c.SetReadDeadline(time.Time{})
 	c.name = hello.Client
-	// The first FREE also says the machine's object store budget (bytes; 0: none shared):
-	// a client whose agent says nothing (an older one) keeps a store budget of its own.
+	// FREE also says the machine's object store budget (bytes; 0: none shared): a client
+	// whose agent says nothing (an older one) keeps a store budget of its own.
 	storeTotal, _ := s.ledger.Store()
 	c.write(&pb.MachineMsg{Op: pb.MachineMsg_FREE, Free: tasks.ResourcesToPB(s.ledger.Free()), Bytes: storeTotal})
 	for {
@@ -237,7 +237,10 @@ func (s *Server) broadcast() {
 			return
 		case <-s.changed:
 		}
-		free := &pb.MachineMsg{Op: pb.MachineMsg_FREE, Free: tasks.ResourcesToPB(s.ledger.Free())}
+		// Every FREE says the store budget: a client that connects just now may hear this
+		// one before its own first FREE.
+		storeTotal, _ := s.ledger.Store()
+		free := &pb.MachineMsg{Op: pb.MachineMsg_FREE, Free: tasks.ResourcesToPB(s.ledger.Free()), Bytes: storeTotal}
 		s.mu.Lock()
 		conns := make([]*serverConn, 0, len(s.conns))
 		for _, c := range s.conns {
