@@ -13,8 +13,11 @@ type MemoryReport struct {
 
 // NodeMemory is one node's object store.
 type NodeMemory struct {
-	Node           string
-	Budget         int64 // bytes the store keeps in memory before it spills
+	Node string
+	// Budget is the bytes the store keeps in memory before it spills; a worker process's
+	// is its machine's (rayctl start --object-store-memory), which the stores of all the
+	// worker processes there share.
+	Budget         int64
 	Objects        int64 // objects held, in memory or spilled
 	Bytes          int64 // their total size
 	MemoryBytes    int64 // held in memory

@@ -62,7 +62,10 @@
 //     a 0700 directory under the temporary directory when that path is too long for a
 //     socket) and gives its path to every worker process it starts (workerenv.Machine).
 //     Their raylets obtain what they grant there, so the jobs on the machine share its
-//     CPUs: two jobs on 2 CPUs run at most 2 CPUs of tasks between them. A worker process
+//     CPUs: two jobs on 2 CPUs run at most 2 CPUs of tasks between them. The ledger also
+//     holds Config.ObjectStoreBytes, which their object stores share: each holds a grant
+//     of it (objects/shard Grant) and spills beyond it, so the machine's worker processes
+//     together keep at most that in memory, however many jobs run. A worker process
 //     that exits gives back what it held (its connection closes). Stop closes the ledger
 //     after the worker processes.
 //   - The head also fails orphaned jobs: a RUNNING job whose jobalive/ key was seen

@@ -110,9 +110,11 @@ type Worker struct {
 	Job       string
 	// JobNamespace is the job's namespace of named actors (the driver's; "" for a job
 	// recorded without one).
-	JobNamespace     string
-	Agent            string
-	Resources        map[string]float64
+	JobNamespace string
+	Agent        string
+	Resources    map[string]float64
+	// ObjectStoreBytes is the machine's object store budget; with a Machine ledger that
+	// shares it, the process's store keeps in memory only what it holds a grant of.
 	ObjectStoreBytes int64
 	Dir              string
 	SpillDir         string // "": under Dir
