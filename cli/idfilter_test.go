@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/ray-go/ray/internal/assembly/core"
 )
 
 // TestMatchIDFilters: an ID filter's value that starts one known ID becomes that ID; one
@@ -88,5 +90,40 @@ func TestCheckMatchedIDs(t *testing.T) {
 	}
 	if kept, err := filterRecords(recs, got); err != nil || len(kept) != 1 {
 		t.Fatalf("filtered: %v, %v", kept, err)
+	}
+}
+
+// TestObjectRows: `rayctl get object` of an object that other processes borrow (its
+// owner's row and a row per borrower) shows that one object, owner first; rows of two
+// objects are refused naming both, and none says so.
+func TestObjectRows(t *testing.T) {
+	const id = "343cc044164ebc73b0797250f605a67080000001"
+	rows := []core.ObjectInfo{
+		{ObjectID: id, RefType: core.RefBorrowed, Holder: "bbbb"},
+		{ObjectID: id, RefType: core.RefLocal, Owner: "e282"},
+		{ObjectID: id, RefType: core.RefBorrowed, Holder: "aaaa"},
+	}
+	for _, give := range []string{id, id[:8]} {
+		recs, err := objectRows(give, rows)
+		if err != nil {
+			t.Fatalf("get object %s of an object borrowed twice: %v, want its rows", give, err)
+		}
+		var got []string
+		for _, r := range recs {
+			ref, _ := r.get("reference_type")
+			holder, _ := r.get("holder_node")
+			got = append(got, scalar(ref)+"/"+scalar(holder))
+		}
+		if want := "LOCAL_REFERENCE/, BORROWED/aaaa, BORROWED/bbbb"; strings.Join(got, ", ") != want {
+			t.Fatalf("get object %s: rows %v, want %s (the owner's first)", give, got, want)
+		}
+	}
+	other := "343cc044ffffffffffffffffffffffffffffffff"
+	if _, err := objectRows("343cc044", append(rows, core.ObjectInfo{ObjectID: other, RefType: core.RefLocal})); err == nil ||
+		!strings.Contains(err.Error(), id+", "+other) {
+		t.Fatalf("a prefix of two objects: %v, want an error naming both", err)
+	}
+	if _, err := objectRows(id, nil); err == nil || !strings.Contains(err.Error(), "no object") {
+		t.Fatalf("no rows: %v", err)
 	}
 }

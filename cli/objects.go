@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -112,24 +114,57 @@ func getObject(c *ucli.Context, format, id string) error {
 	if len(id) < 6 {
 		return exitf(ExitError, "give at least 6 characters of the object ID, got %q", id)
 	}
-	res, err := gatherObjects(c, "", core.ObjectQuery{ObjectID: strings.ToLower(id), Limit: 2})
+	// No limit: an object has a row in its owner and one in each process that borrows it.
+	res, err := gatherObjects(c, "", core.ObjectQuery{ObjectID: strings.ToLower(id)})
 	if err != nil {
 		return err
 	}
-	switch res.Total {
-	case 0:
-		return exitf(ExitError, "no object %q in the cluster (rayctl list objects shows them)", id)
-	case 1:
-	default:
-		return exitf(ExitError, "%q is the start of %d object IDs: give more of it", id, res.Total)
+	recs, err := objectRows(id, res.Objects)
+	if err != nil {
+		return err
 	}
-	r := objectRecord(&res.Objects[0])
 	if format == "json" {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		if len(recs) == 1 {
+			return enc.Encode(recs[0])
+		}
+		return enc.Encode(recs)
 	}
-	return printYAML(c.App.Writer, r, "")
+	if len(recs) == 1 {
+		return printYAML(c.App.Writer, recs[0], "")
+	}
+	return printRecords(c.App.Writer, "yaml", nil, recs)
+}
+
+// objectRows are the rows the processes returned for the object ID (or prefix) id: of
+// one object, its owner's row first and then its borrowers' (the rows of one object
+// are one object, whatever their number), or the error of none or of several objects.
+func objectRows(id string, objs []core.ObjectInfo) ([]record, error) {
+	seen := map[string]bool{}
+	for _, o := range objs {
+		seen[o.ObjectID] = true
+	}
+	switch len(seen) {
+	case 0:
+		return nil, exitf(ExitError, "no object %q in the cluster (rayctl list objects shows them)", id)
+	case 1:
+	default:
+		return nil, ambiguous("object", id, slices.Collect(maps.Keys(seen)))
+	}
+	rows := slices.Clone(objs)
+	sort.SliceStable(rows, func(i, j int) bool {
+		bi, bj := rows[i].RefType == core.RefBorrowed, rows[j].RefType == core.RefBorrowed
+		if bi != bj {
+			return bj
+		}
+		return rows[i].Holder < rows[j].Holder
+	})
+	recs := make([]record, len(rows))
+	for i := range rows {
+		recs[i] = objectRecord(&rows[i])
+	}
+	return recs, nil
 }
 
 // summarizeObjects counts objects by reference type and state (Ray groups by call site,
