@@ -3,6 +3,7 @@ package ray
 import (
 	"context"
 
+	"github.com/ray-go/ray/internal/assembly/taskstate"
 	"github.com/ray-go/ray/internal/base/ids"
 )
 
@@ -42,6 +43,11 @@ type StoredObject struct {
 // `ray memory`): this process's node and every node that runs the job's tasks. Objects
 // small enough to travel inline (up to 100 KiB) live with their owner and are not counted
 // here. In local mode there is one node.
+//
+// A process of a running job whose registration lapsed (stopped, hung, starved or cut
+// off: `rayctl list nodes` shows it UNREACHABLE) cannot be asked: Memory then returns the
+// others' figures with a *PartialStateError naming it (errors.Is(err, ErrPartialState)),
+// as the object listing calls do.
 func Memory(ctx context.Context, top int) (MemoryReport, error) {
 	tc, err := taskContext(ctx)
 	if err != nil {
@@ -56,6 +62,16 @@ func Memory(ctx context.Context, top int) (MemoryReport, error) {
 			nodes = append(nodes, id)
 		}
 		budgets[id] = info.ObjectStoreBytes
+	}
+	var missing []string
+	if n := nodeOf(ctx); n != nil && n.GCS() != nil {
+		// Best effort: when the GCS cannot be read, the stores that answer are reported.
+		lost, _ := taskstate.Unreachable(ctx, n.GCS(), "", n.KnownExited)
+		for _, id := range lost {
+			if _, in := budgets[ids.NodeID(id)]; !in {
+				missing = append(missing, id)
+			}
+		}
 	}
 	var rep MemoryReport
 	for _, node := range nodes {
@@ -78,5 +94,5 @@ func Memory(ctx context.Context, top int) (MemoryReport, error) {
 		}
 		rep.Nodes = append(rep.Nodes, n)
 	}
-	return rep, nil
+	return rep, partialError(missing, len(rep.Nodes))
 }

@@ -79,7 +79,7 @@ var ErrNoSuchTask = errors.New("ray: no such task")
 var ErrPartialState = errors.New("ray: partial state")
 
 // PartialStateError is the error of a state API call (ListTasks, GetTask, SummarizeTasks,
-// WriteTimeline, ListObjects, SummarizeObjects) some of whose processes did not answer in
+// WriteTimeline, ListObjects, SummarizeObjects, Memory) some of whose processes did not answer in
 // time (10 s, or the context's deadline), or could not be asked (a running job's driver
 // or worker process whose lease lapsed: stopped, hung, cut off; `rayctl list nodes`
 // shows such a driver UNREACHABLE): the call returned what the others answered,

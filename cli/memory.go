@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -10,6 +13,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/ray-go/ray/internal/assembly/clusterview"
+	"github.com/ray-go/ray/internal/assembly/taskstate"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/pb"
 )
@@ -22,7 +26,8 @@ func memoryCommand() *ucli.Command {
 			"joined to the cluster: ROLE driver, with their job) refresh every second while they change; the " +
 			"totals include the drivers' stores (the objects a driver Put and its tasks' results live there). " +
 			"ray.Memory gives the same from a program. Objects small enough to travel inline (up to 100 KiB) " +
-			"live with their owners and are not counted.",
+			"live with their owners and are not counted. A process of a running job whose registration lapsed " +
+			"(stopped, hung, starved or cut off) has no figures to read: rayctl names it in a warning (\"missing\" in -o json).",
 		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(), outputFlag()}, credentialFlags()...),
 		Action: func(c *ucli.Context) error {
 			asJSON, err := outputFormat(c)
@@ -34,10 +39,11 @@ func memoryCommand() *ucli.Command {
 				return err
 			}
 			defer store.Close()
-			rep, err := readMemory(c, store)
+			rep, err := readMemory(c.Context, store)
 			if err != nil {
 				return exitf(ExitError, "read the object stores' reports from %s: %v", strings.Join(addr, ","), err)
 			}
+			warnMissingStores(c.App.ErrWriter, rep)
 			if asJSON {
 				return printJSON(c, rep)
 			}
@@ -56,6 +62,9 @@ type MemoryReport struct {
 	MemoryBytes int64 `json:"memory_bytes"`
 	Spilled     int64 `json:"spilled_bytes"`
 	Objects     int64 `json:"objects"`
+	// Missing are the processes of running jobs whose registration lapsed (stopped, hung,
+	// starved or cut off): their stores are not in Nodes nor in the totals.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // NodeMemory is one node's object store.
@@ -83,16 +92,16 @@ type StoredObject struct {
 	Spilled bool   `json:"spilled"`
 }
 
-func readMemory(c *ucli.Context, store gcs.Store) (*MemoryReport, error) {
-	nodes, _, err := store.List(c.Context, gcs.NodesPrefix)
+func readMemory(ctx context.Context, store gcs.Store) (*MemoryReport, error) {
+	nodes, _, err := store.List(ctx, gcs.NodesPrefix)
 	if err != nil {
 		return nil, err
 	}
-	loads, _, err := store.List(c.Context, gcs.LoadPrefix)
+	loads, _, err := store.List(ctx, gcs.LoadPrefix)
 	if err != nil {
 		return nil, err
 	}
-	drivers, _, err := store.List(c.Context, gcs.DriverLoadPrefix)
+	drivers, _, err := store.List(ctx, gcs.DriverLoadPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +157,26 @@ func readMemory(c *ucli.Context, store gcs.Store) (*MemoryReport, error) {
 		}
 		return a.Node < b.Node
 	})
+	lost, err := taskstate.Unreachable(ctx, store, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range lost {
+		if !slices.ContainsFunc(rep.Nodes, func(n NodeMemory) bool { return n.Node == id }) {
+			rep.Missing = append(rep.Missing, id)
+		}
+	}
 	return rep, nil
+}
+
+// warnMissingStores says which processes' stores rep leaves out, as `rayctl list objects`
+// does for the objects of processes that did not answer.
+func warnMissingStores(w io.Writer, rep *MemoryReport) {
+	if len(rep.Missing) > 0 {
+		fmt.Fprintf(w, "rayctl: the object stores of %d process(es) of running jobs are missing, their registration lapsed "+
+			"(stopped, hung, starved or cut off; rayctl list nodes shows a driver UNREACHABLE): %s\n",
+			len(rep.Missing), strings.Join(rep.Missing, ", "))
+	}
 }
 
 func printMemory(c *ucli.Context, rep *MemoryReport) {

@@ -381,6 +381,16 @@ func processes(ctx context.Context, store gcs.Store, job string, dead func(strin
 	return expect, gone, unreachable, nil
 }
 
+// Unreachable returns the processes of job (every job when "") that cannot be asked
+// although they have not exited (a running job's driver or worker process whose node
+// record lapsed: see unreachableProcesses), sorted; dead, when set, names processes known
+// to have exited. The callers that read the nodes' figures another way (ray.Memory,
+// `rayctl memory`) name them as missing instead of leaving them out with no word.
+func Unreachable(ctx context.Context, store gcs.Store, job string, dead func(string) bool) ([]string, error) {
+	_, _, unreachable, err := processes(ctx, store, job, dead)
+	return unreachable, err
+}
+
 // unreachableProcesses returns the processes of job (every job when "") that are not in
 // the node table although their job runs and they have not exited (registered: the node
 // table's IDs): the driver of a RUNNING job whose node record lapsed (stopped, hung or
