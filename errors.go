@@ -33,6 +33,14 @@ var (
 	// reconstruction found it infeasible) fails with a *TaskError that matches it and
 	// ErrInfeasible, and says which object was lost with which node and why.
 	ErrObjectLost = core.ErrObjectLost
+	// ErrOwnerDied: an object is lost because its owner died: the driver or worker process
+	// that created it (with Put, or by submitting its task) exited, and the object could
+	// not be made again (an object made by Put never can; a task's result can from its
+	// lineage, and fails so only when that did not work). Errors that match it match
+	// ErrObjectLost too (Ray's OwnerDiedError, an ObjectLostError), and say which object,
+	// which owner and what to do: keep the owner running while others use its objects, or
+	// return the value from a task.
+	ErrOwnerDied = errors.New("ray: the object's owner died")
 	// ErrCancelled: the task was cancelled with Cancel.
 	ErrCancelled = errors.New("ray: task cancelled")
 	// ErrObjectTooLarge: a value is larger than the whole object store of its node, whether
@@ -158,14 +166,18 @@ func causesOf(err error) []pb.ErrorInfo_Kind {
 // The workers of this process encode the errors task functions return with their causes.
 func init() { worker.Causes = causesOf }
 
-// Is lets errors.Is match ErrCancelled, ErrInfeasible, ErrUnknownFunction, ErrObjectLost,
-// ErrActorDied, ErrObjectTooLarge, ErrPlacementGroupRemoved, ErrGCSFull and
-// ErrClusterLost: the task's own failure, and, through nesting, the failure of a task or
+// Is lets errors.Is match ErrCancelled, ErrInfeasible, ErrUnknownFunction, ErrObjectLost
+// (and ErrOwnerDied when the object was lost with its owner), ErrActorDied,
+// ErrObjectTooLarge, ErrPlacementGroupRemoved, ErrGCSFull and ErrClusterLost: the task's
+// own failure, and, through nesting, the failure of a task or
 // actor call it waited for whose error its function returned, unchanged or wrapped with %w,
 // at any depth (as Ray's RayTaskError keeps its cause), and any of these sentinels its
 // function returned (a released object's ErrObjectLost, ...). The nested failure's own text
 // and stack are in Message (and Stack).
 func (e *TaskError) Is(target error) bool {
+	if target == ErrOwnerDied {
+		return (e.kind == pb.ErrorInfo_OBJECT_LOST || slices.Contains(e.causes, pb.ErrorInfo_OBJECT_LOST)) && ownerDied(e.Message)
+	}
 	for _, s := range sentinelKinds {
 		if s.err != target {
 			continue
@@ -224,10 +236,11 @@ func fromInfo(info *pb.ErrorInfo) error {
 	case pb.ErrorInfo_UNKNOWN_FUNCTION:
 		return fmt.Errorf("%w: %s", ErrUnknownFunction, info.Message)
 	}
-	if info.Kind == pb.ErrorInfo_OBJECT_LOST && info.Function == "" && len(info.TaskId) == 0 {
-		// An object no task made (a Put, or a ref borrowed from another process) is lost:
-		// there is no task to name.
-		return &objectLostError{msg: info.Message}
+	if info.Kind == pb.ErrorInfo_OBJECT_LOST && info.Function == "" && (len(info.TaskId) == 0 || ownerDied(info.Message)) {
+		// An object no task made (a Put, or a ref borrowed from another process) is lost,
+		// or one whose owner died (no task failed: its owner is gone): there is no task
+		// to name.
+		return &objectLostError{msg: info.Message, ownerDied: ownerDied(info.Message)}
 	}
 	tid, _ := ids.TaskIDFromBytes(info.TaskId)
 	te := &TaskError{
@@ -294,13 +307,23 @@ func convert(err error) error {
 	return err
 }
 
-// objectLostError is the loss of an object that no task made: a Put object, or a ref
-// borrowed from a process that has exited. It matches ErrObjectLost.
-type objectLostError struct{ msg string }
+// objectLostError is the loss of an object that no task made (a Put object, or a ref
+// borrowed from a process that has exited), or of one whose owner died. It matches
+// ErrObjectLost, and ErrOwnerDied when its owner died.
+type objectLostError struct {
+	msg       string
+	ownerDied bool
+}
 
 func (e *objectLostError) Error() string { return "ray: " + e.msg }
 
-func (e *objectLostError) Is(target error) bool { return target == ErrObjectLost }
+func (e *objectLostError) Is(target error) bool {
+	return target == ErrObjectLost || (target == ErrOwnerDied && e.ownerDied)
+}
+
+// ownerDied reports whether an OBJECT_LOST error's message says the object was lost with
+// its owner (the runtime's words for that all carry core.OwnerDiedText).
+func ownerDied(msg string) bool { return strings.Contains(msg, core.OwnerDiedText) }
 
 // rayErrorf is fmt.Errorf for this package's errors, which start "ray: ", wrapping
 // another (%w): when that one starts "ray: " too (ErrNoCredentials, ErrEncode, another

@@ -125,13 +125,21 @@ func (a *Adoption) Reconstructed(id ids.ObjectID, started bool) []Action {
 	return []Action{a.fail(id, ReasonNotStarted, "")}
 }
 
+// OwnerDied is in the message of every object lost because its owner died and it could
+// not be adopted ("object ID is lost: its owner died ..."): ray.ErrOwnerDied matches the
+// errors whose message has it (core.OwnerDiedText).
+const OwnerDied = "is lost: its owner died"
+
 // fail counts id lost and says why, in the words a Get of it returns.
 func (a *Adoption) fail(id ids.ObjectID, r Reason, detail string) FailObject {
 	a.Lost++
 	var why string
 	switch r {
 	case ReasonPut:
-		why = "it was made by Put, so no task can make it again"
+		// No task failed: the object's maker, its owner, is gone; say which and what to do.
+		return FailObject{Object: id, Task: id.Task(), Message: fmt.Sprintf("object %s %s (node %s, the driver or worker process "+
+			"that created it with Put), and an object made by Put cannot be made again: keep its owner running while other "+
+			"processes use it, or return the value from a task instead (a task's result is made again from its lineage)", id, OwnerDied, a.Node)}
 	case ReasonLineageUnreadable:
 		why = "its lineage could not be read: " + detail
 	case ReasonNoRecord:
@@ -141,5 +149,5 @@ func (a *Adoption) fail(id ids.ObjectID, r Reason, detail string) FailObject {
 	default: // ReasonNotStarted
 		why = "its task could not be started again"
 	}
-	return FailObject{Object: id, Task: id.Task(), Message: fmt.Sprintf("object %s is lost: its owner died and %s", id, why)}
+	return FailObject{Object: id, Task: id.Task(), Message: fmt.Sprintf("object %s %s (node %s) and %s", id, OwnerDied, a.Node, why)}
 }

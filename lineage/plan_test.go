@@ -75,7 +75,9 @@ func TestAdoptionMessages(t *testing.T) {
 	put := ids.PutID(taskID("t1"), 1)
 	acts := a.Adopt(Object{ID: put, State: Ready, Value: Value{InStore: true, Node: "n2"}})
 	want := FailObject{Object: put, Task: put.Task(),
-		Message: "object " + put.String() + " is lost: its owner died and it was made by Put, so no task can make it again"}
+		Message: "object " + put.String() + " is lost: its owner died (node n2, the driver or worker process that created it with Put), " +
+			"and an object made by Put cannot be made again: keep its owner running while other processes use it, " +
+			"or return the value from a task instead (a task's result is made again from its lineage)"}
 	if len(acts) != 1 || acts[0] != want || a.Lost != 1 {
 		t.Fatalf("adopting a lost Put: %v (lost %d), want %v", acts, a.Lost, want)
 	}

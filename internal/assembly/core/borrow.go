@@ -13,6 +13,7 @@ import (
 	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
+	"github.com/ray-go/ray/lineage"
 	"github.com/ray-go/ray/objects"
 )
 
@@ -94,7 +95,7 @@ func (c *Core) Hold(id ids.ObjectID, owner *pb.PID) {
 	c.mem.Create(id)
 	defer close(e.Registered)
 	if c.ownerGone(owner.Address) { // asking would only wait for borrowRegisterTimeout
-		c.lostBorrow(id, fmt.Sprintf("its owner %s died", pidKey(owner)))
+		c.lostBorrow(id, fmt.Sprintf("its owner died (%s)", pidKey(owner)))
 		return
 	}
 	if c.ownerExited(owner.Address) { // known without asking it or probing its address
@@ -116,9 +117,14 @@ func (c *Core) Hold(id ids.ObjectID, owner *pb.PID) {
 	}
 }
 
+// OwnerDiedText is in the message of every object lost because its owner died (a borrow
+// of a dead or exited owner, an adoption that could not make it again): ray.ErrOwnerDied
+// matches such errors by it.
+const OwnerDiedText = lineage.OwnerDied
+
 // ownerExitedWhy says why a ref of owner, whose process has exited, is lost.
 func ownerExitedWhy(owner *pb.PID) string {
-	return fmt.Sprintf("its owner, the process at %s that created it (%s), has exited: "+
+	return fmt.Sprintf("its owner died: the process at %s that created it (%s) has exited: "+
 		"nothing listens at its address any more, and a ref lives only as long as the process that owns it", owner.Address, owner.Id)
 }
 
