@@ -20,7 +20,9 @@ import (
 // that Put stored). Refs are values: copy them freely, pass them to tasks (the task gets
 // the value, not the ref). The object lives while any copy of the ref is reachable; when
 // the last one is garbage-collected (or Release is called) the value and its records are
-// freed. The zero ObjectRef refers to nothing.
+// freed. The zero ObjectRef refers to nothing. A ref travels inside values the runtime
+// encodes (task arguments and results, Put, actor state); encoding/json refuses it with
+// an error rather than losing it (MarshalJSON).
 type ObjectRef[T any] struct {
 	h *handle
 }

@@ -61,6 +61,29 @@ func (r *ObjectRef[T]) UnmarshalCBOR(b []byte) error {
 	return nil
 }
 
+// errRefJSON is the error of encoding/json asked to encode or decode an ObjectRef.
+var errRefJSON = errors.New("ray: an ObjectRef cannot be encoded with encoding/json: pass it as a task argument " +
+	"or inside a value the ray codec encodes (Put, a task's argument or result, an actor's state)")
+
+// MarshalJSON refuses to encode a ref with encoding/json, which would write {} and lose it
+// without a word (a ref lives only inside values the runtime encodes: it registers the
+// borrower with the owner). The zero ref, which refers to nothing, encodes as null.
+func (r ObjectRef[T]) MarshalJSON() ([]byte, error) {
+	if r.h == nil {
+		return []byte("null"), nil
+	}
+	return nil, fmt.Errorf("%w (ref %s)", errRefJSON, r.h.id)
+}
+
+// UnmarshalJSON decodes null as the zero ref and refuses anything else (see MarshalJSON).
+func (r *ObjectRef[T]) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		r.h = nil
+		return nil
+	}
+	return errRefJSON
+}
+
 // bind implements binder.
 func (r ObjectRef[T]) bind(c *core.Core) {
 	if r.h != nil {
