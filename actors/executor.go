@@ -91,7 +91,11 @@ type execItem struct {
 // with max concurrency > 1. Results go to their owners in batches; what ran is reported to
 // the grain, in order, as doneBatch messages.
 type executor struct {
-	g      *grain
+	g *grain
+	// class and inst are the grain's, given at start: the grain drops its own when it
+	// stops (grain.stop), and the executor with its goroutines is then its last holder.
+	class  *Class
+	inst   any
 	runner worker.Runner // for calls run concurrently (conc > 1)
 	// single is runner for the calls run on the loop's goroutine, with results made
 	// several per allocation (results: they go out in batches, and wait for their callers'
@@ -249,7 +253,7 @@ func (x *executor) takeCancel(caller string, seq uint64) bool {
 const cancelledMessage = "actor call was cancelled before it ran: it was waiting at its actor behind earlier calls"
 
 func newExecutor(g *grain, runner worker.Runner, conc int, last uint64, lazy bool) *executor {
-	x := &executor{g: g, runner: runner, single: runner, results: slab.Slab[pb.TaskResult]{N: maxHeld}, tids: slab.Slab[ids.TaskID]{N: maxHeld}, conc: conc, last: last, signal: make(chan struct{}, 1)}
+	x := &executor{g: g, class: g.class, inst: g.inst, runner: runner, single: runner, results: slab.Slab[pb.TaskResult]{N: maxHeld}, tids: slab.Slab[ids.TaskID]{N: maxHeld}, conc: conc, last: last, signal: make(chan struct{}, 1)}
 	x.lazy = lazy
 	x.single.Results, x.single.IDs = &x.results, &x.tids
 	if conc > 1 {
@@ -510,7 +514,7 @@ func (x *executor) loop() {
 					continue
 				}
 				if x.conc == 1 {
-					res, end := runCall(g.base, &x.single, &methods, g.contextFor(g.inc, g.info.Resources), g.class, g.inst, e.Spec)
+					res, end := runCall(g.base, &x.single, &methods, g.contextFor(g.inc, g.info.Resources), x.class, x.inst, e.Spec)
 					g.env.Stats.Calls.Add(g.slot, 1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers
@@ -543,7 +547,7 @@ func (x *executor) loop() {
 				x.wg.Add(1)
 				go func() {
 					defer func() { <-x.sem; x.wg.Done() }()
-					res, end := runCall(g.base, &x.runner, nil, g.contextFor(g.inc, g.info.Resources), g.class, g.inst, e.Spec)
+					res, end := runCall(g.base, &x.runner, nil, g.contextFor(g.inc, g.info.Resources), x.class, x.inst, e.Spec)
 					g.env.Stats.Calls.Add(g.slot, 1)
 					if g.base.Err() != nil {
 						return // stopped while it ran: the next incarnation answers
@@ -582,7 +586,7 @@ func (x *executor) checkpoint() {
 				err = fmt.Errorf("panic in SaveCheckpoint: %v", p)
 			}
 		}()
-		return g.class.Save(g.base, g.inst)
+		return x.class.Save(g.base, x.inst)
 	}()
 	// In the reports' queue, after what ran before it: the grain records its callers'
 	// positions as of this checkpoint, not of calls that ran since.

@@ -312,13 +312,17 @@ func (g *grain) Receive(ctx actor.Context) {
 		g.init(m)
 	case *pb.ActorCallBatch:
 		if !g.ready {
-			g.early = append(g.early, m)
+			if !g.stopped {
+				g.early = append(g.early, m)
+			}
 			return
 		}
 		g.admitAll(m.Calls)
 	case *pb.ActorCall:
 		if !g.ready {
-			g.early = append(g.early, m)
+			if !g.stopped {
+				g.early = append(g.early, m)
+			}
 			return
 		}
 		g.admitAll([]*pb.ActorCall{m})
@@ -357,22 +361,33 @@ func (g *grain) init(m *cluster.ClusterInit) {
 	go func() { root.Send(self, g.recover(base)) }()
 }
 
+// stop ends the instance: its goroutines stop, its resources go back to the raylet, and
+// the grain lets go of the instance and of everything it kept for it (its callers' results,
+// calls not yet run or logged, the executor). protoactor keeps the stopped grain reachable
+// from its actor context, and so from every *actor.PID of it that was used to send (a PID
+// caches its process), for as long as anything keeps such a PID: the grain must not keep
+// the instance's state (its heap, the ObjectRefs it holds) alive with it. It runs again
+// when an instance that marked itself stopped (superseded, or its failed log batches not
+// deleted) is poisoned, and does what was left to do.
 func (g *grain) stop() {
-	if g.stopped {
-		return
-	}
-	g.stopped = true
+	g.stopped, g.ready = true, false
 	if g.base != nil {
 		g.base.cancel()
 	}
 	if g.exec != nil {
-		g.exec.close()
+		g.exec.close() // its goroutines, once out of the calls they run, let go of it
+		g.exec = nil
 	}
-	if k := g.resKey.Load(); k != nil && g.env.Raylet != nil {
+	if k := g.resKey.Swap(nil); k != nil && g.env.Raylet != nil {
 		if r := g.env.Raylet(); r != nil {
 			g.root.Send(r, &pb.ReserveResources{Key: *k, Release: true})
 		}
 	}
+	g.inst, g.class = nil, nil
+	g.callers = callerTable{}
+	g.early, g.logQueue, g.results, g.keys = nil, nil, nil, nil
+	g.committed, g.failing = nil, nil
+	g.entries = slab.Slab[pb.ActorLogEntry]{}
 }
 
 // waitingAfter is how long an instance waits for its node's raylet to grant its resources
@@ -1173,7 +1188,7 @@ func (g *grain) ran(d done) {
 
 // checkpointIfDue asks for a periodic checkpoint if one is due.
 func (g *grain) checkpointIfDue() {
-	if g.periodic() && (g.sinceCkpt >= g.every || g.logBytes >= checkpointLogBytes) {
+	if !g.stopped && g.periodic() && (g.sinceCkpt >= g.every || g.logBytes >= checkpointLogBytes) {
 		g.requestCheckpoint()
 	}
 }
