@@ -29,7 +29,8 @@ const (
 )
 
 // ErrPlacementGroupRemoved is the error (through errors.Is) of a task placed in a
-// placement group that was removed before the task could start.
+// placement group that was removed before the task could start, and of the calls of an
+// actor that died because its group was removed (with ErrActorDied).
 var ErrPlacementGroupRemoved = core.ErrPlacementGroupRemoved
 
 // PlacementGroupHandle is a placement group (Ray's PlacementGroup): reserved bundles of

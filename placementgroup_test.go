@@ -338,5 +338,8 @@ func TestRemovePlacementGroupEndsItsWork(t *testing.T) {
 		_, err := Get(ctx, clockTick.Remote(ctx, h))
 		return errors.Is(err, ErrActorDied)
 	})
+	if _, err := Get(ctx, clockTick.Remote(ctx, h)); !errors.Is(err, ErrPlacementGroupRemoved) {
+		t.Fatalf("a call of the removed group's actor: %v, want ErrPlacementGroupRemoved too", err)
+	}
 	cpusFree(t, ctx, 4)
 }

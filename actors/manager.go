@@ -817,7 +817,7 @@ func Pick(alive map[string]sched.Resources, load func(node string) int, req sche
 // until a node that fits it is back (the nodes that fitted may be cut off for a while).
 func (m *Manager) place(id string, info *pb.ActorInfo, alive map[string]sched.Resources) {
 	switch {
-	case info.AffinityNode != "" && info.PlacementGroup != "":
+	case info.PlacementGroup != "":
 		m.placeInBundle(id, info, alive) // manager_groups.go
 		return
 	case info.AffinityNode != "" && !info.AffinitySoft:

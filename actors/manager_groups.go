@@ -62,8 +62,19 @@ func (m *Manager) indexGroup(id string, old, info *pb.ActorInfo) {
 // here), or removes the group and kills it. An actor created from a view of the group
 // that still named the dead node must not fail before that. (One bound to a node outside
 // any group, by ray.NodeAffinity, is placeAffine's.)
+//
+// An actor created before its group was placed has no node in its record yet: it waits
+// (PENDING_CREATION, its record's Waiting saying for which group) until its creator binds
+// it to its bundle's node once the group is placed (Table.PlaceInGroup), or it is killed
+// with the group (removed, or ended with its creator). It is never placed outside it.
 func (m *Manager) placeInBundle(id string, info *pb.ActorInfo, alive map[string]sched.Resources) {
 	n := info.AffinityNode
+	if n == "" {
+		if info.Waiting == "" {
+			m.wait(id, info, "waiting for its placement group "+info.PlacementGroup+" to be placed")
+		}
+		return
+	}
 	if isAlive(alive, n) {
 		m.placing[n]++
 		m.step(id, n, lifecycle.Placed{Incarnation: info.Incarnation, Node: n})

@@ -117,12 +117,14 @@ func publishOps(info *pb.ActorInfo) ([]gcs.Op, error) {
 	return ops, nil
 }
 
-// Create writes a new actor's record, New's state, and reserves its name.
+// Create writes a new actor's record, New's state, and reserves its name. info.Waiting, if
+// set, is why the new actor waits from the start (it is in the record's history).
 func (t *Table) Create(ctx context.Context, info *pb.ActorInfo) (*pb.ActorInfo, []lifecycle.Action, error) {
 	s, actions, err := lifecycle.New(StateOf(info).Config)
 	if err != nil {
 		return nil, nil, err
 	}
+	s.Waiting = info.Waiting // why it waits from the start (an actor of a placement group not placed yet)
 	setState(info, s)
 	info.History = nil
 	appendTransition(info, s, time.Now())
@@ -263,6 +265,47 @@ func (t *Table) MoveAffinity(ctx context.Context, actorID, from, to string) (boo
 		}
 		if attempt >= 50 {
 			return false, fmt.Errorf("actors: move actor %s to node %s: the record keeps changing", actorID, to)
+		}
+		select { // lost a race: read again
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Duration(attempt) * time.Millisecond):
+		}
+	}
+}
+
+// PlaceInGroup binds an actor created in a placement group that was not placed yet (its
+// record names the group, ActorInfo.placement_group, and no node) to its bundle's node,
+// with its resources renamed into the bundle's (res), once the group is placed: the
+// Manager places it there then (until that, it waits: Manager placeInBundle). It does
+// nothing to a record bound to a node already, of another group, or dead, and reports
+// whether the record changed.
+func (t *Table) PlaceInGroup(ctx context.Context, actorID, group, node string, res []*pb.ResourceQty) (bool, error) {
+	for attempt := 0; ; attempt++ {
+		info, rev, err := t.Get(ctx, actorID)
+		if err != nil {
+			return false, err
+		}
+		if info.PlacementGroup != group || info.AffinityNode != "" || lifecycle.Phase(info.Phase) == lifecycle.Dead {
+			return false, nil
+		}
+		info.AffinityNode, info.Resources = node, res
+		if info.Node == "" {
+			info.Waiting = "" // what it waited for is done; the Manager says what it waits for next
+		}
+		ops, err := publishOps(info)
+		if err != nil {
+			return false, err
+		}
+		ok, _, err := t.Store.Txn(ctx, []gcs.Cmp{{Key: gcs.ActorKey(actorID), ModRev: rev}}, ops)
+		if err != nil {
+			return false, fmt.Errorf("actors: place actor %s in its placement group's bundle on node %s: %w", actorID, node, err)
+		}
+		if ok {
+			return true, nil
+		}
+		if attempt >= 50 {
+			return false, fmt.Errorf("actors: place actor %s on node %s: the record keeps changing", actorID, node)
 		}
 		select { // lost a race: read again
 		case <-ctx.Done():

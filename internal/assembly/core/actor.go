@@ -406,18 +406,28 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 	st.created = make(chan struct{})
 	st.atMost, st.retries, st.options = spec.AtMostOnce, spec.MaxTaskRetries, true
 	create := func(ctx context.Context) error {
+		wait := false
 		if pg != nil {
-			// In a placement group: the bundle's node, the bundle's resources, once the
-			// group is placed.
-			if err := pg.Ready(ctx); err != nil {
+			// In a placement group: the bundle's node, the bundle's resources. A group not
+			// placed yet (or whose bundle is being placed again) has the actor recorded
+			// at once, PENDING_CREATION with no node and why it waits, as Ray lists it;
+			// bindWhenPlaced gives it its bundle's node once the group is placed, however
+			// long that takes (the group's removal, or its creator's end, ends it).
+			node, res, err := pg.resolve(int(spec.BundleIndex), spec.Resources)
+			if cl := c.cfg.Cluster; err == nil && cl != nil && !cl.Alive(node) {
+				err = errGroupNotReady
+			}
+			switch {
+			case err == nil:
+				info.AffinityNode, info.Resources = string(node), tasks.ResourcesToPB(res)
+			case errors.Is(err, errGroupNotReady) || errors.Is(err, sched.ErrInfeasible):
+				// (Infeasible: the group waits for nodes that can hold it to join, and so
+				// does the actor.)
+				wait, info.Waiting = true, pg.actorWaits(spec.BundleIndex)
+			default:
 				return err
 			}
-			node, res, err := pg.resolveWait(ctx, int(spec.BundleIndex), spec.Resources)
-			if err != nil {
-				return err
-			}
-			info.AffinityNode, info.PlacementGroup, info.Resources = string(node), pg.ID, tasks.ResourcesToPB(res)
-			info.BundleIndex = spec.BundleIndex
+			info.PlacementGroup, info.BundleIndex = pg.ID, spec.BundleIndex
 		}
 		_, _, err := c.cfg.Actors.Table.Create(ctx, info)
 		if err == nil && pg != nil {
@@ -425,6 +435,9 @@ func (c *Core) CreateActor(tc *TaskContext, spec ActorSpec) (ids.ActorID, error)
 				c.noteForeignActor(pg.ID, id.String()) // it ends with the group (pg.go)
 			} else {
 				pg.addActor(id.String(), spec.BundleIndex) // it moves with its bundle (pg.go)
+			}
+			if wait {
+				go c.bindWhenPlaced(pg, id.String(), spec.BundleIndex, spec.Resources)
 			}
 		}
 		return err
@@ -742,6 +755,9 @@ func (c *Core) submitActorCall(tc *TaskContext, id ids.ActorID, method string, a
 			kind = pb.ErrorInfo_SYSTEM // a caller Lose failed: the actor may live on
 		}
 		e := &pb.ErrorInfo{Kind: kind, Function: method, TaskId: p.tid[:], Message: msg}
+		if kind == pb.ErrorInfo_ACTOR_DIED {
+			e.Causes = diedCauses(msg) // its placement group was removed
+		}
 		c.mem.Set(ret, objects.Value{Err: e})
 		c.submitFailure(p, method, e) // the state API shows it FAILED
 		return p, ret, &SubmitError{Info: e, Err: errors.New(msg)}
@@ -1138,9 +1154,13 @@ func (c *Core) failCaller(ac *actorCaller, err error, kind pb.ErrorInfo_Kind) {
 	if release {
 		c.releaseHandle(ac.id)
 	}
+	var causes []pb.ErrorInfo_Kind
+	if kind == pb.ErrorInfo_ACTOR_DIED {
+		causes = diedCauses(msg) // its placement group was removed
+	}
 	for _, p := range fail {
 		c.completeAsync(p, &pb.TaskResult{TaskId: p.spec.TaskId, Error: &pb.ErrorInfo{
-			Kind: kind, Function: p.spec.Function, TaskId: p.spec.TaskId, Message: msg}})
+			Kind: kind, Function: p.spec.Function, TaskId: p.spec.TaskId, Message: msg, Causes: causes}})
 	}
 	c.forgetCaller(ac)
 }

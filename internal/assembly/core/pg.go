@@ -451,6 +451,26 @@ func (pg *PlacementGroup) endWork(running map[ids.TaskID]struct{}, actors []stri
 	}
 }
 
+// groupRemovedReason is the Detail of an actor killed because its placement group was
+// removed (killGroupActor).
+func groupRemovedReason(group string) string {
+	return "its placement group " + group + " was removed"
+}
+
+// diedCauses is ErrorInfo.causes of the failed calls of an actor that died of msg:
+// PLACEMENT_GROUP_REMOVED when it died because its placement group was removed (killed
+// with groupRemovedReason, or its creation failed with ErrPlacementGroupRemoved), so that
+// its callers' errors match ErrPlacementGroupRemoved as well as ErrActorDied, as a task's
+// in a removed group do. (The reason comes from the actor's record, any process's, so it
+// is told by its text.)
+func diedCauses(msg string) []pb.ErrorInfo_Kind {
+	if strings.Contains(msg, ErrPlacementGroupRemoved.Error()) ||
+		strings.Contains(msg, "its placement group ") && strings.Contains(msg, " was removed") {
+		return []pb.ErrorInfo_Kind{pb.ErrorInfo_PLACEMENT_GROUP_REMOVED}
+	}
+	return nil
+}
+
 // killGroupActor kills actor id (hex) of group, which was removed, for good.
 func (c *Core) killGroupActor(group, id string) {
 	t := c.cfg.Actors.Table
@@ -459,7 +479,7 @@ func (c *Core) killGroupActor(group, id string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	after, _, changed, err := t.Step(ctx, id, lifecycle.Kill{NoRestart: true, Reason: "its placement group " + group + " was removed"})
+	after, _, changed, err := t.Step(ctx, id, lifecycle.Kill{NoRestart: true, Reason: groupRemovedReason(group)})
 	switch {
 	case errors.Is(err, lifecycle.ErrTerminal):
 	case err != nil:
@@ -1056,6 +1076,84 @@ func (pg *PlacementGroup) resolveWait(ctx context.Context, index int, req sched.
 		}
 		if pg.foreign {
 			pg.refresh()
+		}
+	}
+}
+
+// actorWaits is why an actor created in bundle index (-1: any) of the group waits, while
+// the group is not placed (or the bundle is being placed again).
+func (pg *PlacementGroup) actorWaits(index int32) string {
+	pg.mu.Lock()
+	why, infeasible := pg.why, pg.infeasible
+	pg.mu.Unlock()
+	bundle := fmt.Sprintf("bundle %d", index)
+	if index < 0 {
+		bundle = "any bundle"
+	}
+	out := fmt.Sprintf("waiting for its placement group %s (%s) to be placed: the actor is created once the group is ready", pg.ID, bundle)
+	switch {
+	case infeasible != "":
+		out += "; the group waits for nodes that can hold it: " + strings.ReplaceAll(infeasible, sched.ErrInfeasible.Error()+": ", "")
+	case why != "":
+		out += "; the group waits: " + why
+	}
+	return out
+}
+
+// bindWhenPlaced waits until group pg is placed and binds actor id (hex), created in its
+// bundle index while it was not, to the bundle's node (actors.Table.PlaceInGroup), where
+// the actor manager then starts it. The wait has no deadline, as in Ray: it ends when the
+// group is removed (the actor is killed, as Remove kills the group's actors), when the
+// actor is dead, or when this runtime closes (the actor ends with its creator).
+func (c *Core) bindWhenPlaced(pg *PlacementGroup, id string, index int32, req sched.Resources) {
+	t := c.cfg.Actors.Table
+	if t == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-c.closed:
+				cancel()
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if info, ok := c.actorInfo(id); ok && lifecycle.Phase(info.Phase) == lifecycle.Dead {
+					cancel() // killed meanwhile
+					return
+				}
+			}
+		}
+	}()
+	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+		err := pg.Ready(ctx)
+		var node ids.NodeID
+		var res sched.Resources
+		if err == nil {
+			node, res, err = pg.resolveWait(ctx, int(index), req)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil { // removed before it was placed
+			c.killGroupActor(pg.ID, id)
+			return
+		}
+		_, err = t.PlaceInGroup(ctx, id, pg.ID, string(node), tasks.ResourcesToPB(res))
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		c.cfg.Logger.Warn("placement group: could not bind an actor to its bundle's node; trying again",
+			"group", pg.ID, "actor", id, "node", node, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
 		}
 	}
 }
