@@ -51,10 +51,13 @@ type PlacementGroupHandle struct {
 // and the group's reason, as a task no node can run does.
 //
 // Tasks and actors go into a group with PlacementGroupBundle(pg, i), from the process that
-// created it or from any other process of the job (a task running in the group, with
-// CurrentPlacementGroup; any process, with GetPlacementGroup and the group's ID). A bundle
-// whose node dies is placed again on another node, and its actors restart there, whichever
-// process created them.
+// created it or from any other process of its job (a task running in the group, with
+// CurrentPlacementGroup; any process of the job, with GetPlacementGroup and the group's ID).
+// Another job's work is refused (its bundles are reserved in its job's worker processes). An
+// actor created before the group is placed is recorded at once, PENDING_CREATION with a
+// reason naming the group, and created when the group is placed (no deadline, as in Ray);
+// it dies if the group is removed first. A bundle whose node dies is placed again on
+// another node, and its actors restart there, whichever process created them.
 func PlacementGroup(ctx context.Context, bundles []Bundle, strategy PlacementStrategy) (*PlacementGroupHandle, error) {
 	tc, err := taskContext(ctx)
 	if err != nil {
@@ -127,8 +130,10 @@ func (h *PlacementGroupHandle) Remove(ctx context.Context) error {
 // GetPlacementGroup returns the placement group id (Ray's ray.util.get_placement_group, by
 // ID): one this process created, or one another process of the cluster created (read from
 // the cluster's records; its creator owns it, places it and removes it: Remove from here
-// fails). It waits for the record at most until ctx ends; a group whose record the
-// cluster does not have (it was never created, or its creator ended) is looked for about
+// fails). Only a group of this job takes this job's work: PlacementGroupBundle with another
+// job's group fails the task or actor with an error naming the group and its job. It
+// waits for the record at most until ctx ends; a group whose record the cluster does not
+// have (it was never created, or its creator ended) is looked for about
 // a second (a group created a moment ago is recorded in the background) and then fails
 // with ErrPlacementGroupRemoved.
 func GetPlacementGroup(ctx context.Context, id string) (*PlacementGroupHandle, error) {

@@ -52,6 +52,15 @@ import (
 // rather than fail (actors.Manager placeInBundle), and an actor is created in a bundle only
 // once the bundle's node is alive (resolveWait).
 //
+// An actor created in a group that is not placed yet (or whose bundle is being placed
+// again) is recorded at once, PENDING_CREATION with no node and why it waits (actorWaits),
+// so the state API lists it as Ray's does; its creator binds it to its bundle's node once
+// the group is placed (bindWhenPlaced, actors.Table.PlaceInGroup), with no deadline, and
+// the actor manager never places it outside the group meanwhile.
+//
+// A group takes only its own job's work (groupFor): its bundles' nodes are its job's
+// worker processes, so another job's task there would run in this job's process.
+//
 // Remove ends the group's work as Ray does, whoever put it there: this runtime's tasks in
 // the group are cancelled and every actor in it, any process's, is killed for good
 // (lifecycle.Kill with a reason that names the group). An actor record of a group removed
@@ -110,6 +119,7 @@ type PlacementGroup struct {
 	// foreign: another process created the group; this is its record as last read
 	// (Config.GroupRecord), and its placement is the creator's to change.
 	foreign bool
+	job     string // a foreign group's job, from its record
 	// tasks: this runtime's tasks placed in the group and maybe not finished (those
 	// finished are pruned when the set doubles), cancelled by Remove.
 	tasks   map[ids.TaskID]struct{}
@@ -246,7 +256,7 @@ func (c *Core) foreignGroup(info *pb.PlacementGroupInfo) (*PlacementGroup, error
 	if err != nil {
 		return nil, fmt.Errorf("placement group %s's record: %w", info.Id, err)
 	}
-	pg := &PlacementGroup{ID: info.Id, Name: info.Name, Strategy: st, c: c, foreign: true, ready: make(chan struct{})}
+	pg := &PlacementGroup{ID: info.Id, Name: info.Name, Strategy: st, c: c, foreign: true, job: info.JobId, ready: make(chan struct{})}
 	for _, b := range info.Bundles {
 		pg.Bundles = append(pg.Bundles, tasks.ResourcesFromPB(b.Resources))
 	}
@@ -986,6 +996,12 @@ func (c *Core) groupFor(id string, index int32, req sched.Resources) (*Placement
 	if !ok {
 		return nil, fmt.Errorf("%w: placement group %q is not known to this process or the cluster: it was removed (or its creator ended)",
 			ErrPlacementGroupRemoved, id)
+	}
+	if pg.foreign && pg.job != "" && c.cfg.Job != "" && pg.job != string(c.cfg.Job) {
+		// Its bundles are reserved in its job's worker processes (a bundle's node is one
+		// of that job's): work of this job there would run in another job's process.
+		return nil, fmt.Errorf("placement group %s belongs to job %s, not to this job (%s): a job can place work only in its own placement groups; create one in this job",
+			pg.ID, pg.job, c.cfg.Job)
 	}
 	i := int(index)
 	if i >= len(pg.Bundles) || i < -1 {
