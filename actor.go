@@ -430,7 +430,9 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 		if errors.Is(err, actors.ErrUnknownClass) {
 			err = fmt.Errorf("%w: %v", ErrUnknownFunction, err)
 		}
-		if errors.Is(err, sched.ErrInfeasible) && !errors.Is(err, sched.ErrAffinityUnavailable) {
+		if errors.Is(err, sched.ErrInfeasible) && !errors.Is(err, sched.ErrAffinityUnavailable) && spec.PlacementGroup == "" {
+			// (In a placement group the error is about the group or the bundle: no node
+			// to add.)
 			err = rayErrorf("ray: actor %s: %w%s", c.name, err, infeasibleHint)
 		}
 		return fail(convert(err))

@@ -1,6 +1,7 @@
 package ray
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -294,6 +295,9 @@ func (o *callOpts) resourcesOf() (sched.Resources, error) {
 	r, err := sched.FromMap(m)
 	if err != nil {
 		return r, rayErrorf("ray: bad task resources: %w", err)
+	}
+	if o.strategy == core.StrategyPlacementGroup && o.pg == "" {
+		return r, errors.New("ray: PlacementGroupBundle was given a nil placement group handle: pass the handle that PlacementGroup or GetPlacementGroup returned")
 	}
 	if err := countOption("MaxRetries", o.maxRetries, true); err != nil {
 		return r, err

@@ -2,6 +2,7 @@ package ray
 
 import (
 	"context"
+	"math"
 
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/tasks/sched"
@@ -176,9 +177,11 @@ func PlacementGroupBundle(pg *PlacementGroupHandle, index int) TaskOption {
 	return func(o *callOpts) {
 		o.strategy, o.affinityNode, o.affinitySoft = core.StrategyPlacementGroup, "", false
 		if pg == nil || pg.pg == nil {
-			o.pg, o.pgBundle = "-", 0 // fails at placement: no such group
+			o.pg, o.pgBundle = "", 0 // refused at submission (callOpts.resourcesOf)
 			return
 		}
-		o.pg, o.pgBundle = pg.pg.ID, int32(max(index, -2))
+		// (Clamped into the record's int32 only: an index out of range is refused with
+		// the index asked for.)
+		o.pg, o.pgBundle = pg.pg.ID, int32(max(min(index, math.MaxInt32), math.MinInt32))
 	}
 }
