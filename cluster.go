@@ -3,10 +3,12 @@ package ray
 import (
 	"context"
 	"encoding/hex"
+	"strings"
 	"time"
 
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/tasks"
+	"github.com/ray-go/ray/tasks/sched"
 )
 
 // Node describes one node that runs, or ran, the job's tasks and actors.
@@ -126,7 +128,26 @@ func ClusterResources(ctx context.Context) (map[string]float64, error) {
 			out[k] += v
 		}
 	}
-	return out, nil
+	return userResources(out, nil), nil
+}
+
+// userResources drops from m what users do not ask for: the placement groups' bundle
+// markers ("bundle_group_..."; a group's renamed resources, "CPU_group_...", stay, as Ray
+// lists them), and amounts below 0, which a removed group's renamed resources have while
+// a task that ignores its ctx still holds them: such a resource is not listed unless
+// total has it (then it is 0).
+func userResources(m, total map[string]float64) map[string]float64 {
+	for k, v := range m {
+		switch _, inTotal := total[k]; {
+		case strings.HasPrefix(k, sched.BundleMarker+"_group_"):
+			delete(m, k)
+		case v < 0 && inTotal:
+			m[k] = 0
+		case v < 0:
+			delete(m, k)
+		}
+	}
+	return m
 }
 
 // AvailableResources returns the resources of the job's nodes not in use now (Ray's
@@ -152,7 +173,7 @@ func AvailableResources(ctx context.Context) (map[string]float64, error) {
 			out[k] += v
 		}
 	}
-	return out, nil
+	return userResources(out, total), nil
 }
 
 // RuntimeContext says where the calling code runs (Ray's ray.get_runtime_context()).
