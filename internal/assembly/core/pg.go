@@ -1212,6 +1212,9 @@ func (pg *PlacementGroup) record(state string) {
 	if removed && state != "REMOVED" {
 		return // a placing attempt that ended after Remove
 	}
+	if state == "REMOVED" {
+		why = "" // why it waited, if it did, is over
+	}
 	info := &pb.PlacementGroupInfo{Id: pg.ID, JobId: string(pg.c.cfg.Job), Name: pg.Name, Strategy: pg.Strategy.String(),
 		State: state, CreatedUnixMs: pg.created.UnixMilli(), Detail: why, CreatorAddress: pg.c.cfg.System.Address()}
 	for i, b := range pg.Bundles {
