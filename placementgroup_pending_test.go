@@ -59,8 +59,13 @@ func TestActorInPendingPlacementGroup(t *testing.T) {
 
 	// A group that waits and is removed: the actor waiting for it dies of that.
 	gate2 := uniqueName(t) + "/2"
-	hog = blockUntil.Options(NumCPUs(3)).Remote(ctx, V(gate2))
-	defer close(gateOf(gate2))
+	hog2 := blockUntil.Options(NumCPUs(3)).Remote(ctx, V(gate2))
+	defer func() {
+		close(gateOf(gate2))
+		if mustGet(t, ctx, hog2) != gate2 {
+			t.Error("the second hog answered wrong")
+		}
+	}()
 	cpusFree(t, ctx, 1)
 	pg2, err := PlacementGroup(ctx, []Bundle{{"CPU": 2}}, StrategyStrictPack)
 	if err != nil {
