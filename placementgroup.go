@@ -170,7 +170,10 @@ func CurrentPlacementGroup(ctx context.Context) (*PlacementGroupHandle, bool, er
 // PlacementGroupBundle runs a task or creates an actor in bundle index of placement group
 // pg (index -1: any of its bundles; Ray's PlacementGroupSchedulingStrategy): on that
 // bundle's node, with resources taken from the bundle, so the resources asked for
-// (NumCPUs, Resources ...) must fit the bundle's. A task submitted before the group is
+// (NumCPUs, Resources ...) must fit the bundle's. With index -1 the task or actor goes to
+// a node whose bundles of the group can hold it, the nodes taken in turn (weighted by how
+// many such requests each holds); it fails with ErrInfeasible only when no node's bundles
+// can ever hold it. A task submitted before the group is
 // ready waits for it, unless no set of the cluster's nodes can hold the group: then it
 // fails with ErrInfeasible (see PlacementGroup).
 func PlacementGroupBundle(pg *PlacementGroupHandle, index int) TaskOption {
