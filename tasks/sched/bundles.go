@@ -144,6 +144,7 @@ func bundlesInfeasible(bundles []Resources, nodes []Node, alive []int, strategy 
 			err := infeasible(b, nodes, false)
 			var ie *InfeasibleError
 			if errors.As(err, &ie) {
+				ie.What = "bundle"
 				return fmt.Errorf("placement group bundle %d: %w", k, err)
 			}
 			return fmt.Errorf("%w: placement group bundle %d requires %v, which no node has", ErrInfeasible, k, b)

@@ -43,7 +43,8 @@ func TestPlaceBundles(t *testing.T) {
 		{"strict spread needs as many nodes", []Resources{cpus(1), cpus(1), cpus(1), cpus(1)}, three, BundleStrictSpread, nil, ErrInfeasible, "STRICT_SPREAD needs 4 nodes"},
 		{"strict spread places the largest first", []Resources{cpus(1), cpus(4)}, []Node{cpuNode("a", 4, 4), cpuNode("b", 2, 2)}, BundleStrictSpread, []string{"b", "a"}, nil, ""},
 		{"spread shares the least used nodes after one each", []Resources{cpus(1), cpus(1), cpus(1), cpus(1)}, three, BundleSpread, []string{"a", "b", "c", "a"}, nil, ""},
-		{"a bundle no node can hold", []Resources{mustResMap(map[string]float64{"GPU": 1})}, three, BundlePack, nil, ErrInfeasible, "bundle 0"},
+		{"a bundle no node can hold", []Resources{mustResMap(map[string]float64{"GPU": 1})}, three, BundlePack, nil, ErrInfeasible,
+			"placement group bundle 0: sched: infeasible: bundle requires GPU=1 but the largest node has GPU=0"}, // a bundle, not a "task"
 		{"custom resources", []Resources{mustResMap(map[string]float64{CPU: 1, "lane": 1})},
 			[]Node{cpuNode("a", 4, 4), {ID: "b", Total: mustResMap(map[string]float64{CPU: 1, "lane": 1}), Available: mustResMap(map[string]float64{CPU: 1, "lane": 1}), Alive: true}},
 			BundlePack, []string{"b"}, nil, ""},

@@ -43,18 +43,25 @@ type InfeasibleError struct {
 	Need, Largest Quantity
 	// Node is set when only one node was considered: the target of hard node affinity.
 	Node string
+	// What names the request in the message: "task" when empty, "bundle" for a placement
+	// group's bundle.
+	What string
 }
 
 func (e *InfeasibleError) Error() string {
+	what := e.What
+	if what == "" {
+		what = "task"
+	}
 	switch {
 	case e.Resource == "":
-		return fmt.Sprintf("%v: task requires %v but no single node has all of it", ErrInfeasible, e.Request)
+		return fmt.Sprintf("%v: %s requires %v but no single node has all of it", ErrInfeasible, what, e.Request)
 	case e.Node != "":
-		return fmt.Sprintf("%v: task requires %s=%v but node %q (hard affinity) has %s=%v",
-			ErrInfeasible, e.Resource, e.Need, e.Node, e.Resource, e.Largest)
+		return fmt.Sprintf("%v: %s requires %s=%v but node %q (hard affinity) has %s=%v",
+			ErrInfeasible, what, e.Resource, e.Need, e.Node, e.Resource, e.Largest)
 	default:
-		return fmt.Sprintf("%v: task requires %s=%v but the largest node has %s=%v",
-			ErrInfeasible, e.Resource, e.Need, e.Resource, e.Largest)
+		return fmt.Sprintf("%v: %s requires %s=%v but the largest node has %s=%v",
+			ErrInfeasible, what, e.Resource, e.Need, e.Resource, e.Largest)
 	}
 }
 
