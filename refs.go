@@ -84,6 +84,29 @@ func (r *ObjectRef[T]) UnmarshalJSON(b []byte) error {
 	return errRefJSON
 }
 
+// errHandleJSON is the error of encoding/json asked to encode or decode an ActorHandle.
+var errHandleJSON = errors.New("ray: an ActorHandle cannot be encoded with encoding/json: pass it as a task argument " +
+	"or inside a value the ray codec encodes (Put, a task's argument or result, an actor's state), or pass its " +
+	"name (a named actor: GetActor)")
+
+// MarshalJSON refuses to encode a handle with encoding/json, which would write {} and
+// lose it without a word (as ObjectRef's). The zero handle encodes as null.
+func (h ActorHandle[T]) MarshalJSON() ([]byte, error) {
+	if h.err == nil && h.id.IsZero() {
+		return []byte("null"), nil
+	}
+	return nil, fmt.Errorf("%w (actor %s)", errHandleJSON, h.id)
+}
+
+// UnmarshalJSON decodes null as the zero handle and refuses anything else.
+func (h *ActorHandle[T]) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*h = ActorHandle[T]{}
+		return nil
+	}
+	return errHandleJSON
+}
+
 // bind implements binder.
 func (r ObjectRef[T]) bind(c *core.Core) {
 	if r.h != nil {
