@@ -718,13 +718,15 @@ func (s *shard) compile(q *TaskQuery, actorNodes map[actorInc]string) matcher {
 	if q.Node != "" {
 		m.whOK = make([]bool, len(e.wheres))
 		for i, w := range e.wheres {
-			m.whOK[i] = w.node != "" && nodeMatches(w.node, q.Node)
+			m.whOK[i] = w.node != "" && NodeMatches(w.node, q.Node)
 		}
 	}
 	return m
 }
 
-func nodeMatches(node, want string) bool {
+// NodeMatches is the rule for TaskQuery.Node: node is want, or want is a prefix of node of at
+// least 6 characters (as `rayctl list --filter node_id=` takes a short ID).
+func NodeMatches(node, want string) bool {
 	return node == want || (len(want) >= 6 && strings.HasPrefix(node, want))
 }
 
@@ -740,7 +742,7 @@ func (m *matcher) where(e *shardEvents, rec *eventRec) bool {
 }
 
 func (m *matcher) actorOK(hex string, inc uint16) bool {
-	return nodeMatches(m.actorNodes[actorInc{hex, inc}], m.q.Node)
+	return NodeMatches(m.actorNodes[actorInc{hex, inc}], m.q.Node)
 }
 
 func (m *matcher) tid(t ids.TaskID) bool {
@@ -808,7 +810,7 @@ func (s *shard) answer(q *TaskQuery, actorNodes map[actorInc]string) TaskReport 
 				if !m.actorOK(p.actor.hex, p.ev.inc) {
 					continue
 				}
-			} else if !nodeMatches(node, q.Node) {
+			} else if !NodeMatches(node, q.Node) {
 				continue
 			}
 		}

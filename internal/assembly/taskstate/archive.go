@@ -189,7 +189,7 @@ func filterArchived(r *core.TaskReport, q *core.TaskQuery) core.TaskReport {
 		e := &r.Tasks[i]
 		if (q.State != "" && e.State != q.State) || (q.Function != "" && e.Function != q.Function) ||
 			(q.Worker != "" && e.Worker != q.Worker) || (tid != "" && !strings.HasPrefix(e.TaskID, tid)) ||
-			(q.Node != "" && !nodeMatches(e.Node, q.Node)) {
+			(q.Node != "" && !core.NodeMatches(e.Node, q.Node)) {
 			continue
 		}
 		out.Total++
@@ -224,11 +224,6 @@ func filterArchived(r *core.TaskReport, q *core.TaskQuery) core.TaskReport {
 		out.Summary = core.SummaryOf(counts)
 	}
 	return out
-}
-
-// nodeMatches is core's rule for TaskQuery.Node: the whole ID, or a prefix of at least 6.
-func nodeMatches(node, want string) bool {
-	return node == want || (len(want) >= 6 && strings.HasPrefix(node, want))
 }
 
 // edgesInto keeps the edges whose consumer is one of tasks.
