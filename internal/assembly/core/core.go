@@ -348,8 +348,9 @@ func New(cfg Config) (*Core, error) {
 		s.pidW = &pb.PID{Address: s.pid.Address, Id: s.pid.Id}
 		c.shards[i] = s
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.ticker()
+	go c.idleCollector() // idlegc.go
 	return c, nil
 }
 
