@@ -364,6 +364,14 @@ func nonNil[T any](name string) func(*T, error) (any, error) {
 // on that node when the node is alive and can hold it, and elsewhere otherwise. Spread
 // changes nothing for an actor: actors are spread already (the node of the job with the
 // fewest of its actors that can hold the new one).
+//
+// A non-detached actor lives while a handle to it does (Ray's reference counting), and Go
+// keeps a handle only until its last use, not to the end of its scope: a program that
+// creates a named actor for other processes to find and then waits (select{}, a loop that
+// no longer uses the handle) must keep the handle reachable, e.g. defer
+// runtime.KeepAlive(h) or a package variable, or create the actor Detached; else it dies
+// "out of scope" at the next collection, which any process waiting for resources can ask
+// the whole cluster for.
 func (c *ActorClass0[T]) Remote(ctx context.Context, opts ...TaskOption) ActorHandle[T] {
 	return create[T](ctx, c.actorClass, nil, opts)
 }

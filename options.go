@@ -176,7 +176,8 @@ func defaultActorOpts() callOpts { return callOpts{maxRetries: 0} }
 
 // Name names an actor, so that GetActor finds it (actors only). Names are unique per
 // namespace among live actors; the actor's namespace is its job's (WithNamespace) unless
-// Namespace says otherwise.
+// Namespace says otherwise. A named actor that is not Detached still dies once every
+// handle to it is gone, as in Ray: see ActorClass0.Remote on keeping its handle.
 func Name(name string) TaskOption { return func(o *callOpts) { o.name = name } }
 
 // Namespace sets the namespace of a named actor (actors only; Ray's

@@ -518,8 +518,11 @@ func (s State) ownerDied(e OwnerDied) (State, []Action, error) {
 	return n, s.dieActions(n, true, true), nil
 }
 
-// OutOfScopeDetail is the Detail of an actor that died of OutOfScope.
-const OutOfScopeDetail = "out of scope: every handle to the actor is gone"
+// OutOfScopeDetail is the Detail of an actor that died of OutOfScope. Its creator still
+// ran (else the cause is OwnerDied), so it says how Go loses a handle a program meant to
+// keep: Go drops a variable after its last use, not at the end of its scope.
+const OutOfScopeDetail = "out of scope: every handle to the actor is gone (Go drops a handle after its last use, " +
+	"not at the end of its scope: to keep an actor, keep a handle reachable, e.g. defer runtime.KeepAlive(h), or create it Detached)"
 
 func (s State) outOfScope(e OutOfScope) (State, []Action, error) {
 	if s.Detached {
