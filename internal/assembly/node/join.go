@@ -163,9 +163,22 @@ func (n *Node) holdExecutable(ctx context.Context, exe string) (string, error) {
 		f.Close()
 		return "", fmt.Errorf("node: hash this program's executable %s: %w", exe, err)
 	}
-	hctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	// The hold outlives Join (not ctx); the upload does not: Init's ctx ending cuts it short,
+	// and so does the loss of the cluster (gcsLost), which also ends the hold for good.
+	hctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := func() { cancel(nil) }
+	initDone := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	if n.lostCtx != nil {
+		context.AfterFunc(n.lostCtx, func() { cancel(context.Cause(n.lostCtx)) })
+	}
 	done, err := ship.Hold(hctx, n.store, sum, f, fi.Size(), ship.MaxExecutableBytes, n.cfg.Logger)
+	if !initDone() && err == nil {
+		err = context.Cause(hctx) // ctx ended as the upload did: the hold was stopped
+	}
 	if err != nil {
+		if cause := context.Cause(hctx); cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%v)", cause, err)
+		}
 		stop()
 		f.Close()
 		return "", fmt.Errorf("node: ship this program's executable %s (%d bytes) through the GCS: %w", exe, fi.Size(), err)

@@ -138,6 +138,9 @@ func (n *Node) gcsLost(unanswered time.Duration) {
 		"(%s sets how long a driver waits for the GCS, now %v after its %v lease lapsed)",
 		core.ErrClusterLost, n.cfg.GCSAddress, unanswered.Round(time.Second), GCSTimeoutEnv, cmp.Or(n.cfg.GCSTimeout, DefaultGCSTimeout), n.cfg.LeaseTTL)
 	n.lostGCS.Store(&err)
+	if n.loseCtx != nil {
+		n.loseCtx(err)
+	}
 	n.cfg.Logger.Error("ray: lost the cluster", "gcs", n.cfg.GCSAddress, "unanswered", unanswered.Round(time.Second))
 	if c := n.core.Load(); c != nil {
 		c.Lose(err)

@@ -336,6 +336,12 @@ type Node struct {
 	// live is the raylet's live load (raylet.Config.Live): the view's placers judge this
 	// node by it (clusterview.Config.Local).
 	live *raylet.Live
+
+	// lostCtx is done once the driver took its cluster for lost (gcsLost calls loseCtx),
+	// its cause that error: work that would wait on the GCS for good (the executable's
+	// upload and hold) ends with it.
+	lostCtx context.Context
+	loseCtx context.CancelCauseFunc
 }
 
 // Start starts a single node with an embedded GCS.
@@ -377,6 +383,7 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("node: lease TTL %v is under the minimum %v", cfg.LeaseTTL, MinNodeLeaseTTL)
 	}
 	n = &Node{ID: ids.NewNodeID(), cfg: cfg, ActorStats: &actors.Stats{}}
+	n.lostCtx, n.loseCtx = context.WithCancelCause(context.Background())
 	n.pgRecords.n = n
 	n.pgCache.n = n
 	started := n // the failure paths below return nil for n
