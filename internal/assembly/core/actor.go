@@ -561,7 +561,11 @@ func (c *Core) KillActor(ctx context.Context, id ids.ActorID, noRestart bool) er
 			return ctx.Err()
 		}
 	}
-	after, _, _, err := c.cfg.Actors.Table.Step(ctx, id.String(), lifecycle.Kill{NoRestart: noRestart})
+	var after *pb.ActorInfo
+	err := c.gcsCall(ctx, func(ctx context.Context) (err error) {
+		after, _, _, err = c.cfg.Actors.Table.Step(ctx, id.String(), lifecycle.Kill{NoRestart: noRestart})
+		return err
+	})
 	if errors.Is(err, lifecycle.ErrTerminal) {
 		return nil // dead already
 	}
@@ -585,11 +589,17 @@ func (c *Core) LookupActor(ctx context.Context, namespace, name string) (ids.Act
 	if c.isClosed() {
 		return ids.ActorID{}, "", nil, ErrShutdown
 	}
-	hex, err := c.cfg.Actors.Table.Lookup(ctx, namespace, name)
-	if err != nil {
-		return ids.ActorID{}, "", nil, err
-	}
-	info, _, err := c.cfg.Actors.Table.Get(ctx, hex)
+	var (
+		hex  string
+		info *pb.ActorInfo
+	)
+	err := c.gcsCall(ctx, func(ctx context.Context) (err error) {
+		if hex, err = c.cfg.Actors.Table.Lookup(ctx, namespace, name); err != nil {
+			return err
+		}
+		info, _, err = c.cfg.Actors.Table.Get(ctx, hex)
+		return err
+	})
 	if err != nil {
 		return ids.ActorID{}, "", nil, err
 	}
@@ -628,7 +638,11 @@ func (c *Core) ActorState(ctx context.Context, id ids.ActorID) (lifecycle.State,
 			return lifecycle.State{}, nil, ctx.Err()
 		}
 	}
-	info, _, err := c.cfg.Actors.Table.Get(ctx, id.String())
+	var info *pb.ActorInfo
+	err := c.gcsCall(ctx, func(ctx context.Context) (err error) {
+		info, _, err = c.cfg.Actors.Table.Get(ctx, id.String())
+		return err
+	})
 	if err != nil {
 		return lifecycle.State{}, nil, err
 	}

@@ -1,7 +1,9 @@
 package core
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -21,6 +23,31 @@ type lostState struct {
 	once sync.Once
 	ch   chan struct{}
 	err  error
+}
+
+// gcsCall runs f, a call that waits on the GCS with ctx (the state API: an actor's
+// record, a name's lookup, a kill), ended when the runtime is lost (Lose): a GCS that is
+// gone is waited for by its client until ctx ends, and a program with no deadline waited
+// for good after its Gets had failed with ErrClusterLost. A call made after the loss fails
+// at once. The error is then the loss's (it wraps ErrClusterLost), with f's own after it.
+func (c *Core) gcsCall(ctx context.Context, f func(context.Context) error) error {
+	if err := c.Lost(); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.lost.ch:
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	err := f(cctx)
+	if lost := c.Lost(); err != nil && lost != nil && ctx.Err() == nil {
+		return fmt.Errorf("%w (%v)", lost, err)
+	}
+	return err
 }
 
 // lostMsg tells a shard the runtime lost its cluster.
