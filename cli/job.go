@@ -164,7 +164,7 @@ func runJobSubmit(c *ucli.Context) error {
 			strings.Join(addr, ","))
 	}
 	uctx, ucancel := context.WithTimeout(c.Context, 5*time.Minute)
-	err = upload(uctx, store)
+	err = uploadWatched(uctx, store, strings.Join(addr, ","), upload)
 	ucancel()
 	if d := denied(err, "ship the program", submitNeeds); d != nil {
 		return d

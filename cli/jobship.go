@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -120,4 +121,57 @@ func prepareShipping(c *ucli.Context, sub *pb.Submission) (upload func(ctx conte
 		}
 		return nil
 	}, nil
+}
+
+// gcsProbeEvery is how often uploadWatched asks the GCS whether it answers, and
+// gcsProbeMisses how many probes in a row may fail before the upload is given up.
+var (
+	gcsProbeEvery  = 5 * time.Second
+	gcsProbeMisses = 3
+)
+
+// uploadWatched runs upload, ended early when the GCS stops answering: a probe (the
+// store's revision, bounded by gcsProbeEvery) every gcsProbeEvery, and gcsProbeMisses
+// failures in a row end it with an error that says the GCS at addr stopped answering
+// (the head died or is unreachable). A client's write to a GCS that is gone waits for it to
+// come back, so without the probe a submission whose head died as its program was sent
+// said nothing until the upload's deadline.
+func uploadWatched(ctx context.Context, store gcs.Store, addr string, upload func(context.Context, gcs.Store) error) error {
+	uctx, cancel := context.WithCancelCause(ctx)
+	every, most := gcsProbeEvery, gcsProbeMisses
+	probed := make(chan struct{})
+	defer func() { cancel(nil); <-probed }()
+	go func() {
+		defer close(probed)
+		misses := 0
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-uctx.Done():
+				return
+			case <-t.C:
+			}
+			pctx, pcancel := context.WithTimeout(uctx, every)
+			_, err := store.Revision(pctx)
+			pcancel()
+			if err == nil {
+				misses = 0
+				continue
+			}
+			if uctx.Err() != nil {
+				return
+			}
+			if misses++; misses >= most {
+				cancel(fmt.Errorf("the GCS at %s stopped answering while the program was sent (%d probes in a row failed, the last: %v): "+
+					"the head died or is unreachable; start it again (rayctl start --head on its session dir) and submit again", addr, misses, err))
+				return
+			}
+		}
+	}()
+	err := upload(uctx, store)
+	if cause := context.Cause(uctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(err, cause) {
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
+	return err
 }
