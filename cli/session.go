@@ -54,8 +54,11 @@ type agentIdentity struct {
 // previousAgent returns the ID of the agent of sessionDir that a `rayctl start` of the same
 // role and cluster should bring back: one that ran here before and is not running now
 // (its identity.json says so, and no live process holds its directory), the most recent if
-// several. "" if there is none.
-func previousAgent(sessionDir string, head bool, cluster string) string {
+// several. "" if there is none. An agent directory whose identity.json cannot be read or
+// decoded (empty or truncated: what a crash or a full disk leaves) is an error: whether it
+// is the agent to bring back cannot be told, and starting a new one instead would leave a
+// head's cluster (its CA, join token and GCS data) behind without a word.
+func previousAgent(sessionDir string, head bool, cluster string) (string, error) {
 	files, _ := filepath.Glob(filepath.Join(sessionDir, agentDirPref+"*", identityFileName))
 	running := map[string]bool{}
 	if las, err := localAgents(sessionDir); err == nil {
@@ -67,12 +70,21 @@ func previousAgent(sessionDir string, head bool, cluster string) string {
 	for _, f := range files {
 		dir := filepath.Dir(f)
 		id := strings.TrimPrefix(filepath.Base(dir), agentDirPref)
-		b, err := readSessionFile(f)
-		if err != nil {
+		if running[id] {
 			continue
 		}
+		b, err := readSessionFile(f)
 		var who agentIdentity
-		if decodeJSONObject(identityFileName, b, &who) != nil || who.AgentID != id || who.Head != head || who.Cluster != cluster || running[id] {
+		if err == nil {
+			err = decodeJSONObject(identityFileName, b, &who)
+		}
+		if err != nil {
+			return "", exitf(ExitError, "the identity of agent %s in %s is damaged (%v), so whether to bring that agent back cannot be told: "+
+				"if it is the agent to start again (for a head: its cluster's CA, join token and GCS data are there), restore %s "+
+				`(it holds {"agent_id": %q, "head": true or false, "cluster": "" for a head with its own GCS, else the GCS endpoints}); `+
+				"to start a new agent instead, remove %s", id, dir, err, f, id, dir)
+		}
+		if who.AgentID != id || who.Head != head || who.Cluster != cluster {
 			continue
 		}
 		st, err := os.Stat(f)
@@ -83,7 +95,7 @@ func previousAgent(sessionDir string, head bool, cluster string) string {
 			best, bestAt = id, st.ModTime()
 		}
 	}
-	return best
+	return best, nil
 }
 
 // agentFile is the content of agent.json.

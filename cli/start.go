@@ -170,7 +170,11 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 		// An agent that ran on this session dir before, for the same role and cluster, comes
 		// back as itself: the same ID, directory, credentials and, for a head, the same CA,
 		// token and GCS data (issue: the cluster runtime, item 5).
-		if cfg.ID = previousAgent(dir, cfg.Head, clusterOf(cfg)); cfg.ID != "" {
+		prev, err := previousAgent(dir, cfg.Head, clusterOf(cfg))
+		if err != nil {
+			return cfg, err
+		}
+		if cfg.ID = prev; cfg.ID != "" {
 			fmt.Fprintf(c.App.ErrWriter, "rayctl: restarting agent %s from %s (it ran here before; remove that directory to start a new one)\n",
 				cfg.ID, agentDir(dir, cfg.ID))
 		} else {
