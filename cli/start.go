@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -565,13 +566,62 @@ func startBackground(c *ucli.Context, cfg agent.Config) error {
 			if err := failed(); err != nil {
 				return err
 			}
-			return exitf(ExitError, "the agent exited before it was ready (%v); see %s", werr, logPath)
+			return exitf(ExitError, "the agent exited before it was ready (%v)%s; see %s", werr, exitCause(logPath, cfg.SessionDir), logPath)
 		case <-deadline.C:
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			return exitf(ExitError, "the agent was not ready within %v; stopped it. See %s", readyTimeout, logPath)
 		case <-tick.C:
 		}
 	}
+}
+
+// exitCause reads why an agent that exited before it was ready did, from the end of its
+// log (the agent's own errors, and a panic's first line, land there): ": " and the last
+// error and panic, and what to do when they name a full disk or the embedded GCS's data
+// (etcd exits on a database or log it cannot open, and on a write the disk refused); ""
+// when the log says nothing of it.
+func exitCause(logPath, agentDir string) string {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const tailBytes = 64 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > tailBytes {
+		_, _ = f.Seek(st.Size()-tailBytes, io.SeekStart)
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, tailBytes))
+	var lastErr, panicLine string
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.Contains(line, "level=ERROR"):
+			lastErr = line
+		case strings.HasPrefix(line, "panic: ") && panicLine == "":
+			panicLine = line
+		}
+	}
+	if lastErr == "" && panicLine == "" {
+		return ""
+	}
+	msg := strings.TrimSpace(strings.Join([]string{shortLogLine(lastErr), panicLine}, "; "))
+	msg = strings.Trim(msg, "; ")
+	all := lastErr + panicLine
+	switch {
+	case strings.Contains(all, "no space left on device"):
+		msg += fmt.Sprintf(": the disk of %s is full; free space there (df -h %s) and start it again", agentDir, agentDir)
+	case strings.Contains(all, "etcd"):
+		msg += fmt.Sprintf(": the GCS data in %s cannot be opened (damaged or incomplete); restore that directory from a backup, "+
+			"or remove %s to start a new cluster (its jobs, detached actors and issued certificates are then gone)", filepath.Join(agentDir, "gcs"), agentDir)
+	}
+	return ": " + msg
+}
+
+// shortLogLine is a log line's msg and error, without its time and level ("" stays "").
+func shortLogLine(line string) string {
+	if i := strings.Index(line, "msg="); i >= 0 {
+		line = line[i+len("msg="):]
+	}
+	return line
 }
 
 // removeStartFiles removes the files by which an agent says it is ready or failed to

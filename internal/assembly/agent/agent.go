@@ -244,6 +244,13 @@ func (a *Agent) openGCS(ctx context.Context) error {
 			if cfg.GCSPort != 0 && isAddrInUse(err) {
 				return portInUse(cfg.host(), cfg.GCSPort, err)
 			}
+			if gcsDir := filepath.Join(cfg.SessionDir, "gcs"); hasGCSData(gcsDir) {
+				// A restart over data etcd cannot open (a truncated or corrupt log or
+				// database): say what the data is and what to do, not only etcd's words.
+				return fmt.Errorf("agent: start the embedded GCS: %w: the GCS data in %s cannot be opened (damaged or incomplete); "+
+					"restore that directory from a backup, or remove %s to start a new cluster (its jobs, detached actors and "+
+					"issued certificates are then gone)", err, gcsDir, cfg.SessionDir)
+			}
 			return fmt.Errorf("agent: start the embedded GCS: %w", err)
 		}
 		a.embedded = e
@@ -584,4 +591,11 @@ func (a *Agent) closeGCS() {
 	if a.embedded != nil {
 		_ = a.embedded.Close()
 	}
+}
+
+// hasGCSData reports whether dir holds an embedded GCS's data from an earlier start (its
+// member directory).
+func hasGCSData(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "member"))
+	return err == nil
 }
