@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -147,6 +148,39 @@ func writeSpill(path string, id ids.ObjectID, data []byte) (int64, uint32, error
 	return writeSpillWith(os.WriteFile, freeSpace, path, id, data)
 }
 
+// SpillReserve is the share of its filesystem (at most SpillReserveMax bytes) that a spill
+// leaves free (as Ray's local_fs_capacity_threshold, 0.95, keeps 5%): the disk is shared,
+// by default with the session directory, where a head keeps its GCS (etcd exits when a
+// write finds the disk full) and every process its logs. A spill refused for it fails as
+// one that found the disk full (ENOSPC): the object stays in memory, spilling is retried,
+// and puts past the store's limit are refused with a message that says so.
+var (
+	SpillReserve    = 0.05
+	SpillReserveMax = int64(1 << 30)
+)
+
+// statfs is syscall.Statfs (tests of the package give their own).
+var statfs = syscall.Statfs
+
+// keepRoom refuses (an error wrapping syscall.ENOSPC) a write of need bytes in dir that
+// would leave less than the reserve free on dir's filesystem (SpillReserve). A filesystem
+// it cannot measure is not refused.
+func keepRoom(dir string, need int64) error {
+	var st syscall.Statfs_t
+	if err := statfs(dir, &st); err != nil || st.Blocks == 0 {
+		return nil
+	}
+	total := float64(st.Blocks) * float64(st.Bsize)
+	free := float64(st.Bavail) * float64(st.Bsize)
+	reserve := min(SpillReserve*total, float64(SpillReserveMax))
+	if free-float64(need) >= reserve {
+		return nil
+	}
+	return fmt.Errorf("%w: a spill of %d bytes would leave less than %.0f bytes free on the filesystem of %s (%.0f of %.0f free): "+
+		"spilling stops there so that what else uses that disk (the head's GCS, logs) keeps room; make room there or give a "+
+		"spill directory on another disk (rayctl start --spill-dir)", syscall.ENOSPC, need, reserve, dir, free, total)
+}
+
 // spillWriteError is a failed spill write with the free space on the spill directory's
 // filesystem measured when the write failed, before its partial file was removed (after,
 // the figure would include the room the partial file took, which the spill needed).
@@ -169,6 +203,9 @@ func writeSpillWith(writeFile func(string, []byte, fs.FileMode) error, free func
 	// directory was removed, must not make it again.
 	if err := os.Mkdir(filepath.Dir(path), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return 0, 0, err
+	}
+	if err := keepRoom(filepath.Dir(path), int64(len(buf))); err != nil {
+		return 0, 0, &spillWriteError{err: err, free: free(filepath.Dir(path))}
 	}
 	tmp := path + ".tmp"
 	if err := writeFile(tmp, buf, 0o600); err != nil {
