@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -508,6 +510,44 @@ func (m *workerManager) logPath(job string) string {
 	return WorkerLogPath(m.a.cfg.SessionDir, job)
 }
 
+// workerLogsKept is how many logs of jobs whose worker process is not running here an
+// agent keeps (the newest by time of last write; as the GCS keeps the last 100 jobs' task
+// archives): one log per job was kept for ever, 225 files after 222 jobs.
+var workerLogsKept = 100
+
+// pruneWorkerLogs removes the oldest worker logs beyond workerLogsKept, of jobs whose
+// worker process does not run here (and not job's, about to start). `rayctl logs` of such
+// a job then says its log is gone.
+func (m *workerManager) pruneWorkerLogs(job string) {
+	files, _ := filepath.Glob(filepath.Join(m.a.cfg.SessionDir, "logs", "worker-*.log"))
+	if len(files) <= workerLogsKept {
+		return
+	}
+	type logFile struct {
+		path string
+		mod  time.Time
+	}
+	var ended []logFile
+	for _, p := range files {
+		j := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "worker-"), ".log")
+		if w := m.workers[j]; j == job || w != nil && w.p != nil {
+			continue
+		}
+		if st, err := os.Stat(p); err == nil {
+			ended = append(ended, logFile{p, st.ModTime()})
+		}
+	}
+	if len(ended) <= workerLogsKept {
+		return
+	}
+	slices.SortFunc(ended, func(a, b logFile) int { return b.mod.Compare(a.mod) })
+	for _, f := range ended[workerLogsKept:] {
+		if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			m.a.log.Warn("agent: cannot remove an old worker log", "path", f.path, "err", err)
+		}
+	}
+}
+
 // start starts the worker process of a job and records it STARTING (unless the process
 // already recorded itself RUNNING).
 func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo, exe string) error {
@@ -540,6 +580,9 @@ func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo, 
 		return fmt.Errorf("read %s: %w", key, err)
 	}
 	argv := append([]string{exe}, info.GetArgs()...)
+	if len(w.restarts) == 0 {
+		m.pruneWorkerLogs(w.job) // a job's first worker process here: at most one prune per job
+	}
 	p, err := startProc(argv, env, "", m.logPath(w.job))
 	if err != nil {
 		return err
