@@ -387,13 +387,44 @@ func (n *Node) recordWorker(ctx context.Context) error {
 // head failing a job whose driver died) and the agent stops its worker.
 const ownerGoneGrace = 15 * time.Second
 
+// agentHere reports whether this worker process's agent is alive: its machine ledger
+// connection (a Unix socket to the agent of this machine) is open. False without one.
+func (n *Node) agentHere() bool {
+	if n.machine == nil {
+		return false
+	}
+	select {
+	case <-n.machine.Done():
+		return false
+	default:
+		return true
+	}
+}
+
 // ServeWorker runs a worker process until ctx ends or its job or agent goes away, then
 // stops the node. It returns the reason it stopped. A job that ended (or whose driver is
 // gone) does not stop it while its actor manager knows a detached actor of the job that is
-// not dead: detached actors outlive their job.
+// not dead: detached actors outlive their job. A GCS that does not answer stops it only
+// when no agent of this machine is alive either (gcsUnreachableTicks looks in a row): the
+// agent rides out a head's outage, and the worker process, with its actors, does too.
 func (n *Node) ServeWorker(ctx context.Context) string {
+	reason := n.serveWorker(ctx)
+	n.Stop(context.Background())
+	return reason
+}
+
+// serveWorkerTick is how often ServeWorker looks at its job and agent, and
+// gcsUnreachableTicks how many looks in a row may find the GCS unreachable, with no agent
+// alive here, before it stops.
+var (
+	serveWorkerTick     = time.Second
+	gcsUnreachableTicks = 30
+)
+
+// serveWorker is ServeWorker's loop: it returns the reason to stop.
+func (n *Node) serveWorker(ctx context.Context) string {
 	job, agent := string(n.cfg.Job), n.cfg.AgentID
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(serveWorkerTick)
 	defer t.Stop()
 	unreachable := 0
 	var jobGone, agentGone time.Time // when the key was first seen missing (zero: present)
@@ -420,8 +451,16 @@ func (n *Node) ServeWorker(ctx context.Context) string {
 		}
 		cancel()
 		if err1 != nil || err2 != nil || err3 != nil {
-			unreachable++ // GCS unreachable: give it a while
-			if unreachable >= 30 {
+			if n.agentHere() {
+				// The GCS is down or unreachable, and this machine's agent, which rides
+				// out such an outage (it rejoins a restarted head), is alive: so is this
+				// process, with its job's actors, detached ones included. It ends when its
+				// agent does (the agent stops its worker processes).
+				unreachable = 0
+				continue
+			}
+			unreachable++ // GCS unreachable, and no agent to tell: give it a while
+			if unreachable >= gcsUnreachableTicks {
 				reason = "the GCS is unreachable"
 			}
 			continue
@@ -450,7 +489,6 @@ func (n *Node) ServeWorker(ctx context.Context) string {
 			reason = "its node agent is gone"
 		}
 	}
-	n.Stop(context.Background())
 	return reason
 }
 
