@@ -82,6 +82,10 @@ type workerManager struct {
 	// staleDone: the records of the worker processes an earlier run of this agent left
 	// STARTING or RUNNING were marked EXITED (markStale).
 	staleDone bool
+	// unwritten: the EXITED records of worker processes that could not be written (the GCS
+	// was down), by job: written again at every tick until they are, unless a newer record
+	// of the job's worker here was written meanwhile.
+	unwritten map[string]exitRec
 }
 
 type jobRec struct {
@@ -161,6 +165,7 @@ func (m *workerManager) run(ctx context.Context) {
 				m.staleDone = m.markStale(ctx)
 			}
 			m.reap(ctx)
+			m.rewriteExits(ctx)
 			m.reconcile(ctx, time.Now())
 		}
 	}
@@ -690,6 +695,33 @@ func (m *workerManager) putWorker(ctx context.Context, job string, state pb.JobW
 }
 
 func (m *workerManager) putWorkerRec(ctx context.Context, job string, state pb.JobWorker_State, pid int, msg, exit string) bool {
+	return m.putWorkerRecAt(ctx, job, state, pid, msg, exit, time.Now())
+}
+
+// exitRec is an EXITED record of a worker process not written yet (unwritten).
+type exitRec struct {
+	pid       int
+	msg, exit string
+	at        time.Time
+}
+
+// rewriteExits writes the EXITED records that could not be written when their worker
+// processes exited (the GCS was down): `rayctl list workers` showed such a process RUNNING
+// for as long as it was not, minutes after the head came back. A record of a newer process
+// of the job written since supersedes one (putWorkerRecAt forgets it).
+func (m *workerManager) rewriteExits(ctx context.Context) {
+	for job, r := range m.unwritten {
+		if w := m.workers[job]; w != nil && w.p != nil && w.p.pid != r.pid {
+			delete(m.unwritten, job) // a newer process runs: its records are the job's now
+			continue
+		}
+		if !m.putWorkerRecAt(ctx, job, pb.JobWorker_EXITED, r.pid, r.msg, r.exit, r.at) {
+			return // the GCS is still down: the next tick
+		}
+	}
+}
+
+func (m *workerManager) putWorkerRecAt(ctx context.Context, job string, state pb.JobWorker_State, pid int, msg, exit string, at time.Time) bool {
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
@@ -700,7 +732,7 @@ func (m *workerManager) putWorkerRec(ctx context.Context, job string, state pb.J
 	key := gcs.JobWorkerKey(job, m.a.id)
 	rec := &pb.JobWorker{JobId: job, AgentId: m.a.id, State: state, Pid: int32(pid), Message: msg, Exit: exit}
 	if state == pb.JobWorker_EXITED {
-		rec.ExitUnixMs = time.Now().UnixMilli()
+		rec.ExitUnixMs = at.UnixMilli()
 	}
 	if state != pb.JobWorker_UNSUPPORTED {
 		rec.LogPath = m.logPath(job)
@@ -717,9 +749,18 @@ func (m *workerManager) putWorkerRec(ctx context.Context, job string, state pb.J
 	}
 	b, _ := proto.Marshal(rec)
 	if _, err := m.a.store.Put(cctx, key, b, 0); err != nil {
-		m.a.log.Warn("agent: record the worker", "key", key, "state", state, "err", err)
+		if _, again := m.unwritten[job]; !again {
+			m.a.log.Warn("agent: record the worker", "key", key, "state", state, "err", err)
+		}
+		if state == pb.JobWorker_EXITED {
+			if m.unwritten == nil {
+				m.unwritten = map[string]exitRec{}
+			}
+			m.unwritten[job] = exitRec{pid: pid, msg: msg, exit: exit, at: at}
+		}
 		return false
 	}
+	delete(m.unwritten, job)
 	return true
 }
 
