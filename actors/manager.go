@@ -68,6 +68,9 @@ type ManagerConfig struct {
 	// start it asked for without news (default 1 s); every 30 Resyncs it re-examines
 	// every live actor, the bound on how long a missed event can delay a restart.
 	Resync time.Duration
+	// SweepEvery is how many Resyncs apart those full re-examinations are (default
+	// sweepEvery, 30).
+	SweepEvery int
 	// DeadKept is how many dead actors Get still answers for from memory, the most
 	// recent deaths (default 65536). Older ones are read from the GCS on demand (Info).
 	DeadKept int
@@ -223,6 +226,9 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	if cfg.DeadKept == 0 {
 		cfg.DeadKept = 1 << 16
+	}
+	if cfg.SweepEvery <= 0 {
+		cfg.SweepEvery = sweepEvery
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -431,7 +437,7 @@ func (m *Manager) run() {
 			case <-tick.C:
 				m.ticks++
 				m.retryActivations()
-				m.reconcile(m.ticks%sweepEvery == 0)
+				m.reconcile(m.ticks%m.cfg.SweepEvery == 0)
 				m.checkGroups()
 			case v := <-m.groups.verdicts:
 				m.endGroups(v)
@@ -690,7 +696,13 @@ func (m *Manager) examine(id string, alive map[string]sched.Resources) {
 			return // its process may live: looked at again when it is alive or gone
 		}
 		if !m.seen[info.Node] && m.registered(info.Node) {
-			return // a node that joined after this view was read: see registered
+			// A node that joined after this view was read (see registered), or one that
+			// died before this manager saw it, whose record has not lapsed yet: looked at
+			// again at the next Resync, not at the next sweep (the actor's restart and
+			// every caller of it waited ~30 s when a worker process that started after its
+			// host died took the lead).
+			m.dirty[id] = struct{}{}
+			return
 		}
 		m.step(id, "", lifecycle.HostDied{Node: info.Node})
 	case lifecycle.Phase(info.Phase) != lifecycle.Alive:
