@@ -55,10 +55,12 @@ func (a *Adoption) needsRecovery(v Value) bool {
 }
 
 // Adopt plans o, owned by the adopter now: nothing to do if its value is known and its
-// bytes live; nothing more if its task is adopted already (o.Record: an argument of two
-// adopted objects, being recreated); otherwise its task runs again from its record
-// (Recreate), or it fails (FailObject). A future is made for an object the adopter does
-// not know, first, so that Gets wait for the outcome.
+// bytes live; a Put object fails (FailObject: nothing can make it again, whether its
+// value was lost or never resolved); nothing more for a task's return whose task is
+// adopted already (o.Record: an argument of two adopted objects, being recreated);
+// otherwise its task runs again from its record (Recreate), or it fails (FailObject). A
+// future is made for an object the adopter does not know, first, so that Gets wait for
+// the outcome.
 func (a *Adoption) Adopt(o Object) []Action {
 	if o.State == Ready && !a.needsRecovery(o.Value) {
 		return nil
@@ -67,13 +69,16 @@ func (a *Adoption) Adopt(o Object) []Action {
 	if o.State == Unknown {
 		acts = append(acts, CreateFuture{Object: o.ID})
 	}
+	if !isReturn(o.ID) {
+		// Before Record, which for a Put object names the task that put it (a task the
+		// adopter may hold the record of: it submitted the task, whose worker put the
+		// object and returned its ref), not a recreation of the object under way.
+		return append(acts, a.fail(o.ID, ReasonPut, ""))
+	}
 	if o.Record {
 		return acts
 	}
 	tid := o.ID.Task()
-	if !isReturn(o.ID) {
-		return append(acts, a.fail(o.ID, ReasonPut, ""))
-	}
 	if !a.read {
 		// Read once, when the first object needs it; then this object is adopted again.
 		return append(acts, ReadLineage{Node: a.Node})

@@ -306,6 +306,15 @@ func fuzzAdoption(data []byte) error {
 		case 0:
 			calls++
 			acts = a.Adopt(o)
+			// A Put whose value is not known and live fails: nothing makes it again.
+			if !isReturn(o.ID) && (o.State != Ready || a.needsRecovery(o.Value)) {
+				if len(acts) == 0 {
+					return fmt.Errorf("adopting %v: nothing", o)
+				}
+				if _, ok := acts[len(acts)-1].(FailObject); !ok {
+					return fmt.Errorf("adopting %v: %v, want it failed", o, acts)
+				}
+			}
 		case 1:
 			if kind&0x80 != 0 {
 				a.LineageRead(nil, fmt.Errorf("unreadable"))

@@ -2,6 +2,7 @@ package lineage
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/ray-go/ray/internal/base/ids"
@@ -69,6 +70,16 @@ func TestLostOtherReturn(t *testing.T) {
 	}
 }
 
+// single returns the only action of acts if it is an A.
+func single[A Action](acts []Action) (A, bool) {
+	var zero A
+	if len(acts) != 1 {
+		return zero, false
+	}
+	a, ok := acts[0].(A)
+	return a, ok
+}
+
 // TestAdoptionMessages: the errors an adopted object fails with name it and say why.
 func TestAdoptionMessages(t *testing.T) {
 	a := NewAdoption("n2")
@@ -80,6 +91,19 @@ func TestAdoptionMessages(t *testing.T) {
 			"or return the value from a task instead (a task's result is made again from its lineage)"}
 	if len(acts) != 1 || acts[0] != want || a.Lost != 1 {
 		t.Fatalf("adopting a lost Put: %v (lost %d), want %v", acts, a.Lost, want)
+	}
+	// A Put the adopter never resolved (its owner died first) fails too, also when the
+	// adopter holds the record of the task that put it (it submitted that task, whose
+	// worker put the object and returned its ref): the record is not the Put's, and no
+	// recreation is under way. It stayed pending for good.
+	pending := ids.PutID(taskID("t1"), 2)
+	for _, o := range []Object{{ID: pending, State: Pending, Record: true}, {ID: pending, State: Pending},
+		{ID: pending, State: Ready, Value: Value{InStore: true, Node: "n2"}, Record: true}} {
+		lost := a.Lost
+		acts := a.Adopt(o)
+		if f, ok := single[FailObject](acts); !ok || f.Object != pending || !strings.Contains(f.Message, OwnerDied) || a.Lost != lost+1 {
+			t.Fatalf("adopting %v: %v, want it failed because its owner died", o, acts)
+		}
 	}
 	// A value that is an object-lost error needs recovery; any other error is kept.
 	id := ids.ReturnID(taskID("t2"), 1)

@@ -1,0 +1,79 @@
+package core
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
+)
+
+// putOfATask submits a task whose worker (another process, the owner at owner) put an
+// object and returned its ref nested in the task's result, as a Ray task returning
+// ray.Put's ref does: this runtime borrows the Put (adopted from the result) and holds the
+// lineage record of the task that put it, the Put ID's task. It returns the Put's ID once
+// the task's result is here.
+func putOfATask(h *harness, owner *pb.PID) ids.ObjectID {
+	h.t.Helper()
+	ret := h.submit(Arg{Data: []byte("n")})
+	s := h.spec()
+	tid, err := ids.TaskIDFromBytes(s.TaskId)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	put := ids.PutID(tid, 1)
+	h.reply(&pb.TaskResult{TaskId: s.TaskId, Data: []byte("holder"), Nested: [][]byte{RefPayload(put, owner)}})
+	if _, err := h.get(ret); err != nil {
+		h.t.Fatalf("the task's result: %v", err)
+	}
+	if !h.c.borrowed(put) || h.c.refs.Spec(tid) == nil {
+		h.t.Fatalf("the Put is borrowed: %v, its task's record is held: %v; want both", h.c.borrowed(put), h.c.refs.Spec(tid) != nil)
+	}
+	return put
+}
+
+// exitedAddress returns an address where nothing listens any more (a process that exited).
+func exitedAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// wantOwnerDied fails t unless err is an object-lost error of id saying that its owner died.
+func wantOwnerDied(t *testing.T, what string, id ids.ObjectID, err error) {
+	t.Helper()
+	var oe *ObjectError
+	if !errors.As(err, &oe) || oe.Info.GetKind() != pb.ErrorInfo_OBJECT_LOST || !strings.Contains(err.Error(), OwnerDiedText) ||
+		!strings.Contains(err.Error(), id.String()) {
+		t.Fatalf("%s: %v, want object %s lost because its owner died (OBJECT_LOST, %q)", what, err, id, OwnerDiedText)
+	}
+}
+
+// TestOwnerGoneFailsAnUnresolvedPutOfAHeldTask: a task's worker puts an object and returns
+// its ref; its process dies before it answered this runtime's request for the value, so
+// the borrowed object is still pending here when the membership reports the owner gone.
+// The adoption fails it (a Put cannot be made again), and a Get says its owner died. It
+// stayed pending for good, a Get hanging until its context ended: the adoption took the
+// record of the task that put it (which this runtime holds: it submitted that task) for
+// the Put's own, as if the object were being recreated.
+func TestOwnerGoneFailsAnUnresolvedPutOfAHeldTask(t *testing.T) {
+	h := newHarness(t)
+	addr := exitedAddress(t)
+	put := putOfATask(h, &pb.PID{Address: addr, Id: "owner-w1"})
+	if _, ready, known := h.c.mem.Get(put); !known || ready {
+		t.Fatalf("the borrowed Put before its owner answered: known %v, ready %v; want pending", known, ready)
+	}
+	h.c.OwnerGone(addr, "n9")
+	_, err := h.get(put) // bounded: 5 s
+	wantOwnerDied(t, "Get of a pending Put whose owner died", put, err)
+	if !strings.Contains(err.Error(), "made by Put") {
+		t.Fatalf("Get of a pending Put whose owner died: %v, want it to say that an object made by Put cannot be made again", err)
+	}
+}
