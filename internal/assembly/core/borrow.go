@@ -208,10 +208,19 @@ func (c *Core) adopt(n Nested) {
 // long as it borrowed the object (a task whose argument refs were recreated by their owner
 // failed again on each retry). The entry is pending until the owner answers; an owner that
 // does not answer within reresolveWait (it died too: its adoption sets the entry, or this
-// bound does) leaves the object lost. It reports whether a request is under way.
+// bound does) leaves the object lost. An owner whose process has exited (the membership
+// found so, or its address refuses connections: the usual case when the owner's own store
+// held the bytes) is not asked. It reports whether a request is under way. It runs only
+// after a failed read: the probe of the owner's address costs no Get that reads.
 func (c *Core) reresolve(id ids.ObjectID, v objects.Value) bool {
 	e, ok := c.borrows.Get(id)
 	if !ok || e.Owner == nil || !v.InStore || v.Node == "" {
+		return false
+	}
+	if c.ownerExitedOrRefuses(e.Owner.GetAddress()) {
+		// Nothing would answer: the Get waits for the adoption of the dead owner's objects
+		// instead (lineage.Get: Refused, then AwaitAdoption), which recreates a task's
+		// return and fails a Put. Asked, the entry stayed pending for reresolveWait.
 		return false
 	}
 	if !c.mem.Reset(id) {

@@ -1,10 +1,12 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -75,5 +77,44 @@ func TestOwnerGoneFailsAnUnresolvedPutOfAHeldTask(t *testing.T) {
 	wantOwnerDied(t, "Get of a pending Put whose owner died", put, err)
 	if !strings.Contains(err.Error(), "made by Put") {
 		t.Fatalf("Get of a pending Put whose owner died: %v, want it to say that an object made by Put cannot be made again", err)
+	}
+}
+
+// resolveInStore answers the borrow of put as its owner would: its bytes are in the store
+// of node n1 (this runtime's), and waits until the value is here.
+func resolveInStore(h *harness, put ids.ObjectID) {
+	h.t.Helper()
+	h.c.root.Send(h.c.owner, &pb.ObjectResolved{ObjectId: put[:], InStore: true, NodeId: "n1", Size: 1 << 20})
+	for i := 0; ; i++ {
+		if _, ready, _ := h.c.mem.Get(put); ready {
+			return
+		}
+		if i == 500 {
+			h.t.Fatal("the owner's answer did not resolve the borrowed Put")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestLostBytesOfAnExitedOwnersPut: a borrowed Put whose value this runtime resolved (its
+// bytes in a store) cannot be read any more, and its owner's process has exited (its
+// address refuses connections; the membership has not reported it). The Get does not ask
+// the owner for the value again (nothing would answer: the object stayed pending for
+// reresolveWait, 5 minutes); it waits a bounded while for the owner's adoption, then fails
+// saying that the owner died, matching ray.ErrOwnerDied, with the read's error after it.
+func TestLostBytesOfAnExitedOwnersPut(t *testing.T) {
+	h := newHarness(t)
+	addr := exitedAddress(t)
+	owner := &pb.PID{Address: addr, Id: "owner-w2"}
+	put := putOfATask(h, owner)
+	// The owner's answer: the bytes are in this node's store, which does not have them
+	// (as a store on a node whose process died would not answer).
+	resolveInStore(h, put)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*orphanWait+10*time.Second)
+	defer cancel()
+	_, err := h.tc.Get(ctx, put)
+	wantOwnerDied(t, "Get of a lost Put whose owner exited", put, err)
+	if !strings.Contains(err.Error(), "has exited") || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "not in the store") {
+		t.Fatalf("Get of a lost Put whose owner exited: %v, want it to say that the process at %s has exited, and why the read failed", err, addr)
 	}
 }

@@ -271,8 +271,9 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 	c := tc.Core
 	g := lineage.Get{Object: id}
 	var (
-		b   []byte
-		err error
+		b     []byte
+		err   error
+		owner *pb.PID // a borrowed object's owner, as the first failed read found it
 	)
 	act := g.Seen(objectOf(id, v, true, true, false, c.lostHere))
 	for {
@@ -281,6 +282,9 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 			if b, err = c.bytesOf(ctx, id, v); err == nil {
 				// Read from another node (fetch: a buffer of its own), or shared.
 				return b, v.Err == nil && v.InStore && v.Node != "" && v.Node != c.cfg.Node, nil
+			}
+			if e, ok := c.borrows.Get(id); owner == nil && ok {
+				owner = e.Owner // the adoption of a dead owner's objects may drop the borrow
 			}
 			act = g.ReadFailed(readFailure(err))
 			continue
@@ -303,7 +307,7 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 			}
 		case lineage.Wait:
 		case lineage.GiveUp:
-			return b, false, err
+			return b, false, c.ownerDiedRead(id, owner, err)
 		}
 		// A recovery is under way (or done): wait for the value and look again.
 		if v, err = tc.wait(ctx, id, nil); err != nil {
@@ -314,6 +318,20 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 		}
 		act = g.Seen(objectOf(id, v, true, true, false, c.lostHere))
 	}
+}
+
+// ownerDiedRead is the error of a Get that gave up on a borrowed object (owner: its owner,
+// nil if it was not borrowed) whose bytes could not be read, when the owner has exited: the
+// owner's death is why (it would have made the object again, or adopted it), and the
+// error says so, as a borrow of a dead owner does (an ObjectError OBJECT_LOST with
+// OwnerDiedText: ray.ErrOwnerDied), with the read's own error after it. Any other error is
+// returned as it is.
+func (c *Core) ownerDiedRead(id ids.ObjectID, owner *pb.PID, err error) error {
+	if owner == nil || !errors.Is(err, ErrObjectLost) || c.isSelf(owner) || !c.ownerExitedOrRefuses(owner.GetAddress()) {
+		return err
+	}
+	return &ObjectError{Object: id, Info: &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST,
+		Message: fmt.Sprintf("object %s is lost: %s (reading its bytes: %v)", id, ownerExitedWhy(owner), err)}}
 }
 
 // recoverArgs recreates the arguments of a task that failed because their bytes were on a
