@@ -148,11 +148,21 @@ func newTestCore(t *testing.T, sys *actor.ActorSystem, cl Cluster, counter *disp
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessStore(t, nil)
+}
+
+// newHarnessStore is newHarness whose runtime's store is what wrap returns for the real
+// store shard (nil: the shard).
+func newHarnessStore(t *testing.T, wrap func(sys *actor.ActorSystem, store *actor.PID) *actor.PID) *harness {
+	t.Helper()
 	sys, quiet := quietSystem(t)
 	h := &harness{t: t, specs: make(chan *pb.TaskSpec, 64), lin: &lineageMap{records: map[ids.TaskID]bool{}}}
 	h.fake = newFakeNode(sys, h.specs)
 	raylet := h.fake.raylet
 	store := sys.Root.Spawn(storeshard.Props(storeshard.Config{Node: "n1", Logger: quiet}))
+	if wrap != nil {
+		store = wrap(sys, store)
+	}
 	total, _ := sched.FromMap(map[string]float64{sched.CPU: 2})
 	c, err := New(Config{Job: "j", Node: "n1", System: sys,
 		Raylet: func() *actor.PID { return raylet }, Store: func() *actor.PID { return store },

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -116,5 +119,45 @@ func TestLostBytesOfAnExitedOwnersPut(t *testing.T) {
 	wantOwnerDied(t, "Get of a lost Put whose owner exited", put, err)
 	if !strings.Contains(err.Error(), "has exited") || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "not in the store") {
 		t.Fatalf("Get of a lost Put whose owner exited: %v, want it to say that the process at %s has exited, and why the read failed", err, addr)
+	}
+}
+
+// TestPutFailedByTheAdoptionDuringARead: a borrowed Put whose value this runtime resolved
+// is read while its owner dies: the membership reports the owner gone, and the adoption of
+// its objects fails the Put (nothing makes it again), before the read finds its bytes
+// gone. The Get fails with the adoption's error, which says that the owner died and why
+// the object cannot be made again, as a Get started after it does. It returned the read's
+// error ("object lost: ... is not in the store of node n1"), of the value the adoption had
+// replaced, with no word of the owner (not ray.ErrOwnerDied).
+func TestPutFailedByTheAdoptionDuringARead(t *testing.T) {
+	addr := exitedAddress(t)
+	var (
+		target atomic.Pointer[ids.ObjectID]
+		h      *harness
+	)
+	h = newHarnessStore(t, func(sys *actor.ActorSystem, store *actor.PID) *actor.PID {
+		// The store: the owner dies while it reads target (then it has not got it). The
+		// owner's node is n1 (whose store held the Put's bytes: a worker process's own),
+		// so the adoption takes the bytes there for lost.
+		return sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+			if m, ok := c.Message().(*pb.GetObject); ok {
+				if id := target.Load(); id != nil && string(m.ObjectId) == string(id[:]) {
+					h.c.OwnerGone(addr, "n1")
+				}
+			}
+			if _, system := c.Message().(actor.SystemMessage); !system {
+				if _, auto := c.Message().(actor.AutoReceiveMessage); !auto {
+					c.Forward(store)
+				}
+			}
+		}))
+	})
+	put := putOfATask(h, &pb.PID{Address: addr, Id: "owner-w3"})
+	resolveInStore(h, put)
+	target.Store(&put)
+	_, err := h.get(put) // bounded: 5 s
+	wantOwnerDied(t, "Get of a Put whose owner died while it was read", put, err)
+	if !strings.Contains(err.Error(), "made by Put") {
+		t.Fatalf("Get of a Put whose owner died while it was read: %v, want the adoption's error (an object made by Put cannot be made again)", err)
 	}
 }

@@ -307,7 +307,7 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 			}
 		case lineage.Wait:
 		case lineage.GiveUp:
-			return b, false, c.ownerDiedRead(id, owner, err)
+			return b, false, c.gaveUp(id, v, owner, err)
 		}
 		// A recovery is under way (or done): wait for the value and look again.
 		if v, err = tc.wait(ctx, id, nil); err != nil {
@@ -318,6 +318,19 @@ func (tc *TaskContext) getRecovering(ctx context.Context, id ids.ObjectID, v obj
 		}
 		act = g.Seen(objectOf(id, v, true, true, false, c.lostHere))
 	}
+}
+
+// gaveUp is the error of a Get that gave up on id after reading v failed with err (owner:
+// a borrowed object's owner, nil if it was not borrowed). When id's value has become an
+// error since (the adoption of a dead owner's objects failed it while the read was under
+// way: a Put, which nothing makes again), that error is the Get's, as for a Get started
+// now: it says why the object is lost, where the read's says only that the bytes were not
+// there. Otherwise ownerDiedRead.
+func (c *Core) gaveUp(id ids.ObjectID, v objects.Value, owner *pb.PID, err error) error {
+	if cur, ready, _ := c.mem.Get(id); ready && cur.Err != nil && v.Err == nil {
+		return &ObjectError{Object: id, Info: cur.Err}
+	}
+	return c.ownerDiedRead(id, owner, err)
 }
 
 // ownerDiedRead is the error of a Get that gave up on a borrowed object (owner: its owner,
