@@ -280,6 +280,7 @@ type record struct {
 	Pid   int               `json:"pid"`
 	Args  []string          `json:"args"`
 	Env   map[string]string `json:"env"`
+	Cwd   string            `json:"cwd"`
 	Child int               `json:"child"`
 }
 
@@ -505,6 +506,10 @@ func TestSubmissionFailed(t *testing.T) {
 	}
 	if _, ok := r.Env[workerenv.Mode]; ok {
 		t.Errorf("driver in worker mode: %v", r.Env)
+	}
+	// PWD names the directory the driver runs in, not the one the agent started in.
+	if r.Cwd != wd || r.Env["PWD"] != wd {
+		t.Errorf("driver cwd %q, PWD %q, want both %q", r.Cwd, r.Env["PWD"], wd)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -34,7 +36,7 @@ func startProc(argv []string, env []string, dir, logPath string) (*proc, error) 
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
+	cmd.Env = withPWD(env, dir)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -56,6 +58,27 @@ func startProc(argv []string, env []string, dir, logPath string) (*proc, error) 
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// withPWD returns env with PWD set to dir (made absolute), replacing the PWD it had:
+// os/exec sets PWD for Cmd.Dir only when Cmd.Env is nil, and env is an explicit copy of
+// the agent's, whose PWD is the directory the agent started in. Programs and shells that
+// trust PWD then see the directory they really run in. An empty dir (the agent's own)
+// keeps env as it is.
+func withPWD(env []string, dir string) []string {
+	if dir == "" {
+		return env
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "PWD=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "PWD="+dir)
 }
 
 // signal sends sig to the process group (the process and its children). An exited

@@ -38,7 +38,7 @@ func main() {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "RAY_") || strings.HasPrefix(k, "HELPER_") {
+		if strings.HasPrefix(k, "RAY_") || strings.HasPrefix(k, "HELPER_") || k == "PWD" {
 			env[k] = v
 		}
 	}
