@@ -100,7 +100,7 @@ var (
 type TaskError struct {
 	Function string // the remote function's registered name
 	TaskID   string
-	Message  string // the remote error's text (or the panic value)
+	Message  string // the remote error's text (for a panic: "panic: " and the panic value)
 	Stack    string // the remote stack for panics
 	Node     string // the node it ran on
 	Panic    bool
@@ -122,11 +122,14 @@ func (e *TaskError) Unwrap() error { return e.cause }
 func (e *TaskError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ray: task %s (%s) failed", e.Function, shortID(e.TaskID))
+	msg := e.Message
 	if e.Panic {
 		b.WriteString(" with a panic")
+		// The worker records a panic as "panic: <value>"; "with a panic" says it already.
+		msg = strings.TrimPrefix(msg, "panic: ")
 	}
 	b.WriteString(": ")
-	b.WriteString(e.Message)
+	b.WriteString(msg)
 	return b.String()
 }
 

@@ -402,6 +402,10 @@ func TestTaskErrors(t *testing.T) {
 	if !errors.As(err, &te) || !te.Panic || !strings.Contains(te.Message, "kaboom") || !strings.Contains(te.Stack, "ray_test.go") {
 		t.Fatalf("panic: %v (%+v)", err, te)
 	}
+	// The error says "panic" once, then the value.
+	if msg := err.Error(); strings.Count(msg, "panic") != 1 || !strings.HasSuffix(msg, "failed with a panic: kaboom") {
+		t.Errorf("error of a panicking task: %q", msg)
+	}
 
 	// Through a chain of dependent tasks, the original error arrives unchanged.
 	r := fail.Remote(ctx, V("root cause"))
