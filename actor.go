@@ -443,6 +443,11 @@ func create[T any](ctx context.Context, c *actorClass[T], args []argLike, opts [
 			// to add.)
 			err = rayErrorf("ray: actor %s: %w%s", c.name, err, infeasibleHint)
 		}
+		if errors.Is(err, ErrNameTaken) {
+			// The handle's Err says which actor was not created, and the calls through it
+			// repeat it (Ray raises at .remote()).
+			err = rayErrorf("ray: actor %s could not be created: %w", c.name, err)
+		}
 		return fail(convert(err))
 	}
 	h := ActorHandle[T]{id: id, class: c.name}
@@ -711,6 +716,10 @@ func callActor[R, T any](ctx context.Context, h ActorHandle[T], m *actorMethod, 
 	tc, err := taskContext(ctx)
 	if err != nil {
 		return failedRef[R](err)
+	}
+	if h.err != nil {
+		// The creation failed (h.Err): the call names the method and carries that error.
+		return failedRef[R](rayErrorf("ray: %s: no call made: %w", m.name, h.err))
 	}
 	if err := h.check(); err != nil {
 		return failedRef[R](rayErrorf("ray: %s: %w", m.name, err))

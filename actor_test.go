@@ -222,6 +222,18 @@ func TestNamedActors(t *testing.T) {
 	if !errors.Is(dup.Err(), ErrNameTaken) {
 		t.Fatalf("second actor under the same name: %v, want ErrNameTaken", dup.Err())
 	}
+	// The creation's error says the actor was not created, the name, the namespace and
+	// which actor holds it; a call through the handle says it was not made, and why.
+	for _, want := range []string{"actor test.Account could not be created", `"erin" in namespace "bank"`, "held by actor " + h.ID()} {
+		if !strings.Contains(dup.Err().Error(), want) {
+			t.Errorf("creation error %q does not say %q", dup.Err(), want)
+		}
+	}
+	_, err = Get(ctx, deposit.Remote(ctx, dup, V[int64](1)))
+	if !errors.Is(err, ErrNameTaken) || !strings.Contains(err.Error(), "no call made: actor test.Account could not be created") ||
+		strings.Count(err.Error(), "ray: ") != 1 {
+		t.Errorf("call through the handle whose creation failed: %v", err)
+	}
 	if err := Kill(ctx, h, true); err != nil {
 		t.Fatal(err)
 	}

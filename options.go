@@ -176,8 +176,13 @@ func defaultActorOpts() callOpts { return callOpts{maxRetries: 0} }
 
 // Name names an actor, so that GetActor finds it (actors only). Names are unique per
 // namespace among live actors; the actor's namespace is its job's (WithNamespace) unless
-// Namespace says otherwise. A named actor that is not Detached still dies once every
-// handle to it is gone, as in Ray: see ActorClass0.Remote on keeping its handle.
+// Namespace says otherwise. A name a live actor holds fails the creation at once: the
+// handle's Err matches ErrNameTaken and names the actor that holds it, and every call
+// through the handle fails with that error. (An actor whose constructor takes refs is
+// recorded once they are ready: a taken name then makes its calls fail with
+// ErrActorDied, with the same words.)
+// A named actor that is not Detached still dies once every handle to it is gone, as in
+// Ray: see ActorClass0.Remote on keeping its handle.
 func Name(name string) TaskOption { return func(o *callOpts) { o.name = name } }
 
 // Namespace sets the namespace of a named actor (actors only; Ray's

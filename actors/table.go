@@ -143,9 +143,31 @@ func (t *Table) Create(ctx context.Context, info *pb.ActorInfo) (*pb.ActorInfo, 
 		return nil, nil, fmt.Errorf("actors: create actor %s: %w", id, err)
 	}
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: %q in namespace %q (pick another name, or get it with ray.GetActor)", ErrNameTaken, info.Name, info.Namespace)
+		return nil, nil, fmt.Errorf("%w: %q in namespace %q%s (pick another name, or get it with ray.GetActor)",
+			ErrNameTaken, info.Name, info.Namespace, t.nameHolder(ctx, info.Namespace, info.Name))
 	}
 	return info, actions, nil
+}
+
+// nameHolder describes the actor that holds a name, for the error of a creation that
+// found it taken (", held by actor ID (class, job J, phase)"); "" when it cannot be read
+// (the name was freed meanwhile, or the GCS did not answer). It is read only on that
+// error, so a creation that gets its name costs nothing more.
+func (t *Table) nameHolder(ctx context.Context, namespace, name string) string {
+	kv, found, err := t.Store.Get(ctx, gcs.ActorNameKey(namespace, name))
+	if err != nil || !found || len(kv.Value) == 0 {
+		return ""
+	}
+	id := string(kv.Value)
+	info, _, err := t.Get(ctx, id)
+	if err != nil {
+		return ", held by actor " + id
+	}
+	kind := ""
+	if info.Detached {
+		kind = "detached, "
+	}
+	return fmt.Sprintf(", held by actor %s (%s, %sjob %s, %s)", id, info.Class, kind, info.JobId, lifecycle.Phase(info.Phase))
 }
 
 // Get reads an actor's record and its revision.
