@@ -48,7 +48,7 @@ func jobCommand() *ucli.Command {
 			},
 			{
 				Name:   "list",
-				Usage:  "list the submissions",
+				Usage:  "list the submissions (jobs whose drivers were run directly are in rayctl list jobs and rayctl status)",
 				Flags:  common(outputFlag()),
 				Action: runJobList,
 			},
@@ -317,9 +317,37 @@ func oneSubmission(c *ucli.Context, store gcs.Store) (*pb.Submission, error) {
 		return nil, err
 	}
 	if sub == nil {
-		return nil, exitf(ExitError, "no submission %q in this cluster (rayctl job list shows them)", id)
+		return nil, noSubmission(c.Context, store, id)
 	}
 	return sub, nil
+}
+
+// noSubmission is the error for an ID no submission has. A job whose driver was run
+// directly (not by rayctl job submit) has none: the job commands do not know it, and the
+// error says so and which commands show it, rather than that it does not exist.
+func noSubmission(ctx context.Context, store gcs.Store, id string) error {
+	job, err := clusterstate.ResolveJob(ctx, store, id)
+	var amb *clusterstate.AmbiguousError
+	if errors.As(err, &amb) {
+		return exitf(ExitError, "%v", err)
+	}
+	if err == nil && job != "" {
+		var info *pb.JobInfo
+		if kv, found, gerr := store.Get(ctx, gcs.JobKey(job)); gerr == nil && found {
+			info, _ = agent.DecodeJob(job, kv.Value)
+		}
+		if sid := info.GetSubmissionId(); sid != "" {
+			return exitf(ExitError, "job %s was submitted as %s, whose record is no longer in the cluster; rayctl get job %s shows the job", job, sid, job)
+		}
+		where := ""
+		if info.GetDriverHost() != "" {
+			where = fmt.Sprintf(" (on %s, pid %d)", info.GetDriverHost(), info.GetDriverPid())
+		}
+		return exitf(ExitError, "job %s is a driver run directly%s, not submitted with rayctl job submit: rayctl job commands know "+
+			"submitted jobs only. rayctl get job %s shows it (rayctl list jobs lists every job); its driver's output went where it ran, "+
+			"and rayctl logs job %s says where its worker processes' logs are", job, where, job, job)
+	}
+	return exitf(ExitError, "no submission or job %q in this cluster (rayctl job list shows the submissions, rayctl list jobs every job)", id)
 }
 
 // findSubmission reads the submission whose ID (or its job's) is id or starts with it

@@ -2,8 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+
+	ucli "github.com/urfave/cli/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ray-go/ray/internal/base/gcs"
+	"github.com/ray-go/ray/internal/base/gcs/memstore"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // TestJobStatusCellsOneLine: rayctl job status keeps each field on its row: a message
@@ -46,5 +54,49 @@ func TestJobStatusCellsOneLine(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "Exit code") || strings.Contains(out.String(), "Message") {
 		t.Fatalf("running:\n%s", out.String())
+	}
+}
+
+// TestJobCommandOfADirectDriver: the job commands given the ID of a job whose driver was
+// run directly (it has no submission) say so and which commands show it, instead of that
+// no such submission exists; an ID of nothing says that neither a submission nor a job has it.
+func TestJobCommandOfADirectDriver(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	putJob := func(info *pb.JobInfo) {
+		b, err := proto.Marshal(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Put(ctx, gcs.JobKey(info.JobId), b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putJob(&pb.JobInfo{JobId: "46c82f6a", State: pb.JobInfo_FAILED, DriverHost: "h1", DriverPid: 1234})
+	putJob(&pb.JobInfo{JobId: "77aa0011", State: pb.JobInfo_SUCCEEDED, SubmissionId: "0123456789abcdef"})
+	statusOf := func(id string) string {
+		t.Helper()
+		app := &ucli.App{Action: func(c *ucli.Context) error {
+			_, err := oneSubmission(c, s)
+			return err
+		}}
+		err := app.RunContext(ctx, []string{"rayctl", id})
+		if err == nil {
+			t.Fatalf("%s: no error", id)
+		}
+		return err.Error()
+	}
+	msg := statusOf("46c82f")
+	for _, want := range []string{"job 46c82f6a is a driver run directly (on h1, pid 1234)", "rayctl get job 46c82f6a", "rayctl list jobs", "rayctl logs job 46c82f6a"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("job of a direct driver: %q does not say %q", msg, want)
+		}
+	}
+	if msg := statusOf("77aa0011"); !strings.Contains(msg, "submitted as 0123456789abcdef, whose record is no longer in the cluster") {
+		t.Errorf("job whose submission was removed: %q", msg)
+	}
+	if msg := statusOf("ffffffff"); !strings.Contains(msg, `no submission or job "ffffffff"`) {
+		t.Errorf("unknown ID: %q", msg)
 	}
 }
