@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -195,28 +196,35 @@ func runJobSubmit(c *ucli.Context) error {
 		return nil
 	}
 	writeErr(c, "rayctl: submitted %s; streaming its output (Ctrl-C stops following, not the job)", id)
-	return follow(c, store, id)
+	return follow(c, store, addr, id)
 }
 
-// follow streams a submission's output until it ends, then exits by its outcome.
-func follow(c *ucli.Context, store gcs.Store, id string) error {
+// follow streams a submission's output until it ends, then exits by its outcome. addr is
+// the cluster's address, for the error when the cluster stops answering meanwhile.
+func follow(c *ucli.Context, store gcs.Store, addr []string, id string) error {
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	_, err := agent.ReadLog(ctx, store, id, c.App.Writer, true)
+	_, ferr := agent.ReadLog(ctx, store, id, c.App.Writer, true)
 	if ctx.Err() != nil && c.Context.Err() == nil {
 		writeErr(c, "rayctl: stopped following; %s goes on (rayctl job stop %s stops it)", id, id)
 		return exitf(ExitError, "interrupted")
-	}
-	if err != nil {
-		return exitf(ExitError, "follow the output of %s: %v", id, err)
 	}
 	// The end marker is written with the final state; wait briefly if the head died.
 	var sub *pb.Submission
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		sub, err = agent.GetSubmission(c.Context, store, id)
-		if err != nil {
+		rctx, cancel := opCtx(c)
+		var err error
+		sub, err = agent.GetSubmission(rctx, store, id)
+		cancel()
+		switch {
+		case errors.Is(err, agent.ErrNoSubmission):
 			return exitf(ExitError, "read submission %s: %v", id, err)
+		case err != nil:
+			// The head stopped (or is cut off) while the output was followed.
+			return lostWhileFollowing(addr, id, cmp.Or(ferr, err))
+		case ferr != nil && !isTerminal(sub.GetState()):
+			return exitf(ExitError, "follow the output of %s: %v", id, ferr)
 		}
 		if isTerminal(sub.GetState()) || time.Now().After(deadline) {
 			break
@@ -224,6 +232,14 @@ func follow(c *ucli.Context, store gcs.Store, id string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return outcome(c, sub)
+}
+
+// lostWhileFollowing is the error of a follow whose cluster stopped answering: how the job
+// ended is not known here, and the error says how to learn it.
+func lostWhileFollowing(addr []string, id string, err error) error {
+	return exitf(ExitError, "the cluster (head at %s) stopped answering while following %s: how the job ended is unknown here; "+
+		"once the head is back, rayctl job status %s says it and rayctl job logs %s prints its output (%v)",
+		strings.Join(addr, ","), id, id, id, err)
 }
 
 // outcome reports how a submission ended and returns the matching exit error.

@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 
 	ucli "github.com/urfave/cli/v2"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ray-go/ray/internal/assembly/agent"
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/memstore"
 	"github.com/ray-go/ray/internal/base/pb"
@@ -98,5 +101,55 @@ func TestJobCommandOfADirectDriver(t *testing.T) {
 	}
 	if msg := statusOf("ffffffff"); !strings.Contains(msg, `no submission or job "ffffffff"`) {
 		t.Errorf("unknown ID: %q", msg)
+	}
+}
+
+// silentStore is a store whose reads of submissions fail as a stopped head's do.
+type silentStore struct {
+	gcs.Store
+}
+
+func (s silentStore) Get(ctx context.Context, key string) (gcs.KV, bool, error) {
+	if strings.HasPrefix(key, gcs.SubmissionsPrefix) {
+		return gcs.KV{}, false, fmt.Errorf("etcdstore: get %s: %w", key, context.DeadlineExceeded)
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// TestFollowOfAStoppedHead: job submit following a job whose head stops answering (its
+// output ended, then the submission cannot be read) says that the cluster at its address
+// stopped answering, that the job's end is unknown, and how to learn it, rather than only
+// the store's error.
+func TestFollowOfAStoppedHead(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New(memstore.Options{})
+	defer mem.Close()
+	id := "d55db0123456789a"
+	b, _ := proto.Marshal(&pb.Submission{SubmissionId: id, State: pb.JobInfo_RUNNING})
+	for k, v := range map[string][]byte{
+		gcs.SubmissionKey(id):    b,
+		agent.LogChunkKey(id, 1): []byte("started\n"),
+		agent.LogEndKey(id):      []byte(`{"bytes":8}`),
+	} {
+		if _, err := mem.Put(ctx, k, v, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	app := &ucli.App{Writer: &out, ErrWriter: io.Discard, Action: func(c *ucli.Context) error {
+		return follow(c, silentStore{mem}, []string{"127.0.0.1:27999"}, id)
+	}}
+	err := app.RunContext(ctx, []string{"rayctl"})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"the cluster (head at 127.0.0.1:27999) stopped answering while following " + id,
+		"how the job ended is unknown", "rayctl job status " + id, "deadline exceeded"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if out.String() != "started\n" {
+		t.Errorf("output %q", out.String())
 	}
 }
