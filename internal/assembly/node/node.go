@@ -347,7 +347,7 @@ type Node struct {
 // Start starts a single node with an embedded GCS.
 func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.Job == "" {
-		cfg.Job = ids.NewJobID()
+		cfg.Job = newJobID()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
