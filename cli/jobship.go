@@ -28,7 +28,7 @@ const shipTTL = 10 * time.Minute
 // submitDescription is rayctl job submit's help text.
 const submitDescription = "Nothing has to exist on the head's machine: PROGRAM and --working-dir are shipped " +
 	"through the cluster's GCS by content hash (sha256) and verified there.\n\n" +
-	"With --working-dir DIR, DIR (on this machine) is packed (tar+zstd; regular files and directories only, " +
+	"With --working-dir DIR, DIR (on this machine) is packed (tar+zstd; regular files and directories, symbolic links followed, " +
 	"at most 256 MiB of content, 20000 entries and 64 MiB compressed) and unpacked on the head into a new " +
 	"directory of the submission, where PROGRAM starts; it is removed when the driver ends (write outputs " +
 	"elsewhere). Only the driver gets it, not the job's worker processes. A PROGRAM with a slash that names a " +

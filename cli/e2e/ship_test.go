@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -148,12 +149,26 @@ func TestShippedCode(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "shipped-input-42") {
 		t.Fatalf("job submit --working-dir -- cat input.txt: exit %d\nstdout: %s\nstderr: %s", code, out, tail(errOut))
 	}
-	// A directory with a symbolic link is refused before anything is submitted.
-	if err := os.Symlink("/etc/hostname", filepath.Join(wd, "link")); err != nil {
+	// A symbolic link in the directory, to a file outside it, ships as that file (as
+	// Ray's working_dir does).
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	if err := os.WriteFile(outside, []byte("linked-input-7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(wd, "link")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = run(t, 2*time.Minute, tok, rayctl, "job", "submit", "--address", addr, "--working-dir", wd, "--", "cat", "link")
+	if code != 0 || !strings.Contains(out, "linked-input-7") {
+		t.Fatalf("a working dir with a symlink: exit %d\nstdout: %s\nstderr: %s", code, out, tail(errOut))
+	}
+	// A named pipe cannot be shipped: refused before anything is submitted, saying what
+	// to do.
+	if err := syscall.Mkfifo(filepath.Join(wd, "pipe"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, errOut, code = run(t, time.Minute, tok, rayctl, "job", "submit", "--address", addr, "--working-dir", wd, "--", "cat", "input.txt")
-	if code == 0 || !strings.Contains(errOut, "not a regular file or directory") {
-		t.Fatalf("a working dir with a symlink: exit %d\n%s", code, errOut)
+	if code == 0 || !strings.Contains(errOut, "is a named pipe") || !strings.Contains(errOut, "move it out of the directory") {
+		t.Fatalf("a working dir with a named pipe: exit %d\n%s", code, errOut)
 	}
 }

@@ -34,66 +34,22 @@ var ErrArchive = errors.New("ship: bad working-directory archive")
 
 // PackDir packs the regular files and directories under dir into a tar stream compressed
 // with zstd, in lexical order with modes and no owners or times, so that the same tree
-// always gives the same bytes (and the same hash, so the GCS keeps it once). It refuses a
-// tree that holds a symbolic link, device, socket or pipe (say what to do: copy the target
-// in), or exceeds MaxDirBytes, MaxDirFiles or MaxArchiveBytes. It returns the archive and
-// its hex sha256.
+// always gives the same bytes (and the same hash, so the GCS keeps it once). A symbolic
+// link is followed, wherever it points (as Ray's working_dir upload does: data links,
+// virtual environments), and packed as what it points to: the archive holds no links. It
+// refuses a link that points nowhere or to a directory that holds it (a loop), a device,
+// socket or named pipe (saying which), and a tree that exceeds MaxDirBytes, MaxDirFiles or
+// MaxArchiveBytes. It returns the archive and its hex sha256.
 func PackDir(dir string) ([]byte, string, error) {
 	var out bytes.Buffer
 	enc, err := zstd.NewWriter(&out, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(4<<20))
 	if err != nil {
 		return nil, "", err
 	}
-	tw := tar.NewWriter(enc)
-	var total int64
-	files := 0
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == dir {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if files++; files > MaxDirFiles {
-			return fmt.Errorf("%s holds more than %d files and directories (the limit of a working directory)", dir, MaxDirFiles)
-		}
-		switch {
-		case fi.IsDir():
-			return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: rel + "/", Mode: int64(fi.Mode().Perm())})
-		case fi.Mode().IsRegular():
-		default:
-			return fmt.Errorf("%s is %s, not a regular file or directory: a working directory holds only those (copy the target in instead)", p, fileKind(fi.Mode()))
-		}
-		if total += fi.Size(); total > MaxDirBytes {
-			return fmt.Errorf("%s holds more than %d MiB (the limit of a working directory): leave large inputs out and read them from shared storage", dir, MaxDirBytes>>20)
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: rel, Mode: int64(fi.Mode().Perm()), Size: fi.Size()}); err != nil {
-			return err
-		}
-		if _, err := io.CopyN(tw, f, fi.Size()); err != nil {
-			return fmt.Errorf("%s changed while it was packed: %w", p, err)
-		}
-		if out.Len() > MaxArchiveBytes {
-			return fmt.Errorf("the archive of %s exceeds %d MiB compressed (the limit of a working directory)", dir, MaxArchiveBytes>>20)
-		}
-		return nil
-	})
+	p := &packer{dir: dir, tw: tar.NewWriter(enc), out: &out}
+	err = p.walk(dir, "", nil)
 	if err == nil {
-		err = tw.Close()
+		err = p.tw.Close()
 	}
 	if cerr := enc.Close(); err == nil {
 		err = cerr
@@ -106,6 +62,99 @@ func PackDir(dir string) ([]byte, string, error) {
 	}
 	sum := sha256.Sum256(out.Bytes())
 	return out.Bytes(), hex.EncodeToString(sum[:]), nil
+}
+
+// packer is one PackDir's walk.
+type packer struct {
+	dir   string
+	tw    *tar.Writer
+	out   *bytes.Buffer
+	total int64
+	files int
+}
+
+// walk packs the entries of the directory at path p (named rel in the archive; "" for the
+// root), in lexical order. above are the directories from the root down to p, as os.Stat
+// gives them (links followed): a link to one of them is a loop.
+func (pk *packer) walk(p, rel string, above []os.FileInfo) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	above = append(above, fi)
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		full := filepath.Join(p, e.Name())
+		name := e.Name()
+		if rel != "" {
+			name = rel + "/" + name
+		}
+		fi, err := os.Stat(full) // follows a symbolic link
+		if err != nil {
+			if e.Type()&fs.ModeSymlink != 0 {
+				target, _ := os.Readlink(full)
+				return fmt.Errorf("%s is a symbolic link to %s, which cannot be read (%v): remove the link, or make it point to a file or directory", full, target, err)
+			}
+			return err
+		}
+		if pk.files++; pk.files > MaxDirFiles {
+			return fmt.Errorf("%s holds more than %d files and directories (the limit of a working directory)", pk.dir, MaxDirFiles)
+		}
+		switch {
+		case fi.IsDir():
+			for _, a := range above {
+				if os.SameFile(a, fi) {
+					if target, err := os.Readlink(full); err == nil {
+						return fmt.Errorf("%s is a symbolic link to %s, a directory that holds it (a loop): remove the link", full, target)
+					}
+					return fmt.Errorf("%s is a directory that holds it (a loop)", full)
+				}
+			}
+			if err := pk.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: int64(fi.Mode().Perm())}); err != nil {
+				return err
+			}
+			if err := pk.walk(full, name, above); err != nil {
+				return err
+			}
+		case fi.Mode().IsRegular():
+			if err := pk.file(full, name, fi); err != nil {
+				return err
+			}
+		default:
+			what := full
+			if e.Type()&fs.ModeSymlink != 0 {
+				target, _ := os.Readlink(full)
+				what = fmt.Sprintf("%s (a symbolic link to %s)", full, target)
+			}
+			return fmt.Errorf("%s is %s: only regular files and directories can be shipped in a working directory; move it out of the directory", what, fileKind(fi.Mode()))
+		}
+	}
+	return nil
+}
+
+// file packs the regular file at path p as name.
+func (pk *packer) file(p, name string, fi os.FileInfo) error {
+	if pk.total += fi.Size(); pk.total > MaxDirBytes {
+		return fmt.Errorf("%s holds more than %d MiB (the limit of a working directory): leave large inputs out and read them from shared storage", pk.dir, MaxDirBytes>>20)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pk.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: int64(fi.Mode().Perm()), Size: fi.Size()}); err != nil {
+		return err
+	}
+	if _, err := io.CopyN(pk.tw, f, fi.Size()); err != nil {
+		return fmt.Errorf("%s changed while it was packed: %w", p, err)
+	}
+	if pk.out.Len() > MaxArchiveBytes {
+		return fmt.Errorf("the archive of %s exceeds %d MiB compressed (the limit of a working directory)", pk.dir, MaxArchiveBytes>>20)
+	}
+	return nil
 }
 
 // Unpack extracts an archive made by PackDir into dst, which must not exist: it unpacks

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -43,11 +44,74 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 	}
 }
 
-func TestPackRefusesSymlink(t *testing.T) {
+// TestPackFollowsSymlinks: links to files and directories, inside the working directory
+// or outside it, are packed as what they point to (Ray's working_dir follows them); the
+// archive holds no links. They were refused.
+func TestPackFollowsSymlinks(t *testing.T) {
+	outside := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(outside, "data.csv"), []byte("a,b\n"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(outside, "venv", "bin"), 0o755))
+	must(t, os.WriteFile(filepath.Join(outside, "venv", "bin", "tool"), []byte("#!/bin/sh\n"), 0o755))
 	src := t.TempDir()
-	must(t, os.Symlink("/etc/passwd", filepath.Join(src, "link")))
-	if _, _, err := PackDir(src); err == nil || !strings.Contains(err.Error(), "is a symbolic link, not a regular file or directory") {
-		t.Fatalf("err %v", err)
+	must(t, os.WriteFile(filepath.Join(src, "main.txt"), []byte("main\n"), 0o644))
+	must(t, os.Symlink(filepath.Join(outside, "data.csv"), filepath.Join(src, "data.csv")))
+	must(t, os.Symlink(filepath.Join(outside, "venv"), filepath.Join(src, "venv")))
+	must(t, os.Symlink("main.txt", filepath.Join(src, "alias.txt")))
+	a, _, err := PackDir(src)
+	must(t, err)
+	dst := filepath.Join(t.TempDir(), "wd")
+	must(t, Unpack(bytes.NewReader(a), dst))
+	for name, want := range map[string]string{"main.txt": "main\n", "alias.txt": "main\n", "data.csv": "a,b\n", "venv/bin/tool": "#!/bin/sh\n"} {
+		p := filepath.Join(dst, filepath.FromSlash(name))
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("%s: %v, %v; want a regular file", name, fi, err)
+			continue
+		}
+		if b, _ := os.ReadFile(p); string(b) != want {
+			t.Errorf("%s: %q, want %q", name, b, want)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dst, "venv", "bin", "tool")); err != nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Errorf("venv/bin/tool lost its x bit: %v %v", fi, err)
+	}
+}
+
+// TestPackRefusesWhatCannotBeShipped: a named pipe (and a link to one), a link that points
+// nowhere and a link to a directory above it are refused, each saying what it is and what
+// to do.
+func TestPackRefusesWhatCannotBeShipped(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(src string)
+		want  []string
+	}{
+		{"fifo", func(src string) { must(t, syscall.Mkfifo(filepath.Join(src, "pipe"), 0o600)) },
+			[]string{"pipe is a named pipe: only regular files and directories can be shipped", "move it out of the directory"}},
+		{"link to a fifo", func(src string) {
+			other := t.TempDir()
+			must(t, syscall.Mkfifo(filepath.Join(other, "pipe"), 0o600))
+			must(t, os.Symlink(filepath.Join(other, "pipe"), filepath.Join(src, "link")))
+		}, []string{"link (a symbolic link to ", "is a named pipe"}},
+		{"dangling link", func(src string) { must(t, os.Symlink("/no/such/file", filepath.Join(src, "gone"))) },
+			[]string{"gone is a symbolic link to /no/such/file, which cannot be read", "remove the link"}},
+		{"loop", func(src string) {
+			must(t, os.MkdirAll(filepath.Join(src, "a"), 0o755))
+			must(t, os.Symlink("..", filepath.Join(src, "a", "up")))
+		}, []string{"up is a symbolic link to .., a directory that holds it (a loop)"}},
+	} {
+		src := t.TempDir()
+		c.setup(src)
+		_, _, err := PackDir(src)
+		if err == nil {
+			t.Errorf("%s: packed", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v; want it to say %q", c.name, err, w)
+			}
+		}
 	}
 }
 

@@ -41,7 +41,8 @@
 // # Working directories
 //
 // PackDir makes a deterministic tar+zstd archive of a directory (regular files and
-// directories only; at most MaxDirBytes of content, MaxDirFiles entries, MaxArchiveBytes
+// directories; symbolic links followed and packed as what they point to, so the archive
+// holds none; at most MaxDirBytes of content, MaxDirFiles entries, MaxArchiveBytes
 // compressed) and Unpack extracts one into a directory that must not exist yet, through a
 // temporary sibling renamed into place only when the whole archive was good: a path that
 // would leave the directory, a link, a device, a duplicate name or a limit exceeded
