@@ -124,7 +124,26 @@ type StatsReply struct {
 	// job could get); InUse is what the raylet holds of the machine less what of it is free.
 	Machine bool
 	InUse   sched.Resources
+	// Demands is the work that waits here for resources (see Demand), the largest first,
+	// at most MaxDemands of them; DemandsOmitted counts the tasks and actors of the
+	// demands left out.
+	Demands        []Demand
+	DemandsOmitted int
 }
+
+// Demand is work of one resource shape that waits at a raylet for resources: the tasks of
+// one owner (Owner: its address and actor ID), as the largest backlog its lease requests
+// here report,
+// or the actors waiting for their reservation (Owner ""). Group is the placement group of
+// a demand inside a bundle, whose Shape is then in the resources' own names.
+type Demand struct {
+	Shape         sched.Resources
+	Owner, Group  string
+	Tasks, Actors int
+}
+
+// MaxDemands bounds StatsReply.Demands (the load report carries them).
+const MaxDemands = 16
 
 // request is a lease request waiting for resources.
 type request struct {
@@ -339,7 +358,75 @@ func (r *Raylet) stats(ctx actor.Context) {
 		reply.Available = r.avail.Add(r.cfg.Machine.Free())
 		reply.InUse = positive(r.held.Sub(r.avail))
 	}
+	reply.Demands, reply.DemandsOmitted = r.demands()
 	ctx.Respond(reply)
+}
+
+// demands sums the work waiting here by shape, owner and group (StatsReply.Demands): one
+// pass over the waiting lease requests and reservations, nothing when none wait. An
+// owner's requests of one shape each carry the whole backlog of that shape, so an owner
+// counts with the largest of them.
+func (r *Raylet) demands() ([]Demand, int) {
+	if r.requests.Len() == 0 && len(r.waitingRes) == 0 {
+		return nil, 0
+	}
+	var out []Demand
+	var class sched.Resources // the class being summed, and its entries by owner
+	var own map[string]int
+	r.requests.Each(func(shape sched.Resources, q *request) {
+		if own == nil || !shape.Equal(class) {
+			class, own = shape, map[string]int{}
+		}
+		owner := ownerKey(q.owner)
+		i, ok := own[owner]
+		if !ok {
+			res, group := ownShape(shape)
+			i = len(out)
+			own[owner] = i
+			out = append(out, Demand{Shape: res, Owner: owner, Group: group})
+		}
+		out[i].Tasks = max(out[i].Tasks, backlogOf(q))
+	})
+	actors := len(out)
+	for _, w := range r.waitingRes {
+		res, group := ownShape(w.res)
+		found := false
+		for i := actors; i < len(out); i++ {
+			if out[i].Group == group && out[i].Shape.Equal(res) {
+				out[i].Actors++
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, Demand{Shape: res, Group: group, Actors: 1})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Demand) int { return (b.Tasks + b.Actors) - (a.Tasks + a.Actors) })
+	omitted := 0
+	for _, d := range out[min(len(out), MaxDemands):] {
+		omitted += d.Tasks + d.Actors
+	}
+	return out[:min(len(out), MaxDemands)], omitted
+}
+
+// ownShape is a demand's shape in the resources' own names, and its placement group: a
+// demand inside a bundle (sched.InBundle) asks for the group-wide renamed form of each
+// resource (and the per-bundle one, and a little of the group's marker), which says
+// nothing to a reader; its group-wide form is what it asks for of the bundles.
+func ownShape(res sched.Resources) (sched.Resources, string) {
+	group := groupOf(res)
+	if group == "" {
+		return res, ""
+	}
+	var out sched.Resources
+	suffix := "_group_" + group
+	res.Each(func(name string, q sched.Quantity) {
+		if own, ok := strings.CutSuffix(name, suffix); ok && own != sched.BundleMarker {
+			out = out.With(own, q)
+		}
+	})
+	return out, group
 }
 
 // backlogOf is what a waiting request counts in Stats.Queued.

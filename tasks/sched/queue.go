@@ -111,6 +111,16 @@ func (q *Queue[T]) Any(match func(T) bool) bool {
 	return false
 }
 
+// Each calls fn for every queued request with its class's shape, class by class (the
+// requests of a class one after another, oldest first).
+func (q *Queue[T]) Each(fn func(shape Resources, v T)) {
+	for _, c := range q.classes {
+		for _, it := range c.items[c.head:] {
+			fn(c.shape, it.v)
+		}
+	}
+}
+
 // RemoveFunc removes every queued request for which match returns true (e.g. a cancelled
 // task) and returns how many it removed. The others keep their order.
 func (q *Queue[T]) RemoveFunc(match func(T) bool) int {

@@ -33,7 +33,8 @@ const LoadReportInterval = 100 * time.Millisecond
 
 // loadReportSettle is the longest any other change of the figures waits to be reported
 // (a queue length within a factor of two of the last report's, a step of available
-// resources smaller than an eighth of the total, the object store's figures): every view
+// resources smaller than an eighth of the total, the object store's figures, the demands
+// waiting in the queue): every view
 // of the cluster follows every report, so a busy node that rewrote its report every
 // LoadReportInterval sent ten reports a second to each of N nodes.
 const loadReportSettle = time.Second
@@ -143,6 +144,11 @@ func (r *loadReporter) run(ctx context.Context) {
 		if s.Machine {
 			l.MachineLedger, l.InUse = true, tasks.ResourcesToPB(s.InUse)
 		}
+		for _, d := range s.Demands {
+			l.Demands = append(l.Demands, &pb.ResourceDemand{Shape: tasks.ResourcesToPB(d.Shape), Owner: d.Owner,
+				Tasks: int32(d.Tasks), Actors: int32(d.Actors), PlacementGroup: d.Group})
+		}
+		l.DemandsOmitted = int32(s.DemandsOmitted)
 		if st != nil {
 			l.StoreInMemory, l.StoreSpilled, l.StoreObjects = st.MemoryBytes, st.SpilledBytes, st.Objects
 			l.StoreLargest, l.StoreSpillErrors = st.Largest, st.SpillErrors

@@ -174,7 +174,7 @@ func (x MachineMsg_Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use MachineMsg_Op.Descriptor instead.
 func (MachineMsg_Op) EnumDescriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{31, 0}
+	return file_ray_proto_rawDescGZIP(), []int{32, 0}
 }
 
 type JobInfo_State int32
@@ -229,7 +229,7 @@ func (x JobInfo_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobInfo_State.Descriptor instead.
 func (JobInfo_State) EnumDescriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{33, 0}
+	return file_ray_proto_rawDescGZIP(), []int{34, 0}
 }
 
 type JobWorker_State int32
@@ -281,7 +281,7 @@ func (x JobWorker_State) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use JobWorker_State.Descriptor instead.
 func (JobWorker_State) EnumDescriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{34, 0}
+	return file_ray_proto_rawDescGZIP(), []int{35, 0}
 }
 
 // ResourceQty is one resource amount in fixed point (1/10000 units, as tasks/sched).
@@ -2477,8 +2477,14 @@ type NodeLoad struct {
 	// counts the machine's free resources too. Status sums it per machine.
 	InUse         []*ResourceQty `protobuf:"bytes,12,rep,name=in_use,json=inUse,proto3" json:"in_use,omitempty"`
 	MachineLedger bool           `protobuf:"varint,13,opt,name=machine_ledger,json=machineLedger,proto3" json:"machine_ledger,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The work that waits at this node for resources, computed from the raylet's queue when
+	// the report is made (rayctl status's Demands): by resource shape, owner and placement
+	// group, the largest first, at most raylet.MaxDemands entries; demands_omitted counts
+	// the tasks and actors of the entries left out.
+	Demands        []*ResourceDemand `protobuf:"bytes,14,rep,name=demands,proto3" json:"demands,omitempty"`
+	DemandsOmitted int32             `protobuf:"varint,15,opt,name=demands_omitted,json=demandsOmitted,proto3" json:"demands_omitted,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *NodeLoad) Reset() {
@@ -2602,6 +2608,100 @@ func (x *NodeLoad) GetMachineLedger() bool {
 	return false
 }
 
+func (x *NodeLoad) GetDemands() []*ResourceDemand {
+	if x != nil {
+		return x.Demands
+	}
+	return nil
+}
+
+func (x *NodeLoad) GetDemandsOmitted() int32 {
+	if x != nil {
+		return x.DemandsOmitted
+	}
+	return 0
+}
+
+// ResourceDemand is work of one resource shape that waits at a node for resources: the
+// tasks of one owner (the largest backlog its lease requests there report) or the actors
+// waiting to be started (owner empty). A demand inside a placement group's bundle has
+// the group's ID and its shape in the resources' own names (not the bundle's renamed ones).
+type ResourceDemand struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Shape          []*ResourceQty         `protobuf:"bytes,1,rep,name=shape,proto3" json:"shape,omitempty"`
+	Owner          string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	Tasks          int32                  `protobuf:"varint,3,opt,name=tasks,proto3" json:"tasks,omitempty"`
+	Actors         int32                  `protobuf:"varint,4,opt,name=actors,proto3" json:"actors,omitempty"`
+	PlacementGroup string                 `protobuf:"bytes,5,opt,name=placement_group,json=placementGroup,proto3" json:"placement_group,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ResourceDemand) Reset() {
+	*x = ResourceDemand{}
+	mi := &file_ray_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceDemand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceDemand) ProtoMessage() {}
+
+func (x *ResourceDemand) ProtoReflect() protoreflect.Message {
+	mi := &file_ray_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceDemand.ProtoReflect.Descriptor instead.
+func (*ResourceDemand) Descriptor() ([]byte, []int) {
+	return file_ray_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ResourceDemand) GetShape() []*ResourceQty {
+	if x != nil {
+		return x.Shape
+	}
+	return nil
+}
+
+func (x *ResourceDemand) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *ResourceDemand) GetTasks() int32 {
+	if x != nil {
+		return x.Tasks
+	}
+	return 0
+}
+
+func (x *ResourceDemand) GetActors() int32 {
+	if x != nil {
+		return x.Actors
+	}
+	return 0
+}
+
+func (x *ResourceDemand) GetPlacementGroup() string {
+	if x != nil {
+		return x.PlacementGroup
+	}
+	return ""
+}
+
 // MachineMsg is one frame of the machine-ledger protocol between a node agent and the
 // worker processes of its machine (package tasks/machine), over a local socket, each
 // frame a 4-byte big-endian length and the message. A worker process's raylet asks its
@@ -2624,7 +2724,7 @@ type MachineMsg struct {
 
 func (x *MachineMsg) Reset() {
 	*x = MachineMsg{}
-	mi := &file_ray_proto_msgTypes[31]
+	mi := &file_ray_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2636,7 +2736,7 @@ func (x *MachineMsg) String() string {
 func (*MachineMsg) ProtoMessage() {}
 
 func (x *MachineMsg) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[31]
+	mi := &file_ray_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2649,7 +2749,7 @@ func (x *MachineMsg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MachineMsg.ProtoReflect.Descriptor instead.
 func (*MachineMsg) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{31}
+	return file_ray_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MachineMsg) GetOp() MachineMsg_Op {
@@ -2739,7 +2839,7 @@ type AgentInfo struct {
 
 func (x *AgentInfo) Reset() {
 	*x = AgentInfo{}
-	mi := &file_ray_proto_msgTypes[32]
+	mi := &file_ray_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2751,7 +2851,7 @@ func (x *AgentInfo) String() string {
 func (*AgentInfo) ProtoMessage() {}
 
 func (x *AgentInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[32]
+	mi := &file_ray_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2764,7 +2864,7 @@ func (x *AgentInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentInfo.ProtoReflect.Descriptor instead.
 func (*AgentInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{32}
+	return file_ray_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AgentInfo) GetAgentId() string {
@@ -2911,7 +3011,7 @@ type JobInfo struct {
 
 func (x *JobInfo) Reset() {
 	*x = JobInfo{}
-	mi := &file_ray_proto_msgTypes[33]
+	mi := &file_ray_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2923,7 +3023,7 @@ func (x *JobInfo) String() string {
 func (*JobInfo) ProtoMessage() {}
 
 func (x *JobInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[33]
+	mi := &file_ray_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2936,7 +3036,7 @@ func (x *JobInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobInfo.ProtoReflect.Descriptor instead.
 func (*JobInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{33}
+	return file_ray_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *JobInfo) GetJobId() string {
@@ -3100,7 +3200,7 @@ type JobWorker struct {
 
 func (x *JobWorker) Reset() {
 	*x = JobWorker{}
-	mi := &file_ray_proto_msgTypes[34]
+	mi := &file_ray_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3212,7 @@ func (x *JobWorker) String() string {
 func (*JobWorker) ProtoMessage() {}
 
 func (x *JobWorker) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[34]
+	mi := &file_ray_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3225,7 @@ func (x *JobWorker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobWorker.ProtoReflect.Descriptor instead.
 func (*JobWorker) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{34}
+	return file_ray_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *JobWorker) GetJobId() string {
@@ -3229,7 +3329,7 @@ type Submission struct {
 
 func (x *Submission) Reset() {
 	*x = Submission{}
-	mi := &file_ray_proto_msgTypes[35]
+	mi := &file_ray_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3241,7 +3341,7 @@ func (x *Submission) String() string {
 func (*Submission) ProtoMessage() {}
 
 func (x *Submission) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[35]
+	mi := &file_ray_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3254,7 +3354,7 @@ func (x *Submission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Submission.ProtoReflect.Descriptor instead.
 func (*Submission) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{35}
+	return file_ray_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Submission) GetSubmissionId() string {
@@ -3390,7 +3490,7 @@ type PullObject struct {
 
 func (x *PullObject) Reset() {
 	*x = PullObject{}
-	mi := &file_ray_proto_msgTypes[36]
+	mi := &file_ray_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3402,7 +3502,7 @@ func (x *PullObject) String() string {
 func (*PullObject) ProtoMessage() {}
 
 func (x *PullObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[36]
+	mi := &file_ray_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3415,7 +3515,7 @@ func (x *PullObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullObject.ProtoReflect.Descriptor instead.
 func (*PullObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{36}
+	return file_ray_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PullObject) GetObjectId() []byte {
@@ -3464,7 +3564,7 @@ type PullObjectReply struct {
 
 func (x *PullObjectReply) Reset() {
 	*x = PullObjectReply{}
-	mi := &file_ray_proto_msgTypes[37]
+	mi := &file_ray_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3476,7 +3576,7 @@ func (x *PullObjectReply) String() string {
 func (*PullObjectReply) ProtoMessage() {}
 
 func (x *PullObjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[37]
+	mi := &file_ray_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3489,7 +3589,7 @@ func (x *PullObjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullObjectReply.ProtoReflect.Descriptor instead.
 func (*PullObjectReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{37}
+	return file_ray_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PullObjectReply) GetObjectId() []byte {
@@ -3562,7 +3662,7 @@ type ObjectEntry struct {
 
 func (x *ObjectEntry) Reset() {
 	*x = ObjectEntry{}
-	mi := &file_ray_proto_msgTypes[38]
+	mi := &file_ray_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3574,7 +3674,7 @@ func (x *ObjectEntry) String() string {
 func (*ObjectEntry) ProtoMessage() {}
 
 func (x *ObjectEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[38]
+	mi := &file_ray_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3587,7 +3687,7 @@ func (x *ObjectEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectEntry.ProtoReflect.Descriptor instead.
 func (*ObjectEntry) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{38}
+	return file_ray_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ObjectEntry) GetObjectId() []byte {
@@ -3656,7 +3756,7 @@ type ActorCall struct {
 
 func (x *ActorCall) Reset() {
 	*x = ActorCall{}
-	mi := &file_ray_proto_msgTypes[39]
+	mi := &file_ray_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3668,7 +3768,7 @@ func (x *ActorCall) String() string {
 func (*ActorCall) ProtoMessage() {}
 
 func (x *ActorCall) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[39]
+	mi := &file_ray_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3681,7 +3781,7 @@ func (x *ActorCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCall.ProtoReflect.Descriptor instead.
 func (*ActorCall) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{39}
+	return file_ray_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ActorCall) GetActorId() []byte {
@@ -3773,7 +3873,7 @@ type ActorCallBounce struct {
 
 func (x *ActorCallBounce) Reset() {
 	*x = ActorCallBounce{}
-	mi := &file_ray_proto_msgTypes[40]
+	mi := &file_ray_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3785,7 +3885,7 @@ func (x *ActorCallBounce) String() string {
 func (*ActorCallBounce) ProtoMessage() {}
 
 func (x *ActorCallBounce) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[40]
+	mi := &file_ray_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3798,7 +3898,7 @@ func (x *ActorCallBounce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallBounce.ProtoReflect.Descriptor instead.
 func (*ActorCallBounce) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{40}
+	return file_ray_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ActorCallBounce) GetActorId() []byte {
@@ -3832,7 +3932,7 @@ type ActorCallBatch struct {
 
 func (x *ActorCallBatch) Reset() {
 	*x = ActorCallBatch{}
-	mi := &file_ray_proto_msgTypes[41]
+	mi := &file_ray_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3844,7 +3944,7 @@ func (x *ActorCallBatch) String() string {
 func (*ActorCallBatch) ProtoMessage() {}
 
 func (x *ActorCallBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[41]
+	mi := &file_ray_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3857,7 +3957,7 @@ func (x *ActorCallBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallBatch.ProtoReflect.Descriptor instead.
 func (*ActorCallBatch) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{41}
+	return file_ray_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ActorCallBatch) GetCalls() []*ActorCall {
@@ -3921,7 +4021,7 @@ type ActorInfo struct {
 
 func (x *ActorInfo) Reset() {
 	*x = ActorInfo{}
-	mi := &file_ray_proto_msgTypes[42]
+	mi := &file_ray_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3933,7 +4033,7 @@ func (x *ActorInfo) String() string {
 func (*ActorInfo) ProtoMessage() {}
 
 func (x *ActorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[42]
+	mi := &file_ray_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3946,7 +4046,7 @@ func (x *ActorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorInfo.ProtoReflect.Descriptor instead.
 func (*ActorInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{42}
+	return file_ray_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ActorInfo) GetActorId() []byte {
@@ -4169,7 +4269,7 @@ type ActorTransition struct {
 
 func (x *ActorTransition) Reset() {
 	*x = ActorTransition{}
-	mi := &file_ray_proto_msgTypes[43]
+	mi := &file_ray_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4181,7 +4281,7 @@ func (x *ActorTransition) String() string {
 func (*ActorTransition) ProtoMessage() {}
 
 func (x *ActorTransition) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[43]
+	mi := &file_ray_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4194,7 +4294,7 @@ func (x *ActorTransition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorTransition.ProtoReflect.Descriptor instead.
 func (*ActorTransition) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{43}
+	return file_ray_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ActorTransition) GetPhase() int32 {
@@ -4253,7 +4353,7 @@ type ActorLogEntry struct {
 
 func (x *ActorLogEntry) Reset() {
 	*x = ActorLogEntry{}
-	mi := &file_ray_proto_msgTypes[44]
+	mi := &file_ray_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4265,7 +4365,7 @@ func (x *ActorLogEntry) String() string {
 func (*ActorLogEntry) ProtoMessage() {}
 
 func (x *ActorLogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[44]
+	mi := &file_ray_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4278,7 +4378,7 @@ func (x *ActorLogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorLogEntry.ProtoReflect.Descriptor instead.
 func (*ActorLogEntry) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{44}
+	return file_ray_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ActorLogEntry) GetIndex() uint64 {
@@ -4332,7 +4432,7 @@ type ActorResultRecord struct {
 
 func (x *ActorResultRecord) Reset() {
 	*x = ActorResultRecord{}
-	mi := &file_ray_proto_msgTypes[45]
+	mi := &file_ray_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4344,7 +4444,7 @@ func (x *ActorResultRecord) String() string {
 func (*ActorResultRecord) ProtoMessage() {}
 
 func (x *ActorResultRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[45]
+	mi := &file_ray_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4357,7 +4457,7 @@ func (x *ActorResultRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorResultRecord.ProtoReflect.Descriptor instead.
 func (*ActorResultRecord) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{45}
+	return file_ray_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ActorResultRecord) GetCallerId() string {
@@ -4409,7 +4509,7 @@ type ActorLogBatch struct {
 
 func (x *ActorLogBatch) Reset() {
 	*x = ActorLogBatch{}
-	mi := &file_ray_proto_msgTypes[46]
+	mi := &file_ray_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4421,7 +4521,7 @@ func (x *ActorLogBatch) String() string {
 func (*ActorLogBatch) ProtoMessage() {}
 
 func (x *ActorLogBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[46]
+	mi := &file_ray_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4434,7 +4534,7 @@ func (x *ActorLogBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorLogBatch.ProtoReflect.Descriptor instead.
 func (*ActorLogBatch) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{46}
+	return file_ray_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ActorLogBatch) GetBatch() uint64 {
@@ -4478,7 +4578,7 @@ type ActorCallerState struct {
 
 func (x *ActorCallerState) Reset() {
 	*x = ActorCallerState{}
-	mi := &file_ray_proto_msgTypes[47]
+	mi := &file_ray_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4490,7 +4590,7 @@ func (x *ActorCallerState) String() string {
 func (*ActorCallerState) ProtoMessage() {}
 
 func (x *ActorCallerState) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[47]
+	mi := &file_ray_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4503,7 +4603,7 @@ func (x *ActorCallerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCallerState.ProtoReflect.Descriptor instead.
 func (*ActorCallerState) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{47}
+	return file_ray_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ActorCallerState) GetCallerId() string {
@@ -4548,7 +4648,7 @@ type ActorCheckpoint struct {
 
 func (x *ActorCheckpoint) Reset() {
 	*x = ActorCheckpoint{}
-	mi := &file_ray_proto_msgTypes[48]
+	mi := &file_ray_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4560,7 +4660,7 @@ func (x *ActorCheckpoint) String() string {
 func (*ActorCheckpoint) ProtoMessage() {}
 
 func (x *ActorCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[48]
+	mi := &file_ray_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4573,7 +4673,7 @@ func (x *ActorCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCheckpoint.ProtoReflect.Descriptor instead.
 func (*ActorCheckpoint) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{48}
+	return file_ray_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ActorCheckpoint) GetIndex() uint64 {
@@ -4613,7 +4713,7 @@ type ActorCheckpointNow struct {
 
 func (x *ActorCheckpointNow) Reset() {
 	*x = ActorCheckpointNow{}
-	mi := &file_ray_proto_msgTypes[49]
+	mi := &file_ray_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4625,7 +4725,7 @@ func (x *ActorCheckpointNow) String() string {
 func (*ActorCheckpointNow) ProtoMessage() {}
 
 func (x *ActorCheckpointNow) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[49]
+	mi := &file_ray_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4638,7 +4738,7 @@ func (x *ActorCheckpointNow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActorCheckpointNow.ProtoReflect.Descriptor instead.
 func (*ActorCheckpointNow) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{49}
+	return file_ray_proto_rawDescGZIP(), []int{50}
 }
 
 // ReserveResources asks a raylet to hold resources for an actor instance while it lives
@@ -4655,7 +4755,7 @@ type ReserveResources struct {
 
 func (x *ReserveResources) Reset() {
 	*x = ReserveResources{}
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4667,7 +4767,7 @@ func (x *ReserveResources) String() string {
 func (*ReserveResources) ProtoMessage() {}
 
 func (x *ReserveResources) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[50]
+	mi := &file_ray_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4680,7 +4780,7 @@ func (x *ReserveResources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveResources.ProtoReflect.Descriptor instead.
 func (*ReserveResources) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{50}
+	return file_ray_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReserveResources) GetKey() string {
@@ -4713,7 +4813,7 @@ type ReserveResourcesReply struct {
 
 func (x *ReserveResourcesReply) Reset() {
 	*x = ReserveResourcesReply{}
-	mi := &file_ray_proto_msgTypes[51]
+	mi := &file_ray_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4725,7 +4825,7 @@ func (x *ReserveResourcesReply) String() string {
 func (*ReserveResourcesReply) ProtoMessage() {}
 
 func (x *ReserveResourcesReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[51]
+	mi := &file_ray_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4738,7 +4838,7 @@ func (x *ReserveResourcesReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReserveResourcesReply.ProtoReflect.Descriptor instead.
 func (*ReserveResourcesReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{51}
+	return file_ray_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReserveResourcesReply) GetKey() string {
@@ -4762,7 +4862,7 @@ type BundleCommit struct {
 
 func (x *BundleCommit) Reset() {
 	*x = BundleCommit{}
-	mi := &file_ray_proto_msgTypes[52]
+	mi := &file_ray_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4774,7 +4874,7 @@ func (x *BundleCommit) String() string {
 func (*BundleCommit) ProtoMessage() {}
 
 func (x *BundleCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[52]
+	mi := &file_ray_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4787,7 +4887,7 @@ func (x *BundleCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleCommit.ProtoReflect.Descriptor instead.
 func (*BundleCommit) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{52}
+	return file_ray_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *BundleCommit) GetGroup() string {
@@ -4830,7 +4930,7 @@ type BundleCommitReply struct {
 
 func (x *BundleCommitReply) Reset() {
 	*x = BundleCommitReply{}
-	mi := &file_ray_proto_msgTypes[53]
+	mi := &file_ray_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4842,7 +4942,7 @@ func (x *BundleCommitReply) String() string {
 func (*BundleCommitReply) ProtoMessage() {}
 
 func (x *BundleCommitReply) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[53]
+	mi := &file_ray_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4855,7 +4955,7 @@ func (x *BundleCommitReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleCommitReply.ProtoReflect.Descriptor instead.
 func (*BundleCommitReply) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{53}
+	return file_ray_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *BundleCommitReply) GetGroup() string {
@@ -4907,7 +5007,7 @@ type PlacementGroupInfo struct {
 
 func (x *PlacementGroupInfo) Reset() {
 	*x = PlacementGroupInfo{}
-	mi := &file_ray_proto_msgTypes[54]
+	mi := &file_ray_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4919,7 +5019,7 @@ func (x *PlacementGroupInfo) String() string {
 func (*PlacementGroupInfo) ProtoMessage() {}
 
 func (x *PlacementGroupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[54]
+	mi := &file_ray_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4932,7 +5032,7 @@ func (x *PlacementGroupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementGroupInfo.ProtoReflect.Descriptor instead.
 func (*PlacementGroupInfo) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{54}
+	return file_ray_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PlacementGroupInfo) GetId() string {
@@ -5008,7 +5108,7 @@ type PlacementBundle struct {
 
 func (x *PlacementBundle) Reset() {
 	*x = PlacementBundle{}
-	mi := &file_ray_proto_msgTypes[55]
+	mi := &file_ray_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5020,7 +5120,7 @@ func (x *PlacementBundle) String() string {
 func (*PlacementBundle) ProtoMessage() {}
 
 func (x *PlacementBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[55]
+	mi := &file_ray_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5033,7 +5133,7 @@ func (x *PlacementBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlacementBundle.ProtoReflect.Descriptor instead.
 func (*PlacementBundle) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{55}
+	return file_ray_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *PlacementBundle) GetResources() []*ResourceQty {
@@ -5061,7 +5161,7 @@ type RefPayload struct {
 
 func (x *RefPayload) Reset() {
 	*x = RefPayload{}
-	mi := &file_ray_proto_msgTypes[56]
+	mi := &file_ray_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5073,7 +5173,7 @@ func (x *RefPayload) String() string {
 func (*RefPayload) ProtoMessage() {}
 
 func (x *RefPayload) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[56]
+	mi := &file_ray_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5086,7 +5186,7 @@ func (x *RefPayload) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefPayload.ProtoReflect.Descriptor instead.
 func (*RefPayload) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{56}
+	return file_ray_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RefPayload) GetObjectId() []byte {
@@ -5115,7 +5215,7 @@ type AddBorrower struct {
 
 func (x *AddBorrower) Reset() {
 	*x = AddBorrower{}
-	mi := &file_ray_proto_msgTypes[57]
+	mi := &file_ray_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5127,7 +5227,7 @@ func (x *AddBorrower) String() string {
 func (*AddBorrower) ProtoMessage() {}
 
 func (x *AddBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[57]
+	mi := &file_ray_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5140,7 +5240,7 @@ func (x *AddBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddBorrower.ProtoReflect.Descriptor instead.
 func (*AddBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{57}
+	return file_ray_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *AddBorrower) GetObjectId() []byte {
@@ -5167,7 +5267,7 @@ type BorrowerAck struct {
 
 func (x *BorrowerAck) Reset() {
 	*x = BorrowerAck{}
-	mi := &file_ray_proto_msgTypes[58]
+	mi := &file_ray_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5179,7 +5279,7 @@ func (x *BorrowerAck) String() string {
 func (*BorrowerAck) ProtoMessage() {}
 
 func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[58]
+	mi := &file_ray_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5192,7 +5292,7 @@ func (x *BorrowerAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BorrowerAck.ProtoReflect.Descriptor instead.
 func (*BorrowerAck) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{58}
+	return file_ray_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *BorrowerAck) GetObjectId() []byte {
@@ -5219,7 +5319,7 @@ type RemoveBorrower struct {
 
 func (x *RemoveBorrower) Reset() {
 	*x = RemoveBorrower{}
-	mi := &file_ray_proto_msgTypes[59]
+	mi := &file_ray_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5231,7 +5331,7 @@ func (x *RemoveBorrower) String() string {
 func (*RemoveBorrower) ProtoMessage() {}
 
 func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[59]
+	mi := &file_ray_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5244,7 +5344,7 @@ func (x *RemoveBorrower) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveBorrower.ProtoReflect.Descriptor instead.
 func (*RemoveBorrower) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{59}
+	return file_ray_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RemoveBorrower) GetObjectId() []byte {
@@ -5277,7 +5377,7 @@ type ResolveObject struct {
 
 func (x *ResolveObject) Reset() {
 	*x = ResolveObject{}
-	mi := &file_ray_proto_msgTypes[60]
+	mi := &file_ray_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5289,7 +5389,7 @@ func (x *ResolveObject) String() string {
 func (*ResolveObject) ProtoMessage() {}
 
 func (x *ResolveObject) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[60]
+	mi := &file_ray_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5302,7 +5402,7 @@ func (x *ResolveObject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveObject.ProtoReflect.Descriptor instead.
 func (*ResolveObject) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{60}
+	return file_ray_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ResolveObject) GetObjectId() []byte {
@@ -5348,7 +5448,7 @@ type ObjectResolved struct {
 
 func (x *ObjectResolved) Reset() {
 	*x = ObjectResolved{}
-	mi := &file_ray_proto_msgTypes[61]
+	mi := &file_ray_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5360,7 +5460,7 @@ func (x *ObjectResolved) String() string {
 func (*ObjectResolved) ProtoMessage() {}
 
 func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_ray_proto_msgTypes[61]
+	mi := &file_ray_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5373,7 +5473,7 @@ func (x *ObjectResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectResolved.ProtoReflect.Descriptor instead.
 func (*ObjectResolved) Descriptor() ([]byte, []int) {
-	return file_ray_proto_rawDescGZIP(), []int{61}
+	return file_ray_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ObjectResolved) GetObjectId() []byte {
@@ -5624,7 +5724,7 @@ const file_ray_proto_rawDesc = "" +
 	"\vdata_socket\x18\f \x01(\tR\n" +
 	"dataSocket\x12\x1d\n" +
 	"\n" +
-	"machine_id\x18\r \x01(\tR\tmachineId\"\xfd\x03\n" +
+	"machine_id\x18\r \x01(\tR\tmachineId\"\xd7\x04\n" +
 	"\bNodeLoad\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x120\n" +
 	"\tavailable\x18\x02 \x03(\v2\x12.raypb.ResourceQtyR\tavailable\x12\x16\n" +
@@ -5639,7 +5739,15 @@ const file_ray_proto_rawDesc = "" +
 	" \x01(\x03R\x10storeSpillErrors\x12&\n" +
 	"\x0fin_flight_bytes\x18\v \x01(\x03R\rinFlightBytes\x12)\n" +
 	"\x06in_use\x18\f \x03(\v2\x12.raypb.ResourceQtyR\x05inUse\x12%\n" +
-	"\x0emachine_ledger\x18\r \x01(\bR\rmachineLedger\"\x81\x03\n" +
+	"\x0emachine_ledger\x18\r \x01(\bR\rmachineLedger\x12/\n" +
+	"\ademands\x18\x0e \x03(\v2\x15.raypb.ResourceDemandR\ademands\x12'\n" +
+	"\x0fdemands_omitted\x18\x0f \x01(\x05R\x0edemandsOmitted\"\xa7\x01\n" +
+	"\x0eResourceDemand\x12(\n" +
+	"\x05shape\x18\x01 \x03(\v2\x12.raypb.ResourceQtyR\x05shape\x12\x14\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x14\n" +
+	"\x05tasks\x18\x03 \x01(\x05R\x05tasks\x12\x16\n" +
+	"\x06actors\x18\x04 \x01(\x05R\x06actors\x12'\n" +
+	"\x0fplacement_group\x18\x05 \x01(\tR\x0eplacementGroup\"\x81\x03\n" +
 	"\n" +
 	"MachineMsg\x12$\n" +
 	"\x02op\x18\x01 \x01(\x0e2\x14.raypb.MachineMsg.OpR\x02op\x12\x0e\n" +
@@ -5945,7 +6053,7 @@ func file_ray_proto_rawDescGZIP() []byte {
 }
 
 var file_ray_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_ray_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_ray_proto_goTypes = []any{
 	(ErrorInfo_Kind)(0),           // 0: raypb.ErrorInfo.Kind
 	(MachineMsg_Op)(0),            // 1: raypb.MachineMsg.Op
@@ -5982,37 +6090,38 @@ var file_ray_proto_goTypes = []any{
 	(*StoredObject)(nil),          // 32: raypb.StoredObject
 	(*NodeInfo)(nil),              // 33: raypb.NodeInfo
 	(*NodeLoad)(nil),              // 34: raypb.NodeLoad
-	(*MachineMsg)(nil),            // 35: raypb.MachineMsg
-	(*AgentInfo)(nil),             // 36: raypb.AgentInfo
-	(*JobInfo)(nil),               // 37: raypb.JobInfo
-	(*JobWorker)(nil),             // 38: raypb.JobWorker
-	(*Submission)(nil),            // 39: raypb.Submission
-	(*PullObject)(nil),            // 40: raypb.PullObject
-	(*PullObjectReply)(nil),       // 41: raypb.PullObjectReply
-	(*ObjectEntry)(nil),           // 42: raypb.ObjectEntry
-	(*ActorCall)(nil),             // 43: raypb.ActorCall
-	(*ActorCallBounce)(nil),       // 44: raypb.ActorCallBounce
-	(*ActorCallBatch)(nil),        // 45: raypb.ActorCallBatch
-	(*ActorInfo)(nil),             // 46: raypb.ActorInfo
-	(*ActorTransition)(nil),       // 47: raypb.ActorTransition
-	(*ActorLogEntry)(nil),         // 48: raypb.ActorLogEntry
-	(*ActorResultRecord)(nil),     // 49: raypb.ActorResultRecord
-	(*ActorLogBatch)(nil),         // 50: raypb.ActorLogBatch
-	(*ActorCallerState)(nil),      // 51: raypb.ActorCallerState
-	(*ActorCheckpoint)(nil),       // 52: raypb.ActorCheckpoint
-	(*ActorCheckpointNow)(nil),    // 53: raypb.ActorCheckpointNow
-	(*ReserveResources)(nil),      // 54: raypb.ReserveResources
-	(*ReserveResourcesReply)(nil), // 55: raypb.ReserveResourcesReply
-	(*BundleCommit)(nil),          // 56: raypb.BundleCommit
-	(*BundleCommitReply)(nil),     // 57: raypb.BundleCommitReply
-	(*PlacementGroupInfo)(nil),    // 58: raypb.PlacementGroupInfo
-	(*PlacementBundle)(nil),       // 59: raypb.PlacementBundle
-	(*RefPayload)(nil),            // 60: raypb.RefPayload
-	(*AddBorrower)(nil),           // 61: raypb.AddBorrower
-	(*BorrowerAck)(nil),           // 62: raypb.BorrowerAck
-	(*RemoveBorrower)(nil),        // 63: raypb.RemoveBorrower
-	(*ResolveObject)(nil),         // 64: raypb.ResolveObject
-	(*ObjectResolved)(nil),        // 65: raypb.ObjectResolved
+	(*ResourceDemand)(nil),        // 35: raypb.ResourceDemand
+	(*MachineMsg)(nil),            // 36: raypb.MachineMsg
+	(*AgentInfo)(nil),             // 37: raypb.AgentInfo
+	(*JobInfo)(nil),               // 38: raypb.JobInfo
+	(*JobWorker)(nil),             // 39: raypb.JobWorker
+	(*Submission)(nil),            // 40: raypb.Submission
+	(*PullObject)(nil),            // 41: raypb.PullObject
+	(*PullObjectReply)(nil),       // 42: raypb.PullObjectReply
+	(*ObjectEntry)(nil),           // 43: raypb.ObjectEntry
+	(*ActorCall)(nil),             // 44: raypb.ActorCall
+	(*ActorCallBounce)(nil),       // 45: raypb.ActorCallBounce
+	(*ActorCallBatch)(nil),        // 46: raypb.ActorCallBatch
+	(*ActorInfo)(nil),             // 47: raypb.ActorInfo
+	(*ActorTransition)(nil),       // 48: raypb.ActorTransition
+	(*ActorLogEntry)(nil),         // 49: raypb.ActorLogEntry
+	(*ActorResultRecord)(nil),     // 50: raypb.ActorResultRecord
+	(*ActorLogBatch)(nil),         // 51: raypb.ActorLogBatch
+	(*ActorCallerState)(nil),      // 52: raypb.ActorCallerState
+	(*ActorCheckpoint)(nil),       // 53: raypb.ActorCheckpoint
+	(*ActorCheckpointNow)(nil),    // 54: raypb.ActorCheckpointNow
+	(*ReserveResources)(nil),      // 55: raypb.ReserveResources
+	(*ReserveResourcesReply)(nil), // 56: raypb.ReserveResourcesReply
+	(*BundleCommit)(nil),          // 57: raypb.BundleCommit
+	(*BundleCommitReply)(nil),     // 58: raypb.BundleCommitReply
+	(*PlacementGroupInfo)(nil),    // 59: raypb.PlacementGroupInfo
+	(*PlacementBundle)(nil),       // 60: raypb.PlacementBundle
+	(*RefPayload)(nil),            // 61: raypb.RefPayload
+	(*AddBorrower)(nil),           // 62: raypb.AddBorrower
+	(*BorrowerAck)(nil),           // 63: raypb.BorrowerAck
+	(*RemoveBorrower)(nil),        // 64: raypb.RemoveBorrower
+	(*ResolveObject)(nil),         // 65: raypb.ResolveObject
+	(*ObjectResolved)(nil),        // 66: raypb.ObjectResolved
 }
 var file_ray_proto_depIdxs = []int32{
 	5,  // 0: raypb.TaskSpec.args:type_name -> raypb.Arg
@@ -6040,42 +6149,44 @@ var file_ray_proto_depIdxs = []int32{
 	4,  // 22: raypb.NodeLoad.available:type_name -> raypb.ResourceQty
 	32, // 23: raypb.NodeLoad.store_largest:type_name -> raypb.StoredObject
 	4,  // 24: raypb.NodeLoad.in_use:type_name -> raypb.ResourceQty
-	1,  // 25: raypb.MachineMsg.op:type_name -> raypb.MachineMsg.Op
-	4,  // 26: raypb.MachineMsg.resources:type_name -> raypb.ResourceQty
-	4,  // 27: raypb.MachineMsg.free:type_name -> raypb.ResourceQty
-	4,  // 28: raypb.AgentInfo.total:type_name -> raypb.ResourceQty
-	2,  // 29: raypb.JobInfo.state:type_name -> raypb.JobInfo.State
-	3,  // 30: raypb.JobWorker.state:type_name -> raypb.JobWorker.State
-	38, // 31: raypb.JobWorker.exited:type_name -> raypb.JobWorker
-	2,  // 32: raypb.Submission.state:type_name -> raypb.JobInfo.State
-	6,  // 33: raypb.ObjectEntry.owner:type_name -> raypb.PID
-	7,  // 34: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
-	6,  // 35: raypb.ActorCall.caller:type_name -> raypb.PID
-	43, // 36: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
-	5,  // 37: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
-	4,  // 38: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
-	6,  // 39: raypb.ActorInfo.owner:type_name -> raypb.PID
-	47, // 40: raypb.ActorInfo.history:type_name -> raypb.ActorTransition
-	7,  // 41: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
-	9,  // 42: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
-	48, // 43: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
-	49, // 44: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
-	49, // 45: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
-	51, // 46: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
-	4,  // 47: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
-	4,  // 48: raypb.BundleCommit.resources:type_name -> raypb.ResourceQty
-	59, // 49: raypb.PlacementGroupInfo.bundles:type_name -> raypb.PlacementBundle
-	4,  // 50: raypb.PlacementBundle.resources:type_name -> raypb.ResourceQty
-	6,  // 51: raypb.RefPayload.owner:type_name -> raypb.PID
-	6,  // 52: raypb.AddBorrower.borrower:type_name -> raypb.PID
-	6,  // 53: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
-	6,  // 54: raypb.ResolveObject.reply_to:type_name -> raypb.PID
-	8,  // 55: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
-	56, // [56:56] is the sub-list for method output_type
-	56, // [56:56] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	35, // 25: raypb.NodeLoad.demands:type_name -> raypb.ResourceDemand
+	4,  // 26: raypb.ResourceDemand.shape:type_name -> raypb.ResourceQty
+	1,  // 27: raypb.MachineMsg.op:type_name -> raypb.MachineMsg.Op
+	4,  // 28: raypb.MachineMsg.resources:type_name -> raypb.ResourceQty
+	4,  // 29: raypb.MachineMsg.free:type_name -> raypb.ResourceQty
+	4,  // 30: raypb.AgentInfo.total:type_name -> raypb.ResourceQty
+	2,  // 31: raypb.JobInfo.state:type_name -> raypb.JobInfo.State
+	3,  // 32: raypb.JobWorker.state:type_name -> raypb.JobWorker.State
+	39, // 33: raypb.JobWorker.exited:type_name -> raypb.JobWorker
+	2,  // 34: raypb.Submission.state:type_name -> raypb.JobInfo.State
+	6,  // 35: raypb.ObjectEntry.owner:type_name -> raypb.PID
+	7,  // 36: raypb.ActorCall.spec:type_name -> raypb.TaskSpec
+	6,  // 37: raypb.ActorCall.caller:type_name -> raypb.PID
+	44, // 38: raypb.ActorCallBatch.calls:type_name -> raypb.ActorCall
+	5,  // 39: raypb.ActorInfo.ctor_args:type_name -> raypb.Arg
+	4,  // 40: raypb.ActorInfo.resources:type_name -> raypb.ResourceQty
+	6,  // 41: raypb.ActorInfo.owner:type_name -> raypb.PID
+	48, // 42: raypb.ActorInfo.history:type_name -> raypb.ActorTransition
+	7,  // 43: raypb.ActorLogEntry.spec:type_name -> raypb.TaskSpec
+	9,  // 44: raypb.ActorResultRecord.result:type_name -> raypb.TaskResult
+	49, // 45: raypb.ActorLogBatch.entries:type_name -> raypb.ActorLogEntry
+	50, // 46: raypb.ActorLogBatch.results:type_name -> raypb.ActorResultRecord
+	50, // 47: raypb.ActorCallerState.unacked:type_name -> raypb.ActorResultRecord
+	52, // 48: raypb.ActorCheckpoint.callers:type_name -> raypb.ActorCallerState
+	4,  // 49: raypb.ReserveResources.resources:type_name -> raypb.ResourceQty
+	4,  // 50: raypb.BundleCommit.resources:type_name -> raypb.ResourceQty
+	60, // 51: raypb.PlacementGroupInfo.bundles:type_name -> raypb.PlacementBundle
+	4,  // 52: raypb.PlacementBundle.resources:type_name -> raypb.ResourceQty
+	6,  // 53: raypb.RefPayload.owner:type_name -> raypb.PID
+	6,  // 54: raypb.AddBorrower.borrower:type_name -> raypb.PID
+	6,  // 55: raypb.RemoveBorrower.borrower:type_name -> raypb.PID
+	6,  // 56: raypb.ResolveObject.reply_to:type_name -> raypb.PID
+	8,  // 57: raypb.ObjectResolved.error:type_name -> raypb.ErrorInfo
+	58, // [58:58] is the sub-list for method output_type
+	58, // [58:58] is the sub-list for method input_type
+	58, // [58:58] is the sub-list for extension type_name
+	58, // [58:58] is the sub-list for extension extendee
+	0,  // [0:58] is the sub-list for field type_name
 }
 
 func init() { file_ray_proto_init() }
@@ -6089,7 +6200,7 @@ func file_ray_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ray_proto_rawDesc), len(file_ray_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   62,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
