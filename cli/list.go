@@ -80,7 +80,7 @@ var kinds = []kind{
 	{name: "actors", one: "actor", id: "actor_id", read: readActors, fields: fieldsOf(actorRecord(clusterstate.Actor{})),
 		columns: []string{"actor_id", "class", "name", "namespace", "state", "node", "job_id", "restarts", "detail"}},
 	{name: "placement-groups", one: "placement-group", id: "placement_group_id", read: readPlacementGroups, fields: fieldsOf(groupRecord(clusterstate.PlacementGroup{})),
-		columns: []string{"placement_group_id", "state", "strategy", "bundles", "nodes", "job_id", "detail"}},
+		columns: []string{"placement_group_id", "state", "strategy", "bundles", "nodes", "agent_ids", "job_id", "detail"}},
 	{name: "workers", one: "worker", id: "worker_id", read: readWorkers, fields: func() []string {
 		return []string{"worker_id", "worker_type", "state", "is_alive", "job_id", "agent_id", "host", "pid", "address", "started", "exit", "exited", "message", "log_path"}
 	}, columns: []string{"worker_id", "worker_type", "state", "job_id", "agent_id", "host", "pid", "exit"}},
@@ -788,7 +788,7 @@ func readPlacementGroups(ctx context.Context, s gcs.Store) ([]record, error) {
 
 func groupRecord(g clusterstate.PlacementGroup) record {
 	return record{{"placement_group_id", g.ID}, {"name", g.Name}, {"state", g.State}, {"strategy", g.Strategy},
-		{"bundles", g.Bundles}, {"nodes", g.Nodes}, {"job_id", g.JobID}, {"created_unix_ms", g.Created}, {"detail", g.Detail}}
+		{"bundles", g.Bundles}, {"nodes", g.Nodes}, {"agent_ids", g.AgentIDs}, {"job_id", g.JobID}, {"created_unix_ms", g.Created}, {"detail", g.Detail}}
 }
 
 // version is what `rayctl --version` prints: the module version and the commit it was

@@ -465,13 +465,7 @@ func ReadActors(ctx context.Context, s gcs.Store) ([]Actor, error) {
 	if err != nil {
 		return nil, err
 	}
-	agentOf := map[string]string{}
-	for _, kv := range nodes {
-		id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
-		if n, err := clusterview.DecodeNode(id, kv.Value); err == nil {
-			agentOf[id] = n.GetAgentId()
-		}
-	}
+	agentOf := agentsOf(nodes)
 	out := []Actor{}
 	for _, kv := range kvs {
 		info := &pb.ActorInfo{}
@@ -501,8 +495,12 @@ type PlacementGroup struct {
 	// Bundles are the bundles' resources, and Nodes each bundle's node ("" until placed).
 	Bundles []map[string]float64 `json:"bundles"`
 	Nodes   []string             `json:"nodes"`
-	Created int64                `json:"created_unix_ms"`
-	Detail  string               `json:"detail"` // why a PENDING group waits
+	// AgentIDs are the machines of Nodes (the worker processes of the group's job there),
+	// as `rayctl status` and `rayctl list nodes` name them: "" while a bundle is not placed,
+	// once its worker process is gone, or for a local node.
+	AgentIDs []string `json:"agent_ids"`
+	Created  int64    `json:"created_unix_ms"`
+	Detail   string   `json:"detail"` // why a PENDING group waits
 }
 
 // ReadPlacementGroups reads the placement groups' records (those of live processes: a
@@ -512,6 +510,11 @@ func ReadPlacementGroups(ctx context.Context, s gcs.Store) ([]PlacementGroup, er
 	if err != nil {
 		return nil, err
 	}
+	nodes, err := List(ctx, s, gcs.NodesPrefix)
+	if err != nil {
+		return nil, err
+	}
+	agentOf := agentsOf(nodes)
 	out := []PlacementGroup{}
 	for _, kv := range kvs {
 		info := &pb.PlacementGroupInfo{}
@@ -523,9 +526,23 @@ func ReadPlacementGroups(ctx context.Context, s gcs.Store) ([]PlacementGroup, er
 		for _, b := range info.GetBundles() {
 			g.Bundles = append(g.Bundles, agent.ResourcesFromPB(b.GetResources()))
 			g.Nodes = append(g.Nodes, b.GetNodeId())
+			g.AgentIDs = append(g.AgentIDs, agentOf[b.GetNodeId()])
 		}
 		out = append(out, g)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// agentsOf maps the node records' IDs (nodes/) to their agents ("" for a node no agent
+// runs).
+func agentsOf(nodes []gcs.KV) map[string]string {
+	agentOf := map[string]string{}
+	for _, kv := range nodes {
+		id, _ := gcs.TrimKey(gcs.NodesPrefix, kv.Key)
+		if n, err := clusterview.DecodeNode(id, kv.Value); err == nil {
+			agentOf[id] = n.GetAgentId()
+		}
+	}
+	return agentOf
 }
