@@ -12,7 +12,7 @@
 //	             [--object-store-memory 2GiB] [--spill-dir DIR] [--session-dir /tmp/ray-go]
 //	             [--gcs-endpoints a:2379,b:2379] [--namespace NS] [--block]
 //	rayctl stop [--force] [--session-dir DIR]
-//	rayctl status [--address A] [-o text|json]
+//	rayctl status [--address A] [-o text|json]   (nodes, resources, jobs, and Demands: what waits for resources)
 //	rayctl memory [--address A] [-o text|json]
 //	rayctl job submit [--address A] [--no-wait] [--working-dir D] [--env K=V]... -- PROGRAM [ARGS...]
 //	rayctl job list [-o json]

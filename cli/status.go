@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -18,7 +19,7 @@ import (
 func statusCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "status",
-		Usage: "show the cluster's nodes (agents, and drivers: alive, unreachable or dead), jobs and resources",
+		Usage: "show the cluster's nodes (agents, and drivers: alive, unreachable or dead), jobs, resources and demands (what waits for resources)",
 		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(), outputFlag()}, credentialFlags()...),
 		Action: func(c *ucli.Context) error {
 			asJSON, err := outputFormat(c)
@@ -65,8 +66,18 @@ func printJSON(c *ucli.Context, v any) error {
 
 // fmtResources prints "CPU 1/2, accel 0/1" (in use/total), names sorted, CPU and GPU first.
 func fmtResources(total, inUse map[string]float64) string {
-	names := make([]string, 0, len(total))
-	for n := range total {
+	names := sortedResourceNames(total)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %g/%g", n, inUse[n], total[n]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sortedResourceNames are res's names sorted, CPU and GPU first.
+func sortedResourceNames(res map[string]float64) []string {
+	names := make([]string, 0, len(res))
+	for n := range res {
 		names = append(names, n)
 	}
 	rank := func(n string) int {
@@ -84,11 +95,7 @@ func fmtResources(total, inUse map[string]float64) string {
 		}
 		return names[i] < names[j]
 	})
-	parts := make([]string, 0, len(names))
-	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%s %g/%g", n, inUse[n], total[n]))
-	}
-	return strings.Join(parts, ", ")
+	return names
 }
 
 func fmtBytes(n int64) string {
@@ -145,19 +152,96 @@ func printStatus(w io.Writer, st *Status) {
 	fmt.Fprintln(w)
 	if len(st.Jobs) == 0 {
 		fmt.Fprintln(w, "No jobs.")
+	} else {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "JOB\tSTATE\tSUBMISSION\tSTART\tEND\tDRIVER\tMESSAGE")
+		for _, j := range st.Jobs {
+			driver := j.Driver
+			if j.DriverState != "" && j.DriverState != clusterstate.DriverAlive {
+				driver += " (" + strings.ToLower(j.DriverState) + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(j.JobID), cell(j.State), cell(dash(j.SubmissionID)), cell(j.Start),
+				cell(dash(j.End)), cell(driver), cell(j.Message))
+		}
+		_ = tw.Flush()
+	}
+	fmt.Fprintln(w)
+	printDemands(w, st.Demands)
+}
+
+// printDemands prints the Demands section of rayctl status (Ray's): a line per shape of
+// tasks and actors that wait for resources, and a line per placement group not placed,
+// each on one line.
+//
+//	Demands:
+//	  {CPU: 1}: 10 pending task(s) (at 3f2a..., 9c1e...)
+//	  {CPU: 1} * 2 (PACK): placement group 0a1b2c3d4e5f6a7b pending 35s: <why it waits>
+func printDemands(w io.Writer, d clusterstate.Demands) {
+	if len(d.Tasks) == 0 && len(d.PlacementGroups) == 0 && d.Omitted == 0 {
+		fmt.Fprintln(w, "Demands: none (no task, actor or placement group waits for resources)")
 		return
 	}
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tSTATE\tSUBMISSION\tSTART\tEND\tDRIVER\tMESSAGE")
-	for _, j := range st.Jobs {
-		driver := j.Driver
-		if j.DriverState != "" && j.DriverState != clusterstate.DriverAlive {
-			driver += " (" + strings.ToLower(j.DriverState) + ")"
+	fmt.Fprintln(w, "Demands:")
+	for _, t := range d.Tasks {
+		var what []string
+		if t.Tasks > 0 {
+			what = append(what, fmt.Sprintf("%d pending task(s)", t.Tasks))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(j.JobID), cell(j.State), cell(dash(j.SubmissionID)), cell(j.Start),
-			cell(dash(j.End)), cell(driver), cell(j.Message))
+		if t.Actors > 0 {
+			what = append(what, fmt.Sprintf("%d pending actor(s)", t.Actors))
+		}
+		in := ""
+		if t.PlacementGroup != "" {
+			in = " in placement group " + t.PlacementGroup
+		}
+		fmt.Fprintln(w, "  "+cell(fmt.Sprintf("%s%s: %s (at %s)", fmtShape(t.Shape), in, strings.Join(what, ", "), strings.Join(t.AgentIDs, ", "))))
 	}
-	_ = tw.Flush()
+	if d.Omitted > 0 {
+		fmt.Fprintf(w, "  %d more pending task(s) or actor(s) of other shapes\n", d.Omitted)
+	}
+	for _, g := range d.PlacementGroups {
+		line := fmt.Sprintf("%s (%s): placement group %s", fmtBundles(g.Bundles), g.Strategy, g.ID)
+		if g.Name != "" {
+			line += fmt.Sprintf(" %q", g.Name)
+		}
+		if g.State == "PENDING" {
+			line += fmt.Sprintf(" pending %s", time.Duration(g.PendingSeconds)*time.Second)
+		} else {
+			line += " " + strings.ToLower(g.State) + " (bundles lost with their node)"
+		}
+		line += ", job " + g.JobID
+		if g.Reason != "" {
+			line += ": " + g.Reason
+		}
+		fmt.Fprintln(w, "  "+cell(line))
+	}
+}
+
+// fmtShape prints a shape as "{CPU: 1, GPU: 1, accel: 2}", names sorted, CPU and GPU first.
+func fmtShape(shape map[string]float64) string {
+	names := sortedResourceNames(shape)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s: %g", n, shape[n]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// fmtBundles prints bundles as Ray does, runs of equal ones counted: "{CPU: 1} * 2, {GPU: 1} * 1".
+func fmtBundles(bundles []map[string]float64) string {
+	var parts []string
+	for i := 0; i < len(bundles); {
+		j := i + 1
+		for j < len(bundles) && fmtShape(bundles[j]) == fmtShape(bundles[i]) {
+			j++
+		}
+		parts = append(parts, fmt.Sprintf("%s * %d", fmtShape(bundles[i]), j-i))
+		i = j
+	}
+	if len(parts) == 0 {
+		return "{}"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // driverState is a driver's state in the node table of `rayctl status`: alive,

@@ -31,6 +31,8 @@ type Status struct {
 	Cluster ClusterStatus  `json:"cluster"`
 	// Dashboard is the URL of the alive head's web dashboard ("" when none serves one).
 	Dashboard string `json:"dashboard,omitempty"`
+	// Demands is the work that waits for resources (Ray's "Demands").
+	Demands Demands `json:"demands"`
 }
 
 // NodeStatus is one node agent (one machine).
@@ -146,7 +148,7 @@ func FormatTime(ms int64) string {
 func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 	tables := map[string][]gcs.KV{}
 	for _, p := range []string{gcs.AgentsPrefix, gcs.AgentAlivePrefix, gcs.NodesPrefix, gcs.LoadPrefix, gcs.JobsPrefix,
-		gcs.JobAlivePrefix, gcs.DriverLostPrefix, gcs.DriverLoadPrefix} {
+		gcs.JobAlivePrefix, gcs.DriverLostPrefix, gcs.DriverLoadPrefix, gcs.PlacementGroupsPrefix} {
 		kvs, err := List(ctx, s, p)
 		if err != nil {
 			return nil, err
@@ -286,6 +288,7 @@ func Read(ctx context.Context, s gcs.Store) (*Status, error) {
 			st.Cluster.ObjectStoreBudget += d.ObjectStoreBudget
 		}
 	}
+	st.Demands = readDemands(tables, loads, time.Now())
 	return st, nil
 }
 
