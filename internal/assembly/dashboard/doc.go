@@ -1,6 +1,7 @@
 // Package dashboard is the web dashboard a head agent serves (Ray's dashboard, on
 // --dashboard-port, default 8265): the cluster's nodes with CPU, memory and object store
 // bars, the drivers joined to it (alive, unreachable or dead, as rayctl status lists them),
+// what waits for resources (rayctl status's Demands),
 // its jobs with their state, namespace, their driver's state and logs, its actors (with their
 // namespace), its tasks as a filterable table and
 // a timeline, the objects its processes own, and charts of the main metrics over the last hour. The head's Prometheus

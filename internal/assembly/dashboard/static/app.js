@@ -112,6 +112,38 @@ async function overview() {
     h("td", {}, d.state === "ALIVE" ? bar("store", d.object_store_used, d.object_store_budget,
       fmtBytes(d.object_store_used) + " / " + fmtBytes(d.object_store_budget)) : "-"),
     h("td", {}, d.started || "-"), h("td", {}, d.last_heartbeat || "-"), h("td", {}, driverDetail(d)))));
+  // What waits for resources (rayctl status's Demands).
+  const dm = st.demands || {};
+  fill("#demands-table", [
+    ...(dm.tasks || []).map(t => h("tr", {"data-demand": "tasks"},
+      h("td", {class: "mono"}, fmtShape(t.shape)),
+      h("td", {}, t.placement_group ? "tasks/actors in placement group " + t.placement_group : "tasks/actors"),
+      h("td", {}, [t.tasks ? t.tasks + " task(s)" : "", t.actors ? t.actors + " actor(s)" : ""].filter(Boolean).join(", ")),
+      h("td", {class: "mono"}, (t.agent_ids || []).join(", ")), h("td", {}, ""))),
+    ...(dm.placement_groups || []).map(g => h("tr", {"data-demand": "placement-group", "data-group": g.placement_group_id},
+      h("td", {class: "mono"}, fmtBundles(g.bundles || []) + " (" + g.strategy + ")"),
+      h("td", {}, "placement group " + g.placement_group_id + (g.name ? " \"" + g.name + "\"" : "")),
+      h("td", {}, g.state === "PENDING" ? "pending " + (g.pending_seconds || 0) + " s" : g.state.toLowerCase()),
+      h("td", {class: "mono"}, "job " + g.job_id), h("td", {}, g.reason || "")))]);
+}
+
+// fmtShape prints resources as rayctl status does: "{CPU: 1, GPU: 1, accel: 2}".
+function fmtShape(m) {
+  const rank = n => n === "CPU" ? 0 : n === "GPU" ? 1 : 2;
+  const names = Object.keys(m || {}).sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+  return "{" + names.map(n => n + ": " + fmtNum(m[n])).join(", ") + "}";
+}
+
+// fmtBundles counts runs of equal bundles: "{CPU: 1} * 2, {GPU: 1} * 1".
+function fmtBundles(bs) {
+  const parts = [];
+  for (let i = 0; i < bs.length;) {
+    let j = i + 1;
+    while (j < bs.length && fmtShape(bs[j]) === fmtShape(bs[i])) j++;
+    parts.push(fmtShape(bs[i]) + " * " + (j - i));
+    i = j;
+  }
+  return parts.length ? parts.join(", ") : "{}";
 }
 
 // driverDetail says how long an unreachable driver has been silent, or when and why a
