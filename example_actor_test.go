@@ -144,7 +144,7 @@ func ExampleActorHandle_lifetime() {
 	// Output:
 	// 1 <nil>
 	// 2 <nil>
-	// Dead - out of scope: every handle to the actor is gone
+	// Dead - out of scope: every handle to the actor is gone (Go drops a handle after its last use, not at the end of its scope: to keep an actor, keep a handle reachable, e.g. defer runtime.KeepAlive(h), or create it Detached)
 }
 
 func ExampleGetActor() {
