@@ -30,6 +30,9 @@
 // taskarchive/<job>/<node> as it goes (Archive, from the node layer's Stop), and Gather
 // answers for it from there (Result.Archived): it is not asked. The GCS keeps the archives
 // of the last ArchivedJobs jobs, ArchivedBytes at most. A count (metrics) reads no archive.
+// A running process archives on request too (Request.Archive, AskArchive: `rayctl job
+// stop` asks the driver before it sends SIGTERM, which a Go driver dies of); a later
+// archive replaces it.
 //
 // A process known to have exited is not asked at all (Result.Gone): its node record
 // outlives it until its lease lapses, and waiting for it held every query for the whole

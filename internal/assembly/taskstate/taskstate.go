@@ -35,6 +35,11 @@ type Request struct {
 	// From is the node ID of the asking process: a query's asker with a runtime reads its
 	// own records directly (Options.Local), so its Server does not answer.
 	From string `json:"from,omitempty"`
+	// Archive, when set, asks the process To (a node ID) to archive its task records now
+	// (Archive), as it does when it stops cleanly, and to answer "ok" or why not (Query is
+	// ignored): AskArchive, before its driver is stopped by a signal it may die of.
+	Archive bool   `json:"archive,omitempty"`
+	To      string `json:"to,omitempty"`
 }
 
 // partBytes is the most bytes of an answer under one key (etcd takes 1.5 MiB a request).
@@ -102,6 +107,12 @@ func (s *Server) handle(ctx context.Context, value []byte) {
 		}
 		return
 	}
+	if req.Archive {
+		if req.To == string(s.Node) {
+			s.archiveNow(ctx, &req)
+		}
+		return
+	}
 	if req.From == string(s.Node) {
 		return // the asker read its own records directly (Options.Local)
 	}
@@ -141,6 +152,71 @@ func (s *Server) answer(ctx context.Context, req *Request) error {
 	}
 	_, err := s.Store.Put(qctx, endsPrefix(req.ID)+string(s.Node), []byte(strconv.Itoa(n)), gcs.LeaseID(req.Lease))
 	return err
+}
+
+// archiveNow archives this process's task records (Archive) for an AskArchive request and
+// answers "ok", or the error, under the request's end key for this node.
+func (s *Server) archiveNow(ctx context.Context, req *Request) {
+	actx, cancel := context.WithTimeout(ctx, archiveAskWait)
+	defer cancel()
+	answer := "ok"
+	if err := Archive(actx, s.Store, s.Job, s.Node, s.Core); err != nil {
+		answer = err.Error()
+	}
+	if _, err := s.Store.Put(actx, endsPrefix(req.ID)+string(s.Node), []byte(answer), gcs.LeaseID(req.Lease)); err != nil && ctx.Err() == nil {
+		s.Logger.Debug("taskstate: answering a request to archive failed", "id", req.ID, "err", err)
+	}
+}
+
+// archiveAskWait is the default bound of AskArchive, and of the archive it asks for.
+const archiveAskWait = 3 * time.Second
+
+// AskArchive asks the process node of job (a driver about to be stopped: `rayctl job
+// stop` sends it SIGTERM, which a Go program dies of unless it handles it) to archive its
+// task records now (Archive), as a process that stops cleanly does, and waits for its
+// answer, at most wait (default 3 s). Without it, a stopped job's tasks were gone with its
+// driver. The process runs on: a later archive (its Stop, if it handles the signal and
+// calls ray.Shutdown) replaces this one; until it has exited, the state API reads this
+// archive for it (Gather), in which a task not ended yet is FAILED (its owner is about to
+// exit). It returns nil once the process has archived, an error when it did not answer in
+// time or could not.
+func AskArchive(ctx context.Context, store gcs.Store, job, node string, wait time.Duration) error {
+	if wait <= 0 {
+		wait = archiveAskWait
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	lease, err := store.Grant(ctx, wait+5*time.Second)
+	if err != nil {
+		return fmt.Errorf("taskstate: lease for a request to archive: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = store.Revoke(rctx, lease) // the request and its answer go with it
+	}()
+	req := Request{ID: ids.NewRootTaskID().String(), Job: job, Lease: int64(lease), Archive: true, To: node}
+	b, _ := json.Marshal(req)
+	if _, err := store.Put(ctx, gcs.StateRequestKey(req.ID), b, lease); err != nil {
+		return fmt.Errorf("taskstate: send a request to archive: %w", err)
+	}
+	key := endsPrefix(req.ID) + node
+	for {
+		kv, found, err := store.Get(ctx, key)
+		switch {
+		case err != nil:
+			return fmt.Errorf("taskstate: process %s did not archive its task records in time: %w", node, err)
+		case found && string(kv.Value) == "ok":
+			return nil
+		case found:
+			return fmt.Errorf("taskstate: process %s could not archive its task records: %s", node, kv.Value)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("taskstate: process %s did not archive its task records within %v", node, wait)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // collectTTL is how long a request for collections stays in the GCS, on a lease of its
