@@ -69,7 +69,7 @@ func jobCommand() *ucli.Command {
 			},
 			{
 				Name:      "stop",
-				Usage:     "stop a submission (SIGTERM to the driver's process group, SIGKILL after 5 s); the submission and its job end STOPPED",
+				Usage:     "stop a submission (the driver is asked to keep its task records in the GCS, for up to 3 s; then SIGTERM to its process group, SIGKILL after 5 s); the submission and its job end STOPPED",
 				ArgsUsage: "SUBMISSION_ID|JOB_ID",
 				Flags:     common(&ucli.BoolFlag{Name: "no-wait", Usage: "return once the request is recorded", EnvVars: []string{"RAY_GO_NO_WAIT"}}),
 				Action:    runJobStop,

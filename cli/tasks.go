@@ -65,7 +65,7 @@ func gatherTasks(c *ucli.Context, job string, q core.TaskQuery) (*taskstate.Resu
 	}
 	if job != "" && res.Processes == 0 && len(res.Missing) == 0 && len(res.Archived) == 0 {
 		if state, end := endedJob(ctx, store, job); state != "" {
-			fmt.Fprintf(c.App.ErrWriter, "rayctl: job %s ended (%s at %s) and its processes left no task records: a process keeps its records in memory and leaves them in the GCS when it stops cleanly (ray.Shutdown, or the end of its job), not when it is killed; and the GCS keeps those of the last %d jobs\n",
+			fmt.Fprintf(c.App.ErrWriter, "rayctl: job %s ended (%s at %s) and its processes left no task records: a process keeps its records in memory and leaves them in the GCS when it stops cleanly (ray.Shutdown, the end of its job, or rayctl job stop), not when it is killed or crashes; and the GCS keeps those of the last %d jobs\n",
 				job, state, end, taskstate.ArchivedJobs)
 		}
 	}

@@ -555,7 +555,7 @@ func TestCluster(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	checkTaskState(t, tok, addr)
+	checkTaskState(t, tok, addr, stoppedJob)
 	cmd.Process.Kill()
 	cmd.Wait()
 	deadline = time.Now().Add(30 * time.Second)
@@ -630,7 +630,10 @@ func lastLine(s string) string {
 // checkTaskState checks the state API's tasks against the hanging driver's job: the tasks
 // its driver and a worker process submitted, a failed task with its error, one task by ID,
 // the summary, and a timeline file that parses as a Chrome trace with spans and arrows.
-func checkTaskState(t *testing.T, tok []string, addr string) {
+// The job stopped before (the same check, submitted, then rayctl job stop) still lists its
+// failed task and the long one it was running, FAILED with its driver gone: rayctl job
+// stop had the driver archive its records first.
+func checkTaskState(t *testing.T, tok []string, addr, stopped string) {
 	t.Helper()
 	type task struct {
 		TaskID, Name, State, Error, Node, JobID, OwnerNode string
@@ -652,7 +655,21 @@ func checkTaskState(t *testing.T, tok []string, addr string) {
 		}
 		return ts
 	}
-	failed := list("--filter", "state=FAILED")
+	var failed, stoppedFailed []task
+	for _, tk := range list("--filter", "state=FAILED") {
+		if tk.JobID == stopped {
+			stoppedFailed = append(stoppedFailed, tk)
+		} else {
+			failed = append(failed, tk)
+		}
+	}
+	names := map[string]bool{}
+	for _, tk := range stoppedFailed {
+		names[tk.Name] = true
+	}
+	if len(stoppedFailed) != 2 || !names["e2e.Fail"] || !names["e2e.Busy"] {
+		t.Errorf("rayctl list tasks --filter state=FAILED: the stopped job %s's failed tasks are %+v, want its e2e.Fail and e2e.Busy", stopped, stoppedFailed)
+	}
 	if len(failed) != 1 || failed[0].Name != "e2e.Fail" || !strings.Contains(failed[0].Error, "this task fails on purpose") || failed[0].Node == "" {
 		t.Fatalf("rayctl list tasks --filter state=FAILED: %+v", failed)
 	}

@@ -303,6 +303,9 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 	if check == "workerexit" {
 		return workerExitCheck(ctx)
 	}
+	if check == "jobstop" || check == "exit3" {
+		return jobEndCheck(ctx, check)
+	}
 	if len(nodes) < 2 {
 		return fmt.Errorf("the job has %d nodes, the checks need 2", len(nodes))
 	}

@@ -98,7 +98,8 @@
 //     file there, else from the verified cache) in its working directory with the agent's
 //     environment, its env, RAY_ADDRESS
 //     and RAY_GO_SUBMISSION_ID; output to <SessionDir>/logs/job-<id>.log. The outcome:
-//     SUCCEEDED (exit 0), FAILED (exit code, message), STOPPED (stop_requested: SIGTERM to
+//     SUCCEEDED (exit 0), FAILED (exit code, message), STOPPED (stop_requested: the driver
+//     is asked to archive its task records, for up to 3 s (archiveDriver), then SIGTERM to
 //     the group, SIGKILL after 5 s; or the head agent stopped). When the driver registers
 //     its job (JobInfo.submission_id), the submission's job_id is filled in. One truth:
 //     when the driver's process has exited, its job record is given the submission's

@@ -415,6 +415,7 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 		case <-stopReq:
 			stopReq = nil
 			a.log.Info("agent: stopping submission", "submission", id, "pid", p.pid)
+			s.archiveDriver(ctx, id) // its task records outlive it (bounded)
 			p.signal(syscall.SIGTERM)
 			if kill == nil {
 				kill = time.After(stopGrace)

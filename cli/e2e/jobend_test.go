@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startOneHead starts a head of 2 CPUs (no dashboard, no metrics) in the session and returns
+// rayctl's environment for it (the token).
+func startOneHead(t *testing.T, port int, sess string) []string {
+	t.Helper()
+	out, errOut, code := run(t, 90*time.Second, nil, rayctl, "start", "--head", "--port", strconv.Itoa(port), "--session-dir", sess,
+		"--num-cpus", "2", "--object-store-memory", "256MiB", "--dashboard-port", "-1", "--metrics-port", "-1")
+	if code != 0 {
+		t.Fatalf("rayctl start --head: exit %d\n%s\n%s", code, out, errOut)
+	}
+	return []string{"RAY_GO_TOKEN=" + printedToken(t, out)}
+}
+
+// listJSON runs `rayctl list|get ARGS -o json --address addr` and decodes its rows (one
+// object for get); it returns stderr too.
+func listJSON(t *testing.T, tok []string, addr string, out any, args ...string) string {
+	t.Helper()
+	stdout, errOut, code := run(t, time.Minute, tok, rayctl, append(args, "-o", "json", "--address", addr)...)
+	if code != 0 {
+		t.Fatalf("rayctl %s: exit %d\n%s\n%s", strings.Join(args, " "), code, stdout, errOut)
+	}
+	if err := json.Unmarshal([]byte(stdout), out); err != nil {
+		t.Fatalf("rayctl %s: %v\n%s", strings.Join(args, " "), err, stdout)
+	}
+	return errOut
+}
+
+// jobOf returns the job the submission's driver registered.
+func jobOf(t *testing.T, tok []string, addr, sub string) string {
+	t.Helper()
+	var jobs []map[string]any
+	listJSON(t, tok, addr, &jobs, "list", "jobs")
+	for _, j := range jobs {
+		if j["submission_id"] == sub {
+			return j["job_id"].(string)
+		}
+	}
+	t.Fatalf("no job of submission %s in rayctl list jobs: %v", sub, jobs)
+	return ""
+}
+
+// TestJobStopKeepsTasks: `rayctl job stop` of a Go driver that does not handle SIGTERM
+// (three tasks done, a long one running). Once the stop has returned:
+//   - `rayctl list tasks` of the job lists its tasks, the three FINISHED and the long one
+//     FAILED: the head agent asks the driver to archive its records before it signals it.
+//     Before, the driver died of SIGTERM with its records ("left no task records").
+func TestJobStopKeepsTasks(t *testing.T) {
+	t.Parallel()
+	port, addr, sess := newSession(t)
+	tok := startOneHead(t, port, sess)
+	out, errOut, code := run(t, time.Minute, tok, rayctl, "job", "submit", "--no-wait", "--address", addr, "--", driver, "-check", "jobstop")
+	sub := strings.TrimSpace(out)
+	if code != 0 || sub == "" {
+		t.Fatalf("rayctl job submit --no-wait: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		out, _, _ := run(t, time.Minute, tok, rayctl, "job", "logs", sub, "--address", addr)
+		if strings.Contains(out, "jobstop ready") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the submitted driver did not print \"jobstop ready\" within 2 minutes; its output:\n%s", out)
+		}
+	}
+	job := jobOf(t, tok, addr, sub)
+	if out, errOut, code := run(t, time.Minute, tok, rayctl, "job", "stop", sub, "--address", addr); code != 0 || !strings.Contains(out, "STOPPED") {
+		t.Fatalf("rayctl job stop: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	var tasks []map[string]any
+	errOut = listJSON(t, tok, addr, &tasks, "list", "tasks", "--filter", "job_id="+job)
+	got := map[string]int{}
+	for _, r := range tasks {
+		got[r["name"].(string)+" "+r["state"].(string)]++
+	}
+	if got["e2e.Add FINISHED"] != 3 || got["e2e.Busy FAILED"] != 1 || len(tasks) != 4 {
+		t.Fatalf("rayctl list tasks of the stopped job: %v, want 3 e2e.Add FINISHED and 1 e2e.Busy FAILED; stderr:\n%s", got, errOut)
+	}
+}
