@@ -48,11 +48,28 @@ func jobOf(t *testing.T, tok []string, addr, sub string) string {
 	return ""
 }
 
+// driverRow returns the DRIVER row of job in `rayctl list workers` (nil: none).
+func driverRow(t *testing.T, tok []string, addr, job string) map[string]any {
+	t.Helper()
+	var ws []map[string]any
+	listJSON(t, tok, addr, &ws, "list", "workers")
+	for _, w := range ws {
+		if w["worker_type"] == "DRIVER" && w["job_id"] == job {
+			return w
+		}
+	}
+	return nil
+}
+
 // TestJobStopKeepsTasks: `rayctl job stop` of a Go driver that does not handle SIGTERM
 // (three tasks done, a long one running). Once the stop has returned:
 //   - `rayctl list tasks` of the job lists its tasks, the three FINISHED and the long one
 //     FAILED: the head agent asks the driver to archive its records before it signals it.
 //     Before, the driver died of SIGTERM with its records ("left no task records").
+//   - the driver is DEAD in `rayctl list workers`, and list tasks does not wait for it nor
+//     report it missing: the head agent, which reaped it, records its end at once. Before,
+//     it was ALIVE until its lease lapsed, and a query asked it, waited 10 s and warned
+//     that it "did not answer".
 func TestJobStopKeepsTasks(t *testing.T) {
 	t.Parallel()
 	port, addr, sess := newSession(t)
@@ -76,13 +93,53 @@ func TestJobStopKeepsTasks(t *testing.T) {
 		t.Fatalf("rayctl job stop: exit %d\n%s\n%s", code, out, errOut)
 	}
 
+	if d := driverRow(t, tok, addr, job); d == nil || d["state"] != "DEAD" || !strings.Contains(d["exit"].(string), "stopped by request") {
+		t.Errorf("the stopped job's driver in rayctl list workers: %v, want DEAD, stopped by request", d)
+	}
 	var tasks []map[string]any
 	errOut = listJSON(t, tok, addr, &tasks, "list", "tasks", "--filter", "job_id="+job)
+	if strings.Contains(errOut, "did not answer") {
+		t.Errorf("rayctl list tasks waited for the exited driver and reported it missing:\n%s", errOut)
+	}
 	got := map[string]int{}
 	for _, r := range tasks {
 		got[r["name"].(string)+" "+r["state"].(string)]++
 	}
 	if got["e2e.Add FINISHED"] != 3 || got["e2e.Busy FAILED"] != 1 || len(tasks) != 4 {
 		t.Fatalf("rayctl list tasks of the stopped job: %v, want 3 e2e.Add FINISHED and 1 e2e.Busy FAILED; stderr:\n%s", got, errOut)
+	}
+}
+
+// TestExitedDriverListedDead: a submitted driver exits with status 3 without ray.Shutdown.
+// As soon as `rayctl job submit` has returned (FAILED), the driver is DEAD in `rayctl list
+// workers` and `rayctl list nodes`, with how it ended, and `rayctl list tasks` does not ask
+// it. Before, it was ALIVE until its lease lapsed (6 s), and list tasks waited 10 s for it
+// and then reported it missing.
+func TestExitedDriverListedDead(t *testing.T) {
+	t.Parallel()
+	port, addr, sess := newSession(t)
+	tok := startOneHead(t, port, sess)
+	out, errOut, code := run(t, 3*time.Minute, tok, rayctl, "job", "submit", "--address", addr, "--", driver, "-check", "exit3")
+	if code == 0 || !strings.Contains(out+errOut, "exit3 exiting") {
+		t.Fatalf("rayctl job submit of a driver that exits with status 3: exit %d, want non-zero\n%s\n%s", code, out, errOut)
+	}
+	var jobs []map[string]any
+	listJSON(t, tok, addr, &jobs, "list", "jobs")
+	if len(jobs) != 1 {
+		t.Fatalf("rayctl list jobs: %v, want the one job", jobs)
+	}
+	job := jobs[0]["job_id"].(string)
+	if d := driverRow(t, tok, addr, job); d == nil || d["state"] != "DEAD" || !strings.Contains(d["exit"].(string), "exit status 3") || d["is_alive"] != false {
+		t.Errorf("the exited driver in rayctl list workers: %v, want DEAD, exit status 3", d)
+	}
+	var nodes []map[string]any
+	listJSON(t, tok, addr, &nodes, "list", "nodes", "--filter", "role=driver")
+	if len(nodes) != 1 || nodes[0]["state"] != "DEAD" || nodes[0]["job_id"] != job {
+		t.Errorf("the exited driver in rayctl list nodes: %v, want it DEAD", nodes)
+	}
+	var tasks []map[string]any
+	errOut = listJSON(t, tok, addr, &tasks, "list", "tasks", "--limit", "1")
+	if strings.Contains(errOut, "did not answer") {
+		t.Errorf("rayctl list tasks waited for the exited driver and reported it missing:\n%s", errOut)
 	}
 }

@@ -105,7 +105,10 @@
 //     when the driver's process has exited, its job record is given the submission's
 //     state and message (settleJob) before the submission's are written, so a stopped
 //     driver is STOPPED in both tables, never FAILED "driver process exited without
-//     calling ray.Shutdown" in the job table. A head that starts fails the submissions it
+//     calling ray.Shutdown" in the job table. Then a driver that left its node record
+//     behind (no ray.Shutdown) is recorded DEAD (driverlost/) and its lease revoked
+//     (driverExited): it is not listed ALIVE, nor asked by the state API, until its lease
+//     would have lapsed. A head that starts fails the submissions it
 //     finds RUNNING (their drivers died with the head that ran them) once no other head is
 //     alive, looking again every second while one is (failOrphans).
 //

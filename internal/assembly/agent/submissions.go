@@ -385,7 +385,7 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 		msg := "cannot start the driver: " + err.Error()
 		a.log.Warn("agent: "+msg, "submission", id)
 		release()
-		s.finish(id, pb.JobInfo_FAILED, -1, msg, LogEnd{LogPath: logPath, Host: a.hostname})
+		s.finish(id, pb.JobInfo_FAILED, -1, msg, LogEnd{LogPath: logPath, Host: a.hostname}, nil)
 		return
 	}
 	a.log.Info("agent: started submission", "submission", id, "pid", p.pid, "argv", argv)
@@ -449,7 +449,7 @@ func (s *submissionRunner) execute(ctx context.Context, r *subRun, sub *pb.Submi
 	}
 	a.log.Info("agent: submission ended", "submission", id, "state", state, "how", p.describe())
 	release() // before the outcome: whoever sees the submission ended sees its certificate gone
-	s.finish(id, state, int32(code), msg, LogEnd{Bytes: pub.published, Truncated: pub.truncated, Omitted: pub.omitted, LogPath: logPath, Host: a.hostname})
+	s.finish(id, state, int32(code), msg, LogEnd{Bytes: pub.published, Truncated: pub.truncated, Omitted: pub.omitted, LogPath: logPath, Host: a.hostname}, p)
 }
 
 // setsVar reports whether env (KEY=VALUE entries) sets the variable name.
@@ -512,12 +512,21 @@ func (s *submissionRunner) driverCreds(ctx context.Context, id string) (env []st
 // finish records a submission's outcome and its log end marker in one transaction, so a
 // reader that sees the end marker also sees the final state. The job the driver
 // registered, if any, is given the same outcome first (settleJob), so that whoever sees
-// the submission ended sees the job table agree.
-func (s *submissionRunner) finish(id string, state pb.JobInfo_State, code int32, msg string, end LogEnd) {
+// the submission ended sees the job table agree; then a driver process p (nil: none was
+// started) that exited without leaving the cluster is recorded DEAD and its records go
+// (driverExited), so that whoever sees the submission ended sees no ALIVE driver either.
+func (s *submissionRunner) finish(id string, state pb.JobInfo_State, code int32, msg string, end LogEnd, p *proc) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	if err := settleJob(ctx, s.a.store, id, state, msg); err != nil {
 		s.a.log.Warn("agent: give the submission's job its outcome", "submission", id, "state", state, "err", err)
+	}
+	if p != nil {
+		reason := msg
+		if reason == "" {
+			reason = "driver " + p.describe()
+		}
+		s.driverExited(ctx, id, p, reason)
 	}
 	eb, _ := json.Marshal(end)
 	_, err := updateSubmission(ctx, s.a.store, id, func(cur *pb.Submission) bool {
