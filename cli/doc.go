@@ -47,7 +47,8 @@
 // actors and objects name the worker process of their job that ran or holds them (an agent
 // starts one per job on its machine; ray.NodeID, NodeAffinity and ray.Nodes use these IDs).
 // `get node` of a worker process's ID prints its machine's record with the worker process's
-// own fields (pid, job, address, object store) under worker_process, and `list nodes
+// own fields (pid, job, address, object store) under worker_process (of one that exited,
+// an ended job's: what its agent's record says, state EXITED, exit, message, log path), and `list nodes
 // --filter node_id=` of one keeps its machine's row (workernode.go). An actor's record
 // names its worker process's machine too (agent_id, while that process runs; the
 // dashboard's actors page shows it on the node). `list workers` (Ray's `ray list workers`)

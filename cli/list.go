@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -434,7 +435,11 @@ func readKindForGet(c *ucli.Context, k kind) ([]record, map[string]workerProc, e
 	if err == nil {
 		var workers map[string]workerProc
 		if workers, err = readWorkerProcesses(c.Context, store); err == nil {
-			return recs, workers, nil
+			var exited map[string]workerProc
+			if exited, err = exitedWorkerProcesses(c.Context, store, workers); err == nil {
+				maps.Copy(workers, exited)
+				return recs, workers, nil
+			}
 		}
 	}
 	return nil, nil, exitf(ExitError, "read the %s from %s: %v", k.name, strings.Join(addr, ","), err)

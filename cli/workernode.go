@@ -58,6 +58,45 @@ func readWorkerProcesses(ctx context.Context, s gcs.Store) (map[string]workerPro
 	return out, nil
 }
 
+// exitedWorkerProcesses returns the worker processes the agents' jobworkers/ records
+// (`list workers`) name that are no longer in the node table (exited: an ended job's,
+// one a restart replaced), by node ID, with what those records know: `get node` of the
+// node a finished job's task ran on answers with its machine and the process EXITED,
+// as `list workers` lists it, instead of "no node". Those of registered (the node
+// table's) are left out.
+func exitedWorkerProcesses(ctx context.Context, s gcs.Store, registered map[string]workerProc) (map[string]workerProc, error) {
+	ws, _, err := readWorkerRecs(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]workerProc{}
+	add := func(w *pb.JobWorker) {
+		id := w.GetNodeId()
+		_, registered := registered[id]
+		_, seen := out[id]
+		if registered || seen || id == "" {
+			return
+		}
+		// EXITED, as a rule; a record whose agent is down may still say RUNNING (list
+		// workers says so too).
+		state := w.GetState().String()
+		exited := ""
+		if ms := w.GetExitUnixMs(); ms > 0 {
+			exited = fmtTime(ms)
+		}
+		out[id] = workerProc{agent: w.GetAgentId(), rec: record{{"node_id", id}, {"role", "worker"}, {"state", state},
+			{"job_id", w.GetJobId()}, {"agent_id", w.GetAgentId()}, {"pid", w.GetPid()}, {"exit", w.GetExit()},
+			{"exited", exited}, {"message", w.GetMessage()}, {"log_path", w.GetLogPath()}}}
+	}
+	for _, w := range ws {
+		add(w)
+		for _, e := range w.GetExited() {
+			add(e)
+		}
+	}
+	return out, nil
+}
+
 // withWorker is the record `get node` prints for worker process w: its machine's record
 // (recs, `list nodes`'s, by node ID) with w's fields under worker_process; w alone when
 // its machine has no record (a local node).

@@ -70,6 +70,9 @@ func driverRow(t *testing.T, tok []string, addr, job string) map[string]any {
 //     report it missing: the head agent, which reaped it, records its end at once. Before,
 //     it was ALIVE until its lease lapsed, and a query asked it, waited 10 s and warned
 //     that it "did not answer".
+//   - once its worker process has exited and left the node table, `rayctl get node` of the
+//     node the tasks ran on answers with its machine and the process EXITED, as `rayctl
+//     list workers` lists it. Before: "no node".
 func TestJobStopKeepsTasks(t *testing.T) {
 	t.Parallel()
 	port, addr, sess := newSession(t)
@@ -102,11 +105,46 @@ func TestJobStopKeepsTasks(t *testing.T) {
 		t.Errorf("rayctl list tasks waited for the exited driver and reported it missing:\n%s", errOut)
 	}
 	got := map[string]int{}
+	node := ""
 	for _, r := range tasks {
 		got[r["name"].(string)+" "+r["state"].(string)]++
+		if r["name"] == "e2e.Add" {
+			node, _ = r["node"].(string)
+		}
 	}
 	if got["e2e.Add FINISHED"] != 3 || got["e2e.Busy FAILED"] != 1 || len(tasks) != 4 {
 		t.Fatalf("rayctl list tasks of the stopped job: %v, want 3 e2e.Add FINISHED and 1 e2e.Busy FAILED; stderr:\n%s", got, errOut)
+	}
+
+	// The job's worker process stops with the job; then its node record is gone.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		var st struct {
+			Nodes []struct {
+				Workers int `json:"workers"`
+			} `json:"nodes"`
+		}
+		out, errOut, code := run(t, time.Minute, tok, rayctl, "status", "-o", "json", "--address", addr)
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Nodes) != 1 {
+			t.Fatalf("rayctl status: exit %d\n%s\n%s", code, out, errOut)
+		}
+		if st.Nodes[0].Workers == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stopped job's worker process is still registered after a minute:\n%s", out)
+		}
+	}
+	var rec map[string]any
+	stdout, errOut, code := run(t, time.Minute, tok, rayctl, "get", "node", node[:8], "-o", "json", "--address", addr)
+	if code != 0 || json.Unmarshal([]byte(stdout), &rec) != nil {
+		t.Fatalf("rayctl get node %s (the node the stopped job's tasks ran on): exit %d\n%s\n%s", node[:8], code, stdout, errOut)
+	}
+	wp, _ := rec["worker_process"].([]any)
+	if rec["head"] != true || len(wp) != 1 {
+		t.Fatalf("rayctl get node %s: %v, want the head with the worker process", node[:8], rec)
+	}
+	if w := wp[0].(map[string]any); w["node_id"] != node || w["state"] != "EXITED" || w["job_id"] != job {
+		t.Errorf("rayctl get node %s: the worker process %v, want node %s EXITED of job %s", node[:8], w, node, job)
 	}
 }
 
