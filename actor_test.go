@@ -339,6 +339,44 @@ func TestActorConstructorFailure(t *testing.T) {
 	}
 }
 
+// failingCtor counts its runs under its argument and fails each (an error, or a panic).
+var failingCtor = Actor1("test.FailingCtor", func(_ context.Context, key string) (*account, error) {
+	n := countCall(key)
+	if strings.HasPrefix(key, "panic") {
+		panic(fmt.Sprintf("ctor panics (run %d)", n))
+	}
+	return nil, fmt.Errorf("ctor says no (run %d)", n)
+})
+
+var failingCtorBalance = Method0(failingCtor, "Balance", (*account).Balance)
+
+// TestActorConstructorErrorIsFinal: a constructor that returns an error or panics ends
+// the actor at once, restarts left or not (Ray: "the actor died because of an error
+// raised in its creation task"): it runs once, and the death detail and the calls' errors
+// give its error.
+func TestActorConstructorErrorIsFinal(t *testing.T) {
+	for _, key := range []string{"ctor-final-error", "panic-ctor-final"} {
+		t.Run(key, func(t *testing.T) {
+			ctx := timeout(t)
+			h := failingCtor.Remote(ctx, V(key), MaxRestarts(3))
+			_, err := Get(ctx, failingCtorBalance.Remote(ctx, h))
+			if !errors.Is(err, ErrActorDied) || !strings.Contains(err.Error(), "run 1") || !strings.Contains(err.Error(), "final") {
+				t.Fatalf("call on an actor whose constructor failed: %v", err)
+			}
+			st, err := GetActorState(ctx, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Phase != "Dead" || st.Restarts != 0 || !strings.Contains(st.Detail, "run 1") {
+				t.Fatalf("state after a constructor error: %+v", st)
+			}
+			if n := counter(calls, key).Load(); n != 1 {
+				t.Fatalf("the constructor ran %d times, want 1", n)
+			}
+		})
+	}
+}
+
 func TestActorConcurrency(t *testing.T) {
 	ctx := timeout(t)
 	h := gateClass.Remote(ctx, MaxConcurrency(4), UnboundedMethodLog())

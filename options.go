@@ -205,7 +205,9 @@ func Namespace(ns string) TaskOption { return func(o *callOpts) { o.namespace = 
 func Detached() TaskOption { return func(o *callOpts) { o.detached = true } }
 
 // MaxRestarts sets how often an actor is restarted after its host or instance died, or
-// after Kill without noRestart (actors only; default 0, -1 for no limit).
+// after Kill without noRestart (actors only; default 0, -1 for no limit). A constructor
+// that returns an error or panics is not retried: the actor dies at once with that
+// error, as in Ray.
 func MaxRestarts(n int) TaskOption { return func(o *callOpts) { o.maxRestarts = n } }
 
 // MaxTaskRetries sets how often an at-most-once actor's in-flight call is resent after a

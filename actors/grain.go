@@ -471,14 +471,17 @@ func (g *grain) recover(ctx context.Context) *recovered {
 		return &recovered{stop: fmt.Sprintf("not placed here (%v on %q)", st.Phase, st.Node)}
 	}
 	inc := info.Incarnation
-	fail := func(why string) *recovered {
+	// failWith(why, true): the constructor's own error, which ends the actor (no restart); fail:
+	// the start failed otherwise, which uses a restart.
+	failWith := func(why string, raised bool) *recovered {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, _, _, err := g.env.Table.Step(sctx, g.id, lifecycle.ConstructorFailed{Incarnation: inc, Message: why}); err != nil {
+		if _, _, _, err := g.env.Table.Step(sctx, g.id, lifecycle.ConstructorFailed{Incarnation: inc, Message: why, Raised: raised}); err != nil {
 			g.env.Logger.Warn("actors: cannot record a failed start", "actor", g.id, "err", err)
 		}
 		return &recovered{stop: why}
 	}
+	fail := func(why string) *recovered { return failWith(why, false) }
 	class, ok := LookupClass(info.Class)
 	if !ok {
 		return fail(fmt.Sprintf("actor class %q is not registered in the job's worker process on node %s%s", info.Class, g.env.Node, tasks.LateRegistration))
@@ -512,7 +515,8 @@ func (g *grain) recover(ctx context.Context) *recovered {
 		}
 	}
 	if r.inst, err = construct(g.env.Context(ctx, ctorSpec, g.id, inc, info.Resources), class, args); err != nil {
-		return fail(fmt.Sprintf("constructor of %s failed: %v", info.Class, err))
+		// A constructor cut short by the instance stopping did not fail on its own.
+		return failWith(fmt.Sprintf("constructor of %s failed: %v", info.Class, err), ctx.Err() == nil)
 	}
 	var ckIndex uint64
 	if info.CheckpointSeq > 0 {

@@ -77,6 +77,7 @@
 //	event                   accepted in            cause              teardown
 //	----------------------  ---------------------  -----------------  --------------------------------------------
 //	ConstructorFailed{cur}  P|R starting           ConstructorFailed  ReleaseResources{cur, node}
+//	  Raised: the constructor's own error or panic: Dead at once, whatever the budget (5)
 //	ProcessDied{cur}        P|R starting, Alive    ProcessDied        ReleaseResources{cur, node}
 //	HostDied{node}          P|R starting, Alive    HostDied           none: the node and its resources are gone
 //	Kill{NoRestart: false}  P|R starting, Alive    Killed             StopInstance{cur, node}, ReleaseResources{cur, node}
@@ -85,6 +86,9 @@
 // ReleaseResources{cur, node}.
 //
 // (4) No TruncateLog for at-most-once actors, which keep no log.
+//
+// (5) ConstructorFailed{cur, Raised} never restarts: Dead, ConstructorFailed, with
+// ReleaseResources{cur, node} and FailPendingCalls, the detail saying it is final.
 //
 // Ignored (state unchanged, no actions, nil error), because duplicates and late reports
 // are normal in a system that resends:
@@ -110,11 +114,13 @@
 //
 // MaxRestarts bounds how many times the actor is brought back after a failure (0
 // never, Infinite always). Every failure of the current incarnation uses one: a process
-// or host death, a failed constructor, and Kill without NoRestart, whether the instance
-// was alive or still starting. In Ray an exception in the constructor is reported as
-// the cause of the actor's death; here it uses a restart while one is left, since a
-// constructor can fail for passing reasons (a service not up yet), and MaxRestarts 0
-// gives the Ray behaviour. A failure when no restart is left kills the actor with that
+// or host death, a start that failed (its arguments or checkpoint could not be read, its
+// log not replayed), and Kill without NoRestart, whether the instance was alive or still
+// starting. An error the constructor itself raises (ConstructorFailed.Raised: it returned
+// an error or panicked) is not a failure a restart can cure: as in Ray ("the actor died
+// because of an error raised in its creation task") the actor dies at once with it as
+// the cause, whatever restarts are left; a host that dies while the constructor runs
+// uses a restart as any host death does. A failure when no restart is left kills the actor with that
 // failure as its Cause, and Detail says the budget was used up. While Restarting,
 // Detail says which failure used a restart and which restart it is ("host n1 died;
 // restarting (restart 1 of 2)"), until the new instance is Alive. A placement failure

@@ -52,12 +52,16 @@ type ConstructorSucceeded struct {
 	Incarnation uint64
 }
 
-// ConstructorFailed: the incarnation's constructor returned an error or panicked (or, on
-// a restart, restoring its checkpoint or replaying its log failed). Message is the error
-// text.
+// ConstructorFailed: the incarnation could not be started: its constructor returned an
+// error or panicked (Raised), or starting it failed otherwise (its class is not
+// registered there, its arguments or checkpoint could not be read, replaying its log
+// failed). Message is the error text. A Raised failure is the actor's own: the actor dies
+// at once whatever its restart budget (Ray: "the actor died because of an error raised in
+// its creation task"); any other uses a restart like a crash.
 type ConstructorFailed struct {
 	Incarnation uint64
 	Message     string
+	Raised      bool
 }
 
 // ProcessDied: the incarnation's grain or worker process died (crash, panic outside a
@@ -137,7 +141,11 @@ func (e ConstructorSucceeded) String() string {
 }
 
 func (e ConstructorFailed) String() string {
-	return fmt.Sprintf("ConstructorFailed inc=%d msg=%s", e.Incarnation, strconv.Quote(e.Message))
+	s := fmt.Sprintf("ConstructorFailed inc=%d msg=%s", e.Incarnation, strconv.Quote(e.Message))
+	if e.Raised {
+		s += " raised"
+	}
+	return s
 }
 
 func (e ProcessDied) String() string {

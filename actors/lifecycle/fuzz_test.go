@@ -67,7 +67,7 @@ func walk(data []byte) error {
 		case 1:
 			e = ConstructorSucceeded{Incarnation: inc}
 		case 2:
-			e = ConstructorFailed{Incarnation: inc, Message: "boom"}
+			e = ConstructorFailed{Incarnation: inc, Message: "boom", Raised: arg&1 == 1}
 		case 3:
 			e = ProcessDied{Incarnation: inc}
 		case 4:

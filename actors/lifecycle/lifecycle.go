@@ -58,8 +58,9 @@ type Cause uint8
 
 const (
 	CauseNone Cause = iota
-	// CauseConstructorFailed: the last instance's constructor (or, on a restart, its
-	// checkpoint restore or log replay) returned an error and no restart was left.
+	// CauseConstructorFailed: the last instance's constructor returned an error or
+	// panicked (final whatever the restart budget), or starting it failed otherwise (its
+	// arguments, checkpoint restore or log replay) and no restart was left.
 	CauseConstructorFailed
 	// CauseProcessDied: the last instance's process or grain died and no restart was left.
 	CauseProcessDied
@@ -461,6 +462,12 @@ func (s State) constructorFailed(e ConstructorFailed) (State, []Action, error) {
 		return s, nil, s.reject(e, "the constructor already succeeded")
 	case !s.starting():
 		return s, nil, s.reject(e, "no instance was started (not placed yet)")
+	}
+	if e.Raised {
+		// The constructor's own error: a new instance would run the same constructor on
+		// the same arguments, so no restart is used (Ray marks such an actor dead at once).
+		n := s.die(CauseConstructorFailed, "constructor failed: "+e.Message+" (an error the constructor raises is final: not restarted)")
+		return n, s.dieActions(n, false, true), nil
 	}
 	return s.fail(CauseConstructorFailed, "constructor failed: "+e.Message, false, true)
 }

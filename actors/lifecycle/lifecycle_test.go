@@ -117,7 +117,7 @@ func TestEdges(t *testing.T) {
 		{"placed, incarnation 0", cfg2, nil, Placed{0, "n1"}, refused, Pending, 1},
 		{"succeeded before placement", cfg2, nil, ConstructorSucceeded{1}, refused, Pending, 1},
 		{"succeeded twice", cfg2, alive, ConstructorSucceeded{1}, ignored, Alive, 1},
-		{"failed after success", cfg2, alive, ConstructorFailed{1, "x"}, refused, Alive, 1},
+		{"failed after success", cfg2, alive, ConstructorFailed{Incarnation: 1, Message: "x"}, refused, Alive, 1},
 		{"process died before placement", cfg2, nil, ProcessDied{1, ""}, refused, Pending, 1},
 		{"process died while constructing", cfg2, alive[:1], ProcessDied{1, ""}, applied, Restarting, 2},
 		{"host died, empty node", cfg2, alive, HostDied{""}, refused, Alive, 1},

@@ -28,7 +28,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //	PlacementFailed inc=N msg=TEXT [node-gone]
 //	Waiting inc=N [node=NODE] [reason=TEXT]
 //	ConstructorSucceeded inc=N
-//	ConstructorFailed inc=N msg=TEXT
+//	ConstructorFailed inc=N msg=TEXT [raised]
 //	ProcessDied inc=N [msg=TEXT]
 //	HostDied node=NODE
 //	Kill [no-restart]
@@ -127,7 +127,7 @@ func eventFromArgs(name string, args map[string]string) (Event, error) {
 	case "ConstructorSucceeded":
 		e = ConstructorSucceeded{Incarnation: r.Uint("inc", true)}
 	case "ConstructorFailed":
-		e = ConstructorFailed{Incarnation: r.Uint("inc", true), Message: r.Str("msg", true)}
+		e = ConstructorFailed{Incarnation: r.Uint("inc", true), Message: r.Str("msg", true), Raised: r.Bool("raised")}
 	case "ProcessDied":
 		e = ProcessDied{Incarnation: r.Uint("inc", true), Message: r.Str("msg", false)}
 	case "HostDied":
