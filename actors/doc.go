@@ -98,6 +98,20 @@
 // are deleted, fenced on the actor record, before the new instance serves. Their calls
 // never ran and were never answered; their callers resend them.
 //
+// A call that was running when its host died is replayed by the restart, at most once
+// (replay.go): the log cannot tell it from a call that merely waited (a result's digest is
+// recorded with the next commit), so before replay runs a call whose result is not
+// recorded it names the call in the actor's replay guard (gcs.ActorReplayKey, a fenced
+// write), and clears the guard, recording the digests of the calls it ran, in one write
+// when it ends. An instance that finds a call named by an earlier incarnation knows that
+// incarnation's host died while replaying it: the call is taken as the cause (a method
+// that exits or crashes its process), fails with an ACTOR_DIED error saying so, which the
+// guard keeps for later replays until a checkpoint covers it, and is not run again; the
+// actor goes on without it. Such a call kills two hosts (its first run's and its
+// replay's), each using a restart, and with them the other actors of those worker
+// processes, not one per restart left. Calls queued or in flight through a death that is
+// not theirs (a node killed) are replayed once and complete exactly once.
+//
 // The caller's side of all this is decided by the pure bookkeeping of package
 // actors/caller (its scenario scripts show each case) and carried out by the runtime's
 // callers. The caller keeps every call until its result arrives. When the actor gets a

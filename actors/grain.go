@@ -544,6 +544,9 @@ func (g *grain) recover(ctx context.Context) *recovered {
 	// to read, and a new actor's start saves the listing.
 	if !info.AtMostOnce && st.Phase != lifecycle.Pending {
 		if err := g.replay(ctx, r, class, ckIndex, inc); err != nil {
+			if errors.Is(err, errSuperseded) {
+				return &recovered{stop: err.Error()}
+			}
 			return fail(err.Error())
 		}
 		if err := g.deleteOrphans(ctx, inc, r.orphans); err != nil {

@@ -145,3 +145,49 @@ func TestPlanReplayBadLogs(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayGuard: the replay guard (gcs.ActorReplayKey) is read apart from the log's
+// batches; a call it names, left by an earlier incarnation, is a suspect (that
+// incarnation died replaying it), one the same incarnation left is not; a verdict
+// written with a later mark is kept for the next incarnations until a checkpoint covers it.
+func TestReplayGuard(t *testing.T) {
+	e5 := &pb.ActorLogEntry{Index: 5, CallerId: "c", Seq: 5, Spec: &pb.TaskSpec{Function: "C.Exit"}}
+	e6 := &pb.ActorLogEntry{Index: 6, CallerId: "c", Seq: 6, Spec: &pb.TaskSpec{Function: "C.M"}}
+	key := gcs.ActorReplayKey("a")
+	fresh := newGuardState(nil, 0, 2, key)
+	mark := fresh.put(e5) // incarnation 2 replays e5 (and dies)
+	p, err := planReplay([]gcs.KV{logBatch(t, 1, 1, 6, 0), {Key: mark.Key, Value: mark.Value}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.guard == nil || !reflect.DeepEqual(indexes(p), span(1, 6)) || len(p.keys) != 1 || p.nextBatch != 2 {
+		t.Fatalf("plan with a guard: guard %v entries %v keys %v next batch %d", p.guard, indexes(p), p.keys, p.nextBatch)
+	}
+	if same := newGuardState(p.guard, 0, 2, key); same.suspect(e5) {
+		t.Fatal("a call its own incarnation marked is a suspect")
+	}
+	gd := newGuardState(p.guard, 0, 3, key)
+	if !gd.suspect(e5) || gd.suspect(e6) || gd.verdict(e5) != nil {
+		t.Fatalf("incarnation 3: suspect(e5) %v suspect(e6) %v", gd.suspect(e5), gd.suspect(e6))
+	}
+	gd.convict(e5, &pb.TaskResult{Error: &pb.ErrorInfo{Kind: pb.ErrorInfo_ACTOR_DIED, Message: suspectMessage("C.Exit")}})
+	mark = gd.put(e6) // incarnation 3 replays e6 (and dies: the node killed)
+	b := &pb.ActorLogBatch{}
+	if err := proto.Unmarshal(mark.Value, b); err != nil {
+		t.Fatal(err)
+	}
+	next := newGuardState(b, 0, 4, key)
+	if v := next.verdict(e5); v == nil || !strings.Contains(v.Error.Message, "not run again") {
+		t.Fatalf("incarnation 4: the verdict on e5 is %v", v)
+	}
+	if !next.suspect(e6) || next.suspect(e5) {
+		t.Fatal("incarnation 4: e6 must be the suspect, e5 not")
+	}
+	if fin := next.final(); fin.Kind != gcs.OpPut || next.dirty() {
+		t.Fatalf("final with a verdict: %v (dirty %v), want the guard kept with its verdict", fin.Kind, next.dirty())
+	}
+	covered := newGuardState(b, 5, 4, key) // a checkpoint after index 5 holds e5's answer
+	if covered.verdict(e5) != nil || !covered.dirty() || covered.final().Kind != gcs.OpDelete {
+		t.Fatal("a verdict a checkpoint covers is kept")
+	}
+}

@@ -347,6 +347,9 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 	if check == "actornodedeath" {
 		return actorNodeDeath(ctx, out)
 	}
+	if check == "actorpoison" {
+		return actorPoison(ctx, out)
+	}
 	if check == "actorowner" {
 		return actorOwnerCheck(ctx, nodes, out)
 	}

@@ -25,6 +25,8 @@ import (
 //	actorlog/<actorID>/<batch>              actor method log: one group commit per key, batch
 //	                                        numbered from 1 (20 decimal digits), so key order
 //	                                        is log order
+//	actorlog/<actorID>/replay               the replay guard: the call a restart replays now,
+//	                                        and the calls found to kill their host
 //	checkpoints/<actorID>/<index>/<part>    an actor's checkpoint after log index <index>, in
 //	                                        parts of at most CheckpointPartBytes
 //	load/<nodeID>                           a node scheduler's free resources and queue (leased)
@@ -173,6 +175,12 @@ func ActorLogActorPrefix(actorID string) string { return ActorLogPrefix + actorI
 func ActorLogKey(actorID string, batch uint64) string {
 	return fmt.Sprintf("%s%s/%020d", ActorLogPrefix, actorID, batch)
 }
+
+// ActorReplayKey is the key of an actor's replay guard (package actors, replay.go): the
+// logged call its restarting instance replays now, and the calls found to kill their
+// host. Under the actor's log prefix, so it goes with the log; not a batch key (it sorts
+// after them).
+func ActorReplayKey(actorID string) string { return ActorLogActorPrefix(actorID) + "replay" }
 
 // ParseActorLogKey splits a key made by ActorLogKey.
 func ParseActorLogKey(key string) (actorID string, index uint64, err error) {

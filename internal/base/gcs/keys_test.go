@@ -25,6 +25,7 @@ func TestKeys(t *testing.T) {
 		{gcs.CheckpointKey("a1", 7, 3), "checkpoints/a1/00000000000000000007/000003"},
 		{gcs.CheckpointPrefix("a1"), "checkpoints/a1/"},
 		{gcs.ActorLogActorPrefix("a1"), "actorlog/a1/"},
+		{gcs.ActorReplayKey("a1"), "actorlog/a1/replay"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
@@ -38,7 +39,7 @@ func TestKeys(t *testing.T) {
 	if err != nil || a != "a1" || index != 1<<63 {
 		t.Errorf("ParseActorLogKey = %q %d %v", a, index, err)
 	}
-	for _, bad := range []string{"actorlog/a/12", "actors/a", "actorlog/a/0000000000000000000x", "actorlog//00000000000000000001", "actorlog/a/c/00000000000000000001"} {
+	for _, bad := range []string{"actorlog/a/12", "actorlog/a/replay", "actors/a", "actorlog/a/0000000000000000000x", "actorlog//00000000000000000001", "actorlog/a/c/00000000000000000001"} {
 		if _, _, err := gcs.ParseActorLogKey(bad); err == nil {
 			t.Errorf("ParseActorLogKey(%q) succeeded", bad)
 		}
