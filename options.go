@@ -260,6 +260,12 @@ func Resources(r map[string]float64) TaskOption {
 // MaxRetries sets how often a task is retried after a system failure (default 3), and
 // after an application error when RetryExceptions is set; -1 retries without limit (Ray's
 // max_retries=-1), below -1 is an error.
+//
+// As in Ray, it also bounds lineage reconstruction: running the task again to recreate a
+// result that was lost (its node died, its spill file is gone) uses one of its retries.
+// A task with no retries left (MaxRetries(0), or every retry used) is not run again: a Get
+// of its lost result fails with an error that matches ErrObjectLost and says so. Use
+// MaxRetries(0) for a task with side effects that must not run twice.
 func MaxRetries(n int) TaskOption { return func(o *callOpts) { o.maxRetries = n } }
 
 // Spread spreads tasks over the cluster's nodes (Ray's "SPREAD" scheduling strategy): each

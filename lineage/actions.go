@@ -65,10 +65,23 @@ type FreeOld struct {
 type Start struct{ Task ids.TaskID }
 
 // NewAttempt: the task's next run is attempt Attempt, with MaxRetries as its retry
-// budget: the spec sent is changed so, replies come to the shard, and the run counts as
-// one reconstruction.
+// budget (the task's own: a reconstruction uses one of its retries): the spec sent is
+// changed so, replies come to the shard, and the run counts as one reconstruction.
 type NewAttempt struct {
 	Task       ids.TaskID
+	Attempt    int32
+	MaxRetries int32
+}
+
+// NoRetries: the claimed Task may not run again to recreate Object: its attempts so far
+// (Attempt: the first run is 0, each retry or reconstruction adds one) used up its
+// MaxRetries. The run ends at once, without running the task: Object (pending again since
+// Lost) becomes an error that says so, and matches ErrObjectLost; the task's other
+// returns keep the values they have. Ray fails such an object with
+// ObjectReconstructionFailedMaxAttemptsExceededError.
+type NoRetries struct {
+	Task       ids.TaskID
+	Object     ids.ObjectID
 	Attempt    int32
 	MaxRetries int32
 }
@@ -156,6 +169,7 @@ func (Claim) isAction()         {}
 func (FreeOld) isAction()       {}
 func (Start) isAction()         {}
 func (NewAttempt) isAction()    {}
+func (NoRetries) isAction()     {}
 func (HoldArgs) isAction()      {}
 func (Reconstruct) isAction()   {}
 func (AwaitArgs) isAction()     {}
@@ -202,6 +216,10 @@ func (a GiveUp) String() string { return "GiveUp reason=" + a.Reason.String() }
 
 func (a NewAttempt) String() string {
 	return fmt.Sprintf("NewAttempt %s attempt=%d max-retries=%d", a.Task, a.Attempt, a.MaxRetries)
+}
+
+func (a NoRetries) String() string {
+	return fmt.Sprintf("NoRetries %s for=%s attempt=%d max-retries=%d", a.Task, a.Object, a.Attempt, a.MaxRetries)
 }
 
 func (a FailObject) String() string {

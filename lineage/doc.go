@@ -89,8 +89,12 @@
 // its place, not taken for a duplicate of it), and a task cancelled meanwhile does not
 // start.
 //
-// The run (Restart) is a new attempt with one more retry than the task had (the lost
-// object's run is not one of the task's own retries). Its arguments whose bytes are on a
+// The run (Restart) is a new attempt, and one of the task's retries, as in Ray (whose
+// max_retries bounds resubmissions for reconstruction too): a task whose attempts so far
+// (failures retried, earlier reconstructions) used up its MaxRetries (0: a task with side
+// effects that must not run twice) does not run again (NoRetries), and the object fails
+// with an error that matches ErrObjectLost and says why (Ray's
+// ObjectReconstructionFailedMaxAttemptsExceededError); -1 has no limit. Its arguments whose bytes are on a
 // node that is gone, or whose values were freed with their lineage kept, are recreated
 // first, each through Lost and its own task's shard, recursively; the task waits for
 // them and runs after them. A task attempt that fails because an argument could not be

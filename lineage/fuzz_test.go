@@ -80,11 +80,16 @@ func simulate(data []byte) error {
 		if c&0x80 != 0 && i > 0 {
 			args = append(args, args...) // an argument taken twice
 		}
+		// Without a limit on its retries, or with one retry (a rerun, then no more).
+		retries := int32(-1)
+		if b&0x08 != 0 {
+			retries = 1
+		}
 		switch (b >> 6) & 3 {
 		case 0: // the owner holds the record
-			w.tasks[name] = &wtask{name: name, args: args}
+			w.tasks[name] = &wtask{name: name, args: args, maxRetries: retries}
 		case 1: // and its first run is still going
-			w.tasks[name] = &wtask{name: name, args: args}
+			w.tasks[name] = &wtask{name: name, args: args, maxRetries: retries}
 			w.held[name] = &heldRun{}
 		case 2: // a dead owner's record in the GCS
 			w.gcs[name] = &wrecord{args: args}
@@ -380,10 +385,15 @@ func fuzzPlans(data []byte) error {
 			return fmt.Errorf("Lost(%v) = %v", o, acts)
 		}
 	}
+	if acts := Restart(Task{ID: taskID("t9"), Attempt: 3, MaxRetries: 3}, args); len(acts) != 1 {
+		return fmt.Errorf("Restart with no retries left gives %v", acts)
+	} else if a, ok := acts[0].(NoRetries); !ok || a.Attempt != 3 || a.MaxRetries != 3 || a.Object != ids.ReturnID(taskID("t9"), 1) {
+		return fmt.Errorf("Restart with no retries left gives %v", acts[0])
+	}
 	t := Task{ID: taskID("t9"), Attempt: 2, MaxRetries: 3}
 	seen := map[ids.ObjectID]bool{}
 	acts := Restart(t, args)
-	if a, ok := acts[0].(NewAttempt); !ok || a.Attempt != 3 || a.MaxRetries != 4 {
+	if a, ok := acts[0].(NewAttempt); !ok || a.Attempt != 3 || a.MaxRetries != 3 {
 		return fmt.Errorf("Restart begins with %v", acts[0])
 	}
 	if a, ok := acts[len(acts)-1].(AwaitArgs); !ok || len(a.Args) != len(args) {

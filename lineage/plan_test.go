@@ -60,13 +60,17 @@ func TestLostOtherReturn(t *testing.T) {
 	if got := req.Arrived(HeldNone); len(got) != 2 || got[1] != (FreeOld{Object: ret2, Node: "n2"}) {
 		t.Fatalf("Arrived = %v, want Claim, FreeOld of return 2", got)
 	}
-	got := Restart(Task{ID: tid, Object: req.Object}, nil)
+	got := Restart(Task{ID: tid, Object: req.Object, MaxRetries: -1}, nil)
 	if len(got) < 2 || got[1] != (ResetFuture{Object: ret2}) {
 		t.Fatalf("Restart = %v, want return 2's future reset", got)
 	}
 	// The zero Object is the first return, as before tasks had several.
-	if got := Restart(Task{ID: tid}, nil); got[1] != (ResetFuture{Object: ids.ReturnID(tid, 1)}) {
+	if got := Restart(Task{ID: tid, MaxRetries: -1}, nil); got[1] != (ResetFuture{Object: ids.ReturnID(tid, 1)}) {
 		t.Fatalf("Restart without an object = %v", got)
+	}
+	// Without retries left, the return that fails is the one the rerun was for.
+	if got := Restart(Task{ID: tid, Object: req.Object}, nil); len(got) != 1 || got[0] != (NoRetries{Task: tid, Object: ret2}) {
+		t.Fatalf("Restart with no retries left = %v, want NoRetries for return 2", got)
 	}
 }
 

@@ -137,11 +137,17 @@ type Task struct {
 }
 
 // Restart plans the run a Start asked for, of task t whose ref arguments (in the spec's
-// order) are args: a new attempt, with one more retry (the lost object's run is not one
-// of the task's own retries); the return's future made pending again (a Get that read the
-// old value meanwhile waits again); the arguments held; the arguments that are gone
-// recreated first (recursively: each goes through Lost and its own task's shard); and the
-// task dispatched once its arguments are ready, so that it runs after them.
+// order) are args: a new attempt, which counts against the task's retries as Ray counts
+// a resubmission for lineage reconstruction (its max_retries bounds both); the return's
+// future made pending again (a Get that read the old value meanwhile waits again); the
+// arguments held; the arguments that are gone recreated first (recursively: each goes
+// through Lost and its own task's shard); and the task dispatched once its arguments are
+// ready, so that it runs after them.
+//
+// A task with no retries left (MaxRetries 0, or every retry used by failures and earlier
+// reconstructions; -1 has no limit) does not run again: Restart answers NoRetries alone,
+// and the object it was to recreate fails instead (Ray's
+// ObjectReconstructionFailedMaxAttemptsExceededError). Its arguments are not touched.
 //
 // An argument is recreated when its bytes are on a node that is gone, or when its value
 // was freed while the lineage record of its task was kept (nothing needed it until now).
@@ -152,16 +158,15 @@ type Task struct {
 // its last other reference, which Restart then neither recreates nor finds held), and the
 // task would run without that argument.
 func Restart(t Task, args []Object) []Action {
+	if !t.RetriesLeft() {
+		return []Action{NoRetries{Task: t.ID, Object: object(t.ID, t.Object), Attempt: t.Attempt, MaxRetries: t.MaxRetries}}
+	}
 	argIDs := make([]ids.ObjectID, len(args))
 	for i, a := range args {
 		argIDs[i] = a.ID
 	}
-	retries := t.MaxRetries + 1
-	if t.MaxRetries < 0 {
-		retries = t.MaxRetries // no limit stays so
-	}
 	acts := []Action{
-		NewAttempt{Task: t.ID, Attempt: t.Attempt + 1, MaxRetries: retries},
+		NewAttempt{Task: t.ID, Attempt: t.Attempt + 1, MaxRetries: t.MaxRetries},
 		ResetFuture{Object: object(t.ID, t.Object)},
 		HoldArgs{Task: t.ID, Args: argIDs},
 	}
@@ -174,6 +179,11 @@ func Restart(t Task, args []Object) []Action {
 	}
 	return append(acts, AwaitArgs{Task: t.ID, Args: argIDs})
 }
+
+// RetriesLeft reports whether t may run again: its attempts so far (the first run is
+// attempt 0; each retry and each reconstruction adds one) are fewer than MaxRetries, or
+// MaxRetries is negative (no limit).
+func (t Task) RetriesLeft() bool { return t.MaxRetries < 0 || t.Attempt < t.MaxRetries }
 
 // ArgsLost plans the retry of a task whose attempt failed because an argument could not
 // be read (OBJECT_LOST), before it is sent again: the arguments whose bytes are on a node

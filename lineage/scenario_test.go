@@ -27,7 +27,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //
 //	Task T [args=A,B] [attempt=N] [max-retries=N] [running]
 //	    the owner holds T's lineage record (its return object is called T too);
-//	    running: T's first run is pending in its shard
+//	    max-retries: -1 (no limit) if not given; running: T's first run is pending
+//	    in its shard
 //	Object O (inline | store=NODE | err=KIND | pending | unknown) [put] [corrupt] [borrowed]
 //	    O's future; put: O was made by Put; corrupt: its stored bytes fail to read;
 //	    borrowed: owned by another runtime, adopted when that owner dies
@@ -94,7 +95,10 @@ func (w *world) run(name string, args map[string]string) error {
 		if err := need(); err != nil {
 			return err
 		}
-		t := &wtask{name: subject, args: r.List("args"), attempt: int32(r.Int("attempt")), maxRetries: int32(r.Int("max-retries"))}
+		t := &wtask{name: subject, args: r.List("args"), attempt: int32(r.Int("attempt")), maxRetries: -1}
+		if _, ok := args["max-retries"]; ok {
+			t.maxRetries = int32(r.Int("max-retries"))
+		}
 		running := r.Bool("running")
 		if err := r.Done(); err != nil {
 			return err

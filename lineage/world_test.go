@@ -369,10 +369,20 @@ func (w *world) restart(task string) {
 		w.act(a)
 		switch a := a.(type) {
 		case NewAttempt:
-			if a.Attempt != t.attempt+1 || a.MaxRetries != t.maxRetries+1 {
+			if a.Attempt != t.attempt+1 || a.MaxRetries != t.maxRetries || t.maxRetries >= 0 && t.attempt >= t.maxRetries {
 				w.broke("%v after attempt %d of %d", a, t.attempt, t.maxRetries)
 			}
 			t.attempt, t.maxRetries = a.Attempt, a.MaxRetries
+		case NoRetries:
+			if t.maxRetries < 0 || t.attempt < t.maxRetries || a.Object != w.objs[task].id {
+				w.broke("%v after attempt %d of %d", a, t.attempt, t.maxRetries)
+			}
+			// core completes the claimed run with an error that is not OBJECT_LOST (a
+			// Get returns it, and does not take it for a loss to recreate again).
+			delete(w.held, task)
+			delete(w.awaiting, task)
+			w.printf("%s failed: no retries left", task)
+			w.setReady(task, Value{Failed: true, Err: pb.ErrorInfo_SYSTEM})
 		case ResetFuture:
 			if o := w.objs[task]; o.state == Ready {
 				o.state = Pending
@@ -651,7 +661,7 @@ func (w *world) records() map[string][]byte {
 			recs[string(tid[:])] = []byte{0x0a, 0xff} // a length past the end
 			continue
 		}
-		spec := &pb.TaskSpec{TaskId: tid[:], Function: "f." + name}
+		spec := &pb.TaskSpec{TaskId: tid[:], Function: "f." + name, MaxRetries: -1}
 		for _, a := range r.args {
 			id := w.object(a).id
 			spec.Args = append(spec.Args, &pb.Arg{IsRef: true, ObjectId: id[:]})

@@ -214,8 +214,40 @@ func (s *shard) restart(p *pending) {
 			c.reconstruct(a.Object)
 		case lineage.AwaitArgs:
 			s.awaitArgs(p, a.Args)
+		case lineage.NoRetries:
+			p.argRefs = argIDs // held above: completing the run gives them back
+			s.complete(p, &pb.TaskResult{TaskId: p.tid[:], Attempt: spec.Attempt, Error: c.noRetriesError(p, a)})
 		}
 	}
+}
+
+// noRetriesError is the error of an object whose task may not run again to recreate it
+// (lineage.NoRetries): which object was lost and where, that its task has no retries left
+// and why that bounds reconstruction, and what to do. It matches ErrObjectLost (a cause,
+// OBJECT_LOST), as Ray's ObjectReconstructionFailedMaxAttemptsExceededError is an
+// ObjectLostError; its kind is SYSTEM, which the recovery of lost objects does not take
+// for a loss to recreate again (a Get returns it at once), and the task's other returns
+// keep their values (completeReturns keeps a value a return still has).
+func (c *Core) noRetriesError(p *pending, a lineage.NoRetries) *pb.ErrorInfo {
+	where := ""
+	if old := p.rerun.Old; old.InStore && old.Node != "" {
+		if cl := c.cfg.Cluster; cl != nil && !cl.Alive(old.Node) {
+			where = fmt.Sprintf(" with node %s, which held its only copy and is gone", old.Node)
+		} else {
+			where = fmt.Sprintf(" from the object store of node %s", old.Node)
+		}
+	}
+	runs := "it ran once"
+	if a.Attempt > 0 {
+		runs = fmt.Sprintf("it ran %d times (retries and earlier reconstructions)", a.Attempt+1)
+	}
+	return &pb.ErrorInfo{Kind: pb.ErrorInfo_SYSTEM, Function: p.spec.Function, TaskId: p.tid[:], NodeId: string(c.cfg.Node),
+		Causes: []pb.ErrorInfo_Kind{pb.ErrorInfo_OBJECT_LOST},
+		Message: fmt.Sprintf("object %s was lost%s, and its task may not run again to recreate it: %s, and its MaxRetries is %d "+
+			"(a run that recreates a lost object counts as one of the task's retries, as in Ray). "+
+			"If running the task again is safe, give it MaxRetries(n) with n > 0, or -1 for no limit; "+
+			"if it must not run twice (side effects), keep what it returns where a node's death cannot lose it "+
+			"(return a small value, or write the result out)", a.Object, where, runs, a.MaxRetries)}
 }
 
 // RerunFailed separates, in the error of a rerun that could not be placed

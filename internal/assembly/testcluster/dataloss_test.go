@@ -4,7 +4,9 @@ package testcluster_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +21,8 @@ var reverseBlob = ray.Task1("testcluster.ReverseBlob", func(ctx context.Context,
 
 // TestReconstructAfterNodeLoss: objects whose bytes were only on a node that stopped are
 // recreated by running their tasks again (the lost argument first), with the same IDs, and
-// read back exact; the caller sees a delay, not an error.
+// read back exact; the caller sees a delay, not an error. The result of a MaxRetries(0)
+// task is not: its Get fails with ErrObjectLost, saying why.
 func TestReconstructAfterNodeLoss(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -33,7 +36,10 @@ func TestReconstructAfterNodeLoss(t *testing.T) {
 	const size = 4 << 20
 	blob := makeBlob.Options(there).Remote(ctx, ray.V(size))
 	rev := reverseBlob.Options(there).Remote(ctx, blob)
-	if _, _, err := ray.Wait(ctx, []ray.ObjectRef[[]byte]{blob, rev}, ray.NumReady(2)); err != nil {
+	// A task that must not run twice: its lost result is not recreated (Ray's max_retries
+	// bounds reconstruction too).
+	once := makeBlob.Options(there, ray.MaxRetries(0)).Remote(ctx, ray.V(size))
+	if _, _, err := ray.Wait(ctx, []ray.ObjectRef[[]byte]{blob, rev, once}, ray.NumReady(3)); err != nil {
 		t.Fatal(err)
 	}
 	ids := []string{blob.ID(), rev.ID()}
@@ -88,5 +94,18 @@ func TestReconstructAfterNodeLoss(t *testing.T) {
 	}
 	if b, err := ray.Get(ctx, blob); err != nil || len(b) != size {
 		t.Fatalf("the recreated argument: %d bytes, %v", len(b), err)
+	}
+	// once's result was only on the victim too (placed there as blob and rev were).
+	before = core.Stats().Reconstructed.Load()
+	b, err := ray.Get(ctx, once)
+	if err == nil {
+		t.Fatalf("the lost result of a MaxRetries(0) task read %d bytes: it ran again", len(b))
+	}
+	var te *ray.TaskError
+	if !errors.Is(err, ray.ErrObjectLost) || !errors.As(err, &te) || !strings.Contains(err.Error(), "MaxRetries is 0") {
+		t.Fatalf("Get of the lost result of a MaxRetries(0) task: %v, want a *ray.TaskError matching ErrObjectLost that says MaxRetries is 0", err)
+	}
+	if n := core.Stats().Reconstructed.Load() - before; n != 0 {
+		t.Errorf("%d objects recreated for a MaxRetries(0) task, want 0", n)
 	}
 }
