@@ -640,7 +640,13 @@ type Runner struct {
 	StoreBytes  int64 // a larger result fails (objects.CheckFits); 0: no limit
 	Store       func() *actor.PID
 	Fetch       func(ctx context.Context, arg *pb.Arg) ([]byte, error)
-	Root        *actor.RootContext
+	// Recover (optional) is given an argument of spec that Fetch could not read, with
+	// Fetch's error: it may recreate the argument's object and return its bytes, or
+	// return the error to fail the call with. An actor's runner sets it: an actor call
+	// cannot be retried as a task is (its caller's next calls are ordered after it, and
+	// an exactly-once actor logs it), so it waits for its lost argument to be recreated.
+	Recover func(ctx context.Context, spec *pb.TaskSpec, arg *pb.Arg, err error) ([]byte, error)
+	Root    *actor.RootContext
 	// Nested returns the refs inside the return value of the task run with ctx, already
 	// registered for the task's owner (TaskResult.nested); nil: none.
 	Nested func(ctx context.Context) [][]byte
@@ -719,6 +725,9 @@ func (r *Runner) Run(ctx, callCtx context.Context, spec *pb.TaskSpec, body tasks
 			continue
 		}
 		b, err := r.Fetch(ctx, a)
+		if err != nil && r.Recover != nil {
+			b, err = r.Recover(ctx, spec, a, err)
+		}
 		if err != nil {
 			return fail(pb.ErrorInfo_OBJECT_LOST, fmt.Sprintf("argument %d: %v", i+1, err), "")
 		}

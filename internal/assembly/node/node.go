@@ -923,7 +923,11 @@ func (n *Node) startMember(ctx context.Context) error {
 	n.table = &actors.Table{Store: n.store}
 	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet, NodeResources: n.ownResources,
 		Runner: worker.Runner{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf,
-			LogOffset: logOffset, LogAt: logAt},
+			LogOffset: logOffset, LogAt: logAt,
+			// A call's argument lost with its node is recreated by its caller, and read.
+			Recover: func(ctx context.Context, spec *pb.TaskSpec, a *pb.Arg, err error) ([]byte, error) {
+				return n.Core.RecoverArg(ctx, spec, a, err)
+			}},
 		Context: func(parent context.Context, spec *pb.TaskSpec, actorID string, incarnation uint64, resources []*pb.ResourceQty) context.Context {
 			return n.Core.ActorCallContext(parent, spec, actorID, incarnation, resources)
 		},

@@ -4,6 +4,8 @@ package testcluster_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
@@ -19,10 +21,26 @@ var reverseBlob = ray.Task1("testcluster.ReverseBlob", func(ctx context.Context,
 	return out, nil
 })
 
+var keeperDigest = ray.Method1(keeperClass, "Digest", func(_ *keeper, _ context.Context, b []byte) (string, error) {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+})
+
+// blobDigest is the SHA-256 of makeBlob's n bytes.
+func blobDigest(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i>>9)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
 // TestReconstructAfterNodeLoss: objects whose bytes were only on a node that stopped are
 // recreated by running their tasks again (the lost argument first), with the same IDs, and
-// read back exact; the caller sees a delay, not an error. The result of a MaxRetries(0)
-// task is not: its Get fails with ErrObjectLost, saying why.
+// read back exact; the caller sees a delay, not an error, also an actor call given one of
+// them as its argument. The result of a MaxRetries(0) task is not: its Get fails with
+// ErrObjectLost, saying why.
 func TestReconstructAfterNodeLoss(t *testing.T) {
 	base, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -38,8 +56,11 @@ func TestReconstructAfterNodeLoss(t *testing.T) {
 	rev := reverseBlob.Options(there).Remote(ctx, blob)
 	// A task that must not run twice: its lost result is not recreated (Ray's max_retries
 	// bounds reconstruction too).
-	once := makeBlob.Options(there, ray.MaxRetries(0)).Remote(ctx, ray.V(size))
-	if _, _, err := ray.Wait(ctx, []ray.ObjectRef[[]byte]{blob, rev, once}, ray.NumReady(3)); err != nil {
+	// (No CPU: the victim can always take them, so they are made there.)
+	once := makeBlob.Options(there, ray.NumCPUs(0), ray.MaxRetries(0)).Remote(ctx, ray.V(size))
+	// An actor call's argument (a ref passed as the argument itself).
+	third := makeBlob.Options(there, ray.NumCPUs(0)).Remote(ctx, ray.V(size/2))
+	if _, _, err := ray.Wait(ctx, []ray.ObjectRef[[]byte]{blob, rev, once, third}, ray.NumReady(4)); err != nil {
 		t.Fatal(err)
 	}
 	ids := []string{blob.ID(), rev.ID()}
@@ -66,7 +87,26 @@ func TestReconstructAfterNodeLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	core := cluster.Nodes[driver].Core
+	// The actor on node 1 is given third, lost with the victim, as a call's argument: the
+	// call waits while the driver recreates it, then runs with its bytes; a call made
+	// after it runs after it. (Before, the call failed: "argument 1: object lost: ... no
+	// object store on node ...", while a task given the same ref recreated it.)
 	before := core.Stats().Reconstructed.Load()
+	digest := keeperDigest.Remote(ctx, k, third)
+	where := keeperWhere.Remote(ctx, k)
+	if _, err := ray.Get(ctx, where); err != nil {
+		t.Fatal(err)
+	}
+	if ready, _, err := ray.Wait(ctx, []ray.ObjectRef[string]{digest}, ray.Timeout(0)); err != nil || len(ready) != 1 {
+		t.Fatalf("a call made after the one whose argument was lost finished first (%d ready, %v)", len(ready), err)
+	}
+	if got, err := ray.Get(ctx, digest); err != nil || got != blobDigest(size/2) {
+		t.Fatalf("an actor call whose argument was lost with its node: %q, %v; want %s", got, err, blobDigest(size/2))
+	}
+	if n := core.Stats().Reconstructed.Load() - before; n != 1 {
+		t.Errorf("%d objects recreated for the actor call, want 1", n)
+	}
+	before = core.Stats().Reconstructed.Load()
 	// The borrower reads it again while still borrowing it: its copy of the value points
 	// at the dead node; it asks the owner again, which recreates the object. (Before, the
 	// borrower kept reading the dead node and failed with "object lost" for as long as it

@@ -47,6 +47,17 @@ func Start(root *actor.RootContext, to *actor.PID, msg any) *Call {
 	return c
 }
 
+// StartReplyTo is Start for a message that names where its answer goes (a ReplyTo field
+// its handler sends the answer to, rather than to the sender): mk makes the message with
+// the PID of the returned Call.
+func StartReplyTo(root *actor.RootContext, to *actor.PID, mk func(reply *actor.PID) any) *Call {
+	sys := root.ActorSystem()
+	c := &Call{reg: sys.ProcessRegistry, ch: make(chan any, 1)}
+	c.pid, _ = c.reg.Add(reply{c.ch}, "ask"+c.reg.NextId())
+	root.RequestWithCustomSender(to, mk(c.pid), c.pid)
+	return c
+}
+
 // Wait waits for the answer at most timeout and until ctx is done: actor.ErrTimeout after
 // timeout, ctx.Err() when ctx ended first, actor.ErrDeadLetter when the target did not
 // exist. A Call is waited for once.
