@@ -94,7 +94,9 @@
 // (failures retried, earlier reconstructions) used up its MaxRetries (0: a task with side
 // effects that must not run twice) does not run again (NoRetries), and the object fails
 // with an error that matches ErrObjectLost and says why (Ray's
-// ObjectReconstructionFailedMaxAttemptsExceededError); -1 has no limit. Its arguments whose bytes are on a
+// ObjectReconstructionFailedMaxAttemptsExceededError); -1 has no limit. A run that replaces
+// an attempt that failed on a lost argument (its value is an OBJECT_LOST error: the
+// function never ran) uses no retry. Its arguments whose bytes are on a
 // node that is gone, or whose values were freed with their lineage kept, are recreated
 // first, each through Lost and its own task's shard, recursively; the task waits for
 // them and runs after them. A task attempt that fails because an argument could not be

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/pb"
 )
 
 // Held is what a shard holds for a task when it steps a RerunRequest of it.
@@ -134,7 +135,16 @@ type Task struct {
 	// task of several returns makes them all again; the others keep their values (their
 	// owner keeps a value it still has rather than the new one).
 	Object ids.ObjectID
+	// ArgsLost: the value the run replaces is an OBJECT_LOST error (RerunRequest.Old): the
+	// task's last attempt failed because an argument could not be read, before its
+	// function ran. The run then uses none of its retries (it runs the function for the
+	// first time; Ray's task would have waited for its argument instead of failing).
+	ArgsLost bool
 }
+
+// ArgsLostValue reports whether old, the value a rerun replaces, is an attempt's failure
+// on a lost argument (Task.ArgsLost).
+func ArgsLostValue(old Value) bool { return old.Failed && old.Err == pb.ErrorInfo_OBJECT_LOST }
 
 // Restart plans the run a Start asked for, of task t whose ref arguments (in the spec's
 // order) are args: a new attempt, which counts against the task's retries as Ray counts
@@ -148,6 +158,9 @@ type Task struct {
 // reconstructions; -1 has no limit) does not run again: Restart answers NoRetries alone,
 // and the object it was to recreate fails instead (Ray's
 // ObjectReconstructionFailedMaxAttemptsExceededError). Its arguments are not touched.
+// Except when its last attempt failed on a lost argument before its function ran
+// (t.ArgsLost): then the run is the function's first, and gets one more retry, so that
+// it uses none.
 //
 // An argument is recreated when its bytes are on a node that is gone, or when its value
 // was freed while the lineage record of its task was kept (nothing needed it until now).
@@ -158,7 +171,11 @@ type Task struct {
 // its last other reference, which Restart then neither recreates nor finds held), and the
 // task would run without that argument.
 func Restart(t Task, args []Object) []Action {
-	if !t.RetriesLeft() {
+	retries := t.MaxRetries
+	switch {
+	case t.ArgsLost && t.MaxRetries >= 0:
+		retries++ // the function has not run: this run is not a retry
+	case !t.RetriesLeft():
 		return []Action{NoRetries{Task: t.ID, Object: object(t.ID, t.Object), Attempt: t.Attempt, MaxRetries: t.MaxRetries}}
 	}
 	argIDs := make([]ids.ObjectID, len(args))
@@ -166,7 +183,7 @@ func Restart(t Task, args []Object) []Action {
 		argIDs[i] = a.ID
 	}
 	acts := []Action{
-		NewAttempt{Task: t.ID, Attempt: t.Attempt + 1, MaxRetries: t.MaxRetries},
+		NewAttempt{Task: t.ID, Attempt: t.Attempt + 1, MaxRetries: retries},
 		ResetFuture{Object: object(t.ID, t.Object)},
 		HoldArgs{Task: t.ID, Args: argIDs},
 	}

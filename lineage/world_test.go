@@ -347,15 +347,16 @@ func (w *world) rerunActs(r *RerunRequest, h Held, acts []Action) {
 				w.broke("a request started %s twice", task)
 			}
 			w.started[r] = true
-			w.nested(func() { w.restart(task) })
+			w.nested(func() { w.restart(task, ArgsLostValue(r.Old)) })
 		default:
 			w.broke("a rerun request gave %v", a)
 		}
 	}
 }
 
-// restart is core's restart: Restart from the task's spec and its arguments' facts.
-func (w *world) restart(task string) {
+// restart is core's restart: Restart from the task's spec and its arguments' facts
+// (argsLost: the value the run replaces is its last attempt's failure on a lost argument).
+func (w *world) restart(task string, argsLost bool) {
 	t := w.tasks[task]
 	if t == nil {
 		w.broke("Start of %s, which has no record", task)
@@ -365,16 +366,21 @@ func (w *world) restart(task string) {
 	for i, a := range t.args {
 		args[i] = w.facts(a)
 	}
-	for _, a := range Restart(Task{ID: taskID(task), Attempt: t.attempt, MaxRetries: t.maxRetries}, args) {
+	for _, a := range Restart(Task{ID: taskID(task), Attempt: t.attempt, MaxRetries: t.maxRetries, ArgsLost: argsLost}, args) {
 		w.act(a)
 		switch a := a.(type) {
 		case NewAttempt:
-			if a.Attempt != t.attempt+1 || a.MaxRetries != t.maxRetries || t.maxRetries >= 0 && t.attempt >= t.maxRetries {
+			// A run uses one of the task's retries, unless its function has not run yet.
+			retries := t.maxRetries
+			if argsLost && retries >= 0 {
+				retries++
+			}
+			if a.Attempt != t.attempt+1 || a.MaxRetries != retries || retries >= 0 && t.attempt >= retries {
 				w.broke("%v after attempt %d of %d", a, t.attempt, t.maxRetries)
 			}
 			t.attempt, t.maxRetries = a.Attempt, a.MaxRetries
 		case NoRetries:
-			if t.maxRetries < 0 || t.attempt < t.maxRetries || a.Object != w.objs[task].id {
+			if argsLost || t.maxRetries < 0 || t.attempt < t.maxRetries || a.Object != w.objs[task].id {
 				w.broke("%v after attempt %d of %d", a, t.attempt, t.maxRetries)
 			}
 			// core completes the claimed run with an error that is not OBJECT_LOST (a

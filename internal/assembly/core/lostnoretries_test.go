@@ -24,7 +24,9 @@ import (
 //     retries left and what to do;
 //   - retried (MaxRetries 1, whose first attempt failed and was retried) has used its
 //     retry: the same;
-//   - once (MaxRetries 1, first attempt fine) is run again (attempt 1) and read.
+//   - once (MaxRetries 1, first attempt fine) is run again (attempt 1) and read;
+//   - argLost (MaxRetries 0), whose attempt failed on a lost argument before its function
+//     ran, is run by the Get that finds its result lost: that uses no retry.
 //
 // Before, every lost result was recreated, MaxRetries or not (each run got one more retry
 // than the task had): noRetry ran twice.
@@ -134,5 +136,29 @@ func TestLostObjectOfTaskWithoutRetriesLeft(t *testing.T) {
 	}
 	if n := c.Stats().Reconstructed.Load(); n != 1 {
 		t.Fatalf("%d reconstructions, want 1", n)
+	}
+
+	// A MaxRetries(0) task whose attempt failed because an argument could not be read
+	// (OBJECT_LOST) never ran its function: the Get that finds its result lost runs it,
+	// which uses none of its retries (the run after its argument is recreated is its
+	// first; Ray's task would have waited for the argument).
+	argLost := submit(0)
+	s = recv(n3, "argLost")
+	c.root.Send(c.owner, &pb.TaskResult{TaskId: s.TaskId, Attempt: s.Attempt, LeaseId: fake3.lease(s.TaskId),
+		Error: &pb.ErrorInfo{Kind: pb.ErrorInfo_OBJECT_LOST, Function: s.Function, TaskId: s.TaskId, Message: "argument 1: object lost"}})
+	go func() {
+		b, err := tc.GetIn(ctx, argLost.id, argLost.e)
+		if err == nil && string(b) != "first run" {
+			err = errors.New("read " + string(b))
+		}
+		got <- err
+	}()
+	s = recv(n3, "argLost's run")
+	if s.Attempt != 1 || s.MaxRetries != 1 {
+		t.Fatalf("argLost's run is attempt %d of MaxRetries %d, want 1 of 1 (no retry used)", s.Attempt, s.MaxRetries)
+	}
+	c.root.Send(c.owner, &pb.TaskResult{TaskId: s.TaskId, Attempt: s.Attempt, Data: []byte("first run"), LeaseId: fake3.lease(s.TaskId)})
+	if err := <-got; err != nil {
+		t.Fatalf("Get of a MaxRetries(0) task whose attempt failed on a lost argument: %v", err)
 	}
 }

@@ -195,11 +195,11 @@ func (s *shard) restart(p *pending) {
 	if afterArgFacts != nil {
 		afterArgFacts()
 	}
-	var obj ids.ObjectID
+	t := lineage.Task{ID: p.tid, Attempt: spec.Attempt, MaxRetries: spec.MaxRetries}
 	if p.rerun != nil {
-		obj = p.rerun.Object
+		t.Object, t.ArgsLost = p.rerun.Object, lineage.ArgsLostValue(p.rerun.Old)
 	}
-	acts := lineage.Restart(lineage.Task{ID: p.tid, Attempt: spec.Attempt, MaxRetries: spec.MaxRetries, Object: obj}, args)
+	acts := lineage.Restart(t, args)
 	for _, a := range acts {
 		switch a := a.(type) {
 		case lineage.NewAttempt:
