@@ -298,8 +298,8 @@ func (s *shard) onItem(ctx actor.Context, m *pb.GeneratorItem) {
 	g := c.generator(tid)
 	if g == nil {
 		// A rerun (lineage reconstruction of an item): the items made pending again take
-		// the new values; the others keep theirs.
-		if _, ready, known := c.mem.Get(id); known && !ready {
+		// the new values, and so do those lost as well (retakeLost); the others keep theirs.
+		if _, ready, known := c.mem.Get(id); known && (!ready || c.retakeLost(id)) {
 			c.mem.Set(id, v)
 			if nested != nil {
 				c.pinAdopted(id, nested)

@@ -162,3 +162,70 @@ func TestLostObjectOfTaskWithoutRetriesLeft(t *testing.T) {
 		t.Fatalf("Get of a MaxRetries(0) task whose attempt failed on a lost argument: %v", err)
 	}
 }
+
+// TestLostReturnsTakeOneRerun: both returns of a task (MaxRetries 1) are lost with n2. A
+// Get of the first runs the task again, which makes both; the second, lost too, takes the
+// run's new value rather than keep its lost one, so its Get reads it without another run.
+// Before, it kept the lost value and the next Get ran the task once more (each lost
+// return one run): with MaxRetries bounding reconstruction, that second run had no retry
+// left and the Get failed (tst-lin's gen: a generator's fourth lost item).
+func TestLostReturnsTakeOneRerun(t *testing.T) {
+	sys, quiet := quietSystem(t)
+	n2, n3 := make(chan *pb.TaskSpec, 8), make(chan *pb.TaskSpec, 8)
+	fake2, fake3 := newFakeNode(sys, n2), newFakeNode(sys, n3)
+	cl := &twoNodes{dead: map[ids.NodeID]bool{}, raylets: map[ids.NodeID]*actor.PID{"n2": fake2.raylet, "n3": fake3.raylet}}
+	local := sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	c, err := New(Config{Job: "j", Node: "n1", System: sys, Cluster: cl,
+		Raylet: func() *actor.PID { return local }, Store: func() *actor.PID { return local },
+		Feasible: func(sched.Resources) error { return nil }, Lineage: &lineageMap{records: map[ids.TaskID]bool{}}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	tc := c.NewDriver()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, _ := sched.FromMap(map[string]float64{sched.CPU: 1})
+	list, entries, err := c.SubmitReturns(tc, Call{Function: "core_test.f2", Resources: res, MaxRetries: 1, NumReturns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := func(ch chan *pb.TaskSpec, what string) *pb.TaskSpec {
+		t.Helper()
+		select {
+		case s := <-ch:
+			return s
+		case <-ctx.Done():
+			t.Fatalf("%s never reached its node", what)
+		}
+		return nil
+	}
+	s := recv(n2, "the task")
+	c.root.Send(c.owner, &pb.TaskResult{TaskId: s.TaskId, Attempt: s.Attempt, LeaseId: fake2.lease(s.TaskId), Returns: []*pb.ReturnValue{
+		{InStore: true, NodeId: "n2", Size: 8 << 20}, {InStore: true, NodeId: "n2", Size: 8 << 20}}})
+	for i, id := range list {
+		if _, err := tc.wait(ctx, id, entries[i]); err != nil {
+			t.Fatalf("return %d never became ready: %v", i+1, err)
+		}
+	}
+	cl.kill("n2")
+	got := make(chan error, 1)
+	go func() {
+		b, err := tc.GetIn(ctx, list[0], entries[0])
+		if err == nil && string(b) != "one" {
+			err = errors.New("read " + string(b))
+		}
+		got <- err
+	}()
+	s = recv(n3, "the rerun")
+	c.root.Send(c.owner, &pb.TaskResult{TaskId: s.TaskId, Attempt: s.Attempt, LeaseId: fake3.lease(s.TaskId), Returns: returns("one", "two")})
+	if err := <-got; err != nil {
+		t.Fatalf("Get of the first return, recreated: %v", err)
+	}
+	if b, err := tc.GetIn(ctx, list[1], entries[1]); err != nil || string(b) != "two" {
+		t.Fatalf("Get of the second return, lost too: %q, %v; want the rerun's value", b, err)
+	}
+	if n := c.Stats().Reconstructed.Load(); n != 1 {
+		t.Fatalf("%d reconstructions, want 1", n)
+	}
+}

@@ -109,6 +109,9 @@ func (s *shard) completeReturns(p *pending, r *pb.TaskResult) {
 			}
 		}
 		made := c.mem.Set(id, v)
+		if !made && r.Error == nil && c.retakeLost(id) {
+			made = c.mem.Set(id, v)
+		}
 		if !made {
 			// A rerun (lineage reconstruction of another return) found this one still
 			// holding its value, which it keeps: the new copy goes.
@@ -129,6 +132,16 @@ func (s *shard) completeReturns(p *pending, r *pb.TaskResult) {
 	if p.pinned {
 		c.unpin(argsKey(ids.ReturnID(tid, 1)))
 	}
+}
+
+// retakeLost makes return id, which still holds a value when its task ran again to
+// recreate another of its returns, pending again if that value is lost too (its bytes on
+// a node that is gone), so that it takes the run's new value: else each lost return of
+// the task would run it once more, and use one of its retries (MaxRetries bounds
+// reconstruction), for what one run made. It reports whether it did.
+func (c *Core) retakeLost(id ids.ObjectID) bool {
+	kept, ready, _ := c.mem.Get(id)
+	return ready && kept.Err == nil && c.lostHere(kept) && c.mem.Reset(id)
 }
 
 // dropCopy lets go of a return's value that a rerun made again when the return still had
