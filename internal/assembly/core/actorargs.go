@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ray-go/ray/internal/base/ask"
 	"github.com/ray-go/ray/internal/base/ids"
+	"github.com/ray-go/ray/internal/base/netx"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/lineage"
 )
@@ -38,12 +40,35 @@ func (c *Core) RecoverArg(ctx context.Context, spec *pb.TaskSpec, a *pb.Arg, err
 	}
 	owner := actor.NewPID(spec.Owner.Address, spec.Owner.Id)
 	lostNode := a.NodeId
+	// A message to a process that died is dropped, not failed: while the call waits, a
+	// caller whose address refuses connections is taken for gone, and the call fails
+	// instead of holding up the actor's other calls for reresolveWait.
+	wctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go func() {
+		t := time.NewTicker(callerCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				if netx.Refused(owner.Address, time.Second) {
+					stop(errCallerGone)
+					return
+				}
+			}
+		}
+	}()
 	// As a Get: a bounded number of recoveries (a new copy may be lost again).
 	for range lineage.MaxReconstructions {
 		call := ask.StartReplyTo(c.root, owner, func(reply *actor.PID) any {
 			return &pb.ResolveObject{ObjectId: id[:], ReplyTo: &pb.PID{Address: reply.Address, Id: reply.Id}, Lost: true, LostNode: lostNode}
 		})
-		res, werr := call.Wait(ctx, reresolveWait)
+		res, werr := call.Wait(wctx, reresolveWait)
+		if werr != nil && context.Cause(wctx) == errCallerGone {
+			werr = errCallerGone
+		}
 		m, ok := res.(*pb.ObjectResolved)
 		switch {
 		case werr != nil || !ok:
@@ -58,7 +83,7 @@ func (c *Core) RecoverArg(ctx context.Context, spec *pb.TaskSpec, a *pb.Arg, err
 			// Not recreated: its caller cannot (a Put's object, or one it borrowed).
 			return nil, err
 		}
-		b, ferr := c.fetch(ctx, id, ids.NodeID(m.NodeId), m.Size)
+		b, ferr := c.fetch(wctx, id, ids.NodeID(m.NodeId), m.Size)
 		if ferr == nil || !errors.Is(ferr, ErrObjectLost) {
 			return b, ferr
 		}
@@ -66,3 +91,8 @@ func (c *Core) RecoverArg(ctx context.Context, spec *pb.TaskSpec, a *pb.Arg, err
 	}
 	return nil, err
 }
+
+// callerCheck is how often RecoverArg checks that the caller it waits for still listens.
+const callerCheck = 2 * time.Second
+
+var errCallerGone = errors.New("its process is gone (its address refuses connections)")
