@@ -54,10 +54,12 @@ type Agent struct {
 	log      *slog.Logger
 
 	embedded *etcdstore.Embedded
-	join     *identity.JoinServer // secure head with an embedded GCS
-	tokenDir *identity.TokenDir   // secure head: its CA directory, where the join token is read
-	ca       *identity.CA         // secure head with an embedded GCS: signs the CRL
-	creds    identity.Files       // the agent's GCS credentials (zero: Insecure)
+	// restartedGCS: the embedded GCS started over data of an earlier start.
+	restartedGCS bool
+	join         *identity.JoinServer // secure head with an embedded GCS
+	tokenDir     *identity.TokenDir   // secure head: its CA directory, where the join token is read
+	ca           *identity.CA         // secure head with an embedded GCS: signs the CRL
+	creds        identity.Files       // the agent's GCS credentials (zero: Insecure)
 	// procCreds are the credentials of the processes the agent starts (worker processes,
 	// submitted drivers): creds, except on a secure head with an embedded GCS, whose own
 	// certificate is the GCS's administrator (a driver certificate of their own instead).
@@ -230,6 +232,7 @@ func (a *Agent) openGCS(ctx context.Context) error {
 				return err
 			}
 		}
+		a.restartedGCS = hasGCSData(filepath.Join(cfg.SessionDir, "gcs"))
 		e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbedConfig{
 			Dir:        filepath.Join(cfg.SessionDir, "gcs"),
 			Host:       cfg.host(),

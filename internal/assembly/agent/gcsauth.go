@@ -49,6 +49,14 @@ func (a *Agent) enableAuth(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	if err := au.Enable(cctx, roles); err != nil {
+		if gcsDir := filepath.Join(a.cfg.SessionDir, "gcs"); a.restartedGCS && errors.Is(err, context.DeadlineExceeded) || a.restartedGCS && strings.Contains(err.Error(), "timed out") {
+			// Over data of an earlier start, a GCS that opened but never answers lost
+			// its write-ahead log (a removed or truncated wal/: etcd then has no
+			// leader to commit through).
+			return fmt.Errorf("agent: turn on the GCS's authorization: %w: the GCS opened its data in %s but does not answer, "+
+				"as when its write-ahead log (member/wal) is missing or truncated; restore that directory from a backup, or "+
+				"remove %s to start a new cluster (its jobs, detached actors and issued certificates are then gone)", err, gcsDir, a.cfg.SessionDir)
+		}
 		return fmt.Errorf("agent: turn on the GCS's authorization: %w", err)
 	}
 	a.auth = au
