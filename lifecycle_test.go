@@ -34,7 +34,8 @@ func gcsState(t *testing.T, ctx context.Context, n *node.Node) (lineage map[stri
 	}
 	objects = map[string]bool{}
 	for _, kv := range kvs {
-		objects[strings.TrimPrefix(kv.Key, gcs.ObjectsPrefix)] = true
+		rest := strings.TrimPrefix(kv.Key, gcs.ObjectsPrefix)
+		objects[rest[strings.LastIndexByte(rest, '/')+1:]] = true // objects/<node>/<id>
 	}
 	return lineage, objects
 }

@@ -63,6 +63,9 @@ func startCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "driver-cert-validity", Usage: "head: lifetime of drivers' certificates", Hidden: true},
 			&ucli.DurationFlag{Name: "cert-collect-every", Usage: "head: period of the collection of expired certificates' records", Hidden: true},
 			&ucli.DurationFlag{Name: "cert-retention", Usage: "head: how long an expired certificate's records stay", Hidden: true},
+			// Tests of the deletion of gone processes' lineage and object records (agent.Config).
+			&ucli.DurationFlag{Name: "sweep-every", Usage: "head: period of the deletion of gone processes' lineage and object records", Hidden: true},
+			&ucli.DurationFlag{Name: "sweep-grace", Usage: "head: how long a gone process's lineage and object records stay", Hidden: true},
 			&ucli.IntFlag{Name: "join-port", Usage: "head: the port of its join endpoint (on --host), where agents and drivers trade the token for a certificate", DefaultText: "--port + 1", EnvVars: []string{"RAY_GO_JOIN_PORT"}},
 		}, credentialFlags()...),
 		Action: runStart,
@@ -80,6 +83,8 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 		DriverCertValidity: c.Duration("driver-cert-validity"),
 		CertCollectEvery:   c.Duration("cert-collect-every"),
 		CertRetention:      c.Duration("cert-retention"),
+		SweepEvery:         c.Duration("sweep-every"),
+		SweepGrace:         c.Duration("sweep-grace"),
 	}
 	cfg.Host = c.String("host")
 	cfg.MetricsPort = c.Int("metrics-port")

@@ -187,6 +187,8 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 		a.subs = s
 		a.wg.Add(1)
 		go s.run(a.ctx)
+		a.wg.Add(1)
+		go newGoneSweeper(a, cfg.SweepEvery, cfg.SweepGrace).run(a.ctx) // gcssweep.go
 	}
 	if a.ca != nil {
 		a.wg.Add(2)

@@ -142,6 +142,13 @@ type Config struct {
 	// at half of it while it runs): default identity.DriverCertValidity, at least
 	// identity.MinRenewableValidity.
 	DriverCertValidity time.Duration
+
+	// SweepEvery is how often the head deletes the lineage pages and object table entries
+	// of processes gone for SweepGrace (gcssweep.go): defaults DefaultSweepEvery and
+	// DefaultSweepGrace. The grace must cover the adoption of a dead owner's objects by
+	// its borrowers, which read its lineage when they learn it died (seconds).
+	SweepEvery time.Duration
+	SweepGrace time.Duration
 }
 
 // Validate reports a configuration that cannot work.
@@ -237,6 +244,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DriverCertValidity == 0 {
 		c.DriverCertValidity = identity.DriverCertValidity
+	}
+	if c.SweepEvery <= 0 {
+		c.SweepEvery = DefaultSweepEvery
+	}
+	if c.SweepGrace <= 0 {
+		c.SweepGrace = DefaultSweepGrace
 	}
 	eps := make([]string, 0, len(c.GCSEndpoints))
 	for _, ep := range c.GCSEndpoints {

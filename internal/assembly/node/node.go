@@ -661,7 +661,7 @@ func (v viewCluster) Placer(seed uint64) core.Placer { return v.View.Placer(seed
 
 // orphanLineage reads the lineage pages the runtime of node wrote (its packer's pages).
 func (n *Node) orphanLineage(ctx context.Context, node ids.NodeID) (map[string][]byte, error) {
-	recs, _, err := gcs.ReadAll(ctx, n.store, gcs.LineagePrefix+string(node)+"/")
+	recs, _, err := gcs.ReadAll(ctx, n.store, gcs.LineageOf(string(node)))
 	return recs, err
 }
 
@@ -919,7 +919,7 @@ func (n *Node) startMember(ctx context.Context) error {
 	if err := wenv.Validate(); err != nil {
 		return err
 	}
-	objTable := objectTable{w: n.writer}
+	objTable := objectTable{w: n.writer, node: string(n.ID)}
 	n.table = &actors.Table{Store: n.store}
 	aenv := actors.Env{Node: n.ID, Table: n.table, Logger: logger, Stats: n.ActorStats, Raylet: n.raylet, NodeResources: n.ownResources,
 		Runner: worker.Runner{Node: n.ID, StoreBytes: n.cfg.ObjectStoreBytes, Store: n.objectStore, Fetch: wenv.Fetch, Nested: core.NestedOf, Meta: core.MetaOf,
@@ -1239,6 +1239,15 @@ func (n *Node) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("node: flush GCS writes: %w", err))
 		}
 		cancel()
+		if !crashed && n.etcd == nil && n.store != nil {
+			// The object table entries of this node's store go with it (nothing reads
+			// them once the store is gone). Its lineage pages stay: a borrower in another
+			// job that adopts this runtime's objects reads them; the head deletes them a
+			// grace period later (package agent, gcssweep.go).
+			dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, _, _ = n.store.Txn(dctx, nil, []gcs.Op{{Kind: gcs.OpDeletePrefix, Key: gcs.ObjectsOf(string(n.ID))}})
+			cancel()
+		}
 	}
 	if n.pool != nil {
 		n.pool.Close()
@@ -1286,12 +1295,17 @@ func (n *Node) Stop(ctx context.Context) error {
 }
 
 // objectTable writes object table records through the writer.
-type objectTable struct{ w *gcs.Writer }
+// Its keys are under the node's own prefix (gcs.ObjectsOf), which the node deletes when it
+// stops and the head when the node died (package agent, gcssweep.go).
+type objectTable struct {
+	w    *gcs.Writer
+	node string
+}
 
 func (t objectTable) Record(id ids.ObjectID, entry []byte) {
-	t.w.Put(gcs.ObjectKey(id.String()), entry)
+	t.w.Put(gcs.ObjectKey(t.node, id.String()), entry)
 }
-func (t objectTable) Drop(id ids.ObjectID) { t.w.Delete(gcs.ObjectKey(id.String())) }
+func (t objectTable) Drop(id ids.ObjectID) { t.w.Delete(gcs.ObjectKey(t.node, id.String())) }
 
 // releaseOwnedActors ends the actors this node's runtime created that are not detached
 // (Ray: an actor dies with its owner). With an embedded GCS everything ends anyway.

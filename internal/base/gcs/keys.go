@@ -18,8 +18,15 @@ import (
 //	functions/<jobID>/<name>                function table of a job
 //	actors/<actorID>                        actor table: class, state, owner, restarts
 //	placement/<actorID>                     where an actor lives, with a fencing epoch
-//	lineage/<pageID>                        packed task specs (see Packer)
-//	objects/<objectID>                      object table, one entry per object
+//	lineage/<nodeID>/<seq>                  packed task specs (see Packer) of the runtime of
+//	                                        nodeID; no lease: a borrower that adopts that
+//	                                        runtime's objects when it dies reads them, so the
+//	                                        head deletes them a grace period after the node
+//	                                        left (package internal/assembly/agent, gcssweep.go)
+//	objects/<nodeID>/<objectID>             object table, one entry per object in the store
+//	                                        of nodeID; deleted with the object, by the node
+//	                                        when it stops, and by the head after a grace
+//	                                        period for a node that died
 //	objpages/<pageID>                       object table entries, packed (see Packer)
 //	actornames/<namespace>/<name>           named actors: the actor ID
 //	actorlog/<actorID>/<batch>              actor method log: one group commit per key, batch
@@ -162,8 +169,14 @@ func PlacementKey(actorID string) string { return PlacementPrefix + actorID }
 // LineagePageKey is the key of one packed page of task specs.
 func LineagePageKey(pageID string) string { return LineagePrefix + pageID }
 
-// ObjectKey is the object table key of one object (unpacked form).
-func ObjectKey(objectID string) string { return ObjectsPrefix + objectID }
+// LineageOf is the prefix of the lineage pages the runtime of node wrote.
+func LineageOf(nodeID string) string { return LineagePrefix + nodeID + "/" }
+
+// ObjectKey is the object table key of one object in the store of node (unpacked form).
+func ObjectKey(nodeID, objectID string) string { return ObjectsOf(nodeID) + objectID }
+
+// ObjectsOf is the prefix of the object table entries of the objects in node's store.
+func ObjectsOf(nodeID string) string { return ObjectsPrefix + nodeID + "/" }
 
 // ObjectPageKey is the key of one packed page of object table entries.
 func ObjectPageKey(pageID string) string { return ObjectPagesPrefix + pageID }
