@@ -63,6 +63,7 @@ func startCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "driver-cert-validity", Usage: "head: lifetime of drivers' certificates", Hidden: true},
 			&ucli.DurationFlag{Name: "cert-collect-every", Usage: "head: period of the collection of expired certificates' records", Hidden: true},
 			&ucli.DurationFlag{Name: "cert-retention", Usage: "head: how long an expired certificate's records stay", Hidden: true},
+			&ucli.IntFlag{Name: "max-dead-actors", Usage: "head: how many dead actors' records the cluster keeps (the oldest dead beyond go; -1: none)", DefaultText: "10000"},
 			// Tests of the deletion of gone processes' lineage and object records (agent.Config).
 			&ucli.DurationFlag{Name: "sweep-every", Usage: "head: period of the deletion of gone processes' lineage and object records", Hidden: true},
 			&ucli.DurationFlag{Name: "sweep-grace", Usage: "head: how long a gone process's lineage and object records stay", Hidden: true},
@@ -85,6 +86,7 @@ func startConfig(c *ucli.Context) (agent.Config, error) {
 		CertRetention:      c.Duration("cert-retention"),
 		SweepEvery:         c.Duration("sweep-every"),
 		SweepGrace:         c.Duration("sweep-grace"),
+		MaxDeadActors:      c.Int("max-dead-actors"),
 	}
 	cfg.Host = c.String("host")
 	cfg.MetricsPort = c.Int("metrics-port")

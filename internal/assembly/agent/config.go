@@ -149,6 +149,10 @@ type Config struct {
 	// its borrowers, which read its lineage when they learn it died (seconds).
 	SweepEvery time.Duration
 	SweepGrace time.Duration
+
+	// MaxDeadActors is how many dead actors' records the head keeps (deadactors.go): beyond
+	// it the oldest dead are deleted. Default DefaultMaxDeadActors; negative keeps none.
+	MaxDeadActors int
 }
 
 // Validate reports a configuration that cannot work.
@@ -250,6 +254,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SweepGrace <= 0 {
 		c.SweepGrace = DefaultSweepGrace
+	}
+	if c.MaxDeadActors == 0 {
+		c.MaxDeadActors = DefaultMaxDeadActors
 	}
 	eps := make([]string, 0, len(c.GCSEndpoints))
 	for _, ep := range c.GCSEndpoints {

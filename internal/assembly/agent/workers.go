@@ -79,6 +79,9 @@ type workerManager struct {
 	lost       map[string]bool
 	lostAt     map[string]int64 // when their alive key went (unix ms)
 	lostPruned time.Time
+	// Head only (deadactors.go): the dead actors' records, and when they were last pruned.
+	dead       map[string]deadActor
+	deadPruned time.Time
 	// staleDone: the records of the worker processes an earlier run of this agent left
 	// STARTING or RUNNING were marked EXITED (markStale).
 	staleDone bool
@@ -122,6 +125,7 @@ func newWorkerManager(a *Agent) *workerManager {
 		ending:    map[string]time.Time{},
 		lost:      map[string]bool{},
 		lostAt:    map[string]int64{},
+		dead:      map[string]deadActor{},
 		workers:   map[string]*worker{},
 		hashes:    hashCache{},
 		bins:      map[string]*binFetch{},
@@ -221,15 +225,19 @@ func (m *workerManager) apply(u tableUpdate) {
 		if u.reset {
 			m.detached, m.actorJob = map[string]map[string]bool{}, map[string]string{}
 			m.owned, m.ending = map[string]map[string]string{}, map[string]time.Time{}
+			m.dead = map[string]deadActor{}
 			for _, kv := range u.kvs {
 				m.putActor(kv.Key, kv.Value)
+				m.trackDead(kv)
 			}
 		}
 		for _, ev := range u.events {
 			if ev.Type == gcs.EventPut {
 				m.putActor(ev.KV.Key, ev.KV.Value)
+				m.trackDead(ev.KV)
 			} else {
 				m.dropActor(ev.KV.Key)
+				delete(m.dead, ev.KV.Key)
 			}
 		}
 	}
@@ -377,6 +385,7 @@ func (m *workerManager) reconcile(ctx context.Context, now time.Time) {
 			m.lostPruned = now
 			m.pruneLost(ctx, now)
 		}
+		m.pruneDead(ctx, now) // deadactors.go
 	}
 	for job, w := range m.workers {
 		if m.wanted(job, now) {
