@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -56,8 +57,38 @@ type Overview struct {
 	Machines map[string]Machine `json:"machines"`
 }
 
-// apiActors: the actor table (rayctl list actors).
+// ActorList is the answer of /api/actors: one page of the actor table (rayctl list actors)
+// of at most limit actors (default defaultActorLimit, 0 for maxLimit) that match filter (a
+// substring of an ID, class, name, namespace, state, node, machine or job; case does not
+// matter), the actors that are not dead first, each group by its latest change, newest
+// first; Matched counts the actors that match, Total all of them and Dead the dead ones
+// (the head keeps a bounded number of those: agent.Config.MaxDeadActors).
+type ActorList struct {
+	Actors  []clusterstate.Actor `json:"actors"`
+	Matched int                  `json:"matched"`
+	Total   int                  `json:"total"`
+	Dead    int                  `json:"dead"`
+}
+
+// defaultActorLimit is how many actors /api/actors returns when no limit is asked.
+const defaultActorLimit = 1000
+
+// apiActors: a page of the actor table (ActorList).
 func (d *Dashboard) apiActors(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	limit := defaultActorLimit
+	if v.Get("limit") != "" {
+		var err error
+		if limit, err = parseLimit(v.Get("limit")); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	filter := strings.ToLower(strings.TrimSpace(v.Get("filter")))
+	if len(filter) > 256 {
+		http.Error(w, "filter: too long", http.StatusBadRequest)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
 	actors, err := clusterstate.ReadActors(ctx, d.cfg.Store)
@@ -65,7 +96,39 @@ func (d *Dashboard) apiActors(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, "read the actors", err)
 		return
 	}
-	writeJSON(w, actors)
+	writeJSON(w, pageActors(actors, filter, limit))
+}
+
+// pageActors makes the ActorList of actors: those that match filter (lowercase), the live
+// ones first, newest change first, at most limit.
+func pageActors(actors []clusterstate.Actor, filter string, limit int) ActorList {
+	out := ActorList{Actors: []clusterstate.Actor{}, Total: len(actors)}
+	matched := make([]clusterstate.Actor, 0, min(len(actors), limit))
+	for _, a := range actors {
+		if a.State == "DEAD" {
+			out.Dead++
+		}
+		if filter != "" && !strings.Contains(strings.ToLower(strings.Join([]string{a.ActorID, a.Class, a.Name, a.Namespace, a.State, a.Node, a.AgentID, a.JobID}, "\x00")), filter) {
+			continue
+		}
+		matched = append(matched, a)
+	}
+	out.Matched = len(matched)
+	latest := func(a *clusterstate.Actor) int64 {
+		if len(a.History) == 0 {
+			return 0
+		}
+		return a.History[len(a.History)-1].UnixMs
+	}
+	sort.SliceStable(matched, func(i, j int) bool {
+		di, dj := matched[i].State == "DEAD", matched[j].State == "DEAD"
+		if di != dj {
+			return dj
+		}
+		return latest(&matched[i]) > latest(&matched[j])
+	})
+	out.Actors = append(out.Actors, matched[:min(len(matched), limit)]...)
+	return out
 }
 
 // taskQuery reads the filters of /api/tasks and /api/timeline: those the processes apply,

@@ -180,17 +180,18 @@ async function showLog(id) {
 
 // ---- Actors ----
 
-let actorRows = [];
+// One page of the actor table: the server filters it and returns the first actorPage (the
+// actors that are not dead first, newest change first) with how many there are.
+const actorPage = 1000;
 async function actors() {
-  actorRows = await api("/api/actors");
-  drawActors();
-}
-
-function drawActors() {
-  const f = document.getElementById("actor-filter").value.trim().toLowerCase();
-  fill("#actors-table", actorRows.filter(a => !f ||
-    [a.actor_id, a.class, a.name, a.namespace, a.state, a.node, a.agent_id, a.job_id].some(v => String(v || "").toLowerCase().includes(f)))
-    .map(a => h("tr", {"data-actor": a.actor_id, title: history(a.history)},
+  const q = new URLSearchParams({limit: String(actorPage)});
+  const f = document.getElementById("actor-filter").value.trim();
+  if (f) q.set("filter", f);
+  const res = await api("/api/actors?" + q);
+  let text = res.actors.length + " of " + res.matched + (f ? " matching" : "") + " actors shown (not dead first, newest first); " +
+    res.total + " in the cluster, " + res.dead + " dead";
+  document.getElementById("actors-summary").textContent = text;
+  fill("#actors-table", res.actors.map(a => h("tr", {"data-actor": a.actor_id, title: history(a.history)},
       h("td", {class: "mono"}, short(a.actor_id)), h("td", {}, a.class), h("td", {}, a.name || "-"),
       h("td", {class: "mono"}, a.namespace || "-"), h("td", {}, state(a.state)),
       h("td", {class: "mono", title: a.node ? "worker process " + a.node + (a.agent_id ? " on machine (node) " + a.agent_id : "") : ""},
@@ -359,7 +360,11 @@ async function show(name, manual) {
 }
 
 window.addEventListener("hashchange", () => show(location.hash.slice(1), true));
-document.getElementById("actor-filter").addEventListener("input", drawActors);
+let actorFilterTimer = null; // the filter asks the server once typing pauses
+document.getElementById("actor-filter").addEventListener("input", () => {
+  clearTimeout(actorFilterTimer);
+  actorFilterTimer = setTimeout(() => show("actors", true), 300);
+});
 document.getElementById("task-form").addEventListener("submit", e => { e.preventDefault(); show("tasks", true); });
 document.getElementById("object-form").addEventListener("submit", e => { e.preventDefault(); show("objects", true); });
 document.getElementById("timeline-form").addEventListener("submit", e => { e.preventDefault(); show("timeline", true); });
