@@ -23,6 +23,9 @@ const (
 	// ObjectAtOwner: a borrowed object (BorrowedReference) the borrowing process has not
 	// read; its owner's row says its state.
 	ObjectAtOwner = core.ObjectAtOwner
+	// ObjectLost: its value was in the store of a node that is dead (Location); a Get
+	// recreates it from its lineage when it can, or fails with ErrObjectLost saying why.
+	ObjectLost = core.ObjectLost
 )
 
 // The reference types of an object (ObjectState.RefType).

@@ -190,7 +190,7 @@ func TestEnumFilters(t *testing.T) {
 	}{
 		{"objects", "state=ready", "state=READY", ""},
 		{"objects", "reference_type!=borrowed", "reference_type!=BORROWED", ""},
-		{"objects", "state=bogus", "", "filter state=bogus: the state of objects is one of PENDING, READY, FAILED, FREED, AT_OWNER (in any case)"},
+		{"objects", "state=bogus", "", "filter state=bogus: the state of objects is one of PENDING, READY, FAILED, FREED, AT_OWNER, LOST (in any case)"},
 		{"tasks", "state=Finished", "state=FINISHED", ""},
 		{"tasks", "state=failed_retried", "state=FAILED_RETRIED", ""},
 		{"tasks", "type=actor_task", "type=ACTOR_TASK", ""},

@@ -34,7 +34,7 @@ var enumFields = map[string]map[string]enumField{
 		"error_type": {values: protoEnumNames(pb.ErrorInfo_Kind_name), emptyOK: true},
 	},
 	"objects": {
-		"state":          {values: []string{core.ObjectPending, core.ObjectReady, core.ObjectFailed, core.ObjectFreed, core.ObjectAtOwner}},
+		"state":          {values: []string{core.ObjectPending, core.ObjectReady, core.ObjectFailed, core.ObjectFreed, core.ObjectAtOwner, core.ObjectLost}},
 		"reference_type": {values: []string{core.RefLocal, core.RefLineage, core.RefNone, core.RefActorHandle, core.RefBorrowed}},
 	},
 	"actors": {

@@ -27,7 +27,8 @@ func memoryCommand() *ucli.Command {
 			"totals include the drivers' stores (the objects a driver Put and its tasks' results live there). " +
 			"ray.Memory gives the same from a program. Objects small enough to travel inline (up to 100 KiB) " +
 			"live with their owners and are not counted. A process of a running job whose registration lapsed " +
-			"(stopped, hung, starved or cut off) has no figures to read: rayctl names it in a warning (\"missing\" in -o json).",
+			"(killed with its machine, stopped, hung, starved or cut off) has no figures to read: rayctl names it in a warning, " +
+			"with what it is and why as far as the cluster knows (\"missing\" and \"missing_why\" in -o json).",
 		Flags: append([]ucli.Flag{addressFlag(), namespaceFlag(), sessionDirFlag(), outputFlag()}, credentialFlags()...),
 		Action: func(c *ucli.Context) error {
 			asJSON, err := outputFormat(c)
@@ -62,9 +63,12 @@ type MemoryReport struct {
 	MemoryBytes int64 `json:"memory_bytes"`
 	Spilled     int64 `json:"spilled_bytes"`
 	Objects     int64 `json:"objects"`
-	// Missing are the processes of running jobs whose registration lapsed (stopped, hung,
-	// starved or cut off): their stores are not in Nodes nor in the totals.
-	Missing []string `json:"missing,omitempty"`
+	// Missing are the processes of running jobs whose registration lapsed (killed with
+	// their machine, stopped, hung, starved or cut off): their stores are not in Nodes nor in
+	// the totals. MissingWhy says for each what it is and why, as far as the GCS tells
+	// (taskstate.WhyMissing: its machine's agent is dead, or its registration lapsed).
+	Missing    []string          `json:"missing,omitempty"`
+	MissingWhy map[string]string `json:"missing_why,omitempty"`
 }
 
 // NodeMemory is one node's object store.
@@ -166,6 +170,9 @@ func readMemory(ctx context.Context, store gcs.Store) (*MemoryReport, error) {
 			rep.Missing = append(rep.Missing, id)
 		}
 	}
+	if len(rep.Missing) > 0 {
+		rep.MissingWhy = taskstate.WhyMissing(ctx, store, rep.Missing)
+	}
 	return rep, nil
 }
 
@@ -173,9 +180,8 @@ func readMemory(ctx context.Context, store gcs.Store) (*MemoryReport, error) {
 // does for the objects of processes that did not answer.
 func warnMissingStores(w io.Writer, rep *MemoryReport) {
 	if len(rep.Missing) > 0 {
-		fmt.Fprintf(w, "rayctl: the object stores of %d process(es) of running jobs are missing, their registration lapsed "+
-			"(stopped, hung, starved or cut off; rayctl list nodes shows a driver UNREACHABLE): %s\n",
-			len(rep.Missing), strings.Join(rep.Missing, ", "))
+		fmt.Fprintf(w, "rayctl: the object stores of %d process(es) of running jobs are missing: %s\n",
+			len(rep.Missing), taskstate.MissingList(rep.Missing, rep.MissingWhy))
 	}
 }
 

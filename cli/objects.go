@@ -63,8 +63,8 @@ func gatherObjects(c *ucli.Context, job string, q core.ObjectQuery) (*taskstate.
 	}
 	if len(res.Missing) > 0 {
 		sort.Strings(res.Missing)
-		fmt.Fprintf(c.App.ErrWriter, "rayctl: the processes of %d node(s) did not answer in time or are unreachable, their objects are missing: %s\n",
-			len(res.Missing), strings.Join(res.Missing, ", "))
+		fmt.Fprintf(c.App.ErrWriter, "rayctl: %d process(es) did not answer, their objects are missing: %s\n",
+			len(res.Missing), taskstate.MissingList(res.Missing, taskstate.WhyMissing(ctx, store, res.Missing)))
 	}
 	return res, nil
 }

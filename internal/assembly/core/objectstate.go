@@ -23,6 +23,10 @@ const (
 	// ObjectAtOwner: a borrowed object this process has not read: its owner knows its state
 	// (the owner's row of the same object says it).
 	ObjectAtOwner = "AT_OWNER"
+	// ObjectLost: its value was in the store of a node this process knows is dead (its
+	// Location); a Get recreates it from its lineage when it can, or fails with
+	// ErrObjectLost saying why.
+	ObjectLost = "LOST"
 )
 
 // The reference types of an object (Ray's names where Ray has one).
@@ -146,6 +150,9 @@ func (c *Core) setValue(o *ObjectInfo, v objects.Value) {
 		o.Location = string(c.cfg.Node)
 	default:
 		o.Location = string(v.Node)
+	}
+	if o.State == ObjectReady && c.lostHere(v) {
+		o.State = ObjectLost // the node that held it is dead: the next Get recreates it
 	}
 }
 
