@@ -74,12 +74,18 @@ func TestGoneRecordsSwept(t *testing.T) {
 		t.Logf("after job %d ended: %d lineage pages, %d object table entries", i+1, lin, objs)
 	}
 	held := startReady(t, driver, "gcsrecords", append(env, "E2E_HOLD=1"), "records ready")
-	lin, objs := count()
+	// Lineage goes to the GCS once a task has lived some tens of milliseconds, in pages
+	// sealed a little later: wait for it.
+	var lin, objs int64
+	deadline := time.Now().Add(time.Minute)
+	for lin, objs = count(); (lin == 0 || objs == 0) && time.Now().Before(deadline); lin, objs = count() {
+		time.Sleep(100 * time.Millisecond)
+	}
 	t.Logf("while a fourth job holds its objects: %d lineage pages, %d object table entries", lin, objs)
 	if lin == 0 || objs == 0 {
 		held.Process.Kill()
 		held.Wait()
-		t.Fatalf("a job that holds task results and a put has %d lineage pages and %d object table entries in the GCS, want some of each", lin, objs)
+		t.Fatalf("a job that holds task results and a put has %d lineage pages and %d object table entries in the GCS after a minute, want some of each", lin, objs)
 	}
 	if err := held.Process.Kill(); err != nil {
 		t.Fatal(err)
