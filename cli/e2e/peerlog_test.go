@@ -149,3 +149,59 @@ func TestPeerDeathLogsQuiet(t *testing.T) {
 	}
 	t.Logf("%d rounds, %d tasks over 3 kills; WARN lines about the victims per log: %v; other ERROR lines per log: %v", pc.Rounds, pc.Tasks, aboutVictims, otherErrors)
 }
+
+// TestOtherJobsEndQuietly: jobs that start and end (cleanly) while another job runs put
+// no WARN about a lost peer into the running job's output or its worker process's log:
+// another job's processes are not its concern (node's peerConcern), whereas before each
+// ended job put a "lost the connection to a peer" WARN or two into every running job's.
+func TestOtherJobsEndQuietly(t *testing.T) {
+	t.Parallel()
+	port, addr, sess := newSession(t)
+	env := startTwoNodes(t, port, addr, sess)
+	out, errOut, code := run(t, time.Minute, env, rayctl, "job", "submit", "--no-wait", "--", driver, "-check", "hang")
+	sub := strings.TrimSpace(out)
+	if code != 0 || sub == "" {
+		t.Fatalf("rayctl job submit --no-wait: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var st struct {
+		State string `json:"state"`
+		JobID string `json:"job_id"`
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		logs, _, _ := run(t, time.Minute, env, rayctl, "job", "logs", sub)
+		out, _, _ = run(t, time.Minute, env, rayctl, "job", "status", "-o", "json", sub)
+		_ = json.Unmarshal([]byte(out), &st)
+		if strings.Contains(logs, "hanging") && st.JobID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hanging job did not start:\n%s\n%s", out, logs)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	for i := range 3 {
+		if out, errOut, code := run(t, 2*time.Minute, env, rayctl, "job", "submit", "--", driver, "-check", "sum"); code != 0 {
+			t.Fatalf("short job %d: exit %d\n%s\n%s", i, code, tail(out), tail(errOut))
+		}
+	}
+	time.Sleep(3 * time.Second) // what the running job's processes log about them, written
+	jobLog, _, _ := run(t, time.Minute, env, rayctl, "job", "logs", sub)
+	var workerLog []byte
+	files, _ := filepath.Glob(filepath.Join(sess, "*", "logs", "worker-"+st.JobID+".log"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		workerLog = append(workerLog, b...)
+	}
+	if len(files) != 2 {
+		t.Errorf("the running job's worker process logs: %v, want 2", files)
+	}
+	for name, log := range map[string]string{"the running job's output": jobLog, "its worker processes' logs": string(workerLog)} {
+		if n := strings.Count(log, peerWarnMsgs[0]); n > 0 {
+			t.Errorf("%s has %d WARN lines about a lost peer after 3 other jobs ended, want none:\n%s", name, n, tail(log))
+		}
+	}
+	if out, errOut, code := run(t, time.Minute, env, rayctl, "job", "stop", sub); code != 0 {
+		t.Fatalf("rayctl job stop: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -118,6 +118,9 @@ type View struct {
 	socket map[string]string
 	// jobs: the job each node (every role, every job) serves ("" for none).
 	jobs map[string]string
+	// addrJobs: the job of the node at each member address, kept after its record is
+	// deleted (JobAt), at most maxAddrJobs (cleared when full).
+	addrJobs map[string]string
 	// gone are nodes the membership reported unreachable or left: not placed on (and not
 	// alive) from then on, although their records last until their leases lapse. A node
 	// that comes back after a crash has a new ID.
@@ -830,6 +833,12 @@ func (v *View) putNodeLocked(kv gcs.KV) *pb.NodeInfo {
 		v.data[info.NodeId] = info.DataAddress
 	}
 	v.jobs[info.NodeId] = info.JobId
+	if info.Address != "" {
+		if v.addrJobs == nil || len(v.addrJobs) >= maxAddrJobs {
+			v.addrJobs = map[string]string{}
+		}
+		v.addrJobs[info.Address] = info.JobId
+	}
 	if m := netx.MachineID(); info.DataSocket != "" && m != "" && info.MachineId == m {
 		v.socket[info.NodeId] = info.DataSocket
 	}
@@ -994,6 +1003,20 @@ func (v *View) DataAddress(id ids.NodeID) string { return v.load().data[string(i
 // JobOf is the job node serves (its record's job ID; "" for a node the view has no record
 // of, or one that serves every job).
 func (v *View) JobOf(id ids.NodeID) string { return v.load().jobs[string(id)] }
+
+// maxAddrJobs bounds the addresses JobAt remembers.
+const maxAddrJobs = 4096
+
+// JobAt is the job of the node whose member address is addr, as its record said (ok
+// false when no record at that address was seen, or it was forgotten): also after the
+// record was deleted, so that what happens to a departed peer's connection can be judged
+// by the job it served. Not for the task path (it takes the view's lock).
+func (v *View) JobAt(addr string) (job string, ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	job, ok = v.addrJobs[addr]
+	return job, ok
+}
 
 // DataSocket is the Unix socket of the data server of a node on this machine ("" for a
 // node elsewhere, or without one).

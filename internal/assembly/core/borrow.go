@@ -410,3 +410,14 @@ func (c *Core) onBorrowMessage(ctx actor.Context) bool {
 	}
 	return true
 }
+
+// BorrowsFrom reports whether this runtime borrows an object owned by the runtime at
+// address (a scan of the borrows: for rare events, such as a lost connection to a peer).
+func (c *Core) BorrowsFrom(address string) bool {
+	found := false
+	c.borrows.ScanBorrowed(func(b objects.BorrowInfo) bool {
+		found = b.Owner.GetAddress() == address
+		return !found
+	})
+	return found
+}

@@ -79,7 +79,9 @@
 //
 // protoactor's own logs go through peerLog (peerlog.go): the endpoint writer's ERROR lines
 // about a peer that went away (lost connection, five failed reconnects) become one WARN per
-// peer and minute that says what happened, the rest DEBUG.
+// peer and minute that says what happened, the rest DEBUG; about a process of another job
+// (peerConcern: the job its node record named, which the view keeps after the record
+// goes) that owns nothing this process borrows, all DEBUG.
 //
 // Process-wide memory settings, shared by the process's nodes and undone by the last to
 // stop: the soft memory limit (memlimit.go, Config.SoftMemoryLimit) and the heap-goal floor

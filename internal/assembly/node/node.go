@@ -268,6 +268,8 @@ type Node struct {
 
 	cfg        Config
 	quietPeers func() // from now on a peer's departure is logged at DEBUG (Stop)
+	// setConcern sets which peers' departures peerLog may log at WARN (peerConcern).
+	setConcern func(func(addr string) bool)
 	exitedMu   sync.Mutex
 	exited     map[string]time.Time // node IDs whose process the membership saw exit (gone.go)
 	machine    *machine.Client
@@ -495,6 +497,9 @@ func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 		if n.view, err = n.startView(ctx); err != nil {
 			return nil, err
 		}
+		if n.setConcern != nil {
+			n.setConcern(n.peerConcern)
+		}
 		// Peers on this machine read over a Unix socket in the node's directory (0700):
 		// no TLS, no TCP; a path too long for a socket goes without.
 		var sock string
@@ -652,6 +657,27 @@ func (n *Node) startView(ctx context.Context) (*clusterview.View, error) {
 			return clusterview.LocalLoad{Version: l.Version, Available: l.Available, Queued: l.Queued}, ok
 		},
 	})
+}
+
+// peerConcern reports whether this process depends on the peer at addr, for peerLog: a
+// lost connection to it is a WARN only if so. It does when the node record last seen at
+// that address (clusterview's JobAt: kept after the record is deleted) names this
+// process's job, or no job, or when no record was seen there (it cannot tell), or when
+// this process borrows objects the process at addr owns. Another job's process is
+// otherwise not its concern: every process connects to every other now and then (a
+// request to collect, the state API), so another job's processes ending, even cleanly,
+// is routine. (A detached actor of another job this process calls is not checked here:
+// its calls fail with an error that says the actor died.)
+func (n *Node) peerConcern(addr string) bool {
+	if n.view == nil || addr == "" {
+		return true
+	}
+	job, ok := n.view.JobAt(addr)
+	if !ok || job == "" || job == string(n.cfg.Job) {
+		return true
+	}
+	c := n.core.Load()
+	return c != nil && c.BorrowsFrom(addr)
 }
 
 // viewCluster is the view as the runtime's core.Cluster.
@@ -826,8 +852,8 @@ func (v *nodeView) Joining(ctx context.Context, alive map[string]sched.Resources
 
 func (n *Node) startMember(ctx context.Context) error {
 	logger := n.cfg.Logger
-	sysLogger, quiet := peerLogger(logger) // protoactor's own logs, with a peer's departure quieted
-	n.quietPeers = quiet
+	sysLogger, quiet, concern := peerLogger(logger) // protoactor's own logs, with a peer's departure quieted
+	n.quietPeers, n.setConcern = quiet, concern
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return sysLogger }))
 	var err error
 	pcfg := membership.Config{Store: n.store, NodeID: string(n.ID), LeaseTTL: n.cfg.LeaseTTL, Logger: logger, GCSAddress: n.cfg.GCSAddress}

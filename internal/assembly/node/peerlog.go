@@ -17,8 +17,12 @@ import (
 // turns the first of them per peer and minute into one WARN line that says what happened,
 // and the rest into DEBUG. A refused TLS handshake (a peer of another cluster) stays a
 // WARN per peer and minute, saying so. Once its node stops (stopping), a peer's departure
-// is the shutdown's own (a driver's job ends, and its worker with it): DEBUG. Every other
-// record passes unchanged.
+// is the shutdown's own (a driver's job ends, and its worker with it): DEBUG. So is the
+// departure of a peer the node's concern function (setConcern) says this process does not
+// depend on: in a cluster, a process of another job (every process connects to every
+// other now and then, e.g. to ask it to collect, so a job that ends, however cleanly,
+// used to put a WARN into every other running job's output). Every other record passes
+// unchanged.
 type peerLog struct {
 	slog.Handler
 	st *peerLogState
@@ -26,6 +30,9 @@ type peerLog struct {
 
 type peerLogState struct {
 	stopping atomic.Bool // the node is stopping: no connection error is news
+	// concern reports whether this process depends on the peer at an address (nil: on
+	// every peer): a lost connection to one it does not is DEBUG.
+	concern atomic.Pointer[func(addr string) bool]
 
 	mu   sync.Mutex
 	seen map[string]time.Time // peer address -> when its last WARN was written
@@ -42,10 +49,17 @@ func newPeerLog(h slog.Handler) *peerLog {
 	return &peerLog{Handler: h, st: &peerLogState{seen: map[string]time.Time{}, now: time.Now}}
 }
 
-// peerLogger wraps a logger's handler in peerLog; stopping quiets it for good.
-func peerLogger(l *slog.Logger) (logger *slog.Logger, stopping func()) {
+// peerLogger wraps a logger's handler in peerLog; stopping quiets it for good, and
+// setConcern sets the function that says which peers this process depends on.
+func peerLogger(l *slog.Logger) (logger *slog.Logger, stopping func(), setConcern func(func(addr string) bool)) {
 	p := newPeerLog(l.Handler())
-	return slog.New(p), func() { p.st.stopping.Store(true) }
+	return slog.New(p), func() { p.st.stopping.Store(true) }, func(f func(string) bool) { p.st.concern.Store(&f) }
+}
+
+// concerns reports whether a lost connection to the peer at addr is news to this process.
+func (s *peerLogState) concerns(addr string) bool {
+	f := s.concern.Load()
+	return f == nil || (*f)(addr)
 }
 
 // connectionErrors are the endpoint writer's messages about a peer it cannot reach.
@@ -70,9 +84,10 @@ func (p *peerLog) Handle(ctx context.Context, r slog.Record) error {
 		return true
 	})
 	level, msg := slog.LevelDebug, r.Message
-	if !p.st.stopping.Load() && p.st.first(addr) {
+	refused := strings.Contains(errText, "authentication handshake failed")
+	if !p.st.stopping.Load() && (refused || p.st.concerns(addr)) && p.st.first(addr) {
 		level = slog.LevelWarn
-		if strings.Contains(errText, "authentication handshake failed") {
+		if refused {
 			msg = "node: a peer refused this node's certificate, or presented one of another cluster; no messages go to it"
 		} else {
 			msg = "node: lost the connection to a peer (its process stopped, or the network is cut); messages to it are dropped " +

@@ -80,7 +80,7 @@ func TestPeerLogPassesDebugWhenEnabled(t *testing.T) {
 // pass.
 func TestPeerLogQuietWhileStopping(t *testing.T) {
 	var buf bytes.Buffer
-	log, stopping := peerLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	log, stopping, _ := peerLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	lost := func(addr string) {
 		log.Error("EndpointWriter lost connection", slog.String("address", addr), slog.Any("error", errors.New("EOF")))
 	}
@@ -94,5 +94,32 @@ func TestPeerLogQuietWhileStopping(t *testing.T) {
 	log.Warn("membership: something")
 	if got := strings.TrimSpace(buf.String()); strings.Contains(got, "7002") || !strings.Contains(got, "membership") {
 		t.Fatalf("while stopping: %q, want only the other record", got)
+	}
+}
+
+// TestPeerLogConcern: a departed peer this process does not depend on (the concern
+// function says so: a process of another job) is DEBUG; one it does depend on is the one
+// WARN; a refused handshake is a WARN whatever the peer.
+func TestPeerLogConcern(t *testing.T) {
+	var buf bytes.Buffer
+	log, _, setConcern := peerLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	setConcern(func(addr string) bool { return addr == "127.0.0.1:7001" })
+	lost := func(addr string, err error) {
+		log.Error("EndpointWriter lost connection", slog.String("address", addr), slog.Any("error", err))
+	}
+	lost("127.0.0.1:7002", errors.New("EOF"))
+	lost("127.0.0.1:7002", errors.New("EOF"))
+	if got := buf.String(); strings.Contains(got, "level=WARN") || strings.Count(got, "level=DEBUG") != 2 {
+		t.Fatalf("another job's peer: %q, want two DEBUG lines", got)
+	}
+	buf.Reset()
+	lost("127.0.0.1:7001", errors.New("EOF"))
+	if got := buf.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "lost the connection to a peer") {
+		t.Fatalf("a peer of this process: %q, want the WARN", got)
+	}
+	buf.Reset()
+	lost("127.0.0.1:7003", errors.New(`connection error: desc = "transport: authentication handshake failed: x509"`))
+	if got := buf.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "certificate") {
+		t.Fatalf("a refused handshake from a peer of no concern: %q, want the WARN", got)
 	}
 }
