@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/ray-go/ray/internal/assembly/core"
@@ -33,6 +35,34 @@ type initConfig struct {
 	metricsSet       bool
 	gcHeapFloor      int64 // WithGCHeapFloor (else workerenv.GCHeapFloor, else DefaultGCHeapFloor)
 	gcHeapFloorSet   bool
+	logToDriverOpt   *bool // WithLogToDriver (nil: LogToDriverEnv, else on)
+}
+
+// LogToDriverEnv turns the worker processes' output off in the driver when "0" or
+// "false" (Ray's log_to_driver=False), unless WithLogToDriver says otherwise.
+const LogToDriverEnv = "RAY_LOG_TO_DRIVER"
+
+// WithLogToDriver says whether a driver that joins a cluster shows what its job's worker
+// processes print (Ray's log_to_driver; default on). On, every line a task or actor
+// writes to its stdout or stderr is written to the driver's stderr, prefixed with
+// "(worker pid=N, ip=H) ", within a fraction of a second (so it is in the driver's
+// console and, for `rayctl job submit`, in `rayctl job logs`). The runtime's own log
+// records below ERROR in those processes are not shown (they stay in `rayctl logs
+// worker`). It costs the tasks nothing: the node agents read the worker processes' log
+// files; output that comes faster than it can be sent is dropped with a note saying how
+// many lines. Off (or RAY_LOG_TO_DRIVER=0), the output is only in the worker processes'
+// logs (`rayctl logs task ID`, `rayctl logs worker`). In local mode tasks run in the
+// driver's process and print to its stdout and stderr themselves; the option changes
+// nothing there.
+func WithLogToDriver(on bool) InitOption { return func(c *initConfig) { c.logToDriverOpt = &on } }
+
+// logToDriver reports whether the driver shows its worker processes' output.
+func (c *initConfig) logToDriver() bool {
+	if c.logToDriverOpt != nil {
+		return *c.logToDriverOpt
+	}
+	v := strings.ToLower(strings.TrimSpace(os.Getenv(LogToDriverEnv)))
+	return v != "0" && v != "false" && v != "no" && v != "off"
 }
 
 // WithNumCPUs sets the node's CPUs (default: the machine's).

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ray-go/ray/internal/assembly/agent"
 	"github.com/ray-go/ray/internal/assembly/core"
 	"github.com/ray-go/ray/internal/assembly/node"
 	"github.com/ray-go/ray/internal/base/identity"
@@ -37,6 +38,9 @@ type session struct {
 	renewal *renewal       // a joined driver's renewal of its certificate (nil: none)
 	once    sync.Once
 	err     error
+
+	// output stops showing the worker processes' output (WithLogToDriver; nil: none).
+	output func(grace time.Duration)
 }
 
 // Init starts ray-go and returns a context carrying the runtime; pass it (or contexts
@@ -219,6 +223,9 @@ func join(ctx context.Context, cfg initConfig) (context.Context, error) {
 		return nil, rayErrorf("ray: Init: join the cluster at %s: %w", cfg.address, err)
 	}
 	s := &session{node: n, renewal: renew}
+	if cfg.logToDriver() {
+		s.output = agent.FollowWorkerOutput(n.GCS(), string(n.Core.Job()), os.Stderr, cfg.logger)
+	}
 	ctx = context.WithValue(ctx, runtimeKey{}, s)
 	logger := cfg.logger
 	if logger == nil {
@@ -307,6 +314,11 @@ func Shutdown(ctx context.Context) error {
 		return errors.New("ray: Shutdown needs the context returned by Init")
 	}
 	s.once.Do(func() {
+		if s.output != nil {
+			// What the tasks printed last is on its way: an agent sends within
+			// agent.WorkerOutInterval.
+			s.output(outputGrace)
+		}
 		if s.metrics != nil {
 			s.metrics.stop()
 		}
@@ -318,6 +330,10 @@ func Shutdown(ctx context.Context) error {
 	})
 	return s.err
 }
+
+// outputGrace is how long Shutdown waits for the worker processes' last output
+// (WithLogToDriver): a few of the agents' intervals.
+const outputGrace = 3 * agent.WorkerOutInterval
 
 // nodeOf returns the node Init started (tests and benchmarks).
 func nodeOf(ctx context.Context) *node.Node {

@@ -359,6 +359,9 @@ func run(ctx context.Context, check string, bigMiB int, out map[string]any) erro
 	if check == "actorowner-driver" {
 		return actorOwnerDriverCheck(ctx)
 	}
+	if check == "workerout" {
+		return workerOutCheck(ctx, out)
+	}
 	if check == "hang" {
 		// A 16 MiB object stays alive (rayctl memory shows it), then a long task runs.
 		blob := makeBlob.Remote(ctx, ray.V(16<<20))

@@ -95,6 +95,9 @@ type Agent struct {
 	machineDir string
 	// spill is the agent's own directory in Config.SpillDir (nil without one).
 	spill *shard.SpillDir
+	// workerPIDs: job -> the pid of this agent's newest worker process of it (workers.go
+	// sets it, workerout.go names it).
+	workerPIDs sync.Map
 	// subs is the head's submission runner (nil on other agents).
 	subs *submissionRunner
 
@@ -182,6 +185,8 @@ func Start(ctx context.Context, cfg Config) (_ *Agent, err error) {
 	go m.run(a.ctx)
 	a.wg.Add(1)
 	go a.serveLogs() // logserve.go
+	a.wg.Add(1)
+	go a.forwardWorkerOutput() // workerout.go
 	if cfg.Head {
 		s := newSubmissionRunner(a)
 		a.subs = s

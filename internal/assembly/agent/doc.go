@@ -225,11 +225,27 @@
 // file. Whoever can write the GCS can ask: its mutual TLS is the access control. One request
 // at a time per agent. This key family belongs to this package, as joblogs/ does.
 //
+// # Worker output to the driver (workerout.go)
+//
+// Ray's log_to_driver: a driver that wants its job's worker output (the default; ray
+// package's WithLogToDriver) puts workerout/want/<job> on a lease of its own
+// (FollowWorkerOutput). Every agent watches those keys and, every WorkerOutInterval
+// (100 ms), reads what its worker process of each such job appended to the job's log file
+// since it last looked and puts it, whole lines of at most WorkerOutBatch (128 KiB), with
+// the process's pid and the agent's host, under workerout/lines/<job>/<agent> on its
+// liveness lease; the driver watches that prefix and writes each line, prefixed, to its
+// stderr. The runtime's own records below ERROR are left out. Bounded: the file may run at
+// most WorkerOutBacklog (1 MiB) ahead of what was sent (beyond, the lines are skipped and
+// counted), the driver queues at most WorkerOutQueue (4 MiB) for its stderr (beyond,
+// counted), and neither blocks anything else. When the want key goes the agent deletes its
+// key. This key family belongs to this package too.
+//
 // # Ownership
 //
 // Start starts: the metrics server and, on a head, the dashboard's server and its
 // sampling loop (the servers' goroutines end when Stop shuts them down),
-// keepAlive (the lease), the log server (serveLogs), the worker manager's run loop (owning all worker
+// keepAlive (the lease), the log server (serveLogs), the worker output forwarder
+// (forwardWorkerOutput, with its watch of the want keys), the worker manager's run loop (owning all worker
 // state; two list-then-watch mirrors feed it jobs/ and jobalive/, re-listing after a
 // failed or compacted watch) and, on the head, the submission runner's loop (with one
 // goroutine per running submission and its log publisher). All stop when Stop cancels the

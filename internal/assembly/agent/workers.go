@@ -602,6 +602,7 @@ func (m *workerManager) start(ctx context.Context, w *worker, info *pb.JobInfo, 
 		return err
 	}
 	w.p, w.sum = p, info.GetSha256()
+	a.workerPIDs.Store(w.job, p.pid)
 	w.stopping = false
 	a.log.Info("agent: started worker", "job", w.job, "pid", p.pid, "executable", exe, "log", m.logPath(w.job))
 	rec := &pb.JobWorker{JobId: w.job, AgentId: a.id, State: pb.JobWorker_STARTING, Pid: int32(p.pid), LogPath: m.logPath(w.job)}
