@@ -21,7 +21,6 @@ import (
 	"github.com/ray-go/ray/internal/base/gcs"
 	"github.com/ray-go/ray/internal/base/gcs/etcdstore"
 	"github.com/ray-go/ray/internal/base/identity"
-	"github.com/ray-go/ray/internal/base/ids"
 	"github.com/ray-go/ray/internal/base/pb"
 	"github.com/ray-go/ray/internal/base/ship"
 )
@@ -59,8 +58,7 @@ type JoinConfig struct {
 // Join connects to the GCS at cfg.Address and starts a node that joins the cluster.
 //
 // A driver registers its job (jobs/<job>: its executable, content hash and arguments, so
-// node agents can start worker processes from the same binary) under an ID no other job
-// has (drawn again when it was another's), keeps jobalive/<job> on
+// node agents can start worker processes from the same binary), keeps jobalive/<job> on
 // its node's lease, and waits until every live node agent has started the job's worker
 // process (or said it cannot run the binary). Stopping the node ends the job.
 //
@@ -96,57 +94,28 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	if ncfg.Host == "" {
 		ncfg.Host = HostFor(cfg.Address[0])
 	}
+	n, err := Start(ctx, ncfg)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	n.ownGCS = store
 	if ncfg.Role == RoleWorker {
-		n, err := Start(ctx, ncfg)
-		if err != nil {
-			store.Close()
-			return nil, err
-		}
-		n.ownGCS = store
 		if err := n.recordWorker(ctx); err != nil {
 			n.Stop(context.WithoutCancel(ctx))
 			return nil, err
 		}
 		return n, nil
 	}
-	n, err := startDriver(ctx, ncfg, cfg)
-	if err != nil {
-		store.Close()
+	if err := n.registerJob(ctx, cfg); err != nil {
+		n.Stop(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	n.ownGCS = store
 	if err := n.awaitWorkers(ctx, cfg.Timeout); err != nil {
 		n.Stop(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return n, nil
-}
-
-// startDriver starts a driver's node on ncfg.GCS and registers its job. A driver draws its
-// job's ID (unless ncfg.Job names one); registerJob takes it only if no job has it, and a
-// taken one (4 random bytes: rare, never impossible) is drawn again, with the node started
-// anew under it (its ID is in everything the node started). A node that failed is
-// stopped, and the GCS client left open.
-func startDriver(ctx context.Context, ncfg Config, cfg JoinConfig) (*Node, error) {
-	drawn := ncfg.Job == ""
-	for draw := 1; ; draw++ {
-		if drawn {
-			ncfg.Job = newJobID()
-		}
-		n, err := Start(ctx, ncfg)
-		if err != nil {
-			return nil, err
-		}
-		err = n.registerJob(ctx, cfg)
-		if err == nil {
-			return n, nil
-		}
-		n.Stop(context.WithoutCancel(ctx))
-		if !errors.Is(err, errJobIDTaken) || !drawn || draw >= maxJobIDDraws {
-			return nil, err
-		}
-		n.cfg.Logger.Debug("node: the drawn job ID is another job's; drawing another", "job", ncfg.Job)
-	}
 }
 
 // HostFor returns the address this machine is reached at by the peers of a cluster whose
@@ -249,18 +218,6 @@ func commandLine(argv []string) string {
 	return strings.Join(q, " ")
 }
 
-// errJobIDTaken: the job ID a driver drew is another job's (registerJob).
-var errJobIDTaken = errors.New("node: the job ID is another job's")
-
-// maxJobIDDraws bounds how many job IDs a driver draws (Join): a collision of 4 random
-// bytes twice running says the randomness is broken, not that the IDs are used up.
-const maxJobIDDraws = 3
-
-// newJobID draws a driver's job ID (a variable: a test makes it collide).
-var newJobID = ids.NewJobID
-
-// registerJob records the driver's job under its ID, if no job has that ID
-// (errJobIDTaken otherwise), and keeps jobalive/<job> on the node's lease.
 func (n *Node) registerJob(ctx context.Context, cfg JoinConfig) error {
 	exe, err := os.Executable()
 	if err == nil {
@@ -283,15 +240,8 @@ func (n *Node) registerJob(ctx context.Context, cfg JoinConfig) error {
 		n.job.DriverUser = cfg.Credentials.User()
 	}
 	b, _ := proto.Marshal(n.job)
-	// Only if no job has this ID: another job's record is never overwritten.
-	key := gcs.JobKey(string(n.cfg.Job))
-	ok, _, err := n.store.Txn(ctx, []gcs.Cmp{{Key: key, ModRev: 0}}, []gcs.Op{{Kind: gcs.OpPut, Key: key, Value: b}})
-	if err != nil {
+	if _, err := n.store.Put(ctx, gcs.JobKey(string(n.cfg.Job)), b, 0); err != nil {
 		return fmt.Errorf("node: register the job: %w", err)
-	}
-	if !ok {
-		n.job = nil // not this driver's record: its Stop leaves it alone
-		return fmt.Errorf("%w: %s", errJobIDTaken, n.cfg.Job)
 	}
 	n.jobAlive.Store(true)
 	if _, err := n.store.Put(ctx, gcs.JobAliveKey(string(n.cfg.Job)), []byte(n.ID), n.leaseID()); err != nil {

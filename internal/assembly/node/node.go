@@ -349,7 +349,7 @@ type Node struct {
 // Start starts a single node with an embedded GCS.
 func Start(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.Job == "" {
-		cfg.Job = newJobID()
+		cfg.Job = ids.NewJobID()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
